@@ -1,0 +1,68 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "CaptureFleet",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "capfleet", targets: ["capfleet"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+    ],
+    targets: [
+        // Thin C shims over Debian's libraries.
+        .systemLibrary(name: "CZeroMQ", path: "Sources/CZeroMQ"),
+        .systemLibrary(name: "CV4L2", path: "Sources/CV4L2"),
+
+        // Wire contract: generated from proto-docs/*.proto, no I/O.
+        .target(name: "FleetProtocol", dependencies: [
+            .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+        ]),
+        // Pure state machines and value types: no ZeroMQ, no SQLite, no ioctl.
+        .target(name: "FleetCore", dependencies: ["FleetProtocol"]),
+        // ZeroMQ sockets on threads they own, bridged to async code.
+        .target(name: "FleetBus", dependencies: [
+            "CZeroMQ", "FleetCore",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // SQLite through GRDB.
+        .target(name: "FleetStore", dependencies: [
+            "FleetCore",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
+        // Camera sources: the synthetic test-pattern camera and V4L2.
+        .target(name: "FleetCapture", dependencies: [
+            "CV4L2", "FleetCore",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .target(name: "FleetAgent", dependencies: [
+            "FleetBus", "FleetCapture", "FleetCore", "FleetProtocol",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
+        .target(name: "FleetCoordinator", dependencies: [
+            "FleetBus", "FleetStore", "FleetCore", "FleetProtocol",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
+        .executableTarget(name: "capfleet", dependencies: [
+            "FleetAgent", "FleetCoordinator", "FleetBus", "FleetCapture", "FleetCore", "FleetProtocol",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
+
+        .testTarget(name: "FleetCoreTests", dependencies: ["FleetCore", "FleetProtocol"]),
+        .testTarget(name: "FleetProtocolTests", dependencies: ["FleetProtocol"]),
+        .testTarget(name: "FleetCaptureTests", dependencies: ["FleetCapture", "FleetCore"]),
+        .testTarget(name: "FleetStoreTests", dependencies: ["FleetStore", "FleetCore"]),
+        .testTarget(name: "FleetBusTests", dependencies: ["FleetBus", "CZeroMQ"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["capfleet", "FleetProtocol", "FleetCore", "FleetBus", "CZeroMQ"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

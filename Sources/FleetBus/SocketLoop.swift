@@ -1,0 +1,120 @@
+import CZeroMQ
+import Foundation
+import Synchronization
+import FleetCore
+
+/// A thread that owns a set of ZeroMQ sockets and blocks in `zmq_poll` on them, so no
+/// socket is ever touched by two threads and the async pool never blocks on libzmq.
+///
+/// Other threads reach the sockets only through `perform`, which queues a closure and
+/// wakes the poll through an eventfd; readable sockets are handed to their handler on the
+/// loop thread. Results cross to async code through whatever the handlers yield into
+/// (an `AsyncStream` continuation): that is the one seam between the two worlds.
+public final class SocketLoop: @unchecked Sendable {
+    public struct SocketID: Hashable, Sendable { let index: Int }
+
+    /// The sockets, lent to closures running on the loop thread.
+    public struct Sockets {
+        fileprivate let sockets: [ZMQSocket]
+        public subscript(id: SocketID) -> ZMQSocket { sockets[id.index] }
+    }
+
+    public let name: String
+    private var sockets: [ZMQSocket] = []
+    private var handlers: [(ZMQSocket) -> Void] = []
+    private var timers: [(interval: UInt64, next: UInt64, body: (Sockets) -> Void)] = []
+    private let wakeFD: Int32
+    private let pending = Mutex<[(Sockets) -> Void]>([])
+    private let stopRequested = Atomic<Bool>(false)
+    private let finished = DispatchSemaphore(value: 0)
+    private var thread: Thread?
+
+    public init(name: String) {
+        self.name = name
+        self.wakeFD = capfleet_eventfd()
+    }
+
+    deinit { close(wakeFD) }
+
+    /// Adds a socket before `start`. `onReadable` runs on the loop thread whenever the
+    /// socket has input; it should drain it with `receiveMultipart(dontWait: true)`.
+    @discardableResult
+    public func add(_ socket: ZMQSocket, onReadable: ((ZMQSocket) -> Void)? = nil) -> SocketID {
+        precondition(thread == nil, "SocketLoop \(name): add sockets before start()")
+        sockets.append(socket)
+        handlers.append(onReadable ?? { _ in })
+        return SocketID(index: sockets.count - 1)
+    }
+
+    /// Runs `body` on the loop thread every `interval` nanoseconds (heartbeats, flushes).
+    public func every(nanoseconds interval: UInt64, _ body: @escaping (Sockets) -> Void) {
+        precondition(thread == nil, "SocketLoop \(name): add timers before start()")
+        timers.append((interval, MonotonicTime.now() + interval, body))
+    }
+
+    public func start() {
+        let thread = Thread { [self] in run() }
+        thread.name = "capfleet.\(name)"
+        self.thread = thread
+        thread.start()
+    }
+
+    /// Queues `work` for the loop thread and wakes it.
+    public func perform(_ work: @escaping @Sendable (Sockets) -> Void) {
+        pending.withLock { $0.append(work) }
+        var one: UInt64 = 1
+        _ = write(wakeFD, &one, 8)
+    }
+
+    /// Stops the loop, closes its sockets and waits for the thread to end.
+    public func stop() {
+        guard thread != nil, !stopRequested.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        var one: UInt64 = 1
+        _ = write(wakeFD, &one, 8)
+        finished.wait()
+    }
+
+    private func run() {
+        var items = sockets.map { zmq_pollitem_t(socket: $0.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0) }
+        items.append(zmq_pollitem_t(socket: nil, fd: wakeFD, events: Int16(ZMQ_POLLIN), revents: 0))
+        let lent = Sockets(sockets: sockets)
+        while !stopRequested.load(ordering: .acquiring) {
+            let timeout = nextTimerTimeoutMilliseconds()
+            let rc = zmq_poll(&items, Int32(items.count), timeout)
+            if rc < 0 {
+                if capfleet_errno() == EINTR { continue }
+                break  // context terminated
+            }
+            if items[items.count - 1].revents != 0 {
+                var counter: UInt64 = 0
+                _ = read(wakeFD, &counter, 8)
+            }
+            let work = pending.withLock { queue in
+                defer { queue.removeAll(keepingCapacity: true) }
+                return queue
+            }
+            for body in work { body(lent) }
+            for index in sockets.indices where items[index].revents & Int16(ZMQ_POLLIN) != 0 {
+                handlers[index](sockets[index])
+            }
+            runDueTimers(lent)
+        }
+        for socket in sockets { socket.close() }
+        finished.signal()
+    }
+
+    private func nextTimerTimeoutMilliseconds() -> Int {
+        guard let next = timers.map(\.next).min() else { return -1 }
+        let now = MonotonicTime.now()
+        return next <= now ? 0 : Int((next - now) / 1_000_000) + 1
+    }
+
+    private func runDueTimers(_ lent: Sockets) {
+        let now = MonotonicTime.now()
+        for index in timers.indices where timers[index].next <= now {
+            timers[index].next = now + timers[index].interval
+            timers[index].body(lent)
+        }
+    }
+}
+

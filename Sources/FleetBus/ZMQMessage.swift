@@ -1,0 +1,34 @@
+import CZeroMQ
+
+/// One received message part, owning its libzmq buffer so large payloads are never copied.
+/// Immutable once received, so it may be handed to other threads.
+public final class ZMQMessage: @unchecked Sendable {
+    let message: UnsafeMutablePointer<zmq_msg_t>
+
+    init() {
+        message = .allocate(capacity: 1)
+        zmq_msg_init(message)
+    }
+
+    deinit {
+        zmq_msg_close(message)
+        message.deallocate()
+    }
+
+    public var count: Int { zmq_msg_size(message) }
+
+    public var hasMore: Bool { zmq_msg_more(message) == 1 }
+
+    /// Read-only view of the bytes; valid while this object is alive.
+    public var bytes: UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: zmq_msg_data(message), count: count)
+    }
+
+    public var array: [UInt8] { [UInt8](bytes) }
+
+    /// The TCP peer's address ("Peer-Address" metadata), when the transport has one.
+    public var peerAddress: String? {
+        guard let value = zmq_msg_gets(message, "Peer-Address") else { return nil }
+        return String(cString: value)
+    }
+}

@@ -1,0 +1,72 @@
+import FleetCore
+
+/// What went wrong with a camera, phrased for the operator who has to fix it.
+public enum CaptureError: Error, CustomStringConvertible, Sendable {
+    case unsupportedFormat(device: String, requested: String, supported: [String])
+    case unsupportedFrameRate(device: String, requested: Double, format: String)
+    case deviceUnavailable(device: String, path: String, reason: String)
+    case ioctlFailed(device: String, call: String, errno: Int32)
+    case alreadyStreaming(device: String)
+
+    public var description: String {
+        switch self {
+        case let .unsupportedFormat(device, requested, supported):
+            "device \(device) does not support \(requested); supported formats: \(supported.joined(separator: "; "))"
+        case let .unsupportedFrameRate(device, requested, format):
+            "device \(device) cannot run \(format) at \(requested) fps; choose a rate within the format's ranges"
+        case let .deviceUnavailable(device, path, reason):
+            "device \(device) (\(path)) is unavailable: \(reason)"
+        case let .ioctlFailed(device, call, errno):
+            "\(call) failed on device \(device): errno \(errno)"
+        case let .alreadyStreaming(device):
+            "device \(device) is already streaming; stop it first"
+        }
+    }
+}
+
+/// The layout of the pixels in one captured frame.
+public struct FrameLayout: Hashable, Sendable {
+    public var pixelFormat: PixelFormat
+    public var width: Int
+    public var height: Int
+    public var bytesPerLine: Int
+
+    public init(pixelFormat: PixelFormat, width: Int, height: Int, bytesPerLine: Int) {
+        self.pixelFormat = pixelFormat
+        self.width = width
+        self.height = height
+        self.bytesPerLine = bytesPerLine
+    }
+
+    public init(_ format: VideoFormat) {
+        self.init(pixelFormat: format.pixelFormat, width: format.width, height: format.height,
+                  bytesPerLine: format.pixelFormat.bytesPerLine(width: format.width))
+    }
+}
+
+/// One frame as the source produced it. The pixels live in `buffer`, which returns to
+/// the source's pool when the last reference (often libzmq's, after sending) goes away.
+public struct CapturedFrame: Sendable {
+    public let buffer: FrameBuffer
+    public let byteCount: Int
+    /// The source's own sequence number; gaps mean frames lost before delivery.
+    public let sequence: UInt64
+    /// When the source captured the frame, on CLOCK_MONOTONIC, never the time of publishing.
+    public let captureMonotonicNanoseconds: UInt64
+    public let layout: FrameLayout
+}
+
+/// A camera the agent can stream from: the synthetic test pattern or a V4L2 device.
+/// Sources deliver frames on a thread they own; `deliver` must not block for long.
+public protocol CameraSource: AnyObject, Sendable {
+    var device: DeviceDescription { get }
+    var activeFormatIndex: Int { get }
+    var activeFrameRate: Double { get }
+    /// Frames the source had to skip because every buffer was still in use downstream.
+    var outOfBufferDrops: UInt64 { get }
+
+    func start(deliver: @escaping @Sendable (CapturedFrame) -> Void) throws(CaptureError)
+    func stop()
+    func setActiveFormat(index: Int) throws(CaptureError)
+    func setFrameRate(_ framesPerSecond: Double) throws(CaptureError)
+}

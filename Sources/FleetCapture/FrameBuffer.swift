@@ -1,0 +1,64 @@
+import Foundation
+import Synchronization
+
+/// A fixed pool of frame-sized buffers, like a driver's mmap ring: when all are in use
+/// downstream the source has nowhere to capture and counts an out-of-buffers drop.
+public final class FrameBufferPool: Sendable {
+    public let bufferSize: Int
+    public let capacity: Int
+    private let free: Mutex<[RawStorage]>
+
+    public init(bufferSize: Int, capacity: Int) {
+        self.bufferSize = bufferSize
+        self.capacity = capacity
+        let buffers = (0..<capacity).map { _ in RawStorage(pointer: .allocate(byteCount: max(bufferSize, 1), alignment: 64)) }
+        free = Mutex(buffers)
+    }
+
+    deinit {
+        // Buffers still lent out keep the pool alive (FrameBuffer holds it), so all are home.
+        free.withLock { $0.forEach { $0.pointer.deallocate() } }
+    }
+
+    /// A free buffer, or nil when every buffer is still in use.
+    public func take() -> FrameBuffer? {
+        guard let storage = free.withLock({ $0.popLast() }) else { return nil }
+        return FrameBuffer(storage: storage.pointer, capacity: bufferSize, pool: self)
+    }
+
+    public var available: Int { free.withLock { $0.count } }
+
+    fileprivate func giveBack(_ storage: UnsafeMutableRawPointer) {
+        free.withLock { $0.append(RawStorage(pointer: storage)) }
+    }
+}
+
+/// A buffer's address, moved between threads only under the pool's lock.
+private struct RawStorage: @unchecked Sendable {
+    let pointer: UnsafeMutableRawPointer
+}
+
+/// One buffer lent from a pool. The writer fills it before handing the frame on; after
+/// that it is read-only, which is what makes sharing it across threads safe.
+public final class FrameBuffer: @unchecked Sendable {
+    public let storage: UnsafeMutableRawPointer
+    public let capacity: Int
+    private let pool: FrameBufferPool?
+
+    init(storage: UnsafeMutableRawPointer, capacity: Int, pool: FrameBufferPool?) {
+        self.storage = storage
+        self.capacity = capacity
+        self.pool = pool
+    }
+
+    /// A buffer outside any pool (black frames, tests); freed on release.
+    public convenience init(unpooledCapacity: Int) {
+        self.init(storage: .allocate(byteCount: max(unpooledCapacity, 1), alignment: 64), capacity: unpooledCapacity, pool: nil)
+    }
+
+    deinit {
+        if let pool { pool.giveBack(storage) } else { storage.deallocate() }
+    }
+
+    public var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: storage, count: capacity) }
+}

@@ -1,0 +1,142 @@
+import FleetCore
+import Foundation
+import Synchronization
+
+/// A test-pattern camera: colour bars, a moving box, and the frame number burned into
+/// the pixels (`FrameNumberStamp`). Paced from CLOCK_MONOTONIC on a thread it owns, with
+/// a realistic format list and the same surface as a V4L2 device. A first-class source
+/// for demos and load tests; a host with no camera runs these.
+public final class SyntheticCamera: CameraSource {
+    public let device: DeviceDescription
+    private let bufferCount: Int
+
+    private struct Configuration {
+        var formatIndex: Int
+        var frameRate: Double
+        var generation = 0  // bumped on every change so the capture thread re-reads it
+    }
+
+    private let configuration: Mutex<Configuration>
+    private let running = Atomic<Bool>(false)
+    private let outOfBuffers = Atomic<UInt64>(0)
+    private let finished = DispatchSemaphore(value: 0)
+
+    public init(deviceID: String, name: String, initialFormat: (width: Int, height: Int, pixelFormat: PixelFormat)? = nil,
+                frameRate: Double = 15, bufferCount: Int = 4) {
+        let formats = Self.formatList
+        device = DeviceDescription(deviceID: deviceID, name: name, driver: "capfleet-synthetic", kind: .synthetic, formats: formats)
+        let wanted = initialFormat ?? (640, 480, .yuyv)
+        let index = formats.firstIndex { $0.width == wanted.width && $0.height == wanted.height && $0.pixelFormat == wanted.pixelFormat && !$0.isBinned } ?? 0
+        configuration = Mutex(Configuration(formatIndex: index, frameRate: frameRate))
+        self.bufferCount = bufferCount
+    }
+
+    /// The sensor is modelled as 3840 pixels wide with an 8x digital zoom: smaller
+    /// formats can zoom further before they upscale.
+    public static let formatList: [VideoFormat] = {
+        let fov = 78.0
+        func format(_ w: Int, _ h: Int, _ pixel: PixelFormat, _ ranges: [FrameRateRange], binned: Bool = false) -> VideoFormat {
+            VideoFormat(pixelFormat: pixel, width: w, height: h, frameRateRanges: ranges, fieldOfViewDegrees: fov,
+                        maxZoomFactor: 8, upscaleThresholdZoomFactor: binned ? 1 : 3840.0 / Double(w), isBinned: binned, bitDepth: 8)
+        }
+        let upTo30 = [FrameRateRange(min: 1, max: 30)]
+        let upTo60 = [FrameRateRange(min: 1, max: 60)]
+        return [
+            format(640, 480, .yuyv, upTo60), format(640, 480, .nv12, upTo60),
+            format(1280, 720, .yuyv, upTo30), format(1280, 720, .nv12, upTo60),
+            format(1920, 1080, .yuyv, upTo30), format(1920, 1080, .nv12, upTo60),
+            format(1920, 1080, .nv12, [FrameRateRange(min: 120, max: 120)], binned: true),
+            format(3840, 2160, .yuyv, [FrameRateRange(min: 1, max: 15)]), format(3840, 2160, .nv12, upTo30),
+        ]
+    }()
+
+    public var activeFormatIndex: Int { configuration.withLock { $0.formatIndex } }
+    public var activeFrameRate: Double { configuration.withLock { $0.frameRate } }
+    public var outOfBufferDrops: UInt64 { outOfBuffers.load(ordering: .relaxed) }
+
+    public func setActiveFormat(index: Int) throws(CaptureError) {
+        guard device.formats.indices.contains(index) else {
+            throw .unsupportedFormat(device: device.deviceID, requested: "format #\(index)", supported: device.formats.map(\.label))
+        }
+        configuration.withLock { config in
+            config.formatIndex = index
+            let format = device.formats[index]
+            if !format.supports(framesPerSecond: config.frameRate) {
+                config.frameRate = min(max(config.frameRate, format.frameRateRanges[0].minFramesPerSecond), format.maxFramesPerSecond)
+            }
+            config.generation += 1
+        }
+    }
+
+    public func setFrameRate(_ framesPerSecond: Double) throws(CaptureError) {
+        let format = device.formats[activeFormatIndex]
+        guard format.supports(framesPerSecond: framesPerSecond) else {
+            throw .unsupportedFrameRate(device: device.deviceID, requested: framesPerSecond, format: format.label)
+        }
+        configuration.withLock {
+            $0.frameRate = framesPerSecond
+            $0.generation += 1
+        }
+    }
+
+    public func start(deliver: @escaping @Sendable (CapturedFrame) -> Void) throws(CaptureError) {
+        guard !running.exchange(true, ordering: .acquiringAndReleasing) else { throw .alreadyStreaming(device: device.deviceID) }
+        let thread = Thread { [self] in
+            captureLoop(deliver: deliver)
+            finished.signal()
+        }
+        thread.name = "capfleet.synthetic.\(device.deviceID)"
+        thread.start()
+    }
+
+    public func stop() {
+        guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        finished.wait()
+    }
+
+    private func captureLoop(deliver: @Sendable (CapturedFrame) -> Void) {
+        var generation = -1
+        var renderer: TestPatternRenderer?
+        var pool: FrameBufferPool?
+        var period: UInt64 = 0
+        var sequence: UInt64 = 0
+        var deadline = MonotonicTime.now()
+        while running.load(ordering: .acquiring) {
+            let config = configuration.withLock { $0 }
+            if config.generation != generation {
+                generation = config.generation
+                let format = device.formats[config.formatIndex]
+                let newRenderer = TestPatternRenderer(format: format)
+                if renderer?.layout != newRenderer.layout {
+                    renderer = newRenderer
+                    pool = FrameBufferPool(bufferSize: newRenderer.frameBytes, capacity: bufferCount)
+                }
+                period = UInt64(1e9 / max(config.frameRate, 0.1))
+                deadline = MonotonicTime.now()
+            }
+            deadline += period
+            Self.sleep(until: deadline)
+            let now = MonotonicTime.now()
+            // A sensor keeps exposing while we are late: skipped slots advance the sequence,
+            // which the agent counts as a discontinuity, as it would for a real driver.
+            if now > deadline + period {
+                let missed = (now - deadline) / period
+                sequence += missed
+                deadline += missed * period
+            }
+            sequence += 1
+            guard let renderer, let buffer = pool?.take() else {
+                outOfBuffers.add(1, ordering: .relaxed)
+                continue
+            }
+            renderer.render(frameNumber: UInt32(truncatingIfNeeded: sequence), into: buffer.storage)
+            deliver(CapturedFrame(buffer: buffer, byteCount: renderer.frameBytes, sequence: sequence,
+                                  captureMonotonicNanoseconds: now, layout: renderer.layout))
+        }
+    }
+
+    private static func sleep(until deadline: UInt64) {
+        var spec = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &spec, nil) == EINTR {}
+    }
+}

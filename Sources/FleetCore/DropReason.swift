@@ -1,0 +1,58 @@
+/// Why a frame never reached the coordinator, in the vocabulary camera engineers know
+/// from capture APIs' dropped-frame reasons.
+public enum DropReason: String, CaseIterable, Sendable {
+    /// The consumer was too slow: the send queue was full when the frame arrived.
+    case late
+    /// The source had no free buffer to capture into.
+    case outOfBuffers = "out_of_buffers"
+    /// The source's sequence number jumped: frames were lost before we saw them.
+    case discontinuity
+}
+
+/// Cumulative drop counts by reason.
+public struct DropTally: Hashable, Sendable {
+    public var late: UInt64 = 0
+    public var outOfBuffers: UInt64 = 0
+    public var discontinuity: UInt64 = 0
+
+    public init(late: UInt64 = 0, outOfBuffers: UInt64 = 0, discontinuity: UInt64 = 0) {
+        self.late = late
+        self.outOfBuffers = outOfBuffers
+        self.discontinuity = discontinuity
+    }
+
+    public var total: UInt64 { late + outOfBuffers + discontinuity }
+
+    public mutating func add(_ reason: DropReason, count: UInt64 = 1) {
+        switch reason {
+        case .late: late += count
+        case .outOfBuffers: outOfBuffers += count
+        case .discontinuity: discontinuity += count
+        }
+    }
+
+    public subscript(reason: DropReason) -> UInt64 {
+        switch reason {
+        case .late: late
+        case .outOfBuffers: outOfBuffers
+        case .discontinuity: discontinuity
+        }
+    }
+}
+
+/// Turns a source's sequence numbers into discontinuity drops: a jump from 7 to 10
+/// means frames 8 and 9 were lost before the agent saw them.
+public struct SequenceGapDetector: Sendable {
+    private var lastSequence: UInt64?
+
+    public init() {}
+
+    /// Returns how many frames were skipped before `sequence`.
+    public mutating func observe(_ sequence: UInt64) -> UInt64 {
+        defer { lastSequence = sequence }
+        guard let last = lastSequence, sequence > last + 1 else { return 0 }
+        return sequence - last - 1
+    }
+
+    public mutating func reset() { lastSequence = nil }
+}

@@ -1,0 +1,42 @@
+import FleetProtocol
+
+/// Why a message on a coordinator endpoint was refused. The raw values are the reason
+/// labels counted per endpoint and documented in proto-docs (frames.md, registration.md).
+public enum InputRejection: String, Sendable, CaseIterable {
+    case wrongPartCount = "wrong_part_count"
+    case undecodable = "undecodable"
+    case unknownMessage = "unknown_message"
+    case incompatibleVersion = "incompatible_version"
+    case unregisteredNode = "unregistered_node"
+    case unknownDevice = "unknown_device"
+    case payloadSizeMismatch = "payload_size_mismatch"
+    case formatSizeMismatch = "format_size_mismatch"
+    case oversizedClaim = "oversized_claim"
+    case invalidFormat = "invalid_format"
+}
+
+/// Checks a frame against its own header and the device's declared formats before the
+/// coordinator trusts any of it ("cheap or nasty": bad frames are dropped and counted).
+public enum FrameValidation {
+    /// Largest width or height accepted (16K); anything more is a forged header.
+    public static let maxDimension: UInt32 = 16384
+
+    public static func check(
+        header: Capfleet_V1_FrameHeader, payloadBytes: Int, maxPayloadBytes: Int
+    ) -> InputRejection? {
+        guard header.protocolVersion == .current else { return .incompatibleVersion }
+        if header.payloadSize > UInt64(maxPayloadBytes) { return .oversizedClaim }
+        guard header.payloadSize == UInt64(payloadBytes) else { return .payloadSizeMismatch }
+        let layout = header.layout
+        guard layout.width > 0, layout.height > 0, layout.width <= maxDimension, layout.height <= maxDimension,
+              !layout.pixelFormat.isEmpty else { return .invalidFormat }
+        let format = PixelFormat(layout.pixelFormat)
+        let width = Int(layout.width), height = Int(layout.height)
+        if let exact = format.frameByteCount(width: width, height: height) {
+            guard payloadBytes == exact else { return .formatSizeMismatch }
+        } else if payloadBytes == 0 || payloadBytes > format.maximumPayloadBytes(width: width, height: height) {
+            return .formatSizeMismatch
+        }
+        return nil
+    }
+}

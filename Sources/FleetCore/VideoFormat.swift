@@ -1,0 +1,87 @@
+/// An inclusive range of frame rates, in frames per second. A discrete rate has min == max.
+public struct FrameRateRange: Hashable, Sendable, Codable {
+    public var minFramesPerSecond: Double
+    public var maxFramesPerSecond: Double
+
+    public init(min: Double, max: Double) {
+        minFramesPerSecond = min
+        maxFramesPerSecond = max
+    }
+
+    public func contains(_ fps: Double) -> Bool {
+        fps >= minFramesPerSecond - 1e-6 && fps <= maxFramesPerSecond + 1e-6
+    }
+}
+
+/// One capture mode of a device: pixel format, size, the rates it can run at, and
+/// what is known of its optics. This is an entry of a camera's `formats` list.
+public struct VideoFormat: Hashable, Sendable {
+    public var pixelFormat: PixelFormat
+    public var width: Int
+    public var height: Int
+    public var frameRateRanges: [FrameRateRange]
+    /// Horizontal field of view in degrees; nil when the driver does not say.
+    public var fieldOfViewDegrees: Double?
+    public var maxZoomFactor: Double
+    /// Zoom factors above this one upscale; nil when unknown.
+    public var upscaleThresholdZoomFactor: Double?
+    public var isBinned: Bool
+    public var bitDepth: Int
+
+    public init(
+        pixelFormat: PixelFormat, width: Int, height: Int, frameRateRanges: [FrameRateRange],
+        fieldOfViewDegrees: Double? = nil, maxZoomFactor: Double = 1, upscaleThresholdZoomFactor: Double? = nil,
+        isBinned: Bool = false, bitDepth: Int = 8
+    ) {
+        self.pixelFormat = pixelFormat
+        self.width = width
+        self.height = height
+        self.frameRateRanges = frameRateRanges
+        self.fieldOfViewDegrees = fieldOfViewDegrees
+        self.maxZoomFactor = maxZoomFactor
+        self.upscaleThresholdZoomFactor = upscaleThresholdZoomFactor
+        self.isBinned = isBinned
+        self.bitDepth = bitDepth
+    }
+
+    public var maxFramesPerSecond: Double { frameRateRanges.map(\.maxFramesPerSecond).max() ?? 0 }
+
+    public func supports(framesPerSecond fps: Double) -> Bool { frameRateRanges.contains { $0.contains(fps) } }
+
+    /// Short label used in listings and errors, e.g. `1920x1080 YUYV 1-30fps`.
+    public var label: String {
+        let rates = frameRateRanges.map { range in
+            range.minFramesPerSecond == range.maxFramesPerSecond
+                ? "\(Self.trim(range.maxFramesPerSecond))"
+                : "\(Self.trim(range.minFramesPerSecond))-\(Self.trim(range.maxFramesPerSecond))"
+        }.joined(separator: ",")
+        return "\(width)x\(height) \(pixelFormat) \(rates)fps\(isBinned ? " binned" : "")"
+    }
+
+    static func trim(_ value: Double) -> String {
+        value == value.rounded() ? String(Int(value)) : String((value * 100).rounded() / 100)
+    }
+}
+
+public enum SourceKind: String, Sendable, Codable {
+    case synthetic
+    case v4l2
+}
+
+/// A camera as an agent knows it: stable identity plus the full format list.
+public struct DeviceDescription: Hashable, Sendable {
+    /// Stable across reboots and re-plugging; never `/dev/videoN`.
+    public var deviceID: String
+    public var name: String
+    public var driver: String
+    public var kind: SourceKind
+    public var formats: [VideoFormat]
+
+    public init(deviceID: String, name: String, driver: String, kind: SourceKind, formats: [VideoFormat]) {
+        self.deviceID = deviceID
+        self.name = name
+        self.driver = driver
+        self.kind = kind
+        self.formats = formats
+    }
+}

@@ -1,0 +1,28 @@
+/// Telemetry topic names. A subscriber filters by prefix (ZeroMQ SUBSCRIBE), so
+/// `"device."` receives every device and `"device.<id>"` one device. See proto-docs/telemetry.md.
+public enum TelemetryTopic {
+    public static let nodePrefix = "node."
+    public static let devicePrefix = "device."
+    public static let dropsPrefix = "drops."
+    public static let eventPrefix = "event."
+    public static let pressurePrefix = "pressure."
+
+    public static func node(_ nodeID: String) -> String { nodePrefix + nodeID }
+    public static func device(_ deviceID: String) -> String { devicePrefix + deviceID }
+    public static func drops(_ deviceID: String) -> String { dropsPrefix + deviceID }
+    public static func event(_ kind: Capfleet_V1_EventKind) -> String { eventPrefix + kind.topicSuffix }
+}
+
+extension Capfleet_V1_EventKind {
+    /// Lower-case name used in `event.<kind>` topics, e.g. `node_offline`.
+    public var topicSuffix: String {
+        switch self {
+        case .nodeOnline: "node_online"
+        case .nodeOffline: "node_offline"
+        case .nodeRegistered: "node_registered"
+        case .deviceAdded: "device_added"
+        case .inputRejected: "input_rejected"
+        case .unspecified, .UNRECOGNIZED: "unspecified"
+        }
+    }
+}

@@ -1,0 +1,22 @@
+/// Ports and protocol constants every peer agrees on. See proto-docs/registration.md.
+public enum WireDefaults {
+    public static let controlPort: UInt16 = 7600
+    public static let frameIngestPort: UInt16 = 7601
+    public static let operatorPort: UInt16 = 7602
+    public static let telemetryPort: UInt16 = 7603
+
+    public static let protocolMajor: Capfleet_V1_ProtocolVersion = .current
+    public static let protocolMinor: UInt32 = 0
+
+    public static let heartbeatIntervalMilliseconds: UInt32 = 1000
+    /// Missed heartbeats after which a peer is considered gone.
+    public static let heartbeatLiveness: UInt32 = 3
+
+    /// Largest ZeroMQ message the coordinator accepts on any endpoint (ZMQ_MAXMSGSIZE):
+    /// big enough for an uncompressed 8K frame, small enough that a forged length claim
+    /// cannot make it allocate gigabytes.
+    public static let maxMessageBytes: Int64 = 128 * 1024 * 1024
+
+    /// Environment variable naming the coordinator for the CLI and agents.
+    public static let coordinatorEnvironmentVariable = "CAPFLEET_COORDINATOR"
+}
