@@ -48,10 +48,17 @@ let package = Package(
         .target(name: "FleetCoordinator", dependencies: [
             "FleetBus", "FleetStore", "FleetCore", "FleetProtocol",
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
+        // The operator's side: requests to the coordinator's operator endpoint, and how
+        // their answers are shown.
+        .target(name: "FleetClient", dependencies: [
+            "FleetBus", "FleetCore", "FleetProtocol", "CZeroMQ",
+            .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+        ]),
         .executableTarget(name: "capfleet", dependencies: [
-            "FleetAgent", "FleetCoordinator", "FleetBus", "FleetCapture", "FleetCore", "FleetProtocol",
+            "FleetAgent", "FleetCoordinator", "FleetClient", "FleetBus", "FleetCapture", "FleetCore", "FleetProtocol",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -62,7 +69,7 @@ let package = Package(
         .testTarget(name: "FleetCaptureTests", dependencies: ["FleetCapture", "FleetCore"]),
         .testTarget(name: "FleetStoreTests", dependencies: ["FleetStore", "FleetCore"]),
         .testTarget(name: "FleetBusTests", dependencies: ["FleetBus", "CZeroMQ"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["capfleet", "FleetProtocol", "FleetCore", "FleetBus", "CZeroMQ"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["capfleet", "FleetClient", "FleetProtocol", "FleetCore", "FleetBus", "CZeroMQ"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -15,14 +15,24 @@ public final class SocketLoop: @unchecked Sendable {
 
     /// The sockets, lent to closures running on the loop thread.
     public struct Sockets {
-        fileprivate let sockets: [ZMQSocket]
-        public subscript(id: SocketID) -> ZMQSocket { sockets[id.index] }
+        fileprivate unowned let loop: SocketLoop
+        public subscript(id: SocketID) -> ZMQSocket { loop.sockets[id.index] }
+
+        /// Closes a socket and puts a fresh one in its place (the zguide's cure for a
+        /// peer that went away: a new socket, not a reused one). Loop thread only.
+        public func replace(_ id: SocketID, with socket: ZMQSocket) {
+            loop.sockets[id.index].close()
+            loop.sockets[id.index] = socket
+            loop.socketsChanged = true
+        }
     }
 
     public let name: String
     private var sockets: [ZMQSocket] = []
+    private var socketsChanged = false
     private var handlers: [(ZMQSocket) -> Void] = []
     private var timers: [(interval: UInt64, next: UInt64, body: (Sockets) -> Void)] = []
+    private var stopHandlers: [() -> Void] = []
     private let wakeFD: Int32
     private let pending = Mutex<[(Sockets) -> Void]>([])
     private let stopRequested = Atomic<Bool>(false)
@@ -52,6 +62,12 @@ public final class SocketLoop: @unchecked Sendable {
         timers.append((interval, MonotonicTime.now() + interval, body))
     }
 
+    /// Runs on the loop thread after its sockets are closed (finish streams here).
+    public func onStop(_ body: @escaping () -> Void) {
+        precondition(thread == nil, "SocketLoop \(name): add stop handlers before start()")
+        stopHandlers.append(body)
+    }
+
     public func start() {
         let thread = Thread { [self] in run() }
         thread.name = "capfleet.\(name)"
@@ -75,10 +91,13 @@ public final class SocketLoop: @unchecked Sendable {
     }
 
     private func run() {
-        var items = sockets.map { zmq_pollitem_t(socket: $0.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0) }
-        items.append(zmq_pollitem_t(socket: nil, fd: wakeFD, events: Int16(ZMQ_POLLIN), revents: 0))
-        let lent = Sockets(sockets: sockets)
+        var items = pollItems()
+        let lent = Sockets(loop: self)
         while !stopRequested.load(ordering: .acquiring) {
+            if socketsChanged {
+                socketsChanged = false
+                items = pollItems()
+            }
             let timeout = nextTimerTimeoutMilliseconds()
             let rc = zmq_poll(&items, Int32(items.count), timeout)
             if rc < 0 {
@@ -94,13 +113,20 @@ public final class SocketLoop: @unchecked Sendable {
                 return queue
             }
             for body in work { body(lent) }
-            for index in sockets.indices where items[index].revents & Int16(ZMQ_POLLIN) != 0 {
+            // A socket replaced by the work above has stale poll results: skip a round.
+            for index in sockets.indices where !socketsChanged && items[index].revents & Int16(ZMQ_POLLIN) != 0 {
                 handlers[index](sockets[index])
             }
             runDueTimers(lent)
         }
         for socket in sockets { socket.close() }
+        for handler in stopHandlers { handler() }
         finished.signal()
+    }
+
+    private func pollItems() -> [zmq_pollitem_t] {
+        sockets.map { zmq_pollitem_t(socket: $0.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0) }
+            + [zmq_pollitem_t(socket: nil, fd: wakeFD, events: Int16(ZMQ_POLLIN), revents: 0)]
     }
 
     private func nextTimerTimeoutMilliseconds() -> Int {

@@ -11,6 +11,8 @@ public enum ZMQSocketType: Int32, Sendable {
 public final class ZMQSocket {
     public let type: ZMQSocketType
     let handle: UnsafeMutableRawPointer
+    /// Held so the context outlives its sockets: zmq_ctx_term waits for every socket to close.
+    private let context: ZMQContext
     public private(set) var endpoint: String = "(unbound)"
     private var isClosed = false
 
@@ -20,6 +22,7 @@ public final class ZMQSocket {
         }
         self.type = type
         self.handle = handle
+        self.context = context
         // Never let close() block shutdown on undeliverable messages.
         try setOption(ZMQ_LINGER, Int32(0))
     }
@@ -40,6 +43,10 @@ public final class ZMQSocket {
     public func connect(_ endpoint: String) throws(ZMQError) {
         self.endpoint = endpoint
         try zmqCall("zmq_connect", on: endpoint) { zmq_connect(handle, endpoint) }
+    }
+
+    public func disconnect(_ endpoint: String) throws(ZMQError) {
+        try zmqCall("zmq_disconnect", on: endpoint) { zmq_disconnect(handle, endpoint) }
     }
 
     /// The endpoint actually bound (resolves `tcp://127.0.0.1:*` to a port).
@@ -146,6 +153,17 @@ public final class ZMQSocket {
             if !more { break }
         } while true
         return (parts, overflowed)
+    }
+
+    /// Blocks the calling thread until input arrives or `milliseconds` pass. For sockets
+    /// outside a `SocketLoop` (the CLI, benchmarks, tests).
+    public func waitForInput(milliseconds: Int) -> Bool {
+        var item = zmq_pollitem_t(socket: handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0)
+        while true {
+            let ready = zmq_poll(&item, 1, milliseconds)
+            if ready < 0 && capfleet_errno() == EINTR { continue }
+            return ready > 0
+        }
     }
 
     /// Whether a message is waiting (ZMQ_EVENTS has POLLIN).

@@ -54,6 +54,14 @@ public struct CapturedFrame: Sendable {
     /// When the source captured the frame, on CLOCK_MONOTONIC, never the time of publishing.
     public let captureMonotonicNanoseconds: UInt64
     public let layout: FrameLayout
+
+    public init(buffer: FrameBuffer, byteCount: Int, sequence: UInt64, captureMonotonicNanoseconds: UInt64, layout: FrameLayout) {
+        self.buffer = buffer
+        self.byteCount = byteCount
+        self.sequence = sequence
+        self.captureMonotonicNanoseconds = captureMonotonicNanoseconds
+        self.layout = layout
+    }
 }
 
 /// A camera the agent can stream from: the synthetic test pattern or a V4L2 device.

@@ -31,6 +31,12 @@ public struct DropTally: Hashable, Sendable {
         }
     }
 
+    /// Element-wise maximum: two cumulative reports of the same counters, seen out of order.
+    public func merging(_ other: DropTally) -> DropTally {
+        DropTally(late: max(late, other.late), outOfBuffers: max(outOfBuffers, other.outOfBuffers),
+                  discontinuity: max(discontinuity, other.discontinuity))
+    }
+
     public subscript(reason: DropReason) -> UInt64 {
         switch reason {
         case .late: late

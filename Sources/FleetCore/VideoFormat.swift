@@ -58,7 +58,7 @@ public struct VideoFormat: Hashable, Sendable {
         return "\(width)x\(height) \(pixelFormat) \(rates)fps\(isBinned ? " binned" : "")"
     }
 
-    static func trim(_ value: Double) -> String {
+    public static func trim(_ value: Double) -> String {
         value == value.rounded() ? String(Int(value)) : String((value * 100).rounded() / 100)
     }
 }

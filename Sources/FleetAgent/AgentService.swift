@@ -1,0 +1,166 @@
+import FleetBus
+import FleetCapture
+import FleetCore
+import FleetProtocol
+import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// One agent: discovers its cameras, registers with the coordinator, streams frames and
+/// reports status until it is told to shut down.
+public final class AgentService: Service, Sendable {
+    public static let softwareVersion = "0.1.0"
+
+    private let configuration: AgentConfiguration
+    private let identity: NodeIdentity
+    private let sources: [CameraStream]
+    private let logger: Logger
+
+    public init(configuration: AgentConfiguration, logger: Logger) throws {
+        self.configuration = configuration
+        self.identity = try NodeIdentity.loadOrCreate(stateDirectory: configuration.stateDirectory)
+        var logger = logger
+        logger[metadataKey: "node.id"] = "\(identity.nodeID)"
+        self.logger = logger
+        let shortID = identity.nodeID.replacingOccurrences(of: "node-", with: "").prefix(8)
+        sources = (0..<configuration.syntheticCameraCount).map { index in
+            CameraStream(source: SyntheticCamera(
+                deviceID: "syn-\(shortID)-\(index + 1)", name: "Synthetic camera \(index + 1)",
+                initialFormat: configuration.syntheticFormat, frameRate: configuration.syntheticFrameRate))
+        }
+        guard !sources.isEmpty else { throw AgentError.noCameras }
+    }
+
+    public var nodeID: String { identity.nodeID }
+
+    public func run() async throws {
+        let context = ZMQContext()
+        let publisher = try FramePublisher(context: context, capacity: configuration.sendQueueCapacity, logger: logger)
+        let handlers = ControlHandlers(
+            hello: { [self] in hello() },
+            status: { [self] in status(publisher: publisher) },
+            command: { [self] command in execute(command) },
+            registered: { [self] port in
+                publisher.connect(to: configuration.ingestEndpoint(port: port))
+                startStreaming(publisher: publisher)
+            },
+            lostCoordinator: {})
+        let control = try ControlChannel(context: context, endpoint: configuration.controlEndpoint, nodeID: identity.nodeID,
+                                         handlers: handlers, logger: logger)
+        logger.info("agent started", metadata: ["coordinator": "\(configuration.controlEndpoint)", "devices": "\(sources.count)"])
+
+        try? await gracefulShutdown()
+
+        logger.info("agent stopping")
+        for stream in sources { stream.source.stop() }
+        control.stop()
+        publisher.stop()
+    }
+
+    private var hostname: String { ProcessInfo.processInfo.hostName }
+
+    private func hello() -> Capfleet_V1_Hello {
+        .with {
+            $0.protocolVersion = WireDefaults.protocolMajor
+            $0.protocolMinor = WireDefaults.protocolMinor
+            $0.nodeID = identity.nodeID
+            $0.nodeName = configuration.nodeName ?? hostname
+            $0.hostname = hostname
+            $0.softwareVersion = Self.softwareVersion
+            $0.bootMonotonicNs = MonotonicTime.now()
+            $0.devices = sources.map { stream in
+                let source = stream.source
+                return .with {
+                    $0.deviceID = source.device.deviceID
+                    $0.name = source.device.name
+                    $0.driver = source.device.driver
+                    $0.kind = source.device.kind.wire
+                    $0.formats = source.device.formats.map(\.wire)
+                    $0.activeFormatIndex = UInt32(source.activeFormatIndex)
+                    $0.activeFrameRate = source.activeFrameRate
+                }
+            }
+        }
+    }
+
+    private func status(publisher: FramePublisher) -> Capfleet_V1_AgentStatus {
+        .with {
+            $0.nodeID = identity.nodeID
+            $0.devices = sources.map(\.statistics.wire)
+            $0.sendQueueDepth = UInt32(publisher.queueDepth)
+            $0.sendQueueCapacity = UInt32(publisher.queueCapacity)
+        }
+    }
+
+    private func startStreaming(publisher: FramePublisher) {
+        for stream in sources where !stream.statistics.streaming.load(ordering: .acquiring) {
+            do {
+                try stream.start(nodeID: identity.nodeID, publisher: publisher)
+                logger.info("streaming", metadata: ["device.id": "\(stream.source.device.deviceID)"])
+            } catch {
+                logger.error("cannot start the device", metadata: ["device.id": "\(stream.source.device.deviceID)", "error": "\(error)"])
+            }
+        }
+    }
+
+    private func execute(_ command: Capfleet_V1_Command) -> Capfleet_V1_Status {
+        guard let stream = sources.first(where: { $0.source.device.deviceID == command.deviceID }) else {
+            return .failure(.notFound, "device \(command.deviceID) is not on node \(identity.nodeID)")
+        }
+        do {
+            switch command.action {
+            case let .setActiveFormat(request)?:
+                try stream.source.setActiveFormat(index: Int(request.formatIndex))
+            case let .setFrameRate(request)?:
+                try stream.source.setFrameRate(request.framesPerSecond)
+            case nil:
+                return .failure(.badRequest, "command \(command.commandID) carries no action")
+            }
+            logger.info("command applied", metadata: ["device.id": "\(command.deviceID)", "command.id": "\(command.commandID)"])
+            return .ok
+        } catch {
+            return .failure(.unsupported, error.description)
+        }
+    }
+}
+
+/// A source together with its counters and the per-frame bookkeeping done on its thread.
+final class CameraStream: Sendable {
+    let source: any CameraSource
+    let statistics: DeviceStatistics
+    private let gaps = Mutex(SequenceGapDetector())
+
+    init(source: any CameraSource) {
+        self.source = source
+        self.statistics = DeviceStatistics(deviceID: source.device.deviceID, outOfBuffers: { [source] in source.outOfBufferDrops })
+    }
+
+    func start(nodeID: String, publisher: FramePublisher) throws(CaptureError) {
+        let synthetic = source.device.kind == .synthetic
+        try source.start { [self] frame in
+            statistics.framesCaptured.add(1, ordering: .relaxed)
+            let skipped = gaps.withLock { $0.observe(frame.sequence) }
+            if skipped > 0 { statistics.discontinuity.add(skipped, ordering: .relaxed) }
+            let header = Capfleet_V1_FrameHeader.with {
+                $0.protocolVersion = WireDefaults.protocolMajor
+                $0.nodeID = nodeID
+                $0.deviceID = source.device.deviceID
+                $0.sequence = frame.sequence
+                $0.captureMonotonicNs = frame.captureMonotonicNanoseconds
+                $0.layout = .with {
+                    $0.pixelFormat = frame.layout.pixelFormat.fourCC
+                    $0.width = UInt32(frame.layout.width)
+                    $0.height = UInt32(frame.layout.height)
+                    $0.bytesPerLine = UInt32(frame.layout.bytesPerLine)
+                }
+                $0.payloadSize = UInt64(frame.byteCount)
+                $0.flags = synthetic ? UInt32(Capfleet_V1_FrameFlag.synthetic.rawValue) : 0
+                $0.consent = .notDetermined
+                $0.drops = statistics.drops.wire
+            }
+            publisher.submit(frame, header: header, statistics: statistics)
+        }
+        statistics.streaming.store(true, ordering: .releasing)
+    }
+}

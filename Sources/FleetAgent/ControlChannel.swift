@@ -1,0 +1,153 @@
+import CZeroMQ
+import FleetBus
+import FleetCore
+import FleetProtocol
+import Logging
+
+/// What the control channel asks of the rest of the agent. Called on the control thread.
+struct ControlHandlers: Sendable {
+    var hello: @Sendable () -> Capfleet_V1_Hello
+    var status: @Sendable () -> Capfleet_V1_AgentStatus
+    var command: @Sendable (Capfleet_V1_Command) -> Capfleet_V1_Status
+    var registered: @Sendable (_ frameIngestPort: UInt32) -> Void
+    var lostCoordinator: @Sendable () -> Void
+}
+
+/// The agent's DEALER to the coordinator's control ROUTER, on a thread of its own. The
+/// dialog's rules live in `AgentLink`; this performs its directives.
+final class ControlChannel: Sendable {
+    private let loop: SocketLoop
+
+    init(context: ZMQContext, endpoint: String, nodeID: String, handlers: ControlHandlers, logger: Logger) throws(ZMQError) {
+        loop = SocketLoop(name: "control")
+        let driver = try LinkDriver(context: context, endpoint: endpoint, nodeID: nodeID, handlers: handlers, logger: logger)
+        let dealer = loop.add(driver.current) { socket in driver.drain(socket) }
+        driver.socketID = dealer
+        loop.every(nanoseconds: 50_000_000) { sockets in driver.tick(sockets) }
+        loop.start()
+    }
+
+    func stop() { loop.stop() }
+}
+
+/// Loop-thread state of the control channel; never leaves that thread.
+private final class LinkDriver {
+    let context: ZMQContext
+    let endpoint: String
+    let nodeID: String
+    let handlers: ControlHandlers
+    let logger: Logger
+    var link: AgentLink
+    var socketID: SocketLoop.SocketID?
+    var current: ZMQSocket
+    var reportedRefusal: String?
+
+    init(context: ZMQContext, endpoint: String, nodeID: String, handlers: ControlHandlers, logger: Logger) throws(ZMQError) {
+        self.context = context
+        self.endpoint = endpoint
+        self.nodeID = nodeID
+        self.handlers = handlers
+        self.logger = logger
+        link = AgentLink(now: MonotonicTime.now())
+        current = try Self.makeSocket(context: context, endpoint: endpoint)
+    }
+
+    static func makeSocket(context: ZMQContext, endpoint: String) throws(ZMQError) -> ZMQSocket {
+        let socket = try ZMQSocket(context: context, type: .dealer)
+        try socket.setOption(ZMQ_IMMEDIATE, Int32(1))
+        try socket.setOption(ZMQ_SNDHWM, Int32(64))
+        try socket.setOption(ZMQ_RECONNECT_IVL, Int32(250))
+        try socket.setOption(ZMQ_RECONNECT_IVL_MAX, Int32(8000))
+        try socket.connect(endpoint)
+        return socket
+    }
+
+    func tick(_ sockets: SocketLoop.Sockets) {
+        perform(link.tick(now: MonotonicTime.now()), sockets: sockets, on: current)
+    }
+
+    func drain(_ socket: ZMQSocket) {
+        while let received = try? socket.receiveMultipart(dontWait: true), !received.overflowed {
+            guard received.parts.count == 1,
+                  let message = try? Capfleet_V1_CoordinatorMessage(serializedBytes: received.parts[0].array) else {
+                logger.warning("ignoring a malformed message from the coordinator", metadata: ["endpoint": "\(endpoint)"])
+                continue
+            }
+            handle(message, socket: socket)
+        }
+    }
+
+    private func handle(_ message: Capfleet_V1_CoordinatorMessage, socket: ZMQSocket) {
+        let now = MonotonicTime.now()
+        let inbound: AgentLink.Inbound
+        switch message.body {
+        case let .welcome(welcome)?:
+            if welcome.status.isOK {
+                inbound = .welcome(frameIngestPort: welcome.frameIngestPort,
+                                   heartbeatIntervalNanoseconds: UInt64(max(welcome.heartbeatIntervalMs, 100)) * 1_000_000,
+                                   liveness: UInt64(max(welcome.heartbeatLiveness, 1)))
+            } else {
+                inbound = .refused(reason: welcome.status.reason)
+                if reportedRefusal != welcome.status.reason {
+                    reportedRefusal = welcome.status.reason
+                    logger.error("the coordinator refused this agent", metadata: ["reason": "\(welcome.status.reason)"])
+                }
+            }
+        case .reregister?:
+            logger.info("the coordinator does not know this node (did it restart?): registering again")
+            inbound = .reregister
+        case let .command(command)?:
+            let status = handlers.command(command)
+            send(.with { $0.commandReply = .with { $0.commandID = command.commandID; $0.status = status } }, on: socket)
+            inbound = .other
+        case let .error(status)?:
+            logger.warning("the coordinator refused a message", metadata: ["reason": "\(status.reason)"])
+            inbound = .other
+        case .heartbeatAck?, nil:
+            inbound = .other
+        }
+        perform(link.received(inbound, now: now), sockets: nil, on: socket)
+    }
+
+    private func perform(_ directives: [AgentLink.Directive], sockets: SocketLoop.Sockets?, on socket: ZMQSocket) {
+        var socket = socket
+        for directive in directives {
+            switch directive {
+            case .reconnect:
+                guard let sockets, let socketID else { continue }
+                do {
+                    let fresh = try Self.makeSocket(context: context, endpoint: endpoint)
+                    sockets.replace(socketID, with: fresh)
+                    current = fresh
+                    socket = fresh
+                } catch {
+                    logger.error("cannot open a new control socket", metadata: ["error": "\(error)"])
+                }
+            case .sendHello:
+                send(.with { $0.hello = handlers.hello() }, on: socket)
+            case let .sendHeartbeat(sequence):
+                send(.with { $0.heartbeat = .with {
+                    $0.nodeID = nodeID
+                    $0.sequence = sequence
+                    $0.monotonicNs = MonotonicTime.now()
+                } }, on: socket)
+            case .sendStatus:
+                send(.with { $0.status = handlers.status() }, on: socket)
+            case let .registered(port):
+                reportedRefusal = nil
+                logger.info("registered with the coordinator", metadata: ["endpoint": "\(endpoint)", "frame.ingest.port": "\(port)"])
+                handlers.registered(port)
+            case .lostCoordinator:
+                logger.warning("the coordinator went silent; reconnecting", metadata: ["endpoint": "\(endpoint)"])
+                handlers.lostCoordinator()
+            }
+        }
+    }
+
+    private func send(_ message: Capfleet_V1_AgentMessage, on socket: ZMQSocket) {
+        guard let bytes: [UInt8] = try? message.serializedBytes() else { return }
+        // Never block the control thread: a message the socket cannot take now is resent
+        // by the dialog (HELLO on back-off, heartbeats every interval).
+        _ = try? socket.send(bytes, dontWait: true)
+    }
+}

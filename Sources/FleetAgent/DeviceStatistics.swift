@@ -1,0 +1,38 @@
+import FleetCore
+import FleetProtocol
+import Synchronization
+
+/// Counters for one device, written by its capture thread and the publisher thread and
+/// read by the control thread for status reports; atomics, so nobody waits on a lock.
+public final class DeviceStatistics: Sendable {
+    public let deviceID: String
+    public let framesCaptured = Atomic<UInt64>(0)
+    public let framesSent = Atomic<UInt64>(0)
+    public let bytesSent = Atomic<UInt64>(0)
+    public let late = Atomic<UInt64>(0)
+    let discontinuity = Atomic<UInt64>(0)
+    let streaming = Atomic<Bool>(false)
+    /// Out-of-buffers drops are counted by the source itself.
+    private let outOfBuffers: @Sendable () -> UInt64
+
+    public init(deviceID: String, outOfBuffers: @escaping @Sendable () -> UInt64) {
+        self.deviceID = deviceID
+        self.outOfBuffers = outOfBuffers
+    }
+
+    public var drops: DropTally {
+        DropTally(late: late.load(ordering: .relaxed), outOfBuffers: outOfBuffers(),
+                  discontinuity: discontinuity.load(ordering: .relaxed))
+    }
+
+    var wire: Capfleet_V1_DeviceCounters {
+        .with {
+            $0.deviceID = deviceID
+            $0.framesCaptured = framesCaptured.load(ordering: .relaxed)
+            $0.framesSent = framesSent.load(ordering: .relaxed)
+            $0.bytesSent = bytesSent.load(ordering: .relaxed)
+            $0.drops = drops.wire
+            $0.streaming = streaming.load(ordering: .relaxed)
+        }
+    }
+}

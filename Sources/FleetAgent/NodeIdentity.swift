@@ -1,0 +1,44 @@
+import Foundation
+
+/// The agent's node id, created once and kept in its state directory so that a restarted
+/// agent is the same node to the coordinator.
+public struct NodeIdentity: Sendable {
+    public let nodeID: String
+
+    public static func loadOrCreate(stateDirectory: String) throws -> NodeIdentity {
+        let directory = URL(fileURLWithPath: stateDirectory, isDirectory: true)
+        let file = directory.appendingPathComponent("node-id")
+        if let existing = try? String(contentsOf: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), !existing.isEmpty {
+            return NodeIdentity(nodeID: existing)
+        }
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let id = "node-" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(12)
+            // Write to a temporary name and rename, so a crash never leaves a half-written id.
+            let temporary = directory.appendingPathComponent("node-id.tmp")
+            try (id + "\n").write(to: temporary, atomically: false, encoding: .utf8)
+            guard rename(temporary.path, file.path) == 0 else {
+                throw AgentError.stateDirectoryUnusable(path: stateDirectory, reason: "rename failed: \(String(cString: strerror(errno)))")
+            }
+            return NodeIdentity(nodeID: id)
+        } catch let error as AgentError {
+            throw error
+        } catch {
+            throw AgentError.stateDirectoryUnusable(path: stateDirectory, reason: String(describing: error))
+        }
+    }
+}
+
+public enum AgentError: Error, CustomStringConvertible {
+    case stateDirectoryUnusable(path: String, reason: String)
+    case noCameras
+
+    public var description: String {
+        switch self {
+        case let .stateDirectoryUnusable(path, reason):
+            "cannot keep the agent's identity in \(path): \(reason). Pass --state-dir with a writable directory."
+        case .noCameras:
+            "this agent has no camera to stream: pass --synthetic N to run test-pattern cameras"
+        }
+    }
+}

@@ -1,0 +1,79 @@
+import FleetCore
+import FleetProtocol
+import Foundation
+
+/// How operator listings are shown: aligned text tables for people, JSON for programs.
+public enum FleetTables {
+    /// Pretty, key-sorted JSON of a listing (see JSONViews for the field names).
+    public static func json(_ value: some Encodable) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        guard let data = try? encoder.encode(value) else { return "[]" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    public static func table(_ header: [String], _ rows: [[String]]) -> String {
+        let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
+        func line(_ cells: [String]) -> String {
+            cells.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
+                .joined(separator: "  ").trimmingCharacters(in: .whitespaces)
+        }
+        return ([line(header)] + rows.map(line)).joined(separator: "\n")
+    }
+
+    public static func nodes(_ nodes: [Capfleet_V1_NodeInfo], now: Date = Date()) -> String {
+        guard !nodes.isEmpty else { return "no nodes have registered yet: start an agent with `capfleet agent`" }
+        return table(["NODE", "NAME", "HOST", "STATE", "DEVICES", "VERSION", "LAST SEEN", "ADDRESS"], nodes.map { node in
+            [node.nodeID, node.name, node.hostname, node.online ? "online" : "offline", String(node.deviceCount),
+             node.softwareVersion, age(node.lastSeenUnixMs, now: now), node.address]
+        })
+    }
+
+    public static func devices(_ devices: [Capfleet_V1_DeviceInfo]) -> String {
+        guard !devices.isEmpty else { return "no devices: no node has registered a camera yet" }
+        return table(["DEVICE", "NODE", "NAME", "KIND", "STATE", "ACTIVE FORMAT", "FPS", "FORMATS"], devices.map { device in
+            [device.deviceID, device.nodeID, device.name, device.kind == .synthetic ? "synthetic" : "v4l2",
+             device.online ? "online" : "offline", VideoFormat(wire: device.activeFormat).label,
+             VideoFormat.trim(device.activeFrameRate), String(device.formatCount)]
+        })
+    }
+
+    public static func formats(_ formats: [Capfleet_V1_VideoFormat]) -> String {
+        table(["#", "PIXEL", "SIZE", "FRAME RATES", "FOV", "MAX ZOOM", "UPSCALES ABOVE", "BINNED", "BITS"],
+              formats.enumerated().map { index, wire in
+                  let format = VideoFormat(wire: wire)
+                  return [String(index), format.pixelFormat.fourCC, "\(format.width)x\(format.height)",
+                          format.frameRateRanges.map { "\(VideoFormat.trim($0.minFramesPerSecond))-\(VideoFormat.trim($0.maxFramesPerSecond))" }.joined(separator: ","),
+                          format.fieldOfViewDegrees.map { "\(VideoFormat.trim($0))°" } ?? "-",
+                          "\(VideoFormat.trim(format.maxZoomFactor))x",
+                          format.upscaleThresholdZoomFactor.map { "\(VideoFormat.trim($0))x" } ?? "-",
+                          format.isBinned ? "yes" : "no", String(format.bitDepth)]
+              })
+    }
+
+    /// The live view: one line per device.
+    public static func watch(_ statuses: [Capfleet_V1_DeviceStatus], now: Date = Date()) -> String {
+        guard !statuses.isEmpty else { return "no devices yet" }
+        return table(["DEVICE", "NODE", "STATE", "FORMAT", "FPS", "MB/S", "FRAMES", "LATE", "NO-BUF", "GAPS", "LAST FRAME"],
+                     statuses.map { status in
+                         [status.deviceID, status.nodeID,
+                          status.streaming ? "streaming" : (status.online ? "idle" : "offline"),
+                          status.width > 0 ? "\(status.width)x\(status.height) \(status.pixelFormat)" : "-",
+                          String(format: "%.1f", status.framesPerSecond), String(format: "%.2f", status.bytesPerSecond / 1e6),
+                          String(status.framesReceived), String(status.drops.late), String(status.drops.outOfBuffers),
+                          String(status.drops.discontinuity), age(status.lastFrameUnixMs, now: now)]
+                     })
+    }
+
+    public static func age(_ unixMilliseconds: Int64, now: Date) -> String {
+        guard unixMilliseconds > 0 else { return "never" }
+        let seconds = max(0, now.timeIntervalSince1970 - Double(unixMilliseconds) / 1000)
+        switch seconds {
+        case ..<1: return "now"
+        case ..<120: return "\(Int(seconds))s ago"
+        case ..<7200: return "\(Int(seconds / 60))m ago"
+        default: return "\(Int(seconds / 3600))h ago"
+        }
+    }
+}

@@ -1,0 +1,112 @@
+import FleetCore
+import FleetProtocol
+
+/// The `--json` shapes of the listings: every field present, numbers as numbers, names
+/// in snake_case matching the .proto field names where they correspond.
+public enum JSONViews {
+    public struct Node: Encodable {
+        var nodeId, name, hostname, softwareVersion, address: String
+        var online: Bool
+        var deviceCount: UInt32
+        var firstSeenUnixMs, lastSeenUnixMs: Int64
+
+        public init(_ node: Capfleet_V1_NodeInfo) {
+            nodeId = node.nodeID; name = node.name; hostname = node.hostname; softwareVersion = node.softwareVersion
+            address = node.address; online = node.online; deviceCount = node.deviceCount
+            firstSeenUnixMs = node.firstSeenUnixMs; lastSeenUnixMs = node.lastSeenUnixMs
+        }
+    }
+
+    public struct FrameRate: Encodable {
+        var minFps, maxFps: Double
+    }
+
+    public struct Format: Encodable {
+        var pixelFormat: String
+        var width, height: UInt32
+        var frameRateRanges: [FrameRate]
+        var fieldOfViewDegrees: Double?
+        var maxZoomFactor: Double
+        var upscaleThresholdZoomFactor: Double?
+        var binned: Bool
+        var bitDepth: UInt32
+
+        public init(_ format: Capfleet_V1_VideoFormat) {
+            pixelFormat = format.pixelFormat; width = format.width; height = format.height
+            frameRateRanges = format.frameRateRanges.map { FrameRate(minFps: $0.minFps, maxFps: $0.maxFps) }
+            fieldOfViewDegrees = format.fieldOfViewDegrees > 0 ? format.fieldOfViewDegrees : nil
+            maxZoomFactor = format.maxZoomFactor
+            upscaleThresholdZoomFactor = format.upscaleThresholdZoomFactor > 0 ? format.upscaleThresholdZoomFactor : nil
+            binned = format.binned; bitDepth = format.bitDepth
+        }
+
+        // Unknown optics are written as null rather than left out.
+        enum CodingKeys: String, CodingKey {
+            case pixelFormat, width, height, frameRateRanges, fieldOfViewDegrees, maxZoomFactor, upscaleThresholdZoomFactor, binned, bitDepth
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(pixelFormat, forKey: .pixelFormat)
+            try container.encode(width, forKey: .width)
+            try container.encode(height, forKey: .height)
+            try container.encode(frameRateRanges, forKey: .frameRateRanges)
+            try container.encode(fieldOfViewDegrees, forKey: .fieldOfViewDegrees)
+            try container.encode(maxZoomFactor, forKey: .maxZoomFactor)
+            try container.encode(upscaleThresholdZoomFactor, forKey: .upscaleThresholdZoomFactor)
+            try container.encode(binned, forKey: .binned)
+            try container.encode(bitDepth, forKey: .bitDepth)
+        }
+    }
+
+    public struct Device: Encodable {
+        var deviceId, nodeId, name, driver, kind: String
+        var online: Bool
+        var activeFormat: Format
+        var activeFrameRate: Double
+        var formatCount: UInt32
+        /// Filled by `capfleet devices --json` so a script sees every format at once.
+        public var formats: [Format]?
+
+        public init(_ device: Capfleet_V1_DeviceInfo, formats: [Capfleet_V1_VideoFormat]? = nil) {
+            deviceId = device.deviceID; nodeId = device.nodeID; name = device.name; driver = device.driver
+            kind = (SourceKind(wire: device.kind) ?? .v4l2).rawValue; online = device.online
+            activeFormat = Format(device.activeFormat); activeFrameRate = device.activeFrameRate
+            formatCount = device.formatCount
+            self.formats = formats.map { $0.map(Format.init) }
+        }
+    }
+
+    public struct Drops: Encodable {
+        var late, outOfBuffers, discontinuity: UInt64
+    }
+
+    public struct DeviceStats: Encodable {
+        var deviceId, nodeId, pixelFormat: String
+        var online, streaming: Bool
+        var framesReceived, bytesReceived, lastSequence: UInt64
+        var framesPerSecond, bytesPerSecond: Double
+        var width, height: UInt32
+        var drops: Drops
+        var lastFrameUnixMs: Int64
+
+        public init(_ status: Capfleet_V1_DeviceStatus) {
+            deviceId = status.deviceID; nodeId = status.nodeID; pixelFormat = status.pixelFormat
+            online = status.online; streaming = status.streaming
+            framesReceived = status.framesReceived; bytesReceived = status.bytesReceived; lastSequence = status.lastSequence
+            framesPerSecond = status.framesPerSecond; bytesPerSecond = status.bytesPerSecond
+            width = status.width; height = status.height
+            drops = Drops(late: status.drops.late, outOfBuffers: status.drops.outOfBuffers, discontinuity: status.drops.discontinuity)
+            lastFrameUnixMs = status.lastFrameUnixMs
+        }
+    }
+
+    public struct Rejection: Encodable {
+        var endpoint, reason: String
+        var count: UInt64
+
+        public init(_ rejection: Capfleet_V1_RejectionCount) {
+            endpoint = rejection.endpoint; reason = rejection.reason; count = rejection.count
+        }
+    }
+}

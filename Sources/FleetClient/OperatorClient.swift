@@ -1,0 +1,121 @@
+import FleetBus
+import FleetProtocol
+import Foundation
+
+/// What went wrong talking to the coordinator, and what to do about it.
+public enum OperatorClientError: Error, CustomStringConvertible, Sendable {
+    case unreachable(address: String, seconds: Double)
+    case transport(ZMQError)
+    case malformedReply(address: String)
+    case refused(Capfleet_V1_Status)
+
+    public var description: String {
+        switch self {
+        case let .unreachable(address, seconds):
+            "coordinator unreachable at \(address) (no answer in \(seconds.formatted()) s): is it running? Start one with `capfleet coordinator` or `capfleet dev`, or point --coordinator or \(WireDefaults.coordinatorEnvironmentVariable) at it."
+        case let .transport(error):
+            "cannot talk to the coordinator: \(error)"
+        case let .malformedReply(address):
+            "the coordinator at \(address) sent a reply this CLI cannot read; are the CLI and the coordinator the same version?"
+        case let .refused(status):
+            status.reason.isEmpty ? "the coordinator refused the request (\(status.code))" : status.reason
+        }
+    }
+}
+
+/// A coordinator address as operators write it: HOST, HOST:PORT or [v6]:PORT.
+public struct CoordinatorAddress: Sendable, CustomStringConvertible {
+    public var host: String
+    public var port: UInt16
+
+    public init(host: String, port: UInt16) {
+        self.host = host
+        self.port = port
+    }
+
+    /// Parses `text`, using `defaultPort` when it names no port.
+    public init?(_ text: String, defaultPort: UInt16) {
+        var host = text
+        var port = defaultPort
+        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
+            host = String(text[text.index(after: text.startIndex)..<close])
+            let rest = text[text.index(after: close)...]
+            if rest.hasPrefix(":") { guard let p = UInt16(rest.dropFirst()) else { return nil }; port = p }
+        } else if text.filter({ $0 == ":" }).count == 1, let colon = text.firstIndex(of: ":") {
+            host = String(text[..<colon])
+            guard let p = UInt16(text[text.index(after: colon)...]) else { return nil }
+            port = p
+        }
+        guard !host.isEmpty else { return nil }
+        self.host = host
+        self.port = port
+    }
+
+    /// The address from a flag, else the environment, else this machine.
+    public static func resolve(_ flag: String?, defaultPort: UInt16) -> CoordinatorAddress? {
+        if let flag { return CoordinatorAddress(flag, defaultPort: defaultPort) }
+        if let env = ProcessInfo.processInfo.environment[WireDefaults.coordinatorEnvironmentVariable], !env.isEmpty {
+            return CoordinatorAddress(env, defaultPort: defaultPort)
+        }
+        return CoordinatorAddress(host: "127.0.0.1", port: defaultPort)
+    }
+
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    public var tcpEndpoint: String { "tcp://\(description)" }
+}
+
+/// Synchronous request/reply with the coordinator's operator endpoint, for the CLI.
+/// One DEALER, used from the calling thread only; every call waits at most `timeout`.
+public final class OperatorClient {
+    public let address: CoordinatorAddress
+    public let timeout: Double
+    private let context = ZMQContext()
+    private let socket: ZMQSocket
+    private var nextRequestID: UInt64 = 1
+    private let operatorName: String
+
+    public init(address: CoordinatorAddress, timeout: Double = 3) throws(OperatorClientError) {
+        self.address = address
+        self.timeout = timeout
+        operatorName = ProcessInfo.processInfo.environment["USER"] ?? "operator"
+        do {
+            socket = try ZMQSocket(context: context, type: .dealer)
+            try socket.connect(address.tcpEndpoint)
+        } catch {
+            throw .transport(error)
+        }
+    }
+
+    /// Sends one request and returns the reply (and the payload part, for frames).
+    /// A reply whose status is not OK is thrown as `.refused`.
+    public func call(_ body: Capfleet_V1_OperatorRequest.OneOf_Body) throws(OperatorClientError) -> (reply: Capfleet_V1_OperatorReply, payload: [UInt8]?) {
+        let requestID = nextRequestID
+        nextRequestID += 1
+        let request = Capfleet_V1_OperatorRequest.with {
+            $0.requestID = requestID
+            $0.operator = operatorName
+            $0.body = body
+        }
+        do {
+            try socket.send(try request.serializedBytes() as [UInt8])
+        } catch let error as ZMQError {
+            throw .transport(error)
+        } catch {
+            throw .malformedReply(address: address.description)
+        }
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            let remaining = deadline.timeIntervalSinceNow
+            guard remaining > 0 else { throw .unreachable(address: address.description, seconds: timeout) }
+            guard socket.waitForInput(milliseconds: max(1, Int(remaining * 1000))) else { continue }
+            guard let received = try? socket.receiveMultipart(dontWait: true, maxParts: 2), let first = received.parts.first,
+                  let reply = try? Capfleet_V1_OperatorReply(serializedBytes: first.array) else {
+                throw .malformedReply(address: address.description)
+            }
+            // A late answer to an earlier request that timed out: keep waiting for ours.
+            guard reply.requestID == requestID || reply.requestID == 0 else { continue }
+            guard reply.status.isOK else { throw .refused(reply.status) }
+            return (reply, received.parts.count > 1 ? received.parts[1].array : nil)
+        }
+    }
+}

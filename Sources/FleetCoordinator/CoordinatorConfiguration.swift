@@ -1,0 +1,36 @@
+import FleetProtocol
+
+/// Where the coordinator keeps its state and which ports it binds.
+public struct CoordinatorConfiguration: Sendable {
+    public var dataDirectory: String
+    /// Address to bind, `*` for every interface.
+    public var bindHost: String
+    public var controlPort: UInt16
+    public var frameIngestPort: UInt16
+    public var operatorPort: UInt16
+    public var telemetryPort: UInt16
+    public var heartbeatIntervalMilliseconds: UInt32
+    public var heartbeatLiveness: UInt32
+
+    public init(dataDirectory: String, bindHost: String = "*", controlPort: UInt16 = WireDefaults.controlPort,
+                frameIngestPort: UInt16 = WireDefaults.frameIngestPort, operatorPort: UInt16 = WireDefaults.operatorPort,
+                telemetryPort: UInt16 = WireDefaults.telemetryPort,
+                heartbeatIntervalMilliseconds: UInt32 = WireDefaults.heartbeatIntervalMilliseconds,
+                heartbeatLiveness: UInt32 = WireDefaults.heartbeatLiveness) {
+        self.dataDirectory = dataDirectory
+        self.bindHost = bindHost
+        self.controlPort = controlPort
+        self.frameIngestPort = frameIngestPort
+        self.operatorPort = operatorPort
+        self.telemetryPort = telemetryPort
+        self.heartbeatIntervalMilliseconds = heartbeatIntervalMilliseconds
+        self.heartbeatLiveness = heartbeatLiveness
+    }
+
+    func endpoint(_ port: UInt16) -> String {
+        let host = bindHost.contains(":") ? "[\(bindHost)]" : bindHost
+        return "tcp://\(host):\(port)"
+    }
+
+    public var databasePath: String { dataDirectory + "/fleet.sqlite" }
+}

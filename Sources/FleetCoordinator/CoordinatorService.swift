@@ -1,0 +1,132 @@
+import CZeroMQ
+import FleetBus
+import FleetCore
+import FleetProtocol
+import FleetStore
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// The coordinator: binds the control, frame ingest, operator and telemetry endpoints,
+/// keeps the fleet's state in SQLite, and runs until graceful shutdown.
+public final class CoordinatorService: Service, Sendable {
+    private let configuration: CoordinatorConfiguration
+    private let logger: Logger
+    private let onReady: @Sendable (CoordinatorEndpoints) -> Void
+
+    public init(configuration: CoordinatorConfiguration, logger: Logger, onReady: @escaping @Sendable (CoordinatorEndpoints) -> Void = { _ in }) {
+        self.configuration = configuration
+        self.logger = logger
+        self.onReady = onReady
+    }
+
+    public func run() async throws {
+        try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
+        let store = try FleetDatabase(path: configuration.databasePath)
+        try await store.markAllNodesOffline(at: Date().unixMilliseconds)
+        let coordinatorID = try Self.coordinatorID(in: configuration.dataDirectory)
+
+        let context = ZMQContext()
+        let telemetry = try bind("telemetry", configuration.telemetryPort) {
+            try TelemetryPublisherSocket(context: context, bind: configuration.endpoint(configuration.telemetryPort))
+        }
+        let events = FleetEvents(telemetry: telemetry)
+        let rejections = RejectionCounter(logger: logger) { endpoint, reason, peer in
+            events.emit(Capfleet_V1_EventKind.inputRejected, message: "\(endpoint): \(reason.rawValue) from \(peer)")
+        }
+        let ingest = try bind("frame ingest", configuration.frameIngestPort) {
+            try FrameIngest(context: context, bind: configuration.endpoint(configuration.frameIngestPort), rejections: rejections)
+        }
+        let controlEndpoint = try bind("control", configuration.controlPort) {
+            try RouterEndpoint(name: "control", context: context, bind: configuration.endpoint(configuration.controlPort),
+                               maxMessageBytes: 16 * 1024 * 1024)
+        }
+        let operatorEndpoint = try bind("operator", configuration.operatorPort) {
+            try RouterEndpoint(name: "operator", context: context, bind: configuration.endpoint(configuration.operatorPort),
+                               maxMessageBytes: 1024 * 1024)
+        }
+        let control = ControlHandler(configuration: configuration, store: store, endpoint: controlEndpoint, ingest: ingest,
+                                     events: events, rejections: rejections, coordinatorID: coordinatorID, logger: logger)
+        let reporter = TelemetryReporter(store: store, ingest: ingest, control: control, telemetry: telemetry, logger: logger)
+        let operators = OperatorHandler(store: store, endpoint: operatorEndpoint, ingest: ingest, control: control,
+                                        reporter: reporter, rejections: rejections, logger: logger)
+
+        let endpoints = CoordinatorEndpoints(control: controlEndpoint.boundEndpoint, frameIngest: ingest.boundEndpoint,
+                                             operator: operatorEndpoint.boundEndpoint, telemetry: telemetry.boundEndpoint,
+                                             database: configuration.databasePath)
+        logger.info("coordinator ready", metadata: [
+            "control": "\(endpoints.control)", "ingest": "\(endpoints.frameIngest)", "operator": "\(endpoints.operator)",
+            "telemetry": "\(endpoints.telemetry)", "database": "\(endpoints.database)",
+        ])
+        onReady(endpoints)
+
+        await withDiscardingTaskGroup { group in
+            group.addTask { await control.serve() }
+            group.addTask { await operators.serve() }
+            group.addTask {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .milliseconds(250))
+                    await control.expireSilentNodes()
+                }
+            }
+            group.addTask {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(1))
+                    await reporter.tick()
+                }
+            }
+            try? await gracefulShutdown()
+            logger.info("coordinator stopping")
+            group.cancelAll()
+            controlEndpoint.stop()
+            operatorEndpoint.stop()
+        }
+        ingest.stop()
+        do {
+            try await reporter.flushCounters()
+        } catch {
+            logger.error("could not store the final counters", metadata: ["error": "\(error)"])
+        }
+        telemetry.stop()
+        logger.info("coordinator stopped")
+    }
+
+    private func bind<T>(_ what: String, _ port: UInt16, _ make: () throws -> T) throws -> T {
+        do {
+            return try make()
+        } catch let error as ZMQError where error.errno == EADDRINUSE {
+            throw CoordinatorError.portInUse(endpoint: what, port: port)
+        }
+    }
+
+    /// The coordinator's identity, created on first start and kept with its data.
+    private static func coordinatorID(in directory: String) throws -> String {
+        let path = directory + "/coordinator-id"
+        if let existing = try? String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), !existing.isEmpty {
+            return existing
+        }
+        let id = "coord-" + UUID().uuidString.lowercased().prefix(8)
+        try (id + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        return id
+    }
+}
+
+/// Where a running coordinator can be reached.
+public struct CoordinatorEndpoints: Sendable {
+    public let control: String
+    public let frameIngest: String
+    public let `operator`: String
+    public let telemetry: String
+    public let database: String
+}
+
+public enum CoordinatorError: Error, CustomStringConvertible {
+    case portInUse(endpoint: String, port: UInt16)
+
+    public var description: String {
+        switch self {
+        case let .portInUse(endpoint, port):
+            "cannot bind the \(endpoint) endpoint: port \(port) is in use. Is another coordinator (or `capfleet dev`) running? Stop it, or choose other ports in the configuration."
+        }
+    }
+}

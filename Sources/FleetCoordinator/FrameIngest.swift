@@ -1,0 +1,135 @@
+import CZeroMQ
+import FleetBus
+import FleetCore
+import FleetProtocol
+import FleetStore
+import Foundation
+import Logging
+import Synchronization
+
+/// What the coordinator knows of one device's stream, kept by the ingest thread.
+public struct DeviceIngestState: Sendable {
+    public var nodeID: String
+    public var framesReceived: UInt64 = 0
+    public var bytesReceived: UInt64 = 0
+    public var lastSequence: UInt64 = 0
+    public var lastFrameUnixMilliseconds: Int64 = 0
+    /// Cumulative drops by reason, the larger of what frame headers and agent status said.
+    public var drops = DropTally()
+    /// The agent's latest status says the device is capturing.
+    public var streaming = false
+    public var layout = Capfleet_V1_FrameLayout()
+    /// The newest frame, held as libzmq delivered it (no copy) for snapshots.
+    public var latestHeader: Capfleet_V1_FrameHeader?
+    public var latestPayload: ZMQMessage?
+}
+
+/// The coordinator's PULL socket for frames, on its own thread. Every frame is checked
+/// against its header and its device before it is counted; bad ones are dropped and
+/// counted by reason. The thread never waits on the database or the actor.
+public final class FrameIngest: Sendable {
+    public static let endpointName = "ingest"
+    public let boundEndpoint: String
+    private let loop: SocketLoop
+    private let devices = Mutex<[String: DeviceIngestState]>([:])
+    private let rejections: RejectionCounter
+    /// Called on the ingest thread with each accepted frame's header (benchmarks measure latency here).
+    private let onFrame: (@Sendable (Capfleet_V1_FrameHeader) -> Void)?
+
+    public init(context: ZMQContext, bind endpoint: String, rejections: RejectionCounter,
+                onFrame: (@Sendable (Capfleet_V1_FrameHeader) -> Void)? = nil) throws(ZMQError) {
+        let socket = try ZMQSocket(context: context, type: .pull)
+        try socket.setOption(ZMQ_MAXMSGSIZE, WireDefaults.maxMessageBytes)
+        try socket.setOption(ZMQ_RCVHWM, Int32(8))
+        try socket.bind(endpoint)
+        boundEndpoint = try socket.lastEndpoint()
+        self.rejections = rejections
+        self.onFrame = onFrame
+        loop = SocketLoop(name: "ingest")
+        loop.add(socket) { [self] socket in drain(socket) }
+        loop.start()
+    }
+
+    public func stop() { loop.stop() }
+
+    /// Admits frames of a registered device (and keeps counters across re-registration).
+    public func admit(deviceID: String, nodeID: String, resumingFrames frames: UInt64 = 0, bytes: UInt64 = 0) {
+        devices.withLock { table in
+            if table[deviceID] == nil {
+                table[deviceID] = DeviceIngestState(nodeID: nodeID, framesReceived: frames, bytesReceived: bytes)
+            } else {
+                table[deviceID]!.nodeID = nodeID
+            }
+        }
+    }
+
+    public func forget(deviceIDs: [String]) {
+        devices.withLock { table in for id in deviceIDs { table[id] = nil } }
+    }
+
+    /// Drops the agent counted that never reached the wire (late frames were never sent).
+    public func noteAgentDrops(deviceID: String, drops: DropTally, streaming: Bool) {
+        devices.withLock { table in
+            guard var state = table[deviceID] else { return }
+            state.drops = state.drops.merging(drops)
+            state.streaming = streaming
+            table[deviceID] = state
+        }
+    }
+
+    /// A copy of every device's counters (the latest frame is shared, not copied).
+    public func snapshot() -> [String: DeviceIngestState] { devices.withLock { $0 } }
+
+    public func state(of deviceID: String) -> DeviceIngestState? { devices.withLock { $0[deviceID] } }
+
+    private func drain(_ socket: ZMQSocket) {
+        while true {
+            let received: (parts: [ZMQMessage], overflowed: Bool)?
+            do {
+                received = try socket.receiveMultipart(dontWait: true, maxParts: 2)
+            } catch {
+                return
+            }
+            guard let received else { return }
+            accept(received.parts, overflowed: received.overflowed)
+        }
+    }
+
+    private func accept(_ parts: [ZMQMessage], overflowed: Bool) {
+        let peer = parts.first?.peerAddress ?? "unknown peer"
+        guard parts.count == 2, !overflowed else {
+            rejections.reject(endpoint: Self.endpointName, reason: .wrongPartCount, peer: peer, detail: "expected 2 parts")
+            return
+        }
+        guard let header = try? Capfleet_V1_FrameHeader(serializedBytes: parts[0].array) else {
+            rejections.reject(endpoint: Self.endpointName, reason: .undecodable, peer: peer, detail: "\(parts[0].count) header bytes")
+            return
+        }
+        if let problem = FrameValidation.check(header: header, payloadBytes: parts[1].count,
+                                               maxPayloadBytes: Int(WireDefaults.maxMessageBytes)) {
+            rejections.reject(endpoint: Self.endpointName, reason: problem, peer: peer,
+                              detail: "device \(header.deviceID): header says \(header.payloadSize) bytes of \(header.layout.width)x\(header.layout.height) \(header.layout.pixelFormat), payload has \(parts[1].count)")
+            return
+        }
+        let now = Date().unixMilliseconds
+        let known: Bool = devices.withLock { table in
+            guard var state = table[header.deviceID], state.nodeID == header.nodeID else { return false }
+            state.framesReceived += 1
+            state.bytesReceived += UInt64(parts[1].count)
+            state.lastSequence = header.sequence
+            state.lastFrameUnixMilliseconds = now
+            state.drops = state.drops.merging(DropTally(wire: header.drops))
+            state.layout = header.layout
+            state.latestHeader = header
+            state.latestPayload = parts[1]
+            table[header.deviceID] = state
+            return true
+        }
+        guard known else {
+            rejections.reject(endpoint: Self.endpointName, reason: .unknownDevice, peer: peer,
+                              detail: "device \(header.deviceID) of node \(header.nodeID) is not registered")
+            return
+        }
+        onFrame?(header)
+    }
+}

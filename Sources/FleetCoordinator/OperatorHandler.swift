@@ -1,0 +1,180 @@
+import FleetBus
+import FleetCore
+import FleetProtocol
+import FleetStore
+import Foundation
+import Logging
+
+/// Answers the CLI's requests on the operator endpoint. Every request gets a reply with a
+/// status and a reason; actions that change the fleet are written to the audit log.
+actor OperatorHandler {
+    static let endpointName = "operator"
+
+    private let store: FleetDatabase
+    private let endpoint: RouterEndpoint
+    private let ingest: FrameIngest
+    private let control: ControlHandler
+    private let reporter: TelemetryReporter
+    private let rejections: RejectionCounter
+    private let logger: Logger
+
+    init(store: FleetDatabase, endpoint: RouterEndpoint, ingest: FrameIngest, control: ControlHandler,
+         reporter: TelemetryReporter, rejections: RejectionCounter, logger: Logger) {
+        self.store = store
+        self.endpoint = endpoint
+        self.ingest = ingest
+        self.control = control
+        self.reporter = reporter
+        self.rejections = rejections
+        self.logger = logger
+    }
+
+    func serve() async {
+        for await message in endpoint.messages {
+            await handle(message)
+        }
+    }
+
+    private func handle(_ routed: RoutedMessage) async {
+        guard routed.parts.count == 1, !routed.overflowed else {
+            rejections.reject(endpoint: Self.endpointName, reason: .wrongPartCount, peer: routed.peer)
+            send(.with { $0.status = .failure(.badRequest, "an operator request is exactly one part (an OperatorRequest)") }, to: routed)
+            return
+        }
+        guard let request = try? Capfleet_V1_OperatorRequest(serializedBytes: routed.parts[0].array) else {
+            rejections.reject(endpoint: Self.endpointName, reason: .undecodable, peer: routed.peer)
+            send(.with { $0.status = .failure(.badRequest, "not an OperatorRequest; is the CLI the same version as the coordinator?") }, to: routed)
+            return
+        }
+        var reply = Capfleet_V1_OperatorReply()
+        reply.requestID = request.requestID
+        var payload: [UInt8]?
+        do {
+            switch request.body {
+            case .listNodes?:
+                try await listNodes(into: &reply)
+            case let .listDevices(query)?:
+                try await listDevices(nodeID: query.nodeID.isEmpty ? nil : query.nodeID, into: &reply)
+            case let .getFormats(query)?:
+                try await formats(of: query.deviceID, into: &reply)
+            case .getFleetStats?:
+                reply.deviceStats = await reporter.deviceStatuses
+                reply.status = .ok
+            case let .getLatestFrame(query)?:
+                payload = latestFrame(of: query.deviceID, into: &reply)
+            case .getIngestStats?:
+                reply.rejections = rejections.counts.map { entry in
+                    .with {
+                        $0.endpoint = entry.endpoint
+                        $0.reason = entry.reason
+                        $0.count = entry.count
+                    }
+                }
+                reply.status = .ok
+            case let .forgetNode(query)?:
+                try await forget(query.nodeID, operator: request.operator, into: &reply)
+            case nil:
+                rejections.reject(endpoint: Self.endpointName, reason: .unknownMessage, peer: routed.peer)
+                reply.status = .failure(.badRequest, "the request carries no body this coordinator knows; is the CLI newer than the coordinator?")
+            }
+        } catch {
+            logger.error("operator request failed", metadata: ["error": "\(error)"])
+            reply.status = .failure(.internal, "\(error)")
+        }
+        send(reply, to: routed, payload: payload)
+    }
+
+    private func listNodes(into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+        let nodes = try await store.nodes()
+        let devices = try await store.devices()
+        var infos: [Capfleet_V1_NodeInfo] = []
+        for node in nodes {
+            let online = await control.isOnline(node.id)
+            infos.append(.with {
+                $0.nodeID = node.id
+                $0.name = node.name
+                $0.hostname = node.hostname
+                $0.softwareVersion = node.softwareVersion
+                $0.online = online
+                $0.firstSeenUnixMs = node.firstSeenAt
+                $0.lastSeenUnixMs = node.lastSeenAt
+                $0.address = node.address
+                $0.deviceCount = UInt32(devices.filter { $0.nodeId == node.id && $0.present }.count)
+            })
+        }
+        reply.nodes = infos
+        reply.status = .ok
+    }
+
+    private func listDevices(nodeID: String?, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+        var infos: [Capfleet_V1_DeviceInfo] = []
+        for device in try await store.devices(nodeID: nodeID) {
+            let formats = try await store.formats(deviceID: device.id)
+            let online = await control.isOnline(device.nodeId) && device.present
+            infos.append(.with {
+                $0.deviceID = device.id
+                $0.nodeID = device.nodeId
+                $0.name = device.name
+                $0.driver = device.driver
+                $0.kind = (SourceKind(rawValue: device.kind) ?? .v4l2).wire
+                if formats.indices.contains(device.activeFormatPosition) { $0.activeFormat = formats[device.activeFormatPosition].wire }
+                $0.activeFrameRate = device.activeFrameRate
+                $0.formatCount = UInt32(formats.count)
+                $0.online = online
+            })
+        }
+        reply.devices = infos
+        reply.status = .ok
+    }
+
+    private func formats(of deviceID: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+        guard try await store.device(deviceID) != nil else {
+            let known = try await store.devices().map(\.id)
+            reply.status = .failure(.notFound, "no device \(deviceID); known devices: \(known.isEmpty ? "none" : known.joined(separator: ", "))")
+            return
+        }
+        reply.formats = try await store.formats(deviceID: deviceID).map(\.wire)
+        reply.status = .ok
+    }
+
+    private func latestFrame(of deviceID: String, into reply: inout Capfleet_V1_OperatorReply) -> [UInt8]? {
+        guard let state = ingest.state(of: deviceID), let header = state.latestHeader, let payload = state.latestPayload else {
+            reply.status = .failure(.notFound, "no frame from device \(deviceID) has reached this coordinator yet")
+            return nil
+        }
+        reply.frameHeader = header
+        reply.status = .ok
+        return payload.array
+    }
+
+    private func forget(_ nodeID: String, operator who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+        let actor = who.isEmpty ? "unknown operator" : who
+        let at = Date().unixMilliseconds
+        do throws(StoreError) {
+            let devices = try await store.devices(nodeID: nodeID).map(\.id)
+            if await control.isOnline(nodeID) {
+                throw StoreError.refused(reason: "node \(nodeID) is online; stop its agent before forgetting it")
+            }
+            try await store.forgetNode(nodeID)
+            ingest.forget(deviceIDs: devices)
+            await control.forgetSession(nodeID)
+            try await store.appendAudit(AuditEntry(at: at, actor: actor, action: "node.forget", target: nodeID, outcome: "ok",
+                                                   detail: "removed \(devices.count) device(s)"))
+            reply.status = .ok
+        } catch {
+            let (code, outcome): (Capfleet_V1_StatusCode, String) = switch error {
+            case .notFound: (.notFound, "refused")
+            case .refused: (.unsupported, "refused")
+            default: (.internal, "failed")
+            }
+            try await store.appendAudit(AuditEntry(at: at, actor: actor, action: "node.forget", target: nodeID, outcome: outcome,
+                                                   detail: error.description))
+            reply.status = .failure(code, error.description)
+        }
+    }
+
+    private func send(_ reply: Capfleet_V1_OperatorReply, to routed: RoutedMessage, payload: [UInt8]? = nil) {
+        guard let bytes: [UInt8] = try? reply.serializedBytes() else { return }
+        endpoint.reply(to: routed.routingID, parts: payload.map { [bytes, $0] } ?? [bytes])
+    }
+}

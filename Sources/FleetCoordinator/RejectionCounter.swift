@@ -1,0 +1,29 @@
+import FleetCore
+import Logging
+import Synchronization
+
+/// Counts malformed input on every coordinator endpoint and logs it at most once per
+/// peer and reason per minute. Shared by the socket threads; never throws, never blocks long.
+public final class RejectionCounter: Sendable {
+    private let ledger = Mutex(RejectionLedger())
+    private let logger: Logger
+    private let onFirstOfKind: @Sendable (_ endpoint: String, _ reason: InputRejection, _ peer: String) -> Void
+
+    public init(logger: Logger, onLogged: @escaping @Sendable (_ endpoint: String, _ reason: InputRejection, _ peer: String) -> Void = { _, _, _ in }) {
+        self.logger = logger
+        self.onFirstOfKind = onLogged
+    }
+
+    func reject(endpoint: String, reason: InputRejection, peer: String, detail: String = "") {
+        let shouldLog = ledger.withLock { $0.record(endpoint: endpoint, reason: reason.rawValue, peer: peer, at: MonotonicTime.now()) }
+        guard shouldLog else { return }
+        logger.warning("rejected input", metadata: [
+            "endpoint": "\(endpoint)", "reason": "\(reason.rawValue)", "peer": "\(peer)", "detail": "\(detail)",
+        ])
+        onFirstOfKind(endpoint, reason, peer)
+    }
+
+    public var counts: [(endpoint: String, reason: String, count: UInt64)] {
+        ledger.withLock { $0.counts }.sorted { $0.key < $1.key }.map { ($0.key.endpoint, $0.key.reason, $0.value) }
+    }
+}

@@ -1,0 +1,116 @@
+import FleetBus
+import FleetCore
+import FleetProtocol
+import FleetStore
+import Foundation
+import Logging
+import SwiftProtobuf
+
+/// Once a second: measures every device's throughput, publishes node and device status
+/// (and drops when they changed) on the telemetry topics, and every few seconds stores
+/// the counters so a coordinator restart keeps them.
+actor TelemetryReporter {
+    private let store: FleetDatabase
+    private let ingest: FrameIngest
+    private let control: ControlHandler
+    private let telemetry: TelemetryPublisherSocket
+    private let logger: Logger
+    private var meters: [String: ThroughputMeter] = [:]
+    private var publishedDrops: [String: DropTally] = [:]
+    private var storedCounters: [String: (UInt64, DropTally)] = [:]
+    private(set) var deviceStatuses: [Capfleet_V1_DeviceStatus] = []
+    private var ticks = 0
+
+    init(store: FleetDatabase, ingest: FrameIngest, control: ControlHandler, telemetry: TelemetryPublisherSocket, logger: Logger) {
+        self.store = store
+        self.ingest = ingest
+        self.control = control
+        self.telemetry = telemetry
+        self.logger = logger
+    }
+
+    func tick() async {
+        ticks += 1
+        let now = MonotonicTime.now()
+        let snapshot = ingest.snapshot()
+        do {
+            let nodes = try await store.nodes()
+            let devices = try await store.devices()
+            var statuses: [Capfleet_V1_DeviceStatus] = []
+            var online: [String: Bool] = [:]
+            for node in nodes { online[node.id] = await control.isOnline(node.id) }
+            for device in devices {
+                let state = snapshot[device.id]
+                var meter = meters[device.id] ?? ThroughputMeter()
+                meter.sample(frames: state?.framesReceived ?? 0, bytes: state?.bytesReceived ?? 0, at: now)
+                meters[device.id] = meter
+                let status = Capfleet_V1_DeviceStatus.with {
+                    $0.deviceID = device.id
+                    $0.nodeID = device.nodeId
+                    $0.online = (online[device.nodeId] ?? false) && device.present
+                    $0.streaming = $0.online && (state?.streaming ?? false)
+                    $0.framesReceived = state?.framesReceived ?? UInt64(device.framesReceived)
+                    $0.bytesReceived = state?.bytesReceived ?? UInt64(device.bytesReceived)
+                    $0.framesPerSecond = $0.online ? meter.framesPerSecond : 0
+                    $0.bytesPerSecond = $0.online ? meter.bytesPerSecond : 0
+                    $0.drops = (state?.drops ?? device.drops).wire
+                    $0.lastFrameUnixMs = state.map { $0.lastFrameUnixMilliseconds } ?? (device.lastFrameAt ?? 0)
+                    $0.lastSequence = state?.lastSequence ?? 0
+                    $0.pixelFormat = state?.layout.pixelFormat ?? ""
+                    $0.width = state?.layout.width ?? 0
+                    $0.height = state?.layout.height ?? 0
+                }
+                statuses.append(status)
+                publish(TelemetryTopic.device(device.id), status)
+                let drops = DropTally(wire: status.drops)
+                if publishedDrops[device.id] != drops {
+                    publishedDrops[device.id] = drops
+                    publish(TelemetryTopic.drops(device.id), Capfleet_V1_DropsReport.with {
+                        $0.deviceID = device.id
+                        $0.nodeID = device.nodeId
+                        $0.drops = status.drops
+                    })
+                }
+            }
+            deviceStatuses = statuses
+            for node in nodes {
+                let session = await control.session(node.id)
+                publish(TelemetryTopic.node(node.id), Capfleet_V1_NodeStatus.with {
+                    $0.nodeID = node.id
+                    $0.name = node.name
+                    $0.hostname = node.hostname
+                    $0.online = online[node.id] ?? false
+                    $0.lastSeenUnixMs = node.lastSeenAt
+                    $0.deviceCount = UInt32(devices.filter { $0.nodeId == node.id && $0.present }.count)
+                    $0.sendQueueDepth = session?.lastStatus?.sendQueueDepth ?? 0
+                    $0.sendQueueCapacity = session?.lastStatus?.sendQueueCapacity ?? 0
+                })
+            }
+            if ticks % 2 == 0 { try await flushCounters(snapshot) }
+            let onlineIDs = online.filter(\.value).map(\.key)
+            if ticks % 5 == 0 { try await store.touchNodes(onlineIDs, at: Date().unixMilliseconds) }
+        } catch where !Task.isCancelled {
+            logger.error("telemetry tick failed", metadata: ["error": "\(error)"])
+        } catch {
+            // Shutting down: the final flush happens in the service.
+        }
+    }
+
+    /// Writes counters that changed since the last flush.
+    func flushCounters(_ snapshot: [String: DeviceIngestState]? = nil) async throws(StoreError) {
+        let snapshot = snapshot ?? ingest.snapshot()
+        var updates: [DeviceCountersUpdate] = []
+        for (id, state) in snapshot where storedCounters[id].map({ $0.0 != state.framesReceived || $0.1 != state.drops }) ?? true {
+            updates.append(DeviceCountersUpdate(deviceID: id, framesReceived: state.framesReceived, bytesReceived: state.bytesReceived,
+                                                drops: state.drops,
+                                                lastFrameAt: state.lastFrameUnixMilliseconds > 0 ? state.lastFrameUnixMilliseconds : nil))
+            storedCounters[id] = (state.framesReceived, state.drops)
+        }
+        try await store.updateDeviceCounters(updates)
+    }
+
+    private func publish(_ topic: String, _ message: some SwiftProtobuf.Message) {
+        guard let bytes: [UInt8] = try? message.serializedBytes() else { return }
+        telemetry.publish(topic: topic, payload: bytes)
+    }
+}

@@ -1,0 +1,112 @@
+/// The agent's side of the control dialog as a pure state machine: when to (re)connect,
+/// send HELLO, heartbeat and report status, and when to give the coordinator up for gone.
+/// The shell (the agent's control channel) feeds it time and messages and performs the
+/// directives it returns. See proto-docs/registration.md.
+public struct AgentLink: Sendable {
+    public enum Directive: Equatable, Sendable {
+        /// Close the control socket and open a new one.
+        case reconnect
+        case sendHello
+        case sendHeartbeat(sequence: UInt64)
+        case sendStatus
+        /// WELCOME arrived: start or resume streaming to this ingest port.
+        case registered(frameIngestPort: UInt32)
+        /// The coordinator went silent past its liveness: stop trusting the link.
+        case lostCoordinator
+    }
+
+    public enum Inbound: Equatable, Sendable {
+        case welcome(frameIngestPort: UInt32, heartbeatIntervalNanoseconds: UInt64, liveness: UInt64)
+        case refused(reason: String)
+        case reregister
+        case other
+    }
+
+    public enum Phase: Equatable, Sendable {
+        case registering
+        case registered
+    }
+
+    public private(set) var phase: Phase = .registering
+    public private(set) var lastRefusal: String?
+    private var heartbeatInterval: UInt64
+    private var liveness: UInt64
+    private var backoff: ReconnectBackoff
+    private var lastHeard: UInt64
+    private var nextHelloAt: UInt64
+    private var nextHeartbeatAt: UInt64 = .max
+    private var nextStatusAt: UInt64 = .max
+    private var heartbeatSequence: UInt64 = 0
+    private let statusInterval: UInt64
+
+    public init(now: UInt64, heartbeatIntervalNanoseconds: UInt64 = 1_000_000_000, liveness: UInt64 = 3,
+                statusIntervalNanoseconds: UInt64 = 1_000_000_000, backoff: ReconnectBackoff = ReconnectBackoff()) {
+        self.heartbeatInterval = heartbeatIntervalNanoseconds
+        self.liveness = liveness
+        self.statusInterval = statusIntervalNanoseconds
+        self.backoff = backoff
+        self.lastHeard = now
+        self.nextHelloAt = now
+    }
+
+    public mutating func tick(now: UInt64) -> [Directive] {
+        switch phase {
+        case .registering:
+            guard now >= nextHelloAt else { return [] }
+            let delay = backoff.nextDelay()
+            nextHelloAt = now + delay
+            // A HELLO unanswered for the whole liveness window means the socket may be
+            // stuck on a dead peer: start over on a fresh one.
+            if now - lastHeard > heartbeatInterval * liveness {
+                lastHeard = now
+                return [.reconnect, .sendHello]
+            }
+            return [.sendHello]
+        case .registered:
+            if now > lastHeard, now - lastHeard > heartbeatInterval * liveness {
+                phase = .registering
+                lastHeard = now
+                nextHelloAt = now + backoff.nextDelay()
+                return [.lostCoordinator, .reconnect]
+            }
+            var directives: [Directive] = []
+            if now >= nextHeartbeatAt {
+                heartbeatSequence += 1
+                nextHeartbeatAt = now + heartbeatInterval
+                directives.append(.sendHeartbeat(sequence: heartbeatSequence))
+            }
+            if now >= nextStatusAt {
+                nextStatusAt = now + statusInterval
+                directives.append(.sendStatus)
+            }
+            return directives
+        }
+    }
+
+    public mutating func received(_ message: Inbound, now: UInt64) -> [Directive] {
+        lastHeard = now
+        switch message {
+        case let .welcome(port, interval, liveness):
+            heartbeatInterval = interval
+            self.liveness = liveness
+            backoff.reset()
+            phase = .registered
+            lastRefusal = nil
+            nextHeartbeatAt = now + heartbeatInterval
+            nextStatusAt = now
+            return [.registered(frameIngestPort: port)]
+        case let .refused(reason):
+            // Keep asking, slowly: the operator may upgrade the coordinator.
+            lastRefusal = reason
+            phase = .registering
+            nextHelloAt = now + backoff.nextDelay()
+            return []
+        case .reregister:
+            phase = .registering
+            nextHelloAt = now
+            return [.sendHello]
+        case .other:
+            return []
+        }
+    }
+}

@@ -1,0 +1,65 @@
+/// A flat `key = value` settings file with `#` comments, the format of the coordinator's
+/// and agent's configuration files (see deploy/*.conf). Each key may be overridden by
+/// the environment variable `CAPFLEET_<KEY>` (upper-cased), and a command-line flag beats both.
+public struct SettingsFile: Sendable, Equatable {
+    public private(set) var values: [String: String] = [:]
+
+    public enum ParseError: Error, CustomStringConvertible, Equatable {
+        case malformedLine(path: String, line: Int, text: String)
+        case unknownKey(path: String, line: Int, key: String, known: [String])
+        case invalidValue(key: String, value: String, expected: String)
+
+        public var description: String {
+            switch self {
+            case let .malformedLine(path, line, text):
+                "\(path):\(line): expected `key = value`, found `\(text)`"
+            case let .unknownKey(path, line, key, known):
+                "\(path):\(line): unknown setting `\(key)`; known settings: \(known.joined(separator: ", "))"
+            case let .invalidValue(key, value, expected):
+                "setting \(key) = \(value) is not valid: expected \(expected)"
+            }
+        }
+    }
+
+    public init() {}
+
+    public init(text: String, path: String, knownKeys: [String]) throws(ParseError) {
+        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = rawLine.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+            let trimmed = line.trimmed
+            guard !trimmed.isEmpty else { continue }
+            let pieces = trimmed.split(separator: "=", maxSplits: 1).map { String($0).trimmed }
+            guard pieces.count == 2, !pieces[0].isEmpty else {
+                throw .malformedLine(path: path, line: index + 1, text: trimmed)
+            }
+            guard knownKeys.contains(pieces[0]) else {
+                throw .unknownKey(path: path, line: index + 1, key: pieces[0], known: knownKeys)
+            }
+            values[pieces[0]] = pieces[1].unquoted
+        }
+    }
+
+    /// The value from the environment override, else the file, else nil.
+    public func value(_ key: String, environment: [String: String]) -> String? {
+        environment["CAPFLEET_" + key.uppercased()] ?? values[key]
+    }
+
+    public func integer<T: FixedWidthInteger>(_ key: String, environment: [String: String]) throws(ParseError) -> T? {
+        guard let text = value(key, environment: environment) else { return nil }
+        guard let number = T(text) else { throw .invalidValue(key: key, value: text, expected: "an integer from \(T.min) to \(T.max)") }
+        return number
+    }
+}
+
+extension String {
+    var trimmed: String {
+        var slice = Substring(self)
+        while let first = slice.first, first.isWhitespace { slice = slice.dropFirst() }
+        while let last = slice.last, last.isWhitespace { slice = slice.dropLast() }
+        return String(slice)
+    }
+
+    var unquoted: String {
+        count >= 2 && hasPrefix("\"") && hasSuffix("\"") ? String(dropFirst().dropLast()) : self
+    }
+}

@@ -1,0 +1,77 @@
+import FleetCore
+import GRDB
+
+/// Cumulative counters for one device, flushed by the coordinator every few seconds.
+public struct DeviceCountersUpdate: Sendable {
+    public var deviceID: String
+    public var framesReceived: UInt64
+    public var bytesReceived: UInt64
+    public var drops: DropTally
+    public var lastFrameAt: UnixMilliseconds?
+
+    public init(deviceID: String, framesReceived: UInt64, bytesReceived: UInt64, drops: DropTally, lastFrameAt: UnixMilliseconds?) {
+        self.deviceID = deviceID
+        self.framesReceived = framesReceived
+        self.bytesReceived = bytesReceived
+        self.drops = drops
+        self.lastFrameAt = lastFrameAt
+    }
+}
+
+extension FleetDatabase {
+    public func devices(nodeID: String? = nil) async throws(StoreError) -> [DeviceRecord] {
+        try await read("listing devices") { db in
+            var request = DeviceRecord.order(Column("nodeId"), Column("id"))
+            if let nodeID { request = request.filter(Column("nodeId") == nodeID) }
+            return try request.fetchAll(db)
+        }
+    }
+
+    public func device(_ deviceID: String) async throws(StoreError) -> DeviceRecord? {
+        try await read("reading device \(deviceID)") { db in try DeviceRecord.fetchOne(db, key: deviceID) }
+    }
+
+    /// The device's whole format list, in the order its agent reported it.
+    public func formats(deviceID: String) async throws(StoreError) -> [VideoFormat] {
+        try await read("reading formats of \(deviceID)") { db in
+            let formats = try FormatRecord.filter(Column("deviceId") == deviceID).order(Column("position")).fetchAll(db)
+            let ranges = try FrameRateRangeRecord.filter(Column("deviceId") == deviceID)
+                .order(Column("formatPosition"), Column("position")).fetchAll(db)
+            let rangesByFormat = Dictionary(grouping: ranges, by: \.formatPosition)
+            return formats.map { record in
+                VideoFormat(pixelFormat: PixelFormat(record.pixelFormat), width: record.width, height: record.height,
+                            frameRateRanges: (rangesByFormat[record.position] ?? []).map { FrameRateRange(min: $0.minFps, max: $0.maxFps) },
+                            fieldOfViewDegrees: record.fieldOfViewDegrees, maxZoomFactor: record.maxZoomFactor,
+                            upscaleThresholdZoomFactor: record.upscaleThresholdZoomFactor, isBinned: record.binned, bitDepth: record.bitDepth)
+            }
+        }
+    }
+
+    /// Frame and byte counters only grow (the coordinator resumes from the stored values
+    /// after a restart), so a late or repeated flush can never move them backwards.
+    public func updateDeviceCounters(_ updates: [DeviceCountersUpdate]) async throws(StoreError) {
+        guard !updates.isEmpty else { return }
+        try await write("storing device counters") { db in
+            for update in updates {
+                try db.execute(sql: """
+                    UPDATE device SET framesReceived = MAX(framesReceived, ?), bytesReceived = MAX(bytesReceived, ?),
+                        dropsLate = ?, dropsOutOfBuffers = ?, dropsDiscontinuity = ?,
+                        lastFrameAt = COALESCE(?, lastFrameAt)
+                    WHERE id = ?
+                    """, arguments: [Int64(update.framesReceived), Int64(update.bytesReceived), Int64(update.drops.late),
+                                     Int64(update.drops.outOfBuffers), Int64(update.drops.discontinuity), update.lastFrameAt,
+                                     update.deviceID])
+            }
+        }
+    }
+
+    public func appendAudit(_ entry: AuditEntry) async throws(StoreError) {
+        try await write("appending to the audit log") { db in _ = try entry.inserted(db) }
+    }
+
+    public func auditLog(limit: Int = 100) async throws(StoreError) -> [AuditEntry] {
+        try await read("reading the audit log") { db in
+            try AuditEntry.order(Column("id").desc).limit(limit).fetchAll(db)
+        }
+    }
+}

@@ -1,0 +1,74 @@
+import FleetCore
+import Foundation
+import GRDB
+
+/// The coordinator's fleet state in one SQLite file (WAL): nodes, devices, formats,
+/// connection history and the audit log. Owns the only `DatabaseWriter` of the process,
+/// runs the migrations on open, and offers intent-named writes that keep each invariant
+/// in one transaction. GRDB runs every access on its own serial queues, so callers in
+/// async code never block the cooperative pool on disk I/O.
+public final class FleetDatabase: Sendable {
+    public let path: String
+    let writer: DatabasePool
+
+    public init(path: String) throws(StoreError) {
+        self.path = path
+        do {
+            var configuration = Configuration()
+            configuration.foreignKeysEnabled = true
+            configuration.busyMode = .timeout(5)
+            writer = try DatabasePool(path: path, configuration: configuration)
+            try FleetSchema.migrator.migrate(writer)
+        } catch {
+            throw StoreError.openFailed(path: path, underlying: String(describing: error))
+        }
+    }
+
+    func write<T: Sendable>(_ what: String, _ body: @Sendable @escaping (Database) throws -> T) async throws(StoreError) -> T {
+        do {
+            return try await writer.write(body)
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError.queryFailed(operation: what, path: path, underlying: String(describing: error))
+        }
+    }
+
+    func read<T: Sendable>(_ what: String, _ body: @Sendable @escaping (Database) throws -> T) async throws(StoreError) -> T {
+        do {
+            return try await writer.read(body)
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError.queryFailed(operation: what, path: path, underlying: String(describing: error))
+        }
+    }
+}
+
+/// A store failure, naming the database file and the operation.
+public enum StoreError: Error, CustomStringConvertible, Sendable {
+    case openFailed(path: String, underlying: String)
+    case queryFailed(operation: String, path: String, underlying: String)
+    case notFound(what: String)
+    case refused(reason: String)
+
+    public var description: String {
+        switch self {
+        case let .openFailed(path, underlying):
+            "cannot open the fleet database \(path): \(underlying). Check that the data directory exists and is writable, and that no other coordinator uses it."
+        case let .queryFailed(operation, path, underlying):
+            "\(operation) failed on \(path): \(underlying)"
+        case let .notFound(what):
+            "\(what) not found"
+        case let .refused(reason):
+            reason
+        }
+    }
+}
+
+/// Milliseconds since 1970, the store's time unit.
+public typealias UnixMilliseconds = Int64
+
+extension Date {
+    public var unixMilliseconds: UnixMilliseconds { UnixMilliseconds((timeIntervalSince1970 * 1000).rounded()) }
+}

@@ -1,0 +1,85 @@
+import GRDB
+
+/// The schema as a sequence of migrations. Shipped migrations are never edited; a change
+/// is a new migration appended at the end.
+enum FleetSchema {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: nodes, devices, formats, history, audit") { db in
+            try db.execute(sql: """
+                CREATE TABLE node (
+                    id TEXT PRIMARY KEY NOT NULL CHECK (length(id) > 0),
+                    name TEXT NOT NULL,
+                    hostname TEXT NOT NULL,
+                    softwareVersion TEXT NOT NULL,
+                    address TEXT NOT NULL DEFAULT '',
+                    online INTEGER NOT NULL DEFAULT 0 CHECK (online IN (0, 1)),
+                    firstSeenAt INTEGER NOT NULL,
+                    lastSeenAt INTEGER NOT NULL
+                );
+                CREATE TABLE device (
+                    id TEXT PRIMARY KEY NOT NULL CHECK (length(id) > 0),
+                    nodeId TEXT NOT NULL REFERENCES node(id) ON DELETE CASCADE,
+                    name TEXT NOT NULL,
+                    driver TEXT NOT NULL,
+                    kind TEXT NOT NULL CHECK (kind IN ('synthetic', 'v4l2')),
+                    present INTEGER NOT NULL DEFAULT 1 CHECK (present IN (0, 1)),
+                    activeFormatPosition INTEGER NOT NULL DEFAULT 0,
+                    activeFrameRate REAL NOT NULL DEFAULT 0,
+                    framesReceived INTEGER NOT NULL DEFAULT 0,
+                    bytesReceived INTEGER NOT NULL DEFAULT 0,
+                    dropsLate INTEGER NOT NULL DEFAULT 0,
+                    dropsOutOfBuffers INTEGER NOT NULL DEFAULT 0,
+                    dropsDiscontinuity INTEGER NOT NULL DEFAULT 0,
+                    lastFrameAt INTEGER
+                );
+                CREATE INDEX device_node ON device(nodeId);
+                CREATE TABLE format (
+                    deviceId TEXT NOT NULL REFERENCES device(id) ON DELETE CASCADE,
+                    position INTEGER NOT NULL CHECK (position >= 0),
+                    pixelFormat TEXT NOT NULL CHECK (length(pixelFormat) BETWEEN 1 AND 4),
+                    width INTEGER NOT NULL CHECK (width > 0),
+                    height INTEGER NOT NULL CHECK (height > 0),
+                    fieldOfViewDegrees REAL,
+                    maxZoomFactor REAL NOT NULL CHECK (maxZoomFactor >= 1),
+                    upscaleThresholdZoomFactor REAL,
+                    binned INTEGER NOT NULL CHECK (binned IN (0, 1)),
+                    bitDepth INTEGER NOT NULL,
+                    PRIMARY KEY (deviceId, position)
+                );
+                CREATE TABLE frameRateRange (
+                    deviceId TEXT NOT NULL,
+                    formatPosition INTEGER NOT NULL,
+                    position INTEGER NOT NULL,
+                    minFps REAL NOT NULL CHECK (minFps > 0),
+                    maxFps REAL NOT NULL CHECK (maxFps >= minFps),
+                    PRIMARY KEY (deviceId, formatPosition, position),
+                    FOREIGN KEY (deviceId, formatPosition) REFERENCES format(deviceId, position) ON DELETE CASCADE
+                );
+                CREATE TABLE connectionEvent (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    nodeId TEXT NOT NULL REFERENCES node(id) ON DELETE CASCADE,
+                    kind TEXT NOT NULL CHECK (kind IN ('registered', 'online', 'offline')),
+                    address TEXT NOT NULL DEFAULT '',
+                    at INTEGER NOT NULL
+                );
+                CREATE INDEX connectionEvent_node ON connectionEvent(nodeId, at);
+                CREATE TABLE auditLog (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    at INTEGER NOT NULL,
+                    actor TEXT NOT NULL,
+                    action TEXT NOT NULL,
+                    target TEXT NOT NULL,
+                    outcome TEXT NOT NULL CHECK (outcome IN ('ok', 'refused', 'failed')),
+                    detail TEXT NOT NULL DEFAULT ''
+                );
+                -- The audit log is append-only: history is evidence.
+                CREATE TRIGGER auditLog_no_update BEFORE UPDATE ON auditLog
+                    BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+                CREATE TRIGGER auditLog_no_delete BEFORE DELETE ON auditLog
+                    BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+                """)
+        }
+        return migrator
+    }
+}

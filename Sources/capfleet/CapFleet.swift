@@ -1,0 +1,51 @@
+import ArgumentParser
+import Foundation
+import Logging
+
+@main
+struct CapFleet: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "capfleet",
+        abstract: "CaptureFleet: run and steer a fleet of cameras across many hosts.",
+        discussion: """
+            Start everything on this machine with `capfleet dev`, then look at the fleet from another
+            terminal with `capfleet nodes`, `capfleet devices` and `capfleet watch`.
+            """,
+        subcommands: [
+            DevCommand.self, CoordinatorCommand.self, AgentCommand.self,
+            NodesCommand.self, DevicesCommand.self, FormatsCommand.self, WatchCommand.self,
+            SnapshotCommand.self, IngestStatsCommand.self, BenchCommand.self,
+        ])
+}
+
+/// Options every long-running command shares.
+struct LoggingOptions: ParsableArguments {
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical. Environment: CAPFLEET_LOG_LEVEL.")
+    var logLevel: String?
+
+    func bootstrap(label: String) -> Logger {
+        let text = logLevel ?? ProcessInfo.processInfo.environment["CAPFLEET_LOG_LEVEL"] ?? "info"
+        let level = Logger.Level(rawValue: text.lowercased()) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        return Logger(label: label)
+    }
+}
+
+/// Where operator commands find the coordinator.
+struct CoordinatorOptions: ParsableArguments {
+    @Option(name: .long, help: "Coordinator HOST[:PORT] of its operator endpoint (default 127.0.0.1:7602; environment: CAPFLEET_COORDINATOR).")
+    var coordinator: String?
+
+    @Option(help: "Seconds to wait for the coordinator's answer.")
+    var timeout: Double = 3
+}
+
+/// Prints an error the way the CLI reports every failure: one line saying what and how to fix it.
+struct CLIFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,180 @@
+import ArgumentParser
+import FleetClient
+import FleetCore
+import FleetProtocol
+import Foundation
+
+extension CoordinatorOptions {
+    func client() throws -> OperatorClient {
+        guard let address = CoordinatorAddress.resolve(coordinator, defaultPort: WireDefaults.operatorPort) else {
+            throw CLIFailure("cannot read the coordinator address \(coordinator ?? ""): write HOST or HOST:PORT")
+        }
+        do {
+            return try OperatorClient(address: address, timeout: timeout)
+        } catch {
+            throw CLIFailure(error.description)
+        }
+    }
+
+    func call(_ body: Capfleet_V1_OperatorRequest.OneOf_Body) throws -> (reply: Capfleet_V1_OperatorReply, payload: [UInt8]?) {
+        let client = try client()
+        do {
+            return try client.call(body)
+        } catch {
+            throw CLIFailure(error.description)
+        }
+    }
+}
+
+struct NodesCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "nodes", abstract: "List the fleet's nodes, or forget one.",
+        subcommands: [List.self, Forget.self], defaultSubcommand: List.self)
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List every node the coordinator knows, online or not.")
+        @OptionGroup var coordinator: CoordinatorOptions
+        @Flag(help: "Print JSON.") var json = false
+
+        func run() throws {
+            let nodes = try coordinator.call(.listNodes(.init())).reply.nodes
+            print(json ? FleetTables.json(nodes.map(JSONViews.Node.init)) : FleetTables.nodes(nodes))
+        }
+    }
+
+    struct Forget: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Remove an offline node and its devices from the coordinator (audited).")
+        @OptionGroup var coordinator: CoordinatorOptions
+        @Argument(help: "The node id, as `capfleet nodes` shows it.") var node: String
+
+        func run() throws {
+            _ = try coordinator.call(.forgetNode(.with { $0.nodeID = node }))
+            print("forgot node \(node)")
+        }
+    }
+}
+
+struct DevicesCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "devices", abstract: "List every camera of the fleet.")
+    @OptionGroup var coordinator: CoordinatorOptions
+    @Option(help: "Only the devices of this node.") var node: String?
+    @Flag(help: "Print JSON, with each device's full format list.") var json = false
+
+    func run() throws {
+        let devices = try coordinator.call(.listDevices(.with { $0.nodeID = node ?? "" })).reply.devices
+        if json {
+            let views = try devices.map { device in
+                JSONViews.Device(device, formats: try coordinator.call(.getFormats(.with { $0.deviceID = device.deviceID })).reply.formats)
+            }
+            print(FleetTables.json(views))
+        } else {
+            print(FleetTables.devices(devices))
+        }
+    }
+}
+
+struct FormatsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "formats", abstract: "Show every format a device supports.")
+    @OptionGroup var coordinator: CoordinatorOptions
+    @Argument(help: "The device id, as `capfleet devices` shows it.") var device: String
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() throws {
+        let formats = try coordinator.call(.getFormats(.with { $0.deviceID = device })).reply.formats
+        print(json ? FleetTables.json(formats.map(JSONViews.Format.init)) : FleetTables.formats(formats))
+    }
+}
+
+struct WatchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "watch", abstract: "A live view of every device: fps, bytes/s, drops by reason, last frame. Refreshes once a second.")
+    @OptionGroup var coordinator: CoordinatorOptions
+    @Option(help: "Stop after this many refreshes (default: until Ctrl-C).") var count: Int?
+    @Flag(help: "Print one JSON array per refresh instead of a table.") var json = false
+
+    func run() throws {
+        let client = try coordinator.client()
+        let interactive = isatty(STDOUT_FILENO) == 1 && !json
+        var refreshes = 0
+        while count.map({ refreshes < $0 }) ?? true {
+            if refreshes > 0 { Thread.sleep(forTimeInterval: 1) }
+            refreshes += 1
+            let statuses: [Capfleet_V1_DeviceStatus]
+            do {
+                statuses = try client.call(.getFleetStats(.init())).reply.deviceStats
+            } catch {
+                throw CLIFailure(error.description)
+            }
+            if json {
+                print(FleetTables.json(statuses.map(JSONViews.DeviceStats.init)))
+            } else {
+                // Clear the screen and home the cursor, like top(1).
+                if interactive { print("\u{1B}[2J\u{1B}[H", terminator: "") }
+                print("CaptureFleet at \(client.address)  \(Date().formatted(date: .omitted, time: .standard))\n")
+                print(FleetTables.watch(statuses))
+            }
+            fflush(nil)
+        }
+    }
+}
+
+struct SnapshotCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "snapshot", abstract: "Fetch the newest frame of a device from the coordinator.")
+    @OptionGroup var coordinator: CoordinatorOptions
+    @Argument(help: "The device id.") var device: String
+    @Option(name: .shortAndLong, help: "Write the raw pixels to this file.") var output: String?
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() throws {
+        let (reply, payload) = try coordinator.call(.getLatestFrame(.with { $0.deviceID = device }))
+        let header = reply.frameHeader
+        var pixels = payload ?? []
+        let stamped: UInt32? = pixels.withUnsafeMutableBytes { raw in
+            guard let base = raw.baseAddress,
+                  let luma = LumaPlane(base: base, pixelFormat: PixelFormat(header.layout.pixelFormat),
+                                       width: Int(header.layout.width), height: Int(header.layout.height)),
+                  raw.count >= Int(header.layout.width) * Int(header.layout.height) else { return nil }
+            return FrameNumberStamp.read(from: luma)
+        }
+        if let output {
+            guard FileManager.default.createFile(atPath: output, contents: Data(pixels)) else {
+                throw CLIFailure("cannot write \(output): check the directory exists and is writable")
+            }
+        }
+        if json {
+            struct View: Encodable {
+                var deviceId, nodeId, pixelFormat: String
+                var sequence, captureMonotonicNs, payloadSize: UInt64
+                var width, height: UInt32
+                var stampedFrameNumber: UInt32?
+                var output: String?
+            }
+            print(FleetTables.json(View(deviceId: header.deviceID, nodeId: header.nodeID, pixelFormat: header.layout.pixelFormat,
+                                        sequence: header.sequence, captureMonotonicNs: header.captureMonotonicNs,
+                                        payloadSize: header.payloadSize, width: header.layout.width, height: header.layout.height,
+                                        stampedFrameNumber: stamped, output: output)))
+        } else {
+            print("frame \(header.sequence) of \(header.deviceID): \(header.layout.width)x\(header.layout.height) \(header.layout.pixelFormat), \(pixels.count) bytes"
+                  + (stamped.map { ", stamped frame number \($0)" } ?? "") + (output.map { " → \($0)" } ?? ""))
+        }
+    }
+}
+
+struct IngestStatsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rejections", abstract: "Show how much malformed input each coordinator endpoint has rejected, by reason.")
+    @OptionGroup var coordinator: CoordinatorOptions
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() throws {
+        let rejections = try coordinator.call(.getIngestStats(.init())).reply.rejections
+        if json {
+            print(FleetTables.json(rejections.map(JSONViews.Rejection.init)))
+        } else if rejections.isEmpty {
+            print("no input has been rejected")
+        } else {
+            print(FleetTables.table(["ENDPOINT", "REASON", "COUNT"], rejections.map { [$0.endpoint, $0.reason, String($0.count)] }))
+        }
+    }
+}

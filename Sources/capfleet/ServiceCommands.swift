@@ -1,0 +1,143 @@
+import ArgumentParser
+import FleetAgent
+import FleetClient
+import FleetCoordinator
+import FleetCore
+import FleetProtocol
+import Foundation
+import Logging
+import ServiceLifecycle
+
+struct CoordinatorCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "coordinator", abstract: "Run the coordinator: fleet state in SQLite, frame ingest, telemetry.")
+    @Option(help: "Directory for the fleet database and coordinator state (default ./capfleet-data; setting data_dir).")
+    var data: String?
+    @Option(help: "Settings file (key = value; see deploy/coordinator.conf).")
+    var config: String?
+    @OptionGroup var logging: LoggingOptions
+
+    func run() async throws {
+        let logger = logging.bootstrap(label: "capfleet.coordinator")
+        let configuration = try CoordinatorSettings.load(file: config, dataOverride: data)
+        let service = CoordinatorService(configuration: configuration, logger: logger)
+        let group = ServiceGroup(configuration: .init(services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+    }
+}
+
+/// The coordinator's settings: defaults, then the file, then CAPFLEET_* variables, then flags.
+enum CoordinatorSettings {
+    static let keys = ["data_dir", "bind", "control_port", "ingest_port", "operator_port", "telemetry_port",
+                       "heartbeat_interval_ms", "heartbeat_liveness"]
+
+    static func load(file: String?, dataOverride: String?) throws -> CoordinatorConfiguration {
+        var settings = SettingsFile()
+        if let file {
+            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+                throw CLIFailure("cannot read the settings file \(file): check the path")
+            }
+            settings = try SettingsFile(text: text, path: file, knownKeys: keys)
+        }
+        let env = ProcessInfo.processInfo.environment
+        var configuration = CoordinatorConfiguration(dataDirectory: dataOverride ?? settings.value("data_dir", environment: env) ?? "capfleet-data")
+        configuration.bindHost = settings.value("bind", environment: env) ?? configuration.bindHost
+        configuration.controlPort = try settings.integer("control_port", environment: env) ?? configuration.controlPort
+        configuration.frameIngestPort = try settings.integer("ingest_port", environment: env) ?? configuration.frameIngestPort
+        configuration.operatorPort = try settings.integer("operator_port", environment: env) ?? configuration.operatorPort
+        configuration.telemetryPort = try settings.integer("telemetry_port", environment: env) ?? configuration.telemetryPort
+        configuration.heartbeatIntervalMilliseconds = try settings.integer("heartbeat_interval_ms", environment: env) ?? configuration.heartbeatIntervalMilliseconds
+        configuration.heartbeatLiveness = try settings.integer("heartbeat_liveness", environment: env) ?? configuration.heartbeatLiveness
+        return configuration
+    }
+}
+
+struct AgentCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "agent", abstract: "Run an agent on a camera host: register its cameras and stream them to the coordinator.")
+    @Option(help: "Coordinator HOST[:PORT] of its control endpoint (default 127.0.0.1:7600; environment: CAPFLEET_COORDINATOR).")
+    var coordinator: String?
+    @Option(help: "Node name shown to operators (default: the host name).")
+    var name: String?
+    @Option(help: "Number of synthetic test-pattern cameras.")
+    var synthetic: Int = 1
+    @Option(help: "Synthetic cameras' starting format, WIDTHxHEIGHT:FOURCC.")
+    var syntheticFormat: String = "640x480:YUYV"
+    @Option(help: "Synthetic cameras' starting frame rate.")
+    var fps: Double = 15
+    @Option(help: "Where the agent keeps its identity (default: ~/.local/state/capfleet/agent[-NAME]).")
+    var stateDir: String?
+    @OptionGroup var logging: LoggingOptions
+
+    func run() async throws {
+        let logger = logging.bootstrap(label: "capfleet.agent")
+        guard let address = CoordinatorAddress.resolve(coordinator, defaultPort: WireDefaults.controlPort) else {
+            throw CLIFailure("cannot read the coordinator address \(coordinator ?? ""): write HOST or HOST:PORT")
+        }
+        let configuration = AgentConfiguration(
+            coordinatorHost: address.host, controlPort: address.port, nodeName: name,
+            stateDirectory: stateDir ?? Self.defaultStateDirectory(name: name),
+            syntheticCameraCount: synthetic, syntheticFormat: try Self.parseFormat(syntheticFormat), syntheticFrameRate: fps)
+        let service = try AgentService(configuration: configuration, logger: logger)
+        let group = ServiceGroup(configuration: .init(services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+    }
+
+    static func defaultStateDirectory(name: String?) -> String {
+        let env = ProcessInfo.processInfo.environment
+        let base = env["XDG_STATE_HOME"] ?? ((env["HOME"] ?? "/tmp") + "/.local/state")
+        return base + "/capfleet/agent" + (name.map { "-" + $0 } ?? "")
+    }
+
+    static func parseFormat(_ text: String) throws -> (width: Int, height: Int, pixelFormat: PixelFormat) {
+        let parts = text.split(separator: ":")
+        let size = parts.first?.split(separator: "x") ?? []
+        guard parts.count == 2, size.count == 2, let width = Int(size[0]), let height = Int(size[1]) else {
+            throw CLIFailure("cannot read the format \(text): write WIDTHxHEIGHT:FOURCC, e.g. 1280x720:NV12")
+        }
+        return (width, height, PixelFormat(String(parts[1]).uppercased()))
+    }
+}
+
+struct DevCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dev",
+        abstract: "The embedded default: a coordinator and two agents on this machine, with synthetic cameras.")
+    @Option(help: "State directory.") var data: String = "capfleet-data"
+    @Option(help: "Synthetic cameras per agent.") var synthetic: Int = 1
+    @Option(help: "Synthetic cameras' frame rate.") var fps: Double = 15
+    @OptionGroup var logging: LoggingOptions
+
+    func run() async throws {
+        let logger = logging.bootstrap(label: "capfleet.dev")
+        let dataDirectory = URL(fileURLWithPath: data).standardizedFileURL.path
+        let coordinator = CoordinatorService(
+            configuration: CoordinatorConfiguration(dataDirectory: dataDirectory + "/coordinator", bindHost: "127.0.0.1"),
+            logger: Logger(label: "capfleet.coordinator"),
+            onReady: { endpoints in
+                print("""
+
+                    CaptureFleet is running: a coordinator and two agents with synthetic cameras.
+                      state           \(dataDirectory)
+                      fleet database  \(endpoints.database)
+                      operator        \(endpoints.operator)   (capfleet nodes | devices | formats DEVICE | watch)
+                      telemetry       \(endpoints.telemetry)   (python3 proto-docs/examples/telemetry_subscriber.py)
+                      agents connect  \(endpoints.control)
+                    In another terminal: capfleet watch
+                    Stop with Ctrl-C.
+
+                    """)
+                fflush(nil)
+            })
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: coordinator)]
+        for index in 1...2 {
+            let agent = try AgentService(
+                configuration: AgentConfiguration(nodeName: "dev-agent-\(index)", stateDirectory: dataDirectory + "/agent-\(index)",
+                                                  syntheticCameraCount: synthetic, syntheticFrameRate: fps),
+                logger: Logger(label: "capfleet.agent.\(index)"))
+            services.append(.init(service: agent))
+        }
+        let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+    }
+}

@@ -1,0 +1,182 @@
+import ArgumentParser
+import CZeroMQ
+import FleetAgent
+import FleetBus
+import FleetCapture
+import FleetCoordinator
+import FleetCore
+import FleetProtocol
+import Foundation
+import Logging
+import Synchronization
+
+/// Frames per second and MB/s from the agent's publish path into the coordinator's ingest
+/// path over tcp on 127.0.0.1, against a plain libzmq PUSH/PULL zero-copy baseline with
+/// the same frame size measured in the same run. Prints figures; asserts nothing.
+struct TransportBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "transport", abstract: "Agent publish path → coordinator ingest path vs a plain libzmq PUSH/PULL baseline.")
+    @Option(help: "Seconds per measurement.") var seconds: Double = 5
+    @Option(help: "Seconds between resident-memory samples of the long run.") var memoryEvery: Double = 5
+
+    struct Case {
+        let name: String
+        let pixelFormat: PixelFormat
+        let width: Int
+        let height: Int
+        var bytes: Int { pixelFormat.frameByteCount(width: width, height: height)! }
+    }
+
+    func run() throws {
+        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+        let cases = [Case(name: "1920x1080 YUYV", pixelFormat: .yuyv, width: 1920, height: 1080),
+                     Case(name: "3840x2160 NV12", pixelFormat: .nv12, width: 3840, height: 2160)]
+        print("capfleet bench transport: \(seconds) s per measurement, tcp on 127.0.0.1, libzmq \(ZMQContext.libraryVersion)")
+        for benchCase in cases {
+            let baseline = try Self.baseline(benchCase, seconds: seconds)
+            let fleet = try Self.fleetPath(benchCase, seconds: seconds, memoryEvery: memoryEvery)
+            let ratio = baseline.framesPerSecond > 0 ? fleet.framesPerSecond / baseline.framesPerSecond : 0
+            print("""
+                \(benchCase.name) (\(benchCase.bytes) bytes/frame)
+                  baseline PUSH/PULL zero-copy  \(fmt(baseline.framesPerSecond)) fps  \(fmt(baseline.megabytesPerSecond)) MB/s
+                  agent → coordinator ingest    \(fmt(fleet.framesPerSecond)) fps  \(fmt(fleet.megabytesPerSecond)) MB/s
+                  ratio to baseline             \(String(format: "%.3f", ratio)) (target ≥ 0.9)
+                  capture→ingest latency        p50 \(fmt(fleet.latencyP50Milliseconds)) ms  p99 \(fmt(fleet.latencyP99Milliseconds)) ms
+                  resident memory (MiB)         \(fleet.residentMegabytes.map { fmt($0) }.joined(separator: " → "))
+                """)
+            fflush(nil)
+        }
+    }
+
+    struct Result {
+        var framesPerSecond: Double
+        var megabytesPerSecond: Double
+        var latencyP50Milliseconds: Double = 0
+        var latencyP99Milliseconds: Double = 0
+        var residentMegabytes: [Double] = []
+    }
+
+    /// Plain libzmq: one thread sends pre-filled frames zero-copy as fast as the socket
+    /// takes them, the other receives and counts.
+    static func baseline(_ benchCase: Case, seconds: Double) throws -> Result {
+        let context = ZMQContext()
+        let pull = try ZMQSocket(context: context, type: .pull)
+        try pull.setOption(ZMQ_RCVHWM, Int32(8))
+        try pull.bind("tcp://127.0.0.1:*")
+        let endpoint = try pull.lastEndpoint()
+        let pool = FrameBufferPool(bufferSize: benchCase.bytes, capacity: 8)
+        let stop = Atomic<Bool>(false)
+        let sender = Thread {
+            guard let push = try? ZMQSocket(context: context, type: .push) else { return }
+            try? push.setOption(ZMQ_SNDHWM, Int32(2))
+            try? push.connect(endpoint)
+            while !stop.load(ordering: .relaxed) {
+                guard let buffer = pool.take() else { usleep(50); continue }
+                _ = try? push.sendZeroCopy(buffer.storage, count: benchCase.bytes, owner: buffer)
+            }
+            push.close()
+        }
+        sender.start()
+        var frames = 0
+        var bytes = 0
+        let start = MonotonicTime.now()
+        let end = start + UInt64(seconds * 1e9)
+        while MonotonicTime.now() < end {
+            guard pull.waitForInput(milliseconds: 100) else { continue }
+            while let message = try pull.receiveMultipart(dontWait: true) {
+                frames += 1
+                bytes += message.parts.reduce(0) { $0 + $1.count }
+            }
+        }
+        let elapsed = Double(MonotonicTime.now() - start) / 1e9
+        stop.store(true, ordering: .relaxed)
+        pull.close()
+        return Result(framesPerSecond: Double(frames) / elapsed, megabytesPerSecond: Double(bytes) / elapsed / 1e6)
+    }
+
+    /// The real thing: `FramePublisher` (the agent's live path, header and zero-copy payload)
+    /// into `FrameIngest` (the coordinator's validated ingest). The producer waits for a
+    /// free buffer or queue slot instead of dropping, so the figure is throughput.
+    static func fleetPath(_ benchCase: Case, seconds: Double, memoryEvery: Double) throws -> Result {
+        let logger = Logger(label: "bench")
+        let context = ZMQContext()
+        let latencies = Mutex<[UInt64]>([])
+        let ingest = try FrameIngest(context: context, bind: "tcp://127.0.0.1:*", rejections: RejectionCounter(logger: logger)) { header in
+            let now = MonotonicTime.now()
+            latencies.withLock { $0.append(now - header.captureMonotonicNs) }
+        }
+        ingest.admit(deviceID: "bench-1", nodeID: "node-bench")
+        let publisher = try FramePublisher(context: context, capacity: 4, logger: logger)
+        publisher.connect(to: ingest.boundEndpoint)
+        let statistics = DeviceStatistics(deviceID: "bench-1", outOfBuffers: { 0 })
+        let layout = FrameLayout(pixelFormat: benchCase.pixelFormat, width: benchCase.width, height: benchCase.height,
+                                 bytesPerLine: benchCase.pixelFormat.bytesPerLine(width: benchCase.width))
+        let pool = FrameBufferPool(bufferSize: benchCase.bytes, capacity: 8)
+        let stop = Atomic<Bool>(false)
+        let producer = Thread {
+            var sequence: UInt64 = 0
+            while !stop.load(ordering: .relaxed) {
+                guard publisher.queueDepth < publisher.queueCapacity, let buffer = pool.take() else { usleep(50); continue }
+                sequence += 1
+                let frame = CapturedFrame(buffer: buffer, byteCount: benchCase.bytes, sequence: sequence,
+                                          captureMonotonicNanoseconds: MonotonicTime.now(), layout: layout)
+                let header = Capfleet_V1_FrameHeader.with {
+                    $0.protocolVersion = .current
+                    $0.nodeID = "node-bench"
+                    $0.deviceID = "bench-1"
+                    $0.sequence = sequence
+                    $0.captureMonotonicNs = frame.captureMonotonicNanoseconds
+                    $0.layout = .with {
+                        $0.pixelFormat = layout.pixelFormat.fourCC
+                        $0.width = UInt32(layout.width)
+                        $0.height = UInt32(layout.height)
+                        $0.bytesPerLine = UInt32(layout.bytesPerLine)
+                    }
+                    $0.payloadSize = UInt64(benchCase.bytes)
+                }
+                publisher.submit(frame, header: header, statistics: statistics)
+            }
+        }
+        producer.start()
+        // Let the connection settle before measuring.
+        Thread.sleep(forTimeInterval: 0.5)
+        let startState = ingest.state(of: "bench-1")
+        latencies.withLock { $0.removeAll() }
+        let start = MonotonicTime.now()
+        var resident = [residentMegabytes()]
+        var nextSample = start + UInt64(memoryEvery * 1e9)
+        let end = start + UInt64(seconds * 1e9)
+        while MonotonicTime.now() < end {
+            Thread.sleep(forTimeInterval: 0.05)
+            if MonotonicTime.now() >= nextSample {
+                resident.append(residentMegabytes())
+                nextSample += UInt64(memoryEvery * 1e9)
+            }
+        }
+        let endState = ingest.state(of: "bench-1")
+        let elapsed = Double(MonotonicTime.now() - start) / 1e9
+        resident.append(residentMegabytes())
+        stop.store(true, ordering: .relaxed)
+        Thread.sleep(forTimeInterval: 0.1)
+        publisher.stop()
+        ingest.stop()
+        let frames = Double((endState?.framesReceived ?? 0) - (startState?.framesReceived ?? 0))
+        let bytes = Double((endState?.bytesReceived ?? 0) - (startState?.bytesReceived ?? 0))
+        let sorted = latencies.withLock { $0 }.sorted()
+        func percentile(_ p: Double) -> Double {
+            sorted.isEmpty ? 0 : Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]) / 1e6
+        }
+        return Result(framesPerSecond: frames / elapsed, megabytesPerSecond: bytes / elapsed / 1e6,
+                      latencyP50Milliseconds: percentile(0.5), latencyP99Milliseconds: percentile(0.99), residentMegabytes: resident)
+    }
+
+    /// VmRSS of this process, in MiB.
+    static func residentMegabytes() -> Double {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+              let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "") else { return 0 }
+        return kilobytes / 1024
+    }
+}
+
+private func fmt(_ value: Double) -> String { String(format: "%.1f", value) }
