@@ -1,0 +1,78 @@
+import FleetCore
+import Testing
+
+@Suite struct AgentLinkTests {
+    let ms: UInt64 = 1_000_000
+    let second: UInt64 = 1_000_000_000
+
+    func registeredLink() -> AgentLink {
+        var link = AgentLink(now: 0)
+        _ = link.tick(now: 0)
+        _ = link.received(.welcome(frameIngestPort: 7601, heartbeatIntervalNanoseconds: second, liveness: 3), now: 10 * ms)
+        return link
+    }
+
+    @Test func agentLink_sendsHelloAtOnceThenBacksOff() {
+        var link = AgentLink(now: 0)
+        #expect(link.tick(now: 0) == [.sendHello])
+        #expect(link.tick(now: 100 * ms).isEmpty)
+        #expect(link.tick(now: 250 * ms) == [.sendHello])
+        #expect(link.tick(now: 600 * ms).isEmpty)
+        #expect(link.tick(now: 750 * ms) == [.sendHello])
+    }
+
+    @Test func agentLink_welcomeStartsStreamingAndStatus() {
+        var link = AgentLink(now: 0)
+        _ = link.tick(now: 0)
+        let directives = link.received(.welcome(frameIngestPort: 9000, heartbeatIntervalNanoseconds: second, liveness: 3), now: 5 * ms)
+        #expect(directives == [.registered(frameIngestPort: 9000)])
+        #expect(link.phase == .registered)
+        #expect(link.tick(now: 6 * ms) == [.sendStatus])
+    }
+
+    @Test func agentLink_heartbeatsOncePerInterval() {
+        var link = registeredLink()
+        _ = link.tick(now: 20 * ms)
+        #expect(link.tick(now: 500 * ms).isEmpty)
+        _ = link.received(.other, now: 900 * ms)
+        #expect(link.tick(now: second + 10 * ms).contains(.sendHeartbeat(sequence: 1)))
+        #expect(!link.tick(now: second + 500 * ms).contains(.sendHeartbeat(sequence: 2)))
+        _ = link.received(.other, now: 1900 * ms)
+        #expect(link.tick(now: 2 * second + 10 * ms).contains(.sendHeartbeat(sequence: 2)))
+    }
+
+    @Test func agentLink_silentCoordinatorIsGivenUpAndReconnected() {
+        var link = registeredLink()
+        _ = link.tick(now: 1 * second)
+        let directives = link.tick(now: 3 * second + 20 * ms)
+        #expect(directives == [.lostCoordinator, .reconnect])
+        #expect(link.phase == .registering)
+        // HELLO again after the back-off, on the new socket.
+        #expect(link.tick(now: 3 * second + 300 * ms) == [.sendHello])
+    }
+
+    @Test func agentLink_reregisterRequestSendsHelloAtOnce() {
+        var link = registeredLink()
+        #expect(link.received(.reregister, now: 500 * ms) == [.sendHello])
+        #expect(link.phase == .registering)
+    }
+
+    @Test func agentLink_refusalKeepsTheReasonAndRetriesSlowly() {
+        var link = AgentLink(now: 0)
+        _ = link.tick(now: 0)
+        #expect(link.received(.refused(reason: "protocol 2 only"), now: 10 * ms).isEmpty)
+        #expect(link.lastRefusal == "protocol 2 only")
+        #expect(link.tick(now: 100 * ms).isEmpty)
+    }
+
+    @Test func agentLink_unansweredHelloOpensAFreshSocket() {
+        var link = AgentLink(now: 0)
+        var sawReconnect = false
+        var now: UInt64 = 0
+        while now < 5 * second {
+            if link.tick(now: now).contains(.reconnect) { sawReconnect = true }
+            now += 50 * ms
+        }
+        #expect(sawReconnect)
+    }
+}
