@@ -69,7 +69,11 @@ let package = Package(
         .testTarget(name: "FleetCaptureTests", dependencies: ["FleetCapture", "FleetCore"]),
         .testTarget(name: "FleetStoreTests", dependencies: ["FleetStore", "FleetCore"]),
         .testTarget(name: "FleetBusTests", dependencies: ["FleetBus", "CZeroMQ"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["capfleet", "FleetClient", "FleetProtocol", "FleetCore", "FleetBus", "CZeroMQ"]),
+        // Runs the built `capfleet` binary: `swift build` first.
+        .testTarget(name: "IntegrationTests", dependencies: [
+            "FleetProtocol", "FleetCore", "FleetBus", "CZeroMQ",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )

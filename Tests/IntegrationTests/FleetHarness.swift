@@ -1,0 +1,191 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A `capfleet` child process, with its output kept in a log file for failure reports.
+final class FleetProcess: @unchecked Sendable {
+    let name: String
+    let process = Process()
+    let logPath: String
+
+    init(name: String, arguments: [String], environment: [String: String] = [:], directory: String) throws {
+        self.name = name
+        logPath = directory + "/\(name).log"
+        FileManager.default.createFile(atPath: logPath, contents: nil)
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        process.executableURL = URL(fileURLWithPath: FleetHarness.binary)
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        env.removeValue(forKey: "CAPFLEET_COORDINATOR")
+        for (key, value) in environment { env[key] = value }
+        process.environment = env
+        process.standardOutput = log
+        process.standardError = log
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    var isRunning: Bool { process.isRunning }
+
+    /// SIGKILL: the process gets no chance to say goodbye, as in a crash or power loss.
+    func kill() {
+        guard process.isRunning else { return }
+        Glibc.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// SIGTERM and wait for a clean exit.
+    func stop() -> Int32 {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        return process.terminationStatus
+    }
+
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+}
+
+/// A coordinator, its agents and the CLI on this machine, on ports no other test uses,
+/// with state in a temporary directory that goes away with the fleet.
+final class FleetHarness: @unchecked Sendable {
+    static var binary: String {
+        if let override = ProcessInfo.processInfo.environment["CAPFLEET_BINARY"] { return override }
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        return executable.deletingLastPathComponent().appendingPathComponent("capfleet").path
+    }
+
+    let directory: String
+    let controlPort: UInt16
+    let ingestPort: UInt16
+    let operatorPort: UInt16
+    let telemetryPort: UInt16
+    private(set) var processes: [FleetProcess] = []
+
+    init() throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.binary) else {
+            throw HarnessError("no capfleet binary at \(Self.binary): run `swift build` before `swift test`, or set CAPFLEET_BINARY")
+        }
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-test-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let ports = try Self.freePorts(4)
+        (controlPort, ingestPort, operatorPort, telemetryPort) = (ports[0], ports[1], ports[2], ports[3])
+    }
+
+    deinit {
+        for process in processes { process.kill() }
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    var coordinatorEnvironment: [String: String] {
+        ["CAPFLEET_CONTROL_PORT": "\(controlPort)", "CAPFLEET_INGEST_PORT": "\(ingestPort)",
+         "CAPFLEET_OPERATOR_PORT": "\(operatorPort)", "CAPFLEET_TELEMETRY_PORT": "\(telemetryPort)",
+         "CAPFLEET_BIND": "127.0.0.1"]
+    }
+
+    var databasePath: String { directory + "/coordinator/fleet.sqlite" }
+
+    @discardableResult
+    func startCoordinator() throws -> FleetProcess {
+        let process = try FleetProcess(name: "coordinator-\(processes.count)", arguments: ["coordinator", "--data", directory + "/coordinator"],
+                                       environment: coordinatorEnvironment, directory: directory)
+        processes.append(process)
+        return process
+    }
+
+    @discardableResult
+    func startAgent(_ name: String, synthetic: Int = 1, fps: Double = 15, extra: [String] = []) throws -> FleetProcess {
+        let process = try FleetProcess(
+            name: "\(name)-\(processes.count)",
+            arguments: ["agent", "--coordinator", "127.0.0.1:\(controlPort)", "--name", name, "--synthetic", "\(synthetic)",
+                        "--fps", "\(fps)", "--state-dir", directory + "/\(name)"] + extra,
+            directory: directory)
+        processes.append(process)
+        return process
+    }
+
+    /// Runs a CLI command against this fleet's coordinator.
+    func cli(_ arguments: [String], timeout: Double = 3) throws -> (status: Int32, output: String, error: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = arguments + ["--coordinator", "127.0.0.1:\(operatorPort)", "--timeout", "\(timeout)"]
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let output = out.fileHandleForReading.readDataToEndOfFile()
+        let error = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: error, as: UTF8.self))
+    }
+
+    /// Runs a listing with `--json` and parses it.
+    func json(_ arguments: [String]) throws -> [[String: Any]] {
+        let result = try cli(arguments + ["--json"])
+        guard result.status == 0 else { throw HarnessError("capfleet \(arguments.joined(separator: " ")) failed: \(result.error)") }
+        guard let parsed = try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [[String: Any]] else {
+            throw HarnessError("capfleet \(arguments.joined(separator: " ")) printed no JSON array: \(result.output)")
+        }
+        return parsed
+    }
+
+    func jsonObject(_ arguments: [String]) throws -> [String: Any] {
+        let result = try cli(arguments + ["--json"])
+        guard result.status == 0 else { throw HarnessError("capfleet \(arguments.joined(separator: " ")) failed: \(result.error)") }
+        guard let parsed = try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any] else {
+            throw HarnessError("capfleet \(arguments.joined(separator: " ")) printed no JSON object: \(result.output)")
+        }
+        return parsed
+    }
+
+    /// Polls `condition` until it holds or `seconds` pass; returns how long it took.
+    @discardableResult
+    func waitUntil(_ what: String, seconds: Double, _ condition: () throws -> Bool) async throws -> Double {
+        let start = Date()
+        while Date().timeIntervalSince(start) < seconds {
+            if (try? condition()) == true { return Date().timeIntervalSince(start) }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        throw HarnessError("timed out after \(seconds) s waiting until \(what)\n" + processes.map { "--- \($0.name)\n\($0.log.suffix(3000))" }.joined(separator: "\n"))
+    }
+
+    func nodes() throws -> [[String: Any]] { try json(["nodes"]) }
+
+    func onlineNodeIDs() throws -> Set<String> {
+        Set(try nodes().filter { $0["online"] as? Bool == true }.compactMap { $0["node_id"] as? String })
+    }
+
+    func deviceStats() throws -> [String: [String: Any]] {
+        Dictionary(uniqueKeysWithValues: try json(["watch", "--count", "1"]).map { ($0["device_id"] as? String ?? "", $0) })
+    }
+
+    /// Ports the kernel says are free now (bound to port 0, then released).
+    static func freePorts(_ count: Int) throws -> [UInt16] {
+        var sockets: [Int32] = []
+        defer { sockets.forEach { close($0) } }
+        var ports: [UInt16] = []
+        for _ in 0..<count {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = 0
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let bound = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+            }
+            guard bound else { throw HarnessError("cannot find a free port: \(String(cString: strerror(errno)))") }
+            sockets.append(fd)
+            ports.append(UInt16(bigEndian: address.sin_port))
+        }
+        return ports
+    }
+}
+
+struct HarnessError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
