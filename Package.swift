@@ -67,7 +67,9 @@ let package = Package(
         .testTarget(name: "FleetCoreTests", dependencies: ["FleetCore", "FleetProtocol"]),
         .testTarget(name: "FleetProtocolTests", dependencies: ["FleetProtocol"]),
         .testTarget(name: "FleetCaptureTests", dependencies: ["FleetCapture", "FleetCore"]),
-        .testTarget(name: "FleetStoreTests", dependencies: ["FleetStore", "FleetCore"]),
+        .testTarget(name: "FleetStoreTests", dependencies: [
+            "FleetStore", "FleetCore", .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
         .testTarget(name: "FleetBusTests", dependencies: ["FleetBus", "CZeroMQ"]),
         // Runs the built `capfleet` binary: `swift build` first.
         .testTarget(name: "IntegrationTests", dependencies: [

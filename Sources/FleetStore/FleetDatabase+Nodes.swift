@@ -35,6 +35,11 @@ public struct NodeRegistration: Sendable {
 public struct RegistrationOutcome: Sendable, Equatable {
     public var isNewNode: Bool
     public var addedDeviceIDs: [String]
+
+    public init(isNewNode: Bool, addedDeviceIDs: [String]) {
+        self.isNewNode = isNewNode
+        self.addedDeviceIDs = addedDeviceIDs
+    }
 }
 
 extension FleetDatabase {

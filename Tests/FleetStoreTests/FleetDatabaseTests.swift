@@ -1,0 +1,111 @@
+import FleetCore
+import FleetStore
+import Foundation
+import GRDB
+import Testing
+
+@Suite struct FleetDatabaseTests {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-store-\(UUID().uuidString.prefix(8))").path
+
+    init() throws { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
+
+    var path: String { directory + "/fleet.sqlite" }
+
+    func registration(node: String = "node-1", devices: [(String, [VideoFormat])]) -> NodeRegistration {
+        NodeRegistration(nodeID: node, name: "host-\(node)", hostname: "host", softwareVersion: "0.1.0", address: "127.0.0.1",
+                         devices: devices.map { id, formats in
+                             .init(description: DeviceDescription(deviceID: id, name: "Camera \(id)", driver: "test", kind: .synthetic, formats: formats),
+                                   activeFormatIndex: 0, activeFrameRate: 30)
+                         })
+    }
+
+    let formats = [
+        VideoFormat(pixelFormat: .yuyv, width: 640, height: 480, frameRateRanges: [.init(min: 1, max: 30)], fieldOfViewDegrees: 70, maxZoomFactor: 4),
+        VideoFormat(pixelFormat: .nv12, width: 1920, height: 1080, frameRateRanges: [.init(min: 1, max: 30), .init(min: 60, max: 60)], isBinned: true),
+    ]
+
+    @Test func registerNode_storesTheWholeFormatListInOrder() async throws {
+        let store = try FleetDatabase(path: path)
+        let outcome = try await store.registerNode(registration(devices: [("cam-1", formats)]), at: 1000)
+        #expect(outcome == RegistrationOutcome(isNewNode: true, addedDeviceIDs: ["cam-1"]))
+        #expect(try await store.formats(deviceID: "cam-1") == formats)
+    }
+
+    @Test func registerNode_again_updatesInsteadOfDuplicating() async throws {
+        let store = try FleetDatabase(path: path)
+        _ = try await store.registerNode(registration(devices: [("cam-1", formats), ("cam-2", formats)]), at: 1000)
+        let again = try await store.registerNode(registration(devices: [("cam-1", Array(formats.prefix(1)))]), at: 2000)
+        #expect(again == RegistrationOutcome(isNewNode: false, addedDeviceIDs: []))
+        #expect(try await store.nodes().count == 1)
+        let devices = try await store.devices()
+        #expect(devices.count == 2)
+        #expect(devices.first { $0.id == "cam-2" }?.present == false, "a device the node no longer lists is kept, marked absent")
+        #expect(try await store.formats(deviceID: "cam-1").count == 1, "the format list is replaced wholesale")
+        let node = try #require(try await store.node("node-1"))
+        #expect(node.firstSeenAt == 1000 && node.lastSeenAt == 2000)
+    }
+
+    @Test func onlineTransitions_areRecordedInTheConnectionHistory() async throws {
+        let store = try FleetDatabase(path: path)
+        _ = try await store.registerNode(registration(devices: [("cam-1", formats)]), at: 1000)
+        try await store.setNodeOnline("node-1", online: false, at: 2000)
+        try await store.setNodeOnline("node-1", online: false, at: 2500)
+        try await store.setNodeOnline("node-1", online: true, at: 3000)
+        #expect(try await store.connectionHistory(nodeID: "node-1").map(\.kind) == ["registered", "offline", "online"])
+        #expect(try await store.setNodeOnline("nobody", online: true, at: 1) == false)
+    }
+
+    @Test func reopening_keepsEverything() async throws {
+        do {
+            let store = try FleetDatabase(path: path)
+            _ = try await store.registerNode(registration(devices: [("cam-1", formats)]), at: 1000)
+            try await store.updateDeviceCounters([DeviceCountersUpdate(deviceID: "cam-1", framesReceived: 500, bytesReceived: 5000,
+                                                                       drops: DropTally(late: 3), lastFrameAt: 1500)])
+        }
+        let reopened = try FleetDatabase(path: path)
+        let device = try #require(try await reopened.device("cam-1"))
+        #expect(device.framesReceived == 500 && device.bytesReceived == 5000 && device.drops == DropTally(late: 3))
+        #expect(try await reopened.formats(deviceID: "cam-1") == formats)
+    }
+
+    @Test func deviceCounters_neverMoveBackwards() async throws {
+        let store = try FleetDatabase(path: path)
+        _ = try await store.registerNode(registration(devices: [("cam-1", formats)]), at: 1000)
+        try await store.updateDeviceCounters([.init(deviceID: "cam-1", framesReceived: 500, bytesReceived: 5000, drops: DropTally(), lastFrameAt: nil)])
+        try await store.updateDeviceCounters([.init(deviceID: "cam-1", framesReceived: 100, bytesReceived: 1000, drops: DropTally(), lastFrameAt: nil)])
+        #expect(try await store.device("cam-1")?.framesReceived == 500)
+    }
+
+    @Test func forgetNode_refusesAnOnlineNode_andRemovesAnOfflineOneWithItsDevices() async throws {
+        let store = try FleetDatabase(path: path)
+        _ = try await store.registerNode(registration(devices: [("cam-1", formats)]), at: 1000)
+        await #expect(throws: StoreError.self) { try await store.forgetNode("node-1") }
+        try await store.setNodeOnline("node-1", online: false, at: 2000)
+        try await store.forgetNode("node-1")
+        #expect(try await store.nodes().isEmpty)
+        #expect(try await store.devices().isEmpty)
+        #expect(try await store.formats(deviceID: "cam-1").isEmpty)
+    }
+
+    @Test func auditLog_isAppendOnly() async throws {
+        let store = try FleetDatabase(path: path)
+        try await store.appendAudit(AuditEntry(at: 1, actor: "ana", action: "node.forget", target: "node-1", outcome: "ok"))
+        #expect(try await store.auditLog().map(\.actor) == ["ana"])
+        #expect(throws: DatabaseError.self) { try Self.execute("UPDATE auditLog SET actor = 'mallory'", on: path) }
+        #expect(throws: DatabaseError.self) { try Self.execute("DELETE FROM auditLog", on: path) }
+        #expect(try await store.auditLog().map(\.actor) == ["ana"])
+    }
+
+    /// Goes around the store, as a careless script would.
+    static func execute(_ sql: String, on path: String) throws {
+        try DatabaseQueue(path: path).write { try $0.execute(sql: sql) }
+    }
+
+    @Test func openingAnUnwritablePath_saysWhatToCheck() {
+        #expect {
+            _ = try FleetDatabase(path: "/proc/no-such-dir/fleet.sqlite")
+        } throws: { error in
+            String(describing: error).contains("/proc/no-such-dir/fleet.sqlite") && String(describing: error).contains("writable")
+        }
+    }
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what CaptureFleet needs on Debian 12: the C libraries it links (libzmq with
+# CURVE, libv4l2, SQLite), protoc for the wire contract, iproute2 for multi-host tests, and
+# Python's pyzmq + protobuf for the example telemetry subscriber. Needs a Swift 6 toolchain
+# on PATH (swift.org; Debian does not package one).
+set -euo pipefail
+
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+packages=(libzmq3-dev libv4l-dev libsqlite3-dev protobuf-compiler iproute2 python3-zmq python3-protobuf pkg-config)
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing Debian packages: ${missing[*]}"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The python3 first on PATH may not be Debian's (pyenv, venv): give it the modules too.
+if ! python3 -c 'import zmq, google.protobuf' 2>/dev/null; then
+  python3 -m pip install --quiet --disable-pip-version-check pyzmq protobuf 2>/dev/null \
+    || echo "note: python3 on PATH lacks pyzmq/protobuf; /usr/bin/python3 has Debian's" >&2
+fi
+
+if ! command -v swift >/dev/null; then
+  echo "error: no Swift toolchain on PATH. Install Swift 6.x for Debian 12 from swift.org and put its usr/bin on PATH." >&2
+  exit 1
+fi

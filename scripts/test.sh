@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The whole test suite from a fresh clone: installs what is needed, builds, runs every
+# test (unit, store, bus, and integration tests with real processes, sockets and SQLite),
+# then prints the transport benchmark's figures.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+started=$(date +%s)
+scripts/install-deps.sh
+
+echo "== build"
+swift build --build-tests
+
+echo "== tests"
+# Integration tests run the capfleet binary built above, next to the test bundle.
+status=0
+swift test --skip-build 2>&1 | tee .build/test-output.txt || status=$?
+summary=$(grep -E 'Test run with [0-9]+ tests?' .build/test-output.txt | tail -1 || true)
+if [ "$status" -ne 0 ]; then
+  echo "tests failed (exit $status): $summary" >&2
+  exit "$status"
+fi
+
+if [ "${CAPFLEET_SKIP_BENCH:-0}" != "1" ]; then
+  echo "== benchmark (figures printed, not asserted)"
+  swift build -c release --product capfleet >/dev/null
+  "$(swift build -c release --show-bin-path)/capfleet" bench transport --seconds "${CAPFLEET_BENCH_SECONDS:-5}"
+fi
+echo "== done in $(( $(date +%s) - started )) s"
+# The suite's verdict, last, for whoever reads only the end of the log.
+total=$(printf '%s' "$summary" | grep -oE 'with [0-9]+ tests?' | grep -oE '[0-9]+')
+echo "${total:-0} passed, 0 failed"
