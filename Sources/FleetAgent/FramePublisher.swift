@@ -6,31 +6,39 @@ import FleetProtocol
 import Logging
 import Synchronization
 
-/// The live frame path: newest frame wins. Capture threads hand frames in; a bounded
-/// queue in front of a PUSH socket (high-water mark 2, never blocking) means a slow
-/// network or coordinator costs `late` drops, never a stalled camera or growing memory.
-/// Payloads go out without a copy: libzmq holds the frame buffer until it is on the wire.
+/// The live frame path: newest frame wins. Capture threads hand frames in; the publisher
+/// thread keeps at most `capacity` of them waiting for the PUSH socket, and when a newer
+/// frame arrives to a full queue the oldest is dropped and counted as `late`. A slow
+/// network or coordinator therefore costs late drops, never a stalled camera or growing
+/// memory, while a fast one gets every frame. Payloads go out without a copy: libzmq holds
+/// the frame buffer until it is on the wire.
 public final class FramePublisher: Sendable {
     private let loop: SocketLoop
     private let push: SocketLoop.SocketID
     private let capacity: Int
-    private let queued = Atomic<Int>(0)
+    /// Frames submitted and not yet sent or dropped (the send-queue depth reported in status).
+    private let inFlight = Atomic<Int>(0)
     private let connectedEndpoint = Mutex<String?>(nil)
     private let logger: Logger
+    private let outbox: Outbox
 
     public init(context: ZMQContext, capacity: Int, logger: Logger) throws(ZMQError) {
         let socket = try ZMQSocket(context: context, type: .push)
         try socket.setOption(ZMQ_SNDHWM, Int32(2))
-        // Do not queue frames for a coordinator that is not there: drop them as late.
+        // Do not queue frames for a coordinator that is not there: they wait here instead,
+        // where newer frames replace them.
         try socket.setOption(ZMQ_IMMEDIATE, Int32(1))
         loop = SocketLoop(name: "frames")
-        push = loop.add(socket)
+        let outbox = Outbox(capacity: capacity, logger: logger)
+        self.outbox = outbox
+        push = loop.add(socket, onWritable: { sockets in outbox.flush(sockets) })
+        outbox.socketID = push
         self.capacity = capacity
         self.logger = logger
         loop.start()
     }
 
-    public var queueDepth: Int { queued.load(ordering: .relaxed) }
+    public var queueDepth: Int { min(inFlight.load(ordering: .relaxed), capacity) }
     public var queueCapacity: Int { capacity }
 
     /// Points the PUSH socket at the coordinator's ingest endpoint (from WELCOME).
@@ -51,34 +59,80 @@ public final class FramePublisher: Sendable {
         }
     }
 
-    /// Called on a capture thread. Never blocks: a full queue drops the frame as late.
+    /// Called on a capture thread; never blocks.
     public func submit(_ frame: CapturedFrame, header: Capfleet_V1_FrameHeader, statistics: DeviceStatistics) {
-        guard queued.wrappingAdd(1, ordering: .relaxed).newValue <= capacity else {
-            queued.wrappingSubtract(1, ordering: .relaxed)
-            statistics.late.add(1, ordering: .relaxed)
-            return
-        }
-        let push = self.push, logger = self.logger
+        inFlight.add(1, ordering: .relaxed)
+        let outbox = self.outbox
         loop.perform { [self] sockets in
-            queued.wrappingSubtract(1, ordering: .relaxed)
-            var header = header
-            header.sendMonotonicNs = MonotonicTime.now()
-            do {
-                let headerBytes: [UInt8] = try header.serializedBytes()
-                guard try sockets[push].send(headerBytes, more: true, dontWait: true) else {
-                    statistics.late.add(1, ordering: .relaxed)
-                    return
-                }
-                // Once the first part is queued libzmq accepts the rest of the message.
-                try sockets[push].sendZeroCopy(frame.buffer.storage, count: frame.byteCount, owner: frame.buffer)
-                statistics.framesSent.add(1, ordering: .relaxed)
-                statistics.bytesSent.add(UInt64(frame.byteCount), ordering: .relaxed)
-            } catch {
-                statistics.late.add(1, ordering: .relaxed)
-                logger.warning("frame send failed", metadata: ["device.id": "\(header.deviceID)", "error": "\(error)"])
-            }
+            outbox.enqueue(PendingFrame(frame: frame, header: header, statistics: statistics, done: { [self] in
+                inFlight.subtract(1, ordering: .relaxed)
+            }))
+            outbox.flush(sockets)
         }
     }
 
     public func stop() { loop.stop() }
+}
+
+private struct PendingFrame {
+    let frame: CapturedFrame
+    let header: Capfleet_V1_FrameHeader
+    let statistics: DeviceStatistics
+    let done: () -> Void
+}
+
+/// Frames waiting for the socket; lives on the publisher thread only.
+private final class Outbox: @unchecked Sendable {
+    let capacity: Int
+    let logger: Logger
+    var socketID: SocketLoop.SocketID?
+    private var pending: [PendingFrame] = []
+    private var head = 0
+
+    init(capacity: Int, logger: Logger) {
+        self.capacity = capacity
+        self.logger = logger
+    }
+
+    func enqueue(_ frame: PendingFrame) {
+        pending.append(frame)
+        while pending.count - head > capacity {
+            let oldest = pending[head]
+            head += 1
+            oldest.statistics.late.add(1, ordering: .relaxed)
+            oldest.done()
+        }
+    }
+
+    /// Sends what the socket takes now; asks for POLLOUT when it takes no more.
+    func flush(_ sockets: SocketLoop.Sockets) {
+        guard let socketID else { return }
+        let socket = sockets[socketID]
+        while head < pending.count {
+            let next = pending[head]
+            var header = next.header
+            header.sendMonotonicNs = MonotonicTime.now()
+            do {
+                let headerBytes: [UInt8] = try header.serializedBytes()
+                guard try socket.send(headerBytes, more: true, dontWait: true) else { break }
+                // Once the first part is queued libzmq accepts the rest of the message.
+                try socket.sendZeroCopy(next.frame.buffer.storage, count: next.frame.byteCount, owner: next.frame.buffer)
+                next.statistics.framesSent.add(1, ordering: .relaxed)
+                next.statistics.bytesSent.add(UInt64(next.frame.byteCount), ordering: .relaxed)
+            } catch {
+                next.statistics.late.add(1, ordering: .relaxed)
+                logger.warning("frame send failed", metadata: ["device.id": "\(header.deviceID)", "error": "\(error)"])
+            }
+            head += 1
+            next.done()
+        }
+        if head == pending.count {
+            pending.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head > 64 {
+            pending.removeFirst(head)
+            head = 0
+        }
+        sockets.setWantsWritable(socketID, head < pending.count)
+    }
 }

@@ -18,6 +18,12 @@ public final class SocketLoop: @unchecked Sendable {
         fileprivate unowned let loop: SocketLoop
         public subscript(id: SocketID) -> ZMQSocket { loop.sockets[id.index] }
 
+        /// Asks the loop to call the socket's `onWritable` handler once it can take more
+        /// (ZMQ_POLLOUT), or stops asking. Loop thread only.
+        public func setWantsWritable(_ id: SocketID, _ wants: Bool) {
+            loop.wantsWritable[id.index] = wants
+        }
+
         /// Closes a socket and puts a fresh one in its place (the zguide's cure for a
         /// peer that went away: a new socket, not a reused one). Loop thread only.
         public func replace(_ id: SocketID, with socket: ZMQSocket) {
@@ -31,6 +37,8 @@ public final class SocketLoop: @unchecked Sendable {
     private var sockets: [ZMQSocket] = []
     private var socketsChanged = false
     private var handlers: [(ZMQSocket) -> Void] = []
+    private var writableHandlers: [(Sockets) -> Void] = []
+    private var wantsWritable: [Bool] = []
     private var timers: [(interval: UInt64, next: UInt64, body: (Sockets) -> Void)] = []
     private var stopHandlers: [() -> Void] = []
     private let wakeFD: Int32
@@ -49,10 +57,13 @@ public final class SocketLoop: @unchecked Sendable {
     /// Adds a socket before `start`. `onReadable` runs on the loop thread whenever the
     /// socket has input; it should drain it with `receiveMultipart(dontWait: true)`.
     @discardableResult
-    public func add(_ socket: ZMQSocket, onReadable: ((ZMQSocket) -> Void)? = nil) -> SocketID {
+    public func add(_ socket: ZMQSocket, onReadable: ((ZMQSocket) -> Void)? = nil,
+                    onWritable: ((Sockets) -> Void)? = nil) -> SocketID {
         precondition(thread == nil, "SocketLoop \(name): add sockets before start()")
         sockets.append(socket)
         handlers.append(onReadable ?? { _ in })
+        writableHandlers.append(onWritable ?? { _ in })
+        wantsWritable.append(false)
         return SocketID(index: sockets.count - 1)
     }
 
@@ -117,6 +128,13 @@ public final class SocketLoop: @unchecked Sendable {
             for index in sockets.indices where !socketsChanged && items[index].revents & Int16(ZMQ_POLLIN) != 0 {
                 handlers[index](sockets[index])
             }
+            for index in sockets.indices where !socketsChanged && items[index].revents & Int16(ZMQ_POLLOUT) != 0 {
+                writableHandlers[index](lent)
+            }
+            for index in sockets.indices {
+                items[index].events = Int16(ZMQ_POLLIN) | (wantsWritable[index] ? Int16(ZMQ_POLLOUT) : 0)
+                items[index].revents = 0
+            }
             runDueTimers(lent)
         }
         for socket in sockets { socket.close() }
@@ -125,8 +143,10 @@ public final class SocketLoop: @unchecked Sendable {
     }
 
     private func pollItems() -> [zmq_pollitem_t] {
-        sockets.map { zmq_pollitem_t(socket: $0.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0) }
-            + [zmq_pollitem_t(socket: nil, fd: wakeFD, events: Int16(ZMQ_POLLIN), revents: 0)]
+        sockets.indices.map { index in
+            zmq_pollitem_t(socket: sockets[index].handle, fd: 0,
+                           events: Int16(ZMQ_POLLIN) | (wantsWritable[index] ? Int16(ZMQ_POLLOUT) : 0), revents: 0)
+        } + [zmq_pollitem_t(socket: nil, fd: wakeFD, events: Int16(ZMQ_POLLIN), revents: 0)]
     }
 
     private func nextTimerTimeoutMilliseconds() -> Int {

@@ -96,7 +96,8 @@ public final class FrameIngest: Sendable {
     }
 
     private func accept(_ parts: [ZMQMessage], overflowed: Bool) {
-        let peer = parts.first?.peerAddress ?? "unknown peer"
+        // Looked up only when something is wrong: it costs a string per frame.
+        var peer: String { parts.first?.peerAddress ?? "unknown peer" }
         guard parts.count == 2, !overflowed else {
             rejections.reject(endpoint: Self.endpointName, reason: .wrongPartCount, peer: peer, detail: "expected 2 parts")
             return
