@@ -2,6 +2,7 @@ import ArgumentParser
 import CZeroMQ
 import FleetAgent
 import FleetBus
+import FleetClient
 import FleetCapture
 import FleetCoordinator
 import FleetCore
@@ -35,6 +36,7 @@ struct TransportBench: ParsableCommand {
         for benchCase in cases {
             let baseline = try Self.baseline(benchCase, seconds: seconds)
             let fleet = try Self.fleetPath(benchCase, seconds: seconds, memoryEvery: memoryEvery)
+            let process = try Self.coordinatorProcess(benchCase, seconds: seconds, memoryEvery: memoryEvery)
             let ratio = baseline.framesPerSecond > 0 ? fleet.framesPerSecond / baseline.framesPerSecond : 0
             print("""
                 \(benchCase.name) (\(benchCase.bytes) bytes/frame)
@@ -42,7 +44,9 @@ struct TransportBench: ParsableCommand {
                   agent → coordinator ingest    \(fmt(fleet.framesPerSecond)) fps  \(fmt(fleet.megabytesPerSecond)) MB/s
                   ratio to baseline             \(String(format: "%.3f", ratio)) (target ≥ 0.9)
                   capture→ingest latency        p50 \(fmt(fleet.latencyP50Milliseconds)) ms  p99 \(fmt(fleet.latencyP99Milliseconds)) ms
-                  resident memory (MiB)         \(fleet.residentMegabytes.map { fmt($0) }.joined(separator: " → "))
+                  bench process RSS (MiB)       \(fleet.residentMegabytes.map { fmt($0) }.joined(separator: " → "))
+                  into a real coordinator process \(fmt(process.framesPerSecond)) fps  \(fmt(process.megabytesPerSecond)) MB/s
+                  coordinator RSS (MiB)         \(process.residentMegabytes.map { fmt($0) }.joined(separator: " → "))
                 """)
             fflush(nil)
         }
@@ -108,35 +112,8 @@ struct TransportBench: ParsableCommand {
         ingest.admit(deviceID: "bench-1", nodeID: "node-bench")
         let publisher = try FramePublisher(context: context, capacity: 4, logger: logger)
         publisher.connect(to: ingest.boundEndpoint)
-        let statistics = DeviceStatistics(deviceID: "bench-1", outOfBuffers: { 0 })
-        let layout = FrameLayout(pixelFormat: benchCase.pixelFormat, width: benchCase.width, height: benchCase.height,
-                                 bytesPerLine: benchCase.pixelFormat.bytesPerLine(width: benchCase.width))
-        let pool = FrameBufferPool(bufferSize: benchCase.bytes, capacity: 8)
         let stop = Atomic<Bool>(false)
-        let producer = Thread {
-            var sequence: UInt64 = 0
-            while !stop.load(ordering: .relaxed) {
-                guard publisher.queueDepth < publisher.queueCapacity, let buffer = pool.take() else { usleep(50); continue }
-                sequence += 1
-                let frame = CapturedFrame(buffer: buffer, byteCount: benchCase.bytes, sequence: sequence,
-                                          captureMonotonicNanoseconds: MonotonicTime.now(), layout: layout)
-                let header = Capfleet_V1_FrameHeader.with {
-                    $0.protocolVersion = .current
-                    $0.nodeID = "node-bench"
-                    $0.deviceID = "bench-1"
-                    $0.sequence = sequence
-                    $0.captureMonotonicNs = frame.captureMonotonicNanoseconds
-                    $0.layout = .with {
-                        $0.pixelFormat = layout.pixelFormat.fourCC
-                        $0.width = UInt32(layout.width)
-                        $0.height = UInt32(layout.height)
-                        $0.bytesPerLine = UInt32(layout.bytesPerLine)
-                    }
-                    $0.payloadSize = UInt64(benchCase.bytes)
-                }
-                publisher.submit(frame, header: header, statistics: statistics)
-            }
-        }
+        let producer = Thread { produce(benchCase, publisher: publisher, stop: stop) }
         producer.start()
         // Let the connection settle before measuring.
         Thread.sleep(forTimeInterval: 0.5)
@@ -170,9 +147,114 @@ struct TransportBench: ParsableCommand {
                       latencyP50Milliseconds: percentile(0.5), latencyP99Milliseconds: percentile(0.99), residentMegabytes: resident)
     }
 
-    /// VmRSS of this process, in MiB.
-    static func residentMegabytes() -> Double {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+    /// The same publish path into a `capfleet coordinator` child process, registered with a
+    /// real HELLO, to watch the coordinator's own resident memory over the run.
+    static func coordinatorProcess(_ benchCase: Case, seconds: Double, memoryEvery: Double) throws -> Result {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-bench-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let ports = (0..<4).map { _ in UInt16.random(in: 20000...40000) }
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        child.arguments = ["coordinator", "--data", directory, "--log-level", "error"]
+        child.environment = ProcessInfo.processInfo.environment.merging([
+            "CAPFLEET_BIND": "127.0.0.1", "CAPFLEET_CONTROL_PORT": "\(ports[0])", "CAPFLEET_INGEST_PORT": "\(ports[1])",
+            "CAPFLEET_OPERATOR_PORT": "\(ports[2])", "CAPFLEET_TELEMETRY_PORT": "\(ports[3])",
+        ]) { $1 }
+        try child.run()
+        defer { child.terminate(); child.waitUntilExit() }
+
+        let context = ZMQContext()
+        let control = try ZMQSocket(context: context, type: .dealer)
+        try control.connect("tcp://127.0.0.1:\(ports[0])")
+        let format = VideoFormat(pixelFormat: benchCase.pixelFormat, width: benchCase.width, height: benchCase.height,
+                                 frameRateRanges: [FrameRateRange(min: 1, max: 1000)])
+        let hello: [UInt8] = try Capfleet_V1_AgentMessage.with {
+            $0.hello = .with {
+                $0.protocolVersion = .current
+                $0.nodeID = "node-bench"
+                $0.nodeName = "bench"
+                $0.devices = [.with {
+                    $0.deviceID = "bench-1"
+                    $0.name = "bench"
+                    $0.kind = .synthetic
+                    $0.formats = [format.wire]
+                }]
+            }
+        }.serializedBytes()
+        var welcomed = false
+        for _ in 0..<50 where !welcomed {
+            try control.send(hello, dontWait: true)
+            welcomed = control.waitForInput(milliseconds: 200)
+        }
+        guard welcomed else { throw CLIFailure("the benchmark's coordinator did not answer HELLO") }
+
+        let logger = Logger(label: "bench")
+        let publisher = try FramePublisher(context: context, capacity: 4, logger: logger)
+        publisher.connect(to: "tcp://127.0.0.1:\(ports[1])")
+        let stop = Atomic<Bool>(false)
+        let producer = Thread { produce(benchCase, publisher: publisher, stop: stop) }
+        producer.start()
+        defer { stop.store(true, ordering: .relaxed); Thread.sleep(forTimeInterval: 0.1); publisher.stop() }
+
+        let client = try OperatorClient(address: CoordinatorAddress(host: "127.0.0.1", port: ports[2]))
+        func counted() throws -> (frames: UInt64, bytes: UInt64) {
+            let stats = try client.call(.getFleetStats(.init())).reply.deviceStats.first { $0.deviceID == "bench-1" }
+            return (stats?.framesReceived ?? 0, stats?.bytesReceived ?? 0)
+        }
+        Thread.sleep(forTimeInterval: 1.5)
+        let first = try counted()
+        let start = MonotonicTime.now()
+        var resident = [residentMegabytes(pid: child.processIdentifier)]
+        let end = start + UInt64(seconds * 1e9)
+        var nextSample = start + UInt64(memoryEvery * 1e9)
+        while MonotonicTime.now() < end {
+            Thread.sleep(forTimeInterval: 0.05)
+            if MonotonicTime.now() >= nextSample {
+                resident.append(residentMegabytes(pid: child.processIdentifier))
+                nextSample += UInt64(memoryEvery * 1e9)
+            }
+        }
+        let last = try counted()
+        let elapsed = Double(MonotonicTime.now() - start) / 1e9
+        resident.append(residentMegabytes(pid: child.processIdentifier))
+        return Result(framesPerSecond: Double(last.frames - first.frames) / elapsed,
+                      megabytesPerSecond: Double(last.bytes - first.bytes) / elapsed / 1e6, residentMegabytes: resident)
+    }
+
+    /// Submits pre-filled frames as fast as the publisher's queue and buffer pool allow:
+    /// waiting, not dropping, so the figure is throughput.
+    static func produce(_ benchCase: Case, publisher: FramePublisher, stop: borrowing Atomic<Bool>) {
+        let statistics = DeviceStatistics(deviceID: "bench-1", outOfBuffers: { 0 })
+        let layout = FrameLayout(pixelFormat: benchCase.pixelFormat, width: benchCase.width, height: benchCase.height,
+                                 bytesPerLine: benchCase.pixelFormat.bytesPerLine(width: benchCase.width))
+        let pool = FrameBufferPool(bufferSize: benchCase.bytes, capacity: 8)
+        var sequence: UInt64 = 0
+        while !stop.load(ordering: .relaxed) {
+            guard publisher.queueDepth < publisher.queueCapacity, let buffer = pool.take() else { usleep(50); continue }
+            sequence += 1
+            let frame = CapturedFrame(buffer: buffer, byteCount: benchCase.bytes, sequence: sequence,
+                                      captureMonotonicNanoseconds: MonotonicTime.now(), layout: layout)
+            let header = Capfleet_V1_FrameHeader.with {
+                $0.protocolVersion = .current
+                $0.nodeID = "node-bench"
+                $0.deviceID = "bench-1"
+                $0.sequence = sequence
+                $0.captureMonotonicNs = frame.captureMonotonicNanoseconds
+                $0.layout = .with {
+                    $0.pixelFormat = layout.pixelFormat.fourCC
+                    $0.width = UInt32(layout.width)
+                    $0.height = UInt32(layout.height)
+                    $0.bytesPerLine = UInt32(layout.bytesPerLine)
+                }
+                $0.payloadSize = UInt64(benchCase.bytes)
+            }
+            publisher.submit(frame, header: header, statistics: statistics)
+        }
+    }
+
+    /// VmRSS of a process (this one by default), in MiB.
+    static func residentMegabytes(pid: Int32? = nil) -> Double {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid.map(String.init) ?? "self")/status", encoding: .utf8),
               let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
               let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "") else { return 0 }
         return kilobytes / 1024
