@@ -53,12 +53,17 @@ public final class AgentService: Service, Sendable {
         try? await gracefulShutdown()
 
         logger.info("agent stopping")
-        for stream in sources { stream.source.stop() }
+        for stream in sources { stream.stop() }
         control.stop()
         publisher.stop()
     }
 
-    private var hostname: String { ProcessInfo.processInfo.hostName }
+    /// gethostname(2), not Foundation's hostName, which may wait on a DNS lookup.
+    private var hostname: String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count) == 0 else { return "unknown-host" }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
 
     private func hello() -> Capfleet_V1_Hello {
         .with {
@@ -162,5 +167,10 @@ final class CameraStream: Sendable {
             publisher.submit(frame, header: header, statistics: statistics)
         }
         statistics.streaming.store(true, ordering: .releasing)
+    }
+
+    func stop() {
+        source.stop()
+        statistics.streaming.store(false, ordering: .releasing)
     }
 }

@@ -5,11 +5,10 @@ import FleetStore
 import Foundation
 import Logging
 
-/// A node registered with this coordinator process: where to reach it and what its
-/// latest status said.
+/// A node registered with this coordinator process: where to reach it (the ROUTER
+/// routing id of its latest message) and what its latest status said.
 struct NodeSession: Sendable {
     var routingID: [UInt8]
-    var address: String
     var lastStatus: Capfleet_V1_AgentStatus?
 }
 
@@ -114,7 +113,7 @@ actor ControlHandler {
                 ingest.admit(deviceID: device.deviceID, nodeID: hello.nodeID,
                              resumingFrames: UInt64(stored?.framesReceived ?? 0), bytes: UInt64(stored?.bytesReceived ?? 0))
             }
-            sessions[hello.nodeID] = NodeSession(routingID: routed.routingID, address: routed.peer)
+            sessions[hello.nodeID] = NodeSession(routingID: routed.routingID)
             reply(routed, .with { $0.welcome = .with {
                 $0.status = .ok
                 $0.coordinatorID = coordinatorID

@@ -2,13 +2,10 @@ import FleetBus
 import FleetProtocol
 import FleetStore
 import Foundation
-import Synchronization
 
-/// Publishes fleet events on `event.<kind>` at once and remembers the latest ones.
+/// Publishes fleet events on `event.<kind>` the moment they happen.
 public final class FleetEvents: Sendable {
     private let telemetry: TelemetryPublisherSocket
-    private let recent = Mutex<[Capfleet_V1_FleetEvent]>([])
-    private static let remembered = 500
 
     init(telemetry: TelemetryPublisherSocket) {
         self.telemetry = telemetry
@@ -22,13 +19,7 @@ public final class FleetEvents: Sendable {
             $0.deviceID = deviceID
             $0.message = message
         }
-        recent.withLock { events in
-            events.append(event)
-            if events.count > Self.remembered { events.removeFirst(events.count - Self.remembered) }
-        }
         guard let payload: [UInt8] = try? event.serializedBytes() else { return }
         telemetry.publish(topic: TelemetryTopic.event(kind), payload: payload)
     }
-
-    var latest: [Capfleet_V1_FleetEvent] { recent.withLock { $0 } }
 }
