@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Print CaptureFleet telemetry as JSON lines, using only pyzmq and the .proto files.
+
+    pip install pyzmq protobuf        # or: apt install python3-zmq python3-protobuf
+    python3 telemetry_subscriber.py --endpoint tcp://127.0.0.1:7603 --topic device.
+
+Each line is {"topic": ..., "message": {...}} with the message in protobuf's JSON mapping
+(field names as in the .proto files; 64-bit integers as strings). See ../telemetry.md.
+"""
+import argparse
+import importlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import zmq
+
+PROTO_DIR = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+# Topic prefix -> (module, message) carried on it.
+TOPICS = {
+    "node.": ("telemetry_pb2", "NodeStatus"),
+    "device.": ("telemetry_pb2", "DeviceStatus"),
+    "drops.": ("telemetry_pb2", "DropsReport"),
+    "event.": ("telemetry_pb2", "FleetEvent"),
+}
+
+
+def compile_protos():
+    """Generate Python classes from proto-docs/*.proto with protoc into a temporary dir."""
+    out = tempfile.mkdtemp(prefix="capfleet-proto-")
+    protos = sorted(f for f in os.listdir(PROTO_DIR) if f.endswith(".proto"))
+    try:
+        subprocess.run(["protoc", f"--python_out={out}", f"-I{PROTO_DIR}", *protos],
+                       cwd=PROTO_DIR, check=True, capture_output=True, text=True)
+    except FileNotFoundError:
+        sys.exit("protoc not found: apt install protobuf-compiler")
+    except subprocess.CalledProcessError as error:
+        sys.exit(f"protoc failed on {PROTO_DIR}: {error.stderr.strip()}")
+    sys.path.insert(0, out)
+
+
+def default_endpoint():
+    host = os.environ.get("CAPFLEET_COORDINATOR", "127.0.0.1").rsplit(":", 1)[0] or "127.0.0.1"
+    return f"tcp://{host}:7603"
+
+
+def main():
+    parser = argparse.ArgumentParser(description="Print CaptureFleet telemetry as JSON lines.")
+    parser.add_argument("--endpoint", default=default_endpoint(), help="coordinator telemetry PUB endpoint")
+    parser.add_argument("--topic", action="append", default=[], help="topic prefix to subscribe to (repeatable; default: all)")
+    parser.add_argument("--count", type=int, default=0, help="exit after this many decoded messages (0: run forever)")
+    parser.add_argument("--timeout", type=float, default=0, help="give up after this many seconds (0: never)")
+    args = parser.parse_args()
+
+    compile_protos()
+    from google.protobuf.json_format import MessageToDict
+    from google.protobuf.message import DecodeError
+
+    socket = zmq.Context.instance().socket(zmq.SUB)
+    socket.connect(args.endpoint)
+    for prefix in args.topic or [""]:
+        socket.setsockopt_string(zmq.SUBSCRIBE, prefix)
+
+    deadline = time.monotonic() + args.timeout if args.timeout else None
+    decoded = 0
+    while not args.count or decoded < args.count:
+        wait_ms = None if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
+        if wait_ms == 0 or not socket.poll(wait_ms):
+            sys.exit(f"timed out after {args.timeout} s with {decoded} of {args.count} messages from {args.endpoint}: "
+                     "is the coordinator running and publishing?")
+        parts = socket.recv_multipart()
+        if len(parts) != 2:
+            print(f"skipping a message with {len(parts)} parts (expected topic + payload)", file=sys.stderr)
+            continue
+        topic = parts[0].decode("utf-8", "replace")
+        kind = next((TOPICS[p] for p in TOPICS if topic.startswith(p)), None)
+        if kind is None:
+            print(json.dumps({"topic": topic, "bytes": len(parts[1])}), flush=True)
+            continue
+        try:
+            message = getattr(importlib.import_module(kind[0]), kind[1]).FromString(parts[1])
+        except DecodeError as error:
+            print(f"skipping undecodable {kind[1]} on {topic}: {error}", file=sys.stderr)
+            continue
+        print(json.dumps({"topic": topic, "message": MessageToDict(message, preserving_proto_field_name=True)}), flush=True)
+        decoded += 1
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except KeyboardInterrupt:
+        pass
