@@ -147,23 +147,9 @@ final class CameraStream: Sendable {
             statistics.framesCaptured.add(1, ordering: .relaxed)
             let skipped = gaps.withLock { $0.observe(frame.sequence) }
             if skipped > 0 { statistics.discontinuity.add(skipped, ordering: .relaxed) }
-            let header = Capfleet_V1_FrameHeader.with {
-                $0.protocolVersion = WireDefaults.protocolMajor
-                $0.nodeID = nodeID
-                $0.deviceID = source.device.deviceID
-                $0.sequence = frame.sequence
-                $0.captureMonotonicNs = frame.captureMonotonicNanoseconds
-                $0.layout = .with {
-                    $0.pixelFormat = frame.layout.pixelFormat.fourCC
-                    $0.width = UInt32(frame.layout.width)
-                    $0.height = UInt32(frame.layout.height)
-                    $0.bytesPerLine = UInt32(frame.layout.bytesPerLine)
-                }
-                $0.payloadSize = UInt64(frame.byteCount)
-                $0.flags = synthetic ? UInt32(Capfleet_V1_FrameFlag.synthetic.rawValue) : 0
-                $0.consent = .notDetermined
-                $0.drops = statistics.drops.wire
-            }
+            let header = Capfleet_V1_FrameHeader(
+                capturing: frame, nodeID: nodeID, deviceID: source.device.deviceID,
+                flags: synthetic ? UInt32(Capfleet_V1_FrameFlag.synthetic.rawValue) : 0, drops: statistics.drops)
             publisher.submit(frame, header: header, statistics: statistics)
         }
         statistics.streaming.store(true, ordering: .releasing)

@@ -7,12 +7,15 @@ public final class FrameBufferPool: Sendable {
     public let bufferSize: Int
     public let capacity: Int
     private let free: Mutex<[RawStorage]>
+    /// Counts free buffers, so a producer that prefers waiting to dropping can block.
+    private let freeCount: DispatchSemaphore
 
     public init(bufferSize: Int, capacity: Int) {
         self.bufferSize = bufferSize
         self.capacity = capacity
         let buffers = (0..<capacity).map { _ in RawStorage(pointer: .allocate(byteCount: max(bufferSize, 1), alignment: 64)) }
         free = Mutex(buffers)
+        freeCount = DispatchSemaphore(value: capacity)
     }
 
     deinit {
@@ -20,9 +23,15 @@ public final class FrameBufferPool: Sendable {
         free.withLock { $0.forEach { $0.pointer.deallocate() } }
     }
 
-    /// A free buffer, or nil when every buffer is still in use.
+    /// A free buffer, or nil when every buffer is still in use. Never blocks: a camera
+    /// counts the miss as an out-of-buffers drop.
     public func take() -> FrameBuffer? {
-        guard let storage = free.withLock({ $0.popLast() }) else { return nil }
+        take(waitingUpTo: .now())
+    }
+
+    /// A free buffer, waiting until `deadline` for one to come back (benchmarks, tools).
+    public func take(waitingUpTo deadline: DispatchTime) -> FrameBuffer? {
+        guard freeCount.wait(timeout: deadline) == .success, let storage = free.withLock({ $0.popLast() }) else { return nil }
         return FrameBuffer(storage: storage.pointer, capacity: bufferSize, pool: self)
     }
 
@@ -30,6 +39,7 @@ public final class FrameBufferPool: Sendable {
 
     fileprivate func giveBack(_ storage: UnsafeMutableRawPointer) {
         free.withLock { $0.append(RawStorage(pointer: storage)) }
+        freeCount.signal()
     }
 }
 

@@ -68,14 +68,14 @@ struct TransportBench: ParsableCommand {
         try pull.setOption(ZMQ_RCVHWM, Int32(8))
         try pull.bind("tcp://127.0.0.1:*")
         let endpoint = try pull.lastEndpoint()
-        let pool = FrameBufferPool(bufferSize: benchCase.bytes, capacity: 8)
+        let pool = FrameBufferPool(bufferSize: benchCase.bytes, capacity: 6)  // as many frames in flight as the fleet path allows
         let stop = Atomic<Bool>(false)
         let sender = Thread {
             guard let push = try? ZMQSocket(context: context, type: .push) else { return }
             try? push.setOption(ZMQ_SNDHWM, Int32(2))
             try? push.connect(endpoint)
             while !stop.load(ordering: .relaxed) {
-                guard let buffer = pool.take() else { usleep(50); continue }
+                guard let buffer = pool.take(waitingUpTo: .now() + .milliseconds(100)) else { continue }
                 _ = try? push.sendZeroCopy(buffer.storage, count: benchCase.bytes, owner: buffer)
             }
             push.close()
@@ -227,27 +227,17 @@ struct TransportBench: ParsableCommand {
         let statistics = DeviceStatistics(deviceID: "bench-1", outOfBuffers: { 0 })
         let layout = FrameLayout(pixelFormat: benchCase.pixelFormat, width: benchCase.width, height: benchCase.height,
                                  bytesPerLine: benchCase.pixelFormat.bytesPerLine(width: benchCase.width))
-        let pool = FrameBufferPool(bufferSize: benchCase.bytes, capacity: 8)
+        let pool = FrameBufferPool(bufferSize: benchCase.bytes, capacity: publisher.queueCapacity + 2)
         var sequence: UInt64 = 0
         while !stop.load(ordering: .relaxed) {
-            guard publisher.queueDepth < publisher.queueCapacity, let buffer = pool.take() else { usleep(50); continue }
+            // Block on the pool (buffers come back as libzmq sends them) instead of spinning:
+            // on two cores a busy producer steals the time the sockets need.
+            guard let buffer = pool.take(waitingUpTo: .now() + .milliseconds(100)) else { continue }
+            while publisher.queueDepth >= publisher.queueCapacity && !stop.load(ordering: .relaxed) { usleep(200) }
             sequence += 1
             let frame = CapturedFrame(buffer: buffer, byteCount: benchCase.bytes, sequence: sequence,
                                       captureMonotonicNanoseconds: MonotonicTime.now(), layout: layout)
-            let header = Capfleet_V1_FrameHeader.with {
-                $0.protocolVersion = .current
-                $0.nodeID = "node-bench"
-                $0.deviceID = "bench-1"
-                $0.sequence = sequence
-                $0.captureMonotonicNs = frame.captureMonotonicNanoseconds
-                $0.layout = .with {
-                    $0.pixelFormat = layout.pixelFormat.fourCC
-                    $0.width = UInt32(layout.width)
-                    $0.height = UInt32(layout.height)
-                    $0.bytesPerLine = UInt32(layout.bytesPerLine)
-                }
-                $0.payloadSize = UInt64(benchCase.bytes)
-            }
+            let header = Capfleet_V1_FrameHeader(capturing: frame, nodeID: "node-bench", deviceID: "bench-1")
             publisher.submit(frame, header: header, statistics: statistics)
         }
     }
