@@ -127,3 +127,21 @@ import Testing
         }
     }
 }
+
+@Suite(.serialized) struct GracefulShutdownTests {
+    @Test func sigterm_stopsTheCoordinatorCleanly_andStoresItsCounters() async throws {
+        let fleet = try FleetHarness()
+        let coordinator = try fleet.startCoordinator()
+        let agent = try fleet.startAgent("steady")
+        try await fleet.waitUntil("frames are counted", seconds: 20) {
+            try fleet.deviceStats().values.contains { ($0["frames_received"] as? Int ?? 0) >= 10 }
+        }
+        _ = agent.stop()
+        #expect(agent.process.terminationStatus == 0, "the agent exits cleanly on SIGTERM:\n\(agent.log.suffix(2000))")
+        let counted = try #require(try fleet.deviceStats().values.first?["frames_received"] as? Int)
+        #expect(coordinator.stop() == 0, "the coordinator exits cleanly on SIGTERM:\n\(coordinator.log.suffix(2000))")
+        let stored = try #require(try FleetLifecycleTests.storedFrames(fleet.databasePath).values.first)
+        #expect(stored >= counted, "the final flush stored every counted frame: \(stored) stored, \(counted) seen before")
+        #expect(coordinator.log.contains("coordinator stopped"))
+    }
+}
