@@ -66,7 +66,7 @@ let package = Package(
 
         .testTarget(name: "FleetCoreTests", dependencies: ["FleetCore", "FleetProtocol"]),
         .testTarget(name: "FleetProtocolTests", dependencies: ["FleetProtocol"]),
-        .testTarget(name: "FleetCaptureTests", dependencies: ["FleetCapture", "FleetCore"]),
+        .testTarget(name: "FleetCaptureTests", dependencies: ["FleetCapture", "FleetCore", "CV4L2"]),
         .testTarget(name: "FleetStoreTests", dependencies: [
             "FleetStore", "FleetCore", .product(name: "GRDB", package: "GRDB.swift"),
         ]),
