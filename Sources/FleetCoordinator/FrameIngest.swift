@@ -19,9 +19,12 @@ public struct DeviceIngestState: Sendable {
     /// The agent's latest status says the device is capturing.
     public var streaming = false
     public var layout = Capfleet_V1_FrameLayout()
-    /// The newest frame, held as libzmq delivered it (no copy) for snapshots.
-    public var latestHeader: Capfleet_V1_FrameHeader?
-    public var latestPayload: ZMQMessage?
+}
+
+/// A frame handed to a snapshot request, as libzmq delivered it (no copy).
+public struct IngestedFrame: Sendable {
+    public let header: Capfleet_V1_FrameHeader
+    public let payload: ZMQMessage
 }
 
 /// The coordinator's PULL socket for frames, on its own thread. Every frame is checked
@@ -32,6 +35,12 @@ public final class FrameIngest: Sendable {
     public let boundEndpoint: String
     private let loop: SocketLoop
     private let devices = Mutex<[String: DeviceIngestState]>([:])
+    /// Snapshot requests waiting for their device's next frame. Frames are not kept between
+    /// requests: holding on to every device's newest multi-megabyte buffer costs the
+    /// allocator more than waiting one frame period when someone asks.
+    private let snapshotWaiters = Mutex<[UInt64: (deviceID: String, continuation: CheckedContinuation<IngestedFrame?, Never>)]>([:])
+    private let waitingSnapshots = Atomic<Int>(0)
+    private let nextWaiterID = Atomic<UInt64>(0)
     private let rejections: RejectionCounter
     /// Called on the ingest thread with each accepted frame's header (benchmarks measure latency here).
     private let onFrame: (@Sendable (Capfleet_V1_FrameHeader) -> Void)?
@@ -77,7 +86,27 @@ public final class FrameIngest: Sendable {
         }
     }
 
-    /// A copy of every device's counters (the latest frame is shared, not copied).
+    /// The device's next accepted frame, or nil if none arrives within `timeout`.
+    public func nextFrame(of deviceID: String, timeout: Duration) async -> IngestedFrame? {
+        let id = nextWaiterID.add(1, ordering: .relaxed).newValue
+        let timer = Task { [self] in
+            try? await Task.sleep(for: timeout)
+            resolveWaiter(id, with: nil)
+        }
+        defer { timer.cancel() }
+        return await withCheckedContinuation { continuation in
+            snapshotWaiters.withLock { $0[id] = (deviceID, continuation) }
+            waitingSnapshots.add(1, ordering: .releasing)
+        }
+    }
+
+    private func resolveWaiter(_ id: UInt64, with frame: IngestedFrame?) {
+        guard let waiter = snapshotWaiters.withLock({ $0.removeValue(forKey: id) }) else { return }
+        waitingSnapshots.subtract(1, ordering: .releasing)
+        waiter.continuation.resume(returning: frame)
+    }
+
+    /// A copy of every device's counters.
     public func snapshot() -> [String: DeviceIngestState] { devices.withLock { $0 } }
 
     public func state(of deviceID: String) -> DeviceIngestState? { devices.withLock { $0[deviceID] } }
@@ -121,8 +150,6 @@ public final class FrameIngest: Sendable {
             state.lastFrameUnixMilliseconds = now
             state.drops = state.drops.merging(DropTally(wire: header.drops))
             state.layout = header.layout
-            state.latestHeader = header
-            state.latestPayload = parts[1]
             table[header.deviceID] = state
             return true
         }
@@ -132,5 +159,9 @@ public final class FrameIngest: Sendable {
             return
         }
         onFrame?(header)
+        if waitingSnapshots.load(ordering: .acquiring) > 0 {
+            let waiting = snapshotWaiters.withLock { $0.filter { $0.value.deviceID == header.deviceID }.map(\.key) }
+            for id in waiting { resolveWaiter(id, with: IngestedFrame(header: header, payload: parts[1])) }
+        }
     }
 }

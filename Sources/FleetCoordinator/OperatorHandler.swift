@@ -29,9 +29,13 @@ actor OperatorHandler {
         self.logger = logger
     }
 
+    /// Requests are handled concurrently: a snapshot waiting for its frame must not hold up
+    /// someone else's listing.
     func serve() async {
-        for await message in endpoint.messages {
-            await handle(message)
+        await withDiscardingTaskGroup { group in
+            for await message in endpoint.messages {
+                group.addTask { await self.handle(message) }
+            }
         }
     }
 
@@ -61,7 +65,7 @@ actor OperatorHandler {
                 reply.deviceStats = await reporter.deviceStatuses
                 reply.status = .ok
             case let .getLatestFrame(query)?:
-                payload = latestFrame(of: query.deviceID, into: &reply)
+                payload = await nextFrame(of: query.deviceID, into: &reply)
             case .getIngestStats?:
                 reply.rejections = rejections.counts.map { entry in
                     .with {
@@ -137,14 +141,19 @@ actor OperatorHandler {
         reply.status = .ok
     }
 
-    private func latestFrame(of deviceID: String, into reply: inout Capfleet_V1_OperatorReply) -> [UInt8]? {
-        guard let state = ingest.state(of: deviceID), let header = state.latestHeader, let payload = state.latestPayload else {
-            reply.status = .failure(.notFound, "no frame from device \(deviceID) has reached this coordinator yet")
+    /// The device's next frame to arrive: fresh by construction.
+    private func nextFrame(of deviceID: String, into reply: inout Capfleet_V1_OperatorReply) async -> [UInt8]? {
+        guard ingest.state(of: deviceID) != nil else {
+            reply.status = .failure(.notFound, "no device \(deviceID) is registered; see capfleet devices")
             return nil
         }
-        reply.frameHeader = header
+        guard let frame = await ingest.nextFrame(of: deviceID, timeout: .seconds(2)) else {
+            reply.status = .failure(.notFound, "no frame from device \(deviceID) arrived within 2 s: is it streaming? (capfleet watch)")
+            return nil
+        }
+        reply.frameHeader = frame.header
         reply.status = .ok
-        return payload.array
+        return frame.payload.array
     }
 
     private func forget(_ nodeID: String, operator who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {

@@ -120,7 +120,7 @@ struct WatchCommand: ParsableCommand {
 
 struct SnapshotCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "snapshot", abstract: "Fetch the newest frame of a device from the coordinator.")
+        commandName: "snapshot", abstract: "Fetch the next frame of a device from the coordinator (raw pixels).")
     @OptionGroup var coordinator: CoordinatorOptions
     @Argument(help: "The device id.") var device: String
     @Option(name: .shortAndLong, help: "Write the raw pixels to this file.") var output: String?

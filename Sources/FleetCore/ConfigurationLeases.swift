@@ -1,0 +1,70 @@
+/// Exclusive, expiring rights to configure a device — the fleet's "lock for
+/// configuration". An operator takes a lease before changing a device; a change without it
+/// is refused naming who holds it. Pure state: the caller passes time in, persists and
+/// audits what comes out.
+public struct ConfigurationLeases: Sendable, Equatable {
+    public struct Lease: Sendable, Equatable, Hashable {
+        public let deviceID: String
+        public let holder: String
+        public let expiresAt: UInt64
+    }
+
+    public enum Refusal: Error, Sendable, Equatable, CustomStringConvertible {
+        case heldByAnother(Lease)
+        case notHeld(deviceID: String)
+
+        public var description: String {
+            switch self {
+            case let .heldByAnother(lease):
+                "device \(lease.deviceID) is locked for configuration by \(lease.holder); ask them to unlock it, or wait for the lease to expire"
+            case let .notHeld(deviceID):
+                "device \(deviceID) is not locked for configuration by you: lock it first (capfleet lock \(deviceID))"
+            }
+        }
+    }
+
+    public private(set) var leases: [String: Lease] = [:]
+
+    public init() {}
+
+    /// Takes or renews the lease on `deviceID` for `duration` nanoseconds.
+    public mutating func acquire(_ deviceID: String, by holder: String, for duration: UInt64, now: UInt64) -> Result<Lease, Refusal> {
+        if let current = active(deviceID, now: now), current.holder != holder { return .failure(.heldByAnother(current)) }
+        let lease = Lease(deviceID: deviceID, holder: holder, expiresAt: now + duration)
+        leases[deviceID] = lease
+        return .success(lease)
+    }
+
+    /// Gives a lease back; only its holder may.
+    public mutating func release(_ deviceID: String, by holder: String, now: UInt64) -> Result<Lease, Refusal> {
+        guard let current = active(deviceID, now: now) else { return .failure(.notHeld(deviceID: deviceID)) }
+        guard current.holder == holder else { return .failure(.heldByAnother(current)) }
+        leases[deviceID] = nil
+        return .success(current)
+    }
+
+    /// Whether `holder` may change `deviceID` now.
+    public func authorize(_ deviceID: String, by holder: String, now: UInt64) -> Result<Lease, Refusal> {
+        guard let current = active(deviceID, now: now) else { return .failure(.notHeld(deviceID: deviceID)) }
+        return current.holder == holder ? .success(current) : .failure(.heldByAnother(current))
+    }
+
+    /// Removes and returns leases that ran out, for the audit log.
+    public mutating func expire(now: UInt64) -> [Lease] {
+        let expired = leases.values.filter { $0.expiresAt <= now }.sorted { $0.deviceID < $1.deviceID }
+        for lease in expired { leases[lease.deviceID] = nil }
+        return expired
+    }
+
+    /// An operator disconnected: everything it held is released.
+    public mutating func releaseAll(heldBy holder: String) -> [Lease] {
+        let held = leases.values.filter { $0.holder == holder }.sorted { $0.deviceID < $1.deviceID }
+        for lease in held { leases[lease.deviceID] = nil }
+        return held
+    }
+
+    private func active(_ deviceID: String, now: UInt64) -> Lease? {
+        guard let lease = leases[deviceID], lease.expiresAt > now else { return nil }
+        return lease
+    }
+}
