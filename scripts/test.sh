@@ -23,7 +23,7 @@ fi
 if [ "${CAPFLEET_SKIP_BENCH:-0}" != "1" ]; then
   echo "== benchmark (figures printed, not asserted)"
   swift build -c release --product capfleet >/dev/null
-  "$(swift build -c release --show-bin-path)/capfleet" bench transport --seconds "${CAPFLEET_BENCH_SECONDS:-5}"
+  "$(swift build -c release --show-bin-path)/capfleet" bench transport --seconds "${CAPFLEET_BENCH_SECONDS:-6}"
 fi
 echo "== done in $(( $(date +%s) - started )) s"
 # The suite's verdict, last, for whoever reads only the end of the log.

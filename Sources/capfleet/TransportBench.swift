@@ -18,6 +18,8 @@ struct TransportBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "transport", abstract: "Agent publish path → coordinator ingest path vs a plain libzmq PUSH/PULL baseline.")
     @Option(help: "Seconds per measurement.") var seconds: Double = 5
+    @Option(help: "Baseline and fleet path alternate in this many slices, so drifting load on a shared machine hits both alike.")
+    var rounds: Int = 3
     @Option(help: "Seconds between resident-memory samples of the long run.") var memoryEvery: Double = 5
 
     struct Case {
@@ -34,15 +36,23 @@ struct TransportBench: ParsableCommand {
                      Case(name: "3840x2160 NV12", pixelFormat: .nv12, width: 3840, height: 2160)]
         print("capfleet bench transport: \(seconds) s per measurement, tcp on 127.0.0.1, libzmq \(ZMQContext.libraryVersion)")
         for benchCase in cases {
-            let baseline = try Self.baseline(benchCase, seconds: seconds)
-            let fleet = try Self.fleetPath(benchCase, seconds: seconds, memoryEvery: memoryEvery)
+            var baseline = Result(), fleet = Result()
+            var ratios: [Double] = []
+            let slice = seconds / Double(max(rounds, 1))
+            for _ in 0..<max(rounds, 1) {
+                let baselineSlice = try Self.baseline(benchCase, seconds: slice)
+                let fleetSlice = try Self.fleetPath(benchCase, seconds: slice, memoryEvery: memoryEvery)
+                ratios.append(baselineSlice.framesPerSecond > 0 ? fleetSlice.framesPerSecond / baselineSlice.framesPerSecond : 0)
+                baseline.add(baselineSlice)
+                fleet.add(fleetSlice)
+            }
             let process = try Self.coordinatorProcess(benchCase, seconds: seconds, memoryEvery: memoryEvery)
             let ratio = baseline.framesPerSecond > 0 ? fleet.framesPerSecond / baseline.framesPerSecond : 0
             print("""
                 \(benchCase.name) (\(benchCase.bytes) bytes/frame)
                   baseline PUSH/PULL zero-copy  \(fmt(baseline.framesPerSecond)) fps  \(fmt(baseline.megabytesPerSecond)) MB/s
                   agent → coordinator ingest    \(fmt(fleet.framesPerSecond)) fps  \(fmt(fleet.megabytesPerSecond)) MB/s
-                  ratio to baseline             \(String(format: "%.3f", ratio)) (target ≥ 0.9)
+                  ratio to baseline             \(String(format: "%.3f", ratio)) (target ≥ 0.9; per slice \(ratios.map { String(format: "%.2f", $0) }.joined(separator: ", ")))
                   capture→ingest latency        p50 \(fmt(fleet.latencyP50Milliseconds)) ms  p99 \(fmt(fleet.latencyP99Milliseconds)) ms
                   bench process RSS (MiB)       \(fleet.residentMegabytes.map { fmt($0) }.joined(separator: " → "))
                   into a real coordinator process \(fmt(process.framesPerSecond)) fps  \(fmt(process.megabytesPerSecond)) MB/s
@@ -53,11 +63,30 @@ struct TransportBench: ParsableCommand {
     }
 
     struct Result {
-        var framesPerSecond: Double
-        var megabytesPerSecond: Double
-        var latencyP50Milliseconds: Double = 0
-        var latencyP99Milliseconds: Double = 0
+        var frames: Double = 0
+        var bytes: Double = 0
+        var seconds: Double = 0
+        /// Capture-to-ingest latencies, nanoseconds.
+        var latencies: [UInt64] = []
         var residentMegabytes: [Double] = []
+
+        var framesPerSecond: Double { seconds > 0 ? frames / seconds : 0 }
+        var megabytesPerSecond: Double { seconds > 0 ? bytes / seconds / 1e6 : 0 }
+        var latencyP50Milliseconds: Double { percentile(0.5) }
+        var latencyP99Milliseconds: Double { percentile(0.99) }
+
+        func percentile(_ p: Double) -> Double {
+            let sorted = latencies.sorted()
+            return sorted.isEmpty ? 0 : Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]) / 1e6
+        }
+
+        mutating func add(_ other: Result) {
+            frames += other.frames
+            bytes += other.bytes
+            seconds += other.seconds
+            latencies += other.latencies
+            residentMegabytes += other.residentMegabytes
+        }
     }
 
     /// Plain libzmq: one thread sends pre-filled frames zero-copy as fast as the socket
@@ -95,7 +124,7 @@ struct TransportBench: ParsableCommand {
         let elapsed = Double(MonotonicTime.now() - start) / 1e9
         stop.store(true, ordering: .relaxed)
         pull.close()
-        return Result(framesPerSecond: Double(frames) / elapsed, megabytesPerSecond: Double(bytes) / elapsed / 1e6)
+        return Result(frames: Double(frames), bytes: Double(bytes), seconds: elapsed)
     }
 
     /// The real thing: `FramePublisher` (the agent's live path, header and zero-copy payload)
@@ -139,12 +168,7 @@ struct TransportBench: ParsableCommand {
         ingest.stop()
         let frames = Double((endState?.framesReceived ?? 0) - (startState?.framesReceived ?? 0))
         let bytes = Double((endState?.bytesReceived ?? 0) - (startState?.bytesReceived ?? 0))
-        let sorted = latencies.withLock { $0 }.sorted()
-        func percentile(_ p: Double) -> Double {
-            sorted.isEmpty ? 0 : Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]) / 1e6
-        }
-        return Result(framesPerSecond: frames / elapsed, megabytesPerSecond: bytes / elapsed / 1e6,
-                      latencyP50Milliseconds: percentile(0.5), latencyP99Milliseconds: percentile(0.99), residentMegabytes: resident)
+        return Result(frames: frames, bytes: bytes, seconds: elapsed, latencies: latencies.withLock { $0 }, residentMegabytes: resident)
     }
 
     /// The same publish path into a `capfleet coordinator` child process, registered with a
@@ -217,8 +241,8 @@ struct TransportBench: ParsableCommand {
         let last = try counted()
         let elapsed = Double(MonotonicTime.now() - start) / 1e9
         resident.append(residentMegabytes(pid: child.processIdentifier))
-        return Result(framesPerSecond: Double(last.frames - first.frames) / elapsed,
-                      megabytesPerSecond: Double(last.bytes - first.bytes) / elapsed / 1e6, residentMegabytes: resident)
+        return Result(frames: Double(last.frames - first.frames), bytes: Double(last.bytes - first.bytes), seconds: elapsed,
+                      residentMegabytes: resident)
     }
 
     /// Submits pre-filled frames as fast as the publisher's queue and buffer pool allow:
