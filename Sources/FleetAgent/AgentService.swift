@@ -44,8 +44,7 @@ public final class AgentService: Service, Sendable {
             registered: { [self] port in
                 publisher.connect(to: configuration.ingestEndpoint(port: port))
                 startStreaming(publisher: publisher)
-            },
-            lostCoordinator: {})
+            })
         let control = try ControlChannel(context: context, endpoint: configuration.controlEndpoint, nodeID: identity.nodeID,
                                          handlers: handlers, logger: logger)
         logger.info("agent started", metadata: ["coordinator": "\(configuration.controlEndpoint)", "devices": "\(sources.count)"])

@@ -10,7 +10,6 @@ struct ControlHandlers: Sendable {
     var status: @Sendable () -> Capfleet_V1_AgentStatus
     var command: @Sendable (Capfleet_V1_Command) -> Capfleet_V1_Status
     var registered: @Sendable (_ frameIngestPort: UInt32) -> Void
-    var lostCoordinator: @Sendable () -> Void
 }
 
 /// The agent's DEALER to the coordinator's control ROUTER, on a thread of its own. The
@@ -138,8 +137,9 @@ private final class LinkDriver {
                 logger.info("registered with the coordinator", metadata: ["endpoint": "\(endpoint)", "frame.ingest.port": "\(port)"])
                 handlers.registered(port)
             case .lostCoordinator:
+                // Frames keep being captured; with no coordinator they wait in the outbox,
+                // where newer ones replace them (counted late), until it is back.
                 logger.warning("the coordinator went silent; reconnecting", metadata: ["endpoint": "\(endpoint)"])
-                handlers.lostCoordinator()
             }
         }
     }

@@ -69,7 +69,6 @@ public struct CoordinatorAddress: Sendable, CustomStringConvertible {
 public final class OperatorClient {
     public let address: CoordinatorAddress
     public let timeout: Double
-    private let context = ZMQContext()
     private let socket: ZMQSocket
     private var nextRequestID: UInt64 = 1
     private let operatorName: String
@@ -79,7 +78,7 @@ public final class OperatorClient {
         self.timeout = timeout
         operatorName = ProcessInfo.processInfo.environment["USER"] ?? "operator"
         do {
-            socket = try ZMQSocket(context: context, type: .dealer)
+            socket = try ZMQSocket(context: ZMQContext(), type: .dealer)
             try socket.connect(address.tcpEndpoint)
         } catch {
             throw .transport(error)

@@ -7,11 +7,11 @@ import Synchronization
 public final class RejectionCounter: Sendable {
     private let ledger = Mutex(RejectionLedger())
     private let logger: Logger
-    private let onFirstOfKind: @Sendable (_ endpoint: String, _ reason: InputRejection, _ peer: String) -> Void
+    private let onLogged: @Sendable (_ endpoint: String, _ reason: InputRejection, _ peer: String) -> Void
 
     public init(logger: Logger, onLogged: @escaping @Sendable (_ endpoint: String, _ reason: InputRejection, _ peer: String) -> Void = { _, _, _ in }) {
         self.logger = logger
-        self.onFirstOfKind = onLogged
+        self.onLogged = onLogged
     }
 
     func reject(endpoint: String, reason: InputRejection, peer: String, detail: String = "") {
@@ -20,7 +20,7 @@ public final class RejectionCounter: Sendable {
         logger.warning("rejected input", metadata: [
             "endpoint": "\(endpoint)", "reason": "\(reason.rawValue)", "peer": "\(peer)", "detail": "\(detail)",
         ])
-        onFirstOfKind(endpoint, reason, peer)
+        onLogged(endpoint, reason, peer)
     }
 
     public var counts: [(endpoint: String, reason: String, count: UInt64)] {
