@@ -108,10 +108,22 @@ public final class AgentService: Service, Sendable {
         }
     }
 
-    private func execute(_ command: Capfleet_V1_Command) -> Capfleet_V1_Status {
+    private func execute(_ command: Capfleet_V1_Command) -> Capfleet_V1_CommandReply {
         guard let stream = sources.first(where: { $0.source.device.deviceID == command.deviceID }) else {
-            return .failure(.notFound, "device \(command.deviceID) is not on node \(identity.nodeID)")
+            return .with {
+                $0.commandID = command.commandID
+                $0.status = .failure(.notFound, "device \(command.deviceID) is not on node \(identity.nodeID)")
+            }
         }
+        var reply = Capfleet_V1_CommandReply()
+        reply.commandID = command.commandID
+        reply.status = apply(command, to: stream)
+        reply.activeFormatIndex = UInt32(stream.source.activeFormatIndex)
+        reply.activeFrameRate = stream.source.activeFrameRate
+        return reply
+    }
+
+    private func apply(_ command: Capfleet_V1_Command, to stream: CameraStream) -> Capfleet_V1_Status {
         do {
             switch command.action {
             case let .setActiveFormat(request)?:

@@ -8,7 +8,7 @@ import Logging
 struct ControlHandlers: Sendable {
     var hello: @Sendable () -> Capfleet_V1_Hello
     var status: @Sendable () -> Capfleet_V1_AgentStatus
-    var command: @Sendable (Capfleet_V1_Command) -> Capfleet_V1_Status
+    var command: @Sendable (Capfleet_V1_Command) -> Capfleet_V1_CommandReply
     var registered: @Sendable (_ frameIngestPort: UInt32) -> Void
 }
 
@@ -96,8 +96,7 @@ private final class LinkDriver {
             logger.info("the coordinator does not know this node (did it restart?): registering again")
             inbound = .reregister
         case let .command(command)?:
-            let status = handlers.command(command)
-            send(.with { $0.commandReply = .with { $0.commandID = command.commandID; $0.status = status } }, on: socket)
+            send(.with { $0.commandReply = handlers.command(command) }, on: socket)
             inbound = .other
         case let .error(status)?:
             logger.warning("the coordinator refused a message", metadata: ["reason": "\(status.reason)"])

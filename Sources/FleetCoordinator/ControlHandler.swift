@@ -27,6 +27,8 @@ actor ControlHandler {
     private let coordinatorID: String
     private var liveness: NodeLiveness
     private(set) var sessions: [String: NodeSession] = [:]
+    private var pendingCommands: [UInt64: CheckedContinuation<Capfleet_V1_CommandReply, Never>] = [:]
+    private var nextCommandID: UInt64 = 1
 
     init(configuration: CoordinatorConfiguration, store: FleetDatabase, endpoint: RouterEndpoint, ingest: FrameIngest,
          events: FleetEvents, rejections: RejectionCounter, coordinatorID: String, logger: Logger) {
@@ -72,10 +74,9 @@ actor ControlHandler {
             guard await heard(from: status.nodeID, routed: routed) else { return }
             sessions[status.nodeID]?.lastStatus = status
             for device in status.devices { ingest.noteAgentDrops(deviceID: device.deviceID, drops: DropTally(wire: device.drops), streaming: device.streaming) }
-        case .commandReply?:
-            // Commands are issued by later work (format, frame rate, zoom); an unexpected
-            // reply is harmless and ignored.
-            break
+        case let .commandReply(reply)?:
+            // A reply to a command that already timed out is dropped.
+            pendingCommands.removeValue(forKey: reply.commandID)?.resume(returning: reply)
         case nil:
             refuse(routed, .unknownMessage, "the AgentMessage carries no body this coordinator knows")
         }
@@ -172,6 +173,41 @@ actor ControlHandler {
             }
             events.emit(.nodeOffline, nodeID: nodeID, message: "node \(nodeID) missed \(configuration.heartbeatLiveness) heartbeats")
         }
+    }
+
+    /// Pushes a command to the node that has the device and waits for its reply. An offline
+    /// node, or one that does not answer within `timeout`, gets `STATUS_CODE_UNAVAILABLE`.
+    func command(_ action: Capfleet_V1_Command.OneOf_Action, deviceID: String, nodeID: String,
+                 timeout: Duration = .seconds(3)) async -> Capfleet_V1_CommandReply {
+        guard let session = sessions[nodeID], liveness.isOnline(nodeID) else {
+            return .with { $0.status = .failure(.unavailable, "node \(nodeID) is offline; the command was not sent") }
+        }
+        let id = nextCommandID
+        nextCommandID += 1
+        let message = Capfleet_V1_CoordinatorMessage.with {
+            $0.command = .with {
+                $0.commandID = id
+                $0.deviceID = deviceID
+                $0.action = action
+            }
+        }
+        Task { [weak self] in
+            try? await Task.sleep(for: timeout)
+            await self?.timeOut(id, nodeID: nodeID, timeout: timeout)
+        }
+        return await withCheckedContinuation { continuation in
+            pendingCommands[id] = continuation
+            if let bytes: [UInt8] = try? message.serializedBytes() {
+                endpoint.reply(to: session.routingID, parts: [bytes])
+            }
+        }
+    }
+
+    private func timeOut(_ id: UInt64, nodeID: String, timeout: Duration) {
+        pendingCommands.removeValue(forKey: id)?.resume(returning: .with {
+            $0.commandID = id
+            $0.status = .failure(.unavailable, "node \(nodeID) did not answer within \(timeout); the command may or may not have been applied")
+        })
     }
 
     func forgetSession(_ nodeID: String) {

@@ -10,13 +10,13 @@ import Logging
 actor OperatorHandler {
     static let endpointName = "operator"
 
-    private let store: FleetDatabase
-    private let endpoint: RouterEndpoint
-    private let ingest: FrameIngest
-    private let control: ControlHandler
-    private let reporter: TelemetryReporter
-    private let rejections: RejectionCounter
-    private let logger: Logger
+    let store: FleetDatabase
+    let endpoint: RouterEndpoint
+    let ingest: FrameIngest
+    let control: ControlHandler
+    let reporter: TelemetryReporter
+    let rejections: RejectionCounter
+    let logger: Logger
 
     init(store: FleetDatabase, endpoint: RouterEndpoint, ingest: FrameIngest, control: ControlHandler,
          reporter: TelemetryReporter, rejections: RejectionCounter, logger: Logger) {
@@ -77,6 +77,10 @@ actor OperatorHandler {
                 reply.status = .ok
             case let .forgetNode(query)?:
                 try await forget(query.nodeID, operator: request.operator, into: &reply)
+            case let .changeFormat(query)?:
+                try await changeFormat(query, operator: request.operator, into: &reply)
+            case let .changeFrameRate(query)?:
+                try await changeFrameRate(query, operator: request.operator, into: &reply)
             case nil:
                 rejections.reject(endpoint: Self.endpointName, reason: .unknownMessage, peer: routed.peer)
                 reply.status = .failure(.badRequest, "the request carries no body this coordinator knows; is the CLI newer than the coordinator?")
@@ -110,9 +114,9 @@ actor OperatorHandler {
         reply.status = .ok
     }
 
-    private func listDevices(nodeID: String?, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+    func listDevices(nodeID: String?, only deviceID: String? = nil, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
         var infos: [Capfleet_V1_DeviceInfo] = []
-        for device in try await store.devices(nodeID: nodeID) {
+        for device in try await store.devices(nodeID: nodeID) where deviceID == nil || device.id == deviceID {
             let formats = try await store.formats(deviceID: device.id)
             let online = await control.isOnline(device.nodeId) && device.present
             infos.append(.with {

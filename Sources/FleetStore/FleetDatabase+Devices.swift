@@ -75,3 +75,14 @@ extension FleetDatabase {
         }
     }
 }
+
+extension FleetDatabase {
+    /// Records the device's active format and frame rate as its agent reported them after a command.
+    public func setActiveFormat(deviceID: String, position: Int, frameRate: Double) async throws(StoreError) {
+        try await write("storing the active format of \(deviceID)") { db in
+            try db.execute(sql: "UPDATE device SET activeFormatPosition = ?, activeFrameRate = ? WHERE id = ?",
+                           arguments: [position, frameRate, deviceID])
+            guard db.changesCount == 1 else { throw StoreError.notFound(what: "device \(deviceID)") }
+        }
+    }
+}

@@ -14,6 +14,7 @@ struct CapFleet: AsyncParsableCommand {
         subcommands: [
             DevCommand.self, CoordinatorCommand.self, AgentCommand.self,
             NodesCommand.self, DevicesCommand.self, FormatsCommand.self, WatchCommand.self,
+            FormatCommand.self, PresetCommand.self, FrameRateCommand.self,
             SnapshotCommand.self, IngestStatsCommand.self, BenchCommand.self,
         ])
 }

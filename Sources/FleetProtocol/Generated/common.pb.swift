@@ -123,6 +123,9 @@ public nonisolated enum Capfleet_V1_StatusCode: SwiftProtobuf.Enum, Swift.CaseIt
   case incompatible // = 6
   case permissionDenied // = 7
   case `internal` // = 8
+
+  /// the node is offline or did not answer in time
+  case unavailable // = 9
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -140,6 +143,7 @@ public nonisolated enum Capfleet_V1_StatusCode: SwiftProtobuf.Enum, Swift.CaseIt
     case 6: self = .incompatible
     case 7: self = .permissionDenied
     case 8: self = .internal
+    case 9: self = .unavailable
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -155,6 +159,7 @@ public nonisolated enum Capfleet_V1_StatusCode: SwiftProtobuf.Enum, Swift.CaseIt
     case .incompatible: return 6
     case .permissionDenied: return 7
     case .internal: return 8
+    case .unavailable: return 9
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -170,6 +175,7 @@ public nonisolated enum Capfleet_V1_StatusCode: SwiftProtobuf.Enum, Swift.CaseIt
     .incompatible,
     .permissionDenied,
     .internal,
+    .unavailable,
   ]
 
 }
@@ -306,7 +312,7 @@ nonisolated extension Capfleet_V1_SourceKind: SwiftProtobuf._ProtoNameProviding 
 }
 
 nonisolated extension Capfleet_V1_StatusCode: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0STATUS_CODE_UNSPECIFIED\0\u{1}STATUS_CODE_OK\0\u{1}STATUS_CODE_BAD_REQUEST\0\u{1}STATUS_CODE_NOT_FOUND\0\u{1}STATUS_CODE_UNSUPPORTED\0\u{1}STATUS_CODE_NOT_REGISTERED\0\u{1}STATUS_CODE_INCOMPATIBLE\0\u{1}STATUS_CODE_PERMISSION_DENIED\0\u{1}STATUS_CODE_INTERNAL\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0STATUS_CODE_UNSPECIFIED\0\u{1}STATUS_CODE_OK\0\u{1}STATUS_CODE_BAD_REQUEST\0\u{1}STATUS_CODE_NOT_FOUND\0\u{1}STATUS_CODE_UNSUPPORTED\0\u{1}STATUS_CODE_NOT_REGISTERED\0\u{1}STATUS_CODE_INCOMPATIBLE\0\u{1}STATUS_CODE_PERMISSION_DENIED\0\u{1}STATUS_CODE_INTERNAL\0\u{1}STATUS_CODE_UNAVAILABLE\0")
 }
 
 nonisolated extension Capfleet_V1_FrameRateRange: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {

@@ -243,6 +243,11 @@ public nonisolated struct Capfleet_V1_CommandReply: Sendable {
   /// Clears the value of `status`. Subsequent reads from it will return its default value.
   public mutating func clearStatus() {self._status = nil}
 
+  /// the device's state after the command, applied or not
+  public var activeFormatIndex: UInt32 = 0
+
+  public var activeFrameRate: Double = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -810,7 +815,7 @@ nonisolated extension Capfleet_V1_SetFrameRate: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CommandReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{1}status\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{1}status\0\u{3}active_format_index\0\u{3}active_frame_rate\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -820,6 +825,8 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularUInt64Field(value: &self.commandID) }()
       case 2: try { try decoder.decodeSingularMessageField(value: &self._status) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.activeFormatIndex) }()
+      case 4: try { try decoder.decodeSingularDoubleField(value: &self.activeFrameRate) }()
       default: break
       }
     }
@@ -836,12 +843,20 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
     try { if let v = self._status {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
     } }()
+    if self.activeFormatIndex != 0 {
+      try visitor.visitSingularUInt32Field(value: self.activeFormatIndex, fieldNumber: 3)
+    }
+    if self.activeFrameRate.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.activeFrameRate, fieldNumber: 4)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Capfleet_V1_CommandReply, rhs: Capfleet_V1_CommandReply) -> Bool {
     if lhs.commandID != rhs.commandID {return false}
     if lhs._status != rhs._status {return false}
+    if lhs.activeFormatIndex != rhs.activeFormatIndex {return false}
+    if lhs.activeFrameRate != rhs.activeFrameRate {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -90,6 +90,22 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     set {body = .forgetNode(newValue)}
   }
 
+  public var changeFormat: Capfleet_V1_ChangeFormat {
+    get {
+      if case .changeFormat(let v)? = body {return v}
+      return Capfleet_V1_ChangeFormat()
+    }
+    set {body = .changeFormat(newValue)}
+  }
+
+  public var changeFrameRate: Capfleet_V1_ChangeFrameRate {
+    get {
+      if case .changeFrameRate(let v)? = body {return v}
+      return Capfleet_V1_ChangeFrameRate()
+    }
+    set {body = .changeFrameRate(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Body: Equatable, Sendable {
@@ -100,6 +116,8 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     case getLatestFrame(Capfleet_V1_GetLatestFrame)
     case getIngestStats(Capfleet_V1_GetIngestStats)
     case forgetNode(Capfleet_V1_ForgetNode)
+    case changeFormat(Capfleet_V1_ChangeFormat)
+    case changeFrameRate(Capfleet_V1_ChangeFrameRate)
 
   }
 
@@ -178,6 +196,95 @@ public nonisolated struct Capfleet_V1_ForgetNode: Sendable {
   // methods supported on all messages.
 
   public var nodeID: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Sets a device's active format: an exact entry of its list, the best match for what is
+/// given, or a session preset. The coordinator resolves it against the device's format list.
+public nonisolated struct Capfleet_V1_ChangeFormat: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var deviceID: String = String()
+
+  public var choice: Capfleet_V1_ChangeFormat.OneOf_Choice? = nil
+
+  /// index into the device's formats
+  public var formatIndex: UInt32 {
+    get {
+      if case .formatIndex(let v)? = choice {return v}
+      return 0
+    }
+    set {choice = .formatIndex(newValue)}
+  }
+
+  public var bestMatch: Capfleet_V1_FormatMatch {
+    get {
+      if case .bestMatch(let v)? = choice {return v}
+      return Capfleet_V1_FormatMatch()
+    }
+    set {choice = .bestMatch(newValue)}
+  }
+
+  /// high, medium, low, photo, 1280x720, 1920x1080, 3840x2160
+  public var preset: String {
+    get {
+      if case .preset(let v)? = choice {return v}
+      return String()
+    }
+    set {choice = .preset(newValue)}
+  }
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public nonisolated enum OneOf_Choice: Equatable, Sendable {
+    /// index into the device's formats
+    case formatIndex(UInt32)
+    case bestMatch(Capfleet_V1_FormatMatch)
+    /// high, medium, low, photo, 1280x720, 1920x1080, 3840x2160
+    case preset(String)
+
+  }
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_FormatMatch: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// 0 = any
+  public var width: UInt32 = 0
+
+  /// 0 = any
+  public var height: UInt32 = 0
+
+  /// empty = any
+  public var pixelFormat: String = String()
+
+  /// 0 = any
+  public var framesPerSecond: Double = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Sets a device's frame rate within its active format's ranges; 0 resets it to the
+/// format's default (its highest rate up to 30 fps).
+public nonisolated struct Capfleet_V1_ChangeFrameRate: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var deviceID: String = String()
+
+  public var framesPerSecond: Double = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -342,7 +449,7 @@ fileprivate nonisolated let _protobuf_package = "capfleet.v1"
 
 nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{4}\u{8}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{4}\u{8}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -443,6 +550,32 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
           self.body = .forgetNode(v)
         }
       }()
+      case 17: try {
+        var v: Capfleet_V1_ChangeFormat?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .changeFormat(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .changeFormat(v)
+        }
+      }()
+      case 18: try {
+        var v: Capfleet_V1_ChangeFrameRate?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .changeFrameRate(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .changeFrameRate(v)
+        }
+      }()
       default: break
       }
     }
@@ -487,6 +620,14 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
     case .forgetNode?: try {
       guard case .forgetNode(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 16)
+    }()
+    case .changeFormat?: try {
+      guard case .changeFormat(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 17)
+    }()
+    case .changeFrameRate?: try {
+      guard case .changeFrameRate(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 18)
     }()
     case nil: break
     }
@@ -674,6 +815,165 @@ nonisolated extension Capfleet_V1_ForgetNode: SwiftProtobuf.Message, SwiftProtob
 
   public static func ==(lhs: Capfleet_V1_ForgetNode, rhs: Capfleet_V1_ForgetNode) -> Bool {
     if lhs.nodeID != rhs.nodeID {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_ChangeFormat: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ChangeFormat"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}format_index\0\u{3}best_match\0\u{1}preset\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      case 2: try {
+        var v: UInt32?
+        try decoder.decodeSingularUInt32Field(value: &v)
+        if let v = v {
+          if self.choice != nil {try decoder.handleConflictingOneOf()}
+          self.choice = .formatIndex(v)
+        }
+      }()
+      case 3: try {
+        var v: Capfleet_V1_FormatMatch?
+        var hadOneofValue = false
+        if let current = self.choice {
+          hadOneofValue = true
+          if case .bestMatch(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.choice = .bestMatch(v)
+        }
+      }()
+      case 4: try {
+        var v: String?
+        try decoder.decodeSingularStringField(value: &v)
+        if let v = v {
+          if self.choice != nil {try decoder.handleConflictingOneOf()}
+          self.choice = .preset(v)
+        }
+      }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.deviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 1)
+    }
+    switch self.choice {
+    case .formatIndex?: try {
+      guard case .formatIndex(let v)? = self.choice else { preconditionFailure() }
+      try visitor.visitSingularUInt32Field(value: v, fieldNumber: 2)
+    }()
+    case .bestMatch?: try {
+      guard case .bestMatch(let v)? = self.choice else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+    }()
+    case .preset?: try {
+      guard case .preset(let v)? = self.choice else { preconditionFailure() }
+      try visitor.visitSingularStringField(value: v, fieldNumber: 4)
+    }()
+    case nil: break
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_ChangeFormat, rhs: Capfleet_V1_ChangeFormat) -> Bool {
+    if lhs.deviceID != rhs.deviceID {return false}
+    if lhs.choice != rhs.choice {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_FormatMatch: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".FormatMatch"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}width\0\u{1}height\0\u{3}pixel_format\0\u{3}frames_per_second\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.width) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.height) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.pixelFormat) }()
+      case 4: try { try decoder.decodeSingularDoubleField(value: &self.framesPerSecond) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.width != 0 {
+      try visitor.visitSingularUInt32Field(value: self.width, fieldNumber: 1)
+    }
+    if self.height != 0 {
+      try visitor.visitSingularUInt32Field(value: self.height, fieldNumber: 2)
+    }
+    if !self.pixelFormat.isEmpty {
+      try visitor.visitSingularStringField(value: self.pixelFormat, fieldNumber: 3)
+    }
+    if self.framesPerSecond.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.framesPerSecond, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_FormatMatch, rhs: Capfleet_V1_FormatMatch) -> Bool {
+    if lhs.width != rhs.width {return false}
+    if lhs.height != rhs.height {return false}
+    if lhs.pixelFormat != rhs.pixelFormat {return false}
+    if lhs.framesPerSecond != rhs.framesPerSecond {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_ChangeFrameRate: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ChangeFrameRate"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}frames_per_second\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      case 2: try { try decoder.decodeSingularDoubleField(value: &self.framesPerSecond) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.deviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 1)
+    }
+    if self.framesPerSecond.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.framesPerSecond, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_ChangeFrameRate, rhs: Capfleet_V1_ChangeFrameRate) -> Bool {
+    if lhs.deviceID != rhs.deviceID {return false}
+    if lhs.framesPerSecond != rhs.framesPerSecond {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

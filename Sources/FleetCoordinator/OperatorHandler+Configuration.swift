@@ -1,0 +1,90 @@
+import FleetCore
+import FleetProtocol
+import FleetStore
+import Foundation
+
+/// Operator requests that change a device: active format and frame rate. The coordinator
+/// resolves the request against the device's stored format list, pushes one command to the
+/// agent, records what the agent reports back, and audits the outcome either way.
+extension OperatorHandler {
+    func changeFormat(_ query: Capfleet_V1_ChangeFormat, operator who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+        guard let device = try await store.device(query.deviceID) else {
+            reply.status = .failure(.notFound, "no device \(query.deviceID); see capfleet devices")
+            return
+        }
+        let formats = try await store.formats(deviceID: device.id)
+        let request: FormatRequest
+        switch query.choice {
+        case let .formatIndex(index)?:
+            request = .index(Int(index))
+        case let .bestMatch(match)?:
+            request = .bestMatch(width: match.width > 0 ? Int(match.width) : nil, height: match.height > 0 ? Int(match.height) : nil,
+                                 pixelFormat: match.pixelFormat.isEmpty ? nil : PixelFormat(match.pixelFormat.uppercased()),
+                                 framesPerSecond: match.framesPerSecond > 0 ? match.framesPerSecond : nil)
+        case let .preset(name)?:
+            guard let preset = FormatPreset(rawValue: name.lowercased()) else {
+                reply.status = .failure(.badRequest, "no preset \(name); presets: \(FormatPreset.allCases.map(\.rawValue).joined(separator: ", "))")
+                return
+            }
+            request = .preset(preset)
+        case nil:
+            reply.status = .failure(.badRequest, "say which format: an index, a best match or a preset")
+            return
+        }
+        let index: Int
+        switch FormatSelector.select(request, from: formats) {
+        case let .success(chosen): index = chosen
+        case let .failure(refusal):
+            try await audit(who, "device.format", device.id, outcome: "refused", detail: refusal.description)
+            reply.status = .failure(.unsupported, "device \(device.id): \(refusal.description)")
+            return
+        }
+        let answer = await control.command(.setActiveFormat(.with { $0.formatIndex = UInt32(index) }), deviceID: device.id, nodeID: device.nodeId)
+        try await record(answer, on: device, action: "device.format", who: who, detail: formats[index].label, into: &reply)
+    }
+
+    func changeFrameRate(_ query: Capfleet_V1_ChangeFrameRate, operator who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+        guard let device = try await store.device(query.deviceID) else {
+            reply.status = .failure(.notFound, "no device \(query.deviceID); see capfleet devices")
+            return
+        }
+        let formats = try await store.formats(deviceID: device.id)
+        guard formats.indices.contains(device.activeFormatPosition) else {
+            reply.status = .failure(.internal, "device \(device.id) has no active format on record")
+            return
+        }
+        let active = formats[device.activeFormatPosition]
+        // The format's default: its highest rate up to 30 fps, the usual video rate.
+        let fps = query.framesPerSecond > 0 ? query.framesPerSecond
+            : active.frameRateRanges.map { min($0.maxFramesPerSecond, max($0.minFramesPerSecond, 30)) }.max() ?? 30
+        guard active.supports(framesPerSecond: fps) else {
+            let ranges = active.frameRateRanges.map { "\(VideoFormat.trim($0.minFramesPerSecond))-\(VideoFormat.trim($0.maxFramesPerSecond))" }
+            let detail = "\(VideoFormat.trim(fps)) fps is outside the active format \(active.label); its ranges: \(ranges.joined(separator: ", ")) fps"
+            try await audit(who, "device.frame_rate", device.id, outcome: "refused", detail: detail)
+            reply.status = .failure(.unsupported, "device \(device.id): \(detail)")
+            return
+        }
+        let answer = await control.command(.setFrameRate(.with { $0.framesPerSecond = fps }), deviceID: device.id, nodeID: device.nodeId)
+        try await record(answer, on: device, action: "device.frame_rate", who: who, detail: "\(VideoFormat.trim(fps)) fps", into: &reply)
+    }
+
+    /// Stores what the agent reports, audits, and answers with the device as it now is.
+    private func record(_ answer: Capfleet_V1_CommandReply, on device: DeviceRecord, action: String, who: String, detail: String,
+                        into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+        if answer.status.isOK {
+            try await store.setActiveFormat(deviceID: device.id, position: Int(answer.activeFormatIndex), frameRate: answer.activeFrameRate)
+        }
+        try await audit(who, action, device.id, outcome: answer.status.isOK ? "ok" : "failed",
+                        detail: answer.status.isOK ? detail : "\(detail): \(answer.status.reason)")
+        guard answer.status.isOK else {
+            reply.status = answer.status
+            return
+        }
+        try await listDevices(nodeID: device.nodeId, only: device.id, into: &reply)
+    }
+
+    private func audit(_ who: String, _ action: String, _ target: String, outcome: String, detail: String) async throws(StoreError) {
+        try await store.appendAudit(AuditEntry(at: Date().unixMilliseconds, actor: who.isEmpty ? "unknown operator" : who,
+                                               action: action, target: target, outcome: outcome, detail: detail))
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import GRDB
+import Testing
+
+/// Operators steer devices through the coordinator: every change is a command the agent
+/// answers, is visible in listings and in the frames themselves, and is audited.
+@Suite(.serialized) struct DeviceCommandTests {
+    @Test func formatPresetAndFrameRate_changeTheStream_andAreAudited() async throws {
+        let fleet = try FleetHarness()
+        try fleet.startCoordinator()
+        try fleet.startAgent("rig")
+        try await fleet.waitUntil("the camera streams", seconds: 20) {
+            try fleet.deviceStats().values.contains { ($0["frames_received"] as? Int ?? 0) > 3 }
+        }
+        let deviceID = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
+
+        // A preset: the frames that arrive afterwards have the new layout.
+        let preset = try fleet.json(["preset", deviceID, "1280x720"])
+        let active = try #require(preset.first?["active_format"] as? [String: Any])
+        #expect(active["width"] as? Int == 1280 && active["height"] as? Int == 720 && active["pixel_format"] as? String == "NV12")
+        try await fleet.waitUntil("a 1280x720 NV12 frame arrives", seconds: 10) {
+            let frame = try fleet.jsonObject(["snapshot", deviceID])
+            return frame["width"] as? Int == 1280 && frame["pixel_format"] as? String == "NV12" && frame["payload_size"] as? Int == 1280 * 720 * 3 / 2
+        }
+
+        // Best match and frame rate.
+        let matched = try fleet.json(["format", deviceID, "--size", "1920x1080", "--pixel-format", "yuyv"])
+        #expect((matched.first?["active_format"] as? [String: Any])?["pixel_format"] as? String == "YUYV")
+        let rate = try fleet.json(["frame-rate", deviceID, "24"])
+        #expect(rate.first?["active_frame_rate"] as? Double == 24)
+        let reset = try fleet.json(["frame-rate", deviceID, "default"])
+        #expect(reset.first?["active_frame_rate"] as? Double == 30)
+
+        // Requests the device cannot meet are refused with what it supports.
+        let tooFast = try fleet.cli(["frame-rate", deviceID, "90"])
+        #expect(tooFast.status != 0)
+        #expect(tooFast.error.contains("1-30"), "the refusal lists the active format's ranges: \(tooFast.error)")
+        let noMJPG = try fleet.cli(["format", deviceID, "--pixel-format", "MJPG"])
+        #expect(noMJPG.status != 0 && noMJPG.error.contains("3840x2160 NV12"), "the refusal lists the formats: \(noMJPG.error)")
+        let badPreset = try fleet.cli(["preset", deviceID, "cinema"])
+        #expect(badPreset.status != 0 && badPreset.error.contains("medium"))
+
+        // The coordinator remembers the device's state and who changed it.
+        let devices = try fleet.json(["devices"])
+        #expect(devices.first?["active_frame_rate"] as? Double == 30)
+        let audit = try Self.audit(fleet.databasePath)
+        #expect(audit.filter { $0 == "device.format/ok" }.count == 2)
+        #expect(audit.filter { $0 == "device.frame_rate/ok" }.count == 2)
+        #expect(audit.filter { $0.hasSuffix("/refused") }.count == 2)
+    }
+
+    @Test func commandToAnOfflineNode_isRefusedAsUnavailable() async throws {
+        let fleet = try FleetHarness()
+        try fleet.startCoordinator()
+        let agent = try fleet.startAgent("gone")
+        try await fleet.waitUntil("the agent is online", seconds: 20) { try fleet.onlineNodeIDs().count == 1 }
+        let deviceID = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
+        agent.kill()
+        try await fleet.waitUntil("the agent is offline", seconds: 10) { try fleet.onlineNodeIDs().isEmpty }
+        let result = try fleet.cli(["preset", deviceID, "low"])
+        #expect(result.status != 0)
+        #expect(result.error.contains("offline"))
+    }
+
+    static func audit(_ path: String) throws -> [String] {
+        try DatabaseQueue(path: path).read { db in
+            try String.fetchAll(db, sql: "SELECT action || '/' || outcome FROM auditLog ORDER BY id")
+        }
+    }
+}
