@@ -120,6 +120,8 @@ public final class AgentService: Service, Sendable {
         reply.status = apply(command, to: stream)
         reply.activeFormatIndex = UInt32(stream.source.activeFormatIndex)
         reply.activeFrameRate = stream.source.activeFrameRate
+        reply.zoomFactor = stream.source.zoomFactor
+        reply.zoomMethod = stream.source.zoomMethod?.wire ?? .unspecified
         return reply
     }
 
@@ -130,6 +132,12 @@ public final class AgentService: Service, Sendable {
                 try stream.source.setActiveFormat(index: Int(request.formatIndex))
             case let .setFrameRate(request)?:
                 try stream.source.setFrameRate(request.framesPerSecond)
+            case let .setZoom(request)?:
+                guard stream.source.zoomMethod != nil else {
+                    return .failure(.unsupported, "device \(command.deviceID) cannot zoom")
+                }
+                try stream.source.zoom(request.cancel ? .cancel
+                    : request.rampRate > 0 ? .ramp(to: request.factor, rate: request.rampRate) : .set(request.factor))
             case nil:
                 return .failure(.badRequest, "command \(command.commandID) carries no action")
             }
@@ -158,9 +166,13 @@ final class CameraStream: Sendable {
             statistics.framesCaptured.add(1, ordering: .relaxed)
             let skipped = gaps.withLock { $0.observe(frame.sequence) }
             if skipped > 0 { statistics.discontinuity.add(skipped, ordering: .relaxed) }
-            let header = Capfleet_V1_FrameHeader(
-                capturing: frame, nodeID: nodeID, deviceID: source.device.deviceID,
-                flags: synthetic ? UInt32(Capfleet_V1_FrameFlag.synthetic.rawValue) : 0, drops: statistics.drops)
+            var flags = synthetic ? UInt32(Capfleet_V1_FrameFlag.synthetic.rawValue) : 0
+            if let threshold = source.device.formats[source.activeFormatIndex].upscaleThresholdZoomFactor, frame.zoomFactor > threshold + 1e-9 {
+                flags |= UInt32(Capfleet_V1_FrameFlag.upscaled.rawValue)
+            }
+            var header = Capfleet_V1_FrameHeader(capturing: frame, nodeID: nodeID, deviceID: source.device.deviceID,
+                                                 flags: flags, drops: statistics.drops)
+            header.zoomMethod = source.zoomMethod?.wire ?? .unspecified
             publisher.submit(frame, header: header, statistics: statistics)
         }
         statistics.streaming.store(true, ordering: .releasing)

@@ -23,5 +23,16 @@ extension Capfleet_V1_FrameHeader {
         self.flags = flags
         self.consent = consent
         self.drops = drops.wire
+        zoomFactor = frame.zoomFactor
+    }
+}
+
+extension ZoomMethod {
+    public var wire: Capfleet_V1_ZoomMethod {
+        switch self {
+        case .deviceControl: .deviceControl
+        case .cropSelection: .cropSelection
+        case .agentCrop: .agentCrop
+        }
     }
 }

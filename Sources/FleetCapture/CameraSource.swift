@@ -7,6 +7,7 @@ public enum CaptureError: Error, CustomStringConvertible, Sendable {
     case deviceUnavailable(device: String, path: String, reason: String)
     case ioctlFailed(device: String, call: String, errno: Int32)
     case alreadyStreaming(device: String)
+    case unsupportedZoom(device: String, requested: Double, maximum: Double)
 
     public var description: String {
         switch self {
@@ -18,6 +19,8 @@ public enum CaptureError: Error, CustomStringConvertible, Sendable {
             "device \(device) (\(path)) is unavailable: \(reason)"
         case let .ioctlFailed(device, call, errno):
             "\(call) failed on device \(device): errno \(errno)"
+        case let .unsupportedZoom(device, requested, maximum):
+            "device \(device) cannot zoom to \(requested)x; its active format zooms from 1x to \(maximum)x"
         case let .alreadyStreaming(device):
             "device \(device) is already streaming; stop it first"
         }
@@ -54,13 +57,17 @@ public struct CapturedFrame: Sendable {
     /// When the source captured the frame, on CLOCK_MONOTONIC, never the time of publishing.
     public let captureMonotonicNanoseconds: UInt64
     public let layout: FrameLayout
+    /// The zoom factor applied to this frame (1 = none).
+    public let zoomFactor: Double
 
-    public init(buffer: FrameBuffer, byteCount: Int, sequence: UInt64, captureMonotonicNanoseconds: UInt64, layout: FrameLayout) {
+    public init(buffer: FrameBuffer, byteCount: Int, sequence: UInt64, captureMonotonicNanoseconds: UInt64, layout: FrameLayout,
+                zoomFactor: Double = 1) {
         self.buffer = buffer
         self.byteCount = byteCount
         self.sequence = sequence
         self.captureMonotonicNanoseconds = captureMonotonicNanoseconds
         self.layout = layout
+        self.zoomFactor = zoomFactor
     }
 }
 
@@ -77,4 +84,27 @@ public protocol CameraSource: AnyObject, Sendable {
     func stop()
     func setActiveFormat(index: Int) throws(CaptureError)
     func setFrameRate(_ framesPerSecond: Double) throws(CaptureError)
+
+    /// How this source zooms; nil when it cannot.
+    var zoomMethod: ZoomMethod? { get }
+    var zoomFactor: Double { get }
+    /// Applied frame by frame from the next frame on.
+    func zoom(_ command: ZoomCommand) throws(CaptureError)
+}
+
+/// How a source zooms, in order of preference.
+public enum ZoomMethod: String, Sendable {
+    /// The device's own zoom control (V4L2_CID_ZOOM_*), or the synthetic sensor's crop.
+    case deviceControl = "device_control"
+    /// The driver's crop selection (VIDIOC_S_SELECTION).
+    case cropSelection = "crop_selection"
+    /// A centred crop and scale done by the agent.
+    case agentCrop = "agent_crop"
+}
+
+public enum ZoomCommand: Sendable, Equatable {
+    case set(Double)
+    /// Ramp to a factor at a rate in powers of two per second.
+    case ramp(to: Double, rate: Double)
+    case cancel
 }

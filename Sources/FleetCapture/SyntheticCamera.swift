@@ -13,7 +13,8 @@ public final class SyntheticCamera: CameraSource {
     private struct Configuration {
         var formatIndex: Int
         var frameRate: Double
-        var generation = 0  // bumped on every change so the capture thread re-reads it
+        var zoom: ZoomRamp
+        var generation = 0  // bumped on format or rate changes so the capture thread re-reads them
     }
 
     private let configuration: Mutex<Configuration>
@@ -27,7 +28,7 @@ public final class SyntheticCamera: CameraSource {
         device = DeviceDescription(deviceID: deviceID, name: name, driver: "capfleet-synthetic", kind: .synthetic, formats: formats)
         let wanted = initialFormat ?? (640, 480, .yuyv)
         let index = formats.firstIndex { $0.width == wanted.width && $0.height == wanted.height && $0.pixelFormat == wanted.pixelFormat && !$0.isBinned } ?? 0
-        configuration = Mutex(Configuration(formatIndex: index, frameRate: frameRate))
+        configuration = Mutex(Configuration(formatIndex: index, frameRate: frameRate, zoom: ZoomRamp(maximumFactor: formats[index].maxZoomFactor)))
         self.bufferCount = bufferCount
     }
 
@@ -54,6 +55,29 @@ public final class SyntheticCamera: CameraSource {
     public var activeFrameRate: Double { configuration.withLock { $0.frameRate } }
     public var outOfBufferDrops: UInt64 { outOfBuffers.load(ordering: .relaxed) }
 
+    /// The synthetic sensor zooms by cropping its own pattern: its "device control".
+    public var zoomMethod: ZoomMethod? { .deviceControl }
+    public var zoomFactor: Double { configuration.withLock { $0.zoom.factor } }
+
+    public func zoom(_ command: ZoomCommand) throws(CaptureError) {
+        let maximum = device.formats[activeFormatIndex].maxZoomFactor
+        switch command {
+        case let .set(factor), let .ramp(factor, _):
+            guard factor >= 1, factor <= maximum else {
+                throw .unsupportedZoom(device: device.deviceID, requested: factor, maximum: maximum)
+            }
+        case .cancel:
+            break
+        }
+        configuration.withLock { config in
+            switch command {
+            case let .set(factor): config.zoom.set(factor)
+            case let .ramp(factor, rate): config.zoom.ramp(to: factor, rate: rate)
+            case .cancel: config.zoom.cancel()
+            }
+        }
+    }
+
     public func setActiveFormat(index: Int) throws(CaptureError) {
         guard device.formats.indices.contains(index) else {
             throw .unsupportedFormat(device: device.deviceID, requested: "format #\(index)", supported: device.formats.map(\.label))
@@ -61,6 +85,7 @@ public final class SyntheticCamera: CameraSource {
         configuration.withLock { config in
             config.formatIndex = index
             let format = device.formats[index]
+            config.zoom = ZoomRamp(factor: config.zoom.factor, maximumFactor: format.maxZoomFactor)
             if !format.supports(framesPerSecond: config.frameRate) {
                 config.frameRate = min(max(config.frameRate, format.frameRateRanges[0].minFramesPerSecond), format.maxFramesPerSecond)
             }
@@ -125,13 +150,14 @@ public final class SyntheticCamera: CameraSource {
                 deadline += missed * period
             }
             sequence += 1
-            guard let renderer, let buffer = pool?.take() else {
+            let zoom = configuration.withLock { $0.zoom.advance(to: now) }
+            guard renderer != nil, let buffer = pool?.take() else {
                 outOfBuffers.add(1, ordering: .relaxed)
                 continue
             }
-            renderer.render(frameNumber: UInt32(truncatingIfNeeded: sequence), into: buffer.storage)
-            deliver(CapturedFrame(buffer: buffer, byteCount: renderer.frameBytes, sequence: sequence,
-                                  captureMonotonicNanoseconds: now, layout: renderer.layout))
+            renderer!.render(frameNumber: UInt32(truncatingIfNeeded: sequence), zoom: zoom, into: buffer.storage)
+            deliver(CapturedFrame(buffer: buffer, byteCount: renderer!.frameBytes, sequence: sequence,
+                                  captureMonotonicNanoseconds: now, layout: renderer!.layout, zoomFactor: zoom))
         }
     }
 

@@ -68,6 +68,38 @@ extension OperatorHandler {
         try await record(answer, on: device, action: "device.frame_rate", who: who, detail: "\(VideoFormat.trim(fps)) fps", into: &reply)
     }
 
+    func changeZoom(_ query: Capfleet_V1_ChangeZoom, operator who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+        guard let device = try await store.device(query.deviceID) else {
+            reply.status = .failure(.notFound, "no device \(query.deviceID); see capfleet devices")
+            return
+        }
+        let formats = try await store.formats(deviceID: device.id)
+        let maximum = formats.indices.contains(device.activeFormatPosition) ? formats[device.activeFormatPosition].maxZoomFactor : 1
+        if !query.cancel {
+            guard query.factor >= 1, query.factor <= maximum else {
+                let detail = "zoom \(VideoFormat.trim(query.factor))x is outside the active format's range 1x-\(VideoFormat.trim(maximum))x"
+                try await audit(who, "device.zoom", device.id, outcome: "refused", detail: detail)
+                reply.status = .failure(.unsupported, "device \(device.id): \(detail)")
+                return
+            }
+            guard query.rampRate >= 0, query.rampRate <= 16 else {
+                reply.status = .failure(.badRequest, "a ramp rate is 0 (jump) or up to 16 powers of two per second")
+                return
+            }
+        }
+        let detail = query.cancel ? "cancel ramp"
+            : query.rampRate > 0 ? "ramp to \(VideoFormat.trim(query.factor))x at \(VideoFormat.trim(query.rampRate))/s"
+            : "\(VideoFormat.trim(query.factor))x"
+        let answer = await control.command(.setZoom(.with {
+            $0.factor = query.factor
+            $0.rampRate = query.rampRate
+            $0.cancel = query.cancel
+        }), deviceID: device.id, nodeID: device.nodeId)
+        try await record(answer, on: device, action: "device.zoom", who: who, detail: detail, into: &reply)
+        reply.zoomFactor = answer.zoomFactor
+        reply.zoomMethod = answer.zoomMethod
+    }
+
     /// Stores what the agent reports, audits, and answers with the device as it now is.
     private func record(_ answer: Capfleet_V1_CommandReply, on device: DeviceRecord, action: String, who: String, detail: String,
                         into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {

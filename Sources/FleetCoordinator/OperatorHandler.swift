@@ -81,6 +81,8 @@ actor OperatorHandler {
                 try await changeFormat(query, operator: request.operator, into: &reply)
             case let .changeFrameRate(query)?:
                 try await changeFrameRate(query, operator: request.operator, into: &reply)
+            case let .changeZoom(query)?:
+                try await changeZoom(query, operator: request.operator, into: &reply)
             case nil:
                 rejections.reject(endpoint: Self.endpointName, reason: .unknownMessage, peer: routed.peer)
                 reply.status = .failure(.badRequest, "the request carries no body this coordinator knows; is the CLI newer than the coordinator?")

@@ -95,3 +95,47 @@ struct FrameRateCommand: ParsableCommand {
         show(try coordinator.call(.changeFrameRate(.with { $0.deviceID = device; $0.framesPerSecond = fps })).reply, json: json)
     }
 }
+
+struct ZoomDeviceCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "zoom",
+        abstract: "Zoom a device: jump to a factor, ramp to it (--ramp RATE, powers of two per second), or --cancel a ramp.")
+    @OptionGroup var coordinator: CoordinatorOptions
+    @Argument(help: "The device id.") var device: String
+    @Argument(help: "Zoom factor, 1 up to the active format's maximum.") var factor: Double?
+    @Option(help: "Ramp at this many powers of two per second (1 doubles the factor every second).") var ramp: Double?
+    @Flag(help: "Cancel a ramp in progress; it eases out.") var cancel = false
+    @Flag(help: "Print JSON.") var json = false
+
+    func validate() throws {
+        guard cancel != (factor != nil) else { throw ValidationError("give a zoom factor, or --cancel") }
+        guard !(cancel && ramp != nil) else { throw ValidationError("--ramp goes with a factor, not with --cancel") }
+    }
+
+    func run() throws {
+        let reply = try coordinator.call(.changeZoom(.with {
+            $0.deviceID = device
+            $0.factor = factor ?? 0
+            $0.rampRate = ramp ?? 0
+            $0.cancel = cancel
+        })).reply
+        let method = reply.zoomMethod == .unspecified ? "" : " (\(reply.zoomMethod))"
+        if json {
+            struct View: Encodable {
+                var deviceId: String
+                var zoomFactor: Double
+                var zoomMethod: String
+                var upscaleThresholdZoomFactor: Double?
+            }
+            let format = reply.devices.first?.activeFormat
+            print(FleetTables.json(View(deviceId: device, zoomFactor: reply.zoomFactor, zoomMethod: "\(reply.zoomMethod)",
+                                        upscaleThresholdZoomFactor: (format?.upscaleThresholdZoomFactor ?? 0) > 0 ? format?.upscaleThresholdZoomFactor : nil)))
+        } else {
+            let threshold = reply.devices.first?.activeFormat.upscaleThresholdZoomFactor ?? 0
+            let target = factor ?? reply.zoomFactor
+            let upscaling = threshold > 0 && target > threshold ? "; upscales above \(VideoFormat.trim(threshold))x" : ""
+            let what = cancel ? "ramp cancelled at" : ramp != nil ? "ramping to \(VideoFormat.trim(target))x, now" : "zoom"
+            print("\(device): \(what) \(String(format: "%.2f", reply.zoomFactor))x\(method)\(upscaling)")
+        }
+    }
+}

@@ -147,12 +147,16 @@ struct SnapshotCommand: ParsableCommand {
                 var deviceId, nodeId, pixelFormat: String
                 var sequence, captureMonotonicNs, payloadSize: UInt64
                 var width, height: UInt32
+                var zoomFactor: Double
+                var upscaled: Bool
                 var stampedFrameNumber: UInt32?
                 var output: String?
             }
             print(FleetTables.json(View(deviceId: header.deviceID, nodeId: header.nodeID, pixelFormat: header.layout.pixelFormat,
                                         sequence: header.sequence, captureMonotonicNs: header.captureMonotonicNs,
                                         payloadSize: header.payloadSize, width: header.layout.width, height: header.layout.height,
+                                        zoomFactor: header.zoomFactor > 0 ? header.zoomFactor : 1,
+                                        upscaled: header.flags & UInt32(Capfleet_V1_FrameFlag.upscaled.rawValue) != 0,
                                         stampedFrameNumber: stamped, output: output)))
         } else {
             print("frame \(header.sequence) of \(header.deviceID): \(header.layout.width)x\(header.layout.height) \(header.layout.pixelFormat), \(pixels.count) bytes"

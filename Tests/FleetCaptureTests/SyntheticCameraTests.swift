@@ -105,3 +105,42 @@ import CV4L2
         #expect(CAPFLEET_VIDIOC_QUERYCAP != 0 && CAPFLEET_VIDIOC_DQBUF != CAPFLEET_VIDIOC_QBUF)
     }
 }
+
+@Suite struct SyntheticZoomTests {
+    /// Luma at (x, 100): below the stamp, away from the moving box's row.
+    static func luma(_ frame: CapturedFrame, x: Int) -> UInt8 {
+        LumaPlane(base: frame.buffer.storage, pixelFormat: frame.layout.pixelFormat, width: frame.layout.width, height: frame.layout.height)![x, 100]
+    }
+
+    @Test func syntheticZoom_cropsThePatternAndReportsTheFactorPerFrame() async throws {
+        let camera = SyntheticCamera(deviceID: "syn-zoom-1", name: "Test", frameRate: 30, bufferCount: 64)
+        let collector = SyntheticCameraTests.Collector(keepBuffers: true)
+        try camera.start { collector.deliver($0) }
+        try await Task.sleep(for: .milliseconds(200))
+        try camera.zoom(.set(7))
+        try await Task.sleep(for: .milliseconds(200))
+        camera.stop()
+        let frames = collector.frames.withLock { $0 }
+        let unzoomed = try #require(frames.first { $0.zoomFactor == 1 })
+        let zoomed = try #require(frames.last)
+        #expect(zoomed.zoomFactor == 7)
+        #expect(Self.luma(unzoomed, x: 0) == 180, "at 1x the left edge is the white bar")
+        #expect(Self.luma(zoomed, x: 0) == 112, "at 7x the left edge is the middle (green) bar")
+        #expect(camera.zoomMethod == .deviceControl)
+    }
+
+    @Test func syntheticZoom_rampsFrameByFrameAndRefusesFactorsOutOfRange() async throws {
+        let camera = SyntheticCamera(deviceID: "syn-zoom-2", name: "Test", frameRate: 60, bufferCount: 256)
+        let collector = SyntheticCameraTests.Collector(keepBuffers: true)
+        #expect(throws: CaptureError.self) { try camera.zoom(.set(9)) }
+        #expect(throws: CaptureError.self) { try camera.zoom(.ramp(to: 0.5, rate: 1)) }
+        try camera.start { collector.deliver($0) }
+        try camera.zoom(.ramp(to: 2, rate: 4))
+        try await Task.sleep(for: .milliseconds(800))
+        camera.stop()
+        let factors = collector.frames.withLock { $0.map(\.zoomFactor) }
+        #expect(factors.last == 2)
+        #expect(zip(factors, factors.dropFirst()).allSatisfy { $1 >= $0 }, "a zoom-in ramp never goes back")
+        #expect(factors.filter { $0 > 1 && $0 < 2 }.count >= 3, "intermediate factors on successive frames: \(factors)")
+    }
+}

@@ -68,3 +68,43 @@ import Testing
         }
     }
 }
+
+@Suite(.serialized) struct ZoomCommandTests {
+    @Test func zoom_setRampAndCancel_showInTheFramesThemselves() async throws {
+        let fleet = try FleetHarness()
+        try fleet.startCoordinator()
+        try fleet.startAgent("zoomer", fps: 30)
+        try await fleet.waitUntil("the camera streams", seconds: 20) {
+            try fleet.deviceStats().values.contains { ($0["frames_received"] as? Int ?? 0) > 3 }
+        }
+        let deviceID = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
+        func frameZoom() throws -> (factor: Double, upscaled: Bool) {
+            let frame = try fleet.jsonObject(["snapshot", deviceID])
+            return (frame["zoom_factor"] as? Double ?? 0, frame["upscaled"] as? Bool ?? false)
+        }
+
+        let set = try fleet.jsonObject(["zoom", deviceID, "2"])
+        #expect(set["zoom_factor"] as? Double == 2 && set["zoom_method"] as? String == "deviceControl")
+        try await fleet.waitUntil("frames carry 2x", seconds: 5) { try frameZoom().factor == 2 }
+        #expect(try frameZoom().upscaled == false)
+
+        // 640x480 on a 3840-wide sensor upscales past 6x.
+        _ = try fleet.jsonObject(["zoom", deviceID, "7"])
+        try await fleet.waitUntil("frames carry 7x, flagged as upscaled", seconds: 5) { try frameZoom() == (7, true) }
+
+        _ = try fleet.jsonObject(["zoom", deviceID, "1"])
+        _ = try fleet.jsonObject(["zoom", deviceID, "8", "--ramp", "1"])
+        try await Task.sleep(for: .milliseconds(700))
+        let during = try frameZoom().factor
+        #expect(during > 1 && during < 8, "mid-ramp the factor is between: \(during)")
+        _ = try fleet.jsonObject(["zoom", deviceID, "--cancel"])
+        try await Task.sleep(for: .milliseconds(500))
+        let stopped = try frameZoom().factor
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(try frameZoom().factor == stopped, "after cancel the zoom holds")
+        #expect(stopped < 8 && stopped >= during)
+
+        let refused = try fleet.cli(["zoom", deviceID, "9"])
+        #expect(refused.status != 0 && refused.error.contains("1x-8x"), "\(refused.error)")
+    }
+}

@@ -101,6 +101,50 @@ public nonisolated enum Capfleet_V1_SourceKind: SwiftProtobuf.Enum, Swift.CaseIt
 
 }
 
+/// How a device zooms, in order of preference: the device's own zoom control, the driver's
+/// crop selection, or a centred crop and scale done by the agent.
+public nonisolated enum Capfleet_V1_ZoomMethod: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+  case deviceControl // = 1
+  case cropSelection // = 2
+  case agentCrop // = 3
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .deviceControl
+    case 2: self = .cropSelection
+    case 3: self = .agentCrop
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .deviceControl: return 1
+    case .cropSelection: return 2
+    case .agentCrop: return 3
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Capfleet_V1_ZoomMethod] = [
+    .unspecified,
+    .deviceControl,
+    .cropSelection,
+    .agentCrop,
+  ]
+
+}
+
 /// Status code carried by every reply.
 public nonisolated enum Capfleet_V1_StatusCode: SwiftProtobuf.Enum, Swift.CaseIterable {
   public typealias RawValue = Int
@@ -309,6 +353,10 @@ nonisolated extension Capfleet_V1_ProtocolVersion: SwiftProtobuf._ProtoNameProvi
 
 nonisolated extension Capfleet_V1_SourceKind: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0SOURCE_KIND_UNSPECIFIED\0\u{1}SOURCE_KIND_SYNTHETIC\0\u{1}SOURCE_KIND_V4L2\0")
+}
+
+nonisolated extension Capfleet_V1_ZoomMethod: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ZOOM_METHOD_UNSPECIFIED\0\u{1}ZOOM_METHOD_DEVICE_CONTROL\0\u{1}ZOOM_METHOD_CROP_SELECTION\0\u{1}ZOOM_METHOD_AGENT_CROP\0")
 }
 
 nonisolated extension Capfleet_V1_StatusCode: SwiftProtobuf._ProtoNameProviding {

@@ -192,13 +192,40 @@ public nonisolated struct Capfleet_V1_Command: Sendable {
     set {action = .setFrameRate(newValue)}
   }
 
+  public var setZoom: Capfleet_V1_SetZoom {
+    get {
+      if case .setZoom(let v)? = action {return v}
+      return Capfleet_V1_SetZoom()
+    }
+    set {action = .setZoom(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Action: Equatable, Sendable {
     case setActiveFormat(Capfleet_V1_SetActiveFormat)
     case setFrameRate(Capfleet_V1_SetFrameRate)
+    case setZoom(Capfleet_V1_SetZoom)
 
   }
+
+  public init() {}
+}
+
+/// Zoom: jump to `factor` (ramp_rate 0), ramp to it at `ramp_rate` powers of two per second
+/// (1 doubles the factor every second; eased in and out), or cancel a ramp (eases out).
+public nonisolated struct Capfleet_V1_SetZoom: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var factor: Double = 0
+
+  public var rampRate: Double = 0
+
+  public var cancel: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 }
@@ -247,6 +274,12 @@ public nonisolated struct Capfleet_V1_CommandReply: Sendable {
   public var activeFormatIndex: UInt32 = 0
 
   public var activeFrameRate: Double = 0
+
+  /// the zoom factor when the reply was sent
+  public var zoomFactor: Double = 0
+
+  /// how the device zooms
+  public var zoomMethod: Capfleet_V1_ZoomMethod = .unspecified
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -678,7 +711,7 @@ nonisolated extension Capfleet_V1_HeartbeatAck: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Command"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{3}device_id\0\u{4}\u{8}set_active_format\0\u{3}set_frame_rate\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{3}device_id\0\u{4}\u{8}set_active_format\0\u{3}set_frame_rate\0\u{3}set_zoom\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -714,6 +747,19 @@ nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf.
           self.action = .setFrameRate(v)
         }
       }()
+      case 12: try {
+        var v: Capfleet_V1_SetZoom?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .setZoom(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .setZoom(v)
+        }
+      }()
       default: break
       }
     }
@@ -739,6 +785,10 @@ nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf.
       guard case .setFrameRate(let v)? = self.action else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
     }()
+    case .setZoom?: try {
+      guard case .setZoom(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -748,6 +798,46 @@ nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf.
     if lhs.commandID != rhs.commandID {return false}
     if lhs.deviceID != rhs.deviceID {return false}
     if lhs.action != rhs.action {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_SetZoom: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SetZoom"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}factor\0\u{3}ramp_rate\0\u{1}cancel\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularDoubleField(value: &self.factor) }()
+      case 2: try { try decoder.decodeSingularDoubleField(value: &self.rampRate) }()
+      case 3: try { try decoder.decodeSingularBoolField(value: &self.cancel) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.factor.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.factor, fieldNumber: 1)
+    }
+    if self.rampRate.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.rampRate, fieldNumber: 2)
+    }
+    if self.cancel != false {
+      try visitor.visitSingularBoolField(value: self.cancel, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_SetZoom, rhs: Capfleet_V1_SetZoom) -> Bool {
+    if lhs.factor != rhs.factor {return false}
+    if lhs.rampRate != rhs.rampRate {return false}
+    if lhs.cancel != rhs.cancel {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -815,7 +905,7 @@ nonisolated extension Capfleet_V1_SetFrameRate: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CommandReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{1}status\0\u{3}active_format_index\0\u{3}active_frame_rate\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{1}status\0\u{3}active_format_index\0\u{3}active_frame_rate\0\u{3}zoom_factor\0\u{3}zoom_method\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -827,6 +917,8 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
       case 2: try { try decoder.decodeSingularMessageField(value: &self._status) }()
       case 3: try { try decoder.decodeSingularUInt32Field(value: &self.activeFormatIndex) }()
       case 4: try { try decoder.decodeSingularDoubleField(value: &self.activeFrameRate) }()
+      case 5: try { try decoder.decodeSingularDoubleField(value: &self.zoomFactor) }()
+      case 6: try { try decoder.decodeSingularEnumField(value: &self.zoomMethod) }()
       default: break
       }
     }
@@ -849,6 +941,12 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
     if self.activeFrameRate.bitPattern != 0 {
       try visitor.visitSingularDoubleField(value: self.activeFrameRate, fieldNumber: 4)
     }
+    if self.zoomFactor.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.zoomFactor, fieldNumber: 5)
+    }
+    if self.zoomMethod != .unspecified {
+      try visitor.visitSingularEnumField(value: self.zoomMethod, fieldNumber: 6)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -857,6 +955,8 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
     if lhs._status != rhs._status {return false}
     if lhs.activeFormatIndex != rhs.activeFormatIndex {return false}
     if lhs.activeFrameRate != rhs.activeFrameRate {return false}
+    if lhs.zoomFactor != rhs.zoomFactor {return false}
+    if lhs.zoomMethod != rhs.zoomMethod {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

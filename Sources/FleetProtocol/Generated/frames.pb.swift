@@ -85,6 +85,9 @@ public nonisolated enum Capfleet_V1_FrameFlag: SwiftProtobuf.Enum, Swift.CaseIte
 
   /// fleet_time_ns is set
   case fleetTimeValid // = 8
+
+  /// zoom_factor is past the format's upscale threshold
+  case upscaled // = 16
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -98,6 +101,7 @@ public nonisolated enum Capfleet_V1_FrameFlag: SwiftProtobuf.Enum, Swift.CaseIte
     case 2: self = .black
     case 4: self = .recording
     case 8: self = .fleetTimeValid
+    case 16: self = .upscaled
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -109,6 +113,7 @@ public nonisolated enum Capfleet_V1_FrameFlag: SwiftProtobuf.Enum, Swift.CaseIte
     case .black: return 2
     case .recording: return 4
     case .fleetTimeValid: return 8
+    case .upscaled: return 16
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -120,6 +125,7 @@ public nonisolated enum Capfleet_V1_FrameFlag: SwiftProtobuf.Enum, Swift.CaseIte
     .black,
     .recording,
     .fleetTimeValid,
+    .upscaled,
   ]
 
 }
@@ -229,6 +235,17 @@ public nonisolated struct Capfleet_V1_FrameHeader: @unchecked Sendable {
     set {_uniqueStorage()._sendMonotonicNs = newValue}
   }
 
+  /// zoom applied to this frame; 0 = not reported (treat as 1)
+  public var zoomFactor: Double {
+    get {_storage._zoomFactor}
+    set {_uniqueStorage()._zoomFactor = newValue}
+  }
+
+  public var zoomMethod: Capfleet_V1_ZoomMethod {
+    get {_storage._zoomMethod}
+    set {_uniqueStorage()._zoomMethod = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -245,7 +262,7 @@ nonisolated extension Capfleet_V1_ConsentState: SwiftProtobuf._ProtoNameProvidin
 }
 
 nonisolated extension Capfleet_V1_FrameFlag: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0FRAME_FLAG_NONE\0\u{1}FRAME_FLAG_SYNTHETIC\0\u{1}FRAME_FLAG_BLACK\0\u{2}\u{2}FRAME_FLAG_RECORDING\0\u{2}\u{4}FRAME_FLAG_FLEET_TIME_VALID\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0FRAME_FLAG_NONE\0\u{1}FRAME_FLAG_SYNTHETIC\0\u{1}FRAME_FLAG_BLACK\0\u{2}\u{2}FRAME_FLAG_RECORDING\0\u{2}\u{4}FRAME_FLAG_FLEET_TIME_VALID\0\u{2}\u{8}FRAME_FLAG_UPSCALED\0")
 }
 
 nonisolated extension Capfleet_V1_FrameLayout: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -295,7 +312,7 @@ nonisolated extension Capfleet_V1_FrameLayout: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Capfleet_V1_FrameHeader: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".FrameHeader"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}node_id\0\u{3}device_id\0\u{1}sequence\0\u{3}capture_monotonic_ns\0\u{3}fleet_time_ns\0\u{3}fleet_time_uncertainty_ns\0\u{1}layout\0\u{3}payload_size\0\u{1}flags\0\u{1}consent\0\u{1}drops\0\u{3}send_monotonic_ns\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}node_id\0\u{3}device_id\0\u{1}sequence\0\u{3}capture_monotonic_ns\0\u{3}fleet_time_ns\0\u{3}fleet_time_uncertainty_ns\0\u{1}layout\0\u{3}payload_size\0\u{1}flags\0\u{1}consent\0\u{1}drops\0\u{3}send_monotonic_ns\0\u{3}zoom_factor\0\u{3}zoom_method\0")
 
   fileprivate class _StorageClass {
     var _protocolVersion: Capfleet_V1_ProtocolVersion = .unspecified
@@ -311,6 +328,8 @@ nonisolated extension Capfleet_V1_FrameHeader: SwiftProtobuf.Message, SwiftProto
     var _consent: Capfleet_V1_ConsentState = .unspecified
     var _drops: Capfleet_V1_DropCounts? = nil
     var _sendMonotonicNs: UInt64 = 0
+    var _zoomFactor: Double = 0
+    var _zoomMethod: Capfleet_V1_ZoomMethod = .unspecified
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -334,6 +353,8 @@ nonisolated extension Capfleet_V1_FrameHeader: SwiftProtobuf.Message, SwiftProto
       _consent = source._consent
       _drops = source._drops
       _sendMonotonicNs = source._sendMonotonicNs
+      _zoomFactor = source._zoomFactor
+      _zoomMethod = source._zoomMethod
     }
   }
 
@@ -365,6 +386,8 @@ nonisolated extension Capfleet_V1_FrameHeader: SwiftProtobuf.Message, SwiftProto
         case 11: try { try decoder.decodeSingularEnumField(value: &_storage._consent) }()
         case 12: try { try decoder.decodeSingularMessageField(value: &_storage._drops) }()
         case 13: try { try decoder.decodeSingularUInt64Field(value: &_storage._sendMonotonicNs) }()
+        case 14: try { try decoder.decodeSingularDoubleField(value: &_storage._zoomFactor) }()
+        case 15: try { try decoder.decodeSingularEnumField(value: &_storage._zoomMethod) }()
         default: break
         }
       }
@@ -416,6 +439,12 @@ nonisolated extension Capfleet_V1_FrameHeader: SwiftProtobuf.Message, SwiftProto
       if _storage._sendMonotonicNs != 0 {
         try visitor.visitSingularUInt64Field(value: _storage._sendMonotonicNs, fieldNumber: 13)
       }
+      if _storage._zoomFactor.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._zoomFactor, fieldNumber: 14)
+      }
+      if _storage._zoomMethod != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._zoomMethod, fieldNumber: 15)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -438,6 +467,8 @@ nonisolated extension Capfleet_V1_FrameHeader: SwiftProtobuf.Message, SwiftProto
         if _storage._consent != rhs_storage._consent {return false}
         if _storage._drops != rhs_storage._drops {return false}
         if _storage._sendMonotonicNs != rhs_storage._sendMonotonicNs {return false}
+        if _storage._zoomFactor != rhs_storage._zoomFactor {return false}
+        if _storage._zoomMethod != rhs_storage._zoomMethod {return false}
         return true
       }
       if !storagesAreEqual {return false}

@@ -106,6 +106,14 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     set {body = .changeFrameRate(newValue)}
   }
 
+  public var changeZoom: Capfleet_V1_ChangeZoom {
+    get {
+      if case .changeZoom(let v)? = body {return v}
+      return Capfleet_V1_ChangeZoom()
+    }
+    set {body = .changeZoom(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Body: Equatable, Sendable {
@@ -118,6 +126,7 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     case forgetNode(Capfleet_V1_ForgetNode)
     case changeFormat(Capfleet_V1_ChangeFormat)
     case changeFrameRate(Capfleet_V1_ChangeFrameRate)
+    case changeZoom(Capfleet_V1_ChangeZoom)
 
   }
 
@@ -184,6 +193,25 @@ public nonisolated struct Capfleet_V1_GetIngestStats: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Zoom: set `factor` at once, ramp to it at `ramp_rate` powers of two per second, or cancel.
+public nonisolated struct Capfleet_V1_ChangeZoom: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var deviceID: String = String()
+
+  public var factor: Double = 0
+
+  public var rampRate: Double = 0
+
+  public var cancel: Bool = false
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -435,6 +463,11 @@ public nonisolated struct Capfleet_V1_OperatorReply: Sendable {
 
   public var rejections: [Capfleet_V1_RejectionCount] = []
 
+  /// with ChangeZoom: the factor when the agent answered
+  public var zoomFactor: Double = 0
+
+  public var zoomMethod: Capfleet_V1_ZoomMethod = .unspecified
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -449,7 +482,7 @@ fileprivate nonisolated let _protobuf_package = "capfleet.v1"
 
 nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{4}\u{8}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{4}\u{8}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -576,6 +609,19 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
           self.body = .changeFrameRate(v)
         }
       }()
+      case 19: try {
+        var v: Capfleet_V1_ChangeZoom?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .changeZoom(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .changeZoom(v)
+        }
+      }()
       default: break
       }
     }
@@ -628,6 +674,10 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
     case .changeFrameRate?: try {
       guard case .changeFrameRate(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 18)
+    }()
+    case .changeZoom?: try {
+      guard case .changeZoom(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 19)
     }()
     case nil: break
     }
@@ -785,6 +835,51 @@ nonisolated extension Capfleet_V1_GetIngestStats: SwiftProtobuf.Message, SwiftPr
   }
 
   public static func ==(lhs: Capfleet_V1_GetIngestStats, rhs: Capfleet_V1_GetIngestStats) -> Bool {
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_ChangeZoom: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ChangeZoom"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{1}factor\0\u{3}ramp_rate\0\u{1}cancel\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      case 2: try { try decoder.decodeSingularDoubleField(value: &self.factor) }()
+      case 3: try { try decoder.decodeSingularDoubleField(value: &self.rampRate) }()
+      case 4: try { try decoder.decodeSingularBoolField(value: &self.cancel) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.deviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 1)
+    }
+    if self.factor.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.factor, fieldNumber: 2)
+    }
+    if self.rampRate.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.rampRate, fieldNumber: 3)
+    }
+    if self.cancel != false {
+      try visitor.visitSingularBoolField(value: self.cancel, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_ChangeZoom, rhs: Capfleet_V1_ChangeZoom) -> Bool {
+    if lhs.deviceID != rhs.deviceID {return false}
+    if lhs.factor != rhs.factor {return false}
+    if lhs.rampRate != rhs.rampRate {return false}
+    if lhs.cancel != rhs.cancel {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1217,7 +1312,7 @@ nonisolated extension Capfleet_V1_RejectionCount: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1233,6 +1328,8 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       case 13: try { try decoder.decodeRepeatedMessageField(value: &self.deviceStats) }()
       case 14: try { try decoder.decodeSingularMessageField(value: &self._frameHeader) }()
       case 15: try { try decoder.decodeRepeatedMessageField(value: &self.rejections) }()
+      case 16: try { try decoder.decodeSingularDoubleField(value: &self.zoomFactor) }()
+      case 17: try { try decoder.decodeSingularEnumField(value: &self.zoomMethod) }()
       default: break
       }
     }
@@ -1267,6 +1364,12 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
     if !self.rejections.isEmpty {
       try visitor.visitRepeatedMessageField(value: self.rejections, fieldNumber: 15)
     }
+    if self.zoomFactor.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.zoomFactor, fieldNumber: 16)
+    }
+    if self.zoomMethod != .unspecified {
+      try visitor.visitSingularEnumField(value: self.zoomMethod, fieldNumber: 17)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1279,6 +1382,8 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
     if lhs.deviceStats != rhs.deviceStats {return false}
     if lhs._frameHeader != rhs._frameHeader {return false}
     if lhs.rejections != rhs.rejections {return false}
+    if lhs.zoomFactor != rhs.zoomFactor {return false}
+    if lhs.zoomMethod != rhs.zoomMethod {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
