@@ -32,10 +32,11 @@ public enum FleetTables {
 
     public static func devices(_ devices: [Capfleet_V1_DeviceInfo]) -> String {
         guard !devices.isEmpty else { return "no devices: no node has registered a camera yet" }
-        return table(["DEVICE", "NODE", "NAME", "KIND", "STATE", "ACTIVE FORMAT", "FPS", "FORMATS"], devices.map { device in
+        return table(["DEVICE", "NODE", "NAME", "KIND", "STATE", "ACTIVE FORMAT", "FPS", "FORMATS", "LOCKED BY"], devices.map { device in
             [device.deviceID, device.nodeID, device.name, device.kind == .synthetic ? "synthetic" : "v4l2",
              device.online ? "online" : "offline", VideoFormat(wire: device.activeFormat).label,
-             VideoFormat.trim(device.activeFrameRate), String(device.formatCount)]
+             VideoFormat.trim(device.activeFrameRate), String(device.formatCount),
+             device.leaseHolder.isEmpty ? "-" : device.leaseHolder]
         })
     }
 
@@ -64,6 +65,11 @@ public enum FleetTables {
                           String(status.framesReceived), String(status.drops.late), String(status.drops.outOfBuffers),
                           String(status.drops.discontinuity), age(status.lastFrameUnixMs, now: now)]
                      })
+    }
+
+    /// A wall-clock time of day for humans, e.g. `14:05:09`.
+    public static func clock(_ unixMilliseconds: Int64) -> String {
+        Date(timeIntervalSince1970: Double(unixMilliseconds) / 1000).formatted(date: .omitted, time: .standard)
     }
 
     public static func age(_ unixMilliseconds: Int64, now: Date) -> String {

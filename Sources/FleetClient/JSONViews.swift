@@ -65,6 +65,8 @@ public enum JSONViews {
         var activeFormat: Format
         var activeFrameRate: Double
         var formatCount: UInt32
+        var leaseHolder: String?
+        var leaseExpiresUnixMs: Int64?
         /// Filled by `capfleet devices --json` so a script sees every format at once.
         public var formats: [Format]?
 
@@ -73,6 +75,8 @@ public enum JSONViews {
             kind = (SourceKind(wire: device.kind) ?? .v4l2).rawValue; online = device.online
             activeFormat = Format(device.activeFormat); activeFrameRate = device.activeFrameRate
             formatCount = device.formatCount
+            leaseHolder = device.leaseHolder.isEmpty ? nil : device.leaseHolder
+            leaseExpiresUnixMs = device.leaseHolder.isEmpty ? nil : device.leaseExpiresUnixMs
             self.formats = formats.map { $0.map(Format.init) }
         }
     }

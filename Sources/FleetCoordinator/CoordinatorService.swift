@@ -47,9 +47,11 @@ public final class CoordinatorService: Service, Sendable {
         }
         let control = ControlHandler(configuration: configuration, store: store, endpoint: controlEndpoint, ingest: ingest,
                                      events: events, rejections: rejections, coordinatorID: coordinatorID, logger: logger)
+        let leases = LeaseKeeper(store: store, logger: logger)
+        try await leases.load()
         let reporter = TelemetryReporter(store: store, ingest: ingest, control: control, telemetry: telemetry, logger: logger)
         let operators = OperatorHandler(store: store, endpoint: operatorEndpoint, ingest: ingest, control: control,
-                                        reporter: reporter, rejections: rejections, logger: logger)
+                                        reporter: reporter, rejections: rejections, leases: leases, logger: logger)
 
         let endpoints = CoordinatorEndpoints(control: controlEndpoint.boundEndpoint, frameIngest: ingest.boundEndpoint,
                                              operator: operatorEndpoint.boundEndpoint, telemetry: telemetry.boundEndpoint,
@@ -67,6 +69,7 @@ public final class CoordinatorService: Service, Sendable {
                 while !Task.isCancelled {
                     try? await Task.sleep(for: .milliseconds(250))
                     await control.expireSilentNodes()
+                    await leases.expire()
                 }
             }
             group.addTask {

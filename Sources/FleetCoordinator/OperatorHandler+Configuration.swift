@@ -7,11 +7,44 @@ import Foundation
 /// resolves the request against the device's stored format list, pushes one command to the
 /// agent, records what the agent reports back, and audits the outcome either way.
 extension OperatorHandler {
+    func lock(_ query: Capfleet_V1_LockDevice, operator who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+        guard let device = try await store.device(query.deviceID) else {
+            reply.status = .failure(.notFound, "no device \(query.deviceID); see capfleet devices")
+            return
+        }
+        switch try await leases.lock(device.id, by: holder(who), seconds: query.seconds) {
+        case .success: try await listDevices(nodeID: device.nodeId, only: device.id, into: &reply)
+        case let .failure(refusal): reply.status = .failure(.permissionDenied, refusal.description)
+        }
+    }
+
+    func unlock(_ query: Capfleet_V1_UnlockDevice, operator who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+        guard let device = try await store.device(query.deviceID) else {
+            reply.status = .failure(.notFound, "no device \(query.deviceID); see capfleet devices")
+            return
+        }
+        switch try await leases.unlock(device.id, by: holder(who)) {
+        case .success: try await listDevices(nodeID: device.nodeId, only: device.id, into: &reply)
+        case let .failure(refusal): reply.status = .failure(.permissionDenied, refusal.description)
+        }
+    }
+
+    private func holder(_ who: String) -> String { who.isEmpty ? "unknown operator" : who }
+
+    /// Changes need the device's configuration lease; a refusal names who holds it.
+    private func leaseAllows(_ deviceID: String, _ who: String, _ action: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) -> Bool {
+        guard case let .failure(refusal) = await leases.authorize(deviceID, by: holder(who)) else { return true }
+        try await audit(who, action, deviceID, outcome: "refused", detail: refusal.description)
+        reply.status = .failure(.permissionDenied, refusal.description)
+        return false
+    }
+
     func changeFormat(_ query: Capfleet_V1_ChangeFormat, operator who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
         guard let device = try await store.device(query.deviceID) else {
             reply.status = .failure(.notFound, "no device \(query.deviceID); see capfleet devices")
             return
         }
+        guard try await leaseAllows(device.id, who, "device.format", into: &reply) else { return }
         let formats = try await store.formats(deviceID: device.id)
         let request: FormatRequest
         switch query.choice {
@@ -48,6 +81,7 @@ extension OperatorHandler {
             reply.status = .failure(.notFound, "no device \(query.deviceID); see capfleet devices")
             return
         }
+        guard try await leaseAllows(device.id, who, "device.frame_rate", into: &reply) else { return }
         let formats = try await store.formats(deviceID: device.id)
         guard formats.indices.contains(device.activeFormatPosition) else {
             reply.status = .failure(.internal, "device \(device.id) has no active format on record")
@@ -73,6 +107,7 @@ extension OperatorHandler {
             reply.status = .failure(.notFound, "no device \(query.deviceID); see capfleet devices")
             return
         }
+        guard try await leaseAllows(device.id, who, "device.zoom", into: &reply) else { return }
         let formats = try await store.formats(deviceID: device.id)
         let maximum = formats.indices.contains(device.activeFormatPosition) ? formats[device.activeFormatPosition].maxZoomFactor : 1
         if !query.cancel {

@@ -16,10 +16,12 @@ actor OperatorHandler {
     let control: ControlHandler
     let reporter: TelemetryReporter
     let rejections: RejectionCounter
+    let leases: LeaseKeeper
     let logger: Logger
 
     init(store: FleetDatabase, endpoint: RouterEndpoint, ingest: FrameIngest, control: ControlHandler,
-         reporter: TelemetryReporter, rejections: RejectionCounter, logger: Logger) {
+         reporter: TelemetryReporter, rejections: RejectionCounter, leases: LeaseKeeper, logger: Logger) {
+        self.leases = leases
         self.store = store
         self.endpoint = endpoint
         self.ingest = ingest
@@ -83,6 +85,10 @@ actor OperatorHandler {
                 try await changeFrameRate(query, operator: request.operator, into: &reply)
             case let .changeZoom(query)?:
                 try await changeZoom(query, operator: request.operator, into: &reply)
+            case let .lockDevice(query)?:
+                try await lock(query, operator: request.operator, into: &reply)
+            case let .unlockDevice(query)?:
+                try await unlock(query, operator: request.operator, into: &reply)
             case nil:
                 rejections.reject(endpoint: Self.endpointName, reason: .unknownMessage, peer: routed.peer)
                 reply.status = .failure(.badRequest, "the request carries no body this coordinator knows; is the CLI newer than the coordinator?")
@@ -121,6 +127,7 @@ actor OperatorHandler {
         for device in try await store.devices(nodeID: nodeID) where deviceID == nil || device.id == deviceID {
             let formats = try await store.formats(deviceID: device.id)
             let online = await control.isOnline(device.nodeId) && device.present
+            let lease = await leases.lease(of: device.id)
             infos.append(.with {
                 $0.deviceID = device.id
                 $0.nodeID = device.nodeId
@@ -131,6 +138,10 @@ actor OperatorHandler {
                 $0.activeFrameRate = device.activeFrameRate
                 $0.formatCount = UInt32(formats.count)
                 $0.online = online
+                if let lease {
+                    $0.leaseHolder = lease.holder
+                    $0.leaseExpiresUnixMs = Int64(lease.expiresAt)
+                }
             })
         }
         reply.devices = infos

@@ -80,6 +80,16 @@ enum FleetSchema {
                     BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
                 """)
         }
+        migrator.registerMigration("v2: configuration leases") { db in
+            try db.execute(sql: """
+                CREATE TABLE configurationLease (
+                    deviceId TEXT PRIMARY KEY NOT NULL REFERENCES device(id) ON DELETE CASCADE,
+                    holder TEXT NOT NULL CHECK (length(holder) > 0),
+                    acquiredAt INTEGER NOT NULL,
+                    expiresAt INTEGER NOT NULL CHECK (expiresAt > acquiredAt)
+                );
+                """)
+        }
         return migrator
     }
 }

@@ -14,7 +14,7 @@ struct CapFleet: AsyncParsableCommand {
         subcommands: [
             DevCommand.self, CoordinatorCommand.self, AgentCommand.self,
             NodesCommand.self, DevicesCommand.self, FormatsCommand.self, WatchCommand.self,
-            FormatCommand.self, PresetCommand.self, FrameRateCommand.self, ZoomDeviceCommand.self,
+            FormatCommand.self, PresetCommand.self, FrameRateCommand.self, ZoomDeviceCommand.self, LockCommand.self, UnlockCommand.self,
             SnapshotCommand.self, IngestStatsCommand.self, BenchCommand.self,
         ])
 }

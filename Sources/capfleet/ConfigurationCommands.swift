@@ -139,3 +139,39 @@ struct ZoomDeviceCommand: ParsableCommand {
         }
     }
 }
+
+struct LockCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "lock",
+        abstract: "Take (or renew) the exclusive configuration lease on a device; changes need it.",
+        discussion: "The lease expires by itself; `capfleet devices` shows who holds which device.")
+    @OptionGroup var coordinator: CoordinatorOptions
+    @Argument(help: "The device id.") var device: String
+    @Option(name: .customLong("for"), help: "Seconds the lease lasts (default 300, at most 86400).") var seconds: UInt32 = 300
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() throws {
+        let reply = try coordinator.call(.lockDevice(.with { $0.deviceID = device; $0.seconds = seconds })).reply
+        if json {
+            print(FleetTables.json(reply.devices.map { JSONViews.Device($0) }))
+        } else if let info = reply.devices.first {
+            print("\(device): locked for configuration by \(info.leaseHolder) until \(FleetTables.clock(info.leaseExpiresUnixMs))")
+        }
+    }
+}
+
+struct UnlockCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "unlock", abstract: "Give back a device's configuration lease.")
+    @OptionGroup var coordinator: CoordinatorOptions
+    @Argument(help: "The device id.") var device: String
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() throws {
+        let reply = try coordinator.call(.unlockDevice(.with { $0.deviceID = device })).reply
+        if json {
+            print(FleetTables.json(reply.devices.map { JSONViews.Device($0) }))
+        } else {
+            print("\(device): unlocked")
+        }
+    }
+}

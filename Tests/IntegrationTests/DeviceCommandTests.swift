@@ -14,6 +14,12 @@ import Testing
         }
         let deviceID = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
 
+        // Changes need the configuration lease.
+        let unlocked = try fleet.cli(["preset", deviceID, "low"])
+        #expect(unlocked.status != 0 && unlocked.error.contains("capfleet lock"), "\(unlocked.error)")
+        let locked = try fleet.json(["lock", deviceID])
+        #expect(locked.first?["lease_holder"] as? String == "ana")
+
         // A preset: the frames that arrive afterwards have the new layout.
         let preset = try fleet.json(["preset", deviceID, "1280x720"])
         let active = try #require(preset.first?["active_format"] as? [String: Any])
@@ -46,7 +52,7 @@ import Testing
         let audit = try Self.audit(fleet.databasePath)
         #expect(audit.filter { $0 == "device.format/ok" }.count == 2)
         #expect(audit.filter { $0 == "device.frame_rate/ok" }.count == 2)
-        #expect(audit.filter { $0.hasSuffix("/refused") }.count == 2)
+        #expect(audit.filter { $0.hasSuffix("/refused") }.count == 3, "two impossible requests and one without the lease: \(audit)")
     }
 
     @Test func commandToAnOfflineNode_isRefusedAsUnavailable() async throws {
@@ -55,6 +61,7 @@ import Testing
         let agent = try fleet.startAgent("gone")
         try await fleet.waitUntil("the agent is online", seconds: 20) { try fleet.onlineNodeIDs().count == 1 }
         let deviceID = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
+        _ = try fleet.json(["lock", deviceID])
         agent.kill()
         try await fleet.waitUntil("the agent is offline", seconds: 10) { try fleet.onlineNodeIDs().isEmpty }
         let result = try fleet.cli(["preset", deviceID, "low"])
@@ -78,6 +85,7 @@ import Testing
             try fleet.deviceStats().values.contains { ($0["frames_received"] as? Int ?? 0) > 3 }
         }
         let deviceID = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
+        _ = try fleet.json(["lock", deviceID])
         func frameZoom() throws -> (factor: Double, upscaled: Bool) {
             let frame = try fleet.jsonObject(["snapshot", deviceID])
             return (frame["zoom_factor"] as? Double ?? 0, frame["upscaled"] as? Bool ?? false)
@@ -106,5 +114,35 @@ import Testing
 
         let refused = try fleet.cli(["zoom", deviceID, "9"])
         #expect(refused.status != 0 && refused.error.contains("1x-8x"), "\(refused.error)")
+    }
+}
+
+@Suite(.serialized) struct ConfigurationLeaseTests {
+    @Test func lease_isExclusive_namesItsHolder_survivesARestart_andExpires() async throws {
+        let fleet = try FleetHarness()
+        let coordinator = try fleet.startCoordinator()
+        try fleet.startAgent("shared")
+        try await fleet.waitUntil("the agent is online", seconds: 20) { try fleet.onlineNodeIDs().count == 1 }
+        let deviceID = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
+
+        _ = try fleet.json(["lock", deviceID, "--for", "10"], user: "ana")
+        let stolen = try fleet.cli(["lock", deviceID], user: "bo")
+        #expect(stolen.status != 0 && stolen.error.contains("ana"), "the refusal names the holder: \(stolen.error)")
+        let meddling = try fleet.cli(["zoom", deviceID, "2"], user: "bo")
+        #expect(meddling.status != 0 && meddling.error.contains("locked for configuration by ana"), "\(meddling.error)")
+        #expect(try fleet.cli(["unlock", deviceID], user: "bo").status != 0, "only the holder unlocks")
+
+        // Leases are kept in SQLite: a restarted coordinator still knows the holder.
+        coordinator.kill()
+        try fleet.startCoordinator()
+        try await fleet.waitUntil("the agent is back", seconds: 20) { try fleet.onlineNodeIDs().count == 1 }
+        #expect(try fleet.json(["devices"]).first?["lease_holder"] as? String == "ana")
+
+        // It expires by itself, and then someone else may take it.
+        try await fleet.waitUntil("the lease expires", seconds: 20) { try fleet.json(["devices"]).first?["lease_holder"] == nil }
+        #expect(try fleet.json(["lock", deviceID], user: "bo").first?["lease_holder"] as? String == "bo")
+        #expect(try fleet.cli(["unlock", deviceID], user: "bo").status == 0)
+        let audit = try DeviceCommandTests.audit(fleet.databasePath)
+        #expect(audit.contains("lease.expire/ok") && audit.contains("lease.unlock/ok") && audit.contains("lease.lock/refused"), "\(audit)")
     }
 }

@@ -108,8 +108,9 @@ final class FleetHarness: @unchecked Sendable {
     }
 
     /// Runs a CLI command against this fleet's coordinator.
-    func cli(_ arguments: [String], timeout: Double = 3) throws -> (status: Int32, output: String, error: String) {
+    func cli(_ arguments: [String], timeout: Double = 3, user: String = "ana") throws -> (status: Int32, output: String, error: String) {
         let process = Process()
+        process.environment = ProcessInfo.processInfo.environment.merging(["USER": user]) { $1 }
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments = arguments + ["--coordinator", "127.0.0.1:\(operatorPort)", "--timeout", "\(timeout)"]
         let out = Pipe(), err = Pipe()
@@ -123,8 +124,8 @@ final class FleetHarness: @unchecked Sendable {
     }
 
     /// Runs a listing with `--json` and parses it.
-    func json(_ arguments: [String]) throws -> [[String: Any]] {
-        let result = try cli(arguments + ["--json"])
+    func json(_ arguments: [String], user: String = "ana") throws -> [[String: Any]] {
+        let result = try cli(arguments + ["--json"], user: user)
         guard result.status == 0 else { throw HarnessError("capfleet \(arguments.joined(separator: " ")) failed: \(result.error)") }
         guard let parsed = try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [[String: Any]] else {
             throw HarnessError("capfleet \(arguments.joined(separator: " ")) printed no JSON array: \(result.output)")
@@ -132,8 +133,8 @@ final class FleetHarness: @unchecked Sendable {
         return parsed
     }
 
-    func jsonObject(_ arguments: [String]) throws -> [String: Any] {
-        let result = try cli(arguments + ["--json"])
+    func jsonObject(_ arguments: [String], user: String = "ana") throws -> [String: Any] {
+        let result = try cli(arguments + ["--json"], user: user)
         guard result.status == 0 else { throw HarnessError("capfleet \(arguments.joined(separator: " ")) failed: \(result.error)") }
         guard let parsed = try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any] else {
             throw HarnessError("capfleet \(arguments.joined(separator: " ")) printed no JSON object: \(result.output)")

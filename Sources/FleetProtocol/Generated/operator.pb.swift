@@ -114,6 +114,22 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     set {body = .changeZoom(newValue)}
   }
 
+  public var lockDevice: Capfleet_V1_LockDevice {
+    get {
+      if case .lockDevice(let v)? = body {return v}
+      return Capfleet_V1_LockDevice()
+    }
+    set {body = .lockDevice(newValue)}
+  }
+
+  public var unlockDevice: Capfleet_V1_UnlockDevice {
+    get {
+      if case .unlockDevice(let v)? = body {return v}
+      return Capfleet_V1_UnlockDevice()
+    }
+    set {body = .unlockDevice(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Body: Equatable, Sendable {
@@ -127,6 +143,8 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     case changeFormat(Capfleet_V1_ChangeFormat)
     case changeFrameRate(Capfleet_V1_ChangeFrameRate)
     case changeZoom(Capfleet_V1_ChangeZoom)
+    case lockDevice(Capfleet_V1_LockDevice)
+    case unlockDevice(Capfleet_V1_UnlockDevice)
 
   }
 
@@ -212,6 +230,34 @@ public nonisolated struct Capfleet_V1_ChangeZoom: Sendable {
   public var rampRate: Double = 0
 
   public var cancel: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Takes (or renews) the exclusive configuration lease on a device for `seconds`
+/// (default 300). Changes to a device need its lease.
+public nonisolated struct Capfleet_V1_LockDevice: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var deviceID: String = String()
+
+  public var seconds: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_UnlockDevice: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var deviceID: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -402,6 +448,17 @@ public nonisolated struct Capfleet_V1_DeviceInfo: @unchecked Sendable {
     set {_uniqueStorage()._online = newValue}
   }
 
+  /// who holds the configuration lease; empty = nobody
+  public var leaseHolder: String {
+    get {_storage._leaseHolder}
+    set {_uniqueStorage()._leaseHolder = newValue}
+  }
+
+  public var leaseExpiresUnixMs: Int64 {
+    get {_storage._leaseExpiresUnixMs}
+    set {_uniqueStorage()._leaseExpiresUnixMs = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -482,7 +539,7 @@ fileprivate nonisolated let _protobuf_package = "capfleet.v1"
 
 nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{4}\u{8}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{4}\u{8}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -622,6 +679,32 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
           self.body = .changeZoom(v)
         }
       }()
+      case 20: try {
+        var v: Capfleet_V1_LockDevice?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .lockDevice(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .lockDevice(v)
+        }
+      }()
+      case 21: try {
+        var v: Capfleet_V1_UnlockDevice?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .unlockDevice(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .unlockDevice(v)
+        }
+      }()
       default: break
       }
     }
@@ -678,6 +761,14 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
     case .changeZoom?: try {
       guard case .changeZoom(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 19)
+    }()
+    case .lockDevice?: try {
+      guard case .lockDevice(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 20)
+    }()
+    case .unlockDevice?: try {
+      guard case .unlockDevice(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 21)
     }()
     case nil: break
     }
@@ -880,6 +971,71 @@ nonisolated extension Capfleet_V1_ChangeZoom: SwiftProtobuf.Message, SwiftProtob
     if lhs.factor != rhs.factor {return false}
     if lhs.rampRate != rhs.rampRate {return false}
     if lhs.cancel != rhs.cancel {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_LockDevice: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".LockDevice"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{1}seconds\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.seconds) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.deviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 1)
+    }
+    if self.seconds != 0 {
+      try visitor.visitSingularUInt32Field(value: self.seconds, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_LockDevice, rhs: Capfleet_V1_LockDevice) -> Bool {
+    if lhs.deviceID != rhs.deviceID {return false}
+    if lhs.seconds != rhs.seconds {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_UnlockDevice: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".UnlockDevice"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.deviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_UnlockDevice, rhs: Capfleet_V1_UnlockDevice) -> Bool {
+    if lhs.deviceID != rhs.deviceID {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1146,7 +1302,7 @@ nonisolated extension Capfleet_V1_NodeInfo: SwiftProtobuf.Message, SwiftProtobuf
 
 nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}name\0\u{1}driver\0\u{1}kind\0\u{3}active_format\0\u{3}active_frame_rate\0\u{3}format_count\0\u{1}online\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}name\0\u{1}driver\0\u{1}kind\0\u{3}active_format\0\u{3}active_frame_rate\0\u{3}format_count\0\u{1}online\0\u{3}lease_holder\0\u{3}lease_expires_unix_ms\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -1158,6 +1314,8 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
     var _activeFrameRate: Double = 0
     var _formatCount: UInt32 = 0
     var _online: Bool = false
+    var _leaseHolder: String = String()
+    var _leaseExpiresUnixMs: Int64 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -1177,6 +1335,8 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
       _activeFrameRate = source._activeFrameRate
       _formatCount = source._formatCount
       _online = source._online
+      _leaseHolder = source._leaseHolder
+      _leaseExpiresUnixMs = source._leaseExpiresUnixMs
     }
   }
 
@@ -1204,6 +1364,8 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
         case 7: try { try decoder.decodeSingularDoubleField(value: &_storage._activeFrameRate) }()
         case 8: try { try decoder.decodeSingularUInt32Field(value: &_storage._formatCount) }()
         case 9: try { try decoder.decodeSingularBoolField(value: &_storage._online) }()
+        case 10: try { try decoder.decodeSingularStringField(value: &_storage._leaseHolder) }()
+        case 11: try { try decoder.decodeSingularInt64Field(value: &_storage._leaseExpiresUnixMs) }()
         default: break
         }
       }
@@ -1243,6 +1405,12 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
       if _storage._online != false {
         try visitor.visitSingularBoolField(value: _storage._online, fieldNumber: 9)
       }
+      if !_storage._leaseHolder.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._leaseHolder, fieldNumber: 10)
+      }
+      if _storage._leaseExpiresUnixMs != 0 {
+        try visitor.visitSingularInt64Field(value: _storage._leaseExpiresUnixMs, fieldNumber: 11)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -1261,6 +1429,8 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
         if _storage._activeFrameRate != rhs_storage._activeFrameRate {return false}
         if _storage._formatCount != rhs_storage._formatCount {return false}
         if _storage._online != rhs_storage._online {return false}
+        if _storage._leaseHolder != rhs_storage._leaseHolder {return false}
+        if _storage._leaseExpiresUnixMs != rhs_storage._leaseExpiresUnixMs {return false}
         return true
       }
       if !storagesAreEqual {return false}

@@ -1,0 +1,39 @@
+import GRDB
+
+/// A configuration lease as stored: who may change a device, until when.
+public struct LeaseRecord: Codable, Sendable, Hashable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "configurationLease"
+    public var deviceId: String
+    public var holder: String
+    public var acquiredAt: UnixMilliseconds
+    public var expiresAt: UnixMilliseconds
+
+    public init(deviceId: String, holder: String, acquiredAt: UnixMilliseconds, expiresAt: UnixMilliseconds) {
+        self.deviceId = deviceId
+        self.holder = holder
+        self.acquiredAt = acquiredAt
+        self.expiresAt = expiresAt
+    }
+}
+
+extension FleetDatabase {
+    /// Stores a lease and its audit entry in one transaction.
+    public func saveLease(_ lease: LeaseRecord, audit: AuditEntry) async throws(StoreError) {
+        try await write("storing the lease on \(lease.deviceId)") { db in
+            try lease.save(db)
+            _ = try audit.inserted(db)
+        }
+    }
+
+    /// Removes a lease (released or expired) and records why, in one transaction.
+    public func deleteLease(deviceID: String, audit: AuditEntry) async throws(StoreError) {
+        try await write("removing the lease on \(deviceID)") { db in
+            _ = try LeaseRecord.deleteOne(db, key: deviceID)
+            _ = try audit.inserted(db)
+        }
+    }
+
+    public func leases() async throws(StoreError) -> [LeaseRecord] {
+        try await read("reading leases") { db in try LeaseRecord.fetchAll(db) }
+    }
+}

@@ -1,0 +1,57 @@
+import FleetCapture
+import FleetCore
+import Synchronization
+import Testing
+
+@Suite struct SyntheticZoomTests {
+    /// What each frame showed, read on the capture thread so no buffer is held: a test
+    /// delayed by a busy machine must not starve the camera of buffers.
+    final class Observer: Sendable {
+        struct Seen: Sendable {
+            let zoom: Double
+            let leftEdgeLuma: UInt8
+        }
+
+        let seen = Mutex<[Seen]>([])
+
+        func deliver(_ frame: CapturedFrame) {
+            let luma = LumaPlane(base: frame.buffer.storage, pixelFormat: frame.layout.pixelFormat,
+                                 width: frame.layout.width, height: frame.layout.height)!
+            // (0, 100): below the stamp, away from the moving box's row.
+            seen.withLock { $0.append(Seen(zoom: frame.zoomFactor, leftEdgeLuma: luma[0, 100])) }
+        }
+
+        var frames: [Seen] { seen.withLock { $0 } }
+    }
+
+    @Test func syntheticZoom_cropsThePatternAndReportsTheFactorPerFrame() async throws {
+        let camera = SyntheticCamera(deviceID: "syn-zoom-1", name: "Test", frameRate: 30)
+        let observer = Observer()
+        try camera.start { observer.deliver($0) }
+        for _ in 0..<100 where observer.frames.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
+        try camera.zoom(.set(7))
+        for _ in 0..<100 where !observer.frames.contains(where: { $0.zoom == 7 }) { try await Task.sleep(for: .milliseconds(50)) }
+        camera.stop()
+        let unzoomed = try #require(observer.frames.first)
+        let zoomed = try #require(observer.frames.first { $0.zoom != 1 })
+        #expect(unzoomed.zoom == 1 && zoomed.zoom == 7)
+        #expect(unzoomed.leftEdgeLuma == 180, "at 1x the left edge is the white bar")
+        #expect(zoomed.leftEdgeLuma == 112, "at 7x the left edge is the middle (green) bar")
+        #expect(camera.zoomMethod == .deviceControl)
+    }
+
+    @Test func syntheticZoom_rampsFrameByFrameAndRefusesFactorsOutOfRange() async throws {
+        let camera = SyntheticCamera(deviceID: "syn-zoom-2", name: "Test", frameRate: 60)
+        let observer = Observer()
+        #expect(throws: CaptureError.self) { try camera.zoom(.set(9)) }
+        #expect(throws: CaptureError.self) { try camera.zoom(.ramp(to: 0.5, rate: 1)) }
+        try camera.start { observer.deliver($0) }
+        try camera.zoom(.ramp(to: 2, rate: 4))
+        for _ in 0..<200 where observer.frames.last?.zoom != 2 { try await Task.sleep(for: .milliseconds(50)) }
+        camera.stop()
+        let factors = observer.frames.map(\.zoom)
+        #expect(factors.last == 2)
+        #expect(zip(factors, factors.dropFirst()).allSatisfy { $1 >= $0 }, "a zoom-in ramp never goes back")
+        #expect(factors.filter { $0 > 1 && $0 < 2 }.count >= 3, "intermediate factors on successive frames: \(factors)")
+    }
+}
