@@ -8,10 +8,7 @@ import Foundation
 /// agent, records what the agent reports back, and audits the outcome either way.
 extension OperatorHandler {
     func lock(_ query: Capfleet_V1_LockDevice, operator who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
-        guard let device = try await store.device(query.deviceID) else {
-            reply.status = .failure(.notFound, "no device \(query.deviceID); see capfleet devices")
-            return
-        }
+        guard let device = try await existingDevice(query.deviceID, into: &reply) else { return }
         switch try await leases.lock(device.id, by: holder(who), seconds: query.seconds) {
         case .success: try await listDevices(nodeID: device.nodeId, only: device.id, into: &reply)
         case let .failure(refusal): reply.status = .failure(.permissionDenied, refusal.description)
@@ -19,14 +16,20 @@ extension OperatorHandler {
     }
 
     func unlock(_ query: Capfleet_V1_UnlockDevice, operator who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
-        guard let device = try await store.device(query.deviceID) else {
-            reply.status = .failure(.notFound, "no device \(query.deviceID); see capfleet devices")
-            return
-        }
+        guard let device = try await existingDevice(query.deviceID, into: &reply) else { return }
         switch try await leases.unlock(device.id, by: holder(who)) {
         case .success: try await listDevices(nodeID: device.nodeId, only: device.id, into: &reply)
         case let .failure(refusal): reply.status = .failure(.permissionDenied, refusal.description)
         }
+    }
+
+    /// The device, or a NOT_FOUND reply that points at the listing.
+    private func existingDevice(_ deviceID: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) -> DeviceRecord? {
+        guard let device = try await store.device(deviceID) else {
+            reply.status = .failure(.notFound, "no device \(deviceID); see capfleet devices")
+            return nil
+        }
+        return device
     }
 
     private func holder(_ who: String) -> String { who.isEmpty ? "unknown operator" : who }
@@ -40,10 +43,7 @@ extension OperatorHandler {
     }
 
     func changeFormat(_ query: Capfleet_V1_ChangeFormat, operator who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
-        guard let device = try await store.device(query.deviceID) else {
-            reply.status = .failure(.notFound, "no device \(query.deviceID); see capfleet devices")
-            return
-        }
+        guard let device = try await existingDevice(query.deviceID, into: &reply) else { return }
         guard try await leaseAllows(device.id, who, "device.format", into: &reply) else { return }
         let formats = try await store.formats(deviceID: device.id)
         let request: FormatRequest
@@ -77,10 +77,7 @@ extension OperatorHandler {
     }
 
     func changeFrameRate(_ query: Capfleet_V1_ChangeFrameRate, operator who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
-        guard let device = try await store.device(query.deviceID) else {
-            reply.status = .failure(.notFound, "no device \(query.deviceID); see capfleet devices")
-            return
-        }
+        guard let device = try await existingDevice(query.deviceID, into: &reply) else { return }
         guard try await leaseAllows(device.id, who, "device.frame_rate", into: &reply) else { return }
         let formats = try await store.formats(deviceID: device.id)
         guard formats.indices.contains(device.activeFormatPosition) else {
@@ -103,10 +100,7 @@ extension OperatorHandler {
     }
 
     func changeZoom(_ query: Capfleet_V1_ChangeZoom, operator who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
-        guard let device = try await store.device(query.deviceID) else {
-            reply.status = .failure(.notFound, "no device \(query.deviceID); see capfleet devices")
-            return
-        }
+        guard let device = try await existingDevice(query.deviceID, into: &reply) else { return }
         guard try await leaseAllows(device.id, who, "device.zoom", into: &reply) else { return }
         let formats = try await store.formats(deviceID: device.id)
         let maximum = formats.indices.contains(device.activeFormatPosition) ? formats[device.activeFormatPosition].maxZoomFactor : 1
