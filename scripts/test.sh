@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
+# Debian packages (apt-get update + install), Python modules, and a check for Swift.
 scripts/install-deps.sh
 
 echo "== build"
