@@ -2,147 +2,151 @@ import Foundation
 import GRDB
 import Testing
 
-/// Operators steer devices through the coordinator: every change is a command the agent
-/// answers, is visible in listings and in the frames themselves, and is audited.
-@Suite(.serialized) struct DeviceCommandTests {
-    @Test func formatPresetAndFrameRate_changeTheStream_andAreAudited() async throws {
-        let fleet = try FleetHarness()
-        try fleet.startCoordinator()
-        try fleet.startAgent("rig")
-        try await fleet.waitUntil("the camera streams", seconds: 20) {
-            try fleet.deviceStats().values.contains { ($0["frames_received"] as? Int ?? 0) > 3 }
+extension IntegrationTests {
+    /// Operators steer devices through the coordinator: every change is a command the agent
+    /// answers, is visible in listings and in the frames themselves, and is audited.
+    @Suite struct DeviceCommandTests {
+        @Test func formatPresetAndFrameRate_changeTheStream_andAreAudited() async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator()
+            try fleet.startAgent("rig")
+            try await fleet.waitUntil("the camera streams", seconds: 20) {
+                try fleet.deviceStats().values.contains { ($0["frames_received"] as? Int ?? 0) > 3 }
+            }
+            let deviceID = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
+
+            // Changes need the configuration lease.
+            let unlocked = try fleet.cli(["preset", deviceID, "low"])
+            #expect(unlocked.status != 0 && unlocked.error.contains("capfleet lock"), "\(unlocked.error)")
+            let locked = try fleet.json(["lock", deviceID])
+            #expect(locked.first?["lease_holder"] as? String == "ana")
+
+            // A preset: the frames that arrive afterwards have the new layout.
+            let preset = try fleet.json(["preset", deviceID, "1280x720"])
+            let active = try #require(preset.first?["active_format"] as? [String: Any])
+            #expect(active["width"] as? Int == 1280 && active["height"] as? Int == 720 && active["pixel_format"] as? String == "NV12")
+            try await fleet.waitUntil("a 1280x720 NV12 frame arrives", seconds: 10) {
+                let frame = try fleet.jsonObject(["snapshot", deviceID])
+                return frame["width"] as? Int == 1280 && frame["pixel_format"] as? String == "NV12" && frame["payload_size"] as? Int == 1280 * 720 * 3 / 2
+            }
+
+            // Best match and frame rate.
+            let matched = try fleet.json(["format", deviceID, "--size", "1920x1080", "--pixel-format", "yuyv"])
+            #expect((matched.first?["active_format"] as? [String: Any])?["pixel_format"] as? String == "YUYV")
+            let rate = try fleet.json(["frame-rate", deviceID, "24"])
+            #expect(rate.first?["active_frame_rate"] as? Double == 24)
+            let reset = try fleet.json(["frame-rate", deviceID, "default"])
+            #expect(reset.first?["active_frame_rate"] as? Double == 30)
+
+            // Requests the device cannot meet are refused with what it supports.
+            let tooFast = try fleet.cli(["frame-rate", deviceID, "90"])
+            #expect(tooFast.status != 0)
+            #expect(tooFast.error.contains("1-30"), "the refusal lists the active format's ranges: \(tooFast.error)")
+            let noMJPG = try fleet.cli(["format", deviceID, "--pixel-format", "MJPG"])
+            #expect(noMJPG.status != 0 && noMJPG.error.contains("3840x2160 NV12"), "the refusal lists the formats: \(noMJPG.error)")
+            let badPreset = try fleet.cli(["preset", deviceID, "cinema"])
+            #expect(badPreset.status != 0 && badPreset.error.contains("medium"))
+
+            // The coordinator remembers the device's state and who changed it.
+            let devices = try fleet.json(["devices"])
+            #expect(devices.first?["active_frame_rate"] as? Double == 30)
+            let audit = try Self.audit(fleet.databasePath)
+            #expect(audit.filter { $0 == "device.format/ok" }.count == 2)
+            #expect(audit.filter { $0 == "device.frame_rate/ok" }.count == 2)
+            #expect(audit.filter { $0.hasSuffix("/refused") }.count == 3, "two impossible requests and one without the lease: \(audit)")
         }
-        let deviceID = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
 
-        // Changes need the configuration lease.
-        let unlocked = try fleet.cli(["preset", deviceID, "low"])
-        #expect(unlocked.status != 0 && unlocked.error.contains("capfleet lock"), "\(unlocked.error)")
-        let locked = try fleet.json(["lock", deviceID])
-        #expect(locked.first?["lease_holder"] as? String == "ana")
-
-        // A preset: the frames that arrive afterwards have the new layout.
-        let preset = try fleet.json(["preset", deviceID, "1280x720"])
-        let active = try #require(preset.first?["active_format"] as? [String: Any])
-        #expect(active["width"] as? Int == 1280 && active["height"] as? Int == 720 && active["pixel_format"] as? String == "NV12")
-        try await fleet.waitUntil("a 1280x720 NV12 frame arrives", seconds: 10) {
-            let frame = try fleet.jsonObject(["snapshot", deviceID])
-            return frame["width"] as? Int == 1280 && frame["pixel_format"] as? String == "NV12" && frame["payload_size"] as? Int == 1280 * 720 * 3 / 2
+        @Test func commandToAnOfflineNode_isRefusedAsUnavailable() async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator()
+            let agent = try fleet.startAgent("gone")
+            try await fleet.waitUntil("the agent is online", seconds: 20) { try fleet.onlineNodeIDs().count == 1 }
+            let deviceID = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
+            _ = try fleet.json(["lock", deviceID])
+            agent.kill()
+            try await fleet.waitUntil("the agent is offline", seconds: 10) { try fleet.onlineNodeIDs().isEmpty }
+            let result = try fleet.cli(["preset", deviceID, "low"])
+            #expect(result.status != 0)
+            #expect(result.error.contains("offline"))
         }
 
-        // Best match and frame rate.
-        let matched = try fleet.json(["format", deviceID, "--size", "1920x1080", "--pixel-format", "yuyv"])
-        #expect((matched.first?["active_format"] as? [String: Any])?["pixel_format"] as? String == "YUYV")
-        let rate = try fleet.json(["frame-rate", deviceID, "24"])
-        #expect(rate.first?["active_frame_rate"] as? Double == 24)
-        let reset = try fleet.json(["frame-rate", deviceID, "default"])
-        #expect(reset.first?["active_frame_rate"] as? Double == 30)
-
-        // Requests the device cannot meet are refused with what it supports.
-        let tooFast = try fleet.cli(["frame-rate", deviceID, "90"])
-        #expect(tooFast.status != 0)
-        #expect(tooFast.error.contains("1-30"), "the refusal lists the active format's ranges: \(tooFast.error)")
-        let noMJPG = try fleet.cli(["format", deviceID, "--pixel-format", "MJPG"])
-        #expect(noMJPG.status != 0 && noMJPG.error.contains("3840x2160 NV12"), "the refusal lists the formats: \(noMJPG.error)")
-        let badPreset = try fleet.cli(["preset", deviceID, "cinema"])
-        #expect(badPreset.status != 0 && badPreset.error.contains("medium"))
-
-        // The coordinator remembers the device's state and who changed it.
-        let devices = try fleet.json(["devices"])
-        #expect(devices.first?["active_frame_rate"] as? Double == 30)
-        let audit = try Self.audit(fleet.databasePath)
-        #expect(audit.filter { $0 == "device.format/ok" }.count == 2)
-        #expect(audit.filter { $0 == "device.frame_rate/ok" }.count == 2)
-        #expect(audit.filter { $0.hasSuffix("/refused") }.count == 3, "two impossible requests and one without the lease: \(audit)")
+        static func audit(_ path: String) throws -> [String] {
+            try DatabaseQueue(path: path).read { db in
+                try String.fetchAll(db, sql: "SELECT action || '/' || outcome FROM auditLog ORDER BY id")
+            }
+        }
     }
 
-    @Test func commandToAnOfflineNode_isRefusedAsUnavailable() async throws {
-        let fleet = try FleetHarness()
-        try fleet.startCoordinator()
-        let agent = try fleet.startAgent("gone")
-        try await fleet.waitUntil("the agent is online", seconds: 20) { try fleet.onlineNodeIDs().count == 1 }
-        let deviceID = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
-        _ = try fleet.json(["lock", deviceID])
-        agent.kill()
-        try await fleet.waitUntil("the agent is offline", seconds: 10) { try fleet.onlineNodeIDs().isEmpty }
-        let result = try fleet.cli(["preset", deviceID, "low"])
-        #expect(result.status != 0)
-        #expect(result.error.contains("offline"))
-    }
+    @Suite struct ZoomCommandTests {
+        @Test func zoom_setRampAndCancel_showInTheFramesThemselves() async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator()
+            try fleet.startAgent("zoomer", fps: 30)
+            try await fleet.waitUntil("the camera streams", seconds: 20) {
+                try fleet.deviceStats().values.contains { ($0["frames_received"] as? Int ?? 0) > 3 }
+            }
+            let deviceID = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
+            _ = try fleet.json(["lock", deviceID])
+            func frameZoom() throws -> (factor: Double, upscaled: Bool) {
+                let frame = try fleet.jsonObject(["snapshot", deviceID])
+                return (frame["zoom_factor"] as? Double ?? 0, frame["upscaled"] as? Bool ?? false)
+            }
 
-    static func audit(_ path: String) throws -> [String] {
-        try DatabaseQueue(path: path).read { db in
-            try String.fetchAll(db, sql: "SELECT action || '/' || outcome FROM auditLog ORDER BY id")
+            let set = try fleet.jsonObject(["zoom", deviceID, "2"])
+            #expect(set["zoom_factor"] as? Double == 2 && set["zoom_method"] as? String == "deviceControl")
+            try await fleet.waitUntil("frames carry 2x", seconds: 5) { try frameZoom().factor == 2 }
+            #expect(try frameZoom().upscaled == false)
+
+            // 640x480 on a 3840-wide sensor upscales past 6x.
+            _ = try fleet.jsonObject(["zoom", deviceID, "7"])
+            try await fleet.waitUntil("frames carry 7x, flagged as upscaled", seconds: 5) { try frameZoom() == (7, true) }
+
+            _ = try fleet.jsonObject(["zoom", deviceID, "1"])
+            // A slow ramp (doubling every 4 s: 1x to 8x takes 12 s), so a busy machine still
+            // catches it mid-way.
+            _ = try fleet.jsonObject(["zoom", deviceID, "8", "--ramp", "0.25"])
+            try await Task.sleep(for: .milliseconds(700))
+            let during = try frameZoom().factor
+            #expect(during > 1 && during < 8, "mid-ramp the factor is between: \(during)")
+            _ = try fleet.jsonObject(["zoom", deviceID, "--cancel"])
+            try await Task.sleep(for: .milliseconds(500))
+            let stopped = try frameZoom().factor
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(try frameZoom().factor == stopped, "after cancel the zoom holds")
+            #expect(stopped < 8 && stopped >= during)
+
+            let refused = try fleet.cli(["zoom", deviceID, "9"])
+            #expect(refused.status != 0 && refused.error.contains("1x-8x"), "\(refused.error)")
         }
     }
-}
 
-@Suite(.serialized) struct ZoomCommandTests {
-    @Test func zoom_setRampAndCancel_showInTheFramesThemselves() async throws {
-        let fleet = try FleetHarness()
-        try fleet.startCoordinator()
-        try fleet.startAgent("zoomer", fps: 30)
-        try await fleet.waitUntil("the camera streams", seconds: 20) {
-            try fleet.deviceStats().values.contains { ($0["frames_received"] as? Int ?? 0) > 3 }
+    @Suite struct ConfigurationLeaseTests {
+        @Test func lease_isExclusive_namesItsHolder_survivesARestart_andExpires() async throws {
+            let fleet = try FleetHarness()
+            let coordinator = try fleet.startCoordinator()
+            try fleet.startAgent("shared")
+            try await fleet.waitUntil("the agent is online", seconds: 20) { try fleet.onlineNodeIDs().count == 1 }
+            let deviceID = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
+
+            _ = try fleet.json(["lock", deviceID, "--for", "10"], user: "ana")
+            let stolen = try fleet.cli(["lock", deviceID], user: "bo")
+            #expect(stolen.status != 0 && stolen.error.contains("ana"), "the refusal names the holder: \(stolen.error)")
+            let meddling = try fleet.cli(["zoom", deviceID, "2"], user: "bo")
+            #expect(meddling.status != 0 && meddling.error.contains("locked for configuration by ana"), "\(meddling.error)")
+            #expect(try fleet.cli(["unlock", deviceID], user: "bo").status != 0, "only the holder unlocks")
+
+            // Leases are kept in SQLite: a restarted coordinator still knows the holder.
+            coordinator.kill()
+            try fleet.startCoordinator()
+            try await fleet.waitUntil("the agent is back", seconds: 20) { try fleet.onlineNodeIDs().count == 1 }
+            #expect(try fleet.json(["devices"]).first?["lease_holder"] as? String == "ana")
+
+            // It expires by itself, and then someone else may take it.
+            try await fleet.waitUntil("the lease expires", seconds: 20) { try fleet.json(["devices"]).first?["lease_holder"] == nil }
+            #expect(try fleet.json(["lock", deviceID], user: "bo").first?["lease_holder"] as? String == "bo")
+            #expect(try fleet.cli(["unlock", deviceID], user: "bo").status == 0)
+            let audit = try DeviceCommandTests.audit(fleet.databasePath)
+            #expect(audit.contains("lease.expire/ok") && audit.contains("lease.unlock/ok") && audit.contains("lease.lock/refused"), "\(audit)")
         }
-        let deviceID = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
-        _ = try fleet.json(["lock", deviceID])
-        func frameZoom() throws -> (factor: Double, upscaled: Bool) {
-            let frame = try fleet.jsonObject(["snapshot", deviceID])
-            return (frame["zoom_factor"] as? Double ?? 0, frame["upscaled"] as? Bool ?? false)
-        }
-
-        let set = try fleet.jsonObject(["zoom", deviceID, "2"])
-        #expect(set["zoom_factor"] as? Double == 2 && set["zoom_method"] as? String == "deviceControl")
-        try await fleet.waitUntil("frames carry 2x", seconds: 5) { try frameZoom().factor == 2 }
-        #expect(try frameZoom().upscaled == false)
-
-        // 640x480 on a 3840-wide sensor upscales past 6x.
-        _ = try fleet.jsonObject(["zoom", deviceID, "7"])
-        try await fleet.waitUntil("frames carry 7x, flagged as upscaled", seconds: 5) { try frameZoom() == (7, true) }
-
-        _ = try fleet.jsonObject(["zoom", deviceID, "1"])
-        _ = try fleet.jsonObject(["zoom", deviceID, "8", "--ramp", "1"])
-        try await Task.sleep(for: .milliseconds(700))
-        let during = try frameZoom().factor
-        #expect(during > 1 && during < 8, "mid-ramp the factor is between: \(during)")
-        _ = try fleet.jsonObject(["zoom", deviceID, "--cancel"])
-        try await Task.sleep(for: .milliseconds(500))
-        let stopped = try frameZoom().factor
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(try frameZoom().factor == stopped, "after cancel the zoom holds")
-        #expect(stopped < 8 && stopped >= during)
-
-        let refused = try fleet.cli(["zoom", deviceID, "9"])
-        #expect(refused.status != 0 && refused.error.contains("1x-8x"), "\(refused.error)")
-    }
-}
-
-@Suite(.serialized) struct ConfigurationLeaseTests {
-    @Test func lease_isExclusive_namesItsHolder_survivesARestart_andExpires() async throws {
-        let fleet = try FleetHarness()
-        let coordinator = try fleet.startCoordinator()
-        try fleet.startAgent("shared")
-        try await fleet.waitUntil("the agent is online", seconds: 20) { try fleet.onlineNodeIDs().count == 1 }
-        let deviceID = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
-
-        _ = try fleet.json(["lock", deviceID, "--for", "10"], user: "ana")
-        let stolen = try fleet.cli(["lock", deviceID], user: "bo")
-        #expect(stolen.status != 0 && stolen.error.contains("ana"), "the refusal names the holder: \(stolen.error)")
-        let meddling = try fleet.cli(["zoom", deviceID, "2"], user: "bo")
-        #expect(meddling.status != 0 && meddling.error.contains("locked for configuration by ana"), "\(meddling.error)")
-        #expect(try fleet.cli(["unlock", deviceID], user: "bo").status != 0, "only the holder unlocks")
-
-        // Leases are kept in SQLite: a restarted coordinator still knows the holder.
-        coordinator.kill()
-        try fleet.startCoordinator()
-        try await fleet.waitUntil("the agent is back", seconds: 20) { try fleet.onlineNodeIDs().count == 1 }
-        #expect(try fleet.json(["devices"]).first?["lease_holder"] as? String == "ana")
-
-        // It expires by itself, and then someone else may take it.
-        try await fleet.waitUntil("the lease expires", seconds: 20) { try fleet.json(["devices"]).first?["lease_holder"] == nil }
-        #expect(try fleet.json(["lock", deviceID], user: "bo").first?["lease_holder"] as? String == "bo")
-        #expect(try fleet.cli(["unlock", deviceID], user: "bo").status == 0)
-        let audit = try DeviceCommandTests.audit(fleet.databasePath)
-        #expect(audit.contains("lease.expire/ok") && audit.contains("lease.unlock/ok") && audit.contains("lease.lock/refused"), "\(audit)")
     }
 }
