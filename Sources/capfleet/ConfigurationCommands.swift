@@ -119,7 +119,12 @@ struct ZoomDeviceCommand: ParsableCommand {
             $0.rampRate = ramp ?? 0
             $0.cancel = cancel
         })).reply
-        let method = reply.zoomMethod == .unspecified ? "" : " (\(reply.zoomMethod))"
+        let method = switch reply.zoomMethod {
+        case .deviceControl: " (device zoom control)"
+        case .cropSelection: " (driver crop)"
+        case .agentCrop: " (crop and scale in the agent)"
+        default: ""
+        }
         if json {
             struct View: Encodable {
                 var deviceId: String
