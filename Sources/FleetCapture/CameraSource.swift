@@ -8,6 +8,8 @@ public enum CaptureError: Error, CustomStringConvertible, Sendable {
     case ioctlFailed(device: String, call: String, errno: Int32)
     case alreadyStreaming(device: String)
     case unsupportedZoom(device: String, requested: Double, maximum: Double)
+    case unsupportedFocus(device: String, requested: [String], available: String)
+    case unsupportedFrameDurationRange(device: String, reason: String)
 
     public var description: String {
         switch self {
@@ -21,6 +23,10 @@ public enum CaptureError: Error, CustomStringConvertible, Sendable {
             "\(call) failed on device \(device): errno \(errno)"
         case let .unsupportedZoom(device, requested, maximum):
             "device \(device) cannot zoom to \(requested)x; its active format zooms from 1x to \(maximum)x"
+        case let .unsupportedFocus(device, requested, available):
+            "device \(device) does not support \(requested.joined(separator: ", ")); its focus offers: \(available)"
+        case let .unsupportedFrameDurationRange(device, reason):
+            "device \(device) cannot take that frame duration range: \(reason)"
         case let .alreadyStreaming(device):
             "device \(device) is already streaming; stop it first"
         }
@@ -76,20 +82,64 @@ public struct CapturedFrame: Sendable {
 public protocol CameraSource: AnyObject, Sendable {
     var device: DeviceDescription { get }
     var activeFormatIndex: Int { get }
-    var activeFrameRate: Double { get }
+    /// The active frame rates: max is 1 / minimum frame duration (the rate it runs at),
+    /// min is 1 / maximum frame duration (how far it may slow down, e.g. for exposure).
+    var activeFrameRateRange: FrameRateRange { get }
     /// Frames the source had to skip because every buffer was still in use downstream.
     var outOfBufferDrops: UInt64 { get }
+    /// Why the source is not delivering frames now, or nil while it is (or is stopped on purpose).
+    var interruption: Interruption? { get }
 
-    func start(deliver: @escaping @Sendable (CapturedFrame) -> Void) throws(CaptureError)
+    /// Starts capturing. `onInterruption` is called on the source's thread when an
+    /// interruption begins (with it) and when capture resumes by itself (with nil).
+    func start(deliver: @escaping @Sendable (CapturedFrame) -> Void,
+               onInterruption: @escaping @Sendable (Interruption?) -> Void) throws(CaptureError)
     func stop()
     func setActiveFormat(index: Int) throws(CaptureError)
-    func setFrameRate(_ framesPerSecond: Double) throws(CaptureError)
+    /// Sets the minimum and maximum frame duration, given as the rates they allow.
+    func setFrameRateRange(_ range: FrameRateRange) throws(CaptureError)
 
     /// How this source zooms; nil when it cannot.
     var zoomMethod: ZoomMethod? { get }
     var zoomFactor: Double { get }
     /// Applied frame by frame from the next frame on.
     func zoom(_ command: ZoomCommand) throws(CaptureError)
+
+    /// Where focus is now; nil for devices without focus.
+    var focus: FocusState? { get }
+    func focus(_ request: FocusRequest) throws(CaptureError)
+}
+
+extension CameraSource {
+    public var activeFrameRate: Double { activeFrameRateRange.maxFramesPerSecond }
+
+    /// A fixed rate: minimum and maximum frame duration equal.
+    public func setFrameRate(_ framesPerSecond: Double) throws(CaptureError) {
+        try setFrameRateRange(FrameRateRange(min: framesPerSecond, max: framesPerSecond))
+    }
+
+    public func start(deliver: @escaping @Sendable (CapturedFrame) -> Void) throws(CaptureError) {
+        try start(deliver: deliver, onInterruption: { _ in })
+    }
+
+    /// Refuses a focus request the device cannot do as a whole, naming what it has.
+    public func checkFocus(_ request: FocusRequest) throws(CaptureError) {
+        let problems = request.problems(on: device.focus)
+        guard problems.isEmpty else {
+            throw .unsupportedFocus(device: device.deviceID, requested: problems, available: device.focus.summary)
+        }
+    }
+
+    /// Refuses a frame rate range the active format cannot run.
+    func checkFrameRateRange(_ range: FrameRateRange) throws(CaptureError) {
+        let format = device.formats[activeFormatIndex]
+        guard range.minFramesPerSecond > 0, range.minFramesPerSecond <= range.maxFramesPerSecond + 1e-9 else {
+            throw .unsupportedFrameDurationRange(device: device.deviceID, reason: "the minimum rate must be positive and at most the maximum")
+        }
+        for fps in [range.minFramesPerSecond, range.maxFramesPerSecond] where !format.supports(framesPerSecond: fps) {
+            throw .unsupportedFrameRate(device: device.deviceID, requested: fps, format: format.label)
+        }
+    }
 }
 
 /// How a source zooms, in order of preference.

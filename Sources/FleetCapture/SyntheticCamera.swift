@@ -13,7 +13,11 @@ public final class SyntheticCamera: CameraSource {
     private struct Configuration {
         var formatIndex: Int
         var frameRate: Double
+        /// The slowest rate allowed (1 / maximum frame duration); the synthetic scene is
+        /// always bright enough to run at `frameRate`.
+        var minimumFrameRate: Double
         var zoom: ZoomRamp
+        var lens = SimulatedLens()
         var generation = 0  // bumped on format or rate changes so the capture thread re-reads them
     }
 
@@ -25,10 +29,11 @@ public final class SyntheticCamera: CameraSource {
     public init(deviceID: String, name: String, initialFormat: (width: Int, height: Int, pixelFormat: PixelFormat)? = nil,
                 frameRate: Double = 15, bufferCount: Int = 4) {
         let formats = Self.formatList
-        device = DeviceDescription(deviceID: deviceID, name: name, driver: "capfleet-synthetic", kind: .synthetic, formats: formats)
+        device = DeviceDescription(deviceID: deviceID, name: name, driver: "capfleet-synthetic", kind: .synthetic, formats: formats,
+                                   focus: SimulatedLens.capabilities)
         let wanted = initialFormat ?? (640, 480, .yuyv)
         let index = formats.firstIndex { $0.width == wanted.width && $0.height == wanted.height && $0.pixelFormat == wanted.pixelFormat && !$0.isBinned } ?? 0
-        configuration = Mutex(Configuration(formatIndex: index, frameRate: frameRate, zoom: ZoomRamp(maximumFactor: formats[index].maxZoomFactor)))
+        configuration = Mutex(Configuration(formatIndex: index, frameRate: frameRate, minimumFrameRate: frameRate, zoom: ZoomRamp(maximumFactor: formats[index].maxZoomFactor)))
         self.bufferCount = bufferCount
     }
 
@@ -52,7 +57,17 @@ public final class SyntheticCamera: CameraSource {
     }()
 
     public var activeFormatIndex: Int { configuration.withLock { $0.formatIndex } }
-    public var activeFrameRate: Double { configuration.withLock { $0.frameRate } }
+    public var activeFrameRateRange: FrameRateRange {
+        configuration.withLock { FrameRateRange(min: $0.minimumFrameRate, max: $0.frameRate) }
+    }
+    /// A synthetic camera is never interrupted by its device.
+    public var interruption: Interruption? { nil }
+    public var focus: FocusState? { configuration.withLock { $0.lens.state } }
+
+    public func focus(_ request: FocusRequest) throws(CaptureError) {
+        try checkFocus(request)
+        configuration.withLock { $0.lens.apply(request) }
+    }
     public var outOfBufferDrops: UInt64 { outOfBuffers.load(ordering: .relaxed) }
 
     /// The synthetic sensor zooms by cropping its own pattern: its "device control".
@@ -89,22 +104,24 @@ public final class SyntheticCamera: CameraSource {
             if !format.supports(framesPerSecond: config.frameRate) {
                 config.frameRate = min(max(config.frameRate, format.frameRateRanges[0].minFramesPerSecond), format.maxFramesPerSecond)
             }
+            if !format.supports(framesPerSecond: config.minimumFrameRate) || config.minimumFrameRate > config.frameRate {
+                config.minimumFrameRate = config.frameRate
+            }
             config.generation += 1
         }
     }
 
-    public func setFrameRate(_ framesPerSecond: Double) throws(CaptureError) {
-        let format = device.formats[activeFormatIndex]
-        guard format.supports(framesPerSecond: framesPerSecond) else {
-            throw .unsupportedFrameRate(device: device.deviceID, requested: framesPerSecond, format: format.label)
-        }
+    public func setFrameRateRange(_ range: FrameRateRange) throws(CaptureError) {
+        try checkFrameRateRange(range)
         configuration.withLock {
-            $0.frameRate = framesPerSecond
+            $0.frameRate = range.maxFramesPerSecond
+            $0.minimumFrameRate = range.minFramesPerSecond
             $0.generation += 1
         }
     }
 
-    public func start(deliver: @escaping @Sendable (CapturedFrame) -> Void) throws(CaptureError) {
+    public func start(deliver: @escaping @Sendable (CapturedFrame) -> Void,
+                      onInterruption: @escaping @Sendable (Interruption?) -> Void) throws(CaptureError) {
         guard !running.exchange(true, ordering: .acquiringAndReleasing) else { throw .alreadyStreaming(device: device.deviceID) }
         let thread = Thread { [self] in
             captureLoop(deliver: deliver)
@@ -150,7 +167,10 @@ public final class SyntheticCamera: CameraSource {
                 deadline += missed * period
             }
             sequence += 1
-            let zoom = configuration.withLock { $0.zoom.advance(to: now) }
+            let zoom = configuration.withLock { config in
+                config.lens.advance(to: now)
+                return config.zoom.advance(to: now)
+            }
             guard renderer != nil, let buffer = pool?.take() else {
                 outOfBuffers.add(1, ordering: .relaxed)
                 continue

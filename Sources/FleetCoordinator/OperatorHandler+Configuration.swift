@@ -85,9 +85,7 @@ extension OperatorHandler {
             return
         }
         let active = formats[device.activeFormatPosition]
-        // The format's default: its highest rate up to 30 fps, the usual video rate.
-        let fps = query.framesPerSecond > 0 ? query.framesPerSecond
-            : active.frameRateRanges.map { min($0.maxFramesPerSecond, max($0.minFramesPerSecond, 30)) }.max() ?? 30
+        let fps = query.framesPerSecond > 0 ? query.framesPerSecond : FormatSelector.defaultFrameRate(of: active)
         guard active.supports(framesPerSecond: fps) else {
             let ranges = active.frameRateRanges.map { "\(VideoFormat.trim($0.minFramesPerSecond))-\(VideoFormat.trim($0.maxFramesPerSecond))" }
             let detail = "\(VideoFormat.trim(fps)) fps is outside the active format \(active.label); its ranges: \(ranges.joined(separator: ", ")) fps"

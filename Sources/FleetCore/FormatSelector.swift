@@ -89,3 +89,10 @@ public enum FormatSelector {
         }
     }
 }
+
+extension FormatSelector {
+    /// A format's default rate: its highest rate up to 30 fps, the usual video rate.
+    public static func defaultFrameRate(of format: VideoFormat) -> Double {
+        format.frameRateRanges.map { min($0.maxFramesPerSecond, max($0.minFramesPerSecond, 30)) }.max() ?? 30
+    }
+}

@@ -13,42 +13,56 @@ public struct PixelFormat: Hashable, Sendable, CustomStringConvertible {
     public var description: String { fourCC }
 
     /// The V4L2 fourcc code (little-endian packing of the four characters).
+    /// Big-endian variants (bit 31 set in V4L2) carry a "-BE" suffix, as v4l2-ctl prints them.
     public var v4l2Code: UInt32 {
         var code: UInt32 = 0
-        for (shift, byte) in fourCC.utf8.prefix(4).enumerated() { code |= UInt32(byte) << (8 * UInt32(shift)) }
-        return code
+        let bigEndian = fourCC.hasSuffix("-BE")
+        let characters = bigEndian ? String(fourCC.dropLast(3)) : fourCC
+        for (shift, byte) in (characters + "    ").utf8.prefix(4).enumerated() { code |= UInt32(byte) << (8 * UInt32(shift)) }
+        return bigEndian ? code | (1 << 31) : code
     }
 
     public init(v4l2Code code: UInt32) {
-        let bytes = (0..<4).map { UInt8((code >> (8 * UInt32($0))) & 0xff) }
-        self.fourCC = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: " \0")
+        let bigEndian = code & (1 << 31) != 0
+        let bytes = (0..<4).map { UInt8((code & 0x7fff_ffff) >> (8 * UInt32($0)) & 0xff) }
+        let characters = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: " \0")
+        self.fourCC = bigEndian ? characters + "-BE" : characters
     }
 
     public var isCompressed: Bool { self == .mjpeg || fourCC == "JPEG" || fourCC == "H264" }
 
-    /// Exact payload size of one uncompressed frame, or nil for compressed formats whose
-    /// size varies per frame (see `maximumPayloadBytes`).
+    /// Bytes per pixel of packed single-plane formats the fleet knows.
+    private static let packedBytesPerPixel: [String: Int] = [
+        "GREY": 1, "Y8": 1, "RGB1": 1, "BA81": 1, "GBRG": 1, "GRBG": 1, "RGGB": 1,
+        "YUYV": 2, "UYVY": 2, "YVYU": 2, "VYUY": 2, "Y16": 2, "Y10": 2, "Y12": 2, "RGBP": 2, "RGBR": 2,
+        "RGBO": 2, "RGBQ": 2, "AR12": 2, "XR12": 2, "AR15": 2, "XR15": 2, "RGB4": 4, "BGR4": 4, "Y16-BE": 2,
+        "RGB3": 3, "BGR3": 3, "HSV3": 3, "AR24": 4, "XR24": 4, "BA24": 4, "BX24": 4, "RA24": 4, "RX24": 4,
+        "AB24": 4, "XB24": 4, "HSV4": 4, "AYUV": 4, "XYUV": 4, "VUYA": 4, "VUYX": 4, "YUV4": 4,
+    ]
+
+    /// Planar and semi-planar 4:2:0 formats: a full-size luma plane plus half-size chroma.
+    private static let fourTwoZero: Set<String> = ["NV12", "NV21", "YU12", "YV12"]
+    /// Semi-planar 4:2:2: luma plus full-height, half-width chroma pairs.
+    private static let fourTwoTwoPlanar: Set<String> = ["NV16", "NV61", "422P"]
+
+    /// Exact payload size of one uncompressed frame, or nil for compressed or unknown
+    /// formats whose size the fleet cannot predict (see `maximumPayloadBytes`).
     public func frameByteCount(width: Int, height: Int) -> Int? {
-        switch self {
-        case .yuyv: width * height * 2
-        case .nv12: width * height + 2 * ((width + 1) / 2) * ((height + 1) / 2)
-        case .grey: width * height
-        default: nil
-        }
+        if Self.fourTwoZero.contains(fourCC) { return width * height + 2 * ((width + 1) / 2) * ((height + 1) / 2) }
+        if Self.fourTwoTwoPlanar.contains(fourCC) { return width * height * 2 }
+        if fourCC == "NV24" || fourCC == "NV42" { return width * height * 3 }
+        return Self.packedBytesPerPixel[fourCC].map { width * height * $0 }
     }
 
-    /// Upper bound of one frame's payload: exact for raw formats; for compressed formats
-    /// the raw 4:2:2 size, which a sane encoder never exceeds.
+    /// Upper bound of one frame's payload: exact for known raw formats; otherwise four bytes
+    /// a pixel, which no raw format of a camera exceeds and no sane encoder either.
     public func maximumPayloadBytes(width: Int, height: Int) -> Int {
-        frameByteCount(width: width, height: height) ?? width * height * 2 + 4096
+        frameByteCount(width: width, height: height) ?? width * height * 4 + 4096
     }
 
     /// Bytes per line of the first plane for raw formats.
     public func bytesPerLine(width: Int) -> Int {
-        switch self {
-        case .yuyv: width * 2
-        default: width
-        }
+        width * (Self.packedBytesPerPixel[fourCC] ?? 1)
     }
 }
 

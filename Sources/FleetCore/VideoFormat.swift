@@ -68,7 +68,8 @@ public enum SourceKind: String, Sendable, Codable {
     case v4l2
 }
 
-/// A camera as an agent knows it: stable identity plus the full format list.
+/// A camera as an agent knows it: stable identity plus the full format list and what
+/// the device can be told to do.
 public struct DeviceDescription: Hashable, Sendable {
     /// Stable across reboots and re-plugging; never `/dev/videoN`.
     public var deviceID: String
@@ -76,12 +77,27 @@ public struct DeviceDescription: Hashable, Sendable {
     public var driver: String
     public var kind: SourceKind
     public var formats: [VideoFormat]
+    /// The driver's controls (empty for sources without any).
+    public var controls: [DeviceControl]
+    public var crop: CropCapabilities?
+    public var focus: FocusCapabilities
+    /// Where the device is now, e.g. `/dev/video0`: informational, it may change on re-plugging.
+    public var devicePath: String?
+    /// What the stable id was derived from: "by-id", "by-path", "bus-info" or "synthetic".
+    public var identitySource: String
 
-    public init(deviceID: String, name: String, driver: String, kind: SourceKind, formats: [VideoFormat]) {
+    public init(deviceID: String, name: String, driver: String, kind: SourceKind, formats: [VideoFormat],
+                controls: [DeviceControl] = [], crop: CropCapabilities? = nil, focus: FocusCapabilities = .none,
+                devicePath: String? = nil, identitySource: String = "synthetic") {
         self.deviceID = deviceID
         self.name = name
         self.driver = driver
         self.kind = kind
         self.formats = formats
+        self.controls = controls
+        self.crop = crop
+        self.focus = focus
+        self.devicePath = devicePath
+        self.identitySource = identitySource
     }
 }

@@ -1,0 +1,72 @@
+import CV4L2
+import Glibc
+
+/// A failed V4L2 call, naming the call, the device node and what the user can do.
+public struct V4L2Error: Error, CustomStringConvertible, Sendable, Equatable {
+    public let call: String
+    public let path: String
+    public let errno: Int32
+
+    public init(call: String, path: String, errno: Int32) {
+        self.call = call
+        self.path = path
+        self.errno = errno
+    }
+
+    public var description: String {
+        "\(call) on \(path) failed: \(String(cString: strerror(errno))) (errno \(errno))\(hint)"
+    }
+
+    /// The device is gone (unplugged, or the driver unbound it).
+    public var isDisconnect: Bool { errno == ENODEV || errno == ENXIO || errno == ENOENT }
+    /// Another program holds the device.
+    public var isBusy: Bool { errno == EBUSY }
+
+    private var hint: String {
+        switch errno {
+        case EBUSY: "; another program is using the camera: close it, and capture resumes by itself"
+        case ENODEV, ENXIO: "; the camera was unplugged: capture resumes when it is back"
+        case ENOENT: "; there is no such device node: check the path, or whether the camera is plugged in"
+        case EACCES, EPERM: "; permission denied: add the agent's user to the 'video' group"
+        default: ""
+        }
+    }
+}
+
+/// An open V4L2 device node. Every ioctl goes through `ioctl(_:_:_:)`, which retries
+/// EINTR and turns failures into `V4L2Error`. Not thread-safe: its owner serialises use.
+final class V4L2Handle {
+    let path: String
+    let fd: Int32
+
+    init(path: String) throws(V4L2Error) {
+        let fd = capfleet_v4l2_open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { throw V4L2Error(call: "open", path: path, errno: Glibc.errno) }
+        self.path = path
+        self.fd = fd
+    }
+
+    deinit { _ = capfleet_v4l2_close(fd) }
+
+    func ioctl<Argument>(_ request: UInt, _ argument: inout Argument, _ call: String) throws(V4L2Error) {
+        if let error = attempt(request, &argument) { throw V4L2Error(call: call, path: path, errno: error) }
+    }
+
+    /// Runs an ioctl and returns errno on failure (EINTR retried), for calls where
+    /// failure is an answer (end of an enumeration, an unsupported query).
+    func attempt<Argument>(_ request: UInt, _ argument: inout Argument) -> Int32? {
+        while true {
+            let result = withUnsafeMutablePointer(to: &argument) { capfleet_v4l2_ioctl(fd, request, $0) }
+            if result >= 0 { return nil }
+            let error = Glibc.errno
+            if error != EINTR { return error }
+        }
+    }
+}
+
+/// Reads a fixed-size, NUL-padded C string field (a Swift tuple of bytes).
+func fixedString<T>(_ field: T) -> String {
+    withUnsafeBytes(of: field) { raw in
+        String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+    }
+}
