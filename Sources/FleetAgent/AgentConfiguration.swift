@@ -9,14 +9,25 @@ public struct AgentConfiguration: Sendable {
     public var nodeName: String?
     /// Where the agent keeps its identity between runs.
     public var stateDirectory: String
-    public var syntheticCameraCount: Int
+    /// Synthetic cameras to run; nil means one if the host has no real camera.
+    public var syntheticCameraCount: Int?
+    /// V4L2 devices to use, by path (/dev/video0, /dev/v4l/by-id/...) or stable id.
+    public var devices: [String]
+    /// Also use every capture device found under /dev (when `devices` is empty).
+    public var discoverDevices: Bool
+    /// mmap buffers per V4L2 device.
+    public var bufferCount: Int
+    /// V4L2 devices' starting format and rate; nil keeps what the device has.
+    public var deviceFormat: (width: Int, height: Int, pixelFormat: PixelFormat)?
+    public var deviceFrameRate: Double?
     public var syntheticFormat: (width: Int, height: Int, pixelFormat: PixelFormat)
     public var syntheticFrameRate: Double
     /// Frames waiting to be sent, all devices together, before newer frames are dropped as late.
     public var sendQueueCapacity: Int
 
     public init(coordinatorHost: String = "127.0.0.1", controlPort: UInt16 = WireDefaults.controlPort, nodeName: String? = nil,
-                stateDirectory: String, syntheticCameraCount: Int = 1,
+                stateDirectory: String, syntheticCameraCount: Int? = 1, devices: [String] = [], discoverDevices: Bool = false,
+                bufferCount: Int = 4, deviceFormat: (width: Int, height: Int, pixelFormat: PixelFormat)? = nil, deviceFrameRate: Double? = nil,
                 syntheticFormat: (width: Int, height: Int, pixelFormat: PixelFormat) = (640, 480, .yuyv),
                 syntheticFrameRate: Double = 15, sendQueueCapacity: Int = 4) {
         self.coordinatorHost = coordinatorHost
@@ -24,6 +35,11 @@ public struct AgentConfiguration: Sendable {
         self.nodeName = nodeName
         self.stateDirectory = stateDirectory
         self.syntheticCameraCount = syntheticCameraCount
+        self.devices = devices
+        self.discoverDevices = discoverDevices
+        self.bufferCount = bufferCount
+        self.deviceFormat = deviceFormat
+        self.deviceFrameRate = deviceFrameRate
         self.syntheticFormat = syntheticFormat
         self.syntheticFrameRate = syntheticFrameRate
         self.sendQueueCapacity = sendQueueCapacity

@@ -16,6 +16,8 @@ public final class AgentService: Service, Sendable {
     private let identity: NodeIdentity
     private let sources: [CameraStream]
     private let logger: Logger
+    /// Set once in run(); capture threads post device events through it.
+    private let control = Mutex<ControlChannel?>(nil)
 
     public init(configuration: AgentConfiguration, logger: Logger) throws {
         self.configuration = configuration
@@ -23,13 +25,7 @@ public final class AgentService: Service, Sendable {
         var logger = logger
         logger[metadataKey: "node.id"] = "\(identity.nodeID)"
         self.logger = logger
-        let shortID = identity.nodeID.replacingOccurrences(of: "node-", with: "").prefix(8)
-        sources = (0..<configuration.syntheticCameraCount).map { index in
-            CameraStream(source: SyntheticCamera(
-                deviceID: "syn-\(shortID)-\(index + 1)", name: "Synthetic camera \(index + 1)",
-                initialFormat: configuration.syntheticFormat, frameRate: configuration.syntheticFrameRate))
-        }
-        guard !sources.isEmpty else { throw AgentError.noCameras }
+        sources = try CameraInventory.sources(for: configuration, nodeID: identity.nodeID, logger: logger).map(CameraStream.init(source:))
     }
 
     public var nodeID: String { identity.nodeID }
@@ -39,7 +35,10 @@ public final class AgentService: Service, Sendable {
         let publisher = try FramePublisher(context: context, capacity: configuration.sendQueueCapacity, logger: logger)
         let handlers = ControlHandlers(
             hello: { [self] in hello() },
-            status: { [self] in status(publisher: publisher) },
+            status: { [self] in
+                evaluateDropRecovery()
+                return status(publisher: publisher)
+            },
             command: { [self] command in execute(command) },
             registered: { [self] port in
                 publisher.connect(to: configuration.ingestEndpoint(port: port))
@@ -47,6 +46,7 @@ public final class AgentService: Service, Sendable {
             })
         let control = try ControlChannel(context: context, endpoint: configuration.controlEndpoint, nodeID: identity.nodeID,
                                          handlers: handlers, logger: logger)
+        self.control.withLock { $0 = control }
         logger.info("agent started", metadata: ["coordinator": "\(configuration.controlEndpoint)", "devices": "\(sources.count)"])
 
         try? await gracefulShutdown()
@@ -75,15 +75,11 @@ public final class AgentService: Service, Sendable {
             $0.bootMonotonicNs = MonotonicTime.now()
             $0.devices = sources.map { stream in
                 let source = stream.source
-                return .with {
-                    $0.deviceID = source.device.deviceID
-                    $0.name = source.device.name
-                    $0.driver = source.device.driver
-                    $0.kind = source.device.kind.wire
-                    $0.formats = source.device.formats.map(\.wire)
-                    $0.activeFormatIndex = UInt32(source.activeFormatIndex)
-                    $0.activeFrameRate = source.activeFrameRate
-                }
+                var descriptor = source.device.wire
+                descriptor.activeFormatIndex = UInt32(source.activeFormatIndex)
+                descriptor.activeFrameRate = source.activeFrameRate
+                descriptor.activeMinFrameRate = source.activeFrameRateRange.minFramesPerSecond
+                return descriptor
             }
         }
     }
@@ -91,16 +87,29 @@ public final class AgentService: Service, Sendable {
     private func status(publisher: FramePublisher) -> Capfleet_V1_AgentStatus {
         .with {
             $0.nodeID = identity.nodeID
-            $0.devices = sources.map(\.statistics.wire)
+            $0.devices = sources.map(\.counters)
             $0.sendQueueDepth = UInt32(publisher.queueDepth)
             $0.sendQueueCapacity = UInt32(publisher.queueCapacity)
+        }
+    }
+
+    /// Once a second (with the status report): lets each device's opt-in drop recovery act.
+    private func evaluateDropRecovery() {
+        for stream in sources {
+            guard let event = stream.evaluateDropRecovery() else { continue }
+            logger.notice("policy acted", metadata: ["device.id": "\(event.deviceID)", "detail": "\(event.message)"])
+            control.withLock { $0 }?.post(event)
         }
     }
 
     private func startStreaming(publisher: FramePublisher) {
         for stream in sources where !stream.statistics.streaming.load(ordering: .acquiring) {
             do {
-                try stream.start(nodeID: identity.nodeID, publisher: publisher)
+                try stream.start(nodeID: identity.nodeID, publisher: publisher) { [self] event in
+                    logger.notice("device event", metadata: ["device.id": "\(event.deviceID)", "event": "\(event.kind)",
+                                                            "detail": "\(event.interruption.message)\(event.message)"])
+                    control.withLock { $0 }?.post(event)
+                }
                 logger.info("streaming", metadata: ["device.id": "\(stream.source.device.deviceID)"])
             } catch {
                 logger.error("cannot start the device", metadata: ["device.id": "\(stream.source.device.deviceID)", "error": "\(error)"])
@@ -120,8 +129,11 @@ public final class AgentService: Service, Sendable {
         reply.status = apply(command, to: stream)
         reply.activeFormatIndex = UInt32(stream.source.activeFormatIndex)
         reply.activeFrameRate = stream.source.activeFrameRate
+        reply.activeMinFrameRate = stream.source.activeFrameRateRange.minFramesPerSecond
         reply.zoomFactor = stream.source.zoomFactor
         reply.zoomMethod = stream.source.zoomMethod?.wire ?? .unspecified
+        if let focus = stream.source.focus { reply.focus = focus.wire }
+        reply.dropRecovery = stream.dropRecoveryPolicy.wire
         return reply
     }
 
@@ -131,7 +143,13 @@ public final class AgentService: Service, Sendable {
             case let .setActiveFormat(request)?:
                 try stream.source.setActiveFormat(index: Int(request.formatIndex))
             case let .setFrameRate(request)?:
-                try stream.source.setFrameRate(request.framesPerSecond)
+                let slowest = request.minFramesPerSecond > 0 ? request.minFramesPerSecond : request.framesPerSecond
+                try stream.source.setFrameRateRange(FrameRateRange(min: slowest, max: request.framesPerSecond))
+                stream.operatorChangedRate()
+            case let .setFocus(request)?:
+                try stream.source.focus(FocusRequest(wire: request))
+            case let .setDropRecovery(request)?:
+                stream.setDropRecovery(DropRecoveryPolicy(wire: request.policy))
             case let .setZoom(request)?:
                 guard stream.source.zoomMethod != nil else {
                     return .failure(.unsupported, "device \(command.deviceID) cannot zoom")
@@ -149,37 +167,3 @@ public final class AgentService: Service, Sendable {
     }
 }
 
-/// A source together with its counters and the per-frame bookkeeping done on its thread.
-final class CameraStream: Sendable {
-    let source: any CameraSource
-    let statistics: DeviceStatistics
-    private let gaps = Mutex(SequenceGapDetector())
-
-    init(source: any CameraSource) {
-        self.source = source
-        self.statistics = DeviceStatistics(deviceID: source.device.deviceID, outOfBuffers: { [source] in source.outOfBufferDrops })
-    }
-
-    func start(nodeID: String, publisher: FramePublisher) throws(CaptureError) {
-        let synthetic = source.device.kind == .synthetic
-        try source.start { [self] frame in
-            statistics.framesCaptured.add(1, ordering: .relaxed)
-            let skipped = gaps.withLock { $0.observe(frame.sequence) }
-            if skipped > 0 { statistics.discontinuity.add(skipped, ordering: .relaxed) }
-            var flags = synthetic ? UInt32(Capfleet_V1_FrameFlag.synthetic.rawValue) : 0
-            if let threshold = source.device.formats[source.activeFormatIndex].upscaleThresholdZoomFactor, frame.zoomFactor > threshold + 1e-9 {
-                flags |= UInt32(Capfleet_V1_FrameFlag.upscaled.rawValue)
-            }
-            var header = Capfleet_V1_FrameHeader(capturing: frame, nodeID: nodeID, deviceID: source.device.deviceID,
-                                                 flags: flags, drops: statistics.drops)
-            header.zoomMethod = source.zoomMethod?.wire ?? .unspecified
-            publisher.submit(frame, header: header, statistics: statistics)
-        }
-        statistics.streaming.store(true, ordering: .releasing)
-    }
-
-    func stop() {
-        source.stop()
-        statistics.streaming.store(false, ordering: .releasing)
-    }
-}

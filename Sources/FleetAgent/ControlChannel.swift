@@ -3,6 +3,7 @@ import FleetBus
 import FleetCore
 import FleetProtocol
 import Logging
+import Synchronization
 
 /// What the control channel asks of the rest of the agent. Called on the control thread.
 struct ControlHandlers: Sendable {
@@ -16,10 +17,12 @@ struct ControlHandlers: Sendable {
 /// dialog's rules live in `AgentLink`; this performs its directives.
 final class ControlChannel: Sendable {
     private let loop: SocketLoop
+    private let outbox: DeviceEventOutbox
 
     init(context: ZMQContext, endpoint: String, nodeID: String, handlers: ControlHandlers, logger: Logger) throws(ZMQError) {
         loop = SocketLoop(name: "control")
-        let driver = try LinkDriver(context: context, endpoint: endpoint, nodeID: nodeID, handlers: handlers, logger: logger)
+        outbox = DeviceEventOutbox()
+        let driver = try LinkDriver(context: context, endpoint: endpoint, nodeID: nodeID, handlers: handlers, outbox: outbox, logger: logger)
         let dealer = loop.add(driver.current) { socket in driver.drain(socket) }
         driver.socketID = dealer
         loop.every(nanoseconds: 50_000_000) { sockets in driver.tick(sockets) }
@@ -27,6 +30,30 @@ final class ControlChannel: Sendable {
     }
 
     func stop() { loop.stop() }
+
+    /// Queues a device event (from any thread); the control thread sends it within 50 ms.
+    func post(_ event: Capfleet_V1_DeviceEvent) { outbox.post(event) }
+}
+
+/// Device events waiting for the control thread, which alone may use the socket. Bounded:
+/// the status report carries the same state, so dropping the oldest loses no truth.
+final class DeviceEventOutbox: Sendable {
+    private let events = Mutex<[Capfleet_V1_DeviceEvent]>([])
+    static let capacity = 64
+
+    func post(_ event: Capfleet_V1_DeviceEvent) {
+        events.withLock { queue in
+            if queue.count >= Self.capacity { queue.removeFirst() }
+            queue.append(event)
+        }
+    }
+
+    func takeAll() -> [Capfleet_V1_DeviceEvent] {
+        events.withLock { queue in
+            defer { queue.removeAll() }
+            return queue
+        }
+    }
 }
 
 /// Loop-thread state of the control channel; never leaves that thread.
@@ -35,13 +62,16 @@ private final class LinkDriver {
     let endpoint: String
     let nodeID: String
     let handlers: ControlHandlers
+    let outbox: DeviceEventOutbox
     let logger: Logger
     var link: AgentLink
     var socketID: SocketLoop.SocketID?
     var current: ZMQSocket
     var reportedRefusal: String?
 
-    init(context: ZMQContext, endpoint: String, nodeID: String, handlers: ControlHandlers, logger: Logger) throws(ZMQError) {
+    init(context: ZMQContext, endpoint: String, nodeID: String, handlers: ControlHandlers, outbox: DeviceEventOutbox,
+         logger: Logger) throws(ZMQError) {
+        self.outbox = outbox
         self.context = context
         self.endpoint = endpoint
         self.nodeID = nodeID
@@ -63,6 +93,7 @@ private final class LinkDriver {
 
     func tick(_ sockets: SocketLoop.Sockets) {
         perform(link.tick(now: MonotonicTime.now()), sockets: sockets, on: current)
+        for event in outbox.takeAll() { send(.with { $0.deviceEvent = event }, on: current) }
     }
 
     func drain(_ socket: ZMQSocket) {

@@ -32,13 +32,19 @@ public struct NodeIdentity: Sendable {
 public enum AgentError: Error, CustomStringConvertible {
     case stateDirectoryUnusable(path: String, reason: String)
     case noCameras
+    case deviceNotFound(String, available: [String])
+    case deviceUnusable(String, String)
 
     public var description: String {
         switch self {
         case let .stateDirectoryUnusable(path, reason):
             "cannot keep the agent's identity in \(path): \(reason). Pass --state-dir with a writable directory."
         case .noCameras:
-            "this agent has no camera to stream: pass --synthetic N to run test-pattern cameras"
+            "this agent has no camera to stream: pass --device PATH for a V4L2 camera or --synthetic N for test-pattern cameras"
+        case let .deviceNotFound(wanted, available):
+            "no video capture device \(wanted) on this host; capture devices here: \(available.isEmpty ? "none" : available.joined(separator: ", "))"
+        case let .deviceUnusable(path, reason):
+            "cannot use the camera \(path): \(reason)"
         }
     }
 }

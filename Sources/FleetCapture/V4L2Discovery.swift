@@ -80,7 +80,7 @@ public enum V4L2Discovery {
         return targets
     }
 
-    static func resolved(_ path: String) -> String {
+    public static func resolved(_ path: String) -> String {
         URL(fileURLWithPath: path).resolvingSymlinksInPath().path
     }
 }

@@ -34,7 +34,7 @@ public enum FleetTables {
         guard !devices.isEmpty else { return "no devices: no node has registered a camera yet" }
         return table(["DEVICE", "NODE", "NAME", "KIND", "STATE", "ACTIVE FORMAT", "FPS", "FORMATS", "LOCKED BY"], devices.map { device in
             [device.deviceID, device.nodeID, device.name, device.kind == .synthetic ? "synthetic" : "v4l2",
-             device.online ? "online" : "offline", VideoFormat(wire: device.activeFormat).label,
+             state(online: device.online, interruption: device.interruption), VideoFormat(wire: device.activeFormat).label,
              VideoFormat.trim(device.activeFrameRate), String(device.formatCount),
              device.leaseHolder.isEmpty ? "-" : device.leaseHolder]
         })
@@ -59,12 +59,59 @@ public enum FleetTables {
         return table(["DEVICE", "NODE", "STATE", "FORMAT", "FPS", "MB/S", "FRAMES", "LATE", "NO-BUF", "GAPS", "LAST FRAME"],
                      statuses.map { status in
                          [status.deviceID, status.nodeID,
-                          status.streaming ? "streaming" : (status.online ? "idle" : "offline"),
+                          status.interruption.reason != .none ? state(online: status.online, interruption: status.interruption)
+                              : status.streaming ? "streaming" : (status.online ? "idle" : "offline"),
                           status.width > 0 ? "\(status.width)x\(status.height) \(status.pixelFormat)" : "-",
                           String(format: "%.1f", status.framesPerSecond), String(format: "%.2f", status.bytesPerSecond / 1e6),
                           String(status.framesReceived), String(status.drops.late), String(status.drops.outOfBuffers),
                           String(status.drops.discontinuity), age(status.lastFrameUnixMs, now: now)]
                      })
+    }
+
+    /// "online", "offline", or "INTERRUPTED (device_in_use)" so trouble stands out.
+    static func state(online: Bool, interruption: Capfleet_V1_Interruption) -> String {
+        guard online else { return "offline" }
+        guard let interruption = Interruption(wire: interruption) else { return "online" }
+        return "INTERRUPTED (\(interruption.reason.rawValue))"
+    }
+
+    /// Interruptions in full, under a listing: the reason alone does not say what to do.
+    public static func interruptions(_ devices: [(id: String, interruption: Capfleet_V1_Interruption)]) -> String {
+        devices.compactMap { device in
+            Interruption(wire: device.interruption).map { "\(device.id): interrupted since \(clock($0.sinceUnixMilliseconds)): \($0.message)" }
+        }.joined(separator: "\n")
+    }
+
+    /// A device's controls, crop and focus, for `capfleet device`.
+    public static func details(_ info: Capfleet_V1_DeviceInfo) -> String {
+        let description = DeviceDescription(wire: info.descriptor)
+        var lines = [
+            "device     \(info.deviceID)  (\(info.name), \(info.driver), id from \(description.identitySource))",
+            "node       \(info.nodeID)\(description.devicePath.map { "  at \($0)" } ?? "")",
+            "state      \(state(online: info.online, interruption: info.interruption))",
+            "format     \(VideoFormat(wire: info.activeFormat).label) running at \(VideoFormat.trim(info.activeFrameRate)) fps"
+                + (info.activeMinFrameRate > 0 && info.activeMinFrameRate < info.activeFrameRate ? " (may slow to \(VideoFormat.trim(info.activeMinFrameRate)))" : ""),
+            "zoom       \(VideoFormat.trim(info.zoomFactor > 0 ? info.zoomFactor : 1))x",
+            "focus      \(description.focus.summary)" + (info.hasFocus ? "; now \(FocusState(wire: info.focus).mode.rawValue)" : ""),
+            "crop       " + (description.crop.map { "bounds \($0.bounds.width)x\($0.bounds.height) at \($0.bounds.left),\($0.bounds.top)" } ?? "not supported"),
+            "recovery   " + (info.hasDropRecovery && info.dropRecovery.enabled
+                ? "drop recovery on, down to \(VideoFormat.trim(info.dropRecovery.minimumFps)) fps" : "drop recovery off"),
+        ]
+        if let interruption = Interruption(wire: info.interruption) { lines.append("why        \(interruption.message)") }
+        lines.append("")
+        if description.controls.isEmpty {
+            lines.append("no controls")
+        } else {
+            lines.append(table(["CONTROL", "TYPE", "MIN", "MAX", "STEP", "DEFAULT", "VALUE", "FLAGS"], description.controls.map { control in
+                let menu = control.menu.isEmpty ? "" : " {" + control.menu.map { "\($0.value)=\($0.name)" }.joined(separator: ", ") + "}"
+                var flags = [String]()
+                if control.isReadOnly { flags.append("read-only") }
+                if control.isInactive { flags.append("inactive") }
+                return [control.key, control.kind.rawValue, String(control.minimum), String(control.maximum), String(control.step),
+                        String(control.defaultValue), (control.value.map(String.init) ?? "-") + menu, flags.joined(separator: ",")]
+            }))
+        }
+        return lines.joined(separator: "\n")
     }
 
     /// A wall-clock time of day for humans, e.g. `14:05:09`.

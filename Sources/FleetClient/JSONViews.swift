@@ -65,12 +65,22 @@ public enum JSONViews {
         var activeFormat: Format
         var activeFrameRate: Double
         var formatCount: UInt32
+        var activeMinFrameRate: Double?
         var leaseHolder: String?
         var leaseExpiresUnixMs: Int64?
+        var interruption: InterruptionView?
+        var zoomFactor: Double?
+        var focus: FocusView?
+        var dropRecovery: DropRecoveryView?
         /// Filled by `capfleet devices --json` so a script sees every format at once.
         public var formats: [Format]?
 
         public init(_ device: Capfleet_V1_DeviceInfo, formats: [Capfleet_V1_VideoFormat]? = nil) {
+            activeMinFrameRate = device.activeMinFrameRate > 0 ? device.activeMinFrameRate : nil
+            interruption = Interruption(wire: device.interruption).map(InterruptionView.init)
+            zoomFactor = device.zoomFactor > 0 ? device.zoomFactor : nil
+            focus = device.hasFocus ? FocusView(FocusState(wire: device.focus)) : nil
+            dropRecovery = device.hasDropRecovery ? DropRecoveryView(DropRecoveryPolicy(wire: device.dropRecovery)) : nil
             deviceId = device.deviceID; nodeId = device.nodeID; name = device.name; driver = device.driver
             kind = (SourceKind(wire: device.kind) ?? .v4l2).rawValue; online = device.online
             activeFormat = Format(device.activeFormat); activeFrameRate = device.activeFrameRate
@@ -78,6 +88,79 @@ public enum JSONViews {
             leaseHolder = device.leaseHolder.isEmpty ? nil : device.leaseHolder
             leaseExpiresUnixMs = device.leaseHolder.isEmpty ? nil : device.leaseExpiresUnixMs
             self.formats = formats.map { $0.map(Format.init) }
+        }
+    }
+
+    public struct InterruptionView: Encodable {
+        var reason, message: String
+        var sinceUnixMs: Int64
+
+        init(_ interruption: Interruption) {
+            reason = interruption.reason.rawValue; message = interruption.message; sinceUnixMs = interruption.sinceUnixMilliseconds
+        }
+    }
+
+    public struct FocusView: Encodable {
+        var mode: String
+        var lensPosition: Double?
+        var adjusting: Bool
+        var pointOfInterest: [Double]
+        var range: String
+        var smooth: Bool
+
+        public init(_ focus: FocusState) {
+            mode = focus.mode.rawValue; lensPosition = focus.lensPosition; adjusting = focus.isAdjusting
+            pointOfInterest = [focus.pointOfInterest.x, focus.pointOfInterest.y]; range = focus.rangeRestriction.rawValue; smooth = focus.smoothFocus
+        }
+    }
+
+    public struct DropRecoveryView: Encodable {
+        var enabled: Bool
+        var minimumFps, lateDropShare: Double
+        var quietSeconds: Int
+
+        init(_ policy: DropRecoveryPolicy) {
+            enabled = policy.isEnabled; minimumFps = policy.minimumFramesPerSecond; lateDropShare = policy.lateDropShare
+            quietSeconds = policy.quietIntervalsToRestore
+        }
+    }
+
+    public struct Control: Encodable {
+        var id: UInt32
+        var key, name, type: String
+        var minimum, maximum, defaultValue: Int64
+        var step: UInt64
+        var value: Int64?
+        var menu: [String: Int64]?
+        var readOnly, inactive: Bool
+
+        init(_ control: DeviceControl) {
+            id = control.id; key = control.key; name = control.name; type = control.kind.rawValue
+            minimum = control.minimum; maximum = control.maximum; defaultValue = control.defaultValue; step = control.step
+            value = control.value; readOnly = control.isReadOnly; inactive = control.isInactive
+            menu = control.menu.isEmpty ? nil : Dictionary(control.menu.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first })
+        }
+    }
+
+    /// `capfleet device DEVICE --json`: the listing plus what the device can be told to do.
+    public struct DeviceDetails: Encodable {
+        var device: Device
+        var devicePath: String?
+        var identitySource: String
+        var controls: [Control]
+        var cropBounds: [Int]?
+        var cropDefault: [Int]?
+        var focusCapabilities: [String]
+
+        public init(_ info: Capfleet_V1_DeviceInfo) {
+            device = Device(info)
+            let description = DeviceDescription(wire: info.descriptor)
+            devicePath = description.devicePath
+            identitySource = description.identitySource
+            controls = description.controls.map(Control.init)
+            cropBounds = description.crop.map { [$0.bounds.left, $0.bounds.top, $0.bounds.width, $0.bounds.height] }
+            cropDefault = description.crop.map { [$0.defaultRectangle.left, $0.defaultRectangle.top, $0.defaultRectangle.width, $0.defaultRectangle.height] }
+            focusCapabilities = description.focus.isSupported ? description.focus.summary.components(separatedBy: "; ") : []
         }
     }
 
@@ -93,8 +176,12 @@ public enum JSONViews {
         var width, height: UInt32
         var drops: Drops
         var lastFrameUnixMs: Int64
+        var interruption: InterruptionView?
+        var zoomFactor: Double
 
         public init(_ status: Capfleet_V1_DeviceStatus) {
+            interruption = Interruption(wire: status.interruption).map(InterruptionView.init)
+            zoomFactor = status.zoomFactor
             deviceId = status.deviceID; nodeId = status.nodeID; pixelFormat = status.pixelFormat
             online = status.online; streaming = status.streaming
             framesReceived = status.framesReceived; bytesReceived = status.bytesReceived; lastSequence = status.lastSequence

@@ -72,6 +72,10 @@ public final class OperatorClient {
     private let socket: ZMQSocket
     private var nextRequestID: UInt64 = 1
     private let operatorName: String
+    /// Set to hold leases only while this client lives (`capfleet lock --hold`): the
+    /// coordinator releases them when the session ends or falls silent for `sessionTimeoutMilliseconds`.
+    public var sessionID: String?
+    public var sessionTimeoutMilliseconds: UInt32 = 0
 
     public init(address: CoordinatorAddress, timeout: Double = 3) throws(OperatorClientError) {
         self.address = address
@@ -94,6 +98,10 @@ public final class OperatorClient {
             $0.requestID = requestID
             $0.operator = operatorName
             $0.body = body
+            if let sessionID {
+                $0.sessionID = sessionID
+                $0.sessionTimeoutMs = sessionTimeoutMilliseconds
+            }
         }
         do {
             try socket.send(try request.serializedBytes() as [UInt8])

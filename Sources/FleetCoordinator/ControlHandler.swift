@@ -29,6 +29,7 @@ actor ControlHandler {
     private(set) var sessions: [String: NodeSession] = [:]
     private var pendingCommands: [UInt64: CheckedContinuation<Capfleet_V1_CommandReply, Never>] = [:]
     private var nextCommandID: UInt64 = 1
+    private var commandTargets: [UInt64: (nodeID: String, deviceID: String)] = [:]
 
     init(configuration: CoordinatorConfiguration, store: FleetDatabase, endpoint: RouterEndpoint, ingest: FrameIngest,
          events: FleetEvents, rejections: RejectionCounter, coordinatorID: String, logger: Logger) {
@@ -75,8 +76,15 @@ actor ControlHandler {
             sessions[status.nodeID]?.lastStatus = status
             for device in status.devices { ingest.noteAgentDrops(deviceID: device.deviceID, drops: DropTally(wire: device.drops), streaming: device.streaming) }
         case let .commandReply(reply)?:
+            if let target = commandTargets.removeValue(forKey: reply.commandID) { noteReply(reply, deviceID: target.deviceID, nodeID: target.nodeID) }
             // A reply to a command that already timed out is dropped.
             pendingCommands.removeValue(forKey: reply.commandID)?.resume(returning: reply)
+        case let .deviceEvent(event)?:
+            guard let nodeID = sessions.first(where: { $0.value.routingID == routed.routingID })?.key else {
+                refuse(routed, .unregisteredNode, "a device event from a peer that has not registered")
+                return
+            }
+            await record(event, from: nodeID)
         case nil:
             refuse(routed, .unknownMessage, "the AgentMessage carries no body this coordinator knows")
         }
@@ -102,14 +110,13 @@ actor ControlHandler {
             address: routed.peer,
             devices: hello.devices.map { device in
                 NodeRegistration.Device(
-                    description: DeviceDescription(deviceID: device.deviceID, name: device.name, driver: device.driver,
-                                                   kind: SourceKind(wire: device.kind) ?? .v4l2,
-                                                   formats: device.formats.map(VideoFormat.init(wire:))),
+                    description: DeviceDescription(wire: device),
                     activeFormatIndex: Int(device.activeFormatIndex), activeFrameRate: device.activeFrameRate)
             })
         do {
             let outcome = try await store.registerNode(registration, at: Date().unixMilliseconds)
             for device in hello.devices {
+                try await store.saveDescriptor(deviceID: device.deviceID, bytes: Data(try device.serializedBytes() as [UInt8]))
                 let stored = try await store.device(device.deviceID)
                 ingest.admit(deviceID: device.deviceID, nodeID: hello.nodeID,
                              resumingFrames: UInt64(stored?.framesReceived ?? 0), bytes: UInt64(stored?.bytesReceived ?? 0))
@@ -132,6 +139,10 @@ actor ControlHandler {
             if liveness.heard(from: hello.nodeID, at: MonotonicTime.now()) != nil {
                 events.emit(.nodeOnline, nodeID: hello.nodeID, message: "\(hello.nodeName) is online")
             }
+            // Policies live in the coordinator: a restarted agent gets them again.
+            let nodeID = hello.nodeID
+            let deviceIDs = hello.devices.map(\.deviceID)
+            Task { await self.pushPolicies(nodeID: nodeID, deviceIDs: deviceIDs) }
         } catch {
             logger.error("registration failed", metadata: ["node.id": "\(hello.nodeID)", "error": "\(error)"])
             reply(routed, .with { $0.welcome = .with {
@@ -139,6 +150,42 @@ actor ControlHandler {
                 $0.coordinatorID = coordinatorID
             } })
         }
+    }
+
+    private func pushPolicies(nodeID: String, deviceIDs: [String]) async {
+        for deviceID in deviceIDs {
+            guard let record = try? await store.dropRecoveryPolicy(deviceID: deviceID), record.enabled else { continue }
+            let policy = DropRecoveryPolicy(isEnabled: true, minimumFramesPerSecond: record.minimumFps, lateDropShare: record.lateDropShare,
+                                            quietIntervalsToRestore: record.quietSeconds)
+            let answer = await command(.setDropRecovery(.with { $0.policy = policy.wire }), deviceID: deviceID, nodeID: nodeID)
+            if answer.status.code != .ok {
+                logger.warning("cannot restore the drop-recovery policy", metadata: ["device.id": "\(deviceID)", "reason": "\(answer.status.reason)"])
+            }
+        }
+    }
+
+    /// Interruptions and policy actions: published at once and audited.
+    private func record(_ event: Capfleet_V1_DeviceEvent, from nodeID: String) async {
+        let (kind, action, detail): (Capfleet_V1_EventKind, String, String) = switch event.kind {
+        case .interrupted:
+            (.deviceInterrupted, "device.interrupted", "\(InterruptionReason(wire: event.interruption.reason)?.rawValue ?? "unknown"): \(event.interruption.message)")
+        case .resumed: (.deviceResumed, "device.resumed", event.message)
+        case .policyActed: (.policyActed, "policy.acted", event.message)
+        default: (.unspecified, "device.event", event.message)
+        }
+        logger.notice("device event", metadata: ["node.id": "\(nodeID)", "device.id": "\(event.deviceID)", "event": "\(action)", "detail": "\(detail)"])
+        events.emit(kind, nodeID: nodeID, deviceID: event.deviceID, message: detail)
+        do {
+            try await store.appendAudit(AuditEntry(at: Date().unixMilliseconds, actor: "agent:\(nodeID)", action: action,
+                                                   target: event.deviceID, outcome: "ok", detail: detail))
+        } catch {
+            logger.error("cannot audit a device event", metadata: ["device.id": "\(event.deviceID)", "error": "\(error)"])
+        }
+    }
+
+    /// What the device's agent said of it in its latest status.
+    func counters(of deviceID: String, nodeID: String) -> Capfleet_V1_DeviceCounters? {
+        sessions[nodeID]?.lastStatus?.devices.first { $0.deviceID == deviceID }
     }
 
     /// A sign of life from a registered node; an unknown node is told to register.
@@ -184,6 +231,7 @@ actor ControlHandler {
         }
         let id = nextCommandID
         nextCommandID += 1
+        commandTargets[id] = (nodeID, deviceID)
         let message = Capfleet_V1_CoordinatorMessage.with {
             $0.command = .with {
                 $0.commandID = id
@@ -203,7 +251,19 @@ actor ControlHandler {
         }
     }
 
+    /// A command reply is newer than the last status: what it says of the device replaces it.
+    private func noteReply(_ reply: Capfleet_V1_CommandReply, deviceID: String, nodeID: String) {
+        guard var status = sessions[nodeID]?.lastStatus,
+              let index = status.devices.firstIndex(where: { $0.deviceID == deviceID }) else { return }
+        status.devices[index].activeFrameRate = reply.activeFrameRate
+        status.devices[index].zoomFactor = reply.zoomFactor
+        if reply.hasFocus { status.devices[index].focus = reply.focus }
+        if reply.hasDropRecovery { status.devices[index].dropRecovery = reply.dropRecovery }
+        sessions[nodeID]?.lastStatus = status
+    }
+
     private func timeOut(_ id: UInt64, nodeID: String, timeout: Duration) {
+        commandTargets[id] = nil
         pendingCommands.removeValue(forKey: id)?.resume(returning: .with {
             $0.commandID = id
             $0.status = .failure(.unavailable, "node \(nodeID) did not answer within \(timeout); the command may or may not have been applied")

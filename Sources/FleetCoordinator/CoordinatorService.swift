@@ -47,7 +47,7 @@ public final class CoordinatorService: Service, Sendable {
         }
         let control = ControlHandler(configuration: configuration, store: store, endpoint: controlEndpoint, ingest: ingest,
                                      events: events, rejections: rejections, coordinatorID: coordinatorID, logger: logger)
-        let leases = LeaseKeeper(store: store, logger: logger)
+        let leases = LeaseKeeper(store: store, events: events, logger: logger)
         try await leases.load()
         let reporter = TelemetryReporter(store: store, ingest: ingest, control: control, telemetry: telemetry, logger: logger)
         let operators = OperatorHandler(store: store, endpoint: operatorEndpoint, ingest: ingest, control: control,

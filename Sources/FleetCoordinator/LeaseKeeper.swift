@@ -10,12 +10,18 @@ actor LeaseKeeper {
     static let defaultSeconds: UInt32 = 300
     static let maximumSeconds: UInt32 = 24 * 3600
 
+    /// How long an operator session may stay silent before its leases go.
+    static let defaultSessionTimeoutMilliseconds: UInt32 = 10_000
+
     private var leases = ConfigurationLeases()
+    private var sessions = OperatorSessions()
     private let store: FleetDatabase
+    private let events: FleetEvents
     private let logger: Logger
 
-    init(store: FleetDatabase, logger: Logger) {
+    init(store: FleetDatabase, events: FleetEvents, logger: Logger) {
         self.store = store
+        self.events = events
         self.logger = logger
     }
 
@@ -25,7 +31,11 @@ actor LeaseKeeper {
     func load() async throws(StoreError) {
         let now = Self.now
         for record in try await store.leases() where UInt64(record.expiresAt) > now {
-            _ = leases.acquire(record.deviceId, by: record.holder, for: UInt64(record.expiresAt) - now, now: now)
+            _ = leases.acquire(record.deviceId, by: record.holder, for: UInt64(record.expiresAt) - now, now: now, session: record.sessionId)
+            // A session's holder gets one timeout from now to show it is still there.
+            if let session = record.sessionId {
+                sessions.heard(session, timeout: UInt64(Self.defaultSessionTimeoutMilliseconds), now: now)
+            }
         }
     }
 
@@ -37,15 +47,33 @@ actor LeaseKeeper {
         leases.authorize(deviceID, by: holder, now: Self.now)
     }
 
-    func lock(_ deviceID: String, by holder: String, seconds: UInt32) async throws(StoreError) -> Result<ConfigurationLeases.Lease, ConfigurationLeases.Refusal> {
+    /// An operator request that carries a session id: the session is alive.
+    func heard(session sessionID: String, timeoutMilliseconds: UInt32) {
+        guard !sessionID.isEmpty else { return }
+        let timeout = timeoutMilliseconds == 0 ? Self.defaultSessionTimeoutMilliseconds : timeoutMilliseconds
+        sessions.heard(sessionID, timeout: UInt64(timeout), now: Self.now)
+    }
+
+    /// The operator said goodbye: its session's leases are released at once.
+    func endSession(_ sessionID: String) async {
+        guard !sessionID.isEmpty else { return }
+        sessions.end(sessionID)
+        await release(leases.releaseAll(inSession: sessionID), why: "session.end", detail: "the operator session ended")
+    }
+
+    func lock(_ deviceID: String, by holder: String, seconds: UInt32, session sessionID: String? = nil) async throws(StoreError)
+        -> Result<ConfigurationLeases.Lease, ConfigurationLeases.Refusal> {
         await expire()  // a lease that ran out is recorded as expired before anyone takes over
         let now = Self.now
         let duration = UInt64(min(seconds == 0 ? Self.defaultSeconds : seconds, Self.maximumSeconds)) * 1000
-        let result = leases.acquire(deviceID, by: holder, for: duration, now: now)
+        let session = sessionID.flatMap { $0.isEmpty ? nil : $0 }
+        let result = leases.acquire(deviceID, by: holder, for: duration, now: now, session: session)
         switch result {
         case let .success(lease):
-            try await store.saveLease(LeaseRecord(deviceId: deviceID, holder: holder, acquiredAt: Int64(now), expiresAt: Int64(lease.expiresAt)),
-                                      audit: entry(holder, "lease.lock", deviceID, "ok", "until \(lease.expiresAt) (unix ms)"))
+            let scope = session.map { ", released when session \($0) ends" } ?? ""
+            try await store.saveLease(LeaseRecord(deviceId: deviceID, holder: holder, acquiredAt: Int64(now), expiresAt: Int64(lease.expiresAt),
+                                                  sessionId: session),
+                                      audit: entry(holder, "lease.lock", deviceID, "ok", "until \(lease.expiresAt) (unix ms)\(scope)"))
         case let .failure(refusal):
             try await store.appendAudit(entry(holder, "lease.lock", deviceID, "refused", refusal.description))
         }
@@ -64,15 +92,25 @@ actor LeaseKeeper {
         return result
     }
 
-    /// Releases leases that ran out. Called a few times a second.
+    /// Releases leases that ran out, and those of sessions that fell silent (the operator
+    /// disconnected). Called a few times a second.
     func expire() async {
-        for lease in leases.expire(now: Self.now) {
+        await release(leases.expire(now: Self.now), why: "lease.expire", detail: "the lease ran out")
+        for session in sessions.expire(now: Self.now) {
+            await release(leases.releaseAll(inSession: session), why: "session.lost",
+                          detail: "operator session \(session) went silent (disconnected)")
+        }
+    }
+
+    private func release(_ released: [ConfigurationLeases.Lease], why action: String, detail: String) async {
+        for lease in released {
             do {
-                try await store.deleteLease(deviceID: lease.deviceID, audit: entry("coordinator", "lease.expire", lease.deviceID, "ok",
-                                                                                   "held by \(lease.holder)"))
+                try await store.deleteLease(deviceID: lease.deviceID, audit: entry("coordinator", action, lease.deviceID, "ok",
+                                                                                   "held by \(lease.holder): \(detail)"))
             } catch {
-                logger.error("cannot record an expired lease", metadata: ["device.id": "\(lease.deviceID)", "error": "\(error)"])
+                logger.error("cannot record a released lease", metadata: ["device.id": "\(lease.deviceID)", "error": "\(error)"])
             }
+            events.emit(.leaseReleased, deviceID: lease.deviceID, message: "lease of \(lease.holder) released: \(detail)")
         }
     }
 

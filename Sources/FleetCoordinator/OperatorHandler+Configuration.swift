@@ -7,9 +7,9 @@ import Foundation
 /// resolves the request against the device's stored format list, pushes one command to the
 /// agent, records what the agent reports back, and audits the outcome either way.
 extension OperatorHandler {
-    func lock(_ query: Capfleet_V1_LockDevice, operator who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+    func lock(_ query: Capfleet_V1_LockDevice, operator who: String, session: String?, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
         guard let device = try await existingDevice(query.deviceID, into: &reply) else { return }
-        switch try await leases.lock(device.id, by: holder(who), seconds: query.seconds) {
+        switch try await leases.lock(device.id, by: holder(who), seconds: query.seconds, session: session) {
         case .success: try await listDevices(nodeID: device.nodeId, only: device.id, into: &reply)
         case let .failure(refusal): reply.status = .failure(.permissionDenied, refusal.description)
         }
@@ -24,7 +24,7 @@ extension OperatorHandler {
     }
 
     /// The device, or a NOT_FOUND reply that points at the listing.
-    private func existingDevice(_ deviceID: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) -> DeviceRecord? {
+    func existingDevice(_ deviceID: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) -> DeviceRecord? {
         guard let device = try await store.device(deviceID) else {
             reply.status = .failure(.notFound, "no device \(deviceID); see capfleet devices")
             return nil
@@ -32,7 +32,7 @@ extension OperatorHandler {
         return device
     }
 
-    private func holder(_ who: String) -> String { who.isEmpty ? "unknown operator" : who }
+    func holder(_ who: String) -> String { who.isEmpty ? "unknown operator" : who }
 
     /// Changes need the device's configuration lease; a refusal names who holds it.
     private func leaseAllows(_ deviceID: String, _ who: String, _ action: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) -> Bool {
@@ -86,15 +86,70 @@ extension OperatorHandler {
         }
         let active = formats[device.activeFormatPosition]
         let fps = query.framesPerSecond > 0 ? query.framesPerSecond : FormatSelector.defaultFrameRate(of: active)
-        guard active.supports(framesPerSecond: fps) else {
+        let slowest = query.minFramesPerSecond > 0 ? query.minFramesPerSecond : fps
+        guard slowest <= fps else {
+            reply.status = .failure(.badRequest, "the minimum rate \(VideoFormat.trim(slowest)) fps is above the maximum \(VideoFormat.trim(fps)) fps")
+            return
+        }
+        for fps in [slowest, fps] where !active.supports(framesPerSecond: fps) {
             let ranges = active.frameRateRanges.map { "\(VideoFormat.trim($0.minFramesPerSecond))-\(VideoFormat.trim($0.maxFramesPerSecond))" }
             let detail = "\(VideoFormat.trim(fps)) fps is outside the active format \(active.label); its ranges: \(ranges.joined(separator: ", ")) fps"
             try await audit(who, "device.frame_rate", device.id, outcome: "refused", detail: detail)
             reply.status = .failure(.unsupported, "device \(device.id): \(detail)")
             return
         }
-        let answer = await control.command(.setFrameRate(.with { $0.framesPerSecond = fps }), deviceID: device.id, nodeID: device.nodeId)
-        try await record(answer, on: device, action: "device.frame_rate", who: who, detail: "\(VideoFormat.trim(fps)) fps", into: &reply)
+        let answer = await control.command(.setFrameRate(.with {
+            $0.framesPerSecond = fps
+            $0.minFramesPerSecond = slowest
+        }), deviceID: device.id, nodeID: device.nodeId)
+        let detail = slowest < fps ? "\(VideoFormat.trim(slowest))-\(VideoFormat.trim(fps)) fps" : "\(VideoFormat.trim(fps)) fps"
+        try await record(answer, on: device, action: "device.frame_rate", who: who, detail: detail, into: &reply)
+        reply.activeFrameRate = answer.activeFrameRate
+        reply.activeMinFrameRate = answer.activeMinFrameRate
+    }
+
+    func changeFocus(_ query: Capfleet_V1_ChangeFocus, operator who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+        guard let device = try await existingDevice(query.deviceID, into: &reply) else { return }
+        guard try await leaseAllows(device.id, who, "device.focus", into: &reply) else { return }
+        let request = Capfleet_V1_SetFocus.with {
+            $0.mode = query.mode
+            if query.hasLensPosition { $0.lensPosition = query.lensPosition }
+            if query.hasPointOfInterestX { $0.pointOfInterestX = query.pointOfInterestX }
+            if query.hasPointOfInterestY { $0.pointOfInterestY = query.pointOfInterestY }
+            $0.range = query.range
+            if query.hasSmooth { $0.smooth = query.smooth }
+        }
+        // The agent knows what its device can do and refuses the rest, naming what it has.
+        let answer = await control.command(.setFocus(request), deviceID: device.id, nodeID: device.nodeId)
+        try await record(answer, on: device, action: "device.focus", who: who, detail: FocusRequest(wire: request).summary, into: &reply)
+        if answer.hasFocus { reply.focus = answer.focus }
+    }
+
+    func setDropRecovery(_ query: Capfleet_V1_SetDropRecoveryPolicy, operator who: String,
+                         into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+        guard let device = try await existingDevice(query.deviceID, into: &reply) else { return }
+        guard try await leaseAllows(device.id, who, "device.policy", into: &reply) else { return }
+        let policy = DropRecoveryPolicy(wire: query.policy)
+        guard policy.lateDropShare < 1, policy.minimumFramesPerSecond > 0 else {
+            reply.status = .failure(.badRequest, "a late-drop share is between 0 and 1, and the minimum rate above 0")
+            return
+        }
+        let detail = policy.isEnabled
+            ? "drop recovery on: down to \(VideoFormat.trim(policy.minimumFramesPerSecond)) fps while late drops exceed \(Int(policy.lateDropShare * 100))% of frames; restore after \(policy.quietIntervalsToRestore) s without"
+            : "drop recovery off"
+        // Stored first: the policy holds even if the node is offline now, and is pushed when it registers.
+        try await store.saveDropRecoveryPolicy(
+            DropRecoveryPolicyRecord(deviceId: device.id, enabled: policy.isEnabled, minimumFps: policy.minimumFramesPerSecond,
+                                     lateDropShare: policy.lateDropShare, quietSeconds: policy.quietIntervalsToRestore,
+                                     updatedAt: Date().unixMilliseconds),
+            audit: AuditEntry(at: Date().unixMilliseconds, actor: holder(who), action: "device.policy", target: device.id, outcome: "ok", detail: detail))
+        guard await control.isOnline(device.nodeId) else {
+            try await listDevices(nodeID: device.nodeId, only: device.id, into: &reply)
+            reply.status = .with { $0.code = .ok; $0.reason = "stored; node \(device.nodeId) is offline and gets the policy when it registers" }
+            return
+        }
+        let answer = await control.command(.setDropRecovery(.with { $0.policy = policy.wire }), deviceID: device.id, nodeID: device.nodeId)
+        try await record(answer, on: device, action: "device.policy.push", who: who, detail: detail, into: &reply)
     }
 
     func changeZoom(_ query: Capfleet_V1_ChangeZoom, operator who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {

@@ -55,6 +55,7 @@ actor OperatorHandler {
         var reply = Capfleet_V1_OperatorReply()
         reply.requestID = request.requestID
         var payload: [UInt8]?
+        await leases.heard(session: request.sessionID, timeoutMilliseconds: request.sessionTimeoutMs)
         do {
             switch request.body {
             case .listNodes?:
@@ -86,7 +87,16 @@ actor OperatorHandler {
             case let .changeZoom(query)?:
                 try await changeZoom(query, operator: request.operator, into: &reply)
             case let .lockDevice(query)?:
-                try await lock(query, operator: request.operator, into: &reply)
+                try await lock(query, operator: request.operator, session: request.sessionID, into: &reply)
+            case let .changeFocus(query)?:
+                try await changeFocus(query, operator: request.operator, into: &reply)
+            case let .setDropRecoveryPolicy(query)?:
+                try await setDropRecovery(query, operator: request.operator, into: &reply)
+            case let .getDevice(query)?:
+                try await deviceDetails(query.deviceID, into: &reply)
+            case .endSession?:
+                await leases.endSession(request.sessionID)
+                reply.status = .ok
             case let .unlockDevice(query)?:
                 try await unlock(query, operator: request.operator, into: &reply)
             case nil:
@@ -128,6 +138,8 @@ actor OperatorHandler {
             let formats = try await store.formats(deviceID: device.id)
             let online = await control.isOnline(device.nodeId) && device.present
             let lease = await leases.lease(of: device.id)
+            let counters = online ? await control.counters(of: device.id, nodeID: device.nodeId) : nil
+            let policy = try await store.dropRecoveryPolicy(deviceID: device.id)
             infos.append(.with {
                 $0.deviceID = device.id
                 $0.nodeID = device.nodeId
@@ -142,10 +154,32 @@ actor OperatorHandler {
                     $0.leaseHolder = lease.holder
                     $0.leaseExpiresUnixMs = Int64(lease.expiresAt)
                 }
+                if let counters {
+                    $0.interruption = counters.interruption
+                    if counters.hasFocus { $0.focus = counters.focus }
+                    $0.zoomFactor = counters.zoomFactor
+                    // What the device runs at now, which drop recovery may have lowered.
+                    if counters.activeFrameRate > 0 { $0.activeFrameRate = counters.activeFrameRate }
+                }
+                if let policy {
+                    $0.dropRecovery = DropRecoveryPolicy(isEnabled: policy.enabled, minimumFramesPerSecond: policy.minimumFps,
+                                                         lateDropShare: policy.lateDropShare,
+                                                         quietIntervalsToRestore: policy.quietSeconds).wire
+                }
             })
         }
         reply.devices = infos
         reply.status = .ok
+    }
+
+    /// One device in full: its listing plus the descriptor it registered with.
+    private func deviceDetails(_ deviceID: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+        guard let device = try await existingDevice(deviceID, into: &reply) else { return }
+        try await listDevices(nodeID: device.nodeId, only: device.id, into: &reply)
+        if let bytes = try await store.descriptor(deviceID: device.id),
+           let descriptor = try? Capfleet_V1_DeviceDescriptor(serializedBytes: bytes), !reply.devices.isEmpty {
+            reply.devices[0].descriptor = descriptor
+        }
     }
 
     private func formats(of deviceID: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {

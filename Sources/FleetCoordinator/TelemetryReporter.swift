@@ -41,6 +41,7 @@ actor TelemetryReporter {
             for node in nodes { online[node.id] = await control.isOnline(node.id) }
             for device in devices {
                 let state = snapshot[device.id]
+                let counters = (online[device.nodeId] ?? false) ? await control.counters(of: device.id, nodeID: device.nodeId) : nil
                 var meter = meters[device.id] ?? ThroughputMeter()
                 meter.sample(frames: state?.framesReceived ?? 0, bytes: state?.bytesReceived ?? 0, at: now)
                 meters[device.id] = meter
@@ -59,6 +60,14 @@ actor TelemetryReporter {
                     $0.pixelFormat = state?.layout.pixelFormat ?? ""
                     $0.width = state?.layout.width ?? 0
                     $0.height = state?.layout.height ?? 0
+                    if let counters {
+                        $0.interruption = counters.interruption
+                        $0.zoomFactor = counters.zoomFactor
+                        if counters.hasFocus { $0.focus = counters.focus }
+                        $0.activeFrameRate = counters.activeFrameRate
+                        // An interrupted device is not streaming, whatever its last frames say.
+                        if counters.interruption.reason != .none { $0.streaming = false }
+                    }
                 }
                 statuses.append(status)
                 publish(TelemetryTopic.device(device.id), status)

@@ -7,6 +7,15 @@ public struct ConfigurationLeases: Sendable, Equatable {
         public let deviceID: String
         public let holder: String
         public let expiresAt: UInt64
+        /// The operator session holding it; nil for a plain timed lease.
+        public let sessionID: String?
+
+        public init(deviceID: String, holder: String, expiresAt: UInt64, sessionID: String? = nil) {
+            self.deviceID = deviceID
+            self.holder = holder
+            self.expiresAt = expiresAt
+            self.sessionID = sessionID
+        }
     }
 
     public enum Refusal: Error, Sendable, Equatable, CustomStringConvertible {
@@ -28,9 +37,11 @@ public struct ConfigurationLeases: Sendable, Equatable {
     public init() {}
 
     /// Takes or renews the lease on `deviceID` for `duration` nanoseconds.
-    public mutating func acquire(_ deviceID: String, by holder: String, for duration: UInt64, now: UInt64) -> Result<Lease, Refusal> {
+    /// Taken within a session, it also ends when the session does.
+    public mutating func acquire(_ deviceID: String, by holder: String, for duration: UInt64, now: UInt64,
+                                 session sessionID: String? = nil) -> Result<Lease, Refusal> {
         if let current = active(deviceID, now: now), current.holder != holder { return .failure(.heldByAnother(current)) }
-        let lease = Lease(deviceID: deviceID, holder: holder, expiresAt: now + duration)
+        let lease = Lease(deviceID: deviceID, holder: holder, expiresAt: now + duration, sessionID: sessionID)
         leases[deviceID] = lease
         return .success(lease)
     }
@@ -56,9 +67,9 @@ public struct ConfigurationLeases: Sendable, Equatable {
         return expired
     }
 
-    /// An operator disconnected: everything it held is released.
-    public mutating func releaseAll(heldBy holder: String) -> [Lease] {
-        let held = leases.values.filter { $0.holder == holder }.sorted { $0.deviceID < $1.deviceID }
+    /// An operator session ended or went silent: everything it held is released.
+    public mutating func releaseAll(inSession sessionID: String) -> [Lease] {
+        let held = leases.values.filter { $0.sessionID == sessionID }.sorted { $0.deviceID < $1.deviceID }
         for lease in held { leases[lease.deviceID] = nil }
         return held
     }
@@ -66,5 +77,35 @@ public struct ConfigurationLeases: Sendable, Equatable {
     private func active(_ deviceID: String, now: UInt64) -> Lease? {
         guard let lease = leases[deviceID], lease.expiresAt > now else { return nil }
         return lease
+    }
+}
+
+/// Operator sessions: a CLI that holds a lease interactively (`capfleet lock --hold`) sends
+/// requests at least every few seconds; when it says goodbye, or falls silent for its
+/// timeout (killed, unplugged, network gone), the session is over and its leases go.
+public struct OperatorSessions: Sendable, Equatable {
+    private var lastSeen: [String: (at: UInt64, timeout: UInt64)] = [:]
+
+    public init() {}
+
+    public static func == (lhs: OperatorSessions, rhs: OperatorSessions) -> Bool {
+        lhs.lastSeen.mapValues { [$0.at, $0.timeout] } == rhs.lastSeen.mapValues { [$0.at, $0.timeout] }
+    }
+
+    public mutating func heard(_ sessionID: String, timeout: UInt64, now: UInt64) {
+        lastSeen[sessionID] = (now, timeout)
+    }
+
+    public mutating func end(_ sessionID: String) {
+        lastSeen[sessionID] = nil
+    }
+
+    public func isActive(_ sessionID: String) -> Bool { lastSeen[sessionID] != nil }
+
+    /// Sessions silent for longer than their timeout, removed.
+    public mutating func expire(now: UInt64) -> [String] {
+        let silent = lastSeen.filter { now >= $0.value.at + $0.value.timeout }.map(\.key).sorted()
+        for session in silent { lastSeen[session] = nil }
+        return silent
     }
 }

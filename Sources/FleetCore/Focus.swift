@@ -121,3 +121,16 @@ public struct FocusRequest: Hashable, Sendable {
         return problems
     }
 }
+
+extension FocusRequest {
+    /// e.g. "mode auto, point (0.5, 0.2), smooth on", for audit entries and replies.
+    public var summary: String {
+        var parts: [String] = []
+        if let mode { parts.append("mode \(mode.rawValue)") }
+        if let lensPosition { parts.append("lens position \(lensPosition)") }
+        if let pointOfInterest { parts.append("point (\(pointOfInterest.x), \(pointOfInterest.y))") }
+        if let rangeRestriction { parts.append("range \(rangeRestriction.rawValue)") }
+        if let smoothFocus { parts.append("smooth \(smoothFocus ? "on" : "off")") }
+        return parts.isEmpty ? "no change" : parts.joined(separator: ", ")
+    }
+}

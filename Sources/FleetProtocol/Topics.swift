@@ -22,6 +22,10 @@ extension Capfleet_V1_EventKind {
         case .nodeRegistered: "node_registered"
         case .deviceAdded: "device_added"
         case .inputRejected: "input_rejected"
+        case .deviceInterrupted: "device_interrupted"
+        case .deviceResumed: "device_resumed"
+        case .policyActed: "policy_acted"
+        case .leaseReleased: "lease_released"
         case .unspecified, .UNRECOGNIZED: "unspecified"
         }
     }

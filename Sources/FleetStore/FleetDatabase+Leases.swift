@@ -7,12 +7,15 @@ public struct LeaseRecord: Codable, Sendable, Hashable, FetchableRecord, Persist
     public var holder: String
     public var acquiredAt: UnixMilliseconds
     public var expiresAt: UnixMilliseconds
+    /// The operator session that holds it; nil for a plain timed lease.
+    public var sessionId: String?
 
-    public init(deviceId: String, holder: String, acquiredAt: UnixMilliseconds, expiresAt: UnixMilliseconds) {
+    public init(deviceId: String, holder: String, acquiredAt: UnixMilliseconds, expiresAt: UnixMilliseconds, sessionId: String? = nil) {
         self.deviceId = deviceId
         self.holder = holder
         self.acquiredAt = acquiredAt
         self.expiresAt = expiresAt
+        self.sessionId = sessionId
     }
 }
 

@@ -90,6 +90,23 @@ enum FleetSchema {
                 );
                 """)
         }
+        migrator.registerMigration("v3: device descriptors, drop recovery, lease sessions") { db in
+            try db.execute(sql: """
+                -- The device's last self-description (a protobuf DeviceDescriptor: controls, crop,
+                -- focus capabilities, path), kept so an offline device can still be inspected.
+                ALTER TABLE device ADD COLUMN descriptor BLOB;
+                -- A lease taken within an operator session ends with the session.
+                ALTER TABLE configurationLease ADD COLUMN sessionId TEXT;
+                CREATE TABLE dropRecoveryPolicy (
+                    deviceId TEXT PRIMARY KEY NOT NULL REFERENCES device(id) ON DELETE CASCADE,
+                    enabled INTEGER NOT NULL CHECK (enabled IN (0, 1)),
+                    minimumFps REAL NOT NULL CHECK (minimumFps > 0),
+                    lateDropShare REAL NOT NULL CHECK (lateDropShare > 0 AND lateDropShare < 1),
+                    quietSeconds INTEGER NOT NULL CHECK (quietSeconds > 0),
+                    updatedAt INTEGER NOT NULL
+                );
+                """)
+        }
         return migrator
     }
 }

@@ -13,8 +13,9 @@ struct CapFleet: AsyncParsableCommand {
             """,
         subcommands: [
             DevCommand.self, CoordinatorCommand.self, AgentCommand.self,
-            NodesCommand.self, DevicesCommand.self, FormatsCommand.self, WatchCommand.self,
-            FormatCommand.self, PresetCommand.self, FrameRateCommand.self, ZoomDeviceCommand.self, LockCommand.self, UnlockCommand.self,
+            NodesCommand.self, DevicesCommand.self, DeviceCommand.self, FormatsCommand.self, WatchCommand.self,
+            FormatCommand.self, PresetCommand.self, FrameRateCommand.self, ZoomDeviceCommand.self, FocusCommand.self,
+            LockCommand.self, UnlockCommand.self, PolicyCommand.self,
             SnapshotCommand.self, IngestStatsCommand.self, BenchCommand.self,
         ])
 }

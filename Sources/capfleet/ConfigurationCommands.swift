@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import FleetClient
 import FleetCore
 import FleetProtocol
@@ -77,10 +78,15 @@ struct PresetCommand: ParsableCommand {
 
 struct FrameRateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "frame-rate", abstract: "Set a device's frame rate within its active format's ranges, or `default`.")
+        commandName: "frame-rate", abstract: "Set a device's frame rate within its active format's ranges, or `default`.",
+        discussion: """
+            The rate is the device's minimum frame duration; --min sets the maximum frame duration, the
+            rate it may slow down to (for exposure in low light) where the device allows it.
+            """)
     @OptionGroup var coordinator: CoordinatorOptions
     @Argument(help: "The device id.") var device: String
     @Argument(help: "Frames per second, or `default` for the format's default.") var rate: String
+    @Option(help: "The lowest rate the device may slow down to (default: the rate itself).") var min: Double?
     @Flag(help: "Print JSON.") var json = false
 
     func run() throws {
@@ -92,7 +98,12 @@ struct FrameRateCommand: ParsableCommand {
         } else {
             throw ValidationError("cannot read the rate \(rate): write frames per second (e.g. 30) or `default`")
         }
-        show(try coordinator.call(.changeFrameRate(.with { $0.deviceID = device; $0.framesPerSecond = fps })).reply, json: json)
+        if let min, min <= 0 { throw ValidationError("--min is a rate above 0") }
+        show(try coordinator.call(.changeFrameRate(.with {
+            $0.deviceID = device
+            $0.framesPerSecond = fps
+            $0.minFramesPerSecond = min ?? 0
+        })).reply, json: json)
     }
 }
 
@@ -153,14 +164,148 @@ struct LockCommand: ParsableCommand {
     @OptionGroup var coordinator: CoordinatorOptions
     @Argument(help: "The device id.") var device: String
     @Option(name: .customLong("for"), help: "Seconds the lease lasts (default 300, at most 86400).") var seconds: UInt32 = 300
+    @Flag(help: "Hold the lease while this command runs: it is released when the command ends, is killed, or loses the coordinator for 10 s.")
+    var hold = false
     @Flag(help: "Print JSON.") var json = false
 
     func run() throws {
-        let reply = try coordinator.call(.lockDevice(.with { $0.deviceID = device; $0.seconds = seconds })).reply
+        let client = try coordinator.client()
+        if hold {
+            client.sessionID = "session-" + UUID().uuidString.lowercased()
+            client.sessionTimeoutMilliseconds = 10_000
+        }
+        let reply: Capfleet_V1_OperatorReply
+        do {
+            reply = try client.call(.lockDevice(.with { $0.deviceID = device; $0.seconds = seconds })).reply
+        } catch {
+            throw CLIFailure(error.description)
+        }
         if json {
             print(FleetTables.json(reply.devices.map { JSONViews.Device($0) }))
         } else if let info = reply.devices.first {
-            print("\(device): locked for configuration by \(info.leaseHolder) until \(FleetTables.clock(info.leaseExpiresUnixMs))")
+            print("\(device): locked for configuration by \(info.leaseHolder) until \(FleetTables.clock(info.leaseExpiresUnixMs))"
+                + (hold ? "; held while this runs (Ctrl-C releases it)" : ""))
+        }
+        fflush(nil)
+        guard hold else { return }
+        try SessionHolder(client: client, device: device, seconds: seconds).run()
+    }
+}
+
+/// Keeps an operator session alive (renewing the lease every 2 s) until SIGINT or SIGTERM,
+/// then ends it, which releases the lease at once.
+struct SessionHolder {
+    let client: OperatorClient
+    let device: String
+    let seconds: UInt32
+
+    func run() throws {
+        signal(SIGINT, SIG_IGN)
+        signal(SIGTERM, SIG_IGN)
+        let signals = [SIGINT, SIGTERM].map { number in
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.resume()
+            return source
+        }
+        let stop = DispatchSemaphore(value: 0)
+        for source in signals { source.setEventHandler { stop.signal() } }
+        while stop.wait(timeout: .now() + 2) == .timedOut {
+            do {
+                _ = try client.call(.lockDevice(.with { $0.deviceID = device; $0.seconds = seconds }))
+            } catch {
+                // Say so, and keep trying: the coordinator may be back before the session times out.
+                FileHandle.standardError.write(Data("capfleet lock: cannot renew the lease on \(device): \(error.description)\n".utf8))
+            }
+        }
+        _ = try? client.call(.endSession(.init()))
+        print("\(device): lease released")
+    }
+}
+
+struct FocusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "focus",
+        abstract: "Focus a device: mode (locked, auto, continuous), lens position, point of interest, range, smooth focus.",
+        discussion: "A device that cannot do what is asked refuses it, listing what its focus offers (`capfleet device DEVICE`).")
+    @OptionGroup var coordinator: CoordinatorOptions
+    @Argument(help: "The device id.") var device: String
+    @Option(help: "locked, auto (focus once, then lock) or continuous.") var mode: String?
+    @Option(help: "Lens position, 0 (nearest) to 1 (furthest); locks focus there.") var lens: Double?
+    @Option(help: "Point of interest X,Y, each 0 to 1 from the top-left corner.") var point: String?
+    @Option(help: "Range restriction: none, near or far.") var range: String?
+    @Option(help: "Smooth (slow, unobtrusive) focusing: on or off.") var smooth: String?
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() throws {
+        let request = try Capfleet_V1_ChangeFocus.with {
+            $0.deviceID = device
+            if let mode {
+                guard let parsed = FocusMode(rawValue: mode.lowercased()) else { throw ValidationError("focus modes: locked, auto, continuous") }
+                $0.mode = parsed.wire
+            }
+            if let lens { $0.lensPosition = lens }
+            if let point {
+                let parts = point.split(separator: ",").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+                guard parts.count == 2 else { throw ValidationError("write the point as X,Y, e.g. 0.5,0.3") }
+                $0.pointOfInterestX = parts[0]
+                $0.pointOfInterestY = parts[1]
+            }
+            if let range {
+                guard let parsed = FocusRangeRestriction(rawValue: range.lowercased()) else { throw ValidationError("ranges: none, near, far") }
+                $0.range = parsed.wire
+            }
+            if let smooth {
+                guard ["on", "off"].contains(smooth.lowercased()) else { throw ValidationError("--smooth is on or off") }
+                $0.smooth = smooth.lowercased() == "on"
+            }
+        }
+        guard request.mode != .unspecified || request.hasLensPosition || request.hasPointOfInterestX || request.range != .unspecified
+            || request.hasSmooth else {
+            throw ValidationError("say what to change: --mode, --lens, --point, --range or --smooth")
+        }
+        let reply = try coordinator.call(.changeFocus(request)).reply
+        let focus = FocusState(wire: reply.focus)
+        if json {
+            print(FleetTables.json(JSONViews.FocusView(focus)))
+        } else {
+            let lens = focus.lensPosition.map { String(format: ", lens at %.2f", $0) } ?? ""
+            print("\(device): focus \(focus.mode.rawValue)\(lens)\(focus.isAdjusting ? " (moving)" : "")")
+        }
+    }
+}
+
+struct PolicyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "policy",
+        abstract: "Turn a device's opt-in drop recovery on or off: lower the frame rate step by step while late drops persist.",
+        discussion: """
+            Off by default: nothing throttles unless an operator says so. Each step and each restore is
+            published as a policy_acted event and audited. Needs the device's configuration lease.
+            """)
+    @OptionGroup var coordinator: CoordinatorOptions
+    @Argument(help: "The device id.") var device: String
+    @Option(help: "Drop recovery: on or off.") var dropRecovery: String
+    @Option(help: "Never below this rate (default 5).") var minFps: Double?
+    @Option(help: "Late drops above this share of frames in a second count as persisting (default 0.05).") var lateShare: Double?
+    @Option(help: "Seconds without late drops before the rate is restored (default 5).") var quietSeconds: UInt32?
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() throws {
+        guard ["on", "off"].contains(dropRecovery.lowercased()) else { throw ValidationError("--drop-recovery is on or off") }
+        let reply = try coordinator.call(.setDropRecoveryPolicy(.with {
+            $0.deviceID = device
+            $0.policy = .with {
+                $0.enabled = dropRecovery.lowercased() == "on"
+                $0.minimumFps = minFps ?? 0
+                $0.lateDropShare = lateShare ?? 0
+                $0.quietSeconds = quietSeconds ?? 0
+            }
+        })).reply
+        if json {
+            print(FleetTables.json(reply.devices.map { JSONViews.Device($0) }))
+        } else {
+            let note = reply.status.reason.isEmpty ? "" : " (\(reply.status.reason))"
+            print("\(device): drop recovery \(dropRecovery.lowercased())\(note)")
         }
     }
 }

@@ -69,7 +69,24 @@ struct DevicesCommand: ParsableCommand {
             print(FleetTables.json(views))
         } else {
             print(FleetTables.devices(devices))
+            let interrupted = FleetTables.interruptions(devices.map { ($0.deviceID, $0.interruption) })
+            if !interrupted.isEmpty { print("\n" + interrupted) }
         }
+    }
+}
+
+struct DeviceCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "device", abstract: "Show one device in full: state, controls, crop and focus capabilities, interruption.")
+    @OptionGroup var coordinator: CoordinatorOptions
+    @Argument(help: "The device id.") var device: String
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() throws {
+        guard let info = try coordinator.call(.getDevice(.with { $0.deviceID = device })).reply.devices.first else {
+            throw CLIFailure("the coordinator sent no device \(device)")
+        }
+        print(json ? FleetTables.json(JSONViews.DeviceDetails(info)) : FleetTables.details(info))
     }
 }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import FleetAgent
+import FleetCapture
 import FleetClient
 import FleetCoordinator
 import FleetCore
@@ -59,12 +60,20 @@ struct AgentCommand: AsyncParsableCommand {
     var coordinator: String?
     @Option(help: "Node name shown to operators (default: the host name).")
     var name: String?
-    @Option(help: "Number of synthetic test-pattern cameras.")
-    var synthetic: Int = 1
+    @Option(name: .customLong("device"), help: "A V4L2 camera to use, by path (/dev/video0, /dev/v4l/by-id/...) or stable id; repeat for more.")
+    var devices: [String] = []
+    @Flag(inversion: .prefixedNo, help: "Use every video capture device of this host (when no --device is given).")
+    var discover = true
+    @Option(help: "Number of synthetic test-pattern cameras (default: one if the host has no camera).")
+    var synthetic: Int?
     @Option(help: "Synthetic cameras' starting format, WIDTHxHEIGHT:FOURCC.")
     var syntheticFormat: String = "640x480:YUYV"
-    @Option(help: "Synthetic cameras' starting frame rate.")
-    var fps: Double = 15
+    @Option(help: "V4L2 cameras' starting format, WIDTHxHEIGHT:FOURCC (default: what the device has).")
+    var format: String?
+    @Option(help: "Starting frame rate (default: 15 for synthetic cameras, what the device has for V4L2).")
+    var fps: Double?
+    @Option(help: "mmap buffers per V4L2 camera.")
+    var buffers: Int = 4
     @Option(help: "Where the agent keeps its identity (default: ~/.local/state/capfleet/agent[-NAME]).")
     var stateDir: String?
     @OptionGroup var logging: LoggingOptions
@@ -77,7 +86,9 @@ struct AgentCommand: AsyncParsableCommand {
         let configuration = AgentConfiguration(
             coordinatorHost: address.host, controlPort: address.port, nodeName: name,
             stateDirectory: stateDir ?? Self.defaultStateDirectory(name: name),
-            syntheticCameraCount: synthetic, syntheticFormat: try Self.parseFormat(syntheticFormat), syntheticFrameRate: fps)
+            syntheticCameraCount: synthetic, devices: devices, discoverDevices: discover, bufferCount: buffers,
+            deviceFormat: try format.map(Self.parseFormat), deviceFrameRate: fps,
+            syntheticFormat: try Self.parseFormat(syntheticFormat), syntheticFrameRate: fps ?? 15)
         let service = try AgentService(configuration: configuration, logger: logger)
         let group = ServiceGroup(configuration: .init(services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
@@ -102,7 +113,7 @@ struct AgentCommand: AsyncParsableCommand {
 struct DevCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dev",
-        abstract: "The embedded default: a coordinator and two agents on this machine, with synthetic cameras.")
+        abstract: "The embedded default: a coordinator and two agents on this machine; this host's cameras, or synthetic ones where there are none.")
     @Option(help: "State directory.") var data: String = "capfleet-data"
     @Option(help: "Synthetic cameras per agent.") var synthetic: Int = 1
     @Option(help: "Synthetic cameras' frame rate.") var fps: Double = 15
@@ -111,13 +122,17 @@ struct DevCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = logging.bootstrap(label: "capfleet.dev")
         let dataDirectory = URL(fileURLWithPath: data).standardizedFileURL.path
+        // The first agent takes this host's real cameras; synthetic ones stand in where there are none.
+        let found = V4L2Discovery.captureDevices()
+        let cameraSummary = found.isEmpty ? "synthetic cameras: this host has no V4L2 camera"
+            : "\(found.map { "\($0.card) at \($0.path)" }.joined(separator: ", ")) on dev-agent-1, synthetic cameras on dev-agent-2"
         let coordinator = CoordinatorService(
             configuration: CoordinatorConfiguration(dataDirectory: dataDirectory + "/coordinator", bindHost: "127.0.0.1"),
             logger: Logger(label: "capfleet.coordinator"),
             onReady: { endpoints in
                 print("""
 
-                    CaptureFleet is running: a coordinator and two agents with synthetic cameras.
+                    CaptureFleet is running: a coordinator and two agents (\(cameraSummary)).
                       state           \(dataDirectory)
                       fleet database  \(endpoints.database)
                       operator        \(endpoints.operator)   (capfleet nodes | devices | formats DEVICE | watch)
@@ -133,7 +148,8 @@ struct DevCommand: AsyncParsableCommand {
         for index in 1...2 {
             let agent = try AgentService(
                 configuration: AgentConfiguration(nodeName: "dev-agent-\(index)", stateDirectory: dataDirectory + "/agent-\(index)",
-                                                  syntheticCameraCount: synthetic, syntheticFrameRate: fps),
+                                                  syntheticCameraCount: index == 1 && !found.isEmpty ? 0 : synthetic,
+                                                  discoverDevices: index == 1, syntheticFrameRate: fps),
                 logger: Logger(label: "capfleet.agent.\(index)"))
             services.append(.init(service: agent))
         }

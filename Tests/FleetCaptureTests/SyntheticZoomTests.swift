@@ -1,3 +1,4 @@
+import Foundation
 import FleetCapture
 import FleetCore
 import Synchronization
@@ -53,5 +54,27 @@ import Testing
         #expect(factors.last == 2)
         #expect(zip(factors, factors.dropFirst()).allSatisfy { $1 >= $0 }, "a zoom-in ramp never goes back")
         #expect(factors.filter { $0 > 1 && $0 < 2 }.count >= 3, "intermediate factors on successive frames: \(factors)")
+    }
+}
+
+@Suite struct SyntheticFocusAndRateTests {
+    @Test func syntheticCamera_focusesLikeALens_andRefusesNothingItHas() throws {
+        let camera = SyntheticCamera(deviceID: "syn-focus", name: "focus", frameRate: 60)
+        #expect(camera.device.focus == SimulatedLens.capabilities)
+        try camera.focus(FocusRequest(lensPosition: 0.25))
+        #expect(camera.focus?.mode == .locked)
+        try camera.start { _ in }
+        defer { camera.stop() }
+        let deadline = ContinuousClock.now + .seconds(3)
+        while camera.focus?.lensPosition != 0.25, ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        #expect(camera.focus?.lensPosition == 0.25)
+    }
+
+    @Test func syntheticCamera_takesAFrameDurationRangeWithinItsFormat() throws {
+        let camera = SyntheticCamera(deviceID: "syn-rate", name: "rate", frameRate: 30)
+        try camera.setFrameRateRange(FrameRateRange(min: 10, max: 30))
+        #expect(camera.activeFrameRateRange == FrameRateRange(min: 10, max: 30))
+        #expect(throws: CaptureError.self) { try camera.setFrameRateRange(FrameRateRange(min: 10, max: 90)) }
+        #expect(throws: CaptureError.self) { try camera.setFrameRateRange(FrameRateRange(min: 20, max: 10)) }
     }
 }

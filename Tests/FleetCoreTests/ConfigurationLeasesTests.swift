@@ -32,14 +32,27 @@ import Testing
         #expect(leases.authorize("cam-1", by: "ana", now: minute) == .failure(.notHeld(deviceID: "cam-1")))
     }
 
-    @Test func release_onlyByTheHolder_andEverythingOnDisconnect() throws {
+    @Test func release_onlyByTheHolder_andASessionsLeasesWhenItEnds() throws {
         var leases = ConfigurationLeases()
-        _ = try leases.acquire("cam-1", by: "ana", for: minute, now: 0).get()
-        _ = try leases.acquire("cam-2", by: "ana", for: minute, now: 0).get()
+        _ = try leases.acquire("cam-1", by: "ana", for: minute, now: 0, session: "s1").get()
+        _ = try leases.acquire("cam-2", by: "ana", for: minute, now: 0, session: "s1").get()
         _ = try leases.acquire("cam-3", by: "bo", for: minute, now: 0).get()
         if case .success = leases.release("cam-1", by: "bo", now: 1) { Issue.record("bo cannot release ana's lease") }
-        #expect(leases.releaseAll(heldBy: "ana").map(\.deviceID) == ["cam-1", "cam-2"])
+        #expect(leases.releaseAll(inSession: "s1").map(\.deviceID) == ["cam-1", "cam-2"])
         #expect(leases.leases.keys.sorted() == ["cam-3"])
         #expect((try? leases.release("cam-3", by: "bo", now: 2).get())?.holder == "bo")
+    }
+
+    @Test func operatorSessions_expireWhenSilentForTheirTimeout_andEndOnGoodbye() {
+        var sessions = OperatorSessions()
+        sessions.heard("s1", timeout: 10, now: 0)
+        sessions.heard("s2", timeout: 10, now: 0)
+        sessions.heard("s1", timeout: 10, now: 8)
+        #expect(sessions.expire(now: 9).isEmpty)
+        #expect(sessions.expire(now: 10) == ["s2"])
+        #expect(sessions.isActive("s1"))
+        sessions.end("s1")
+        #expect(!sessions.isActive("s1"))
+        #expect(sessions.expire(now: 100).isEmpty)
     }
 }

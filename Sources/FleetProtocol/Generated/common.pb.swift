@@ -101,6 +101,157 @@ public nonisolated enum Capfleet_V1_SourceKind: SwiftProtobuf.Enum, Swift.CaseIt
 
 }
 
+public nonisolated enum Capfleet_V1_FocusMode: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+
+  /// in a request: leave the mode as it is
+  case unspecified // = 0
+
+  /// the lens stays put (or where lens_position puts it)
+  case locked // = 1
+
+  /// focus once on the point of interest, then lock
+  case auto // = 2
+
+  /// keep focusing as the scene changes
+  case continuous // = 3
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .locked
+    case 2: self = .auto
+    case 3: self = .continuous
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .locked: return 1
+    case .auto: return 2
+    case .continuous: return 3
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Capfleet_V1_FocusMode] = [
+    .unspecified,
+    .locked,
+    .auto,
+    .continuous,
+  ]
+
+}
+
+public nonisolated enum Capfleet_V1_FocusRange: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+
+  /// in a request: leave as it is
+  case unspecified // = 0
+  case none // = 1
+  case near // = 2
+  case far // = 3
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .none
+    case 2: self = .near
+    case 3: self = .far
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .none: return 1
+    case .near: return 2
+    case .far: return 3
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Capfleet_V1_FocusRange] = [
+    .unspecified,
+    .none,
+    .near,
+    .far,
+  ]
+
+}
+
+/// Why a device stopped delivering frames on its own.
+public nonisolated enum Capfleet_V1_InterruptionReason: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+
+  /// not interrupted
+  case none // = 0
+
+  /// unplugged (ENODEV); resumes when it is back
+  case deviceDisconnected // = 1
+
+  /// another program holds it (EBUSY)
+  case deviceInUse // = 2
+
+  /// the host reached the shutdown pressure level
+  case pressureShutdown // = 3
+
+  /// any other driver failure; retried
+  case deviceError // = 4
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .none
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .none
+    case 1: self = .deviceDisconnected
+    case 2: self = .deviceInUse
+    case 3: self = .pressureShutdown
+    case 4: self = .deviceError
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .none: return 0
+    case .deviceDisconnected: return 1
+    case .deviceInUse: return 2
+    case .pressureShutdown: return 3
+    case .deviceError: return 4
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Capfleet_V1_InterruptionReason] = [
+    .none,
+    .deviceDisconnected,
+    .deviceInUse,
+    .pressureShutdown,
+    .deviceError,
+  ]
+
+}
+
 /// How a device zooms, in order of preference: the device's own zoom control, the driver's
 /// crop selection, or a centred crop and scale done by the agent.
 public nonisolated enum Capfleet_V1_ZoomMethod: SwiftProtobuf.Enum, Swift.CaseIterable {
@@ -278,30 +429,293 @@ public nonisolated struct Capfleet_V1_VideoFormat: Sendable {
 }
 
 /// A camera as its agent describes it in HELLO.
-public nonisolated struct Capfleet_V1_DeviceDescriptor: Sendable {
+public nonisolated struct Capfleet_V1_DeviceDescriptor: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
   /// stable across reboots and re-plugging, never /dev/videoN
-  public var deviceID: String = String()
+  public var deviceID: String {
+    get {_storage._deviceID}
+    set {_uniqueStorage()._deviceID = newValue}
+  }
 
   /// human name, e.g. "Synthetic camera 1"
-  public var name: String = String()
+  public var name: String {
+    get {_storage._name}
+    set {_uniqueStorage()._name = newValue}
+  }
 
   /// e.g. "uvcvideo", "capfleet-synthetic"
-  public var driver: String = String()
+  public var driver: String {
+    get {_storage._driver}
+    set {_uniqueStorage()._driver = newValue}
+  }
 
-  public var kind: Capfleet_V1_SourceKind = .unspecified
+  public var kind: Capfleet_V1_SourceKind {
+    get {_storage._kind}
+    set {_uniqueStorage()._kind = newValue}
+  }
 
   /// the whole list, not just the active one
-  public var formats: [Capfleet_V1_VideoFormat] = []
+  public var formats: [Capfleet_V1_VideoFormat] {
+    get {_storage._formats}
+    set {_uniqueStorage()._formats = newValue}
+  }
 
   /// index into formats
-  public var activeFormatIndex: UInt32 = 0
+  public var activeFormatIndex: UInt32 {
+    get {_storage._activeFormatIndex}
+    set {_uniqueStorage()._activeFormatIndex = newValue}
+  }
 
-  /// frames per second currently requested
-  public var activeFrameRate: Double = 0
+  /// frames per second currently requested (1 / min frame duration)
+  public var activeFrameRate: Double {
+    get {_storage._activeFrameRate}
+    set {_uniqueStorage()._activeFrameRate = newValue}
+  }
+
+  /// the driver's controls (V4L2); empty for synthetic cameras
+  public var controls: [Capfleet_V1_DeviceControl] {
+    get {_storage._controls}
+    set {_uniqueStorage()._controls = newValue}
+  }
+
+  /// absent when the device cannot crop
+  public var crop: Capfleet_V1_CropCapabilities {
+    get {_storage._crop ?? Capfleet_V1_CropCapabilities()}
+    set {_uniqueStorage()._crop = newValue}
+  }
+  /// Returns true if `crop` has been explicitly set.
+  public var hasCrop: Bool {_storage._crop != nil}
+  /// Clears the value of `crop`. Subsequent reads from it will return its default value.
+  public mutating func clearCrop() {_uniqueStorage()._crop = nil}
+
+  /// all false / empty = no focus control
+  public var focus: Capfleet_V1_FocusCapabilities {
+    get {_storage._focus ?? Capfleet_V1_FocusCapabilities()}
+    set {_uniqueStorage()._focus = newValue}
+  }
+  /// Returns true if `focus` has been explicitly set.
+  public var hasFocus: Bool {_storage._focus != nil}
+  /// Clears the value of `focus`. Subsequent reads from it will return its default value.
+  public mutating func clearFocus() {_uniqueStorage()._focus = nil}
+
+  /// where it is now, e.g. /dev/video0: informational, may change
+  public var devicePath: String {
+    get {_storage._devicePath}
+    set {_uniqueStorage()._devicePath = newValue}
+  }
+
+  /// what device_id came from: by-id, by-path, bus-info, synthetic
+  public var identitySource: String {
+    get {_storage._identitySource}
+    set {_uniqueStorage()._identitySource = newValue}
+  }
+
+  /// 1 / max frame duration; 0 = same as active_frame_rate
+  public var activeMinFrameRate: Double {
+    get {_storage._activeMinFrameRate}
+    set {_uniqueStorage()._activeMinFrameRate = newValue}
+  }
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+/// A control as the driver reports it (VIDIOC_QUERY_EXT_CTRL).
+public nonisolated struct Capfleet_V1_DeviceControl: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// V4L2 control id, e.g. 0x009a090d zoom_absolute
+  public var id: UInt32 = 0
+
+  /// the driver's name, e.g. "Zoom, Absolute"
+  public var name: String = String()
+
+  /// integer, boolean, menu, button, integer64, string, bitmask, integer_menu, other
+  public var type: String = String()
+
+  public var minimum: Int64 = 0
+
+  public var maximum: Int64 = 0
+
+  public var step: UInt64 = 0
+
+  public var defaultValue: Int64 = 0
+
+  /// false for buttons, strings and compound controls
+  public var hasValue_p: Bool = false
+
+  public var value: Int64 = 0
+
+  public var menu: [Capfleet_V1_ControlMenuItem] = []
+
+  public var readOnly: Bool = false
+
+  /// exists but has no effect now
+  public var inactive: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_ControlMenuItem: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var index: UInt32 = 0
+
+  /// for integer menus, the value written out
+  public var name: String = String()
+
+  public var value: Int64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_Rectangle: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var left: Int32 = 0
+
+  public var top: Int32 = 0
+
+  public var width: UInt32 = 0
+
+  public var height: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// What the driver can crop from (VIDIOC_G_SELECTION CROP_BOUNDS / CROP_DEFAULT).
+public nonisolated struct Capfleet_V1_CropCapabilities: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var bounds: Capfleet_V1_Rectangle {
+    get {_bounds ?? Capfleet_V1_Rectangle()}
+    set {_bounds = newValue}
+  }
+  /// Returns true if `bounds` has been explicitly set.
+  public var hasBounds: Bool {self._bounds != nil}
+  /// Clears the value of `bounds`. Subsequent reads from it will return its default value.
+  public mutating func clearBounds() {self._bounds = nil}
+
+  public var defaultRect: Capfleet_V1_Rectangle {
+    get {_defaultRect ?? Capfleet_V1_Rectangle()}
+    set {_defaultRect = newValue}
+  }
+  /// Returns true if `defaultRect` has been explicitly set.
+  public var hasDefaultRect: Bool {self._defaultRect != nil}
+  /// Clears the value of `defaultRect`. Subsequent reads from it will return its default value.
+  public mutating func clearDefaultRect() {self._defaultRect = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _bounds: Capfleet_V1_Rectangle? = nil
+  fileprivate var _defaultRect: Capfleet_V1_Rectangle? = nil
+}
+
+public nonisolated struct Capfleet_V1_FocusCapabilities: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var modes: [Capfleet_V1_FocusMode] = []
+
+  public var lensPosition: Bool = false
+
+  public var pointOfInterest: Bool = false
+
+  public var rangeRestriction: Bool = false
+
+  public var smoothFocus: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_FocusState: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var mode: Capfleet_V1_FocusMode = .unspecified
+
+  public var hasLensPosition_p: Bool = false
+
+  /// 0 = nearest, 1 = furthest
+  public var lensPosition: Double = 0
+
+  /// the lens is moving
+  public var adjusting: Bool = false
+
+  /// 0...1 from the left
+  public var pointOfInterestX: Double = 0
+
+  /// 0...1 from the top
+  public var pointOfInterestY: Double = 0
+
+  public var range: Capfleet_V1_FocusRange = .unspecified
+
+  public var smooth: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_Interruption: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var reason: Capfleet_V1_InterruptionReason = .none
+
+  /// the failing call and what to do
+  public var message: String = String()
+
+  public var sinceUnixMs: Int64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// The opt-in frame-rate recovery from late drops (control.md, "Drop recovery").
+public nonisolated struct Capfleet_V1_DropRecoveryPolicy: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var enabled: Bool = false
+
+  /// never below this
+  public var minimumFps: Double = 0
+
+  /// late drops above this share of frames in a second persist; 0 = 0.05
+  public var lateDropShare: Double = 0
+
+  /// seconds without late drops before restoring; 0 = 5
+  public var quietSeconds: UInt32 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -353,6 +767,18 @@ nonisolated extension Capfleet_V1_ProtocolVersion: SwiftProtobuf._ProtoNameProvi
 
 nonisolated extension Capfleet_V1_SourceKind: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0SOURCE_KIND_UNSPECIFIED\0\u{1}SOURCE_KIND_SYNTHETIC\0\u{1}SOURCE_KIND_V4L2\0")
+}
+
+nonisolated extension Capfleet_V1_FocusMode: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0FOCUS_MODE_UNSPECIFIED\0\u{1}FOCUS_MODE_LOCKED\0\u{1}FOCUS_MODE_AUTO\0\u{1}FOCUS_MODE_CONTINUOUS\0")
+}
+
+nonisolated extension Capfleet_V1_FocusRange: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0FOCUS_RANGE_UNSPECIFIED\0\u{1}FOCUS_RANGE_NONE\0\u{1}FOCUS_RANGE_NEAR\0\u{1}FOCUS_RANGE_FAR\0")
+}
+
+nonisolated extension Capfleet_V1_InterruptionReason: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0INTERRUPTION_REASON_NONE\0\u{1}INTERRUPTION_REASON_DEVICE_DISCONNECTED\0\u{1}INTERRUPTION_REASON_DEVICE_IN_USE\0\u{1}INTERRUPTION_REASON_PRESSURE_SHUTDOWN\0\u{1}INTERRUPTION_REASON_DEVICE_ERROR\0")
 }
 
 nonisolated extension Capfleet_V1_ZoomMethod: SwiftProtobuf._ProtoNameProviding {
@@ -470,7 +896,161 @@ nonisolated extension Capfleet_V1_VideoFormat: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Capfleet_V1_DeviceDescriptor: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceDescriptor"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{1}name\0\u{1}driver\0\u{1}kind\0\u{1}formats\0\u{3}active_format_index\0\u{3}active_frame_rate\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{1}name\0\u{1}driver\0\u{1}kind\0\u{1}formats\0\u{3}active_format_index\0\u{3}active_frame_rate\0\u{1}controls\0\u{1}crop\0\u{1}focus\0\u{3}device_path\0\u{3}identity_source\0\u{3}active_min_frame_rate\0")
+
+  fileprivate class _StorageClass {
+    var _deviceID: String = String()
+    var _name: String = String()
+    var _driver: String = String()
+    var _kind: Capfleet_V1_SourceKind = .unspecified
+    var _formats: [Capfleet_V1_VideoFormat] = []
+    var _activeFormatIndex: UInt32 = 0
+    var _activeFrameRate: Double = 0
+    var _controls: [Capfleet_V1_DeviceControl] = []
+    var _crop: Capfleet_V1_CropCapabilities? = nil
+    var _focus: Capfleet_V1_FocusCapabilities? = nil
+    var _devicePath: String = String()
+    var _identitySource: String = String()
+    var _activeMinFrameRate: Double = 0
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _deviceID = source._deviceID
+      _name = source._name
+      _driver = source._driver
+      _kind = source._kind
+      _formats = source._formats
+      _activeFormatIndex = source._activeFormatIndex
+      _activeFrameRate = source._activeFrameRate
+      _controls = source._controls
+      _crop = source._crop
+      _focus = source._focus
+      _devicePath = source._devicePath
+      _identitySource = source._identitySource
+      _activeMinFrameRate = source._activeMinFrameRate
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularStringField(value: &_storage._deviceID) }()
+        case 2: try { try decoder.decodeSingularStringField(value: &_storage._name) }()
+        case 3: try { try decoder.decodeSingularStringField(value: &_storage._driver) }()
+        case 4: try { try decoder.decodeSingularEnumField(value: &_storage._kind) }()
+        case 5: try { try decoder.decodeRepeatedMessageField(value: &_storage._formats) }()
+        case 6: try { try decoder.decodeSingularUInt32Field(value: &_storage._activeFormatIndex) }()
+        case 7: try { try decoder.decodeSingularDoubleField(value: &_storage._activeFrameRate) }()
+        case 8: try { try decoder.decodeRepeatedMessageField(value: &_storage._controls) }()
+        case 9: try { try decoder.decodeSingularMessageField(value: &_storage._crop) }()
+        case 10: try { try decoder.decodeSingularMessageField(value: &_storage._focus) }()
+        case 11: try { try decoder.decodeSingularStringField(value: &_storage._devicePath) }()
+        case 12: try { try decoder.decodeSingularStringField(value: &_storage._identitySource) }()
+        case 13: try { try decoder.decodeSingularDoubleField(value: &_storage._activeMinFrameRate) }()
+        default: break
+        }
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if !_storage._deviceID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._deviceID, fieldNumber: 1)
+      }
+      if !_storage._name.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._name, fieldNumber: 2)
+      }
+      if !_storage._driver.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._driver, fieldNumber: 3)
+      }
+      if _storage._kind != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._kind, fieldNumber: 4)
+      }
+      if !_storage._formats.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._formats, fieldNumber: 5)
+      }
+      if _storage._activeFormatIndex != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._activeFormatIndex, fieldNumber: 6)
+      }
+      if _storage._activeFrameRate.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._activeFrameRate, fieldNumber: 7)
+      }
+      if !_storage._controls.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._controls, fieldNumber: 8)
+      }
+      try { if let v = _storage._crop {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 9)
+      } }()
+      try { if let v = _storage._focus {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
+      } }()
+      if !_storage._devicePath.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._devicePath, fieldNumber: 11)
+      }
+      if !_storage._identitySource.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._identitySource, fieldNumber: 12)
+      }
+      if _storage._activeMinFrameRate.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._activeMinFrameRate, fieldNumber: 13)
+      }
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_DeviceDescriptor, rhs: Capfleet_V1_DeviceDescriptor) -> Bool {
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._deviceID != rhs_storage._deviceID {return false}
+        if _storage._name != rhs_storage._name {return false}
+        if _storage._driver != rhs_storage._driver {return false}
+        if _storage._kind != rhs_storage._kind {return false}
+        if _storage._formats != rhs_storage._formats {return false}
+        if _storage._activeFormatIndex != rhs_storage._activeFormatIndex {return false}
+        if _storage._activeFrameRate != rhs_storage._activeFrameRate {return false}
+        if _storage._controls != rhs_storage._controls {return false}
+        if _storage._crop != rhs_storage._crop {return false}
+        if _storage._focus != rhs_storage._focus {return false}
+        if _storage._devicePath != rhs_storage._devicePath {return false}
+        if _storage._identitySource != rhs_storage._identitySource {return false}
+        if _storage._activeMinFrameRate != rhs_storage._activeMinFrameRate {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_DeviceControl: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".DeviceControl"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}name\0\u{1}type\0\u{1}minimum\0\u{1}maximum\0\u{1}step\0\u{3}default_value\0\u{3}has_value\0\u{1}value\0\u{1}menu\0\u{3}read_only\0\u{1}inactive\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -478,51 +1058,400 @@ nonisolated extension Capfleet_V1_DeviceDescriptor: SwiftProtobuf.Message, Swift
       // allocates stack space for every case branch when no optimizations are
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
-      case 1: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.id) }()
       case 2: try { try decoder.decodeSingularStringField(value: &self.name) }()
-      case 3: try { try decoder.decodeSingularStringField(value: &self.driver) }()
-      case 4: try { try decoder.decodeSingularEnumField(value: &self.kind) }()
-      case 5: try { try decoder.decodeRepeatedMessageField(value: &self.formats) }()
-      case 6: try { try decoder.decodeSingularUInt32Field(value: &self.activeFormatIndex) }()
-      case 7: try { try decoder.decodeSingularDoubleField(value: &self.activeFrameRate) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.type) }()
+      case 4: try { try decoder.decodeSingularInt64Field(value: &self.minimum) }()
+      case 5: try { try decoder.decodeSingularInt64Field(value: &self.maximum) }()
+      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.step) }()
+      case 7: try { try decoder.decodeSingularInt64Field(value: &self.defaultValue) }()
+      case 8: try { try decoder.decodeSingularBoolField(value: &self.hasValue_p) }()
+      case 9: try { try decoder.decodeSingularInt64Field(value: &self.value) }()
+      case 10: try { try decoder.decodeRepeatedMessageField(value: &self.menu) }()
+      case 11: try { try decoder.decodeSingularBoolField(value: &self.readOnly) }()
+      case 12: try { try decoder.decodeSingularBoolField(value: &self.inactive) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if !self.deviceID.isEmpty {
-      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 1)
+    if self.id != 0 {
+      try visitor.visitSingularUInt32Field(value: self.id, fieldNumber: 1)
     }
     if !self.name.isEmpty {
       try visitor.visitSingularStringField(value: self.name, fieldNumber: 2)
     }
-    if !self.driver.isEmpty {
-      try visitor.visitSingularStringField(value: self.driver, fieldNumber: 3)
+    if !self.type.isEmpty {
+      try visitor.visitSingularStringField(value: self.type, fieldNumber: 3)
     }
-    if self.kind != .unspecified {
-      try visitor.visitSingularEnumField(value: self.kind, fieldNumber: 4)
+    if self.minimum != 0 {
+      try visitor.visitSingularInt64Field(value: self.minimum, fieldNumber: 4)
     }
-    if !self.formats.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.formats, fieldNumber: 5)
+    if self.maximum != 0 {
+      try visitor.visitSingularInt64Field(value: self.maximum, fieldNumber: 5)
     }
-    if self.activeFormatIndex != 0 {
-      try visitor.visitSingularUInt32Field(value: self.activeFormatIndex, fieldNumber: 6)
+    if self.step != 0 {
+      try visitor.visitSingularUInt64Field(value: self.step, fieldNumber: 6)
     }
-    if self.activeFrameRate.bitPattern != 0 {
-      try visitor.visitSingularDoubleField(value: self.activeFrameRate, fieldNumber: 7)
+    if self.defaultValue != 0 {
+      try visitor.visitSingularInt64Field(value: self.defaultValue, fieldNumber: 7)
+    }
+    if self.hasValue_p != false {
+      try visitor.visitSingularBoolField(value: self.hasValue_p, fieldNumber: 8)
+    }
+    if self.value != 0 {
+      try visitor.visitSingularInt64Field(value: self.value, fieldNumber: 9)
+    }
+    if !self.menu.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.menu, fieldNumber: 10)
+    }
+    if self.readOnly != false {
+      try visitor.visitSingularBoolField(value: self.readOnly, fieldNumber: 11)
+    }
+    if self.inactive != false {
+      try visitor.visitSingularBoolField(value: self.inactive, fieldNumber: 12)
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
-  public static func ==(lhs: Capfleet_V1_DeviceDescriptor, rhs: Capfleet_V1_DeviceDescriptor) -> Bool {
-    if lhs.deviceID != rhs.deviceID {return false}
+  public static func ==(lhs: Capfleet_V1_DeviceControl, rhs: Capfleet_V1_DeviceControl) -> Bool {
+    if lhs.id != rhs.id {return false}
     if lhs.name != rhs.name {return false}
-    if lhs.driver != rhs.driver {return false}
-    if lhs.kind != rhs.kind {return false}
-    if lhs.formats != rhs.formats {return false}
-    if lhs.activeFormatIndex != rhs.activeFormatIndex {return false}
-    if lhs.activeFrameRate != rhs.activeFrameRate {return false}
+    if lhs.type != rhs.type {return false}
+    if lhs.minimum != rhs.minimum {return false}
+    if lhs.maximum != rhs.maximum {return false}
+    if lhs.step != rhs.step {return false}
+    if lhs.defaultValue != rhs.defaultValue {return false}
+    if lhs.hasValue_p != rhs.hasValue_p {return false}
+    if lhs.value != rhs.value {return false}
+    if lhs.menu != rhs.menu {return false}
+    if lhs.readOnly != rhs.readOnly {return false}
+    if lhs.inactive != rhs.inactive {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_ControlMenuItem: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ControlMenuItem"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}index\0\u{1}name\0\u{1}value\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.index) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.name) }()
+      case 3: try { try decoder.decodeSingularInt64Field(value: &self.value) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.index != 0 {
+      try visitor.visitSingularUInt32Field(value: self.index, fieldNumber: 1)
+    }
+    if !self.name.isEmpty {
+      try visitor.visitSingularStringField(value: self.name, fieldNumber: 2)
+    }
+    if self.value != 0 {
+      try visitor.visitSingularInt64Field(value: self.value, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_ControlMenuItem, rhs: Capfleet_V1_ControlMenuItem) -> Bool {
+    if lhs.index != rhs.index {return false}
+    if lhs.name != rhs.name {return false}
+    if lhs.value != rhs.value {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_Rectangle: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".Rectangle"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}left\0\u{1}top\0\u{1}width\0\u{1}height\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularInt32Field(value: &self.left) }()
+      case 2: try { try decoder.decodeSingularInt32Field(value: &self.top) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.width) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.height) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.left != 0 {
+      try visitor.visitSingularInt32Field(value: self.left, fieldNumber: 1)
+    }
+    if self.top != 0 {
+      try visitor.visitSingularInt32Field(value: self.top, fieldNumber: 2)
+    }
+    if self.width != 0 {
+      try visitor.visitSingularUInt32Field(value: self.width, fieldNumber: 3)
+    }
+    if self.height != 0 {
+      try visitor.visitSingularUInt32Field(value: self.height, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_Rectangle, rhs: Capfleet_V1_Rectangle) -> Bool {
+    if lhs.left != rhs.left {return false}
+    if lhs.top != rhs.top {return false}
+    if lhs.width != rhs.width {return false}
+    if lhs.height != rhs.height {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_CropCapabilities: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".CropCapabilities"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}bounds\0\u{3}default_rect\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._bounds) }()
+      case 2: try { try decoder.decodeSingularMessageField(value: &self._defaultRect) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._bounds {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    try { if let v = self._defaultRect {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_CropCapabilities, rhs: Capfleet_V1_CropCapabilities) -> Bool {
+    if lhs._bounds != rhs._bounds {return false}
+    if lhs._defaultRect != rhs._defaultRect {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_FocusCapabilities: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".FocusCapabilities"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}modes\0\u{3}lens_position\0\u{3}point_of_interest\0\u{3}range_restriction\0\u{3}smooth_focus\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedEnumField(value: &self.modes) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self.lensPosition) }()
+      case 3: try { try decoder.decodeSingularBoolField(value: &self.pointOfInterest) }()
+      case 4: try { try decoder.decodeSingularBoolField(value: &self.rangeRestriction) }()
+      case 5: try { try decoder.decodeSingularBoolField(value: &self.smoothFocus) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.modes.isEmpty {
+      try visitor.visitPackedEnumField(value: self.modes, fieldNumber: 1)
+    }
+    if self.lensPosition != false {
+      try visitor.visitSingularBoolField(value: self.lensPosition, fieldNumber: 2)
+    }
+    if self.pointOfInterest != false {
+      try visitor.visitSingularBoolField(value: self.pointOfInterest, fieldNumber: 3)
+    }
+    if self.rangeRestriction != false {
+      try visitor.visitSingularBoolField(value: self.rangeRestriction, fieldNumber: 4)
+    }
+    if self.smoothFocus != false {
+      try visitor.visitSingularBoolField(value: self.smoothFocus, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_FocusCapabilities, rhs: Capfleet_V1_FocusCapabilities) -> Bool {
+    if lhs.modes != rhs.modes {return false}
+    if lhs.lensPosition != rhs.lensPosition {return false}
+    if lhs.pointOfInterest != rhs.pointOfInterest {return false}
+    if lhs.rangeRestriction != rhs.rangeRestriction {return false}
+    if lhs.smoothFocus != rhs.smoothFocus {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_FocusState: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".FocusState"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}mode\0\u{3}has_lens_position\0\u{3}lens_position\0\u{1}adjusting\0\u{3}point_of_interest_x\0\u{3}point_of_interest_y\0\u{1}range\0\u{1}smooth\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.mode) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self.hasLensPosition_p) }()
+      case 3: try { try decoder.decodeSingularDoubleField(value: &self.lensPosition) }()
+      case 4: try { try decoder.decodeSingularBoolField(value: &self.adjusting) }()
+      case 5: try { try decoder.decodeSingularDoubleField(value: &self.pointOfInterestX) }()
+      case 6: try { try decoder.decodeSingularDoubleField(value: &self.pointOfInterestY) }()
+      case 7: try { try decoder.decodeSingularEnumField(value: &self.range) }()
+      case 8: try { try decoder.decodeSingularBoolField(value: &self.smooth) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.mode != .unspecified {
+      try visitor.visitSingularEnumField(value: self.mode, fieldNumber: 1)
+    }
+    if self.hasLensPosition_p != false {
+      try visitor.visitSingularBoolField(value: self.hasLensPosition_p, fieldNumber: 2)
+    }
+    if self.lensPosition.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.lensPosition, fieldNumber: 3)
+    }
+    if self.adjusting != false {
+      try visitor.visitSingularBoolField(value: self.adjusting, fieldNumber: 4)
+    }
+    if self.pointOfInterestX.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.pointOfInterestX, fieldNumber: 5)
+    }
+    if self.pointOfInterestY.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.pointOfInterestY, fieldNumber: 6)
+    }
+    if self.range != .unspecified {
+      try visitor.visitSingularEnumField(value: self.range, fieldNumber: 7)
+    }
+    if self.smooth != false {
+      try visitor.visitSingularBoolField(value: self.smooth, fieldNumber: 8)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_FocusState, rhs: Capfleet_V1_FocusState) -> Bool {
+    if lhs.mode != rhs.mode {return false}
+    if lhs.hasLensPosition_p != rhs.hasLensPosition_p {return false}
+    if lhs.lensPosition != rhs.lensPosition {return false}
+    if lhs.adjusting != rhs.adjusting {return false}
+    if lhs.pointOfInterestX != rhs.pointOfInterestX {return false}
+    if lhs.pointOfInterestY != rhs.pointOfInterestY {return false}
+    if lhs.range != rhs.range {return false}
+    if lhs.smooth != rhs.smooth {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_Interruption: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".Interruption"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}reason\0\u{1}message\0\u{3}since_unix_ms\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.reason) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.message) }()
+      case 3: try { try decoder.decodeSingularInt64Field(value: &self.sinceUnixMs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.reason != .none {
+      try visitor.visitSingularEnumField(value: self.reason, fieldNumber: 1)
+    }
+    if !self.message.isEmpty {
+      try visitor.visitSingularStringField(value: self.message, fieldNumber: 2)
+    }
+    if self.sinceUnixMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.sinceUnixMs, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_Interruption, rhs: Capfleet_V1_Interruption) -> Bool {
+    if lhs.reason != rhs.reason {return false}
+    if lhs.message != rhs.message {return false}
+    if lhs.sinceUnixMs != rhs.sinceUnixMs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_DropRecoveryPolicy: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".DropRecoveryPolicy"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}enabled\0\u{3}minimum_fps\0\u{3}late_drop_share\0\u{3}quiet_seconds\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularBoolField(value: &self.enabled) }()
+      case 2: try { try decoder.decodeSingularDoubleField(value: &self.minimumFps) }()
+      case 3: try { try decoder.decodeSingularDoubleField(value: &self.lateDropShare) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.quietSeconds) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.enabled != false {
+      try visitor.visitSingularBoolField(value: self.enabled, fieldNumber: 1)
+    }
+    if self.minimumFps.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.minimumFps, fieldNumber: 2)
+    }
+    if self.lateDropShare.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.lateDropShare, fieldNumber: 3)
+    }
+    if self.quietSeconds != 0 {
+      try visitor.visitSingularUInt32Field(value: self.quietSeconds, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_DropRecoveryPolicy, rhs: Capfleet_V1_DropRecoveryPolicy) -> Bool {
+    if lhs.enabled != rhs.enabled {return false}
+    if lhs.minimumFps != rhs.minimumFps {return false}
+    if lhs.lateDropShare != rhs.lateDropShare {return false}
+    if lhs.quietSeconds != rhs.quietSeconds {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

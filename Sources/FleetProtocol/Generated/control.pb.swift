@@ -68,35 +68,90 @@ public nonisolated struct Capfleet_V1_Heartbeat: Sendable {
 }
 
 /// Per-device counters in the agent's periodic status.
-public nonisolated struct Capfleet_V1_DeviceCounters: Sendable {
+public nonisolated struct Capfleet_V1_DeviceCounters: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var deviceID: String = String()
+  public var deviceID: String {
+    get {_storage._deviceID}
+    set {_uniqueStorage()._deviceID = newValue}
+  }
 
-  public var framesCaptured: UInt64 = 0
+  public var framesCaptured: UInt64 {
+    get {_storage._framesCaptured}
+    set {_uniqueStorage()._framesCaptured = newValue}
+  }
 
-  public var framesSent: UInt64 = 0
+  public var framesSent: UInt64 {
+    get {_storage._framesSent}
+    set {_uniqueStorage()._framesSent = newValue}
+  }
 
-  public var bytesSent: UInt64 = 0
+  public var bytesSent: UInt64 {
+    get {_storage._bytesSent}
+    set {_uniqueStorage()._bytesSent = newValue}
+  }
 
   public var drops: Capfleet_V1_DropCounts {
-    get {_drops ?? Capfleet_V1_DropCounts()}
-    set {_drops = newValue}
+    get {_storage._drops ?? Capfleet_V1_DropCounts()}
+    set {_uniqueStorage()._drops = newValue}
   }
   /// Returns true if `drops` has been explicitly set.
-  public var hasDrops: Bool {self._drops != nil}
+  public var hasDrops: Bool {_storage._drops != nil}
   /// Clears the value of `drops`. Subsequent reads from it will return its default value.
-  public mutating func clearDrops() {self._drops = nil}
+  public mutating func clearDrops() {_uniqueStorage()._drops = nil}
 
-  public var streaming: Bool = false
+  public var streaming: Bool {
+    get {_storage._streaming}
+    set {_uniqueStorage()._streaming = newValue}
+  }
+
+  /// reason NONE while delivering frames
+  public var interruption: Capfleet_V1_Interruption {
+    get {_storage._interruption ?? Capfleet_V1_Interruption()}
+    set {_uniqueStorage()._interruption = newValue}
+  }
+  /// Returns true if `interruption` has been explicitly set.
+  public var hasInterruption: Bool {_storage._interruption != nil}
+  /// Clears the value of `interruption`. Subsequent reads from it will return its default value.
+  public mutating func clearInterruption() {_uniqueStorage()._interruption = nil}
+
+  /// absent for devices without focus
+  public var focus: Capfleet_V1_FocusState {
+    get {_storage._focus ?? Capfleet_V1_FocusState()}
+    set {_uniqueStorage()._focus = newValue}
+  }
+  /// Returns true if `focus` has been explicitly set.
+  public var hasFocus: Bool {_storage._focus != nil}
+  /// Clears the value of `focus`. Subsequent reads from it will return its default value.
+  public mutating func clearFocus() {_uniqueStorage()._focus = nil}
+
+  public var zoomFactor: Double {
+    get {_storage._zoomFactor}
+    set {_uniqueStorage()._zoomFactor = newValue}
+  }
+
+  /// may be below the operator's rate while drop recovery acts
+  public var activeFrameRate: Double {
+    get {_storage._activeFrameRate}
+    set {_uniqueStorage()._activeFrameRate = newValue}
+  }
+
+  public var dropRecovery: Capfleet_V1_DropRecoveryPolicy {
+    get {_storage._dropRecovery ?? Capfleet_V1_DropRecoveryPolicy()}
+    set {_uniqueStorage()._dropRecovery = newValue}
+  }
+  /// Returns true if `dropRecovery` has been explicitly set.
+  public var hasDropRecovery: Bool {_storage._dropRecovery != nil}
+  /// Clears the value of `dropRecovery`. Subsequent reads from it will return its default value.
+  public mutating func clearDropRecovery() {_uniqueStorage()._dropRecovery = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
-  fileprivate var _drops: Capfleet_V1_DropCounts? = nil
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 public nonisolated struct Capfleet_V1_AgentStatus: Sendable {
@@ -200,16 +255,112 @@ public nonisolated struct Capfleet_V1_Command: Sendable {
     set {action = .setZoom(newValue)}
   }
 
+  public var setFocus: Capfleet_V1_SetFocus {
+    get {
+      if case .setFocus(let v)? = action {return v}
+      return Capfleet_V1_SetFocus()
+    }
+    set {action = .setFocus(newValue)}
+  }
+
+  public var setDropRecovery: Capfleet_V1_SetDropRecovery {
+    get {
+      if case .setDropRecovery(let v)? = action {return v}
+      return Capfleet_V1_SetDropRecovery()
+    }
+    set {action = .setDropRecovery(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Action: Equatable, Sendable {
     case setActiveFormat(Capfleet_V1_SetActiveFormat)
     case setFrameRate(Capfleet_V1_SetFrameRate)
     case setZoom(Capfleet_V1_SetZoom)
+    case setFocus(Capfleet_V1_SetFocus)
+    case setDropRecovery(Capfleet_V1_SetDropRecovery)
 
   }
 
   public init() {}
+}
+
+/// Focus: each field left at its zero value stays as it is.
+public nonisolated struct Capfleet_V1_SetFocus: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var mode: Capfleet_V1_FocusMode = .unspecified
+
+  /// 0 = nearest ... 1 = furthest; implies LOCKED
+  public var lensPosition: Double {
+    get {_lensPosition ?? 0}
+    set {_lensPosition = newValue}
+  }
+  /// Returns true if `lensPosition` has been explicitly set.
+  public var hasLensPosition: Bool {self._lensPosition != nil}
+  /// Clears the value of `lensPosition`. Subsequent reads from it will return its default value.
+  public mutating func clearLensPosition() {self._lensPosition = nil}
+
+  public var pointOfInterestX: Double {
+    get {_pointOfInterestX ?? 0}
+    set {_pointOfInterestX = newValue}
+  }
+  /// Returns true if `pointOfInterestX` has been explicitly set.
+  public var hasPointOfInterestX: Bool {self._pointOfInterestX != nil}
+  /// Clears the value of `pointOfInterestX`. Subsequent reads from it will return its default value.
+  public mutating func clearPointOfInterestX() {self._pointOfInterestX = nil}
+
+  public var pointOfInterestY: Double {
+    get {_pointOfInterestY ?? 0}
+    set {_pointOfInterestY = newValue}
+  }
+  /// Returns true if `pointOfInterestY` has been explicitly set.
+  public var hasPointOfInterestY: Bool {self._pointOfInterestY != nil}
+  /// Clears the value of `pointOfInterestY`. Subsequent reads from it will return its default value.
+  public mutating func clearPointOfInterestY() {self._pointOfInterestY = nil}
+
+  public var range: Capfleet_V1_FocusRange = .unspecified
+
+  public var smooth: Bool {
+    get {_smooth ?? false}
+    set {_smooth = newValue}
+  }
+  /// Returns true if `smooth` has been explicitly set.
+  public var hasSmooth: Bool {self._smooth != nil}
+  /// Clears the value of `smooth`. Subsequent reads from it will return its default value.
+  public mutating func clearSmooth() {self._smooth = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _lensPosition: Double? = nil
+  fileprivate var _pointOfInterestX: Double? = nil
+  fileprivate var _pointOfInterestY: Double? = nil
+  fileprivate var _smooth: Bool? = nil
+}
+
+public nonisolated struct Capfleet_V1_SetDropRecovery: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var policy: Capfleet_V1_DropRecoveryPolicy {
+    get {_policy ?? Capfleet_V1_DropRecoveryPolicy()}
+    set {_policy = newValue}
+  }
+  /// Returns true if `policy` has been explicitly set.
+  public var hasPolicy: Bool {self._policy != nil}
+  /// Clears the value of `policy`. Subsequent reads from it will return its default value.
+  public mutating func clearPolicy() {self._policy = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _policy: Capfleet_V1_DropRecoveryPolicy? = nil
 }
 
 /// Zoom: jump to `factor` (ramp_rate 0), ramp to it at `ramp_rate` powers of two per second
@@ -242,50 +393,173 @@ public nonisolated struct Capfleet_V1_SetActiveFormat: Sendable {
   public init() {}
 }
 
+/// The active frame rate as camera engineers set it: the minimum frame duration (the rate
+/// it runs at) and the maximum (how far it may slow down, e.g. for exposure in low light).
 public nonisolated struct Capfleet_V1_SetFrameRate: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
+  /// max rate = 1 / min frame duration
   public var framesPerSecond: Double = 0
+
+  /// 1 / max frame duration; 0 = same as frames_per_second
+  public var minFramesPerSecond: Double = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 }
 
-public nonisolated struct Capfleet_V1_CommandReply: Sendable {
+public nonisolated struct Capfleet_V1_CommandReply: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var commandID: UInt64 = 0
+  public var commandID: UInt64 {
+    get {_storage._commandID}
+    set {_uniqueStorage()._commandID = newValue}
+  }
 
   public var status: Capfleet_V1_Status {
-    get {_status ?? Capfleet_V1_Status()}
-    set {_status = newValue}
+    get {_storage._status ?? Capfleet_V1_Status()}
+    set {_uniqueStorage()._status = newValue}
   }
   /// Returns true if `status` has been explicitly set.
-  public var hasStatus: Bool {self._status != nil}
+  public var hasStatus: Bool {_storage._status != nil}
   /// Clears the value of `status`. Subsequent reads from it will return its default value.
-  public mutating func clearStatus() {self._status = nil}
+  public mutating func clearStatus() {_uniqueStorage()._status = nil}
 
   /// the device's state after the command, applied or not
-  public var activeFormatIndex: UInt32 = 0
+  public var activeFormatIndex: UInt32 {
+    get {_storage._activeFormatIndex}
+    set {_uniqueStorage()._activeFormatIndex = newValue}
+  }
 
-  public var activeFrameRate: Double = 0
+  public var activeFrameRate: Double {
+    get {_storage._activeFrameRate}
+    set {_uniqueStorage()._activeFrameRate = newValue}
+  }
 
   /// the zoom factor when the reply was sent
-  public var zoomFactor: Double = 0
+  public var zoomFactor: Double {
+    get {_storage._zoomFactor}
+    set {_uniqueStorage()._zoomFactor = newValue}
+  }
 
   /// how the device zooms
-  public var zoomMethod: Capfleet_V1_ZoomMethod = .unspecified
+  public var zoomMethod: Capfleet_V1_ZoomMethod {
+    get {_storage._zoomMethod}
+    set {_uniqueStorage()._zoomMethod = newValue}
+  }
+
+  public var activeMinFrameRate: Double {
+    get {_storage._activeMinFrameRate}
+    set {_uniqueStorage()._activeMinFrameRate = newValue}
+  }
+
+  /// absent for devices without focus
+  public var focus: Capfleet_V1_FocusState {
+    get {_storage._focus ?? Capfleet_V1_FocusState()}
+    set {_uniqueStorage()._focus = newValue}
+  }
+  /// Returns true if `focus` has been explicitly set.
+  public var hasFocus: Bool {_storage._focus != nil}
+  /// Clears the value of `focus`. Subsequent reads from it will return its default value.
+  public mutating func clearFocus() {_uniqueStorage()._focus = nil}
+
+  public var dropRecovery: Capfleet_V1_DropRecoveryPolicy {
+    get {_storage._dropRecovery ?? Capfleet_V1_DropRecoveryPolicy()}
+    set {_uniqueStorage()._dropRecovery = newValue}
+  }
+  /// Returns true if `dropRecovery` has been explicitly set.
+  public var hasDropRecovery: Bool {_storage._dropRecovery != nil}
+  /// Clears the value of `dropRecovery`. Subsequent reads from it will return its default value.
+  public mutating func clearDropRecovery() {_uniqueStorage()._dropRecovery = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
-  fileprivate var _status: Capfleet_V1_Status? = nil
+  fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+/// Something happened to a device that the coordinator must know at once.
+public nonisolated struct Capfleet_V1_DeviceEvent: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var deviceID: String = String()
+
+  public var kind: Capfleet_V1_DeviceEvent.Kind = .unspecified
+
+  public var interruption: Capfleet_V1_Interruption {
+    get {_interruption ?? Capfleet_V1_Interruption()}
+    set {_interruption = newValue}
+  }
+  /// Returns true if `interruption` has been explicitly set.
+  public var hasInterruption: Bool {self._interruption != nil}
+  /// Clears the value of `interruption`. Subsequent reads from it will return its default value.
+  public mutating func clearInterruption() {self._interruption = nil}
+
+  public var message: String = String()
+
+  public var unixMs: Int64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public nonisolated enum Kind: SwiftProtobuf.Enum, Swift.CaseIterable {
+    public typealias RawValue = Int
+    case unspecified // = 0
+
+    /// interruption says why
+    case interrupted // = 1
+
+    /// capture resumed by itself
+    case resumed // = 2
+
+    /// an opt-in policy changed the device; message says what
+    case policyActed // = 3
+    case UNRECOGNIZED(Int)
+
+    public init() {
+      self = .unspecified
+    }
+
+    public init?(rawValue: Int) {
+      switch rawValue {
+      case 0: self = .unspecified
+      case 1: self = .interrupted
+      case 2: self = .resumed
+      case 3: self = .policyActed
+      default: self = .UNRECOGNIZED(rawValue)
+      }
+    }
+
+    public var rawValue: Int {
+      switch self {
+      case .unspecified: return 0
+      case .interrupted: return 1
+      case .resumed: return 2
+      case .policyActed: return 3
+      case .UNRECOGNIZED(let i): return i
+      }
+    }
+
+    // The compiler won't synthesize support with the UNRECOGNIZED case.
+    public static let allCases: [Capfleet_V1_DeviceEvent.Kind] = [
+      .unspecified,
+      .interrupted,
+      .resumed,
+      .policyActed,
+    ]
+
+  }
+
+  public init() {}
+
+  fileprivate var _interruption: Capfleet_V1_Interruption? = nil
 }
 
 /// Everything an agent sends on the control socket.
@@ -328,6 +602,14 @@ public nonisolated struct Capfleet_V1_AgentMessage: Sendable {
     set {body = .commandReply(newValue)}
   }
 
+  public var deviceEvent: Capfleet_V1_DeviceEvent {
+    get {
+      if case .deviceEvent(let v)? = body {return v}
+      return Capfleet_V1_DeviceEvent()
+    }
+    set {body = .deviceEvent(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Body: Equatable, Sendable {
@@ -335,6 +617,7 @@ public nonisolated struct Capfleet_V1_AgentMessage: Sendable {
     case heartbeat(Capfleet_V1_Heartbeat)
     case status(Capfleet_V1_AgentStatus)
     case commandReply(Capfleet_V1_CommandReply)
+    case deviceEvent(Capfleet_V1_DeviceEvent)
 
   }
 
@@ -518,58 +801,139 @@ nonisolated extension Capfleet_V1_Heartbeat: SwiftProtobuf.Message, SwiftProtobu
 
 nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceCounters"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}frames_captured\0\u{3}frames_sent\0\u{3}bytes_sent\0\u{1}drops\0\u{1}streaming\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}frames_captured\0\u{3}frames_sent\0\u{3}bytes_sent\0\u{1}drops\0\u{1}streaming\0\u{1}interruption\0\u{1}focus\0\u{3}zoom_factor\0\u{3}active_frame_rate\0\u{3}drop_recovery\0")
+
+  fileprivate class _StorageClass {
+    var _deviceID: String = String()
+    var _framesCaptured: UInt64 = 0
+    var _framesSent: UInt64 = 0
+    var _bytesSent: UInt64 = 0
+    var _drops: Capfleet_V1_DropCounts? = nil
+    var _streaming: Bool = false
+    var _interruption: Capfleet_V1_Interruption? = nil
+    var _focus: Capfleet_V1_FocusState? = nil
+    var _zoomFactor: Double = 0
+    var _activeFrameRate: Double = 0
+    var _dropRecovery: Capfleet_V1_DropRecoveryPolicy? = nil
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _deviceID = source._deviceID
+      _framesCaptured = source._framesCaptured
+      _framesSent = source._framesSent
+      _bytesSent = source._bytesSent
+      _drops = source._drops
+      _streaming = source._streaming
+      _interruption = source._interruption
+      _focus = source._focus
+      _zoomFactor = source._zoomFactor
+      _activeFrameRate = source._activeFrameRate
+      _dropRecovery = source._dropRecovery
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
-      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.framesCaptured) }()
-      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.framesSent) }()
-      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.bytesSent) }()
-      case 5: try { try decoder.decodeSingularMessageField(value: &self._drops) }()
-      case 6: try { try decoder.decodeSingularBoolField(value: &self.streaming) }()
-      default: break
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularStringField(value: &_storage._deviceID) }()
+        case 2: try { try decoder.decodeSingularUInt64Field(value: &_storage._framesCaptured) }()
+        case 3: try { try decoder.decodeSingularUInt64Field(value: &_storage._framesSent) }()
+        case 4: try { try decoder.decodeSingularUInt64Field(value: &_storage._bytesSent) }()
+        case 5: try { try decoder.decodeSingularMessageField(value: &_storage._drops) }()
+        case 6: try { try decoder.decodeSingularBoolField(value: &_storage._streaming) }()
+        case 7: try { try decoder.decodeSingularMessageField(value: &_storage._interruption) }()
+        case 8: try { try decoder.decodeSingularMessageField(value: &_storage._focus) }()
+        case 9: try { try decoder.decodeSingularDoubleField(value: &_storage._zoomFactor) }()
+        case 10: try { try decoder.decodeSingularDoubleField(value: &_storage._activeFrameRate) }()
+        case 11: try { try decoder.decodeSingularMessageField(value: &_storage._dropRecovery) }()
+        default: break
+        }
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    if !self.deviceID.isEmpty {
-      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 1)
-    }
-    if self.framesCaptured != 0 {
-      try visitor.visitSingularUInt64Field(value: self.framesCaptured, fieldNumber: 2)
-    }
-    if self.framesSent != 0 {
-      try visitor.visitSingularUInt64Field(value: self.framesSent, fieldNumber: 3)
-    }
-    if self.bytesSent != 0 {
-      try visitor.visitSingularUInt64Field(value: self.bytesSent, fieldNumber: 4)
-    }
-    try { if let v = self._drops {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
-    } }()
-    if self.streaming != false {
-      try visitor.visitSingularBoolField(value: self.streaming, fieldNumber: 6)
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if !_storage._deviceID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._deviceID, fieldNumber: 1)
+      }
+      if _storage._framesCaptured != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._framesCaptured, fieldNumber: 2)
+      }
+      if _storage._framesSent != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._framesSent, fieldNumber: 3)
+      }
+      if _storage._bytesSent != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._bytesSent, fieldNumber: 4)
+      }
+      try { if let v = _storage._drops {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
+      } }()
+      if _storage._streaming != false {
+        try visitor.visitSingularBoolField(value: _storage._streaming, fieldNumber: 6)
+      }
+      try { if let v = _storage._interruption {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
+      } }()
+      try { if let v = _storage._focus {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 8)
+      } }()
+      if _storage._zoomFactor.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._zoomFactor, fieldNumber: 9)
+      }
+      if _storage._activeFrameRate.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._activeFrameRate, fieldNumber: 10)
+      }
+      try { if let v = _storage._dropRecovery {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Capfleet_V1_DeviceCounters, rhs: Capfleet_V1_DeviceCounters) -> Bool {
-    if lhs.deviceID != rhs.deviceID {return false}
-    if lhs.framesCaptured != rhs.framesCaptured {return false}
-    if lhs.framesSent != rhs.framesSent {return false}
-    if lhs.bytesSent != rhs.bytesSent {return false}
-    if lhs._drops != rhs._drops {return false}
-    if lhs.streaming != rhs.streaming {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._deviceID != rhs_storage._deviceID {return false}
+        if _storage._framesCaptured != rhs_storage._framesCaptured {return false}
+        if _storage._framesSent != rhs_storage._framesSent {return false}
+        if _storage._bytesSent != rhs_storage._bytesSent {return false}
+        if _storage._drops != rhs_storage._drops {return false}
+        if _storage._streaming != rhs_storage._streaming {return false}
+        if _storage._interruption != rhs_storage._interruption {return false}
+        if _storage._focus != rhs_storage._focus {return false}
+        if _storage._zoomFactor != rhs_storage._zoomFactor {return false}
+        if _storage._activeFrameRate != rhs_storage._activeFrameRate {return false}
+        if _storage._dropRecovery != rhs_storage._dropRecovery {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -711,7 +1075,7 @@ nonisolated extension Capfleet_V1_HeartbeatAck: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Command"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{3}device_id\0\u{4}\u{8}set_active_format\0\u{3}set_frame_rate\0\u{3}set_zoom\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{3}device_id\0\u{4}\u{8}set_active_format\0\u{3}set_frame_rate\0\u{3}set_zoom\0\u{3}set_focus\0\u{3}set_drop_recovery\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -760,6 +1124,32 @@ nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf.
           self.action = .setZoom(v)
         }
       }()
+      case 13: try {
+        var v: Capfleet_V1_SetFocus?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .setFocus(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .setFocus(v)
+        }
+      }()
+      case 14: try {
+        var v: Capfleet_V1_SetDropRecovery?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .setDropRecovery(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .setDropRecovery(v)
+        }
+      }()
       default: break
       }
     }
@@ -789,6 +1179,14 @@ nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf.
       guard case .setZoom(let v)? = self.action else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
     }()
+    case .setFocus?: try {
+      guard case .setFocus(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
+    }()
+    case .setDropRecovery?: try {
+      guard case .setDropRecovery(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 14)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -798,6 +1196,99 @@ nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf.
     if lhs.commandID != rhs.commandID {return false}
     if lhs.deviceID != rhs.deviceID {return false}
     if lhs.action != rhs.action {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_SetFocus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SetFocus"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}mode\0\u{3}lens_position\0\u{3}point_of_interest_x\0\u{3}point_of_interest_y\0\u{1}range\0\u{1}smooth\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.mode) }()
+      case 2: try { try decoder.decodeSingularDoubleField(value: &self._lensPosition) }()
+      case 3: try { try decoder.decodeSingularDoubleField(value: &self._pointOfInterestX) }()
+      case 4: try { try decoder.decodeSingularDoubleField(value: &self._pointOfInterestY) }()
+      case 5: try { try decoder.decodeSingularEnumField(value: &self.range) }()
+      case 6: try { try decoder.decodeSingularBoolField(value: &self._smooth) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if self.mode != .unspecified {
+      try visitor.visitSingularEnumField(value: self.mode, fieldNumber: 1)
+    }
+    try { if let v = self._lensPosition {
+      try visitor.visitSingularDoubleField(value: v, fieldNumber: 2)
+    } }()
+    try { if let v = self._pointOfInterestX {
+      try visitor.visitSingularDoubleField(value: v, fieldNumber: 3)
+    } }()
+    try { if let v = self._pointOfInterestY {
+      try visitor.visitSingularDoubleField(value: v, fieldNumber: 4)
+    } }()
+    if self.range != .unspecified {
+      try visitor.visitSingularEnumField(value: self.range, fieldNumber: 5)
+    }
+    try { if let v = self._smooth {
+      try visitor.visitSingularBoolField(value: v, fieldNumber: 6)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_SetFocus, rhs: Capfleet_V1_SetFocus) -> Bool {
+    if lhs.mode != rhs.mode {return false}
+    if lhs._lensPosition != rhs._lensPosition {return false}
+    if lhs._pointOfInterestX != rhs._pointOfInterestX {return false}
+    if lhs._pointOfInterestY != rhs._pointOfInterestY {return false}
+    if lhs.range != rhs.range {return false}
+    if lhs._smooth != rhs._smooth {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_SetDropRecovery: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SetDropRecovery"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}policy\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._policy) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._policy {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_SetDropRecovery, rhs: Capfleet_V1_SetDropRecovery) -> Bool {
+    if lhs._policy != rhs._policy {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -875,7 +1366,7 @@ nonisolated extension Capfleet_V1_SetActiveFormat: SwiftProtobuf.Message, SwiftP
 
 nonisolated extension Capfleet_V1_SetFrameRate: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".SetFrameRate"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}frames_per_second\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}frames_per_second\0\u{3}min_frames_per_second\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -884,6 +1375,7 @@ nonisolated extension Capfleet_V1_SetFrameRate: SwiftProtobuf.Message, SwiftProt
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularDoubleField(value: &self.framesPerSecond) }()
+      case 2: try { try decoder.decodeSingularDoubleField(value: &self.minFramesPerSecond) }()
       default: break
       }
     }
@@ -893,11 +1385,15 @@ nonisolated extension Capfleet_V1_SetFrameRate: SwiftProtobuf.Message, SwiftProt
     if self.framesPerSecond.bitPattern != 0 {
       try visitor.visitSingularDoubleField(value: self.framesPerSecond, fieldNumber: 1)
     }
+    if self.minFramesPerSecond.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.minFramesPerSecond, fieldNumber: 2)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Capfleet_V1_SetFrameRate, rhs: Capfleet_V1_SetFrameRate) -> Bool {
     if lhs.framesPerSecond != rhs.framesPerSecond {return false}
+    if lhs.minFramesPerSecond != rhs.minFramesPerSecond {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -905,7 +1401,133 @@ nonisolated extension Capfleet_V1_SetFrameRate: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CommandReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{1}status\0\u{3}active_format_index\0\u{3}active_frame_rate\0\u{3}zoom_factor\0\u{3}zoom_method\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{1}status\0\u{3}active_format_index\0\u{3}active_frame_rate\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{3}active_min_frame_rate\0\u{1}focus\0\u{3}drop_recovery\0")
+
+  fileprivate class _StorageClass {
+    var _commandID: UInt64 = 0
+    var _status: Capfleet_V1_Status? = nil
+    var _activeFormatIndex: UInt32 = 0
+    var _activeFrameRate: Double = 0
+    var _zoomFactor: Double = 0
+    var _zoomMethod: Capfleet_V1_ZoomMethod = .unspecified
+    var _activeMinFrameRate: Double = 0
+    var _focus: Capfleet_V1_FocusState? = nil
+    var _dropRecovery: Capfleet_V1_DropRecoveryPolicy? = nil
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _commandID = source._commandID
+      _status = source._status
+      _activeFormatIndex = source._activeFormatIndex
+      _activeFrameRate = source._activeFrameRate
+      _zoomFactor = source._zoomFactor
+      _zoomMethod = source._zoomMethod
+      _activeMinFrameRate = source._activeMinFrameRate
+      _focus = source._focus
+      _dropRecovery = source._dropRecovery
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularUInt64Field(value: &_storage._commandID) }()
+        case 2: try { try decoder.decodeSingularMessageField(value: &_storage._status) }()
+        case 3: try { try decoder.decodeSingularUInt32Field(value: &_storage._activeFormatIndex) }()
+        case 4: try { try decoder.decodeSingularDoubleField(value: &_storage._activeFrameRate) }()
+        case 5: try { try decoder.decodeSingularDoubleField(value: &_storage._zoomFactor) }()
+        case 6: try { try decoder.decodeSingularEnumField(value: &_storage._zoomMethod) }()
+        case 7: try { try decoder.decodeSingularDoubleField(value: &_storage._activeMinFrameRate) }()
+        case 8: try { try decoder.decodeSingularMessageField(value: &_storage._focus) }()
+        case 9: try { try decoder.decodeSingularMessageField(value: &_storage._dropRecovery) }()
+        default: break
+        }
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if _storage._commandID != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._commandID, fieldNumber: 1)
+      }
+      try { if let v = _storage._status {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+      } }()
+      if _storage._activeFormatIndex != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._activeFormatIndex, fieldNumber: 3)
+      }
+      if _storage._activeFrameRate.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._activeFrameRate, fieldNumber: 4)
+      }
+      if _storage._zoomFactor.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._zoomFactor, fieldNumber: 5)
+      }
+      if _storage._zoomMethod != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._zoomMethod, fieldNumber: 6)
+      }
+      if _storage._activeMinFrameRate.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._activeMinFrameRate, fieldNumber: 7)
+      }
+      try { if let v = _storage._focus {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 8)
+      } }()
+      try { if let v = _storage._dropRecovery {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 9)
+      } }()
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_CommandReply, rhs: Capfleet_V1_CommandReply) -> Bool {
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._commandID != rhs_storage._commandID {return false}
+        if _storage._status != rhs_storage._status {return false}
+        if _storage._activeFormatIndex != rhs_storage._activeFormatIndex {return false}
+        if _storage._activeFrameRate != rhs_storage._activeFrameRate {return false}
+        if _storage._zoomFactor != rhs_storage._zoomFactor {return false}
+        if _storage._zoomMethod != rhs_storage._zoomMethod {return false}
+        if _storage._activeMinFrameRate != rhs_storage._activeMinFrameRate {return false}
+        if _storage._focus != rhs_storage._focus {return false}
+        if _storage._dropRecovery != rhs_storage._dropRecovery {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_DeviceEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".DeviceEvent"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{1}kind\0\u{1}interruption\0\u{1}message\0\u{3}unix_ms\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -913,12 +1535,11 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
       // allocates stack space for every case branch when no optimizations are
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
-      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.commandID) }()
-      case 2: try { try decoder.decodeSingularMessageField(value: &self._status) }()
-      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.activeFormatIndex) }()
-      case 4: try { try decoder.decodeSingularDoubleField(value: &self.activeFrameRate) }()
-      case 5: try { try decoder.decodeSingularDoubleField(value: &self.zoomFactor) }()
-      case 6: try { try decoder.decodeSingularEnumField(value: &self.zoomMethod) }()
+      case 1: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.kind) }()
+      case 3: try { try decoder.decodeSingularMessageField(value: &self._interruption) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.message) }()
+      case 5: try { try decoder.decodeSingularInt64Field(value: &self.unixMs) }()
       default: break
       }
     }
@@ -929,42 +1550,42 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
     // allocates stack space for every if/case branch local when no optimizations
     // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
     // https://github.com/apple/swift-protobuf/issues/1182
-    if self.commandID != 0 {
-      try visitor.visitSingularUInt64Field(value: self.commandID, fieldNumber: 1)
+    if !self.deviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 1)
     }
-    try { if let v = self._status {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    if self.kind != .unspecified {
+      try visitor.visitSingularEnumField(value: self.kind, fieldNumber: 2)
+    }
+    try { if let v = self._interruption {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
     } }()
-    if self.activeFormatIndex != 0 {
-      try visitor.visitSingularUInt32Field(value: self.activeFormatIndex, fieldNumber: 3)
+    if !self.message.isEmpty {
+      try visitor.visitSingularStringField(value: self.message, fieldNumber: 4)
     }
-    if self.activeFrameRate.bitPattern != 0 {
-      try visitor.visitSingularDoubleField(value: self.activeFrameRate, fieldNumber: 4)
-    }
-    if self.zoomFactor.bitPattern != 0 {
-      try visitor.visitSingularDoubleField(value: self.zoomFactor, fieldNumber: 5)
-    }
-    if self.zoomMethod != .unspecified {
-      try visitor.visitSingularEnumField(value: self.zoomMethod, fieldNumber: 6)
+    if self.unixMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.unixMs, fieldNumber: 5)
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
-  public static func ==(lhs: Capfleet_V1_CommandReply, rhs: Capfleet_V1_CommandReply) -> Bool {
-    if lhs.commandID != rhs.commandID {return false}
-    if lhs._status != rhs._status {return false}
-    if lhs.activeFormatIndex != rhs.activeFormatIndex {return false}
-    if lhs.activeFrameRate != rhs.activeFrameRate {return false}
-    if lhs.zoomFactor != rhs.zoomFactor {return false}
-    if lhs.zoomMethod != rhs.zoomMethod {return false}
+  public static func ==(lhs: Capfleet_V1_DeviceEvent, rhs: Capfleet_V1_DeviceEvent) -> Bool {
+    if lhs.deviceID != rhs.deviceID {return false}
+    if lhs.kind != rhs.kind {return false}
+    if lhs._interruption != rhs._interruption {return false}
+    if lhs.message != rhs.message {return false}
+    if lhs.unixMs != rhs.unixMs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
 }
 
+nonisolated extension Capfleet_V1_DeviceEvent.Kind: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0KIND_UNSPECIFIED\0\u{1}KIND_INTERRUPTED\0\u{1}KIND_RESUMED\0\u{1}KIND_POLICY_ACTED\0")
+}
+
 nonisolated extension Capfleet_V1_AgentMessage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".AgentMessage"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{1}heartbeat\0\u{1}status\0\u{3}command_reply\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{1}heartbeat\0\u{1}status\0\u{3}command_reply\0\u{3}device_event\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1024,6 +1645,19 @@ nonisolated extension Capfleet_V1_AgentMessage: SwiftProtobuf.Message, SwiftProt
           self.body = .commandReply(v)
         }
       }()
+      case 5: try {
+        var v: Capfleet_V1_DeviceEvent?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .deviceEvent(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .deviceEvent(v)
+        }
+      }()
       default: break
       }
     }
@@ -1050,6 +1684,10 @@ nonisolated extension Capfleet_V1_AgentMessage: SwiftProtobuf.Message, SwiftProt
     case .commandReply?: try {
       guard case .commandReply(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
+    }()
+    case .deviceEvent?: try {
+      guard case .deviceEvent(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
     }()
     case nil: break
     }

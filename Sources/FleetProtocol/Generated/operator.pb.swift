@@ -130,6 +130,45 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     set {body = .unlockDevice(newValue)}
   }
 
+  public var changeFocus: Capfleet_V1_ChangeFocus {
+    get {
+      if case .changeFocus(let v)? = body {return v}
+      return Capfleet_V1_ChangeFocus()
+    }
+    set {body = .changeFocus(newValue)}
+  }
+
+  public var setDropRecoveryPolicy: Capfleet_V1_SetDropRecoveryPolicy {
+    get {
+      if case .setDropRecoveryPolicy(let v)? = body {return v}
+      return Capfleet_V1_SetDropRecoveryPolicy()
+    }
+    set {body = .setDropRecoveryPolicy(newValue)}
+  }
+
+  public var getDevice: Capfleet_V1_GetDevice {
+    get {
+      if case .getDevice(let v)? = body {return v}
+      return Capfleet_V1_GetDevice()
+    }
+    set {body = .getDevice(newValue)}
+  }
+
+  public var endSession: Capfleet_V1_EndSession {
+    get {
+      if case .endSession(let v)? = body {return v}
+      return Capfleet_V1_EndSession()
+    }
+    set {body = .endSession(newValue)}
+  }
+
+  /// Ties leases taken by this request to an operator session: when the session ends
+  /// (EndSession, or no request for session_timeout_ms), its leases are released.
+  public var sessionID: String = String()
+
+  /// 0 = 10000
+  public var sessionTimeoutMs: UInt32 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Body: Equatable, Sendable {
@@ -145,6 +184,10 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     case changeZoom(Capfleet_V1_ChangeZoom)
     case lockDevice(Capfleet_V1_LockDevice)
     case unlockDevice(Capfleet_V1_UnlockDevice)
+    case changeFocus(Capfleet_V1_ChangeFocus)
+    case setDropRecoveryPolicy(Capfleet_V1_SetDropRecoveryPolicy)
+    case getDevice(Capfleet_V1_GetDevice)
+    case endSession(Capfleet_V1_EndSession)
 
   }
 
@@ -264,6 +307,111 @@ public nonisolated struct Capfleet_V1_UnlockDevice: Sendable {
   public init() {}
 }
 
+/// Focus: fields at their zero value stay as they are.
+public nonisolated struct Capfleet_V1_ChangeFocus: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var deviceID: String = String()
+
+  public var mode: Capfleet_V1_FocusMode = .unspecified
+
+  public var lensPosition: Double {
+    get {_lensPosition ?? 0}
+    set {_lensPosition = newValue}
+  }
+  /// Returns true if `lensPosition` has been explicitly set.
+  public var hasLensPosition: Bool {self._lensPosition != nil}
+  /// Clears the value of `lensPosition`. Subsequent reads from it will return its default value.
+  public mutating func clearLensPosition() {self._lensPosition = nil}
+
+  public var pointOfInterestX: Double {
+    get {_pointOfInterestX ?? 0}
+    set {_pointOfInterestX = newValue}
+  }
+  /// Returns true if `pointOfInterestX` has been explicitly set.
+  public var hasPointOfInterestX: Bool {self._pointOfInterestX != nil}
+  /// Clears the value of `pointOfInterestX`. Subsequent reads from it will return its default value.
+  public mutating func clearPointOfInterestX() {self._pointOfInterestX = nil}
+
+  public var pointOfInterestY: Double {
+    get {_pointOfInterestY ?? 0}
+    set {_pointOfInterestY = newValue}
+  }
+  /// Returns true if `pointOfInterestY` has been explicitly set.
+  public var hasPointOfInterestY: Bool {self._pointOfInterestY != nil}
+  /// Clears the value of `pointOfInterestY`. Subsequent reads from it will return its default value.
+  public mutating func clearPointOfInterestY() {self._pointOfInterestY = nil}
+
+  public var range: Capfleet_V1_FocusRange = .unspecified
+
+  public var smooth: Bool {
+    get {_smooth ?? false}
+    set {_smooth = newValue}
+  }
+  /// Returns true if `smooth` has been explicitly set.
+  public var hasSmooth: Bool {self._smooth != nil}
+  /// Clears the value of `smooth`. Subsequent reads from it will return its default value.
+  public mutating func clearSmooth() {self._smooth = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _lensPosition: Double? = nil
+  fileprivate var _pointOfInterestX: Double? = nil
+  fileprivate var _pointOfInterestY: Double? = nil
+  fileprivate var _smooth: Bool? = nil
+}
+
+public nonisolated struct Capfleet_V1_SetDropRecoveryPolicy: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var deviceID: String = String()
+
+  public var policy: Capfleet_V1_DropRecoveryPolicy {
+    get {_policy ?? Capfleet_V1_DropRecoveryPolicy()}
+    set {_policy = newValue}
+  }
+  /// Returns true if `policy` has been explicitly set.
+  public var hasPolicy: Bool {self._policy != nil}
+  /// Clears the value of `policy`. Subsequent reads from it will return its default value.
+  public mutating func clearPolicy() {self._policy = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _policy: Capfleet_V1_DropRecoveryPolicy? = nil
+}
+
+/// One device in full: controls, crop and focus capabilities, interruption.
+public nonisolated struct Capfleet_V1_GetDevice: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var deviceID: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// The operator session ends: its leases are released now.
+public nonisolated struct Capfleet_V1_EndSession: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 public nonisolated struct Capfleet_V1_ForgetNode: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -358,7 +506,11 @@ public nonisolated struct Capfleet_V1_ChangeFrameRate: Sendable {
 
   public var deviceID: String = String()
 
+  /// max rate (1 / min frame duration); 0 = the format's default
   public var framesPerSecond: Double = 0
+
+  /// 1 / max frame duration; 0 = same as frames_per_second
+  public var minFramesPerSecond: Double = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -459,6 +611,55 @@ public nonisolated struct Capfleet_V1_DeviceInfo: @unchecked Sendable {
     set {_uniqueStorage()._leaseExpiresUnixMs = newValue}
   }
 
+  /// reason NONE while delivering frames
+  public var interruption: Capfleet_V1_Interruption {
+    get {_storage._interruption ?? Capfleet_V1_Interruption()}
+    set {_uniqueStorage()._interruption = newValue}
+  }
+  /// Returns true if `interruption` has been explicitly set.
+  public var hasInterruption: Bool {_storage._interruption != nil}
+  /// Clears the value of `interruption`. Subsequent reads from it will return its default value.
+  public mutating func clearInterruption() {_uniqueStorage()._interruption = nil}
+
+  /// with GetDevice: controls, crop, focus capabilities, path
+  public var descriptor: Capfleet_V1_DeviceDescriptor {
+    get {_storage._descriptor ?? Capfleet_V1_DeviceDescriptor()}
+    set {_uniqueStorage()._descriptor = newValue}
+  }
+  /// Returns true if `descriptor` has been explicitly set.
+  public var hasDescriptor: Bool {_storage._descriptor != nil}
+  /// Clears the value of `descriptor`. Subsequent reads from it will return its default value.
+  public mutating func clearDescriptor() {_uniqueStorage()._descriptor = nil}
+
+  /// with GetDevice, as last reported
+  public var focus: Capfleet_V1_FocusState {
+    get {_storage._focus ?? Capfleet_V1_FocusState()}
+    set {_uniqueStorage()._focus = newValue}
+  }
+  /// Returns true if `focus` has been explicitly set.
+  public var hasFocus: Bool {_storage._focus != nil}
+  /// Clears the value of `focus`. Subsequent reads from it will return its default value.
+  public mutating func clearFocus() {_uniqueStorage()._focus = nil}
+
+  public var zoomFactor: Double {
+    get {_storage._zoomFactor}
+    set {_uniqueStorage()._zoomFactor = newValue}
+  }
+
+  public var dropRecovery: Capfleet_V1_DropRecoveryPolicy {
+    get {_storage._dropRecovery ?? Capfleet_V1_DropRecoveryPolicy()}
+    set {_uniqueStorage()._dropRecovery = newValue}
+  }
+  /// Returns true if `dropRecovery` has been explicitly set.
+  public var hasDropRecovery: Bool {_storage._dropRecovery != nil}
+  /// Clears the value of `dropRecovery`. Subsequent reads from it will return its default value.
+  public mutating func clearDropRecovery() {_uniqueStorage()._dropRecovery = nil}
+
+  public var activeMinFrameRate: Double {
+    get {_storage._activeMinFrameRate}
+    set {_uniqueStorage()._activeMinFrameRate = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -484,53 +685,97 @@ public nonisolated struct Capfleet_V1_RejectionCount: Sendable {
   public init() {}
 }
 
-public nonisolated struct Capfleet_V1_OperatorReply: Sendable {
+public nonisolated struct Capfleet_V1_OperatorReply: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var requestID: UInt64 = 0
+  public var requestID: UInt64 {
+    get {_storage._requestID}
+    set {_uniqueStorage()._requestID = newValue}
+  }
 
   public var status: Capfleet_V1_Status {
-    get {_status ?? Capfleet_V1_Status()}
-    set {_status = newValue}
+    get {_storage._status ?? Capfleet_V1_Status()}
+    set {_uniqueStorage()._status = newValue}
   }
   /// Returns true if `status` has been explicitly set.
-  public var hasStatus: Bool {self._status != nil}
+  public var hasStatus: Bool {_storage._status != nil}
   /// Clears the value of `status`. Subsequent reads from it will return its default value.
-  public mutating func clearStatus() {self._status = nil}
+  public mutating func clearStatus() {_uniqueStorage()._status = nil}
 
-  public var nodes: [Capfleet_V1_NodeInfo] = []
+  public var nodes: [Capfleet_V1_NodeInfo] {
+    get {_storage._nodes}
+    set {_uniqueStorage()._nodes = newValue}
+  }
 
-  public var devices: [Capfleet_V1_DeviceInfo] = []
+  public var devices: [Capfleet_V1_DeviceInfo] {
+    get {_storage._devices}
+    set {_uniqueStorage()._devices = newValue}
+  }
 
-  public var formats: [Capfleet_V1_VideoFormat] = []
+  public var formats: [Capfleet_V1_VideoFormat] {
+    get {_storage._formats}
+    set {_uniqueStorage()._formats = newValue}
+  }
 
-  public var deviceStats: [Capfleet_V1_DeviceStatus] = []
+  public var deviceStats: [Capfleet_V1_DeviceStatus] {
+    get {_storage._deviceStats}
+    set {_uniqueStorage()._deviceStats = newValue}
+  }
 
   /// with GetLatestFrame; payload follows as a second part
   public var frameHeader: Capfleet_V1_FrameHeader {
-    get {_frameHeader ?? Capfleet_V1_FrameHeader()}
-    set {_frameHeader = newValue}
+    get {_storage._frameHeader ?? Capfleet_V1_FrameHeader()}
+    set {_uniqueStorage()._frameHeader = newValue}
   }
   /// Returns true if `frameHeader` has been explicitly set.
-  public var hasFrameHeader: Bool {self._frameHeader != nil}
+  public var hasFrameHeader: Bool {_storage._frameHeader != nil}
   /// Clears the value of `frameHeader`. Subsequent reads from it will return its default value.
-  public mutating func clearFrameHeader() {self._frameHeader = nil}
+  public mutating func clearFrameHeader() {_uniqueStorage()._frameHeader = nil}
 
-  public var rejections: [Capfleet_V1_RejectionCount] = []
+  public var rejections: [Capfleet_V1_RejectionCount] {
+    get {_storage._rejections}
+    set {_uniqueStorage()._rejections = newValue}
+  }
 
   /// with ChangeZoom: the factor when the agent answered
-  public var zoomFactor: Double = 0
+  public var zoomFactor: Double {
+    get {_storage._zoomFactor}
+    set {_uniqueStorage()._zoomFactor = newValue}
+  }
 
-  public var zoomMethod: Capfleet_V1_ZoomMethod = .unspecified
+  public var zoomMethod: Capfleet_V1_ZoomMethod {
+    get {_storage._zoomMethod}
+    set {_uniqueStorage()._zoomMethod = newValue}
+  }
+
+  /// with ChangeFocus: focus when the agent answered
+  public var focus: Capfleet_V1_FocusState {
+    get {_storage._focus ?? Capfleet_V1_FocusState()}
+    set {_uniqueStorage()._focus = newValue}
+  }
+  /// Returns true if `focus` has been explicitly set.
+  public var hasFocus: Bool {_storage._focus != nil}
+  /// Clears the value of `focus`. Subsequent reads from it will return its default value.
+  public mutating func clearFocus() {_uniqueStorage()._focus = nil}
+
+  /// with ChangeFrameRate
+  public var activeFrameRate: Double {
+    get {_storage._activeFrameRate}
+    set {_uniqueStorage()._activeFrameRate = newValue}
+  }
+
+  public var activeMinFrameRate: Double {
+    get {_storage._activeMinFrameRate}
+    set {_uniqueStorage()._activeMinFrameRate = newValue}
+  }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
-  fileprivate var _status: Capfleet_V1_Status? = nil
-  fileprivate var _frameHeader: Capfleet_V1_FrameHeader? = nil
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
@@ -539,7 +784,7 @@ fileprivate nonisolated let _protobuf_package = "capfleet.v1"
 
 nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{4}\u{8}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -549,6 +794,8 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularUInt64Field(value: &self.requestID) }()
       case 2: try { try decoder.decodeSingularStringField(value: &self.`operator`) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.sessionID) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.sessionTimeoutMs) }()
       case 10: try {
         var v: Capfleet_V1_ListNodes?
         var hadOneofValue = false
@@ -705,6 +952,58 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
           self.body = .unlockDevice(v)
         }
       }()
+      case 22: try {
+        var v: Capfleet_V1_ChangeFocus?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .changeFocus(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .changeFocus(v)
+        }
+      }()
+      case 23: try {
+        var v: Capfleet_V1_SetDropRecoveryPolicy?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .setDropRecoveryPolicy(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .setDropRecoveryPolicy(v)
+        }
+      }()
+      case 24: try {
+        var v: Capfleet_V1_GetDevice?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .getDevice(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .getDevice(v)
+        }
+      }()
+      case 25: try {
+        var v: Capfleet_V1_EndSession?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .endSession(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .endSession(v)
+        }
+      }()
       default: break
       }
     }
@@ -720,6 +1019,12 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
     }
     if !self.`operator`.isEmpty {
       try visitor.visitSingularStringField(value: self.`operator`, fieldNumber: 2)
+    }
+    if !self.sessionID.isEmpty {
+      try visitor.visitSingularStringField(value: self.sessionID, fieldNumber: 3)
+    }
+    if self.sessionTimeoutMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.sessionTimeoutMs, fieldNumber: 4)
     }
     switch self.body {
     case .listNodes?: try {
@@ -770,6 +1075,22 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
       guard case .unlockDevice(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 21)
     }()
+    case .changeFocus?: try {
+      guard case .changeFocus(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 22)
+    }()
+    case .setDropRecoveryPolicy?: try {
+      guard case .setDropRecoveryPolicy(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 23)
+    }()
+    case .getDevice?: try {
+      guard case .getDevice(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 24)
+    }()
+    case .endSession?: try {
+      guard case .endSession(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 25)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -779,6 +1100,8 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
     if lhs.requestID != rhs.requestID {return false}
     if lhs.`operator` != rhs.`operator` {return false}
     if lhs.body != rhs.body {return false}
+    if lhs.sessionID != rhs.sessionID {return false}
+    if lhs.sessionTimeoutMs != rhs.sessionTimeoutMs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1041,6 +1364,158 @@ nonisolated extension Capfleet_V1_UnlockDevice: SwiftProtobuf.Message, SwiftProt
   }
 }
 
+nonisolated extension Capfleet_V1_ChangeFocus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ChangeFocus"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{1}mode\0\u{3}lens_position\0\u{3}point_of_interest_x\0\u{3}point_of_interest_y\0\u{1}range\0\u{1}smooth\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.mode) }()
+      case 3: try { try decoder.decodeSingularDoubleField(value: &self._lensPosition) }()
+      case 4: try { try decoder.decodeSingularDoubleField(value: &self._pointOfInterestX) }()
+      case 5: try { try decoder.decodeSingularDoubleField(value: &self._pointOfInterestY) }()
+      case 6: try { try decoder.decodeSingularEnumField(value: &self.range) }()
+      case 7: try { try decoder.decodeSingularBoolField(value: &self._smooth) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.deviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 1)
+    }
+    if self.mode != .unspecified {
+      try visitor.visitSingularEnumField(value: self.mode, fieldNumber: 2)
+    }
+    try { if let v = self._lensPosition {
+      try visitor.visitSingularDoubleField(value: v, fieldNumber: 3)
+    } }()
+    try { if let v = self._pointOfInterestX {
+      try visitor.visitSingularDoubleField(value: v, fieldNumber: 4)
+    } }()
+    try { if let v = self._pointOfInterestY {
+      try visitor.visitSingularDoubleField(value: v, fieldNumber: 5)
+    } }()
+    if self.range != .unspecified {
+      try visitor.visitSingularEnumField(value: self.range, fieldNumber: 6)
+    }
+    try { if let v = self._smooth {
+      try visitor.visitSingularBoolField(value: v, fieldNumber: 7)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_ChangeFocus, rhs: Capfleet_V1_ChangeFocus) -> Bool {
+    if lhs.deviceID != rhs.deviceID {return false}
+    if lhs.mode != rhs.mode {return false}
+    if lhs._lensPosition != rhs._lensPosition {return false}
+    if lhs._pointOfInterestX != rhs._pointOfInterestX {return false}
+    if lhs._pointOfInterestY != rhs._pointOfInterestY {return false}
+    if lhs.range != rhs.range {return false}
+    if lhs._smooth != rhs._smooth {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_SetDropRecoveryPolicy: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SetDropRecoveryPolicy"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{1}policy\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      case 2: try { try decoder.decodeSingularMessageField(value: &self._policy) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.deviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 1)
+    }
+    try { if let v = self._policy {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_SetDropRecoveryPolicy, rhs: Capfleet_V1_SetDropRecoveryPolicy) -> Bool {
+    if lhs.deviceID != rhs.deviceID {return false}
+    if lhs._policy != rhs._policy {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_GetDevice: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".GetDevice"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.deviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_GetDevice, rhs: Capfleet_V1_GetDevice) -> Bool {
+    if lhs.deviceID != rhs.deviceID {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_EndSession: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".EndSession"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap()
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    // Load everything into unknown fields
+    while try decoder.nextFieldNumber() != nil {}
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_EndSession, rhs: Capfleet_V1_EndSession) -> Bool {
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
 nonisolated extension Capfleet_V1_ForgetNode: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ForgetNode"
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_id\0")
@@ -1197,7 +1672,7 @@ nonisolated extension Capfleet_V1_FormatMatch: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Capfleet_V1_ChangeFrameRate: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ChangeFrameRate"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}frames_per_second\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}frames_per_second\0\u{3}min_frames_per_second\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1207,6 +1682,7 @@ nonisolated extension Capfleet_V1_ChangeFrameRate: SwiftProtobuf.Message, SwiftP
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
       case 2: try { try decoder.decodeSingularDoubleField(value: &self.framesPerSecond) }()
+      case 3: try { try decoder.decodeSingularDoubleField(value: &self.minFramesPerSecond) }()
       default: break
       }
     }
@@ -1219,12 +1695,16 @@ nonisolated extension Capfleet_V1_ChangeFrameRate: SwiftProtobuf.Message, SwiftP
     if self.framesPerSecond.bitPattern != 0 {
       try visitor.visitSingularDoubleField(value: self.framesPerSecond, fieldNumber: 2)
     }
+    if self.minFramesPerSecond.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.minFramesPerSecond, fieldNumber: 3)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Capfleet_V1_ChangeFrameRate, rhs: Capfleet_V1_ChangeFrameRate) -> Bool {
     if lhs.deviceID != rhs.deviceID {return false}
     if lhs.framesPerSecond != rhs.framesPerSecond {return false}
+    if lhs.minFramesPerSecond != rhs.minFramesPerSecond {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1302,7 +1782,7 @@ nonisolated extension Capfleet_V1_NodeInfo: SwiftProtobuf.Message, SwiftProtobuf
 
 nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}name\0\u{1}driver\0\u{1}kind\0\u{3}active_format\0\u{3}active_frame_rate\0\u{3}format_count\0\u{1}online\0\u{3}lease_holder\0\u{3}lease_expires_unix_ms\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}name\0\u{1}driver\0\u{1}kind\0\u{3}active_format\0\u{3}active_frame_rate\0\u{3}format_count\0\u{1}online\0\u{3}lease_holder\0\u{3}lease_expires_unix_ms\0\u{1}interruption\0\u{1}descriptor\0\u{1}focus\0\u{3}zoom_factor\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -1316,6 +1796,12 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
     var _online: Bool = false
     var _leaseHolder: String = String()
     var _leaseExpiresUnixMs: Int64 = 0
+    var _interruption: Capfleet_V1_Interruption? = nil
+    var _descriptor: Capfleet_V1_DeviceDescriptor? = nil
+    var _focus: Capfleet_V1_FocusState? = nil
+    var _zoomFactor: Double = 0
+    var _dropRecovery: Capfleet_V1_DropRecoveryPolicy? = nil
+    var _activeMinFrameRate: Double = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -1337,6 +1823,12 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
       _online = source._online
       _leaseHolder = source._leaseHolder
       _leaseExpiresUnixMs = source._leaseExpiresUnixMs
+      _interruption = source._interruption
+      _descriptor = source._descriptor
+      _focus = source._focus
+      _zoomFactor = source._zoomFactor
+      _dropRecovery = source._dropRecovery
+      _activeMinFrameRate = source._activeMinFrameRate
     }
   }
 
@@ -1366,6 +1858,12 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
         case 9: try { try decoder.decodeSingularBoolField(value: &_storage._online) }()
         case 10: try { try decoder.decodeSingularStringField(value: &_storage._leaseHolder) }()
         case 11: try { try decoder.decodeSingularInt64Field(value: &_storage._leaseExpiresUnixMs) }()
+        case 12: try { try decoder.decodeSingularMessageField(value: &_storage._interruption) }()
+        case 13: try { try decoder.decodeSingularMessageField(value: &_storage._descriptor) }()
+        case 14: try { try decoder.decodeSingularMessageField(value: &_storage._focus) }()
+        case 15: try { try decoder.decodeSingularDoubleField(value: &_storage._zoomFactor) }()
+        case 16: try { try decoder.decodeSingularMessageField(value: &_storage._dropRecovery) }()
+        case 17: try { try decoder.decodeSingularDoubleField(value: &_storage._activeMinFrameRate) }()
         default: break
         }
       }
@@ -1411,6 +1909,24 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
       if _storage._leaseExpiresUnixMs != 0 {
         try visitor.visitSingularInt64Field(value: _storage._leaseExpiresUnixMs, fieldNumber: 11)
       }
+      try { if let v = _storage._interruption {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
+      } }()
+      try { if let v = _storage._descriptor {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
+      } }()
+      try { if let v = _storage._focus {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 14)
+      } }()
+      if _storage._zoomFactor.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._zoomFactor, fieldNumber: 15)
+      }
+      try { if let v = _storage._dropRecovery {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 16)
+      } }()
+      if _storage._activeMinFrameRate.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._activeMinFrameRate, fieldNumber: 17)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -1431,6 +1947,12 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
         if _storage._online != rhs_storage._online {return false}
         if _storage._leaseHolder != rhs_storage._leaseHolder {return false}
         if _storage._leaseExpiresUnixMs != rhs_storage._leaseExpiresUnixMs {return false}
+        if _storage._interruption != rhs_storage._interruption {return false}
+        if _storage._descriptor != rhs_storage._descriptor {return false}
+        if _storage._focus != rhs_storage._focus {return false}
+        if _storage._zoomFactor != rhs_storage._zoomFactor {return false}
+        if _storage._dropRecovery != rhs_storage._dropRecovery {return false}
+        if _storage._activeMinFrameRate != rhs_storage._activeMinFrameRate {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -1482,78 +2004,153 @@ nonisolated extension Capfleet_V1_RejectionCount: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0")
+
+  fileprivate class _StorageClass {
+    var _requestID: UInt64 = 0
+    var _status: Capfleet_V1_Status? = nil
+    var _nodes: [Capfleet_V1_NodeInfo] = []
+    var _devices: [Capfleet_V1_DeviceInfo] = []
+    var _formats: [Capfleet_V1_VideoFormat] = []
+    var _deviceStats: [Capfleet_V1_DeviceStatus] = []
+    var _frameHeader: Capfleet_V1_FrameHeader? = nil
+    var _rejections: [Capfleet_V1_RejectionCount] = []
+    var _zoomFactor: Double = 0
+    var _zoomMethod: Capfleet_V1_ZoomMethod = .unspecified
+    var _focus: Capfleet_V1_FocusState? = nil
+    var _activeFrameRate: Double = 0
+    var _activeMinFrameRate: Double = 0
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _requestID = source._requestID
+      _status = source._status
+      _nodes = source._nodes
+      _devices = source._devices
+      _formats = source._formats
+      _deviceStats = source._deviceStats
+      _frameHeader = source._frameHeader
+      _rejections = source._rejections
+      _zoomFactor = source._zoomFactor
+      _zoomMethod = source._zoomMethod
+      _focus = source._focus
+      _activeFrameRate = source._activeFrameRate
+      _activeMinFrameRate = source._activeMinFrameRate
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.requestID) }()
-      case 2: try { try decoder.decodeSingularMessageField(value: &self._status) }()
-      case 10: try { try decoder.decodeRepeatedMessageField(value: &self.nodes) }()
-      case 11: try { try decoder.decodeRepeatedMessageField(value: &self.devices) }()
-      case 12: try { try decoder.decodeRepeatedMessageField(value: &self.formats) }()
-      case 13: try { try decoder.decodeRepeatedMessageField(value: &self.deviceStats) }()
-      case 14: try { try decoder.decodeSingularMessageField(value: &self._frameHeader) }()
-      case 15: try { try decoder.decodeRepeatedMessageField(value: &self.rejections) }()
-      case 16: try { try decoder.decodeSingularDoubleField(value: &self.zoomFactor) }()
-      case 17: try { try decoder.decodeSingularEnumField(value: &self.zoomMethod) }()
-      default: break
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularUInt64Field(value: &_storage._requestID) }()
+        case 2: try { try decoder.decodeSingularMessageField(value: &_storage._status) }()
+        case 10: try { try decoder.decodeRepeatedMessageField(value: &_storage._nodes) }()
+        case 11: try { try decoder.decodeRepeatedMessageField(value: &_storage._devices) }()
+        case 12: try { try decoder.decodeRepeatedMessageField(value: &_storage._formats) }()
+        case 13: try { try decoder.decodeRepeatedMessageField(value: &_storage._deviceStats) }()
+        case 14: try { try decoder.decodeSingularMessageField(value: &_storage._frameHeader) }()
+        case 15: try { try decoder.decodeRepeatedMessageField(value: &_storage._rejections) }()
+        case 16: try { try decoder.decodeSingularDoubleField(value: &_storage._zoomFactor) }()
+        case 17: try { try decoder.decodeSingularEnumField(value: &_storage._zoomMethod) }()
+        case 18: try { try decoder.decodeSingularMessageField(value: &_storage._focus) }()
+        case 19: try { try decoder.decodeSingularDoubleField(value: &_storage._activeFrameRate) }()
+        case 20: try { try decoder.decodeSingularDoubleField(value: &_storage._activeMinFrameRate) }()
+        default: break
+        }
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    if self.requestID != 0 {
-      try visitor.visitSingularUInt64Field(value: self.requestID, fieldNumber: 1)
-    }
-    try { if let v = self._status {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
-    } }()
-    if !self.nodes.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.nodes, fieldNumber: 10)
-    }
-    if !self.devices.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.devices, fieldNumber: 11)
-    }
-    if !self.formats.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.formats, fieldNumber: 12)
-    }
-    if !self.deviceStats.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.deviceStats, fieldNumber: 13)
-    }
-    try { if let v = self._frameHeader {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 14)
-    } }()
-    if !self.rejections.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.rejections, fieldNumber: 15)
-    }
-    if self.zoomFactor.bitPattern != 0 {
-      try visitor.visitSingularDoubleField(value: self.zoomFactor, fieldNumber: 16)
-    }
-    if self.zoomMethod != .unspecified {
-      try visitor.visitSingularEnumField(value: self.zoomMethod, fieldNumber: 17)
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if _storage._requestID != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._requestID, fieldNumber: 1)
+      }
+      try { if let v = _storage._status {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+      } }()
+      if !_storage._nodes.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._nodes, fieldNumber: 10)
+      }
+      if !_storage._devices.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._devices, fieldNumber: 11)
+      }
+      if !_storage._formats.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._formats, fieldNumber: 12)
+      }
+      if !_storage._deviceStats.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._deviceStats, fieldNumber: 13)
+      }
+      try { if let v = _storage._frameHeader {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 14)
+      } }()
+      if !_storage._rejections.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._rejections, fieldNumber: 15)
+      }
+      if _storage._zoomFactor.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._zoomFactor, fieldNumber: 16)
+      }
+      if _storage._zoomMethod != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._zoomMethod, fieldNumber: 17)
+      }
+      try { if let v = _storage._focus {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 18)
+      } }()
+      if _storage._activeFrameRate.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._activeFrameRate, fieldNumber: 19)
+      }
+      if _storage._activeMinFrameRate.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._activeMinFrameRate, fieldNumber: 20)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Capfleet_V1_OperatorReply, rhs: Capfleet_V1_OperatorReply) -> Bool {
-    if lhs.requestID != rhs.requestID {return false}
-    if lhs._status != rhs._status {return false}
-    if lhs.nodes != rhs.nodes {return false}
-    if lhs.devices != rhs.devices {return false}
-    if lhs.formats != rhs.formats {return false}
-    if lhs.deviceStats != rhs.deviceStats {return false}
-    if lhs._frameHeader != rhs._frameHeader {return false}
-    if lhs.rejections != rhs.rejections {return false}
-    if lhs.zoomFactor != rhs.zoomFactor {return false}
-    if lhs.zoomMethod != rhs.zoomMethod {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._requestID != rhs_storage._requestID {return false}
+        if _storage._status != rhs_storage._status {return false}
+        if _storage._nodes != rhs_storage._nodes {return false}
+        if _storage._devices != rhs_storage._devices {return false}
+        if _storage._formats != rhs_storage._formats {return false}
+        if _storage._deviceStats != rhs_storage._deviceStats {return false}
+        if _storage._frameHeader != rhs_storage._frameHeader {return false}
+        if _storage._rejections != rhs_storage._rejections {return false}
+        if _storage._zoomFactor != rhs_storage._zoomFactor {return false}
+        if _storage._zoomMethod != rhs_storage._zoomMethod {return false}
+        if _storage._focus != rhs_storage._focus {return false}
+        if _storage._activeFrameRate != rhs_storage._activeFrameRate {return false}
+        if _storage._activeMinFrameRate != rhs_storage._activeMinFrameRate {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -30,6 +30,10 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
   case nodeRegistered // = 3
   case deviceAdded // = 4
   case inputRejected // = 5
+  case deviceInterrupted // = 6
+  case deviceResumed // = 7
+  case policyActed // = 8
+  case leaseReleased // = 9
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -44,6 +48,10 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
     case 3: self = .nodeRegistered
     case 4: self = .deviceAdded
     case 5: self = .inputRejected
+    case 6: self = .deviceInterrupted
+    case 7: self = .deviceResumed
+    case 8: self = .policyActed
+    case 9: self = .leaseReleased
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -56,6 +64,10 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
     case .nodeRegistered: return 3
     case .deviceAdded: return 4
     case .inputRejected: return 5
+    case .deviceInterrupted: return 6
+    case .deviceResumed: return 7
+    case .policyActed: return 8
+    case .leaseReleased: return 9
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -68,6 +80,10 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
     .nodeRegistered,
     .deviceAdded,
     .inputRejected,
+    .deviceInterrupted,
+    .deviceResumed,
+    .policyActed,
+    .leaseReleased,
   ]
 
 }
@@ -100,56 +116,126 @@ public nonisolated struct Capfleet_V1_NodeStatus: Sendable {
 }
 
 /// Topic "device.<device_id>", once a second per known device.
-public nonisolated struct Capfleet_V1_DeviceStatus: Sendable {
+public nonisolated struct Capfleet_V1_DeviceStatus: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var deviceID: String = String()
+  public var deviceID: String {
+    get {_storage._deviceID}
+    set {_uniqueStorage()._deviceID = newValue}
+  }
 
-  public var nodeID: String = String()
+  public var nodeID: String {
+    get {_storage._nodeID}
+    set {_uniqueStorage()._nodeID = newValue}
+  }
 
-  public var online: Bool = false
+  public var online: Bool {
+    get {_storage._online}
+    set {_uniqueStorage()._online = newValue}
+  }
 
-  public var streaming: Bool = false
+  public var streaming: Bool {
+    get {_storage._streaming}
+    set {_uniqueStorage()._streaming = newValue}
+  }
 
   /// counted by the coordinator's ingest, monotonic
-  public var framesReceived: UInt64 = 0
+  public var framesReceived: UInt64 {
+    get {_storage._framesReceived}
+    set {_uniqueStorage()._framesReceived = newValue}
+  }
 
   /// payload bytes, monotonic
-  public var bytesReceived: UInt64 = 0
+  public var bytesReceived: UInt64 {
+    get {_storage._bytesReceived}
+    set {_uniqueStorage()._bytesReceived = newValue}
+  }
 
   /// over the last second
-  public var framesPerSecond: Double = 0
+  public var framesPerSecond: Double {
+    get {_storage._framesPerSecond}
+    set {_uniqueStorage()._framesPerSecond = newValue}
+  }
 
-  public var bytesPerSecond: Double = 0
+  public var bytesPerSecond: Double {
+    get {_storage._bytesPerSecond}
+    set {_uniqueStorage()._bytesPerSecond = newValue}
+  }
 
   /// as last reported by the agent
   public var drops: Capfleet_V1_DropCounts {
-    get {_drops ?? Capfleet_V1_DropCounts()}
-    set {_drops = newValue}
+    get {_storage._drops ?? Capfleet_V1_DropCounts()}
+    set {_uniqueStorage()._drops = newValue}
   }
   /// Returns true if `drops` has been explicitly set.
-  public var hasDrops: Bool {self._drops != nil}
+  public var hasDrops: Bool {_storage._drops != nil}
   /// Clears the value of `drops`. Subsequent reads from it will return its default value.
-  public mutating func clearDrops() {self._drops = nil}
+  public mutating func clearDrops() {_uniqueStorage()._drops = nil}
 
   /// 0 = no frame yet
-  public var lastFrameUnixMs: Int64 = 0
+  public var lastFrameUnixMs: Int64 {
+    get {_storage._lastFrameUnixMs}
+    set {_uniqueStorage()._lastFrameUnixMs = newValue}
+  }
 
-  public var lastSequence: UInt64 = 0
+  public var lastSequence: UInt64 {
+    get {_storage._lastSequence}
+    set {_uniqueStorage()._lastSequence = newValue}
+  }
 
-  public var pixelFormat: String = String()
+  public var pixelFormat: String {
+    get {_storage._pixelFormat}
+    set {_uniqueStorage()._pixelFormat = newValue}
+  }
 
-  public var width: UInt32 = 0
+  public var width: UInt32 {
+    get {_storage._width}
+    set {_uniqueStorage()._width = newValue}
+  }
 
-  public var height: UInt32 = 0
+  public var height: UInt32 {
+    get {_storage._height}
+    set {_uniqueStorage()._height = newValue}
+  }
+
+  /// reason NONE while the device delivers frames
+  public var interruption: Capfleet_V1_Interruption {
+    get {_storage._interruption ?? Capfleet_V1_Interruption()}
+    set {_uniqueStorage()._interruption = newValue}
+  }
+  /// Returns true if `interruption` has been explicitly set.
+  public var hasInterruption: Bool {_storage._interruption != nil}
+  /// Clears the value of `interruption`. Subsequent reads from it will return its default value.
+  public mutating func clearInterruption() {_uniqueStorage()._interruption = nil}
+
+  public var zoomFactor: Double {
+    get {_storage._zoomFactor}
+    set {_uniqueStorage()._zoomFactor = newValue}
+  }
+
+  /// absent for devices without focus
+  public var focus: Capfleet_V1_FocusState {
+    get {_storage._focus ?? Capfleet_V1_FocusState()}
+    set {_uniqueStorage()._focus = newValue}
+  }
+  /// Returns true if `focus` has been explicitly set.
+  public var hasFocus: Bool {_storage._focus != nil}
+  /// Clears the value of `focus`. Subsequent reads from it will return its default value.
+  public mutating func clearFocus() {_uniqueStorage()._focus = nil}
+
+  /// as the agent runs it (drop recovery may lower it)
+  public var activeFrameRate: Double {
+    get {_storage._activeFrameRate}
+    set {_uniqueStorage()._activeFrameRate = newValue}
+  }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
-  fileprivate var _drops: Capfleet_V1_DropCounts? = nil
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 /// Topic "drops.<device_id>", published when a device's drop counts change.
@@ -204,7 +290,7 @@ public nonisolated struct Capfleet_V1_FleetEvent: Sendable {
 fileprivate nonisolated let _protobuf_package = "capfleet.v1"
 
 nonisolated extension Capfleet_V1_EventKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}EVENT_KIND_NODE_ONLINE\0\u{1}EVENT_KIND_NODE_OFFLINE\0\u{1}EVENT_KIND_NODE_REGISTERED\0\u{1}EVENT_KIND_DEVICE_ADDED\0\u{1}EVENT_KIND_INPUT_REJECTED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}EVENT_KIND_NODE_ONLINE\0\u{1}EVENT_KIND_NODE_OFFLINE\0\u{1}EVENT_KIND_NODE_REGISTERED\0\u{1}EVENT_KIND_DEVICE_ADDED\0\u{1}EVENT_KIND_INPUT_REJECTED\0\u{1}EVENT_KIND_DEVICE_INTERRUPTED\0\u{1}EVENT_KIND_DEVICE_RESUMED\0\u{1}EVENT_KIND_POLICY_ACTED\0\u{1}EVENT_KIND_LEASE_RELEASED\0")
 }
 
 nonisolated extension Capfleet_V1_NodeStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -274,98 +360,188 @@ nonisolated extension Capfleet_V1_NodeStatus: SwiftProtobuf.Message, SwiftProtob
 
 nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceStatus"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}online\0\u{1}streaming\0\u{3}frames_received\0\u{3}bytes_received\0\u{3}frames_per_second\0\u{3}bytes_per_second\0\u{1}drops\0\u{3}last_frame_unix_ms\0\u{3}last_sequence\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}online\0\u{1}streaming\0\u{3}frames_received\0\u{3}bytes_received\0\u{3}frames_per_second\0\u{3}bytes_per_second\0\u{1}drops\0\u{3}last_frame_unix_ms\0\u{3}last_sequence\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{1}interruption\0\u{3}zoom_factor\0\u{1}focus\0\u{3}active_frame_rate\0")
+
+  fileprivate class _StorageClass {
+    var _deviceID: String = String()
+    var _nodeID: String = String()
+    var _online: Bool = false
+    var _streaming: Bool = false
+    var _framesReceived: UInt64 = 0
+    var _bytesReceived: UInt64 = 0
+    var _framesPerSecond: Double = 0
+    var _bytesPerSecond: Double = 0
+    var _drops: Capfleet_V1_DropCounts? = nil
+    var _lastFrameUnixMs: Int64 = 0
+    var _lastSequence: UInt64 = 0
+    var _pixelFormat: String = String()
+    var _width: UInt32 = 0
+    var _height: UInt32 = 0
+    var _interruption: Capfleet_V1_Interruption? = nil
+    var _zoomFactor: Double = 0
+    var _focus: Capfleet_V1_FocusState? = nil
+    var _activeFrameRate: Double = 0
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _deviceID = source._deviceID
+      _nodeID = source._nodeID
+      _online = source._online
+      _streaming = source._streaming
+      _framesReceived = source._framesReceived
+      _bytesReceived = source._bytesReceived
+      _framesPerSecond = source._framesPerSecond
+      _bytesPerSecond = source._bytesPerSecond
+      _drops = source._drops
+      _lastFrameUnixMs = source._lastFrameUnixMs
+      _lastSequence = source._lastSequence
+      _pixelFormat = source._pixelFormat
+      _width = source._width
+      _height = source._height
+      _interruption = source._interruption
+      _zoomFactor = source._zoomFactor
+      _focus = source._focus
+      _activeFrameRate = source._activeFrameRate
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
-      case 2: try { try decoder.decodeSingularStringField(value: &self.nodeID) }()
-      case 3: try { try decoder.decodeSingularBoolField(value: &self.online) }()
-      case 4: try { try decoder.decodeSingularBoolField(value: &self.streaming) }()
-      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.framesReceived) }()
-      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.bytesReceived) }()
-      case 7: try { try decoder.decodeSingularDoubleField(value: &self.framesPerSecond) }()
-      case 8: try { try decoder.decodeSingularDoubleField(value: &self.bytesPerSecond) }()
-      case 9: try { try decoder.decodeSingularMessageField(value: &self._drops) }()
-      case 10: try { try decoder.decodeSingularInt64Field(value: &self.lastFrameUnixMs) }()
-      case 11: try { try decoder.decodeSingularUInt64Field(value: &self.lastSequence) }()
-      case 12: try { try decoder.decodeSingularStringField(value: &self.pixelFormat) }()
-      case 13: try { try decoder.decodeSingularUInt32Field(value: &self.width) }()
-      case 14: try { try decoder.decodeSingularUInt32Field(value: &self.height) }()
-      default: break
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularStringField(value: &_storage._deviceID) }()
+        case 2: try { try decoder.decodeSingularStringField(value: &_storage._nodeID) }()
+        case 3: try { try decoder.decodeSingularBoolField(value: &_storage._online) }()
+        case 4: try { try decoder.decodeSingularBoolField(value: &_storage._streaming) }()
+        case 5: try { try decoder.decodeSingularUInt64Field(value: &_storage._framesReceived) }()
+        case 6: try { try decoder.decodeSingularUInt64Field(value: &_storage._bytesReceived) }()
+        case 7: try { try decoder.decodeSingularDoubleField(value: &_storage._framesPerSecond) }()
+        case 8: try { try decoder.decodeSingularDoubleField(value: &_storage._bytesPerSecond) }()
+        case 9: try { try decoder.decodeSingularMessageField(value: &_storage._drops) }()
+        case 10: try { try decoder.decodeSingularInt64Field(value: &_storage._lastFrameUnixMs) }()
+        case 11: try { try decoder.decodeSingularUInt64Field(value: &_storage._lastSequence) }()
+        case 12: try { try decoder.decodeSingularStringField(value: &_storage._pixelFormat) }()
+        case 13: try { try decoder.decodeSingularUInt32Field(value: &_storage._width) }()
+        case 14: try { try decoder.decodeSingularUInt32Field(value: &_storage._height) }()
+        case 15: try { try decoder.decodeSingularMessageField(value: &_storage._interruption) }()
+        case 16: try { try decoder.decodeSingularDoubleField(value: &_storage._zoomFactor) }()
+        case 17: try { try decoder.decodeSingularMessageField(value: &_storage._focus) }()
+        case 18: try { try decoder.decodeSingularDoubleField(value: &_storage._activeFrameRate) }()
+        default: break
+        }
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    if !self.deviceID.isEmpty {
-      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 1)
-    }
-    if !self.nodeID.isEmpty {
-      try visitor.visitSingularStringField(value: self.nodeID, fieldNumber: 2)
-    }
-    if self.online != false {
-      try visitor.visitSingularBoolField(value: self.online, fieldNumber: 3)
-    }
-    if self.streaming != false {
-      try visitor.visitSingularBoolField(value: self.streaming, fieldNumber: 4)
-    }
-    if self.framesReceived != 0 {
-      try visitor.visitSingularUInt64Field(value: self.framesReceived, fieldNumber: 5)
-    }
-    if self.bytesReceived != 0 {
-      try visitor.visitSingularUInt64Field(value: self.bytesReceived, fieldNumber: 6)
-    }
-    if self.framesPerSecond.bitPattern != 0 {
-      try visitor.visitSingularDoubleField(value: self.framesPerSecond, fieldNumber: 7)
-    }
-    if self.bytesPerSecond.bitPattern != 0 {
-      try visitor.visitSingularDoubleField(value: self.bytesPerSecond, fieldNumber: 8)
-    }
-    try { if let v = self._drops {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 9)
-    } }()
-    if self.lastFrameUnixMs != 0 {
-      try visitor.visitSingularInt64Field(value: self.lastFrameUnixMs, fieldNumber: 10)
-    }
-    if self.lastSequence != 0 {
-      try visitor.visitSingularUInt64Field(value: self.lastSequence, fieldNumber: 11)
-    }
-    if !self.pixelFormat.isEmpty {
-      try visitor.visitSingularStringField(value: self.pixelFormat, fieldNumber: 12)
-    }
-    if self.width != 0 {
-      try visitor.visitSingularUInt32Field(value: self.width, fieldNumber: 13)
-    }
-    if self.height != 0 {
-      try visitor.visitSingularUInt32Field(value: self.height, fieldNumber: 14)
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if !_storage._deviceID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._deviceID, fieldNumber: 1)
+      }
+      if !_storage._nodeID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._nodeID, fieldNumber: 2)
+      }
+      if _storage._online != false {
+        try visitor.visitSingularBoolField(value: _storage._online, fieldNumber: 3)
+      }
+      if _storage._streaming != false {
+        try visitor.visitSingularBoolField(value: _storage._streaming, fieldNumber: 4)
+      }
+      if _storage._framesReceived != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._framesReceived, fieldNumber: 5)
+      }
+      if _storage._bytesReceived != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._bytesReceived, fieldNumber: 6)
+      }
+      if _storage._framesPerSecond.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._framesPerSecond, fieldNumber: 7)
+      }
+      if _storage._bytesPerSecond.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._bytesPerSecond, fieldNumber: 8)
+      }
+      try { if let v = _storage._drops {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 9)
+      } }()
+      if _storage._lastFrameUnixMs != 0 {
+        try visitor.visitSingularInt64Field(value: _storage._lastFrameUnixMs, fieldNumber: 10)
+      }
+      if _storage._lastSequence != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._lastSequence, fieldNumber: 11)
+      }
+      if !_storage._pixelFormat.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._pixelFormat, fieldNumber: 12)
+      }
+      if _storage._width != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._width, fieldNumber: 13)
+      }
+      if _storage._height != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._height, fieldNumber: 14)
+      }
+      try { if let v = _storage._interruption {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 15)
+      } }()
+      if _storage._zoomFactor.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._zoomFactor, fieldNumber: 16)
+      }
+      try { if let v = _storage._focus {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 17)
+      } }()
+      if _storage._activeFrameRate.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._activeFrameRate, fieldNumber: 18)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Capfleet_V1_DeviceStatus, rhs: Capfleet_V1_DeviceStatus) -> Bool {
-    if lhs.deviceID != rhs.deviceID {return false}
-    if lhs.nodeID != rhs.nodeID {return false}
-    if lhs.online != rhs.online {return false}
-    if lhs.streaming != rhs.streaming {return false}
-    if lhs.framesReceived != rhs.framesReceived {return false}
-    if lhs.bytesReceived != rhs.bytesReceived {return false}
-    if lhs.framesPerSecond != rhs.framesPerSecond {return false}
-    if lhs.bytesPerSecond != rhs.bytesPerSecond {return false}
-    if lhs._drops != rhs._drops {return false}
-    if lhs.lastFrameUnixMs != rhs.lastFrameUnixMs {return false}
-    if lhs.lastSequence != rhs.lastSequence {return false}
-    if lhs.pixelFormat != rhs.pixelFormat {return false}
-    if lhs.width != rhs.width {return false}
-    if lhs.height != rhs.height {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._deviceID != rhs_storage._deviceID {return false}
+        if _storage._nodeID != rhs_storage._nodeID {return false}
+        if _storage._online != rhs_storage._online {return false}
+        if _storage._streaming != rhs_storage._streaming {return false}
+        if _storage._framesReceived != rhs_storage._framesReceived {return false}
+        if _storage._bytesReceived != rhs_storage._bytesReceived {return false}
+        if _storage._framesPerSecond != rhs_storage._framesPerSecond {return false}
+        if _storage._bytesPerSecond != rhs_storage._bytesPerSecond {return false}
+        if _storage._drops != rhs_storage._drops {return false}
+        if _storage._lastFrameUnixMs != rhs_storage._lastFrameUnixMs {return false}
+        if _storage._lastSequence != rhs_storage._lastSequence {return false}
+        if _storage._pixelFormat != rhs_storage._pixelFormat {return false}
+        if _storage._width != rhs_storage._width {return false}
+        if _storage._height != rhs_storage._height {return false}
+        if _storage._interruption != rhs_storage._interruption {return false}
+        if _storage._zoomFactor != rhs_storage._zoomFactor {return false}
+        if _storage._focus != rhs_storage._focus {return false}
+        if _storage._activeFrameRate != rhs_storage._activeFrameRate {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -1,0 +1,135 @@
+import FleetCapture
+import FleetCore
+import FleetProtocol
+import Foundation
+import Synchronization
+
+/// A source together with its counters, the per-frame bookkeeping done on its thread,
+/// and its opt-in drop recovery.
+final class CameraStream: Sendable {
+    let source: any CameraSource
+    let statistics: DeviceStatistics
+    private let gaps = Mutex(SequenceGapDetector())
+
+    private struct RecoveryState {
+        var recovery = DropRecovery(policy: .off)
+        /// What the operator asked for; drop recovery only ever lowers from, and restores to, this.
+        var requested: FrameRateRange?
+        var lastCaptured: UInt64 = 0
+        var lastLate: UInt64 = 0
+    }
+
+    private let recovery = Mutex(RecoveryState())
+
+    init(source: any CameraSource) {
+        self.source = source
+        self.statistics = DeviceStatistics(deviceID: source.device.deviceID, outOfBuffers: { [source] in source.outOfBufferDrops })
+    }
+
+    var dropRecoveryPolicy: DropRecoveryPolicy { recovery.withLock { $0.recovery.policy } }
+
+    var counters: Capfleet_V1_DeviceCounters {
+        var counters = statistics.wire
+        if let interruption = source.interruption { counters.interruption = interruption.wire }
+        if let focus = source.focus { counters.focus = focus.wire }
+        counters.zoomFactor = source.zoomFactor
+        counters.activeFrameRate = source.activeFrameRate
+        counters.dropRecovery = dropRecoveryPolicy.wire
+        return counters
+    }
+
+    func start(nodeID: String, publisher: FramePublisher, events: @escaping @Sendable (Capfleet_V1_DeviceEvent) -> Void) throws(CaptureError) {
+        let synthetic = source.device.kind == .synthetic
+        let deviceID = source.device.deviceID
+        try source.start(deliver: { [self] frame in
+            statistics.framesCaptured.add(1, ordering: .relaxed)
+            let skipped = gaps.withLock { $0.observe(frame.sequence) }
+            if skipped > 0 { statistics.discontinuity.add(skipped, ordering: .relaxed) }
+            var flags = synthetic ? UInt32(Capfleet_V1_FrameFlag.synthetic.rawValue) : 0
+            if let threshold = source.device.formats[source.activeFormatIndex].upscaleThresholdZoomFactor, frame.zoomFactor > threshold + 1e-9 {
+                flags |= UInt32(Capfleet_V1_FrameFlag.upscaled.rawValue)
+            }
+            var header = Capfleet_V1_FrameHeader(capturing: frame, nodeID: nodeID, deviceID: deviceID,
+                                                 flags: flags, drops: statistics.drops)
+            header.zoomMethod = source.zoomMethod?.wire ?? .unspecified
+            publisher.submit(frame, header: header, statistics: statistics)
+        }, onInterruption: { [self] interruption in
+            statistics.streaming.store(interruption == nil, ordering: .releasing)
+            events(.with {
+                $0.deviceID = deviceID
+                $0.unixMs = Int64(Date().timeIntervalSince1970 * 1000)
+                if let interruption {
+                    $0.kind = .interrupted
+                    $0.interruption = interruption.wire
+                } else {
+                    $0.kind = .resumed
+                    $0.message = "capture resumed by itself"
+                }
+            })
+        })
+        statistics.streaming.store(true, ordering: .releasing)
+    }
+
+    func stop() {
+        source.stop()
+        statistics.streaming.store(false, ordering: .releasing)
+    }
+
+    func setDropRecovery(_ policy: DropRecoveryPolicy) {
+        let restore = recovery.withLock { state -> FrameRateRange? in
+            let lowered = state.recovery.loweredRate != nil
+            state.recovery.policy = policy
+            // Turning the policy off gives the operator's rate back at once.
+            guard !policy.isEnabled, lowered, let requested = state.requested else { return nil }
+            state.recovery.operatorChangedRate()
+            return requested
+        }
+        if let restore { try? source.setFrameRateRange(restore) }
+    }
+
+    func operatorChangedRate() {
+        recovery.withLock { state in
+            state.recovery.operatorChangedRate()
+            state.requested = source.activeFrameRateRange
+        }
+    }
+
+    /// One interval of the drop-recovery policy; returns the event to announce when it acted.
+    func evaluateDropRecovery() -> Capfleet_V1_DeviceEvent? {
+        let captured = statistics.framesCaptured.load(ordering: .relaxed)
+        let late = statistics.late.load(ordering: .relaxed)
+        let format = source.device.formats[source.activeFormatIndex]
+        let decision = recovery.withLock { state -> (DropRecovery.Directive, FrameRateRange) in
+            defer {
+                state.lastCaptured = captured
+                state.lastLate = late
+            }
+            let requested = state.requested ?? source.activeFrameRateRange
+            if state.requested == nil { state.requested = requested }
+            let directive = state.recovery.evaluate(framesCaptured: captured - state.lastCaptured, lateDrops: late - state.lastLate,
+                                                    requestedRate: requested.maxFramesPerSecond, format: format)
+            return (directive, requested)
+        }
+        let message: String
+        switch decision.0 {
+        case .keep:
+            return nil
+        case let .lower(rate, lateDrops):
+            do {
+                try source.setFrameRateRange(FrameRateRange(min: min(rate, decision.1.minFramesPerSecond), max: rate))
+            } catch {
+                return nil
+            }
+            message = "drop recovery lowered the frame rate to \(VideoFormat.trim(rate)) fps after \(lateDrops) late drops in a second"
+        case let .restore(rate):
+            guard (try? source.setFrameRateRange(decision.1)) != nil else { return nil }
+            message = "drop recovery restored the frame rate to \(VideoFormat.trim(rate)) fps: no late drops for \(dropRecoveryPolicy.quietIntervalsToRestore) s"
+        }
+        return .with {
+            $0.deviceID = source.device.deviceID
+            $0.kind = .policyActed
+            $0.message = message
+            $0.unixMs = Int64(Date().timeIntervalSince1970 * 1000)
+        }
+    }
+}

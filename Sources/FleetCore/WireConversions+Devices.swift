@@ -1,0 +1,217 @@
+import FleetProtocol
+
+extension DeviceControl {
+    public var wire: Capfleet_V1_DeviceControl {
+        .with {
+            $0.id = id
+            $0.name = name
+            $0.type = kind.rawValue
+            $0.minimum = minimum
+            $0.maximum = maximum
+            $0.step = step
+            $0.defaultValue = defaultValue
+            $0.hasValue_p = value != nil
+            $0.value = value ?? 0
+            $0.menu = menu.map { item in .with { $0.index = item.index; $0.name = item.name; $0.value = item.value } }
+            $0.readOnly = isReadOnly
+            $0.inactive = isInactive
+        }
+    }
+
+    public init(wire: Capfleet_V1_DeviceControl) {
+        self.init(id: wire.id, name: wire.name, kind: Kind(rawValue: wire.type) ?? .other, minimum: wire.minimum, maximum: wire.maximum,
+                  step: wire.step, defaultValue: wire.defaultValue, value: wire.hasValue_p ? wire.value : nil,
+                  menu: wire.menu.map { MenuItem(index: $0.index, name: $0.name, value: $0.value) },
+                  isReadOnly: wire.readOnly, isInactive: wire.inactive)
+    }
+}
+
+extension PixelRectangle {
+    public var wire: Capfleet_V1_Rectangle {
+        .with { $0.left = Int32(left); $0.top = Int32(top); $0.width = UInt32(width); $0.height = UInt32(height) }
+    }
+
+    public init(wire: Capfleet_V1_Rectangle) {
+        self.init(left: Int(wire.left), top: Int(wire.top), width: Int(wire.width), height: Int(wire.height))
+    }
+}
+
+extension FocusMode {
+    public var wire: Capfleet_V1_FocusMode {
+        switch self {
+        case .locked: .locked
+        case .auto: .auto
+        case .continuous: .continuous
+        }
+    }
+
+    public init?(wire: Capfleet_V1_FocusMode) {
+        switch wire {
+        case .locked: self = .locked
+        case .auto: self = .auto
+        case .continuous: self = .continuous
+        default: return nil
+        }
+    }
+}
+
+extension FocusRangeRestriction {
+    public var wire: Capfleet_V1_FocusRange {
+        switch self {
+        case .none: .none
+        case .near: .near
+        case .far: .far
+        }
+    }
+
+    public init?(wire: Capfleet_V1_FocusRange) {
+        switch wire {
+        case .none: self = .none
+        case .near: self = .near
+        case .far: self = .far
+        default: return nil
+        }
+    }
+}
+
+extension FocusCapabilities {
+    public var wire: Capfleet_V1_FocusCapabilities {
+        .with {
+            $0.modes = modes.map(\.wire)
+            $0.lensPosition = lensPosition
+            $0.pointOfInterest = pointOfInterest
+            $0.rangeRestriction = rangeRestriction
+            $0.smoothFocus = smoothFocus
+        }
+    }
+
+    public init(wire: Capfleet_V1_FocusCapabilities) {
+        self.init(modes: wire.modes.compactMap(FocusMode.init(wire:)), lensPosition: wire.lensPosition,
+                  pointOfInterest: wire.pointOfInterest, rangeRestriction: wire.rangeRestriction, smoothFocus: wire.smoothFocus)
+    }
+}
+
+extension FocusState {
+    public var wire: Capfleet_V1_FocusState {
+        .with {
+            $0.mode = mode.wire
+            $0.hasLensPosition_p = lensPosition != nil
+            $0.lensPosition = lensPosition ?? 0
+            $0.adjusting = isAdjusting
+            $0.pointOfInterestX = pointOfInterest.x
+            $0.pointOfInterestY = pointOfInterest.y
+            $0.range = rangeRestriction.wire
+            $0.smooth = smoothFocus
+        }
+    }
+
+    public init(wire: Capfleet_V1_FocusState) {
+        self.init(mode: FocusMode(wire: wire.mode) ?? .locked, lensPosition: wire.hasLensPosition_p ? wire.lensPosition : nil,
+                  isAdjusting: wire.adjusting, pointOfInterest: NormalizedPoint(x: wire.pointOfInterestX, y: wire.pointOfInterestY),
+                  rangeRestriction: FocusRangeRestriction(wire: wire.range) ?? .none, smoothFocus: wire.smooth)
+    }
+}
+
+extension FocusRequest {
+    public init(wire: Capfleet_V1_SetFocus) {
+        self.init(mode: FocusMode(wire: wire.mode), lensPosition: wire.hasLensPosition ? wire.lensPosition : nil,
+                  pointOfInterest: wire.hasPointOfInterestX || wire.hasPointOfInterestY
+                      ? NormalizedPoint(x: wire.hasPointOfInterestX ? wire.pointOfInterestX : 0.5,
+                                        y: wire.hasPointOfInterestY ? wire.pointOfInterestY : 0.5) : nil,
+                  rangeRestriction: FocusRangeRestriction(wire: wire.range), smoothFocus: wire.hasSmooth ? wire.smooth : nil)
+    }
+
+    public var wire: Capfleet_V1_SetFocus {
+        .with {
+            if let mode { $0.mode = mode.wire }
+            if let lensPosition { $0.lensPosition = lensPosition }
+            if let pointOfInterest {
+                $0.pointOfInterestX = pointOfInterest.x
+                $0.pointOfInterestY = pointOfInterest.y
+            }
+            if let rangeRestriction { $0.range = rangeRestriction.wire }
+            if let smoothFocus { $0.smooth = smoothFocus }
+        }
+    }
+}
+
+extension InterruptionReason {
+    public var wire: Capfleet_V1_InterruptionReason {
+        switch self {
+        case .deviceDisconnected: .deviceDisconnected
+        case .deviceInUse: .deviceInUse
+        case .pressureShutdown: .pressureShutdown
+        case .deviceError: .deviceError
+        }
+    }
+
+    public init?(wire: Capfleet_V1_InterruptionReason) {
+        switch wire {
+        case .deviceDisconnected: self = .deviceDisconnected
+        case .deviceInUse: self = .deviceInUse
+        case .pressureShutdown: self = .pressureShutdown
+        case .deviceError: self = .deviceError
+        default: return nil
+        }
+    }
+}
+
+extension Interruption {
+    public var wire: Capfleet_V1_Interruption {
+        .with { $0.reason = reason.wire; $0.message = message; $0.sinceUnixMs = sinceUnixMilliseconds }
+    }
+
+    /// Nil for reason NONE: not interrupted.
+    public init?(wire: Capfleet_V1_Interruption) {
+        guard let reason = InterruptionReason(wire: wire.reason) else { return nil }
+        self.init(reason: reason, message: wire.message, sinceUnixMilliseconds: wire.sinceUnixMs)
+    }
+}
+
+extension DropRecoveryPolicy {
+    public var wire: Capfleet_V1_DropRecoveryPolicy {
+        .with {
+            $0.enabled = isEnabled
+            $0.minimumFps = minimumFramesPerSecond
+            $0.lateDropShare = lateDropShare
+            $0.quietSeconds = UInt32(quietIntervalsToRestore)
+        }
+    }
+
+    /// Zero values take the defaults.
+    public init(wire: Capfleet_V1_DropRecoveryPolicy) {
+        let defaults = DropRecoveryPolicy()
+        self.init(isEnabled: wire.enabled, minimumFramesPerSecond: wire.minimumFps > 0 ? wire.minimumFps : defaults.minimumFramesPerSecond,
+                  lateDropShare: wire.lateDropShare > 0 ? wire.lateDropShare : defaults.lateDropShare,
+                  quietIntervalsToRestore: wire.quietSeconds > 0 ? Int(wire.quietSeconds) : defaults.quietIntervalsToRestore)
+    }
+}
+
+extension DeviceDescription {
+    /// The descriptor an agent sends in HELLO (without the active settings, which the agent adds).
+    public var wire: Capfleet_V1_DeviceDescriptor {
+        .with {
+            $0.deviceID = deviceID
+            $0.name = name
+            $0.driver = driver
+            $0.kind = kind.wire
+            $0.formats = formats.map(\.wire)
+            $0.controls = controls.map(\.wire)
+            if let crop {
+                $0.crop = .with { $0.bounds = crop.bounds.wire; $0.defaultRect = crop.defaultRectangle.wire }
+            }
+            $0.focus = focus.wire
+            $0.devicePath = devicePath ?? ""
+            $0.identitySource = identitySource
+        }
+    }
+
+    public init(wire: Capfleet_V1_DeviceDescriptor) {
+        self.init(deviceID: wire.deviceID, name: wire.name, driver: wire.driver, kind: SourceKind(wire: wire.kind) ?? .v4l2,
+                  formats: wire.formats.map(VideoFormat.init(wire:)), controls: wire.controls.map(DeviceControl.init(wire:)),
+                  crop: wire.hasCrop ? CropCapabilities(bounds: PixelRectangle(wire: wire.crop.bounds),
+                                                        defaultRectangle: PixelRectangle(wire: wire.crop.defaultRect)) : nil,
+                  focus: FocusCapabilities(wire: wire.focus), devicePath: wire.devicePath.isEmpty ? nil : wire.devicePath,
+                  identitySource: wire.identitySource)
+    }
+}

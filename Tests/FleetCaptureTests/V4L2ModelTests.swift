@@ -1,0 +1,72 @@
+@testable import FleetCapture
+import FleetCore
+import Testing
+
+@Suite struct V4L2ModelTests {
+    @Test func stableIdentity_prefersByID_thenByPath_thenBusInfo() {
+        let links = StableDeviceIdentity.Links(
+            byID: ["usb-046d_HD_Pro_Webcam_C920_A1B2C3-video-index0": "/dev/video2"],
+            byPath: ["pci-0000:00:14.0-usb-0:1:1.0-video-index0": "/dev/video2", "platform-vivid.0-video-index0": "/dev/video0"])
+        #expect(StableDeviceIdentity.derive(path: "/dev/video2", links: links, busInfo: "usb-0000:00:14.0-1", card: "C920", ordinal: 0)
+            == ("v4l2-usb-046d_HD_Pro_Webcam_C920_A1B2C3-video-index0", "by-id"))
+        #expect(StableDeviceIdentity.derive(path: "/dev/video0", links: links, busInfo: "platform:vivid-000", card: "vivid", ordinal: 0)
+            == ("v4l2-platform-vivid.0-video-index0", "by-path"))
+        #expect(StableDeviceIdentity.derive(path: "/dev/video4", links: links, busInfo: "platform:vivid-001", card: "vivid", ordinal: 1)
+            == ("v4l2-platform-vivid-001-vivid-video-index1", "bus-info"))
+    }
+
+    @Test func frameSizeCatalog_expandsStepwiseRangesToTheCommonSizesThatFit() {
+        let sizes = FrameSizeCatalog.sizes(width: 16...1920, widthStep: 16, height: 16...1088, heightStep: 8)
+        #expect(sizes.first! == (16, 16))
+        #expect(sizes.last! == (1920, 1088))
+        #expect(sizes.contains { $0 == (1280, 720) })
+        #expect(sizes.contains { $0 == (1920, 1080) })
+        #expect(!sizes.contains { $0 == (3840, 2160) })
+    }
+
+    @Test func frameInterval_isTheReducedFractionOfTheRate() {
+        #expect(V4L2Stream.interval(for: 30) == (1, 30))
+        #expect(V4L2Stream.interval(for: 12.5) == (2, 25))
+        #expect(V4L2Stream.interval(for: 29.97) == (100, 2997))
+    }
+
+    @Test func pixelFormat_bigEndianVariantsRoundTripWithTheirSuffix() {
+        let code: UInt32 = PixelFormat("AR15").v4l2Code | (1 << 31)
+        #expect(PixelFormat(v4l2Code: code).fourCC == "AR15-BE")
+        #expect(PixelFormat("AR15-BE").v4l2Code == code)
+        #expect(PixelFormat("RGB3").frameByteCount(width: 640, height: 360) == 640 * 360 * 3)
+        #expect(PixelFormat("YU12").frameByteCount(width: 640, height: 360) == 640 * 360 * 3 / 2)
+    }
+
+    @Test func centredCrop_isEvenAndCentred() {
+        let bounds = PixelRectangle(left: 0, top: 0, width: 720, height: 576)
+        #expect(bounds.centredCrop(zoomFactor: 2) == PixelRectangle(left: 180, top: 144, width: 360, height: 288))
+        #expect(bounds.centredCrop(zoomFactor: 1) == bounds)
+    }
+
+    @Test func agentCrop_doublesThePictureAroundItsCentre() {
+        // A GREY ramp: column x holds x. At 2x the output's column x shows source column 2 + x/2 of a 8-wide image.
+        let layout = FrameLayout(pixelFormat: .grey, width: 8, height: 2, bytesPerLine: 8)
+        let source: [UInt8] = (0..<16).map { UInt8($0 % 8) }
+        var output = [UInt8](repeating: 0, count: 16)
+        source.withUnsafeBytes { src in
+            output.withUnsafeMutableBytes { dst in
+                CentredCropScaler(layout: layout).scale(from: src.baseAddress!, to: dst.baseAddress!, factor: 2)
+            }
+        }
+        #expect(Array(output[0..<8]) == [2, 2, 3, 3, 4, 4, 5, 5])
+    }
+
+    @Test func zoomCapability_prefersTheControl_thenCrop_thenTheAgent() {
+        let zoom = DeviceControl(id: 0x009a_090d, name: "Zoom, Absolute", kind: .integer, minimum: 100, maximum: 500, step: 1,
+                                 defaultValue: 100, value: 100)
+        let crop = CropCapabilities(bounds: PixelRectangle(left: 0, top: 0, width: 720, height: 576),
+                                    defaultRectangle: PixelRectangle(left: 0, top: 0, width: 720, height: 576))
+        #expect(ZoomCapability(controls: [zoom], crop: crop).method == .deviceControl)
+        #expect(ZoomCapability(controls: [zoom], crop: crop).limits(forWidth: 640).maximum == 5)
+        #expect(ZoomCapability(controls: [zoom], crop: crop).controlValue(for: 3, maximumFactor: 5) == 300)
+        #expect(ZoomCapability(controls: [], crop: crop).method == .cropSelection)
+        #expect(ZoomCapability(controls: [], crop: crop).limits(forWidth: 720) == (4, 1))
+        #expect(ZoomCapability(controls: [], crop: nil).method == .agentCrop)
+    }
+}
