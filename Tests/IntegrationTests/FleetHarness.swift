@@ -100,7 +100,7 @@ final class FleetHarness: @unchecked Sendable {
     func startAgent(_ name: String, synthetic: Int = 1, fps: Double = 15, extra: [String] = []) throws -> FleetProcess {
         let process = try FleetProcess(
             name: "\(name)-\(processes.count)",
-            arguments: ["agent", "--coordinator", "127.0.0.1:\(controlPort)", "--name", name, "--synthetic", "\(synthetic)",
+            arguments: ["agent", "--coordinator", "127.0.0.1:\(controlPort)", "--name", name, "--synthetic", "\(synthetic)", "--no-discover",
                         "--fps", "\(fps)", "--state-dir", directory + "/\(name)"] + extra,
             directory: directory)
         processes.append(process)
