@@ -34,6 +34,7 @@ final class CameraStream: Sendable {
         if let focus = source.focus { counters.focus = focus.wire }
         counters.zoomFactor = source.zoomFactor
         counters.activeFrameRate = source.activeFrameRate
+        counters.activeMinFrameRate = source.activeFrameRateRange.minFramesPerSecond
         counters.dropRecovery = dropRecoveryPolicy.wire
         return counters
     }

@@ -28,6 +28,8 @@ public final class V4L2Camera: CameraSource {
         /// The factor the driver is set to now (control or crop), which frames carry.
         var appliedZoom = 1.0
         var interruption: Interruption?
+        /// The last focus request, applied again when the device comes back.
+        var focusRequest: FocusRequest?
         /// Added to the driver's sequence, which restarts at every STREAMON, so the
         /// fleet sees one increasing sequence per device.
         var sequenceBase: UInt64 = 0
@@ -194,6 +196,7 @@ public final class V4L2Camera: CameraSource {
             guard let handle = state.handle else { return }
             do throws(V4L2Error) {
                 try V4L2Focus.apply(request, to: handle, controls: device.controls)
+                state.focusRequest = request
             } catch {
                 throw V4L2Stream.captureError(error, device: device.deviceID)
             }
@@ -245,8 +248,10 @@ public final class V4L2Camera: CameraSource {
             }
             switch outcome {
             case let .failed(error):
-                let interruption = Self.interruption(for: error)
-                session.withLock { $0.interruption = interruption }
+                var interruption = Self.interruption(for: error)
+                // Retries of the same cause keep the time it began.
+                if let reported, reported.reason == interruption.reason { interruption.sinceUnixMilliseconds = reported.sinceUnixMilliseconds }
+                session.withLock { [interruption] in $0.interruption = interruption }
                 if reported?.reason != interruption.reason {
                     reported = interruption
                     onInterruption(interruption)
@@ -304,6 +309,15 @@ public final class V4L2Camera: CameraSource {
             }
         }
         try restartStream(&state)
+        // A device that was unplugged forgot its settings: give them back.
+        if let request = state.focusRequest, let handle = state.handle {
+            try? V4L2Focus.apply(request, to: handle, controls: device.controls)
+        }
+        if let handle = state.handle, device.controls.contains(where: { $0.id == CAPFLEET_V4L2_CID_EXPOSURE_AUTO_PRIORITY && !$0.isReadOnly }) {
+            let range = state.frameRateRange
+            try? V4L2Controls.set(handle, id: CAPFLEET_V4L2_CID_EXPOSURE_AUTO_PRIORITY,
+                                  to: range.minFramesPerSecond < range.maxFramesPerSecond ? 1 : 0, name: "exposure_auto_priority")
+        }
     }
 
     private func restartStream(_ state: inout Session) throws(CaptureError) {
@@ -359,13 +373,15 @@ public final class V4L2Camera: CameraSource {
             return .nothing
         }
         let byteCount: Int
-        if zoomCapability.method == .agentCrop, frameZoom > 1 + 1e-6, CentredCropScaler.supports(stream.layout.pixelFormat),
-           stream.driverBytesPerLine == stream.layout.bytesPerLine {
+        let scalable = CentredCropScaler.supports(stream.layout.pixelFormat) && stream.driverBytesPerLine == stream.layout.bytesPerLine
+        if zoomCapability.method == .agentCrop, frameZoom > 1 + 1e-6, scalable {
             CentredCropScaler(layout: stream.layout).scale(
                 from: stream.buffers[Int(buffer.index)].start, to: target.storage, factor: frameZoom)
             byteCount = pool.bufferSize
         } else {
             byteCount = stream.copy(buffer, into: target.storage, capacity: target.capacity)
+            // Frames the agent could not scale (padded lines) say so: they carry no zoom.
+            if zoomCapability.method == .agentCrop { frameZoom = 1 }
         }
         return .frame(CapturedFrame(buffer: target, byteCount: byteCount, sequence: sequence, captureMonotonicNanoseconds: captured,
                                     layout: stream.layout, zoomFactor: frameZoom))

@@ -10,7 +10,8 @@ enum V4L2Focus {
         if V4L2Controls.value(of: handle, id: CAPFLEET_V4L2_CID_FOCUS_AUTO) == 1 { state.mode = .continuous }
         if let lens = controls.first(where: { $0.id == CAPFLEET_V4L2_CID_FOCUS_ABSOLUTE }), lens.maximum > lens.minimum,
            let value = V4L2Controls.value(of: handle, id: lens.id) {
-            state.lensPosition = Double(value - lens.minimum) / Double(lens.maximum - lens.minimum)
+            // V4L2: larger values focus closer; the fleet's 0 is nearest.
+            state.lensPosition = Double(lens.maximum - value) / Double(lens.maximum - lens.minimum)
         }
         switch V4L2Controls.value(of: handle, id: CAPFLEET_V4L2_CID_AUTO_FOCUS_RANGE).map(Int32.init(truncatingIfNeeded:)) {
         case CAPFLEET_V4L2_AUTO_FOCUS_RANGE_MACRO?: state.rangeRestriction = .near
@@ -44,7 +45,7 @@ enum V4L2Focus {
             break
         }
         if let position = request.lensPosition, let lens = controls.first(where: { $0.id == CAPFLEET_V4L2_CID_FOCUS_ABSOLUTE }) {
-            let value = lens.minimum + Int64((Double(lens.maximum - lens.minimum) * position).rounded())
+            let value = lens.maximum - Int64((Double(lens.maximum - lens.minimum) * position).rounded())
             try V4L2Controls.set(handle, id: lens.id, to: value, name: "focus_absolute")
         }
     }

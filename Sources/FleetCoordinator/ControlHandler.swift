@@ -256,6 +256,7 @@ actor ControlHandler {
         guard var status = sessions[nodeID]?.lastStatus,
               let index = status.devices.firstIndex(where: { $0.deviceID == deviceID }) else { return }
         status.devices[index].activeFrameRate = reply.activeFrameRate
+        status.devices[index].activeMinFrameRate = reply.activeMinFrameRate
         status.devices[index].zoomFactor = reply.zoomFactor
         if reply.hasFocus { status.devices[index].focus = reply.focus }
         if reply.hasDropRecovery { status.devices[index].dropRecovery = reply.dropRecovery }

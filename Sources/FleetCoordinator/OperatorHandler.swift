@@ -160,6 +160,7 @@ actor OperatorHandler {
                     $0.zoomFactor = counters.zoomFactor
                     // What the device runs at now, which drop recovery may have lowered.
                     if counters.activeFrameRate > 0 { $0.activeFrameRate = counters.activeFrameRate }
+                    $0.activeMinFrameRate = counters.activeMinFrameRate
                 }
                 if let policy {
                     $0.dropRecovery = DropRecoveryPolicy(isEnabled: policy.enabled, minimumFramesPerSecond: policy.minimumFps,

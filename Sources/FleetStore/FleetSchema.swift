@@ -107,6 +107,30 @@ enum FleetSchema {
                 );
                 """)
         }
+        migrator.registerMigration("v4: big-endian pixel formats") { db in
+            // V4L2 names big-endian variants "AR15-BE": the pixel format may be up to 8
+            // characters. SQLite cannot change a CHECK, so the table is rebuilt (GRDB
+            // defers foreign key checks to the end of the migration).
+            try db.execute(sql: """
+                CREATE TABLE format_v4 (
+                    deviceId TEXT NOT NULL REFERENCES device(id) ON DELETE CASCADE,
+                    position INTEGER NOT NULL CHECK (position >= 0),
+                    pixelFormat TEXT NOT NULL CHECK (length(pixelFormat) BETWEEN 1 AND 8),
+                    width INTEGER NOT NULL CHECK (width > 0),
+                    height INTEGER NOT NULL CHECK (height > 0),
+                    fieldOfViewDegrees REAL,
+                    maxZoomFactor REAL NOT NULL CHECK (maxZoomFactor >= 1),
+                    upscaleThresholdZoomFactor REAL,
+                    binned INTEGER NOT NULL CHECK (binned IN (0, 1)),
+                    bitDepth INTEGER NOT NULL,
+                    PRIMARY KEY (deviceId, position)
+                );
+                INSERT INTO format_v4 SELECT deviceId, position, pixelFormat, width, height, fieldOfViewDegrees,
+                    maxZoomFactor, upscaleThresholdZoomFactor, binned, bitDepth FROM format;
+                DROP TABLE format;
+                ALTER TABLE format_v4 RENAME TO format;
+                """)
+        }
         return migrator
     }
 }

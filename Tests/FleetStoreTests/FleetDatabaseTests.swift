@@ -31,6 +31,25 @@ import Testing
         #expect(try await store.formats(deviceID: "cam-1") == formats)
     }
 
+    @Test func registerNode_keepsBigEndianPixelFormats_andDescriptorsAndPolicies() async throws {
+        let store = try FleetDatabase(path: path)
+        let bigEndian = VideoFormat(pixelFormat: PixelFormat("AR15-BE"), width: 320, height: 180, frameRateRanges: [.init(min: 5, max: 5)])
+        _ = try await store.registerNode(registration(devices: [("cam-1", formats + [bigEndian])]), at: 1000)
+        #expect(try await store.formats(deviceID: "cam-1").last == bigEndian)
+        try await store.saveDescriptor(deviceID: "cam-1", bytes: Data([1, 2, 3]))
+        #expect(try await store.descriptor(deviceID: "cam-1") == Data([1, 2, 3]))
+        let policy = DropRecoveryPolicyRecord(deviceId: "cam-1", enabled: true, minimumFps: 5, lateDropShare: 0.05, quietSeconds: 5, updatedAt: 2000)
+        try await store.saveDropRecoveryPolicy(policy, audit: AuditEntry(at: 2000, actor: "ana", action: "device.policy", target: "cam-1",
+                                                                         outcome: "ok", detail: "on"))
+        #expect(try await store.dropRecoveryPolicy(deviceID: "cam-1") == policy)
+        var invalid = policy
+        invalid.lateDropShare = 1.5
+        await #expect(throws: StoreError.self) {
+            try await store.saveDropRecoveryPolicy(invalid, audit: AuditEntry(at: 2001, actor: "ana", action: "device.policy", target: "cam-1",
+                                                                              outcome: "ok", detail: "bad"))
+        }
+    }
+
     @Test func registerNode_again_updatesInsteadOfDuplicating() async throws {
         let store = try FleetDatabase(path: path)
         _ = try await store.registerNode(registration(devices: [("cam-1", formats), ("cam-2", formats)]), at: 1000)

@@ -147,6 +147,12 @@ public nonisolated struct Capfleet_V1_DeviceCounters: @unchecked Sendable {
   /// Clears the value of `dropRecovery`. Subsequent reads from it will return its default value.
   public mutating func clearDropRecovery() {_uniqueStorage()._dropRecovery = nil}
 
+  /// 1 / max frame duration
+  public var activeMinFrameRate: Double {
+    get {_storage._activeMinFrameRate}
+    set {_uniqueStorage()._activeMinFrameRate = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -801,7 +807,7 @@ nonisolated extension Capfleet_V1_Heartbeat: SwiftProtobuf.Message, SwiftProtobu
 
 nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceCounters"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}frames_captured\0\u{3}frames_sent\0\u{3}bytes_sent\0\u{1}drops\0\u{1}streaming\0\u{1}interruption\0\u{1}focus\0\u{3}zoom_factor\0\u{3}active_frame_rate\0\u{3}drop_recovery\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}frames_captured\0\u{3}frames_sent\0\u{3}bytes_sent\0\u{1}drops\0\u{1}streaming\0\u{1}interruption\0\u{1}focus\0\u{3}zoom_factor\0\u{3}active_frame_rate\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -815,6 +821,7 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
     var _zoomFactor: Double = 0
     var _activeFrameRate: Double = 0
     var _dropRecovery: Capfleet_V1_DropRecoveryPolicy? = nil
+    var _activeMinFrameRate: Double = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -836,6 +843,7 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
       _zoomFactor = source._zoomFactor
       _activeFrameRate = source._activeFrameRate
       _dropRecovery = source._dropRecovery
+      _activeMinFrameRate = source._activeMinFrameRate
     }
   }
 
@@ -865,6 +873,7 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
         case 9: try { try decoder.decodeSingularDoubleField(value: &_storage._zoomFactor) }()
         case 10: try { try decoder.decodeSingularDoubleField(value: &_storage._activeFrameRate) }()
         case 11: try { try decoder.decodeSingularMessageField(value: &_storage._dropRecovery) }()
+        case 12: try { try decoder.decodeSingularDoubleField(value: &_storage._activeMinFrameRate) }()
         default: break
         }
       }
@@ -910,6 +919,9 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
       try { if let v = _storage._dropRecovery {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
       } }()
+      if _storage._activeMinFrameRate.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._activeMinFrameRate, fieldNumber: 12)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -930,6 +942,7 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
         if _storage._zoomFactor != rhs_storage._zoomFactor {return false}
         if _storage._activeFrameRate != rhs_storage._activeFrameRate {return false}
         if _storage._dropRecovery != rhs_storage._dropRecovery {return false}
+        if _storage._activeMinFrameRate != rhs_storage._activeMinFrameRate {return false}
         return true
       }
       if !storagesAreEqual {return false}
