@@ -103,7 +103,7 @@ public final class AgentService: Service, Sendable {
     }
 
     private func startStreaming(publisher: FramePublisher) {
-        for stream in sources where !stream.statistics.streaming.load(ordering: .acquiring) {
+        for stream in sources where !stream.isStarted {
             do {
                 try stream.start(nodeID: identity.nodeID, publisher: publisher) { [self] event in
                     logger.notice("device event", metadata: ["device.id": "\(event.deviceID)", "event": "\(event.kind)",

@@ -20,6 +20,10 @@ final class CameraStream: Sendable {
     }
 
     private let recovery = Mutex(RecoveryState())
+    /// Started once per run; `statistics.streaming` also drops while the device is interrupted.
+    private let started = Atomic<Bool>(false)
+
+    var isStarted: Bool { started.load(ordering: .acquiring) }
 
     init(source: any CameraSource) {
         self.source = source
@@ -40,6 +44,7 @@ final class CameraStream: Sendable {
     }
 
     func start(nodeID: String, publisher: FramePublisher, events: @escaping @Sendable (Capfleet_V1_DeviceEvent) -> Void) throws(CaptureError) {
+        guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let synthetic = source.device.kind == .synthetic
         let deviceID = source.device.deviceID
         try source.start(deliver: { [self] frame in
@@ -72,6 +77,7 @@ final class CameraStream: Sendable {
     }
 
     func stop() {
+        started.store(false, ordering: .releasing)
         source.stop()
         statistics.streaming.store(false, ordering: .releasing)
     }

@@ -248,14 +248,7 @@ public final class V4L2Camera: CameraSource {
             }
             switch outcome {
             case let .failed(error):
-                var interruption = Self.interruption(for: error)
-                // Retries of the same cause keep the time it began.
-                if let reported, reported.reason == interruption.reason { interruption.sinceUnixMilliseconds = reported.sinceUnixMilliseconds }
-                session.withLock { [interruption] in $0.interruption = interruption }
-                if reported?.reason != interruption.reason {
-                    reported = interruption
-                    onInterruption(interruption)
-                }
+                report(Self.interruption(for: error), reported: &reported, onInterruption: onInterruption)
                 // Retry once a second; stop() wakes us at once.
                 _ = wake.wait(timeout: .now() + .seconds(1))
                 continue
@@ -271,7 +264,23 @@ public final class V4L2Camera: CameraSource {
             switch session.withLock({ (state: inout Session) -> DequeueOutcome in dequeueFrame(&state) }) {
             case let .frame(frame): deliver(frame)
             case .nothing: break
+            case let .lost(error):
+                // Reported now, even if the device is back by the next try: a replug is an
+                // interruption the operator must see, however short.
+                report(Self.interruption(for: V4L2Stream.captureError(error, device: device.deviceID)),
+                       reported: &reported, onInterruption: onInterruption)
             }
+        }
+    }
+
+    private func report(_ interruption: Interruption, reported: inout Interruption?, onInterruption: @Sendable (Interruption?) -> Void) {
+        var interruption = interruption
+        // Retries of the same cause keep the time it began.
+        if let reported, reported.reason == interruption.reason { interruption.sinceUnixMilliseconds = reported.sinceUnixMilliseconds }
+        session.withLock { [interruption] in $0.interruption = interruption }
+        if reported?.reason != interruption.reason {
+            reported = interruption
+            onInterruption(interruption)
         }
     }
 
@@ -283,6 +292,8 @@ public final class V4L2Camera: CameraSource {
     private enum DequeueOutcome {
         case frame(CapturedFrame)
         case nothing
+        /// The stream failed (unplugged, or the driver gave up): it was dropped.
+        case lost(V4L2Error)
     }
 
     private static func interruption(for error: CaptureError) -> Interruption {
@@ -346,13 +357,21 @@ public final class V4L2Camera: CameraSource {
             guard let dequeued = try stream.dequeue() else { return .nothing }
             buffer = dequeued
         } catch {
-            // Unplugged or failing: drop the stream (and the handle if the device is gone)
-            // and let the loop report the interruption and retry.
-            state.stream = nil
-            if error.isDisconnect { state.handle = nil }
-            return .nothing
+            return lose(&state, error)
         }
-        defer { try? stream.queue(index: buffer.index) }
+        let outcome = frame(from: buffer, of: stream, &state)
+        // The buffer goes back to the driver whatever became of the frame; if it cannot,
+        // the stream is lost like a failed dequeue.
+        do throws(V4L2Error) {
+            try stream.queue(index: buffer.index)
+        } catch {
+            return lose(&state, error)
+        }
+        return outcome
+    }
+
+    /// The frame in a dequeued buffer, copied (or zoomed) into a pooled buffer.
+    private func frame(from buffer: v4l2_buffer, of stream: V4L2Stream, _ state: inout Session) -> DequeueOutcome {
         let sequence = state.sequenceBase + UInt64(buffer.sequence)
         state.lastSequence = sequence
         let monotonic = buffer.flags & CAPFLEET_V4L2_BUF_FLAG_TIMESTAMP_MASK == CAPFLEET_V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC
@@ -385,6 +404,14 @@ public final class V4L2Camera: CameraSource {
         }
         return .frame(CapturedFrame(buffer: target, byteCount: byteCount, sequence: sequence, captureMonotonicNanoseconds: captured,
                                     layout: stream.layout, zoomFactor: frameZoom))
+    }
+
+    /// Unplugged or failing: drop the stream (and the handle if the device is gone); the
+    /// loop reports the interruption and reopens the device.
+    private func lose(_ state: inout Session, _ error: V4L2Error) -> DequeueOutcome {
+        state.stream = nil
+        if error.isDisconnect { state.handle = nil }
+        return .lost(error)
     }
 
     /// Sets the zoom control or crop rectangle; keeps what the driver actually chose.

@@ -46,9 +46,12 @@ enum V4L2FormatEnumeration {
                 sizes.append((Int(size.discrete.width), Int(size.discrete.height)))
             default:
                 let step = size.stepwise
+                // The size the driver runs now (e.g. 720x576 on a PAL input) belongs in the list too.
+                let current = currentSize(of: handle, pixelFormat: pixelFormat)
                 sizes += FrameSizeCatalog.sizes(
                     width: Int(step.min_width)...Int(step.max_width), widthStep: Int(step.step_width),
-                    height: Int(step.min_height)...Int(step.max_height), heightStep: Int(step.step_height))
+                    height: Int(step.min_height)...Int(step.max_height), heightStep: Int(step.step_height),
+                    including: current.map { [$0] } ?? [])
                 return sizes
             }
         }
@@ -109,13 +112,14 @@ public enum FrameSizeCatalog {
         (1600, 1200), (1920, 1080), (2560, 1440), (3840, 2160), (4096, 2160),
     ]
 
-    public static func sizes(width: ClosedRange<Int>, widthStep: Int, height: ClosedRange<Int>, heightStep: Int)
-        -> [(width: Int, height: Int)] {
+    public static func sizes(width: ClosedRange<Int>, widthStep: Int, height: ClosedRange<Int>, heightStep: Int,
+                             including extra: [(width: Int, height: Int)] = []) -> [(width: Int, height: Int)] {
         func fits(_ value: Int, _ range: ClosedRange<Int>, _ step: Int) -> Bool {
             range.contains(value) && (value - range.lowerBound) % max(step, 1) == 0
         }
         var sizes = [(width.lowerBound, height.lowerBound)]
-        for size in commonSizes where fits(size.width, width, widthStep) && fits(size.height, height, heightStep) {
+        let candidates = (commonSizes + extra).sorted { ($0.width * $0.height, $0.width) < ($1.width * $1.height, $1.width) }
+        for size in candidates where fits(size.width, width, widthStep) && fits(size.height, height, heightStep) {
             if !sizes.contains(where: { $0 == size }) { sizes.append(size) }
         }
         if !sizes.contains(where: { $0 == (width.upperBound, height.upperBound) }) { sizes.append((width.upperBound, height.upperBound)) }

@@ -22,6 +22,8 @@ import Testing
         #expect(sizes.contains { $0 == (1280, 720) })
         #expect(sizes.contains { $0 == (1920, 1080) })
         #expect(!sizes.contains { $0 == (3840, 2160) })
+        let pal = FrameSizeCatalog.sizes(width: 16...16384, widthStep: 2, height: 16...8640, heightStep: 2, including: [(720, 576)])
+        #expect(pal.contains { $0 == (720, 576) }, "the driver's current size is offered")
     }
 
     @Test func frameInterval_isTheReducedFractionOfTheRate() {

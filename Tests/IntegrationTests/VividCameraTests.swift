@@ -1,0 +1,209 @@
+import Foundation
+import GRDB
+import Testing
+
+extension IntegrationTests {
+    /// The V4L2 backend against a real driver: the kernel's vivid virtual cameras in a QEMU
+    /// guest (Tests/vm), whose agent reports to a coordinator on this host. Three vivid
+    /// devices: video0 a webcam input (formats, format and rate changes, drops, unplug),
+    /// video1 an S-Video input with crop and scaler (crop-based zoom), video2 a webcam input
+    /// that another program holds when the agent starts (EBUSY).
+    @Suite struct VividCameraTests {
+        @Test func vividDevices_registerStreamSteerAndReportInterruptions() async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator()
+            let share = fleet.directory + "/vm"
+            let agent = "\(FleetHarness.binary) agent --coordinator $CAPFLEET_HOST_ADDR:\(fleet.controlPort) --name vivid-host"
+                + " --device /dev/video0 --device /dev/video1 --device /dev/video2 --no-discover --synthetic 0"
+                + " --state-dir /tmp/agent --format 320x240:YUYV --fps 15 --log-level notice"
+            let guest = """
+                S=\(share)
+                for d in 0 1 2; do
+                  v4l2-ctl -d /dev/video$d --list-formats-ext > $S/formats-video$d.txt 2>&1
+                  v4l2-ctl -d /dev/video$d -L > $S/controls-video$d.txt 2>&1
+                done
+                # Another program holds video2 before the agent starts.
+                v4l2-ctl -d /dev/video2 --stream-mmap --stream-count=100000000 > /dev/null 2>&1 &
+                echo $! > /tmp/contender.pid
+                sleep 1
+                \(agent) >> $S/agent.log 2>&1 &
+                echo $! > /tmp/agent.pid
+                \(VividRig.commandLoop(share: share))
+                A=$(cat /tmp/agent.pid)
+                kill $A 2>/dev/null
+                for i in 1 2 3 4 5 6 7 8 9 10; do kill -0 $A 2>/dev/null || break; sleep 0.5; done
+                kill -9 $A $(cat /tmp/unplug.pid 2>/dev/null) 2>/dev/null
+                exit 0
+                """
+            let rig = try VividRig(
+                share: share, vividParameters: "n_devs=3 node_types=0x1,0x1,0x1 num_inputs=1,1,1 input_types=0x0,0x2,0x0 ccs_cap_mode=-1,0x5,-1",
+                forwardPorts: [fleet.controlPort, fleet.ingestPort], guestScript: guest)
+            defer { rig.stop() }
+            func context() -> String {
+                "\n--- VM ---\n\(rig.log.suffix(3000))\n--- agent in the guest ---\n\(rig.file("agent.log")?.suffix(4000) ?? "none")"
+            }
+            func step(_ what: String, seconds: Double, _ condition: () throws -> Bool) async throws {
+                do {
+                    _ = try await fleet.waitUntil(what, seconds: seconds, condition)
+                } catch {
+                    Issue.record("\(error)\(context())")
+                    throw error
+                }
+            }
+
+            // Discovery: three capture devices, ids from the driver's bus info (no udev in the guest), never /dev/videoN.
+            try await step("the guest's agent registers three V4L2 devices", seconds: 180) {
+                try fleet.json(["devices"]).filter { $0["kind"] as? String == "v4l2" }.count == 3
+            }
+            var byPath: [String: String] = [:]
+            for device in try fleet.json(["devices"]) {
+                let id = try #require(device["device_id"] as? String)
+                let details = try fleet.jsonObject(["device", id])
+                byPath[try #require(details["device_path"] as? String)] = id
+                #expect(id.hasPrefix("v4l2-") && !id.contains("/dev/video"), "\(id)")
+                #expect(details["identity_source"] as? String == "bus-info")
+            }
+            let webcam = try #require(byPath["/dev/video0"], "\(byPath)")
+            let svideo = try #require(byPath["/dev/video1"], "\(byPath)")
+            let contended = try #require(byPath["/dev/video2"], "\(byPath)")
+
+            // The format list is what the driver enumerates, as v4l2-ctl prints it.
+            let printed = V4L2CtlFormats.parse(try #require(rig.file("formats-video0.txt")))
+            let listed = Set(try fleet.json(["formats", webcam]).map { format in
+                V4L2CtlFormats.Entry(
+                    pixelFormat: format["pixel_format"] as? String ?? "", width: format["width"] as? Int ?? 0, height: format["height"] as? Int ?? 0,
+                    rates: ((format["frame_rate_ranges"] as? [[String: Any]]) ?? []).compactMap { $0["max_fps"] as? Double }
+                        .map { ($0 * 1000).rounded() / 1000 }.sorted())
+            })
+            #expect(printed.count > 100, "v4l2-ctl listed \(printed.count) formats")
+            let onlyListed = listed.subtracting(printed), onlyPrinted = printed.subtracting(listed)
+            #expect(onlyListed.isEmpty && onlyPrinted.isEmpty,
+                    "\(listed.count) listed, \(printed.count) printed; only listed: \(onlyListed.prefix(5)); only printed: \(onlyPrinted.prefix(5))")
+
+            // The device held by another program is reported as in use, and resumes by itself when it is let go.
+            try await step("video2 is reported in use", seconds: 60) {
+                try Self.interruption(of: contended, in: fleet) == "device_in_use"
+            }
+            let inUse = try fleet.cli(["devices"])
+            #expect(inUse.output.contains("INTERRUPTED (device_in_use)") && inUse.output.contains("another program is using the camera"),
+                    "\(inUse.output)")
+            _ = try rig.run("kill $(cat /tmp/contender.pid)")
+            try await step("video2 resumes and streams", seconds: 60) {
+                try Self.interruption(of: contended, in: fleet) == nil && (try fleet.deviceStats()[contended]?["frames_received"] as? Int ?? 0) > 2
+            }
+
+            // Format and frame rate: frames arrive in the new format, in order, with monotonic capture times.
+            _ = try fleet.json(["lock", webcam])
+            let target = try #require(try fleet.json(["formats", webcam]).first { format in
+                format["pixel_format"] as? String == "YUYV" && format["width"] as? Int == 320 && format["height"] as? Int == 180
+            })
+            let rates = ((target["frame_rate_ranges"] as? [[String: Any]]) ?? []).compactMap { $0["max_fps"] as? Double }
+            let rate = try #require(rates.filter { $0 <= 15 }.max(), "\(rates)")
+            let changed = try fleet.json(["format", webcam, "--size", "320x180", "--pixel-format", "YUYV", "--fps", "\(rate)"])
+            #expect((changed.first?["active_format"] as? [String: Any])?["width"] as? Int == 320)
+            let rated = try fleet.json(["frame-rate", webcam, "\(rate)"])
+            #expect(rated.first?["active_frame_rate"] as? Double == rate)
+            try await step("a 320x180 YUYV frame arrives", seconds: 30) {
+                let frame = try fleet.jsonObject(["snapshot", webcam])
+                return frame["width"] as? Int == 320 && frame["pixel_format"] as? String == "YUYV" && frame["payload_size"] as? Int == 320 * 180 * 2
+            }
+            var frames: [(sequence: Int, captured: Int)] = []
+            for _ in 0..<5 {
+                let frame = try fleet.jsonObject(["snapshot", webcam])
+                frames.append((frame["sequence"] as? Int ?? 0, frame["capture_monotonic_ns"] as? Int ?? 0))
+            }
+            #expect(zip(frames, frames.dropFirst()).allSatisfy { $0.sequence < $1.sequence && $0.captured < $1.captured }, "\(frames)")
+
+            // Focus: vivid has none, and says what it has.
+            let focus = try fleet.cli(["focus", webcam, "--mode", "auto"])
+            #expect(focus.status != 0 && focus.error.contains("no focus control"), "\(focus.error)")
+
+            // Zoom on the S-Video input goes through the driver's crop: the picture doubles around its centre.
+            _ = try fleet.json(["lock", svideo])
+            let before = try Self.runLength(of: svideo, in: fleet)
+            let zoom = try fleet.jsonObject(["zoom", svideo, "2"])
+            #expect("\(zoom["zoom_method"] ?? "")".lowercased().contains("crop"), "\(zoom)")
+            try await step("a frame carries zoom 2x", seconds: 20) {
+                (try fleet.jsonObject(["snapshot", svideo])["zoom_factor"] as? Double ?? 1) > 1.99
+            }
+            let after = try Self.runLength(of: svideo, in: fleet)
+            #expect(after / before > 1.6 && after / before < 2.5, "colour bars \(before) px wide at 1x, \(after) px at 2x")
+
+            // Injected drops: vivid skips buffers, the sequence jumps, the agent counts discontinuities.
+            let injected = try rig.run("v4l2-ctl -d /dev/video0 -c percentage_of_dropped_buffers=50")
+            #expect(injected.status == 0, "\(injected.output)")
+            try await step("discontinuity drops are counted", seconds: 30) {
+                ((try fleet.deviceStats()[webcam]?["drops"] as? [String: Any])?["discontinuity"] as? Int ?? 0) > 0
+            }
+            _ = try rig.run("v4l2-ctl -d /dev/video0 -c percentage_of_dropped_buffers=0")
+
+            // A restarted agent finds the same devices under the same ids.
+            let framesBefore = try fleet.deviceStats().mapValues { $0["frames_received"] as? Int ?? 0 }
+            _ = try rig.run("kill $(cat /tmp/agent.pid); sleep 1; \(agent) >> \(share)/agent.log 2>&1 & echo $! > /tmp/agent.pid")
+            try await step("the restarted agent streams again", seconds: 60) {
+                let stats = try fleet.deviceStats()
+                return [webcam, svideo, contended].allSatisfy { ((stats[$0]?["frames_received"] as? Int) ?? 0) > (framesBefore[$0] ?? 0) + 3 }
+            }
+            #expect(try fleet.json(["devices"]).count == 3)
+
+            // Unplugged: vivid's disconnect control makes every call on the device fail with ENODEV
+            // (held by a process that keeps the device open); the agent reports the unplug, and
+            // when vivid reconnects the device the agent streams again by itself.
+            let unplug = "import fcntl, os, struct, time\nfd = os.open('/dev/video0', os.O_RDWR)\n"
+                + "fcntl.ioctl(fd, 0xc008561c, struct.pack('Ii', 0x00f0f041, 1))\nprint('unplugged', flush=True)\ntime.sleep(600)\n"
+            try unplug.write(toFile: share + "/unplug.py", atomically: true, encoding: .utf8)
+            _ = try rig.run("/usr/bin/python3 \(share)/unplug.py > \(share)/unplug.log 2>&1 & echo $! > /tmp/unplug.pid; sleep 1; cat \(share)/unplug.log")
+            var audit: [String] = []
+            try await step("video0's unplug is reported", seconds: 30) {
+                audit = try Self.agentAudit(fleet)
+                return audit.contains { $0.hasPrefix("device.interrupted \(webcam) device_disconnected") }
+            }
+            #expect(try Self.interruption(of: webcam, in: fleet) == "device_disconnected")
+            // vivid plugs the device back in when the last program that had it open lets go.
+            _ = try rig.run("kill $(cat /tmp/unplug.pid)")
+            try await step("capture resumes by itself", seconds: 30) {
+                audit = try Self.agentAudit(fleet)
+                let unplugged = audit.firstIndex { $0.hasPrefix("device.interrupted \(webcam) device_disconnected") }
+                let resumed = audit.lastIndex { $0.hasPrefix("device.resumed \(webcam)") }
+                return unplugged != nil && resumed != nil && resumed! > unplugged!
+            }
+            try await step("video0 streams again", seconds: 30) {
+                (try fleet.deviceStats()[webcam]?["frames_per_second"] as? Double ?? 0) > 0
+            }
+            #expect(audit.contains { $0.hasPrefix("device.interrupted \(contended) device_in_use") }, "\(audit)")
+            #expect(audit.contains { $0.hasPrefix("device.resumed \(contended)") }, "\(audit)")
+        }
+
+        /// What agents reported of their devices, in order: "ACTION DEVICE DETAIL".
+        static func agentAudit(_ fleet: FleetHarness) throws -> [String] {
+            try DatabaseQueue(path: fleet.databasePath).read { db in
+                try String.fetchAll(db, sql: "SELECT action || ' ' || target || ' ' || detail FROM auditLog WHERE actor LIKE 'agent:%' ORDER BY id")
+            }
+        }
+
+        static func interruption(of device: String, in fleet: FleetHarness) throws -> String? {
+            let info = try fleet.jsonObject(["device", device])
+            return ((info["device"] as? [String: Any])?["interruption"] as? [String: Any])?["reason"] as? String
+        }
+
+        /// The mean width of the runs of equal luma along a row three quarters down a frame:
+        /// colour bars twice as wide give a mean twice as large.
+        static func runLength(of device: String, in fleet: FleetHarness) throws -> Double {
+            let path = fleet.directory + "/snapshot-\(device).raw"
+            let frame = try fleet.jsonObject(["snapshot", device, "-o", path])
+            let width = try #require(frame["width"] as? Int), height = try #require(frame["height"] as? Int)
+            #expect(frame["pixel_format"] as? String == "YUYV")
+            let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+            let row = (height * 3 / 4) * width * 2
+            let luma = (0..<width).map { Int(bytes[row + 2 * $0]) }
+            var runs: [Int] = [], current = 1
+            for (a, b) in zip(luma, luma.dropFirst()) {
+                if abs(a - b) > 12 { runs.append(current); current = 1 } else { current += 1 }
+            }
+            runs.append(current)
+            // Ignore one-pixel runs at edges between bars (filtering, chroma).
+            let bars = runs.filter { $0 > 4 }
+            return Double(bars.reduce(0, +)) / Double(max(bars.count, 1))
+        }
+    }
+}
