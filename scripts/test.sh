@@ -8,6 +8,9 @@ started=$(date +%s)
 # Debian packages (apt-get update + install), Python modules, and a check for Swift.
 scripts/install-deps.sh
 
+echo "== the vivid VM rig (Debian's kernel under QEMU, for the V4L2 tests)"
+Tests/vm/prepare.sh
+
 echo "== build"
 swift build --build-tests
 

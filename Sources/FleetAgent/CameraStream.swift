@@ -10,6 +10,9 @@ final class CameraStream: Sendable {
     let source: any CameraSource
     let statistics: DeviceStatistics
     private let gaps = Mutex(SequenceGapDetector())
+    /// Out-of-buffer drops already seen, so a frame the source dropped for want of a buffer
+    /// is not counted again as a discontinuity when the next frame's sequence jumps over it.
+    private let outOfBuffersSeen = Atomic<UInt64>(0)
 
     private struct RecoveryState {
         var recovery = DropRecovery(policy: .off)
@@ -50,7 +53,9 @@ final class CameraStream: Sendable {
         try source.start(deliver: { [self] frame in
             statistics.framesCaptured.add(1, ordering: .relaxed)
             let skipped = gaps.withLock { $0.observe(frame.sequence) }
-            if skipped > 0 { statistics.discontinuity.add(skipped, ordering: .relaxed) }
+            let outOfBuffers = source.outOfBufferDrops
+            let droppedHere = outOfBuffers - outOfBuffersSeen.exchange(outOfBuffers, ordering: .relaxed)
+            if skipped > droppedHere { statistics.discontinuity.add(skipped - droppedHere, ordering: .relaxed) }
             var flags = synthetic ? UInt32(Capfleet_V1_FrameFlag.synthetic.rawValue) : 0
             if let threshold = source.device.formats[source.activeFormatIndex].upscaleThresholdZoomFactor, frame.zoomFactor > threshold + 1e-9 {
                 flags |= UInt32(Capfleet_V1_FrameFlag.upscaled.rawValue)
@@ -104,7 +109,10 @@ final class CameraStream: Sendable {
     /// One interval of the drop-recovery policy; returns the event to announce when it acted.
     func evaluateDropRecovery() -> Capfleet_V1_DeviceEvent? {
         let captured = statistics.framesCaptured.load(ordering: .relaxed)
-        let late = statistics.late.load(ordering: .relaxed)
+        // Frames lost downstream — late (the send queue was full) or out of buffers (frames
+        // still held by a slow consumer) — are what a lower rate can cure; sensor
+        // discontinuities are not.
+        let late = statistics.late.load(ordering: .relaxed) + source.outOfBufferDrops
         let format = source.device.formats[source.activeFormatIndex]
         let decision = recovery.withLock { state -> (DropRecovery.Directive, FrameRateRange) in
             defer {
@@ -127,10 +135,10 @@ final class CameraStream: Sendable {
             } catch {
                 return nil
             }
-            message = "drop recovery lowered the frame rate to \(VideoFormat.trim(rate)) fps after \(lateDrops) late drops in a second"
+            message = "drop recovery lowered the frame rate to \(VideoFormat.trim(rate)) fps after \(lateDrops) late or out-of-buffer drops in a second"
         case let .restore(rate):
             guard (try? source.setFrameRateRange(decision.1)) != nil else { return nil }
-            message = "drop recovery restored the frame rate to \(VideoFormat.trim(rate)) fps: no late drops for \(dropRecoveryPolicy.quietIntervalsToRestore) s"
+            message = "drop recovery restored the frame rate to \(VideoFormat.trim(rate)) fps: no late or out-of-buffer drops for \(dropRecoveryPolicy.quietIntervalsToRestore) s"
         }
         return .with {
             $0.deviceID = source.device.deviceID

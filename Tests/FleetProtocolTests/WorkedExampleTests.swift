@@ -61,6 +61,18 @@ import Testing
         #expect(heartbeat.nodeID == "node-7f3a" && heartbeat.sequence == 7 && heartbeat.monotonicNs == 5_000_000_000)
     }
 
+    @Test func registrationDocument_deviceEventExampleDecodesAndReencodes() throws {
+        let bytes = try Self.example("AgentMessage.DeviceEvent", in: "registration.md")
+        let message = try Capfleet_V1_AgentMessage(serializedBytes: bytes)
+        guard case let .deviceEvent(event)? = message.body else {
+            Issue.record("the example is not a device event")
+            return
+        }
+        #expect(event.deviceID == "v4l2-usb-Acme_C1_0042-video-index0")
+        #expect(event.kind == .resumed && event.message == "capture resumed by itself" && event.unixMs == 1_795_305_600_000)
+        #expect(try message.serializedBytes() == bytes)
+    }
+
     @Test func examples_areWhatThisVersionEncodes() throws {
         // Encoding the documented values gives the documented bytes: the docs and the code agree.
         let header = try Capfleet_V1_FrameHeader(serializedBytes: try Self.example("FrameHeader", in: "frames.md"))

@@ -89,9 +89,9 @@ final class FleetHarness: @unchecked Sendable {
     var databasePath: String { directory + "/coordinator/fleet.sqlite" }
 
     @discardableResult
-    func startCoordinator() throws -> FleetProcess {
+    func startCoordinator(environment extra: [String: String] = [:]) throws -> FleetProcess {
         let process = try FleetProcess(name: "coordinator-\(processes.count)", arguments: ["coordinator", "--data", directory + "/coordinator"],
-                                       environment: coordinatorEnvironment, directory: directory)
+                                       environment: coordinatorEnvironment.merging(extra) { $1 }, directory: directory)
         processes.append(process)
         return process
     }

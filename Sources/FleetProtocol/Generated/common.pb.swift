@@ -711,7 +711,7 @@ public nonisolated struct Capfleet_V1_DropRecoveryPolicy: Sendable {
   /// never below this
   public var minimumFps: Double = 0
 
-  /// late drops above this share of frames in a second persist; 0 = 0.05
+  /// late + out-of-buffers drops above this share of frames in a second persist; 0 = 0.05
   public var lateDropShare: Double = 0
 
   /// seconds without late drops before restoring; 0 = 5
