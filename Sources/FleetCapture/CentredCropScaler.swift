@@ -36,9 +36,22 @@ struct CentredCropScaler {
             let srcChroma = src + stride * height, dstChroma = dst + stride * height
             for y in 0..<height / 2 { copyRow(srcChroma + chromaRows[y] * stride, dstChroma + y * stride, columns: chromaColumns, bytesPerPixel: 2) }
         default:
-            // Packed 4:2:2: scale whole macropixels (two pixels, four bytes) so chroma stays paired.
-            let columns = sourceIndices(count: width / 2, factor: factor)
-            for y in 0..<height { copyRow(src + rows[y] * stride, dst + y * stride, columns: columns, bytesPerPixel: 4) }
+            // Packed 4:2:2: luma per pixel, chroma from the macropixel (two pixels, four bytes)
+            // the first of each output pair comes from, so colours stay paired.
+            let columns = sourceIndices(count: width, factor: factor)
+            let lumaFirst = layout.pixelFormat.fourCC == "YUYV" || layout.pixelFormat.fourCC == "YVYU"
+            let (luma0, luma1, chroma0, chroma1) = lumaFirst ? (0, 2, 1, 3) : (1, 3, 0, 2)
+            for y in 0..<height {
+                let source = src + rows[y] * stride, destination = dst + y * stride
+                for pair in 0..<width / 2 {
+                    let left = columns[2 * pair], right = columns[2 * pair + 1]
+                    let out = destination + 4 * pair
+                    out[luma0] = source[4 * (left / 2) + 2 * (left % 2) + luma0]
+                    out[luma1] = source[4 * (right / 2) + 2 * (right % 2) + luma0]
+                    out[chroma0] = source[4 * (left / 2) + chroma0]
+                    out[chroma1] = source[4 * (left / 2) + chroma1]
+                }
+            }
         }
     }
 

@@ -72,3 +72,28 @@ import Testing
         #expect(ZoomCapability(controls: [], crop: nil).method == .agentCrop)
     }
 }
+
+@Suite struct AgentCropTests {
+    @Test func agentCrop_keepsYUYVMacropixelsTogether() {
+        // 8x4 YUYV: luma of column x is 10·x, chroma bytes 200 + macropixel.
+        let layout = FrameLayout(pixelFormat: .yuyv, width: 8, height: 4, bytesPerLine: 16)
+        var source = [UInt8](repeating: 0, count: 64)
+        for y in 0..<4 {
+            for x in 0..<8 {
+                source[y * 16 + 2 * x] = UInt8(10 * x + y)
+                source[y * 16 + 2 * x + 1] = UInt8(200 + x / 2)
+            }
+        }
+        var output = [UInt8](repeating: 0, count: 64)
+        source.withUnsafeBytes { src in
+            output.withUnsafeMutableBytes { dst in
+                CentredCropScaler(layout: layout).scale(from: src.baseAddress!, to: dst.baseAddress!, factor: 2)
+            }
+        }
+        // Rows 1-2 of the source, columns 2-5, each doubled; chroma from the left pixel's macropixel.
+        let lumaRow0 = (0..<8).map { output[2 * $0] }
+        #expect(lumaRow0 == [21, 21, 31, 31, 41, 41, 51, 51])
+        #expect((0..<4).map { output[4 * $0 + 1] } == [201, 201, 202, 202])
+        #expect(output[3 * 16] == 22, "the last row shows source row 2")
+    }
+}

@@ -129,6 +129,20 @@ extension IntegrationTests {
             let after = try Self.runLength(of: svideo, in: fleet)
             #expect(after / before > 1.6 && after / before < 2.5, "colour bars \(before) px wide at 1x, \(after) px at 2x")
 
+            // The webcam input has neither a zoom control nor crop: the agent crops and scales
+            // itself. The zoomed frame is the centre of the unzoomed one, twice as large.
+            let plain = try Self.luma(of: webcam, in: fleet)
+            let agentZoom = try fleet.jsonObject(["zoom", webcam, "2"])
+            #expect("\(agentZoom["zoom_method"] ?? "")".lowercased().contains("agent"), "\(agentZoom)")
+            try await step("a webcam frame carries zoom 2x", seconds: 20) {
+                (try fleet.jsonObject(["snapshot", webcam])["zoom_factor"] as? Double ?? 1) > 1.99
+            }
+            let zoomed = try Self.luma(of: webcam, in: fleet)
+            let expected = Self.centreDoubled(plain.luma, width: plain.width, height: plain.height)
+            let toExpected = Self.meanDifference(zoomed.luma, expected), toPlain = Self.meanDifference(zoomed.luma, plain.luma)
+            #expect(toExpected * 3 < toPlain, "zoomed frame vs the centre of the plain one doubled: \(toExpected); vs the plain one: \(toPlain)")
+            _ = try fleet.jsonObject(["zoom", webcam, "1"])
+
             // Injected drops: vivid skips buffers, the sequence jumps, the agent counts discontinuities.
             let injected = try rig.run("v4l2-ctl -d /dev/video0 -c percentage_of_dropped_buffers=50")
             #expect(injected.status == 0, "\(injected.output)")
@@ -174,6 +188,36 @@ extension IntegrationTests {
             #expect(audit.contains { $0.hasPrefix("device.resumed \(contended)") }, "\(audit)")
         }
 
+        /// `capfleet dev` on a host with a camera: the first agent takes the real device, the
+        /// second stands in with a synthetic camera.
+        @Test func dev_onAHostWithACamera_streamsItBesideASyntheticOne() async throws {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-dev-vm-\(UUID().uuidString.prefix(8))").path
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let binary = FleetHarness.binary
+            let guest = """
+                cd /tmp
+                \(binary) dev --data /tmp/dev > \(directory)/dev.log 2>&1 &
+                for i in $(seq 1 120); do
+                  \(binary) devices --json > \(directory)/devices.json 2>/dev/null
+                  \(binary) watch --count 1 --json > \(directory)/watch.json 2>/dev/null
+                  grep -q '"v4l2"' \(directory)/devices.json && grep -q '"synthetic"' \(directory)/devices.json \
+                    && grep -q '"streaming" : true' \(directory)/watch.json && [ $(grep -c '"streaming" : true' \(directory)/watch.json) -ge 2 ] && break
+                  sleep 1
+                done
+                kill %1 2>/dev/null; kill $(pgrep -f "capfleet dev") 2>/dev/null; sleep 2
+                exit 0
+                """
+            let rig = try VividRig(share: directory, vividParameters: "n_devs=1 node_types=0x1", forwardPorts: [], guestScript: guest, timeoutSeconds: 200)
+            rig.process.waitUntilExit()
+            let devices = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/devices.json"))) as? [[String: Any]] ?? []
+            let watch = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/watch.json"))) as? [[String: Any]] ?? []
+            let context = "devices: \(devices)\n--- dev ---\n\(rig.file("dev.log")?.suffix(3000) ?? "")\n--- VM ---\n\(rig.log.suffix(2000))"
+            let camera = devices.first { $0["kind"] as? String == "v4l2" }
+            #expect(camera?["name"] as? String == "vivid", "\(context)")
+            #expect(devices.contains { $0["kind"] as? String == "synthetic" }, "\(context)")
+            #expect(watch.filter { $0["streaming"] as? Bool == true }.count >= 2, "\(watch)\n\(context)")
+        }
+
         /// What agents reported of their devices, in order: "ACTION DEVICE DETAIL".
         static func agentAudit(_ fleet: FleetHarness) throws -> [String] {
             try DatabaseQueue(path: fleet.databasePath).read { db in
@@ -184,6 +228,28 @@ extension IntegrationTests {
         static func interruption(of device: String, in fleet: FleetHarness) throws -> String? {
             let info = try fleet.jsonObject(["device", device])
             return ((info["device"] as? [String: Any])?["interruption"] as? [String: Any])?["reason"] as? String
+        }
+
+        /// The luma plane of the device's next frame (YUYV).
+        static func luma(of device: String, in fleet: FleetHarness) throws -> (width: Int, height: Int, luma: [UInt8]) {
+            let path = fleet.directory + "/luma-\(device).raw"
+            let frame = try fleet.jsonObject(["snapshot", device, "-o", path])
+            let width = try #require(frame["width"] as? Int), height = try #require(frame["height"] as? Int)
+            #expect(frame["pixel_format"] as? String == "YUYV")
+            let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+            return (width, height, (0..<width * height).map { bytes[2 * $0] })
+        }
+
+        /// The centre half of a picture, scaled back up twice (nearest neighbour).
+        static func centreDoubled(_ luma: [UInt8], width: Int, height: Int) -> [UInt8] {
+            (0..<width * height).map { index in
+                let x = index % width, y = index / width
+                return luma[(height / 4 + y / 2) * width + width / 4 + x / 2]
+            }
+        }
+
+        static func meanDifference(_ a: [UInt8], _ b: [UInt8]) -> Double {
+            Double(zip(a, b).reduce(0) { $0 + abs(Int($1.0) - Int($1.1)) }) / Double(max(a.count, 1))
         }
 
         /// The mean width of the runs of equal luma along a row three quarters down a frame:

@@ -29,9 +29,9 @@ final class VividRig: @unchecked Sendable {
         FileManager.default.createFile(atPath: logPath, contents: nil)
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = [Self.runScript, "--vivid", vividParameters, "--share", share,
-                             "--forward", forwardPorts.map(String.init).joined(separator: ","), "--timeout", "\(timeoutSeconds)",
-                             "--", "/bin/sh", share + "/guest.sh"]
+        let forward = forwardPorts.isEmpty ? [] : ["--forward", forwardPorts.map(String.init).joined(separator: ",")]
+        process.arguments = [Self.runScript, "--vivid", vividParameters, "--share", share] + forward
+            + ["--timeout", "\(timeoutSeconds)", "--", "/bin/sh", share + "/guest.sh"]
         process.standardOutput = log
         process.standardError = log
         process.standardInput = FileHandle.nullDevice
