@@ -13,7 +13,7 @@ extension IntegrationTests {
             let fleet = try FleetHarness()
             try fleet.startCoordinator()
             let share = fleet.directory + "/vm"
-            let agent = "\(FleetHarness.binary) agent --coordinator $CAPFLEET_HOST_ADDR:\(fleet.controlPort) --name vivid-host"
+            let agent = "\(try VividRig.guestBinary(share: share)) agent --coordinator $CAPFLEET_HOST_ADDR:\(fleet.controlPort) --name vivid-host"
                 + " --device /dev/video0 --device /dev/video1 --device /dev/video2 --no-discover --synthetic 0"
                 + " --state-dir /tmp/agent --format 320x240:YUYV --fps 15 --log-level notice"
             let guest = """
@@ -193,7 +193,7 @@ extension IntegrationTests {
         @Test func dev_onAHostWithACamera_streamsItBesideASyntheticOne() async throws {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-dev-vm-\(UUID().uuidString.prefix(8))").path
             defer { try? FileManager.default.removeItem(atPath: directory) }
-            let binary = FleetHarness.binary
+            let binary = try VividRig.guestBinary(share: directory)
             let guest = """
                 cd /tmp
                 \(binary) dev --data /tmp/dev > \(directory)/dev.log 2>&1 &

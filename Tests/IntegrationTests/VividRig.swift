@@ -13,6 +13,15 @@ final class VividRig: @unchecked Sendable {
     let logPath: String
     private var nextCommand = 0
 
+    /// The capfleet binary as the guest sees it: a copy in the share, because the guest's
+    /// /tmp is its own (a checkout under /tmp would be invisible there).
+    static func guestBinary(share: String) throws -> String {
+        try FileManager.default.createDirectory(atPath: share, withIntermediateDirectories: true)
+        let copy = share + "/capfleet"
+        if !FileManager.default.fileExists(atPath: copy) { try FileManager.default.copyItem(atPath: FleetHarness.binary, toPath: copy) }
+        return copy
+    }
+
     /// Boots the guest: vivid with `vividParameters`, then the guest script `guestScript`
     /// (which must start the agent and serve commands; see `commandLoop`).
     init(share: String, vividParameters: String, forwardPorts: [UInt16], guestScript: String, timeoutSeconds: Int = 280) throws {
