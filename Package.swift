@@ -35,13 +35,15 @@ let package = Package(
             "FleetCore",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
+        // What strains the host: PSI, thermal zones, power, disks, read from a configurable root.
+        .target(name: "FleetHost", dependencies: ["FleetCore"]),
         // Camera sources: the synthetic test-pattern camera and V4L2.
         .target(name: "FleetCapture", dependencies: [
             "CV4L2", "FleetCore",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "FleetAgent", dependencies: [
-            "FleetBus", "FleetCapture", "FleetCore", "FleetProtocol",
+            "FleetBus", "FleetCapture", "FleetCore", "FleetHost", "FleetProtocol",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
@@ -71,6 +73,7 @@ let package = Package(
             "FleetStore", "FleetCore", .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .testTarget(name: "FleetBusTests", dependencies: ["FleetBus", "CZeroMQ"]),
+        .testTarget(name: "FleetHostTests", dependencies: ["FleetHost", "FleetCore"]),
         // Runs the built `capfleet` binary: `swift build` first.
         .testTarget(name: "IntegrationTests", dependencies: [
             "FleetProtocol", "FleetCore", "FleetBus", "CZeroMQ",
