@@ -194,17 +194,18 @@ extension IntegrationTests {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-dev-vm-\(UUID().uuidString.prefix(8))").path
             defer { try? FileManager.default.removeItem(atPath: directory) }
             let binary = try VividRig.guestBinary(share: directory)
+            // Every program start is slow under emulation: poll gently, one CLI call at a time.
             let guest = """
                 cd /tmp
                 \(binary) dev --data /tmp/dev > \(directory)/dev.log 2>&1 &
-                for i in $(seq 1 120); do
-                  \(binary) devices --json > \(directory)/devices.json 2>/dev/null
+                sleep 10
+                for i in $(seq 1 40); do
                   \(binary) watch --count 1 --json > \(directory)/watch.json 2>/dev/null
-                  grep -q '"v4l2"' \(directory)/devices.json && grep -q '"synthetic"' \(directory)/devices.json \
-                    && grep -q '"streaming" : true' \(directory)/watch.json && [ $(grep -c '"streaming" : true' \(directory)/watch.json) -ge 2 ] && break
-                  sleep 1
+                  [ $(grep -c '"frames_received" : [1-9]' \(directory)/watch.json) -ge 2 ] && break
+                  sleep 3
                 done
-                kill %1 2>/dev/null; kill $(pgrep -f "capfleet dev") 2>/dev/null; sleep 2
+                \(binary) devices --json > \(directory)/devices.json 2>/dev/null
+                kill $(pgrep -f "capfleet dev") 2>/dev/null; sleep 2
                 exit 0
                 """
             let rig = try VividRig(share: directory, vividParameters: "n_devs=1 node_types=0x1", forwardPorts: [], guestScript: guest, timeoutSeconds: 200)
@@ -215,7 +216,7 @@ extension IntegrationTests {
             let camera = devices.first { $0["kind"] as? String == "v4l2" }
             #expect(camera?["name"] as? String == "vivid", "\(context)")
             #expect(devices.contains { $0["kind"] as? String == "synthetic" }, "\(context)")
-            #expect(watch.filter { $0["streaming"] as? Bool == true }.count >= 2, "\(watch)\n\(context)")
+            #expect(watch.filter { ($0["frames_received"] as? Int ?? 0) > 0 }.count >= 2, "frames from both cameras: \(watch)\n\(context)")
         }
 
         /// What agents reported of their devices, in order: "ACTION DEVICE DETAIL".
