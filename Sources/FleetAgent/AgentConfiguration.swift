@@ -24,6 +24,12 @@ public struct AgentConfiguration: Sendable {
     public var syntheticFrameRate: Double
     /// Frames waiting to be sent, all devices together, before newer frames are dropped as late.
     public var sendQueueCapacity: Int
+    /// Where the pressure sampler finds /proc and /sys (tests point it at fixture trees).
+    public var pressureRoot: String = "/"
+    /// Disks whose free space counts as pressure; empty means the state directory's disk.
+    public var watchedDisks: [String] = []
+    public var pressureIntervalMilliseconds: Int = 1000
+    public var pressureThresholds = PressureThresholds()
 
     public init(coordinatorHost: String = "127.0.0.1", controlPort: UInt16 = WireDefaults.controlPort, nodeName: String? = nil,
                 stateDirectory: String, syntheticCameraCount: Int? = 1, devices: [String] = [], discoverDevices: Bool = false,

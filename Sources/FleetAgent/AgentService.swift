@@ -1,6 +1,7 @@
 import FleetBus
 import FleetCapture
 import FleetCore
+import FleetHost
 import FleetProtocol
 import Foundation
 import Logging
@@ -18,6 +19,9 @@ public final class AgentService: Service, Sendable {
     private let logger: Logger
     /// Set once in run(); capture threads post device events through it.
     private let control = Mutex<ControlChannel?>(nil)
+    private let monitor = Mutex<PressureMonitor?>(nil)
+    /// Frames and drops of all devices at the last pressure sample, for the drop rate.
+    private let lastLoad = Mutex<(frames: UInt64, drops: UInt64)>((0, 0))
 
     public init(configuration: AgentConfiguration, logger: Logger) throws {
         self.configuration = configuration
@@ -33,6 +37,8 @@ public final class AgentService: Service, Sendable {
     public func run() async throws {
         let context = ZMQContext()
         let publisher = try FramePublisher(context: context, capacity: configuration.sendQueueCapacity, logger: logger)
+        let monitor = makePressureMonitor(publisher: publisher)
+        self.monitor.withLock { $0 = monitor }
         let handlers = ControlHandlers(
             hello: { [self] in hello() },
             status: { [self] in
@@ -47,11 +53,13 @@ public final class AgentService: Service, Sendable {
         let control = try ControlChannel(context: context, endpoint: configuration.controlEndpoint, nodeID: identity.nodeID,
                                          handlers: handlers, logger: logger)
         self.control.withLock { $0 = control }
+        monitor.start()
         logger.info("agent started", metadata: ["coordinator": "\(configuration.controlEndpoint)", "devices": "\(sources.count)"])
 
         try? await gracefulShutdown()
 
         logger.info("agent stopping")
+        monitor.stop()
         for stream in sources { stream.stop() }
         control.stop()
         publisher.stop()
@@ -90,6 +98,7 @@ public final class AgentService: Service, Sendable {
             $0.devices = sources.map(\.counters)
             $0.sendQueueDepth = UInt32(publisher.queueDepth)
             $0.sendQueueCapacity = UInt32(publisher.queueCapacity)
+            if let report = monitor.withLock({ $0 })?.latest { $0.pressure = report }
         }
     }
 
@@ -102,8 +111,53 @@ public final class AgentService: Service, Sendable {
         }
     }
 
+    private func makePressureMonitor(publisher: FramePublisher) -> PressureMonitor {
+        let disks = configuration.watchedDisks.isEmpty ? [configuration.stateDirectory] : configuration.watchedDisks
+        return PressureMonitor(
+            sampler: PressureSampler(root: configuration.pressureRoot, disks: disks), thresholds: configuration.pressureThresholds,
+            interval: .milliseconds(configuration.pressureIntervalMilliseconds), nodeID: identity.nodeID,
+            load: { [self] in
+                let frames = sources.reduce(UInt64(0)) { $0 + $1.statistics.framesCaptured.load(ordering: .relaxed) }
+                let drops = sources.reduce(UInt64(0)) { $0 + $1.statistics.drops.total }
+                let (lastFrames, lastDrops) = lastLoad.withLock { last in
+                    defer { last = (frames, drops) }
+                    return last
+                }
+                let lost = drops &- lastDrops, captured = frames &- lastFrames
+                let rate = lost + captured > 0 ? Double(lost) / Double(lost + captured) : 0
+                return (rate, publisher.queueCapacity > 0 ? Double(publisher.queueDepth) / Double(publisher.queueCapacity) : 0)
+            },
+            onChange: { [self] change in pressureChanged(change, publisher: publisher) })
+    }
+
+    /// A new pressure level: announced at once; at shutdown every camera stops, and starts
+    /// again when the level falls back.
+    private func pressureChanged(_ change: PressureMonitor.Change, publisher: FramePublisher) {
+        let factors = change.report.factors.map { "\($0.factor) \(PressureLevel(wire: $0.level)?.description ?? "?")" }.joined(separator: ", ")
+        logger.notice("pressure level changed", metadata: [
+            "pressure.from": "\(change.previous)", "pressure.to": "\(change.current)", "pressure.factors": "\(factors)",
+        ])
+        control.withLock { $0 }?.post(pressureChange: change.report)
+        if change.current == .shutdown {
+            let interruption = Interruption(reason: .pressureShutdown,
+                                            message: "the host reached shutdown pressure (\(factors)); capture resumes when it eases",
+                                            sinceUnixMilliseconds: change.report.unixMs)
+            for stream in sources { stream.suspend(interruption) }
+        } else if change.previous == .shutdown {
+            for stream in sources {
+                do {
+                    try stream.resumeFromSuspension(because: "pressure eased to \(change.current)")
+                } catch {
+                    logger.error("cannot restart the device after pressure eased", metadata: [
+                        "device.id": "\(stream.source.device.deviceID)", "error": "\(error)",
+                    ])
+                }
+            }
+        }
+    }
+
     private func startStreaming(publisher: FramePublisher) {
-        for stream in sources where !stream.isStarted {
+        for stream in sources where !stream.isStarted && !stream.isSuspended {
             do {
                 try stream.start(nodeID: identity.nodeID, publisher: publisher) { [self] event in
                     logger.notice("device event", metadata: ["device.id": "\(event.deviceID)", "event": "\(event.kind)",

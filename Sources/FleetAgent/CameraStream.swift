@@ -28,6 +28,13 @@ final class CameraStream: Sendable {
 
     var isStarted: Bool { started.load(ordering: .acquiring) }
 
+    /// Set while the agent holds the device stopped itself (pressure at shutdown).
+    private let suspension = Mutex<Interruption?>(nil)
+    /// What `start` was given, to start again after a suspension.
+    private let runContext = Mutex<(nodeID: String, publisher: FramePublisher, events: @Sendable (Capfleet_V1_DeviceEvent) -> Void)?>(nil)
+
+    var isSuspended: Bool { suspension.withLock { $0 != nil } }
+
     init(source: any CameraSource) {
         self.source = source
         self.statistics = DeviceStatistics(deviceID: source.device.deviceID, outOfBuffers: { [source] in source.outOfBufferDrops })
@@ -37,7 +44,7 @@ final class CameraStream: Sendable {
 
     var counters: Capfleet_V1_DeviceCounters {
         var counters = statistics.wire
-        if let interruption = source.interruption { counters.interruption = interruption.wire }
+        if let interruption = suspension.withLock({ $0 }) ?? source.interruption { counters.interruption = interruption.wire }
         if let focus = source.focus { counters.focus = focus.wire }
         counters.zoomFactor = source.zoomFactor
         counters.activeFrameRate = source.activeFrameRate
@@ -48,6 +55,7 @@ final class CameraStream: Sendable {
 
     func start(nodeID: String, publisher: FramePublisher, events: @escaping @Sendable (Capfleet_V1_DeviceEvent) -> Void) throws(CaptureError) {
         guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        runContext.withLock { $0 = (nodeID, publisher, events) }
         let synthetic = source.device.kind == .synthetic
         let deviceID = source.device.deviceID
         try source.start(deliver: { [self] frame in
@@ -79,6 +87,39 @@ final class CameraStream: Sendable {
             })
         })
         statistics.streaming.store(true, ordering: .releasing)
+    }
+
+    /// Stops capturing for a reason of the agent's own (the host at shutdown pressure) and
+    /// reports it as an interruption.
+    func suspend(_ interruption: Interruption) {
+        guard suspension.withLock({ current in
+            defer { current = interruption }
+            return current == nil
+        }) else { return }
+        source.stop()
+        started.store(false, ordering: .releasing)
+        statistics.streaming.store(false, ordering: .releasing)
+        runContext.withLock { $0 }?.events(.with {
+            $0.deviceID = source.device.deviceID
+            $0.kind = .interrupted
+            $0.interruption = interruption.wire
+            $0.unixMs = interruption.sinceUnixMilliseconds
+        })
+    }
+
+    /// Capture again after `suspend`, once its cause has ended.
+    func resumeFromSuspension(because reason: String) throws(CaptureError) {
+        guard let context = runContext.withLock({ $0 }), suspension.withLock({ current in
+            defer { current = nil }
+            return current != nil
+        }) else { return }
+        try start(nodeID: context.nodeID, publisher: context.publisher, events: context.events)
+        context.events(.with {
+            $0.deviceID = source.device.deviceID
+            $0.kind = .resumed
+            $0.message = reason
+            $0.unixMs = Int64(Date().timeIntervalSince1970 * 1000)
+        })
     }
 
     func stop() {

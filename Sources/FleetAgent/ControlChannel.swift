@@ -32,23 +32,27 @@ final class ControlChannel: Sendable {
     func stop() { loop.stop() }
 
     /// Queues a device event (from any thread); the control thread sends it within 50 ms.
-    func post(_ event: Capfleet_V1_DeviceEvent) { outbox.post(event) }
+    func post(_ event: Capfleet_V1_DeviceEvent) { outbox.post(.with { $0.deviceEvent = event }) }
+
+    /// Queues a pressure level change, sent as soon as the device events before it.
+    func post(pressureChange report: Capfleet_V1_PressureReport) { outbox.post(.with { $0.pressureChange = report }) }
 }
 
-/// Device events waiting for the control thread, which alone may use the socket. Bounded:
-/// the status report carries the same state, so dropping the oldest loses no truth.
+/// Events (device events, pressure changes) waiting for the control thread, which alone may
+/// use the socket. Bounded: the status report carries the same state, so dropping the
+/// oldest loses no truth.
 final class DeviceEventOutbox: Sendable {
-    private let events = Mutex<[Capfleet_V1_DeviceEvent]>([])
+    private let events = Mutex<[Capfleet_V1_AgentMessage]>([])
     static let capacity = 64
 
-    func post(_ event: Capfleet_V1_DeviceEvent) {
+    func post(_ event: Capfleet_V1_AgentMessage) {
         events.withLock { queue in
             if queue.count >= Self.capacity { queue.removeFirst() }
             queue.append(event)
         }
     }
 
-    func takeAll() -> [Capfleet_V1_DeviceEvent] {
+    func takeAll() -> [Capfleet_V1_AgentMessage] {
         events.withLock { queue in
             defer { queue.removeAll() }
             return queue
@@ -93,7 +97,7 @@ private final class LinkDriver {
 
     func tick(_ sockets: SocketLoop.Sockets) {
         perform(link.tick(now: MonotonicTime.now()), sockets: sockets, on: current)
-        for event in outbox.takeAll() { send(.with { $0.deviceEvent = event }, on: current) }
+        for message in outbox.takeAll() { send(message, on: current) }
     }
 
     func drain(_ socket: ZMQSocket) {

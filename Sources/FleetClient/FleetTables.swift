@@ -114,6 +114,24 @@ public enum FleetTables {
         return lines.joined(separator: "\n")
     }
 
+    /// Each node's pressure: level, contributing factors, and the readings behind them.
+    public static func pressure(_ nodes: [Capfleet_V1_NodeStatus], reports: [Capfleet_V1_PressureReport]) -> String {
+        guard !nodes.isEmpty else { return "no nodes" }
+        return table(["NODE", "NAME", "PRESSURE", "FACTORS", "CPU%", "MEM%", "IO%", "HOTTEST", "DISK FREE"], nodes.map { node in
+            let report = reports.first { $0.nodeID == node.nodeID }
+            let level = PressureLevel(wire: node.pressureLevel)
+            let shown = level.map { $0 >= .serious ? $0.description.uppercased() : $0.description } ?? (node.online ? "-" : "offline")
+            func percent(_ has: Bool, _ value: Double) -> String { has ? String(format: "%.1f", value) : "-" }
+            return [node.nodeID, node.name, shown,
+                    node.pressureFactors.isEmpty ? "-" : node.pressureFactors.map { "\($0.factor) \(PressureLevel(wire: $0.level)?.description ?? "?")" }.joined(separator: ", "),
+                    percent(report?.hasCpuStallPercent ?? false, report?.cpuStallPercent ?? 0),
+                    percent(report?.hasMemoryStallPercent ?? false, report?.memoryStallPercent ?? 0),
+                    percent(report?.hasIoStallPercent ?? false, report?.ioStallPercent ?? 0),
+                    report?.hasHottestCelsius == true ? String(format: "%.0f°C %@", report!.hottestCelsius, report!.hottestZone) : "-",
+                    report?.hasLowestDiskFree == true ? String(format: "%.0f%%", report!.lowestDiskFree * 100) : "-"]
+        })
+    }
+
     /// A wall-clock time of day for humans, e.g. `14:05:09`.
     public static func clock(_ unixMilliseconds: Int64) -> String {
         Date(timeIntervalSince1970: Double(unixMilliseconds) / 1000).formatted(date: .omitted, time: .standard)

@@ -164,6 +164,32 @@ public enum JSONViews {
         }
     }
 
+    /// `capfleet pressure --json`: one node's level, factors and readings.
+    public struct Pressure: Encodable {
+        var nodeId, name, level: String
+        var online: Bool
+        var factors: [String: String]
+        var cpuStallPercent, memoryStallPercent, ioStallPercent, hottestCelsius, batteryPercent, lowestDiskFree: Double?
+        var hottestZone: String?
+        var underVoltage, throttled: Bool
+        var dropRate, sendQueueFill: Double
+
+        public init(_ node: Capfleet_V1_NodeStatus, report: Capfleet_V1_PressureReport?) {
+            nodeId = node.nodeID; name = node.name; online = node.online
+            level = PressureLevel(wire: node.pressureLevel)?.description ?? "unknown"
+            factors = Dictionary(node.pressureFactors.map { ($0.factor, PressureLevel(wire: $0.level)?.description ?? "unknown") }) { first, _ in first }
+            cpuStallPercent = report?.hasCpuStallPercent == true ? report?.cpuStallPercent : nil
+            memoryStallPercent = report?.hasMemoryStallPercent == true ? report?.memoryStallPercent : nil
+            ioStallPercent = report?.hasIoStallPercent == true ? report?.ioStallPercent : nil
+            hottestCelsius = report?.hasHottestCelsius == true ? report?.hottestCelsius : nil
+            hottestZone = report?.hasHottestCelsius == true ? report?.hottestZone : nil
+            batteryPercent = report?.hasBatteryPercent == true ? report?.batteryPercent : nil
+            lowestDiskFree = report?.hasLowestDiskFree == true ? report?.lowestDiskFree : nil
+            underVoltage = report?.underVoltage ?? false; throttled = report?.throttled ?? false
+            dropRate = report?.dropRate ?? 0; sendQueueFill = report?.sendQueueFill ?? 0
+        }
+    }
+
     public struct Drops: Encodable {
         var late, outOfBuffers, discontinuity: UInt64
     }

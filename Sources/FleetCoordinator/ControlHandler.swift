@@ -85,6 +85,13 @@ actor ControlHandler {
                 return
             }
             await record(event, from: nodeID)
+        case let .pressureChange(report)?:
+            guard let nodeID = sessions.first(where: { $0.value.routingID == routed.routingID })?.key, nodeID == report.nodeID else {
+                refuse(routed, .unregisteredNode, "a pressure report from a peer that has not registered as \(report.nodeID)")
+                return
+            }
+            sessions[nodeID]?.lastStatus?.pressure = report
+            await recordPressureChange(report)
         case nil:
             refuse(routed, .unknownMessage, "the AgentMessage carries no body this coordinator knows")
         }
@@ -180,6 +187,23 @@ actor ControlHandler {
                                                    target: event.deviceID, outcome: "ok", detail: detail))
         } catch {
             logger.error("cannot audit a device event", metadata: ["device.id": "\(event.deviceID)", "error": "\(error)"])
+        }
+    }
+
+    /// A node's pressure level changed: published at once (its topic and an event) and audited.
+    private func recordPressureChange(_ report: Capfleet_V1_PressureReport) async {
+        let from = PressureLevel(wire: report.previousLevel)?.description ?? "unknown"
+        let to = PressureLevel(wire: report.level)?.description ?? "unknown"
+        let factors = report.factors.map { "\($0.factor) \(PressureLevel(wire: $0.level)?.description ?? "?")" }.joined(separator: ", ")
+        let detail = "\(from) → \(to)" + (factors.isEmpty ? "" : " (\(factors))")
+        logger.notice("pressure level changed", metadata: ["node.id": "\(report.nodeID)", "pressure": "\(detail)"])
+        events.publishPressure(report)
+        events.emit(.pressureLevelChanged, nodeID: report.nodeID, message: detail)
+        do {
+            try await store.appendAudit(AuditEntry(at: Date().unixMilliseconds, actor: "agent:\(report.nodeID)", action: "pressure.level",
+                                                   target: report.nodeID, outcome: "ok", detail: detail))
+        } catch {
+            logger.error("cannot audit a pressure change", metadata: ["node.id": "\(report.nodeID)", "error": "\(error)"])
         }
     }
 

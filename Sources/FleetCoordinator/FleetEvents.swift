@@ -22,4 +22,10 @@ public final class FleetEvents: Sendable {
         guard let payload: [UInt8] = try? event.serializedBytes() else { return }
         telemetry.publish(topic: TelemetryTopic.event(kind), payload: payload)
     }
+
+    /// A node's pressure report on `pressure.<node_id>`.
+    func publishPressure(_ report: Capfleet_V1_PressureReport) {
+        guard let payload: [UInt8] = try? report.serializedBytes() else { return }
+        telemetry.publish(topic: TelemetryTopic.pressure(report.nodeID), payload: payload)
+    }
 }

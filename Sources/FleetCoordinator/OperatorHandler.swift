@@ -66,6 +66,8 @@ actor OperatorHandler {
                 try await formats(of: query.deviceID, into: &reply)
             case .getFleetStats?:
                 reply.deviceStats = await reporter.deviceStatuses
+                reply.nodeStats = await reporter.nodeStatuses
+                reply.pressure = await reporter.pressureReports
                 reply.status = .ok
             case let .getLatestFrame(query)?:
                 payload = await nextFrame(of: query.deviceID, into: &reply)

@@ -19,6 +19,8 @@ actor TelemetryReporter {
     private var publishedDrops: [String: DropTally] = [:]
     private var storedCounters: [String: (UInt64, DropTally)] = [:]
     private(set) var deviceStatuses: [Capfleet_V1_DeviceStatus] = []
+    private(set) var nodeStatuses: [Capfleet_V1_NodeStatus] = []
+    private(set) var pressureReports: [Capfleet_V1_PressureReport] = []
     private var ticks = 0
 
     init(store: FleetDatabase, ingest: FrameIngest, control: ControlHandler, telemetry: TelemetryPublisherSocket, logger: Logger) {
@@ -82,9 +84,16 @@ actor TelemetryReporter {
                 }
             }
             deviceStatuses = statuses
+            var nodeStatuses: [Capfleet_V1_NodeStatus] = []
+            var reports: [Capfleet_V1_PressureReport] = []
             for node in nodes {
                 let session = await control.session(node.id)
-                publish(TelemetryTopic.node(node.id), Capfleet_V1_NodeStatus.with {
+                let pressure = (online[node.id] ?? false) ? session?.lastStatus?.pressure : nil
+                if let pressure {
+                    reports.append(pressure)
+                    publish(TelemetryTopic.pressure(node.id), pressure)
+                }
+                let status = Capfleet_V1_NodeStatus.with {
                     $0.nodeID = node.id
                     $0.name = node.name
                     $0.hostname = node.hostname
@@ -93,8 +102,16 @@ actor TelemetryReporter {
                     $0.deviceCount = UInt32(devices.filter { $0.nodeId == node.id && $0.present }.count)
                     $0.sendQueueDepth = session?.lastStatus?.sendQueueDepth ?? 0
                     $0.sendQueueCapacity = session?.lastStatus?.sendQueueCapacity ?? 0
-                })
+                    if let pressure {
+                        $0.pressureLevel = pressure.level
+                        $0.pressureFactors = pressure.factors
+                    }
+                }
+                nodeStatuses.append(status)
+                publish(TelemetryTopic.node(node.id), status)
             }
+            self.nodeStatuses = nodeStatuses
+            pressureReports = reports
             if ticks % 2 == 0 { try await flushCounters(snapshot) }
             let onlineIDs = online.filter(\.value).map(\.key)
             if ticks % 5 == 0 { try await store.touchNodes(onlineIDs, at: Date().unixMilliseconds) }

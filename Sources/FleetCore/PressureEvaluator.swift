@@ -126,3 +126,52 @@ public struct PressureEvaluator: Sendable, Equatable {
         return (assessment, level != previous)
     }
 }
+
+extension PressureThresholds {
+    static var settingNames: [(name: String, path: WritableKeyPath<PressureThresholds, PressureThreshold>)] { [
+        ("cpu", \.cpu), ("memory", \.memory), ("io", \.io), ("thermal", \.thermal), ("battery", \.battery),
+        ("disk_used", \.diskUsed), ("drop_rate", \.dropRate), ("send_queue", \.sendQueue),
+    ] }
+
+    /// Every key an agent settings file may set: `pressure.<factor>.<fair|serious|critical|shutdown|hysteresis>`
+    /// and `pressure.samples_to_fall`.
+    public static var settingKeys: [String] {
+        settingNames.flatMap { factor in
+            ["fair", "serious", "critical", "shutdown", "hysteresis"].map { "pressure.\(factor.name).\($0)" }
+        } + ["pressure.samples_to_fall"]
+    }
+
+    /// The defaults with what `settings` changes; a level set to `never` is never reached.
+    public init(settings: SettingsFile, environment: [String: String] = [:]) throws(SettingsFile.ParseError) {
+        self.init()
+        for factor in Self.settingNames {
+            var threshold = self[keyPath: factor.path]
+            func number(_ field: String) throws(SettingsFile.ParseError) -> Double?? {
+                let key = "pressure.\(factor.name).\(field)"
+                guard let text = settings.value(key, environment: environment) else { return .none }
+                if text == "never" { return .some(nil) }
+                guard let value = Double(text), value >= 0 else {
+                    throw .invalidValue(key: key, value: text, expected: "a number of at least 0, or never")
+                }
+                return .some(value)
+            }
+            if let value = try number("fair") { threshold.fair = value }
+            if let value = try number("serious") { threshold.serious = value }
+            if let value = try number("critical") { threshold.critical = value }
+            if let value = try number("shutdown") { threshold.shutdown = value }
+            if let value = try number("hysteresis") { threshold.hysteresis = value ?? 0 }
+            let levels = [threshold.fair, threshold.serious, threshold.critical, threshold.shutdown].compactMap { $0 }
+            guard levels == levels.sorted() else {
+                throw .invalidValue(key: "pressure.\(factor.name)", value: levels.map { "\($0)" }.joined(separator: ", "),
+                                    expected: "fair ≤ serious ≤ critical ≤ shutdown")
+            }
+            self[keyPath: factor.path] = threshold
+        }
+        if let text = settings.value("pressure.samples_to_fall", environment: environment) {
+            guard let value = Int(text), value >= 1 else {
+                throw .invalidValue(key: "pressure.samples_to_fall", value: text, expected: "a whole number of at least 1")
+            }
+            samplesToFall = value
+        }
+    }
+}

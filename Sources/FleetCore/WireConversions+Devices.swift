@@ -215,3 +215,53 @@ extension DeviceDescription {
                   identitySource: wire.identitySource)
     }
 }
+
+extension PressureLevel {
+    public var wire: Capfleet_V1_PressureLevel {
+        switch self {
+        case .nominal: .nominal
+        case .fair: .fair
+        case .serious: .serious
+        case .critical: .critical
+        case .shutdown: .shutdown
+        }
+    }
+
+    public init?(wire: Capfleet_V1_PressureLevel) {
+        switch wire {
+        case .nominal: self = .nominal
+        case .fair: self = .fair
+        case .serious: self = .serious
+        case .critical: self = .critical
+        case .shutdown: self = .shutdown
+        default: return nil
+        }
+    }
+}
+
+extension PressureAssessment {
+    /// The report an agent sends: the level, its factors and the sample behind them.
+    public func wire(nodeID: String, sample: PressureSample, unixMilliseconds: Int64) -> Capfleet_V1_PressureReport {
+        .with {
+            $0.nodeID = nodeID
+            $0.level = level.wire
+            $0.factors = factors.sorted { $0.key < $1.key }.map { factor, level in
+                .with { $0.factor = factor.rawValue; $0.level = level.wire }
+            }
+            $0.unixMs = unixMilliseconds
+            if let value = sample.cpuStallPercent { $0.cpuStallPercent = value }
+            if let value = sample.memoryStallPercent { $0.memoryStallPercent = value }
+            if let value = sample.ioStallPercent { $0.ioStallPercent = value }
+            if let hottest = sample.thermal.max(by: { $0.celsius < $1.celsius }) {
+                $0.hottestCelsius = hottest.celsius
+                $0.hottestZone = hottest.zone
+            }
+            if let value = sample.batteryPercent { $0.batteryPercent = value }
+            $0.underVoltage = sample.underVoltage
+            $0.throttled = sample.throttled
+            if let value = sample.diskFree.values.min() { $0.lowestDiskFree = value }
+            $0.dropRate = sample.dropRate ?? 0
+            $0.sendQueueFill = sample.sendQueueFill ?? 0
+        }
+    }
+}

@@ -10,6 +10,7 @@ public enum TelemetryTopic {
     public static func node(_ nodeID: String) -> String { nodePrefix + nodeID }
     public static func device(_ deviceID: String) -> String { devicePrefix + deviceID }
     public static func drops(_ deviceID: String) -> String { dropsPrefix + deviceID }
+    public static func pressure(_ nodeID: String) -> String { pressurePrefix + nodeID }
     public static func event(_ kind: Capfleet_V1_EventKind) -> String { eventPrefix + kind.topicSuffix }
 }
 
@@ -26,6 +27,7 @@ extension Capfleet_V1_EventKind {
         case .deviceResumed: "device_resumed"
         case .policyActed: "policy_acted"
         case .leaseReleased: "lease_released"
+        case .pressureLevelChanged: "pressure_level_changed"
         case .unspecified, .UNRECOGNIZED: "unspecified"
         }
     }

@@ -116,21 +116,41 @@ struct WatchCommand: ParsableCommand {
         while count.map({ refreshes < $0 }) ?? true {
             if refreshes > 0 { Thread.sleep(forTimeInterval: 1) }
             refreshes += 1
-            let statuses: [Capfleet_V1_DeviceStatus]
+            let reply: Capfleet_V1_OperatorReply
             do {
-                statuses = try client.call(.getFleetStats(.init())).reply.deviceStats
+                reply = try client.call(.getFleetStats(.init())).reply
             } catch {
                 throw CLIFailure(error.description)
             }
+            let statuses = reply.deviceStats
             if json {
                 print(FleetTables.json(statuses.map(JSONViews.DeviceStats.init)))
             } else {
                 // Clear the screen and home the cursor, like top(1).
                 if interactive { print("\u{1B}[2J\u{1B}[H", terminator: "") }
                 print("CaptureFleet at \(client.address)  \(Date().formatted(date: .omitted, time: .standard))\n")
+                if !reply.nodeStats.isEmpty { print(FleetTables.pressure(reply.nodeStats, reports: reply.pressure) + "\n") }
                 print(FleetTables.watch(statuses))
             }
             fflush(nil)
+        }
+    }
+}
+
+struct PressureCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pressure", abstract: "Each node's pressure level (nominal, fair, serious, critical, shutdown) and what contributes to it.")
+    @OptionGroup var coordinator: CoordinatorOptions
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() throws {
+        let reply = try coordinator.call(.getFleetStats(.init())).reply
+        if json {
+            print(FleetTables.json(reply.nodeStats.map { node in
+                JSONViews.Pressure(node, report: reply.pressure.first { $0.nodeID == node.nodeID })
+            }))
+        } else {
+            print(FleetTables.pressure(reply.nodeStats, reports: reply.pressure))
         }
     }
 }

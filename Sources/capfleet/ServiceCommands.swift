@@ -74,6 +74,14 @@ struct AgentCommand: AsyncParsableCommand {
     var fps: Double?
     @Option(help: "mmap buffers per V4L2 camera.")
     var buffers: Int = 4
+    @Option(help: "Agent settings file (key = value; pressure thresholds, see deploy/agent.conf).")
+    var config: String?
+    @Option(help: "Where the pressure sampler reads /proc and /sys (default /; tests use fixture trees).")
+    var pressureRoot: String = "/"
+    @Option(name: .customLong("watch-disk"), help: "A disk whose free space counts as pressure (default: the state directory's); repeat for more.")
+    var watchedDisks: [String] = []
+    @Option(help: "How often pressure is sampled, in milliseconds.")
+    var pressureIntervalMs: Int = 1000
     @Option(help: "Where the agent keeps its identity (default: ~/.local/state/capfleet/agent[-NAME]).")
     var stateDir: String?
     @OptionGroup var logging: LoggingOptions
@@ -83,12 +91,24 @@ struct AgentCommand: AsyncParsableCommand {
         guard let address = CoordinatorAddress.resolve(coordinator, defaultPort: WireDefaults.controlPort) else {
             throw CLIFailure("cannot read the coordinator address \(coordinator ?? ""): write HOST or HOST:PORT")
         }
-        let configuration = AgentConfiguration(
+        var configuration = AgentConfiguration(
             coordinatorHost: address.host, controlPort: address.port, nodeName: name,
             stateDirectory: stateDir ?? Self.defaultStateDirectory(name: name),
             syntheticCameraCount: synthetic, devices: devices, discoverDevices: discover, bufferCount: buffers,
             deviceFormat: try format.map(Self.parseFormat), deviceFrameRate: fps,
             syntheticFormat: try Self.parseFormat(syntheticFormat), syntheticFrameRate: fps ?? 15)
+        var settings = SettingsFile()
+        if let config {
+            guard let text = try? String(contentsOfFile: config, encoding: .utf8) else {
+                throw CLIFailure("cannot read the settings file \(config): check the path")
+            }
+            settings = try SettingsFile(text: text, path: config, knownKeys: PressureThresholds.settingKeys)
+        }
+        configuration.pressureThresholds = try PressureThresholds(settings: settings, environment: ProcessInfo.processInfo.environment)
+        configuration.pressureRoot = pressureRoot
+        configuration.watchedDisks = watchedDisks
+        guard pressureIntervalMs >= 50 else { throw CLIFailure("--pressure-interval-ms must be at least 50") }
+        configuration.pressureIntervalMilliseconds = pressureIntervalMs
         let service = try AgentService(configuration: configuration, logger: logger)
         let group = ServiceGroup(configuration: .init(services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()

@@ -1,4 +1,5 @@
 import FleetCore
+import Foundation
 import Testing
 
 @Suite struct PressureEvaluatorTests {
@@ -74,5 +75,32 @@ import Testing
     @Test func noThermalZones_meansNoThermalFactor() {
         var evaluator = PressureEvaluator()
         #expect(evaluator.evaluate(PressureSample(cpuStallPercent: 0, thermal: [])).assessment.factors[.thermal] == nil)
+    }
+}
+
+@Suite struct PressureThresholdSettingsTests {
+    @Test func settings_changeThresholds_andNeverRemovesALevel() throws {
+        let text = "pressure.cpu.fair = 5\npressure.cpu.hysteresis = 1\npressure.cpu.shutdown = never\npressure.thermal.serious = 85\npressure.samples_to_fall = 1\n"
+        let settings = try SettingsFile(text: text, path: "agent.conf", knownKeys: PressureThresholds.settingKeys)
+        let thresholds = try PressureThresholds(settings: settings)
+        #expect(thresholds.cpu.fair == 5 && thresholds.cpu.shutdown == nil && thresholds.thermal.serious == 85)
+        var evaluator = PressureEvaluator(thresholds: thresholds)
+        #expect(evaluator.evaluate(PressureSample(cpuStallPercent: 6)).assessment.level == .fair)
+        #expect(evaluator.evaluate(PressureSample(cpuStallPercent: 0)).assessment.level == .nominal, "one sample to fall")
+    }
+
+    @Test func settings_refuseThresholdsOutOfOrder() throws {
+        let settings = try SettingsFile(text: "pressure.io.fair = 90\n", path: "agent.conf", knownKeys: PressureThresholds.settingKeys)
+        #expect(throws: SettingsFile.ParseError.self) { try PressureThresholds(settings: settings) }
+    }
+}
+
+@Suite struct AgentSettingsExampleTests {
+    @Test func deployAgentConf_documentsTheDefaults() throws {
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("deploy/agent.conf").path
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        let settings = try SettingsFile(text: text, path: path, knownKeys: PressureThresholds.settingKeys)
+        #expect(try PressureThresholds(settings: settings) == PressureThresholds())
     }
 }

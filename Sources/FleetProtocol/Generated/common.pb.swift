@@ -375,6 +375,61 @@ public nonisolated enum Capfleet_V1_StatusCode: SwiftProtobuf.Enum, Swift.CaseIt
 
 }
 
+/// How hard a host is straining (telemetry.md, "Pressure").
+public nonisolated enum Capfleet_V1_PressureLevel: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+
+  /// not reported
+  case unspecified // = 0
+  case nominal // = 1
+  case fair // = 2
+  case serious // = 3
+  case critical // = 4
+
+  /// the agent stops capturing until the level falls back
+  case shutdown // = 5
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .nominal
+    case 2: self = .fair
+    case 3: self = .serious
+    case 4: self = .critical
+    case 5: self = .shutdown
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .nominal: return 1
+    case .fair: return 2
+    case .serious: return 3
+    case .critical: return 4
+    case .shutdown: return 5
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Capfleet_V1_PressureLevel] = [
+    .unspecified,
+    .nominal,
+    .fair,
+    .serious,
+    .critical,
+    .shutdown,
+  ]
+
+}
+
 /// An inclusive range of frame rates a format supports, in frames per second.
 /// A discrete rate has min_fps == max_fps.
 public nonisolated struct Capfleet_V1_FrameRateRange: Sendable {
@@ -757,6 +812,121 @@ public nonisolated struct Capfleet_V1_Status: Sendable {
   public init() {}
 }
 
+public nonisolated struct Capfleet_V1_PressureFactorLevel: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// cpu, memory, io, thermal, power, throttling, disk_space, drop_rate, send_queue
+  public var factor: String = String()
+
+  public var level: Capfleet_V1_PressureLevel = .unspecified
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// A node's pressure and the sample behind it.
+public nonisolated struct Capfleet_V1_PressureReport: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var nodeID: String = String()
+
+  public var level: Capfleet_V1_PressureLevel = .unspecified
+
+  /// every factor above nominal
+  public var factors: [Capfleet_V1_PressureFactorLevel] = []
+
+  /// with a level change: the level before it
+  public var previousLevel: Capfleet_V1_PressureLevel = .unspecified
+
+  /// when it was sampled
+  public var unixMs: Int64 = 0
+
+  /// The sample; an absent value is something the host does not expose (no factor).
+  public var cpuStallPercent: Double {
+    get {_cpuStallPercent ?? 0}
+    set {_cpuStallPercent = newValue}
+  }
+  /// Returns true if `cpuStallPercent` has been explicitly set.
+  public var hasCpuStallPercent: Bool {self._cpuStallPercent != nil}
+  /// Clears the value of `cpuStallPercent`. Subsequent reads from it will return its default value.
+  public mutating func clearCpuStallPercent() {self._cpuStallPercent = nil}
+
+  public var memoryStallPercent: Double {
+    get {_memoryStallPercent ?? 0}
+    set {_memoryStallPercent = newValue}
+  }
+  /// Returns true if `memoryStallPercent` has been explicitly set.
+  public var hasMemoryStallPercent: Bool {self._memoryStallPercent != nil}
+  /// Clears the value of `memoryStallPercent`. Subsequent reads from it will return its default value.
+  public mutating func clearMemoryStallPercent() {self._memoryStallPercent = nil}
+
+  public var ioStallPercent: Double {
+    get {_ioStallPercent ?? 0}
+    set {_ioStallPercent = newValue}
+  }
+  /// Returns true if `ioStallPercent` has been explicitly set.
+  public var hasIoStallPercent: Bool {self._ioStallPercent != nil}
+  /// Clears the value of `ioStallPercent`. Subsequent reads from it will return its default value.
+  public mutating func clearIoStallPercent() {self._ioStallPercent = nil}
+
+  public var hottestCelsius: Double {
+    get {_hottestCelsius ?? 0}
+    set {_hottestCelsius = newValue}
+  }
+  /// Returns true if `hottestCelsius` has been explicitly set.
+  public var hasHottestCelsius: Bool {self._hottestCelsius != nil}
+  /// Clears the value of `hottestCelsius`. Subsequent reads from it will return its default value.
+  public mutating func clearHottestCelsius() {self._hottestCelsius = nil}
+
+  public var hottestZone: String = String()
+
+  /// while on battery
+  public var batteryPercent: Double {
+    get {_batteryPercent ?? 0}
+    set {_batteryPercent = newValue}
+  }
+  /// Returns true if `batteryPercent` has been explicitly set.
+  public var hasBatteryPercent: Bool {self._batteryPercent != nil}
+  /// Clears the value of `batteryPercent`. Subsequent reads from it will return its default value.
+  public mutating func clearBatteryPercent() {self._batteryPercent = nil}
+
+  public var underVoltage: Bool = false
+
+  public var throttled: Bool = false
+
+  /// fraction 0..1 of the fullest watched disk
+  public var lowestDiskFree: Double {
+    get {_lowestDiskFree ?? 0}
+    set {_lowestDiskFree = newValue}
+  }
+  /// Returns true if `lowestDiskFree` has been explicitly set.
+  public var hasLowestDiskFree: Bool {self._lowestDiskFree != nil}
+  /// Clears the value of `lowestDiskFree`. Subsequent reads from it will return its default value.
+  public mutating func clearLowestDiskFree() {self._lowestDiskFree = nil}
+
+  /// frames lost / frames in the last interval, all devices
+  public var dropRate: Double = 0
+
+  /// 0..1
+  public var sendQueueFill: Double = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _cpuStallPercent: Double? = nil
+  fileprivate var _memoryStallPercent: Double? = nil
+  fileprivate var _ioStallPercent: Double? = nil
+  fileprivate var _hottestCelsius: Double? = nil
+  fileprivate var _batteryPercent: Double? = nil
+  fileprivate var _lowestDiskFree: Double? = nil
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "capfleet.v1"
@@ -787,6 +957,10 @@ nonisolated extension Capfleet_V1_ZoomMethod: SwiftProtobuf._ProtoNameProviding 
 
 nonisolated extension Capfleet_V1_StatusCode: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0STATUS_CODE_UNSPECIFIED\0\u{1}STATUS_CODE_OK\0\u{1}STATUS_CODE_BAD_REQUEST\0\u{1}STATUS_CODE_NOT_FOUND\0\u{1}STATUS_CODE_UNSUPPORTED\0\u{1}STATUS_CODE_NOT_REGISTERED\0\u{1}STATUS_CODE_INCOMPATIBLE\0\u{1}STATUS_CODE_PERMISSION_DENIED\0\u{1}STATUS_CODE_INTERNAL\0\u{1}STATUS_CODE_UNAVAILABLE\0")
+}
+
+nonisolated extension Capfleet_V1_PressureLevel: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0PRESSURE_LEVEL_UNSPECIFIED\0\u{1}PRESSURE_LEVEL_NOMINAL\0\u{1}PRESSURE_LEVEL_FAIR\0\u{1}PRESSURE_LEVEL_SERIOUS\0\u{1}PRESSURE_LEVEL_CRITICAL\0\u{1}PRESSURE_LEVEL_SHUTDOWN\0")
 }
 
 nonisolated extension Capfleet_V1_FrameRateRange: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -1527,6 +1701,150 @@ nonisolated extension Capfleet_V1_Status: SwiftProtobuf.Message, SwiftProtobuf._
   public static func ==(lhs: Capfleet_V1_Status, rhs: Capfleet_V1_Status) -> Bool {
     if lhs.code != rhs.code {return false}
     if lhs.reason != rhs.reason {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_PressureFactorLevel: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".PressureFactorLevel"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}factor\0\u{1}level\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.factor) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.level) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.factor.isEmpty {
+      try visitor.visitSingularStringField(value: self.factor, fieldNumber: 1)
+    }
+    if self.level != .unspecified {
+      try visitor.visitSingularEnumField(value: self.level, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_PressureFactorLevel, rhs: Capfleet_V1_PressureFactorLevel) -> Bool {
+    if lhs.factor != rhs.factor {return false}
+    if lhs.level != rhs.level {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_PressureReport: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".PressureReport"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_id\0\u{1}level\0\u{1}factors\0\u{3}previous_level\0\u{3}unix_ms\0\u{4}\u{5}cpu_stall_percent\0\u{3}memory_stall_percent\0\u{3}io_stall_percent\0\u{3}hottest_celsius\0\u{3}hottest_zone\0\u{3}battery_percent\0\u{3}under_voltage\0\u{1}throttled\0\u{3}lowest_disk_free\0\u{3}drop_rate\0\u{3}send_queue_fill\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.nodeID) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.level) }()
+      case 3: try { try decoder.decodeRepeatedMessageField(value: &self.factors) }()
+      case 4: try { try decoder.decodeSingularEnumField(value: &self.previousLevel) }()
+      case 5: try { try decoder.decodeSingularInt64Field(value: &self.unixMs) }()
+      case 10: try { try decoder.decodeSingularDoubleField(value: &self._cpuStallPercent) }()
+      case 11: try { try decoder.decodeSingularDoubleField(value: &self._memoryStallPercent) }()
+      case 12: try { try decoder.decodeSingularDoubleField(value: &self._ioStallPercent) }()
+      case 13: try { try decoder.decodeSingularDoubleField(value: &self._hottestCelsius) }()
+      case 14: try { try decoder.decodeSingularStringField(value: &self.hottestZone) }()
+      case 15: try { try decoder.decodeSingularDoubleField(value: &self._batteryPercent) }()
+      case 16: try { try decoder.decodeSingularBoolField(value: &self.underVoltage) }()
+      case 17: try { try decoder.decodeSingularBoolField(value: &self.throttled) }()
+      case 18: try { try decoder.decodeSingularDoubleField(value: &self._lowestDiskFree) }()
+      case 19: try { try decoder.decodeSingularDoubleField(value: &self.dropRate) }()
+      case 20: try { try decoder.decodeSingularDoubleField(value: &self.sendQueueFill) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.nodeID.isEmpty {
+      try visitor.visitSingularStringField(value: self.nodeID, fieldNumber: 1)
+    }
+    if self.level != .unspecified {
+      try visitor.visitSingularEnumField(value: self.level, fieldNumber: 2)
+    }
+    if !self.factors.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.factors, fieldNumber: 3)
+    }
+    if self.previousLevel != .unspecified {
+      try visitor.visitSingularEnumField(value: self.previousLevel, fieldNumber: 4)
+    }
+    if self.unixMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.unixMs, fieldNumber: 5)
+    }
+    try { if let v = self._cpuStallPercent {
+      try visitor.visitSingularDoubleField(value: v, fieldNumber: 10)
+    } }()
+    try { if let v = self._memoryStallPercent {
+      try visitor.visitSingularDoubleField(value: v, fieldNumber: 11)
+    } }()
+    try { if let v = self._ioStallPercent {
+      try visitor.visitSingularDoubleField(value: v, fieldNumber: 12)
+    } }()
+    try { if let v = self._hottestCelsius {
+      try visitor.visitSingularDoubleField(value: v, fieldNumber: 13)
+    } }()
+    if !self.hottestZone.isEmpty {
+      try visitor.visitSingularStringField(value: self.hottestZone, fieldNumber: 14)
+    }
+    try { if let v = self._batteryPercent {
+      try visitor.visitSingularDoubleField(value: v, fieldNumber: 15)
+    } }()
+    if self.underVoltage != false {
+      try visitor.visitSingularBoolField(value: self.underVoltage, fieldNumber: 16)
+    }
+    if self.throttled != false {
+      try visitor.visitSingularBoolField(value: self.throttled, fieldNumber: 17)
+    }
+    try { if let v = self._lowestDiskFree {
+      try visitor.visitSingularDoubleField(value: v, fieldNumber: 18)
+    } }()
+    if self.dropRate.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.dropRate, fieldNumber: 19)
+    }
+    if self.sendQueueFill.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.sendQueueFill, fieldNumber: 20)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_PressureReport, rhs: Capfleet_V1_PressureReport) -> Bool {
+    if lhs.nodeID != rhs.nodeID {return false}
+    if lhs.level != rhs.level {return false}
+    if lhs.factors != rhs.factors {return false}
+    if lhs.previousLevel != rhs.previousLevel {return false}
+    if lhs.unixMs != rhs.unixMs {return false}
+    if lhs._cpuStallPercent != rhs._cpuStallPercent {return false}
+    if lhs._memoryStallPercent != rhs._memoryStallPercent {return false}
+    if lhs._ioStallPercent != rhs._ioStallPercent {return false}
+    if lhs._hottestCelsius != rhs._hottestCelsius {return false}
+    if lhs.hottestZone != rhs.hottestZone {return false}
+    if lhs._batteryPercent != rhs._batteryPercent {return false}
+    if lhs.underVoltage != rhs.underVoltage {return false}
+    if lhs.throttled != rhs.throttled {return false}
+    if lhs._lowestDiskFree != rhs._lowestDiskFree {return false}
+    if lhs.dropRate != rhs.dropRate {return false}
+    if lhs.sendQueueFill != rhs.sendQueueFill {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -771,6 +771,18 @@ public nonisolated struct Capfleet_V1_OperatorReply: @unchecked Sendable {
     set {_uniqueStorage()._activeMinFrameRate = newValue}
   }
 
+  /// with GetFleetStats: every node, with its pressure
+  public var nodeStats: [Capfleet_V1_NodeStatus] {
+    get {_storage._nodeStats}
+    set {_uniqueStorage()._nodeStats = newValue}
+  }
+
+  /// with GetFleetStats: each online node's latest report
+  public var pressure: [Capfleet_V1_PressureReport] {
+    get {_storage._pressure}
+    set {_uniqueStorage()._pressure = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -2004,7 +2016,7 @@ nonisolated extension Capfleet_V1_RejectionCount: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0")
 
   fileprivate class _StorageClass {
     var _requestID: UInt64 = 0
@@ -2020,6 +2032,8 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
     var _focus: Capfleet_V1_FocusState? = nil
     var _activeFrameRate: Double = 0
     var _activeMinFrameRate: Double = 0
+    var _nodeStats: [Capfleet_V1_NodeStatus] = []
+    var _pressure: [Capfleet_V1_PressureReport] = []
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -2043,6 +2057,8 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       _focus = source._focus
       _activeFrameRate = source._activeFrameRate
       _activeMinFrameRate = source._activeMinFrameRate
+      _nodeStats = source._nodeStats
+      _pressure = source._pressure
     }
   }
 
@@ -2074,6 +2090,8 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         case 18: try { try decoder.decodeSingularMessageField(value: &_storage._focus) }()
         case 19: try { try decoder.decodeSingularDoubleField(value: &_storage._activeFrameRate) }()
         case 20: try { try decoder.decodeSingularDoubleField(value: &_storage._activeMinFrameRate) }()
+        case 21: try { try decoder.decodeRepeatedMessageField(value: &_storage._nodeStats) }()
+        case 22: try { try decoder.decodeRepeatedMessageField(value: &_storage._pressure) }()
         default: break
         }
       }
@@ -2125,6 +2143,12 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       if _storage._activeMinFrameRate.bitPattern != 0 {
         try visitor.visitSingularDoubleField(value: _storage._activeMinFrameRate, fieldNumber: 20)
       }
+      if !_storage._nodeStats.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._nodeStats, fieldNumber: 21)
+      }
+      if !_storage._pressure.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._pressure, fieldNumber: 22)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -2147,6 +2171,8 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         if _storage._focus != rhs_storage._focus {return false}
         if _storage._activeFrameRate != rhs_storage._activeFrameRate {return false}
         if _storage._activeMinFrameRate != rhs_storage._activeMinFrameRate {return false}
+        if _storage._nodeStats != rhs_storage._nodeStats {return false}
+        if _storage._pressure != rhs_storage._pressure {return false}
         return true
       }
       if !storagesAreEqual {return false}

@@ -34,6 +34,7 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
   case deviceResumed // = 7
   case policyActed // = 8
   case leaseReleased // = 9
+  case pressureLevelChanged // = 10
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -52,6 +53,7 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
     case 7: self = .deviceResumed
     case 8: self = .policyActed
     case 9: self = .leaseReleased
+    case 10: self = .pressureLevelChanged
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -68,6 +70,7 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
     case .deviceResumed: return 7
     case .policyActed: return 8
     case .leaseReleased: return 9
+    case .pressureLevelChanged: return 10
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -84,6 +87,7 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
     .deviceResumed,
     .policyActed,
     .leaseReleased,
+    .pressureLevelChanged,
   ]
 
 }
@@ -109,6 +113,11 @@ public nonisolated struct Capfleet_V1_NodeStatus: Sendable {
   public var sendQueueDepth: UInt32 = 0
 
   public var sendQueueCapacity: UInt32 = 0
+
+  /// UNSPECIFIED while offline or not reported
+  public var pressureLevel: Capfleet_V1_PressureLevel = .unspecified
+
+  public var pressureFactors: [Capfleet_V1_PressureFactorLevel] = []
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -290,12 +299,12 @@ public nonisolated struct Capfleet_V1_FleetEvent: Sendable {
 fileprivate nonisolated let _protobuf_package = "capfleet.v1"
 
 nonisolated extension Capfleet_V1_EventKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}EVENT_KIND_NODE_ONLINE\0\u{1}EVENT_KIND_NODE_OFFLINE\0\u{1}EVENT_KIND_NODE_REGISTERED\0\u{1}EVENT_KIND_DEVICE_ADDED\0\u{1}EVENT_KIND_INPUT_REJECTED\0\u{1}EVENT_KIND_DEVICE_INTERRUPTED\0\u{1}EVENT_KIND_DEVICE_RESUMED\0\u{1}EVENT_KIND_POLICY_ACTED\0\u{1}EVENT_KIND_LEASE_RELEASED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}EVENT_KIND_NODE_ONLINE\0\u{1}EVENT_KIND_NODE_OFFLINE\0\u{1}EVENT_KIND_NODE_REGISTERED\0\u{1}EVENT_KIND_DEVICE_ADDED\0\u{1}EVENT_KIND_INPUT_REJECTED\0\u{1}EVENT_KIND_DEVICE_INTERRUPTED\0\u{1}EVENT_KIND_DEVICE_RESUMED\0\u{1}EVENT_KIND_POLICY_ACTED\0\u{1}EVENT_KIND_LEASE_RELEASED\0\u{1}EVENT_KIND_PRESSURE_LEVEL_CHANGED\0")
 }
 
 nonisolated extension Capfleet_V1_NodeStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".NodeStatus"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_id\0\u{1}name\0\u{1}hostname\0\u{1}online\0\u{3}last_seen_unix_ms\0\u{3}device_count\0\u{3}send_queue_depth\0\u{3}send_queue_capacity\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_id\0\u{1}name\0\u{1}hostname\0\u{1}online\0\u{3}last_seen_unix_ms\0\u{3}device_count\0\u{3}send_queue_depth\0\u{3}send_queue_capacity\0\u{3}pressure_level\0\u{3}pressure_factors\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -311,6 +320,8 @@ nonisolated extension Capfleet_V1_NodeStatus: SwiftProtobuf.Message, SwiftProtob
       case 6: try { try decoder.decodeSingularUInt32Field(value: &self.deviceCount) }()
       case 7: try { try decoder.decodeSingularUInt32Field(value: &self.sendQueueDepth) }()
       case 8: try { try decoder.decodeSingularUInt32Field(value: &self.sendQueueCapacity) }()
+      case 9: try { try decoder.decodeSingularEnumField(value: &self.pressureLevel) }()
+      case 10: try { try decoder.decodeRepeatedMessageField(value: &self.pressureFactors) }()
       default: break
       }
     }
@@ -341,6 +352,12 @@ nonisolated extension Capfleet_V1_NodeStatus: SwiftProtobuf.Message, SwiftProtob
     if self.sendQueueCapacity != 0 {
       try visitor.visitSingularUInt32Field(value: self.sendQueueCapacity, fieldNumber: 8)
     }
+    if self.pressureLevel != .unspecified {
+      try visitor.visitSingularEnumField(value: self.pressureLevel, fieldNumber: 9)
+    }
+    if !self.pressureFactors.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.pressureFactors, fieldNumber: 10)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -353,6 +370,8 @@ nonisolated extension Capfleet_V1_NodeStatus: SwiftProtobuf.Message, SwiftProtob
     if lhs.deviceCount != rhs.deviceCount {return false}
     if lhs.sendQueueDepth != rhs.sendQueueDepth {return false}
     if lhs.sendQueueCapacity != rhs.sendQueueCapacity {return false}
+    if lhs.pressureLevel != rhs.pressureLevel {return false}
+    if lhs.pressureFactors != rhs.pressureFactors {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
