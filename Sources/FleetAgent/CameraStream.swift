@@ -56,6 +56,9 @@ final class CameraStream: Sendable {
     func start(nodeID: String, publisher: FramePublisher, events: @escaping @Sendable (Capfleet_V1_DeviceEvent) -> Void) throws(CaptureError) {
         guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
         runContext.withLock { $0 = (nodeID, publisher, events) }
+        // A start that fails leaves the stream stopped, so the next registration tries again.
+        var succeeded = false
+        defer { if !succeeded { started.store(false, ordering: .releasing) } }
         let synthetic = source.device.kind == .synthetic
         let deviceID = source.device.deviceID
         try source.start(deliver: { [self] frame in
@@ -87,6 +90,7 @@ final class CameraStream: Sendable {
             })
         })
         statistics.streaming.store(true, ordering: .releasing)
+        succeeded = true
     }
 
     /// Stops capturing for a reason of the agent's own (the host at shutdown pressure) and
@@ -109,10 +113,12 @@ final class CameraStream: Sendable {
 
     /// Capture again after `suspend`, once its cause has ended.
     func resumeFromSuspension(because reason: String) throws(CaptureError) {
-        guard let context = runContext.withLock({ $0 }), suspension.withLock({ current in
+        let wasSuspended = suspension.withLock { current in
             defer { current = nil }
             return current != nil
-        }) else { return }
+        }
+        // Never started (suspended before the first WELCOME): registration starts it.
+        guard wasSuspended, let context = runContext.withLock({ $0 }) else { return }
         try start(nodeID: context.nodeID, publisher: context.publisher, events: context.events)
         context.events(.with {
             $0.deviceID = source.device.deviceID

@@ -90,7 +90,10 @@ actor ControlHandler {
                 refuse(routed, .unregisteredNode, "a pressure report from a peer that has not registered as \(report.nodeID)")
                 return
             }
-            sessions[nodeID]?.lastStatus?.pressure = report
+            // Kept as the node's latest even before its first status arrives.
+            var status = sessions[nodeID]?.lastStatus ?? Capfleet_V1_AgentStatus.with { $0.nodeID = nodeID }
+            status.pressure = report
+            sessions[nodeID]?.lastStatus = status
             await recordPressureChange(report)
         case nil:
             refuse(routed, .unknownMessage, "the AgentMessage carries no body this coordinator knows")

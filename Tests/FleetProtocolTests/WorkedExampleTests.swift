@@ -73,6 +73,16 @@ import Testing
         #expect(try message.serializedBytes() == bytes)
     }
 
+    @Test func telemetryDocument_pressureReportExampleDecodesAndReencodes() throws {
+        let bytes = try Self.example("PressureReport", in: "telemetry.md")
+        let report = try Capfleet_V1_PressureReport(serializedBytes: bytes)
+        #expect(report.nodeID == "node-7f3a" && report.level == .serious)
+        #expect(report.factors == [.with { $0.factor = "cpu"; $0.level = .serious }])
+        #expect(report.hasCpuStallPercent && report.cpuStallPercent == 45)
+        #expect(!report.hasMemoryStallPercent, "an absent reading stays absent")
+        #expect(try report.serializedBytes() == bytes)
+    }
+
     @Test func examples_areWhatThisVersionEncodes() throws {
         // Encoding the documented values gives the documented bytes: the docs and the code agree.
         let header = try Capfleet_V1_FrameHeader(serializedBytes: try Self.example("FrameHeader", in: "frames.md"))

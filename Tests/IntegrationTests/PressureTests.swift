@@ -2,6 +2,10 @@ import Foundation
 import GRDB
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 extension IntegrationTests {
     /// Pressure through a real agent and coordinator: fixture trees in the kernel's formats
     /// drive the levels, and a real CPU hog raises the real PSI factor.
@@ -79,21 +83,23 @@ extension IntegrationTests {
             let settings = fleet.directory + "/agent.conf"
             try "pressure.cpu.fair = 5\npressure.cpu.serious = 200\npressure.cpu.critical = 300\n".write(toFile: settings, atomically: true, encoding: .utf8)
             try fleet.startAgent("real", extra: ["--config", settings, "--pressure-interval-ms", "500"])
-            try await fleet.waitUntil("the node reports pressure", seconds: 20) { try Self.pressure(fleet) != nil }
+            try await fleet.waitUntil("the node reports pressure", seconds: 20) { try Self.pressure(fleet)?.cpu != nil }
+            let before = try #require(try Self.pressure(fleet)?.cpu)
             // Four busy processes on two cores: tasks wait for CPU, and PSI says so.
             let hogs = try (0..<4).map { _ in
                 let hog = Process()
+                // A bounded loop: a hog must not outlive a test that was killed. (Children of
+                // Foundation's Process inherit a blocked signal mask, so SIGTERM would not stop it.)
                 hog.executableURL = URL(fileURLWithPath: "/bin/sh")
-                hog.arguments = ["-c", "while :; do :; done"]
+                hog.arguments = ["-c", "i=0; while [ $i -lt 300000000 ]; do i=$((i+1)); done"]
                 try hog.run()
                 return hog
             }
-            defer { for hog in hogs { hog.terminate() } }
-            try await fleet.waitUntil("the cpu factor appears", seconds: 30) {
-                try Self.pressure(fleet)?.factors["cpu"] == "fair"
+            defer { for hog in hogs { kill(hog.processIdentifier, SIGKILL) } }
+            try await fleet.waitUntil("PSI climbs and the cpu factor is reported", seconds: 40) {
+                let now = try Self.pressure(fleet)
+                return (now?.cpu ?? 0) >= max(5, before + 10) && now?.factors["cpu"] == "fair"
             }
-            let cpu = try #require(try Self.pressure(fleet)?.cpu)
-            #expect(cpu >= 5, "PSI cpu some avg10 = \(cpu)%")
         }
 
         static func pressure(_ fleet: FleetHarness) throws -> (level: String, factors: [String: String], cpu: Double?)? {

@@ -64,5 +64,40 @@ extension IntegrationTests {
                 #expect(message["online"] as? Bool == true)
             }
         }
+
+        @Test func pythonSubscriber_receivesPressureLevelChangesAndEvents() async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator()
+            let root = fleet.directory + "/host"
+            try FileManager.default.createDirectory(atPath: root + "/proc/pressure", withIntermediateDirectories: true)
+            func cpu(_ percent: Double) throws {
+                try "some avg10=\(percent) avg60=0.00 avg300=0.00 total=1\n".write(toFile: root + "/proc/pressure/cpu.tmp", atomically: false, encoding: .utf8)
+                _ = rename(root + "/proc/pressure/cpu.tmp", root + "/proc/pressure/cpu")
+            }
+            try cpu(0)
+            try fleet.startAgent("strained", extra: ["--pressure-root", root, "--pressure-interval-ms", "200"])
+            try await fleet.waitUntil("the agent registers", seconds: 20) { !(try fleet.json(["nodes"]).isEmpty) }
+            let script = Self.repositoryRoot.appendingPathComponent("proto-docs/examples/telemetry_subscriber.py").path
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = [try Self.python(), script, "--endpoint", "tcp://127.0.0.1:\(fleet.telemetryPort)",
+                                 "--topic", "event.pressure_level_changed", "--topic", "pressure.", "--count", "6", "--timeout", "20"]
+            let out = Pipe(), err = Pipe()
+            process.standardOutput = out
+            process.standardError = err
+            try process.run()
+            // Let the subscription settle (a late joiner misses what came before), then strain the host.
+            try await Task.sleep(for: .seconds(1.5))
+            try cpu(50)
+            let output = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0, "subscriber failed: \(errors)")
+            let lines = output.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            let events = lines.filter { $0["topic"] as? String == "event.pressure_level_changed" }.compactMap { $0["message"] as? [String: Any] }
+            let reports = lines.filter { ($0["topic"] as? String)?.hasPrefix("pressure.") == true }.compactMap { $0["message"] as? [String: Any] }
+            #expect(events.contains { ($0["message"] as? String)?.hasPrefix("nominal → serious (cpu serious)") == true }, "\(lines)")
+            #expect(reports.contains { $0["level"] as? String == "PRESSURE_LEVEL_SERIOUS" && $0["cpu_stall_percent"] as? Double == 50 }, "\(lines)")
+        }
     }
 }

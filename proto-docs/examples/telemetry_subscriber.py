@@ -26,6 +26,7 @@ TOPICS = {
     "device.": ("telemetry_pb2", "DeviceStatus"),
     "drops.": ("telemetry_pb2", "DropsReport"),
     "event.": ("telemetry_pb2", "FleetEvent"),
+    "pressure.": ("common_pb2", "PressureReport"),
 }
 
 

@@ -92,7 +92,7 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
 
 }
 
-/// Topic "node.<node_id>", once a second per known node and on every change.
+/// Topic "node.<node_id>", once a second per known node.
 public nonisolated struct Capfleet_V1_NodeStatus: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
