@@ -51,7 +51,7 @@ public final class CoordinatorService: Service, Sendable {
         try await leases.load()
         let reporter = TelemetryReporter(store: store, ingest: ingest, control: control, telemetry: telemetry, logger: logger)
         let operators = OperatorHandler(store: store, endpoint: operatorEndpoint, ingest: ingest, control: control,
-                                        reporter: reporter, rejections: rejections, leases: leases, logger: logger)
+                                        reporter: reporter, rejections: rejections, leases: leases, events: events, logger: logger)
 
         let endpoints = CoordinatorEndpoints(control: controlEndpoint.boundEndpoint, frameIngest: ingest.boundEndpoint,
                                              operator: operatorEndpoint.boundEndpoint, telemetry: telemetry.boundEndpoint,

@@ -2,10 +2,14 @@ import FleetBus
 import FleetProtocol
 import FleetStore
 import Foundation
+import Synchronization
 
 /// Publishes fleet events on `event.<kind>` the moment they happen.
 public final class FleetEvents: Sendable {
     private let telemetry: TelemetryPublisherSocket
+    /// The last events, for `capfleet events` (a subscriber sees only what comes after it joins).
+    private let recentEvents = Mutex<[Capfleet_V1_FleetEvent]>([])
+    static let remembered = 1000
 
     init(telemetry: TelemetryPublisherSocket) {
         self.telemetry = telemetry
@@ -19,8 +23,17 @@ public final class FleetEvents: Sendable {
             $0.deviceID = deviceID
             $0.message = message
         }
+        recentEvents.withLock { events in
+            if events.count >= Self.remembered { events.removeFirst(events.count - Self.remembered + 1) }
+            events.append(event)
+        }
         guard let payload: [UInt8] = try? event.serializedBytes() else { return }
         telemetry.publish(topic: TelemetryTopic.event(kind), payload: payload)
+    }
+
+    /// The last `limit` events, oldest first.
+    func recent(limit: Int) -> [Capfleet_V1_FleetEvent] {
+        recentEvents.withLock { Array($0.suffix(limit)) }
     }
 
     /// A node's pressure report on `pressure.<node_id>`.

@@ -17,11 +17,13 @@ actor OperatorHandler {
     let reporter: TelemetryReporter
     let rejections: RejectionCounter
     let leases: LeaseKeeper
+    let events: FleetEvents
     let logger: Logger
 
     init(store: FleetDatabase, endpoint: RouterEndpoint, ingest: FrameIngest, control: ControlHandler,
-         reporter: TelemetryReporter, rejections: RejectionCounter, leases: LeaseKeeper, logger: Logger) {
+         reporter: TelemetryReporter, rejections: RejectionCounter, leases: LeaseKeeper, events: FleetEvents, logger: Logger) {
         self.leases = leases
+        self.events = events
         self.store = store
         self.endpoint = endpoint
         self.ingest = ingest
@@ -96,6 +98,9 @@ actor OperatorHandler {
                 try await setDropRecovery(query, operator: request.operator, into: &reply)
             case let .getDevice(query)?:
                 try await deviceDetails(query.deviceID, into: &reply)
+            case let .getEvents(query)?:
+                reply.events = events.recent(limit: Int(query.limit == 0 ? 100 : min(query.limit, UInt32(FleetEvents.remembered))))
+                reply.status = .ok
             case .endSession?:
                 await leases.endSession(request.sessionID)
                 reply.status = .ok

@@ -162,6 +162,14 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     set {body = .endSession(newValue)}
   }
 
+  public var getEvents: Capfleet_V1_GetEvents {
+    get {
+      if case .getEvents(let v)? = body {return v}
+      return Capfleet_V1_GetEvents()
+    }
+    set {body = .getEvents(newValue)}
+  }
+
   /// Ties leases taken by this request to an operator session: when the session ends
   /// (EndSession, or no request for session_timeout_ms), its leases are released.
   public var sessionID: String = String()
@@ -188,6 +196,7 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     case setDropRecoveryPolicy(Capfleet_V1_SetDropRecoveryPolicy)
     case getDevice(Capfleet_V1_GetDevice)
     case endSession(Capfleet_V1_EndSession)
+    case getEvents(Capfleet_V1_GetEvents)
 
   }
 
@@ -406,6 +415,20 @@ public nonisolated struct Capfleet_V1_EndSession: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// The fleet's most recent events, oldest first (the coordinator keeps the last 1000 in
+/// memory; the audit log keeps what changed the fleet for good).
+public nonisolated struct Capfleet_V1_GetEvents: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var limit: UInt32 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -783,6 +806,12 @@ public nonisolated struct Capfleet_V1_OperatorReply: @unchecked Sendable {
     set {_uniqueStorage()._pressure = newValue}
   }
 
+  /// with GetEvents
+  public var events: [Capfleet_V1_FleetEvent] {
+    get {_storage._events}
+    set {_uniqueStorage()._events = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -796,7 +825,7 @@ fileprivate nonisolated let _protobuf_package = "capfleet.v1"
 
 nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1016,6 +1045,19 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
           self.body = .endSession(v)
         }
       }()
+      case 26: try {
+        var v: Capfleet_V1_GetEvents?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .getEvents(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .getEvents(v)
+        }
+      }()
       default: break
       }
     }
@@ -1102,6 +1144,10 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
     case .endSession?: try {
       guard case .endSession(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 25)
+    }()
+    case .getEvents?: try {
+      guard case .getEvents(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 26)
     }()
     case nil: break
     }
@@ -1523,6 +1569,36 @@ nonisolated extension Capfleet_V1_EndSession: SwiftProtobuf.Message, SwiftProtob
   }
 
   public static func ==(lhs: Capfleet_V1_EndSession, rhs: Capfleet_V1_EndSession) -> Bool {
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_GetEvents: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".GetEvents"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}limit\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.limit) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.limit != 0 {
+      try visitor.visitSingularUInt32Field(value: self.limit, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_GetEvents, rhs: Capfleet_V1_GetEvents) -> Bool {
+    if lhs.limit != rhs.limit {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2016,7 +2092,7 @@ nonisolated extension Capfleet_V1_RejectionCount: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0")
 
   fileprivate class _StorageClass {
     var _requestID: UInt64 = 0
@@ -2034,6 +2110,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
     var _activeMinFrameRate: Double = 0
     var _nodeStats: [Capfleet_V1_NodeStatus] = []
     var _pressure: [Capfleet_V1_PressureReport] = []
+    var _events: [Capfleet_V1_FleetEvent] = []
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -2059,6 +2136,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       _activeMinFrameRate = source._activeMinFrameRate
       _nodeStats = source._nodeStats
       _pressure = source._pressure
+      _events = source._events
     }
   }
 
@@ -2092,6 +2170,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         case 20: try { try decoder.decodeSingularDoubleField(value: &_storage._activeMinFrameRate) }()
         case 21: try { try decoder.decodeRepeatedMessageField(value: &_storage._nodeStats) }()
         case 22: try { try decoder.decodeRepeatedMessageField(value: &_storage._pressure) }()
+        case 23: try { try decoder.decodeRepeatedMessageField(value: &_storage._events) }()
         default: break
         }
       }
@@ -2149,6 +2228,9 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       if !_storage._pressure.isEmpty {
         try visitor.visitRepeatedMessageField(value: _storage._pressure, fieldNumber: 22)
       }
+      if !_storage._events.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._events, fieldNumber: 23)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -2173,6 +2255,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         if _storage._activeMinFrameRate != rhs_storage._activeMinFrameRate {return false}
         if _storage._nodeStats != rhs_storage._nodeStats {return false}
         if _storage._pressure != rhs_storage._pressure {return false}
+        if _storage._events != rhs_storage._events {return false}
         return true
       }
       if !storagesAreEqual {return false}

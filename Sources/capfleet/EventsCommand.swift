@@ -1,0 +1,71 @@
+import ArgumentParser
+import FleetBus
+import FleetClient
+import FleetCore
+import FleetProtocol
+import Foundation
+
+struct EventsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "events",
+        abstract: "The fleet's recent events (nodes online/offline, devices interrupted/resumed, pressure, policies, leases); --follow streams new ones.")
+    @OptionGroup var coordinator: CoordinatorOptions
+    @Option(help: "How many recent events to show first (at most 1000; 0 for none).") var limit: UInt32 = 20
+    @Flag(help: "Keep streaming events as they happen, until Ctrl-C.") var follow = false
+    @Option(help: "With --follow: stop after this many new events.") var count: Int?
+    @Option(help: "The coordinator's telemetry port, for --follow.") var telemetryPort: UInt16 = WireDefaults.telemetryPort
+    @Flag(help: "Print one JSON object per line.") var json = false
+
+    func run() throws {
+        let client = try coordinator.client()
+        // Subscribe before asking for the recent ones, so nothing falls between the two.
+        var subscriber: ZMQSocket?
+        if follow {
+            do {
+                let socket = try ZMQSocket(context: ZMQContext(), type: .sub)
+                try socket.subscribe(TelemetryTopic.eventPrefix)
+                try socket.connect("tcp://\(client.address.host.contains(":") ? "[\(client.address.host)]" : client.address.host):\(telemetryPort)")
+                subscriber = socket
+            } catch {
+                throw CLIFailure("cannot subscribe to the coordinator's telemetry at \(client.address.host):\(telemetryPort): \(error)")
+            }
+        }
+        var recent: [Capfleet_V1_FleetEvent] = []
+        if limit > 0 {
+            do {
+                recent = try client.call(.getEvents(.with { $0.limit = limit })).reply.events
+            } catch {
+                throw CLIFailure(error.description)
+            }
+        }
+        for event in recent { print(line(event)) }
+        fflush(nil)
+        guard let subscriber else { return }
+        let shown = Set(recent.map(Self.key))
+        var followed = 0
+        while count.map({ followed < $0 }) ?? true {
+            guard subscriber.waitForInput(milliseconds: 500),
+                  let message = try? subscriber.receiveMultipart(dontWait: true), message.parts.count == 2,
+                  let event = try? Capfleet_V1_FleetEvent(serializedBytes: message.parts[1].array) else { continue }
+            guard !shown.contains(Self.key(event)) else { continue }
+            print(line(event))
+            fflush(nil)
+            followed += 1
+        }
+    }
+
+    static func key(_ event: Capfleet_V1_FleetEvent) -> String { "\(event.unixMs)|\(event.kind.rawValue)|\(event.nodeID)|\(event.deviceID)|\(event.message)" }
+
+    func line(_ event: Capfleet_V1_FleetEvent) -> String {
+        if json {
+            struct View: Encodable {
+                var unixMs: Int64
+                var kind, nodeId, deviceId, message: String
+            }
+            return FleetTables.jsonLine(View(unixMs: event.unixMs, kind: event.kind.topicSuffix, nodeId: event.nodeID,
+                                             deviceId: event.deviceID, message: event.message))
+        }
+        let subject = [event.nodeID, event.deviceID].filter { !$0.isEmpty }.joined(separator: " ")
+        return "\(FleetTables.clock(event.unixMs))  \(event.kind.topicSuffix.padding(toLength: 22, withPad: " ", startingAt: 0))  \(subject)  \(event.message)"
+    }
+}
