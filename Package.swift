@@ -13,6 +13,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // Thin C shims over Debian's libraries.
@@ -47,8 +48,11 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
+        // Plain HTTP/1.1 on threads it owns: the /metrics endpoint and alert webhooks.
+        .target(name: "FleetHTTP"),
         .target(name: "FleetCoordinator", dependencies: [
-            "FleetBus", "FleetStore", "FleetCore", "FleetProtocol",
+            "FleetBus", "FleetStore", "FleetCore", "FleetProtocol", "FleetHTTP",
+            .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -74,6 +78,7 @@ let package = Package(
         ]),
         .testTarget(name: "FleetBusTests", dependencies: ["FleetBus", "CZeroMQ"]),
         .testTarget(name: "FleetHostTests", dependencies: ["FleetHost", "FleetCore"]),
+        .testTarget(name: "FleetHTTPTests", dependencies: ["FleetHTTP"]),
         // Runs the built `capfleet` binary: `swift build` first.
         .testTarget(name: "IntegrationTests", dependencies: [
             "FleetProtocol", "FleetCore", "FleetBus", "CZeroMQ",

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Installs what CaptureFleet needs on Debian 12: the C libraries it links (libzmq with
 # CURVE, libv4l2, SQLite), protoc for the wire contract, iproute2 for multi-host tests, and
-# Python's pyzmq + protobuf for the example telemetry subscriber, and the QEMU rig that
+# Python's pyzmq + protobuf for the example telemetry subscriber, prometheus_client and curl
+# for the metrics tests, and the QEMU rig that
 # runs the kernel's vivid virtual camera for the V4L2 tests (Tests/vm). Needs a Swift 6 toolchain
 # on PATH (swift.org; Debian does not package one).
 set -euo pipefail
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
-packages=(libzmq3-dev libv4l-dev libsqlite3-dev protobuf-compiler iproute2 python3-zmq python3-protobuf pkg-config
+packages=(libzmq3-dev libv4l-dev libsqlite3-dev protobuf-compiler iproute2 python3-zmq python3-protobuf python3-prometheus-client curl pkg-config
           v4l-utils qemu-system-x86 busybox-static kmod cpio socat xz-utils zstd)
 missing=()
 for package in "${packages[@]}"; do
@@ -21,9 +22,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # The python3 first on PATH may not be Debian's (pyenv, venv): give it the modules too.
-if ! python3 -c 'import zmq, google.protobuf' 2>/dev/null; then
-  python3 -m pip install --quiet --disable-pip-version-check pyzmq protobuf 2>/dev/null \
-    || echo "note: python3 on PATH lacks pyzmq/protobuf; /usr/bin/python3 has Debian's" >&2
+if ! python3 -c 'import zmq, google.protobuf, prometheus_client' 2>/dev/null; then
+  python3 -m pip install --quiet --disable-pip-version-check pyzmq protobuf prometheus_client 2>/dev/null \
+    || echo "note: python3 on PATH lacks pyzmq/protobuf/prometheus_client; /usr/bin/python3 has Debian's" >&2
 fi
 
 if ! command -v swift >/dev/null; then

@@ -9,12 +9,14 @@ public struct CoordinatorConfiguration: Sendable {
     public var frameIngestPort: UInt16
     public var operatorPort: UInt16
     public var telemetryPort: UInt16
+    /// Prometheus `/metrics` over HTTP; nil turns the endpoint off.
+    public var metricsPort: UInt16?
     public var heartbeatIntervalMilliseconds: UInt32
     public var heartbeatLiveness: UInt32
 
     public init(dataDirectory: String, bindHost: String = "*", controlPort: UInt16 = WireDefaults.controlPort,
                 frameIngestPort: UInt16 = WireDefaults.frameIngestPort, operatorPort: UInt16 = WireDefaults.operatorPort,
-                telemetryPort: UInt16 = WireDefaults.telemetryPort,
+                telemetryPort: UInt16 = WireDefaults.telemetryPort, metricsPort: UInt16? = WireDefaults.metricsPort,
                 heartbeatIntervalMilliseconds: UInt32 = WireDefaults.heartbeatIntervalMilliseconds,
                 heartbeatLiveness: UInt32 = WireDefaults.heartbeatLiveness) {
         self.dataDirectory = dataDirectory
@@ -23,6 +25,7 @@ public struct CoordinatorConfiguration: Sendable {
         self.frameIngestPort = frameIngestPort
         self.operatorPort = operatorPort
         self.telemetryPort = telemetryPort
+        self.metricsPort = metricsPort
         self.heartbeatIntervalMilliseconds = heartbeatIntervalMilliseconds
         self.heartbeatLiveness = heartbeatLiveness
     }
@@ -30,6 +33,11 @@ public struct CoordinatorConfiguration: Sendable {
     func endpoint(_ port: UInt16) -> String {
         let host = bindHost.contains(":") ? "[\(bindHost)]" : bindHost
         return "tcp://\(host):\(port)"
+    }
+
+    /// The bind address as a client would write it (`*` means this machine's every address).
+    public var displayHost: String {
+        bindHost == "*" || bindHost == "0.0.0.0" ? "localhost" : (bindHost.contains(":") ? "[\(bindHost)]" : bindHost)
     }
 
     public var databasePath: String { dataDirectory + "/fleet.sqlite" }

@@ -1,6 +1,7 @@
 import CZeroMQ
 import FleetBus
 import FleetCore
+import FleetHTTP
 import FleetProtocol
 import FleetStore
 import Foundation
@@ -30,7 +31,8 @@ public final class CoordinatorService: Service, Sendable {
         let telemetry = try bind("telemetry", configuration.telemetryPort) {
             try TelemetryPublisherSocket(context: context, bind: configuration.endpoint(configuration.telemetryPort))
         }
-        let events = FleetEvents(telemetry: telemetry)
+        let metrics = FleetMetrics()
+        let events = FleetEvents(telemetry: telemetry, metrics: metrics)
         let rejections = RejectionCounter(logger: logger) { endpoint, reason, peer in
             events.emit(Capfleet_V1_EventKind.inputRejected, message: "\(endpoint): \(reason.rawValue) from \(peer)")
         }
@@ -49,16 +51,19 @@ public final class CoordinatorService: Service, Sendable {
                                      events: events, rejections: rejections, coordinatorID: coordinatorID, logger: logger)
         let leases = LeaseKeeper(store: store, events: events, logger: logger)
         try await leases.load()
-        let reporter = TelemetryReporter(store: store, ingest: ingest, control: control, telemetry: telemetry, logger: logger)
+        let reporter = TelemetryReporter(store: store, ingest: ingest, control: control, telemetry: telemetry, metrics: metrics,
+                                         rejections: rejections, logger: logger)
+        let metricsServer = try configuration.metricsPort.map { port in try serveMetrics(metrics, port: port) }
         let operators = OperatorHandler(store: store, endpoint: operatorEndpoint, ingest: ingest, control: control,
                                         reporter: reporter, rejections: rejections, leases: leases, events: events, logger: logger)
 
         let endpoints = CoordinatorEndpoints(control: controlEndpoint.boundEndpoint, frameIngest: ingest.boundEndpoint,
                                              operator: operatorEndpoint.boundEndpoint, telemetry: telemetry.boundEndpoint,
-                                             database: configuration.databasePath)
+                                             database: configuration.databasePath,
+                                             metrics: metricsServer.map { "http://\(configuration.displayHost):\($0.port)/metrics" })
         logger.info("coordinator ready", metadata: [
             "control": "\(endpoints.control)", "ingest": "\(endpoints.frameIngest)", "operator": "\(endpoints.operator)",
-            "telemetry": "\(endpoints.telemetry)", "database": "\(endpoints.database)",
+            "telemetry": "\(endpoints.telemetry)", "database": "\(endpoints.database)", "metrics": "\(endpoints.metrics ?? "off")",
         ])
         onReady(endpoints)
 
@@ -85,6 +90,7 @@ public final class CoordinatorService: Service, Sendable {
             operatorEndpoint.stop()
         }
         ingest.stop()
+        metricsServer?.stop()
         do {
             try await reporter.flushCounters()
         } catch {
@@ -99,6 +105,26 @@ public final class CoordinatorService: Service, Sendable {
             return try make()
         } catch let error as ZMQError where error.errno == EADDRINUSE {
             throw CoordinatorError.portInUse(endpoint: what, port: port)
+        }
+    }
+
+    /// `/metrics` for Prometheus on a thread of its own; anything else is 404.
+    private func serveMetrics(_ metrics: FleetMetrics, port: UInt16) throws -> HTTPServer {
+        do {
+            return try HTTPServer(host: configuration.bindHost, port: port) { request in
+                guard request.method == "GET" || request.method == "HEAD" else {
+                    return HTTPResponse(status: 405, text: "only GET and HEAD are served here\n")
+                }
+                guard request.path == "/metrics" else {
+                    return HTTPResponse(status: 404, text: "CaptureFleet serves Prometheus metrics at /metrics\n")
+                }
+                return HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: metrics.exposition())
+            }
+        } catch {
+            if case let .cannotBind(_, _, code) = error, code == EADDRINUSE {
+                throw CoordinatorError.portInUse(endpoint: "metrics (HTTP)", port: port)
+            }
+            throw error
         }
     }
 
@@ -121,6 +147,8 @@ public struct CoordinatorEndpoints: Sendable {
     public let `operator`: String
     public let telemetry: String
     public let database: String
+    /// The Prometheus scrape URL, nil when the endpoint is off.
+    public let metrics: String?
 }
 
 public enum CoordinatorError: Error, CustomStringConvertible {

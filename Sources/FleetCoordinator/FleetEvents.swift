@@ -11,8 +11,11 @@ public final class FleetEvents: Sendable {
     private let recentEvents = Mutex<[Capfleet_V1_FleetEvent]>([])
     static let remembered = 1000
 
-    init(telemetry: TelemetryPublisherSocket) {
+    private let metrics: FleetMetrics?
+
+    init(telemetry: TelemetryPublisherSocket, metrics: FleetMetrics? = nil) {
         self.telemetry = telemetry
+        self.metrics = metrics
     }
 
     func emit(_ kind: Capfleet_V1_EventKind, nodeID: String = "", deviceID: String = "", message: String) {
@@ -27,6 +30,7 @@ public final class FleetEvents: Sendable {
             if events.count >= Self.remembered { events.removeFirst(events.count - Self.remembered + 1) }
             events.append(event)
         }
+        metrics?.countEvent(kind)
         guard let payload: [UInt8] = try? event.serializedBytes() else { return }
         telemetry.publish(topic: TelemetryTopic.event(kind), payload: payload)
     }

@@ -14,6 +14,8 @@ actor TelemetryReporter {
     private let ingest: FrameIngest
     private let control: ControlHandler
     private let telemetry: TelemetryPublisherSocket
+    private let metrics: FleetMetrics
+    private let rejections: RejectionCounter
     private let logger: Logger
     private var meters: [String: ThroughputMeter] = [:]
     private var publishedDrops: [String: DropTally] = [:]
@@ -23,7 +25,10 @@ actor TelemetryReporter {
     private(set) var pressureReports: [Capfleet_V1_PressureReport] = []
     private var ticks = 0
 
-    init(store: FleetDatabase, ingest: FrameIngest, control: ControlHandler, telemetry: TelemetryPublisherSocket, logger: Logger) {
+    init(store: FleetDatabase, ingest: FrameIngest, control: ControlHandler, telemetry: TelemetryPublisherSocket,
+         metrics: FleetMetrics, rejections: RejectionCounter, logger: Logger) {
+        self.metrics = metrics
+        self.rejections = rejections
         self.store = store
         self.ingest = ingest
         self.control = control
@@ -111,6 +116,9 @@ actor TelemetryReporter {
                 publish(TelemetryTopic.node(node.id), status)
             }
             self.nodeStatuses = nodeStatuses
+            metrics.record(devices: statuses)
+            metrics.record(nodes: nodeStatuses)
+            metrics.record(rejections: rejections.counts)
             pressureReports = reports
             if ticks % 2 == 0 { try await flushCounters(snapshot) }
             let onlineIDs = online.filter(\.value).map(\.key)

@@ -4,6 +4,8 @@ public enum WireDefaults {
     public static let frameIngestPort: UInt16 = 7601
     public static let operatorPort: UInt16 = 7602
     public static let telemetryPort: UInt16 = 7603
+    /// The coordinator's Prometheus endpoint (HTTP, `/metrics`).
+    public static let metricsPort: UInt16 = 7604
 
     public static let protocolMajor: Capfleet_V1_ProtocolVersion = .current
     public static let protocolMinor: UInt32 = 0

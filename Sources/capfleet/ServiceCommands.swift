@@ -29,7 +29,7 @@ struct CoordinatorCommand: AsyncParsableCommand {
 
 /// The coordinator's settings: defaults, then the file, then CAPFLEET_* variables, then flags.
 enum CoordinatorSettings {
-    static let keys = ["data_dir", "bind", "control_port", "ingest_port", "operator_port", "telemetry_port",
+    static let keys = ["data_dir", "bind", "control_port", "ingest_port", "operator_port", "telemetry_port", "metrics_port",
                        "heartbeat_interval_ms", "heartbeat_liveness"]
 
     static func load(file: String?, dataOverride: String?) throws -> CoordinatorConfiguration {
@@ -47,6 +47,11 @@ enum CoordinatorSettings {
         configuration.frameIngestPort = try settings.integer("ingest_port", environment: env) ?? configuration.frameIngestPort
         configuration.operatorPort = try settings.integer("operator_port", environment: env) ?? configuration.operatorPort
         configuration.telemetryPort = try settings.integer("telemetry_port", environment: env) ?? configuration.telemetryPort
+        if settings.value("metrics_port", environment: env) == "off" {
+            configuration.metricsPort = nil
+        } else if let port: UInt16 = try settings.integer("metrics_port", environment: env) {
+            configuration.metricsPort = port
+        }
         configuration.heartbeatIntervalMilliseconds = try settings.integer("heartbeat_interval_ms", environment: env) ?? configuration.heartbeatIntervalMilliseconds
         configuration.heartbeatLiveness = try settings.integer("heartbeat_liveness", environment: env) ?? configuration.heartbeatLiveness
         return configuration
@@ -157,6 +162,7 @@ struct DevCommand: AsyncParsableCommand {
                       fleet database  \(endpoints.database)
                       operator        \(endpoints.operator)   (capfleet nodes | devices | formats DEVICE | watch)
                       telemetry       \(endpoints.telemetry)   (python3 proto-docs/examples/telemetry_subscriber.py)
+                      metrics         \(endpoints.metrics ?? "off")   (Prometheus scrape URL)
                       agents connect  \(endpoints.control)
                     In another terminal: capfleet watch
                     Stop with Ctrl-C.

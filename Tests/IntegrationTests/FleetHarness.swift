@@ -63,6 +63,7 @@ final class FleetHarness: @unchecked Sendable {
     let ingestPort: UInt16
     let operatorPort: UInt16
     let telemetryPort: UInt16
+    let metricsPort: UInt16
     private(set) var processes: [FleetProcess] = []
 
     init() throws {
@@ -71,8 +72,8 @@ final class FleetHarness: @unchecked Sendable {
         }
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-test-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let ports = try Self.freePorts(4)
-        (controlPort, ingestPort, operatorPort, telemetryPort) = (ports[0], ports[1], ports[2], ports[3])
+        let ports = try Self.freePorts(5)
+        (controlPort, ingestPort, operatorPort, telemetryPort, metricsPort) = (ports[0], ports[1], ports[2], ports[3], ports[4])
     }
 
     deinit {
@@ -83,6 +84,7 @@ final class FleetHarness: @unchecked Sendable {
     var coordinatorEnvironment: [String: String] {
         ["CAPFLEET_CONTROL_PORT": "\(controlPort)", "CAPFLEET_INGEST_PORT": "\(ingestPort)",
          "CAPFLEET_OPERATOR_PORT": "\(operatorPort)", "CAPFLEET_TELEMETRY_PORT": "\(telemetryPort)",
+         "CAPFLEET_METRICS_PORT": "\(metricsPort)",
          "CAPFLEET_BIND": "127.0.0.1"]
     }
 

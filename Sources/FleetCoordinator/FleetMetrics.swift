@@ -1,0 +1,143 @@
+import FleetCore
+import FleetProtocol
+import Prometheus
+import Synchronization
+
+/// The fleet in Prometheus' terms. Counters follow the coordinator's cumulative counts
+/// (frames, bytes, drops by reason), so `rate()` works and a scrape never sees one go down;
+/// gauges hold the latest status. Updated once a second by the telemetry reporter,
+/// read by the `/metrics` endpoint's thread.
+public final class FleetMetrics: Sendable {
+    public let registry = PrometheusCollectorRegistry()
+    /// Last cumulative value pushed into each counter, by counter name and labels.
+    private let pushed = Mutex<[String: UInt64]>([:])
+    /// Pressure gauges present per node, removed while the node is offline (a stale level
+    /// would look current).
+    private let pressureGauges = Mutex<[String: [(factor: String?, gauge: Gauge)]]>([:])
+
+    public init() {}
+
+    // MetricNameDescriptor holds only `let` strings but is not marked Sendable upstream.
+    static func descriptor(_ name: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "capfleet", metricName: name, unitName: unit, helpText: help)
+    }
+
+    nonisolated(unsafe) static let framesReceived = descriptor("frames_received", "total", "Frames the coordinator accepted from the device.")
+    nonisolated(unsafe) static let bytesReceived = descriptor("bytes_received", "total", "Payload bytes the coordinator accepted from the device.")
+    nonisolated(unsafe) static let framesDropped = descriptor("frames_dropped", "total",
+                                          "Frames lost, by reason: late (send queue full), out_of_buffers (no free capture buffer), discontinuity (sequence gap).")
+    nonisolated(unsafe) static let framesPerSecond = descriptor("device_frames_per_second", "", "Frames per second received over the last second.")
+    nonisolated(unsafe) static let deviceStreaming = descriptor("device_streaming", "", "1 while the device streams frames to the coordinator.")
+    nonisolated(unsafe) static let deviceInterrupted = descriptor("device_interrupted", "", "1 while the device is interrupted (unplugged, in use, pressure shutdown, driver error).")
+    nonisolated(unsafe) static let deviceFrameRate = descriptor("device_active_frame_rate", "", "The device's active (maximum) frame rate.")
+    nonisolated(unsafe) static let nodeUp = descriptor("node_up", "", "1 while the node's agent is connected and heartbeating.")
+    nonisolated(unsafe) static let sendQueueDepth = descriptor("node_send_queue_depth", "", "Frames waiting in the agent's send queue.")
+    nonisolated(unsafe) static let sendQueueCapacity = descriptor("node_send_queue_capacity", "", "Capacity of the agent's send queue.")
+    nonisolated(unsafe) static let pressureLevel = descriptor("node_pressure_level", "",
+                                          "Pressure level: 0 nominal, 1 fair, 2 serious, 3 critical, 4 shutdown. Absent while the node is offline.")
+    nonisolated(unsafe) static let pressureFactor = descriptor("node_pressure_factor_level", "",
+                                           "Level a contributing factor reached (same scale as capfleet_node_pressure_level).")
+    nonisolated(unsafe) static let events = descriptor("events", "total", "Fleet events published, by kind.")
+    nonisolated(unsafe) static let rejected = descriptor("rejected_messages", "total", "Malformed or unknown input refused, by endpoint and reason.")
+    nonisolated(unsafe) static let alerts = descriptor("alerts", "total", "Alerts raised, by alert and outcome (delivered, throttled, failed, published).")
+
+    /// The Prometheus level scale: 0 nominal … 4 shutdown, nil when not reported.
+    static func levelValue(_ level: Capfleet_V1_PressureLevel) -> Double? {
+        switch level {
+        case .nominal: 0
+        case .fair: 1
+        case .serious: 2
+        case .critical: 3
+        case .shutdown: 4
+        default: nil
+        }
+    }
+
+    /// Raises a counter to `value` (a cumulative count); a smaller value leaves it alone.
+    private func advance(_ descriptor: MetricNameDescriptor, _ labels: [(String, String)], to value: UInt64) {
+        let counter = registry.makeCounter(descriptor: descriptor, labels: labels)
+        let key = descriptor.name + "|" + labels.map { "\($0.0)=\($0.1)" }.joined(separator: ",")
+        let delta: UInt64 = pushed.withLock { table in
+            let previous = table[key] ?? 0
+            guard value > previous else { return 0 }
+            table[key] = value
+            return value - previous
+        }
+        if delta > 0 { counter.increment(by: Int64(clamping: delta)) }
+    }
+
+    func record(devices: [Capfleet_V1_DeviceStatus]) {
+        for status in devices {
+            let labels = [("device", status.deviceID), ("node", status.nodeID)]
+            // Make the counters exist from the first scrape, at zero.
+            _ = registry.makeCounter(descriptor: Self.framesReceived, labels: labels)
+            advance(Self.framesReceived, labels, to: status.framesReceived)
+            advance(Self.bytesReceived, labels, to: status.bytesReceived)
+            for (reason, count) in [("late", status.drops.late), ("out_of_buffers", status.drops.outOfBuffers),
+                                    ("discontinuity", status.drops.discontinuity)] {
+                _ = registry.makeCounter(descriptor: Self.framesDropped, labels: labels + [("reason", reason)])
+                advance(Self.framesDropped, labels + [("reason", reason)], to: count)
+            }
+            registry.makeGauge(descriptor: Self.framesPerSecond, labels: labels).set(status.framesPerSecond)
+            registry.makeGauge(descriptor: Self.deviceStreaming, labels: labels).set(to: status.streaming ? 1 : 0)
+            registry.makeGauge(descriptor: Self.deviceInterrupted, labels: labels)
+                .set(to: status.interruption.reason == .none ? 0 : 1)
+            if status.activeFrameRate > 0 {
+                registry.makeGauge(descriptor: Self.deviceFrameRate, labels: labels).set(status.activeFrameRate)
+            }
+        }
+    }
+
+    func record(nodes: [Capfleet_V1_NodeStatus]) {
+        for node in nodes {
+            let labels = [("node", node.nodeID), ("name", node.name)]
+            registry.makeGauge(descriptor: Self.nodeUp, labels: labels).set(to: node.online ? 1 : 0)
+            registry.makeGauge(descriptor: Self.sendQueueDepth, labels: [("node", node.nodeID)]).set(Double(node.sendQueueDepth))
+            registry.makeGauge(descriptor: Self.sendQueueCapacity, labels: [("node", node.nodeID)]).set(Double(node.sendQueueCapacity))
+            recordPressure(node)
+        }
+    }
+
+    private func recordPressure(_ node: Capfleet_V1_NodeStatus) {
+        var wanted: [(factor: String?, value: Double)] = []
+        if node.online, let level = Self.levelValue(node.pressureLevel) {
+            wanted.append((nil, level))
+            var reported: [String: Double] = [:]
+            for factor in node.pressureFactors { reported[factor.factor] = Self.levelValue(factor.level) }
+            // A factor back at nominal reads 0 rather than vanishing, so graphs fall to zero.
+            let known = pressureGauges.withLock { ($0[node.nodeID] ?? []).compactMap(\.factor) }
+            for factor in Set(known).union(reported.keys).sorted() {
+                wanted.append((factor, reported[factor] ?? 0))
+            }
+        }
+        let gauges = wanted.map { entry in
+            let gauge = entry.factor.map { registry.makeGauge(descriptor: Self.pressureFactor, labels: [("node", node.nodeID), ("factor", $0)]) }
+                ?? registry.makeGauge(descriptor: Self.pressureLevel, labels: [("node", node.nodeID)])
+            gauge.set(entry.value)
+            return (entry.factor, gauge)
+        }
+        let stale = pressureGauges.withLock { table in
+            let previous = table[node.nodeID] ?? []
+            table[node.nodeID] = gauges
+            return previous.filter { old in !gauges.contains { $0.1 === old.gauge } }
+        }
+        for entry in stale { registry.unregisterGauge(entry.gauge) }
+    }
+
+    func countEvent(_ kind: Capfleet_V1_EventKind) {
+        registry.makeCounter(descriptor: Self.events, labels: [("kind", kind.topicSuffix)]).increment()
+    }
+
+    func countAlert(_ alert: String, outcome: String) {
+        registry.makeCounter(descriptor: Self.alerts, labels: [("alert", alert), ("outcome", outcome)]).increment()
+    }
+
+    func record(rejections: [(endpoint: String, reason: String, count: UInt64)]) {
+        for entry in rejections {
+            advance(Self.rejected, [("endpoint", entry.endpoint), ("reason", entry.reason)], to: entry.count)
+        }
+    }
+
+    /// The text exposition format (version 0.0.4).
+    public func exposition() -> [UInt8] { registry.emitToBuffer() }
+}
