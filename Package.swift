@@ -64,7 +64,7 @@ let package = Package(
             .product(name: "SwiftProtobuf", package: "swift-protobuf"),
         ]),
         .executableTarget(name: "capfleet", dependencies: [
-            "FleetAgent", "FleetCoordinator", "FleetClient", "FleetBus", "FleetCapture", "FleetCore", "FleetProtocol",
+            "FleetAgent", "FleetCoordinator", "FleetClient", "FleetBus", "FleetCapture", "FleetCore", "FleetHTTP", "FleetProtocol",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -81,7 +81,7 @@ let package = Package(
         .testTarget(name: "FleetHTTPTests", dependencies: ["FleetHTTP"]),
         // Runs the built `capfleet` binary: `swift build` first.
         .testTarget(name: "IntegrationTests", dependencies: [
-            "FleetProtocol", "FleetCore", "FleetBus", "CZeroMQ",
+            "FleetProtocol", "FleetCore", "FleetBus", "FleetHTTP", "CZeroMQ",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
     ],

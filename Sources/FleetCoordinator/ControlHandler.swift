@@ -22,6 +22,7 @@ actor ControlHandler {
     private let endpoint: RouterEndpoint
     private let ingest: FrameIngest
     private let events: FleetEvents
+    private let alerts: AlertCenter
     private let rejections: RejectionCounter
     private let logger: Logger
     private let coordinatorID: String
@@ -32,7 +33,8 @@ actor ControlHandler {
     private var commandTargets: [UInt64: (nodeID: String, deviceID: String)] = [:]
 
     init(configuration: CoordinatorConfiguration, store: FleetDatabase, endpoint: RouterEndpoint, ingest: FrameIngest,
-         events: FleetEvents, rejections: RejectionCounter, coordinatorID: String, logger: Logger) {
+         events: FleetEvents, alerts: AlertCenter, rejections: RejectionCounter, coordinatorID: String, logger: Logger) {
+        self.alerts = alerts
         self.configuration = configuration
         self.store = store
         self.endpoint = endpoint
@@ -185,6 +187,7 @@ actor ControlHandler {
         }
         logger.notice("device event", metadata: ["node.id": "\(nodeID)", "device.id": "\(event.deviceID)", "event": "\(action)", "detail": "\(detail)"])
         events.emit(kind, nodeID: nodeID, deviceID: event.deviceID, message: detail)
+        if kind == .deviceInterrupted { alerts.deviceInterrupted(event.deviceID, nodeID: nodeID, message: "interrupted: \(detail)") }
         do {
             try await store.appendAudit(AuditEntry(at: Date().unixMilliseconds, actor: "agent:\(nodeID)", action: action,
                                                    target: event.deviceID, outcome: "ok", detail: detail))
@@ -202,6 +205,9 @@ actor ControlHandler {
         logger.notice("pressure level changed", metadata: ["node.id": "\(report.nodeID)", "pressure": "\(detail)"])
         events.publishPressure(report)
         events.emit(.pressureLevelChanged, nodeID: report.nodeID, message: detail)
+        if let level = PressureLevel(wire: report.level) {
+            alerts.pressureChanged(nodeID: report.nodeID, from: PressureLevel(wire: report.previousLevel), to: level, detail: detail)
+        }
         do {
             try await store.appendAudit(AuditEntry(at: Date().unixMilliseconds, actor: "agent:\(report.nodeID)", action: "pressure.level",
                                                    target: report.nodeID, outcome: "ok", detail: detail))
@@ -245,7 +251,9 @@ actor ControlHandler {
             } catch {
                 logger.error("cannot record node offline", metadata: ["node.id": "\(nodeID)", "error": "\(error)"])
             }
-            events.emit(.nodeOffline, nodeID: nodeID, message: "node \(nodeID) missed \(configuration.heartbeatLiveness) heartbeats")
+            let message = "node \(nodeID) missed \(configuration.heartbeatLiveness) heartbeats"
+            events.emit(.nodeOffline, nodeID: nodeID, message: message)
+            alerts.nodeOffline(nodeID, message: message)
         }
     }
 

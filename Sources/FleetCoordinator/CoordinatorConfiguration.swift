@@ -13,6 +13,7 @@ public struct CoordinatorConfiguration: Sendable {
     public var metricsPort: UInt16?
     public var heartbeatIntervalMilliseconds: UInt32
     public var heartbeatLiveness: UInt32
+    public var alerts = AlertConfiguration()
 
     public init(dataDirectory: String, bindHost: String = "*", controlPort: UInt16 = WireDefaults.controlPort,
                 frameIngestPort: UInt16 = WireDefaults.frameIngestPort, operatorPort: UInt16 = WireDefaults.operatorPort,

@@ -47,12 +47,14 @@ public final class CoordinatorService: Service, Sendable {
             try RouterEndpoint(name: "operator", context: context, bind: configuration.endpoint(configuration.operatorPort),
                                maxMessageBytes: 1024 * 1024)
         }
+        let alerts = AlertCenter(configuration: configuration.alerts, events: events, metrics: metrics,
+                                 coordinatorID: coordinatorID, logger: logger)
         let control = ControlHandler(configuration: configuration, store: store, endpoint: controlEndpoint, ingest: ingest,
-                                     events: events, rejections: rejections, coordinatorID: coordinatorID, logger: logger)
+                                     events: events, alerts: alerts, rejections: rejections, coordinatorID: coordinatorID, logger: logger)
         let leases = LeaseKeeper(store: store, events: events, logger: logger)
         try await leases.load()
         let reporter = TelemetryReporter(store: store, ingest: ingest, control: control, telemetry: telemetry, metrics: metrics,
-                                         rejections: rejections, logger: logger)
+                                         rejections: rejections, alerts: alerts, logger: logger)
         let metricsServer = try configuration.metricsPort.map { port in try serveMetrics(metrics, port: port) }
         let operators = OperatorHandler(store: store, endpoint: operatorEndpoint, ingest: ingest, control: control,
                                         reporter: reporter, rejections: rejections, leases: leases, events: events, logger: logger)
@@ -91,6 +93,7 @@ public final class CoordinatorService: Service, Sendable {
         }
         ingest.stop()
         metricsServer?.stop()
+        alerts.stop()
         do {
             try await reporter.flushCounters()
         } catch {

@@ -18,21 +18,27 @@ public final class FleetEvents: Sendable {
         self.metrics = metrics
     }
 
-    func emit(_ kind: Capfleet_V1_EventKind, nodeID: String = "", deviceID: String = "", message: String) {
+    @discardableResult
+    func emit(_ kind: Capfleet_V1_EventKind, nodeID: String = "", deviceID: String = "", message: String,
+              alert: Capfleet_V1_AlertKind = .unspecified, suppressed: UInt32 = 0) -> Capfleet_V1_FleetEvent {
         let event = Capfleet_V1_FleetEvent.with {
             $0.kind = kind
             $0.unixMs = Date().unixMilliseconds
             $0.nodeID = nodeID
             $0.deviceID = deviceID
             $0.message = message
+            $0.alert = alert
+            $0.suppressed = suppressed
         }
         recentEvents.withLock { events in
             if events.count >= Self.remembered { events.removeFirst(events.count - Self.remembered + 1) }
             events.append(event)
         }
         metrics?.countEvent(kind)
-        guard let payload: [UInt8] = try? event.serializedBytes() else { return }
-        telemetry.publish(topic: TelemetryTopic.event(kind), payload: payload)
+        if let payload: [UInt8] = try? event.serializedBytes() {
+            telemetry.publish(topic: TelemetryTopic.event(kind), payload: payload)
+        }
+        return event
     }
 
     /// The last `limit` events, oldest first.

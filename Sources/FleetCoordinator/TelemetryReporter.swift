@@ -16,6 +16,7 @@ actor TelemetryReporter {
     private let telemetry: TelemetryPublisherSocket
     private let metrics: FleetMetrics
     private let rejections: RejectionCounter
+    private let alerts: AlertCenter
     private let logger: Logger
     private var meters: [String: ThroughputMeter] = [:]
     private var publishedDrops: [String: DropTally] = [:]
@@ -26,7 +27,8 @@ actor TelemetryReporter {
     private var ticks = 0
 
     init(store: FleetDatabase, ingest: FrameIngest, control: ControlHandler, telemetry: TelemetryPublisherSocket,
-         metrics: FleetMetrics, rejections: RejectionCounter, logger: Logger) {
+         metrics: FleetMetrics, rejections: RejectionCounter, alerts: AlertCenter, logger: Logger) {
+        self.alerts = alerts
         self.metrics = metrics
         self.rejections = rejections
         self.store = store
@@ -77,6 +79,10 @@ actor TelemetryReporter {
                     }
                 }
                 statuses.append(status)
+                if status.online {
+                    alerts.deviceCounters(device.id, nodeID: device.nodeId, frames: status.framesReceived,
+                                          drops: DropTally(wire: status.drops).total, at: now)
+                }
                 publish(TelemetryTopic.device(device.id), status)
                 let drops = DropTally(wire: status.drops)
                 if publishedDrops[device.id] != drops {

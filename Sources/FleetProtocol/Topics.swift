@@ -28,6 +28,20 @@ extension Capfleet_V1_EventKind {
         case .policyActed: "policy_acted"
         case .leaseReleased: "lease_released"
         case .pressureLevelChanged: "pressure_level_changed"
+        case .alert: "alert"
+        case .unspecified, .UNRECOGNIZED: "unspecified"
+        }
+    }
+}
+
+extension Capfleet_V1_AlertKind {
+    /// Lower-case name used in metrics, hand-offs and listings, e.g. `node_offline`.
+    public var name: String {
+        switch self {
+        case .nodeOffline: "node_offline"
+        case .deviceInterrupted: "device_interrupted"
+        case .pressure: "pressure"
+        case .drops: "drops"
         case .unspecified, .UNRECOGNIZED: "unspecified"
         }
     }

@@ -61,11 +61,17 @@ struct EventsCommand: ParsableCommand {
             struct View: Encodable {
                 var unixMs: Int64
                 var kind, nodeId, deviceId, message: String
+                /// Alerts only: the rule that fired and how many like it were held back.
+                var alert: String?
+                var suppressed: UInt32?
             }
+            let isAlert = event.kind == .alert
             return FleetTables.jsonLine(View(unixMs: event.unixMs, kind: event.kind.topicSuffix, nodeId: event.nodeID,
-                                             deviceId: event.deviceID, message: event.message))
+                                             deviceId: event.deviceID, message: event.message,
+                                             alert: isAlert ? event.alert.name : nil, suppressed: isAlert ? event.suppressed : nil))
         }
         let subject = [event.nodeID, event.deviceID].filter { !$0.isEmpty }.joined(separator: " ")
-        return "\(FleetTables.clock(event.unixMs))  \(event.kind.topicSuffix.padding(toLength: 22, withPad: " ", startingAt: 0))  \(subject)  \(event.message)"
+        let kind = event.kind == .alert ? "alert:" + event.alert.name : event.kind.topicSuffix
+        return "\(FleetTables.clock(event.unixMs))  \(kind.padding(toLength: 22, withPad: " ", startingAt: 0))  \(subject)  \(event.message)"
     }
 }

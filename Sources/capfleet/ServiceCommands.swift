@@ -4,6 +4,7 @@ import FleetCapture
 import FleetClient
 import FleetCoordinator
 import FleetCore
+import FleetHTTP
 import FleetProtocol
 import Foundation
 import Logging
@@ -30,7 +31,9 @@ struct CoordinatorCommand: AsyncParsableCommand {
 /// The coordinator's settings: defaults, then the file, then CAPFLEET_* variables, then flags.
 enum CoordinatorSettings {
     static let keys = ["data_dir", "bind", "control_port", "ingest_port", "operator_port", "telemetry_port", "metrics_port",
-                       "heartbeat_interval_ms", "heartbeat_liveness"]
+                       "heartbeat_interval_ms", "heartbeat_liveness",
+                       "alert_command", "alert_webhook", "alert_interval_s", "alert_burst", "alert_pressure_level",
+                       "alert_drop_share", "alert_drop_window_s", "alert_command_timeout_s"]
 
     static func load(file: String?, dataOverride: String?) throws -> CoordinatorConfiguration {
         var settings = SettingsFile()
@@ -54,7 +57,40 @@ enum CoordinatorSettings {
         }
         configuration.heartbeatIntervalMilliseconds = try settings.integer("heartbeat_interval_ms", environment: env) ?? configuration.heartbeatIntervalMilliseconds
         configuration.heartbeatLiveness = try settings.integer("heartbeat_liveness", environment: env) ?? configuration.heartbeatLiveness
+        configuration.alerts = try alerts(settings, env)
         return configuration
+    }
+
+    static func alerts(_ settings: SettingsFile, _ env: [String: String]) throws -> AlertConfiguration {
+        var alerts = AlertConfiguration()
+        if let command = settings.value("alert_command", environment: env), !command.isEmpty { alerts.command = command }
+        if let text = settings.value("alert_webhook", environment: env), !text.isEmpty {
+            do {
+                let url = try LocalWebhookURL(text)
+                alerts.webhook = url
+            } catch {
+                throw CLIFailure("alert_webhook: \(error)")
+            }
+        }
+        alerts.intervalSeconds = try settings.integer("alert_interval_s", environment: env) ?? alerts.intervalSeconds
+        alerts.burst = try settings.integer("alert_burst", environment: env) ?? alerts.burst
+        guard alerts.burst >= 1 else { throw CLIFailure("alert_burst must be at least 1") }
+        alerts.dropWindowSeconds = try settings.integer("alert_drop_window_s", environment: env) ?? alerts.dropWindowSeconds
+        guard alerts.dropWindowSeconds >= 1 else { throw CLIFailure("alert_drop_window_s must be at least 1") }
+        alerts.commandTimeoutSeconds = try settings.integer("alert_command_timeout_s", environment: env) ?? alerts.commandTimeoutSeconds
+        if let text = settings.value("alert_pressure_level", environment: env) {
+            guard let level = PressureLevel(name: text), level > .nominal else {
+                throw CLIFailure("alert_pressure_level \(text): write fair, serious, critical or shutdown")
+            }
+            alerts.pressureLevel = level
+        }
+        if let text = settings.value("alert_drop_share", environment: env) {
+            guard let share = Double(text), share > 0, share <= 1 else {
+                throw CLIFailure("alert_drop_share \(text): write a fraction above 0 and at most 1, e.g. 0.05 for 5 %")
+            }
+            alerts.dropShare = share
+        }
+        return alerts
     }
 }
 

@@ -35,6 +35,9 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
   case policyActed // = 8
   case leaseReleased // = 9
   case pressureLevelChanged // = 10
+
+  /// an alert rule fired; see `alert`
+  case alert // = 11
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -54,6 +57,7 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
     case 8: self = .policyActed
     case 9: self = .leaseReleased
     case 10: self = .pressureLevelChanged
+    case 11: self = .alert
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -71,6 +75,7 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
     case .policyActed: return 8
     case .leaseReleased: return 9
     case .pressureLevelChanged: return 10
+    case .alert: return 11
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -88,6 +93,64 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
     .policyActed,
     .leaseReleased,
     .pressureLevelChanged,
+    .alert,
+  ]
+
+}
+
+/// What an alert is about (telemetry.md, "Alerts").
+public nonisolated enum Capfleet_V1_AlertKind: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+
+  /// not an alert
+  case unspecified // = 0
+
+  /// a node missed its heartbeats
+  case nodeOffline // = 1
+
+  /// a device stopped delivering (unplugged, in use, pressure shutdown, driver error)
+  case deviceInterrupted // = 2
+
+  /// a node's pressure level rose to the alert level (default serious) or above
+  case pressure // = 3
+
+  /// a device lost more than the alert share of its frames over the alert window
+  case drops // = 4
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .nodeOffline
+    case 2: self = .deviceInterrupted
+    case 3: self = .pressure
+    case 4: self = .drops
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .nodeOffline: return 1
+    case .deviceInterrupted: return 2
+    case .pressure: return 3
+    case .drops: return 4
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Capfleet_V1_AlertKind] = [
+    .unspecified,
+    .nodeOffline,
+    .deviceInterrupted,
+    .pressure,
+    .drops,
   ]
 
 }
@@ -289,6 +352,12 @@ public nonisolated struct Capfleet_V1_FleetEvent: Sendable {
 
   public var message: String = String()
 
+  /// with EVENT_KIND_ALERT: which rule fired
+  public var alert: Capfleet_V1_AlertKind = .unspecified
+
+  /// with EVENT_KIND_ALERT: alerts of the same rule and subject held back by rate limiting since the last one handed on
+  public var suppressed: UInt32 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -299,7 +368,11 @@ public nonisolated struct Capfleet_V1_FleetEvent: Sendable {
 fileprivate nonisolated let _protobuf_package = "capfleet.v1"
 
 nonisolated extension Capfleet_V1_EventKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}EVENT_KIND_NODE_ONLINE\0\u{1}EVENT_KIND_NODE_OFFLINE\0\u{1}EVENT_KIND_NODE_REGISTERED\0\u{1}EVENT_KIND_DEVICE_ADDED\0\u{1}EVENT_KIND_INPUT_REJECTED\0\u{1}EVENT_KIND_DEVICE_INTERRUPTED\0\u{1}EVENT_KIND_DEVICE_RESUMED\0\u{1}EVENT_KIND_POLICY_ACTED\0\u{1}EVENT_KIND_LEASE_RELEASED\0\u{1}EVENT_KIND_PRESSURE_LEVEL_CHANGED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}EVENT_KIND_NODE_ONLINE\0\u{1}EVENT_KIND_NODE_OFFLINE\0\u{1}EVENT_KIND_NODE_REGISTERED\0\u{1}EVENT_KIND_DEVICE_ADDED\0\u{1}EVENT_KIND_INPUT_REJECTED\0\u{1}EVENT_KIND_DEVICE_INTERRUPTED\0\u{1}EVENT_KIND_DEVICE_RESUMED\0\u{1}EVENT_KIND_POLICY_ACTED\0\u{1}EVENT_KIND_LEASE_RELEASED\0\u{1}EVENT_KIND_PRESSURE_LEVEL_CHANGED\0\u{1}EVENT_KIND_ALERT\0")
+}
+
+nonisolated extension Capfleet_V1_AlertKind: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ALERT_KIND_UNSPECIFIED\0\u{1}ALERT_KIND_NODE_OFFLINE\0\u{1}ALERT_KIND_DEVICE_INTERRUPTED\0\u{1}ALERT_KIND_PRESSURE\0\u{1}ALERT_KIND_DROPS\0")
 }
 
 nonisolated extension Capfleet_V1_NodeStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -612,7 +685,7 @@ nonisolated extension Capfleet_V1_DropsReport: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Capfleet_V1_FleetEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".FleetEvent"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}kind\0\u{3}unix_ms\0\u{3}node_id\0\u{3}device_id\0\u{1}message\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}kind\0\u{3}unix_ms\0\u{3}node_id\0\u{3}device_id\0\u{1}message\0\u{1}alert\0\u{1}suppressed\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -625,6 +698,8 @@ nonisolated extension Capfleet_V1_FleetEvent: SwiftProtobuf.Message, SwiftProtob
       case 3: try { try decoder.decodeSingularStringField(value: &self.nodeID) }()
       case 4: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
       case 5: try { try decoder.decodeSingularStringField(value: &self.message) }()
+      case 6: try { try decoder.decodeSingularEnumField(value: &self.alert) }()
+      case 7: try { try decoder.decodeSingularUInt32Field(value: &self.suppressed) }()
       default: break
       }
     }
@@ -646,6 +721,12 @@ nonisolated extension Capfleet_V1_FleetEvent: SwiftProtobuf.Message, SwiftProtob
     if !self.message.isEmpty {
       try visitor.visitSingularStringField(value: self.message, fieldNumber: 5)
     }
+    if self.alert != .unspecified {
+      try visitor.visitSingularEnumField(value: self.alert, fieldNumber: 6)
+    }
+    if self.suppressed != 0 {
+      try visitor.visitSingularUInt32Field(value: self.suppressed, fieldNumber: 7)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -655,6 +736,8 @@ nonisolated extension Capfleet_V1_FleetEvent: SwiftProtobuf.Message, SwiftProtob
     if lhs.nodeID != rhs.nodeID {return false}
     if lhs.deviceID != rhs.deviceID {return false}
     if lhs.message != rhs.message {return false}
+    if lhs.alert != rhs.alert {return false}
+    if lhs.suppressed != rhs.suppressed {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -1,0 +1,167 @@
+import FleetHTTP
+import Foundation
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension IntegrationTests {
+    /// Alerts from a real coordinator and agent, handed to a webhook receiver in this test
+    /// and to a shell command, with rate limiting.
+    @Suite struct AlertsTests {
+        /// Alerts the webhook received, decoded.
+        final class Receiver: Sendable {
+            final class Inbox: Sendable { let bodies = Mutex<[[UInt8]]>([]) }
+            let inbox = Inbox()
+            let server: HTTPServer
+
+            init() throws {
+                let inbox = self.inbox
+                server = try HTTPServer(host: "127.0.0.1", port: 0) { request in
+                    guard request.method == "POST", request.path == "/capfleet",
+                          (try? JSONSerialization.jsonObject(with: Data(request.body))) is [String: Any] else {
+                        return HTTPResponse(status: 400, text: "expected a JSON alert\n")
+                    }
+                    inbox.bodies.withLock { $0.append(request.body) }
+                    return HTTPResponse(status: 204, body: [])
+                }
+            }
+
+            var received: [[String: Any]] {
+                inbox.bodies.withLock { $0 }.compactMap { try? JSONSerialization.jsonObject(with: Data($0)) as? [String: Any] }
+            }
+            func named(_ alert: String) -> [[String: Any]] { received.filter { $0["alert"] as? String == alert } }
+        }
+
+        /// `capfleet events --json` prints one JSON object per line.
+        static func events(_ fleet: FleetHarness) throws -> [[String: Any]] {
+            let result = try fleet.cli(["events", "--limit", "200", "--json"])
+            guard result.status == 0 else { throw HarnessError("capfleet events failed: \(result.error)") }
+            return result.output.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        }
+
+        @Test func alerts_arePublishedHandedToCommandAndWebhook_andRateLimited() async throws {
+            let fleet = try FleetHarness()
+            let receiver = try Receiver()
+            defer { receiver.server.stop() }
+            let commandLog = fleet.directory + "/alerts-from-command.jsonl"
+            try fleet.startCoordinator(environment: [
+                "CAPFLEET_ALERT_WEBHOOK": "http://127.0.0.1:\(receiver.server.port)/capfleet",
+                "CAPFLEET_ALERT_COMMAND": "cat >> '\(commandLog)'; echo \"$CAPFLEET_ALERT $CAPFLEET_ALERT_NODE\" >> '\(commandLog).env'",
+                "CAPFLEET_ALERT_INTERVAL_S": "6",
+                "CAPFLEET_ALERT_PRESSURE_LEVEL": "serious",
+            ])
+            let root = fleet.directory + "/host"
+            try FileManager.default.createDirectory(atPath: root + "/proc/pressure", withIntermediateDirectories: true)
+            func psi(_ file: String, _ percent: Double) throws {
+                try "some avg10=\(percent) avg60=0.00 avg300=0.00 total=1\n".write(toFile: root + "/proc/pressure/\(file).tmp", atomically: false, encoding: .utf8)
+                _ = rename(root + "/proc/pressure/\(file).tmp", root + "/proc/pressure/\(file)")
+            }
+            try psi("cpu", 0)
+            try psi("memory", 0)
+            let agent = try fleet.startAgent("paged", extra: ["--pressure-root", root, "--pressure-interval-ms", "200"])
+            try await fleet.waitUntil("the agent streams", seconds: 20) {
+                try fleet.deviceStats().values.contains { ($0["frames_received"] as? Int ?? 0) > 0 }
+            }
+            let node = try #require(try fleet.json(["nodes"]).first?["node_id"] as? String)
+            let device = try #require(try fleet.deviceStats().keys.first)
+
+            // Serious CPU pressure: one alert.
+            try psi("cpu", 50)
+            try await fleet.waitUntil("a pressure alert reaches the webhook", seconds: 10) { receiver.named("pressure").count == 1 }
+            let first = receiver.named("pressure")[0]
+            #expect(first["node_id"] as? String == node)
+            #expect((first["message"] as? String)?.contains("nominal → serious") == true, "\(first)")
+            #expect(first["suppressed"] as? Int == 0)
+
+            // The level falls and rises again within the interval: held back, not sent.
+            func levelChanges(_ text: String) throws -> Int {
+                try Self.events(fleet).filter {
+                    $0["kind"] as? String == "pressure_level_changed" && ($0["message"] as? String)?.hasPrefix(text) == true
+                }.count
+            }
+            try psi("cpu", 0)
+            try await fleet.waitUntil("the level falls back", seconds: 10) { try levelChanges("serious → nominal") == 1 }
+            try psi("cpu", 50)
+            try await fleet.waitUntil("the level rises again", seconds: 10) { try levelChanges("nominal → serious") == 2 }
+
+            // Memory pressure at shutdown: a higher level alerts at once, and the camera stops.
+            try psi("memory", 70)
+            try await fleet.waitUntil("shutdown and interruption alerts arrive", seconds: 10) {
+                receiver.named("pressure").count == 2 && receiver.named("device_interrupted").count == 1
+            }
+            #expect((receiver.named("pressure")[1]["message"] as? String)?.contains("→ shutdown") == true)
+            #expect(receiver.named("device_interrupted")[0]["device_id"] as? String == device)
+
+            // After the interval, the next serious rise is sent and says one was held back.
+            try psi("memory", 0)
+            try psi("cpu", 0)
+            try await Task.sleep(for: .seconds(6))
+            try psi("cpu", 50)
+            try await fleet.waitUntil("the next pressure alert arrives", seconds: 15) { receiver.named("pressure").count == 3 }
+            let third = receiver.named("pressure")[2]
+            #expect(third["suppressed"] as? Int == 1, "\(third)")
+            #expect((third["message"] as? String)?.contains("1 similar alert(s) held back") == true)
+
+            // A node that vanishes.
+            agent.kill()
+            try await fleet.waitUntil("the node-offline alert arrives", seconds: 15) { receiver.named("node_offline").count == 1 }
+
+            // The command saw the same alerts, as JSON on stdin and in its environment.
+            try await fleet.waitUntil("the command ran for each alert", seconds: 5) {
+                let lines = try String(contentsOfFile: commandLog, encoding: .utf8).split(separator: "\n")
+                return lines.count == receiver.received.count
+            }
+            let fromCommand = try String(contentsOfFile: commandLog, encoding: .utf8).split(separator: "\n")
+                .compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            #expect(fromCommand.map { $0["alert"] as? String } == receiver.received.map { $0["alert"] as? String })
+            let environment = try String(contentsOfFile: commandLog + ".env", encoding: .utf8)
+            #expect(environment.contains("node_offline \(node)"))
+
+            // Each alert is an event too, and /metrics counts what was held back.
+            let events = try Self.events(fleet)
+            let alertEvents = events.filter { $0["kind"] as? String == "alert" }
+            #expect(alertEvents.count == receiver.received.count, "\(alertEvents)")
+            #expect(alertEvents.contains { $0["alert"] as? String == "node_offline" })
+            let scrape = try MetricsTests.scrape(fleet)
+            #expect(scrape.value("capfleet_alerts_total", ["alert": "pressure", "outcome": "throttled"]) == 1)
+            #expect(scrape.value("capfleet_alerts_total", ["alert": "pressure", "outcome": "delivered"]) == 3)
+        }
+
+        @Test func dropsAboveTheShare_raiseOneAlert() async throws {
+            let fleet = try FleetHarness()
+            let receiver = try Receiver()
+            defer { receiver.server.stop() }
+            let coordinator = try fleet.startCoordinator(environment: [
+                "CAPFLEET_ALERT_WEBHOOK": "http://127.0.0.1:\(receiver.server.port)/capfleet",
+                "CAPFLEET_ALERT_DROP_SHARE": "0.05",
+            ])
+            try fleet.startAgent("lossy", fps: 30)
+            try await fleet.waitUntil("the agent streams", seconds: 20) {
+                try fleet.deviceStats().values.contains { ($0["frames_received"] as? Int ?? 0) > 0 }
+            }
+            let device = try #require(try fleet.deviceStats().keys.first)
+            // A coordinator that stops reading: the agent loses frames while its queue is full.
+            kill(coordinator.process.processIdentifier, SIGSTOP)
+            try await Task.sleep(for: .seconds(3))
+            kill(coordinator.process.processIdentifier, SIGCONT)
+            try await fleet.waitUntil("a drops alert arrives", seconds: 15) { !receiver.named("drops").isEmpty }
+            let alert = receiver.named("drops")[0]
+            #expect(alert["device_id"] as? String == device)
+            #expect((alert["message"] as? String)?.contains("of its frames over the last 10 s") == true, "\(alert)")
+            // One bad spell, one alert.
+            try await Task.sleep(for: .seconds(3))
+            #expect(receiver.named("drops").count == 1)
+        }
+
+        @Test func aWebhookOutsideTheLocalNetworkIsRefusedAtStart() async throws {
+            let fleet = try FleetHarness()
+            let coordinator = try fleet.startCoordinator(environment: ["CAPFLEET_ALERT_WEBHOOK": "https://hooks.example.com/x"])
+            try await fleet.waitUntil("the coordinator refuses to start", seconds: 10) { !coordinator.isRunning }
+            #expect(coordinator.process.terminationStatus != 0)
+            #expect(coordinator.log.contains("only http:// URLs on the local network"), "\(coordinator.log)")
+        }
+    }
+}
