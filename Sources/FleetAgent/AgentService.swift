@@ -106,9 +106,21 @@ public final class AgentService: Service, Sendable {
     private func evaluateDropRecovery() {
         for stream in sources {
             guard let event = stream.evaluateDropRecovery() else { continue }
-            logger.notice("policy acted", metadata: ["device.id": "\(event.deviceID)", "detail": "\(event.message)"])
-            control.withLock { $0 }?.post(event)
+            announce(event)
         }
+    }
+
+    /// A policy acted: logged and sent to the coordinator, which publishes and audits it.
+    private func announce(_ event: Capfleet_V1_DeviceEvent) {
+        logger.notice("policy acted", metadata: ["device.id": "\(event.deviceID)", "detail": "\(event.message)"])
+        control.withLock { $0 }?.post(event)
+    }
+
+    /// The node's pressure level now, and its factors, for policies applied between changes.
+    private var currentPressure: (level: PressureLevel, detail: String) {
+        guard let report = monitor.withLock({ $0 })?.latest, let level = PressureLevel(wire: report.level) else { return (.nominal, "nominal") }
+        let factors = report.factors.map { "\($0.factor) \(PressureLevel(wire: $0.level)?.description ?? "?")" }.joined(separator: ", ")
+        return (level, "\(level)" + (factors.isEmpty ? "" : " (\(factors))"))
     }
 
     private func makePressureMonitor(publisher: FramePublisher) -> PressureMonitor {
@@ -138,6 +150,10 @@ public final class AgentService: Service, Sendable {
             "pressure.from": "\(change.previous)", "pressure.to": "\(change.current)", "pressure.factors": "\(factors)",
         ])
         control.withLock { $0 }?.post(pressureChange: change.report)
+        let detail = "\(change.current)" + (factors.isEmpty ? "" : " (\(factors))")
+        for stream in sources {
+            if let event = stream.applyPressure(level: change.current, detail: detail) { announce(event) }
+        }
         if change.current == .shutdown {
             let interruption = Interruption(reason: .pressureShutdown,
                                             message: "the host reached shutdown pressure (\(factors)); capture resumes when it eases",
@@ -188,6 +204,7 @@ public final class AgentService: Service, Sendable {
         reply.zoomMethod = stream.source.zoomMethod?.wire ?? .unspecified
         if let focus = stream.source.focus { reply.focus = focus.wire }
         reply.dropRecovery = stream.dropRecoveryPolicy.wire
+        reply.pressurePolicy = stream.pressurePolicyWire
         return reply
     }
 
@@ -199,11 +216,17 @@ public final class AgentService: Service, Sendable {
             case let .setFrameRate(request)?:
                 let slowest = request.minFramesPerSecond > 0 ? request.minFramesPerSecond : request.framesPerSecond
                 try stream.source.setFrameRateRange(FrameRateRange(min: slowest, max: request.framesPerSecond))
-                stream.operatorChangedRate()
+                let pressure = currentPressure
+                if let event = stream.operatorChangedRate(level: pressure.level, detail: pressure.detail) { announce(event) }
             case let .setFocus(request)?:
                 try stream.source.focus(FocusRequest(wire: request))
             case let .setDropRecovery(request)?:
                 stream.setDropRecovery(DropRecoveryPolicy(wire: request.policy))
+            case let .setPressurePolicy(request)?:
+                let pressure = currentPressure
+                if let event = stream.setPressurePolicy(PressurePolicy(wire: request.policy), level: pressure.level, detail: pressure.detail) {
+                    announce(event)
+                }
             case let .setZoom(request)?:
                 guard stream.source.zoomMethod != nil else {
                     return .failure(.unsupported, "device \(command.deviceID) cannot zoom")

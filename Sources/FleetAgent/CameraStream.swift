@@ -20,6 +20,12 @@ final class CameraStream: Sendable {
         var requested: FrameRateRange?
         var lastCaptured: UInt64 = 0
         var lastLate: UInt64 = 0
+        var pressurePolicy = PressurePolicy.off
+        /// The policy's cap is in force (the node is at its level or above).
+        var pressureActive = false
+        /// The range the cap lowered the device to; nil when the device already ran at or
+        /// below the cap. Drop recovery steps down from this while the cap is in force.
+        var pressureRange: FrameRateRange?
     }
 
     private let recovery = Mutex(RecoveryState())
@@ -42,6 +48,8 @@ final class CameraStream: Sendable {
 
     var dropRecoveryPolicy: DropRecoveryPolicy { recovery.withLock { $0.recovery.policy } }
 
+    var pressurePolicyWire: Capfleet_V1_PressurePolicy { recovery.withLock { $0.pressurePolicy.wire(active: $0.pressureActive) } }
+
     var counters: Capfleet_V1_DeviceCounters {
         var counters = statistics.wire
         if let interruption = suspension.withLock({ $0 }) ?? source.interruption { counters.interruption = interruption.wire }
@@ -50,6 +58,7 @@ final class CameraStream: Sendable {
         counters.activeFrameRate = source.activeFrameRate
         counters.activeMinFrameRate = source.activeFrameRateRange.minFramesPerSecond
         counters.dropRecovery = dropRecoveryPolicy.wire
+        counters.pressurePolicy = pressurePolicyWire
         return counters
     }
 
@@ -166,8 +175,10 @@ final class CameraStream: Sendable {
                 state.lastCaptured = captured
                 state.lastLate = late
             }
-            let requested = state.requested ?? source.activeFrameRateRange
-            if state.requested == nil { state.requested = requested }
+            let operatorRange = state.requested ?? source.activeFrameRateRange
+            if state.requested == nil { state.requested = operatorRange }
+            // Under a pressure cap, drop recovery steps down from (and restores to) the cap.
+            let requested = state.pressureRange ?? operatorRange
             let directive = state.recovery.evaluate(framesCaptured: captured - state.lastCaptured, lateDrops: late - state.lastLate,
                                                     requestedRate: requested.maxFramesPerSecond, format: format)
             return (directive, requested)
@@ -188,6 +199,89 @@ final class CameraStream: Sendable {
             message = "drop recovery restored the frame rate to \(VideoFormat.trim(rate)) fps: no late or out-of-buffer drops for \(dropRecoveryPolicy.quietIntervalsToRestore) s"
         }
         return .with {
+            $0.deviceID = source.device.deviceID
+            $0.kind = .policyActed
+            $0.message = message
+            $0.unixMs = Int64(Date().timeIntervalSince1970 * 1000)
+        }
+    }
+
+    /// Sets the pressure policy and applies it at the node's current level.
+    func setPressurePolicy(_ policy: PressurePolicy, level: PressureLevel, detail: String) -> Capfleet_V1_DeviceEvent? {
+        let lift = recovery.withLock { state in
+            state.pressurePolicy = policy
+            return !policy.applies(at: level)
+        }
+        // A changed cap takes effect at once: lift the old one, then apply the new one.
+        let lifted = liftPressureCap(reason: policy.isEnabled ? "the pressure policy changed" : "the pressure policy is off")
+        return lift ? lifted : applyPressure(level: level, detail: detail) ?? lifted
+    }
+
+    /// The operator set a rate: it becomes the rate to restore, and an active cap applies to it.
+    func operatorChangedRate(level: PressureLevel, detail: String) -> Capfleet_V1_DeviceEvent? {
+        operatorChangedRate()
+        recovery.withLock { state in
+            state.pressureActive = false
+            state.pressureRange = nil
+        }
+        return applyPressure(level: level, detail: detail)
+    }
+
+    /// Puts the cap in force or lifts it for the node's new level; returns the event to
+    /// announce when the rate changed (or could not).
+    func applyPressure(level: PressureLevel, detail: String) -> Capfleet_V1_DeviceEvent? {
+        let (applies, policy) = recovery.withLock { ($0.pressurePolicy.applies(at: level), $0.pressurePolicy) }
+        guard applies else { return liftPressureCap(reason: "pressure fell to \(level)") }
+        let format = source.device.formats[source.activeFormatIndex]
+        let running = source.activeFrameRateRange
+        let lowered: FrameRateRange?? = recovery.withLock { state in
+            guard !state.pressureActive else { return .none }
+            state.pressureActive = true
+            if state.requested == nil { state.requested = running }
+            guard let rate = policy.cappedRate(running: running.maxFramesPerSecond, format: format) else {
+                return .some(nil)
+            }
+            let range = FrameRateRange(min: min(rate, running.minFramesPerSecond), max: rate)
+            state.pressureRange = range
+            // The cap replaces any step drop recovery had taken.
+            state.recovery.operatorChangedRate()
+            return .some(range)
+        }
+        guard case let .some(range) = lowered else { return nil }
+        guard let range else {
+            // Already at or below the cap, or the format has nothing slower.
+            guard running.maxFramesPerSecond > policy.frameRate + 1e-9 else { return nil }
+            return policyEvent("pressure policy cannot lower the frame rate to \(VideoFormat.trim(policy.frameRate)) fps: the active format has no rate at or below it (\(detail))")
+        }
+        do {
+            try source.setFrameRateRange(range)
+        } catch {
+            recovery.withLock { $0.pressureRange = nil }
+            return policyEvent("pressure policy cannot lower the frame rate to \(VideoFormat.trim(range.maxFramesPerSecond)) fps: \(error) (\(detail))")
+        }
+        return policyEvent("pressure policy lowered the frame rate to \(VideoFormat.trim(range.maxFramesPerSecond)) fps: pressure \(detail)")
+    }
+
+    private func liftPressureCap(reason: String) -> Capfleet_V1_DeviceEvent? {
+        let restore: FrameRateRange?? = recovery.withLock { state in
+            guard state.pressureActive else { return .none }
+            state.pressureActive = false
+            defer { state.pressureRange = nil }
+            guard state.pressureRange != nil, let requested = state.requested else { return .some(nil) }
+            state.recovery.operatorChangedRate()
+            return .some(requested)
+        }
+        guard case let .some(.some(requested)) = restore else { return nil }
+        do {
+            try source.setFrameRateRange(requested)
+        } catch {
+            return policyEvent("pressure policy cannot restore the frame rate to \(VideoFormat.trim(requested.maxFramesPerSecond)) fps: \(error)")
+        }
+        return policyEvent("pressure policy restored the frame rate to \(VideoFormat.trim(requested.maxFramesPerSecond)) fps: \(reason)")
+    }
+
+    private func policyEvent(_ message: String) -> Capfleet_V1_DeviceEvent {
+        .with {
             $0.deviceID = source.device.deviceID
             $0.kind = .policyActed
             $0.message = message

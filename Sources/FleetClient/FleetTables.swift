@@ -105,6 +105,9 @@ public enum FleetTables {
             "crop       " + (description.crop.map { "bounds \($0.bounds.width)x\($0.bounds.height) at \($0.bounds.left),\($0.bounds.top)" } ?? "not supported"),
             "recovery   " + (info.hasDropRecovery && info.dropRecovery.enabled
                 ? "drop recovery on, down to \(VideoFormat.trim(info.dropRecovery.minimumFps)) fps" : "drop recovery off"),
+            "pressure   " + (info.hasPressurePolicy && info.pressurePolicy.enabled
+                ? "policy " + PressurePolicy(wire: info.pressurePolicy).summary + (info.pressurePolicy.active ? " (in force now)" : "")
+                : "no pressure policy"),
         ]
         if let interruption = Interruption(wire: info.interruption) { lines.append("why        \(interruption.message)") }
         lines.append("")

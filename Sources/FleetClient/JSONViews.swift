@@ -72,6 +72,7 @@ public enum JSONViews {
         var zoomFactor: Double?
         var focus: FocusView?
         var dropRecovery: DropRecoveryView?
+        var pressurePolicy: PressurePolicyView?
         /// Filled by `capfleet devices --json` so a script sees every format at once.
         public var formats: [Format]?
 
@@ -81,6 +82,7 @@ public enum JSONViews {
             zoomFactor = device.zoomFactor > 0 ? device.zoomFactor : nil
             focus = device.hasFocus ? FocusView(FocusState(wire: device.focus)) : nil
             dropRecovery = device.hasDropRecovery ? DropRecoveryView(DropRecoveryPolicy(wire: device.dropRecovery)) : nil
+            pressurePolicy = device.hasPressurePolicy ? PressurePolicyView(device.pressurePolicy) : nil
             deviceId = device.deviceID; nodeId = device.nodeID; name = device.name; driver = device.driver
             kind = (SourceKind(wire: device.kind) ?? .v4l2).rawValue; online = device.online
             activeFormat = Format(device.activeFormat); activeFrameRate = device.activeFrameRate
@@ -122,6 +124,19 @@ public enum JSONViews {
         init(_ policy: DropRecoveryPolicy) {
             enabled = policy.isEnabled; minimumFps = policy.minimumFramesPerSecond; lateDropShare = policy.lateDropShare
             quietSeconds = policy.quietIntervalsToRestore
+        }
+    }
+
+    public struct PressurePolicyView: Encodable {
+        var enabled: Bool
+        var level: String
+        var frameRate: Double
+        /// The cap is in force now.
+        var active: Bool
+
+        init(_ wire: Capfleet_V1_PressurePolicy) {
+            let policy = PressurePolicy(wire: wire)
+            enabled = policy.isEnabled; level = policy.level.description; frameRate = policy.frameRate; active = wire.active
         }
     }
 

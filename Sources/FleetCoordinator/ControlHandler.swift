@@ -166,6 +166,14 @@ actor ControlHandler {
 
     private func pushPolicies(nodeID: String, deviceIDs: [String]) async {
         for deviceID in deviceIDs {
+            if let record = try? await store.pressurePolicy(deviceID: deviceID), record.enabled,
+               let level = PressureLevel(rawValue: record.level) {
+                let policy = PressurePolicy(isEnabled: true, level: level, frameRate: record.frameRate)
+                let answer = await command(.setPressurePolicy(.with { $0.policy = policy.wire() }), deviceID: deviceID, nodeID: nodeID)
+                if answer.status.code != .ok {
+                    logger.warning("cannot restore the pressure policy", metadata: ["device.id": "\(deviceID)", "reason": "\(answer.status.reason)"])
+                }
+            }
             guard let record = try? await store.dropRecoveryPolicy(deviceID: deviceID), record.enabled else { continue }
             let policy = DropRecoveryPolicy(isEnabled: true, minimumFramesPerSecond: record.minimumFps, lateDropShare: record.lateDropShare,
                                             quietIntervalsToRestore: record.quietSeconds)
@@ -295,6 +303,7 @@ actor ControlHandler {
         status.devices[index].zoomFactor = reply.zoomFactor
         if reply.hasFocus { status.devices[index].focus = reply.focus }
         if reply.hasDropRecovery { status.devices[index].dropRecovery = reply.dropRecovery }
+        if reply.hasPressurePolicy { status.devices[index].pressurePolicy = reply.pressurePolicy }
         sessions[nodeID]?.lastStatus = status
     }
 

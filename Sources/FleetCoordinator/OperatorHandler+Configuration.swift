@@ -152,6 +152,43 @@ extension OperatorHandler {
         try await record(answer, on: device, action: "device.policy.push", who: who, detail: detail, into: &reply)
     }
 
+    func changePressurePolicy(_ query: Capfleet_V1_ChangePressurePolicy, operator who: String,
+                              into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+        guard let device = try await existingDevice(query.deviceID, into: &reply) else { return }
+        guard try await leaseAllows(device.id, who, "device.policy", into: &reply) else { return }
+        let policy = PressurePolicy(wire: query.policy)
+        if policy.isEnabled {
+            guard query.policy.level != .unspecified, policy.level > .nominal else {
+                reply.status = .failure(.badRequest, "a pressure policy acts at fair, serious, critical or shutdown")
+                return
+            }
+            guard query.policy.frameRate > 0 else {
+                reply.status = .failure(.badRequest, "a pressure policy needs the frame rate to hold the device to (above 0)")
+                return
+            }
+            let formats = try await store.formats(deviceID: device.id)
+            if formats.indices.contains(device.activeFormatPosition) {
+                let slowest = formats[device.activeFormatPosition].frameRateRanges.map(\.minFramesPerSecond).min() ?? 0
+                guard slowest <= policy.frameRate + 1e-9 else {
+                    reply.status = .failure(.unsupported, "device \(device.id): its active format runs no slower than \(VideoFormat.trim(slowest)) fps, above the cap of \(VideoFormat.trim(policy.frameRate)) fps")
+                    return
+                }
+            }
+        }
+        let detail = "pressure policy " + policy.summary
+        try await store.savePressurePolicy(
+            PressurePolicyRecord(deviceId: device.id, enabled: policy.isEnabled, level: policy.level.rawValue,
+                                 frameRate: policy.frameRate, updatedAt: Date().unixMilliseconds),
+            audit: AuditEntry(at: Date().unixMilliseconds, actor: holder(who), action: "device.policy", target: device.id, outcome: "ok", detail: detail))
+        guard await control.isOnline(device.nodeId) else {
+            try await listDevices(nodeID: device.nodeId, only: device.id, into: &reply)
+            reply.status = .with { $0.code = .ok; $0.reason = "stored; node \(device.nodeId) is offline and gets the policy when it registers" }
+            return
+        }
+        let answer = await control.command(.setPressurePolicy(.with { $0.policy = policy.wire() }), deviceID: device.id, nodeID: device.nodeId)
+        try await record(answer, on: device, action: "device.policy.push", who: who, detail: detail, into: &reply)
+    }
+
     func changeZoom(_ query: Capfleet_V1_ChangeZoom, operator who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
         guard let device = try await existingDevice(query.deviceID, into: &reply) else { return }
         guard try await leaseAllows(device.id, who, "device.zoom", into: &reply) else { return }

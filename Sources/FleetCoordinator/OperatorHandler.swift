@@ -96,6 +96,8 @@ actor OperatorHandler {
                 try await changeFocus(query, operator: request.operator, into: &reply)
             case let .setDropRecoveryPolicy(query)?:
                 try await setDropRecovery(query, operator: request.operator, into: &reply)
+            case let .changePressurePolicy(query)?:
+                try await changePressurePolicy(query, operator: request.operator, into: &reply)
             case let .getDevice(query)?:
                 try await deviceDetails(query.deviceID, into: &reply)
             case let .getEvents(query)?:
@@ -147,6 +149,7 @@ actor OperatorHandler {
             let lease = await leases.lease(of: device.id)
             let counters = online ? await control.counters(of: device.id, nodeID: device.nodeId) : nil
             let policy = try await store.dropRecoveryPolicy(deviceID: device.id)
+            let pressurePolicy = try await store.pressurePolicy(deviceID: device.id)
             infos.append(.with {
                 $0.deviceID = device.id
                 $0.nodeID = device.nodeId
@@ -173,6 +176,12 @@ actor OperatorHandler {
                     $0.dropRecovery = DropRecoveryPolicy(isEnabled: policy.enabled, minimumFramesPerSecond: policy.minimumFps,
                                                          lateDropShare: policy.lateDropShare,
                                                          quietIntervalsToRestore: policy.quietSeconds).wire
+                }
+                if let pressurePolicy, let level = PressureLevel(rawValue: pressurePolicy.level) {
+                    // Stored settings; whether the cap is in force now is the agent's to say.
+                    let active = counters?.hasPressurePolicy == true && counters!.pressurePolicy.active
+                    $0.pressurePolicy = PressurePolicy(isEnabled: pressurePolicy.enabled, level: level,
+                                                       frameRate: pressurePolicy.frameRate).wire(active: active)
                 }
             })
         }

@@ -85,3 +85,34 @@ extension VideoFormat {
         return candidates.max()
     }
 }
+
+/// The opt-in policy that lowers a device's frame rate while its host is under pressure:
+/// at `level` or above the device runs at no more than `frameRate` (the format's highest
+/// supported rate at or below it); when the level falls back, the operator's rate returns.
+public struct PressurePolicy: Hashable, Sendable {
+    public var isEnabled: Bool
+    public var level: PressureLevel
+    public var frameRate: Double
+
+    public init(isEnabled: Bool = false, level: PressureLevel = .serious, frameRate: Double = 15) {
+        self.isEnabled = isEnabled
+        self.level = level
+        self.frameRate = frameRate
+    }
+
+    public static let off = PressurePolicy()
+
+    /// Whether the cap is in force at this level.
+    public func applies(at current: PressureLevel) -> Bool { isEnabled && current >= level }
+
+    /// The rate to run at under the cap, when the device now runs faster than the cap and
+    /// the format has a rate at or below it; nil when nothing needs to change or cannot.
+    public func cappedRate(running current: Double, format: VideoFormat) -> Double? {
+        guard current > frameRate + 1e-9 else { return nil }
+        return format.nextLowerRate(below: current, factor: frameRate / current)
+    }
+
+    public var summary: String {
+        isEnabled ? "at \(level) pressure or above: at most \(VideoFormat.trim(frameRate)) fps" : "off"
+    }
+}

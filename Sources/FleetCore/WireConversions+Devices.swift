@@ -187,6 +187,24 @@ extension DropRecoveryPolicy {
     }
 }
 
+extension PressurePolicy {
+    public func wire(active: Bool = false) -> Capfleet_V1_PressurePolicy {
+        .with {
+            $0.enabled = isEnabled
+            $0.level = level.wire
+            $0.frameRate = frameRate
+            $0.active = active
+        }
+    }
+
+    /// An unset level reads as serious; an unset rate as 15 fps.
+    public init(wire: Capfleet_V1_PressurePolicy) {
+        let defaults = PressurePolicy()
+        self.init(isEnabled: wire.enabled, level: PressureLevel(wire: wire.level) ?? defaults.level,
+                  frameRate: wire.frameRate > 0 ? wire.frameRate : defaults.frameRate)
+    }
+}
+
 extension DeviceDescription {
     /// The descriptor an agent sends in HELLO (without the active settings, which the agent adds).
     public var wire: Capfleet_V1_DeviceDescriptor {

@@ -21,7 +21,38 @@ public struct DropRecoveryPolicyRecord: Codable, Sendable, Hashable, FetchableRe
     }
 }
 
+/// A device's pressure policy as stored (see FleetCore.PressurePolicy); `level` is
+/// PressureLevel's raw value (1 fair … 4 shutdown).
+public struct PressurePolicyRecord: Codable, Sendable, Hashable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "pressurePolicy"
+    public var deviceId: String
+    public var enabled: Bool
+    public var level: Int
+    public var frameRate: Double
+    public var updatedAt: UnixMilliseconds
+
+    public init(deviceId: String, enabled: Bool, level: Int, frameRate: Double, updatedAt: UnixMilliseconds) {
+        self.deviceId = deviceId
+        self.enabled = enabled
+        self.level = level
+        self.frameRate = frameRate
+        self.updatedAt = updatedAt
+    }
+}
+
 extension FleetDatabase {
+    /// Stores a pressure policy and its audit entry in one transaction.
+    public func savePressurePolicy(_ policy: PressurePolicyRecord, audit: AuditEntry) async throws(StoreError) {
+        try await write("storing the pressure policy of \(policy.deviceId)") { db in
+            try policy.save(db)
+            _ = try audit.inserted(db)
+        }
+    }
+
+    public func pressurePolicy(deviceID: String) async throws(StoreError) -> PressurePolicyRecord? {
+        try await read("reading the pressure policy of \(deviceID)") { db in try PressurePolicyRecord.fetchOne(db, key: deviceID) }
+    }
+
     /// Stores a policy and its audit entry in one transaction.
     public func saveDropRecoveryPolicy(_ policy: DropRecoveryPolicyRecord, audit: AuditEntry) async throws(StoreError) {
         try await write("storing the drop-recovery policy of \(policy.deviceId)") { db in

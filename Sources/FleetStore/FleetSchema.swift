@@ -131,6 +131,19 @@ enum FleetSchema {
                 ALTER TABLE format_v4 RENAME TO format;
                 """)
         }
+        migrator.registerMigration("v5: pressure policies") { db in
+            try db.execute(sql: """
+                -- While the node's pressure is at `level` (1 fair .. 4 shutdown) or above, the
+                -- device runs at no more than frameRate.
+                CREATE TABLE pressurePolicy (
+                    deviceId TEXT PRIMARY KEY NOT NULL REFERENCES device(id) ON DELETE CASCADE,
+                    enabled INTEGER NOT NULL CHECK (enabled IN (0, 1)),
+                    level INTEGER NOT NULL CHECK (level BETWEEN 1 AND 4),
+                    frameRate REAL NOT NULL CHECK (frameRate > 0),
+                    updatedAt INTEGER NOT NULL
+                );
+                """)
+        }
         return migrator
     }
 }

@@ -277,35 +277,71 @@ struct FocusCommand: ParsableCommand {
 struct PolicyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "policy",
-        abstract: "Turn a device's opt-in drop recovery on or off: lower the frame rate step by step while late drops persist.",
+        abstract: "Set a device's opt-in policies: drop recovery, and a frame-rate cap while its host is under pressure.",
         discussion: """
-            Off by default: nothing throttles unless an operator says so. Each step and each restore is
-            published as a policy_acted event and audited. Needs the device's configuration lease.
+            Off by default: nothing throttles unless an operator says so.
+              capfleet policy DEV --drop-recovery on [--min-fps 10]    lower the rate step by step while late drops persist
+              capfleet policy DEV --on-pressure serious --frame-rate 15 at serious pressure or above, run at most 15 fps
+              capfleet policy DEV --on-pressure off                     lift the pressure cap
+            Every step, cap and restore is published as a policy_acted event and audited. Policies are stored
+            and pushed again when the node registers. Needs the device's configuration lease.
             """)
     @OptionGroup var coordinator: CoordinatorOptions
     @Argument(help: "The device id.") var device: String
-    @Option(help: "Drop recovery: on or off.") var dropRecovery: String
+    @Option(help: "Drop recovery: on or off.") var dropRecovery: String?
     @Option(help: "Never below this rate (default 5).") var minFps: Double?
     @Option(help: "Late drops above this share of frames in a second count as persisting (default 0.05).") var lateShare: Double?
     @Option(help: "Seconds without late drops before the rate is restored (default 5).") var quietSeconds: UInt32?
+    @Option(help: "Cap the frame rate while the host's pressure is at this level or above: fair, serious, critical, shutdown; or off.")
+    var onPressure: String?
+    @Option(help: "With --on-pressure: the most frames per second while the cap is in force.") var frameRate: Double?
     @Flag(help: "Print JSON.") var json = false
 
-    func run() throws {
-        guard ["on", "off"].contains(dropRecovery.lowercased()) else { throw ValidationError("--drop-recovery is on or off") }
-        let reply = try coordinator.call(.setDropRecoveryPolicy(.with {
-            $0.deviceID = device
-            $0.policy = .with {
-                $0.enabled = dropRecovery.lowercased() == "on"
-                $0.minimumFps = minFps ?? 0
-                $0.lateDropShare = lateShare ?? 0
-                $0.quietSeconds = quietSeconds ?? 0
+    func validate() throws {
+        guard dropRecovery != nil || onPressure != nil else {
+            throw ValidationError("say which policy: --drop-recovery on|off, or --on-pressure LEVEL --frame-rate FPS (or --on-pressure off)")
+        }
+        if let dropRecovery, !["on", "off"].contains(dropRecovery.lowercased()) { throw ValidationError("--drop-recovery is on or off") }
+        if let onPressure {
+            let text = onPressure.lowercased()
+            if text == "off" { return }
+            guard let level = PressureLevel(name: text), level > .nominal else {
+                throw ValidationError("--on-pressure is fair, serious, critical, shutdown or off")
             }
-        })).reply
+            guard let frameRate, frameRate > 0 else { throw ValidationError("--on-pressure \(text) needs --frame-rate FPS (above 0)") }
+        } else if frameRate != nil {
+            throw ValidationError("--frame-rate goes with --on-pressure LEVEL")
+        }
+    }
+
+    func run() throws {
+        var reply = Capfleet_V1_OperatorReply()
+        var said: [String] = []
+        if let dropRecovery {
+            reply = try coordinator.call(.setDropRecoveryPolicy(.with {
+                $0.deviceID = device
+                $0.policy = .with {
+                    $0.enabled = dropRecovery.lowercased() == "on"
+                    $0.minimumFps = minFps ?? 0
+                    $0.lateDropShare = lateShare ?? 0
+                    $0.quietSeconds = quietSeconds ?? 0
+                }
+            })).reply
+            said.append("drop recovery \(dropRecovery.lowercased())" + (reply.status.reason.isEmpty ? "" : " (\(reply.status.reason))"))
+        }
+        if let onPressure {
+            let level = PressureLevel(name: onPressure.lowercased())
+            let policy = level.map { PressurePolicy(isEnabled: true, level: $0, frameRate: frameRate ?? 0) } ?? .off
+            reply = try coordinator.call(.changePressurePolicy(.with {
+                $0.deviceID = device
+                $0.policy = policy.wire()
+            })).reply
+            said.append("pressure policy " + policy.summary + (reply.status.reason.isEmpty ? "" : " (\(reply.status.reason))"))
+        }
         if json {
             print(FleetTables.json(reply.devices.map { JSONViews.Device($0) }))
         } else {
-            let note = reply.status.reason.isEmpty ? "" : " (\(reply.status.reason))"
-            print("\(device): drop recovery \(dropRecovery.lowercased())\(note)")
+            print("\(device): " + said.joined(separator: "; "))
         }
     }
 }

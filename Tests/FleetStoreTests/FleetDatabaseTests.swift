@@ -48,6 +48,16 @@ import Testing
             try await store.saveDropRecoveryPolicy(invalid, audit: AuditEntry(at: 2001, actor: "ana", action: "device.policy", target: "cam-1",
                                                                               outcome: "ok", detail: "bad"))
         }
+        let pressure = PressurePolicyRecord(deviceId: "cam-1", enabled: true, level: 2, frameRate: 15, updatedAt: 3000)
+        try await store.savePressurePolicy(pressure, audit: AuditEntry(at: 3000, actor: "ana", action: "device.policy", target: "cam-1",
+                                                                       outcome: "ok", detail: "cap"))
+        #expect(try await store.pressurePolicy(deviceID: "cam-1") == pressure)
+        var nominal = pressure
+        nominal.level = 0
+        await #expect(throws: StoreError.self, "a cap at nominal would always be on") {
+            try await store.savePressurePolicy(nominal, audit: AuditEntry(at: 3001, actor: "ana", action: "device.policy", target: "cam-1",
+                                                                          outcome: "ok", detail: "bad"))
+        }
     }
 
     @Test func registerNode_again_updatesInsteadOfDuplicating() async throws {

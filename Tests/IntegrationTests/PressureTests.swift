@@ -109,6 +109,76 @@ extension IntegrationTests {
             return (node["level"] as? String ?? "", node["factors"] as? [String: String] ?? [:], node["cpu_stall_percent"] as? Double)
         }
 
+        /// `capfleet policy DEV --on-pressure serious --frame-rate 15`: the cap follows the level,
+        /// is announced and audited, and survives the agent's restart.
+        @Test func pressurePolicy_capsTheFrameRateAtItsLevel_andRestoresIt() async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator()
+            let root = fleet.directory + "/host"
+            try FileManager.default.createDirectory(atPath: root + "/proc/pressure", withIntermediateDirectories: true)
+            func cpu(_ percent: Double) throws {
+                try "some avg10=\(percent) avg60=0.00 avg300=0.00 total=1\n".write(toFile: root + "/proc/pressure/cpu.tmp", atomically: false, encoding: .utf8)
+                _ = rename(root + "/proc/pressure/cpu.tmp", root + "/proc/pressure/cpu")
+            }
+            try cpu(0)
+            let agentArguments = ["--pressure-root", root, "--pressure-interval-ms", "200"]
+            let agent = try fleet.startAgent("capped", fps: 30, extra: agentArguments)
+            try await fleet.waitUntil("the camera streams", seconds: 20) {
+                try fleet.deviceStats().values.contains { ($0["frames_received"] as? Int ?? 0) > 3 }
+            }
+            let device = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
+            func rate() throws -> Double? {
+                try fleet.json(["devices"]).first { $0["device_id"] as? String == device }?["active_frame_rate"] as? Double
+            }
+
+            // Refused: a cap at nominal would always be on; a level needs a rate.
+            let nominal = try fleet.cli(["policy", device, "--on-pressure", "nominal", "--frame-rate", "15"])
+            #expect(nominal.status != 0 && nominal.error.contains("fair, serious, critical, shutdown or off"))
+            let noRate = try fleet.cli(["policy", device, "--on-pressure", "serious"])
+            #expect(noRate.status != 0 && noRate.error.contains("needs --frame-rate"))
+            let unleased = try fleet.cli(["policy", device, "--on-pressure", "serious", "--frame-rate", "15"], user: "bo")
+            #expect(unleased.status != 0, "the policy needs the device's lease")
+
+            _ = try fleet.json(["lock", device])
+            let set = try fleet.json(["policy", device, "--on-pressure", "serious", "--frame-rate", "15"])
+            let policy = try #require(set.first?["pressure_policy"] as? [String: Any])
+            #expect(policy["level"] as? String == "serious" && policy["frame_rate"] as? Double == 15 && policy["active"] as? Bool == false)
+            #expect(try rate() == 30, "nominal pressure: the operator's rate stands")
+
+            try cpu(50)
+            try await fleet.waitUntil("the cap lowers the rate", seconds: 10) { try rate() == 15 }
+            try await fleet.waitUntil("the action is audited", seconds: 5) {
+                try SyntheticControlTests.policyActions(fleet).contains { $0.contains("pressure policy lowered the frame rate to 15 fps: pressure serious (cpu serious)") }
+            }
+            let events = try AlertsTests.events(fleet).filter { $0["kind"] as? String == "policy_acted" }
+            #expect(events.contains { ($0["message"] as? String)?.contains("lowered the frame rate to 15 fps") == true }, "\(events)")
+            let shown = try #require(try fleet.json(["devices"]).first?["pressure_policy"] as? [String: Any])
+            #expect(shown["active"] as? Bool == true)
+            try await fleet.waitUntil("frames arrive at the capped rate", seconds: 10) {
+                let fps = try fleet.deviceStats()[device]?["frames_per_second"] as? Double ?? 0
+                return fps > 12 && fps < 18
+            }
+
+            try cpu(0)
+            try await fleet.waitUntil("the operator's rate comes back", seconds: 10) { try rate() == 30 }
+            #expect(try SyntheticControlTests.policyActions(fleet).contains { $0.contains("restored the frame rate to 30 fps: pressure fell to nominal") })
+
+            // The policy is stored: a restarted agent under pressure is capped again on registration.
+            agent.kill()
+            try cpu(50)
+            try fleet.startAgent("capped", fps: 30, extra: agentArguments)
+            try await fleet.waitUntil("the restarted agent is capped again", seconds: 25) { try rate() == 15 }
+
+            // Off lifts the cap at once.
+            _ = try fleet.json(["lock", device])
+            _ = try fleet.json(["policy", device, "--on-pressure", "off"])
+            try await fleet.waitUntil("the cap is lifted", seconds: 10) { try rate() == 30 }
+            let audit = try await DatabaseQueue(path: fleet.databasePath).read { db in
+                try String.fetchAll(db, sql: "SELECT detail FROM auditLog WHERE action = 'device.policy' ORDER BY id")
+            }
+            #expect(audit.contains("pressure policy at serious pressure or above: at most 15 fps") && audit.contains("pressure policy off"), "\(audit)")
+        }
+
         static func frames(of device: String, _ fleet: FleetHarness) throws -> Int {
             try fleet.deviceStats()[device]?["frames_received"] as? Int ?? 0
         }

@@ -777,6 +777,30 @@ public nonisolated struct Capfleet_V1_DropRecoveryPolicy: Sendable {
   public init() {}
 }
 
+/// Opt-in: while the node's pressure is at `level` or above, the device runs at no more than
+/// `frame_rate`; when the level falls below, the operator's rate comes back. Each change is
+/// a DeviceEvent KIND_POLICY_ACTED.
+public nonisolated struct Capfleet_V1_PressurePolicy: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var enabled: Bool = false
+
+  /// FAIR .. SHUTDOWN (at shutdown the agent stops capturing anyway)
+  public var level: Capfleet_V1_PressureLevel = .unspecified
+
+  /// the cap, frames per second; the device's nearest supported rate at or below it is used
+  public var frameRate: Double = 0
+
+  /// in replies and status: the cap is in force now
+  public var active: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 /// Frames dropped, by reason, counted since the agent started the device.
 public nonisolated struct Capfleet_V1_DropCounts: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
@@ -1626,6 +1650,51 @@ nonisolated extension Capfleet_V1_DropRecoveryPolicy: SwiftProtobuf.Message, Swi
     if lhs.minimumFps != rhs.minimumFps {return false}
     if lhs.lateDropShare != rhs.lateDropShare {return false}
     if lhs.quietSeconds != rhs.quietSeconds {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_PressurePolicy: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".PressurePolicy"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}enabled\0\u{1}level\0\u{3}frame_rate\0\u{1}active\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularBoolField(value: &self.enabled) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.level) }()
+      case 3: try { try decoder.decodeSingularDoubleField(value: &self.frameRate) }()
+      case 4: try { try decoder.decodeSingularBoolField(value: &self.active) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.enabled != false {
+      try visitor.visitSingularBoolField(value: self.enabled, fieldNumber: 1)
+    }
+    if self.level != .unspecified {
+      try visitor.visitSingularEnumField(value: self.level, fieldNumber: 2)
+    }
+    if self.frameRate.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.frameRate, fieldNumber: 3)
+    }
+    if self.active != false {
+      try visitor.visitSingularBoolField(value: self.active, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_PressurePolicy, rhs: Capfleet_V1_PressurePolicy) -> Bool {
+    if lhs.enabled != rhs.enabled {return false}
+    if lhs.level != rhs.level {return false}
+    if lhs.frameRate != rhs.frameRate {return false}
+    if lhs.active != rhs.active {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

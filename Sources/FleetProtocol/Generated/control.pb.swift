@@ -153,6 +153,15 @@ public nonisolated struct Capfleet_V1_DeviceCounters: @unchecked Sendable {
     set {_uniqueStorage()._activeMinFrameRate = newValue}
   }
 
+  public var pressurePolicy: Capfleet_V1_PressurePolicy {
+    get {_storage._pressurePolicy ?? Capfleet_V1_PressurePolicy()}
+    set {_uniqueStorage()._pressurePolicy = newValue}
+  }
+  /// Returns true if `pressurePolicy` has been explicitly set.
+  public var hasPressurePolicy: Bool {_storage._pressurePolicy != nil}
+  /// Clears the value of `pressurePolicy`. Subsequent reads from it will return its default value.
+  public mutating func clearPressurePolicy() {_uniqueStorage()._pressurePolicy = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -301,6 +310,14 @@ public nonisolated struct Capfleet_V1_Command: Sendable {
     set {action = .setDropRecovery(newValue)}
   }
 
+  public var setPressurePolicy: Capfleet_V1_SetPressurePolicy {
+    get {
+      if case .setPressurePolicy(let v)? = action {return v}
+      return Capfleet_V1_SetPressurePolicy()
+    }
+    set {action = .setPressurePolicy(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Action: Equatable, Sendable {
@@ -309,6 +326,7 @@ public nonisolated struct Capfleet_V1_Command: Sendable {
     case setZoom(Capfleet_V1_SetZoom)
     case setFocus(Capfleet_V1_SetFocus)
     case setDropRecovery(Capfleet_V1_SetDropRecovery)
+    case setPressurePolicy(Capfleet_V1_SetPressurePolicy)
 
   }
 
@@ -391,6 +409,28 @@ public nonisolated struct Capfleet_V1_SetDropRecovery: Sendable {
   public init() {}
 
   fileprivate var _policy: Capfleet_V1_DropRecoveryPolicy? = nil
+}
+
+public nonisolated struct Capfleet_V1_SetPressurePolicy: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// enabled = false turns it off (and lifts an active cap)
+  public var policy: Capfleet_V1_PressurePolicy {
+    get {_policy ?? Capfleet_V1_PressurePolicy()}
+    set {_policy = newValue}
+  }
+  /// Returns true if `policy` has been explicitly set.
+  public var hasPolicy: Bool {self._policy != nil}
+  /// Clears the value of `policy`. Subsequent reads from it will return its default value.
+  public mutating func clearPolicy() {self._policy = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _policy: Capfleet_V1_PressurePolicy? = nil
 }
 
 /// Zoom: jump to `factor` (ramp_rate 0), ramp to it at `ramp_rate` powers of two per second
@@ -506,6 +546,15 @@ public nonisolated struct Capfleet_V1_CommandReply: @unchecked Sendable {
   public var hasDropRecovery: Bool {_storage._dropRecovery != nil}
   /// Clears the value of `dropRecovery`. Subsequent reads from it will return its default value.
   public mutating func clearDropRecovery() {_uniqueStorage()._dropRecovery = nil}
+
+  public var pressurePolicy: Capfleet_V1_PressurePolicy {
+    get {_storage._pressurePolicy ?? Capfleet_V1_PressurePolicy()}
+    set {_uniqueStorage()._pressurePolicy = newValue}
+  }
+  /// Returns true if `pressurePolicy` has been explicitly set.
+  public var hasPressurePolicy: Bool {_storage._pressurePolicy != nil}
+  /// Clears the value of `pressurePolicy`. Subsequent reads from it will return its default value.
+  public mutating func clearPressurePolicy() {_uniqueStorage()._pressurePolicy = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -842,7 +891,7 @@ nonisolated extension Capfleet_V1_Heartbeat: SwiftProtobuf.Message, SwiftProtobu
 
 nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceCounters"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}frames_captured\0\u{3}frames_sent\0\u{3}bytes_sent\0\u{1}drops\0\u{1}streaming\0\u{1}interruption\0\u{1}focus\0\u{3}zoom_factor\0\u{3}active_frame_rate\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}frames_captured\0\u{3}frames_sent\0\u{3}bytes_sent\0\u{1}drops\0\u{1}streaming\0\u{1}interruption\0\u{1}focus\0\u{3}zoom_factor\0\u{3}active_frame_rate\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -857,6 +906,7 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
     var _activeFrameRate: Double = 0
     var _dropRecovery: Capfleet_V1_DropRecoveryPolicy? = nil
     var _activeMinFrameRate: Double = 0
+    var _pressurePolicy: Capfleet_V1_PressurePolicy? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -879,6 +929,7 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
       _activeFrameRate = source._activeFrameRate
       _dropRecovery = source._dropRecovery
       _activeMinFrameRate = source._activeMinFrameRate
+      _pressurePolicy = source._pressurePolicy
     }
   }
 
@@ -909,6 +960,7 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
         case 10: try { try decoder.decodeSingularDoubleField(value: &_storage._activeFrameRate) }()
         case 11: try { try decoder.decodeSingularMessageField(value: &_storage._dropRecovery) }()
         case 12: try { try decoder.decodeSingularDoubleField(value: &_storage._activeMinFrameRate) }()
+        case 13: try { try decoder.decodeSingularMessageField(value: &_storage._pressurePolicy) }()
         default: break
         }
       }
@@ -957,6 +1009,9 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
       if _storage._activeMinFrameRate.bitPattern != 0 {
         try visitor.visitSingularDoubleField(value: _storage._activeMinFrameRate, fieldNumber: 12)
       }
+      try { if let v = _storage._pressurePolicy {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -978,6 +1033,7 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
         if _storage._activeFrameRate != rhs_storage._activeFrameRate {return false}
         if _storage._dropRecovery != rhs_storage._dropRecovery {return false}
         if _storage._activeMinFrameRate != rhs_storage._activeMinFrameRate {return false}
+        if _storage._pressurePolicy != rhs_storage._pressurePolicy {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -1176,7 +1232,7 @@ nonisolated extension Capfleet_V1_HeartbeatAck: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Command"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{3}device_id\0\u{4}\u{8}set_active_format\0\u{3}set_frame_rate\0\u{3}set_zoom\0\u{3}set_focus\0\u{3}set_drop_recovery\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{3}device_id\0\u{4}\u{8}set_active_format\0\u{3}set_frame_rate\0\u{3}set_zoom\0\u{3}set_focus\0\u{3}set_drop_recovery\0\u{3}set_pressure_policy\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1251,6 +1307,19 @@ nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf.
           self.action = .setDropRecovery(v)
         }
       }()
+      case 15: try {
+        var v: Capfleet_V1_SetPressurePolicy?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .setPressurePolicy(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .setPressurePolicy(v)
+        }
+      }()
       default: break
       }
     }
@@ -1287,6 +1356,10 @@ nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf.
     case .setDropRecovery?: try {
       guard case .setDropRecovery(let v)? = self.action else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 14)
+    }()
+    case .setPressurePolicy?: try {
+      guard case .setPressurePolicy(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 15)
     }()
     case nil: break
     }
@@ -1389,6 +1462,40 @@ nonisolated extension Capfleet_V1_SetDropRecovery: SwiftProtobuf.Message, SwiftP
   }
 
   public static func ==(lhs: Capfleet_V1_SetDropRecovery, rhs: Capfleet_V1_SetDropRecovery) -> Bool {
+    if lhs._policy != rhs._policy {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_SetPressurePolicy: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SetPressurePolicy"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}policy\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._policy) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._policy {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_SetPressurePolicy, rhs: Capfleet_V1_SetPressurePolicy) -> Bool {
     if lhs._policy != rhs._policy {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
@@ -1502,7 +1609,7 @@ nonisolated extension Capfleet_V1_SetFrameRate: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CommandReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{1}status\0\u{3}active_format_index\0\u{3}active_frame_rate\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{3}active_min_frame_rate\0\u{1}focus\0\u{3}drop_recovery\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{1}status\0\u{3}active_format_index\0\u{3}active_frame_rate\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{3}active_min_frame_rate\0\u{1}focus\0\u{3}drop_recovery\0\u{3}pressure_policy\0")
 
   fileprivate class _StorageClass {
     var _commandID: UInt64 = 0
@@ -1514,6 +1621,7 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
     var _activeMinFrameRate: Double = 0
     var _focus: Capfleet_V1_FocusState? = nil
     var _dropRecovery: Capfleet_V1_DropRecoveryPolicy? = nil
+    var _pressurePolicy: Capfleet_V1_PressurePolicy? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -1533,6 +1641,7 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
       _activeMinFrameRate = source._activeMinFrameRate
       _focus = source._focus
       _dropRecovery = source._dropRecovery
+      _pressurePolicy = source._pressurePolicy
     }
   }
 
@@ -1560,6 +1669,7 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
         case 7: try { try decoder.decodeSingularDoubleField(value: &_storage._activeMinFrameRate) }()
         case 8: try { try decoder.decodeSingularMessageField(value: &_storage._focus) }()
         case 9: try { try decoder.decodeSingularMessageField(value: &_storage._dropRecovery) }()
+        case 10: try { try decoder.decodeSingularMessageField(value: &_storage._pressurePolicy) }()
         default: break
         }
       }
@@ -1599,6 +1709,9 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
       try { if let v = _storage._dropRecovery {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 9)
       } }()
+      try { if let v = _storage._pressurePolicy {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -1617,6 +1730,7 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
         if _storage._activeMinFrameRate != rhs_storage._activeMinFrameRate {return false}
         if _storage._focus != rhs_storage._focus {return false}
         if _storage._dropRecovery != rhs_storage._dropRecovery {return false}
+        if _storage._pressurePolicy != rhs_storage._pressurePolicy {return false}
         return true
       }
       if !storagesAreEqual {return false}

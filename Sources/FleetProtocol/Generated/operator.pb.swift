@@ -170,6 +170,14 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     set {body = .getEvents(newValue)}
   }
 
+  public var changePressurePolicy: Capfleet_V1_ChangePressurePolicy {
+    get {
+      if case .changePressurePolicy(let v)? = body {return v}
+      return Capfleet_V1_ChangePressurePolicy()
+    }
+    set {body = .changePressurePolicy(newValue)}
+  }
+
   /// Ties leases taken by this request to an operator session: when the session ends
   /// (EndSession, or no request for session_timeout_ms), its leases are released.
   public var sessionID: String = String()
@@ -197,6 +205,7 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     case getDevice(Capfleet_V1_GetDevice)
     case endSession(Capfleet_V1_EndSession)
     case getEvents(Capfleet_V1_GetEvents)
+    case changePressurePolicy(Capfleet_V1_ChangePressurePolicy)
 
   }
 
@@ -395,6 +404,31 @@ public nonisolated struct Capfleet_V1_SetDropRecoveryPolicy: Sendable {
   public init() {}
 
   fileprivate var _policy: Capfleet_V1_DropRecoveryPolicy? = nil
+}
+
+/// Needs the device's lease, like every device change; stored, audited, pushed again
+/// whenever the node registers.
+public nonisolated struct Capfleet_V1_ChangePressurePolicy: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var deviceID: String = String()
+
+  public var policy: Capfleet_V1_PressurePolicy {
+    get {_policy ?? Capfleet_V1_PressurePolicy()}
+    set {_policy = newValue}
+  }
+  /// Returns true if `policy` has been explicitly set.
+  public var hasPolicy: Bool {self._policy != nil}
+  /// Clears the value of `policy`. Subsequent reads from it will return its default value.
+  public mutating func clearPolicy() {self._policy = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _policy: Capfleet_V1_PressurePolicy? = nil
 }
 
 /// One device in full: controls, crop and focus capabilities, interruption.
@@ -683,6 +717,15 @@ public nonisolated struct Capfleet_V1_DeviceInfo: @unchecked Sendable {
     set {_uniqueStorage()._activeMinFrameRate = newValue}
   }
 
+  public var pressurePolicy: Capfleet_V1_PressurePolicy {
+    get {_storage._pressurePolicy ?? Capfleet_V1_PressurePolicy()}
+    set {_uniqueStorage()._pressurePolicy = newValue}
+  }
+  /// Returns true if `pressurePolicy` has been explicitly set.
+  public var hasPressurePolicy: Bool {_storage._pressurePolicy != nil}
+  /// Clears the value of `pressurePolicy`. Subsequent reads from it will return its default value.
+  public mutating func clearPressurePolicy() {_uniqueStorage()._pressurePolicy = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -825,7 +868,7 @@ fileprivate nonisolated let _protobuf_package = "capfleet.v1"
 
 nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1058,6 +1101,19 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
           self.body = .getEvents(v)
         }
       }()
+      case 27: try {
+        var v: Capfleet_V1_ChangePressurePolicy?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .changePressurePolicy(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .changePressurePolicy(v)
+        }
+      }()
       default: break
       }
     }
@@ -1148,6 +1204,10 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
     case .getEvents?: try {
       guard case .getEvents(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 26)
+    }()
+    case .changePressurePolicy?: try {
+      guard case .changePressurePolicy(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 27)
     }()
     case nil: break
     }
@@ -1525,6 +1585,45 @@ nonisolated extension Capfleet_V1_SetDropRecoveryPolicy: SwiftProtobuf.Message, 
   }
 }
 
+nonisolated extension Capfleet_V1_ChangePressurePolicy: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ChangePressurePolicy"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{1}policy\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      case 2: try { try decoder.decodeSingularMessageField(value: &self._policy) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.deviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 1)
+    }
+    try { if let v = self._policy {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_ChangePressurePolicy, rhs: Capfleet_V1_ChangePressurePolicy) -> Bool {
+    if lhs.deviceID != rhs.deviceID {return false}
+    if lhs._policy != rhs._policy {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
 nonisolated extension Capfleet_V1_GetDevice: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".GetDevice"
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0")
@@ -1870,7 +1969,7 @@ nonisolated extension Capfleet_V1_NodeInfo: SwiftProtobuf.Message, SwiftProtobuf
 
 nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}name\0\u{1}driver\0\u{1}kind\0\u{3}active_format\0\u{3}active_frame_rate\0\u{3}format_count\0\u{1}online\0\u{3}lease_holder\0\u{3}lease_expires_unix_ms\0\u{1}interruption\0\u{1}descriptor\0\u{1}focus\0\u{3}zoom_factor\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}name\0\u{1}driver\0\u{1}kind\0\u{3}active_format\0\u{3}active_frame_rate\0\u{3}format_count\0\u{1}online\0\u{3}lease_holder\0\u{3}lease_expires_unix_ms\0\u{1}interruption\0\u{1}descriptor\0\u{1}focus\0\u{3}zoom_factor\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -1890,6 +1989,7 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
     var _zoomFactor: Double = 0
     var _dropRecovery: Capfleet_V1_DropRecoveryPolicy? = nil
     var _activeMinFrameRate: Double = 0
+    var _pressurePolicy: Capfleet_V1_PressurePolicy? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -1917,6 +2017,7 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
       _zoomFactor = source._zoomFactor
       _dropRecovery = source._dropRecovery
       _activeMinFrameRate = source._activeMinFrameRate
+      _pressurePolicy = source._pressurePolicy
     }
   }
 
@@ -1952,6 +2053,7 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
         case 15: try { try decoder.decodeSingularDoubleField(value: &_storage._zoomFactor) }()
         case 16: try { try decoder.decodeSingularMessageField(value: &_storage._dropRecovery) }()
         case 17: try { try decoder.decodeSingularDoubleField(value: &_storage._activeMinFrameRate) }()
+        case 18: try { try decoder.decodeSingularMessageField(value: &_storage._pressurePolicy) }()
         default: break
         }
       }
@@ -2015,6 +2117,9 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
       if _storage._activeMinFrameRate.bitPattern != 0 {
         try visitor.visitSingularDoubleField(value: _storage._activeMinFrameRate, fieldNumber: 17)
       }
+      try { if let v = _storage._pressurePolicy {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 18)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -2041,6 +2146,7 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
         if _storage._zoomFactor != rhs_storage._zoomFactor {return false}
         if _storage._dropRecovery != rhs_storage._dropRecovery {return false}
         if _storage._activeMinFrameRate != rhs_storage._activeMinFrameRate {return false}
+        if _storage._pressurePolicy != rhs_storage._pressurePolicy {return false}
         return true
       }
       if !storagesAreEqual {return false}
