@@ -63,11 +63,13 @@ public enum FleetTables {
     }
 
     /// The live view: one line per device.
-    public static func watch(_ statuses: [Capfleet_V1_DeviceStatus], now: Date = Date()) -> String {
+    /// The live table; `trouble` (see `trouble(_:previous:nodes:)`) marks devices that need
+    /// attention with `!` and lists why under the table.
+    public static func watch(_ statuses: [Capfleet_V1_DeviceStatus], trouble: [String: [String]] = [:], now: Date = Date()) -> String {
         guard !statuses.isEmpty else { return "no devices yet" }
-        return table(["DEVICE", "NODE", "STATE", "FORMAT", "FPS", "MB/S", "FRAMES", "LATE", "NO-BUF", "GAPS", "LAST FRAME"],
+        let rows = table(["", "DEVICE", "NODE", "STATE", "FORMAT", "FPS", "MB/S", "FRAMES", "LATE", "NO-BUF", "GAPS", "LAST FRAME"],
                      statuses.map { status in
-                         [status.deviceID, status.nodeID,
+                         [(trouble[status.deviceID] ?? []).isEmpty ? " " : "!", status.deviceID, status.nodeID,
                           status.interruption.reason != .none ? state(online: status.online, interruption: status.interruption)
                               : status.streaming ? "streaming" : (status.online ? "idle" : "offline"),
                           status.width > 0 ? "\(status.width)x\(status.height) \(status.pixelFormat)" : "-",
@@ -75,6 +77,30 @@ public enum FleetTables {
                           String(status.framesReceived), String(status.drops.late), String(status.drops.outOfBuffers),
                           String(status.drops.discontinuity), age(status.lastFrameUnixMs, now: now)]
                      })
+        let notes = statuses.compactMap { status -> String? in
+            guard let reasons = trouble[status.deviceID], !reasons.isEmpty else { return nil }
+            return "! \(status.deviceID): " + reasons.joined(separator: "; ")
+        }
+        return notes.isEmpty ? rows : rows + "\n\n" + notes.joined(separator: "\n")
+    }
+
+    /// Each device's trouble, judged from this refresh, the previous one (for new drops)
+    /// and its node's pressure level.
+    public static func trouble(_ statuses: [Capfleet_V1_DeviceStatus], previous: [Capfleet_V1_DeviceStatus]?,
+                               nodes: [Capfleet_V1_NodeStatus], now: Date = Date()) -> [String: [String]] {
+        let before = Dictionary((previous ?? []).map { ($0.deviceID, $0) }, uniquingKeysWith: { $1 })
+        let pressure = Dictionary(nodes.map { ($0.nodeID, PressureLevel(wire: $0.pressureLevel)) }, uniquingKeysWith: { $1 })
+        let nowMs = Int64(now.timeIntervalSince1970 * 1000)
+        var result: [String: [String]] = [:]
+        for status in statuses {
+            result[status.deviceID] = DeviceTrouble.reasons(.init(
+                online: status.online, streaming: status.streaming, interruption: InterruptionReason(wire: status.interruption.reason),
+                drops: DropTally(wire: status.drops), previousDrops: before[status.deviceID].map { DropTally(wire: $0.drops) },
+                framesPerSecond: status.framesPerSecond, activeFrameRate: status.activeFrameRate,
+                lastFrameAgeMilliseconds: status.lastFrameUnixMs > 0 ? nowMs - status.lastFrameUnixMs : nil,
+                nodePressure: pressure[status.nodeID] ?? nil))
+        }
+        return result
     }
 
     /// "online", "offline", or "INTERRUPTED (device_in_use)" so trouble stands out.

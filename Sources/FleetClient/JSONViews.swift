@@ -219,8 +219,11 @@ public enum JSONViews {
         var lastFrameUnixMs: Int64
         var interruption: InterruptionView?
         var zoomFactor: Double
+        /// Why the device needs attention now (see `capfleet watch`); empty when all is well.
+        var trouble: [String]
 
-        public init(_ status: Capfleet_V1_DeviceStatus) {
+        public init(_ status: Capfleet_V1_DeviceStatus, trouble: [String] = []) {
+            self.trouble = trouble
             interruption = Interruption(wire: status.interruption).map(InterruptionView.init)
             zoomFactor = status.zoomFactor
             deviceId = status.deviceID; nodeId = status.nodeID; pixelFormat = status.pixelFormat

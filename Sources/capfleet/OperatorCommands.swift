@@ -104,7 +104,9 @@ struct FormatsCommand: ParsableCommand {
 
 struct WatchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "watch", abstract: "A live view of every device: fps, bytes/s, drops by reason, last frame. Refreshes once a second.")
+        commandName: "watch",
+        abstract: "A live view of every node's pressure and every device: fps, bytes/s, drops by reason, last frame. Refreshes once a second.",
+        discussion: "Devices in trouble (offline, interrupted, dropping frames, stalled, slow, on a host at serious pressure or worse) are marked ! and the reasons listed under the table.")
     @OptionGroup var coordinator: CoordinatorOptions
     @Option(help: "Stop after this many refreshes (default: until Ctrl-C).") var count: Int?
     @Flag(help: "Print one JSON array per refresh instead of a table.") var json = false
@@ -113,6 +115,7 @@ struct WatchCommand: ParsableCommand {
         let client = try coordinator.client()
         let interactive = isatty(STDOUT_FILENO) == 1 && !json
         var refreshes = 0
+        var previous: [Capfleet_V1_DeviceStatus]?
         while count.map({ refreshes < $0 }) ?? true {
             if refreshes > 0 { Thread.sleep(forTimeInterval: 1) }
             refreshes += 1
@@ -123,14 +126,16 @@ struct WatchCommand: ParsableCommand {
                 throw CLIFailure(error.description)
             }
             let statuses = reply.deviceStats
+            let trouble = FleetTables.trouble(statuses, previous: previous, nodes: reply.nodeStats)
+            previous = statuses
             if json {
-                print(FleetTables.json(statuses.map(JSONViews.DeviceStats.init)))
+                print(FleetTables.json(statuses.map { JSONViews.DeviceStats($0, trouble: trouble[$0.deviceID] ?? []) }))
             } else {
                 // Clear the screen and home the cursor, like top(1).
                 if interactive { print("\u{1B}[2J\u{1B}[H", terminator: "") }
                 print("CaptureFleet at \(client.address)  \(Date().formatted(date: .omitted, time: .standard))\n")
                 if !reply.nodeStats.isEmpty { print(FleetTables.pressure(reply.nodeStats, reports: reply.pressure) + "\n") }
-                print(FleetTables.watch(statuses))
+                print(FleetTables.watch(statuses, trouble: trouble))
             }
             fflush(nil)
         }

@@ -159,6 +159,12 @@ extension IntegrationTests {
                 return fps > 12 && fps < 18
             }
 
+            // `capfleet watch` flags the device: its host is under serious pressure.
+            let watched = try #require(try fleet.json(["watch", "--count", "1"]).first)
+            #expect((watched["trouble"] as? [String])?.contains("host pressure serious") == true, "\(watched)")
+            let table = try fleet.cli(["watch", "--count", "1"]).output
+            #expect(table.contains("! \(device): host pressure serious"), "\(table)")
+
             try cpu(0)
             try await fleet.waitUntil("the operator's rate comes back", seconds: 10) { try rate() == 30 }
             #expect(try SyntheticControlTests.policyActions(fleet).contains { $0.contains("restored the frame rate to 30 fps: pressure fell to nominal") })
