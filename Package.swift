@@ -19,13 +19,15 @@ let package = Package(
         // Thin C shims over Debian's libraries.
         .systemLibrary(name: "CZeroMQ", path: "Sources/CZeroMQ"),
         .systemLibrary(name: "CV4L2", path: "Sources/CV4L2"),
+        // Linux calls Swift cannot import (thread names through prctl).
+        .target(name: "CPlatform"),
 
         // Wire contract: generated from proto-docs/*.proto, no I/O.
         .target(name: "FleetProtocol", dependencies: [
             .product(name: "SwiftProtobuf", package: "swift-protobuf"),
         ]),
         // Pure state machines and value types: no ZeroMQ, no SQLite, no ioctl.
-        .target(name: "FleetCore", dependencies: ["FleetProtocol"]),
+        .target(name: "FleetCore", dependencies: ["FleetProtocol", "CPlatform"]),
         // ZeroMQ sockets on threads they own, bridged to async code.
         .target(name: "FleetBus", dependencies: [
             "CZeroMQ", "FleetCore",
@@ -49,7 +51,7 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         // Plain HTTP/1.1 on threads it owns: the /metrics endpoint and alert webhooks.
-        .target(name: "FleetHTTP"),
+        .target(name: "FleetHTTP", dependencies: ["CPlatform"]),
         .target(name: "FleetCoordinator", dependencies: [
             "FleetBus", "FleetStore", "FleetCore", "FleetProtocol", "FleetHTTP",
             .product(name: "Prometheus", package: "swift-prometheus"),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite from a fresh clone: installs what is needed, builds, runs every
 # test (unit, store, bus, and integration tests with real processes, sockets and SQLite),
-# then prints the transport and command benchmarks' figures.
+# then prints the transport, command and telemetry benchmarks' figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
@@ -29,6 +29,7 @@ if [ "${CAPFLEET_SKIP_BENCH:-0}" != "1" ]; then
   swift build -c release --product capfleet >/dev/null
   "$(swift build -c release --show-bin-path)/capfleet" bench transport --seconds "${CAPFLEET_BENCH_SECONDS:-6}"
   "$(swift build -c release --show-bin-path)/capfleet" bench commands --commands 200
+  "$(swift build -c release --show-bin-path)/capfleet" bench telemetry --seconds "${CAPFLEET_BENCH_SECONDS:-8}" --changes 40
 fi
 echo "== done in $(( $(date +%s) - started )) s"
 # The suite's verdict, last, for whoever reads only the end of the log.

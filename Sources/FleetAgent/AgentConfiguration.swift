@@ -29,6 +29,8 @@ public struct AgentConfiguration: Sendable {
     /// Disks whose free space counts as pressure; empty means the state directory's disk.
     public var watchedDisks: [String] = []
     public var pressureIntervalMilliseconds: Int = 1000
+    /// Sample and report pressure at all (off only to measure what it costs: `capfleet bench telemetry`).
+    public var pressureEnabled = true
     public var pressureThresholds = PressureThresholds()
 
     public init(coordinatorHost: String = "127.0.0.1", controlPort: UInt16 = WireDefaults.controlPort, nodeName: String? = nil,

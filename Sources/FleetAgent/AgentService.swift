@@ -37,7 +37,7 @@ public final class AgentService: Service, Sendable {
     public func run() async throws {
         let context = ZMQContext()
         let publisher = try FramePublisher(context: context, capacity: configuration.sendQueueCapacity, logger: logger)
-        let monitor = makePressureMonitor(publisher: publisher)
+        let monitor = configuration.pressureEnabled ? makePressureMonitor(publisher: publisher) : nil
         self.monitor.withLock { $0 = monitor }
         let handlers = ControlHandlers(
             hello: { [self] in hello() },
@@ -53,13 +53,13 @@ public final class AgentService: Service, Sendable {
         let control = try ControlChannel(context: context, endpoint: configuration.controlEndpoint, nodeID: identity.nodeID,
                                          handlers: handlers, logger: logger)
         self.control.withLock { $0 = control }
-        monitor.start()
+        monitor?.start()
         logger.info("agent started", metadata: ["coordinator": "\(configuration.controlEndpoint)", "devices": "\(sources.count)"])
 
         try? await gracefulShutdown()
 
         logger.info("agent stopping")
-        monitor.stop()
+        monitor?.stop()
         for stream in sources { stream.stop() }
         control.stop()
         publisher.stop()

@@ -208,13 +208,20 @@ final class CameraStream: Sendable {
 
     /// Sets the pressure policy and applies it at the node's current level.
     func setPressurePolicy(_ policy: PressurePolicy, level: PressureLevel, detail: String) -> Capfleet_V1_DeviceEvent? {
-        let lift = recovery.withLock { state in
+        let wasActive = recovery.withLock { state in
             state.pressurePolicy = policy
-            return !policy.applies(at: level)
+            return state.pressureActive
         }
-        // A changed cap takes effect at once: lift the old one, then apply the new one.
-        let lifted = liftPressureCap(reason: policy.isEnabled ? "the pressure policy changed" : "the pressure policy is off")
-        return lift ? lifted : applyPressure(level: level, detail: detail) ?? lifted
+        guard policy.applies(at: level) else {
+            return liftPressureCap(reason: policy.isEnabled ? "the pressure policy changed" : "the pressure policy is off")
+        }
+        guard wasActive else { return applyPressure(level: level, detail: detail) }
+        // A new cap while one is in force: go straight to the new rate.
+        recovery.withLock { state in
+            state.pressureActive = false
+            state.pressureRange = nil
+        }
+        return applyPressure(level: level, detail: detail, replacing: true)
     }
 
     /// The operator set a rate: it becomes the rate to restore, and an active cap applies to it.
@@ -228,38 +235,49 @@ final class CameraStream: Sendable {
     }
 
     /// Puts the cap in force or lifts it for the node's new level; returns the event to
-    /// announce when the rate changed (or could not).
-    func applyPressure(level: PressureLevel, detail: String) -> Capfleet_V1_DeviceEvent? {
+    /// announce when the rate changed (or could not). The cap is taken from the operator's
+    /// rate, not the running one: drop recovery may have stepped below it, and then restores
+    /// to the cap, never above it. `replacing` moves the device to a new cap even upwards.
+    func applyPressure(level: PressureLevel, detail: String, replacing: Bool = false) -> Capfleet_V1_DeviceEvent? {
         let (applies, policy) = recovery.withLock { ($0.pressurePolicy.applies(at: level), $0.pressurePolicy) }
         guard applies else { return liftPressureCap(reason: "pressure fell to \(level)") }
         let format = source.device.formats[source.activeFormatIndex]
         let running = source.activeFrameRateRange
-        let lowered: FrameRateRange?? = recovery.withLock { state in
+        enum Step { case none, cannot(Double), set(FrameRateRange) }
+        let step: Step = recovery.withLock { state in
             guard !state.pressureActive else { return .none }
             state.pressureActive = true
-            if state.requested == nil { state.requested = running }
-            guard let rate = policy.cappedRate(running: running.maxFramesPerSecond, format: format) else {
-                return .some(nil)
+            let requested = state.requested ?? running
+            state.requested = requested
+            guard let rate = policy.cappedRate(running: requested.maxFramesPerSecond, format: format) else {
+                // The operator's rate is within the cap already, or the format has nothing slower.
+                return requested.maxFramesPerSecond > policy.frameRate + 1e-9 ? .cannot(requested.maxFramesPerSecond) : .none
             }
-            let range = FrameRateRange(min: min(rate, running.minFramesPerSecond), max: rate)
+            let range = FrameRateRange(min: min(rate, requested.minFramesPerSecond), max: rate)
             state.pressureRange = range
-            // The cap replaces any step drop recovery had taken.
-            state.recovery.operatorChangedRate()
-            return .some(range)
+            let dropRecoveryBelow = state.recovery.loweredRate.map { $0 < rate - 1e-9 } ?? false
+            if running.maxFramesPerSecond > rate + 1e-9 {
+                // Above the cap: the cap replaces any drop-recovery step.
+                state.recovery.operatorChangedRate()
+                return .set(range)
+            }
+            if replacing && !dropRecoveryBelow && abs(running.maxFramesPerSecond - rate) > 1e-9 { return .set(range) }
+            return .none
         }
-        guard case let .some(range) = lowered else { return nil }
-        guard let range else {
-            // Already at or below the cap, or the format has nothing slower.
-            guard running.maxFramesPerSecond > policy.frameRate + 1e-9 else { return nil }
-            return policyEvent("pressure policy cannot lower the frame rate to \(VideoFormat.trim(policy.frameRate)) fps: the active format has no rate at or below it (\(detail))")
+        switch step {
+        case .none:
+            return nil
+        case let .cannot(rate):
+            return policyEvent("pressure policy cannot lower the frame rate from \(VideoFormat.trim(rate)) fps to \(VideoFormat.trim(policy.frameRate)) fps: the active format has no rate at or below it (\(detail))")
+        case let .set(range):
+            let verb = range.maxFramesPerSecond < running.maxFramesPerSecond ? "lowered" : "raised"
+            do {
+                try source.setFrameRateRange(range)
+            } catch {
+                return policyEvent("pressure policy cannot set the frame rate to \(VideoFormat.trim(range.maxFramesPerSecond)) fps: \(error) (\(detail))")
+            }
+            return policyEvent("pressure policy \(verb) the frame rate to \(VideoFormat.trim(range.maxFramesPerSecond)) fps: pressure \(detail)")
         }
-        do {
-            try source.setFrameRateRange(range)
-        } catch {
-            recovery.withLock { $0.pressureRange = nil }
-            return policyEvent("pressure policy cannot lower the frame rate to \(VideoFormat.trim(range.maxFramesPerSecond)) fps: \(error) (\(detail))")
-        }
-        return policyEvent("pressure policy lowered the frame rate to \(VideoFormat.trim(range.maxFramesPerSecond)) fps: pressure \(detail)")
     }
 
     private func liftPressureCap(reason: String) -> Capfleet_V1_DeviceEvent? {

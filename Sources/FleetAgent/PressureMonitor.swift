@@ -39,9 +39,13 @@ final class PressureMonitor: Sendable {
     var latest: Capfleet_V1_PressureReport? { latestReport.withLock { $0 } }
     var level: PressureLevel { evaluator.withLock { $0.assessment.level } }
 
+    /// How ps and benchmarks (reading /proc/PID/task) find the sampler thread.
+    static let threadName = "cf-pressure"
+
     func start() {
         guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let thread = Thread { [self] in
+            ThreadName.set(Self.threadName)
             while running.load(ordering: .acquiring) {
                 sampleOnce()
                 let milliseconds = Int(interval.components.seconds * 1000 + interval.components.attoseconds / 1_000_000_000_000_000)
@@ -49,7 +53,6 @@ final class PressureMonitor: Sendable {
             }
             finished.signal()
         }
-        thread.name = "capfleet.pressure"
         thread.start()
     }
 

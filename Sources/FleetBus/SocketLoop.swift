@@ -80,8 +80,11 @@ public final class SocketLoop: @unchecked Sendable {
     }
 
     public func start() {
-        let thread = Thread { [self] in run() }
-        thread.name = "capfleet.\(name)"
+        let thread = Thread { [self] in
+            ThreadName.set("cf-" + name)
+            run()
+        }
+        thread.name = "cf-" + name
         self.thread = thread
         thread.start()
     }

@@ -124,10 +124,11 @@ public final class SyntheticCamera: CameraSource {
                       onInterruption: @escaping @Sendable (Interruption?) -> Void) throws(CaptureError) {
         guard !running.exchange(true, ordering: .acquiringAndReleasing) else { throw .alreadyStreaming(device: device.deviceID) }
         let thread = Thread { [self] in
+            ThreadName.set("cf-synthetic")
             captureLoop(deliver: deliver)
             finished.signal()
         }
-        thread.name = "capfleet.synthetic.\(device.deviceID)"
+        thread.name = "cf-synthetic \(device.deviceID)"
         thread.start()
     }
 

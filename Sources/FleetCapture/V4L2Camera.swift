@@ -216,10 +216,11 @@ public final class V4L2Camera: CameraSource {
                       onInterruption: @escaping @Sendable (Interruption?) -> Void) throws(CaptureError) {
         guard !running.exchange(true, ordering: .acquiringAndReleasing) else { throw .alreadyStreaming(device: device.deviceID) }
         let thread = Thread { [self] in
+            ThreadName.set("cf-v4l2")
             captureLoop(deliver: deliver, onInterruption: onInterruption)
             finished.signal()
         }
-        thread.name = "capfleet.v4l2.\(device.deviceID)"
+        thread.name = "cf-v4l2 \(device.deviceID)"
         thread.start()
     }
 

@@ -59,7 +59,7 @@ final class AlertCenter: Sendable {
         guard result.fire else { return }
         let percent = (result.share * 1000).rounded() / 10
         raise(.drops, nodeID: nodeID, deviceID: deviceID,
-              message: "lost \(percent) % of its frames over the last \(configuration.dropWindowSeconds) s (alert at \(configuration.dropShare * 100) %)")
+              message: "lost \(percent) % of its frames over the last \(configuration.dropWindowSeconds) s (alert at \((configuration.dropShare * 1000).rounded() / 10) %)")
     }
 
     private func raise(_ kind: Capfleet_V1_AlertKind, nodeID: String, deviceID: String = "", message: String, subject: String? = nil) {

@@ -24,7 +24,7 @@ struct AlertNotice: Sendable, Codable, Equatable {
 
     var json: [UInt8] {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return Array((try? encoder.encode(self)) ?? Data())
     }
 
@@ -58,8 +58,11 @@ final class AlertDelivery: Sendable {
         commandTimeoutMilliseconds = Int64(commandTimeoutSeconds) * 1000
         self.logger = logger
         self.onOutcome = onOutcome
-        let thread = Thread { [self] in run() }
-        thread.name = "alert-delivery"
+        let thread = Thread { [self] in
+            ThreadName.set("cf-alerts")
+            run()
+        }
+        thread.name = "cf-alerts"
         thread.start()
     }
 

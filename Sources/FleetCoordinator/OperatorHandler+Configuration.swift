@@ -177,7 +177,8 @@ extension OperatorHandler {
         }
         let detail = "pressure policy " + policy.summary
         try await store.savePressurePolicy(
-            PressurePolicyRecord(deviceId: device.id, enabled: policy.isEnabled, level: policy.level.rawValue,
+            // A policy turned off keeps a storable level whatever the request said.
+            PressurePolicyRecord(deviceId: device.id, enabled: policy.isEnabled, level: max(policy.level.rawValue, PressureLevel.fair.rawValue),
                                  frameRate: policy.frameRate, updatedAt: Date().unixMilliseconds),
             audit: AuditEntry(at: Date().unixMilliseconds, actor: holder(who), action: "device.policy", target: device.id, outcome: "ok", detail: detail))
         guard await control.isOnline(device.nodeId) else {

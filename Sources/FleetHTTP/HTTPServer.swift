@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CPlatform
 import Foundation
 import Synchronization
 
@@ -126,7 +127,10 @@ public final class HTTPServer: Sendable {
         }
         for end in pipeFDs { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         wakeFDs = (pipeFDs[0], pipeFDs[1])
-        let thread = Thread { [self] in serve() }
+        let thread = Thread { [self] in
+            _ = capfleet_name_this_thread("cf-http")
+            serve()
+        }
         thread.name = "http-\(self.port)"
         thread.start()
     }

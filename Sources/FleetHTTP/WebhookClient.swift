@@ -135,14 +135,24 @@ public enum WebhookClient {
         }
     }
 
-    struct ResolvedAddress {
+    public struct ResolvedAddress: Sendable {
         var family: Int32
         var storage: sockaddr_storage
         var length: socklen_t
     }
 
+    /// Whether the URL's host resolves to a local address now: nil when it does, else why not.
+    public static func localCheck(_ url: LocalWebhookURL) -> WebhookError? {
+        do {
+            _ = try resolveLocal(url.host, port: url.port)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
     /// The host's first address, refused unless it is loopback, private or link-local.
-    static func resolveLocal(_ host: String, port: UInt16) throws(WebhookError) -> ResolvedAddress {
+    public static func resolveLocal(_ host: String, port: UInt16) throws(WebhookError) -> ResolvedAddress {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)

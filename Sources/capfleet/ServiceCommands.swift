@@ -67,17 +67,22 @@ enum CoordinatorSettings {
         if let text = settings.value("alert_webhook", environment: env), !text.isEmpty {
             do {
                 let url = try LocalWebhookURL(text)
+                // Refuse a public address now rather than at the first alert; a name that does
+                // not resolve yet (the network may come up later) is checked again at each post.
+                if let problem = WebhookClient.localCheck(url), case .notLocal = problem { throw problem }
                 alerts.webhook = url
             } catch {
                 throw CLIFailure("alert_webhook: \(error)")
             }
         }
         alerts.intervalSeconds = try settings.integer("alert_interval_s", environment: env) ?? alerts.intervalSeconds
+        guard alerts.intervalSeconds >= 1 else { throw CLIFailure("alert_interval_s must be at least 1: it is what keeps a flapping node from flooding the pager") }
         alerts.burst = try settings.integer("alert_burst", environment: env) ?? alerts.burst
         guard alerts.burst >= 1 else { throw CLIFailure("alert_burst must be at least 1") }
         alerts.dropWindowSeconds = try settings.integer("alert_drop_window_s", environment: env) ?? alerts.dropWindowSeconds
         guard alerts.dropWindowSeconds >= 1 else { throw CLIFailure("alert_drop_window_s must be at least 1") }
         alerts.commandTimeoutSeconds = try settings.integer("alert_command_timeout_s", environment: env) ?? alerts.commandTimeoutSeconds
+        guard alerts.commandTimeoutSeconds >= 1 else { throw CLIFailure("alert_command_timeout_s must be at least 1") }
         if let text = settings.value("alert_pressure_level", environment: env) {
             guard let level = PressureLevel(name: text), level > .nominal else {
                 throw CLIFailure("alert_pressure_level \(text): write fair, serious, critical or shutdown")
@@ -123,6 +128,8 @@ struct AgentCommand: AsyncParsableCommand {
     var watchedDisks: [String] = []
     @Option(help: "How often pressure is sampled, in milliseconds.")
     var pressureIntervalMs: Int = 1000
+    @Flag(inversion: .prefixedNo, help: "Sample and report pressure (--no-pressure only to measure its cost; nothing then protects the host).")
+    var pressure = true
     @Option(help: "Where the agent keeps its identity (default: ~/.local/state/capfleet/agent[-NAME]).")
     var stateDir: String?
     @OptionGroup var logging: LoggingOptions
@@ -150,6 +157,7 @@ struct AgentCommand: AsyncParsableCommand {
         configuration.watchedDisks = watchedDisks
         guard pressureIntervalMs >= 50 else { throw CLIFailure("--pressure-interval-ms must be at least 50") }
         configuration.pressureIntervalMilliseconds = pressureIntervalMs
+        configuration.pressureEnabled = pressure
         let service = try AgentService(configuration: configuration, logger: logger)
         let group = ServiceGroup(configuration: .init(services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()

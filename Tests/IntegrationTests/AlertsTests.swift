@@ -162,6 +162,10 @@ extension IntegrationTests {
             try await fleet.waitUntil("the coordinator refuses to start", seconds: 10) { !coordinator.isRunning }
             #expect(coordinator.process.terminationStatus != 0)
             #expect(coordinator.log.contains("only http:// URLs on the local network"), "\(coordinator.log)")
+            // A public address is refused before any alert could go there (nothing is sent).
+            let second = try fleet.startCoordinator(environment: ["CAPFLEET_ALERT_WEBHOOK": "http://8.8.8.8:9/hook"])
+            try await fleet.waitUntil("the coordinator refuses a public webhook", seconds: 10) { !second.isRunning }
+            #expect(second.log.contains("outside this machine and its local network"), "\(second.log)")
         }
     }
 }

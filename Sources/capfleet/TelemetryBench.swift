@@ -1,0 +1,214 @@
+import ArgumentParser
+import FleetBus
+import FleetClient
+import FleetCore
+import FleetProtocol
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What pressure telemetry costs an agent, and how fast a level change reaches a subscriber.
+///
+/// Cost: one `capfleet agent` child streaming a 1920x1080 YUYV synthetic camera at 30 fps into
+/// a `capfleet coordinator` child, measured with pressure sampling off (`--no-pressure`, the
+/// baseline) and on (the default once a second, and a stressed 100 ms), from /proc: the whole
+/// agent's CPU time and resident memory, and the sampler thread's own CPU time (the precise
+/// figure; the whole-agent difference drowns in the capture's noise).
+///
+/// Delay: an agent reading a fixture tree whose CPU PSI flips between 0 and 50 % every
+/// 300 ms; a ZeroMQ subscriber on the coordinator's telemetry port timestamps each
+/// `event.pressure_level_changed` against the sample time the agent put in its report.
+struct TelemetryBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "telemetry", abstract: "Agent CPU and memory with pressure telemetry on versus off at 1080p30, and level-change delay to a subscriber.")
+
+    @Option(help: "Seconds measured per configuration.") var seconds: Double = 10
+    @Option(help: "Level changes to time.") var changes: Int = 40
+
+    func run() throws {
+        print("== telemetry cost: agent streaming 1920x1080 YUYV at 30 fps, \(fmt(seconds)) s per configuration")
+        let fleet = try TelemetryBenchFleet()
+        defer { fleet.stop() }
+        var rows: [(String, AgentCost)] = []
+        for (label, extra) in [("pressure off (baseline)", ["--no-pressure"]), ("pressure on, every 1 s", []),
+                               ("pressure on, every 100 ms", ["--pressure-interval-ms", "100"])] {
+            rows.append((label, try fleet.measureAgent(extra: extra, seconds: seconds)))
+        }
+        let baseline = rows[0].1
+        print("configuration                 agent CPU   vs baseline   sampler thread   RSS MiB   fps")
+        for (label, cost) in rows {
+            let delta = cost.cpuPercent - baseline.cpuPercent
+            print(label.padding(toLength: 28, withPad: " ", startingAt: 0)
+                + String(format: "  %6.2f %%    %+6.2f %%      %7.3f %%      %6.1f   %5.1f",
+                         cost.cpuPercent, delta, cost.samplerCPUPercent, cost.residentMegabytes, cost.framesPerSecond))
+        }
+        let sampler = rows[1].1.samplerCPUPercent
+        print(String(format: "pressure telemetry at the default interval: %.3f %% of one core on its own thread (target < 1 %%); ratio agent CPU on/off %.3f",
+                     sampler, baseline.cpuPercent > 0 ? rows[1].1.cpuPercent / baseline.cpuPercent : 0))
+
+        print("\n== level change → subscriber delay (\(changes) changes, sampling every 50 ms)")
+        let delays = try fleet.measureLevelChangeDelay(changes: changes)
+        guard !delays.isEmpty else { throw CLIFailure("no level change reached the subscriber") }
+        let sorted = delays.sorted()
+        func percentile(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)] }
+        print(String(format: "received %d of %d changes: p50 %.2f ms  p99 %.2f ms  max %.2f ms (sample taken on the agent → event.pressure_level_changed at the subscriber)",
+                     delays.count, changes, percentile(0.5), percentile(0.99), sorted.last!))
+    }
+}
+
+struct AgentCost {
+    var cpuPercent: Double
+    var samplerCPUPercent: Double
+    var residentMegabytes: Double
+    var framesPerSecond: Double
+}
+
+/// A coordinator child process on free ports, and agents started against it.
+final class TelemetryBenchFleet {
+    let directory: String
+    let ports: [UInt16]
+    private let coordinator = Process()
+    private let binary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-telemetry-bench-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        ports = try Self.freePorts(4)
+        coordinator.executableURL = binary
+        coordinator.arguments = ["coordinator", "--data", directory + "/coordinator", "--log-level", "error"]
+        coordinator.environment = ProcessInfo.processInfo.environment.merging([
+            "CAPFLEET_BIND": "127.0.0.1", "CAPFLEET_CONTROL_PORT": "\(ports[0])", "CAPFLEET_INGEST_PORT": "\(ports[1])",
+            "CAPFLEET_OPERATOR_PORT": "\(ports[2])", "CAPFLEET_TELEMETRY_PORT": "\(ports[3])", "CAPFLEET_METRICS_PORT": "off",
+        ]) { $1 }
+        try coordinator.run()
+    }
+
+    func stop() {
+        if coordinator.isRunning { coordinator.terminate(); coordinator.waitUntilExit() }
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    private func startAgent(name: String, extra: [String]) throws -> Process {
+        let agent = Process()
+        agent.executableURL = binary
+        agent.arguments = ["agent", "--coordinator", "127.0.0.1:\(ports[0])", "--name", name, "--synthetic", "1", "--no-discover",
+                           "--synthetic-format", "1920x1080:YUYV", "--fps", "30", "--state-dir", directory + "/" + name,
+                           "--log-level", "error"] + extra
+        agent.standardOutput = FileHandle.nullDevice
+        try agent.run()
+        return agent
+    }
+
+    func measureAgent(extra: [String], seconds: Double) throws -> AgentCost {
+        let agent = try startAgent(name: "cost", extra: extra)
+        defer { agent.terminate(); agent.waitUntilExit() }
+        let pid = agent.processIdentifier
+        Thread.sleep(forTimeInterval: 3)   // register, start streaming, settle
+        let startWall = MonotonicTime.now()
+        let startCPU = Self.cpuNanoseconds(pid: pid)
+        let startSampler = Self.cpuNanoseconds(pid: pid, namePrefix: "cf-pressure")
+        let startFrames = try framesReceived()
+        Thread.sleep(forTimeInterval: seconds)
+        let elapsed = Double(MonotonicTime.now() - startWall) / 1e9
+        let cpu = Double(Self.cpuNanoseconds(pid: pid) &- startCPU) / 1e9 / elapsed * 100
+        let endSampler = Self.cpuNanoseconds(pid: pid, namePrefix: "cf-pressure")
+        let sampler = Double(endSampler &- startSampler) / 1e9 / elapsed * 100
+        let frames = Double(try framesReceived() - startFrames) / elapsed
+        return AgentCost(cpuPercent: cpu, samplerCPUPercent: sampler, residentMegabytes: TransportBench.residentMegabytes(pid: pid),
+                         framesPerSecond: frames)
+    }
+
+    private func framesReceived() throws -> UInt64 {
+        let client = try OperatorClient(address: CoordinatorAddress(host: "127.0.0.1", port: ports[2]))
+        return try client.call(.getFleetStats(.init())).reply.deviceStats.filter(\.online).reduce(0) { $0 + $1.framesReceived }
+    }
+
+    func measureLevelChangeDelay(changes: Int) throws -> [Double] {
+        let root = directory + "/host"
+        try FileManager.default.createDirectory(atPath: root + "/proc/pressure", withIntermediateDirectories: true)
+        func cpu(_ percent: Double) {
+            let path = root + "/proc/pressure/cpu"
+            try? "some avg10=\(percent) avg60=0.00 avg300=0.00 total=1\n".write(toFile: path + ".tmp", atomically: false, encoding: .utf8)
+            _ = rename(path + ".tmp", path)
+        }
+        cpu(0)
+        let context = ZMQContext()
+        let subscriber = try ZMQSocket(context: context, type: .sub)
+        defer { subscriber.close() }
+        try subscriber.subscribe(TelemetryTopic.event(.pressureLevelChanged))
+        try subscriber.subscribe(TelemetryTopic.pressurePrefix)
+        try subscriber.connect("tcp://127.0.0.1:\(ports[3])")
+        let agent = try startAgent(name: "delay", extra: ["--pressure-root", root, "--pressure-interval-ms", "50"])
+        defer { agent.terminate(); agent.waitUntilExit() }
+        Thread.sleep(forTimeInterval: 3)
+
+        // A level change publishes its report (with previous_level and the sample time) and
+        // then the event; the delay runs from the sample to the event's arrival.
+        var delays: [Double] = []
+        var pendingSampleMs: Int64?
+        var high = false
+        var nextFlip = MonotonicTime.now()
+        var flips = 0
+        let deadline = MonotonicTime.now() + UInt64(changes) * 600_000_000 + 5_000_000_000
+        while delays.count < changes && MonotonicTime.now() < deadline {
+            if MonotonicTime.now() >= nextFlip && flips < changes + 2 {
+                high.toggle()
+                cpu(high ? 50 : 0)
+                flips += 1
+                nextFlip = MonotonicTime.now() + 300_000_000
+            }
+            guard subscriber.waitForInput(milliseconds: 20),
+                  let (parts, _) = try subscriber.receiveMultipart(dontWait: true, maxParts: 2), parts.count == 2 else { continue }
+            let received = Date().timeIntervalSince1970 * 1000
+            let topic = String(decoding: parts[0].array, as: UTF8.self)
+            if topic.hasPrefix(TelemetryTopic.pressurePrefix) {
+                if let report = try? Capfleet_V1_PressureReport(serializedBytes: parts[1].array), report.previousLevel != .unspecified,
+                   report.previousLevel != report.level {
+                    pendingSampleMs = report.unixMs
+                }
+            } else if let sample = pendingSampleMs {
+                delays.append(received - Double(sample))
+                pendingSampleMs = nil
+            }
+        }
+        return delays
+    }
+
+    /// Nanoseconds on CPU of the process's threads (all, or those whose name starts with
+    /// `namePrefix`), from schedstat: exact, where stat's clock ticks are 10 ms coarse.
+    static func cpuNanoseconds(pid: Int32, namePrefix: String? = nil) -> UInt64 {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.reduce(0) { total, tid in
+            if let namePrefix {
+                let name = (try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/comm", encoding: .utf8)) ?? ""
+                guard name.hasPrefix(namePrefix) else { return total }
+            }
+            let schedstat = (try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/schedstat", encoding: .utf8)) ?? ""
+            return total + (schedstat.split(separator: " ").first.flatMap { UInt64($0) } ?? 0)
+        }
+    }
+
+    static func freePorts(_ count: Int) throws -> [UInt16] {
+        var sockets: [Int32] = []
+        defer { sockets.forEach { close($0) } }
+        var ports: [UInt16] = []
+        for _ in 0..<count {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let bound = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+            }
+            guard bound else { throw CLIFailure("cannot find a free port: \(String(cString: strerror(errno)))") }
+            sockets.append(fd)
+            ports.append(UInt16(bigEndian: address.sin_port))
+        }
+        return ports
+    }
+}
+
+private func fmt(_ value: Double) -> String { String(format: "%.1f", value) }
