@@ -21,7 +21,7 @@ public final class AgentService: Service, Sendable {
     private let control = Mutex<ControlChannel?>(nil)
     private let monitor = Mutex<PressureMonitor?>(nil)
     /// Frames and drops of all devices at the last pressure sample, for the drop rate.
-    private let lastLoad = Mutex<(frames: UInt64, drops: UInt64)>((0, 0))
+    private let lastLoad = Mutex<(frames: UInt64, drops: DropTally)>((0, DropTally()))
 
     public init(configuration: AgentConfiguration, logger: Logger) throws {
         self.configuration = configuration
@@ -130,14 +130,21 @@ public final class AgentService: Service, Sendable {
             interval: .milliseconds(configuration.pressureIntervalMilliseconds), nodeID: identity.nodeID,
             load: { [self] in
                 let frames = sources.reduce(UInt64(0)) { $0 + $1.statistics.framesCaptured.load(ordering: .relaxed) }
-                let drops = sources.reduce(UInt64(0)) { $0 + $1.statistics.drops.total }
+                let drops = sources.reduce(DropTally()) { total, stream in
+                    let own = stream.statistics.drops
+                    return DropTally(late: total.late + own.late, outOfBuffers: total.outOfBuffers + own.outOfBuffers,
+                                     discontinuity: total.discontinuity + own.discontinuity)
+                }
                 let (lastFrames, lastDrops) = lastLoad.withLock { last in
                     defer { last = (frames, drops) }
                     return last
                 }
-                let lost = drops &- lastDrops, captured = frames &- lastFrames
-                let rate = lost + captured > 0 ? Double(lost) / Double(lost + captured) : 0
-                return (rate, publisher.queueCapacity > 0 ? Double(publisher.queueDepth) / Double(publisher.queueCapacity) : 0)
+                // Wrapping subtraction: a device's counters restart when it is re-created.
+                let interval = DropTally(late: drops.late &- lastDrops.late, outOfBuffers: drops.outOfBuffers &- lastDrops.outOfBuffers,
+                                         discontinuity: drops.discontinuity &- lastDrops.discontinuity)
+                let sane = interval.total < UInt64.max / 2 ? interval : DropTally()
+                return AgentLoad(drops: sane, frames: frames >= lastFrames ? frames - lastFrames : 0,
+                                 queueFill: publisher.queueCapacity > 0 ? Double(publisher.queueDepth) / Double(publisher.queueCapacity) : 0)
             },
             onChange: { [self] change in pressureChanged(change, publisher: publisher) })
     }

@@ -17,8 +17,9 @@ final class PressureMonitor: Sendable {
     private let sampler: PressureSampler
     private let interval: Duration
     private let nodeID: String
-    /// The agent's own share: frames lost / frames, and send queue fill, over the last interval.
-    private let load: @Sendable () -> (dropRate: Double, queueFill: Double)
+    /// The agent's own load over the last interval: frames lost by reason, frames captured,
+    /// and the send queue's fill.
+    private let load: @Sendable () -> AgentLoad
     private let onChange: @Sendable (Change) -> Void
     private let evaluator: Mutex<PressureEvaluator>
     private let latestReport = Mutex<Capfleet_V1_PressureReport?>(nil)
@@ -27,7 +28,7 @@ final class PressureMonitor: Sendable {
     private let finished = DispatchSemaphore(value: 0)
 
     init(sampler: PressureSampler, thresholds: PressureThresholds, interval: Duration, nodeID: String,
-         load: @escaping @Sendable () -> (dropRate: Double, queueFill: Double), onChange: @escaping @Sendable (Change) -> Void) {
+         load: @escaping @Sendable () -> AgentLoad, onChange: @escaping @Sendable (Change) -> Void) {
         self.sampler = sampler
         self.interval = interval
         self.nodeID = nodeID
@@ -68,6 +69,8 @@ final class PressureMonitor: Sendable {
         let own = load()
         sample.dropRate = own.dropRate
         sample.sendQueueFill = own.queueFill
+        sample.intervalDrops = own.drops
+        sample.intervalFrames = own.frames
         let (previous, result) = evaluator.withLock { evaluator in
             let previous = evaluator.assessment.level
             return (previous, evaluator.evaluate(sample))
@@ -76,5 +79,18 @@ final class PressureMonitor: Sendable {
         if result.levelChanged { report.previousLevel = previous.wire }
         latestReport.withLock { $0 = report }
         if result.levelChanged { onChange(Change(report: report, previous: previous, current: result.assessment.level)) }
+    }
+}
+
+/// What the agent itself contributes to pressure over one sampling interval.
+struct AgentLoad: Sendable {
+    var drops: DropTally
+    var frames: UInt64
+    var queueFill: Double
+
+    /// Frames lost / frames that should have been captured (lost + captured).
+    var dropRate: Double {
+        let lost = drops.total
+        return lost + frames > 0 ? Double(lost) / Double(lost + frames) : 0
     }
 }

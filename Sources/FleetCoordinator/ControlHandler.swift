@@ -209,7 +209,13 @@ actor ControlHandler {
         let from = PressureLevel(wire: report.previousLevel)?.description ?? "unknown"
         let to = PressureLevel(wire: report.level)?.description ?? "unknown"
         let factors = report.factors.map { "\($0.factor) \(PressureLevel(wire: $0.level)?.description ?? "?")" }.joined(separator: ", ")
-        let detail = "\(from) → \(to)" + (factors.isEmpty ? "" : " (\(factors))")
+        var detail = "\(from) → \(to)" + (factors.isEmpty ? "" : " (\(factors))")
+        let drops = DropTally(wire: report.intervalDrops)
+        if drops.total > 0 {
+            let reasons = [("late", drops.late), ("out_of_buffers", drops.outOfBuffers), ("discontinuity", drops.discontinuity)]
+                .filter { $0.1 > 0 }.map { "\($0.1) \($0.0)" }.joined(separator: ", ")
+            detail += "; lost \(drops.total) of \(drops.total + report.intervalFrames) frames in the last interval: \(reasons)"
+        }
         logger.notice("pressure level changed", metadata: ["node.id": "\(report.nodeID)", "pressure": "\(detail)"])
         events.publishPressure(report)
         events.emit(.pressureLevelChanged, nodeID: report.nodeID, message: detail)

@@ -81,6 +81,9 @@ public struct PressureSample: Hashable, Sendable {
     public var dropRate: Double?
     /// Share (0...1) of the send queue in use.
     public var sendQueueFill: Double?
+    /// Frames lost in the last interval by reason, and frames captured, all devices.
+    public var intervalDrops = DropTally()
+    public var intervalFrames: UInt64 = 0
 
     public init(cpuStallPercent: Double? = nil, memoryStallPercent: Double? = nil, ioStallPercent: Double? = nil,
                 thermal: [ThermalReading] = [], batteryPercent: Double? = nil, underVoltage: Bool = false, throttled: Bool = false,

@@ -280,6 +280,8 @@ extension PressureAssessment {
             if let value = sample.diskFree.values.min() { $0.lowestDiskFree = value }
             $0.dropRate = sample.dropRate ?? 0
             $0.sendQueueFill = sample.sendQueueFill ?? 0
+            $0.intervalDrops = sample.intervalDrops.wire
+            $0.intervalFrames = sample.intervalFrames
         }
     }
 }

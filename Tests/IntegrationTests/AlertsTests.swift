@@ -154,6 +154,9 @@ extension IntegrationTests {
             // One bad spell, one alert.
             try await Task.sleep(for: .seconds(3))
             #expect(receiver.named("drops").count == 1)
+            // The agent's own pressure saw the drop rate, and says which reasons.
+            let changes = try Self.events(fleet).filter { $0["kind"] as? String == "pressure_level_changed" }.compactMap { $0["message"] as? String }
+            #expect(changes.contains { $0.contains("drop_rate") && $0.contains("frames in the last interval:") }, "\(changes)")
         }
 
         @Test func aWebhookOutsideTheLocalNetworkIsRefusedAtStart() async throws {

@@ -852,103 +852,144 @@ public nonisolated struct Capfleet_V1_PressureFactorLevel: Sendable {
 }
 
 /// A node's pressure and the sample behind it.
-public nonisolated struct Capfleet_V1_PressureReport: Sendable {
+public nonisolated struct Capfleet_V1_PressureReport: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var nodeID: String = String()
+  public var nodeID: String {
+    get {_storage._nodeID}
+    set {_uniqueStorage()._nodeID = newValue}
+  }
 
-  public var level: Capfleet_V1_PressureLevel = .unspecified
+  public var level: Capfleet_V1_PressureLevel {
+    get {_storage._level}
+    set {_uniqueStorage()._level = newValue}
+  }
 
   /// every factor above nominal
-  public var factors: [Capfleet_V1_PressureFactorLevel] = []
+  public var factors: [Capfleet_V1_PressureFactorLevel] {
+    get {_storage._factors}
+    set {_uniqueStorage()._factors = newValue}
+  }
 
   /// with a level change: the level before it
-  public var previousLevel: Capfleet_V1_PressureLevel = .unspecified
+  public var previousLevel: Capfleet_V1_PressureLevel {
+    get {_storage._previousLevel}
+    set {_uniqueStorage()._previousLevel = newValue}
+  }
 
   /// when it was sampled
-  public var unixMs: Int64 = 0
+  public var unixMs: Int64 {
+    get {_storage._unixMs}
+    set {_uniqueStorage()._unixMs = newValue}
+  }
 
   /// The sample; an absent value is something the host does not expose (no factor).
   public var cpuStallPercent: Double {
-    get {_cpuStallPercent ?? 0}
-    set {_cpuStallPercent = newValue}
+    get {_storage._cpuStallPercent ?? 0}
+    set {_uniqueStorage()._cpuStallPercent = newValue}
   }
   /// Returns true if `cpuStallPercent` has been explicitly set.
-  public var hasCpuStallPercent: Bool {self._cpuStallPercent != nil}
+  public var hasCpuStallPercent: Bool {_storage._cpuStallPercent != nil}
   /// Clears the value of `cpuStallPercent`. Subsequent reads from it will return its default value.
-  public mutating func clearCpuStallPercent() {self._cpuStallPercent = nil}
+  public mutating func clearCpuStallPercent() {_uniqueStorage()._cpuStallPercent = nil}
 
   public var memoryStallPercent: Double {
-    get {_memoryStallPercent ?? 0}
-    set {_memoryStallPercent = newValue}
+    get {_storage._memoryStallPercent ?? 0}
+    set {_uniqueStorage()._memoryStallPercent = newValue}
   }
   /// Returns true if `memoryStallPercent` has been explicitly set.
-  public var hasMemoryStallPercent: Bool {self._memoryStallPercent != nil}
+  public var hasMemoryStallPercent: Bool {_storage._memoryStallPercent != nil}
   /// Clears the value of `memoryStallPercent`. Subsequent reads from it will return its default value.
-  public mutating func clearMemoryStallPercent() {self._memoryStallPercent = nil}
+  public mutating func clearMemoryStallPercent() {_uniqueStorage()._memoryStallPercent = nil}
 
   public var ioStallPercent: Double {
-    get {_ioStallPercent ?? 0}
-    set {_ioStallPercent = newValue}
+    get {_storage._ioStallPercent ?? 0}
+    set {_uniqueStorage()._ioStallPercent = newValue}
   }
   /// Returns true if `ioStallPercent` has been explicitly set.
-  public var hasIoStallPercent: Bool {self._ioStallPercent != nil}
+  public var hasIoStallPercent: Bool {_storage._ioStallPercent != nil}
   /// Clears the value of `ioStallPercent`. Subsequent reads from it will return its default value.
-  public mutating func clearIoStallPercent() {self._ioStallPercent = nil}
+  public mutating func clearIoStallPercent() {_uniqueStorage()._ioStallPercent = nil}
 
   public var hottestCelsius: Double {
-    get {_hottestCelsius ?? 0}
-    set {_hottestCelsius = newValue}
+    get {_storage._hottestCelsius ?? 0}
+    set {_uniqueStorage()._hottestCelsius = newValue}
   }
   /// Returns true if `hottestCelsius` has been explicitly set.
-  public var hasHottestCelsius: Bool {self._hottestCelsius != nil}
+  public var hasHottestCelsius: Bool {_storage._hottestCelsius != nil}
   /// Clears the value of `hottestCelsius`. Subsequent reads from it will return its default value.
-  public mutating func clearHottestCelsius() {self._hottestCelsius = nil}
+  public mutating func clearHottestCelsius() {_uniqueStorage()._hottestCelsius = nil}
 
-  public var hottestZone: String = String()
+  public var hottestZone: String {
+    get {_storage._hottestZone}
+    set {_uniqueStorage()._hottestZone = newValue}
+  }
 
   /// while on battery
   public var batteryPercent: Double {
-    get {_batteryPercent ?? 0}
-    set {_batteryPercent = newValue}
+    get {_storage._batteryPercent ?? 0}
+    set {_uniqueStorage()._batteryPercent = newValue}
   }
   /// Returns true if `batteryPercent` has been explicitly set.
-  public var hasBatteryPercent: Bool {self._batteryPercent != nil}
+  public var hasBatteryPercent: Bool {_storage._batteryPercent != nil}
   /// Clears the value of `batteryPercent`. Subsequent reads from it will return its default value.
-  public mutating func clearBatteryPercent() {self._batteryPercent = nil}
+  public mutating func clearBatteryPercent() {_uniqueStorage()._batteryPercent = nil}
 
-  public var underVoltage: Bool = false
+  public var underVoltage: Bool {
+    get {_storage._underVoltage}
+    set {_uniqueStorage()._underVoltage = newValue}
+  }
 
-  public var throttled: Bool = false
+  public var throttled: Bool {
+    get {_storage._throttled}
+    set {_uniqueStorage()._throttled = newValue}
+  }
 
   /// fraction 0..1 of the fullest watched disk
   public var lowestDiskFree: Double {
-    get {_lowestDiskFree ?? 0}
-    set {_lowestDiskFree = newValue}
+    get {_storage._lowestDiskFree ?? 0}
+    set {_uniqueStorage()._lowestDiskFree = newValue}
   }
   /// Returns true if `lowestDiskFree` has been explicitly set.
-  public var hasLowestDiskFree: Bool {self._lowestDiskFree != nil}
+  public var hasLowestDiskFree: Bool {_storage._lowestDiskFree != nil}
   /// Clears the value of `lowestDiskFree`. Subsequent reads from it will return its default value.
-  public mutating func clearLowestDiskFree() {self._lowestDiskFree = nil}
+  public mutating func clearLowestDiskFree() {_uniqueStorage()._lowestDiskFree = nil}
 
   /// frames lost / frames in the last interval, all devices
-  public var dropRate: Double = 0
+  public var dropRate: Double {
+    get {_storage._dropRate}
+    set {_uniqueStorage()._dropRate = newValue}
+  }
 
   /// 0..1
-  public var sendQueueFill: Double = 0
+  public var sendQueueFill: Double {
+    get {_storage._sendQueueFill}
+    set {_uniqueStorage()._sendQueueFill = newValue}
+  }
+
+  /// frames lost in the last interval, by reason, all devices
+  public var intervalDrops: Capfleet_V1_DropCounts {
+    get {_storage._intervalDrops ?? Capfleet_V1_DropCounts()}
+    set {_uniqueStorage()._intervalDrops = newValue}
+  }
+  /// Returns true if `intervalDrops` has been explicitly set.
+  public var hasIntervalDrops: Bool {_storage._intervalDrops != nil}
+  /// Clears the value of `intervalDrops`. Subsequent reads from it will return its default value.
+  public mutating func clearIntervalDrops() {_uniqueStorage()._intervalDrops = nil}
+
+  /// frames captured in the last interval, all devices
+  public var intervalFrames: UInt64 {
+    get {_storage._intervalFrames}
+    set {_uniqueStorage()._intervalFrames = newValue}
+  }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
-  fileprivate var _cpuStallPercent: Double? = nil
-  fileprivate var _memoryStallPercent: Double? = nil
-  fileprivate var _ioStallPercent: Double? = nil
-  fileprivate var _hottestCelsius: Double? = nil
-  fileprivate var _batteryPercent: Double? = nil
-  fileprivate var _lowestDiskFree: Double? = nil
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
@@ -1812,108 +1853,188 @@ nonisolated extension Capfleet_V1_PressureFactorLevel: SwiftProtobuf.Message, Sw
 
 nonisolated extension Capfleet_V1_PressureReport: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".PressureReport"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_id\0\u{1}level\0\u{1}factors\0\u{3}previous_level\0\u{3}unix_ms\0\u{4}\u{5}cpu_stall_percent\0\u{3}memory_stall_percent\0\u{3}io_stall_percent\0\u{3}hottest_celsius\0\u{3}hottest_zone\0\u{3}battery_percent\0\u{3}under_voltage\0\u{1}throttled\0\u{3}lowest_disk_free\0\u{3}drop_rate\0\u{3}send_queue_fill\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_id\0\u{1}level\0\u{1}factors\0\u{3}previous_level\0\u{3}unix_ms\0\u{4}\u{5}cpu_stall_percent\0\u{3}memory_stall_percent\0\u{3}io_stall_percent\0\u{3}hottest_celsius\0\u{3}hottest_zone\0\u{3}battery_percent\0\u{3}under_voltage\0\u{1}throttled\0\u{3}lowest_disk_free\0\u{3}drop_rate\0\u{3}send_queue_fill\0\u{3}interval_drops\0\u{3}interval_frames\0")
+
+  fileprivate class _StorageClass {
+    var _nodeID: String = String()
+    var _level: Capfleet_V1_PressureLevel = .unspecified
+    var _factors: [Capfleet_V1_PressureFactorLevel] = []
+    var _previousLevel: Capfleet_V1_PressureLevel = .unspecified
+    var _unixMs: Int64 = 0
+    var _cpuStallPercent: Double? = nil
+    var _memoryStallPercent: Double? = nil
+    var _ioStallPercent: Double? = nil
+    var _hottestCelsius: Double? = nil
+    var _hottestZone: String = String()
+    var _batteryPercent: Double? = nil
+    var _underVoltage: Bool = false
+    var _throttled: Bool = false
+    var _lowestDiskFree: Double? = nil
+    var _dropRate: Double = 0
+    var _sendQueueFill: Double = 0
+    var _intervalDrops: Capfleet_V1_DropCounts? = nil
+    var _intervalFrames: UInt64 = 0
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _nodeID = source._nodeID
+      _level = source._level
+      _factors = source._factors
+      _previousLevel = source._previousLevel
+      _unixMs = source._unixMs
+      _cpuStallPercent = source._cpuStallPercent
+      _memoryStallPercent = source._memoryStallPercent
+      _ioStallPercent = source._ioStallPercent
+      _hottestCelsius = source._hottestCelsius
+      _hottestZone = source._hottestZone
+      _batteryPercent = source._batteryPercent
+      _underVoltage = source._underVoltage
+      _throttled = source._throttled
+      _lowestDiskFree = source._lowestDiskFree
+      _dropRate = source._dropRate
+      _sendQueueFill = source._sendQueueFill
+      _intervalDrops = source._intervalDrops
+      _intervalFrames = source._intervalFrames
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularStringField(value: &self.nodeID) }()
-      case 2: try { try decoder.decodeSingularEnumField(value: &self.level) }()
-      case 3: try { try decoder.decodeRepeatedMessageField(value: &self.factors) }()
-      case 4: try { try decoder.decodeSingularEnumField(value: &self.previousLevel) }()
-      case 5: try { try decoder.decodeSingularInt64Field(value: &self.unixMs) }()
-      case 10: try { try decoder.decodeSingularDoubleField(value: &self._cpuStallPercent) }()
-      case 11: try { try decoder.decodeSingularDoubleField(value: &self._memoryStallPercent) }()
-      case 12: try { try decoder.decodeSingularDoubleField(value: &self._ioStallPercent) }()
-      case 13: try { try decoder.decodeSingularDoubleField(value: &self._hottestCelsius) }()
-      case 14: try { try decoder.decodeSingularStringField(value: &self.hottestZone) }()
-      case 15: try { try decoder.decodeSingularDoubleField(value: &self._batteryPercent) }()
-      case 16: try { try decoder.decodeSingularBoolField(value: &self.underVoltage) }()
-      case 17: try { try decoder.decodeSingularBoolField(value: &self.throttled) }()
-      case 18: try { try decoder.decodeSingularDoubleField(value: &self._lowestDiskFree) }()
-      case 19: try { try decoder.decodeSingularDoubleField(value: &self.dropRate) }()
-      case 20: try { try decoder.decodeSingularDoubleField(value: &self.sendQueueFill) }()
-      default: break
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularStringField(value: &_storage._nodeID) }()
+        case 2: try { try decoder.decodeSingularEnumField(value: &_storage._level) }()
+        case 3: try { try decoder.decodeRepeatedMessageField(value: &_storage._factors) }()
+        case 4: try { try decoder.decodeSingularEnumField(value: &_storage._previousLevel) }()
+        case 5: try { try decoder.decodeSingularInt64Field(value: &_storage._unixMs) }()
+        case 10: try { try decoder.decodeSingularDoubleField(value: &_storage._cpuStallPercent) }()
+        case 11: try { try decoder.decodeSingularDoubleField(value: &_storage._memoryStallPercent) }()
+        case 12: try { try decoder.decodeSingularDoubleField(value: &_storage._ioStallPercent) }()
+        case 13: try { try decoder.decodeSingularDoubleField(value: &_storage._hottestCelsius) }()
+        case 14: try { try decoder.decodeSingularStringField(value: &_storage._hottestZone) }()
+        case 15: try { try decoder.decodeSingularDoubleField(value: &_storage._batteryPercent) }()
+        case 16: try { try decoder.decodeSingularBoolField(value: &_storage._underVoltage) }()
+        case 17: try { try decoder.decodeSingularBoolField(value: &_storage._throttled) }()
+        case 18: try { try decoder.decodeSingularDoubleField(value: &_storage._lowestDiskFree) }()
+        case 19: try { try decoder.decodeSingularDoubleField(value: &_storage._dropRate) }()
+        case 20: try { try decoder.decodeSingularDoubleField(value: &_storage._sendQueueFill) }()
+        case 21: try { try decoder.decodeSingularMessageField(value: &_storage._intervalDrops) }()
+        case 22: try { try decoder.decodeSingularUInt64Field(value: &_storage._intervalFrames) }()
+        default: break
+        }
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    if !self.nodeID.isEmpty {
-      try visitor.visitSingularStringField(value: self.nodeID, fieldNumber: 1)
-    }
-    if self.level != .unspecified {
-      try visitor.visitSingularEnumField(value: self.level, fieldNumber: 2)
-    }
-    if !self.factors.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.factors, fieldNumber: 3)
-    }
-    if self.previousLevel != .unspecified {
-      try visitor.visitSingularEnumField(value: self.previousLevel, fieldNumber: 4)
-    }
-    if self.unixMs != 0 {
-      try visitor.visitSingularInt64Field(value: self.unixMs, fieldNumber: 5)
-    }
-    try { if let v = self._cpuStallPercent {
-      try visitor.visitSingularDoubleField(value: v, fieldNumber: 10)
-    } }()
-    try { if let v = self._memoryStallPercent {
-      try visitor.visitSingularDoubleField(value: v, fieldNumber: 11)
-    } }()
-    try { if let v = self._ioStallPercent {
-      try visitor.visitSingularDoubleField(value: v, fieldNumber: 12)
-    } }()
-    try { if let v = self._hottestCelsius {
-      try visitor.visitSingularDoubleField(value: v, fieldNumber: 13)
-    } }()
-    if !self.hottestZone.isEmpty {
-      try visitor.visitSingularStringField(value: self.hottestZone, fieldNumber: 14)
-    }
-    try { if let v = self._batteryPercent {
-      try visitor.visitSingularDoubleField(value: v, fieldNumber: 15)
-    } }()
-    if self.underVoltage != false {
-      try visitor.visitSingularBoolField(value: self.underVoltage, fieldNumber: 16)
-    }
-    if self.throttled != false {
-      try visitor.visitSingularBoolField(value: self.throttled, fieldNumber: 17)
-    }
-    try { if let v = self._lowestDiskFree {
-      try visitor.visitSingularDoubleField(value: v, fieldNumber: 18)
-    } }()
-    if self.dropRate.bitPattern != 0 {
-      try visitor.visitSingularDoubleField(value: self.dropRate, fieldNumber: 19)
-    }
-    if self.sendQueueFill.bitPattern != 0 {
-      try visitor.visitSingularDoubleField(value: self.sendQueueFill, fieldNumber: 20)
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if !_storage._nodeID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._nodeID, fieldNumber: 1)
+      }
+      if _storage._level != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._level, fieldNumber: 2)
+      }
+      if !_storage._factors.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._factors, fieldNumber: 3)
+      }
+      if _storage._previousLevel != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._previousLevel, fieldNumber: 4)
+      }
+      if _storage._unixMs != 0 {
+        try visitor.visitSingularInt64Field(value: _storage._unixMs, fieldNumber: 5)
+      }
+      try { if let v = _storage._cpuStallPercent {
+        try visitor.visitSingularDoubleField(value: v, fieldNumber: 10)
+      } }()
+      try { if let v = _storage._memoryStallPercent {
+        try visitor.visitSingularDoubleField(value: v, fieldNumber: 11)
+      } }()
+      try { if let v = _storage._ioStallPercent {
+        try visitor.visitSingularDoubleField(value: v, fieldNumber: 12)
+      } }()
+      try { if let v = _storage._hottestCelsius {
+        try visitor.visitSingularDoubleField(value: v, fieldNumber: 13)
+      } }()
+      if !_storage._hottestZone.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._hottestZone, fieldNumber: 14)
+      }
+      try { if let v = _storage._batteryPercent {
+        try visitor.visitSingularDoubleField(value: v, fieldNumber: 15)
+      } }()
+      if _storage._underVoltage != false {
+        try visitor.visitSingularBoolField(value: _storage._underVoltage, fieldNumber: 16)
+      }
+      if _storage._throttled != false {
+        try visitor.visitSingularBoolField(value: _storage._throttled, fieldNumber: 17)
+      }
+      try { if let v = _storage._lowestDiskFree {
+        try visitor.visitSingularDoubleField(value: v, fieldNumber: 18)
+      } }()
+      if _storage._dropRate.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._dropRate, fieldNumber: 19)
+      }
+      if _storage._sendQueueFill.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._sendQueueFill, fieldNumber: 20)
+      }
+      try { if let v = _storage._intervalDrops {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 21)
+      } }()
+      if _storage._intervalFrames != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._intervalFrames, fieldNumber: 22)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Capfleet_V1_PressureReport, rhs: Capfleet_V1_PressureReport) -> Bool {
-    if lhs.nodeID != rhs.nodeID {return false}
-    if lhs.level != rhs.level {return false}
-    if lhs.factors != rhs.factors {return false}
-    if lhs.previousLevel != rhs.previousLevel {return false}
-    if lhs.unixMs != rhs.unixMs {return false}
-    if lhs._cpuStallPercent != rhs._cpuStallPercent {return false}
-    if lhs._memoryStallPercent != rhs._memoryStallPercent {return false}
-    if lhs._ioStallPercent != rhs._ioStallPercent {return false}
-    if lhs._hottestCelsius != rhs._hottestCelsius {return false}
-    if lhs.hottestZone != rhs.hottestZone {return false}
-    if lhs._batteryPercent != rhs._batteryPercent {return false}
-    if lhs.underVoltage != rhs.underVoltage {return false}
-    if lhs.throttled != rhs.throttled {return false}
-    if lhs._lowestDiskFree != rhs._lowestDiskFree {return false}
-    if lhs.dropRate != rhs.dropRate {return false}
-    if lhs.sendQueueFill != rhs.sendQueueFill {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._nodeID != rhs_storage._nodeID {return false}
+        if _storage._level != rhs_storage._level {return false}
+        if _storage._factors != rhs_storage._factors {return false}
+        if _storage._previousLevel != rhs_storage._previousLevel {return false}
+        if _storage._unixMs != rhs_storage._unixMs {return false}
+        if _storage._cpuStallPercent != rhs_storage._cpuStallPercent {return false}
+        if _storage._memoryStallPercent != rhs_storage._memoryStallPercent {return false}
+        if _storage._ioStallPercent != rhs_storage._ioStallPercent {return false}
+        if _storage._hottestCelsius != rhs_storage._hottestCelsius {return false}
+        if _storage._hottestZone != rhs_storage._hottestZone {return false}
+        if _storage._batteryPercent != rhs_storage._batteryPercent {return false}
+        if _storage._underVoltage != rhs_storage._underVoltage {return false}
+        if _storage._throttled != rhs_storage._throttled {return false}
+        if _storage._lowestDiskFree != rhs_storage._lowestDiskFree {return false}
+        if _storage._dropRate != rhs_storage._dropRate {return false}
+        if _storage._sendQueueFill != rhs_storage._sendQueueFill {return false}
+        if _storage._intervalDrops != rhs_storage._intervalDrops {return false}
+        if _storage._intervalFrames != rhs_storage._intervalFrames {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

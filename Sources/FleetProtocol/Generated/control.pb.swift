@@ -169,47 +169,35 @@ public nonisolated struct Capfleet_V1_DeviceCounters: @unchecked Sendable {
   fileprivate var _storage = _StorageClass.defaultInstance
 }
 
-public nonisolated struct Capfleet_V1_AgentStatus: @unchecked Sendable {
+public nonisolated struct Capfleet_V1_AgentStatus: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var nodeID: String {
-    get {_storage._nodeID}
-    set {_uniqueStorage()._nodeID = newValue}
-  }
+  public var nodeID: String = String()
 
-  public var devices: [Capfleet_V1_DeviceCounters] {
-    get {_storage._devices}
-    set {_uniqueStorage()._devices = newValue}
-  }
+  public var devices: [Capfleet_V1_DeviceCounters] = []
 
   /// frames waiting to be sent, all devices
-  public var sendQueueDepth: UInt32 {
-    get {_storage._sendQueueDepth}
-    set {_uniqueStorage()._sendQueueDepth = newValue}
-  }
+  public var sendQueueDepth: UInt32 = 0
 
-  public var sendQueueCapacity: UInt32 {
-    get {_storage._sendQueueCapacity}
-    set {_uniqueStorage()._sendQueueCapacity = newValue}
-  }
+  public var sendQueueCapacity: UInt32 = 0
 
   /// the latest sample and level
   public var pressure: Capfleet_V1_PressureReport {
-    get {_storage._pressure ?? Capfleet_V1_PressureReport()}
-    set {_uniqueStorage()._pressure = newValue}
+    get {_pressure ?? Capfleet_V1_PressureReport()}
+    set {_pressure = newValue}
   }
   /// Returns true if `pressure` has been explicitly set.
-  public var hasPressure: Bool {_storage._pressure != nil}
+  public var hasPressure: Bool {self._pressure != nil}
   /// Clears the value of `pressure`. Subsequent reads from it will return its default value.
-  public mutating func clearPressure() {_uniqueStorage()._pressure = nil}
+  public mutating func clearPressure() {self._pressure = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
-  fileprivate var _storage = _StorageClass.defaultInstance
+  fileprivate var _pressure: Capfleet_V1_PressureReport? = nil
 }
 
 /// Sent by the coordinator in answer to HELLO.
@@ -1047,95 +1035,51 @@ nonisolated extension Capfleet_V1_AgentStatus: SwiftProtobuf.Message, SwiftProto
   public static let protoMessageName: String = _protobuf_package + ".AgentStatus"
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_id\0\u{1}devices\0\u{3}send_queue_depth\0\u{3}send_queue_capacity\0\u{1}pressure\0")
 
-  fileprivate class _StorageClass {
-    var _nodeID: String = String()
-    var _devices: [Capfleet_V1_DeviceCounters] = []
-    var _sendQueueDepth: UInt32 = 0
-    var _sendQueueCapacity: UInt32 = 0
-    var _pressure: Capfleet_V1_PressureReport? = nil
-
-      // This property is used as the initial default value for new instances of the type.
-      // The type itself is protecting the reference to its storage via CoW semantics.
-      // This will force a copy to be made of this reference when the first mutation occurs;
-      // hence, it is safe to mark this as `nonisolated(unsafe)`.
-      static nonisolated(unsafe) let defaultInstance = _StorageClass()
-
-    private init() {}
-
-    init(copying source: _StorageClass) {
-      _nodeID = source._nodeID
-      _devices = source._devices
-      _sendQueueDepth = source._sendQueueDepth
-      _sendQueueCapacity = source._sendQueueCapacity
-      _pressure = source._pressure
-    }
-  }
-
-  fileprivate mutating func _uniqueStorage() -> _StorageClass {
-    if !isKnownUniquelyReferenced(&_storage) {
-      _storage = _StorageClass(copying: _storage)
-    }
-    return _storage
-  }
-
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    _ = _uniqueStorage()
-    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
-      while let fieldNumber = try decoder.nextFieldNumber() {
-        // The use of inline closures is to circumvent an issue where the compiler
-        // allocates stack space for every case branch when no optimizations are
-        // enabled. https://github.com/apple/swift-protobuf/issues/1034
-        switch fieldNumber {
-        case 1: try { try decoder.decodeSingularStringField(value: &_storage._nodeID) }()
-        case 2: try { try decoder.decodeRepeatedMessageField(value: &_storage._devices) }()
-        case 3: try { try decoder.decodeSingularUInt32Field(value: &_storage._sendQueueDepth) }()
-        case 4: try { try decoder.decodeSingularUInt32Field(value: &_storage._sendQueueCapacity) }()
-        case 5: try { try decoder.decodeSingularMessageField(value: &_storage._pressure) }()
-        default: break
-        }
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.nodeID) }()
+      case 2: try { try decoder.decodeRepeatedMessageField(value: &self.devices) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.sendQueueDepth) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.sendQueueCapacity) }()
+      case 5: try { try decoder.decodeSingularMessageField(value: &self._pressure) }()
+      default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every if/case branch local when no optimizations
-      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-      // https://github.com/apple/swift-protobuf/issues/1182
-      if !_storage._nodeID.isEmpty {
-        try visitor.visitSingularStringField(value: _storage._nodeID, fieldNumber: 1)
-      }
-      if !_storage._devices.isEmpty {
-        try visitor.visitRepeatedMessageField(value: _storage._devices, fieldNumber: 2)
-      }
-      if _storage._sendQueueDepth != 0 {
-        try visitor.visitSingularUInt32Field(value: _storage._sendQueueDepth, fieldNumber: 3)
-      }
-      if _storage._sendQueueCapacity != 0 {
-        try visitor.visitSingularUInt32Field(value: _storage._sendQueueCapacity, fieldNumber: 4)
-      }
-      try { if let v = _storage._pressure {
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
-      } }()
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.nodeID.isEmpty {
+      try visitor.visitSingularStringField(value: self.nodeID, fieldNumber: 1)
     }
+    if !self.devices.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.devices, fieldNumber: 2)
+    }
+    if self.sendQueueDepth != 0 {
+      try visitor.visitSingularUInt32Field(value: self.sendQueueDepth, fieldNumber: 3)
+    }
+    if self.sendQueueCapacity != 0 {
+      try visitor.visitSingularUInt32Field(value: self.sendQueueCapacity, fieldNumber: 4)
+    }
+    try { if let v = self._pressure {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Capfleet_V1_AgentStatus, rhs: Capfleet_V1_AgentStatus) -> Bool {
-    if lhs._storage !== rhs._storage {
-      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
-        let _storage = _args.0
-        let rhs_storage = _args.1
-        if _storage._nodeID != rhs_storage._nodeID {return false}
-        if _storage._devices != rhs_storage._devices {return false}
-        if _storage._sendQueueDepth != rhs_storage._sendQueueDepth {return false}
-        if _storage._sendQueueCapacity != rhs_storage._sendQueueCapacity {return false}
-        if _storage._pressure != rhs_storage._pressure {return false}
-        return true
-      }
-      if !storagesAreEqual {return false}
-    }
+    if lhs.nodeID != rhs.nodeID {return false}
+    if lhs.devices != rhs.devices {return false}
+    if lhs.sendQueueDepth != rhs.sendQueueDepth {return false}
+    if lhs.sendQueueCapacity != rhs.sendQueueCapacity {return false}
+    if lhs._pressure != rhs._pressure {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
