@@ -97,6 +97,7 @@ public enum FleetTables {
                 online: status.online, streaming: status.streaming, interruption: InterruptionReason(wire: status.interruption.reason),
                 drops: DropTally(wire: status.drops), previousDrops: before[status.deviceID].map { DropTally(wire: $0.drops) },
                 framesPerSecond: status.framesPerSecond, activeFrameRate: status.activeFrameRate,
+                previousRates: before[status.deviceID].map { ($0.framesPerSecond, $0.activeFrameRate) },
                 lastFrameAgeMilliseconds: status.lastFrameUnixMs > 0 ? nowMs - status.lastFrameUnixMs : nil,
                 nodePressure: pressure[status.nodeID] ?? nil))
         }

@@ -11,12 +11,17 @@ public enum DeviceTrouble {
         public var previousDrops: DropTally?
         public var framesPerSecond: Double
         public var activeFrameRate: Double
+        /// The previous look's rate and active rate: a device is slow only when it was slow
+        /// then too, since a rate change shows as slow for a second (the meter lags).
+        public var previousRates: (framesPerSecond: Double, activeFrameRate: Double)?
         /// Milliseconds since the last frame; nil before the first.
         public var lastFrameAgeMilliseconds: Int64?
         public var nodePressure: PressureLevel?
 
         public init(online: Bool, streaming: Bool, interruption: InterruptionReason?, drops: DropTally, previousDrops: DropTally?,
-                    framesPerSecond: Double, activeFrameRate: Double, lastFrameAgeMilliseconds: Int64?, nodePressure: PressureLevel?) {
+                    framesPerSecond: Double, activeFrameRate: Double, previousRates: (framesPerSecond: Double, activeFrameRate: Double)? = nil,
+                    lastFrameAgeMilliseconds: Int64?, nodePressure: PressureLevel?) {
+            self.previousRates = previousRates
             self.online = online
             self.streaming = streaming
             self.interruption = interruption
@@ -45,7 +50,8 @@ public enum DeviceTrouble {
             let stallAfter = max(2000, Int64(3000 / seen.activeFrameRate))
             if let age = seen.lastFrameAgeMilliseconds, age > stallAfter {
                 reasons.append("stalled (no frame for \(age / 1000) s)")
-            } else if seen.framesPerSecond > 0, seen.framesPerSecond < 0.8 * seen.activeFrameRate {
+            } else if seen.framesPerSecond > 0, seen.framesPerSecond < 0.8 * seen.activeFrameRate,
+                      let previous = seen.previousRates, previous.framesPerSecond < 0.8 * previous.activeFrameRate {
                 reasons.append("slow (\(VideoFormat.trim((seen.framesPerSecond * 10).rounded() / 10)) of \(VideoFormat.trim(seen.activeFrameRate)) fps)")
             }
         }

@@ -41,6 +41,9 @@ import Testing
         seen = healthy()
         seen.framesPerSecond = 12.04
         seen.nodePressure = .serious
+        // One slow look may be a rate change the meter has not caught up with.
+        #expect(DeviceTrouble.reasons(seen) == ["host pressure serious"])
+        seen.previousRates = (framesPerSecond: 11.8, activeFrameRate: 30)
         #expect(DeviceTrouble.reasons(seen) == ["slow (12 of 30 fps)", "host pressure serious"])
     }
 }

@@ -205,6 +205,7 @@ extension IntegrationTests {
                   sleep 3
                 done
                 \(binary) devices --json > \(directory)/devices.json 2>/dev/null
+                curl -sf --max-time 10 "$(grep -o 'http://[^ ]*/metrics' \(directory)/dev.log | head -1)" > \(directory)/metrics.txt
                 kill $(pgrep -f "capfleet dev") 2>/dev/null; sleep 2
                 exit 0
                 """
@@ -217,6 +218,10 @@ extension IntegrationTests {
             #expect(camera?["name"] as? String == "vivid", "\(context)")
             #expect(devices.contains { $0["kind"] as? String == "synthetic" }, "\(context)")
             #expect(watch.filter { ($0["frames_received"] as? Int ?? 0) > 0 }.count >= 2, "frames from both cameras: \(watch)\n\(context)")
+            // `capfleet dev` prints the Prometheus URL, and it serves both cameras' counters.
+            #expect(rig.file("dev.log")?.contains("metrics         http://127.0.0.1:7604/metrics") == true, "\(context)")
+            let metrics = rig.file("metrics.txt") ?? ""
+            #expect(metrics.components(separatedBy: "\ncapfleet_frames_received_total{").count - 1 == 2, "\(metrics.prefix(2000))")
         }
 
         /// What agents reported of their devices, in order: "ACTION DEVICE DETAIL".
