@@ -1,4 +1,5 @@
 import ArgumentParser
+import FleetBus
 import FleetClient
 import FleetCore
 import FleetProtocol
@@ -180,7 +181,7 @@ final class BenchFleet {
 
     init(fps: Double) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-bench-commands-\(getpid())").path
-        let ports = (0..<4).map { _ in UInt16.random(in: 20000...40000) }
+        let ports = try LoopbackPorts.free(4)
         operatorPort = ports[2]
         let binary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         let environment = ProcessInfo.processInfo.environment.merging([

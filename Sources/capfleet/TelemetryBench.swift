@@ -75,7 +75,7 @@ final class TelemetryBenchFleet {
     init() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-telemetry-bench-\(getpid())").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        ports = try Self.freePorts(4)
+        ports = try LoopbackPorts.free(4)
         coordinator.executableURL = binary
         coordinator.arguments = ["coordinator", "--data", directory + "/coordinator", "--log-level", "error"]
         coordinator.environment = ProcessInfo.processInfo.environment.merging([
@@ -188,26 +188,6 @@ final class TelemetryBenchFleet {
             let schedstat = (try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/schedstat", encoding: .utf8)) ?? ""
             return total + (schedstat.split(separator: " ").first.flatMap { UInt64($0) } ?? 0)
         }
-    }
-
-    static func freePorts(_ count: Int) throws -> [UInt16] {
-        var sockets: [Int32] = []
-        defer { sockets.forEach { close($0) } }
-        var ports: [UInt16] = []
-        for _ in 0..<count {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-            }
-            guard bound else { throw CLIFailure("cannot find a free port: \(String(cString: strerror(errno)))") }
-            sockets.append(fd)
-            ports.append(UInt16(bigEndian: address.sin_port))
-        }
-        return ports
     }
 }
 

@@ -176,7 +176,7 @@ struct TransportBench: ParsableCommand {
     static func coordinatorProcess(_ benchCase: Case, seconds: Double, memoryEvery: Double) throws -> Result {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-bench-\(getpid())").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let ports = (0..<4).map { _ in UInt16.random(in: 20000...40000) }
+        let ports = try LoopbackPorts.free(4)
         let child = Process()
         child.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         child.arguments = ["coordinator", "--data", directory, "--log-level", "error"]

@@ -53,15 +53,11 @@ extension IntegrationTests {
                 "CAPFLEET_ALERT_INTERVAL_S": "6",
                 "CAPFLEET_ALERT_PRESSURE_LEVEL": "serious",
             ])
-            let root = fleet.directory + "/host"
-            try FileManager.default.createDirectory(atPath: root + "/proc/pressure", withIntermediateDirectories: true)
-            func psi(_ file: String, _ percent: Double) throws {
-                try "some avg10=\(percent) avg60=0.00 avg300=0.00 total=1\n".write(toFile: root + "/proc/pressure/\(file).tmp", atomically: false, encoding: .utf8)
-                _ = rename(root + "/proc/pressure/\(file).tmp", root + "/proc/pressure/\(file)")
-            }
+            let host = try HostFixture(in: fleet.directory)
+            func psi(_ resource: String, _ percent: Double) throws { try host.psi(resource, percent) }
             try psi("cpu", 0)
             try psi("memory", 0)
-            let agent = try fleet.startAgent("paged", extra: ["--pressure-root", root, "--pressure-interval-ms", "200"])
+            let agent = try fleet.startAgent("paged", extra: host.agentArguments())
             try await fleet.waitUntil("the agent streams", seconds: 20) {
                 try fleet.deviceStats().values.contains { ($0["frames_received"] as? Int ?? 0) > 0 }
             }

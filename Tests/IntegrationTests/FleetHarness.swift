@@ -1,3 +1,4 @@
+import FleetBus
 import Foundation
 import Testing
 
@@ -72,7 +73,7 @@ final class FleetHarness: @unchecked Sendable {
         }
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-test-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let ports = try Self.freePorts(5)
+        let ports = try LoopbackPorts.free(5)
         (controlPort, ingestPort, operatorPort, telemetryPort, metricsPort) = (ports[0], ports[1], ports[2], ports[3], ports[4])
     }
 
@@ -166,26 +167,6 @@ final class FleetHarness: @unchecked Sendable {
     }
 
     /// Ports the kernel says are free now (bound to port 0, then released).
-    static func freePorts(_ count: Int) throws -> [UInt16] {
-        var sockets: [Int32] = []
-        defer { sockets.forEach { close($0) } }
-        var ports: [UInt16] = []
-        for _ in 0..<count {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            address.sin_port = 0
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-            }
-            guard bound else { throw HarnessError("cannot find a free port: \(String(cString: strerror(errno)))") }
-            sockets.append(fd)
-            ports.append(UInt16(bigEndian: address.sin_port))
-        }
-        return ports
-    }
 }
 
 struct HarnessError: Error, CustomStringConvertible {

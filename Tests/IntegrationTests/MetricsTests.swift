@@ -49,19 +49,7 @@ extension IntegrationTests {
                     print(json.dumps({"name": sample.name, "labels": sample.labels, "value": sample.value, "type": family.type}))
             """
 
-        static func python() throws -> String {
-            for candidate in [ProcessInfo.processInfo.environment["CAPFLEET_PYTHON"], "python3", "/usr/bin/python3"].compactMap({ $0 }) {
-                let probe = Process()
-                probe.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                probe.arguments = [candidate, "-c", "import prometheus_client"]
-                probe.standardOutput = FileHandle.nullDevice
-                probe.standardError = FileHandle.nullDevice
-                try probe.run()
-                probe.waitUntilExit()
-                if probe.terminationStatus == 0 { return candidate }
-            }
-            throw HarnessError("no python3 with prometheus_client: run scripts/install-deps.sh")
-        }
+        static func python() throws -> String { try pythonInterpreter(importing: "prometheus_client") }
 
         static func run(_ command: String) throws -> (status: Int32, output: String) {
             let process = Process()

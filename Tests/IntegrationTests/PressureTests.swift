@@ -13,17 +13,10 @@ extension IntegrationTests {
         @Test func fixtureTree_drivesLevelsAndFactors_andShutdownStopsAndResumesCapture() async throws {
             let fleet = try FleetHarness()
             try fleet.startCoordinator()
-            let root = fleet.directory + "/host"
-            func write(_ relative: String, _ text: String) throws {
-                let path = root + relative
-                try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-                try text.write(toFile: path + ".tmp", atomically: false, encoding: .utf8)
-                _ = rename(path + ".tmp", path)  // the sampler never sees half a file
-            }
+            let host = try HostFixture(in: fleet.directory)
+            func write(_ relative: String, _ text: String) throws { try host.write(relative, text) }
             func psi(cpu: Double, memory: Double, io: Double = 0) throws {
-                for (resource, value) in [("cpu", cpu), ("memory", memory), ("io", io)] {
-                    try write("/proc/pressure/\(resource)", "some avg10=\(value) avg60=0.00 avg300=0.00 total=1\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
-                }
+                for (resource, value) in [("cpu", cpu), ("memory", memory), ("io", io)] { try host.psi(resource, value) }
             }
             func temperature(_ celsius: Int) throws { try write("/sys/class/thermal/thermal_zone0/temp", "\(celsius * 1000)\n") }
             try psi(cpu: 1, memory: 0)
@@ -33,7 +26,7 @@ extension IntegrationTests {
                 try write("/sys/class/thermal/thermal_zone0/trip_point_\(index)_temp", "\(celsius * 1000)\n")
             }
             try temperature(40)
-            try fleet.startAgent("warm", fps: 30, extra: ["--pressure-root", root, "--pressure-interval-ms", "200"])
+            try fleet.startAgent("warm", fps: 30, extra: host.agentArguments())
             try await fleet.waitUntil("the camera streams", seconds: 20) {
                 try fleet.deviceStats().values.contains { ($0["frames_received"] as? Int ?? 0) > 3 }
             }
@@ -114,14 +107,10 @@ extension IntegrationTests {
         @Test func pressurePolicy_capsTheFrameRateAtItsLevel_andRestoresIt() async throws {
             let fleet = try FleetHarness()
             try fleet.startCoordinator()
-            let root = fleet.directory + "/host"
-            try FileManager.default.createDirectory(atPath: root + "/proc/pressure", withIntermediateDirectories: true)
-            func cpu(_ percent: Double) throws {
-                try "some avg10=\(percent) avg60=0.00 avg300=0.00 total=1\n".write(toFile: root + "/proc/pressure/cpu.tmp", atomically: false, encoding: .utf8)
-                _ = rename(root + "/proc/pressure/cpu.tmp", root + "/proc/pressure/cpu")
-            }
+            let host = try HostFixture(in: fleet.directory)
+            func cpu(_ percent: Double) throws { try host.psi("cpu", percent) }
             try cpu(0)
-            let agentArguments = ["--pressure-root", root, "--pressure-interval-ms", "200"]
+            let agentArguments = host.agentArguments()
             let agent = try fleet.startAgent("capped", fps: 30, extra: agentArguments)
             try await fleet.waitUntil("the camera streams", seconds: 20) {
                 try fleet.deviceStats().values.contains { ($0["frames_received"] as? Int ?? 0) > 3 }

@@ -9,20 +9,8 @@ extension IntegrationTests {
             URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         }
 
-        /// A python3 that has pyzmq and protobuf: the one on PATH, else Debian's.
-        static func python() throws -> String {
-            for candidate in [ProcessInfo.processInfo.environment["CAPFLEET_PYTHON"], "python3", "/usr/bin/python3"].compactMap({ $0 }) {
-                let probe = Process()
-                probe.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                probe.arguments = [candidate, "-c", "import zmq, google.protobuf"]
-                probe.standardOutput = FileHandle.nullDevice
-                probe.standardError = FileHandle.nullDevice
-                try probe.run()
-                probe.waitUntilExit()
-                if probe.terminationStatus == 0 { return candidate }
-            }
-            throw HarnessError("no python3 with pyzmq and protobuf: run scripts/install-deps.sh")
-        }
+        /// A python3 that has pyzmq and protobuf.
+        static func python() throws -> String { try pythonInterpreter(importing: "zmq, google.protobuf") }
 
         @Test func pythonSubscriber_receivesAndDecodesLiveTelemetry() async throws {
             let fleet = try FleetHarness()
@@ -68,14 +56,10 @@ extension IntegrationTests {
         @Test func pythonSubscriber_receivesPressureLevelChangesAndEvents() async throws {
             let fleet = try FleetHarness()
             try fleet.startCoordinator()
-            let root = fleet.directory + "/host"
-            try FileManager.default.createDirectory(atPath: root + "/proc/pressure", withIntermediateDirectories: true)
-            func cpu(_ percent: Double) throws {
-                try "some avg10=\(percent) avg60=0.00 avg300=0.00 total=1\n".write(toFile: root + "/proc/pressure/cpu.tmp", atomically: false, encoding: .utf8)
-                _ = rename(root + "/proc/pressure/cpu.tmp", root + "/proc/pressure/cpu")
-            }
+            let host = try HostFixture(in: fleet.directory)
+            func cpu(_ percent: Double) throws { try host.psi("cpu", percent) }
             try cpu(0)
-            try fleet.startAgent("strained", extra: ["--pressure-root", root, "--pressure-interval-ms", "200"])
+            try fleet.startAgent("strained", extra: host.agentArguments())
             try await fleet.waitUntil("the agent registers", seconds: 20) { !(try fleet.json(["nodes"]).isEmpty) }
             let script = Self.repositoryRoot.appendingPathComponent("proto-docs/examples/telemetry_subscriber.py").path
             let process = Process()
