@@ -32,6 +32,9 @@ public struct AgentConfiguration: Sendable {
     /// Sample and report pressure at all (off only to measure what it costs: `capfleet bench telemetry`).
     public var pressureEnabled = true
     public var pressureThresholds = PressureThresholds()
+    /// A one-time token from `capfleet enroll`; used when the agent has no key yet (or a key
+    /// from another token).
+    public var enrollmentToken: String?
 
     public init(coordinatorHost: String = "127.0.0.1", controlPort: UInt16 = WireDefaults.controlPort, nodeName: String? = nil,
                 stateDirectory: String, syntheticCameraCount: Int? = 1, devices: [String] = [], discoverDevices: Bool = false,

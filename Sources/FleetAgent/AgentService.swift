@@ -35,12 +35,15 @@ public final class AgentService: Service, Sendable {
     public var nodeID: String { identity.nodeID }
 
     public func run() async throws {
+        let credentials = try await credentials()
         let context = ZMQContext()
-        let publisher = try FramePublisher(context: context, capacity: configuration.sendQueueCapacity, logger: logger)
+        let publisher = try FramePublisher(context: context, capacity: configuration.sendQueueCapacity,
+                                           coordinatorKey: credentials.coordinatorKey, keys: credentials.keys, logger: logger)
         let monitor = configuration.pressureEnabled ? makePressureMonitor(publisher: publisher) : nil
         self.monitor.withLock { $0 = monitor }
+        let (revocations, revoke) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(1))
         let handlers = ControlHandlers(
-            hello: { [self] in hello() },
+            hello: { [self] in hello(name: credentials.nodeName) },
             status: { [self] in
                 evaluateDropRecovery()
                 return status(publisher: publisher)
@@ -49,20 +52,63 @@ public final class AgentService: Service, Sendable {
             registered: { [self] port in
                 publisher.connect(to: configuration.ingestEndpoint(port: port))
                 startStreaming(publisher: publisher)
+            },
+            revoked: { [self] reason in
+                // No frame may leave after this: stop capturing before anything else.
+                for stream in sources { stream.stop() }
+                revoke.yield(reason)
             })
         let control = try ControlChannel(context: context, endpoint: configuration.controlEndpoint, nodeID: identity.nodeID,
+                                         coordinatorKey: credentials.coordinatorKey, keys: credentials.keys,
                                          handlers: handlers, logger: logger)
         self.control.withLock { $0 = control }
         monitor?.start()
-        logger.info("agent started", metadata: ["coordinator": "\(configuration.controlEndpoint)", "devices": "\(sources.count)"])
+        logger.info("agent started", metadata: ["coordinator": "\(configuration.controlEndpoint)", "devices": "\(sources.count)",
+                                                "key": "\(credentials.keys.publicKey.fingerprint)…"])
 
-        try? await gracefulShutdown()
+        let revokedBecause: String? = await withTaskGroup(of: String?.self) { group in
+            group.addTask {
+                try? await gracefulShutdown()
+                return nil
+            }
+            group.addTask {
+                for await reason in revocations { return reason }
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
 
         logger.info("agent stopping")
         monitor?.stop()
         for stream in sources { stream.stop() }
         control.stop()
         publisher.stop()
+        if let revokedBecause {
+            logger.critical("this node was revoked", metadata: ["reason": "\(revokedBecause)"])
+            throw AgentError.revoked(revokedBecause)
+        }
+    }
+
+    /// The agent's keys: enrolled now with the configured token, or as kept from before.
+    private func credentials() async throws -> AgentCredentials {
+        let saved = try AgentCredentials.load(stateDirectory: configuration.stateDirectory)
+        guard let text = configuration.enrollmentToken else {
+            guard let saved else { throw AgentError.notEnrolled(stateDirectory: configuration.stateDirectory) }
+            return saved
+        }
+        let token = try EnrollmentToken(text: text)
+        if let saved, saved.enrolledWith == token.keys.publicKey.z85 {
+            logger.info("already enrolled with this token; using the saved key (the --enroll flag can go)")
+            return saved
+        }
+        logger.info("enrolling with the coordinator", metadata: ["coordinator": "\(configuration.controlEndpoint)"])
+        let credentials = try await Enrollment.enroll(token: token, endpoint: configuration.controlEndpoint, nodeID: identity.nodeID,
+                                                      hostname: hostname, softwareVersion: Self.softwareVersion,
+                                                      stateDirectory: configuration.stateDirectory, logger: logger)
+        logger.notice("enrolled", metadata: ["node.name": "\(credentials.nodeName)", "key": "\(credentials.keys.publicKey.fingerprint)…"])
+        return credentials
     }
 
     /// gethostname(2), not Foundation's hostName, which may wait on a DNS lookup.
@@ -72,12 +118,12 @@ public final class AgentService: Service, Sendable {
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    private func hello() -> Capfleet_V1_Hello {
+    private func hello(name enrolledName: String) -> Capfleet_V1_Hello {
         .with {
             $0.protocolVersion = WireDefaults.protocolMajor
             $0.protocolMinor = WireDefaults.protocolMinor
             $0.nodeID = identity.nodeID
-            $0.nodeName = configuration.nodeName ?? hostname
+            $0.nodeName = configuration.nodeName ?? (enrolledName.isEmpty ? hostname : enrolledName)
             $0.hostname = hostname
             $0.softwareVersion = Self.softwareVersion
             $0.bootMonotonicNs = MonotonicTime.now()

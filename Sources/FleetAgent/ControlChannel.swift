@@ -11,6 +11,8 @@ struct ControlHandlers: Sendable {
     var status: @Sendable () -> Capfleet_V1_AgentStatus
     var command: @Sendable (Capfleet_V1_Command) -> Capfleet_V1_CommandReply
     var registered: @Sendable (_ frameIngestPort: UInt32) -> Void
+    /// An admin revoked this node; the agent must stop.
+    var revoked: @Sendable (_ reason: String) -> Void
 }
 
 /// The agent's DEALER to the coordinator's control ROUTER, on a thread of its own. The
@@ -19,12 +21,15 @@ final class ControlChannel: Sendable {
     private let loop: SocketLoop
     private let outbox: DeviceEventOutbox
 
-    init(context: ZMQContext, endpoint: String, nodeID: String, handlers: ControlHandlers, logger: Logger) throws(ZMQError) {
+    init(context: ZMQContext, endpoint: String, nodeID: String, coordinatorKey: CurvePublicKey, keys: CurveKeyPair,
+         handlers: ControlHandlers, logger: Logger) throws(ZMQError) {
         loop = SocketLoop(name: "control")
         outbox = DeviceEventOutbox()
-        let driver = try LinkDriver(context: context, endpoint: endpoint, nodeID: nodeID, handlers: handlers, outbox: outbox, logger: logger)
+        let driver = try LinkDriver(context: context, endpoint: endpoint, nodeID: nodeID, credentials: (coordinatorKey, keys),
+                                    handlers: handlers, outbox: outbox, logger: logger)
         let dealer = loop.add(driver.current) { socket in driver.drain(socket) }
         driver.socketID = dealer
+        driver.monitorID = loop.add(driver.currentMonitor) { monitor in driver.watch(monitor) }
         loop.every(nanoseconds: 50_000_000) { sockets in driver.tick(sockets) }
         loop.start()
     }
@@ -70,11 +75,16 @@ private final class LinkDriver {
     let logger: Logger
     var link: AgentLink
     var socketID: SocketLoop.SocketID?
+    var monitorID: SocketLoop.SocketID?
     var current: ZMQSocket
+    var currentMonitor: ZMQSocket
     var reportedRefusal: String?
+    let credentials: (coordinatorKey: CurvePublicKey, keys: CurveKeyPair)
+    var lastHandshakeComplaint: UInt64 = 0
 
-    init(context: ZMQContext, endpoint: String, nodeID: String, handlers: ControlHandlers, outbox: DeviceEventOutbox,
-         logger: Logger) throws(ZMQError) {
+    init(context: ZMQContext, endpoint: String, nodeID: String, credentials: (coordinatorKey: CurvePublicKey, keys: CurveKeyPair),
+         handlers: ControlHandlers, outbox: DeviceEventOutbox, logger: Logger) throws(ZMQError) {
+        self.credentials = credentials
         self.outbox = outbox
         self.context = context
         self.endpoint = endpoint
@@ -82,17 +92,34 @@ private final class LinkDriver {
         self.handlers = handlers
         self.logger = logger
         link = AgentLink(now: MonotonicTime.now())
-        current = try Self.makeSocket(context: context, endpoint: endpoint)
+        (current, currentMonitor) = try Self.makeSocket(context: context, endpoint: endpoint, credentials: credentials)
     }
 
-    static func makeSocket(context: ZMQContext, endpoint: String) throws(ZMQError) -> ZMQSocket {
+    /// A fresh DEALER and the PAIR that watches its handshakes.
+    static func makeSocket(context: ZMQContext, endpoint: String,
+                           credentials: (coordinatorKey: CurvePublicKey, keys: CurveKeyPair)) throws(ZMQError) -> (ZMQSocket, ZMQSocket) {
         let socket = try ZMQSocket(context: context, type: .dealer)
+        try socket.makeCurveClient(serverKey: credentials.coordinatorKey, keys: credentials.keys)
+        let monitor = try socket.openMonitor(context: context, events: SocketEvent.handshakeEvents)
         try socket.setOption(ZMQ_IMMEDIATE, Int32(1))
         try socket.setOption(ZMQ_SNDHWM, Int32(64))
         try socket.setOption(ZMQ_RECONNECT_IVL, Int32(250))
         try socket.setOption(ZMQ_RECONNECT_IVL_MAX, Int32(8000))
         try socket.connect(endpoint)
-        return socket
+        return (socket, monitor)
+    }
+
+    /// A refused handshake never reaches the dialog: say why here, at most every 30 s.
+    func watch(_ monitor: ZMQSocket) {
+        for event in SocketEvent.drain(monitor) where event.isHandshakeFailure {
+            let now = MonotonicTime.now()
+            guard now - lastHandshakeComplaint > 30_000_000_000 || lastHandshakeComplaint == 0 else { continue }
+            lastHandshakeComplaint = now
+            let why = event.event == SocketEvent.authFailure
+                ? "the coordinator refused this node's key: it was revoked, or the coordinator's database no longer knows it; enroll again with a new token"
+                : "secure handshake with the coordinator failed (\(event.handshakeFailure ?? "unknown")): is the coordinator's key the one this agent enrolled with?"
+            logger.error("cannot connect to the coordinator", metadata: ["endpoint": "\(endpoint)", "reason": "\(why)"])
+        }
     }
 
     func tick(_ sockets: SocketLoop.Sockets) {
@@ -136,6 +163,12 @@ private final class LinkDriver {
         case let .error(status)?:
             logger.warning("the coordinator refused a message", metadata: ["reason": "\(status.reason)"])
             inbound = .other
+        case let .revoked(status)?:
+            logger.critical("an admin revoked this node", metadata: ["reason": "\(status.reason)"])
+            handlers.revoked(status.reason)
+            inbound = .other
+        case .enrolled?:
+            inbound = .other
         case .heartbeatAck?, nil:
             inbound = .other
         }
@@ -149,9 +182,11 @@ private final class LinkDriver {
             case .reconnect:
                 guard let sockets, let socketID else { continue }
                 do {
-                    let fresh = try Self.makeSocket(context: context, endpoint: endpoint)
+                    let (fresh, monitor) = try Self.makeSocket(context: context, endpoint: endpoint, credentials: credentials)
                     sockets.replace(socketID, with: fresh)
+                    if let monitorID { sockets.replace(monitorID, with: monitor) }
                     current = fresh
+                    currentMonitor = monitor
                     socket = fresh
                 } catch {
                     logger.error("cannot open a new control socket", metadata: ["error": "\(error)"])

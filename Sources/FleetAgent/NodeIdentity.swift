@@ -34,6 +34,9 @@ public enum AgentError: Error, CustomStringConvertible {
     case noCameras
     case deviceNotFound(String, available: [String])
     case deviceUnusable(String, String)
+    case notEnrolled(stateDirectory: String)
+    case enrollmentRefused(String)
+    case revoked(String)
 
     public var description: String {
         switch self {
@@ -45,6 +48,12 @@ public enum AgentError: Error, CustomStringConvertible {
             "no video capture device \(wanted) on this host; capture devices here: \(available.isEmpty ? "none" : available.joined(separator: ", "))"
         case let .deviceUnusable(path, reason):
             "cannot use the camera \(path): \(reason)"
+        case let .notEnrolled(directory):
+            "this agent is not enrolled (no key in \(directory)/keys): on the coordinator run `capfleet enroll --name NAME` and start the agent once with --enroll TOKEN"
+        case let .enrollmentRefused(reason):
+            "enrollment refused: \(reason)"
+        case let .revoked(reason):
+            "the coordinator cut this node off: \(reason)"
         }
     }
 }

@@ -11,6 +11,34 @@ public struct RoutedMessage: Sendable {
 
     /// The TCP peer address, for logs.
     public var peer: String { parts.first?.peerAddress ?? "unknown peer" }
+    /// Who the ZAP handler admitted the sender as.
+    public var userID: String? { parts.first?.userID }
+    /// The connection's file descriptor (to close a revoked peer's connection).
+    public var sourceFD: Int32 { parts.first?.sourceFD ?? -1 }
+}
+
+/// How a coordinator endpoint admits peers: CURVE with the coordinator's key pair, the
+/// ZAP handler deciding per `domain`, and failed handshakes reported to `onHandshakeFailure`
+/// (on the endpoint's thread) since the peer never gets to send a message.
+public struct CurveServerSecurity: Sendable {
+    public let keys: CurveKeyPair
+    public let domain: String
+    public let onHandshakeFailure: @Sendable (_ domain: String, _ event: SocketEvent) -> Void
+
+    public init(keys: CurveKeyPair, domain: String, onHandshakeFailure: @escaping @Sendable (_ domain: String, _ event: SocketEvent) -> Void) {
+        self.keys = keys
+        self.domain = domain
+        self.onHandshakeFailure = onHandshakeFailure
+    }
+
+    /// Makes `socket` a CURVE server and watches its handshakes on `loop`. Before bind.
+    public func apply(to socket: ZMQSocket, loop: SocketLoop, context: ZMQContext) throws(ZMQError) {
+        try socket.makeCurveServer(keys: keys, domain: domain)
+        let (domain, report) = (self.domain, onHandshakeFailure)
+        try loop.monitor(socket, context: context, events: SocketEvent.handshakeEvents) { event in
+            if event.isHandshakeFailure { report(domain, event) }
+        }
+    }
 }
 
 /// A bound ROUTER socket on its own thread: requests come out of `messages` (an
@@ -22,17 +50,19 @@ public final class RouterEndpoint: Sendable {
     private let loop: SocketLoop
     private let router: SocketLoop.SocketID
 
-    public init(name: String, context: ZMQContext, bind endpoint: String, maxMessageBytes: Int64, maxParts: Int = 4) throws(ZMQError) {
+    public init(name: String, context: ZMQContext, bind endpoint: String, maxMessageBytes: Int64, maxParts: Int = 4,
+                security: CurveServerSecurity) throws(ZMQError) {
         let socket = try ZMQSocket(context: context, type: .router)
         try socket.setOption(ZMQ_MAXMSGSIZE, maxMessageBytes)
         // Replies to a peer that vanished are dropped, not queued forever.
         try socket.setOption(ZMQ_SNDHWM, Int32(1000))
+        loop = SocketLoop(name: name)
+        try security.apply(to: socket, loop: loop, context: context)
         try socket.bind(endpoint)
         boundEndpoint = try socket.lastEndpoint()
         self.name = name
         let (stream, continuation) = AsyncStream.makeStream(of: RoutedMessage.self, bufferingPolicy: .bufferingNewest(10_000))
         messages = stream
-        loop = SocketLoop(name: name)
         router = loop.add(socket) { socket in
             while let received = try? socket.receiveMultipart(dontWait: true, maxParts: maxParts + 1) {
                 guard let identity = received.parts.first else { continue }
@@ -61,12 +91,13 @@ public final class TelemetryPublisherSocket: Sendable {
     private let loop: SocketLoop
     private let pub: SocketLoop.SocketID
 
-    public init(context: ZMQContext, bind endpoint: String) throws(ZMQError) {
+    public init(context: ZMQContext, bind endpoint: String, security: CurveServerSecurity) throws(ZMQError) {
         let socket = try ZMQSocket(context: context, type: .pub)
         try socket.setOption(ZMQ_SNDHWM, Int32(10_000))
+        loop = SocketLoop(name: "telemetry")
+        try security.apply(to: socket, loop: loop, context: context)
         try socket.bind(endpoint)
         boundEndpoint = try socket.lastEndpoint()
-        loop = SocketLoop(name: "telemetry")
         pub = loop.add(socket)
         loop.start()
     }

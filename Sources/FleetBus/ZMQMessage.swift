@@ -31,4 +31,14 @@ public final class ZMQMessage: @unchecked Sendable {
         guard let value = zmq_msg_gets(message, "Peer-Address") else { return nil }
         return String(cString: value)
     }
+
+    /// Who the ZAP handler said the sender is ("User-Id"), for CURVE connections.
+    public var userID: String? {
+        guard let value = zmq_msg_gets(message, "User-Id") else { return nil }
+        return String(cString: value)
+    }
+
+    /// The file descriptor of the connection the message came in on (ZMQ_SRCFD), so a
+    /// revoked peer's connection can be shut down; -1 when unknown.
+    public var sourceFD: Int32 { zmq_msg_get(message, ZMQ_SRCFD) }
 }

@@ -34,8 +34,16 @@ public enum FleetTables {
     public static func nodes(_ nodes: [Capfleet_V1_NodeInfo], now: Date = Date()) -> String {
         guard !nodes.isEmpty else { return "no nodes have registered yet: start an agent with `capfleet agent`" }
         return table(["NODE", "NAME", "HOST", "STATE", "DEVICES", "VERSION", "LAST SEEN", "ADDRESS"], nodes.map { node in
-            [node.nodeID, node.name, node.hostname, node.online ? "online" : "offline", String(node.deviceCount),
+            [node.nodeID, node.name, node.hostname, node.revoked ? "revoked" : node.online ? "online" : "offline", String(node.deviceCount),
              node.softwareVersion, age(node.lastSeenUnixMs, now: now), node.address]
+        })
+    }
+
+    public static func operators(_ operators: [Capfleet_V1_OperatorInfo], now: Date = Date()) -> String {
+        guard !operators.isEmpty else { return "no operators" }
+        return table(["NAME", "ROLE", "KEY", "ADDED BY", "ADDED"], operators.map { info in
+            [info.name, OperatorRole(wire: info.role)?.rawValue ?? "none", String(info.publicKey.prefix(8)) + "…", info.addedBy,
+             age(info.addedUnixMs, now: now)]
         })
     }
 

@@ -6,14 +6,27 @@ import FleetProtocol
 public enum JSONViews {
     public struct Node: Encodable {
         var nodeId, name, hostname, softwareVersion, address: String
-        var online: Bool
+        var online, revoked: Bool
         var deviceCount: UInt32
         var firstSeenUnixMs, lastSeenUnixMs: Int64
 
         public init(_ node: Capfleet_V1_NodeInfo) {
             nodeId = node.nodeID; name = node.name; hostname = node.hostname; softwareVersion = node.softwareVersion
-            address = node.address; online = node.online; deviceCount = node.deviceCount
+            address = node.address; online = node.online; revoked = node.revoked; deviceCount = node.deviceCount
             firstSeenUnixMs = node.firstSeenUnixMs; lastSeenUnixMs = node.lastSeenUnixMs
+        }
+    }
+
+    public struct Operator: Encodable {
+        var name, role, publicKey, addedBy: String
+        var addedUnixMs: Int64
+
+        public init(_ info: Capfleet_V1_OperatorInfo) {
+            name = info.name
+            role = OperatorRole(wire: info.role)?.rawValue ?? "none"
+            publicKey = info.publicKey
+            addedBy = info.addedBy
+            addedUnixMs = info.addedUnixMs
         }
     }
 

@@ -7,18 +7,19 @@ public enum OperatorClientError: Error, CustomStringConvertible, Sendable {
     case unreachable(address: String, seconds: Double)
     case transport(ZMQError)
     case malformedReply(address: String)
-    case refused(Capfleet_V1_Status)
+    case refused(Capfleet_V1_Status, neededRole: Capfleet_V1_OperatorRole)
 
     public var description: String {
         switch self {
         case let .unreachable(address, seconds):
-            "coordinator unreachable at \(address) (no answer in \(seconds.formatted()) s): is it running? Start one with `capfleet coordinator` or `capfleet dev`, or point --coordinator or \(WireDefaults.coordinatorEnvironmentVariable) at it."
+            "coordinator unreachable at \(address) (no answer in \(seconds.formatted()) s): is it running? Start one with `capfleet coordinator` or `capfleet dev`, or point --coordinator or \(WireDefaults.coordinatorEnvironmentVariable) at it. If it is running, it may not know your key (or your credential names another coordinator's key): see `capfleet whoami`."
         case let .transport(error):
             "cannot talk to the coordinator: \(error)"
         case let .malformedReply(address):
             "the coordinator at \(address) sent a reply this CLI cannot read; are the CLI and the coordinator the same version?"
-        case let .refused(status):
-            status.reason.isEmpty ? "the coordinator refused the request (\(status.code))" : status.reason
+        case let .refused(status, needed):
+            (status.reason.isEmpty ? "the coordinator refused the request (\(status.code))" : status.reason)
+                + (needed == .unspecified ? "" : " (ask an admin for a key with that role)")
         }
     }
 }
@@ -77,12 +78,13 @@ public final class OperatorClient {
     public var sessionID: String?
     public var sessionTimeoutMilliseconds: UInt32 = 0
 
-    public init(address: CoordinatorAddress, timeout: Double = 3) throws(OperatorClientError) {
+    public init(address: CoordinatorAddress, credential: OperatorCredential, timeout: Double = 3) throws(OperatorClientError) {
         self.address = address
         self.timeout = timeout
-        operatorName = ProcessInfo.processInfo.environment["USER"] ?? "operator"
+        operatorName = credential.name
         do {
             socket = try ZMQSocket(context: ZMQContext(), type: .dealer)
+            try socket.makeCurveClient(serverKey: credential.coordinatorKey, keys: credential.keys)
             try socket.connect(address.tcpEndpoint)
         } catch {
             throw .transport(error)
@@ -121,7 +123,7 @@ public final class OperatorClient {
             }
             // A late answer to an earlier request that timed out: keep waiting for ours.
             guard reply.requestID == requestID || reply.requestID == 0 else { continue }
-            guard reply.status.isOK else { throw .refused(reply.status) }
+            guard reply.status.isOK else { throw .refused(reply.status, neededRole: reply.neededRole) }
             return (reply, received.parts.count > 1 ? received.parts[1].array : nil)
         }
     }

@@ -8,8 +8,21 @@ import Logging
 /// A node registered with this coordinator process: where to reach it (the ROUTER
 /// routing id of its latest message) and what its latest status said.
 struct NodeSession: Sendable {
-    var routingID: [UInt8]
+    var routingID: [UInt8] {
+        didSet {
+            // Every connection the node spoke on lately, so that a revocation reaches all of them.
+            recentRoutingIDs.removeAll { $0 == routingID }
+            recentRoutingIDs.append(routingID)
+            if recentRoutingIDs.count > 4 { recentRoutingIDs.removeFirst() }
+        }
+    }
     var lastStatus: Capfleet_V1_AgentStatus?
+    private(set) var recentRoutingIDs: [[UInt8]]
+
+    init(routingID: [UInt8]) {
+        self.routingID = routingID
+        recentRoutingIDs = [routingID]
+    }
 }
 
 /// The coordinator's side of the control dialog (registration, heartbeats, status):
@@ -24,6 +37,7 @@ actor ControlHandler {
     private let events: FleetEvents
     private let alerts: AlertCenter
     private let rejections: RejectionCounter
+    private let gate: AccessGate
     private let logger: Logger
     private let coordinatorID: String
     private var liveness: NodeLiveness
@@ -33,8 +47,9 @@ actor ControlHandler {
     private var commandTargets: [UInt64: (nodeID: String, deviceID: String)] = [:]
 
     init(configuration: CoordinatorConfiguration, store: FleetDatabase, endpoint: RouterEndpoint, ingest: FrameIngest,
-         events: FleetEvents, alerts: AlertCenter, rejections: RejectionCounter, coordinatorID: String, logger: Logger) {
+         events: FleetEvents, alerts: AlertCenter, rejections: RejectionCounter, gate: AccessGate, coordinatorID: String, logger: Logger) {
         self.alerts = alerts
+        self.gate = gate
         self.configuration = configuration
         self.store = store
         self.endpoint = endpoint
@@ -67,9 +82,36 @@ actor ControlHandler {
             refuse(routed, .undecodable, "not an AgentMessage (\(routed.parts[0].count) bytes)")
             return
         }
+        // Who sent it is what ZAP admitted, never what the message claims.
+        let sender: (nodeID: String, key: String)
+        switch Principal(userID: routed.userID) {
+        case let .enrollment(tokenKey)?:
+            guard case let .enroll(enroll)? = message.body else {
+                refuse(routed, .badToken, "an enrollment token's connection may only send Enroll")
+                return
+            }
+            await self.enroll(enroll, tokenKey: tokenKey, from: routed)
+            return
+        case let .node(id, key)?:
+            guard !gate.isRevoked(key: key) else {
+                rejections.reject(endpoint: Self.endpointName, reason: .revokedKey, peer: routed.peer, detail: "a message from revoked node \(id)")
+                return
+            }
+            gate.noteConnection(nodeID: id, fd: routed.sourceFD, peer: routed.peer)
+            sender = (id, key)
+        default:
+            refuse(routed, .wrongIdentity, "the connection is not a node's")
+            return
+        }
+        if let claimed = Self.claimedNodeID(message.body), claimed != sender.nodeID {
+            refuse(routed, .wrongIdentity, "node \(sender.nodeID) sent a message as node \(claimed)")
+            return
+        }
         switch message.body {
         case let .hello(hello)?:
             await register(hello, from: routed)
+        case .enroll?:
+            refuse(routed, .badToken, "node \(sender.nodeID) is enrolled already; Enroll comes only with a token's key")
         case let .heartbeat(heartbeat)?:
             guard await heard(from: heartbeat.nodeID, routed: routed) else { return }
             reply(routed, .with { $0.heartbeatAck = .with { $0.sequence = heartbeat.sequence } })
@@ -78,18 +120,25 @@ actor ControlHandler {
             sessions[status.nodeID]?.lastStatus = status
             for device in status.devices { ingest.noteAgentDrops(deviceID: device.deviceID, drops: DropTally(wire: device.drops), streaming: device.streaming) }
         case let .commandReply(reply)?:
+            // Only the node a command went to may answer it.
+            if let target = commandTargets[reply.commandID], target.nodeID != sender.nodeID {
+                refuse(routed, .wrongIdentity, "node \(sender.nodeID) answered command \(reply.commandID), which went to node \(target.nodeID)")
+                return
+            }
             if let target = commandTargets.removeValue(forKey: reply.commandID) { noteReply(reply, deviceID: target.deviceID, nodeID: target.nodeID) }
             // A reply to a command that already timed out is dropped.
             pendingCommands.removeValue(forKey: reply.commandID)?.resume(returning: reply)
         case let .deviceEvent(event)?:
-            guard let nodeID = sessions.first(where: { $0.value.routingID == routed.routingID })?.key else {
-                refuse(routed, .unregisteredNode, "a device event from a peer that has not registered")
+            let nodeID = sender.nodeID
+            guard sessions[nodeID] != nil else {
+                refuse(routed, .unregisteredNode, "a device event from node \(nodeID), which has not registered")
                 return
             }
             await record(event, from: nodeID)
         case let .pressureChange(report)?:
-            guard let nodeID = sessions.first(where: { $0.value.routingID == routed.routingID })?.key, nodeID == report.nodeID else {
-                refuse(routed, .unregisteredNode, "a pressure report from a peer that has not registered as \(report.nodeID)")
+            let nodeID = sender.nodeID
+            guard sessions[nodeID] != nil else {
+                refuse(routed, .unregisteredNode, "a pressure report from node \(nodeID), which has not registered")
                 return
             }
             // Kept as the node's latest even before its first status arrives.
@@ -100,6 +149,88 @@ actor ControlHandler {
         case nil:
             refuse(routed, .unknownMessage, "the AgentMessage carries no body this coordinator knows")
         }
+    }
+
+    /// The node id a message names, where it names one.
+    private static func claimedNodeID(_ body: Capfleet_V1_AgentMessage.OneOf_Body?) -> String? {
+        switch body {
+        case let .hello(hello)?: hello.nodeID
+        case let .heartbeat(heartbeat)?: heartbeat.nodeID
+        case let .status(status)?: status.nodeID
+        case let .pressureChange(report)?: report.nodeID
+        default: nil
+        }
+    }
+
+    /// Spends an enrollment token on the agent's key, or says exactly why not.
+    private func enroll(_ enroll: Capfleet_V1_Enroll, tokenKey: String, from routed: RoutedMessage) async {
+        guard let nodeKey = CurvePublicKey(bytes: Array(enroll.nodePublicKey)), !enroll.nodeID.isEmpty, enroll.nodeID.count <= 128 else {
+            refuse(routed, .undecodable, "Enroll needs a 32-byte node_public_key and a node_id")
+            return
+        }
+        let now = Date().unixMilliseconds
+        let token = String(tokenKey.prefix(8))
+        let (nodeID, peer) = (enroll.nodeID, routed.peer)
+        let outcome: EnrollmentOutcome
+        do {
+            outcome = try await store.enroll(tokenKey: tokenKey, nodeKey: nodeKey.z85, nodeID: nodeID, at: now) { outcome in
+                let (result, detail): (String, String) = switch outcome {
+                case let .enrolled(name): ("ok", "enrolled as \(name) with key \(nodeKey.fingerprint)… using token \(token)… from \(peer)")
+                default: ("refused", "token \(token)… from \(peer): \(Self.explain(outcome))")
+                }
+                return AuditEntry(at: now, actor: "agent:\(nodeID)", action: "node.enroll", target: nodeID, outcome: result, detail: detail)
+            }
+        } catch {
+            logger.error("enrollment failed", metadata: ["node.id": "\(nodeID)", "error": "\(error)"])
+            reply(routed, .with { $0.enrolled = .with { $0.status = .failure(.internal, "the coordinator could not record the enrollment: \(error)") } })
+            return
+        }
+        guard case let .enrolled(name) = outcome else {
+            rejections.reject(endpoint: Self.endpointName, reason: .badToken, peer: routed.peer, detail: Self.explain(outcome))
+            reply(routed, .with { $0.enrolled = .with {
+                $0.status = .failure(.permissionDenied, Self.explain(outcome))
+                $0.nodeID = nodeID
+            } })
+            return
+        }
+        logger.notice("node enrolled", metadata: ["node.id": "\(nodeID)", "node.name": "\(name)", "peer": "\(routed.peer)"])
+        events.emit(.nodeEnrolled, nodeID: nodeID, message: "\(name) enrolled from \(routed.peer) (key \(nodeKey.fingerprint)…)")
+        reply(routed, .with { $0.enrolled = .with {
+            $0.status = .ok
+            $0.nodeID = nodeID
+            $0.nodeName = name
+        } })
+    }
+
+    static func explain(_ outcome: EnrollmentOutcome) -> String {
+        let format = { (ms: Int64) in Date(timeIntervalSince1970: Double(ms) / 1000).formatted(.iso8601) }
+        return switch outcome {
+        case let .enrolled(name): "enrolled as \(name)"
+        case .unknownToken: "this coordinator never issued that token (forged, or from another coordinator)"
+        case let .expired(at): "the token expired at \(format(at)); ask an admin for a new one (capfleet enroll --name NAME)"
+        case let .alreadyUsed(at, nodeID): "the token was already used at \(format(at)) by node \(nodeID); tokens work once, ask an admin for a new one"
+        case let .nodeAlreadyEnrolled(nodeID): "node \(nodeID) is enrolled with another key; an admin must revoke it first (capfleet nodes revoke \(nodeID))"
+        case .keyAlreadyKnown: "this key was enrolled before; the agent must make a fresh key pair to enroll again"
+        }
+    }
+
+    /// An admin revoked the node: tell it, forget its session, mark it offline. The gate
+    /// drops its messages from now on and closes its connections.
+    func revoked(nodeID: String, keys: [String], reason: String) async {
+        if let session = sessions[nodeID], let bytes: [UInt8] = try? Capfleet_V1_CoordinatorMessage.with({
+            $0.revoked = .failure(.permissionDenied, "an admin revoked this node\(reason.isEmpty ? "" : ": \(reason)"); enroll it again with a new token to bring it back")
+        }).serializedBytes() {
+            for routingID in session.recentRoutingIDs { endpoint.reply(to: routingID, parts: [bytes]) }
+        }
+        gate.revoke(keys: keys, nodeID: nodeID)
+        let wasOnline = liveness.isOnline(nodeID)
+        forgetSession(nodeID)
+        do {
+            try await store.setNodeOnline(nodeID, online: false, at: Date().unixMilliseconds)
+        } catch {
+            logger.error("cannot record node offline", metadata: ["node.id": "\(nodeID)", "error": "\(error)"])
+        }
+        if wasOnline { events.emit(.nodeOffline, nodeID: nodeID, message: "node \(nodeID) was revoked") }
     }
 
     private func register(_ hello: Capfleet_V1_Hello, from routed: RoutedMessage) async {
@@ -117,8 +248,10 @@ actor ControlHandler {
             refuse(routed, .undecodable, "HELLO without a node id or with a device without an id")
             return
         }
+        // The node is called what the admin named it at enrollment.
+        let enrolledName = (try? await store.liveNodeKey(hello.nodeID))?.name
         let registration = NodeRegistration(
-            nodeID: hello.nodeID, name: hello.nodeName, hostname: hello.hostname, softwareVersion: hello.softwareVersion,
+            nodeID: hello.nodeID, name: enrolledName ?? hello.nodeName, hostname: hello.hostname, softwareVersion: hello.softwareVersion,
             address: routed.peer,
             devices: hello.devices.map { device in
                 NodeRegistration.Device(

@@ -27,45 +27,67 @@ public final class CoordinatorService: Service, Sendable {
         try await store.markAllNodesOffline(at: Date().unixMilliseconds)
         let coordinatorID = try Self.coordinatorID(in: configuration.dataDirectory)
 
+        let keys = try CoordinatorKeys.loadOrCreate(dataDirectory: configuration.dataDirectory)
+
         let context = ZMQContext()
-        let telemetry = try bind("telemetry", configuration.telemetryPort) {
-            try TelemetryPublisherSocket(context: context, bind: configuration.endpoint(configuration.telemetryPort))
-        }
         let metrics = FleetMetrics()
-        let events = FleetEvents(telemetry: telemetry, metrics: metrics)
-        let rejections = RejectionCounter(logger: logger) { endpoint, reason, peer in
-            events.emit(Capfleet_V1_EventKind.inputRejected, message: "\(endpoint): \(reason.rawValue) from \(peer)")
+        let eventsBox = EventsBox()
+        let rejections = RejectionCounter(logger: logger) { endpoint, reason, peer, detail in
+            eventsBox.events?.emit(reason.isAccessDenial ? .accessDenied : .inputRejected,
+                                   message: "\(endpoint): \(reason.rawValue) from \(peer)" + (detail.isEmpty ? "" : ": \(detail)"))
+            guard reason.isAccessDenial, reason != .forbidden else { return }
+            // Logged (and so audited) at most once a minute per endpoint, reason and peer.
+            Task {
+                try? await store.appendAudit(AuditEntry(at: Date().unixMilliseconds, actor: "peer:\(peer)", action: "access.denied",
+                                                        target: endpoint, outcome: "refused", detail: "\(reason.rawValue): \(detail)"))
+            }
         }
+        let gate = try await AccessGate(store: store, rejections: rejections, logger: logger)
+        // Bound before any endpoint: libzmq lets everyone in while no ZAP handler is bound.
+        let zap = try ZAPHandler(context: context) { gate.decide($0) }
+        let security = { (domain: AccessGate.Domain) in
+            CurveServerSecurity(keys: keys, domain: domain.rawValue) { domain, event in gate.handshakeFailed(domain: domain, event: event) }
+        }
+        let telemetry = try bind("telemetry", configuration.telemetryPort) {
+            try TelemetryPublisherSocket(context: context, bind: configuration.endpoint(configuration.telemetryPort), security: security(.telemetry))
+        }
+        let events = FleetEvents(telemetry: telemetry, metrics: metrics)
+        eventsBox.events = events
         let ingest = try bind("frame ingest", configuration.frameIngestPort) {
-            try FrameIngest(context: context, bind: configuration.endpoint(configuration.frameIngestPort), rejections: rejections)
+            try FrameIngest(context: context, bind: configuration.endpoint(configuration.frameIngestPort), rejections: rejections,
+                            security: security(.ingest),
+                            admits: { userID, nodeID, fd, peer in gate.admitsFrame(userID: userID, nodeID: nodeID, fd: fd, peer: peer) })
         }
         let controlEndpoint = try bind("control", configuration.controlPort) {
             try RouterEndpoint(name: "control", context: context, bind: configuration.endpoint(configuration.controlPort),
-                               maxMessageBytes: 16 * 1024 * 1024)
+                               maxMessageBytes: 16 * 1024 * 1024, security: security(.control))
         }
         let operatorEndpoint = try bind("operator", configuration.operatorPort) {
             try RouterEndpoint(name: "operator", context: context, bind: configuration.endpoint(configuration.operatorPort),
-                               maxMessageBytes: 1024 * 1024)
+                               maxMessageBytes: 1024 * 1024, security: security(.operator))
         }
         let alerts = AlertCenter(configuration: configuration.alerts, events: events, metrics: metrics,
                                  coordinatorID: coordinatorID, logger: logger)
         let control = ControlHandler(configuration: configuration, store: store, endpoint: controlEndpoint, ingest: ingest,
-                                     events: events, alerts: alerts, rejections: rejections, coordinatorID: coordinatorID, logger: logger)
+                                     events: events, alerts: alerts, rejections: rejections, gate: gate, coordinatorID: coordinatorID, logger: logger)
         let leases = LeaseKeeper(store: store, events: events, logger: logger)
         try await leases.load()
         let reporter = TelemetryReporter(store: store, ingest: ingest, control: control, telemetry: telemetry, metrics: metrics,
                                          rejections: rejections, alerts: alerts, logger: logger)
         let metricsServer = try configuration.metricsPort.map { port in try serveMetrics(metrics, port: port) }
         let operators = OperatorHandler(store: store, endpoint: operatorEndpoint, ingest: ingest, control: control,
-                                        reporter: reporter, rejections: rejections, leases: leases, events: events, logger: logger)
+                                        reporter: reporter, rejections: rejections, leases: leases, events: events,
+                                        coordinatorKey: keys.publicKey, logger: logger)
 
         let endpoints = CoordinatorEndpoints(control: controlEndpoint.boundEndpoint, frameIngest: ingest.boundEndpoint,
                                              operator: operatorEndpoint.boundEndpoint, telemetry: telemetry.boundEndpoint,
-                                             database: configuration.databasePath,
+                                             database: configuration.databasePath, publicKey: keys.publicKey,
+                                             publicKeyFile: CoordinatorKeys.publicPath(dataDirectory: configuration.dataDirectory),
                                              metrics: metricsServer.map { "http://\(configuration.displayHost):\($0.port)/metrics" })
         logger.info("coordinator ready", metadata: [
             "control": "\(endpoints.control)", "ingest": "\(endpoints.frameIngest)", "operator": "\(endpoints.operator)",
             "telemetry": "\(endpoints.telemetry)", "database": "\(endpoints.database)", "metrics": "\(endpoints.metrics ?? "off")",
+            "public_key": "\(keys.publicKey.z85)",
         ])
         onReady(endpoints)
 
@@ -100,6 +122,8 @@ public final class CoordinatorService: Service, Sendable {
             logger.error("could not store the final counters", metadata: ["error": "\(error)"])
         }
         telemetry.stop()
+        // Last: with the endpoints closed nothing can slip in while no handler is bound.
+        zap.stop()
         logger.info("coordinator stopped")
     }
 
@@ -143,6 +167,17 @@ public final class CoordinatorService: Service, Sendable {
     }
 }
 
+/// Lets the rejection counter, made before the telemetry socket it publishes on, reach the
+/// events once they exist.
+private final class EventsBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: FleetEvents?
+    var events: FleetEvents? {
+        get { lock.withLock { value } }
+        set { lock.withLock { value = newValue } }
+    }
+}
+
 /// Where a running coordinator can be reached.
 public struct CoordinatorEndpoints: Sendable {
     public let control: String
@@ -150,6 +185,9 @@ public struct CoordinatorEndpoints: Sendable {
     public let `operator`: String
     public let telemetry: String
     public let database: String
+    /// The coordinator's CURVE public key, which every agent and operator must know.
+    public let publicKey: CurvePublicKey
+    public let publicKeyFile: String
     /// The Prometheus scrape URL, nil when the endpoint is off.
     public let metrics: String?
 }

@@ -45,16 +45,22 @@ public final class FrameIngest: Sendable {
     /// Called on the ingest thread with each accepted frame's header (benchmarks measure latency here).
     private let onFrame: (@Sendable (Capfleet_V1_FrameHeader) -> Void)?
 
-    public init(context: ZMQContext, bind endpoint: String, rejections: RejectionCounter,
+    /// Whether a sender (its ZAP User-Id) may send frames of `nodeID`; nil admits all (benchmarks).
+    private let admits: (@Sendable (_ userID: String?, _ nodeID: String, _ fd: Int32, _ peer: () -> String) -> Bool)?
+
+    public init(context: ZMQContext, bind endpoint: String, rejections: RejectionCounter, security: CurveServerSecurity,
+                admits: (@Sendable (_ userID: String?, _ nodeID: String, _ fd: Int32, _ peer: () -> String) -> Bool)? = nil,
                 onFrame: (@Sendable (Capfleet_V1_FrameHeader) -> Void)? = nil) throws(ZMQError) {
         let socket = try ZMQSocket(context: context, type: .pull)
         try socket.setOption(ZMQ_MAXMSGSIZE, WireDefaults.maxMessageBytes)
         try socket.setOption(ZMQ_RCVHWM, Int32(8))
+        loop = SocketLoop(name: "ingest")
+        try security.apply(to: socket, loop: loop, context: context)
         try socket.bind(endpoint)
         boundEndpoint = try socket.lastEndpoint()
         self.rejections = rejections
+        self.admits = admits
         self.onFrame = onFrame
-        loop = SocketLoop(name: "ingest")
         loop.add(socket) { [self] socket in drain(socket) }
         loop.start()
     }
@@ -141,6 +147,8 @@ public final class FrameIngest: Sendable {
                               detail: "device \(header.deviceID): header says \(header.payloadSize) bytes of \(header.layout.width)x\(header.layout.height) \(header.layout.pixelFormat), payload has \(parts[1].count)")
             return
         }
+        // The sender's key must be the live key of the node the header names.
+        if let admits, !admits(parts[0].userID, header.nodeID, parts[0].sourceFD, { peer }) { return }
         let now = Date().unixMilliseconds
         let known: Bool = devices.withLock { table in
             guard var state = table[header.deviceID], state.nodeID == header.nodeID else { return false }

@@ -18,10 +18,13 @@ actor OperatorHandler {
     let rejections: RejectionCounter
     let leases: LeaseKeeper
     let events: FleetEvents
+    let coordinatorKey: CurvePublicKey
     let logger: Logger
 
     init(store: FleetDatabase, endpoint: RouterEndpoint, ingest: FrameIngest, control: ControlHandler,
-         reporter: TelemetryReporter, rejections: RejectionCounter, leases: LeaseKeeper, events: FleetEvents, logger: Logger) {
+         reporter: TelemetryReporter, rejections: RejectionCounter, leases: LeaseKeeper, events: FleetEvents,
+         coordinatorKey: CurvePublicKey, logger: Logger) {
+        self.coordinatorKey = coordinatorKey
         self.leases = leases
         self.events = events
         self.store = store
@@ -56,6 +59,12 @@ actor OperatorHandler {
         }
         var reply = Capfleet_V1_OperatorReply()
         reply.requestID = request.requestID
+        // Who asks is the key's operator, never the request's own `operator` field.
+        guard let caller = await authorize(request, from: routed, into: &reply) else {
+            send(reply, to: routed)
+            return
+        }
+        let who = caller.name
         var payload: [UInt8]?
         await leases.heard(session: request.sessionID, timeoutMilliseconds: request.sessionTimeoutMs)
         do {
@@ -83,21 +92,21 @@ actor OperatorHandler {
                 }
                 reply.status = .ok
             case let .forgetNode(query)?:
-                try await forget(query.nodeID, operator: request.operator, into: &reply)
+                try await forget(query.nodeID, operator: who, into: &reply)
             case let .changeFormat(query)?:
-                try await changeFormat(query, operator: request.operator, into: &reply)
+                try await changeFormat(query, operator: who, into: &reply)
             case let .changeFrameRate(query)?:
-                try await changeFrameRate(query, operator: request.operator, into: &reply)
+                try await changeFrameRate(query, operator: who, into: &reply)
             case let .changeZoom(query)?:
-                try await changeZoom(query, operator: request.operator, into: &reply)
+                try await changeZoom(query, operator: who, into: &reply)
             case let .lockDevice(query)?:
-                try await lock(query, operator: request.operator, session: request.sessionID, into: &reply)
+                try await lock(query, operator: who, session: request.sessionID, into: &reply)
             case let .changeFocus(query)?:
-                try await changeFocus(query, operator: request.operator, into: &reply)
+                try await changeFocus(query, operator: who, into: &reply)
             case let .setDropRecoveryPolicy(query)?:
-                try await setDropRecovery(query, operator: request.operator, into: &reply)
+                try await setDropRecovery(query, operator: who, into: &reply)
             case let .changePressurePolicy(query)?:
-                try await changePressurePolicy(query, operator: request.operator, into: &reply)
+                try await changePressurePolicy(query, operator: who, into: &reply)
             case let .getDevice(query)?:
                 try await deviceDetails(query.deviceID, into: &reply)
             case let .getEvents(query)?:
@@ -107,7 +116,21 @@ actor OperatorHandler {
                 await leases.endSession(request.sessionID)
                 reply.status = .ok
             case let .unlockDevice(query)?:
-                try await unlock(query, operator: request.operator, into: &reply)
+                try await unlock(query, operator: who, into: &reply)
+            case let .createEnrollment(query)?:
+                try await createEnrollment(query, by: who, into: &reply)
+            case let .revokeNode(query)?:
+                try await revoke(query, by: who, into: &reply)
+            case let .addOperator(query)?:
+                try await addOperator(query, by: who, into: &reply)
+            case let .removeOperator(query)?:
+                try await removeOperator(query.name, by: who, into: &reply)
+            case .listOperators?:
+                reply.operators = try await store.operators().map(Self.info)
+                reply.status = .ok
+            case .whoAmI?:
+                reply.you = Self.info(caller)
+                reply.status = .ok
             case nil:
                 rejections.reject(endpoint: Self.endpointName, reason: .unknownMessage, peer: routed.peer)
                 reply.status = .failure(.badRequest, "the request carries no body this coordinator knows; is the CLI newer than the coordinator?")
@@ -122,6 +145,7 @@ actor OperatorHandler {
     private func listNodes(into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
         let nodes = try await store.nodes()
         let devices = try await store.devices()
+        let revoked = try await store.revokedNodeIDs()
         var infos: [Capfleet_V1_NodeInfo] = []
         for node in nodes {
             let online = await control.isOnline(node.id)
@@ -135,6 +159,7 @@ actor OperatorHandler {
                 $0.lastSeenUnixMs = node.lastSeenAt
                 $0.address = node.address
                 $0.deviceCount = UInt32(devices.filter { $0.nodeId == node.id && $0.present }.count)
+                $0.revoked = revoked.contains(node.id)
             })
         }
         reply.nodes = infos

@@ -7,9 +7,10 @@ import Synchronization
 public final class RejectionCounter: Sendable {
     private let ledger = Mutex(RejectionLedger())
     private let logger: Logger
-    private let onLogged: @Sendable (_ endpoint: String, _ reason: InputRejection, _ peer: String) -> Void
+    private let onLogged: @Sendable (_ endpoint: String, _ reason: InputRejection, _ peer: String, _ detail: String) -> Void
 
-    public init(logger: Logger, onLogged: @escaping @Sendable (_ endpoint: String, _ reason: InputRejection, _ peer: String) -> Void = { _, _, _ in }) {
+    public init(logger: Logger,
+                onLogged: @escaping @Sendable (_ endpoint: String, _ reason: InputRejection, _ peer: String, _ detail: String) -> Void = { _, _, _, _ in }) {
         self.logger = logger
         self.onLogged = onLogged
     }
@@ -20,7 +21,7 @@ public final class RejectionCounter: Sendable {
         logger.warning("rejected input", metadata: [
             "endpoint": "\(endpoint)", "reason": "\(reason.rawValue)", "peer": "\(peer)", "detail": "\(detail)",
         ])
-        onLogged(endpoint, reason, peer)
+        onLogged(endpoint, reason, peer, detail)
     }
 
     public var counts: [(endpoint: String, reason: String, count: UInt64)] {

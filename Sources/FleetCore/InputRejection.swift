@@ -13,6 +13,22 @@ public enum InputRejection: String, Sendable, CaseIterable {
     case formatSizeMismatch = "format_size_mismatch"
     case oversizedClaim = "oversized_claim"
     case invalidFormat = "invalid_format"
+    // Who may connect and what they may do (security.md).
+    case handshakeFailed = "handshake_failed"
+    case unknownKey = "unknown_key"
+    case revokedKey = "revoked_key"
+    case wrongEndpoint = "wrong_endpoint"
+    case wrongIdentity = "wrong_identity"
+    case badToken = "bad_token"
+    case forbidden = "forbidden"
+
+    /// Reasons that say someone tried to get in or act without the right: audited.
+    public var isAccessDenial: Bool {
+        switch self {
+        case .handshakeFailed, .unknownKey, .revokedKey, .wrongEndpoint, .wrongIdentity, .badToken, .forbidden: true
+        default: false
+        }
+    }
 }
 
 /// Checks a frame against its own header and the device's declared formats before the

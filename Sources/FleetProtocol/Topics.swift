@@ -29,6 +29,9 @@ extension Capfleet_V1_EventKind {
         case .leaseReleased: "lease_released"
         case .pressureLevelChanged: "pressure_level_changed"
         case .alert: "alert"
+        case .nodeEnrolled: "node_enrolled"
+        case .nodeRevoked: "node_revoked"
+        case .accessDenied: "access_denied"
         case .unspecified, .UNRECOGNIZED: "unspecified"
         }
     }

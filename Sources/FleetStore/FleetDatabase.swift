@@ -18,6 +18,11 @@ public final class FleetDatabase: Sendable {
             configuration.foreignKeysEnabled = true
             configuration.busyMode = .timeout(5)
             writer = try DatabasePool(path: path, configuration: configuration)
+            // Another process (`capfleet enroll --data` beside a starting coordinator) may be
+            // migrating the same file: GRDB's migrator is safe within a process, not across.
+            let lock = open(path + ".migrate-lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+            if lock >= 0 { flock(lock, LOCK_EX) }
+            defer { if lock >= 0 { flock(lock, LOCK_UN); close(lock) } }
             try FleetSchema.migrator.migrate(writer)
         } catch {
             throw StoreError.openFailed(path: path, underlying: String(describing: error))

@@ -144,6 +144,41 @@ enum FleetSchema {
                 );
                 """)
         }
+        migrator.registerMigration("v6: keys, enrollment tokens, operators") { db in
+            try db.execute(sql: """
+                -- Every key a node has been enrolled with. A node has at most one live key (not
+                -- revoked); revoked keys stay so that they can never be enrolled again.
+                CREATE TABLE nodeKey (
+                    publicKey TEXT PRIMARY KEY NOT NULL CHECK (length(publicKey) = 40),
+                    nodeId TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    enrolledAt INTEGER NOT NULL,
+                    tokenKey TEXT NOT NULL,
+                    revokedAt INTEGER,
+                    revokedBy TEXT,
+                    revokedReason TEXT
+                );
+                CREATE UNIQUE INDEX nodeKey_live ON nodeKey(nodeId) WHERE revokedAt IS NULL;
+                -- One-time enrollment tokens, by the public half of the key pair the token
+                -- carries (the secret half exists only in the token the admin was given).
+                CREATE TABLE enrollmentToken (
+                    publicKey TEXT PRIMARY KEY NOT NULL CHECK (length(publicKey) = 40),
+                    name TEXT NOT NULL CHECK (length(name) BETWEEN 1 AND 64),
+                    createdBy TEXT NOT NULL,
+                    createdAt INTEGER NOT NULL,
+                    expiresAt INTEGER NOT NULL,
+                    usedAt INTEGER,
+                    usedByNode TEXT
+                );
+                CREATE TABLE operator (
+                    name TEXT PRIMARY KEY NOT NULL CHECK (length(name) BETWEEN 1 AND 64),
+                    publicKey TEXT NOT NULL UNIQUE CHECK (length(publicKey) = 40),
+                    role TEXT NOT NULL CHECK (role IN ('viewer', 'operator', 'admin')),
+                    addedAt INTEGER NOT NULL,
+                    addedBy TEXT NOT NULL
+                );
+                """)
+        }
         return migrator
     }
 }

@@ -16,7 +16,8 @@ struct CapFleet: AsyncParsableCommand {
             NodesCommand.self, DevicesCommand.self, DeviceCommand.self, FormatsCommand.self, WatchCommand.self, PressureCommand.self, EventsCommand.self,
             FormatCommand.self, PresetCommand.self, FrameRateCommand.self, ZoomDeviceCommand.self, FocusCommand.self,
             LockCommand.self, UnlockCommand.self, PolicyCommand.self,
-            SnapshotCommand.self, IngestStatsCommand.self, BenchCommand.self,
+            SnapshotCommand.self, IngestStatsCommand.self,
+            EnrollCommand.self, OperatorCommand.self, WhoAmICommand.self, BenchCommand.self,
         ])
 }
 
@@ -44,6 +45,9 @@ struct CoordinatorOptions: ParsableArguments {
 
     @Option(help: "Seconds to wait for the coordinator's answer.")
     var timeout: Double = 3
+
+    @Option(help: "Your operator credential (default: CAPFLEET_CREDENTIAL, else ~/.config/capfleet/credential).")
+    var credential: String?
 }
 
 /// Prints an error the way the CLI reports every failure: one line saying what and how to fix it.

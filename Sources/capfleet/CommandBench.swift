@@ -20,10 +20,10 @@ struct CommandBench: ParsableCommand {
     func run() throws {
         let fleet = try BenchFleet(fps: fps)
         defer { fleet.stop() }
-        let client = try OperatorClient(address: CoordinatorAddress(host: "127.0.0.1", port: fleet.operatorPort), timeout: 5)
+        let client = try OperatorClient(address: CoordinatorAddress(host: "127.0.0.1", port: fleet.operatorPort), credential: fleet.credential, timeout: 5)
         let device = try fleet.waitForDevice(client)
         _ = try client.call(.lockDevice(.with { $0.deviceID = device; $0.seconds = 600 }))
-        let frames = FrameTap(client: try OperatorClient(address: client.address, timeout: 5), device: device)
+        let frames = FrameTap(client: try OperatorClient(address: client.address, credential: fleet.credential, timeout: 5), device: device)
         frames.start()
         defer { frames.stop() }
         _ = frames.waitForFrames(after: MonotonicTime.now(), count: 5)
@@ -176,6 +176,7 @@ final class FrameTap: @unchecked Sendable {
 /// A coordinator and one agent as child processes of this one, on free ports.
 final class BenchFleet {
     let operatorPort: UInt16
+    let credential: OperatorCredential
     private let directory: String
     private let children: [Process]
 
@@ -188,6 +189,8 @@ final class BenchFleet {
             "CAPFLEET_BIND": "127.0.0.1", "CAPFLEET_CONTROL_PORT": "\(ports[0])", "CAPFLEET_INGEST_PORT": "\(ports[1])",
             "CAPFLEET_OPERATOR_PORT": "\(ports[2])", "CAPFLEET_TELEMETRY_PORT": "\(ports[3])", "CAPFLEET_METRICS_PORT": "off",
         ]) { $1 }
+        credential = try BenchAccess.credential(dataDirectory: directory + "/coordinator")
+        let token = try BenchAccess.token(dataDirectory: directory + "/coordinator", name: "bench")
         let coordinator = Process()
         coordinator.executableURL = binary
         coordinator.arguments = ["coordinator", "--data", directory + "/coordinator", "--log-level", "error"]
@@ -196,7 +199,7 @@ final class BenchFleet {
         let agent = Process()
         agent.executableURL = binary
         agent.arguments = ["agent", "--coordinator", "127.0.0.1:\(ports[0])", "--synthetic", "1", "--no-discover",
-                           "--fps", "\(fps)", "--state-dir", directory + "/agent", "--log-level", "error"]
+                           "--fps", "\(fps)", "--state-dir", directory + "/agent", "--log-level", "error", "--enroll", token]
         agent.environment = environment
         try agent.run()
         children = [agent, coordinator]

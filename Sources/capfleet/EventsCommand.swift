@@ -22,10 +22,14 @@ struct EventsCommand: ParsableCommand {
         var subscriber: ZMQSocket?
         if follow {
             do {
+                let credential = try coordinator.loadCredential()
                 let socket = try ZMQSocket(context: ZMQContext(), type: .sub)
+                try socket.makeCurveClient(serverKey: credential.coordinatorKey, keys: credential.keys)
                 try socket.subscribe(TelemetryTopic.eventPrefix)
                 try socket.connect("tcp://\(client.address.host.contains(":") ? "[\(client.address.host)]" : client.address.host):\(telemetryPort)")
                 subscriber = socket
+            } catch let failure as CLIFailure {
+                throw failure
             } catch {
                 throw CLIFailure("cannot subscribe to the coordinator's telemetry at \(client.address.host):\(telemetryPort): \(error)")
             }

@@ -5,12 +5,24 @@ import FleetProtocol
 import Foundation
 
 extension CoordinatorOptions {
+    func loadCredential() throws -> OperatorCredential {
+        do {
+            return try OperatorCredential.load(path: OperatorCredential.path(flag: credential))
+        } catch {
+            throw CLIFailure(error.description)
+        }
+    }
+
     func client() throws -> OperatorClient {
-        guard let address = CoordinatorAddress.resolve(coordinator, defaultPort: WireDefaults.operatorPort) else {
-            throw CLIFailure("cannot read the coordinator address \(coordinator ?? ""): write HOST or HOST:PORT")
+        let credential = try loadCredential()
+        // The flag, else the environment, else the address in the credential, else this machine.
+        let written = coordinator ?? ProcessInfo.processInfo.environment[WireDefaults.coordinatorEnvironmentVariable].flatMap { $0.isEmpty ? nil : $0 }
+            ?? credential.coordinator
+        guard let address = CoordinatorAddress.resolve(written, defaultPort: WireDefaults.operatorPort) else {
+            throw CLIFailure("cannot read the coordinator address \(written ?? ""): write HOST or HOST:PORT")
         }
         do {
-            return try OperatorClient(address: address, timeout: timeout)
+            return try OperatorClient(address: address, credential: credential, timeout: timeout)
         } catch {
             throw CLIFailure(error.description)
         }
@@ -28,8 +40,8 @@ extension CoordinatorOptions {
 
 struct NodesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "nodes", abstract: "List the fleet's nodes, or forget one.",
-        subcommands: [List.self, Forget.self], defaultSubcommand: List.self)
+        commandName: "nodes", abstract: "List the fleet's nodes, forget one, or revoke one.",
+        subcommands: [List.self, Forget.self, Revoke.self], defaultSubcommand: List.self)
 
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List every node the coordinator knows, online or not.")

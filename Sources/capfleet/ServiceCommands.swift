@@ -130,8 +130,10 @@ struct AgentCommand: AsyncParsableCommand {
     var pressureIntervalMs: Int = 1000
     @Flag(inversion: .prefixedNo, help: "Sample and report pressure (--no-pressure only to measure its cost; nothing then protects the host).")
     var pressure = true
-    @Option(help: "Where the agent keeps its identity (default: ~/.local/state/capfleet/agent[-NAME]).")
+    @Option(help: "Where the agent keeps its identity and key (default: ~/.local/state/capfleet/agent[-NAME]).")
     var stateDir: String?
+    @Option(help: "A one-time token from `capfleet enroll`: joins the fleet with it on the first start (environment: CAPFLEET_ENROLL_TOKEN).")
+    var enroll: String?
     @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
@@ -158,6 +160,7 @@ struct AgentCommand: AsyncParsableCommand {
         guard pressureIntervalMs >= 50 else { throw CLIFailure("--pressure-interval-ms must be at least 50") }
         configuration.pressureIntervalMilliseconds = pressureIntervalMs
         configuration.pressureEnabled = pressure
+        configuration.enrollmentToken = enroll ?? ProcessInfo.processInfo.environment["CAPFLEET_ENROLL_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
         let service = try AgentService(configuration: configuration, logger: logger)
         let group = ServiceGroup(configuration: .init(services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
@@ -195,6 +198,8 @@ struct DevCommand: AsyncParsableCommand {
         let found = V4L2Discovery.captureDevices()
         let cameraSummary = found.isEmpty ? "synthetic cameras: this host has no V4L2 camera"
             : "\(found.map { "\($0.card) at \($0.path)" }.joined(separator: ", ")) on dev-agent-1, synthetic cameras on dev-agent-2"
+        // Secure by default here too: an admin key for whoever runs this, and enrolled agents.
+        let credentialPath = try await Self.devCredential(dataDirectory: dataDirectory)
         let coordinator = CoordinatorService(
             configuration: CoordinatorConfiguration(dataDirectory: dataDirectory + "/coordinator", bindHost: "127.0.0.1"),
             logger: Logger(label: "capfleet.coordinator"),
@@ -208,6 +213,8 @@ struct DevCommand: AsyncParsableCommand {
                       telemetry       \(endpoints.telemetry)   (python3 proto-docs/examples/telemetry_subscriber.py)
                       metrics         \(endpoints.metrics ?? "off")   (Prometheus scrape URL)
                       agents connect  \(endpoints.control)
+                      credential      \(credentialPath)   (your admin key; \(OperatorCredential.environmentVariable) or --credential)
+                      coordinator key \(endpoints.publicKey.z85)
                     In another terminal: capfleet watch
                     Stop with Ctrl-C.
 
@@ -216,14 +223,42 @@ struct DevCommand: AsyncParsableCommand {
             })
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: coordinator)]
         for index in 1...2 {
-            let agent = try AgentService(
-                configuration: AgentConfiguration(nodeName: "dev-agent-\(index)", stateDirectory: dataDirectory + "/agent-\(index)",
-                                                  syntheticCameraCount: index == 1 && !found.isEmpty ? 0 : synthetic,
-                                                  discoverDevices: index == 1, syntheticFrameRate: fps),
-                logger: Logger(label: "capfleet.agent.\(index)"))
+            var configuration = AgentConfiguration(nodeName: "dev-agent-\(index)", stateDirectory: dataDirectory + "/agent-\(index)",
+                                                   syntheticCameraCount: index == 1 && !found.isEmpty ? 0 : synthetic,
+                                                   discoverDevices: index == 1, syntheticFrameRate: fps)
+            if try AgentCredentials.load(stateDirectory: configuration.stateDirectory) == nil {
+                configuration.enrollmentToken = try await LocalAdministration.createEnrollmentToken(
+                    dataDirectory: dataDirectory + "/coordinator", name: "dev-agent-\(index)", validSeconds: 600, by: "capfleet dev").token.text
+            }
+            let agent = try AgentService(configuration: configuration, logger: Logger(label: "capfleet.agent.\(index)"))
             services.append(.init(service: agent))
         }
         let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
+    }
+
+    /// An admin credential for this dev fleet in its data directory, also put where the CLI
+    /// looks by default unless a credential of someone's own is there. Returns its path.
+    static func devCredential(dataDirectory: String) async throws -> String {
+        let coordinatorData = dataDirectory + "/coordinator"
+        let path = dataDirectory + "/dev-admin.credential"
+        let user = ProcessInfo.processInfo.environment["USER"].flatMap { AccessNames.isValid($0) ? $0 : nil } ?? "dev-admin"
+        let coordinatorKey = try CoordinatorKeys.loadOrCreate(dataDirectory: coordinatorData).publicKey
+        var credential = try? OperatorCredential.load(path: path)
+        if credential?.coordinatorKey != coordinatorKey {
+            let added = try await LocalAdministration.addOperator(dataDirectory: coordinatorData, name: user, role: .admin, publicKey: nil,
+                                                                  by: "capfleet dev")
+            let made = OperatorCredential(name: user, role: "admin", keys: added.keys!, coordinatorKey: coordinatorKey,
+                                          coordinator: "127.0.0.1:\(WireDefaults.operatorPort)", writtenByDev: true)
+            try made.save(path: path)
+            credential = made
+        }
+        let installed = OperatorCredential.defaultPath
+        let existing = try? OperatorCredential.load(path: installed)
+        if let credential, !FileManager.default.fileExists(atPath: installed) || existing?.writtenByDev == true {
+            try credential.save(path: installed)
+        }
+        return FileManager.default.fileExists(atPath: installed) && (try? OperatorCredential.load(path: installed))?.coordinatorKey == coordinatorKey
+            ? installed : path
     }
 }

@@ -69,6 +69,7 @@ struct AgentCost {
 final class TelemetryBenchFleet {
     let directory: String
     let ports: [UInt16]
+    let credential: OperatorCredential
     private let coordinator = Process()
     private let binary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
 
@@ -76,6 +77,7 @@ final class TelemetryBenchFleet {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-telemetry-bench-\(getpid())").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         ports = try LoopbackPorts.free(4)
+        credential = try BenchAccess.credential(dataDirectory: directory + "/coordinator")
         coordinator.executableURL = binary
         coordinator.arguments = ["coordinator", "--data", directory + "/coordinator", "--log-level", "error"]
         coordinator.environment = ProcessInfo.processInfo.environment.merging([
@@ -96,6 +98,9 @@ final class TelemetryBenchFleet {
         agent.arguments = ["agent", "--coordinator", "127.0.0.1:\(ports[0])", "--name", name, "--synthetic", "1", "--no-discover",
                            "--synthetic-format", "1920x1080:YUYV", "--fps", "30", "--state-dir", directory + "/" + name,
                            "--log-level", "error"] + extra
+        if !FileManager.default.fileExists(atPath: directory + "/" + name + "/keys/agent.key_secret") {
+            agent.arguments! += ["--enroll", try BenchAccess.token(dataDirectory: directory + "/coordinator", name: name)]
+        }
         agent.standardOutput = FileHandle.nullDevice
         try agent.run()
         return agent
@@ -121,7 +126,7 @@ final class TelemetryBenchFleet {
     }
 
     private func framesReceived() throws -> UInt64 {
-        let client = try OperatorClient(address: CoordinatorAddress(host: "127.0.0.1", port: ports[2]))
+        let client = try OperatorClient(address: CoordinatorAddress(host: "127.0.0.1", port: ports[2]), credential: credential)
         return try client.call(.getFleetStats(.init())).reply.deviceStats.filter(\.online).reduce(0) { $0 + $1.framesReceived }
     }
 
@@ -137,6 +142,7 @@ final class TelemetryBenchFleet {
         let context = ZMQContext()
         let subscriber = try ZMQSocket(context: context, type: .sub)
         defer { subscriber.close() }
+        try subscriber.makeCurveClient(serverKey: credential.coordinatorKey, keys: credential.keys)
         try subscriber.subscribe(TelemetryTopic.event(.pressureLevelChanged))
         try subscriber.subscribe(TelemetryTopic.pressurePrefix)
         try subscriber.connect("tcp://127.0.0.1:\(ports[3])")

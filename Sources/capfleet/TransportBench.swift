@@ -12,8 +12,9 @@ import Logging
 import Synchronization
 
 /// Frames per second and MB/s from the agent's publish path into the coordinator's ingest
-/// path over tcp on 127.0.0.1, against a plain libzmq PUSH/PULL zero-copy baseline with
-/// the same frame size measured in the same run. Prints figures; asserts nothing.
+/// path over tcp on 127.0.0.1, against a libzmq PUSH/PULL zero-copy baseline with the same
+/// frame size and the same CURVE encryption, measured in the same run (and the same without
+/// CURVE, to show what encryption costs). Prints figures; asserts nothing.
 struct TransportBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "transport", abstract: "Agent publish path → coordinator ingest path vs a plain libzmq PUSH/PULL baseline.")
@@ -34,13 +35,14 @@ struct TransportBench: ParsableCommand {
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
         let cases = [Case(name: "1920x1080 YUYV", pixelFormat: .yuyv, width: 1920, height: 1080),
                      Case(name: "3840x2160 NV12", pixelFormat: .nv12, width: 3840, height: 2160)]
-        print("capfleet bench transport: \(seconds) s per measurement, tcp on 127.0.0.1, libzmq \(ZMQContext.libraryVersion)")
+        print("capfleet bench transport: \(seconds) s per measurement, tcp on 127.0.0.1, libzmq \(ZMQContext.libraryVersion); both sides CURVE-encrypted, as the fleet always is")
         for benchCase in cases {
-            var baseline = Result(), fleet = Result()
+            var baseline = Result(), fleet = Result(), plain = Result()
             var ratios: [Double] = []
             let slice = seconds / Double(max(rounds, 1))
             for _ in 0..<max(rounds, 1) {
-                let baselineSlice = try Self.baseline(benchCase, seconds: slice)
+                plain.add(try Self.baseline(benchCase, seconds: slice / 2, curve: false))
+                let baselineSlice = try Self.baseline(benchCase, seconds: slice, curve: true)
                 let fleetSlice = try Self.fleetPath(benchCase, seconds: slice, memoryEvery: memoryEvery)
                 ratios.append(baselineSlice.framesPerSecond > 0 ? fleetSlice.framesPerSecond / baselineSlice.framesPerSecond : 0)
                 baseline.add(baselineSlice)
@@ -50,7 +52,8 @@ struct TransportBench: ParsableCommand {
             let ratio = baseline.framesPerSecond > 0 ? fleet.framesPerSecond / baseline.framesPerSecond : 0
             print("""
                 \(benchCase.name) (\(benchCase.bytes) bytes/frame)
-                  baseline PUSH/PULL zero-copy  \(fmt(baseline.framesPerSecond)) fps  \(fmt(baseline.megabytesPerSecond)) MB/s
+                  libzmq PUSH/PULL, no CURVE    \(fmt(plain.framesPerSecond)) fps  \(fmt(plain.megabytesPerSecond)) MB/s  (what encryption costs: CURVE baseline is \(String(format: "%.2f", plain.framesPerSecond > 0 ? baseline.framesPerSecond / plain.framesPerSecond : 0)) of it)
+                  baseline PUSH/PULL CURVE      \(fmt(baseline.framesPerSecond)) fps  \(fmt(baseline.megabytesPerSecond)) MB/s
                   agent → coordinator ingest    \(fmt(fleet.framesPerSecond)) fps  \(fmt(fleet.megabytesPerSecond)) MB/s
                   ratio to baseline             \(String(format: "%.3f", ratio)) (target ≥ 0.9; per slice \(ratios.map { String(format: "%.2f", $0) }.joined(separator: ", ")))
                   capture→ingest latency        p50 \(fmt(fleet.latencyP50Milliseconds)) ms  p99 \(fmt(fleet.latencyP99Milliseconds)) ms
@@ -91,10 +94,12 @@ struct TransportBench: ParsableCommand {
 
     /// Plain libzmq: one thread sends pre-filled frames zero-copy as fast as the socket
     /// takes them, the other receives and counts.
-    static func baseline(_ benchCase: Case, seconds: Double) throws -> Result {
+    static func baseline(_ benchCase: Case, seconds: Double, curve: Bool) throws -> Result {
         let context = ZMQContext()
         let pull = try ZMQSocket(context: context, type: .pull)
         try pull.setOption(ZMQ_RCVHWM, Int32(8))
+        let server = try CurveKeyPair.generate(), client = try CurveKeyPair.generate()
+        if curve { try pull.makeCurveServer(keys: server, domain: "bench") }
         try pull.bind("tcp://127.0.0.1:*")
         let endpoint = try pull.lastEndpoint()
         let pool = FrameBufferPool(bufferSize: benchCase.bytes, capacity: 6)  // as many frames in flight as the fleet path allows
@@ -102,6 +107,7 @@ struct TransportBench: ParsableCommand {
         let sender = Thread {
             guard let push = try? ZMQSocket(context: context, type: .push) else { return }
             try? push.setOption(ZMQ_SNDHWM, Int32(2))
+            if curve { try? push.makeCurveClient(serverKey: server.publicKey, keys: client) }
             try? push.connect(endpoint)
             while !stop.load(ordering: .relaxed) {
                 guard let buffer = pool.take(waitingUpTo: .now() + .milliseconds(100)) else { continue }
@@ -134,12 +140,23 @@ struct TransportBench: ParsableCommand {
         let logger = Logger(label: "bench")
         let context = ZMQContext()
         let latencies = Mutex<[UInt64]>([])
-        let ingest = try FrameIngest(context: context, bind: "tcp://127.0.0.1:*", rejections: RejectionCounter(logger: logger)) { header in
+        // The coordinator's way in: CURVE, a ZAP handler naming the node, each frame's sender checked.
+        let server = try CurveKeyPair.generate(), node = try CurveKeyPair.generate()
+        let userID = Principal.node(id: "node-bench", key: node.publicKey.z85).userID
+        let zap = try ZAPHandler(context: context) { request in
+            request.clientKey == node.publicKey ? .allow(userID: userID) : .deny(reason: "unknown key")
+        }
+        defer { zap.stop() }
+        let ingest = try FrameIngest(context: context, bind: "tcp://127.0.0.1:*", rejections: RejectionCounter(logger: logger),
+                                     security: CurveServerSecurity(keys: server, domain: "ingest") { _, _ in },
+                                     admits: { sender, nodeID, _, _ in
+                                         if case let .node(id, _)? = Principal(userID: sender) { id == nodeID } else { false }
+                                     }) { header in
             let now = MonotonicTime.now()
             latencies.withLock { $0.append(now - header.captureMonotonicNs) }
         }
         ingest.admit(deviceID: "bench-1", nodeID: "node-bench")
-        let publisher = try FramePublisher(context: context, capacity: 4, logger: logger)
+        let publisher = try FramePublisher(context: context, capacity: 4, coordinatorKey: server.publicKey, keys: node, logger: logger)
         publisher.connect(to: ingest.boundEndpoint)
         let stop = Atomic<Bool>(false)
         let producer = Thread { produce(benchCase, publisher: publisher, stop: stop) }
@@ -177,6 +194,8 @@ struct TransportBench: ParsableCommand {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-bench-\(getpid())").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let ports = try LoopbackPorts.free(4)
+        let credential = try BenchAccess.credential(dataDirectory: directory)
+        let token = try EnrollmentToken(text: try BenchAccess.token(dataDirectory: directory, name: "bench"))
         let child = Process()
         child.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         child.arguments = ["coordinator", "--data", directory, "--log-level", "error"]
@@ -188,7 +207,21 @@ struct TransportBench: ParsableCommand {
         defer { child.terminate(); child.waitUntilExit() }
 
         let context = ZMQContext()
+        // Enroll as an agent does: the token's key pair presents the node's own key, once.
+        let node = try CurveKeyPair.generate()
+        let enrolling = try ZMQSocket(context: context, type: .dealer)
+        try enrolling.makeCurveClient(serverKey: token.coordinatorKey, keys: token.keys)
+        try enrolling.connect("tcp://127.0.0.1:\(ports[0])")
+        try enrolling.send(try Capfleet_V1_AgentMessage.with {
+            $0.enroll = .with {
+                $0.nodePublicKey = Data(node.publicKey.bytes)
+                $0.nodeID = "node-bench"
+            }
+        }.serializedBytes() as [UInt8])
+        guard enrolling.waitForInput(milliseconds: 10_000) else { throw CLIFailure("the benchmark's coordinator did not answer Enroll") }
+        enrolling.close()
         let control = try ZMQSocket(context: context, type: .dealer)
+        try control.makeCurveClient(serverKey: token.coordinatorKey, keys: node)
         try control.connect("tcp://127.0.0.1:\(ports[0])")
         let format = VideoFormat(pixelFormat: benchCase.pixelFormat, width: benchCase.width, height: benchCase.height,
                                  frameRateRanges: [FrameRateRange(min: 1, max: 1000)])
@@ -213,14 +246,14 @@ struct TransportBench: ParsableCommand {
         guard welcomed else { throw CLIFailure("the benchmark's coordinator did not answer HELLO") }
 
         let logger = Logger(label: "bench")
-        let publisher = try FramePublisher(context: context, capacity: 4, logger: logger)
+        let publisher = try FramePublisher(context: context, capacity: 4, coordinatorKey: token.coordinatorKey, keys: node, logger: logger)
         publisher.connect(to: "tcp://127.0.0.1:\(ports[1])")
         let stop = Atomic<Bool>(false)
         let producer = Thread { produce(benchCase, publisher: publisher, stop: stop) }
         producer.start()
         defer { stop.store(true, ordering: .relaxed); Thread.sleep(forTimeInterval: 0.1); publisher.stop() }
 
-        let client = try OperatorClient(address: CoordinatorAddress(host: "127.0.0.1", port: ports[2]))
+        let client = try OperatorClient(address: CoordinatorAddress(host: "127.0.0.1", port: ports[2]), credential: credential)
         func counted() throws -> (frames: UInt64, bytes: UInt64) {
             let stats = try client.call(.getFleetStats(.init())).reply.deviceStats.first { $0.deviceID == "bench-1" }
             return (stats?.framesReceived ?? 0, stats?.bytesReceived ?? 0)

@@ -19,7 +19,8 @@ extension IntegrationTests {
             let follower = Process()
             follower.executableURL = URL(fileURLWithPath: FleetHarness.binary)
             follower.arguments = ["events", "--follow", "--limit", "0", "--count", "1", "--json",
-                                  "--coordinator", "127.0.0.1:\(fleet.operatorPort)", "--telemetry-port", "\(fleet.telemetryPort)"]
+                                  "--coordinator", "127.0.0.1:\(fleet.operatorPort)", "--telemetry-port", "\(fleet.telemetryPort)",
+                                  "--credential", try fleet.credential(for: "vi")]
             let out = Pipe()
             follower.standardOutput = out
             try follower.run()

@@ -99,23 +99,73 @@ final class FleetHarness: @unchecked Sendable {
         return process
     }
 
+    /// Starts an agent; the first start of an agent name enrolls it with a fresh token.
     @discardableResult
     func startAgent(_ name: String, synthetic: Int = 1, fps: Double = 15, extra: [String] = []) throws -> FleetProcess {
+        let stateDirectory = directory + "/\(name)"
+        let enrolled = FileManager.default.fileExists(atPath: stateDirectory + "/keys/agent.key_secret")
         let process = try FleetProcess(
             name: "\(name)-\(processes.count)",
             arguments: ["agent", "--coordinator", "127.0.0.1:\(controlPort)", "--name", name, "--synthetic", "\(synthetic)", "--no-discover",
-                        "--fps", "\(fps)", "--state-dir", directory + "/\(name)"] + extra,
+                        "--fps", "\(fps)", "--state-dir", stateDirectory] + (enrolled ? [] : ["--enroll", try enrollmentToken(name: name)]) + extra,
             directory: directory)
         processes.append(process)
         return process
     }
 
-    /// Runs a CLI command against this fleet's coordinator.
+    /// Starts any `capfleet` process that lives and dies with this fleet.
+    @discardableResult
+    func launch(_ name: String, _ arguments: [String]) throws -> FleetProcess {
+        let process = try FleetProcess(name: name, arguments: arguments, directory: directory)
+        processes.append(process)
+        return process
+    }
+
+    var coordinatorDataDirectory: String { directory + "/coordinator" }
+
+    /// A one-time token made on the coordinator's host (its data directory), as an install script would.
+    func enrollmentToken(name: String, validSeconds: Int = 600) throws -> String {
+        let result = try run(["enroll", "--name", name, "--data", coordinatorDataDirectory, "--valid", "\(validSeconds)", "--quiet"])
+        guard result.status == 0 else { throw HarnessError("capfleet enroll failed: \(result.error)") }
+        return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// The roles of the test operators: ana is an admin, bo an operator, vi a viewer.
+    static let roles = ["ana": "admin", "bo": "operator", "vi": "viewer"]
+
+    /// The credential file of a test operator, made on first use on the coordinator's host.
+    func credential(for user: String) throws -> String {
+        let path = directory + "/\(user).credential"
+        guard !FileManager.default.fileExists(atPath: path) else { return path }
+        let result = try run(["operator", "add", user, "--role", Self.roles[user] ?? "operator", "--data", coordinatorDataDirectory,
+                              "--out", path, "--address", "127.0.0.1:\(operatorPort)"])
+        guard result.status == 0 else { throw HarnessError("capfleet operator add \(user) failed: \(result.error)") }
+        return path
+    }
+
+    /// Runs `capfleet` with `arguments` as they are and waits for it.
+    func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String, error: String) {
+        let process = Process()
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let output = out.fileHandleForReading.readDataToEndOfFile()
+        let error = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: error, as: UTF8.self))
+    }
+
+    /// Runs a CLI command against this fleet's coordinator, with `user`'s credential.
     func cli(_ arguments: [String], timeout: Double = 3, user: String = "ana") throws -> (status: Int32, output: String, error: String) {
+        let credential = try credential(for: user)
         let process = Process()
         process.environment = ProcessInfo.processInfo.environment.merging(["USER": user]) { $1 }
         process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = arguments + ["--coordinator", "127.0.0.1:\(operatorPort)", "--timeout", "\(timeout)"]
+        process.arguments = arguments + ["--coordinator", "127.0.0.1:\(operatorPort)", "--timeout", "\(timeout)", "--credential", credential]
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
@@ -143,6 +193,32 @@ final class FleetHarness: @unchecked Sendable {
             throw HarnessError("capfleet \(arguments.joined(separator: " ")) printed no JSON object: \(result.output)")
         }
         return parsed
+    }
+
+    /// The coordinator's public key, as it wrote it on first start.
+    func coordinatorKey() throws -> CurvePublicKey {
+        try CurveCertificate.load(path: coordinatorDataDirectory + "/keys/coordinator.key").publicKey
+    }
+
+    /// An enrolled agent's key pair, from its state directory (what a thief would take).
+    func agentKeys(_ name: String) throws -> CurveKeyPair {
+        guard let keys = try CurveCertificate.load(path: directory + "/\(name)/keys/agent.key_secret").keys else { throw HarnessError("no agent key for \(name)") }
+        return keys
+    }
+
+    func operatorKeys(_ user: String) throws -> CurveKeyPair {
+        guard let keys = try CurveCertificate.load(path: try credential(for: user)).keys else { throw HarnessError("no key for \(user)") }
+        return keys
+    }
+
+    /// A raw ZeroMQ socket connected to one of the coordinator's ports with `keys`, as a
+    /// hand-written peer would be.
+    func socket(_ type: ZMQSocketType, port: UInt16, keys: CurveKeyPair, context: ZMQContext,
+                serverKey: CurvePublicKey? = nil) throws -> ZMQSocket {
+        let socket = try ZMQSocket(context: context, type: type)
+        try socket.makeCurveClient(serverKey: serverKey ?? coordinatorKey(), keys: keys)
+        try socket.connect("tcp://127.0.0.1:\(port)")
+        return socket
     }
 
     /// Polls `condition` until it holds or `seconds` pass; returns how long it took.

@@ -114,7 +114,8 @@ extension IntegrationTests {
         static func holdLease(on device: String, fleet: FleetHarness, user: String) throws -> Process {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: FleetHarness.binary)
-            process.arguments = ["lock", device, "--hold", "--coordinator", "127.0.0.1:\(fleet.operatorPort)"]
+            process.arguments = ["lock", device, "--hold", "--coordinator", "127.0.0.1:\(fleet.operatorPort)",
+                                 "--credential", try fleet.credential(for: user)]
             process.environment = ProcessInfo.processInfo.environment.merging(["USER": user]) { $1 }
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice

@@ -23,6 +23,7 @@ extension IntegrationTests {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             process.arguments = [try Self.python(), script, "--endpoint", "tcp://127.0.0.1:\(fleet.telemetryPort)",
+                                 "--credential", try fleet.credential(for: "vi"),
                                  "--topic", "device.", "--topic", "node.", "--count", "4", "--timeout", "15"]
             let out = Pipe(), err = Pipe()
             process.standardOutput = out
@@ -65,6 +66,7 @@ extension IntegrationTests {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             process.arguments = [try Self.python(), script, "--endpoint", "tcp://127.0.0.1:\(fleet.telemetryPort)",
+                                 "--credential", try fleet.credential(for: "vi"),
                                  "--topic", "event.pressure_level_changed", "--topic", "pressure.", "--count", "6", "--timeout", "20"]
             let out = Pipe(), err = Pipe()
             process.standardOutput = out

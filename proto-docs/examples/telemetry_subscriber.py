@@ -4,6 +4,11 @@
     pip install pyzmq protobuf        # or: apt install python3-zmq python3-protobuf
     python3 telemetry_subscriber.py --endpoint tcp://127.0.0.1:7603 --topic device.
 
+The telemetry endpoint is CURVE-encrypted and admits operator keys only (any role; see
+../security.md). The script reads an operator credential as `capfleet operator add` writes
+it (a ZeroMQ certificate: your key pair, plus the coordinator's public key in its metadata):
+--credential FILE, else $CAPFLEET_CREDENTIAL, else ~/.config/capfleet/credential.
+
 Each line is {"topic": ..., "message": {...}} with the message in protobuf's JSON mapping
 (field names as in the .proto files; 64-bit integers as strings). See ../telemetry.md.
 """
@@ -44,6 +49,32 @@ def compile_protos():
     sys.path.insert(0, out)
 
 
+def default_credential():
+    if os.environ.get("CAPFLEET_CREDENTIAL"):
+        return os.environ["CAPFLEET_CREDENTIAL"]
+    config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(config, "capfleet", "credential")
+
+
+def load_credential(path):
+    """(public, secret, coordinator public) keys, Z85 bytes, from a CaptureFleet credential."""
+    import zmq.auth
+    try:
+        public, secret = zmq.auth.load_certificate(path)
+    except (OSError, ValueError) as error:
+        sys.exit(f"cannot read the operator credential {path}: {error} "
+                 "(ask an admin: capfleet operator add NAME --role viewer --out FILE)")
+    server = None
+    with open(path, encoding="utf-8") as text:
+        for line in text:
+            name, _, value = line.strip().partition("=")
+            if name.strip() == "coordinator-key":
+                server = value.strip().strip('"').encode("ascii")
+    if not secret or not server:
+        sys.exit(f"{path} is not an operator credential: it needs secret-key and coordinator-key")
+    return public, secret, server
+
+
 def default_endpoint():
     host = os.environ.get("CAPFLEET_COORDINATOR", "127.0.0.1").rsplit(":", 1)[0] or "127.0.0.1"
     return f"tcp://{host}:7603"
@@ -55,13 +86,18 @@ def main():
     parser.add_argument("--topic", action="append", default=[], help="topic prefix to subscribe to (repeatable; default: all)")
     parser.add_argument("--count", type=int, default=0, help="exit after this many decoded messages (0: run forever)")
     parser.add_argument("--timeout", type=float, default=0, help="give up after this many seconds (0: never)")
+    parser.add_argument("--credential", default=default_credential(), help="operator credential file")
     args = parser.parse_args()
 
     compile_protos()
     from google.protobuf.json_format import MessageToDict
     from google.protobuf.message import DecodeError
 
+    public, secret, server = load_credential(args.credential)
     socket = zmq.Context.instance().socket(zmq.SUB)
+    socket.curve_publickey = public
+    socket.curve_secretkey = secret
+    socket.curve_serverkey = server
     socket.connect(args.endpoint)
     for prefix in args.topic or [""]:
         socket.setsockopt_string(zmq.SUBSCRIBE, prefix)
@@ -72,7 +108,7 @@ def main():
         wait_ms = None if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
         if wait_ms == 0 or not socket.poll(wait_ms):
             sys.exit(f"timed out after {args.timeout} s with {decoded} of {args.count} messages from {args.endpoint}: "
-                     "is the coordinator running and publishing?")
+                     "is the coordinator running and publishing, and does it know your key?")
         parts = socket.recv_multipart()
         if len(parts) != 2:
             print(f"skipping a message with {len(parts)} parts (expected topic + payload)", file=sys.stderr)

@@ -11,6 +11,11 @@
 /// CaptureFleet control protocol: registration, heartbeats, status and commands.
 /// Agent DEALER <-> coordinator ROUTER. See registration.md.
 
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import SwiftProtobuf
 
 // If the compiler emits an error on this type, it is because this file
@@ -629,6 +634,56 @@ public nonisolated struct Capfleet_V1_DeviceEvent: Sendable {
   fileprivate var _interruption: Capfleet_V1_Interruption? = nil
 }
 
+/// An agent holding an enrollment token connects with the token's one-time CURVE key pair
+/// and sends this once (security.md, "Enrollment"). The coordinator records node_public_key
+/// as the node's key and the token dies; the agent then reconnects with its own key.
+public nonisolated struct Capfleet_V1_Enroll: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// the agent's long-term CURVE public key, 32 bytes
+  public var nodePublicKey: Data = Data()
+
+  /// the agent's node id (kept in its state dir)
+  public var nodeID: String = String()
+
+  public var hostname: String = String()
+
+  public var softwareVersion: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_Enrolled: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// OK, or why the token was refused (expired, already used)
+  public var status: Capfleet_V1_Status {
+    get {_status ?? Capfleet_V1_Status()}
+    set {_status = newValue}
+  }
+  /// Returns true if `status` has been explicitly set.
+  public var hasStatus: Bool {self._status != nil}
+  /// Clears the value of `status`. Subsequent reads from it will return its default value.
+  public mutating func clearStatus() {self._status = nil}
+
+  public var nodeID: String = String()
+
+  /// the name the admin gave when creating the token
+  public var nodeName: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _status: Capfleet_V1_Status? = nil
+}
+
 /// Everything an agent sends on the control socket.
 public nonisolated struct Capfleet_V1_AgentMessage: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
@@ -686,6 +741,15 @@ public nonisolated struct Capfleet_V1_AgentMessage: Sendable {
     set {body = .pressureChange(newValue)}
   }
 
+  /// only on a connection made with an enrollment token's key
+  public var enroll: Capfleet_V1_Enroll {
+    get {
+      if case .enroll(let v)? = body {return v}
+      return Capfleet_V1_Enroll()
+    }
+    set {body = .enroll(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Body: Equatable, Sendable {
@@ -696,6 +760,8 @@ public nonisolated struct Capfleet_V1_AgentMessage: Sendable {
     case deviceEvent(Capfleet_V1_DeviceEvent)
     /// sent at once when the level changes
     case pressureChange(Capfleet_V1_PressureReport)
+    /// only on a connection made with an enrollment token's key
+    case enroll(Capfleet_V1_Enroll)
 
   }
 
@@ -752,6 +818,25 @@ public nonisolated struct Capfleet_V1_CoordinatorMessage: Sendable {
     set {body = .error(newValue)}
   }
 
+  /// The answer to Enroll.
+  public var enrolled: Capfleet_V1_Enrolled {
+    get {
+      if case .enrolled(let v)? = body {return v}
+      return Capfleet_V1_Enrolled()
+    }
+    set {body = .enrolled(newValue)}
+  }
+
+  /// An admin revoked this node: the coordinator closes its connections and refuses its key
+  /// from now on. The agent stops and says so; only a new enrollment brings it back.
+  public var revoked: Capfleet_V1_Status {
+    get {
+      if case .revoked(let v)? = body {return v}
+      return Capfleet_V1_Status()
+    }
+    set {body = .revoked(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Body: Equatable, Sendable {
@@ -762,6 +847,11 @@ public nonisolated struct Capfleet_V1_CoordinatorMessage: Sendable {
     case reregister(Capfleet_V1_Status)
     /// A message was refused; the reason says why.
     case error(Capfleet_V1_Status)
+    /// The answer to Enroll.
+    case enrolled(Capfleet_V1_Enrolled)
+    /// An admin revoked this node: the coordinator closes its connections and refuses its key
+    /// from now on. The agent stops and says so; only a new enrollment brings it back.
+    case revoked(Capfleet_V1_Status)
 
   }
 
@@ -1742,9 +1832,98 @@ nonisolated extension Capfleet_V1_DeviceEvent.Kind: SwiftProtobuf._ProtoNameProv
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0KIND_UNSPECIFIED\0\u{1}KIND_INTERRUPTED\0\u{1}KIND_RESUMED\0\u{1}KIND_POLICY_ACTED\0")
 }
 
+nonisolated extension Capfleet_V1_Enroll: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".Enroll"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_public_key\0\u{3}node_id\0\u{1}hostname\0\u{3}software_version\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularBytesField(value: &self.nodePublicKey) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.nodeID) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.hostname) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.softwareVersion) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.nodePublicKey.isEmpty {
+      try visitor.visitSingularBytesField(value: self.nodePublicKey, fieldNumber: 1)
+    }
+    if !self.nodeID.isEmpty {
+      try visitor.visitSingularStringField(value: self.nodeID, fieldNumber: 2)
+    }
+    if !self.hostname.isEmpty {
+      try visitor.visitSingularStringField(value: self.hostname, fieldNumber: 3)
+    }
+    if !self.softwareVersion.isEmpty {
+      try visitor.visitSingularStringField(value: self.softwareVersion, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_Enroll, rhs: Capfleet_V1_Enroll) -> Bool {
+    if lhs.nodePublicKey != rhs.nodePublicKey {return false}
+    if lhs.nodeID != rhs.nodeID {return false}
+    if lhs.hostname != rhs.hostname {return false}
+    if lhs.softwareVersion != rhs.softwareVersion {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_Enrolled: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".Enrolled"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}status\0\u{3}node_id\0\u{3}node_name\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._status) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.nodeID) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.nodeName) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._status {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    if !self.nodeID.isEmpty {
+      try visitor.visitSingularStringField(value: self.nodeID, fieldNumber: 2)
+    }
+    if !self.nodeName.isEmpty {
+      try visitor.visitSingularStringField(value: self.nodeName, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_Enrolled, rhs: Capfleet_V1_Enrolled) -> Bool {
+    if lhs._status != rhs._status {return false}
+    if lhs.nodeID != rhs.nodeID {return false}
+    if lhs.nodeName != rhs.nodeName {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
 nonisolated extension Capfleet_V1_AgentMessage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".AgentMessage"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{1}heartbeat\0\u{1}status\0\u{3}command_reply\0\u{3}device_event\0\u{3}pressure_change\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{1}heartbeat\0\u{1}status\0\u{3}command_reply\0\u{3}device_event\0\u{3}pressure_change\0\u{1}enroll\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1830,6 +2009,19 @@ nonisolated extension Capfleet_V1_AgentMessage: SwiftProtobuf.Message, SwiftProt
           self.body = .pressureChange(v)
         }
       }()
+      case 7: try {
+        var v: Capfleet_V1_Enroll?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .enroll(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .enroll(v)
+        }
+      }()
       default: break
       }
     }
@@ -1865,6 +2057,10 @@ nonisolated extension Capfleet_V1_AgentMessage: SwiftProtobuf.Message, SwiftProt
       guard case .pressureChange(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
     }()
+    case .enroll?: try {
+      guard case .enroll(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -1879,7 +2075,7 @@ nonisolated extension Capfleet_V1_AgentMessage: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Capfleet_V1_CoordinatorMessage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CoordinatorMessage"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}welcome\0\u{3}heartbeat_ack\0\u{1}command\0\u{1}reregister\0\u{1}error\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}welcome\0\u{3}heartbeat_ack\0\u{1}command\0\u{1}reregister\0\u{1}error\0\u{1}enrolled\0\u{1}revoked\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1952,6 +2148,32 @@ nonisolated extension Capfleet_V1_CoordinatorMessage: SwiftProtobuf.Message, Swi
           self.body = .error(v)
         }
       }()
+      case 6: try {
+        var v: Capfleet_V1_Enrolled?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .enrolled(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .enrolled(v)
+        }
+      }()
+      case 7: try {
+        var v: Capfleet_V1_Status?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .revoked(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .revoked(v)
+        }
+      }()
       default: break
       }
     }
@@ -1982,6 +2204,14 @@ nonisolated extension Capfleet_V1_CoordinatorMessage: SwiftProtobuf.Message, Swi
     case .error?: try {
       guard case .error(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
+    }()
+    case .enrolled?: try {
+      guard case .enrolled(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
+    }()
+    case .revoked?: try {
+      guard case .revoked(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
     }()
     case nil: break
     }

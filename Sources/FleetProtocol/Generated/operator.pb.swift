@@ -10,6 +10,11 @@
 
 /// CaptureFleet operator protocol: CLI DEALER/REQ -> coordinator ROUTER. See operator.md.
 
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import SwiftProtobuf
 
 // If the compiler emits an error on this type, it is because this file
@@ -20,6 +25,56 @@ import SwiftProtobuf
 fileprivate nonisolated struct _GeneratedWithProtocGenSwiftVersion: SwiftProtobuf.ProtobufAPIVersionCheck {
   struct _2: SwiftProtobuf.ProtobufAPIVersion_2 {}
   typealias Version = _2
+}
+
+/// Who may do what on the operator endpoint (security.md, "Roles"). Each role can do what
+/// the roles below it can.
+public nonisolated enum Capfleet_V1_OperatorRole: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+
+  /// list, watch, subscribe to telemetry
+  case viewer // = 1
+
+  /// also command devices and record
+  case `operator` // = 2
+
+  /// also enroll, revoke, manage operators
+  case admin // = 3
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .viewer
+    case 2: self = .operator
+    case 3: self = .admin
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .viewer: return 1
+    case .operator: return 2
+    case .admin: return 3
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Capfleet_V1_OperatorRole] = [
+    .unspecified,
+    .viewer,
+    .operator,
+    .admin,
+  ]
+
 }
 
 public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
@@ -178,6 +233,60 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     set {body = .changePressurePolicy(newValue)}
   }
 
+  /// admin
+  public var createEnrollment: Capfleet_V1_CreateEnrollment {
+    get {
+      if case .createEnrollment(let v)? = body {return v}
+      return Capfleet_V1_CreateEnrollment()
+    }
+    set {body = .createEnrollment(newValue)}
+  }
+
+  /// admin
+  public var revokeNode: Capfleet_V1_RevokeNode {
+    get {
+      if case .revokeNode(let v)? = body {return v}
+      return Capfleet_V1_RevokeNode()
+    }
+    set {body = .revokeNode(newValue)}
+  }
+
+  /// admin
+  public var addOperator: Capfleet_V1_AddOperator {
+    get {
+      if case .addOperator(let v)? = body {return v}
+      return Capfleet_V1_AddOperator()
+    }
+    set {body = .addOperator(newValue)}
+  }
+
+  /// admin
+  public var removeOperator: Capfleet_V1_RemoveOperator {
+    get {
+      if case .removeOperator(let v)? = body {return v}
+      return Capfleet_V1_RemoveOperator()
+    }
+    set {body = .removeOperator(newValue)}
+  }
+
+  /// admin
+  public var listOperators: Capfleet_V1_ListOperators {
+    get {
+      if case .listOperators(let v)? = body {return v}
+      return Capfleet_V1_ListOperators()
+    }
+    set {body = .listOperators(newValue)}
+  }
+
+  /// any role
+  public var whoAmI: Capfleet_V1_WhoAmI {
+    get {
+      if case .whoAmI(let v)? = body {return v}
+      return Capfleet_V1_WhoAmI()
+    }
+    set {body = .whoAmI(newValue)}
+  }
+
   /// Ties leases taken by this request to an operator session: when the session ends
   /// (EndSession, or no request for session_timeout_ms), its leases are released.
   public var sessionID: String = String()
@@ -206,6 +315,18 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     case endSession(Capfleet_V1_EndSession)
     case getEvents(Capfleet_V1_GetEvents)
     case changePressurePolicy(Capfleet_V1_ChangePressurePolicy)
+    /// admin
+    case createEnrollment(Capfleet_V1_CreateEnrollment)
+    /// admin
+    case revokeNode(Capfleet_V1_RevokeNode)
+    /// admin
+    case addOperator(Capfleet_V1_AddOperator)
+    /// admin
+    case removeOperator(Capfleet_V1_RemoveOperator)
+    /// admin
+    case listOperators(Capfleet_V1_ListOperators)
+    /// any role
+    case whoAmI(Capfleet_V1_WhoAmI)
 
   }
 
@@ -598,6 +719,9 @@ public nonisolated struct Capfleet_V1_NodeInfo: Sendable {
 
   public var deviceCount: UInt32 = 0
 
+  /// an admin revoked the node's key
+  public var revoked: Bool = false
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -855,6 +979,39 @@ public nonisolated struct Capfleet_V1_OperatorReply: @unchecked Sendable {
     set {_uniqueStorage()._events = newValue}
   }
 
+  /// with CreateEnrollment: give it to the agent once
+  public var enrollmentToken: String {
+    get {_storage._enrollmentToken}
+    set {_uniqueStorage()._enrollmentToken = newValue}
+  }
+
+  public var enrollmentExpiresUnixMs: Int64 {
+    get {_storage._enrollmentExpiresUnixMs}
+    set {_uniqueStorage()._enrollmentExpiresUnixMs = newValue}
+  }
+
+  /// with ListOperators, AddOperator
+  public var operators: [Capfleet_V1_OperatorInfo] {
+    get {_storage._operators}
+    set {_uniqueStorage()._operators = newValue}
+  }
+
+  /// with PERMISSION_DENIED: the role the request needs
+  public var neededRole: Capfleet_V1_OperatorRole {
+    get {_storage._neededRole}
+    set {_uniqueStorage()._neededRole = newValue}
+  }
+
+  /// with WhoAmI: who the coordinator says you are
+  public var you: Capfleet_V1_OperatorInfo {
+    get {_storage._you ?? Capfleet_V1_OperatorInfo()}
+    set {_uniqueStorage()._you = newValue}
+  }
+  /// Returns true if `you` has been explicitly set.
+  public var hasYou: Bool {_storage._you != nil}
+  /// Clears the value of `you`. Subsequent reads from it will return its default value.
+  public mutating func clearYou() {_uniqueStorage()._you = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -862,13 +1019,119 @@ public nonisolated struct Capfleet_V1_OperatorReply: @unchecked Sendable {
   fileprivate var _storage = _StorageClass.defaultInstance
 }
 
+public nonisolated struct Capfleet_V1_OperatorInfo: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var name: String = String()
+
+  public var role: Capfleet_V1_OperatorRole = .unspecified
+
+  /// Z85, 40 characters
+  public var publicKey: String = String()
+
+  public var addedUnixMs: Int64 = 0
+
+  public var addedBy: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// A one-time token that lets one agent enroll as `name`. The reply carries the token.
+public nonisolated struct Capfleet_V1_CreateEnrollment: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var name: String = String()
+
+  /// 0 = 3600
+  public var validSeconds: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Cuts a node off: its key is refused from now on and its open connections are closed.
+public nonisolated struct Capfleet_V1_RevokeNode: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// node id or name
+  public var nodeID: String = String()
+
+  public var reason: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_AddOperator: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var name: String = String()
+
+  public var role: Capfleet_V1_OperatorRole = .unspecified
+
+  /// 32 bytes; the operator keeps the secret key
+  public var publicKey: Data = Data()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_RemoveOperator: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var name: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_ListOperators: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_WhoAmI: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "capfleet.v1"
 
+nonisolated extension Capfleet_V1_OperatorRole: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0OPERATOR_ROLE_UNSPECIFIED\0\u{1}OPERATOR_ROLE_VIEWER\0\u{1}OPERATOR_ROLE_OPERATOR\0\u{1}OPERATOR_ROLE_ADMIN\0")
+}
+
 nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1114,6 +1377,84 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
           self.body = .changePressurePolicy(v)
         }
       }()
+      case 28: try {
+        var v: Capfleet_V1_CreateEnrollment?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .createEnrollment(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .createEnrollment(v)
+        }
+      }()
+      case 29: try {
+        var v: Capfleet_V1_RevokeNode?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .revokeNode(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .revokeNode(v)
+        }
+      }()
+      case 30: try {
+        var v: Capfleet_V1_AddOperator?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .addOperator(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .addOperator(v)
+        }
+      }()
+      case 31: try {
+        var v: Capfleet_V1_RemoveOperator?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .removeOperator(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .removeOperator(v)
+        }
+      }()
+      case 32: try {
+        var v: Capfleet_V1_ListOperators?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .listOperators(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .listOperators(v)
+        }
+      }()
+      case 33: try {
+        var v: Capfleet_V1_WhoAmI?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .whoAmI(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .whoAmI(v)
+        }
+      }()
       default: break
       }
     }
@@ -1208,6 +1549,30 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
     case .changePressurePolicy?: try {
       guard case .changePressurePolicy(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 27)
+    }()
+    case .createEnrollment?: try {
+      guard case .createEnrollment(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 28)
+    }()
+    case .revokeNode?: try {
+      guard case .revokeNode(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 29)
+    }()
+    case .addOperator?: try {
+      guard case .addOperator(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 30)
+    }()
+    case .removeOperator?: try {
+      guard case .removeOperator(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 31)
+    }()
+    case .listOperators?: try {
+      guard case .listOperators(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 32)
+    }()
+    case .whoAmI?: try {
+      guard case .whoAmI(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 33)
     }()
     case nil: break
     }
@@ -1899,7 +2264,7 @@ nonisolated extension Capfleet_V1_ChangeFrameRate: SwiftProtobuf.Message, SwiftP
 
 nonisolated extension Capfleet_V1_NodeInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".NodeInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_id\0\u{1}name\0\u{1}hostname\0\u{3}software_version\0\u{1}online\0\u{3}first_seen_unix_ms\0\u{3}last_seen_unix_ms\0\u{1}address\0\u{3}device_count\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_id\0\u{1}name\0\u{1}hostname\0\u{3}software_version\0\u{1}online\0\u{3}first_seen_unix_ms\0\u{3}last_seen_unix_ms\0\u{1}address\0\u{3}device_count\0\u{1}revoked\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1916,6 +2281,7 @@ nonisolated extension Capfleet_V1_NodeInfo: SwiftProtobuf.Message, SwiftProtobuf
       case 7: try { try decoder.decodeSingularInt64Field(value: &self.lastSeenUnixMs) }()
       case 8: try { try decoder.decodeSingularStringField(value: &self.address) }()
       case 9: try { try decoder.decodeSingularUInt32Field(value: &self.deviceCount) }()
+      case 10: try { try decoder.decodeSingularBoolField(value: &self.revoked) }()
       default: break
       }
     }
@@ -1949,6 +2315,9 @@ nonisolated extension Capfleet_V1_NodeInfo: SwiftProtobuf.Message, SwiftProtobuf
     if self.deviceCount != 0 {
       try visitor.visitSingularUInt32Field(value: self.deviceCount, fieldNumber: 9)
     }
+    if self.revoked != false {
+      try visitor.visitSingularBoolField(value: self.revoked, fieldNumber: 10)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1962,6 +2331,7 @@ nonisolated extension Capfleet_V1_NodeInfo: SwiftProtobuf.Message, SwiftProtobuf
     if lhs.lastSeenUnixMs != rhs.lastSeenUnixMs {return false}
     if lhs.address != rhs.address {return false}
     if lhs.deviceCount != rhs.deviceCount {return false}
+    if lhs.revoked != rhs.revoked {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2198,7 +2568,7 @@ nonisolated extension Capfleet_V1_RejectionCount: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0")
 
   fileprivate class _StorageClass {
     var _requestID: UInt64 = 0
@@ -2217,6 +2587,11 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
     var _nodeStats: [Capfleet_V1_NodeStatus] = []
     var _pressure: [Capfleet_V1_PressureReport] = []
     var _events: [Capfleet_V1_FleetEvent] = []
+    var _enrollmentToken: String = String()
+    var _enrollmentExpiresUnixMs: Int64 = 0
+    var _operators: [Capfleet_V1_OperatorInfo] = []
+    var _neededRole: Capfleet_V1_OperatorRole = .unspecified
+    var _you: Capfleet_V1_OperatorInfo? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -2243,6 +2618,11 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       _nodeStats = source._nodeStats
       _pressure = source._pressure
       _events = source._events
+      _enrollmentToken = source._enrollmentToken
+      _enrollmentExpiresUnixMs = source._enrollmentExpiresUnixMs
+      _operators = source._operators
+      _neededRole = source._neededRole
+      _you = source._you
     }
   }
 
@@ -2277,6 +2657,11 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         case 21: try { try decoder.decodeRepeatedMessageField(value: &_storage._nodeStats) }()
         case 22: try { try decoder.decodeRepeatedMessageField(value: &_storage._pressure) }()
         case 23: try { try decoder.decodeRepeatedMessageField(value: &_storage._events) }()
+        case 24: try { try decoder.decodeSingularStringField(value: &_storage._enrollmentToken) }()
+        case 25: try { try decoder.decodeSingularInt64Field(value: &_storage._enrollmentExpiresUnixMs) }()
+        case 26: try { try decoder.decodeRepeatedMessageField(value: &_storage._operators) }()
+        case 27: try { try decoder.decodeSingularEnumField(value: &_storage._neededRole) }()
+        case 28: try { try decoder.decodeSingularMessageField(value: &_storage._you) }()
         default: break
         }
       }
@@ -2337,6 +2722,21 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       if !_storage._events.isEmpty {
         try visitor.visitRepeatedMessageField(value: _storage._events, fieldNumber: 23)
       }
+      if !_storage._enrollmentToken.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._enrollmentToken, fieldNumber: 24)
+      }
+      if _storage._enrollmentExpiresUnixMs != 0 {
+        try visitor.visitSingularInt64Field(value: _storage._enrollmentExpiresUnixMs, fieldNumber: 25)
+      }
+      if !_storage._operators.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._operators, fieldNumber: 26)
+      }
+      if _storage._neededRole != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._neededRole, fieldNumber: 27)
+      }
+      try { if let v = _storage._you {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 28)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -2362,10 +2762,243 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         if _storage._nodeStats != rhs_storage._nodeStats {return false}
         if _storage._pressure != rhs_storage._pressure {return false}
         if _storage._events != rhs_storage._events {return false}
+        if _storage._enrollmentToken != rhs_storage._enrollmentToken {return false}
+        if _storage._enrollmentExpiresUnixMs != rhs_storage._enrollmentExpiresUnixMs {return false}
+        if _storage._operators != rhs_storage._operators {return false}
+        if _storage._neededRole != rhs_storage._neededRole {return false}
+        if _storage._you != rhs_storage._you {return false}
         return true
       }
       if !storagesAreEqual {return false}
     }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_OperatorInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".OperatorInfo"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}role\0\u{3}public_key\0\u{3}added_unix_ms\0\u{3}added_by\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.name) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.role) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.publicKey) }()
+      case 4: try { try decoder.decodeSingularInt64Field(value: &self.addedUnixMs) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.addedBy) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.name.isEmpty {
+      try visitor.visitSingularStringField(value: self.name, fieldNumber: 1)
+    }
+    if self.role != .unspecified {
+      try visitor.visitSingularEnumField(value: self.role, fieldNumber: 2)
+    }
+    if !self.publicKey.isEmpty {
+      try visitor.visitSingularStringField(value: self.publicKey, fieldNumber: 3)
+    }
+    if self.addedUnixMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.addedUnixMs, fieldNumber: 4)
+    }
+    if !self.addedBy.isEmpty {
+      try visitor.visitSingularStringField(value: self.addedBy, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_OperatorInfo, rhs: Capfleet_V1_OperatorInfo) -> Bool {
+    if lhs.name != rhs.name {return false}
+    if lhs.role != rhs.role {return false}
+    if lhs.publicKey != rhs.publicKey {return false}
+    if lhs.addedUnixMs != rhs.addedUnixMs {return false}
+    if lhs.addedBy != rhs.addedBy {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_CreateEnrollment: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".CreateEnrollment"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{3}valid_seconds\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.name) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.validSeconds) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.name.isEmpty {
+      try visitor.visitSingularStringField(value: self.name, fieldNumber: 1)
+    }
+    if self.validSeconds != 0 {
+      try visitor.visitSingularUInt32Field(value: self.validSeconds, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_CreateEnrollment, rhs: Capfleet_V1_CreateEnrollment) -> Bool {
+    if lhs.name != rhs.name {return false}
+    if lhs.validSeconds != rhs.validSeconds {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_RevokeNode: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".RevokeNode"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_id\0\u{1}reason\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.nodeID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.reason) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.nodeID.isEmpty {
+      try visitor.visitSingularStringField(value: self.nodeID, fieldNumber: 1)
+    }
+    if !self.reason.isEmpty {
+      try visitor.visitSingularStringField(value: self.reason, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_RevokeNode, rhs: Capfleet_V1_RevokeNode) -> Bool {
+    if lhs.nodeID != rhs.nodeID {return false}
+    if lhs.reason != rhs.reason {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_AddOperator: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".AddOperator"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}role\0\u{3}public_key\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.name) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.role) }()
+      case 3: try { try decoder.decodeSingularBytesField(value: &self.publicKey) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.name.isEmpty {
+      try visitor.visitSingularStringField(value: self.name, fieldNumber: 1)
+    }
+    if self.role != .unspecified {
+      try visitor.visitSingularEnumField(value: self.role, fieldNumber: 2)
+    }
+    if !self.publicKey.isEmpty {
+      try visitor.visitSingularBytesField(value: self.publicKey, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_AddOperator, rhs: Capfleet_V1_AddOperator) -> Bool {
+    if lhs.name != rhs.name {return false}
+    if lhs.role != rhs.role {return false}
+    if lhs.publicKey != rhs.publicKey {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_RemoveOperator: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".RemoveOperator"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.name) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.name.isEmpty {
+      try visitor.visitSingularStringField(value: self.name, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_RemoveOperator, rhs: Capfleet_V1_RemoveOperator) -> Bool {
+    if lhs.name != rhs.name {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_ListOperators: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ListOperators"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap()
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    // Load everything into unknown fields
+    while try decoder.nextFieldNumber() != nil {}
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_ListOperators, rhs: Capfleet_V1_ListOperators) -> Bool {
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_WhoAmI: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".WhoAmI"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap()
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    // Load everything into unknown fields
+    while try decoder.nextFieldNumber() != nil {}
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_WhoAmI, rhs: Capfleet_V1_WhoAmI) -> Bool {
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -38,6 +38,15 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
 
   /// an alert rule fired; see `alert`
   case alert // = 11
+
+  /// an agent presented a token and its key was recorded
+  case nodeEnrolled // = 12
+
+  /// an admin revoked a node's key
+  case nodeRevoked // = 13
+
+  /// a key, token or role was refused (message says which)
+  case accessDenied // = 14
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -58,6 +67,9 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
     case 9: self = .leaseReleased
     case 10: self = .pressureLevelChanged
     case 11: self = .alert
+    case 12: self = .nodeEnrolled
+    case 13: self = .nodeRevoked
+    case 14: self = .accessDenied
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -76,6 +88,9 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
     case .leaseReleased: return 9
     case .pressureLevelChanged: return 10
     case .alert: return 11
+    case .nodeEnrolled: return 12
+    case .nodeRevoked: return 13
+    case .accessDenied: return 14
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -94,6 +109,9 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
     .leaseReleased,
     .pressureLevelChanged,
     .alert,
+    .nodeEnrolled,
+    .nodeRevoked,
+    .accessDenied,
   ]
 
 }
@@ -368,7 +386,7 @@ public nonisolated struct Capfleet_V1_FleetEvent: Sendable {
 fileprivate nonisolated let _protobuf_package = "capfleet.v1"
 
 nonisolated extension Capfleet_V1_EventKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}EVENT_KIND_NODE_ONLINE\0\u{1}EVENT_KIND_NODE_OFFLINE\0\u{1}EVENT_KIND_NODE_REGISTERED\0\u{1}EVENT_KIND_DEVICE_ADDED\0\u{1}EVENT_KIND_INPUT_REJECTED\0\u{1}EVENT_KIND_DEVICE_INTERRUPTED\0\u{1}EVENT_KIND_DEVICE_RESUMED\0\u{1}EVENT_KIND_POLICY_ACTED\0\u{1}EVENT_KIND_LEASE_RELEASED\0\u{1}EVENT_KIND_PRESSURE_LEVEL_CHANGED\0\u{1}EVENT_KIND_ALERT\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}EVENT_KIND_NODE_ONLINE\0\u{1}EVENT_KIND_NODE_OFFLINE\0\u{1}EVENT_KIND_NODE_REGISTERED\0\u{1}EVENT_KIND_DEVICE_ADDED\0\u{1}EVENT_KIND_INPUT_REJECTED\0\u{1}EVENT_KIND_DEVICE_INTERRUPTED\0\u{1}EVENT_KIND_DEVICE_RESUMED\0\u{1}EVENT_KIND_POLICY_ACTED\0\u{1}EVENT_KIND_LEASE_RELEASED\0\u{1}EVENT_KIND_PRESSURE_LEVEL_CHANGED\0\u{1}EVENT_KIND_ALERT\0\u{1}EVENT_KIND_NODE_ENROLLED\0\u{1}EVENT_KIND_NODE_REVOKED\0\u{1}EVENT_KIND_ACCESS_DENIED\0")
 }
 
 nonisolated extension Capfleet_V1_AlertKind: SwiftProtobuf._ProtoNameProviding {

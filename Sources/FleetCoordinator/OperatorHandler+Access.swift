@@ -1,0 +1,165 @@
+import FleetBus
+import FleetCore
+import FleetProtocol
+import FleetStore
+import Foundation
+
+/// Who may ask what, and the admin's requests: enrollment tokens, revocation, operators.
+extension OperatorHandler {
+    /// The caller's operator record if their role allows the request; otherwise the reply
+    /// says which role it needed, and the refusal is counted and audited.
+    func authorize(_ request: Capfleet_V1_OperatorRequest, from routed: RoutedMessage,
+                   into reply: inout Capfleet_V1_OperatorReply) async -> OperatorRecord? {
+        let what = Self.requestName(request.body)
+        guard case let .operator(name)? = Principal(userID: routed.userID) else {
+            rejections.reject(endpoint: Self.endpointName, reason: .wrongIdentity, peer: routed.peer, detail: "a request from a connection that is not an operator's")
+            reply.status = .failure(.permissionDenied, "this connection is not an operator's")
+            return nil
+        }
+        let record: OperatorRecord?
+        do {
+            record = try await store.operatorRecord(named: name)
+        } catch {
+            reply.status = .failure(.internal, "\(error)")
+            return nil
+        }
+        let needed = RequiredRole.of(request.body)
+        guard let record, let role = OperatorRole(rawValue: record.role) else {
+            await refuse(name, what, needed: needed, detail: "operator \(name) was removed", routed: routed, into: &reply)
+            return nil
+        }
+        guard role >= needed else {
+            await refuse(name, what, needed: needed, detail: "\(what) needs the \(needed.rawValue) role; \(name) is \(role == .admin ? "an" : "a") \(role.rawValue)",
+                         routed: routed, into: &reply)
+            return nil
+        }
+        return record
+    }
+
+    private func refuse(_ name: String, _ what: String, needed: OperatorRole, detail: String, routed: RoutedMessage,
+                        into reply: inout Capfleet_V1_OperatorReply) async {
+        rejections.reject(endpoint: Self.endpointName, reason: .forbidden, peer: routed.peer, detail: detail)
+        reply.status = .failure(.permissionDenied, detail)
+        reply.neededRole = needed.wire
+        // Every refusal is evidence: audited each time, not rate-limited like malformed input.
+        do {
+            try await store.appendAudit(AuditEntry(at: Date().unixMilliseconds, actor: name, action: "access.denied", target: what,
+                                                   outcome: "refused", detail: "forbidden: \(detail)"))
+        } catch {
+            logger.error("cannot audit a refused request", metadata: ["operator": "\(name)", "error": "\(error)"])
+        }
+    }
+
+    /// `changeZoom`, `listNodes`…: the request's name for replies and the audit log.
+    static func requestName(_ body: Capfleet_V1_OperatorRequest.OneOf_Body?) -> String {
+        guard let body else { return "an empty request" }
+        let text = String(describing: body)
+        return String(text.prefix { $0 != "(" })
+    }
+
+    static func info(_ record: OperatorRecord) -> Capfleet_V1_OperatorInfo {
+        .with {
+            $0.name = record.name
+            $0.role = OperatorRole(rawValue: record.role)?.wire ?? .unspecified
+            $0.publicKey = record.publicKey
+            $0.addedUnixMs = record.addedAt
+            $0.addedBy = record.addedBy
+        }
+    }
+
+    func createEnrollment(_ query: Capfleet_V1_CreateEnrollment, by who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+        let name = query.name.trimmingCharacters(in: .whitespaces)
+        guard AccessNames.isValid(name) else {
+            reply.status = .failure(.badRequest, AccessNames.rule)
+            return
+        }
+        let seconds = query.validSeconds == 0 ? 3600 : query.validSeconds
+        guard seconds <= 7 * 24 * 3600 else {
+            reply.status = .failure(.badRequest, "a token may live at most 7 days (604800 s): a long-lived token is a standing invitation")
+            return
+        }
+        let keys: CurveKeyPair
+        do {
+            keys = try CurveKeyPair.generate()
+        } catch {
+            reply.status = .failure(.internal, "\(error)")
+            return
+        }
+        let now = Date().unixMilliseconds
+        let expires = now + Int64(seconds) * 1000
+        try await store.createEnrollmentToken(
+            EnrollmentTokenRecord(publicKey: keys.publicKey.z85, name: name, createdBy: who, createdAt: now, expiresAt: expires),
+            audit: AuditEntry(at: now, actor: who, action: "enroll.token", target: name, outcome: "ok",
+                              detail: "token \(keys.publicKey.fingerprint)… valid for \(seconds) s"))
+        reply.enrollmentToken = EnrollmentToken(keys: keys, coordinatorKey: coordinatorKey).text
+        reply.enrollmentExpiresUnixMs = expires
+        reply.status = .ok
+    }
+
+    func revoke(_ query: Capfleet_V1_RevokeNode, by who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+        // Operators know nodes by name as often as by id.
+        var nodeID = query.nodeID
+        if try await store.node(nodeID) == nil, let named = try await store.nodes().first(where: { $0.name == query.nodeID }) {
+            nodeID = named.id
+        }
+        let now = Date().unixMilliseconds
+        let reason = query.reason.trimmingCharacters(in: .whitespaces)
+        let revoked = try await store.revokeNode(nodeID, by: who, reason: reason, at: now,
+                                                 audit: AuditEntry(at: now, actor: who, action: "node.revoke", target: nodeID, outcome: "ok",
+                                                                   detail: reason.isEmpty ? "no reason given" : reason))
+        guard !revoked.isEmpty else {
+            reply.status = .failure(.notFound, "node \(query.nodeID) has no enrolled key to revoke (see capfleet nodes)")
+            return
+        }
+        await control.revoked(nodeID: nodeID, keys: revoked.map(\.publicKey), reason: reason)
+        events.emit(.nodeRevoked, nodeID: nodeID, message: "\(who) revoked node \(nodeID)" + (reason.isEmpty ? "" : ": \(reason)"))
+        logger.notice("node revoked", metadata: ["node.id": "\(nodeID)", "by": "\(who)"])
+        reply.status = .ok
+    }
+
+    func addOperator(_ query: Capfleet_V1_AddOperator, by who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+        guard AccessNames.isValid(query.name) else {
+            reply.status = .failure(.badRequest, AccessNames.rule)
+            return
+        }
+        guard let role = OperatorRole(wire: query.role) else {
+            reply.status = .failure(.badRequest, "give the operator a role: viewer, operator or admin")
+            return
+        }
+        guard let key = CurvePublicKey(bytes: Array(query.publicKey)) else {
+            reply.status = .failure(.badRequest, "an operator's public key is 32 bytes (40 Z85 characters)")
+            return
+        }
+        let now = Date().unixMilliseconds
+        let record = OperatorRecord(name: query.name, publicKey: key.z85, role: role.rawValue, addedAt: now, addedBy: who)
+        do {
+            try await store.saveOperator(record, audit: AuditEntry(at: now, actor: who, action: "operator.add", target: query.name,
+                                                                   outcome: "ok", detail: "\(role.rawValue), key \(key.fingerprint)…"))
+        } catch let error where { if case .refused = error { true } else { false } }() {
+            reply.status = .failure(.badRequest, error.description)
+            return
+        }
+        reply.operators = [Self.info(record)]
+        reply.status = .ok
+    }
+
+    func removeOperator(_ name: String, by who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+        let admins = try await store.operators().filter { $0.role == OperatorRole.admin.rawValue }
+        if admins.map(\.name) == [name] {
+            reply.status = .failure(.unsupported, "\(name) is the last admin; add another admin first, or nobody could manage the fleet")
+            return
+        }
+        let removed = try await store.removeOperator(name, audit: AuditEntry(at: Date().unixMilliseconds, actor: who, action: "operator.remove",
+                                                                             target: name, outcome: "ok"))
+        reply.status = removed ? .ok : .failure(.notFound, "no operator \(name) (see capfleet operator list)")
+    }
+}
+
+/// Names of nodes and operators as admins give them.
+public enum AccessNames {
+    public static let rule = "a name is 1 to 64 letters, digits, '.', '-' or '_'"
+
+    public static func isValid(_ name: String) -> Bool {
+        (1...64).contains(name.count) && name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }
+    }
+}

@@ -1,0 +1,169 @@
+import ArgumentParser
+import FleetBus
+import FleetClient
+import FleetCoordinator
+import FleetCore
+import FleetProtocol
+import Foundation
+
+/// Who is acting, for audit lines written on the coordinator's host without a key.
+private var localActor: String { "local:" + (ProcessInfo.processInfo.environment["USER"] ?? "unknown") }
+
+struct EnrollCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "enroll",
+        abstract: "Make a one-time token that lets one agent join the fleet (admin).",
+        discussion: """
+            Give the token to the agent once: `capfleet agent --coordinator HOST --enroll TOKEN`. It carries the
+            coordinator's public key, so the agent knows it is talking to this coordinator. It works once and expires.
+            With --data, the token is made on the coordinator's host from its data directory, without an admin key.
+            """)
+    @OptionGroup var coordinator: CoordinatorOptions
+    @Option(help: "The node's name, as operators will see it.") var name: String
+    @Option(help: "How long the token stays valid, in seconds (at most 604800, a week).") var valid: UInt32 = 3600
+    @Option(help: "The coordinator's data directory, to make the token on its host without an admin key.") var data: String?
+    @Flag(help: "Print only the token (for scripts).") var quiet = false
+
+    func run() async throws {
+        let token: String, expires: Int64
+        if let data {
+            guard valid > 0, valid <= 604_800 else { throw CLIFailure("--valid must be between 1 and 604800 seconds") }
+            let made = try await LocalAdministration.createEnrollmentToken(dataDirectory: data, name: name, validSeconds: valid, by: localActor)
+            (token, expires) = (made.token.text, made.expiresAt)
+        } else {
+            let reply = try coordinator.call(.createEnrollment(.with {
+                $0.name = name
+                $0.validSeconds = valid
+            })).reply
+            (token, expires) = (reply.enrollmentToken, reply.enrollmentExpiresUnixMs)
+        }
+        if quiet {
+            print(token)
+        } else {
+            let until = Date(timeIntervalSince1970: Double(expires) / 1000).formatted(.iso8601)
+            print("""
+                enrollment token for \(name) (works once, until \(until)):
+                \(token)
+                on the camera host: capfleet agent --coordinator COORDINATOR_HOST --enroll \(token)
+                """)
+        }
+    }
+}
+
+extension NodesCommand {
+    struct Revoke: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Cut a node off at once: its connections are closed and its key is refused from now on (admin, audited).")
+        @OptionGroup var coordinator: CoordinatorOptions
+        @Argument(help: "The node id or name, as `capfleet nodes` shows it.") var node: String
+        @Option(help: "Why, for the audit log.") var reason: String = ""
+
+        func run() throws {
+            _ = try coordinator.call(.revokeNode(.with {
+                $0.nodeID = node
+                $0.reason = reason
+            }))
+            print("revoked node \(node): it is disconnected and cannot come back without a new enrollment")
+        }
+    }
+}
+
+struct WhoAmICommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "whoami", abstract: "Who the coordinator says your key belongs to, and its role.")
+    @OptionGroup var coordinator: CoordinatorOptions
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() throws {
+        let you = try coordinator.call(.whoAmI(.init())).reply.you
+        if json {
+            print(FleetTables.json(JSONViews.Operator(you)))
+        } else {
+            print("\(you.name) (\(OperatorRole(wire: you.role)?.rawValue ?? "no role")), key \(you.publicKey)")
+        }
+    }
+}
+
+struct OperatorCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "operator", abstract: "Manage who may watch and steer the fleet (admin).",
+        subcommands: [Add.self, List.self, Remove.self])
+
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Give someone a key with a role: viewer (look), operator (also steer devices and record), admin (also enroll, revoke, manage operators).",
+            discussion: """
+                Without --key a key pair is made here and written, with the coordinator's public key, to a credential
+                file (--out) for that person: keep it secret, hand it over privately. With --key, the person made their
+                own key pair and only the public key is recorded.
+                On the coordinator's host, --data DATA_DIR works without an admin key: that is how the first admin is made.
+                """)
+        @OptionGroup var coordinator: CoordinatorOptions
+        @Argument(help: "The operator's name, as the audit log will show it.") var name: String
+        @Option(help: "viewer, operator or admin.") var role: String
+        @Option(help: "Their public key (40 Z85 characters), if they made their own key pair.") var key: String?
+        @Option(help: "Where to write the new credential (default: NAME.credential here).") var out: String?
+        @Option(help: "The coordinator's data directory, to add the operator on its host without an admin key.") var data: String?
+        @Option(help: "The coordinator address to write into the credential (HOST:PORT of its operator endpoint).") var address: String?
+
+        func run() async throws {
+            guard let role = OperatorRole(rawValue: role) else { throw CLIFailure("--role \(role): write viewer, operator or admin") }
+            var publicKey: CurvePublicKey?
+            if let key {
+                guard let parsed = CurvePublicKey(z85: key) else { throw CLIFailure("--key: a public key is 40 Z85 characters") }
+                publicKey = parsed
+            }
+            let keys: CurveKeyPair?, coordinatorKey: CurvePublicKey
+            if let data {
+                (keys, coordinatorKey) = try await LocalAdministration.addOperator(dataDirectory: data, name: name, role: role,
+                                                                                   publicKey: publicKey, by: localActor)
+            } else {
+                let credential = try coordinator.loadCredential()
+                let made = publicKey == nil ? try CurveKeyPair.generate() : nil
+                _ = try coordinator.call(.addOperator(.with {
+                    $0.name = name
+                    $0.role = role.wire
+                    $0.publicKey = Data((publicKey ?? made!.publicKey).bytes)
+                }))
+                (keys, coordinatorKey) = (made, credential.coordinatorKey)
+            }
+            guard let keys else {
+                print("added \(name) as \(role.rawValue); give them the coordinator's public key: \(coordinatorKey.z85)")
+                return
+            }
+            let path = out ?? "\(name).credential"
+            let written = address ?? coordinator.coordinator
+            do {
+                try OperatorCredential(name: name, role: role.rawValue, keys: keys, coordinatorKey: coordinatorKey, coordinator: written).save(path: path)
+            } catch {
+                throw CLIFailure("\(name) was added, but \(error); remove them with `capfleet operator remove \(name)` and try again")
+            }
+            print("added \(name) as \(role.rawValue); their credential is \(path) (secret: hand it over privately; they use it with --credential or \(OperatorCredential.environmentVariable), or put it at ~/.config/capfleet/credential)")
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List operators and their roles.")
+        @OptionGroup var coordinator: CoordinatorOptions
+        @Flag(help: "Print JSON.") var json = false
+
+        func run() throws {
+            let operators = try coordinator.call(.listOperators(.init())).reply.operators
+            if json {
+                print(FleetTables.json(operators.map(JSONViews.Operator.init)))
+            } else {
+                print(FleetTables.operators(operators))
+            }
+        }
+    }
+
+    struct Remove: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Take an operator's key away (their next request is refused).")
+        @OptionGroup var coordinator: CoordinatorOptions
+        @Argument(help: "The operator's name.") var name: String
+
+        func run() throws {
+            _ = try coordinator.call(.removeOperator(.with { $0.name = name }))
+            print("removed operator \(name)")
+        }
+    }
+}
