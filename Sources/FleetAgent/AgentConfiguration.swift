@@ -35,6 +35,8 @@ public struct AgentConfiguration: Sendable {
     /// A one-time token from `capfleet enroll`; used when the agent has no key yet (or a key
     /// from another token).
     public var enrollmentToken: String?
+    /// Run when a device starts and stops sending real frames (the recording light).
+    public var realFramesCommand: String?
 
     public init(coordinatorHost: String = "127.0.0.1", controlPort: UInt16 = WireDefaults.controlPort, nodeName: String? = nil,
                 stateDirectory: String, syntheticCameraCount: Int? = 1, devices: [String] = [], discoverDevices: Bool = false,

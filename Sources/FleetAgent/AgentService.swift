@@ -16,6 +16,8 @@ public final class AgentService: Service, Sendable {
     private let configuration: AgentConfiguration
     private let identity: NodeIdentity
     private let sources: [CameraStream]
+    private let consentBook: ConsentBook
+    private let light: RecordingLight?
     private let logger: Logger
     /// Set once in run(); capture threads post device events through it.
     private let control = Mutex<ControlChannel?>(nil)
@@ -25,11 +27,23 @@ public final class AgentService: Service, Sendable {
 
     public init(configuration: AgentConfiguration, logger: Logger) throws {
         self.configuration = configuration
-        self.identity = try NodeIdentity.loadOrCreate(stateDirectory: configuration.stateDirectory)
+        let identity = try NodeIdentity.loadOrCreate(stateDirectory: configuration.stateDirectory)
+        self.identity = identity
         var logger = logger
         logger[metadataKey: "node.id"] = "\(identity.nodeID)"
         self.logger = logger
-        sources = try CameraInventory.sources(for: configuration, nodeID: identity.nodeID, logger: logger).map(CameraStream.init(source:))
+        let book = try ConsentBook(stateDirectory: configuration.stateDirectory)
+        consentBook = book
+        let light = configuration.realFramesCommand.map { [logger] in RecordingLight(command: $0, nodeID: identity.nodeID, logger: logger) }
+        self.light = light
+        let announce: @Sendable (String, Bool) -> Void = { [logger] deviceID, flowing in
+            logger.notice(flowing ? "real frames leave this host" : "real frames stopped", metadata: ["device.id": "\(deviceID)"])
+            light?.set(deviceID: deviceID, on: flowing)
+        }
+        // Each device starts with the consent this agent last stored: nothing unlocks it but the coordinator.
+        sources = try CameraInventory.sources(for: configuration, nodeID: identity.nodeID, logger: logger).map { source in
+            CameraStream(source: source, consent: book.state(of: source.device.deviceID), onRealFrames: announce)
+        }
     }
 
     public var nodeID: String { identity.nodeID }
@@ -85,6 +99,7 @@ public final class AgentService: Service, Sendable {
         for stream in sources { stream.stop() }
         control.stop()
         publisher.stop()
+        light?.stop()
         if let revokedBecause {
             logger.critical("this node was revoked", metadata: ["reason": "\(revokedBecause)"])
             throw AgentError.revoked(revokedBecause)
@@ -258,6 +273,7 @@ public final class AgentService: Service, Sendable {
         if let focus = stream.source.focus { reply.focus = focus.wire }
         reply.dropRecovery = stream.dropRecoveryPolicy.wire
         reply.pressurePolicy = stream.pressurePolicyWire
+        reply.consent = stream.consent.wire
         return reply
     }
 
@@ -286,6 +302,25 @@ public final class AgentService: Service, Sendable {
                 }
                 try stream.source.zoom(request.cancel ? .cancel
                     : request.rampRate > 0 ? .ramp(to: request.factor, rate: request.rampRate) : .set(request.factor))
+            case let .setConsent(request)?:
+                guard let state = ConsentState(wire: request.state) else {
+                    return .failure(.badRequest, "consent state \(request.state) is not one this agent knows; nothing changed")
+                }
+                // Stored before it is enforced and answered: a crash right after still knows it.
+                do {
+                    try consentBook.record(.init(state: state, reason: request.reason, changedUnixMilliseconds: request.changedUnixMs),
+                                           for: command.deviceID)
+                } catch {
+                    // A denial is enforced even if it cannot be written; a grant is not.
+                    if state.allowsRealFrames { return .failure(.internal, "\(error)") }
+                    logger.error("cannot store consent", metadata: ["device.id": "\(command.deviceID)", "error": "\(error)"])
+                }
+                if stream.consent != state {
+                    logger.notice("consent", metadata: ["device.id": "\(command.deviceID)", "consent": "\(state.rawValue)", "reason": "\(request.reason)"])
+                }
+                stream.setConsent(state)
+            case let .setRecording(request)?:
+                stream.setRecording(request.recording)
             case nil:
                 return .failure(.badRequest, "command \(command.commandID) carries no action")
             }

@@ -41,9 +41,63 @@ final class CameraStream: Sendable {
 
     var isSuspended: Bool { suspension.withLock { $0 != nil } }
 
-    init(source: any CameraSource) {
+    /// Consent and recording as this agent enforces them, and whether real pixels are leaving.
+    private struct PrivacyState {
+        var consent: ConsentState
+        var recording = false
+        var realFramesFlowing = false
+    }
+    private let privacy: Mutex<PrivacyState>
+    /// The black frame sent in place of real ones, made once per format.
+    private let blackFrame = Mutex<(layout: FrameLayout, buffer: FrameBuffer, count: Int)?>(nil)
+    /// Told when real frames start (true) or stop (false) leaving the host: the recording light.
+    private let onRealFrames: @Sendable (_ deviceID: String, _ flowing: Bool) -> Void
+
+    init(source: any CameraSource, consent: ConsentState = .notDetermined,
+         onRealFrames: @escaping @Sendable (_ deviceID: String, _ flowing: Bool) -> Void = { _, _ in }) {
         self.source = source
         self.statistics = DeviceStatistics(deviceID: source.device.deviceID, outOfBuffers: { [source] in source.outOfBufferDrops })
+        privacy = Mutex(PrivacyState(consent: consent))
+        self.onRealFrames = onRealFrames
+    }
+
+    var consent: ConsentState { privacy.withLock { $0.consent } }
+
+    /// Enforced from the next frame on. Losing consent turns the recording light off at once.
+    func setConsent(_ state: ConsentState) {
+        let stopped = privacy.withLock { privacy -> Bool in
+            privacy.consent = state
+            guard !state.allowsRealFrames, privacy.realFramesFlowing else { return false }
+            privacy.realFramesFlowing = false
+            return true
+        }
+        if stopped { onRealFrames(source.device.deviceID, false) }
+    }
+
+    func setRecording(_ recording: Bool) { privacy.withLock { $0.recording = recording } }
+
+    /// Real frames stopped for a reason other than consent (stopped, suspended, interrupted).
+    private func realFramesStopped() {
+        let stopped = privacy.withLock { privacy -> Bool in
+            defer { privacy.realFramesFlowing = false }
+            return privacy.realFramesFlowing
+        }
+        if stopped { onRealFrames(source.device.deviceID, false) }
+    }
+
+    /// A black frame with `frame`'s layout, sequence and capture time; nil for formats that
+    /// cannot be made black (the frame is then withheld).
+    private func blackened(_ frame: CapturedFrame) -> CapturedFrame? {
+        let cached = blackFrame.withLock { cached -> (FrameBuffer, Int)? in
+            if let cached, cached.layout == frame.layout { return (cached.buffer, cached.count) }
+            let layout = frame.layout
+            guard let made = BlackFrame.frame(pixelFormat: layout.pixelFormat, width: layout.width, height: layout.height) else { return nil }
+            cached = (layout, made.buffer, made.count)
+            return made
+        }
+        guard let (buffer, count) = cached else { return nil }
+        return CapturedFrame(buffer: buffer, byteCount: count, sequence: frame.sequence,
+                             captureMonotonicNanoseconds: frame.captureMonotonicNanoseconds, layout: frame.layout, zoomFactor: frame.zoomFactor)
     }
 
     var dropRecoveryPolicy: DropRecoveryPolicy { recovery.withLock { $0.recovery.policy } }
@@ -59,6 +113,10 @@ final class CameraStream: Sendable {
         counters.activeMinFrameRate = source.activeFrameRateRange.minFramesPerSecond
         counters.dropRecovery = dropRecoveryPolicy.wire
         counters.pressurePolicy = pressurePolicyWire
+        let privacy = privacy.withLock { $0 }
+        counters.consent = privacy.consent.wire
+        counters.recording = privacy.recording
+        counters.realFrames = privacy.realFramesFlowing && statistics.streaming.load(ordering: .acquiring)
         return counters
     }
 
@@ -80,12 +138,31 @@ final class CameraStream: Sendable {
             if let threshold = source.device.formats[source.activeFormatIndex].upscaleThresholdZoomFactor, frame.zoomFactor > threshold + 1e-9 {
                 flags |= UInt32(Capfleet_V1_FrameFlag.upscaled.rawValue)
             }
-            var header = Capfleet_V1_FrameHeader(capturing: frame, nodeID: nodeID, deviceID: deviceID,
-                                                 flags: flags, drops: statistics.drops)
+            // Consent is read for every frame: a denial applies from the next one on.
+            let (consent, recording, started) = privacy.withLock { privacy -> (ConsentState, Bool, Bool) in
+                let real = privacy.consent.allowsRealFrames
+                defer { privacy.realFramesFlowing = real }
+                return (privacy.consent, privacy.recording, real && !privacy.realFramesFlowing)
+            }
+            if recording { flags |= UInt32(Capfleet_V1_FrameFlag.recording.rawValue) }
+            var outgoing = frame
+            if !consent.allowsRealFrames {
+                // The real buffer goes back to the pool here, unsent.
+                guard let black = blackened(frame) else {
+                    statistics.withheld.add(1, ordering: .relaxed)
+                    return
+                }
+                outgoing = black
+                flags |= UInt32(Capfleet_V1_FrameFlag.black.rawValue)
+            }
+            if started { onRealFrames(deviceID, true) }
+            var header = Capfleet_V1_FrameHeader(capturing: outgoing, nodeID: nodeID, deviceID: deviceID,
+                                                 flags: flags, consent: consent.wire, drops: statistics.drops)
             header.zoomMethod = source.zoomMethod?.wire ?? .unspecified
-            publisher.submit(frame, header: header, statistics: statistics)
+            publisher.submit(outgoing, header: header, statistics: statistics)
         }, onInterruption: { [self] interruption in
             statistics.streaming.store(interruption == nil, ordering: .releasing)
+            if interruption != nil { realFramesStopped() }
             events(.with {
                 $0.deviceID = deviceID
                 $0.unixMs = Int64(Date().timeIntervalSince1970 * 1000)
@@ -112,6 +189,7 @@ final class CameraStream: Sendable {
         source.stop()
         started.store(false, ordering: .releasing)
         statistics.streaming.store(false, ordering: .releasing)
+        realFramesStopped()
         runContext.withLock { $0 }?.events(.with {
             $0.deviceID = source.device.deviceID
             $0.kind = .interrupted
@@ -141,6 +219,7 @@ final class CameraStream: Sendable {
         started.store(false, ordering: .releasing)
         source.stop()
         statistics.streaming.store(false, ordering: .releasing)
+        realFramesStopped()
     }
 
     func setDropRecovery(_ policy: DropRecoveryPolicy) {

@@ -10,6 +10,8 @@ public final class DeviceStatistics: Sendable {
     public let framesSent = Atomic<UInt64>(0)
     public let bytesSent = Atomic<UInt64>(0)
     public let late = Atomic<UInt64>(0)
+    /// Frames not sent because consent is not granted and the format cannot be made black.
+    public let withheld = Atomic<UInt64>(0)
     let discontinuity = Atomic<UInt64>(0)
     let streaming = Atomic<Bool>(false)
     /// Out-of-buffers drops are counted by the source itself.

@@ -1,3 +1,4 @@
+import FleetCore
 import Foundation
 import Synchronization
 
@@ -71,4 +72,20 @@ public final class FrameBuffer: @unchecked Sendable {
     }
 
     public var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: storage, count: capacity) }
+}
+
+extension BlackFrame {
+    /// A black frame in a buffer of its own, ready to send in place of real ones.
+    public static func frame(pixelFormat: PixelFormat, width: Int, height: Int) -> (buffer: FrameBuffer, count: Int)? {
+        guard width > 0, height > 0 else { return nil }
+        if let count = pixelFormat.frameByteCount(width: width, height: height) {
+            let buffer = FrameBuffer(unpooledCapacity: count)
+            fill(UnsafeMutableRawBufferPointer(start: buffer.storage, count: count), pixelFormat: pixelFormat, width: width, height: height)
+            return (buffer, count)
+        }
+        guard let bytes = payload(pixelFormat: pixelFormat, width: width, height: height) else { return nil }
+        let buffer = FrameBuffer(unpooledCapacity: bytes.count)
+        bytes.withUnsafeBytes { buffer.storage.copyMemory(from: $0.baseAddress!, byteCount: bytes.count) }
+        return (buffer, bytes.count)
+    }
 }

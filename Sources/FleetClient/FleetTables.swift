@@ -49,11 +49,28 @@ public enum FleetTables {
 
     public static func devices(_ devices: [Capfleet_V1_DeviceInfo]) -> String {
         guard !devices.isEmpty else { return "no devices: no node has registered a camera yet" }
-        return table(["DEVICE", "NODE", "NAME", "KIND", "STATE", "ACTIVE FORMAT", "FPS", "FORMATS", "LOCKED BY"], devices.map { device in
+        return table(["DEVICE", "NODE", "NAME", "KIND", "STATE", "CONSENT", "REC", "ACTIVE FORMAT", "FPS", "FORMATS", "LOCKED BY"], devices.map { device in
             [device.deviceID, device.nodeID, device.name, device.kind == .synthetic ? "synthetic" : "v4l2",
-             state(online: device.online, interruption: device.interruption), VideoFormat(wire: device.activeFormat).label,
+             state(online: device.online, interruption: device.interruption), consent(device),
+             device.recording ? "yes" : "-", VideoFormat(wire: device.activeFormat).label,
              VideoFormat.trim(device.activeFrameRate), String(device.formatCount),
              device.leaseHolder.isEmpty ? "-" : device.leaseHolder]
+        })
+    }
+
+    /// "authorized", or what is sent instead of real frames ("denied: black frames").
+    static func consent(_ device: Capfleet_V1_DeviceInfo) -> String {
+        let state = ConsentState(wire: device.consent) ?? .notDetermined
+        let name = state.rawValue.replacingOccurrences(of: "_", with: " ")
+        return state.allowsRealFrames ? name : name + " (black)"
+    }
+
+    public static func consentHistory(_ records: [Capfleet_V1_ConsentRecord]) -> String {
+        guard !records.isEmpty else { return "no consent changes: the device is not determined (it sends black frames)" }
+        return table(["WHEN", "WHO", "ACTION", "FROM", "TO", "REASON"], records.map { record in
+            [Date(timeIntervalSince1970: Double(record.unixMs) / 1000).formatted(.iso8601), record.actor,
+             ConsentAction(wire: record.action)?.rawValue ?? "?", (ConsentState(wire: record.fromState) ?? .notDetermined).rawValue,
+             (ConsentState(wire: record.toState) ?? .notDetermined).rawValue, record.reason]
         })
     }
 

@@ -17,6 +17,21 @@ public enum JSONViews {
         }
     }
 
+    public struct ConsentChange: Encodable {
+        var unixMs: Int64
+        var actor, action, from, to, reason, deviceId: String
+
+        public init(_ record: Capfleet_V1_ConsentRecord) {
+            unixMs = record.unixMs
+            actor = record.actor
+            action = ConsentAction(wire: record.action)?.rawValue ?? "unknown"
+            from = (ConsentState(wire: record.fromState) ?? .notDetermined).rawValue
+            to = (ConsentState(wire: record.toState) ?? .notDetermined).rawValue
+            reason = record.reason
+            deviceId = record.deviceID
+        }
+    }
+
     public struct Operator: Encodable {
         var name, role, publicKey, addedBy: String
         var addedUnixMs: Int64
@@ -86,10 +101,17 @@ public enum JSONViews {
         var focus: FocusView?
         var dropRecovery: DropRecoveryView?
         var pressurePolicy: PressurePolicyView?
+        var consent: String
+        var consentReason: String?
+        var recording, realFrames: Bool
         /// Filled by `capfleet devices --json` so a script sees every format at once.
         public var formats: [Format]?
 
         public init(_ device: Capfleet_V1_DeviceInfo, formats: [Capfleet_V1_VideoFormat]? = nil) {
+            consent = (ConsentState(wire: device.consent) ?? .notDetermined).rawValue
+            consentReason = device.consentReason.isEmpty ? nil : device.consentReason
+            recording = device.recording
+            realFrames = device.realFrames
             activeMinFrameRate = device.activeMinFrameRate > 0 ? device.activeMinFrameRate : nil
             interruption = Interruption(wire: device.interruption).map(InterruptionView.init)
             zoomFactor = device.zoomFactor > 0 ? device.zoomFactor : nil

@@ -298,6 +298,19 @@ actor ControlHandler {
     }
 
     private func pushPolicies(nodeID: String, deviceIDs: [String]) async {
+        // Consent first: the agent enforces what it last stored meanwhile (fail-closed), and a
+        // device it never heard of stays not determined until it hears otherwise.
+        for deviceID in deviceIDs {
+            let record = try? await store.consent(deviceID: deviceID)
+            let answer = await command(.setConsent(.with {
+                $0.state = (record?.consentState ?? .notDetermined).wire
+                $0.reason = record?.reason ?? ""
+                $0.changedUnixMs = record?.changedAt ?? 0
+            }), deviceID: deviceID, nodeID: nodeID)
+            if answer.status.code != .ok {
+                logger.warning("cannot push consent", metadata: ["device.id": "\(deviceID)", "reason": "\(answer.status.reason)"])
+            }
+        }
         for deviceID in deviceIDs {
             if let record = try? await store.pressurePolicy(deviceID: deviceID), record.enabled,
                let level = PressureLevel(rawValue: record.level) {
@@ -346,7 +359,7 @@ actor ControlHandler {
         let drops = DropTally(wire: report.intervalDrops)
         if drops.total > 0 {
             let reasons = [("late", drops.late), ("out_of_buffers", drops.outOfBuffers), ("discontinuity", drops.discontinuity)]
-                .filter { $0.1 > 0 }.map { "\($0.1) \($0.0)" }.joined(separator: ", ")
+                .filter { $0.1 > 0 }.map { (name: String, count: UInt64) -> String in "\(count) \(name)" }.joined(separator: ", ")
             detail += "; lost \(drops.total) of \(drops.total + report.intervalFrames) frames in the last interval: \(reasons)"
         }
         logger.notice("pressure level changed", metadata: ["node.id": "\(report.nodeID)", "pressure": "\(detail)"])
@@ -443,6 +456,7 @@ actor ControlHandler {
         if reply.hasFocus { status.devices[index].focus = reply.focus }
         if reply.hasDropRecovery { status.devices[index].dropRecovery = reply.dropRecovery }
         if reply.hasPressurePolicy { status.devices[index].pressurePolicy = reply.pressurePolicy }
+        if reply.consent != .unspecified { status.devices[index].consent = reply.consent }
         sessions[nodeID]?.lastStatus = status
     }
 

@@ -131,6 +131,10 @@ actor OperatorHandler {
             case .whoAmI?:
                 reply.you = Self.info(caller)
                 reply.status = .ok
+            case let .changeConsent(query)?:
+                try await changeConsent(query, by: caller, into: &reply)
+            case let .getConsentHistory(query)?:
+                try await consentHistory(of: query.deviceID, into: &reply)
             case nil:
                 rejections.reject(endpoint: Self.endpointName, reason: .unknownMessage, peer: routed.peer)
                 reply.status = .failure(.badRequest, "the request carries no body this coordinator knows; is the CLI newer than the coordinator?")
@@ -175,7 +179,12 @@ actor OperatorHandler {
             let counters = online ? await control.counters(of: device.id, nodeID: device.nodeId) : nil
             let policy = try await store.dropRecoveryPolicy(deviceID: device.id)
             let pressurePolicy = try await store.pressurePolicy(deviceID: device.id)
+            let consent = try await store.consent(deviceID: device.id)
             infos.append(.with {
+                $0.consent = (consent?.consentState ?? .notDetermined).wire
+                $0.consentReason = consent?.reason ?? ""
+                $0.recording = counters?.recording ?? false
+                $0.realFrames = counters?.realFrames ?? false
                 $0.deviceID = device.id
                 $0.nodeID = device.nodeId
                 $0.name = device.name

@@ -45,6 +45,7 @@ actor TelemetryReporter {
         do {
             let nodes = try await store.nodes()
             let devices = try await store.devices()
+            let consents = try await store.consents()
             var statuses: [Capfleet_V1_DeviceStatus] = []
             var online: [String: Bool] = [:]
             for node in nodes { online[node.id] = await control.isOnline(node.id) }
@@ -69,7 +70,10 @@ actor TelemetryReporter {
                     $0.pixelFormat = state?.layout.pixelFormat ?? ""
                     $0.width = state?.layout.width ?? 0
                     $0.height = state?.layout.height ?? 0
+                    $0.consent = (consents[device.id]?.consentState ?? .notDetermined).wire
                     if let counters {
+                        $0.recording = counters.recording
+                        $0.realFrames = counters.realFrames
                         $0.interruption = counters.interruption
                         $0.zoomFactor = counters.zoomFactor
                         if counters.hasFocus { $0.focus = counters.focus }

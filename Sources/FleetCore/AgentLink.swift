@@ -49,18 +49,23 @@ public struct AgentLink: Sendable {
         self.nextHelloAt = now
     }
 
+    /// How long a fresh socket gets to connect (TCP and the CURVE handshake) before HELLO.
+    public static let freshSocketGrace: UInt64 = 250_000_000
+
     public mutating func tick(now: UInt64) -> [Directive] {
         switch phase {
         case .registering:
             guard now >= nextHelloAt else { return [] }
-            let delay = backoff.nextDelay()
-            nextHelloAt = now + delay
             // A HELLO unanswered for the whole liveness window means the socket may be
-            // stuck on a dead peer: start over on a fresh one.
+            // stuck on a dead peer: start over on a fresh one, and say HELLO once it has had
+            // time to connect (a fresh socket drops what it cannot send yet, and once the
+            // back-off exceeds the window every HELLO would otherwise meet a fresh socket).
             if now - lastHeard > heartbeatInterval * liveness {
                 lastHeard = now
-                return [.reconnect, .sendHello]
+                nextHelloAt = now + Self.freshSocketGrace
+                return [.reconnect]
             }
+            nextHelloAt = now + backoff.nextDelay()
             return [.sendHello]
         case .registered:
             if now > lastHeard, now - lastHeard > heartbeatInterval * liveness {

@@ -40,10 +40,10 @@ public enum RequiredRole {
     public static func of(_ body: Capfleet_V1_OperatorRequest.OneOf_Body?) -> OperatorRole {
         switch body {
         case .listNodes?, .listDevices?, .getFormats?, .getFleetStats?, .getLatestFrame?, .getIngestStats?, .getDevice?,
-             .getEvents?, .endSession?, .whoAmI?, nil:
+             .getEvents?, .endSession?, .whoAmI?, .getConsentHistory?, nil:
             .viewer
         case .changeFormat?, .changeFrameRate?, .changeZoom?, .lockDevice?, .unlockDevice?, .changeFocus?,
-             .setDropRecoveryPolicy?, .changePressurePolicy?:
+             .setDropRecoveryPolicy?, .changePressurePolicy?, .changeConsent?:
             .operator
         case .forgetNode?, .createEnrollment?, .revokeNode?, .addOperator?, .removeOperator?, .listOperators?:
             .admin

@@ -32,6 +32,7 @@ extension Capfleet_V1_EventKind {
         case .nodeEnrolled: "node_enrolled"
         case .nodeRevoked: "node_revoked"
         case .accessDenied: "access_denied"
+        case .consentChanged: "consent_changed"
         case .unspecified, .UNRECOGNIZED: "unspecified"
         }
     }

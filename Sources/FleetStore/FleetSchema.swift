@@ -179,6 +179,35 @@ enum FleetSchema {
                 );
                 """)
         }
+        migrator.registerMigration("v7: consent") { db in
+            try db.execute(sql: """
+                -- Each device's consent now. No foreign key: consent outlives a forgotten node, so a
+                -- device that comes back is not silently unlocked.
+                CREATE TABLE consent (
+                    deviceId TEXT PRIMARY KEY NOT NULL,
+                    state TEXT NOT NULL CHECK (state IN ('not_determined', 'authorized', 'denied', 'restricted')),
+                    reason TEXT NOT NULL,
+                    changedAt INTEGER NOT NULL,
+                    changedBy TEXT NOT NULL
+                );
+                -- Every change, in order: who, when, why. Append-only, like the audit log.
+                CREATE TABLE consentHistory (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    deviceId TEXT NOT NULL,
+                    at INTEGER NOT NULL,
+                    actor TEXT NOT NULL,
+                    action TEXT NOT NULL CHECK (action IN ('grant', 'deny', 'revoke', 'restrict')),
+                    fromState TEXT NOT NULL,
+                    toState TEXT NOT NULL,
+                    reason TEXT NOT NULL CHECK (length(reason) > 0)
+                );
+                CREATE INDEX consentHistory_device ON consentHistory(deviceId, id);
+                CREATE TRIGGER consentHistory_no_update BEFORE UPDATE ON consentHistory
+                    BEGIN SELECT RAISE(ABORT, 'the consent history is append-only'); END;
+                CREATE TRIGGER consentHistory_no_delete BEFORE DELETE ON consentHistory
+                    BEGIN SELECT RAISE(ABORT, 'the consent history is append-only'); END;
+                """)
+        }
         return migrator
     }
 }

@@ -203,6 +203,9 @@ struct SnapshotCommand: ParsableCommand {
                 var width, height: UInt32
                 var zoomFactor: Double
                 var upscaled: Bool
+                /// The device's consent when the frame was taken, and whether its pixels were withheld.
+                var consent: String
+                var black, recording: Bool
                 var stampedFrameNumber: UInt32?
                 var output: String?
             }
@@ -211,9 +214,14 @@ struct SnapshotCommand: ParsableCommand {
                                         payloadSize: header.payloadSize, width: header.layout.width, height: header.layout.height,
                                         zoomFactor: header.zoomFactor > 0 ? header.zoomFactor : 1,
                                         upscaled: header.flags & UInt32(Capfleet_V1_FrameFlag.upscaled.rawValue) != 0,
+                                        consent: (ConsentState(wire: header.consent) ?? .notDetermined).rawValue,
+                                        black: header.flags & UInt32(Capfleet_V1_FrameFlag.black.rawValue) != 0,
+                                        recording: header.flags & UInt32(Capfleet_V1_FrameFlag.recording.rawValue) != 0,
                                         stampedFrameNumber: stamped, output: output)))
         } else {
-            print("frame \(header.sequence) of \(header.deviceID): \(header.layout.width)x\(header.layout.height) \(header.layout.pixelFormat), \(pixels.count) bytes"
+            let withheld = header.flags & UInt32(Capfleet_V1_FrameFlag.black.rawValue) != 0
+                ? " (black: consent \((ConsentState(wire: header.consent) ?? .notDetermined).rawValue))" : ""
+            print("frame \(header.sequence) of \(header.deviceID): \(header.layout.width)x\(header.layout.height) \(header.layout.pixelFormat), \(pixels.count) bytes" + withheld
                   + (stamped.map { ", stamped frame number \($0)" } ?? "") + (output.map { " → \($0)" } ?? ""))
         }
     }

@@ -134,6 +134,8 @@ struct AgentCommand: AsyncParsableCommand {
     var stateDir: String?
     @Option(help: "A one-time token from `capfleet enroll`: joins the fleet with it on the first start (environment: CAPFLEET_ENROLL_TOKEN).")
     var enroll: String?
+    @Option(help: "A command run when a device starts and stops sending real frames (the recording light; CAPFLEET_DEVICE, CAPFLEET_REAL_FRAMES=on|off). Setting real_frames_command.")
+    var onRealFrames: String?
     @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
@@ -152,8 +154,10 @@ struct AgentCommand: AsyncParsableCommand {
             guard let text = try? String(contentsOfFile: config, encoding: .utf8) else {
                 throw CLIFailure("cannot read the settings file \(config): check the path")
             }
-            settings = try SettingsFile(text: text, path: config, knownKeys: PressureThresholds.settingKeys)
+            settings = try SettingsFile(text: text, path: config, knownKeys: PressureThresholds.settingKeys + ["real_frames_command"])
         }
+        configuration.realFramesCommand = onRealFrames ?? settings.value("real_frames_command", environment: ProcessInfo.processInfo.environment)
+            .flatMap { $0.isEmpty ? nil : $0 }
         configuration.pressureThresholds = try PressureThresholds(settings: settings, environment: ProcessInfo.processInfo.environment)
         configuration.pressureRoot = pressureRoot
         configuration.watchedDisks = watchedDisks
@@ -213,8 +217,9 @@ struct DevCommand: AsyncParsableCommand {
                       telemetry       \(endpoints.telemetry)   (python3 proto-docs/examples/telemetry_subscriber.py)
                       metrics         \(endpoints.metrics ?? "off")   (Prometheus scrape URL)
                       agents connect  \(endpoints.control)
-                      credential      \(credentialPath)   (your admin key; \(OperatorCredential.environmentVariable) or --credential)
+                      credential      \(credentialPath)   (your admin key\(credentialPath == OperatorCredential.defaultPath ? ", where the CLI looks" : "; export \(OperatorCredential.environmentVariable)=\(credentialPath)"))
                       coordinator key \(endpoints.publicKey.z85)
+                    Cameras send black frames until their consent is granted: capfleet consent grant DEVICE --reason TEXT
                     In another terminal: capfleet watch
                     Stop with Ctrl-C.
 
@@ -253,10 +258,11 @@ struct DevCommand: AsyncParsableCommand {
             try made.save(path: path)
             credential = made
         }
+        // Best effort: a read-only home only means the CLI needs --credential or the variable.
         let installed = OperatorCredential.defaultPath
         let existing = try? OperatorCredential.load(path: installed)
         if let credential, !FileManager.default.fileExists(atPath: installed) || existing?.writtenByDev == true {
-            try credential.save(path: installed)
+            try? credential.save(path: installed)
         }
         return FileManager.default.fileExists(atPath: installed) && (try? OperatorCredential.load(path: installed))?.coordinatorKey == coordinatorKey
             ? installed : path

@@ -75,4 +75,27 @@ import Testing
         }
         #expect(sawReconnect)
     }
+
+    /// A coordinator that comes up long after the agent: however far the back-off has grown,
+    /// every fresh socket gets a HELLO after it has had time to connect, never in the same
+    /// breath as its creation.
+    @Test func agentLink_aFreshSocketGetsItsHelloAfterTheGrace_evenWhenTheBackOffIsLong() {
+        var link = AgentLink(now: 0)
+        var now: UInt64 = 0
+        var lastReconnect: UInt64?
+        var hellosAfterGrace = 0
+        while now < 60 * second {
+            let directives = link.tick(now: now)
+            if directives.contains(.reconnect) {
+                #expect(!directives.contains(.sendHello), "no HELLO into a socket that has not connected yet")
+                lastReconnect = now
+            }
+            if directives.contains(.sendHello), let reconnect = lastReconnect, now - reconnect >= AgentLink.freshSocketGrace,
+               now - reconnect < AgentLink.freshSocketGrace + 100 * ms {
+                hellosAfterGrace += 1
+            }
+            now += 50 * ms
+        }
+        #expect(hellosAfterGrace >= 5, "each fresh socket said HELLO once connected: \(hellosAfterGrace)")
+    }
 }

@@ -195,6 +195,12 @@ final class FleetHarness: @unchecked Sendable {
         return parsed
     }
 
+    /// Grants a device's consent (as the admin ana), so that its frames carry real pixels.
+    func grantConsent(_ deviceID: String, reason: String = "test scene, nobody in view") throws {
+        let result = try cli(["consent", "grant", deviceID, "--reason", reason])
+        guard result.status == 0 else { throw HarnessError("capfleet consent grant \(deviceID) failed: \(result.error)") }
+    }
+
     /// The coordinator's public key, as it wrote it on first start.
     func coordinatorKey() throws -> CurvePublicKey {
         try CurveCertificate.load(path: coordinatorDataDirectory + "/keys/coordinator.key").publicKey

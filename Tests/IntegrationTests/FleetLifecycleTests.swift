@@ -43,7 +43,8 @@ extension IntegrationTests {
                 #expect(device["streaming"] as? Bool == true)
             }
 
-            // The frame numbers burned into the pixels increase.
+            // The frame numbers burned into the pixels increase (real pixels: consent granted).
+            try fleet.grantConsent(deviceID)
             let first = try fleet.jsonObject(["snapshot", deviceID])
             try await Task.sleep(for: .milliseconds(600))
             let second = try fleet.jsonObject(["snapshot", deviceID])

@@ -67,6 +67,8 @@ extension IntegrationTests {
             let webcam = try #require(byPath["/dev/video0"], "\(byPath)")
             let svideo = try #require(byPath["/dev/video1"], "\(byPath)")
             let contended = try #require(byPath["/dev/video2"], "\(byPath)")
+            // The pictures are checked below: the scene is vivid's test pattern, so consent is granted.
+            for device in [webcam, svideo, contended] { try fleet.grantConsent(device) }
 
             // The format list is what the driver enumerates, as v4l2-ctl prints it.
             let printed = V4L2CtlFormats.parse(try #require(rig.file("formats-video0.txt")))
@@ -198,6 +200,7 @@ extension IntegrationTests {
             // Every program start is slow under emulation: poll gently, one CLI call at a time.
             let guest = """
                 cd /tmp
+                export HOME=/tmp/home
                 \(binary) dev --data /tmp/dev > \(directory)/dev.log 2>&1 &
                 sleep 10
                 for i in $(seq 1 40); do
@@ -212,8 +215,11 @@ extension IntegrationTests {
                 """
             let rig = try VividRig(share: directory, vividParameters: "n_devs=1 node_types=0x1", forwardPorts: [], guestScript: guest, timeoutSeconds: 200)
             rig.process.waitUntilExit()
-            let devices = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/devices.json"))) as? [[String: Any]] ?? []
-            let watch = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/watch.json"))) as? [[String: Any]] ?? []
+            func parsed(_ name: String) -> [[String: Any]] {
+                (try? JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/" + name)))) as? [[String: Any]] ?? []
+            }
+            let devices = parsed("devices.json")
+            let watch = parsed("watch.json")
             let context = "devices: \(devices)\n--- dev ---\n\(rig.file("dev.log")?.suffix(3000) ?? "")\n--- VM ---\n\(rig.log.suffix(2000))"
             let camera = devices.first { $0["kind"] as? String == "v4l2" }
             #expect(camera?["name"] as? String == "vivid", "\(context)")

@@ -167,6 +167,23 @@ public nonisolated struct Capfleet_V1_DeviceCounters: @unchecked Sendable {
   /// Clears the value of `pressurePolicy`. Subsequent reads from it will return its default value.
   public mutating func clearPressurePolicy() {_uniqueStorage()._pressurePolicy = nil}
 
+  /// what the agent enforces now
+  public var consent: Capfleet_V1_ConsentState {
+    get {_storage._consent}
+    set {_uniqueStorage()._consent = newValue}
+  }
+
+  public var recording: Bool {
+    get {_storage._recording}
+    set {_uniqueStorage()._recording = newValue}
+  }
+
+  /// real pixels are leaving the host (consent granted and streaming)
+  public var realFrames: Bool {
+    get {_storage._realFrames}
+    set {_uniqueStorage()._realFrames = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -311,6 +328,22 @@ public nonisolated struct Capfleet_V1_Command: Sendable {
     set {action = .setPressurePolicy(newValue)}
   }
 
+  public var setConsent: Capfleet_V1_SetConsent {
+    get {
+      if case .setConsent(let v)? = action {return v}
+      return Capfleet_V1_SetConsent()
+    }
+    set {action = .setConsent(newValue)}
+  }
+
+  public var setRecording: Capfleet_V1_SetRecording {
+    get {
+      if case .setRecording(let v)? = action {return v}
+      return Capfleet_V1_SetRecording()
+    }
+    set {action = .setRecording(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Action: Equatable, Sendable {
@@ -320,8 +353,44 @@ public nonisolated struct Capfleet_V1_Command: Sendable {
     case setFocus(Capfleet_V1_SetFocus)
     case setDropRecovery(Capfleet_V1_SetDropRecovery)
     case setPressurePolicy(Capfleet_V1_SetPressurePolicy)
+    case setConsent(Capfleet_V1_SetConsent)
+    case setRecording(Capfleet_V1_SetRecording)
 
   }
+
+  public init() {}
+}
+
+/// The device's consent as the coordinator recorded it (security.md, "Consent"). The agent
+/// keeps the latest on disk and enforces it from the next frame on: anything but AUTHORIZED
+/// means black frames. Pushed on every change and again at every registration.
+public nonisolated struct Capfleet_V1_SetConsent: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var state: Capfleet_V1_ConsentState = .unspecified
+
+  public var reason: String = String()
+
+  public var changedUnixMs: Int64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Whether the device is being recorded; frames then carry FRAME_FLAG_RECORDING.
+public nonisolated struct Capfleet_V1_SetRecording: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var recording: Bool = false
+
+  public var take: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 }
@@ -548,6 +617,12 @@ public nonisolated struct Capfleet_V1_CommandReply: @unchecked Sendable {
   public var hasPressurePolicy: Bool {_storage._pressurePolicy != nil}
   /// Clears the value of `pressurePolicy`. Subsequent reads from it will return its default value.
   public mutating func clearPressurePolicy() {_uniqueStorage()._pressurePolicy = nil}
+
+  /// the consent the agent enforces after the command
+  public var consent: Capfleet_V1_ConsentState {
+    get {_storage._consent}
+    set {_uniqueStorage()._consent = newValue}
+  }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -969,7 +1044,7 @@ nonisolated extension Capfleet_V1_Heartbeat: SwiftProtobuf.Message, SwiftProtobu
 
 nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceCounters"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}frames_captured\0\u{3}frames_sent\0\u{3}bytes_sent\0\u{1}drops\0\u{1}streaming\0\u{1}interruption\0\u{1}focus\0\u{3}zoom_factor\0\u{3}active_frame_rate\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}frames_captured\0\u{3}frames_sent\0\u{3}bytes_sent\0\u{1}drops\0\u{1}streaming\0\u{1}interruption\0\u{1}focus\0\u{3}zoom_factor\0\u{3}active_frame_rate\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -985,6 +1060,9 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
     var _dropRecovery: Capfleet_V1_DropRecoveryPolicy? = nil
     var _activeMinFrameRate: Double = 0
     var _pressurePolicy: Capfleet_V1_PressurePolicy? = nil
+    var _consent: Capfleet_V1_ConsentState = .unspecified
+    var _recording: Bool = false
+    var _realFrames: Bool = false
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -1008,6 +1086,9 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
       _dropRecovery = source._dropRecovery
       _activeMinFrameRate = source._activeMinFrameRate
       _pressurePolicy = source._pressurePolicy
+      _consent = source._consent
+      _recording = source._recording
+      _realFrames = source._realFrames
     }
   }
 
@@ -1039,6 +1120,9 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
         case 11: try { try decoder.decodeSingularMessageField(value: &_storage._dropRecovery) }()
         case 12: try { try decoder.decodeSingularDoubleField(value: &_storage._activeMinFrameRate) }()
         case 13: try { try decoder.decodeSingularMessageField(value: &_storage._pressurePolicy) }()
+        case 14: try { try decoder.decodeSingularEnumField(value: &_storage._consent) }()
+        case 15: try { try decoder.decodeSingularBoolField(value: &_storage._recording) }()
+        case 16: try { try decoder.decodeSingularBoolField(value: &_storage._realFrames) }()
         default: break
         }
       }
@@ -1090,6 +1174,15 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
       try { if let v = _storage._pressurePolicy {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
       } }()
+      if _storage._consent != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._consent, fieldNumber: 14)
+      }
+      if _storage._recording != false {
+        try visitor.visitSingularBoolField(value: _storage._recording, fieldNumber: 15)
+      }
+      if _storage._realFrames != false {
+        try visitor.visitSingularBoolField(value: _storage._realFrames, fieldNumber: 16)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -1112,6 +1205,9 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
         if _storage._dropRecovery != rhs_storage._dropRecovery {return false}
         if _storage._activeMinFrameRate != rhs_storage._activeMinFrameRate {return false}
         if _storage._pressurePolicy != rhs_storage._pressurePolicy {return false}
+        if _storage._consent != rhs_storage._consent {return false}
+        if _storage._recording != rhs_storage._recording {return false}
+        if _storage._realFrames != rhs_storage._realFrames {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -1266,7 +1362,7 @@ nonisolated extension Capfleet_V1_HeartbeatAck: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Command"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{3}device_id\0\u{4}\u{8}set_active_format\0\u{3}set_frame_rate\0\u{3}set_zoom\0\u{3}set_focus\0\u{3}set_drop_recovery\0\u{3}set_pressure_policy\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{3}device_id\0\u{4}\u{8}set_active_format\0\u{3}set_frame_rate\0\u{3}set_zoom\0\u{3}set_focus\0\u{3}set_drop_recovery\0\u{3}set_pressure_policy\0\u{3}set_consent\0\u{3}set_recording\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1354,6 +1450,32 @@ nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf.
           self.action = .setPressurePolicy(v)
         }
       }()
+      case 16: try {
+        var v: Capfleet_V1_SetConsent?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .setConsent(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .setConsent(v)
+        }
+      }()
+      case 17: try {
+        var v: Capfleet_V1_SetRecording?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .setRecording(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .setRecording(v)
+        }
+      }()
       default: break
       }
     }
@@ -1395,6 +1517,14 @@ nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf.
       guard case .setPressurePolicy(let v)? = self.action else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 15)
     }()
+    case .setConsent?: try {
+      guard case .setConsent(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 16)
+    }()
+    case .setRecording?: try {
+      guard case .setRecording(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 17)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -1404,6 +1534,81 @@ nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf.
     if lhs.commandID != rhs.commandID {return false}
     if lhs.deviceID != rhs.deviceID {return false}
     if lhs.action != rhs.action {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_SetConsent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SetConsent"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}state\0\u{1}reason\0\u{3}changed_unix_ms\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.state) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.reason) }()
+      case 3: try { try decoder.decodeSingularInt64Field(value: &self.changedUnixMs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.state != .unspecified {
+      try visitor.visitSingularEnumField(value: self.state, fieldNumber: 1)
+    }
+    if !self.reason.isEmpty {
+      try visitor.visitSingularStringField(value: self.reason, fieldNumber: 2)
+    }
+    if self.changedUnixMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.changedUnixMs, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_SetConsent, rhs: Capfleet_V1_SetConsent) -> Bool {
+    if lhs.state != rhs.state {return false}
+    if lhs.reason != rhs.reason {return false}
+    if lhs.changedUnixMs != rhs.changedUnixMs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_SetRecording: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SetRecording"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}recording\0\u{1}take\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularBoolField(value: &self.recording) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.take) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.recording != false {
+      try visitor.visitSingularBoolField(value: self.recording, fieldNumber: 1)
+    }
+    if !self.take.isEmpty {
+      try visitor.visitSingularStringField(value: self.take, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_SetRecording, rhs: Capfleet_V1_SetRecording) -> Bool {
+    if lhs.recording != rhs.recording {return false}
+    if lhs.take != rhs.take {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1643,7 +1848,7 @@ nonisolated extension Capfleet_V1_SetFrameRate: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CommandReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{1}status\0\u{3}active_format_index\0\u{3}active_frame_rate\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{3}active_min_frame_rate\0\u{1}focus\0\u{3}drop_recovery\0\u{3}pressure_policy\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{1}status\0\u{3}active_format_index\0\u{3}active_frame_rate\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{3}active_min_frame_rate\0\u{1}focus\0\u{3}drop_recovery\0\u{3}pressure_policy\0\u{1}consent\0")
 
   fileprivate class _StorageClass {
     var _commandID: UInt64 = 0
@@ -1656,6 +1861,7 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
     var _focus: Capfleet_V1_FocusState? = nil
     var _dropRecovery: Capfleet_V1_DropRecoveryPolicy? = nil
     var _pressurePolicy: Capfleet_V1_PressurePolicy? = nil
+    var _consent: Capfleet_V1_ConsentState = .unspecified
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -1676,6 +1882,7 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
       _focus = source._focus
       _dropRecovery = source._dropRecovery
       _pressurePolicy = source._pressurePolicy
+      _consent = source._consent
     }
   }
 
@@ -1704,6 +1911,7 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
         case 8: try { try decoder.decodeSingularMessageField(value: &_storage._focus) }()
         case 9: try { try decoder.decodeSingularMessageField(value: &_storage._dropRecovery) }()
         case 10: try { try decoder.decodeSingularMessageField(value: &_storage._pressurePolicy) }()
+        case 11: try { try decoder.decodeSingularEnumField(value: &_storage._consent) }()
         default: break
         }
       }
@@ -1746,6 +1954,9 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
       try { if let v = _storage._pressurePolicy {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
       } }()
+      if _storage._consent != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._consent, fieldNumber: 11)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -1765,6 +1976,7 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
         if _storage._focus != rhs_storage._focus {return false}
         if _storage._dropRecovery != rhs_storage._dropRecovery {return false}
         if _storage._pressurePolicy != rhs_storage._pressurePolicy {return false}
+        if _storage._consent != rhs_storage._consent {return false}
         return true
       }
       if !storagesAreEqual {return false}

@@ -27,6 +27,61 @@ fileprivate nonisolated struct _GeneratedWithProtocGenSwiftVersion: SwiftProtobu
   typealias Version = _2
 }
 
+/// What an operator does to a device's consent (security.md, "Consent").
+public nonisolated enum Capfleet_V1_ConsentAction: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+
+  /// → authorized (from restricted: admin only)
+  case grant // = 1
+
+  /// → denied (from restricted: admin only)
+  case deny // = 2
+
+  /// authorized → denied
+  case revoke // = 3
+
+  /// → restricted: site policy forbids the device (admin only)
+  case restrict // = 4
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .grant
+    case 2: self = .deny
+    case 3: self = .revoke
+    case 4: self = .restrict
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .grant: return 1
+    case .deny: return 2
+    case .revoke: return 3
+    case .restrict: return 4
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Capfleet_V1_ConsentAction] = [
+    .unspecified,
+    .grant,
+    .deny,
+    .revoke,
+    .restrict,
+  ]
+
+}
+
 /// Who may do what on the operator endpoint (security.md, "Roles"). Each role can do what
 /// the roles below it can.
 public nonisolated enum Capfleet_V1_OperatorRole: SwiftProtobuf.Enum, Swift.CaseIterable {
@@ -287,6 +342,23 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     set {body = .whoAmI(newValue)}
   }
 
+  /// operator; admin to restrict or lift a restriction
+  public var changeConsent: Capfleet_V1_ChangeConsent {
+    get {
+      if case .changeConsent(let v)? = body {return v}
+      return Capfleet_V1_ChangeConsent()
+    }
+    set {body = .changeConsent(newValue)}
+  }
+
+  public var getConsentHistory: Capfleet_V1_GetConsentHistory {
+    get {
+      if case .getConsentHistory(let v)? = body {return v}
+      return Capfleet_V1_GetConsentHistory()
+    }
+    set {body = .getConsentHistory(newValue)}
+  }
+
   /// Ties leases taken by this request to an operator session: when the session ends
   /// (EndSession, or no request for session_timeout_ms), its leases are released.
   public var sessionID: String = String()
@@ -327,6 +399,9 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     case listOperators(Capfleet_V1_ListOperators)
     /// any role
     case whoAmI(Capfleet_V1_WhoAmI)
+    /// operator; admin to restrict or lift a restriction
+    case changeConsent(Capfleet_V1_ChangeConsent)
+    case getConsentHistory(Capfleet_V1_GetConsentHistory)
 
   }
 
@@ -850,6 +925,29 @@ public nonisolated struct Capfleet_V1_DeviceInfo: @unchecked Sendable {
   /// Clears the value of `pressurePolicy`. Subsequent reads from it will return its default value.
   public mutating func clearPressurePolicy() {_uniqueStorage()._pressurePolicy = nil}
 
+  /// as the coordinator recorded it
+  public var consent: Capfleet_V1_ConsentState {
+    get {_storage._consent}
+    set {_uniqueStorage()._consent = newValue}
+  }
+
+  public var consentReason: String {
+    get {_storage._consentReason}
+    set {_uniqueStorage()._consentReason = newValue}
+  }
+
+  /// the agent says the device is being recorded
+  public var recording: Bool {
+    get {_storage._recording}
+    set {_uniqueStorage()._recording = newValue}
+  }
+
+  /// the agent says real pixels are leaving the host
+  public var realFrames: Bool {
+    get {_storage._realFrames}
+    set {_uniqueStorage()._realFrames = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1012,11 +1110,77 @@ public nonisolated struct Capfleet_V1_OperatorReply: @unchecked Sendable {
   /// Clears the value of `you`. Subsequent reads from it will return its default value.
   public mutating func clearYou() {_uniqueStorage()._you = nil}
 
+  /// with GetConsentHistory (oldest first) and ChangeConsent (the new record)
+  public var consentHistory: [Capfleet_V1_ConsentRecord] {
+    get {_storage._consentHistory}
+    set {_uniqueStorage()._consentHistory = newValue}
+  }
+
+  /// with ChangeConsent: the agent confirmed it enforces the new state
+  public var consentApplied: Bool {
+    get {_storage._consentApplied}
+    set {_uniqueStorage()._consentApplied = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+public nonisolated struct Capfleet_V1_ChangeConsent: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var deviceID: String = String()
+
+  public var action: Capfleet_V1_ConsentAction = .unspecified
+
+  /// required: the audit history says why
+  public var reason: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_GetConsentHistory: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var deviceID: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// One change of a device's consent, as the append-only history keeps it.
+public nonisolated struct Capfleet_V1_ConsentRecord: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var unixMs: Int64 = 0
+
+  public var actor: String = String()
+
+  public var action: Capfleet_V1_ConsentAction = .unspecified
+
+  public var fromState: Capfleet_V1_ConsentState = .unspecified
+
+  public var toState: Capfleet_V1_ConsentState = .unspecified
+
+  public var reason: String = String()
+
+  public var deviceID: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
 }
 
 public nonisolated struct Capfleet_V1_OperatorInfo: Sendable {
@@ -1125,13 +1289,17 @@ public nonisolated struct Capfleet_V1_WhoAmI: Sendable {
 
 fileprivate nonisolated let _protobuf_package = "capfleet.v1"
 
+nonisolated extension Capfleet_V1_ConsentAction: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CONSENT_ACTION_UNSPECIFIED\0\u{1}CONSENT_ACTION_GRANT\0\u{1}CONSENT_ACTION_DENY\0\u{1}CONSENT_ACTION_REVOKE\0\u{1}CONSENT_ACTION_RESTRICT\0")
+}
+
 nonisolated extension Capfleet_V1_OperatorRole: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0OPERATOR_ROLE_UNSPECIFIED\0\u{1}OPERATOR_ROLE_VIEWER\0\u{1}OPERATOR_ROLE_OPERATOR\0\u{1}OPERATOR_ROLE_ADMIN\0")
 }
 
 nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1455,6 +1623,32 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
           self.body = .whoAmI(v)
         }
       }()
+      case 34: try {
+        var v: Capfleet_V1_ChangeConsent?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .changeConsent(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .changeConsent(v)
+        }
+      }()
+      case 35: try {
+        var v: Capfleet_V1_GetConsentHistory?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .getConsentHistory(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .getConsentHistory(v)
+        }
+      }()
       default: break
       }
     }
@@ -1573,6 +1767,14 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
     case .whoAmI?: try {
       guard case .whoAmI(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 33)
+    }()
+    case .changeConsent?: try {
+      guard case .changeConsent(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 34)
+    }()
+    case .getConsentHistory?: try {
+      guard case .getConsentHistory(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 35)
     }()
     case nil: break
     }
@@ -2339,7 +2541,7 @@ nonisolated extension Capfleet_V1_NodeInfo: SwiftProtobuf.Message, SwiftProtobuf
 
 nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}name\0\u{1}driver\0\u{1}kind\0\u{3}active_format\0\u{3}active_frame_rate\0\u{3}format_count\0\u{1}online\0\u{3}lease_holder\0\u{3}lease_expires_unix_ms\0\u{1}interruption\0\u{1}descriptor\0\u{1}focus\0\u{3}zoom_factor\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}name\0\u{1}driver\0\u{1}kind\0\u{3}active_format\0\u{3}active_frame_rate\0\u{3}format_count\0\u{1}online\0\u{3}lease_holder\0\u{3}lease_expires_unix_ms\0\u{1}interruption\0\u{1}descriptor\0\u{1}focus\0\u{3}zoom_factor\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{3}consent_reason\0\u{1}recording\0\u{3}real_frames\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -2360,6 +2562,10 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
     var _dropRecovery: Capfleet_V1_DropRecoveryPolicy? = nil
     var _activeMinFrameRate: Double = 0
     var _pressurePolicy: Capfleet_V1_PressurePolicy? = nil
+    var _consent: Capfleet_V1_ConsentState = .unspecified
+    var _consentReason: String = String()
+    var _recording: Bool = false
+    var _realFrames: Bool = false
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -2388,6 +2594,10 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
       _dropRecovery = source._dropRecovery
       _activeMinFrameRate = source._activeMinFrameRate
       _pressurePolicy = source._pressurePolicy
+      _consent = source._consent
+      _consentReason = source._consentReason
+      _recording = source._recording
+      _realFrames = source._realFrames
     }
   }
 
@@ -2424,6 +2634,10 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
         case 16: try { try decoder.decodeSingularMessageField(value: &_storage._dropRecovery) }()
         case 17: try { try decoder.decodeSingularDoubleField(value: &_storage._activeMinFrameRate) }()
         case 18: try { try decoder.decodeSingularMessageField(value: &_storage._pressurePolicy) }()
+        case 19: try { try decoder.decodeSingularEnumField(value: &_storage._consent) }()
+        case 20: try { try decoder.decodeSingularStringField(value: &_storage._consentReason) }()
+        case 21: try { try decoder.decodeSingularBoolField(value: &_storage._recording) }()
+        case 22: try { try decoder.decodeSingularBoolField(value: &_storage._realFrames) }()
         default: break
         }
       }
@@ -2490,6 +2704,18 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
       try { if let v = _storage._pressurePolicy {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 18)
       } }()
+      if _storage._consent != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._consent, fieldNumber: 19)
+      }
+      if !_storage._consentReason.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._consentReason, fieldNumber: 20)
+      }
+      if _storage._recording != false {
+        try visitor.visitSingularBoolField(value: _storage._recording, fieldNumber: 21)
+      }
+      if _storage._realFrames != false {
+        try visitor.visitSingularBoolField(value: _storage._realFrames, fieldNumber: 22)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -2517,6 +2743,10 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
         if _storage._dropRecovery != rhs_storage._dropRecovery {return false}
         if _storage._activeMinFrameRate != rhs_storage._activeMinFrameRate {return false}
         if _storage._pressurePolicy != rhs_storage._pressurePolicy {return false}
+        if _storage._consent != rhs_storage._consent {return false}
+        if _storage._consentReason != rhs_storage._consentReason {return false}
+        if _storage._recording != rhs_storage._recording {return false}
+        if _storage._realFrames != rhs_storage._realFrames {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -2568,7 +2798,7 @@ nonisolated extension Capfleet_V1_RejectionCount: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0")
 
   fileprivate class _StorageClass {
     var _requestID: UInt64 = 0
@@ -2592,6 +2822,8 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
     var _operators: [Capfleet_V1_OperatorInfo] = []
     var _neededRole: Capfleet_V1_OperatorRole = .unspecified
     var _you: Capfleet_V1_OperatorInfo? = nil
+    var _consentHistory: [Capfleet_V1_ConsentRecord] = []
+    var _consentApplied: Bool = false
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -2623,6 +2855,8 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       _operators = source._operators
       _neededRole = source._neededRole
       _you = source._you
+      _consentHistory = source._consentHistory
+      _consentApplied = source._consentApplied
     }
   }
 
@@ -2662,6 +2896,8 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         case 26: try { try decoder.decodeRepeatedMessageField(value: &_storage._operators) }()
         case 27: try { try decoder.decodeSingularEnumField(value: &_storage._neededRole) }()
         case 28: try { try decoder.decodeSingularMessageField(value: &_storage._you) }()
+        case 29: try { try decoder.decodeRepeatedMessageField(value: &_storage._consentHistory) }()
+        case 30: try { try decoder.decodeSingularBoolField(value: &_storage._consentApplied) }()
         default: break
         }
       }
@@ -2737,6 +2973,12 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       try { if let v = _storage._you {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 28)
       } }()
+      if !_storage._consentHistory.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._consentHistory, fieldNumber: 29)
+      }
+      if _storage._consentApplied != false {
+        try visitor.visitSingularBoolField(value: _storage._consentApplied, fieldNumber: 30)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -2767,10 +3009,142 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         if _storage._operators != rhs_storage._operators {return false}
         if _storage._neededRole != rhs_storage._neededRole {return false}
         if _storage._you != rhs_storage._you {return false}
+        if _storage._consentHistory != rhs_storage._consentHistory {return false}
+        if _storage._consentApplied != rhs_storage._consentApplied {return false}
         return true
       }
       if !storagesAreEqual {return false}
     }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_ChangeConsent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ChangeConsent"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{1}action\0\u{1}reason\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.action) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.reason) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.deviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 1)
+    }
+    if self.action != .unspecified {
+      try visitor.visitSingularEnumField(value: self.action, fieldNumber: 2)
+    }
+    if !self.reason.isEmpty {
+      try visitor.visitSingularStringField(value: self.reason, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_ChangeConsent, rhs: Capfleet_V1_ChangeConsent) -> Bool {
+    if lhs.deviceID != rhs.deviceID {return false}
+    if lhs.action != rhs.action {return false}
+    if lhs.reason != rhs.reason {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_GetConsentHistory: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".GetConsentHistory"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.deviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_GetConsentHistory, rhs: Capfleet_V1_GetConsentHistory) -> Bool {
+    if lhs.deviceID != rhs.deviceID {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_ConsentRecord: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ConsentRecord"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}unix_ms\0\u{1}actor\0\u{1}action\0\u{3}from_state\0\u{3}to_state\0\u{1}reason\0\u{3}device_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularInt64Field(value: &self.unixMs) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.actor) }()
+      case 3: try { try decoder.decodeSingularEnumField(value: &self.action) }()
+      case 4: try { try decoder.decodeSingularEnumField(value: &self.fromState) }()
+      case 5: try { try decoder.decodeSingularEnumField(value: &self.toState) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.reason) }()
+      case 7: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.unixMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.unixMs, fieldNumber: 1)
+    }
+    if !self.actor.isEmpty {
+      try visitor.visitSingularStringField(value: self.actor, fieldNumber: 2)
+    }
+    if self.action != .unspecified {
+      try visitor.visitSingularEnumField(value: self.action, fieldNumber: 3)
+    }
+    if self.fromState != .unspecified {
+      try visitor.visitSingularEnumField(value: self.fromState, fieldNumber: 4)
+    }
+    if self.toState != .unspecified {
+      try visitor.visitSingularEnumField(value: self.toState, fieldNumber: 5)
+    }
+    if !self.reason.isEmpty {
+      try visitor.visitSingularStringField(value: self.reason, fieldNumber: 6)
+    }
+    if !self.deviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 7)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_ConsentRecord, rhs: Capfleet_V1_ConsentRecord) -> Bool {
+    if lhs.unixMs != rhs.unixMs {return false}
+    if lhs.actor != rhs.actor {return false}
+    if lhs.action != rhs.action {return false}
+    if lhs.fromState != rhs.fromState {return false}
+    if lhs.toState != rhs.toState {return false}
+    if lhs.reason != rhs.reason {return false}
+    if lhs.deviceID != rhs.deviceID {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

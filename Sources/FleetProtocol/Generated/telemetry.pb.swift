@@ -47,6 +47,9 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
 
   /// a key, token or role was refused (message says which)
   case accessDenied // = 14
+
+  /// a device's consent was granted, denied, revoked or restricted
+  case consentChanged // = 15
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -70,6 +73,7 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
     case 12: self = .nodeEnrolled
     case 13: self = .nodeRevoked
     case 14: self = .accessDenied
+    case 15: self = .consentChanged
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -91,6 +95,7 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
     case .nodeEnrolled: return 12
     case .nodeRevoked: return 13
     case .accessDenied: return 14
+    case .consentChanged: return 15
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -112,6 +117,7 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
     .nodeEnrolled,
     .nodeRevoked,
     .accessDenied,
+    .consentChanged,
   ]
 
 }
@@ -321,6 +327,23 @@ public nonisolated struct Capfleet_V1_DeviceStatus: @unchecked Sendable {
     set {_uniqueStorage()._activeFrameRate = newValue}
   }
 
+  /// as the coordinator recorded it
+  public var consent: Capfleet_V1_ConsentState {
+    get {_storage._consent}
+    set {_uniqueStorage()._consent = newValue}
+  }
+
+  public var recording: Bool {
+    get {_storage._recording}
+    set {_uniqueStorage()._recording = newValue}
+  }
+
+  /// the agent says real pixels are leaving the host
+  public var realFrames: Bool {
+    get {_storage._realFrames}
+    set {_uniqueStorage()._realFrames = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -386,7 +409,7 @@ public nonisolated struct Capfleet_V1_FleetEvent: Sendable {
 fileprivate nonisolated let _protobuf_package = "capfleet.v1"
 
 nonisolated extension Capfleet_V1_EventKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}EVENT_KIND_NODE_ONLINE\0\u{1}EVENT_KIND_NODE_OFFLINE\0\u{1}EVENT_KIND_NODE_REGISTERED\0\u{1}EVENT_KIND_DEVICE_ADDED\0\u{1}EVENT_KIND_INPUT_REJECTED\0\u{1}EVENT_KIND_DEVICE_INTERRUPTED\0\u{1}EVENT_KIND_DEVICE_RESUMED\0\u{1}EVENT_KIND_POLICY_ACTED\0\u{1}EVENT_KIND_LEASE_RELEASED\0\u{1}EVENT_KIND_PRESSURE_LEVEL_CHANGED\0\u{1}EVENT_KIND_ALERT\0\u{1}EVENT_KIND_NODE_ENROLLED\0\u{1}EVENT_KIND_NODE_REVOKED\0\u{1}EVENT_KIND_ACCESS_DENIED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}EVENT_KIND_NODE_ONLINE\0\u{1}EVENT_KIND_NODE_OFFLINE\0\u{1}EVENT_KIND_NODE_REGISTERED\0\u{1}EVENT_KIND_DEVICE_ADDED\0\u{1}EVENT_KIND_INPUT_REJECTED\0\u{1}EVENT_KIND_DEVICE_INTERRUPTED\0\u{1}EVENT_KIND_DEVICE_RESUMED\0\u{1}EVENT_KIND_POLICY_ACTED\0\u{1}EVENT_KIND_LEASE_RELEASED\0\u{1}EVENT_KIND_PRESSURE_LEVEL_CHANGED\0\u{1}EVENT_KIND_ALERT\0\u{1}EVENT_KIND_NODE_ENROLLED\0\u{1}EVENT_KIND_NODE_REVOKED\0\u{1}EVENT_KIND_ACCESS_DENIED\0\u{1}EVENT_KIND_CONSENT_CHANGED\0")
 }
 
 nonisolated extension Capfleet_V1_AlertKind: SwiftProtobuf._ProtoNameProviding {
@@ -470,7 +493,7 @@ nonisolated extension Capfleet_V1_NodeStatus: SwiftProtobuf.Message, SwiftProtob
 
 nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceStatus"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}online\0\u{1}streaming\0\u{3}frames_received\0\u{3}bytes_received\0\u{3}frames_per_second\0\u{3}bytes_per_second\0\u{1}drops\0\u{3}last_frame_unix_ms\0\u{3}last_sequence\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{1}interruption\0\u{3}zoom_factor\0\u{1}focus\0\u{3}active_frame_rate\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}online\0\u{1}streaming\0\u{3}frames_received\0\u{3}bytes_received\0\u{3}frames_per_second\0\u{3}bytes_per_second\0\u{1}drops\0\u{3}last_frame_unix_ms\0\u{3}last_sequence\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{1}interruption\0\u{3}zoom_factor\0\u{1}focus\0\u{3}active_frame_rate\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -491,6 +514,9 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
     var _zoomFactor: Double = 0
     var _focus: Capfleet_V1_FocusState? = nil
     var _activeFrameRate: Double = 0
+    var _consent: Capfleet_V1_ConsentState = .unspecified
+    var _recording: Bool = false
+    var _realFrames: Bool = false
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -519,6 +545,9 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
       _zoomFactor = source._zoomFactor
       _focus = source._focus
       _activeFrameRate = source._activeFrameRate
+      _consent = source._consent
+      _recording = source._recording
+      _realFrames = source._realFrames
     }
   }
 
@@ -555,6 +584,9 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
         case 16: try { try decoder.decodeSingularDoubleField(value: &_storage._zoomFactor) }()
         case 17: try { try decoder.decodeSingularMessageField(value: &_storage._focus) }()
         case 18: try { try decoder.decodeSingularDoubleField(value: &_storage._activeFrameRate) }()
+        case 19: try { try decoder.decodeSingularEnumField(value: &_storage._consent) }()
+        case 20: try { try decoder.decodeSingularBoolField(value: &_storage._recording) }()
+        case 21: try { try decoder.decodeSingularBoolField(value: &_storage._realFrames) }()
         default: break
         }
       }
@@ -621,6 +653,15 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
       if _storage._activeFrameRate.bitPattern != 0 {
         try visitor.visitSingularDoubleField(value: _storage._activeFrameRate, fieldNumber: 18)
       }
+      if _storage._consent != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._consent, fieldNumber: 19)
+      }
+      if _storage._recording != false {
+        try visitor.visitSingularBoolField(value: _storage._recording, fieldNumber: 20)
+      }
+      if _storage._realFrames != false {
+        try visitor.visitSingularBoolField(value: _storage._realFrames, fieldNumber: 21)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -648,6 +689,9 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
         if _storage._zoomFactor != rhs_storage._zoomFactor {return false}
         if _storage._focus != rhs_storage._focus {return false}
         if _storage._activeFrameRate != rhs_storage._activeFrameRate {return false}
+        if _storage._consent != rhs_storage._consent {return false}
+        if _storage._recording != rhs_storage._recording {return false}
+        if _storage._realFrames != rhs_storage._realFrames {return false}
         return true
       }
       if !storagesAreEqual {return false}

@@ -1,0 +1,75 @@
+import FleetCore
+import FleetProtocol
+import FleetStore
+import Foundation
+
+/// Consent: recorded first (state, history, audit in one transaction), then pushed to the
+/// device's agent, which enforces it from its next frame. An offline agent gets it when it
+/// registers again, and until then enforces what it was last told.
+extension OperatorHandler {
+    func changeConsent(_ query: Capfleet_V1_ChangeConsent, by caller: OperatorRecord, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+        guard let action = ConsentAction(wire: query.action) else {
+            reply.status = .failure(.badRequest, "say what to do: grant, deny, revoke or restrict")
+            return
+        }
+        guard let device = try await existingDevice(query.deviceID, into: &reply) else { return }
+        let role = OperatorRole(rawValue: caller.role) ?? .viewer
+        let now = Date().unixMilliseconds
+        let change: ConsentChange
+        switch try await store.changeConsent(deviceID: device.id, action: action, role: role, actor: caller.name, reason: query.reason, at: now) {
+        case let .failure(refusal):
+            reply.status = .failure(refusal.neededRole == nil ? .badRequest : .permissionDenied, refusal.description)
+            if let needed = refusal.neededRole { reply.neededRole = needed.wire }
+            return
+        case let .success(recorded):
+            change = recorded
+        }
+        reply.consentHistory = [Self.wire(change)]
+        let state = ConsentState(rawValue: change.toState) ?? .notDetermined
+        events.emit(.consentChanged, nodeID: device.nodeId, deviceID: device.id,
+                    message: "\(caller.name) \(Self.pastTense(action)) consent: \(change.fromState) → \(change.toState) (\(query.reason))")
+        let answer = await control.command(.setConsent(.with {
+            $0.state = state.wire
+            $0.reason = query.reason
+            $0.changedUnixMs = now
+        }), deviceID: device.id, nodeID: device.nodeId)
+        reply.consentApplied = answer.status.isOK && answer.consent == state.wire
+        if !reply.consentApplied {
+            logger.warning("consent recorded but not yet enforced by the agent", metadata: [
+                "device.id": "\(device.id)", "reason": "\(answer.status.reason)",
+            ])
+        }
+        reply.status = .ok
+    }
+
+    func consentHistory(of deviceID: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+        let history = try await store.consentHistory(deviceID: deviceID)
+        if history.isEmpty, try await store.device(deviceID) == nil {
+            reply.status = .failure(.notFound, "no device \(deviceID) and no consent history for it; see capfleet devices")
+            return
+        }
+        reply.consentHistory = history.map(Self.wire)
+        reply.status = .ok
+    }
+
+    static func wire(_ change: ConsentChange) -> Capfleet_V1_ConsentRecord {
+        .with {
+            $0.unixMs = change.at
+            $0.actor = change.actor
+            $0.action = ConsentAction(rawValue: change.action)?.wire ?? .unspecified
+            $0.fromState = (ConsentState(rawValue: change.fromState) ?? .notDetermined).wire
+            $0.toState = (ConsentState(rawValue: change.toState) ?? .notDetermined).wire
+            $0.reason = change.reason
+            $0.deviceID = change.deviceId
+        }
+    }
+
+    static func pastTense(_ action: ConsentAction) -> String {
+        switch action {
+        case .grant: "granted"
+        case .deny: "denied"
+        case .revoke: "revoked"
+        case .restrict: "restricted"
+        }
+    }
+}
