@@ -81,9 +81,15 @@ let package = Package(
         .testTarget(name: "FleetBusTests", dependencies: ["FleetBus", "CZeroMQ"]),
         .testTarget(name: "FleetHostTests", dependencies: ["FleetHost", "FleetCore"]),
         .testTarget(name: "FleetHTTPTests", dependencies: ["FleetHTTP"]),
+        // The coordinator's decoders under a mutation fuzzer, for a bounded time.
+        .target(name: "FleetFuzz"),
+        .testTarget(name: "FuzzTests", dependencies: [
+            "FleetBus", "FleetCoordinator", "FleetCore", "FleetFuzz", "FleetHTTP", "FleetProtocol",
+            .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+        ]),
         // Runs the built `capfleet` binary: `swift build` first.
         .testTarget(name: "IntegrationTests", dependencies: [
-            "FleetProtocol", "FleetCore", "FleetBus", "FleetHTTP", "CZeroMQ",
+            "FleetProtocol", "FleetCore", "FleetBus", "FleetFuzz", "FleetHTTP", "CZeroMQ",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
     ],

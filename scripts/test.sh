@@ -17,6 +17,8 @@ swift build --build-tests
 echo "== tests"
 # Integration tests run the capfleet binary built above, next to the test bundle.
 status=0
+# The decoder fuzz tests run this many seconds per target (five targets).
+export CAPFLEET_FUZZ_SECONDS="${CAPFLEET_FUZZ_SECONDS:-20}"
 swift test --skip-build 2>&1 | tee .build/test-output.txt || status=$?
 summary=$(grep -E 'Test run with [0-9]+ tests?' .build/test-output.txt | tail -1 || true)
 if [ "$status" -ne 0 ]; then

@@ -50,7 +50,8 @@ public final class AgentService: Service, Sendable {
 
     public func run() async throws {
         let credentials = try await credentials()
-        let context = ZMQContext()
+        // Encrypting frames must never hold up a heartbeat: frames and control on separate I/O threads.
+        let context = ZMQContext.withSeparateLanes()
         let publisher = try FramePublisher(context: context, capacity: configuration.sendQueueCapacity,
                                            coordinatorKey: credentials.coordinatorKey, keys: credentials.keys, logger: logger)
         let monitor = configuration.pressureEnabled ? makePressureMonitor(publisher: publisher) : nil

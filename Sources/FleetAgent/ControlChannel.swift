@@ -100,6 +100,7 @@ private final class LinkDriver {
                            credentials: (coordinatorKey: CurvePublicKey, keys: CurveKeyPair)) throws(ZMQError) -> (ZMQSocket, ZMQSocket) {
         let socket = try ZMQSocket(context: context, type: .dealer)
         try socket.makeCurveClient(serverKey: credentials.coordinatorKey, keys: credentials.keys)
+        try socket.use(.control)
         let monitor = try socket.openMonitor(context: context, events: SocketEvent.handshakeEvents)
         try socket.setOption(ZMQ_IMMEDIATE, Int32(1))
         try socket.setOption(ZMQ_SNDHWM, Int32(64))

@@ -25,6 +25,7 @@ public final class FramePublisher: Sendable {
     public init(context: ZMQContext, capacity: Int, coordinatorKey: CurvePublicKey, keys: CurveKeyPair, logger: Logger) throws(ZMQError) {
         let socket = try ZMQSocket(context: context, type: .push)
         try socket.makeCurveClient(serverKey: coordinatorKey, keys: keys)
+        try socket.use(.bulk)
         try socket.setOption(ZMQ_SNDHWM, Int32(2))
         // Do not queue frames for a coordinator that is not there: they wait here instead,
         // where newer frames replace them.

@@ -56,6 +56,7 @@ public final class RouterEndpoint: Sendable {
         try socket.setOption(ZMQ_MAXMSGSIZE, maxMessageBytes)
         // Replies to a peer that vanished are dropped, not queued forever.
         try socket.setOption(ZMQ_SNDHWM, Int32(1000))
+        try socket.use(.control)
         loop = SocketLoop(name: name)
         try security.apply(to: socket, loop: loop, context: context)
         try socket.bind(endpoint)
@@ -94,6 +95,7 @@ public final class TelemetryPublisherSocket: Sendable {
     public init(context: ZMQContext, bind endpoint: String, security: CurveServerSecurity) throws(ZMQError) {
         let socket = try ZMQSocket(context: context, type: .pub)
         try socket.setOption(ZMQ_SNDHWM, Int32(10_000))
+        try socket.use(.control)
         loop = SocketLoop(name: "telemetry")
         try security.apply(to: socket, loop: loop, context: context)
         try socket.bind(endpoint)

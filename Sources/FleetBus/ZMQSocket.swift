@@ -6,6 +6,14 @@ public enum ZMQSocketType: Int32, Sendable {
     var name: String { String(describing: self).uppercased() }
 }
 
+/// The I/O thread a socket's connections run on, in a `ZMQContext.withSeparateLanes()`.
+public enum IOLane: Int64, Sendable {
+    /// Frames: the bulk of the bytes and of the encryption work.
+    case bulk = 1
+    /// Everything else: control dialog, operator requests, telemetry.
+    case control = 2
+}
+
 /// A libzmq socket. Not thread-safe: create it, hand it to one `SocketLoop` (or keep it on
 /// one thread), and touch it from that thread only.
 public final class ZMQSocket {
@@ -71,6 +79,14 @@ public final class ZMQSocket {
         try zmqCall("zmq_setsockopt(\(option))", on: endpoint) {
             bytes.withUnsafeBytes { zmq_setsockopt(handle, option, $0.baseAddress, $0.count) }
         }
+    }
+
+    /// Which of a two-lane context's I/O threads serves this socket's connections
+    /// (ZMQ_AFFINITY). Set before connect or bind.
+    public func use(_ lane: IOLane) throws(ZMQError) {
+        // With one I/O thread there is only one lane (an affinity naming a missing thread fails).
+        guard context.ioThreads >= 2 else { return }
+        try setOption(ZMQ_AFFINITY, Int64(lane.rawValue))
     }
 
     public func subscribe(_ prefix: String) throws(ZMQError) { try setOption(ZMQ_SUBSCRIBE, bytes: Array(prefix.utf8)) }

@@ -29,7 +29,8 @@ public final class CoordinatorService: Service, Sendable {
 
         let keys = try CoordinatorKeys.loadOrCreate(dataDirectory: configuration.dataDirectory)
 
-        let context = ZMQContext()
+        // Decrypting frames must never hold up a heartbeat: frames and control on separate I/O threads.
+        let context = ZMQContext.withSeparateLanes()
         let metrics = FleetMetrics()
         let eventsBox = EventsBox()
         let rejections = RejectionCounter(logger: logger) { endpoint, reason, peer, detail in

@@ -54,6 +54,7 @@ public final class FrameIngest: Sendable {
         let socket = try ZMQSocket(context: context, type: .pull)
         try socket.setOption(ZMQ_MAXMSGSIZE, WireDefaults.maxMessageBytes)
         try socket.setOption(ZMQ_RCVHWM, Int32(8))
+        try socket.use(.bulk)
         loop = SocketLoop(name: "ingest")
         try security.apply(to: socket, loop: loop, context: context)
         try socket.bind(endpoint)

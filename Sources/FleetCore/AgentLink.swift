@@ -51,20 +51,25 @@ public struct AgentLink: Sendable {
 
     /// How long a fresh socket gets to connect (TCP and the CURVE handshake) before HELLO.
     public static let freshSocketGrace: UInt64 = 250_000_000
+    /// How long a HELLO may go unanswered before the socket is replaced.
+    public static let registrationPatience: UInt64 = 10_000_000_000
 
     public mutating func tick(now: UInt64) -> [Directive] {
         switch phase {
         case .registering:
-            guard now >= nextHelloAt else { return [] }
             // A HELLO unanswered for the whole liveness window means the socket may be
             // stuck on a dead peer: start over on a fresh one, and say HELLO once it has had
             // time to connect (a fresh socket drops what it cannot send yet, and once the
             // back-off exceeds the window every HELLO would otherwise meet a fresh socket).
-            if now - lastHeard > heartbeatInterval * liveness {
+            // A first registration may take the coordinator seconds (a camera with hundreds of
+            // formats on a slow host): abandoning the socket before its WELCOME arrives would
+            // start the same slow registration again, for ever.
+            if now - lastHeard > max(heartbeatInterval * liveness, Self.registrationPatience) {
                 lastHeard = now
                 nextHelloAt = now + Self.freshSocketGrace
                 return [.reconnect]
             }
+            guard now >= nextHelloAt else { return [] }
             nextHelloAt = now + backoff.nextDelay()
             return [.sendHello]
         case .registered:
