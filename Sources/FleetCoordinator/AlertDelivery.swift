@@ -46,63 +46,40 @@ final class AlertDelivery: Sendable {
     private let commandTimeoutMilliseconds: Int64
     private let logger: Logger
     private let onOutcome: @Sendable (_ alert: String, _ delivered: Bool) -> Void
-    private let queue = Mutex<[AlertNotice]>([])
-    private let available = DispatchSemaphore(value: 0)
-    private let stopped = Atomic<Bool>(false)
-    private let finished = DispatchSemaphore(value: 0)
+    private let worker: SerialWorker<AlertNotice>
     static let capacity = 64
 
     init(command: String?, webhook: LocalWebhookURL?, commandTimeoutSeconds: UInt32, logger: Logger,
          onOutcome: @escaping @Sendable (_ alert: String, _ delivered: Bool) -> Void) {
         self.command = command
         self.webhook = webhook
-        commandTimeoutMilliseconds = Int64(commandTimeoutSeconds) * 1000
+        let timeout = Int64(commandTimeoutSeconds) * 1000
+        commandTimeoutMilliseconds = timeout
         self.logger = logger
         self.onOutcome = onOutcome
-        let thread = Thread { [self] in
-            ThreadName.set("cf-alerts")
-            run()
-        }
-        thread.name = "cf-alerts"
-        thread.start()
+        worker = SerialWorker(name: "cf-alerts", capacity: Self.capacity, onDrop: { dropped in
+            logger.warning("alert queue full: dropped the oldest alert", metadata: ["alert": "\(dropped.alert)", "message": "\(dropped.message)"])
+            onOutcome(dropped.alert, false)
+        }, handle: { notice in
+            Self.deliver(notice, command: command, webhook: webhook, timeoutMilliseconds: timeout, logger: logger, onOutcome: onOutcome)
+        })
     }
 
     var hasTargets: Bool { command != nil || webhook != nil }
 
-    func enqueue(_ notice: AlertNotice) {
-        let dropped: AlertNotice? = queue.withLock { pending in
-            pending.append(notice)
-            return pending.count > Self.capacity ? pending.removeFirst() : nil
-        }
-        if let dropped {
-            logger.warning("alert queue full: dropped the oldest alert", metadata: ["alert": "\(dropped.alert)", "message": "\(dropped.message)"])
-            onOutcome(dropped.alert, false)
-        } else {
-            available.signal()
-        }
-    }
+    func enqueue(_ notice: AlertNotice) { worker.enqueue(notice) }
 
     /// Delivers what is queued, then stops the thread.
-    func stop() {
-        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        available.signal()
-        finished.wait()
-    }
+    func stop() { worker.stop() }
 
-    private func run() {
-        defer { finished.signal() }
-        while true {
-            available.wait()
-            while let notice = queue.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { deliver(notice) }
-            if stopped.load(ordering: .acquiring) { return }
-        }
-    }
-
-    private func deliver(_ notice: AlertNotice) {
+    private static func deliver(_ notice: AlertNotice, command: String?, webhook: LocalWebhookURL?, timeoutMilliseconds: Int64,
+                                logger: Logger, onOutcome: @Sendable (_ alert: String, _ delivered: Bool) -> Void) {
         var delivered = true
         if let command {
             do {
-                try runCommand(command, notice: notice)
+                // `/bin/sh -c COMMAND` with the alert on stdin and in its environment.
+                try ShellCommand.run(command, environment: notice.environment, input: notice.json + [10],
+                                     timeoutMilliseconds: timeoutMilliseconds)
             } catch {
                 delivered = false
                 logger.warning("alert command failed", metadata: ["alert": "\(notice.alert)", "error": "\(error)"])
@@ -117,11 +94,5 @@ final class AlertDelivery: Sendable {
             }
         }
         onOutcome(notice.alert, delivered)
-    }
-
-    /// `/bin/sh -c COMMAND` with the alert on stdin and in its environment.
-    private func runCommand(_ command: String, notice: AlertNotice) throws(ShellCommandFailure) {
-        try ShellCommand.run(command, environment: notice.environment, input: notice.json + [10],
-                             timeoutMilliseconds: commandTimeoutMilliseconds)
     }
 }

@@ -78,21 +78,18 @@ extension OperatorHandler {
             reply.status = .failure(.badRequest, "a token may live at most 7 days (604800 s): a long-lived token is a standing invitation")
             return
         }
-        let keys: CurveKeyPair
+        let issued: (token: EnrollmentToken, expiresAt: Int64)
         do {
-            keys = try CurveKeyPair.generate()
+            issued = try await LocalAdministration.issueEnrollmentToken(store: store, coordinatorKey: coordinatorKey, name: name,
+                                                                        validSeconds: seconds, by: who)
+        } catch let error as StoreError {
+            throw error
         } catch {
             reply.status = .failure(.internal, "\(error)")
             return
         }
-        let now = Date().unixMilliseconds
-        let expires = now + Int64(seconds) * 1000
-        try await store.createEnrollmentToken(
-            EnrollmentTokenRecord(publicKey: keys.publicKey.z85, name: name, createdBy: who, createdAt: now, expiresAt: expires),
-            audit: AuditEntry(at: now, actor: who, action: "enroll.token", target: name, outcome: "ok",
-                              detail: "token \(keys.publicKey.fingerprint)… valid for \(seconds) s"))
-        reply.enrollmentToken = EnrollmentToken(keys: keys, coordinatorKey: coordinatorKey).text
-        reply.enrollmentExpiresUnixMs = expires
+        reply.enrollmentToken = issued.token.text
+        reply.enrollmentExpiresUnixMs = issued.expiresAt
         reply.status = .ok
     }
 

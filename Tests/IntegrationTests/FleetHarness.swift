@@ -162,18 +162,8 @@ final class FleetHarness: @unchecked Sendable {
     /// Runs a CLI command against this fleet's coordinator, with `user`'s credential.
     func cli(_ arguments: [String], timeout: Double = 3, user: String = "ana") throws -> (status: Int32, output: String, error: String) {
         let credential = try credential(for: user)
-        let process = Process()
-        process.environment = ProcessInfo.processInfo.environment.merging(["USER": user]) { $1 }
-        process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = arguments + ["--coordinator", "127.0.0.1:\(operatorPort)", "--timeout", "\(timeout)", "--credential", credential]
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let output = out.fileHandleForReading.readDataToEndOfFile()
-        let error = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: error, as: UTF8.self))
+        return try run(arguments + ["--coordinator", "127.0.0.1:\(operatorPort)", "--timeout", "\(timeout)", "--credential", credential],
+                       environment: ["USER": user])
     }
 
     /// Runs a listing with `--json` and parses it.

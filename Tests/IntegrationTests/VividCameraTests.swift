@@ -15,7 +15,7 @@ extension IntegrationTests {
             let share = fleet.directory + "/vm"
             let agent = "\(try VividRig.guestBinary(share: share)) agent --coordinator $CAPFLEET_HOST_ADDR:\(fleet.controlPort) --name vivid-host"
                 + " --device /dev/video0 --device /dev/video1 --device /dev/video2 --no-discover --synthetic 0"
-                + " --state-dir /tmp/agent --format 320x240:YUYV --fps 15 --log-level debug"
+                + " --state-dir /tmp/agent --format 320x240:YUYV --fps 15 --log-level notice"
                 + " --enroll \(try fleet.enrollmentToken(name: "vivid-host"))"
             let guest = """
                 S=\(share)
