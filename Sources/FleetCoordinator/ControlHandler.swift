@@ -115,8 +115,10 @@ actor ControlHandler {
         case let .heartbeat(heartbeat)?:
             guard await heard(from: heartbeat.nodeID, routed: routed) else { return }
             reply(routed, .with { $0.heartbeatAck = .with { $0.sequence = heartbeat.sequence } })
-        case let .status(status)?:
+        case .status(var status)?:
             guard await heard(from: status.nodeID, routed: routed) else { return }
+            // A node reports on its own devices only; anything else in its status is ignored.
+            status.devices.removeAll { ingest.state(of: $0.deviceID)?.nodeID != sender.nodeID }
             sessions[status.nodeID]?.lastStatus = status
             for device in status.devices { ingest.noteAgentDrops(deviceID: device.deviceID, drops: DropTally(wire: device.drops), streaming: device.streaming) }
         case let .commandReply(reply)?:
@@ -132,6 +134,10 @@ actor ControlHandler {
             let nodeID = sender.nodeID
             guard sessions[nodeID] != nil else {
                 refuse(routed, .unregisteredNode, "a device event from node \(nodeID), which has not registered")
+                return
+            }
+            guard ingest.state(of: event.deviceID)?.nodeID == nodeID else {
+                refuse(routed, .wrongIdentity, "node \(nodeID) sent an event for device \(event.deviceID), which is not its own")
                 return
             }
             await record(event, from: nodeID)
@@ -258,6 +264,19 @@ actor ControlHandler {
                     description: DeviceDescription(wire: device),
                     activeFormatIndex: Int(device.activeFormatIndex), activeFrameRate: device.activeFrameRate)
             })
+        // A camera may move to another host (its id is stable), but not while the node that
+        // has it is online: a node's key must not let it take another node's camera.
+        for device in hello.devices {
+            guard let owner = try? await store.device(device.deviceID)?.nodeId, owner != hello.nodeID, liveness.isOnline(owner) else { continue }
+            rejections.reject(endpoint: Self.endpointName, reason: .wrongIdentity, peer: routed.peer,
+                              detail: "node \(hello.nodeID) registered device \(device.deviceID), which online node \(owner) has")
+            reply(routed, .with { $0.welcome = .with {
+                $0.status = .failure(.permissionDenied, "device \(device.deviceID) belongs to node \(owner), which is online; a camera can move to another node only while its old node is offline")
+                $0.coordinatorID = coordinatorID
+                $0.protocolVersion = WireDefaults.protocolMajor
+            } })
+            return
+        }
         do {
             let outcome = try await store.registerNode(registration, at: Date().unixMilliseconds)
             for device in hello.devices {

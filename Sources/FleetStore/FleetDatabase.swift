@@ -17,12 +17,13 @@ public final class FleetDatabase: Sendable {
             var configuration = Configuration()
             configuration.foreignKeysEnabled = true
             configuration.busyMode = .timeout(5)
-            writer = try DatabasePool(path: path, configuration: configuration)
             // Another process (`capfleet enroll --data` beside a starting coordinator) may be
-            // migrating the same file: GRDB's migrator is safe within a process, not across.
+            // opening the same file: switching it to WAL and migrating it are safe within a
+            // process, not across, so opening is one process at a time.
             let lock = open(path + ".migrate-lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
             if lock >= 0 { flock(lock, LOCK_EX) }
             defer { if lock >= 0 { flock(lock, LOCK_UN); close(lock) } }
+            writer = try DatabasePool(path: path, configuration: configuration)
             try FleetSchema.migrator.migrate(writer)
         } catch {
             throw StoreError.openFailed(path: path, underlying: String(describing: error))

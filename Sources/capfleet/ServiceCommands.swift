@@ -104,7 +104,7 @@ struct AgentCommand: AsyncParsableCommand {
         commandName: "agent", abstract: "Run an agent on a camera host: register its cameras and stream them to the coordinator.")
     @Option(help: "Coordinator HOST[:PORT] of its control endpoint (default 127.0.0.1:7600; environment: CAPFLEET_COORDINATOR).")
     var coordinator: String?
-    @Option(help: "Node name shown to operators (default: the host name).")
+    @Option(help: "Node name in the agent's HELLO and its default state directory; the coordinator shows the name given at `capfleet enroll`.")
     var name: String?
     @Option(name: .customLong("device"), help: "A V4L2 camera to use, by path (/dev/video0, /dev/v4l/by-id/...) or stable id; repeat for more.")
     var devices: [String] = []
