@@ -140,6 +140,18 @@ actor ControlHandler {
                 refuse(routed, .wrongIdentity, "node \(nodeID) sent an event for device \(event.deviceID), which is not its own")
                 return
             }
+            // The event is newer than the last status: listings say what it says at once.
+            if var status = sessions[nodeID]?.lastStatus, let index = status.devices.firstIndex(where: { $0.deviceID == event.deviceID }) {
+                switch event.kind {
+                case .interrupted:
+                    status.devices[index].interruption = event.interruption
+                    status.devices[index].streaming = false
+                case .resumed:
+                    status.devices[index].interruption = Capfleet_V1_Interruption()
+                default: break
+                }
+                sessions[nodeID]?.lastStatus = status
+            }
             await record(event, from: nodeID)
         case let .pressureChange(report)?:
             let nodeID = sender.nodeID

@@ -155,11 +155,20 @@ extension IntegrationTests {
             _ = try rig.run("v4l2-ctl -d /dev/video0 -c percentage_of_dropped_buffers=0")
 
             // A restarted agent finds the same devices under the same ids.
-            let framesBefore = try fleet.deviceStats().mapValues { $0["frames_received"] as? Int ?? 0 }
-            _ = try rig.run("kill $(cat /tmp/agent.pid); sleep 1; \(agent) >> \(share)/agent.log 2>&1 & echo $! > /tmp/agent.pid")
+            let beforeRestart = try fleet.deviceStats()
+            let framesBefore = beforeRestart.mapValues { $0["frames_received"] as? Int ?? 0 }
+            let sequenceBefore = beforeRestart.mapValues { $0["last_sequence"] as? Int ?? 0 }
+            // The old agent must be gone before the new one starts (it may take a while to let
+            // go of three devices under emulation).
+            _ = try rig.run("A=$(cat /tmp/agent.pid); kill $A; for i in $(seq 1 40); do kill -0 $A 2>/dev/null || break; sleep 0.25; done; "
+                            + "\(agent) >> \(share)/agent.log 2>&1 & echo $! > /tmp/agent.pid")
+            // Frames from the new agent: each device's sequence started again from the beginning.
             try await step("the restarted agent streams again", seconds: 60) {
                 let stats = try fleet.deviceStats()
-                return [webcam, svideo, contended].allSatisfy { ((stats[$0]?["frames_received"] as? Int) ?? 0) > (framesBefore[$0] ?? 0) + 3 }
+                return [webcam, svideo, contended].allSatisfy { device in
+                    ((stats[device]?["frames_received"] as? Int) ?? 0) > (framesBefore[device] ?? 0) + 3
+                        && ((stats[device]?["last_sequence"] as? Int) ?? .max) < (sequenceBefore[device] ?? 0)
+                }
             }
             #expect(try fleet.json(["devices"]).count == 3)
 
