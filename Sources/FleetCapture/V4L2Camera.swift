@@ -336,14 +336,26 @@ public final class V4L2Camera: CameraSource {
         state.stream = nil
         guard let handle = state.handle else { return }
         let format = device.formats[state.formatIndex]
-        let stream: V4L2Stream
-        do throws(CaptureError) {
-            stream = try V4L2Stream(handle: handle, format: format, framesPerSecond: state.frameRateRange.maxFramesPerSecond,
-                                    bufferCount: bufferCount, deviceID: device.deviceID)
-        } catch {
-            if case let .deviceUnavailable(_, _, reason) = error, !reason.contains("errno \(EBUSY)") { state.handle = nil }
-            throw error
+        var stream: V4L2Stream?
+        // The old buffers were just released; some drivers still report the queue busy for a
+        // moment afterwards, so a busy answer is asked again a few times before it counts.
+        for attempt in 0..<5 {
+            do throws(CaptureError) {
+                stream = try V4L2Stream(handle: handle, format: format, framesPerSecond: state.frameRateRange.maxFramesPerSecond,
+                                        bufferCount: bufferCount, deviceID: device.deviceID)
+                break
+            } catch {
+                let busy: Bool
+                if case let .deviceUnavailable(_, _, reason) = error { busy = reason.contains("errno \(EBUSY)") } else { busy = false }
+                if busy, attempt < 4 {
+                    usleep(100_000)
+                    continue
+                }
+                if case .deviceUnavailable = error, !busy { state.handle = nil }
+                throw error
+            }
         }
+        guard let stream else { return }
         state.stream = stream
         state.sequenceBase = state.lastSequence + (state.lastSequence == 0 ? 0 : 1)
         let frameBytes = format.pixelFormat.frameByteCount(width: format.width, height: format.height) ?? stream.sizeImage
