@@ -391,7 +391,7 @@ actor ControlHandler {
         if drops.total > 0 {
             let reasons = [("late", drops.late), ("out_of_buffers", drops.outOfBuffers), ("discontinuity", drops.discontinuity)]
                 .filter { $0.1 > 0 }.map { (name: String, count: UInt64) -> String in "\(count) \(name)" }.joined(separator: ", ")
-            detail += "; lost \(drops.total) of \(drops.total + report.intervalFrames) frames in the last interval: \(reasons)"
+            detail += "; lost \(drops.total) of \(drops.total.addingSaturated(report.intervalFrames)) frames in the last interval: \(reasons)"
         }
         logger.notice("pressure level changed", metadata: ["node.id": "\(report.nodeID)", "pressure": "\(detail)"])
         events.publishPressure(report)

@@ -54,7 +54,9 @@ public final class FleetMetrics: Sendable {
     }
 
     /// Raises a counter to `value` (a cumulative count); a smaller value leaves it alone.
-    private func advance(_ descriptor: MetricNameDescriptor, _ labels: [(String, String)], to value: UInt64) {
+    private func advance(_ descriptor: MetricNameDescriptor, _ labels: [(String, String)], to reported: UInt64) {
+        // The counter is an Int64 that wraps: a forged count must not send it negative.
+        let value = Swift.min(reported, UInt64(Int64.max))
         let counter = registry.makeCounter(descriptor: descriptor, labels: labels)
         let key = descriptor.name + "|" + labels.map { "\($0.0)=\($0.1)" }.joined(separator: ",")
         let delta: UInt64 = pushed.withLock { table in

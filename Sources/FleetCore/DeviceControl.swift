@@ -77,7 +77,7 @@ public struct PixelRectangle: Hashable, Sendable {
     /// A rectangle of `1/factor` the size of this one, centred in it, with even sizes
     /// and offsets (chroma-subsampled formats need them).
     public func centredCrop(zoomFactor factor: Double) -> PixelRectangle {
-        let factor = max(factor, 1)
+        let factor = factor.isFinite ? max(factor, 1) : 1
         let width = max(2, Int((Double(self.width) / factor).rounded()) & ~1)
         let height = max(2, Int((Double(self.height) / factor).rounded()) & ~1)
         return PixelRectangle(left: left + ((self.width - width) / 2) & ~1, top: top + ((self.height - height) / 2) & ~1,

@@ -28,7 +28,7 @@ public struct DropAlarm: Sendable, Equatable {
         while samples.count > 2, now - samples[1].at >= windowNanoseconds { samples.removeFirst() }
         guard let oldest = samples.first, samples.count >= 2 else { return (0, false) }
         let lost = drops - oldest.drops
-        let total = (frames - oldest.frames) + lost
+        let total = (frames - oldest.frames).addingSaturated(lost)
         let share = total == 0 ? 0 : Double(lost) / Double(total)
         if !raised, lost > 0, share >= threshold {
             raised = true

@@ -21,7 +21,8 @@ public struct DropTally: Hashable, Sendable {
         self.discontinuity = discontinuity
     }
 
-    public var total: UInt64 { late + outOfBuffers + discontinuity }
+    /// Saturating: counts come from peers, and a forged one must not crash whoever adds them up.
+    public var total: UInt64 { late.addingSaturated(outOfBuffers).addingSaturated(discontinuity) }
 
     public mutating func add(_ reason: DropReason, count: UInt64 = 1) {
         switch reason {
@@ -61,4 +62,12 @@ public struct SequenceGapDetector: Sendable {
     }
 
     public mutating func reset() { lastSequence = nil }
+}
+
+extension UInt64 {
+    /// `self + other`, or `UInt64.max` where that would overflow.
+    public func addingSaturated(_ other: UInt64) -> UInt64 {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? .max : sum
+    }
 }

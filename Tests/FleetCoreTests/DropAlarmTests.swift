@@ -47,3 +47,15 @@ import Testing
         #expect(bad.fire)
     }
 }
+
+@Suite struct ForgedCountTests {
+    /// Counts come from peers: the largest a forged message can carry adds up without a trap.
+    @Test func dropTotalsAndTheDropAlarm_saturateInsteadOfTrapping() {
+        let forged = DropTally(late: .max, outOfBuffers: .max, discontinuity: 1)
+        #expect(forged.total == .max)
+        var alarm = DropAlarm(threshold: 0.05, windowNanoseconds: 10_000_000_000)
+        _ = alarm.observe(frames: 0, drops: 0, at: 0)
+        let verdict = alarm.observe(frames: .max, drops: .max, at: 1_000_000_000)
+        #expect(verdict.share > 0 && verdict.share <= 1)
+    }
+}
