@@ -169,6 +169,14 @@ actor ControlHandler {
         }
     }
 
+    static func numbersAreFinite(_ device: Capfleet_V1_DeviceDescriptor) -> Bool {
+        [device.activeFrameRate, device.activeMinFrameRate].allSatisfy(\.isFinite)
+            && device.formats.allSatisfy { format in
+                [format.fieldOfViewDegrees, format.maxZoomFactor, format.upscaleThresholdZoomFactor].allSatisfy(\.isFinite)
+                    && format.frameRateRanges.allSatisfy { $0.minFps.isFinite && $0.maxFps.isFinite }
+            }
+    }
+
     /// The node id a message names, where it names one.
     private static func claimedNodeID(_ body: Capfleet_V1_AgentMessage.OneOf_Body?) -> String? {
         switch body {
@@ -264,6 +272,11 @@ actor ControlHandler {
         }
         guard !hello.nodeID.isEmpty, hello.devices.allSatisfy({ !$0.deviceID.isEmpty }) else {
             refuse(routed, .undecodable, "HELLO without a node id or with a device without an id")
+            return
+        }
+        // SQLite stores NaN as NULL, which no longer reads back as a number: refuse it here.
+        guard hello.devices.allSatisfy(Self.numbersAreFinite) else {
+            refuse(routed, .invalidFormat, "HELLO with a frame rate, field of view or zoom factor that is not a finite number")
             return
         }
         // The node is called what the admin named it at enrollment.

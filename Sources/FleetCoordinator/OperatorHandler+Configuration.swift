@@ -224,7 +224,9 @@ extension OperatorHandler {
     private func record(_ answer: Capfleet_V1_CommandReply, on device: DeviceRecord, action: String, who: String, detail: String,
                         into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
         if answer.status.isOK {
-            try await store.setActiveFormat(deviceID: device.id, position: Int(answer.activeFormatIndex), frameRate: answer.activeFrameRate)
+            // An agent's answer is not trusted to be a finite number (SQLite keeps NaN as NULL).
+            try await store.setActiveFormat(deviceID: device.id, position: Int(answer.activeFormatIndex),
+                                            frameRate: answer.activeFrameRate.isFinite ? answer.activeFrameRate : 0)
         }
         try await audit(who, action, device.id, outcome: answer.status.isOK ? "ok" : "failed",
                         detail: answer.status.isOK ? detail : "\(detail): \(answer.status.reason)")

@@ -68,6 +68,18 @@ extension IntegrationTests {
             ].map { try $0.serializedBytes() }
             let sentRequests = try Self.fuzz(operatorSocket, seeds: operatorSeeds, seconds: seconds) { [$0] }
             print("coordinator fuzz: \(sentControl) control messages, \(sentFrames) frames, \(sentRequests) operator requests")
+            // What the fuzzer once found: a NaN in a HELLO, stored as NULL, crashed the next listing.
+            try control.send(try Capfleet_V1_AgentMessage.with { $0.hello = .with {
+                $0.protocolVersion = .current
+                $0.nodeID = fuzzNode
+                $0.devices = [.with {
+                    $0.deviceID = fuzzDevice
+                    $0.activeFrameRate = .nan
+                    $0.formats = [.with { $0.pixelFormat = "YUYV"; $0.width = 640; $0.height = 480; $0.fieldOfViewDegrees = .infinity }]
+                }]
+            } }.serializedBytes() as [UInt8])
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(try fleet.cli(["device", fuzzDevice]).status == 0, "listings survive a non-finite number in a HELLO")
 
             // A crash report ends in registers and images: what matters is before them.
             #expect(coordinator.isRunning, "the coordinator survived: \(coordinator.log.components(separatedBy: "Registers:").first?.suffix(6000) ?? "")")
