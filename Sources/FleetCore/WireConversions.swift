@@ -56,7 +56,9 @@ extension DropTally {
         }
     }
 
+    /// Counts from a peer, capped where SQLite's integers end (a larger one would not read back).
     public init(wire: Capfleet_V1_DropCounts) {
-        self.init(late: wire.late, outOfBuffers: wire.outOfBuffers, discontinuity: wire.discontinuity)
+        let cap = UInt64(Int64.max)
+        self.init(late: min(wire.late, cap), outOfBuffers: min(wire.outOfBuffers, cap), discontinuity: min(wire.discontinuity, cap))
     }
 }
