@@ -130,7 +130,7 @@ extension OperatorHandler {
         guard let device = try await existingDevice(query.deviceID, into: &reply) else { return }
         guard try await leaseAllows(device.id, who, "device.policy", into: &reply) else { return }
         let policy = DropRecoveryPolicy(wire: query.policy)
-        guard policy.lateDropShare < 1, policy.minimumFramesPerSecond > 0 else {
+        guard (0..<1).contains(policy.lateDropShare), policy.minimumFramesPerSecond > 0, policy.minimumFramesPerSecond.isFinite else {
             reply.status = .failure(.badRequest, "a late-drop share is between 0 and 1, and the minimum rate above 0")
             return
         }
@@ -157,6 +157,10 @@ extension OperatorHandler {
         guard let device = try await existingDevice(query.deviceID, into: &reply) else { return }
         guard try await leaseAllows(device.id, who, "device.policy", into: &reply) else { return }
         let policy = PressurePolicy(wire: query.policy)
+        guard policy.frameRate.isFinite else {
+            reply.status = .failure(.badRequest, "a pressure policy's frame rate is a finite number of frames per second")
+            return
+        }
         if policy.isEnabled {
             guard query.policy.level != .unspecified, policy.level > .nominal else {
                 reply.status = .failure(.badRequest, "a pressure policy acts at fair, serious, critical or shutdown")

@@ -47,7 +47,8 @@ public enum DeviceTrouble {
         }
         if seen.interruption == nil, seen.streaming, seen.activeFrameRate > 0 {
             // Three frame periods, and at least two seconds, without a frame.
-            let stallAfter = max(2000, Int64(3000 / seen.activeFrameRate))
+            // Computed in Double: a peer's absurdly small rate must not overflow Int64.
+            let stallAfter = Int64(min(max(2000, 3000 / seen.activeFrameRate), 86_400_000))
             if let age = seen.lastFrameAgeMilliseconds, age > stallAfter {
                 reasons.append("stalled (no frame for \(age / 1000) s)")
             } else if seen.framesPerSecond > 0, seen.framesPerSecond < 0.8 * seen.activeFrameRate,

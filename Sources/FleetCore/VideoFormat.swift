@@ -58,8 +58,11 @@ public struct VideoFormat: Hashable, Sendable {
         return "\(width)x\(height) \(pixelFormat) \(rates)fps\(isBinned ? " binned" : "")"
     }
 
+    /// A number as people write it: 30, 29.97. Whole numbers beyond Int's range (a peer
+    /// may report anything) keep Double's own spelling instead of trapping.
     public static func trim(_ value: Double) -> String {
-        value == value.rounded() ? String(Int(value)) : String((value * 100).rounded() / 100)
+        guard value.isFinite else { return String(value) }
+        return value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : String((value * 100).rounded() / 100)
     }
 }
 

@@ -48,7 +48,8 @@ extension FleetDatabase {
     }
 
     /// Frame and byte counters only grow (the coordinator resumes from the stored values
-    /// after a restart), so a late or repeated flush can never move them backwards.
+    /// after a restart), so a late or repeated flush can never move them backwards. Counts
+    /// stop at Int64.max, where SQLite's integers end, rather than trap.
     public func updateDeviceCounters(_ updates: [DeviceCountersUpdate]) async throws(StoreError) {
         guard !updates.isEmpty else { return }
         try await write("storing device counters") { db in
@@ -58,8 +59,9 @@ extension FleetDatabase {
                         dropsLate = ?, dropsOutOfBuffers = ?, dropsDiscontinuity = ?,
                         lastFrameAt = COALESCE(?, lastFrameAt)
                     WHERE id = ?
-                    """, arguments: [Int64(update.framesReceived), Int64(update.bytesReceived), Int64(update.drops.late),
-                                     Int64(update.drops.outOfBuffers), Int64(update.drops.discontinuity), update.lastFrameAt,
+                    """, arguments: [Int64(clamping: update.framesReceived), Int64(clamping: update.bytesReceived),
+                                     Int64(clamping: update.drops.late), Int64(clamping: update.drops.outOfBuffers),
+                                     Int64(clamping: update.drops.discontinuity), update.lastFrameAt,
                                      update.deviceID])
             }
         }

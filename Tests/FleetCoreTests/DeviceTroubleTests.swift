@@ -46,4 +46,20 @@ import Testing
         seen.previousRates = (framesPerSecond: 11.8, activeFrameRate: 30)
         #expect(DeviceTrouble.reasons(seen) == ["slow (12 of 30 fps)", "host pressure serious"])
     }
+
+    /// A peer reports what it likes: absurd rates must neither trap nor flag a stall early.
+    @Test func absurdRatesFromAPeer_neitherTrapNorMislead() {
+        var seen = healthy()
+        seen.activeFrameRate = 1e-300
+        seen.framesPerSecond = 1e-300
+        seen.lastFrameAgeMilliseconds = 10_000
+        #expect(DeviceTrouble.reasons(seen).isEmpty)
+        seen.activeFrameRate = .infinity
+        #expect(DeviceTrouble.reasons(seen) == ["stalled (no frame for 10 s)"])
+        #expect(VideoFormat.trim(1e300) == "1e+300")
+        #expect(VideoFormat.trim(-1e19) == "-1e+19")
+        #expect(VideoFormat.trim(.nan) == "nan")
+        #expect(VideoFormat.trim(29.97) == "29.97")
+        #expect(VideoFormat.trim(30) == "30")
+    }
 }

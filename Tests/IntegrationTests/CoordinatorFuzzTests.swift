@@ -81,14 +81,24 @@ extension IntegrationTests {
             try await Task.sleep(for: .milliseconds(500))
             #expect(try fleet.cli(["device", fuzzDevice]).status == 0, "listings survive a non-finite number in a HELLO")
 
-            // A crash report ends in registers and images: what matters is before them.
-            #expect(coordinator.isRunning, "the coordinator survived: \(coordinator.log.components(separatedBy: "Registers:").first?.suffix(6000) ?? "")")
+            // A crash report starts with the crashed thread and ends in registers and images.
+            #expect(coordinator.isRunning, "the coordinator survived: \(Self.crashReport(coordinator.log))")
             let before = try #require(try fleet.deviceStats()[goodDevice]?["frames_received"] as? Int)
             try await fleet.waitUntil("the good agent's frames are still counted", seconds: 10) {
                 (try fleet.deviceStats()[goodDevice]?["frames_received"] as? Int ?? 0) > before + 10
             }
             let rejected = try fleet.json(["rejections"]).reduce(0) { $0 + ($1["count"] as? Int ?? 0) }
             #expect(rejected > 0, "mutated input was refused and counted")
+        }
+
+        /// What matters in a Swift crash report: the fatal error, and the crashed thread's stack.
+        static func crashReport(_ log: String) -> String {
+            let reason = log.components(separatedBy: "\n").filter { $0.contains("Fatal error") || $0.contains("Program crashed") }
+            guard let crashed = log.range(of: #"\nThread [0-9]+[^\n]* crashed:"#, options: .regularExpression) else {
+                return (reason + [String(log.suffix(4000))]).joined(separator: "\n")
+            }
+            let stack = log[crashed.lowerBound...].dropFirst().components(separatedBy: "\n\nThread ").first ?? ""
+            return (reason + [String(stack.prefix(8000))]).joined(separator: "\n")
         }
 
         /// Sends mutated seeds as fast as the socket takes them for `seconds`, reading and
