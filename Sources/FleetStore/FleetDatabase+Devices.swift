@@ -33,18 +33,29 @@ extension FleetDatabase {
 
     /// The device's whole format list, in the order its agent reported it.
     public func formats(deviceID: String) async throws(StoreError) -> [VideoFormat] {
-        try await read("reading formats of \(deviceID)") { db in
-            let formats = try FormatRecord.filter(Column("deviceId") == deviceID).order(Column("position")).fetchAll(db)
-            let ranges = try FrameRateRangeRecord.filter(Column("deviceId") == deviceID)
-                .order(Column("formatPosition"), Column("position")).fetchAll(db)
-            let rangesByFormat = Dictionary(grouping: ranges, by: \.formatPosition)
-            return formats.map { record in
-                VideoFormat(pixelFormat: PixelFormat(record.pixelFormat), width: record.width, height: record.height,
-                            frameRateRanges: (rangesByFormat[record.position] ?? []).map { FrameRateRange(min: $0.minFps, max: $0.maxFps) },
-                            fieldOfViewDegrees: record.fieldOfViewDegrees, maxZoomFactor: record.maxZoomFactor,
-                            upscaleThresholdZoomFactor: record.upscaleThresholdZoomFactor, isBinned: record.binned, bitDepth: record.bitDepth)
-            }
+        try await read("reading formats of \(deviceID)") { db in try Self.readFormats(db, deviceID: deviceID) }
+    }
+
+    /// Read row by row rather than decoded as records: a camera may have hundreds of formats.
+    static func readFormats(_ db: Database, deviceID: String) throws -> [VideoFormat] {
+        var ranges: [Int: [FrameRateRange]] = [:]
+        let rangeRows = try Row.fetchCursor(db, sql: """
+            SELECT formatPosition, minFps, maxFps FROM frameRateRange WHERE deviceId = ? ORDER BY formatPosition, position
+            """, arguments: [deviceID])
+        while let row = try rangeRows.next() {
+            ranges[row[0], default: []].append(FrameRateRange(min: row[1], max: row[2]))
         }
+        var formats: [VideoFormat] = []
+        let formatRows = try Row.fetchCursor(db, sql: """
+            SELECT position, pixelFormat, width, height, fieldOfViewDegrees, maxZoomFactor, upscaleThresholdZoomFactor, binned, bitDepth
+            FROM format WHERE deviceId = ? ORDER BY position
+            """, arguments: [deviceID])
+        while let row = try formatRows.next() {
+            formats.append(VideoFormat(pixelFormat: PixelFormat(row[1] as String), width: row[2], height: row[3],
+                                       frameRateRanges: ranges[row[0]] ?? [], fieldOfViewDegrees: row[4], maxZoomFactor: row[5],
+                                       upscaleThresholdZoomFactor: row[6], isBinned: row[7], bitDepth: row[8]))
+        }
+        return formats
     }
 
     /// Frame and byte counters only grow (the coordinator resumes from the stored values

@@ -92,16 +92,30 @@ extension FleetDatabase {
         }
     }
 
+    /// Stores the device's format list, unless it is the one stored already: an agent says
+    /// HELLO at every reconnect, and a camera with hundreds of formats on a slow host must
+    /// not make each of them a long write. Prepared statements, no per-row encoding.
     private static func replaceFormats(_ db: Database, deviceID: String, formats: [VideoFormat]) throws {
+        let stored = formats.map { format -> VideoFormat in
+            var format = format
+            format.maxZoomFactor = max(format.maxZoomFactor, 1)
+            return format
+        }
+        guard try readFormats(db, deviceID: deviceID) != stored else { return }
         try db.execute(sql: "DELETE FROM format WHERE deviceId = ?", arguments: [deviceID])
-        for (position, format) in formats.enumerated() {
-            try FormatRecord(deviceId: deviceID, position: position, pixelFormat: format.pixelFormat.fourCC,
-                             width: format.width, height: format.height, fieldOfViewDegrees: format.fieldOfViewDegrees,
-                             maxZoomFactor: max(format.maxZoomFactor, 1), upscaleThresholdZoomFactor: format.upscaleThresholdZoomFactor,
-                             binned: format.isBinned, bitDepth: format.bitDepth).insert(db)
+        let insertFormat = try db.cachedStatement(sql: """
+            INSERT INTO format (deviceId, position, pixelFormat, width, height, fieldOfViewDegrees, maxZoomFactor,
+                                upscaleThresholdZoomFactor, binned, bitDepth) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        let insertRange = try db.cachedStatement(sql: """
+            INSERT INTO frameRateRange (deviceId, formatPosition, position, minFps, maxFps) VALUES (?, ?, ?, ?, ?)
+            """)
+        for (position, format) in stored.enumerated() {
+            try insertFormat.execute(arguments: [deviceID, position, format.pixelFormat.fourCC, format.width, format.height,
+                                                 format.fieldOfViewDegrees, format.maxZoomFactor, format.upscaleThresholdZoomFactor,
+                                                 format.isBinned, format.bitDepth])
             for (rangePosition, range) in format.frameRateRanges.enumerated() {
-                try FrameRateRangeRecord(deviceId: deviceID, formatPosition: position, position: rangePosition,
-                                         minFps: range.minFramesPerSecond, maxFps: range.maxFramesPerSecond).insert(db)
+                try insertRange.execute(arguments: [deviceID, position, rangePosition, range.minFramesPerSecond, range.maxFramesPerSecond])
             }
         }
     }

@@ -38,29 +38,6 @@ public struct DeviceRecord: Codable, Sendable, Hashable, FetchableRecord, Persis
     }
 }
 
-struct FormatRecord: Codable, FetchableRecord, PersistableRecord {
-    static let databaseTableName = "format"
-    var deviceId: String
-    var position: Int
-    var pixelFormat: String
-    var width: Int
-    var height: Int
-    var fieldOfViewDegrees: Double?
-    var maxZoomFactor: Double
-    var upscaleThresholdZoomFactor: Double?
-    var binned: Bool
-    var bitDepth: Int
-}
-
-struct FrameRateRangeRecord: Codable, FetchableRecord, PersistableRecord {
-    static let databaseTableName = "frameRateRange"
-    var deviceId: String
-    var formatPosition: Int
-    var position: Int
-    var minFps: Double
-    var maxFps: Double
-}
-
 public struct ConnectionEventRecord: Codable, Sendable, Hashable, FetchableRecord, PersistableRecord {
     public static let databaseTableName = "connectionEvent"
     public var id: Int64?

@@ -31,6 +31,27 @@ import Testing
         #expect(try await store.formats(deviceID: "cam-1") == formats)
     }
 
+    /// Agents say HELLO at every reconnect: an unchanged format list is left as stored, a
+    /// changed one is replaced whole. A trigger counts the format rows written.
+    @Test func reRegistration_rewritesFormatsOnlyWhenTheyChanged() async throws {
+        let store = try FleetDatabase(path: path)
+        try await DatabaseQueue(path: path).write { db in
+            try db.execute(sql: """
+                CREATE TABLE formatWrites (n INTEGER);
+                CREATE TRIGGER countFormatWrites AFTER INSERT ON format BEGIN INSERT INTO formatWrites VALUES (1); END;
+                """)
+        }
+        func writes() throws -> Int { try DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM formatWrites") ?? 0 } }
+        _ = try await store.registerNode(registration(devices: [("cam-1", formats)]), at: 1000)
+        #expect(try writes() == 2)
+        _ = try await store.registerNode(registration(devices: [("cam-1", formats)]), at: 2000)
+        #expect(try writes() == 2)
+        let changed = [formats[1], formats[0]]
+        _ = try await store.registerNode(registration(devices: [("cam-1", changed)]), at: 3000)
+        #expect(try writes() == 4)
+        #expect(try await store.formats(deviceID: "cam-1") == changed)
+    }
+
     @Test func registerNode_keepsBigEndianPixelFormats_andDescriptorsAndPolicies() async throws {
         let store = try FleetDatabase(path: path)
         let bigEndian = VideoFormat(pixelFormat: PixelFormat("AR15-BE"), width: 320, height: 180, frameRateRanges: [.init(min: 5, max: 5)])
