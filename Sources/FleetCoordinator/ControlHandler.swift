@@ -33,6 +33,7 @@ actor ControlHandler {
     private let configuration: CoordinatorConfiguration
     private let store: FleetDatabase
     private let endpoint: RouterEndpoint
+    private let arrivals: ArrivalLedger
     private let ingest: FrameIngest
     private let events: FleetEvents
     private let alerts: AlertCenter
@@ -46,13 +47,14 @@ actor ControlHandler {
     private var nextCommandID: UInt64 = 1
     private var commandTargets: [UInt64: (nodeID: String, deviceID: String)] = [:]
 
-    init(configuration: CoordinatorConfiguration, store: FleetDatabase, endpoint: RouterEndpoint, ingest: FrameIngest,
+    init(configuration: CoordinatorConfiguration, store: FleetDatabase, endpoint: RouterEndpoint, arrivals: ArrivalLedger, ingest: FrameIngest,
          events: FleetEvents, alerts: AlertCenter, rejections: RejectionCounter, gate: AccessGate, coordinatorID: String, logger: Logger) {
         self.alerts = alerts
         self.gate = gate
         self.configuration = configuration
         self.store = store
         self.endpoint = endpoint
+        self.arrivals = arrivals
         self.ingest = ingest
         self.events = events
         self.rejections = rejections
@@ -447,6 +449,8 @@ actor ControlHandler {
 
     /// Marks silent nodes offline. Called a few times a second.
     func expireSilentNodes() async {
+        // What arrived but waits behind a slow message counts as heard.
+        for (nodeID, arrivedAt) in arrivals.latest() { liveness.refresh(nodeID, arrivedAt: arrivedAt) }
         for transition in liveness.expire(at: MonotonicTime.now()) {
             guard case let .wentOffline(nodeID) = transition else { continue }
             logger.warning("node went offline", metadata: ["node.id": "\(nodeID)"])
@@ -514,6 +518,7 @@ actor ControlHandler {
 
     func forgetSession(_ nodeID: String) {
         sessions[nodeID] = nil
+        arrivals.forget(nodeID)
         _ = liveness.remove(nodeID)
     }
 

@@ -59,9 +59,10 @@ public final class CoordinatorService: Service, Sendable {
                             security: security(.ingest),
                             admits: { userID, nodeID, fd, peer in gate.admitsFrame(userID: userID, nodeID: nodeID, fd: fd, peer: peer) })
         }
+        let arrivals = ArrivalLedger()
         let controlEndpoint = try bind("control", configuration.controlPort) {
             try RouterEndpoint(name: "control", context: context, bind: configuration.endpoint(configuration.controlPort),
-                               maxMessageBytes: 16 * 1024 * 1024, security: security(.control))
+                               maxMessageBytes: 16 * 1024 * 1024, security: security(.control), onReceive: { arrivals.note($0) })
         }
         let operatorEndpoint = try bind("operator", configuration.operatorPort) {
             try RouterEndpoint(name: "operator", context: context, bind: configuration.endpoint(configuration.operatorPort),
@@ -69,7 +70,7 @@ public final class CoordinatorService: Service, Sendable {
         }
         let alerts = AlertCenter(configuration: configuration.alerts, events: events, metrics: metrics,
                                  coordinatorID: coordinatorID, logger: logger)
-        let control = ControlHandler(configuration: configuration, store: store, endpoint: controlEndpoint, ingest: ingest,
+        let control = ControlHandler(configuration: configuration, store: store, endpoint: controlEndpoint, arrivals: arrivals, ingest: ingest,
                                      events: events, alerts: alerts, rejections: rejections, gate: gate, coordinatorID: coordinatorID, logger: logger)
         let leases = LeaseKeeper(store: store, events: events, logger: logger)
         try await leases.load()

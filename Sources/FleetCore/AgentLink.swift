@@ -37,6 +37,7 @@ public struct AgentLink: Sendable {
     private var nextHeartbeatAt: UInt64 = .max
     private var nextStatusAt: UInt64 = .max
     private var heartbeatSequence: UInt64 = 0
+    private var patience = AgentLink.registrationPatience
     private let statusInterval: UInt64
 
     public init(now: UInt64, heartbeatIntervalNanoseconds: UInt64 = 1_000_000_000, liveness: UInt64 = 3,
@@ -51,8 +52,10 @@ public struct AgentLink: Sendable {
 
     /// How long a fresh socket gets to connect (TCP and the CURVE handshake) before HELLO.
     public static let freshSocketGrace: UInt64 = 250_000_000
-    /// How long a HELLO may go unanswered before the socket is replaced.
+    /// How long a HELLO may first go unanswered before the socket is replaced; each
+    /// replacement doubles it up to `maximumRegistrationPatience`, and a WELCOME resets it.
     public static let registrationPatience: UInt64 = 10_000_000_000
+    public static let maximumRegistrationPatience: UInt64 = 80_000_000_000
 
     public mutating func tick(now: UInt64) -> [Directive] {
         switch phase {
@@ -63,9 +66,10 @@ public struct AgentLink: Sendable {
             // back-off exceeds the window every HELLO would otherwise meet a fresh socket).
             // A first registration may take the coordinator seconds (a camera with hundreds of
             // formats on a slow host): abandoning the socket before its WELCOME arrives would
-            // start the same slow registration again, for ever.
-            if now - lastHeard > max(heartbeatInterval * liveness, Self.registrationPatience) {
+            // start the same slow registration again, for ever. Hence the growing patience.
+            if now - lastHeard > max(heartbeatInterval * liveness, patience) {
                 lastHeard = now
+                patience = min(patience * 2, Self.maximumRegistrationPatience)
                 nextHelloAt = now + Self.freshSocketGrace
                 return [.reconnect]
             }
@@ -100,6 +104,7 @@ public struct AgentLink: Sendable {
             heartbeatInterval = interval
             self.liveness = liveness
             backoff.reset()
+            patience = Self.registrationPatience
             phase = .registered
             lastRefusal = nil
             nextHeartbeatAt = now + heartbeatInterval

@@ -27,6 +27,13 @@ public struct NodeLiveness: Sendable {
         return wasOnline ? nil : .cameOnline(nodeID: nodeID)
     }
 
+    /// Traffic from an online node that arrived at `time` but is not handled yet still
+    /// proves it alive; an offline node comes back only by being heard. Never moves back.
+    public mutating func refresh(_ nodeID: String, arrivedAt time: UInt64) {
+        guard let last = lastHeard[nodeID], time > last else { return }
+        lastHeard[nodeID] = time
+    }
+
     /// Marks nodes offline whose silence exceeds `liveness` intervals.
     public mutating func expire(at now: UInt64) -> [Transition] {
         let deadline = heartbeatIntervalNanoseconds * liveness

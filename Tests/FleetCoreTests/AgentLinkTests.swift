@@ -84,7 +84,7 @@ import Testing
         var now: UInt64 = 0
         var lastReconnect: UInt64?
         var hellosAfterGrace = 0
-        while now < 60 * second {
+        while now < 200 * second {
             let directives = link.tick(now: now)
             if directives.contains(.reconnect) {
                 #expect(!directives.contains(.sendHello), "no HELLO into a socket that has not connected yet")
@@ -97,5 +97,33 @@ import Testing
             now += 50 * ms
         }
         #expect(hellosAfterGrace >= 4, "each fresh socket said HELLO once connected: \(hellosAfterGrace)")
+    }
+
+    /// A coordinator slower to register than the patience: each fresh socket waits twice as
+    /// long as the last (so its WELCOME can arrive), up to the cap; a WELCOME resets it.
+    @Test func agentLink_patienceGrowsWithEachUnansweredRegistration_andResetsOnWelcome() {
+        var link = AgentLink(now: 0)
+        var now: UInt64 = 0
+        var reconnects: [UInt64] = []
+        while now < 400 * second {
+            if link.tick(now: now).contains(.reconnect) { reconnects.append(now) }
+            now += 50 * ms
+        }
+        let gaps = zip(reconnects.dropFirst(), reconnects).map { ($0 - $1) / second }
+        #expect(reconnects.first.map { $0 / second } == 10)
+        #expect(gaps.prefix(3) == [20, 40, 80], "\(gaps)")
+        #expect(gaps.dropFirst(3).allSatisfy { $0 == 80 }, "capped: \(gaps)")
+        _ = link.received(.welcome(frameIngestPort: 1, heartbeatIntervalNanoseconds: second, liveness: 3), now: now)
+        // Silence after registration: the link is lost after the liveness window, then a
+        // fresh socket after the first patience again.
+        var lost: UInt64?
+        var next: UInt64?
+        let welcomed = now
+        while now < welcomed + 30 * second, next == nil {
+            now += 50 * ms
+            let directives = link.tick(now: now)
+            if directives.contains(.lostCoordinator) { lost = now } else if directives.contains(.reconnect), lost != nil { next = now }
+        }
+        #expect(lost != nil && next != nil && (next! - lost!) / second == 10)
     }
 }

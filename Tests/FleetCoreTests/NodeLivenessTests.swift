@@ -30,6 +30,19 @@ import Testing
         #expect(liveness.heard(from: "a", at: 11 * second) == .cameOnline(nodeID: "a"))
     }
 
+    /// Heartbeats that arrived but wait behind a slow message keep the node online; they
+    /// never bring back a node already gone, nor move its last sign of life backwards.
+    @Test func nodeLiveness_arrivalsNotYetHandledKeepANodeOnline() {
+        var liveness = NodeLiveness(heartbeatIntervalNanoseconds: second, liveness: 3)
+        _ = liveness.heard(from: "a", at: 0)
+        liveness.refresh("a", arrivedAt: 2 * second)
+        #expect(liveness.expire(at: 4 * second).isEmpty)
+        liveness.refresh("a", arrivedAt: 1 * second)
+        #expect(liveness.expire(at: 5 * second + 1) == [.wentOffline(nodeID: "a")])
+        liveness.refresh("a", arrivedAt: 6 * second)
+        #expect(!liveness.isOnline("a"))
+    }
+
     @Test func nodeLiveness_removedNodeIsOfflineAtOnce() {
         var liveness = NodeLiveness(heartbeatIntervalNanoseconds: second, liveness: 3)
         _ = liveness.heard(from: "a", at: 0)

@@ -207,10 +207,12 @@ extension IntegrationTests {
             defer { try? FileManager.default.removeItem(atPath: directory) }
             let binary = try VividRig.guestBinary(share: directory)
             // Every program start is slow under emulation: poll gently, one CLI call at a time.
+            // Five synthetic frames a second leave the emulated CPUs room for the control dialog
+            // (under TCG, CURVE and the test pattern cost what a real host would not notice).
             let guest = """
                 cd /tmp
                 export HOME=/tmp/home
-                \(binary) dev --data /tmp/dev > \(directory)/dev.log 2>&1 &
+                \(binary) dev --data /tmp/dev --fps 5 > \(directory)/dev.log 2>&1 &
                 sleep 10
                 for i in $(seq 1 40); do
                   \(binary) watch --count 1 --json > \(directory)/watch.json 2>/dev/null
@@ -229,7 +231,10 @@ extension IntegrationTests {
             }
             let devices = parsed("devices.json")
             let watch = parsed("watch.json")
-            let context = "devices: \(devices)\n--- dev ---\n\(rig.file("dev.log")?.suffix(3000) ?? "")\n--- VM ---\n\(rig.log.suffix(2000))"
+            // What the agents said beyond info (the coordinator's lines crowd them out of the tail).
+            let devLog = rig.file("dev.log") ?? ""
+            let agentLines = devLog.components(separatedBy: "\n").filter { $0.contains("capfleet.agent") && !$0.contains(" info ") }
+            let context = "devices: \(devices)\n--- agents ---\n\(agentLines.suffix(40).joined(separator: "\n"))\n--- dev ---\n\(devLog.suffix(3000))\n--- VM ---\n\(rig.log.suffix(2000))"
             let camera = devices.first { $0["kind"] as? String == "v4l2" }
             #expect(camera?["name"] as? String == "vivid", "\(context)")
             #expect(devices.contains { $0["kind"] as? String == "synthetic" }, "\(context)")
