@@ -37,6 +37,8 @@ public struct AgentConfiguration: Sendable {
     public var enrollmentToken: String?
     /// Run when a device starts and stops sending real frames (the recording light).
     public var realFramesCommand: String?
+    /// The agent's own clock: the system's, or for tests one skewed on purpose.
+    public var nodeClock = NodeClock.system
 
     public init(coordinatorHost: String = "127.0.0.1", controlPort: UInt16 = WireDefaults.controlPort, nodeName: String? = nil,
                 stateDirectory: String, syntheticCameraCount: Int? = 1, devices: [String] = [], discoverDevices: Bool = false,

@@ -54,6 +54,12 @@ public final class AgentService: Service, Sendable {
         let context = ZMQContext.withSeparateLanes()
         let publisher = try FramePublisher(context: context, capacity: configuration.sendQueueCapacity,
                                            coordinatorKey: credentials.coordinatorKey, keys: credentials.keys, logger: logger)
+        let clock = try ClockSync(context: context, coordinatorKey: credentials.coordinatorKey, keys: credentials.keys,
+                                  nodeClock: configuration.nodeClock, logger: logger)
+        if configuration.nodeClock.isSkewed {
+            logger.warning("this agent's clock is skewed on purpose (a test setting)",
+                           metadata: ["clock.offset_ns": "\(configuration.nodeClock.offset)", "clock.drift_ppm": "\(configuration.nodeClock.driftPPM)"])
+        }
         let monitor = configuration.pressureEnabled ? makePressureMonitor(publisher: publisher) : nil
         self.monitor.withLock { $0 = monitor }
         let (revocations, revoke) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(1))
@@ -61,12 +67,16 @@ public final class AgentService: Service, Sendable {
             hello: { [self] in hello(name: credentials.nodeName) },
             status: { [self] in
                 evaluateDropRecovery()
-                return status(publisher: publisher)
+                var report = status(publisher: publisher)
+                report.clock = clock.wire
+                return report
             },
             command: { [self] command in execute(command) },
-            registered: { [self] port in
+            registered: { [self] port, clockPort in
                 publisher.connect(to: configuration.ingestEndpoint(port: port))
-                startStreaming(publisher: publisher)
+                // A coordinator too old to name a clock port has none: frames go without fleet time.
+                if clockPort != 0 { clock.connect(to: configuration.ingestEndpoint(port: clockPort)) }
+                startStreaming(publisher: publisher, clock: clock)
             },
             revoked: { [self] reason in
                 // No frame may leave after this: stop capturing before anything else.
@@ -99,6 +109,7 @@ public final class AgentService: Service, Sendable {
         monitor?.stop()
         for stream in sources { stream.stop() }
         control.stop()
+        clock.stop()
         publisher.stop()
         light?.stop()
         if let revokedBecause {
@@ -241,10 +252,10 @@ public final class AgentService: Service, Sendable {
         }
     }
 
-    private func startStreaming(publisher: FramePublisher) {
+    private func startStreaming(publisher: FramePublisher, clock: ClockSync) {
         for stream in sources where !stream.isStarted && !stream.isSuspended {
             do {
-                try stream.start(nodeID: identity.nodeID, publisher: publisher) { [self] event in
+                try stream.start(nodeID: identity.nodeID, publisher: publisher, clock: clock) { [self] event in
                     logger.notice("device event", metadata: ["device.id": "\(event.deviceID)", "event": "\(event.kind)",
                                                             "detail": "\(event.interruption.message)\(event.message)"])
                     control.withLock { $0 }?.post(event)

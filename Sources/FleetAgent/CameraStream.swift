@@ -37,7 +37,8 @@ final class CameraStream: Sendable {
     /// Set while the agent holds the device stopped itself (pressure at shutdown).
     private let suspension = Mutex<Interruption?>(nil)
     /// What `start` was given, to start again after a suspension.
-    private let runContext = Mutex<(nodeID: String, publisher: FramePublisher, events: @Sendable (Capfleet_V1_DeviceEvent) -> Void)?>(nil)
+    private let runContext = Mutex<(nodeID: String, publisher: FramePublisher, clock: ClockSync,
+                                    events: @Sendable (Capfleet_V1_DeviceEvent) -> Void)?>(nil)
 
     var isSuspended: Bool { suspension.withLock { $0 != nil } }
 
@@ -120,9 +121,10 @@ final class CameraStream: Sendable {
         return counters
     }
 
-    func start(nodeID: String, publisher: FramePublisher, events: @escaping @Sendable (Capfleet_V1_DeviceEvent) -> Void) throws(CaptureError) {
+    func start(nodeID: String, publisher: FramePublisher, clock: ClockSync,
+               events: @escaping @Sendable (Capfleet_V1_DeviceEvent) -> Void) throws(CaptureError) {
         guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        runContext.withLock { $0 = (nodeID, publisher, events) }
+        runContext.withLock { $0 = (nodeID, publisher, clock, events) }
         // A start that fails leaves the stream stopped, so the next registration tries again.
         var succeeded = false
         defer { if !succeeded { started.store(false, ordering: .releasing) } }
@@ -159,6 +161,13 @@ final class CameraStream: Sendable {
             var header = Capfleet_V1_FrameHeader(capturing: outgoing, nodeID: nodeID, deviceID: deviceID,
                                                  flags: flags, consent: consent.wire, drops: statistics.drops)
             header.zoomMethod = source.zoomMethod?.wire ?? .unspecified
+            // Capture time in this node's clock, and in fleet time once the clock has an estimate.
+            header.captureMonotonicNs = clock.nodeClock.local(fromMonotonic: outgoing.captureMonotonicNanoseconds)
+            if let stamp = clock.stamp(captureMonotonic: outgoing.captureMonotonicNanoseconds) {
+                header.fleetTimeNs = stamp.fleet
+                header.fleetTimeUncertaintyNs = stamp.uncertainty
+                header.flags |= UInt32(Capfleet_V1_FrameFlag.fleetTimeValid.rawValue)
+            }
             publisher.submit(outgoing, header: header, statistics: statistics)
         }, onInterruption: { [self] interruption in
             statistics.streaming.store(interruption == nil, ordering: .releasing)
@@ -206,7 +215,7 @@ final class CameraStream: Sendable {
         }
         // Never started (suspended before the first WELCOME): registration starts it.
         guard wasSuspended, let context = runContext.withLock({ $0 }) else { return }
-        try start(nodeID: context.nodeID, publisher: context.publisher, events: context.events)
+        try start(nodeID: context.nodeID, publisher: context.publisher, clock: context.clock, events: context.events)
         context.events(.with {
             $0.deviceID = source.device.deviceID
             $0.kind = .resumed

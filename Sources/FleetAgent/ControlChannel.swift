@@ -10,7 +10,7 @@ struct ControlHandlers: Sendable {
     var hello: @Sendable () -> Capfleet_V1_Hello
     var status: @Sendable () -> Capfleet_V1_AgentStatus
     var command: @Sendable (Capfleet_V1_Command) -> Capfleet_V1_CommandReply
-    var registered: @Sendable (_ frameIngestPort: UInt32) -> Void
+    var registered: @Sendable (_ frameIngestPort: UInt32, _ clockPort: UInt32) -> Void
     /// An admin revoked this node; the agent must stop.
     var revoked: @Sendable (_ reason: String) -> Void
 }
@@ -81,6 +81,8 @@ private final class LinkDriver {
     var reportedRefusal: String?
     let credentials: (coordinatorKey: CurvePublicKey, keys: CurveKeyPair)
     var lastHandshakeComplaint: UInt64 = 0
+    /// The clock port the latest WELCOME named.
+    var clockPort: UInt32 = 0
 
     init(context: ZMQContext, endpoint: String, nodeID: String, credentials: (coordinatorKey: CurvePublicKey, keys: CurveKeyPair),
          handlers: ControlHandlers, outbox: DeviceEventOutbox, logger: Logger) throws(ZMQError) {
@@ -145,6 +147,7 @@ private final class LinkDriver {
         switch message.body {
         case let .welcome(welcome)?:
             if welcome.status.isOK {
+                clockPort = welcome.clockPort
                 inbound = .welcome(frameIngestPort: welcome.frameIngestPort,
                                    heartbeatIntervalNanoseconds: UInt64(max(welcome.heartbeatIntervalMs, 100)) * 1_000_000,
                                    liveness: UInt64(max(welcome.heartbeatLiveness, 1)))
@@ -205,7 +208,7 @@ private final class LinkDriver {
             case let .registered(port):
                 reportedRefusal = nil
                 logger.info("registered with the coordinator", metadata: ["endpoint": "\(endpoint)", "frame.ingest.port": "\(port)"])
-                handlers.registered(port)
+                handlers.registered(port, clockPort)
             case .lostCoordinator:
                 // Frames keep being captured; with no coordinator they wait in the outbox,
                 // where newer ones replace them (counted late), until it is back.

@@ -55,7 +55,7 @@ public enum Principal: Sendable, Equatable {
 public final class AccessGate: Sendable {
     /// ZAP domains: one per endpoint, so a key is let in only where its holder belongs.
     public enum Domain: String, Sendable, CaseIterable {
-        case control, ingest, `operator`, telemetry
+        case control, ingest, `operator`, telemetry, clock
     }
 
     private let store: FleetDatabase
@@ -95,7 +95,7 @@ public final class AccessGate: Sendable {
             return .deny(reason: "the fleet database is unavailable")
         }
         switch (domain, holder) {
-        case let (.control, .node(record)?), let (.ingest, .node(record)?):
+        case let (.control, .node(record)?), let (.ingest, .node(record)?), let (.clock, .node(record)?):
             if record.revokedAt != nil {
                 return deny(endpoint, .revokedKey, request, "node \(record.nodeId)'s key \(key.fingerprint)… was revoked")
             }

@@ -317,6 +317,7 @@ actor ControlHandler {
                 $0.status = .ok
                 $0.coordinatorID = coordinatorID
                 $0.frameIngestPort = UInt32(configuration.frameIngestPort)
+                $0.clockPort = UInt32(configuration.clockPort)
                 $0.heartbeatIntervalMs = configuration.heartbeatIntervalMilliseconds
                 $0.heartbeatLiveness = configuration.heartbeatLiveness
                 $0.protocolVersion = WireDefaults.protocolMajor

@@ -9,6 +9,8 @@ public struct CoordinatorConfiguration: Sendable {
     public var frameIngestPort: UInt16
     public var operatorPort: UInt16
     public var telemetryPort: UInt16
+    /// Clock synchronisation probes.
+    public var clockPort: UInt16 = WireDefaults.clockPort
     /// Prometheus `/metrics` over HTTP; nil turns the endpoint off.
     public var metricsPort: UInt16?
     public var heartbeatIntervalMilliseconds: UInt32

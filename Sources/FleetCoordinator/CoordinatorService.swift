@@ -59,6 +59,10 @@ public final class CoordinatorService: Service, Sendable {
                             security: security(.ingest),
                             admits: { userID, nodeID, fd, peer in gate.admitsFrame(userID: userID, nodeID: nodeID, fd: fd, peer: peer) })
         }
+        let clock = try bind("clock", configuration.clockPort) {
+            try ClockEndpoint(context: context, bind: configuration.endpoint(configuration.clockPort), security: security(.clock),
+                              fleetTime: FleetTimeSource(), coordinatorID: coordinatorID, rejections: rejections)
+        }
         let arrivals = ArrivalLedger()
         let controlEndpoint = try bind("control", configuration.controlPort) {
             try RouterEndpoint(name: "control", context: context, bind: configuration.endpoint(configuration.controlPort),
@@ -88,7 +92,8 @@ public final class CoordinatorService: Service, Sendable {
                                              metrics: metricsServer.map { "http://\(configuration.displayHost):\($0.port)/metrics" })
         logger.info("coordinator ready", metadata: [
             "control": "\(endpoints.control)", "ingest": "\(endpoints.frameIngest)", "operator": "\(endpoints.operator)",
-            "telemetry": "\(endpoints.telemetry)", "database": "\(endpoints.database)", "metrics": "\(endpoints.metrics ?? "off")",
+            "telemetry": "\(endpoints.telemetry)", "clock": "\(clock.boundEndpoint)", "database": "\(endpoints.database)",
+            "metrics": "\(endpoints.metrics ?? "off")",
             "public_key": "\(keys.publicKey.z85)",
         ])
         onReady(endpoints)
@@ -116,6 +121,7 @@ public final class CoordinatorService: Service, Sendable {
             operatorEndpoint.stop()
         }
         ingest.stop()
+        clock.stop()
         metricsServer?.stop()
         alerts.stop()
         do {

@@ -6,6 +6,8 @@ public enum WireDefaults {
     public static let telemetryPort: UInt16 = 7603
     /// The coordinator's Prometheus endpoint (HTTP, `/metrics`).
     public static let metricsPort: UInt16 = 7604
+    /// Clock synchronisation probes (proto-docs/clock.md).
+    public static let clockPort: UInt16 = 7605
 
     public static let protocolMajor: Capfleet_V1_ProtocolVersion = .current
     public static let protocolMinor: UInt32 = 0

@@ -206,9 +206,12 @@ struct SnapshotCommand: ParsableCommand {
                 /// The device's consent when the frame was taken, and whether its pixels were withheld.
                 var consent: String
                 var black, recording: Bool
+                /// Capture time in fleet time and its error bound, once the node's clock has an estimate.
+                var fleetTimeNs, fleetTimeUncertaintyNs: UInt64?
                 var stampedFrameNumber: UInt32?
                 var output: String?
             }
+            let timed = header.flags & UInt32(Capfleet_V1_FrameFlag.fleetTimeValid.rawValue) != 0
             print(FleetTables.json(View(deviceId: header.deviceID, nodeId: header.nodeID, pixelFormat: header.layout.pixelFormat,
                                         sequence: header.sequence, captureMonotonicNs: header.captureMonotonicNs,
                                         payloadSize: header.payloadSize, width: header.layout.width, height: header.layout.height,
@@ -217,6 +220,8 @@ struct SnapshotCommand: ParsableCommand {
                                         consent: (ConsentState(wire: header.consent) ?? .notDetermined).rawValue,
                                         black: header.flags & UInt32(Capfleet_V1_FrameFlag.black.rawValue) != 0,
                                         recording: header.flags & UInt32(Capfleet_V1_FrameFlag.recording.rawValue) != 0,
+                                        fleetTimeNs: timed ? header.fleetTimeNs : nil,
+                                        fleetTimeUncertaintyNs: timed ? header.fleetTimeUncertaintyNs : nil,
                                         stampedFrameNumber: stamped, output: output)))
         } else {
             let withheld = header.flags & UInt32(Capfleet_V1_FrameFlag.black.rawValue) != 0

@@ -31,7 +31,7 @@ struct CoordinatorCommand: AsyncParsableCommand {
 /// The coordinator's settings: defaults, then the file, then CAPFLEET_* variables, then flags.
 enum CoordinatorSettings {
     static let keys = ["data_dir", "bind", "control_port", "ingest_port", "operator_port", "telemetry_port", "metrics_port",
-                       "heartbeat_interval_ms", "heartbeat_liveness",
+                       "clock_port", "heartbeat_interval_ms", "heartbeat_liveness",
                        "alert_command", "alert_webhook", "alert_interval_s", "alert_burst", "alert_pressure_level",
                        "alert_drop_share", "alert_drop_window_s", "alert_command_timeout_s"]
 
@@ -50,6 +50,7 @@ enum CoordinatorSettings {
         configuration.frameIngestPort = try settings.integer("ingest_port", environment: env) ?? configuration.frameIngestPort
         configuration.operatorPort = try settings.integer("operator_port", environment: env) ?? configuration.operatorPort
         configuration.telemetryPort = try settings.integer("telemetry_port", environment: env) ?? configuration.telemetryPort
+        configuration.clockPort = try settings.integer("clock_port", environment: env) ?? configuration.clockPort
         if settings.value("metrics_port", environment: env) == "off" {
             configuration.metricsPort = nil
         } else if let port: UInt16 = try settings.integer("metrics_port", environment: env) {
@@ -136,6 +137,9 @@ struct AgentCommand: AsyncParsableCommand {
     var enroll: String?
     @Option(help: "A command run when a device starts and stops sending real frames (the recording light; CAPFLEET_DEVICE, CAPFLEET_REAL_FRAMES=on|off). Setting real_frames_command.")
     var onRealFrames: String?
+    @Option(help: ArgumentHelp("For tests only: run this agent's clock off by an offset and drift, e.g. \"+3.2s,+40ppm\" (environment: CAPFLEET_TEST_CLOCK_SKEW).",
+                               visibility: .hidden))
+    var testClockSkew: String?
     @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
@@ -164,6 +168,12 @@ struct AgentCommand: AsyncParsableCommand {
         guard pressureIntervalMs >= 50 else { throw CLIFailure("--pressure-interval-ms must be at least 50") }
         configuration.pressureIntervalMilliseconds = pressureIntervalMs
         configuration.pressureEnabled = pressure
+        if let skew = testClockSkew ?? ProcessInfo.processInfo.environment["CAPFLEET_TEST_CLOCK_SKEW"].flatMap({ $0.isEmpty ? nil : $0 }) {
+            guard let clock = NodeClock(testSetting: skew) else {
+                throw CLIFailure("cannot read the clock skew \(skew): write an offset and/or a drift, e.g. +3.2s,+40ppm (offset units s, ms, us, ns)")
+            }
+            configuration.nodeClock = clock
+        }
         configuration.enrollmentToken = enroll ?? ProcessInfo.processInfo.environment["CAPFLEET_ENROLL_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
         let service = try AgentService(configuration: configuration, logger: logger)
         let group = ServiceGroup(configuration: .init(services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))

@@ -76,13 +76,13 @@ final class TelemetryBenchFleet {
     init() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-telemetry-bench-\(getpid())").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        ports = try LoopbackPorts.free(4)
+        ports = try LoopbackPorts.free(5)
         credential = try BenchAccess.credential(dataDirectory: directory + "/coordinator")
         coordinator.executableURL = binary
         coordinator.arguments = ["coordinator", "--data", directory + "/coordinator", "--log-level", "error"]
         coordinator.environment = ProcessInfo.processInfo.environment.merging([
             "CAPFLEET_BIND": "127.0.0.1", "CAPFLEET_CONTROL_PORT": "\(ports[0])", "CAPFLEET_INGEST_PORT": "\(ports[1])",
-            "CAPFLEET_OPERATOR_PORT": "\(ports[2])", "CAPFLEET_TELEMETRY_PORT": "\(ports[3])", "CAPFLEET_METRICS_PORT": "off",
+            "CAPFLEET_OPERATOR_PORT": "\(ports[2])", "CAPFLEET_TELEMETRY_PORT": "\(ports[3])", "CAPFLEET_CLOCK_PORT": "\(ports[4])", "CAPFLEET_METRICS_PORT": "off",
         ]) { $1 }
         try coordinator.run()
     }

@@ -193,7 +193,7 @@ struct TransportBench: ParsableCommand {
     static func coordinatorProcess(_ benchCase: Case, seconds: Double, memoryEvery: Double) throws -> Result {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-bench-\(getpid())").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let ports = try LoopbackPorts.free(4)
+        let ports = try LoopbackPorts.free(5)
         let credential = try BenchAccess.credential(dataDirectory: directory)
         let token = try EnrollmentToken(text: try BenchAccess.token(dataDirectory: directory, name: "bench"))
         let child = Process()
@@ -201,7 +201,7 @@ struct TransportBench: ParsableCommand {
         child.arguments = ["coordinator", "--data", directory, "--log-level", "error"]
         child.environment = ProcessInfo.processInfo.environment.merging([
             "CAPFLEET_BIND": "127.0.0.1", "CAPFLEET_CONTROL_PORT": "\(ports[0])", "CAPFLEET_INGEST_PORT": "\(ports[1])",
-            "CAPFLEET_OPERATOR_PORT": "\(ports[2])", "CAPFLEET_TELEMETRY_PORT": "\(ports[3])", "CAPFLEET_METRICS_PORT": "off",
+            "CAPFLEET_OPERATOR_PORT": "\(ports[2])", "CAPFLEET_TELEMETRY_PORT": "\(ports[3])", "CAPFLEET_CLOCK_PORT": "\(ports[4])", "CAPFLEET_METRICS_PORT": "off",
         ]) { $1 }
         try child.run()
         defer { child.terminate(); child.waitUntilExit() }

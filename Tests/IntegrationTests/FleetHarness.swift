@@ -64,6 +64,7 @@ final class FleetHarness: @unchecked Sendable {
     let ingestPort: UInt16
     let operatorPort: UInt16
     let telemetryPort: UInt16
+    let clockPort: UInt16
     let metricsPort: UInt16
     private(set) var processes: [FleetProcess] = []
 
@@ -73,8 +74,8 @@ final class FleetHarness: @unchecked Sendable {
         }
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-test-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let ports = try LoopbackPorts.free(5)
-        (controlPort, ingestPort, operatorPort, telemetryPort, metricsPort) = (ports[0], ports[1], ports[2], ports[3], ports[4])
+        let ports = try LoopbackPorts.free(6)
+        (controlPort, ingestPort, operatorPort, telemetryPort, metricsPort, clockPort) = (ports[0], ports[1], ports[2], ports[3], ports[4], ports[5])
     }
 
     deinit {
@@ -85,7 +86,7 @@ final class FleetHarness: @unchecked Sendable {
     var coordinatorEnvironment: [String: String] {
         ["CAPFLEET_CONTROL_PORT": "\(controlPort)", "CAPFLEET_INGEST_PORT": "\(ingestPort)",
          "CAPFLEET_OPERATOR_PORT": "\(operatorPort)", "CAPFLEET_TELEMETRY_PORT": "\(telemetryPort)",
-         "CAPFLEET_METRICS_PORT": "\(metricsPort)",
+         "CAPFLEET_METRICS_PORT": "\(metricsPort)", "CAPFLEET_CLOCK_PORT": "\(clockPort)",
          "CAPFLEET_BIND": "127.0.0.1"]
     }
 

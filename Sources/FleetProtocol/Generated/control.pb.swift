@@ -215,11 +215,22 @@ public nonisolated struct Capfleet_V1_AgentStatus: Sendable {
   /// Clears the value of `pressure`. Subsequent reads from it will return its default value.
   public mutating func clearPressure() {self._pressure = nil}
 
+  /// the agent's clock against fleet time (clock.md)
+  public var clock: Capfleet_V1_ClockState {
+    get {_clock ?? Capfleet_V1_ClockState()}
+    set {_clock = newValue}
+  }
+  /// Returns true if `clock` has been explicitly set.
+  public var hasClock: Bool {self._clock != nil}
+  /// Clears the value of `clock`. Subsequent reads from it will return its default value.
+  public mutating func clearClock() {self._clock = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _pressure: Capfleet_V1_PressureReport? = nil
+  fileprivate var _clock: Capfleet_V1_ClockState? = nil
 }
 
 /// Sent by the coordinator in answer to HELLO.
@@ -248,6 +259,9 @@ public nonisolated struct Capfleet_V1_Welcome: Sendable {
   public var heartbeatLiveness: UInt32 = 0
 
   public var protocolVersion: Capfleet_V1_ProtocolVersion = .unspecified
+
+  /// TCP port of the clock endpoint on the same host (clock.md)
+  public var clockPort: UInt32 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1219,7 +1233,7 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_AgentStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".AgentStatus"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_id\0\u{1}devices\0\u{3}send_queue_depth\0\u{3}send_queue_capacity\0\u{1}pressure\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_id\0\u{1}devices\0\u{3}send_queue_depth\0\u{3}send_queue_capacity\0\u{1}pressure\0\u{1}clock\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1232,6 +1246,7 @@ nonisolated extension Capfleet_V1_AgentStatus: SwiftProtobuf.Message, SwiftProto
       case 3: try { try decoder.decodeSingularUInt32Field(value: &self.sendQueueDepth) }()
       case 4: try { try decoder.decodeSingularUInt32Field(value: &self.sendQueueCapacity) }()
       case 5: try { try decoder.decodeSingularMessageField(value: &self._pressure) }()
+      case 6: try { try decoder.decodeSingularMessageField(value: &self._clock) }()
       default: break
       }
     }
@@ -1257,6 +1272,9 @@ nonisolated extension Capfleet_V1_AgentStatus: SwiftProtobuf.Message, SwiftProto
     try { if let v = self._pressure {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
     } }()
+    try { if let v = self._clock {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1266,6 +1284,7 @@ nonisolated extension Capfleet_V1_AgentStatus: SwiftProtobuf.Message, SwiftProto
     if lhs.sendQueueDepth != rhs.sendQueueDepth {return false}
     if lhs.sendQueueCapacity != rhs.sendQueueCapacity {return false}
     if lhs._pressure != rhs._pressure {return false}
+    if lhs._clock != rhs._clock {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1273,7 +1292,7 @@ nonisolated extension Capfleet_V1_AgentStatus: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Capfleet_V1_Welcome: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Welcome"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}status\0\u{3}coordinator_id\0\u{3}frame_ingest_port\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_liveness\0\u{3}protocol_version\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}status\0\u{3}coordinator_id\0\u{3}frame_ingest_port\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_liveness\0\u{3}protocol_version\0\u{3}clock_port\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1287,6 +1306,7 @@ nonisolated extension Capfleet_V1_Welcome: SwiftProtobuf.Message, SwiftProtobuf.
       case 4: try { try decoder.decodeSingularUInt32Field(value: &self.heartbeatIntervalMs) }()
       case 5: try { try decoder.decodeSingularUInt32Field(value: &self.heartbeatLiveness) }()
       case 6: try { try decoder.decodeSingularEnumField(value: &self.protocolVersion) }()
+      case 7: try { try decoder.decodeSingularUInt32Field(value: &self.clockPort) }()
       default: break
       }
     }
@@ -1315,6 +1335,9 @@ nonisolated extension Capfleet_V1_Welcome: SwiftProtobuf.Message, SwiftProtobuf.
     if self.protocolVersion != .unspecified {
       try visitor.visitSingularEnumField(value: self.protocolVersion, fieldNumber: 6)
     }
+    if self.clockPort != 0 {
+      try visitor.visitSingularUInt32Field(value: self.clockPort, fieldNumber: 7)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1325,6 +1348,7 @@ nonisolated extension Capfleet_V1_Welcome: SwiftProtobuf.Message, SwiftProtobuf.
     if lhs.heartbeatIntervalMs != rhs.heartbeatIntervalMs {return false}
     if lhs.heartbeatLiveness != rhs.heartbeatLiveness {return false}
     if lhs.protocolVersion != rhs.protocolVersion {return false}
+    if lhs.clockPort != rhs.clockPort {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

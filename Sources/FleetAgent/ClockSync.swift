@@ -1,0 +1,178 @@
+import CZeroMQ
+import FleetBus
+import FleetCore
+import FleetProtocol
+import Logging
+import Synchronization
+
+/// The agent's side of clock synchronisation: a DEALER of its own to the coordinator's clock
+/// endpoint (so probes never queue behind frames or control), on a thread of its own, feeding
+/// a `ClockEstimator`. Capture threads read the latest estimate to stamp frames in fleet time.
+final class ClockSync: Sendable {
+    /// What capture threads and the status report read.
+    struct Snapshot: Sendable {
+        var estimate: ClockEstimator.Estimate?
+        var coordinatorID = ""
+    }
+
+    let nodeClock: NodeClock
+    private let loop: SocketLoop
+    private let socketID: SocketLoop.SocketID
+    private let shared = SharedSnapshot()
+    private let connected = Mutex<String?>(nil)
+
+    init(context: ZMQContext, coordinatorKey: CurvePublicKey, keys: CurveKeyPair, nodeClock: NodeClock, logger: Logger) throws(ZMQError) {
+        self.nodeClock = nodeClock
+        let socket = try ZMQSocket(context: context, type: .dealer)
+        try socket.makeCurveClient(serverKey: coordinatorKey, keys: keys)
+        try socket.use(.control)
+        // A probe that cannot leave now is worthless later: never queue one.
+        try socket.setOption(ZMQ_IMMEDIATE, Int32(1))
+        try socket.setOption(ZMQ_SNDHWM, Int32(4))
+        try socket.setOption(ZMQ_LINGER, Int32(0))
+        loop = SocketLoop(name: "clock")
+        let driver = ClockDriver(nodeClock: nodeClock, logger: logger)
+        let shared = self.shared
+        socketID = loop.add(socket) { socket in
+            if let changed = driver.drain(socket) { shared.set(changed) }
+        }
+        let socketID = self.socketID
+        loop.every(nanoseconds: 10_000_000) { sockets in
+            if let changed = driver.tick(sockets[socketID]) { shared.set(changed) }
+        }
+        loop.start()
+    }
+
+    /// Points the probes at the coordinator's clock endpoint (from WELCOME); idempotent.
+    func connect(to endpoint: String) {
+        let previous = connected.withLock { current -> String? in
+            defer { current = endpoint }
+            return current
+        }
+        guard previous != endpoint else { return }
+        let socketID = self.socketID
+        loop.perform { sockets in
+            if let previous { try? sockets[socketID].disconnect(previous) }
+            try? sockets[socketID].connect(endpoint)
+        }
+    }
+
+    func stop() { loop.stop() }
+
+    var latest: Snapshot { shared.get() }
+
+    /// A capture time (CLOCK_MONOTONIC) as the header carries it: in this node's clock, and
+    /// in fleet time with its error bound once there is an estimate.
+    func stamp(captureMonotonic: UInt64) -> (local: UInt64, fleet: UInt64, uncertainty: UInt64)? {
+        let local = nodeClock.local(fromMonotonic: captureMonotonic)
+        guard let mapping = shared.get().estimate?.mapping else { return nil }
+        let bound = mapping.uncertainty(atLocal: local)
+        return (local, mapping.fleetTime(atLocal: local), bound.isFinite ? UInt64(min(max(bound, 0), 1e15).rounded(.up)) : UInt64(1e15))
+    }
+
+    /// The clock as AgentStatus reports it.
+    var wire: Capfleet_V1_ClockState {
+        let current = latest
+        return .with {
+            guard let estimate = current.estimate else {
+                $0.sync = .unsynchronised
+                return
+            }
+            let now = nodeClock.now()
+            $0.sync = estimate.state.wire
+            $0.offsetNs = estimate.mapping.offset(atLocal: now)
+            $0.driftPpm = estimate.mapping.driftPPM
+            $0.uncertaintyNs = UInt64(min(max(estimate.mapping.uncertainty(atLocal: now), 0), 1e15).rounded(.up))
+            $0.roundTripNs = UInt64(max(estimate.bestDelay, 0))
+            $0.latestRoundTripNs = UInt64(max(estimate.latestDelay, 0))
+            $0.probesUsed = UInt32(estimate.probesUsed)
+            $0.coordinatorID = current.coordinatorID
+        }
+    }
+}
+
+/// The latest snapshot, written by the clock thread and read by capture threads.
+private final class SharedSnapshot: Sendable {
+    private let value = Mutex(ClockSync.Snapshot())
+    func get() -> ClockSync.Snapshot { value.withLock { $0 } }
+    func set(_ snapshot: ClockSync.Snapshot) { value.withLock { $0 = snapshot } }
+}
+
+extension ClockEstimator.State {
+    var wire: Capfleet_V1_ClockState.Sync {
+        switch self {
+        case .unsynchronised: .unsynchronised
+        case .synchronising: .synchronising
+        case .locked: .locked
+        }
+    }
+}
+
+/// Loop-thread state of the clock sync; never leaves that thread.
+private final class ClockDriver {
+    let nodeClock: NodeClock
+    let logger: Logger
+    var estimator = ClockEstimator()
+    var sequence: UInt64 = 0
+    var nextProbeAt: UInt64 = 0
+    /// Probes in flight: sequence → when they left (node clock).
+    var pending: [UInt64: UInt64] = [:]
+    var timebase: (coordinatorID: String, offset: UInt64)?
+
+    init(nodeClock: NodeClock, logger: Logger) {
+        self.nodeClock = nodeClock
+        self.logger = logger
+    }
+
+    func tick(_ socket: ZMQSocket) -> ClockSync.Snapshot? {
+        let now = nodeClock.now()
+        var changed: ClockSync.Snapshot?
+        if let state = estimator.tick(now: now) {
+            logger.notice("clock", metadata: ["clock.state": "\(state.rawValue)"])
+            changed = snapshot
+        }
+        guard now >= nextProbeAt else { return changed }
+        nextProbeAt = now + estimator.probeInterval
+        // Answers older than two seconds are not coming (or are useless if they do).
+        pending = pending.filter { now - $0.value < 2_000_000_000 }
+        sequence += 1
+        let request = Capfleet_V1_ClockProbeRequest.with {
+            $0.protocolVersion = WireDefaults.protocolMajor
+            $0.sequence = sequence
+        }
+        // t1 is read last, right before the send.
+        var stamped = request
+        stamped.agentSentNs = nodeClock.now()
+        guard let bytes: [UInt8] = try? stamped.serializedBytes(), (try? socket.send(bytes, dontWait: true)) == true else { return changed }
+        pending[sequence] = stamped.agentSentNs
+        return changed
+    }
+
+    func drain(_ socket: ZMQSocket) -> ClockSync.Snapshot? {
+        var changed: ClockSync.Snapshot?
+        while let received = try? socket.receiveMultipart(dontWait: true, maxParts: 2) {
+            let arrived = nodeClock.now()
+            guard received.parts.count == 1, let reply = try? Capfleet_V1_ClockProbeReply(serializedBytes: received.parts[0].array),
+                  reply.status.isOK, let sent = pending.removeValue(forKey: reply.sequence), sent == reply.agentSentNs else { continue }
+            if let timebase, timebase != (reply.coordinatorID, reply.timebase) {
+                logger.notice("fleet time changed (the coordinator restarted or is another one): synchronising again",
+                              metadata: ["coordinator": "\(reply.coordinatorID)"])
+                estimator.reset()
+            }
+            timebase = (reply.coordinatorID, reply.timebase)
+            let probe = ClockProbe(sent: sent, serverReceived: reply.coordinatorReceivedNs, serverSent: reply.coordinatorSentNs, received: arrived)
+            if let state = estimator.add(probe) {
+                var metadata: Logger.Metadata = ["clock.state": "\(state.rawValue)"]
+                if let estimate = estimator.estimate {
+                    metadata["clock.drift_ppm"] = "\((estimate.mapping.driftPPM * 100).rounded() / 100)"
+                    metadata["clock.uncertainty_us"] = "\((estimate.mapping.uncertaintyAtReference / 100).rounded() / 10)"
+                }
+                logger.notice("clock", metadata: metadata)
+            }
+            changed = snapshot
+        }
+        return changed
+    }
+
+    var snapshot: ClockSync.Snapshot { ClockSync.Snapshot(estimate: estimator.estimate, coordinatorID: timebase?.coordinatorID ?? "") }
+}

@@ -1,0 +1,60 @@
+import CZeroMQ
+import FleetBus
+import FleetCore
+import FleetProtocol
+
+/// The coordinator's side of clock synchronisation: a ROUTER of its own that answers every
+/// probe on its thread, stamping when the probe came off the wire and, last thing before
+/// the send, when the answer leaves, both in fleet time. Nothing async in between: a probe
+/// answered late is only a slower probe, but one stamped far from the wire is a wrong one.
+final class ClockEndpoint: Sendable {
+    let boundEndpoint: String
+    private let loop: SocketLoop
+
+    init(context: ZMQContext, bind endpoint: String, security: CurveServerSecurity, fleetTime: FleetTimeSource,
+         coordinatorID: String, rejections: RejectionCounter) throws(ZMQError) {
+        let socket = try ZMQSocket(context: context, type: .router)
+        try socket.setOption(ZMQ_MAXMSGSIZE, Int64(4096))
+        try socket.setOption(ZMQ_SNDHWM, Int32(1000))
+        try socket.use(.control)
+        loop = SocketLoop(name: "clock")
+        try security.apply(to: socket, loop: loop, context: context)
+        try socket.bind(endpoint)
+        boundEndpoint = try socket.lastEndpoint()
+        loop.add(socket) { socket in
+            while let received = try? socket.receiveMultipart(dontWait: true, maxParts: 3) {
+                let arrived = fleetTime.now()
+                guard received.parts.count == 2, !received.overflowed, let routing = received.parts.first else {
+                    rejections.reject(endpoint: "clock", reason: .wrongPartCount, peer: received.parts.first?.peerAddress ?? "unknown peer",
+                                      detail: "a clock probe is exactly one part")
+                    continue
+                }
+                let peer = received.parts[1]
+                // ZAP admits only node keys here; anything else never gets this far.
+                guard case .node? = Principal(userID: peer.userID) else { continue }
+                guard let probe = try? Capfleet_V1_ClockProbeRequest(serializedBytes: peer.array) else {
+                    rejections.reject(endpoint: "clock", reason: .undecodable, peer: peer.peerAddress ?? "unknown peer",
+                                      detail: "not a ClockProbeRequest (\(peer.count) bytes)")
+                    continue
+                }
+                var reply = Capfleet_V1_ClockProbeReply()
+                reply.sequence = probe.sequence
+                reply.agentSentNs = probe.agentSentNs
+                reply.coordinatorID = coordinatorID
+                reply.timebase = fleetTime.epochOffset
+                if probe.protocolVersion == WireDefaults.protocolMajor {
+                    reply.status = .ok
+                    reply.coordinatorReceivedNs = arrived
+                    reply.coordinatorSentNs = fleetTime.now()
+                } else {
+                    reply.status = .failure(.incompatible, "this coordinator speaks protocol version \(WireDefaults.protocolMajor.rawValue)")
+                }
+                guard let bytes: [UInt8] = try? reply.serializedBytes() else { continue }
+                _ = try? socket.send(parts: [routing.array, bytes], dontWait: true)
+            }
+        }
+        loop.start()
+    }
+
+    func stop() { loop.stop() }
+}
