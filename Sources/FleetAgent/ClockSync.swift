@@ -78,9 +78,10 @@ final class ClockSync: Sendable {
                 $0.sync = .unsynchronised
                 return
             }
-            let now = nodeClock.now()
+            let (now, wall) = nodeClock.nowWithWallClock()
             $0.sync = estimate.state.wire
             $0.offsetNs = estimate.mapping.offset(atLocal: now)
+            $0.wallClockOffsetNs = Int64(bitPattern: wall &- estimate.mapping.fleetTime(atLocal: now))
             $0.driftPpm = estimate.mapping.driftPPM
             $0.uncertaintyNs = UInt64(min(max(estimate.mapping.uncertainty(atLocal: now), 0), 1e15).rounded(.up))
             $0.roundTripNs = UInt64(max(estimate.bestDelay, 0))

@@ -39,6 +39,44 @@ public enum FleetTables {
         })
     }
 
+    /// Each node's clock against fleet time (proto-docs/clock.md).
+    public static func clocks(_ nodes: [Capfleet_V1_NodeInfo], now: Date = Date()) -> String {
+        guard !nodes.isEmpty else { return "no nodes have registered yet: start an agent with `capfleet agent`" }
+        return table(["NODE", "NAME", "CLOCK", "WALL CLOCK", "DRIFT", "UNCERTAINTY", "ROUND TRIP", "REPORTED"], nodes.map { node in
+            guard node.hasClock, node.clock.sync != .unspecified else {
+                return [node.nodeID, node.name, node.online ? "not reported" : "offline", "-", "-", "-", "-", "-"]
+            }
+            let clock = node.clock
+            let sync = switch clock.sync {
+            case .locked: "locked"
+            case .synchronising: "synchronising"
+            default: "unsynchronised"
+            }
+            let known = clock.sync != .unsynchronised
+            return [node.nodeID, node.name, node.online ? sync : "offline (was \(sync))",
+                    known ? signedDuration(clock.wallClockOffsetNs) : "-",
+                    known ? String(format: "%+.2f ppm", clock.driftPpm) : "-",
+                    known ? "±" + duration(Double(clock.uncertaintyNs)) : "-",
+                    known ? duration(Double(clock.roundTripNs)) : "-",
+                    age(clock.reportedUnixMs, now: now)]
+        })
+    }
+
+    /// Nanoseconds as people read them: 850 ns, 12.3 µs, 4.56 ms, 3.200 s.
+    public static func duration(_ nanoseconds: Double) -> String {
+        let magnitude = abs(nanoseconds)
+        return switch magnitude {
+        case ..<1_000: String(format: "%.0f ns", nanoseconds)
+        case ..<1_000_000: String(format: "%.1f µs", nanoseconds / 1e3)
+        case ..<1_000_000_000: String(format: "%.2f ms", nanoseconds / 1e6)
+        default: String(format: "%.3f s", nanoseconds / 1e9)
+        }
+    }
+
+    public static func signedDuration(_ nanoseconds: Int64) -> String {
+        (nanoseconds < 0 ? "-" : "+") + duration(abs(Double(nanoseconds)))
+    }
+
     public static func operators(_ operators: [Capfleet_V1_OperatorInfo], now: Date = Date()) -> String {
         guard !operators.isEmpty else { return "no operators" }
         return table(["NAME", "ROLE", "KEY", "ADDED BY", "ADDED"], operators.map { info in

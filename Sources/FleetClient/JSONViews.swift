@@ -17,6 +17,33 @@ public enum JSONViews {
         }
     }
 
+    /// A node's clock against fleet time, nanoseconds and ppm (proto-docs/clock.md).
+    public struct Clock: Encodable {
+        var nodeId, name: String
+        var online: Bool
+        /// unsynchronised, synchronising, locked; nil if the node never reported its clock.
+        var sync: String?
+        var offsetNs, wallClockOffsetNs: Int64?
+        var driftPpm: Double?
+        var uncertaintyNs, roundTripNs: UInt64?
+        var coordinatorId: String?
+        var reportedUnixMs: Int64?
+
+        public init(_ node: Capfleet_V1_NodeInfo) {
+            nodeId = node.nodeID; name = node.name; online = node.online
+            guard node.hasClock, node.clock.sync != .unspecified else { return }
+            let clock = node.clock
+            sync = switch clock.sync {
+            case .locked: "locked"
+            case .synchronising: "synchronising"
+            default: "unsynchronised"
+            }
+            offsetNs = clock.offsetNs; wallClockOffsetNs = clock.wallClockOffsetNs; driftPpm = clock.driftPpm
+            uncertaintyNs = clock.uncertaintyNs; roundTripNs = clock.roundTripNs
+            coordinatorId = clock.coordinatorID; reportedUnixMs = clock.reportedUnixMs
+        }
+    }
+
     public struct ConsentChange: Encodable {
         var unixMs: Int64
         var actor, action, from, to, reason, deviceId: String

@@ -37,6 +37,12 @@ public final class FleetMetrics: Sendable {
                                           "Pressure level: 0 nominal, 1 fair, 2 serious, 3 critical, 4 shutdown. Absent while the node is offline.")
     nonisolated(unsafe) static let pressureFactor = descriptor("node_pressure_factor_level", "",
                                            "Level a contributing factor reached (same scale as capfleet_node_pressure_level).")
+    nonisolated(unsafe) static let clockLocked = descriptor("node_clock_locked", "", "1 while the node's clock is locked to fleet time.")
+    nonisolated(unsafe) static let clockUncertainty = descriptor("node_clock_uncertainty_seconds", "",
+                                                                  "Error bound of the fleet times the node stamps now.")
+    nonisolated(unsafe) static let clockDrift = descriptor("node_clock_drift_ppm", "", "The node clock's frequency error against fleet time (+ = fast).")
+    nonisolated(unsafe) static let clockWallOffset = descriptor("node_clock_wall_offset_seconds", "",
+                                                                 "The node's system clock minus fleet time.")
     nonisolated(unsafe) static let events = descriptor("events", "total", "Fleet events published, by kind.")
     nonisolated(unsafe) static let rejected = descriptor("rejected_messages", "total", "Malformed or unknown input refused, by endpoint and reason.")
     nonisolated(unsafe) static let alerts = descriptor("alerts", "total", "Alerts raised, by alert and outcome (delivered, throttled, failed, published).")
@@ -97,7 +103,19 @@ public final class FleetMetrics: Sendable {
             registry.makeGauge(descriptor: Self.sendQueueDepth, labels: [("node", node.nodeID)]).set(Double(node.sendQueueDepth))
             registry.makeGauge(descriptor: Self.sendQueueCapacity, labels: [("node", node.nodeID)]).set(Double(node.sendQueueCapacity))
             recordPressure(node)
+            recordClock(node)
         }
+    }
+
+    /// Clock gauges while the node reports its clock; 0 for "locked" otherwise.
+    private func recordClock(_ node: Capfleet_V1_NodeStatus) {
+        let labels = [("node", node.nodeID)]
+        let reported = node.hasClock && node.clock.sync != .unspecified
+        registry.makeGauge(descriptor: Self.clockLocked, labels: labels).set(to: reported && node.clock.sync == .locked ? 1 : 0)
+        guard reported else { return }
+        registry.makeGauge(descriptor: Self.clockUncertainty, labels: labels).set(Double(node.clock.uncertaintyNs) / 1e9)
+        registry.makeGauge(descriptor: Self.clockDrift, labels: labels).set(node.clock.driftPpm)
+        registry.makeGauge(descriptor: Self.clockWallOffset, labels: labels).set(Double(node.clock.wallClockOffsetNs) / 1e9)
     }
 
     private func recordPressure(_ node: Capfleet_V1_NodeStatus) {

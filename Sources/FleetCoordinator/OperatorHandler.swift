@@ -150,9 +150,14 @@ actor OperatorHandler {
         let nodes = try await store.nodes()
         let devices = try await store.devices()
         let revoked = try await store.revokedNodeIDs()
+        let storedClocks = try await store.clocks()
         var infos: [Capfleet_V1_NodeInfo] = []
         for node in nodes {
             let online = await control.isOnline(node.id)
+            // Live while online; otherwise the last state stored, dated.
+            let report = online ? await control.session(node.id)?.lastStatus : nil
+            let clock = report.flatMap { $0.hasClock ? NodeClockRecord(wire: $0.clock, nodeID: node.id, at: Date().unixMilliseconds) : nil }
+                ?? storedClocks[node.id]
             infos.append(.with {
                 $0.nodeID = node.id
                 $0.name = node.name
@@ -164,6 +169,7 @@ actor OperatorHandler {
                 $0.address = node.address
                 $0.deviceCount = UInt32(devices.filter { $0.nodeId == node.id && $0.present }.count)
                 $0.revoked = revoked.contains(node.id)
+                if let clock { $0.clock = clock.wire }
             })
         }
         reply.nodes = infos

@@ -101,6 +101,8 @@ actor TelemetryReporter {
             deviceStatuses = statuses
             var nodeStatuses: [Capfleet_V1_NodeStatus] = []
             var reports: [Capfleet_V1_PressureReport] = []
+            var clocks: [NodeClockRecord] = []
+            let nowUnix = Date().unixMilliseconds
             for node in nodes {
                 let session = await control.session(node.id)
                 let pressure = (online[node.id] ?? false) ? session?.lastStatus?.pressure : nil
@@ -121,6 +123,11 @@ actor TelemetryReporter {
                         $0.pressureLevel = pressure.level
                         $0.pressureFactors = pressure.factors
                     }
+                    if online[node.id] ?? false, let report = session?.lastStatus, report.hasClock,
+                       let clock = NodeClockRecord(wire: report.clock, nodeID: node.id, at: nowUnix) {
+                        $0.clock = clock.wire
+                        clocks.append(clock)
+                    }
                 }
                 nodeStatuses.append(status)
                 publish(TelemetryTopic.node(node.id), status)
@@ -132,7 +139,10 @@ actor TelemetryReporter {
             pressureReports = reports
             if ticks % 2 == 0 { try await flushCounters(snapshot) }
             let onlineIDs = online.filter(\.value).map(\.key)
-            if ticks % 5 == 0 { try await store.touchNodes(onlineIDs, at: Date().unixMilliseconds) }
+            if ticks % 5 == 0 {
+                try await store.touchNodes(onlineIDs, at: nowUnix)
+                try await store.saveClocks(clocks)
+            }
         } catch where !Task.isCancelled {
             logger.error("telemetry tick failed", metadata: ["error": "\(error)"])
         } catch {

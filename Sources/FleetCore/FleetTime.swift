@@ -46,6 +46,17 @@ public struct NodeClock: Sendable, Equatable {
 
     public func now() -> UInt64 { local(fromMonotonic: MonotonicTime.now()) }
 
+    /// This clock now, with the host's system clock (CLOCK_REALTIME) read beside it and
+    /// skewed the same way, for reporting how far the host's wall clock is from fleet time.
+    public func nowWithWallClock() -> (local: UInt64, wall: UInt64) {
+        var wall = timespec()
+        let monotonic = MonotonicTime.now()
+        clock_gettime(CLOCK_REALTIME, &wall)
+        let system = UInt64(wall.tv_sec) * 1_000_000_000 + UInt64(wall.tv_nsec)
+        let local = local(fromMonotonic: monotonic)
+        return (local, system &+ (local &- monotonic))
+    }
+
     /// Parses the test setting "+3.2s,+40ppm" (either part may be left out; units s, ms,
     /// us, ns for the offset).
     public init?(testSetting text: String) {

@@ -208,6 +208,23 @@ enum FleetSchema {
                     BEGIN SELECT RAISE(ABORT, 'the consent history is append-only'); END;
                 """)
         }
+        migrator.registerMigration("v8: node clocks") { db in
+            try db.execute(sql: """
+                -- Each node's clock against fleet time as its agent last reported it (clock.md), kept
+                -- so that an offline node still shows what was last known and when.
+                CREATE TABLE nodeClock (
+                    nodeId TEXT PRIMARY KEY NOT NULL REFERENCES node(id) ON DELETE CASCADE,
+                    sync TEXT NOT NULL CHECK (sync IN ('unsynchronised', 'synchronising', 'locked')),
+                    offsetNs INTEGER NOT NULL,
+                    wallClockOffsetNs INTEGER NOT NULL,
+                    driftPpm REAL NOT NULL,
+                    uncertaintyNs INTEGER NOT NULL,
+                    roundTripNs INTEGER NOT NULL,
+                    coordinatorId TEXT NOT NULL,
+                    reportedAt INTEGER NOT NULL
+                );
+                """)
+        }
         return migrator
     }
 }

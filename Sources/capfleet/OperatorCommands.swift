@@ -66,6 +66,19 @@ struct NodesCommand: ParsableCommand {
     }
 }
 
+struct ClockCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "clock",
+        abstract: "Show each node's clock against fleet time: sync state, wall-clock offset, drift, error bound, round trip.")
+    @OptionGroup var coordinator: CoordinatorOptions
+    @Flag(help: "Print JSON (nanoseconds and ppm, with the monotonic offset too).") var json = false
+
+    func run() throws {
+        let nodes = try coordinator.call(.listNodes(.init())).reply.nodes
+        print(json ? FleetTables.json(nodes.map(JSONViews.Clock.init)) : FleetTables.clocks(nodes))
+    }
+}
+
 struct DevicesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "devices", abstract: "List every camera of the fleet.")
     @OptionGroup var coordinator: CoordinatorOptions

@@ -32,6 +32,36 @@ extension IntegrationTests {
             #expect(uncertainty > 0 && uncertainty < 5_000_000, "uncertainty \(uncertainty) ns")
             // Its own clock really is 3.2 s ahead: the header's capture time is the node's.
             #expect(abs(Double(skewed) - raw - 3.2e9 - raw * 40e-6) < 1_000)
+
+            // `capfleet clock` recovers the skew: the node's (skewed) wall clock is 3.2 s and a
+            // little ahead of fleet time, gaining 40 ppm.
+            var clock: [String: Any] = [:]
+            // The drift needs a few seconds of probes to settle on loopback's jitter.
+            let settled = try await fleet.waitUntil("the coordinator shows the node's clock, drift settled", seconds: 30) {
+                clock = try fleet.json(["clock"]).first ?? [:]
+                return clock["sync"] as? String == "locked" && abs((clock["drift_ppm"] as? Double ?? 0) - 40) < 5
+            }
+            print("clock sync: drift within 5 ppm of the truth after another \(settled) s: \(clock)")
+            let wallOffset = try #require(clock["wall_clock_offset_ns"] as? Int)
+            let expectedWallOffset = 3.2e9 + 40e-6 * Double(Self.monotonicNow())
+            #expect(abs(Double(wallOffset) - expectedWallOffset) < 2_000_000, "wall clock offset \(wallOffset) ns")
+            let drift = try #require(clock["drift_ppm"] as? Double)
+            #expect(abs(drift - 40) < 5, "drift \(drift) ppm")
+            #expect((clock["uncertainty_ns"] as? Int ?? 0) > 0 && (clock["round_trip_ns"] as? Int ?? 0) > 0)
+            #expect(try fleet.cli(["clock"]).output.contains("locked"))
+
+            // A restarted agent is back in lock within five seconds.
+            agent.kill()
+            let restarted = try fleet.startAgent("skewed", extra: ["--test-clock-skew", "+3.2s,+40ppm"])
+            let relock = try await fleet.waitUntil("the restarted agent locks again", seconds: 15) { restarted.log.contains("clock.state=locked") }
+            print("clock sync: restarted agent locked after \(relock) s")
+            #expect(relock < 5)
+        }
+
+        static func monotonicNow() -> UInt64 {
+            var now = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &now)
+            return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
         }
 
         static func firstDevice(_ fleet: FleetHarness) async throws -> String? {

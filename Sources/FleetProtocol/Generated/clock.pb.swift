@@ -111,6 +111,12 @@ public nonisolated struct Capfleet_V1_ClockState: Sendable {
   /// whose fleet time
   public var coordinatorID: String = String()
 
+  /// the host's system clock (CLOCK_REALTIME) minus fleet time, now
+  public var wallClockOffsetNs: Int64 = 0
+
+  /// set by the coordinator: when it last heard this state
+  public var reportedUnixMs: Int64 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum Sync: SwiftProtobuf.Enum, Swift.CaseIterable {
@@ -272,7 +278,7 @@ nonisolated extension Capfleet_V1_ClockProbeReply: SwiftProtobuf.Message, SwiftP
 
 nonisolated extension Capfleet_V1_ClockState: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ClockState"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}sync\0\u{3}offset_ns\0\u{3}drift_ppm\0\u{3}uncertainty_ns\0\u{3}round_trip_ns\0\u{3}latest_round_trip_ns\0\u{3}probes_used\0\u{3}coordinator_id\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}sync\0\u{3}offset_ns\0\u{3}drift_ppm\0\u{3}uncertainty_ns\0\u{3}round_trip_ns\0\u{3}latest_round_trip_ns\0\u{3}probes_used\0\u{3}coordinator_id\0\u{3}wall_clock_offset_ns\0\u{3}reported_unix_ms\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -288,6 +294,8 @@ nonisolated extension Capfleet_V1_ClockState: SwiftProtobuf.Message, SwiftProtob
       case 6: try { try decoder.decodeSingularUInt64Field(value: &self.latestRoundTripNs) }()
       case 7: try { try decoder.decodeSingularUInt32Field(value: &self.probesUsed) }()
       case 8: try { try decoder.decodeSingularStringField(value: &self.coordinatorID) }()
+      case 9: try { try decoder.decodeSingularInt64Field(value: &self.wallClockOffsetNs) }()
+      case 10: try { try decoder.decodeSingularInt64Field(value: &self.reportedUnixMs) }()
       default: break
       }
     }
@@ -318,6 +326,12 @@ nonisolated extension Capfleet_V1_ClockState: SwiftProtobuf.Message, SwiftProtob
     if !self.coordinatorID.isEmpty {
       try visitor.visitSingularStringField(value: self.coordinatorID, fieldNumber: 8)
     }
+    if self.wallClockOffsetNs != 0 {
+      try visitor.visitSingularInt64Field(value: self.wallClockOffsetNs, fieldNumber: 9)
+    }
+    if self.reportedUnixMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.reportedUnixMs, fieldNumber: 10)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -330,6 +344,8 @@ nonisolated extension Capfleet_V1_ClockState: SwiftProtobuf.Message, SwiftProtob
     if lhs.latestRoundTripNs != rhs.latestRoundTripNs {return false}
     if lhs.probesUsed != rhs.probesUsed {return false}
     if lhs.coordinatorID != rhs.coordinatorID {return false}
+    if lhs.wallClockOffsetNs != rhs.wallClockOffsetNs {return false}
+    if lhs.reportedUnixMs != rhs.reportedUnixMs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

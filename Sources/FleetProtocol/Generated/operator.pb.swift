@@ -770,36 +770,78 @@ public nonisolated struct Capfleet_V1_ChangeFrameRate: Sendable {
   public init() {}
 }
 
-public nonisolated struct Capfleet_V1_NodeInfo: Sendable {
+public nonisolated struct Capfleet_V1_NodeInfo: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var nodeID: String = String()
+  public var nodeID: String {
+    get {_storage._nodeID}
+    set {_uniqueStorage()._nodeID = newValue}
+  }
 
-  public var name: String = String()
+  public var name: String {
+    get {_storage._name}
+    set {_uniqueStorage()._name = newValue}
+  }
 
-  public var hostname: String = String()
+  public var hostname: String {
+    get {_storage._hostname}
+    set {_uniqueStorage()._hostname = newValue}
+  }
 
-  public var softwareVersion: String = String()
+  public var softwareVersion: String {
+    get {_storage._softwareVersion}
+    set {_uniqueStorage()._softwareVersion = newValue}
+  }
 
-  public var online: Bool = false
+  public var online: Bool {
+    get {_storage._online}
+    set {_uniqueStorage()._online = newValue}
+  }
 
-  public var firstSeenUnixMs: Int64 = 0
+  public var firstSeenUnixMs: Int64 {
+    get {_storage._firstSeenUnixMs}
+    set {_uniqueStorage()._firstSeenUnixMs = newValue}
+  }
 
-  public var lastSeenUnixMs: Int64 = 0
+  public var lastSeenUnixMs: Int64 {
+    get {_storage._lastSeenUnixMs}
+    set {_uniqueStorage()._lastSeenUnixMs = newValue}
+  }
 
   /// peer address of its control connection
-  public var address: String = String()
+  public var address: String {
+    get {_storage._address}
+    set {_uniqueStorage()._address = newValue}
+  }
 
-  public var deviceCount: UInt32 = 0
+  public var deviceCount: UInt32 {
+    get {_storage._deviceCount}
+    set {_uniqueStorage()._deviceCount = newValue}
+  }
 
   /// an admin revoked the node's key
-  public var revoked: Bool = false
+  public var revoked: Bool {
+    get {_storage._revoked}
+    set {_uniqueStorage()._revoked = newValue}
+  }
+
+  /// latest clock state; while offline, the last one heard (reported_unix_ms)
+  public var clock: Capfleet_V1_ClockState {
+    get {_storage._clock ?? Capfleet_V1_ClockState()}
+    set {_uniqueStorage()._clock = newValue}
+  }
+  /// Returns true if `clock` has been explicitly set.
+  public var hasClock: Bool {_storage._clock != nil}
+  /// Clears the value of `clock`. Subsequent reads from it will return its default value.
+  public mutating func clearClock() {_uniqueStorage()._clock = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 public nonisolated struct Capfleet_V1_DeviceInfo: @unchecked Sendable {
@@ -2466,74 +2508,139 @@ nonisolated extension Capfleet_V1_ChangeFrameRate: SwiftProtobuf.Message, SwiftP
 
 nonisolated extension Capfleet_V1_NodeInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".NodeInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_id\0\u{1}name\0\u{1}hostname\0\u{3}software_version\0\u{1}online\0\u{3}first_seen_unix_ms\0\u{3}last_seen_unix_ms\0\u{1}address\0\u{3}device_count\0\u{1}revoked\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_id\0\u{1}name\0\u{1}hostname\0\u{3}software_version\0\u{1}online\0\u{3}first_seen_unix_ms\0\u{3}last_seen_unix_ms\0\u{1}address\0\u{3}device_count\0\u{1}revoked\0\u{1}clock\0")
+
+  fileprivate class _StorageClass {
+    var _nodeID: String = String()
+    var _name: String = String()
+    var _hostname: String = String()
+    var _softwareVersion: String = String()
+    var _online: Bool = false
+    var _firstSeenUnixMs: Int64 = 0
+    var _lastSeenUnixMs: Int64 = 0
+    var _address: String = String()
+    var _deviceCount: UInt32 = 0
+    var _revoked: Bool = false
+    var _clock: Capfleet_V1_ClockState? = nil
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _nodeID = source._nodeID
+      _name = source._name
+      _hostname = source._hostname
+      _softwareVersion = source._softwareVersion
+      _online = source._online
+      _firstSeenUnixMs = source._firstSeenUnixMs
+      _lastSeenUnixMs = source._lastSeenUnixMs
+      _address = source._address
+      _deviceCount = source._deviceCount
+      _revoked = source._revoked
+      _clock = source._clock
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularStringField(value: &self.nodeID) }()
-      case 2: try { try decoder.decodeSingularStringField(value: &self.name) }()
-      case 3: try { try decoder.decodeSingularStringField(value: &self.hostname) }()
-      case 4: try { try decoder.decodeSingularStringField(value: &self.softwareVersion) }()
-      case 5: try { try decoder.decodeSingularBoolField(value: &self.online) }()
-      case 6: try { try decoder.decodeSingularInt64Field(value: &self.firstSeenUnixMs) }()
-      case 7: try { try decoder.decodeSingularInt64Field(value: &self.lastSeenUnixMs) }()
-      case 8: try { try decoder.decodeSingularStringField(value: &self.address) }()
-      case 9: try { try decoder.decodeSingularUInt32Field(value: &self.deviceCount) }()
-      case 10: try { try decoder.decodeSingularBoolField(value: &self.revoked) }()
-      default: break
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularStringField(value: &_storage._nodeID) }()
+        case 2: try { try decoder.decodeSingularStringField(value: &_storage._name) }()
+        case 3: try { try decoder.decodeSingularStringField(value: &_storage._hostname) }()
+        case 4: try { try decoder.decodeSingularStringField(value: &_storage._softwareVersion) }()
+        case 5: try { try decoder.decodeSingularBoolField(value: &_storage._online) }()
+        case 6: try { try decoder.decodeSingularInt64Field(value: &_storage._firstSeenUnixMs) }()
+        case 7: try { try decoder.decodeSingularInt64Field(value: &_storage._lastSeenUnixMs) }()
+        case 8: try { try decoder.decodeSingularStringField(value: &_storage._address) }()
+        case 9: try { try decoder.decodeSingularUInt32Field(value: &_storage._deviceCount) }()
+        case 10: try { try decoder.decodeSingularBoolField(value: &_storage._revoked) }()
+        case 11: try { try decoder.decodeSingularMessageField(value: &_storage._clock) }()
+        default: break
+        }
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if !self.nodeID.isEmpty {
-      try visitor.visitSingularStringField(value: self.nodeID, fieldNumber: 1)
-    }
-    if !self.name.isEmpty {
-      try visitor.visitSingularStringField(value: self.name, fieldNumber: 2)
-    }
-    if !self.hostname.isEmpty {
-      try visitor.visitSingularStringField(value: self.hostname, fieldNumber: 3)
-    }
-    if !self.softwareVersion.isEmpty {
-      try visitor.visitSingularStringField(value: self.softwareVersion, fieldNumber: 4)
-    }
-    if self.online != false {
-      try visitor.visitSingularBoolField(value: self.online, fieldNumber: 5)
-    }
-    if self.firstSeenUnixMs != 0 {
-      try visitor.visitSingularInt64Field(value: self.firstSeenUnixMs, fieldNumber: 6)
-    }
-    if self.lastSeenUnixMs != 0 {
-      try visitor.visitSingularInt64Field(value: self.lastSeenUnixMs, fieldNumber: 7)
-    }
-    if !self.address.isEmpty {
-      try visitor.visitSingularStringField(value: self.address, fieldNumber: 8)
-    }
-    if self.deviceCount != 0 {
-      try visitor.visitSingularUInt32Field(value: self.deviceCount, fieldNumber: 9)
-    }
-    if self.revoked != false {
-      try visitor.visitSingularBoolField(value: self.revoked, fieldNumber: 10)
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if !_storage._nodeID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._nodeID, fieldNumber: 1)
+      }
+      if !_storage._name.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._name, fieldNumber: 2)
+      }
+      if !_storage._hostname.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._hostname, fieldNumber: 3)
+      }
+      if !_storage._softwareVersion.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._softwareVersion, fieldNumber: 4)
+      }
+      if _storage._online != false {
+        try visitor.visitSingularBoolField(value: _storage._online, fieldNumber: 5)
+      }
+      if _storage._firstSeenUnixMs != 0 {
+        try visitor.visitSingularInt64Field(value: _storage._firstSeenUnixMs, fieldNumber: 6)
+      }
+      if _storage._lastSeenUnixMs != 0 {
+        try visitor.visitSingularInt64Field(value: _storage._lastSeenUnixMs, fieldNumber: 7)
+      }
+      if !_storage._address.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._address, fieldNumber: 8)
+      }
+      if _storage._deviceCount != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._deviceCount, fieldNumber: 9)
+      }
+      if _storage._revoked != false {
+        try visitor.visitSingularBoolField(value: _storage._revoked, fieldNumber: 10)
+      }
+      try { if let v = _storage._clock {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Capfleet_V1_NodeInfo, rhs: Capfleet_V1_NodeInfo) -> Bool {
-    if lhs.nodeID != rhs.nodeID {return false}
-    if lhs.name != rhs.name {return false}
-    if lhs.hostname != rhs.hostname {return false}
-    if lhs.softwareVersion != rhs.softwareVersion {return false}
-    if lhs.online != rhs.online {return false}
-    if lhs.firstSeenUnixMs != rhs.firstSeenUnixMs {return false}
-    if lhs.lastSeenUnixMs != rhs.lastSeenUnixMs {return false}
-    if lhs.address != rhs.address {return false}
-    if lhs.deviceCount != rhs.deviceCount {return false}
-    if lhs.revoked != rhs.revoked {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._nodeID != rhs_storage._nodeID {return false}
+        if _storage._name != rhs_storage._name {return false}
+        if _storage._hostname != rhs_storage._hostname {return false}
+        if _storage._softwareVersion != rhs_storage._softwareVersion {return false}
+        if _storage._online != rhs_storage._online {return false}
+        if _storage._firstSeenUnixMs != rhs_storage._firstSeenUnixMs {return false}
+        if _storage._lastSeenUnixMs != rhs_storage._lastSeenUnixMs {return false}
+        if _storage._address != rhs_storage._address {return false}
+        if _storage._deviceCount != rhs_storage._deviceCount {return false}
+        if _storage._revoked != rhs_storage._revoked {return false}
+        if _storage._clock != rhs_storage._clock {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

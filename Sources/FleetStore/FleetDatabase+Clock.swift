@@ -1,0 +1,50 @@
+import FleetCore
+import GRDB
+
+/// A node's clock as its agent last reported it (proto-docs/clock.md).
+public struct NodeClockRecord: Codable, Sendable, Equatable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "nodeClock"
+    public var nodeId: String
+    /// unsynchronised, synchronising or locked.
+    public var sync: String
+    /// Agent clock minus fleet time, and the host's system clock minus fleet time, ns.
+    public var offsetNs: Int64
+    public var wallClockOffsetNs: Int64
+    public var driftPpm: Double
+    public var uncertaintyNs: Int64
+    public var roundTripNs: Int64
+    public var coordinatorId: String
+    public var reportedAt: UnixMilliseconds
+
+    public init(nodeId: String, sync: String, offsetNs: Int64, wallClockOffsetNs: Int64, driftPpm: Double, uncertaintyNs: Int64,
+                roundTripNs: Int64, coordinatorId: String, reportedAt: UnixMilliseconds) {
+        self.nodeId = nodeId
+        self.sync = sync
+        self.offsetNs = offsetNs
+        self.wallClockOffsetNs = wallClockOffsetNs
+        // An agent's number is not trusted to be finite (SQLite keeps NaN as NULL).
+        self.driftPpm = driftPpm.isFinite ? driftPpm : 0
+        self.uncertaintyNs = max(uncertaintyNs, 0)
+        self.roundTripNs = max(roundTripNs, 0)
+        self.coordinatorId = coordinatorId
+        self.reportedAt = reportedAt
+    }
+}
+
+extension FleetDatabase {
+    /// Stores the latest clock state of each node given; nodes the store does not know are skipped.
+    public func saveClocks(_ clocks: [NodeClockRecord]) async throws(StoreError) {
+        guard !clocks.isEmpty else { return }
+        try await write("storing node clocks") { db in
+            for clock in clocks where try NodeRecord.exists(db, key: clock.nodeId) {
+                try clock.save(db)
+            }
+        }
+    }
+
+    public func clocks() async throws(StoreError) -> [String: NodeClockRecord] {
+        try await read("reading node clocks") { db in
+            Dictionary(try NodeClockRecord.fetchAll(db).map { ($0.nodeId, $0) }, uniquingKeysWith: { first, _ in first })
+        }
+    }
+}
