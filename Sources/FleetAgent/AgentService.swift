@@ -71,7 +71,7 @@ public final class AgentService: Service, Sendable {
                 report.clock = clock.wire
                 return report
             },
-            command: { [self] command in execute(command) },
+            command: { [self] command in execute(command, clock: clock) },
             registered: { [self] port, clockPort in
                 publisher.connect(to: configuration.ingestEndpoint(port: port))
                 // A coordinator too old to name a clock port has none: frames go without fleet time.
@@ -267,12 +267,15 @@ public final class AgentService: Service, Sendable {
         }
     }
 
-    private func execute(_ command: Capfleet_V1_Command) -> Capfleet_V1_CommandReply {
+    private func execute(_ command: Capfleet_V1_Command, clock: ClockSync) -> Capfleet_V1_CommandReply? {
         guard let stream = sources.first(where: { $0.source.device.deviceID == command.deviceID }) else {
             return .with {
                 $0.commandID = command.commandID
                 $0.status = .failure(.notFound, "device \(command.deviceID) is not on node \(identity.nodeID)")
             }
+        }
+        if case let .findFirstFrame(request)? = command.action {
+            return findFirstFrame(request, commandID: command.commandID, on: stream, clock: clock)
         }
         var reply = Capfleet_V1_CommandReply()
         reply.commandID = command.commandID
@@ -287,6 +290,39 @@ public final class AgentService: Service, Sendable {
         reply.pressurePolicy = stream.pressurePolicyWire
         reply.consent = stream.consent.wire
         return reply
+    }
+
+    /// Answers at once if it cannot be answered; otherwise when the frame is captured, or
+    /// when the wait runs out.
+    private func findFirstFrame(_ request: Capfleet_V1_FindFirstFrame, commandID: UInt64, on stream: CameraStream,
+                                clock: ClockSync) -> Capfleet_V1_CommandReply? {
+        @Sendable func reply(_ status: Capfleet_V1_Status, _ timing: Capfleet_V1_FrameTiming? = nil) -> Capfleet_V1_CommandReply {
+            .with {
+                $0.commandID = commandID
+                $0.status = status
+                if let timing { $0.frameTiming = timing }
+            }
+        }
+        guard let estimate = clock.latest.estimate else {
+            return reply(.failure(.unavailable, "node \(identity.nodeID)'s clock is not synchronised yet: no fleet time to compare with"))
+        }
+        guard stream.isStarted, !stream.isSuspended else {
+            return reply(.failure(.unavailable, "device \(stream.source.device.deviceID) is not capturing"))
+        }
+        // How long until that fleet time, by this node's clock, plus the patience asked for.
+        let now = clock.nodeClock.now()
+        let localTarget = estimate.mapping.localTime(atFleet: request.fleetTimeNs)
+        let untilTarget = localTarget > now ? localTarget - now : 0
+        let patience = UInt64(request.timeoutMs == 0 ? 2000 : min(request.timeoutMs, 60_000)) * 1_000_000
+        guard untilTarget < 3_600_000_000_000 else {
+            return reply(.failure(.badRequest, "fleet time \(request.fleetTimeNs) is more than an hour away"))
+        }
+        stream.watchFirstFrame(atFleetTime: request.fleetTimeNs, waitingAtMost: untilTarget + patience) { [self] timing in
+            let answer = timing.map { reply(.ok, $0) }
+                ?? reply(.failure(.unavailable, "device \(stream.source.device.deviceID) captured no frame at or after that fleet time in time"))
+            control.withLock { $0 }?.post(reply: answer)
+        }
+        return nil
     }
 
     private func apply(_ command: Capfleet_V1_Command, to stream: CameraStream) -> Capfleet_V1_Status {
@@ -333,6 +369,9 @@ public final class AgentService: Service, Sendable {
                 stream.setConsent(state)
             case let .setRecording(request)?:
                 stream.setRecording(request.recording)
+            case .findFirstFrame?:
+                // Answered by `findFirstFrame` before any of this.
+                return .failure(.internal, "FindFirstFrame reached the wrong handler")
             case nil:
                 return .failure(.badRequest, "command \(command.commandID) carries no action")
             }

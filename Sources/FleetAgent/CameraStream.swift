@@ -42,6 +42,14 @@ final class CameraStream: Sendable {
 
     var isSuspended: Bool { suspension.withLock { $0 != nil } }
 
+    /// FindFirstFrame requests waiting for a frame.
+    private let frameWatches = FrameWatches()
+
+    func watchFirstFrame(atFleetTime fleetTime: UInt64, waitingAtMost nanoseconds: UInt64,
+                         answer: @escaping @Sendable (Capfleet_V1_FrameTiming?) -> Void) {
+        frameWatches.add(atFleetTime: fleetTime, waitingAtMost: nanoseconds, answer: answer)
+    }
+
     /// Consent and recording as this agent enforces them, and whether real pixels are leaving.
     private struct PrivacyState {
         var consent: ConsentState
@@ -167,6 +175,16 @@ final class CameraStream: Sendable {
                 header.fleetTimeNs = stamp.fleet
                 header.fleetTimeUncertaintyNs = stamp.uncertainty
                 header.flags |= UInt32(Capfleet_V1_FrameFlag.fleetTimeValid.rawValue)
+                frameWatches.captured(atFleetTime: stamp.fleet) {
+                    .with {
+                        $0.sequence = frame.sequence
+                        $0.fleetTimeNs = stamp.fleet
+                        $0.uncertaintyNs = stamp.uncertainty
+                        $0.captureLocalNs = stamp.local
+                        $0.frameRate = source.activeFrameRate
+                        $0.sync = clock.latest.estimate?.state.wire ?? .unsynchronised
+                    }
+                }
             }
             publisher.submit(outgoing, header: header, statistics: statistics)
         }, onInterruption: { [self] interruption in

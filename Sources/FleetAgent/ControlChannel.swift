@@ -9,7 +9,8 @@ import Synchronization
 struct ControlHandlers: Sendable {
     var hello: @Sendable () -> Capfleet_V1_Hello
     var status: @Sendable () -> Capfleet_V1_AgentStatus
-    var command: @Sendable (Capfleet_V1_Command) -> Capfleet_V1_CommandReply
+    /// nil: the reply comes later, through `ControlChannel.post(reply:)`.
+    var command: @Sendable (Capfleet_V1_Command) -> Capfleet_V1_CommandReply?
     var registered: @Sendable (_ frameIngestPort: UInt32, _ clockPort: UInt32) -> Void
     /// An admin revoked this node; the agent must stop.
     var revoked: @Sendable (_ reason: String) -> Void
@@ -38,6 +39,9 @@ final class ControlChannel: Sendable {
 
     /// Queues a device event (from any thread); the control thread sends it within 50 ms.
     func post(_ event: Capfleet_V1_DeviceEvent) { outbox.post(.with { $0.deviceEvent = event }) }
+
+    /// Queues a command's reply that was not ready when the command came (FindFirstFrame).
+    func post(reply: Capfleet_V1_CommandReply) { outbox.post(.with { $0.commandReply = reply }) }
 
     /// Queues a pressure level change, sent as soon as the device events before it.
     func post(pressureChange report: Capfleet_V1_PressureReport) { outbox.post(.with { $0.pressureChange = report }) }
@@ -162,7 +166,7 @@ private final class LinkDriver {
             logger.info("the coordinator does not know this node (did it restart?): registering again")
             inbound = .reregister
         case let .command(command)?:
-            send(.with { $0.commandReply = handlers.command(command) }, on: socket)
+            if let reply = handlers.command(command) { send(.with { $0.commandReply = reply }, on: socket) }
             inbound = .other
         case let .error(status)?:
             logger.warning("the coordinator refused a message", metadata: ["reason": "\(status.reason)"])

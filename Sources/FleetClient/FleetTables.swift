@@ -62,6 +62,20 @@ public enum FleetTables {
         })
     }
 
+    public static func syncCheck(_ result: Capfleet_V1_SyncCheckResult) -> String {
+        let rows = result.entries.map { entry -> [String] in
+            guard entry.hasFrame else { return [entry.deviceID, entry.nodeID, "-", "-", "-", entry.status.reason] }
+            let frame = entry.frame
+            return [entry.deviceID, entry.nodeID, String(frame.sequence), "+" + duration(Double(frame.fleetTimeNs &- result.atFleetTimeNs)),
+                    "±" + duration(Double(frame.uncertaintyNs)), VideoFormat.trim(frame.frameRate) + " fps"]
+        }
+        let answered = result.entries.filter(\.hasFrame).count
+        let summary = answered < 2 ? "\(answered) of \(result.entries.count) devices answered: no spread to show"
+            : "spread \(duration(Double(result.spreadNs))) across \(answered) devices (clock error bound up to ±\(duration(Double(result.uncertaintyNs))))"
+        return "first frames at or after fleet time \(result.atFleetTimeNs):\n"
+            + table(["DEVICE", "NODE", "FRAME", "AFTER", "UNCERTAINTY", "RATE / ERROR"], rows) + "\n" + summary
+    }
+
     /// Nanoseconds as people read them: 850 ns, 12.3 µs, 4.56 ms, 3.200 s.
     public static func duration(_ nanoseconds: Double) -> String {
         let magnitude = abs(nanoseconds)

@@ -44,6 +44,32 @@ public enum JSONViews {
         }
     }
 
+    /// A sync check: each device's first frame at or after the time asked for (ns).
+    public struct SyncCheck: Encodable {
+        struct Entry: Encodable {
+            var deviceId, nodeId: String
+            var ok: Bool
+            var error: String?
+            var sequence, fleetTimeNs, uncertaintyNs: UInt64?
+            /// How long after the time asked for the frame was captured.
+            var afterNs: UInt64?
+            var frameRate: Double?
+        }
+        var atFleetTimeNs, spreadNs, uncertaintyNs: UInt64
+        var entries: [Entry]
+
+        public init(_ result: Capfleet_V1_SyncCheckResult) {
+            atFleetTimeNs = result.atFleetTimeNs; spreadNs = result.spreadNs; uncertaintyNs = result.uncertaintyNs
+            entries = result.entries.map { entry in
+                let frame = entry.hasFrame ? entry.frame : nil
+                return Entry(deviceId: entry.deviceID, nodeId: entry.nodeID, ok: frame != nil,
+                             error: frame == nil ? entry.status.reason : nil, sequence: frame?.sequence, fleetTimeNs: frame?.fleetTimeNs,
+                             uncertaintyNs: frame?.uncertaintyNs, afterNs: frame.map { $0.fleetTimeNs &- result.atFleetTimeNs },
+                             frameRate: frame?.frameRate)
+            }
+        }
+    }
+
     public struct ConsentChange: Encodable {
         var unixMs: Int64
         var actor, action, from, to, reason, deviceId: String

@@ -59,9 +59,11 @@ public final class CoordinatorService: Service, Sendable {
                             security: security(.ingest),
                             admits: { userID, nodeID, fd, peer in gate.admitsFrame(userID: userID, nodeID: nodeID, fd: fd, peer: peer) })
         }
+        // One fleet time for the clock endpoint and everything that reads it.
+        let fleetTime = FleetTimeSource()
         let clock = try bind("clock", configuration.clockPort) {
             try ClockEndpoint(context: context, bind: configuration.endpoint(configuration.clockPort), security: security(.clock),
-                              fleetTime: FleetTimeSource(), coordinatorID: coordinatorID, rejections: rejections)
+                              fleetTime: fleetTime, coordinatorID: coordinatorID, rejections: rejections)
         }
         let arrivals = ArrivalLedger()
         let controlEndpoint = try bind("control", configuration.controlPort) {
@@ -83,7 +85,7 @@ public final class CoordinatorService: Service, Sendable {
         let metricsServer = try configuration.metricsPort.map { port in try serveMetrics(metrics, port: port) }
         let operators = OperatorHandler(store: store, endpoint: operatorEndpoint, ingest: ingest, control: control,
                                         reporter: reporter, rejections: rejections, leases: leases, events: events,
-                                        coordinatorKey: keys.publicKey, logger: logger)
+                                        coordinatorKey: keys.publicKey, fleetTime: fleetTime, logger: logger)
 
         let endpoints = CoordinatorEndpoints(control: controlEndpoint.boundEndpoint, frameIngest: ingest.boundEndpoint,
                                              operator: operatorEndpoint.boundEndpoint, telemetry: telemetry.boundEndpoint,

@@ -19,12 +19,14 @@ actor OperatorHandler {
     let leases: LeaseKeeper
     let events: FleetEvents
     let coordinatorKey: CurvePublicKey
+    let fleetTime: FleetTimeSource
     let logger: Logger
 
     init(store: FleetDatabase, endpoint: RouterEndpoint, ingest: FrameIngest, control: ControlHandler,
          reporter: TelemetryReporter, rejections: RejectionCounter, leases: LeaseKeeper, events: FleetEvents,
-         coordinatorKey: CurvePublicKey, logger: Logger) {
+         coordinatorKey: CurvePublicKey, fleetTime: FleetTimeSource, logger: Logger) {
         self.coordinatorKey = coordinatorKey
+        self.fleetTime = fleetTime
         self.leases = leases
         self.events = events
         self.store = store
@@ -135,6 +137,8 @@ actor OperatorHandler {
                 try await changeConsent(query, by: caller, into: &reply)
             case let .getConsentHistory(query)?:
                 try await consentHistory(of: query.deviceID, into: &reply)
+            case let .syncCheck(query)?:
+                try await syncCheck(query, into: &reply)
             case nil:
                 rejections.reject(endpoint: Self.endpointName, reason: .unknownMessage, peer: routed.peer)
                 reply.status = .failure(.badRequest, "the request carries no body this coordinator knows; is the CLI newer than the coordinator?")

@@ -40,7 +40,7 @@ public enum RequiredRole {
     public static func of(_ body: Capfleet_V1_OperatorRequest.OneOf_Body?) -> OperatorRole {
         switch body {
         case .listNodes?, .listDevices?, .getFormats?, .getFleetStats?, .getLatestFrame?, .getIngestStats?, .getDevice?,
-             .getEvents?, .endSession?, .whoAmI?, .getConsentHistory?, nil:
+             .getEvents?, .endSession?, .whoAmI?, .getConsentHistory?, .syncCheck?, nil:
             .viewer
         case .changeFormat?, .changeFrameRate?, .changeZoom?, .lockDevice?, .unlockDevice?, .changeFocus?,
              .setDropRecoveryPolicy?, .changePressurePolicy?, .changeConsent?:

@@ -13,7 +13,8 @@ extension CoordinatorOptions {
         }
     }
 
-    func client() throws -> OperatorClient {
+    /// `atLeast`: requests that wait on purpose (a sync check) need longer than the usual timeout.
+    func client(timeoutAtLeast atLeast: Double = 0) throws -> OperatorClient {
         let credential = try loadCredential()
         // The flag, else the environment, else the address in the credential, else this machine.
         let written = coordinator ?? ProcessInfo.processInfo.environment[WireDefaults.coordinatorEnvironmentVariable].flatMap { $0.isEmpty ? nil : $0 }
@@ -22,14 +23,14 @@ extension CoordinatorOptions {
             throw CLIFailure("cannot read the coordinator address \(written ?? ""): write HOST or HOST:PORT")
         }
         do {
-            return try OperatorClient(address: address, credential: credential, timeout: timeout)
+            return try OperatorClient(address: address, credential: credential, timeout: max(timeout, atLeast))
         } catch {
             throw CLIFailure(error.description)
         }
     }
 
-    func call(_ body: Capfleet_V1_OperatorRequest.OneOf_Body) throws -> (reply: Capfleet_V1_OperatorReply, payload: [UInt8]?) {
-        let client = try client()
+    func call(_ body: Capfleet_V1_OperatorRequest.OneOf_Body, timeout atLeast: Double = 0) throws -> (reply: Capfleet_V1_OperatorReply, payload: [UInt8]?) {
+        let client = try client(timeoutAtLeast: atLeast)
         do {
             return try client.call(body)
         } catch {

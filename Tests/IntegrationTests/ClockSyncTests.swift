@@ -58,6 +58,36 @@ extension IntegrationTests {
             #expect(relock < 5)
         }
 
+        /// Two agents, one of them skewed: each device's first frame at or after a fleet time
+        /// comes within one frame interval of it, so the two lie within one interval of each other.
+        @Test func syncCheck_findsEachDevicesFirstFrameAfterAFleetTime() async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator()
+            let plain = try fleet.startAgent("plain", fps: 20)
+            let skewed = try fleet.startAgent("skewed", fps: 20, extra: ["--test-clock-skew=-1.5s,-30ppm"])
+            try await fleet.waitUntil("both clocks lock", seconds: 20) {
+                plain.log.contains("clock.state=locked") && skewed.log.contains("clock.state=locked")
+            }
+            let devices = try fleet.json(["devices"]).compactMap { $0["device_id"] as? String }
+            #expect(devices.count == 2)
+            let result = try fleet.cli(["sync-check"] + devices + ["--at", "+1s", "--json"], timeout: 10)
+            #expect(result.status == 0, "\(result.error)")
+            let check = try #require(try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any])
+            let entries = try #require(check["entries"] as? [[String: Any]])
+            #expect(entries.count == 2 && entries.allSatisfy { $0["ok"] as? Bool == true }, "\(entries)")
+            let interval = 1e9 / 20
+            for entry in entries {
+                let after = try #require(entry["after_ns"] as? Int)
+                #expect(Double(after) < interval * 1.5, "first frame \(after) ns after the time asked for")
+            }
+            let spread = try #require(check["spread_ns"] as? Int)
+            #expect(Double(spread) < interval * 1.5, "spread \(spread) ns")
+            print("sync check: spread \(spread) ns of \(interval) ns frame interval, uncertainty \(check["uncertainty_ns"] ?? "?") ns")
+            // People read a table.
+            let table = try fleet.cli(["sync-check"] + devices, timeout: 10)
+            #expect(table.output.contains("spread"), "\(table.output)")
+        }
+
         static func monotonicNow() -> UInt64 {
             var now = timespec()
             clock_gettime(CLOCK_MONOTONIC, &now)

@@ -84,6 +84,53 @@ public nonisolated struct Capfleet_V1_ClockProbeReply: Sendable {
   fileprivate var _status: Capfleet_V1_Status? = nil
 }
 
+/// Command (control.proto, field 18): answer with the device's first frame whose fleet
+/// capture time is at or after `fleet_time_ns`. The agent answers when that frame is
+/// captured, or with STATUS_CODE_UNAVAILABLE if its clock has no estimate or the device does
+/// not capture one within `timeout_ms` of that time.
+public nonisolated struct Capfleet_V1_FindFirstFrame: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var fleetTimeNs: UInt64 = 0
+
+  /// 0 = 2000
+  public var timeoutMs: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// The frame FindFirstFrame found (in CommandReply, field 12).
+public nonisolated struct Capfleet_V1_FrameTiming: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var sequence: UInt64 = 0
+
+  /// capture time in fleet time
+  public var fleetTimeNs: UInt64 = 0
+
+  /// its error bound
+  public var uncertaintyNs: UInt64 = 0
+
+  /// capture time in the agent's clock
+  public var captureLocalNs: UInt64 = 0
+
+  /// the device's frame rate then
+  public var frameRate: Double = 0
+
+  /// the node's clock state when it was stamped
+  public var sync: Capfleet_V1_ClockState.Sync = .unspecified
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 /// A node's clock as its agent estimates it, in AgentStatus and on telemetry.
 public nonisolated struct Capfleet_V1_ClockState: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
@@ -271,6 +318,96 @@ nonisolated extension Capfleet_V1_ClockProbeReply: SwiftProtobuf.Message, SwiftP
     if lhs.coordinatorID != rhs.coordinatorID {return false}
     if lhs._status != rhs._status {return false}
     if lhs.timebase != rhs.timebase {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_FindFirstFrame: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".FindFirstFrame"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}fleet_time_ns\0\u{3}timeout_ms\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.fleetTimeNs) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.timeoutMs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.fleetTimeNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.fleetTimeNs, fieldNumber: 1)
+    }
+    if self.timeoutMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.timeoutMs, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_FindFirstFrame, rhs: Capfleet_V1_FindFirstFrame) -> Bool {
+    if lhs.fleetTimeNs != rhs.fleetTimeNs {return false}
+    if lhs.timeoutMs != rhs.timeoutMs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_FrameTiming: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".FrameTiming"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}sequence\0\u{3}fleet_time_ns\0\u{3}uncertainty_ns\0\u{3}capture_local_ns\0\u{3}frame_rate\0\u{1}sync\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.sequence) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.fleetTimeNs) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.uncertaintyNs) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.captureLocalNs) }()
+      case 5: try { try decoder.decodeSingularDoubleField(value: &self.frameRate) }()
+      case 6: try { try decoder.decodeSingularEnumField(value: &self.sync) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.sequence != 0 {
+      try visitor.visitSingularUInt64Field(value: self.sequence, fieldNumber: 1)
+    }
+    if self.fleetTimeNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.fleetTimeNs, fieldNumber: 2)
+    }
+    if self.uncertaintyNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.uncertaintyNs, fieldNumber: 3)
+    }
+    if self.captureLocalNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.captureLocalNs, fieldNumber: 4)
+    }
+    if self.frameRate.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.frameRate, fieldNumber: 5)
+    }
+    if self.sync != .unspecified {
+      try visitor.visitSingularEnumField(value: self.sync, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_FrameTiming, rhs: Capfleet_V1_FrameTiming) -> Bool {
+    if lhs.sequence != rhs.sequence {return false}
+    if lhs.fleetTimeNs != rhs.fleetTimeNs {return false}
+    if lhs.uncertaintyNs != rhs.uncertaintyNs {return false}
+    if lhs.captureLocalNs != rhs.captureLocalNs {return false}
+    if lhs.frameRate != rhs.frameRate {return false}
+    if lhs.sync != rhs.sync {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -358,6 +358,15 @@ public nonisolated struct Capfleet_V1_Command: Sendable {
     set {action = .setRecording(newValue)}
   }
 
+  /// clock.md; answered when the frame is captured
+  public var findFirstFrame: Capfleet_V1_FindFirstFrame {
+    get {
+      if case .findFirstFrame(let v)? = action {return v}
+      return Capfleet_V1_FindFirstFrame()
+    }
+    set {action = .findFirstFrame(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Action: Equatable, Sendable {
@@ -369,6 +378,8 @@ public nonisolated struct Capfleet_V1_Command: Sendable {
     case setPressurePolicy(Capfleet_V1_SetPressurePolicy)
     case setConsent(Capfleet_V1_SetConsent)
     case setRecording(Capfleet_V1_SetRecording)
+    /// clock.md; answered when the frame is captured
+    case findFirstFrame(Capfleet_V1_FindFirstFrame)
 
   }
 
@@ -637,6 +648,16 @@ public nonisolated struct Capfleet_V1_CommandReply: @unchecked Sendable {
     get {_storage._consent}
     set {_uniqueStorage()._consent = newValue}
   }
+
+  /// with FindFirstFrame
+  public var frameTiming: Capfleet_V1_FrameTiming {
+    get {_storage._frameTiming ?? Capfleet_V1_FrameTiming()}
+    set {_uniqueStorage()._frameTiming = newValue}
+  }
+  /// Returns true if `frameTiming` has been explicitly set.
+  public var hasFrameTiming: Bool {_storage._frameTiming != nil}
+  /// Clears the value of `frameTiming`. Subsequent reads from it will return its default value.
+  public mutating func clearFrameTiming() {_uniqueStorage()._frameTiming = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1386,7 +1407,7 @@ nonisolated extension Capfleet_V1_HeartbeatAck: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Command"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{3}device_id\0\u{4}\u{8}set_active_format\0\u{3}set_frame_rate\0\u{3}set_zoom\0\u{3}set_focus\0\u{3}set_drop_recovery\0\u{3}set_pressure_policy\0\u{3}set_consent\0\u{3}set_recording\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{3}device_id\0\u{4}\u{8}set_active_format\0\u{3}set_frame_rate\0\u{3}set_zoom\0\u{3}set_focus\0\u{3}set_drop_recovery\0\u{3}set_pressure_policy\0\u{3}set_consent\0\u{3}set_recording\0\u{3}find_first_frame\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1500,6 +1521,19 @@ nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf.
           self.action = .setRecording(v)
         }
       }()
+      case 18: try {
+        var v: Capfleet_V1_FindFirstFrame?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .findFirstFrame(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .findFirstFrame(v)
+        }
+      }()
       default: break
       }
     }
@@ -1548,6 +1582,10 @@ nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf.
     case .setRecording?: try {
       guard case .setRecording(let v)? = self.action else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 17)
+    }()
+    case .findFirstFrame?: try {
+      guard case .findFirstFrame(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 18)
     }()
     case nil: break
     }
@@ -1872,7 +1910,7 @@ nonisolated extension Capfleet_V1_SetFrameRate: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CommandReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{1}status\0\u{3}active_format_index\0\u{3}active_frame_rate\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{3}active_min_frame_rate\0\u{1}focus\0\u{3}drop_recovery\0\u{3}pressure_policy\0\u{1}consent\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{1}status\0\u{3}active_format_index\0\u{3}active_frame_rate\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{3}active_min_frame_rate\0\u{1}focus\0\u{3}drop_recovery\0\u{3}pressure_policy\0\u{1}consent\0\u{3}frame_timing\0")
 
   fileprivate class _StorageClass {
     var _commandID: UInt64 = 0
@@ -1886,6 +1924,7 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
     var _dropRecovery: Capfleet_V1_DropRecoveryPolicy? = nil
     var _pressurePolicy: Capfleet_V1_PressurePolicy? = nil
     var _consent: Capfleet_V1_ConsentState = .unspecified
+    var _frameTiming: Capfleet_V1_FrameTiming? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -1907,6 +1946,7 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
       _dropRecovery = source._dropRecovery
       _pressurePolicy = source._pressurePolicy
       _consent = source._consent
+      _frameTiming = source._frameTiming
     }
   }
 
@@ -1936,6 +1976,7 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
         case 9: try { try decoder.decodeSingularMessageField(value: &_storage._dropRecovery) }()
         case 10: try { try decoder.decodeSingularMessageField(value: &_storage._pressurePolicy) }()
         case 11: try { try decoder.decodeSingularEnumField(value: &_storage._consent) }()
+        case 12: try { try decoder.decodeSingularMessageField(value: &_storage._frameTiming) }()
         default: break
         }
       }
@@ -1981,6 +2022,9 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
       if _storage._consent != .unspecified {
         try visitor.visitSingularEnumField(value: _storage._consent, fieldNumber: 11)
       }
+      try { if let v = _storage._frameTiming {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -2001,6 +2045,7 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
         if _storage._dropRecovery != rhs_storage._dropRecovery {return false}
         if _storage._pressurePolicy != rhs_storage._pressurePolicy {return false}
         if _storage._consent != rhs_storage._consent {return false}
+        if _storage._frameTiming != rhs_storage._frameTiming {return false}
         return true
       }
       if !storagesAreEqual {return false}

@@ -359,6 +359,15 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     set {body = .getConsentHistory(newValue)}
   }
 
+  /// viewer: clock.md, "Checking alignment"
+  public var syncCheck: Capfleet_V1_SyncCheck {
+    get {
+      if case .syncCheck(let v)? = body {return v}
+      return Capfleet_V1_SyncCheck()
+    }
+    set {body = .syncCheck(newValue)}
+  }
+
   /// Ties leases taken by this request to an operator session: when the session ends
   /// (EndSession, or no request for session_timeout_ms), its leases are released.
   public var sessionID: String = String()
@@ -402,6 +411,8 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     /// operator; admin to restrict or lift a restriction
     case changeConsent(Capfleet_V1_ChangeConsent)
     case getConsentHistory(Capfleet_V1_GetConsentHistory)
+    /// viewer: clock.md, "Checking alignment"
+    case syncCheck(Capfleet_V1_SyncCheck)
 
   }
 
@@ -1164,6 +1175,16 @@ public nonisolated struct Capfleet_V1_OperatorReply: @unchecked Sendable {
     set {_uniqueStorage()._consentApplied = newValue}
   }
 
+  /// with SyncCheck
+  public var syncCheck: Capfleet_V1_SyncCheckResult {
+    get {_storage._syncCheck ?? Capfleet_V1_SyncCheckResult()}
+    set {_uniqueStorage()._syncCheck = newValue}
+  }
+  /// Returns true if `syncCheck` has been explicitly set.
+  public var hasSyncCheck: Bool {_storage._syncCheck != nil}
+  /// Clears the value of `syncCheck`. Subsequent reads from it will return its default value.
+  public mutating func clearSyncCheck() {_uniqueStorage()._syncCheck = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1327,6 +1348,82 @@ public nonisolated struct Capfleet_V1_WhoAmI: Sendable {
   public init() {}
 }
 
+/// Each device's first frame captured at or after a fleet time, and how far apart they are.
+public nonisolated struct Capfleet_V1_SyncCheck: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var deviceIds: [String] = []
+
+  /// 0 = `from_now_ns` from now
+  public var atFleetTimeNs: UInt64 = 0
+
+  /// used when at_fleet_time_ns is 0; 0 = one second
+  public var fromNowNs: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_SyncCheckResult: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// the time asked for
+  public var atFleetTimeNs: UInt64 = 0
+
+  public var entries: [Capfleet_V1_SyncCheckResult.Entry] = []
+
+  /// latest minus earliest fleet time among the answers
+  public var spreadNs: UInt64 = 0
+
+  /// the largest error bound among them
+  public var uncertaintyNs: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public nonisolated struct Entry: Sendable {
+    // SwiftProtobuf.Message conformance is added in an extension below. See the
+    // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+    // methods supported on all messages.
+
+    public var deviceID: String = String()
+
+    public var nodeID: String = String()
+
+    /// not OK: why this device has no answer
+    public var status: Capfleet_V1_Status {
+      get {_status ?? Capfleet_V1_Status()}
+      set {_status = newValue}
+    }
+    /// Returns true if `status` has been explicitly set.
+    public var hasStatus: Bool {self._status != nil}
+    /// Clears the value of `status`. Subsequent reads from it will return its default value.
+    public mutating func clearStatus() {self._status = nil}
+
+    public var frame: Capfleet_V1_FrameTiming {
+      get {_frame ?? Capfleet_V1_FrameTiming()}
+      set {_frame = newValue}
+    }
+    /// Returns true if `frame` has been explicitly set.
+    public var hasFrame: Bool {self._frame != nil}
+    /// Clears the value of `frame`. Subsequent reads from it will return its default value.
+    public mutating func clearFrame() {self._frame = nil}
+
+    public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+    public init() {}
+
+    fileprivate var _status: Capfleet_V1_Status? = nil
+    fileprivate var _frame: Capfleet_V1_FrameTiming? = nil
+  }
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "capfleet.v1"
@@ -1341,7 +1438,7 @@ nonisolated extension Capfleet_V1_OperatorRole: SwiftProtobuf._ProtoNameProvidin
 
 nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1691,6 +1788,19 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
           self.body = .getConsentHistory(v)
         }
       }()
+      case 36: try {
+        var v: Capfleet_V1_SyncCheck?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .syncCheck(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .syncCheck(v)
+        }
+      }()
       default: break
       }
     }
@@ -1817,6 +1927,10 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
     case .getConsentHistory?: try {
       guard case .getConsentHistory(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 35)
+    }()
+    case .syncCheck?: try {
+      guard case .syncCheck(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 36)
     }()
     case nil: break
     }
@@ -2905,7 +3019,7 @@ nonisolated extension Capfleet_V1_RejectionCount: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0")
 
   fileprivate class _StorageClass {
     var _requestID: UInt64 = 0
@@ -2931,6 +3045,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
     var _you: Capfleet_V1_OperatorInfo? = nil
     var _consentHistory: [Capfleet_V1_ConsentRecord] = []
     var _consentApplied: Bool = false
+    var _syncCheck: Capfleet_V1_SyncCheckResult? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -2964,6 +3079,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       _you = source._you
       _consentHistory = source._consentHistory
       _consentApplied = source._consentApplied
+      _syncCheck = source._syncCheck
     }
   }
 
@@ -3005,6 +3121,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         case 28: try { try decoder.decodeSingularMessageField(value: &_storage._you) }()
         case 29: try { try decoder.decodeRepeatedMessageField(value: &_storage._consentHistory) }()
         case 30: try { try decoder.decodeSingularBoolField(value: &_storage._consentApplied) }()
+        case 31: try { try decoder.decodeSingularMessageField(value: &_storage._syncCheck) }()
         default: break
         }
       }
@@ -3086,6 +3203,9 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       if _storage._consentApplied != false {
         try visitor.visitSingularBoolField(value: _storage._consentApplied, fieldNumber: 30)
       }
+      try { if let v = _storage._syncCheck {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 31)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -3118,6 +3238,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         if _storage._you != rhs_storage._you {return false}
         if _storage._consentHistory != rhs_storage._consentHistory {return false}
         if _storage._consentApplied != rhs_storage._consentApplied {return false}
+        if _storage._syncCheck != rhs_storage._syncCheck {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -3480,6 +3601,140 @@ nonisolated extension Capfleet_V1_WhoAmI: SwiftProtobuf.Message, SwiftProtobuf._
   }
 
   public static func ==(lhs: Capfleet_V1_WhoAmI, rhs: Capfleet_V1_WhoAmI) -> Bool {
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_SyncCheck: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SyncCheck"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_ids\0\u{3}at_fleet_time_ns\0\u{3}from_now_ns\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedStringField(value: &self.deviceIds) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.atFleetTimeNs) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.fromNowNs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.deviceIds.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.deviceIds, fieldNumber: 1)
+    }
+    if self.atFleetTimeNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.atFleetTimeNs, fieldNumber: 2)
+    }
+    if self.fromNowNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.fromNowNs, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_SyncCheck, rhs: Capfleet_V1_SyncCheck) -> Bool {
+    if lhs.deviceIds != rhs.deviceIds {return false}
+    if lhs.atFleetTimeNs != rhs.atFleetTimeNs {return false}
+    if lhs.fromNowNs != rhs.fromNowNs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_SyncCheckResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SyncCheckResult"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}at_fleet_time_ns\0\u{1}entries\0\u{3}spread_ns\0\u{3}uncertainty_ns\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.atFleetTimeNs) }()
+      case 2: try { try decoder.decodeRepeatedMessageField(value: &self.entries) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.spreadNs) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.uncertaintyNs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.atFleetTimeNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.atFleetTimeNs, fieldNumber: 1)
+    }
+    if !self.entries.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.entries, fieldNumber: 2)
+    }
+    if self.spreadNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.spreadNs, fieldNumber: 3)
+    }
+    if self.uncertaintyNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.uncertaintyNs, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_SyncCheckResult, rhs: Capfleet_V1_SyncCheckResult) -> Bool {
+    if lhs.atFleetTimeNs != rhs.atFleetTimeNs {return false}
+    if lhs.entries != rhs.entries {return false}
+    if lhs.spreadNs != rhs.spreadNs {return false}
+    if lhs.uncertaintyNs != rhs.uncertaintyNs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_SyncCheckResult.Entry: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = Capfleet_V1_SyncCheckResult.protoMessageName + ".Entry"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}status\0\u{1}frame\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.nodeID) }()
+      case 3: try { try decoder.decodeSingularMessageField(value: &self._status) }()
+      case 4: try { try decoder.decodeSingularMessageField(value: &self._frame) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.deviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 1)
+    }
+    if !self.nodeID.isEmpty {
+      try visitor.visitSingularStringField(value: self.nodeID, fieldNumber: 2)
+    }
+    try { if let v = self._status {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+    } }()
+    try { if let v = self._frame {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_SyncCheckResult.Entry, rhs: Capfleet_V1_SyncCheckResult.Entry) -> Bool {
+    if lhs.deviceID != rhs.deviceID {return false}
+    if lhs.nodeID != rhs.nodeID {return false}
+    if lhs._status != rhs._status {return false}
+    if lhs._frame != rhs._frame {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
