@@ -277,6 +277,15 @@ public final class AgentService: Service, Sendable {
         if case let .findFirstFrame(request)? = command.action {
             return findFirstFrame(request, commandID: command.commandID, on: stream, clock: clock)
         }
+        if case let .setFrameAlignment(request)? = command.action {
+            let steered = stream.setFrameAlignment(origin: request.enabled ? request.gridOriginFleetNs : nil, clock: clock)
+            logger.notice("frame alignment", metadata: ["device.id": "\(command.deviceID)",
+                                                        "alignment": "\(request.enabled ? (steered ? "steered" : "phase only") : "off")"])
+            return .with {
+                $0.commandID = command.commandID
+                $0.status = steered ? .ok : .failure(.unsupported, "device \(command.deviceID) cannot adjust its frame timing; it reports its phase against the grid instead")
+            }
+        }
         var reply = Capfleet_V1_CommandReply()
         reply.commandID = command.commandID
         reply.status = apply(command, to: stream)
@@ -369,9 +378,9 @@ public final class AgentService: Service, Sendable {
                 stream.setConsent(state)
             case let .setRecording(request)?:
                 stream.setRecording(request.recording)
-            case .findFirstFrame?:
-                // Answered by `findFirstFrame` before any of this.
-                return .failure(.internal, "FindFirstFrame reached the wrong handler")
+            case .findFirstFrame?, .setFrameAlignment?:
+                // Answered in `execute` before any of this.
+                return .failure(.internal, "command \(command.commandID) reached the wrong handler")
             case nil:
                 return .failure(.badRequest, "command \(command.commandID) carries no action")
             }

@@ -44,6 +44,22 @@ final class CameraStream: Sendable {
 
     /// FindFirstFrame requests waiting for a frame.
     private let frameWatches = FrameWatches()
+    /// Where captures fall against the fleet-time grid, and whether they are steered onto it.
+    let alignment = FrameAlignmentState()
+
+    /// Turns frame alignment on (a grid from `origin`) or off; false when the source cannot
+    /// adjust its timing (its phase is still reported).
+    func setFrameAlignment(origin: UInt64?, clock: ClockSync) -> Bool {
+        guard let origin else {
+            _ = source.steerFrameTiming(nil)
+            alignment.set(nil, steered: false)
+            return true
+        }
+        let aligner = FrameAligner(origin: origin)
+        let steered = source.steerFrameTiming(FleetGridScheduler(clock: clock, aligner: aligner))
+        alignment.set(aligner, steered: steered)
+        return steered
+    }
 
     func watchFirstFrame(atFleetTime fleetTime: UInt64, waitingAtMost nanoseconds: UInt64,
                          answer: @escaping @Sendable (Capfleet_V1_FrameTiming?) -> Void) {
@@ -126,6 +142,7 @@ final class CameraStream: Sendable {
         counters.consent = privacy.consent.wire
         counters.recording = privacy.recording
         counters.realFrames = privacy.realFramesFlowing && statistics.streaming.load(ordering: .acquiring)
+        counters.alignment = alignment.wire
         return counters
     }
 
@@ -175,6 +192,8 @@ final class CameraStream: Sendable {
                 header.fleetTimeNs = stamp.fleet
                 header.fleetTimeUncertaintyNs = stamp.uncertainty
                 header.flags |= UInt32(Capfleet_V1_FrameFlag.fleetTimeValid.rawValue)
+                alignment.observe(fleetTime: stamp.fleet, frameRate: source.activeFrameRate,
+                                  locked: clock.latest.estimate?.state == .locked)
                 frameWatches.captured(atFleetTime: stamp.fleet) {
                     .with {
                         $0.sequence = frame.sequence

@@ -108,10 +108,23 @@ public protocol CameraSource: AnyObject, Sendable {
     /// Where focus is now; nil for devices without focus.
     var focus: FocusState? { get }
     func focus(_ request: FocusRequest) throws(CaptureError)
+
+    /// Sources that time their own captures can be steered onto a shared grid; nil clears
+    /// it. Returns false when this source cannot adjust its frame timing.
+    func steerFrameTiming(_ scheduler: (any FrameScheduler)?) -> Bool
+}
+
+/// Chooses each capture's deadline (CLOCK_MONOTONIC) for sources that time their own
+/// captures: software frame alignment. Called on the capture thread; must be quick.
+public protocol FrameScheduler: Sendable {
+    func nextDeadline(after previous: UInt64, period: UInt64) -> UInt64
 }
 
 extension CameraSource {
     public var activeFrameRate: Double { activeFrameRateRange.maxFramesPerSecond }
+
+    /// Most sources are timed by their driver.
+    public func steerFrameTiming(_ scheduler: (any FrameScheduler)?) -> Bool { false }
 
     /// A fixed rate: minimum and maximum frame duration equal.
     public func setFrameRate(_ framesPerSecond: Double) throws(CaptureError) {

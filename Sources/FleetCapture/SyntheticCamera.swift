@@ -23,6 +23,12 @@ public final class SyntheticCamera: CameraSource {
 
     private let configuration: Mutex<Configuration>
     private let running = Atomic<Bool>(false)
+    private let scheduler = Mutex<(any FrameScheduler)?>(nil)
+
+    public func steerFrameTiming(_ scheduler: (any FrameScheduler)?) -> Bool {
+        self.scheduler.withLock { $0 = scheduler }
+        return true
+    }
     private let outOfBuffers = Atomic<UInt64>(0)
     private let finished = DispatchSemaphore(value: 0)
 
@@ -157,7 +163,8 @@ public final class SyntheticCamera: CameraSource {
                 period = UInt64(1e9 / max(config.frameRate, 0.1))
                 deadline = MonotonicTime.now()
             }
-            deadline += period
+            // Nominal timing, unless something steers it (frame alignment).
+            deadline = scheduler.withLock { $0 }?.nextDeadline(after: deadline, period: period) ?? deadline + period
             Self.sleep(until: deadline)
             let now = MonotonicTime.now()
             // A sensor keeps exposing while we are late: skipped slots advance the sequence,
@@ -177,8 +184,10 @@ public final class SyntheticCamera: CameraSource {
                 continue
             }
             renderer!.render(frameNumber: UInt32(truncatingIfNeeded: sequence), zoom: zoom, into: buffer.storage)
+            // Stamped with its slot, as a sensor stamps the start of exposure (a V4L2 driver does
+            // so in its interrupt), not with when this thread got round to rendering it.
             deliver(CapturedFrame(buffer: buffer, byteCount: renderer!.frameBytes, sequence: sequence,
-                                  captureMonotonicNanoseconds: now, layout: renderer!.layout, zoomFactor: zoom))
+                                  captureMonotonicNanoseconds: deadline, layout: renderer!.layout, zoomFactor: zoom))
         }
     }
 

@@ -59,4 +59,33 @@ extension OperatorHandler {
         reply.status = answered.count == entries.count ? .ok
             : .with { $0.code = .ok; $0.reason = "\(entries.count - answered.count) of \(entries.count) devices did not answer" }
     }
+
+    /// Every device gets the same grid: slots every frame interval from the whole second of
+    /// fleet time at which this coordinator started.
+    var gridOrigin: UInt64 { fleetTime.epochOffset / 1_000_000_000 * 1_000_000_000 }
+
+    func changeFrameAlignment(_ query: Capfleet_V1_ChangeFrameAlignment, operator who: String,
+                              into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+        guard !query.deviceIds.isEmpty, query.deviceIds.count <= 64 else {
+            reply.status = .failure(.badRequest, "name between 1 and 64 devices")
+            return
+        }
+        var refusals: [String] = []
+        for deviceID in query.deviceIds {
+            guard let device = try await existingDevice(deviceID, into: &reply) else { return }
+            guard try await leaseAllows(device.id, who, "device.frame_alignment", into: &reply) else { return }
+            let answer = await control.command(.setFrameAlignment(.with {
+                $0.enabled = query.enabled
+                $0.gridOriginFleetNs = gridOrigin
+            }), deviceID: device.id, nodeID: device.nodeId)
+            let detail = query.enabled ? "aligned to the fleet-time grid from \(gridOrigin)" : "frame alignment off"
+            try await audit(who, "device.frame_alignment", device.id, outcome: answer.status.isOK ? "ok" : "failed",
+                            detail: answer.status.isOK ? detail : "\(detail): \(answer.status.reason)")
+            if !answer.status.isOK { refusals.append("\(device.id): \(answer.status.reason)") }
+        }
+        reply.status = refusals.isEmpty ? .ok : .with {
+            $0.code = .ok
+            $0.reason = refusals.joined(separator: "; ")
+        }
+    }
 }

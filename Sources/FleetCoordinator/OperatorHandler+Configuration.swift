@@ -35,7 +35,7 @@ extension OperatorHandler {
     func holder(_ who: String) -> String { who.isEmpty ? "unknown operator" : who }
 
     /// Changes need the device's configuration lease; a refusal names who holds it.
-    private func leaseAllows(_ deviceID: String, _ who: String, _ action: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) -> Bool {
+    func leaseAllows(_ deviceID: String, _ who: String, _ action: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) -> Bool {
         guard case let .failure(refusal) = await leases.authorize(deviceID, by: holder(who)) else { return true }
         try await audit(who, action, deviceID, outcome: "refused", detail: refusal.description)
         reply.status = .failure(.permissionDenied, refusal.description)
@@ -241,7 +241,7 @@ extension OperatorHandler {
         try await listDevices(nodeID: device.nodeId, only: device.id, into: &reply)
     }
 
-    private func audit(_ who: String, _ action: String, _ target: String, outcome: String, detail: String) async throws(StoreError) {
+    func audit(_ who: String, _ action: String, _ target: String, outcome: String, detail: String) async throws(StoreError) {
         try await store.appendAudit(AuditEntry(at: Date().unixMilliseconds, actor: who.isEmpty ? "unknown operator" : who,
                                                action: action, target: target, outcome: outcome, detail: detail))
     }

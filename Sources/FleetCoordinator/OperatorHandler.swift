@@ -139,6 +139,8 @@ actor OperatorHandler {
                 try await consentHistory(of: query.deviceID, into: &reply)
             case let .syncCheck(query)?:
                 try await syncCheck(query, into: &reply)
+            case let .changeFrameAlignment(query)?:
+                try await changeFrameAlignment(query, operator: who, into: &reply)
             case nil:
                 rejections.reject(endpoint: Self.endpointName, reason: .unknownMessage, peer: routed.peer)
                 reply.status = .failure(.badRequest, "the request carries no body this coordinator knows; is the CLI newer than the coordinator?")

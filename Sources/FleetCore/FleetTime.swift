@@ -46,6 +46,13 @@ public struct NodeClock: Sendable, Equatable {
 
     public func now() -> UInt64 { local(fromMonotonic: MonotonicTime.now()) }
 
+    /// CLOCK_MONOTONIC when this clock reads `local` (inverse of `local(fromMonotonic:)`).
+    public func monotonic(fromLocal local: UInt64) -> UInt64 {
+        guard isSkewed else { return local }
+        let unskewed = Double(Int64(bitPattern: local &- UInt64(bitPattern: offset)))
+        return UInt64(max(0, (unskewed / (1 + driftPPM / 1e6)).rounded()))
+    }
+
     /// This clock now, with the host's system clock (CLOCK_REALTIME) read beside it and
     /// skewed the same way, for reporting how far the host's wall clock is from fleet time.
     public func nowWithWallClock() -> (local: UInt64, wall: UInt64) {

@@ -43,7 +43,7 @@ public enum RequiredRole {
              .getEvents?, .endSession?, .whoAmI?, .getConsentHistory?, .syncCheck?, nil:
             .viewer
         case .changeFormat?, .changeFrameRate?, .changeZoom?, .lockDevice?, .unlockDevice?, .changeFocus?,
-             .setDropRecoveryPolicy?, .changePressurePolicy?, .changeConsent?:
+             .setDropRecoveryPolicy?, .changePressurePolicy?, .changeConsent?, .changeFrameAlignment?:
             .operator
         case .forgetNode?, .createEnrollment?, .revokeNode?, .addOperator?, .removeOperator?, .listOperators?:
             .admin

@@ -13,7 +13,7 @@ struct CapFleet: AsyncParsableCommand {
             """,
         subcommands: [
             DevCommand.self, CoordinatorCommand.self, AgentCommand.self,
-            NodesCommand.self, ClockCommand.self, SyncCheckCommand.self, DevicesCommand.self, DeviceCommand.self, FormatsCommand.self, WatchCommand.self, PressureCommand.self, EventsCommand.self,
+            NodesCommand.self, ClockCommand.self, SyncCheckCommand.self, AlignCommand.self, DevicesCommand.self, DeviceCommand.self, FormatsCommand.self, WatchCommand.self, PressureCommand.self, EventsCommand.self,
             FormatCommand.self, PresetCommand.self, FrameRateCommand.self, ZoomDeviceCommand.self, FocusCommand.self,
             LockCommand.self, UnlockCommand.self, PolicyCommand.self,
             SnapshotCommand.self, IngestStatsCommand.self,

@@ -44,3 +44,22 @@ struct SyncCheckCommand: ParsableCommand {
         }
     }
 }
+
+/// `capfleet align`: software frame alignment on or off.
+struct AlignCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "align",
+        abstract: "Steer devices' captures onto the shared fleet-time grid (devices that time their own frames), or stop.")
+    @OptionGroup var coordinator: CoordinatorOptions
+    @Argument(help: "The devices.") var devices: [String]
+    @Flag(help: "Stop aligning.") var off = false
+
+    func run() throws {
+        let reply = try coordinator.call(.changeFrameAlignment(.with {
+            $0.deviceIds = devices
+            $0.enabled = !off
+        })).reply
+        print(off ? "frame alignment off for \(devices.joined(separator: ", "))"
+              : "aligning \(devices.joined(separator: ", ")) to the fleet-time grid" + (reply.status.reason.isEmpty ? "" : "; \(reply.status.reason)"))
+    }
+}

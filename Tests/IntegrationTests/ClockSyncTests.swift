@@ -88,6 +88,37 @@ extension IntegrationTests {
             #expect(table.output.contains("spread"), "\(table.output)")
         }
 
+        /// Three synthetic cameras at 30 fps on three agents with differently skewed clocks:
+        /// aligned to the fleet-time grid, their first frames after a time fall in the same
+        /// slot, far closer together than the frame interval unaligned cameras spread over.
+        @Test func alignedCameras_captureInTheSameGridSlot() async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator()
+            let agents = try [("a", "+0s"), ("b", "+2s,+35ppm"), ("c", "-0.5s,-20ppm")].map { name, skew in
+                try fleet.startAgent(name, fps: 30, extra: ["--test-clock-skew=\(skew)"])
+            }
+            try await fleet.waitUntil("every clock locks", seconds: 20) { agents.allSatisfy { $0.log.contains("clock.state=locked") } }
+            let devices = try fleet.json(["devices"]).compactMap { $0["device_id"] as? String }
+            #expect(devices.count == 3)
+            // Like every change to a device, alignment needs its configuration lease.
+            for device in devices { #expect(try fleet.cli(["lock", device]).status == 0) }
+            let aligned = try fleet.cli(["align"] + devices)
+            #expect(aligned.status == 0, "\(aligned.error)")
+            try await Task.sleep(for: .seconds(2))
+            var spreads: [Int] = []
+            for _ in 0..<5 {
+                let result = try fleet.cli(["sync-check"] + devices + ["--json"], timeout: 10)
+                guard result.status == 0, let check = try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any],
+                      let spread = check["spread_ns"] as? Int else { continue }
+                spreads.append(spread)
+            }
+            print("frame alignment: spreads \(spreads) ns across 3 aligned cameras at 30 fps (frame interval 33.3 ms)")
+            #expect(spreads.count == 5)
+            #expect(spreads.allSatisfy { $0 < 2_000_000 }, "\(spreads)")
+            // Off again: each camera keeps its last phase but is no longer steered.
+            #expect(try fleet.cli(["align", "--off"] + devices).status == 0)
+        }
+
         static func monotonicNow() -> UInt64 {
             var now = timespec()
             clock_gettime(CLOCK_MONOTONIC, &now)

@@ -131,6 +131,95 @@ public nonisolated struct Capfleet_V1_FrameTiming: Sendable {
   public init() {}
 }
 
+/// Command (control.proto, field 19): align the device's captures to fleet-time slots every
+/// frame interval from `grid_origin_fleet_ns` (software frame alignment), or stop. A device that
+/// cannot adjust its frame timing answers STATUS_CODE_UNSUPPORTED but still reports its phase.
+public nonisolated struct Capfleet_V1_SetFrameAlignment: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var enabled: Bool = false
+
+  public var gridOriginFleetNs: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// A device's captures against the fleet-time grid (in DeviceCounters).
+public nonisolated struct Capfleet_V1_FrameAlignment: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var state: Capfleet_V1_FrameAlignment.State = .unspecified
+
+  /// the latest frame's distance from its nearest slot
+  public var phaseNs: Int64 = 0
+
+  public var gridOriginFleetNs: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public nonisolated enum State: SwiftProtobuf.Enum, Swift.CaseIterable {
+    public typealias RawValue = Int
+    case unspecified // = 0
+
+    /// no grid set
+    case off // = 1
+
+    /// steering, phase not yet within 100 µs, or the clock not locked
+    case aligning // = 2
+
+    /// steering, the latest frame within 100 µs of its slot
+    case aligned // = 3
+
+    /// the device cannot adjust its frame timing: phase reported only
+    case unaligned // = 4
+    case UNRECOGNIZED(Int)
+
+    public init() {
+      self = .unspecified
+    }
+
+    public init?(rawValue: Int) {
+      switch rawValue {
+      case 0: self = .unspecified
+      case 1: self = .off
+      case 2: self = .aligning
+      case 3: self = .aligned
+      case 4: self = .unaligned
+      default: self = .UNRECOGNIZED(rawValue)
+      }
+    }
+
+    public var rawValue: Int {
+      switch self {
+      case .unspecified: return 0
+      case .off: return 1
+      case .aligning: return 2
+      case .aligned: return 3
+      case .unaligned: return 4
+      case .UNRECOGNIZED(let i): return i
+      }
+    }
+
+    // The compiler won't synthesize support with the UNRECOGNIZED case.
+    public static let allCases: [Capfleet_V1_FrameAlignment.State] = [
+      .unspecified,
+      .off,
+      .aligning,
+      .aligned,
+      .unaligned,
+    ]
+
+  }
+
+  public init() {}
+}
+
 /// A node's clock as its agent estimates it, in AgentStatus and on telemetry.
 public nonisolated struct Capfleet_V1_ClockState: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
@@ -411,6 +500,85 @@ nonisolated extension Capfleet_V1_FrameTiming: SwiftProtobuf.Message, SwiftProto
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
+}
+
+nonisolated extension Capfleet_V1_SetFrameAlignment: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SetFrameAlignment"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}enabled\0\u{3}grid_origin_fleet_ns\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularBoolField(value: &self.enabled) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.gridOriginFleetNs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.enabled != false {
+      try visitor.visitSingularBoolField(value: self.enabled, fieldNumber: 1)
+    }
+    if self.gridOriginFleetNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.gridOriginFleetNs, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_SetFrameAlignment, rhs: Capfleet_V1_SetFrameAlignment) -> Bool {
+    if lhs.enabled != rhs.enabled {return false}
+    if lhs.gridOriginFleetNs != rhs.gridOriginFleetNs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_FrameAlignment: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".FrameAlignment"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}state\0\u{3}phase_ns\0\u{3}grid_origin_fleet_ns\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.state) }()
+      case 2: try { try decoder.decodeSingularInt64Field(value: &self.phaseNs) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.gridOriginFleetNs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.state != .unspecified {
+      try visitor.visitSingularEnumField(value: self.state, fieldNumber: 1)
+    }
+    if self.phaseNs != 0 {
+      try visitor.visitSingularInt64Field(value: self.phaseNs, fieldNumber: 2)
+    }
+    if self.gridOriginFleetNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.gridOriginFleetNs, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_FrameAlignment, rhs: Capfleet_V1_FrameAlignment) -> Bool {
+    if lhs.state != rhs.state {return false}
+    if lhs.phaseNs != rhs.phaseNs {return false}
+    if lhs.gridOriginFleetNs != rhs.gridOriginFleetNs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_FrameAlignment.State: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0STATE_UNSPECIFIED\0\u{1}STATE_OFF\0\u{1}STATE_ALIGNING\0\u{1}STATE_ALIGNED\0\u{1}STATE_UNALIGNED\0")
 }
 
 nonisolated extension Capfleet_V1_ClockState: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {

@@ -184,6 +184,16 @@ public nonisolated struct Capfleet_V1_DeviceCounters: @unchecked Sendable {
     set {_uniqueStorage()._realFrames = newValue}
   }
 
+  /// against the fleet-time grid (clock.md)
+  public var alignment: Capfleet_V1_FrameAlignment {
+    get {_storage._alignment ?? Capfleet_V1_FrameAlignment()}
+    set {_uniqueStorage()._alignment = newValue}
+  }
+  /// Returns true if `alignment` has been explicitly set.
+  public var hasAlignment: Bool {_storage._alignment != nil}
+  /// Clears the value of `alignment`. Subsequent reads from it will return its default value.
+  public mutating func clearAlignment() {_uniqueStorage()._alignment = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -367,6 +377,15 @@ public nonisolated struct Capfleet_V1_Command: Sendable {
     set {action = .findFirstFrame(newValue)}
   }
 
+  /// clock.md
+  public var setFrameAlignment: Capfleet_V1_SetFrameAlignment {
+    get {
+      if case .setFrameAlignment(let v)? = action {return v}
+      return Capfleet_V1_SetFrameAlignment()
+    }
+    set {action = .setFrameAlignment(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Action: Equatable, Sendable {
@@ -380,6 +399,8 @@ public nonisolated struct Capfleet_V1_Command: Sendable {
     case setRecording(Capfleet_V1_SetRecording)
     /// clock.md; answered when the frame is captured
     case findFirstFrame(Capfleet_V1_FindFirstFrame)
+    /// clock.md
+    case setFrameAlignment(Capfleet_V1_SetFrameAlignment)
 
   }
 
@@ -1079,7 +1100,7 @@ nonisolated extension Capfleet_V1_Heartbeat: SwiftProtobuf.Message, SwiftProtobu
 
 nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceCounters"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}frames_captured\0\u{3}frames_sent\0\u{3}bytes_sent\0\u{1}drops\0\u{1}streaming\0\u{1}interruption\0\u{1}focus\0\u{3}zoom_factor\0\u{3}active_frame_rate\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}frames_captured\0\u{3}frames_sent\0\u{3}bytes_sent\0\u{1}drops\0\u{1}streaming\0\u{1}interruption\0\u{1}focus\0\u{3}zoom_factor\0\u{3}active_frame_rate\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -1098,6 +1119,7 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
     var _consent: Capfleet_V1_ConsentState = .unspecified
     var _recording: Bool = false
     var _realFrames: Bool = false
+    var _alignment: Capfleet_V1_FrameAlignment? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -1124,6 +1146,7 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
       _consent = source._consent
       _recording = source._recording
       _realFrames = source._realFrames
+      _alignment = source._alignment
     }
   }
 
@@ -1158,6 +1181,7 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
         case 14: try { try decoder.decodeSingularEnumField(value: &_storage._consent) }()
         case 15: try { try decoder.decodeSingularBoolField(value: &_storage._recording) }()
         case 16: try { try decoder.decodeSingularBoolField(value: &_storage._realFrames) }()
+        case 17: try { try decoder.decodeSingularMessageField(value: &_storage._alignment) }()
         default: break
         }
       }
@@ -1218,6 +1242,9 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
       if _storage._realFrames != false {
         try visitor.visitSingularBoolField(value: _storage._realFrames, fieldNumber: 16)
       }
+      try { if let v = _storage._alignment {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 17)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -1243,6 +1270,7 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
         if _storage._consent != rhs_storage._consent {return false}
         if _storage._recording != rhs_storage._recording {return false}
         if _storage._realFrames != rhs_storage._realFrames {return false}
+        if _storage._alignment != rhs_storage._alignment {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -1407,7 +1435,7 @@ nonisolated extension Capfleet_V1_HeartbeatAck: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Command"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{3}device_id\0\u{4}\u{8}set_active_format\0\u{3}set_frame_rate\0\u{3}set_zoom\0\u{3}set_focus\0\u{3}set_drop_recovery\0\u{3}set_pressure_policy\0\u{3}set_consent\0\u{3}set_recording\0\u{3}find_first_frame\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{3}device_id\0\u{4}\u{8}set_active_format\0\u{3}set_frame_rate\0\u{3}set_zoom\0\u{3}set_focus\0\u{3}set_drop_recovery\0\u{3}set_pressure_policy\0\u{3}set_consent\0\u{3}set_recording\0\u{3}find_first_frame\0\u{3}set_frame_alignment\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1534,6 +1562,19 @@ nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf.
           self.action = .findFirstFrame(v)
         }
       }()
+      case 19: try {
+        var v: Capfleet_V1_SetFrameAlignment?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .setFrameAlignment(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .setFrameAlignment(v)
+        }
+      }()
       default: break
       }
     }
@@ -1586,6 +1627,10 @@ nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf.
     case .findFirstFrame?: try {
       guard case .findFirstFrame(let v)? = self.action else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 18)
+    }()
+    case .setFrameAlignment?: try {
+      guard case .setFrameAlignment(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 19)
     }()
     case nil: break
     }

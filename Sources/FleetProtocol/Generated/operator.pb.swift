@@ -368,6 +368,15 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     set {body = .syncCheck(newValue)}
   }
 
+  /// operator: clock.md, "Frame alignment"
+  public var changeFrameAlignment: Capfleet_V1_ChangeFrameAlignment {
+    get {
+      if case .changeFrameAlignment(let v)? = body {return v}
+      return Capfleet_V1_ChangeFrameAlignment()
+    }
+    set {body = .changeFrameAlignment(newValue)}
+  }
+
   /// Ties leases taken by this request to an operator session: when the session ends
   /// (EndSession, or no request for session_timeout_ms), its leases are released.
   public var sessionID: String = String()
@@ -413,6 +422,8 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     case getConsentHistory(Capfleet_V1_GetConsentHistory)
     /// viewer: clock.md, "Checking alignment"
     case syncCheck(Capfleet_V1_SyncCheck)
+    /// operator: clock.md, "Frame alignment"
+    case changeFrameAlignment(Capfleet_V1_ChangeFrameAlignment)
 
   }
 
@@ -1424,6 +1435,22 @@ public nonisolated struct Capfleet_V1_SyncCheckResult: Sendable {
   public init() {}
 }
 
+/// Turns software frame alignment on or off for the devices named; the coordinator chooses the
+/// grid's origin (the same for every device while it runs).
+public nonisolated struct Capfleet_V1_ChangeFrameAlignment: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var deviceIds: [String] = []
+
+  public var enabled: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "capfleet.v1"
@@ -1438,7 +1465,7 @@ nonisolated extension Capfleet_V1_OperatorRole: SwiftProtobuf._ProtoNameProvidin
 
 nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1801,6 +1828,19 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
           self.body = .syncCheck(v)
         }
       }()
+      case 37: try {
+        var v: Capfleet_V1_ChangeFrameAlignment?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .changeFrameAlignment(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .changeFrameAlignment(v)
+        }
+      }()
       default: break
       }
     }
@@ -1931,6 +1971,10 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
     case .syncCheck?: try {
       guard case .syncCheck(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 36)
+    }()
+    case .changeFrameAlignment?: try {
+      guard case .changeFrameAlignment(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 37)
     }()
     case nil: break
     }
@@ -3735,6 +3779,41 @@ nonisolated extension Capfleet_V1_SyncCheckResult.Entry: SwiftProtobuf.Message, 
     if lhs.nodeID != rhs.nodeID {return false}
     if lhs._status != rhs._status {return false}
     if lhs._frame != rhs._frame {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_ChangeFrameAlignment: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ChangeFrameAlignment"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_ids\0\u{1}enabled\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedStringField(value: &self.deviceIds) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self.enabled) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.deviceIds.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.deviceIds, fieldNumber: 1)
+    }
+    if self.enabled != false {
+      try visitor.visitSingularBoolField(value: self.enabled, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_ChangeFrameAlignment, rhs: Capfleet_V1_ChangeFrameAlignment) -> Bool {
+    if lhs.deviceIds != rhs.deviceIds {return false}
+    if lhs.enabled != rhs.enabled {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
