@@ -47,11 +47,7 @@ public enum FleetTables {
                 return [node.nodeID, node.name, node.online ? "not reported" : "offline", "-", "-", "-", "-", "-"]
             }
             let clock = node.clock
-            let sync = switch clock.sync {
-            case .locked: "locked"
-            case .synchronising: "synchronising"
-            default: "unsynchronised"
-            }
+            let sync = clock.sync.name ?? "unsynchronised"
             let known = clock.sync != .unsynchronised
             return [node.nodeID, node.name, node.online ? sync : "offline (was \(sync))",
                     known ? signedDuration(clock.wallClockOffsetNs) : "-",

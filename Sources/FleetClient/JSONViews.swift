@@ -33,11 +33,7 @@ public enum JSONViews {
             nodeId = node.nodeID; name = node.name; online = node.online
             guard node.hasClock, node.clock.sync != .unspecified else { return }
             let clock = node.clock
-            sync = switch clock.sync {
-            case .locked: "locked"
-            case .synchronising: "synchronising"
-            default: "unsynchronised"
-            }
+            sync = clock.sync.name ?? "unsynchronised"
             offsetNs = clock.offsetNs; wallClockOffsetNs = clock.wallClockOffsetNs; driftPpm = clock.driftPpm
             uncertaintyNs = clock.uncertaintyNs; roundTripNs = clock.roundTripNs
             coordinatorId = clock.coordinatorID; reportedUnixMs = clock.reportedUnixMs

@@ -5,7 +5,7 @@ import FleetStore
 extension NodeClockRecord {
     /// What an agent reported, as stored; nil when it reported no clock state.
     init?(wire: Capfleet_V1_ClockState, nodeID: String, at now: UnixMilliseconds) {
-        guard let sync = Self.syncName(wire.sync) else { return nil }
+        guard let sync = wire.sync.name else { return nil }
         self.init(nodeId: nodeID, sync: sync, offsetNs: wire.offsetNs, wallClockOffsetNs: wire.wallClockOffsetNs,
                   driftPpm: wire.driftPpm, uncertaintyNs: Int64(clamping: wire.uncertaintyNs),
                   roundTripNs: Int64(clamping: wire.roundTripNs), coordinatorId: wire.coordinatorID, reportedAt: now)
@@ -25,15 +25,6 @@ extension NodeClockRecord {
             $0.roundTripNs = UInt64(max(roundTripNs, 0))
             $0.coordinatorID = coordinatorId
             $0.reportedUnixMs = reportedAt
-        }
-    }
-
-    static func syncName(_ sync: Capfleet_V1_ClockState.Sync) -> String? {
-        switch sync {
-        case .unsynchronised: "unsynchronised"
-        case .synchronising: "synchronising"
-        case .locked: "locked"
-        default: nil
         }
     }
 }

@@ -285,3 +285,15 @@ extension PressureAssessment {
         }
     }
 }
+
+extension Capfleet_V1_ClockState.Sync {
+    /// The state as people and JSON read it; nil for UNSPECIFIED and unknown values.
+    public var name: String? {
+        switch self {
+        case .unsynchronised: "unsynchronised"
+        case .synchronising: "synchronising"
+        case .locked: "locked"
+        default: nil
+        }
+    }
+}
