@@ -192,8 +192,7 @@ final class CameraStream: Sendable {
                 header.fleetTimeNs = stamp.fleet
                 header.fleetTimeUncertaintyNs = stamp.uncertainty
                 header.flags |= UInt32(Capfleet_V1_FrameFlag.fleetTimeValid.rawValue)
-                alignment.observe(fleetTime: stamp.fleet, frameRate: source.activeFrameRate,
-                                  locked: clock.latest.estimate?.state == .locked)
+                alignment.observe(fleetTime: stamp.fleet, frameRate: source.activeFrameRate, locked: stamp.state == .locked)
                 frameWatches.captured(atFleetTime: stamp.fleet) {
                     .with {
                         $0.sequence = frame.sequence
@@ -201,7 +200,7 @@ final class CameraStream: Sendable {
                         $0.uncertaintyNs = stamp.uncertainty
                         $0.captureLocalNs = stamp.local
                         $0.frameRate = source.activeFrameRate
-                        $0.sync = clock.latest.estimate?.state.wire ?? .unsynchronised
+                        $0.sync = stamp.state.wire
                     }
                 }
             }

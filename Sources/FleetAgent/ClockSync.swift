@@ -63,11 +63,12 @@ final class ClockSync: Sendable {
 
     /// A capture time (CLOCK_MONOTONIC) as the header carries it: in this node's clock, and
     /// in fleet time with its error bound once there is an estimate.
-    func stamp(captureMonotonic: UInt64) -> (local: UInt64, fleet: UInt64, uncertainty: UInt64)? {
+    func stamp(captureMonotonic: UInt64) -> (local: UInt64, fleet: UInt64, uncertainty: UInt64, state: ClockEstimator.State)? {
         let local = nodeClock.local(fromMonotonic: captureMonotonic)
-        guard let mapping = shared.get().estimate?.mapping else { return nil }
-        let bound = mapping.uncertainty(atLocal: local)
-        return (local, mapping.fleetTime(atLocal: local), bound.isFinite ? UInt64(min(max(bound, 0), 1e15).rounded(.up)) : UInt64(1e15))
+        guard let estimate = shared.get().estimate else { return nil }
+        let bound = estimate.mapping.uncertainty(atLocal: local)
+        return (local, estimate.mapping.fleetTime(atLocal: local),
+                bound.isFinite ? UInt64(min(max(bound, 0), 1e15).rounded(.up)) : UInt64(1e15), estimate.state)
     }
 
     /// The clock as AgentStatus reports it.
