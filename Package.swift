@@ -50,6 +50,8 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
+        // The test bed's network: a TCP relay applying delay, jitter, loss stalls and spikes.
+        .target(name: "FleetRelay", dependencies: ["FleetCore", "CPlatform"]),
         // Plain HTTP/1.1 on threads it owns: the /metrics endpoint and alert webhooks.
         .target(name: "FleetHTTP", dependencies: ["CPlatform"]),
         .target(name: "FleetCoordinator", dependencies: [
@@ -66,7 +68,7 @@ let package = Package(
             .product(name: "SwiftProtobuf", package: "swift-protobuf"),
         ]),
         .executableTarget(name: "capfleet", dependencies: [
-            "FleetAgent", "FleetCoordinator", "FleetClient", "FleetBus", "FleetCapture", "FleetCore", "FleetHTTP", "FleetProtocol",
+            "FleetAgent", "FleetCoordinator", "FleetClient", "FleetBus", "FleetCapture", "FleetCore", "FleetHTTP", "FleetProtocol", "FleetRelay",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -81,6 +83,7 @@ let package = Package(
         .testTarget(name: "FleetBusTests", dependencies: ["FleetBus", "CZeroMQ"]),
         .testTarget(name: "FleetHostTests", dependencies: ["FleetHost", "FleetCore"]),
         .testTarget(name: "FleetHTTPTests", dependencies: ["FleetHTTP"]),
+        .testTarget(name: "FleetRelayTests", dependencies: ["FleetRelay", "FleetCore"]),
         // The coordinator's decoders under a mutation fuzzer, for a bounded time.
         .target(name: "FleetFuzz"),
         .testTarget(name: "FuzzTests", dependencies: [

@@ -6,4 +6,13 @@
 // bytes; longer names are cut, not refused. Returns 0, or -1 with errno set.
 int capfleet_name_this_thread(const char *name);
 
+// Asks the kernel to wake the calling thread within `nanoseconds` of the time it asked for
+// (the default slack is 50 us, too coarse for a delay line timing packets). 0 or -1.
+int capfleet_set_timer_slack(unsigned long nanoseconds);
+
+// Moves the calling thread (only it: network namespaces are per thread) into the network
+// namespace `ip netns` made under /run/netns/NAME. Threads it starts afterwards, and sockets
+// it opens, live there. Returns 0, or -1 with errno set (needs CAP_SYS_ADMIN).
+int capfleet_enter_network_namespace(const char *name);
+
 #endif

@@ -1,0 +1,297 @@
+import CPlatform
+import FleetCore
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An IPv4 address and port, as `HOST:PORT`.
+public struct RelayAddress: Sendable, Equatable, CustomStringConvertible {
+    public var host: String
+    public var port: UInt16
+
+    public init?(_ text: String) {
+        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]), port > 0 else { return nil }
+        host = String(text[..<colon])
+        var probe = in_addr()
+        guard inet_pton(AF_INET, host, &probe) == 1 else { return nil }
+        self.port = port
+    }
+
+    public var description: String { "\(host):\(port)" }
+
+    var socketAddress: sockaddr_in {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        _ = inet_pton(AF_INET, host, &address.sin_addr)
+        return address
+    }
+}
+
+/// Where the relay listens and where it passes each connection on to.
+public struct RelayRoute: Sendable, Equatable {
+    public var listen: RelayAddress
+    public var target: RelayAddress
+
+    public init(listen: RelayAddress, target: RelayAddress) {
+        self.listen = listen
+        self.target = target
+    }
+
+    /// "LISTEN=TARGET", e.g. "127.0.0.1:7600=10.77.0.1:7600".
+    public init?(_ text: String) {
+        let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
+        guard parts.count == 2, let listen = RelayAddress(parts[0]), let target = RelayAddress(parts[1]) else { return nil }
+        self.init(listen: listen, target: target)
+    }
+}
+
+public struct RelayError: Error, CustomStringConvertible {
+    public var description: String
+}
+
+/// The impairment in force, which a file may change while the relay runs.
+public final class ImpairmentSetting: Sendable {
+    private let value: Mutex<LinkImpairment>
+    public init(_ impairment: LinkImpairment) { value = Mutex(impairment) }
+    public var current: LinkImpairment { value.withLock { $0 } }
+    public func set(_ impairment: LinkImpairment) { value.withLock { $0 = impairment } }
+
+    /// Re-reads `path` whenever its modification time or size changes (checked every 100 ms,
+    /// on a thread of its own) and applies what it says; a file that does not parse is
+    /// reported and the impairment in force stays.
+    public func follow(file path: String, report: @escaping @Sendable (Result<LinkImpairment, LinkImpairmentError>) -> Void) {
+        let thread = Thread { [self] in
+            ThreadName.set("cf-relay-conf")
+            var seen: (Int, Int, Int)?
+            while true {
+                var status = stat()
+                let stamp: (Int, Int, Int)? = stat(path, &status) == 0
+                    ? (Int(status.st_mtim.tv_sec), Int(status.st_mtim.tv_nsec), Int(status.st_size)) : nil
+                if let stamp, seen.map({ $0 != stamp }) ?? true {
+                    seen = stamp
+                    let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+                    do throws(LinkImpairmentError) {
+                        let impairment = try LinkImpairment(specification: text)
+                        set(impairment)
+                        report(.success(impairment))
+                    } catch {
+                        report(.failure(error))
+                    }
+                }
+                usleep(100_000)
+            }
+        }
+        thread.start()
+    }
+}
+
+/// A TCP relay that passes every connection it accepts on to its route's target, through a
+/// delay line per direction that applies the link's impairment (`LinkImpairment`). It stands
+/// in for the network between namespaces, since this kernel has no netem.
+///
+/// Each connection gets four threads of its own: a reader per direction that stamps chunks
+/// as they arrive, and a writer per direction that sleeps until each chunk is due (absolute
+/// CLOCK_MONOTONIC deadlines, 1 ns timer slack) and sends it.
+public final class TCPRelay: Sendable {
+    public let routes: [RelayRoute]
+    let setting: ImpairmentSetting
+    let origin = MonotonicTime.now()
+    private let listeners: [Int32]
+    private let connectionCount = Atomic<UInt64>(0)
+
+    /// Binds every route's listening address now (so a taken port fails here, not later).
+    public init(routes: [RelayRoute], setting: ImpairmentSetting) throws(RelayError) {
+        self.routes = routes
+        self.setting = setting
+        var opened: [Int32] = []
+        for route in routes {
+            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard descriptor >= 0 else { throw RelayError(description: "cannot open a socket: \(String(cString: strerror(errno)))") }
+            var yes: Int32 = 1
+            setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+            var address = route.listen.socketAddress
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0, listen(descriptor, 64) == 0 else {
+                let reason = String(cString: strerror(errno))
+                close(descriptor)
+                opened.forEach { close($0) }
+                throw RelayError(description: "cannot listen on \(route.listen): \(reason) (is another relay or the coordinator on that port?)")
+            }
+            opened.append(descriptor)
+        }
+        listeners = opened
+    }
+
+    /// Connections accepted so far.
+    public var connections: UInt64 { connectionCount.load(ordering: .relaxed) }
+
+    /// Starts accepting on every route; returns at once.
+    public func start(log: @escaping @Sendable (String) -> Void) {
+        for (route, listener) in zip(routes, listeners) {
+            let thread = Thread { [self] in
+                ThreadName.set("cf-relay-accept")
+                while true {
+                    let client = accept(listener, nil, nil)
+                    if client < 0 {
+                        if errno == EINTR || errno == ECONNABORTED { continue }
+                        log("relay: accepting on \(route.listen) failed: \(String(cString: strerror(errno))); no longer listening there")
+                        return
+                    }
+                    _ = fcntl(client, F_SETFD, FD_CLOEXEC)
+                    connectionCount.add(1, ordering: .relaxed)
+                    relay(client, route: route, log: log)
+                }
+            }
+            thread.start()
+        }
+    }
+
+    private func relay(_ client: Int32, route: RelayRoute, log: @escaping @Sendable (String) -> Void) {
+        let target = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var address = route.target.socketAddress
+        let connected = target >= 0 && withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(target, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+        guard connected else {
+            // The peer sees its connection closed and retries, as it would with no route.
+            log("relay: cannot reach \(route.target): \(String(cString: strerror(errno)))")
+            if target >= 0 { close(target) }
+            close(client)
+            return
+        }
+        for descriptor in [client, target] {
+            var yes: Int32 = 1
+            setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &yes, socklen_t(MemoryLayout<Int32>.size))
+        }
+        let pair = RelayedConnection(client: client, target: target)
+        let seed = setting.current.seed &+ connectionCount.load(ordering: .relaxed) &* 0x1000_0001
+        pair.start(schedule: DeliverySchedule(direction: .up, origin: origin, seed: seed), from: client, to: target, setting: setting)
+        pair.start(schedule: DeliverySchedule(direction: .down, origin: origin, seed: seed), from: target, to: client, setting: setting)
+    }
+}
+
+/// One relayed connection: two descriptors, closed when all four threads are done.
+private final class RelayedConnection: Sendable {
+    let client: Int32
+    let target: Int32
+    private let finishedThreads = Atomic<Int>(0)
+    private let aborted = Atomic<Bool>(false)
+
+    init(client: Int32, target: Int32) {
+        self.client = client
+        self.target = target
+    }
+
+    func start(schedule: DeliverySchedule, from source: Int32, to destination: Int32, setting: ImpairmentSetting) {
+        let line = DelayLine()
+        let reader = Thread { [self] in
+            ThreadName.set("cf-relay-in")
+            var schedule = schedule
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            while true {
+                // Bounded: a slow receiver slows the sender, as TCP's window would.
+                while line.queuedBytes > 8 << 20, !aborted.load(ordering: .relaxed) { usleep(1_000) }
+                let count = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
+                if count < 0, errno == EINTR { continue }
+                let now = MonotonicTime.now()
+                if count <= 0 {
+                    line.push(.finish, due: schedule.due(arrival: now, impairment: .none))
+                    break
+                }
+                line.push(.data(Array(buffer[..<count])), due: schedule.due(arrival: now, impairment: setting.current))
+            }
+            done()
+        }
+        let writer = Thread { [self] in
+            ThreadName.set("cf-relay-out")
+            _ = capfleet_set_timer_slack(1)
+            while true {
+                let (item, due) = line.pop()
+                DelayLine.sleep(until: due)
+                switch item {
+                case .data(let bytes):
+                    if !Self.writeAll(bytes, to: destination) { abort() }
+                case .finish:
+                    shutdown(destination, Int32(SHUT_WR))
+                    done()
+                    return
+                }
+            }
+        }
+        reader.start()
+        writer.start()
+    }
+
+    /// A write failed: end both directions (their readers see end of stream).
+    private func abort() {
+        guard !aborted.exchange(true, ordering: .relaxed) else { return }
+        shutdown(client, Int32(SHUT_RDWR))
+        shutdown(target, Int32(SHUT_RDWR))
+    }
+
+    private func done() {
+        if finishedThreads.add(1, ordering: .acquiringAndReleasing).newValue == 4 {
+            close(client)
+            close(target)
+        }
+    }
+
+    private static func writeAll(_ bytes: [UInt8], to descriptor: Int32) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { send(descriptor, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            offset += written
+        }
+        return true
+    }
+}
+
+/// Chunks waiting for their delivery time, in order.
+private final class DelayLine: Sendable {
+    enum Item: Sendable {
+        case data([UInt8])
+        case finish
+    }
+
+    private let queue = Mutex<(items: [(Item, UInt64)], head: Int, bytes: Int)>(([], 0, 0))
+    private let available = DispatchSemaphore(value: 0)
+
+    var queuedBytes: Int { queue.withLock { $0.bytes } }
+
+    func push(_ item: Item, due: UInt64) {
+        queue.withLock {
+            $0.items.append((item, due))
+            if case .data(let bytes) = item { $0.bytes += bytes.count }
+        }
+        available.signal()
+    }
+
+    func pop() -> (Item, UInt64) {
+        available.wait()
+        return queue.withLock { state in
+            let entry = state.items[state.head]
+            state.head += 1
+            if case .data(let bytes) = entry.0 { state.bytes -= bytes.count }
+            // Compact now and then rather than shifting on every pop.
+            if state.head > 1024, state.head * 2 > state.items.count {
+                state.items.removeFirst(state.head)
+                state.head = 0
+            }
+            return entry
+        }
+    }
+
+    static func sleep(until due: UInt64) {
+        var deadline = timespec(tv_sec: Int(due / 1_000_000_000), tv_nsec: Int(due % 1_000_000_000))
+        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, nil) == EINTR {}
+    }
+}
