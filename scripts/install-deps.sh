@@ -9,7 +9,7 @@ set -euo pipefail
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
-packages=(libzmq3-dev libv4l-dev libsqlite3-dev protobuf-compiler iproute2 python3-zmq python3-protobuf python3-prometheus-client curl pkg-config libjpeg-turbo-progs
+packages=(libzmq3-dev libv4l-dev libsqlite3-dev protobuf-compiler iproute2 python3-zmq python3-protobuf python3-prometheus-client python3-matplotlib curl jq pkg-config libjpeg-turbo-progs
           v4l-utils qemu-system-x86 busybox-static kmod cpio socat xz-utils zstd)
 missing=()
 for package in "${packages[@]}"; do

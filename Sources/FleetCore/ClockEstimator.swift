@@ -2,24 +2,35 @@
 /// probes, as a pure state machine: the shell feeds it probes and the time, and asks it when
 /// to probe next and how to convert. No I/O; time comes in with every call.
 ///
-/// Of the recent probes it keeps, only the quickest round trips count (queueing only ever
-/// adds delay, and makes it lopsided), outliers among those are dropped, and a straight line
-/// through their offsets gives the offset now and the drift. The error bound is half the
-/// best round trip (the most an asymmetric path can hide) plus three standard errors of
-/// the fit, widening with distance from the newest probe.
+/// Queueing only ever adds delay, so each direction of the path has a floor: the quickest a
+/// probe can go. Once enough probes are kept, the estimate rests on those floors, each
+/// direction on its own: a line along the latest arrivals' lower envelope (inbound) and the
+/// earliest-looking departures' upper envelope (outbound), through the extreme probe of each
+/// stretch of the window. Where the two floors are equal (the same path both ways), their
+/// midline is the clock's offset, whatever the jitter does to single probes; averaging whole
+/// probes instead leaves half the jitter's difference between directions in every point.
+/// Until then (and to find the extremes) a straight line through the quickest round trips'
+/// offsets, outliers dropped, gives offset and drift. The error bound is half the best round
+/// trip (the most an asymmetric path can hide) plus three standard errors of the fit,
+/// widening with distance from the newest probe.
 public struct ClockEstimator: Sendable {
     public struct Configuration: Sendable, Equatable {
         /// Probes kept (the newest): about two minutes once locked, enough to pin the drift
         /// down to a tenth of a ppm on a LAN.
-        public var window = 256
+        public var window = 512
+        /// Stretches of the window whose extreme probes the floor lines go through, and the
+        /// probes each needs at least.
+        public var envelopeStretches = 16
+        public var probesPerStretch = 8
         /// Share of the kept probes, quickest first, that the fit uses.
         public var quickestShare = 0.5
         /// Probes (after filtering) and time span needed before the estimate is locked.
-        public var probesForLock = 8
+        public var probesForLock = 24
         public var lockSpanNanoseconds: UInt64 = 1_000_000_000
-        /// Probe interval until locked, and once locked.
-        public var acquiringInterval: UInt64 = 100_000_000
-        public var lockedInterval: UInt64 = 500_000_000
+        /// Probe interval until locked and while the window fills to a quarter, then once
+        /// locked. Probes are a few hundred bytes: more of them sharpen the floors.
+        public var acquiringInterval: UInt64 = 50_000_000
+        public var lockedInterval: UInt64 = 250_000_000
         /// Without a usable probe for this long, the estimate is no longer locked.
         public var staleAfterNanoseconds: UInt64 = 10_000_000_000
         /// Round trips beyond this are not used at all.
@@ -79,7 +90,7 @@ public struct ClockEstimator: Sendable {
 
     /// How long to wait before the next probe.
     public var probeInterval: UInt64 {
-        state == .locked ? configuration.lockedInterval : configuration.acquiringInterval
+        state == .locked && probes.count >= configuration.window / 4 ? configuration.lockedInterval : configuration.acquiringInterval
     }
 
     /// Forgets everything (the coordinator, and so fleet time, changed).
@@ -134,6 +145,11 @@ public struct ClockEstimator: Sendable {
         let best = chosen.map(\.delay).min() ?? newest.delay
         let span = (chosen.map(\.localMidpoint).max() ?? reference) &- (chosen.map(\.localMidpoint).min() ?? reference)
         let driftKnown = chosen.count >= 3 && span >= configuration.lockSpanNanoseconds / 2
+        var used = chosen.count
+        if driftKnown, let floors = floorLines(reference: reference, baseOffset: baseOffset, slope: line.slope) {
+            line = floors
+            used = probes.count
+        }
         let slope = driftKnown ? line.slope : 0
         let slopeError = driftKnown ? line.slopeStandardError : configuration.unknownDriftPPM * 1_000
         let mapping = FleetClockMapping(
@@ -143,7 +159,40 @@ public struct ClockEstimator: Sendable {
             uncertaintyAtReference: Double(best) / 2 + 3 * line.interceptStandardError,
             uncertaintyGrowthPerSecond: 3 * slopeError + configuration.wanderPPM * 1_000)
         return Estimate(state: state, mapping: mapping, bestDelay: best, latestDelay: newest.delay,
-                        probesUsed: chosen.count, probesKept: probes.count)
+                        probesUsed: used, probesKept: probes.count)
+    }
+}
+
+extension ClockEstimator {
+    /// The offset line along both directions' floors (see the type's comment), or nil while
+    /// too few probes are kept. `slope` is a first guess at the drift, ns/s, to pick each
+    /// stretch's extremes by; the floors' own slope then picks them again.
+    fileprivate func floorLines(reference: UInt64, baseOffset: Int64, slope: Double) -> Line? {
+        let stretches = min(configuration.envelopeStretches, probes.count / configuration.probesPerStretch)
+        guard stretches >= 2 else { return nil }
+        // Per probe: x (s from the reference), the outbound and inbound offsets relative to
+        // the newest probe's (outbound = θ − delay up, inbound = θ + delay down, θ = local − fleet).
+        let points = probes.map { probe -> (x: Double, outbound: Double, inbound: Double) in
+            (Double(Int64(bitPattern: probe.localMidpoint &- reference)) / 1e9,
+             Double(Int64(bitPattern: probe.sent &- probe.serverReceived) &- baseOffset),
+             Double(Int64(bitPattern: probe.received &- probe.serverSent) &- baseOffset))
+        }
+        var fitted: Line?
+        var guess = slope
+        for _ in 0..<2 {
+            var extremes: [(x: Double, y: Double, side: Double)] = []
+            for stretch in 0..<stretches {
+                let part = points[stretch * points.count / stretches ..< (stretch + 1) * points.count / stretches]
+                guard let top = part.max(by: { $0.outbound - guess * $0.x < $1.outbound - guess * $1.x }),
+                      let bottom = part.min(by: { $0.inbound - guess * $0.x < $1.inbound - guess * $1.x }) else { continue }
+                extremes.append((top.x, top.outbound, -1))
+                extremes.append((bottom.x, bottom.inbound, 1))
+            }
+            guard let line = Line.fitFloors(extremes) else { return fitted }
+            fitted = line
+            guess = line.slope
+        }
+        return fitted
     }
 }
 
@@ -180,4 +229,57 @@ struct Line {
     }
 
     private static func pow2(_ value: Double) -> Double { value * value }
+
+    /// The floors' midline: y = intercept + slope·x + side·halfWidth by least squares, side −1
+    /// for the outbound envelope and +1 for the inbound one. Standard errors from the
+    /// residuals, as for `fit`; nil if the points do not pin the three down.
+    static func fitFloors(_ points: [(x: Double, y: Double, side: Double)]) -> Line? {
+        guard points.count >= 5 else { return nil }
+        // Normal equations for (intercept, slope, halfWidth), centred on the mean x.
+        let n = Double(points.count)
+        let meanX = points.reduce(0) { $0 + $1.x } / n
+        var m = [[Double]](repeating: [Double](repeating: 0, count: 3), count: 3)
+        var v = [Double](repeating: 0, count: 3)
+        for point in points {
+            let row = [1, point.x - meanX, point.side]
+            for i in 0..<3 {
+                v[i] += row[i] * point.y
+                for j in 0..<3 { m[i][j] += row[i] * row[j] }
+            }
+        }
+        guard let solution = solve3(m, v), let inverse = invert3(m) else { return nil }
+        let residual = points.reduce(0) { $0 + pow2($1.y - (solution[0] + solution[1] * ($1.x - meanX) + solution[2] * $1.side)) }
+        let variance = residual / max(n - 3, 1)
+        // Back to an intercept at x = 0: intercept − slope·meanX, its variance with the covariance.
+        let interceptVariance = variance * (inverse[0][0] - 2 * meanX * inverse[0][1] + meanX * meanX * inverse[1][1])
+        return Line(intercept: solution[0] - solution[1] * meanX, slope: solution[1],
+                    interceptStandardError: max(interceptVariance, 0).squareRoot(),
+                    slopeStandardError: max(variance * inverse[1][1], 0).squareRoot())
+    }
+
+    private static func determinant3(_ m: [[Double]]) -> Double {
+        m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1])
+            - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0])
+            + m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0])
+    }
+
+    private static func solve3(_ m: [[Double]], _ v: [Double]) -> [Double]? {
+        let d = determinant3(m)
+        guard d.isNormal else { return nil }
+        return (0..<3).map { column in
+            var replaced = m
+            for row in 0..<3 { replaced[row][column] = v[row] }
+            return determinant3(replaced) / d
+        }
+    }
+
+    private static func invert3(_ m: [[Double]]) -> [[Double]]? {
+        let d = determinant3(m)
+        guard d.isNormal else { return nil }
+        func minor(_ r: Int, _ c: Int) -> Double {
+            let rows = (0..<3).filter { $0 != r }, cols = (0..<3).filter { $0 != c }
+            return m[rows[0]][cols[0]] * m[rows[1]][cols[1]] - m[rows[0]][cols[1]] * m[rows[1]][cols[0]]
+        }
+        return (0..<3).map { i in (0..<3).map { j in (((i + j) % 2 == 0) ? 1 : -1) * minor(j, i) / d } }
+    }
 }
