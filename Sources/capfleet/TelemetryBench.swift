@@ -197,4 +197,3 @@ final class TelemetryBenchFleet {
     }
 }
 
-private func fmt(_ value: Double) -> String { String(format: "%.1f", value) }

@@ -308,4 +308,3 @@ struct TransportBench: ParsableCommand {
     }
 }
 
-private func fmt(_ value: Double) -> String { String(format: "%.1f", value) }
