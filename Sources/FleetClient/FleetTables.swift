@@ -97,13 +97,22 @@ public enum FleetTables {
 
     public static func devices(_ devices: [Capfleet_V1_DeviceInfo]) -> String {
         guard !devices.isEmpty else { return "no devices: no node has registered a camera yet" }
-        return table(["DEVICE", "NODE", "NAME", "KIND", "STATE", "CONSENT", "REC", "ACTIVE FORMAT", "FPS", "FORMATS", "LOCKED BY"], devices.map { device in
+        return table(["DEVICE", "NODE", "NAME", "KIND", "STATE", "CONSENT", "REC", "ACTIVE FORMAT", "FPS", "FORMATS", "ALIGN", "LOCKED BY"],
+                     devices.map { device in
             [device.deviceID, device.nodeID, device.name, device.kind == .synthetic ? "synthetic" : "v4l2",
              state(online: device.online, interruption: device.interruption), consent(device),
              device.recording ? "yes" : "-", VideoFormat(wire: device.activeFormat).label,
              VideoFormat.trim(device.activeFrameRate), String(device.formatCount),
+             device.hasAlignment ? alignment(device.alignment) : "-",
              device.leaseHolder.isEmpty ? "-" : device.leaseHolder]
         })
+    }
+
+    /// "aligned +3.1 µs", "aligning -2.40 ms", "unaligned +4.20 ms" (the latest frame's
+    /// distance from its slot of the fleet-time grid), or "-" while alignment is off.
+    static func alignment(_ alignment: Capfleet_V1_FrameAlignment) -> String {
+        guard let name = alignment.state.name, alignment.state != .off else { return "-" }
+        return name + " " + signedDuration(alignment.phaseNs)
     }
 
     /// "authorized", or what is sent instead of real frames ("denied: black frames").
@@ -209,6 +218,7 @@ public enum FleetTables {
                 ? "policy " + PressurePolicy(wire: info.pressurePolicy).summary + (info.pressurePolicy.active ? " (in force now)" : "")
                 : "no pressure policy"),
         ]
+        if info.hasAlignment { lines.append("alignment  " + alignmentSummary(info.alignment)) }
         if let interruption = Interruption(wire: info.interruption) { lines.append("why        \(interruption.message)") }
         lines.append("")
         if description.controls.isEmpty {
@@ -224,6 +234,17 @@ public enum FleetTables {
             }))
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// The `alignment` line of `capfleet device` (proto-docs/clock.md, "Frame alignment").
+    static func alignmentSummary(_ alignment: Capfleet_V1_FrameAlignment) -> String {
+        let phase = "latest frame \(signedDuration(alignment.phaseNs)) from its slot of the grid from fleet time \(alignment.gridOriginFleetNs)"
+        return switch alignment.state {
+        case .aligned: "aligned: \(phase)"
+        case .aligning: "aligning (steered; not yet within 100 µs, or the node's clock is not locked): \(phase)"
+        case .unaligned: "unaligned (the device cannot adjust its frame timing; phase only): \(phase)"
+        default: "off"
+        }
     }
 
     /// Each node's pressure: level, contributing factors, and the readings behind them.

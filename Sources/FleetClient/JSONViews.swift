@@ -153,6 +153,8 @@ public enum JSONViews {
         var consent: String
         var consentReason: String?
         var recording, realFrames: Bool
+        /// As the agent last reported it; nil while the device is offline.
+        var alignment: AlignmentView?
         /// Filled by `capfleet devices --json` so a script sees every format at once.
         public var formats: [Format]?
 
@@ -161,6 +163,7 @@ public enum JSONViews {
             consentReason = device.consentReason.isEmpty ? nil : device.consentReason
             recording = device.recording
             realFrames = device.realFrames
+            alignment = device.hasAlignment ? AlignmentView(device.alignment) : nil
             activeMinFrameRate = device.activeMinFrameRate > 0 ? device.activeMinFrameRate : nil
             interruption = Interruption(wire: device.interruption).map(InterruptionView.init)
             zoomFactor = device.zoomFactor > 0 ? device.zoomFactor : nil
@@ -174,6 +177,30 @@ public enum JSONViews {
             leaseHolder = device.leaseHolder.isEmpty ? nil : device.leaseHolder
             leaseExpiresUnixMs = device.leaseHolder.isEmpty ? nil : device.leaseExpiresUnixMs
             self.formats = formats.map { $0.map(Format.init) }
+        }
+    }
+
+    /// A device's captures against the fleet-time grid (proto-docs/clock.md, "Frame alignment"):
+    /// state off, aligning, aligned or unaligned; phase and grid origin in ns, null while off.
+    public struct AlignmentView: Encodable {
+        var state: String
+        var phaseNs: Int64?
+        var gridOriginFleetNs: UInt64?
+
+        init(_ alignment: Capfleet_V1_FrameAlignment) {
+            state = alignment.state.name ?? "unknown"
+            let on = alignment.state != .off
+            phaseNs = on ? alignment.phaseNs : nil
+            gridOriginFleetNs = on ? alignment.gridOriginFleetNs : nil
+        }
+
+        enum CodingKeys: String, CodingKey { case state, phaseNs, gridOriginFleetNs }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(state, forKey: .state)
+            try container.encode(phaseNs, forKey: .phaseNs)
+            try container.encode(gridOriginFleetNs, forKey: .gridOriginFleetNs)
         }
     }
 
@@ -303,6 +330,7 @@ public enum JSONViews {
         var lastFrameUnixMs: Int64
         var interruption: InterruptionView?
         var zoomFactor: Double
+        var alignment: AlignmentView?
         /// Why the device needs attention now (see `capfleet watch`); empty when all is well.
         var trouble: [String]
 
@@ -310,6 +338,7 @@ public enum JSONViews {
             self.trouble = trouble
             interruption = Interruption(wire: status.interruption).map(InterruptionView.init)
             zoomFactor = status.zoomFactor
+            alignment = status.hasAlignment ? AlignmentView(status.alignment) : nil
             deviceId = status.deviceID; nodeId = status.nodeID; pixelFormat = status.pixelFormat
             online = status.online; streaming = status.streaming
             framesReceived = status.framesReceived; bytesReceived = status.bytesReceived; lastSequence = status.lastSequence

@@ -14,6 +14,9 @@ public final class FleetMetrics: Sendable {
     /// Pressure gauges present per node, removed while the node is offline (a stale level
     /// would look current).
     private let pressureGauges = Mutex<[String: [(factor: String?, gauge: Gauge)]]>([:])
+    /// Alignment gauges present per device, there only while it is online with alignment on
+    /// (a stale phase would look current).
+    private let alignmentGauges = Mutex<[String: [Gauge]]>([:])
 
     public init() {}
 
@@ -43,6 +46,10 @@ public final class FleetMetrics: Sendable {
     nonisolated(unsafe) static let clockDrift = descriptor("node_clock_drift_ppm", "", "The node clock's frequency error against fleet time (+ = fast).")
     nonisolated(unsafe) static let clockWallOffset = descriptor("node_clock_wall_offset_seconds", "",
                                                                  "The node's system clock minus fleet time.")
+    nonisolated(unsafe) static let alignmentPhase = descriptor("device_alignment_phase_seconds", "",
+                                                                "The device's latest frame minus its nearest slot of the fleet-time grid.")
+    nonisolated(unsafe) static let frameAligned = descriptor("device_frame_aligned", "",
+                                                              "1 while the device's frames fall within 100 µs of their grid slots.")
     nonisolated(unsafe) static let events = descriptor("events", "total", "Fleet events published, by kind.")
     nonisolated(unsafe) static let rejected = descriptor("rejected_messages", "total", "Malformed or unknown input refused, by endpoint and reason.")
     nonisolated(unsafe) static let alerts = descriptor("alerts", "total", "Alerts raised, by alert and outcome (delivered, throttled, failed, published).")
@@ -93,6 +100,7 @@ public final class FleetMetrics: Sendable {
             if status.activeFrameRate > 0 {
                 registry.makeGauge(descriptor: Self.deviceFrameRate, labels: labels).set(status.activeFrameRate)
             }
+            recordAlignment(status, labels: labels)
         }
     }
 
@@ -105,6 +113,24 @@ public final class FleetMetrics: Sendable {
             recordPressure(node)
             recordClock(node)
         }
+    }
+
+    /// Alignment gauges while the device is online with alignment on (clock.md, "Frame alignment").
+    private func recordAlignment(_ status: Capfleet_V1_DeviceStatus, labels: [(String, String)]) {
+        var gauges: [Gauge] = []
+        if status.online, status.hasAlignment, ![.off, .unspecified].contains(status.alignment.state) {
+            let phase = registry.makeGauge(descriptor: Self.alignmentPhase, labels: labels)
+            phase.set(Double(status.alignment.phaseNs) / 1e9)
+            let aligned = registry.makeGauge(descriptor: Self.frameAligned, labels: labels)
+            aligned.set(to: status.alignment.state == .aligned ? 1 : 0)
+            gauges = [phase, aligned]
+        }
+        let stale = alignmentGauges.withLock { table in
+            let previous = table[status.deviceID] ?? []
+            table[status.deviceID] = gauges.isEmpty ? nil : gauges
+            return previous.filter { old in !gauges.contains { $0 === old } }
+        }
+        for gauge in stale { registry.unregisterGauge(gauge) }
     }
 
     /// Clock gauges while the node reports its clock; 0 for "locked" otherwise.

@@ -217,6 +217,7 @@ actor OperatorHandler {
                     // What the device runs at now, which drop recovery may have lowered.
                     if counters.activeFrameRate > 0 { $0.activeFrameRate = counters.activeFrameRate }
                     $0.activeMinFrameRate = counters.activeMinFrameRate
+                    if counters.hasAlignment { $0.alignment = counters.alignment }
                 }
                 if let policy {
                     $0.dropRecovery = DropRecoveryPolicy(isEnabled: policy.enabled, minimumFramesPerSecond: policy.minimumFps,

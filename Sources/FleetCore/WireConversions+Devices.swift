@@ -297,3 +297,17 @@ extension Capfleet_V1_ClockState.Sync {
         }
     }
 }
+
+extension Capfleet_V1_FrameAlignment.State {
+    /// The state as people and JSON read it: off, aligning, aligned, unaligned; nil for
+    /// UNSPECIFIED and unknown values.
+    public var name: String? {
+        switch self {
+        case .off: "off"
+        case .aligning: "aligning"
+        case .aligned: "aligned"
+        case .unaligned: "unaligned"
+        default: nil
+        }
+    }
+}

@@ -1012,6 +1012,16 @@ public nonisolated struct Capfleet_V1_DeviceInfo: @unchecked Sendable {
     set {_uniqueStorage()._realFrames = newValue}
   }
 
+  /// against the fleet-time grid, as the agent last reported it (clock.md)
+  public var alignment: Capfleet_V1_FrameAlignment {
+    get {_storage._alignment ?? Capfleet_V1_FrameAlignment()}
+    set {_uniqueStorage()._alignment = newValue}
+  }
+  /// Returns true if `alignment` has been explicitly set.
+  public var hasAlignment: Bool {_storage._alignment != nil}
+  /// Clears the value of `alignment`. Subsequent reads from it will return its default value.
+  public mutating func clearAlignment() {_uniqueStorage()._alignment = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -2806,7 +2816,7 @@ nonisolated extension Capfleet_V1_NodeInfo: SwiftProtobuf.Message, SwiftProtobuf
 
 nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}name\0\u{1}driver\0\u{1}kind\0\u{3}active_format\0\u{3}active_frame_rate\0\u{3}format_count\0\u{1}online\0\u{3}lease_holder\0\u{3}lease_expires_unix_ms\0\u{1}interruption\0\u{1}descriptor\0\u{1}focus\0\u{3}zoom_factor\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{3}consent_reason\0\u{1}recording\0\u{3}real_frames\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}name\0\u{1}driver\0\u{1}kind\0\u{3}active_format\0\u{3}active_frame_rate\0\u{3}format_count\0\u{1}online\0\u{3}lease_holder\0\u{3}lease_expires_unix_ms\0\u{1}interruption\0\u{1}descriptor\0\u{1}focus\0\u{3}zoom_factor\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{3}consent_reason\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -2831,6 +2841,7 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
     var _consentReason: String = String()
     var _recording: Bool = false
     var _realFrames: Bool = false
+    var _alignment: Capfleet_V1_FrameAlignment? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -2863,6 +2874,7 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
       _consentReason = source._consentReason
       _recording = source._recording
       _realFrames = source._realFrames
+      _alignment = source._alignment
     }
   }
 
@@ -2903,6 +2915,7 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
         case 20: try { try decoder.decodeSingularStringField(value: &_storage._consentReason) }()
         case 21: try { try decoder.decodeSingularBoolField(value: &_storage._recording) }()
         case 22: try { try decoder.decodeSingularBoolField(value: &_storage._realFrames) }()
+        case 23: try { try decoder.decodeSingularMessageField(value: &_storage._alignment) }()
         default: break
         }
       }
@@ -2981,6 +2994,9 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
       if _storage._realFrames != false {
         try visitor.visitSingularBoolField(value: _storage._realFrames, fieldNumber: 22)
       }
+      try { if let v = _storage._alignment {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 23)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -3012,6 +3028,7 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
         if _storage._consentReason != rhs_storage._consentReason {return false}
         if _storage._recording != rhs_storage._recording {return false}
         if _storage._realFrames != rhs_storage._realFrames {return false}
+        if _storage._alignment != rhs_storage._alignment {return false}
         return true
       }
       if !storagesAreEqual {return false}

@@ -386,6 +386,16 @@ public nonisolated struct Capfleet_V1_DeviceStatus: @unchecked Sendable {
     set {_uniqueStorage()._realFrames = newValue}
   }
 
+  /// against the fleet-time grid, from the agent's latest status (clock.md)
+  public var alignment: Capfleet_V1_FrameAlignment {
+    get {_storage._alignment ?? Capfleet_V1_FrameAlignment()}
+    set {_uniqueStorage()._alignment = newValue}
+  }
+  /// Returns true if `alignment` has been explicitly set.
+  public var hasAlignment: Bool {_storage._alignment != nil}
+  /// Clears the value of `alignment`. Subsequent reads from it will return its default value.
+  public mutating func clearAlignment() {_uniqueStorage()._alignment = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -600,7 +610,7 @@ nonisolated extension Capfleet_V1_NodeStatus: SwiftProtobuf.Message, SwiftProtob
 
 nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceStatus"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}online\0\u{1}streaming\0\u{3}frames_received\0\u{3}bytes_received\0\u{3}frames_per_second\0\u{3}bytes_per_second\0\u{1}drops\0\u{3}last_frame_unix_ms\0\u{3}last_sequence\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{1}interruption\0\u{3}zoom_factor\0\u{1}focus\0\u{3}active_frame_rate\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}online\0\u{1}streaming\0\u{3}frames_received\0\u{3}bytes_received\0\u{3}frames_per_second\0\u{3}bytes_per_second\0\u{1}drops\0\u{3}last_frame_unix_ms\0\u{3}last_sequence\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{1}interruption\0\u{3}zoom_factor\0\u{1}focus\0\u{3}active_frame_rate\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -624,6 +634,7 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
     var _consent: Capfleet_V1_ConsentState = .unspecified
     var _recording: Bool = false
     var _realFrames: Bool = false
+    var _alignment: Capfleet_V1_FrameAlignment? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -655,6 +666,7 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
       _consent = source._consent
       _recording = source._recording
       _realFrames = source._realFrames
+      _alignment = source._alignment
     }
   }
 
@@ -694,6 +706,7 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
         case 19: try { try decoder.decodeSingularEnumField(value: &_storage._consent) }()
         case 20: try { try decoder.decodeSingularBoolField(value: &_storage._recording) }()
         case 21: try { try decoder.decodeSingularBoolField(value: &_storage._realFrames) }()
+        case 22: try { try decoder.decodeSingularMessageField(value: &_storage._alignment) }()
         default: break
         }
       }
@@ -769,6 +782,9 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
       if _storage._realFrames != false {
         try visitor.visitSingularBoolField(value: _storage._realFrames, fieldNumber: 21)
       }
+      try { if let v = _storage._alignment {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 22)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -799,6 +815,7 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
         if _storage._consent != rhs_storage._consent {return false}
         if _storage._recording != rhs_storage._recording {return false}
         if _storage._realFrames != rhs_storage._realFrames {return false}
+        if _storage._alignment != rhs_storage._alignment {return false}
         return true
       }
       if !storagesAreEqual {return false}

@@ -1,0 +1,67 @@
+import Foundation
+import Testing
+
+extension IntegrationTests {
+    /// Software frame alignment as operators see it: what the agents report shows in the
+    /// listings, on telemetry and in Prometheus.
+    @Suite struct FrameAlignmentTests {
+        @Test func alignedDevice_showsItsStateAndPhaseInListingsAndMetrics() async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator()
+            let agent = try fleet.startAgent("steered", fps: 30)
+            try await fleet.waitUntil("the clock locks", seconds: 20) { agent.log.contains("clock.state=locked") }
+            let device = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
+            #expect(try Self.alignment(of: device, in: fleet)?["state"] as? String == "off", "an agent reports alignment off until told")
+            #expect(try fleet.cli(["lock", device]).status == 0)
+            let aligned = try fleet.cli(["align", device])
+            #expect(aligned.status == 0, "\(aligned.error)")
+
+            var alignment: [String: Any] = [:]
+            try await fleet.waitUntil("the device reports itself aligned", seconds: 10) {
+                alignment = try Self.alignment(of: device, in: fleet) ?? [:]
+                return alignment["state"] as? String == "aligned"
+            }
+            let phase = try #require(alignment["phase_ns"] as? Int)
+            #expect(abs(phase) <= 100_000, "aligned means within 100 µs of the slot: \(phase) ns")
+            let origin = try #require(alignment["grid_origin_fleet_ns"] as? Int)
+            #expect(origin > 0 && origin % 1_000_000_000 == 0, "the grid starts at a whole second of fleet time: \(origin)")
+
+            // People see it too: a column in the listing, a line in the device's details.
+            let table = try fleet.cli(["devices"]).output
+            print("frame alignment: devices listing\n\(table)")
+            #expect(table.contains("ALIGN") && table.contains("aligned "), "\(table)")
+            let details = try fleet.cli(["device", device]).output
+            print("frame alignment: \(details.split(separator: "\n").first { $0.hasPrefix("alignment") } ?? "no alignment line")")
+            #expect(details.contains("alignment  aligned: latest frame"), "\(details)")
+            let full = try fleet.jsonObject(["device", device])
+            #expect((full["device"] as? [String: Any])?["alignment"] as? [String: Any] != nil, "\(full)")
+            // Telemetry's DeviceStatus carries it (capfleet watch --json reads get_fleet_stats).
+            try await fleet.waitUntil("device status carries the alignment", seconds: 5) {
+                (try fleet.deviceStats()[device]?["alignment"] as? [String: Any])?["state"] as? String == "aligned"
+            }
+            // And Prometheus: the phase in seconds and a 0/1 gauge.
+            try await fleet.waitUntil("the alignment gauges are scraped", seconds: 5) {
+                let scrape = try MetricsTests.scrape(fleet)
+                guard let phase = scrape.matching("capfleet_device_alignment_phase_seconds", where: { $0["device"] == device }).first?.value,
+                      let aligned = scrape.matching("capfleet_device_frame_aligned", where: { $0["device"] == device }).first?.value
+                else { return false }
+                return abs(phase) <= 100e-6 && aligned == 1
+            }
+
+            #expect(try fleet.cli(["align", "--off", device]).status == 0)
+            try await fleet.waitUntil("the device reports alignment off", seconds: 5) {
+                try Self.alignment(of: device, in: fleet)?["state"] as? String == "off"
+            }
+            #expect(try Self.alignment(of: device, in: fleet)?["phase_ns"] is NSNull, "no phase while off")
+            try await fleet.waitUntil("the alignment gauges are gone", seconds: 5) {
+                try MetricsTests.scrape(fleet).matching("capfleet_device_alignment_phase_seconds").isEmpty
+            }
+            #expect(try fleet.cli(["devices"]).output.contains("aligned ") == false)
+        }
+
+        /// The device's alignment in `capfleet devices --json`; nil while it reports none.
+        static func alignment(of device: String, in fleet: FleetHarness) throws -> [String: Any]? {
+            try fleet.json(["devices"]).first { $0["device_id"] as? String == device }?["alignment"] as? [String: Any]
+        }
+    }
+}
