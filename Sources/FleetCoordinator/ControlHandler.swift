@@ -41,6 +41,7 @@ actor ControlHandler {
     private let gate: AccessGate
     private let logger: Logger
     private let coordinatorID: String
+    private let fleetTime: FleetTimeSource
     private var liveness: NodeLiveness
     private(set) var sessions: [String: NodeSession] = [:]
     private var pendingCommands: [UInt64: CheckedContinuation<Capfleet_V1_CommandReply, Never>] = [:]
@@ -48,7 +49,9 @@ actor ControlHandler {
     private var commandTargets: [UInt64: (nodeID: String, deviceID: String)] = [:]
 
     init(configuration: CoordinatorConfiguration, store: FleetDatabase, endpoint: RouterEndpoint, arrivals: ArrivalLedger, ingest: FrameIngest,
-         events: FleetEvents, alerts: AlertCenter, rejections: RejectionCounter, gate: AccessGate, coordinatorID: String, logger: Logger) {
+         events: FleetEvents, alerts: AlertCenter, rejections: RejectionCounter, gate: AccessGate, coordinatorID: String,
+         fleetTime: FleetTimeSource, logger: Logger) {
+        self.fleetTime = fleetTime
         self.alerts = alerts
         self.gate = gate
         self.configuration = configuration
@@ -331,7 +334,7 @@ actor ControlHandler {
             if liveness.heard(from: hello.nodeID, at: MonotonicTime.now()) != nil {
                 events.emit(.nodeOnline, nodeID: hello.nodeID, message: "\(hello.nodeName) is online")
             }
-            // Policies live in the coordinator: a restarted agent gets them again.
+            // Policies and frame alignment live in the coordinator: a restarted agent gets them again.
             let nodeID = hello.nodeID
             let deviceIDs = hello.devices.map(\.deviceID)
             Task { await self.pushPolicies(nodeID: nodeID, deviceIDs: deviceIDs) }
@@ -373,6 +376,18 @@ actor ControlHandler {
             let answer = await command(.setDropRecovery(.with { $0.policy = policy.wire }), deviceID: deviceID, nodeID: nodeID)
             if answer.status.code != .ok {
                 logger.warning("cannot restore the drop-recovery policy", metadata: ["device.id": "\(deviceID)", "reason": "\(answer.status.reason)"])
+            }
+        }
+        // Alignment on or off as last set; on, with this run's grid (the origin an earlier
+        // coordinator chose lies in another fleet time).
+        for deviceID in deviceIDs {
+            guard let setting = try? await store.frameAlignment(deviceID: deviceID) else { continue }
+            let answer = await command(.setFrameAlignment(.with {
+                $0.enabled = setting.enabled
+                $0.gridOriginFleetNs = fleetTime.alignmentGridOrigin
+            }), deviceID: deviceID, nodeID: nodeID)
+            if answer.status.code != .ok {
+                logger.warning("cannot restore frame alignment", metadata: ["device.id": "\(deviceID)", "reason": "\(answer.status.reason)"])
             }
         }
     }

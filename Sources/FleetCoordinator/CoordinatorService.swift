@@ -77,7 +77,8 @@ public final class CoordinatorService: Service, Sendable {
         let alerts = AlertCenter(configuration: configuration.alerts, events: events, metrics: metrics,
                                  coordinatorID: coordinatorID, logger: logger)
         let control = ControlHandler(configuration: configuration, store: store, endpoint: controlEndpoint, arrivals: arrivals, ingest: ingest,
-                                     events: events, alerts: alerts, rejections: rejections, gate: gate, coordinatorID: coordinatorID, logger: logger)
+                                     events: events, alerts: alerts, rejections: rejections, gate: gate, coordinatorID: coordinatorID,
+                                     fleetTime: fleetTime, logger: logger)
         let leases = LeaseKeeper(store: store, events: events, logger: logger)
         try await leases.load()
         let reporter = TelemetryReporter(store: store, ingest: ingest, control: control, telemetry: telemetry, metrics: metrics,

@@ -1,6 +1,7 @@
 import FleetCore
 import FleetProtocol
 import FleetStore
+import Foundation
 
 extension OperatorHandler {
     /// Each device's first frame captured at or after a fleet time, asked of every agent at
@@ -60,10 +61,6 @@ extension OperatorHandler {
             : .with { $0.code = .ok; $0.reason = "\(entries.count - answered.count) of \(entries.count) devices did not answer" }
     }
 
-    /// Every device gets the same grid: slots every frame interval from the whole second of
-    /// fleet time at which this coordinator started.
-    var gridOrigin: UInt64 { fleetTime.epochOffset / 1_000_000_000 * 1_000_000_000 }
-
     func changeFrameAlignment(_ query: Capfleet_V1_ChangeFrameAlignment, operator who: String,
                               into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
         guard !query.deviceIds.isEmpty, query.deviceIds.count <= 64 else {
@@ -74,14 +71,23 @@ extension OperatorHandler {
         for deviceID in query.deviceIds {
             guard let device = try await existingDevice(deviceID, into: &reply) else { return }
             guard try await leaseAllows(device.id, who, "device.frame_alignment", into: &reply) else { return }
+            // Every device gets the same grid for as long as this coordinator runs.
+            let origin = fleetTime.alignmentGridOrigin
             let answer = await control.command(.setFrameAlignment(.with {
                 $0.enabled = query.enabled
-                $0.gridOriginFleetNs = gridOrigin
+                $0.gridOriginFleetNs = origin
             }), deviceID: device.id, nodeID: device.nodeId)
-            let detail = query.enabled ? "aligned to the fleet-time grid from \(gridOrigin)" : "frame alignment off"
-            try await audit(who, "device.frame_alignment", device.id, outcome: answer.status.isOK ? "ok" : "failed",
-                            detail: answer.status.isOK ? detail : "\(detail): \(answer.status.reason)")
-            if !answer.status.isOK { refusals.append("\(device.id): \(answer.status.reason)") }
+            let detail = query.enabled ? "aligned to the fleet-time grid from \(origin)" : "frame alignment off"
+            guard answer.status.isOK else {
+                try await audit(who, "device.frame_alignment", device.id, outcome: "failed", detail: "\(detail): \(answer.status.reason)")
+                refusals.append("\(device.id): \(answer.status.reason)")
+                continue
+            }
+            // Remembered once the agent took it: pushed again whenever the node registers.
+            let now = Date().unixMilliseconds
+            try await store.saveFrameAlignment(
+                FrameAlignmentRecord(deviceId: device.id, enabled: query.enabled, changedAt: now, changedBy: holder(who)),
+                audit: AuditEntry(at: now, actor: holder(who), action: "device.frame_alignment", target: device.id, outcome: "ok", detail: detail))
         }
         reply.status = refusals.isEmpty ? .ok : .with {
             $0.code = .ok

@@ -18,6 +18,11 @@ public struct FleetTimeSource: Sendable {
     }
 
     public func now() -> UInt64 { MonotonicTime.now() &+ epochOffset }
+
+    /// Where this run's frame-alignment grid starts: a whole second of fleet time, fixed while
+    /// the coordinator runs and the same for every device (proto-docs/clock.md, "Frame alignment").
+    /// A restarted coordinator's fleet time has a new epoch, so it chooses the origin again.
+    public var alignmentGridOrigin: UInt64 { epochOffset / 1_000_000_000 * 1_000_000_000 }
 }
 
 /// An agent's own clock: CLOCK_MONOTONIC, or for tests a clock deliberately off by `offset`

@@ -225,6 +225,20 @@ enum FleetSchema {
                 );
                 """)
         }
+        migrator.registerMigration("v9: frame alignment") { db in
+            try db.execute(sql: """
+                -- Whether each device is to be aligned to the fleet-time grid (clock.md, "Frame alignment"),
+                -- as an operator last set it and its agent accepted, so that the setting survives
+                -- restarts. The grid's origin is not kept: fleet time starts anew with each
+                -- coordinator, which chooses the origin again when it pushes the setting.
+                CREATE TABLE frameAlignment (
+                    deviceId TEXT PRIMARY KEY NOT NULL REFERENCES device(id) ON DELETE CASCADE,
+                    enabled INTEGER NOT NULL CHECK (enabled IN (0, 1)),
+                    changedAt INTEGER NOT NULL,
+                    changedBy TEXT NOT NULL CHECK (length(changedBy) > 0)
+                );
+                """)
+        }
         return migrator
     }
 }

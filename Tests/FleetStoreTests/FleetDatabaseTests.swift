@@ -137,6 +137,33 @@ import Testing
         #expect(try await store.formats(deviceID: "cam-1").isEmpty)
     }
 
+    /// A device's alignment setting outlives the coordinator (reopening) and is written with its
+    /// audit entry or not at all; forgetting the node forgets it.
+    @Test func frameAlignment_isKeptWithItsAuditEntry_untilItsDeviceIsForgotten() async throws {
+        let audit = { (detail: String) in AuditEntry(at: 2000, actor: "bo", action: "device.frame_alignment", target: "cam-1", outcome: "ok", detail: detail) }
+        do {
+            let store = try FleetDatabase(path: path)
+            _ = try await store.registerNode(registration(devices: [("cam-1", formats), ("cam-2", formats)]), at: 1000)
+            #expect(try await store.frameAlignment(deviceID: "cam-1") == nil, "nobody set it: off, and nothing to push")
+            try await store.saveFrameAlignment(FrameAlignmentRecord(deviceId: "cam-1", enabled: true, changedAt: 2000, changedBy: "bo"),
+                                               audit: audit("aligned"))
+            await #expect(throws: StoreError.self, "a device the store does not know") {
+                try await store.saveFrameAlignment(FrameAlignmentRecord(deviceId: "cam-9", enabled: true, changedAt: 2001, changedBy: "bo"),
+                                                   audit: audit("nowhere"))
+            }
+            #expect(try await store.auditLog().map(\.detail) == ["aligned"], "the refused write left no audit entry")
+        }
+        let reopened = try FleetDatabase(path: path)
+        #expect(try await reopened.frameAlignment(deviceID: "cam-1") == FrameAlignmentRecord(deviceId: "cam-1", enabled: true, changedAt: 2000, changedBy: "bo"))
+        try await reopened.saveFrameAlignment(FrameAlignmentRecord(deviceId: "cam-1", enabled: false, changedAt: 3000, changedBy: "ana"),
+                                              audit: audit("off"))
+        #expect(try await reopened.frameAlignment(deviceID: "cam-1")?.enabled == false, "off is remembered too")
+        #expect(try await reopened.frameAlignment(deviceID: "cam-2") == nil)
+        try await reopened.setNodeOnline("node-1", online: false, at: 4000)
+        try await reopened.forgetNode("node-1")
+        #expect(try await reopened.frameAlignment(deviceID: "cam-1") == nil)
+    }
+
     @Test func auditLog_isAppendOnly() async throws {
         let store = try FleetDatabase(path: path)
         try await store.appendAudit(AuditEntry(at: 1, actor: "ana", action: "node.forget", target: "node-1", outcome: "ok"))

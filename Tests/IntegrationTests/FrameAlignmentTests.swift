@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Testing
 
 extension IntegrationTests {
@@ -57,6 +58,48 @@ extension IntegrationTests {
                 try MetricsTests.scrape(fleet).matching("capfleet_device_alignment_phase_seconds").isEmpty
             }
             #expect(try fleet.cli(["devices"]).output.contains("aligned ") == false)
+        }
+
+        /// The coordinator remembers alignment: a restarted agent is aligned again without
+        /// another `capfleet align`, and after `align --off` it stays off.
+        @Test func alignment_survivesAnAgentRestart_andSoDoesTurningItOff() async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator()
+            var agent = try fleet.startAgent("remembered", fps: 30)
+            try await fleet.waitUntil("the clock locks", seconds: 20) { agent.log.contains("clock.state=locked") }
+            let device = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
+            #expect(try fleet.cli(["lock", device]).status == 0)
+            #expect(try fleet.cli(["align", device]).status == 0)
+            try await fleet.waitUntil("the device is aligned", seconds: 10) {
+                try Self.alignment(of: device, in: fleet)?["state"] as? String == "aligned"
+            }
+            #expect(try Self.storedAlignment(of: device, in: fleet) == true)
+
+            // SIGKILL: the agent forgets everything; the coordinator tells it again when it registers.
+            agent.kill()
+            agent = try fleet.startAgent("remembered", fps: 30)
+            let back = try await fleet.waitUntil("the restarted agent's device is aligned again", seconds: 20) {
+                try agent.log.contains("alignment=steered") && Self.alignment(of: device, in: fleet)?["state"] as? String == "aligned"
+            }
+            print("frame alignment: restarted agent aligned again \(back) s after it started")
+
+            #expect(try fleet.cli(["align", "--off", device]).status == 0)
+            #expect(try Self.storedAlignment(of: device, in: fleet) == false, "off is stored too")
+            agent.kill()
+            agent = try fleet.startAgent("remembered", fps: 30)
+            try await fleet.waitUntil("the restarted agent locks and streams", seconds: 20) {
+                try agent.log.contains("clock.state=locked") && fleet.deviceStats()[device]?["streaming"] as? Bool == true
+            }
+            #expect(agent.log.contains("alignment=off"), "the coordinator pushed off: \(agent.log.suffix(2000))")
+            try await Task.sleep(for: .seconds(2))
+            #expect(try Self.alignment(of: device, in: fleet)?["state"] as? String == "off")
+        }
+
+        /// What the coordinator's database says the device should be: aligned, off, or nil (never set).
+        static func storedAlignment(of device: String, in fleet: FleetHarness) throws -> Bool? {
+            try DatabaseQueue(path: fleet.databasePath).read { db in
+                try Bool.fetchOne(db, sql: "SELECT enabled FROM frameAlignment WHERE deviceId = ?", arguments: [device])
+            }
         }
 
         /// The device's alignment in `capfleet devices --json`; nil while it reports none.
