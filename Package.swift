@@ -92,7 +92,7 @@ let package = Package(
         ]),
         // Runs the built `capfleet` binary: `swift build` first.
         .testTarget(name: "IntegrationTests", dependencies: [
-            "FleetProtocol", "FleetCore", "FleetBus", "FleetFuzz", "FleetHTTP", "CZeroMQ",
+            "FleetProtocol", "FleetCore", "FleetBus", "FleetFuzz", "FleetHTTP", "FleetHost", "CZeroMQ",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
     ],

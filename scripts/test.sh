@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite from a fresh clone: installs what is needed, builds, runs every
 # test (unit, store, bus, and integration tests with real processes, sockets and SQLite),
-# then prints the transport, command and telemetry benchmarks' figures.
+# then prints the transport, command, telemetry and clock benchmarks' figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
@@ -32,6 +32,10 @@ if [ "${CAPFLEET_SKIP_BENCH:-0}" != "1" ]; then
   "$(swift build -c release --show-bin-path)/capfleet" bench transport --seconds "${CAPFLEET_BENCH_SECONDS:-6}"
   "$(swift build -c release --show-bin-path)/capfleet" bench commands --commands 200
   "$(swift build -c release --show-bin-path)/capfleet" bench telemetry --seconds "${CAPFLEET_BENCH_SECONDS:-8}" --changes 40
+  # Three agent hosts on network namespaces (deploy/netns-fleet.sh), needs root; also plots
+  # .build/bench/clock-accuracy.png.
+  "$(swift build -c release --show-bin-path)/capfleet" bench clock --seconds "${CAPFLEET_CLOCK_BENCH_SECONDS:-120}" \
+    --impaired-seconds "${CAPFLEET_CLOCK_BENCH_IMPAIRED_SECONDS:-60}"
 fi
 echo "== done in $(( $(date +%s) - started )) s"
 # The suite's verdict, last, for whoever reads only the end of the log.

@@ -163,6 +163,7 @@ private final class ClockDriver {
             }
             timebase = (reply.coordinatorID, reply.timebase)
             let probe = ClockProbe(sent: sent, serverReceived: reply.coordinatorReceivedNs, serverSent: reply.coordinatorSentNs, received: arrived)
+            logger.trace("clock probe", metadata: ["t1": "\(sent)", "t2": "\(probe.serverReceived)", "t3": "\(probe.serverSent)", "t4": "\(arrived)"])
             if let state = estimator.add(probe) {
                 var metadata: Logger.Metadata = ["clock.state": "\(state.rawValue)"]
                 if let estimate = estimator.estimate {

@@ -15,22 +15,23 @@
 /// widening with distance from the newest probe.
 public struct ClockEstimator: Sendable {
     public struct Configuration: Sendable, Equatable {
-        /// Probes kept (the newest): about two minutes once locked, enough to pin the drift
-        /// down to a tenth of a ppm on a LAN.
-        public var window = 512
+        /// Probes kept (the newest): about a minute and a half once locked, enough to pin the
+        /// drift down to a tenth of a ppm on a LAN.
+        public var window = 1024
         /// Stretches of the window whose extreme probes the floor lines go through, and the
-        /// probes each needs at least.
-        public var envelopeStretches = 16
+        /// probes each needs at least. Long stretches find the floor: on a host busy sending
+        /// video, the outbound delay's low percentiles sit well above its floor.
+        public var envelopeStretches = 8
         public var probesPerStretch = 8
         /// Share of the kept probes, quickest first, that the fit uses.
         public var quickestShare = 0.5
         /// Probes (after filtering) and time span needed before the estimate is locked.
         public var probesForLock = 24
         public var lockSpanNanoseconds: UInt64 = 1_000_000_000
-        /// Probe interval until locked and while the window fills to a quarter, then once
+        /// Probe interval until locked and while the window fills to an eighth, then once
         /// locked. Probes are a few hundred bytes: more of them sharpen the floors.
         public var acquiringInterval: UInt64 = 50_000_000
-        public var lockedInterval: UInt64 = 250_000_000
+        public var lockedInterval: UInt64 = 100_000_000
         /// Without a usable probe for this long, the estimate is no longer locked.
         public var staleAfterNanoseconds: UInt64 = 10_000_000_000
         /// Round trips beyond this are not used at all.
@@ -90,7 +91,7 @@ public struct ClockEstimator: Sendable {
 
     /// How long to wait before the next probe.
     public var probeInterval: UInt64 {
-        state == .locked && probes.count >= configuration.window / 4 ? configuration.lockedInterval : configuration.acquiringInterval
+        state == .locked && probes.count >= configuration.window / 8 ? configuration.lockedInterval : configuration.acquiringInterval
     }
 
     /// Forgets everything (the coordinator, and so fleet time, changed).

@@ -1,5 +1,7 @@
 import ArgumentParser
 import CPlatform
+import CZeroMQ
+import FleetBus
 import FleetClient
 import FleetCore
 import FleetHost
@@ -56,7 +58,11 @@ struct ClockBench: ParsableCommand {
                        "--impair", Self.cleanLink, "--agent-args", "--fps \(fmt(fps)) --synthetic-format 160x120:YUYV --no-pressure"] + skewArguments)
         progress("fleet up; connecting from namespace \(prefix)-coord")
         let client = try NetworkNamespace.operatorClient(namespace: "\(prefix)-coord", address: "10.77.0.1:7602", credentialPath: data + "/admin.credential")
-        let epoch = FleetTimeSource().epochOffset
+        let credential = try OperatorCredential.load(path: data + "/admin.credential")
+        let epoch = try NetworkNamespace.fleetEpoch(namespace: "\(prefix)-coord", endpoint: "tcp://10.77.0.1:7605",
+                                                    agentStateDirectory: data + "/a1/state", coordinatorKey: credential.coordinatorKey)
+        let localEpoch = Int64(bitPattern: FleetTimeSource().epochOffset)
+        progress("fleet-time epoch from the coordinator's clock endpoint; this process's wall minus monotonic differs by \(localEpoch - Int64(bitPattern: epoch)) ns")
 
         // Each device, and the skew of the node it is on.
         var clocks: [String: NodeClock] = [:]
@@ -266,7 +272,7 @@ struct NetnsFleet {
     func run(_ arguments: [String]) throws {
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-netns-\(prefix)-\(getpid()).log").path
         defer { try? FileManager.default.removeItem(atPath: log) }
-        let words = ["bash", script] + arguments + ["--prefix", prefix, "--data", data]
+        let words = ["bash", script, "--prefix", prefix, "--data", data] + arguments
         let command = "exec " + words.map(Self.quoted).joined(separator: " ") + " >" + Self.quoted(log) + " 2>&1 </dev/null"
         do {
             try ShellCommand.run(command, environment: [:], timeoutMilliseconds: 180_000)
@@ -307,6 +313,44 @@ enum NetworkNamespace {
 func progress(_ text: String) {
     print(text)
     fflush(nil)
+}
+
+extension NetworkNamespace {
+    /// The coordinator's fleet-time epoch (fleet time minus its CLOCK_MONOTONIC) exactly as
+    /// it stamps probes: one clock probe from `namespace` with an enrolled agent's key (the
+    /// clock endpoint admits node keys only). Reading the wall and monotonic clocks here
+    /// instead would differ by however long the coordinator was preempted between its two
+    /// reads at start.
+    static func fleetEpoch(namespace: String, endpoint: String, agentStateDirectory: String, coordinatorKey: CurvePublicKey) throws -> UInt64 {
+        guard let keys = try CurveCertificate.load(path: agentStateDirectory + "/keys/agent.key_secret").keys else {
+            throw CLIFailure("no agent key in \(agentStateDirectory)")
+        }
+        let result = Mutex<Result<UInt64, any Error>?>(nil)
+        let thread = Thread {
+            let outcome = Result<UInt64, any Error> {
+                guard capfleet_enter_network_namespace(namespace) == 0 else {
+                    throw CLIFailure("cannot enter network namespace \(namespace): \(String(cString: strerror(errno)))")
+                }
+                let socket = try ZMQSocket(context: ZMQContext(), type: .dealer)
+                try socket.makeCurveClient(serverKey: coordinatorKey, keys: keys)
+                try socket.setOption(ZMQ_LINGER, Int32(0))
+                try socket.connect(endpoint)
+                let request = Capfleet_V1_ClockProbeRequest.with {
+                    $0.protocolVersion = WireDefaults.protocolMajor
+                    $0.sequence = 1
+                }
+                try socket.send(try request.serializedBytes() as [UInt8])
+                guard socket.waitForInput(milliseconds: 5_000), let received = try? socket.receiveMultipart(dontWait: true, maxParts: 2),
+                      let part = received.parts.first, let reply = try? Capfleet_V1_ClockProbeReply(serializedBytes: part.array),
+                      reply.status.isOK else { throw CLIFailure("no clock probe answer from \(endpoint)") }
+                return reply.timebase
+            }
+            result.withLock { $0 = outcome }
+        }
+        thread.start()
+        while result.withLock({ $0 == nil }) { usleep(1_000) }
+        return try result.withLock { $0! }.get()
+    }
 }
 
 private func quantile(_ sorted: [Double], _ p: Double) -> Double {

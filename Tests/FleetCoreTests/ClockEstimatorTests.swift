@@ -182,9 +182,9 @@ struct LinkNoise {
         // Probing every 50 ms until locked: locked once 24 probes spanning a second are in;
         // the target is five seconds.
         #expect(lockedAt.map { $0 <= 2 * second } == true, "locked at \(String(describing: lockedAt))")
-        // Still quickly until a quarter of the window is in, then at the locked pace.
+        // Still quickly until an eighth of the window is in, then at the locked pace.
         #expect(estimator.probeInterval == estimator.configuration.acquiringInterval)
-        while estimator.estimate?.probesKept ?? 0 < estimator.configuration.window / 4 {
+        while estimator.estimate?.probesKept ?? 0 < estimator.configuration.window / 8 {
             estimator.add(clock.probe(at: t, outbound: 500 * us, inbound: 500 * us))
             t += Double(estimator.probeInterval)
         }

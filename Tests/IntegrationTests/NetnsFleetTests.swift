@@ -1,0 +1,132 @@
+import FleetHost
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension IntegrationTests {
+    /// A fleet across hosts: deploy/netns-fleet.sh puts the coordinator and two agents on
+    /// network namespaces of their own, each agent's link through `capfleet relay` at
+    /// 2 ms ± 100 µs each way, and each agent's clock skewed by a known amount. The agents
+    /// register from their own addresses, lock onto fleet time through the impaired links,
+    /// and a crashed agent comes back and locks again; `down` leaves nothing behind.
+    @Suite struct NetnsFleetTests {
+        @Test func agentsOnNamespaceHosts_registerAndSyncThroughImpairedLinks() async throws {
+            guard getuid() == 0 else {
+                print("netns fleet: not run, network namespaces need root (CI runs as root)")
+                return
+            }
+            let fleet = NetnsTestFleet(prefix: "cft\(getpid() % 10_000)")
+            defer { fleet.down() }
+            try fleet.run(["up", "--agents", "2", "--bin", FleetHarness.binary, "--impair", "delay=2ms,jitter=100us",
+                           "--skew", "1=+3.2s,+50ppm", "--skew", "2=-1.5s,-50ppm", "--agent-args", "--fps 15 --no-pressure"])
+
+            let nodes = try fleet.json(["nodes"])
+            #expect(nodes.count == 2)
+            let addresses = nodes.compactMap { $0["address"] as? String }.sorted()
+            #expect(addresses.count == 2 && addresses[0].hasPrefix("10.77.0.11") && addresses[1].hasPrefix("10.77.0.12"), "\(nodes)")
+
+            // Both clocks lock through the relays; the round trip shows the links' 4 ms.
+            var clocks: [[String: Any]] = []
+            let locked = try await waitUntil("both clocks lock", seconds: 20) {
+                clocks = try fleet.json(["clock"])
+                return clocks.count == 2 && clocks.allSatisfy { $0["sync"] as? String == "locked" }
+            }
+            print("netns fleet: both clocks locked \(locked) s after up: \(clocks)")
+            for clock in clocks {
+                let roundTrip = clock["round_trip_ns"] as? Int ?? 0
+                #expect(roundTrip >= 4_000_000 && roundTrip < 10_000_000, "round trip \(roundTrip) ns through 2 ms links")
+            }
+            // a1's wall clock runs 3.2 s plus 50 ppm of the machine's uptime ahead of fleet time.
+            let a1 = try #require(clocks.first { $0["name"] as? String == "a1" }, "\(clocks)")
+            let expected = 3.2e9 + 50e-6 * Double(Self.monotonicNow())
+            let measured = Double(try #require(a1["wall_clock_offset_ns"] as? Int))
+            #expect(abs(measured - expected) < 2_000_000, "a1 wall clock offset \(measured) ns, expected \(expected)")
+
+            // The relay takes a new impairment while running.
+            try fleet.run(["impair", "1", "delay=3ms"])
+            let relayLog = try String(contentsOfFile: fleet.data + "/logs/relay-a1.log", encoding: .utf8)
+            #expect(relayLog.contains("impairment now delay=3ms"), "\(relayLog.suffix(500))")
+
+            // A crashed agent is back and locked again.
+            try fleet.run(["restart-agent", "2"])
+            let restarted = Date()
+            let relock = try await waitUntil("the restarted agent locks again", seconds: 20) {
+                let a2 = try fleet.json(["clock"]).first { $0["name"] as? String == "a2" }
+                let heard = Double(a2?["reported_unix_ms"] as? Int ?? 0) / 1000
+                return a2?["online"] as? Bool == true && a2?["sync"] as? String == "locked" && heard > restarted.timeIntervalSince1970
+            }
+            print("netns fleet: restarted agent locked again after \(relock) s")
+
+            fleet.down()
+            let left = try fleet.namespaces()
+            #expect(left.isEmpty, "namespaces left: \(left)")
+        }
+
+        static func monotonicNow() -> UInt64 {
+            var spec = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &spec)
+            return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
+        }
+
+        func waitUntil(_ what: String, seconds: Double, _ condition: () throws -> Bool) async throws -> Double {
+            let start = Date()
+            var lastError: (any Error)?
+            while Date().timeIntervalSince(start) < seconds {
+                do { if try condition() { return Date().timeIntervalSince(start) } } catch { lastError = error }
+                try await Task.sleep(for: .milliseconds(200))
+            }
+            throw HarnessError("timed out after \(seconds) s waiting until \(what)" + (lastError.map { ": \($0)" } ?? ""))
+        }
+    }
+}
+
+/// deploy/netns-fleet.sh driven from a test: spawned with a clean signal mask (ShellCommand),
+/// its output in a file rather than a pipe the processes it leaves running would hold open.
+struct NetnsTestFleet {
+    let prefix: String
+    let data: String
+    let script: String
+
+    init(prefix: String) {
+        self.prefix = prefix
+        data = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-netns-test-\(prefix)").path
+        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        script = repository.appendingPathComponent("deploy/netns-fleet.sh").path
+    }
+
+    @discardableResult
+    func run(_ arguments: [String]) throws -> String {
+        let log = data + "-\(UUID().uuidString).out"
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let words = ["bash", script, "--prefix", prefix, "--data", data] + arguments
+        let command = "exec " + words.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ") + " >'\(log)' 2>&1 </dev/null"
+        do {
+            try ShellCommand.run(command, environment: [:], timeoutMilliseconds: 120_000)
+        } catch {
+            throw HarnessError("netns-fleet.sh \(arguments.joined(separator: " ")) failed (\(error)):\n" + ((try? String(contentsOfFile: log, encoding: .utf8)) ?? ""))
+        }
+        return (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+    }
+
+    /// A CLI listing run on the coordinator's host, as JSON.
+    func json(_ arguments: [String]) throws -> [[String: Any]] {
+        let output = try run(["cli"] + arguments + ["--json"])
+        guard let parsed = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [[String: Any]] else {
+            throw HarnessError("capfleet \(arguments.joined(separator: " ")) printed no JSON array: \(output)")
+        }
+        return parsed
+    }
+
+    /// This fleet's namespaces that exist now.
+    func namespaces() throws -> [String] {
+        let listing = data + "-namespaces.out"
+        defer { try? FileManager.default.removeItem(atPath: listing) }
+        try ShellCommand.run("ip netns list >'\(listing)'", environment: [:], timeoutMilliseconds: 10_000)
+        return try String(contentsOfFile: listing, encoding: .utf8).split(separator: "\n")
+            .map { String($0.split(separator: " ").first ?? "") }.filter { $0.hasPrefix(prefix + "-") }
+    }
+
+    func down() { _ = try? run(["down", "--purge"]) }
+}
