@@ -134,7 +134,10 @@ private final class ClockDriver {
             changed = snapshot
         }
         guard now >= nextProbeAt else { return changed }
-        nextProbeAt = now + estimator.probeInterval
+        // Half to one and a half intervals, at random: probes at a fixed pace lock in phase
+        // with periodic traffic (frames every 33 ms, aligned across hosts), and if that phase
+        // is a busy one every outbound probe waits and the floor the estimate rests on moves.
+        nextProbeAt = now + UInt64(Double(estimator.probeInterval) * Double.random(in: 0.5..<1.5))
         // Answers older than two seconds are not coming (or are useless if they do).
         pending = pending.filter { now - $0.value < 2_000_000_000 }
         sequence += 1
