@@ -43,6 +43,7 @@ actor ControlHandler {
     private let coordinatorID: String
     private let fleetTime: FleetTimeSource
     private var liveness: NodeLiveness
+    private var clockWatch = ClockSyncWatch()
     private(set) var sessions: [String: NodeSession] = [:]
     private var pendingCommands: [UInt64: CheckedContinuation<Capfleet_V1_CommandReply, Never>] = [:]
     private var nextCommandID: UInt64 = 1
@@ -125,6 +126,7 @@ actor ControlHandler {
             // A node reports on its own devices only; anything else in its status is ignored.
             status.devices.removeAll { ingest.state(of: $0.deviceID)?.nodeID != sender.nodeID }
             sessions[status.nodeID]?.lastStatus = status
+            if status.hasClock, let change = clockWatch.reported(status.clock, nodeID: status.nodeID) { await recordClockChange(change) }
             for device in status.devices { ingest.noteAgentDrops(deviceID: device.deviceID, drops: DropTally(wire: device.drops), streaming: device.streaming) }
         case let .commandReply(reply)?:
             // Only the node a command went to may answer it.
@@ -309,6 +311,8 @@ actor ControlHandler {
         }
         do {
             let outcome = try await store.registerNode(registration, at: Date().unixMilliseconds)
+            // The first report after a restart (of either side) is compared with the state stored before.
+            clockWatch.registered(hello.nodeID, stored: (try? await store.clock(nodeID: hello.nodeID))?.wire.sync)
             for device in hello.devices {
                 try await store.saveDescriptor(deviceID: device.deviceID, bytes: Data(try device.serializedBytes() as [UInt8]))
                 let stored = try await store.device(device.deviceID)
@@ -438,6 +442,20 @@ actor ControlHandler {
         }
     }
 
+    /// A node's clock locked, lost lock or started over: published at once and audited.
+    private func recordClockChange(_ change: ClockSyncWatch.Change) async {
+        logger.notice("clock state changed", metadata: ["node.id": "\(change.nodeID)", "clock.state": "\(change.to.name ?? "unknown")",
+                                                        "detail": "\(change.message)"])
+        events.emit(.clockStateChanged, nodeID: change.nodeID, message: change.message)
+        do {
+            try await store.appendAudit(AuditEntry(at: Date().unixMilliseconds, actor: "agent:\(change.nodeID)", action: "clock.state",
+                                                   target: change.nodeID, outcome: "ok",
+                                                   detail: "\(change.from.name ?? "unknown") → \(change.to.name ?? "unknown"): \(change.message)"))
+        } catch {
+            logger.error("cannot audit a clock state change", metadata: ["node.id": "\(change.nodeID)", "error": "\(error)"])
+        }
+    }
+
     /// What the device's agent said of it in its latest status.
     func counters(of deviceID: String, nodeID: String) -> Capfleet_V1_DeviceCounters? {
         sessions[nodeID]?.lastStatus?.devices.first { $0.deviceID == deviceID }
@@ -534,6 +552,7 @@ actor ControlHandler {
 
     func forgetSession(_ nodeID: String) {
         sessions[nodeID] = nil
+        clockWatch.forget(nodeID)
         arrivals.forget(nodeID)
         _ = liveness.remove(nodeID)
     }

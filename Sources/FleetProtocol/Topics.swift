@@ -33,6 +33,7 @@ extension Capfleet_V1_EventKind {
         case .nodeRevoked: "node_revoked"
         case .accessDenied: "access_denied"
         case .consentChanged: "consent_changed"
+        case .clockStateChanged: "clock_state_changed"
         case .unspecified, .UNRECOGNIZED: "unspecified"
         }
     }

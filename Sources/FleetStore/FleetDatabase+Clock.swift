@@ -42,6 +42,11 @@ extension FleetDatabase {
         }
     }
 
+    /// The node's clock as last stored; nil if it never reported one.
+    public func clock(nodeID: String) async throws(StoreError) -> NodeClockRecord? {
+        try await read("reading the clock of \(nodeID)") { db in try NodeClockRecord.fetchOne(db, key: nodeID) }
+    }
+
     public func clocks() async throws(StoreError) -> [String: NodeClockRecord] {
         try await read("reading node clocks") { db in
             Dictionary(try NodeClockRecord.fetchAll(db).map { ($0.nodeId, $0) }, uniquingKeysWith: { first, _ in first })

@@ -50,6 +50,9 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
 
   /// a device's consent was granted, denied, revoked or restricted
   case consentChanged // = 15
+
+  /// a node's clock sync state changed, e.g. it locked or lost lock (clock.md)
+  case clockStateChanged // = 16
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -74,6 +77,7 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
     case 13: self = .nodeRevoked
     case 14: self = .accessDenied
     case 15: self = .consentChanged
+    case 16: self = .clockStateChanged
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -96,6 +100,7 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
     case .nodeRevoked: return 13
     case .accessDenied: return 14
     case .consentChanged: return 15
+    case .clockStateChanged: return 16
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -118,6 +123,7 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
     .nodeRevoked,
     .accessDenied,
     .consentChanged,
+    .clockStateChanged,
   ]
 
 }
@@ -461,7 +467,7 @@ public nonisolated struct Capfleet_V1_FleetEvent: Sendable {
 fileprivate nonisolated let _protobuf_package = "capfleet.v1"
 
 nonisolated extension Capfleet_V1_EventKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}EVENT_KIND_NODE_ONLINE\0\u{1}EVENT_KIND_NODE_OFFLINE\0\u{1}EVENT_KIND_NODE_REGISTERED\0\u{1}EVENT_KIND_DEVICE_ADDED\0\u{1}EVENT_KIND_INPUT_REJECTED\0\u{1}EVENT_KIND_DEVICE_INTERRUPTED\0\u{1}EVENT_KIND_DEVICE_RESUMED\0\u{1}EVENT_KIND_POLICY_ACTED\0\u{1}EVENT_KIND_LEASE_RELEASED\0\u{1}EVENT_KIND_PRESSURE_LEVEL_CHANGED\0\u{1}EVENT_KIND_ALERT\0\u{1}EVENT_KIND_NODE_ENROLLED\0\u{1}EVENT_KIND_NODE_REVOKED\0\u{1}EVENT_KIND_ACCESS_DENIED\0\u{1}EVENT_KIND_CONSENT_CHANGED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}EVENT_KIND_NODE_ONLINE\0\u{1}EVENT_KIND_NODE_OFFLINE\0\u{1}EVENT_KIND_NODE_REGISTERED\0\u{1}EVENT_KIND_DEVICE_ADDED\0\u{1}EVENT_KIND_INPUT_REJECTED\0\u{1}EVENT_KIND_DEVICE_INTERRUPTED\0\u{1}EVENT_KIND_DEVICE_RESUMED\0\u{1}EVENT_KIND_POLICY_ACTED\0\u{1}EVENT_KIND_LEASE_RELEASED\0\u{1}EVENT_KIND_PRESSURE_LEVEL_CHANGED\0\u{1}EVENT_KIND_ALERT\0\u{1}EVENT_KIND_NODE_ENROLLED\0\u{1}EVENT_KIND_NODE_REVOKED\0\u{1}EVENT_KIND_ACCESS_DENIED\0\u{1}EVENT_KIND_CONSENT_CHANGED\0\u{1}EVENT_KIND_CLOCK_STATE_CHANGED\0")
 }
 
 nonisolated extension Capfleet_V1_AlertKind: SwiftProtobuf._ProtoNameProviding {
