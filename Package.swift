@@ -85,7 +85,7 @@ let package = Package(
         .testTarget(name: "FleetHTTPTests", dependencies: ["FleetHTTP"]),
         .testTarget(name: "FleetRelayTests", dependencies: ["FleetRelay", "FleetCore"]),
         // The coordinator's decoders under a mutation fuzzer, for a bounded time.
-        .target(name: "FleetFuzz"),
+        .target(name: "FleetFuzz", dependencies: ["FleetCore"]),
         .testTarget(name: "FuzzTests", dependencies: [
             "FleetBus", "FleetCoordinator", "FleetCore", "FleetFuzz", "FleetHTTP", "FleetProtocol",
             .product(name: "SwiftProtobuf", package: "swift-protobuf"),

@@ -1,3 +1,4 @@
+import FleetCore
 import Foundation
 
 /// A small mutation fuzzer: starts from valid inputs (seeds) and feeds a target bit flips,
@@ -97,19 +98,3 @@ public struct Fuzzer {
     }
 }
 
-/// SplitMix64: small, fast, and the same sequence for the same seed on every machine.
-public struct SplitMix: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-    public init(seed: UInt64) { state = seed }
-
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    public mutating func below(_ bound: Int) -> Int { bound <= 1 ? 0 : Int(next() % UInt64(bound)) }
-    public mutating func byte() -> UInt8 { UInt8(truncatingIfNeeded: next()) }
-}

@@ -1,3 +1,5 @@
+import FleetCore
+
 /// What a link does to the bytes crossing it, as `capfleet relay` applies it: a one-way
 /// delay per direction with uniform jitter, "loss", and periodic delay spikes. The relay
 /// carries TCP streams, so nothing is ever dropped: a lost segment is what TCP makes of it,
@@ -144,13 +146,13 @@ public struct DeliverySchedule: Sendable {
     public let direction: RelayDirection
     /// When the relay started (its spikes count from then), ns.
     public let origin: UInt64
-    private var random: SplitMix64
+    private var random: SplitMix
     private var lastDue: UInt64 = 0
 
     public init(direction: RelayDirection, origin: UInt64, seed: UInt64) {
         self.direction = direction
         self.origin = origin
-        random = SplitMix64(seed: seed &+ (direction == .up ? 0 : 0x9E37_79B9))
+        random = SplitMix(seed: seed &+ (direction == .up ? 0 : 0x9E37_79B9))
     }
 
     /// The delivery time of a chunk that arrived at `arrival` (monotonic ns).
@@ -165,18 +167,5 @@ public struct DeliverySchedule: Sendable {
         let due = max(arrival &+ UInt64(max(delay, 0)), lastDue)
         lastDue = due
         return due
-    }
-}
-
-/// A small, fast, seedable generator (Steele, Lea and Flood's SplitMix64).
-public struct SplitMix64: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-    public init(seed: UInt64) { state = seed }
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

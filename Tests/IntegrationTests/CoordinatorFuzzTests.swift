@@ -1,4 +1,5 @@
 import FleetBus
+import FleetCore
 import FleetFuzz
 import FleetProtocol
 import Foundation
