@@ -90,8 +90,9 @@ import Testing
 
     @Test func curveCertificate_roundTripsAndKeepsTheSecretPrivate() throws {
         let keys = try CurveKeyPair.generate()
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-cert-\(UUID().uuidString.prefix(8))/sub/test.key_secret").path
-        defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-cert-\(UUID().uuidString.prefix(8))").path
+        let path = directory + "/sub/test.key_secret"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
         try CurveCertificate(keys: keys, metadata: [("name", "ana"), ("coordinator-key", keys.publicKey.z85)]).save(path: path, title: "test")
         let loaded = try CurveCertificate.load(path: path)
         #expect(loaded.keys?.secretBytes == keys.secretBytes && loaded.publicKey == keys.publicKey)
