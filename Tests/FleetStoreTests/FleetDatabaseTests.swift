@@ -4,10 +4,13 @@ import Foundation
 import GRDB
 import Testing
 
-@Suite struct FleetDatabaseTests {
+/// A class, so that each test's database directory goes with the test (deinit).
+@Suite final class FleetDatabaseTests {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-store-\(UUID().uuidString.prefix(8))").path
 
     init() throws { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
+
+    deinit { try? FileManager.default.removeItem(atPath: directory) }
 
     var path: String { directory + "/fleet.sqlite" }
 

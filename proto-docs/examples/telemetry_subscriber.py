@@ -13,9 +13,11 @@ Each line is {"topic": ..., "message": {...}} with the message in protobuf's JSO
 (field names as in the .proto files; 64-bit integers as strings). See ../telemetry.md.
 """
 import argparse
+import atexit
 import importlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,6 +40,7 @@ TOPICS = {
 def compile_protos():
     """Generate Python classes from proto-docs/*.proto with protoc into a temporary dir."""
     out = tempfile.mkdtemp(prefix="capfleet-proto-")
+    atexit.register(shutil.rmtree, out, ignore_errors=True)
     protos = sorted(f for f in os.listdir(PROTO_DIR) if f.endswith(".proto"))
     try:
         subprocess.run(["protoc", f"--python_out={out}", f"-I{PROTO_DIR}", *protos],
