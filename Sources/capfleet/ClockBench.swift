@@ -79,6 +79,7 @@ struct ClockBench: ParsableCommand {
 
         progress("waiting for \(agents) clocks to lock")
         let locked = try waitForLock(client, nodes: Set(clocks.keys), seconds: 30)
+        let lockedAt = Date()
         print("all \(agents) clocks locked \(fmt(locked)) s after the fleet was up (as the coordinator hears it: up to a heartbeat late)")
 
         let ids = devices.map(\.deviceID)
@@ -90,6 +91,7 @@ struct ClockBench: ParsableCommand {
 
         var sampler = FrameSampler(truth: truth)
         let started = Date()
+        progress("measuring from \(fmt(started.timeIntervalSince(lockedAt))) s after lock (after the unaligned sync-checks and aligning)")
         var aligned: [SpreadSample] = []
         try sampler.collect(client, ids, phase: "clean", seconds: seconds, since: started) { aligned += try syncCheck(client, ids, truth).map { [$0] } ?? [] }
         try fleet.run(["impair", "all", Self.impairedLink])
