@@ -115,10 +115,8 @@ private final class ClockDriver {
     let nodeClock: NodeClock
     let logger: Logger
     var estimator = ClockEstimator()
-    var sequence: UInt64 = 0
+    var probes = ClockProbePairs()
     var nextProbeAt: UInt64 = 0
-    /// Probes in flight: sequence → when they left (node clock).
-    var pending: [UInt64: UInt64] = [:]
     var timebase: (coordinatorID: String, offset: UInt64)?
 
     init(nodeClock: NodeClock, logger: Logger) {
@@ -138,19 +136,21 @@ private final class ClockDriver {
         // with periodic traffic (frames every 33 ms, aligned across hosts), and if that phase
         // is a busy one every outbound probe waits and the floor the estimate rests on moves.
         nextProbeAt = now + UInt64(Double(estimator.probeInterval) * Double.random(in: 0.5..<1.5))
-        // Answers older than two seconds are not coming (or are useless if they do).
-        pending = pending.filter { now - $0.value < 2_000_000_000 }
-        sequence += 1
-        let request = Capfleet_V1_ClockProbeRequest.with {
+        probes.expire(now: now)
+        send(.wake, on: socket)
+        return changed
+    }
+
+    /// Sends a probe, t1 read last, right before the send.
+    private func send(_ purpose: ClockProbePairs.Purpose, on socket: ZMQSocket) {
+        let sequence = probes.nextSequence()
+        var request = Capfleet_V1_ClockProbeRequest.with {
             $0.protocolVersion = WireDefaults.protocolMajor
             $0.sequence = sequence
         }
-        // t1 is read last, right before the send.
-        var stamped = request
-        stamped.agentSentNs = nodeClock.now()
-        guard let bytes: [UInt8] = try? stamped.serializedBytes(), (try? socket.send(bytes, dontWait: true)) == true else { return changed }
-        pending[sequence] = stamped.agentSentNs
-        return changed
+        request.agentSentNs = nodeClock.now()
+        guard let bytes: [UInt8] = try? request.serializedBytes(), (try? socket.send(bytes, dontWait: true)) == true else { return }
+        probes.sent(sequence, at: request.agentSentNs, purpose: purpose)
     }
 
     func drain(_ socket: ZMQSocket) -> ClockSync.Snapshot? {
@@ -158,15 +158,22 @@ private final class ClockDriver {
         while let received = try? socket.receiveMultipart(dontWait: true, maxParts: 2) {
             let arrived = nodeClock.now()
             guard received.parts.count == 1, let reply = try? Capfleet_V1_ClockProbeReply(serializedBytes: received.parts[0].array),
-                  reply.status.isOK, let sent = pending.removeValue(forKey: reply.sequence), sent == reply.agentSentNs else { continue }
+                  reply.status.isOK,
+                  let answer = probes.answer(sequence: reply.sequence, echoedSent: reply.agentSentNs, serverReceived: reply.coordinatorReceivedNs,
+                                             serverSent: reply.coordinatorSentNs, received: arrived) else { continue }
             if let timebase, timebase != (reply.coordinatorID, reply.timebase) {
                 logger.notice("fleet time changed (the coordinator restarted or is another one): synchronising again",
                               metadata: ["coordinator": "\(reply.coordinatorID)"])
                 estimator.reset()
             }
             timebase = (reply.coordinatorID, reply.timebase)
-            let probe = ClockProbe(sent: sent, serverReceived: reply.coordinatorReceivedNs, serverSent: reply.coordinatorSentNs, received: arrived)
-            logger.trace("clock probe", metadata: ["t1": "\(sent)", "t2": "\(probe.serverReceived)", "t3": "\(probe.serverSent)", "t4": "\(arrived)"])
+            // A wake probe's answer: every host on the path has just handled a message, so
+            // measure now (ClockProbePairs says why).
+            guard case .measured(let probe) = answer else {
+                send(.measure, on: socket)
+                continue
+            }
+            logger.trace("clock probe", metadata: ["t1": "\(probe.sent)", "t2": "\(probe.serverReceived)", "t3": "\(probe.serverSent)", "t4": "\(arrived)"])
             if let state = estimator.add(probe) {
                 var metadata: Logger.Metadata = ["clock.state": "\(state.rawValue)"]
                 if let estimate = estimator.estimate {
