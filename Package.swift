@@ -19,6 +19,7 @@ let package = Package(
         // Thin C shims over Debian's libraries.
         .systemLibrary(name: "CZeroMQ", path: "Sources/CZeroMQ"),
         .systemLibrary(name: "CV4L2", path: "Sources/CV4L2"),
+        .systemLibrary(name: "CAVFormat", path: "Sources/CAVFormat"),
         // Linux calls Swift cannot import (thread names through prctl).
         .target(name: "CPlatform"),
 
@@ -52,6 +53,8 @@ let package = Package(
         ]),
         // The test bed's network: a TCP relay applying delay, jitter, loss stalls and spikes.
         .target(name: "FleetRelay", dependencies: ["FleetCore", "CPlatform"]),
+        // Recordings on disk: Matroska segments written with libavformat (muxing only), checksums.
+        .target(name: "FleetRecording", dependencies: ["CAVFormat", "FleetCore"]),
         // Plain HTTP/1.1 on threads it owns: the /metrics endpoint and alert webhooks.
         .target(name: "FleetHTTP", dependencies: ["CPlatform"]),
         .target(name: "FleetCoordinator", dependencies: [
@@ -84,6 +87,7 @@ let package = Package(
         .testTarget(name: "FleetHostTests", dependencies: ["FleetHost", "FleetCore"]),
         .testTarget(name: "FleetHTTPTests", dependencies: ["FleetHTTP"]),
         .testTarget(name: "FleetRelayTests", dependencies: ["FleetRelay", "FleetCore"]),
+        .testTarget(name: "FleetRecordingTests", dependencies: ["FleetRecording", "FleetCore"]),
         // The coordinator's decoders under a mutation fuzzer, for a bounded time.
         .target(name: "FleetFuzz", dependencies: ["FleetCore"]),
         .testTarget(name: "FuzzTests", dependencies: [

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what CaptureFleet needs on Debian 12: the C libraries it links (libzmq with
-# CURVE, libv4l2, SQLite), protoc for the wire contract, iproute2 for multi-host tests, and
-# Python's pyzmq + protobuf for the example telemetry subscriber, prometheus_client and curl
+# CURVE, libv4l2, SQLite, FFmpeg's libavformat for recordings; ffprobe checks the files),
+# protoc for the wire contract, iproute2 for multi-host tests, and Python's pyzmq + protobuf for the example telemetry subscriber, prometheus_client and curl
 # for the metrics tests, djpeg to check the black JPEG frames sent without consent, and the QEMU rig that
 # runs the kernel's vivid virtual camera for the V4L2 tests (Tests/vm). Needs a Swift 6 toolchain
 # on PATH (swift.org; Debian does not package one).
@@ -10,6 +10,7 @@ set -euo pipefail
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
 packages=(libzmq3-dev libv4l-dev libsqlite3-dev protobuf-compiler iproute2 python3-zmq python3-protobuf python3-prometheus-client python3-matplotlib curl jq pkg-config libjpeg-turbo-progs
+          libavformat-dev libavcodec-dev libavutil-dev ffmpeg
           v4l-utils qemu-system-x86 busybox-static kmod cpio socat xz-utils zstd)
 missing=()
 for package in "${packages[@]}"; do

@@ -1,0 +1,187 @@
+import CAVFormat
+import FleetCore
+
+/// What a segment's video track carries: the device's format as it arrives, never re-encoded.
+public struct RecordedVideoFormat: Sendable, Equatable {
+    public var pixelFormat: PixelFormat
+    public var width: Int
+    public var height: Int
+    /// Nominal frames per second (the file's default frame duration); 0 if unknown.
+    public var frameRate: Double
+
+    public init(pixelFormat: PixelFormat, width: Int, height: Int, frameRate: Double) {
+        self.pixelFormat = pixelFormat
+        self.width = width
+        self.height = height
+        self.frameRate = frameRate
+    }
+}
+
+/// One Matroska file for one device's segment, written with libavformat: the frames as they
+/// came (raw YUYV/NV12/grey as uncompressed video, MJPEG and H.264 as they are) and a
+/// subtitle track of JSON lines carrying the timed metadata, so the file stands alone.
+///
+/// Timestamps are nanoseconds of fleet time since the take started; the file holds them in
+/// Matroska's milliseconds (the index keeps the nanoseconds). Not thread-safe: one writer
+/// thread owns it, since every call is blocking disk I/O.
+public final class MatroskaSegmentWriter {
+    public struct Summary: Sendable, Equatable {
+        public var path: String
+        public var frames: Int
+        /// Video payload bytes written (not the file's size).
+        public var payloadBytes: Int
+        public var metadataEntries: Int
+        public var firstTimestamp: UInt64?
+        public var lastTimestamp: UInt64?
+    }
+
+    public let path: String
+    public let format: RecordedVideoFormat
+    private var context: UnsafeMutablePointer<AVFormatContext>?
+    private let video: UnsafeMutablePointer<AVStream>
+    private let metadata: UnsafeMutablePointer<AVStream>
+    private var summary: Summary
+    private var lastVideoPTS: Int64 = -1
+
+    /// Creates the file and writes its header. `title` names the take and device for players.
+    public init(path: String, format: RecordedVideoFormat, title: String) throws(RecordingError) {
+        self.path = path
+        self.format = format
+        summary = Summary(path: path, frames: 0, payloadBytes: 0, metadataEntries: 0)
+        var context: UnsafeMutablePointer<AVFormatContext>?
+        var code = avformat_alloc_output_context2(&context, nil, "matroska", path)
+        guard code >= 0, let context else { throw .ffmpeg("cannot set up a Matroska muxer for", path: path, code: code) }
+        func fail(_ doing: String, _ code: Int32) -> RecordingError {
+            avio_closep(&context.pointee.pb)
+            avformat_free_context(context)
+            return .ffmpeg(doing, path: path, code: code)
+        }
+        guard let video = avformat_new_stream(context, nil), let metadata = avformat_new_stream(context, nil) else {
+            throw fail("cannot add streams to", capfleet_averror(ENOMEM))
+        }
+        self.video = video
+        self.metadata = metadata
+        guard Self.describe(format, in: video.pointee.codecpar) else {
+            avformat_free_context(context)
+            throw RecordingError("cannot record \(format.pixelFormat) frames into \(path): the fleet records raw YUYV, UYVY, NV12 and grey, MJPEG and H.264")
+        }
+        if format.frameRate > 0 {
+            let rate = av_d2q(format.frameRate, 1_000_000)
+            video.pointee.avg_frame_rate = rate
+            video.pointee.r_frame_rate = rate
+        }
+        video.pointee.time_base = AVRational(num: 1, den: 1_000_000_000)
+        metadata.pointee.codecpar.pointee.codec_type = AVMEDIA_TYPE_SUBTITLE
+        metadata.pointee.codecpar.pointee.codec_id = AV_CODEC_ID_SUBRIP
+        metadata.pointee.time_base = AVRational(num: 1, den: 1_000_000_000)
+        av_dict_set(&metadata.pointee.metadata, "title", "capfleet timed metadata (JSON)", 0)
+        av_dict_set(&context.pointee.metadata, "title", title, 0)
+        av_dict_set(&context.pointee.metadata, "encoder", "capfleet", 0)
+
+        code = avio_open(&context.pointee.pb, path, AVIO_FLAG_WRITE)
+        guard code >= 0 else { throw fail("cannot create", code) }
+        // Clusters of at most a second: what a crash can cost before repair is one cluster.
+        var options: OpaquePointer?
+        av_dict_set(&options, "cluster_time_limit", "1000", 0)
+        code = avformat_write_header(context, &options)
+        av_dict_free(&options)
+        guard code >= 0 else { throw fail("cannot write the Matroska header of", code) }
+        // The muxer has chosen its own time bases (1/1000 for Matroska): rescale from here on.
+        self.context = context
+    }
+
+    deinit {
+        // Dropped without finish() (its owner failed): still leave a file that plays.
+        if context != nil { _ = try? finish() }
+    }
+
+    public var current: Summary { summary }
+
+    /// Appends one frame, `timestamp` ns after the take's start, lasting `duration` ns.
+    public func appendFrame(_ payload: UnsafeRawBufferPointer, at timestamp: UInt64, duration: UInt64, keyframe: Bool = true) throws(RecordingError) {
+        guard let context else { throw RecordingError("\(path) is already finished") }
+        var pts = rescale(timestamp, to: video)
+        // Matroska counts in milliseconds: two frames within one must not go backwards.
+        pts = max(pts, lastVideoPTS)
+        lastVideoPTS = pts
+        try write(payload, pts: pts, duration: rescale(duration, to: video), stream: video, keyframe: keyframe, in: context)
+        summary.frames += 1
+        summary.payloadBytes += payload.count
+        if summary.firstTimestamp == nil { summary.firstTimestamp = timestamp }
+        summary.lastTimestamp = timestamp
+    }
+
+    /// Appends one timed-metadata entry (a JSON object on one line) at `timestamp`.
+    public func appendMetadata(_ json: String, at timestamp: UInt64, duration: UInt64 = 1_000_000_000) throws(RecordingError) {
+        guard let context else { throw RecordingError("\(path) is already finished") }
+        let failure = Array(json.utf8).withUnsafeBytes { buffer -> RecordingError? in
+            do throws(RecordingError) {
+                try write(buffer, pts: rescale(timestamp, to: metadata), duration: max(rescale(duration, to: metadata), 1),
+                          stream: metadata, keyframe: true, in: context)
+                return nil
+            } catch { return error }
+        }
+        if let failure { throw failure }
+        summary.metadataEntries += 1
+    }
+
+    /// Writes the index (cues) and duration and closes the file.
+    @discardableResult
+    public func finish() throws(RecordingError) -> Summary {
+        guard let open = context else { return summary }
+        context = nil
+        let trailer = av_write_trailer(open)
+        let closed = avio_closep(&open.pointee.pb)
+        avformat_free_context(open)
+        guard trailer >= 0 else { throw .ffmpeg("cannot finish", path: path, code: trailer) }
+        guard closed >= 0 else { throw .ffmpeg("cannot close", path: path, code: closed) }
+        return summary
+    }
+
+    private func rescale(_ nanoseconds: UInt64, to stream: UnsafeMutablePointer<AVStream>) -> Int64 {
+        av_rescale_q(Int64(clamping: nanoseconds), AVRational(num: 1, den: 1_000_000_000), stream.pointee.time_base)
+    }
+
+    private func write(_ payload: UnsafeRawBufferPointer, pts: Int64, duration: Int64, stream: UnsafeMutablePointer<AVStream>,
+                       keyframe: Bool, in context: UnsafeMutablePointer<AVFormatContext>) throws(RecordingError) {
+        guard let packet = av_packet_alloc() else { throw .ffmpeg("out of memory writing", path: path, code: capfleet_averror(ENOMEM)) }
+        var packetPointer: UnsafeMutablePointer<AVPacket>? = packet
+        defer { av_packet_free(&packetPointer) }
+        var code = av_new_packet(packet, Int32(payload.count))
+        guard code >= 0 else { throw .ffmpeg("out of memory writing", path: path, code: code) }
+        if let source = payload.baseAddress, payload.count > 0 { packet.pointee.data.update(from: source.assumingMemoryBound(to: UInt8.self), count: payload.count) }
+        packet.pointee.pts = pts
+        packet.pointee.dts = pts
+        packet.pointee.duration = duration
+        packet.pointee.stream_index = stream.pointee.index
+        if keyframe { packet.pointee.flags |= AV_PKT_FLAG_KEY }
+        // Written in time order by the caller, so no interleaving queue: a sparse metadata
+        // track would otherwise hold seconds of video in memory.
+        code = av_write_frame(context, packet)
+        guard code >= 0 else { throw .ffmpeg("cannot write a frame to", path: path, code: code) }
+    }
+
+    /// Fills in the codec parameters for `format`; false if the fleet cannot record it.
+    private static func describe(_ format: RecordedVideoFormat, in parameters: UnsafeMutablePointer<AVCodecParameters>) -> Bool {
+        parameters.pointee.codec_type = AVMEDIA_TYPE_VIDEO
+        parameters.pointee.width = Int32(format.width)
+        parameters.pointee.height = Int32(format.height)
+        switch format.pixelFormat.fourCC {
+        case "MJPG", "JPEG":
+            parameters.pointee.codec_id = AV_CODEC_ID_MJPEG
+        case "H264":
+            parameters.pointee.codec_id = AV_CODEC_ID_H264
+        default:
+            guard let pixel = rawPixelFormats[format.pixelFormat.fourCC] else { return false }
+            parameters.pointee.codec_id = AV_CODEC_ID_RAWVIDEO
+            parameters.pointee.format = pixel.rawValue
+            // The fourcc Matroska stores as the uncompressed track's colour space (YUY2, NV12…).
+            parameters.pointee.codec_tag = avcodec_pix_fmt_to_codec_tag(pixel)
+        }
+        return true
+    }
+
+    private static let rawPixelFormats: [String: AVPixelFormat] = [
+        "YUYV": AV_PIX_FMT_YUYV422, "UYVY": AV_PIX_FMT_UYVY422, "NV12": AV_PIX_FMT_NV12, "GREY": AV_PIX_FMT_GRAY8,
+    ]
+}
