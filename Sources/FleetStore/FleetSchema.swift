@@ -239,6 +239,80 @@ enum FleetSchema {
                 );
                 """)
         }
+        migrator.registerMigration("v10: recordings index") { db in
+            try db.execute(sql: """
+                -- A take: many devices recorded from one fleet-time instant (recordings.md). Files live
+                -- under `directory`; the rows below say what each file holds, so index and files
+                -- can be checked against each other.
+                CREATE TABLE take (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    name TEXT NOT NULL,
+                    state TEXT NOT NULL CHECK (state IN ('recording', 'stopped', 'failed')),
+                    startFleetNs INTEGER NOT NULL,
+                    stopFleetNs INTEGER,
+                    directory TEXT NOT NULL,
+                    createdAt INTEGER NOT NULL,
+                    createdBy TEXT NOT NULL CHECK (length(createdBy) > 0),
+                    stoppedAt INTEGER,
+                    error TEXT NOT NULL DEFAULT ''
+                );
+                -- Each device of a take and its tally. No foreign key to device: a take outlives a
+                -- forgotten device.
+                CREATE TABLE takeDevice (
+                    takeId TEXT NOT NULL REFERENCES take(id) ON DELETE CASCADE,
+                    deviceId TEXT NOT NULL,
+                    nodeId TEXT NOT NULL,
+                    state TEXT NOT NULL CHECK (state IN ('waiting', 'recording', 'interrupted', 'stopped', 'failed')),
+                    pixelFormat TEXT NOT NULL DEFAULT '',
+                    width INTEGER NOT NULL DEFAULT 0,
+                    height INTEGER NOT NULL DEFAULT 0,
+                    frameRate REAL NOT NULL DEFAULT 0,
+                    firstFleetNs INTEGER,
+                    lastFleetNs INTEGER,
+                    firstSequence INTEGER,
+                    lastSequence INTEGER,
+                    frames INTEGER NOT NULL DEFAULT 0,
+                    bytes INTEGER NOT NULL DEFAULT 0,
+                    dropsLate INTEGER NOT NULL DEFAULT 0,
+                    dropsOutOfBuffers INTEGER NOT NULL DEFAULT 0,
+                    dropsDiscontinuity INTEGER NOT NULL DEFAULT 0,
+                    PRIMARY KEY (takeId, deviceId)
+                );
+                -- One Matroska file per device per segment. 'open' while written: after a crash those
+                -- are the files to repair.
+                CREATE TABLE segment (
+                    takeId TEXT NOT NULL,
+                    deviceId TEXT NOT NULL,
+                    number INTEGER NOT NULL CHECK (number >= 1),
+                    path TEXT NOT NULL UNIQUE,
+                    state TEXT NOT NULL CHECK (state IN ('open', 'finished', 'repaired')),
+                    sizeBytes INTEGER NOT NULL DEFAULT 0,
+                    sha256 TEXT NOT NULL DEFAULT '',
+                    firstFleetNs INTEGER,
+                    lastFleetNs INTEGER,
+                    firstSequence INTEGER,
+                    lastSequence INTEGER,
+                    frames INTEGER NOT NULL DEFAULT 0,
+                    openedAt INTEGER NOT NULL,
+                    closedAt INTEGER,
+                    PRIMARY KEY (takeId, deviceId, number),
+                    FOREIGN KEY (takeId, deviceId) REFERENCES takeDevice(takeId, deviceId) ON DELETE CASCADE
+                );
+                CREATE INDEX segment_open ON segment(state) WHERE state = 'open';
+                -- Timed metadata of a take: format, frame-rate and zoom changes, consent, interruptions,
+                -- drops, client metadata; each at its fleet time, the detail as JSON. The files carry
+                -- the same entries in their metadata track.
+                CREATE TABLE takeEvent (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    takeId TEXT NOT NULL REFERENCES take(id) ON DELETE CASCADE,
+                    deviceId TEXT NOT NULL DEFAULT '',
+                    fleetNs INTEGER NOT NULL,
+                    kind TEXT NOT NULL CHECK (length(kind) > 0),
+                    detail TEXT NOT NULL DEFAULT '{}'
+                );
+                CREATE INDEX takeEvent_take ON takeEvent(takeId, fleetNs);
+                """)
+        }
         return migrator
     }
 }

@@ -1,0 +1,215 @@
+import FleetCore
+import GRDB
+
+/// A take as the index keeps it.
+public struct TakeRecord: Codable, Sendable, Hashable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "take"
+    public enum State: String, Codable, Sendable { case recording, stopped, failed }
+    public var id: String
+    public var name: String
+    public var state: State
+    /// Fleet time of the take's first instant; the files' timestamps count from it.
+    public var startFleetNs: UInt64
+    public var stopFleetNs: UInt64?
+    public var directory: String
+    public var createdAt: UnixMilliseconds
+    public var createdBy: String
+    public var stoppedAt: UnixMilliseconds?
+    public var error: String
+
+    public init(id: String, name: String, startFleetNs: UInt64, directory: String, createdAt: UnixMilliseconds, createdBy: String) {
+        self.id = id
+        self.name = name
+        state = .recording
+        self.startFleetNs = startFleetNs
+        self.directory = directory
+        self.createdAt = createdAt
+        self.createdBy = createdBy
+        error = ""
+    }
+}
+
+/// One device of a take, with everything it accounts for: frames stored, drops by reason.
+public struct TakeDeviceRecord: Codable, Sendable, Hashable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "takeDevice"
+    public enum State: String, Codable, Sendable { case waiting, recording, interrupted, stopped, failed }
+    public var takeId: String
+    public var deviceId: String
+    public var nodeId: String
+    public var state: State
+    public var pixelFormat = ""
+    public var width = 0
+    public var height = 0
+    public var frameRate = 0.0
+    public var firstFleetNs: UInt64?
+    public var lastFleetNs: UInt64?
+    public var firstSequence: UInt64?
+    public var lastSequence: UInt64?
+    public var frames: Int64 = 0
+    public var bytes: Int64 = 0
+    public var dropsLate: Int64 = 0
+    public var dropsOutOfBuffers: Int64 = 0
+    public var dropsDiscontinuity: Int64 = 0
+
+    public init(takeId: String, deviceId: String, nodeId: String) {
+        self.takeId = takeId
+        self.deviceId = deviceId
+        self.nodeId = nodeId
+        state = .waiting
+    }
+
+    public var drops: DropTally {
+        DropTally(late: UInt64(dropsLate), outOfBuffers: UInt64(dropsOutOfBuffers), discontinuity: UInt64(dropsDiscontinuity))
+    }
+}
+
+/// One Matroska file: a device's segment of a take.
+public struct SegmentRecord: Codable, Sendable, Hashable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "segment"
+    public enum State: String, Codable, Sendable { case open, finished, repaired }
+    public var takeId: String
+    public var deviceId: String
+    public var number: Int
+    public var path: String
+    public var state: State
+    public var sizeBytes: Int64 = 0
+    public var sha256 = ""
+    public var firstFleetNs: UInt64?
+    public var lastFleetNs: UInt64?
+    public var firstSequence: UInt64?
+    public var lastSequence: UInt64?
+    public var frames: Int64 = 0
+    public var openedAt: UnixMilliseconds
+    public var closedAt: UnixMilliseconds?
+
+    public init(takeId: String, deviceId: String, number: Int, path: String, openedAt: UnixMilliseconds) {
+        self.takeId = takeId
+        self.deviceId = deviceId
+        self.number = number
+        self.path = path
+        state = .open
+        self.openedAt = openedAt
+    }
+}
+
+/// A timed-metadata entry of a take, at its fleet time.
+public struct TakeEventRecord: Codable, Sendable, Hashable, FetchableRecord, MutablePersistableRecord {
+    public static let databaseTableName = "takeEvent"
+    public var id: Int64?
+    public var takeId: String
+    public var deviceId: String
+    public var fleetNs: UInt64
+    public var kind: String
+    /// One JSON object.
+    public var detail: String
+
+    public init(takeId: String, deviceId: String = "", fleetNs: UInt64, kind: String, detail: String = "{}") {
+        self.takeId = takeId
+        self.deviceId = deviceId
+        self.fleetNs = fleetNs
+        self.kind = kind
+        self.detail = detail
+    }
+
+    public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+}
+
+extension FleetDatabase {
+    /// Starts a take: its row, one per device, and the audit entry, in one transaction.
+    public func createTake(_ take: TakeRecord, devices: [TakeDeviceRecord], audit: AuditEntry) async throws(StoreError) {
+        try await write("creating take \(take.id)") { db in
+            guard try TakeRecord.fetchOne(db, key: take.id) == nil else { throw StoreError.refused(reason: "a take named \(take.id) exists already") }
+            try take.insert(db)
+            for device in devices { try device.insert(db) }
+            _ = try audit.inserted(db)
+        }
+    }
+
+    /// Opens a segment: its row says 'open' until `finishSegment`, so a crash leaves a trail.
+    public func openSegment(_ segment: SegmentRecord) async throws(StoreError) {
+        try await write("opening segment \(segment.number) of \(segment.deviceId) in \(segment.takeId)") { db in
+            try segment.insert(db)
+        }
+    }
+
+    /// Closes a segment with what its file holds, and adds its frames to the device's tally,
+    /// in one transaction: after every segment, index and files agree.
+    public func finishSegment(_ segment: SegmentRecord, device: TakeDeviceRecord) async throws(StoreError) {
+        try await write("finishing segment \(segment.number) of \(segment.deviceId) in \(segment.takeId)") { db in
+            guard try SegmentRecord.fetchOne(db, key: ["takeId": segment.takeId, "deviceId": segment.deviceId, "number": segment.number]) != nil else {
+                throw StoreError.notFound(what: "segment \(segment.number) of \(segment.deviceId) in \(segment.takeId)")
+            }
+            try segment.update(db)
+            try device.update(db)
+        }
+    }
+
+    public func updateTakeDevice(_ device: TakeDeviceRecord) async throws(StoreError) {
+        try await write("updating \(device.deviceId) in \(device.takeId)") { db in try device.update(db) }
+    }
+
+    /// Ends a take (stopped, or failed with `error`), with its audit entry.
+    public func endTake(id: String, state: TakeRecord.State, stopFleetNs: UInt64?, at: UnixMilliseconds, error: String = "",
+                        audit: AuditEntry) async throws(StoreError) {
+        try await write("ending take \(id)") { db in
+            guard var take = try TakeRecord.fetchOne(db, key: id) else { throw StoreError.notFound(what: "take \(id)") }
+            take.state = state
+            take.stopFleetNs = stopFleetNs
+            take.stoppedAt = at
+            take.error = error
+            try take.update(db)
+            _ = try audit.inserted(db)
+        }
+    }
+
+    public func recordTakeEvent(_ event: TakeEventRecord) async throws(StoreError) {
+        try await write("recording a \(event.kind) event of \(event.takeId)") { db in
+            var event = event
+            try event.insert(db)
+        }
+    }
+
+    /// Every take, newest first.
+    public func takes() async throws(StoreError) -> [TakeRecord] {
+        try await read("listing takes") { db in try TakeRecord.order(Column("createdAt").desc, Column("id").desc).fetchAll(db) }
+    }
+
+    public func take(id: String) async throws(StoreError) -> TakeRecord? {
+        try await read("reading take \(id)") { db in try TakeRecord.fetchOne(db, key: id) }
+    }
+
+    public func takeDevices(takeID: String) async throws(StoreError) -> [TakeDeviceRecord] {
+        try await read("reading the devices of take \(takeID)") { db in
+            try TakeDeviceRecord.filter(Column("takeId") == takeID).order(Column("deviceId")).fetchAll(db)
+        }
+    }
+
+    /// A take's segments in device and number order.
+    public func segments(takeID: String) async throws(StoreError) -> [SegmentRecord] {
+        try await read("reading the segments of take \(takeID)") { db in
+            try SegmentRecord.filter(Column("takeId") == takeID).order(Column("deviceId"), Column("number")).fetchAll(db)
+        }
+    }
+
+    /// Segments left open (a crash while they were written): the ones to repair at start.
+    public func openSegments() async throws(StoreError) -> [SegmentRecord] {
+        try await read("finding open segments") { db in try SegmentRecord.filter(Column("state") == "open").fetchAll(db) }
+    }
+
+    public func takeEvents(takeID: String) async throws(StoreError) -> [TakeEventRecord] {
+        try await read("reading the events of take \(takeID)") { db in
+            try TakeEventRecord.filter(Column("takeId") == takeID).order(Column("fleetNs"), Column("id")).fetchAll(db)
+        }
+    }
+
+    /// Forgets a take and everything indexed under it (the caller deletes the files). Refused
+    /// while it is recording.
+    public func deleteTake(id: String, audit: AuditEntry) async throws(StoreError) {
+        try await write("deleting take \(id)") { db in
+            guard let take = try TakeRecord.fetchOne(db, key: id) else { throw StoreError.notFound(what: "take \(id)") }
+            guard take.state != .recording else { throw StoreError.refused(reason: "take \(id) is still recording: stop it first (capfleet record stop \(id))") }
+            _ = try TakeRecord.deleteOne(db, key: id)
+            _ = try audit.inserted(db)
+        }
+    }
+}
