@@ -10,6 +10,7 @@
 #include <libavutil/avutil.h>
 #include <libavutil/error.h>
 #include <libavutil/sha.h>
+#include <libavutil/imgutils.h>
 
 static const int64_t CAPFLEET_AV_NOPTS_VALUE = AV_NOPTS_VALUE;
 static const int CAPFLEET_AVERROR_EOF = AVERROR_EOF;
