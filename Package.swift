@@ -53,8 +53,9 @@ let package = Package(
         ]),
         // The test bed's network: a TCP relay applying delay, jitter, loss stalls and spikes.
         .target(name: "FleetRelay", dependencies: ["FleetCore", "CPlatform"]),
-        // Recordings on disk: Matroska segments written with libavformat (muxing only), checksums.
-        .target(name: "FleetRecording", dependencies: ["CAVFormat", "FleetCore"]),
+        // Recordings on disk: Matroska segments written with libavformat (muxing only), their
+        // checksums and repair, and their entries in the fleet database's index.
+        .target(name: "FleetRecording", dependencies: ["CAVFormat", "FleetCore", "FleetStore"]),
         // Plain HTTP/1.1 on threads it owns: the /metrics endpoint and alert webhooks.
         .target(name: "FleetHTTP", dependencies: ["CPlatform"]),
         .target(name: "FleetCoordinator", dependencies: [
@@ -87,7 +88,7 @@ let package = Package(
         .testTarget(name: "FleetHostTests", dependencies: ["FleetHost", "FleetCore"]),
         .testTarget(name: "FleetHTTPTests", dependencies: ["FleetHTTP"]),
         .testTarget(name: "FleetRelayTests", dependencies: ["FleetRelay", "FleetCore"]),
-        .testTarget(name: "FleetRecordingTests", dependencies: ["FleetRecording", "FleetCore"]),
+        .testTarget(name: "FleetRecordingTests", dependencies: ["FleetRecording", "FleetCore", "FleetStore"]),
         // The coordinator's decoders under a mutation fuzzer, for a bounded time.
         .target(name: "FleetFuzz", dependencies: ["FleetCore"]),
         .testTarget(name: "FuzzTests", dependencies: [

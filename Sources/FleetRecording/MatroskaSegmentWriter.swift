@@ -42,6 +42,8 @@ public final class MatroskaSegmentWriter {
     private let metadata: UnsafeMutablePointer<AVStream>
     private var summary: Summary
     private var lastVideoPTS: Int64 = -1
+    /// The latest time written on any track, in the file's milliseconds.
+    private var lastWrittenMilliseconds: Int64 = 0
 
     /// Creates the file and writes its header. `title` names the take and device for players.
     public init(path: String, format: RecordedVideoFormat, title: String) throws(RecordingError) {
@@ -104,6 +106,7 @@ public final class MatroskaSegmentWriter {
         // Matroska counts in milliseconds: two frames within one must not go backwards.
         pts = max(pts, lastVideoPTS)
         lastVideoPTS = pts
+        lastWrittenMilliseconds = max(lastWrittenMilliseconds, pts)
         try write(payload, pts: pts, duration: rescale(duration, to: video), stream: video, keyframe: keyframe, in: context)
         summary.frames += 1
         summary.payloadBytes += payload.count
@@ -111,12 +114,16 @@ public final class MatroskaSegmentWriter {
         summary.lastTimestamp = timestamp
     }
 
-    /// Appends one timed-metadata entry (a JSON object on one line) at `timestamp`.
+    /// Appends one timed-metadata entry (a JSON object on one line) at `timestamp`. An entry
+    /// that arrives after frames later than it is placed at the latest frame (the file's
+    /// blocks go forward in time; the entry's own JSON and the index keep its exact time).
     public func appendMetadata(_ json: String, at timestamp: UInt64, duration: UInt64 = 1_000_000_000) throws(RecordingError) {
         guard let context else { throw RecordingError("\(path) is already finished") }
+        let pts = max(rescale(timestamp, to: metadata), lastWrittenMilliseconds)
+        lastWrittenMilliseconds = pts
         let failure = Array(json.utf8).withUnsafeBytes { buffer -> RecordingError? in
             do throws(RecordingError) {
-                try write(buffer, pts: rescale(timestamp, to: metadata), duration: max(rescale(duration, to: metadata), 1),
+                try write(buffer, pts: pts, duration: max(rescale(duration, to: metadata), 1),
                           stream: metadata, keyframe: true, in: context)
                 return nil
             } catch { return error }

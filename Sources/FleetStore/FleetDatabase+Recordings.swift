@@ -63,6 +63,54 @@ public struct TakeDeviceRecord: Codable, Sendable, Hashable, FetchableRecord, Pe
     }
 }
 
+/// What a device's part of a take holds so far, as its recorder counts it.
+public struct TakeDeviceTally: Sendable, Hashable {
+    public var pixelFormat: String
+    public var width: Int
+    public var height: Int
+    public var frameRate: Double
+    public var firstFleetNs: UInt64?
+    public var lastFleetNs: UInt64?
+    public var firstSequence: UInt64?
+    public var lastSequence: UInt64?
+    public var frames: Int64
+    public var bytes: Int64
+    public var drops: DropTally
+
+    public init(pixelFormat: String, width: Int, height: Int, frameRate: Double, firstFleetNs: UInt64?, lastFleetNs: UInt64?,
+                firstSequence: UInt64?, lastSequence: UInt64?, frames: Int64, bytes: Int64, drops: DropTally) {
+        self.pixelFormat = pixelFormat
+        self.width = width
+        self.height = height
+        self.frameRate = frameRate
+        self.firstFleetNs = firstFleetNs
+        self.lastFleetNs = lastFleetNs
+        self.firstSequence = firstSequence
+        self.lastSequence = lastSequence
+        self.frames = frames
+        self.bytes = bytes
+        self.drops = drops
+    }
+}
+
+extension TakeDeviceRecord {
+    mutating func apply(_ tally: TakeDeviceTally) {
+        pixelFormat = tally.pixelFormat
+        width = tally.width
+        height = tally.height
+        frameRate = tally.frameRate
+        firstFleetNs = tally.firstFleetNs
+        lastFleetNs = tally.lastFleetNs
+        firstSequence = tally.firstSequence
+        lastSequence = tally.lastSequence
+        frames = tally.frames
+        bytes = tally.bytes
+        dropsLate = Int64(clamping: tally.drops.late)
+        dropsOutOfBuffers = Int64(clamping: tally.drops.outOfBuffers)
+        dropsDiscontinuity = Int64(clamping: tally.drops.discontinuity)
+    }
+}
+
 /// One Matroska file: a device's segment of a take.
 public struct SegmentRecord: Codable, Sendable, Hashable, FetchableRecord, PersistableRecord {
     public static let databaseTableName = "segment"
@@ -132,14 +180,17 @@ extension FleetDatabase {
         }
     }
 
-    /// Closes a segment with what its file holds, and adds its frames to the device's tally,
-    /// in one transaction: after every segment, index and files agree.
-    public func finishSegment(_ segment: SegmentRecord, device: TakeDeviceRecord) async throws(StoreError) {
+    /// Closes a segment with what its file holds, and sets the device's tally, in one
+    /// transaction: after every segment, index and files agree.
+    public func finishSegment(_ segment: SegmentRecord, tally: TakeDeviceTally) async throws(StoreError) {
         try await write("finishing segment \(segment.number) of \(segment.deviceId) in \(segment.takeId)") { db in
-            guard try SegmentRecord.fetchOne(db, key: ["takeId": segment.takeId, "deviceId": segment.deviceId, "number": segment.number]) != nil else {
+            guard try SegmentRecord.fetchOne(db, key: ["takeId": segment.takeId, "deviceId": segment.deviceId, "number": segment.number]) != nil,
+                  var device = try TakeDeviceRecord.fetchOne(db, key: ["takeId": segment.takeId, "deviceId": segment.deviceId]) else {
                 throw StoreError.notFound(what: "segment \(segment.number) of \(segment.deviceId) in \(segment.takeId)")
             }
             try segment.update(db)
+            device.apply(tally)
+            if device.state == .waiting { device.state = .recording }
             try device.update(db)
         }
     }

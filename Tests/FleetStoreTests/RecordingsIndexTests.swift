@@ -34,11 +34,10 @@ import Testing
         first.lastSequence = 9_099
         first.sha256 = String(repeating: "ab", count: 32)
         first.sizeBytes = 1 << 30
-        var device = TakeDeviceRecord(takeId: "take-1", deviceId: "cam-a", nodeId: "node-1")
-        device.state = .recording
-        device.frames = 9_000
-        device.dropsLate = 2
-        try await store.finishSegment(first, device: device)
+        let tally = TakeDeviceTally(pixelFormat: "YUYV", width: 1920, height: 1080, frameRate: 30, firstFleetNs: 1_795_000_000_000_000_000,
+                                    lastFleetNs: 1_795_000_300_000_000_000, firstSequence: 100, lastSequence: 9_101, frames: 9_000, bytes: 1 << 30,
+                                    drops: DropTally(late: 2))
+        try await store.finishSegment(first, tally: tally)
         try await store.recordTakeEvent(TakeEventRecord(takeId: "take-1", deviceId: "cam-a", fleetNs: 1_795_000_001_000_000_000, kind: "zoom",
                                                         detail: #"{"factor":2}"#))
 
@@ -46,7 +45,9 @@ import Testing
         let reopened = try FleetDatabase(path: path)
         #expect(try await reopened.openSegments().map(\.deviceId) == ["cam-b"])
         #expect(try await reopened.segments(takeID: "take-1").map(\.state) == [.finished, .open])
-        #expect(try await reopened.takeDevices(takeID: "take-1").first?.drops == DropTally(late: 2, outOfBuffers: 0, discontinuity: 0))
+        let camA = try await reopened.takeDevices(takeID: "take-1").first
+        #expect(camA?.drops == DropTally(late: 2, outOfBuffers: 0, discontinuity: 0))
+        #expect(camA?.state == .recording && camA?.frames == 9_000 && camA?.nodeId == "node-1")
         #expect(try await reopened.takeEvents(takeID: "take-1").map(\.kind) == ["zoom"])
 
         await #expect(throws: StoreError.self, "a take in progress is never deleted") {

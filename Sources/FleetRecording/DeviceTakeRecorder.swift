@@ -1,0 +1,155 @@
+import FleetCore
+import Glibc
+
+/// A segment about to be written.
+public struct SegmentOpening: Sendable, Equatable {
+    public var takeID: String
+    public var deviceID: String
+    public var number: Int
+    public var path: String
+}
+
+/// A segment written, closed and checksummed: what the index keeps of its file.
+public struct FinishedSegment: Sendable, Equatable {
+    public var takeID: String
+    public var deviceID: String
+    public var number: Int
+    public var path: String
+    public var sizeBytes: Int64
+    public var sha256: String
+    public var frames: Int
+    public var firstFleetTime: UInt64?
+    public var lastFleetTime: UInt64?
+    public var firstSequence: UInt64?
+    public var lastSequence: UInt64?
+    public var format: RecordedVideoFormat
+}
+
+/// Where a recorder tells what it writes. Both calls return once the index has it, so after
+/// every segment the index and the files agree; the recorder's thread waits for them.
+public protocol SegmentIndexing: Sendable {
+    func segmentOpened(_ segment: SegmentOpening) throws(RecordingError)
+    /// `ledger` is the device's whole tally so far (frames stored, drops by reason), and
+    /// `payloadBytes` the frame bytes of all its segments so far.
+    func segmentFinished(_ segment: FinishedSegment, ledger: TakeFrameLedger, payloadBytes: Int64) throws(RecordingError)
+}
+
+/// Records one device's part of a take into Matroska segments: keeps the frames the take
+/// holds (`TakeFrameLedger`), starts a new segment on each segment boundary (multiples of
+/// the segment length from the take's start, so every device's segments line up) and on a
+/// format change (a track's resolution cannot change), and indexes each segment as it opens
+/// and finishes. One thread owns it: every call is blocking disk I/O.
+public final class DeviceTakeRecorder {
+    public let takeID: String
+    public let deviceID: String
+    public let title: String
+    public let directory: String
+    public let segmentLength: UInt64
+    public private(set) var ledger: TakeFrameLedger
+    /// Frame bytes written, all segments.
+    public private(set) var payloadBytes: Int64 = 0
+    private let index: any SegmentIndexing
+    private var writer: MatroskaSegmentWriter?
+    private var segment: FinishedSegment?
+    private var segmentSlot: UInt64 = 0
+    private var segmentCount = 0
+    /// Metadata noted before the first frame: written at the top of the first segment.
+    private var pendingMetadata: [(json: String, at: UInt64)] = []
+
+    /// `directory` is the take's; the device's segments go in a folder of its own there.
+    public init(takeID: String, deviceID: String, title: String, directory: String, start: UInt64,
+                segmentLength: UInt64 = 300_000_000_000, index: any SegmentIndexing) {
+        self.takeID = takeID
+        self.deviceID = deviceID
+        self.title = title
+        self.directory = directory + "/" + deviceID
+        self.segmentLength = max(segmentLength, 1_000_000_000)
+        ledger = TakeFrameLedger(start: start)
+        self.index = index
+    }
+
+    deinit { _ = try? finish() }
+
+    /// One frame as it arrived; returns what the take made of it.
+    @discardableResult
+    public func record(_ payload: UnsafeRawBufferPointer, sequence: UInt64, fleetTime: UInt64, format: RecordedVideoFormat,
+                       cumulativeDrops: DropTally) throws(RecordingError) -> TakeFrameLedger.Verdict {
+        let verdict = ledger.admit(sequence: sequence, fleetTime: fleetTime, cumulativeDrops: cumulativeDrops)
+        guard verdict == .keep else { return verdict }
+        let sinceStart = fleetTime - ledger.start
+        let slot = sinceStart / segmentLength
+        if writer == nil || writer?.format != format || slot != segmentSlot {
+            try finishSegment()
+            try openSegment(format: format, slot: slot)
+        }
+        guard let writer else { return verdict }
+        let duration = format.frameRate > 0 ? UInt64(1e9 / format.frameRate) : 0
+        try writer.appendFrame(payload, at: sinceStart, duration: duration)
+        payloadBytes += Int64(payload.count)
+        segment?.frames += 1
+        if segment?.firstFleetTime == nil {
+            segment?.firstFleetTime = fleetTime
+            segment?.firstSequence = sequence
+        }
+        segment?.lastFleetTime = fleetTime
+        segment?.lastSequence = sequence
+        return verdict
+    }
+
+    /// A timed-metadata entry (one JSON object) at `fleetTime`, into the current segment.
+    public func note(_ json: String, at fleetTime: UInt64) throws(RecordingError) {
+        let sinceStart = fleetTime >= ledger.start ? fleetTime - ledger.start : 0
+        guard let writer else {
+            pendingMetadata.append((json, sinceStart))
+            return
+        }
+        try writer.appendMetadata(json, at: sinceStart)
+    }
+
+    /// The take ends at `fleetTime`: frames captured from then on are not its.
+    public func stop(at fleetTime: UInt64) { ledger.stop(at: fleetTime) }
+
+    /// Finishes the open segment; the recorder can go on with a new one afterwards.
+    @discardableResult
+    public func finish() throws(RecordingError) -> TakeFrameLedger {
+        try finishSegment()
+        return ledger
+    }
+
+    private func openSegment(format: RecordedVideoFormat, slot: UInt64) throws(RecordingError) {
+        if mkdir(directory, 0o755) != 0, errno != EEXIST {
+            throw RecordingError("cannot create \(directory) for \(deviceID)'s segments: \(String(cString: strerror(errno)))")
+        }
+        segmentCount += 1
+        let path = directory + "/" + deviceID + "-" + Self.fourDigits(segmentCount) + ".mkv"
+        try index.segmentOpened(SegmentOpening(takeID: takeID, deviceID: deviceID, number: segmentCount, path: path))
+        let opened = try MatroskaSegmentWriter(path: path, format: format, title: title)
+        writer = opened
+        segmentSlot = slot
+        segment = FinishedSegment(takeID: takeID, deviceID: deviceID, number: segmentCount, path: path, sizeBytes: 0, sha256: "",
+                                  frames: 0, format: format)
+        let pending = pendingMetadata
+        pendingMetadata = []
+        for entry in pending { try opened.appendMetadata(entry.json, at: entry.at) }
+    }
+
+    /// A segment number as four digits at least: 0001.
+    private static func fourDigits(_ number: Int) -> String {
+        let digits = String(number)
+        return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+    }
+
+    private func finishSegment() throws(RecordingError) {
+        guard let open = writer, var finished = segment else { return }
+        writer = nil
+        segment = nil
+        try open.finish()
+        var status = stat()
+        guard stat(finished.path, &status) == 0 else {
+            throw RecordingError("cannot read the size of \(finished.path): \(String(cString: strerror(errno)))")
+        }
+        finished.sizeBytes = Int64(status.st_size)
+        finished.sha256 = try SegmentDigest.sha256(ofFile: finished.path)
+        try index.segmentFinished(finished, ledger: ledger, payloadBytes: payloadBytes)
+    }
+}

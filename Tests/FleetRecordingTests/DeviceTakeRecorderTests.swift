@@ -1,0 +1,86 @@
+import FleetCore
+import FleetRecording
+import FleetStore
+import Foundation
+import Testing
+
+/// A device's part of a take, written to real Matroska files and indexed in a real SQLite
+/// file; the files are read back with ffprobe and checked against the index.
+final class DeviceTakeRecorderTests {
+    let directory: String
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-take-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: directory) }
+
+    @Test func segmentsFollowTheBoundariesAndFormatChanges_andTheIndexAgreesWithEveryFile() async throws {
+        let store = try FleetDatabase(path: directory + "/fleet.sqlite")
+        let start: UInt64 = 1_795_000_000_000_000_000
+        let takeDirectory = directory + "/take-1"
+        try FileManager.default.createDirectory(atPath: takeDirectory, withIntermediateDirectories: true)
+        try await store.createTake(TakeRecord(id: "take-1", name: "scene", startFleetNs: start, directory: takeDirectory, createdAt: 1, createdBy: "operator:ana"),
+                                   devices: [TakeDeviceRecord(takeId: "take-1", deviceId: "cam-a", nodeId: "node-1")],
+                                   audit: AuditEntry(at: 1, actor: "operator:ana", action: "record.start", target: "take-1", outcome: "ok"))
+
+        let interval: UInt64 = 33_333_333
+        let wide = RecordedVideoFormat(pixelFormat: .yuyv, width: 64, height: 48, frameRate: 30)
+        let narrow = RecordedVideoFormat(pixelFormat: .yuyv, width: 32, height: 48, frameRate: 30)
+        let ledger: TakeFrameLedger = try await Task.detached {
+            // The recorder's own thread in the coordinator; here a detached task that may block.
+            let recorder = DeviceTakeRecorder(takeID: "take-1", deviceID: "cam-a", title: "scene, cam-a", directory: takeDirectory, start: start,
+                                              segmentLength: 1_000_000_000, index: StoreSegmentIndex(store: store, clock: { 5 }))
+            try recorder.note(#"{"kind":"consent","state":"authorized"}"#, at: start - 1_000_000)
+            var drops = DropTally()
+            // Frames from three intervals before the start, the sequence running on.
+            for index in -3..<90 {
+                let sequence = UInt64(index + 100)
+                if sequence == 120 || sequence == 121 { continue }       // lost on the device…
+                if sequence == 122 { drops.outOfBuffers += 1 }          // …one of them reported
+                let format = index >= 50 ? narrow : wide
+                let frame = [UInt8](repeating: UInt8(truncatingIfNeeded: index), count: format.width * format.height * 2)
+                let fleetTime = UInt64(Int64(start) + Int64(index) * Int64(interval) + 700_000)
+                try frame.withUnsafeBytes { _ = try recorder.record($0, sequence: sequence, fleetTime: fleetTime, format: format, cumulativeDrops: drops) }
+                if index == 40 {
+                    try frame.withUnsafeBytes { _ = try recorder.record($0, sequence: sequence, fleetTime: fleetTime, format: format, cumulativeDrops: drops) }
+                    try recorder.note(#"{"kind":"zoom","factor":2}"#, at: fleetTime)
+                }
+                if index == 70 { recorder.stop(at: start + 2_500_000_000) }
+            }
+            return try recorder.finish()
+        }.value
+
+        // Frames 0…74 are the take's (75 starts at 2.5007 s, after the stop), less the two lost.
+        #expect(ledger.stored == 73)
+        #expect(ledger.dropped == DropTally(outOfBuffers: 1, discontinuity: 1))
+        #expect(ledger.accountedFor == ledger.lastSequence! - ledger.firstSequence! + 1)
+
+        let segments = try await store.segments(takeID: "take-1")
+        // Seconds 0 and 1 (wide), then the format change at frame 50, then second 2 (narrow).
+        #expect(segments.map(\.number) == [1, 2, 3, 4])
+        // Second 0 lost two frames (sequences 120 and 121 are frames 17 and 18).
+        #expect(segments.map(\.frames) == [28, 20, 10, 15])
+        #expect(segments.allSatisfy { $0.state == .finished })
+        #expect(segments.map(\.frames).reduce(0, +) == Int64(ledger.stored))
+        for segment in segments {
+            let size = try FileManager.default.attributesOfItem(atPath: segment.path)[.size] as? Int64
+            #expect(size == segment.sizeBytes)
+            #expect(try SegmentDigest.sha256(ofFile: segment.path) == segment.sha256)
+            let counted = try MatroskaSegmentWriterTests.probe(["-count_frames", "-select_streams", "v", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", segment.path])
+            #expect(Int64(counted.trimmingCharacters(in: .whitespacesAndNewlines)) == segment.frames, "\(segment.path)")
+        }
+        // The files count from the take's start: segment 2 starts at frame 30, 1.0007 s in.
+        let firstOfSecond = try MatroskaSegmentWriterTests.probe(["-select_streams", "v", "-show_entries", "packet=pts_time", "-of", "csv=p=0", segments[1].path])
+            .split(separator: "\n").first.flatMap { Double($0) }
+        #expect(firstOfSecond.map { abs($0 - 1.001) <= 0.0005 + 1e-9 } == true, "\(String(describing: firstOfSecond))")
+        let metadata = try MatroskaSegmentWriterTests.probe(["-select_streams", "s", "-show_entries", "packet=pts_time", "-of", "csv=p=0", segments[0].path])
+        #expect(metadata.split(separator: "\n").count == 1, "the consent entry noted before the first frame opens the first segment")
+
+        let device = try await store.takeDevices(takeID: "take-1").first
+        #expect(device?.frames == 73 && device?.drops == ledger.dropped && device?.pixelFormat == "YUYV" && device?.width == 32)
+        #expect(device?.firstSequence == 100 && device?.lastSequence == 174)
+        #expect(try await store.openSegments().isEmpty)
+    }
+}
