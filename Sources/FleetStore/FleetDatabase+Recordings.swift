@@ -264,3 +264,30 @@ extension FleetDatabase {
         }
     }
 }
+
+extension FleetDatabase {
+    /// Indexes a segment repaired after a crash (SegmentRepair) and adds what its file holds
+    /// to the device's tally, in one transaction. The file does not say which sequence
+    /// numbers its frames had, so the segment's sequence range stays unknown.
+    public func recordRepairedSegment(_ segment: SegmentRecord) async throws(StoreError) {
+        try await write("indexing repaired segment \(segment.number) of \(segment.deviceId) in \(segment.takeId)") { db in
+            guard var device = try TakeDeviceRecord.fetchOne(db, key: ["takeId": segment.takeId, "deviceId": segment.deviceId]) else {
+                throw StoreError.notFound(what: "\(segment.deviceId) in take \(segment.takeId)")
+            }
+            var repaired = segment
+            repaired.state = .repaired
+            try repaired.update(db)
+            device.frames += segment.frames
+            if device.firstFleetNs == nil { device.firstFleetNs = segment.firstFleetNs }
+            if let last = segment.lastFleetNs { device.lastFleetNs = max(device.lastFleetNs ?? 0, last) }
+            try device.update(db)
+        }
+    }
+
+    /// Forgets a segment whose file never reached the disk (a crash before its header).
+    public func forgetSegment(takeID: String, deviceID: String, number: Int) async throws(StoreError) {
+        try await write("forgetting segment \(number) of \(deviceID) in \(takeID)") { db in
+            _ = try SegmentRecord.deleteOne(db, key: ["takeId": takeID, "deviceId": deviceID, "number": number])
+        }
+    }
+}

@@ -28,8 +28,7 @@ final class DeviceTakeRecorderTests {
         let interval: UInt64 = 33_333_333
         let wide = RecordedVideoFormat(pixelFormat: .yuyv, width: 64, height: 48, frameRate: 30)
         let narrow = RecordedVideoFormat(pixelFormat: .yuyv, width: 32, height: 48, frameRate: 30)
-        let ledger: TakeFrameLedger = try await Task.detached {
-            // The recorder's own thread in the coordinator; here a detached task that may block.
+        let ledger: TakeFrameLedger = try await onOwnThread {
             let recorder = DeviceTakeRecorder(takeID: "take-1", deviceID: "cam-a", title: "scene, cam-a", directory: takeDirectory, start: start,
                                               segmentLength: 1_000_000_000, index: StoreSegmentIndex(store: store, clock: { 5 }))
             try recorder.note(#"{"kind":"consent","state":"authorized"}"#, at: start - 1_000_000)
@@ -50,7 +49,7 @@ final class DeviceTakeRecorderTests {
                 if index == 70 { recorder.stop(at: start + 2_500_000_000) }
             }
             return try recorder.finish()
-        }.value
+        }
 
         // Frames 0…74 are the take's (75 starts at 2.5007 s, after the stop), less the two lost.
         #expect(ledger.stored == 73)
