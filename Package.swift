@@ -59,7 +59,7 @@ let package = Package(
         // Plain HTTP/1.1 on threads it owns: the /metrics endpoint and alert webhooks.
         .target(name: "FleetHTTP", dependencies: ["CPlatform"]),
         .target(name: "FleetCoordinator", dependencies: [
-            "FleetBus", "FleetStore", "FleetCore", "FleetHost", "FleetProtocol", "FleetHTTP",
+            "FleetBus", "FleetStore", "FleetRecording", "FleetCore", "FleetHost", "FleetProtocol", "FleetHTTP",
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SwiftProtobuf", package: "swift-protobuf"),

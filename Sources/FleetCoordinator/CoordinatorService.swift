@@ -3,6 +3,7 @@ import FleetBus
 import FleetCore
 import FleetHTTP
 import FleetProtocol
+import FleetRecording
 import FleetStore
 import Foundation
 import Logging
@@ -25,6 +26,10 @@ public final class CoordinatorService: Service, Sendable {
         try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
         let store = try FleetDatabase(path: configuration.databasePath)
         try await store.markAllNodesOffline(at: Date().unixMilliseconds)
+        // Segments a crash left open are made to play again before anything records anew.
+        for report in try await SegmentRecovery.recoverOpenSegments(in: store, clock: { Date().unixMilliseconds }) {
+            logger.notice("recording segment left open by a crash", metadata: ["path": "\(report.path)", "outcome": "\(report.note)"])
+        }
         let coordinatorID = try Self.coordinatorID(in: configuration.dataDirectory)
 
         let keys = try CoordinatorKeys.loadOrCreate(dataDirectory: configuration.dataDirectory)
