@@ -32,6 +32,18 @@ public struct DropTally: Hashable, Sendable {
         }
     }
 
+    /// Element-wise sum, saturating.
+    public func adding(_ other: DropTally) -> DropTally {
+        DropTally(late: late.addingSaturated(other.late), outOfBuffers: outOfBuffers.addingSaturated(other.outOfBuffers),
+                  discontinuity: discontinuity.addingSaturated(other.discontinuity))
+    }
+
+    /// What was added since `earlier`, element-wise, never below zero.
+    public func since(_ earlier: DropTally) -> DropTally {
+        DropTally(late: late - min(late, earlier.late), outOfBuffers: outOfBuffers - min(outOfBuffers, earlier.outOfBuffers),
+                  discontinuity: discontinuity - min(discontinuity, earlier.discontinuity))
+    }
+
     /// Element-wise maximum: two cumulative reports of the same counters, seen out of order.
     public func merging(_ other: DropTally) -> DropTally {
         DropTally(late: max(late, other.late), outOfBuffers: max(outOfBuffers, other.outOfBuffers),

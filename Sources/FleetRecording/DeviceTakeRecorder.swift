@@ -55,6 +55,10 @@ public final class DeviceTakeRecorder {
     private var segmentCount = 0
     /// Metadata noted before the first frame: written at the top of the first segment.
     private var pendingMetadata: [(json: String, at: UInt64)] = []
+    /// The last sequence marker written into the file (SequenceMarker), and the drops
+    /// counted up to it.
+    private var marked: (sequence: UInt64, fleetTime: UInt64, dropped: DropTally)?
+    private var segmentFramesSinceMark = 0
 
     /// `directory` is the take's; the device's segments go in a folder of its own there.
     public init(takeID: String, deviceID: String, title: String, directory: String, start: UInt64,
@@ -83,8 +87,19 @@ public final class DeviceTakeRecorder {
             try openSegment(format: format, slot: slot)
         }
         guard let writer else { return verdict }
+        // The file carries its frames' sequence numbers: a marker before the first frame of a
+        // segment, after every gap, and once a second (one per cluster), so the file alone
+        // says which frames it holds and which are missing, even after a crash.
+        let expected = marked.map { $0.sequence + UInt64(segmentFramesSinceMark) }
+        if segment?.frames == 0 || expected != sequence || fleetTime - (marked?.fleetTime ?? 0) >= 1_000_000_000 {
+            let marker = SequenceMarker(sequence: sequence, fleetTime: fleetTime, dropped: ledger.dropped.since(marked?.dropped ?? DropTally()))
+            try writer.appendMetadata(marker.json, at: sinceStart, duration: 1_000_000)
+            marked = (sequence, fleetTime, ledger.dropped)
+            segmentFramesSinceMark = 0
+        }
         let duration = format.frameRate > 0 ? UInt64(1e9 / format.frameRate) : 0
         try writer.appendFrame(payload, at: sinceStart, duration: duration)
+        segmentFramesSinceMark += 1
         payloadBytes += Int64(payload.count)
         segment?.frames += 1
         if segment?.firstFleetTime == nil {

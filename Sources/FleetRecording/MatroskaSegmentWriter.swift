@@ -85,6 +85,8 @@ public final class MatroskaSegmentWriter {
         // Clusters of at most a second: what a crash can cost before repair is one cluster.
         var options: OpaquePointer?
         av_dict_set(&options, "cluster_time_limit", "1000", 0)
+        // Players show the video; the JSON track only when asked for.
+        av_dict_set(&options, "default_mode", "infer_no_subs", 0)
         code = avformat_write_header(context, &options)
         av_dict_free(&options)
         guard code >= 0 else { throw fail("cannot write the Matroska header of", code) }

@@ -26,6 +26,8 @@ public enum SegmentRecovery {
                 record.frames = Int64(outcome.frames)
                 record.firstFleetNs = outcome.firstTimestamp.map { start + $0 }
                 record.lastFleetNs = outcome.lastTimestamp.map { start + $0 }
+                record.firstSequence = outcome.firstSequence
+                record.lastSequence = outcome.lastSequence
                 let path = segment.path
                 let (size, sha) = await onOwnThread { () -> (Int64, String) in
                     let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int64) ?? 0
@@ -34,7 +36,7 @@ public enum SegmentRecovery {
                 record.sizeBytes = size
                 record.sha256 = sha
                 record.closedAt = clock()
-                try await store.recordRepairedSegment(record)
+                try await store.recordRepairedSegment(record, dropped: outcome.dropped)
                 reports.append(Report(path: segment.path, outcome: outcome,
                                       note: "repaired: \(outcome.frames) frames kept, \(outcome.partialFramesDropped) cut short by the crash left out"))
             case .failure(let error):

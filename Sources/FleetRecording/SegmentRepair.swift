@@ -1,4 +1,5 @@
 import CAVFormat
+import FleetCore
 import Glibc
 
 /// Makes a segment that a crash left unfinished play again: a Matroska file cut off mid-write
@@ -16,6 +17,11 @@ public enum SegmentRepair {
         public var lastTimestamp: UInt64?
         /// Frames cut short by the crash and left out.
         public var partialFramesDropped: Int
+        /// The kept frames' sequence numbers, from the file's sequence markers (nil in a file
+        /// without them), and the drops the markers report.
+        public var firstSequence: UInt64?
+        public var lastSequence: UInt64?
+        public var dropped = DropTally()
     }
 
     public static func repair(path: String) throws(RecordingError) -> Outcome {
@@ -62,11 +68,13 @@ public enum SegmentRepair {
         guard code >= 0 else { throw .ffmpeg("cannot create", path: temporary, code: code) }
         var options: OpaquePointer?
         av_dict_set(&options, "cluster_time_limit", "1000", 0)
+        av_dict_set(&options, "default_mode", "infer_no_subs", 0)
         code = avformat_write_header(output, &options)
         av_dict_free(&options)
         guard code >= 0 else { throw .ffmpeg("cannot write the Matroska header of", path: temporary, code: code) }
 
         var outcome = Outcome(frames: 0, payloadBytes: 0, metadataEntries: 0, partialFramesDropped: 0)
+        var nextSequence: UInt64?
         guard let packet = av_packet_alloc() else { throw .ffmpeg("out of memory repairing", path: path, code: capfleet_averror(ENOMEM)) }
         var packetPointer: UnsafeMutablePointer<AVPacket>? = packet
         defer { av_packet_free(&packetPointer) }
@@ -81,6 +89,11 @@ public enum SegmentRepair {
                 outcome.partialFramesDropped += 1
                 continue
             }
+            if !isVideo, let data = packet.pointee.data,
+               let marker = SequenceMarker(json: String(decoding: UnsafeBufferPointer(start: data, count: Int(packet.pointee.size)), as: UTF8.self)) {
+                nextSequence = marker.sequence
+                outcome.dropped = outcome.dropped.adding(marker.dropped)
+            }
             let nanoseconds = av_rescale_q(packet.pointee.pts, source.pointee.time_base, AVRational(num: 1, den: 1_000_000_000))
             av_packet_rescale_ts(packet, source.pointee.time_base, target.pointee.time_base)
             packet.pointee.pos = -1
@@ -88,6 +101,11 @@ public enum SegmentRepair {
             code = av_write_frame(output, packet)
             guard code >= 0 else { throw .ffmpeg("cannot write the repaired copy", path: temporary, code: code) }
             if isVideo {
+                if let sequence = nextSequence {
+                    if outcome.firstSequence == nil { outcome.firstSequence = sequence }
+                    outcome.lastSequence = sequence
+                    nextSequence = sequence + 1
+                }
                 outcome.frames += 1
                 outcome.payloadBytes += size
                 if outcome.firstTimestamp == nil { outcome.firstTimestamp = UInt64(max(nanoseconds, 0)) }

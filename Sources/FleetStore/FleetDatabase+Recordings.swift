@@ -267,9 +267,9 @@ extension FleetDatabase {
 
 extension FleetDatabase {
     /// Indexes a segment repaired after a crash (SegmentRepair) and adds what its file holds
-    /// to the device's tally, in one transaction. The file does not say which sequence
-    /// numbers its frames had, so the segment's sequence range stays unknown.
-    public func recordRepairedSegment(_ segment: SegmentRecord) async throws(StoreError) {
+    /// (frames, and the drops its sequence markers report) to the device's tally, in one
+    /// transaction.
+    public func recordRepairedSegment(_ segment: SegmentRecord, dropped: DropTally) async throws(StoreError) {
         try await write("indexing repaired segment \(segment.number) of \(segment.deviceId) in \(segment.takeId)") { db in
             guard var device = try TakeDeviceRecord.fetchOne(db, key: ["takeId": segment.takeId, "deviceId": segment.deviceId]) else {
                 throw StoreError.notFound(what: "\(segment.deviceId) in take \(segment.takeId)")
@@ -280,6 +280,12 @@ extension FleetDatabase {
             device.frames += segment.frames
             if device.firstFleetNs == nil { device.firstFleetNs = segment.firstFleetNs }
             if let last = segment.lastFleetNs { device.lastFleetNs = max(device.lastFleetNs ?? 0, last) }
+            if device.firstSequence == nil { device.firstSequence = segment.firstSequence }
+            if let last = segment.lastSequence { device.lastSequence = max(device.lastSequence ?? 0, last) }
+            let drops = device.drops.adding(dropped)
+            device.dropsLate = Int64(clamping: drops.late)
+            device.dropsOutOfBuffers = Int64(clamping: drops.outOfBuffers)
+            device.dropsDiscontinuity = Int64(clamping: drops.discontinuity)
             try device.update(db)
         }
     }

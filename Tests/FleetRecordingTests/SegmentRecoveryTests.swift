@@ -28,8 +28,10 @@ final class SegmentRecoveryTests {
                                               segmentLength: 60_000_000_000, index: StoreSegmentIndex(store: store, clock: { 2 }))
             let format = RecordedVideoFormat(pixelFormat: .yuyv, width: 64, height: 48, frameRate: 30)
             let frame = [UInt8](repeating: 0x80, count: 64 * 48 * 2)
-            for index: UInt64 in 0..<100 {
-                try frame.withUnsafeBytes { _ = try recorder.record($0, sequence: index + 1, fleetTime: start + index * 33_333_333, format: format, cumulativeDrops: .init()) }
+            for index: UInt64 in 0..<100 where !(40..<43).contains(index) {
+                // Three frames lost on the device (sequences 41…43), one of them reported out of buffers.
+                let drops = DropTally(outOfBuffers: index >= 43 ? 1 : 0)
+                try frame.withUnsafeBytes { _ = try recorder.record($0, sequence: index + 1, fleetTime: start + index * 33_333_333, format: format, cumulativeDrops: drops) }
             }
             // The crash: what is on disk now is all there will be, and the recorder never
             // finishes (it is leaked, as a killed process would never run its deinit).
@@ -45,7 +47,11 @@ final class SegmentRecoveryTests {
         let reports = try await SegmentRecovery.recoverOpenSegments(in: store, clock: { 3 })
         #expect(reports.count == 2)
         let repaired = try #require(reports.first { $0.path == path }?.outcome)
-        #expect(repaired.frames >= 60 && repaired.frames < 100, "whole clusters on disk: \(repaired)")
+        #expect(repaired.frames >= 57 && repaired.frames < 97, "whole clusters on disk: \(repaired)")
+        // The file's sequence markers give the kept frames' numbers and what went missing.
+        #expect(repaired.firstSequence == 1)
+        #expect(repaired.lastSequence == UInt64(repaired.frames) + 3)
+        #expect(repaired.dropped == DropTally(outOfBuffers: 1, discontinuity: 2))
 
         let segments = try await store.segments(takeID: "take-1")
         #expect(segments.map(\.deviceId) == ["cam-a"], "the segment without a file is forgotten")
@@ -56,7 +62,11 @@ final class SegmentRecoveryTests {
         #expect(segment.sizeBytes == (try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int64))
         let counted = try MatroskaSegmentWriterTests.probe(["-count_frames", "-select_streams", "v", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", path])
         #expect(Int(counted.trimmingCharacters(in: .whitespacesAndNewlines)) == repaired.frames)
-        #expect(try await store.takeDevices(takeID: "take-1").first { $0.deviceId == "cam-a" }?.frames == Int64(repaired.frames))
+        let device = try #require(try await store.takeDevices(takeID: "take-1").first { $0.deviceId == "cam-a" })
+        #expect(device.frames == Int64(repaired.frames))
+        #expect(segment.firstSequence == 1 && segment.lastSequence == repaired.lastSequence)
+        // Every frame in the device's sequence range is stored or counted dropped.
+        #expect(UInt64(device.frames) + device.drops.total == device.lastSequence! - device.firstSequence! + 1)
         #expect(try await store.openSegments().isEmpty)
     }
 }
