@@ -7,14 +7,10 @@ import Testing
 /// A device's part of a take, written to real Matroska files and indexed in a real SQLite
 /// file; the files are read back with ffprobe and checked against the index.
 final class DeviceTakeRecorderTests {
-    let directory: String
+    let scratch: ScratchDirectory
+    var directory: String { scratch.path }
 
-    init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-take-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: directory) }
+    init() throws { scratch = try ScratchDirectory("capfleet-take") }
 
     @Test func segmentsFollowTheBoundariesAndFormatChanges_andTheIndexAgreesWithEveryFile() async throws {
         let store = try FleetDatabase(path: directory + "/fleet.sqlite")

@@ -5,14 +5,10 @@ import Testing
 
 /// Real files, checked with Debian's ffprobe the way a user's player would read them.
 final class MatroskaSegmentWriterTests {
-    let directory: String
+    let scratch: ScratchDirectory
+    var directory: String { scratch.path }
 
-    init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-mkv-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: directory) }
+    init() throws { scratch = try ScratchDirectory("capfleet-mkv") }
 
     @Test func rawYUYVFrames_playAsUncompressedVideo_atTheirFleetTimestamps_withTheMetadataTrack() throws {
         let path = directory + "/take-cam1-0001.mkv"

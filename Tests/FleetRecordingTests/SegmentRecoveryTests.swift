@@ -7,14 +7,10 @@ import Testing
 /// The coordinator died mid-segment: the index still calls the segment open, and its file
 /// holds what had reached the disk. Recovery repairs the file and indexes what it holds.
 final class SegmentRecoveryTests {
-    let directory: String
+    let scratch: ScratchDirectory
+    var directory: String { scratch.path }
 
-    init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-recovery-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: directory) }
+    init() throws { scratch = try ScratchDirectory("capfleet-recovery") }
 
     @Test func anOpenSegment_isRepairedAndIndexed_andOneWithoutAFile_isForgotten() async throws {
         let store = try FleetDatabase(path: directory + "/fleet.sqlite")

@@ -7,14 +7,10 @@ import Testing
 /// tests copy the file at that moment (and cut it mid-frame, as a half-done write would),
 /// repair the copy and read it back with ffprobe.
 final class SegmentRepairTests {
-    let directory: String
+    let scratch: ScratchDirectory
+    var directory: String { scratch.path }
 
-    init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-repair-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: directory) }
+    init() throws { scratch = try ScratchDirectory("capfleet-repair") }
 
     let interval: UInt64 = 33_333_333
 
