@@ -72,7 +72,7 @@ let package = Package(
             .product(name: "SwiftProtobuf", package: "swift-protobuf"),
         ]),
         .executableTarget(name: "capfleet", dependencies: [
-            "FleetAgent", "FleetCoordinator", "FleetClient", "FleetBus", "FleetCapture", "FleetCore", "FleetHTTP", "FleetHost", "FleetProtocol", "FleetRelay",
+            "FleetAgent", "FleetCoordinator", "FleetClient", "FleetBus", "FleetCapture", "FleetCore", "FleetHTTP", "FleetHost", "FleetProtocol", "FleetRelay", "FleetRecording",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

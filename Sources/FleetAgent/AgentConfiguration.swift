@@ -39,6 +39,14 @@ public struct AgentConfiguration: Sendable {
     public var realFramesCommand: String?
     /// The agent's own clock: the system's, or for tests one skewed on purpose.
     public var nodeClock = NodeClock.system
+    /// Recorded frames waiting for the coordinator, first in memory, then on disk (in the
+    /// state directory's `spool`); beyond both they are dropped as out of buffers.
+    public var recordSpoolMemoryBytes = 256 << 20
+    public var recordSpoolDiskBytes: Int64 = 4 << 30
+
+    var recordSpoolLimits: RecordSpoolLimits {
+        RecordSpoolLimits(memoryBytes: recordSpoolMemoryBytes, diskBytes: recordSpoolDiskBytes, directory: stateDirectory + "/spool")
+    }
 
     public init(coordinatorHost: String = "127.0.0.1", controlPort: UInt16 = WireDefaults.controlPort, nodeName: String? = nil,
                 stateDirectory: String, syntheticCameraCount: Int? = 1, devices: [String] = [], discoverDevices: Bool = false,

@@ -22,6 +22,8 @@ public final class AgentService: Service, Sendable {
     /// Set once in run(); capture threads post device events through it.
     private let control = Mutex<ControlChannel?>(nil)
     private let monitor = Mutex<PressureMonitor?>(nil)
+    /// Set once in run(): the recording path.
+    private let recorder = Mutex<RecordSender?>(nil)
     /// Frames and drops of all devices at the last pressure sample, for the drop rate.
     private let lastLoad = Mutex<(frames: UInt64, drops: DropTally)>((0, DropTally()))
 
@@ -60,6 +62,9 @@ public final class AgentService: Service, Sendable {
             logger.warning("this agent's clock is skewed on purpose (a test setting)",
                            metadata: ["clock.offset_ns": "\(configuration.nodeClock.offset)", "clock.drift_ppm": "\(configuration.nodeClock.driftPPM)"])
         }
+        let recorder = try RecordSender(context: context, coordinatorKey: credentials.coordinatorKey, keys: credentials.keys,
+                                        limits: configuration.recordSpoolLimits, logger: logger)
+        self.recorder.withLock { $0 = recorder }
         let monitor = configuration.pressureEnabled ? makePressureMonitor(publisher: publisher) : nil
         self.monitor.withLock { $0 = monitor }
         let (revocations, revoke) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(1))
@@ -72,8 +77,9 @@ public final class AgentService: Service, Sendable {
                 return report
             },
             command: { [self] command in execute(command, clock: clock) },
-            registered: { [self] port, clockPort in
+            registered: { [self] port, clockPort, recordPort in
                 publisher.connect(to: configuration.ingestEndpoint(port: port))
+                if recordPort != 0 { recorder.connect(to: configuration.ingestEndpoint(port: recordPort)) }
                 // A coordinator too old to name a clock port has none: frames go without fleet time.
                 if clockPort != 0 { clock.connect(to: configuration.ingestEndpoint(port: clockPort)) }
                 startStreaming(publisher: publisher, clock: clock)
@@ -110,6 +116,7 @@ public final class AgentService: Service, Sendable {
         for stream in sources { stream.stop() }
         control.stop()
         clock.stop()
+        recorder.stop()
         publisher.stop()
         light?.stop()
         if let revokedBecause {
@@ -286,6 +293,12 @@ public final class AgentService: Service, Sendable {
                 $0.status = steered ? .ok : .failure(.unsupported, "device \(command.deviceID) cannot adjust its frame timing; it reports its phase against the grid instead")
             }
         }
+        if case let .setRecording(request)? = command.action, !request.take.isEmpty {
+            return .with {
+                $0.commandID = command.commandID
+                $0.status = record(request, on: stream, clock: clock)
+            }
+        }
         var reply = Capfleet_V1_CommandReply()
         reply.commandID = command.commandID
         reply.status = apply(command, to: stream)
@@ -299,6 +312,39 @@ public final class AgentService: Service, Sendable {
         reply.pressurePolicy = stream.pressurePolicyWire
         reply.consent = stream.consent.wire
         return reply
+    }
+
+    /// A take begins or ends for the device: its frames from `start_fleet_ns` on go on the
+    /// recording path until `stop_fleet_ns`.
+    private func record(_ request: Capfleet_V1_SetRecording, on stream: CameraStream, clock: ClockSync) -> Capfleet_V1_Status {
+        guard let recorder = recorder.withLock({ $0 }) else { return .failure(.unavailable, "the agent is still starting") }
+        let deviceID = stream.source.device.deviceID
+        if request.recording {
+            guard clock.latest.estimate != nil else {
+                return .failure(.unavailable, "node \(identity.nodeID)'s clock is not synchronised yet: its frames have no fleet time to place them in a take")
+            }
+            stream.setRecording(true)
+            stream.takeTap.begin(takeID: request.take, start: request.startFleetNs, sender: recorder, deviceDrops: stream.statistics.drops)
+            logger.notice("recording", metadata: ["device.id": "\(deviceID)", "take.id": "\(request.take)", "start.fleet_ns": "\(request.startFleetNs)"])
+            return .ok
+        }
+        let now = clock.stamp(captureMonotonic: MonotonicTime.now())?.fleet
+        let stop = request.stopFleetNs == 0 ? nil : request.stopFleetNs
+        stream.takeTap.end(takeID: request.take, stop: stop, nowFleet: now, reason: request.consentStop ? "consent denied" : "stopped",
+                           withholding: request.consentStop, deviceDrops: stream.statistics.drops)
+        if stream.takeTap.takeID == nil { stream.setRecording(false) }
+        if let stop, let now, stop > now {
+            // A device that captures nothing after the stop instant ends by the clock instead.
+            let delay = Double(stop - now) / 1e9 + 0.5
+            DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [stream] in
+                guard let now = clock.stamp(captureMonotonic: MonotonicTime.now())?.fleet else { return }
+                stream.takeTap.endIfDue(nowFleet: now, deviceDrops: stream.statistics.drops)
+                if stream.takeTap.takeID == nil { stream.setRecording(false) }
+            }
+        }
+        logger.notice("recording stops", metadata: ["device.id": "\(deviceID)", "take.id": "\(request.take)",
+                                                    "reason": "\(request.consentStop ? "consent denied" : "stopped")"])
+        return .ok
     }
 
     /// Answers at once if it cannot be answered; otherwise when the frame is captured, or

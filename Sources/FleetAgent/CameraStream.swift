@@ -73,6 +73,8 @@ final class CameraStream: Sendable {
         var realFramesFlowing = false
     }
     private let privacy: Mutex<PrivacyState>
+    /// The take this device is recorded for, if any: its frames also go on the recording path.
+    let takeTap: TakeTap
     /// The black frame sent in place of real ones, made once per format.
     private let blackFrame = Mutex<(layout: FrameLayout, buffer: FrameBuffer, count: Int)?>(nil)
     /// Told when real frames start (true) or stop (false) leaving the host: the recording light.
@@ -83,6 +85,7 @@ final class CameraStream: Sendable {
         self.source = source
         self.statistics = DeviceStatistics(deviceID: source.device.deviceID, outOfBuffers: { [source] in source.outOfBufferDrops })
         privacy = Mutex(PrivacyState(consent: consent))
+        takeTap = TakeTap(deviceID: source.device.deviceID)
         self.onRealFrames = onRealFrames
     }
 
@@ -204,6 +207,9 @@ final class CameraStream: Sendable {
                     }
                 }
             }
+            takeTap.offer(header: header, pixels: UnsafeRawBufferPointer(start: outgoing.buffer.storage, count: outgoing.byteCount),
+                          fleetTime: header.flags & UInt32(Capfleet_V1_FrameFlag.fleetTimeValid.rawValue) != 0 ? header.fleetTimeNs : nil,
+                          deviceDrops: statistics.drops)
             publisher.submit(outgoing, header: header, statistics: statistics)
         }, onInterruption: { [self] interruption in
             statistics.streaming.store(interruption == nil, ordering: .releasing)

@@ -11,7 +11,7 @@ struct ControlHandlers: Sendable {
     var status: @Sendable () -> Capfleet_V1_AgentStatus
     /// nil: the reply comes later, through `ControlChannel.post(reply:)`.
     var command: @Sendable (Capfleet_V1_Command) -> Capfleet_V1_CommandReply?
-    var registered: @Sendable (_ frameIngestPort: UInt32, _ clockPort: UInt32) -> Void
+    var registered: @Sendable (_ frameIngestPort: UInt32, _ clockPort: UInt32, _ recordPort: UInt32) -> Void
     /// An admin revoked this node; the agent must stop.
     var revoked: @Sendable (_ reason: String) -> Void
 }
@@ -87,6 +87,7 @@ private final class LinkDriver {
     var lastHandshakeComplaint: UInt64 = 0
     /// The clock port the latest WELCOME named.
     var clockPort: UInt32 = 0
+    var recordPort: UInt32 = 0
 
     init(context: ZMQContext, endpoint: String, nodeID: String, credentials: (coordinatorKey: CurvePublicKey, keys: CurveKeyPair),
          handlers: ControlHandlers, outbox: DeviceEventOutbox, logger: Logger) throws(ZMQError) {
@@ -152,6 +153,7 @@ private final class LinkDriver {
         case let .welcome(welcome)?:
             if welcome.status.isOK {
                 clockPort = welcome.clockPort
+                recordPort = welcome.recordPort
                 inbound = .welcome(frameIngestPort: welcome.frameIngestPort,
                                    heartbeatIntervalNanoseconds: UInt64(max(welcome.heartbeatIntervalMs, 100)) * 1_000_000,
                                    liveness: UInt64(max(welcome.heartbeatLiveness, 1)))
@@ -212,7 +214,7 @@ private final class LinkDriver {
             case let .registered(port):
                 reportedRefusal = nil
                 logger.info("registered with the coordinator", metadata: ["endpoint": "\(endpoint)", "frame.ingest.port": "\(port)"])
-                handlers.registered(port, clockPort)
+                handlers.registered(port, clockPort, recordPort)
             case .lostCoordinator:
                 // Frames keep being captured; with no coordinator they wait in the outbox,
                 // where newer ones replace them (counted late), until it is back.

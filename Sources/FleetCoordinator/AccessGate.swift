@@ -55,7 +55,7 @@ public enum Principal: Sendable, Equatable {
 public final class AccessGate: Sendable {
     /// ZAP domains: one per endpoint, so a key is let in only where its holder belongs.
     public enum Domain: String, Sendable, CaseIterable {
-        case control, ingest, `operator`, telemetry, clock
+        case control, ingest, `operator`, telemetry, clock, record
     }
 
     private let store: FleetDatabase
@@ -95,7 +95,8 @@ public final class AccessGate: Sendable {
             return .deny(reason: "the fleet database is unavailable")
         }
         switch (domain, holder) {
-        case let (.control, .node(record)?), let (.ingest, .node(record)?), let (.clock, .node(record)?):
+        case let (.control, .node(record)?), let (.ingest, .node(record)?), let (.clock, .node(record)?),
+             let (.record, .node(record)?):
             if record.revokedAt != nil {
                 return deny(endpoint, .revokedKey, request, "node \(record.nodeId)'s key \(key.fingerprint)… was revoked")
             }
@@ -134,18 +135,18 @@ public final class AccessGate: Sendable {
 
     /// Whether a frame's sender may send frames of `nodeID`: its key is `nodeID`'s and not
     /// revoked. Runs on the ingest thread for every frame.
-    func admitsFrame(userID: String?, nodeID: String, fd: Int32, peer: () -> String) -> Bool {
+    func admitsFrame(userID: String?, nodeID: String, fd: Int32, endpoint: Domain = .ingest, peer: () -> String) -> Bool {
         guard case let .node(id, key)? = Principal(userID: userID) else {
-            rejections.reject(endpoint: Domain.ingest.rawValue, reason: .wrongIdentity, peer: peer(), detail: "a frame from a connection that is not a node's")
+            rejections.reject(endpoint: endpoint.rawValue, reason: .wrongIdentity, peer: peer(), detail: "a frame from a connection that is not a node's")
             return false
         }
         guard id == nodeID else {
-            rejections.reject(endpoint: Domain.ingest.rawValue, reason: .wrongIdentity, peer: peer(),
+            rejections.reject(endpoint: endpoint.rawValue, reason: .wrongIdentity, peer: peer(),
                               detail: "node \(id) sent a frame claiming to be node \(nodeID)")
             return false
         }
         guard !isRevoked(key: key) else {
-            rejections.reject(endpoint: Domain.ingest.rawValue, reason: .revokedKey, peer: peer(), detail: "a frame from revoked node \(id)")
+            rejections.reject(endpoint: endpoint.rawValue, reason: .revokedKey, peer: peer(), detail: "a frame from revoked node \(id)")
             return false
         }
         noteConnection(nodeID: id, fd: fd, peer: peer())

@@ -48,6 +48,11 @@ actor ControlHandler {
     private var pendingCommands: [UInt64: CheckedContinuation<Capfleet_V1_CommandReply, Never>] = [:]
     private var nextCommandID: UInt64 = 1
     private var commandTargets: [UInt64: (nodeID: String, deviceID: String)] = [:]
+    /// The recordings' director hears of registrations and nodes gone silent.
+    private var takesRegistered: (@Sendable (String) async -> Void)?
+    private var takesOffline: (@Sendable (String) async -> Void)?
+    /// The recording path's bound port, for WELCOME.
+    private var recordPort: UInt16 = 0
 
     init(configuration: CoordinatorConfiguration, store: FleetDatabase, endpoint: RouterEndpoint, arrivals: ArrivalLedger, ingest: FrameIngest,
          events: FleetEvents, alerts: AlertCenter, rejections: RejectionCounter, gate: AccessGate, coordinatorID: String,
@@ -69,6 +74,12 @@ actor ControlHandler {
     }
 
     func isOnline(_ nodeID: String) -> Bool { liveness.isOnline(nodeID) }
+
+    func followTakes(recordPort: UInt16, registered: @escaping @Sendable (String) async -> Void, offline: @escaping @Sendable (String) async -> Void) {
+        self.recordPort = recordPort
+        takesRegistered = registered
+        takesOffline = offline
+    }
 
     func session(_ nodeID: String) -> NodeSession? { sessions[nodeID] }
 
@@ -325,6 +336,7 @@ actor ControlHandler {
                 $0.coordinatorID = coordinatorID
                 $0.frameIngestPort = UInt32(configuration.frameIngestPort)
                 $0.clockPort = UInt32(configuration.clockPort)
+                $0.recordPort = UInt32(recordPort)
                 $0.heartbeatIntervalMs = configuration.heartbeatIntervalMilliseconds
                 $0.heartbeatLiveness = configuration.heartbeatLiveness
                 $0.protocolVersion = WireDefaults.protocolMajor
@@ -341,7 +353,11 @@ actor ControlHandler {
             // Policies and frame alignment live in the coordinator: a restarted agent gets them again.
             let nodeID = hello.nodeID
             let deviceIDs = hello.devices.map(\.deviceID)
-            Task { await self.pushPolicies(nodeID: nodeID, deviceIDs: deviceIDs) }
+            let takesRegistered = self.takesRegistered
+            Task {
+                await self.pushPolicies(nodeID: nodeID, deviceIDs: deviceIDs)
+                await takesRegistered?(nodeID)
+            }
         } catch {
             logger.error("registration failed", metadata: ["node.id": "\(hello.nodeID)", "error": "\(error)"])
             reply(routed, .with { $0.welcome = .with {
@@ -488,6 +504,7 @@ actor ControlHandler {
         for transition in liveness.expire(at: MonotonicTime.now()) {
             guard case let .wentOffline(nodeID) = transition else { continue }
             logger.warning("node went offline", metadata: ["node.id": "\(nodeID)"])
+            if let takesOffline { Task { await takesOffline(nodeID) } }
             do {
                 try await store.setNodeOnline(nodeID, online: false, at: Date().unixMilliseconds)
             } catch {

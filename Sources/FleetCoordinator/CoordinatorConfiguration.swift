@@ -11,6 +11,15 @@ public struct CoordinatorConfiguration: Sendable {
     public var telemetryPort: UInt16
     /// Clock synchronisation probes.
     public var clockPort: UInt16 = WireDefaults.clockPort
+    /// The recording path; 0 binds any free port (WELCOME tells agents which).
+    public var recordPort: UInt16 = WireDefaults.recordPort
+    /// Where takes are written; nil = `recordings` in the data directory.
+    public var recordingsDirectory: String?
+    /// Length of a recording's segments (one file per device per segment).
+    public var segmentSeconds: Int = 300
+    /// A take starts this long after `record start` unless `--at` says when: every agent must
+    /// hear of it before its first frame.
+    public var recordLeadMilliseconds: Int = 1000
     /// Prometheus `/metrics` over HTTP; nil turns the endpoint off.
     public var metricsPort: UInt16?
     public var heartbeatIntervalMilliseconds: UInt32
@@ -44,4 +53,6 @@ public struct CoordinatorConfiguration: Sendable {
     }
 
     public var databasePath: String { dataDirectory + "/fleet.sqlite" }
+
+    public var takesDirectory: String { recordingsDirectory ?? dataDirectory + "/recordings" }
 }

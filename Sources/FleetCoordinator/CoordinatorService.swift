@@ -84,6 +84,18 @@ public final class CoordinatorService: Service, Sendable {
         let control = ControlHandler(configuration: configuration, store: store, endpoint: controlEndpoint, arrivals: arrivals, ingest: ingest,
                                      events: events, alerts: alerts, rejections: rejections, gate: gate, coordinatorID: coordinatorID,
                                      fleetTime: fleetTime, logger: logger)
+        let writers = TakeWriters()
+        let recordEndpoint = try bind("recording", configuration.recordPort) {
+            try RecordEndpoint(context: context, bind: configuration.endpoint(configuration.recordPort), security: security(.record),
+                               rejections: rejections, gate: gate, writers: writers)
+        }
+        let takes = TakeDirector(store: store, control: control, writers: writers, endpoint: recordEndpoint, events: events,
+                                 fleetTime: fleetTime, ingest: ingest, configuration: configuration, logger: logger)
+        try await takes.resumeUnfinished()
+        await control.followTakes(
+            recordPort: recordEndpoint.boundPort,
+            registered: { nodeID in await takes.nodeRegistered(nodeID) },
+            offline: { nodeID in await takes.nodeOffline(nodeID) })
         let leases = LeaseKeeper(store: store, events: events, logger: logger)
         try await leases.load()
         let reporter = TelemetryReporter(store: store, ingest: ingest, control: control, telemetry: telemetry, metrics: metrics,
@@ -91,7 +103,7 @@ public final class CoordinatorService: Service, Sendable {
         let metricsServer = try configuration.metricsPort.map { port in try serveMetrics(metrics, port: port) }
         let operators = OperatorHandler(store: store, endpoint: operatorEndpoint, ingest: ingest, control: control,
                                         reporter: reporter, rejections: rejections, leases: leases, events: events,
-                                        coordinatorKey: keys.publicKey, fleetTime: fleetTime, logger: logger)
+                                        coordinatorKey: keys.publicKey, fleetTime: fleetTime, takes: takes, logger: logger)
 
         let endpoints = CoordinatorEndpoints(control: controlEndpoint.boundEndpoint, frameIngest: ingest.boundEndpoint,
                                              operator: operatorEndpoint.boundEndpoint, telemetry: telemetry.boundEndpoint,
@@ -100,7 +112,7 @@ public final class CoordinatorService: Service, Sendable {
                                              metrics: metricsServer.map { "http://\(configuration.displayHost):\($0.port)/metrics" })
         logger.info("coordinator ready", metadata: [
             "control": "\(endpoints.control)", "ingest": "\(endpoints.frameIngest)", "operator": "\(endpoints.operator)",
-            "telemetry": "\(endpoints.telemetry)", "clock": "\(clock.boundEndpoint)", "database": "\(endpoints.database)",
+            "telemetry": "\(endpoints.telemetry)", "clock": "\(clock.boundEndpoint)", "record": "\(recordEndpoint.boundEndpoint)", "database": "\(endpoints.database)",
             "metrics": "\(endpoints.metrics ?? "off")",
             "public_key": "\(keys.publicKey.z85)",
         ])
@@ -128,6 +140,9 @@ public final class CoordinatorService: Service, Sendable {
             controlEndpoint.stop()
             operatorEndpoint.stop()
         }
+        // Open segments are finished so they play; the takes go on at the next start.
+        await takes.shutdown()
+        recordEndpoint.stop()
         ingest.stop()
         clock.stop()
         metricsServer?.stop()

@@ -34,6 +34,8 @@ extension OperatorHandler {
             $0.changedUnixMs = now
         }), deviceID: device.id, nodeID: device.nodeId)
         reply.consentApplied = answer.status.isOK && answer.consent == state.wire
+        // A denial stops the device's part of any take at once, recorded in the take.
+        if !state.allowsRealFrames { await takes.consentWithdrawn(deviceID: device.id, state: state.rawValue, reason: query.reason) }
         if !reply.consentApplied {
             logger.warning("consent recorded but not yet enforced by the agent", metadata: [
                 "device.id": "\(device.id)", "reason": "\(answer.status.reason)",

@@ -20,12 +20,14 @@ actor OperatorHandler {
     let events: FleetEvents
     let coordinatorKey: CurvePublicKey
     let fleetTime: FleetTimeSource
+    let takes: TakeDirector
     let logger: Logger
 
     init(store: FleetDatabase, endpoint: RouterEndpoint, ingest: FrameIngest, control: ControlHandler,
          reporter: TelemetryReporter, rejections: RejectionCounter, leases: LeaseKeeper, events: FleetEvents,
-         coordinatorKey: CurvePublicKey, fleetTime: FleetTimeSource, logger: Logger) {
+         coordinatorKey: CurvePublicKey, fleetTime: FleetTimeSource, takes: TakeDirector, logger: Logger) {
         self.coordinatorKey = coordinatorKey
+        self.takes = takes
         self.fleetTime = fleetTime
         self.leases = leases
         self.events = events
@@ -141,6 +143,20 @@ actor OperatorHandler {
                 try await syncCheck(query, into: &reply)
             case let .changeFrameAlignment(query)?:
                 try await changeFrameAlignment(query, operator: who, into: &reply)
+            case let .startRecording(query)?:
+                try await startRecording(query, by: who, into: &reply)
+            case let .stopRecording(query)?:
+                try await stopRecording(query, by: who, into: &reply)
+            case .listRecordings?:
+                try await listRecordings(into: &reply)
+            case let .getRecording(query)?:
+                try await showRecording(query.takeID, into: &reply)
+            case let .deleteRecording(query)?:
+                try await deleteRecording(query.takeID, by: who, into: &reply)
+            case let .verifyRecording(query)?:
+                try await verifyRecording(query, into: &reply)
+            case let .readSegment(query)?:
+                try await readSegment(query, into: &reply)
             case nil:
                 rejections.reject(endpoint: Self.endpointName, reason: .unknownMessage, peer: routed.peer)
                 reply.status = .failure(.badRequest, "the request carries no body this coordinator knows; is the CLI newer than the coordinator?")

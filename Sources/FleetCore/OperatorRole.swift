@@ -40,10 +40,12 @@ public enum RequiredRole {
     public static func of(_ body: Capfleet_V1_OperatorRequest.OneOf_Body?) -> OperatorRole {
         switch body {
         case .listNodes?, .listDevices?, .getFormats?, .getFleetStats?, .getLatestFrame?, .getIngestStats?, .getDevice?,
-             .getEvents?, .endSession?, .whoAmI?, .getConsentHistory?, .syncCheck?, nil:
+             .getEvents?, .endSession?, .whoAmI?, .getConsentHistory?, .syncCheck?,
+             .listRecordings?, .getRecording?, .verifyRecording?, .readSegment?, nil:
             .viewer
         case .changeFormat?, .changeFrameRate?, .changeZoom?, .lockDevice?, .unlockDevice?, .changeFocus?,
-             .setDropRecoveryPolicy?, .changePressurePolicy?, .changeConsent?, .changeFrameAlignment?:
+             .setDropRecoveryPolicy?, .changePressurePolicy?, .changeConsent?, .changeFrameAlignment?,
+             .startRecording?, .stopRecording?, .deleteRecording?:
             .operator
         case .forgetNode?, .createEnrollment?, .revokeNode?, .addOperator?, .removeOperator?, .listOperators?:
             .admin

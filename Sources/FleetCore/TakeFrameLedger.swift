@@ -29,6 +29,23 @@ public struct TakeFrameLedger: Sendable, Equatable {
 
     public init(start: UInt64) { self.start = start }
 
+    /// Goes on with a part recorded before (a restarted coordinator): what the index holds.
+    public init(start: UInt64, stop: UInt64?, stored: UInt64, dropped: DropTally, firstSequence: UInt64?, lastSequence: UInt64?,
+                firstFleetTime: UInt64?, lastFleetTime: UInt64?) {
+        self.start = start
+        self.stop = stop
+        self.stored = stored
+        self.dropped = dropped
+        self.firstSequence = firstSequence
+        self.lastSequence = lastSequence
+        self.firstFleetTime = firstFleetTime
+        self.lastFleetTime = lastFleetTime
+        lastSeenSequence = lastSequence
+    }
+
+    /// The sender's drop counts start again from zero: its agent restarted.
+    public mutating func restartDropReports() { reportedDrops = DropTally() }
+
     public mutating func stop(at fleetTime: UInt64) { stop = fleetTime }
 
     /// Frames between the first and the last held, by sequence.

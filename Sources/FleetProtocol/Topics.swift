@@ -34,6 +34,7 @@ extension Capfleet_V1_EventKind {
         case .accessDenied: "access_denied"
         case .consentChanged: "consent_changed"
         case .clockStateChanged: "clock_state_changed"
+        case .recording: "recording"
         case .unspecified, .UNRECOGNIZED: "unspecified"
         }
     }

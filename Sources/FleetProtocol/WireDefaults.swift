@@ -8,6 +8,8 @@ public enum WireDefaults {
     public static let metricsPort: UInt16 = 7604
     /// Clock synchronisation probes (proto-docs/clock.md).
     public static let clockPort: UInt16 = 7605
+    /// The lossless recording path (proto-docs/frames.md, "The recording path").
+    public static let recordPort: UInt16 = 7606
 
     public static let protocolMajor: Capfleet_V1_ProtocolVersion = .current
     public static let protocolMinor: UInt32 = 0

@@ -1,4 +1,5 @@
 import FleetCore
+import FleetStore
 import Glibc
 
 /// A segment about to be written.
@@ -72,7 +73,33 @@ public final class DeviceTakeRecorder {
         self.index = index
     }
 
+    /// Goes on with a part the index already holds (the coordinator restarted mid-take): the
+    /// tally and the segment numbering carry on, and the next frame opens a new segment.
+    public convenience init(takeID: String, title: String, directory: String, start: UInt64, stop: UInt64?,
+                            segmentLength: UInt64 = 300_000_000_000, index: any SegmentIndexing,
+                            resuming device: TakeDeviceRecord, segmentsSoFar: Int) {
+        self.init(takeID: takeID, deviceID: device.deviceId, title: title, directory: directory, start: start,
+                  segmentLength: segmentLength, index: index)
+        ledger = TakeFrameLedger(start: start, stop: stop, stored: UInt64(max(device.frames, 0)), dropped: device.drops,
+                                 firstSequence: device.firstSequence, lastSequence: device.lastSequence,
+                                 firstFleetTime: device.firstFleetNs, lastFleetTime: device.lastFleetNs)
+        payloadBytes = device.bytes
+        segmentCount = segmentsSoFar
+        marked = device.lastSequence.map { ($0, device.lastFleetNs ?? 0, device.drops) }
+    }
+
     deinit { _ = try? finish() }
+
+    /// The agent restarted: its drop counts begin again from zero.
+    public func restartDropReports() { ledger.restartDropReports() }
+
+    /// Puts every frame recorded so far on disk (the open segment's cluster is written out).
+    /// Returns the last sequence now safe from a crash of this process.
+    @discardableResult
+    public func flush() throws(RecordingError) -> UInt64? {
+        try writer?.flush()
+        return ledger.lastSequence
+    }
 
     /// One frame as it arrived; returns what the take made of it.
     @discardableResult
@@ -132,8 +159,12 @@ public final class DeviceTakeRecorder {
     }
 
     private func openSegment(format: RecordedVideoFormat, slot: UInt64) throws(RecordingError) {
-        if mkdir(directory, 0o755) != 0, errno != EEXIST {
-            throw RecordingError("cannot create \(directory) for \(deviceID)'s segments: \(String(cString: strerror(errno)))")
+        var built = ""
+        for component in directory.split(separator: "/", omittingEmptySubsequences: true) {
+            built += "/" + component
+            if mkdir(built, 0o755) != 0, errno != EEXIST {
+                throw RecordingError("cannot create \(built) for \(deviceID)'s segments: \(String(cString: strerror(errno)))")
+            }
         }
         segmentCount += 1
         let path = directory + "/" + deviceID + "-" + Self.fourDigits(segmentCount) + ".mkv"

@@ -134,6 +134,16 @@ public final class MatroskaSegmentWriter {
         summary.metadataEntries += 1
     }
 
+    /// Puts everything written so far into the file (the muxer closes its cluster): after
+    /// this a crash of this process loses none of it.
+    public func flush() throws(RecordingError) {
+        guard let context else { return }
+        let code = av_write_frame(context, nil)
+        guard code >= 0 else { throw .ffmpeg("cannot flush", path: path, code: code) }
+        avio_flush(context.pointee.pb)
+        if context.pointee.pb.pointee.error < 0 { throw .ffmpeg("cannot write to", path: path, code: context.pointee.pb.pointee.error) }
+    }
+
     /// Writes the index (cues) and duration and closes the file.
     @discardableResult
     public func finish() throws(RecordingError) -> Summary {

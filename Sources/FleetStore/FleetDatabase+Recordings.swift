@@ -1,3 +1,4 @@
+import Foundation
 import FleetCore
 import GRDB
 
@@ -50,6 +51,14 @@ public struct TakeDeviceRecord: Codable, Sendable, Hashable, FetchableRecord, Pe
     public var dropsLate: Int64 = 0
     public var dropsOutOfBuffers: Int64 = 0
     public var dropsDiscontinuity: Int64 = 0
+    /// The agent process the part's frames last came from.
+    public var agentInstance = ""
+    /// Take sequence = the device's sequence + this (wrapping): non-zero after an agent restart.
+    public var sequenceOffset: Int64 = 0
+    /// Why the part ended: stopped, consent denied, …; empty while it records.
+    public var endReason = ""
+    /// Frames captured before a denial that consent kept on the agent's host.
+    public var withheldFrames: Int64 = 0
 
     public init(takeId: String, deviceId: String, nodeId: String) {
         self.takeId = takeId
@@ -217,6 +226,57 @@ extension FleetDatabase {
         try await write("recording a \(event.kind) event of \(event.takeId)") { db in
             var event = event
             try event.insert(db)
+        }
+    }
+
+    /// Takes with a device whose part has not ended (recording, waiting, interrupted): the
+    /// ones a restarted coordinator goes on with.
+    public func unfinishedTakes() async throws(StoreError) -> [(take: TakeRecord, devices: [TakeDeviceRecord], segments: [SegmentRecord])] {
+        try await read("finding takes in progress") { db in
+            let devices = try TakeDeviceRecord.filter(["waiting", "recording", "interrupted"].contains(Column("state"))).fetchAll(db)
+            return try Dictionary(grouping: devices, by: \.takeId).keys.sorted().compactMap { id in
+                guard let take = try TakeRecord.fetchOne(db, key: id) else { return nil }
+                let segments = try SegmentRecord.filter(Column("takeId") == id).order(Column("deviceId"), Column("number")).fetchAll(db)
+                return (take, devices.filter { $0.takeId == id }, segments)
+            }
+        }
+    }
+
+    public func takeDevice(takeID: String, deviceID: String) async throws(StoreError) -> TakeDeviceRecord? {
+        try await read("reading \(deviceID) in take \(takeID)") { db in
+            try TakeDeviceRecord.fetchOne(db, key: ["takeId": takeID, "deviceId": deviceID])
+        }
+    }
+
+    /// Changes a device's row of a take in one transaction (state, agent, how it ended).
+    public func modifyTakeDevice(takeID: String, deviceID: String, _ change: @escaping @Sendable (inout TakeDeviceRecord) -> Void) async throws(StoreError) {
+        try await write("updating \(deviceID) in take \(takeID)") { db in
+            guard var device = try TakeDeviceRecord.fetchOne(db, key: ["takeId": takeID, "deviceId": deviceID]) else {
+                throw StoreError.notFound(what: "\(deviceID) in take \(takeID)")
+            }
+            change(&device)
+            try device.update(db)
+        }
+    }
+
+    /// A take that cannot go on (a full disk): it keeps what was written and says why.
+    public func failTake(id: String, error: String) async throws(StoreError) {
+        try await write("failing take \(id)") { db in
+            guard var take = try TakeRecord.fetchOne(db, key: id), take.state == .recording else { return }
+            take.state = .failed
+            take.error = error
+            take.stoppedAt = Int64(Date().timeIntervalSince1970 * 1000)
+            try take.update(db)
+        }
+    }
+
+    /// Sets when a take stops (before its devices have all ended).
+    public func setTakeStop(id: String, stopFleetNs: UInt64, audit: AuditEntry) async throws(StoreError) {
+        try await write("stopping take \(id)") { db in
+            guard var take = try TakeRecord.fetchOne(db, key: id) else { throw StoreError.notFound(what: "take \(id)") }
+            take.stopFleetNs = stopFleetNs
+            try take.update(db)
+            _ = try audit.inserted(db)
         }
     }
 

@@ -313,6 +313,17 @@ enum FleetSchema {
                 CREATE INDEX takeEvent_take ON takeEvent(takeId, fleetNs);
                 """)
         }
+        migrator.registerMigration("v11: recording path") { db in
+            try db.execute(sql: """
+                -- Where each device's part of a take stands on the recording path: the agent process it
+                -- came from (a new one means the agent restarted and its sequence numbers began anew),
+                -- the offset that continues the take's sequence across such restarts, and how it ended.
+                ALTER TABLE takeDevice ADD COLUMN agentInstance TEXT NOT NULL DEFAULT '';
+                ALTER TABLE takeDevice ADD COLUMN sequenceOffset INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE takeDevice ADD COLUMN endReason TEXT NOT NULL DEFAULT '';
+                ALTER TABLE takeDevice ADD COLUMN withheldFrames INTEGER NOT NULL DEFAULT 0;
+                """)
+        }
         return migrator
     }
 }

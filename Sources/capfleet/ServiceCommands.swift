@@ -31,7 +31,7 @@ struct CoordinatorCommand: AsyncParsableCommand {
 /// The coordinator's settings: defaults, then the file, then CAPFLEET_* variables, then flags.
 enum CoordinatorSettings {
     static let keys = ["data_dir", "bind", "control_port", "ingest_port", "operator_port", "telemetry_port", "metrics_port",
-                       "clock_port", "heartbeat_interval_ms", "heartbeat_liveness",
+                       "clock_port", "record_port", "recordings_dir", "segment_seconds", "record_lead_ms", "heartbeat_interval_ms", "heartbeat_liveness",
                        "alert_command", "alert_webhook", "alert_interval_s", "alert_burst", "alert_pressure_level",
                        "alert_drop_share", "alert_drop_window_s", "alert_command_timeout_s"]
 
@@ -51,6 +51,11 @@ enum CoordinatorSettings {
         configuration.operatorPort = try settings.integer("operator_port", environment: env) ?? configuration.operatorPort
         configuration.telemetryPort = try settings.integer("telemetry_port", environment: env) ?? configuration.telemetryPort
         configuration.clockPort = try settings.integer("clock_port", environment: env) ?? configuration.clockPort
+        configuration.recordPort = try settings.integer("record_port", environment: env) ?? configuration.recordPort
+        configuration.recordingsDirectory = settings.value("recordings_dir", environment: env) ?? configuration.recordingsDirectory
+        configuration.segmentSeconds = try settings.integer("segment_seconds", environment: env) ?? configuration.segmentSeconds
+        guard configuration.segmentSeconds >= 1 else { throw CLIFailure("segment_seconds must be at least 1") }
+        configuration.recordLeadMilliseconds = try settings.integer("record_lead_ms", environment: env) ?? configuration.recordLeadMilliseconds
         if settings.value("metrics_port", environment: env) == "off" {
             configuration.metricsPort = nil
         } else if let port: UInt16 = try settings.integer("metrics_port", environment: env) {

@@ -273,6 +273,9 @@ public nonisolated struct Capfleet_V1_Welcome: Sendable {
   /// TCP port of the clock endpoint on the same host (clock.md)
   public var clockPort: UInt32 = 0
 
+  /// TCP port of the recording path on the same host (frames.md)
+  public var recordPort: UInt32 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -426,7 +429,8 @@ public nonisolated struct Capfleet_V1_SetConsent: Sendable {
   public init() {}
 }
 
-/// Whether the device is being recorded; frames then carry FRAME_FLAG_RECORDING.
+/// Whether the device is being recorded; frames then carry FRAME_FLAG_RECORDING. With a take
+/// id, the agent also sends the take's frames on the recording path (frames.md).
 public nonisolated struct Capfleet_V1_SetRecording: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -434,7 +438,17 @@ public nonisolated struct Capfleet_V1_SetRecording: Sendable {
 
   public var recording: Bool = false
 
+  /// the take's id
   public var take: String = String()
+
+  /// the take's first instant: frames captured at or after it
+  public var startFleetNs: UInt64 = 0
+
+  /// with recording false: frames captured before it still belong; 0 = now
+  public var stopFleetNs: UInt64 = 0
+
+  /// ended by a denial: frames not yet sent stay on the host
+  public var consentStop: Bool = false
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1341,7 +1355,7 @@ nonisolated extension Capfleet_V1_AgentStatus: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Capfleet_V1_Welcome: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Welcome"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}status\0\u{3}coordinator_id\0\u{3}frame_ingest_port\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_liveness\0\u{3}protocol_version\0\u{3}clock_port\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}status\0\u{3}coordinator_id\0\u{3}frame_ingest_port\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_liveness\0\u{3}protocol_version\0\u{3}clock_port\0\u{3}record_port\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1356,6 +1370,7 @@ nonisolated extension Capfleet_V1_Welcome: SwiftProtobuf.Message, SwiftProtobuf.
       case 5: try { try decoder.decodeSingularUInt32Field(value: &self.heartbeatLiveness) }()
       case 6: try { try decoder.decodeSingularEnumField(value: &self.protocolVersion) }()
       case 7: try { try decoder.decodeSingularUInt32Field(value: &self.clockPort) }()
+      case 8: try { try decoder.decodeSingularUInt32Field(value: &self.recordPort) }()
       default: break
       }
     }
@@ -1387,6 +1402,9 @@ nonisolated extension Capfleet_V1_Welcome: SwiftProtobuf.Message, SwiftProtobuf.
     if self.clockPort != 0 {
       try visitor.visitSingularUInt32Field(value: self.clockPort, fieldNumber: 7)
     }
+    if self.recordPort != 0 {
+      try visitor.visitSingularUInt32Field(value: self.recordPort, fieldNumber: 8)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1398,6 +1416,7 @@ nonisolated extension Capfleet_V1_Welcome: SwiftProtobuf.Message, SwiftProtobuf.
     if lhs.heartbeatLiveness != rhs.heartbeatLiveness {return false}
     if lhs.protocolVersion != rhs.protocolVersion {return false}
     if lhs.clockPort != rhs.clockPort {return false}
+    if lhs.recordPort != rhs.recordPort {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1688,7 +1707,7 @@ nonisolated extension Capfleet_V1_SetConsent: SwiftProtobuf.Message, SwiftProtob
 
 nonisolated extension Capfleet_V1_SetRecording: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".SetRecording"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}recording\0\u{1}take\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}recording\0\u{1}take\0\u{3}start_fleet_ns\0\u{3}stop_fleet_ns\0\u{3}consent_stop\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1698,6 +1717,9 @@ nonisolated extension Capfleet_V1_SetRecording: SwiftProtobuf.Message, SwiftProt
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularBoolField(value: &self.recording) }()
       case 2: try { try decoder.decodeSingularStringField(value: &self.take) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.startFleetNs) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.stopFleetNs) }()
+      case 5: try { try decoder.decodeSingularBoolField(value: &self.consentStop) }()
       default: break
       }
     }
@@ -1710,12 +1732,24 @@ nonisolated extension Capfleet_V1_SetRecording: SwiftProtobuf.Message, SwiftProt
     if !self.take.isEmpty {
       try visitor.visitSingularStringField(value: self.take, fieldNumber: 2)
     }
+    if self.startFleetNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.startFleetNs, fieldNumber: 3)
+    }
+    if self.stopFleetNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.stopFleetNs, fieldNumber: 4)
+    }
+    if self.consentStop != false {
+      try visitor.visitSingularBoolField(value: self.consentStop, fieldNumber: 5)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Capfleet_V1_SetRecording, rhs: Capfleet_V1_SetRecording) -> Bool {
     if lhs.recording != rhs.recording {return false}
     if lhs.take != rhs.take {return false}
+    if lhs.startFleetNs != rhs.startFleetNs {return false}
+    if lhs.stopFleetNs != rhs.stopFleetNs {return false}
+    if lhs.consentStop != rhs.consentStop {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -377,6 +377,69 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     set {body = .changeFrameAlignment(newValue)}
   }
 
+  /// operator: recordings.md
+  public var startRecording: Capfleet_V1_StartRecording {
+    get {
+      if case .startRecording(let v)? = body {return v}
+      return Capfleet_V1_StartRecording()
+    }
+    set {body = .startRecording(newValue)}
+  }
+
+  /// operator
+  public var stopRecording: Capfleet_V1_StopRecording {
+    get {
+      if case .stopRecording(let v)? = body {return v}
+      return Capfleet_V1_StopRecording()
+    }
+    set {body = .stopRecording(newValue)}
+  }
+
+  /// viewer
+  public var listRecordings: Capfleet_V1_ListRecordings {
+    get {
+      if case .listRecordings(let v)? = body {return v}
+      return Capfleet_V1_ListRecordings()
+    }
+    set {body = .listRecordings(newValue)}
+  }
+
+  /// viewer
+  public var getRecording: Capfleet_V1_GetRecording {
+    get {
+      if case .getRecording(let v)? = body {return v}
+      return Capfleet_V1_GetRecording()
+    }
+    set {body = .getRecording(newValue)}
+  }
+
+  /// operator
+  public var deleteRecording: Capfleet_V1_DeleteRecording {
+    get {
+      if case .deleteRecording(let v)? = body {return v}
+      return Capfleet_V1_DeleteRecording()
+    }
+    set {body = .deleteRecording(newValue)}
+  }
+
+  /// viewer
+  public var verifyRecording: Capfleet_V1_VerifyRecording {
+    get {
+      if case .verifyRecording(let v)? = body {return v}
+      return Capfleet_V1_VerifyRecording()
+    }
+    set {body = .verifyRecording(newValue)}
+  }
+
+  /// viewer: export
+  public var readSegment: Capfleet_V1_ReadSegment {
+    get {
+      if case .readSegment(let v)? = body {return v}
+      return Capfleet_V1_ReadSegment()
+    }
+    set {body = .readSegment(newValue)}
+  }
+
   /// Ties leases taken by this request to an operator session: when the session ends
   /// (EndSession, or no request for session_timeout_ms), its leases are released.
   public var sessionID: String = String()
@@ -424,6 +487,20 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     case syncCheck(Capfleet_V1_SyncCheck)
     /// operator: clock.md, "Frame alignment"
     case changeFrameAlignment(Capfleet_V1_ChangeFrameAlignment)
+    /// operator: recordings.md
+    case startRecording(Capfleet_V1_StartRecording)
+    /// operator
+    case stopRecording(Capfleet_V1_StopRecording)
+    /// viewer
+    case listRecordings(Capfleet_V1_ListRecordings)
+    /// viewer
+    case getRecording(Capfleet_V1_GetRecording)
+    /// operator
+    case deleteRecording(Capfleet_V1_DeleteRecording)
+    /// viewer
+    case verifyRecording(Capfleet_V1_VerifyRecording)
+    /// viewer: export
+    case readSegment(Capfleet_V1_ReadSegment)
 
   }
 
@@ -1206,6 +1283,34 @@ public nonisolated struct Capfleet_V1_OperatorReply: @unchecked Sendable {
   /// Clears the value of `syncCheck`. Subsequent reads from it will return its default value.
   public mutating func clearSyncCheck() {_uniqueStorage()._syncCheck = nil}
 
+  /// with StartRecording, StopRecording, ListRecordings, GetRecording
+  public var takes: [Capfleet_V1_TakeInfo] {
+    get {_storage._takes}
+    set {_uniqueStorage()._takes = newValue}
+  }
+
+  /// with VerifyRecording
+  public var verification: Capfleet_V1_SegmentVerification {
+    get {_storage._verification ?? Capfleet_V1_SegmentVerification()}
+    set {_uniqueStorage()._verification = newValue}
+  }
+  /// Returns true if `verification` has been explicitly set.
+  public var hasVerification: Bool {_storage._verification != nil}
+  /// Clears the value of `verification`. Subsequent reads from it will return its default value.
+  public mutating func clearVerification() {_uniqueStorage()._verification = nil}
+
+  /// with ReadSegment
+  public var segmentData: Data {
+    get {_storage._segmentData}
+    set {_uniqueStorage()._segmentData = newValue}
+  }
+
+  /// with ReadSegment: the whole file's size
+  public var segmentSize: UInt64 {
+    get {_storage._segmentSize}
+    set {_uniqueStorage()._segmentSize = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1461,6 +1566,349 @@ public nonisolated struct Capfleet_V1_ChangeFrameAlignment: Sendable {
   public init() {}
 }
 
+/// A take of the devices named (recordings.md). Every device starts with its first frame
+/// captured at or after the start instant: `at_fleet_time_ns`, or `from_now_ns` from now
+/// (0 = one second), so every agent hears of it before it comes.
+public nonisolated struct Capfleet_V1_StartRecording: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var deviceIds: [String] = []
+
+  /// empty = the take's id
+  public var name: String = String()
+
+  public var atFleetTimeNs: UInt64 = 0
+
+  public var fromNowNs: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Ends a take: frames captured at or after the stop instant are not its. `at_fleet_time_ns`,
+/// or `from_now_ns` from now (0 = now). The reply comes once every device's part is stored, or
+/// after `wait_ms` (0 = 10000) with the devices still uploading shown as they are.
+public nonisolated struct Capfleet_V1_StopRecording: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var takeID: String = String()
+
+  public var atFleetTimeNs: UInt64 = 0
+
+  public var fromNowNs: UInt64 = 0
+
+  public var waitMs: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_ListRecordings: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_GetRecording: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var takeID: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Refused while the take records; removes its files and its index entries.
+public nonisolated struct Capfleet_V1_DeleteRecording: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var takeID: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Checks one segment's file against the index (size, SHA-256, frames, timestamps, sequence
+/// markers); with no device, checks the take's accounting. The CLI walks a take's segments
+/// one request at a time, which is its progress display.
+public nonisolated struct Capfleet_V1_VerifyRecording: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var takeID: String = String()
+
+  public var deviceID: String = String()
+
+  public var segmentNumber: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Up to `length` bytes (at most 1 MiB; 0 = 1 MiB) of a segment's file from `offset`: export.
+public nonisolated struct Capfleet_V1_ReadSegment: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var takeID: String = String()
+
+  public var deviceID: String = String()
+
+  public var segmentNumber: UInt32 = 0
+
+  public var offset: UInt64 = 0
+
+  public var length: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_TakeInfo: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var id: String = String()
+
+  public var name: String = String()
+
+  /// recording, stopped, failed
+  public var state: String = String()
+
+  public var startFleetNs: UInt64 = 0
+
+  /// 0 while recording
+  public var stopFleetNs: UInt64 = 0
+
+  public var directory: String = String()
+
+  public var createdUnixMs: Int64 = 0
+
+  public var createdBy: String = String()
+
+  public var error: String = String()
+
+  public var devices: [Capfleet_V1_TakeDeviceInfo] = []
+
+  /// with GetRecording
+  public var segments: [Capfleet_V1_TakeSegmentInfo] = []
+
+  /// with GetRecording
+  public var events: [Capfleet_V1_TakeEventInfo] = []
+
+  /// latest minus earliest first frame among the devices
+  public var startSpreadNs: UInt64 = 0
+
+  public var frames: UInt64 = 0
+
+  /// frame payload bytes
+  public var bytes: UInt64 = 0
+
+  /// the files' sizes
+  public var sizeBytes: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_TakeDeviceInfo: @unchecked Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var deviceID: String {
+    get {_storage._deviceID}
+    set {_uniqueStorage()._deviceID = newValue}
+  }
+
+  public var nodeID: String {
+    get {_storage._nodeID}
+    set {_uniqueStorage()._nodeID = newValue}
+  }
+
+  /// waiting, recording, interrupted, stopped, failed
+  public var state: String {
+    get {_storage._state}
+    set {_uniqueStorage()._state = newValue}
+  }
+
+  public var pixelFormat: String {
+    get {_storage._pixelFormat}
+    set {_uniqueStorage()._pixelFormat = newValue}
+  }
+
+  public var width: UInt32 {
+    get {_storage._width}
+    set {_uniqueStorage()._width = newValue}
+  }
+
+  public var height: UInt32 {
+    get {_storage._height}
+    set {_uniqueStorage()._height = newValue}
+  }
+
+  public var frameRate: Double {
+    get {_storage._frameRate}
+    set {_uniqueStorage()._frameRate = newValue}
+  }
+
+  /// 0 = no frame yet
+  public var firstFleetNs: UInt64 {
+    get {_storage._firstFleetNs}
+    set {_uniqueStorage()._firstFleetNs = newValue}
+  }
+
+  public var lastFleetNs: UInt64 {
+    get {_storage._lastFleetNs}
+    set {_uniqueStorage()._lastFleetNs = newValue}
+  }
+
+  public var firstSequence: UInt64 {
+    get {_storage._firstSequence}
+    set {_uniqueStorage()._firstSequence = newValue}
+  }
+
+  public var lastSequence: UInt64 {
+    get {_storage._lastSequence}
+    set {_uniqueStorage()._lastSequence = newValue}
+  }
+
+  public var frames: UInt64 {
+    get {_storage._frames}
+    set {_uniqueStorage()._frames = newValue}
+  }
+
+  public var bytes: UInt64 {
+    get {_storage._bytes}
+    set {_uniqueStorage()._bytes = newValue}
+  }
+
+  public var drops: Capfleet_V1_DropCounts {
+    get {_storage._drops ?? Capfleet_V1_DropCounts()}
+    set {_uniqueStorage()._drops = newValue}
+  }
+  /// Returns true if `drops` has been explicitly set.
+  public var hasDrops: Bool {_storage._drops != nil}
+  /// Clears the value of `drops`. Subsequent reads from it will return its default value.
+  public mutating func clearDrops() {_uniqueStorage()._drops = nil}
+
+  public var segments: UInt32 {
+    get {_storage._segments}
+    set {_uniqueStorage()._segments = newValue}
+  }
+
+  /// waiting on the agent, as its last resume said
+  public var spooledFrames: UInt64 {
+    get {_storage._spooledFrames}
+    set {_uniqueStorage()._spooledFrames = newValue}
+  }
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+public nonisolated struct Capfleet_V1_TakeSegmentInfo: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var deviceID: String = String()
+
+  public var number: UInt32 = 0
+
+  public var path: String = String()
+
+  /// open, finished, repaired
+  public var state: String = String()
+
+  public var sizeBytes: UInt64 = 0
+
+  public var sha256: String = String()
+
+  public var firstFleetNs: UInt64 = 0
+
+  public var lastFleetNs: UInt64 = 0
+
+  public var firstSequence: UInt64 = 0
+
+  public var lastSequence: UInt64 = 0
+
+  public var frames: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_TakeEventInfo: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// empty: the whole take
+  public var deviceID: String = String()
+
+  public var fleetNs: UInt64 = 0
+
+  public var kind: String = String()
+
+  /// the JSON object
+  public var detail: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_SegmentVerification: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// empty: the take's accounting
+  public var deviceID: String = String()
+
+  public var segmentNumber: UInt32 = 0
+
+  public var ok: Bool = false
+
+  public var problems: [String] = []
+
+  /// video frames found in the file
+  public var frames: UInt64 = 0
+
+  public var sizeBytes: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "capfleet.v1"
@@ -1475,7 +1923,7 @@ nonisolated extension Capfleet_V1_OperatorRole: SwiftProtobuf._ProtoNameProvidin
 
 nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1851,6 +2299,97 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
           self.body = .changeFrameAlignment(v)
         }
       }()
+      case 38: try {
+        var v: Capfleet_V1_StartRecording?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .startRecording(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .startRecording(v)
+        }
+      }()
+      case 39: try {
+        var v: Capfleet_V1_StopRecording?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .stopRecording(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .stopRecording(v)
+        }
+      }()
+      case 40: try {
+        var v: Capfleet_V1_ListRecordings?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .listRecordings(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .listRecordings(v)
+        }
+      }()
+      case 41: try {
+        var v: Capfleet_V1_GetRecording?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .getRecording(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .getRecording(v)
+        }
+      }()
+      case 42: try {
+        var v: Capfleet_V1_DeleteRecording?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .deleteRecording(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .deleteRecording(v)
+        }
+      }()
+      case 43: try {
+        var v: Capfleet_V1_VerifyRecording?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .verifyRecording(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .verifyRecording(v)
+        }
+      }()
+      case 44: try {
+        var v: Capfleet_V1_ReadSegment?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .readSegment(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .readSegment(v)
+        }
+      }()
       default: break
       }
     }
@@ -1985,6 +2524,34 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
     case .changeFrameAlignment?: try {
       guard case .changeFrameAlignment(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 37)
+    }()
+    case .startRecording?: try {
+      guard case .startRecording(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 38)
+    }()
+    case .stopRecording?: try {
+      guard case .stopRecording(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 39)
+    }()
+    case .listRecordings?: try {
+      guard case .listRecordings(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 40)
+    }()
+    case .getRecording?: try {
+      guard case .getRecording(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 41)
+    }()
+    case .deleteRecording?: try {
+      guard case .deleteRecording(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 42)
+    }()
+    case .verifyRecording?: try {
+      guard case .verifyRecording(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 43)
+    }()
+    case .readSegment?: try {
+      guard case .readSegment(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 44)
     }()
     case nil: break
     }
@@ -3080,7 +3647,7 @@ nonisolated extension Capfleet_V1_RejectionCount: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0\u{1}takes\0\u{1}verification\0\u{3}segment_data\0\u{3}segment_size\0")
 
   fileprivate class _StorageClass {
     var _requestID: UInt64 = 0
@@ -3107,6 +3674,10 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
     var _consentHistory: [Capfleet_V1_ConsentRecord] = []
     var _consentApplied: Bool = false
     var _syncCheck: Capfleet_V1_SyncCheckResult? = nil
+    var _takes: [Capfleet_V1_TakeInfo] = []
+    var _verification: Capfleet_V1_SegmentVerification? = nil
+    var _segmentData: Data = Data()
+    var _segmentSize: UInt64 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -3141,6 +3712,10 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       _consentHistory = source._consentHistory
       _consentApplied = source._consentApplied
       _syncCheck = source._syncCheck
+      _takes = source._takes
+      _verification = source._verification
+      _segmentData = source._segmentData
+      _segmentSize = source._segmentSize
     }
   }
 
@@ -3183,6 +3758,10 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         case 29: try { try decoder.decodeRepeatedMessageField(value: &_storage._consentHistory) }()
         case 30: try { try decoder.decodeSingularBoolField(value: &_storage._consentApplied) }()
         case 31: try { try decoder.decodeSingularMessageField(value: &_storage._syncCheck) }()
+        case 32: try { try decoder.decodeRepeatedMessageField(value: &_storage._takes) }()
+        case 33: try { try decoder.decodeSingularMessageField(value: &_storage._verification) }()
+        case 34: try { try decoder.decodeSingularBytesField(value: &_storage._segmentData) }()
+        case 35: try { try decoder.decodeSingularUInt64Field(value: &_storage._segmentSize) }()
         default: break
         }
       }
@@ -3267,6 +3846,18 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       try { if let v = _storage._syncCheck {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 31)
       } }()
+      if !_storage._takes.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._takes, fieldNumber: 32)
+      }
+      try { if let v = _storage._verification {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 33)
+      } }()
+      if !_storage._segmentData.isEmpty {
+        try visitor.visitSingularBytesField(value: _storage._segmentData, fieldNumber: 34)
+      }
+      if _storage._segmentSize != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._segmentSize, fieldNumber: 35)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -3300,6 +3891,10 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         if _storage._consentHistory != rhs_storage._consentHistory {return false}
         if _storage._consentApplied != rhs_storage._consentApplied {return false}
         if _storage._syncCheck != rhs_storage._syncCheck {return false}
+        if _storage._takes != rhs_storage._takes {return false}
+        if _storage._verification != rhs_storage._verification {return false}
+        if _storage._segmentData != rhs_storage._segmentData {return false}
+        if _storage._segmentSize != rhs_storage._segmentSize {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -3831,6 +4426,725 @@ nonisolated extension Capfleet_V1_ChangeFrameAlignment: SwiftProtobuf.Message, S
   public static func ==(lhs: Capfleet_V1_ChangeFrameAlignment, rhs: Capfleet_V1_ChangeFrameAlignment) -> Bool {
     if lhs.deviceIds != rhs.deviceIds {return false}
     if lhs.enabled != rhs.enabled {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_StartRecording: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".StartRecording"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_ids\0\u{1}name\0\u{3}at_fleet_time_ns\0\u{3}from_now_ns\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedStringField(value: &self.deviceIds) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.name) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.atFleetTimeNs) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.fromNowNs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.deviceIds.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.deviceIds, fieldNumber: 1)
+    }
+    if !self.name.isEmpty {
+      try visitor.visitSingularStringField(value: self.name, fieldNumber: 2)
+    }
+    if self.atFleetTimeNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.atFleetTimeNs, fieldNumber: 3)
+    }
+    if self.fromNowNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.fromNowNs, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_StartRecording, rhs: Capfleet_V1_StartRecording) -> Bool {
+    if lhs.deviceIds != rhs.deviceIds {return false}
+    if lhs.name != rhs.name {return false}
+    if lhs.atFleetTimeNs != rhs.atFleetTimeNs {return false}
+    if lhs.fromNowNs != rhs.fromNowNs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_StopRecording: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".StopRecording"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}take_id\0\u{3}at_fleet_time_ns\0\u{3}from_now_ns\0\u{3}wait_ms\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.takeID) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.atFleetTimeNs) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.fromNowNs) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.waitMs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.takeID.isEmpty {
+      try visitor.visitSingularStringField(value: self.takeID, fieldNumber: 1)
+    }
+    if self.atFleetTimeNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.atFleetTimeNs, fieldNumber: 2)
+    }
+    if self.fromNowNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.fromNowNs, fieldNumber: 3)
+    }
+    if self.waitMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.waitMs, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_StopRecording, rhs: Capfleet_V1_StopRecording) -> Bool {
+    if lhs.takeID != rhs.takeID {return false}
+    if lhs.atFleetTimeNs != rhs.atFleetTimeNs {return false}
+    if lhs.fromNowNs != rhs.fromNowNs {return false}
+    if lhs.waitMs != rhs.waitMs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_ListRecordings: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ListRecordings"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap()
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    // Load everything into unknown fields
+    while try decoder.nextFieldNumber() != nil {}
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_ListRecordings, rhs: Capfleet_V1_ListRecordings) -> Bool {
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_GetRecording: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".GetRecording"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}take_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.takeID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.takeID.isEmpty {
+      try visitor.visitSingularStringField(value: self.takeID, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_GetRecording, rhs: Capfleet_V1_GetRecording) -> Bool {
+    if lhs.takeID != rhs.takeID {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_DeleteRecording: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".DeleteRecording"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}take_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.takeID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.takeID.isEmpty {
+      try visitor.visitSingularStringField(value: self.takeID, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_DeleteRecording, rhs: Capfleet_V1_DeleteRecording) -> Bool {
+    if lhs.takeID != rhs.takeID {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_VerifyRecording: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".VerifyRecording"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}take_id\0\u{3}device_id\0\u{3}segment_number\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.takeID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.segmentNumber) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.takeID.isEmpty {
+      try visitor.visitSingularStringField(value: self.takeID, fieldNumber: 1)
+    }
+    if !self.deviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 2)
+    }
+    if self.segmentNumber != 0 {
+      try visitor.visitSingularUInt32Field(value: self.segmentNumber, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_VerifyRecording, rhs: Capfleet_V1_VerifyRecording) -> Bool {
+    if lhs.takeID != rhs.takeID {return false}
+    if lhs.deviceID != rhs.deviceID {return false}
+    if lhs.segmentNumber != rhs.segmentNumber {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_ReadSegment: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ReadSegment"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}take_id\0\u{3}device_id\0\u{3}segment_number\0\u{1}offset\0\u{1}length\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.takeID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.segmentNumber) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.offset) }()
+      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.length) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.takeID.isEmpty {
+      try visitor.visitSingularStringField(value: self.takeID, fieldNumber: 1)
+    }
+    if !self.deviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 2)
+    }
+    if self.segmentNumber != 0 {
+      try visitor.visitSingularUInt32Field(value: self.segmentNumber, fieldNumber: 3)
+    }
+    if self.offset != 0 {
+      try visitor.visitSingularUInt64Field(value: self.offset, fieldNumber: 4)
+    }
+    if self.length != 0 {
+      try visitor.visitSingularUInt32Field(value: self.length, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_ReadSegment, rhs: Capfleet_V1_ReadSegment) -> Bool {
+    if lhs.takeID != rhs.takeID {return false}
+    if lhs.deviceID != rhs.deviceID {return false}
+    if lhs.segmentNumber != rhs.segmentNumber {return false}
+    if lhs.offset != rhs.offset {return false}
+    if lhs.length != rhs.length {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".TakeInfo"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}name\0\u{1}state\0\u{3}start_fleet_ns\0\u{3}stop_fleet_ns\0\u{1}directory\0\u{3}created_unix_ms\0\u{3}created_by\0\u{1}error\0\u{1}devices\0\u{1}segments\0\u{1}events\0\u{3}start_spread_ns\0\u{1}frames\0\u{1}bytes\0\u{3}size_bytes\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.id) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.name) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.state) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.startFleetNs) }()
+      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.stopFleetNs) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.directory) }()
+      case 7: try { try decoder.decodeSingularInt64Field(value: &self.createdUnixMs) }()
+      case 8: try { try decoder.decodeSingularStringField(value: &self.createdBy) }()
+      case 9: try { try decoder.decodeSingularStringField(value: &self.error) }()
+      case 10: try { try decoder.decodeRepeatedMessageField(value: &self.devices) }()
+      case 11: try { try decoder.decodeRepeatedMessageField(value: &self.segments) }()
+      case 12: try { try decoder.decodeRepeatedMessageField(value: &self.events) }()
+      case 13: try { try decoder.decodeSingularUInt64Field(value: &self.startSpreadNs) }()
+      case 14: try { try decoder.decodeSingularUInt64Field(value: &self.frames) }()
+      case 15: try { try decoder.decodeSingularUInt64Field(value: &self.bytes) }()
+      case 16: try { try decoder.decodeSingularUInt64Field(value: &self.sizeBytes) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.id.isEmpty {
+      try visitor.visitSingularStringField(value: self.id, fieldNumber: 1)
+    }
+    if !self.name.isEmpty {
+      try visitor.visitSingularStringField(value: self.name, fieldNumber: 2)
+    }
+    if !self.state.isEmpty {
+      try visitor.visitSingularStringField(value: self.state, fieldNumber: 3)
+    }
+    if self.startFleetNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.startFleetNs, fieldNumber: 4)
+    }
+    if self.stopFleetNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.stopFleetNs, fieldNumber: 5)
+    }
+    if !self.directory.isEmpty {
+      try visitor.visitSingularStringField(value: self.directory, fieldNumber: 6)
+    }
+    if self.createdUnixMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.createdUnixMs, fieldNumber: 7)
+    }
+    if !self.createdBy.isEmpty {
+      try visitor.visitSingularStringField(value: self.createdBy, fieldNumber: 8)
+    }
+    if !self.error.isEmpty {
+      try visitor.visitSingularStringField(value: self.error, fieldNumber: 9)
+    }
+    if !self.devices.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.devices, fieldNumber: 10)
+    }
+    if !self.segments.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.segments, fieldNumber: 11)
+    }
+    if !self.events.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.events, fieldNumber: 12)
+    }
+    if self.startSpreadNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.startSpreadNs, fieldNumber: 13)
+    }
+    if self.frames != 0 {
+      try visitor.visitSingularUInt64Field(value: self.frames, fieldNumber: 14)
+    }
+    if self.bytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.bytes, fieldNumber: 15)
+    }
+    if self.sizeBytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.sizeBytes, fieldNumber: 16)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_TakeInfo, rhs: Capfleet_V1_TakeInfo) -> Bool {
+    if lhs.id != rhs.id {return false}
+    if lhs.name != rhs.name {return false}
+    if lhs.state != rhs.state {return false}
+    if lhs.startFleetNs != rhs.startFleetNs {return false}
+    if lhs.stopFleetNs != rhs.stopFleetNs {return false}
+    if lhs.directory != rhs.directory {return false}
+    if lhs.createdUnixMs != rhs.createdUnixMs {return false}
+    if lhs.createdBy != rhs.createdBy {return false}
+    if lhs.error != rhs.error {return false}
+    if lhs.devices != rhs.devices {return false}
+    if lhs.segments != rhs.segments {return false}
+    if lhs.events != rhs.events {return false}
+    if lhs.startSpreadNs != rhs.startSpreadNs {return false}
+    if lhs.frames != rhs.frames {return false}
+    if lhs.bytes != rhs.bytes {return false}
+    if lhs.sizeBytes != rhs.sizeBytes {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_TakeDeviceInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".TakeDeviceInfo"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}state\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{3}frame_rate\0\u{3}first_fleet_ns\0\u{3}last_fleet_ns\0\u{3}first_sequence\0\u{3}last_sequence\0\u{1}frames\0\u{1}bytes\0\u{1}drops\0\u{1}segments\0\u{3}spooled_frames\0")
+
+  fileprivate class _StorageClass {
+    var _deviceID: String = String()
+    var _nodeID: String = String()
+    var _state: String = String()
+    var _pixelFormat: String = String()
+    var _width: UInt32 = 0
+    var _height: UInt32 = 0
+    var _frameRate: Double = 0
+    var _firstFleetNs: UInt64 = 0
+    var _lastFleetNs: UInt64 = 0
+    var _firstSequence: UInt64 = 0
+    var _lastSequence: UInt64 = 0
+    var _frames: UInt64 = 0
+    var _bytes: UInt64 = 0
+    var _drops: Capfleet_V1_DropCounts? = nil
+    var _segments: UInt32 = 0
+    var _spooledFrames: UInt64 = 0
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _deviceID = source._deviceID
+      _nodeID = source._nodeID
+      _state = source._state
+      _pixelFormat = source._pixelFormat
+      _width = source._width
+      _height = source._height
+      _frameRate = source._frameRate
+      _firstFleetNs = source._firstFleetNs
+      _lastFleetNs = source._lastFleetNs
+      _firstSequence = source._firstSequence
+      _lastSequence = source._lastSequence
+      _frames = source._frames
+      _bytes = source._bytes
+      _drops = source._drops
+      _segments = source._segments
+      _spooledFrames = source._spooledFrames
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularStringField(value: &_storage._deviceID) }()
+        case 2: try { try decoder.decodeSingularStringField(value: &_storage._nodeID) }()
+        case 3: try { try decoder.decodeSingularStringField(value: &_storage._state) }()
+        case 4: try { try decoder.decodeSingularStringField(value: &_storage._pixelFormat) }()
+        case 5: try { try decoder.decodeSingularUInt32Field(value: &_storage._width) }()
+        case 6: try { try decoder.decodeSingularUInt32Field(value: &_storage._height) }()
+        case 7: try { try decoder.decodeSingularDoubleField(value: &_storage._frameRate) }()
+        case 8: try { try decoder.decodeSingularUInt64Field(value: &_storage._firstFleetNs) }()
+        case 9: try { try decoder.decodeSingularUInt64Field(value: &_storage._lastFleetNs) }()
+        case 10: try { try decoder.decodeSingularUInt64Field(value: &_storage._firstSequence) }()
+        case 11: try { try decoder.decodeSingularUInt64Field(value: &_storage._lastSequence) }()
+        case 12: try { try decoder.decodeSingularUInt64Field(value: &_storage._frames) }()
+        case 13: try { try decoder.decodeSingularUInt64Field(value: &_storage._bytes) }()
+        case 14: try { try decoder.decodeSingularMessageField(value: &_storage._drops) }()
+        case 15: try { try decoder.decodeSingularUInt32Field(value: &_storage._segments) }()
+        case 16: try { try decoder.decodeSingularUInt64Field(value: &_storage._spooledFrames) }()
+        default: break
+        }
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if !_storage._deviceID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._deviceID, fieldNumber: 1)
+      }
+      if !_storage._nodeID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._nodeID, fieldNumber: 2)
+      }
+      if !_storage._state.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._state, fieldNumber: 3)
+      }
+      if !_storage._pixelFormat.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._pixelFormat, fieldNumber: 4)
+      }
+      if _storage._width != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._width, fieldNumber: 5)
+      }
+      if _storage._height != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._height, fieldNumber: 6)
+      }
+      if _storage._frameRate.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._frameRate, fieldNumber: 7)
+      }
+      if _storage._firstFleetNs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._firstFleetNs, fieldNumber: 8)
+      }
+      if _storage._lastFleetNs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._lastFleetNs, fieldNumber: 9)
+      }
+      if _storage._firstSequence != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._firstSequence, fieldNumber: 10)
+      }
+      if _storage._lastSequence != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._lastSequence, fieldNumber: 11)
+      }
+      if _storage._frames != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._frames, fieldNumber: 12)
+      }
+      if _storage._bytes != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._bytes, fieldNumber: 13)
+      }
+      try { if let v = _storage._drops {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 14)
+      } }()
+      if _storage._segments != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._segments, fieldNumber: 15)
+      }
+      if _storage._spooledFrames != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._spooledFrames, fieldNumber: 16)
+      }
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_TakeDeviceInfo, rhs: Capfleet_V1_TakeDeviceInfo) -> Bool {
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._deviceID != rhs_storage._deviceID {return false}
+        if _storage._nodeID != rhs_storage._nodeID {return false}
+        if _storage._state != rhs_storage._state {return false}
+        if _storage._pixelFormat != rhs_storage._pixelFormat {return false}
+        if _storage._width != rhs_storage._width {return false}
+        if _storage._height != rhs_storage._height {return false}
+        if _storage._frameRate != rhs_storage._frameRate {return false}
+        if _storage._firstFleetNs != rhs_storage._firstFleetNs {return false}
+        if _storage._lastFleetNs != rhs_storage._lastFleetNs {return false}
+        if _storage._firstSequence != rhs_storage._firstSequence {return false}
+        if _storage._lastSequence != rhs_storage._lastSequence {return false}
+        if _storage._frames != rhs_storage._frames {return false}
+        if _storage._bytes != rhs_storage._bytes {return false}
+        if _storage._drops != rhs_storage._drops {return false}
+        if _storage._segments != rhs_storage._segments {return false}
+        if _storage._spooledFrames != rhs_storage._spooledFrames {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_TakeSegmentInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".TakeSegmentInfo"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{1}number\0\u{1}path\0\u{1}state\0\u{3}size_bytes\0\u{1}sha256\0\u{3}first_fleet_ns\0\u{3}last_fleet_ns\0\u{3}first_sequence\0\u{3}last_sequence\0\u{1}frames\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.number) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.path) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.state) }()
+      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.sizeBytes) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.sha256) }()
+      case 7: try { try decoder.decodeSingularUInt64Field(value: &self.firstFleetNs) }()
+      case 8: try { try decoder.decodeSingularUInt64Field(value: &self.lastFleetNs) }()
+      case 9: try { try decoder.decodeSingularUInt64Field(value: &self.firstSequence) }()
+      case 10: try { try decoder.decodeSingularUInt64Field(value: &self.lastSequence) }()
+      case 11: try { try decoder.decodeSingularUInt64Field(value: &self.frames) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.deviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 1)
+    }
+    if self.number != 0 {
+      try visitor.visitSingularUInt32Field(value: self.number, fieldNumber: 2)
+    }
+    if !self.path.isEmpty {
+      try visitor.visitSingularStringField(value: self.path, fieldNumber: 3)
+    }
+    if !self.state.isEmpty {
+      try visitor.visitSingularStringField(value: self.state, fieldNumber: 4)
+    }
+    if self.sizeBytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.sizeBytes, fieldNumber: 5)
+    }
+    if !self.sha256.isEmpty {
+      try visitor.visitSingularStringField(value: self.sha256, fieldNumber: 6)
+    }
+    if self.firstFleetNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.firstFleetNs, fieldNumber: 7)
+    }
+    if self.lastFleetNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.lastFleetNs, fieldNumber: 8)
+    }
+    if self.firstSequence != 0 {
+      try visitor.visitSingularUInt64Field(value: self.firstSequence, fieldNumber: 9)
+    }
+    if self.lastSequence != 0 {
+      try visitor.visitSingularUInt64Field(value: self.lastSequence, fieldNumber: 10)
+    }
+    if self.frames != 0 {
+      try visitor.visitSingularUInt64Field(value: self.frames, fieldNumber: 11)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_TakeSegmentInfo, rhs: Capfleet_V1_TakeSegmentInfo) -> Bool {
+    if lhs.deviceID != rhs.deviceID {return false}
+    if lhs.number != rhs.number {return false}
+    if lhs.path != rhs.path {return false}
+    if lhs.state != rhs.state {return false}
+    if lhs.sizeBytes != rhs.sizeBytes {return false}
+    if lhs.sha256 != rhs.sha256 {return false}
+    if lhs.firstFleetNs != rhs.firstFleetNs {return false}
+    if lhs.lastFleetNs != rhs.lastFleetNs {return false}
+    if lhs.firstSequence != rhs.firstSequence {return false}
+    if lhs.lastSequence != rhs.lastSequence {return false}
+    if lhs.frames != rhs.frames {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_TakeEventInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".TakeEventInfo"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}fleet_ns\0\u{1}kind\0\u{1}detail\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.fleetNs) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.kind) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.detail) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.deviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 1)
+    }
+    if self.fleetNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.fleetNs, fieldNumber: 2)
+    }
+    if !self.kind.isEmpty {
+      try visitor.visitSingularStringField(value: self.kind, fieldNumber: 3)
+    }
+    if !self.detail.isEmpty {
+      try visitor.visitSingularStringField(value: self.detail, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_TakeEventInfo, rhs: Capfleet_V1_TakeEventInfo) -> Bool {
+    if lhs.deviceID != rhs.deviceID {return false}
+    if lhs.fleetNs != rhs.fleetNs {return false}
+    if lhs.kind != rhs.kind {return false}
+    if lhs.detail != rhs.detail {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_SegmentVerification: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SegmentVerification"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}segment_number\0\u{1}ok\0\u{1}problems\0\u{1}frames\0\u{3}size_bytes\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.segmentNumber) }()
+      case 3: try { try decoder.decodeSingularBoolField(value: &self.ok) }()
+      case 4: try { try decoder.decodeRepeatedStringField(value: &self.problems) }()
+      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.frames) }()
+      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.sizeBytes) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.deviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 1)
+    }
+    if self.segmentNumber != 0 {
+      try visitor.visitSingularUInt32Field(value: self.segmentNumber, fieldNumber: 2)
+    }
+    if self.ok != false {
+      try visitor.visitSingularBoolField(value: self.ok, fieldNumber: 3)
+    }
+    if !self.problems.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.problems, fieldNumber: 4)
+    }
+    if self.frames != 0 {
+      try visitor.visitSingularUInt64Field(value: self.frames, fieldNumber: 5)
+    }
+    if self.sizeBytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.sizeBytes, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_SegmentVerification, rhs: Capfleet_V1_SegmentVerification) -> Bool {
+    if lhs.deviceID != rhs.deviceID {return false}
+    if lhs.segmentNumber != rhs.segmentNumber {return false}
+    if lhs.ok != rhs.ok {return false}
+    if lhs.problems != rhs.problems {return false}
+    if lhs.frames != rhs.frames {return false}
+    if lhs.sizeBytes != rhs.sizeBytes {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

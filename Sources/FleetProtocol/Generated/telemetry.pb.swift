@@ -53,6 +53,9 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
 
   /// a node's clock sync state changed, e.g. it locked or lost lock (clock.md)
   case clockStateChanged // = 16
+
+  /// a take started, stopped, or one of its devices was interrupted, resumed, ended or failed (recordings.md)
+  case recording // = 17
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -78,6 +81,7 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
     case 14: self = .accessDenied
     case 15: self = .consentChanged
     case 16: self = .clockStateChanged
+    case 17: self = .recording
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -101,6 +105,7 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
     case .accessDenied: return 14
     case .consentChanged: return 15
     case .clockStateChanged: return 16
+    case .recording: return 17
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -124,6 +129,7 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
     .accessDenied,
     .consentChanged,
     .clockStateChanged,
+    .recording,
   ]
 
 }
@@ -467,7 +473,7 @@ public nonisolated struct Capfleet_V1_FleetEvent: Sendable {
 fileprivate nonisolated let _protobuf_package = "capfleet.v1"
 
 nonisolated extension Capfleet_V1_EventKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}EVENT_KIND_NODE_ONLINE\0\u{1}EVENT_KIND_NODE_OFFLINE\0\u{1}EVENT_KIND_NODE_REGISTERED\0\u{1}EVENT_KIND_DEVICE_ADDED\0\u{1}EVENT_KIND_INPUT_REJECTED\0\u{1}EVENT_KIND_DEVICE_INTERRUPTED\0\u{1}EVENT_KIND_DEVICE_RESUMED\0\u{1}EVENT_KIND_POLICY_ACTED\0\u{1}EVENT_KIND_LEASE_RELEASED\0\u{1}EVENT_KIND_PRESSURE_LEVEL_CHANGED\0\u{1}EVENT_KIND_ALERT\0\u{1}EVENT_KIND_NODE_ENROLLED\0\u{1}EVENT_KIND_NODE_REVOKED\0\u{1}EVENT_KIND_ACCESS_DENIED\0\u{1}EVENT_KIND_CONSENT_CHANGED\0\u{1}EVENT_KIND_CLOCK_STATE_CHANGED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}EVENT_KIND_NODE_ONLINE\0\u{1}EVENT_KIND_NODE_OFFLINE\0\u{1}EVENT_KIND_NODE_REGISTERED\0\u{1}EVENT_KIND_DEVICE_ADDED\0\u{1}EVENT_KIND_INPUT_REJECTED\0\u{1}EVENT_KIND_DEVICE_INTERRUPTED\0\u{1}EVENT_KIND_DEVICE_RESUMED\0\u{1}EVENT_KIND_POLICY_ACTED\0\u{1}EVENT_KIND_LEASE_RELEASED\0\u{1}EVENT_KIND_PRESSURE_LEVEL_CHANGED\0\u{1}EVENT_KIND_ALERT\0\u{1}EVENT_KIND_NODE_ENROLLED\0\u{1}EVENT_KIND_NODE_REVOKED\0\u{1}EVENT_KIND_ACCESS_DENIED\0\u{1}EVENT_KIND_CONSENT_CHANGED\0\u{1}EVENT_KIND_CLOCK_STATE_CHANGED\0\u{1}EVENT_KIND_RECORDING\0")
 }
 
 nonisolated extension Capfleet_V1_AlertKind: SwiftProtobuf._ProtoNameProviding {

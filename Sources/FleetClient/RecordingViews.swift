@@ -1,0 +1,136 @@
+import FleetCore
+import FleetProtocol
+import Foundation
+
+/// How takes are shown: tables for people, JSON (snake_case keys) for programs.
+public enum RecordingViews {
+    public struct Take: Encodable {
+        struct Device: Encodable {
+            var deviceId, nodeId, state, format: String
+            var frameRate: Double
+            var firstFleetNs, lastFleetNs, firstSequence, lastSequence: UInt64?
+            var frames, bytes: UInt64
+            var drops: [String: UInt64]
+            var segments: UInt32
+        }
+        struct Segment: Encodable {
+            var deviceId: String
+            var number: UInt32
+            var path, state, sha256: String
+            var sizeBytes, frames: UInt64
+            var firstFleetNs, lastFleetNs, firstSequence, lastSequence: UInt64?
+        }
+        struct Event: Encodable {
+            var deviceId: String?
+            var fleetNs: UInt64
+            var kind, detail: String
+        }
+        var id, name, state, directory, createdBy: String
+        var error: String?
+        var startFleetNs: UInt64
+        var stopFleetNs: UInt64?
+        var createdUnixMs: Int64
+        var startSpreadNs: UInt64?
+        var frames, bytes, sizeBytes: UInt64
+        var devices: [Device]
+        var segments: [Segment]?
+        var events: [Event]?
+
+        public init(_ take: Capfleet_V1_TakeInfo, detailed: Bool = false) {
+            id = take.id; name = take.name; state = take.state; directory = take.directory; createdBy = take.createdBy
+            error = take.error.isEmpty ? nil : take.error
+            startFleetNs = take.startFleetNs; stopFleetNs = take.stopFleetNs == 0 ? nil : take.stopFleetNs
+            createdUnixMs = take.createdUnixMs
+            startSpreadNs = take.devices.contains { $0.firstFleetNs != 0 } ? take.startSpreadNs : nil
+            frames = take.frames; bytes = take.bytes; sizeBytes = take.sizeBytes
+            devices = take.devices.map { device in
+                let hasFrames = device.frames > 0
+                return Device(deviceId: device.deviceID, nodeId: device.nodeID, state: device.state,
+                              format: device.pixelFormat.isEmpty ? "" : "\(device.width)x\(device.height) \(device.pixelFormat)",
+                              frameRate: device.frameRate,
+                              firstFleetNs: hasFrames ? device.firstFleetNs : nil, lastFleetNs: hasFrames ? device.lastFleetNs : nil,
+                              firstSequence: hasFrames ? device.firstSequence : nil, lastSequence: hasFrames ? device.lastSequence : nil,
+                              frames: device.frames, bytes: device.bytes,
+                              drops: ["late": device.drops.late, "out_of_buffers": device.drops.outOfBuffers, "discontinuity": device.drops.discontinuity],
+                              segments: device.segments)
+            }
+            if detailed {
+                segments = take.segments.map { segment in
+                    let hasFrames = segment.frames > 0
+                    return Segment(deviceId: segment.deviceID, number: segment.number, path: segment.path, state: segment.state, sha256: segment.sha256,
+                                   sizeBytes: segment.sizeBytes, frames: segment.frames,
+                                   firstFleetNs: hasFrames ? segment.firstFleetNs : nil, lastFleetNs: hasFrames ? segment.lastFleetNs : nil,
+                                   firstSequence: hasFrames ? segment.firstSequence : nil, lastSequence: hasFrames ? segment.lastSequence : nil)
+                }
+                events = take.events.map { Event(deviceId: $0.deviceID.isEmpty ? nil : $0.deviceID, fleetNs: $0.fleetNs, kind: $0.kind, detail: $0.detail) }
+            }
+        }
+    }
+
+    public static func list(_ takes: [Capfleet_V1_TakeInfo]) -> String {
+        guard !takes.isEmpty else { return "no takes yet: start one with `capfleet record start DEVICE...`" }
+        return FleetTables.table(["TAKE", "NAME", "STATE", "DEVICES", "FRAMES", "SIZE", "STARTED", "BY"], takes.map { take in
+            [take.id, take.name, take.state, String(take.devices.count), String(take.frames), bytes(take.sizeBytes),
+             date(take.createdUnixMs), take.createdBy]
+        })
+    }
+
+    public static func show(_ take: Capfleet_V1_TakeInfo) -> String {
+        var lines = [
+            "take \(take.id) (\(take.name)): \(take.state)" + (take.error.isEmpty ? "" : " — \(take.error)"),
+            "  started \(date(take.createdUnixMs)) by \(take.createdBy); fleet time \(take.startFleetNs)"
+                + (take.stopFleetNs != 0 ? " to \(take.stopFleetNs) (\(seconds(take.stopFleetNs &- take.startFleetNs)))" : take.state == "recording" ? ", recording" : ""),
+            "  \(take.frames) frames, \(bytes(take.sizeBytes)) in \(take.directory)",
+        ]
+        if take.devices.contains(where: { $0.firstFleetNs != 0 }) {
+            lines.append("  start spread across devices: \(microseconds(take.startSpreadNs))")
+        }
+        lines.append("")
+        lines.append(FleetTables.table(["DEVICE", "NODE", "STATE", "FORMAT", "FIRST", "LAST", "FRAMES", "BYTES", "LATE", "NO BUFFER", "DISCONT.", "SEGMENTS"],
+                                       take.devices.map { device in
+            let hasFrames = device.frames > 0
+            return [device.deviceID, device.nodeID, device.state,
+                    device.pixelFormat.isEmpty ? "-" : "\(device.width)x\(device.height) \(device.pixelFormat)",
+                    hasFrames ? "+" + seconds(device.firstFleetNs &- take.startFleetNs) : "-",
+                    hasFrames ? "+" + seconds(device.lastFleetNs &- take.startFleetNs) : "-",
+                    String(device.frames), bytes(device.bytes), String(device.drops.late), String(device.drops.outOfBuffers),
+                    String(device.drops.discontinuity), String(device.segments)]
+        }))
+        if !take.segments.isEmpty {
+            lines.append("")
+            lines.append(FleetTables.table(["DEVICE", "SEGMENT", "STATE", "FRAMES", "SIZE", "SEQUENCES", "PATH"], take.segments.map { segment in
+                [segment.deviceID, String(segment.number), segment.state, String(segment.frames), bytes(segment.sizeBytes),
+                 segment.frames > 0 ? "\(segment.firstSequence)…\(segment.lastSequence)" : "-", segment.path]
+            }))
+        }
+        if !take.events.isEmpty {
+            lines.append("")
+            lines.append(FleetTables.table(["AT", "DEVICE", "EVENT", "DETAIL"], take.events.map { event in
+                ["+" + seconds(event.fleetNs &- take.startFleetNs), event.deviceID.isEmpty ? "-" : event.deviceID, event.kind, event.detail]
+            }))
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    public static func bytes(_ count: UInt64) -> String {
+        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+        var value = Double(count)
+        var unit = 0
+        while value >= 1024, unit < units.count - 1 {
+            value /= 1024
+            unit += 1
+        }
+        return unit == 0 ? "\(count) B" : String(format: "%.1f %@", value, units[unit])
+    }
+
+    static func seconds(_ nanoseconds: UInt64) -> String {
+        nanoseconds > UInt64(Int64.max) ? "-" : String(format: "%.3f s", Double(nanoseconds) / 1e9)
+    }
+
+    static func microseconds(_ nanoseconds: UInt64) -> String { String(format: "%.1f µs", Double(nanoseconds) / 1e3) }
+
+    static func date(_ unixMilliseconds: Int64) -> String {
+        let formatter = ISO8601DateFormatter()
+        return formatter.string(from: Date(timeIntervalSince1970: Double(unixMilliseconds) / 1000))
+    }
+}

@@ -1,0 +1,236 @@
+import FleetCore
+import FleetProtocol
+import FleetRecording
+import FleetStore
+import Foundation
+
+/// Takes: started and stopped through the director; listed, shown, checked, read and
+/// deleted from the index and the files. File work runs on threads of its own.
+extension OperatorHandler {
+    func startRecording(_ query: Capfleet_V1_StartRecording, by caller: String, into reply: inout Capfleet_V1_OperatorReply) async throws {
+        do {
+            let take = try await takes.start(deviceIDs: query.deviceIds, name: query.name,
+                                             at: query.atFleetTimeNs == 0 ? nil : query.atFleetTimeNs, fromNow: query.fromNowNs, by: caller)
+            reply.takes = [try await info(take, detailed: false)]
+            reply.status = .ok
+        } catch let refusal as TakeRefusal {
+            reply.status = .failure(refusal.code, refusal.message)
+        }
+    }
+
+    func stopRecording(_ query: Capfleet_V1_StopRecording, by caller: String, into reply: inout Capfleet_V1_OperatorReply) async throws {
+        do {
+            let at: UInt64? = query.atFleetTimeNs != 0 ? query.atFleetTimeNs : (query.fromNowNs != 0 ? fleetTime.now() + query.fromNowNs : nil)
+            let wait = Duration.milliseconds(Int64(query.waitMs == 0 ? 10_000 : min(query.waitMs, 600_000)))
+            let take = try await takes.stop(takeID: query.takeID, at: at, wait: wait, by: caller)
+            reply.takes = [try await info(take, detailed: false)]
+            reply.status = .ok
+        } catch let refusal as TakeRefusal {
+            reply.status = .failure(refusal.code, refusal.message)
+        }
+    }
+
+    func listRecordings(into reply: inout Capfleet_V1_OperatorReply) async throws {
+        var infos: [Capfleet_V1_TakeInfo] = []
+        for take in try await store.takes() { infos.append(try await info(take, detailed: false)) }
+        reply.takes = infos
+        reply.status = .ok
+    }
+
+    func showRecording(_ takeID: String, into reply: inout Capfleet_V1_OperatorReply) async throws {
+        guard let take = try await store.take(id: takeID) else {
+            reply.status = .failure(.notFound, "no take \(takeID); see capfleet recordings list")
+            return
+        }
+        reply.takes = [try await info(take, detailed: true)]
+        reply.status = .ok
+    }
+
+    func deleteRecording(_ takeID: String, by caller: String, into reply: inout Capfleet_V1_OperatorReply) async throws {
+        guard let take = try await store.take(id: takeID) else {
+            reply.status = .failure(.notFound, "no take \(takeID); see capfleet recordings list")
+            return
+        }
+        guard take.state != .recording else {
+            reply.status = .failure(.badRequest, "take \(takeID) is still recording: stop it first (capfleet record stop \(takeID))")
+            return
+        }
+        try await store.deleteTake(id: takeID, audit: AuditEntry(at: Date().unixMilliseconds, actor: caller, action: "recording.delete",
+                                                                 target: takeID, outcome: "ok", detail: take.name))
+        let directory = take.directory
+        _ = await onOwnThread { try? FileManager.default.removeItem(atPath: directory) }
+        events.emit(.recording, message: "\(caller) deleted take \(takeID) (\(take.name))")
+        reply.status = .ok
+    }
+
+    /// One segment against the index, or (no device named) the take's accounting.
+    func verifyRecording(_ query: Capfleet_V1_VerifyRecording, into reply: inout Capfleet_V1_OperatorReply) async throws {
+        guard let take = try await store.take(id: query.takeID) else {
+            reply.status = .failure(.notFound, "no take \(query.takeID); see capfleet recordings list")
+            return
+        }
+        let segments = try await store.segments(takeID: take.id)
+        var verification = Capfleet_V1_SegmentVerification()
+        verification.deviceID = query.deviceID
+        verification.segmentNumber = query.segmentNumber
+        if query.deviceID.isEmpty {
+            verification.problems = Self.accountingProblems(devices: try await store.takeDevices(takeID: take.id), segments: segments)
+        } else {
+            guard let segment = segments.first(where: { $0.deviceId == query.deviceID && $0.number == Int(query.segmentNumber) }) else {
+                reply.status = .failure(.notFound, "take \(take.id) has no segment \(query.segmentNumber) of \(query.deviceID); see capfleet recordings show \(take.id)")
+                return
+            }
+            let start = take.startFleetNs
+            let report = await onOwnThread { SegmentVerifier.verify(segment, takeStart: start) }
+            verification.problems = report.problems
+            verification.frames = UInt64(report.frames)
+            verification.sizeBytes = UInt64(report.sizeBytes)
+        }
+        verification.ok = verification.problems.isEmpty
+        reply.verification = verification
+        reply.status = .ok
+    }
+
+    /// A chunk of a segment's file, for export.
+    func readSegment(_ query: Capfleet_V1_ReadSegment, into reply: inout Capfleet_V1_OperatorReply) async throws {
+        guard let segment = try await store.segments(takeID: query.takeID)
+            .first(where: { $0.deviceId == query.deviceID && $0.number == Int(query.segmentNumber) }) else {
+            reply.status = .failure(.notFound, "take \(query.takeID) has no segment \(query.segmentNumber) of \(query.deviceID)")
+            return
+        }
+        guard segment.state != .open else {
+            reply.status = .failure(.unavailable, "segment \(segment.number) of \(segment.deviceId) is still being written; export it when the take has stopped")
+            return
+        }
+        let length = Int(query.length == 0 ? 1 << 20 : min(query.length, 1 << 20))
+        let path = segment.path, offset = query.offset
+        let read = await onOwnThread { () -> Result<(Data, UInt64), CocoaError> in
+            guard let handle = FileHandle(forReadingAtPath: path) else { return .failure(CocoaError(.fileReadNoSuchFile)) }
+            defer { try? handle.close() }
+            do {
+                let size = try handle.seekToEnd()
+                try handle.seek(toOffset: min(offset, size))
+                return .success((try handle.read(upToCount: length) ?? Data(), size))
+            } catch {
+                return .failure(CocoaError(.fileReadUnknown))
+            }
+        }
+        switch read {
+        case let .success((data, size)):
+            reply.segmentData = data
+            reply.segmentSize = size
+            reply.status = .ok
+        case let .failure(error):
+            reply.status = .failure(.internal, "cannot read \(path): \(error.localizedDescription)")
+        }
+    }
+
+    /// The index's own promises: every frame of a device accounted for, its segments adding
+    /// up to its tally and following each other in sequence.
+    static func accountingProblems(devices: [TakeDeviceRecord], segments: [SegmentRecord]) -> [String] {
+        var problems: [String] = []
+        for device in devices {
+            let own = segments.filter { $0.deviceId == device.deviceId }.sorted { $0.number < $1.number }
+            let segmentFrames = own.reduce(Int64(0)) { $0 + $1.frames }
+            if segmentFrames != device.frames {
+                problems.append("\(device.deviceId): its segments hold \(segmentFrames) frames, its tally says \(device.frames)")
+            }
+            if let first = device.firstSequence, let last = device.lastSequence {
+                let span = last >= first ? last - first + 1 : 0
+                let accounted = UInt64(max(device.frames, 0)) + device.drops.total
+                if accounted != span {
+                    problems.append("\(device.deviceId): frames \(first)…\(last) are \(span), but \(device.frames) stored and \(device.drops.total) dropped make \(accounted)")
+                }
+            } else if device.frames > 0 {
+                problems.append("\(device.deviceId): \(device.frames) frames without a sequence range")
+            }
+            for (earlier, later) in zip(own, own.dropFirst()) {
+                if let end = earlier.lastSequence, let start = later.firstSequence, start <= end {
+                    problems.append("\(device.deviceId): segment \(later.number) starts at frame \(start), not after segment \(earlier.number)'s last, \(end)")
+                }
+            }
+            for segment in own where segment.state == .open && device.state != .recording && device.state != .waiting && device.state != .interrupted {
+                problems.append("\(device.deviceId): segment \(segment.number) is still open")
+            }
+        }
+        return problems
+    }
+
+    private func info(_ take: TakeRecord, detailed: Bool) async throws -> Capfleet_V1_TakeInfo {
+        let devices = try await store.takeDevices(takeID: take.id)
+        let segments = try await store.segments(takeID: take.id)
+        return Self.wire(take, devices: devices, segments: segments, events: detailed ? try await store.takeEvents(takeID: take.id) : nil)
+    }
+
+    static func wire(_ take: TakeRecord, devices: [TakeDeviceRecord], segments: [SegmentRecord], events: [TakeEventRecord]?) -> Capfleet_V1_TakeInfo {
+        .with { info in
+            info.id = take.id
+            info.name = take.name
+            info.state = take.state.rawValue
+            info.startFleetNs = take.startFleetNs
+            info.stopFleetNs = take.stopFleetNs ?? 0
+            info.directory = take.directory
+            info.createdUnixMs = take.createdAt
+            info.createdBy = take.createdBy
+            info.error = take.error
+            info.devices = devices.map { device in
+                .with {
+                    $0.deviceID = device.deviceId
+                    $0.nodeID = device.nodeId
+                    $0.state = device.state.rawValue
+                    $0.pixelFormat = device.pixelFormat
+                    $0.width = UInt32(clamping: device.width)
+                    $0.height = UInt32(clamping: device.height)
+                    $0.frameRate = device.frameRate
+                    $0.firstFleetNs = device.firstFleetNs ?? 0
+                    $0.lastFleetNs = device.lastFleetNs ?? 0
+                    $0.firstSequence = device.firstSequence ?? 0
+                    $0.lastSequence = device.lastSequence ?? 0
+                    $0.frames = UInt64(max(device.frames, 0))
+                    $0.bytes = UInt64(max(device.bytes, 0))
+                    $0.drops = device.drops.wire
+                    $0.segments = UInt32(segments.filter { $0.deviceId == device.deviceId }.count)
+                }
+            }
+            let firsts = devices.compactMap(\.firstFleetNs)
+            if let earliest = firsts.min(), let latest = firsts.max() { info.startSpreadNs = latest - earliest }
+            info.frames = devices.reduce(0) { $0 + UInt64(max($1.frames, 0)) }
+            info.bytes = devices.reduce(0) { $0 + UInt64(max($1.bytes, 0)) }
+            info.sizeBytes = segments.reduce(0) { $0 + UInt64(max($1.sizeBytes, 0)) }
+            if let events {
+                info.segments = segments.map { segment in
+                    .with {
+                        $0.deviceID = segment.deviceId
+                        $0.number = UInt32(segment.number)
+                        $0.path = segment.path
+                        $0.state = segment.state.rawValue
+                        $0.sizeBytes = UInt64(max(segment.sizeBytes, 0))
+                        $0.sha256 = segment.sha256
+                        $0.firstFleetNs = segment.firstFleetNs ?? 0
+                        $0.lastFleetNs = segment.lastFleetNs ?? 0
+                        $0.firstSequence = segment.firstSequence ?? 0
+                        $0.lastSequence = segment.lastSequence ?? 0
+                        $0.frames = UInt64(max(segment.frames, 0))
+                    }
+                }
+                info.events = events.map { event in
+                    .with {
+                        $0.deviceID = event.deviceId
+                        $0.fleetNs = event.fleetNs
+                        $0.kind = event.kind
+                        $0.detail = event.detail
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs blocking file work on a new thread and resumes with its result.
+    func onOwnThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            let thread = Thread { continuation.resume(returning: work()) }
+            thread.name = "cf-files"
+            thread.start()
+        }
+    }
+}

@@ -1,0 +1,282 @@
+import Dispatch
+import FleetBus
+import FleetCore
+import FleetProtocol
+import FleetRecording
+import FleetStore
+import Foundation
+import Logging
+import Synchronization
+
+/// One device's part of a take on the coordinator, on a thread of its own (every step is
+/// blocking disk I/O): takes the part's frames off the recording path in order, writes them
+/// into its segments, and answers the agent with credit — what it consumed, what is on disk,
+/// and how much more may come. Nothing async in here; the endpoint's thread hands messages
+/// in, and what the director must know goes out through `onEvent`.
+final class TakeDeviceWriter: @unchecked Sendable {
+    enum Input: @unchecked Sendable {
+        case resume(routingID: [UInt8], Capfleet_V1_RecordResume)
+        case frame(routingID: [UInt8], Capfleet_V1_RecordedFrame, ZMQMessage)
+        case end(routingID: [UInt8], Capfleet_V1_RecordEnd)
+        /// The take (or this part of it) ends at this fleet time.
+        case stop(at: UInt64)
+        case note(json: String, at: UInt64)
+        case shutdown
+    }
+
+    enum Event: Sendable {
+        /// A new agent process sends this part: its sequence numbers go on from `offset`.
+        case agentChanged(instance: String, restarted: Bool)
+        case rebased(offset: Int64)
+        /// Frames flow again after an interruption.
+        case flowing
+        case ended(reason: String, withheld: UInt64)
+        case failed(String)
+    }
+
+    struct Window: Sendable {
+        var frames: Int = 8
+        var bytes: Int = 64 << 20
+    }
+
+    let takeID: String
+    let deviceID: String
+    let nodeID: String
+    private let inbox = Mutex<[Input]>([])
+    private let wake = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+    private let send: @Sendable ([UInt8], Capfleet_V1_RecordDown) -> Void
+    private let onEvent: @Sendable (Event) -> Void
+    private let logger: Logger
+    private let window: Window
+    private let frameRate: Double
+
+    // The thread's own state.
+    private let recorder: DeviceTakeRecorder
+    private var stream: UInt64 = 0
+    private var routingID: [UInt8]?
+    private var instance: String
+    /// Take sequence = device sequence &+ offset.
+    private var offset: UInt64
+    private var rebaseOnNextFrame = false
+    /// Device sequence of the last frame written on this run, and of the last one flushed.
+    private var lastWritten: UInt64?
+    private var durable: UInt64?
+    private var lastFlush: UInt64 = 0
+    private var dirty = false
+    private var ended: Bool
+    private var failed = false
+    /// Whether the director heard that frames flow since the last resume.
+    private var announcedFlowing = false
+
+    init(takeID: String, deviceID: String, nodeID: String, recorder: DeviceTakeRecorder, instance: String, offset: Int64, ended: Bool,
+         frameRate: Double, window: Window = Window(), logger: Logger,
+         send: @escaping @Sendable ([UInt8], Capfleet_V1_RecordDown) -> Void, onEvent: @escaping @Sendable (Event) -> Void) {
+        self.takeID = takeID
+        self.deviceID = deviceID
+        self.nodeID = nodeID
+        self.recorder = recorder
+        self.instance = instance
+        self.offset = UInt64(bitPattern: offset)
+        self.ended = ended
+        self.frameRate = frameRate
+        self.window = window
+        self.send = send
+        self.onEvent = onEvent
+        var logger = logger
+        logger[metadataKey: "take.id"] = "\(takeID)"
+        logger[metadataKey: "device.id"] = "\(deviceID)"
+        self.logger = logger
+        // What a restarted coordinator found in the index is on disk already.
+        if let last = recorder.ledger.lastSequence, !instance.isEmpty {
+            durable = last &- self.offset
+            lastWritten = durable
+        }
+        let thread = Thread { [self] in
+            ThreadName.set("cf-take")
+            run()
+        }
+        thread.name = "cf-take"
+        thread.start()
+    }
+
+    func post(_ input: Input) {
+        inbox.withLock { $0.append(input) }
+        wake.signal()
+    }
+
+    /// Finishes the open segment and ends the thread (coordinator shutdown); waits for it.
+    func shutdown() {
+        post(.shutdown)
+        finished.wait()
+    }
+
+    private func run() {
+        while true {
+            _ = wake.wait(timeout: .now() + .milliseconds(250))
+            let work = inbox.withLock { queue in
+                defer { queue.removeAll(keepingCapacity: true) }
+                return queue
+            }
+            for input in work {
+                if case .shutdown = input {
+                    finishSegment()
+                    finished.signal()
+                    return
+                }
+                handle(input)
+            }
+            // Flushed at most every half second: a crash of the coordinator loses nothing
+            // the agent was told is stored, and the agent keeps the rest until it is.
+            if dirty, MonotonicTime.now() &- lastFlush >= 500_000_000 { flush() }
+        }
+    }
+
+    private func handle(_ input: Input) {
+        switch input {
+        case let .resume(routing, resume):
+            routingID = routing
+            stream += 1
+            announcedFlowing = false
+            guard !ended, !failed else {
+                reply(ended ? .done(Capfleet_V1_RecordDone()) : .refused(.failure(.unavailable, "the recording of \(deviceID) failed")))
+                return
+            }
+            var credit = Capfleet_V1_RecordCredit()
+            credit.stream = stream
+            if resume.agentInstance != instance {
+                let restarted = !instance.isEmpty
+                if restarted {
+                    // A new agent process numbers its frames anew: the take's sequence goes on
+                    // from the last frame it holds, and its drop counts start from zero.
+                    if recorder.ledger.lastSequence != nil { rebaseOnNextFrame = true }
+                    recorder.restartDropReports()
+                    logger.notice("the agent restarted during the take; its part goes on")
+                }
+                instance = resume.agentInstance
+                lastWritten = nil
+                durable = nil
+                onEvent(.agentChanged(instance: instance, restarted: restarted))
+            } else if let last = lastWritten {
+                credit.resumeAfter = last
+            }
+            if let durable { credit.storedThrough = durable }
+            if let last = lastWritten { credit.consumedThrough = last }
+            reply(.credit(fill(credit)))
+        case let .frame(routing, frame, payload):
+            routingID = routing
+            guard frame.stream == stream, !ended, !failed else { return }
+            write(frame, payload: payload)
+        case let .end(routing, end):
+            routingID = routing
+            guard !ended else {
+                reply(.done(Capfleet_V1_RecordDone()))
+                return
+            }
+            guard end.stream == stream, !failed else { return }
+            finishSegment()
+            ended = true
+            onEvent(.ended(reason: end.reason.isEmpty ? "stopped" : end.reason, withheld: end.withheldFrames))
+            reply(.done(Capfleet_V1_RecordDone()))
+        case let .stop(at):
+            recorder.stop(at: at)
+        case let .note(json, at):
+            do {
+                try recorder.note(json, at: at)
+                dirty = true
+            } catch {
+                logger.warning("cannot write timed metadata", metadata: ["error": "\(error)"])
+            }
+        case .shutdown:
+            break
+        }
+    }
+
+    private func write(_ frame: Capfleet_V1_RecordedFrame, payload: ZMQMessage) {
+        let header = frame.header
+        if rebaseOnNextFrame, let last = recorder.ledger.lastSequence {
+            offset = (last &+ 1) &- header.sequence
+            rebaseOnNextFrame = false
+            onEvent(.rebased(offset: Int64(bitPattern: offset)))
+        }
+        let format = RecordedVideoFormat(pixelFormat: PixelFormat(header.layout.pixelFormat), width: Int(header.layout.width),
+                                         height: Int(header.layout.height), frameRate: frameRate)
+        let wasEmpty = recorder.ledger.lastSequence == nil
+        do {
+            let verdict = try recorder.record(payload.bytes, sequence: header.sequence &+ offset, fleetTime: header.fleetTimeNs,
+                                              format: format, cumulativeDrops: DropTally(wire: frame.takeDrops))
+            if verdict == .keep {
+                dirty = true
+                // The first frame is on disk at once: the take's start is then a fact.
+                if wasEmpty { flush() }
+                if !announcedFlowing {
+                    announcedFlowing = true
+                    onEvent(.flowing)
+                }
+            }
+        } catch {
+            fail("cannot write frame \(header.sequence): \(error)")
+            return
+        }
+        lastWritten = header.sequence
+        var credit = Capfleet_V1_RecordCredit()
+        credit.stream = stream
+        credit.consumedThrough = header.sequence
+        if let durable { credit.storedThrough = durable }
+        reply(.credit(fill(credit)))
+    }
+
+    private func flush() {
+        lastFlush = MonotonicTime.now()
+        dirty = false
+        do {
+            try recorder.flush()
+        } catch {
+            fail("cannot flush: \(error)")
+            return
+        }
+        guard let last = lastWritten, durable != last else { return }
+        durable = last
+        var credit = Capfleet_V1_RecordCredit()
+        credit.stream = stream
+        credit.storedThrough = last
+        credit.consumedThrough = last
+        reply(.credit(fill(credit)))
+    }
+
+    private func finishSegment() {
+        do {
+            try recorder.finish()
+            if let last = lastWritten { durable = last }
+        } catch {
+            fail("cannot finish the segment: \(error)")
+        }
+    }
+
+    /// A write failed (a full disk, most likely): the part stops here, what was written is
+    /// finished so it plays, and the agent is told to drop what it holds.
+    private func fail(_ message: String) {
+        guard !failed else { return }
+        failed = true
+        logger.error("recording failed", metadata: ["error": "\(message)"])
+        _ = try? recorder.finish()
+        onEvent(.failed(message))
+        reply(.refused(.failure(.internal, "the coordinator cannot go on recording \(deviceID): \(message)")))
+    }
+
+    private func fill(_ credit: Capfleet_V1_RecordCredit) -> Capfleet_V1_RecordCredit {
+        var credit = credit
+        credit.windowFrames = UInt32(window.frames)
+        credit.windowBytes = UInt64(window.bytes)
+        return credit
+    }
+
+    private func reply(_ body: Capfleet_V1_RecordDown.OneOf_Body) {
+        guard let routingID else { return }
+        var message = Capfleet_V1_RecordDown()
+        message.takeID = takeID
+        message.deviceID = deviceID
+        message.body = body
+        send(routingID, message)
+    }
+}

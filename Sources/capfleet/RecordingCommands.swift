@@ -1,0 +1,257 @@
+import ArgumentParser
+import FleetClient
+import FleetProtocol
+import FleetRecording
+import Foundation
+
+/// `capfleet record start|stop`: takes.
+struct RecordCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "record", abstract: "Start or stop a take: devices recorded from one fleet-time instant.",
+        subcommands: [Start.self, Stop.self])
+
+    struct Start: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Record devices from one fleet-time instant: each starts with its first frame captured at or after it.")
+        @OptionGroup var coordinator: CoordinatorOptions
+        @Argument(help: "The devices to record.") var devices: [String]
+        @Option(help: "The take's name (default: its id).") var name: String?
+        @Option(help: "When: +1.5s from now (default: the coordinator's lead time, 1 s), fleet nanoseconds, or an ISO 8601 date.")
+        var at: String?
+        @Flag(help: "Print JSON.") var json = false
+
+        func run() throws {
+            var query = Capfleet_V1_StartRecording.with {
+                $0.deviceIds = devices
+                $0.name = name ?? ""
+            }
+            if let at { try FleetTimeArgument.parse(at, at: &query.atFleetTimeNs, fromNow: &query.fromNowNs) }
+            // Every agent must confirm; each has the command timeout.
+            guard let take = try coordinator.call(.startRecording(query), timeout: 5 + 3 * Double(devices.count)).reply.takes.first else {
+                throw CLIFailure("the coordinator started the take but did not describe it")
+            }
+            if json {
+                print(FleetTables.json(RecordingViews.Take(take)))
+            } else {
+                print("take \(take.id) (\(take.name)) records \(take.devices.map(\.deviceID).joined(separator: ", ")) from fleet time \(take.startFleetNs)")
+                print("stop it with: capfleet record stop \(take.id)")
+            }
+        }
+    }
+
+    struct Stop: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "End a take: frames captured at or after the stop instant are not its. Waits until every device's part is stored.")
+        @OptionGroup var coordinator: CoordinatorOptions
+        @Argument(help: "The take.") var take: String
+        @Option(help: "When: now (default), +2s from now, fleet nanoseconds, or an ISO 8601 date.") var at: String?
+        @Option(help: "Seconds to wait for the devices' parts to be stored.") var wait: Double = 10
+        @Flag(help: "Print JSON.") var json = false
+
+        func run() throws {
+            var query = Capfleet_V1_StopRecording.with {
+                $0.takeID = take
+                $0.waitMs = UInt32(max(0, min(wait, 600)) * 1000)
+            }
+            if let at { try FleetTimeArgument.parse(at, at: &query.atFleetTimeNs, fromNow: &query.fromNowNs) }
+            let ahead = query.fromNowNs > 0 ? Double(query.fromNowNs) / 1e9 : 0
+            guard let stopped = try coordinator.call(.stopRecording(query), timeout: wait + ahead + 5).reply.takes.first else {
+                throw CLIFailure("the coordinator did not describe the take it stopped")
+            }
+            if json {
+                print(FleetTables.json(RecordingViews.Take(stopped)))
+                return
+            }
+            let uploading = stopped.devices.filter { $0.state != "stopped" && $0.state != "failed" }
+            print("take \(stopped.id): \(stopped.state), \(stopped.frames) frames, \(RecordingViews.bytes(stopped.sizeBytes))")
+            if !uploading.isEmpty {
+                print("still being stored: \(uploading.map { "\($0.deviceID) (\($0.state))" }.joined(separator: ", ")); see capfleet recordings show \(stopped.id)")
+            }
+        }
+    }
+}
+
+/// `capfleet recordings list|show|export|verify|delete`.
+struct RecordingsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "recordings", abstract: "List, show, export, verify and delete takes.",
+        subcommands: [List.self, Show.self, Export.self, Verify.self, Delete.self], defaultSubcommand: List.self)
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Every take, newest first.")
+        @OptionGroup var coordinator: CoordinatorOptions
+        @Flag(help: "Print JSON.") var json = false
+
+        func run() throws {
+            let takes = try coordinator.call(.listRecordings(.init())).reply.takes
+            print(json ? FleetTables.json(takes.map { RecordingViews.Take($0) }) : RecordingViews.list(takes))
+        }
+    }
+
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "A take per device: format, first and last fleet times, frames, bytes, drops by reason, segments; and its events.")
+        @OptionGroup var coordinator: CoordinatorOptions
+        @Argument(help: "The take.") var take: String
+        @Flag(help: "Print JSON.") var json = false
+
+        func run() throws {
+            guard let info = try coordinator.call(.getRecording(.with { $0.takeID = take })).reply.takes.first else {
+                throw CLIFailure("the coordinator did not describe take \(take)")
+            }
+            print(json ? FleetTables.json(RecordingViews.Take(info, detailed: true)) : RecordingViews.show(info))
+        }
+    }
+
+    struct Export: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Copy a take's files into a directory (DIR/DEVICE/DEVICE-NNNN.mkv), checking each against its SHA-256.")
+        @OptionGroup var coordinator: CoordinatorOptions
+        @Argument(help: "The take.") var take: String
+        @Option(help: "Where to put the files.") var to: String
+        @Flag(help: "Print a JSON summary.") var json = false
+
+        func run() throws {
+            guard let info = try coordinator.call(.getRecording(.with { $0.takeID = take })).reply.takes.first else {
+                throw CLIFailure("the coordinator did not describe take \(take)")
+            }
+            let segments = info.segments.filter { $0.state != "open" }
+            guard !segments.isEmpty else { throw CLIFailure("take \(take) has no finished segments to export yet") }
+            let total = segments.reduce(UInt64(0)) { $0 + $1.sizeBytes }
+            var done: UInt64 = 0
+            let progress = Progress(total: total, label: "export \(take)")
+            var written: [String] = []
+            for segment in segments {
+                let directory = to + "/" + segment.deviceID
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+                let path = directory + "/" + (segment.path as NSString).lastPathComponent
+                guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
+                    throw CLIFailure("cannot create \(path): check that \(to) is writable")
+                }
+                var offset: UInt64 = 0
+                while true {
+                    let reply = try coordinator.call(.readSegment(.with {
+                        $0.takeID = take
+                        $0.deviceID = segment.deviceID
+                        $0.segmentNumber = segment.number
+                        $0.offset = offset
+                        $0.length = 1 << 20
+                    })).reply
+                    if !reply.segmentData.isEmpty { try handle.write(contentsOf: reply.segmentData) }
+                    offset += UInt64(reply.segmentData.count)
+                    progress.show(done + offset)
+                    if reply.segmentData.isEmpty || offset >= reply.segmentSize { break }
+                }
+                try handle.close()
+                done += offset
+                let digest = try SegmentDigest.sha256(ofFile: path)
+                guard digest == segment.sha256 else {
+                    throw CLIFailure("\(path): SHA-256 \(digest) differs from the index's \(segment.sha256); export again, or run capfleet recordings verify \(take)")
+                }
+                written.append(path)
+            }
+            progress.finish()
+            if json {
+                print(FleetTables.json(["take": take, "files": written.joined(separator: "\n"), "bytes": String(done)]))
+            } else {
+                print("exported \(written.count) file(s), \(RecordingViews.bytes(done)), to \(to); every SHA-256 matches the index")
+            }
+        }
+    }
+
+    struct Verify: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Check a take: every frame accounted for, and each file's size, SHA-256, frame count, timestamps and sequences against the index.")
+        @OptionGroup var coordinator: CoordinatorOptions
+        @Argument(help: "The take.") var take: String
+        @Flag(help: "Print JSON.") var json = false
+
+        struct Result: Encodable {
+            var take: String
+            var ok: Bool
+            var segments: Int
+            var frames: UInt64
+            var problems: [String]
+        }
+
+        func run() throws {
+            guard let info = try coordinator.call(.getRecording(.with { $0.takeID = take })).reply.takes.first else {
+                throw CLIFailure("the coordinator did not describe take \(take)")
+            }
+            var problems = try coordinator.call(.verifyRecording(.with { $0.takeID = take })).reply.verification.problems
+            var frames: UInt64 = 0
+            let progress = Progress(total: UInt64(info.segments.count), label: "verify \(take)", unit: "segments")
+            for (index, segment) in info.segments.enumerated() {
+                // One file a request: checksumming a 5-minute segment takes a while.
+                let result = try coordinator.call(.verifyRecording(.with {
+                    $0.takeID = take
+                    $0.deviceID = segment.deviceID
+                    $0.segmentNumber = segment.number
+                }), timeout: 120).reply.verification
+                problems += result.problems
+                frames += result.frames
+                progress.show(UInt64(index + 1))
+            }
+            progress.finish()
+            let result = Result(take: take, ok: problems.isEmpty, segments: info.segments.count, frames: frames, problems: problems)
+            if json {
+                print(FleetTables.json(result))
+            } else if problems.isEmpty {
+                print("take \(take) verified: \(info.segments.count) segment(s), \(frames) frames; every frame accounted for, files match the index")
+            } else {
+                print("take \(take): \(problems.count) problem(s)")
+                for problem in problems { print("  - \(problem)") }
+            }
+            if !problems.isEmpty { throw ExitCode(2) }
+        }
+    }
+
+    struct Delete: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Delete a stopped take: its files and its index entries.")
+        @OptionGroup var coordinator: CoordinatorOptions
+        @Argument(help: "The take.") var take: String
+
+        func run() throws {
+            _ = try coordinator.call(.deleteRecording(.with { $0.takeID = take }), timeout: 30)
+            print("take \(take) deleted")
+        }
+    }
+}
+
+/// `--at` for takes: +1.5s from now, fleet nanoseconds, or an ISO 8601 date.
+enum FleetTimeArgument {
+    static func parse(_ text: String, at: inout UInt64, fromNow: inout UInt64) throws {
+        var query = Capfleet_V1_SyncCheck()
+        try SyncCheckCommand.parse(text, into: &query)
+        at = query.atFleetTimeNs
+        fromNow = query.fromNowNs
+    }
+}
+
+/// A progress line on the terminal for long exports and verifies; nothing when stderr is not one.
+final class Progress {
+    let total: UInt64
+    let label: String
+    let unit: String
+    private let terminal = isatty(2) == 1
+    private var lastShown = Date.distantPast
+
+    init(total: UInt64, label: String, unit: String = "bytes") {
+        self.total = total
+        self.label = label
+        self.unit = unit
+    }
+
+    func show(_ done: UInt64) {
+        guard terminal, Date().timeIntervalSince(lastShown) > 0.1 || done >= total else { return }
+        lastShown = Date()
+        let share = total > 0 ? Double(done) / Double(total) : 1
+        let amount = unit == "bytes" ? "\(RecordingViews.bytes(done)) of \(RecordingViews.bytes(total))" : "\(done) of \(total) \(unit)"
+        FileHandle.standardError.write(Data(String(format: "\r%@: %3.0f%% (%@)   ", label, share * 100, amount).utf8))
+    }
+
+    func finish() {
+        guard terminal else { return }
+        FileHandle.standardError.write(Data("\n".utf8))
+    }
+}
