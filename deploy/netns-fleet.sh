@@ -12,7 +12,7 @@
 #                  ...          vN ~ eth0  P-aN  10.77.0.(10+N)/24
 #
 # Each agent connects to 127.0.0.1:7600 on its own host, where `capfleet relay` passes its
-# control, frame ingest and clock connections (7600, 7601, 7605) on to 10.77.0.1 through a
+# control, frame ingest, clock and recording connections (7600, 7601, 7605, 7606) on to 10.77.0.1 through a
 # delay line. The kernel here has no netem, so the relay is what impairs the link: its
 # impairment lives in DATA/aI/impair (e.g. "delay=1ms,jitter=200us"), which the relay
 # re-reads whenever it changes (`impair` below). Every fleet lives in namespaces of its own,
@@ -33,7 +33,7 @@ set -euo pipefail
 
 readonly COORDINATOR_IP=10.77.0.1
 readonly SUBNET=10.77.0
-readonly CONTROL_PORT=7600 INGEST_PORT=7601 OPERATOR_PORT=7602 CLOCK_PORT=7605
+readonly CONTROL_PORT=7600 INGEST_PORT=7601 OPERATOR_PORT=7602 CLOCK_PORT=7605 RECORD_PORT=7606
 readonly MAX_AGENTS=50
 readonly OPERATOR_NAME=netns-admin
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -80,6 +80,8 @@ Commands:
         the last ~2 minutes of probes, so its ROUND TRIP follows a slower link only then.
   restart-agent I
         Kill agent I with SIGKILL (a crash) and start it again with its enrolled key.
+  partition I | heal I
+        Take agent I's host off the network (its link down) or put it back: a cable pulled.
   status
         Namespaces, processes alive or not, and \`cli nodes\` when the coordinator is up.
 
@@ -330,12 +332,12 @@ cli_run() {
 
 # --- relay and agents ----------------------------------------------------------------------
 
-# The relay on agent host $1's loopback: control, frame ingest and clock, through the delay
+# The relay on agent host $1's loopback: control, frame ingest, clock and recording, through the delay
 # line that DATA/aI/impair configures. --impair too, so that the link is impaired from the
 # first connection on, and a SPEC the relay cannot read stops `up` with the relay's reason.
 start_relay() {
     local i=$1 forwards=() port
-    for port in "$CONTROL_PORT" "$INGEST_PORT" "$CLOCK_PORT"; do
+    for port in "$CONTROL_PORT" "$INGEST_PORT" "$CLOCK_PORT" "$RECORD_PORT"; do
         forwards+=(--forward "127.0.0.1:$port=$COORDINATOR_IP:$port")
     done
     start_process "$(ns "a$i")" "relay-a$i" "$BIN" relay "${forwards[@]}" \
@@ -681,6 +683,27 @@ cmd_restart_agent() {
     echo "agent a$i is running again (pid $(pid_of "agent-a$i")), registered and online"
 }
 
+# Agent host $2's link down (partition) or up again (heal).
+cmd_link() {
+    local verb=$1
+    shift
+    all_options "$@"
+    resolve_fleet
+    require_fleet
+    [[ $EUID -eq 0 ]] || die "$verb needs root (network namespaces)"
+    [[ ${#REST[@]} -eq 1 ]] || die "$verb: give the agent's number, e.g. \`$verb 2\`"
+    local i=${REST[0]}
+    check_agent_index "$i"
+    fleet_namespaces | grep -qx -- "$(ns "a$i")" || die "fleet '$PREFIX' is not up: no namespace $(ns "a$i")"
+    if [[ $verb == partition ]]; then
+        ip -n "$(ns "a$i")" link set eth0 down
+        echo "agent host a$i is off the network"
+    else
+        ip -n "$(ns "a$i")" link set eth0 up
+        echo "agent host a$i is back on the network"
+    fi
+}
+
 cmd_status() {
     all_options "$@"
     resolve_fleet
@@ -733,6 +756,7 @@ main() {
     exec) cmd_exec "$@" ;;
     impair) cmd_impair "$@" ;;
     restart-agent) cmd_restart_agent "$@" ;;
+    partition | heal) cmd_link "$command" "$@" ;;
     status) cmd_status "$@" ;;
     *) die "unknown command '$command' (see --help)" ;;
     esac

@@ -207,10 +207,10 @@ final class CameraStream: Sendable {
                     }
                 }
             }
-            takeTap.offer(header: header, pixels: UnsafeRawBufferPointer(start: outgoing.buffer.storage, count: outgoing.byteCount),
-                          fleetTime: header.flags & UInt32(Capfleet_V1_FrameFlag.fleetTimeValid.rawValue) != 0 ? header.fleetTimeNs : nil,
-                          deviceDrops: statistics.drops)
-            publisher.submit(outgoing, header: header, statistics: statistics)
+            let recorded = takeTap.offer(outgoing, header: header,
+                                         fleetTime: header.flags & UInt32(Capfleet_V1_FrameFlag.fleetTimeValid.rawValue) != 0 ? header.fleetTimeNs : nil,
+                                         deviceDrops: statistics.drops)
+            publisher.submit(recorded ?? outgoing, header: header, statistics: statistics)
         }, onInterruption: { [self] interruption in
             statistics.streaming.store(interruption == nil, ordering: .releasing)
             if interruption != nil { realFramesStopped() }

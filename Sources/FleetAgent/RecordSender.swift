@@ -1,5 +1,6 @@
 import CZeroMQ
 import FleetBus
+import FleetCapture
 import FleetCore
 import FleetProtocol
 import Foundation
@@ -92,11 +93,11 @@ public final class RecordSender: Sendable {
     /// Called on a capture thread; never blocks. False when the frame could not be taken
     /// (the hand-off is full): the caller counts it as out of buffers.
     func submit(takeID: String, deviceID: String, header: Capfleet_V1_FrameHeader, takeDrops: DropTally,
-                pixels: UnsafeRawBufferPointer) -> Bool {
+                pixels: FrameBuffer, count: Int) -> Bool {
         // What waits between threads is bounded too: a stuck disk must not grow memory.
-        guard handoffBytes.load(ordering: .relaxed) + pixels.count <= max(limits.memoryBytes / 4, 16 << 20) else { return false }
-        handoffBytes.add(pixels.count, ordering: .relaxed)
-        let copy = SpoolBuffer(copying: pixels)
+        guard handoffBytes.load(ordering: .relaxed) + count <= max(limits.memoryBytes / 4, 16 << 20) else { return false }
+        handoffBytes.add(count, ordering: .relaxed)
+        let copy = SpoolBuffer(sharing: pixels, count: count)
         let state = self.state
         let frame = SpooledFrame(header: header, takeDrops: takeDrops, pixels: .memory(copy))
         loop.perform { [self] sockets in

@@ -1,27 +1,32 @@
+import FleetCapture
 import FleetCore
 import FleetProtocol
 import Glibc
 
-/// A recorded frame's pixels copied out of the capture buffer (which goes back to the
-/// camera at once), held until the coordinator has stored them. libzmq may hold it too
-/// while it is on the wire: sent without a further copy.
+/// A recorded frame's pixels, held until the coordinator has stored them: a copy made out of
+/// the capture buffer (which goes back to the camera at once), or read back from the disk
+/// spool. libzmq may hold it too while it is on the wire: sent without a further copy.
 final class SpoolBuffer: @unchecked Sendable {
     let storage: UnsafeMutableRawPointer
     let count: Int
+    /// The frame buffer this shares (read-only once filled); nil when the memory is its own.
+    private let owner: FrameBuffer?
 
     /// Takes over memory allocated with `UnsafeMutableRawPointer.allocate`.
     init(adopting storage: UnsafeMutableRawPointer, count: Int) {
         self.storage = storage
         self.count = count
+        owner = nil
     }
 
-    convenience init(copying bytes: UnsafeRawBufferPointer) {
-        let storage = UnsafeMutableRawPointer.allocate(byteCount: max(bytes.count, 1), alignment: 16)
-        if let source = bytes.baseAddress, bytes.count > 0 { storage.copyMemory(from: source, byteCount: bytes.count) }
-        self.init(adopting: storage, count: bytes.count)
+    /// Shares an unpooled frame buffer's first `count` bytes.
+    init(sharing buffer: FrameBuffer, count: Int) {
+        storage = buffer.storage
+        self.count = count
+        owner = buffer
     }
 
-    deinit { storage.deallocate() }
+    deinit { if owner == nil { storage.deallocate() } }
 }
 
 /// Where a spooled frame's pixels wait.

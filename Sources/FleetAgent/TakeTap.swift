@@ -1,3 +1,4 @@
+import FleetCapture
 import FleetCore
 import FleetProtocol
 import Synchronization
@@ -26,14 +27,14 @@ final class TakeTap: Sendable {
     var takeID: String? { active.withLock { $0?.takeID } }
 
     /// The take begins at `start` (fleet ns). A repeated begin of the same take (the
-    /// coordinator says it again at every registration) changes nothing.
+    /// coordinator says it again at every registration) keeps what is under way.
     func begin(takeID: String, start: UInt64, sender: RecordSender, deviceDrops: DropTally) {
-        let begun = active.withLock { active -> Bool in
-            if active?.takeID == takeID { return false }
+        active.withLock { active in
+            if active?.takeID == takeID { return }
             active = Active(takeID: takeID, start: start, baseDrops: deviceDrops, sender: sender)
-            return true
         }
-        if begun { sender.begin(takeID: takeID, deviceID: deviceID) }
+        // Said again at every registration: the sender takes the part up again if it dropped it.
+        sender.begin(takeID: takeID, deviceID: deviceID)
     }
 
     /// The take ends at `stop` (fleet ns): at once if that is not in the future by `nowFleet`,
@@ -68,8 +69,11 @@ final class TakeTap: Sendable {
 
     /// Called on the capture thread for every frame sent on the live path, with its fleet
     /// time (nil while the clock has no estimate: such a frame cannot be placed in a take).
-    func offer(header: Capfleet_V1_FrameHeader, pixels: UnsafeRawBufferPointer, fleetTime: UInt64?, deviceDrops: DropTally) {
-        guard let fleetTime else { return }
+    /// A frame the take keeps is copied once, out of the capture buffer: the copy goes to the
+    /// recording path and, returned, to the live path too, so the camera's buffer is free at
+    /// once and a stalled live path can never starve a camera being recorded.
+    func offer(_ frame: CapturedFrame, header: Capfleet_V1_FrameHeader, fleetTime: UInt64?, deviceDrops: DropTally) -> CapturedFrame? {
+        guard let fleetTime else { return nil }
         enum Action { case none, record(Active), end(Active) }
         let action = active.withLock { active -> Action in
             guard let current = active, fleetTime >= current.start else { return .none }
@@ -81,16 +85,21 @@ final class TakeTap: Sendable {
         }
         switch action {
         case .none:
-            return
+            return nil
         case let .end(ended):
             ended.sender.end(takeID: ended.takeID, deviceID: deviceID, takeDrops: Self.takeDrops(ended, deviceDrops), reason: "stopped",
                              withholding: false)
+            return nil
         case let .record(current):
+            let copy = FrameBuffer(unpooledCapacity: frame.byteCount)
+            copy.storage.copyMemory(from: frame.buffer.storage, byteCount: frame.byteCount)
             let taken = current.sender.submit(takeID: current.takeID, deviceID: deviceID, header: header,
-                                              takeDrops: Self.takeDrops(current, deviceDrops), pixels: pixels)
+                                              takeDrops: Self.takeDrops(current, deviceDrops), pixels: copy, count: frame.byteCount)
             if !taken {
                 active.withLock { if $0?.takeID == current.takeID { $0?.handoffDrops += 1 } }
             }
+            return CapturedFrame(buffer: copy, byteCount: frame.byteCount, sequence: frame.sequence,
+                                 captureMonotonicNanoseconds: frame.captureMonotonicNanoseconds, layout: frame.layout, zoomFactor: frame.zoomFactor)
         }
     }
 

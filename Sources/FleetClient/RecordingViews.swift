@@ -12,6 +12,8 @@ public enum RecordingViews {
             var frames, bytes: UInt64
             var drops: [String: UInt64]
             var segments: UInt32
+            var endReason: String?
+            var withheldFrames: UInt64
         }
         struct Segment: Encodable {
             var deviceId: String
@@ -52,7 +54,8 @@ public enum RecordingViews {
                               firstSequence: hasFrames ? device.firstSequence : nil, lastSequence: hasFrames ? device.lastSequence : nil,
                               frames: device.frames, bytes: device.bytes,
                               drops: ["late": device.drops.late, "out_of_buffers": device.drops.outOfBuffers, "discontinuity": device.drops.discontinuity],
-                              segments: device.segments)
+                              segments: device.segments, endReason: device.endReason.isEmpty ? nil : device.endReason,
+                              withheldFrames: device.withheldFrames)
             }
             if detailed {
                 segments = take.segments.map { segment in

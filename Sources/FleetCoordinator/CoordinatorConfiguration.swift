@@ -44,7 +44,8 @@ public struct CoordinatorConfiguration: Sendable {
 
     func endpoint(_ port: UInt16) -> String {
         let host = bindHost.contains(":") ? "[\(bindHost)]" : bindHost
-        return "tcp://\(host):\(port)"
+        // Port 0: any free port (libzmq's wildcard).
+        return "tcp://\(host):\(port == 0 ? "*" : String(port))"
     }
 
     /// The bind address as a client would write it (`*` means this machine's every address).

@@ -92,6 +92,7 @@ public final class CoordinatorService: Service, Sendable {
         let takes = TakeDirector(store: store, control: control, writers: writers, endpoint: recordEndpoint, events: events,
                                  fleetTime: fleetTime, ingest: ingest, configuration: configuration, logger: logger)
         try await takes.resumeUnfinished()
+        recordEndpoint.start()
         await control.followTakes(
             recordPort: recordEndpoint.boundPort,
             registered: { nodeID in await takes.nodeRegistered(nodeID) },

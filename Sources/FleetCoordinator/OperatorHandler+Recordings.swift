@@ -190,6 +190,8 @@ extension OperatorHandler {
                     $0.bytes = UInt64(max(device.bytes, 0))
                     $0.drops = device.drops.wire
                     $0.segments = UInt32(segments.filter { $0.deviceId == device.deviceId }.count)
+                    $0.endReason = device.endReason
+                    $0.withheldFrames = UInt64(max(device.withheldFrames, 0))
                 }
             }
             let firsts = devices.compactMap(\.firstFleetNs)

@@ -67,8 +67,11 @@ final class RecordEndpoint: Sendable {
                 }
             }
         }
-        loop.start()
     }
+
+    /// Starts taking messages: after the director has set up the parts in progress, so that
+    /// no agent is told its part is unknown while the coordinator is still starting.
+    func start() { loop.start() }
 
     /// Sends a message to the agent connection `routingID`; dropped if it is gone (the
     /// agent asks to resume).

@@ -194,7 +194,16 @@ actor TakeDirector {
             request.recording = true
             request.take = take.id
             request.startFleetNs = take.startFleetNs
-            let answer = await control.command(.setRecording(request), deviceID: writer.deviceID, nodeID: nodeID)
+            // A restarted agent refuses until its clock has an estimate (a second or two).
+            var answer = await control.command(.setRecording(request), deviceID: writer.deviceID, nodeID: nodeID)
+            for _ in 0..<30 where !answer.status.isOK && writers.writer(takeID: take.id, deviceID: writer.deviceID) != nil {
+                try? await Task.sleep(for: .seconds(1))
+                answer = await control.command(.setRecording(request), deviceID: writer.deviceID, nodeID: nodeID)
+            }
+            if !answer.status.isOK {
+                logger.error("the agent does not take up its part of the take again", metadata: [
+                    "take.id": "\(take.id)", "device.id": "\(writer.deviceID)", "reason": "\(answer.status.reason)"])
+            }
             if let stop = take.stopFleetNs, answer.status.isOK {
                 _ = await control.command(.setRecording(.with {
                     $0.recording = false

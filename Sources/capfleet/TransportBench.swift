@@ -201,7 +201,7 @@ struct TransportBench: ParsableCommand {
         child.arguments = ["coordinator", "--data", directory, "--log-level", "error"]
         child.environment = ProcessInfo.processInfo.environment.merging([
             "CAPFLEET_BIND": "127.0.0.1", "CAPFLEET_CONTROL_PORT": "\(ports[0])", "CAPFLEET_INGEST_PORT": "\(ports[1])",
-            "CAPFLEET_OPERATOR_PORT": "\(ports[2])", "CAPFLEET_TELEMETRY_PORT": "\(ports[3])", "CAPFLEET_CLOCK_PORT": "\(ports[4])", "CAPFLEET_METRICS_PORT": "off",
+            "CAPFLEET_OPERATOR_PORT": "\(ports[2])", "CAPFLEET_TELEMETRY_PORT": "\(ports[3])", "CAPFLEET_CLOCK_PORT": "\(ports[4])", "CAPFLEET_RECORD_PORT": "0", "CAPFLEET_METRICS_PORT": "off",
         ]) { $1 }
         try child.run()
         defer { child.terminate(); child.waitUntilExit() }

@@ -66,6 +66,7 @@ final class FleetHarness: @unchecked Sendable {
     let telemetryPort: UInt16
     let clockPort: UInt16
     let metricsPort: UInt16
+    let recordPort: UInt16
     private(set) var processes: [FleetProcess] = []
 
     init() throws {
@@ -74,8 +75,9 @@ final class FleetHarness: @unchecked Sendable {
         }
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-test-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let ports = try LoopbackPorts.free(6)
+        let ports = try LoopbackPorts.free(7)
         (controlPort, ingestPort, operatorPort, telemetryPort, metricsPort, clockPort) = (ports[0], ports[1], ports[2], ports[3], ports[4], ports[5])
+        recordPort = ports[6]
     }
 
     deinit {
@@ -86,7 +88,7 @@ final class FleetHarness: @unchecked Sendable {
     var coordinatorEnvironment: [String: String] {
         ["CAPFLEET_CONTROL_PORT": "\(controlPort)", "CAPFLEET_INGEST_PORT": "\(ingestPort)",
          "CAPFLEET_OPERATOR_PORT": "\(operatorPort)", "CAPFLEET_TELEMETRY_PORT": "\(telemetryPort)",
-         "CAPFLEET_METRICS_PORT": "\(metricsPort)", "CAPFLEET_CLOCK_PORT": "\(clockPort)",
+         "CAPFLEET_METRICS_PORT": "\(metricsPort)", "CAPFLEET_CLOCK_PORT": "\(clockPort)", "CAPFLEET_RECORD_PORT": "\(recordPort)",
          "CAPFLEET_BIND": "127.0.0.1"]
     }
 

@@ -1819,10 +1819,16 @@ public nonisolated struct Capfleet_V1_TakeDeviceInfo: @unchecked Sendable {
     set {_uniqueStorage()._segments = newValue}
   }
 
-  /// waiting on the agent, as its last resume said
-  public var spooledFrames: UInt64 {
-    get {_storage._spooledFrames}
-    set {_uniqueStorage()._spooledFrames = newValue}
+  /// why the part ended: stopped, consent denied, or the error that failed it
+  public var endReason: String {
+    get {_storage._endReason}
+    set {_uniqueStorage()._endReason = newValue}
+  }
+
+  /// captured before a denial and kept on the agent's host
+  public var withheldFrames: UInt64 {
+    get {_storage._withheldFrames}
+    set {_uniqueStorage()._withheldFrames = newValue}
   }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -4797,7 +4803,7 @@ nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf
 
 nonisolated extension Capfleet_V1_TakeDeviceInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".TakeDeviceInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}state\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{3}frame_rate\0\u{3}first_fleet_ns\0\u{3}last_fleet_ns\0\u{3}first_sequence\0\u{3}last_sequence\0\u{1}frames\0\u{1}bytes\0\u{1}drops\0\u{1}segments\0\u{3}spooled_frames\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}state\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{3}frame_rate\0\u{3}first_fleet_ns\0\u{3}last_fleet_ns\0\u{3}first_sequence\0\u{3}last_sequence\0\u{1}frames\0\u{1}bytes\0\u{1}drops\0\u{1}segments\0\u{3}end_reason\0\u{3}withheld_frames\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -4815,7 +4821,8 @@ nonisolated extension Capfleet_V1_TakeDeviceInfo: SwiftProtobuf.Message, SwiftPr
     var _bytes: UInt64 = 0
     var _drops: Capfleet_V1_DropCounts? = nil
     var _segments: UInt32 = 0
-    var _spooledFrames: UInt64 = 0
+    var _endReason: String = String()
+    var _withheldFrames: UInt64 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -4841,7 +4848,8 @@ nonisolated extension Capfleet_V1_TakeDeviceInfo: SwiftProtobuf.Message, SwiftPr
       _bytes = source._bytes
       _drops = source._drops
       _segments = source._segments
-      _spooledFrames = source._spooledFrames
+      _endReason = source._endReason
+      _withheldFrames = source._withheldFrames
     }
   }
 
@@ -4875,7 +4883,8 @@ nonisolated extension Capfleet_V1_TakeDeviceInfo: SwiftProtobuf.Message, SwiftPr
         case 13: try { try decoder.decodeSingularUInt64Field(value: &_storage._bytes) }()
         case 14: try { try decoder.decodeSingularMessageField(value: &_storage._drops) }()
         case 15: try { try decoder.decodeSingularUInt32Field(value: &_storage._segments) }()
-        case 16: try { try decoder.decodeSingularUInt64Field(value: &_storage._spooledFrames) }()
+        case 16: try { try decoder.decodeSingularStringField(value: &_storage._endReason) }()
+        case 17: try { try decoder.decodeSingularUInt64Field(value: &_storage._withheldFrames) }()
         default: break
         }
       }
@@ -4933,8 +4942,11 @@ nonisolated extension Capfleet_V1_TakeDeviceInfo: SwiftProtobuf.Message, SwiftPr
       if _storage._segments != 0 {
         try visitor.visitSingularUInt32Field(value: _storage._segments, fieldNumber: 15)
       }
-      if _storage._spooledFrames != 0 {
-        try visitor.visitSingularUInt64Field(value: _storage._spooledFrames, fieldNumber: 16)
+      if !_storage._endReason.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._endReason, fieldNumber: 16)
+      }
+      if _storage._withheldFrames != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._withheldFrames, fieldNumber: 17)
       }
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -4960,7 +4972,8 @@ nonisolated extension Capfleet_V1_TakeDeviceInfo: SwiftProtobuf.Message, SwiftPr
         if _storage._bytes != rhs_storage._bytes {return false}
         if _storage._drops != rhs_storage._drops {return false}
         if _storage._segments != rhs_storage._segments {return false}
-        if _storage._spooledFrames != rhs_storage._spooledFrames {return false}
+        if _storage._endReason != rhs_storage._endReason {return false}
+        if _storage._withheldFrames != rhs_storage._withheldFrames {return false}
         return true
       }
       if !storagesAreEqual {return false}

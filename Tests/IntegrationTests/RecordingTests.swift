@@ -1,0 +1,200 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension IntegrationTests {
+    /// Takes recorded by a real coordinator from real agents (synthetic cameras), checked in
+    /// the index, with `capfleet recordings verify`, and with ffprobe on the files.
+    @Suite(.serialized) struct RecordingTests {
+        /// Three devices start on one fleet-time instant, within one frame interval of it; their
+        /// segments cut at the same multiples of the segment length; nothing is dropped; the
+        /// files hold what the index says, and an export is byte for byte the same.
+        @Test func threeDeviceTake_startsOnOneInstant_andStoresEveryFrame() async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator(environment: ["CAPFLEET_SEGMENT_SECONDS": "2"])
+            let devices = try await Self.devices(in: fleet, agents: ["r1", "r2", "r3"], fps: 30)
+            let started = try fleet.cli(["record", "start"] + devices + ["--at", "+2s", "--name", "trio", "--json"], timeout: 15)
+            #expect(started.status == 0, "\(started.error)")
+            let take = try #require(try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any])
+            let takeID = try #require(take["id"] as? String)
+            let start = try #require(take["start_fleet_ns"] as? Int)
+            try await Task.sleep(for: .seconds(6))
+            let stopped = try fleet.cli(["record", "stop", takeID], timeout: 20)
+            #expect(stopped.status == 0, "\(stopped.error)")
+
+            let shown = try Self.show(takeID, in: fleet)
+            #expect(shown["state"] as? String == "stopped", "\(shown)")
+            let parts = try #require(shown["devices"] as? [[String: Any]])
+            #expect(parts.count == 3)
+            let interval = 1e9 / 30
+            for part in parts {
+                let first = try #require(part["first_fleet_ns"] as? Int, "\(part)")
+                #expect(first >= start && Double(first - start) < interval, "first frame \(first - start) ns after the start")
+                #expect((part["frames"] as? Int ?? 0) >= 90, "\(part)")
+                #expect(Self.dropTotal(part) == 0, "nothing dropped on a quiet machine: \(part)")
+                #expect(part["state"] as? String == "stopped")
+                #expect((part["segments"] as? Int ?? 0) >= 2, "2 s segments over 4 s: \(part)")
+            }
+            let spread = try #require(shown["start_spread_ns"] as? Int)
+            print("recording: three-device take, start spread \(Double(spread) / 1000) µs, frames \(parts.map { $0["frames"] as? Int ?? 0 })")
+            #expect(Double(spread) < interval, "first frames within one frame interval of each other")
+
+            // Segments line up: segment k of every device covers [start + 2(k-1) s, start + 2k s).
+            let segments = try #require(shown["segments"] as? [[String: Any]])
+            for segment in segments {
+                let number = try #require(segment["number"] as? Int)
+                let first = try #require(segment["first_fleet_ns"] as? Int), last = try #require(segment["last_fleet_ns"] as? Int)
+                let slotStart = start + (number - 1) * 2_000_000_000
+                #expect(first >= slotStart && last < slotStart + 2_000_000_000, "segment \(number) of \(segment["device_id"] ?? "?") spans its slot")
+                let path = try #require(segment["path"] as? String)
+                #expect(try Self.ffprobeFrameCount(path) == segment["frames"] as? Int, "ffprobe counts what the index says in \(path)")
+            }
+
+            let verified = try fleet.cli(["recordings", "verify", takeID], timeout: 60)
+            #expect(verified.status == 0, "\(verified.output)\(verified.error)")
+            let exported = try fleet.cli(["recordings", "export", takeID, "--to", fleet.directory + "/export"], timeout: 60)
+            #expect(exported.status == 0, "\(exported.error)")
+            #expect(exported.output.contains("every SHA-256 matches"), "\(exported.output)")
+            let listed = try fleet.json(["recordings", "list"])
+            #expect(listed.first?["id"] as? String == takeID)
+        }
+
+        /// The coordinator dies (SIGKILL) mid-take: on restart the segment it was writing is
+        /// repaired so it plays, the index matches the files, and the take goes on with the
+        /// frames the agents kept meanwhile: none is lost.
+        @Test func coordinatorKilledMidTake_repairsItsSegments_andTheTakeLosesNothing() async throws {
+            let fleet = try FleetHarness()
+            let coordinator = try fleet.startCoordinator()
+            let devices = try await Self.devices(in: fleet, agents: ["k1", "k2"], fps: 15)
+            let takeID = try Self.start(devices, in: fleet)
+            try await Task.sleep(for: .seconds(3))
+            coordinator.kill()
+            try await Task.sleep(for: .seconds(3))
+            try fleet.startCoordinator()
+            try await fleet.waitUntil("both agents are back", seconds: 20) { try fleet.onlineNodeIDs().count == 2 }
+            try await Task.sleep(for: .seconds(3))
+            let stopped = try fleet.cli(["record", "stop", takeID], timeout: 30)
+            #expect(stopped.status == 0, "\(stopped.error)")
+            let shown = try Self.show(takeID, in: fleet)
+            if ProcessInfo.processInfo.environment["CAPFLEET_DEBUG_TEST"] != nil {
+                print(shown)
+                print("DEVICES", try fleet.json(["watch", "--count", "1"]))
+                for process in fleet.processes { print("--- \(process.name)\n" + process.log.split(separator: "\n").filter { $0.contains("record") || $0.contains("take") || $0.contains("regist") }.joined(separator: "\n")) }
+            }
+            #expect(shown["state"] as? String == "stopped", "\(shown)")
+            for part in try #require(shown["devices"] as? [[String: Any]]) {
+                #expect(Self.dropTotal(part) == 0, "the agents kept every frame while the coordinator was down: \(part)")
+                let first = part["first_sequence"] as? Int ?? 0, last = part["last_sequence"] as? Int ?? 0
+                #expect(part["frames"] as? Int == last - first + 1, "every sequence number stored: \(part)")
+                #expect((part["frames"] as? Int ?? 0) >= 100, "about 9 s at 15 fps: \(part)")
+            }
+            let segments = try #require(shown["segments"] as? [[String: Any]])
+            #expect(segments.contains { $0["state"] as? String == "repaired" }, "the segment open at the crash was repaired: \(segments)")
+            for segment in segments {
+                let path = try #require(segment["path"] as? String)
+                #expect(try Self.ffprobeFrameCount(path) == segment["frames"] as? Int, "\(path) plays and holds what the index says")
+            }
+            let verified = try fleet.cli(["recordings", "verify", takeID], timeout: 60)
+            #expect(verified.status == 0, "\(verified.output)\(verified.error)")
+        }
+
+        /// An agent dies (SIGKILL) mid-take: the take records an interruption, and the part
+        /// goes on when the agent is back, its sequence continuing in the take.
+        @Test func agentKilledMidTake_recordsAnInterruption_andResumes() async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator()
+            let devices = try await Self.devices(in: fleet, agents: ["v1", "v2"], fps: 15)
+            let takeID = try Self.start(devices, in: fleet)
+            try await Task.sleep(for: .seconds(3))
+            let victim = try #require(fleet.processes.first { $0.name.hasPrefix("v1-") })
+            victim.kill()
+            try await Task.sleep(for: .seconds(1))
+            let restarted = Date()
+            let again = try fleet.startAgent("v1", fps: 15)
+            try await fleet.waitUntil("the restarted agent records again", seconds: 30) { again.log.contains("recording") && again.log.contains(takeID) }
+            try await Task.sleep(for: .seconds(3))
+            #expect(try fleet.cli(["record", "stop", takeID], timeout: 30).status == 0)
+            let shown = try Self.show(takeID, in: fleet)
+            let victimNode = try #require(try fleet.nodes().first { $0["name"] as? String == "v1" }?["node_id"] as? String)
+            let victimDevice = try #require(try fleet.json(["devices"]).first { $0["node_id"] as? String == victimNode }?["device_id"] as? String)
+            let events = try #require(shown["events"] as? [[String: Any]])
+            #expect(events.contains { $0["kind"] as? String == "interrupted" }, "\(events)")
+            let part = try #require((shown["devices"] as? [[String: Any]])?.first { $0["device_id"] as? String == victimDevice })
+            let last = try #require(part["last_fleet_ns"] as? Int)
+            #expect(Double(last) / 1e9 > restarted.timeIntervalSince1970, "frames after the restart are in the take: \(part)")
+            let verified = try fleet.cli(["recordings", "verify", takeID], timeout: 60)
+            #expect(verified.status == 0, "\(verified.output)\(verified.error)")
+        }
+
+        /// Consent revoked mid-take: that device's part stops at once, recorded in the take;
+        /// the others go on.
+        @Test func consentRevokedMidTake_stopsThatDevicesPartAtOnce() async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator()
+            let devices = try await Self.devices(in: fleet, agents: ["c1", "c2"], fps: 15)
+            let takeID = try Self.start(devices, in: fleet)
+            try await Task.sleep(for: .seconds(3))
+            let revokedAt = Date()
+            let revoked = try fleet.cli(["consent", "revoke", devices[0], "--reason", "someone walked in"])
+            #expect(revoked.status == 0, "\(revoked.error)")
+            try await Task.sleep(for: .seconds(3))
+            #expect(try fleet.cli(["record", "stop", takeID], timeout: 30).status == 0)
+            let shown = try Self.show(takeID, in: fleet)
+            let parts = try #require(shown["devices"] as? [[String: Any]])
+            let stoppedPart = try #require(parts.first { $0["device_id"] as? String == devices[0] })
+            let other = try #require(parts.first { $0["device_id"] as? String == devices[1] })
+            #expect(stoppedPart["end_reason"] as? String == "consent denied", "\(stoppedPart)")
+            let stoppedLast = try #require(stoppedPart["last_fleet_ns"] as? Int)
+            #expect(Double(stoppedLast) / 1e9 <= revokedAt.timeIntervalSince1970 + 0.3, "no frame of the revoked device after the revocation")
+            let otherLast = try #require(other["last_fleet_ns"] as? Int)
+            #expect(otherLast - stoppedLast > 2_000_000_000, "the other device went on recording")
+            let events = try #require(shown["events"] as? [[String: Any]])
+            #expect(events.contains { $0["kind"] as? String == "consent" && $0["device_id"] as? String == devices[0] }, "\(events)")
+            let verified = try fleet.cli(["recordings", "verify", takeID], timeout: 60)
+            #expect(verified.status == 0, "\(verified.output)\(verified.error)")
+        }
+
+        // MARK: Helpers
+
+        /// Agents with one synthetic camera each, clocks locked, consent granted.
+        static func devices(in fleet: FleetHarness, agents: [String], fps: Double) async throws -> [String] {
+            let processes = try agents.map { try fleet.startAgent($0, fps: fps) }
+            try await fleet.waitUntil("every clock locks", seconds: 30) { processes.allSatisfy { $0.log.contains("clock.state=locked") } }
+            let devices = try fleet.json(["devices"]).compactMap { $0["device_id"] as? String }.sorted()
+            #expect(devices.count == agents.count)
+            for device in devices { try fleet.grantConsent(device) }
+            return devices
+        }
+
+        static func start(_ devices: [String], in fleet: FleetHarness) throws -> String {
+            let started = try fleet.cli(["record", "start"] + devices + ["--json"], timeout: 15)
+            guard started.status == 0, let take = try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any],
+                  let id = take["id"] as? String else { throw HarnessError("record start failed: \(started.output)\(started.error)") }
+            return id
+        }
+
+        static func show(_ takeID: String, in fleet: FleetHarness) throws -> [String: Any] {
+            try fleet.jsonObject(["recordings", "show", takeID])
+        }
+
+        static func dropTotal(_ part: [String: Any]) -> Int {
+            (part["drops"] as? [String: Int] ?? [:]).values.reduce(0, +)
+        }
+
+        /// Video frames ffprobe counts by reading the whole file.
+        static func ffprobeFrameCount(_ path: String) throws -> Int? {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
+            process.arguments = ["-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", path]
+            let out = Pipe()
+            process.standardOutput = out
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let data = out.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return Int(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+    }
+}
