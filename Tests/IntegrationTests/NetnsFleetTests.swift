@@ -64,6 +64,54 @@ extension IntegrationTests {
             #expect(left.isEmpty, "namespaces left: \(left)")
         }
 
+        /// A camera host loses the network for 30 s in the middle of a take (its link down):
+        /// its agent keeps the take's frames (in memory, then on disk) and uploads them in order
+        /// when the link is back, so the take has every frame, none dropped.
+        @Test func aTakeAcrossA30SecondPartition_losesNoFrame() async throws {
+            guard getuid() == 0 else {
+                print("netns partition: not run, network namespaces need root (CI runs as root)")
+                return
+            }
+            let fleet = NetnsTestFleet(prefix: "cfp\(getpid() % 10_000)")
+            defer { fleet.down() }
+            try fleet.run(["up", "--agents", "2", "--bin", FleetHarness.binary, "--agent-args", "--fps 15 --no-pressure"])
+            _ = try await waitUntil("both clocks lock", seconds: 30) {
+                let clocks = try fleet.json(["clock"])
+                return clocks.count == 2 && clocks.allSatisfy { $0["sync"] as? String == "locked" }
+            }
+            let devices = try fleet.json(["devices"]).compactMap { $0["device_id"] as? String }.sorted()
+            #expect(devices.count == 2)
+            for device in devices { try fleet.run(["cli", "consent", "grant", device, "--reason", "partition test"]) }
+            let started = try fleet.run(["cli", "record", "start"] + devices + ["--name", "partition", "--json", "--timeout", "15"])
+            let take = try #require(try JSONSerialization.jsonObject(with: Data(started.utf8)) as? [String: Any], "\(started)")
+            let takeID = try #require(take["id"] as? String)
+
+            try await Task.sleep(for: .seconds(3))
+            try fleet.run(["partition", "1"])
+            try await Task.sleep(for: .seconds(30))
+            try fleet.run(["heal", "1"])
+            // Back online, then its spool drains: 30 s of 640x480 frames, partly from disk.
+            _ = try await waitUntil("a1 is back online", seconds: 30) {
+                try fleet.json(["nodes"]).filter { $0["online"] as? Bool == true }.count == 2
+            }
+            try await Task.sleep(for: .seconds(5))
+            let stopped = try fleet.run(["cli", "record", "stop", takeID, "--wait", "120", "--timeout", "130"])
+            print("netns partition: \(stopped.trimmingCharacters(in: .whitespacesAndNewlines))")
+            let shownText = try fleet.run(["cli", "recordings", "show", takeID, "--json"])
+            let shown = try #require(try JSONSerialization.jsonObject(with: Data(shownText.utf8)) as? [String: Any], "\(shownText)")
+            #expect(shown["state"] as? String == "stopped", "\(shown)")
+            for part in try #require(shown["devices"] as? [[String: Any]]) {
+                let drops = (part["drops"] as? [String: Int] ?? [:]).values.reduce(0, +)
+                let first = part["first_sequence"] as? Int ?? 0, last = part["last_sequence"] as? Int ?? 0
+                print("netns partition: \(part["device_id"] ?? "?") stored \(part["frames"] ?? 0) frames, \(first)…\(last), drops \(drops)")
+                #expect(drops == 0, "no frame lost across the partition: \(part)")
+                #expect(part["frames"] as? Int == last - first + 1, "every sequence number stored: \(part)")
+                #expect((part["frames"] as? Int ?? 0) >= 15 * 36, "at least 36 s at 15 fps: \(part)")
+            }
+            let verified = try fleet.run(["cli", "recordings", "verify", takeID, "--timeout", "120"])
+            #expect(verified.contains("verified"), "\(verified)")
+        }
+
         static func monotonicNow() -> UInt64 {
             var spec = timespec()
             clock_gettime(CLOCK_MONOTONIC, &spec)
