@@ -20,6 +20,8 @@ public struct CoordinatorConfiguration: Sendable {
     /// A take starts this long after `record start` unless `--at` says when: every agent must
     /// hear of it before its first frame.
     public var recordLeadMilliseconds: Int = 1000
+    /// Free space recordings never eat into: below it takes stop, their files finished.
+    public var recordReserveBytes: Int64 = 256 << 20
     /// Prometheus `/metrics` over HTTP; nil turns the endpoint off.
     public var metricsPort: UInt16?
     public var heartbeatIntervalMilliseconds: UInt32

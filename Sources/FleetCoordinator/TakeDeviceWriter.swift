@@ -39,6 +39,13 @@ final class TakeDeviceWriter: @unchecked Sendable {
         var bytes: Int = 64 << 20
     }
 
+    /// What a part needs of the disk: where its files go, and the free space it never eats
+    /// into (below it the part stops while its files can still be finished properly).
+    struct DiskReserve: Sendable {
+        var directory: String
+        var bytes: Int64
+    }
+
     let takeID: String
     let deviceID: String
     let nodeID: String
@@ -50,6 +57,8 @@ final class TakeDeviceWriter: @unchecked Sendable {
     private let logger: Logger
     private let window: Window
     private let frameRate: Double
+    private let reserve: DiskReserve?
+    private var lastSpaceCheck: UInt64 = 0
 
     // The thread's own state.
     private let recorder: DeviceTakeRecorder
@@ -70,7 +79,7 @@ final class TakeDeviceWriter: @unchecked Sendable {
     private var announcedFlowing = false
 
     init(takeID: String, deviceID: String, nodeID: String, recorder: DeviceTakeRecorder, instance: String, offset: Int64, ended: Bool,
-         frameRate: Double, window: Window = Window(), logger: Logger,
+         frameRate: Double, window: Window = Window(), reserve: DiskReserve? = nil, logger: Logger,
          send: @escaping @Sendable ([UInt8], Capfleet_V1_RecordDown) -> Void, onEvent: @escaping @Sendable (Event) -> Void) {
         self.takeID = takeID
         self.deviceID = deviceID
@@ -81,6 +90,7 @@ final class TakeDeviceWriter: @unchecked Sendable {
         self.ended = ended
         self.frameRate = frameRate
         self.window = window
+        self.reserve = reserve
         self.send = send
         self.onEvent = onEvent
         var logger = logger
@@ -194,6 +204,13 @@ final class TakeDeviceWriter: @unchecked Sendable {
 
     private func write(_ frame: Capfleet_V1_RecordedFrame, payload: ZMQMessage) {
         let header = frame.header
+        if let reserve, MonotonicTime.now() &- lastSpaceCheck >= 250_000_000 {
+            lastSpaceCheck = MonotonicTime.now()
+            if let free = DiskSpace.availableBytes(at: reserve.directory), free < reserve.bytes {
+                fail("the disk holding \(reserve.directory) is nearly full: \(free >> 20) MiB free, below the \(reserve.bytes >> 20) MiB kept in reserve. The take stopped; what it holds is finished and plays. Free space (capfleet recordings delete) or set recordings_dir to a larger disk")
+                return
+            }
+        }
         if rebaseOnNextFrame, let last = recorder.ledger.lastSequence {
             offset = (last &+ 1) &- header.sequence
             rebaseOnNextFrame = false

@@ -51,6 +51,9 @@ actor TakeDirector {
     func start(deviceIDs: [String], name: String, at requested: UInt64?, fromNow: UInt64, by operatorName: String) async throws -> TakeRecord {
         let unique = Array(NSOrderedSet(array: deviceIDs)) as? [String] ?? deviceIDs
         guard !unique.isEmpty else { throw TakeRefusal(code: .badRequest, message: "name the devices to record (capfleet devices lists them)") }
+        if let free = DiskSpace.availableBytes(at: configuration.takesDirectory), free < configuration.recordReserveBytes {
+            throw TakeRefusal(code: .unavailable, message: "the disk holding \(configuration.takesDirectory) is nearly full: \(free >> 20) MiB free, below the \(configuration.recordReserveBytes >> 20) MiB kept in reserve. Free space (capfleet recordings delete) or set recordings_dir to a larger disk")
+        }
         let now = fleetTime.now()
         let start = requested ?? now + (fromNow > 0 ? fromNow : UInt64(configuration.recordLeadMilliseconds) * 1_000_000)
         var parts: [(device: DeviceRecord, frameRate: Double)] = []
@@ -262,7 +265,8 @@ actor TakeDirector {
         let key = TakeWriters.Key(takeID: take.id, deviceID: device.deviceId)
         let writer = TakeDeviceWriter(
             takeID: take.id, deviceID: device.deviceId, nodeID: device.nodeId, recorder: recorder, instance: device.agentInstance,
-            offset: device.sequenceOffset, ended: false, frameRate: frameRate, logger: logger,
+            offset: device.sequenceOffset, ended: false, frameRate: frameRate,
+            reserve: TakeDeviceWriter.DiskReserve(directory: take.directory, bytes: configuration.recordReserveBytes), logger: logger,
             send: { routing, message in endpoint.send(to: routing, message) },
             onEvent: { [weak self] event in Task { await self?.partEvent(event, key: key, nodeID: device.nodeId) } })
         writers.add(writer)

@@ -24,3 +24,29 @@ public enum SegmentDigest {
         return digest.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
     }
 }
+
+/// Free space where recordings go.
+public enum DiskSpace {
+    /// Bytes available to this process on the file system holding `path` (or its nearest
+    /// existing parent); nil if it cannot be read.
+    public static func availableBytes(at path: String) -> Int64? {
+        var candidate = path
+        while true {
+            var stats = statvfs()
+            if statvfs(candidate, &stats) == 0 { return Int64(stats.f_bavail) * Int64(stats.f_frsize) }
+            guard errno == ENOENT, let slash = candidate.lastIndex(of: "/"), slash != candidate.startIndex else { return nil }
+            candidate = String(candidate[..<slash])
+        }
+    }
+
+    /// Total bytes of that file system.
+    public static func totalBytes(at path: String) -> Int64? {
+        var candidate = path
+        while true {
+            var stats = statvfs()
+            if statvfs(candidate, &stats) == 0 { return Int64(stats.f_blocks) * Int64(stats.f_frsize) }
+            guard errno == ENOENT, let slash = candidate.lastIndex(of: "/"), slash != candidate.startIndex else { return nil }
+            candidate = String(candidate[..<slash])
+        }
+    }
+}

@@ -31,7 +31,7 @@ struct CoordinatorCommand: AsyncParsableCommand {
 /// The coordinator's settings: defaults, then the file, then CAPFLEET_* variables, then flags.
 enum CoordinatorSettings {
     static let keys = ["data_dir", "bind", "control_port", "ingest_port", "operator_port", "telemetry_port", "metrics_port",
-                       "clock_port", "record_port", "recordings_dir", "segment_seconds", "record_lead_ms", "heartbeat_interval_ms", "heartbeat_liveness",
+                       "clock_port", "record_port", "recordings_dir", "segment_seconds", "record_lead_ms", "record_reserve_mb", "heartbeat_interval_ms", "heartbeat_liveness",
                        "alert_command", "alert_webhook", "alert_interval_s", "alert_burst", "alert_pressure_level",
                        "alert_drop_share", "alert_drop_window_s", "alert_command_timeout_s"]
 
@@ -56,6 +56,7 @@ enum CoordinatorSettings {
         configuration.segmentSeconds = try settings.integer("segment_seconds", environment: env) ?? configuration.segmentSeconds
         guard configuration.segmentSeconds >= 1 else { throw CLIFailure("segment_seconds must be at least 1") }
         configuration.recordLeadMilliseconds = try settings.integer("record_lead_ms", environment: env) ?? configuration.recordLeadMilliseconds
+        if let reserve: Int64 = try settings.integer("record_reserve_mb", environment: env) { configuration.recordReserveBytes = reserve << 20 }
         if settings.value("metrics_port", environment: env) == "off" {
             configuration.metricsPort = nil
         } else if let port: UInt16 = try settings.integer("metrics_port", environment: env) {

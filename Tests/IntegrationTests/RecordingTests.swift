@@ -156,6 +156,44 @@ extension IntegrationTests {
             #expect(verified.status == 0, "\(verified.output)\(verified.error)")
         }
 
+        /// The disk fills up mid-take: before it is full (the reserve), the take stops with a
+        /// clear error, and every file written so far is finished, plays, and matches the index.
+        @Test func aDiskFillingUp_stopsTheTakeWithAClearError_andWhatWasWrittenStaysValid() async throws {
+            guard getuid() == 0 else {
+                print("recording disk full: not run, mounting a small file system needs root (CI runs as root)")
+                return
+            }
+            let fleet = try FleetHarness()
+            let small = fleet.directory + "/small-disk"
+            try FileManager.default.createDirectory(atPath: small, withIntermediateDirectories: true)
+            try Self.shell("mount -t tmpfs -o size=40m capfleet-test \(small)")
+            defer { try? Self.shell("umount -l \(small)") }
+            try fleet.startCoordinator(environment: ["CAPFLEET_RECORDINGS_DIR": small, "CAPFLEET_RECORD_RESERVE_MB": "12"])
+            let devices = try await Self.devices(in: fleet, agents: ["d1"], fps: 30)
+            let takeID = try Self.start(devices, in: fleet)
+            var shown: [String: Any] = [:]
+            try await fleet.waitUntil("the take fails for want of space", seconds: 30) {
+                shown = try Self.show(takeID, in: fleet)
+                return shown["state"] as? String == "failed"
+            }
+            let error = shown["error"] as? String ?? ""
+            print("recording disk full: \(error)")
+            #expect(error.contains("nearly full") && error.contains("MiB free"), "\(shown)")
+            let part = try #require((shown["devices"] as? [[String: Any]])?.first)
+            #expect(part["state"] as? String == "failed" && (part["frames"] as? Int ?? 0) > 10, "\(part)")
+            let segments = try #require(shown["segments"] as? [[String: Any]])
+            #expect(!segments.isEmpty && segments.allSatisfy { $0["state"] as? String == "finished" }, "\(segments)")
+            for segment in segments {
+                let path = try #require(segment["path"] as? String)
+                #expect(try Self.ffprobeFrameCount(path) == segment["frames"] as? Int, "\(path) plays and holds what the index says")
+            }
+            let verified = try fleet.cli(["recordings", "verify", takeID], timeout: 60)
+            #expect(verified.status == 0, "\(verified.output)\(verified.error)")
+            // A new take is refused while the disk is below its reserve, saying why.
+            let refused = try fleet.cli(["record", "start"] + devices, timeout: 15)
+            #expect(refused.status != 0 && refused.error.contains("nearly full"), "\(refused)")
+        }
+
         // MARK: Helpers
 
         /// Agents with one synthetic camera each, clocks locked, consent granted.
@@ -181,6 +219,15 @@ extension IntegrationTests {
 
         static func dropTotal(_ part: [String: Any]) -> Int {
             (part["drops"] as? [String: Int] ?? [:]).values.reduce(0, +)
+        }
+
+        static func shell(_ command: String) throws {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", command]
+            try process.run()
+            process.waitUntilExit()
+            guard process.terminationStatus == 0 else { throw HarnessError("\(command) failed with status \(process.terminationStatus)") }
         }
 
         /// Video frames ffprobe counts by reading the whole file.
