@@ -1,3 +1,4 @@
+import FleetCore
 import FleetProtocol
 
 /// Where the coordinator keeps its state and which ports it binds.
@@ -22,6 +23,8 @@ public struct CoordinatorConfiguration: Sendable {
     public var recordLeadMilliseconds: Int = 1000
     /// Free space recordings never eat into: below it takes stop, their files finished.
     public var recordReserveBytes: Int64 = 256 << 20
+    /// How much recordings may keep (oldest deleted first; never a take in progress).
+    public var retention = RetentionPolicy()
     /// Prometheus `/metrics` over HTTP; nil turns the endpoint off.
     public var metricsPort: UInt16?
     public var heartbeatIntervalMilliseconds: UInt32

@@ -97,6 +97,7 @@ public final class CoordinatorService: Service, Sendable {
             recordPort: recordEndpoint.boundPort,
             registered: { nodeID in await takes.nodeRegistered(nodeID) },
             offline: { nodeID in await takes.nodeOffline(nodeID) })
+        let housekeeper = RecordingHousekeeper(store: store, events: events, metrics: metrics, configuration: configuration, logger: logger)
         let leases = LeaseKeeper(store: store, events: events, logger: logger)
         try await leases.load()
         let reporter = TelemetryReporter(store: store, ingest: ingest, control: control, telemetry: telemetry, metrics: metrics,
@@ -133,6 +134,12 @@ public final class CoordinatorService: Service, Sendable {
                 while !Task.isCancelled {
                     try? await Task.sleep(for: .seconds(1))
                     await reporter.tick()
+                }
+            }
+            group.addTask {
+                while !Task.isCancelled {
+                    await housekeeper.tick()
+                    try? await Task.sleep(for: .seconds(5))
                 }
             }
             try? await gracefulShutdown()

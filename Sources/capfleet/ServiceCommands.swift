@@ -31,7 +31,7 @@ struct CoordinatorCommand: AsyncParsableCommand {
 /// The coordinator's settings: defaults, then the file, then CAPFLEET_* variables, then flags.
 enum CoordinatorSettings {
     static let keys = ["data_dir", "bind", "control_port", "ingest_port", "operator_port", "telemetry_port", "metrics_port",
-                       "clock_port", "record_port", "recordings_dir", "segment_seconds", "record_lead_ms", "record_reserve_mb", "heartbeat_interval_ms", "heartbeat_liveness",
+                       "clock_port", "record_port", "recordings_dir", "segment_seconds", "record_lead_ms", "record_reserve_mb", "retention_budget_gb", "retention_days", "heartbeat_interval_ms", "heartbeat_liveness",
                        "alert_command", "alert_webhook", "alert_interval_s", "alert_burst", "alert_pressure_level",
                        "alert_drop_share", "alert_drop_window_s", "alert_command_timeout_s"]
 
@@ -57,6 +57,14 @@ enum CoordinatorSettings {
         guard configuration.segmentSeconds >= 1 else { throw CLIFailure("segment_seconds must be at least 1") }
         configuration.recordLeadMilliseconds = try settings.integer("record_lead_ms", environment: env) ?? configuration.recordLeadMilliseconds
         if let reserve: Int64 = try settings.integer("record_reserve_mb", environment: env) { configuration.recordReserveBytes = reserve << 20 }
+        if let text = settings.value("retention_budget_gb", environment: env) {
+            guard let gigabytes = Double(text), gigabytes >= 0, gigabytes.isFinite else { throw CLIFailure("retention_budget_gb must be a number of GiB (0 = no budget), not \(text)") }
+            configuration.retention.budgetBytes = Int64(gigabytes * Double(1 << 30))
+        }
+        if let text = settings.value("retention_days", environment: env) {
+            guard let days = Double(text), days >= 0, days.isFinite else { throw CLIFailure("retention_days must be a number of days (0 = keep forever), not \(text)") }
+            configuration.retention.maximumAgeSeconds = Int64(days * 86_400)
+        }
         if settings.value("metrics_port", environment: env) == "off" {
             configuration.metricsPort = nil
         } else if let port: UInt16 = try settings.integer("metrics_port", environment: env) {
@@ -164,10 +172,19 @@ struct AgentCommand: AsyncParsableCommand {
             guard let text = try? String(contentsOfFile: config, encoding: .utf8) else {
                 throw CLIFailure("cannot read the settings file \(config): check the path")
             }
-            settings = try SettingsFile(text: text, path: config, knownKeys: PressureThresholds.settingKeys + ["real_frames_command"])
+            settings = try SettingsFile(text: text, path: config, knownKeys: PressureThresholds.settingKeys
+                                        + ["real_frames_command", "record_spool_memory_mb", "record_spool_disk_mb"])
         }
         configuration.realFramesCommand = onRealFrames ?? settings.value("real_frames_command", environment: ProcessInfo.processInfo.environment)
             .flatMap { $0.isEmpty ? nil : $0 }
+        if let megabytes: Int = try settings.integer("record_spool_memory_mb", environment: ProcessInfo.processInfo.environment) {
+            guard megabytes >= 16 else { throw CLIFailure("record_spool_memory_mb must be at least 16") }
+            configuration.recordSpoolMemoryBytes = megabytes << 20
+        }
+        if let megabytes: Int64 = try settings.integer("record_spool_disk_mb", environment: ProcessInfo.processInfo.environment) {
+            guard megabytes >= 0 else { throw CLIFailure("record_spool_disk_mb cannot be negative") }
+            configuration.recordSpoolDiskBytes = megabytes << 20
+        }
         configuration.pressureThresholds = try PressureThresholds(settings: settings, environment: ProcessInfo.processInfo.environment)
         configuration.pressureRoot = pressureRoot
         configuration.watchedDisks = watchedDisks

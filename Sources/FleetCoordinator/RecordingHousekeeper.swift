@@ -1,0 +1,102 @@
+import FleetCore
+import FleetProtocol
+import FleetRecording
+import FleetStore
+import Foundation
+import Logging
+import Prometheus
+
+/// The coordinator's recordings disk as pressure (nominal … shutdown, on telemetry, in the
+/// events and in Prometheus), reported before a full disk stops a take; and retention.
+actor RecordingHousekeeper {
+    private let store: FleetDatabase
+    private let events: FleetEvents
+    private let configuration: CoordinatorConfiguration
+    private let metrics: FleetMetrics
+    private let logger: Logger
+    private var level = PressureLevel.nominal
+    private var lastRetention = Date.distantPast
+    private let levelGauge: Gauge
+    private let freeGauge: Gauge
+
+    nonisolated(unsafe) static let diskLevel = FleetMetrics.descriptor(
+        "coordinator_recordings_disk_pressure_level", "",
+        "Pressure from the disk holding recordings: 0 nominal, 1 fair (80% used), 2 serious (90%), 3 critical (95% or twice the reserve left), 4 shutdown (below the reserve: takes stop).")
+    nonisolated(unsafe) static let diskFree = FleetMetrics.descriptor("coordinator_recordings_disk_free", "bytes", "Free space on the disk holding recordings.")
+
+    init(store: FleetDatabase, events: FleetEvents, metrics: FleetMetrics, configuration: CoordinatorConfiguration, logger: Logger) {
+        self.store = store
+        self.events = events
+        self.metrics = metrics
+        self.configuration = configuration
+        self.logger = logger
+        levelGauge = metrics.registry.makeGauge(descriptor: Self.diskLevel)
+        freeGauge = metrics.registry.makeGauge(descriptor: Self.diskFree)
+    }
+
+    /// The disk's level from its use and what is left against the reserve.
+    static func level(usedFraction: Double, freeBytes: Int64, reserve: Int64) -> PressureLevel {
+        if freeBytes < reserve { return .shutdown }
+        if usedFraction >= 0.95 || freeBytes < 2 * reserve { return .critical }
+        if usedFraction >= 0.90 { return .serious }
+        if usedFraction >= 0.80 { return .fair }
+        return .nominal
+    }
+
+    /// Every few seconds: the disk's level; every minute, retention.
+    func tick() async {
+        let directory = configuration.takesDirectory
+        if let free = DiskSpace.availableBytes(at: directory), let total = DiskSpace.totalBytes(at: directory), total > 0 {
+            let used = 1 - Double(free) / Double(total)
+            let now = Self.level(usedFraction: used, freeBytes: free, reserve: configuration.recordReserveBytes)
+            levelGauge.set(Double(now.rawValue))
+            freeGauge.set(Double(free))
+            if now != level {
+                let message = String(format: "the recordings disk (%@) is %.0f%% used, %@ free: coordinator pressure %@ (was %@)%@",
+                                     directory, used * 100, Self.size(free), "\(now)", "\(level)",
+                                     now >= .critical ? "; takes stop below the \(Self.size(configuration.recordReserveBytes)) reserve" : "")
+                if now > level { logger.warning("recordings disk pressure", metadata: ["detail": "\(message)"]) } else {
+                    logger.notice("recordings disk pressure", metadata: ["detail": "\(message)"])
+                }
+                events.emit(.pressureLevelChanged, nodeID: "coordinator", message: message)
+                level = now
+            }
+        }
+        if Date().timeIntervalSince(lastRetention) >= 60 {
+            lastRetention = Date()
+            await enforceRetention()
+        }
+    }
+
+    func enforceRetention() async {
+        let policy = configuration.retention
+        guard policy.budgetBytes > 0 || policy.maximumAgeSeconds > 0 else { return }
+        do {
+            var entries: [(id: String, createdAt: UnixMilliseconds, bytes: Int64, recording: Bool)] = []
+            for take in try await store.takes() {
+                let bytes = try await store.segments(takeID: take.id).reduce(Int64(0)) { $0 + $1.sizeBytes }
+                entries.append((take.id, take.createdAt, bytes, take.state == .recording))
+            }
+            for id in policy.expired(entries, now: Date().unixMilliseconds) {
+                guard let take = try await store.take(id: id), take.state != .recording else { continue }
+                try await store.deleteTake(id: id, audit: AuditEntry(at: Date().unixMilliseconds, actor: "retention", action: "recording.delete",
+                                                                     target: id, outcome: "ok", detail: "retention: \(take.name)"))
+                let directory = take.directory
+                await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                    let thread = Thread {
+                        try? FileManager.default.removeItem(atPath: directory)
+                        done.resume()
+                    }
+                    thread.name = "cf-retention"
+                    thread.start()
+                }
+                events.emit(.recording, message: "retention deleted take \(id) (\(take.name))")
+                logger.notice("retention deleted a take", metadata: ["take.id": "\(id)"])
+            }
+        } catch {
+            logger.error("retention could not run", metadata: ["error": "\(error)"])
+        }
+    }
+
+    static func size(_ bytes: Int64) -> String { String(format: "%.1f GiB", Double(bytes) / Double(1 << 30)) }
+}
