@@ -51,6 +51,7 @@ actor ControlHandler {
     /// The recordings' director hears of registrations and nodes gone silent.
     private var takesRegistered: (@Sendable (String) async -> Void)?
     private var takesOffline: (@Sendable (String) async -> Void)?
+    private var takesDeviceEvent: (@Sendable (String, String, String) async -> Void)?
     /// The recording path's bound port, for WELCOME.
     private var recordPort: UInt16 = 0
 
@@ -75,8 +76,10 @@ actor ControlHandler {
 
     func isOnline(_ nodeID: String) -> Bool { liveness.isOnline(nodeID) }
 
-    func followTakes(recordPort: UInt16, registered: @escaping @Sendable (String) async -> Void, offline: @escaping @Sendable (String) async -> Void) {
+    func followTakes(recordPort: UInt16, registered: @escaping @Sendable (String) async -> Void, offline: @escaping @Sendable (String) async -> Void,
+                     deviceEvent: @escaping @Sendable (_ deviceID: String, _ kind: String, _ detail: String) async -> Void) {
         self.recordPort = recordPort
+        takesDeviceEvent = deviceEvent
         takesRegistered = registered
         takesOffline = offline
     }
@@ -423,6 +426,9 @@ actor ControlHandler {
         }
         logger.notice("device event", metadata: ["node.id": "\(nodeID)", "device.id": "\(event.deviceID)", "event": "\(action)", "detail": "\(detail)"])
         events.emit(kind, nodeID: nodeID, deviceID: event.deviceID, message: detail)
+        if kind == .deviceInterrupted || kind == .deviceResumed || kind == .policyActed, let takesDeviceEvent {
+            await takesDeviceEvent(event.deviceID, kind == .deviceInterrupted ? "interrupted" : kind == .deviceResumed ? "resumed" : "policy_acted", detail)
+        }
         if kind == .deviceInterrupted { alerts.deviceInterrupted(event.deviceID, nodeID: nodeID, message: "interrupted: \(detail)") }
         do {
             try await store.appendAudit(AuditEntry(at: Date().unixMilliseconds, actor: "agent:\(nodeID)", action: action,

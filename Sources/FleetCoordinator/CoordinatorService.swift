@@ -96,7 +96,8 @@ public final class CoordinatorService: Service, Sendable {
         await control.followTakes(
             recordPort: recordEndpoint.boundPort,
             registered: { nodeID in await takes.nodeRegistered(nodeID) },
-            offline: { nodeID in await takes.nodeOffline(nodeID) })
+            offline: { nodeID in await takes.nodeOffline(nodeID) },
+            deviceEvent: { deviceID, kind, detail in await takes.deviceEvent(deviceID, kind: kind, detail: detail) })
         let housekeeper = RecordingHousekeeper(store: store, events: events, metrics: metrics, configuration: configuration, logger: logger)
         let leases = LeaseKeeper(store: store, events: events, logger: logger)
         try await leases.load()

@@ -239,6 +239,11 @@ extension OperatorHandler {
             return
         }
         try await listDevices(nodeID: device.nodeId, only: device.id, into: &reply)
+        // A device being recorded: the change goes into its take as timed metadata.
+        var fields: [String: Any] = ["kind": action.replacingOccurrences(of: "device.", with: ""), "detail": detail, "by": who]
+        if answer.activeFrameRate.isFinite, answer.activeFrameRate > 0 { fields["active_frame_rate"] = answer.activeFrameRate }
+        if answer.zoomFactor.isFinite, answer.zoomFactor > 0 { fields["zoom_factor"] = answer.zoomFactor }
+        await takes.deviceChanged(device.id, fields: fields)
     }
 
     func audit(_ who: String, _ action: String, _ target: String, outcome: String, detail: String) async throws(StoreError) {

@@ -91,6 +91,24 @@ extension OperatorHandler {
         reply.status = .ok
     }
 
+    /// Client-supplied timed metadata: into the index and the files.
+    func noteRecording(_ query: Capfleet_V1_NoteRecording, by caller: String, into reply: inout Capfleet_V1_OperatorReply) async throws {
+        guard var fields = (try? JSONSerialization.jsonObject(with: Data(query.json.utf8))) as? [String: Any] else {
+            reply.status = .failure(.badRequest, "the note must be one JSON object, e.g. {\"location\":\"stage 2\"}")
+            return
+        }
+        if fields["kind"] == nil { fields["kind"] = "note" }
+        fields["by"] = caller
+        do {
+            let noted = try await takes.note(takeID: query.takeID, deviceID: query.deviceID.isEmpty ? nil : query.deviceID, fields: fields,
+                                             at: query.atFleetTimeNs == 0 ? nil : query.atFleetTimeNs)
+            reply.status = .ok
+            reply.takes = [try await info(noted, detailed: false)]
+        } catch let refusal as TakeRefusal {
+            reply.status = .failure(refusal.code, refusal.message)
+        }
+    }
+
     /// A chunk of a segment's file, for export.
     func readSegment(_ query: Capfleet_V1_ReadSegment, into reply: inout Capfleet_V1_OperatorReply) async throws {
         guard let segment = try await store.segments(takeID: query.takeID)

@@ -157,6 +157,8 @@ actor OperatorHandler {
                 try await verifyRecording(query, into: &reply)
             case let .readSegment(query)?:
                 try await readSegment(query, into: &reply)
+            case let .noteRecording(query)?:
+                try await noteRecording(query, by: who, into: &reply)
             case nil:
                 rejections.reject(endpoint: Self.endpointName, reason: .unknownMessage, peer: routed.peer)
                 reply.status = .failure(.badRequest, "the request carries no body this coordinator knows; is the CLI newer than the coordinator?")

@@ -247,6 +247,47 @@ actor TakeDirector {
         }
     }
 
+    /// Client-supplied metadata for a take (or one of its devices), at `at` (fleet ns; nil = now).
+    func note(takeID: String, deviceID: String?, fields: [String: Any], at: UInt64?) async throws -> TakeRecord {
+        guard let take = try await store.take(id: takeID) else {
+            throw TakeRefusal(code: .notFound, message: "no take \(takeID); see capfleet recordings list")
+        }
+        let parts = writers.of(takeID: takeID).filter { deviceID == nil || $0.deviceID == deviceID }
+        guard take.state == .recording, !parts.isEmpty else {
+            throw TakeRefusal(code: .unavailable, message: deviceID.map { "take \(takeID) is not recording \($0) now" } ?? "take \(takeID) is not recording now")
+        }
+        let fleetNs = at ?? fleetTime.now()
+        var fields = fields
+        fields["fleet_ns"] = fleetNs
+        let json = Self.json(any: fields)
+        for writer in parts { writer.post(.note(json: json, at: fleetNs)) }
+        try await store.recordTakeEvent(TakeEventRecord(takeId: takeID, deviceId: deviceID ?? "", fleetNs: fleetNs,
+                                                        kind: fields["kind"] as? String ?? "note", detail: json))
+        return take
+    }
+
+    /// An operator changed a device (format, frame rate, zoom, focus, policy): noted in every
+    /// take recording it.
+    func deviceChanged(_ deviceID: String, fields: [String: Any]) async {
+        let now = fleetTime.now()
+        for writer in writers.of(deviceID: deviceID) {
+            var fields = fields
+            fields["fleet_ns"] = now
+            let json = Self.json(any: fields)
+            writer.post(.note(json: json, at: now))
+            try? await store.recordTakeEvent(TakeEventRecord(takeId: writer.takeID, deviceId: deviceID, fleetNs: now,
+                                                             kind: fields["kind"] as? String ?? "change", detail: json))
+        }
+    }
+
+    /// A device's own event (interrupted: unplugged, in use, pressure; resumed): noted in its takes.
+    func deviceEvent(_ deviceID: String, kind: String, detail: String) async {
+        let now = fleetTime.now()
+        for writer in writers.of(deviceID: deviceID) {
+            await note(writer, kind: kind, at: now, detail: ["detail": detail, "source": "device"])
+        }
+    }
+
     /// Stops every part's thread (each finishes its open segment). Parts stay in progress in
     /// the index: the next start goes on with them.
     func shutdown() {
@@ -348,6 +389,12 @@ actor TakeDirector {
         let json = Self.json(fields)
         writer.post(.note(json: json, at: fleetNs))
         try? await store.recordTakeEvent(TakeEventRecord(takeId: writer.takeID, deviceId: writer.deviceID, fleetNs: fleetNs, kind: kind, detail: json))
+    }
+
+    static func json(any fields: [String: Any]) -> String {
+        guard JSONSerialization.isValidJSONObject(fields),
+              let data = try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys, .withoutEscapingSlashes]) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
     }
 
     static func json(_ fields: [String: String]) -> String {

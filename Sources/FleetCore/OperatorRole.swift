@@ -45,7 +45,7 @@ public enum RequiredRole {
             .viewer
         case .changeFormat?, .changeFrameRate?, .changeZoom?, .lockDevice?, .unlockDevice?, .changeFocus?,
              .setDropRecoveryPolicy?, .changePressurePolicy?, .changeConsent?, .changeFrameAlignment?,
-             .startRecording?, .stopRecording?, .deleteRecording?:
+             .startRecording?, .stopRecording?, .deleteRecording?, .noteRecording?:
             .operator
         case .forgetNode?, .createEnrollment?, .revokeNode?, .addOperator?, .removeOperator?, .listOperators?:
             .admin

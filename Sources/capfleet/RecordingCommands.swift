@@ -8,7 +8,7 @@ import Foundation
 struct RecordCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "record", abstract: "Start or stop a take: devices recorded from one fleet-time instant.",
-        subcommands: [Start.self, Stop.self])
+        subcommands: [Start.self, Stop.self, Note.self])
 
     struct Start: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -67,6 +67,33 @@ struct RecordCommand: ParsableCommand {
             if !uploading.isEmpty {
                 print("still being stored: \(uploading.map { "\($0.deviceID) (\($0.state))" }.joined(separator: ", ")); see capfleet recordings show \(stopped.id)")
             }
+        }
+    }
+}
+
+extension RecordCommand {
+    struct Note: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Add your own timed metadata to a take (a location, a slate, a marker): one JSON object, in the index and in the files.")
+        @OptionGroup var coordinator: CoordinatorOptions
+        @Argument(help: "The take.") var take: String
+        @Argument(help: "One JSON object, e.g. '{\"location\":\"stage 2\"}'; \"kind\" defaults to \"note\".") var json: String
+        @Option(help: "Only this device's files (default: every device of the take).") var device: String?
+        @Option(help: "When: now (default), fleet nanoseconds, or an ISO 8601 date.") var at: String?
+
+        func run() throws {
+            var query = Capfleet_V1_NoteRecording.with {
+                $0.takeID = take
+                $0.json = json
+                $0.deviceID = device ?? ""
+            }
+            if let at {
+                var fromNow: UInt64 = 0
+                try FleetTimeArgument.parse(at, at: &query.atFleetTimeNs, fromNow: &fromNow)
+                guard fromNow == 0 else { throw CLIFailure("--at for a note is a fleet time or a date, not a time from now") }
+            }
+            _ = try coordinator.call(.noteRecording(query))
+            print("noted in take \(take)" + (device.map { " for \($0)" } ?? ""))
         }
     }
 }

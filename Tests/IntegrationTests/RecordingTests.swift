@@ -20,7 +20,10 @@ extension IntegrationTests {
             let take = try #require(try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any])
             let takeID = try #require(take["id"] as? String)
             let start = try #require(take["start_fleet_ns"] as? Int)
-            try await Task.sleep(for: .seconds(6))
+            try await Task.sleep(for: .seconds(3))
+            let noted = try fleet.cli(["record", "note", takeID, #"{"location":"stage 2","slate":"7B"}"#])
+            #expect(noted.status == 0, "\(noted.error)")
+            try await Task.sleep(for: .seconds(3))
             let stopped = try fleet.cli(["record", "stop", takeID], timeout: 20)
             #expect(stopped.status == 0, "\(stopped.error)")
 
@@ -52,6 +55,13 @@ extension IntegrationTests {
                 #expect(try Self.ffprobeFrameCount(path) == segment["frames"] as? Int, "ffprobe counts what the index says in \(path)")
             }
 
+            // Client metadata: in the index, and in every device's file as a timed JSON entry.
+            let events = try #require(shown["events"] as? [[String: Any]])
+            #expect(events.contains { $0["kind"] as? String == "note" && ($0["detail"] as? String ?? "").contains("stage 2") }, "\(events)")
+            let subtitles = try Self.metadataEntries(in: segments.filter { $0["device_id"] as? String == devices[0] }.compactMap { $0["path"] as? String })
+            #expect(subtitles.contains { $0.contains("\"location\":\"stage 2\"") }, "the note is in the file: \(subtitles.suffix(5)) )")
+            #expect(subtitles.contains { $0.contains("\"kind\":\"sequence\"") }, "sequence markers are in the file")
+
             let verified = try fleet.cli(["recordings", "verify", takeID], timeout: 60)
             #expect(verified.status == 0, "\(verified.output)\(verified.error)")
             let exported = try fleet.cli(["recordings", "export", takeID, "--to", fleet.directory + "/export"], timeout: 60)
@@ -59,6 +69,29 @@ extension IntegrationTests {
             #expect(exported.output.contains("every SHA-256 matches"), "\(exported.output)")
             let listed = try fleet.json(["recordings", "list"])
             #expect(listed.first?["id"] as? String == takeID)
+        }
+
+        /// Devices aligned to the fleet-time grid start a take on the same grid slot: their
+        /// first frames lie within the clock issue's alignment bound (100 µs) of each other.
+        @Test func alignedDevices_startATakeWithinTheAlignmentBound() async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator()
+            let devices = try await Self.devices(in: fleet, agents: ["g1", "g2", "g3"], fps: 30)
+            for device in devices {
+                #expect(try fleet.cli(["lock", device]).status == 0)
+                #expect(try fleet.cli(["align", device]).status == 0)
+            }
+            try await fleet.waitUntil("every device is aligned", seconds: 20) {
+                try fleet.json(["watch", "--count", "1"]).allSatisfy { ($0["alignment"] as? [String: Any])?["state"] as? String == "aligned" }
+            }
+            let takeID = try Self.start(devices, in: fleet)
+            try await Task.sleep(for: .seconds(3))
+            #expect(try fleet.cli(["record", "stop", takeID], timeout: 20).status == 0)
+            let shown = try Self.show(takeID, in: fleet)
+            let spread = try #require(shown["start_spread_ns"] as? Int)
+            print("recording: aligned three-device take, start spread \(Double(spread) / 1000) µs")
+            #expect(spread <= 100_000, "aligned first frames within 100 µs: \(spread) ns")
+            for part in try #require(shown["devices"] as? [[String: Any]]) { #expect(Self.dropTotal(part) == 0, "\(part)") }
         }
 
         /// The coordinator dies (SIGKILL) mid-take: on restart the segment it was writing is
@@ -228,6 +261,24 @@ extension IntegrationTests {
             try process.run()
             process.waitUntilExit()
             guard process.terminationStatus == 0 else { throw HarnessError("\(command) failed with status \(process.terminationStatus)") }
+        }
+
+        /// The timed-metadata track's entries of the files, as ffmpeg reads them (SubRip text).
+        static func metadataEntries(in paths: [String]) throws -> [String] {
+            var entries: [String] = []
+            for path in paths {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+                process.arguments = ["-v", "error", "-i", path, "-map", "0:s:0", "-f", "srt", "-"]
+                let out = Pipe()
+                process.standardOutput = out
+                process.standardError = FileHandle.nullDevice
+                try process.run()
+                let data = out.fileHandleForReading.readDataToEndOfFile()
+                process.waitUntilExit()
+                entries += String(decoding: data, as: UTF8.self).split(separator: "\n").filter { $0.hasPrefix("{") }.map(String.init)
+            }
+            return entries
         }
 
         /// Video frames ffprobe counts by reading the whole file.

@@ -440,6 +440,15 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     set {body = .readSegment(newValue)}
   }
 
+  /// operator: client-supplied timed metadata
+  public var noteRecording: Capfleet_V1_NoteRecording {
+    get {
+      if case .noteRecording(let v)? = body {return v}
+      return Capfleet_V1_NoteRecording()
+    }
+    set {body = .noteRecording(newValue)}
+  }
+
   /// Ties leases taken by this request to an operator session: when the session ends
   /// (EndSession, or no request for session_timeout_ms), its leases are released.
   public var sessionID: String = String()
@@ -501,6 +510,8 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     case verifyRecording(Capfleet_V1_VerifyRecording)
     /// viewer: export
     case readSegment(Capfleet_V1_ReadSegment)
+    /// operator: client-supplied timed metadata
+    case noteRecording(Capfleet_V1_NoteRecording)
 
   }
 
@@ -1915,6 +1926,29 @@ public nonisolated struct Capfleet_V1_SegmentVerification: Sendable {
   public init() {}
 }
 
+/// A client's own timed metadata (a location, a slate, a marker): one JSON object, recorded in
+/// the take's index and in the files of its devices (or of one), at its fleet time.
+public nonisolated struct Capfleet_V1_NoteRecording: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var takeID: String = String()
+
+  /// empty = every device of the take
+  public var deviceID: String = String()
+
+  /// one JSON object; "kind" defaults to "note"
+  public var json: String = String()
+
+  /// 0 = now
+  public var atFleetTimeNs: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "capfleet.v1"
@@ -1929,7 +1963,7 @@ nonisolated extension Capfleet_V1_OperatorRole: SwiftProtobuf._ProtoNameProvidin
 
 nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0\u{3}note_recording\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2396,6 +2430,19 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
           self.body = .readSegment(v)
         }
       }()
+      case 45: try {
+        var v: Capfleet_V1_NoteRecording?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .noteRecording(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .noteRecording(v)
+        }
+      }()
       default: break
       }
     }
@@ -2558,6 +2605,10 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
     case .readSegment?: try {
       guard case .readSegment(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 44)
+    }()
+    case .noteRecording?: try {
+      guard case .noteRecording(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 45)
     }()
     case nil: break
     }
@@ -5158,6 +5209,51 @@ nonisolated extension Capfleet_V1_SegmentVerification: SwiftProtobuf.Message, Sw
     if lhs.problems != rhs.problems {return false}
     if lhs.frames != rhs.frames {return false}
     if lhs.sizeBytes != rhs.sizeBytes {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_NoteRecording: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".NoteRecording"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}take_id\0\u{3}device_id\0\u{1}json\0\u{3}at_fleet_time_ns\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.takeID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.json) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.atFleetTimeNs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.takeID.isEmpty {
+      try visitor.visitSingularStringField(value: self.takeID, fieldNumber: 1)
+    }
+    if !self.deviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 2)
+    }
+    if !self.json.isEmpty {
+      try visitor.visitSingularStringField(value: self.json, fieldNumber: 3)
+    }
+    if self.atFleetTimeNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.atFleetTimeNs, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_NoteRecording, rhs: Capfleet_V1_NoteRecording) -> Bool {
+    if lhs.takeID != rhs.takeID {return false}
+    if lhs.deviceID != rhs.deviceID {return false}
+    if lhs.json != rhs.json {return false}
+    if lhs.atFleetTimeNs != rhs.atFleetTimeNs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
