@@ -41,8 +41,8 @@ public struct AgentConfiguration: Sendable {
     public var nodeClock = NodeClock.system
     /// Recorded frames waiting for the coordinator, first in memory, then on disk (in the
     /// state directory's `spool`); beyond both they are dropped as out of buffers.
-    public var recordSpoolMemoryBytes = 256 << 20
-    public var recordSpoolDiskBytes: Int64 = 4 << 30
+    public var recordSpoolMemoryBytes = AgentSettingKeys.defaultRecordSpoolMemoryMiB << 20
+    public var recordSpoolDiskBytes: Int64 = AgentSettingKeys.defaultRecordSpoolDiskMiB << 20
 
     var recordSpoolLimits: RecordSpoolLimits {
         RecordSpoolLimits(memoryBytes: recordSpoolMemoryBytes, diskBytes: recordSpoolDiskBytes, directory: stateDirectory + "/spool")

@@ -63,3 +63,14 @@ extension String {
         count >= 2 && hasPrefix("\"") && hasSuffix("\"") ? String(dropFirst().dropLast()) : self
     }
 }
+
+/// Every key an agent settings file (`capfleet agent --config`, deploy/agent.conf) may hold.
+public enum AgentSettingKeys {
+    /// Recorded frames kept in memory before the disk spool, and on disk, in MiB.
+    public static let recordSpoolMemory = "record_spool_memory_mb"
+    public static let recordSpoolDisk = "record_spool_disk_mb"
+    public static let defaultRecordSpoolMemoryMiB = 256
+    public static let defaultRecordSpoolDiskMiB: Int64 = 4096
+
+    public static let all = PressureThresholds.settingKeys + ["real_frames_command", recordSpoolMemory, recordSpoolDisk]
+}

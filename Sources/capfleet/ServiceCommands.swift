@@ -172,16 +172,15 @@ struct AgentCommand: AsyncParsableCommand {
             guard let text = try? String(contentsOfFile: config, encoding: .utf8) else {
                 throw CLIFailure("cannot read the settings file \(config): check the path")
             }
-            settings = try SettingsFile(text: text, path: config, knownKeys: PressureThresholds.settingKeys
-                                        + ["real_frames_command", "record_spool_memory_mb", "record_spool_disk_mb"])
+            settings = try SettingsFile(text: text, path: config, knownKeys: AgentSettingKeys.all)
         }
         configuration.realFramesCommand = onRealFrames ?? settings.value("real_frames_command", environment: ProcessInfo.processInfo.environment)
             .flatMap { $0.isEmpty ? nil : $0 }
-        if let megabytes: Int = try settings.integer("record_spool_memory_mb", environment: ProcessInfo.processInfo.environment) {
+        if let megabytes: Int = try settings.integer(AgentSettingKeys.recordSpoolMemory, environment: ProcessInfo.processInfo.environment) {
             guard megabytes >= 16 else { throw CLIFailure("record_spool_memory_mb must be at least 16") }
             configuration.recordSpoolMemoryBytes = megabytes << 20
         }
-        if let megabytes: Int64 = try settings.integer("record_spool_disk_mb", environment: ProcessInfo.processInfo.environment) {
+        if let megabytes: Int64 = try settings.integer(AgentSettingKeys.recordSpoolDisk, environment: ProcessInfo.processInfo.environment) {
             guard megabytes >= 0 else { throw CLIFailure("record_spool_disk_mb cannot be negative") }
             configuration.recordSpoolDiskBytes = megabytes << 20
         }

@@ -100,7 +100,11 @@ import Testing
         let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("deploy/agent.conf").path
         let text = try String(contentsOfFile: path, encoding: .utf8)
-        let settings = try SettingsFile(text: text, path: path, knownKeys: PressureThresholds.settingKeys)
+        let settings = try SettingsFile(text: text, path: path, knownKeys: AgentSettingKeys.all)
         #expect(try PressureThresholds(settings: settings) == PressureThresholds())
+        let memory: Int? = try settings.integer(AgentSettingKeys.recordSpoolMemory, environment: [:])
+        let disk: Int64? = try settings.integer(AgentSettingKeys.recordSpoolDisk, environment: [:])
+        #expect(memory == AgentSettingKeys.defaultRecordSpoolMemoryMiB && disk == AgentSettingKeys.defaultRecordSpoolDiskMiB,
+                "deploy/agent.conf gives the spool's defaults")
     }
 }
