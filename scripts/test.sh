@@ -32,6 +32,10 @@ if [ "${CAPFLEET_SKIP_BENCH:-0}" != "1" ]; then
   "$(swift build -c release --show-bin-path)/capfleet" bench transport --seconds "${CAPFLEET_BENCH_SECONDS:-6}"
   "$(swift build -c release --show-bin-path)/capfleet" bench commands --commands 200
   "$(swift build -c release --show-bin-path)/capfleet" bench telemetry --seconds "${CAPFLEET_BENCH_SECONDS:-8}" --changes 40
+  # Recording: streams at 1080p30 without drops, MB/s against a plain write, coordinator memory
+  # over consecutive takes (CAPFLEET_RECORD_BENCH_SUSTAINED_SECONDS=300 for the 5-minute run).
+  "$(swift build -c release --show-bin-path)/capfleet" bench record --seconds "${CAPFLEET_RECORD_BENCH_SECONDS:-10}" \
+    --max-streams 4 --sustained-seconds "${CAPFLEET_RECORD_BENCH_SUSTAINED_SECONDS:-60}"
   # Three agent hosts on network namespaces (deploy/netns-fleet.sh), needs root; also plots
   # .build/bench/clock-accuracy.png.
   "$(swift build -c release --show-bin-path)/capfleet" bench clock --seconds "${CAPFLEET_CLOCK_BENCH_SECONDS:-120}" \
