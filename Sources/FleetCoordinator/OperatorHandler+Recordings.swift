@@ -76,12 +76,18 @@ extension OperatorHandler {
         if query.deviceID.isEmpty {
             verification.problems = Self.accountingProblems(devices: try await store.takeDevices(takeID: take.id), segments: segments)
         } else {
-            guard let segment = segments.first(where: { $0.deviceId == query.deviceID && $0.number == Int(query.segmentNumber) }) else {
+            guard var segment = segments.first(where: { $0.deviceId == query.deviceID && $0.number == Int(query.segmentNumber) }) else {
                 reply.status = .failure(.notFound, "take \(take.id) has no segment \(query.segmentNumber) of \(query.deviceID); see capfleet recordings show \(take.id)")
                 return
             }
-            let start = take.startFleetNs
-            let report = await onOwnThread { SegmentVerifier.verify(segment, takeStart: start) }
+            // A segment just finished is checksummed on the hasher's thread: give it a minute.
+            let patience = Date().addingTimeInterval(60)
+            while segment.state != .open, segment.sha256.isEmpty, Date() < patience {
+                try await Task.sleep(for: .milliseconds(200))
+                segment = try await store.segments(takeID: take.id).first { $0.deviceId == segment.deviceId && $0.number == segment.number } ?? segment
+            }
+            let start = take.startFleetNs, checked = segment
+            let report = await onOwnThread { SegmentVerifier.verify(checked, takeStart: start) }
             verification.problems = report.problems
             verification.frames = UInt64(report.frames)
             verification.sizeBytes = UInt64(report.sizeBytes)

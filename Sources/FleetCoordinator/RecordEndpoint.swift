@@ -135,7 +135,10 @@ final class RecordEndpoint: Sendable {
                                   detail: "a recorded frame of \(header.deviceID) for \(message.deviceID) of node \(writer.nodeID), or without fleet time")
                 return
             }
-            writer.post(.frame(routingID: routing, frame, parts[2]))
+            if !writer.post(frame: frame, payload: parts[2], routingID: routing) {
+                rejections.reject(endpoint: endpointName, reason: .overCredit, peer: peer,
+                                  detail: "device \(header.deviceID): frame \(header.sequence) beyond the credit granted")
+            }
         case let .end(end)?:
             writer.post(.end(routingID: routing, end))
         case nil:

@@ -115,10 +115,32 @@ final class TakeDeviceWriter: @unchecked Sendable {
         wake.signal()
     }
 
-    /// Finishes the open segment and ends the thread (coordinator shutdown); waits for it.
-    func shutdown() {
+    /// Posts a frame unless the part already has far more waiting than its credit allows
+    /// (an agent ignoring its window): false then, and the frame is not taken.
+    func post(frame: Capfleet_V1_RecordedFrame, payload: ZMQMessage, routingID: [UInt8]) -> Bool {
+        let limit = 2 * window.frames + 16
+        let taken = inbox.withLock { queue -> Bool in
+            guard queue.count < limit else { return false }
+            queue.append(.frame(routingID: routingID, frame, payload))
+            return true
+        }
+        if taken { wake.signal() }
+        return taken
+    }
+
+    /// Finishes the open segment and ends the thread; resumes once it has. The wait happens
+    /// on a thread of its own, never on the cooperative pool.
+    func shutdown() async {
         post(.shutdown)
-        finished.wait()
+        let finished = self.finished
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            let waiter = Thread {
+                finished.wait()
+                done.resume()
+            }
+            waiter.name = "cf-take-wait"
+            waiter.start()
+        }
     }
 
     private func run() {

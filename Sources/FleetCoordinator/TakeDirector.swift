@@ -30,6 +30,8 @@ actor TakeDirector {
     private var openParts: [String: Set<String>] = [:]
     private var interrupted: Set<TakeWriters.Key> = []
     private var partsEnded: [String: [CheckedContinuation<Void, Never>]] = [:]
+    /// One thread checksums every finished segment, so no part's writer waits for it.
+    private let hasher = SegmentHasher()
 
     init(store: FleetDatabase, control: ControlHandler, writers: TakeWriters, endpoint: RecordEndpoint, events: FleetEvents,
          fleetTime: FleetTimeSource, ingest: FrameIngest, configuration: CoordinatorConfiguration, logger: Logger) {
@@ -136,7 +138,7 @@ actor TakeDirector {
         }
         events.emit(.recording, message: "take \(takeID) stops at fleet time \(stop)")
         // Wait until every part is stored, or until `wait` runs out.
-        if !(openParts[takeID]?.isEmpty ?? true) {
+        if openParts[takeID] != nil {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await self.waitForParts(of: takeID) }
                 group.addTask { try? await Task.sleep(for: wait) }
@@ -149,7 +151,7 @@ actor TakeDirector {
     }
 
     private func waitForParts(of takeID: String) async {
-        guard !(openParts[takeID]?.isEmpty ?? true) else { return }
+        guard openParts[takeID] != nil else { return }
         await withCheckedContinuation { continuation in partsEnded[takeID, default: []].append(continuation) }
     }
 
@@ -160,7 +162,7 @@ actor TakeDirector {
     /// A take some agent refused: it never started. Its parts are stopped and it is marked failed.
     private func abandon(_ take: TakeRecord, parts: [DeviceRecord], reason: String, by operatorName: String) async {
         for device in parts {
-            if let writer = writers.remove(takeID: take.id, deviceID: device.id) { writer.shutdown() }
+            if let writer = writers.remove(takeID: take.id, deviceID: device.id) { await writer.shutdown() }
             _ = await control.command(.setRecording(.with {
                 $0.recording = false
                 $0.take = take.id
@@ -290,8 +292,8 @@ actor TakeDirector {
 
     /// Stops every part's thread (each finishes its open segment). Parts stay in progress in
     /// the index: the next start goes on with them.
-    func shutdown() {
-        for writer in writers.all() { writer.shutdown() }
+    func shutdown() async {
+        for writer in writers.all() { await writer.shutdown() }
     }
 
     // MARK: Parts
@@ -302,6 +304,7 @@ actor TakeDirector {
                                           start: take.startFleetNs, stop: take.stopFleetNs,
                                           segmentLength: UInt64(configuration.segmentSeconds) * 1_000_000_000, index: index,
                                           resuming: device, segmentsSoFar: segmentsSoFar)
+        recorder.hasher = hasher
         let endpoint = self.endpoint
         let key = TakeWriters.Key(takeID: take.id, deviceID: device.deviceId)
         let writer = TakeDeviceWriter(
@@ -365,18 +368,20 @@ actor TakeDirector {
 
     private func partClosed(_ key: TakeWriters.Key) async {
         if let writer = writers.remove(takeID: key.takeID, deviceID: key.deviceID) {
-            Task.detached { writer.shutdown() }
+            Task { await writer.shutdown() }
         }
         interrupted.remove(key)
         openParts[key.takeID]?.remove(key.deviceID)
+        // The emptied entry stays until the take is marked stopped: whoever waits for the
+        // take (stop_recording) must find it stopped when woken.
         guard openParts[key.takeID]?.isEmpty ?? false else { return }
-        openParts[key.takeID] = nil
         let take = try? await store.take(id: key.takeID)
         if take?.state == .recording {
             try? await store.endTake(id: key.takeID, state: .stopped, stopFleetNs: take?.stopFleetNs ?? fleetTime.now(), at: Date().unixMilliseconds,
                                      audit: AuditEntry(at: Date().unixMilliseconds, actor: "coordinator", action: "recording.stored", target: key.takeID,
                                                        outcome: "ok", detail: "every device's part is stored"))
         }
+        openParts[key.takeID] = nil
         events.emit(.recording, message: "take \(key.takeID) is stored")
         releaseWaiters(of: key.takeID)
     }

@@ -13,6 +13,8 @@ public enum InputRejection: String, Sendable, CaseIterable {
     case formatSizeMismatch = "format_size_mismatch"
     case oversizedClaim = "oversized_claim"
     case invalidFormat = "invalid_format"
+    /// A recorded frame beyond the credit the coordinator granted (frames.md, "The recording path").
+    case overCredit = "over_credit"
     // Who may connect and what they may do (security.md).
     case handshakeFailed = "handshake_failed"
     case unknownKey = "unknown_key"

@@ -33,6 +33,12 @@ public protocol SegmentIndexing: Sendable {
     /// `ledger` is the device's whole tally so far (frames stored, drops by reason), and
     /// `payloadBytes` the frame bytes of all its segments so far.
     func segmentFinished(_ segment: FinishedSegment, ledger: TakeFrameLedger, payloadBytes: Int64) throws(RecordingError)
+    /// The segment's SHA-256, computed after it was indexed (a recorder with a hasher).
+    func segmentChecksummed(_ segment: FinishedSegment, sha256: String) throws(RecordingError)
+}
+
+extension SegmentIndexing {
+    public func segmentChecksummed(_ segment: FinishedSegment, sha256: String) throws(RecordingError) {}
 }
 
 /// Records one device's part of a take into Matroska segments: keeps the frames the take
@@ -50,6 +56,8 @@ public final class DeviceTakeRecorder {
     /// Frame bytes written, all segments.
     public private(set) var payloadBytes: Int64 = 0
     private let index: any SegmentIndexing
+    /// Checksums finished segments off this thread; nil: each is checksummed before it is indexed.
+    public var hasher: SegmentHasher?
     private var writer: MatroskaSegmentWriter?
     private var segment: FinishedSegment?
     private var segmentSlot: UInt64 = 0
@@ -195,7 +203,16 @@ public final class DeviceTakeRecorder {
             throw RecordingError("cannot read the size of \(finished.path): \(String(cString: strerror(errno)))")
         }
         finished.sizeBytes = Int64(status.st_size)
-        finished.sha256 = try SegmentDigest.sha256(ofFile: finished.path)
+        guard let hasher else {
+            finished.sha256 = try SegmentDigest.sha256(ofFile: finished.path)
+            try index.segmentFinished(finished, ledger: ledger, payloadBytes: payloadBytes)
+            return
+        }
         try index.segmentFinished(finished, ledger: ledger, payloadBytes: payloadBytes)
+        let index = self.index, indexed = finished
+        hasher.checksum(finished.path) { result in
+            guard case let .success(sha256) = result else { return }
+            try? index.segmentChecksummed(indexed, sha256: sha256)
+        }
     }
 }

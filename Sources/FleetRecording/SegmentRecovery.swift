@@ -46,6 +46,13 @@ public enum SegmentRecovery {
                 reports.append(Report(path: segment.path, outcome: nil, note: "forgotten: nothing playable was written (\(error))"))
             }
         }
+        // Segments finished but not yet checksummed when the coordinator stopped.
+        for segment in try await store.segmentsWithoutChecksum() {
+            let path = segment.path
+            guard let sha = await onOwnThread({ try? SegmentDigest.sha256(ofFile: path) }) else { continue }
+            try await store.setSegmentChecksum(takeID: segment.takeId, deviceID: segment.deviceId, number: segment.number, sha256: sha)
+            reports.append(Report(path: segment.path, outcome: nil, note: "checksummed after a restart"))
+        }
         return reports
     }
 

@@ -44,6 +44,13 @@ public final class StoreSegmentIndex: SegmentIndexing {
         }
     }
 
+    public func segmentChecksummed(_ segment: FinishedSegment, sha256: String) throws(RecordingError) {
+        let store = self.store
+        try wait("checksumming segment \(segment.number) of \(segment.deviceID)") { () async throws(StoreError) in
+            try await store.setSegmentChecksum(takeID: segment.takeID, deviceID: segment.deviceID, number: segment.number, sha256: sha256)
+        }
+    }
+
     private func wait(_ what: String, _ body: @escaping @Sendable () async throws(StoreError) -> Void) throws(RecordingError) {
         let done = DispatchSemaphore(value: 0)
         let failure = Mutex<StoreError?>(nil)

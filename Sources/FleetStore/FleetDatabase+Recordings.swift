@@ -350,6 +350,23 @@ extension FleetDatabase {
         }
     }
 
+    /// A finished segment's SHA-256, computed after it was indexed. A segment deleted since
+    /// (its take was) is no error.
+    public func setSegmentChecksum(takeID: String, deviceID: String, number: Int, sha256: String) async throws(StoreError) {
+        try await write("checksumming segment \(number) of \(deviceID) in \(takeID)") { db in
+            guard var segment = try SegmentRecord.fetchOne(db, key: ["takeId": takeID, "deviceId": deviceID, "number": number]) else { return }
+            segment.sha256 = sha256
+            try segment.update(db)
+        }
+    }
+
+    /// Finished segments without a checksum (the coordinator stopped before it was computed).
+    public func segmentsWithoutChecksum() async throws(StoreError) -> [SegmentRecord] {
+        try await read("finding segments without a checksum") { db in
+            try SegmentRecord.filter(Column("state") != "open" && Column("sha256") == "").fetchAll(db)
+        }
+    }
+
     /// Forgets a segment whose file never reached the disk (a crash before its header).
     public func forgetSegment(takeID: String, deviceID: String, number: Int) async throws(StoreError) {
         try await write("forgetting segment \(number) of \(deviceID) in \(takeID)") { db in

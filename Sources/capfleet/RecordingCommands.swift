@@ -214,7 +214,7 @@ struct RecordingsCommand: ParsableCommand {
                     $0.takeID = take
                     $0.deviceID = segment.deviceID
                     $0.segmentNumber = segment.number
-                }), timeout: 120).reply.verification
+                }), timeout: 180).reply.verification
                 problems += result.problems
                 frames += result.frames
                 progress.show(UInt64(index + 1))

@@ -133,6 +133,32 @@ extension IntegrationTests {
             #expect(verified.status == 0, "\(verified.output)\(verified.error)")
         }
 
+        /// The coordinator stopped with SIGTERM mid-take exits promptly with its segments
+        /// finished (nothing to repair), and the take goes on when it is back.
+        @Test func coordinatorStoppedMidTake_finishesItsSegments_andTheTakeGoesOn() async throws {
+            let fleet = try FleetHarness()
+            let coordinator = try fleet.startCoordinator()
+            let devices = try await Self.devices(in: fleet, agents: ["t1"], fps: 15)
+            let takeID = try Self.start(devices, in: fleet)
+            try await Task.sleep(for: .seconds(3))
+            let stopped = Date()
+            kill(coordinator.process.processIdentifier, SIGTERM)
+            try await fleet.waitUntil("the coordinator exits on SIGTERM", seconds: 10) { !coordinator.isRunning }
+            print("recording: coordinator stopped mid-take in \(Date().timeIntervalSince(stopped)) s")
+            #expect(coordinator.process.terminationStatus == 0, "\(coordinator.log.suffix(2000))")
+            #expect(!coordinator.log.contains("left open by a crash"))
+            try fleet.startCoordinator()
+            try await fleet.waitUntil("the agent is back", seconds: 20) { try fleet.onlineNodeIDs().count == 1 }
+            try await Task.sleep(for: .seconds(2))
+            #expect(try fleet.cli(["record", "stop", takeID], timeout: 30).status == 0)
+            let shown = try Self.show(takeID, in: fleet)
+            let segments = try #require(shown["segments"] as? [[String: Any]])
+            #expect(segments.count >= 2 && segments.allSatisfy { $0["state"] as? String == "finished" }, "\(segments)")
+            let part = try #require((shown["devices"] as? [[String: Any]])?.first)
+            #expect(Self.dropTotal(part) == 0, "\(part)")
+            #expect(try fleet.cli(["recordings", "verify", takeID], timeout: 60).status == 0)
+        }
+
         /// An agent dies (SIGKILL) mid-take: the take records an interruption, and the part
         /// goes on when the agent is back, its sequence continuing in the take.
         @Test func agentKilledMidTake_recordsAnInterruption_andResumes() async throws {
