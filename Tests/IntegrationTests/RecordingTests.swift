@@ -111,11 +111,6 @@ extension IntegrationTests {
             let stopped = try fleet.cli(["record", "stop", takeID], timeout: 30)
             #expect(stopped.status == 0, "\(stopped.error)")
             let shown = try Self.show(takeID, in: fleet)
-            if ProcessInfo.processInfo.environment["CAPFLEET_DEBUG_TEST"] != nil {
-                print(shown)
-                print("DEVICES", try fleet.json(["watch", "--count", "1"]))
-                for process in fleet.processes { print("--- \(process.name)\n" + process.log.split(separator: "\n").filter { $0.contains("record") || $0.contains("take") || $0.contains("regist") }.joined(separator: "\n")) }
-            }
             #expect(shown["state"] as? String == "stopped", "\(shown)")
             for part in try #require(shown["devices"] as? [[String: Any]]) {
                 #expect(Self.dropTotal(part) == 0, "the agents kept every frame while the coordinator was down: \(part)")
