@@ -242,17 +242,12 @@ private final class SenderState: @unchecked Sendable {
         guard let socketID else { return }
         let now = MonotonicTime.now()
         for (key, part) in parts where part.flow.shouldAskToResume(now: now) {
-            let message = Capfleet_V1_RecordUp.with {
-                $0.protocolVersion = WireDefaults.protocolMajor
-                $0.takeID = key.takeID
-                $0.deviceID = key.deviceID
-                $0.resume = .with {
-                    $0.agentInstance = instance
-                    $0.spooledFrames = UInt64(part.flow.waitingFrames)
-                    $0.spooledBytes = UInt64(part.flow.waitingBytes)
-                }
-            }
-            guard let bytes: [UInt8] = try? message.serializedBytes(),
+            let resume = message(key, .resume(.with {
+                $0.agentInstance = instance
+                $0.spooledFrames = UInt64(part.flow.waitingFrames)
+                $0.spooledBytes = UInt64(part.flow.waitingBytes)
+            }))
+            guard let bytes: [UInt8] = try? resume.serializedBytes(),
                   (try? sockets[socketID].send(bytes, dontWait: true)) == true else { continue }
             part.flow.askedToResume(now: now)
         }
@@ -282,18 +277,13 @@ private final class SenderState: @unchecked Sendable {
                     }
                 case .end:
                     let end = part.end ?? (DropTally(), 0, "stopped")
-                    let message = Capfleet_V1_RecordUp.with {
-                        $0.protocolVersion = WireDefaults.protocolMajor
-                        $0.takeID = key.takeID
-                        $0.deviceID = key.deviceID
-                        $0.end = .with {
-                            $0.stream = stream
-                            $0.takeDrops = end.takeDrops.wire
-                            $0.withheldFrames = end.withheld
-                            $0.reason = end.reason
-                        }
-                    }
-                    guard let bytes: [UInt8] = try? message.serializedBytes(),
+                    let ending = message(key, .end(.with {
+                        $0.stream = stream
+                        $0.takeDrops = end.takeDrops.wire
+                        $0.withheldFrames = end.withheld
+                        $0.reason = end.reason
+                    }))
+                    guard let bytes: [UInt8] = try? ending.serializedBytes(),
                           (try? socket.send(bytes, dontWait: true)) == true else {
                         blocked = true
                         break sending
@@ -313,17 +303,11 @@ private final class SenderState: @unchecked Sendable {
             guard let disk = part.disk else { throw SpoolError(description: "the disk spool of \(key.deviceID) is gone") }
             buffer = try disk.read(file: file, offset: offset, length: length)
         }
-        let message = Capfleet_V1_RecordUp.with {
-            $0.protocolVersion = WireDefaults.protocolMajor
-            $0.takeID = key.takeID
-            $0.deviceID = key.deviceID
-            $0.frame = .with {
-                $0.stream = stream
-                $0.header = frame.header
-                $0.takeDrops = frame.takeDrops.wire
-            }
-        }
-        let bytes: [UInt8] = try message.serializedBytes()
+        let bytes: [UInt8] = try message(key, .frame(.with {
+            $0.stream = stream
+            $0.header = frame.header
+            $0.takeDrops = frame.takeDrops.wire
+        })).serializedBytes()
         guard try socket.send(bytes, more: true, dontWait: true) else { return false }
         // Once the first part is queued libzmq takes the rest of the message.
         _ = try socket.sendZeroCopy(buffer.storage, count: buffer.count, owner: buffer)
@@ -336,6 +320,16 @@ private final class SenderState: @unchecked Sendable {
             case let .memory(buffer): memoryInUse -= buffer.count
             case let .disk(file, _, length): part.disk?.release(file: file, length: length)
             }
+        }
+    }
+
+    /// A RecordUp for `key` with `body`.
+    private func message(_ key: TakeDeviceKey, _ body: Capfleet_V1_RecordUp.OneOf_Body) -> Capfleet_V1_RecordUp {
+        .with {
+            $0.protocolVersion = WireDefaults.protocolMajor
+            $0.takeID = key.takeID
+            $0.deviceID = key.deviceID
+            $0.body = body
         }
     }
 

@@ -30,21 +30,20 @@ public enum DiskSpace {
     /// Bytes available to this process on the file system holding `path` (or its nearest
     /// existing parent); nil if it cannot be read.
     public static func availableBytes(at path: String) -> Int64? {
-        var candidate = path
-        while true {
-            var stats = statvfs()
-            if statvfs(candidate, &stats) == 0 { return Int64(stats.f_bavail) * Int64(stats.f_frsize) }
-            guard errno == ENOENT, let slash = candidate.lastIndex(of: "/"), slash != candidate.startIndex else { return nil }
-            candidate = String(candidate[..<slash])
-        }
+        statistics(at: path).map { Int64($0.f_bavail) * Int64($0.f_frsize) }
     }
 
     /// Total bytes of that file system.
     public static func totalBytes(at path: String) -> Int64? {
+        statistics(at: path).map { Int64($0.f_blocks) * Int64($0.f_frsize) }
+    }
+
+    /// statvfs of `path`, or of its nearest parent that exists (a take's folder before its first segment).
+    private static func statistics(at path: String) -> statvfs? {
         var candidate = path
         while true {
             var stats = statvfs()
-            if statvfs(candidate, &stats) == 0 { return Int64(stats.f_blocks) * Int64(stats.f_frsize) }
+            if statvfs(candidate, &stats) == 0 { return stats }
             guard errno == ENOENT, let slash = candidate.lastIndex(of: "/"), slash != candidate.startIndex else { return nil }
             candidate = String(candidate[..<slash])
         }

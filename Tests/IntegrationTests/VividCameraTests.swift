@@ -38,7 +38,7 @@ extension IntegrationTests {
                 """
             let rig = try VividRig(
                 share: share, vividParameters: "n_devs=3 node_types=0x1,0x1,0x1 num_inputs=1,1,1 input_types=0x0,0x2,0x0 ccs_cap_mode=-1,0x5,-1",
-                forwardPorts: [fleet.controlPort, fleet.ingestPort], guestScript: guest)
+                forwardPorts: [fleet.controlPort, fleet.ingestPort, fleet.clockPort, fleet.recordPort], guestScript: guest)
             defer { rig.stop() }
             func context() -> String {
                 "\n--- VM ---\n\(rig.log.suffix(3000))\n--- agent in the guest ---\n\(rig.file("agent.log")?.suffix(4000) ?? "none")"
@@ -69,6 +69,26 @@ extension IntegrationTests {
             let contended = try #require(byPath["/dev/video2"], "\(byPath)")
             // The pictures are checked below: the scene is vivid's test pattern, so consent is granted.
             for device in [webcam, svideo, contended] { try fleet.grantConsent(device) }
+
+            // A take of the real driver's frames: stored by the coordinator, every frame accounted
+            // for, the file read by ffprobe as the index says.
+            try await step("the guest's clock has an estimate of fleet time", seconds: 60) {
+                try fleet.json(["clock"]).contains { ["synchronising", "locked"].contains($0["sync"] as? String ?? "") }
+            }
+            let takeID = try RecordingTests.start([webcam], in: fleet)
+            try await Task.sleep(for: .seconds(4))
+            let stoppedTake = try fleet.cli(["record", "stop", takeID], timeout: 60)
+            #expect(stoppedTake.status == 0, "\(stoppedTake.error)\(context())")
+            let take = try RecordingTests.show(takeID, in: fleet)
+            let recorded = try #require((take["devices"] as? [[String: Any]])?.first, "\(take)")
+            print("vivid: recorded \(recorded["frames"] ?? 0) frames of \(recorded["format"] ?? "?"), drops \(recorded["drops"] ?? [:])")
+            #expect(take["state"] as? String == "stopped" && (recorded["frames"] as? Int ?? 0) >= 20, "\(take)")
+            for segment in (take["segments"] as? [[String: Any]]) ?? [] {
+                let path = try #require(segment["path"] as? String)
+                #expect(try RecordingTests.ffprobeFrameCount(path) == segment["frames"] as? Int, "\(path)")
+            }
+            let verifiedTake = try fleet.cli(["recordings", "verify", takeID], timeout: 120)
+            #expect(verifiedTake.status == 0, "\(verifiedTake.output)\(verifiedTake.error)")
 
             // The format list is what the driver enumerates, as v4l2-ctl prints it.
             let printed = V4L2CtlFormats.parse(try #require(rig.file("formats-video0.txt")))
