@@ -24,6 +24,8 @@ public final class CoordinatorService: Service, Sendable {
 
     public func run() async throws {
         try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
+        let directoryLock = try DataDirectoryLock.acquire(dataDirectory: configuration.dataDirectory)
+        defer { withExtendedLifetime(directoryLock) {} }
         let store = try FleetDatabase(path: configuration.databasePath)
         try await store.markAllNodesOffline(at: Date().unixMilliseconds)
         // Segments a crash left open are made to play again before anything records anew.
@@ -106,7 +108,8 @@ public final class CoordinatorService: Service, Sendable {
         let metricsServer = try configuration.metricsPort.map { port in try serveMetrics(metrics, port: port) }
         let operators = OperatorHandler(store: store, endpoint: operatorEndpoint, ingest: ingest, control: control,
                                         reporter: reporter, rejections: rejections, leases: leases, events: events,
-                                        coordinatorKey: keys.publicKey, fleetTime: fleetTime, takes: takes, logger: logger)
+                                        coordinatorKey: keys.publicKey, fleetTime: fleetTime, takes: takes,
+                                        backups: DatabaseBackups(dataDirectory: configuration.dataDirectory, store: store), logger: logger)
 
         let endpoints = CoordinatorEndpoints(control: controlEndpoint.boundEndpoint, frameIngest: ingest.boundEndpoint,
                                              operator: operatorEndpoint.boundEndpoint, telemetry: telemetry.boundEndpoint,

@@ -46,6 +46,43 @@ public enum LocalAdministration {
         return (EnrollmentToken(keys: keys, coordinatorKey: coordinatorKey), expires)
     }
 
+    /// Puts a backup (from `capfleet backup`) in place as the data directory's fleet
+    /// database, with no coordinator running on it. A database already there is kept beside
+    /// it as fleet.sqlite.replaced-TIME, and only with `replacing`. Refuses a backup that is
+    /// damaged, no fleet database, or from a newer CaptureFleet (its schema has migrations
+    /// this binary does not know).
+    public static func restore(backup: String, dataDirectory: String, replacing: Bool) throws -> (summary: FleetBackupSummary, replaced: String?) {
+        let summary = try FleetDatabase.inspectBackup(at: backup)
+        guard !summary.newerThanThisBinary else {
+            throw LocalAdministrationError("\(backup) comes from a newer CaptureFleet (schema v\(summary.schemaVersion); this binary knows v\(FleetDatabase.schemaVersion)): restore it with that version or later")
+        }
+        try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
+        let lock = try DataDirectoryLock.acquire(dataDirectory: dataDirectory)
+        defer { withExtendedLifetime(lock) {} }
+        let database = dataDirectory + "/fleet.sqlite"
+        let files = FileManager.default
+        var replaced: String?
+        if files.fileExists(atPath: database) {
+            guard replacing else {
+                throw LocalAdministrationError("\(dataDirectory) already has a fleet database: add --replace to keep it aside (as fleet.sqlite.replaced-TIME) and restore over it")
+            }
+            let aside = database + ".replaced-\(Date().unixMilliseconds)"
+            try files.moveItem(atPath: database, toPath: aside)
+            for suffix in ["-wal", "-shm"] where files.fileExists(atPath: database + suffix) {
+                try files.moveItem(atPath: database + suffix, toPath: aside + suffix)
+            }
+            replaced = aside
+        }
+        // Copied beside it, then renamed: a restore cut short leaves no half a database.
+        let partial = database + ".restoring"
+        try? files.removeItem(atPath: partial)
+        try files.copyItem(atPath: backup, toPath: partial)
+        try files.moveItem(atPath: partial, toPath: database)
+        // The snapshot's own migration lock, if any, means nothing here.
+        try? files.removeItem(atPath: database + ".migrate-lock")
+        return (summary, replaced)
+    }
+
     private static func open(_ dataDirectory: String) throws -> (FleetDatabase, CurveKeyPair) {
         try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
         let keys = try CoordinatorKeys.loadOrCreate(dataDirectory: dataDirectory)

@@ -21,12 +21,14 @@ actor OperatorHandler {
     let coordinatorKey: CurvePublicKey
     let fleetTime: FleetTimeSource
     let takes: TakeDirector
+    let backups: DatabaseBackups
     let logger: Logger
 
     init(store: FleetDatabase, endpoint: RouterEndpoint, ingest: FrameIngest, control: ControlHandler,
          reporter: TelemetryReporter, rejections: RejectionCounter, leases: LeaseKeeper, events: FleetEvents,
-         coordinatorKey: CurvePublicKey, fleetTime: FleetTimeSource, takes: TakeDirector, logger: Logger) {
+         coordinatorKey: CurvePublicKey, fleetTime: FleetTimeSource, takes: TakeDirector, backups: DatabaseBackups, logger: Logger) {
         self.coordinatorKey = coordinatorKey
+        self.backups = backups
         self.takes = takes
         self.fleetTime = fleetTime
         self.leases = leases
@@ -159,6 +161,8 @@ actor OperatorHandler {
                 try await readSegment(query, into: &reply)
             case let .noteRecording(query)?:
                 try await noteRecording(query, by: who, into: &reply)
+            case let .backupDatabase(query)?:
+                try await backupDatabase(query, by: who, into: &reply)
             case nil:
                 rejections.reject(endpoint: Self.endpointName, reason: .unknownMessage, peer: routed.peer)
                 reply.status = .failure(.badRequest, "the request carries no body this coordinator knows; is the CLI newer than the coordinator?")

@@ -47,7 +47,7 @@ public enum RequiredRole {
              .setDropRecoveryPolicy?, .changePressurePolicy?, .changeConsent?, .changeFrameAlignment?,
              .startRecording?, .stopRecording?, .deleteRecording?, .noteRecording?:
             .operator
-        case .forgetNode?, .createEnrollment?, .revokeNode?, .addOperator?, .removeOperator?, .listOperators?:
+        case .forgetNode?, .createEnrollment?, .revokeNode?, .addOperator?, .removeOperator?, .listOperators?, .backupDatabase?:
             .admin
         }
     }

@@ -1,3 +1,4 @@
+import FleetCore
 import FleetStore
 import Foundation
 
@@ -17,7 +18,7 @@ public enum SegmentRecovery {
         var reports: [Report] = []
         for segment in try await store.openSegments() {
             let start = try await store.take(id: segment.takeId)?.startFleetNs ?? 0
-            let repaired = await onOwnThread { () -> Result<SegmentRepair.Outcome, RecordingError> in
+            let repaired = await OwnThread.run("cf-recovery") { () -> Result<SegmentRepair.Outcome, RecordingError> in
                 do throws(RecordingError) { return .success(try SegmentRepair.repair(path: segment.path)) } catch { return .failure(error) }
             }
             switch repaired {
@@ -29,7 +30,7 @@ public enum SegmentRecovery {
                 record.firstSequence = outcome.firstSequence
                 record.lastSequence = outcome.lastSequence
                 let path = segment.path
-                let (size, sha) = await onOwnThread { () -> (Int64, String) in
+                let (size, sha) = await OwnThread.run("cf-recovery") { () -> (Int64, String) in
                     let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int64) ?? 0
                     return (size ?? 0, (try? SegmentDigest.sha256(ofFile: path)) ?? "")
                 }
@@ -41,7 +42,7 @@ public enum SegmentRecovery {
                                       note: "repaired: \(outcome.frames) frames kept, \(outcome.partialFramesDropped) cut short by the crash left out"))
             case .failure(let error):
                 let path = segment.path
-                _ = await onOwnThread { unlink(path) }
+                _ = await OwnThread.run("cf-recovery") { unlink(path) }
                 try await store.forgetSegment(takeID: segment.takeId, deviceID: segment.deviceId, number: segment.number)
                 reports.append(Report(path: segment.path, outcome: nil, note: "forgotten: nothing playable was written (\(error))"))
             }
@@ -49,19 +50,10 @@ public enum SegmentRecovery {
         // Segments finished but not yet checksummed when the coordinator stopped.
         for segment in try await store.segmentsWithoutChecksum() {
             let path = segment.path
-            guard let sha = await onOwnThread({ try? SegmentDigest.sha256(ofFile: path) }) else { continue }
+            guard let sha = await OwnThread.run("cf-recovery", { try? SegmentDigest.sha256(ofFile: path) }) else { continue }
             try await store.setSegmentChecksum(takeID: segment.takeId, deviceID: segment.deviceId, number: segment.number, sha256: sha)
             reports.append(Report(path: segment.path, outcome: nil, note: "checksummed after a restart"))
         }
         return reports
-    }
-
-    /// Runs blocking work on a new thread and resumes with its result.
-    private static func onOwnThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            let thread = Thread { continuation.resume(returning: work()) }
-            thread.name = "cf-recovery"
-            thread.start()
-        }
     }
 }

@@ -449,6 +449,15 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     set {body = .noteRecording(newValue)}
   }
 
+  /// admin: operator.md, "Backing up the coordinator"
+  public var backupDatabase: Capfleet_V1_BackupDatabase {
+    get {
+      if case .backupDatabase(let v)? = body {return v}
+      return Capfleet_V1_BackupDatabase()
+    }
+    set {body = .backupDatabase(newValue)}
+  }
+
   /// Ties leases taken by this request to an operator session: when the session ends
   /// (EndSession, or no request for session_timeout_ms), its leases are released.
   public var sessionID: String = String()
@@ -512,6 +521,8 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     case readSegment(Capfleet_V1_ReadSegment)
     /// operator: client-supplied timed metadata
     case noteRecording(Capfleet_V1_NoteRecording)
+    /// admin: operator.md, "Backing up the coordinator"
+    case backupDatabase(Capfleet_V1_BackupDatabase)
 
   }
 
@@ -1322,6 +1333,16 @@ public nonisolated struct Capfleet_V1_OperatorReply: @unchecked Sendable {
     set {_uniqueStorage()._segmentSize = newValue}
   }
 
+  /// with BackupDatabase
+  public var backup: Capfleet_V1_BackupChunk {
+    get {_storage._backup ?? Capfleet_V1_BackupChunk()}
+    set {_uniqueStorage()._backup = newValue}
+  }
+  /// Returns true if `backup` has been explicitly set.
+  public var hasBackup: Bool {_storage._backup != nil}
+  /// Clears the value of `backup`. Subsequent reads from it will return its default value.
+  public mutating func clearBackup() {_uniqueStorage()._backup = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1695,6 +1716,53 @@ public nonisolated struct Capfleet_V1_ReadSegment: Sendable {
   public init() {}
 }
 
+/// A consistent copy of the fleet database, taken while the coordinator runs (SQLite's online
+/// backup), fetched a chunk at a time. Without backup_id the coordinator makes a new snapshot
+/// and answers with its first chunk; with it, the chunk at offset of that snapshot. A snapshot
+/// is kept 15 minutes, or until its last chunk has been read.
+public nonisolated struct Capfleet_V1_BackupDatabase: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var backupID: String = String()
+
+  public var offset: UInt64 = 0
+
+  /// at most 1 MiB; 0 = 1 MiB
+  public var length: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_BackupChunk: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var backupID: String = String()
+
+  /// the whole snapshot's size, bytes
+  public var size: UInt64 = 0
+
+  /// of the whole snapshot, lowercase hex
+  public var sha256: String = String()
+
+  /// migrations applied (restore refuses a newer one)
+  public var schemaVersion: UInt32 = 0
+
+  public var takenUnixMs: Int64 = 0
+
+  /// the chunk at the requested offset
+  public var data: Data = Data()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 public nonisolated struct Capfleet_V1_TakeInfo: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -1963,7 +2031,7 @@ nonisolated extension Capfleet_V1_OperatorRole: SwiftProtobuf._ProtoNameProvidin
 
 nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0\u{3}note_recording\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0\u{3}note_recording\0\u{3}backup_database\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2443,6 +2511,19 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
           self.body = .noteRecording(v)
         }
       }()
+      case 46: try {
+        var v: Capfleet_V1_BackupDatabase?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .backupDatabase(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .backupDatabase(v)
+        }
+      }()
       default: break
       }
     }
@@ -2609,6 +2690,10 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
     case .noteRecording?: try {
       guard case .noteRecording(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 45)
+    }()
+    case .backupDatabase?: try {
+      guard case .backupDatabase(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 46)
     }()
     case nil: break
     }
@@ -3704,7 +3789,7 @@ nonisolated extension Capfleet_V1_RejectionCount: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0\u{1}takes\0\u{1}verification\0\u{3}segment_data\0\u{3}segment_size\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0\u{1}takes\0\u{1}verification\0\u{3}segment_data\0\u{3}segment_size\0\u{1}backup\0")
 
   fileprivate class _StorageClass {
     var _requestID: UInt64 = 0
@@ -3735,6 +3820,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
     var _verification: Capfleet_V1_SegmentVerification? = nil
     var _segmentData: Data = Data()
     var _segmentSize: UInt64 = 0
+    var _backup: Capfleet_V1_BackupChunk? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -3773,6 +3859,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       _verification = source._verification
       _segmentData = source._segmentData
       _segmentSize = source._segmentSize
+      _backup = source._backup
     }
   }
 
@@ -3819,6 +3906,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         case 33: try { try decoder.decodeSingularMessageField(value: &_storage._verification) }()
         case 34: try { try decoder.decodeSingularBytesField(value: &_storage._segmentData) }()
         case 35: try { try decoder.decodeSingularUInt64Field(value: &_storage._segmentSize) }()
+        case 36: try { try decoder.decodeSingularMessageField(value: &_storage._backup) }()
         default: break
         }
       }
@@ -3915,6 +4003,9 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       if _storage._segmentSize != 0 {
         try visitor.visitSingularUInt64Field(value: _storage._segmentSize, fieldNumber: 35)
       }
+      try { if let v = _storage._backup {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 36)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -3952,6 +4043,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         if _storage._verification != rhs_storage._verification {return false}
         if _storage._segmentData != rhs_storage._segmentData {return false}
         if _storage._segmentSize != rhs_storage._segmentSize {return false}
+        if _storage._backup != rhs_storage._backup {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -4742,6 +4834,101 @@ nonisolated extension Capfleet_V1_ReadSegment: SwiftProtobuf.Message, SwiftProto
     if lhs.segmentNumber != rhs.segmentNumber {return false}
     if lhs.offset != rhs.offset {return false}
     if lhs.length != rhs.length {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_BackupDatabase: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".BackupDatabase"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}backup_id\0\u{1}offset\0\u{1}length\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.backupID) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.offset) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.length) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.backupID.isEmpty {
+      try visitor.visitSingularStringField(value: self.backupID, fieldNumber: 1)
+    }
+    if self.offset != 0 {
+      try visitor.visitSingularUInt64Field(value: self.offset, fieldNumber: 2)
+    }
+    if self.length != 0 {
+      try visitor.visitSingularUInt32Field(value: self.length, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_BackupDatabase, rhs: Capfleet_V1_BackupDatabase) -> Bool {
+    if lhs.backupID != rhs.backupID {return false}
+    if lhs.offset != rhs.offset {return false}
+    if lhs.length != rhs.length {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_BackupChunk: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".BackupChunk"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}backup_id\0\u{1}size\0\u{1}sha256\0\u{3}schema_version\0\u{3}taken_unix_ms\0\u{1}data\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.backupID) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.size) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.sha256) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.schemaVersion) }()
+      case 5: try { try decoder.decodeSingularInt64Field(value: &self.takenUnixMs) }()
+      case 6: try { try decoder.decodeSingularBytesField(value: &self.data) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.backupID.isEmpty {
+      try visitor.visitSingularStringField(value: self.backupID, fieldNumber: 1)
+    }
+    if self.size != 0 {
+      try visitor.visitSingularUInt64Field(value: self.size, fieldNumber: 2)
+    }
+    if !self.sha256.isEmpty {
+      try visitor.visitSingularStringField(value: self.sha256, fieldNumber: 3)
+    }
+    if self.schemaVersion != 0 {
+      try visitor.visitSingularUInt32Field(value: self.schemaVersion, fieldNumber: 4)
+    }
+    if self.takenUnixMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.takenUnixMs, fieldNumber: 5)
+    }
+    if !self.data.isEmpty {
+      try visitor.visitSingularBytesField(value: self.data, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_BackupChunk, rhs: Capfleet_V1_BackupChunk) -> Bool {
+    if lhs.backupID != rhs.backupID {return false}
+    if lhs.size != rhs.size {return false}
+    if lhs.sha256 != rhs.sha256 {return false}
+    if lhs.schemaVersion != rhs.schemaVersion {return false}
+    if lhs.takenUnixMs != rhs.takenUnixMs {return false}
+    if lhs.data != rhs.data {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

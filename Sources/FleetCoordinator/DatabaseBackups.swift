@@ -1,0 +1,87 @@
+import FleetCore
+import FleetRecording
+import FleetStore
+import Foundation
+import Synchronization
+
+/// Snapshots of the fleet database that operators fetch with `capfleet backup`: each one a
+/// consistent online copy in DATA/backups, read a chunk at a time, removed once its last
+/// chunk has gone out or after 15 minutes (an abandoned fetch leaves nothing behind for long).
+final class DatabaseBackups: Sendable {
+    struct Snapshot: Sendable {
+        var id: String
+        var path: String
+        var size: UInt64
+        var sha256: String
+        var schemaVersion: Int
+        var takenUnixMs: Int64
+    }
+
+    static let keptSeconds: Int64 = 15 * 60
+    static let largestChunk = 1 << 20
+
+    let directory: String
+    private let store: FleetDatabase
+    private let snapshots = Mutex<[String: Snapshot]>([:])
+
+    init(dataDirectory: String, store: FleetDatabase) {
+        directory = dataDirectory + "/backups"
+        self.store = store
+        // Snapshots of an earlier run are nobody's any more.
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// A new snapshot of the database as it is now.
+    func take() async throws -> Snapshot {
+        expire()
+        let directory = self.directory
+        let taken = Date().unixMilliseconds
+        let id = "backup-\(taken)-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
+        let path = directory + "/\(id).sqlite"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let version = try await store.backup(to: path)
+        let digest = await OwnThread.run("cf-backup") { () -> Result<(UInt64, String), RecordingError> in
+            let size = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.uint64Value ?? 0
+            return Result { () throws(RecordingError) in (size, try SegmentDigest.sha256(ofFile: path)) }
+        }
+        let (size, sha) = try digest.get()
+        let snapshot = Snapshot(id: id, path: path, size: size, sha256: sha, schemaVersion: version, takenUnixMs: taken)
+        snapshots.withLock { $0[id] = snapshot }
+        return snapshot
+    }
+
+    func snapshot(_ id: String) -> Snapshot? {
+        expire()
+        return snapshots.withLock { $0[id] }
+    }
+
+    /// `length` bytes (at most 1 MiB) of a snapshot from `offset`; the snapshot goes once its
+    /// last byte has been read.
+    func read(_ snapshot: Snapshot, offset: UInt64, length: Int) async throws -> Data {
+        let length = length <= 0 ? Self.largestChunk : min(length, Self.largestChunk)
+        let path = snapshot.path
+        let data = try await OwnThread.run("cf-backup") { () -> Result<Data, CocoaError> in
+            guard let handle = FileHandle(forReadingAtPath: path) else { return .failure(CocoaError(.fileReadNoSuchFile)) }
+            defer { try? handle.close() }
+            do {
+                try handle.seek(toOffset: min(offset, snapshot.size))
+                return .success(try handle.read(upToCount: length) ?? Data())
+            } catch {
+                return .failure(CocoaError(.fileReadUnknown))
+            }
+        }.get()
+        if offset + UInt64(data.count) >= snapshot.size { remove(snapshot.id) }
+        return data
+    }
+
+    private func remove(_ id: String) {
+        guard let gone = snapshots.withLock({ $0.removeValue(forKey: id) }) else { return }
+        try? FileManager.default.removeItem(atPath: gone.path)
+    }
+
+    private func expire() {
+        let cutoff = Date().unixMilliseconds - Self.keptSeconds * 1000
+        let old = snapshots.withLock { $0.values.filter { $0.takenUnixMs < cutoff }.map(\.id) }
+        for id in old { remove(id) }
+    }
+}
