@@ -20,6 +20,7 @@ let package = Package(
         .systemLibrary(name: "CZeroMQ", path: "Sources/CZeroMQ"),
         .systemLibrary(name: "CV4L2", path: "Sources/CV4L2"),
         .systemLibrary(name: "CAVFormat", path: "Sources/CAVFormat"),
+        .systemLibrary(name: "CCrypto", path: "Sources/CCrypto"),
         // Linux calls Swift cannot import (thread names through prctl).
         .target(name: "CPlatform"),
 
@@ -40,7 +41,7 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         // What strains the host: PSI, thermal zones, power, disks, read from a configurable root.
-        .target(name: "FleetHost", dependencies: ["FleetCore"]),
+        .target(name: "FleetHost", dependencies: ["FleetCore", "CPlatform"]),
         // Camera sources: the synthetic test-pattern camera and V4L2.
         .target(name: "FleetCapture", dependencies: [
             "CV4L2", "FleetCore",
@@ -55,7 +56,7 @@ let package = Package(
         .target(name: "FleetRelay", dependencies: ["FleetCore", "CPlatform"]),
         // Recordings on disk: Matroska segments written with libavformat (muxing only), their
         // checksums and repair, and their entries in the fleet database's index.
-        .target(name: "FleetRecording", dependencies: ["CAVFormat", "FleetCore", "FleetStore"]),
+        .target(name: "FleetRecording", dependencies: ["CAVFormat", "CCrypto", "FleetCore", "FleetStore"]),
         // Plain HTTP/1.1 on threads it owns: the /metrics endpoint and alert webhooks.
         .target(name: "FleetHTTP", dependencies: ["CPlatform"]),
         .target(name: "FleetCoordinator", dependencies: [

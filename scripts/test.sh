@@ -26,9 +26,21 @@ if [ "$status" -ne 0 ]; then
   exit "$status"
 fi
 
+# The release binary, with the Swift runtime linked in (the Debian package and the container
+# image carry no toolchain); the deployment checks and the benchmarks run it.
+echo "== release build"
+swift build -c release --product capfleet --static-swift-stdlib >/dev/null
+echo "== deployment (package, units, installed layout, manifests)"
+deploy_status=0
+scripts/check-deploy.sh "$(swift build -c release --show-bin-path)/capfleet" 2>&1 | tee .build/deploy-output.txt || deploy_status=$?
+deploy_summary=$(grep -E '^deployment checks:' .build/deploy-output.txt | tail -1 || true)
+if [ "$deploy_status" -ne 0 ]; then
+  echo "deployment checks failed (exit $deploy_status): $deploy_summary" >&2
+  exit "$deploy_status"
+fi
+
 if [ "${CAPFLEET_SKIP_BENCH:-0}" != "1" ]; then
   echo "== benchmark (figures printed, not asserted)"
-  swift build -c release --product capfleet >/dev/null
   "$(swift build -c release --show-bin-path)/capfleet" bench transport --seconds "${CAPFLEET_BENCH_SECONDS:-6}"
   "$(swift build -c release --show-bin-path)/capfleet" bench commands --commands 200
   "$(swift build -c release --show-bin-path)/capfleet" bench telemetry --seconds "${CAPFLEET_BENCH_SECONDS:-8}" --changes 40
@@ -44,4 +56,5 @@ fi
 echo "== done in $(( $(date +%s) - started )) s"
 # The suite's verdict, last, for whoever reads only the end of the log.
 total=$(printf '%s' "$summary" | grep -oE 'with [0-9]+ tests?' | grep -oE '[0-9]+')
-echo "${total:-0} passed, 0 failed"
+deploy_total=$(printf '%s' "$deploy_summary" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+')
+echo "${total:-0} tests and ${deploy_total:-0} deployment checks passed, 0 failed"

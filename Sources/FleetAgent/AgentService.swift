@@ -96,6 +96,9 @@ public final class AgentService: Service, Sendable {
         monitor?.start()
         logger.info("agent started", metadata: ["coordinator": "\(configuration.controlEndpoint)", "devices": "\(sources.count)",
                                                 "key": "\(credentials.keys.publicKey.fingerprint)…"])
+        // Enrolled, cameras open, sockets up: a `Type=notify` unit counts as started from here
+        // (registering waits for the coordinator, which may come later).
+        SystemdNotifier.ready(status: "\(sources.count) camera(s), coordinator \(configuration.controlEndpoint)")
 
         let revokedBecause: String? = await withTaskGroup(of: String?.self) { group in
             group.addTask {
@@ -112,6 +115,7 @@ public final class AgentService: Service, Sendable {
         }
 
         logger.info("agent stopping")
+        SystemdNotifier.stopping()
         monitor?.stop()
         for stream in sources { stream.stop() }
         control.stop()

@@ -2,6 +2,7 @@ import CZeroMQ
 import FleetBus
 import FleetCore
 import FleetHTTP
+import FleetHost
 import FleetProtocol
 import FleetRecording
 import FleetStore
@@ -123,6 +124,8 @@ public final class CoordinatorService: Service, Sendable {
             "public_key": "\(keys.publicKey.z85)",
         ])
         onReady(endpoints)
+        // Sockets bound and the store open: a `Type=notify` unit counts as started from here.
+        SystemdNotifier.ready(status: "serving: control \(endpoints.control), operator \(endpoints.operator), database \(endpoints.database)")
 
         await withDiscardingTaskGroup { group in
             group.addTask { await control.serve() }
@@ -148,6 +151,7 @@ public final class CoordinatorService: Service, Sendable {
             }
             try? await gracefulShutdown()
             logger.info("coordinator stopping")
+            SystemdNotifier.stopping()
             group.cancelAll()
             controlEndpoint.stop()
             operatorEndpoint.stop()

@@ -39,6 +39,17 @@ public struct SettingsFile: Sendable, Equatable {
         }
     }
 
+    /// Where each of `keys` comes from, for `--check-config`: one line per key, `key = value
+    /// (environment CAPFLEET_KEY | file | default)`, in the order given.
+    public func report(keys: [String], environment: [String: String]) -> [String] {
+        keys.map { key in
+            let variable = "CAPFLEET_" + key.uppercased()
+            if let value = environment[variable] { return "\(key) = \(value)   (environment \(variable))" }
+            if let value = values[key] { return "\(key) = \(value)   (file)" }
+            return "\(key)   (default)"
+        }
+    }
+
     /// The value from the environment override, else the file, else nil.
     public func value(_ key: String, environment: [String: String]) -> String? {
         environment["CAPFLEET_" + key.uppercased()] ?? values[key]
@@ -72,5 +83,13 @@ public enum AgentSettingKeys {
     public static let defaultRecordSpoolMemoryMiB = 256
     public static let defaultRecordSpoolDiskMiB: Int64 = 4096
 
-    public static let all = PressureThresholds.settingKeys + ["real_frames_command", recordSpoolMemory, recordSpoolDisk]
+    /// Where the agent finds the coordinator, what it is called, where it keeps its key, and
+    /// the one-time token it enrolls with (`--coordinator`, `--name`, `--state-dir`, `--enroll`).
+    public static let coordinator = "coordinator"
+    public static let name = "name"
+    public static let stateDirectory = "state_dir"
+    public static let enrollToken = "enroll_token"
+
+    public static let all = [coordinator, name, stateDirectory, enrollToken] + PressureThresholds.settingKeys
+        + ["real_frames_command", recordSpoolMemory, recordSpoolDisk]
 }

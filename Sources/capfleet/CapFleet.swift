@@ -1,4 +1,5 @@
 import ArgumentParser
+import FleetProtocol
 import Foundation
 import Logging
 
@@ -11,6 +12,7 @@ struct CapFleet: AsyncParsableCommand {
             Start everything on this machine with `capfleet dev`, then look at the fleet from another
             terminal with `capfleet nodes`, `capfleet devices` and `capfleet watch`.
             """,
+        version: "\(WireDefaults.release) (protocol \(WireDefaults.protocolMajor.rawValue).\(WireDefaults.protocolMinor))",
         subcommands: [
             DevCommand.self, CoordinatorCommand.self, AgentCommand.self,
             NodesCommand.self, ClockCommand.self, SyncCheckCommand.self, AlignCommand.self, DevicesCommand.self, DeviceCommand.self, FormatsCommand.self, WatchCommand.self, PressureCommand.self, EventsCommand.self,

@@ -22,11 +22,30 @@ struct RecordBench: ParsableCommand {
     @Option(help: "Most streams to try.") var maxStreams: Int = 6
     @Option(help: "Seconds of the sustained run that watches the coordinator's memory (consecutive 30 s takes, each deleted after).")
     var sustainedSeconds: Double = 60
+    @Option(help: "Frames of 1080p YUYV fed to the recording writer alone (the writer-against-disk stage).")
+    var muxerFrames: Int = 450
 
     func run() throws {
+        // The writer alone, first, on an idle machine: what recording costs against the disk when
+        // the cameras and the network are not the limit. Two plain writes of the same sizes
+        // follow, averaged.
+        print("== the recording writer alone against the disk: \(muxerFrames) frames of 1920x1080 YUYV into DeviceTakeRecorder (Matroska via libavformat, SQLite index, SHA-256 on its own thread), as fast as it takes them, synced to disk; then a plain write of the same files' sizes, synced")
+        let muxerDirectory = RecordBenchFleet.benchDirectory(suffix: "muxer")
+        let muxer = try RecordMuxerBench.run(directory: muxerDirectory + "/recordings", frames: muxerFrames, segmentSeconds: 5)
+        let plainBefore = try RecordBenchFleet.plainWrite(sizes: muxer.segmentSizes, in: muxerDirectory + "/plain", durable: true)
+        let plainAfter = try RecordBenchFleet.plainWrite(sizes: muxer.segmentSizes, in: muxerDirectory + "/plain", durable: true)
+        let plainMean = (plainBefore + plainAfter) / 2
+        print(String(format: "writer: %d frames, %.0f MB in %d segments in %.2f s to disk: %.1f MB/s (%.1f streams of 1080p30); checksums done %.2f s later, off the writer's thread",
+                     muxer.frames, Double(muxer.bytes) / 1e6, muxer.segmentSizes.count, muxer.seconds, muxer.megabytesPerSecond,
+                     muxer.megabytesPerSecond / 124.4, muxer.checksumSeconds))
+        print(String(format: "plain sequential write of the same %d files, twice: %.1f and %.1f MB/s; writer/plain ratio %.3f (target ≥ 0.8)",
+                     muxer.segmentSizes.count, plainBefore, plainAfter, muxer.megabytesPerSecond / plainMean))
+
+        try? FileManager.default.removeItem(atPath: muxerDirectory)
+
         let fleet = try RecordBenchFleet()
         defer { fleet.stop() }
-        print("== recording 1920x1080 YUYV at 30 fps per stream, \(fmt(seconds)) s per step; files in \(fleet.recordings)")
+        print("\n== recording 1920x1080 YUYV at 30 fps per stream, \(fmt(seconds)) s per step; files in \(fleet.recordings)")
         print("streams  fps/stream  frames  dropped  MB/s written  CPU %/stream  coordinator RSS MiB  stored after stop")
         var best: (streams: Int, row: RecordBenchFleet.Step)?
         for streams in 1...max(1, maxStreams) {
@@ -96,9 +115,13 @@ final class RecordBenchFleet {
     private var agents: [Process] = []
     private let binary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
 
+    /// Next to the build, on the disk the fleet would record to; not /tmp, which may be memory.
+    static func benchDirectory(suffix: String) -> String {
+        FileManager.default.currentDirectoryPath + "/.build/bench/record-\(getpid())-\(suffix)"
+    }
+
     init() throws {
-        // Next to the build, on the disk the fleet would record to; not /tmp, which may be memory.
-        directory = FileManager.default.currentDirectoryPath + "/.build/bench/record-\(getpid())"
+        directory = Self.benchDirectory(suffix: "fleet")
         recordings = directory + "/recordings"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         ports = try LoopbackPorts.free(5)
@@ -211,12 +234,19 @@ final class RecordBenchFleet {
 
     /// MB/s of writing files of these sizes, 1 MiB at a time, into the recordings directory.
     func plainWrite(sizes: [Int64]) throws -> Double {
-        let folder = recordings + "/plain"
+        try Self.plainWrite(sizes: sizes, in: recordings + "/plain")
+    }
+
+    /// MB/s of writing files of these sizes, 1 MiB at a time, into `folder` (removed after).
+    /// `durable`: each file is synced before it is closed, and the time counts it (to the disk,
+    /// not the page cache).
+    static func plainWrite(sizes: [Int64], in folder: String, durable: Bool = false) throws -> Double {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let chunk = UnsafeMutableRawPointer.allocate(byteCount: 1 << 20, alignment: 4096)
         defer { chunk.deallocate() }
         memset(chunk, 0x80, 1 << 20)
+        if durable { sync() }
         let start = MonotonicTime.now()
         var total: Int64 = 0
         for (index, size) in sizes.enumerated() {
@@ -230,6 +260,10 @@ final class RecordBenchFleet {
                     throw CLIFailure("cannot write in \(folder): \(String(cString: strerror(errno)))")
                 }
                 left -= Int64(n)
+            }
+            if durable, fsync(fd) != 0 {
+                close(fd)
+                throw CLIFailure("cannot sync a file in \(folder): \(String(cString: strerror(errno)))")
             }
             close(fd)
             total += size

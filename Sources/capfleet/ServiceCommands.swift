@@ -17,11 +17,19 @@ struct CoordinatorCommand: AsyncParsableCommand {
     var data: String?
     @Option(help: "Settings file (key = value; see deploy/coordinator.conf).")
     var config: String?
+    @Flag(help: "Check the settings (file, CAPFLEET_* variables, flags), print where each comes from, and exit.")
+    var checkConfig = false
     @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
         let logger = logging.bootstrap(label: "capfleet.coordinator")
         let configuration = try CoordinatorSettings.load(file: config, dataOverride: data)
+        if checkConfig {
+            let settings = try CoordinatorSettings.file(config)
+            for line in settings.report(keys: CoordinatorSettings.keys, environment: ProcessInfo.processInfo.environment) { print(line) }
+            print("settings OK: data \(configuration.dataDirectory), bind \(configuration.bindHost), control port \(configuration.controlPort)")
+            return
+        }
         let service = CoordinatorService(configuration: configuration, logger: logger)
         let group = ServiceGroup(configuration: .init(services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
@@ -35,14 +43,16 @@ enum CoordinatorSettings {
                        "alert_command", "alert_webhook", "alert_interval_s", "alert_burst", "alert_pressure_level",
                        "alert_drop_share", "alert_drop_window_s", "alert_command_timeout_s"]
 
-    static func load(file: String?, dataOverride: String?) throws -> CoordinatorConfiguration {
-        var settings = SettingsFile()
-        if let file {
-            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
-                throw CLIFailure("cannot read the settings file \(file): check the path")
-            }
-            settings = try SettingsFile(text: text, path: file, knownKeys: keys)
+    static func file(_ file: String?) throws -> SettingsFile {
+        guard let file else { return SettingsFile() }
+        guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+            throw CLIFailure("cannot read the settings file \(file): check the path")
         }
+        return try SettingsFile(text: text, path: file, knownKeys: keys)
+    }
+
+    static func load(file: String?, dataOverride: String?) throws -> CoordinatorConfiguration {
+        let settings = try Self.file(file)
         let env = ProcessInfo.processInfo.environment
         var configuration = CoordinatorConfiguration(dataDirectory: dataOverride ?? settings.value("data_dir", environment: env) ?? "capfleet-data")
         configuration.bindHost = settings.value("bind", environment: env) ?? configuration.bindHost
@@ -154,19 +164,13 @@ struct AgentCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("For tests only: run this agent's clock off by an offset and drift, e.g. \"+3.2s,+40ppm\" (environment: CAPFLEET_TEST_CLOCK_SKEW).",
                                visibility: .hidden))
     var testClockSkew: String?
+    @Flag(help: "Check the settings (file, CAPFLEET_* variables, flags), print where each comes from, and exit.")
+    var checkConfig = false
     @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
         let logger = logging.bootstrap(label: "capfleet.agent")
-        guard let address = CoordinatorAddress.resolve(coordinator, defaultPort: WireDefaults.controlPort) else {
-            throw CLIFailure("cannot read the coordinator address \(coordinator ?? ""): write HOST or HOST:PORT")
-        }
-        var configuration = AgentConfiguration(
-            coordinatorHost: address.host, controlPort: address.port, nodeName: name,
-            stateDirectory: stateDir ?? Self.defaultStateDirectory(name: name),
-            syntheticCameraCount: synthetic, devices: devices, discoverDevices: discover, bufferCount: buffers,
-            deviceFormat: try format.map(Self.parseFormat), deviceFrameRate: fps,
-            syntheticFormat: try Self.parseFormat(syntheticFormat), syntheticFrameRate: fps ?? 15)
+        let env = ProcessInfo.processInfo.environment
         var settings = SettingsFile()
         if let config {
             guard let text = try? String(contentsOfFile: config, encoding: .utf8) else {
@@ -174,6 +178,19 @@ struct AgentCommand: AsyncParsableCommand {
             }
             settings = try SettingsFile(text: text, path: config, knownKeys: AgentSettingKeys.all)
         }
+        // Flags first, then CAPFLEET_* variables, then the file.
+        let coordinator = self.coordinator ?? settings.value(AgentSettingKeys.coordinator, environment: env)
+        let name = self.name ?? settings.value(AgentSettingKeys.name, environment: env).flatMap { $0.isEmpty ? nil : $0 }
+        guard let address = CoordinatorAddress.resolve(coordinator, defaultPort: WireDefaults.controlPort) else {
+            throw CLIFailure("cannot read the coordinator address \(coordinator ?? ""): write HOST or HOST:PORT")
+        }
+        var configuration = AgentConfiguration(
+            coordinatorHost: address.host, controlPort: address.port, nodeName: name,
+            stateDirectory: stateDir ?? settings.value(AgentSettingKeys.stateDirectory, environment: env).flatMap { $0.isEmpty ? nil : $0 }
+                ?? Self.defaultStateDirectory(name: name),
+            syntheticCameraCount: synthetic, devices: devices, discoverDevices: discover, bufferCount: buffers,
+            deviceFormat: try format.map(Self.parseFormat), deviceFrameRate: fps,
+            syntheticFormat: try Self.parseFormat(syntheticFormat), syntheticFrameRate: fps ?? 15)
         configuration.realFramesCommand = onRealFrames ?? settings.value("real_frames_command", environment: ProcessInfo.processInfo.environment)
             .flatMap { $0.isEmpty ? nil : $0 }
         if let megabytes: Int = try settings.integer(AgentSettingKeys.recordSpoolMemory, environment: ProcessInfo.processInfo.environment) {
@@ -196,7 +213,12 @@ struct AgentCommand: AsyncParsableCommand {
             }
             configuration.nodeClock = clock
         }
-        configuration.enrollmentToken = enroll ?? ProcessInfo.processInfo.environment["CAPFLEET_ENROLL_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
+        configuration.enrollmentToken = enroll ?? settings.value(AgentSettingKeys.enrollToken, environment: env).flatMap { $0.isEmpty ? nil : $0 }
+        if checkConfig {
+            for line in settings.report(keys: AgentSettingKeys.all, environment: env) { print(line) }
+            print("settings OK: coordinator \(address), state \(configuration.stateDirectory)")
+            return
+        }
         let service = try AgentService(configuration: configuration, logger: logger)
         let group = ServiceGroup(configuration: .init(services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()

@@ -15,4 +15,9 @@ int capfleet_set_timer_slack(unsigned long nanoseconds);
 // it opens, live there. Returns 0, or -1 with errno set (needs CAP_SYS_ADMIN).
 int capfleet_enter_network_namespace(const char *name);
 
+// Sends one datagram to systemd's notification socket (sd_notify(3), without linking
+// libsystemd): `socket_path` as $NOTIFY_SOCKET gives it, a leading '@' meaning Linux's
+// abstract namespace. Returns 0, or -1 with errno set.
+int capfleet_notify_socket_send(const char *socket_path, const char *message);
+
 #endif
