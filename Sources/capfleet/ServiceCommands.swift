@@ -127,9 +127,9 @@ enum CoordinatorSettings {
 struct AgentCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "agent", abstract: "Run an agent on a camera host: register its cameras and stream them to the coordinator.")
-    @Option(help: "Coordinator HOST[:PORT] of its control endpoint (default 127.0.0.1:7600; environment: CAPFLEET_COORDINATOR).")
+    @Option(help: "Coordinator HOST[:PORT] of its control endpoint (default 127.0.0.1:7600; environment: CAPFLEET_COORDINATOR; setting coordinator).")
     var coordinator: String?
-    @Option(help: "Node name in the agent's HELLO and its default state directory; the coordinator shows the name given at `capfleet enroll`.")
+    @Option(help: "Node name in the agent's HELLO and its default state directory; the coordinator shows the name given at `capfleet enroll` (setting name).")
     var name: String?
     @Option(name: .customLong("device"), help: "A V4L2 camera to use, by path (/dev/video0, /dev/v4l/by-id/...) or stable id; repeat for more.")
     var devices: [String] = []
@@ -145,7 +145,7 @@ struct AgentCommand: AsyncParsableCommand {
     var fps: Double?
     @Option(help: "mmap buffers per V4L2 camera.")
     var buffers: Int = 4
-    @Option(help: "Agent settings file (key = value; pressure thresholds, see deploy/agent.conf).")
+    @Option(help: "Agent settings file (key = value: coordinator, name, state_dir, enroll_token, pressure thresholds, spool; see deploy/agent.conf).")
     var config: String?
     @Option(help: "Where the pressure sampler reads /proc and /sys (default /; tests use fixture trees).")
     var pressureRoot: String = "/"
@@ -155,9 +155,9 @@ struct AgentCommand: AsyncParsableCommand {
     var pressureIntervalMs: Int = 1000
     @Flag(inversion: .prefixedNo, help: "Sample and report pressure (--no-pressure only to measure its cost; nothing then protects the host).")
     var pressure = true
-    @Option(help: "Where the agent keeps its identity and key (default: ~/.local/state/capfleet/agent[-NAME]).")
+    @Option(help: "Where the agent keeps its identity and key (default: ~/.local/state/capfleet/agent[-NAME]; setting state_dir).")
     var stateDir: String?
-    @Option(help: "A one-time token from `capfleet enroll`: joins the fleet with it on the first start (environment: CAPFLEET_ENROLL_TOKEN).")
+    @Option(help: "A one-time token from `capfleet enroll`: joins the fleet with it on the first start (environment: CAPFLEET_ENROLL_TOKEN; setting enroll_token).")
     var enroll: String?
     @Option(help: "A command run when a device starts and stops sending real frames (the recording light; CAPFLEET_DEVICE, CAPFLEET_REAL_FRAMES=on|off). Setting real_frames_command.")
     var onRealFrames: String?
