@@ -102,6 +102,12 @@ actor LeaseKeeper {
         }
     }
 
+    /// The operator `holder` is gone: their leases must not outlive them (a timed lease could
+    /// otherwise keep a device locked for days by nobody).
+    func releaseAll(heldBy holder: String, detail: String) async {
+        await release(leases.releaseAll(heldBy: holder), why: "lease.holder_removed", detail: detail)
+    }
+
     private func release(_ released: [ConfigurationLeases.Lease], why action: String, detail: String) async {
         for lease in released {
             do {

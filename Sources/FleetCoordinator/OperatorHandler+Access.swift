@@ -148,6 +148,7 @@ extension OperatorHandler {
         }
         let removed = try await store.removeOperator(name, audit: AuditEntry(at: Date().unixMilliseconds, actor: who, action: "operator.remove",
                                                                              target: name, outcome: "ok"))
+        if removed { await leases.releaseAll(heldBy: holder(name), detail: "operator \(name) was removed by \(who)") }
         reply.status = removed ? .ok : .failure(.notFound, "no operator \(name) (see capfleet operator list)")
     }
 }

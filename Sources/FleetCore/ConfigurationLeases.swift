@@ -74,6 +74,13 @@ public struct ConfigurationLeases: Sendable, Equatable {
         return held
     }
 
+    /// An operator was removed (or lost their key): every lease they hold goes, timed or not.
+    public mutating func releaseAll(heldBy holder: String) -> [Lease] {
+        let held = leases.values.filter { $0.holder == holder }.sorted { $0.deviceID < $1.deviceID }
+        for lease in held { leases[lease.deviceID] = nil }
+        return held
+    }
+
     private func active(_ deviceID: String, now: UInt64) -> Lease? {
         guard let lease = leases[deviceID], lease.expiresAt > now else { return nil }
         return lease

@@ -43,6 +43,16 @@ import Testing
         #expect((try? leases.release("cam-3", by: "bo", now: 2).get())?.holder == "bo")
     }
 
+    @Test func releaseAllHeldBy_takesEveryLeaseOfThatOperator_timedOrInASession() throws {
+        var leases = ConfigurationLeases()
+        _ = try leases.acquire("cam-1", by: "ana", for: minute, now: 0).get()
+        _ = try leases.acquire("cam-2", by: "ana", for: minute, now: 0, session: "s1").get()
+        _ = try leases.acquire("cam-3", by: "bo", for: minute, now: 0).get()
+        #expect(leases.releaseAll(heldBy: "ana").map(\.deviceID) == ["cam-1", "cam-2"])
+        #expect(leases.leases.keys.sorted() == ["cam-3"])
+        #expect(leases.releaseAll(heldBy: "ana").isEmpty)
+    }
+
     @Test func operatorSessions_expireWhenSilentForTheirTimeout_andEndOnGoodbye() {
         var sessions = OperatorSessions()
         sessions.heard("s1", timeout: 10, now: 0)
