@@ -23,44 +23,47 @@ let package = Package(
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto"),
         // Linux calls Swift cannot import (thread names through prctl).
         .target(name: "CPlatform"),
+        // Threads the daemons own for blocking work (one primitive: a thread, an inbox, a
+        // stop, an async join, and state bound to it), and system calls with typed errors.
+        .target(name: "FleetSystem", dependencies: ["CPlatform"]),
 
         // Wire contract: generated from proto-docs/*.proto, no I/O.
         .target(name: "FleetProtocol", dependencies: [
             .product(name: "SwiftProtobuf", package: "swift-protobuf"),
         ]),
         // Pure state machines and value types: no ZeroMQ, no SQLite, no ioctl.
-        .target(name: "FleetCore", dependencies: ["FleetProtocol", "CPlatform"]),
+        .target(name: "FleetCore", dependencies: ["FleetProtocol"]),
         // ZeroMQ sockets on threads they own, bridged to async code.
         .target(name: "FleetBus", dependencies: [
-            "CZeroMQ", "FleetCore",
+            "FleetSystem", "CZeroMQ", "FleetCore",
             .product(name: "Logging", package: "swift-log"),
         ]),
         // SQLite through GRDB.
         .target(name: "FleetStore", dependencies: [
-            "FleetCore",
+            "FleetSystem", "FleetCore",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         // What strains the host: PSI, thermal zones, power, disks, read from a configurable root.
-        .target(name: "FleetHost", dependencies: ["FleetCore", "CPlatform"]),
+        .target(name: "FleetHost", dependencies: ["FleetCore", "FleetSystem", "CPlatform"]),
         // Camera sources: the synthetic test-pattern camera and V4L2.
         .target(name: "FleetCapture", dependencies: [
-            "CV4L2", "FleetCore",
+            "FleetSystem", "CV4L2", "FleetCore",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "FleetAgent", dependencies: [
-            "FleetBus", "FleetCapture", "FleetCore", "FleetHost", "FleetProtocol",
+            "FleetSystem", "FleetBus", "FleetCapture", "FleetCore", "FleetHost", "FleetProtocol",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         // The test bed's network: a TCP relay applying delay, jitter, loss stalls and spikes.
-        .target(name: "FleetRelay", dependencies: ["FleetCore", "CPlatform"]),
+        .target(name: "FleetRelay", dependencies: ["FleetCore", "FleetSystem", "CPlatform"]),
         // Recordings on disk: Matroska segments written with libavformat (muxing only), their
         // checksums and repair, and their entries in the fleet database's index.
-        .target(name: "FleetRecording", dependencies: ["CAVFormat", "CCrypto", "FleetCore", "FleetStore"]),
+        .target(name: "FleetRecording", dependencies: ["FleetSystem", "CAVFormat", "CCrypto", "FleetCore", "FleetStore"]),
         // Plain HTTP/1.1 on threads it owns: the /metrics endpoint and alert webhooks.
-        .target(name: "FleetHTTP", dependencies: ["CPlatform"]),
+        .target(name: "FleetHTTP", dependencies: ["FleetSystem", "CPlatform"]),
         .target(name: "FleetCoordinator", dependencies: [
-            "FleetBus", "FleetStore", "FleetRecording", "FleetCore", "FleetHost", "FleetProtocol", "FleetHTTP",
+            "FleetSystem", "FleetBus", "FleetStore", "FleetRecording", "FleetCore", "FleetHost", "FleetProtocol", "FleetHTTP",
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SwiftProtobuf", package: "swift-protobuf"),
@@ -73,7 +76,7 @@ let package = Package(
             .product(name: "SwiftProtobuf", package: "swift-protobuf"),
         ]),
         .executableTarget(name: "capfleet", dependencies: [
-            "FleetAgent", "FleetCoordinator", "FleetClient", "FleetBus", "FleetCapture", "FleetCore", "FleetHTTP", "FleetHost", "FleetProtocol", "FleetRelay", "FleetRecording",
+            "FleetAgent", "FleetCoordinator", "FleetClient", "FleetBus", "FleetCapture", "FleetCore", "FleetHTTP", "FleetHost", "FleetProtocol", "FleetRelay", "FleetRecording", "FleetSystem",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -89,7 +92,8 @@ let package = Package(
         .testTarget(name: "FleetHostTests", dependencies: ["FleetHost", "FleetCore"]),
         .testTarget(name: "FleetHTTPTests", dependencies: ["FleetHTTP"]),
         .testTarget(name: "FleetRelayTests", dependencies: ["FleetRelay", "FleetCore"]),
-        .testTarget(name: "FleetRecordingTests", dependencies: ["FleetRecording", "FleetCore", "FleetStore"]),
+        .testTarget(name: "FleetRecordingTests", dependencies: ["FleetRecording", "FleetCore", "FleetStore", "FleetSystem"]),
+        .testTarget(name: "FleetSystemTests", dependencies: ["FleetSystem"]),
         // The coordinator's decoders under a mutation fuzzer, for a bounded time.
         .target(name: "FleetFuzz", dependencies: ["FleetCore"]),
         .testTarget(name: "FuzzTests", dependencies: [

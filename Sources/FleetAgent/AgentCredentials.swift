@@ -1,6 +1,7 @@
 import CZeroMQ
 import FleetBus
 import FleetProtocol
+import FleetSystem
 import Foundation
 import Logging
 
@@ -43,20 +44,12 @@ public struct AgentCredentials: Sendable {
 enum Enrollment {
     static func enroll(token: EnrollmentToken, endpoint: String, nodeID: String, hostname: String, softwareVersion: String,
                        stateDirectory: String, timeout: Double = 10, logger: Logger) async throws -> AgentCredentials {
-        try await withCheckedThrowingContinuation { continuation in
-            // Blocking ZeroMQ calls run on a thread of their own, not the async pool.
-            let thread = Thread {
-                do {
-                    let credentials = try run(token: token, endpoint: endpoint, nodeID: nodeID, hostname: hostname,
-                                              softwareVersion: softwareVersion, timeout: timeout)
-                    try credentials.save(stateDirectory: stateDirectory, nodeID: nodeID)
-                    continuation.resume(returning: credentials)
-                } catch {
-                    continuation.resume(throwing: error)
-                }
-            }
-            thread.name = "cf-enroll"
-            thread.start()
+        // Blocking ZeroMQ calls run on a thread of their own, not the async pool.
+        try await OwnedThread.run("cf-enroll") {
+            let credentials = try run(token: token, endpoint: endpoint, nodeID: nodeID, hostname: hostname,
+                                      softwareVersion: softwareVersion, timeout: timeout)
+            try credentials.save(stateDirectory: stateDirectory, nodeID: nodeID)
+            return credentials
         }
     }
 

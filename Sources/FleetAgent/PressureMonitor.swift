@@ -1,6 +1,7 @@
 import FleetCore
 import FleetHost
 import FleetProtocol
+import FleetSystem
 import Foundation
 import Synchronization
 
@@ -23,9 +24,7 @@ final class PressureMonitor: Sendable {
     private let onChange: @Sendable (Change) -> Void
     private let evaluator: Mutex<PressureEvaluator>
     private let latestReport = Mutex<Capfleet_V1_PressureReport?>(nil)
-    private let running = Atomic<Bool>(false)
-    private let wake = DispatchSemaphore(value: 0)
-    private let finished = DispatchSemaphore(value: 0)
+    private let sampling = Mutex<OwnedWorker<Never>?>(nil)
 
     init(sampler: PressureSampler, thresholds: PressureThresholds, interval: Duration, nodeID: String,
          load: @escaping @Sendable () -> AgentLoad, onChange: @escaping @Sendable (Change) -> Void) {
@@ -43,24 +42,18 @@ final class PressureMonitor: Sendable {
     /// How ps and benchmarks (reading /proc/PID/task) find the sampler thread.
     static let threadName = "cf-pressure"
 
+    /// Samples at once, then every interval, on the sampler's own thread.
     func start() {
-        guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        let thread = Thread { [self] in
-            ThreadName.set(Self.threadName)
-            while running.load(ordering: .acquiring) {
-                sampleOnce()
-                let milliseconds = Int(interval.components.seconds * 1000 + interval.components.attoseconds / 1_000_000_000_000_000)
-                _ = wake.wait(timeout: .now() + .milliseconds(milliseconds))
-            }
-            finished.signal()
+        let nanoseconds = UInt64(interval.components.seconds) * 1_000_000_000 + UInt64(interval.components.attoseconds / 1_000_000_000)
+        sampling.withLock { worker in
+            guard worker == nil else { return }
+            worker = OwnedWorker<Never>(name: Self.threadName, tickNanoseconds: nanoseconds,
+                                        state: { [self] in sampleOnce() }, handle: { _, _ in }, onTick: { [self] _ in sampleOnce() })
         }
-        thread.start()
     }
 
     func stop() {
-        guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
-        wake.signal()
-        finished.wait()
+        sampling.withLock { $0 }?.stopBlocking()
     }
 
     /// One sample, evaluated; public to the module so tests and the first report need not wait.

@@ -1,4 +1,5 @@
 import FleetHost
+import FleetSystem
 import Logging
 
 /// The fleet's "recording light": an optional local command run when a device starts and
@@ -12,11 +13,11 @@ final class RecordingLight: Sendable {
         let on: Bool
     }
 
-    private let worker: SerialWorker<Change>
+    private let worker: OwnedWorker<Change>
     static let timeoutMilliseconds: Int64 = 10_000
 
     init(command: String, nodeID: String, logger: Logger) {
-        worker = SerialWorker(name: "cf-light", capacity: 256) { change in
+        worker = OwnedWorker(name: "cf-light", capacity: 256, whenFull: .dropOldest) { change in
             do {
                 try ShellCommand.run(command, environment: [
                     "CAPFLEET_DEVICE": change.deviceID, "CAPFLEET_NODE": nodeID, "CAPFLEET_REAL_FRAMES": change.on ? "on" : "off",
@@ -28,8 +29,8 @@ final class RecordingLight: Sendable {
     }
 
     /// Queues a change; never blocks.
-    func set(deviceID: String, on: Bool) { worker.enqueue(Change(deviceID: deviceID, on: on)) }
+    func set(deviceID: String, on: Bool) { worker.offer(Change(deviceID: deviceID, on: on)) }
 
     /// Runs what is queued (the last "off" matters most), then ends the thread.
-    func stop() { worker.stop() }
+    func stop() { worker.stopBlocking() }
 }

@@ -1,7 +1,8 @@
 import CZeroMQ
+import FleetCore
+import FleetSystem
 import Foundation
 import Synchronization
-import FleetCore
 
 /// A thread that owns a set of ZeroMQ sockets and blocks in `zmq_poll` on them, so no
 /// socket is ever touched by two threads and the async pool never blocks on libzmq.
@@ -44,12 +45,13 @@ public final class SocketLoop: @unchecked Sendable {
     private let wakeFD: Int32
     private let pending = Mutex<[(Sockets) -> Void]>([])
     private let stopRequested = Atomic<Bool>(false)
-    private let finished = DispatchSemaphore(value: 0)
-    private var thread: Thread?
+    private let thread: OwnedThread
+    private var started = false
 
     public init(name: String) {
         self.name = name
         self.wakeFD = capfleet_eventfd()
+        thread = OwnedThread(name: "cf-" + name)
     }
 
     deinit { close(wakeFD) }
@@ -59,7 +61,7 @@ public final class SocketLoop: @unchecked Sendable {
     @discardableResult
     public func add(_ socket: ZMQSocket, onReadable: ((ZMQSocket) -> Void)? = nil,
                     onWritable: ((Sockets) -> Void)? = nil) -> SocketID {
-        precondition(thread == nil, "SocketLoop \(name): add sockets before start()")
+        precondition(!started, "SocketLoop \(name): add sockets before start()")
         sockets.append(socket)
         handlers.append(onReadable ?? { _ in })
         writableHandlers.append(onWritable ?? { _ in })
@@ -69,24 +71,19 @@ public final class SocketLoop: @unchecked Sendable {
 
     /// Runs `body` on the loop thread every `interval` nanoseconds (heartbeats, flushes).
     public func every(nanoseconds interval: UInt64, _ body: @escaping (Sockets) -> Void) {
-        precondition(thread == nil, "SocketLoop \(name): add timers before start()")
+        precondition(!started, "SocketLoop \(name): add timers before start()")
         timers.append((interval, MonotonicTime.now() + interval, body))
     }
 
     /// Runs on the loop thread after its sockets are closed (finish streams here).
     public func onStop(_ body: @escaping () -> Void) {
-        precondition(thread == nil, "SocketLoop \(name): add stop handlers before start()")
+        precondition(!started, "SocketLoop \(name): add stop handlers before start()")
         stopHandlers.append(body)
     }
 
     public func start() {
-        let thread = Thread { [self] in
-            ThreadName.set("cf-" + name)
-            run()
-        }
-        thread.name = "cf-" + name
-        self.thread = thread
-        thread.start()
+        started = true
+        thread.start { [self] in run() }
     }
 
     /// Queues `work` for the loop thread and wakes it.
@@ -98,10 +95,10 @@ public final class SocketLoop: @unchecked Sendable {
 
     /// Stops the loop, closes its sockets and waits for the thread to end.
     public func stop() {
-        guard thread != nil, !stopRequested.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        guard started, !stopRequested.exchange(true, ordering: .acquiringAndReleasing) else { return }
         var one: UInt64 = 1
         _ = write(wakeFD, &one, 8)
-        finished.wait()
+        thread.joinBlocking()
     }
 
     private func run() {
@@ -142,7 +139,6 @@ public final class SocketLoop: @unchecked Sendable {
         }
         for socket in sockets { socket.close() }
         for handler in stopHandlers { handler() }
-        finished.signal()
     }
 
     private func pollItems() -> [zmq_pollitem_t] {

@@ -1,4 +1,5 @@
 import FleetCore
+import FleetSystem
 import Foundation
 import Synchronization
 

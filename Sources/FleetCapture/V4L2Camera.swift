@@ -1,5 +1,6 @@
 import CV4L2
 import FleetCore
+import FleetSystem
 import Foundation
 import Synchronization
 

@@ -4,6 +4,7 @@ import Glibc
 import FleetCore
 import FleetHost
 import FleetHTTP
+import FleetSystem
 import Foundation
 import Logging
 import Synchronization
@@ -46,7 +47,7 @@ final class AlertDelivery: Sendable {
     private let commandTimeoutMilliseconds: Int64
     private let logger: Logger
     private let onOutcome: @Sendable (_ alert: String, _ delivered: Bool) -> Void
-    private let worker: SerialWorker<AlertNotice>
+    private let worker: OwnedWorker<AlertNotice>
     static let capacity = 64
 
     init(command: String?, webhook: LocalWebhookURL?, commandTimeoutSeconds: UInt32, logger: Logger,
@@ -57,7 +58,7 @@ final class AlertDelivery: Sendable {
         commandTimeoutMilliseconds = timeout
         self.logger = logger
         self.onOutcome = onOutcome
-        worker = SerialWorker(name: "cf-alerts", capacity: Self.capacity, onDrop: { dropped in
+        worker = OwnedWorker(name: "cf-alerts", capacity: Self.capacity, whenFull: .dropOldest, onDrop: { dropped in
             logger.warning("alert queue full: dropped the oldest alert", metadata: ["alert": "\(dropped.alert)", "message": "\(dropped.message)"])
             onOutcome(dropped.alert, false)
         }, handle: { notice in
@@ -67,10 +68,10 @@ final class AlertDelivery: Sendable {
 
     var hasTargets: Bool { command != nil || webhook != nil }
 
-    func enqueue(_ notice: AlertNotice) { worker.enqueue(notice) }
+    func enqueue(_ notice: AlertNotice) { worker.offer(notice) }
 
     /// Delivers what is queued, then stops the thread.
-    func stop() { worker.stop() }
+    func stop() { worker.stopBlocking() }
 
     private static func deliver(_ notice: AlertNotice, command: String?, webhook: LocalWebhookURL?, timeoutMilliseconds: Int64,
                                 logger: Logger, onOutcome: @Sendable (_ alert: String, _ delivered: Bool) -> Void) {

@@ -1,6 +1,7 @@
 import FleetCore
 import FleetRecording
 import FleetStore
+import FleetSystem
 import Foundation
 import Synchronization
 
@@ -40,7 +41,7 @@ final class DatabaseBackups: Sendable {
         let path = directory + "/\(id).sqlite"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let version = try await store.backup(to: path)
-        let digest = await OwnThread.run("cf-backup") { () -> Result<(UInt64, String), RecordingError> in
+        let digest = await OwnedThread.run("cf-backup") { () -> Result<(UInt64, String), RecordingError> in
             let size = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.uint64Value ?? 0
             return Result { () throws(RecordingError) in (size, try SegmentDigest.sha256(ofFile: path)) }
         }
@@ -60,7 +61,7 @@ final class DatabaseBackups: Sendable {
     func read(_ snapshot: Snapshot, offset: UInt64, length: Int) async throws -> Data {
         let length = length <= 0 ? Self.largestChunk : min(length, Self.largestChunk)
         let path = snapshot.path
-        let data = try await OwnThread.run("cf-backup") { () -> Result<Data, CocoaError> in
+        let data = try await OwnedThread.run("cf-backup") { () -> Result<Data, CocoaError> in
             guard let handle = FileHandle(forReadingAtPath: path) else { return .failure(CocoaError(.fileReadNoSuchFile)) }
             defer { try? handle.close() }
             do {

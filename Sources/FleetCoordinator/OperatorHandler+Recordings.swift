@@ -2,6 +2,7 @@ import FleetCore
 import FleetProtocol
 import FleetRecording
 import FleetStore
+import FleetSystem
 import Foundation
 
 /// Takes: started and stopped through the director; listed, shown, checked, read and
@@ -58,7 +59,7 @@ extension OperatorHandler {
         try await store.deleteTake(id: takeID, audit: AuditEntry(at: Date().unixMilliseconds, actor: caller, action: "recording.delete",
                                                                  target: takeID, outcome: "ok", detail: take.name))
         let directory = take.directory
-        _ = await OwnThread.run("cf-files") { try? FileManager.default.removeItem(atPath: directory) }
+        _ = await OwnedThread.run("cf-files") { try? FileManager.default.removeItem(atPath: directory) }
         events.emit(.recording, message: "\(caller) deleted take \(takeID) (\(take.name))")
         reply.status = .ok
     }
@@ -87,7 +88,7 @@ extension OperatorHandler {
                 segment = try await store.segments(takeID: take.id).first { $0.deviceId == segment.deviceId && $0.number == segment.number } ?? segment
             }
             let start = take.startFleetNs, checked = segment
-            let report = await OwnThread.run("cf-files") { SegmentVerifier.verify(checked, takeStart: start) }
+            let report = await OwnedThread.run("cf-files") { SegmentVerifier.verify(checked, takeStart: start) }
             verification.problems = report.problems
             verification.frames = UInt64(report.frames)
             verification.sizeBytes = UInt64(report.sizeBytes)
@@ -128,7 +129,7 @@ extension OperatorHandler {
         }
         let length = Int(query.length == 0 ? 1 << 20 : min(query.length, 1 << 20))
         let path = segment.path, offset = query.offset
-        let read = await OwnThread.run("cf-files") { () -> Result<(Data, UInt64), CocoaError> in
+        let read = await OwnedThread.run("cf-files") { () -> Result<(Data, UInt64), CocoaError> in
             guard let handle = FileHandle(forReadingAtPath: path) else { return .failure(CocoaError(.fileReadNoSuchFile)) }
             defer { try? handle.close() }
             do {

@@ -2,6 +2,7 @@ import FleetCore
 import FleetProtocol
 import FleetRecording
 import FleetStore
+import FleetSystem
 import Foundation
 import Logging
 import Prometheus
@@ -82,13 +83,11 @@ actor RecordingHousekeeper {
                 try await store.deleteTake(id: id, audit: AuditEntry(at: Date().unixMilliseconds, actor: "retention", action: "recording.delete",
                                                                      target: id, outcome: "ok", detail: "retention: \(take.name)"))
                 let directory = take.directory
-                await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                    let thread = Thread {
-                        try? FileManager.default.removeItem(atPath: directory)
-                        done.resume()
-                    }
-                    thread.name = "cf-retention"
-                    thread.start()
+                do {
+                    try await OwnedThread.run("cf-retention") { try FileManager.default.removeItem(atPath: directory) }
+                } catch {
+                    // The index no longer lists the take: its files are left for the operator to remove.
+                    logger.error("retention could not remove a deleted take's files", metadata: ["take.id": "\(id)", "path": "\(directory)", "error": "\(error)"])
                 }
                 events.emit(.recording, message: "retention deleted take \(id) (\(take.name))")
                 logger.notice("retention deleted a take", metadata: ["take.id": "\(id)"])

@@ -4,6 +4,7 @@ import FleetCore
 import FleetProtocol
 import FleetRecording
 import FleetStore
+import FleetSystem
 import Foundation
 import Logging
 import Synchronization

@@ -294,6 +294,7 @@ actor TakeDirector {
     /// the index: the next start goes on with them.
     func shutdown() async {
         for writer in writers.all() { await writer.shutdown() }
+        await hasher.stop()
     }
 
     // MARK: Parts

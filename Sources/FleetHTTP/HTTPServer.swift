@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CPlatform
+import FleetSystem
 import Foundation
 import Synchronization
 
@@ -75,7 +76,7 @@ public final class HTTPServer: Sendable {
     private let wakeFDs: (read: Int32, write: Int32)
     private let handler: Handler
     private let stopped = Atomic<Bool>(false)
-    private let finished = DispatchSemaphore(value: 0)
+    private let thread = OwnedThread(name: "cf-http")
     static let maxHeaderBytes = 16 * 1024
     static let maxBodyBytes = 256 * 1024
     static let readDeadlineMilliseconds: Int32 = 2000
@@ -127,12 +128,7 @@ public final class HTTPServer: Sendable {
         }
         for end in pipeFDs { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         wakeFDs = (pipeFDs[0], pipeFDs[1])
-        let thread = Thread { [self] in
-            _ = capfleet_name_this_thread("cf-http")
-            serve()
-        }
-        thread.name = "http-\(self.port)"
-        thread.start()
+        thread.start { [self] in serve() }
     }
 
     /// Stops accepting and waits for the thread to finish the request in hand.
@@ -140,14 +136,13 @@ public final class HTTPServer: Sendable {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         var byte: UInt8 = 1
         _ = write(wakeFDs.write, &byte, 1)
-        finished.wait()
+        thread.joinBlocking()
         close(listenFD)
         close(wakeFDs.read)
         close(wakeFDs.write)
     }
 
     private func serve() {
-        defer { finished.signal() }
         var fds = [pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0),
                    pollfd(fd: wakeFDs.read, events: Int16(POLLIN), revents: 0)]
         while !stopped.load(ordering: .acquiring) {

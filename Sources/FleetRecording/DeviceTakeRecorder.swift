@@ -1,5 +1,6 @@
 import FleetCore
 import FleetStore
+import FleetSystem
 import Glibc
 
 /// A segment about to be written.
@@ -171,7 +172,7 @@ public final class DeviceTakeRecorder {
         for component in directory.split(separator: "/", omittingEmptySubsequences: true) {
             built += "/" + component
             if mkdir(built, 0o755) != 0, errno != EEXIST {
-                throw RecordingError("cannot create \(built) for \(deviceID)'s segments: \(String(cString: strerror(errno)))")
+                throw .system(doing: "cannot create \(built) for \(deviceID)'s segments", SystemCallError(call: "mkdir", target: built, errno: errno))
             }
         }
         segmentCount += 1
@@ -199,8 +200,8 @@ public final class DeviceTakeRecorder {
         segment = nil
         try open.finish()
         var status = stat()
-        guard stat(finished.path, &status) == 0 else {
-            throw RecordingError("cannot read the size of \(finished.path): \(String(cString: strerror(errno)))")
+        do { try systemCall("stat", on: finished.path) { stat(finished.path, &status) } } catch {
+            throw .system(doing: "cannot read the size of \(finished.path)", error)
         }
         finished.sizeBytes = Int64(status.st_size)
         guard let hasher else {

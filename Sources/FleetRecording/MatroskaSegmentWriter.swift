@@ -65,7 +65,7 @@ public final class MatroskaSegmentWriter {
         self.metadata = metadata
         guard Self.describe(format, in: video.pointee.codecpar) else {
             avformat_free_context(context)
-            throw RecordingError("cannot record \(format.pixelFormat) frames into \(path): the fleet records raw YUYV, UYVY, NV12 and grey, MJPEG and H.264")
+            throw .unsupportedFormat(pixelFormat: "\(format.pixelFormat)", path: path)
         }
         if format.frameRate > 0 {
             let rate = av_d2q(format.frameRate, 1_000_000)
@@ -110,7 +110,7 @@ public final class MatroskaSegmentWriter {
 
     /// Appends one frame, `timestamp` ns after the take's start, lasting `duration` ns.
     public func appendFrame(_ payload: UnsafeRawBufferPointer, at timestamp: UInt64, duration: UInt64, keyframe: Bool = true) throws(RecordingError) {
-        guard let context else { throw RecordingError("\(path) is already finished") }
+        guard let context else { throw .alreadyFinished(path: path) }
         var pts = rescale(timestamp, to: video)
         // Matroska counts in milliseconds: two frames within one must not go backwards.
         pts = max(pts, lastVideoPTS)
@@ -127,7 +127,7 @@ public final class MatroskaSegmentWriter {
     /// that arrives after frames later than it is placed at the latest frame (the file's
     /// blocks go forward in time; the entry's own JSON and the index keep its exact time).
     public func appendMetadata(_ json: String, at timestamp: UInt64, duration: UInt64 = 1_000_000_000) throws(RecordingError) {
-        guard let context else { throw RecordingError("\(path) is already finished") }
+        guard let context else { throw .alreadyFinished(path: path) }
         let pts = max(rescale(timestamp, to: metadata), lastWrittenMilliseconds)
         lastWrittenMilliseconds = pts
         let failure = Array(json.utf8).withUnsafeBytes { buffer -> RecordingError? in

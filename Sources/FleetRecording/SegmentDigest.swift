@@ -1,30 +1,33 @@
 import CAVFormat
 import CCrypto
+import FleetSystem
 import Glibc
 
 /// SHA-256 of a finished segment file, read in 1 MiB blocks (OpenSSL's libcrypto, which uses
 /// the CPU's SHA instructions). Blocking disk I/O: call it on a thread you own.
 public enum SegmentDigest {
     public static func sha256(ofFile path: String) throws(RecordingError) -> String {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw RecordingError("cannot read \(path) to checksum it: \(String(cString: strerror(errno)))") }
+        let doing = "cannot read \(path) to checksum it"
+        let descriptor: Int32
+        do { descriptor = try systemCall("open", on: path) { open(path, O_RDONLY | O_CLOEXEC) } } catch { throw .system(doing: doing, error) }
         defer { close(descriptor) }
-        guard let context = EVP_MD_CTX_new() else { throw RecordingError("out of memory checksumming \(path)") }
+        guard let context = EVP_MD_CTX_new() else { throw .checksum(path: path, step: "allocating a context for") }
         defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1 else { throw RecordingError("libcrypto cannot start a SHA-256 for \(path)") }
+        guard EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1 else { throw .checksum(path: path, step: "starting") }
         var block = [UInt8](repeating: 0, count: 1 << 20)
         while true {
-            let count = block.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0, errno == EINTR { continue }
-            guard count >= 0 else { throw RecordingError("cannot read \(path) to checksum it: \(String(cString: strerror(errno)))") }
+            let count: Int
+            do { count = try systemCall("read", on: path) { block.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) } } } catch {
+                throw .system(doing: doing, error)
+            }
             if count == 0 { break }
             guard block.withUnsafeBufferPointer({ EVP_DigestUpdate(context, $0.baseAddress, count) }) == 1 else {
-                throw RecordingError("libcrypto failed checksumming \(path)")
+                throw .checksum(path: path, step: "updating")
             }
         }
         var digest = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
-        guard EVP_DigestFinal_ex(context, &digest, &length) == 1, length == 32 else { throw RecordingError("libcrypto failed checksumming \(path)") }
+        guard EVP_DigestFinal_ex(context, &digest, &length) == 1, length == 32 else { throw .checksum(path: path, step: "finishing") }
         return digest.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
     }
 }

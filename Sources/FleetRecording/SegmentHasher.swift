@@ -1,6 +1,5 @@
-import Dispatch
 import FleetCore
-import Foundation
+import FleetSystem
 import Synchronization
 
 /// Checksums finished segments on a thread of its own. A segment of 1080p video is gigabytes:
@@ -10,38 +9,39 @@ import Synchronization
 public final class SegmentHasher: Sendable {
     public typealias Done = @Sendable (Result<String, RecordingError>) -> Void
 
-    private let queue = Mutex<[(path: String, done: Done)]>([])
-    private let wake = DispatchSemaphore(value: 0)
-    private let idle = Mutex<[CheckedContinuation<Void, Never>]>([])
-    private let busy = Atomic<Int>(0)
+    private struct Job: Sendable {
+        let path: String
+        let done: Done
+    }
+    /// Queued and in progress, shared with the worker's thread.
+    private final class Pending: Sendable {
+        let count = Atomic<Int>(0)
+    }
+    private let worker: OwnedWorker<Job>
+    private let busy = Pending()
 
     public init() {
-        let thread = Thread { [self] in
-            ThreadName.set("cf-hasher")
-            run()
+        let busy = self.busy
+        worker = OwnedWorker(name: "cf-hasher", onDrop: { job in
+            job.done(.failure(.checksummerStopped(path: job.path)))
+            busy.count.subtract(1, ordering: .acquiringAndReleasing)
+        }) { job in
+            let result: Result<String, RecordingError>
+            do throws(RecordingError) { result = .success(try SegmentDigest.sha256(ofFile: job.path)) } catch { result = .failure(error) }
+            job.done(result)
+            busy.count.subtract(1, ordering: .acquiringAndReleasing)
         }
-        thread.name = "cf-hasher"
-        thread.start()
     }
 
     /// Queues `path`; `done` runs on the hasher's thread with its SHA-256.
     public func checksum(_ path: String, done: @escaping Done) {
-        busy.add(1, ordering: .acquiringAndReleasing)
-        queue.withLock { $0.append((path, done)) }
-        wake.signal()
+        busy.count.add(1, ordering: .acquiringAndReleasing)
+        worker.post(Job(path: path, done: done))
     }
 
     /// Files queued and not yet checksummed.
-    public var pending: Int { busy.load(ordering: .acquiring) }
+    public var pending: Int { busy.count.load(ordering: .acquiring) }
 
-    private func run() {
-        while true {
-            wake.wait()
-            guard let next = queue.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else { continue }
-            let result: Result<String, RecordingError>
-            do throws(RecordingError) { result = .success(try SegmentDigest.sha256(ofFile: next.path)) } catch { result = .failure(error) }
-            next.done(result)
-            busy.subtract(1, ordering: .acquiringAndReleasing)
-        }
-    }
+    /// Checksums what is queued, then ends the thread.
+    public func stop() async { await worker.stop() }
 }

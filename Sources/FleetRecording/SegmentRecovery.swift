@@ -1,5 +1,6 @@
 import FleetCore
 import FleetStore
+import FleetSystem
 import Foundation
 
 /// At the coordinator's start: every segment the index still calls open was being written
@@ -18,7 +19,7 @@ public enum SegmentRecovery {
         var reports: [Report] = []
         for segment in try await store.openSegments() {
             let start = try await store.take(id: segment.takeId)?.startFleetNs ?? 0
-            let repaired = await OwnThread.run("cf-recovery") { () -> Result<SegmentRepair.Outcome, RecordingError> in
+            let repaired = await OwnedThread.run("cf-recovery") { () -> Result<SegmentRepair.Outcome, RecordingError> in
                 do throws(RecordingError) { return .success(try SegmentRepair.repair(path: segment.path)) } catch { return .failure(error) }
             }
             switch repaired {
@@ -30,9 +31,9 @@ public enum SegmentRecovery {
                 record.firstSequence = outcome.firstSequence
                 record.lastSequence = outcome.lastSequence
                 let path = segment.path
-                let (size, sha) = await OwnThread.run("cf-recovery") { () -> (Int64, String) in
+                let (size, sha) = await OwnedThread.run("cf-recovery") { () -> (Int64, String) in
                     let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int64) ?? 0
-                    return (size ?? 0, (try? SegmentDigest.sha256(ofFile: path)) ?? "")
+                    return (size, (try? SegmentDigest.sha256(ofFile: path)) ?? "")
                 }
                 record.sizeBytes = size
                 record.sha256 = sha
@@ -42,7 +43,7 @@ public enum SegmentRecovery {
                                       note: "repaired: \(outcome.frames) frames kept, \(outcome.partialFramesDropped) cut short by the crash left out"))
             case .failure(let error):
                 let path = segment.path
-                _ = await OwnThread.run("cf-recovery") { unlink(path) }
+                _ = await OwnedThread.run("cf-recovery") { unlink(path) }
                 try await store.forgetSegment(takeID: segment.takeId, deviceID: segment.deviceId, number: segment.number)
                 reports.append(Report(path: segment.path, outcome: nil, note: "forgotten: nothing playable was written (\(error))"))
             }
@@ -50,7 +51,7 @@ public enum SegmentRecovery {
         // Segments finished but not yet checksummed when the coordinator stopped.
         for segment in try await store.segmentsWithoutChecksum() {
             let path = segment.path
-            guard let sha = await OwnThread.run("cf-recovery", { try? SegmentDigest.sha256(ofFile: path) }) else { continue }
+            guard let sha = await OwnedThread.run("cf-recovery", { try? SegmentDigest.sha256(ofFile: path) }) else { continue }
             try await store.setSegmentChecksum(takeID: segment.takeId, deviceID: segment.deviceId, number: segment.number, sha256: sha)
             reports.append(Report(path: segment.path, outcome: nil, note: "checksummed after a restart"))
         }

@@ -1,5 +1,6 @@
 import CAVFormat
 import FleetCore
+import FleetSystem
 import Glibc
 
 /// Makes a segment that a crash left unfinished play again: a Matroska file cut off mid-write
@@ -126,9 +127,9 @@ public enum SegmentRepair {
             close(descriptor)
         }
         guard rename(temporary, path) == 0 else {
-            let reason = String(cString: strerror(errno))
+            let error = SystemCallError(call: "rename", target: temporary, errno: errno)
             unlink(temporary)
-            throw RecordingError("cannot put the repaired copy of \(path) in place: \(reason)")
+            throw .system(doing: "cannot put the repaired copy of \(path) in place", error)
         }
         return outcome
     }

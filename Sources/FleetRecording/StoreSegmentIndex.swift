@@ -59,6 +59,6 @@ public final class StoreSegmentIndex: SegmentIndexing {
             done.signal()
         }
         done.wait()
-        if let error = failure.withLock({ $0 }) { throw RecordingError("the recordings index, \(what): \(error)") }
+        if let error = failure.withLock({ $0 }) { throw .index(what: what, underlying: error) }
     }
 }

@@ -1,5 +1,6 @@
 import CPlatform
 import FleetCore
+import FleetSystem
 import Foundation
 import Synchronization
 #if canImport(Glibc)

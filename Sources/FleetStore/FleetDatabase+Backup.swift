@@ -1,4 +1,5 @@
 import FleetCore
+import FleetSystem
 import Foundation
 import GRDB
 
@@ -21,7 +22,7 @@ extension FleetDatabase {
     /// step only). Returns the copy's schema version. Blocking: runs on a thread of its own.
     public func backup(to destination: String) async throws(StoreError) -> Int {
         let writer = self.writer, path = self.path
-        let outcome = await OwnThread.run("cf-backup") { () -> Result<Int, StoreError> in
+        let outcome = await OwnedThread.run("cf-backup") { () -> Result<Int, StoreError> in
             do {
                 try? FileManager.default.removeItem(atPath: destination)
                 let copy = try DatabaseQueue(path: destination)

@@ -95,7 +95,12 @@ final class MatroskaSegmentWriterTests {
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         let text = String(decoding: data, as: UTF8.self)
-        guard process.terminationStatus == 0 else { throw RecordingError("\(executable) \(arguments.joined(separator: " ")) failed: \(text)") }
+        guard process.terminationStatus == 0 else { throw ToolFailure(description: "\(executable) \(arguments.joined(separator: " ")) failed: \(text)") }
         return text
     }
+}
+
+/// A command-line tool (ffprobe, ffmpeg) that said no.
+struct ToolFailure: Error, CustomStringConvertible {
+    let description: String
 }
