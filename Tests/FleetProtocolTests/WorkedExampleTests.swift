@@ -61,8 +61,8 @@ import Testing
         #expect(heartbeat.nodeID == "node-7f3a" && heartbeat.sequence == 7 && heartbeat.monotonicNs == 5_000_000_000)
     }
 
-    @Test func registrationDocument_deviceEventExampleDecodesAndReencodes() throws {
-        let bytes = try Self.example("AgentMessage.DeviceEvent", in: "registration.md")
+    @Test func deviceEventsDocument_deviceEventExampleDecodesAndReencodes() throws {
+        let bytes = try Self.example("AgentMessage.DeviceEvent", in: "device-events.md")
         let message = try Capfleet_V1_AgentMessage(serializedBytes: bytes)
         guard case let .deviceEvent(event)? = message.body else {
             Issue.record("the example is not a device event")

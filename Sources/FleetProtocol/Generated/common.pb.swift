@@ -755,7 +755,7 @@ public nonisolated struct Capfleet_V1_Interruption: Sendable {
   public init() {}
 }
 
-/// The opt-in frame-rate recovery from late drops (registration.md, "Drop recovery").
+/// The opt-in frame-rate recovery from late drops (commands.md, "Drop recovery").
 public nonisolated struct Capfleet_V1_DropRecoveryPolicy: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
