@@ -94,6 +94,12 @@ let package = Package(
         .testTarget(name: "FleetRelayTests", dependencies: ["FleetRelay", "FleetCore"]),
         .testTarget(name: "FleetRecordingTests", dependencies: ["FleetRecording", "FleetCore", "FleetStore", "FleetSystem"]),
         .testTarget(name: "FleetSystemTests", dependencies: ["FleetSystem"]),
+        // The coordinator's shells against an in-memory fleet database.
+        .testTarget(name: "FleetCoordinatorTests", dependencies: [
+            "FleetCoordinator", "FleetCore", "FleetStore", "FleetBus", "FleetProtocol",
+            .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         // The coordinator's decoders under a mutation fuzzer, for a bounded time.
         .target(name: "FleetFuzz", dependencies: ["FleetCore"]),
         .testTarget(name: "FuzzTests", dependencies: [

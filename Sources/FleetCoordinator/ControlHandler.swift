@@ -27,7 +27,7 @@ struct NodeSession: Sendable {
 
 /// The coordinator's side of the control dialog (registration, heartbeats, status):
 /// turns agents' messages into store writes, liveness updates, events and replies.
-actor ControlHandler {
+actor ControlHandler: AgentCommands {
     static let endpointName = "control"
 
     private let configuration: CoordinatorConfiguration

@@ -92,8 +92,10 @@ public final class CoordinatorService: Service, Sendable {
             try RecordEndpoint(context: context, bind: configuration.endpoint(configuration.recordPort), security: security(.record),
                                rejections: rejections, gate: gate, writers: writers)
         }
-        let takes = TakeDirector(store: store, control: control, writers: writers, endpoint: recordEndpoint, events: events,
-                                 fleetTime: fleetTime, ingest: ingest, configuration: configuration, logger: logger)
+        let takes = TakeDirector(store: store, agents: control, writers: writers, events: events, clock: .system(fleetTime),
+                                 configuration: configuration, logger: logger,
+                                 sendRecordDown: { routing, message in recordEndpoint.send(to: routing, message) },
+                                 currentPixelFormat: { ingest.state(of: $0)?.layout.pixelFormat })
         try await takes.resumeUnfinished()
         recordEndpoint.start()
         await control.followTakes(

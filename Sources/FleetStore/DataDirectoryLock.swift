@@ -1,3 +1,4 @@
+import FleetSystem
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -21,7 +22,7 @@ public final class DataDirectoryLock: Sendable {
         let path = dataDirectory + "/coordinator.lock"
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
-            throw StoreError.openFailed(path: path, underlying: String(cString: strerror(errno)))
+            throw StoreError.openFailed(path: path, underlying: SystemCallError(call: "open", target: path, errno: errno))
         }
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
             let reason = errno == EWOULDBLOCK

@@ -83,7 +83,7 @@ extension FleetDatabase {
                 return nil
             }
         } catch {
-            throw StoreError.queryFailed(operation: "looking up a key", path: path, underlying: String(describing: error))
+            throw StoreError.queryFailed(operation: "looking up a key", path: path, underlying: error)
         }
     }
 

@@ -32,7 +32,7 @@ extension FleetDatabase {
                 return .success(version)
             } catch {
                 try? FileManager.default.removeItem(atPath: destination)
-                return .failure(.queryFailed(operation: "backing up to \(destination)", path: path, underlying: String(describing: error)))
+                return .failure(.queryFailed(operation: "backing up to \(destination)", path: path, underlying: error))
             }
         }
         return try outcome.get()

@@ -260,12 +260,12 @@ extension FleetDatabase {
     }
 
     /// A take that cannot go on (a full disk): it keeps what was written and says why.
-    public func failTake(id: String, error: String) async throws(StoreError) {
+    public func failTake(id: String, error: String, at: UnixMilliseconds) async throws(StoreError) {
         try await write("failing take \(id)") { db in
             guard var take = try TakeRecord.fetchOne(db, key: id), take.state == .recording else { return }
             take.state = .failed
             take.error = error
-            take.stoppedAt = Int64(Date().timeIntervalSince1970 * 1000)
+            take.stoppedAt = at
             try take.update(db)
         }
     }

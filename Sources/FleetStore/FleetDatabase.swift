@@ -9,7 +9,25 @@ import GRDB
 /// async code never block the cooperative pool on disk I/O.
 public final class FleetDatabase: Sendable {
     public let path: String
-    let writer: DatabasePool
+    let writer: any DatabaseWriter
+
+    /// A database in memory, for tests of the services that write it: the same schema,
+    /// migrations and intent-named writes as a file, without the file.
+    public static func inMemory() throws(StoreError) -> FleetDatabase {
+        try FleetDatabase(inMemory: ())
+    }
+
+    private init(inMemory: Void) throws(StoreError) {
+        path = ":memory:"
+        do {
+            var configuration = Configuration()
+            configuration.foreignKeysEnabled = true
+            writer = try DatabaseQueue(configuration: configuration)
+            try FleetSchema.migrator.migrate(writer)
+        } catch {
+            throw StoreError.openFailed(path: path, underlying: error)
+        }
+    }
 
     public init(path: String) throws(StoreError) {
         self.path = path
@@ -26,7 +44,7 @@ public final class FleetDatabase: Sendable {
             writer = try DatabasePool(path: path, configuration: configuration)
             try FleetSchema.migrator.migrate(writer)
         } catch {
-            throw StoreError.openFailed(path: path, underlying: String(describing: error))
+            throw StoreError.openFailed(path: path, underlying: error)
         }
     }
 
@@ -36,7 +54,7 @@ public final class FleetDatabase: Sendable {
         } catch let error as StoreError {
             throw error
         } catch {
-            throw StoreError.queryFailed(operation: what, path: path, underlying: String(describing: error))
+            throw StoreError.queryFailed(operation: what, path: path, underlying: error)
         }
     }
 
@@ -46,15 +64,16 @@ public final class FleetDatabase: Sendable {
         } catch let error as StoreError {
             throw error
         } catch {
-            throw StoreError.queryFailed(operation: what, path: path, underlying: String(describing: error))
+            throw StoreError.queryFailed(operation: what, path: path, underlying: error)
         }
     }
 }
 
-/// A store failure, naming the database file and the operation.
+/// A store failure, naming the database file and the operation, with SQLite's (or the
+/// system's) error as it came, so callers can ask it (`isLocked`) instead of reading words.
 public enum StoreError: Error, CustomStringConvertible, Sendable {
-    case openFailed(path: String, underlying: String)
-    case queryFailed(operation: String, path: String, underlying: String)
+    case openFailed(path: String, underlying: any Error)
+    case queryFailed(operation: String, path: String, underlying: any Error)
     case notFound(what: String)
     case refused(reason: String)
 
