@@ -42,6 +42,7 @@ actor ControlHandler: AgentCommands {
     private let logger: Logger
     private let coordinatorID: String
     private let fleetTime: FleetTimeSource
+    private let clock: CoordinatorClock
     private var liveness: NodeLiveness
     private var clockWatch = ClockSyncWatch()
     private(set) var sessions: [String: NodeSession] = [:]
@@ -57,8 +58,9 @@ actor ControlHandler: AgentCommands {
 
     init(configuration: CoordinatorConfiguration, store: FleetDatabase, endpoint: RouterEndpoint, arrivals: ArrivalLedger, ingest: FrameIngest,
          events: FleetEvents, alerts: AlertCenter, rejections: RejectionCounter, gate: AccessGate, coordinatorID: String,
-         fleetTime: FleetTimeSource, logger: Logger) {
+         fleetTime: FleetTimeSource, clock: CoordinatorClock, logger: Logger) {
         self.fleetTime = fleetTime
+        self.clock = clock
         self.alerts = alerts
         self.gate = gate
         self.configuration = configuration
@@ -215,7 +217,7 @@ actor ControlHandler: AgentCommands {
             refuse(routed, .undecodable, "Enroll needs a 32-byte node_public_key and a node_id")
             return
         }
-        let now = Date().unixMilliseconds
+        let now = clock.unixMilliseconds()
         let token = String(tokenKey.prefix(8))
         let (nodeID, peer) = (enroll.nodeID, routed.peer)
         let outcome: EnrollmentOutcome
@@ -273,7 +275,7 @@ actor ControlHandler: AgentCommands {
         let wasOnline = liveness.isOnline(nodeID)
         forgetSession(nodeID)
         do {
-            try await store.setNodeOnline(nodeID, online: false, at: Date().unixMilliseconds)
+            try await store.setNodeOnline(nodeID, online: false, at: clock.unixMilliseconds())
         } catch {
             logger.error("cannot record node offline", metadata: ["node.id": "\(nodeID)", "error": "\(error)"])
         }
@@ -300,8 +302,26 @@ actor ControlHandler: AgentCommands {
             refuse(routed, .invalidFormat, "HELLO with a frame rate, field of view or zoom factor that is not a finite number")
             return
         }
-        // The node is called what the admin named it at enrollment.
-        let enrolledName = (try? await store.liveNodeKey(hello.nodeID))?.name
+        // The node is called what the admin named it at enrollment; the devices it lists must
+        // not be another online node's (checked against the store: no answer, no registration).
+        let enrolledName: String?
+        var takenDevice: (deviceID: String, owner: String)?
+        do {
+            enrolledName = try await store.liveNodeKey(hello.nodeID)?.name
+            for device in hello.devices {
+                if let owner = try await store.device(device.deviceID)?.nodeId, owner != hello.nodeID, liveness.isOnline(owner) {
+                    takenDevice = (device.deviceID, owner)
+                    break
+                }
+            }
+        } catch {
+            logger.error("registration failed", metadata: ["node.id": "\(hello.nodeID)", "error": "\(error)"])
+            reply(routed, .with { $0.welcome = .with {
+                $0.status = .failure(.internal, "the coordinator could not read the fleet database to register this node: \(error)")
+                $0.coordinatorID = coordinatorID
+            } })
+            return
+        }
         let registration = NodeRegistration(
             nodeID: hello.nodeID, name: enrolledName ?? hello.nodeName, hostname: hello.hostname, softwareVersion: hello.softwareVersion,
             address: routed.peer,
@@ -312,21 +332,20 @@ actor ControlHandler: AgentCommands {
             })
         // A camera may move to another host (its id is stable), but not while the node that
         // has it is online: a node's key must not let it take another node's camera.
-        for device in hello.devices {
-            guard let owner = try? await store.device(device.deviceID)?.nodeId, owner != hello.nodeID, liveness.isOnline(owner) else { continue }
+        if let (deviceID, owner) = takenDevice {
             rejections.reject(endpoint: Self.endpointName, reason: .wrongIdentity, peer: routed.peer,
-                              detail: "node \(hello.nodeID) registered device \(device.deviceID), which online node \(owner) has")
+                              detail: "node \(hello.nodeID) registered device \(deviceID), which online node \(owner) has")
             reply(routed, .with { $0.welcome = .with {
-                $0.status = .failure(.permissionDenied, "device \(device.deviceID) belongs to node \(owner), which is online; a camera can move to another node only while its old node is offline")
+                $0.status = .failure(.permissionDenied, "device \(deviceID) belongs to node \(owner), which is online; a camera can move to another node only while its old node is offline")
                 $0.coordinatorID = coordinatorID
                 $0.protocolVersion = WireDefaults.protocolMajor
             } })
             return
         }
         do {
-            let outcome = try await store.registerNode(registration, at: Date().unixMilliseconds)
+            let outcome = try await store.registerNode(registration, at: clock.unixMilliseconds())
             // The first report after a restart (of either side) is compared with the state stored before.
-            clockWatch.registered(hello.nodeID, stored: (try? await store.clock(nodeID: hello.nodeID))?.wire.sync)
+            clockWatch.registered(hello.nodeID, stored: try await store.clock(nodeID: hello.nodeID)?.wire.sync)
             for device in hello.devices {
                 try await store.saveDescriptor(deviceID: device.deviceID, bytes: Data(try device.serializedBytes() as [UInt8]))
                 let stored = try await store.device(device.deviceID)
@@ -374,7 +393,8 @@ actor ControlHandler: AgentCommands {
         // Consent first: the agent enforces what it last stored meanwhile (fail-closed), and a
         // device it never heard of stays not determined until it hears otherwise.
         for deviceID in deviceIDs {
-            let record = try? await store.consent(deviceID: deviceID)
+            // Unread, the device stays fail-closed (not determined) and someone hears why.
+            let record = await policyRead("consent", of: deviceID, nodeID: nodeID) { try await $0.consent(deviceID: deviceID) } ?? nil
             let answer = await command(.setConsent(.with {
                 $0.state = (record?.consentState ?? .notDetermined).wire
                 $0.reason = record?.reason ?? ""
@@ -385,7 +405,8 @@ actor ControlHandler: AgentCommands {
             }
         }
         for deviceID in deviceIDs {
-            if let record = try? await store.pressurePolicy(deviceID: deviceID), record.enabled,
+            if let record = await policyRead("pressure policy", of: deviceID, nodeID: nodeID, { try await $0.pressurePolicy(deviceID: deviceID) }) ?? nil,
+               record.enabled,
                let level = PressureLevel(rawValue: record.level) {
                 let policy = PressurePolicy(isEnabled: true, level: level, frameRate: record.frameRate)
                 let answer = await command(.setPressurePolicy(.with { $0.policy = policy.wire() }), deviceID: deviceID, nodeID: nodeID)
@@ -393,7 +414,8 @@ actor ControlHandler: AgentCommands {
                     logger.warning("cannot restore the pressure policy", metadata: ["device.id": "\(deviceID)", "reason": "\(answer.status.reason)"])
                 }
             }
-            guard let record = try? await store.dropRecoveryPolicy(deviceID: deviceID), record.enabled else { continue }
+            guard let record = await policyRead("drop-recovery policy", of: deviceID, nodeID: nodeID, { try await $0.dropRecoveryPolicy(deviceID: deviceID) }) ?? nil,
+                  record.enabled else { continue }
             let policy = DropRecoveryPolicy(isEnabled: true, minimumFramesPerSecond: record.minimumFps, lateDropShare: record.lateDropShare,
                                             quietIntervalsToRestore: record.quietSeconds)
             let answer = await command(.setDropRecovery(.with { $0.policy = policy.wire }), deviceID: deviceID, nodeID: nodeID)
@@ -404,7 +426,7 @@ actor ControlHandler: AgentCommands {
         // Alignment on or off as last set; on, with this run's grid (the origin an earlier
         // coordinator chose lies in another fleet time).
         for deviceID in deviceIDs {
-            guard let setting = try? await store.frameAlignment(deviceID: deviceID) else { continue }
+            guard let setting = await policyRead("frame alignment", of: deviceID, nodeID: nodeID, { try await $0.frameAlignment(deviceID: deviceID) }) ?? nil else { continue }
             let answer = await command(.setFrameAlignment(.with {
                 $0.enabled = setting.enabled
                 $0.gridOriginFleetNs = fleetTime.alignmentGridOrigin
@@ -412,6 +434,19 @@ actor ControlHandler: AgentCommands {
             if answer.status.code != .ok {
                 logger.warning("cannot restore frame alignment", metadata: ["device.id": "\(deviceID)", "reason": "\(answer.status.reason)"])
             }
+        }
+    }
+
+    /// A device's stored setting, to push again; a read the store refuses is logged as an
+    /// error, and the setting is not pushed (the agent keeps what it has; consent stays
+    /// fail-closed).
+    private func policyRead<T: Sendable>(_ what: String, of deviceID: String, nodeID: String,
+                                         _ read: @Sendable (FleetDatabase) async throws -> T) async -> T? {
+        do {
+            return try await read(store)
+        } catch {
+            logger.error("cannot read a device's setting to push it again", metadata: ["device.id": "\(deviceID)", "setting": "\(what)", "error": "\(error)"])
+            return nil
         }
     }
 
@@ -431,7 +466,7 @@ actor ControlHandler: AgentCommands {
         }
         if kind == .deviceInterrupted { alerts.deviceInterrupted(event.deviceID, nodeID: nodeID, message: "interrupted: \(detail)") }
         do {
-            try await store.appendAudit(AuditEntry(at: Date().unixMilliseconds, actor: "agent:\(nodeID)", action: action,
+            try await store.appendAudit(AuditEntry(at: clock.unixMilliseconds(), actor: "agent:\(nodeID)", action: action,
                                                    target: event.deviceID, outcome: "ok", detail: detail))
         } catch {
             logger.error("cannot audit a device event", metadata: ["device.id": "\(event.deviceID)", "error": "\(error)"])
@@ -457,7 +492,7 @@ actor ControlHandler: AgentCommands {
             alerts.pressureChanged(nodeID: report.nodeID, from: PressureLevel(wire: report.previousLevel), to: level, detail: detail)
         }
         do {
-            try await store.appendAudit(AuditEntry(at: Date().unixMilliseconds, actor: "agent:\(report.nodeID)", action: "pressure.level",
+            try await store.appendAudit(AuditEntry(at: clock.unixMilliseconds(), actor: "agent:\(report.nodeID)", action: "pressure.level",
                                                    target: report.nodeID, outcome: "ok", detail: detail))
         } catch {
             logger.error("cannot audit a pressure change", metadata: ["node.id": "\(report.nodeID)", "error": "\(error)"])
@@ -470,7 +505,7 @@ actor ControlHandler: AgentCommands {
                                                         "detail": "\(change.message)"])
         events.emit(.clockStateChanged, nodeID: change.nodeID, message: change.message)
         do {
-            try await store.appendAudit(AuditEntry(at: Date().unixMilliseconds, actor: "agent:\(change.nodeID)", action: "clock.state",
+            try await store.appendAudit(AuditEntry(at: clock.unixMilliseconds(), actor: "agent:\(change.nodeID)", action: "clock.state",
                                                    target: change.nodeID, outcome: "ok",
                                                    detail: "\(change.from.name ?? "unknown") → \(change.to.name ?? "unknown"): \(change.message)"))
         } catch {
@@ -494,7 +529,7 @@ actor ControlHandler: AgentCommands {
         sessions[nodeID] = session
         if liveness.heard(from: nodeID, at: MonotonicTime.now()) != nil {
             do {
-                try await store.setNodeOnline(nodeID, online: true, at: Date().unixMilliseconds)
+                try await store.setNodeOnline(nodeID, online: true, at: clock.unixMilliseconds())
             } catch {
                 logger.error("cannot record node online", metadata: ["node.id": "\(nodeID)", "error": "\(error)"])
             }
@@ -512,7 +547,7 @@ actor ControlHandler: AgentCommands {
             logger.warning("node went offline", metadata: ["node.id": "\(nodeID)"])
             if let takesOffline { Task { await takesOffline(nodeID) } }
             do {
-                try await store.setNodeOnline(nodeID, online: false, at: Date().unixMilliseconds)
+                try await store.setNodeOnline(nodeID, online: false, at: clock.unixMilliseconds())
             } catch {
                 logger.error("cannot record node offline", metadata: ["node.id": "\(nodeID)", "error": "\(error)"])
             }

@@ -86,7 +86,7 @@ public final class CoordinatorService: Service, Sendable {
                                  coordinatorID: coordinatorID, logger: logger)
         let control = ControlHandler(configuration: configuration, store: store, endpoint: controlEndpoint, arrivals: arrivals, ingest: ingest,
                                      events: events, alerts: alerts, rejections: rejections, gate: gate, coordinatorID: coordinatorID,
-                                     fleetTime: fleetTime, logger: logger)
+                                     fleetTime: fleetTime, clock: .system(fleetTime), logger: logger)
         let writers = TakeWriters()
         let recordEndpoint = try bind("recording", configuration.recordPort) {
             try RecordEndpoint(context: context, bind: configuration.endpoint(configuration.recordPort), security: security(.record),
