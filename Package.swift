@@ -6,6 +6,8 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "capfleet", targets: ["capfleet"]),
+        // The test bed's network, run by deploy/netns-fleet.sh; not shipped.
+        .executable(name: "capfleet-relay", targets: ["capfleet-relay"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -73,10 +75,15 @@ let package = Package(
             .product(name: "SwiftProtobuf", package: "swift-protobuf"),
         ]),
         .executableTarget(name: "capfleet", dependencies: [
-            "FleetAgent", "FleetCoordinator", "FleetClient", "FleetBus", "FleetCapture", "FleetCore", "FleetHTTP", "FleetHost", "FleetProtocol", "FleetRelay", "FleetRecording",
+            "FleetAgent", "FleetCoordinator", "FleetClient", "FleetBus", "FleetCapture", "FleetCore", "FleetHTTP", "FleetHost", "FleetProtocol", "FleetRecording",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
+
+        .executableTarget(name: "capfleet-relay", dependencies: [
+            "FleetRelay",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
         .testTarget(name: "FleetCoreTests", dependencies: ["FleetCore", "FleetProtocol"]),

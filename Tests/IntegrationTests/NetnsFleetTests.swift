@@ -7,7 +7,7 @@ import Glibc
 
 extension IntegrationTests {
     /// A fleet across hosts: deploy/netns-fleet.sh puts the coordinator and two agents on
-    /// network namespaces of their own, each agent's link through `capfleet relay` at
+    /// network namespaces of their own, each agent's link through `capfleet-relay` at
     /// 2 ms ± 100 µs each way, and each agent's clock skewed by a known amount. The agents
     /// register from their own addresses, lock onto fleet time through the impaired links,
     /// and a crashed agent comes back and locks again; `down` leaves nothing behind.
