@@ -8,6 +8,8 @@ let package = Package(
         .executable(name: "capfleet", targets: ["capfleet"]),
         // The test bed's network, run by deploy/netns-fleet.sh; not shipped.
         .executable(name: "capfleet-relay", targets: ["capfleet-relay"]),
+        // Benchmarks that print their figures; not shipped.
+        .executable(name: "capfleet-bench", targets: ["capfleet-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -75,7 +77,7 @@ let package = Package(
             .product(name: "SwiftProtobuf", package: "swift-protobuf"),
         ]),
         .executableTarget(name: "capfleet", dependencies: [
-            "FleetAgent", "FleetCoordinator", "FleetClient", "FleetBus", "FleetCapture", "FleetCore", "FleetHTTP", "FleetHost", "FleetProtocol", "FleetRecording",
+            "FleetAgent", "FleetCoordinator", "FleetClient", "FleetBus", "FleetCapture", "FleetCore", "FleetHTTP", "FleetProtocol", "FleetRecording", "FleetStore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -84,6 +86,16 @@ let package = Package(
         .executableTarget(name: "capfleet-relay", dependencies: [
             "FleetRelay",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+
+        // Fleets of `capfleet` child processes on this machine (coordinator, enrolled agents,
+        // credentials, readiness, shutdown), shared by the integration tests and the benchmarks.
+        .target(name: "FleetTestSupport", dependencies: ["FleetBus", "FleetClient", "FleetHost"]),
+        .executableTarget(name: "capfleet-bench", dependencies: [
+            "FleetAgent", "FleetBus", "FleetCapture", "FleetClient", "FleetCoordinator", "FleetCore", "FleetHost", "FleetProtocol",
+            "FleetRecording", "FleetStore", "FleetTestSupport", "CPlatform", "CZeroMQ",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
         ]),
 
         .testTarget(name: "FleetCoreTests", dependencies: ["FleetCore", "FleetProtocol"]),
@@ -105,7 +117,7 @@ let package = Package(
         ]),
         // Runs the built `capfleet` binary: `swift build` first.
         .testTarget(name: "IntegrationTests", dependencies: [
-            "FleetProtocol", "FleetCore", "FleetBus", "FleetFuzz", "FleetHTTP", "FleetHost", "CZeroMQ",
+            "FleetProtocol", "FleetCore", "FleetBus", "FleetFuzz", "FleetHTTP", "FleetHost", "FleetTestSupport", "CZeroMQ",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
     ],
