@@ -6,6 +6,10 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "capfleet", targets: ["capfleet"]),
+        // The test bed's network, run by deploy/netns-fleet.sh; not shipped.
+        .executable(name: "capfleet-relay", targets: ["capfleet-relay"]),
+        // Benchmarks that print their figures; not shipped.
+        .executable(name: "capfleet-bench", targets: ["capfleet-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -76,10 +80,25 @@ let package = Package(
             .product(name: "SwiftProtobuf", package: "swift-protobuf"),
         ]),
         .executableTarget(name: "capfleet", dependencies: [
-            "FleetAgent", "FleetCoordinator", "FleetClient", "FleetBus", "FleetCapture", "FleetCore", "FleetHTTP", "FleetHost", "FleetProtocol", "FleetRelay", "FleetRecording", "FleetSystem",
+            "FleetAgent", "FleetCoordinator", "FleetClient", "FleetBus", "FleetCapture", "FleetCore", "FleetHTTP", "FleetProtocol", "FleetRecording", "FleetStore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
+
+        .executableTarget(name: "capfleet-relay", dependencies: [
+            "FleetRelay",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+
+        // Fleets of `capfleet` child processes on this machine (coordinator, enrolled agents,
+        // credentials, readiness, shutdown), shared by the integration tests and the benchmarks.
+        .target(name: "FleetTestSupport", dependencies: ["FleetBus", "FleetClient", "FleetHost"]),
+        .executableTarget(name: "capfleet-bench", dependencies: [
+            "FleetAgent", "FleetBus", "FleetCapture", "FleetClient", "FleetCoordinator", "FleetCore", "FleetHost", "FleetProtocol",
+            "FleetRecording", "FleetStore", "FleetTestSupport", "CPlatform", "CZeroMQ",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
         ]),
 
         .testTarget(name: "FleetCoreTests", dependencies: ["FleetCore", "FleetProtocol"]),
@@ -108,7 +127,7 @@ let package = Package(
         ]),
         // Runs the built `capfleet` binary: `swift build` first.
         .testTarget(name: "IntegrationTests", dependencies: [
-            "FleetProtocol", "FleetCore", "FleetBus", "FleetFuzz", "FleetHTTP", "FleetHost", "CZeroMQ",
+            "FleetProtocol", "FleetCore", "FleetBus", "FleetFuzz", "FleetHTTP", "FleetHost", "FleetTestSupport", "CZeroMQ",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
     ],

@@ -11,7 +11,7 @@
 #                  ------------ v2 ~ eth0  P-a2  10.77.0.12/24   relay + agent a2
 #                  ...          vN ~ eth0  P-aN  10.77.0.(10+N)/24
 #
-# Each agent connects to 127.0.0.1:7600 on its own host, where `capfleet relay` passes its
+# Each agent connects to 127.0.0.1:7600 on its own host, where `capfleet-relay` passes its
 # control, frame ingest, clock and recording connections (7600, 7601, 7605, 7606) on to 10.77.0.1 through a
 # delay line. The kernel here has no netem, so the relay is what impairs the link: its
 # impairment lives in DATA/aI/impair (e.g. "delay=1ms,jitter=200us"), which the relay
@@ -55,7 +55,7 @@ Usage: deploy/$SCRIPT COMMAND [OPTIONS]
 A multi-host CaptureFleet on this machine out of network namespaces (run as root):
 a coordinator at $COORDINATOR_IP in namespace P-coord and agents aI at $SUBNET.(10+I) in
 namespaces P-a1..P-aN, joined by a bridge in P-sw. Each agent reaches the coordinator through
-\`capfleet relay\` on its own 127.0.0.1, which impairs the link as DATA/aI/impair says.
+\`capfleet-relay\` on its own 127.0.0.1, which impairs the link as DATA/aI/impair says.
 
 Commands:
   up [--agents N] [--bin PATH] [--impair SPEC] [--skew I=SETTING]...
@@ -63,8 +63,9 @@ Commands:
         Build the namespaces, start the coordinator, make an admin credential
         (DATA/admin.credential), then a relay and an agent on each agent host; wait until
         all N nodes are online. N: 1 to $MAX_AGENTS (default 3). --bin: default \$CAPFLEET_BIN,
-        else .build/release/capfleet, else .build/debug/capfleet. --impair: every link's
-        starting impairment (see \`capfleet relay --help\`), default none. --skew 2=-1.5s,-50ppm:
+        else .build/release/capfleet, else .build/debug/capfleet; the relay is the
+        capfleet-relay beside it. --impair: every link's starting impairment (see
+        \`capfleet-relay --help\`), default none. --skew 2=-1.5s,-50ppm:
         run agent 2 with --test-clock-skew=-1.5s,-50ppm (repeatable). --agent-args and
         --coordinator-args: extra words for every agent / the coordinator.
   down [--purge]
@@ -199,6 +200,10 @@ fleet_options() {
     [[ $DATA == "/tmp/capfleet-netns-$PREFIX" ]] || options+=" --data $DATA"
     printf '%s' "$options"
 }
+
+# The test bed's relay is a binary of its own (the product does not ship it), built beside
+# capfleet: `swift build` makes both in the same directory.
+relay_bin() { echo "$(dirname "$BIN")/capfleet-relay"; }
 
 default_bin() {
     if [[ -n ${CAPFLEET_BIN:-} ]]; then
@@ -340,7 +345,7 @@ start_relay() {
     for port in "$CONTROL_PORT" "$INGEST_PORT" "$CLOCK_PORT" "$RECORD_PORT"; do
         forwards+=(--forward "127.0.0.1:$port=$COORDINATOR_IP:$port")
     done
-    start_process "$(ns "a$i")" "relay-a$i" "$BIN" relay "${forwards[@]}" \
+    start_process "$(ns "a$i")" "relay-a$i" "$(relay_bin)" "${forwards[@]}" \
         --impair "$(<"$DATA/a$i/impair")" --impair-file "$DATA/a$i/impair"
 }
 
@@ -458,8 +463,8 @@ cmd_up() {
     BIN=${BIN:-$(default_bin)}
     [[ $BIN == /* ]] || BIN=$PWD/$BIN
     [[ -x $BIN ]] || die "no capfleet binary at $BIN: run \`swift build --product capfleet\`, or pass --bin or set CAPFLEET_BIN"
-    "$BIN" relay --help 2>/dev/null | grep -q 'USAGE: capfleet relay' ||
-        die "$BIN has no \`relay\` command: rebuild it (swift build --product capfleet)"
+    "$(relay_bin)" --help 2>/dev/null | grep -q 'USAGE: capfleet-relay' ||
+        die "no capfleet-relay beside $BIN: build it (swift build --product capfleet-relay)"
     [[ $EUID -eq 0 ]] || die "up needs root (network namespaces)"
     local tool
     for tool in ip setsid jq; do

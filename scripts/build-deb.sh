@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the Debian package from a release binary: capfleet_VERSION_ARCH.deb with the binary,
 # the systemd units (deploy/systemd), the annotated settings as conffiles (deploy/*.conf) and
-# the maintainer scripts that add the capfleet system user (deploy/debian).
+# the maintainer scripts that add the capfleet system user (deploy/debian). Only `capfleet`:
+# the benchmarks (capfleet-bench) and the test bed (capfleet-relay, deploy/netns-fleet.sh,
+# which needs the relay) stay in the source tree.
 #
 #   scripts/build-deb.sh [BINARY] [OUTDIR]
 #
@@ -30,7 +32,6 @@ install -D -m 0644 deploy/coordinator.conf "$stage/etc/capfleet/coordinator.conf
 install -D -m 0644 deploy/agent.conf "$stage/etc/capfleet/agent.conf"
 install -D -m 0644 deploy/debian/copyright "$stage/usr/share/doc/capfleet/copyright"
 install -D -m 0644 README.md "$stage/usr/share/doc/capfleet/README.md"
-install -D -m 0755 deploy/netns-fleet.sh "$stage/usr/share/capfleet/netns-fleet.sh"
 printf 'capfleet (%s) unstable; urgency=medium\n\n  * Release %s.\n\n -- CaptureFleet developers <packaging@capturefleet.invalid>  %s\n' \
     "$version" "$version" "$(date -R)" | gzip -9n >"$stage/usr/share/doc/capfleet/changelog.gz"
 chmod 0644 "$stage/usr/share/doc/capfleet/changelog.gz"

@@ -58,6 +58,12 @@ for path in ./usr/bin/capfleet ./lib/systemd/system/capfleet-coordinator.service
     ./etc/capfleet/coordinator.conf ./etc/capfleet/agent.conf ./usr/share/doc/capfleet/copyright; do
     if grep -qE " $path\$" "$work/contents"; then ok "the package holds $path"; else fail "the package holds $path" "$work/contents"; fi
 done
+# The product only: no benchmark, no test bed.
+if grep -qE 'capfleet-bench|capfleet-relay|netns-fleet' "$work/contents"; then
+    fail "the package ships no benchmark or test bed" "$work/contents"
+else
+    ok "the package ships no benchmark or test bed"
+fi
 depends=$(dpkg-deb --field "$package" Depends)
 for library in adduser libzmq5 libv4l-0 libsqlite3-0 libavformat59; do
     if [[ $depends == *"$library"* ]]; then ok "the package depends on $library"; else fail "the package depends on $library: $depends"; fi

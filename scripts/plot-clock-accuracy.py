@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Plots `capfleet bench clock`'s samples: each frame's fleet-time error over time, per
+"""Plots `capfleet-bench clock`'s samples: each frame's fleet-time error over time, per
 device, with its reported bound, the clean and impaired phases shaded apart.
 
     plot-clock-accuracy.py SAMPLES.csv OUT.png     (needs matplotlib: apt install python3-matplotlib)
@@ -35,7 +35,7 @@ def main(samples_path, png_path):
         errors.axhline(limit, color="red", linewidth=0.6, linestyle="--")
     errors.set_ylim(-120, 120)
     errors.set_ylabel("fleet-time error (µs)\n(--: 10 µs median, 50 µs p99 targets)")
-    errors.set_title("capfleet bench clock: frames' fleet time minus true capture time")
+    errors.set_title("capfleet-bench clock: frames' fleet time minus true capture time")
     errors.legend(loc="upper right", markerscale=5, fontsize=8)
     bounds.set_yscale("log")
     bounds.set_ylabel("reported bound (µs)")

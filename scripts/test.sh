@@ -15,7 +15,7 @@ echo "== build"
 swift build --build-tests
 
 echo "== tests"
-# Integration tests run the capfleet binary built above, next to the test bundle.
+# Integration tests run the capfleet (and capfleet-relay) binaries built above, next to the test bundle.
 status=0
 # The decoder fuzz tests run this many seconds per target (five targets).
 export CAPFLEET_FUZZ_SECONDS="${CAPFLEET_FUZZ_SECONDS:-20}"
@@ -27,9 +27,12 @@ if [ "$status" -ne 0 ]; then
 fi
 
 # The release binary, with the Swift runtime linked in (the Debian package and the container
-# image carry no toolchain); the deployment checks and the benchmarks run it.
+# image carry no toolchain); the deployment checks and the benchmarks run it. The benchmarks
+# and the test bed's relay are binaries of their own beside it, never in the package.
 echo "== release build"
 swift build -c release --product capfleet --static-swift-stdlib >/dev/null
+swift build -c release --product capfleet-bench >/dev/null
+swift build -c release --product capfleet-relay >/dev/null
 echo "== deployment (package, units, installed layout, manifests)"
 deploy_status=0
 scripts/check-deploy.sh "$(swift build -c release --show-bin-path)/capfleet" 2>&1 | tee .build/deploy-output.txt || deploy_status=$?
@@ -41,16 +44,18 @@ fi
 
 if [ "${CAPFLEET_SKIP_BENCH:-0}" != "1" ]; then
   echo "== benchmark (figures printed, not asserted)"
-  "$(swift build -c release --show-bin-path)/capfleet" bench transport --seconds "${CAPFLEET_BENCH_SECONDS:-6}"
-  "$(swift build -c release --show-bin-path)/capfleet" bench commands --commands 200
-  "$(swift build -c release --show-bin-path)/capfleet" bench telemetry --seconds "${CAPFLEET_BENCH_SECONDS:-8}" --changes 40
+  # capfleet-bench runs the capfleet beside it (and, for the clock, capfleet-relay).
+  bench="$(swift build -c release --show-bin-path)/capfleet-bench"
+  "$bench" transport --seconds "${CAPFLEET_BENCH_SECONDS:-6}"
+  "$bench" commands --commands 200
+  "$bench" telemetry --seconds "${CAPFLEET_BENCH_SECONDS:-8}" --changes 40
   # Recording: streams at 1080p30 without drops, MB/s against a plain write, coordinator memory
   # over consecutive takes (CAPFLEET_RECORD_BENCH_SUSTAINED_SECONDS=300 for the 5-minute run).
-  "$(swift build -c release --show-bin-path)/capfleet" bench record --seconds "${CAPFLEET_RECORD_BENCH_SECONDS:-10}" \
+  "$bench" record --seconds "${CAPFLEET_RECORD_BENCH_SECONDS:-10}" \
     --max-streams 4 --sustained-seconds "${CAPFLEET_RECORD_BENCH_SUSTAINED_SECONDS:-60}"
   # Three agent hosts on network namespaces (deploy/netns-fleet.sh), needs root; also plots
   # .build/bench/clock-accuracy.png.
-  "$(swift build -c release --show-bin-path)/capfleet" bench clock --seconds "${CAPFLEET_CLOCK_BENCH_SECONDS:-120}" \
+  "$bench" clock --seconds "${CAPFLEET_CLOCK_BENCH_SECONDS:-120}" \
     --impaired-seconds "${CAPFLEET_CLOCK_BENCH_IMPAIRED_SECONDS:-60}"
 fi
 echo "== done in $(( $(date +%s) - started )) s"

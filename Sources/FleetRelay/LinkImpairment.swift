@@ -1,6 +1,6 @@
 import FleetCore
 
-/// What a link does to the bytes crossing it, as `capfleet relay` applies it: a one-way
+/// What a link does to the bytes crossing it, as `capfleet-relay` applies it: a one-way
 /// delay per direction with uniform jitter, "loss", and periodic delay spikes. The relay
 /// carries TCP streams, so nothing is ever dropped: a lost segment is what TCP makes of it,
 /// a stall until the retransmission, with everything behind it in that direction waiting too.

@@ -19,7 +19,7 @@ struct CapFleet: AsyncParsableCommand {
             FormatCommand.self, PresetCommand.self, FrameRateCommand.self, ZoomDeviceCommand.self, FocusCommand.self,
             LockCommand.self, UnlockCommand.self, PolicyCommand.self,
             SnapshotCommand.self, IngestStatsCommand.self, RecordCommand.self, RecordingsCommand.self,
-            ConsentCommand.self, EnrollCommand.self, OperatorCommand.self, WhoAmICommand.self, BackupCommand.self, RestoreCommand.self, BenchCommand.self, RelayCommand.self,
+            ConsentCommand.self, EnrollCommand.self, OperatorCommand.self, WhoAmICommand.self, BackupCommand.self, RestoreCommand.self,
         ])
 }
 

@@ -1,4 +1,5 @@
 import FleetHost
+import FleetTestSupport
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -7,7 +8,7 @@ import Glibc
 
 extension IntegrationTests {
     /// A fleet across hosts: deploy/netns-fleet.sh puts the coordinator and two agents on
-    /// network namespaces of their own, each agent's link through `capfleet relay` at
+    /// network namespaces of their own, each agent's link through `capfleet-relay` at
     /// 2 ms ± 100 µs each way, and each agent's clock skewed by a known amount. The agents
     /// register from their own addresses, lock onto fleet time through the impaired links,
     /// and a crashed agent comes back and locks again; `down` leaves nothing behind.
@@ -130,32 +131,22 @@ extension IntegrationTests {
     }
 }
 
-/// deploy/netns-fleet.sh driven from a test: spawned with a clean signal mask (ShellCommand),
-/// its output in a file rather than a pipe the processes it leaves running would hold open.
+/// deploy/netns-fleet.sh driven from a test (FleetTestSupport's `NetnsFleetScript`), with
+/// what the tests ask of the fleet it builds.
 struct NetnsTestFleet {
-    let prefix: String
-    let data: String
-    let script: String
+    let script: NetnsFleetScript
+    var data: String { script.data }
+    var prefix: String { script.prefix }
 
     init(prefix: String) {
-        self.prefix = prefix
-        data = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-netns-test-\(prefix)").path
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        script = repository.appendingPathComponent("deploy/netns-fleet.sh").path
+        script = NetnsFleetScript(script: repository.appendingPathComponent("deploy/netns-fleet.sh").path, prefix: prefix,
+                                  data: FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-netns-test-\(prefix)").path)
     }
 
     @discardableResult
     func run(_ arguments: [String]) throws -> String {
-        let log = data + "-\(UUID().uuidString).out"
-        defer { try? FileManager.default.removeItem(atPath: log) }
-        let words = ["bash", script, "--prefix", prefix, "--data", data] + arguments
-        let command = "exec " + words.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ") + " >'\(log)' 2>&1 </dev/null"
-        do {
-            try ShellCommand.run(command, environment: [:], timeoutMilliseconds: 120_000)
-        } catch {
-            throw HarnessError("netns-fleet.sh \(arguments.joined(separator: " ")) failed (\(error)):\n" + ((try? String(contentsOfFile: log, encoding: .utf8)) ?? ""))
-        }
-        return (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        try script.run(arguments, timeoutMilliseconds: 120_000)
     }
 
     /// A CLI listing run on the coordinator's host, as JSON.
@@ -176,5 +167,5 @@ struct NetnsTestFleet {
             .map { String($0.split(separator: " ").first ?? "") }.filter { $0.hasPrefix(prefix + "-") }
     }
 
-    func down() { _ = try? run(["down", "--purge"]) }
+    func down() { script.down() }
 }

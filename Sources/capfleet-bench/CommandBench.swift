@@ -3,6 +3,7 @@ import FleetBus
 import FleetClient
 import FleetCore
 import FleetProtocol
+import FleetTestSupport
 import Foundation
 
 /// Command latency and zoom-ramp accuracy, end to end through real processes: a
@@ -18,12 +19,22 @@ struct CommandBench: ParsableCommand {
     @Option(help: "The synthetic camera's frame rate.") var fps: Double = 60
 
     func run() throws {
-        let fleet = try BenchFleet(fps: fps)
-        defer { fleet.stop() }
-        let client = try OperatorClient(address: CoordinatorAddress(host: "127.0.0.1", port: fleet.operatorPort), credential: fleet.credential, timeout: 5)
-        let device = try fleet.waitForDevice(client)
+        // A coordinator and one agent with a synthetic camera, as child processes on free ports.
+        let fleet = try LocalFleet(directory: FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-bench-commands-\(getpid())").path,
+                                   ports: try FleetPorts.free(record: false, metrics: false), output: .standardError)
+        defer { fleet.remove() }
+        let credential = try fleet.operatorCredential(for: "bench", role: "admin")
+        try fleet.startCoordinator(arguments: ["--log-level", "error"])
+        try fleet.startAgent("bench", arguments: ["--synthetic", "1", "--no-discover", "--fps", "\(fps)", "--log-level", "error"])
+        let client = try OperatorClient(address: fleet.operatorAddress, credential: credential, timeout: 5)
+        var device = ""
+        try fleet.waitUntilBlocking("the benchmark's agent registers its camera", seconds: 10) {
+            guard let online = try client.call(.listDevices(.init())).reply.devices.first(where: \.online) else { return false }
+            device = online.deviceID
+            return true
+        }
         _ = try client.call(.lockDevice(.with { $0.deviceID = device; $0.seconds = 600 }))
-        let frames = FrameTap(client: try OperatorClient(address: client.address, credential: fleet.credential, timeout: 5), device: device)
+        let frames = FrameTap(client: try OperatorClient(address: client.address, credential: credential, timeout: 5), device: device)
         frames.start()
         defer { frames.stop() }
         _ = frames.waitForFrames(after: MonotonicTime.now(), count: 5)
@@ -39,7 +50,7 @@ struct CommandBench: ParsableCommand {
             _ = try client.call(.changeZoom(.with { $0.deviceID = device; $0.factor = factor }))
             roundTrips.append(Double(MonotonicTime.now() - sent) / 1e6)
             guard let first = frames.firstFrame(after: sent, where: { abs($0.zoom - factor) < 1e-6 }, timeout: 2) else {
-                throw CLIFailure("no frame carried zoom \(factor)x within 2 s of command \(index)")
+                throw BenchFailure("no frame carried zoom \(factor)x within 2 s of command \(index)")
             }
             latencies.append(Double(Int64(first.captured) - Int64(sent)) / 1e6)
         }
@@ -170,54 +181,5 @@ final class FrameTap: @unchecked Sendable {
                 if !lock.wait(until: deadline) { return nil }
             }
         }
-    }
-}
-
-/// A coordinator and one agent as child processes of this one, on free ports.
-final class BenchFleet {
-    let operatorPort: UInt16
-    let credential: OperatorCredential
-    private let directory: String
-    private let children: [Process]
-
-    init(fps: Double) throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-bench-commands-\(getpid())").path
-        let ports = try LoopbackPorts.free(5)
-        operatorPort = ports[2]
-        let binary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        let environment = ProcessInfo.processInfo.environment.merging([
-            "CAPFLEET_BIND": "127.0.0.1", "CAPFLEET_CONTROL_PORT": "\(ports[0])", "CAPFLEET_INGEST_PORT": "\(ports[1])",
-            "CAPFLEET_OPERATOR_PORT": "\(ports[2])", "CAPFLEET_TELEMETRY_PORT": "\(ports[3])", "CAPFLEET_CLOCK_PORT": "\(ports[4])", "CAPFLEET_RECORD_PORT": "0", "CAPFLEET_METRICS_PORT": "off",
-        ]) { $1 }
-        credential = try BenchAccess.credential(dataDirectory: directory + "/coordinator")
-        let token = try BenchAccess.token(dataDirectory: directory + "/coordinator", name: "bench")
-        let coordinator = Process()
-        coordinator.executableURL = binary
-        coordinator.arguments = ["coordinator", "--data", directory + "/coordinator", "--log-level", "error"]
-        coordinator.environment = environment
-        try coordinator.run()
-        let agent = Process()
-        agent.executableURL = binary
-        agent.arguments = ["agent", "--coordinator", "127.0.0.1:\(ports[0])", "--synthetic", "1", "--no-discover",
-                           "--fps", "\(fps)", "--state-dir", directory + "/agent", "--log-level", "error", "--enroll", token]
-        agent.environment = environment
-        try agent.run()
-        children = [agent, coordinator]
-    }
-
-    func waitForDevice(_ client: OperatorClient) throws -> String {
-        for _ in 0..<100 {
-            if let device = try? client.call(.listDevices(.init())).reply.devices.first(where: \.online) { return device.deviceID }
-            Thread.sleep(forTimeInterval: 0.1)
-        }
-        throw CLIFailure("the benchmark's agent did not register within 10 s")
-    }
-
-    func stop() {
-        for child in children where child.isRunning {
-            child.terminate()
-            child.waitUntilExit()
-        }
-        try? FileManager.default.removeItem(atPath: directory)
     }
 }

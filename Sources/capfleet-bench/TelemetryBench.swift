@@ -3,6 +3,7 @@ import FleetBus
 import FleetClient
 import FleetCore
 import FleetProtocol
+import FleetTestSupport
 import Foundation
 
 #if canImport(Glibc)
@@ -50,7 +51,7 @@ struct TelemetryBench: ParsableCommand {
 
         print("\n== level change → subscriber delay (\(changes) changes, sampling every 50 ms)")
         let delays = try fleet.measureLevelChangeDelay(changes: changes)
-        guard !delays.isEmpty else { throw CLIFailure("no level change reached the subscriber") }
+        guard !delays.isEmpty else { throw BenchFailure("no level change reached the subscriber") }
         let sorted = delays.sorted()
         func percentile(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)] }
         print(String(format: "received %d of %d changes: p50 %.2f ms  p99 %.2f ms  max %.2f ms (sample taken on the agent → event.pressure_level_changed at the subscriber)",
@@ -67,48 +68,28 @@ struct AgentCost {
 
 /// A coordinator child process on free ports, and agents started against it.
 final class TelemetryBenchFleet {
-    let directory: String
-    let ports: [UInt16]
+    let fleet: LocalFleet
     let credential: OperatorCredential
-    private let coordinator = Process()
-    private let binary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    var ports: FleetPorts { fleet.ports }
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-telemetry-bench-\(getpid())").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        ports = try LoopbackPorts.free(5)
-        credential = try BenchAccess.credential(dataDirectory: directory + "/coordinator")
-        coordinator.executableURL = binary
-        coordinator.arguments = ["coordinator", "--data", directory + "/coordinator", "--log-level", "error"]
-        coordinator.environment = ProcessInfo.processInfo.environment.merging([
-            "CAPFLEET_BIND": "127.0.0.1", "CAPFLEET_CONTROL_PORT": "\(ports[0])", "CAPFLEET_INGEST_PORT": "\(ports[1])",
-            "CAPFLEET_OPERATOR_PORT": "\(ports[2])", "CAPFLEET_TELEMETRY_PORT": "\(ports[3])", "CAPFLEET_CLOCK_PORT": "\(ports[4])", "CAPFLEET_RECORD_PORT": "0", "CAPFLEET_METRICS_PORT": "off",
-        ]) { $1 }
-        try coordinator.run()
+        fleet = try LocalFleet(directory: FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-telemetry-bench-\(getpid())").path,
+                               ports: try FleetPorts.free(record: false, metrics: false), output: .standardError)
+        credential = try fleet.operatorCredential(for: "bench", role: "admin")
+        try fleet.startCoordinator(arguments: ["--log-level", "error"])
     }
 
-    func stop() {
-        if coordinator.isRunning { coordinator.terminate(); coordinator.waitUntilExit() }
-        try? FileManager.default.removeItem(atPath: directory)
-    }
+    func stop() { fleet.remove() }
 
-    private func startAgent(name: String, extra: [String]) throws -> Process {
-        let agent = Process()
-        agent.executableURL = binary
-        agent.arguments = ["agent", "--coordinator", "127.0.0.1:\(ports[0])", "--name", name, "--synthetic", "1", "--no-discover",
-                           "--synthetic-format", "1920x1080:YUYV", "--fps", "30", "--state-dir", directory + "/" + name,
-                           "--log-level", "error"] + extra
-        if !FileManager.default.fileExists(atPath: directory + "/" + name + "/keys/agent.key_secret") {
-            agent.arguments! += ["--enroll", try BenchAccess.token(dataDirectory: directory + "/coordinator", name: name)]
-        }
-        agent.standardOutput = FileHandle.nullDevice
-        try agent.run()
-        return agent
+    /// A 1080p30 synthetic camera; an agent name's first start enrolls it.
+    private func startAgent(name: String, extra: [String]) throws -> FleetChild {
+        try fleet.startAgent(name, arguments: ["--synthetic", "1", "--no-discover", "--synthetic-format", "1920x1080:YUYV", "--fps", "30",
+                                               "--log-level", "error"] + extra)
     }
 
     func measureAgent(extra: [String], seconds: Double) throws -> AgentCost {
         let agent = try startAgent(name: "cost", extra: extra)
-        defer { agent.terminate(); agent.waitUntilExit() }
+        defer { agent.stop() }
         let pid = agent.processIdentifier
         Thread.sleep(forTimeInterval: 3)   // register, start streaming, settle
         let startWall = MonotonicTime.now()
@@ -126,28 +107,32 @@ final class TelemetryBenchFleet {
     }
 
     private func framesReceived() throws -> UInt64 {
-        let client = try OperatorClient(address: CoordinatorAddress(host: "127.0.0.1", port: ports[2]), credential: credential)
+        let client = try OperatorClient(address: fleet.operatorAddress, credential: credential)
         return try client.call(.getFleetStats(.init())).reply.deviceStats.filter(\.online).reduce(0) { $0 + $1.framesReceived }
     }
 
     func measureLevelChangeDelay(changes: Int) throws -> [Double] {
-        let root = directory + "/host"
+        let root = fleet.directory + "/host"
         try FileManager.default.createDirectory(atPath: root + "/proc/pressure", withIntermediateDirectories: true)
-        func cpu(_ percent: Double) {
+        // Renamed into place, so the agent never reads half a file; a write that fails would
+        // leave the level unchanged and the figure wrong, so it stops the benchmark.
+        func cpu(_ percent: Double) throws {
             let path = root + "/proc/pressure/cpu"
-            try? "some avg10=\(percent) avg60=0.00 avg300=0.00 total=1\n".write(toFile: path + ".tmp", atomically: false, encoding: .utf8)
-            _ = rename(path + ".tmp", path)
+            try "some avg10=\(percent) avg60=0.00 avg300=0.00 total=1\n".write(toFile: path + ".tmp", atomically: false, encoding: .utf8)
+            guard rename(path + ".tmp", path) == 0 else {
+                throw BenchFailure("cannot rename \(path).tmp into place: \(String(cString: strerror(errno)))")
+            }
         }
-        cpu(0)
+        try cpu(0)
         let context = ZMQContext()
         let subscriber = try ZMQSocket(context: context, type: .sub)
         defer { subscriber.close() }
         try subscriber.makeCurveClient(serverKey: credential.coordinatorKey, keys: credential.keys)
         try subscriber.subscribe(TelemetryTopic.event(.pressureLevelChanged))
         try subscriber.subscribe(TelemetryTopic.pressurePrefix)
-        try subscriber.connect("tcp://127.0.0.1:\(ports[3])")
+        try subscriber.connect("tcp://127.0.0.1:\(ports.telemetryPort)")
         let agent = try startAgent(name: "delay", extra: ["--pressure-root", root, "--pressure-interval-ms", "50"])
-        defer { agent.terminate(); agent.waitUntilExit() }
+        defer { agent.stop() }
         Thread.sleep(forTimeInterval: 3)
 
         // A level change publishes its report (with previous_level and the sample time) and
@@ -161,7 +146,7 @@ final class TelemetryBenchFleet {
         while delays.count < changes && MonotonicTime.now() < deadline {
             if MonotonicTime.now() >= nextFlip && flips < changes + 2 {
                 high.toggle()
-                cpu(high ? 50 : 0)
+                try cpu(high ? 50 : 0)
                 flips += 1
                 nextFlip = MonotonicTime.now() + 300_000_000
             }

@@ -7,6 +7,7 @@ import FleetCapture
 import FleetCoordinator
 import FleetCore
 import FleetProtocol
+import FleetTestSupport
 import Foundation
 import Logging
 import Synchronization
@@ -35,7 +36,7 @@ struct TransportBench: ParsableCommand {
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
         let cases = [Case(name: "1920x1080 YUYV", pixelFormat: .yuyv, width: 1920, height: 1080),
                      Case(name: "3840x2160 NV12", pixelFormat: .nv12, width: 3840, height: 2160)]
-        print("capfleet bench transport: \(seconds) s per measurement, tcp on 127.0.0.1, libzmq \(ZMQContext.libraryVersion); both sides CURVE-encrypted, as the fleet always is")
+        print("capfleet-bench transport: \(seconds) s per measurement, tcp on 127.0.0.1, libzmq \(ZMQContext.libraryVersion); both sides CURVE-encrypted, as the fleet always is")
         for benchCase in cases {
             var baseline = Result(), fleet = Result(), plain = Result()
             var ratios: [Double] = []
@@ -191,38 +192,31 @@ struct TransportBench: ParsableCommand {
     /// The same publish path into a `capfleet coordinator` child process, registered with a
     /// real HELLO, to watch the coordinator's own resident memory over the run.
     static func coordinatorProcess(_ benchCase: Case, seconds: Double, memoryEvery: Double) throws -> Result {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-bench-\(getpid())").path
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let ports = try LoopbackPorts.free(5)
-        let credential = try BenchAccess.credential(dataDirectory: directory)
-        let token = try EnrollmentToken(text: try BenchAccess.token(dataDirectory: directory, name: "bench"))
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        child.arguments = ["coordinator", "--data", directory, "--log-level", "error"]
-        child.environment = ProcessInfo.processInfo.environment.merging([
-            "CAPFLEET_BIND": "127.0.0.1", "CAPFLEET_CONTROL_PORT": "\(ports[0])", "CAPFLEET_INGEST_PORT": "\(ports[1])",
-            "CAPFLEET_OPERATOR_PORT": "\(ports[2])", "CAPFLEET_TELEMETRY_PORT": "\(ports[3])", "CAPFLEET_CLOCK_PORT": "\(ports[4])", "CAPFLEET_RECORD_PORT": "0", "CAPFLEET_METRICS_PORT": "off",
-        ]) { $1 }
-        try child.run()
-        defer { child.terminate(); child.waitUntilExit() }
+        let fleet = try LocalFleet(directory: FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-bench-\(getpid())").path,
+                                   ports: try FleetPorts.free(record: false, metrics: false), output: .standardError)
+        defer { fleet.remove() }
+        let ports = fleet.ports
+        let credential = try fleet.operatorCredential(for: "bench", role: "admin")
+        let token = try EnrollmentToken(text: try fleet.enrollmentToken(name: "bench"))
+        let child = try fleet.startCoordinator(arguments: ["--log-level", "error"])
 
         let context = ZMQContext()
         // Enroll as an agent does: the token's key pair presents the node's own key, once.
         let node = try CurveKeyPair.generate()
         let enrolling = try ZMQSocket(context: context, type: .dealer)
         try enrolling.makeCurveClient(serverKey: token.coordinatorKey, keys: token.keys)
-        try enrolling.connect("tcp://127.0.0.1:\(ports[0])")
+        try enrolling.connect("tcp://127.0.0.1:\(ports.controlPort)")
         try enrolling.send(try Capfleet_V1_AgentMessage.with {
             $0.enroll = .with {
                 $0.nodePublicKey = Data(node.publicKey.bytes)
                 $0.nodeID = "node-bench"
             }
         }.serializedBytes() as [UInt8])
-        guard enrolling.waitForInput(milliseconds: 10_000) else { throw CLIFailure("the benchmark's coordinator did not answer Enroll") }
+        guard enrolling.waitForInput(milliseconds: 10_000) else { throw BenchFailure("the benchmark's coordinator did not answer Enroll") }
         enrolling.close()
         let control = try ZMQSocket(context: context, type: .dealer)
         try control.makeCurveClient(serverKey: token.coordinatorKey, keys: node)
-        try control.connect("tcp://127.0.0.1:\(ports[0])")
+        try control.connect("tcp://127.0.0.1:\(ports.controlPort)")
         let format = VideoFormat(pixelFormat: benchCase.pixelFormat, width: benchCase.width, height: benchCase.height,
                                  frameRateRanges: [FrameRateRange(min: 1, max: 1000)])
         let hello: [UInt8] = try Capfleet_V1_AgentMessage.with {
@@ -243,17 +237,17 @@ struct TransportBench: ParsableCommand {
             try control.send(hello, dontWait: true)
             welcomed = control.waitForInput(milliseconds: 200)
         }
-        guard welcomed else { throw CLIFailure("the benchmark's coordinator did not answer HELLO") }
+        guard welcomed else { throw BenchFailure("the benchmark's coordinator did not answer HELLO") }
 
         let logger = Logger(label: "bench")
         let publisher = try FramePublisher(context: context, capacity: 4, coordinatorKey: token.coordinatorKey, keys: node, logger: logger)
-        publisher.connect(to: "tcp://127.0.0.1:\(ports[1])")
+        publisher.connect(to: "tcp://127.0.0.1:\(ports.ingestPort)")
         let stop = Atomic<Bool>(false)
         let producer = Thread { produce(benchCase, publisher: publisher, stop: stop) }
         producer.start()
         defer { stop.store(true, ordering: .relaxed); Thread.sleep(forTimeInterval: 0.1); publisher.stop() }
 
-        let client = try OperatorClient(address: CoordinatorAddress(host: "127.0.0.1", port: ports[2]), credential: credential)
+        let client = try OperatorClient(address: fleet.operatorAddress, credential: credential)
         func counted() throws -> (frames: UInt64, bytes: UInt64) {
             let stats = try client.call(.getFleetStats(.init())).reply.deviceStats.first { $0.deviceID == "bench-1" }
             return (stats?.framesReceived ?? 0, stats?.bytesReceived ?? 0)

@@ -6,6 +6,7 @@ import FleetClient
 import FleetCore
 import FleetHost
 import FleetProtocol
+import FleetTestSupport
 import Foundation
 import Synchronization
 
@@ -48,13 +49,14 @@ struct ClockBench: ParsableCommand {
             print("== clock accuracy: skipped, network namespaces need root (run as root, as CI does)")
             return
         }
-        print("== clock accuracy: \(agents) agent hosts in network namespaces, links \(Self.cleanLink) through `capfleet relay`, clocks skewed \(Self.skews.prefix(agents).joined(separator: " / ")), synthetic cameras at \(fmt(fps)) fps")
+        print("== clock accuracy: \(agents) agent hosts in network namespaces, links \(Self.cleanLink) through `capfleet-relay`, clocks skewed \(Self.skews.prefix(agents).joined(separator: " / ")), synthetic cameras at \(fmt(fps)) fps")
         let data = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-clock-bench-\(getpid())").path
-        let fleet = NetnsFleet(script: script, prefix: prefix, data: data)
+        let fleet = NetnsFleetScript(script: script, prefix: prefix, data: data)
         defer { fleet.down() }
         var skewArguments: [String] = []
         for index in 1...agents { skewArguments += ["--skew", "\(index)=\(Self.skews[(index - 1) % Self.skews.count])"] }
-        try fleet.run(["up", "--agents", "\(agents)", "--bin", URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path,
+        // The capfleet beside this binary; the script finds capfleet-relay beside that.
+        try fleet.run(["up", "--agents", "\(agents)", "--bin", try CapfleetBinary.checked(),
                        "--impair", Self.cleanLink, "--agent-args", "--fps \(fmt(fps)) --synthetic-format 160x120:YUYV --no-pressure"] + skewArguments)
         progress("fleet up; connecting from namespace \(prefix)-coord")
         let client = try NetworkNamespace.operatorClient(namespace: "\(prefix)-coord", address: "10.77.0.1:7602", credentialPath: data + "/admin.credential")
@@ -74,7 +76,7 @@ struct ClockBench: ParsableCommand {
             names[node.nodeID] = node.name
         }
         let devices = try client.call(.listDevices(.init())).reply.devices.filter { clocks[$0.nodeID] != nil }
-        guard devices.count == agents else { throw CLIFailure("expected \(agents) devices, the coordinator lists \(devices.count)") }
+        guard devices.count == agents else { throw BenchFailure("expected \(agents) devices, the coordinator lists \(devices.count)") }
         let truth = Truth(epoch: epoch, clocks: Dictionary(uniqueKeysWithValues: devices.map { ($0.deviceID, clocks[$0.nodeID]!) }))
 
         progress("waiting for \(agents) clocks to lock")
@@ -103,7 +105,7 @@ struct ClockBench: ParsableCommand {
 
         var relocks: [Double] = []
         for index in 1...agents {
-            guard let node = names.first(where: { $0.value == "a\(index)" })?.key else { throw CLIFailure("the coordinator lists no node a\(index)") }
+            guard let node = names.first(where: { $0.value == "a\(index)" })?.key else { throw BenchFailure("the coordinator lists no node a\(index)") }
             let restartedAt = Date()
             try fleet.run(["restart-agent", "\(index)"])
             relocks.append(try waitForLock(client, nodes: [node], seconds: 20, heardAfter: restartedAt))
@@ -129,7 +131,7 @@ struct ClockBench: ParsableCommand {
             }
             Thread.sleep(forTimeInterval: 0.05)
         }
-        throw CLIFailure("clocks of \(nodes.sorted().joined(separator: ", ")) not locked within \(fmt(seconds)) s")
+        throw BenchFailure("clocks of \(nodes.sorted().joined(separator: ", ")) not locked within \(fmt(seconds)) s")
     }
 
     /// One sync-check 300 ms ahead: the spread of the answering frames' reported fleet times
@@ -262,33 +264,6 @@ struct FrameSampler {
     }
 }
 
-/// deploy/netns-fleet.sh, run as a child.
-struct NetnsFleet {
-    let script: String
-    let prefix: String
-    let data: String
-
-    /// Runs the script to the end. Through ShellCommand (posix_spawn with a clean signal
-    /// mask), so the processes `up` leaves running take SIGTERM, and into a file, not a pipe
-    /// they would hold open.
-    func run(_ arguments: [String]) throws {
-        let log = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-netns-\(prefix)-\(getpid()).log").path
-        defer { try? FileManager.default.removeItem(atPath: log) }
-        let words = ["bash", script, "--prefix", prefix, "--data", data] + arguments
-        let command = "exec " + words.map(Self.quoted).joined(separator: " ") + " >" + Self.quoted(log) + " 2>&1 </dev/null"
-        do {
-            try ShellCommand.run(command, environment: [:], timeoutMilliseconds: 180_000)
-        } catch {
-            let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-            throw CLIFailure("\(script) \(arguments.first ?? "") failed (\(error.description)):\n" + output.suffix(3000))
-        }
-    }
-
-    static func quoted(_ word: String) -> String { "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'" }
-
-    func down() { try? run(["down", "--purge"]) }
-}
-
 /// Operator clients whose sockets live in another network namespace.
 enum NetworkNamespace {
     /// Makes the client on a thread that first moves into `namespace`: libzmq starts its
@@ -296,11 +271,11 @@ enum NetworkNamespace {
     /// sockets they open) stay in their creator's namespace.
     static func operatorClient(namespace: String, address: String, credentialPath: String) throws -> OperatorClient {
         let credential = try OperatorCredential.load(path: credentialPath)
-        guard let coordinator = CoordinatorAddress(address, defaultPort: 7602) else { throw CLIFailure("bad address \(address)") }
+        guard let coordinator = CoordinatorAddress(address, defaultPort: 7602) else { throw BenchFailure("bad address \(address)") }
         let made = Mutex<Result<OperatorClient, any Error>?>(nil)
         let thread = Thread {
             guard capfleet_enter_network_namespace(namespace) == 0 else {
-                made.withLock { $0 = .failure(CLIFailure("cannot enter network namespace \(namespace): \(String(cString: strerror(errno)))")) }
+                made.withLock { $0 = .failure(BenchFailure("cannot enter network namespace \(namespace): \(String(cString: strerror(errno)))")) }
                 return
             }
             made.withLock { result in result = Result { try OperatorClient(address: coordinator, credential: credential, timeout: 10) } }
@@ -311,12 +286,6 @@ enum NetworkNamespace {
     }
 }
 
-/// Prints at once, even into a pipe (the benchmark runs for minutes).
-func progress(_ text: String) {
-    print(text)
-    fflush(nil)
-}
-
 extension NetworkNamespace {
     /// The coordinator's fleet-time epoch (fleet time minus its CLOCK_MONOTONIC) exactly as
     /// it stamps probes: one clock probe from `namespace` with an enrolled agent's key (the
@@ -325,13 +294,13 @@ extension NetworkNamespace {
     /// reads at start.
     static func fleetEpoch(namespace: String, endpoint: String, agentStateDirectory: String, coordinatorKey: CurvePublicKey) throws -> UInt64 {
         guard let keys = try CurveCertificate.load(path: agentStateDirectory + "/keys/agent.key_secret").keys else {
-            throw CLIFailure("no agent key in \(agentStateDirectory)")
+            throw BenchFailure("no agent key in \(agentStateDirectory)")
         }
         let result = Mutex<Result<UInt64, any Error>?>(nil)
         let thread = Thread {
             let outcome = Result<UInt64, any Error> {
                 guard capfleet_enter_network_namespace(namespace) == 0 else {
-                    throw CLIFailure("cannot enter network namespace \(namespace): \(String(cString: strerror(errno)))")
+                    throw BenchFailure("cannot enter network namespace \(namespace): \(String(cString: strerror(errno)))")
                 }
                 let socket = try ZMQSocket(context: ZMQContext(), type: .dealer)
                 try socket.makeCurveClient(serverKey: coordinatorKey, keys: keys)
@@ -344,7 +313,7 @@ extension NetworkNamespace {
                 try socket.send(try request.serializedBytes() as [UInt8])
                 guard socket.waitForInput(milliseconds: 5_000), let received = try? socket.receiveMultipart(dontWait: true, maxParts: 2),
                       let part = received.parts.first, let reply = try? Capfleet_V1_ClockProbeReply(serializedBytes: part.array),
-                      reply.status.isOK else { throw CLIFailure("no clock probe answer from \(endpoint)") }
+                      reply.status.isOK else { throw BenchFailure("no clock probe answer from \(endpoint)") }
                 return reply.timebase
             }
             result.withLock { $0 = outcome }

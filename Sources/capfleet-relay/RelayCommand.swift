@@ -2,13 +2,16 @@ import ArgumentParser
 import FleetRelay
 import Foundation
 
-/// `capfleet relay`: the network between test hosts. Passes TCP connections on to their
+/// `capfleet-relay`: the network between test hosts. Passes TCP connections on to their
 /// targets through delay lines that apply a link impairment (delay, jitter, asymmetry,
 /// loss stalls, delay spikes), since this kernel has no netem. deploy/netns-fleet.sh puts one
-/// on every agent host's path to the coordinator.
+/// on every agent host's path to the coordinator, and finds it next to the `capfleet` binary
+/// it runs. A binary of its own, not a `capfleet` command: the test bed's network is no part
+/// of what is deployed.
+@main
 struct RelayCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "relay",
+        commandName: "capfleet-relay",
         abstract: "Relay TCP connections with a configurable link impairment (a test bed's network).",
         discussion: """
             IMPAIRMENT is key=value words, separated by commas or spaces:
@@ -40,8 +43,7 @@ struct RelayCommand: ParsableCommand {
         let impairment: LinkImpairment
         do { impairment = try LinkImpairment(specification: impair) } catch { throw ValidationError(error.description) }
         let setting = ImpairmentSetting(impairment)
-        let relay: TCPRelay
-        do { relay = try TCPRelay(routes: forwards.compactMap(RelayRoute.init), setting: setting) } catch { throw CLIFailure(error.description) }
+        let relay = try TCPRelay(routes: forwards.compactMap(RelayRoute.init), setting: setting)
         // Straight to the descriptor: the log is a file, and stdio would buffer it.
         let log: @Sendable (String) -> Void = { FileHandle.standardOutput.write(Data(($0 + "\n").utf8)) }
         if let impairFile {

@@ -62,7 +62,7 @@ enum RecordMuxerBench {
         for segment in segments {
             let descriptor = open(segment.path, O_RDONLY | O_CLOEXEC)
             guard descriptor >= 0, fsync(descriptor) == 0 else {
-                throw CLIFailure("cannot sync \(segment.path): \(String(cString: strerror(errno)))")
+                throw BenchFailure("cannot sync \(segment.path): \(String(cString: strerror(errno)))")
             }
             close(descriptor)
         }

@@ -1,0 +1,31 @@
+import ArgumentParser
+import FleetProtocol
+import Foundation
+
+/// `capfleet-bench`: CaptureFleet's benchmarks, a binary of their own so that the product
+/// (`capfleet`, the Debian package, the image) carries none of them. They start real
+/// `capfleet` processes, the one built beside this binary (or CAPFLEET_BINARY).
+@main
+struct CapfleetBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "capfleet-bench",
+        abstract: "Benchmarks that print their figures.",
+        discussion: "They run the capfleet beside this binary: build it too (swift build -c release --product capfleet).",
+        version: "\(WireDefaults.release) (protocol \(WireDefaults.protocolMajor.rawValue).\(WireDefaults.protocolMinor))",
+        subcommands: [TransportBench.self, CommandBench.self, TelemetryBench.self, ClockBench.self, RecordBench.self])
+}
+
+/// A figure as the benchmarks print it: one decimal.
+func fmt(_ value: Double) -> String { String(format: "%.1f", value) }
+
+/// Prints at once, even into a pipe (the benchmarks run for minutes).
+func progress(_ text: String) {
+    print(text)
+    fflush(nil)
+}
+
+/// Why a benchmark could not measure: what failed, in one line.
+struct BenchFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
