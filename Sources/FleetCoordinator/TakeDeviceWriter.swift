@@ -52,7 +52,7 @@ final class TakeDeviceWriter: @unchecked Sendable {
     let nodeID: String
     private let inbox = Mutex<[Input]>([])
     private let wake = DispatchSemaphore(value: 0)
-    private let finished = DispatchSemaphore(value: 0)
+    private let thread = OwnedThread(name: "cf-take")
     private let send: @Sendable ([UInt8], Capfleet_V1_RecordDown) -> Void
     private let onEvent: @Sendable (Event) -> Void
     private let logger: Logger
@@ -103,12 +103,7 @@ final class TakeDeviceWriter: @unchecked Sendable {
             durable = last &- self.offset
             lastWritten = durable
         }
-        let thread = Thread { [self] in
-            ThreadName.set("cf-take")
-            run()
-        }
-        thread.name = "cf-take"
-        thread.start()
+        thread.start { [self] in run() }
     }
 
     func post(_ input: Input) {
@@ -129,19 +124,10 @@ final class TakeDeviceWriter: @unchecked Sendable {
         return taken
     }
 
-    /// Finishes the open segment and ends the thread; resumes once it has. The wait happens
-    /// on a thread of its own, never on the cooperative pool.
+    /// Finishes the open segment and ends the thread; resumes once it has.
     func shutdown() async {
         post(.shutdown)
-        let finished = self.finished
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            let waiter = Thread {
-                finished.wait()
-                done.resume()
-            }
-            waiter.name = "cf-take-wait"
-            waiter.start()
-        }
+        await thread.join()
     }
 
     private func run() {
@@ -154,7 +140,6 @@ final class TakeDeviceWriter: @unchecked Sendable {
             for input in work {
                 if case .shutdown = input {
                     finishSegment()
-                    finished.signal()
                     return
                 }
                 handle(input)
