@@ -73,11 +73,11 @@ let package = Package(
         // The operator's side: requests to the coordinator's operator endpoint, and how
         // their answers are shown.
         .target(name: "FleetClient", dependencies: [
-            "FleetBus", "FleetCore", "FleetProtocol", "CZeroMQ",
+            "FleetBus", "FleetCore", "FleetProtocol", "FleetRecording", "CZeroMQ",
             .product(name: "SwiftProtobuf", package: "swift-protobuf"),
         ]),
         .executableTarget(name: "capfleet", dependencies: [
-            "FleetAgent", "FleetCoordinator", "FleetClient", "FleetBus", "FleetCapture", "FleetCore", "FleetHTTP", "FleetProtocol", "FleetRecording", "FleetStore",
+            "FleetAgent", "FleetCoordinator", "FleetClient", "FleetBus", "FleetCapture", "FleetCore", "FleetHTTP", "FleetProtocol", "FleetStore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
