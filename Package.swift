@@ -76,11 +76,16 @@ let package = Package(
         // The operator's side: requests to the coordinator's operator endpoint, and how
         // their answers are shown.
         .target(name: "FleetClient", dependencies: [
-            "FleetBus", "FleetCore", "FleetProtocol", "CZeroMQ",
+            "FleetBus", "FleetCore", "FleetProtocol", "FleetRecording", "CZeroMQ",
             .product(name: "SwiftProtobuf", package: "swift-protobuf"),
         ]),
+        // Both daemons' settings: file, CAPFLEET_* variables and flags read and checked in one
+        // place, beside neither daemon's core, so that the CLI only hands them over.
+        .target(name: "FleetSettings", dependencies: [
+            "FleetAgent", "FleetClient", "FleetCoordinator", "FleetCore", "FleetHTTP", "FleetProtocol",
+        ]),
         .executableTarget(name: "capfleet", dependencies: [
-            "FleetAgent", "FleetCoordinator", "FleetClient", "FleetBus", "FleetCapture", "FleetCore", "FleetHTTP", "FleetProtocol", "FleetRecording", "FleetStore",
+            "FleetAgent", "FleetCoordinator", "FleetClient", "FleetBus", "FleetCapture", "FleetCore", "FleetProtocol", "FleetSettings", "FleetStore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -111,6 +116,7 @@ let package = Package(
         .testTarget(name: "FleetHostTests", dependencies: ["FleetHost", "FleetCore"]),
         .testTarget(name: "FleetHTTPTests", dependencies: ["FleetHTTP"]),
         .testTarget(name: "FleetRelayTests", dependencies: ["FleetRelay", "FleetCore"]),
+        .testTarget(name: "FleetSettingsTests", dependencies: ["FleetSettings", "FleetAgent", "FleetCoordinator", "FleetCore"]),
         .testTarget(name: "FleetRecordingTests", dependencies: ["FleetRecording", "FleetCore", "FleetStore", "FleetSystem"]),
         .testTarget(name: "FleetSystemTests", dependencies: ["FleetSystem"]),
         // The coordinator's shells against an in-memory fleet database.

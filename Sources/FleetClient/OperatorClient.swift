@@ -92,8 +92,11 @@ public final class OperatorClient {
     }
 
     /// Sends one request and returns the reply (and the payload part, for frames).
-    /// A reply whose status is not OK is thrown as `.refused`.
-    public func call(_ body: Capfleet_V1_OperatorRequest.OneOf_Body) throws(OperatorClientError) -> (reply: Capfleet_V1_OperatorReply, payload: [UInt8]?) {
+    /// A reply whose status is not OK is thrown as `.refused`. `timeout` replaces the client's
+    /// for a request that takes longer on purpose (checksumming a long segment).
+    public func call(_ body: Capfleet_V1_OperatorRequest.OneOf_Body,
+                     timeout requestTimeout: Double? = nil) throws(OperatorClientError) -> (reply: Capfleet_V1_OperatorReply, payload: [UInt8]?) {
+        let timeout = requestTimeout ?? self.timeout
         let requestID = nextRequestID
         nextRequestID += 1
         let request = Capfleet_V1_OperatorRequest.with {

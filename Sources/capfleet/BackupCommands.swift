@@ -2,7 +2,6 @@ import ArgumentParser
 import FleetClient
 import FleetCoordinator
 import FleetProtocol
-import FleetRecording
 import FleetStore
 import Foundation
 
@@ -24,40 +23,8 @@ struct BackupCommand: ParsableCommand {
     @Flag(help: "Print a JSON summary.") var json = false
 
     func run() throws {
-        let partial = destination + ".partial"
-        guard FileManager.default.createFile(atPath: partial, contents: nil), let handle = FileHandle(forWritingAtPath: partial) else {
-            throw CLIFailure("cannot create \(partial): check that its directory exists and is writable")
-        }
-        var chunk = try coordinator.call(.backupDatabase(.init())).reply.backup
-        let snapshot = chunk
-        let progress = Progress(total: snapshot.size, label: "backup")
-        var offset: UInt64 = 0
-        do {
-            while true {
-                if !chunk.data.isEmpty { try handle.write(contentsOf: chunk.data) }
-                offset += UInt64(chunk.data.count)
-                progress.show(offset)
-                if chunk.data.isEmpty || offset >= snapshot.size { break }
-                chunk = try coordinator.call(.backupDatabase(.with {
-                    $0.backupID = snapshot.backupID
-                    $0.offset = offset
-                    $0.length = 1 << 20
-                })).reply.backup
-            }
-            try handle.close()
-        } catch {
-            try? handle.close()
-            try? FileManager.default.removeItem(atPath: partial)
-            throw error
-        }
-        progress.finish()
-        let digest = try SegmentDigest.sha256(ofFile: partial)
-        guard offset == snapshot.size, digest == snapshot.sha256 else {
-            try? FileManager.default.removeItem(atPath: partial)
-            throw CLIFailure("the backup arrived damaged (\(offset) of \(snapshot.size) bytes, SHA-256 \(digest) instead of \(snapshot.sha256)); run capfleet backup again")
-        }
-        try? FileManager.default.removeItem(atPath: destination)
-        try FileManager.default.moveItem(atPath: partial, toPath: destination)
+        let progress = Progress(label: "backup")
+        let snapshot = try coordinator.session().downloadBackup(to: destination, progress: progress.follow)
         let summary = try FleetDatabase.inspectBackup(at: destination)
         if json {
             print(FleetTables.json(["path": destination, "bytes": String(snapshot.size), "sha256": snapshot.sha256,

@@ -29,6 +29,11 @@ extension CoordinatorOptions {
         }
     }
 
+    /// One connection for a command that makes many requests (a download, a verify).
+    func session(timeoutAtLeast atLeast: Double = 0) throws -> OperatorSession {
+        OperatorSession(client: try client(timeoutAtLeast: atLeast))
+    }
+
     func call(_ body: Capfleet_V1_OperatorRequest.OneOf_Body, timeout atLeast: Double = 0) throws -> (reply: Capfleet_V1_OperatorReply, payload: [UInt8]?) {
         let client = try client(timeoutAtLeast: atLeast)
         do {
@@ -87,10 +92,11 @@ struct DevicesCommand: ParsableCommand {
     @Flag(help: "Print JSON, with each device's full format list.") var json = false
 
     func run() throws {
-        let devices = try coordinator.call(.listDevices(.with { $0.nodeID = node ?? "" })).reply.devices
+        let session = try coordinator.session()
+        let devices = try session.call(.listDevices(.with { $0.nodeID = node ?? "" })).reply.devices
         if json {
             let views = try devices.map { device in
-                JSONViews.Device(device, formats: try coordinator.call(.getFormats(.with { $0.deviceID = device.deviceID })).reply.formats)
+                JSONViews.Device(device, formats: try session.call(.getFormats(.with { $0.deviceID = device.deviceID })).reply.formats)
             }
             print(FleetTables.json(views))
         } else {

@@ -1,7 +1,6 @@
 import ArgumentParser
 import FleetClient
 import FleetProtocol
-import FleetRecording
 import Foundation
 
 /// `capfleet record start|stop`: takes.
@@ -139,49 +138,12 @@ struct RecordingsCommand: ParsableCommand {
         @Flag(help: "Print a JSON summary.") var json = false
 
         func run() throws {
-            guard let info = try coordinator.call(.getRecording(.with { $0.takeID = take })).reply.takes.first else {
-                throw CLIFailure("the coordinator did not describe take \(take)")
-            }
-            let segments = info.segments.filter { $0.state != "open" }
-            guard !segments.isEmpty else { throw CLIFailure("take \(take) has no finished segments to export yet") }
-            let total = segments.reduce(UInt64(0)) { $0 + $1.sizeBytes }
-            var done: UInt64 = 0
-            let progress = Progress(total: total, label: "export \(take)")
-            var written: [String] = []
-            for segment in segments {
-                let directory = to + "/" + segment.deviceID
-                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-                let path = directory + "/" + (segment.path as NSString).lastPathComponent
-                guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
-                    throw CLIFailure("cannot create \(path): check that \(to) is writable")
-                }
-                var offset: UInt64 = 0
-                while true {
-                    let reply = try coordinator.call(.readSegment(.with {
-                        $0.takeID = take
-                        $0.deviceID = segment.deviceID
-                        $0.segmentNumber = segment.number
-                        $0.offset = offset
-                        $0.length = 1 << 20
-                    })).reply
-                    if !reply.segmentData.isEmpty { try handle.write(contentsOf: reply.segmentData) }
-                    offset += UInt64(reply.segmentData.count)
-                    progress.show(done + offset)
-                    if reply.segmentData.isEmpty || offset >= reply.segmentSize { break }
-                }
-                try handle.close()
-                done += offset
-                let digest = try SegmentDigest.sha256(ofFile: path)
-                guard digest == segment.sha256 else {
-                    throw CLIFailure("\(path): SHA-256 \(digest) differs from the index's \(segment.sha256); export again, or run capfleet recordings verify \(take)")
-                }
-                written.append(path)
-            }
-            progress.finish()
+            let progress = Progress(label: "export \(take)")
+            let exported = try coordinator.session().exportTake(take, to: to, progress: progress.follow)
             if json {
-                print(FleetTables.json(["take": take, "files": written.joined(separator: "\n"), "bytes": String(done)]))
+                print(FleetTables.json(["take": take, "files": exported.files.joined(separator: "\n"), "bytes": String(exported.bytes)]))
             } else {
-                print("exported \(written.count) file(s), \(RecordingViews.bytes(done)), to \(to); every SHA-256 matches the index")
+                print("exported \(exported.files.count) file(s), \(RecordingViews.bytes(exported.bytes)), to \(to); every SHA-256 matches the index")
             }
         }
     }
@@ -202,19 +164,20 @@ struct RecordingsCommand: ParsableCommand {
         }
 
         func run() throws {
-            guard let info = try coordinator.call(.getRecording(.with { $0.takeID = take })).reply.takes.first else {
+            let session = try coordinator.session()
+            guard let info = try session.call(.getRecording(.with { $0.takeID = take })).reply.takes.first else {
                 throw CLIFailure("the coordinator did not describe take \(take)")
             }
-            var problems = try coordinator.call(.verifyRecording(.with { $0.takeID = take })).reply.verification.problems
+            var problems = try session.call(.verifyRecording(.with { $0.takeID = take })).reply.verification.problems
             var frames: UInt64 = 0
             let progress = Progress(total: UInt64(info.segments.count), label: "verify \(take)", unit: "segments")
             for (index, segment) in info.segments.enumerated() {
                 // One file a request: checksumming a 5-minute segment takes a while.
-                let result = try coordinator.call(.verifyRecording(.with {
+                let result = try session.call(.verifyRecording(.with {
                     $0.takeID = take
                     $0.deviceID = segment.deviceID
                     $0.segmentNumber = segment.number
-                }), timeout: 180).reply.verification
+                }), timeout: max(coordinator.timeout, 180)).reply.verification
                 problems += result.problems
                 frames += result.frames
                 progress.show(UInt64(index + 1))
@@ -257,7 +220,7 @@ enum FleetTimeArgument {
 
 /// A progress line on the terminal for long exports and verifies; nothing when stderr is not one.
 final class Progress {
-    let total: UInt64
+    private(set) var total: UInt64
     let label: String
     let unit: String
     private let terminal = isatty(2) == 1
@@ -267,6 +230,20 @@ final class Progress {
         self.total = total
         self.label = label
         self.unit = unit
+    }
+
+    /// For a download whose size FleetClient reports when it knows it (`follow`).
+    convenience init(label: String) {
+        self.init(total: 0, label: label)
+    }
+
+    /// Shows a FleetClient download as it goes.
+    func follow(_ event: TransferProgress) {
+        switch event {
+        case let .started(total): self.total = total
+        case let .advanced(done): show(done)
+        case .finished: finish()
+        }
     }
 
     func show(_ done: UInt64) {

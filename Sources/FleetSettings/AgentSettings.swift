@@ -1,0 +1,109 @@
+import FleetAgent
+import FleetClient
+import FleetCore
+import FleetProtocol
+import Foundation
+
+/// What `capfleet agent` was given on its command line, before the settings file and the
+/// environment fill in the rest. Every field is what the flag said; nil where it was not given.
+public struct AgentFlags: Sendable {
+    public var coordinator: String?
+    public var name: String?
+    public var devices: [String] = []
+    public var discover = true
+    public var synthetic: Int?
+    public var syntheticFormat = "640x480:YUYV"
+    public var format: String?
+    public var fps: Double?
+    public var buffers = 4
+    public var config: String?
+    public var pressureRoot = "/"
+    public var watchedDisks: [String] = []
+    public var pressureIntervalMilliseconds = 1000
+    public var pressure = true
+    public var stateDirectory: String?
+    public var enroll: String?
+    public var onRealFrames: String?
+    public var testClockSkew: String?
+
+    public init() {}
+}
+
+/// The agent's settings: flags first, then CAPFLEET_<KEY> variables, then the settings file
+/// (deploy/agent.conf), then the defaults. Read and checked here, before anything starts.
+public struct AgentSettings: Sendable {
+    /// The file as read (empty without one).
+    public let file: SettingsFile
+    /// Where the agent finds the coordinator's control endpoint.
+    public let coordinator: CoordinatorAddress
+    public let configuration: AgentConfiguration
+
+    public static func load(_ flags: AgentFlags, environment env: [String: String] = ProcessInfo.processInfo.environment) throws -> AgentSettings {
+        let settings = try SettingsFile.read(path: flags.config, knownKeys: AgentSettingKeys.all)
+        let written = flags.coordinator ?? settings.value(AgentSettingKeys.coordinator, environment: env)
+        let name = flags.name ?? settings.nonEmpty(AgentSettingKeys.name, environment: env)
+        let address: CoordinatorAddress
+        if let written {
+            guard let parsed = CoordinatorAddress(written, defaultPort: WireDefaults.controlPort) else {
+                throw SettingsError("cannot read the coordinator address \(written): write HOST or HOST:PORT")
+            }
+            address = parsed
+        } else {
+            // Written nowhere (flag, CAPFLEET_COORDINATOR, file): the coordinator on this machine.
+            address = CoordinatorAddress(host: "127.0.0.1", port: WireDefaults.controlPort)
+        }
+        var configuration = AgentConfiguration(
+            coordinatorHost: address.host, controlPort: address.port, nodeName: name,
+            stateDirectory: flags.stateDirectory ?? settings.nonEmpty(AgentSettingKeys.stateDirectory, environment: env)
+                ?? defaultStateDirectory(name: name, environment: env),
+            syntheticCameraCount: flags.synthetic, devices: flags.devices, discoverDevices: flags.discover, bufferCount: flags.buffers,
+            deviceFormat: try flags.format.map(parseFormat), deviceFrameRate: flags.fps,
+            syntheticFormat: try parseFormat(flags.syntheticFormat), syntheticFrameRate: flags.fps ?? 15)
+        configuration.realFramesCommand = flags.onRealFrames ?? settings.nonEmpty("real_frames_command", environment: env)
+        if let megabytes: Int = try settings.integer(AgentSettingKeys.recordSpoolMemory, environment: env) {
+            guard megabytes >= 16 else { throw SettingsError("record_spool_memory_mb must be at least 16") }
+            configuration.recordSpoolMemoryBytes = megabytes << 20
+        }
+        if let megabytes: Int64 = try settings.integer(AgentSettingKeys.recordSpoolDisk, environment: env) {
+            guard megabytes >= 0 else { throw SettingsError("record_spool_disk_mb cannot be negative") }
+            configuration.recordSpoolDiskBytes = megabytes << 20
+        }
+        configuration.pressureThresholds = try PressureThresholds(settings: settings, environment: env)
+        configuration.pressureRoot = flags.pressureRoot
+        configuration.watchedDisks = flags.watchedDisks
+        guard flags.pressureIntervalMilliseconds >= 50 else { throw SettingsError("--pressure-interval-ms must be at least 50") }
+        configuration.pressureIntervalMilliseconds = flags.pressureIntervalMilliseconds
+        configuration.pressureEnabled = flags.pressure
+        if let skew = flags.testClockSkew ?? env["CAPFLEET_TEST_CLOCK_SKEW"].flatMap({ $0.isEmpty ? nil : $0 }) {
+            guard let clock = NodeClock(testSetting: skew) else {
+                throw SettingsError("cannot read the clock skew \(skew): write an offset and/or a drift, e.g. +3.2s,+40ppm (offset units s, ms, us, ns)")
+            }
+            configuration.nodeClock = clock
+        }
+        configuration.enrollmentToken = flags.enroll ?? settings.nonEmpty(AgentSettingKeys.enrollToken, environment: env)
+        return AgentSettings(file: settings, coordinator: address, configuration: configuration)
+    }
+
+    /// `--check-config`: where each setting comes from, then what the agent will do.
+    public func checkReport(environment: [String: String] = ProcessInfo.processInfo.environment) -> [String] {
+        file.report(keys: AgentSettingKeys.all, environment: environment)
+            + ["settings OK: coordinator \(coordinator), state \(configuration.stateDirectory)"]
+    }
+
+    /// ~/.local/state/capfleet/agent[-NAME] (or under XDG_STATE_HOME): one per agent name, so
+    /// that two agents on one host keep two identities.
+    public static func defaultStateDirectory(name: String?, environment env: [String: String]) -> String {
+        let base = env["XDG_STATE_HOME"] ?? ((env["HOME"] ?? "/tmp") + "/.local/state")
+        return base + "/capfleet/agent" + (name.map { "-" + $0 } ?? "")
+    }
+
+    /// WIDTHxHEIGHT:FOURCC, e.g. 1280x720:NV12.
+    public static func parseFormat(_ text: String) throws -> (width: Int, height: Int, pixelFormat: PixelFormat) {
+        let parts = text.split(separator: ":")
+        let size = parts.first?.split(separator: "x") ?? []
+        guard parts.count == 2, size.count == 2, let width = Int(size[0]), let height = Int(size[1]) else {
+            throw SettingsError("cannot read the format \(text): write WIDTHxHEIGHT:FOURCC, e.g. 1280x720:NV12")
+        }
+        return (width, height, PixelFormat(String(parts[1]).uppercased()))
+    }
+}

@@ -1,0 +1,70 @@
+import FleetCoordinator
+import FleetCore
+import Foundation
+
+/// The coordinator's settings: the defaults, then the settings file (deploy/coordinator.conf),
+/// then CAPFLEET_<KEY> variables, then `--data`. Read and checked here, before anything starts,
+/// so that a wrong value stops the daemon with the setting's name instead of a failure later.
+public struct CoordinatorSettings: Sendable {
+    /// Every key a coordinator settings file may hold, in the order `--check-config` lists them.
+    public static let keys = ["data_dir", "bind", "control_port", "ingest_port", "operator_port", "telemetry_port", "metrics_port",
+                              "clock_port", "record_port", "recordings_dir", "segment_seconds", "record_lead_ms", "record_reserve_mb",
+                              "retention_budget_gb", "retention_days", "heartbeat_interval_ms", "heartbeat_liveness",
+                              "alert_command", "alert_webhook", "alert_interval_s", "alert_burst", "alert_pressure_level",
+                              "alert_drop_share", "alert_drop_window_s", "alert_command_timeout_s"]
+
+    /// The file as read (empty without one).
+    public let file: SettingsFile
+    public let configuration: CoordinatorConfiguration
+
+    /// Reads the file at `path` (if any) and checks every setting. `dataOverride` is `--data`.
+    public static func load(file path: String?, dataOverride: String? = nil,
+                            environment: [String: String] = ProcessInfo.processInfo.environment) throws -> CoordinatorSettings {
+        let file = try SettingsFile.read(path: path, knownKeys: keys)
+        return CoordinatorSettings(file: file, configuration: try configuration(file, dataOverride: dataOverride, environment: environment))
+    }
+
+    /// `--check-config`: where each setting comes from, then what the coordinator will do.
+    public func checkReport(environment: [String: String] = ProcessInfo.processInfo.environment) -> [String] {
+        file.report(keys: Self.keys, environment: environment)
+            + ["settings OK: data \(configuration.dataDirectory), bind \(configuration.bindHost), control port \(configuration.controlPort)"]
+    }
+
+    static func configuration(_ settings: SettingsFile, dataOverride: String?, environment env: [String: String]) throws -> CoordinatorConfiguration {
+        var configuration = CoordinatorConfiguration(dataDirectory: dataOverride ?? settings.value("data_dir", environment: env) ?? "capfleet-data")
+        configuration.bindHost = settings.value("bind", environment: env) ?? configuration.bindHost
+        configuration.controlPort = try settings.integer("control_port", environment: env) ?? configuration.controlPort
+        configuration.frameIngestPort = try settings.integer("ingest_port", environment: env) ?? configuration.frameIngestPort
+        configuration.operatorPort = try settings.integer("operator_port", environment: env) ?? configuration.operatorPort
+        configuration.telemetryPort = try settings.integer("telemetry_port", environment: env) ?? configuration.telemetryPort
+        configuration.clockPort = try settings.integer("clock_port", environment: env) ?? configuration.clockPort
+        configuration.recordPort = try settings.integer("record_port", environment: env) ?? configuration.recordPort
+        configuration.recordingsDirectory = settings.value("recordings_dir", environment: env) ?? configuration.recordingsDirectory
+        configuration.segmentSeconds = try settings.integer("segment_seconds", environment: env) ?? configuration.segmentSeconds
+        guard configuration.segmentSeconds >= 1 else { throw SettingsError("segment_seconds must be at least 1") }
+        configuration.recordLeadMilliseconds = try settings.integer("record_lead_ms", environment: env) ?? configuration.recordLeadMilliseconds
+        if let reserve: Int64 = try settings.integer("record_reserve_mb", environment: env) { configuration.recordReserveBytes = reserve << 20 }
+        if let text = settings.value("retention_budget_gb", environment: env) {
+            guard let gigabytes = Double(text), gigabytes >= 0, gigabytes.isFinite else {
+                throw SettingsError("retention_budget_gb must be a number of GiB (0 = no budget), not \(text)")
+            }
+            configuration.retention.budgetBytes = Int64(gigabytes * Double(1 << 30))
+        }
+        if let text = settings.value("retention_days", environment: env) {
+            guard let days = Double(text), days >= 0, days.isFinite else {
+                throw SettingsError("retention_days must be a number of days (0 = keep forever), not \(text)")
+            }
+            configuration.retention.maximumAgeSeconds = Int64(days * 86_400)
+        }
+        if settings.value("metrics_port", environment: env) == "off" {
+            configuration.metricsPort = nil
+        } else if let port: UInt16 = try settings.integer("metrics_port", environment: env) {
+            configuration.metricsPort = port
+        }
+        configuration.heartbeatIntervalMilliseconds = try settings.integer("heartbeat_interval_ms", environment: env)
+            ?? configuration.heartbeatIntervalMilliseconds
+        configuration.heartbeatLiveness = try settings.integer("heartbeat_liveness", environment: env) ?? configuration.heartbeatLiveness
+        configuration.alerts = try alerts(settings, environment: env)
+        return configuration
+    }
+}
