@@ -437,7 +437,7 @@ public final class AgentService: Service, Sendable {
             logger.info("command applied", metadata: ["device.id": "\(command.deviceID)", "command.id": "\(command.commandID)"])
             return .ok
         } catch {
-            if case .deviceUnavailable = error { return .failure(.unavailable, error.description) }
+            if error.isUnavailable { return .failure(.unavailable, error.description) }
             return .failure(.unsupported, error.description)
         }
     }
