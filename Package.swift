@@ -94,6 +94,9 @@ let package = Package(
         .testTarget(name: "FleetRelayTests", dependencies: ["FleetRelay", "FleetCore"]),
         .testTarget(name: "FleetRecordingTests", dependencies: ["FleetRecording", "FleetCore", "FleetStore", "FleetSystem"]),
         .testTarget(name: "FleetSystemTests", dependencies: ["FleetSystem"]),
+        .testTarget(name: "FleetAgentTests", dependencies: [
+            "FleetAgent", "FleetCapture", "FleetCore", "FleetProtocol", .product(name: "Logging", package: "swift-log"),
+        ]),
         // The coordinator's decoders under a mutation fuzzer, for a bounded time.
         .target(name: "FleetFuzz", dependencies: ["FleetCore"]),
         .testTarget(name: "FuzzTests", dependencies: [
