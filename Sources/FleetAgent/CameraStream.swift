@@ -105,7 +105,6 @@ final class CameraStream: Sendable {
     var state: DeviceState { guarded.withLock { $0.state } }
     var consent: ConsentState { state.consent }
     var isCapturing: Bool { state.isCapturing }
-    var takeID: String? { state.take?.takeID }
 
     // MARK: What the agent asks
 
@@ -116,7 +115,7 @@ final class CameraStream: Sendable {
     /// Capture, sending frames by `route` (at every registration; it may have changed).
     func startCapturing(_ route: CaptureRoute) {
         // Queued before any start the step below may queue, so the start finds it.
-        onDeviceThread { [self] in self.route.value = route }
+        onDeviceThread(orNow: true) { [self] in self.route.value = route }
         step(.captureWanted)
     }
 
