@@ -125,6 +125,9 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"),
         ]),
+        .testTarget(name: "FleetAgentTests", dependencies: [
+            "FleetAgent", "FleetCapture", "FleetCore", "FleetProtocol", .product(name: "Logging", package: "swift-log"),
+        ]),
         // The coordinator's decoders under a mutation fuzzer, for a bounded time.
         .target(name: "FleetFuzz", dependencies: ["FleetCore"]),
         .testTarget(name: "FuzzTests", dependencies: [

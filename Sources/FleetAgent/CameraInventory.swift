@@ -24,7 +24,7 @@ enum CameraInventory {
         for node in nodes {
             do {
                 let camera = try V4L2Camera(node: node, bufferCount: configuration.bufferCount, initialFormat: configuration.deviceFormat,
-                                            frameRate: configuration.deviceFrameRate)
+                                            frameRate: configuration.deviceFrameRate, logger: logger)
                 logger.info("camera found", metadata: [
                     "device.id": "\(node.deviceID)", "device.path": "\(node.path)", "device.card": "\(node.card)",
                     "formats": "\(camera.device.formats.count)", "controls": "\(camera.device.controls.count)",

@@ -21,6 +21,8 @@ struct ControlHandlers: Sendable {
 final class ControlChannel: Sendable {
     private let loop: SocketLoop
     private let outbox: DeviceEventOutbox
+    private let dealer: SocketLoop.SocketID
+    private let logger: Logger
 
     init(context: ZMQContext, endpoint: String, nodeID: String, coordinatorKey: CurvePublicKey, keys: CurveKeyPair,
          handlers: ControlHandlers, logger: Logger) throws(ZMQError) {
@@ -28,8 +30,9 @@ final class ControlChannel: Sendable {
         outbox = DeviceEventOutbox()
         let driver = try LinkDriver(context: context, endpoint: endpoint, nodeID: nodeID, credentials: (coordinatorKey, keys),
                                     handlers: handlers, outbox: outbox, logger: logger)
-        let dealer = loop.add(driver.current) { socket in driver.drain(socket) }
+        dealer = loop.add(driver.current) { socket in driver.drain(socket) }
         driver.socketID = dealer
+        self.logger = logger
         driver.monitorID = loop.add(driver.currentMonitor) { monitor in driver.watch(monitor) }
         loop.every(nanoseconds: 50_000_000) { sockets in driver.tick(sockets) }
         loop.start()
@@ -40,24 +43,45 @@ final class ControlChannel: Sendable {
     /// Queues a device event (from any thread); the control thread sends it within 50 ms.
     func post(_ event: Capfleet_V1_DeviceEvent) { outbox.post(.with { $0.deviceEvent = event }) }
 
-    /// Queues a command's reply that was not ready when the command came (FindFirstFrame).
-    func post(reply: Capfleet_V1_CommandReply) { outbox.post(.with { $0.commandReply = reply }) }
+    /// Sends a command's reply that was not ready when the command came (a reconfiguration
+    /// done on the device's thread, FindFirstFrame) as soon as the control thread wakes, after
+    /// the events queued before it.
+    func post(reply: Capfleet_V1_CommandReply) {
+        outbox.post(.with { $0.commandReply = reply })
+        let outbox = self.outbox, dealer = self.dealer, logger = self.logger
+        loop.perform { sockets in
+            for message in outbox.takeAll() { LinkDriver.send(message, on: sockets[dealer], logger: logger) }
+        }
+    }
 
     /// Queues a pressure level change, sent as soon as the device events before it.
     func post(pressureChange report: Capfleet_V1_PressureReport) { outbox.post(.with { $0.pressureChange = report }) }
 }
 
-/// Events (device events, pressure changes) waiting for the control thread, which alone may
-/// use the socket. Bounded: the status report carries the same state, so dropping the
-/// oldest loses no truth.
+/// The control channel once the agent has opened it. Before that (and after it closes),
+/// what is posted goes nowhere: the coordinator has not heard of this node.
+final class ControlMailbox: Sendable {
+    private let channel = Mutex<ControlChannel?>(nil)
+
+    func attach(_ channel: ControlChannel?) { self.channel.withLock { $0 = channel } }
+
+    func post(_ event: Capfleet_V1_DeviceEvent) { channel.withLock { $0 }?.post(event) }
+    func post(reply: Capfleet_V1_CommandReply) { channel.withLock { $0 }?.post(reply: reply) }
+    func post(pressureChange report: Capfleet_V1_PressureReport) { channel.withLock { $0 }?.post(pressureChange: report) }
+}
+
+/// Events (device events, pressure changes) and late replies waiting for the control
+/// thread, which alone may use the socket. Events are bounded: the status report carries the
+/// same state, so dropping the oldest loses no truth. Replies are never dropped here: a
+/// command without one leaves its caller waiting until it times out.
 final class DeviceEventOutbox: Sendable {
     private let events = Mutex<[Capfleet_V1_AgentMessage]>([])
     static let capacity = 64
 
-    func post(_ event: Capfleet_V1_AgentMessage) {
+    func post(_ message: Capfleet_V1_AgentMessage) {
         events.withLock { queue in
-            if queue.count >= Self.capacity { queue.removeFirst() }
-            queue.append(event)
+            if queue.count >= Self.capacity, let oldest = queue.firstIndex(where: { !$0.isCommandReply }) { queue.remove(at: oldest) }
+            queue.append(message)
         }
     }
 
@@ -132,7 +156,7 @@ private final class LinkDriver {
 
     func tick(_ sockets: SocketLoop.Sockets) {
         perform(link.tick(now: MonotonicTime.now()), sockets: sockets, on: current)
-        for message in outbox.takeAll() { send(message, on: current) }
+        for message in outbox.takeAll() { Self.send(message, on: current, logger: logger) }
     }
 
     func drain(_ socket: ZMQSocket) {
@@ -228,5 +252,37 @@ private final class LinkDriver {
         // Never block the control thread: a message the socket cannot take now is resent
         // by the dialog (HELLO on back-off, heartbeats every interval).
         _ = try? socket.send(bytes, dontWait: true)
+    }
+
+    /// Sends a queued event or reply; one the socket cannot take now (no coordinator, a full
+    /// queue) is logged, not retried: the status report carries the same state, and the
+    /// coordinator times out a command whose reply never comes.
+    static func send(_ message: Capfleet_V1_AgentMessage, on socket: ZMQSocket, logger: Logger) {
+        do {
+            let bytes: [UInt8] = try message.serializedBytes()
+            guard try socket.send(bytes, dontWait: true) else {
+                logger.warning("the control socket cannot take a message now; it is dropped", metadata: ["message": "\(message.kindName)"])
+                return
+            }
+        } catch {
+            logger.warning("cannot send a message to the coordinator", metadata: ["message": "\(message.kindName)", "error": "\(error)"])
+        }
+    }
+}
+
+extension Capfleet_V1_AgentMessage {
+    var isCommandReply: Bool {
+        if case .commandReply? = body { return true }
+        return false
+    }
+
+    /// What the message is, for logs.
+    var kindName: String {
+        switch body {
+        case .commandReply?: "command reply"
+        case .deviceEvent?: "device event"
+        case .pressureChange?: "pressure change"
+        default: "message"
+        }
     }
 }

@@ -13,7 +13,6 @@ public final class DeviceStatistics: Sendable {
     /// Frames not sent because consent is not granted and the format cannot be made black.
     public let withheld = Atomic<UInt64>(0)
     let discontinuity = Atomic<UInt64>(0)
-    let streaming = Atomic<Bool>(false)
     /// Out-of-buffers drops are counted by the source itself.
     private let outOfBuffers: @Sendable () -> UInt64
 
@@ -34,7 +33,6 @@ public final class DeviceStatistics: Sendable {
             $0.framesSent = framesSent.load(ordering: .relaxed)
             $0.bytesSent = bytesSent.load(ordering: .relaxed)
             $0.drops = drops.wire
-            $0.streaming = streaming.load(ordering: .relaxed)
         }
     }
 }

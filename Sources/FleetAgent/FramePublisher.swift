@@ -3,6 +3,7 @@ import FleetBus
 import FleetCapture
 import FleetCore
 import FleetProtocol
+import FleetSystem
 import Logging
 import Synchronization
 
@@ -20,7 +21,8 @@ public final class FramePublisher: Sendable {
     private let inFlight = Atomic<Int>(0)
     private let connectedEndpoint = Mutex<String?>(nil)
     private let logger: Logger
-    private let outbox: Outbox
+    /// The frames waiting for the socket: the publisher thread's alone.
+    private let outbox: ThreadBound<Outbox>
 
     public init(context: ZMQContext, capacity: Int, coordinatorKey: CurvePublicKey, keys: CurveKeyPair, logger: Logger) throws(ZMQError) {
         let socket = try ZMQSocket(context: context, type: .push)
@@ -30,11 +32,13 @@ public final class FramePublisher: Sendable {
         // Do not queue frames for a coordinator that is not there: they wait here instead,
         // where newer frames replace them.
         try socket.setOption(ZMQ_IMMEDIATE, Int32(1))
-        loop = SocketLoop(name: "frames")
-        let outbox = Outbox(capacity: capacity, logger: logger)
+        let loop = SocketLoop(name: "frames")
+        self.loop = loop
+        let outbox = loop.bind(Outbox(capacity: capacity, logger: logger))
         self.outbox = outbox
-        push = loop.add(socket, onWritable: { sockets in outbox.flush(sockets) })
-        outbox.socketID = push
+        push = loop.add(socket, onWritable: { sockets in outbox.value.flush(sockets) })
+        // Told on the loop's thread, before anything else runs there.
+        loop.perform { [push] _ in outbox.value.socketID = push }
         self.capacity = capacity
         self.logger = logger
         loop.start()
@@ -66,10 +70,10 @@ public final class FramePublisher: Sendable {
         inFlight.add(1, ordering: .relaxed)
         let outbox = self.outbox
         loop.perform { [self] sockets in
-            outbox.enqueue(PendingFrame(frame: frame, header: header, statistics: statistics, done: { [self] in
+            outbox.value.enqueue(PendingFrame(frame: frame, header: header, statistics: statistics, done: { [self] in
                 inFlight.subtract(1, ordering: .relaxed)
             }))
-            outbox.flush(sockets)
+            outbox.value.flush(sockets)
         }
     }
 
@@ -83,8 +87,8 @@ private struct PendingFrame {
     let done: () -> Void
 }
 
-/// Frames waiting for the socket; lives on the publisher thread only.
-private final class Outbox: @unchecked Sendable {
+/// Frames waiting for the socket; lives on the publisher thread only (a `ThreadBound`).
+private struct Outbox {
     let capacity: Int
     let logger: Logger
     var socketID: SocketLoop.SocketID?
@@ -96,7 +100,7 @@ private final class Outbox: @unchecked Sendable {
         self.logger = logger
     }
 
-    func enqueue(_ frame: PendingFrame) {
+    mutating func enqueue(_ frame: PendingFrame) {
         pending.append(frame)
         while pending.count - head > capacity {
             let oldest = pending[head]
@@ -107,7 +111,7 @@ private final class Outbox: @unchecked Sendable {
     }
 
     /// Sends what the socket takes now; asks for POLLOUT when it takes no more.
-    func flush(_ sockets: SocketLoop.Sockets) {
+    mutating func flush(_ sockets: SocketLoop.Sockets) {
         guard let socketID else { return }
         let socket = sockets[socketID]
         while head < pending.count {

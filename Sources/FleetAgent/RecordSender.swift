@@ -3,6 +3,7 @@ import FleetBus
 import FleetCapture
 import FleetCore
 import FleetProtocol
+import FleetSystem
 import Foundation
 import Logging
 import Synchronization
@@ -29,7 +30,9 @@ public struct RecordSpoolLimits: Sendable, Equatable {
 public final class RecordSender: Sendable {
     private let loop: SocketLoop
     private let dealer: SocketLoop.SocketID
-    private let state: SenderState
+    /// The spools: the sender thread's alone.
+    private let state: ThreadBound<SenderState>
+    private let totals = SpoolTotals()
     private let connectedEndpoint = Mutex<String?>(nil)
     /// Frames handed in by capture threads and not yet spooled by the sender's thread.
     private let handoffBytes = Atomic<Int>(0)
@@ -49,13 +52,22 @@ public final class RecordSender: Sendable {
         try socket.setOption(ZMQ_HEARTBEAT_IVL, Int32(1000))
         try socket.setOption(ZMQ_HEARTBEAT_TIMEOUT, Int32(5000))
         // Leftovers of an earlier run: this run's resumes start from what it captures.
-        try? FileManager.default.removeItem(atPath: limits.directory)
-        loop = SocketLoop(name: "record")
-        let state = SenderState(limits: limits, logger: logger)
+        if FileManager.default.fileExists(atPath: limits.directory) {
+            do {
+                try FileManager.default.removeItem(atPath: limits.directory)
+            } catch {
+                logger.warning("cannot remove the recording spool of an earlier run", metadata: ["path": "\(limits.directory)", "error": "\(error)"])
+            }
+        }
+        let loop = SocketLoop(name: "record")
+        self.loop = loop
+        let state = loop.bind(SenderState(limits: limits, totals: totals, logger: logger))
         self.state = state
-        dealer = loop.add(socket, onReadable: { socket in state.receive(from: socket) }, onWritable: { sockets in state.pump(sockets) })
-        state.socketID = dealer
-        loop.every(nanoseconds: 250_000_000) { sockets in state.tick(sockets) }
+        dealer = loop.add(socket, onReadable: { socket in state.value.receive(from: socket) },
+                          onWritable: { sockets in state.value.pump(sockets) })
+        // Told on the loop's thread, before anything else runs there.
+        loop.perform { [dealer] _ in state.value.socketID = dealer }
+        loop.every(nanoseconds: 250_000_000) { sockets in state.value.tick(sockets) }
         self.limits = limits
         self.logger = logger
         loop.start()
@@ -80,14 +92,14 @@ public final class RecordSender: Sendable {
                     logger.error("cannot connect the recording socket", metadata: ["endpoint": "\(endpoint)", "error": "\(error)"])
                 }
             }
-            state.connectionRenewed(sockets)
+            state.value.connectionRenewed(sockets)
         }
     }
 
     /// The device's part of `takeID` begins (idempotent: a repeated start keeps the spool).
     func begin(takeID: String, deviceID: String) {
         let state = self.state
-        loop.perform { sockets in state.begin(TakeDeviceKey(takeID: takeID, deviceID: deviceID), sockets) }
+        loop.perform { sockets in state.value.begin(TakeDeviceKey(takeID: takeID, deviceID: deviceID), sockets) }
     }
 
     /// Called on a capture thread; never blocks. False when the frame could not be taken
@@ -97,12 +109,11 @@ public final class RecordSender: Sendable {
         // What waits between threads is bounded too: a stuck disk must not grow memory.
         guard handoffBytes.load(ordering: .relaxed) + count <= max(limits.memoryBytes / 4, 16 << 20) else { return false }
         handoffBytes.add(count, ordering: .relaxed)
-        let copy = SpoolBuffer(sharing: pixels, count: count)
         let state = self.state
-        let frame = SpooledFrame(header: header, takeDrops: takeDrops, pixels: .memory(copy))
+        let frame = SpooledFrame(header: header, takeDrops: takeDrops, pixels: .memory(SpooledBytes(buffer: pixels, count: count)))
         loop.perform { [self] sockets in
-            handoffBytes.subtract(copy.count, ordering: .relaxed)
-            state.spool(frame, for: TakeDeviceKey(takeID: takeID, deviceID: deviceID), sockets)
+            handoffBytes.subtract(count, ordering: .relaxed)
+            state.value.spool(frame, for: TakeDeviceKey(takeID: takeID, deviceID: deviceID), sockets)
         }
         return true
     }
@@ -112,12 +123,12 @@ public final class RecordSender: Sendable {
     func end(takeID: String, deviceID: String, takeDrops: DropTally, reason: String, withholding: Bool) {
         let state = self.state
         loop.perform { sockets in
-            state.end(TakeDeviceKey(takeID: takeID, deviceID: deviceID), takeDrops: takeDrops, reason: reason, withholding: withholding, sockets)
+            state.value.end(TakeDeviceKey(takeID: takeID, deviceID: deviceID), takeDrops: takeDrops, reason: reason, withholding: withholding, sockets)
         }
     }
 
     /// Frames and bytes waiting to be stored, all recorded devices (for status).
-    public var spooled: (frames: Int, bytes: Int64) { state.totals.withLock { $0 } }
+    public var spooled: (frames: Int, bytes: Int64) { totals.value.withLock { $0 } }
 }
 
 struct TakeDeviceKey: Hashable, Sendable {
@@ -125,13 +136,19 @@ struct TakeDeviceKey: Hashable, Sendable {
     let deviceID: String
 }
 
-/// The sender's thread's own state: one spool per recorded device.
-private final class SenderState: @unchecked Sendable {
+/// Frames and bytes waiting to be stored, written by the sender's thread for anyone to read.
+private final class SpoolTotals: Sendable {
+    let value = Mutex<(frames: Int, bytes: Int64)>((0, 0))
+}
+
+/// The sender's thread's own state: one spool per recorded device. Bound to that thread
+/// (`ThreadBound`): any other use stops the process.
+private final class SenderState {
     let limits: RecordSpoolLimits
     let logger: Logger
     var socketID: SocketLoop.SocketID?
     let instance = UUID().uuidString.lowercased()
-    let totals = Mutex<(frames: Int, bytes: Int64)>((0, 0))
+    private let totals: SpoolTotals
     private var parts: [TakeDeviceKey: DevicePart] = [:]
     private var memoryInUse = 0
 
@@ -143,8 +160,9 @@ private final class SenderState: @unchecked Sendable {
         var end: (takeDrops: DropTally, withheld: UInt64, reason: String)?
     }
 
-    init(limits: RecordSpoolLimits, logger: Logger) {
+    init(limits: RecordSpoolLimits, totals: SpoolTotals, logger: Logger) {
         self.limits = limits
+        self.totals = totals
         self.logger = logger
     }
 
@@ -173,9 +191,9 @@ private final class SenderState: @unchecked Sendable {
                     part.disk = try DiskSpool(directory: limits.directory + "/" + Self.safe(key.takeID) + "/" + Self.safe(key.deviceID))
                 }
                 guard totalOnDisk + Int64(buffer.count) <= limits.diskBytes else {
-                    throw SpoolError(description: "the spool is full (\(limits.memoryBytes >> 20) MiB in memory, \(limits.diskBytes >> 20) MiB on disk)")
+                    throw SpoolError.full(memoryBytes: limits.memoryBytes, diskBytes: limits.diskBytes)
                 }
-                frame.pixels = try part.disk!.append(UnsafeRawBufferPointer(start: buffer.storage, count: buffer.count))
+                frame.pixels = try part.disk!.append(UnsafeRawBufferPointer(start: buffer.buffer.storage, count: buffer.count))
             } catch {
                 if part.spoolDrops == 0 || part.spoolDrops.isMultiple(of: 100) {
                     logger.warning("recorded frame dropped", metadata: ["device.id": "\(key.deviceID)", "take.id": "\(key.takeID)", "reason": "\(error)"])
@@ -296,12 +314,12 @@ private final class SenderState: @unchecked Sendable {
     }
 
     private func send(_ frame: SpooledFrame, stream: UInt64, key: TakeDeviceKey, part: DevicePart, on socket: ZMQSocket) throws -> Bool {
-        let buffer: SpoolBuffer
+        let pixels: SpooledBytes
         switch frame.pixels {
-        case let .memory(held): buffer = held
+        case let .memory(held): pixels = held
         case let .disk(file, offset, length):
-            guard let disk = part.disk else { throw SpoolError(description: "the disk spool of \(key.deviceID) is gone") }
-            buffer = try disk.read(file: file, offset: offset, length: length)
+            guard let disk = part.disk else { throw SpoolError.spoolGone(directory: limits.directory, file: file) }
+            pixels = try disk.read(file: file, offset: offset, length: length)
         }
         let bytes: [UInt8] = try message(key, .frame(.with {
             $0.stream = stream
@@ -310,7 +328,7 @@ private final class SenderState: @unchecked Sendable {
         })).serializedBytes()
         guard try socket.send(bytes, more: true, dontWait: true) else { return false }
         // Once the first part is queued libzmq takes the rest of the message.
-        _ = try socket.sendZeroCopy(buffer.storage, count: buffer.count, owner: buffer)
+        _ = try socket.sendZeroCopy(pixels.buffer.storage, count: pixels.count, owner: pixels.buffer)
         return true
     }
 
@@ -338,7 +356,7 @@ private final class SenderState: @unchecked Sendable {
     private func updateTotals() {
         let frames = parts.values.reduce(0) { $0 + $1.flow.waitingFrames }
         let bytes = parts.values.reduce(Int64(0)) { $0 + Int64($1.flow.waitingBytes) }
-        totals.withLock { $0 = (frames, bytes) }
+        totals.value.withLock { $0 = (frames, bytes) }
     }
 
     /// Ids become directory names: nothing but what is safe in one.

@@ -1,37 +1,21 @@
 import FleetCapture
 import FleetCore
 import FleetProtocol
+import FleetSystem
 import Glibc
 
-/// A recorded frame's pixels, held until the coordinator has stored them: a copy made out of
-/// the capture buffer (which goes back to the camera at once), or read back from the disk
-/// spool. libzmq may hold it too while it is on the wire: sent without a further copy.
-final class SpoolBuffer: @unchecked Sendable {
-    let storage: UnsafeMutableRawPointer
+/// A recorded frame's pixels, held until the coordinator has stored them: the copy made out
+/// of the capture buffer (which went back to the camera at once), or read back from the disk
+/// spool. libzmq may hold the buffer too while it is on the wire: sent without a further copy.
+/// Filled once, read-only after, like every `FrameBuffer`.
+struct SpooledBytes: Sendable {
+    let buffer: FrameBuffer
     let count: Int
-    /// The frame buffer this shares (read-only once filled); nil when the memory is its own.
-    private let owner: FrameBuffer?
-
-    /// Takes over memory allocated with `UnsafeMutableRawPointer.allocate`.
-    init(adopting storage: UnsafeMutableRawPointer, count: Int) {
-        self.storage = storage
-        self.count = count
-        owner = nil
-    }
-
-    /// Shares an unpooled frame buffer's first `count` bytes.
-    init(sharing buffer: FrameBuffer, count: Int) {
-        storage = buffer.storage
-        self.count = count
-        owner = buffer
-    }
-
-    deinit { if owner == nil { storage.deallocate() } }
 }
 
 /// Where a spooled frame's pixels wait.
 enum SpooledPixels: Sendable {
-    case memory(SpoolBuffer)
+    case memory(SpooledBytes)
     case disk(file: Int, offset: Int64, length: Int)
 }
 
@@ -44,8 +28,28 @@ struct SpooledFrame: Sendable {
 }
 
 /// What went wrong spooling to disk; the frame is then dropped as out of buffers.
-struct SpoolError: Error, CustomStringConvertible {
-    let description: String
+enum SpoolError: Error, CustomStringConvertible {
+    /// A system call failed on the spool's files (errno kept: ENOSPC, EIO...).
+    case system(SystemCallError)
+    /// Both tiers are full.
+    case full(memoryBytes: Int, diskBytes: Int64)
+    /// A spool file ended before the frame it should hold.
+    case shortFile(path: String)
+    /// The spool (or one of its files) was removed while frames still pointed into it.
+    case spoolGone(directory: String, file: Int)
+
+    var description: String {
+        switch self {
+        case let .system(error):
+            "the recording spool failed: \(error)"
+        case let .full(memoryBytes, diskBytes):
+            "the spool is full (\(memoryBytes >> 20) MiB in memory, \(diskBytes >> 20) MiB on disk)"
+        case let .shortFile(path):
+            "cannot read back the spool file \(path): it is shorter than the frames it should hold"
+        case let .spoolGone(directory, file):
+            "spool file \(file) in \(directory) is gone"
+        }
+    }
 }
 
 /// The disk tier of one take device's spool: append-only files in a directory of its own,
@@ -71,39 +75,44 @@ final class DiskSpool {
         if files[writing] == nil || files[writing]!.size + Int64(bytes.count) > fileLimit && files[writing]!.size > 0 {
             writing += 1
             let path = self.path(writing)
-            let fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { throw SpoolError(description: "cannot create the spool file \(path): \(String(cString: strerror(errno)))") }
-            files[writing] = (fd, 0, 0)
+            do throws(SystemCallError) {
+                let fd = try systemCall("open", on: path) { open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600) }
+                files[writing] = (fd, 0, 0)
+            } catch {
+                throw .system(error)
+            }
         }
         let file = files[writing]!
         var written = 0
         while written < bytes.count {
-            let n = pwrite(file.fd, bytes.baseAddress! + written, bytes.count - written, off_t(file.size) + off_t(written))
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else {
-                throw SpoolError(description: "cannot write to the spool in \(directory): \(String(cString: strerror(errno)))")
+            do throws(SystemCallError) {
+                written += try systemCall("pwrite", on: path(writing)) {
+                    pwrite(file.fd, bytes.baseAddress! + written, bytes.count - written, off_t(file.size) + off_t(written))
+                }
+            } catch {
+                throw .system(error)
             }
-            written += n
         }
         files[writing] = (file.fd, file.size + Int64(bytes.count), file.live + 1)
         bytesOnDisk += Int64(bytes.count)
         return .disk(file: writing, offset: file.size, length: bytes.count)
     }
 
-    func read(file: Int, offset: Int64, length: Int) throws(SpoolError) -> SpoolBuffer {
-        guard let entry = files[file] else { throw SpoolError(description: "spool file \(file) in \(directory) is gone") }
-        let target = UnsafeMutableRawPointer.allocate(byteCount: max(length, 1), alignment: 16)
+    func read(file: Int, offset: Int64, length: Int) throws(SpoolError) -> SpooledBytes {
+        guard let entry = files[file] else { throw .spoolGone(directory: directory, file: file) }
+        let target = FrameBuffer(unpooledCapacity: length)
         var done = 0
         while done < length {
-            let n = pread(entry.fd, target + done, length - done, off_t(offset) + off_t(done))
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else {
-                target.deallocate()
-                throw SpoolError(description: "cannot read back the spool in \(directory): \(n == 0 ? "file too short" : String(cString: strerror(errno)))")
+            let n: Int
+            do throws(SystemCallError) {
+                n = try systemCall("pread", on: path(file)) { pread(entry.fd, target.storage + done, length - done, off_t(offset) + off_t(done)) }
+            } catch {
+                throw .system(error)
             }
+            guard n > 0 else { throw .shortFile(path: path(file)) }
             done += n
         }
-        return SpoolBuffer(adopting: target, count: length)
+        return SpooledBytes(buffer: target, count: length)
     }
 
     /// A frame in `file` is stored: the file goes once none of its frames is left.
@@ -136,8 +145,14 @@ final class DiskSpool {
         var built = ""
         for component in path.split(separator: "/", omittingEmptySubsequences: true) {
             built += "/" + component
-            if mkdir(built, 0o700) != 0, errno != EEXIST {
-                throw SpoolError(description: "cannot create the spool directory \(built): \(String(cString: strerror(errno)))")
+            do throws(SystemCallError) {
+                // A directory that is there already is what was wanted.
+                try systemCall("mkdir", on: built) {
+                    let result = mkdir(built, 0o700)
+                    return result != 0 && errno == EEXIST ? 0 : result
+                }
+            } catch {
+                throw .system(error)
             }
         }
     }

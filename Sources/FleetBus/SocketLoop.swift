@@ -81,6 +81,12 @@ public final class SocketLoop: @unchecked Sendable {
         stopHandlers.append(body)
     }
 
+    /// State for this loop's thread alone (what its handlers and `perform` closures share),
+    /// checked on every use.
+    public func bind<Value>(_ value: Value) -> ThreadBound<Value> {
+        ThreadBound(value, on: thread)
+    }
+
     public func start() {
         started = true
         thread.start { [self] in run() }

@@ -1,15 +1,43 @@
 import FleetCore
 
-/// What went wrong with a camera, phrased for the operator who has to fix it.
+/// What went wrong with a camera, phrased for the operator who has to fix it. A failed call
+/// on the device keeps its `V4L2Error` (errno and all): callers ask `isBusy` or
+/// `isDisconnect`, and the description derives from it.
 public enum CaptureError: Error, CustomStringConvertible, Sendable {
     case unsupportedFormat(device: String, requested: String, supported: [String])
     case unsupportedFrameRate(device: String, requested: Double, format: String)
-    case deviceUnavailable(device: String, path: String, reason: String)
-    case ioctlFailed(device: String, call: String, errno: Int32)
+    /// A call on the device node failed.
+    case deviceFailed(device: String, V4L2Error)
+    /// No capture device with the device's stable id is present (unplugged).
+    case notPresent(device: String, lastPath: String)
+    /// The device is interrupted (unplugged, busy, failing): it takes no commands until it is back.
+    case interrupted(device: String, path: String, Interruption)
     case alreadyStreaming(device: String)
     case unsupportedZoom(device: String, requested: Double, maximum: Double)
     case unsupportedFocus(device: String, requested: [String], available: String)
     case unsupportedFrameDurationRange(device: String, reason: String)
+
+    /// Another program holds the device.
+    public var isBusy: Bool {
+        if case let .deviceFailed(_, error) = self { return error.isBusy }
+        return false
+    }
+
+    /// The device is gone (unplugged, or its driver unbound it).
+    public var isDisconnect: Bool {
+        switch self {
+        case let .deviceFailed(_, error): error.isDisconnect
+        case .notPresent: true
+        default: false
+        }
+    }
+
+    /// The device cannot be used now, though nothing is wrong with the request: it may be
+    /// tried again once the device is back.
+    public var isUnavailable: Bool {
+        if case .interrupted = self { return true }
+        return isBusy || isDisconnect
+    }
 
     public var description: String {
         switch self {
@@ -17,10 +45,14 @@ public enum CaptureError: Error, CustomStringConvertible, Sendable {
             "device \(device) does not support \(requested); supported formats: \(supported.joined(separator: "; "))"
         case let .unsupportedFrameRate(device, requested, format):
             "device \(device) cannot run \(format) at \(requested) fps; choose a rate within the format's ranges"
-        case let .deviceUnavailable(device, path, reason):
-            "device \(device) (\(path)) is unavailable: \(reason)"
-        case let .ioctlFailed(device, call, errno):
-            "\(call) failed on device \(device): errno \(errno)"
+        case let .deviceFailed(device, error) where error.isBusy || error.isDisconnect:
+            "device \(device) (\(error.path)) is unavailable: \(error)"
+        case let .deviceFailed(device, error):
+            "device \(device): \(error)"
+        case let .notPresent(device, lastPath):
+            "device \(device) (\(lastPath)) is unavailable: no capture device with this id is present; waiting for it to come back"
+        case let .interrupted(device, path, interruption):
+            "device \(device) (\(path)) is unavailable: capture is interrupted (\(interruption.reason.rawValue)): \(interruption.message)"
         case let .unsupportedZoom(device, requested, maximum):
             "device \(device) cannot zoom to \(requested)x; its active format zooms from 1x to \(maximum)x"
         case let .unsupportedFocus(device, requested, available):

@@ -24,6 +24,8 @@ public final class SyntheticCamera: CameraSource {
 
     private let configuration: Mutex<Configuration>
     private let running = Atomic<Bool>(false)
+    /// The capture thread while the camera runs.
+    private let captureThread = Mutex<OwnedThread?>(nil)
     private let scheduler = Mutex<(any FrameScheduler)?>(nil)
 
     public func steerFrameTiming(_ scheduler: (any FrameScheduler)?) -> Bool {
@@ -31,7 +33,6 @@ public final class SyntheticCamera: CameraSource {
         return true
     }
     private let outOfBuffers = Atomic<UInt64>(0)
-    private let finished = DispatchSemaphore(value: 0)
 
     public init(deviceID: String, name: String, initialFormat: (width: Int, height: Int, pixelFormat: PixelFormat)? = nil,
                 frameRate: Double = 15, bufferCount: Int = 4) {
@@ -130,18 +131,15 @@ public final class SyntheticCamera: CameraSource {
     public func start(deliver: @escaping @Sendable (CapturedFrame) -> Void,
                       onInterruption: @escaping @Sendable (Interruption?) -> Void) throws(CaptureError) {
         guard !running.exchange(true, ordering: .acquiringAndReleasing) else { throw .alreadyStreaming(device: device.deviceID) }
-        let thread = Thread { [self] in
-            ThreadName.set("cf-synthetic")
-            captureLoop(deliver: deliver)
-            finished.signal()
-        }
-        thread.name = "cf-synthetic \(device.deviceID)"
-        thread.start()
+        let thread = OwnedThread(name: "cf-synthetic")
+        captureThread.withLock { $0 = thread }
+        thread.start { [self] in captureLoop(deliver: deliver) }
     }
 
+    /// Stops capturing and waits for the capture thread, at most one frame period.
     public func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
-        finished.wait()
+        captureThread.withLock { $0.take() }?.joinBlocking()
     }
 
     private func captureLoop(deliver: @Sendable (CapturedFrame) -> Void) {
@@ -194,6 +192,14 @@ public final class SyntheticCamera: CameraSource {
 
     private static func sleep(until deadline: UInt64) {
         var spec = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
-        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &spec, nil) == EINTR {}
+        do throws(SystemCallError) {
+            try systemCallReturningError("clock_nanosleep", on: "the synthetic camera's frame deadline") {
+                clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &spec, nil)
+            }
+        } catch {
+            // Only a deadline the kernel cannot read fails (EINVAL), which the arithmetic above
+            // never makes: the frame then goes out early rather than never.
+            assertionFailure("\(error)")
+        }
     }
 }

@@ -2,6 +2,7 @@ import CV4L2
 import FleetCore
 import FleetSystem
 import Foundation
+import Logging
 import Synchronization
 
 /// A real camera through libv4l2. Streams with mmap buffers, dequeued on a thread this
@@ -11,15 +12,20 @@ import Synchronization
 /// When the device goes away (ENODEV) or another program holds it (EBUSY), the source
 /// reports an interruption and keeps trying; it resumes by itself, on the same stable id,
 /// even if the device comes back under another /dev/videoN.
+///
+/// Commands block their caller for their ioctls (a format change restarts the stream): the
+/// agent calls them on the device's own thread. What status reports read (`Published`)
+/// never waits on an ioctl.
 public final class V4L2Camera: CameraSource {
     public let device: DeviceDescription
-    private let zoomCapability: ZoomCapability
-    private let bufferCount: Int
-    private let devRoot: String
+    let zoomCapability: ZoomCapability
+    let bufferCount: Int
+    let devRoot: String
+    let logger: Logger
 
     /// Everything that touches the device, under one lock: the capture thread holds it
     /// only for a non-blocking DQBUF/QBUF, commands for their few ioctls.
-    private struct Session {
+    struct Session {
         var path: String
         var handle: V4L2Handle?
         var stream: V4L2Stream?
@@ -31,23 +37,40 @@ public final class V4L2Camera: CameraSource {
         var interruption: Interruption?
         /// The last focus request, applied again when the device comes back.
         var focusRequest: FocusRequest?
+        /// Focus as last read from the device; reading it takes ioctls, so it is read on the
+        /// capture thread about once a second and after every focus command, not per status.
+        var focusState: FocusState?
+        var focusReadAt: UInt64 = 0
         /// Added to the driver's sequence, which restarts at every STREAMON, so the
         /// fleet sees one increasing sequence per device.
         var sequenceBase: UInt64 = 0
         var lastSequence: UInt64 = 0
         var pool: FrameBufferPool?
+        /// The capture thread while the source runs.
+        var captureThread: OwnedThread?
     }
 
-    private let session: Mutex<Session>
-    private let running = Atomic<Bool>(false)
-    private let outOfBuffers = Atomic<UInt64>(0)
-    private let finished = DispatchSemaphore(value: 0)
-    private let wake = DispatchSemaphore(value: 0)
+    /// What readers see, copied out of the session whenever it changes: a status report
+    /// never waits for a stream restart.
+    struct Published: Sendable {
+        var formatIndex: Int
+        var frameRateRange: FrameRateRange
+        var appliedZoom: Double
+        var interruption: Interruption?
+        var focus: FocusState?
+    }
+
+    let session: Mutex<Session>
+    let published: Mutex<Published>
+    let running = Atomic<Bool>(false)
+    let outOfBuffers = Atomic<UInt64>(0)
+    /// Wakes the capture thread from its poll when it is asked to stop.
+    let wake: WakePipe
 
     /// Opens `node` and reads its formats, controls and crop capabilities. The device
     /// stays open, so a re-plug is seen as an interruption rather than a new device.
     public init(node: V4L2DeviceNode, bufferCount: Int = 4, initialFormat: (width: Int, height: Int, pixelFormat: PixelFormat)? = nil,
-                frameRate: Double? = nil, devRoot: String = "/dev") throws(V4L2Error) {
+                frameRate: Double? = nil, devRoot: String = "/dev", logger: Logger = Logger(label: "capfleet.v4l2")) throws(V4L2Error) {
         let handle = try V4L2Handle(path: node.path)
         let controls = V4L2Controls.all(of: handle)
         let crop = V4L2Controls.crop(of: handle)
@@ -67,13 +90,20 @@ public final class V4L2Camera: CameraSource {
         zoomCapability = zoom
         self.bufferCount = max(2, bufferCount)
         self.devRoot = devRoot
+        var logger = logger
+        logger[metadataKey: "device.id"] = "\(node.deviceID)"
+        self.logger = logger
+        wake = try WakePipe(for: node.path)
         let index = Self.initialFormatIndex(handle: handle, formats: formats, wanted: initialFormat)
         let format = formats[index]
         let current = V4L2FormatEnumeration.currentFrameRate(of: handle)
         var rate = frameRate ?? current ?? format.maxFramesPerSecond
         if !format.supports(framesPerSecond: rate) { rate = FormatSelector.defaultFrameRate(of: format) }
-        session = Mutex(Session(path: node.path, handle: handle, formatIndex: index, frameRateRange: FrameRateRange(min: rate, max: rate),
-                                zoom: ZoomRamp(maximumFactor: format.maxZoomFactor)))
+        var state = Session(path: node.path, handle: handle, formatIndex: index, frameRateRange: FrameRateRange(min: rate, max: rate),
+                            zoom: ZoomRamp(maximumFactor: format.maxZoomFactor))
+        if device.focus.isSupported { state.focusState = V4L2Focus.state(of: handle, controls: controls) }
+        published = Mutex(Self.published(from: state))
+        session = Mutex(state)
     }
 
     private static func initialFormatIndex(handle: V4L2Handle, formats: [VideoFormat],
@@ -90,12 +120,27 @@ public final class V4L2Camera: CameraSource {
         return 0
     }
 
-    public var activeFormatIndex: Int { session.withLock { $0.formatIndex } }
-    public var activeFrameRateRange: FrameRateRange { session.withLock { $0.frameRateRange } }
+    /// Runs `body` on the session and publishes what it left, before anyone else can take
+    /// the session (lock order: session, then published).
+    func withSession<T, E: Error>(_ body: (inout Session) throws(E) -> sending T) throws(E) -> sending T {
+        try session.withLock { (state: inout sending Session) throws(E) -> sending T in
+            defer { published.withLock { $0 = Self.published(from: state) } }
+            return try body(&state)
+        }
+    }
+
+    private static func published(from state: Session) -> Published {
+        Published(formatIndex: state.formatIndex, frameRateRange: state.frameRateRange, appliedZoom: state.appliedZoom,
+                  interruption: state.interruption, focus: state.focusState)
+    }
+
+    public var activeFormatIndex: Int { published.withLock { $0.formatIndex } }
+    public var activeFrameRateRange: FrameRateRange { published.withLock { $0.frameRateRange } }
     public var outOfBufferDrops: UInt64 { outOfBuffers.load(ordering: .relaxed) }
-    public var interruption: Interruption? { session.withLock { $0.interruption } }
+    public var interruption: Interruption? { published.withLock { $0.interruption } }
     public var zoomMethod: ZoomMethod? { zoomCapability.method }
-    public var zoomFactor: Double { session.withLock { $0.appliedZoom } }
+    public var zoomFactor: Double { published.withLock { $0.appliedZoom } }
+    public var focus: FocusState? { device.focus.isSupported ? published.withLock { $0.focus } : nil }
 
     // MARK: Commands
 
@@ -104,7 +149,7 @@ public final class V4L2Camera: CameraSource {
             throw .unsupportedFormat(device: device.deviceID, requested: "format #\(index)", supported: device.formats.map(\.label))
         }
         let format = device.formats[index]
-        try session.withLock { (state: inout Session) throws(CaptureError) in
+        try withSession { (state: inout Session) throws(CaptureError) in
             try refuseWhileInterrupted(state)
             var rate = state.frameRateRange
             if !format.supports(framesPerSecond: rate.maxFramesPerSecond) {
@@ -122,7 +167,7 @@ public final class V4L2Camera: CameraSource {
                 try restartStream(&state)
             } catch {
                 (state.formatIndex, state.frameRateRange) = previous
-                try? restartStream(&state)
+                restartAfterRefusal(&state)
                 throw error
             }
         }
@@ -136,15 +181,25 @@ public final class V4L2Camera: CameraSource {
                 device: device.deviceID,
                 reason: "it runs at one frame rate (no exposure auto priority control); give equal minimum and maximum")
         }
-        try session.withLock { (state: inout Session) throws(CaptureError) in
+        try withSession { (state: inout Session) throws(CaptureError) in
             try refuseWhileInterrupted(state)
+            guard let handle = state.handle else {
+                state.frameRateRange = range
+                return
+            }
+            if canVary {
+                let varies = range.minFramesPerSecond < range.maxFramesPerSecond
+                do throws(V4L2Error) {
+                    try V4L2Controls.set(handle, id: CAPFLEET_V4L2_CID_EXPOSURE_AUTO_PRIORITY, to: varies ? 1 : 0, name: "exposure_auto_priority")
+                } catch {
+                    // A range is exposure allowed to lengthen frames: without the control it
+                    // would not be what the device does. A fixed rate runs either way.
+                    if varies { throw .deviceFailed(device: device.deviceID, error) }
+                    logger.warning("cannot turn exposure auto priority off; the rate may drop in low light", metadata: ["error": "\(error)"])
+                }
+            }
             let previous = state.frameRateRange
             state.frameRateRange = range
-            guard let handle = state.handle else { return }
-            if canVary {
-                try? V4L2Controls.set(handle, id: CAPFLEET_V4L2_CID_EXPOSURE_AUTO_PRIORITY,
-                                      to: range.minFramesPerSecond < range.maxFramesPerSecond ? 1 : 0, name: "exposure_auto_priority")
-            }
             guard state.stream != nil else { return }
             do throws(CaptureError) {
                 // Most drivers change the interval while streaming; some answer EBUSY and
@@ -155,15 +210,26 @@ public final class V4L2Camera: CameraSource {
                     try restartStream(&state)
                 } catch {
                     state.frameRateRange = previous
-                    try? restartStream(&state)
+                    restartAfterRefusal(&state)
                     throw error
                 }
             }
         }
     }
 
+    /// After the driver refused a change: the stream goes back to what worked. If even that
+    /// fails the stream stays down, and the capture loop reopens it and reports an
+    /// interruption until it can.
+    private func restartAfterRefusal(_ state: inout Session) {
+        do throws(CaptureError) {
+            try restartStream(&state)
+        } catch {
+            logger.error("cannot restart the stream with its previous settings", metadata: ["error": "\(error)"])
+        }
+    }
+
     public func zoom(_ command: ZoomCommand) throws(CaptureError) {
-        try session.withLock { (state: inout Session) throws(CaptureError) in
+        try withSession { (state: inout Session) throws(CaptureError) in
             let maximum = device.formats[state.formatIndex].maxZoomFactor
             switch command {
             case let .set(factor), let .ramp(factor, _):
@@ -182,269 +248,31 @@ public final class V4L2Camera: CameraSource {
         }
     }
 
-    public var focus: FocusState? {
-        guard device.focus.isSupported else { return nil }
-        return session.withLock { state -> FocusState? in
-            guard let handle = state.handle else { return nil }
-            return V4L2Focus.state(of: handle, controls: device.controls)
-        }
-    }
-
     public func focus(_ request: FocusRequest) throws(CaptureError) {
         try checkFocus(request)
-        try session.withLock { (state: inout Session) throws(CaptureError) in
+        try withSession { (state: inout Session) throws(CaptureError) in
             try refuseWhileInterrupted(state)
             guard let handle = state.handle else { return }
             do throws(V4L2Error) {
                 try V4L2Focus.apply(request, to: handle, controls: device.controls)
                 state.focusRequest = request
             } catch {
-                throw V4L2Stream.captureError(error, device: device.deviceID)
+                throw .deviceFailed(device: device.deviceID, error)
             }
+            readFocus(&state)
         }
+    }
+
+    /// Reads where focus is now (a few ioctls).
+    func readFocus(_ state: inout Session) {
+        guard device.focus.isSupported else { return }
+        state.focusState = state.handle.map { V4L2Focus.state(of: $0, controls: device.controls) }
+        state.focusReadAt = MonotonicTime.now()
     }
 
     private func refuseWhileInterrupted(_ state: Session) throws(CaptureError) {
         if let interruption = state.interruption {
-            throw .deviceUnavailable(device: device.deviceID, path: state.path,
-                                     reason: "capture is interrupted (\(interruption.reason.rawValue)): \(interruption.message)")
-        }
-    }
-
-    // MARK: Streaming
-
-    public func start(deliver: @escaping @Sendable (CapturedFrame) -> Void,
-                      onInterruption: @escaping @Sendable (Interruption?) -> Void) throws(CaptureError) {
-        guard !running.exchange(true, ordering: .acquiringAndReleasing) else { throw .alreadyStreaming(device: device.deviceID) }
-        let thread = Thread { [self] in
-            ThreadName.set("cf-v4l2")
-            captureLoop(deliver: deliver, onInterruption: onInterruption)
-            finished.signal()
-        }
-        thread.name = "cf-v4l2 \(device.deviceID)"
-        thread.start()
-    }
-
-    public func stop() {
-        guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
-        wake.signal()
-        finished.wait()
-        session.withLock { state in
-            state.stream = nil
-            state.interruption = nil
-        }
-    }
-
-    private func captureLoop(deliver: @Sendable (CapturedFrame) -> Void, onInterruption: @Sendable (Interruption?) -> Void) {
-        var reported: Interruption?
-        while running.load(ordering: .acquiring) {
-            let outcome = session.withLock { (state: inout Session) -> StepOutcome in
-                if state.stream == nil {
-                    do throws(CaptureError) {
-                        try openAndStream(&state)
-                    } catch {
-                        return .failed(error)
-                    }
-                }
-                return .streaming(state.handle!.fd)
-            }
-            switch outcome {
-            case let .failed(error):
-                report(Self.interruption(for: error), reported: &reported, onInterruption: onInterruption)
-                // Retry once a second; stop() wakes us at once.
-                _ = wake.wait(timeout: .now() + .seconds(1))
-                continue
-            case let .streaming(fd):
-                if reported != nil {
-                    reported = nil
-                    session.withLock { $0.interruption = nil }
-                    onInterruption(nil)
-                }
-                var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                _ = poll(&descriptor, 1, 200)
-            }
-            switch session.withLock({ (state: inout Session) -> DequeueOutcome in dequeueFrame(&state) }) {
-            case let .frame(frame): deliver(frame)
-            case .nothing: break
-            case let .lost(error):
-                // Reported now, even if the device is back by the next try: a replug is an
-                // interruption the operator must see, however short.
-                report(Self.interruption(for: V4L2Stream.captureError(error, device: device.deviceID)),
-                       reported: &reported, onInterruption: onInterruption)
-            }
-        }
-    }
-
-    private func report(_ interruption: Interruption, reported: inout Interruption?, onInterruption: @Sendable (Interruption?) -> Void) {
-        var interruption = interruption
-        // Retries of the same cause keep the time it began.
-        if let reported, reported.reason == interruption.reason { interruption.sinceUnixMilliseconds = reported.sinceUnixMilliseconds }
-        session.withLock { [interruption] in $0.interruption = interruption }
-        if reported?.reason != interruption.reason {
-            reported = interruption
-            onInterruption(interruption)
-        }
-    }
-
-    private enum StepOutcome {
-        case streaming(Int32)
-        case failed(CaptureError)
-    }
-
-    private enum DequeueOutcome {
-        case frame(CapturedFrame)
-        case nothing
-        /// The stream failed (unplugged, or the driver gave up): it was dropped.
-        case lost(V4L2Error)
-    }
-
-    private static func interruption(for error: CaptureError) -> Interruption {
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
-        if case let .deviceUnavailable(_, _, reason) = error {
-            let busy = reason.contains("errno \(EBUSY)")
-            return Interruption(reason: busy ? .deviceInUse : .deviceDisconnected, message: error.description, sinceUnixMilliseconds: now)
-        }
-        return Interruption(reason: .deviceError, message: error.description, sinceUnixMilliseconds: now)
-    }
-
-    /// Opens the device if it was lost (finding it again by stable id) and starts streaming.
-    private func openAndStream(_ state: inout Session) throws(CaptureError) {
-        if state.handle == nil {
-            guard let node = V4L2Discovery.node(withID: device.deviceID, devRoot: devRoot) else {
-                throw .deviceUnavailable(device: device.deviceID, path: state.path,
-                                         reason: "no capture device with this id is present (errno \(ENODEV)); waiting for it to come back")
-            }
-            do throws(V4L2Error) {
-                state.handle = try V4L2Handle(path: node.path)
-                state.path = node.path
-            } catch {
-                throw V4L2Stream.captureError(error, device: device.deviceID)
-            }
-        }
-        try restartStream(&state)
-        // A device that was unplugged forgot its settings: give them back.
-        if let request = state.focusRequest, let handle = state.handle {
-            try? V4L2Focus.apply(request, to: handle, controls: device.controls)
-        }
-        if let handle = state.handle, device.controls.contains(where: { $0.id == CAPFLEET_V4L2_CID_EXPOSURE_AUTO_PRIORITY && !$0.isReadOnly }) {
-            let range = state.frameRateRange
-            try? V4L2Controls.set(handle, id: CAPFLEET_V4L2_CID_EXPOSURE_AUTO_PRIORITY,
-                                  to: range.minFramesPerSecond < range.maxFramesPerSecond ? 1 : 0, name: "exposure_auto_priority")
-        }
-    }
-
-    private func restartStream(_ state: inout Session) throws(CaptureError) {
-        state.stream = nil
-        guard let handle = state.handle else { return }
-        let format = device.formats[state.formatIndex]
-        var stream: V4L2Stream?
-        // The old buffers were just released; some drivers still report the queue busy for a
-        // moment afterwards, so a busy answer is asked again a few times before it counts.
-        for attempt in 0..<5 {
-            do throws(CaptureError) {
-                stream = try V4L2Stream(handle: handle, format: format, framesPerSecond: state.frameRateRange.maxFramesPerSecond,
-                                        bufferCount: bufferCount, deviceID: device.deviceID)
-                break
-            } catch {
-                let busy: Bool
-                if case let .deviceUnavailable(_, _, reason) = error { busy = reason.contains("errno \(EBUSY)") } else { busy = false }
-                if busy, attempt < 4 {
-                    usleep(100_000)
-                    continue
-                }
-                if case .deviceUnavailable = error, !busy { state.handle = nil }
-                throw error
-            }
-        }
-        guard let stream else { return }
-        state.stream = stream
-        state.sequenceBase = state.lastSequence + (state.lastSequence == 0 ? 0 : 1)
-        let frameBytes = format.pixelFormat.frameByteCount(width: format.width, height: format.height) ?? stream.sizeImage
-        if state.pool?.bufferSize != frameBytes { state.pool = FrameBufferPool(bufferSize: frameBytes, capacity: bufferCount) }
-        if zoomCapability.method != .agentCrop { applyZoom(&state, factor: state.zoom.factor) }
-    }
-
-    private func dequeueFrame(_ state: inout Session) -> DequeueOutcome {
-        guard let stream = state.stream else { return .nothing }
-        let buffer: v4l2_buffer
-        do throws(V4L2Error) {
-            guard let dequeued = try stream.dequeue() else { return .nothing }
-            buffer = dequeued
-        } catch {
-            return lose(&state, error)
-        }
-        let outcome = frame(from: buffer, of: stream, &state)
-        // The buffer goes back to the driver whatever became of the frame; if it cannot,
-        // the stream is lost like a failed dequeue.
-        do throws(V4L2Error) {
-            try stream.queue(index: buffer.index)
-        } catch {
-            return lose(&state, error)
-        }
-        return outcome
-    }
-
-    /// The frame in a dequeued buffer, copied (or zoomed) into a pooled buffer.
-    private func frame(from buffer: v4l2_buffer, of stream: V4L2Stream, _ state: inout Session) -> DequeueOutcome {
-        let sequence = state.sequenceBase + UInt64(buffer.sequence)
-        state.lastSequence = sequence
-        let monotonic = buffer.flags & CAPFLEET_V4L2_BUF_FLAG_TIMESTAMP_MASK == CAPFLEET_V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC
-        let captured = monotonic
-            ? UInt64(buffer.timestamp.tv_sec) * 1_000_000_000 + UInt64(buffer.timestamp.tv_usec) * 1000
-            : MonotonicTime.now()
-        // The factor the driver used for this frame; a change applies from the next one.
-        var frameZoom = state.appliedZoom
-        let wanted = state.zoom.advance(to: captured)
-        if zoomCapability.method == .agentCrop {
-            state.appliedZoom = wanted
-            frameZoom = wanted
-        } else if abs(wanted - state.appliedZoom) > 1e-6 {
-            applyZoom(&state, factor: wanted)
-        }
-        guard let pool = state.pool, let target = pool.take() else {
-            outOfBuffers.add(1, ordering: .relaxed)
-            return .nothing
-        }
-        let byteCount: Int
-        let scalable = CentredCropScaler.supports(stream.layout.pixelFormat) && stream.driverBytesPerLine == stream.layout.bytesPerLine
-        if zoomCapability.method == .agentCrop, frameZoom > 1 + 1e-6, scalable {
-            CentredCropScaler(layout: stream.layout).scale(
-                from: stream.buffers[Int(buffer.index)].start, to: target.storage, factor: frameZoom)
-            byteCount = pool.bufferSize
-        } else {
-            byteCount = stream.copy(buffer, into: target.storage, capacity: target.capacity)
-            // Frames the agent could not scale (padded lines) say so: they carry no zoom.
-            if zoomCapability.method == .agentCrop { frameZoom = 1 }
-        }
-        return .frame(CapturedFrame(buffer: target, byteCount: byteCount, sequence: sequence, captureMonotonicNanoseconds: captured,
-                                    layout: stream.layout, zoomFactor: frameZoom))
-    }
-
-    /// Unplugged or failing: drop the stream (and the handle if the device is gone); the
-    /// loop reports the interruption and reopens the device.
-    private func lose(_ state: inout Session, _ error: V4L2Error) -> DequeueOutcome {
-        state.stream = nil
-        if error.isDisconnect { state.handle = nil }
-        return .lost(error)
-    }
-
-    /// Sets the zoom control or crop rectangle; keeps what the driver actually chose.
-    private func applyZoom(_ state: inout Session, factor: Double) {
-        guard let handle = state.handle else { return }
-        switch zoomCapability {
-        case .control:
-            let maximum = device.formats[state.formatIndex].maxZoomFactor
-            let value = zoomCapability.controlValue(for: factor, maximumFactor: maximum)
-            if (try? V4L2Controls.set(handle, id: CAPFLEET_V4L2_CID_ZOOM_ABSOLUTE, to: value, name: "zoom_absolute")) != nil {
-                state.appliedZoom = factor
-            }
-        case let .crop(capabilities):
-            let wanted = capabilities.bounds.centredCrop(zoomFactor: factor)
-            if let chosen = try? V4L2Controls.setCrop(handle, to: wanted), chosen.width > 0 {
-                state.appliedZoom = Double(capabilities.bounds.width) / Double(chosen.width)
-            }
-        case .agent:
-            state.appliedZoom = factor
+            throw .interrupted(device: device.deviceID, path: state.path, interruption)
         }
     }
 }

@@ -1,4 +1,5 @@
 import CV4L2
+import FleetSystem
 import Glibc
 
 /// A failed V4L2 call, naming the call, the device node and what the user can do.
@@ -11,6 +12,11 @@ public struct V4L2Error: Error, CustomStringConvertible, Sendable, Equatable {
         self.call = call
         self.path = path
         self.errno = errno
+    }
+
+    /// The same failure, from the system-call helper.
+    public init(_ error: SystemCallError) {
+        self.init(call: error.call, path: error.target, errno: error.errno)
     }
 
     public var description: String {
@@ -33,17 +39,20 @@ public struct V4L2Error: Error, CustomStringConvertible, Sendable, Equatable {
     }
 }
 
-/// An open V4L2 device node. Every ioctl goes through `ioctl(_:_:_:)`, which retries
-/// EINTR and turns failures into `V4L2Error`. Not thread-safe: its owner serialises use.
+/// An open V4L2 device node. Every ioctl goes through `ioctl(_:_:_:)` or `attempt`, on
+/// `systemCall` (EINTR retried there), and failures become `V4L2Error`. Not thread-safe:
+/// its owner serialises use.
 final class V4L2Handle {
     let path: String
     let fd: Int32
 
     init(path: String) throws(V4L2Error) {
-        let fd = capfleet_v4l2_open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else { throw V4L2Error(call: "open", path: path, errno: Glibc.errno) }
+        do throws(SystemCallError) {
+            fd = try systemCall("open", on: path) { capfleet_v4l2_open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC) }
+        } catch {
+            throw V4L2Error(error)
+        }
         self.path = path
-        self.fd = fd
     }
 
     deinit { _ = capfleet_v4l2_close(fd) }
@@ -52,14 +61,17 @@ final class V4L2Handle {
         if let error = attempt(request, &argument) { throw V4L2Error(call: call, path: path, errno: error) }
     }
 
-    /// Runs an ioctl and returns errno on failure (EINTR retried), for calls where
-    /// failure is an answer (end of an enumeration, an unsupported query).
+    /// Runs an ioctl and returns errno on failure, for calls where failure is an answer (end
+    /// of an enumeration, an unsupported query).
     func attempt<Argument>(_ request: UInt, _ argument: inout Argument) -> Int32? {
-        while true {
-            let result = withUnsafeMutablePointer(to: &argument) { capfleet_v4l2_ioctl(fd, request, $0) }
-            if result >= 0 { return nil }
-            let error = Glibc.errno
-            if error != EINTR { return error }
+        let fd = self.fd
+        do throws(SystemCallError) {
+            _ = try withUnsafeMutablePointer(to: &argument) { (pointer) throws(SystemCallError) in
+                try systemCall("ioctl", on: path) { capfleet_v4l2_ioctl(fd, request, pointer) }
+            }
+            return nil
+        } catch {
+            return error.errno
         }
     }
 }

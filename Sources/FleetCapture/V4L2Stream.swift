@@ -31,7 +31,7 @@ final class V4L2Stream {
         do throws(V4L2Error) {
             try handle.ioctl(CAPFLEET_VIDIOC_S_FMT, &negotiated, "VIDIOC_S_FMT")
         } catch {
-            throw Self.captureError(error, device: deviceID)
+            throw .deviceFailed(device: deviceID, error)
         }
         let pix = negotiated.fmt.pix
         guard pix.width == UInt32(format.width), pix.height == UInt32(format.height), pix.pixelformat == format.pixelFormat.v4l2Code else {
@@ -50,7 +50,7 @@ final class V4L2Stream {
             streaming = true
         } catch {
             release()
-            throw Self.captureError(error, device: deviceID)
+            throw .deviceFailed(device: deviceID, error)
         }
     }
 
@@ -67,7 +67,7 @@ final class V4L2Stream {
         do throws(V4L2Error) {
             try handle.ioctl(CAPFLEET_VIDIOC_S_PARM, &parameters, "VIDIOC_S_PARM")
         } catch {
-            throw captureError(error, device: deviceID)
+            throw .deviceFailed(device: deviceID, error)
         }
     }
 
@@ -80,13 +80,6 @@ final class V4L2Stream {
         numerator /= a
         denominator /= a
         return (numerator, denominator)
-    }
-
-    static func captureError(_ error: V4L2Error, device: String) -> CaptureError {
-        if error.isBusy || error.isDisconnect {
-            return .deviceUnavailable(device: device, path: error.path, reason: error.description)
-        }
-        return .ioctlFailed(device: device, call: error.description, errno: error.errno)
     }
 
     private func mapBuffers(count: Int) throws(V4L2Error) {

@@ -35,7 +35,8 @@ final class VividRig: @unchecked Sendable {
         try FileManager.default.createDirectory(atPath: share, withIntermediateDirectories: true)
         try guestScript.write(toFile: share + "/guest.sh", atomically: true, encoding: .utf8)
         logPath = share + "/vm.log"
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        // FileHandle below says why when the log cannot be created.
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         process.executableURL = URL(fileURLWithPath: "/bin/bash")
         let forward = forwardPorts.isEmpty ? [] : ["--forward", forwardPorts.map(String.init).joined(separator: ",")]
@@ -52,8 +53,9 @@ final class VividRig: @unchecked Sendable {
     /// Asks the guest to end its script (the agent stops), and waits for the VM to power off.
     func stop() {
         guard process.isRunning else { return }
-        FileManager.default.createFile(atPath: share + "/stop", contents: nil)
-        let deadline = Date().addingTimeInterval(30)
+        // Without the stop file the guest cannot be asked: power it off at once.
+        let asked = FileManager.default.createFile(atPath: share + "/stop", contents: nil)
+        let deadline = Date().addingTimeInterval(asked ? 30 : 0)
         while process.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.2) }
         if process.isRunning {
             process.terminate()

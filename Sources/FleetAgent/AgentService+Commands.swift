@@ -1,0 +1,172 @@
+import FleetCapture
+import FleetCore
+import FleetProtocol
+import Foundation
+
+/// Commands from the coordinator, on the control thread. What the agent can decide alone
+/// (consent, takes, frame alignment) is answered at once; what touches a device (format,
+/// rate, zoom, focus, rate policies) is queued on the device's own thread and answered
+/// from there once done, so the control thread never waits on an ioctl.
+extension AgentService {
+    func execute(_ command: Capfleet_V1_Command, clock: ClockSync) -> Capfleet_V1_CommandReply? {
+        guard let stream = sources.first(where: { $0.deviceID == command.deviceID }) else {
+            return .with {
+                $0.commandID = command.commandID
+                $0.status = .failure(.notFound, "device \(command.deviceID) is not on node \(identity.nodeID)")
+            }
+        }
+        let change: Reconfiguration
+        switch command.action {
+        case let .findFirstFrame(request)?:
+            return findFirstFrame(request, commandID: command.commandID, on: stream, clock: clock)
+        case let .setFrameAlignment(request)?:
+            let steered = stream.setFrameAlignment(origin: request.enabled ? request.gridOriginFleetNs : nil, clock: clock)
+            logger.notice("frame alignment", metadata: ["device.id": "\(command.deviceID)",
+                                                        "alignment": "\(request.enabled ? (steered ? "steered" : "phase only") : "off")"])
+            return .with {
+                $0.commandID = command.commandID
+                $0.status = steered ? .ok : .failure(.unsupported, "device \(command.deviceID) cannot adjust its frame timing; it reports its phase against the grid instead")
+            }
+        case let .setRecording(request)? where !request.take.isEmpty:
+            return .with {
+                $0.commandID = command.commandID
+                $0.status = record(request, on: stream, clock: clock)
+            }
+        case let .setRecording(request)?:
+            stream.markRecording(request.recording)
+            return reply(to: command, .ok, on: stream)
+        case let .setConsent(request)?:
+            return reply(to: command, setConsent(request, on: stream), on: stream)
+        case nil:
+            return reply(to: command, .failure(.badRequest, "command \(command.commandID) carries no action"), on: stream)
+        case let .setActiveFormat(request)?:
+            change = .format(index: Int(request.formatIndex))
+        case let .setFrameRate(request)?:
+            let slowest = request.minFramesPerSecond > 0 ? request.minFramesPerSecond : request.framesPerSecond
+            change = .frameRate(FrameRateRange(min: slowest, max: request.framesPerSecond))
+        case let .setFocus(request)?:
+            change = .focus(FocusRequest(wire: request))
+        case let .setDropRecovery(request)?:
+            change = .dropRecovery(DropRecoveryPolicy(wire: request.policy))
+        case let .setPressurePolicy(request)?:
+            change = .pressurePolicy(PressurePolicy(wire: request.policy))
+        case let .setZoom(request)?:
+            guard stream.source.zoomMethod != nil else {
+                return reply(to: command, .failure(.unsupported, "device \(command.deviceID) cannot zoom"), on: stream)
+            }
+            change = .zoom(request.cancel ? .cancel : request.rampRate > 0 ? .ramp(to: request.factor, rate: request.rampRate) : .set(request.factor))
+        }
+        stream.reconfigure(change, pressure: { [self] in currentPressure }) { [self] result in
+            let status: Capfleet_V1_Status
+            switch result {
+            case .success:
+                logger.info("command applied", metadata: ["device.id": "\(command.deviceID)", "command.id": "\(command.commandID)"])
+                status = .ok
+            case let .failure(error):
+                status = .failure(error.isUnavailable ? .unavailable : .unsupported, error.description)
+            }
+            control.post(reply: reply(to: command, status, on: stream))
+        }
+        return nil
+    }
+
+    /// A device command's reply: its status and the device's settings after it.
+    private func reply(to command: Capfleet_V1_Command, _ status: Capfleet_V1_Status, on stream: CameraStream) -> Capfleet_V1_CommandReply {
+        let state = stream.state
+        return .with {
+            $0.commandID = command.commandID
+            $0.status = status
+            $0.activeFormatIndex = UInt32(stream.source.activeFormatIndex)
+            $0.activeFrameRate = stream.source.activeFrameRate
+            $0.activeMinFrameRate = stream.source.activeFrameRateRange.minFramesPerSecond
+            $0.zoomFactor = stream.source.zoomFactor
+            $0.zoomMethod = stream.source.zoomMethod?.wire ?? .unspecified
+            if let focus = stream.source.focus { $0.focus = focus.wire }
+            $0.dropRecovery = state.rates.dropRecovery.policy.wire
+            $0.pressurePolicy = state.rates.pressurePolicy.wire(active: state.rates.pressureActive)
+            $0.consent = state.consent.wire
+        }
+    }
+
+    private func setConsent(_ request: Capfleet_V1_SetConsent, on stream: CameraStream) -> Capfleet_V1_Status {
+        guard let state = ConsentState(wire: request.state) else {
+            return .failure(.badRequest, "consent state \(request.state) is not one this agent knows; nothing changed")
+        }
+        // Stored before it is enforced and answered: a crash right after still knows it.
+        do {
+            try consentBook.record(.init(state: state, reason: request.reason, changedUnixMilliseconds: request.changedUnixMs),
+                                   for: stream.deviceID)
+        } catch {
+            // A denial is enforced even if it cannot be written; a grant is not.
+            if state.allowsRealFrames { return .failure(.internal, "\(error)") }
+            logger.error("cannot store consent", metadata: ["device.id": "\(stream.deviceID)", "error": "\(error)"])
+        }
+        if stream.consent != state {
+            logger.notice("consent", metadata: ["device.id": "\(stream.deviceID)", "consent": "\(state.rawValue)", "reason": "\(request.reason)"])
+        }
+        stream.setConsent(state)
+        return .ok
+    }
+
+    /// A take begins or ends for the device: its frames from `start_fleet_ns` on go on the
+    /// recording path until `stop_fleet_ns`.
+    private func record(_ request: Capfleet_V1_SetRecording, on stream: CameraStream, clock: ClockSync) -> Capfleet_V1_Status {
+        guard let recorder = recorder.withLock({ $0 }) else { return .failure(.unavailable, "the agent is still starting") }
+        let deviceID = stream.deviceID
+        if request.recording {
+            guard clock.latest.estimate != nil else {
+                return .failure(.unavailable, "node \(identity.nodeID)'s clock is not synchronised yet: its frames have no fleet time to place them in a take")
+            }
+            stream.beginTake(takeID: request.take, start: request.startFleetNs, recordingPath: recorder)
+            logger.notice("recording", metadata: ["device.id": "\(deviceID)", "take.id": "\(request.take)", "start.fleet_ns": "\(request.startFleetNs)"])
+            return .ok
+        }
+        let now = clock.stamp(captureMonotonic: MonotonicTime.now())?.fleet
+        let stop = request.stopFleetNs == 0 ? nil : request.stopFleetNs
+        stream.stopTake(takeID: request.take, stop: stop, nowFleet: now, withholding: request.consentStop)
+        if let stop, let now, stop > now {
+            // A device that captures nothing after the stop instant ends by the clock instead.
+            let delay = Double(stop - now) / 1e9 + 0.5
+            DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [stream] in
+                guard let now = clock.stamp(captureMonotonic: MonotonicTime.now())?.fleet else { return }
+                stream.endTakeIfDue(nowFleet: now)
+            }
+        }
+        logger.notice("recording stops", metadata: ["device.id": "\(deviceID)", "take.id": "\(request.take)",
+                                                    "reason": "\(request.consentStop ? "consent denied" : "stopped")"])
+        return .ok
+    }
+
+    /// Answers at once if it cannot be answered; otherwise when the frame is captured, or
+    /// when the wait runs out.
+    private func findFirstFrame(_ request: Capfleet_V1_FindFirstFrame, commandID: UInt64, on stream: CameraStream,
+                                clock: ClockSync) -> Capfleet_V1_CommandReply? {
+        @Sendable func reply(_ status: Capfleet_V1_Status, _ timing: Capfleet_V1_FrameTiming? = nil) -> Capfleet_V1_CommandReply {
+            .with {
+                $0.commandID = commandID
+                $0.status = status
+                if let timing { $0.frameTiming = timing }
+            }
+        }
+        guard let estimate = clock.latest.estimate else {
+            return reply(.failure(.unavailable, "node \(identity.nodeID)'s clock is not synchronised yet: no fleet time to compare with"))
+        }
+        guard stream.isCapturing else {
+            return reply(.failure(.unavailable, "device \(stream.deviceID) is not capturing"))
+        }
+        // How long until that fleet time, by this node's clock, plus the patience asked for.
+        let now = clock.nodeClock.now()
+        let localTarget = estimate.mapping.localTime(atFleet: request.fleetTimeNs)
+        let untilTarget = localTarget > now ? localTarget - now : 0
+        let patience = UInt64(request.timeoutMs == 0 ? 2000 : min(request.timeoutMs, 60_000)) * 1_000_000
+        guard untilTarget < 3_600_000_000_000 else {
+            return reply(.failure(.badRequest, "fleet time \(request.fleetTimeNs) is more than an hour away"))
+        }
+        stream.watchFirstFrame(atFleetTime: request.fleetTimeNs, waitingAtMost: untilTarget + patience) { [self] timing in
+            let answer = timing.map { reply(.ok, $0) }
+                ?? reply(.failure(.unavailable, "device \(stream.deviceID) captured no frame at or after that fleet time in time"))
+            control.post(reply: answer)
+        }
+        return nil
+    }
+}

@@ -1,0 +1,115 @@
+import FleetCapture
+import FleetCore
+import FleetProtocol
+
+/// How a capture time is stamped: in the node's clock, and in fleet time once the clock has
+/// an estimate. `ClockSync` in the agent; a fixed clock in tests.
+protocol CaptureClock: Sendable {
+    var nodeClock: NodeClock { get }
+    func stamp(captureMonotonic: UInt64) -> (local: UInt64, fleet: UInt64, uncertainty: UInt64, state: ClockEstimator.State)?
+}
+
+extension ClockSync: CaptureClock {}
+
+/// The per-frame path, on the source's capture thread: one step of the device's state per
+/// frame decides what leaves (real, black or nothing), and whether the take keeps it.
+extension CameraStream {
+    /// Starts the source delivering into this stream. Device thread only.
+    func startDelivering(route: CaptureRoute) throws(CaptureError) {
+        precondition(device.thread.isCurrent, "device \(deviceID): the source starts on the device's own thread")
+        try source.start(deliver: { [self] frame in
+            deliver(frame, route: route)
+        }, onInterruption: { [self] interruption in
+            step(interruption.map { .deviceInterrupted($0) } ?? .deviceResumed)
+        })
+    }
+
+    private func deliver(_ frame: CapturedFrame, route: CaptureRoute) {
+        let stamp = route.clock.stamp(captureMonotonic: frame.captureMonotonicNanoseconds)
+        let facts = DeviceState.CapturedFrameFacts(sequence: frame.sequence, outOfBufferDrops: source.outOfBufferDrops, fleetTime: stamp?.fleet,
+                                                   deviceDrops: statistics.drops, pixelFormat: frame.layout.pixelFormat,
+                                                   width: frame.layout.width, height: frame.layout.height)
+        let (decision, cachedBlack, recordingPath) = guarded.withLock { guarded in
+            let decision = guarded.state.frameCaptured(facts)
+            announceRealFrames(decision.actions)
+            let black = guarded.blackFrame.flatMap { $0.layout == frame.layout ? ($0.buffer, $0.count) : nil }
+            return (decision, black, guarded.recordingPath)
+        }
+        if decision.pixels == .discarded { return }
+        statistics.framesCaptured.add(1, ordering: .relaxed)
+        if decision.discontinuities > 0 { statistics.discontinuity.add(decision.discontinuities, ordering: .relaxed) }
+        perform(decision.actions, recordingPath: recordingPath)
+
+        var flags = source.device.kind == .synthetic ? UInt32(Capfleet_V1_FrameFlag.synthetic.rawValue) : 0
+        if let threshold = source.device.formats[source.activeFormatIndex].upscaleThresholdZoomFactor, frame.zoomFactor > threshold + 1e-9 {
+            flags |= UInt32(Capfleet_V1_FrameFlag.upscaled.rawValue)
+        }
+        if decision.recording { flags |= UInt32(Capfleet_V1_FrameFlag.recording.rawValue) }
+        var outgoing = frame
+        switch decision.pixels {
+        case .real, .discarded:
+            break
+        case .withheld:
+            // The real buffer goes back to the pool here, unsent.
+            statistics.withheld.add(1, ordering: .relaxed)
+            return
+        case .black:
+            guard let black = cachedBlack ?? makeBlackFrame(like: frame) else {
+                statistics.withheld.add(1, ordering: .relaxed)
+                return
+            }
+            outgoing = CapturedFrame(buffer: black.0, byteCount: black.1, sequence: frame.sequence,
+                                     captureMonotonicNanoseconds: frame.captureMonotonicNanoseconds, layout: frame.layout,
+                                     zoomFactor: frame.zoomFactor)
+            flags |= UInt32(Capfleet_V1_FrameFlag.black.rawValue)
+        }
+        var header = Capfleet_V1_FrameHeader(capturing: outgoing, nodeID: route.nodeID, deviceID: deviceID,
+                                             flags: flags, consent: decision.consent.wire, drops: decision.deviceDrops)
+        header.zoomMethod = source.zoomMethod?.wire ?? .unspecified
+        // Capture time in this node's clock, and in fleet time once the clock has an estimate.
+        header.captureMonotonicNs = route.clock.nodeClock.local(fromMonotonic: outgoing.captureMonotonicNanoseconds)
+        if let stamp {
+            header.fleetTimeNs = stamp.fleet
+            header.fleetTimeUncertaintyNs = stamp.uncertainty
+            header.flags |= UInt32(Capfleet_V1_FrameFlag.fleetTimeValid.rawValue)
+            alignment.observe(fleetTime: stamp.fleet, frameRate: source.activeFrameRate, locked: stamp.state == .locked)
+            frameWatches.captured(atFleetTime: stamp.fleet) {
+                .with {
+                    $0.sequence = frame.sequence
+                    $0.fleetTimeNs = stamp.fleet
+                    $0.uncertaintyNs = stamp.uncertainty
+                    $0.captureLocalNs = stamp.local
+                    $0.frameRate = source.activeFrameRate
+                    $0.sync = stamp.state.wire
+                }
+            }
+        }
+        if let take = decision.recordedFor, let recordingPath {
+            outgoing = record(outgoing, header: header, takeID: take.takeID, drops: take.drops, to: recordingPath)
+        }
+        route.publish(outgoing, header)
+    }
+
+    /// A frame the take keeps is copied once, out of the capture buffer: the copy goes to the
+    /// recording path and, returned, to the live path too, so the camera's buffer is free at
+    /// once and a stalled live path can never starve a camera being recorded.
+    private func record(_ frame: CapturedFrame, header: Capfleet_V1_FrameHeader, takeID: String, drops: DropTally,
+                        to recordingPath: RecordSender) -> CapturedFrame {
+        let copy = FrameBuffer(unpooledCapacity: frame.byteCount)
+        copy.storage.copyMemory(from: frame.buffer.storage, byteCount: frame.byteCount)
+        let taken = recordingPath.submit(takeID: takeID, deviceID: deviceID, header: header, takeDrops: drops, pixels: copy,
+                                         count: frame.byteCount)
+        if !taken { step(.takeHandoffDropped(takeID: takeID)) }
+        return CapturedFrame(buffer: copy, byteCount: frame.byteCount, sequence: frame.sequence,
+                             captureMonotonicNanoseconds: frame.captureMonotonicNanoseconds, layout: frame.layout, zoomFactor: frame.zoomFactor)
+    }
+
+    /// The black frame sent in place of real ones, made once per format, outside the lock:
+    /// filling a 4K frame must not hold up the status report.
+    private func makeBlackFrame(like frame: CapturedFrame) -> (FrameBuffer, Int)? {
+        let layout = frame.layout
+        guard let made = BlackFrame.frame(pixelFormat: layout.pixelFormat, width: layout.width, height: layout.height) else { return nil }
+        guarded.withLock { $0.blackFrame = (layout, made.buffer, made.count) }
+        return made
+    }
+}

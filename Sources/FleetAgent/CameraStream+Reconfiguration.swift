@@ -1,0 +1,69 @@
+import FleetCapture
+import FleetCore
+
+/// What an operator or a policy changes on a device. Each runs on the device's own thread:
+/// a format change restarts the stream (several ioctls, and a V4L2 driver may answer busy
+/// for a while), and nothing else may wait on that.
+enum Reconfiguration: Sendable {
+    case format(index: Int)
+    case frameRate(FrameRateRange)
+    case zoom(ZoomCommand)
+    case focus(FocusRequest)
+    case dropRecovery(DropRecoveryPolicy)
+    case pressurePolicy(PressurePolicy)
+}
+
+extension CameraStream {
+    /// Queues `change` on the device's thread and returns at once; `answer` is called on that
+    /// thread once the device has taken the change, or refused it. `pressure` is read when the
+    /// change runs, so policies apply at the level the node is at then.
+    func reconfigure(_ change: Reconfiguration, pressure: @escaping @Sendable () -> PressureReading,
+                     answer: @escaping @Sendable (Result<Void, CaptureError>) -> Void) {
+        onDeviceThread { [self] in
+            answer(Result { () throws(CaptureError) in try apply(change, pressure: pressure()) })
+        }
+    }
+
+    /// Device thread only.
+    private func apply(_ change: Reconfiguration, pressure: PressureReading) throws(CaptureError) {
+        precondition(device.thread.isCurrent, "device \(deviceID) is reconfigured on its own thread only")
+        switch change {
+        case let .format(index):
+            let before = source.activeFrameRateRange
+            try source.setActiveFormat(index: index)
+            step(.formatChanged(rateBefore: before, running: source.activeFrameRateRange, pressure: pressure, format: activeFormat))
+        case let .frameRate(range):
+            try source.setFrameRateRange(range)
+            step(.operatorSetRate(running: source.activeFrameRateRange, pressure: pressure, format: activeFormat))
+        case let .zoom(command):
+            try source.zoom(command)
+        case let .focus(request):
+            try source.focus(request)
+        case let .dropRecovery(policy):
+            step(.dropRecoveryPolicyChanged(policy))
+        case let .pressurePolicy(policy):
+            step(.pressurePolicyChanged(policy, pressure: pressure, running: source.activeFrameRateRange, format: activeFormat))
+        }
+    }
+
+    /// The node's pressure level changed: the cap comes into force or is lifted, on the device's thread.
+    func pressureChanged(_ pressure: PressureReading) {
+        onDeviceThread { [self] in
+            step(.pressureChanged(pressure, running: source.activeFrameRateRange, format: activeFormat))
+        }
+    }
+
+    /// Once a second (with the status report): lets drop recovery act, on the device's thread.
+    func endDropInterval() {
+        onDeviceThread { [self] in
+            // Frames lost downstream — late (the send queue was full) or out of buffers (frames
+            // still held by a slow consumer) — are what a lower rate can cure; sensor
+            // discontinuities are not.
+            let late = statistics.late.load(ordering: .relaxed) + source.outOfBufferDrops
+            step(.dropIntervalEnded(framesCaptured: statistics.framesCaptured.load(ordering: .relaxed), lateDrops: late,
+                                    running: source.activeFrameRateRange, format: activeFormat))
+        }
+    }
+
+    private var activeFormat: VideoFormat { source.device.formats[source.activeFormatIndex] }
+}
