@@ -464,7 +464,7 @@ cmd_up() {
     [[ $BIN == /* ]] || BIN=$PWD/$BIN
     [[ -x $BIN ]] || die "no capfleet binary at $BIN: run \`swift build --product capfleet\`, or pass --bin or set CAPFLEET_BIN"
     "$(relay_bin)" --help 2>/dev/null | grep -q 'USAGE: capfleet-relay' ||
-        die "no capfleet-relay beside $BIN: build it (swift build --product capfleet-relay)"
+        die "no capfleet-relay beside $BIN: build it the way capfleet was built (swift build [-c release] --product capfleet-relay)"
     [[ $EUID -eq 0 ]] || die "up needs root (network namespaces)"
     local tool
     for tool in ip setsid jq; do

@@ -31,8 +31,9 @@ fi
 # and the test bed's relay are binaries of their own beside it, never in the package.
 echo "== release build"
 swift build -c release --product capfleet --static-swift-stdlib >/dev/null
-swift build -c release --product capfleet-bench >/dev/null
-swift build -c release --product capfleet-relay >/dev/null
+# The same flags for all three: another set would compile every module again.
+swift build -c release --product capfleet-bench --static-swift-stdlib >/dev/null
+swift build -c release --product capfleet-relay --static-swift-stdlib >/dev/null
 echo "== deployment (package, units, installed layout, manifests)"
 deploy_status=0
 scripts/check-deploy.sh "$(swift build -c release --show-bin-path)/capfleet" 2>&1 | tee .build/deploy-output.txt || deploy_status=$?
