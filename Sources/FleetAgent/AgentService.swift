@@ -15,6 +15,9 @@ public final class AgentService: Service, Sendable {
 
     private let configuration: AgentConfiguration
     let identity: NodeIdentity
+    /// This agent process, new at every start: HELLO and the recording path name it, so the
+    /// coordinator knows a restart (whose commands in flight are lost) from a reconnection.
+    let agentInstance = UUID().uuidString.lowercased()
     let sources: [CameraStream]
     let consentBook: ConsentBook
     private let light: RecordingLight
@@ -68,7 +71,7 @@ public final class AgentService: Service, Sendable {
                            metadata: ["clock.offset_ns": "\(configuration.nodeClock.offset)", "clock.drift_ppm": "\(configuration.nodeClock.driftPPM)"])
         }
         let recorder = try RecordSender(context: context, coordinatorKey: credentials.coordinatorKey, keys: credentials.keys,
-                                        limits: configuration.recordSpoolLimits, logger: logger)
+                                        limits: configuration.recordSpoolLimits, agentInstance: agentInstance, logger: logger)
         self.recorder.withLock { $0 = recorder }
         let monitor = configuration.pressureEnabled ? makePressureMonitor(publisher: publisher) : nil
         self.monitor.withLock { $0 = monitor }
@@ -172,6 +175,7 @@ public final class AgentService: Service, Sendable {
             $0.hostname = hostname
             $0.softwareVersion = Self.softwareVersion
             $0.bootMonotonicNs = MonotonicTime.now()
+            $0.agentInstance = agentInstance
             $0.devices = sources.map { stream in
                 let source = stream.source
                 var descriptor = source.device.wire

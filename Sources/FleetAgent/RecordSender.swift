@@ -39,8 +39,10 @@ public final class RecordSender: Sendable {
     private let limits: RecordSpoolLimits
     private let logger: Logger
 
+    /// `agentInstance` names this agent process (as its HELLO does): a new one tells the
+    /// coordinator the agent restarted.
     public init(context: ZMQContext, coordinatorKey: CurvePublicKey, keys: CurveKeyPair, limits: RecordSpoolLimits,
-                logger: Logger) throws(ZMQError) {
+                agentInstance: String, logger: Logger) throws(ZMQError) {
         let socket = try ZMQSocket(context: context, type: .dealer)
         try socket.makeCurveClient(serverKey: coordinatorKey, keys: keys)
         try socket.use(.bulk)
@@ -61,7 +63,7 @@ public final class RecordSender: Sendable {
         }
         let loop = SocketLoop(name: "record")
         self.loop = loop
-        let state = loop.bind(SenderState(limits: limits, totals: totals, logger: logger))
+        let state = loop.bind(SenderState(limits: limits, totals: totals, instance: agentInstance, logger: logger))
         self.state = state
         dealer = loop.add(socket, onReadable: { socket in state.value.receive(from: socket) },
                           onWritable: { sockets in state.value.pump(sockets) })
@@ -147,7 +149,7 @@ private final class SenderState {
     let limits: RecordSpoolLimits
     let logger: Logger
     var socketID: SocketLoop.SocketID?
-    let instance = UUID().uuidString.lowercased()
+    let instance: String
     private let totals: SpoolTotals
     private var parts: [TakeDeviceKey: DevicePart] = [:]
     private var memoryInUse = 0
@@ -160,7 +162,8 @@ private final class SenderState {
         var end: (takeDrops: DropTally, withheld: UInt64, reason: String)?
     }
 
-    init(limits: RecordSpoolLimits, totals: SpoolTotals, logger: Logger) {
+    init(limits: RecordSpoolLimits, totals: SpoolTotals, instance: String, logger: Logger) {
+        self.instance = instance
         self.limits = limits
         self.totals = totals
         self.logger = logger

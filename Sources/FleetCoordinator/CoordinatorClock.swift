@@ -4,11 +4,19 @@ import FleetStore
 import Foundation
 
 /// The coordinator's clocks, injected so its services are tested at times a test chooses:
-/// fleet time (ns, what takes and frames are stamped in) and wall time (ms, what the index
-/// and the audit log record).
+/// fleet time (ns, what takes and frames are stamped in), wall time (ms, what the index and
+/// the audit log record) and monotonic time (ns, what liveness and command deadlines count).
 struct CoordinatorClock: Sendable {
     let fleetNow: @Sendable () -> UInt64
     let unixMilliseconds: @Sendable () -> UnixMilliseconds
+    let monotonicNow: @Sendable () -> UInt64
+
+    init(fleetNow: @escaping @Sendable () -> UInt64, unixMilliseconds: @escaping @Sendable () -> UnixMilliseconds,
+         monotonicNow: @escaping @Sendable () -> UInt64 = { MonotonicTime.now() }) {
+        self.fleetNow = fleetNow
+        self.unixMilliseconds = unixMilliseconds
+        self.monotonicNow = monotonicNow
+    }
 
     static func system(_ fleetTime: FleetTimeSource) -> CoordinatorClock {
         CoordinatorClock(fleetNow: { fleetTime.now() }, unixMilliseconds: { Date().unixMilliseconds })

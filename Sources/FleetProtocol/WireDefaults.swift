@@ -16,7 +16,8 @@ public enum WireDefaults {
     public static let release = "0.8.0"
 
     public static let protocolMajor: Capfleet_V1_ProtocolVersion = .current
-    public static let protocolMinor: UInt32 = 0
+    /// 1.1: HELLO names the agent process (agent_instance).
+    public static let protocolMinor: UInt32 = 1
 
     public static let heartbeatIntervalMilliseconds: UInt32 = 1000
     /// Missed heartbeats after which a peer is considered gone.

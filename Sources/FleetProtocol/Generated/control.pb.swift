@@ -51,6 +51,9 @@ public nonisolated struct Capfleet_V1_Hello: Sendable {
   /// agent's monotonic clock when HELLO was sent
   public var bootMonotonicNs: UInt64 = 0
 
+  /// since 1.1: new with every agent process (the same one as in RecordResume)
+  public var agentInstance: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1009,7 +1012,7 @@ fileprivate nonisolated let _protobuf_package = "capfleet.v1"
 
 nonisolated extension Capfleet_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Hello"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}protocol_minor\0\u{3}node_id\0\u{3}node_name\0\u{1}hostname\0\u{3}software_version\0\u{1}devices\0\u{3}boot_monotonic_ns\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}protocol_minor\0\u{3}node_id\0\u{3}node_name\0\u{1}hostname\0\u{3}software_version\0\u{1}devices\0\u{3}boot_monotonic_ns\0\u{3}agent_instance\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1025,6 +1028,7 @@ nonisolated extension Capfleet_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._M
       case 6: try { try decoder.decodeSingularStringField(value: &self.softwareVersion) }()
       case 7: try { try decoder.decodeRepeatedMessageField(value: &self.devices) }()
       case 8: try { try decoder.decodeSingularUInt64Field(value: &self.bootMonotonicNs) }()
+      case 9: try { try decoder.decodeSingularStringField(value: &self.agentInstance) }()
       default: break
       }
     }
@@ -1055,6 +1059,9 @@ nonisolated extension Capfleet_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._M
     if self.bootMonotonicNs != 0 {
       try visitor.visitSingularUInt64Field(value: self.bootMonotonicNs, fieldNumber: 8)
     }
+    if !self.agentInstance.isEmpty {
+      try visitor.visitSingularStringField(value: self.agentInstance, fieldNumber: 9)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1067,6 +1074,7 @@ nonisolated extension Capfleet_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._M
     if lhs.softwareVersion != rhs.softwareVersion {return false}
     if lhs.devices != rhs.devices {return false}
     if lhs.bootMonotonicNs != rhs.bootMonotonicNs {return false}
+    if lhs.agentInstance != rhs.agentInstance {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

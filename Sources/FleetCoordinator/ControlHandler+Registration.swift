@@ -1,0 +1,241 @@
+import FleetBus
+import FleetCore
+import FleetProtocol
+import FleetStore
+import Foundation
+import Logging
+
+/// Enrollment and registration: a token spent on a node's key, a HELLO checked against the
+/// fleet database and welcomed, and the policies the coordinator keeps pushed again.
+extension ControlHandler {
+
+    static func numbersAreFinite(_ device: Capfleet_V1_DeviceDescriptor) -> Bool {
+        [device.activeFrameRate, device.activeMinFrameRate].allSatisfy(\.isFinite)
+            && device.formats.allSatisfy { format in
+                [format.fieldOfViewDegrees, format.maxZoomFactor, format.upscaleThresholdZoomFactor].allSatisfy(\.isFinite)
+                    && format.frameRateRanges.allSatisfy { $0.minFps.isFinite && $0.maxFps.isFinite }
+            }
+    }
+
+
+    /// Spends an enrollment token on the agent's key, or says exactly why not.
+    func enroll(_ enroll: Capfleet_V1_Enroll, tokenKey: String, from routed: RoutedMessage) async {
+        guard let nodeKey = CurvePublicKey(bytes: Array(enroll.nodePublicKey)), !enroll.nodeID.isEmpty, enroll.nodeID.count <= 128 else {
+            refuse(routed, .undecodable, "Enroll needs a 32-byte node_public_key and a node_id")
+            return
+        }
+        let now = clock.unixMilliseconds()
+        let token = String(tokenKey.prefix(8))
+        let (nodeID, peer) = (enroll.nodeID, routed.peer)
+        let outcome: EnrollmentOutcome
+        do {
+            outcome = try await store.enroll(tokenKey: tokenKey, nodeKey: nodeKey.z85, nodeID: nodeID, at: now) { outcome in
+                let (result, detail): (String, String) = switch outcome {
+                case let .enrolled(name): ("ok", "enrolled as \(name) with key \(nodeKey.fingerprint)… using token \(token)… from \(peer)")
+                default: ("refused", "token \(token)… from \(peer): \(Self.explain(outcome))")
+                }
+                return AuditEntry(at: now, actor: "agent:\(nodeID)", action: "node.enroll", target: nodeID, outcome: result, detail: detail)
+            }
+        } catch {
+            logger.error("enrollment failed", metadata: ["node.id": "\(nodeID)", "error": "\(error)"])
+            reply(routed, .with { $0.enrolled = .with { $0.status = .failure(.internal, "the coordinator could not record the enrollment: \(error)") } })
+            return
+        }
+        guard case let .enrolled(name) = outcome else {
+            rejections.reject(endpoint: Self.endpointName, reason: .badToken, peer: routed.peer, detail: Self.explain(outcome))
+            reply(routed, .with { $0.enrolled = .with {
+                $0.status = .failure(.permissionDenied, Self.explain(outcome))
+                $0.nodeID = nodeID
+            } })
+            return
+        }
+        logger.notice("node enrolled", metadata: ["node.id": "\(nodeID)", "node.name": "\(name)", "peer": "\(routed.peer)"])
+        events.emit(.nodeEnrolled, nodeID: nodeID, message: "\(name) enrolled from \(routed.peer) (key \(nodeKey.fingerprint)…)")
+        reply(routed, .with { $0.enrolled = .with {
+            $0.status = .ok
+            $0.nodeID = nodeID
+            $0.nodeName = name
+        } })
+    }
+
+    static func explain(_ outcome: EnrollmentOutcome) -> String {
+        let format = { (ms: Int64) in Date(timeIntervalSince1970: Double(ms) / 1000).formatted(.iso8601) }
+        return switch outcome {
+        case let .enrolled(name): "enrolled as \(name)"
+        case .unknownToken: "this coordinator never issued that token (forged, or from another coordinator)"
+        case let .expired(at): "the token expired at \(format(at)); ask an admin for a new one (capfleet enroll --name NAME)"
+        case let .alreadyUsed(at, nodeID): "the token was already used at \(format(at)) by node \(nodeID); tokens work once, ask an admin for a new one"
+        case let .nodeAlreadyEnrolled(nodeID): "node \(nodeID) is enrolled with another key; an admin must revoke it first (capfleet nodes revoke \(nodeID))"
+        case .keyAlreadyKnown: "this key was enrolled before; the agent must make a fresh key pair to enroll again"
+        }
+    }
+
+    func register(_ hello: Capfleet_V1_Hello, from routed: RoutedMessage) async {
+        guard hello.protocolVersion == WireDefaults.protocolMajor else {
+            rejections.reject(endpoint: Self.endpointName, reason: .incompatibleVersion, peer: routed.peer,
+                              detail: "node \(hello.nodeID) speaks protocol \(hello.protocolVersion.rawValue)")
+            reply(routed, .with { $0.welcome = .with {
+                $0.status = .failure(.incompatible, "this coordinator speaks protocol version \(WireDefaults.protocolMajor.rawValue) (any minor); the agent sent \(hello.protocolVersion.rawValue). Upgrade the older of the two.")
+                $0.coordinatorID = coordinatorID
+                $0.protocolVersion = WireDefaults.protocolMajor
+            } })
+            return
+        }
+        guard !hello.nodeID.isEmpty, hello.devices.allSatisfy({ !$0.deviceID.isEmpty }) else {
+            refuse(routed, .undecodable, "HELLO without a node id or with a device without an id")
+            return
+        }
+        // SQLite stores NaN as NULL, which no longer reads back as a number: refuse it here.
+        guard hello.devices.allSatisfy(Self.numbersAreFinite) else {
+            refuse(routed, .invalidFormat, "HELLO with a frame rate, field of view or zoom factor that is not a finite number")
+            return
+        }
+        // The node is called what the admin named it at enrollment; the devices it lists must
+        // not be another online node's (checked against the store: no answer, no registration).
+        let enrolledName: String?
+        var storedOwners: [(deviceID: String, owner: String)] = []
+        do {
+            enrolledName = try await store.liveNodeKey(hello.nodeID)?.name
+            for device in hello.devices {
+                if let owner = try await store.device(device.deviceID)?.nodeId { storedOwners.append((device.deviceID, owner)) }
+            }
+        } catch {
+            logger.error("registration failed", metadata: ["node.id": "\(hello.nodeID)", "error": "\(error)"])
+            reply(routed, .with { $0.welcome = .with {
+                $0.status = .failure(.internal, "the coordinator could not read the fleet database to register this node: \(error)")
+                $0.coordinatorID = coordinatorID
+            } })
+            return
+        }
+        let registration = NodeRegistration(
+            nodeID: hello.nodeID, name: enrolledName ?? hello.nodeName, hostname: hello.hostname, softwareVersion: hello.softwareVersion,
+            address: routed.peer,
+            devices: hello.devices.map { device in
+                NodeRegistration.Device(
+                    description: DeviceDescription(wire: device),
+                    activeFormatIndex: Int(device.activeFormatIndex), activeFrameRate: device.activeFrameRate)
+            })
+        // A camera may move to another host (its id is stable), but not while the node that
+        // has it is online: a node's key must not let it take another node's camera. Decided
+        // after the reads, on who is online now.
+        if let (deviceID, owner) = storedOwners.first(where: { $0.owner != hello.nodeID && book.isOnline($0.owner) }) {
+            rejections.reject(endpoint: Self.endpointName, reason: .wrongIdentity, peer: routed.peer,
+                              detail: "node \(hello.nodeID) registered device \(deviceID), which online node \(owner) has")
+            reply(routed, .with { $0.welcome = .with {
+                $0.status = .failure(.permissionDenied, "device \(deviceID) belongs to node \(owner), which is online; a camera can move to another node only while its old node is offline")
+                $0.coordinatorID = coordinatorID
+                $0.protocolVersion = WireDefaults.protocolMajor
+            } })
+            return
+        }
+        do {
+            let outcome = try await store.registerNode(registration, at: clock.unixMilliseconds())
+            // The first report after a restart (of either side) is compared with the state stored before.
+            clockWatch.registered(hello.nodeID, stored: try await store.clock(nodeID: hello.nodeID)?.wire.sync)
+            for device in hello.devices {
+                try await store.saveDescriptor(deviceID: device.deviceID, bytes: Data(try device.serializedBytes() as [UInt8]))
+                let stored = try await store.device(device.deviceID)
+                ingest.admit(deviceID: device.deviceID, nodeID: hello.nodeID,
+                             resumingFrames: UInt64(stored?.framesReceived ?? 0), bytes: UInt64(stored?.bytesReceived ?? 0))
+            }
+            // Commands that went to an earlier agent process of this node are answered now.
+            let sessionActions = book.registered(nodeID: hello.nodeID, agentInstance: hello.agentInstance, routingID: routed.routingID,
+                                                 now: clock.monotonicNow())
+            answerInNodesPlace(sessionActions)
+            reply(routed, .with { $0.welcome = .with {
+                $0.status = .ok
+                $0.coordinatorID = coordinatorID
+                $0.frameIngestPort = UInt32(configuration.frameIngestPort)
+                $0.clockPort = UInt32(configuration.clockPort)
+                $0.recordPort = UInt32(recordPort)
+                $0.heartbeatIntervalMs = configuration.heartbeatIntervalMilliseconds
+                $0.heartbeatLiveness = configuration.heartbeatLiveness
+                $0.protocolVersion = WireDefaults.protocolMajor
+            } })
+            logger.info("node registered", metadata: ["node.id": "\(hello.nodeID)", "node.name": "\(hello.nodeName)",
+                                                      "devices": "\(hello.devices.count)", "peer": "\(routed.peer)"])
+            events.emit(.nodeRegistered, nodeID: hello.nodeID, message: "\(hello.nodeName) registered \(hello.devices.count) device(s) from \(routed.peer)")
+            for deviceID in outcome.addedDeviceIDs {
+                events.emit(.deviceAdded, nodeID: hello.nodeID, deviceID: deviceID, message: "new device \(deviceID)")
+            }
+            if sessionActions.contains(.cameOnline(nodeID: hello.nodeID)) {
+                events.emit(.nodeOnline, nodeID: hello.nodeID, message: "\(hello.nodeName) is online")
+            }
+            // Policies and frame alignment live in the coordinator: a restarted agent gets them again.
+            let nodeID = hello.nodeID
+            let deviceIDs = hello.devices.map(\.deviceID)
+            let takesRegistered = self.takesRegistered
+            Task {
+                await self.pushPolicies(nodeID: nodeID, deviceIDs: deviceIDs)
+                await takesRegistered?(nodeID)
+            }
+        } catch {
+            logger.error("registration failed", metadata: ["node.id": "\(hello.nodeID)", "error": "\(error)"])
+            reply(routed, .with { $0.welcome = .with {
+                $0.status = .failure(.internal, "the coordinator could not record the registration: \(error)")
+                $0.coordinatorID = coordinatorID
+            } })
+        }
+    }
+
+    func pushPolicies(nodeID: String, deviceIDs: [String]) async {
+        // Consent first: the agent enforces what it last stored meanwhile (fail-closed), and a
+        // device it never heard of stays not determined until it hears otherwise.
+        for deviceID in deviceIDs {
+            // Unread, the device stays fail-closed (not determined) and someone hears why.
+            let record = await policyRead("consent", of: deviceID, nodeID: nodeID) { try await $0.consent(deviceID: deviceID) } ?? nil
+            let answer = await command(.setConsent(.with {
+                $0.state = (record?.consentState ?? .notDetermined).wire
+                $0.reason = record?.reason ?? ""
+                $0.changedUnixMs = record?.changedAt ?? 0
+            }), deviceID: deviceID, nodeID: nodeID)
+            if answer.status.code != .ok {
+                logger.warning("cannot push consent", metadata: ["device.id": "\(deviceID)", "reason": "\(answer.status.reason)"])
+            }
+        }
+        for deviceID in deviceIDs {
+            if let record = await policyRead("pressure policy", of: deviceID, nodeID: nodeID, { try await $0.pressurePolicy(deviceID: deviceID) }) ?? nil,
+               record.enabled,
+               let level = PressureLevel(rawValue: record.level) {
+                let policy = PressurePolicy(isEnabled: true, level: level, frameRate: record.frameRate)
+                let answer = await command(.setPressurePolicy(.with { $0.policy = policy.wire() }), deviceID: deviceID, nodeID: nodeID)
+                if answer.status.code != .ok {
+                    logger.warning("cannot restore the pressure policy", metadata: ["device.id": "\(deviceID)", "reason": "\(answer.status.reason)"])
+                }
+            }
+            guard let record = await policyRead("drop-recovery policy", of: deviceID, nodeID: nodeID, { try await $0.dropRecoveryPolicy(deviceID: deviceID) }) ?? nil,
+                  record.enabled else { continue }
+            let policy = DropRecoveryPolicy(isEnabled: true, minimumFramesPerSecond: record.minimumFps, lateDropShare: record.lateDropShare,
+                                            quietIntervalsToRestore: record.quietSeconds)
+            let answer = await command(.setDropRecovery(.with { $0.policy = policy.wire }), deviceID: deviceID, nodeID: nodeID)
+            if answer.status.code != .ok {
+                logger.warning("cannot restore the drop-recovery policy", metadata: ["device.id": "\(deviceID)", "reason": "\(answer.status.reason)"])
+            }
+        }
+        // Alignment on or off as last set; on, with this run's grid (the origin an earlier
+        // coordinator chose lies in another fleet time).
+        for deviceID in deviceIDs {
+            guard let setting = await policyRead("frame alignment", of: deviceID, nodeID: nodeID, { try await $0.frameAlignment(deviceID: deviceID) }) ?? nil else { continue }
+            let answer = await command(.setFrameAlignment(.with {
+                $0.enabled = setting.enabled
+                $0.gridOriginFleetNs = fleetTime.alignmentGridOrigin
+            }), deviceID: deviceID, nodeID: nodeID)
+            if answer.status.code != .ok {
+                logger.warning("cannot restore frame alignment", metadata: ["device.id": "\(deviceID)", "reason": "\(answer.status.reason)"])
+            }
+        }
+    }
+
+    /// A device's stored setting, to push again; a read the store refuses is logged as an
+    /// error, and the setting is not pushed (the agent keeps what it has; consent stays
+    /// fail-closed).
+    func policyRead<T: Sendable>(_ what: String, of deviceID: String, nodeID: String,
+                                         _ read: @Sendable (FleetDatabase) async throws -> T) async -> T? {
+        do {
+            return try await read(store)
+        } catch {
+            logger.error("cannot read a device's setting to push it again", metadata: ["device.id": "\(deviceID)", "setting": "\(what)", "error": "\(error)"])
+            return nil
+        }
+    }
+}
