@@ -115,7 +115,7 @@ let package = Package(
         .testTarget(name: "FleetBusTests", dependencies: ["FleetBus", "CZeroMQ"]),
         .testTarget(name: "FleetHostTests", dependencies: ["FleetHost", "FleetCore"]),
         .testTarget(name: "FleetHTTPTests", dependencies: ["FleetHTTP"]),
-        .testTarget(name: "FleetRelayTests", dependencies: ["FleetRelay", "FleetCore"]),
+        .testTarget(name: "FleetRelayTests", dependencies: ["FleetRelay", "FleetCore", "FleetSystem"]),
         .testTarget(name: "FleetSettingsTests", dependencies: ["FleetSettings", "FleetAgent", "FleetCoordinator", "FleetCore"]),
         .testTarget(name: "FleetRecordingTests", dependencies: ["FleetRecording", "FleetCore", "FleetStore", "FleetSystem"]),
         .testTarget(name: "FleetSystemTests", dependencies: ["FleetSystem"]),

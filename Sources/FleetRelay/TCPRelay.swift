@@ -49,8 +49,28 @@ public struct RelayRoute: Sendable, Equatable {
     }
 }
 
-public struct RelayError: Error, CustomStringConvertible {
-    public var description: String
+/// Why the relay cannot start: the socket call that failed, with errno.
+public enum RelayError: Error, CustomStringConvertible {
+    case cannotOpenSocket(SystemCallError)
+    /// The listening address is taken (EADDRINUSE) or not this machine's.
+    case cannotListen(RelayAddress, SystemCallError)
+
+    public var errno: Int32 {
+        switch self {
+        case let .cannotOpenSocket(cause), let .cannotListen(_, cause): cause.errno
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case let .cannotOpenSocket(cause):
+            "cannot open a socket: \(cause)"
+        case let .cannotListen(address, cause) where cause.errno == EADDRINUSE:
+            "cannot listen on \(address): the port is in use (is another relay or the coordinator on that port?) (\(cause))"
+        case let .cannotListen(address, cause):
+            "cannot listen on \(address): \(cause)"
+        }
+    }
 }
 
 /// The impairment in force, which a file may change while the relay runs.
@@ -64,8 +84,7 @@ public final class ImpairmentSetting: Sendable {
     /// on a thread of its own) and applies what it says; a file that does not parse is
     /// reported and the impairment in force stays.
     public func follow(file path: String, report: @escaping @Sendable (Result<LinkImpairment, LinkImpairmentError>) -> Void) {
-        let thread = Thread { [self] in
-            ThreadName.set("cf-relay-conf")
+        _ = OwnedThread(name: "cf-relay-conf") { [self] in
             var seen: (Int, Int, Int)?
             while true {
                 var status = stat()
@@ -85,7 +104,6 @@ public final class ImpairmentSetting: Sendable {
                 usleep(100_000)
             }
         }
-        thread.start()
     }
 }
 
@@ -109,19 +127,29 @@ public final class TCPRelay: Sendable {
         self.setting = setting
         var opened: [Int32] = []
         for route in routes {
-            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            guard descriptor >= 0 else { throw RelayError(description: "cannot open a socket: \(String(cString: strerror(errno)))") }
+            let descriptor: Int32
+            do {
+                descriptor = try systemCall("socket", on: "\(route.listen)") {
+                    socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+                }
+            } catch {
+                opened.forEach { close($0) }
+                throw .cannotOpenSocket(error)
+            }
             var yes: Int32 = 1
             setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
             var address = route.listen.socketAddress
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            guard bound == 0, listen(descriptor, 64) == 0 else {
-                let reason = String(cString: strerror(errno))
+            do {
+                try systemCall("bind", on: "\(route.listen)") {
+                    withUnsafePointer(to: &address) {
+                        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                    }
+                }
+                try systemCall("listen", on: "\(route.listen)") { listen(descriptor, 64) }
+            } catch {
                 close(descriptor)
                 opened.forEach { close($0) }
-                throw RelayError(description: "cannot listen on \(route.listen): \(reason) (is another relay or the coordinator on that port?)")
+                throw .cannotListen(route.listen, error)
             }
             opened.append(descriptor)
         }
@@ -134,8 +162,8 @@ public final class TCPRelay: Sendable {
     /// Starts accepting on every route; returns at once.
     public func start(log: @escaping @Sendable (String) -> Void) {
         for (route, listener) in zip(routes, listeners) {
-            let thread = Thread { [self] in
-                ThreadName.set("cf-relay-accept")
+            // Accepts for the relay's whole life: nobody joins it.
+            _ = OwnedThread(name: "cf-relay-accept") { [self] in
                 while true {
                     let client = accept(listener, nil, nil)
                     if client < 0 {
@@ -148,7 +176,6 @@ public final class TCPRelay: Sendable {
                     relay(client, route: route, log: log)
                 }
             }
-            thread.start()
         }
     }
 
@@ -176,7 +203,8 @@ public final class TCPRelay: Sendable {
     }
 }
 
-/// One relayed connection: two descriptors, closed when all four threads are done.
+/// One relayed connection: two descriptors, closed when all four threads are done (the last
+/// one out closes them, so nobody needs to join).
 private final class RelayedConnection: Sendable {
     /// Small chunks (a clock probe, a command) leave on time to the microsecond; bulk data
     /// (frames) to the timer's precision, since waiting awake for each of its chunks would
@@ -195,8 +223,9 @@ private final class RelayedConnection: Sendable {
 
     func start(schedule: DeliverySchedule, from source: Int32, to destination: Int32, setting: ImpairmentSetting) {
         let line = DelayLine()
-        let reader = Thread { [self] in
-            ThreadName.set("cf-relay-in")
+        let reader = OwnedThread(name: "cf-relay-in")
+        let writer = OwnedThread(name: "cf-relay-out")
+        reader.start { [self] in
             var schedule = schedule
             var buffer = [UInt8](repeating: 0, count: 65_536)
             while true {
@@ -213,8 +242,7 @@ private final class RelayedConnection: Sendable {
             }
             done()
         }
-        let writer = Thread { [self] in
-            ThreadName.set("cf-relay-out")
+        writer.start { [self] in
             _ = capfleet_set_timer_slack(1)
             while true {
                 let (item, due) = line.pop()
@@ -233,8 +261,6 @@ private final class RelayedConnection: Sendable {
                 }
             }
         }
-        reader.start()
-        writer.start()
     }
 
     /// A write failed: end both directions (their readers see end of stream).

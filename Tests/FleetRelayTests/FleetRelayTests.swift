@@ -1,4 +1,5 @@
 import FleetCore
+import FleetSystem
 import Foundation
 import Testing
 @testable import FleetRelay
@@ -139,7 +140,9 @@ import Glibc
         let (listener, port) = try Self.listen()
         defer { close(listener) }
         let route = try #require(RelayRoute("127.0.0.1:\(port)=127.0.0.1:1"))
-        #expect(throws: RelayError.self) { try TCPRelay(routes: [route], setting: ImpairmentSetting(.none)) }
+        let error = #expect(throws: RelayError.self) { try TCPRelay(routes: [route], setting: ImpairmentSetting(.none)) }
+        #expect(error?.errno == EADDRINUSE)
+        #expect(error?.description.contains("the port is in use") == true, "\(String(describing: error))")
         #expect(RelayRoute("localhost:1=127.0.0.1:2") == nil && RelayRoute("127.0.0.1:1") == nil)
     }
 
@@ -152,7 +155,7 @@ import Glibc
         try withUnsafeMutablePointer(to: &address) { pointer in
             try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 guard bind(descriptor, $0, length) == 0, Glibc.listen(descriptor, 4) == 0, getsockname(descriptor, $0, &length) == 0 else {
-                    throw RelayError(description: "cannot listen: \(String(cString: strerror(errno)))")
+                    throw SystemCallError(call: "bind/listen", target: "127.0.0.1:0", errno: errno)
                 }
             }
         }
@@ -174,7 +177,7 @@ import Glibc
         let result = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard result == 0 else { throw RelayError(description: "cannot connect: \(String(cString: strerror(errno)))") }
+        guard result == 0 else { throw SystemCallError(call: "connect", target: "127.0.0.1:\(port)", errno: errno) }
         var yes: Int32 = 1
         setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &yes, socklen_t(MemoryLayout<Int32>.size))
         return descriptor
@@ -185,7 +188,7 @@ import Glibc
         var buffer = [UInt8](repeating: 0, count: count)
         while bytes.count < count {
             let got = recv(descriptor, &buffer, count - bytes.count, 0)
-            guard got > 0 else { throw RelayError(description: "connection ended after \(bytes.count) of \(count) bytes") }
+            guard got > 0 else { throw SystemCallError(call: "recv (ended after \(bytes.count) of \(count) bytes)", target: "the relayed connection", errno: errno) }
             bytes += buffer[..<got]
         }
         return bytes
