@@ -1,3 +1,4 @@
+import FleetSystem
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -155,15 +156,13 @@ public enum SecretFile {
         let bytes = Array(text.utf8)
         var written = 0
         while written < bytes.count {
-            let n = bytes[written...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                let code = errno
+            do {
+                written += try systemCall("write", on: temporary) { bytes[written...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) } }
+            } catch {
                 close(fd)
                 unlink(temporary)
-                throw SecretFileError(errno: code)
+                throw SecretFileError(errno: error.errno)
             }
-            written += n
         }
         // The umask may have narrowed it further, never widened it; make it exactly 0600.
         fchmod(fd, 0o600)
@@ -185,10 +184,11 @@ public enum SecretFile {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw SecretFileError(errno: errno)
+            let n: Int
+            do {
+                n = try systemCall("read", on: path) { buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) } }
+            } catch {
+                throw SecretFileError(errno: error.errno)
             }
             if n == 0 { break }
             bytes += buffer[..<n]

@@ -116,10 +116,10 @@ public final class SocketLoop: @unchecked Sendable {
                 items = pollItems()
             }
             let timeout = nextTimerTimeoutMilliseconds()
-            let rc = zmq_poll(&items, Int32(items.count), timeout)
-            if rc < 0 {
-                if capfleet_errno() == EINTR { continue }
-                break  // context terminated
+            do {
+                try zmqCall("zmq_poll", on: "socket loop \(name)") { zmq_poll(&items, Int32(items.count), timeout) }
+            } catch {
+                break  // the context was terminated (ETERM): the process is stopping
             }
             if items[items.count - 1].revents != 0 {
                 var counter: UInt64 = 0

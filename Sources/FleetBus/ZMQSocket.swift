@@ -175,11 +175,9 @@ public final class ZMQSocket {
     /// outside a `SocketLoop` (the CLI, benchmarks, tests).
     public func waitForInput(milliseconds: Int) -> Bool {
         var item = zmq_pollitem_t(socket: handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0)
-        while true {
-            let ready = zmq_poll(&item, 1, milliseconds)
-            if ready < 0 && capfleet_errno() == EINTR { continue }
-            return ready > 0
-        }
+        // Fails only once the context is terminated (ETERM): no input will come then.
+        let ready = (try? zmqCall("zmq_poll", on: "a socket waiting for input") { zmq_poll(&item, 1, milliseconds) }) ?? 0
+        return ready > 0
     }
 
     /// Whether a message is waiting (ZMQ_EVENTS has POLLIN).

@@ -146,8 +146,8 @@ public final class HTTPServer: Sendable {
         var fds = [pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0),
                    pollfd(fd: wakeFDs.read, events: Int16(POLLIN), revents: 0)]
         while !stopped.load(ordering: .acquiring) {
-            let ready = poll(&fds, 2, -1)
-            if ready < 0 { if errno == EINTR { continue } else { return } }
+            // poll fails only on a programming error (EFAULT, EINVAL) or no memory: nothing to serve then.
+            guard (try? systemCall("poll", on: "the HTTP listener", { poll(&fds, 2, -1) })) != nil else { return }
             if fds[1].revents != 0 { return }
             guard fds[0].revents & Int16(POLLIN) != 0 else { continue }
             let client = accept(listenFD, nil, nil)
@@ -179,9 +179,9 @@ public final class HTTPServer: Sendable {
             let remaining = deadline - MonotonicClock.milliseconds()
             guard remaining > 0 else { return .timeout }
             var pfd = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&pfd, 1, Int32(remaining))
-            if ready < 0 && errno == EINTR { return nil }
-            guard ready > 0 else { return .timeout }
+            guard let ready = try? systemCall("poll", on: "an HTTP client", { poll(&pfd, 1, Int32(remaining)) }), ready > 0 else {
+                return .timeout
+            }
             let count = read(client, &chunk, chunk.count)
             guard count > 0 else { return .badRequest }
             buffer.append(contentsOf: chunk[0..<count])
@@ -213,11 +213,10 @@ public final class HTTPServer: Sendable {
         if !headOnly { bytes.append(contentsOf: response.body) }
         var offset = 0
         while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { raw in
-                Glibc.send(client, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
-            }
-            if written < 0 && errno == EINTR { continue }
-            guard written > 0 else { return }
+            // A client that hung up gets nothing more; the next request is served as usual.
+            guard let written = try? systemCall("send", on: "an HTTP client", {
+                bytes.withUnsafeBytes { raw in Glibc.send(client, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL)) }
+            }), written > 0 else { return }
             offset += written
         }
     }

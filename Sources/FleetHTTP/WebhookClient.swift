@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import FleetSystem
 import Foundation
 
 /// An `http://` URL that must lead to this machine or its local network.
@@ -97,20 +98,29 @@ public enum WebhookClient {
         var offset = 0
         while offset < request.count {
             try wait(fd, for: Int16(POLLOUT), until: deadline, url: url)
-            let written = request.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-            if written < 0 {
-                if errno == EAGAIN || errno == EINTR { continue }
-                throw .connectionFailed(url: url.description, errno: errno)
+            do {
+                offset += try systemCall("send", on: url.description) {
+                    request.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+                }
+            } catch where error.wouldBlock {
+                continue
+            } catch {
+                throw .connectionFailed(url: url.description, errno: error.errno)
             }
-            offset += written
         }
         // The status line is all we need.
         var answer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1024)
         while !answer.contains(10) {
             try wait(fd, for: Int16(POLLIN), until: deadline, url: url)
-            let count = read(fd, &chunk, chunk.count)
-            if count < 0 && (errno == EAGAIN || errno == EINTR) { continue }
+            let count: Int
+            do {
+                count = try systemCall("read", on: url.description) { read(fd, &chunk, chunk.count) }
+            } catch where error.wouldBlock {
+                continue
+            } catch {
+                break
+            }
             guard count > 0 else { break }
             answer.append(contentsOf: chunk[0..<count])
         }
@@ -127,11 +137,14 @@ public enum WebhookClient {
             let remaining = deadline - MonotonicClock.milliseconds()
             guard remaining > 0 else { throw .timedOut(url: url.description) }
             var pfd = pollfd(fd: fd, events: events, revents: 0)
-            let ready = poll(&pfd, 1, Int32(remaining))
+            let ready: Int32
+            do {
+                ready = try systemCall("poll", on: url.description) { poll(&pfd, 1, Int32(remaining)) }
+            } catch {
+                throw .connectionFailed(url: url.description, errno: error.errno)
+            }
             if ready > 0 { return }
-            if ready < 0 && errno == EINTR { continue }
-            if ready == 0 { throw .timedOut(url: url.description) }
-            throw .connectionFailed(url: url.description, errno: errno)
+            throw .timedOut(url: url.description)
         }
     }
 

@@ -165,10 +165,13 @@ public final class TCPRelay: Sendable {
             // Accepts for the relay's whole life: nobody joins it.
             _ = OwnedThread(name: "cf-relay-accept") { [self] in
                 while true {
-                    let client = accept(listener, nil, nil)
-                    if client < 0 {
-                        if errno == EINTR || errno == ECONNABORTED { continue }
-                        log("relay: accepting on \(route.listen) failed: \(String(cString: strerror(errno))); no longer listening there")
+                    let client: Int32
+                    do throws(SystemCallError) {
+                        client = try systemCall("accept", on: "\(route.listen)") { accept(listener, nil, nil) }
+                    } catch where error.errno == ECONNABORTED {
+                        continue
+                    } catch {
+                        log("relay: \(error); no longer listening there")
                         return
                     }
                     _ = fcntl(client, F_SETFD, FD_CLOEXEC)
@@ -231,8 +234,8 @@ private final class RelayedConnection: Sendable {
             while true {
                 // Bounded: a slow receiver slows the sender, as TCP's window would.
                 while line.queuedBytes > 8 << 20, !aborted.load(ordering: .relaxed) { usleep(1_000) }
-                let count = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
-                if count < 0, errno == EINTR { continue }
+                // An error ends the stream as end-of-file does: the peer sees the connection close.
+                let count = (try? systemCall("read", on: "a relayed connection") { buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) } }) ?? 0
                 let now = MonotonicTime.now()
                 if count <= 0 {
                     line.push(.finish, due: schedule.due(arrival: now, impairment: .none))
@@ -280,11 +283,9 @@ private final class RelayedConnection: Sendable {
     private static func writeAll(_ bytes: [UInt8], to descriptor: Int32) -> Bool {
         var offset = 0
         while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { send(descriptor, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-            if written < 0 {
-                if errno == EINTR { continue }
-                return false
-            }
+            guard let written = try? systemCall("send", on: "a relayed connection", {
+                bytes.withUnsafeBytes { send(descriptor, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            }) else { return false }
             offset += written
         }
         return true
@@ -338,6 +339,9 @@ private final class DelayLine: Sendable {
 
     static func sleep(until due: UInt64) {
         var deadline = timespec(tv_sec: Int(due / 1_000_000_000), tv_nsec: Int(due % 1_000_000_000))
-        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, nil) == EINTR {}
+        // EINVAL only for a deadline out of range: then there is nothing to wait for.
+        _ = try? systemCallReturningError("clock_nanosleep", on: "a relay's delivery time") {
+            clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, nil)
+        }
     }
 }
