@@ -4,24 +4,23 @@ import Glibc
 
 /// A failed V4L2 call, naming the call, the device node and what the user can do.
 public struct V4L2Error: Error, CustomStringConvertible, Sendable, Equatable {
-    public let call: String
-    public let path: String
-    public let errno: Int32
+    /// The system call that failed on the device node, with errno.
+    public let cause: SystemCallError
+    public var call: String { cause.call }
+    public var path: String { cause.target }
+    public var errno: Int32 { cause.errno }
 
     public init(call: String, path: String, errno: Int32) {
-        self.call = call
-        self.path = path
-        self.errno = errno
+        cause = SystemCallError(call: call, target: path, errno: errno)
     }
 
     /// The same failure, from the system-call helper.
     public init(_ error: SystemCallError) {
-        self.init(call: error.call, path: error.target, errno: error.errno)
+        cause = error
     }
 
-    public var description: String {
-        "\(call) on \(path) failed: \(String(cString: strerror(errno))) (errno \(errno))\(hint)"
-    }
+    /// The system call's own wording, and what the operator can do about it.
+    public var description: String { "\(cause)\(hint)" }
 
     /// The device is gone (unplugged, or the driver unbound it).
     public var isDisconnect: Bool { errno == ENODEV || errno == ENXIO || errno == ENOENT }
