@@ -98,10 +98,10 @@ let package = Package(
 
         // Fleets of `capfleet` child processes on this machine (coordinator, enrolled agents,
         // credentials, readiness, shutdown), shared by the integration tests and the benchmarks.
-        .target(name: "FleetTestSupport", dependencies: ["FleetBus", "FleetClient", "FleetHost"]),
+        .target(name: "FleetTestSupport", dependencies: ["FleetBus", "FleetClient", "FleetHost", "FleetSystem"]),
         .executableTarget(name: "capfleet-bench", dependencies: [
             "FleetAgent", "FleetBus", "FleetCapture", "FleetClient", "FleetCoordinator", "FleetCore", "FleetHost", "FleetProtocol",
-            "FleetRecording", "FleetStore", "FleetTestSupport", "CPlatform", "CZeroMQ",
+            "FleetRecording", "FleetStore", "FleetSystem", "FleetTestSupport", "CPlatform", "CZeroMQ",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),

@@ -1,4 +1,6 @@
+import FleetSystem
 import Foundation
+import Synchronization
 
 /// The `capfleet` binary a test or a benchmark runs, and one-off commands with it.
 ///
@@ -56,21 +58,20 @@ public enum CapfleetBinary {
     }
 
     /// Reads a pipe to its end on a thread of its own.
-    private final class ErrorReader: @unchecked Sendable {
-        private var data = Data()
-        private let done = DispatchSemaphore(value: 0)
+    private final class ErrorReader: Sendable {
+        private let data = Mutex(Data())
+        private let thread = OwnedThread(name: "cf-read-stderr")
 
         init(_ handle: FileHandle) {
-            Thread {
-                // Written once, before `done` is signalled; read only after waiting on it.
-                self.data = handle.readDataToEndOfFile()
-                self.done.signal()
-            }.start()
+            thread.start { [self] in
+                let read = handle.readDataToEndOfFile()
+                data.withLock { $0 = read }
+            }
         }
 
         func finish() -> Data {
-            done.wait()
-            return data
+            thread.joinBlocking()
+            return data.withLock { $0 }
         }
     }
 }

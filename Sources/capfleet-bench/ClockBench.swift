@@ -6,6 +6,7 @@ import FleetClient
 import FleetCore
 import FleetHost
 import FleetProtocol
+import FleetSystem
 import FleetTestSupport
 import Foundation
 import Synchronization
@@ -273,15 +274,14 @@ enum NetworkNamespace {
         let credential = try OperatorCredential.load(path: credentialPath)
         guard let coordinator = CoordinatorAddress(address, defaultPort: 7602) else { throw BenchFailure("bad address \(address)") }
         let made = Mutex<Result<OperatorClient, any Error>?>(nil)
-        let thread = Thread {
+        let thread = OwnedThread(name: "cf-bench-netns") {
             guard capfleet_enter_network_namespace(namespace) == 0 else {
                 made.withLock { $0 = .failure(BenchFailure("cannot enter network namespace \(namespace): \(String(cString: strerror(errno)))")) }
                 return
             }
             made.withLock { result in result = Result { try OperatorClient(address: coordinator, credential: credential, timeout: 10) } }
         }
-        thread.start()
-        while made.withLock({ $0 == nil }) { usleep(1_000) }
+        thread.joinBlocking()
         return try made.withLock { $0! }.get()
     }
 }
@@ -297,7 +297,7 @@ extension NetworkNamespace {
             throw BenchFailure("no agent key in \(agentStateDirectory)")
         }
         let result = Mutex<Result<UInt64, any Error>?>(nil)
-        let thread = Thread {
+        let thread = OwnedThread(name: "cf-bench-netns") {
             let outcome = Result<UInt64, any Error> {
                 guard capfleet_enter_network_namespace(namespace) == 0 else {
                     throw BenchFailure("cannot enter network namespace \(namespace): \(String(cString: strerror(errno)))")
@@ -318,8 +318,7 @@ extension NetworkNamespace {
             }
             result.withLock { $0 = outcome }
         }
-        thread.start()
-        while result.withLock({ $0 == nil }) { usleep(1_000) }
+        thread.joinBlocking()
         return try result.withLock { $0! }.get()
     }
 }

@@ -3,6 +3,7 @@ import FleetBus
 import FleetClient
 import FleetCore
 import FleetProtocol
+import FleetSystem
 import FleetTestSupport
 import Foundation
 
@@ -132,7 +133,7 @@ final class FrameTap: @unchecked Sendable {
     private let lock = NSCondition()
     private var collected: [Frame] = []
     private var running = true
-    private let done = DispatchSemaphore(value: 0)
+    private let thread = OwnedThread(name: "cf-bench-tap")
 
     init(client: OperatorClient, device: String) {
         self.client = client
@@ -140,7 +141,7 @@ final class FrameTap: @unchecked Sendable {
     }
 
     func start() {
-        Thread {
+        thread.start {
             while self.lock.withLock({ self.running }) {
                 guard let header = try? self.client.call(.getLatestFrame(.with { $0.deviceID = self.device })).reply.frameHeader else { continue }
                 self.lock.withLock {
@@ -151,13 +152,12 @@ final class FrameTap: @unchecked Sendable {
                     self.lock.broadcast()
                 }
             }
-            self.done.signal()
-        }.start()
+        }
     }
 
     func stop() {
         lock.withLock { running = false }
-        done.wait()
+        thread.joinBlocking()
     }
 
     func frames(after time: UInt64) -> [Frame] { lock.withLock { collected.filter { $0.captured >= time } } }

@@ -7,6 +7,7 @@ import FleetCapture
 import FleetCoordinator
 import FleetCore
 import FleetProtocol
+import FleetSystem
 import FleetTestSupport
 import Foundation
 import Logging
@@ -105,7 +106,8 @@ struct TransportBench: ParsableCommand {
         let endpoint = try pull.lastEndpoint()
         let pool = FrameBufferPool(bufferSize: benchCase.bytes, capacity: 6)  // as many frames in flight as the fleet path allows
         let stop = Atomic<Bool>(false)
-        let sender = Thread {
+        // Not joined: a PUSH without its peer may block in send for ever; the process ends it.
+        _ = OwnedThread(name: "cf-bench-send") {
             guard let push = try? ZMQSocket(context: context, type: .push) else { return }
             try? push.setOption(ZMQ_SNDHWM, Int32(2))
             if curve { try? push.makeCurveClient(serverKey: server.publicKey, keys: client) }
@@ -116,7 +118,6 @@ struct TransportBench: ParsableCommand {
             }
             push.close()
         }
-        sender.start()
         var frames = 0
         var bytes = 0
         let start = MonotonicTime.now()
@@ -160,8 +161,7 @@ struct TransportBench: ParsableCommand {
         let publisher = try FramePublisher(context: context, capacity: 4, coordinatorKey: server.publicKey, keys: node, logger: logger)
         publisher.connect(to: ingest.boundEndpoint)
         let stop = Atomic<Bool>(false)
-        let producer = Thread { produce(benchCase, publisher: publisher, stop: stop) }
-        producer.start()
+        _ = OwnedThread(name: "cf-bench-frames") { produce(benchCase, publisher: publisher, stop: stop) }
         // Let the connection settle before measuring.
         Thread.sleep(forTimeInterval: 0.5)
         let startState = ingest.state(of: "bench-1")
@@ -243,8 +243,7 @@ struct TransportBench: ParsableCommand {
         let publisher = try FramePublisher(context: context, capacity: 4, coordinatorKey: token.coordinatorKey, keys: node, logger: logger)
         publisher.connect(to: "tcp://127.0.0.1:\(ports.ingestPort)")
         let stop = Atomic<Bool>(false)
-        let producer = Thread { produce(benchCase, publisher: publisher, stop: stop) }
-        producer.start()
+        _ = OwnedThread(name: "cf-bench-frames") { produce(benchCase, publisher: publisher, stop: stop) }
         defer { stop.store(true, ordering: .relaxed); Thread.sleep(forTimeInterval: 0.1); publisher.stop() }
 
         let client = try OperatorClient(address: fleet.operatorAddress, credential: credential)
