@@ -54,8 +54,14 @@ let package = Package(
             "FleetSystem", "CV4L2", "FleetCore",
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // What both daemons are built from: parts that stop at graceful shutdown, in reverse
+        // order of their group, and work on a beat of an injected clock.
+        .target(name: "FleetDaemon", dependencies: [
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
         .target(name: "FleetAgent", dependencies: [
-            "FleetSystem", "FleetBus", "FleetCapture", "FleetCore", "FleetHost", "FleetProtocol",
+            "FleetDaemon", "FleetSystem", "FleetBus", "FleetCapture", "FleetCore", "FleetHost", "FleetProtocol",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
@@ -67,7 +73,7 @@ let package = Package(
         // Plain HTTP/1.1 on threads it owns: the /metrics endpoint and alert webhooks.
         .target(name: "FleetHTTP", dependencies: ["FleetSystem", "CPlatform"]),
         .target(name: "FleetCoordinator", dependencies: [
-            "FleetSystem", "FleetBus", "FleetStore", "FleetRecording", "FleetCore", "FleetHost", "FleetProtocol", "FleetHTTP",
+            "FleetDaemon", "FleetSystem", "FleetBus", "FleetStore", "FleetRecording", "FleetCore", "FleetHost", "FleetProtocol", "FleetHTTP",
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SwiftProtobuf", package: "swift-protobuf"),
@@ -119,11 +125,17 @@ let package = Package(
         .testTarget(name: "FleetSettingsTests", dependencies: ["FleetSettings", "FleetAgent", "FleetCoordinator", "FleetCore"]),
         .testTarget(name: "FleetRecordingTests", dependencies: ["FleetRecording", "FleetCore", "FleetStore", "FleetSystem"]),
         .testTarget(name: "FleetSystemTests", dependencies: ["FleetSystem"]),
+        .testTarget(name: "FleetDaemonTests", dependencies: [
+            "FleetDaemon",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
         // The coordinator's shells against an in-memory fleet database.
         .testTarget(name: "FleetCoordinatorTests", dependencies: [
             "FleetCoordinator", "FleetCore", "FleetStore", "FleetBus", "FleetProtocol",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .testTarget(name: "FleetAgentTests", dependencies: [
             "FleetAgent", "FleetCapture", "FleetCore", "FleetProtocol", .product(name: "Logging", package: "swift-log"),
