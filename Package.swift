@@ -135,6 +135,7 @@ let package = Package(
             "FleetCoordinator", "FleetCore", "FleetStore", "FleetBus", "FleetProtocol",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "InMemoryLogging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .testTarget(name: "FleetAgentTests", dependencies: [
