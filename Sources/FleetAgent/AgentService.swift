@@ -1,4 +1,5 @@
 import FleetBus
+import FleetDaemon
 import FleetCapture
 import FleetCore
 import FleetHost
@@ -13,18 +14,18 @@ import Synchronization
 public final class AgentService: Service, Sendable {
     public static let softwareVersion = "0.1.0"
 
-    private let configuration: AgentConfiguration
+    let configuration: AgentConfiguration
     let identity: NodeIdentity
     /// This agent process, new at every start: HELLO and the recording path name it, so the
     /// coordinator knows a restart (whose commands in flight are lost) from a reconnection.
     let agentInstance = UUID().uuidString.lowercased()
     let sources: [CameraStream]
     let consentBook: ConsentBook
-    private let light: RecordingLight
+    let light: RecordingLight
     let logger: Logger
     /// The control channel once run() has opened it: device events and late replies go there.
     let control: ControlMailbox
-    private let monitor = Mutex<PressureMonitor?>(nil)
+    let monitor = Mutex<PressureMonitor?>(nil)
     /// Set once in run(): the recording path.
     let recorder = Mutex<RecordSender?>(nil)
     /// Frames and drops of all devices at the last pressure sample, for the drop rate.
@@ -58,84 +59,22 @@ public final class AgentService: Service, Sendable {
 
     public var nodeID: String { identity.nodeID }
 
+    /// Runs the agent's parts (AgentAssembly lists them) as a group of their own, which
+    /// follows the graceful shutdown of the group this service runs in and stops the parts in
+    /// reverse of their list.
     public func run() async throws {
         let credentials = try await credentials()
-        // Encrypting frames must never hold up a heartbeat: frames and control on separate I/O threads.
-        let context = ZMQContext.withSeparateLanes()
-        let publisher = try FramePublisher(context: context, capacity: configuration.sendQueueCapacity,
-                                           coordinatorKey: credentials.coordinatorKey, keys: credentials.keys, logger: logger)
-        let clock = try ClockSync(context: context, coordinatorKey: credentials.coordinatorKey, keys: credentials.keys,
-                                  nodeClock: configuration.nodeClock, logger: logger)
-        if configuration.nodeClock.isSkewed {
-            logger.warning("this agent's clock is skewed on purpose (a test setting)",
-                           metadata: ["clock.offset_ns": "\(configuration.nodeClock.offset)", "clock.drift_ppm": "\(configuration.nodeClock.driftPPM)"])
-        }
-        let recorder = try RecordSender(context: context, coordinatorKey: credentials.coordinatorKey, keys: credentials.keys,
-                                        limits: configuration.recordSpoolLimits, agentInstance: agentInstance, logger: logger)
-        self.recorder.withLock { $0 = recorder }
-        let monitor = configuration.pressureEnabled ? makePressureMonitor(publisher: publisher) : nil
-        self.monitor.withLock { $0 = monitor }
-        let (revocations, revoke) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(1))
-        let handlers = ControlHandlers(
-            hello: { [self] in hello(name: credentials.nodeName) },
-            status: { [self] in
-                evaluateDropRecovery()
-                var report = status(publisher: publisher)
-                report.clock = clock.wire
-                return report
-            },
-            command: { [self] command in execute(command, clock: clock) },
-            registered: { [self] port, clockPort, recordPort in
-                publisher.connect(to: configuration.ingestEndpoint(port: port))
-                if recordPort != 0 { recorder.connect(to: configuration.ingestEndpoint(port: recordPort)) }
-                // A coordinator too old to name a clock port has none: frames go without fleet time.
-                if clockPort != 0 { clock.connect(to: configuration.ingestEndpoint(port: clockPort)) }
-                startStreaming(publisher: publisher, clock: clock)
-            },
-            revoked: { [self] reason in
-                // No frame may leave after this: stop capturing before anything else.
-                for stream in sources { stream.stopCapturing() }
-                revoke.yield(reason)
-            })
-        let control = try ControlChannel(context: context, endpoint: configuration.controlEndpoint, nodeID: identity.nodeID,
-                                         coordinatorKey: credentials.coordinatorKey, keys: credentials.keys,
-                                         handlers: handlers, logger: logger)
-        self.control.attach(control)
-        monitor?.start()
+        let assembly = try assemble(credentials: credentials)
         logger.info("agent started", metadata: ["coordinator": "\(configuration.controlEndpoint)", "devices": "\(sources.count)",
                                                 "key": "\(credentials.keys.publicKey.fingerprint)…"])
         // Enrolled, cameras open, sockets up: a `Type=notify` unit counts as started from here
         // (registering waits for the coordinator, which may come later).
         SystemdNotifier.ready(status: "\(sources.count) camera(s), coordinator \(configuration.controlEndpoint)")
-
-        let revokedBecause: String? = await withTaskGroup(of: String?.self) { group in
-            group.addTask {
-                try? await gracefulShutdown()
-                return nil
-            }
-            group.addTask {
-                for await reason in revocations { return reason }
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
-
-        logger.info("agent stopping")
-        SystemdNotifier.stopping()
-        monitor?.stop()
-        // Each device's thread stops its source, after what was queued there.
-        for stream in sources { await stream.close() }
-        self.control.attach(nil)
-        control.stop()
-        clock.stop()
-        recorder.stop()
-        publisher.stop()
-        await light.stop()
-        if let revokedBecause {
-            logger.critical("this node was revoked", metadata: ["reason": "\(revokedBecause)"])
-            throw AgentError.revoked(revokedBecause)
+        do {
+            try await ServiceGroup.daemon(assembly.parts, logger: logger).run()
+        } catch AgentError.revoked(let reason) {
+            logger.critical("this node was revoked", metadata: ["reason": "\(reason)"])
+            throw AgentError.revoked(reason)
         }
     }
 
@@ -166,7 +105,7 @@ public final class AgentService: Service, Sendable {
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    private func hello(name enrolledName: String) -> Capfleet_V1_Hello {
+    func hello(name enrolledName: String) -> Capfleet_V1_Hello {
         .with {
             $0.protocolVersion = WireDefaults.protocolMajor
             $0.protocolMinor = WireDefaults.protocolMinor
@@ -187,7 +126,7 @@ public final class AgentService: Service, Sendable {
         }
     }
 
-    private func status(publisher: FramePublisher) -> Capfleet_V1_AgentStatus {
+    func status(publisher: FramePublisher) -> Capfleet_V1_AgentStatus {
         .with {
             $0.nodeID = identity.nodeID
             $0.devices = sources.map(\.counters)
@@ -199,7 +138,7 @@ public final class AgentService: Service, Sendable {
 
     /// Once a second (with the status report): lets each device's opt-in drop recovery act,
     /// on the device's own thread.
-    private func evaluateDropRecovery() {
+    func evaluateDropRecovery() {
         for stream in sources { stream.endDropInterval() }
     }
 
@@ -210,7 +149,7 @@ public final class AgentService: Service, Sendable {
         return PressureReading(level: level, detail: "\(level)" + (factors.isEmpty ? "" : " (\(factors))"))
     }
 
-    private func makePressureMonitor(publisher: FramePublisher) -> PressureMonitor {
+    func makePressureMonitor(publisher: FramePublisher) -> PressureMonitor {
         let disks = configuration.watchedDisks.isEmpty ? [configuration.stateDirectory] : configuration.watchedDisks
         return PressureMonitor(
             sampler: PressureSampler(root: configuration.pressureRoot, disks: disks), thresholds: configuration.pressureThresholds,
@@ -259,7 +198,7 @@ public final class AgentService: Service, Sendable {
 
     /// At every WELCOME: each device captures (unless the agent holds it suspended); one
     /// already capturing goes on. Its source starts on the device's own thread.
-    private func startStreaming(publisher: FramePublisher, clock: ClockSync) {
+    func startStreaming(publisher: FramePublisher, clock: ClockSync) {
         for stream in sources {
             let statistics = stream.statistics
             stream.startCapturing(CaptureRoute(nodeID: identity.nodeID, clock: clock, publish: { frame, header in

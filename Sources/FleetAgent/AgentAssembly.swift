@@ -1,0 +1,98 @@
+import FleetBus
+import FleetDaemon
+import FleetHost
+import FleetProtocol
+import Logging
+import ServiceLifecycle
+
+/// The agent put together once it has its credentials: its sockets opened, and its
+/// long-lived parts as services in one list.
+///
+/// The list is the shutdown order read backwards (the group stops its last part first and
+/// waits for each): a part stands after everything it uses, so it stops before them.
+/// What that keeps:
+/// - the pressure monitor stops first: it would otherwise suspend or resume cameras that
+///   are closing;
+/// - each camera's thread stops its source after what was queued there, while the control
+///   channel still carries their last events and the clock, sender and publisher still take
+///   their frames;
+/// - the recording light goes out last, once no device can turn it on again.
+struct AgentAssembly: Sendable {
+    let parts: [any Service]
+}
+
+extension AgentService {
+    func assemble(credentials: AgentCredentials) throws -> AgentAssembly {
+        // Encrypting frames must never hold up a heartbeat: frames and control on separate I/O threads.
+        let context = ZMQContext.withSeparateLanes()
+        let publisher = try FramePublisher(context: context, capacity: configuration.sendQueueCapacity,
+                                           coordinatorKey: credentials.coordinatorKey, keys: credentials.keys, logger: logger)
+        let clock = try ClockSync(context: context, coordinatorKey: credentials.coordinatorKey, keys: credentials.keys,
+                                  nodeClock: configuration.nodeClock, logger: logger)
+        if configuration.nodeClock.isSkewed {
+            logger.warning("this agent's clock is skewed on purpose (a test setting)",
+                           metadata: ["clock.offset_ns": "\(configuration.nodeClock.offset)", "clock.drift_ppm": "\(configuration.nodeClock.driftPPM)"])
+        }
+        let recorder = try RecordSender(context: context, coordinatorKey: credentials.coordinatorKey, keys: credentials.keys,
+                                        limits: configuration.recordSpoolLimits, agentInstance: agentInstance, logger: logger)
+        self.recorder.withLock { $0 = recorder }
+        let monitor = configuration.pressureEnabled ? makePressureMonitor(publisher: publisher) : nil
+        self.monitor.withLock { $0 = monitor }
+        let (revocations, revoke) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(1))
+        let handlers = ControlHandlers(
+            hello: { [self] in hello(name: credentials.nodeName) },
+            status: { [self] in
+                evaluateDropRecovery()
+                var report = status(publisher: publisher)
+                report.clock = clock.wire
+                return report
+            },
+            command: { [self] command in execute(command, clock: clock) },
+            registered: { [self] port, clockPort, recordPort in
+                publisher.connect(to: configuration.ingestEndpoint(port: port))
+                if recordPort != 0 { recorder.connect(to: configuration.ingestEndpoint(port: recordPort)) }
+                // A coordinator too old to name a clock port has none: frames go without fleet time.
+                if clockPort != 0 { clock.connect(to: configuration.ingestEndpoint(port: clockPort)) }
+                startStreaming(publisher: publisher, clock: clock)
+            },
+            revoked: { [self] reason in
+                // No frame may leave after this: stop capturing before anything else.
+                for stream in sources { stream.stopCapturing() }
+                revoke.yield(reason)
+            })
+        let channel = try ControlChannel(context: context, endpoint: configuration.controlEndpoint, nodeID: identity.nodeID,
+                                         coordinatorKey: credentials.coordinatorKey, keys: credentials.keys,
+                                         handlers: handlers, logger: logger)
+        control.attach(channel)
+        monitor?.start()
+
+        // The shutdown order, read backwards: see AgentAssembly's comment.
+        let parts: [(any Service)?] = [
+            StoppingService("recording light") { [light] in await light.stop() },
+            StoppingService("frame publisher") { publisher.stop() },
+            StoppingService("record sender") { recorder.stop() },
+            StoppingService("clock sync") { clock.stop() },
+            StoppingService("control channel") { [control] in
+                // Events of the closing cameras then go nowhere instead of to a closed socket.
+                control.attach(nil)
+                channel.stop()
+            },
+            // Each device's thread stops its source, after what was queued there.
+            StoppingService("cameras") { [sources] in
+                for stream in sources { await stream.close() }
+            },
+            monitor.map { monitor in StoppingService("pressure monitor") { monitor.stop() } },
+            // A revocation ends the agent as a signal does, every part stopped in the same
+            // order, and then with AgentError.revoked.
+            StoppingService("revocation watch", run: {
+                for await reason in revocations { throw AgentError.revoked(reason) }
+            }, stop: {}),
+            // Stopped first: says that shutdown has begun.
+            StoppingService("shutdown notice") { [logger] in
+                logger.info("agent stopping")
+                SystemdNotifier.stopping()
+            },
+        ]
+        return AgentAssembly(parts: parts.compactMap { $0 })
+    }
+}
