@@ -51,8 +51,14 @@ struct CoordinatorAssembly: Sendable {
             guard reason.isAccessDenial, reason != .forbidden else { return }
             // Logged (and so audited) at most once a minute per endpoint, reason and peer.
             Task {
-                try? await store.appendAudit(AuditEntry(at: Date().unixMilliseconds, actor: "peer:\(peer)", action: "access.denied",
-                                                        target: endpoint, outcome: "refused", detail: "\(reason.rawValue): \(detail)"))
+                do {
+                    try await store.appendAudit(AuditEntry(at: Date().unixMilliseconds, actor: "peer:\(peer)", action: "access.denied",
+                                                           target: endpoint, outcome: "refused", detail: "\(reason.rawValue): \(detail)"))
+                } catch {
+                    // The refusal itself stands; only its audit entry is missing, which an admin must hear of.
+                    logger.error("could not audit a refused connection", metadata: [
+                        "endpoint": "\(endpoint)", "peer": "\(peer)", "reason": "\(reason.rawValue)", "error": "\(error)"])
+                }
             }
         }
         let gate = try await AccessGate(store: store, rejections: rejections, logger: logger)
