@@ -13,6 +13,10 @@ struct CoordinatorClock: Sendable {
     static func system(_ fleetTime: FleetTimeSource) -> CoordinatorClock {
         CoordinatorClock(fleetNow: { fleetTime.now() }, unixMilliseconds: { Date().unixMilliseconds })
     }
+
+    /// The system's clocks with a fleet time of their own: the default of services that read
+    /// only wall time and that CoordinatorService does not yet hand its clock.
+    static var standalone: CoordinatorClock { .system(FleetTimeSource()) }
 }
 
 /// What the take director needs of the agents' side: whether a node is reachable, and a

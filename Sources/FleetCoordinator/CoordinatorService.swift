@@ -111,7 +111,7 @@ public final class CoordinatorService: Service, Sendable {
         let metricsServer = try configuration.metricsPort.map { port in try serveMetrics(metrics, port: port) }
         let operators = OperatorHandler(store: store, endpoint: operatorEndpoint, ingest: ingest, control: control,
                                         reporter: reporter, rejections: rejections, leases: leases, events: events,
-                                        coordinatorKey: keys.publicKey, fleetTime: fleetTime, takes: takes,
+                                        coordinatorKey: keys.publicKey, fleetTime: fleetTime, clock: .system(fleetTime), takes: takes,
                                         backups: DatabaseBackups(dataDirectory: configuration.dataDirectory, store: store), logger: logger)
 
         let endpoints = CoordinatorEndpoints(control: controlEndpoint.boundEndpoint, frameIngest: ingest.boundEndpoint,

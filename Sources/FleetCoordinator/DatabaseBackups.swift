@@ -23,11 +23,13 @@ final class DatabaseBackups: Sendable {
 
     let directory: String
     private let store: FleetDatabase
+    private let clock: CoordinatorClock
     private let snapshots = Mutex<[String: Snapshot]>([:])
 
-    init(dataDirectory: String, store: FleetDatabase) {
+    init(dataDirectory: String, store: FleetDatabase, clock: CoordinatorClock = .standalone) {
         directory = dataDirectory + "/backups"
         self.store = store
+        self.clock = clock
         // Snapshots of an earlier run are nobody's any more.
         try? FileManager.default.removeItem(atPath: directory)
     }
@@ -36,7 +38,7 @@ final class DatabaseBackups: Sendable {
     func take() async throws -> Snapshot {
         expire()
         let directory = self.directory
-        let taken = Date().unixMilliseconds
+        let taken = clock.unixMilliseconds()
         let id = "backup-\(taken)-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
         let path = directory + "/\(id).sqlite"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -81,7 +83,7 @@ final class DatabaseBackups: Sendable {
     }
 
     private func expire() {
-        let cutoff = Date().unixMilliseconds - Self.keptSeconds * 1000
+        let cutoff = clock.unixMilliseconds() - Self.keptSeconds * 1000
         let old = snapshots.withLock { $0.values.filter { $0.takenUnixMs < cutoff }.map(\.id) }
         for id in old { remove(id) }
     }

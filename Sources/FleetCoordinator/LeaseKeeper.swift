@@ -18,18 +18,20 @@ actor LeaseKeeper {
     private let store: FleetDatabase
     private let events: FleetEvents
     private let logger: Logger
+    private let clock: CoordinatorClock
 
-    init(store: FleetDatabase, events: FleetEvents, logger: Logger) {
+    init(store: FleetDatabase, events: FleetEvents, clock: CoordinatorClock = .standalone, logger: Logger) {
         self.store = store
         self.events = events
+        self.clock = clock
         self.logger = logger
     }
 
-    private static var now: UInt64 { UInt64(max(Date().unixMilliseconds, 0)) }
+    private var now: UInt64 { UInt64(max(clock.unixMilliseconds(), 0)) }
 
     /// Takes up the leases stored before a restart that have not run out.
     func load() async throws(StoreError) {
-        let now = Self.now
+        let now = self.now
         for record in try await store.leases() where UInt64(record.expiresAt) > now {
             _ = leases.acquire(record.deviceId, by: record.holder, for: UInt64(record.expiresAt) - now, now: now, session: record.sessionId)
             // A session's holder gets one timeout from now to show it is still there.
@@ -40,18 +42,18 @@ actor LeaseKeeper {
     }
 
     func lease(of deviceID: String) -> ConfigurationLeases.Lease? {
-        leases.leases[deviceID].flatMap { $0.expiresAt > Self.now ? $0 : nil }
+        leases.leases[deviceID].flatMap { $0.expiresAt > now ? $0 : nil }
     }
 
     func authorize(_ deviceID: String, by holder: String) -> Result<ConfigurationLeases.Lease, ConfigurationLeases.Refusal> {
-        leases.authorize(deviceID, by: holder, now: Self.now)
+        leases.authorize(deviceID, by: holder, now: now)
     }
 
     /// An operator request that carries a session id: the session is alive.
     func heard(session sessionID: String, timeoutMilliseconds: UInt32) {
         guard !sessionID.isEmpty else { return }
         let timeout = timeoutMilliseconds == 0 ? Self.defaultSessionTimeoutMilliseconds : timeoutMilliseconds
-        sessions.heard(sessionID, timeout: UInt64(timeout), now: Self.now)
+        sessions.heard(sessionID, timeout: UInt64(timeout), now: now)
     }
 
     /// The operator said goodbye: its session's leases are released at once.
@@ -64,7 +66,7 @@ actor LeaseKeeper {
     func lock(_ deviceID: String, by holder: String, seconds: UInt32, session sessionID: String? = nil) async throws(StoreError)
         -> Result<ConfigurationLeases.Lease, ConfigurationLeases.Refusal> {
         await expire()  // a lease that ran out is recorded as expired before anyone takes over
-        let now = Self.now
+        let now = self.now
         let duration = UInt64(min(seconds == 0 ? Self.defaultSeconds : seconds, Self.maximumSeconds)) * 1000
         let session = sessionID.flatMap { $0.isEmpty ? nil : $0 }
         let result = leases.acquire(deviceID, by: holder, for: duration, now: now, session: session)
@@ -82,7 +84,7 @@ actor LeaseKeeper {
 
     func unlock(_ deviceID: String, by holder: String) async throws(StoreError) -> Result<ConfigurationLeases.Lease, ConfigurationLeases.Refusal> {
         await expire()
-        let result = leases.release(deviceID, by: holder, now: Self.now)
+        let result = leases.release(deviceID, by: holder, now: now)
         switch result {
         case .success:
             try await store.deleteLease(deviceID: deviceID, audit: entry(holder, "lease.unlock", deviceID, "ok", ""))
@@ -95,8 +97,8 @@ actor LeaseKeeper {
     /// Releases leases that ran out, and those of sessions that fell silent (the operator
     /// disconnected). Called a few times a second.
     func expire() async {
-        await release(leases.expire(now: Self.now), why: "lease.expire", detail: "the lease ran out")
-        for session in sessions.expire(now: Self.now) {
+        await release(leases.expire(now: now), why: "lease.expire", detail: "the lease ran out")
+        for session in sessions.expire(now: now) {
             await release(leases.releaseAll(inSession: session), why: "session.lost",
                           detail: "operator session \(session) went silent (disconnected)")
         }
@@ -121,6 +123,6 @@ actor LeaseKeeper {
     }
 
     private func entry(_ actor: String, _ action: String, _ target: String, _ outcome: String, _ detail: String) -> AuditEntry {
-        AuditEntry(at: Date().unixMilliseconds, actor: actor, action: action, target: target, outcome: outcome, detail: detail)
+        AuditEntry(at: clock.unixMilliseconds(), actor: actor, action: action, target: target, outcome: outcome, detail: detail)
     }
 }

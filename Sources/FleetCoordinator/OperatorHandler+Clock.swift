@@ -20,7 +20,7 @@ extension OperatorHandler {
             guard let device = try await existingDevice(deviceID, into: &reply) else { return }
             targets.append((device.id, device.nodeId))
         }
-        let now = fleetTime.now()
+        let now = clock.fleetNow()
         let at = query.atFleetTimeNs != 0 ? query.atFleetTimeNs
             : now &+ (query.fromNowNs == 0 ? 1_000_000_000 : min(query.fromNowNs, 60_000_000_000))
         guard at >= now - 10_000_000_000, at <= now + 60_000_000_000 else {
@@ -84,7 +84,7 @@ extension OperatorHandler {
                 continue
             }
             // Remembered once the agent took it: pushed again whenever the node registers.
-            let now = Date().unixMilliseconds
+            let now = clock.unixMilliseconds()
             try await store.saveFrameAlignment(
                 FrameAlignmentRecord(deviceId: device.id, enabled: query.enabled, changedAt: now, changedBy: holder(who)),
                 audit: AuditEntry(at: now, actor: holder(who), action: "device.frame_alignment", target: device.id, outcome: "ok", detail: detail))

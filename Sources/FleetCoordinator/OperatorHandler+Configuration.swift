@@ -137,12 +137,13 @@ extension OperatorHandler {
         let detail = policy.isEnabled
             ? "drop recovery on: down to \(VideoFormat.trim(policy.minimumFramesPerSecond)) fps while late drops exceed \(Int(policy.lateDropShare * 100))% of frames; restore after \(policy.quietIntervalsToRestore) s without"
             : "drop recovery off"
+        let now = clock.unixMilliseconds()
         // Stored first: the policy holds even if the node is offline now, and is pushed when it registers.
         try await store.saveDropRecoveryPolicy(
             DropRecoveryPolicyRecord(deviceId: device.id, enabled: policy.isEnabled, minimumFps: policy.minimumFramesPerSecond,
                                      lateDropShare: policy.lateDropShare, quietSeconds: policy.quietIntervalsToRestore,
-                                     updatedAt: Date().unixMilliseconds),
-            audit: AuditEntry(at: Date().unixMilliseconds, actor: holder(who), action: "device.policy", target: device.id, outcome: "ok", detail: detail))
+                                     updatedAt: now),
+            audit: AuditEntry(at: now, actor: holder(who), action: "device.policy", target: device.id, outcome: "ok", detail: detail))
         guard await control.isOnline(device.nodeId) else {
             try await listDevices(nodeID: device.nodeId, only: device.id, into: &reply)
             reply.status = .with { $0.code = .ok; $0.reason = "stored; node \(device.nodeId) is offline and gets the policy when it registers" }
@@ -180,11 +181,12 @@ extension OperatorHandler {
             }
         }
         let detail = "pressure policy " + policy.summary
+        let now = clock.unixMilliseconds()
         try await store.savePressurePolicy(
             // A policy turned off keeps a storable level whatever the request said.
             PressurePolicyRecord(deviceId: device.id, enabled: policy.isEnabled, level: max(policy.level.rawValue, PressureLevel.fair.rawValue),
-                                 frameRate: policy.frameRate, updatedAt: Date().unixMilliseconds),
-            audit: AuditEntry(at: Date().unixMilliseconds, actor: holder(who), action: "device.policy", target: device.id, outcome: "ok", detail: detail))
+                                 frameRate: policy.frameRate, updatedAt: now),
+            audit: AuditEntry(at: now, actor: holder(who), action: "device.policy", target: device.id, outcome: "ok", detail: detail))
         guard await control.isOnline(device.nodeId) else {
             try await listDevices(nodeID: device.nodeId, only: device.id, into: &reply)
             reply.status = .with { $0.code = .ok; $0.reason = "stored; node \(device.nodeId) is offline and gets the policy when it registers" }
@@ -247,7 +249,7 @@ extension OperatorHandler {
     }
 
     func audit(_ who: String, _ action: String, _ target: String, outcome: String, detail: String) async throws(StoreError) {
-        try await store.appendAudit(AuditEntry(at: Date().unixMilliseconds, actor: who.isEmpty ? "unknown operator" : who,
+        try await store.appendAudit(AuditEntry(at: clock.unixMilliseconds(), actor: who.isEmpty ? "unknown operator" : who,
                                                action: action, target: target, outcome: outcome, detail: detail))
     }
 }

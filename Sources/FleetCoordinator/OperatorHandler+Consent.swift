@@ -14,7 +14,7 @@ extension OperatorHandler {
         }
         guard let device = try await existingDevice(query.deviceID, into: &reply) else { return }
         let role = OperatorRole(rawValue: caller.role) ?? .viewer
-        let now = Date().unixMilliseconds
+        let now = clock.unixMilliseconds()
         let change: ConsentChange
         switch try await store.changeConsent(deviceID: device.id, action: action, role: role, actor: caller.name, reason: query.reason, at: now) {
         case let .failure(refusal):

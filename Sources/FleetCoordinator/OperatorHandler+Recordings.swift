@@ -21,7 +21,7 @@ extension OperatorHandler {
 
     func stopRecording(_ query: Capfleet_V1_StopRecording, by caller: String, into reply: inout Capfleet_V1_OperatorReply) async throws {
         do {
-            let at: UInt64? = query.atFleetTimeNs != 0 ? query.atFleetTimeNs : (query.fromNowNs != 0 ? fleetTime.now() + query.fromNowNs : nil)
+            let at: UInt64? = query.atFleetTimeNs != 0 ? query.atFleetTimeNs : (query.fromNowNs != 0 ? clock.fleetNow() + query.fromNowNs : nil)
             let wait = Duration.milliseconds(Int64(query.waitMs == 0 ? 10_000 : min(query.waitMs, 600_000)))
             let take = try await takes.stop(takeID: query.takeID, at: at, wait: wait, by: caller)
             reply.takes = [try await info(take, detailed: false)]
@@ -56,7 +56,7 @@ extension OperatorHandler {
             reply.status = .failure(.badRequest, "take \(takeID) is still recording: stop it first (capfleet record stop \(takeID))")
             return
         }
-        try await store.deleteTake(id: takeID, audit: AuditEntry(at: Date().unixMilliseconds, actor: caller, action: "recording.delete",
+        try await store.deleteTake(id: takeID, audit: AuditEntry(at: clock.unixMilliseconds(), actor: caller, action: "recording.delete",
                                                                  target: takeID, outcome: "ok", detail: take.name))
         let directory = take.directory
         _ = await OwnedThread.run("cf-files") { try? FileManager.default.removeItem(atPath: directory) }
@@ -81,9 +81,11 @@ extension OperatorHandler {
                 reply.status = .failure(.notFound, "take \(take.id) has no segment \(query.segmentNumber) of \(query.deviceID); see capfleet recordings show \(take.id)")
                 return
             }
-            // A segment just finished is checksummed on the hasher's thread: give it a minute.
-            let patience = Date().addingTimeInterval(60)
-            while segment.state != .open, segment.sha256.isEmpty, Date() < patience {
+            // A segment just finished is checksummed on the hasher's thread: give it a minute
+            // (counted in polls, so that no clock reading decides when to stop).
+            var polls = 0
+            while segment.state != .open, segment.sha256.isEmpty, polls < 300 {
+                polls += 1
                 try await Task.sleep(for: .milliseconds(200))
                 segment = try await store.segments(takeID: take.id).first { $0.deviceId == segment.deviceId && $0.number == segment.number } ?? segment
             }

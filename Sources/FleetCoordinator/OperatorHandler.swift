@@ -20,17 +20,20 @@ actor OperatorHandler {
     let events: FleetEvents
     let coordinatorKey: CurvePublicKey
     let fleetTime: FleetTimeSource
+    /// Every reading of fleet or wall time: a test chooses the time.
+    let clock: CoordinatorClock
     let takes: TakeDirector
     let backups: DatabaseBackups
     let logger: Logger
 
     init(store: FleetDatabase, endpoint: RouterEndpoint, ingest: FrameIngest, control: ControlHandler,
          reporter: TelemetryReporter, rejections: RejectionCounter, leases: LeaseKeeper, events: FleetEvents,
-         coordinatorKey: CurvePublicKey, fleetTime: FleetTimeSource, takes: TakeDirector, backups: DatabaseBackups, logger: Logger) {
+         coordinatorKey: CurvePublicKey, fleetTime: FleetTimeSource, clock: CoordinatorClock, takes: TakeDirector, backups: DatabaseBackups, logger: Logger) {
         self.coordinatorKey = coordinatorKey
         self.backups = backups
         self.takes = takes
         self.fleetTime = fleetTime
+        self.clock = clock
         self.leases = leases
         self.events = events
         self.store = store
@@ -179,12 +182,13 @@ actor OperatorHandler {
         let devices = try await store.devices()
         let revoked = try await store.revokedNodeIDs()
         let storedClocks = try await store.clocks()
+        let now = clock.unixMilliseconds()
         var infos: [Capfleet_V1_NodeInfo] = []
         for node in nodes {
             let online = await control.isOnline(node.id)
             // Live while online; otherwise the last state stored, dated.
             let report = online ? await control.session(node.id)?.lastStatus : nil
-            let clock = report.flatMap { $0.hasClock ? NodeClockRecord(wire: $0.clock, nodeID: node.id, at: Date().unixMilliseconds) : nil }
+            let clock = report.flatMap { $0.hasClock ? NodeClockRecord(wire: $0.clock, nodeID: node.id, at: now) : nil }
                 ?? storedClocks[node.id]
             infos.append(.with {
                 $0.nodeID = node.id
@@ -295,7 +299,7 @@ actor OperatorHandler {
 
     private func forget(_ nodeID: String, operator who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
         let actor = who.isEmpty ? "unknown operator" : who
-        let at = Date().unixMilliseconds
+        let at = clock.unixMilliseconds()
         do throws(StoreError) {
             let devices = try await store.devices(nodeID: nodeID).map(\.id)
             if await control.isOnline(nodeID) {
