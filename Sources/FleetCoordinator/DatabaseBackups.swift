@@ -18,6 +18,14 @@ final class DatabaseBackups: Sendable {
         var takenUnixMs: Int64
     }
 
+    /// A snapshot written but not measured: the operator is told, and no backup is offered.
+    struct Unreadable: Error, CustomStringConvertible {
+        let path: String
+        let doing: String
+        let reason: String
+        var description: String { "the backup \(path) was written but \(doing) failed: \(reason)" }
+    }
+
     static let keptSeconds: Int64 = 15 * 60
     static let largestChunk = 1 << 20
 
@@ -30,7 +38,8 @@ final class DatabaseBackups: Sendable {
         directory = dataDirectory + "/backups"
         self.store = store
         self.clock = clock
-        // Snapshots of an earlier run are nobody's any more.
+        // Snapshots of an earlier run are nobody's any more. Absent on a first run; one that
+        // cannot be removed only takes space, since new snapshot ids never collide with it.
         try? FileManager.default.removeItem(atPath: directory)
     }
 
@@ -43,9 +52,21 @@ final class DatabaseBackups: Sendable {
         let path = directory + "/\(id).sqlite"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let version = try await store.backup(to: path)
-        let digest = await OwnedThread.run("cf-backup") { () -> Result<(UInt64, String), RecordingError> in
-            let size = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.uint64Value ?? 0
-            return Result { () throws(RecordingError) in (size, try SegmentDigest.sha256(ofFile: path)) }
+        let digest = await OwnedThread.run("cf-backup") { () -> Result<(UInt64, String), Unreadable> in
+            let size: UInt64
+            do {
+                guard let bytes = try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber else {
+                    return .failure(Unreadable(path: path, doing: "reading its size", reason: "the file system reports none"))
+                }
+                size = bytes.uint64Value
+            } catch {
+                return .failure(Unreadable(path: path, doing: "reading its size", reason: "\(error)"))
+            }
+            do throws(RecordingError) {
+                return .success((size, try SegmentDigest.sha256(ofFile: path)))
+            } catch {
+                return .failure(Unreadable(path: path, doing: "checksumming it", reason: error.description))
+            }
         }
         let (size, sha) = try digest.get()
         let snapshot = Snapshot(id: id, path: path, size: size, sha256: sha, schemaVersion: version, takenUnixMs: taken)
@@ -65,6 +86,7 @@ final class DatabaseBackups: Sendable {
         let path = snapshot.path
         let data = try await OwnedThread.run("cf-backup") { () -> Result<Data, CocoaError> in
             guard let handle = FileHandle(forReadingAtPath: path) else { return .failure(CocoaError(.fileReadNoSuchFile)) }
+            // Closing a file opened for reading cannot lose data.
             defer { try? handle.close() }
             do {
                 try handle.seek(toOffset: min(offset, snapshot.size))
@@ -79,6 +101,7 @@ final class DatabaseBackups: Sendable {
 
     private func remove(_ id: String) {
         guard let gone = snapshots.withLock({ $0.removeValue(forKey: id) }) else { return }
+        // A file that cannot be removed is gone at the next start, with the whole directory.
         try? FileManager.default.removeItem(atPath: gone.path)
     }
 

@@ -59,9 +59,27 @@ extension OperatorHandler {
         try await store.deleteTake(id: takeID, audit: AuditEntry(at: clock.unixMilliseconds(), actor: caller, action: "recording.delete",
                                                                  target: takeID, outcome: "ok", detail: take.name))
         let directory = take.directory
-        _ = await OwnedThread.run("cf-files") { try? FileManager.default.removeItem(atPath: directory) }
+        let leftover = await OwnedThread.run("cf-files") { () -> String? in
+            do {
+                try FileManager.default.removeItem(atPath: directory)
+                return nil
+            } catch let error as CocoaError where error.code == .fileNoSuchFile {
+                return nil  // nothing was ever written, or someone removed it already
+            } catch {
+                return "\(error)"
+            }
+        }
         events.emit(.recording, message: "\(caller) deleted take \(takeID) (\(take.name))")
-        reply.status = .ok
+        guard let leftover else {
+            reply.status = .ok
+            return
+        }
+        // The index no longer lists the take: the operator must hear that its files stay.
+        logger.error("a deleted take's files could not be removed", metadata: ["take.id": "\(takeID)", "path": "\(directory)", "error": "\(leftover)"])
+        reply.status = .with {
+            $0.code = .ok
+            $0.reason = "take \(takeID) is deleted from the index, but its files in \(directory) could not be removed (\(leftover)); remove them by hand"
+        }
     }
 
     /// One segment against the index, or (no device named) the take's accounting.
@@ -102,6 +120,7 @@ extension OperatorHandler {
 
     /// Client-supplied timed metadata: into the index and the files.
     func noteRecording(_ query: Capfleet_V1_NoteRecording, by caller: String, into reply: inout Capfleet_V1_OperatorReply) async throws {
+        // Anything but one JSON object is the client's mistake, answered as such.
         guard var fields = (try? JSONSerialization.jsonObject(with: Data(query.json.utf8))) as? [String: Any] else {
             reply.status = .failure(.badRequest, "the note must be one JSON object, e.g. {\"location\":\"stage 2\"}")
             return
@@ -133,6 +152,7 @@ extension OperatorHandler {
         let path = segment.path, offset = query.offset
         let read = await OwnedThread.run("cf-files") { () -> Result<(Data, UInt64), CocoaError> in
             guard let handle = FileHandle(forReadingAtPath: path) else { return .failure(CocoaError(.fileReadNoSuchFile)) }
+            // Closing a file opened for reading cannot lose data.
             defer { try? handle.close() }
             do {
                 let size = try handle.seekToEnd()

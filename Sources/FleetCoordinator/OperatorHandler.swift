@@ -61,6 +61,7 @@ actor OperatorHandler {
             send(.with { $0.status = .failure(.badRequest, "an operator request is exactly one part (an OperatorRequest)") }, to: routed)
             return
         }
+        // Undecodable input is counted and answered: the sender's mistake, not ours.
         guard let request = try? Capfleet_V1_OperatorRequest(serializedBytes: routed.parts[0].array) else {
             rejections.reject(endpoint: Self.endpointName, reason: .undecodable, peer: routed.peer)
             send(.with { $0.status = .failure(.badRequest, "not an OperatorRequest; is the CLI the same version as the coordinator?") }, to: routed)
@@ -266,9 +267,12 @@ actor OperatorHandler {
     private func deviceDetails(_ deviceID: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
         guard let device = try await existingDevice(deviceID, into: &reply) else { return }
         try await listDevices(nodeID: device.nodeId, only: device.id, into: &reply)
-        if let bytes = try await store.descriptor(deviceID: device.id),
-           let descriptor = try? Capfleet_V1_DeviceDescriptor(serializedBytes: bytes), !reply.devices.isEmpty {
-            reply.devices[0].descriptor = descriptor
+        guard let bytes = try await store.descriptor(deviceID: device.id), !reply.devices.isEmpty else { return }
+        do {
+            reply.devices[0].descriptor = try Capfleet_V1_DeviceDescriptor(serializedBytes: bytes)
+        } catch {
+            // The listing still answers; a stored descriptor that does not decode is damage to report.
+            logger.error("a stored device descriptor does not decode", metadata: ["device.id": "\(device.id)", "error": "\(error)"])
         }
     }
 
@@ -324,7 +328,19 @@ actor OperatorHandler {
     }
 
     private func send(_ reply: Capfleet_V1_OperatorReply, to routed: RoutedMessage, payload: [UInt8]? = nil) {
-        guard let bytes: [UInt8] = try? reply.serializedBytes() else { return }
+        let bytes: [UInt8]
+        do {
+            bytes = try reply.serializedBytes()
+        } catch {
+            // Every request gets a reply: one that cannot be encoded becomes a failure that can.
+            logger.error("an operator reply could not be encoded", metadata: ["error": "\(error)"])
+            var failure = Capfleet_V1_OperatorReply()
+            failure.requestID = reply.requestID
+            failure.status = .failure(.internal, "the coordinator could not encode its reply: \(error)")
+            guard let fallback: [UInt8] = try? failure.serializedBytes() else { return }  // logged just above
+            endpoint.reply(to: routed.routingID, parts: [fallback])
+            return
+        }
         endpoint.reply(to: routed.routingID, parts: payload.map { [bytes, $0] } ?? [bytes])
     }
 }

@@ -167,7 +167,10 @@ actor TelemetryReporter {
     }
 
     private func publish(_ topic: String, _ message: some SwiftProtobuf.Message) {
-        guard let bytes: [UInt8] = try? message.serializedBytes() else { return }
-        telemetry.publish(topic: topic, payload: bytes)
+        do {
+            telemetry.publish(topic: topic, payload: try message.serializedBytes())
+        } catch {
+            logger.error("a telemetry message could not be encoded", metadata: ["topic": "\(topic)", "error": "\(error)"])
+        }
     }
 }
