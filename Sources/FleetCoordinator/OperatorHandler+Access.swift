@@ -136,18 +136,23 @@ extension OperatorHandler {
             reply.status = .failure(.badRequest, error.description)
             return
         }
+        await leases.admitted(holder(query.name))
         reply.operators = [Self.info(record)]
         reply.status = .ok
     }
 
+    /// The last-admin rule is the store's to apply, in the transaction that removes. The
+    /// leases go after: a lock of theirs decided in between is released with the rest, and
+    /// one decided later is refused.
     func removeOperator(_ name: String, by who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
-        let admins = try await store.operators().filter { $0.role == OperatorRole.admin.rawValue }
-        if admins.map(\.name) == [name] {
-            reply.status = .failure(.unsupported, "\(name) is the last admin; add another admin first, or nobody could manage the fleet")
+        let removed: Bool
+        do {
+            removed = try await store.removeOperator(name, audit: AuditEntry(at: clock.unixMilliseconds(), actor: who, action: "operator.remove",
+                                                                             target: name, outcome: "ok"))
+        } catch let error where { if case .refused = error { true } else { false } }() {
+            reply.status = .failure(.unsupported, error.description)
             return
         }
-        let removed = try await store.removeOperator(name, audit: AuditEntry(at: clock.unixMilliseconds(), actor: who, action: "operator.remove",
-                                                                             target: name, outcome: "ok"))
         if removed { await leases.releaseAll(heldBy: holder(name), detail: "operator \(name) was removed by \(who)") }
         reply.status = removed ? .ok : .failure(.notFound, "no operator \(name) (see capfleet operator list)")
     }

@@ -9,18 +9,22 @@ import Foundation
 extension OperatorHandler {
     func lock(_ query: Capfleet_V1_LockDevice, operator who: String, session: String?, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
         guard let device = try await existingDevice(query.deviceID, into: &reply) else { return }
-        switch try await leases.lock(device.id, by: holder(who), seconds: query.seconds, session: session) {
-        case .success: try await listDevices(nodeID: device.nodeId, only: device.id, into: &reply)
-        case let .failure(refusal): reply.status = .failure(.permissionDenied, refusal.description)
+        let answer = await leases.lock(device.id, by: holder(who), seconds: query.seconds, session: session)
+        guard case .granted = answer else {
+            reply.status = answer.status
+            return
         }
+        try await listDevices(nodeID: device.nodeId, only: device.id, into: &reply)
     }
 
     func unlock(_ query: Capfleet_V1_UnlockDevice, operator who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
         guard let device = try await existingDevice(query.deviceID, into: &reply) else { return }
-        switch try await leases.unlock(device.id, by: holder(who)) {
-        case .success: try await listDevices(nodeID: device.nodeId, only: device.id, into: &reply)
-        case let .failure(refusal): reply.status = .failure(.permissionDenied, refusal.description)
+        let answer = await leases.unlock(device.id, by: holder(who))
+        guard case .granted = answer else {
+            reply.status = answer.status
+            return
         }
+        try await listDevices(nodeID: device.nodeId, only: device.id, into: &reply)
     }
 
     /// The device, or a NOT_FOUND reply that points at the listing.

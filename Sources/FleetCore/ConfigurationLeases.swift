@@ -21,6 +21,8 @@ public struct ConfigurationLeases: Sendable, Equatable {
     public enum Refusal: Error, Sendable, Equatable, CustomStringConvertible {
         case heldByAnother(Lease)
         case notHeld(deviceID: String)
+        /// The operator was removed while their request was on its way.
+        case holderRemoved(String)
 
         public var description: String {
             switch self {
@@ -28,6 +30,8 @@ public struct ConfigurationLeases: Sendable, Equatable {
                 "device \(lease.deviceID) is locked for configuration by \(lease.holder); ask them to unlock it, or wait for the lease to expire"
             case let .notHeld(deviceID):
                 "device \(deviceID) is not locked for configuration by you: lock it first (capfleet lock \(deviceID))"
+            case let .holderRemoved(holder):
+                "operator \(holder) was removed from the fleet and may not lock devices"
             }
         }
     }
@@ -79,6 +83,11 @@ public struct ConfigurationLeases: Sendable, Equatable {
         let held = leases.values.filter { $0.holder == holder }.sorted { $0.deviceID < $1.deviceID }
         for lease in held { leases[lease.deviceID] = nil }
         return held
+    }
+
+    /// Puts back what a device's lease was, for a lease the store refused to record.
+    public mutating func reinstate(_ deviceID: String, _ lease: Lease?) {
+        leases[deviceID] = lease
     }
 
     private func active(_ deviceID: String, now: UInt64) -> Lease? {

@@ -1,3 +1,4 @@
+import FleetCore
 import Foundation
 import GRDB
 
@@ -173,9 +174,13 @@ extension FleetDatabase {
         }
     }
 
-    /// Removes an operator; false if there was none by that name.
+    /// Removes an operator; false if there was none by that name. Refused (`.refused`) when
+    /// `OperatorRoster` says so, decided in the transaction that removes, so two admins
+    /// removing each other at once cannot leave the fleet without one.
     public func removeOperator(_ name: String, audit: AuditEntry) async throws(StoreError) -> Bool {
         try await write("removing operator \(name)") { db in
+            let roster = try OperatorRecord.fetchAll(db).map { (name: $0.name, role: OperatorRole(rawValue: $0.role)) }
+            if let refusal = OperatorRoster.refusal(removing: name, from: roster) { throw StoreError.refused(reason: refusal.description) }
             guard try OperatorRecord.deleteOne(db, key: name) else { return false }
             _ = try audit.inserted(db)
             return true
