@@ -25,6 +25,10 @@ actor OperatorHandler {
     let takes: TakeDirector
     let backups: DatabaseBackups
     let logger: Logger
+    /// Which consent change each device's agent is still to be told (OperatorHandler+Consent).
+    var consentRelay = ConsentRelay()
+    /// The last consent push to each device, which the next one waits for.
+    var consentPushes: [String: Task<Capfleet_V1_CommandReply?, Never>] = [:]
 
     init(store: FleetDatabase, endpoint: RouterEndpoint, ingest: FrameIngest, control: ControlHandler,
          reporter: TelemetryReporter, rejections: RejectionCounter, leases: LeaseKeeper, events: FleetEvents,
