@@ -68,7 +68,15 @@ public enum OperatorRoster {
     /// caller's "not found", not a refusal). An operator whose role is unreadable counts as
     /// no admin.
     public static func refusal(removing name: String, from roster: [(name: String, role: OperatorRole?)]) -> Refusal? {
-        let admins = roster.filter { $0.role == .admin }.map(\.name)
-        return admins == [name] ? Refusal(name: name) : nil
+        isLastAdmin(name, in: roster) ? Refusal(name: name) : nil
+    }
+
+    /// Why `name` may not be given `role` (re-adding an operator replaces their role), or nil.
+    public static func refusal(giving role: OperatorRole, to name: String, in roster: [(name: String, role: OperatorRole?)]) -> Refusal? {
+        role != .admin && isLastAdmin(name, in: roster) ? Refusal(name: name) : nil
+    }
+
+    private static func isLastAdmin(_ name: String, in roster: [(name: String, role: OperatorRole?)]) -> Bool {
+        roster.filter { $0.role == .admin }.map(\.name) == [name]
     }
 }

@@ -19,3 +19,13 @@ import Testing
         #expect(OperatorRoster.refusal(removing: "nobody", from: [("root", .admin)]) == nil)
     }
 }
+
+@Suite struct OperatorRosterRoleTests {
+    @Test func theLastAdmin_cannotBeGivenALesserRole_butAnotherCan() {
+        let roster: [(name: String, role: OperatorRole?)] = [("root", .admin), ("ana", .operator)]
+        #expect(OperatorRoster.refusal(giving: .viewer, to: "root", in: roster) != nil)
+        #expect(OperatorRoster.refusal(giving: .admin, to: "root", in: roster) == nil)
+        #expect(OperatorRoster.refusal(giving: .viewer, to: "ana", in: roster) == nil)
+        #expect(OperatorRoster.refusal(giving: .viewer, to: "newcomer", in: []) == nil)
+    }
+}

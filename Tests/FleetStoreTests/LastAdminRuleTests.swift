@@ -36,6 +36,16 @@ import Testing
         #expect(try await store.auditLog(actionPrefix: "operator.remove").count == 1)
     }
 
+    @Test func theLastAdmin_reAddedWithALesserRole_isRefused_andStaysAdmin() async throws {
+        let store = try await store(admins: ["ana"])
+        await #expect(throws: StoreError.self) {
+            try await store.saveOperator(OperatorRecord(name: "ana", publicKey: String(repeating: "0", count: 40), role: OperatorRole.viewer.rawValue,
+                                                        addedAt: 3, addedBy: "ana"),
+                                         audit: AuditEntry(at: 3, actor: "ana", action: "operator.add", target: "ana", outcome: "ok"))
+        }
+        #expect(try await store.operators().map(\.role) == [OperatorRole.admin.rawValue])
+    }
+
     @Test func anUnknownOperator_isNotFound_notRefused() async throws {
         let store = try await store(admins: ["ana"])
         #expect(await remove("nobody", by: "ana", from: store) == "not found")
