@@ -56,6 +56,13 @@ actor LeaseKeeper {
         book.authorize(deviceID, by: holder, now: now)
     }
 
+    /// A change by `holder` begins under the device's lease, which then holds until `endChange`.
+    func beginChange(_ deviceID: String, by holder: String) -> Result<ConfigurationLeases.Lease, ConfigurationLeases.Refusal> {
+        book.beginChange(deviceID, by: holder, now: now)
+    }
+
+    func endChange(_ deviceID: String) { book.endChange(deviceID) }
+
     /// An operator request that carries a session id: the session is alive.
     func heard(session sessionID: String, timeoutMilliseconds: UInt32) {
         book.heard(session: sessionID, timeoutMilliseconds: timeoutMilliseconds, now: now)

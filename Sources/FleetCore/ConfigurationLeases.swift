@@ -64,9 +64,10 @@ public struct ConfigurationLeases: Sendable, Equatable {
         return current.holder == holder ? .success(current) : .failure(.heldByAnother(current))
     }
 
-    /// Removes and returns leases that ran out, for the audit log.
-    public mutating func expire(now: UInt64) -> [Lease] {
-        let expired = leases.values.filter { $0.expiresAt <= now }.sorted { $0.deviceID < $1.deviceID }
+    /// Removes and returns leases that ran out, for the audit log; those of `sparing` stay
+    /// (a change made under them is still on its way).
+    public mutating func expire(now: UInt64, sparing: Set<String> = []) -> [Lease] {
+        let expired = leases.values.filter { $0.expiresAt <= now && !sparing.contains($0.deviceID) }.sorted { $0.deviceID < $1.deviceID }
         for lease in expired { leases[lease.deviceID] = nil }
         return expired
     }

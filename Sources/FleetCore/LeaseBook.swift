@@ -53,6 +53,9 @@ public struct LeaseBook: Sendable {
     /// Operators removed while this coordinator runs: a request of theirs already in flight
     /// must not take a lease after their leases were released.
     private var removedHolders: Set<String> = []
+    /// Changes on their way to a device under its lease, by device: the lease does not run
+    /// out under them, so the authorization they were given holds until they are answered.
+    private var changing: [String: Int] = [:]
 
     public init() {}
 
@@ -69,6 +72,20 @@ public struct LeaseBook: Sendable {
     }
 
     // MARK: Events
+
+    /// A change to `deviceID` by `holder` begins, if they hold its lease; until `endChange`,
+    /// the lease does not run out and nobody else can take it.
+    public mutating func beginChange(_ deviceID: String, by holder: String, now: UInt64) -> Result<Lease, ConfigurationLeases.Refusal> {
+        let result = leases.authorize(deviceID, by: holder, now: now)
+        if case .success = result { changing[deviceID, default: 0] += 1 }
+        return result
+    }
+
+    /// A change begun with `beginChange` was answered (or failed).
+    public mutating func endChange(_ deviceID: String) {
+        guard let count = changing[deviceID] else { return }
+        changing[deviceID] = count > 1 ? count - 1 : nil
+    }
 
     /// A lease stored before a restart, taken up again if it has not run out; its session
     /// gets one timeout from now to show it is still there.
@@ -92,6 +109,12 @@ public struct LeaseBook: Sendable {
         var actions = tick(now: now)
         if removedHolders.contains(holder) {
             let refusal = ConfigurationLeases.Refusal.holderRemoved(holder)
+            actions.append(.audit(Audit(actor: holder, action: "lease.lock", target: deviceID, outcome: "refused", detail: refusal.description)))
+            return Decision(result: .failure(refusal), actions: actions)
+        }
+        if let current = leases.leases[deviceID], current.holder != holder, changing[deviceID] != nil {
+            // Run out, but a change made under it is still on its way.
+            let refusal = ConfigurationLeases.Refusal.heldByAnother(current)
             actions.append(.audit(Audit(actor: holder, action: "lease.lock", target: deviceID, outcome: "refused", detail: refusal.description)))
             return Decision(result: .failure(refusal), actions: actions)
         }
@@ -133,7 +156,7 @@ public struct LeaseBook: Sendable {
 
     /// Leases that ran out, and those of sessions that fell silent (the operator disconnected).
     public mutating func tick(now: UInt64) -> [Action] {
-        var actions = released(leases.expire(now: now), why: "lease.expire", detail: "the lease ran out")
+        var actions = released(leases.expire(now: now, sparing: Set(changing.keys)), why: "lease.expire", detail: "the lease ran out")
         for session in sessions.expire(now: now) {
             actions += released(leases.releaseAll(inSession: session), why: "session.lost",
                                 detail: "operator session \(session) went silent (disconnected)")

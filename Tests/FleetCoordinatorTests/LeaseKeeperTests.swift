@@ -85,6 +85,29 @@ import Testing
         let messages = bed.events.recent(limit: 10).map(\.message)
         #expect(messages.contains { $0.hasPrefix("lease of ana released, but the fleet database could not record it") && $0.contains("disk I/O error") })
     }
+
+    @Test func aLeaseRunningOutUnderAChange_isNotTakenByAnotherUntilTheChangeIsAnswered() async throws {
+        let bed = try await LeaseBed()
+        guard case .granted = await bed.keeper.lock("cam-1", by: "ana", seconds: 1) else {
+            Issue.record("ana locks a free device")
+            return
+        }
+        #expect(await bed.keeper.beginChange("cam-1", by: "ana").map(\.holder) == .success("ana"))
+        bed.wall.set(bed.start + 5_000)
+        await bed.keeper.expire()
+        guard case let .refused(refusal) = await bed.keeper.lock("cam-1", by: "bo", seconds: 60) else {
+            Issue.record("bo must wait for ana's change to be answered")
+            return
+        }
+        #expect(refusal.description.contains("by ana"))
+        await bed.keeper.endChange("cam-1")
+        await bed.keeper.expire()
+        guard case .granted = await bed.keeper.lock("cam-1", by: "bo", seconds: 60) else {
+            Issue.record("bo gets the lease once ana's change is answered")
+            return
+        }
+        #expect(try await bed.store.leases().map(\.holder) == ["bo"])
+    }
 }
 
 /// A lease keeper on an in-memory database with registered devices, at a wall time the

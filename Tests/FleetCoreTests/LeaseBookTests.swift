@@ -139,4 +139,29 @@ import Testing
         let silent = book.tick(now: 10_000 + UInt64(LeaseBook.defaultSessionTimeoutMilliseconds))
         #expect(silent.contains(.announce(deviceID: "cam-2", message: "lease of bo released: operator session s1 went silent (disconnected)")))
     }
+
+    @Test func aLeaseDoesNotRunOutUnderAChangeOnItsWay_andGoesOnceItIsAnswered() throws {
+        var book = LeaseBook()
+        _ = book.lock("cam-1", by: "ana", seconds: 60, session: nil, now: 0)
+        _ = try book.beginChange("cam-1", by: "ana", now: minute - 1).get()
+        // The lease's time is up while ana's command is still on its way: it stays hers.
+        let whileChanging = book.tick(now: minute)
+        #expect(whileChanging.isEmpty)
+        let bo = book.lock("cam-1", by: "bo", seconds: 60, session: nil, now: minute + 1)
+        #expect(bo.result == .failure(.heldByAnother(Lease(deviceID: "cam-1", holder: "ana", expiresAt: minute))))
+        // But it authorizes no new change of hers, and goes once the command is answered.
+        #expect(book.beginChange("cam-1", by: "ana", now: minute + 2) == .failure(.notHeld(deviceID: "cam-1")))
+        book.endChange("cam-1")
+        let after = book.tick(now: minute + 3)
+        #expect(after.contains(.announce(deviceID: "cam-1", message: "lease of ana released: the lease ran out")))
+        let boAgain = book.lock("cam-1", by: "bo", seconds: 60, session: nil, now: minute + 4)
+        #expect((try? boAgain.result.get())?.holder == "bo")
+    }
+
+    @Test func aChangeBegins_onlyForTheLeaseHolder() {
+        var book = LeaseBook()
+        _ = book.lock("cam-1", by: "ana", seconds: 60, session: nil, now: 0)
+        #expect(book.beginChange("cam-1", by: "bo", now: 1) == .failure(.heldByAnother(Lease(deviceID: "cam-1", holder: "ana", expiresAt: minute))))
+        #expect(book.beginChange("cam-2", by: "ana", now: 1) == .failure(.notHeld(deviceID: "cam-2")))
+    }
 }
