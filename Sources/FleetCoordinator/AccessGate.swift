@@ -172,6 +172,7 @@ public final class AccessGate: Sendable {
         let known = connections.withLock { $0.removeValue(forKey: nodeID) ?? [] }
         let logger = self.logger
         Task.detached {
+            // Cancelled only at shutdown, when closing at once is what is wanted.
             try? await Task.sleep(for: grace)
             for connection in known {
                 // The descriptor belongs to libzmq's I/O thread; shutdown (not close) ends the

@@ -79,6 +79,7 @@ struct CoordinatorAssembly: Sendable {
         }
         // One fleet time for the clock endpoint and everything that reads it.
         let fleetTime = FleetTimeSource()
+        let coordinatorClock = CoordinatorClock.system(fleetTime)
         let clock = try bind("clock", configuration.clockPort) {
             try ClockEndpoint(context: context, bind: configuration.endpoint(configuration.clockPort), security: security(.clock),
                               fleetTime: fleetTime, coordinatorID: coordinatorID, rejections: rejections)
@@ -96,13 +97,13 @@ struct CoordinatorAssembly: Sendable {
                                  coordinatorID: coordinatorID, logger: logger)
         let control = ControlHandler(configuration: configuration, store: store, endpoint: controlEndpoint, arrivals: arrivals, ingest: ingest,
                                      events: events, alerts: alerts, rejections: rejections, gate: gate, coordinatorID: coordinatorID,
-                                     fleetTime: fleetTime, clock: .system(fleetTime), logger: logger)
+                                     fleetTime: fleetTime, clock: coordinatorClock, logger: logger)
         let writers = TakeWriters()
         let recordEndpoint = try bind("recording", configuration.recordPort) {
             try RecordEndpoint(context: context, bind: configuration.endpoint(configuration.recordPort), security: security(.record),
                                rejections: rejections, gate: gate, writers: writers)
         }
-        let takes = TakeDirector(store: store, agents: control, writers: writers, events: events, clock: .system(fleetTime),
+        let takes = TakeDirector(store: store, agents: control, writers: writers, events: events, clock: coordinatorClock,
                                  configuration: configuration, logger: logger,
                                  sendRecordDown: { routing, message in recordEndpoint.send(to: routing, message) },
                                  currentPixelFormat: { ingest.state(of: $0)?.layout.pixelFormat })
@@ -113,16 +114,17 @@ struct CoordinatorAssembly: Sendable {
             registered: { nodeID in await takes.nodeRegistered(nodeID) },
             offline: { nodeID in await takes.nodeOffline(nodeID) },
             deviceEvent: { deviceID, kind, detail in await takes.deviceEvent(deviceID, kind: kind, detail: detail) })
-        let housekeeper = RecordingHousekeeper(store: store, events: events, metrics: metrics, configuration: configuration, logger: logger)
-        let leases = LeaseKeeper(store: store, events: events, logger: logger)
+        let housekeeper = RecordingHousekeeper(store: store, events: events, metrics: metrics, configuration: configuration,
+                                               clock: coordinatorClock, logger: logger)
+        let leases = LeaseKeeper(store: store, events: events, clock: coordinatorClock, logger: logger)
         try await leases.load()
         let reporter = TelemetryReporter(store: store, ingest: ingest, control: control, telemetry: telemetry, metrics: metrics,
-                                         rejections: rejections, alerts: alerts, logger: logger)
+                                         rejections: rejections, alerts: alerts, clock: coordinatorClock, logger: logger)
         let metricsServer = try configuration.metricsPort.map { port in try serveMetrics(metrics, configuration: configuration, port: port) }
         let operators = OperatorHandler(store: store, endpoint: operatorEndpoint, ingest: ingest, control: control,
                                         reporter: reporter, rejections: rejections, leases: leases, events: events,
-                                        coordinatorKey: keys.publicKey, fleetTime: fleetTime, takes: takes,
-                                        backups: DatabaseBackups(dataDirectory: configuration.dataDirectory, store: store), logger: logger)
+                                        coordinatorKey: keys.publicKey, fleetTime: fleetTime, clock: coordinatorClock, takes: takes,
+                                        backups: DatabaseBackups(dataDirectory: configuration.dataDirectory, store: store, clock: coordinatorClock), logger: logger)
 
         // The shutdown order, read backwards: see the type's comment.
         let parts: [(any Service)?] = [

@@ -1,126 +1,176 @@
 import FleetCore
+import FleetProtocol
 import FleetStore
-import Foundation
 import Logging
 
-/// The coordinator's configuration leases: the pure `ConfigurationLeases` on wall-clock
-/// milliseconds (leases outlive a coordinator restart), with every change stored and
-/// audited in the same transaction.
+/// The shell of the coordinator's `LeaseBook`: asks it, and performs what it decided. The
+/// book decides synchronously on this actor; the store writes run one after another in the
+/// order of those decisions (a lock and an unlock answered at once are stored in that
+/// order), and a write the store refuses goes back to the book and to whoever asked.
 actor LeaseKeeper {
-    static let defaultSeconds: UInt32 = 300
-    static let maximumSeconds: UInt32 = 24 * 3600
+    /// What a lock or unlock came to, as the operator's reply says it.
+    enum Answer: Sendable {
+        case granted(ConfigurationLeases.Lease)
+        case refused(ConfigurationLeases.Refusal)
+        /// Decided, but the store refused to record it: nothing changed.
+        case notStored(StoreError)
 
-    /// How long an operator session may stay silent before its leases go.
-    static let defaultSessionTimeoutMilliseconds: UInt32 = 10_000
-
-    private var leases = ConfigurationLeases()
-    private var sessions = OperatorSessions()
-    private let store: FleetDatabase
-    private let events: FleetEvents
-    private let logger: Logger
-
-    init(store: FleetDatabase, events: FleetEvents, logger: Logger) {
-        self.store = store
-        self.events = events
-        self.logger = logger
-    }
-
-    private static var now: UInt64 { UInt64(max(Date().unixMilliseconds, 0)) }
-
-    /// Takes up the leases stored before a restart that have not run out.
-    func load() async throws(StoreError) {
-        let now = Self.now
-        for record in try await store.leases() where UInt64(record.expiresAt) > now {
-            _ = leases.acquire(record.deviceId, by: record.holder, for: UInt64(record.expiresAt) - now, now: now, session: record.sessionId)
-            // A session's holder gets one timeout from now to show it is still there.
-            if let session = record.sessionId {
-                sessions.heard(session, timeout: UInt64(Self.defaultSessionTimeoutMilliseconds), now: now)
+        var status: Capfleet_V1_Status {
+            switch self {
+            case .granted: .with { $0.code = .ok }
+            case let .refused(refusal): .failure(.permissionDenied, refusal.description)
+            case let .notStored(error): .failure(.internal, "the lease was not changed: \(error)")
             }
         }
     }
 
-    func lease(of deviceID: String) -> ConfigurationLeases.Lease? {
-        leases.leases[deviceID].flatMap { $0.expiresAt > Self.now ? $0 : nil }
+    private var book = LeaseBook()
+    /// The last batch of writes handed to the store; the next one waits for it.
+    private var lastWrites: Task<[Failure], Never>?
+    private let store: FleetDatabase
+    private let events: FleetEvents
+    private let logger: Logger
+    private let clock: CoordinatorClock
+
+    init(store: FleetDatabase, events: FleetEvents, clock: CoordinatorClock, logger: Logger) {
+        self.store = store
+        self.events = events
+        self.clock = clock
+        self.logger = logger
     }
 
-    func authorize(_ deviceID: String, by holder: String) -> Result<ConfigurationLeases.Lease, ConfigurationLeases.Refusal> {
-        leases.authorize(deviceID, by: holder, now: Self.now)
+    private var now: UInt64 { UInt64(max(clock.unixMilliseconds(), 0)) }
+
+    /// Takes up the leases stored before a restart that have not run out.
+    func load() async throws(StoreError) {
+        let records = try await store.leases()
+        let now = self.now
+        for record in records {
+            book.restore(record.deviceId, holder: record.holder, expiresAt: UInt64(max(record.expiresAt, 0)), session: record.sessionId, now: now)
+        }
     }
+
+    func lease(of deviceID: String) -> ConfigurationLeases.Lease? { book.lease(of: deviceID, now: now) }
+
+    func authorize(_ deviceID: String, by holder: String) -> Result<ConfigurationLeases.Lease, ConfigurationLeases.Refusal> {
+        book.authorize(deviceID, by: holder, now: now)
+    }
+
+    /// A change by `holder` begins under the device's lease, which then holds until `endChange`.
+    func beginChange(_ deviceID: String, by holder: String) -> Result<ConfigurationLeases.Lease, ConfigurationLeases.Refusal> {
+        book.beginChange(deviceID, by: holder, now: now)
+    }
+
+    func endChange(_ deviceID: String) { book.endChange(deviceID) }
 
     /// An operator request that carries a session id: the session is alive.
     func heard(session sessionID: String, timeoutMilliseconds: UInt32) {
-        guard !sessionID.isEmpty else { return }
-        let timeout = timeoutMilliseconds == 0 ? Self.defaultSessionTimeoutMilliseconds : timeoutMilliseconds
-        sessions.heard(sessionID, timeout: UInt64(timeout), now: Self.now)
+        book.heard(session: sessionID, timeoutMilliseconds: timeoutMilliseconds, now: now)
+    }
+
+    func lock(_ deviceID: String, by holder: String, seconds: UInt32, session sessionID: String? = nil) async -> Answer {
+        await answer(book.lock(deviceID, by: holder, seconds: seconds, session: sessionID, now: now))
+    }
+
+    func unlock(_ deviceID: String, by holder: String) async -> Answer {
+        await answer(book.unlock(deviceID, by: holder, now: now))
     }
 
     /// The operator said goodbye: its session's leases are released at once.
     func endSession(_ sessionID: String) async {
-        guard !sessionID.isEmpty else { return }
-        sessions.end(sessionID)
-        await release(leases.releaseAll(inSession: sessionID), why: "session.end", detail: "the operator session ended")
+        _ = await perform(book.endSession(sessionID))
     }
 
-    func lock(_ deviceID: String, by holder: String, seconds: UInt32, session sessionID: String? = nil) async throws(StoreError)
-        -> Result<ConfigurationLeases.Lease, ConfigurationLeases.Refusal> {
-        await expire()  // a lease that ran out is recorded as expired before anyone takes over
-        let now = Self.now
-        let duration = UInt64(min(seconds == 0 ? Self.defaultSeconds : seconds, Self.maximumSeconds)) * 1000
-        let session = sessionID.flatMap { $0.isEmpty ? nil : $0 }
-        let result = leases.acquire(deviceID, by: holder, for: duration, now: now, session: session)
-        switch result {
-        case let .success(lease):
-            let scope = session.map { ", released when session \($0) ends" } ?? ""
-            try await store.saveLease(LeaseRecord(deviceId: deviceID, holder: holder, acquiredAt: Int64(now), expiresAt: Int64(lease.expiresAt),
-                                                  sessionId: session),
-                                      audit: entry(holder, "lease.lock", deviceID, "ok", "until \(lease.expiresAt) (unix ms)\(scope)"))
-        case let .failure(refusal):
-            try await store.appendAudit(entry(holder, "lease.lock", deviceID, "refused", refusal.description))
-        }
-        return result
-    }
-
-    func unlock(_ deviceID: String, by holder: String) async throws(StoreError) -> Result<ConfigurationLeases.Lease, ConfigurationLeases.Refusal> {
-        await expire()
-        let result = leases.release(deviceID, by: holder, now: Self.now)
-        switch result {
-        case .success:
-            try await store.deleteLease(deviceID: deviceID, audit: entry(holder, "lease.unlock", deviceID, "ok", ""))
-        case let .failure(refusal):
-            try await store.appendAudit(entry(holder, "lease.unlock", deviceID, "refused", refusal.description))
-        }
-        return result
-    }
-
-    /// Releases leases that ran out, and those of sessions that fell silent (the operator
-    /// disconnected). Called a few times a second.
+    /// Releases leases that ran out, and those of sessions that fell silent. Called a few
+    /// times a second.
     func expire() async {
-        await release(leases.expire(now: Self.now), why: "lease.expire", detail: "the lease ran out")
-        for session in sessions.expire(now: Self.now) {
-            await release(leases.releaseAll(inSession: session), why: "session.lost",
-                          detail: "operator session \(session) went silent (disconnected)")
-        }
+        _ = await perform(book.tick(now: now))
     }
 
-    /// The operator `holder` is gone: their leases must not outlive them (a timed lease could
-    /// otherwise keep a device locked for days by nobody).
+    /// The operator `holder` was removed: their leases go, and so does any lease a request
+    /// of theirs still on its way would take.
     func releaseAll(heldBy holder: String, detail: String) async {
-        await release(leases.releaseAll(heldBy: holder), why: "lease.holder_removed", detail: detail)
+        _ = await perform(book.holderRemoved(holder, detail: detail))
     }
 
-    private func release(_ released: [ConfigurationLeases.Lease], why action: String, detail: String) async {
-        for lease in released {
-            do {
-                try await store.deleteLease(deviceID: lease.deviceID, audit: entry("coordinator", action, lease.deviceID, "ok",
-                                                                                   "held by \(lease.holder): \(detail)"))
-            } catch {
-                logger.error("cannot record a released lease", metadata: ["device.id": "\(lease.deviceID)", "error": "\(error)"])
-            }
-            events.emit(.leaseReleased, deviceID: lease.deviceID, message: "lease of \(lease.holder) released: \(detail)")
+    /// `holder` is (again) an operator of the fleet.
+    func admitted(_ holder: String) { book.holderAdmitted(holder) }
+
+    private func answer(_ decision: LeaseBook.Decision) async -> Answer {
+        if let failure = await perform(decision.actions).first(where: \.undone) { return .notStored(failure.error) }
+        switch decision.result {
+        case let .success(lease): return .granted(lease)
+        case let .failure(refusal): return .refused(refusal)
         }
     }
 
-    private func entry(_ actor: String, _ action: String, _ target: String, _ outcome: String, _ detail: String) -> AuditEntry {
-        AuditEntry(at: Date().unixMilliseconds, actor: actor, action: action, target: target, outcome: outcome, detail: detail)
+    /// Performs `actions` after every batch decided before them; returns what the store refused.
+    private func perform(_ actions: [LeaseBook.Action]) async -> [Failure] {
+        guard !actions.isEmpty else { return [] }
+        let previous = lastWrites
+        let writes = Task { [store, events, clock] in
+            _ = await previous?.value
+            return await Self.write(actions, store: store, events: events, at: clock.unixMilliseconds())
+        }
+        lastWrites = writes
+        let failures = await writes.value
+        return failures.map(settle)
+    }
+
+    /// A write the store refused goes back to the book, and is seen: in the requester's
+    /// reply if it was undone, and in the log (and the events, for a release) either way.
+    private func settle(_ failure: Failure) -> Failure {
+        var failure = failure
+        failure.undone = book.notStored(failure.action)
+        switch failure.action {
+        case let .store(lease, _, _, _):
+            logger.error("cannot record a lease; it is not taken", metadata: ["device.id": "\(lease.deviceID)", "error": "\(failure.error)"])
+        case let .remove(lease, _, answered):
+            logger.error("cannot record a released lease", metadata: ["device.id": "\(lease.deviceID)", "error": "\(failure.error)"])
+            if !answered {
+                events.emit(.leaseReleased, deviceID: lease.deviceID,
+                            message: "lease of \(lease.holder) released, but the fleet database could not record it: \(failure.error)")
+            }
+        case let .audit(line):
+            logger.error("cannot audit a lease request", metadata: ["device.id": "\(line.target)", "error": "\(failure.error)"])
+        case .announce:
+            break
+        }
+        return failure
+    }
+
+    struct Failure: Sendable {
+        let action: LeaseBook.Action
+        let error: StoreError
+        /// The book undid the decision: its requester is told it failed.
+        var undone = false
+    }
+
+    private static func write(_ actions: [LeaseBook.Action], store: FleetDatabase, events: FleetEvents, at now: UnixMilliseconds) async -> [Failure] {
+        var failures: [Failure] = []
+        for action in actions {
+            do throws(StoreError) {
+                switch action {
+                case let .store(lease, acquiredAt, _, audit):
+                    try await store.saveLease(LeaseRecord(deviceId: lease.deviceID, holder: lease.holder, acquiredAt: Int64(acquiredAt),
+                                                          expiresAt: Int64(lease.expiresAt), sessionId: lease.sessionID),
+                                              audit: entry(audit, at: now))
+                case let .remove(lease, audit, _):
+                    try await store.removeLease(deviceID: lease.deviceID, holder: lease.holder, expiresAt: Int64(lease.expiresAt),
+                                                audit: entry(audit, at: now))
+                case let .audit(audit):
+                    try await store.appendAudit(entry(audit, at: now))
+                case let .announce(deviceID, message):
+                    events.emit(.leaseReleased, deviceID: deviceID, message: message)
+                }
+            } catch {
+                failures.append(Failure(action: action, error: error))
+            }
+        }
+        return failures
+    }
+
+    private static func entry(_ audit: LeaseBook.Audit, at now: UnixMilliseconds) -> AuditEntry {
+        AuditEntry(at: now, actor: audit.actor, action: audit.action, target: audit.target, outcome: audit.outcome, detail: audit.detail)
     }
 }

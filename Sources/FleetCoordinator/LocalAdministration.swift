@@ -29,15 +29,16 @@ public enum LocalAdministration {
         guard AccessNames.isValid(name) else { throw LocalAdministrationError(AccessNames.rule) }
         let (store, coordinatorKeys) = try open(dataDirectory)
         return try await issueEnrollmentToken(store: store, coordinatorKey: coordinatorKeys.publicKey, name: name,
-                                              validSeconds: validSeconds, by: actor, where: ", on the coordinator's host")
+                                              validSeconds: validSeconds, by: actor, at: Date().unixMilliseconds,
+                                              where: ", on the coordinator's host")
     }
 
     /// Makes a token's key pair and records its public half; the token itself is returned
     /// once and kept nowhere.
     static func issueEnrollmentToken(store: FleetDatabase, coordinatorKey: CurvePublicKey, name: String, validSeconds: UInt32,
-                                     by actor: String, where place: String = "") async throws -> (token: EnrollmentToken, expiresAt: Int64) {
+                                     by actor: String, at now: UnixMilliseconds,
+                                     where place: String = "") async throws -> (token: EnrollmentToken, expiresAt: Int64) {
         let keys = try CurveKeyPair.generate()
-        let now = Date().unixMilliseconds
         let expires = now + Int64(validSeconds) * 1000
         try await store.createEnrollmentToken(
             EnrollmentTokenRecord(publicKey: keys.publicKey.z85, name: name, createdBy: actor, createdAt: now, expiresAt: expires),

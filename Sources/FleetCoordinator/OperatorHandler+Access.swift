@@ -43,7 +43,7 @@ extension OperatorHandler {
         reply.neededRole = needed.wire
         // Every refusal is evidence: audited each time, not rate-limited like malformed input.
         do {
-            try await store.appendAudit(AuditEntry(at: Date().unixMilliseconds, actor: name, action: "access.denied", target: what,
+            try await store.appendAudit(AuditEntry(at: clock.unixMilliseconds(), actor: name, action: "access.denied", target: what,
                                                    outcome: "refused", detail: "forbidden: \(detail)"))
         } catch {
             logger.error("cannot audit a refused request", metadata: ["operator": "\(name)", "error": "\(error)"])
@@ -81,7 +81,7 @@ extension OperatorHandler {
         let issued: (token: EnrollmentToken, expiresAt: Int64)
         do {
             issued = try await LocalAdministration.issueEnrollmentToken(store: store, coordinatorKey: coordinatorKey, name: name,
-                                                                        validSeconds: seconds, by: who)
+                                                                        validSeconds: seconds, by: who, at: clock.unixMilliseconds())
         } catch let error as StoreError {
             throw error
         } catch {
@@ -99,7 +99,7 @@ extension OperatorHandler {
         if try await store.node(nodeID) == nil, let named = try await store.nodes().first(where: { $0.name == query.nodeID }) {
             nodeID = named.id
         }
-        let now = Date().unixMilliseconds
+        let now = clock.unixMilliseconds()
         let reason = query.reason.trimmingCharacters(in: .whitespaces)
         let revoked = try await store.revokeNode(nodeID, by: who, reason: reason, at: now,
                                                  audit: AuditEntry(at: now, actor: who, action: "node.revoke", target: nodeID, outcome: "ok",
@@ -127,7 +127,7 @@ extension OperatorHandler {
             reply.status = .failure(.badRequest, "an operator's public key is 32 bytes (40 Z85 characters)")
             return
         }
-        let now = Date().unixMilliseconds
+        let now = clock.unixMilliseconds()
         let record = OperatorRecord(name: query.name, publicKey: key.z85, role: role.rawValue, addedAt: now, addedBy: who)
         do {
             try await store.saveOperator(record, audit: AuditEntry(at: now, actor: who, action: "operator.add", target: query.name,
@@ -136,18 +136,23 @@ extension OperatorHandler {
             reply.status = .failure(.badRequest, error.description)
             return
         }
+        await leases.admitted(holder(query.name))
         reply.operators = [Self.info(record)]
         reply.status = .ok
     }
 
+    /// The last-admin rule is the store's to apply, in the transaction that removes. The
+    /// leases go after: a lock of theirs decided in between is released with the rest, and
+    /// one decided later is refused.
     func removeOperator(_ name: String, by who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
-        let admins = try await store.operators().filter { $0.role == OperatorRole.admin.rawValue }
-        if admins.map(\.name) == [name] {
-            reply.status = .failure(.unsupported, "\(name) is the last admin; add another admin first, or nobody could manage the fleet")
+        let removed: Bool
+        do {
+            removed = try await store.removeOperator(name, audit: AuditEntry(at: clock.unixMilliseconds(), actor: who, action: "operator.remove",
+                                                                             target: name, outcome: "ok"))
+        } catch let error where { if case .refused = error { true } else { false } }() {
+            reply.status = .failure(.unsupported, error.description)
             return
         }
-        let removed = try await store.removeOperator(name, audit: AuditEntry(at: Date().unixMilliseconds, actor: who, action: "operator.remove",
-                                                                             target: name, outcome: "ok"))
         if removed { await leases.releaseAll(heldBy: holder(name), detail: "operator \(name) was removed by \(who)") }
         reply.status = removed ? .ok : .failure(.notFound, "no operator \(name) (see capfleet operator list)")
     }

@@ -9,7 +9,7 @@ extension OperatorHandler {
         if query.backupID.isEmpty {
             snapshot = try await backups.take()
             logger.notice("fleet database backed up", metadata: ["backup": "\(snapshot.id)", "bytes": "\(snapshot.size)", "by": "\(caller)"])
-            try await store.appendAudit(AuditEntry(at: Date().unixMilliseconds, actor: caller, action: "database.backup", target: snapshot.id,
+            try await store.appendAudit(AuditEntry(at: clock.unixMilliseconds(), actor: caller, action: "database.backup", target: snapshot.id,
                                                    outcome: "ok", detail: "\(snapshot.size) bytes, schema v\(snapshot.schemaVersion), sha256 \(snapshot.sha256)"))
         } else {
             guard let found = backups.snapshot(query.backupID) else {

@@ -20,7 +20,7 @@ extension OperatorHandler {
             guard let device = try await existingDevice(deviceID, into: &reply) else { return }
             targets.append((device.id, device.nodeId))
         }
-        let now = fleetTime.now()
+        let now = clock.fleetNow()
         let at = query.atFleetTimeNs != 0 ? query.atFleetTimeNs
             : now &+ (query.fromNowNs == 0 ? 1_000_000_000 : min(query.fromNowNs, 60_000_000_000))
         guard at >= now - 10_000_000_000, at <= now + 60_000_000_000 else {
@@ -70,28 +70,35 @@ extension OperatorHandler {
         var refusals: [String] = []
         for deviceID in query.deviceIds {
             guard let device = try await existingDevice(deviceID, into: &reply) else { return }
-            guard try await leaseAllows(device.id, who, "device.frame_alignment", into: &reply) else { return }
-            // Every device gets the same grid for as long as this coordinator runs.
-            let origin = fleetTime.alignmentGridOrigin
-            let answer = await control.command(.setFrameAlignment(.with {
-                $0.enabled = query.enabled
-                $0.gridOriginFleetNs = origin
-            }), deviceID: device.id, nodeID: device.nodeId)
-            let detail = query.enabled ? "aligned to the fleet-time grid from \(origin)" : "frame alignment off"
-            guard answer.status.isOK else {
-                try await audit(who, "device.frame_alignment", device.id, outcome: "failed", detail: "\(detail): \(answer.status.reason)")
-                refusals.append("\(device.id): \(answer.status.reason)")
-                continue
+            let allowed = try await underLease(device, who, "device.frame_alignment", into: &reply) { _ throws(StoreError) in
+                if let refusal = try await alignFrames(of: device, enabled: query.enabled, by: who) { refusals.append(refusal) }
             }
-            // Remembered once the agent took it: pushed again whenever the node registers.
-            let now = Date().unixMilliseconds
-            try await store.saveFrameAlignment(
-                FrameAlignmentRecord(deviceId: device.id, enabled: query.enabled, changedAt: now, changedBy: holder(who)),
-                audit: AuditEntry(at: now, actor: holder(who), action: "device.frame_alignment", target: device.id, outcome: "ok", detail: detail))
+            guard allowed else { return }
         }
         reply.status = refusals.isEmpty ? .ok : .with {
             $0.code = .ok
             $0.reason = refusals.joined(separator: "; ")
         }
+    }
+
+    /// One device's alignment, under its lease; the agent's refusal, if it refused.
+    private func alignFrames(of device: DeviceRecord, enabled: Bool, by who: String) async throws(StoreError) -> String? {
+        // Every device gets the same grid for as long as this coordinator runs.
+        let origin = fleetTime.alignmentGridOrigin
+        let answer = await control.command(.setFrameAlignment(.with {
+            $0.enabled = enabled
+            $0.gridOriginFleetNs = origin
+        }), deviceID: device.id, nodeID: device.nodeId)
+        let detail = enabled ? "aligned to the fleet-time grid from \(origin)" : "frame alignment off"
+        guard answer.status.isOK else {
+            try await audit(who, "device.frame_alignment", device.id, outcome: "failed", detail: "\(detail): \(answer.status.reason)")
+            return "\(device.id): \(answer.status.reason)"
+        }
+        // Remembered once the agent took it: pushed again whenever the node registers.
+        let now = clock.unixMilliseconds()
+        try await store.saveFrameAlignment(
+            FrameAlignmentRecord(deviceId: device.id, enabled: enabled, changedAt: now, changedBy: holder(who)),
+            audit: AuditEntry(at: now, actor: holder(who), action: "device.frame_alignment", target: device.id, outcome: "ok", detail: detail))
+        return nil
     }
 }

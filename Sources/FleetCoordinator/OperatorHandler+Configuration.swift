@@ -9,18 +9,22 @@ import Foundation
 extension OperatorHandler {
     func lock(_ query: Capfleet_V1_LockDevice, operator who: String, session: String?, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
         guard let device = try await existingDevice(query.deviceID, into: &reply) else { return }
-        switch try await leases.lock(device.id, by: holder(who), seconds: query.seconds, session: session) {
-        case .success: try await listDevices(nodeID: device.nodeId, only: device.id, into: &reply)
-        case let .failure(refusal): reply.status = .failure(.permissionDenied, refusal.description)
+        let answer = await leases.lock(device.id, by: holder(who), seconds: query.seconds, session: session)
+        guard case .granted = answer else {
+            reply.status = answer.status
+            return
         }
+        try await listDevices(nodeID: device.nodeId, only: device.id, into: &reply)
     }
 
     func unlock(_ query: Capfleet_V1_UnlockDevice, operator who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
         guard let device = try await existingDevice(query.deviceID, into: &reply) else { return }
-        switch try await leases.unlock(device.id, by: holder(who)) {
-        case .success: try await listDevices(nodeID: device.nodeId, only: device.id, into: &reply)
-        case let .failure(refusal): reply.status = .failure(.permissionDenied, refusal.description)
+        let answer = await leases.unlock(device.id, by: holder(who))
+        guard case .granted = answer else {
+            reply.status = answer.status
+            return
         }
+        try await listDevices(nodeID: device.nodeId, only: device.id, into: &reply)
     }
 
     /// The device, or a NOT_FOUND reply that points at the listing.
@@ -34,17 +38,35 @@ extension OperatorHandler {
 
     func holder(_ who: String) -> String { who.isEmpty ? "unknown operator" : who }
 
-    /// Changes need the device's configuration lease; a refusal names who holds it.
-    func leaseAllows(_ deviceID: String, _ who: String, _ action: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) -> Bool {
-        guard case let .failure(refusal) = await leases.authorize(deviceID, by: holder(who)) else { return true }
-        try await audit(who, action, deviceID, outcome: "refused", detail: refusal.description)
-        reply.status = .failure(.permissionDenied, refusal.description)
-        return false
+    /// Runs `change` under the device's configuration lease: refused, naming who holds it,
+    /// unless `who` does; and the lease does not run out before `change` is done, so what it
+    /// checked at the start still holds when the command goes out. False if refused.
+    @discardableResult
+    func underLease(_ device: DeviceRecord, _ who: String, _ action: String, into reply: inout Capfleet_V1_OperatorReply,
+                    _ change: (inout Capfleet_V1_OperatorReply) async throws(StoreError) -> Void) async throws(StoreError) -> Bool {
+        if case let .failure(refusal) = await leases.beginChange(device.id, by: holder(who)) {
+            try await audit(who, action, device.id, outcome: "refused", detail: refusal.description)
+            reply.status = .failure(.permissionDenied, refusal.description)
+            return false
+        }
+        do {
+            try await change(&reply)
+        } catch {
+            await leases.endChange(device.id)
+            throw error
+        }
+        await leases.endChange(device.id)
+        return true
     }
 
     func changeFormat(_ query: Capfleet_V1_ChangeFormat, operator who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
         guard let device = try await existingDevice(query.deviceID, into: &reply) else { return }
-        guard try await leaseAllows(device.id, who, "device.format", into: &reply) else { return }
+        try await underLease(device, who, "device.format", into: &reply) { reply throws(StoreError) in
+            try await changeFormat(query, on: device, by: who, into: &reply)
+        }
+    }
+
+    private func changeFormat(_ query: Capfleet_V1_ChangeFormat, on device: DeviceRecord, by who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
         let formats = try await store.formats(deviceID: device.id)
         let request: FormatRequest
         switch query.choice {
@@ -78,7 +100,12 @@ extension OperatorHandler {
 
     func changeFrameRate(_ query: Capfleet_V1_ChangeFrameRate, operator who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
         guard let device = try await existingDevice(query.deviceID, into: &reply) else { return }
-        guard try await leaseAllows(device.id, who, "device.frame_rate", into: &reply) else { return }
+        try await underLease(device, who, "device.frame_rate", into: &reply) { reply throws(StoreError) in
+            try await changeFrameRate(query, on: device, by: who, into: &reply)
+        }
+    }
+
+    private func changeFrameRate(_ query: Capfleet_V1_ChangeFrameRate, on device: DeviceRecord, by who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
         let formats = try await store.formats(deviceID: device.id)
         guard formats.indices.contains(device.activeFormatPosition) else {
             reply.status = .failure(.internal, "device \(device.id) has no active format on record")
@@ -110,7 +137,12 @@ extension OperatorHandler {
 
     func changeFocus(_ query: Capfleet_V1_ChangeFocus, operator who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
         guard let device = try await existingDevice(query.deviceID, into: &reply) else { return }
-        guard try await leaseAllows(device.id, who, "device.focus", into: &reply) else { return }
+        try await underLease(device, who, "device.focus", into: &reply) { reply throws(StoreError) in
+            try await changeFocus(query, on: device, by: who, into: &reply)
+        }
+    }
+
+    private func changeFocus(_ query: Capfleet_V1_ChangeFocus, on device: DeviceRecord, by who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
         let request = Capfleet_V1_SetFocus.with {
             $0.mode = query.mode
             if query.hasLensPosition { $0.lensPosition = query.lensPosition }
@@ -128,7 +160,12 @@ extension OperatorHandler {
     func setDropRecovery(_ query: Capfleet_V1_SetDropRecoveryPolicy, operator who: String,
                          into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
         guard let device = try await existingDevice(query.deviceID, into: &reply) else { return }
-        guard try await leaseAllows(device.id, who, "device.policy", into: &reply) else { return }
+        try await underLease(device, who, "device.policy", into: &reply) { reply throws(StoreError) in
+            try await setDropRecovery(query, on: device, by: who, into: &reply)
+        }
+    }
+
+    private func setDropRecovery(_ query: Capfleet_V1_SetDropRecoveryPolicy, on device: DeviceRecord, by who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
         let policy = DropRecoveryPolicy(wire: query.policy)
         guard (0..<1).contains(policy.lateDropShare), policy.minimumFramesPerSecond > 0, policy.minimumFramesPerSecond.isFinite else {
             reply.status = .failure(.badRequest, "a late-drop share is between 0 and 1, and the minimum rate above 0")
@@ -137,12 +174,13 @@ extension OperatorHandler {
         let detail = policy.isEnabled
             ? "drop recovery on: down to \(VideoFormat.trim(policy.minimumFramesPerSecond)) fps while late drops exceed \(Int(policy.lateDropShare * 100))% of frames; restore after \(policy.quietIntervalsToRestore) s without"
             : "drop recovery off"
+        let now = clock.unixMilliseconds()
         // Stored first: the policy holds even if the node is offline now, and is pushed when it registers.
         try await store.saveDropRecoveryPolicy(
             DropRecoveryPolicyRecord(deviceId: device.id, enabled: policy.isEnabled, minimumFps: policy.minimumFramesPerSecond,
                                      lateDropShare: policy.lateDropShare, quietSeconds: policy.quietIntervalsToRestore,
-                                     updatedAt: Date().unixMilliseconds),
-            audit: AuditEntry(at: Date().unixMilliseconds, actor: holder(who), action: "device.policy", target: device.id, outcome: "ok", detail: detail))
+                                     updatedAt: now),
+            audit: AuditEntry(at: now, actor: holder(who), action: "device.policy", target: device.id, outcome: "ok", detail: detail))
         guard await control.isOnline(device.nodeId) else {
             try await listDevices(nodeID: device.nodeId, only: device.id, into: &reply)
             reply.status = .with { $0.code = .ok; $0.reason = "stored; node \(device.nodeId) is offline and gets the policy when it registers" }
@@ -155,7 +193,12 @@ extension OperatorHandler {
     func changePressurePolicy(_ query: Capfleet_V1_ChangePressurePolicy, operator who: String,
                               into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
         guard let device = try await existingDevice(query.deviceID, into: &reply) else { return }
-        guard try await leaseAllows(device.id, who, "device.policy", into: &reply) else { return }
+        try await underLease(device, who, "device.policy", into: &reply) { reply throws(StoreError) in
+            try await changePressurePolicy(query, on: device, by: who, into: &reply)
+        }
+    }
+
+    private func changePressurePolicy(_ query: Capfleet_V1_ChangePressurePolicy, on device: DeviceRecord, by who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
         let policy = PressurePolicy(wire: query.policy)
         guard policy.frameRate.isFinite else {
             reply.status = .failure(.badRequest, "a pressure policy's frame rate is a finite number of frames per second")
@@ -180,11 +223,12 @@ extension OperatorHandler {
             }
         }
         let detail = "pressure policy " + policy.summary
+        let now = clock.unixMilliseconds()
         try await store.savePressurePolicy(
             // A policy turned off keeps a storable level whatever the request said.
             PressurePolicyRecord(deviceId: device.id, enabled: policy.isEnabled, level: max(policy.level.rawValue, PressureLevel.fair.rawValue),
-                                 frameRate: policy.frameRate, updatedAt: Date().unixMilliseconds),
-            audit: AuditEntry(at: Date().unixMilliseconds, actor: holder(who), action: "device.policy", target: device.id, outcome: "ok", detail: detail))
+                                 frameRate: policy.frameRate, updatedAt: now),
+            audit: AuditEntry(at: now, actor: holder(who), action: "device.policy", target: device.id, outcome: "ok", detail: detail))
         guard await control.isOnline(device.nodeId) else {
             try await listDevices(nodeID: device.nodeId, only: device.id, into: &reply)
             reply.status = .with { $0.code = .ok; $0.reason = "stored; node \(device.nodeId) is offline and gets the policy when it registers" }
@@ -196,7 +240,12 @@ extension OperatorHandler {
 
     func changeZoom(_ query: Capfleet_V1_ChangeZoom, operator who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
         guard let device = try await existingDevice(query.deviceID, into: &reply) else { return }
-        guard try await leaseAllows(device.id, who, "device.zoom", into: &reply) else { return }
+        try await underLease(device, who, "device.zoom", into: &reply) { reply throws(StoreError) in
+            try await changeZoom(query, on: device, by: who, into: &reply)
+        }
+    }
+
+    private func changeZoom(_ query: Capfleet_V1_ChangeZoom, on device: DeviceRecord, by who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
         let formats = try await store.formats(deviceID: device.id)
         let maximum = formats.indices.contains(device.activeFormatPosition) ? formats[device.activeFormatPosition].maxZoomFactor : 1
         if !query.cancel {
@@ -247,7 +296,7 @@ extension OperatorHandler {
     }
 
     func audit(_ who: String, _ action: String, _ target: String, outcome: String, detail: String) async throws(StoreError) {
-        try await store.appendAudit(AuditEntry(at: Date().unixMilliseconds, actor: who.isEmpty ? "unknown operator" : who,
+        try await store.appendAudit(AuditEntry(at: clock.unixMilliseconds(), actor: who.isEmpty ? "unknown operator" : who,
                                                action: action, target: target, outcome: outcome, detail: detail))
     }
 }

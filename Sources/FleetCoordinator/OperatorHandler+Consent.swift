@@ -14,7 +14,7 @@ extension OperatorHandler {
         }
         guard let device = try await existingDevice(query.deviceID, into: &reply) else { return }
         let role = OperatorRole(rawValue: caller.role) ?? .viewer
-        let now = Date().unixMilliseconds
+        let now = clock.unixMilliseconds()
         let change: ConsentChange
         switch try await store.changeConsent(deviceID: device.id, action: action, role: role, actor: caller.name, reason: query.reason, at: now) {
         case let .failure(refusal):
@@ -28,20 +28,42 @@ extension OperatorHandler {
         let state = ConsentState(rawValue: change.toState) ?? .notDetermined
         events.emit(.consentChanged, nodeID: device.nodeId, deviceID: device.id,
                     message: "\(caller.name) \(Self.pastTense(action)) consent: \(change.fromState) → \(change.toState) (\(query.reason))")
-        let answer = await control.command(.setConsent(.with {
+        let command = Capfleet_V1_Command.OneOf_Action.setConsent(.with {
             $0.state = state.wire
             $0.reason = query.reason
             $0.changedUnixMs = now
-        }), deviceID: device.id, nodeID: device.nodeId)
-        reply.consentApplied = answer.status.isOK && answer.consent == state.wire
+        })
+        let answer = await push(command, change: change.id ?? 0, to: device)
+        reply.consentApplied = answer.map { $0.status.isOK && $0.consent == state.wire } ?? false
         // A denial stops the device's part of any take at once, recorded in the take.
         if !state.allowsRealFrames { await takes.consentWithdrawn(deviceID: device.id, state: state.rawValue, reason: query.reason) }
+        guard let answer else {
+            logger.notice("consent recorded; a later change was recorded before its push, and is pushed instead", metadata: ["device.id": "\(device.id)"])
+            reply.status = .ok
+            return
+        }
         if !reply.consentApplied {
             logger.warning("consent recorded but not yet enforced by the agent", metadata: [
                 "device.id": "\(device.id)", "reason": "\(answer.status.reason)",
             ])
         }
         reply.status = .ok
+    }
+
+    /// Pushes a recorded change once the device's earlier pushes are answered, and only if it
+    /// is still the newest then (`ConsentRelay`); nil if a later change superseded it.
+    private func push(_ command: Capfleet_V1_Command.OneOf_Action, change changeID: Int64, to device: DeviceRecord) async -> Capfleet_V1_CommandReply? {
+        consentRelay.recorded(changeID, of: device.id)
+        let previous = consentPushes[device.id]
+        let turn = Task { () -> Capfleet_V1_CommandReply? in
+            _ = await previous?.value
+            guard self.consentRelay.shouldPush(changeID, of: device.id) else { return nil }
+            return await self.control.command(command, deviceID: device.id, nodeID: device.nodeId)
+        }
+        consentPushes[device.id] = turn
+        let answer = await turn.value
+        if consentPushes[device.id] == turn { consentPushes[device.id] = nil }
+        return answer
     }
 
     func consentHistory(of deviceID: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {

@@ -21,7 +21,7 @@ extension OperatorHandler {
 
     func stopRecording(_ query: Capfleet_V1_StopRecording, by caller: String, into reply: inout Capfleet_V1_OperatorReply) async throws {
         do {
-            let at: UInt64? = query.atFleetTimeNs != 0 ? query.atFleetTimeNs : (query.fromNowNs != 0 ? fleetTime.now() + query.fromNowNs : nil)
+            let at: UInt64? = query.atFleetTimeNs != 0 ? query.atFleetTimeNs : (query.fromNowNs != 0 ? clock.fleetNow() + query.fromNowNs : nil)
             let wait = Duration.milliseconds(Int64(query.waitMs == 0 ? 10_000 : min(query.waitMs, 600_000)))
             let take = try await takes.stop(takeID: query.takeID, at: at, wait: wait, by: caller)
             reply.takes = [try await info(take, detailed: false)]
@@ -56,12 +56,30 @@ extension OperatorHandler {
             reply.status = .failure(.badRequest, "take \(takeID) is still recording: stop it first (capfleet record stop \(takeID))")
             return
         }
-        try await store.deleteTake(id: takeID, audit: AuditEntry(at: Date().unixMilliseconds, actor: caller, action: "recording.delete",
+        try await store.deleteTake(id: takeID, audit: AuditEntry(at: clock.unixMilliseconds(), actor: caller, action: "recording.delete",
                                                                  target: takeID, outcome: "ok", detail: take.name))
         let directory = take.directory
-        _ = await OwnedThread.run("cf-files") { try? FileManager.default.removeItem(atPath: directory) }
+        let leftover = await OwnedThread.run("cf-files") { () -> String? in
+            do {
+                try FileManager.default.removeItem(atPath: directory)
+                return nil
+            } catch let error as CocoaError where error.code == .fileNoSuchFile {
+                return nil  // nothing was ever written, or someone removed it already
+            } catch {
+                return "\(error)"
+            }
+        }
         events.emit(.recording, message: "\(caller) deleted take \(takeID) (\(take.name))")
-        reply.status = .ok
+        guard let leftover else {
+            reply.status = .ok
+            return
+        }
+        // The index no longer lists the take: the operator must hear that its files stay.
+        logger.error("a deleted take's files could not be removed", metadata: ["take.id": "\(takeID)", "path": "\(directory)", "error": "\(leftover)"])
+        reply.status = .with {
+            $0.code = .ok
+            $0.reason = "take \(takeID) is deleted from the index, but its files in \(directory) could not be removed (\(leftover)); remove them by hand"
+        }
     }
 
     /// One segment against the index, or (no device named) the take's accounting.
@@ -81,9 +99,11 @@ extension OperatorHandler {
                 reply.status = .failure(.notFound, "take \(take.id) has no segment \(query.segmentNumber) of \(query.deviceID); see capfleet recordings show \(take.id)")
                 return
             }
-            // A segment just finished is checksummed on the hasher's thread: give it a minute.
-            let patience = Date().addingTimeInterval(60)
-            while segment.state != .open, segment.sha256.isEmpty, Date() < patience {
+            // A segment just finished is checksummed on the hasher's thread: give it a minute
+            // (counted in polls, so that no clock reading decides when to stop).
+            var polls = 0
+            while segment.state != .open, segment.sha256.isEmpty, polls < 300 {
+                polls += 1
                 try await Task.sleep(for: .milliseconds(200))
                 segment = try await store.segments(takeID: take.id).first { $0.deviceId == segment.deviceId && $0.number == segment.number } ?? segment
             }
@@ -100,6 +120,7 @@ extension OperatorHandler {
 
     /// Client-supplied timed metadata: into the index and the files.
     func noteRecording(_ query: Capfleet_V1_NoteRecording, by caller: String, into reply: inout Capfleet_V1_OperatorReply) async throws {
+        // Anything but one JSON object is the client's mistake, answered as such.
         guard var fields = (try? JSONSerialization.jsonObject(with: Data(query.json.utf8))) as? [String: Any] else {
             reply.status = .failure(.badRequest, "the note must be one JSON object, e.g. {\"location\":\"stage 2\"}")
             return
@@ -131,6 +152,7 @@ extension OperatorHandler {
         let path = segment.path, offset = query.offset
         let read = await OwnedThread.run("cf-files") { () -> Result<(Data, UInt64), CocoaError> in
             guard let handle = FileHandle(forReadingAtPath: path) else { return .failure(CocoaError(.fileReadNoSuchFile)) }
+            // Closing a file opened for reading cannot lose data.
             defer { try? handle.close() }
             do {
                 let size = try handle.seekToEnd()

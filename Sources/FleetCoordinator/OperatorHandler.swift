@@ -20,17 +20,24 @@ actor OperatorHandler {
     let events: FleetEvents
     let coordinatorKey: CurvePublicKey
     let fleetTime: FleetTimeSource
+    /// Every reading of fleet or wall time: a test chooses the time.
+    let clock: CoordinatorClock
     let takes: TakeDirector
     let backups: DatabaseBackups
     let logger: Logger
+    /// Which consent change each device's agent is still to be told (OperatorHandler+Consent).
+    var consentRelay = ConsentRelay()
+    /// The last consent push to each device, which the next one waits for.
+    var consentPushes: [String: Task<Capfleet_V1_CommandReply?, Never>] = [:]
 
     init(store: FleetDatabase, endpoint: RouterEndpoint, ingest: FrameIngest, control: ControlHandler,
          reporter: TelemetryReporter, rejections: RejectionCounter, leases: LeaseKeeper, events: FleetEvents,
-         coordinatorKey: CurvePublicKey, fleetTime: FleetTimeSource, takes: TakeDirector, backups: DatabaseBackups, logger: Logger) {
+         coordinatorKey: CurvePublicKey, fleetTime: FleetTimeSource, clock: CoordinatorClock, takes: TakeDirector, backups: DatabaseBackups, logger: Logger) {
         self.coordinatorKey = coordinatorKey
         self.backups = backups
         self.takes = takes
         self.fleetTime = fleetTime
+        self.clock = clock
         self.leases = leases
         self.events = events
         self.store = store
@@ -58,6 +65,7 @@ actor OperatorHandler {
             send(.with { $0.status = .failure(.badRequest, "an operator request is exactly one part (an OperatorRequest)") }, to: routed)
             return
         }
+        // Undecodable input is counted and answered: the sender's mistake, not ours.
         guard let request = try? Capfleet_V1_OperatorRequest(serializedBytes: routed.parts[0].array) else {
             rejections.reject(endpoint: Self.endpointName, reason: .undecodable, peer: routed.peer)
             send(.with { $0.status = .failure(.badRequest, "not an OperatorRequest; is the CLI the same version as the coordinator?") }, to: routed)
@@ -174,128 +182,9 @@ actor OperatorHandler {
         send(reply, to: routed, payload: payload)
     }
 
-    private func listNodes(into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
-        let nodes = try await store.nodes()
-        let devices = try await store.devices()
-        let revoked = try await store.revokedNodeIDs()
-        let storedClocks = try await store.clocks()
-        var infos: [Capfleet_V1_NodeInfo] = []
-        for node in nodes {
-            let online = await control.isOnline(node.id)
-            // Live while online; otherwise the last state stored, dated.
-            let report = online ? await control.session(node.id)?.lastStatus : nil
-            let clock = report.flatMap { $0.hasClock ? NodeClockRecord(wire: $0.clock, nodeID: node.id, at: Date().unixMilliseconds) : nil }
-                ?? storedClocks[node.id]
-            infos.append(.with {
-                $0.nodeID = node.id
-                $0.name = node.name
-                $0.hostname = node.hostname
-                $0.softwareVersion = node.softwareVersion
-                $0.online = online
-                $0.firstSeenUnixMs = node.firstSeenAt
-                $0.lastSeenUnixMs = node.lastSeenAt
-                $0.address = node.address
-                $0.deviceCount = UInt32(devices.filter { $0.nodeId == node.id && $0.present }.count)
-                $0.revoked = revoked.contains(node.id)
-                if let clock { $0.clock = clock.wire }
-            })
-        }
-        reply.nodes = infos
-        reply.status = .ok
-    }
-
-    func listDevices(nodeID: String?, only deviceID: String? = nil, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
-        var infos: [Capfleet_V1_DeviceInfo] = []
-        for device in try await store.devices(nodeID: nodeID) where deviceID == nil || device.id == deviceID {
-            let formats = try await store.formats(deviceID: device.id)
-            let online = await control.isOnline(device.nodeId) && device.present
-            let lease = await leases.lease(of: device.id)
-            let counters = online ? await control.counters(of: device.id, nodeID: device.nodeId) : nil
-            let policy = try await store.dropRecoveryPolicy(deviceID: device.id)
-            let pressurePolicy = try await store.pressurePolicy(deviceID: device.id)
-            let consent = try await store.consent(deviceID: device.id)
-            infos.append(.with {
-                $0.consent = (consent?.consentState ?? .notDetermined).wire
-                $0.consentReason = consent?.reason ?? ""
-                $0.recording = counters?.recording ?? false
-                $0.realFrames = counters?.realFrames ?? false
-                $0.deviceID = device.id
-                $0.nodeID = device.nodeId
-                $0.name = device.name
-                $0.driver = device.driver
-                $0.kind = (SourceKind(rawValue: device.kind) ?? .v4l2).wire
-                if formats.indices.contains(device.activeFormatPosition) { $0.activeFormat = formats[device.activeFormatPosition].wire }
-                $0.activeFrameRate = device.activeFrameRate
-                $0.formatCount = UInt32(formats.count)
-                $0.online = online
-                if let lease {
-                    $0.leaseHolder = lease.holder
-                    $0.leaseExpiresUnixMs = Int64(lease.expiresAt)
-                }
-                if let counters {
-                    $0.interruption = counters.interruption
-                    if counters.hasFocus { $0.focus = counters.focus }
-                    $0.zoomFactor = counters.zoomFactor
-                    // What the device runs at now, which drop recovery may have lowered.
-                    if counters.activeFrameRate > 0 { $0.activeFrameRate = counters.activeFrameRate }
-                    $0.activeMinFrameRate = counters.activeMinFrameRate
-                    if counters.hasAlignment { $0.alignment = counters.alignment }
-                }
-                if let policy {
-                    $0.dropRecovery = DropRecoveryPolicy(isEnabled: policy.enabled, minimumFramesPerSecond: policy.minimumFps,
-                                                         lateDropShare: policy.lateDropShare,
-                                                         quietIntervalsToRestore: policy.quietSeconds).wire
-                }
-                if let pressurePolicy, let level = PressureLevel(rawValue: pressurePolicy.level) {
-                    // Stored settings; whether the cap is in force now is the agent's to say.
-                    let active = counters?.hasPressurePolicy == true && counters!.pressurePolicy.active
-                    $0.pressurePolicy = PressurePolicy(isEnabled: pressurePolicy.enabled, level: level,
-                                                       frameRate: pressurePolicy.frameRate).wire(active: active)
-                }
-            })
-        }
-        reply.devices = infos
-        reply.status = .ok
-    }
-
-    /// One device in full: its listing plus the descriptor it registered with.
-    private func deviceDetails(_ deviceID: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
-        guard let device = try await existingDevice(deviceID, into: &reply) else { return }
-        try await listDevices(nodeID: device.nodeId, only: device.id, into: &reply)
-        if let bytes = try await store.descriptor(deviceID: device.id),
-           let descriptor = try? Capfleet_V1_DeviceDescriptor(serializedBytes: bytes), !reply.devices.isEmpty {
-            reply.devices[0].descriptor = descriptor
-        }
-    }
-
-    private func formats(of deviceID: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
-        guard try await store.device(deviceID) != nil else {
-            let known = try await store.devices().map(\.id)
-            reply.status = .failure(.notFound, "no device \(deviceID); known devices: \(known.isEmpty ? "none" : known.joined(separator: ", "))")
-            return
-        }
-        reply.formats = try await store.formats(deviceID: deviceID).map(\.wire)
-        reply.status = .ok
-    }
-
-    /// The device's next frame to arrive: fresh by construction.
-    private func nextFrame(of deviceID: String, into reply: inout Capfleet_V1_OperatorReply) async -> [UInt8]? {
-        guard ingest.state(of: deviceID) != nil else {
-            reply.status = .failure(.notFound, "no device \(deviceID) is registered; see capfleet devices")
-            return nil
-        }
-        guard let frame = await ingest.nextFrame(of: deviceID, timeout: .seconds(2)) else {
-            reply.status = .failure(.notFound, "no frame from device \(deviceID) arrived within 2 s: is it streaming? (capfleet watch)")
-            return nil
-        }
-        reply.frameHeader = frame.header
-        reply.status = .ok
-        return frame.payload.array
-    }
-
     private func forget(_ nodeID: String, operator who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
         let actor = who.isEmpty ? "unknown operator" : who
-        let at = Date().unixMilliseconds
+        let at = clock.unixMilliseconds()
         do throws(StoreError) {
             let devices = try await store.devices(nodeID: nodeID).map(\.id)
             if await control.isOnline(nodeID) {
@@ -320,7 +209,19 @@ actor OperatorHandler {
     }
 
     private func send(_ reply: Capfleet_V1_OperatorReply, to routed: RoutedMessage, payload: [UInt8]? = nil) {
-        guard let bytes: [UInt8] = try? reply.serializedBytes() else { return }
+        let bytes: [UInt8]
+        do {
+            bytes = try reply.serializedBytes()
+        } catch {
+            // Every request gets a reply: one that cannot be encoded becomes a failure that can.
+            logger.error("an operator reply could not be encoded", metadata: ["error": "\(error)"])
+            var failure = Capfleet_V1_OperatorReply()
+            failure.requestID = reply.requestID
+            failure.status = .failure(.internal, "the coordinator could not encode its reply: \(error)")
+            guard let fallback: [UInt8] = try? failure.serializedBytes() else { return }  // logged just above
+            endpoint.reply(to: routed.routingID, parts: [fallback])
+            return
+        }
         endpoint.reply(to: routed.routingID, parts: payload.map { [bytes, $0] } ?? [bytes])
     }
 }

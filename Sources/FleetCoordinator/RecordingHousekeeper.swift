@@ -16,7 +16,9 @@ actor RecordingHousekeeper {
     private let metrics: FleetMetrics
     private let logger: Logger
     private var level = PressureLevel.nominal
-    private var lastRetention = Date.distantPast
+    private let clock: CoordinatorClock
+    /// Wall time of the last retention pass; nil before the first.
+    private var lastRetention: UnixMilliseconds?
     private let levelGauge: Gauge
     private let freeGauge: Gauge
 
@@ -25,8 +27,10 @@ actor RecordingHousekeeper {
         "Pressure from the disk holding recordings: 0 nominal, 1 fair (80% used), 2 serious (90%), 3 critical (95% or twice the reserve left), 4 shutdown (below the reserve: takes stop).")
     nonisolated(unsafe) static let diskFree = FleetMetrics.descriptor("coordinator_recordings_disk_free", "bytes", "Free space on the disk holding recordings.")
 
-    init(store: FleetDatabase, events: FleetEvents, metrics: FleetMetrics, configuration: CoordinatorConfiguration, logger: Logger) {
+    init(store: FleetDatabase, events: FleetEvents, metrics: FleetMetrics, configuration: CoordinatorConfiguration,
+         clock: CoordinatorClock, logger: Logger) {
         self.store = store
+        self.clock = clock
         self.events = events
         self.metrics = metrics
         self.configuration = configuration
@@ -63,8 +67,10 @@ actor RecordingHousekeeper {
                 level = now
             }
         }
-        if Date().timeIntervalSince(lastRetention) >= 60 {
-            lastRetention = Date()
+        let now = clock.unixMilliseconds()
+        // A wall clock stepped back also counts as due, rather than pausing retention.
+        if lastRetention.map({ now - $0 >= 60_000 || now < $0 }) ?? true {
+            lastRetention = now
             await enforceRetention()
         }
     }
@@ -78,9 +84,10 @@ actor RecordingHousekeeper {
                 let bytes = try await store.segments(takeID: take.id).reduce(Int64(0)) { $0 + $1.sizeBytes }
                 entries.append((take.id, take.createdAt, bytes, take.state == .recording))
             }
-            for id in policy.expired(entries, now: Date().unixMilliseconds) {
+            let now = clock.unixMilliseconds()
+            for id in policy.expired(entries, now: now) {
                 guard let take = try await store.take(id: id), take.state != .recording else { continue }
-                try await store.deleteTake(id: id, audit: AuditEntry(at: Date().unixMilliseconds, actor: "retention", action: "recording.delete",
+                try await store.deleteTake(id: id, audit: AuditEntry(at: clock.unixMilliseconds(), actor: "retention", action: "recording.delete",
                                                                      target: id, outcome: "ok", detail: "retention: \(take.name)"))
                 let directory = take.directory
                 do {

@@ -17,6 +17,7 @@ actor TelemetryReporter {
     private let metrics: FleetMetrics
     private let rejections: RejectionCounter
     private let alerts: AlertCenter
+    private let clock: CoordinatorClock
     private let logger: Logger
     private var meters: [String: ThroughputMeter] = [:]
     private var publishedDrops: [String: DropTally] = [:]
@@ -27,8 +28,9 @@ actor TelemetryReporter {
     private var ticks = 0
 
     init(store: FleetDatabase, ingest: FrameIngest, control: ControlHandler, telemetry: TelemetryPublisherSocket,
-         metrics: FleetMetrics, rejections: RejectionCounter, alerts: AlertCenter, logger: Logger) {
+         metrics: FleetMetrics, rejections: RejectionCounter, alerts: AlertCenter, clock: CoordinatorClock, logger: Logger) {
         self.alerts = alerts
+        self.clock = clock
         self.metrics = metrics
         self.rejections = rejections
         self.store = store
@@ -103,7 +105,7 @@ actor TelemetryReporter {
             var nodeStatuses: [Capfleet_V1_NodeStatus] = []
             var reports: [Capfleet_V1_PressureReport] = []
             var clocks: [NodeClockRecord] = []
-            let nowUnix = Date().unixMilliseconds
+            let nowUnix = clock.unixMilliseconds()
             for node in nodes {
                 let session = await control.session(node.id)
                 let pressure = (online[node.id] ?? false) ? session?.lastStatus?.pressure : nil
@@ -165,7 +167,10 @@ actor TelemetryReporter {
     }
 
     private func publish(_ topic: String, _ message: some SwiftProtobuf.Message) {
-        guard let bytes: [UInt8] = try? message.serializedBytes() else { return }
-        telemetry.publish(topic: topic, payload: bytes)
+        do {
+            telemetry.publish(topic: topic, payload: try message.serializedBytes())
+        } catch {
+            logger.error("a telemetry message could not be encoded", metadata: ["topic": "\(topic)", "error": "\(error)"])
+        }
     }
 }

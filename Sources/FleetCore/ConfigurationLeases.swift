@@ -21,6 +21,8 @@ public struct ConfigurationLeases: Sendable, Equatable {
     public enum Refusal: Error, Sendable, Equatable, CustomStringConvertible {
         case heldByAnother(Lease)
         case notHeld(deviceID: String)
+        /// The operator was removed while their request was on its way.
+        case holderRemoved(String)
 
         public var description: String {
             switch self {
@@ -28,6 +30,8 @@ public struct ConfigurationLeases: Sendable, Equatable {
                 "device \(lease.deviceID) is locked for configuration by \(lease.holder); ask them to unlock it, or wait for the lease to expire"
             case let .notHeld(deviceID):
                 "device \(deviceID) is not locked for configuration by you: lock it first (capfleet lock \(deviceID))"
+            case let .holderRemoved(holder):
+                "operator \(holder) was removed from the fleet and may not lock devices"
             }
         }
     }
@@ -60,9 +64,10 @@ public struct ConfigurationLeases: Sendable, Equatable {
         return current.holder == holder ? .success(current) : .failure(.heldByAnother(current))
     }
 
-    /// Removes and returns leases that ran out, for the audit log.
-    public mutating func expire(now: UInt64) -> [Lease] {
-        let expired = leases.values.filter { $0.expiresAt <= now }.sorted { $0.deviceID < $1.deviceID }
+    /// Removes and returns leases that ran out, for the audit log; those of `sparing` stay
+    /// (a change made under them is still on its way).
+    public mutating func expire(now: UInt64, sparing: Set<String> = []) -> [Lease] {
+        let expired = leases.values.filter { $0.expiresAt <= now && !sparing.contains($0.deviceID) }.sorted { $0.deviceID < $1.deviceID }
         for lease in expired { leases[lease.deviceID] = nil }
         return expired
     }
@@ -79,6 +84,11 @@ public struct ConfigurationLeases: Sendable, Equatable {
         let held = leases.values.filter { $0.holder == holder }.sorted { $0.deviceID < $1.deviceID }
         for lease in held { leases[lease.deviceID] = nil }
         return held
+    }
+
+    /// Puts back what a device's lease was, for a lease the store refused to record.
+    public mutating func reinstate(_ deviceID: String, _ lease: Lease?) {
+        leases[deviceID] = lease
     }
 
     private func active(_ deviceID: String, now: UInt64) -> Lease? {

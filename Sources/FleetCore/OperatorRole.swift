@@ -52,3 +52,31 @@ public enum RequiredRole {
         }
     }
 }
+
+/// Rules on the fleet's operators as a whole, as opposed to what one operator may do
+/// (`RequiredRole`). Pure: the store applies them inside the transaction that changes the
+/// roster, so that the check and the change are one step.
+public enum OperatorRoster {
+    public struct Refusal: Error, Sendable, Equatable, CustomStringConvertible {
+        public let name: String
+        public var description: String {
+            "\(name) is the last admin; add another admin first, or nobody could manage the fleet"
+        }
+    }
+
+    /// Why `name` may not be removed from `roster`, or nil if it may (an unknown name is the
+    /// caller's "not found", not a refusal). An operator whose role is unreadable counts as
+    /// no admin.
+    public static func refusal(removing name: String, from roster: [(name: String, role: OperatorRole?)]) -> Refusal? {
+        isLastAdmin(name, in: roster) ? Refusal(name: name) : nil
+    }
+
+    /// Why `name` may not be given `role` (re-adding an operator replaces their role), or nil.
+    public static func refusal(giving role: OperatorRole, to name: String, in roster: [(name: String, role: OperatorRole?)]) -> Refusal? {
+        role != .admin && isLastAdmin(name, in: roster) ? Refusal(name: name) : nil
+    }
+
+    private static func isLastAdmin(_ name: String, in roster: [(name: String, role: OperatorRole?)]) -> Bool {
+        roster.filter { $0.role == .admin }.map(\.name) == [name]
+    }
+}

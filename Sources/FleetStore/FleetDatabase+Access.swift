@@ -1,3 +1,4 @@
+import FleetCore
 import Foundation
 import GRDB
 
@@ -159,9 +160,14 @@ extension FleetDatabase {
 
     // MARK: Operators
 
-    /// Adds an operator, or changes the role or key of one with that name, with its audit entry.
+    /// Adds an operator, or changes the role or key of one with that name, with its audit
+    /// entry. Refused (`.refused`) when `OperatorRoster` says so, in the same transaction.
     public func saveOperator(_ record: OperatorRecord, audit: AuditEntry) async throws(StoreError) {
         try await write("storing operator \(record.name)") { db in
+            let roster = try OperatorRecord.fetchAll(db).map { (name: $0.name, role: OperatorRole(rawValue: $0.role)) }
+            if let role = OperatorRole(rawValue: record.role), let refusal = OperatorRoster.refusal(giving: role, to: record.name, in: roster) {
+                throw StoreError.refused(reason: refusal.description)
+            }
             if let holder = try NodeKeyRecord.fetchOne(db, key: record.publicKey) {
                 throw StoreError.refused(reason: "that key belongs to node \(holder.nodeId); an operator needs a key of their own")
             }
@@ -173,9 +179,13 @@ extension FleetDatabase {
         }
     }
 
-    /// Removes an operator; false if there was none by that name.
+    /// Removes an operator; false if there was none by that name. Refused (`.refused`) when
+    /// `OperatorRoster` says so, decided in the transaction that removes, so two admins
+    /// removing each other at once cannot leave the fleet without one.
     public func removeOperator(_ name: String, audit: AuditEntry) async throws(StoreError) -> Bool {
         try await write("removing operator \(name)") { db in
+            let roster = try OperatorRecord.fetchAll(db).map { (name: $0.name, role: OperatorRole(rawValue: $0.role)) }
+            if let refusal = OperatorRoster.refusal(removing: name, from: roster) { throw StoreError.refused(reason: refusal.description) }
             guard try OperatorRecord.deleteOne(db, key: name) else { return false }
             _ = try audit.inserted(db)
             return true

@@ -36,6 +36,16 @@ extension FleetDatabase {
         }
     }
 
+    /// Removes the lease `holder` took until `expiresAt` (a later lease on the device stays)
+    /// and records why, in one transaction.
+    public func removeLease(deviceID: String, holder: String, expiresAt: UnixMilliseconds, audit: AuditEntry) async throws(StoreError) {
+        try await write("removing the lease of \(holder) on \(deviceID)") { db in
+            _ = try LeaseRecord.filter(Column("deviceId") == deviceID && Column("holder") == holder && Column("expiresAt") == expiresAt)
+                .deleteAll(db)
+            _ = try audit.inserted(db)
+        }
+    }
+
     public func leases() async throws(StoreError) -> [LeaseRecord] {
         try await read("reading leases") { db in try LeaseRecord.fetchAll(db) }
     }

@@ -1,0 +1,131 @@
+import FleetCore
+import FleetProtocol
+import FleetStore
+import Foundation
+
+/// What operators look at: nodes, devices (live while their node is online, otherwise as
+/// last stored), formats and the next frame. Nothing here changes the fleet.
+extension OperatorHandler {
+    func listNodes(into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+        let nodes = try await store.nodes()
+        let devices = try await store.devices()
+        let revoked = try await store.revokedNodeIDs()
+        let storedClocks = try await store.clocks()
+        let now = clock.unixMilliseconds()
+        var infos: [Capfleet_V1_NodeInfo] = []
+        for node in nodes {
+            let online = await control.isOnline(node.id)
+            // Live while online; otherwise the last state stored, dated.
+            let report = online ? await control.session(node.id)?.lastStatus : nil
+            let clock = report.flatMap { $0.hasClock ? NodeClockRecord(wire: $0.clock, nodeID: node.id, at: now) : nil }
+                ?? storedClocks[node.id]
+            infos.append(.with {
+                $0.nodeID = node.id
+                $0.name = node.name
+                $0.hostname = node.hostname
+                $0.softwareVersion = node.softwareVersion
+                $0.online = online
+                $0.firstSeenUnixMs = node.firstSeenAt
+                $0.lastSeenUnixMs = node.lastSeenAt
+                $0.address = node.address
+                $0.deviceCount = UInt32(devices.filter { $0.nodeId == node.id && $0.present }.count)
+                $0.revoked = revoked.contains(node.id)
+                if let clock { $0.clock = clock.wire }
+            })
+        }
+        reply.nodes = infos
+        reply.status = .ok
+    }
+
+    func listDevices(nodeID: String?, only deviceID: String? = nil, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+        var infos: [Capfleet_V1_DeviceInfo] = []
+        for device in try await store.devices(nodeID: nodeID) where deviceID == nil || device.id == deviceID {
+            let formats = try await store.formats(deviceID: device.id)
+            let online = await control.isOnline(device.nodeId) && device.present
+            let lease = await leases.lease(of: device.id)
+            let counters = online ? await control.counters(of: device.id, nodeID: device.nodeId) : nil
+            let policy = try await store.dropRecoveryPolicy(deviceID: device.id)
+            let pressurePolicy = try await store.pressurePolicy(deviceID: device.id)
+            let consent = try await store.consent(deviceID: device.id)
+            infos.append(.with {
+                $0.consent = (consent?.consentState ?? .notDetermined).wire
+                $0.consentReason = consent?.reason ?? ""
+                $0.recording = counters?.recording ?? false
+                $0.realFrames = counters?.realFrames ?? false
+                $0.deviceID = device.id
+                $0.nodeID = device.nodeId
+                $0.name = device.name
+                $0.driver = device.driver
+                $0.kind = (SourceKind(rawValue: device.kind) ?? .v4l2).wire
+                if formats.indices.contains(device.activeFormatPosition) { $0.activeFormat = formats[device.activeFormatPosition].wire }
+                $0.activeFrameRate = device.activeFrameRate
+                $0.formatCount = UInt32(formats.count)
+                $0.online = online
+                if let lease {
+                    $0.leaseHolder = lease.holder
+                    $0.leaseExpiresUnixMs = Int64(lease.expiresAt)
+                }
+                if let counters {
+                    $0.interruption = counters.interruption
+                    if counters.hasFocus { $0.focus = counters.focus }
+                    $0.zoomFactor = counters.zoomFactor
+                    // What the device runs at now, which drop recovery may have lowered.
+                    if counters.activeFrameRate > 0 { $0.activeFrameRate = counters.activeFrameRate }
+                    $0.activeMinFrameRate = counters.activeMinFrameRate
+                    if counters.hasAlignment { $0.alignment = counters.alignment }
+                }
+                if let policy {
+                    $0.dropRecovery = DropRecoveryPolicy(isEnabled: policy.enabled, minimumFramesPerSecond: policy.minimumFps,
+                                                         lateDropShare: policy.lateDropShare,
+                                                         quietIntervalsToRestore: policy.quietSeconds).wire
+                }
+                if let pressurePolicy, let level = PressureLevel(rawValue: pressurePolicy.level) {
+                    // Stored settings; whether the cap is in force now is the agent's to say.
+                    let active = counters?.hasPressurePolicy == true && counters!.pressurePolicy.active
+                    $0.pressurePolicy = PressurePolicy(isEnabled: pressurePolicy.enabled, level: level,
+                                                       frameRate: pressurePolicy.frameRate).wire(active: active)
+                }
+            })
+        }
+        reply.devices = infos
+        reply.status = .ok
+    }
+
+    /// One device in full: its listing plus the descriptor it registered with.
+    func deviceDetails(_ deviceID: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+        guard let device = try await existingDevice(deviceID, into: &reply) else { return }
+        try await listDevices(nodeID: device.nodeId, only: device.id, into: &reply)
+        guard let bytes = try await store.descriptor(deviceID: device.id), !reply.devices.isEmpty else { return }
+        do {
+            reply.devices[0].descriptor = try Capfleet_V1_DeviceDescriptor(serializedBytes: bytes)
+        } catch {
+            // The listing still answers; a stored descriptor that does not decode is damage to report.
+            logger.error("a stored device descriptor does not decode", metadata: ["device.id": "\(device.id)", "error": "\(error)"])
+        }
+    }
+
+    func formats(of deviceID: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+        guard try await store.device(deviceID) != nil else {
+            let known = try await store.devices().map(\.id)
+            reply.status = .failure(.notFound, "no device \(deviceID); known devices: \(known.isEmpty ? "none" : known.joined(separator: ", "))")
+            return
+        }
+        reply.formats = try await store.formats(deviceID: deviceID).map(\.wire)
+        reply.status = .ok
+    }
+
+    /// The device's next frame to arrive: fresh by construction.
+    func nextFrame(of deviceID: String, into reply: inout Capfleet_V1_OperatorReply) async -> [UInt8]? {
+        guard ingest.state(of: deviceID) != nil else {
+            reply.status = .failure(.notFound, "no device \(deviceID) is registered; see capfleet devices")
+            return nil
+        }
+        guard let frame = await ingest.nextFrame(of: deviceID, timeout: .seconds(2)) else {
+            reply.status = .failure(.notFound, "no frame from device \(deviceID) arrived within 2 s: is it streaming? (capfleet watch)")
+            return nil
+        }
+        reply.frameHeader = frame.header
+        reply.status = .ok
+        return frame.payload.array
+    }
+}
