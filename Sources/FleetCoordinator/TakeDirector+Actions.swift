@@ -117,16 +117,20 @@ extension TakeDirector {
             logger.error("a part's writer was asked for without its take", metadata: ["take.id": "\(part.takeID)", "device.id": "\(part.deviceID)"])
             return
         }
-        let clock = self.clock
-        let index = StoreSegmentIndex(store: store, clock: clock.unixMilliseconds)
+        let (store, clock, hasher) = (self.store, self.clock, self.hasher)
         let take = setup.take
-        let recorder = DeviceTakeRecorder(takeID: take.id, title: "\(take.name) — \(part.deviceID)", directory: take.directory,
-                                          start: take.startFleetNs, stop: take.stopFleetNs,
-                                          segmentLength: UInt64(configuration.segmentSeconds) * 1_000_000_000, index: index,
-                                          resuming: setup.device, segmentsSoFar: setup.segmentsSoFar)
-        recorder.hasher = hasher
+        let segmentLength = UInt64(configuration.segmentSeconds) * 1_000_000_000
+        // Made on the writer's thread, where it is used.
+        let makeRecorder: @Sendable () -> DeviceTakeRecorder = {
+            let recorder = DeviceTakeRecorder(takeID: take.id, title: "\(take.name) — \(part.deviceID)", directory: take.directory,
+                                              start: take.startFleetNs, stop: take.stopFleetNs, segmentLength: segmentLength,
+                                              index: StoreSegmentIndex(store: store, clock: clock.unixMilliseconds),
+                                              resuming: setup.device, segmentsSoFar: setup.segmentsSoFar)
+            recorder.hasher = hasher
+            return recorder
+        }
         let writer = TakeDeviceWriter(
-            takeID: take.id, deviceID: part.deviceID, nodeID: nodeID, recorder: recorder, instance: setup.device.agentInstance,
+            takeID: take.id, deviceID: part.deviceID, nodeID: nodeID, recorder: makeRecorder, instance: setup.device.agentInstance,
             offset: setup.device.sequenceOffset, ended: false, frameRate: setup.frameRate,
             reserve: TakeDeviceWriter.DiskReserve(directory: take.directory, bytes: configuration.recordReserveBytes), logger: logger,
             send: sendRecordDown,
