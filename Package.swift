@@ -132,7 +132,7 @@ let package = Package(
         ]),
         // The coordinator's shells against an in-memory fleet database.
         .testTarget(name: "FleetCoordinatorTests", dependencies: [
-            "FleetCoordinator", "FleetCore", "FleetStore", "FleetBus", "FleetProtocol",
+            "FleetCoordinator", "FleetCore", "FleetStore", "FleetBus", "FleetProtocol", "FleetSystem", "CZeroMQ",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "InMemoryLogging", package: "swift-log"),

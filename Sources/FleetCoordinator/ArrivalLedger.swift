@@ -1,5 +1,4 @@
 import FleetBus
-import FleetCore
 import Synchronization
 
 /// When each node's last control message came off the wire, noted on the control socket's
@@ -8,12 +7,18 @@ import Synchronization
 /// whose heartbeats wait behind it look silent: traffic that arrived proves them alive.
 final class ArrivalLedger: Sendable {
     private let arrivals = Mutex<[String: UInt64]>([:])
+    /// The monotonic clock liveness is judged on (the coordinator's, injected).
+    private let now: @Sendable () -> UInt64
+
+    init(now: @escaping @Sendable () -> UInt64) {
+        self.now = now
+    }
 
     /// Called on the control endpoint's thread for every message.
     func note(_ message: RoutedMessage) {
         guard case let .node(id, _)? = Principal(userID: message.userID) else { return }
-        let now = MonotonicTime.now()
-        arrivals.withLock { $0[id] = now }
+        let arrived = now()
+        arrivals.withLock { $0[id] = arrived }
     }
 
     func latest() -> [String: UInt64] { arrivals.withLock { $0 } }

@@ -84,7 +84,7 @@ struct CoordinatorAssembly: Sendable {
             try ClockEndpoint(context: context, bind: configuration.endpoint(configuration.clockPort), security: security(.clock),
                               fleetTime: fleetTime, coordinatorID: coordinatorID, rejections: rejections)
         }
-        let arrivals = ArrivalLedger()
+        let arrivals = ArrivalLedger(now: coordinatorClock.monotonicNow)
         let controlEndpoint = try bind("control", configuration.controlPort) {
             try RouterEndpoint(name: "control", context: context, bind: configuration.endpoint(configuration.controlPort),
                                maxMessageBytes: 16 * 1024 * 1024, security: security(.control), onReceive: { arrivals.note($0) })
