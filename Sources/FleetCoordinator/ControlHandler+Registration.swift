@@ -90,6 +90,16 @@ extension ControlHandler {
             refuse(routed, .invalidFormat, "HELLO with a frame rate, field of view or zoom factor that is not a finite number")
             return
         }
+        // Decided here, before any await: an operator removing the node excludes its HELLO.
+        guard book.beginRegistration(of: hello.nodeID) else {
+            reply(routed, .with { $0.welcome = .with {
+                $0.status = .failure(.unavailable, "node \(hello.nodeID) is being removed from the fleet by an operator; ask again in a moment")
+                $0.coordinatorID = coordinatorID
+                $0.protocolVersion = WireDefaults.protocolMajor
+            } })
+            return
+        }
+        defer { book.endRegistration(of: hello.nodeID) }
         // The node is called what the admin named it at enrollment; the devices it lists must
         // not be another online node's (checked against the store: no answer, no registration).
         let enrolledName: String?

@@ -313,6 +313,22 @@ actor ControlHandler: AgentCommands {
         lastStatus[nodeID] = status
     }
 
+    /// An operator removes the node from the fleet: only while it is offline and not
+    /// registering; it cannot register until `endRemoval`.
+    func beginRemoval(_ nodeID: String) -> Bool {
+        book.beginRemoval(of: nodeID)
+    }
+
+    /// The store removed the node (`removed`), or refused to.
+    func endRemoval(_ nodeID: String, removed: Bool) {
+        let actions = book.endRemoval(of: nodeID, removed: removed)
+        answerInNodesPlace(actions)
+        guard removed else { return }
+        lastStatus[nodeID] = nil
+        clockWatch.forget(nodeID)
+        arrivals.forget(nodeID)
+    }
+
     /// The node's session ends (revoked, or removed from the fleet); its commands in flight
     /// are answered. True when it was online until now.
     @discardableResult

@@ -186,13 +186,21 @@ actor OperatorHandler {
         let actor = who.isEmpty ? "unknown operator" : who
         let at = clock.unixMilliseconds()
         do throws(StoreError) {
-            let devices = try await store.devices(nodeID: nodeID).map(\.id)
-            if await control.isOnline(nodeID) {
-                throw StoreError.refused(reason: "node \(nodeID) is online; stop its agent before forgetting it")
+            // Decided by the control handler at once: from here the node cannot register
+            // until the removal is done or failed.
+            guard await control.beginRemoval(nodeID) else {
+                throw StoreError.refused(reason: "node \(nodeID) is online or registering; stop its agent before forgetting it")
             }
-            try await store.forgetNode(nodeID)
+            let devices: [String]
+            do throws(StoreError) {
+                devices = try await store.devices(nodeID: nodeID).map(\.id)
+                try await store.forgetNode(nodeID)
+            } catch {
+                await control.endRemoval(nodeID, removed: false)
+                throw error
+            }
+            await control.endRemoval(nodeID, removed: true)
             ingest.forget(deviceIDs: devices)
-            await control.forgetSession(nodeID)
             try await store.appendAudit(AuditEntry(at: at, actor: actor, action: "node.forget", target: nodeID, outcome: "ok",
                                                    detail: "removed \(devices.count) device(s)"))
             reply.status = .ok

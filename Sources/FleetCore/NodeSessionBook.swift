@@ -84,6 +84,11 @@ public struct NodeSessionBook: Sendable {
     private var liveness: NodeLiveness
     private var pending: [UInt64: PendingCommand] = [:]
     private var nextCommandID: UInt64 = 1
+    /// Nodes whose HELLO is being checked and stored, and nodes an operator is removing from
+    /// the fleet: the two exclude each other, so a removal never deletes a node that is
+    /// registering, and a registration never brings back a node half removed.
+    private var registering: Set<String> = []
+    private var removing: Set<String> = []
 
     public init(heartbeatIntervalNanoseconds: UInt64, liveness: UInt64) {
         self.liveness = NodeLiveness(heartbeatIntervalNanoseconds: heartbeatIntervalNanoseconds, liveness: liveness)
@@ -92,6 +97,33 @@ public struct NodeSessionBook: Sendable {
     public func isOnline(_ nodeID: String) -> Bool { liveness.isOnline(nodeID) }
     public func session(_ nodeID: String) -> Session? { sessions[nodeID] }
     public var commandsInFlight: [PendingCommand] { pending.values.sorted { $0.commandID < $1.commandID } }
+
+    /// A HELLO is about to be checked and stored. False while an operator removes the node:
+    /// it is refused then, and the agent asks again later.
+    public mutating func beginRegistration(of nodeID: String) -> Bool {
+        guard !removing.contains(nodeID) else { return false }
+        registering.insert(nodeID)
+        return true
+    }
+
+    /// The HELLO was welcomed (after `registered`) or refused.
+    public mutating func endRegistration(of nodeID: String) {
+        registering.remove(nodeID)
+    }
+
+    /// An operator asks to remove the node from the fleet: allowed only while it is offline
+    /// and not registering; until `endRemoval` it cannot register.
+    public mutating func beginRemoval(of nodeID: String) -> Bool {
+        guard !liveness.isOnline(nodeID), !registering.contains(nodeID), !removing.contains(nodeID) else { return false }
+        removing.insert(nodeID)
+        return true
+    }
+
+    /// The removal is done (`removed`: its session goes too) or failed (the node stays).
+    public mutating func endRemoval(of nodeID: String, removed: Bool) -> [Action] {
+        removing.remove(nodeID)
+        return removed ? forget(nodeID) : []
+    }
 
     /// A node was welcomed. Commands that went to another agent process of the node will
     /// never be answered: they are answered now instead of at their deadlines. Commands to

@@ -160,4 +160,26 @@ import Testing
         }
         #expect(NodeSessionBook.Unanswerable.timedOut(timeoutNanoseconds: 3 * Self.second).message(nodeID: "n1").contains("within 3.0 s"))
     }
+
+    @Test func removingANode_waitsForNoRegistration_andKeepsItFromRegisteringMeanwhile() {
+        var book = Self.book()
+        _ = book.registered(nodeID: "n1", agentInstance: "a", routingID: [1], now: 0)
+        let whileOnline = book.beginRemoval(of: "n1")
+        #expect(!whileOnline, "an online node is not removed")
+        _ = book.tick(now: 4 * Self.second)
+        let registering = book.beginRegistration(of: "n1")
+        let whileRegistering = book.beginRemoval(of: "n1")
+        #expect(registering && !whileRegistering, "nor one whose HELLO is being stored")
+        book.endRegistration(of: "n1")
+        let offline = book.beginRemoval(of: "n1")
+        let registerWhileRemoving = book.beginRegistration(of: "n1")
+        #expect(offline && !registerWhileRemoving, "a node being removed cannot register")
+        let failedRemoval = book.endRemoval(of: "n1", removed: false)
+        let registerAfterFailure = book.beginRegistration(of: "n1")
+        #expect(failedRemoval.isEmpty && registerAfterFailure, "a removal that failed leaves the node as it was")
+        book.endRegistration(of: "n1")
+        let again = book.beginRemoval(of: "n1")
+        _ = book.endRemoval(of: "n1", removed: true)
+        #expect(again && book.session("n1") == nil)
+    }
 }
