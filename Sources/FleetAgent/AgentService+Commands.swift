@@ -94,8 +94,13 @@ extension AgentService {
         }
         // Stored before it is enforced and answered: a crash right after still knows it.
         do {
-            try consentBook.record(.init(state: state, reason: request.reason, changedUnixMilliseconds: request.changedUnixMs),
-                                   for: stream.deviceID)
+            guard try consentBook.record(.init(state: state, reason: request.reason, changedUnixMilliseconds: request.changedUnixMs),
+                                         for: stream.deviceID) else {
+                // Overtaken by a newer change already enforced: the reply says what holds.
+                logger.info("older consent change ignored", metadata: ["device.id": "\(stream.deviceID)", "consent": "\(state.rawValue)",
+                                                                      "changed_unix_ms": "\(request.changedUnixMs)"])
+                return .ok
+            }
         } catch {
             // A denial is enforced even if it cannot be written; a grant is not.
             if state.allowsRealFrames { return .failure(.internal, "\(error)") }

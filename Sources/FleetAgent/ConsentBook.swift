@@ -37,14 +37,19 @@ final class ConsentBook: Sendable {
     func state(of deviceID: String) -> ConsentState { entries.withLock { $0[deviceID]?.state ?? .notDetermined } }
 
     /// Records a new state and writes the book before returning, so that what the agent
-    /// enforces is what survives a crash.
-    func record(_ entry: Entry, for deviceID: String) throws {
-        let snapshot = entries.withLock { table -> [String: Entry]? in
-            guard table[deviceID] != entry else { return nil }
+    /// enforces is what survives a crash. False: the change is older than the one held
+    /// (`ConsentOrder`), and neither recorded nor to be enforced.
+    @discardableResult
+    func record(_ entry: Entry, for deviceID: String) throws -> Bool {
+        let (applies, snapshot) = entries.withLock { table -> (Bool, [String: Entry]?) in
+            guard ConsentOrder.applies(changedAt: entry.changedUnixMilliseconds, over: table[deviceID]?.changedUnixMilliseconds) else {
+                return (false, nil)
+            }
+            guard table[deviceID] != entry else { return (true, nil) }
             table[deviceID] = entry
-            return table
+            return (true, table)
         }
-        guard let snapshot else { return }
+        guard let snapshot else { return applies }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         let text = String(decoding: try encoder.encode(snapshot), as: UTF8.self)
@@ -53,5 +58,6 @@ final class ConsentBook: Sendable {
         } catch {
             throw AgentError.stateDirectoryUnusable(path: path, reason: "cannot write the consent file: \(String(cString: strerror(error.errno)))")
         }
+        return true
     }
 }

@@ -109,3 +109,15 @@ public struct ConsentRelay: Sendable, Equatable {
         newest[deviceID].map { changeID >= $0 } ?? true
     }
 }
+
+/// The order an agent applies consent changes in. Pushes may arrive out of order (a
+/// registration's push read before an operator's change and delivered after it), so a change
+/// older than the one the agent holds is stale and is not applied. A change without a time
+/// (the coordinator has no record: never set, or the device was removed from the fleet)
+/// always applies; it only ever sets not determined, which locks.
+public enum ConsentOrder {
+    public static func applies(changedAt incoming: Int64, over held: Int64?) -> Bool {
+        guard incoming > 0, let held else { return true }
+        return incoming >= held
+    }
+}

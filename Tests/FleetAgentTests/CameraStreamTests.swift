@@ -125,3 +125,23 @@ import Testing
         await stream.close()
     }
 }
+
+/// The consent an agent keeps: pushes that arrive out of order never undo a newer change.
+@Suite struct ConsentBookTests {
+    @Test func anOlderConsentChange_arrivingAfterANewerOne_isNotApplied() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-consent-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let book = try ConsentBook(stateDirectory: directory)
+        #expect(try book.record(.init(state: .denied, reason: "revoked", changedUnixMilliseconds: 2_000), for: "cam"))
+        // A registration's push, read before the revocation, delivered after it.
+        #expect(try book.record(.init(state: .authorized, reason: "granted", changedUnixMilliseconds: 1_000), for: "cam") == false)
+        #expect(book.state(of: "cam") == .denied)
+        #expect(try ConsentBook(stateDirectory: directory).state(of: "cam") == .denied, "the stored book kept the newer change")
+        // A change without a time (no record at the coordinator) always applies: it locks.
+        #expect(try book.record(.init(state: .notDetermined, reason: "", changedUnixMilliseconds: 0), for: "cam"))
+        #expect(book.state(of: "cam") == .notDetermined)
+        #expect(try book.record(.init(state: .authorized, reason: "granted again", changedUnixMilliseconds: 3_000), for: "cam"))
+        #expect(book.state(of: "cam") == .authorized)
+    }
+}
