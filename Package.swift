@@ -104,7 +104,7 @@ let package = Package(
 
         // Fleets of `capfleet` child processes on this machine (coordinator, enrolled agents,
         // credentials, readiness, shutdown), shared by the integration tests and the benchmarks.
-        .target(name: "FleetTestSupport", dependencies: ["FleetBus", "FleetClient", "FleetHost", "FleetSystem"]),
+        .target(name: "FleetTestSupport", dependencies: ["FleetBus", "FleetClient", "FleetHost", "FleetProtocol", "FleetSystem", "CZeroMQ"]),
         .executableTarget(name: "capfleet-bench", dependencies: [
             "FleetAgent", "FleetBus", "FleetCapture", "FleetClient", "FleetCoordinator", "FleetCore", "FleetHost", "FleetProtocol",
             "FleetRecording", "FleetStore", "FleetSystem", "FleetTestSupport", "CPlatform", "CZeroMQ",
@@ -132,7 +132,7 @@ let package = Package(
         ]),
         // The coordinator's shells against an in-memory fleet database.
         .testTarget(name: "FleetCoordinatorTests", dependencies: [
-            "FleetCoordinator", "FleetCore", "FleetStore", "FleetBus", "FleetProtocol", "FleetSystem", "CZeroMQ",
+            "FleetCoordinator", "FleetCore", "FleetStore", "FleetBus", "FleetProtocol", "FleetSystem", "FleetTestSupport",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "InMemoryLogging", package: "swift-log"),

@@ -32,10 +32,14 @@ struct CoordinatorAssembly: Sendable {
     static func open(configuration: CoordinatorConfiguration, logger: Logger, beatClock: any Clock<Duration>) async throws -> CoordinatorAssembly {
         try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
         let directoryLock = try DataDirectoryLock.acquire(dataDirectory: configuration.dataDirectory)
+        // One fleet time for the clock endpoint and everything that reads it, and one clock
+        // every part reads.
+        let fleetTime = FleetTimeSource()
+        let coordinatorClock = CoordinatorClock.system(fleetTime)
         let store = try FleetDatabase(path: configuration.databasePath)
-        try await store.markAllNodesOffline(at: Date().unixMilliseconds)
+        try await store.markAllNodesOffline(at: coordinatorClock.unixMilliseconds())
         // Segments a crash left open are made to play again before anything records anew.
-        for report in try await SegmentRecovery.recoverOpenSegments(in: store, clock: { Date().unixMilliseconds }) {
+        for report in try await SegmentRecovery.recoverOpenSegments(in: store, clock: coordinatorClock.unixMilliseconds) {
             logger.notice("recording segment left open by a crash", metadata: ["path": "\(report.path)", "outcome": "\(report.note)"])
         }
         let coordinatorID = try coordinatorID(in: configuration.dataDirectory)
@@ -52,7 +56,7 @@ struct CoordinatorAssembly: Sendable {
             // Logged (and so audited) at most once a minute per endpoint, reason and peer.
             Task {
                 do {
-                    try await store.appendAudit(AuditEntry(at: Date().unixMilliseconds, actor: "peer:\(peer)", action: "access.denied",
+                    try await store.appendAudit(AuditEntry(at: coordinatorClock.unixMilliseconds(), actor: "peer:\(peer)", action: "access.denied",
                                                            target: endpoint, outcome: "refused", detail: "\(reason.rawValue): \(detail)"))
                 } catch {
                     // The refusal itself stands; only its audit entry is missing, which an admin must hear of.
@@ -77,9 +81,6 @@ struct CoordinatorAssembly: Sendable {
                             security: security(.ingest),
                             admits: { userID, nodeID, fd, peer in gate.admitsFrame(userID: userID, nodeID: nodeID, fd: fd, peer: peer) })
         }
-        // One fleet time for the clock endpoint and everything that reads it.
-        let fleetTime = FleetTimeSource()
-        let coordinatorClock = CoordinatorClock.system(fleetTime)
         let clock = try bind("clock", configuration.clockPort) {
             try ClockEndpoint(context: context, bind: configuration.endpoint(configuration.clockPort), security: security(.clock),
                               fleetTime: fleetTime, coordinatorID: coordinatorID, rejections: rejections)

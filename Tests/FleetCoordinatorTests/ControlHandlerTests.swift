@@ -1,10 +1,10 @@
 @testable import FleetCoordinator
 @testable import FleetStore
-import CZeroMQ
 import FleetBus
 import FleetCore
 import FleetProtocol
 import FleetSystem
+import FleetTestSupport
 import Foundation
 import Logging
 import Synchronization
@@ -17,7 +17,7 @@ import Testing
     @Test func aNodeReconnectingWhileACommandIsInFlight_isAnsweredAtOnceIfItRestarted_andStillAnswersIfItOnlyReconnected() async throws {
         let bed = try await ControlBed()
         defer { bed.close() }
-        let agent = try bed.agent()
+        let agent = bed.agent()
         try await agent.register(instance: "first process")
 
         // The agent restarts after the command reached it: nobody will answer it.
@@ -47,6 +47,8 @@ import Testing
             await bed.control.command(.setZoom(.with { $0.factor = 4 }), deviceID: ControlBed.deviceID, nodeID: ControlBed.nodeID, timeout: .seconds(10))
         }
         _ = try await agent.serveUntilZoom()
+        // Every heartbeat sent so far handled, at the time before the silence.
+        try await agent.heartbeat()
         bed.time.advance(by: 3_500_000_000)
         await bed.control.expireSilentNodes()
         let offline = await stranded.value
@@ -59,7 +61,7 @@ import Testing
     @Test func aCommandPastItsDeadline_isAnsweredOnTheInjectedClock() async throws {
         let bed = try await ControlBed()
         defer { bed.close() }
-        let agent = try bed.agent()
+        let agent = bed.agent()
         try await agent.register(instance: "only process")
         let waiting = Task { await bed.control.command(.setZoom(.with { $0.factor = 2 }), deviceID: ControlBed.deviceID, nodeID: ControlBed.nodeID) }
         _ = try await agent.serveUntilZoom()
@@ -145,135 +147,34 @@ struct ControlBed {
         for close in closers { close() }
     }
 
-    func agent() throws -> HandWrittenAgent {
-        try HandWrittenAgent(endpoint: controlEndpoint, coordinatorKey: coordinatorKey, keys: nodeKeys)
+    func agent() -> AgentOnItsThread {
+        AgentOnItsThread(HandWrittenAgent(endpoint: controlEndpoint, coordinatorKey: coordinatorKey, keys: nodeKeys,
+                                          nodeID: Self.nodeID, deviceID: Self.deviceID))
     }
 }
 
-/// An agent written against proto-docs, on a thread of its own (its socket blocks in
-/// zmq_poll): registers, heartbeats, answers commands, and can drop its connection.
-/// `@unchecked Sendable`: its socket is used by one call at a time, each on an OwnedThread.
-final class HandWrittenAgent: @unchecked Sendable {
-    let endpoint: String
-    let coordinatorKey: CurvePublicKey
-    let keys: CurveKeyPair
-    private let context = ZMQContext()
-    private var socket: ZMQSocket?
-    private var heartbeats: UInt64 = 0
+/// The hand-written agent's blocking calls, each on an owned thread: the cooperative pool
+/// that runs the control handler never waits on the agent's socket.
+struct AgentOnItsThread {
+    let agent: HandWrittenAgent
 
-    init(endpoint: String, coordinatorKey: CurvePublicKey, keys: CurveKeyPair) throws {
-        self.endpoint = endpoint
-        self.coordinatorKey = coordinatorKey
-        self.keys = keys
-    }
+    init(_ agent: HandWrittenAgent) { self.agent = agent }
 
-    deinit { try? socket?.setOption(ZMQ_LINGER, Int32(0)) }
-
-    /// Drops the connection it has (if any) and says HELLO as `instance` on a new one.
     func register(instance: String) async throws {
-        try await OwnedThread.run("cf-test-agent") { [self] in
-            try socket?.setOption(ZMQ_LINGER, Int32(0))
-            socket = nil
-            let fresh = try ZMQSocket(context: context, type: .dealer)
-            try fresh.makeCurveClient(serverKey: coordinatorKey, keys: keys)
-            try fresh.connect(endpoint)
-            socket = fresh
-            try send(.with { $0.hello = Self.hello(instance: instance) })
-            let deadline = Date().addingTimeInterval(10)
-            while Date() < deadline {
-                guard let message = try receive(milliseconds: 100) else { continue }
-                if case let .welcome(welcome)? = message.body {
-                    guard welcome.status.isOK else { throw TestFailure("HELLO as \(instance) refused: \(welcome.status.reason)") }
-                    return
-                }
-            }
-            throw TestFailure("no WELCOME for \(instance)")
-        }
+        try await OwnedThread.run("cf-test-agent") { [agent] in try agent.register(instance: instance) }
     }
 
-    /// Answers the coordinator's other commands (its policy pushes) with OK until a zoom
-    /// arrives, which it returns unanswered.
     func serveUntilZoom() async throws -> Capfleet_V1_Command {
-        try await OwnedThread.run("cf-test-agent") { [self] in
-            let deadline = Date().addingTimeInterval(10)
-            while Date() < deadline {
-                guard let message = try receive(milliseconds: 100), case let .command(command)? = message.body else { continue }
-                if case .setZoom? = command.action { return command }
-                try reply(command, zoom: 1)
-            }
-            throw TestFailure("no zoom command reached the agent")
-        }
+        let zoom = try await OwnedThread.run("cf-test-agent") { [agent] in try agent.serveUntilZoom() }
+        guard let zoom else { throw HandWrittenAgentError("no zoom command reached the agent") }
+        return zoom
     }
 
     func answer(_ command: Capfleet_V1_Command, zoom: Double) async throws {
-        try await OwnedThread.run("cf-test-agent") { [self] in try reply(command, zoom: zoom) }
+        try await OwnedThread.run("cf-test-agent") { [agent] in try agent.answer(command, zoom: zoom) }
     }
 
     func heartbeat() async throws {
-        try await OwnedThread.run("cf-test-agent") { [self] in
-            heartbeats += 1
-            try send(.with { $0.heartbeat = .with {
-                $0.nodeID = ControlBed.nodeID
-                $0.sequence = heartbeats
-            } })
-            // Delivered and handled: the control handler answers every heartbeat.
-            let deadline = Date().addingTimeInterval(5)
-            while Date() < deadline {
-                if case .heartbeatAck? = try receive(milliseconds: 100)?.body { return }
-            }
-            throw TestFailure("no answer to heartbeat \(heartbeats)")
-        }
+        try await OwnedThread.run("cf-test-agent") { [agent] in try agent.heartbeat() }
     }
-
-    private func reply(_ command: Capfleet_V1_Command, zoom: Double) throws {
-        try send(.with { $0.commandReply = .with {
-            $0.commandID = command.commandID
-            $0.status = .ok
-            $0.activeFrameRate = 15
-            $0.zoomFactor = zoom
-        } })
-    }
-
-    private func send(_ message: Capfleet_V1_AgentMessage) throws {
-        guard let socket else { throw TestFailure("not connected") }
-        try socket.send(try message.serializedBytes() as [UInt8], dontWait: false)
-    }
-
-    private func receive(milliseconds: Int) throws -> Capfleet_V1_CoordinatorMessage? {
-        guard let socket, socket.waitForInput(milliseconds: milliseconds), let received = try socket.receiveMultipart(dontWait: true),
-              let part = received.parts.first else { return nil }
-        return try Capfleet_V1_CoordinatorMessage(serializedBytes: part.array)
-    }
-
-    static func hello(instance: String) -> Capfleet_V1_Hello {
-        .with {
-            $0.protocolVersion = WireDefaults.protocolMajor
-            $0.protocolMinor = WireDefaults.protocolMinor
-            $0.nodeID = ControlBed.nodeID
-            $0.nodeName = "rig"
-            $0.agentInstance = instance
-            $0.devices = [.with {
-                $0.deviceID = ControlBed.deviceID
-                $0.name = "Hand-written camera"
-                $0.driver = "test"
-                $0.kind = .synthetic
-                $0.formats = [.with {
-                    $0.pixelFormat = "YUYV"
-                    $0.width = 640
-                    $0.height = 480
-                    $0.frameRateRanges = [.with {
-                        $0.minFps = 1
-                        $0.maxFps = 30
-                    }]
-                    $0.maxZoomFactor = 8
-                }]
-                $0.activeFrameRate = 15
-            }]
-        }
-    }
-}
-
-struct TestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }
