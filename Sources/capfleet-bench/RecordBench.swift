@@ -49,6 +49,7 @@ struct RecordBench: ParsableCommand {
         print("\n== recording 1920x1080 YUYV at 30 fps per stream, \(fmt(seconds)) s per step; files in \(fleet.recordings)")
         print("streams  fps/stream  frames  dropped  MB/s written  CPU %/stream  coordinator RSS MiB  stored after stop")
         var best: (streams: Int, row: RecordBenchFleet.Step)?
+        var single: RecordBenchFleet.Step?
         for streams in 1...max(1, maxStreams) {
             try fleet.ensureAgents(streams)
             let step = try fleet.record(seconds: seconds)
@@ -56,6 +57,7 @@ struct RecordBench: ParsableCommand {
                          step.dropped, step.megabytesPerSecond, step.cpuPercent / Double(streams), step.coordinatorResidentMegabytes,
                          step.backlogSeconds))
             try fleet.delete(step.takeID)
+            if streams == 1 { single = step }
             guard step.dropped == 0, step.framesPerSecondPerStream >= 29 else {
                 print("  \(streams) streams lose frames (or fall below 29 fps): this machine holds \(streams - 1)")
                 break
@@ -68,7 +70,12 @@ struct RecordBench: ParsableCommand {
             }
             best = (streams, step)
         }
-        guard let best else { throw BenchFailure("not even one stream recorded without drops") }
+        // A figure, not a verdict: a loaded machine that loses a frame of one stream still gets
+        // its disk ratio and memory figures, for one stream, said as such.
+        guard let best = best ?? single.map({ (1, $0) }) else { throw BenchFailure("the recording benchmark measured no step") }
+        if best.row.dropped > 0 || best.row.framesPerSecondPerStream < 29 {
+            print("  not even one stream recorded without drops on this machine now; the figures below are for one stream")
+        }
 
         // The same bytes, written plainly: one file per segment of the same size, 1 MiB writes,
         // no fsync (the recorder does not sync either), same directory.
