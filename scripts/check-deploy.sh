@@ -89,6 +89,9 @@ root=$work/root
 dpkg-deb -x "$package" "$root"
 installed=$root/usr/bin/capfleet
 expect "the installed binary runs ($("$installed" --version))" "$installed" --help
+# One version everywhere (WireDefaults.release): the package's is the binary's.
+expect "the package's version is the binary's ($(dpkg-deb -f "$package" Version))" \
+    test "$(dpkg-deb -f "$package" Version)" = "$("$installed" --version | awk '{print $1}')"
 # `verify` checks ExecStart's binary exists, so it gets the units with the extracted binary's
 # path; it exits 0 even on an unknown key, so any complaint it prints fails the check.
 mkdir -p "$work/units"

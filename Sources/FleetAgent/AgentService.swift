@@ -12,8 +12,6 @@ import Synchronization
 /// One agent: discovers its cameras, registers with the coordinator, streams frames and
 /// reports status until it is told to shut down.
 public final class AgentService: Service, Sendable {
-    public static let softwareVersion = "0.1.0"
-
     let configuration: AgentConfiguration
     let identity: NodeIdentity
     /// This agent process, new at every start: HELLO and the recording path name it, so the
@@ -92,7 +90,7 @@ public final class AgentService: Service, Sendable {
         }
         logger.info("enrolling with the coordinator", metadata: ["coordinator": "\(configuration.controlEndpoint)"])
         let credentials = try await Enrollment.enroll(token: token, endpoint: configuration.controlEndpoint, nodeID: identity.nodeID,
-                                                      hostname: hostname, softwareVersion: Self.softwareVersion,
+                                                      hostname: hostname, softwareVersion: WireDefaults.release,
                                                       stateDirectory: configuration.stateDirectory, logger: logger)
         logger.notice("enrolled", metadata: ["node.name": "\(credentials.nodeName)", "key": "\(credentials.keys.publicKey.fingerprint)…"])
         return credentials
@@ -112,7 +110,7 @@ public final class AgentService: Service, Sendable {
             $0.nodeID = identity.nodeID
             $0.nodeName = configuration.nodeName ?? (enrolledName.isEmpty ? hostname : enrolledName)
             $0.hostname = hostname
-            $0.softwareVersion = Self.softwareVersion
+            $0.softwareVersion = WireDefaults.release
             $0.bootMonotonicNs = MonotonicTime.now()
             $0.agentInstance = agentInstance
             $0.devices = sources.map { stream in

@@ -11,8 +11,10 @@ public enum WireDefaults {
     /// The lossless recording path (proto-docs/frames.md, "The recording path").
     public static let recordPort: UInt16 = 7606
 
-    /// This build's release (the Debian package's version; `capfleet --version`). Releases of
-    /// one protocol major interoperate (README, "Upgrading").
+    /// This build's release, the one version everywhere: `capfleet --version`, the Debian
+    /// package's version (scripts/build-deb.sh reads it from the binary), the software_version
+    /// agents send in HELLO and enrollment, and so what `capfleet nodes` shows. Releases of one
+    /// protocol major interoperate (README, "Upgrading").
     public static let release = "0.8.0"
 
     public static let protocolMajor: Capfleet_V1_ProtocolVersion = .current
