@@ -500,7 +500,7 @@ cmd_up() {
     # The admin credential first, as `capfleet dev` does: it makes the coordinator's keys and
     # database if they are not there yet, so no second writer races the coordinator for them.
     if [[ ! -f $DATA/admin.credential ]]; then
-        ip netns exec "$(ns coord)" "$BIN" operator add "$OPERATOR_NAME" --role admin --data "$DATA/coord" \
+        ip netns exec "$(ns coord)" "$BIN" operator add "$OPERATOR_NAME" --role admin --data "$DATA/coord" --new-fleet \
             --out "$DATA/admin.credential" --address "$COORDINATOR_IP:$OPERATOR_PORT" >/dev/null ||
             die "capfleet operator add failed"
     fi

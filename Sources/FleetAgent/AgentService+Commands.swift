@@ -128,7 +128,8 @@ extension AgentService {
         }
         let now = clock.stamp(captureMonotonic: MonotonicTime.now())?.fleet
         let stop = request.stopFleetNs == 0 ? nil : request.stopFleetNs
-        stream.stopTake(takeID: request.take, stop: stop, nowFleet: now, withholding: request.consentStop)
+        let cause: TakeStopCause = request.notStarted ? .notStarted : request.consentStop ? .consentWithdrawn : .stopped
+        stream.stopTake(takeID: request.take, stop: stop, nowFleet: now, cause: cause)
         if let stop, let now, stop > now {
             // A device that captures nothing after the stop instant ends by the clock instead.
             let delay = Double(stop - now) / 1e9 + 0.5
@@ -138,7 +139,7 @@ extension AgentService {
             }
         }
         logger.notice("recording stops", metadata: ["device.id": "\(deviceID)", "take.id": "\(request.take)",
-                                                    "reason": "\(request.consentStop ? "consent denied" : "stopped")"])
+                                                    "reason": "\(cause.reason)"])
         return .ok
     }
 

@@ -134,8 +134,8 @@ final class CameraStream: Sendable {
         await device.stop()
     }
 
-    func stopTake(takeID: String, stop: UInt64?, nowFleet: UInt64?, withholding: Bool) {
-        step(.takeStopAsked(takeID: takeID, stopFleet: stop, nowFleet: nowFleet, withholding: withholding, deviceDrops: statistics.drops))
+    func stopTake(takeID: String, stop: UInt64?, nowFleet: UInt64?, cause: TakeStopCause) {
+        step(.takeStopAsked(takeID: takeID, stopFleet: stop, nowFleet: nowFleet, cause: cause, deviceDrops: statistics.drops))
     }
 
     /// The take's part begins at `start` (fleet ns); its frames go to `recordingPath`.

@@ -226,7 +226,7 @@ private final class LinkDriver {
                     logger.error("cannot open a new control socket", metadata: ["error": "\(error)"])
                 }
             case .sendHello:
-                send(.with { $0.hello = handlers.hello() }, on: socket)
+                link.helloSent(accepted: send(.with { $0.hello = handlers.hello() }, on: socket))
             case let .sendHeartbeat(sequence):
                 send(.with { $0.heartbeat = .with {
                     $0.nodeID = nodeID
@@ -247,11 +247,13 @@ private final class LinkDriver {
         }
     }
 
-    private func send(_ message: Capfleet_V1_AgentMessage, on socket: ZMQSocket) {
-        guard let bytes: [UInt8] = try? message.serializedBytes() else { return }
+    /// True when the socket took the message.
+    @discardableResult
+    private func send(_ message: Capfleet_V1_AgentMessage, on socket: ZMQSocket) -> Bool {
+        guard let bytes: [UInt8] = try? message.serializedBytes() else { return false }
         // Never block the control thread: a message the socket cannot take now is resent
         // by the dialog (HELLO on back-off, heartbeats every interval).
-        _ = try? socket.send(bytes, dontWait: true)
+        return (try? socket.send(bytes, dontWait: true)) ?? false
     }
 
     /// Sends a queued event or reply; one the socket cannot take now (no coordinator, a full

@@ -99,7 +99,7 @@ public enum FleetTables {
         guard !devices.isEmpty else { return "no devices: no node has registered a camera yet" }
         return table(["DEVICE", "NODE", "NAME", "KIND", "STATE", "CONSENT", "REC", "ACTIVE FORMAT", "FPS", "FORMATS", "ALIGN", "LOCKED BY"],
                      devices.map { device in
-            [device.deviceID, device.nodeID, device.name, device.kind == .synthetic ? "synthetic" : "v4l2",
+            [device.deviceID, device.nodeID, device.name, (SourceKind(wire: device.kind) ?? .v4l2).rawValue,
              state(online: device.online, interruption: device.interruption), consent(device),
              device.recording ? "yes" : "-", VideoFormat(wire: device.activeFormat).label,
              VideoFormat.trim(device.activeFrameRate), String(device.formatCount),

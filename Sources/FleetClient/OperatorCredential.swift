@@ -13,15 +13,19 @@ public struct OperatorCredential: Sendable {
     public let coordinatorKey: CurvePublicKey
     /// The coordinator's operator endpoint HOST:PORT, if the file names one.
     public let coordinator: String?
+    /// Its telemetry endpoint HOST:PORT, if the file names one: what a subscriber connects to.
+    public let telemetry: String?
     /// Written by `capfleet dev` for its own throwaway fleet: replaceable by the next one.
     public let writtenByDev: Bool
 
-    public init(name: String, role: String, keys: CurveKeyPair, coordinatorKey: CurvePublicKey, coordinator: String?, writtenByDev: Bool = false) {
+    public init(name: String, role: String, keys: CurveKeyPair, coordinatorKey: CurvePublicKey, coordinator: String?,
+                telemetry: String? = nil, writtenByDev: Bool = false) {
         self.name = name
         self.role = role
         self.keys = keys
         self.coordinatorKey = coordinatorKey
         self.coordinator = coordinator
+        self.telemetry = telemetry
         self.writtenByDev = writtenByDev
     }
 
@@ -52,13 +56,14 @@ public struct OperatorCredential: Sendable {
             throw .unusable(path: path, reason: "it names no coordinator-key (40 Z85 characters)")
         }
         return OperatorCredential(name: certificate["name"] ?? "", role: certificate["role"] ?? "", keys: keys,
-                                  coordinatorKey: coordinatorKey, coordinator: certificate["coordinator"],
+                                  coordinatorKey: coordinatorKey, coordinator: certificate["coordinator"], telemetry: certificate["telemetry"],
                                   writtenByDev: certificate["written-by"] == "capfleet dev")
     }
 
     public func save(path: String) throws(CurveCertificateError) {
         var metadata: [(name: String, value: String)] = [("name", name), ("role", role), ("coordinator-key", coordinatorKey.z85)]
         if let coordinator { metadata.append(("coordinator", coordinator)) }
+        if let telemetry { metadata.append(("telemetry", telemetry)) }
         if writtenByDev { metadata.append(("written-by", "capfleet dev")) }
         try CurveCertificate(keys: keys, metadata: metadata).save(path: path, title: "CaptureFleet operator credential for \(name)")
     }

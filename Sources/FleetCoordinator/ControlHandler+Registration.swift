@@ -85,21 +85,50 @@ extension ControlHandler {
             refuse(routed, .undecodable, "HELLO without a node id or with a device without an id")
             return
         }
+        for device in hello.devices {
+            if let problem = DeviceIdentityRule.problem(with: device.deviceID, kind: SourceKind(wire: device.kind) ?? .v4l2) {
+                refuse(routed, .invalidDeviceID, "HELLO refused as a whole: \(problem) (device-model.md, \"Stable device ids\")")
+                return
+            }
+        }
         // SQLite stores NaN as NULL, which no longer reads back as a number: refuse it here.
         guard hello.devices.allSatisfy(Self.numbersAreFinite) else {
             refuse(routed, .invalidFormat, "HELLO with a frame rate, field of view or zoom factor that is not a finite number")
             return
         }
         // Decided here, before any await: an operator removing the node excludes its HELLO.
-        guard book.beginRegistration(of: hello.nodeID) else {
+        let ticket: NodeSessionBook.RegistrationTicket
+        switch book.hello(nodeID: hello.nodeID, agentInstance: hello.agentInstance, helloFingerprint: Self.fingerprint(of: hello),
+                          routingID: routed.routingID, now: clock.monotonicNow()) {
+        case let .register(issued):
+            ticket = issued
+        case .refuseWhileRemoving:
             reply(routed, .with { $0.welcome = .with {
                 $0.status = .failure(.unavailable, "node \(hello.nodeID) is being removed from the fleet by an operator; ask again in a moment")
                 $0.coordinatorID = coordinatorID
                 $0.protocolVersion = WireDefaults.protocolMajor
             } })
             return
+        case .awaitRegistration:
+            logger.debug("a repeated HELLO waits for the registration under way", metadata: ["node.id": "\(hello.nodeID)"])
+            return
+        case .welcomeAgain:
+            logger.debug("a repeated HELLO of a registered node: welcomed again", metadata: ["node.id": "\(hello.nodeID)"])
+            reply(routed, welcome(.ok))
+            return
         }
-        defer { book.endRegistration(of: hello.nodeID) }
+        // Repeats of this HELLO that arrived meanwhile get the same answer.
+        var answered: Capfleet_V1_CoordinatorMessage?
+        func answer(_ message: Capfleet_V1_CoordinatorMessage) {
+            answered = message
+            reply(routed, message)
+        }
+        defer {
+            let waiting = book.endRegistration(ticket)
+            if let answered, let bytes: [UInt8] = try? answered.serializedBytes() {
+                for routingID in waiting { endpoint.reply(to: routingID, parts: [bytes]) }
+            }
+        }
         // The node is called what the admin named it at enrollment; the devices it lists must
         // not be another online node's (checked against the store: no answer, no registration).
         let enrolledName: String?
@@ -111,7 +140,7 @@ extension ControlHandler {
             }
         } catch {
             logger.error("registration failed", metadata: ["node.id": "\(hello.nodeID)", "error": "\(error)"])
-            reply(routed, .with { $0.welcome = .with {
+            answer(.with { $0.welcome = .with {
                 $0.status = .failure(.internal, "the coordinator could not read the fleet database to register this node: \(error)")
                 $0.coordinatorID = coordinatorID
             } })
@@ -131,7 +160,7 @@ extension ControlHandler {
         if let (deviceID, owner) = storedOwners.first(where: { $0.owner != hello.nodeID && book.isOnline($0.owner) }) {
             rejections.reject(endpoint: Self.endpointName, reason: .wrongIdentity, peer: routed.peer,
                               detail: "node \(hello.nodeID) registered device \(deviceID), which online node \(owner) has")
-            reply(routed, .with { $0.welcome = .with {
+            answer(.with { $0.welcome = .with {
                 $0.status = .failure(.permissionDenied, "device \(deviceID) belongs to node \(owner), which is online; a camera can move to another node only while its old node is offline")
                 $0.coordinatorID = coordinatorID
                 $0.protocolVersion = WireDefaults.protocolMajor
@@ -142,26 +171,25 @@ extension ControlHandler {
             let outcome = try await store.registerNode(registration, at: clock.unixMilliseconds())
             // The first report after a restart (of either side) is compared with the state stored before.
             clockWatch.registered(hello.nodeID, stored: try await store.clock(nodeID: hello.nodeID)?.wire.sync)
+            var restartedDevices: [String] = []
             for device in hello.devices {
                 try await store.saveDescriptor(deviceID: device.deviceID, bytes: Data(try device.serializedBytes() as [UInt8]))
                 let stored = try await store.device(device.deviceID)
-                ingest.admit(deviceID: device.deviceID, nodeID: hello.nodeID,
-                             resumingFrames: UInt64(stored?.framesReceived ?? 0), bytes: UInt64(stored?.bytesReceived ?? 0))
+                if ingest.admit(deviceID: device.deviceID, nodeID: hello.nodeID, agentInstance: hello.agentInstance,
+                                resumingFrames: UInt64(stored?.framesReceived ?? 0), bytes: UInt64(stored?.bytesReceived ?? 0)) {
+                    restartedDevices.append(device.deviceID)
+                }
+            }
+            if !restartedDevices.isEmpty {
+                events.emit(.agentRestarted, nodeID: hello.nodeID,
+                            message: "agent process \(hello.agentInstance) replaced the one before: sequence numbers and drop counts of \(restartedDevices.joined(separator: ", ")) start over (a restart, not a gap)")
             }
             // Commands that went to an earlier agent process of this node are answered now.
-            let sessionActions = book.registered(nodeID: hello.nodeID, agentInstance: hello.agentInstance, routingID: routed.routingID,
+            let sessionActions = book.registered(nodeID: hello.nodeID, agentInstance: hello.agentInstance,
+                                                 helloFingerprint: Self.fingerprint(of: hello), routingID: routed.routingID,
                                                  now: clock.monotonicNow())
             answerInNodesPlace(sessionActions)
-            reply(routed, .with { $0.welcome = .with {
-                $0.status = .ok
-                $0.coordinatorID = coordinatorID
-                $0.frameIngestPort = UInt32(configuration.frameIngestPort)
-                $0.clockPort = UInt32(configuration.clockPort)
-                $0.recordPort = UInt32(recordPort)
-                $0.heartbeatIntervalMs = configuration.heartbeatIntervalMilliseconds
-                $0.heartbeatLiveness = configuration.heartbeatLiveness
-                $0.protocolVersion = WireDefaults.protocolMajor
-            } })
+            answer(welcome(.ok))
             logger.info("node registered", metadata: ["node.id": "\(hello.nodeID)", "node.name": "\(hello.nodeName)",
                                                       "devices": "\(hello.devices.count)", "peer": "\(routed.peer)"])
             events.emit(.nodeRegistered, nodeID: hello.nodeID, message: "\(hello.nodeName) registered \(hello.devices.count) device(s) from \(routed.peer)")
@@ -181,11 +209,37 @@ extension ControlHandler {
             }
         } catch {
             logger.error("registration failed", metadata: ["node.id": "\(hello.nodeID)", "error": "\(error)"])
-            reply(routed, .with { $0.welcome = .with {
+            answer(.with { $0.welcome = .with {
                 $0.status = .failure(.internal, "the coordinator could not record the registration: \(error)")
                 $0.coordinatorID = coordinatorID
             } })
         }
+    }
+
+    /// The WELCOME of a registered node: where its frames, clock probes and recordings go.
+    func welcome(_ status: Capfleet_V1_Status) -> Capfleet_V1_CoordinatorMessage {
+        .with { $0.welcome = .with {
+            $0.status = status
+            $0.coordinatorID = coordinatorID
+            $0.frameIngestPort = UInt32(configuration.frameIngestPort)
+            $0.clockPort = UInt32(configuration.clockPort)
+            $0.recordPort = UInt32(recordPort)
+            $0.heartbeatIntervalMs = configuration.heartbeatIntervalMilliseconds
+            $0.heartbeatLiveness = configuration.heartbeatLiveness
+            $0.protocolVersion = WireDefaults.protocolMajor
+        } }
+    }
+
+    /// What a HELLO says of the node and its devices, without the time it was sent: the same
+    /// process saying the same thing again is a repeat, not a new registration.
+    static func fingerprint(of hello: Capfleet_V1_Hello) -> Int {
+        var hasher = Hasher()
+        hasher.combine(hello.nodeName)
+        hasher.combine(hello.hostname)
+        hasher.combine(hello.softwareVersion)
+        hasher.combine(hello.protocolMinor)
+        for device in hello.devices { hasher.combine((try? device.serializedBytes() as [UInt8]) ?? []) }
+        return hasher.finalize()
     }
 
     func pushPolicies(nodeID: String, deviceIDs: [String]) async {

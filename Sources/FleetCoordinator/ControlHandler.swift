@@ -223,7 +223,9 @@ actor ControlHandler: AgentCommands {
     private func heard(from nodeID: String, routed: RoutedMessage) async -> Bool {
         guard let actions = book.heard(from: nodeID, routingID: routed.routingID, now: clock.monotonicNow()) else {
             rejections.reject(endpoint: Self.endpointName, reason: .unregisteredNode, peer: routed.peer, detail: "node \(nodeID)")
-            reply(routed, .with { $0.reregister = .failure(.notRegistered, "node \(nodeID) is not registered with this coordinator: send HELLO") })
+            if book.shouldAskToRegister(nodeID, now: clock.monotonicNow()) {
+                reply(routed, .with { $0.reregister = .failure(.notRegistered, "node \(nodeID) is not registered with this coordinator: send HELLO") })
+            }
             return false
         }
         if actions.contains(.cameOnline(nodeID: nodeID)) {

@@ -3,6 +3,7 @@ import FleetCore
 import FleetDaemon
 import FleetHTTP
 import FleetHost
+import FleetProtocol
 import FleetRecording
 import FleetStore
 import Foundation
@@ -65,6 +66,8 @@ struct CoordinatorAssembly: Sendable {
                 }
             }
         }
+        // Counts of refused input go on from the last run's, like the frame counters.
+        rejections.resume(from: try await store.rejectionTotals())
         let gate = try await AccessGate(store: store, rejections: rejections, logger: logger)
         // Bound before any endpoint: libzmq lets everyone in while no ZAP handler is bound.
         let zap = try ZAPHandler(context: context) { gate.decide($0) }
@@ -122,7 +125,18 @@ struct CoordinatorAssembly: Sendable {
         let reporter = TelemetryReporter(store: store, ingest: ingest, control: control, telemetry: telemetry, metrics: metrics,
                                          rejections: rejections, alerts: alerts, clock: coordinatorClock, logger: logger)
         let metricsServer = try configuration.metricsPort.map { port in try serveMetrics(metrics, configuration: configuration, port: port) }
-        let operators = OperatorHandler(store: store, endpoint: operatorEndpoint, ingest: ingest, control: control,
+        // What `who_am_i` tells an operator of the other endpoints (a subscriber's telemetry port).
+        func port(_ endpoint: String) -> UInt32 { endpoint.split(separator: ":").last.flatMap { UInt32($0) } ?? 0 }
+        let ports = Capfleet_V1_CoordinatorEndpoints.with {
+            $0.controlPort = port(controlEndpoint.boundEndpoint)
+            $0.frameIngestPort = port(ingest.boundEndpoint)
+            $0.operatorPort = port(operatorEndpoint.boundEndpoint)
+            $0.telemetryPort = port(telemetry.boundEndpoint)
+            $0.metricsPort = metricsServer.map { UInt32($0.port) } ?? 0
+            $0.clockPort = port(clock.boundEndpoint)
+            $0.recordPort = UInt32(recordEndpoint.boundPort)
+        }
+        let operators = OperatorHandler(store: store, endpoint: operatorEndpoint, ports: ports, ingest: ingest, control: control,
                                         reporter: reporter, rejections: rejections, leases: leases, events: events,
                                         coordinatorKey: keys.publicKey, fleetTime: fleetTime, clock: coordinatorClock, takes: takes,
                                         backups: DatabaseBackups(dataDirectory: configuration.dataDirectory, store: store, clock: coordinatorClock), logger: logger)

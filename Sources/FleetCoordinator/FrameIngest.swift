@@ -14,8 +14,10 @@ public struct DeviceIngestState: Sendable {
     public var bytesReceived: UInt64 = 0
     public var lastSequence: UInt64 = 0
     public var lastFrameUnixMilliseconds: Int64 = 0
-    /// Cumulative drops by reason, the larger of what frame headers and agent status said.
-    public var drops = DropTally()
+    /// Cumulative drops by reason over every agent process of the device, from what frame
+    /// headers and agent status said.
+    public var drops: DropTally { runs.total }
+    var runs = AgentRunDrops()
     /// The agent's latest status says the device is capturing.
     public var streaming = false
     public var layout = Capfleet_V1_FrameLayout()
@@ -69,13 +71,16 @@ public final class FrameIngest: Sendable {
     public func stop() { loop.stop() }
 
     /// Admits frames of a registered device (and keeps counters across re-registration).
-    public func admit(deviceID: String, nodeID: String, resumingFrames frames: UInt64 = 0, bytes: UInt64 = 0) {
+    /// True when `agentInstance` is a new process of an agent already counted: the device's
+    /// sequence numbers and drop counts start over, which is a restart, not a gap.
+    @discardableResult
+    public func admit(deviceID: String, nodeID: String, agentInstance: String = "", resumingFrames frames: UInt64 = 0, bytes: UInt64 = 0) -> Bool {
         devices.withLock { table in
-            if table[deviceID] == nil {
-                table[deviceID] = DeviceIngestState(nodeID: nodeID, framesReceived: frames, bytesReceived: bytes)
-            } else {
-                table[deviceID]!.nodeID = nodeID
-            }
+            var state = table[deviceID] ?? DeviceIngestState(nodeID: nodeID, framesReceived: frames, bytesReceived: bytes)
+            state.nodeID = nodeID
+            let restarted = state.runs.registered(agentInstance: agentInstance)
+            table[deviceID] = state
+            return restarted
         }
     }
 
@@ -87,7 +92,7 @@ public final class FrameIngest: Sendable {
     public func noteAgentDrops(deviceID: String, drops: DropTally, streaming: Bool) {
         devices.withLock { table in
             guard var state = table[deviceID] else { return }
-            state.drops = state.drops.merging(drops)
+            state.runs.report(drops)
             state.streaming = streaming
             table[deviceID] = state
         }
@@ -157,7 +162,7 @@ public final class FrameIngest: Sendable {
             state.bytesReceived += UInt64(parts[1].count)
             state.lastSequence = header.sequence
             state.lastFrameUnixMilliseconds = now
-            state.drops = state.drops.merging(DropTally(wire: header.drops))
+            state.runs.report(DropTally(wire: header.drops))
             state.layout = header.layout
             table[header.deviceID] = state
             return true

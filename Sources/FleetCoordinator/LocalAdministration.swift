@@ -52,7 +52,9 @@ public enum LocalAdministration {
     /// it as fleet.sqlite.replaced-TIME, and only with `replacing`. Refuses a backup that is
     /// damaged, no fleet database, or from a newer CaptureFleet (its schema has migrations
     /// this binary does not know).
-    public static func restore(backup: String, dataDirectory: String, replacing: Bool) throws -> (summary: FleetBackupSummary, replaced: String?) {
+    /// `copied` hears how many of the backup's bytes are in place, as they are.
+    public static func restore(backup: String, dataDirectory: String, replacing: Bool,
+                               copied: (_ done: UInt64, _ total: UInt64) -> Void = { _, _ in }) throws -> (summary: FleetBackupSummary, replaced: String?) {
         let summary = try FleetDatabase.inspectBackup(at: backup)
         guard !summary.newerThanThisBinary else {
             throw LocalAdministrationError("\(backup) comes from a newer CaptureFleet (schema v\(summary.schemaVersion); this binary knows v\(FleetDatabase.schemaVersion)): restore it with that version or later")
@@ -77,11 +79,61 @@ public enum LocalAdministration {
         // Copied beside it, then renamed: a restore cut short leaves no half a database.
         let partial = database + ".restoring"
         try? files.removeItem(atPath: partial)
-        try files.copyItem(atPath: backup, toPath: partial)
+        try copy(backup, to: partial, copied: copied)
         try files.moveItem(atPath: partial, toPath: database)
         // The snapshot's own migration lock, if any, means nothing here.
         try? files.removeItem(atPath: database + ".migrate-lock")
         return (summary, replaced)
+    }
+
+    /// Copies a file in 4 MiB pieces, saying how far it is, and makes it durable before the
+    /// rename that puts it in place. Both files are closed whatever happens.
+    private static func copy(_ source: String, to destination: String, copied: (UInt64, UInt64) -> Void) throws {
+        let total = ((try? FileManager.default.attributesOfItem(atPath: source)[.size]) as? NSNumber)?.uint64Value ?? 0
+        guard let input = FileHandle(forReadingAtPath: source) else { throw LocalAdministrationError("cannot read \(source)") }
+        defer { try? input.close() }
+        guard FileManager.default.createFile(atPath: destination, contents: nil), let output = FileHandle(forWritingAtPath: destination) else {
+            throw LocalAdministrationError("cannot write \(destination): check that the data directory is writable")
+        }
+        var done: UInt64 = 0
+        do {
+            while let piece = try input.read(upToCount: 4 << 20), !piece.isEmpty {
+                try output.write(contentsOf: piece)
+                done += UInt64(piece.count)
+                copied(done, max(total, done))
+            }
+            try output.synchronize()
+        } catch {
+            // The copy's failure is the one to report; the half-written file is left for the next try to replace.
+            try? output.close()
+            throw error
+        }
+        try output.close()
+        copied(done, done)
+    }
+
+    /// The coordinator data directory `named` means. A folder that holds a fleet database is
+    /// one; `capfleet dev`'s folder may be named for its coordinator's (`DIR/coordinator`).
+    /// Anything else is refused, saying where a fleet database was found nearby, unless
+    /// `newFleet` says to make a new coordinator's keys and database there: a token or an
+    /// operator written into a folder no coordinator uses would be for a fleet that does not exist.
+    public static func dataDirectory(named: String, newFleet: Bool) throws(LocalAdministrationError) -> String {
+        let files = FileManager.default
+        func holdsFleet(_ directory: String) -> Bool { files.fileExists(atPath: directory + "/fleet.sqlite") }
+        if holdsFleet(named) { return named }
+        let devCoordinator = named + "/coordinator"
+        if holdsFleet(devCoordinator) { return devCoordinator }
+        if newFleet {
+            if files.fileExists(atPath: named), let entries = try? files.contentsOfDirectory(atPath: named), !entries.isEmpty,
+               !files.fileExists(atPath: named + "/keys") {
+                throw LocalAdministrationError("\(named) holds other files and no fleet: a new coordinator's data directory should be a folder of its own")
+            }
+            return named
+        }
+        let parent = (named as NSString).deletingLastPathComponent
+        let nearby = [parent, parent + "/coordinator"].filter { !$0.isEmpty && $0 != named && holdsFleet($0) }
+        let hint = nearby.first.map { " A fleet database is in \($0): use --data \($0)." } ?? ""
+        throw LocalAdministrationError("\(named) holds no fleet database (fleet.sqlite), so it is no coordinator's data directory.\(hint) To start a new fleet's coordinator there, add --new-fleet (or start the coordinator with --data \(named) first).")
     }
 
     private static func open(_ dataDirectory: String) throws -> (FleetDatabase, CurveKeyPair) {
@@ -92,7 +144,7 @@ public enum LocalAdministration {
     }
 }
 
-public struct LocalAdministrationError: Error, CustomStringConvertible {
+public struct LocalAdministrationError: Error, CustomStringConvertible, Sendable {
     public let description: String
     init(_ description: String) { self.description = description }
 }

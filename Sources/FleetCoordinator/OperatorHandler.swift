@@ -12,6 +12,8 @@ actor OperatorHandler {
 
     let store: FleetDatabase
     let endpoint: RouterEndpoint
+    /// Every endpoint's port, as bound.
+    let ports: Capfleet_V1_CoordinatorEndpoints
     let ingest: FrameIngest
     let control: ControlHandler
     let reporter: TelemetryReporter
@@ -30,7 +32,7 @@ actor OperatorHandler {
     /// The last consent push to each device, which the next one waits for.
     var consentPushes: [String: Task<Capfleet_V1_CommandReply?, Never>] = [:]
 
-    init(store: FleetDatabase, endpoint: RouterEndpoint, ingest: FrameIngest, control: ControlHandler,
+    init(store: FleetDatabase, endpoint: RouterEndpoint, ports: Capfleet_V1_CoordinatorEndpoints, ingest: FrameIngest, control: ControlHandler,
          reporter: TelemetryReporter, rejections: RejectionCounter, leases: LeaseKeeper, events: FleetEvents,
          coordinatorKey: CurvePublicKey, fleetTime: FleetTimeSource, clock: CoordinatorClock, takes: TakeDirector, backups: DatabaseBackups, logger: Logger) {
         self.coordinatorKey = coordinatorKey
@@ -42,6 +44,7 @@ actor OperatorHandler {
         self.events = events
         self.store = store
         self.endpoint = endpoint
+        self.ports = ports
         self.ingest = ingest
         self.control = control
         self.reporter = reporter
@@ -144,6 +147,7 @@ actor OperatorHandler {
                 reply.status = .ok
             case .whoAmI?:
                 reply.you = Self.info(caller)
+                reply.endpoints = ports
                 reply.status = .ok
             case let .changeConsent(query)?:
                 try await changeConsent(query, by: caller, into: &reply)

@@ -1,4 +1,5 @@
 import FleetCore
+import FleetStore
 import Logging
 import Synchronization
 
@@ -22,6 +23,11 @@ public final class RejectionCounter: Sendable {
             "endpoint": "\(endpoint)", "reason": "\(reason.rawValue)", "peer": "\(peer)", "detail": "\(detail)",
         ])
         onLogged(endpoint, reason, peer, detail)
+    }
+
+    /// Counting goes on from the totals a previous run stored.
+    public func resume(from stored: [RejectionTotal]) {
+        ledger.withLock { $0.resume(from: stored.map { ($0.endpoint, $0.reason, $0.count) }) }
     }
 
     public var counts: [(endpoint: String, reason: String, count: UInt64)] {

@@ -152,6 +152,10 @@ extension TakeDirector {
                 $0.recording = false
                 $0.stopFleetNs = at
                 $0.consentStop = true
+            case let .abandon(at):
+                $0.recording = false
+                $0.stopFleetNs = at
+                $0.notStarted = true
             }
         }
     }

@@ -22,6 +22,8 @@ actor TelemetryReporter {
     private var meters: [String: ThroughputMeter] = [:]
     private var publishedDrops: [String: DropTally] = [:]
     private var storedCounters: [String: (UInt64, DropTally)] = [:]
+    /// The rejection counts as last stored.
+    private var storedRejections: [RejectionLedger.Key: UInt64] = [:]
     private(set) var deviceStatuses: [Capfleet_V1_DeviceStatus] = []
     private(set) var nodeStatuses: [Capfleet_V1_NodeStatus] = []
     private(set) var pressureReports: [Capfleet_V1_PressureReport] = []
@@ -164,6 +166,9 @@ actor TelemetryReporter {
             storedCounters[id] = (state.framesReceived, state.drops)
         }
         try await store.updateDeviceCounters(updates)
+        let rejected = rejections.counts.filter { storedRejections[RejectionLedger.Key(endpoint: $0.endpoint, reason: $0.reason)] != $0.count }
+        try await store.saveRejectionTotals(rejected.map { RejectionTotal(endpoint: $0.endpoint, reason: $0.reason, count: $0.count) })
+        for entry in rejected { storedRejections[RejectionLedger.Key(endpoint: entry.endpoint, reason: entry.reason)] = entry.count }
     }
 
     private func publish(_ topic: String, _ message: some SwiftProtobuf.Message) {

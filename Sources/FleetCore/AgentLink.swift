@@ -38,6 +38,10 @@ public struct AgentLink: Sendable {
     private var nextStatusAt: UInt64 = .max
     private var heartbeatSequence: UInt64 = 0
     private var patience = AgentLink.registrationPatience
+    /// A HELLO the socket took and the coordinator has not answered: at most one at a time.
+    /// A WELCOME can take a loaded coordinator seconds; a second HELLO would only register
+    /// the node again. An unanswered one ends with the socket, after the patience.
+    public private(set) var helloOutstanding = false
     private let statusInterval: UInt64
 
     public init(now: UInt64, heartbeatIntervalNanoseconds: UInt64 = 1_000_000_000, liveness: UInt64 = 3,
@@ -71,9 +75,10 @@ public struct AgentLink: Sendable {
                 lastHeard = now
                 patience = min(patience * 2, Self.maximumRegistrationPatience)
                 nextHelloAt = now + Self.freshSocketGrace
+                helloOutstanding = false
                 return [.reconnect]
             }
-            guard now >= nextHelloAt else { return [] }
+            guard now >= nextHelloAt, !helloOutstanding else { return [] }
             nextHelloAt = now + backoff.nextDelay()
             return [.sendHello]
         case .registered:
@@ -81,6 +86,7 @@ public struct AgentLink: Sendable {
                 phase = .registering
                 lastHeard = now
                 nextHelloAt = now + backoff.nextDelay()
+                helloOutstanding = false
                 return [.lostCoordinator, .reconnect]
             }
             var directives: [Directive] = []
@@ -97,10 +103,17 @@ public struct AgentLink: Sendable {
         }
     }
 
+    /// Whether the socket took the HELLO of the last `sendHello`. One it could not take (no
+    /// connection yet: the socket is ZMQ_IMMEDIATE) is tried again after the back-off.
+    public mutating func helloSent(accepted: Bool) {
+        helloOutstanding = accepted
+    }
+
     public mutating func received(_ message: Inbound, now: UInt64) -> [Directive] {
         lastHeard = now
         switch message {
         case let .welcome(port, interval, liveness):
+            helloOutstanding = false
             heartbeatInterval = interval
             self.liveness = liveness
             backoff.reset()
@@ -114,10 +127,14 @@ public struct AgentLink: Sendable {
             // Keep asking, slowly: the operator may upgrade the coordinator.
             lastRefusal = reason
             phase = .registering
+            helloOutstanding = false
             nextHelloAt = now + backoff.nextDelay()
             return []
         case .reregister:
+            // After a coordinator restart, every message queued before it may draw one: the
+            // first sends HELLO, the rest wait for its answer.
             phase = .registering
+            guard !helloOutstanding else { return [] }
             nextHelloAt = now
             return [.sendHello]
         case .other:

@@ -93,7 +93,7 @@ extension DeviceState {
         case .record:
             decision.recordedFor = (current.takeID, current.drops(deviceDrops: drops))
         case .ends:
-            decision.actions += endTake(reason: "stopped", withholding: false, deviceDrops: drops)
+            decision.actions += endTake(reason: TakeStopCause.stopped.reason, withholding: false, deviceDrops: drops)
         }
         return decision
     }

@@ -17,9 +17,9 @@ public struct DeviceState: Sendable {
         case recordingMarked(Bool)
         /// This device's part of a take begins at `startFleet` (said again at every registration).
         case takeBegan(takeID: String, startFleet: UInt64, deviceDrops: DropTally)
-        /// A stop for the take: now, or at `stopFleet` when that is still ahead of `nowFleet`.
-        /// `withholding`: consent was withdrawn; unsent frames stay here.
-        case takeStopAsked(takeID: String, stopFleet: UInt64?, nowFleet: UInt64?, withholding: Bool, deviceDrops: DropTally)
+        /// A stop for the take: now, or at `stopFleet` when that is still ahead of `nowFleet`
+        /// and `cause` lets the part run on until then.
+        case takeStopAsked(takeID: String, stopFleet: UInt64?, nowFleet: UInt64?, cause: TakeStopCause, deviceDrops: DropTally)
         /// The clock passed the stop instant with no frame after it.
         case takeStopDue(nowFleet: UInt64, deviceDrops: DropTally)
         /// A frame of the take the recording path could not take.
@@ -115,16 +115,16 @@ public struct DeviceState: Sendable {
             if take?.takeID != takeID { take = TakeInProgress(takeID: takeID, start: startFleet, deviceDrops: deviceDrops) }
             // Said again at every registration: the recording path takes the part up again if it dropped it.
             return [.beginTake(takeID: takeID)]
-        case let .takeStopAsked(takeID, stopFleet, nowFleet, withholding, deviceDrops):
+        case let .takeStopAsked(takeID, stopFleet, nowFleet, cause, deviceDrops):
             guard var current = take, current.takeID == takeID else { return [] }
-            guard current.stopAsked(at: stopFleet, nowFleet: nowFleet, withholding: withholding) else {
+            guard current.stopAsked(at: stopFleet, nowFleet: nowFleet, withholding: cause.withholds) else {
                 take = current
                 return []
             }
-            return endTake(reason: withholding ? "consent denied" : "stopped", withholding: withholding, deviceDrops: deviceDrops)
+            return endTake(reason: cause.reason, withholding: cause.withholds, deviceDrops: deviceDrops)
         case let .takeStopDue(nowFleet, deviceDrops):
             guard let current = take, current.isDue(nowFleet: nowFleet) else { return [] }
-            return endTake(reason: "stopped", withholding: false, deviceDrops: deviceDrops)
+            return endTake(reason: TakeStopCause.stopped.reason, withholding: false, deviceDrops: deviceDrops)
         case let .takeHandoffDropped(takeID):
             if take?.takeID == takeID { take?.handoffDropped() }
             return []
@@ -200,7 +200,7 @@ public struct DeviceState: Sendable {
         var actions = stopRealFrames()
         // Consent withdrawn mid-take: the take ends with it, in the same step.
         if wasAllowed, take != nil {
-            actions += endTake(reason: "consent denied", withholding: true, deviceDrops: deviceDrops)
+            actions += endTake(reason: TakeStopCause.consentWithdrawn.reason, withholding: true, deviceDrops: deviceDrops)
         }
         return actions
     }
@@ -245,6 +245,29 @@ public enum DeviceNotice: Sendable, Equatable {
     case interrupted(Interruption, atUnixMilliseconds: Int64)
     case resumed(String, atUnixMilliseconds: Int64)
     case policyActed(String, atUnixMilliseconds: Int64)
+}
+
+/// Why the coordinator ends a device's part of a take (SetRecording).
+public enum TakeStopCause: Sendable, Equatable {
+    /// The take stops: frames captured before the stop instant are still sent.
+    case stopped
+    /// Consent was denied, revoked or restricted: the part ends now, unsent frames stay here.
+    case consentWithdrawn
+    /// Another device refused the start, so the take never started: the part ends now and
+    /// nothing of it is sent.
+    case notStarted
+
+    /// The part ends now, and what it has not sent is dropped instead of sent.
+    public var withholds: Bool { self != .stopped }
+
+    /// As the part's end says it (RecordEnd's reason, the agent's log).
+    public var reason: String {
+        switch self {
+        case .stopped: "stopped"
+        case .consentWithdrawn: "consent denied"
+        case .notStarted: "take not started"
+        }
+    }
 }
 
 /// A device's part of a take ends: the recording path sends what it holds (or, withholding,

@@ -13,6 +13,8 @@ public enum InputRejection: String, Sendable, CaseIterable {
     case formatSizeMismatch = "format_size_mismatch"
     case oversizedClaim = "oversized_claim"
     case invalidFormat = "invalid_format"
+    /// A device id that breaks DeviceIdentityRule (device-model.md, "Stable device ids").
+    case invalidDeviceID = "invalid_device_id"
     /// A recorded frame beyond the credit the coordinator granted (frames.md, "The recording path").
     case overCredit = "over_credit"
     // Who may connect and what they may do (security.md).

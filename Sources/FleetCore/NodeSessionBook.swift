@@ -13,14 +13,18 @@ public struct NodeSessionBook: Sendable {
         /// The agent process that registered (HELLO's agent_instance; empty from agents older
         /// than protocol 1.1, which cannot say).
         public let agentInstance: String
+        /// What the welcomed HELLO said of the node and its devices (the shell's digest): the
+        /// same process repeating it is welcomed again without registering anew.
+        public let helloFingerprint: Int
         /// Where commands go: the ROUTER routing id of the node's latest message.
         public private(set) var routingID: [UInt8]
         /// Every connection the node spoke on lately, so that a revocation reaches all of them.
         public private(set) var recentRoutingIDs: [[UInt8]]
 
-        init(nodeID: String, agentInstance: String, routingID: [UInt8]) {
+        init(nodeID: String, agentInstance: String, helloFingerprint: Int, routingID: [UInt8]) {
             self.nodeID = nodeID
             self.agentInstance = agentInstance
+            self.helloFingerprint = helloFingerprint
             self.routingID = routingID
             recentRoutingIDs = [routingID]
         }
@@ -64,6 +68,36 @@ public struct NodeSessionBook: Sendable {
         case answerUnavailable(PendingCommand, Unanswerable)
     }
 
+    /// What to do with a HELLO. A slow WELCOME (a loaded coordinator, a camera with hundreds
+    /// of formats) crosses the agent's retries, and a reconnection repeats a HELLO already
+    /// welcomed: each would otherwise register the node again, push its consent again and
+    /// announce it again.
+    public enum HelloVerdict: Sendable, Equatable {
+        /// Check and store it, then answer with `endRegistration`'s waiters.
+        case register(RegistrationTicket)
+        /// An operator is removing the node: answer UNAVAILABLE, ask again later.
+        case refuseWhileRemoving
+        /// The same agent process said the same HELLO while its registration is under way:
+        /// this one gets that registration's answer, nothing more.
+        case awaitRegistration
+        /// The same agent process, registered and online, repeating the HELLO it was welcomed
+        /// with: welcome it again on this connection, and change nothing else.
+        case welcomeAgain
+    }
+
+    /// One registration under way.
+    public struct RegistrationTicket: Sendable, Hashable {
+        public let nodeID: String
+        let number: UInt64
+    }
+
+    private struct RegistrationInFlight: Sendable {
+        let agentInstance: String
+        let helloFingerprint: Int
+        /// Where repeats of the same HELLO came from: they are answered with this one.
+        var waiting: [[UInt8]] = []
+    }
+
     /// Whether a command may go out, and where.
     public enum Dispatch: Sendable, Equatable {
         case send(commandID: UInt64, routingID: [UInt8])
@@ -87,34 +121,64 @@ public struct NodeSessionBook: Sendable {
     /// Nodes whose HELLO is being checked and stored, and nodes an operator is removing from
     /// the fleet: the two exclude each other, so a removal never deletes a node that is
     /// registering, and a registration never brings back a node half removed.
-    private var registering: Set<String> = []
+    private var registering: [RegistrationTicket: RegistrationInFlight] = [:]
+    private var nextTicket: UInt64 = 1
     private var removing: Set<String> = []
+    /// When each unregistered node was last told to send HELLO.
+    private var reregisterAsked: [String: UInt64] = [:]
+    private let heartbeatInterval: UInt64
 
     public init(heartbeatIntervalNanoseconds: UInt64, liveness: UInt64) {
         self.liveness = NodeLiveness(heartbeatIntervalNanoseconds: heartbeatIntervalNanoseconds, liveness: liveness)
+        heartbeatInterval = heartbeatIntervalNanoseconds
+    }
+
+    /// A node with no session here sent a heartbeat or status. After a coordinator restart an
+    /// agent's queue arrives in a burst: one `reregister` per heartbeat interval is enough, the
+    /// rest would each draw a HELLO.
+    public mutating func shouldAskToRegister(_ nodeID: String, now: UInt64) -> Bool {
+        if let asked = reregisterAsked[nodeID], now >= asked, now - asked < heartbeatInterval { return false }
+        reregisterAsked[nodeID] = now
+        return true
     }
 
     public func isOnline(_ nodeID: String) -> Bool { liveness.isOnline(nodeID) }
     public func session(_ nodeID: String) -> Session? { sessions[nodeID] }
     public var commandsInFlight: [PendingCommand] { pending.values.sorted { $0.commandID < $1.commandID } }
 
-    /// A HELLO is about to be checked and stored. False while an operator removes the node:
-    /// it is refused then, and the agent asks again later.
-    public mutating func beginRegistration(of nodeID: String) -> Bool {
-        guard !removing.contains(nodeID) else { return false }
-        registering.insert(nodeID)
-        return true
+    /// A HELLO arrived from `routingID`. Agents that cannot name their process (before
+    /// protocol 1.1) are registered every time, as before.
+    public mutating func hello(nodeID: String, agentInstance: String, helloFingerprint: Int, routingID: [UInt8], now: UInt64) -> HelloVerdict {
+        guard !removing.contains(nodeID) else { return .refuseWhileRemoving }
+        if !agentInstance.isEmpty {
+            if let (ticket, _) = registering.first(where: { $0.key.nodeID == nodeID && $0.value.agentInstance == agentInstance
+                                                              && $0.value.helloFingerprint == helloFingerprint }) {
+                registering[ticket]?.waiting.append(routingID)
+                return .awaitRegistration
+            }
+            if let session = sessions[nodeID], session.agentInstance == agentInstance, session.helloFingerprint == helloFingerprint,
+               liveness.isOnline(nodeID) {
+                sessions[nodeID]?.spoke(on: routingID)
+                _ = liveness.heard(from: nodeID, at: now)
+                return .welcomeAgain
+            }
+        }
+        let ticket = RegistrationTicket(nodeID: nodeID, number: nextTicket)
+        nextTicket += 1
+        registering[ticket] = RegistrationInFlight(agentInstance: agentInstance, helloFingerprint: helloFingerprint)
+        return .register(ticket)
     }
 
-    /// The HELLO was welcomed (after `registered`) or refused.
-    public mutating func endRegistration(of nodeID: String) {
-        registering.remove(nodeID)
+    /// The registration was welcomed (after `registered`) or refused. Returns where the
+    /// repeats of its HELLO came from: they get the same answer.
+    public mutating func endRegistration(_ ticket: RegistrationTicket) -> [[UInt8]] {
+        registering.removeValue(forKey: ticket)?.waiting ?? []
     }
 
     /// An operator asks to remove the node from the fleet: allowed only while it is offline
     /// and not registering; until `endRemoval` it cannot register.
     public mutating func beginRemoval(of nodeID: String) -> Bool {
-        guard !liveness.isOnline(nodeID), !registering.contains(nodeID), !removing.contains(nodeID) else { return false }
+        guard !liveness.isOnline(nodeID), !registering.keys.contains(where: { $0.nodeID == nodeID }), !removing.contains(nodeID) else { return false }
         removing.insert(nodeID)
         return true
     }
@@ -129,12 +193,13 @@ public struct NodeSessionBook: Sendable {
     /// never be answered: they are answered now instead of at their deadlines. Commands to
     /// the same process (it only reconnected) keep waiting: its answer comes on the new
     /// connection.
-    public mutating func registered(nodeID: String, agentInstance: String, routingID: [UInt8], now: UInt64) -> [Action] {
+    public mutating func registered(nodeID: String, agentInstance: String, helloFingerprint: Int = 0, routingID: [UInt8], now: UInt64) -> [Action] {
         var actions: [Action] = []
         if let previous = sessions[nodeID], previous.agentInstance != agentInstance || agentInstance.isEmpty {
             actions += answerPending(of: nodeID, because: .agentRestarted)
         }
-        sessions[nodeID] = Session(nodeID: nodeID, agentInstance: agentInstance, routingID: routingID)
+        sessions[nodeID] = Session(nodeID: nodeID, agentInstance: agentInstance, helloFingerprint: helloFingerprint, routingID: routingID)
+        reregisterAsked[nodeID] = nil
         if liveness.heard(from: nodeID, at: now) != nil { actions.append(.cameOnline(nodeID: nodeID)) }
         return actions
     }

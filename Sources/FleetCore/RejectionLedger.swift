@@ -5,6 +5,11 @@ public struct RejectionLedger: Sendable {
         public let endpoint: String
         public let reason: String
 
+        public init(endpoint: String, reason: String) {
+            self.endpoint = endpoint
+            self.reason = reason
+        }
+
         public static func < (a: Key, b: Key) -> Bool { (a.endpoint, a.reason) < (b.endpoint, b.reason) }
     }
 
@@ -24,6 +29,14 @@ public struct RejectionLedger: Sendable {
         lastLogged[logKey] = now
         if lastLogged.count > 10_000 { lastLogged = lastLogged.filter { now - $0.value < logIntervalNanoseconds } }
         return true
+    }
+
+    /// Counts kept from before this process (the fleet database's): counting goes on from them.
+    public mutating func resume(from stored: [(endpoint: String, reason: String, count: UInt64)]) {
+        for entry in stored {
+            let key = Key(endpoint: entry.endpoint, reason: entry.reason)
+            counts[key] = (counts[key] ?? 0).addingSaturated(entry.count)
+        }
     }
 
     public func count(endpoint: String, reason: String) -> UInt64 {

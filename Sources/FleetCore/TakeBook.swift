@@ -29,8 +29,10 @@ public struct TakeBook: Sendable {
     public enum AgentOrder: Sendable, Equatable {
         case record(startFleetNs: UInt64)
         case stop(atFleetNs: UInt64)
-        /// Consent withdrawn, or the take never started: what the agent holds stays on its host.
+        /// Consent withdrawn: what the agent holds stays on its host.
         case withhold(atFleetNs: UInt64)
+        /// Another agent refused the start, so the take never started: the agent drops its part.
+        case abandon(atFleetNs: UInt64)
     }
 
     /// A write to the recordings index.
@@ -145,7 +147,7 @@ public struct TakeBook: Sendable {
         var actions: [Action] = []
         for (deviceID, nodeID) in take.open.sorted(by: { $0.key < $1.key }) {
             let part = Part(takeID: takeID, deviceID: deviceID)
-            actions += [.closeWriter(part), .order(part, nodeID: nodeID, .withhold(atFleetNs: take.startFleetNs)),
+            actions += [.closeWriter(part), .order(part, nodeID: nodeID, .abandon(atFleetNs: take.startFleetNs)),
                         .write(.partFailed(part, message: "not started"))]
         }
         return actions + [.write(.takeAbandoned(takeID: takeID, error: reason)), .settled(takeID: takeID)]

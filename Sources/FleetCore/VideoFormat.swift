@@ -66,9 +66,12 @@ public struct VideoFormat: Hashable, Sendable {
     }
 }
 
-public enum SourceKind: String, Sendable, Codable {
+public enum SourceKind: String, Sendable, Codable, CaseIterable {
     case synthetic
     case v4l2
+    /// A camera this project does not drive itself (a GigE Vision or RTSP camera, a capture
+    /// card's SDK) behind a third party's agent; its id follows `DeviceIdentityRule`.
+    case external
 }
 
 /// A camera as an agent knows it: stable identity plus the full format list and what

@@ -35,6 +35,7 @@ extension SourceKind {
         switch self {
         case .synthetic: .synthetic
         case .v4l2: .v4L2
+        case .external: .external
         }
     }
 
@@ -42,6 +43,7 @@ extension SourceKind {
         switch wire {
         case .synthetic: self = .synthetic
         case .v4L2: self = .v4l2
+        case .external: self = .external
         default: return nil
         }
     }

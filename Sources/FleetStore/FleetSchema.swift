@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 
 /// The schema as a sequence of migrations. Shipped migrations are never edited; a change
@@ -322,6 +323,38 @@ enum FleetSchema {
                 ALTER TABLE takeDevice ADD COLUMN sequenceOffset INTEGER NOT NULL DEFAULT 0;
                 ALTER TABLE takeDevice ADD COLUMN endReason TEXT NOT NULL DEFAULT '';
                 ALTER TABLE takeDevice ADD COLUMN withheldFrames INTEGER NOT NULL DEFAULT 0;
+                """)
+        }
+        migrator.registerMigration("v12: external cameras") { db in
+            // A third party's camera (SourceKind.external) may be registered. SQLite cannot
+            // change a CHECK, so the device table is rebuilt from its own definition (which
+            // later migrations added columns to); GRDB defers foreign key checks to the end.
+            let widened = "CHECK (kind IN ('synthetic', 'v4l2', 'external'))"
+            guard let definition = try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'device'"),
+                  definition.contains("CHECK (kind IN ('synthetic', 'v4l2'))") else {
+                throw DatabaseError(message: "the device table is not the one migration v12 rebuilds")
+            }
+            // The columns as they are, under a new name (the name may be quoted: `"device"`).
+            guard let columns = definition.firstIndex(of: "(") else { throw DatabaseError(message: "the device table has no columns") }
+            try db.execute(sql: "CREATE TABLE device_v12 " + definition[columns...]
+                .replacingOccurrences(of: "CHECK (kind IN ('synthetic', 'v4l2'))", with: widened))
+            try db.execute(sql: """
+                INSERT INTO device_v12 SELECT * FROM device;
+                DROP TABLE device;
+                ALTER TABLE device_v12 RENAME TO device;
+                CREATE INDEX device_node ON device(nodeId);
+                """)
+        }
+        migrator.registerMigration("v13: rejection counts") { db in
+            // Rejected input per endpoint and reason, kept across coordinator restarts like the
+            // frame counters (written with them, every two seconds and at shutdown).
+            try db.execute(sql: """
+                CREATE TABLE rejectionCount (
+                    endpoint TEXT NOT NULL CHECK (length(endpoint) > 0),
+                    reason TEXT NOT NULL CHECK (length(reason) > 0),
+                    count INTEGER NOT NULL CHECK (count >= 0),
+                    PRIMARY KEY (endpoint, reason)
+                ) WITHOUT ROWID;
                 """)
         }
         return migrator

@@ -88,7 +88,7 @@ public final class LocalFleet: @unchecked Sendable {
 
     /// A one-time token for an agent called `name`, made on the coordinator's host.
     public func enrollmentToken(name: String, validSeconds: Int = 600) throws -> String {
-        let result = try run(["enroll", "--name", name, "--data", coordinatorDataDirectory, "--valid", "\(validSeconds)", "--quiet"])
+        let result = try run(["enroll", "--name", name, "--data", coordinatorDataDirectory, "--new-fleet", "--valid", "\(validSeconds)", "--quiet"])
         guard result.status == 0 else { throw FleetTestError("capfleet enroll --name \(name) failed: \(result.error)") }
         return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
@@ -98,7 +98,7 @@ public final class LocalFleet: @unchecked Sendable {
     public func credential(for user: String, role: String) throws -> String {
         let path = directory + "/\(user).credential"
         guard !FileManager.default.fileExists(atPath: path) else { return path }
-        let result = try run(["operator", "add", user, "--role", role, "--data", coordinatorDataDirectory,
+        let result = try run(["operator", "add", user, "--role", role, "--data", coordinatorDataDirectory, "--new-fleet",
                               "--out", path, "--address", operatorAddress.description])
         guard result.status == 0 else { throw FleetTestError("capfleet operator add \(user) failed: \(result.error)") }
         return path

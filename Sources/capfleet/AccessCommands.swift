@@ -21,14 +21,16 @@ struct EnrollCommand: AsyncParsableCommand {
     @OptionGroup var coordinator: CoordinatorOptions
     @Option(help: "The node's name, as operators will see it.") var name: String
     @Option(help: "How long the token stays valid, in seconds (at most 604800, a week).") var valid: UInt32 = 3600
-    @Option(help: "The coordinator's data directory, to make the token on its host without an admin key.") var data: String?
+    @Option(help: "The coordinator's data directory, to make the token on its host without an admin key (capfleet dev's folder works too).") var data: String?
+    @Flag(help: "With --data: the folder is a new fleet's, whose coordinator has not run yet; make its keys and database.") var newFleet = false
     @Flag(help: "Print only the token (for scripts).") var quiet = false
 
     func run() async throws {
         let token: String, expires: Int64
         if let data {
             guard valid > 0, valid <= 604_800 else { throw CLIFailure("--valid must be between 1 and 604800 seconds") }
-            let made = try await LocalAdministration.createEnrollmentToken(dataDirectory: data, name: name, validSeconds: valid, by: localActor)
+            let directory = try LocalAdministration.dataDirectory(named: data, newFleet: newFleet)
+            let made = try await LocalAdministration.createEnrollmentToken(dataDirectory: directory, name: name, validSeconds: valid, by: localActor)
             (token, expires) = (made.token.text, made.expiresAt)
         } else {
             let reply = try coordinator.call(.createEnrollment(.with {
@@ -102,7 +104,8 @@ struct OperatorCommand: AsyncParsableCommand {
         @Option(help: "viewer, operator or admin.") var role: String
         @Option(help: "Their public key (40 Z85 characters), if they made their own key pair.") var key: String?
         @Option(help: "Where to write the new credential (default: NAME.credential here).") var out: String?
-        @Option(help: "The coordinator's data directory, to add the operator on its host without an admin key.") var data: String?
+        @Option(help: "The coordinator's data directory, to add the operator on its host without an admin key (capfleet dev's folder works too).") var data: String?
+        @Flag(help: "With --data: the folder is a new fleet's, whose coordinator has not run yet; make its keys and database.") var newFleet = false
         @Option(help: "The coordinator address to write into the credential (HOST:PORT of its operator endpoint).") var address: String?
 
         func run() async throws {
@@ -113,8 +116,10 @@ struct OperatorCommand: AsyncParsableCommand {
                 publicKey = parsed
             }
             let keys: CurveKeyPair?, coordinatorKey: CurvePublicKey
+            var telemetry: String?
             if let data {
-                (keys, coordinatorKey) = try await LocalAdministration.addOperator(dataDirectory: data, name: name, role: role,
+                let directory = try LocalAdministration.dataDirectory(named: data, newFleet: newFleet)
+                (keys, coordinatorKey) = try await LocalAdministration.addOperator(dataDirectory: directory, name: name, role: role,
                                                                                    publicKey: publicKey, by: localActor)
             } else {
                 let credential = try coordinator.loadCredential()
@@ -125,6 +130,11 @@ struct OperatorCommand: AsyncParsableCommand {
                     $0.publicKey = Data((publicKey ?? made!.publicKey).bytes)
                 }))
                 (keys, coordinatorKey) = (made, credential.coordinatorKey)
+                // So that their subscriber finds the telemetry endpoint from the file alone.
+                let client = try coordinator.client()
+                let port = (try? client.call(.whoAmI(.init())).reply.endpoints.telemetryPort) ?? 0
+                let host = client.address.host
+                if port > 0 { telemetry = "\(host.contains(":") ? "[\(host)]" : host):\(port)" }
             }
             guard let keys else {
                 print("added \(name) as \(role.rawValue); give them the coordinator's public key: \(coordinatorKey.z85)")
@@ -133,7 +143,8 @@ struct OperatorCommand: AsyncParsableCommand {
             let path = out ?? "\(name).credential"
             let written = address ?? coordinator.coordinator
             do {
-                try OperatorCredential(name: name, role: role.rawValue, keys: keys, coordinatorKey: coordinatorKey, coordinator: written).save(path: path)
+                try OperatorCredential(name: name, role: role.rawValue, keys: keys, coordinatorKey: coordinatorKey, coordinator: written,
+                                       telemetry: telemetry).save(path: path)
             } catch {
                 throw CLIFailure("\(name) was added, but \(error); remove them with `capfleet operator remove \(name)` and try again")
             }

@@ -23,7 +23,7 @@ struct BackupCommand: ParsableCommand {
     @Flag(help: "Print a JSON summary.") var json = false
 
     func run() throws {
-        let progress = Progress(label: "backup")
+        let progress = TransferProgressDisplay(label: "backup", json: json)
         let snapshot = try coordinator.session().downloadBackup(to: destination, progress: progress.follow)
         let summary = try FleetDatabase.inspectBackup(at: destination)
         if json {
@@ -52,7 +52,12 @@ struct RestoreCommand: ParsableCommand {
     @Flag(help: "Restore over an existing fleet database (kept beside it as fleet.sqlite.replaced-TIME).") var replace = false
 
     func run() throws {
-        let (summary, replaced) = try LocalAdministration.restore(backup: backup, dataDirectory: data, replacing: replace)
+        let progress = TransferProgressDisplay(label: "restore")
+        let (summary, replaced) = try LocalAdministration.restore(backup: backup, dataDirectory: data, replacing: replace) { done, total in
+            if progress.total != total { progress.follow(.started(total: total)) }
+            progress.show(done)
+        }
+        progress.finish()
         if let replaced { print("kept the database that was there as \(replaced)") }
         print("restored \(backup) into \(data)/fleet.sqlite: schema v\(summary.schemaVersion), \(summary.nodes) node(s), \(summary.takes) take(s), \(summary.auditEntries) audit entries")
         if !FileManager.default.fileExists(atPath: data + "/keys") {

@@ -13,7 +13,7 @@ struct EventsCommand: ParsableCommand {
     @Option(help: "How many recent events to show first (at most 1000; 0 for none).") var limit: UInt32 = 20
     @Flag(help: "Keep streaming events as they happen, until Ctrl-C.") var follow = false
     @Option(help: "With --follow: stop after this many new events.") var count: Int?
-    @Option(help: "The coordinator's telemetry port, for --follow.") var telemetryPort: UInt16 = WireDefaults.telemetryPort
+    @Option(help: "The coordinator's telemetry port, for --follow (default: the one the coordinator names).") var telemetryPort: UInt16?
     @Flag(help: "Print one JSON object per line.") var json = false
 
     func run() throws {
@@ -21,6 +21,11 @@ struct EventsCommand: ParsableCommand {
         // Subscribe before asking for the recent ones, so nothing falls between the two.
         var subscriber: ZMQSocket?
         if follow {
+            // The port the coordinator says it publishes on; one that cannot say (older) uses the default.
+            var telemetryPort = self.telemetryPort ?? WireDefaults.telemetryPort
+            if self.telemetryPort == nil, let named = try? client.call(.whoAmI(.init())).reply.endpoints.telemetryPort, named > 0 {
+                telemetryPort = UInt16(truncatingIfNeeded: named)
+            }
             do {
                 let credential = try coordinator.loadCredential()
                 let socket = try ZMQSocket(context: ZMQContext(), type: .sub)

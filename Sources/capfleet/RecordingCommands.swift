@@ -138,7 +138,7 @@ struct RecordingsCommand: ParsableCommand {
         @Flag(help: "Print a JSON summary.") var json = false
 
         func run() throws {
-            let progress = Progress(label: "export \(take)")
+            let progress = TransferProgressDisplay(label: "export \(take)", json: json)
             let exported = try coordinator.session().exportTake(take, to: to, progress: progress.follow)
             if json {
                 print(FleetTables.json(["take": take, "files": exported.files.joined(separator: "\n"), "bytes": String(exported.bytes)]))
@@ -170,7 +170,7 @@ struct RecordingsCommand: ParsableCommand {
             }
             var problems = try session.call(.verifyRecording(.with { $0.takeID = take })).reply.verification.problems
             var frames: UInt64 = 0
-            let progress = Progress(total: UInt64(info.segments.count), label: "verify \(take)", unit: "segments")
+            let progress = TransferProgressDisplay(total: UInt64(info.segments.count), label: "verify \(take)", unit: "segments", json: json)
             for (index, segment) in info.segments.enumerated() {
                 // One file a request: checksumming a 5-minute segment takes a while.
                 let result = try session.call(.verifyRecording(.with {
@@ -215,47 +215,5 @@ enum FleetTimeArgument {
         try SyncCheckCommand.parse(text, into: &query)
         at = query.atFleetTimeNs
         fromNow = query.fromNowNs
-    }
-}
-
-/// A progress line on the terminal for long exports and verifies; nothing when stderr is not one.
-final class Progress {
-    private(set) var total: UInt64
-    let label: String
-    let unit: String
-    private let terminal = isatty(2) == 1
-    private var lastShown = Date.distantPast
-
-    init(total: UInt64, label: String, unit: String = "bytes") {
-        self.total = total
-        self.label = label
-        self.unit = unit
-    }
-
-    /// For a download whose size FleetClient reports when it knows it (`follow`).
-    convenience init(label: String) {
-        self.init(total: 0, label: label)
-    }
-
-    /// Shows a FleetClient download as it goes.
-    func follow(_ event: TransferProgress) {
-        switch event {
-        case let .started(total): self.total = total
-        case let .advanced(done): show(done)
-        case .finished: finish()
-        }
-    }
-
-    func show(_ done: UInt64) {
-        guard terminal, Date().timeIntervalSince(lastShown) > 0.1 || done >= total else { return }
-        lastShown = Date()
-        let share = total > 0 ? Double(done) / Double(total) : 1
-        let amount = unit == "bytes" ? "\(RecordingViews.bytes(done)) of \(RecordingViews.bytes(total))" : "\(done) of \(total) \(unit)"
-        FileHandle.standardError.write(Data(String(format: "\r%@: %3.0f%% (%@)   ", label, share * 100, amount).utf8))
-    }
-
-    func finish() {
-        guard terminal else { return }
-        FileHandle.standardError.write(Data("\n".utf8))
     }
 }

@@ -174,11 +174,12 @@ struct DevCommand: AsyncParsableCommand {
         let user = ProcessInfo.processInfo.environment["USER"].flatMap { AccessNames.isValid($0) ? $0 : nil } ?? "dev-admin"
         let coordinatorKey = try CoordinatorKeys.loadOrCreate(dataDirectory: coordinatorData).publicKey
         var credential = try? OperatorCredential.load(path: path)
-        if credential?.coordinatorKey != coordinatorKey {
+        if credential?.coordinatorKey != coordinatorKey || credential?.telemetry == nil {
             let added = try await LocalAdministration.addOperator(dataDirectory: coordinatorData, name: user, role: .admin, publicKey: nil,
                                                                   by: "capfleet dev")
             let made = OperatorCredential(name: user, role: "admin", keys: added.keys!, coordinatorKey: coordinatorKey,
-                                          coordinator: "127.0.0.1:\(WireDefaults.operatorPort)", writtenByDev: true)
+                                          coordinator: "127.0.0.1:\(WireDefaults.operatorPort)",
+                                          telemetry: "127.0.0.1:\(WireDefaults.telemetryPort)", writtenByDev: true)
             try made.save(path: path)
             credential = made
         }

@@ -57,6 +57,39 @@ import Testing
         #expect(link.phase == .registering)
     }
 
+    /// A loaded coordinator takes a second to answer: the HELLO the socket took is not sent
+    /// again meanwhile, and the reregisters a coordinator restart draws ask for one HELLO.
+    @Test func agentLink_keepsOneHelloOutstanding() {
+        var link = AgentLink(now: 0)
+        #expect(link.tick(now: 0) == [.sendHello])
+        link.helloSent(accepted: true)
+        #expect(link.tick(now: 250 * ms).isEmpty)
+        #expect(link.tick(now: 900 * ms).isEmpty)
+        #expect(link.received(.welcome(frameIngestPort: 7601, heartbeatIntervalNanoseconds: second, liveness: 3), now: second)
+                == [.registered(frameIngestPort: 7601)])
+        #expect(link.received(.reregister, now: 2 * second) == [.sendHello])
+        link.helloSent(accepted: true)
+        #expect(link.received(.reregister, now: 2 * second + ms).isEmpty)
+        #expect(link.received(.reregister, now: 2 * second + 2 * ms).isEmpty)
+    }
+
+    @Test func agentLink_aHelloTheSocketCouldNotTake_isTriedAgainAfterTheBackOff() {
+        var link = AgentLink(now: 0)
+        #expect(link.tick(now: 0) == [.sendHello])
+        link.helloSent(accepted: false)
+        #expect(link.tick(now: 250 * ms) == [.sendHello])
+    }
+
+    @Test func agentLink_anUnansweredHello_endsWithItsSocket() {
+        var link = AgentLink(now: 0)
+        _ = link.tick(now: 0)
+        link.helloSent(accepted: true)
+        var now: UInt64 = 0
+        while now < 11 * second, !link.tick(now: now).contains(.reconnect) { now += 50 * ms }
+        #expect(now < 11 * second, "the patience replaced the socket")
+        #expect(link.tick(now: now + AgentLink.freshSocketGrace) == [.sendHello], "and the fresh socket says HELLO")
+    }
+
     @Test func agentLink_refusalKeepsTheReasonAndRetriesSlowly() {
         var link = AgentLink(now: 0)
         _ = link.tick(now: 0)

@@ -69,7 +69,7 @@ import Testing
         #expect(frame(atFleet: 999).recordedFor == nil, "before the start")
         #expect(frame().recordedFor == nil, "without fleet time a frame cannot be placed in a take")
         #expect(frame(atFleet: 1_000).recordedFor?.takeID == "t1")
-        #expect(step(.takeStopAsked(takeID: "t1", stopFleet: 3_000, nowFleet: 2_000, withholding: false, deviceDrops: DropTally())).isEmpty,
+        #expect(step(.takeStopAsked(takeID: "t1", stopFleet: 3_000, nowFleet: 2_000, cause: .stopped, deviceDrops: DropTally())).isEmpty,
                 "a stop in the future waits for its instant")
         #expect(frame(atFleet: 2_500).recordedFor?.takeID == "t1")
         let last = frame(atFleet: 3_000)
@@ -80,7 +80,7 @@ import Testing
 
     @Test mutating func aStopInstantThatPassesWithNoFrame_endsTheTakeByTheClock() {
         _ = step(.takeBegan(takeID: "t1", startFleet: 1_000, deviceDrops: DropTally()))
-        _ = step(.takeStopAsked(takeID: "t1", stopFleet: 3_000, nowFleet: 2_000, withholding: false, deviceDrops: DropTally()))
+        _ = step(.takeStopAsked(takeID: "t1", stopFleet: 3_000, nowFleet: 2_000, cause: .stopped, deviceDrops: DropTally()))
         #expect(step(.takeStopDue(nowFleet: 2_999, deviceDrops: DropTally())).isEmpty)
         #expect(step(.takeStopDue(nowFleet: 3_000, deviceDrops: DropTally())) == [
             .endTake(TakeEnd(takeID: "t1", drops: DropTally(), reason: "stopped", withholding: false)),

@@ -161,25 +161,72 @@ import Testing
         #expect(NodeSessionBook.Unanswerable.timedOut(timeoutNanoseconds: 3 * Self.second).message(nodeID: "n1").contains("within 3.0 s"))
     }
 
-    @Test func removingANode_waitsForNoRegistration_andKeepsItFromRegisteringMeanwhile() {
+    static func ticket(_ verdict: NodeSessionBook.HelloVerdict) -> NodeSessionBook.RegistrationTicket? {
+        guard case let .register(ticket) = verdict else { return nil }
+        return ticket
+    }
+
+    @Test func removingANode_waitsForNoRegistration_andKeepsItFromRegisteringMeanwhile() throws {
         var book = Self.book()
         _ = book.registered(nodeID: "n1", agentInstance: "a", routingID: [1], now: 0)
         let whileOnline = book.beginRemoval(of: "n1")
         #expect(!whileOnline, "an online node is not removed")
         _ = book.tick(now: 4 * Self.second)
-        let registering = book.beginRegistration(of: "n1")
+        let registering = try #require(Self.ticket(book.hello(nodeID: "n1", agentInstance: "a", helloFingerprint: 7, routingID: [1], now: 4 * Self.second)))
         let whileRegistering = book.beginRemoval(of: "n1")
-        #expect(registering && !whileRegistering, "nor one whose HELLO is being stored")
-        book.endRegistration(of: "n1")
+        #expect(!whileRegistering, "nor one whose HELLO is being stored")
+        _ = book.endRegistration(registering)
         let offline = book.beginRemoval(of: "n1")
-        let registerWhileRemoving = book.beginRegistration(of: "n1")
-        #expect(offline && !registerWhileRemoving, "a node being removed cannot register")
+        let registerWhileRemoving = book.hello(nodeID: "n1", agentInstance: "a", helloFingerprint: 7, routingID: [1], now: 4 * Self.second)
+        #expect(offline && registerWhileRemoving == .refuseWhileRemoving, "a node being removed cannot register")
         let failedRemoval = book.endRemoval(of: "n1", removed: false)
-        let registerAfterFailure = book.beginRegistration(of: "n1")
-        #expect(failedRemoval.isEmpty && registerAfterFailure, "a removal that failed leaves the node as it was")
-        book.endRegistration(of: "n1")
+        let registerAfterFailure = try #require(Self.ticket(book.hello(nodeID: "n1", agentInstance: "a", helloFingerprint: 7, routingID: [1], now: 4 * Self.second)),
+                                                "a removal that failed leaves the node as it was")
+        #expect(failedRemoval.isEmpty)
+        _ = book.endRegistration(registerAfterFailure)
         let again = book.beginRemoval(of: "n1")
         _ = book.endRemoval(of: "n1", removed: true)
         #expect(again && book.session("n1") == nil)
+    }
+
+    /// A WELCOME that takes a second crosses the agent's retries: the repeats wait for it and
+    /// get the same answer instead of registering the node three times.
+    @Test func repeatsOfAHelloUnderRegistration_waitForItsAnswer() throws {
+        var book = Self.book()
+        let first = try #require(Self.ticket(book.hello(nodeID: "n1", agentInstance: "a", helloFingerprint: 7, routingID: [1], now: 0)))
+        #expect(book.hello(nodeID: "n1", agentInstance: "a", helloFingerprint: 7, routingID: [1], now: Self.second / 4) == .awaitRegistration)
+        #expect(book.hello(nodeID: "n1", agentInstance: "a", helloFingerprint: 7, routingID: [2], now: Self.second / 2) == .awaitRegistration)
+        _ = book.registered(nodeID: "n1", agentInstance: "a", helloFingerprint: 7, routingID: [1], now: Self.second)
+        #expect(book.endRegistration(first) == [[1], [2]])
+        // Another process, or the same one with other devices, is a registration of its own.
+        #expect(Self.ticket(book.hello(nodeID: "n1", agentInstance: "b", helloFingerprint: 7, routingID: [3], now: Self.second)) != nil)
+    }
+
+    @Test func theSameHelloOfARegisteredOnlineNode_isWelcomedAgainOnItsNewConnection() throws {
+        var book = Self.book()
+        let ticket = try #require(Self.ticket(book.hello(nodeID: "n1", agentInstance: "a", helloFingerprint: 7, routingID: [1], now: 0)))
+        _ = book.registered(nodeID: "n1", agentInstance: "a", helloFingerprint: 7, routingID: [1], now: 0)
+        _ = book.endRegistration(ticket)
+        #expect(book.hello(nodeID: "n1", agentInstance: "a", helloFingerprint: 7, routingID: [5], now: Self.second) == .welcomeAgain)
+        let sent = try #require(Self.sent(book.dispatch(to: "n1", deviceID: "cam", timeoutNanoseconds: Self.second, now: Self.second)))
+        #expect(sent.routing == [5], "commands go to the connection the HELLO came on")
+        // Changed devices register anew; so does a node the coordinator took for offline.
+        #expect(Self.ticket(book.hello(nodeID: "n1", agentInstance: "a", helloFingerprint: 8, routingID: [5], now: Self.second)) != nil)
+        _ = book.tick(now: 10 * Self.second)
+        #expect(Self.ticket(book.hello(nodeID: "n1", agentInstance: "a", helloFingerprint: 7, routingID: [5], now: 10 * Self.second)) != nil)
+    }
+
+    @Test func agentsThatCannotNameTheirProcess_registerEveryTime() {
+        var book = Self.book()
+        _ = book.hello(nodeID: "n1", agentInstance: "", helloFingerprint: 7, routingID: [1], now: 0)
+        #expect(Self.ticket(book.hello(nodeID: "n1", agentInstance: "", helloFingerprint: 7, routingID: [1], now: 0)) != nil)
+    }
+
+    @Test func aBurstFromAnUnknownNode_drawsOneReregisterPerHeartbeatInterval() {
+        var book = Self.book()
+        let asked = [book.shouldAskToRegister("n1", now: 0), book.shouldAskToRegister("n1", now: Self.second / 10),
+                     book.shouldAskToRegister("n1", now: Self.second / 2), book.shouldAskToRegister("n2", now: Self.second / 2),
+                     book.shouldAskToRegister("n1", now: Self.second)]
+        #expect(asked == [true, false, false, true, true], "each node is asked on its own, once per interval")
     }
 }

@@ -44,7 +44,9 @@ import Testing
         _ = try book.reserve(takeID: "t1", devices: [("cam-1", "node-a"), ("cam-2", "node-b")], startFleetNs: 1_000)
         let actions = book.agentsAnswered(takeID: "t1", refusals: [("cam-2", "no clock estimate yet")])
         #expect(actions.contains(.closeWriter(Part(takeID: "t1", deviceID: "cam-1"))))
-        #expect(actions.contains(.order(Part(takeID: "t1", deviceID: "cam-1"), nodeID: "node-a", .withhold(atFleetNs: 1_000))))
+        // Not a consent stop: nothing was withdrawn, the take just never started.
+        #expect(actions.contains(.order(Part(takeID: "t1", deviceID: "cam-1"), nodeID: "node-a", .abandon(atFleetNs: 1_000))))
+        #expect(!actions.contains { if case .order(_, _, .withhold) = $0 { true } else { false } })
         #expect(actions.contains(.write(.takeAbandoned(takeID: "t1", error: "cam-2: no clock estimate yet"))))
         #expect(actions.last == .settled(takeID: "t1"))
         #expect(book.take(recording: "cam-1") == nil)

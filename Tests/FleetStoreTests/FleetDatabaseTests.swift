@@ -188,4 +188,59 @@ import Testing
             String(describing: error).contains("/proc/no-such-dir/fleet.sqlite") && String(describing: error).contains("writable")
         }
     }
+
+    /// A third party's camera (SourceKind.external) is stored and read back as one.
+    @Test func registerNode_keepsAnExternalCamerasKind() async throws {
+        let store = try FleetDatabase(path: path)
+        let camera = DeviceDescription(deviceID: "gige-Basler_a2A1920-40123456", name: "Basler a2A1920", driver: "pylon", kind: .external,
+                                       formats: formats, identitySource: "serial")
+        _ = try await store.registerNode(NodeRegistration(nodeID: "node-1", name: "host-1", hostname: "host", softwareVersion: "0.1.0",
+                                                          address: "127.0.0.1",
+                                                          devices: [.init(description: camera, activeFormatIndex: 0, activeFrameRate: 30)]),
+                                         at: 1000)
+        let stored = try #require(try await store.device("gige-Basler_a2A1920-40123456"))
+        #expect(stored.kind == SourceKind.external.rawValue)
+    }
+
+    /// A database from before external cameras (migration v11) keeps its devices and what
+    /// hangs off them (formats, consent history) when the device table is rebuilt.
+    @Test func upgradeToExternalCameras_keepsEveryDeviceAndItsRows() async throws {
+        do {
+            let store = try FleetDatabase(path: path)
+            _ = try await store.registerNode(registration(devices: [("cam-1", formats), ("cam-2", formats)]), at: 1000)
+        }
+        // Put the file back to v11: the v12 device table holds the same rows, only its CHECK differs.
+        try await DatabaseQueue(path: path).write { db in
+            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v12: external cameras'")
+            try db.execute(sql: "PRAGMA writable_schema = ON")
+            try db.execute(sql: """
+                UPDATE sqlite_master SET sql = replace(sql, 'CHECK (kind IN (''synthetic'', ''v4l2'', ''external''))',
+                                                       'CHECK (kind IN (''synthetic'', ''v4l2''))')
+                WHERE type = 'table' AND name = 'device'
+                """)
+        }
+        let store = try FleetDatabase(path: path)
+        #expect(try await store.devices().map(\.id).sorted() == ["cam-1", "cam-2"])
+        #expect(try await store.formats(deviceID: "cam-2") == formats)
+        let definition = try await DatabaseQueue(path: path).read { db in
+            try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'device'")
+        }
+        #expect(definition?.contains("'external'") == true)
+        let violations = try await DatabaseQueue(path: path).read { db in try Row.fetchAll(db, sql: "PRAGMA foreign_key_check") }
+        #expect(violations.isEmpty)
+    }
+
+    /// Refused input is counted across coordinator restarts, like frames; two flushes that
+    /// cross never lower a count.
+    @Test func rejectionTotals_surviveReopening_andNeverGoDown() async throws {
+        do {
+            let store = try FleetDatabase(path: path)
+            try await store.saveRejectionTotals([RejectionTotal(endpoint: "control", reason: "unknown_key", count: 4),
+                                                 RejectionTotal(endpoint: "ingest", reason: "undecodable", count: 2)])
+            try await store.saveRejectionTotals([RejectionTotal(endpoint: "control", reason: "unknown_key", count: 3)])
+        }
+        let reopened = try FleetDatabase(path: path)
+        #expect(try await reopened.rejectionTotals() == [RejectionTotal(endpoint: "control", reason: "unknown_key", count: 4),
+                                                         RejectionTotal(endpoint: "ingest", reason: "undecodable", count: 2)])
+    }
 }

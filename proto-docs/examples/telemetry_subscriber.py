@@ -60,32 +60,37 @@ def default_credential():
 
 
 def load_credential(path):
-    """(public, secret, coordinator public) keys, Z85 bytes, from a CaptureFleet credential."""
+    """(public, secret, coordinator public keys as Z85 bytes, telemetry HOST:PORT or None) from
+    a CaptureFleet credential. pyzmq's load_certificate reads the key pair; the coordinator's
+    key and endpoints are metadata lines of the same file, read here."""
     import zmq.auth
     try:
         public, secret = zmq.auth.load_certificate(path)
     except (OSError, ValueError) as error:
         sys.exit(f"cannot read the operator credential {path}: {error} "
                  "(ask an admin: capfleet operator add NAME --role viewer --out FILE)")
-    server = None
+    metadata = {}
     with open(path, encoding="utf-8") as text:
         for line in text:
             name, _, value = line.strip().partition("=")
-            if name.strip() == "coordinator-key":
-                server = value.strip().strip('"').encode("ascii")
+            metadata[name.strip()] = value.strip().strip('"')
+    server = metadata.get("coordinator-key", "").encode("ascii")
     if not secret or not server:
         sys.exit(f"{path} is not an operator credential: it needs secret-key and coordinator-key")
-    return public, secret, server
+    return public, secret, server, metadata.get("telemetry")
 
 
-def default_endpoint():
+def default_endpoint(credential_telemetry):
+    """The credential's telemetry endpoint, else the coordinator's host at the default port."""
+    if credential_telemetry:
+        return f"tcp://{credential_telemetry}"
     host = os.environ.get("CAPFLEET_COORDINATOR", "127.0.0.1").rsplit(":", 1)[0] or "127.0.0.1"
     return f"tcp://{host}:7603"
 
 
 def main():
     parser = argparse.ArgumentParser(description="Print CaptureFleet telemetry as JSON lines.")
-    parser.add_argument("--endpoint", default=default_endpoint(), help="coordinator telemetry PUB endpoint")
+    parser.add_argument("--endpoint", help="coordinator telemetry PUB endpoint (default: the credential's telemetry, else port 7603)")
     parser.add_argument("--topic", action="append", default=[], help="topic prefix to subscribe to (repeatable; default: all)")
     parser.add_argument("--count", type=int, default=0, help="exit after this many decoded messages (0: run forever)")
     parser.add_argument("--timeout", type=float, default=0, help="give up after this many seconds (0: never)")
@@ -96,7 +101,8 @@ def main():
     from google.protobuf.json_format import MessageToDict
     from google.protobuf.message import DecodeError
 
-    public, secret, server = load_credential(args.credential)
+    public, secret, server, telemetry = load_credential(args.credential)
+    args.endpoint = args.endpoint or default_endpoint(telemetry)
     socket = zmq.Context.instance().socket(zmq.SUB)
     socket.curve_publickey = public
     socket.curve_secretkey = secret

@@ -68,6 +68,9 @@ public nonisolated enum Capfleet_V1_SourceKind: SwiftProtobuf.Enum, Swift.CaseIt
 
   /// Video4Linux2 device through libv4l2
   case v4L2 // = 2
+
+  /// a third party's camera; its id follows device-model.md's rule
+  case external // = 3
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -79,6 +82,7 @@ public nonisolated enum Capfleet_V1_SourceKind: SwiftProtobuf.Enum, Swift.CaseIt
     case 0: self = .unspecified
     case 1: self = .synthetic
     case 2: self = .v4L2
+    case 3: self = .external
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -88,6 +92,7 @@ public nonisolated enum Capfleet_V1_SourceKind: SwiftProtobuf.Enum, Swift.CaseIt
     case .unspecified: return 0
     case .synthetic: return 1
     case .v4L2: return 2
+    case .external: return 3
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -97,6 +102,7 @@ public nonisolated enum Capfleet_V1_SourceKind: SwiftProtobuf.Enum, Swift.CaseIt
     .unspecified,
     .synthetic,
     .v4L2,
+    .external,
   ]
 
 }
@@ -1001,7 +1007,7 @@ nonisolated extension Capfleet_V1_ProtocolVersion: SwiftProtobuf._ProtoNameProvi
 }
 
 nonisolated extension Capfleet_V1_SourceKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0SOURCE_KIND_UNSPECIFIED\0\u{1}SOURCE_KIND_SYNTHETIC\0\u{1}SOURCE_KIND_V4L2\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0SOURCE_KIND_UNSPECIFIED\0\u{1}SOURCE_KIND_SYNTHETIC\0\u{1}SOURCE_KIND_V4L2\0\u{1}SOURCE_KIND_EXTERNAL\0")
 }
 
 nonisolated extension Capfleet_V1_FocusMode: SwiftProtobuf._ProtoNameProviding {

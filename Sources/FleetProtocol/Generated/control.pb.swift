@@ -453,6 +453,9 @@ public nonisolated struct Capfleet_V1_SetRecording: Sendable {
   /// ended by a denial: frames not yet sent stay on the host
   public var consentStop: Bool = false
 
+  /// the take never started (another part was refused): drop the part
+  public var notStarted: Bool = false
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1715,7 +1718,7 @@ nonisolated extension Capfleet_V1_SetConsent: SwiftProtobuf.Message, SwiftProtob
 
 nonisolated extension Capfleet_V1_SetRecording: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".SetRecording"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}recording\0\u{1}take\0\u{3}start_fleet_ns\0\u{3}stop_fleet_ns\0\u{3}consent_stop\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}recording\0\u{1}take\0\u{3}start_fleet_ns\0\u{3}stop_fleet_ns\0\u{3}consent_stop\0\u{3}not_started\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1728,6 +1731,7 @@ nonisolated extension Capfleet_V1_SetRecording: SwiftProtobuf.Message, SwiftProt
       case 3: try { try decoder.decodeSingularUInt64Field(value: &self.startFleetNs) }()
       case 4: try { try decoder.decodeSingularUInt64Field(value: &self.stopFleetNs) }()
       case 5: try { try decoder.decodeSingularBoolField(value: &self.consentStop) }()
+      case 6: try { try decoder.decodeSingularBoolField(value: &self.notStarted) }()
       default: break
       }
     }
@@ -1749,6 +1753,9 @@ nonisolated extension Capfleet_V1_SetRecording: SwiftProtobuf.Message, SwiftProt
     if self.consentStop != false {
       try visitor.visitSingularBoolField(value: self.consentStop, fieldNumber: 5)
     }
+    if self.notStarted != false {
+      try visitor.visitSingularBoolField(value: self.notStarted, fieldNumber: 6)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1758,6 +1765,7 @@ nonisolated extension Capfleet_V1_SetRecording: SwiftProtobuf.Message, SwiftProt
     if lhs.startFleetNs != rhs.startFleetNs {return false}
     if lhs.stopFleetNs != rhs.stopFleetNs {return false}
     if lhs.consentStop != rhs.consentStop {return false}
+    if lhs.notStarted != rhs.notStarted {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -1343,11 +1343,53 @@ public nonisolated struct Capfleet_V1_OperatorReply: @unchecked Sendable {
   /// Clears the value of `backup`. Subsequent reads from it will return its default value.
   public mutating func clearBackup() {_uniqueStorage()._backup = nil}
 
+  /// with WhoAmI: where the coordinator's other endpoints are
+  public var endpoints: Capfleet_V1_CoordinatorEndpoints {
+    get {_storage._endpoints ?? Capfleet_V1_CoordinatorEndpoints()}
+    set {_uniqueStorage()._endpoints = newValue}
+  }
+  /// Returns true if `endpoints` has been explicitly set.
+  public var hasEndpoints: Bool {_storage._endpoints != nil}
+  /// Clears the value of `endpoints`. Subsequent reads from it will return its default value.
+  public mutating func clearEndpoints() {_uniqueStorage()._endpoints = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+/// The coordinator's ports, on the host the operator endpoint was reached at.
+public nonisolated struct Capfleet_V1_CoordinatorEndpoints: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// agents: registration and commands (ROUTER)
+  public var controlPort: UInt32 = 0
+
+  /// agents: live frames (PULL)
+  public var frameIngestPort: UInt32 = 0
+
+  /// operators (ROUTER)
+  public var operatorPort: UInt32 = 0
+
+  /// subscribers (PUB)
+  public var telemetryPort: UInt32 = 0
+
+  /// Prometheus /metrics (plain HTTP); 0 = off
+  public var metricsPort: UInt32 = 0
+
+  /// agents: clock probes (ROUTER)
+  public var clockPort: UInt32 = 0
+
+  /// agents: the recording path (ROUTER)
+  public var recordPort: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
 }
 
 public nonisolated struct Capfleet_V1_ChangeConsent: Sendable {
@@ -3789,7 +3831,7 @@ nonisolated extension Capfleet_V1_RejectionCount: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0\u{1}takes\0\u{1}verification\0\u{3}segment_data\0\u{3}segment_size\0\u{1}backup\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0\u{1}takes\0\u{1}verification\0\u{3}segment_data\0\u{3}segment_size\0\u{1}backup\0\u{1}endpoints\0")
 
   fileprivate class _StorageClass {
     var _requestID: UInt64 = 0
@@ -3821,6 +3863,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
     var _segmentData: Data = Data()
     var _segmentSize: UInt64 = 0
     var _backup: Capfleet_V1_BackupChunk? = nil
+    var _endpoints: Capfleet_V1_CoordinatorEndpoints? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -3860,6 +3903,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       _segmentData = source._segmentData
       _segmentSize = source._segmentSize
       _backup = source._backup
+      _endpoints = source._endpoints
     }
   }
 
@@ -3907,6 +3951,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         case 34: try { try decoder.decodeSingularBytesField(value: &_storage._segmentData) }()
         case 35: try { try decoder.decodeSingularUInt64Field(value: &_storage._segmentSize) }()
         case 36: try { try decoder.decodeSingularMessageField(value: &_storage._backup) }()
+        case 37: try { try decoder.decodeSingularMessageField(value: &_storage._endpoints) }()
         default: break
         }
       }
@@ -4006,6 +4051,9 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       try { if let v = _storage._backup {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 36)
       } }()
+      try { if let v = _storage._endpoints {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 37)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -4044,10 +4092,71 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         if _storage._segmentData != rhs_storage._segmentData {return false}
         if _storage._segmentSize != rhs_storage._segmentSize {return false}
         if _storage._backup != rhs_storage._backup {return false}
+        if _storage._endpoints != rhs_storage._endpoints {return false}
         return true
       }
       if !storagesAreEqual {return false}
     }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_CoordinatorEndpoints: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".CoordinatorEndpoints"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}control_port\0\u{3}frame_ingest_port\0\u{3}operator_port\0\u{3}telemetry_port\0\u{3}metrics_port\0\u{3}clock_port\0\u{3}record_port\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.controlPort) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.frameIngestPort) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.operatorPort) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.telemetryPort) }()
+      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.metricsPort) }()
+      case 6: try { try decoder.decodeSingularUInt32Field(value: &self.clockPort) }()
+      case 7: try { try decoder.decodeSingularUInt32Field(value: &self.recordPort) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.controlPort != 0 {
+      try visitor.visitSingularUInt32Field(value: self.controlPort, fieldNumber: 1)
+    }
+    if self.frameIngestPort != 0 {
+      try visitor.visitSingularUInt32Field(value: self.frameIngestPort, fieldNumber: 2)
+    }
+    if self.operatorPort != 0 {
+      try visitor.visitSingularUInt32Field(value: self.operatorPort, fieldNumber: 3)
+    }
+    if self.telemetryPort != 0 {
+      try visitor.visitSingularUInt32Field(value: self.telemetryPort, fieldNumber: 4)
+    }
+    if self.metricsPort != 0 {
+      try visitor.visitSingularUInt32Field(value: self.metricsPort, fieldNumber: 5)
+    }
+    if self.clockPort != 0 {
+      try visitor.visitSingularUInt32Field(value: self.clockPort, fieldNumber: 6)
+    }
+    if self.recordPort != 0 {
+      try visitor.visitSingularUInt32Field(value: self.recordPort, fieldNumber: 7)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_CoordinatorEndpoints, rhs: Capfleet_V1_CoordinatorEndpoints) -> Bool {
+    if lhs.controlPort != rhs.controlPort {return false}
+    if lhs.frameIngestPort != rhs.frameIngestPort {return false}
+    if lhs.operatorPort != rhs.operatorPort {return false}
+    if lhs.telemetryPort != rhs.telemetryPort {return false}
+    if lhs.metricsPort != rhs.metricsPort {return false}
+    if lhs.clockPort != rhs.clockPort {return false}
+    if lhs.recordPort != rhs.recordPort {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
