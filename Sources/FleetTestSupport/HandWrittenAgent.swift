@@ -48,6 +48,35 @@ public final class HandWrittenAgent: @unchecked Sendable {
         throw HandWrittenAgentError("no WELCOME for \(instance)")
     }
 
+    /// Says the same HELLO `times` times on one new connection without waiting between them,
+    /// as a client whose retries cross a slow WELCOME does; returns how many WELCOMEs (all OK)
+    /// came within `seconds`, answering every command meanwhile with OK.
+    public func registerRepeatedly(instance: String, times: Int, seconds: Double = 5) throws -> (welcomes: Int, commands: [Capfleet_V1_Command]) {
+        try socket?.setOption(ZMQ_LINGER, Int32(0))
+        socket = nil
+        let fresh = try ZMQSocket(context: context, type: .dealer)
+        try fresh.makeCurveClient(serverKey: coordinatorKey, keys: keys)
+        try fresh.connect(endpoint)
+        socket = fresh
+        for _ in 0..<times { try send(.with { $0.hello = hello(instance: instance) }) }
+        var welcomes = 0
+        var commands: [Capfleet_V1_Command] = []
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            switch try receive(milliseconds: 100)?.body {
+            case let .welcome(welcome)?:
+                guard welcome.status.isOK else { throw HandWrittenAgentError("HELLO as \(instance) refused: \(welcome.status.reason)") }
+                welcomes += 1
+            case let .command(command)?:
+                commands.append(command)
+                try answer(command, zoom: 1)
+            default:
+                if welcomes > 0 { try sendHeartbeat() }
+            }
+        }
+        return (welcomes, commands)
+    }
+
     /// Heartbeats and answers the coordinator's other commands (its policy pushes) with OK
     /// until a zoom arrives, which it returns unanswered; nil when none came within `seconds`.
     public func serveUntilZoom(seconds: Double = 10) throws -> Capfleet_V1_Command? {

@@ -24,7 +24,8 @@ extension IntegrationTests {
             let follower = Process()
             follower.executableURL = URL(fileURLWithPath: FleetHarness.binary)
             follower.arguments = ["events", "--follow", "--limit", "0", "--count", "1", "--json",
-                                  "--coordinator", "127.0.0.1:\(fleet.operatorPort)", "--telemetry-port", "\(fleet.telemetryPort)",
+                                  // No --telemetry-port: the coordinator names its own (who_am_i).
+                                  "--coordinator", "127.0.0.1:\(fleet.operatorPort)",
                                   "--credential", try fleet.credential(for: "vi")]
             let out = Pipe()
             follower.standardOutput = out
