@@ -15,39 +15,22 @@ HELLO outstanding, as registration.md asks. It stops after --frames frames and p
 line saying what it did.
 """
 import argparse
-import atexit
 import base64
 import json
 import os
-import shutil
 import socket as sockets
-import subprocess
 import sys
-import tempfile
 import time
 import uuid
 
 import zmq
 import zmq.utils.z85 as z85
 
-PROTO_DIR = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import capfleet_protos  # noqa: E402  (beside this script)
+
 WIDTH, HEIGHT = 64, 48
 VERSION = "minimal-agent 1.0"
-
-
-def compile_protos():
-    """Python classes from proto-docs/*.proto, made with protoc into a temporary folder."""
-    out = tempfile.mkdtemp(prefix="capfleet-proto-")
-    atexit.register(shutil.rmtree, out, ignore_errors=True)
-    protos = sorted(f for f in os.listdir(PROTO_DIR) if f.endswith(".proto"))
-    try:
-        subprocess.run(["protoc", f"--python_out={out}", f"-I{PROTO_DIR}", *protos],
-                       cwd=PROTO_DIR, check=True, capture_output=True, text=True)
-    except FileNotFoundError:
-        sys.exit("protoc not found: apt install protobuf-compiler")
-    except subprocess.CalledProcessError as error:
-        sys.exit(f"protoc failed on {PROTO_DIR}: {error.stderr.strip()}")
-    sys.path.insert(0, out)
 
 
 def decode_token(token):
@@ -154,7 +137,7 @@ def main():
     args = parser.parse_args()
     args.endpoint = f"tcp://{args.coordinator}"
 
-    compile_protos()
+    capfleet_protos.compile()
     import common_pb2
     import control_pb2
     import frames_pb2

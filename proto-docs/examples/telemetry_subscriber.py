@@ -13,19 +13,17 @@ Each line is {"topic": ..., "message": {...}} with the message in protobuf's JSO
 (field names as in the .proto files; 64-bit integers as strings). See ../telemetry.md.
 """
 import argparse
-import atexit
 import importlib
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 
 import zmq
 
-PROTO_DIR = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import capfleet_protos  # noqa: E402  (beside this script)
+
 
 # Topic prefix -> (module, message) carried on it.
 TOPICS = {
@@ -35,21 +33,6 @@ TOPICS = {
     "event.": ("telemetry_pb2", "FleetEvent"),
     "pressure.": ("common_pb2", "PressureReport"),
 }
-
-
-def compile_protos():
-    """Generate Python classes from proto-docs/*.proto with protoc into a temporary dir."""
-    out = tempfile.mkdtemp(prefix="capfleet-proto-")
-    atexit.register(shutil.rmtree, out, ignore_errors=True)
-    protos = sorted(f for f in os.listdir(PROTO_DIR) if f.endswith(".proto"))
-    try:
-        subprocess.run(["protoc", f"--python_out={out}", f"-I{PROTO_DIR}", *protos],
-                       cwd=PROTO_DIR, check=True, capture_output=True, text=True)
-    except FileNotFoundError:
-        sys.exit("protoc not found: apt install protobuf-compiler")
-    except subprocess.CalledProcessError as error:
-        sys.exit(f"protoc failed on {PROTO_DIR}: {error.stderr.strip()}")
-    sys.path.insert(0, out)
 
 
 def default_credential():
@@ -97,7 +80,7 @@ def main():
     parser.add_argument("--credential", default=default_credential(), help="operator credential file")
     args = parser.parse_args()
 
-    compile_protos()
+    capfleet_protos.compile()
     from google.protobuf.json_format import MessageToDict
     from google.protobuf.message import DecodeError
 
