@@ -226,7 +226,7 @@ private final class LinkDriver {
                     logger.error("cannot open a new control socket", metadata: ["error": "\(error)"])
                 }
             case .sendHello:
-                link.helloSent(accepted: send(.with { $0.hello = handlers.hello() }, on: socket))
+                link.helloSent(accepted: send(.with { $0.hello = handlers.hello() }, on: socket), now: MonotonicTime.now())
             case let .sendHeartbeat(sequence):
                 send(.with { $0.heartbeat = .with {
                     $0.nodeID = nodeID

@@ -39,9 +39,14 @@ public struct AgentLink: Sendable {
     private var heartbeatSequence: UInt64 = 0
     private var patience = AgentLink.registrationPatience
     /// A HELLO the socket took and the coordinator has not answered: at most one at a time.
-    /// A WELCOME can take a loaded coordinator seconds; a second HELLO would only register
-    /// the node again. An unanswered one ends with the socket, after the patience.
+    /// A WELCOME can take a loaded coordinator seconds, and a repeat only waits for the same
+    /// answer; but a HELLO can also be lost with its connection (a coordinator restarting),
+    /// so an unanswered one is said again after `helloAnswerWait`, doubling up to the
+    /// patience, after which the socket itself is replaced.
     public private(set) var helloOutstanding = false
+    private var helloRepeatAt: UInt64 = .max
+    private var helloAnswerWait = AgentLink.firstHelloAnswerWait
+    public static let firstHelloAnswerWait: UInt64 = 2_000_000_000
     private let statusInterval: UInt64
 
     public init(now: UInt64, heartbeatIntervalNanoseconds: UInt64 = 1_000_000_000, liveness: UInt64 = 3,
@@ -78,7 +83,13 @@ public struct AgentLink: Sendable {
                 helloOutstanding = false
                 return [.reconnect]
             }
-            guard now >= nextHelloAt, !helloOutstanding else { return [] }
+            if helloOutstanding {
+                guard now >= helloRepeatAt else { return [] }
+                helloOutstanding = false
+                helloAnswerWait = min(helloAnswerWait * 2, patience)
+                return [.sendHello]
+            }
+            guard now >= nextHelloAt else { return [] }
             nextHelloAt = now + backoff.nextDelay()
             return [.sendHello]
         case .registered:
@@ -105,8 +116,9 @@ public struct AgentLink: Sendable {
 
     /// Whether the socket took the HELLO of the last `sendHello`. One it could not take (no
     /// connection yet: the socket is ZMQ_IMMEDIATE) is tried again after the back-off.
-    public mutating func helloSent(accepted: Bool) {
+    public mutating func helloSent(accepted: Bool, now: UInt64) {
         helloOutstanding = accepted
+        helloRepeatAt = accepted ? now + helloAnswerWait : .max
     }
 
     public mutating func received(_ message: Inbound, now: UInt64) -> [Directive] {
@@ -114,6 +126,7 @@ public struct AgentLink: Sendable {
         switch message {
         case let .welcome(port, interval, liveness):
             helloOutstanding = false
+            helloAnswerWait = Self.firstHelloAnswerWait
             heartbeatInterval = interval
             self.liveness = liveness
             backoff.reset()
