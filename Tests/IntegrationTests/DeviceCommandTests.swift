@@ -78,15 +78,21 @@ extension IntegrationTests {
     }
 
     @Suite struct ZoomCommandTests {
-        @Test func zoom_setRampAndCancel_showInTheFramesThemselves() async throws {
-            let fleet = try FleetHarness()
+        /// A coordinator and an agent with one synthetic camera at 30 fps, streaming, locked by ana.
+        static func lockedStreamingCamera(in fleet: FleetHarness, agent: String) async throws -> String {
             try fleet.startCoordinator()
-            try fleet.startAgent("zoomer", fps: 30)
+            try fleet.startAgent(agent, fps: 30)
             try await fleet.waitUntil("the camera streams", seconds: 20) {
                 try fleet.deviceStats().values.contains { ($0["frames_received"] as? Int ?? 0) > 3 }
             }
             let deviceID = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
             _ = try fleet.json(["lock", deviceID])
+            return deviceID
+        }
+
+        @Test func zoom_setRampAndCancel_showInTheFramesThemselves() async throws {
+            let fleet = try FleetHarness()
+            let deviceID = try await Self.lockedStreamingCamera(in: fleet, agent: "zoomer")
             func frameZoom() throws -> (factor: Double, upscaled: Bool) {
                 let frame = try fleet.jsonObject(["snapshot", deviceID])
                 return (frame["zoom_factor"] as? Double ?? 0, frame["upscaled"] as? Bool ?? false)
@@ -124,13 +130,7 @@ extension IntegrationTests {
         /// frame and in the listing, and a zoom_changed event says so.
         @Test func formatChangeMidRamp_cancelsTheRamp_holdsTheZoom_andSaysSo() async throws {
             let fleet = try FleetHarness()
-            try fleet.startCoordinator()
-            try fleet.startAgent("reformat", fps: 30)
-            try await fleet.waitUntil("the camera streams", seconds: 20) {
-                try fleet.deviceStats().values.contains { ($0["frames_received"] as? Int ?? 0) > 3 }
-            }
-            let deviceID = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
-            _ = try fleet.json(["lock", deviceID])
+            let deviceID = try await Self.lockedStreamingCamera(in: fleet, agent: "reformat")
             func frameZoom() throws -> Double { try fleet.jsonObject(["snapshot", deviceID])["zoom_factor"] as? Double ?? 0 }
 
             // 1x to 4x at a quarter of an octave a second takes 8 s: the change lands mid-way.
