@@ -30,8 +30,8 @@ extension CameraStream {
         switch change {
         case let .format(index):
             let before = source.activeFrameRateRange
-            try source.setActiveFormat(index: index)
-            step(.formatChanged(rateBefore: before, running: source.activeFrameRateRange, pressure: pressure, format: activeFormat))
+            let zoom = try source.setActiveFormat(index: index)
+            step(.formatChanged(rateBefore: before, running: source.activeFrameRateRange, pressure: pressure, format: activeFormat, zoom: zoom))
         case let .frameRate(range):
             try source.setFrameRateRange(range)
             step(.operatorSetRate(running: source.activeFrameRateRange, pressure: pressure, format: activeFormat))

@@ -263,6 +263,11 @@ extension DeviceNotice {
                 $0.kind = .policyActed
                 $0.message = message
                 $0.unixMs = at
+            case let .zoomChanged(change, at):
+                $0.kind = .zoomChanged
+                $0.message = change.message
+                $0.zoomFactor = change.factor
+                $0.unixMs = at
             }
         }
     }

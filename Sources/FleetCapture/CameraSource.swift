@@ -127,7 +127,11 @@ public protocol CameraSource: AnyObject, Sendable {
     func start(deliver: @escaping @Sendable (CapturedFrame) -> Void,
                onInterruption: @escaping @Sendable (Interruption?) -> Void) throws(CaptureError)
     func stop()
-    func setActiveFormat(index: Int) throws(CaptureError)
+    /// Takes the format; a zoom ramp under way is cancelled and the factor clamped to the new
+    /// format's range (`ZoomRamp.adopting`), and the returned change says so (nil: the zoom
+    /// was left as it was).
+    @discardableResult
+    func setActiveFormat(index: Int) throws(CaptureError) -> ZoomFormatChange?
     /// Sets the minimum and maximum frame duration, given as the rates they allow.
     func setFrameRateRange(_ range: FrameRateRange) throws(CaptureError)
 

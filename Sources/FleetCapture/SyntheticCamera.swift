@@ -101,14 +101,16 @@ public final class SyntheticCamera: CameraSource {
         }
     }
 
-    public func setActiveFormat(index: Int) throws(CaptureError) {
+    @discardableResult
+    public func setActiveFormat(index: Int) throws(CaptureError) -> ZoomFormatChange? {
         guard device.formats.indices.contains(index) else {
             throw .unsupportedFormat(device: device.deviceID, requested: "format #\(index)", supported: device.formats.map(\.label))
         }
-        configuration.withLock { config in
+        return configuration.withLock { config in
             config.formatIndex = index
             let format = device.formats[index]
-            config.zoom = ZoomRamp(factor: config.zoom.factor, maximumFactor: format.maxZoomFactor)
+            let (zoom, zoomChange) = config.zoom.adopting(maximumFactor: format.maxZoomFactor)
+            config.zoom = zoom
             if !format.supports(framesPerSecond: config.frameRate) {
                 config.frameRate = min(max(config.frameRate, format.frameRateRanges[0].minFramesPerSecond), format.maxFramesPerSecond)
             }
@@ -116,6 +118,7 @@ public final class SyntheticCamera: CameraSource {
                 config.minimumFrameRate = config.frameRate
             }
             config.generation += 1
+            return zoomChange
         }
     }
 

@@ -144,32 +144,35 @@ public final class V4L2Camera: CameraSource {
 
     // MARK: Commands
 
-    public func setActiveFormat(index: Int) throws(CaptureError) {
+    @discardableResult
+    public func setActiveFormat(index: Int) throws(CaptureError) -> ZoomFormatChange? {
         guard device.formats.indices.contains(index) else {
             throw .unsupportedFormat(device: device.deviceID, requested: "format #\(index)", supported: device.formats.map(\.label))
         }
         let format = device.formats[index]
-        try withSession { (state: inout Session) throws(CaptureError) in
+        return try withSession { (state: inout Session) throws(CaptureError) -> ZoomFormatChange? in
             try refuseWhileInterrupted(state)
             var rate = state.frameRateRange
             if !format.supports(framesPerSecond: rate.maxFramesPerSecond) {
                 let fps = FormatSelector.defaultFrameRate(of: format)
                 rate = FrameRateRange(min: fps, max: fps)
             }
-            let previous = (state.formatIndex, state.frameRateRange)
+            let previous = (state.formatIndex, state.frameRateRange, state.zoom)
             state.formatIndex = index
             state.frameRateRange = rate
-            state.zoom = ZoomRamp(factor: min(state.zoom.factor, format.maxZoomFactor), maximumFactor: format.maxZoomFactor)
-            guard state.stream != nil else { return }
+            let zoomChange: ZoomFormatChange?
+            (state.zoom, zoomChange) = state.zoom.adopting(maximumFactor: format.maxZoomFactor)
+            guard state.stream != nil else { return zoomChange }
             // A new size or pixel format needs new buffers: restart the stream, and if the
-            // driver refuses, go back to what worked.
+            // driver refuses, go back to what worked (the zoom with it).
             do throws(CaptureError) {
                 try restartStream(&state)
             } catch {
-                (state.formatIndex, state.frameRateRange) = previous
+                (state.formatIndex, state.frameRateRange, state.zoom) = previous
                 restartAfterRefusal(&state)
                 throw error
             }
+            return zoomChange
         }
     }
 

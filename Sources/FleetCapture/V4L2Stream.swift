@@ -108,8 +108,10 @@ final class V4L2Stream {
         try handle.ioctl(CAPFLEET_VIDIOC_QBUF, &buffer, "VIDIOC_QBUF")
     }
 
-    /// A filled buffer, or nil when none is ready yet (the fd is non-blocking).
+    /// A filled buffer, or nil when none is ready yet. The driver is asked first, so that
+    /// "not yet" never becomes a failed DQBUF, which libv4l2 prints as an error (BufferReadiness).
     func dequeue() throws(V4L2Error) -> v4l2_buffer? {
+        guard BufferReadiness.of(handle.fd).mayDequeue else { return nil }
         var buffer = v4l2_buffer()
         buffer.type = CAPFLEET_V4L2_BUF_TYPE_VIDEO_CAPTURE
         buffer.memory = CAPFLEET_V4L2_MEMORY_MMAP

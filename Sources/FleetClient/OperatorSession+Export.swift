@@ -12,12 +12,12 @@ public struct ExportedTake: Sendable {
 extension OperatorSession {
     /// Copies every finished segment of `take` into DIRECTORY/DEVICE/FILE, a chunk at a time,
     /// and checks each file against the index's SHA-256 as soon as it is complete: the first
-    /// that differs stops the export, saying which.
-    public func exportTake(_ take: String, to directory: String, chunkBytes: UInt32 = 1 << 20,
+    /// that differs stops the export, saying which. A segment just finished is checksummed by
+    /// the coordinator a moment later: the export waits for those checksums, up to
+    /// `checksumPolls` looks a quarter of a second apart.
+    public func exportTake(_ take: String, to directory: String, chunkBytes: UInt32 = 1 << 20, checksumPolls: Int = 240,
                            progress: (TransferProgress) -> Void = { _ in }) throws -> ExportedTake {
-        guard let info = try call(.getRecording(.with { $0.takeID = take })).reply.takes.first else {
-            throw TransferError.noTake(take)
-        }
+        let info = try takeWithChecksums(take, polls: checksumPolls)
         // An open segment is still being written: its bytes and checksum are not final.
         let segments = info.segments.filter { $0.state != "open" }
         guard !segments.isEmpty else { throw TransferError.nothingToExport(take: take) }
@@ -47,5 +47,23 @@ extension OperatorSession {
         }
         progress(.finished)
         return ExportedTake(take: take, files: written, bytes: done)
+    }
+
+    /// The take as the index has it once every finished segment has its SHA-256 there (counted
+    /// in looks, so that no clock reading decides when to give up), or why not.
+    private func takeWithChecksums(_ take: String, polls: Int) throws -> Capfleet_V1_TakeInfo {
+        var looks = 0
+        while true {
+            guard let info = try call(.getRecording(.with { $0.takeID = take })).reply.takes.first else {
+                throw TransferError.noTake(take)
+            }
+            let unchecked = info.segments.filter { $0.state != "open" && $0.sha256.isEmpty }
+            if unchecked.isEmpty { return info }
+            guard looks < polls else {
+                throw TransferError.checksumsPending(take: take, segments: unchecked.map { "\($0.deviceID) #\($0.number)" }, seconds: polls / 4)
+            }
+            looks += 1
+            usleep(250_000)
+        }
     }
 }

@@ -46,6 +46,8 @@ public enum TransferError: Error, CustomStringConvertible, Sendable {
     case nothingToExport(take: String)
     case backupDamaged(received: UInt64, size: UInt64, sha256: String, expected: String)
     case segmentDamaged(path: String, sha256: String, expected: String, take: String)
+    /// Finished segments whose SHA-256 the coordinator has not put in the index yet.
+    case checksumsPending(take: String, segments: [String], seconds: Int)
 
     public var description: String {
         switch self {
@@ -61,6 +63,8 @@ public enum TransferError: Error, CustomStringConvertible, Sendable {
             "the backup arrived damaged (\(received) of \(size) bytes, SHA-256 \(sha256) instead of \(expected)); run capfleet backup again"
         case let .segmentDamaged(path, sha256, expected, take):
             "\(path): SHA-256 \(sha256) differs from the index's \(expected); export again, or run capfleet recordings verify \(take)"
+        case let .checksumsPending(take, segments, seconds):
+            "take \(take): the coordinator is still checksumming \(segments.joined(separator: ", ")) after \(seconds) s of waiting; export again in a while, or run capfleet recordings verify \(take) to see why"
         }
     }
 }

@@ -9,19 +9,21 @@ import Logging
 /// published at once and audited.
 extension ControlHandler {
 
-    /// Interruptions and policy actions: published at once and audited.
+    /// Interruptions, policy actions and zoom changes: published at once and audited.
     func record(_ event: Capfleet_V1_DeviceEvent, from nodeID: String) async {
         let (kind, action, detail): (Capfleet_V1_EventKind, String, String) = switch event.kind {
         case .interrupted:
             (.deviceInterrupted, "device.interrupted", "\(InterruptionReason(wire: event.interruption.reason)?.rawValue ?? "unknown"): \(event.interruption.message)")
         case .resumed: (.deviceResumed, "device.resumed", event.message)
         case .policyActed: (.policyActed, "policy.acted", event.message)
+        case .zoomChanged: (.zoomChanged, "device.zoom", event.message)
         default: (.unspecified, "device.event", event.message)
         }
         logger.notice("device event", metadata: ["node.id": "\(nodeID)", "device.id": "\(event.deviceID)", "event": "\(action)", "detail": "\(detail)"])
         events.emit(kind, nodeID: nodeID, deviceID: event.deviceID, message: detail)
-        if kind == .deviceInterrupted || kind == .deviceResumed || kind == .policyActed, let takesDeviceEvent {
-            await takesDeviceEvent(event.deviceID, kind == .deviceInterrupted ? "interrupted" : kind == .deviceResumed ? "resumed" : "policy_acted", detail)
+        if kind != .unspecified, let takesDeviceEvent {
+            // The take's timed metadata names the event as its telemetry topic does.
+            await takesDeviceEvent(event.deviceID, kind == .deviceInterrupted ? "interrupted" : kind == .deviceResumed ? "resumed" : kind.topicSuffix, detail)
         }
         if kind == .deviceInterrupted { alerts.deviceInterrupted(event.deviceID, nodeID: nodeID, message: "interrupted: \(detail)") }
         do {

@@ -164,6 +164,8 @@ actor ControlHandler: AgentCommands {
                     status.devices[index].streaming = false
                 case .resumed:
                     status.devices[index].interruption = Capfleet_V1_Interruption()
+                case .zoomChanged:
+                    status.devices[index].zoomFactor = event.zoomFactor
                 default: break
                 }
                 lastStatus[nodeID] = status

@@ -29,6 +29,7 @@ final class TakeDeviceWriter: Sendable {
         case rebased(offset: Int64)
         /// Frames flow again after an interruption.
         case flowing
+        /// The part is stored: its last segment is closed and every segment's SHA-256 is in the index.
         case ended(reason: String, withheld: UInt64)
         case failed(String)
     }

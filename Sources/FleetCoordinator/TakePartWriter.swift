@@ -110,8 +110,9 @@ final class TakePartWriter {
             guard end.stream == stream, !failed else { return }
             finishSegment()
             ended = true
-            onEvent(.ended(reason: end.reason.isEmpty ? "stopped" : end.reason, withheld: end.withheldFrames))
+            // The frames are on disk: the agent may let go of them now.
             reply(.done(Capfleet_V1_RecordDone()))
+            reportEnded(reason: end.reason.isEmpty ? "stopped" : end.reason, withheld: end.withheldFrames)
         case let .stop(at):
             recorder.stop(at: at)
         case let .note(json, at):
@@ -192,8 +193,24 @@ final class TakePartWriter {
         }
     }
 
+    /// The part is stored once its last segment is closed and every segment's SHA-256 is in
+    /// the index: only then does the director hear it ended, so that when a stop is answered
+    /// the take can be exported and verified at once (both check the files against the index).
+    /// The checksums are made on the hasher's thread; this part's thread has nothing else
+    /// left to do meanwhile.
+    private func reportEnded(reason: String, withheld: UInt64) {
+        do {
+            try recorder.waitForChecksums()
+        } catch {
+            fail("cannot checksum the part's segments: \(error)")
+            return
+        }
+        onEvent(.ended(reason: reason, withheld: withheld))
+    }
+
     /// A write failed (a full disk, most likely): the part stops here, what was written is
-    /// finished so it plays, and the agent is told to drop what it holds.
+    /// finished so it plays, and the agent is told to drop what it holds (unless it heard
+    /// the part is done already).
     private func fail(_ message: String) {
         guard !failed else { return }
         failed = true
@@ -205,7 +222,7 @@ final class TakePartWriter {
             logger.error("cannot finish the segment after the failure", metadata: ["error": "\(error)"])
         }
         onEvent(.failed(message))
-        reply(.refused(.failure(.internal, "the coordinator cannot go on recording \(deviceID): \(message)")))
+        if !ended { reply(.refused(.failure(.internal, "the coordinator cannot go on recording \(deviceID): \(message)"))) }
     }
 
     private func fill(_ credit: Capfleet_V1_RecordCredit) -> Capfleet_V1_RecordCredit {

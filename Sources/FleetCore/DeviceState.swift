@@ -40,8 +40,10 @@ public struct DeviceState: Sendable {
         case deviceResumed
         /// The operator set the rate, or a format that changed it; `running` is what the device runs now.
         case operatorSetRate(running: FrameRateRange, pressure: PressureReading, format: VideoFormat)
-        /// The operator chose another format; it may have moved the rate (one the format cannot run).
-        case formatChanged(rateBefore: FrameRateRange, running: FrameRateRange, pressure: PressureReading, format: VideoFormat)
+        /// The operator chose another format; it may have moved the rate (one the format cannot
+        /// run), and cancelled a zoom ramp or clamped the factor (`ZoomRamp.adopting`).
+        case formatChanged(rateBefore: FrameRateRange, running: FrameRateRange, pressure: PressureReading, format: VideoFormat,
+                           zoom: ZoomFormatChange? = nil)
         case dropRecoveryPolicyChanged(DropRecoveryPolicy)
         case pressurePolicyChanged(PressurePolicy, pressure: PressureReading, running: FrameRateRange, format: VideoFormat)
         case pressureChanged(PressureReading, running: FrameRateRange, format: VideoFormat)
@@ -177,11 +179,13 @@ public struct DeviceState: Sendable {
             return [.notify(.resumed("capture resumed by itself", atUnixMilliseconds: now))]
         case let .operatorSetRate(running, pressure, format):
             return rateActions(rates.operatorSetRate(running: running, pressure: pressure, format: format), at: now)
-        case let .formatChanged(rateBefore, running, pressure, format):
+        case let .formatChanged(rateBefore, running, pressure, format, zoom):
+            // What the change did to the zoom is the device's own doing: the operator hears it.
+            let zoomed: [Action] = zoom.map { [.notify(.zoomChanged($0, atUnixMilliseconds: now))] } ?? []
             // A format that kept the rate changes nothing the policies hold; one that moved it
             // moved the operator's rate, which the policies restore to from now on.
-            guard running != rateBefore else { return [] }
-            return rateActions(rates.operatorSetRate(running: running, pressure: pressure, format: format), at: now)
+            guard running != rateBefore else { return zoomed }
+            return zoomed + rateActions(rates.operatorSetRate(running: running, pressure: pressure, format: format), at: now)
         case let .dropRecoveryPolicyChanged(policy):
             return rateActions(rates.setDropRecoveryPolicy(policy), at: now)
         case let .pressurePolicyChanged(policy, pressure, running, format):
@@ -245,6 +249,8 @@ public enum DeviceNotice: Sendable, Equatable {
     case interrupted(Interruption, atUnixMilliseconds: Int64)
     case resumed(String, atUnixMilliseconds: Int64)
     case policyActed(String, atUnixMilliseconds: Int64)
+    /// A format change cancelled the zoom's ramp or clamped its factor.
+    case zoomChanged(ZoomFormatChange, atUnixMilliseconds: Int64)
 }
 
 /// Why the coordinator ends a device's part of a take (SetRecording).

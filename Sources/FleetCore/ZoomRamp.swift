@@ -92,6 +92,52 @@ public struct ZoomRamp: Sendable, Equatable {
     }
 
     private func clamp(_ factor: Double) -> Double { min(max(factor, minimumFactor), maximumFactor) }
+
+    /// The zoom once the device has taken another format, as AVCaptureDevice does when its
+    /// activeFormat changes: a ramp in progress is cancelled where it is, at once (the stream
+    /// restarts: there is no motion left to ease out of), and the factor is clamped to the new
+    /// format's range, `minimumFactor` … `maximumFactor`. The change says what happened, to be
+    /// announced; nil when nothing did.
+    public func adopting(maximumFactor: Double) -> (zoom: ZoomRamp, change: ZoomFormatChange?) {
+        let before = factor
+        let zoom = ZoomRamp(factor: before, minimumFactor: minimumFactor, maximumFactor: maximumFactor, easing: easing)
+        let change = ZoomFormatChange(factorBefore: before, factor: zoom.factor, cancelledRampTarget: isRamping ? target.map(exp2) : nil,
+                                      maximumFactor: zoom.maximumFactor)
+        return (zoom, change.cancelledRampTarget != nil || change.isClamped ? change : nil)
+    }
+}
+
+/// What a change of format did to a device's zoom (`ZoomRamp.adopting`): the ramp it cancelled
+/// and where it clamped the factor. The agent announces it as a `zoom_changed` device event.
+public struct ZoomFormatChange: Sendable, Equatable {
+    /// The factor when the format changed, and the one the device holds from now on.
+    public var factorBefore: Double
+    public var factor: Double
+    /// The target of the ramp the change cancelled, if one was under way.
+    public var cancelledRampTarget: Double?
+    /// The new format's largest factor.
+    public var maximumFactor: Double
+
+    public init(factorBefore: Double, factor: Double, cancelledRampTarget: Double?, maximumFactor: Double) {
+        self.factorBefore = factorBefore
+        self.factor = factor
+        self.cancelledRampTarget = cancelledRampTarget
+        self.maximumFactor = maximumFactor
+    }
+
+    /// The factor had to move to fit the new format.
+    public var isClamped: Bool { abs(factor - factorBefore) > 1e-9 }
+
+    /// In words, for the event: "a format change cancelled the zoom ramp to 4x; the zoom holds at 1.5x".
+    public var message: String {
+        var said: [String] = []
+        if let target = cancelledRampTarget { said.append("cancelled the zoom ramp to \(VideoFormat.trim(target))x") }
+        if isClamped {
+            let bound = factor < factorBefore ? "maximum" : "minimum"
+            said.append("clamped the zoom from \(VideoFormat.trim(factorBefore))x to \(VideoFormat.trim(factor))x, the new format's \(bound)")
+        }
+        return "a format change " + said.joined(separator: " and ") + (isClamped ? "" : "; the zoom holds at \(VideoFormat.trim(factor))x")
+    }
 }
 
 #if canImport(Glibc)

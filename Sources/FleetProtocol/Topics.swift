@@ -35,6 +35,7 @@ extension Capfleet_V1_EventKind {
         case .consentChanged: "consent_changed"
         case .clockStateChanged: "clock_state_changed"
         case .recording: "recording"
+        case .zoomChanged: "zoom_changed"
         case .agentRestarted: "agent_restarted"
         case .unspecified, .UNRECOGNIZED: "unspecified"
         }

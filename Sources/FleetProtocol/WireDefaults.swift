@@ -20,7 +20,7 @@ public enum WireDefaults {
     public static let protocolMajor: Capfleet_V1_ProtocolVersion = .current
     /// 1.1: HELLO names the agent process (agent_instance).
     /// 1.2: external cameras (SOURCE_KIND_EXTERNAL), SetRecording.not_started,
-    /// event.agent_restarted, who_am_i's endpoints.
+    /// event.agent_restarted, zoom_changed events, who_am_i's endpoints.
     public static let protocolMinor: UInt32 = 2
 
     public static let heartbeatIntervalMilliseconds: UInt32 = 1000

@@ -59,6 +59,7 @@ public final class DeviceTakeRecorder {
     private let index: any SegmentIndexing
     /// Checksums finished segments off this thread; nil: each is checksummed before it is indexed.
     public var hasher: SegmentHasher?
+    private let checksums = ChecksumsInFlight()
     private var writer: MatroskaSegmentWriter?
     private var segment: FinishedSegment?
     private var segmentSlot: UInt64 = 0
@@ -160,6 +161,12 @@ public final class DeviceTakeRecorder {
     /// The take ends at `fleetTime`: frames captured from then on are not its.
     public func stop(at fleetTime: UInt64) { ledger.stop(at: fleetTime) }
 
+    /// Blocks until the SHA-256 of every segment finished so far is in the index (the hasher
+    /// computes them on its own thread); throws the first that could not be made or indexed.
+    public func waitForChecksums() throws(RecordingError) {
+        try checksums.wait()
+    }
+
     /// Finishes the open segment; the recorder can go on with a new one afterwards.
     @discardableResult
     public func finish() throws(RecordingError) -> TakeFrameLedger {
@@ -210,10 +217,15 @@ public final class DeviceTakeRecorder {
             return
         }
         try index.segmentFinished(finished, ledger: ledger, payloadBytes: payloadBytes)
-        let index = self.index, indexed = finished
+        let index = self.index, indexed = finished, checksums = self.checksums
+        checksums.handedOver()
         hasher.checksum(finished.path) { result in
-            guard case let .success(sha256) = result else { return }
-            try? index.segmentChecksummed(indexed, sha256: sha256)
+            do throws(RecordingError) {
+                try index.segmentChecksummed(indexed, sha256: try result.get())
+                checksums.settled(nil)
+            } catch {
+                checksums.settled(error)
+            }
         }
     }
 }

@@ -40,11 +40,11 @@ struct RecordCommand: ParsableCommand {
 
     struct Stop: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "End a take: frames captured at or after the stop instant are not its. Waits until every device's part is stored.")
+            abstract: "End a take: frames captured at or after the stop instant are not its. Waits until every device's part is stored, each segment closed and its SHA-256 in the index.")
         @OptionGroup var coordinator: CoordinatorOptions
         @Argument(help: "The take.") var take: String
         @Option(help: "When: now (default), +2s from now, fleet nanoseconds, or an ISO 8601 date.") var at: String?
-        @Option(help: "Seconds to wait for the devices' parts to be stored.") var wait: Double = 10
+        @Option(help: "Seconds to wait for the devices' parts to be stored and checksummed.") var wait: Double = 10
         @Flag(help: "Print JSON.") var json = false
 
         func run() throws {
@@ -135,11 +135,13 @@ struct RecordingsCommand: ParsableCommand {
         @OptionGroup var coordinator: CoordinatorOptions
         @Argument(help: "The take.") var take: String
         @Option(help: "Where to put the files.") var to: String
+        @Option(help: "Seconds to wait for checksums the coordinator is still computing (segments just finished).") var wait: Double = 60
         @Flag(help: "Print a JSON summary.") var json = false
 
         func run() throws {
             let progress = TransferProgressDisplay(label: "export \(take)", json: json)
-            let exported = try coordinator.session().exportTake(take, to: to, progress: progress.follow)
+            let exported = try coordinator.session().exportTake(take, to: to, checksumPolls: Int(max(0, min(wait, 3600)) * 4),
+                                                                progress: progress.follow)
             if json {
                 print(FleetTables.json(["take": take, "files": exported.files.joined(separator: "\n"), "bytes": String(exported.bytes)]))
             } else {

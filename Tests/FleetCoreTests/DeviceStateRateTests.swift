@@ -80,6 +80,16 @@ import Testing
         #expect(device.rates.requested == Self.fps(10))
     }
 
+    @Test func aFormatChangeThatCancelledAZoomRamp_isAnnounced_withTheRateStepAfterIt() {
+        var device = DeviceState()
+        let zoom = ZoomFormatChange(factorBefore: 1.4999, factor: 1.4999, cancelledRampTarget: 4, maximumFactor: 8)
+        #expect(device.handle(.formatChanged(rateBefore: Self.fps(15), running: Self.fps(15), pressure: .nominal, format: format, zoom: zoom), at: now)
+                    == [.notify(.zoomChanged(zoom, atUnixMilliseconds: now))])
+        let moved = device.handle(.formatChanged(rateBefore: Self.fps(15), running: Self.fps(10), pressure: .nominal, format: format, zoom: zoom), at: now)
+        #expect(moved.first == .notify(.zoomChanged(zoom, atUnixMilliseconds: now)))
+        #expect(device.rates.requested == Self.fps(10))
+    }
+
     @Test func aPolicysRefusedRate_isAnnouncedWithTheDevicesReason_exceptDropRecoverysSteps() {
         let capped = RateChange(range: Self.fps(15), reason: .pressureCapped(raised: false, detail: "critical"))
         #expect(capped.announcement(failure: "EBUSY") == "pressure policy cannot set the frame rate to 15 fps: EBUSY (critical)")

@@ -90,4 +90,49 @@ import Testing
         let b = run(&slow, seconds: 1.5, fps: 10).last!
         #expect(abs(a - b) < 1e-3, "120 fps: \(a), 10 fps: \(b)")
     }
+
+    // MARK: A change of format (AVCaptureDevice's rule when activeFormat changes)
+
+    @Test func zoomRamp_aFormatChangeMidRamp_cancelsTheRampAtOnce_andTheZoomHoldsThere() {
+        var ramp = ZoomRamp(maximumFactor: 8)
+        ramp.ramp(to: 4, rate: 1)
+        let before = run(&ramp, seconds: 0.5).last!
+        #expect(before > 1 && before < 4, "mid-ramp: \(before)")
+        let (zoom, change) = ramp.adopting(maximumFactor: 8)
+        #expect(change == ZoomFormatChange(factorBefore: before, factor: zoom.factor, cancelledRampTarget: 4, maximumFactor: 8))
+        #expect(abs(zoom.factor - before) < 1e-9, "no easing out: the stream restarts where the zoom was")
+        #expect(!zoom.isRamping)
+        var after = zoom
+        let later = run(&after, from: 600 * ms, seconds: 2)
+        #expect(later.allSatisfy { $0 == zoom.factor }, "steady in every later frame")
+        #expect(change?.message == "a format change cancelled the zoom ramp to 4x; the zoom holds at \(VideoFormat.trim(before))x")
+    }
+
+    @Test func zoomRamp_aFormatWhoseMaximumIsBelowTheZoom_clampsItDown() {
+        var ramp = ZoomRamp(maximumFactor: 8)
+        ramp.set(6)
+        let (zoom, change) = ramp.adopting(maximumFactor: 4)
+        #expect(zoom.factor == 4 && zoom.maximumFactor == 4)
+        #expect(change?.isClamped == true && change?.cancelledRampTarget == nil)
+        #expect(change?.message == "a format change clamped the zoom from 6x to 4x, the new format's maximum")
+    }
+
+    @Test func zoomRamp_aRampCutShortByASmallerFormat_isCancelledAndClamped() {
+        var ramp = ZoomRamp(factor: 2, maximumFactor: 8)
+        ramp.ramp(to: 8, rate: 1)
+        let before = run(&ramp, seconds: 1).last!
+        #expect(before > 3)
+        let (zoom, change) = ramp.adopting(maximumFactor: 1)
+        #expect(zoom.factor == 1, "a format that cannot zoom holds 1x")
+        #expect(change?.cancelledRampTarget == 8 && change?.factor == 1 && change?.factorBefore == before)
+        #expect(change?.message.hasPrefix("a format change cancelled the zoom ramp to 8x and clamped the zoom from ") == true)
+    }
+
+    @Test func zoomRamp_aFormatChangeWithNoRampAndTheFactorInRange_changesNothing() {
+        var ramp = ZoomRamp(maximumFactor: 8)
+        ramp.set(3)
+        let (zoom, change) = ramp.adopting(maximumFactor: 4)
+        #expect(change == nil)
+        #expect(zoom.factor == 3 && zoom.maximumFactor == 4)
+    }
 }

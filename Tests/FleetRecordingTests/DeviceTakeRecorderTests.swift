@@ -81,3 +81,72 @@ final class DeviceTakeRecorderTests {
         #expect(try await store.openSegments().isEmpty)
     }
 }
+
+/// A recorder with a checksummer: the part's writer waits for the checksums before it says
+/// the part is stored, and a checksum the index refuses is an error, not a silence.
+final class DeviceTakeRecorderChecksumTests {
+    let scratch: ScratchDirectory
+    init() throws { scratch = try ScratchDirectory("capfleet-checksums") }
+
+    /// Keeps what it is told; slow to take a checksum, as a busy index is.
+    final class SlowIndex: SegmentIndexing, @unchecked Sendable {
+        private let lock = NSLock()
+        private var finishedPaths: [Int: String] = [:]
+        private var sums: [Int: String] = [:]
+        let refuses: Bool
+        init(refusingChecksums refuses: Bool) { self.refuses = refuses }
+
+        func segmentOpened(_ segment: SegmentOpening) throws(RecordingError) {}
+        func segmentFinished(_ segment: FinishedSegment, ledger: TakeFrameLedger, payloadBytes: Int64) throws(RecordingError) {
+            lock.withLock { finishedPaths[segment.number] = segment.path }
+        }
+        func segmentChecksummed(_ segment: FinishedSegment, sha256: String) throws(RecordingError) {
+            Thread.sleep(forTimeInterval: 0.3)
+            if refuses { throw .index(what: "checksumming segment \(segment.number)", underlying: CocoaError(.fileWriteUnknown)) }
+            lock.withLock { sums[segment.number] = sha256 }
+        }
+        var finished: [Int: String] { lock.withLock { finishedPaths } }
+        var checksums: [Int: String] { lock.withLock { sums } }
+    }
+
+    /// Records two one-second segments of a tiny format and finishes; returns what waiting
+    /// for the checksums said.
+    func record(into index: SlowIndex, hasher: SegmentHasher) async throws -> Result<Void, RecordingError> {
+        let directory = scratch.path
+        return try await onOwnThread {
+            let recorder = DeviceTakeRecorder(takeID: "take-1", deviceID: "cam-a", title: "scene, cam-a", directory: directory, start: 0,
+                                              segmentLength: 1_000_000_000, index: index)
+            recorder.hasher = hasher
+            let format = RecordedVideoFormat(pixelFormat: .yuyv, width: 32, height: 16, frameRate: 10)
+            let frame = [UInt8](repeating: 7, count: 32 * 16 * 2)
+            for index in 0..<20 {
+                try frame.withUnsafeBytes { _ = try recorder.record($0, sequence: UInt64(index), fleetTime: UInt64(index) * 100_000_000 + 1,
+                                                                    format: format, cumulativeDrops: DropTally()) }
+            }
+            try recorder.finish()
+            return Result { () throws(RecordingError) in try recorder.waitForChecksums() }
+        }
+    }
+
+    @Test func waitingForChecksums_returnsOnceEveryFinishedSegmentsSHA256IsIndexed() async throws {
+        let index = SlowIndex(refusingChecksums: false), hasher = SegmentHasher()
+        let waited = try await record(into: index, hasher: hasher)
+        #expect(throws: Never.self) { try waited.get() }
+        let finished = index.finished, checksums = index.checksums
+        #expect(finished.count == 2)
+        #expect(Set(checksums.keys) == Set(finished.keys), "every finished segment is checksummed when the wait returns")
+        for (number, path) in finished { #expect(checksums[number] == (try SegmentDigest.sha256(ofFile: path))) }
+        await hasher.stop()
+    }
+
+    @Test func aChecksumTheIndexRefuses_isThrownByTheWait() async throws {
+        let index = SlowIndex(refusingChecksums: true), hasher = SegmentHasher()
+        let waited = try await record(into: index, hasher: hasher)
+        guard case let .failure(error) = waited, case .index = error else {
+            Issue.record("the refusal is an error: \(waited)")
+            return
+        }
+        #expect(index.checksums.isEmpty)
+        await hasher.stop()
+    }
+}

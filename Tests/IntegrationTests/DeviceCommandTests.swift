@@ -78,15 +78,21 @@ extension IntegrationTests {
     }
 
     @Suite struct ZoomCommandTests {
-        @Test func zoom_setRampAndCancel_showInTheFramesThemselves() async throws {
-            let fleet = try FleetHarness()
+        /// A coordinator and an agent with one synthetic camera at 30 fps, streaming, locked by ana.
+        static func lockedStreamingCamera(in fleet: FleetHarness, agent: String) async throws -> String {
             try fleet.startCoordinator()
-            try fleet.startAgent("zoomer", fps: 30)
+            try fleet.startAgent(agent, fps: 30)
             try await fleet.waitUntil("the camera streams", seconds: 20) {
                 try fleet.deviceStats().values.contains { ($0["frames_received"] as? Int ?? 0) > 3 }
             }
             let deviceID = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
             _ = try fleet.json(["lock", deviceID])
+            return deviceID
+        }
+
+        @Test func zoom_setRampAndCancel_showInTheFramesThemselves() async throws {
+            let fleet = try FleetHarness()
+            let deviceID = try await Self.lockedStreamingCamera(in: fleet, agent: "zoomer")
             func frameZoom() throws -> (factor: Double, upscaled: Bool) {
                 let frame = try fleet.jsonObject(["snapshot", deviceID])
                 return (frame["zoom_factor"] as? Double ?? 0, frame["upscaled"] as? Bool ?? false)
@@ -117,6 +123,37 @@ extension IntegrationTests {
 
             let refused = try fleet.cli(["zoom", deviceID, "9"])
             #expect(refused.status != 0 && refused.error.contains("1x-8x"), "\(refused.error)")
+        }
+
+        /// A format change during a ramp does what AVCaptureDevice does when its activeFormat
+        /// changes: the ramp is cancelled where it is, the zoom holds there in every later
+        /// frame and in the listing, and a zoom_changed event says so.
+        @Test func formatChangeMidRamp_cancelsTheRamp_holdsTheZoom_andSaysSo() async throws {
+            let fleet = try FleetHarness()
+            let deviceID = try await Self.lockedStreamingCamera(in: fleet, agent: "reformat")
+            func frameZoom() throws -> Double { try fleet.jsonObject(["snapshot", deviceID])["zoom_factor"] as? Double ?? 0 }
+
+            // 1x to 4x at a quarter of an octave a second takes 8 s: the change lands mid-way.
+            _ = try fleet.jsonObject(["zoom", deviceID, "4", "--ramp", "0.25"])
+            try await Task.sleep(for: .seconds(1))
+            let changed = try fleet.cli(["format", deviceID, "--size", "1280x720", "--pixel-format", "nv12"])
+            #expect(changed.status == 0, "\(changed.error)")
+            var event: [String: Any]?
+            try await fleet.waitUntil("a zoom_changed event", seconds: 10) {
+                event = try AlertsTests.events(fleet).first { $0["kind"] as? String == "zoom_changed" && $0["device_id"] as? String == deviceID }
+                return event != nil
+            }
+            let message = event?["message"] as? String ?? ""
+            #expect(message.contains("cancelled the zoom ramp to 4x"), "\(message)")
+
+            try await fleet.waitUntil("frames of the new format", seconds: 10) { try fleet.jsonObject(["snapshot", deviceID])["width"] as? Int == 1280 }
+            let held = try frameZoom()
+            #expect(held > 1 && held < 4, "frozen mid-way, not at the target: \(held)")
+            try await Task.sleep(for: .seconds(1.5))
+            #expect(try frameZoom() == held, "the zoom holds in later frames")
+            let listed = try #require(try fleet.json(["devices"]).first?["zoom_factor"] as? Double)
+            #expect(abs(listed - held) < 1e-6, "the listing says the same: \(listed)")
+            #expect(message.contains("the zoom holds at"), "\(message)")
         }
     }
 

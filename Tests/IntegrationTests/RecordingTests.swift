@@ -71,6 +71,43 @@ extension IntegrationTests {
             #expect(listed.first?["id"] as? String == takeID)
         }
 
+        /// `record stop` answers once every segment of the take is closed and its SHA-256 is in
+        /// the index, so an export run straight after it succeeds and its files match the index.
+        /// Big frames (1280x720 NV12, about 40 MB a second) take the checksummer a while: the
+        /// stop used to answer before it was done, and the export failed on the empty checksum.
+        @Test func exportStraightAfterStop_ofABigFormatTake_matchesTheIndexChecksums() async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator()
+            let processes = [try fleet.startAgent("big", fps: 30, extra: ["--synthetic-format", "1280x720:NV12"])]
+            try await fleet.waitUntil("the clock locks", seconds: 30) { processes.allSatisfy { $0.log.contains("clock.state=locked") } }
+            let device = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
+            try fleet.grantConsent(device)
+            let format = try #require(try fleet.json(["devices"]).first?["active_format"] as? [String: Any])
+            #expect(format["width"] as? Int == 1280 && format["pixel_format"] as? String == "NV12", "\(format)")
+            for round in 1...3 {
+                let takeID = try Self.start([device], in: fleet)
+                try await Task.sleep(for: .seconds(4))
+                let stopped = try fleet.cli(["record", "stop", takeID], timeout: 30)
+                #expect(stopped.status == 0, "\(stopped.error)")
+                // The stop's promise, in the index: every segment closed, with its checksum.
+                let segments = try #require(try Self.show(takeID, in: fleet)["segments"] as? [[String: Any]])
+                #expect(!segments.isEmpty)
+                for segment in segments {
+                    #expect(segment["state"] as? String == "finished", "take \(round): \(segment)")
+                    #expect((segment["sha256"] as? String ?? "").count == 64, "take \(round): checksummed when the stop is answered: \(segment)")
+                }
+                let destination = fleet.directory + "/export-\(round)"
+                let exported = try fleet.cli(["recordings", "export", takeID, "--to", destination], timeout: 60)
+                #expect(exported.status == 0, "take \(round): \(exported.error)")
+                #expect(exported.output.contains("every SHA-256 matches"), "\(exported.output)")
+                for segment in segments {
+                    let name = ((segment["path"] as? String ?? "") as NSString).lastPathComponent
+                    let copy = destination + "/" + device + "/" + name
+                    #expect(try Self.sha256sum(copy) == segment["sha256"] as? String, "take \(round): \(copy) is the file the index describes")
+                }
+            }
+        }
+
         /// Devices aligned to the fleet-time grid start a take on the same grid slot: their
         /// first frames lie within the clock issue's alignment bound (100 µs) of each other.
         @Test func alignedDevices_startATakeWithinTheAlignmentBound() async throws {
@@ -309,6 +346,19 @@ extension IntegrationTests {
                 entries += String(decoding: data, as: UTF8.self).split(separator: "\n").filter { $0.hasPrefix("{") }.map(String.init)
             }
             return entries
+        }
+
+        /// A file's SHA-256 as coreutils computes it.
+        static func sha256sum(_ path: String) throws -> String {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
+            process.arguments = [path]
+            let out = Pipe()
+            process.standardOutput = out
+            try process.run()
+            let data = out.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return String(String(decoding: data, as: UTF8.self).prefix(64))
         }
 
         /// Video frames ffprobe counts by reading the whole file.

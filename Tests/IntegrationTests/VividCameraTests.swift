@@ -13,10 +13,8 @@ extension IntegrationTests {
             let fleet = try FleetHarness()
             try fleet.startCoordinator()
             let share = fleet.directory + "/vm"
-            let agent = "\(try VividRig.guestBinary(share: share)) agent --coordinator $CAPFLEET_HOST_ADDR:\(fleet.controlPort) --name vivid-host"
-                + " --device /dev/video0 --device /dev/video1 --device /dev/video2 --no-discover --synthetic 0"
-                + " --state-dir /tmp/agent --format 320x240:YUYV --fps 15 --log-level notice"
-                + " --enroll \(try fleet.enrollmentToken(name: "vivid-host"))"
+            let agent = try VividRig.agentCommand(share: share, fleet: fleet, name: "vivid-host", devices: ["/dev/video0", "/dev/video1", "/dev/video2"],
+                                                  options: "--format 320x240:YUYV --fps 15 --log-level notice")
             let guest = """
                 S=\(share)
                 for d in 0 1 2; do
@@ -30,15 +28,11 @@ extension IntegrationTests {
                 \(agent) >> $S/agent.log 2>&1 &
                 echo $! > /tmp/agent.pid
                 \(VividRig.commandLoop(share: share))
-                A=$(cat /tmp/agent.pid)
-                kill $A 2>/dev/null
-                for i in 1 2 3 4 5 6 7 8 9 10; do kill -0 $A 2>/dev/null || break; sleep 0.5; done
-                kill -9 $A $(cat /tmp/unplug.pid 2>/dev/null) 2>/dev/null
-                exit 0
+                \(VividRig.stopAgent(alsoKilling: "$(cat /tmp/unplug.pid 2>/dev/null)"))
                 """
             let rig = try VividRig(
                 share: share, vividParameters: "n_devs=3 node_types=0x1,0x1,0x1 num_inputs=1,1,1 input_types=0x0,0x2,0x0 ccs_cap_mode=-1,0x5,-1",
-                forwardPorts: [fleet.controlPort, fleet.ingestPort, fleet.clockPort, fleet.recordPort], guestScript: guest)
+                forwardPorts: VividRig.ports(of: fleet), guestScript: guest)
             defer { rig.stop() }
             func context() -> String {
                 "\n--- VM ---\n\(rig.log.suffix(3000))\n--- agent in the guest ---\n\(rig.file("agent.log")?.suffix(4000) ?? "none")"

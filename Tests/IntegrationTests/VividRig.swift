@@ -22,6 +22,29 @@ final class VividRig: @unchecked Sendable {
         return copy
     }
 
+    /// The guest's `capfleet agent` for the V4L2 `devices` only, enrolling with `fleet` as
+    /// `name`, with `options` (format, rate, log level) added.
+    static func agentCommand(share: String, fleet: FleetHarness, name: String, devices: [String], options: String) throws -> String {
+        "\(try guestBinary(share: share)) agent --coordinator $CAPFLEET_HOST_ADDR:\(fleet.controlPort) --name \(name)"
+            + devices.map { " --device \($0)" }.joined() + " --no-discover --synthetic 0 --state-dir /tmp/agent \(options)"
+            + " --enroll \(try fleet.enrollmentToken(name: name))"
+    }
+
+    /// The end of a guest script: stops the agent whose pid is in /tmp/agent.pid (and any
+    /// other pids named), politely first.
+    static func stopAgent(alsoKilling others: String = "") -> String {
+        """
+        A=$(cat /tmp/agent.pid)
+        kill $A 2>/dev/null
+        for i in 1 2 3 4 5 6 7 8 9 10; do kill -0 $A 2>/dev/null || break; sleep 0.5; done
+        kill -9 $A \(others) 2>/dev/null
+        exit 0
+        """
+    }
+
+    /// The fleet's ports the guest's agent reaches.
+    static func ports(of fleet: FleetHarness) -> [UInt16] { [fleet.controlPort, fleet.ingestPort, fleet.clockPort, fleet.recordPort] }
+
     /// Boots the guest: vivid with `vividParameters`, then the guest script `guestScript`
     /// (which must start the agent and serve commands; see `commandLoop`).
     init(share: String, vividParameters: String, forwardPorts: [UInt16], guestScript: String, timeoutSeconds: Int = 280) throws {

@@ -730,6 +730,9 @@ public nonisolated struct Capfleet_V1_DeviceEvent: Sendable {
 
   public var unixMs: Int64 = 0
 
+  /// with KIND_ZOOM_CHANGED: the factor the device holds from now on
+  public var zoomFactor: Double = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum Kind: SwiftProtobuf.Enum, Swift.CaseIterable {
@@ -744,6 +747,9 @@ public nonisolated struct Capfleet_V1_DeviceEvent: Sendable {
 
     /// an opt-in policy changed the device; message says what
     case policyActed // = 3
+
+    /// a format change cancelled a zoom ramp or clamped the factor; message says what
+    case zoomChanged // = 4
     case UNRECOGNIZED(Int)
 
     public init() {
@@ -756,6 +762,7 @@ public nonisolated struct Capfleet_V1_DeviceEvent: Sendable {
       case 1: self = .interrupted
       case 2: self = .resumed
       case 3: self = .policyActed
+      case 4: self = .zoomChanged
       default: self = .UNRECOGNIZED(rawValue)
       }
     }
@@ -766,6 +773,7 @@ public nonisolated struct Capfleet_V1_DeviceEvent: Sendable {
       case .interrupted: return 1
       case .resumed: return 2
       case .policyActed: return 3
+      case .zoomChanged: return 4
       case .UNRECOGNIZED(let i): return i
       }
     }
@@ -776,6 +784,7 @@ public nonisolated struct Capfleet_V1_DeviceEvent: Sendable {
       .interrupted,
       .resumed,
       .policyActed,
+      .zoomChanged,
     ]
 
   }
@@ -2152,7 +2161,7 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Capfleet_V1_DeviceEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceEvent"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{1}kind\0\u{1}interruption\0\u{1}message\0\u{3}unix_ms\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{1}kind\0\u{1}interruption\0\u{1}message\0\u{3}unix_ms\0\u{3}zoom_factor\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2165,6 +2174,7 @@ nonisolated extension Capfleet_V1_DeviceEvent: SwiftProtobuf.Message, SwiftProto
       case 3: try { try decoder.decodeSingularMessageField(value: &self._interruption) }()
       case 4: try { try decoder.decodeSingularStringField(value: &self.message) }()
       case 5: try { try decoder.decodeSingularInt64Field(value: &self.unixMs) }()
+      case 6: try { try decoder.decodeSingularDoubleField(value: &self.zoomFactor) }()
       default: break
       }
     }
@@ -2190,6 +2200,9 @@ nonisolated extension Capfleet_V1_DeviceEvent: SwiftProtobuf.Message, SwiftProto
     if self.unixMs != 0 {
       try visitor.visitSingularInt64Field(value: self.unixMs, fieldNumber: 5)
     }
+    if self.zoomFactor.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.zoomFactor, fieldNumber: 6)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2199,13 +2212,14 @@ nonisolated extension Capfleet_V1_DeviceEvent: SwiftProtobuf.Message, SwiftProto
     if lhs._interruption != rhs._interruption {return false}
     if lhs.message != rhs.message {return false}
     if lhs.unixMs != rhs.unixMs {return false}
+    if lhs.zoomFactor != rhs.zoomFactor {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
 }
 
 nonisolated extension Capfleet_V1_DeviceEvent.Kind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0KIND_UNSPECIFIED\0\u{1}KIND_INTERRUPTED\0\u{1}KIND_RESUMED\0\u{1}KIND_POLICY_ACTED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0KIND_UNSPECIFIED\0\u{1}KIND_INTERRUPTED\0\u{1}KIND_RESUMED\0\u{1}KIND_POLICY_ACTED\0\u{1}KIND_ZOOM_CHANGED\0")
 }
 
 nonisolated extension Capfleet_V1_Enroll: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {

@@ -57,8 +57,11 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
   /// a take started, stopped, or one of its devices was interrupted, resumed, ended or failed (recordings.md)
   case recording // = 17
 
+  /// a format change cancelled a device's zoom ramp or clamped its factor (device-events.md)
+  case zoomChanged // = 18
+
   /// a node registered from a new agent process: its devices' sequence numbers and drop counts start over (frames.md)
-  case agentRestarted // = 18
+  case agentRestarted // = 19
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -85,7 +88,8 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
     case 15: self = .consentChanged
     case 16: self = .clockStateChanged
     case 17: self = .recording
-    case 18: self = .agentRestarted
+    case 18: self = .zoomChanged
+    case 19: self = .agentRestarted
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -110,7 +114,8 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
     case .consentChanged: return 15
     case .clockStateChanged: return 16
     case .recording: return 17
-    case .agentRestarted: return 18
+    case .zoomChanged: return 18
+    case .agentRestarted: return 19
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -135,6 +140,7 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
     .consentChanged,
     .clockStateChanged,
     .recording,
+    .zoomChanged,
     .agentRestarted,
   ]
 
@@ -479,7 +485,7 @@ public nonisolated struct Capfleet_V1_FleetEvent: Sendable {
 fileprivate nonisolated let _protobuf_package = "capfleet.v1"
 
 nonisolated extension Capfleet_V1_EventKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}EVENT_KIND_NODE_ONLINE\0\u{1}EVENT_KIND_NODE_OFFLINE\0\u{1}EVENT_KIND_NODE_REGISTERED\0\u{1}EVENT_KIND_DEVICE_ADDED\0\u{1}EVENT_KIND_INPUT_REJECTED\0\u{1}EVENT_KIND_DEVICE_INTERRUPTED\0\u{1}EVENT_KIND_DEVICE_RESUMED\0\u{1}EVENT_KIND_POLICY_ACTED\0\u{1}EVENT_KIND_LEASE_RELEASED\0\u{1}EVENT_KIND_PRESSURE_LEVEL_CHANGED\0\u{1}EVENT_KIND_ALERT\0\u{1}EVENT_KIND_NODE_ENROLLED\0\u{1}EVENT_KIND_NODE_REVOKED\0\u{1}EVENT_KIND_ACCESS_DENIED\0\u{1}EVENT_KIND_CONSENT_CHANGED\0\u{1}EVENT_KIND_CLOCK_STATE_CHANGED\0\u{1}EVENT_KIND_RECORDING\0\u{1}EVENT_KIND_AGENT_RESTARTED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}EVENT_KIND_NODE_ONLINE\0\u{1}EVENT_KIND_NODE_OFFLINE\0\u{1}EVENT_KIND_NODE_REGISTERED\0\u{1}EVENT_KIND_DEVICE_ADDED\0\u{1}EVENT_KIND_INPUT_REJECTED\0\u{1}EVENT_KIND_DEVICE_INTERRUPTED\0\u{1}EVENT_KIND_DEVICE_RESUMED\0\u{1}EVENT_KIND_POLICY_ACTED\0\u{1}EVENT_KIND_LEASE_RELEASED\0\u{1}EVENT_KIND_PRESSURE_LEVEL_CHANGED\0\u{1}EVENT_KIND_ALERT\0\u{1}EVENT_KIND_NODE_ENROLLED\0\u{1}EVENT_KIND_NODE_REVOKED\0\u{1}EVENT_KIND_ACCESS_DENIED\0\u{1}EVENT_KIND_CONSENT_CHANGED\0\u{1}EVENT_KIND_CLOCK_STATE_CHANGED\0\u{1}EVENT_KIND_RECORDING\0\u{1}EVENT_KIND_ZOOM_CHANGED\0\u{1}EVENT_KIND_AGENT_RESTARTED\0")
 }
 
 nonisolated extension Capfleet_V1_AlertKind: SwiftProtobuf._ProtoNameProviding {
