@@ -124,9 +124,11 @@ public enum LocalAdministration {
         let devCoordinator = named + "/coordinator"
         if holdsFleet(devCoordinator) { return devCoordinator }
         if newFleet {
-            if files.fileExists(atPath: named), let entries = try? files.contentsOfDirectory(atPath: named), !entries.isEmpty,
-               !files.fileExists(atPath: named + "/keys") {
-                throw LocalAdministrationError("\(named) holds other files and no fleet: a new coordinator's data directory should be a folder of its own")
+            // A coordinator starting there meanwhile has made some of its own files already.
+            let coordinatorsOwn = ["keys", "fleet.sqlite", "coordinator-id", "coordinator.lock", "recordings", "backups"]
+            let entries = (try? files.contentsOfDirectory(atPath: named)) ?? []
+            if let stranger = entries.first(where: { entry in !coordinatorsOwn.contains { entry.hasPrefix($0) } }) {
+                throw LocalAdministrationError("\(named) holds \(stranger) and no fleet: a new coordinator's data directory should be a folder of its own")
             }
             return named
         }
