@@ -7,6 +7,8 @@ public struct ExportedTake: Sendable {
     public var take: String
     public var files: [String]
     public var bytes: UInt64
+    /// Segments still being written when the export began ("DEVICE #N"): not exported.
+    public var stillOpen: [String] = []
 }
 
 extension OperatorSession {
@@ -46,7 +48,8 @@ extension OperatorSession {
             written.append(path)
         }
         progress(.finished)
-        return ExportedTake(take: take, files: written, bytes: done)
+        let open = info.segments.filter { $0.state == "open" }.map { "\($0.deviceID) #\($0.number)" }
+        return ExportedTake(take: take, files: written, bytes: done, stillOpen: open)
     }
 
     /// The take as the index has it once every finished segment has its SHA-256 there (counted

@@ -143,9 +143,14 @@ struct RecordingsCommand: ParsableCommand {
             let exported = try coordinator.session().exportTake(take, to: to, checksumPolls: Int(max(0, min(wait, 3600)) * 4),
                                                                 progress: progress.follow)
             if json {
-                print(FleetTables.json(["take": take, "files": exported.files.joined(separator: "\n"), "bytes": String(exported.bytes)]))
+                print(FleetTables.json(["take": take, "files": exported.files.joined(separator: "\n"), "bytes": String(exported.bytes),
+                                        "still_open": exported.stillOpen.joined(separator: "\n")]))
             } else {
                 print("exported \(exported.files.count) file(s), \(RecordingViews.bytes(exported.bytes)), to \(to); every SHA-256 matches the index")
+                if !exported.stillOpen.isEmpty {
+                    // Said, never left out silently: the take is not whole on this disk yet.
+                    print("not exported, still being written: \(exported.stillOpen.joined(separator: ", ")); export again once `capfleet recordings show \(take)` says stopped")
+                }
             }
         }
     }
