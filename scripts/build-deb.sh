@@ -32,7 +32,7 @@ install -D -m 0644 deploy/coordinator.conf "$stage/etc/capfleet/coordinator.conf
 install -D -m 0644 deploy/agent.conf "$stage/etc/capfleet/agent.conf"
 install -D -m 0644 deploy/debian/copyright "$stage/usr/share/doc/capfleet/copyright"
 install -D -m 0644 README.md "$stage/usr/share/doc/capfleet/README.md"
-printf 'capfleet (%s) unstable; urgency=medium\n\n  * Release %s.\n\n -- CaptureFleet developers <packaging@capturefleet.invalid>  %s\n' \
+printf 'capfleet (%s) unstable; urgency=medium\n\n  * Release %s.\n\n -- CaptureFleet maintainers <maintainers@capturefleet.org>  %s\n' \
     "$version" "$version" "$(date -R)" | gzip -9n >"$stage/usr/share/doc/capfleet/changelog.gz"
 chmod 0644 "$stage/usr/share/doc/capfleet/changelog.gz"
 
