@@ -79,18 +79,20 @@ def usage(argument):
         text = ", ".join("\\fB" + roff(name_text(n)) + "\\fR" for n in argument.get("names") or [])
         if argument["kind"] == "option":
             text += " " + value
-    return text + (" ..." if argument.get("isRepeating") else "")
+    return text + (" ...\\&" if argument.get("isRepeating") else "")
 
 
 def synopsis_word(argument):
     if argument["kind"] == "positional":
         word = "\\fI<" + roff(argument.get("valueName") or "value") + ">\\fR"
     else:
-        word = "\\fB" + roff(name_text(argument["preferredName"])) + "\\fR"
+        # A paired flag's names both: [--discover|--no-discover].
+        names = argument["names"] if argument.get("paired") else [argument["preferredName"]]
+        word = "|".join("\\fB" + roff(name_text(n)) + "\\fR" for n in names)
         if argument["kind"] == "option":
             word += " \\fI<" + roff(argument.get("valueName") or "value") + ">\\fR"
     if argument.get("isRepeating"):
-        word += " ..."
+        word += " ...\\&"
     return "[" + word + "]" if argument.get("isOptional") else word
 
 
@@ -104,6 +106,19 @@ def described(argument):
     if argument.get("discussion"):
         lines += prose(argument["discussion"])
     return lines
+
+
+def paired_flags(arguments):
+    """An inversion (--discover and --no-discover, one help text) as one entry with both names."""
+    merged = []
+    for argument in arguments:
+        previous = merged[-1] if merged else None
+        if (previous and argument["kind"] == previous["kind"] == "flag" and argument.get("abstract") == previous.get("abstract")
+                and argument["preferredName"]["name"] == "no-" + previous["preferredName"]["name"]):
+            merged[-1] = dict(previous, names=previous["names"] + argument["names"], paired=True)
+        else:
+            merged.append(argument)
+    return merged
 
 
 def page_name(path):
@@ -135,12 +150,12 @@ def page(path, command, version, date, parent):
         "\\fB" + roff(" ".join(path)) + "\\fR" + (" \\fI<subcommand>\\fR" if children and not command.get("defaultSubcommand") else
                                                  " [\\fI<subcommand>\\fR]" if children else ""),
     ]
-    lines += [synopsis_word(a) for a in arguments if a["kind"] != "flag" or a["preferredName"]["name"] not in ("help",)]
+    positional = [a for a in arguments if a["kind"] == "positional"]
+    named = paired_flags([a for a in arguments if a["kind"] != "positional"])
+    lines += [synopsis_word(a) for a in paired_flags(arguments) if a["kind"] != "flag" or a["preferredName"]["name"] != "help"]
     lines += [".SH DESCRIPTION", roff(abstract)]
     if command.get("discussion"):
         lines += prose(command["discussion"])
-    positional = [a for a in arguments if a["kind"] == "positional"]
-    named = [a for a in arguments if a["kind"] != "positional"]
     for title, group in (("ARGUMENTS", positional), ("OPTIONS", named)):
         if group:
             lines.append(".SH " + title)

@@ -50,7 +50,9 @@ struct NodesCommand: ParsableCommand {
         subcommands: [List.self, Forget.self, Revoke.self], defaultSubcommand: List.self)
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List every node the coordinator knows, online or not.")
+        // Named, not derived from the type: the help dump (and so the manual page) names a
+        // default subcommand only by its configured name.
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List every node the coordinator knows, online or not.")
         @OptionGroup var coordinator: CoordinatorOptions
         @Flag(help: "Print JSON.") var json = false
 

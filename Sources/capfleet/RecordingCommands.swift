@@ -104,7 +104,9 @@ struct RecordingsCommand: ParsableCommand {
         subcommands: [List.self, Show.self, Export.self, Verify.self, Delete.self], defaultSubcommand: List.self)
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Every take, newest first.")
+        // Named, not derived from the type: the help dump (and so the manual page) names a
+        // default subcommand only by its configured name.
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "Every take, newest first.")
         @OptionGroup var coordinator: CoordinatorOptions
         @Flag(help: "Print JSON.") var json = false
 

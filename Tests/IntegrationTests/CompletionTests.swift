@@ -28,12 +28,18 @@ extension IntegrationTests {
             Set(output.split(separator: "\n").map(String.init))
         }
 
-        @Test func deviceAndNodeArguments_offerTheIDsTheCoordinatorKnows() async throws {
+        /// A coordinator and one agent with `cameras` synthetic cameras, once all are listed, and
+        /// their device ids.
+        static func fleet(cameras: Int) async throws -> (FleetHarness, devices: Set<String>) {
             let fleet = try FleetHarness()
             try fleet.startCoordinator()
-            try fleet.startAgent("completed", synthetic: 2)
-            try await fleet.waitUntil("the agent's two cameras are listed", seconds: 20) { try fleet.json(["devices"]).count == 2 }
-            let devices = Set(try fleet.json(["devices"]).compactMap { $0["device_id"] as? String })
+            try fleet.startAgent("completed", synthetic: cameras)
+            try await fleet.waitUntil("the agent's cameras are listed", seconds: 20) { try fleet.json(["devices"]).count == cameras }
+            return (fleet, Set(try fleet.json(["devices"]).compactMap { $0["device_id"] as? String }))
+        }
+
+        @Test func deviceAndNodeArguments_offerTheIDsTheCoordinatorKnows() async throws {
+            let (fleet, devices) = try await Self.fleet(cameras: 2)
             let nodes = try fleet.onlineNodeIDs()
             let bare = try Self.bareEnvironment(fleet)
             // A viewer's credential is enough to list; given on the line as the command itself would take it.
@@ -60,11 +66,7 @@ extension IntegrationTests {
 
         /// Through the bash script the binary generates, as bash runs it on a TAB.
         @Test func theBashScript_offersTheDeviceIDs() async throws {
-            let fleet = try FleetHarness()
-            try fleet.startCoordinator()
-            try fleet.startAgent("bashed", synthetic: 1)
-            try await fleet.waitUntil("the agent's camera is listed", seconds: 20) { try fleet.json(["devices"]).count == 1 }
-            let devices = Set(try fleet.json(["devices"]).compactMap { $0["device_id"] as? String })
+            let (fleet, devices) = try await Self.fleet(cameras: 1)
             let script = try fleet.run(["--generate-completion-script", "bash"])
             #expect(script.status == 0)
             let scriptPath = fleet.directory + "/capfleet.bash"
