@@ -31,7 +31,8 @@ for shell in bash zsh fish; do
         fish) file=$share/fish/vendor_completions.d/capfleet.fish ;;
     esac
     mkdir -p "$(dirname "$file")"
-    "$binary" --generate-completion-script "$shell" >"$file"
+    # Sourced, never run: no #! line (Debian's bash-completion-with-hashbang).
+    "$binary" --generate-completion-script "$shell" | sed '1{/^#!/d}' >"$file"
     chmod 0644 "$file"
     echo "completion $file"
 done
