@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs CaptureFleet on a Debian host without the package (which is the simpler way:
 # scripts/build-deb.sh, then `apt install ./capfleet_*.deb`). Puts the binary in
-# PREFIX/bin, the systemd units in /etc/systemd/system (pointing at that binary), the annotated
+# PREFIX/bin, its manual pages in PREFIX/share/man and its bash, zsh and fish completions under
+# PREFIX/share, the systemd units in /etc/systemd/system (pointing at that binary), the annotated
 # settings in /etc/capfleet (never over ones already there), and adds the capfleet system user.
 #
 #   deploy/install.sh [--binary PATH] [--prefix DIR] [--root DIR] [--enable coordinator|agent]...
@@ -37,6 +38,7 @@ fi
 
 install -D -m 0755 "$binary" "$root$prefix/bin/capfleet"
 echo "binary    $root$prefix/bin/capfleet ($("$binary" --version))"
+scripts/install-manual-and-completions.sh "$binary" "$root" "$prefix"
 for unit in capfleet-coordinator capfleet-agent; do
     mkdir -p "$root/etc/systemd/system"
     sed "s#/usr/bin/capfleet#$prefix/bin/capfleet#g" "deploy/systemd/$unit.service" >"$root/etc/systemd/system/$unit.service"

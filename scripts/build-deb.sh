@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the Debian package from a release binary: capfleet_VERSION_ARCH.deb with the binary,
-# the systemd units (deploy/systemd), the annotated settings as conffiles (deploy/*.conf) and
-# the maintainer scripts that add the capfleet system user (deploy/debian). Only `capfleet`:
+# its manual pages and bash, zsh and fish completions (made by the binary), the systemd units
+# (deploy/systemd), the annotated settings as conffiles (deploy/*.conf) and the maintainer
+# scripts that add the capfleet system user (deploy/debian). Only `capfleet`:
 # the benchmarks (capfleet-bench) and the test bed (capfleet-relay, deploy/netns-fleet.sh,
 # which needs the relay) stay in the source tree.
 #
@@ -32,7 +33,11 @@ install -D -m 0644 deploy/coordinator.conf "$stage/etc/capfleet/coordinator.conf
 install -D -m 0644 deploy/agent.conf "$stage/etc/capfleet/agent.conf"
 install -D -m 0644 deploy/debian/copyright "$stage/usr/share/doc/capfleet/copyright"
 install -D -m 0644 README.md "$stage/usr/share/doc/capfleet/README.md"
-printf 'capfleet (%s) unstable; urgency=medium\n\n  * Release %s.\n\n -- CaptureFleet developers <packaging@capturefleet.invalid>  %s\n' \
+# capfleet(1) and a page per subcommand, and the bash, zsh and fish completions, from the binary.
+# Dated by the last commit, so that the same source builds the same pages.
+export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
+scripts/install-manual-and-completions.sh "$stage/usr/bin/capfleet" "$stage" /usr >/dev/null
+printf 'capfleet (%s) unstable; urgency=medium\n\n  * Release %s.\n\n -- CaptureFleet maintainers <maintainers@capturefleet.org>  %s\n' \
     "$version" "$version" "$(date -R)" | gzip -9n >"$stage/usr/share/doc/capfleet/changelog.gz"
 chmod 0644 "$stage/usr/share/doc/capfleet/changelog.gz"
 

@@ -4,7 +4,8 @@
 # protoc for the wire contract, iproute2 for multi-host tests, and Python's pyzmq + protobuf for the example telemetry subscriber, prometheus_client and curl
 # for the metrics tests, djpeg to check the black JPEG frames sent without consent, and the QEMU rig that
 # runs the kernel's vivid virtual camera for the V4L2 tests (Tests/vm); dpkg-dev, lintian,
-# systemd-analyze and PyYAML for the deployment checks (scripts/check-deploy.sh). Needs a Swift 6 toolchain
+# systemd-analyze and PyYAML for the deployment checks (scripts/check-deploy.sh), with man-db and
+# groff to render the manual pages and zsh and fish to parse the completions. Needs a Swift 6 toolchain
 # on PATH (swift.org; Debian does not package one).
 set -euo pipefail
 
@@ -13,7 +14,7 @@ as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 packages=(libzmq3-dev libv4l-dev libsqlite3-dev protobuf-compiler iproute2 python3-zmq python3-protobuf python3-prometheus-client python3-matplotlib curl jq pkg-config libjpeg-turbo-progs
           libavformat-dev libavcodec-dev libavutil-dev ffmpeg libssl-dev
           v4l-utils qemu-system-x86 busybox-static kmod cpio socat xz-utils zstd
-          dpkg-dev lintian systemd python3-yaml)
+          dpkg-dev lintian systemd python3-yaml man-db groff-base zsh fish)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

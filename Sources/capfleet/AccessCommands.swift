@@ -14,8 +14,8 @@ struct EnrollCommand: AsyncParsableCommand {
         commandName: "enroll",
         abstract: "Make a one-time token that lets one agent join the fleet (admin).",
         discussion: """
-            Give the token to the agent once: `capfleet agent --coordinator HOST --enroll TOKEN`. It carries the
-            coordinator's public key, so the agent knows it is talking to this coordinator. It works once and expires.
+            Give the token to the agent once: `capfleet agent --coordinator HOST --enroll TOKEN`. It carries the \
+            coordinator's public key, so the agent knows it is talking to this coordinator. It works once and expires. \
             With --data, the token is made on the coordinator's host from its data directory, without an admin key.
             """)
     @OptionGroup var coordinator: CoordinatorOptions
@@ -57,7 +57,7 @@ extension NodesCommand {
         static let configuration = CommandConfiguration(
             abstract: "Cut a node off at once: its connections are closed and its key is refused from now on (admin, audited).")
         @OptionGroup var coordinator: CoordinatorOptions
-        @Argument(help: "The node id or name, as `capfleet nodes` shows it.") var node: String
+        @Argument(help: "The node id or name, as `capfleet nodes` shows it.", completion: FleetCompletion.nodeIDs) var node: String
         @Option(help: "Why, for the audit log.") var reason: String = ""
 
         func run() throws {
@@ -94,9 +94,9 @@ struct OperatorCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Give someone a key with a role: viewer (look), operator (also steer devices and record), admin (also enroll, revoke, manage operators).",
             discussion: """
-                Without --key a key pair is made here and written, with the coordinator's public key, to a credential
-                file (--out) for that person: keep it secret, hand it over privately. With --key, the person made their
-                own key pair and only the public key is recorded.
+                Without --key a key pair is made here and written, with the coordinator's public key, to a credential \
+                file (--out) for that person: keep it secret, hand it over privately. With --key, the person made their \
+                own key pair and only the public key is recorded. \
                 On the coordinator's host, --data DATA_DIR works without an admin key: that is how the first admin is made.
                 """)
         @OptionGroup var coordinator: CoordinatorOptions

@@ -12,10 +12,10 @@ struct BackupCommand: ParsableCommand {
         commandName: "backup",
         abstract: "Copy the running coordinator's fleet database to a file (admin); restore it with `capfleet restore`.",
         discussion: """
-            The copy is consistent (SQLite's online backup) and taken while the coordinator runs: takes in progress,
-            nodes and consent go on. It holds the whole fleet state: nodes and their keys' public halves, devices,
-            consent, operators, the recordings index and the audit log. Not in it: the coordinator's own key pair
-            (DATA/keys, copy it once, it never changes) and the recordings' files (DATA/recordings, or
+            The copy is consistent (SQLite's online backup) and taken while the coordinator runs: takes in progress, \
+            nodes and consent go on. It holds the whole fleet state: nodes and their keys' public halves, devices, \
+            consent, operators, the recordings index and the audit log. Not in it: the coordinator's own key pair \
+            (DATA/keys, copy it once, it never changes) and the recordings' files (DATA/recordings, or \
             recordings_dir).
             """)
     @OptionGroup var coordinator: CoordinatorOptions
@@ -43,8 +43,8 @@ struct RestoreCommand: ParsableCommand {
         commandName: "restore",
         abstract: "Put a backup from `capfleet backup` in place as a coordinator's fleet database (the coordinator stopped).",
         discussion: """
-            Checks the backup first (SQLite's integrity check, a CaptureFleet database, a schema this binary knows).
-            Then start the coordinator with the same --data. For the agents to trust it, DATA/keys must hold the
+            Checks the backup first (SQLite's integrity check, a CaptureFleet database, a schema this binary knows). \
+            Then start the coordinator with the same --data. For the agents to trust it, DATA/keys must hold the \
             coordinator's original key pair; for takes to play, the recordings' files must be where the index says.
             """)
     @Argument(help: "The backup file.") var backup: String

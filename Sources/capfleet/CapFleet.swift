@@ -9,8 +9,27 @@ struct CapFleet: AsyncParsableCommand {
         commandName: "capfleet",
         abstract: "CaptureFleet: run and steer a fleet of cameras across many hosts.",
         discussion: """
-            Start everything on this machine with `capfleet dev`, then look at the fleet from another
+            Start everything on this machine with `capfleet dev`, then look at the fleet from another \
             terminal with `capfleet nodes`, `capfleet devices` and `capfleet watch`.
+
+            A fleet is one coordinator (`capfleet coordinator`; the unit capfleet-coordinator) and an \
+            agent on every camera host (`capfleet agent`; the unit capfleet-agent), which joins once with \
+            a token from `capfleet enroll`. Every other command is an operator's: it asks the \
+            coordinator's operator endpoint, as the holder of an operator credential that an admin made \
+            with `capfleet operator add`, and the credential's role (viewer, operator, admin) decides \
+            what it may do. Each command has a manual page of its own, e.g. `man capfleet-record-start`.
+
+            Environment:
+              CAPFLEET_COORDINATOR   the coordinator's HOST[:PORT]
+              CAPFLEET_CREDENTIAL    the operator credential file
+              CAPFLEET_LOG_LEVEL     the daemons' log level (default info)
+              CAPFLEET_<KEY>         any setting of coordinator.conf or agent.conf
+
+            Files:
+              ~/.config/capfleet/credential  the operator credential used by default
+              /etc/capfleet/*.conf           the packaged daemons' settings
+              /var/lib/capfleet              the packaged coordinator's data
+              /var/lib/capfleet-agent        the packaged agent's identity and key
             """,
         version: "\(WireDefaults.release) (protocol \(WireDefaults.protocolMajor.rawValue).\(WireDefaults.protocolMinor))",
         subcommands: [

@@ -9,7 +9,7 @@ struct SyncCheckCommand: ParsableCommand {
         commandName: "sync-check",
         abstract: "Each device's first frame captured at or after a fleet time, and the spread of their capture times.")
     @OptionGroup var coordinator: CoordinatorOptions
-    @Argument(help: "The devices to compare.") var devices: [String]
+    @Argument(help: "The devices to compare.", completion: FleetCompletion.deviceIDs) var devices: [String]
     @Option(help: "When: +1.5s (from now, the default +1s), a fleet time in nanoseconds since the epoch, or an ISO 8601 date.")
     var at: String?
     @Flag(help: "Print JSON.") var json = false
@@ -51,7 +51,7 @@ struct AlignCommand: ParsableCommand {
         commandName: "align",
         abstract: "Steer devices' captures onto the shared fleet-time grid (devices that time their own frames), or stop.")
     @OptionGroup var coordinator: CoordinatorOptions
-    @Argument(help: "The devices.") var devices: [String]
+    @Argument(help: "The devices.", completion: FleetCompletion.deviceIDs) var devices: [String]
     @Flag(help: "Stop aligning.") var off = false
 
     func run() throws {

@@ -19,7 +19,7 @@ struct FormatCommand: ParsableCommand {
         abstract: "Set a device's active format: an entry of its list (--index), or the best match for a size, pixel format and rate.",
         discussion: "See the list with `capfleet formats DEVICE`. A request the device cannot meet is refused with what it supports.")
     @OptionGroup var coordinator: CoordinatorOptions
-    @Argument(help: "The device id.") var device: String
+    @Argument(help: "The device id.", completion: FleetCompletion.deviceIDs) var device: String
     @Option(help: "Index in the device's format list.") var index: Int?
     @Option(help: "WIDTHxHEIGHT to match.") var size: String?
     @Option(help: "FourCC to match, e.g. NV12.") var pixelFormat: String?
@@ -67,8 +67,8 @@ struct PresetCommand: ParsableCommand {
         commandName: "preset",
         abstract: "Set a device's format by session preset: \(FormatPreset.allCases.map(\.rawValue).joined(separator: ", ")).")
     @OptionGroup var coordinator: CoordinatorOptions
-    @Argument(help: "The device id.") var device: String
-    @Argument(help: "The preset.") var preset: String
+    @Argument(help: "The device id.", completion: FleetCompletion.deviceIDs) var device: String
+    @Argument(help: "The preset.", completion: .list(FormatPreset.allCases.map(\.rawValue))) var preset: String
     @Flag(help: "Print JSON.") var json = false
 
     func run() throws {
@@ -80,11 +80,11 @@ struct FrameRateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "frame-rate", abstract: "Set a device's frame rate within its active format's ranges, or `default`.",
         discussion: """
-            The rate is the device's minimum frame duration; --min sets the maximum frame duration, the
+            The rate is the device's minimum frame duration; --min sets the maximum frame duration, the \
             rate it may slow down to (for exposure in low light) where the device allows it.
             """)
     @OptionGroup var coordinator: CoordinatorOptions
-    @Argument(help: "The device id.") var device: String
+    @Argument(help: "The device id.", completion: FleetCompletion.deviceIDs) var device: String
     @Argument(help: "Frames per second, or `default` for the format's default.") var rate: String
     @Option(help: "The lowest rate the device may slow down to (default: the rate itself).") var min: Double?
     @Flag(help: "Print JSON.") var json = false
@@ -112,7 +112,7 @@ struct ZoomDeviceCommand: ParsableCommand {
         commandName: "zoom",
         abstract: "Zoom a device: jump to a factor, ramp to it (--ramp RATE, powers of two per second), or --cancel a ramp.")
     @OptionGroup var coordinator: CoordinatorOptions
-    @Argument(help: "The device id.") var device: String
+    @Argument(help: "The device id.", completion: FleetCompletion.deviceIDs) var device: String
     @Argument(help: "Zoom factor, 1 up to the active format's maximum.") var factor: Double?
     @Option(help: "Ramp at this many powers of two per second (1 doubles the factor every second).") var ramp: Double?
     @Flag(help: "Cancel a ramp in progress; it eases out.") var cancel = false
@@ -162,7 +162,7 @@ struct LockCommand: ParsableCommand {
         abstract: "Take (or renew) the exclusive configuration lease on a device; changes need it.",
         discussion: "The lease expires by itself; `capfleet devices` shows who holds which device.")
     @OptionGroup var coordinator: CoordinatorOptions
-    @Argument(help: "The device id.") var device: String
+    @Argument(help: "The device id.", completion: FleetCompletion.deviceIDs) var device: String
     @Option(name: .customLong("for"), help: "Seconds the lease lasts (default 300, at most 86400).") var seconds: UInt32 = 300
     @Flag(help: "Hold the lease while this command runs: it is released when the command ends, is killed, or loses the coordinator for 10 s.")
     var hold = false
@@ -228,7 +228,7 @@ struct FocusCommand: ParsableCommand {
         abstract: "Focus a device: mode (locked, auto, continuous), lens position, point of interest, range, smooth focus.",
         discussion: "A device that cannot do what is asked refuses it, listing what its focus offers (`capfleet device DEVICE`).")
     @OptionGroup var coordinator: CoordinatorOptions
-    @Argument(help: "The device id.") var device: String
+    @Argument(help: "The device id.", completion: FleetCompletion.deviceIDs) var device: String
     @Option(help: "locked, auto (focus once, then lock) or continuous.") var mode: String?
     @Option(help: "Lens position, 0 (nearest) to 1 (furthest); locks focus there.") var lens: Double?
     @Option(help: "Point of interest X,Y, each 0 to 1 from the top-left corner.") var point: String?
@@ -280,14 +280,19 @@ struct PolicyCommand: ParsableCommand {
         abstract: "Set a device's opt-in policies: drop recovery, and a frame-rate cap while its host is under pressure.",
         discussion: """
             Off by default: nothing throttles unless an operator says so.
-              capfleet policy DEV --drop-recovery on [--min-fps 10]    lower the rate step by step while late drops persist
-              capfleet policy DEV --on-pressure serious --frame-rate 15 at serious pressure or above, run at most 15 fps
-              capfleet policy DEV --on-pressure off                     lift the pressure cap
-            Every step, cap and restore is published as a policy_acted event and audited. Policies are stored
+
+            Lower the rate step by step while late drops persist:
+              capfleet policy DEV --drop-recovery on [--min-fps 10]
+            At serious pressure or above, run at most 15 fps:
+              capfleet policy DEV --on-pressure serious --frame-rate 15
+            Lift the pressure cap:
+              capfleet policy DEV --on-pressure off
+
+            Every step, cap and restore is published as a policy_acted event and audited. Policies are stored \
             and pushed again when the node registers. Needs the device's configuration lease.
             """)
     @OptionGroup var coordinator: CoordinatorOptions
-    @Argument(help: "The device id.") var device: String
+    @Argument(help: "The device id.", completion: FleetCompletion.deviceIDs) var device: String
     @Option(help: "Drop recovery: on or off.") var dropRecovery: String?
     @Option(help: "Never below this rate (default 5).") var minFps: Double?
     @Option(help: "Late drops above this share of frames in a second count as persisting (default 0.05).") var lateShare: Double?
@@ -349,7 +354,7 @@ struct PolicyCommand: ParsableCommand {
 struct UnlockCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "unlock", abstract: "Give back a device's configuration lease.")
     @OptionGroup var coordinator: CoordinatorOptions
-    @Argument(help: "The device id.") var device: String
+    @Argument(help: "The device id.", completion: FleetCompletion.deviceIDs) var device: String
     @Flag(help: "Print JSON.") var json = false
 
     func run() throws {

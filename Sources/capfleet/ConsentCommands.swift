@@ -9,15 +9,15 @@ struct ConsentCommand: ParsableCommand {
         commandName: "consent",
         abstract: "Whose camera may stream: grant, deny, revoke or restrict a device's consent, and see its history.",
         discussion: """
-            A device sends real frames only while its consent is authorized; otherwise its stream carries black frames
-            of the same size and format. Every change is kept with who, when and why (--reason is required).
+            A device sends real frames only while its consent is authorized; otherwise its stream carries black frames \
+            of the same size and format. Every change is kept with who, when and why (--reason is required). \
             Restricting (a site policy forbids the device) and lifting a restriction need the admin role.
             """,
         subcommands: [Grant.self, Deny.self, Revoke.self, Restrict.self, History.self])
 
     struct Change: ParsableArguments {
         @OptionGroup var coordinator: CoordinatorOptions
-        @Argument(help: "The device id.") var device: String
+        @Argument(help: "The device id.", completion: FleetCompletion.deviceIDs) var device: String
         @Option(help: "Why: kept in the device's consent history.") var reason: String
         @Flag(help: "Print JSON.") var json = false
 
@@ -71,7 +71,7 @@ struct ConsentCommand: ParsableCommand {
     struct History: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Every change of the device's consent, oldest first.")
         @OptionGroup var coordinator: CoordinatorOptions
-        @Argument(help: "The device id.") var device: String
+        @Argument(help: "The device id.", completion: FleetCompletion.deviceIDs) var device: String
         @Flag(help: "Print JSON.") var json = false
 
         func run() throws {

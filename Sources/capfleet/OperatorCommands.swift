@@ -50,7 +50,9 @@ struct NodesCommand: ParsableCommand {
         subcommands: [List.self, Forget.self, Revoke.self], defaultSubcommand: List.self)
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List every node the coordinator knows, online or not.")
+        // Named, not derived from the type: the help dump (and so the manual page) names a
+        // default subcommand only by its configured name.
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List every node the coordinator knows, online or not.")
         @OptionGroup var coordinator: CoordinatorOptions
         @Flag(help: "Print JSON.") var json = false
 
@@ -63,7 +65,7 @@ struct NodesCommand: ParsableCommand {
     struct Forget: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Remove an offline node and its devices from the coordinator (audited).")
         @OptionGroup var coordinator: CoordinatorOptions
-        @Argument(help: "The node id, as `capfleet nodes` shows it.") var node: String
+        @Argument(help: "The node id, as `capfleet nodes` shows it.", completion: FleetCompletion.nodeIDs) var node: String
 
         func run() throws {
             _ = try coordinator.call(.forgetNode(.with { $0.nodeID = node }))
@@ -88,7 +90,7 @@ struct ClockCommand: ParsableCommand {
 struct DevicesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "devices", abstract: "List every camera of the fleet.")
     @OptionGroup var coordinator: CoordinatorOptions
-    @Option(help: "Only the devices of this node.") var node: String?
+    @Option(help: "Only the devices of this node.", completion: FleetCompletion.nodeIDs) var node: String?
     @Flag(help: "Print JSON, with each device's full format list.") var json = false
 
     func run() throws {
@@ -111,7 +113,7 @@ struct DeviceCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "device", abstract: "Show one device in full: state, controls, crop and focus capabilities, interruption.")
     @OptionGroup var coordinator: CoordinatorOptions
-    @Argument(help: "The device id.") var device: String
+    @Argument(help: "The device id.", completion: FleetCompletion.deviceIDs) var device: String
     @Flag(help: "Print JSON.") var json = false
 
     func run() throws {
@@ -125,7 +127,7 @@ struct DeviceCommand: ParsableCommand {
 struct FormatsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "formats", abstract: "Show every format a device supports.")
     @OptionGroup var coordinator: CoordinatorOptions
-    @Argument(help: "The device id, as `capfleet devices` shows it.") var device: String
+    @Argument(help: "The device id, as `capfleet devices` shows it.", completion: FleetCompletion.deviceIDs) var device: String
     @Flag(help: "Print JSON.") var json = false
 
     func run() throws {
@@ -196,7 +198,7 @@ struct SnapshotCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "snapshot", abstract: "Fetch the next frame of a device from the coordinator (raw pixels).")
     @OptionGroup var coordinator: CoordinatorOptions
-    @Argument(help: "The device id.") var device: String
+    @Argument(help: "The device id.", completion: FleetCompletion.deviceIDs) var device: String
     @Option(name: .shortAndLong, help: "Write the raw pixels to this file.") var output: String?
     @Flag(help: "Print JSON.") var json = false
 

@@ -13,7 +13,7 @@ struct RecordCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Record devices from one fleet-time instant: each starts with its first frame captured at or after it.")
         @OptionGroup var coordinator: CoordinatorOptions
-        @Argument(help: "The devices to record.") var devices: [String]
+        @Argument(help: "The devices to record.", completion: FleetCompletion.deviceIDs) var devices: [String]
         @Option(help: "The take's name (default: its id).") var name: String?
         @Option(help: "When: +1.5s from now (default: the coordinator's lead time, 1 s), fleet nanoseconds, or an ISO 8601 date.")
         var at: String?
@@ -42,7 +42,7 @@ struct RecordCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "End a take: frames captured at or after the stop instant are not its. Waits until every device's part is stored, each segment closed and its SHA-256 in the index.")
         @OptionGroup var coordinator: CoordinatorOptions
-        @Argument(help: "The take.") var take: String
+        @Argument(help: "The take.", completion: FleetCompletion.takeIDs) var take: String
         @Option(help: "When: now (default), +2s from now, fleet nanoseconds, or an ISO 8601 date.") var at: String?
         @Option(help: "Seconds to wait for the devices' parts to be stored and checksummed.") var wait: Double = 10
         @Flag(help: "Print JSON.") var json = false
@@ -75,9 +75,9 @@ extension RecordCommand {
         static let configuration = CommandConfiguration(
             abstract: "Add your own timed metadata to a take (a location, a slate, a marker): one JSON object, in the index and in the files.")
         @OptionGroup var coordinator: CoordinatorOptions
-        @Argument(help: "The take.") var take: String
+        @Argument(help: "The take.", completion: FleetCompletion.takeIDs) var take: String
         @Argument(help: "One JSON object, e.g. '{\"location\":\"stage 2\"}'; \"kind\" defaults to \"note\".") var json: String
-        @Option(help: "Only this device's files (default: every device of the take).") var device: String?
+        @Option(help: "Only this device's files (default: every device of the take).", completion: FleetCompletion.deviceIDs) var device: String?
         @Option(help: "When: now (default), fleet nanoseconds, or an ISO 8601 date.") var at: String?
 
         func run() throws {
@@ -104,7 +104,9 @@ struct RecordingsCommand: ParsableCommand {
         subcommands: [List.self, Show.self, Export.self, Verify.self, Delete.self], defaultSubcommand: List.self)
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Every take, newest first.")
+        // Named, not derived from the type: the help dump (and so the manual page) names a
+        // default subcommand only by its configured name.
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "Every take, newest first.")
         @OptionGroup var coordinator: CoordinatorOptions
         @Flag(help: "Print JSON.") var json = false
 
@@ -118,7 +120,7 @@ struct RecordingsCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "A take per device: format, first and last fleet times, frames, bytes, drops by reason, segments; and its events.")
         @OptionGroup var coordinator: CoordinatorOptions
-        @Argument(help: "The take.") var take: String
+        @Argument(help: "The take.", completion: FleetCompletion.takeIDs) var take: String
         @Flag(help: "Print JSON.") var json = false
 
         func run() throws {
@@ -133,7 +135,7 @@ struct RecordingsCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Copy a take's files into a directory (DIR/DEVICE/DEVICE-NNNN.mkv), checking each against its SHA-256.")
         @OptionGroup var coordinator: CoordinatorOptions
-        @Argument(help: "The take.") var take: String
+        @Argument(help: "The take.", completion: FleetCompletion.takeIDs) var take: String
         @Option(help: "Where to put the files.") var to: String
         @Option(help: "Seconds to wait for checksums the coordinator is still computing (segments just finished).") var wait: Double = 60
         @Flag(help: "Print a JSON summary.") var json = false
@@ -159,7 +161,7 @@ struct RecordingsCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Check a take: every frame accounted for, and each file's size, SHA-256, frame count, timestamps and sequences against the index.")
         @OptionGroup var coordinator: CoordinatorOptions
-        @Argument(help: "The take.") var take: String
+        @Argument(help: "The take.", completion: FleetCompletion.takeIDs) var take: String
         @Flag(help: "Print JSON.") var json = false
 
         struct Result: Encodable {
@@ -206,7 +208,7 @@ struct RecordingsCommand: ParsableCommand {
     struct Delete: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Delete a stopped take: its files and its index entries.")
         @OptionGroup var coordinator: CoordinatorOptions
-        @Argument(help: "The take.") var take: String
+        @Argument(help: "The take.", completion: FleetCompletion.takeIDs) var take: String
 
         func run() throws {
             _ = try coordinator.call(.deleteRecording(.with { $0.takeID = take }), timeout: 30)

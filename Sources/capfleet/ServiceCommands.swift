@@ -12,10 +12,21 @@ import ServiceLifecycle
 
 struct CoordinatorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "coordinator", abstract: "Run the coordinator: fleet state in SQLite, frame ingest, telemetry.")
+        commandName: "coordinator", abstract: "Run the coordinator: fleet state in SQLite, frame ingest, telemetry.",
+        discussion: """
+            The coordinator keeps the fleet's state (nodes, devices, consent, operators, the recordings \
+            index, the audit log) in DATA/fleet.sqlite, its CURVE key pair in DATA/keys, and the takes' \
+            files in DATA/recordings. It listens on seven TCP ports, 7600 to 7606 by default: control \
+            (agents), frame ingest, operator (the CLI), telemetry, metrics (Prometheus), clock and record.
+
+            A CAPFLEET_<KEY> variable beats the settings file (--config), and --data beats both for \
+            data_dir; --check-config prints where each value came from. SIGTERM or SIGINT stops it \
+            cleanly. Under systemd (Type=notify) it says READY=1 once its sockets are bound and its \
+            store open.
+            """)
     @Option(help: "Directory for the fleet database and coordinator state (default ./capfleet-data; setting data_dir).")
     var data: String?
-    @Option(help: "Settings file (key = value; see deploy/coordinator.conf).")
+    @Option(help: "Settings file (key = value; the package installs an annotated one: /etc/capfleet/coordinator.conf).")
     var config: String?
     @Flag(help: "Check the settings (file, CAPFLEET_* variables, flags), print where each comes from, and exit.")
     var checkConfig = false
@@ -36,7 +47,18 @@ struct CoordinatorCommand: AsyncParsableCommand {
 
 struct AgentCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "agent", abstract: "Run an agent on a camera host: register its cameras and stream them to the coordinator.")
+        commandName: "agent", abstract: "Run an agent on a camera host: register its cameras and stream them to the coordinator.",
+        discussion: """
+            On its first start the agent joins the fleet with a one-time token (--enroll, or enroll_token \
+            in its settings) and keeps the key pair it made in its state directory; later starts need no \
+            token. It streams V4L2 cameras (found by itself unless --no-discover, or named by --device) \
+            or synthetic test-pattern cameras, and sends black frames for every camera until an operator \
+            grants it consent (`capfleet consent grant`).
+
+            A flag beats its CAPFLEET_<KEY> variable, which beats the settings file (--config); \
+            --check-config prints where each value came from. SIGTERM or SIGINT stops it cleanly. \
+            Under systemd (Type=notify) it says READY=1 once enrolled with its cameras open.
+            """)
     @Option(help: "Coordinator HOST[:PORT] of its control endpoint (default 127.0.0.1:7600; environment: CAPFLEET_COORDINATOR; setting coordinator).")
     var coordinator: String?
     @Option(help: "Node name in the agent's HELLO and its default state directory; the coordinator shows the name given at `capfleet enroll` (setting name).")
@@ -55,7 +77,7 @@ struct AgentCommand: AsyncParsableCommand {
     var fps: Double?
     @Option(help: "mmap buffers per V4L2 camera.")
     var buffers: Int = 4
-    @Option(help: "Agent settings file (key = value: coordinator, name, state_dir, enroll_token, pressure thresholds, spool; see deploy/agent.conf).")
+    @Option(help: "Agent settings file (key = value: coordinator, name, state_dir, enroll_token, pressure thresholds, spool; the package installs an annotated one: /etc/capfleet/agent.conf).")
     var config: String?
     @Option(help: "Where the pressure sampler reads /proc and /sys (default /; tests use fixture trees).")
     var pressureRoot: String = "/"
