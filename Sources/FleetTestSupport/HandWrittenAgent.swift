@@ -32,12 +32,7 @@ public final class HandWrittenAgent: @unchecked Sendable {
     /// Drops the connection it has (if any) and says HELLO as `instance` on a new one;
     /// returns once welcomed.
     public func register(instance: String) throws {
-        try socket?.setOption(ZMQ_LINGER, Int32(0))
-        socket = nil
-        let fresh = try ZMQSocket(context: context, type: .dealer)
-        try fresh.makeCurveClient(serverKey: coordinatorKey, keys: keys)
-        try fresh.connect(endpoint)
-        socket = fresh
+        try reconnect()
         try send(.with { $0.hello = hello(instance: instance) })
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
@@ -52,12 +47,7 @@ public final class HandWrittenAgent: @unchecked Sendable {
     /// as a client whose retries cross a slow WELCOME does; returns how many WELCOMEs (all OK)
     /// came within `seconds`, answering every command meanwhile with OK.
     public func registerRepeatedly(instance: String, times: Int, seconds: Double = 5) throws -> (welcomes: Int, commands: [Capfleet_V1_Command]) {
-        try socket?.setOption(ZMQ_LINGER, Int32(0))
-        socket = nil
-        let fresh = try ZMQSocket(context: context, type: .dealer)
-        try fresh.makeCurveClient(serverKey: coordinatorKey, keys: keys)
-        try fresh.connect(endpoint)
-        socket = fresh
+        try reconnect()
         for _ in 0..<times { try send(.with { $0.hello = hello(instance: instance) }) }
         var welcomes = 0
         var commands: [Capfleet_V1_Command] = []
@@ -123,6 +113,16 @@ public final class HandWrittenAgent: @unchecked Sendable {
             $0.activeFrameRate = 15
             $0.zoomFactor = zoom
         } })
+    }
+
+    /// Drops the connection it has (if any) for a new one.
+    private func reconnect() throws {
+        try socket?.setOption(ZMQ_LINGER, Int32(0))
+        socket = nil
+        let fresh = try ZMQSocket(context: context, type: .dealer)
+        try fresh.makeCurveClient(serverKey: coordinatorKey, keys: keys)
+        try fresh.connect(endpoint)
+        socket = fresh
     }
 
     private func sendHeartbeat() throws {
