@@ -66,6 +66,14 @@ actor ControlHandler: AgentCommands {
 
     func isOnline(_ nodeID: String) -> Bool { book.isOnline(nodeID) }
 
+    /// Of `nodeIDs`, those online, with their latest status: a listing of hundreds of
+    /// devices asks this once, not once a device.
+    func liveStatus(of nodeIDs: Set<String>) -> [String: Capfleet_V1_AgentStatus] {
+        var live: [String: Capfleet_V1_AgentStatus] = [:]
+        for nodeID in nodeIDs where book.isOnline(nodeID) { live[nodeID] = lastStatus[nodeID] ?? Capfleet_V1_AgentStatus() }
+        return live
+    }
+
     func followTakes(recordPort: UInt16, registered: @escaping @Sendable (String) async -> Void, offline: @escaping @Sendable (String) async -> Void,
                      deviceEvent: @escaping @Sendable (_ deviceID: String, _ kind: String, _ detail: String) async -> Void) {
         self.recordPort = recordPort
@@ -214,11 +222,6 @@ actor ControlHandler: AgentCommands {
             logger.error("cannot record node offline", metadata: ["node.id": "\(nodeID)", "error": "\(error)"])
         }
         if wentOffline { events.emit(.nodeOffline, nodeID: nodeID, message: "node \(nodeID) was revoked") }
-    }
-
-    /// What the device's agent said of it in its latest status.
-    func counters(of deviceID: String, nodeID: String) -> Capfleet_V1_DeviceCounters? {
-        lastStatus[nodeID]?.devices.first { $0.deviceID == deviceID }
     }
 
     /// A sign of life from a registered node; an unknown node is told to register.

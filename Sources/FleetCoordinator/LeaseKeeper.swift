@@ -52,6 +52,14 @@ actor LeaseKeeper {
 
     func lease(of deviceID: String) -> ConfigurationLeases.Lease? { book.lease(of: deviceID, now: now) }
 
+    /// The leases in force on any of `deviceIDs`, in one look.
+    func leases(of deviceIDs: [String]) -> [String: ConfigurationLeases.Lease] {
+        let now = self.now
+        var held: [String: ConfigurationLeases.Lease] = [:]
+        for deviceID in deviceIDs { held[deviceID] = book.lease(of: deviceID, now: now) }
+        return held
+    }
+
     func authorize(_ deviceID: String, by holder: String) -> Result<ConfigurationLeases.Lease, ConfigurationLeases.Refusal> {
         book.authorize(deviceID, by: holder, now: now)
     }

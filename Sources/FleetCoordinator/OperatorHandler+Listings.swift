@@ -11,42 +11,47 @@ extension OperatorHandler {
         let devices = try await store.devices()
         let revoked = try await store.revokedNodeIDs()
         let storedClocks = try await store.clocks()
+        let live = await control.liveStatus(of: Set(nodes.map(\.id)))
         let now = clock.unixMilliseconds()
-        var infos: [Capfleet_V1_NodeInfo] = []
-        for node in nodes {
-            let online = await control.isOnline(node.id)
+        var presentDevices: [String: Int] = [:]
+        for device in devices where device.present { presentDevices[device.nodeId, default: 0] += 1 }
+        reply.nodes = nodes.map { node in
             // Live while online; otherwise the last state stored, dated.
-            let report = online ? await control.session(node.id)?.lastStatus : nil
+            let report = live[node.id]
             let clock = report.flatMap { $0.hasClock ? NodeClockRecord(wire: $0.clock, nodeID: node.id, at: now) : nil }
                 ?? storedClocks[node.id]
-            infos.append(.with {
+            return .with {
                 $0.nodeID = node.id
                 $0.name = node.name
                 $0.hostname = node.hostname
                 $0.softwareVersion = node.softwareVersion
-                $0.online = online
+                $0.online = report != nil
                 $0.firstSeenUnixMs = node.firstSeenAt
                 $0.lastSeenUnixMs = node.lastSeenAt
                 $0.address = node.address
-                $0.deviceCount = UInt32(devices.filter { $0.nodeId == node.id && $0.present }.count)
+                $0.deviceCount = UInt32(presentDevices[node.id] ?? 0)
                 $0.revoked = revoked.contains(node.id)
                 if let clock { $0.clock = clock.wire }
-            })
+            }
         }
-        reply.nodes = infos
         reply.status = .ok
     }
 
+    /// One read of the store, one look at the live sessions and one at the leases, whatever
+    /// the number of devices.
     func listDevices(nodeID: String?, only deviceID: String? = nil, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+        let rows = try await store.deviceListing(nodeID: nodeID, deviceID: deviceID)
+        let live = await control.liveStatus(of: Set(rows.map(\.device.nodeId)))
+        let held = await leases.leases(of: rows.map(\.device.id))
         var infos: [Capfleet_V1_DeviceInfo] = []
-        for device in try await store.devices(nodeID: nodeID) where deviceID == nil || device.id == deviceID {
-            let formats = try await store.formats(deviceID: device.id)
-            let online = await control.isOnline(device.nodeId) && device.present
-            let lease = await leases.lease(of: device.id)
-            let counters = online ? await control.counters(of: device.id, nodeID: device.nodeId) : nil
-            let policy = try await store.dropRecoveryPolicy(deviceID: device.id)
-            let pressurePolicy = try await store.pressurePolicy(deviceID: device.id)
-            let consent = try await store.consent(deviceID: device.id)
+        infos.reserveCapacity(rows.count)
+        for row in rows {
+            let device = row.device
+            let status = device.present ? live[device.nodeId] : nil
+            let online = status != nil
+            let lease = held[device.id]
+            let counters = status?.devices.first { $0.deviceID == device.id }
+            let (policy, pressurePolicy, consent) = (row.dropRecovery, row.pressurePolicy, row.consent)
             infos.append(.with {
                 $0.consent = (consent?.consentState ?? .notDetermined).wire
                 $0.consentReason = consent?.reason ?? ""
@@ -57,9 +62,9 @@ extension OperatorHandler {
                 $0.name = device.name
                 $0.driver = device.driver
                 $0.kind = (SourceKind(rawValue: device.kind) ?? .v4l2).wire
-                if formats.indices.contains(device.activeFormatPosition) { $0.activeFormat = formats[device.activeFormatPosition].wire }
+                if let active = row.activeFormat { $0.activeFormat = active.wire }
                 $0.activeFrameRate = device.activeFrameRate
-                $0.formatCount = UInt32(formats.count)
+                $0.formatCount = UInt32(row.formatCount)
                 $0.online = online
                 if let lease {
                     $0.leaseHolder = lease.holder

@@ -51,11 +51,17 @@ actor TelemetryReporter {
             let devices = try await store.devices()
             let consents = try await store.consents()
             var statuses: [Capfleet_V1_DeviceStatus] = []
+            // One look at the live sessions a tick, whatever the fleet's size.
+            let live = await control.liveStatus(of: Set(nodes.map(\.id)))
             var online: [String: Bool] = [:]
-            for node in nodes { online[node.id] = await control.isOnline(node.id) }
+            for node in nodes { online[node.id] = live[node.id] != nil }
+            var countersByDevice: [String: Capfleet_V1_DeviceCounters] = [:]
+            for status in live.values { for counters in status.devices { countersByDevice[counters.deviceID] = counters } }
+            var presentDevices: [String: Int] = [:]
+            for device in devices where device.present { presentDevices[device.nodeId, default: 0] += 1 }
             for device in devices {
                 let state = snapshot[device.id]
-                let counters = (online[device.nodeId] ?? false) ? await control.counters(of: device.id, nodeID: device.nodeId) : nil
+                let counters = (online[device.nodeId] ?? false) ? countersByDevice[device.id] : nil
                 var meter = meters[device.id] ?? ThroughputMeter()
                 meter.sample(frames: state?.framesReceived ?? 0, bytes: state?.bytesReceived ?? 0, at: now)
                 meters[device.id] = meter
@@ -109,8 +115,8 @@ actor TelemetryReporter {
             var clocks: [NodeClockRecord] = []
             let nowUnix = clock.unixMilliseconds()
             for node in nodes {
-                let session = await control.session(node.id)
-                let pressure = (online[node.id] ?? false) ? session?.lastStatus?.pressure : nil
+                let lastStatus = live[node.id]
+                let pressure = lastStatus.flatMap { $0.hasPressure ? $0.pressure : nil }
                 if let pressure {
                     reports.append(pressure)
                     publish(TelemetryTopic.pressure(node.id), pressure)
@@ -121,14 +127,14 @@ actor TelemetryReporter {
                     $0.hostname = node.hostname
                     $0.online = online[node.id] ?? false
                     $0.lastSeenUnixMs = node.lastSeenAt
-                    $0.deviceCount = UInt32(devices.filter { $0.nodeId == node.id && $0.present }.count)
-                    $0.sendQueueDepth = session?.lastStatus?.sendQueueDepth ?? 0
-                    $0.sendQueueCapacity = session?.lastStatus?.sendQueueCapacity ?? 0
+                    $0.deviceCount = UInt32(presentDevices[node.id] ?? 0)
+                    $0.sendQueueDepth = lastStatus?.sendQueueDepth ?? 0
+                    $0.sendQueueCapacity = lastStatus?.sendQueueCapacity ?? 0
                     if let pressure {
                         $0.pressureLevel = pressure.level
                         $0.pressureFactors = pressure.factors
                     }
-                    if online[node.id] ?? false, let report = session?.lastStatus, report.hasClock,
+                    if let report = lastStatus, report.hasClock,
                        let clock = NodeClockRecord(wire: report.clock, nodeID: node.id, at: nowUnix) {
                         $0.clock = clock.wire
                         clocks.append(clock)

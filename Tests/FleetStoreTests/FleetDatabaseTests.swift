@@ -226,7 +226,7 @@ import Testing
             try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'device'")
         }
         #expect(definition?.contains("'external'") == true)
-        let violations = try await DatabaseQueue(path: path).read { db in try Row.fetchAll(db, sql: "PRAGMA foreign_key_check") }
+        let violations = try DatabaseQueue(path: path).read { db in try Row.fetchAll(db, sql: "PRAGMA foreign_key_check") }
         #expect(violations.isEmpty)
     }
 
@@ -242,5 +242,32 @@ import Testing
         let reopened = try FleetDatabase(path: path)
         #expect(try await reopened.rejectionTotals() == [RejectionTotal(endpoint: "control", reason: "unknown_key", count: 4),
                                                          RejectionTotal(endpoint: "ingest", reason: "undecodable", count: 2)])
+    }
+
+    /// The listing reads every device in one pass and says of each what the per-device reads
+    /// say: its active format (with its rates), how many formats, its consent and policies.
+    @Test func deviceListing_agreesWithTheReadsOfEachDevice() async throws {
+        let store = try FleetDatabase(path: path)
+        _ = try await store.registerNode(registration(node: "node-1", devices: [("cam-1", formats), ("cam-2", formats)]), at: 1000)
+        _ = try await store.registerNode(registration(node: "node-2", devices: [("cam-3", [formats[1]])]), at: 1000)
+        try await store.setActiveFormat(deviceID: "cam-2", position: 1, frameRate: 60)
+        let policy = DropRecoveryPolicyRecord(deviceId: "cam-1", enabled: true, minimumFps: 5, lateDropShare: 0.1, quietSeconds: 5, updatedAt: 2000)
+        try await store.saveDropRecoveryPolicy(policy, audit: AuditEntry(at: 2000, actor: "ana", action: "device.policy", target: "cam-1",
+                                                                         outcome: "ok", detail: ""))
+        _ = try await store.changeConsent(deviceID: "cam-3", action: .grant, role: .operator, actor: "ana", reason: "booked", at: 3000)
+
+        let rows = try await store.deviceListing()
+        #expect(rows.map(\.device.id) == ["cam-1", "cam-2", "cam-3"])
+        for row in rows {
+            let formats = try await store.formats(deviceID: row.device.id)
+            #expect(row.formatCount == formats.count)
+            #expect(row.activeFormat == formats[row.device.activeFormatPosition], "\(row.device.id)")
+            #expect(row.consent == (try await store.consent(deviceID: row.device.id)))
+            #expect(row.dropRecovery == (try await store.dropRecoveryPolicy(deviceID: row.device.id)))
+        }
+        #expect(rows[1].activeFormat?.frameRateRanges.count == 2, "the active format keeps all its rate ranges")
+        #expect(try await store.deviceListing(nodeID: "node-2").map(\.device.id) == ["cam-3"])
+        #expect(try await store.deviceListing(deviceID: "cam-2").map(\.device.id) == ["cam-2"])
+        #expect(try await store.deviceListing(nodeID: "node-2", deviceID: "cam-1").isEmpty)
     }
 }

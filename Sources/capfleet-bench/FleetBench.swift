@@ -1,0 +1,89 @@
+import ArgumentParser
+import FleetClient
+import FleetProtocol
+import FleetTestSupport
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Many agents on one coordinator: how long the operator's listings take as the fleet grows,
+/// and what the coordinator costs while nobody watches.
+///
+/// `capfleet agent` children with one small synthetic camera each (320x240 YUYV at 1 fps) join
+/// a `capfleet coordinator` child in steps; at each step, once every node is online, the
+/// `list_devices` and `list_nodes` round trips are timed (median of several, through one
+/// operator connection, as `capfleet devices --json` makes them). The figure that matters is
+/// the cost per device: a listing that makes one pass over the fleet keeps it flat, one that
+/// reads per device makes it grow. At the last step the coordinator's CPU over a quiet
+/// interval is read from /proc, per camera.
+struct FleetBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fleet", abstract: "Listing times and coordinator CPU with many agents (one small camera each) on one coordinator.")
+
+    @Option(help: "Fleet sizes to measure at, in agents, ascending (comma-separated).") var steps: String = "25,50,100,200"
+    @Option(help: "Listing round trips per measurement (the median is printed).") var repeats: Int = 7
+    @Option(help: "Seconds of quiet over which the coordinator's CPU is read at the last step.") var quietSeconds: Double = 10
+
+    func run() throws {
+        let sizes = steps.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }.filter { $0 > 0 }
+        guard !sizes.isEmpty, sizes == sizes.sorted() else { throw ValidationError("--steps: ascending fleet sizes, e.g. 25,50,100,200") }
+        let fleet = try LocalFleet(directory: FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-fleet-bench-\(getpid())").path,
+                                   ports: try FleetPorts.free(record: false, metrics: false), output: .standardError)
+        defer { fleet.kill(); fleet.removeDirectory() }
+        let credential = try fleet.operatorCredential(for: "bench", role: "admin")
+        let coordinator = try fleet.startCoordinator(arguments: ["--log-level", "error"])
+        let client = try OperatorClient(address: fleet.operatorAddress, credential: credential, timeout: 60)
+        print("== fleet: agents with one 320x240 YUYV camera at 1 fps each, on one coordinator (steps \(sizes.map(String.init).joined(separator: ", ")))")
+        print("agents  online after   devices listing   per device   nodes listing   per node")
+        var started = 0
+        var rows: [(agents: Int, devicesMs: Double, nodesMs: Double)] = []
+        for size in sizes {
+            let stepStart = Date()
+            while started < size {
+                try fleet.startAgent(String(format: "fleet-%04d", started),
+                                     arguments: ["--synthetic", "1", "--synthetic-format", "320x240:YUYV", "--fps", "1", "--no-discover",
+                                                 "--no-pressure", "--log-level", "error"])
+                started += 1
+            }
+            try fleet.waitUntilBlocking("\(size) nodes online", seconds: 60 + Double(size)) {
+                try client.call(.listNodes(.init())).reply.nodes.filter(\.online).count == size
+            }
+            let online = Date().timeIntervalSince(stepStart)
+            let devicesMs = try median(repeats) { _ = try client.call(.listDevices(.init())) }
+            let nodesMs = try median(repeats) { _ = try client.call(.listNodes(.init())) }
+            rows.append((size, devicesMs, nodesMs))
+            print(String(format: "%6d  %9.1f s   %11.1f ms   %7.3f ms   %9.1f ms   %6.3f ms",
+                         size, online, devicesMs, devicesMs / Double(size), nodesMs, nodesMs / Double(size)))
+        }
+        if let first = rows.first, let last = rows.last, rows.count > 1 {
+            let growth = Double(last.agents) / Double(first.agents)
+            print(String(format: "devices listing: %.1f ms at %d devices (target < 300 ms at 200); %.1fx the time at %.0fx the devices (linear: %.0fx); per-device cost ratio %.2f (1.00 = linear)",
+                         last.devicesMs, last.agents, last.devicesMs / first.devicesMs, growth, growth,
+                         (last.devicesMs / Double(last.agents)) / (first.devicesMs / Double(first.agents))))
+        }
+        let pid = coordinator.processIdentifier
+        let before = Self.cpuNanoseconds(pid: pid)
+        let quietStart = Date()
+        Thread.sleep(forTimeInterval: quietSeconds)
+        let share = Double(Self.cpuNanoseconds(pid: pid) - before) / (Date().timeIntervalSince(quietStart) * 1e9) * 100
+        print(String(format: "coordinator CPU with nobody watching, %d agents: %.1f %% of one core, %.3f %% per camera (target < 0.2 %%)",
+                     started, share, share / Double(max(started, 1))))
+    }
+
+    /// The median of `count` timings of `body`, in milliseconds.
+    private func median(_ count: Int, _ body: () throws -> Void) throws -> Double {
+        var times: [Double] = []
+        for _ in 0..<max(count, 1) {
+            let start = ContinuousClock.now
+            try body()
+            let elapsed = ContinuousClock.now - start
+            times.append(Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)
+        }
+        return times.sorted()[times.count / 2]
+    }
+
+    /// Nanoseconds on CPU of every thread of the process, from schedstat.
+    static func cpuNanoseconds(pid: Int32) -> UInt64 { TelemetryBenchFleet.cpuNanoseconds(pid: pid) }
+}
