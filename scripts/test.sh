@@ -54,6 +54,9 @@ if [ "${CAPFLEET_SKIP_BENCH:-0}" != "1" ]; then
   # over consecutive takes (CAPFLEET_RECORD_BENCH_SUSTAINED_SECONDS=300 for the 5-minute run).
   "$bench" record --seconds "${CAPFLEET_RECORD_BENCH_SECONDS:-10}" \
     --max-streams 4 --sustained-seconds "${CAPFLEET_RECORD_BENCH_SUSTAINED_SECONDS:-60}"
+  # Many agents (one small camera each) joining one coordinator: listing times per device and
+  # the quiet coordinator's CPU per camera (issue "data plane that grows with the fleet").
+  "$bench" fleet --steps "${CAPFLEET_FLEET_BENCH_STEPS:-25,50,100,200}"
   # Three agent hosts on network namespaces (deploy/netns-fleet.sh), needs root; also plots
   # .build/bench/clock-accuracy.png.
   "$bench" clock --seconds "${CAPFLEET_CLOCK_BENCH_SECONDS:-120}" \

@@ -25,6 +25,7 @@ struct FleetBench: ParsableCommand {
     @Option(help: "Fleet sizes to measure at, in agents, ascending (comma-separated).") var steps: String = "25,50,100,200"
     @Option(help: "Listing round trips per measurement (the median is printed).") var repeats: Int = 7
     @Option(help: "Seconds of quiet over which the coordinator's CPU is read at the last step.") var quietSeconds: Double = 10
+    @Option(help: "Seconds to let each step settle (registrations, consent pushes, clocks locking) before timing.") var settleSeconds: Double = 5
 
     func run() throws {
         let sizes = steps.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }.filter { $0 > 0 }
@@ -36,9 +37,9 @@ struct FleetBench: ParsableCommand {
         let coordinator = try fleet.startCoordinator(arguments: ["--log-level", "error"])
         let client = try OperatorClient(address: fleet.operatorAddress, credential: credential, timeout: 60)
         print("== fleet: agents with one 320x240 YUYV camera at 1 fps each, on one coordinator (steps \(sizes.map(String.init).joined(separator: ", ")))")
-        print("agents  online after   devices listing   per device   nodes listing   per node")
+        print("agents  online after   who_am_i (baseline)   devices listing   per device   nodes listing   per node")
         var started = 0
-        var rows: [(agents: Int, devicesMs: Double, nodesMs: Double)] = []
+        var rows: [(agents: Int, devicesMs: Double, nodesMs: Double, baselineMs: Double)] = []
         for size in sizes {
             let stepStart = Date()
             while started < size {
@@ -51,25 +52,37 @@ struct FleetBench: ParsableCommand {
                 try client.call(.listNodes(.init())).reply.nodes.filter(\.online).count == size
             }
             let online = Date().timeIntervalSince(stepStart)
+            // Joining is a burst (HELLO, pushes, the first clock probes); the listing is timed in the steady state after it.
+            Thread.sleep(forTimeInterval: settleSeconds)
+            // The smallest request there is: what any answer costs on this loaded machine.
+            let baselineMs = try median(repeats) { _ = try client.call(.whoAmI(.init())) }
             let devicesMs = try median(repeats) { _ = try client.call(.listDevices(.init())) }
             let nodesMs = try median(repeats) { _ = try client.call(.listNodes(.init())) }
-            rows.append((size, devicesMs, nodesMs))
-            print(String(format: "%6d  %9.1f s   %11.1f ms   %7.3f ms   %9.1f ms   %6.3f ms",
-                         size, online, devicesMs, devicesMs / Double(size), nodesMs, nodesMs / Double(size)))
+            rows.append((size, devicesMs, nodesMs, baselineMs))
+            print(String(format: "%6d  %9.1f s   %15.1f ms   %11.1f ms   %7.3f ms   %9.1f ms   %6.3f ms",
+                         size, online, baselineMs, devicesMs, devicesMs / Double(size), nodesMs, nodesMs / Double(size)))
         }
         if let first = rows.first, let last = rows.last, rows.count > 1 {
             let growth = Double(last.agents) / Double(first.agents)
-            print(String(format: "devices listing: %.1f ms at %d devices (target < 300 ms at 200); %.1fx the time at %.0fx the devices (linear: %.0fx); per-device cost ratio %.2f (1.00 = linear)",
-                         last.devicesMs, last.agents, last.devicesMs / first.devicesMs, growth, growth,
+            print(String(format: "devices listing: %.1f ms at %d devices (target < 300 ms at 200), %.2fx who_am_i's %.1f ms then; %.1fx the time at %.0fx the devices (linear: %.0fx); per-device cost ratio %.2f (1.00 = linear)",
+                         last.devicesMs, last.agents, last.devicesMs / max(last.baselineMs, 0.001), last.baselineMs,
+                         last.devicesMs / first.devicesMs, growth, growth,
                          (last.devicesMs / Double(last.agents)) / (first.devicesMs / Double(first.agents))))
         }
         let pid = coordinator.processIdentifier
-        let before = Self.cpuNanoseconds(pid: pid)
+        let agents = fleet.children.map(\.processIdentifier).filter { $0 != pid }
+        func agentsCPU() -> UInt64 { agents.reduce(0) { $0 + Self.cpuNanoseconds(pid: $1) } }
+        let (before, agentsBefore) = (Self.cpuNanoseconds(pid: pid), agentsCPU())
         let quietStart = Date()
         Thread.sleep(forTimeInterval: quietSeconds)
-        let share = Double(Self.cpuNanoseconds(pid: pid) - before) / (Date().timeIntervalSince(quietStart) * 1e9) * 100
+        let interval = Date().timeIntervalSince(quietStart) * 1e9
+        let share = Double(Self.cpuNanoseconds(pid: pid) - before) / interval * 100
+        let agentShare = Double(agentsCPU() - agentsBefore) / interval * 100
         print(String(format: "coordinator CPU with nobody watching, %d agents: %.1f %% of one core, %.3f %% per camera (target < 0.2 %%)",
                      started, share, share / Double(max(started, 1))))
+        // On one machine the agents share its cores with the coordinator: what they take is what the coordinator's answers wait behind.
+        print(String(format: "the %d agent processes meanwhile: %.1f %% of one core, %.2f %% each (load average %@)",
+                     agents.count, agentShare, agentShare / Double(max(agents.count, 1)), Self.loadAverage()))
     }
 
     /// The median of `count` timings of `body`, in milliseconds.
@@ -82,6 +95,10 @@ struct FleetBench: ParsableCommand {
             times.append(Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)
         }
         return times.sorted()[times.count / 2]
+    }
+
+    static func loadAverage() -> String {
+        ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?").split(separator: " ").prefix(3).joined(separator: " ")
     }
 
     /// Nanoseconds on CPU of every thread of the process, from schedstat.
