@@ -17,7 +17,7 @@ import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BINARY = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, ".build/release/capfleet")
-PORTS = set(range(7600, 7607))
+PORTS = set(range(7600, 7608))
 failures = []
 passed = 0
 
@@ -81,7 +81,7 @@ context = os.path.normpath(os.path.join(ROOT, "deploy", build.get("context", "."
 check("compose.yaml: the coordinator builds from deploy/Dockerfile",
       os.path.exists(os.path.join(context, build.get("dockerfile", "Dockerfile"))), str(build))
 published = {int(str(p).split(":")[-1].split("/")[0]) for p in coordinator.get("ports", [])}
-check("compose.yaml: the coordinator publishes ports 7600-7606", PORTS <= published, str(sorted(published)))
+check("compose.yaml: the coordinator publishes ports 7600-7607", PORTS <= published, str(sorted(published)))
 check("compose.yaml: the coordinator keeps /var/lib/capfleet on a volume",
       any(str(v).endswith(":/var/lib/capfleet") for v in coordinator.get("volumes", [])))
 check("compose.yaml: the agent gets /dev/video* passed through",
@@ -128,7 +128,7 @@ for file, document in documents:
         check(f"{where}: finds the coordinator", "CAPFLEET_COORDINATOR" in env)
     if kind == "Service":
         ports = {p.get("port") for p in document.get("spec", {}).get("ports", [])}
-        check(f"{where}: exposes 7600-7606", PORTS <= ports, str(sorted(ports)))
+        check(f"{where}: exposes 7600-7607", PORTS <= ports, str(sorted(ports)))
 
 print(f"manifest checks: {passed} passed, {len(failures)} failed")
 sys.exit(1 if failures else 0)

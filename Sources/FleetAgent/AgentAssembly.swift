@@ -59,7 +59,8 @@ extension AgentService {
                 // No frame may leave after this: stop capturing before anything else.
                 for stream in sources { stream.stopCapturing() }
                 revoke.yield(reason)
-            })
+            },
+            liveFrames: { [self] wanted in liveFramesWanted(wanted) })
         let channel = try ControlChannel(context: context, endpoint: configuration.controlEndpoint, nodeID: identity.nodeID,
                                          coordinatorKey: credentials.coordinatorKey, keys: credentials.keys,
                                          handlers: handlers, logger: logger)

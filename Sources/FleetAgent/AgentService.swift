@@ -194,6 +194,23 @@ public final class AgentService: Service, Sendable {
         }
     }
 
+    /// The coordinator's set of devices whose full-rate frames it wants: each listed device
+    /// sends for the lease, every other one stops now.
+    func liveFramesWanted(_ wanted: Capfleet_V1_LiveFrames) {
+        let listed = Set(wanted.deviceIds)
+        let lease = UInt64(wanted.leaseMs == 0 ? 3000 : wanted.leaseMs) * 1_000_000
+        let now = MonotonicTime.now()
+        for stream in sources {
+            let wasOpen = stream.liveFlow.isOpen(at: now)
+            let isWanted = listed.contains(stream.deviceID)
+            stream.liveFlow.wanted(isWanted, leaseNanoseconds: lease, now: now)
+            if wasOpen != isWanted {
+                logger.info(isWanted ? "full-rate frames wanted: sending" : "full-rate frames no longer wanted: stopped",
+                            metadata: ["device.id": "\(stream.deviceID)"])
+            }
+        }
+    }
+
     /// At every WELCOME: each device captures (unless the agent holds it suspended); one
     /// already capturing goes on. Its source starts on the device's own thread.
     func startStreaming(publisher: FramePublisher, clock: ClockSync) {

@@ -39,6 +39,14 @@ enum CameraInventory {
         }
         let shortID = nodeID.replacingOccurrences(of: "node-", with: "").prefix(8)
         let syntheticCount = configuration.syntheticCameraCount ?? (sources.isEmpty ? 1 : 0)
+        let wanted = configuration.syntheticFormat
+        if syntheticCount > 0, !SyntheticCamera.formatList.contains(where: {
+            $0.width == wanted.width && $0.height == wanted.height && $0.pixelFormat == wanted.pixelFormat && !$0.isBinned
+        }) {
+            // Never a silent other format: a benchmark or a test would measure the wrong thing.
+            throw AgentError.syntheticFormatUnknown("\(wanted.width)x\(wanted.height):\(wanted.pixelFormat)", available: Array(Set(
+                SyntheticCamera.formatList.filter { !$0.isBinned }.map { "\($0.width)x\($0.height):\($0.pixelFormat)" })).sorted())
+        }
         for index in 0..<max(syntheticCount, 0) {
             sources.append(SyntheticCamera(
                 deviceID: "syn-\(shortID)-\(index + 1)", name: "Synthetic camera \(index + 1)",

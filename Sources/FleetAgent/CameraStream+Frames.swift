@@ -37,6 +37,7 @@ extension CameraStream {
         }
         if decision.pixels == .discarded { return }
         statistics.framesCaptured.add(1, ordering: .relaxed)
+        statistics.bytesCaptured.add(UInt64(frame.byteCount), ordering: .relaxed)
         if decision.discontinuities > 0 { statistics.discontinuity.add(decision.discontinuities, ordering: .relaxed) }
         perform(decision.actions, recordingPath: recordingPath)
 
@@ -84,9 +85,13 @@ extension CameraStream {
                 }
             }
         }
+        statistics.latest.withLock { $0 = (frame.sequence, header.layout) }
         if let take = decision.recordedFor, let recordingPath {
             outgoing = record(outgoing, header: header, takeID: take.takeID, drops: take.drops, to: recordingPath)
         }
+        // Full-rate frames cross the network only while the coordinator wants them; the
+        // counts above go on either way, in the status report.
+        guard liveFlow.isOpen() else { return }
         route.publish(outgoing, header)
     }
 

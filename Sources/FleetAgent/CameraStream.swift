@@ -15,6 +15,8 @@ import Synchronization
 final class CameraStream: Sendable {
     let source: any CameraSource
     let statistics: DeviceStatistics
+    /// Whether the coordinator wants this device's full-rate frames now.
+    let liveFlow = LiveFlowGate()
     var deviceID: String { source.device.deviceID }
 
     /// The device's state, and what acting on it needs: the black frame made for its format,
@@ -234,6 +236,7 @@ final class CameraStream: Sendable {
         counters.recording = state.isRecording
         counters.realFrames = state.realFramesLeaving
         counters.alignment = alignment.wire
+        counters.liveFlow = liveFlow.isOpen()
         return counters
     }
 }

@@ -14,6 +14,8 @@ struct ControlHandlers: Sendable {
     var registered: @Sendable (_ frameIngestPort: UInt32, _ clockPort: UInt32, _ recordPort: UInt32) -> Void
     /// An admin revoked this node; the agent must stop.
     var revoked: @Sendable (_ reason: String) -> Void
+    /// The coordinator's latest set of devices whose full-rate frames it wants.
+    var liveFrames: @Sendable (Capfleet_V1_LiveFrames) -> Void
 }
 
 /// The agent's DEALER to the coordinator's control ROUTER, on a thread of its own. The
@@ -200,6 +202,9 @@ private final class LinkDriver {
         case let .revoked(status)?:
             logger.critical("an admin revoked this node", metadata: ["reason": "\(status.reason)"])
             handlers.revoked(status.reason)
+            inbound = .other
+        case let .liveFrames(wanted)?:
+            handlers.liveFrames(wanted)
             inbound = .other
         case .enrolled?:
             inbound = .other

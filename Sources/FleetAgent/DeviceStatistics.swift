@@ -7,6 +7,11 @@ import Synchronization
 public final class DeviceStatistics: Sendable {
     public let deviceID: String
     public let framesCaptured = Atomic<UInt64>(0)
+    /// Payload bytes of the frames counted in `framesCaptured`, sent or not.
+    public let bytesCaptured = Atomic<UInt64>(0)
+    /// The latest captured frame's sequence and layout, for status: the coordinator knows a
+    /// device's format without receiving its frames.
+    let latest = Mutex<(sequence: UInt64, layout: Capfleet_V1_FrameLayout)>((0, Capfleet_V1_FrameLayout()))
     public let framesSent = Atomic<UInt64>(0)
     public let bytesSent = Atomic<UInt64>(0)
     public let late = Atomic<UInt64>(0)
@@ -30,6 +35,10 @@ public final class DeviceStatistics: Sendable {
         .with {
             $0.deviceID = deviceID
             $0.framesCaptured = framesCaptured.load(ordering: .relaxed)
+            $0.bytesCaptured = bytesCaptured.load(ordering: .relaxed)
+            let latest = self.latest.withLock { $0 }
+            $0.lastSequence = latest.sequence
+            if latest.layout.width > 0 { $0.layout = latest.layout }
             $0.framesSent = framesSent.load(ordering: .relaxed)
             $0.bytesSent = bytesSent.load(ordering: .relaxed)
             $0.drops = drops.wire

@@ -34,6 +34,7 @@ public enum AgentError: Error, CustomStringConvertible {
     case noCameras
     case deviceNotFound(String, available: [String])
     case deviceUnusable(String, String)
+    case syntheticFormatUnknown(String, available: [String])
     case notEnrolled(stateDirectory: String)
     case enrollmentRefused(String)
     case revoked(String)
@@ -48,6 +49,8 @@ public enum AgentError: Error, CustomStringConvertible {
             "no video capture device \(wanted) on this host; capture devices here: \(available.isEmpty ? "none" : available.joined(separator: ", "))"
         case let .deviceUnusable(path, reason):
             "cannot use the camera \(path): \(reason)"
+        case let .syntheticFormatUnknown(wanted, available):
+            "the synthetic camera has no format \(wanted); pass --synthetic-format with one of \(available.joined(separator: ", "))"
         case let .notEnrolled(directory):
             "this agent is not enrolled (no key in \(directory)/keys): on the coordinator run `capfleet enroll --name NAME` and start the agent once with --enroll TOKEN"
         case let .enrollmentRefused(reason):

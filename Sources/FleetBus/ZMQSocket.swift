@@ -1,7 +1,7 @@
 import CZeroMQ
 
 public enum ZMQSocketType: Int32, Sendable {
-    case pair = 0, pub = 1, sub = 2, req = 3, rep = 4, dealer = 5, router = 6, pull = 7, push = 8
+    case pair = 0, pub = 1, sub = 2, req = 3, rep = 4, dealer = 5, router = 6, pull = 7, push = 8, xpub = 9, xsub = 10
 
     var name: String { String(describing: self).uppercased() }
 }
@@ -143,6 +143,28 @@ public final class ZMQSocket {
             return true
         } catch {
             zmq_msg_close(&message)  // releases owner through the free function
+            if error.wouldBlock && dontWait { return false }
+            throw error
+        }
+    }
+
+    /// Sends a received part on, without copying its bytes: libzmq shares the buffer of a
+    /// large message between both (`zmq_msg_copy`). Returns false when the send would block
+    /// and `dontWait` was set.
+    @discardableResult
+    public func send(_ part: ZMQMessage, more: Bool = false, dontWait: Bool = false) throws(ZMQError) -> Bool {
+        var message = zmq_msg_t()
+        zmq_msg_init(&message)
+        guard zmq_msg_copy(&message, part.message) == 0 else {
+            zmq_msg_close(&message)
+            throw ZMQError(call: "zmq_msg_copy", target: endpoint, errno: capfleet_errno())
+        }
+        let flags = (more ? ZMQ_SNDMORE : 0) | (dontWait ? ZMQ_DONTWAIT : 0)
+        do {
+            try zmqCall("zmq_msg_send", on: endpoint) { zmq_msg_send(&message, handle, flags) }
+            return true
+        } catch {
+            zmq_msg_close(&message)
             if error.wouldBlock && dontWait { return false }
             throw error
         }

@@ -61,6 +61,8 @@ public final class SyntheticCamera: CameraSource {
             format(1920, 1080, .yuyv, upTo30), format(1920, 1080, .nv12, upTo60),
             format(1920, 1080, .nv12, [FrameRateRange(min: 120, max: 120)], binned: true),
             format(3840, 2160, .yuyv, [FrameRateRange(min: 1, max: 15)]), format(3840, 2160, .nv12, upTo30),
+            // Small ones last, so the formats' positions above stay what they were.
+            format(320, 240, .yuyv, upTo60), format(320, 240, .nv12, upTo60), format(160, 120, .yuyv, upTo60),
         ]
     }()
 

@@ -218,6 +218,9 @@ public enum FleetTables {
                 ? "policy " + PressurePolicy(wire: info.pressurePolicy).summary + (info.pressurePolicy.active ? " (in force now)" : "")
                 : "no pressure policy"),
         ]
+        lines.append("live       " + (info.liveConsumers.isEmpty
+            ? "full-rate frames stay on the host (nobody is watching)"
+            : "wanted by \(info.liveConsumers.joined(separator: ", ")); " + (info.liveFlow ? "flowing to the coordinator" : "asked of the agent")))
         if info.hasAlignment { lines.append("alignment  " + alignmentSummary(info.alignment)) }
         if let interruption = Interruption(wire: info.interruption) { lines.append("why        \(interruption.message)") }
         lines.append("")

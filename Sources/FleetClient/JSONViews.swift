@@ -153,6 +153,9 @@ public enum JSONViews {
         var consent: String
         var consentReason: String?
         var recording, realFrames: Bool
+        /// Who wants the device's full-rate frames now, and whether they flow to the coordinator.
+        var liveConsumers: [String]
+        var liveFlow: Bool
         /// As the agent last reported it; nil while the device is offline.
         var alignment: AlignmentView?
         /// Filled by `capfleet devices --json` so a script sees every format at once.
@@ -163,6 +166,8 @@ public enum JSONViews {
             consentReason = device.consentReason.isEmpty ? nil : device.consentReason
             recording = device.recording
             realFrames = device.realFrames
+            liveConsumers = device.liveConsumers
+            liveFlow = device.liveFlow
             alignment = device.hasAlignment ? AlignmentView(device.alignment) : nil
             activeMinFrameRate = device.activeMinFrameRate > 0 ? device.activeMinFrameRate : nil
             interruption = Interruption(wire: device.interruption).map(InterruptionView.init)
@@ -323,8 +328,12 @@ public enum JSONViews {
     public struct DeviceStats: Encodable {
         var deviceId, nodeId, pixelFormat: String
         var online, streaming: Bool
-        var framesReceived, bytesReceived, lastSequence: UInt64
+        /// Captured: counted by the agent; received: full-rate frames that reached the coordinator,
+        /// which flow only while someone wants them (`liveConsumers`).
+        var framesCaptured, bytesCaptured, framesReceived, bytesReceived, lastSequence: UInt64
         var framesPerSecond, bytesPerSecond: Double
+        var liveConsumers: UInt32
+        var liveFlow: Bool
         var width, height: UInt32
         var drops: Drops
         var lastFrameUnixMs: Int64
@@ -341,7 +350,9 @@ public enum JSONViews {
             alignment = status.hasAlignment ? AlignmentView(status.alignment) : nil
             deviceId = status.deviceID; nodeId = status.nodeID; pixelFormat = status.pixelFormat
             online = status.online; streaming = status.streaming
+            framesCaptured = status.framesCaptured; bytesCaptured = status.bytesCaptured
             framesReceived = status.framesReceived; bytesReceived = status.bytesReceived; lastSequence = status.lastSequence
+            liveConsumers = status.liveConsumers; liveFlow = status.liveFlow
             framesPerSecond = status.framesPerSecond; bytesPerSecond = status.bytesPerSecond
             width = status.width; height = status.height
             drops = Drops(late: status.drops.late, outOfBuffers: status.drops.outOfBuffers, discontinuity: status.drops.discontinuity)

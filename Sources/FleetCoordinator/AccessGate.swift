@@ -55,7 +55,7 @@ public enum Principal: Sendable, Equatable {
 public final class AccessGate: Sendable {
     /// ZAP domains: one per endpoint, so a key is let in only where its holder belongs.
     public enum Domain: String, Sendable, CaseIterable {
-        case control, ingest, `operator`, telemetry, clock, record
+        case control, ingest, `operator`, telemetry, clock, record, live
     }
 
     private let store: FleetDatabase
@@ -105,7 +105,7 @@ public final class AccessGate: Sendable {
             // Expired and spent tokens get in too, so that Enroll can be answered with why
             // they are refused; nothing but Enroll is accepted from them.
             return .allow(userID: Principal.enrollment(tokenKey: key.z85).userID)
-        case let (.operator, .operator(record)?), let (.telemetry, .operator(record)?):
+        case let (.operator, .operator(record)?), let (.telemetry, .operator(record)?), let (.live, .operator(record)?):
             return .allow(userID: Principal.operator(name: record.name).userID)
         case let (_, holder?):
             let who = switch holder {

@@ -172,11 +172,14 @@ extension ControlHandler {
             // The first report after a restart (of either side) is compared with the state stored before.
             clockWatch.registered(hello.nodeID, stored: try await store.clock(nodeID: hello.nodeID)?.wire.sync)
             var restartedDevices: [String] = []
+            // What the devices captured before this coordinator started (read once per HELLO).
+            let storedCaptures = try await store.captureCounts()
             for device in hello.devices {
                 try await store.saveDescriptor(deviceID: device.deviceID, bytes: Data(try device.serializedBytes() as [UInt8]))
                 let stored = try await store.device(device.deviceID)
                 if ingest.admit(deviceID: device.deviceID, nodeID: hello.nodeID, agentInstance: hello.agentInstance,
-                                resumingFrames: UInt64(stored?.framesReceived ?? 0), bytes: UInt64(stored?.bytesReceived ?? 0)) {
+                                resumingFrames: UInt64(stored?.framesReceived ?? 0), bytes: UInt64(stored?.bytesReceived ?? 0),
+                                captures: storedCaptures[device.deviceID]) {
                     restartedDevices.append(device.deviceID)
                 }
             }
@@ -203,7 +206,10 @@ extension ControlHandler {
             let nodeID = hello.nodeID
             let deviceIDs = hello.devices.map(\.deviceID)
             let takesRegistered = self.takesRegistered
+            let liveFlow = self.liveFlow
             Task {
+                // A new agent process wants no device's frames until told: it hears its set now.
+                await liveFlow?.registered(nodeID: nodeID, deviceIDs: deviceIDs)
                 await self.pushPolicies(nodeID: nodeID, deviceIDs: deviceIDs)
                 await takesRegistered?(nodeID)
             }

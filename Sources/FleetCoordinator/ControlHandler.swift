@@ -43,6 +43,8 @@ actor ControlHandler: AgentCommands {
     var takesDeviceEvent: (@Sendable (String, String, String) async -> Void)?
     /// The recording path's bound port, for WELCOME.
     var recordPort: UInt16 = 0
+    /// Hears of registrations, to tell a node which of its devices' frames are wanted.
+    var liveFlow: LiveFlowKeeper?
 
     init(configuration: CoordinatorConfiguration, store: FleetDatabase, endpoint: RouterEndpoint, arrivals: ArrivalLedger, ingest: FrameIngest,
          events: FleetEvents, alerts: AlertCenter, rejections: RejectionCounter, gate: AccessGate, coordinatorID: String,
@@ -80,6 +82,20 @@ actor ControlHandler: AgentCommands {
         takesDeviceEvent = deviceEvent
         takesRegistered = registered
         takesOffline = offline
+    }
+
+    func followLiveFlow(_ keeper: LiveFlowKeeper) { liveFlow = keeper }
+
+    /// Tells an online node which of its devices' full-rate frames are wanted; an offline one
+    /// hears it when it registers.
+    func tell(_ nodeID: String, _ liveFrames: Capfleet_V1_LiveFrames) {
+        guard let session = book.session(nodeID), book.isOnline(nodeID) else { return }
+        do {
+            let bytes: [UInt8] = try Capfleet_V1_CoordinatorMessage.with { $0.liveFrames = liveFrames }.serializedBytes()
+            endpoint.reply(to: session.routingID, parts: [bytes])
+        } catch {
+            logger.error("could not encode live_frames", metadata: ["node.id": "\(nodeID)", "error": "\(error)"])
+        }
     }
 
     func session(_ nodeID: String) -> NodeSession? {
@@ -141,7 +157,7 @@ actor ControlHandler: AgentCommands {
             status.devices.removeAll { ingest.state(of: $0.deviceID)?.nodeID != sender.nodeID }
             lastStatus[status.nodeID] = status
             if status.hasClock, let change = clockWatch.reported(status.clock, nodeID: status.nodeID) { await recordClockChange(change) }
-            for device in status.devices { ingest.noteAgentDrops(deviceID: device.deviceID, drops: DropTally(wire: device.drops), streaming: device.streaming) }
+            for device in status.devices { ingest.noteAgentStatus(device) }
         case let .commandReply(reply)?:
             switch book.replied(commandID: reply.commandID, from: sender.nodeID) {
             case let .deliver(command):

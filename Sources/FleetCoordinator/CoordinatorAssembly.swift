@@ -82,6 +82,7 @@ struct CoordinatorAssembly: Sendable {
         let ingest = try bind("frame ingest", configuration.frameIngestPort) {
             try FrameIngest(context: context, bind: configuration.endpoint(configuration.frameIngestPort), rejections: rejections,
                             security: security(.ingest),
+                            live: (configuration.endpoint(configuration.livePort), security(.live)),
                             admits: { userID, nodeID, fd, peer in gate.admitsFrame(userID: userID, nodeID: nodeID, fd: fd, peer: peer) })
         }
         let clock = try bind("clock", configuration.clockPort) {
@@ -102,6 +103,8 @@ struct CoordinatorAssembly: Sendable {
         let control = ControlHandler(configuration: configuration, store: store, endpoint: controlEndpoint, arrivals: arrivals, ingest: ingest,
                                      events: events, alerts: alerts, rejections: rejections, gate: gate, coordinatorID: coordinatorID,
                                      fleetTime: fleetTime, clock: coordinatorClock, logger: logger)
+        let liveFlow = LiveFlowKeeper(events: events, logger: logger) { nodeID, message in await control.tell(nodeID, message) }
+        await control.followLiveFlow(liveFlow)
         let writers = TakeWriters()
         let recordEndpoint = try bind("recording", configuration.recordPort) {
             try RecordEndpoint(context: context, bind: configuration.endpoint(configuration.recordPort), security: security(.record),
@@ -122,7 +125,7 @@ struct CoordinatorAssembly: Sendable {
                                                clock: coordinatorClock, logger: logger)
         let leases = LeaseKeeper(store: store, events: events, clock: coordinatorClock, logger: logger)
         try await leases.load()
-        let reporter = TelemetryReporter(store: store, ingest: ingest, control: control, telemetry: telemetry, metrics: metrics,
+        let reporter = TelemetryReporter(store: store, ingest: ingest, control: control, liveFlow: liveFlow, telemetry: telemetry, metrics: metrics,
                                          rejections: rejections, alerts: alerts, clock: coordinatorClock, logger: logger)
         let metricsServer = try configuration.metricsPort.map { port in try serveMetrics(metrics, configuration: configuration, port: port) }
         // What `who_am_i` tells an operator of the other endpoints (a subscriber's telemetry port).
@@ -135,8 +138,9 @@ struct CoordinatorAssembly: Sendable {
             $0.metricsPort = metricsServer.map { UInt32($0.port) } ?? 0
             $0.clockPort = port(clock.boundEndpoint)
             $0.recordPort = UInt32(recordEndpoint.boundPort)
+            $0.livePort = ingest.liveEndpoint.map(port) ?? 0
         }
-        let operators = OperatorHandler(store: store, endpoint: operatorEndpoint, ports: ports, ingest: ingest, control: control,
+        let operators = OperatorHandler(store: store, endpoint: operatorEndpoint, ports: ports, ingest: ingest, control: control, liveFlow: liveFlow,
                                         reporter: reporter, rejections: rejections, leases: leases, events: events,
                                         coordinatorKey: keys.publicKey, fleetTime: fleetTime, clock: coordinatorClock, takes: takes,
                                         backups: DatabaseBackups(dataDirectory: configuration.dataDirectory, store: store, clock: coordinatorClock), logger: logger)
@@ -155,7 +159,8 @@ struct CoordinatorAssembly: Sendable {
             StoppingService("alert delivery") { alerts.stop() },
             metricsServer.map { server in StoppingService("metrics endpoint") { server.stop() } },
             StoppingService("clock endpoint") { clock.stop() },
-            StoppingService("frame ingest") { ingest.stop() },
+            // Follows the viewers until ingest closes the live endpoint.
+            StoppingService("frame ingest", run: { await liveFlow.follow(ingest.liveSubscriptions) }) { ingest.stop() },
             StoppingService("record endpoint") { recordEndpoint.stop() },
             // Open segments are finished so they play; the takes go on at the next start.
             StoppingService("takes") { await takes.shutdown() },
@@ -167,6 +172,7 @@ struct CoordinatorAssembly: Sendable {
                 await leases.expire()
             },
             PeriodicService("telemetry reporter", every: .seconds(1), clock: beatClock) { await reporter.tick() },
+            PeriodicService("live frame leases", every: .seconds(1), clock: beatClock) { await liveFlow.renew() },
             PeriodicService("recording housekeeper", every: .seconds(5), clock: beatClock, firstTick: .atStart) { await housekeeper.tick() },
             // Stopped first: says that shutdown has begun.
             StoppingService("shutdown notice") {
@@ -182,7 +188,8 @@ struct CoordinatorAssembly: Sendable {
                                              metrics: metricsServer.map { "http://\(configuration.displayHost):\($0.port)/metrics" })
         logger.info("coordinator ready", metadata: [
             "control": "\(endpoints.control)", "ingest": "\(endpoints.frameIngest)", "operator": "\(endpoints.operator)",
-            "telemetry": "\(endpoints.telemetry)", "clock": "\(clock.boundEndpoint)", "record": "\(recordEndpoint.boundEndpoint)", "database": "\(endpoints.database)",
+            "telemetry": "\(endpoints.telemetry)", "clock": "\(clock.boundEndpoint)", "record": "\(recordEndpoint.boundEndpoint)",
+            "live": "\(ingest.liveEndpoint ?? "off")", "database": "\(endpoints.database)",
             "metrics": "\(endpoints.metrics ?? "off")",
             "public_key": "\(keys.publicKey.z85)",
         ])

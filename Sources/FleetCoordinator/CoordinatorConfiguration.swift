@@ -14,6 +14,8 @@ public struct CoordinatorConfiguration: Sendable {
     public var clockPort: UInt16 = WireDefaults.clockPort
     /// The recording path; 0 binds any free port (WELCOME tells agents which).
     public var recordPort: UInt16 = WireDefaults.recordPort
+    /// Viewers of full-rate frames (XPUB); 0 binds any free port (`who_am_i` says which).
+    public var livePort: UInt16 = WireDefaults.livePort
     /// Where takes are written; nil = `recordings` in the data directory.
     public var recordingsDirectory: String?
     /// Length of a recording's segments (one file per device per segment).

@@ -25,11 +25,16 @@ public final class FleetMetrics: Sendable {
         MetricNameDescriptor(namespace: "capfleet", metricName: name, unitName: unit, helpText: help)
     }
 
-    nonisolated(unsafe) static let framesReceived = descriptor("frames_received", "total", "Frames the coordinator accepted from the device.")
+    nonisolated(unsafe) static let framesReceived = descriptor("frames_received", "total",
+                                          "Full-rate frames the coordinator accepted from the device (they flow only while someone wants them).")
+    nonisolated(unsafe) static let framesCaptured = descriptor("frames_captured", "total", "Frames the device captured, as its agent counts them.")
+    nonisolated(unsafe) static let bytesCaptured = descriptor("bytes_captured", "total", "Payload bytes of the frames the device captured.")
+    nonisolated(unsafe) static let liveConsumers = descriptor("device_live_consumers", "",
+                                          "Who wants the device's full-rate frames now (viewers count as one; each waiting snapshot as one).")
     nonisolated(unsafe) static let bytesReceived = descriptor("bytes_received", "total", "Payload bytes the coordinator accepted from the device.")
     nonisolated(unsafe) static let framesDropped = descriptor("frames_dropped", "total",
                                           "Frames lost, by reason: late (send queue full), out_of_buffers (no free capture buffer), discontinuity (sequence gap).")
-    nonisolated(unsafe) static let framesPerSecond = descriptor("device_frames_per_second", "", "Frames per second received over the last second.")
+    nonisolated(unsafe) static let framesPerSecond = descriptor("device_frames_per_second", "", "Frames per second the device captured over the last second.")
     nonisolated(unsafe) static let deviceStreaming = descriptor("device_streaming", "", "1 while the device streams frames to the coordinator.")
     nonisolated(unsafe) static let deviceInterrupted = descriptor("device_interrupted", "", "1 while the device is interrupted (unplugged, in use, pressure shutdown, driver error).")
     nonisolated(unsafe) static let deviceFrameRate = descriptor("device_active_frame_rate", "", "The device's active (maximum) frame rate.")
@@ -88,6 +93,10 @@ public final class FleetMetrics: Sendable {
             _ = registry.makeCounter(descriptor: Self.framesReceived, labels: labels)
             advance(Self.framesReceived, labels, to: status.framesReceived)
             advance(Self.bytesReceived, labels, to: status.bytesReceived)
+            _ = registry.makeCounter(descriptor: Self.framesCaptured, labels: labels)
+            advance(Self.framesCaptured, labels, to: status.framesCaptured)
+            advance(Self.bytesCaptured, labels, to: status.bytesCaptured)
+            registry.makeGauge(descriptor: Self.liveConsumers, labels: labels).set(Double(status.liveConsumers))
             for (reason, count) in [("late", status.drops.late), ("out_of_buffers", status.drops.outOfBuffers),
                                     ("discontinuity", status.drops.discontinuity)] {
                 _ = registry.makeCounter(descriptor: Self.framesDropped, labels: labels + [("reason", reason)])

@@ -20,7 +20,20 @@ public struct DeviceIngestState: Sendable {
     var runs = AgentRunDrops()
     /// The agent's latest status says the device is capturing.
     public var streaming = false
+    /// The latest frame's layout and sequence, from a frame or the agent's status.
     public var layout = Capfleet_V1_FrameLayout()
+    /// What the device captured, from its agent's status, whether or not frames crossed the
+    /// network (frames.md, "Live frames on demand").
+    public var captures = AgentRunCaptures()
+    /// The agent's latest status says full-rate frames are flowing to the coordinator.
+    public var liveFlow = false
+}
+
+/// A viewer subscribed to a device's frames on the live endpoint, or the last one left
+/// (the XPUB says so once per topic).
+public struct LiveSubscriptionChange: Sendable, Equatable {
+    public let deviceID: String
+    public let wanted: Bool
 }
 
 /// A frame handed to a snapshot request, as libzmq delivered it (no copy).
@@ -35,6 +48,11 @@ public struct IngestedFrame: Sendable {
 public final class FrameIngest: Sendable {
     public static let endpointName = "ingest"
     public let boundEndpoint: String
+    /// The live endpoint viewers subscribe at, when there is one.
+    public let liveEndpoint: String?
+    /// Viewers coming and going on the live endpoint, in the order the XPUB said so.
+    public let liveSubscriptions: AsyncStream<LiveSubscriptionChange>
+    private let subscriptionChanges: AsyncStream<LiveSubscriptionChange>.Continuation
     private let loop: SocketLoop
     private let devices = Mutex<[String: DeviceIngestState]>([:])
     /// Snapshot requests waiting for their device's next frame. Frames are not kept between
@@ -50,7 +68,10 @@ public final class FrameIngest: Sendable {
     /// Whether a sender (its ZAP User-Id) may send frames of `nodeID`; nil admits all (benchmarks).
     private let admits: (@Sendable (_ userID: String?, _ nodeID: String, _ fd: Int32, _ peer: () -> String) -> Bool)?
 
+    /// - Parameter live: where viewers subscribe to full-rate frames (an XPUB on this thread,
+    ///   so a frame is handed on without a copy or a hop); nil: nowhere (benchmarks).
     public init(context: ZMQContext, bind endpoint: String, rejections: RejectionCounter, security: CurveServerSecurity,
+                live: (endpoint: String, security: CurveServerSecurity)? = nil,
                 admits: (@Sendable (_ userID: String?, _ nodeID: String, _ fd: Int32, _ peer: () -> String) -> Bool)? = nil,
                 onFrame: (@Sendable (Capfleet_V1_FrameHeader) -> Void)? = nil) throws(ZMQError) {
         let socket = try ZMQSocket(context: context, type: .pull)
@@ -61,10 +82,30 @@ public final class FrameIngest: Sendable {
         try security.apply(to: socket, loop: loop, context: context)
         try socket.bind(endpoint)
         boundEndpoint = try socket.lastEndpoint()
+        (liveSubscriptions, subscriptionChanges) = AsyncStream.makeStream(of: LiveSubscriptionChange.self)
+        var fanOut: ZMQSocket?
+        if let live {
+            let xpub = try ZMQSocket(context: context, type: .xpub)
+            // Each viewer's own queue: two frames, then newer frames are dropped for that
+            // viewer alone while it catches up; the camera and other viewers never wait.
+            try xpub.setOption(ZMQ_SNDHWM, Int32(2))
+            try xpub.use(.bulk)
+            try live.security.apply(to: xpub, loop: loop, context: context)
+            try xpub.bind(live.endpoint)
+            liveEndpoint = try xpub.lastEndpoint()
+            fanOut = xpub
+        } else {
+            liveEndpoint = nil
+        }
         self.rejections = rejections
         self.admits = admits
         self.onFrame = onFrame
-        loop.add(socket) { [self] socket in drain(socket) }
+        let changes = subscriptionChanges
+        if let fanOut {
+            loop.add(fanOut) { socket in Self.drainSubscriptions(socket, into: changes) }
+        }
+        loop.add(socket) { [self] socket in drain(socket, fanOut: fanOut) }
+        loop.onStop { changes.finish() }
         loop.start()
     }
 
@@ -74,11 +115,14 @@ public final class FrameIngest: Sendable {
     /// True when `agentInstance` is a new process of an agent already counted: the device's
     /// sequence numbers and drop counts start over, which is a restart, not a gap.
     @discardableResult
-    public func admit(deviceID: String, nodeID: String, agentInstance: String = "", resumingFrames frames: UInt64 = 0, bytes: UInt64 = 0) -> Bool {
+    public func admit(deviceID: String, nodeID: String, agentInstance: String = "", resumingFrames frames: UInt64 = 0, bytes: UInt64 = 0,
+                      captures: AgentRunCaptures? = nil) -> Bool {
         devices.withLock { table in
-            var state = table[deviceID] ?? DeviceIngestState(nodeID: nodeID, framesReceived: frames, bytesReceived: bytes)
+            var state = table[deviceID] ?? DeviceIngestState(nodeID: nodeID, framesReceived: frames, bytesReceived: bytes,
+                                                             captures: captures ?? AgentRunCaptures())
             state.nodeID = nodeID
             let restarted = state.runs.registered(agentInstance: agentInstance)
+            state.captures.registered(agentInstance: agentInstance)
             table[deviceID] = state
             return restarted
         }
@@ -88,13 +132,23 @@ public final class FrameIngest: Sendable {
         devices.withLock { table in for id in deviceIDs { table[id] = nil } }
     }
 
-    /// Drops the agent counted that never reached the wire (late frames were never sent).
-    public func noteAgentDrops(deviceID: String, drops: DropTally, streaming: Bool) {
+    /// What the agent's status says of the device: what it captured (whether or not frames
+    /// crossed the network), and drops that never reached the wire (late frames were never sent).
+    public func noteAgentStatus(_ counters: Capfleet_V1_DeviceCounters) {
         devices.withLock { table in
-            guard var state = table[deviceID] else { return }
-            state.runs.report(drops)
-            state.streaming = streaming
-            table[deviceID] = state
+            guard var state = table[counters.deviceID] else { return }
+            state.runs.report(DropTally(wire: counters.drops))
+            state.streaming = counters.streaming
+            let before = state.captures.currentRun.frames
+            state.captures.report(CaptureTally(frames: counters.framesCaptured, bytes: counters.bytesCaptured))
+            // Frames need not cross the network to be the device's latest.
+            if state.captures.currentRun.frames > before { state.lastFrameUnixMilliseconds = Date().unixMilliseconds }
+            state.liveFlow = counters.liveFlow
+            if counters.hasLayout, counters.layout.width > 0 {
+                state.layout = counters.layout
+                state.lastSequence = counters.lastSequence
+            }
+            table[counters.deviceID] = state
         }
     }
 
@@ -123,7 +177,7 @@ public final class FrameIngest: Sendable {
 
     public func state(of deviceID: String) -> DeviceIngestState? { devices.withLock { $0[deviceID] } }
 
-    private func drain(_ socket: ZMQSocket) {
+    private func drain(_ socket: ZMQSocket, fanOut: ZMQSocket?) {
         while true {
             let received: (parts: [ZMQMessage], overflowed: Bool)?
             do {
@@ -132,29 +186,56 @@ public final class FrameIngest: Sendable {
                 return
             }
             guard let received else { return }
-            accept(received.parts, overflowed: received.overflowed)
+            if let header = accept(received.parts, overflowed: received.overflowed), let fanOut {
+                Self.handOn(header: header, parts: received.parts, to: fanOut)
+            }
         }
     }
 
-    private func accept(_ parts: [ZMQMessage], overflowed: Bool) {
+    /// Sends an accepted frame to the viewers of its device: its topic, then the header and
+    /// payload as they came (the payload's buffer is shared, not copied). Nobody subscribed,
+    /// or a viewer whose queue is full, costs nothing here: libzmq drops it for them.
+    private static func handOn(header: Capfleet_V1_FrameHeader, parts: [ZMQMessage], to fanOut: ZMQSocket) {
+        do {
+            guard try fanOut.send(Array(LiveTopic.frames(header.deviceID).utf8), more: true, dontWait: true) else { return }
+            try fanOut.send(parts[0], more: true, dontWait: true)
+            try fanOut.send(parts[1], dontWait: true)
+        } catch {
+            // An XPUB never blocks; a failure here is libzmq closing down.
+        }
+    }
+
+    /// The XPUB's subscription messages: 1 (subscribe) or 0 (unsubscribe), then the topic.
+    /// Without ZMQ_XPUB_VERBOSE it says only the first subscription and the last unsubscription
+    /// of a topic, whoever they come from, which is what the flow needs.
+    private static func drainSubscriptions(_ socket: ZMQSocket, into changes: AsyncStream<LiveSubscriptionChange>.Continuation) {
+        while let received = try? socket.receiveMultipart(dontWait: true, maxParts: 1) {
+            guard let bytes = received.parts.first?.bytes, let kind = bytes.first, kind <= 1,
+                  let deviceID = LiveTopic.deviceID(subscribedTo: bytes.dropFirst()) else { continue }
+            changes.yield(LiveSubscriptionChange(deviceID: deviceID, wanted: kind == 1))
+        }
+    }
+
+    /// The frame's header when it is accepted and counted; nil when refused.
+    private func accept(_ parts: [ZMQMessage], overflowed: Bool) -> Capfleet_V1_FrameHeader? {
         // Looked up only when something is wrong: it costs a string per frame.
         var peer: String { parts.first?.peerAddress ?? "unknown peer" }
         guard parts.count == 2, !overflowed else {
             rejections.reject(endpoint: Self.endpointName, reason: .wrongPartCount, peer: peer, detail: "expected 2 parts")
-            return
+            return nil
         }
         guard let header = try? Capfleet_V1_FrameHeader(serializedBytes: parts[0].array) else {
             rejections.reject(endpoint: Self.endpointName, reason: .undecodable, peer: peer, detail: "\(parts[0].count) header bytes")
-            return
+            return nil
         }
         if let problem = FrameValidation.check(header: header, payloadBytes: parts[1].count,
                                                maxPayloadBytes: Int(WireDefaults.maxMessageBytes)) {
             rejections.reject(endpoint: Self.endpointName, reason: problem, peer: peer,
                               detail: "device \(header.deviceID): header says \(header.payloadSize) bytes of \(header.layout.width)x\(header.layout.height) \(header.layout.pixelFormat), payload has \(parts[1].count)")
-            return
+            return nil
         }
         // The sender's key must be the live key of the node the header names.
-        if let admits, !admits(parts[0].userID, header.nodeID, parts[0].sourceFD, { peer }) { return }
+        if let admits, !admits(parts[0].userID, header.nodeID, parts[0].sourceFD, { peer }) { return nil }
         let now = Date().unixMilliseconds
         let known: Bool = devices.withLock { table in
             guard var state = table[header.deviceID], state.nodeID == header.nodeID else { return false }
@@ -170,12 +251,13 @@ public final class FrameIngest: Sendable {
         guard known else {
             rejections.reject(endpoint: Self.endpointName, reason: .unknownDevice, peer: peer,
                               detail: "device \(header.deviceID) of node \(header.nodeID) is not registered")
-            return
+            return nil
         }
         onFrame?(header)
         if waitingSnapshots.load(ordering: .acquiring) > 0 {
             let waiting = snapshotWaiters.withLock { $0.filter { $0.value.deviceID == header.deviceID }.map(\.key) }
             for id in waiting { resolveWaiter(id, with: IngestedFrame(header: header, payload: parts[1])) }
         }
+        return header
     }
 }

@@ -43,6 +43,7 @@ extension OperatorHandler {
         let rows = try await store.deviceListing(nodeID: nodeID, deviceID: deviceID)
         let live = await control.liveStatus(of: Set(rows.map(\.device.nodeId)))
         let held = await leases.leases(of: rows.map(\.device.id))
+        let consumers = await liveFlow.consumers(of: rows.map(\.device.id))
         var infos: [Capfleet_V1_DeviceInfo] = []
         infos.reserveCapacity(rows.count)
         for row in rows {
@@ -66,6 +67,8 @@ extension OperatorHandler {
                 $0.activeFrameRate = device.activeFrameRate
                 $0.formatCount = UInt32(row.formatCount)
                 $0.online = online
+                $0.liveConsumers = consumers[device.id] ?? []
+                $0.liveFlow = counters?.liveFlow ?? false
                 if let lease {
                     $0.leaseHolder = lease.holder
                     $0.leaseExpiresUnixMs = Int64(lease.expiresAt)
@@ -119,14 +122,16 @@ extension OperatorHandler {
         reply.status = .ok
     }
 
-    /// The device's next frame to arrive: fresh by construction.
+    /// The device's next frame to arrive: fresh by construction. Nobody may be watching the
+    /// device, so its flow is woken for as long as the snapshot waits.
     func nextFrame(of deviceID: String, into reply: inout Capfleet_V1_OperatorReply) async -> [UInt8]? {
         guard ingest.state(of: deviceID) != nil else {
             reply.status = .failure(.notFound, "no device \(deviceID) is registered; see capfleet devices")
             return nil
         }
-        guard let frame = await ingest.nextFrame(of: deviceID, timeout: .seconds(2)) else {
-            reply.status = .failure(.notFound, "no frame from device \(deviceID) arrived within 2 s: is it streaming? (capfleet watch)")
+        let ingest = self.ingest
+        guard let frame = await liveFlow.whileWanting(deviceID, { await ingest.nextFrame(of: deviceID, timeout: .seconds(3)) }) else {
+            reply.status = .failure(.notFound, "no frame from device \(deviceID) arrived within 3 s of asking its agent for one: is it streaming? (capfleet watch)")
             return nil
         }
         reply.frameHeader = frame.header

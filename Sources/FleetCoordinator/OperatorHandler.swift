@@ -16,6 +16,8 @@ actor OperatorHandler {
     let ports: Capfleet_V1_CoordinatorEndpoints
     let ingest: FrameIngest
     let control: ControlHandler
+    /// Who wants which devices' full-rate frames: a snapshot wakes its device's flow.
+    let liveFlow: LiveFlowKeeper
     let reporter: TelemetryReporter
     let rejections: RejectionCounter
     let leases: LeaseKeeper
@@ -33,7 +35,7 @@ actor OperatorHandler {
     var consentPushes: [String: Task<Capfleet_V1_CommandReply?, Never>] = [:]
 
     init(store: FleetDatabase, endpoint: RouterEndpoint, ports: Capfleet_V1_CoordinatorEndpoints, ingest: FrameIngest, control: ControlHandler,
-         reporter: TelemetryReporter, rejections: RejectionCounter, leases: LeaseKeeper, events: FleetEvents,
+         liveFlow: LiveFlowKeeper, reporter: TelemetryReporter, rejections: RejectionCounter, leases: LeaseKeeper, events: FleetEvents,
          coordinatorKey: CurvePublicKey, fleetTime: FleetTimeSource, clock: CoordinatorClock, takes: TakeDirector, backups: DatabaseBackups, logger: Logger) {
         self.coordinatorKey = coordinatorKey
         self.backups = backups
@@ -47,6 +49,7 @@ actor OperatorHandler {
         self.ports = ports
         self.ingest = ingest
         self.control = control
+        self.liveFlow = liveFlow
         self.reporter = reporter
         self.rejections = rejections
         self.logger = logger
@@ -205,6 +208,7 @@ actor OperatorHandler {
             }
             await control.endRemoval(nodeID, removed: true)
             ingest.forget(deviceIDs: devices)
+            await liveFlow.forgotten(devices)
             try await store.appendAudit(AuditEntry(at: at, actor: actor, action: "node.forget", target: nodeID, outcome: "ok",
                                                    detail: "removed \(devices.count) device(s)"))
             reply.status = .ok

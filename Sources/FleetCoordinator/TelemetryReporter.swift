@@ -13,6 +13,7 @@ actor TelemetryReporter {
     private let store: FleetDatabase
     private let ingest: FrameIngest
     private let control: ControlHandler
+    private let liveFlow: LiveFlowKeeper
     private let telemetry: TelemetryPublisherSocket
     private let metrics: FleetMetrics
     private let rejections: RejectionCounter
@@ -22,6 +23,7 @@ actor TelemetryReporter {
     private var meters: [String: ThroughputMeter] = [:]
     private var publishedDrops: [String: DropTally] = [:]
     private var storedCounters: [String: (UInt64, DropTally)] = [:]
+    private var storedCaptures: [String: AgentRunCaptures] = [:]
     /// The rejection counts as last stored.
     private var storedRejections: [RejectionLedger.Key: UInt64] = [:]
     private(set) var deviceStatuses: [Capfleet_V1_DeviceStatus] = []
@@ -29,7 +31,7 @@ actor TelemetryReporter {
     private(set) var pressureReports: [Capfleet_V1_PressureReport] = []
     private var ticks = 0
 
-    init(store: FleetDatabase, ingest: FrameIngest, control: ControlHandler, telemetry: TelemetryPublisherSocket,
+    init(store: FleetDatabase, ingest: FrameIngest, control: ControlHandler, liveFlow: LiveFlowKeeper, telemetry: TelemetryPublisherSocket,
          metrics: FleetMetrics, rejections: RejectionCounter, alerts: AlertCenter, clock: CoordinatorClock, logger: Logger) {
         self.alerts = alerts
         self.clock = clock
@@ -38,6 +40,7 @@ actor TelemetryReporter {
         self.store = store
         self.ingest = ingest
         self.control = control
+        self.liveFlow = liveFlow
         self.telemetry = telemetry
         self.logger = logger
     }
@@ -53,6 +56,7 @@ actor TelemetryReporter {
             var statuses: [Capfleet_V1_DeviceStatus] = []
             // One look at the live sessions a tick, whatever the fleet's size.
             let live = await control.liveStatus(of: Set(nodes.map(\.id)))
+            let consumers = await liveFlow.consumers(of: devices.map(\.id))
             var online: [String: Bool] = [:]
             for node in nodes { online[node.id] = live[node.id] != nil }
             var countersByDevice: [String: Capfleet_V1_DeviceCounters] = [:]
@@ -62,8 +66,13 @@ actor TelemetryReporter {
             for device in devices {
                 let state = snapshot[device.id]
                 let counters = (online[device.nodeId] ?? false) ? countersByDevice[device.id] : nil
+                // The camera's rate as its agent counts it: frames cross the network only on demand.
+                // An agent before protocol 1.3 reports no captured counts but sends every frame.
+                let counted = state?.captures.total ?? CaptureTally()
+                let captured = CaptureTally(frames: max(counted.frames, state?.framesReceived ?? 0),
+                                            bytes: max(counted.bytes, state?.bytesReceived ?? 0))
                 var meter = meters[device.id] ?? ThroughputMeter()
-                meter.sample(frames: state?.framesReceived ?? 0, bytes: state?.bytesReceived ?? 0, at: now)
+                meter.sample(frames: captured.frames, bytes: captured.bytes, at: now)
                 meters[device.id] = meter
                 let status = Capfleet_V1_DeviceStatus.with {
                     $0.deviceID = device.id
@@ -72,6 +81,10 @@ actor TelemetryReporter {
                     $0.streaming = $0.online && (state?.streaming ?? false)
                     $0.framesReceived = state?.framesReceived ?? UInt64(device.framesReceived)
                     $0.bytesReceived = state?.bytesReceived ?? UInt64(device.bytesReceived)
+                    $0.framesCaptured = captured.frames
+                    $0.bytesCaptured = captured.bytes
+                    $0.liveConsumers = UInt32(consumers[device.id]?.count ?? 0)
+                    $0.liveFlow = $0.online && (state?.liveFlow ?? false)
                     $0.framesPerSecond = $0.online ? meter.framesPerSecond : 0
                     $0.bytesPerSecond = $0.online ? meter.bytesPerSecond : 0
                     $0.drops = (state?.drops ?? device.drops).wire
@@ -95,7 +108,7 @@ actor TelemetryReporter {
                 }
                 statuses.append(status)
                 if status.online {
-                    alerts.deviceCounters(device.id, nodeID: device.nodeId, frames: status.framesReceived,
+                    alerts.deviceCounters(device.id, nodeID: device.nodeId, frames: status.framesCaptured,
                                           drops: DropTally(wire: status.drops).total, at: now)
                 }
                 publish(TelemetryTopic.device(device.id), status)
@@ -172,6 +185,9 @@ actor TelemetryReporter {
             storedCounters[id] = (state.framesReceived, state.drops)
         }
         try await store.updateDeviceCounters(updates)
+        let captures = snapshot.compactMapValues { state in state.captures }.filter { storedCaptures[$0.key] != $0.value }
+        try await store.saveCaptureCounts(captures)
+        storedCaptures.merge(captures) { _, new in new }
         let rejected = rejections.counts.filter { storedRejections[RejectionLedger.Key(endpoint: $0.endpoint, reason: $0.reason)] != $0.count }
         try await store.saveRejectionTotals(rejected.map { RejectionTotal(endpoint: $0.endpoint, reason: $0.reason, count: $0.count) })
         for entry in rejected { storedRejections[RejectionLedger.Key(endpoint: entry.endpoint, reason: entry.reason)] = entry.count }

@@ -60,6 +60,34 @@ public struct PixelFormat: Hashable, Sendable, CustomStringConvertible {
         frameByteCount(width: width, height: height) ?? width * height * 4 + 4096
     }
 
+    /// FFmpeg's name of this layout (`-pixel_format` of rawvideo), so that ffplay, mpv and
+    /// ffmpeg read frames as they are; nil where FFmpeg has none (or a compressed format).
+    public var ffmpegName: String? {
+        switch fourCC {
+        case "YUYV": "yuyv422"
+        case "UYVY": "uyvy422"
+        case "YVYU": "yvyu422"
+        case "NV12": "nv12"
+        case "NV21": "nv21"
+        case "NV16": "nv16"
+        case "NV24": "nv24"
+        case "NV42": "nv42"
+        case "YU12": "yuv420p"
+        case "422P": "yuv422p"
+        case "GREY", "Y8": "gray"
+        case "Y16": "gray16le"
+        case "Y16-BE": "gray16be"
+        case "RGBP": "rgb565le"
+        case "RGB3": "rgb24"
+        case "BGR3": "bgr24"
+        case "XR24": "bgr0"
+        case "AR24": "bgra"
+        case "XB24": "rgb0"
+        case "AB24": "rgba"
+        default: nil
+        }
+    }
+
     /// Bytes per line of the first plane for raw formats.
     public func bytesPerLine(width: Int) -> Int {
         width * (Self.packedBytesPerPixel[fourCC] ?? 1)

@@ -37,6 +37,7 @@ extension Capfleet_V1_EventKind {
         case .recording: "recording"
         case .zoomChanged: "zoom_changed"
         case .agentRestarted: "agent_restarted"
+        case .liveFrames: "live_frames"
         case .unspecified, .UNRECOGNIZED: "unspecified"
         }
     }
@@ -52,5 +53,24 @@ extension Capfleet_V1_AlertKind {
         case .drops: "drops"
         case .unspecified, .UNRECOGNIZED: "unspecified"
         }
+    }
+}
+
+/// Topics of the live endpoint, where viewers subscribe to a device's full-rate frames
+/// (frames.md, "Live frames on demand"). A topic ends in "/", which no device id holds, so
+/// one device's topic is never a prefix of another's.
+public enum LiveTopic {
+    public static let prefix = "frame/"
+
+    public static func frames(_ deviceID: String) -> String { prefix + deviceID + "/" }
+
+    /// The device a subscription names exactly, or nil for anything else (a broader prefix
+    /// receives what flows for others but wakes no device).
+    public static func deviceID(subscribedTo topic: some Collection<UInt8>) -> String? {
+        let text = String(decoding: topic, as: UTF8.self)
+        guard text.hasPrefix(prefix), text.hasSuffix("/"), text.count > prefix.count + 1 else { return nil }
+        let id = text.dropFirst(prefix.count).dropLast()
+        guard !id.contains("/") else { return nil }
+        return String(id)
     }
 }

@@ -10,6 +10,8 @@ public enum WireDefaults {
     public static let clockPort: UInt16 = 7605
     /// The lossless recording path (proto-docs/frames.md, "The recording path").
     public static let recordPort: UInt16 = 7606
+    /// Viewers of full-rate frames (proto-docs/frames.md, "Live frames on demand").
+    public static let livePort: UInt16 = 7607
 
     /// This build's release, the one version everywhere: `capfleet --version`, the Debian
     /// package's version (scripts/build-deb.sh reads it from the binary), the software_version
@@ -21,7 +23,8 @@ public enum WireDefaults {
     /// 1.1: HELLO names the agent process (agent_instance).
     /// 1.2: external cameras (SOURCE_KIND_EXTERNAL), SetRecording.not_started,
     /// event.agent_restarted, zoom_changed events, who_am_i's endpoints.
-    public static let protocolMinor: UInt32 = 2
+    /// 1.3: full-rate frames on demand (live_frames, the live endpoint, captured counts in status).
+    public static let protocolMinor: UInt32 = 3
 
     public static let heartbeatIntervalMilliseconds: UInt32 = 1000
     /// Missed heartbeats after which a peer is considered gone.

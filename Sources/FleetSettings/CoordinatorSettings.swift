@@ -8,7 +8,7 @@ import Foundation
 public struct CoordinatorSettings: Sendable {
     /// Every key a coordinator settings file may hold, in the order `--check-config` lists them.
     public static let keys = ["data_dir", "bind", "control_port", "ingest_port", "operator_port", "telemetry_port", "metrics_port",
-                              "clock_port", "record_port", "recordings_dir", "segment_seconds", "record_lead_ms", "record_reserve_mb",
+                              "clock_port", "record_port", "live_port", "recordings_dir", "segment_seconds", "record_lead_ms", "record_reserve_mb",
                               "retention_budget_gb", "retention_days", "heartbeat_interval_ms", "heartbeat_liveness",
                               "alert_command", "alert_webhook", "alert_interval_s", "alert_burst", "alert_pressure_level",
                               "alert_drop_share", "alert_drop_window_s", "alert_command_timeout_s"]
@@ -39,6 +39,7 @@ public struct CoordinatorSettings: Sendable {
         configuration.telemetryPort = try settings.integer("telemetry_port", environment: env) ?? configuration.telemetryPort
         configuration.clockPort = try settings.integer("clock_port", environment: env) ?? configuration.clockPort
         configuration.recordPort = try settings.integer("record_port", environment: env) ?? configuration.recordPort
+        configuration.livePort = try settings.integer("live_port", environment: env) ?? configuration.livePort
         configuration.recordingsDirectory = settings.value("recordings_dir", environment: env) ?? configuration.recordingsDirectory
         configuration.segmentSeconds = try settings.integer("segment_seconds", environment: env) ?? configuration.segmentSeconds
         guard configuration.segmentSeconds >= 1 else { throw SettingsError("segment_seconds must be at least 1") }

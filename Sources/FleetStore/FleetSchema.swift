@@ -357,6 +357,22 @@ enum FleetSchema {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v15: captured counts") { db in
+            // What each device captured, counted by its agent whether or not the frames crossed
+            // the network (frames are sent only on demand): the total of the agent processes
+            // before the current one, and the current one's own counts, so a coordinator
+            // restart neither loses nor counts twice what that process reported.
+            try db.execute(sql: """
+                CREATE TABLE deviceCaptureCount (
+                    deviceId TEXT PRIMARY KEY NOT NULL REFERENCES device(id) ON DELETE CASCADE,
+                    agentInstance TEXT NOT NULL,
+                    earlierFrames INTEGER NOT NULL CHECK (earlierFrames >= 0),
+                    earlierBytes INTEGER NOT NULL CHECK (earlierBytes >= 0),
+                    runFrames INTEGER NOT NULL CHECK (runFrames >= 0),
+                    runBytes INTEGER NOT NULL CHECK (runBytes >= 0)
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 }

@@ -11,6 +11,8 @@ public struct FleetPorts: Sendable {
     public let clockPort: UInt16
     /// 0: any free port, which WELCOME tells the agents.
     public let recordPort: UInt16
+    /// Viewers of full-rate frames; 0: any free port, which `who_am_i` names.
+    public let livePort: UInt16
     /// nil: the metrics endpoint is off.
     public let metricsPort: UInt16?
 
@@ -18,16 +20,17 @@ public struct FleetPorts: Sendable {
     /// coordinator, `metrics: false` turns the metrics endpoint off (the benchmarks measure
     /// without it).
     public static func free(record: Bool = true, metrics: Bool = true) throws -> FleetPorts {
-        let ports = try LoopbackPorts.free(5 + (record ? 1 : 0) + (metrics ? 1 : 0))
+        let ports = try LoopbackPorts.free(6 + (record ? 1 : 0) + (metrics ? 1 : 0))
         return FleetPorts(controlPort: ports[0], ingestPort: ports[1], operatorPort: ports[2], telemetryPort: ports[3],
-                          clockPort: ports[4], recordPort: record ? ports[5] : 0, metricsPort: metrics ? ports[ports.count - 1] : nil)
+                          clockPort: ports[4], recordPort: record ? ports[6] : 0, livePort: ports[5],
+                          metricsPort: metrics ? ports[ports.count - 1] : nil)
     }
 
     /// The coordinator's settings for these ports, as CAPFLEET_* variables.
     public var coordinatorEnvironment: [String: String] {
         ["CAPFLEET_BIND": "127.0.0.1", "CAPFLEET_CONTROL_PORT": "\(controlPort)", "CAPFLEET_INGEST_PORT": "\(ingestPort)",
          "CAPFLEET_OPERATOR_PORT": "\(operatorPort)", "CAPFLEET_TELEMETRY_PORT": "\(telemetryPort)", "CAPFLEET_CLOCK_PORT": "\(clockPort)",
-         "CAPFLEET_RECORD_PORT": "\(recordPort)", "CAPFLEET_METRICS_PORT": metricsPort.map { "\($0)" } ?? "off"]
+         "CAPFLEET_RECORD_PORT": "\(recordPort)", "CAPFLEET_LIVE_PORT": "\(livePort)", "CAPFLEET_METRICS_PORT": metricsPort.map { "\($0)" } ?? "off"]
     }
 }
 

@@ -95,20 +95,20 @@ final class TelemetryBenchFleet {
         let startWall = MonotonicTime.now()
         let startCPU = Self.cpuNanoseconds(pid: pid)
         let startSampler = Self.cpuNanoseconds(pid: pid, namePrefix: "cf-pressure")
-        let startFrames = try framesReceived()
+        let startFrames = try framesCaptured()
         Thread.sleep(forTimeInterval: seconds)
         let elapsed = Double(MonotonicTime.now() - startWall) / 1e9
         let cpu = Double(Self.cpuNanoseconds(pid: pid) &- startCPU) / 1e9 / elapsed * 100
         let endSampler = Self.cpuNanoseconds(pid: pid, namePrefix: "cf-pressure")
         let sampler = Double(endSampler &- startSampler) / 1e9 / elapsed * 100
-        let frames = Double(try framesReceived() - startFrames) / elapsed
+        let frames = Double(try framesCaptured() - startFrames) / elapsed
         return AgentCost(cpuPercent: cpu, samplerCPUPercent: sampler, residentMegabytes: TransportBench.residentMegabytes(pid: pid),
                          framesPerSecond: frames)
     }
 
-    private func framesReceived() throws -> UInt64 {
+    private func framesCaptured() throws -> UInt64 {
         let client = try OperatorClient(address: fleet.operatorAddress, credential: credential)
-        return try client.call(.getFleetStats(.init())).reply.deviceStats.filter(\.online).reduce(0) { $0 + $1.framesReceived }
+        return try client.call(.getFleetStats(.init())).reply.deviceStats.filter(\.online).reduce(0) { $0 + $1.framesCaptured }
     }
 
     func measureLevelChangeDelay(changes: Int) throws -> [Double] {

@@ -16,8 +16,9 @@ struct CoordinatorCommand: AsyncParsableCommand {
         discussion: """
             The coordinator keeps the fleet's state (nodes, devices, consent, operators, the recordings \
             index, the audit log) in DATA/fleet.sqlite, its CURVE key pair in DATA/keys, and the takes' \
-            files in DATA/recordings. It listens on seven TCP ports, 7600 to 7606 by default: control \
-            (agents), frame ingest, operator (the CLI), telemetry, metrics (Prometheus), clock and record.
+            files in DATA/recordings. It listens on eight TCP ports, 7600 to 7607 by default: control \
+            (agents), frame ingest, operator (the CLI), telemetry, metrics (Prometheus), clock, record and \
+            live (viewers of full-rate frames).
 
             A CAPFLEET_<KEY> variable beats the settings file (--config), and --data beats both for \
             data_dir; --check-config prints where each value came from. SIGTERM or SIGINT stops it \

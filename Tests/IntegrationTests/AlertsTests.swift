@@ -59,7 +59,7 @@ extension IntegrationTests {
             try psi("memory", 0)
             let agent = try fleet.startAgent("paged", extra: host.agentArguments())
             try await fleet.waitUntil("the agent streams", seconds: 20) {
-                try fleet.deviceStats().values.contains { ($0["frames_received"] as? Int ?? 0) > 0 }
+                try fleet.deviceStats().values.contains { ($0["frames_captured"] as? Int ?? 0) > 0 }
             }
             let node = try #require(try fleet.json(["nodes"]).first?["node_id"] as? String)
             let device = try #require(try fleet.deviceStats().keys.first)
@@ -136,7 +136,7 @@ extension IntegrationTests {
             ])
             try fleet.startAgent("lossy", fps: 30)
             try await fleet.waitUntil("the agent streams", seconds: 20) {
-                try fleet.deviceStats().values.contains { ($0["frames_received"] as? Int ?? 0) > 0 }
+                try fleet.deviceStats().values.contains { ($0["frames_captured"] as? Int ?? 0) > 0 }
             }
             let device = try #require(try fleet.deviceStats().keys.first)
             // A coordinator that stops reading: the agent loses frames while its queue is full.

@@ -24,7 +24,7 @@ extension IntegrationTests {
             let light = fleet.directory + "/light.log"
             try fleet.startAgent("studio", fps: 15, extra: ["--on-real-frames", "echo \"$CAPFLEET_DEVICE $CAPFLEET_REAL_FRAMES\" >> \(light)"])
             try await fleet.waitUntil("the camera streams", seconds: 20) {
-                try fleet.deviceStats().values.contains { ($0["frames_received"] as? Int ?? 0) > 2 }
+                try fleet.deviceStats().values.contains { ($0["frames_captured"] as? Int ?? 0) > 2 }
             }
             let device = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
 
@@ -96,7 +96,7 @@ extension IntegrationTests {
             let coordinator = try fleet.startCoordinator()
             let agent = try fleet.startAgent("kept", fps: 15)
             try await fleet.waitUntil("the camera streams", seconds: 20) {
-                try fleet.deviceStats().values.contains { ($0["frames_received"] as? Int ?? 0) > 2 }
+                try fleet.deviceStats().values.contains { ($0["frames_captured"] as? Int ?? 0) > 2 }
             }
             let device = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
             try fleet.grantConsent(device)

@@ -17,8 +17,12 @@ extension IntegrationTests {
             try fleet.startAgent("good")
             let fuzzAgent = try fleet.startAgent("fuzz")
             try await fleet.waitUntil("both agents stream", seconds: 20) {
-                try fleet.deviceStats().values.filter { ($0["frames_received"] as? Int ?? 0) > 2 }.count == 2
+                try fleet.deviceStats().values.filter { ($0["frames_captured"] as? Int ?? 0) > 2 }.count == 2
             }
+            // Someone watches both cameras, so their frames come to the coordinator throughout.
+            let viewerContext = ZMQContext()
+            let viewer = try fleet.wantFrames(of: Array(try fleet.deviceStats().keys), context: viewerContext)
+            defer { viewer.close() }
             let nodes = try fleet.nodes()
             let fuzzNode = try #require(nodes.first { $0["name"] as? String == "fuzz" }?["node_id"] as? String)
             let fuzzDevice = try #require(try fleet.json(["devices", "--node", fuzzNode]).first?["device_id"] as? String)

@@ -11,7 +11,7 @@ extension IntegrationTests {
             try fleet.startCoordinator()
             try fleet.startAgent("rig")
             try await fleet.waitUntil("the camera streams", seconds: 20) {
-                try fleet.deviceStats().values.contains { ($0["frames_received"] as? Int ?? 0) > 3 }
+                try fleet.deviceStats().values.contains { ($0["frames_captured"] as? Int ?? 0) > 3 }
             }
             let deviceID = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
 
@@ -83,7 +83,7 @@ extension IntegrationTests {
             try fleet.startCoordinator()
             try fleet.startAgent(agent, fps: 30)
             try await fleet.waitUntil("the camera streams", seconds: 20) {
-                try fleet.deviceStats().values.contains { ($0["frames_received"] as? Int ?? 0) > 3 }
+                try fleet.deviceStats().values.contains { ($0["frames_captured"] as? Int ?? 0) > 3 }
             }
             let deviceID = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
             _ = try fleet.json(["lock", deviceID])

@@ -1,4 +1,5 @@
 import FleetBus
+import FleetProtocol
 import FleetTestSupport
 import Foundation
 import Testing
@@ -132,6 +133,15 @@ final class FleetHarness: @unchecked Sendable {
         try socket.makeCurveClient(serverKey: serverKey ?? coordinatorKey(), keys: keys)
         try socket.connect("tcp://127.0.0.1:\(port)")
         return socket
+    }
+
+    /// A viewer's subscription to these devices' full-rate frames on the live endpoint, which
+    /// keeps their flow to the coordinator on for as long as the socket is open (it never
+    /// reads: the coordinator drops what a full viewer queue cannot take, for it alone).
+    func wantFrames(of deviceIDs: [String], context: ZMQContext, user: String = "ana") throws -> ZMQSocket {
+        let viewer = try socket(.sub, port: fleet.ports.livePort, keys: operatorKeys(user), context: context)
+        for deviceID in deviceIDs { try viewer.subscribe(LiveTopic.frames(deviceID)) }
+        return viewer
     }
 
     /// Polls `condition` until it holds or `seconds` pass; returns how long it took.

@@ -20,9 +20,9 @@ extension IntegrationTests {
             #expect(devices.count == 3)
             for device in devices {
                 let formats = try #require(device["formats"] as? [[String: Any]])
-                #expect(formats.count == 9, "the synthetic camera lists its whole format list")
+                #expect(formats.count == 12, "the synthetic camera lists its whole format list")
                 let labels = Set(formats.map { "\($0["width"]!)x\($0["height"]!) \($0["pixel_format"]!)\(($0["binned"] as? Bool) == true ? " binned" : "")" })
-                #expect(labels.isSuperset(of: ["640x480 YUYV", "1280x720 NV12", "1920x1080 YUYV", "3840x2160 NV12", "1920x1080 NV12 binned"]))
+                #expect(labels.isSuperset(of: ["640x480 YUYV", "1280x720 NV12", "1920x1080 YUYV", "3840x2160 NV12", "1920x1080 NV12 binned", "320x240 YUYV", "160x120 YUYV"]))
                 let binned = try #require(formats.first { ($0["binned"] as? Bool) == true })
                 let rates = try #require(binned["frame_rate_ranges"] as? [[String: Any]])
                 #expect(rates.first?["max_fps"] as? Double == 120)
@@ -30,16 +30,16 @@ extension IntegrationTests {
             }
             let deviceID = try #require(devices.first?["device_id"] as? String)
             let formats = try fleet.json(["formats", deviceID])
-            #expect(formats.count == 9)
+            #expect(formats.count == 12)
 
             // Frames flow: the coordinator counts frames and bytes per device.
             try await fleet.waitUntil("every device has delivered 20 frames", seconds: 20) {
-                try fleet.deviceStats().values.filter { ($0["frames_received"] as? Int ?? 0) >= 20 }.count == 3
+                try fleet.deviceStats().values.filter { ($0["frames_captured"] as? Int ?? 0) >= 20 }.count == 3
             }
             let stats = try fleet.deviceStats()
             for (_, device) in stats {
-                let frames = try #require(device["frames_received"] as? Int)
-                #expect(device["bytes_received"] as? Int == frames * 640 * 480 * 2)
+                let frames = try #require(device["frames_captured"] as? Int)
+                #expect(device["bytes_captured"] as? Int == frames * 640 * 480 * 2)
                 #expect(device["streaming"] as? Bool == true)
             }
 
@@ -84,7 +84,7 @@ extension IntegrationTests {
             try await fleet.waitUntil("both agents are online", seconds: 20) { try fleet.onlineNodeIDs().count == 2 }
             try await fleet.waitUntil("frames have been counted and stored", seconds: 20) {
                 // All three devices, each with 30 frames (an empty answer proves nothing).
-                try fleet.deviceStats().values.filter { ($0["frames_received"] as? Int ?? 0) >= 30 }.count == 3
+                try fleet.deviceStats().values.filter { ($0["frames_captured"] as? Int ?? 0) >= 30 }.count == 3
             }
             try await Task.sleep(for: .seconds(2.5))  // at least one counter flush
             let before = try Self.rowCounts(fleet.databasePath)
@@ -98,13 +98,13 @@ extension IntegrationTests {
             #expect(after.nodes == before.nodes)
             #expect(after.devices == before.devices)
             #expect(after.formats == before.formats)
-            #expect(after.devices == 3 && after.formats == 27)
+            #expect(after.devices == 3 && after.formats == 36)
             // Counters continue from what was stored instead of starting over.
             try await fleet.waitUntil("frames flow again", seconds: 15) {
                 try fleet.deviceStats().values.filter { ($0["frames_per_second"] as? Double ?? 0) > 5 }.count == 3
             }
             for (deviceID, stored) in framesBefore {
-                let now = try #require(try fleet.deviceStats()[deviceID]?["frames_received"] as? Int)
+                let now = try #require(try fleet.deviceStats()[deviceID]?["frames_captured"] as? Int)
                 #expect(now >= stored, "device \(deviceID) counted \(now) frames after the restart, \(stored) before")
             }
             // The connection history shows the coordinator's restart: offline, then registered again.
@@ -126,7 +126,9 @@ extension IntegrationTests {
 
         static func storedFrames(_ path: String) throws -> [String: Int] {
             try DatabaseQueue(path: path).read { db in
-                Dictionary(uniqueKeysWithValues: try Row.fetchAll(db, sql: "SELECT id, framesReceived FROM device").map { ($0["id"] as String, $0["framesReceived"] as Int) })
+                // What each device captured, as stored: the earlier agent processes' and the current one's.
+                Dictionary(uniqueKeysWithValues: try Row.fetchAll(db, sql: "SELECT deviceId, earlierFrames + runFrames AS frames FROM deviceCaptureCount")
+                    .map { ($0["deviceId"] as String, $0["frames"] as Int) })
             }
         }
     }
@@ -137,11 +139,11 @@ extension IntegrationTests {
             let coordinator = try fleet.startCoordinator()
             let agent = try fleet.startAgent("steady")
             try await fleet.waitUntil("frames are counted", seconds: 20) {
-                try fleet.deviceStats().values.contains { ($0["frames_received"] as? Int ?? 0) >= 10 }
+                try fleet.deviceStats().values.contains { ($0["frames_captured"] as? Int ?? 0) >= 10 }
             }
             _ = agent.stop()
             #expect(agent.process.terminationStatus == 0, "the agent exits cleanly on SIGTERM:\n\(agent.log.suffix(2000))")
-            let counted = try #require(try fleet.deviceStats().values.first?["frames_received"] as? Int)
+            let counted = try #require(try fleet.deviceStats().values.first?["frames_captured"] as? Int)
             #expect(coordinator.stop() == 0, "the coordinator exits cleanly on SIGTERM:\n\(coordinator.log.suffix(2000))")
             let stored = try #require(try FleetLifecycleTests.storedFrames(fleet.databasePath).values.first)
             #expect(stored >= counted, "the final flush stored every counted frame: \(stored) stored, \(counted) seen before")

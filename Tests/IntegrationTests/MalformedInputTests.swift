@@ -35,15 +35,19 @@ extension IntegrationTests {
             let fleet = try FleetHarness()
             try fleet.startCoordinator()
             try fleet.startAgent("good")
-            try await fleet.waitUntil("the good agent streams", seconds: 20) {
-                try fleet.deviceStats().values.contains { ($0["frames_received"] as? Int ?? 0) > 5 }
-            }
+            try await fleet.waitUntil("the good agent registers", seconds: 20) { try fleet.json(["devices"]).count == 1 }
             let device = try #require(try fleet.json(["devices"]).first)
             let deviceID = try #require(device["device_id"] as? String)
             let nodeID = try #require(device["node_id"] as? String)
+            let context = ZMQContext()
+            // Someone watches the good camera, so its frames come to the coordinator throughout.
+            let viewer = try fleet.wantFrames(of: [deviceID], context: context)
+            defer { viewer.close() }
+            try await fleet.waitUntil("the good agent streams", seconds: 20) {
+                (try fleet.deviceStats()[deviceID]?["frames_received"] as? Int ?? 0) > 5
+            }
             let framesBefore = try #require(try fleet.deviceStats()[deviceID]?["frames_received"] as? Int)
 
-            let context = ZMQContext()
             // Frame ingest.
             let stolen = try fleet.agentKeys("good")
             let push = try fleet.socket(.push, port: fleet.ingestPort, keys: stolen, context: context)

@@ -88,7 +88,7 @@ extension IntegrationTests {
             try fleet.startAgent("scraped", fps: 30)
             let leaving = try fleet.startAgent("leaving")
             try await fleet.waitUntil("both agents stream", seconds: 25) {
-                try fleet.deviceStats().values.filter { ($0["frames_received"] as? Int ?? 0) > 0 }.count == 2
+                try fleet.deviceStats().values.filter { ($0["frames_captured"] as? Int ?? 0) > 0 }.count == 2
             }
             let nodes = try fleet.json(["nodes"])
             let scrapedNode = try #require(nodes.first { $0["name"] as? String == "scraped" }?["node_id"] as? String)
@@ -103,10 +103,10 @@ extension IntegrationTests {
                 return true
             }
             let first = scrapes[0]
-            let frames = first.matching("capfleet_frames_received_total")
+            let frames = first.matching("capfleet_frames_captured_total")
             #expect(frames.count == 2, "one frame counter per device: \(frames)")
             #expect(frames.allSatisfy { $0.value > 0 })
-            #expect(first.samples.filter { $0.key.hasPrefix("capfleet_frames_received_total") }.allSatisfy { $0.value.type == "counter" })
+            #expect(first.samples.filter { $0.key.hasPrefix("capfleet_frames_captured_total") }.allSatisfy { $0.value.type == "counter" })
             #expect(first.matching("capfleet_frames_dropped_total").count == 6, "three reasons per device")
             #expect(first.value("capfleet_node_pressure_level", ["node": scrapedNode]) != nil, "the level is there while the node is online")
             #expect((first.value("capfleet_events_total", ["kind": "node_online"]) ?? 0) >= 2)
@@ -147,7 +147,7 @@ extension IntegrationTests {
                     }
                 }
             }
-            let scrapedFrames = { (scrape: Scrape) in scrape.matching("capfleet_frames_received_total") { $0["node"] == scrapedNode }.first?.value ?? 0 }
+            let scrapedFrames = { (scrape: Scrape) in scrape.matching("capfleet_frames_captured_total") { $0["node"] == scrapedNode }.first?.value ?? 0 }
             #expect(scrapedFrames(last) > scrapedFrames(first))
         }
 

@@ -28,7 +28,7 @@ extension IntegrationTests {
             try temperature(40)
             try fleet.startAgent("warm", fps: 30, extra: host.agentArguments())
             try await fleet.waitUntil("the camera streams", seconds: 20) {
-                try fleet.deviceStats().values.contains { ($0["frames_received"] as? Int ?? 0) > 3 }
+                try fleet.deviceStats().values.contains { ($0["frames_captured"] as? Int ?? 0) > 3 }
             }
             let device = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
             try await fleet.waitUntil("the node reports nominal pressure", seconds: 10) { try Self.pressure(fleet)?.level == "nominal" }
@@ -113,7 +113,7 @@ extension IntegrationTests {
             let agentArguments = host.agentArguments()
             let agent = try fleet.startAgent("capped", fps: 30, extra: agentArguments)
             try await fleet.waitUntil("the camera streams", seconds: 20) {
-                try fleet.deviceStats().values.contains { ($0["frames_received"] as? Int ?? 0) > 3 }
+                try fleet.deviceStats().values.contains { ($0["frames_captured"] as? Int ?? 0) > 3 }
             }
             let device = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
             func rate() throws -> Double? {
@@ -176,7 +176,7 @@ extension IntegrationTests {
         }
 
         static func frames(of device: String, _ fleet: FleetHarness) throws -> Int {
-            try fleet.deviceStats()[device]?["frames_received"] as? Int ?? 0
+            try fleet.deviceStats()[device]?["frames_captured"] as? Int ?? 0
         }
     }
 }

@@ -89,7 +89,7 @@ extension IntegrationTests {
             try fleet.startCoordinator()
             try fleet.startAgent("member")
             try await fleet.waitUntil("the agent streams", seconds: 20) {
-                try fleet.deviceStats().values.contains { ($0["frames_received"] as? Int ?? 0) > 0 }
+                try fleet.deviceStats().values.contains { ($0["frames_captured"] as? Int ?? 0) > 0 }
             }
             let context = ZMQContext()
             let node = try #require(try fleet.nodes().first?["node_id"] as? String)
@@ -132,7 +132,7 @@ extension IntegrationTests {
             try await fleet.waitUntil("the camera is online", seconds: 20) { try fleet.json(["devices"]).contains { $0["online"] as? Bool == true } }
             let device = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
 
-            try await fleet.waitUntil("the camera streams", seconds: 20) { try fleet.deviceStats()[device]?["frames_received"] as? Int ?? 0 > 0 }
+            try await fleet.waitUntil("the camera streams", seconds: 20) { try fleet.deviceStats()[device]?["frames_captured"] as? Int ?? 0 > 0 }
             // A viewer looks: lists, watch, who am I.
             #expect(try fleet.json(["devices"], user: "vi").count == 1)
             let watched = try fleet.cli(["watch", "--count", "1", "--json"], user: "vi")
@@ -176,7 +176,7 @@ extension IntegrationTests {
             try fleet.startCoordinator()
             let agent = try fleet.startAgent("doomed")
             try await fleet.waitUntil("the agent streams", seconds: 20) {
-                try fleet.deviceStats().values.contains { ($0["frames_received"] as? Int ?? 0) > 3 }
+                try fleet.deviceStats().values.contains { ($0["frames_captured"] as? Int ?? 0) > 3 }
             }
             let node = try #require(try fleet.nodes().first?["node_id"] as? String)
             // A second connection with the same (stolen) key: revocation must close it too.

@@ -15,7 +15,7 @@ extension IntegrationTests {
             try fleet.startCoordinator()
             try fleet.startAgent("lens", fps: 30)
             try await fleet.waitUntil("the camera streams", seconds: 20) {
-                try fleet.deviceStats().values.contains { ($0["frames_received"] as? Int ?? 0) > 3 }
+                try fleet.deviceStats().values.contains { ($0["frames_captured"] as? Int ?? 0) > 3 }
             }
             let device = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
             let refused = try fleet.cli(["focus", device, "--lens", "0.25"])
@@ -73,7 +73,7 @@ extension IntegrationTests {
             let coordinator = try fleet.startCoordinator(environment: ["CAPFLEET_HEARTBEAT_LIVENESS": "15"])
             try fleet.startAgent("busy", fps: 60)
             try await fleet.waitUntil("the camera streams", seconds: 20) {
-                try fleet.deviceStats().values.contains { ($0["frames_received"] as? Int ?? 0) > 10 }
+                try fleet.deviceStats().values.contains { ($0["frames_captured"] as? Int ?? 0) > 10 }
             }
             let device = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
             _ = try fleet.json(["lock", device])

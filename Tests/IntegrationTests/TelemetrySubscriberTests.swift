@@ -17,7 +17,7 @@ extension IntegrationTests {
             try fleet.startCoordinator()
             try fleet.startAgent("observed")
             try await fleet.waitUntil("the agent streams", seconds: 20) {
-                try fleet.deviceStats().values.contains { ($0["frames_received"] as? Int ?? 0) > 0 }
+                try fleet.deviceStats().values.contains { ($0["frames_captured"] as? Int ?? 0) > 0 }
             }
             let script = Self.repositoryRoot.appendingPathComponent("proto-docs/examples/telemetry_subscriber.py").path
             let process = Process()
@@ -43,7 +43,7 @@ extension IntegrationTests {
                 let message = try #require(line["message"] as? [String: Any])
                 #expect(line["topic"] as? String == "device.\(message["device_id"] as? String ?? "?")")
                 // proto3 JSON writes 64-bit integers as strings.
-                let frames = Int(message["frames_received"] as? String ?? "") ?? 0
+                let frames = Int(message["frames_captured"] as? String ?? "") ?? 0
                 #expect(frames > 0, "the subscriber decoded a DeviceStatus with frames counted: \(message)")
                 #expect(message["pixel_format"] as? String == "YUYV")
             }

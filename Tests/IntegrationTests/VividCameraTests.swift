@@ -106,7 +106,7 @@ extension IntegrationTests {
                     "\(inUse.output)")
             _ = try rig.run("kill $(cat /tmp/contender.pid)")
             try await step("video2 resumes and streams", seconds: 60) {
-                try Self.interruption(of: contended, in: fleet) == nil && (try fleet.deviceStats()[contended]?["frames_received"] as? Int ?? 0) > 2
+                try Self.interruption(of: contended, in: fleet) == nil && (try fleet.deviceStats()[contended]?["frames_captured"] as? Int ?? 0) > 2
             }
 
             // Format and frame rate: frames arrive in the new format, in order, with monotonic capture times.
@@ -170,7 +170,7 @@ extension IntegrationTests {
 
             // A restarted agent finds the same devices under the same ids.
             let beforeRestart = try fleet.deviceStats()
-            let framesBefore = beforeRestart.mapValues { $0["frames_received"] as? Int ?? 0 }
+            let framesBefore = beforeRestart.mapValues { $0["frames_captured"] as? Int ?? 0 }
             let sequenceBefore = beforeRestart.mapValues { $0["last_sequence"] as? Int ?? 0 }
             // The old agent must be gone before the new one starts (it may take a while to let
             // go of three devices under emulation).
@@ -180,7 +180,7 @@ extension IntegrationTests {
             try await step("the restarted agent streams again", seconds: 60) {
                 let stats = try fleet.deviceStats()
                 return [webcam, svideo, contended].allSatisfy { device in
-                    ((stats[device]?["frames_received"] as? Int) ?? 0) > (framesBefore[device] ?? 0) + 3
+                    ((stats[device]?["frames_captured"] as? Int) ?? 0) > (framesBefore[device] ?? 0) + 3
                         && ((stats[device]?["last_sequence"] as? Int) ?? .max) < (sequenceBefore[device] ?? 0)
                 }
             }
@@ -230,7 +230,7 @@ extension IntegrationTests {
                 sleep 10
                 for i in $(seq 1 40); do
                   \(binary) watch --count 1 --json > \(directory)/watch.json 2>/dev/null
-                  [ $(grep -c '"frames_received" : [1-9]' \(directory)/watch.json) -ge 2 ] && break
+                  [ $(grep -c '"frames_captured" : [1-9]' \(directory)/watch.json) -ge 2 ] && break
                   sleep 3
                 done
                 \(binary) devices --json > \(directory)/devices.json 2>/dev/null
@@ -252,11 +252,11 @@ extension IntegrationTests {
             let camera = devices.first { $0["kind"] as? String == "v4l2" }
             #expect(camera?["name"] as? String == "vivid", "\(context)")
             #expect(devices.contains { $0["kind"] as? String == "synthetic" }, "\(context)")
-            #expect(watch.filter { ($0["frames_received"] as? Int ?? 0) > 0 }.count >= 2, "frames from both cameras: \(watch)\n\(context)")
+            #expect(watch.filter { ($0["frames_captured"] as? Int ?? 0) > 0 }.count >= 2, "frames from both cameras: \(watch)\n\(context)")
             // `capfleet dev` prints the Prometheus URL, and it serves both cameras' counters.
             #expect(rig.file("dev.log")?.contains("metrics         http://127.0.0.1:7604/metrics") == true, "\(context)")
             let metrics = rig.file("metrics.txt") ?? ""
-            #expect(metrics.components(separatedBy: "\ncapfleet_frames_received_total{").count - 1 == 2, "\(metrics.prefix(2000))")
+            #expect(metrics.components(separatedBy: "\ncapfleet_frames_captured_total{").count - 1 == 2, "\(metrics.prefix(2000))")
         }
 
         /// What agents reported of their devices, in order: "ACTION DEVICE DETAIL".

@@ -26,7 +26,7 @@ extension IntegrationTests {
             func context() -> String {
                 "\n--- VM ---\n\(rig.log.suffix(2000))\n--- agent's stderr ---\n\(rig.file("agent.err")?.suffix(3000) ?? "none")"
             }
-            func frames() throws -> Int { try fleet.deviceStats().values.map { $0["frames_received"] as? Int ?? 0 }.max() ?? 0 }
+            func frames() throws -> Int { try fleet.deviceStats().values.map { $0["frames_captured"] as? Int ?? 0 }.max() ?? 0 }
             do {
                 try await fleet.waitUntil("the guest's camera streams", seconds: 180) { try frames() > 2 }
                 let first = try frames()

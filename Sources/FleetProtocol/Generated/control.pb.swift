@@ -197,6 +197,34 @@ public nonisolated struct Capfleet_V1_DeviceCounters: @unchecked Sendable {
   /// Clears the value of `alignment`. Subsequent reads from it will return its default value.
   public mutating func clearAlignment() {_uniqueStorage()._alignment = nil}
 
+  /// Since 1.3: what the device captured, whether or not it was sent (frames.md, "Live frames on demand").
+  public var bytesCaptured: UInt64 {
+    get {_storage._bytesCaptured}
+    set {_uniqueStorage()._bytesCaptured = newValue}
+  }
+
+  /// the latest captured frame's layout
+  public var layout: Capfleet_V1_FrameLayout {
+    get {_storage._layout ?? Capfleet_V1_FrameLayout()}
+    set {_uniqueStorage()._layout = newValue}
+  }
+  /// Returns true if `layout` has been explicitly set.
+  public var hasLayout: Bool {_storage._layout != nil}
+  /// Clears the value of `layout`. Subsequent reads from it will return its default value.
+  public mutating func clearLayout() {_uniqueStorage()._layout = nil}
+
+  /// the latest captured frame's sequence
+  public var lastSequence: UInt64 {
+    get {_storage._lastSequence}
+    set {_uniqueStorage()._lastSequence = newValue}
+  }
+
+  /// full-rate frames are going to the coordinator now
+  public var liveFlow: Bool {
+    get {_storage._liveFlow}
+    set {_uniqueStorage()._liveFlow = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -244,6 +272,25 @@ public nonisolated struct Capfleet_V1_AgentStatus: Sendable {
 
   fileprivate var _pressure: Capfleet_V1_PressureReport? = nil
   fileprivate var _clock: Capfleet_V1_ClockState? = nil
+}
+
+/// Since 1.3 (frames.md, "Live frames on demand"): the devices of this node whose full-rate
+/// frames the coordinator wants on the live path, as a whole set. Each listed device sends
+/// until lease_ms after this message unless a newer one renews it (the coordinator renews
+/// every second while someone watches); every device not listed stops at once.
+public nonisolated struct Capfleet_V1_LiveFrames: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var deviceIds: [String] = []
+
+  /// 0 = 3000
+  public var leaseMs: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
 }
 
 /// Sent by the coordinator in answer to HELLO.
@@ -997,6 +1044,15 @@ public nonisolated struct Capfleet_V1_CoordinatorMessage: Sendable {
     set {body = .revoked(newValue)}
   }
 
+  /// Since 1.3: the devices of this node whose full-rate frames someone wants now.
+  public var liveFrames: Capfleet_V1_LiveFrames {
+    get {
+      if case .liveFrames(let v)? = body {return v}
+      return Capfleet_V1_LiveFrames()
+    }
+    set {body = .liveFrames(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Body: Equatable, Sendable {
@@ -1012,6 +1068,8 @@ public nonisolated struct Capfleet_V1_CoordinatorMessage: Sendable {
     /// An admin revoked this node: the coordinator closes its connections and refuses its key
     /// from now on. The agent stops and says so; only a new enrollment brings it back.
     case revoked(Capfleet_V1_Status)
+    /// Since 1.3: the devices of this node whose full-rate frames someone wants now.
+    case liveFrames(Capfleet_V1_LiveFrames)
 
   }
 
@@ -1134,7 +1192,7 @@ nonisolated extension Capfleet_V1_Heartbeat: SwiftProtobuf.Message, SwiftProtobu
 
 nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceCounters"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}frames_captured\0\u{3}frames_sent\0\u{3}bytes_sent\0\u{1}drops\0\u{1}streaming\0\u{1}interruption\0\u{1}focus\0\u{3}zoom_factor\0\u{3}active_frame_rate\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}frames_captured\0\u{3}frames_sent\0\u{3}bytes_sent\0\u{1}drops\0\u{1}streaming\0\u{1}interruption\0\u{1}focus\0\u{3}zoom_factor\0\u{3}active_frame_rate\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{3}bytes_captured\0\u{1}layout\0\u{3}last_sequence\0\u{3}live_flow\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -1154,6 +1212,10 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
     var _recording: Bool = false
     var _realFrames: Bool = false
     var _alignment: Capfleet_V1_FrameAlignment? = nil
+    var _bytesCaptured: UInt64 = 0
+    var _layout: Capfleet_V1_FrameLayout? = nil
+    var _lastSequence: UInt64 = 0
+    var _liveFlow: Bool = false
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -1181,6 +1243,10 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
       _recording = source._recording
       _realFrames = source._realFrames
       _alignment = source._alignment
+      _bytesCaptured = source._bytesCaptured
+      _layout = source._layout
+      _lastSequence = source._lastSequence
+      _liveFlow = source._liveFlow
     }
   }
 
@@ -1216,6 +1282,10 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
         case 15: try { try decoder.decodeSingularBoolField(value: &_storage._recording) }()
         case 16: try { try decoder.decodeSingularBoolField(value: &_storage._realFrames) }()
         case 17: try { try decoder.decodeSingularMessageField(value: &_storage._alignment) }()
+        case 18: try { try decoder.decodeSingularUInt64Field(value: &_storage._bytesCaptured) }()
+        case 19: try { try decoder.decodeSingularMessageField(value: &_storage._layout) }()
+        case 20: try { try decoder.decodeSingularUInt64Field(value: &_storage._lastSequence) }()
+        case 21: try { try decoder.decodeSingularBoolField(value: &_storage._liveFlow) }()
         default: break
         }
       }
@@ -1279,6 +1349,18 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
       try { if let v = _storage._alignment {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 17)
       } }()
+      if _storage._bytesCaptured != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._bytesCaptured, fieldNumber: 18)
+      }
+      try { if let v = _storage._layout {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 19)
+      } }()
+      if _storage._lastSequence != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._lastSequence, fieldNumber: 20)
+      }
+      if _storage._liveFlow != false {
+        try visitor.visitSingularBoolField(value: _storage._liveFlow, fieldNumber: 21)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -1305,6 +1387,10 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
         if _storage._recording != rhs_storage._recording {return false}
         if _storage._realFrames != rhs_storage._realFrames {return false}
         if _storage._alignment != rhs_storage._alignment {return false}
+        if _storage._bytesCaptured != rhs_storage._bytesCaptured {return false}
+        if _storage._layout != rhs_storage._layout {return false}
+        if _storage._lastSequence != rhs_storage._lastSequence {return false}
+        if _storage._liveFlow != rhs_storage._liveFlow {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -1368,6 +1454,41 @@ nonisolated extension Capfleet_V1_AgentStatus: SwiftProtobuf.Message, SwiftProto
     if lhs.sendQueueCapacity != rhs.sendQueueCapacity {return false}
     if lhs._pressure != rhs._pressure {return false}
     if lhs._clock != rhs._clock {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_LiveFrames: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".LiveFrames"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_ids\0\u{3}lease_ms\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedStringField(value: &self.deviceIds) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.leaseMs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.deviceIds.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.deviceIds, fieldNumber: 1)
+    }
+    if self.leaseMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.leaseMs, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_LiveFrames, rhs: Capfleet_V1_LiveFrames) -> Bool {
+    if lhs.deviceIds != rhs.deviceIds {return false}
+    if lhs.leaseMs != rhs.leaseMs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2465,7 +2586,7 @@ nonisolated extension Capfleet_V1_AgentMessage: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Capfleet_V1_CoordinatorMessage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CoordinatorMessage"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}welcome\0\u{3}heartbeat_ack\0\u{1}command\0\u{1}reregister\0\u{1}error\0\u{1}enrolled\0\u{1}revoked\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}welcome\0\u{3}heartbeat_ack\0\u{1}command\0\u{1}reregister\0\u{1}error\0\u{1}enrolled\0\u{1}revoked\0\u{3}live_frames\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2564,6 +2685,19 @@ nonisolated extension Capfleet_V1_CoordinatorMessage: SwiftProtobuf.Message, Swi
           self.body = .revoked(v)
         }
       }()
+      case 8: try {
+        var v: Capfleet_V1_LiveFrames?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .liveFrames(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .liveFrames(v)
+        }
+      }()
       default: break
       }
     }
@@ -2602,6 +2736,10 @@ nonisolated extension Capfleet_V1_CoordinatorMessage: SwiftProtobuf.Message, Swi
     case .revoked?: try {
       guard case .revoked(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
+    }()
+    case .liveFrames?: try {
+      guard case .liveFrames(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 8)
     }()
     case nil: break
     }

@@ -1121,6 +1121,18 @@ public nonisolated struct Capfleet_V1_DeviceInfo: @unchecked Sendable {
   /// Clears the value of `alignment`. Subsequent reads from it will return its default value.
   public mutating func clearAlignment() {_uniqueStorage()._alignment = nil}
 
+  /// Since 1.3 (frames.md, "Live frames on demand"):
+  public var liveConsumers: [String] {
+    get {_storage._liveConsumers}
+    set {_uniqueStorage()._liveConsumers = newValue}
+  }
+
+  /// the agent says full-rate frames are flowing to the coordinator
+  public var liveFlow: Bool {
+    get {_storage._liveFlow}
+    set {_uniqueStorage()._liveFlow = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1386,6 +1398,9 @@ public nonisolated struct Capfleet_V1_CoordinatorEndpoints: Sendable {
 
   /// agents: the recording path (ROUTER)
   public var recordPort: UInt32 = 0
+
+  /// since 1.3: viewers of full-rate frames (XPUB; frames.md, "Live frames on demand")
+  public var livePort: UInt32 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -3567,7 +3582,7 @@ nonisolated extension Capfleet_V1_NodeInfo: SwiftProtobuf.Message, SwiftProtobuf
 
 nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}name\0\u{1}driver\0\u{1}kind\0\u{3}active_format\0\u{3}active_frame_rate\0\u{3}format_count\0\u{1}online\0\u{3}lease_holder\0\u{3}lease_expires_unix_ms\0\u{1}interruption\0\u{1}descriptor\0\u{1}focus\0\u{3}zoom_factor\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{3}consent_reason\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}name\0\u{1}driver\0\u{1}kind\0\u{3}active_format\0\u{3}active_frame_rate\0\u{3}format_count\0\u{1}online\0\u{3}lease_holder\0\u{3}lease_expires_unix_ms\0\u{1}interruption\0\u{1}descriptor\0\u{1}focus\0\u{3}zoom_factor\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{3}consent_reason\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{4}\u{11}live_consumers\0\u{3}live_flow\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -3593,6 +3608,8 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
     var _recording: Bool = false
     var _realFrames: Bool = false
     var _alignment: Capfleet_V1_FrameAlignment? = nil
+    var _liveConsumers: [String] = []
+    var _liveFlow: Bool = false
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -3626,6 +3643,8 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
       _recording = source._recording
       _realFrames = source._realFrames
       _alignment = source._alignment
+      _liveConsumers = source._liveConsumers
+      _liveFlow = source._liveFlow
     }
   }
 
@@ -3667,6 +3686,8 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
         case 21: try { try decoder.decodeSingularBoolField(value: &_storage._recording) }()
         case 22: try { try decoder.decodeSingularBoolField(value: &_storage._realFrames) }()
         case 23: try { try decoder.decodeSingularMessageField(value: &_storage._alignment) }()
+        case 40: try { try decoder.decodeRepeatedStringField(value: &_storage._liveConsumers) }()
+        case 41: try { try decoder.decodeSingularBoolField(value: &_storage._liveFlow) }()
         default: break
         }
       }
@@ -3748,6 +3769,12 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
       try { if let v = _storage._alignment {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 23)
       } }()
+      if !_storage._liveConsumers.isEmpty {
+        try visitor.visitRepeatedStringField(value: _storage._liveConsumers, fieldNumber: 40)
+      }
+      if _storage._liveFlow != false {
+        try visitor.visitSingularBoolField(value: _storage._liveFlow, fieldNumber: 41)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -3780,6 +3807,8 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
         if _storage._recording != rhs_storage._recording {return false}
         if _storage._realFrames != rhs_storage._realFrames {return false}
         if _storage._alignment != rhs_storage._alignment {return false}
+        if _storage._liveConsumers != rhs_storage._liveConsumers {return false}
+        if _storage._liveFlow != rhs_storage._liveFlow {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -4104,7 +4133,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
 
 nonisolated extension Capfleet_V1_CoordinatorEndpoints: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CoordinatorEndpoints"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}control_port\0\u{3}frame_ingest_port\0\u{3}operator_port\0\u{3}telemetry_port\0\u{3}metrics_port\0\u{3}clock_port\0\u{3}record_port\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}control_port\0\u{3}frame_ingest_port\0\u{3}operator_port\0\u{3}telemetry_port\0\u{3}metrics_port\0\u{3}clock_port\0\u{3}record_port\0\u{3}live_port\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -4119,6 +4148,7 @@ nonisolated extension Capfleet_V1_CoordinatorEndpoints: SwiftProtobuf.Message, S
       case 5: try { try decoder.decodeSingularUInt32Field(value: &self.metricsPort) }()
       case 6: try { try decoder.decodeSingularUInt32Field(value: &self.clockPort) }()
       case 7: try { try decoder.decodeSingularUInt32Field(value: &self.recordPort) }()
+      case 8: try { try decoder.decodeSingularUInt32Field(value: &self.livePort) }()
       default: break
       }
     }
@@ -4146,6 +4176,9 @@ nonisolated extension Capfleet_V1_CoordinatorEndpoints: SwiftProtobuf.Message, S
     if self.recordPort != 0 {
       try visitor.visitSingularUInt32Field(value: self.recordPort, fieldNumber: 7)
     }
+    if self.livePort != 0 {
+      try visitor.visitSingularUInt32Field(value: self.livePort, fieldNumber: 8)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -4157,6 +4190,7 @@ nonisolated extension Capfleet_V1_CoordinatorEndpoints: SwiftProtobuf.Message, S
     if lhs.metricsPort != rhs.metricsPort {return false}
     if lhs.clockPort != rhs.clockPort {return false}
     if lhs.recordPort != rhs.recordPort {return false}
+    if lhs.livePort != rhs.livePort {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

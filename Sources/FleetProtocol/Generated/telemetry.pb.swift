@@ -62,6 +62,9 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
 
   /// a node registered from a new agent process: its devices' sequence numbers and drop counts start over (frames.md)
   case agentRestarted // = 19
+
+  /// since 1.3: a device's full-rate flow to the coordinator started or stopped (frames.md, "Live frames on demand")
+  case liveFrames // = 20
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -90,6 +93,7 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
     case 17: self = .recording
     case 18: self = .zoomChanged
     case 19: self = .agentRestarted
+    case 20: self = .liveFrames
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -116,6 +120,7 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
     case .recording: return 17
     case .zoomChanged: return 18
     case .agentRestarted: return 19
+    case .liveFrames: return 20
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -142,6 +147,7 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
     .recording,
     .zoomChanged,
     .agentRestarted,
+    .liveFrames,
   ]
 
 }
@@ -420,6 +426,30 @@ public nonisolated struct Capfleet_V1_DeviceStatus: @unchecked Sendable {
   /// Clears the value of `alignment`. Subsequent reads from it will return its default value.
   public mutating func clearAlignment() {_uniqueStorage()._alignment = nil}
 
+  /// Since 1.3: counted by the agent (its status), whether or not frames cross the network;
+  /// frames_per_second and bytes_per_second measure these (frames.md, "Live frames on demand").
+  public var framesCaptured: UInt64 {
+    get {_storage._framesCaptured}
+    set {_uniqueStorage()._framesCaptured = newValue}
+  }
+
+  public var bytesCaptured: UInt64 {
+    get {_storage._bytesCaptured}
+    set {_uniqueStorage()._bytesCaptured = newValue}
+  }
+
+  /// who wants the device's full-rate frames now (viewers, snapshots, takes)
+  public var liveConsumers: UInt32 {
+    get {_storage._liveConsumers}
+    set {_uniqueStorage()._liveConsumers = newValue}
+  }
+
+  /// full-rate frames are flowing to the coordinator now
+  public var liveFlow: Bool {
+    get {_storage._liveFlow}
+    set {_uniqueStorage()._liveFlow = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -485,7 +515,7 @@ public nonisolated struct Capfleet_V1_FleetEvent: Sendable {
 fileprivate nonisolated let _protobuf_package = "capfleet.v1"
 
 nonisolated extension Capfleet_V1_EventKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}EVENT_KIND_NODE_ONLINE\0\u{1}EVENT_KIND_NODE_OFFLINE\0\u{1}EVENT_KIND_NODE_REGISTERED\0\u{1}EVENT_KIND_DEVICE_ADDED\0\u{1}EVENT_KIND_INPUT_REJECTED\0\u{1}EVENT_KIND_DEVICE_INTERRUPTED\0\u{1}EVENT_KIND_DEVICE_RESUMED\0\u{1}EVENT_KIND_POLICY_ACTED\0\u{1}EVENT_KIND_LEASE_RELEASED\0\u{1}EVENT_KIND_PRESSURE_LEVEL_CHANGED\0\u{1}EVENT_KIND_ALERT\0\u{1}EVENT_KIND_NODE_ENROLLED\0\u{1}EVENT_KIND_NODE_REVOKED\0\u{1}EVENT_KIND_ACCESS_DENIED\0\u{1}EVENT_KIND_CONSENT_CHANGED\0\u{1}EVENT_KIND_CLOCK_STATE_CHANGED\0\u{1}EVENT_KIND_RECORDING\0\u{1}EVENT_KIND_ZOOM_CHANGED\0\u{1}EVENT_KIND_AGENT_RESTARTED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}EVENT_KIND_NODE_ONLINE\0\u{1}EVENT_KIND_NODE_OFFLINE\0\u{1}EVENT_KIND_NODE_REGISTERED\0\u{1}EVENT_KIND_DEVICE_ADDED\0\u{1}EVENT_KIND_INPUT_REJECTED\0\u{1}EVENT_KIND_DEVICE_INTERRUPTED\0\u{1}EVENT_KIND_DEVICE_RESUMED\0\u{1}EVENT_KIND_POLICY_ACTED\0\u{1}EVENT_KIND_LEASE_RELEASED\0\u{1}EVENT_KIND_PRESSURE_LEVEL_CHANGED\0\u{1}EVENT_KIND_ALERT\0\u{1}EVENT_KIND_NODE_ENROLLED\0\u{1}EVENT_KIND_NODE_REVOKED\0\u{1}EVENT_KIND_ACCESS_DENIED\0\u{1}EVENT_KIND_CONSENT_CHANGED\0\u{1}EVENT_KIND_CLOCK_STATE_CHANGED\0\u{1}EVENT_KIND_RECORDING\0\u{1}EVENT_KIND_ZOOM_CHANGED\0\u{1}EVENT_KIND_AGENT_RESTARTED\0\u{1}EVENT_KIND_LIVE_FRAMES\0")
 }
 
 nonisolated extension Capfleet_V1_AlertKind: SwiftProtobuf._ProtoNameProviding {
@@ -634,7 +664,7 @@ nonisolated extension Capfleet_V1_NodeStatus: SwiftProtobuf.Message, SwiftProtob
 
 nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceStatus"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}online\0\u{1}streaming\0\u{3}frames_received\0\u{3}bytes_received\0\u{3}frames_per_second\0\u{3}bytes_per_second\0\u{1}drops\0\u{3}last_frame_unix_ms\0\u{3}last_sequence\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{1}interruption\0\u{3}zoom_factor\0\u{1}focus\0\u{3}active_frame_rate\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}online\0\u{1}streaming\0\u{3}frames_received\0\u{3}bytes_received\0\u{3}frames_per_second\0\u{3}bytes_per_second\0\u{1}drops\0\u{3}last_frame_unix_ms\0\u{3}last_sequence\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{1}interruption\0\u{3}zoom_factor\0\u{1}focus\0\u{3}active_frame_rate\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{3}frames_captured\0\u{3}bytes_captured\0\u{3}live_consumers\0\u{3}live_flow\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -659,6 +689,10 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
     var _recording: Bool = false
     var _realFrames: Bool = false
     var _alignment: Capfleet_V1_FrameAlignment? = nil
+    var _framesCaptured: UInt64 = 0
+    var _bytesCaptured: UInt64 = 0
+    var _liveConsumers: UInt32 = 0
+    var _liveFlow: Bool = false
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -691,6 +725,10 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
       _recording = source._recording
       _realFrames = source._realFrames
       _alignment = source._alignment
+      _framesCaptured = source._framesCaptured
+      _bytesCaptured = source._bytesCaptured
+      _liveConsumers = source._liveConsumers
+      _liveFlow = source._liveFlow
     }
   }
 
@@ -731,6 +769,10 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
         case 20: try { try decoder.decodeSingularBoolField(value: &_storage._recording) }()
         case 21: try { try decoder.decodeSingularBoolField(value: &_storage._realFrames) }()
         case 22: try { try decoder.decodeSingularMessageField(value: &_storage._alignment) }()
+        case 23: try { try decoder.decodeSingularUInt64Field(value: &_storage._framesCaptured) }()
+        case 24: try { try decoder.decodeSingularUInt64Field(value: &_storage._bytesCaptured) }()
+        case 25: try { try decoder.decodeSingularUInt32Field(value: &_storage._liveConsumers) }()
+        case 26: try { try decoder.decodeSingularBoolField(value: &_storage._liveFlow) }()
         default: break
         }
       }
@@ -809,6 +851,18 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
       try { if let v = _storage._alignment {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 22)
       } }()
+      if _storage._framesCaptured != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._framesCaptured, fieldNumber: 23)
+      }
+      if _storage._bytesCaptured != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._bytesCaptured, fieldNumber: 24)
+      }
+      if _storage._liveConsumers != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._liveConsumers, fieldNumber: 25)
+      }
+      if _storage._liveFlow != false {
+        try visitor.visitSingularBoolField(value: _storage._liveFlow, fieldNumber: 26)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -840,6 +894,10 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
         if _storage._recording != rhs_storage._recording {return false}
         if _storage._realFrames != rhs_storage._realFrames {return false}
         if _storage._alignment != rhs_storage._alignment {return false}
+        if _storage._framesCaptured != rhs_storage._framesCaptured {return false}
+        if _storage._bytesCaptured != rhs_storage._bytesCaptured {return false}
+        if _storage._liveConsumers != rhs_storage._liveConsumers {return false}
+        if _storage._liveFlow != rhs_storage._liveFlow {return false}
         return true
       }
       if !storagesAreEqual {return false}
