@@ -137,8 +137,9 @@ public enum EnrollmentRefusal: Sendable, Hashable {
     case revoked(at: Int64, by: String)
     /// Every use is spent: `uses` 1 is a one-time token used once.
     case alreadyUsed(uses: Int, lastAt: Int64, lastNodeID: String)
-    /// The node id enrolled with this token before under another key (since lost or
-    /// revoked), or under this key, since revoked: a token admits each node once.
+    /// The node id enrolled with this token before, under another key (lost, if
+    /// `keyRevoked` is false) or under a key an admin revoked since: a token admits each
+    /// node once, so that a revoked host holding the token cannot let itself back in.
     case usedByThisNodeBefore(at: Int64, name: String, keyRevoked: Bool)
     /// The node id has a live key already: enrolling it again would hand its identity to
     /// whoever holds the token. Revoke the old key first.
@@ -189,7 +190,7 @@ public enum EnrollmentTokenRule {
                               takenNames: [String: String], now: Int64) -> Decision {
         if let earlierUse {
             if earlierUse.nodeKey == nodeKey && earlierUse.keyIsLive { return .again(name: earlierUse.name) }
-            return .refuse(.usedByThisNodeBefore(at: earlierUse.at, name: earlierUse.name, keyRevoked: earlierUse.nodeKey == nodeKey))
+            return .refuse(.usedByThisNodeBefore(at: earlierUse.at, name: earlierUse.name, keyRevoked: !earlierUse.keyIsLive))
         }
         if let revokedAt = token.revokedAt { return .refuse(.revoked(at: revokedAt, by: token.revokedBy)) }
         if token.used >= token.uses {
