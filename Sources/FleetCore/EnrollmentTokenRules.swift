@@ -23,7 +23,7 @@ public struct EnrollmentTokenSpec: Sendable, Hashable {
         let uses = uses == 0 ? 1 : uses
         guard (1...Self.maximumUses).contains(uses) else { throw .usesOutOfRange(uses) }
         switch (name.isEmpty, prefix.isEmpty) {
-        case (true, true): throw .noName
+        case (true, true): throw uses > 1 ? .noPrefix(uses: uses) : .noName
         case (false, false): throw .nameAndPrefix
         case (false, true):
             guard uses == 1 else { throw .oneNameForMany(uses: uses) }
@@ -41,6 +41,7 @@ public struct EnrollmentTokenSpec: Sendable, Hashable {
 
 public enum EnrollmentTokenSpecProblem: Error, Sendable, Equatable, CustomStringConvertible {
     case noName
+    case noPrefix(uses: Int)
     case nameAndPrefix
     case oneNameForMany(uses: Int)
     case usesOutOfRange(Int)
@@ -51,6 +52,8 @@ public enum EnrollmentTokenSpecProblem: Error, Sendable, Equatable, CustomString
         switch self {
         case .noName:
             "give the token the node's name (--name NAME) or, for many agents, a name prefix (--name-prefix PREFIX, with --uses N)"
+        case let .noPrefix(uses):
+            "a token for \(uses) agents needs --name-prefix PREFIX: each node is called by its agent's own --name, or else PREFIX1, PREFIX2, … in order of use"
         case .nameAndPrefix:
             "--name and --name-prefix exclude each other: --name for one node, --name-prefix for a token that admits several"
         case let .oneNameForMany(uses):

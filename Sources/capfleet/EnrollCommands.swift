@@ -79,7 +79,7 @@ struct EnrollCommand: AsyncParsableCommand {
                     enrollment token for \(spec.uses) agent(s), called \(prefix)1, \(prefix)2, … or by their own --name (until \(until); key \(key)):
                     \(token)
                     on each camera host: capfleet agent --coordinator COORDINATOR_HOST --enroll \(token) [--name NAME]
-                    see its uses: capfleet enroll list; stop it: capfleet enroll revoke \(key)
+                    see its uses: capfleet enroll list; stop it: capfleet enroll revoke '\(key)' (quoted: a key may hold characters the shell reads)
                     """)
             }
         }
