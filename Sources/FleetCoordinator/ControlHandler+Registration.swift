@@ -24,7 +24,7 @@ extension ControlHandler {
     func enroll(_ enroll: Capfleet_V1_Enroll, tokenKey: String, from routed: RoutedMessage) async {
         guard let nodeKey = CurvePublicKey(bytes: Array(enroll.nodePublicKey)), !enroll.nodeID.isEmpty, enroll.nodeID.count <= 128,
               enroll.requestedName.count <= 128 else {
-            refuse(routed, .undecodable, "Enroll needs a 32-byte node_public_key and a node_id (and a requested_name of at most 64 characters)")
+            refuse(routed, .undecodable, "Enroll needs a 32-byte node_public_key and a node_id (and a requested_name of at most 128 characters)")
             return
         }
         let now = clock.unixMilliseconds()
