@@ -90,9 +90,13 @@ public final class AgentService: Service, Sendable {
         }
         logger.info("enrolling with the coordinator", metadata: ["coordinator": "\(configuration.controlEndpoint)"])
         let credentials = try await Enrollment.enroll(token: token, endpoint: configuration.controlEndpoint, nodeID: identity.nodeID,
-                                                      hostname: hostname, softwareVersion: WireDefaults.release,
+                                                      requestedName: configuration.nodeName ?? "", hostname: hostname,
+                                                      softwareVersion: WireDefaults.release,
                                                       stateDirectory: configuration.stateDirectory, logger: logger)
         logger.notice("enrolled", metadata: ["node.name": "\(credentials.nodeName)", "key": "\(credentials.keys.publicKey.fingerprint)…"])
+        if let asked = configuration.nodeName, asked != credentials.nodeName {
+            logger.warning("the token names this node, not --name", metadata: ["node.name": "\(credentials.nodeName)", "asked": "\(asked)"])
+        }
         return credentials
     }
 

@@ -18,21 +18,31 @@ extension ControlHandler {
     }
 
 
-    /// Spends an enrollment token on the agent's key, or says exactly why not.
+    /// Spends a use of an enrollment token on the agent's key, or says exactly why not. The
+    /// same node and key again (its agent never heard the answer) get the same answer and
+    /// spend nothing.
     func enroll(_ enroll: Capfleet_V1_Enroll, tokenKey: String, from routed: RoutedMessage) async {
-        guard let nodeKey = CurvePublicKey(bytes: Array(enroll.nodePublicKey)), !enroll.nodeID.isEmpty, enroll.nodeID.count <= 128 else {
-            refuse(routed, .undecodable, "Enroll needs a 32-byte node_public_key and a node_id")
+        guard let nodeKey = CurvePublicKey(bytes: Array(enroll.nodePublicKey)), !enroll.nodeID.isEmpty, enroll.nodeID.count <= 128,
+              enroll.requestedName.count <= 128 else {
+            refuse(routed, .undecodable, "Enroll needs a 32-byte node_public_key and a node_id (and a requested_name of at most 128 characters)")
             return
         }
         let now = clock.unixMilliseconds()
         let token = String(tokenKey.prefix(8))
         let (nodeID, peer) = (enroll.nodeID, routed.peer)
+        let asked = enroll.requestedName.isEmpty ? "" : " (it asked to be \(enroll.requestedName))"
         let outcome: EnrollmentOutcome
         do {
-            outcome = try await store.enroll(tokenKey: tokenKey, nodeKey: nodeKey.z85, nodeID: nodeID, at: now) { outcome in
+            outcome = try await store.enroll(tokenKey: tokenKey, nodeKey: nodeKey.z85, nodeID: nodeID, requestedName: enroll.requestedName,
+                                             at: now) { outcome, facts in
+                let left = facts.map { "; \($0.remaining) of \($0.uses) use(s) left" } ?? ""
                 let (result, detail): (String, String) = switch outcome {
-                case let .enrolled(name): ("ok", "enrolled as \(name) with key \(nodeKey.fingerprint)… using token \(token)… from \(peer)")
-                default: ("refused", "token \(token)… from \(peer): \(Self.explain(outcome))")
+                case let .enrolled(name, use, uses):
+                    ("ok", "enrolled as \(name) with key \(nodeKey.fingerprint)… using token \(token)… (use \(use) of \(uses)\(left)) from \(peer)")
+                case let .enrolledAgain(name):
+                    ("ok", "enrolled again as \(name) with the same key \(nodeKey.fingerprint)… using token \(token)…: a repeat, no use spent\(left); from \(peer)")
+                case let .refused(refusal):
+                    ("refused", "token \(token)… from \(peer)\(asked): \(Self.explain(refusal))\(left)")
                 }
                 return AuditEntry(at: now, actor: "agent:\(nodeID)", action: "node.enroll", target: nodeID, outcome: result, detail: detail)
             }
@@ -41,32 +51,45 @@ extension ControlHandler {
             reply(routed, .with { $0.enrolled = .with { $0.status = .failure(.internal, "the coordinator could not record the enrollment: \(error)") } })
             return
         }
-        guard case let .enrolled(name) = outcome else {
-            rejections.reject(endpoint: Self.endpointName, reason: .badToken, peer: routed.peer, detail: Self.explain(outcome))
+        switch outcome {
+        case let .refused(refusal):
+            rejections.reject(endpoint: Self.endpointName, reason: .badToken, peer: routed.peer, detail: Self.explain(refusal))
             reply(routed, .with { $0.enrolled = .with {
-                $0.status = .failure(.permissionDenied, Self.explain(outcome))
+                $0.status = .failure(.permissionDenied, Self.explain(refusal))
                 $0.nodeID = nodeID
             } })
-            return
+        case let .enrolled(name, _, _), let .enrolledAgain(name):
+            if case .enrolled = outcome {
+                logger.notice("node enrolled", metadata: ["node.id": "\(nodeID)", "node.name": "\(name)", "peer": "\(routed.peer)"])
+                events.emit(.nodeEnrolled, nodeID: nodeID, message: "\(name) enrolled from \(routed.peer) (key \(nodeKey.fingerprint)…)")
+            } else {
+                logger.info("a repeated enrollment answered as before", metadata: ["node.id": "\(nodeID)", "node.name": "\(name)"])
+            }
+            reply(routed, .with { $0.enrolled = .with {
+                $0.status = .ok
+                $0.nodeID = nodeID
+                $0.nodeName = name
+            } })
         }
-        logger.notice("node enrolled", metadata: ["node.id": "\(nodeID)", "node.name": "\(name)", "peer": "\(routed.peer)"])
-        events.emit(.nodeEnrolled, nodeID: nodeID, message: "\(name) enrolled from \(routed.peer) (key \(nodeKey.fingerprint)…)")
-        reply(routed, .with { $0.enrolled = .with {
-            $0.status = .ok
-            $0.nodeID = nodeID
-            $0.nodeName = name
-        } })
     }
 
-    static func explain(_ outcome: EnrollmentOutcome) -> String {
+    static func explain(_ refusal: EnrollmentRefusal) -> String {
         let format = { (ms: Int64) in Date(timeIntervalSince1970: Double(ms) / 1000).formatted(.iso8601) }
-        return switch outcome {
-        case let .enrolled(name): "enrolled as \(name)"
+        return switch refusal {
         case .unknownToken: "this coordinator never issued that token (forged, or from another coordinator)"
         case let .expired(at): "the token expired at \(format(at)); ask an admin for a new one (capfleet enroll --name NAME)"
-        case let .alreadyUsed(at, nodeID): "the token was already used at \(format(at)) by node \(nodeID); tokens work once, ask an admin for a new one"
+        case let .revoked(at, by): "the token was revoked at \(format(at)) by \(by); ask an admin for a new one"
+        case let .alreadyUsed(1, at, nodeID): "the token was already used at \(format(at)) by node \(nodeID); tokens work once, ask an admin for a new one"
+        case let .alreadyUsed(uses, at, nodeID):
+            "all \(uses) uses of the token are spent (the last at \(format(at)) by node \(nodeID)); ask an admin for a new one (capfleet enroll --uses N --name-prefix PREFIX)"
+        case let .usedByThisNodeBefore(at, name, keyRevoked: true):
+            "this node enrolled with this token at \(format(at)) as \(name), and an admin revoked it since; only a new token brings it back"
+        case let .usedByThisNodeBefore(at, name, keyRevoked: false):
+            "this node enrolled with this token at \(format(at)) as \(name), with another key; a token admits a node once: an admin must revoke the node (capfleet nodes revoke \(name)) and make a new token"
         case let .nodeAlreadyEnrolled(nodeID): "node \(nodeID) is enrolled with another key; an admin must revoke it first (capfleet nodes revoke \(nodeID))"
         case .keyAlreadyKnown: "this key was enrolled before; the agent must make a fresh key pair to enroll again"
+        case let .invalidName(name): "the name \(name) (capfleet agent --name) is not a node name: \(AccessNames.rule)"
+        case let .nameTaken(name, owner): "the name \(name) (capfleet agent --name) is taken by node \(owner); start the agent with another --name, or without one to be named by the token's prefix"
         }
     }
 

@@ -23,27 +23,51 @@ public enum LocalAdministration {
         return (keys, coordinatorKeys.publicKey)
     }
 
-    /// A one-time enrollment token for an agent to be called `name`.
-    public static func createEnrollmentToken(dataDirectory: String, name: String, validSeconds: UInt32,
+    /// An enrollment token for one agent to be called `name`, or for `spec.uses` agents
+    /// named by its prefix.
+    public static func createEnrollmentToken(dataDirectory: String, spec: EnrollmentTokenSpec, validSeconds: UInt32,
                                              by actor: String) async throws -> (token: EnrollmentToken, expiresAt: Int64) {
-        guard AccessNames.isValid(name) else { throw LocalAdministrationError(AccessNames.rule) }
         let (store, coordinatorKeys) = try open(dataDirectory)
-        return try await issueEnrollmentToken(store: store, coordinatorKey: coordinatorKeys.publicKey, name: name,
+        return try await issueEnrollmentToken(store: store, coordinatorKey: coordinatorKeys.publicKey, spec: spec,
                                               validSeconds: validSeconds, by: actor, at: Date().unixMilliseconds,
                                               where: ", on the coordinator's host")
     }
 
+    /// A one-time enrollment token for an agent to be called `name`.
+    public static func createEnrollmentToken(dataDirectory: String, name: String, validSeconds: UInt32,
+                                             by actor: String) async throws -> (token: EnrollmentToken, expiresAt: Int64) {
+        let spec: EnrollmentTokenSpec
+        do {
+            spec = try EnrollmentTokenSpec(name: name, namePrefix: "", uses: 1)
+        } catch {
+            throw LocalAdministrationError(AccessNames.rule)
+        }
+        return try await createEnrollmentToken(dataDirectory: dataDirectory, spec: spec, validSeconds: validSeconds, by: actor)
+    }
+
+    /// Enrollment tokens with their uses, read from the data directory (`capfleet enroll
+    /// list --data`).
+    public static func enrollmentTokens(dataDirectory: String, includeClosed: Bool) async throws -> [EnrollmentTokenSummary] {
+        let (store, _) = try open(dataDirectory)
+        return try await store.enrollmentTokens(includeClosed: includeClosed, at: Date().unixMilliseconds)
+    }
+
     /// Makes a token's key pair and records its public half; the token itself is returned
     /// once and kept nowhere.
-    static func issueEnrollmentToken(store: FleetDatabase, coordinatorKey: CurvePublicKey, name: String, validSeconds: UInt32,
+    static func issueEnrollmentToken(store: FleetDatabase, coordinatorKey: CurvePublicKey, spec: EnrollmentTokenSpec, validSeconds: UInt32,
                                      by actor: String, at now: UnixMilliseconds,
                                      where place: String = "") async throws -> (token: EnrollmentToken, expiresAt: Int64) {
         let keys = try CurveKeyPair.generate()
         let expires = now + Int64(validSeconds) * 1000
+        let record = EnrollmentTokenRecord(publicKey: keys.publicKey.z85, spec: spec, createdBy: actor, createdAt: now, expiresAt: expires)
+        let admits = switch spec.naming {
+        case .fixed: "one agent"
+        case let .prefix(prefix): "\(spec.uses) agent(s) named \(prefix)N or by themselves"
+        }
         try await store.createEnrollmentToken(
-            EnrollmentTokenRecord(publicKey: keys.publicKey.z85, name: name, createdBy: actor, createdAt: now, expiresAt: expires),
-            audit: AuditEntry(at: now, actor: actor, action: "enroll.token", target: name, outcome: "ok",
-                              detail: "token \(keys.publicKey.fingerprint)… valid for \(validSeconds) s\(place)"))
+            record,
+            audit: AuditEntry(at: now, actor: actor, action: "enroll.token", target: record.name, outcome: "ok",
+                              detail: "token \(keys.publicKey.fingerprint)… for \(admits), valid for \(validSeconds) s\(place)"))
         return (EnrollmentToken(keys: keys, coordinatorKey: coordinatorKey), expires)
     }
 

@@ -4,7 +4,8 @@ import FleetProtocol
 import FleetStore
 import Foundation
 
-/// Who may ask what, and the admin's requests: enrollment tokens, revocation, operators.
+/// Who may ask what, and the admin's requests: revocation, operators (enrollment tokens are
+/// OperatorHandler+Enrollment).
 extension OperatorHandler {
     /// The caller's operator record if their role allows the request; otherwise the reply
     /// says which role it needed, and the refusal is counted and audited.
@@ -65,32 +66,6 @@ extension OperatorHandler {
             $0.addedUnixMs = record.addedAt
             $0.addedBy = record.addedBy
         }
-    }
-
-    func createEnrollment(_ query: Capfleet_V1_CreateEnrollment, by who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
-        let name = query.name.trimmingCharacters(in: .whitespaces)
-        guard AccessNames.isValid(name) else {
-            reply.status = .failure(.badRequest, AccessNames.rule)
-            return
-        }
-        let seconds = query.validSeconds == 0 ? 3600 : query.validSeconds
-        guard seconds <= 7 * 24 * 3600 else {
-            reply.status = .failure(.badRequest, "a token may live at most 7 days (604800 s): a long-lived token is a standing invitation")
-            return
-        }
-        let issued: (token: EnrollmentToken, expiresAt: Int64)
-        do {
-            issued = try await LocalAdministration.issueEnrollmentToken(store: store, coordinatorKey: coordinatorKey, name: name,
-                                                                        validSeconds: seconds, by: who, at: clock.unixMilliseconds())
-        } catch let error as StoreError {
-            throw error
-        } catch {
-            reply.status = .failure(.internal, "\(error)")
-            return
-        }
-        reply.enrollmentToken = issued.token.text
-        reply.enrollmentExpiresUnixMs = issued.expiresAt
-        reply.status = .ok
     }
 
     func revoke(_ query: Capfleet_V1_RevokeNode, by who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
@@ -155,14 +130,5 @@ extension OperatorHandler {
         }
         if removed { await leases.releaseAll(heldBy: holder(name), detail: "operator \(name) was removed by \(who)") }
         reply.status = removed ? .ok : .failure(.notFound, "no operator \(name) (see capfleet operator list)")
-    }
-}
-
-/// Names of nodes and operators as admins give them.
-public enum AccessNames {
-    public static let rule = "a name is 1 to 64 letters, digits, '.', '-' or '_'"
-
-    public static func isValid(_ name: String) -> Bool {
-        (1...64).contains(name.count) && name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }
     }
 }

@@ -139,6 +139,10 @@ actor OperatorHandler {
                 try await unlock(query, operator: who, into: &reply)
             case let .createEnrollment(query)?:
                 try await createEnrollment(query, by: who, into: &reply)
+            case let .listEnrollments(query)?:
+                try await listEnrollments(query, into: &reply)
+            case let .revokeEnrollment(query)?:
+                try await revokeEnrollment(query, by: who, into: &reply)
             case let .revokeNode(query)?:
                 try await revoke(query, by: who, into: &reply)
             case let .addOperator(query)?:

@@ -47,7 +47,7 @@ public enum RequiredRole {
              .setDropRecoveryPolicy?, .changePressurePolicy?, .changeConsent?, .changeFrameAlignment?,
              .startRecording?, .stopRecording?, .deleteRecording?, .noteRecording?:
             .operator
-        case .forgetNode?, .createEnrollment?, .revokeNode?, .addOperator?, .removeOperator?, .listOperators?, .backupDatabase?:
+        case .forgetNode?, .createEnrollment?, .listEnrollments?, .revokeEnrollment?, .revokeNode?, .addOperator?, .removeOperator?, .listOperators?, .backupDatabase?:
             .admin
         }
     }

@@ -24,6 +24,8 @@ public enum WireDefaults {
     /// 1.2: external cameras (SOURCE_KIND_EXTERNAL), SetRecording.not_started,
     /// event.agent_restarted, zoom_changed events, who_am_i's endpoints.
     /// 1.3: full-rate frames on demand (live_frames, the live endpoint, captured counts in status).
+    /// 1.3: multi-use enrollment tokens (CreateEnrollment.uses and name_prefix,
+    /// Enroll.requested_name, list_enrollments, revoke_enrollment).
     public static let protocolMinor: UInt32 = 3
 
     public static let heartbeatIntervalMilliseconds: UInt32 = 1000

@@ -15,26 +15,6 @@ public struct NodeKeyRecord: Codable, Sendable, Hashable, FetchableRecord, Persi
     public var revokedReason: String?
 }
 
-/// A one-time enrollment token, known by the public half of its key pair.
-public struct EnrollmentTokenRecord: Codable, Sendable, Hashable, FetchableRecord, PersistableRecord {
-    public static let databaseTableName = "enrollmentToken"
-    public var publicKey: String
-    public var name: String
-    public var createdBy: String
-    public var createdAt: UnixMilliseconds
-    public var expiresAt: UnixMilliseconds
-    public var usedAt: UnixMilliseconds?
-    public var usedByNode: String?
-
-    public init(publicKey: String, name: String, createdBy: String, createdAt: UnixMilliseconds, expiresAt: UnixMilliseconds) {
-        self.publicKey = publicKey
-        self.name = name
-        self.createdBy = createdBy
-        self.createdAt = createdAt
-        self.expiresAt = expiresAt
-    }
-}
-
 /// An operator and the role their key holds (viewer, operator or admin).
 public struct OperatorRecord: Codable, Sendable, Hashable, FetchableRecord, PersistableRecord {
     public static let databaseTableName = "operator"
@@ -60,19 +40,6 @@ public enum KeyHolder: Sendable, Equatable {
     case `operator`(OperatorRecord)
 }
 
-/// What became of an enrollment attempt.
-public enum EnrollmentOutcome: Sendable, Equatable {
-    case enrolled(name: String)
-    case unknownToken
-    case expired(at: UnixMilliseconds)
-    case alreadyUsed(at: UnixMilliseconds, nodeID: String)
-    /// The node id has a live key already: enrolling it again would hand its identity to
-    /// whoever holds the token. Revoke the old key first.
-    case nodeAlreadyEnrolled(nodeID: String)
-    /// The key was enrolled before (perhaps revoked): a fresh key is needed.
-    case keyAlreadyKnown
-}
-
 extension FleetDatabase {
     /// Who holds `publicKey`. Blocking: for the ZAP handler's own thread only.
     public func keyHolderNow(publicKey: String) throws(StoreError) -> KeyHolder? {
@@ -86,41 +53,6 @@ extension FleetDatabase {
         } catch {
             throw StoreError.queryFailed(operation: "looking up a key", path: path, underlying: error)
         }
-    }
-
-    public func createEnrollmentToken(_ token: EnrollmentTokenRecord, audit: AuditEntry) async throws(StoreError) {
-        try await write("storing an enrollment token") { db in
-            try token.insert(db)
-            _ = try audit.inserted(db)
-        }
-    }
-
-    /// Spends the token on `nodeKey` in one transaction, or says why it cannot be spent.
-    public func enroll(tokenKey: String, nodeKey: String, nodeID: String, at now: UnixMilliseconds,
-                       audit: @escaping @Sendable (EnrollmentOutcome) -> AuditEntry) async throws(StoreError) -> EnrollmentOutcome {
-        try await write("enrolling node \(nodeID)") { db in
-            let outcome = try Self.spend(db, tokenKey: tokenKey, nodeKey: nodeKey, nodeID: nodeID, at: now)
-            _ = try audit(outcome).inserted(db)
-            return outcome
-        }
-    }
-
-    private static func spend(_ db: Database, tokenKey: String, nodeKey: String, nodeID: String, at now: UnixMilliseconds) throws -> EnrollmentOutcome {
-        guard var token = try EnrollmentTokenRecord.fetchOne(db, key: tokenKey) else { return .unknownToken }
-        if let usedAt = token.usedAt { return .alreadyUsed(at: usedAt, nodeID: token.usedByNode ?? "?") }
-        guard now < token.expiresAt else { return .expired(at: token.expiresAt) }
-        if try NodeKeyRecord.filter(Column("nodeId") == nodeID && Column("revokedAt") == nil).fetchCount(db) > 0 {
-            return .nodeAlreadyEnrolled(nodeID: nodeID)
-        }
-        if try NodeKeyRecord.fetchOne(db, key: nodeKey) != nil { return .keyAlreadyKnown }
-        if try OperatorRecord.filter(Column("publicKey") == nodeKey).fetchCount(db) > 0 { return .keyAlreadyKnown }
-        try NodeKeyRecord(publicKey: nodeKey, nodeId: nodeID, name: token.name, enrolledAt: now, tokenKey: tokenKey).insert(db)
-        token.usedAt = now
-        token.usedByNode = nodeID
-        try token.update(db)
-        // A node that was known before under another name takes the name the admin gave now.
-        try db.execute(sql: "UPDATE node SET name = ? WHERE id = ?", arguments: [token.name, nodeID])
-        return .enrolled(name: token.name)
     }
 
     /// Revokes every live key of the node. Returns the keys revoked (empty: nothing to revoke).

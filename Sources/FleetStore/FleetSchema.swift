@@ -357,6 +357,41 @@ enum FleetSchema {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v14: enrollment token uses") { db in
+            // A token may admit several agents (enrollment.md, "Multi-use tokens"), each use kept
+            // as a row of its own; a token an admin revokes admits nobody more. Tokens used
+            // before this migration become one-use tokens with their one use.
+            try db.execute(sql: """
+                ALTER TABLE enrollmentToken ADD COLUMN uses INTEGER NOT NULL DEFAULT 1 CHECK (uses BETWEEN 1 AND 10000);
+                -- 'name': every node is called `name`; 'prefix': `name` is a prefix, and a node is
+                -- called what its agent asks for, else the prefix and the next free number.
+                ALTER TABLE enrollmentToken ADD COLUMN naming TEXT NOT NULL DEFAULT 'name' CHECK (naming IN ('name', 'prefix'));
+                ALTER TABLE enrollmentToken ADD COLUMN nextNumber INTEGER NOT NULL DEFAULT 1 CHECK (nextNumber >= 1);
+                ALTER TABLE enrollmentToken ADD COLUMN revokedAt INTEGER;
+                ALTER TABLE enrollmentToken ADD COLUMN revokedBy TEXT;
+                ALTER TABLE enrollmentToken ADD COLUMN revokedReason TEXT;
+                CREATE TABLE enrollmentTokenUse (
+                    tokenKey TEXT NOT NULL REFERENCES enrollmentToken(publicKey),
+                    number INTEGER NOT NULL CHECK (number >= 1),
+                    nodeId TEXT NOT NULL CHECK (length(nodeId) > 0),
+                    nodeKey TEXT NOT NULL UNIQUE CHECK (length(nodeKey) = 40),
+                    name TEXT NOT NULL CHECK (length(name) BETWEEN 1 AND 64),
+                    usedAt INTEGER NOT NULL,
+                    PRIMARY KEY (tokenKey, number),
+                    -- A token admits each node once: a revoked node cannot let itself back in with it.
+                    UNIQUE (tokenKey, nodeId)
+                );
+                INSERT INTO enrollmentTokenUse (tokenKey, number, nodeId, nodeKey, name, usedAt)
+                    SELECT t.publicKey, 1, k.nodeId, k.publicKey, k.name, t.usedAt
+                    FROM enrollmentToken t JOIN nodeKey k ON k.tokenKey = t.publicKey
+                    WHERE t.usedAt IS NOT NULL;
+                CREATE TRIGGER enrollmentTokenUse_withinUses BEFORE INSERT ON enrollmentTokenUse
+                    WHEN NEW.number > (SELECT uses FROM enrollmentToken WHERE publicKey = NEW.tokenKey)
+                    BEGIN SELECT RAISE(ABORT, 'an enrollment token cannot admit more agents than its uses'); END;
+                CREATE TRIGGER enrollmentTokenUse_no_update BEFORE UPDATE ON enrollmentTokenUse
+                    BEGIN SELECT RAISE(ABORT, 'enrollment token uses are append-only'); END;
+                CREATE TRIGGER enrollmentTokenUse_no_delete BEFORE DELETE ON enrollmentTokenUse
+                    BEGIN SELECT RAISE(ABORT, 'enrollment token uses are append-only'); END;
         migrator.registerMigration("v15: captured counts") { db in
             // What each device captured, counted by its agent whether or not the frames crossed
             // the network (frames are sent only on demand): the total of the agent processes

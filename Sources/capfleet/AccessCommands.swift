@@ -7,50 +7,7 @@ import FleetProtocol
 import Foundation
 
 /// Who is acting, for audit lines written on the coordinator's host without a key.
-private var localActor: String { "local:" + (ProcessInfo.processInfo.environment["USER"] ?? "unknown") }
-
-struct EnrollCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "enroll",
-        abstract: "Make a one-time token that lets one agent join the fleet (admin).",
-        discussion: """
-            Give the token to the agent once: `capfleet agent --coordinator HOST --enroll TOKEN`. It carries the \
-            coordinator's public key, so the agent knows it is talking to this coordinator. It works once and expires. \
-            With --data, the token is made on the coordinator's host from its data directory, without an admin key.
-            """)
-    @OptionGroup var coordinator: CoordinatorOptions
-    @Option(help: "The node's name, as operators will see it.") var name: String
-    @Option(help: "How long the token stays valid, in seconds (at most 604800, a week).") var valid: UInt32 = 3600
-    @Option(help: "The coordinator's data directory, to make the token on its host without an admin key (capfleet dev's folder works too).") var data: String?
-    @Flag(help: "With --data: the folder is a new fleet's, whose coordinator has not run yet; make its keys and database.") var newFleet = false
-    @Flag(help: "Print only the token (for scripts).") var quiet = false
-
-    func run() async throws {
-        let token: String, expires: Int64
-        if let data {
-            guard valid > 0, valid <= 604_800 else { throw CLIFailure("--valid must be between 1 and 604800 seconds") }
-            let directory = try LocalAdministration.dataDirectory(named: data, newFleet: newFleet)
-            let made = try await LocalAdministration.createEnrollmentToken(dataDirectory: directory, name: name, validSeconds: valid, by: localActor)
-            (token, expires) = (made.token.text, made.expiresAt)
-        } else {
-            let reply = try coordinator.call(.createEnrollment(.with {
-                $0.name = name
-                $0.validSeconds = valid
-            })).reply
-            (token, expires) = (reply.enrollmentToken, reply.enrollmentExpiresUnixMs)
-        }
-        if quiet {
-            print(token)
-        } else {
-            let until = Date(timeIntervalSince1970: Double(expires) / 1000).formatted(.iso8601)
-            print("""
-                enrollment token for \(name) (works once, until \(until)):
-                \(token)
-                on the camera host: capfleet agent --coordinator COORDINATOR_HOST --enroll \(token)
-                """)
-        }
-    }
-}
+var localActor: String { "local:" + (ProcessInfo.processInfo.environment["USER"] ?? "unknown") }
 
 extension NodesCommand {
     struct Revoke: ParsableCommand {

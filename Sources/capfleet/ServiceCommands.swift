@@ -50,9 +50,11 @@ struct AgentCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "agent", abstract: "Run an agent on a camera host: register its cameras and stream them to the coordinator.",
         discussion: """
-            On its first start the agent joins the fleet with a one-time token (--enroll, or enroll_token \
+            On its first start the agent joins the fleet with a token (--enroll, or enroll_token \
             in its settings) and keeps the key pair it made in its state directory; later starts need no \
-            token. It streams V4L2 cameras (found by itself unless --no-discover, or named by --device) \
+            token. With a token for many agents (`capfleet enroll --uses N --name-prefix P`) the node is \
+            called its --name (refused if another node has it), or else P1, P2, … in order of use; a token \
+            for one name gives that name. It streams V4L2 cameras (found by itself unless --no-discover, or named by --device) \
             or synthetic test-pattern cameras, and sends black frames for every camera until an operator \
             grants it consent (`capfleet consent grant`).
 
@@ -62,7 +64,7 @@ struct AgentCommand: AsyncParsableCommand {
             """)
     @Option(help: "Coordinator HOST[:PORT] of its control endpoint (default 127.0.0.1:7600; environment: CAPFLEET_COORDINATOR; setting coordinator).")
     var coordinator: String?
-    @Option(help: "Node name in the agent's HELLO and its default state directory; the coordinator shows the name given at `capfleet enroll` (setting name).")
+    @Option(help: "Node name in the agent's HELLO and its default state directory; enrolled with a token for many agents, the node's name (else the token's prefix and a number); a token for one name gives its own (setting name; environment CAPFLEET_NAME).")
     var name: String?
     @Option(name: .customLong("device"), help: "A V4L2 camera to use, by path (/dev/video0, /dev/v4l/by-id/...) or stable id; repeat for more.")
     var devices: [String] = []

@@ -112,7 +112,7 @@ struct ControlBed {
         let audit = AuditEntry(at: now, actor: "test", action: "token.create", target: "rig", outcome: "ok")
         try await store.createEnrollmentToken(EnrollmentTokenRecord(publicKey: token.publicKey.z85, name: "rig", createdBy: "test",
                                                                     createdAt: now, expiresAt: now + 600_000), audit: audit)
-        _ = try await store.enroll(tokenKey: token.publicKey.z85, nodeKey: nodeKeys.publicKey.z85, nodeID: Self.nodeID, at: now) { _ in
+        _ = try await store.enroll(tokenKey: token.publicKey.z85, nodeKey: nodeKeys.publicKey.z85, nodeID: Self.nodeID, at: now) { _, _ in
             AuditEntry(at: now, actor: "test", action: "node.enroll", target: Self.nodeID, outcome: "ok")
         }
 

@@ -843,7 +843,9 @@ public nonisolated struct Capfleet_V1_DeviceEvent: Sendable {
 
 /// An agent holding an enrollment token connects with the token's one-time CURVE key pair
 /// and sends this once (security.md, "Enrollment"). The coordinator records node_public_key
-/// as the node's key and the token dies; the agent then reconnects with its own key.
+/// as the node's key and spends one of the token's uses (a one-time token dies); the agent
+/// then reconnects with its own key. The same node id and key sent again is answered as
+/// before without spending another use.
 public nonisolated struct Capfleet_V1_Enroll: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -858,6 +860,10 @@ public nonisolated struct Capfleet_V1_Enroll: Sendable {
   public var hostname: String = String()
 
   public var softwareVersion: String = String()
+
+  /// The name the agent asks to be called (`capfleet agent --name`), empty for none. A token
+  /// made with a name prefix gives it; a token made for one name gives that name (minor 3).
+  public var requestedName: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -881,7 +887,7 @@ public nonisolated struct Capfleet_V1_Enrolled: Sendable {
 
   public var nodeID: String = String()
 
-  /// the name the admin gave when creating the token
+  /// the node's name from now on: the token's, the agent's requested_name, or PREFIXn
   public var nodeName: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -2345,7 +2351,7 @@ nonisolated extension Capfleet_V1_DeviceEvent.Kind: SwiftProtobuf._ProtoNameProv
 
 nonisolated extension Capfleet_V1_Enroll: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Enroll"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_public_key\0\u{3}node_id\0\u{1}hostname\0\u{3}software_version\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_public_key\0\u{3}node_id\0\u{1}hostname\0\u{3}software_version\0\u{3}requested_name\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2357,6 +2363,7 @@ nonisolated extension Capfleet_V1_Enroll: SwiftProtobuf.Message, SwiftProtobuf._
       case 2: try { try decoder.decodeSingularStringField(value: &self.nodeID) }()
       case 3: try { try decoder.decodeSingularStringField(value: &self.hostname) }()
       case 4: try { try decoder.decodeSingularStringField(value: &self.softwareVersion) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.requestedName) }()
       default: break
       }
     }
@@ -2375,6 +2382,9 @@ nonisolated extension Capfleet_V1_Enroll: SwiftProtobuf.Message, SwiftProtobuf._
     if !self.softwareVersion.isEmpty {
       try visitor.visitSingularStringField(value: self.softwareVersion, fieldNumber: 4)
     }
+    if !self.requestedName.isEmpty {
+      try visitor.visitSingularStringField(value: self.requestedName, fieldNumber: 5)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2383,6 +2393,7 @@ nonisolated extension Capfleet_V1_Enroll: SwiftProtobuf.Message, SwiftProtobuf._
     if lhs.nodeID != rhs.nodeID {return false}
     if lhs.hostname != rhs.hostname {return false}
     if lhs.softwareVersion != rhs.softwareVersion {return false}
+    if lhs.requestedName != rhs.requestedName {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

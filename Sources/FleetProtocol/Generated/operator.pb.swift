@@ -132,6 +132,56 @@ public nonisolated enum Capfleet_V1_OperatorRole: SwiftProtobuf.Enum, Swift.Case
 
 }
 
+public nonisolated enum Capfleet_V1_EnrollmentTokenState: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+
+  /// admits more agents
+  case `open` // = 1
+
+  /// every use is spent
+  case spent // = 2
+  case expired // = 3
+  case revoked // = 4
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .open
+    case 2: self = .spent
+    case 3: self = .expired
+    case 4: self = .revoked
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .open: return 1
+    case .spent: return 2
+    case .expired: return 3
+    case .revoked: return 4
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Capfleet_V1_EnrollmentTokenState] = [
+    .unspecified,
+    .open,
+    .spent,
+    .expired,
+    .revoked,
+  ]
+
+}
+
 public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -458,6 +508,24 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     set {body = .backupDatabase(newValue)}
   }
 
+  /// admin: enrollment tokens and their uses (minor 3)
+  public var listEnrollments: Capfleet_V1_ListEnrollments {
+    get {
+      if case .listEnrollments(let v)? = body {return v}
+      return Capfleet_V1_ListEnrollments()
+    }
+    set {body = .listEnrollments(newValue)}
+  }
+
+  /// admin: a token admits nobody more (minor 3)
+  public var revokeEnrollment: Capfleet_V1_RevokeEnrollment {
+    get {
+      if case .revokeEnrollment(let v)? = body {return v}
+      return Capfleet_V1_RevokeEnrollment()
+    }
+    set {body = .revokeEnrollment(newValue)}
+  }
+
   /// Ties leases taken by this request to an operator session: when the session ends
   /// (EndSession, or no request for session_timeout_ms), its leases are released.
   public var sessionID: String = String()
@@ -523,6 +591,10 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     case noteRecording(Capfleet_V1_NoteRecording)
     /// admin: operator.md, "Backing up the coordinator"
     case backupDatabase(Capfleet_V1_BackupDatabase)
+    /// admin: enrollment tokens and their uses (minor 3)
+    case listEnrollments(Capfleet_V1_ListEnrollments)
+    /// admin: a token admits nobody more (minor 3)
+    case revokeEnrollment(Capfleet_V1_RevokeEnrollment)
 
   }
 
@@ -1365,6 +1437,13 @@ public nonisolated struct Capfleet_V1_OperatorReply: @unchecked Sendable {
   /// Clears the value of `endpoints`. Subsequent reads from it will return its default value.
   public mutating func clearEndpoints() {_uniqueStorage()._endpoints = nil}
 
+  /// With CreateEnrollment (the new token), ListEnrollments and RevokeEnrollment (the token
+  /// revoked): each token with its uses. Never the token itself.
+  public var enrollmentTokens: [Capfleet_V1_EnrollmentTokenInfo] {
+    get {_storage._enrollmentTokens}
+    set {_uniqueStorage()._enrollmentTokens = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1482,7 +1561,9 @@ public nonisolated struct Capfleet_V1_OperatorInfo: Sendable {
   public init() {}
 }
 
-/// A one-time token that lets one agent enroll as `name`. The reply carries the token.
+/// A token that lets one agent enroll as `name`, or up to `uses` agents under names from
+/// `name_prefix` (enrollment.md, "Multi-use tokens"). Exactly one of `name` and `name_prefix`.
+/// The reply carries the token.
 public nonisolated struct Capfleet_V1_CreateEnrollment: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -1492,6 +1573,107 @@ public nonisolated struct Capfleet_V1_CreateEnrollment: Sendable {
 
   /// 0 = 3600
   public var validSeconds: UInt32 = 0
+
+  /// how many agents it admits; 0 = 1; more than 1 needs name_prefix (minor 3)
+  public var uses: UInt32 = 0
+
+  /// nodes are called PREFIX1, PREFIX2, … unless the agent names itself (minor 3)
+  public var namePrefix: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Enrollment tokens, newest first. Without `all`, only those that admit more agents.
+public nonisolated struct Capfleet_V1_ListEnrollments: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var all: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Stops a token admitting anyone more; the nodes it admitted stay enrolled.
+public nonisolated struct Capfleet_V1_RevokeEnrollment: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// the token's public key (Z85), or at least its first 8 characters
+  public var tokenKey: String = String()
+
+  /// for the audit log
+  public var reason: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// A token as the coordinator keeps it: never the token's secret.
+public nonisolated struct Capfleet_V1_EnrollmentTokenInfo: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// the public half of the token's key pair (Z85, 40 characters)
+  public var tokenKey: String = String()
+
+  /// the node's name; empty with name_prefix
+  public var name: String = String()
+
+  /// empty for a token with one name
+  public var namePrefix: String = String()
+
+  /// how many agents it admits
+  public var uses: UInt32 = 0
+
+  public var used: UInt32 = 0
+
+  /// uses - used (the state says whether they can still be used)
+  public var remaining: UInt32 = 0
+
+  public var state: Capfleet_V1_EnrollmentTokenState = .unspecified
+
+  public var createdUnixMs: Int64 = 0
+
+  public var createdBy: String = String()
+
+  public var expiresUnixMs: Int64 = 0
+
+  /// 0: not revoked
+  public var revokedUnixMs: Int64 = 0
+
+  public var revokedBy: String = String()
+
+  /// oldest first
+  public var enrollments: [Capfleet_V1_EnrollmentTokenUse] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// One agent a token admitted.
+public nonisolated struct Capfleet_V1_EnrollmentTokenUse: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// 1 for the first use
+  public var number: UInt32 = 0
+
+  public var nodeID: String = String()
+
+  /// the name it was given
+  public var nodeName: String = String()
+
+  public var unixMs: Int64 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -2086,9 +2268,13 @@ nonisolated extension Capfleet_V1_OperatorRole: SwiftProtobuf._ProtoNameProvidin
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0OPERATOR_ROLE_UNSPECIFIED\0\u{1}OPERATOR_ROLE_VIEWER\0\u{1}OPERATOR_ROLE_OPERATOR\0\u{1}OPERATOR_ROLE_ADMIN\0")
 }
 
+nonisolated extension Capfleet_V1_EnrollmentTokenState: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ENROLLMENT_TOKEN_STATE_UNSPECIFIED\0\u{1}ENROLLMENT_TOKEN_STATE_OPEN\0\u{1}ENROLLMENT_TOKEN_STATE_SPENT\0\u{1}ENROLLMENT_TOKEN_STATE_EXPIRED\0\u{1}ENROLLMENT_TOKEN_STATE_REVOKED\0")
+}
+
 nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0\u{3}note_recording\0\u{3}backup_database\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0\u{3}note_recording\0\u{3}backup_database\0\u{4}\u{e}list_enrollments\0\u{3}revoke_enrollment\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2581,6 +2767,32 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
           self.body = .backupDatabase(v)
         }
       }()
+      case 60: try {
+        var v: Capfleet_V1_ListEnrollments?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .listEnrollments(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .listEnrollments(v)
+        }
+      }()
+      case 61: try {
+        var v: Capfleet_V1_RevokeEnrollment?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .revokeEnrollment(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .revokeEnrollment(v)
+        }
+      }()
       default: break
       }
     }
@@ -2751,6 +2963,14 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
     case .backupDatabase?: try {
       guard case .backupDatabase(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 46)
+    }()
+    case .listEnrollments?: try {
+      guard case .listEnrollments(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 60)
+    }()
+    case .revokeEnrollment?: try {
+      guard case .revokeEnrollment(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 61)
     }()
     case nil: break
     }
@@ -3860,7 +4080,7 @@ nonisolated extension Capfleet_V1_RejectionCount: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0\u{1}takes\0\u{1}verification\0\u{3}segment_data\0\u{3}segment_size\0\u{1}backup\0\u{1}endpoints\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0\u{1}takes\0\u{1}verification\0\u{3}segment_data\0\u{3}segment_size\0\u{1}backup\0\u{1}endpoints\0\u{4}\u{8}enrollment_tokens\0")
 
   fileprivate class _StorageClass {
     var _requestID: UInt64 = 0
@@ -3893,6 +4113,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
     var _segmentSize: UInt64 = 0
     var _backup: Capfleet_V1_BackupChunk? = nil
     var _endpoints: Capfleet_V1_CoordinatorEndpoints? = nil
+    var _enrollmentTokens: [Capfleet_V1_EnrollmentTokenInfo] = []
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -3933,6 +4154,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       _segmentSize = source._segmentSize
       _backup = source._backup
       _endpoints = source._endpoints
+      _enrollmentTokens = source._enrollmentTokens
     }
   }
 
@@ -3981,6 +4203,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         case 35: try { try decoder.decodeSingularUInt64Field(value: &_storage._segmentSize) }()
         case 36: try { try decoder.decodeSingularMessageField(value: &_storage._backup) }()
         case 37: try { try decoder.decodeSingularMessageField(value: &_storage._endpoints) }()
+        case 45: try { try decoder.decodeRepeatedMessageField(value: &_storage._enrollmentTokens) }()
         default: break
         }
       }
@@ -4083,6 +4306,9 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       try { if let v = _storage._endpoints {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 37)
       } }()
+      if !_storage._enrollmentTokens.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._enrollmentTokens, fieldNumber: 45)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -4122,6 +4348,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         if _storage._segmentSize != rhs_storage._segmentSize {return false}
         if _storage._backup != rhs_storage._backup {return false}
         if _storage._endpoints != rhs_storage._endpoints {return false}
+        if _storage._enrollmentTokens != rhs_storage._enrollmentTokens {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -4378,7 +4605,7 @@ nonisolated extension Capfleet_V1_OperatorInfo: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Capfleet_V1_CreateEnrollment: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CreateEnrollment"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{3}valid_seconds\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{3}valid_seconds\0\u{1}uses\0\u{3}name_prefix\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -4388,6 +4615,8 @@ nonisolated extension Capfleet_V1_CreateEnrollment: SwiftProtobuf.Message, Swift
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularStringField(value: &self.name) }()
       case 2: try { try decoder.decodeSingularUInt32Field(value: &self.validSeconds) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.uses) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.namePrefix) }()
       default: break
       }
     }
@@ -4400,12 +4629,220 @@ nonisolated extension Capfleet_V1_CreateEnrollment: SwiftProtobuf.Message, Swift
     if self.validSeconds != 0 {
       try visitor.visitSingularUInt32Field(value: self.validSeconds, fieldNumber: 2)
     }
+    if self.uses != 0 {
+      try visitor.visitSingularUInt32Field(value: self.uses, fieldNumber: 3)
+    }
+    if !self.namePrefix.isEmpty {
+      try visitor.visitSingularStringField(value: self.namePrefix, fieldNumber: 4)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Capfleet_V1_CreateEnrollment, rhs: Capfleet_V1_CreateEnrollment) -> Bool {
     if lhs.name != rhs.name {return false}
     if lhs.validSeconds != rhs.validSeconds {return false}
+    if lhs.uses != rhs.uses {return false}
+    if lhs.namePrefix != rhs.namePrefix {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_ListEnrollments: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ListEnrollments"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}all\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularBoolField(value: &self.all) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.all != false {
+      try visitor.visitSingularBoolField(value: self.all, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_ListEnrollments, rhs: Capfleet_V1_ListEnrollments) -> Bool {
+    if lhs.all != rhs.all {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_RevokeEnrollment: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".RevokeEnrollment"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}token_key\0\u{1}reason\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.tokenKey) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.reason) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.tokenKey.isEmpty {
+      try visitor.visitSingularStringField(value: self.tokenKey, fieldNumber: 1)
+    }
+    if !self.reason.isEmpty {
+      try visitor.visitSingularStringField(value: self.reason, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_RevokeEnrollment, rhs: Capfleet_V1_RevokeEnrollment) -> Bool {
+    if lhs.tokenKey != rhs.tokenKey {return false}
+    if lhs.reason != rhs.reason {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_EnrollmentTokenInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".EnrollmentTokenInfo"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}token_key\0\u{1}name\0\u{3}name_prefix\0\u{1}uses\0\u{1}used\0\u{1}remaining\0\u{1}state\0\u{3}created_unix_ms\0\u{3}created_by\0\u{3}expires_unix_ms\0\u{3}revoked_unix_ms\0\u{3}revoked_by\0\u{1}enrollments\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.tokenKey) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.name) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.namePrefix) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.uses) }()
+      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.used) }()
+      case 6: try { try decoder.decodeSingularUInt32Field(value: &self.remaining) }()
+      case 7: try { try decoder.decodeSingularEnumField(value: &self.state) }()
+      case 8: try { try decoder.decodeSingularInt64Field(value: &self.createdUnixMs) }()
+      case 9: try { try decoder.decodeSingularStringField(value: &self.createdBy) }()
+      case 10: try { try decoder.decodeSingularInt64Field(value: &self.expiresUnixMs) }()
+      case 11: try { try decoder.decodeSingularInt64Field(value: &self.revokedUnixMs) }()
+      case 12: try { try decoder.decodeSingularStringField(value: &self.revokedBy) }()
+      case 13: try { try decoder.decodeRepeatedMessageField(value: &self.enrollments) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.tokenKey.isEmpty {
+      try visitor.visitSingularStringField(value: self.tokenKey, fieldNumber: 1)
+    }
+    if !self.name.isEmpty {
+      try visitor.visitSingularStringField(value: self.name, fieldNumber: 2)
+    }
+    if !self.namePrefix.isEmpty {
+      try visitor.visitSingularStringField(value: self.namePrefix, fieldNumber: 3)
+    }
+    if self.uses != 0 {
+      try visitor.visitSingularUInt32Field(value: self.uses, fieldNumber: 4)
+    }
+    if self.used != 0 {
+      try visitor.visitSingularUInt32Field(value: self.used, fieldNumber: 5)
+    }
+    if self.remaining != 0 {
+      try visitor.visitSingularUInt32Field(value: self.remaining, fieldNumber: 6)
+    }
+    if self.state != .unspecified {
+      try visitor.visitSingularEnumField(value: self.state, fieldNumber: 7)
+    }
+    if self.createdUnixMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.createdUnixMs, fieldNumber: 8)
+    }
+    if !self.createdBy.isEmpty {
+      try visitor.visitSingularStringField(value: self.createdBy, fieldNumber: 9)
+    }
+    if self.expiresUnixMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.expiresUnixMs, fieldNumber: 10)
+    }
+    if self.revokedUnixMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.revokedUnixMs, fieldNumber: 11)
+    }
+    if !self.revokedBy.isEmpty {
+      try visitor.visitSingularStringField(value: self.revokedBy, fieldNumber: 12)
+    }
+    if !self.enrollments.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.enrollments, fieldNumber: 13)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_EnrollmentTokenInfo, rhs: Capfleet_V1_EnrollmentTokenInfo) -> Bool {
+    if lhs.tokenKey != rhs.tokenKey {return false}
+    if lhs.name != rhs.name {return false}
+    if lhs.namePrefix != rhs.namePrefix {return false}
+    if lhs.uses != rhs.uses {return false}
+    if lhs.used != rhs.used {return false}
+    if lhs.remaining != rhs.remaining {return false}
+    if lhs.state != rhs.state {return false}
+    if lhs.createdUnixMs != rhs.createdUnixMs {return false}
+    if lhs.createdBy != rhs.createdBy {return false}
+    if lhs.expiresUnixMs != rhs.expiresUnixMs {return false}
+    if lhs.revokedUnixMs != rhs.revokedUnixMs {return false}
+    if lhs.revokedBy != rhs.revokedBy {return false}
+    if lhs.enrollments != rhs.enrollments {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_EnrollmentTokenUse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".EnrollmentTokenUse"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}number\0\u{3}node_id\0\u{3}node_name\0\u{3}unix_ms\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.number) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.nodeID) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.nodeName) }()
+      case 4: try { try decoder.decodeSingularInt64Field(value: &self.unixMs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.number != 0 {
+      try visitor.visitSingularUInt32Field(value: self.number, fieldNumber: 1)
+    }
+    if !self.nodeID.isEmpty {
+      try visitor.visitSingularStringField(value: self.nodeID, fieldNumber: 2)
+    }
+    if !self.nodeName.isEmpty {
+      try visitor.visitSingularStringField(value: self.nodeName, fieldNumber: 3)
+    }
+    if self.unixMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.unixMs, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_EnrollmentTokenUse, rhs: Capfleet_V1_EnrollmentTokenUse) -> Bool {
+    if lhs.number != rhs.number {return false}
+    if lhs.nodeID != rhs.nodeID {return false}
+    if lhs.nodeName != rhs.nodeName {return false}
+    if lhs.unixMs != rhs.unixMs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
