@@ -392,6 +392,8 @@ enum FleetSchema {
                     BEGIN SELECT RAISE(ABORT, 'enrollment token uses are append-only'); END;
                 CREATE TRIGGER enrollmentTokenUse_no_delete BEFORE DELETE ON enrollmentTokenUse
                     BEGIN SELECT RAISE(ABORT, 'enrollment token uses are append-only'); END;
+                """)
+        }
         migrator.registerMigration("v15: captured counts") { db in
             // What each device captured, counted by its agent whether or not the frames crossed
             // the network (frames are sent only on demand): the total of the agent processes

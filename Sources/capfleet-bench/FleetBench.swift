@@ -1,4 +1,5 @@
 import ArgumentParser
+import FleetBus
 import FleetClient
 import FleetProtocol
 import FleetTestSupport
@@ -72,14 +73,45 @@ struct FleetBench: ParsableCommand {
         let pid = coordinator.processIdentifier
         let agents = fleet.children.map(\.processIdentifier).filter { $0 != pid }
         func agentsCPU() -> UInt64 { agents.reduce(0) { $0 + Self.cpuNanoseconds(pid: $1) } }
-        let (before, agentsBefore) = (Self.cpuNanoseconds(pid: pid), agentsCPU())
+        /// What crossed the network (frames the coordinator received) and what the cameras captured, in bytes.
+        func bytes() throws -> (received: UInt64, captured: UInt64) {
+            let stats = try client.call(.getFleetStats(.init())).reply.deviceStats
+            return (stats.reduce(0) { $0 + $1.bytesReceived }, stats.reduce(0) { $0 + $1.bytesCaptured })
+        }
+        let (before, agentsBefore, bytesBefore) = (Self.cpuNanoseconds(pid: pid), agentsCPU(), try bytes())
         let quietStart = Date()
         Thread.sleep(forTimeInterval: quietSeconds)
         let interval = Date().timeIntervalSince(quietStart) * 1e9
         let share = Double(Self.cpuNanoseconds(pid: pid) - before) / interval * 100
         let agentShare = Double(agentsCPU() - agentsBefore) / interval * 100
+        let bytesAfter = try bytes()
+        let perCamera = { (total: UInt64) in Double(total) / (interval / 1e9) / Double(max(started, 1)) }
         print(String(format: "coordinator CPU with nobody watching, %d agents: %.1f %% of one core, %.3f %% per camera (target < 0.2 %%)",
                      started, share, share / Double(max(started, 1))))
+        print(String(format: "frame bytes received per camera with nobody watching: %.0f B/s (goal 0) while each camera captured %.0f B/s",
+                     perCamera(bytesAfter.received - bytesBefore.received), perCamera(bytesAfter.captured - bytesBefore.captured)))
+        // The same run's baseline: every camera watched, so every frame crosses to the coordinator.
+        let context = ZMQContext()
+        let viewer = try ZMQSocket(context: context, type: .sub)
+        try viewer.makeCurveClient(serverKey: credential.coordinatorKey, keys: credential.keys)
+        let devices = try client.call(.listDevices(.init())).reply.devices.map(\.deviceID)
+        for device in devices { try viewer.subscribe(LiveTopic.frames(device)) }
+        try viewer.connect("tcp://127.0.0.1:\(fleet.ports.livePort)")
+        Thread.sleep(forTimeInterval: 3)   // every flow woken
+        let (watchedBefore, watchedBytesBefore) = (Self.cpuNanoseconds(pid: pid), try bytes())
+        let watchedStart = Date()
+        var viewed = 0
+        while Date().timeIntervalSince(watchedStart) < quietSeconds {
+            while let message = try viewer.receiveMultipart(dontWait: true, maxParts: 3), message.parts.count == 3 { viewed += 1 }
+            _ = viewer.waitForInput(milliseconds: 50)
+        }
+        let watchedInterval = Date().timeIntervalSince(watchedStart) * 1e9
+        let watchedShare = Double(Self.cpuNanoseconds(pid: pid) - watchedBefore) / watchedInterval * 100
+        let watchedBytes = try bytes()
+        viewer.close()
+        print(String(format: "the same fleet with every camera watched (baseline): coordinator %.1f %% of one core, %.0f B/s received per camera, %d frames to the viewer; nobody watching costs %.2fx of it",
+                     watchedShare, Double(watchedBytes.received - watchedBytesBefore.received) / (watchedInterval / 1e9) / Double(max(started, 1)),
+                     viewed, share / max(watchedShare, 0.001)))
         // On one machine the agents share its cores with the coordinator: what they take is what the coordinator's answers wait behind.
         print(String(format: "the %d agent processes meanwhile: %.1f %% of one core, %.2f %% each (load average %@)",
                      agents.count, agentShare, agentShare / Double(max(agents.count, 1)), Self.loadAverage()))

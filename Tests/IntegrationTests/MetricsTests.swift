@@ -1,3 +1,4 @@
+import FleetBus
 import Foundation
 import Testing
 
@@ -114,6 +115,13 @@ extension IntegrationTests {
 
             // A coordinator that stops reading for a while: the agents' send queues fill and
             // frames are dropped (the synthetic camera runs out of buffers held by the queue).
+            // Someone watches both cameras, so their frames are on their way to it.
+            let viewerContext = ZMQContext()
+            let viewer = try fleet.wantFrames(of: Array(try fleet.deviceStats().keys), context: viewerContext)
+            defer { viewer.close() }
+            try await fleet.waitUntil("both cameras' frames flow", seconds: 10) {
+                try fleet.deviceStats().values.filter { $0["live_flow"] as? Bool == true }.count == 2
+            }
             kill(coordinator.process.processIdentifier, SIGSTOP)
             try await Task.sleep(for: .seconds(3))
             kill(coordinator.process.processIdentifier, SIGCONT)
