@@ -1,3 +1,4 @@
+import FleetBus
 import FleetHTTP
 import Foundation
 import Synchronization
@@ -139,6 +140,11 @@ extension IntegrationTests {
                 try fleet.deviceStats().values.contains { ($0["frames_captured"] as? Int ?? 0) > 0 }
             }
             let device = try #require(try fleet.deviceStats().keys.first)
+            // Someone watches, so the frames are on their way to the coordinator.
+            let viewerContext = ZMQContext()
+            let viewer = try fleet.wantFrames(of: [device], context: viewerContext)
+            defer { viewer.close() }
+            try await fleet.waitUntil("the camera's frames flow", seconds: 10) { try fleet.deviceStats()[device]?["live_flow"] as? Bool == true }
             // A coordinator that stops reading: the agent loses frames while its queue is full.
             kill(coordinator.process.processIdentifier, SIGSTOP)
             try await Task.sleep(for: .seconds(3))

@@ -1,3 +1,4 @@
+import FleetBus
 import Foundation
 import GRDB
 import Testing
@@ -80,6 +81,11 @@ extension IntegrationTests {
             let policy = try fleet.json(["policy", device, "--drop-recovery", "on", "--min-fps", "15", "--quiet-seconds", "2"])
             #expect((policy.first?["drop_recovery"] as? [String: Any])?["enabled"] as? Bool == true)
 
+            // Someone watches, so the frames are on their way to the coordinator.
+            let viewerContext = ZMQContext()
+            let viewer = try fleet.wantFrames(of: [device], context: viewerContext)
+            defer { viewer.close() }
+            try await fleet.waitUntil("the camera's frames flow", seconds: 10) { try fleet.deviceStats()[device]?["live_flow"] as? Bool == true }
             // A coordinator that stops reading: the agent's send queue overflows, frames are late.
             kill(coordinator.process.processIdentifier, SIGSTOP)
             try await Task.sleep(for: .seconds(4))
