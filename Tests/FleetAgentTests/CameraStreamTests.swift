@@ -34,9 +34,31 @@ import Testing
         let outlet = self.outlet
         stream = CameraStream(source: camera, consent: .authorized, logger: Logger(label: "capfleet.test"),
                               notify: { event in outlet.events.withLock { $0.append(event) } })
+        // The coordinator wants this device's frames for the whole test.
+        stream.liveFlow.wanted(true, leaseNanoseconds: 3_600_000_000_000, now: MonotonicTime.now())
         stream.startCapturing(CaptureRoute(nodeID: "node-test", clock: UnsynchronisedClock(), publish: { _, header in
             outlet.headers.withLock { $0.append(header) }
         }))
+    }
+
+    @Test func framesNobodyWants_stayOnTheHost_whileTheirCountsGoOn() async throws {
+        try await eventually("frames flow") { outlet.frameCount >= 3 }
+        stream.liveFlow.wanted(false, leaseNanoseconds: 0, now: MonotonicTime.now())
+        try await Task.sleep(for: .milliseconds(100))
+        let (sent, captured) = (outlet.frameCount, stream.counters.framesCaptured)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(outlet.frameCount == sent, "no frame left after the coordinator stopped wanting them")
+        let counters = stream.counters
+        #expect(counters.framesCaptured > captured && !counters.liveFlow)
+        #expect(counters.bytesCaptured == counters.framesCaptured * 640 * 480 * 2 && counters.layout.width == 640)
+        #expect(counters.lastSequence > 0)
+        // A lease runs out by itself: a silent coordinator stops the flow.
+        stream.liveFlow.wanted(true, leaseNanoseconds: 50_000_000, now: MonotonicTime.now())
+        try await eventually("frames flow again") { outlet.frameCount > sent }
+        try await Task.sleep(for: .milliseconds(150))
+        let afterLease = outlet.frameCount
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(outlet.frameCount == afterLease && !stream.counters.liveFlow)
     }
 
     /// Waits (never more than `seconds`) until `condition` holds.
