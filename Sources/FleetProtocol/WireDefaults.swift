@@ -21,7 +21,8 @@ public enum WireDefaults {
     /// 1.1: HELLO names the agent process (agent_instance).
     /// 1.2: external cameras (SOURCE_KIND_EXTERNAL), SetRecording.not_started,
     /// event.agent_restarted, zoom_changed events, who_am_i's endpoints.
-    public static let protocolMinor: UInt32 = 2
+    /// 1.3: previews (FRAME_FLAG_PREVIEW, get_preview, list_previews, DeviceStatus preview counts).
+    public static let protocolMinor: UInt32 = 3
 
     public static let heartbeatIntervalMilliseconds: UInt32 = 1000
     /// Missed heartbeats after which a peer is considered gone.
