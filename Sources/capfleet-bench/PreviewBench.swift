@@ -51,7 +51,8 @@ struct PreviewBench: ParsableCommand {
                 let agentCPU = Double(TelemetryBenchFleet.cpuNanoseconds(pid: pid) &- cpu) / 1e9 / elapsed * 100
                 let threadCPU = Double(TelemetryBenchFleet.cpuNanoseconds(pid: pid, namePrefix: "cf-preview") &- thread) / 1e9 / elapsed * 100
                 let rate = Double(try previewsReceived(client, device: device) - received) / elapsed
-                let bytes = try client.call(.getPreview(.with { $0.deviceID = device })).reply.previews.first?.jpeg.count
+                // With previews off the coordinator has none to show (and says so as an error).
+                let bytes = rate > 0 ? try client.call(.getPreview(.with { $0.deviceID = device })).reply.previews.first?.jpeg.count : nil
                 print(size.padding(toLength: 14, withPad: " ", startingAt: 0) + label.padding(toLength: 14, withPad: " ", startingAt: 0)
                       + String(format: "  %6.2f %%      %7.3f %%       %5.2f      ", agentCPU, threadCPU, rate) + (bytes.map(String.init) ?? "none"))
             }

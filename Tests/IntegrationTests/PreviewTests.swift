@@ -1,4 +1,6 @@
+import FleetBus
 import FleetCore
+import FleetProtocol
 import Foundation
 import Testing
 
@@ -166,6 +168,58 @@ extension IntegrationTests {
                     #expect(brightest <= 10, "the camera without consent shows black, brightest \(brightest)")
                 }
             }
+        }
+    
+        @Test func previewsFromAnotherPeer_areCheckedLikeFrames_andOnlyASmallJPEGOfARegisteredDeviceIsKept() async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator()
+            // This agent sends no previews of its own: the only ones come from the socket below.
+            let settings = fleet.directory + "/no-previews.conf"
+            try "preview = off\n".write(toFile: settings, atomically: true, encoding: .utf8)
+            try fleet.startAgent("quiet", extra: ["--config", settings])
+            try await fleet.waitUntil("the camera streams", seconds: 20) {
+                try fleet.deviceStats().values.contains { ($0["frames_received"] as? Int ?? 0) > 2 }
+            }
+            let device = try #require(try fleet.json(["devices"]).first)
+            let deviceID = try #require(device["device_id"] as? String), nodeID = try #require(device["node_id"] as? String)
+            let none = try fleet.cli(["snapshot", deviceID, "--preview"])
+            #expect(none.status != 0 && none.error.contains("has sent no preview"), "\(none.error)")
+
+            func preview(device: String, format: String, width: UInt32, height: UInt32, payload: [UInt8]) throws -> [[UInt8]] {
+                let header = try Capfleet_V1_FrameHeader.with {
+                    $0.protocolVersion = .current
+                    $0.nodeID = nodeID
+                    $0.deviceID = device
+                    $0.sequence = 777
+                    $0.layout = .with { $0.pixelFormat = format; $0.width = width; $0.height = height }
+                    $0.payloadSize = UInt64(payload.count)
+                    $0.flags = UInt32(Capfleet_V1_FrameFlag.preview.rawValue | Capfleet_V1_FrameFlag.black.rawValue)
+                }.serializedBytes() as [UInt8]
+                return [header, payload]
+            }
+            let context = ZMQContext()
+            let push = try fleet.socket(.push, port: fleet.ingestPort, keys: try fleet.agentKeys("quiet"), context: context)
+            let jpeg = BlackJPEG.encode(width: 64, height: 48)
+            _ = try push.send(parts: try preview(device: deviceID, format: "YUYV", width: 64, height: 48, payload: [UInt8](repeating: 16, count: 64 * 48 * 2)))
+            _ = try push.send(parts: try preview(device: deviceID, format: "JPEG", width: 1024, height: 1024, payload: [UInt8](repeating: 0xFF, count: 2 << 20)))
+            _ = try push.send(parts: try preview(device: "no-such-camera", format: "JPEG", width: 64, height: 48, payload: jpeg))
+            _ = try push.send(parts: try preview(device: deviceID, format: "JPEG", width: 64, height: 48, payload: jpeg))
+
+            try await fleet.waitUntil("the three bad previews are counted", seconds: 10) {
+                let counts = Dictionary(try fleet.json(["rejections"]).map { ("\($0["endpoint"] ?? "") \($0["reason"] ?? "")", $0["count"] as? Int ?? 0) },
+                                        uniquingKeysWith: +)
+                return counts["ingest invalid_format"] == 1 && counts["ingest oversized_claim"] == 1 && counts["ingest unknown_device"] == 1
+            }
+            let path = fleet.directory + "/kept.jpg"
+            let kept = try fleet.jsonObject(["snapshot", deviceID, "--preview", "-o", path])
+            #expect(kept["sequence"] as? Int == 777 && kept["width"] as? Int == 64 && kept["black"] as? Bool == true, "\(kept)")
+            #expect([UInt8](try Data(contentsOf: URL(fileURLWithPath: path))) == jpeg, "the preview is kept byte for byte")
+            let picture = try Self.djpeg(path)
+            #expect(picture.width == 64 && picture.height == 48 && picture.isBlack())
+            let stats = try #require(try fleet.deviceStats()[deviceID])
+            #expect(stats["previews_received"] as? Int == 1)
+            let frames = stats["frames_received"] as? Int ?? 0
+            #expect(stats["bytes_received"] as? Int == frames * 640 * 480 * 2, "the preview is not counted as a frame")
         }
     }
 }
