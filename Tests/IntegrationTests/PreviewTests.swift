@@ -216,8 +216,9 @@ extension IntegrationTests {
             #expect([UInt8](try Data(contentsOf: URL(fileURLWithPath: path))) == jpeg, "the preview is kept byte for byte")
             let picture = try Self.djpeg(path)
             #expect(picture.width == 64 && picture.height == 48 && picture.isBlack())
+            // The fleet's status is made once a second.
+            try await fleet.waitUntil("the preview is counted", seconds: 3) { try fleet.deviceStats()[deviceID]?["previews_received"] as? Int == 1 }
             let stats = try #require(try fleet.deviceStats()[deviceID])
-            #expect(stats["previews_received"] as? Int == 1)
             let frames = stats["frames_received"] as? Int ?? 0
             #expect(stats["bytes_received"] as? Int == frames * 640 * 480 * 2, "the preview is not counted as a frame")
         }
