@@ -147,7 +147,7 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .testTarget(name: "FleetAgentTests", dependencies: [
-            "FleetAgent", "FleetCapture", "FleetCore", "FleetProtocol", .product(name: "Logging", package: "swift-log"),
+            "FleetAgent", "FleetBus", "FleetCapture", "FleetCore", "FleetProtocol", "CZeroMQ", .product(name: "Logging", package: "swift-log"),
         ]),
         // The coordinator's decoders under a mutation fuzzer, for a bounded time.
         .target(name: "FleetFuzz", dependencies: ["FleetCore"]),
