@@ -124,6 +124,7 @@ extension IntegrationTests {
             try await fleet.waitUntil("a real preview", seconds: 5) {
                 try fleet.jsonObject(["snapshot", granted, "--preview", "-o", realPath])["black"] as? Bool == false
             }
+            #expect(try fleet.jsonObject(["snapshot", withheld, "--preview"])["black"] as? Bool == true, "consent is per camera")
             let real = try Self.djpeg(realPath)
             #expect(real.width == 320 && real.height == 240)
             #expect(!real.isBlack(tolerance: 40) && Set(real.rgb).count > 32, "a test pattern, not a flat picture")
@@ -165,6 +166,7 @@ extension IntegrationTests {
                 if tile["device_id"] as? String == granted {
                     #expect(distinct.count > 16, "the granted camera's tile shows its picture")
                 } else {
+                    #expect(tile["device_id"] as? String == withheld)
                     #expect(brightest <= 10, "the camera without consent shows black, brightest \(brightest)")
                 }
             }
