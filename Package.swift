@@ -26,6 +26,8 @@ let package = Package(
         .systemLibrary(name: "CV4L2", path: "Sources/CV4L2"),
         .systemLibrary(name: "CAVFormat", path: "Sources/CAVFormat"),
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto"),
+        .systemLibrary(name: "CTurboJPEG", path: "Sources/CTurboJPEG"),
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
         // Linux calls Swift cannot import (thread names through prctl).
         .target(name: "CPlatform"),
         // Threads the daemons own for blocking work (one primitive: a thread, an inbox, a
@@ -55,6 +57,9 @@ let package = Package(
             "FleetSystem", "CV4L2", "FleetCore",
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // Pictures people look at: camera pixels to RGB, scaling, JPEG (TurboJPEG) and PNG
+        // (zlib), a bitmap font and the contact sheet; for the agent's previews and the CLI.
+        .target(name: "FleetImaging", dependencies: ["CTurboJPEG", "CZlib", "FleetCore"]),
         // What both daemons are built from: parts that stop at graceful shutdown, in reverse
         // order of their group, and work on a beat of an injected clock.
         .target(name: "FleetDaemon", dependencies: [
@@ -62,7 +67,7 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .target(name: "FleetAgent", dependencies: [
-            "FleetDaemon", "FleetSystem", "FleetBus", "FleetCapture", "FleetCore", "FleetHost", "FleetProtocol",
+            "FleetDaemon", "FleetSystem", "FleetBus", "FleetCapture", "FleetCore", "FleetHost", "FleetImaging", "FleetProtocol",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
@@ -92,7 +97,7 @@ let package = Package(
             "FleetAgent", "FleetClient", "FleetCoordinator", "FleetCore", "FleetHTTP", "FleetProtocol",
         ]),
         .executableTarget(name: "capfleet", dependencies: [
-            "FleetAgent", "FleetCoordinator", "FleetClient", "FleetBus", "FleetCapture", "FleetCore", "FleetProtocol", "FleetSettings", "FleetStore",
+            "FleetAgent", "FleetCoordinator", "FleetClient", "FleetBus", "FleetCapture", "FleetCore", "FleetImaging", "FleetProtocol", "FleetSettings", "FleetStore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -115,6 +120,7 @@ let package = Package(
 
         .testTarget(name: "FleetCoreTests", dependencies: ["FleetCore", "FleetProtocol"]),
         .testTarget(name: "FleetProtocolTests", dependencies: ["FleetProtocol"]),
+        .testTarget(name: "FleetImagingTests", dependencies: ["FleetImaging", "FleetCore", "CZlib"]),
         .testTarget(name: "FleetCaptureTests", dependencies: ["FleetCapture", "FleetCore", "CV4L2"]),
         .testTarget(name: "FleetStoreTests", dependencies: [
             "FleetStore", "FleetCore", .product(name: "GRDB", package: "GRDB.swift"),
@@ -141,7 +147,7 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .testTarget(name: "FleetAgentTests", dependencies: [
-            "FleetAgent", "FleetCapture", "FleetCore", "FleetProtocol", .product(name: "Logging", package: "swift-log"),
+            "FleetAgent", "FleetBus", "FleetCapture", "FleetCore", "FleetProtocol", "CZeroMQ", .product(name: "Logging", package: "swift-log"),
         ]),
         // The coordinator's decoders under a mutation fuzzer, for a bounded time.
         .target(name: "FleetFuzz", dependencies: ["FleetCore"]),

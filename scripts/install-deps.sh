@@ -2,7 +2,8 @@
 # Installs what CaptureFleet needs on Debian 12: the C libraries it links (libzmq with
 # CURVE, libv4l2, SQLite, FFmpeg's libavformat for recordings; ffprobe checks the files),
 # protoc for the wire contract, iproute2 for multi-host tests, and Python's pyzmq + protobuf for the example telemetry subscriber, prometheus_client and curl
-# for the metrics tests, djpeg to check the black JPEG frames sent without consent, and the QEMU rig that
+# for the metrics tests, djpeg to check the black JPEG frames sent without consent, TurboJPEG and zlib
+# for pictures (previews, snapshots as JPEG/PNG, contact sheets) and Python's PIL to decode them in the tests, and the QEMU rig that
 # runs the kernel's vivid virtual camera for the V4L2 tests (Tests/vm); dpkg-dev, lintian,
 # systemd-analyze and PyYAML for the deployment checks (scripts/check-deploy.sh), with man-db and
 # groff to render the manual pages and zsh and fish to parse the completions. Needs a Swift 6 toolchain
@@ -12,6 +13,7 @@ set -euo pipefail
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
 packages=(libzmq3-dev libv4l-dev libsqlite3-dev protobuf-compiler iproute2 python3-zmq python3-protobuf python3-prometheus-client python3-matplotlib curl jq pkg-config libjpeg-turbo-progs
+          libturbojpeg0-dev zlib1g-dev python3-pil
           libavformat-dev libavcodec-dev libavutil-dev ffmpeg libssl-dev
           v4l-utils qemu-system-x86 busybox-static kmod cpio socat xz-utils zstd
           dpkg-dev lintian systemd python3-yaml man-db groff-base zsh fish)

@@ -27,6 +27,7 @@ extension AgentService {
         let context = ZMQContext.withSeparateLanes()
         let publisher = try FramePublisher(context: context, capacity: configuration.sendQueueCapacity,
                                            coordinatorKey: credentials.coordinatorKey, keys: credentials.keys, logger: logger)
+        let previews = PreviewMaker(settings: configuration.preview, publisher: publisher, logger: logger)
         let clock = try ClockSync(context: context, coordinatorKey: credentials.coordinatorKey, keys: credentials.keys,
                                   nodeClock: configuration.nodeClock, logger: logger)
         if configuration.nodeClock.isSkewed {
@@ -53,7 +54,7 @@ extension AgentService {
                 if recordPort != 0 { recorder.connect(to: configuration.ingestEndpoint(port: recordPort)) }
                 // A coordinator too old to name a clock port has none: frames go without fleet time.
                 if clockPort != 0 { clock.connect(to: configuration.ingestEndpoint(port: clockPort)) }
-                startStreaming(publisher: publisher, clock: clock)
+                startStreaming(publisher: publisher, clock: clock, previews: previews)
             },
             revoked: { [self] reason in
                 // No frame may leave after this: stop capturing before anything else.
@@ -71,6 +72,8 @@ extension AgentService {
         let parts: [(any Service)?] = [
             StoppingService("recording light") { [light] in await light.stop() },
             StoppingService("frame publisher") { publisher.stop() },
+            // After the cameras (which offer previews), before the publisher (which sends them).
+            StoppingService("preview maker") { await previews.stop() },
             StoppingService("record sender") { recorder.stop() },
             StoppingService("clock sync") { clock.stop() },
             StoppingService("control channel") { [control] in

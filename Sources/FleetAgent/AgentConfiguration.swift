@@ -43,6 +43,8 @@ public struct AgentConfiguration: Sendable {
     /// state directory's `spool`); beyond both they are dropped as out of buffers.
     public var recordSpoolMemoryBytes = AgentSettingKeys.defaultRecordSpoolMemoryMiB << 20
     public var recordSpoolDiskBytes: Int64 = AgentSettingKeys.defaultRecordSpoolDiskMiB << 20
+    /// Every camera's small JPEG preview (frames.md, "Previews"): 320 pixels wide, once a second.
+    public var preview = PreviewSettings()
 
     var recordSpoolLimits: RecordSpoolLimits {
         RecordSpoolLimits(memoryBytes: recordSpoolMemoryBytes, diskBytes: recordSpoolDiskBytes, directory: stateDirectory + "/spool")

@@ -217,12 +217,12 @@ public final class AgentService: Service, Sendable {
 
     /// At every WELCOME: each device captures (unless the agent holds it suspended); one
     /// already capturing goes on. Its source starts on the device's own thread.
-    func startStreaming(publisher: FramePublisher, clock: ClockSync) {
+    func startStreaming(publisher: FramePublisher, clock: ClockSync, previews: PreviewMaker) {
         for stream in sources {
             let statistics = stream.statistics
             stream.startCapturing(CaptureRoute(nodeID: identity.nodeID, clock: clock, publish: { frame, header in
                 publisher.submit(frame, header: header, statistics: statistics)
-            }))
+            }, previews: previews))
         }
     }
 }

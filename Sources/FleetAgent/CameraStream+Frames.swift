@@ -89,6 +89,8 @@ extension CameraStream {
         if let take = decision.recordedFor, let recordingPath {
             outgoing = record(outgoing, header: header, takeID: take.takeID, drops: take.drops, to: recordingPath)
         }
+        // Previews whatever becomes of the full-rate frame: black when it is black.
+        if let previews = route.previews { offerPreview(outgoing, header: header, black: decision.pixels == .black, to: previews) }
         // Full-rate frames cross the network only while the coordinator wants them; the
         // counts above go on either way, in the status report.
         guard liveFlow.isOpen() else { return }

@@ -37,6 +37,8 @@ final class CameraStream: Sendable {
     let frameWatches = FrameWatches()
     /// Where captures fall against the fleet-time grid, and whether they are steered onto it.
     let alignment = FrameAlignmentState()
+    /// Which frames become previews (CameraStream+Preview.swift).
+    let previews = PreviewTap()
 
     /// Told, in order and under the state's lock, when real frames start or stop leaving the
     /// host (the recording light): it must only queue, never block.
@@ -247,6 +249,8 @@ struct CaptureRoute: Sendable {
     var clock: any CaptureClock
     /// Hands a frame and its header to the live path; never blocks.
     var publish: @Sendable (CapturedFrame, Capfleet_V1_FrameHeader) -> Void
+    /// Makes the device's previews; nil: none.
+    var previews: PreviewMaker? = nil
 }
 
 extension DeviceNotice {

@@ -18,6 +18,13 @@ public final class DeviceStatistics: Sendable {
     /// Frames not sent because consent is not granted and the format cannot be made black.
     public let withheld = Atomic<UInt64>(0)
     let discontinuity = Atomic<UInt64>(0)
+    /// Previews (frames.md, "Previews"): sent; not made because the last was still being made
+    /// or was replaced by a newer one before it went out; not made because the pixel format
+    /// cannot be pictured; failed to encode. None of them is a frame or a drop.
+    public let previewsSent = Atomic<UInt64>(0)
+    public let previewsSkipped = Atomic<UInt64>(0)
+    public let previewsUnsupported = Atomic<UInt64>(0)
+    public let previewsFailed = Atomic<UInt64>(0)
     /// Out-of-buffers drops are counted by the source itself.
     private let outOfBuffers: @Sendable () -> UInt64
 

@@ -77,10 +77,16 @@ public final class FramePublisher: Sendable {
         }
     }
 
+    /// Runs `work` with the outbox on the publisher thread.
+    func onPublisherThread(_ work: @escaping @Sendable (inout Outbox, SocketLoop.Sockets) -> Void) {
+        let outbox = self.outbox
+        loop.perform { sockets in work(&outbox.value, sockets) }
+    }
+
     public func stop() { loop.stop() }
 }
 
-private struct PendingFrame {
+struct PendingFrame {
     let frame: CapturedFrame
     let header: Capfleet_V1_FrameHeader
     let statistics: DeviceStatistics
@@ -88,10 +94,12 @@ private struct PendingFrame {
 }
 
 /// Frames waiting for the socket; lives on the publisher thread only (a `ThreadBound`).
-private struct Outbox {
+struct Outbox {
     let capacity: Int
     let logger: Logger
     var socketID: SocketLoop.SocketID?
+    /// Previews, beside the frames and before them (FramePublisher+Previews.swift).
+    var previews = PreviewSlots()
     private var pending: [PendingFrame] = []
     private var head = 0
 
@@ -114,7 +122,8 @@ private struct Outbox {
     mutating func flush(_ sockets: SocketLoop.Sockets) {
         guard let socketID else { return }
         let socket = sockets[socketID]
-        while head < pending.count {
+        previews.send(on: socket)
+        while previews.isEmpty, head < pending.count {
             let next = pending[head]
             var header = next.header
             header.sendMonotonicNs = MonotonicTime.now()
@@ -139,6 +148,6 @@ private struct Outbox {
             pending.removeFirst(head)
             head = 0
         }
-        sockets.setWantsWritable(socketID, head < pending.count)
+        sockets.setWantsWritable(socketID, head < pending.count || !previews.isEmpty)
     }
 }

@@ -342,9 +342,15 @@ public enum JSONViews {
         var alignment: AlignmentView?
         /// Why the device needs attention now (see `capfleet watch`); empty when all is well.
         var trouble: [String]
+        /// Previews (frames.md, "Previews"), counted apart from frames.
+        var previewsReceived: UInt64
+        var previewsPerSecond: Double
+        var lastPreviewUnixMs: Int64
 
         public init(_ status: Capfleet_V1_DeviceStatus, trouble: [String] = []) {
             self.trouble = trouble
+            previewsReceived = status.previewsReceived; previewsPerSecond = status.previewsPerSecond
+            lastPreviewUnixMs = status.lastPreviewUnixMs
             interruption = Interruption(wire: status.interruption).map(InterruptionView.init)
             zoomFactor = status.zoomFactor
             alignment = status.hasAlignment ? AlignmentView(status.alignment) : nil

@@ -55,6 +55,8 @@ public final class FrameIngest: Sendable {
     private let subscriptionChanges: AsyncStream<LiveSubscriptionChange>.Continuation
     private let loop: SocketLoop
     private let devices = Mutex<[String: DeviceIngestState]>([:])
+    /// Every device's latest preview: previews travel this path but are not frames.
+    public let previews = PreviewShelf()
     /// Snapshot requests waiting for their device's next frame. Frames are not kept between
     /// requests: holding on to every device's newest multi-megabyte buffer costs the
     /// allocator more than waiting one frame period when someone asks.
@@ -130,6 +132,7 @@ public final class FrameIngest: Sendable {
 
     public func forget(deviceIDs: [String]) {
         devices.withLock { table in for id in deviceIDs { table[id] = nil } }
+        previews.forget(deviceIDs: deviceIDs)
     }
 
     /// What the agent's status says of the device: what it captured (whether or not frames
@@ -216,6 +219,18 @@ public final class FrameIngest: Sendable {
         }
     }
 
+    /// A preview of a device its sender registered: kept as the device's latest, counted
+    /// apart, and never handed to a snapshot waiting for a frame.
+    private func keepPreview(_ header: Capfleet_V1_FrameHeader, payload: ZMQMessage, peer: @autoclosure () -> String) {
+        let known = devices.withLock { $0[header.deviceID]?.nodeID == header.nodeID }
+        guard known else {
+            rejections.reject(endpoint: Self.endpointName, reason: .unknownDevice, peer: peer(),
+                              detail: "preview of device \(header.deviceID) of node \(header.nodeID), which is not registered")
+            return
+        }
+        previews.keep(header: header, jpeg: Data(payload.array), atUnixMilliseconds: Date().unixMilliseconds, monotonic: MonotonicTime.now())
+    }
+
     /// The frame's header when it is accepted and counted; nil when refused.
     private func accept(_ parts: [ZMQMessage], overflowed: Bool) -> Capfleet_V1_FrameHeader? {
         // Looked up only when something is wrong: it costs a string per frame.
@@ -234,8 +249,17 @@ public final class FrameIngest: Sendable {
                               detail: "device \(header.deviceID): header says \(header.payloadSize) bytes of \(header.layout.width)x\(header.layout.height) \(header.layout.pixelFormat), payload has \(parts[1].count)")
             return nil
         }
+        if header.isPreview, let problem = PreviewValidation.check(header: header, payloadBytes: parts[1].count) {
+            rejections.reject(endpoint: Self.endpointName, reason: problem, peer: peer,
+                              detail: "device \(header.deviceID): a preview must be a JPEG of at most \(PreviewValidation.maximumPayloadBytes) bytes, this is \(parts[1].count) bytes of \(header.layout.width)x\(header.layout.height) \(header.layout.pixelFormat)")
+            return nil
+        }
         // The sender's key must be the live key of the node the header names.
         if let admits, !admits(parts[0].userID, header.nodeID, parts[0].sourceFD, { peer }) { return nil }
+        if header.isPreview {
+            keepPreview(header, payload: parts[1], peer: peer)
+            return nil
+        }
         let now = Date().unixMilliseconds
         let known: Bool = devices.withLock { table in
             guard var state = table[header.deviceID], state.nodeID == header.nodeID else { return false }

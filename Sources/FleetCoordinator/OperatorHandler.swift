@@ -102,6 +102,10 @@ actor OperatorHandler {
                 reply.status = .ok
             case let .getLatestFrame(query)?:
                 payload = await nextFrame(of: query.deviceID, into: &reply)
+            case let .getPreview(query)?:
+                preview(of: query.deviceID, into: &reply)
+            case let .listPreviews(query)?:
+                listPreviews(nodeID: query.nodeID.isEmpty ? nil : query.nodeID, into: &reply)
             case .getIngestStats?:
                 reply.rejections = rejections.counts.map { entry in
                     .with {

@@ -49,6 +49,7 @@ actor TelemetryReporter {
         ticks += 1
         let now = MonotonicTime.now()
         let snapshot = ingest.snapshot()
+        let previews = ingest.previews.rates(atMonotonic: now)
         do {
             let nodes = try await store.nodes()
             let devices = try await store.devices()
@@ -94,6 +95,11 @@ actor TelemetryReporter {
                     $0.width = state?.layout.width ?? 0
                     $0.height = state?.layout.height ?? 0
                     $0.consent = (consents[device.id]?.consentState ?? .notDetermined).wire
+                    if let preview = previews[device.id] {
+                        $0.previewsReceived = preview.received
+                        $0.previewsPerSecond = $0.online ? preview.perSecond : 0
+                        $0.lastPreviewUnixMs = preview.lastUnixMilliseconds
+                    }
                     if let counters {
                         $0.recording = counters.recording
                         $0.realFrames = counters.realFrames

@@ -41,7 +41,7 @@ public enum RequiredRole {
         switch body {
         case .listNodes?, .listDevices?, .getFormats?, .getFleetStats?, .getLatestFrame?, .getIngestStats?, .getDevice?,
              .getEvents?, .endSession?, .whoAmI?, .getConsentHistory?, .syncCheck?,
-             .listRecordings?, .getRecording?, .verifyRecording?, .readSegment?, nil:
+             .listRecordings?, .getRecording?, .verifyRecording?, .readSegment?, .getPreview?, .listPreviews?, nil:
             .viewer
         case .changeFormat?, .changeFrameRate?, .changeZoom?, .lockDevice?, .unlockDevice?, .changeFocus?,
              .setDropRecoveryPolicy?, .changePressurePolicy?, .changeConsent?, .changeFrameAlignment?,

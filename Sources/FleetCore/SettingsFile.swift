@@ -90,6 +90,12 @@ public enum AgentSettingKeys {
     public static let stateDirectory = "state_dir"
     public static let enrollToken = "enroll_token"
 
+    /// Every camera's preview (frames.md, "Previews"): on or off, width, rate, JPEG quality.
+    public static let preview = "preview"
+    public static let previewWidth = "preview_width"
+    public static let previewFPS = "preview_fps"
+    public static let previewQuality = "preview_quality"
+
     public static let all = [coordinator, name, stateDirectory, enrollToken] + PressureThresholds.settingKeys
-        + ["real_frames_command", recordSpoolMemory, recordSpoolDisk]
+        + ["real_frames_command", recordSpoolMemory, recordSpoolDisk, preview, previewWidth, previewFPS, previewQuality]
 }

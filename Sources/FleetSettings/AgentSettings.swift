@@ -68,6 +68,7 @@ public struct AgentSettings: Sendable {
             guard megabytes >= 0 else { throw SettingsError("record_spool_disk_mb cannot be negative") }
             configuration.recordSpoolDiskBytes = megabytes << 20
         }
+        configuration.preview = try previewSettings(settings, environment: env)
         configuration.pressureThresholds = try PressureThresholds(settings: settings, environment: env)
         configuration.pressureRoot = flags.pressureRoot
         configuration.watchedDisks = flags.watchedDisks
@@ -82,6 +83,29 @@ public struct AgentSettings: Sendable {
         }
         configuration.enrollmentToken = flags.enroll ?? settings.nonEmpty(AgentSettingKeys.enrollToken, environment: env)
         return AgentSettings(file: settings, coordinator: address, configuration: configuration)
+    }
+
+    /// `preview` (on or off), `preview_width`, `preview_fps`, `preview_quality`; defaults
+    /// for what is not set: on, 320 pixels wide, once a second, quality 70.
+    static func previewSettings(_ settings: SettingsFile, environment env: [String: String]) throws -> PreviewSettings {
+        var preview = PreviewSettings()
+        if let text = settings.nonEmpty(AgentSettingKeys.preview, environment: env) {
+            switch text.lowercased() {
+            case "on", "true", "yes", "1": preview.enabled = true
+            case "off", "false", "no", "0": preview.enabled = false
+            default: throw SettingsError("cannot read preview = \(text): write on or off")
+            }
+        }
+        if let width: Int = try settings.integer(AgentSettingKeys.previewWidth, environment: env) { preview.width = width }
+        if let quality: Int = try settings.integer(AgentSettingKeys.previewQuality, environment: env) { preview.quality = quality }
+        if let text = settings.nonEmpty(AgentSettingKeys.previewFPS, environment: env) {
+            guard let rate = Double(text), rate.isFinite else {
+                throw SettingsError("cannot read preview_fps = \(text): write previews a second, e.g. 1 or 0.5")
+            }
+            preview.framesPerSecond = rate
+        }
+        if let problem = preview.problem { throw SettingsError(problem) }
+        return preview
     }
 
     /// `--check-config`: where each setting comes from, then what the agent will do.

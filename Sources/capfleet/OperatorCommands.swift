@@ -196,16 +196,34 @@ struct PressureCommand: ParsableCommand {
 
 struct SnapshotCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "snapshot", abstract: "Fetch the next frame of a device from the coordinator (raw pixels).")
+        commandName: "snapshot", abstract: "Fetch the next frame of a device from the coordinator, as a picture (.jpg, .png) or its raw bytes.",
+        discussion: "A .jpg or .png holds every pixel of the frame, converted from its pixel format; .raw (or --raw) the bytes as the camera sent them. --preview takes the device's latest preview instead, without asking for a frame.")
     @OptionGroup var coordinator: CoordinatorOptions
     @Argument(help: "The device id.", completion: FleetCompletion.deviceIDs) var device: String
-    @Option(name: .shortAndLong, help: "Write the raw pixels to this file.") var output: String?
+    @Option(name: .shortAndLong, help: "Write the frame to this file: .jpg or .png (a picture), .raw (its bytes).") var output: String?
+    @Flag(help: "Write the frame's bytes as they came, whatever the file's extension.") var raw = false
+    @Flag(help: "The device's latest preview (a small JPEG, about a second old at most) instead of its next full-rate frame.") var preview = false
+    @Option(help: "JPEG quality, 1 to 100, for a .jpg of a raw frame.") var quality = 92
     @Flag(help: "Print JSON.") var json = false
 
+    func validate() throws {
+        if let output { _ = try PictureFile.kind(of: output, raw: raw) }
+        guard (1...100).contains(quality) else { throw ValidationError("--quality must be from 1 to 100") }
+    }
+
     func run() throws {
-        let (reply, payload) = try coordinator.call(.getLatestFrame(.with { $0.deviceID = device }))
-        let header = reply.frameHeader
-        var pixels = payload ?? []
+        let header: Capfleet_V1_FrameHeader
+        var pixels: [UInt8]
+        var previewAge: UInt64?
+        if preview {
+            guard let latest = try coordinator.call(.getPreview(.with { $0.deviceID = device })).reply.previews.first else {
+                throw CLIFailure("the coordinator sent no preview of \(device)")
+            }
+            (header, pixels, previewAge) = (latest.header, [UInt8](latest.jpeg), latest.ageMs)
+        } else {
+            let (reply, payload) = try coordinator.call(.getLatestFrame(.with { $0.deviceID = device }))
+            (header, pixels) = (reply.frameHeader, payload ?? [])
+        }
         let stamped: UInt32? = pixels.withUnsafeMutableBytes { raw in
             guard let base = raw.baseAddress,
                   let luma = LumaPlane(base: base, pixelFormat: PixelFormat(header.layout.pixelFormat),
@@ -214,9 +232,7 @@ struct SnapshotCommand: ParsableCommand {
             return FrameNumberStamp.read(from: luma)
         }
         if let output {
-            guard FileManager.default.createFile(atPath: output, contents: Data(pixels)) else {
-                throw CLIFailure("cannot write \(output): check the directory exists and is writable")
-            }
+            try SnapshotPicture.write(header: header, payload: pixels, to: output, as: try PictureFile.kind(of: output, raw: raw), quality: quality)
         }
         if json {
             struct View: Encodable {
@@ -232,6 +248,9 @@ struct SnapshotCommand: ParsableCommand {
                 var fleetTimeNs, fleetTimeUncertaintyNs: UInt64?
                 var stampedFrameNumber: UInt32?
                 var output: String?
+                /// With --preview: it is the device's latest preview, this old when the coordinator answered.
+                var preview: Bool
+                var previewAgeMs: UInt64?
             }
             let timed = header.flags & UInt32(Capfleet_V1_FrameFlag.fleetTimeValid.rawValue) != 0
             print(FleetTables.json(View(deviceId: header.deviceID, nodeId: header.nodeID, pixelFormat: header.layout.pixelFormat,
@@ -244,11 +263,11 @@ struct SnapshotCommand: ParsableCommand {
                                         recording: header.flags & UInt32(Capfleet_V1_FrameFlag.recording.rawValue) != 0,
                                         fleetTimeNs: timed ? header.fleetTimeNs : nil,
                                         fleetTimeUncertaintyNs: timed ? header.fleetTimeUncertaintyNs : nil,
-                                        stampedFrameNumber: stamped, output: output)))
+                                        stampedFrameNumber: stamped, output: output, preview: preview, previewAgeMs: previewAge)))
         } else {
             let withheld = header.flags & UInt32(Capfleet_V1_FrameFlag.black.rawValue) != 0
                 ? " (black: consent \((ConsentState(wire: header.consent) ?? .notDetermined).rawValue))" : ""
-            print("frame \(header.sequence) of \(header.deviceID): \(header.layout.width)x\(header.layout.height) \(header.layout.pixelFormat), \(pixels.count) bytes" + withheld
+            print((preview ? "preview of frame" : "frame") + " \(header.sequence) of \(header.deviceID): \(header.layout.width)x\(header.layout.height) \(header.layout.pixelFormat), \(pixels.count) bytes" + withheld
                   + (stamped.map { ", stamped frame number \($0)" } ?? "") + (output.map { " → \($0)" } ?? ""))
         }
     }

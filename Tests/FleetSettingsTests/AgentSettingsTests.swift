@@ -72,6 +72,20 @@ import Testing
         #expect(disk.configuration.recordSpoolDiskBytes == 100 << 20)
     }
 
+    @Test func agentSettings_previews_areOnAt320PixelsOnceASecond_unlessTheFileOrEnvironmentSaysOtherwise() throws {
+        let defaults = try AgentSettings.load(AgentFlags(), environment: [:]).configuration.preview
+        #expect(defaults == PreviewSettings(enabled: true, width: 320, framesPerSecond: 1, quality: 70))
+        let fixture = try SettingsFixture()
+        var flags = AgentFlags()
+        flags.config = try fixture.file("agent.conf", "preview_width = 160\npreview_fps = 0.5\npreview_quality = 90\n")
+        let set = try AgentSettings.load(flags, environment: ["CAPFLEET_PREVIEW": "off"]).configuration.preview
+        #expect(set == PreviewSettings(enabled: false, width: 160, framesPerSecond: 0.5, quality: 90))
+        let tooFast = #expect(throws: SettingsError.self) { try AgentSettings.load(AgentFlags(), environment: ["CAPFLEET_PREVIEW_FPS": "100"]) }
+        #expect(tooFast?.description == "preview_fps must be from 0.05 to 30.0 previews a second, not 100.0")
+        let unreadable = #expect(throws: SettingsError.self) { try AgentSettings.load(AgentFlags(), environment: ["CAPFLEET_PREVIEW": "maybe"]) }
+        #expect(unreadable?.description == "cannot read preview = maybe: write on or off")
+    }
+
     @Test func agentSettings_pressureSampledFasterThan50ms_isRefused() throws {
         var flags = AgentFlags()
         flags.pressureIntervalMilliseconds = 10

@@ -88,6 +88,9 @@ public nonisolated enum Capfleet_V1_FrameFlag: SwiftProtobuf.Enum, Swift.CaseIte
 
   /// zoom_factor is past the format's upscale threshold
   case upscaled // = 16
+
+  /// a small JPEG preview of the captured frame, not a full-rate frame (1.3)
+  case preview // = 32
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -102,6 +105,7 @@ public nonisolated enum Capfleet_V1_FrameFlag: SwiftProtobuf.Enum, Swift.CaseIte
     case 4: self = .recording
     case 8: self = .fleetTimeValid
     case 16: self = .upscaled
+    case 32: self = .preview
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -114,6 +118,7 @@ public nonisolated enum Capfleet_V1_FrameFlag: SwiftProtobuf.Enum, Swift.CaseIte
     case .recording: return 4
     case .fleetTimeValid: return 8
     case .upscaled: return 16
+    case .preview: return 32
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -126,6 +131,7 @@ public nonisolated enum Capfleet_V1_FrameFlag: SwiftProtobuf.Enum, Swift.CaseIte
     .recording,
     .fleetTimeValid,
     .upscaled,
+    .preview,
   ]
 
 }
@@ -262,7 +268,7 @@ nonisolated extension Capfleet_V1_ConsentState: SwiftProtobuf._ProtoNameProvidin
 }
 
 nonisolated extension Capfleet_V1_FrameFlag: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0FRAME_FLAG_NONE\0\u{1}FRAME_FLAG_SYNTHETIC\0\u{1}FRAME_FLAG_BLACK\0\u{2}\u{2}FRAME_FLAG_RECORDING\0\u{2}\u{4}FRAME_FLAG_FLEET_TIME_VALID\0\u{2}\u{8}FRAME_FLAG_UPSCALED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0FRAME_FLAG_NONE\0\u{1}FRAME_FLAG_SYNTHETIC\0\u{1}FRAME_FLAG_BLACK\0\u{2}\u{2}FRAME_FLAG_RECORDING\0\u{2}\u{4}FRAME_FLAG_FLEET_TIME_VALID\0\u{2}\u{8}FRAME_FLAG_UPSCALED\0\u{2}\u{10}FRAME_FLAG_PREVIEW\0")
 }
 
 nonisolated extension Capfleet_V1_FrameLayout: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {

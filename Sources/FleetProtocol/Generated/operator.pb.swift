@@ -508,6 +508,24 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     set {body = .backupDatabase(newValue)}
   }
 
+  /// viewer: operator.md, "Previews" (1.3)
+  public var getPreview: Capfleet_V1_GetPreview {
+    get {
+      if case .getPreview(let v)? = body {return v}
+      return Capfleet_V1_GetPreview()
+    }
+    set {body = .getPreview(newValue)}
+  }
+
+  /// viewer: every device's latest preview (1.3)
+  public var listPreviews: Capfleet_V1_ListPreviews {
+    get {
+      if case .listPreviews(let v)? = body {return v}
+      return Capfleet_V1_ListPreviews()
+    }
+    set {body = .listPreviews(newValue)}
+  }
+
   /// admin: enrollment tokens and their uses (minor 3)
   public var listEnrollments: Capfleet_V1_ListEnrollments {
     get {
@@ -591,6 +609,10 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     case noteRecording(Capfleet_V1_NoteRecording)
     /// admin: operator.md, "Backing up the coordinator"
     case backupDatabase(Capfleet_V1_BackupDatabase)
+    /// viewer: operator.md, "Previews" (1.3)
+    case getPreview(Capfleet_V1_GetPreview)
+    /// viewer: every device's latest preview (1.3)
+    case listPreviews(Capfleet_V1_ListPreviews)
     /// admin: enrollment tokens and their uses (minor 3)
     case listEnrollments(Capfleet_V1_ListEnrollments)
     /// admin: a token admits nobody more (minor 3)
@@ -655,6 +677,65 @@ public nonisolated struct Capfleet_V1_GetLatestFrame: Sendable {
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+}
+
+/// The device's latest preview, as the coordinator keeps it; never asks the agent for a frame.
+public nonisolated struct Capfleet_V1_GetPreview: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var deviceID: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// The latest preview of every device (of one node), for a contact sheet; devices without
+/// one are left out.
+public nonisolated struct Capfleet_V1_ListPreviews: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var nodeID: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// A device's latest preview (frames.md, "Previews").
+public nonisolated struct Capfleet_V1_DevicePreview: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// as the agent sent it: FRAME_FLAG_PREVIEW, pixel_format JPEG, the preview's size
+  public var header: Capfleet_V1_FrameHeader {
+    get {_header ?? Capfleet_V1_FrameHeader()}
+    set {_header = newValue}
+  }
+  /// Returns true if `header` has been explicitly set.
+  public var hasHeader: Bool {self._header != nil}
+  /// Clears the value of `header`. Subsequent reads from it will return its default value.
+  public mutating func clearHeader() {self._header = nil}
+
+  /// the JPEG, header.payload_size bytes
+  public var jpeg: Data = Data()
+
+  /// when the coordinator received it
+  public var receivedUnixMs: Int64 = 0
+
+  /// how old it was when the reply was made
+  public var ageMs: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _header: Capfleet_V1_FrameHeader? = nil
 }
 
 public nonisolated struct Capfleet_V1_GetIngestStats: Sendable {
@@ -1436,6 +1517,12 @@ public nonisolated struct Capfleet_V1_OperatorReply: @unchecked Sendable {
   public var hasEndpoints: Bool {_storage._endpoints != nil}
   /// Clears the value of `endpoints`. Subsequent reads from it will return its default value.
   public mutating func clearEndpoints() {_uniqueStorage()._endpoints = nil}
+
+  /// with GetPreview (one) and ListPreviews (one per device that has one)
+  public var previews: [Capfleet_V1_DevicePreview] {
+    get {_storage._previews}
+    set {_uniqueStorage()._previews = newValue}
+  }
 
   /// With CreateEnrollment (the new token), ListEnrollments and RevokeEnrollment (the token
   /// revoked): each token with its uses. Never the token itself.
@@ -2274,7 +2361,7 @@ nonisolated extension Capfleet_V1_EnrollmentTokenState: SwiftProtobuf._ProtoName
 
 nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0\u{3}note_recording\0\u{3}backup_database\0\u{4}\u{e}list_enrollments\0\u{3}revoke_enrollment\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0\u{3}note_recording\0\u{3}backup_database\0\u{3}get_preview\0\u{3}list_previews\0\u{4}\u{c}list_enrollments\0\u{3}revoke_enrollment\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2767,6 +2854,32 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
           self.body = .backupDatabase(v)
         }
       }()
+      case 47: try {
+        var v: Capfleet_V1_GetPreview?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .getPreview(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .getPreview(v)
+        }
+      }()
+      case 48: try {
+        var v: Capfleet_V1_ListPreviews?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .listPreviews(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .listPreviews(v)
+        }
+      }()
       case 60: try {
         var v: Capfleet_V1_ListEnrollments?
         var hadOneofValue = false
@@ -2964,6 +3077,14 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
       guard case .backupDatabase(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 46)
     }()
+    case .getPreview?: try {
+      guard case .getPreview(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 47)
+    }()
+    case .listPreviews?: try {
+      guard case .listPreviews(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 48)
+    }()
     case .listEnrollments?: try {
       guard case .listEnrollments(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 60)
@@ -3111,6 +3232,115 @@ nonisolated extension Capfleet_V1_GetLatestFrame: SwiftProtobuf.Message, SwiftPr
 
   public static func ==(lhs: Capfleet_V1_GetLatestFrame, rhs: Capfleet_V1_GetLatestFrame) -> Bool {
     if lhs.deviceID != rhs.deviceID {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_GetPreview: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".GetPreview"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.deviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_GetPreview, rhs: Capfleet_V1_GetPreview) -> Bool {
+    if lhs.deviceID != rhs.deviceID {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_ListPreviews: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ListPreviews"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.nodeID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.nodeID.isEmpty {
+      try visitor.visitSingularStringField(value: self.nodeID, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_ListPreviews, rhs: Capfleet_V1_ListPreviews) -> Bool {
+    if lhs.nodeID != rhs.nodeID {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_DevicePreview: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".DevicePreview"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}header\0\u{1}jpeg\0\u{3}received_unix_ms\0\u{3}age_ms\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._header) }()
+      case 2: try { try decoder.decodeSingularBytesField(value: &self.jpeg) }()
+      case 3: try { try decoder.decodeSingularInt64Field(value: &self.receivedUnixMs) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.ageMs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._header {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    if !self.jpeg.isEmpty {
+      try visitor.visitSingularBytesField(value: self.jpeg, fieldNumber: 2)
+    }
+    if self.receivedUnixMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.receivedUnixMs, fieldNumber: 3)
+    }
+    if self.ageMs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.ageMs, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_DevicePreview, rhs: Capfleet_V1_DevicePreview) -> Bool {
+    if lhs._header != rhs._header {return false}
+    if lhs.jpeg != rhs.jpeg {return false}
+    if lhs.receivedUnixMs != rhs.receivedUnixMs {return false}
+    if lhs.ageMs != rhs.ageMs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -4080,7 +4310,7 @@ nonisolated extension Capfleet_V1_RejectionCount: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0\u{1}takes\0\u{1}verification\0\u{3}segment_data\0\u{3}segment_size\0\u{1}backup\0\u{1}endpoints\0\u{4}\u{8}enrollment_tokens\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0\u{1}takes\0\u{1}verification\0\u{3}segment_data\0\u{3}segment_size\0\u{1}backup\0\u{1}endpoints\0\u{2}\u{3}previews\0\u{4}\u{5}enrollment_tokens\0")
 
   fileprivate class _StorageClass {
     var _requestID: UInt64 = 0
@@ -4113,6 +4343,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
     var _segmentSize: UInt64 = 0
     var _backup: Capfleet_V1_BackupChunk? = nil
     var _endpoints: Capfleet_V1_CoordinatorEndpoints? = nil
+    var _previews: [Capfleet_V1_DevicePreview] = []
     var _enrollmentTokens: [Capfleet_V1_EnrollmentTokenInfo] = []
 
       // This property is used as the initial default value for new instances of the type.
@@ -4154,6 +4385,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       _segmentSize = source._segmentSize
       _backup = source._backup
       _endpoints = source._endpoints
+      _previews = source._previews
       _enrollmentTokens = source._enrollmentTokens
     }
   }
@@ -4203,6 +4435,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         case 35: try { try decoder.decodeSingularUInt64Field(value: &_storage._segmentSize) }()
         case 36: try { try decoder.decodeSingularMessageField(value: &_storage._backup) }()
         case 37: try { try decoder.decodeSingularMessageField(value: &_storage._endpoints) }()
+        case 40: try { try decoder.decodeRepeatedMessageField(value: &_storage._previews) }()
         case 45: try { try decoder.decodeRepeatedMessageField(value: &_storage._enrollmentTokens) }()
         default: break
         }
@@ -4306,6 +4539,9 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       try { if let v = _storage._endpoints {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 37)
       } }()
+      if !_storage._previews.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._previews, fieldNumber: 40)
+      }
       if !_storage._enrollmentTokens.isEmpty {
         try visitor.visitRepeatedMessageField(value: _storage._enrollmentTokens, fieldNumber: 45)
       }
@@ -4348,6 +4584,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         if _storage._segmentSize != rhs_storage._segmentSize {return false}
         if _storage._backup != rhs_storage._backup {return false}
         if _storage._endpoints != rhs_storage._endpoints {return false}
+        if _storage._previews != rhs_storage._previews {return false}
         if _storage._enrollmentTokens != rhs_storage._enrollmentTokens {return false}
         return true
       }

@@ -450,6 +450,24 @@ public nonisolated struct Capfleet_V1_DeviceStatus: @unchecked Sendable {
     set {_uniqueStorage()._liveFlow = newValue}
   }
 
+  /// Previews (frames.md, "Previews"; 1.3): not counted in frames_received or frames_per_second.
+  public var previewsReceived: UInt64 {
+    get {_storage._previewsReceived}
+    set {_uniqueStorage()._previewsReceived = newValue}
+  }
+
+  /// over the last second
+  public var previewsPerSecond: Double {
+    get {_storage._previewsPerSecond}
+    set {_uniqueStorage()._previewsPerSecond = newValue}
+  }
+
+  /// 0 = no preview yet
+  public var lastPreviewUnixMs: Int64 {
+    get {_storage._lastPreviewUnixMs}
+    set {_uniqueStorage()._lastPreviewUnixMs = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -664,7 +682,7 @@ nonisolated extension Capfleet_V1_NodeStatus: SwiftProtobuf.Message, SwiftProtob
 
 nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceStatus"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}online\0\u{1}streaming\0\u{3}frames_received\0\u{3}bytes_received\0\u{3}frames_per_second\0\u{3}bytes_per_second\0\u{1}drops\0\u{3}last_frame_unix_ms\0\u{3}last_sequence\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{1}interruption\0\u{3}zoom_factor\0\u{1}focus\0\u{3}active_frame_rate\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{3}frames_captured\0\u{3}bytes_captured\0\u{3}live_consumers\0\u{3}live_flow\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}online\0\u{1}streaming\0\u{3}frames_received\0\u{3}bytes_received\0\u{3}frames_per_second\0\u{3}bytes_per_second\0\u{1}drops\0\u{3}last_frame_unix_ms\0\u{3}last_sequence\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{1}interruption\0\u{3}zoom_factor\0\u{1}focus\0\u{3}active_frame_rate\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{3}frames_captured\0\u{3}bytes_captured\0\u{3}live_consumers\0\u{3}live_flow\0\u{4}\u{4}previews_received\0\u{3}previews_per_second\0\u{3}last_preview_unix_ms\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -693,6 +711,9 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
     var _bytesCaptured: UInt64 = 0
     var _liveConsumers: UInt32 = 0
     var _liveFlow: Bool = false
+    var _previewsReceived: UInt64 = 0
+    var _previewsPerSecond: Double = 0
+    var _lastPreviewUnixMs: Int64 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -729,6 +750,9 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
       _bytesCaptured = source._bytesCaptured
       _liveConsumers = source._liveConsumers
       _liveFlow = source._liveFlow
+      _previewsReceived = source._previewsReceived
+      _previewsPerSecond = source._previewsPerSecond
+      _lastPreviewUnixMs = source._lastPreviewUnixMs
     }
   }
 
@@ -773,6 +797,9 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
         case 24: try { try decoder.decodeSingularUInt64Field(value: &_storage._bytesCaptured) }()
         case 25: try { try decoder.decodeSingularUInt32Field(value: &_storage._liveConsumers) }()
         case 26: try { try decoder.decodeSingularBoolField(value: &_storage._liveFlow) }()
+        case 30: try { try decoder.decodeSingularUInt64Field(value: &_storage._previewsReceived) }()
+        case 31: try { try decoder.decodeSingularDoubleField(value: &_storage._previewsPerSecond) }()
+        case 32: try { try decoder.decodeSingularInt64Field(value: &_storage._lastPreviewUnixMs) }()
         default: break
         }
       }
@@ -863,6 +890,15 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
       if _storage._liveFlow != false {
         try visitor.visitSingularBoolField(value: _storage._liveFlow, fieldNumber: 26)
       }
+      if _storage._previewsReceived != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._previewsReceived, fieldNumber: 30)
+      }
+      if _storage._previewsPerSecond.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._previewsPerSecond, fieldNumber: 31)
+      }
+      if _storage._lastPreviewUnixMs != 0 {
+        try visitor.visitSingularInt64Field(value: _storage._lastPreviewUnixMs, fieldNumber: 32)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -898,6 +934,9 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
         if _storage._bytesCaptured != rhs_storage._bytesCaptured {return false}
         if _storage._liveConsumers != rhs_storage._liveConsumers {return false}
         if _storage._liveFlow != rhs_storage._liveFlow {return false}
+        if _storage._previewsReceived != rhs_storage._previewsReceived {return false}
+        if _storage._previewsPerSecond != rhs_storage._previewsPerSecond {return false}
+        if _storage._lastPreviewUnixMs != rhs_storage._lastPreviewUnixMs {return false}
         return true
       }
       if !storagesAreEqual {return false}
