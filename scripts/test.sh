@@ -57,6 +57,10 @@ if [ "${CAPFLEET_SKIP_BENCH:-0}" != "1" ]; then
   # Many agents (one small camera each) joining one coordinator: listing times per device and
   # the quiet coordinator's CPU per camera (issue "data plane that grows with the fleet").
   "$bench" fleet --steps "${CAPFLEET_FLEET_BENCH_STEPS:-25,50,100,200}"
+  # One full-rate viewer of a 1080p30 camera through the coordinator: frames/s and latency.
+  "$bench" view --seconds "${CAPFLEET_BENCH_SECONDS:-8}"
+  # What a camera's preview (one JPEG a second) costs its agent, at 640x480 and 1080p.
+  "$bench" preview --seconds "${CAPFLEET_PREVIEW_BENCH_SECONDS:-8}"
   # Three agent hosts on network namespaces (deploy/netns-fleet.sh), needs root; also plots
   # .build/bench/clock-accuracy.png.
   "$bench" clock --seconds "${CAPFLEET_CLOCK_BENCH_SECONDS:-120}" \

@@ -86,20 +86,24 @@ extension CameraStream {
             }
         }
         statistics.latest.withLock { $0 = (frame.sequence, header.layout) }
+        var recorded = false
         if let take = decision.recordedFor, let recordingPath {
             outgoing = record(outgoing, header: header, takeID: take.takeID, drops: take.drops, to: recordingPath)
+            recorded = true
         }
         // Previews whatever becomes of the full-rate frame: black when it is black.
         if let previews = route.previews { offerPreview(outgoing, header: header, black: decision.pixels == .black, to: previews) }
-        // Full-rate frames cross the network only while the coordinator wants them; the
-        // counts above go on either way, in the status report.
-        guard liveFlow.isOpen() else { return }
+        // Full-rate frames cross the network only while the coordinator wants them, and once:
+        // a frame on its way to the coordinator's recording serves its viewers from there too.
+        // The counts above go on either way, in the status report.
+        guard liveFlow.isOpen(), !recorded else { return }
         route.publish(outgoing, header)
     }
 
     /// A frame the take keeps is copied once, out of the capture buffer: the copy goes to the
-    /// recording path and, returned, to the live path too, so the camera's buffer is free at
-    /// once and a stalled live path can never starve a camera being recorded.
+    /// recording path (which is also how the coordinator's viewers see it) and, returned, to
+    /// the preview, so the camera's buffer is free at once and nothing downstream can starve a
+    /// camera being recorded.
     private func record(_ frame: CapturedFrame, header: Capfleet_V1_FrameHeader, takeID: String, drops: DropTally,
                         to recordingPath: RecordSender) -> CapturedFrame {
         let copy = FrameBuffer(unpooledCapacity: frame.byteCount)

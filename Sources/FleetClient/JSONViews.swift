@@ -334,6 +334,8 @@ public enum JSONViews {
         var framesPerSecond, bytesPerSecond: Double
         var liveConsumers: UInt32
         var liveFlow: Bool
+        /// Sent by the agent's current process on the live path.
+        var liveFramesSent: UInt64
         var width, height: UInt32
         var drops: Drops
         var lastFrameUnixMs: Int64
@@ -358,7 +360,7 @@ public enum JSONViews {
             online = status.online; streaming = status.streaming
             framesCaptured = status.framesCaptured; bytesCaptured = status.bytesCaptured
             framesReceived = status.framesReceived; bytesReceived = status.bytesReceived; lastSequence = status.lastSequence
-            liveConsumers = status.liveConsumers; liveFlow = status.liveFlow
+            liveConsumers = status.liveConsumers; liveFlow = status.liveFlow; liveFramesSent = status.liveFramesSent
             framesPerSecond = status.framesPerSecond; bytesPerSecond = status.bytesPerSecond
             width = status.width; height = status.height
             drops = Drops(late: status.drops.late, outOfBuffers: status.drops.outOfBuffers, discontinuity: status.drops.discontinuity)

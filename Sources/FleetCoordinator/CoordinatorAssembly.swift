@@ -108,7 +108,8 @@ struct CoordinatorAssembly: Sendable {
         let writers = TakeWriters()
         let recordEndpoint = try bind("recording", configuration.recordPort) {
             try RecordEndpoint(context: context, bind: configuration.endpoint(configuration.recordPort), security: security(.record),
-                               rejections: rejections, gate: gate, writers: writers)
+                               rejections: rejections, gate: gate, writers: writers,
+                               outlet: try RecordedFrameOutlet(context: context, endpoint: ingest.recordedEndpoint))
         }
         let takes = TakeDirector(store: store, agents: control, writers: writers, events: events, clock: coordinatorClock,
                                  configuration: configuration, logger: logger,

@@ -50,6 +50,8 @@ public final class FrameIngest: Sendable {
     public let boundEndpoint: String
     /// The live endpoint viewers subscribe at, when there is one.
     public let liveEndpoint: String?
+    /// Where the recording path hands over the frames it took (`RecordedFrameOutlet`).
+    let recordedEndpoint: String
     /// Viewers coming and going on the live endpoint, in the order the XPUB said so.
     public let liveSubscriptions: AsyncStream<LiveSubscriptionChange>
     private let subscriptionChanges: AsyncStream<LiveSubscriptionChange>.Continuation
@@ -85,6 +87,10 @@ public final class FrameIngest: Sendable {
         try socket.bind(endpoint)
         boundEndpoint = try socket.lastEndpoint()
         (liveSubscriptions, subscriptionChanges) = AsyncStream.makeStream(of: LiveSubscriptionChange.self)
+        let recorded = try ZMQSocket(context: context, type: .pull)
+        try recorded.setOption(ZMQ_RCVHWM, Int32(4))
+        recordedEndpoint = "inproc://capfleet-recorded-frames-\(UInt64.random(in: 0 ... .max))"
+        try recorded.bind(recordedEndpoint)
         var fanOut: ZMQSocket?
         if let live {
             let xpub = try ZMQSocket(context: context, type: .xpub)
@@ -107,6 +113,7 @@ public final class FrameIngest: Sendable {
             loop.add(fanOut) { socket in Self.drainSubscriptions(socket, into: changes) }
         }
         loop.add(socket) { [self] socket in drain(socket, fanOut: fanOut) }
+        loop.add(recorded) { [self] socket in drainRecorded(socket, fanOut: fanOut) }
         loop.onStop { changes.finish() }
         loop.start()
     }
@@ -260,11 +267,22 @@ public final class FrameIngest: Sendable {
             keepPreview(header, payload: parts[1], peer: peer)
             return nil
         }
+        guard count(header, payload: parts[1]) else {
+            rejections.reject(endpoint: Self.endpointName, reason: .unknownDevice, peer: peer,
+                              detail: "device \(header.deviceID) of node \(header.nodeID) is not registered")
+            return nil
+        }
+        return header
+    }
+
+    /// Counts a frame that reached the coordinator and hands it to snapshots waiting for it;
+    /// false for a device its node did not register.
+    private func count(_ header: Capfleet_V1_FrameHeader, payload: ZMQMessage) -> Bool {
         let now = Date().unixMilliseconds
         let known: Bool = devices.withLock { table in
             guard var state = table[header.deviceID], state.nodeID == header.nodeID else { return false }
             state.framesReceived += 1
-            state.bytesReceived += UInt64(parts[1].count)
+            state.bytesReceived += UInt64(payload.count)
             state.lastSequence = header.sequence
             state.lastFrameUnixMilliseconds = now
             state.runs.report(DropTally(wire: header.drops))
@@ -272,16 +290,48 @@ public final class FrameIngest: Sendable {
             table[header.deviceID] = state
             return true
         }
-        guard known else {
-            rejections.reject(endpoint: Self.endpointName, reason: .unknownDevice, peer: peer,
-                              detail: "device \(header.deviceID) of node \(header.nodeID) is not registered")
-            return nil
-        }
+        guard known else { return false }
         onFrame?(header)
         if waitingSnapshots.load(ordering: .acquiring) > 0 {
             let waiting = snapshotWaiters.withLock { $0.filter { $0.value.deviceID == header.deviceID }.map(\.key) }
-            for id in waiting { resolveWaiter(id, with: IngestedFrame(header: header, payload: parts[1])) }
+            for id in waiting { resolveWaiter(id, with: IngestedFrame(header: header, payload: payload)) }
         }
-        return header
+        return true
+    }
+
+    /// Frames the recording path took (checked there, from the node that has the device): a
+    /// recorded device's only full-rate flow, so they serve its viewers and snapshots too.
+    /// Messages are [FrameHeader][payload], the payload shared with the writer, not copied.
+    private func drainRecorded(_ socket: ZMQSocket, fanOut: ZMQSocket?) {
+        while let received = try? socket.receiveMultipart(dontWait: true, maxParts: 2), received.parts.count == 2 {
+            guard let header = try? Capfleet_V1_FrameHeader(serializedBytes: received.parts[0].array),
+                  count(header, payload: received.parts[1]) else { continue }
+            if let fanOut { Self.handOn(header: header, parts: received.parts, to: fanOut) }
+        }
+    }
+}
+
+/// The recording path's side of the hand-over to ingest: a PUSH on the record thread to the
+/// ingest thread's inproc PULL. Newest wins: a frame ingest cannot take now is left out for
+/// live consumers only (the take has it).
+final class RecordedFrameOutlet: @unchecked Sendable {
+    private let socket: ZMQSocket
+
+    /// Made on the thread that builds the record endpoint, used on its loop thread only.
+    init(context: ZMQContext, endpoint: String) throws(ZMQError) {
+        socket = try ZMQSocket(context: context, type: .push)
+        try socket.setOption(ZMQ_SNDHWM, Int32(4))
+        try socket.connect(endpoint)
+    }
+
+    /// Record thread only.
+    func handOver(header: Capfleet_V1_FrameHeader, payload: ZMQMessage) {
+        guard let bytes: [UInt8] = try? header.serializedBytes() else { return }
+        do {
+            guard try socket.send(bytes, more: true, dontWait: true) else { return }
+            try socket.send(payload, dontWait: true)
+        } catch {
+            // inproc never blocks; a failure is libzmq closing down.
+        }
     }
 }

@@ -44,8 +44,10 @@ final class RecordEndpoint: Sendable {
     private let loop: SocketLoop
     private let router: SocketLoop.SocketID
 
+    /// - Parameter outlet: where the frames it takes go on to live consumers (a recorded
+    ///   device's frames cross the network once, on this path).
     init(context: ZMQContext, bind endpoint: String, security: CurveServerSecurity, rejections: RejectionCounter,
-         gate: AccessGate, writers: TakeWriters) throws(ZMQError) {
+         gate: AccessGate, writers: TakeWriters, outlet: RecordedFrameOutlet? = nil) throws(ZMQError) {
         let socket = try ZMQSocket(context: context, type: .router)
         try socket.setOption(ZMQ_MAXMSGSIZE, WireDefaults.maxMessageBytes)
         // Credit bounds what each agent sends; this bounds what waits in libzmq besides.
@@ -61,7 +63,8 @@ final class RecordEndpoint: Sendable {
         boundPort = UInt16(boundEndpoint.split(separator: ":").last.flatMap { UInt16($0) } ?? 0)
         router = loop.add(socket) { socket in
             while let received = try? socket.receiveMultipart(dontWait: true, maxParts: 4) {
-                Self.accept(received.parts, overflowed: received.overflowed, rejections: rejections, gate: gate, writers: writers) { routing, message in
+                Self.accept(received.parts, overflowed: received.overflowed, rejections: rejections, gate: gate, writers: writers,
+                            outlet: outlet) { routing, message in
                     guard let bytes: [UInt8] = try? message.serializedBytes() else { return }
                     _ = try? socket.send(parts: [routing, bytes], dontWait: true)
                 }
@@ -86,7 +89,7 @@ final class RecordEndpoint: Sendable {
     func stop() { loop.stop() }
 
     private static func accept(_ parts: [ZMQMessage], overflowed: Bool, rejections: RejectionCounter, gate: AccessGate,
-                               writers: TakeWriters, answer: ([UInt8], Capfleet_V1_RecordDown) -> Void) {
+                               writers: TakeWriters, outlet: RecordedFrameOutlet?, answer: ([UInt8], Capfleet_V1_RecordDown) -> Void) {
         guard let routing = parts.first?.array, parts.count >= 2 else { return }
         let first = parts[1]
         var peer: String { first.peerAddress ?? "unknown peer" }
@@ -138,7 +141,9 @@ final class RecordEndpoint: Sendable {
             if !writer.post(frame: frame, payload: parts[2], routingID: routing) {
                 rejections.reject(endpoint: endpointName, reason: .overCredit, peer: peer,
                                   detail: "device \(header.deviceID): frame \(header.sequence) beyond the credit granted")
+                return
             }
+            outlet?.handOver(header: header, payload: parts[2])
         case let .end(end)?:
             writer.post(.end(routingID: routing, end))
         case nil:

@@ -107,6 +107,7 @@ actor TelemetryReporter {
                         $0.zoomFactor = counters.zoomFactor
                         if counters.hasFocus { $0.focus = counters.focus }
                         $0.activeFrameRate = counters.activeFrameRate
+                        $0.liveFramesSent = counters.framesSent
                         if counters.hasAlignment { $0.alignment = counters.alignment }
                         // An interrupted device is not streaming, whatever its last frames say.
                         if counters.interruption.reason != .none { $0.streaming = false }

@@ -13,7 +13,7 @@ import Testing
     static let shutdownOrder = [
         "shutdown notice",
         // The beats first: nothing ticks into a part that is already gone.
-        "recording housekeeper", "telemetry reporter", "node liveness",
+        "recording housekeeper", "live frame leases", "telemetry reporter", "node liveness",
         // No new request reaches the takes or the agents…
         "operator endpoint", "control endpoint",
         // …then the takes finish their open segments while frames still arrive for them.

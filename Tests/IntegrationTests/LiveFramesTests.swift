@@ -113,6 +113,50 @@ extension IntegrationTests {
             #expect(second.received == first.received && second.captured > first.captured, "\(first) → \(second)")
         }
 
+        @Test func aCameraRecordedByTheCoordinator_sendsEachFrameOnce_andItsViewerSeesThemFromTheRecording() async throws {
+            let (fleet, deviceID) = try await Self.cameraFleet(fps: 15)
+            let context = ZMQContext()
+            let viewer = try fleet.wantFrames(of: [deviceID], context: context)
+            defer { viewer.close() }
+            try await fleet.waitUntil("the viewer's flow runs on the live path", seconds: 10) {
+                (try fleet.deviceStats()[deviceID]?["live_frames_sent"] as? Int ?? 0) > 10
+            }
+            try await fleet.waitUntil("the node's clock locks", seconds: 30) {
+                try fleet.json(["clock"]).contains { $0["sync"] as? String == "locked" }
+            }
+            let takeID = try RecordingTests.start([deviceID], in: fleet)
+            try await fleet.waitUntil("the take records", seconds: 15) {
+                (try RecordingTests.show(takeID, in: fleet)["devices"] as? [[String: Any]])?.first?["state"] as? String == "recording"
+            }
+            // While it records, the viewer gets the recorded frames, and the live path sends none.
+            try await Task.sleep(for: .seconds(2.5))   // past the start instant, and a status from after it
+            while (try viewer.receiveMultipart(dontWait: true, maxParts: 3)) != nil {}
+            let liveBefore = try #require(try fleet.deviceStats()[deviceID]?["live_frames_sent"] as? Int)
+            var sequences: [UInt64] = []
+            let until = Date().addingTimeInterval(4)
+            while Date() < until {
+                guard viewer.waitForInput(milliseconds: 200),
+                      let message = try viewer.receiveMultipart(dontWait: true, maxParts: 3), message.parts.count == 3 else { continue }
+                let header = try Capfleet_V1_FrameHeader(serializedBytes: message.parts[1].array)
+                #expect(header.flags & UInt32(Capfleet_V1_FrameFlag.recording.rawValue) != 0, "a recorded frame: \(header.flags)")
+                sequences.append(header.sequence)
+            }
+            try await Task.sleep(for: .seconds(1.5))   // a status from after the window
+            let liveAfter = try #require(try fleet.deviceStats()[deviceID]?["live_frames_sent"] as? Int)
+            #expect(sequences.count >= 40, "the viewer saw the take's frames: \(sequences.count)")
+            #expect(zip(sequences, sequences.dropFirst()).allSatisfy { $1 > $0 }, "in order")
+            #expect(liveAfter == liveBefore, "no frame crossed twice: the live path sent \(liveAfter - liveBefore) while the take recorded")
+
+            // Once the take stops, the viewer's frames come on the live path again; the take kept them all.
+            let stopped = try fleet.cli(["record", "stop", takeID], timeout: 60)
+            #expect(stopped.status == 0, "\(stopped.error)")
+            let part = try #require((try RecordingTests.show(takeID, in: fleet)["devices"] as? [[String: Any]])?.first)
+            #expect((part["frames"] as? Int ?? 0) >= sequences.count && RecordingTests.dropTotal(part) == 0, "\(part)")
+            try await fleet.waitUntil("the live path carries the viewer's frames again", seconds: 10) {
+                (try fleet.deviceStats()[deviceID]?["live_frames_sent"] as? Int ?? 0) > liveAfter + 10
+            }
+        }
+
         @Test func view_writesAFileOfRawFrames_blackWithoutConsent() async throws {
             let fleet = try FleetHarness()
             try fleet.startCoordinator()

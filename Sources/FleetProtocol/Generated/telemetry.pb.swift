@@ -450,6 +450,12 @@ public nonisolated struct Capfleet_V1_DeviceStatus: @unchecked Sendable {
     set {_uniqueStorage()._liveFlow = newValue}
   }
 
+  /// frames the agent's current process sent on the live path (a recorded frame goes on the recording path instead)
+  public var liveFramesSent: UInt64 {
+    get {_storage._liveFramesSent}
+    set {_uniqueStorage()._liveFramesSent = newValue}
+  }
+
   /// Previews (frames.md, "Previews"; 1.3): not counted in frames_received or frames_per_second.
   public var previewsReceived: UInt64 {
     get {_storage._previewsReceived}
@@ -682,7 +688,7 @@ nonisolated extension Capfleet_V1_NodeStatus: SwiftProtobuf.Message, SwiftProtob
 
 nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceStatus"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}online\0\u{1}streaming\0\u{3}frames_received\0\u{3}bytes_received\0\u{3}frames_per_second\0\u{3}bytes_per_second\0\u{1}drops\0\u{3}last_frame_unix_ms\0\u{3}last_sequence\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{1}interruption\0\u{3}zoom_factor\0\u{1}focus\0\u{3}active_frame_rate\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{3}frames_captured\0\u{3}bytes_captured\0\u{3}live_consumers\0\u{3}live_flow\0\u{4}\u{4}previews_received\0\u{3}previews_per_second\0\u{3}last_preview_unix_ms\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}online\0\u{1}streaming\0\u{3}frames_received\0\u{3}bytes_received\0\u{3}frames_per_second\0\u{3}bytes_per_second\0\u{1}drops\0\u{3}last_frame_unix_ms\0\u{3}last_sequence\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{1}interruption\0\u{3}zoom_factor\0\u{1}focus\0\u{3}active_frame_rate\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{3}frames_captured\0\u{3}bytes_captured\0\u{3}live_consumers\0\u{3}live_flow\0\u{3}live_frames_sent\0\u{4}\u{3}previews_received\0\u{3}previews_per_second\0\u{3}last_preview_unix_ms\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -711,6 +717,7 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
     var _bytesCaptured: UInt64 = 0
     var _liveConsumers: UInt32 = 0
     var _liveFlow: Bool = false
+    var _liveFramesSent: UInt64 = 0
     var _previewsReceived: UInt64 = 0
     var _previewsPerSecond: Double = 0
     var _lastPreviewUnixMs: Int64 = 0
@@ -750,6 +757,7 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
       _bytesCaptured = source._bytesCaptured
       _liveConsumers = source._liveConsumers
       _liveFlow = source._liveFlow
+      _liveFramesSent = source._liveFramesSent
       _previewsReceived = source._previewsReceived
       _previewsPerSecond = source._previewsPerSecond
       _lastPreviewUnixMs = source._lastPreviewUnixMs
@@ -797,6 +805,7 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
         case 24: try { try decoder.decodeSingularUInt64Field(value: &_storage._bytesCaptured) }()
         case 25: try { try decoder.decodeSingularUInt32Field(value: &_storage._liveConsumers) }()
         case 26: try { try decoder.decodeSingularBoolField(value: &_storage._liveFlow) }()
+        case 27: try { try decoder.decodeSingularUInt64Field(value: &_storage._liveFramesSent) }()
         case 30: try { try decoder.decodeSingularUInt64Field(value: &_storage._previewsReceived) }()
         case 31: try { try decoder.decodeSingularDoubleField(value: &_storage._previewsPerSecond) }()
         case 32: try { try decoder.decodeSingularInt64Field(value: &_storage._lastPreviewUnixMs) }()
@@ -890,6 +899,9 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
       if _storage._liveFlow != false {
         try visitor.visitSingularBoolField(value: _storage._liveFlow, fieldNumber: 26)
       }
+      if _storage._liveFramesSent != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._liveFramesSent, fieldNumber: 27)
+      }
       if _storage._previewsReceived != 0 {
         try visitor.visitSingularUInt64Field(value: _storage._previewsReceived, fieldNumber: 30)
       }
@@ -934,6 +946,7 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
         if _storage._bytesCaptured != rhs_storage._bytesCaptured {return false}
         if _storage._liveConsumers != rhs_storage._liveConsumers {return false}
         if _storage._liveFlow != rhs_storage._liveFlow {return false}
+        if _storage._liveFramesSent != rhs_storage._liveFramesSent {return false}
         if _storage._previewsReceived != rhs_storage._previewsReceived {return false}
         if _storage._previewsPerSecond != rhs_storage._previewsPerSecond {return false}
         if _storage._lastPreviewUnixMs != rhs_storage._lastPreviewUnixMs {return false}
