@@ -160,7 +160,7 @@ done
 echo "== a coordinator and an agent from the installed layout, as systemd runs them (Type=notify)"
 read -r -a ports <<<"$(/usr/bin/python3 -c '
 import socket
-s = [socket.socket() for _ in range(7)]
+s = [socket.socket() for _ in range(8)]
 for x in s: x.bind(("127.0.0.1", 0))
 print(" ".join(str(x.getsockname()[1]) for x in s))')"
 listen() {   # a notify socket like systemd's: every datagram as one line
@@ -177,7 +177,8 @@ listen "$work/coordinator.notify" "$work/coordinator.notified"
 listen "$work/agent.notify" "$work/agent.notified"
 sleep 0.3
 export CAPFLEET_BIND=127.0.0.1 CAPFLEET_CONTROL_PORT=${ports[0]} CAPFLEET_INGEST_PORT=${ports[1]} CAPFLEET_OPERATOR_PORT=${ports[2]} \
-    CAPFLEET_TELEMETRY_PORT=${ports[3]} CAPFLEET_METRICS_PORT=${ports[4]} CAPFLEET_CLOCK_PORT=${ports[5]} CAPFLEET_RECORD_PORT=${ports[6]}
+    CAPFLEET_TELEMETRY_PORT=${ports[3]} CAPFLEET_METRICS_PORT=${ports[4]} CAPFLEET_CLOCK_PORT=${ports[5]} CAPFLEET_RECORD_PORT=${ports[6]} \
+    CAPFLEET_LIVE_PORT=${ports[7]}
 NOTIFY_SOCKET=$work/coordinator.notify "$installed" coordinator --config "$root/etc/capfleet/coordinator.conf" --data "$work/coord" \
     >"$work/coordinator.log" 2>&1 &
 coordinator=$!
@@ -222,6 +223,17 @@ if [ -n "$node_id" ] && grep -qx "$node_id" "$work/completed"; then
     ok "the bash completion offers cam-host-1's node id ($node_id) after \`capfleet nodes forget\`"
 else
     fail "the bash completion offers cam-host-1's node id (${node_id:-unknown}) after \`capfleet nodes forget\`" "$work/completed"
+fi
+# The shipped (optimised) binary end to end on the live path: a viewer's subscription wakes the
+# camera's flow and its frames arrive whole (black: no consent was given).
+device_id=$("$installed" devices --json --coordinator "127.0.0.1:${ports[2]}" --credential "$work/admin.credential" 2>/dev/null |
+    /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["device_id"])' || true)
+if [ -n "$device_id" ] && timeout 30 "$installed" view "$device_id" -o "$work/viewed.yuyv" --frames 5 \
+        --coordinator "127.0.0.1:${ports[2]}" --credential "$work/admin.credential" >"$work/view.out" 2>&1 &&
+    [ "$(stat -c %s "$work/viewed.yuyv")" = $((5 * 640 * 480 * 2)) ]; then
+    ok "capfleet view writes 5 whole frames of ${device_id}, woken on demand through the live endpoint"
+else
+    fail "capfleet view writes 5 whole frames of ${device_id:-the camera}" "$work/view.out"
 fi
 # Not the same TAB in zsh or fish: zsh completes only in its line editor, and fish's `complete -C`
 # in a script gives completion functions no cursor (fish-shell#11993), which the generated script

@@ -19,7 +19,8 @@ public final class ZMQMessage: @unchecked Sendable {
 
     public var hasMore: Bool { zmq_msg_more(message) == 1 }
 
-    /// Read-only view of the bytes; valid while this object is alive.
+    /// Read-only view of the bytes; valid while this object is alive, which an optimised build
+    /// ends at its last use: keep the message in use (or `withExtendedLifetime`) while reading.
     public var bytes: UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(start: zmq_msg_data(message), count: count)
     }

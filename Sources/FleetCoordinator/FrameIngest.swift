@@ -220,7 +220,9 @@ public final class FrameIngest: Sendable {
     /// of a topic, whoever they come from, which is what the flow needs.
     private static func drainSubscriptions(_ socket: ZMQSocket, into changes: AsyncStream<LiveSubscriptionChange>.Continuation) {
         while let received = try? socket.receiveMultipart(dontWait: true, maxParts: 1) {
-            guard let bytes = received.parts.first?.bytes, let kind = bytes.first, kind <= 1,
+            // A copy: a view of the message's bytes dies with the message, which an optimised
+            // build releases as soon as it is last used.
+            guard let bytes = received.parts.first?.array, let kind = bytes.first, kind <= 1,
                   let deviceID = LiveTopic.deviceID(subscribedTo: bytes.dropFirst()) else { continue }
             changes.yield(LiveSubscriptionChange(deviceID: deviceID, wanted: kind == 1))
         }

@@ -90,7 +90,7 @@ extension IntegrationTests {
                 guard watching.waitForInput(milliseconds: 200),
                       let message = try watching.receiveMultipart(dontWait: true, maxParts: 3), message.parts.count == 3 else { continue }
                 let header = try Capfleet_V1_FrameHeader(serializedBytes: message.parts[1].array)
-                let whole = String(decoding: message.parts[0].bytes, as: UTF8.self) == LiveTopic.frames(deviceID)
+                let whole = String(decoding: message.parts[0].array, as: UTF8.self) == LiveTopic.frames(deviceID)
                     && header.deviceID == deviceID && Int(header.payloadSize) == message.parts[2].count
                     && header.payloadSize == UInt64(header.layout.width) * UInt64(header.layout.height) * 2
                 if !whole { Issue.record("a malformed live frame: \(header)"); break }
