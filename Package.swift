@@ -67,7 +67,7 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .target(name: "FleetAgent", dependencies: [
-            "FleetDaemon", "FleetSystem", "FleetBus", "FleetCapture", "FleetCore", "FleetHost", "FleetImaging", "FleetProtocol",
+            "FleetDaemon", "FleetSystem", "FleetBus", "FleetCapture", "FleetCore", "FleetHost", "FleetImaging", "FleetProtocol", "FleetRecording",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),

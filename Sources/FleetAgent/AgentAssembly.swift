@@ -37,6 +37,14 @@ extension AgentService {
         let recorder = try RecordSender(context: context, coordinatorKey: credentials.coordinatorKey, keys: credentials.keys,
                                         limits: configuration.recordSpoolLimits, agentInstance: agentInstance, logger: logger)
         self.recorder.withLock { $0 = recorder }
+        // Takes written here: what an earlier run left is repaired before any part is taken up again.
+        let takeStore = AgentTakeStore(settings: configuration.recordingSettings, logger: logger)
+        for note in takeStore.recoverParts() { logger.notice("recordings on this host", metadata: ["recovery": "\(note)"]) }
+        self.takeStore.withLock { $0 = takeStore }
+        let recordings = try AgentRecordingsLink(context: context, coordinatorKey: credentials.coordinatorKey, keys: credentials.keys,
+                                                 store: takeStore, agentInstance: agentInstance,
+                                                 consentAllows: { [consentBook] deviceID in consentBook.state(of: deviceID).allowsRealFrames },
+                                                 logger: logger)
         let monitor = configuration.pressureEnabled ? makePressureMonitor(publisher: publisher) : nil
         self.monitor.withLock { $0 = monitor }
         let (revocations, revoke) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(1))
@@ -51,7 +59,10 @@ extension AgentService {
             command: { [self] command in execute(command, clock: clock) },
             registered: { [self] port, clockPort, recordPort in
                 publisher.connect(to: configuration.ingestEndpoint(port: port))
-                if recordPort != 0 { recorder.connect(to: configuration.ingestEndpoint(port: recordPort)) }
+                if recordPort != 0 {
+                    recorder.connect(to: configuration.ingestEndpoint(port: recordPort))
+                    recordings.connect(to: configuration.ingestEndpoint(port: recordPort))
+                }
                 // A coordinator too old to name a clock port has none: frames go without fleet time.
                 if clockPort != 0 { clock.connect(to: configuration.ingestEndpoint(port: clockPort)) }
                 startStreaming(publisher: publisher, clock: clock, previews: previews)
@@ -75,6 +86,9 @@ extension AgentService {
             // After the cameras (which offer previews), before the publisher (which sends them).
             StoppingService("preview maker") { await previews.stop() },
             StoppingService("record sender") { recorder.stop() },
+            StoppingService("recordings link") { recordings.stop() },
+            // After the cameras (which hand it frames): each part's open segment is finished.
+            StoppingService("takes on this host") { await takeStore.shutdown() },
             StoppingService("clock sync") { clock.stop() },
             StoppingService("control channel") { [control] in
                 // Events of the closing cameras then go nowhere instead of to a closed socket.

@@ -45,6 +45,20 @@ public struct AgentConfiguration: Sendable {
     public var recordSpoolDiskBytes: Int64 = AgentSettingKeys.defaultRecordSpoolDiskMiB << 20
     /// Every camera's small JPEG preview (frames.md, "Previews"): 320 pixels wide, once a second.
     public var preview = PreviewSettings()
+    /// Takes recorded on this host (`record start --store agent`): where, the disk reserve,
+    /// retention and collect's rate. Nil directory: the state directory's `recordings`.
+    public var recordingsDirectory: String?
+    public var recordReserveBytes: Int64 = 256 << 20
+    public var recordingsKeepDays = 30
+    public var collectBytesPerSecond: Int64 = 100 << 20
+
+    var recordingSettings: AgentRecordingSettings {
+        var settings = AgentRecordingSettings(directory: recordingsDirectory ?? stateDirectory + "/recordings")
+        settings.reserveBytes = recordReserveBytes
+        settings.keepDays = recordingsKeepDays
+        settings.collectBytesPerSecond = collectBytesPerSecond
+        return settings
+    }
 
     var recordSpoolLimits: RecordSpoolLimits {
         RecordSpoolLimits(memoryBytes: recordSpoolMemoryBytes, diskBytes: recordSpoolDiskBytes, directory: stateDirectory + "/spool")

@@ -116,16 +116,35 @@ extension AgentService {
     /// A take begins or ends for the device: its frames from `start_fleet_ns` on go on the
     /// recording path until `stop_fleet_ns`.
     private func record(_ request: Capfleet_V1_SetRecording, on stream: CameraStream, clock: ClockSync) -> Capfleet_V1_Status {
-        guard let recorder = recorder.withLock({ $0 }) else { return .failure(.unavailable, "the agent is still starting") }
+        guard let recorder = recorder.withLock({ $0 }), let takeStore = takeStore.withLock({ $0 }) else {
+            return .failure(.unavailable, "the agent is still starting")
+        }
         let deviceID = stream.deviceID
         if request.recording {
             guard clock.latest.estimate != nil else {
                 return .failure(.unavailable, "node \(identity.nodeID)'s clock is not synchronised yet: its frames have no fleet time to place them in a take")
             }
-            stream.beginTake(takeID: request.take, start: request.startFleetNs, recordingPath: recorder)
-            logger.notice("recording", metadata: ["device.id": "\(deviceID)", "take.id": "\(request.take)", "start.fleet_ns": "\(request.startFleetNs)"])
+            let path: any TakeFramePath
+            if request.store == .agent {
+                do {
+                    let prepared = try takeStore.prepare(takeID: request.take, deviceID: deviceID, start: request.startFleetNs,
+                                                         segmentSeconds: Int(request.segmentSeconds), title: request.title,
+                                                         frameRate: stream.source.activeFrameRate, agentInstance: agentInstance)
+                    // Ended here already (while the coordinator could not hear it): the link reports it.
+                    if prepared == .alreadyEnded { return .ok }
+                } catch {
+                    return .failure(.unavailable, "node \(identity.nodeID) cannot record \(deviceID): \(error)")
+                }
+                path = takeStore
+            } else {
+                path = recorder
+            }
+            stream.beginTake(takeID: request.take, start: request.startFleetNs, recordingPath: path)
+            logger.notice("recording", metadata: ["device.id": "\(deviceID)", "take.id": "\(request.take)", "start.fleet_ns": "\(request.startFleetNs)",
+                                                  "store": "\(request.store == .agent ? "agent" : "coordinator")"])
             return .ok
         }
+        if request.stopFleetNs != 0 { takeStore.stop(takeID: request.take, deviceID: deviceID, at: request.stopFleetNs) }
         let now = clock.stamp(captureMonotonic: MonotonicTime.now())?.fleet
         let stop = request.stopFleetNs == 0 ? nil : request.stopFleetNs
         let cause: TakeStopCause = request.notStarted ? .notStarted : request.consentStop ? .consentWithdrawn : .stopped

@@ -26,6 +26,8 @@ public final class AgentService: Service, Sendable {
     let monitor = Mutex<PressureMonitor?>(nil)
     /// Set once in run(): the recording path.
     let recorder = Mutex<RecordSender?>(nil)
+    /// Set once in run(): takes written on this host.
+    let takeStore = Mutex<AgentTakeStore?>(nil)
     /// Frames and drops of all devices at the last pressure sample, for the drop rate.
     private let lastLoad = Mutex<(frames: UInt64, drops: DropTally)>((0, DropTally()))
 

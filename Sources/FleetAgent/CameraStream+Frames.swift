@@ -89,7 +89,7 @@ extension CameraStream {
         var recorded = false
         if let take = decision.recordedFor, let recordingPath {
             outgoing = record(outgoing, header: header, takeID: take.takeID, drops: take.drops, to: recordingPath)
-            recorded = true
+            recorded = recordingPath.reachesCoordinator
         }
         // Previews whatever becomes of the full-rate frame: black when it is black.
         if let previews = route.previews { offerPreview(outgoing, header: header, black: decision.pixels == .black, to: previews) }
@@ -105,7 +105,7 @@ extension CameraStream {
     /// the preview, so the camera's buffer is free at once and nothing downstream can starve a
     /// camera being recorded.
     private func record(_ frame: CapturedFrame, header: Capfleet_V1_FrameHeader, takeID: String, drops: DropTally,
-                        to recordingPath: RecordSender) -> CapturedFrame {
+                        to recordingPath: any TakeFramePath) -> CapturedFrame {
         let copy = FrameBuffer(unpooledCapacity: frame.byteCount)
         copy.storage.copyMemory(from: frame.buffer.storage, byteCount: frame.byteCount)
         let taken = recordingPath.submit(takeID: takeID, deviceID: deviceID, header: header, takeDrops: drops, pixels: copy,

@@ -24,7 +24,7 @@ final class CameraStream: Sendable {
     struct Guarded {
         var state: DeviceState
         var blackFrame: (layout: FrameLayout, buffer: FrameBuffer, count: Int)?
-        var recordingPath: RecordSender?
+        var recordingPath: (any TakeFramePath)?
     }
     let guarded: Mutex<Guarded>
 
@@ -85,7 +85,7 @@ final class CameraStream: Sendable {
         for case let .realFrames(flowing) in actions { onRealFrames(deviceID, flowing) }
     }
 
-    func perform(_ actions: [DeviceState.Action], recordingPath: RecordSender?) {
+    func perform(_ actions: [DeviceState.Action], recordingPath: (any TakeFramePath)?) {
         for action in actions {
             switch action {
             case .realFrames:
@@ -143,7 +143,7 @@ final class CameraStream: Sendable {
     }
 
     /// The take's part begins at `start` (fleet ns); its frames go to `recordingPath`.
-    func beginTake(takeID: String, start: UInt64, recordingPath: RecordSender) {
+    func beginTake(takeID: String, start: UInt64, recordingPath: any TakeFramePath) {
         guarded.withLock { $0.recordingPath = recordingPath }
         step(.takeBegan(takeID: takeID, startFleet: start, deviceDrops: statistics.drops))
     }

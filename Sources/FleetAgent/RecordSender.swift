@@ -251,7 +251,8 @@ private final class SenderState {
                 release(part.flow.finish(), of: part)
                 part.disk?.removeAll()
                 parts[key] = nil
-            case nil:
+            case .indexed?, .fetch?, .check?, .collected?, .deletePart?, nil:
+                // The recordings link's (takes written on this host), never this socket's.
                 continue
             }
         }

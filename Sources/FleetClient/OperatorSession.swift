@@ -48,9 +48,13 @@ public enum TransferError: Error, CustomStringConvertible, Sendable {
     case segmentDamaged(path: String, sha256: String, expected: String, take: String)
     /// Finished segments whose SHA-256 the coordinator has not put in the index yet.
     case checksumsPending(take: String, segments: [String], seconds: Int)
+    /// Collecting a take's agent-held segments stopped on an error.
+    case collectFailed(take: String, reason: String)
 
     public var description: String {
         switch self {
+        case let .collectFailed(take, reason):
+            "take \(take) was not collected whole: \(reason). Segments copied so far stay collected; run capfleet recordings collect \(take) again to go on"
         case let .cannotCreate(path, hint):
             "cannot create \(path): \(hint)"
         case let .cannotPlace(path, destination, code):

@@ -14,6 +14,7 @@ public enum RecordingViews {
             var segments: UInt32
             var endReason: String?
             var withheldFrames: UInt64
+            var nodeOnline: Bool
         }
         struct Segment: Encodable {
             var deviceId: String
@@ -21,6 +22,11 @@ public enum RecordingViews {
             var path, state, sha256: String
             var sizeBytes, frames: UInt64
             var firstFleetNs, lastFleetNs, firstSequence, lastSequence: UInt64?
+            /// Where the file is: "coordinator", or the node whose disk holds it.
+            var location: String
+            var nodeOnline: Bool
+            var collectedPath: String?
+            var drops: [String: UInt64]
         }
         struct Event: Encodable {
             var deviceId: String?
@@ -34,6 +40,9 @@ public enum RecordingViews {
         var createdUnixMs: Int64
         var startSpreadNs: UInt64?
         var frames, bytes, sizeBytes: UInt64
+        var store: String
+        var agentHeldBytes, collectedBytes: UInt64
+        var collectError: String?
         var devices: [Device]
         var segments: [Segment]?
         var events: [Event]?
@@ -45,6 +54,9 @@ public enum RecordingViews {
             createdUnixMs = take.createdUnixMs
             startSpreadNs = take.devices.contains { $0.firstFleetNs != 0 } ? take.startSpreadNs : nil
             frames = take.frames; bytes = take.bytes; sizeBytes = take.sizeBytes
+            store = take.store.isEmpty ? "coordinator" : take.store
+            agentHeldBytes = take.agentHeldBytes; collectedBytes = take.collectedBytes
+            collectError = take.collectError.isEmpty ? nil : take.collectError
             devices = take.devices.map { device in
                 let hasFrames = device.frames > 0
                 return Device(deviceId: device.deviceID, nodeId: device.nodeID, state: device.state,
@@ -55,7 +67,7 @@ public enum RecordingViews {
                               frames: device.frames, bytes: device.bytes,
                               drops: ["late": device.drops.late, "out_of_buffers": device.drops.outOfBuffers, "discontinuity": device.drops.discontinuity],
                               segments: device.segments, endReason: device.endReason.isEmpty ? nil : device.endReason,
-                              withheldFrames: device.withheldFrames)
+                              withheldFrames: device.withheldFrames, nodeOnline: device.nodeOnline)
             }
             if detailed {
                 segments = take.segments.map { segment in
@@ -63,7 +75,10 @@ public enum RecordingViews {
                     return Segment(deviceId: segment.deviceID, number: segment.number, path: segment.path, state: segment.state, sha256: segment.sha256,
                                    sizeBytes: segment.sizeBytes, frames: segment.frames,
                                    firstFleetNs: hasFrames ? segment.firstFleetNs : nil, lastFleetNs: hasFrames ? segment.lastFleetNs : nil,
-                                   firstSequence: hasFrames ? segment.firstSequence : nil, lastSequence: hasFrames ? segment.lastSequence : nil)
+                                   firstSequence: hasFrames ? segment.firstSequence : nil, lastSequence: hasFrames ? segment.lastSequence : nil,
+                                   location: segment.nodeID.isEmpty ? "coordinator" : segment.nodeID, nodeOnline: segment.nodeOnline,
+                                   collectedPath: segment.collectedPath.isEmpty ? nil : segment.collectedPath,
+                                   drops: ["late": segment.drops.late, "out_of_buffers": segment.drops.outOfBuffers, "discontinuity": segment.drops.discontinuity])
                 }
                 events = take.events.map { Event(deviceId: $0.deviceID.isEmpty ? nil : $0.deviceID, fleetNs: $0.fleetNs, kind: $0.kind, detail: $0.detail) }
             }
@@ -72,10 +87,19 @@ public enum RecordingViews {
 
     public static func list(_ takes: [Capfleet_V1_TakeInfo]) -> String {
         guard !takes.isEmpty else { return "no takes yet: start one with `capfleet record start DEVICE...`" }
-        return FleetTables.table(["TAKE", "NAME", "STATE", "DEVICES", "FRAMES", "SIZE", "STARTED", "BY"], takes.map { take in
-            [take.id, take.name, take.state, String(take.devices.count), String(take.frames), bytes(take.sizeBytes),
+        return FleetTables.table(["TAKE", "NAME", "STATE", "DEVICES", "FRAMES", "SIZE", "WHERE", "STARTED", "BY"], takes.map { take in
+            [take.id, take.name, take.state, String(take.devices.count), String(take.frames), bytes(take.sizeBytes), location(take),
              date(take.createdUnixMs), take.createdBy]
         })
+    }
+
+    /// Where a take's files are: on the coordinator, on the agents, or partly collected.
+    static func location(_ take: Capfleet_V1_TakeInfo) -> String {
+        guard take.store == "agent" else { return "coordinator" }
+        if take.agentHeldBytes == 0, take.collectedBytes > 0 { return "agents, collected" }
+        let offline = Set(take.devices.filter { !$0.nodeOnline }.map(\.nodeID))
+        let base = take.collectedBytes > 0 ? "agents, \(bytes(take.collectedBytes)) collected" : "agents"
+        return offline.isEmpty ? base : base + " (\(offline.count) node(s) offline)"
     }
 
     public static func show(_ take: Capfleet_V1_TakeInfo) -> String {
@@ -83,8 +107,11 @@ public enum RecordingViews {
             "take \(take.id) (\(take.name)): \(take.state)" + (take.error.isEmpty ? "" : " — \(take.error)"),
             "  started \(date(take.createdUnixMs)) by \(take.createdBy); fleet time \(take.startFleetNs)"
                 + (take.stopFleetNs != 0 ? " to \(take.stopFleetNs) (\(seconds(take.stopFleetNs &- take.startFleetNs)))" : take.state == "recording" ? ", recording" : ""),
-            "  \(take.frames) frames, \(bytes(take.sizeBytes)) in \(take.directory)",
+            take.store == "agent"
+                ? "  \(take.frames) frames, \(bytes(take.sizeBytes)) written on the agents' disks (\(bytes(take.collectedBytes)) collected to \(take.directory))"
+                : "  \(take.frames) frames, \(bytes(take.sizeBytes)) in \(take.directory)",
         ]
+        if !take.collectError.isEmpty { lines.append("  last collect failed: \(take.collectError)") }
         if take.devices.contains(where: { $0.firstFleetNs != 0 }) {
             lines.append("  start spread across devices: \(microseconds(take.startSpreadNs))")
         }
@@ -92,7 +119,8 @@ public enum RecordingViews {
         lines.append(FleetTables.table(["DEVICE", "NODE", "STATE", "FORMAT", "FIRST", "LAST", "FRAMES", "BYTES", "LATE", "NO BUFFER", "DISCONT.", "SEGMENTS"],
                                        take.devices.map { device in
             let hasFrames = device.frames > 0
-            return [device.deviceID, device.nodeID, device.state,
+            let node = take.store == "agent" && !device.nodeOnline ? device.nodeID + " (offline)" : device.nodeID
+            return [device.deviceID, node, device.state,
                     device.pixelFormat.isEmpty ? "-" : "\(device.width)x\(device.height) \(device.pixelFormat)",
                     hasFrames ? "+" + seconds(device.firstFleetNs &- take.startFleetNs) : "-",
                     hasFrames ? "+" + seconds(device.lastFleetNs &- take.startFleetNs) : "-",
@@ -101,9 +129,10 @@ public enum RecordingViews {
         }))
         if !take.segments.isEmpty {
             lines.append("")
-            lines.append(FleetTables.table(["DEVICE", "SEGMENT", "STATE", "FRAMES", "SIZE", "SEQUENCES", "PATH"], take.segments.map { segment in
+            lines.append(FleetTables.table(["DEVICE", "SEGMENT", "STATE", "FRAMES", "SIZE", "SEQUENCES", "WHERE", "PATH"], take.segments.map { segment in
                 [segment.deviceID, String(segment.number), segment.state, String(segment.frames), bytes(segment.sizeBytes),
-                 segment.frames > 0 ? "\(segment.firstSequence)…\(segment.lastSequence)" : "-", segment.path]
+                 segment.frames > 0 ? "\(segment.firstSequence)…\(segment.lastSequence)" : "-", where_(segment),
+                 segment.collectedPath.isEmpty ? segment.path : segment.collectedPath]
             }))
         }
         if !take.events.isEmpty {
@@ -113,6 +142,13 @@ public enum RecordingViews {
             }))
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// A segment's place: the coordinator, or its node (offline: missing until it is back).
+    static func where_(_ segment: Capfleet_V1_TakeSegmentInfo) -> String {
+        if segment.nodeID.isEmpty { return "coordinator" }
+        if !segment.collectedPath.isEmpty { return "coordinator (collected from \(segment.nodeID))" }
+        return segment.nodeOnline ? "node \(segment.nodeID)" : "node \(segment.nodeID), OFFLINE: missing until it is back"
     }
 
     public static func bytes(_ count: UInt64) -> String {

@@ -106,11 +106,16 @@ struct CoordinatorAssembly: Sendable {
         let liveFlow = LiveFlowKeeper(events: events, logger: logger) { nodeID, message in await control.tell(nodeID, message) }
         await control.followLiveFlow(liveFlow)
         let writers = TakeWriters()
+        // Takes recorded on the agents: their reports, collect's copies, verify's checks.
+        let agentTakes = AgentRecordingsDesk()
+        let collector = SegmentCollector(desk: agentTakes, logger: logger)
         let recordEndpoint = try bind("recording", configuration.recordPort) {
             try RecordEndpoint(context: context, bind: configuration.endpoint(configuration.recordPort), security: security(.record),
-                               rejections: rejections, gate: gate, writers: writers,
+                               rejections: rejections, gate: gate, writers: writers, agentTakes: agentTakes, collector: collector,
                                outlet: try RecordedFrameOutlet(context: context, endpoint: ingest.recordedEndpoint))
         }
+        agentTakes.sendThrough { routing, message in recordEndpoint.send(to: routing, message) }
+        let collections = TakeCollections(store: store, collector: collector, desk: agentTakes, events: events, clock: coordinatorClock, logger: logger)
         let takes = TakeDirector(store: store, agents: control, writers: writers, events: events, clock: coordinatorClock,
                                  configuration: configuration, logger: logger,
                                  sendRecordDown: { routing, message in recordEndpoint.send(to: routing, message) },
@@ -144,6 +149,7 @@ struct CoordinatorAssembly: Sendable {
         let operators = OperatorHandler(store: store, endpoint: operatorEndpoint, ports: ports, ingest: ingest, control: control, liveFlow: liveFlow,
                                         reporter: reporter, rejections: rejections, leases: leases, events: events,
                                         coordinatorKey: keys.publicKey, fleetTime: fleetTime, clock: coordinatorClock, takes: takes,
+                                        agentTakes: agentTakes, collections: collections,
                                         backups: DatabaseBackups(dataDirectory: configuration.dataDirectory, store: store, clock: coordinatorClock), logger: logger)
 
         // The shutdown order, read backwards: see the type's comment.
@@ -162,7 +168,10 @@ struct CoordinatorAssembly: Sendable {
             StoppingService("clock endpoint") { clock.stop() },
             // Follows the viewers until ingest closes the live endpoint.
             StoppingService("frame ingest", run: { await liveFlow.follow(ingest.liveSubscriptions) }) { ingest.stop() },
+            // After the record endpoint, which hands it chunks.
+            StoppingService("collector") { await collector.stop() },
             StoppingService("record endpoint") { recordEndpoint.stop() },
+            StoppingService("agent-held takes", run: { await takes.follow(agentTakes.reports) }) { agentTakes.finish() },
             // Open segments are finished so they play; the takes go on at the next start.
             StoppingService("takes") { await takes.shutdown() },
             StoppingService("control endpoint", run: { await control.serve() }) { controlEndpoint.stop() },

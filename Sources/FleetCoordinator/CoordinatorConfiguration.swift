@@ -25,6 +25,9 @@ public struct CoordinatorConfiguration: Sendable {
     public var recordLeadMilliseconds: Int = 1000
     /// Free space recordings never eat into: below it takes stop, their files finished.
     public var recordReserveBytes: Int64 = 256 << 20
+    /// Where a take is written when `record start` does not say (setting `record_store`):
+    /// on each agent's disk, so recording capacity is the sum of the hosts'.
+    public var recordStore: TakeBook.Store = .agent
     /// How much recordings may keep (oldest deleted first; never a take in progress).
     public var retention = RetentionPolicy()
     /// Prometheus `/metrics` over HTTP; nil turns the endpoint off.

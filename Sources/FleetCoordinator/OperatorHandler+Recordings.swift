@@ -10,8 +10,13 @@ import Foundation
 extension OperatorHandler {
     func startRecording(_ query: Capfleet_V1_StartRecording, by caller: String, into reply: inout Capfleet_V1_OperatorReply) async throws {
         do {
+            let store: TakeBook.Store? = switch query.store {
+            case .agent: .agent
+            case .coordinator: .coordinator
+            default: nil
+            }
             let take = try await takes.start(deviceIDs: query.deviceIds, name: query.name,
-                                             at: query.atFleetTimeNs == 0 ? nil : query.atFleetTimeNs, fromNow: query.fromNowNs, by: caller)
+                                             at: query.atFleetTimeNs == 0 ? nil : query.atFleetTimeNs, fromNow: query.fromNowNs, store: store, by: caller)
             reply.takes = [try await info(take, detailed: false)]
             reply.status = .ok
         } catch let refusal as TakeRefusal {
@@ -56,6 +61,15 @@ extension OperatorHandler {
             reply.status = .failure(.badRequest, "take \(takeID) is still recording: stop it first (capfleet record stop \(takeID))")
             return
         }
+        // Parts on agents' disks: each reachable agent removes its own; the others keep theirs.
+        var leftOnAgents: [String] = []
+        if take.store == .agent {
+            for device in try await store.takeDevices(takeID: takeID) {
+                if !agentTakes.send(to: device.nodeId, takeID: takeID, deviceID: device.deviceId, .deletePart(Capfleet_V1_DeletePart())) {
+                    leftOnAgents.append("\(device.deviceId) on node \(device.nodeId)")
+                }
+            }
+        }
         try await store.deleteTake(id: takeID, audit: AuditEntry(at: clock.unixMilliseconds(), actor: caller, action: "recording.delete",
                                                                  target: takeID, outcome: "ok", detail: take.name))
         let directory = take.directory
@@ -72,6 +86,9 @@ extension OperatorHandler {
         events.emit(.recording, message: "\(caller) deleted take \(takeID) (\(take.name))")
         guard let leftover else {
             reply.status = .ok
+            if !leftOnAgents.isEmpty {
+                reply.status.reason = "take \(takeID) is deleted from the index; these parts stay on their nodes' disks, which were not reachable: \(leftOnAgents.joined(separator: ", ")). Remove them by hand from the agents' recordings_dir"
+            }
             return
         }
         // The index no longer lists the take: the operator must hear that its files stay.
@@ -107,15 +124,67 @@ extension OperatorHandler {
                 try await Task.sleep(for: .milliseconds(200))
                 segment = try await store.segments(takeID: take.id).first { $0.deviceId == segment.deviceId && $0.number == segment.number } ?? segment
             }
-            let start = take.startFleetNs, checked = segment
-            let report = await OwnedThread.run("cf-files") { SegmentVerifier.verify(checked, takeStart: start) }
-            verification.problems = report.problems
-            verification.frames = UInt64(report.frames)
-            verification.sizeBytes = UInt64(report.sizeBytes)
+            let start = take.startFleetNs
+            if let nodeID = segment.nodeId, segment.collectedPath == nil {
+                // Only its agent holds it: the agent checks its file against the index.
+                try await verifyOnAgent(segment, nodeID: nodeID, takeStart: start, into: &verification)
+            } else {
+                var readable = segment
+                readable.path = segment.readablePath ?? segment.path
+                let checked = readable
+                let report = await OwnedThread.run("cf-files") { SegmentVerifier.verify(checked, takeStart: start) }
+                verification.problems = report.problems
+                verification.frames = UInt64(report.frames)
+                verification.sizeBytes = UInt64(report.sizeBytes)
+            }
         }
         verification.ok = verification.problems.isEmpty
         reply.verification = verification
         reply.status = .ok
+    }
+
+    private func verifyOnAgent(_ segment: SegmentRecord, nodeID: String, takeStart: UInt64,
+                               into verification: inout Capfleet_V1_SegmentVerification) async throws {
+        guard await control.isOnline(nodeID), agentTakes.isReachable(nodeID) else {
+            verification.problems = ["segment \(segment.number) of \(segment.deviceId) is only on node \(nodeID), which is offline: it cannot be checked now (and is missing if the node is gone for good)"]
+            return
+        }
+        let request = Capfleet_V1_CheckSegment.with {
+            $0.number = UInt32(segment.number)
+            $0.sizeBytes = UInt64(max(segment.sizeBytes, 0))
+            $0.sha256 = segment.sha256
+            $0.frames = UInt64(max(segment.frames, 0))
+            $0.firstFleetNs = segment.firstFleetNs ?? 0
+            $0.lastFleetNs = segment.lastFleetNs ?? 0
+            $0.firstSequence = segment.firstSequence ?? 0
+            $0.lastSequence = segment.lastSequence ?? 0
+            $0.takeStartFleetNs = takeStart
+        }
+        // Reading the file back on the agent: a second per few hundred MB, and more besides.
+        let patience = Duration.seconds(30 + Int64(max(segment.sizeBytes, 0) >> 26))
+        guard let answer = await agentTakes.check(nodeID: nodeID, takeID: segment.takeId, deviceID: segment.deviceId, request, timeout: patience) else {
+            verification.problems = ["node \(nodeID) did not answer the check of segment \(segment.number) of \(segment.deviceId) within \(patience)"]
+            return
+        }
+        verification.problems = answer.problems.map { "on node \(nodeID): \($0)" }
+        verification.frames = answer.frames
+        verification.sizeBytes = answer.sizeBytes
+    }
+
+    /// Starts copying a take's agent-held segments to the coordinator; answers at once.
+    func collectRecording(_ takeID: String, by caller: String, into reply: inout Capfleet_V1_OperatorReply) async throws {
+        guard let take = try await store.take(id: takeID) else {
+            reply.status = .failure(.notFound, "no take \(takeID); see capfleet recordings list")
+            return
+        }
+        guard take.store == .agent else {
+            reply.status = .failure(.badRequest, "take \(takeID) was recorded on the coordinator: its segments are here already")
+            return
+        }
+        let left = try await collections.collect(take, by: caller)
+        reply.takes = [try await info(take, detailed: true)]
+        reply.status = .ok
+        reply.status.reason = left == 0 ? "every segment of take \(takeID) is on the coordinator" : "collecting \(left) segments"
     }
 
     /// Client-supplied timed metadata: into the index and the files.
@@ -148,8 +217,12 @@ extension OperatorHandler {
             reply.status = .failure(.unavailable, "segment \(segment.number) of \(segment.deviceId) is still being written; export it when the take has stopped")
             return
         }
+        guard let path = segment.readablePath else {
+            reply.status = .failure(.unavailable, "segment \(segment.number) of \(segment.deviceId) is on node \(segment.nodeId ?? "?")'s disk: collect it first (capfleet recordings collect \(segment.takeId))")
+            return
+        }
         let length = Int(query.length == 0 ? 1 << 20 : min(query.length, 1 << 20))
-        let path = segment.path, offset = query.offset
+        let offset = query.offset
         let read = await OwnedThread.run("cf-files") { () -> Result<(Data, UInt64), CocoaError> in
             guard let handle = FileHandle(forReadingAtPath: path) else { return .failure(CocoaError(.fileReadNoSuchFile)) }
             // Closing a file opened for reading cannot lose data.
@@ -203,14 +276,22 @@ extension OperatorHandler {
         return problems
     }
 
-    private func info(_ take: TakeRecord, detailed: Bool) async throws -> Capfleet_V1_TakeInfo {
+    func info(_ take: TakeRecord, detailed: Bool) async throws -> Capfleet_V1_TakeInfo {
         let devices = try await store.takeDevices(takeID: take.id)
         let segments = try await store.segments(takeID: take.id)
-        return Self.wire(take, devices: devices, segments: segments, events: detailed ? try await store.takeEvents(takeID: take.id) : nil)
+        var online: Set<String> = []
+        for nodeID in Set(devices.map(\.nodeId)) where await control.isOnline(nodeID) { online.insert(nodeID) }
+        return Self.wire(take, devices: devices, segments: segments, events: detailed ? try await store.takeEvents(takeID: take.id) : nil,
+                         onlineNodes: online)
     }
 
-    static func wire(_ take: TakeRecord, devices: [TakeDeviceRecord], segments: [SegmentRecord], events: [TakeEventRecord]?) -> Capfleet_V1_TakeInfo {
+    static func wire(_ take: TakeRecord, devices: [TakeDeviceRecord], segments: [SegmentRecord], events: [TakeEventRecord]?,
+                     onlineNodes: Set<String> = []) -> Capfleet_V1_TakeInfo {
         .with { info in
+            info.store = take.store.rawValue
+            info.collectError = take.collectError
+            info.agentHeldBytes = segments.filter { $0.nodeId != nil && $0.collectedPath == nil }.reduce(0) { $0 + UInt64(max($1.sizeBytes, 0)) }
+            info.collectedBytes = segments.filter { $0.nodeId != nil && $0.collectedPath != nil }.reduce(0) { $0 + UInt64(max($1.sizeBytes, 0)) }
             info.id = take.id
             info.name = take.name
             info.state = take.state.rawValue
@@ -239,6 +320,7 @@ extension OperatorHandler {
                     $0.segments = UInt32(segments.filter { $0.deviceId == device.deviceId }.count)
                     $0.endReason = device.endReason
                     $0.withheldFrames = UInt64(max(device.withheldFrames, 0))
+                    $0.nodeOnline = onlineNodes.contains(device.nodeId)
                 }
             }
             let firsts = devices.compactMap(\.firstFleetNs)
@@ -260,6 +342,10 @@ extension OperatorHandler {
                         $0.firstSequence = segment.firstSequence ?? 0
                         $0.lastSequence = segment.lastSequence ?? 0
                         $0.frames = UInt64(max(segment.frames, 0))
+                        $0.nodeID = segment.nodeId ?? ""
+                        $0.nodeOnline = segment.nodeId.map { onlineNodes.contains($0) } ?? true
+                        $0.collectedPath = segment.collectedPath ?? ""
+                        $0.drops = segment.drops.wire
                     }
                 }
                 info.events = events.map { event in

@@ -27,6 +27,9 @@ actor OperatorHandler {
     /// Every reading of fleet or wall time: a test chooses the time.
     let clock: CoordinatorClock
     let takes: TakeDirector
+    /// Takes recorded on the agents: their links (verify, delete) and collect.
+    let agentTakes: AgentRecordingsDesk
+    let collections: TakeCollections
     let backups: DatabaseBackups
     let logger: Logger
     /// Which consent change each device's agent is still to be told (OperatorHandler+Consent).
@@ -36,8 +39,11 @@ actor OperatorHandler {
 
     init(store: FleetDatabase, endpoint: RouterEndpoint, ports: Capfleet_V1_CoordinatorEndpoints, ingest: FrameIngest, control: ControlHandler,
          liveFlow: LiveFlowKeeper, reporter: TelemetryReporter, rejections: RejectionCounter, leases: LeaseKeeper, events: FleetEvents,
-         coordinatorKey: CurvePublicKey, fleetTime: FleetTimeSource, clock: CoordinatorClock, takes: TakeDirector, backups: DatabaseBackups, logger: Logger) {
+         coordinatorKey: CurvePublicKey, fleetTime: FleetTimeSource, clock: CoordinatorClock, takes: TakeDirector,
+         agentTakes: AgentRecordingsDesk, collections: TakeCollections, backups: DatabaseBackups, logger: Logger) {
         self.coordinatorKey = coordinatorKey
+        self.agentTakes = agentTakes
+        self.collections = collections
         self.backups = backups
         self.takes = takes
         self.fleetTime = fleetTime
@@ -178,6 +184,8 @@ actor OperatorHandler {
                 try await showRecording(query.takeID, into: &reply)
             case let .deleteRecording(query)?:
                 try await deleteRecording(query.takeID, by: who, into: &reply)
+            case let .collectRecording(query)?:
+                try await collectRecording(query.takeID, by: who, into: &reply)
             case let .verifyRecording(query)?:
                 try await verifyRecording(query, into: &reply)
             case let .readSegment(query)?:

@@ -46,8 +46,11 @@ final class RecordEndpoint: Sendable {
 
     /// - Parameter outlet: where the frames it takes go on to live consumers (a recorded
     ///   device's frames cross the network once, on this path).
+    /// - Parameter agentTakes: where what agents say of the takes they record themselves goes;
+    ///   `collector` takes the chunks of collected segments.
     init(context: ZMQContext, bind endpoint: String, security: CurveServerSecurity, rejections: RejectionCounter,
-         gate: AccessGate, writers: TakeWriters, outlet: RecordedFrameOutlet? = nil) throws(ZMQError) {
+         gate: AccessGate, writers: TakeWriters, agentTakes: AgentRecordingsDesk? = nil, collector: SegmentCollector? = nil,
+         outlet: RecordedFrameOutlet? = nil) throws(ZMQError) {
         let socket = try ZMQSocket(context: context, type: .router)
         try socket.setOption(ZMQ_MAXMSGSIZE, WireDefaults.maxMessageBytes)
         // Credit bounds what each agent sends; this bounds what waits in libzmq besides.
@@ -64,7 +67,7 @@ final class RecordEndpoint: Sendable {
         router = loop.add(socket) { socket in
             while let received = try? socket.receiveMultipart(dontWait: true, maxParts: 4) {
                 Self.accept(received.parts, overflowed: received.overflowed, rejections: rejections, gate: gate, writers: writers,
-                            outlet: outlet) { routing, message in
+                            agentTakes: agentTakes, collector: collector, outlet: outlet) { routing, message in
                     guard let bytes: [UInt8] = try? message.serializedBytes() else { return }
                     _ = try? socket.send(parts: [routing, bytes], dontWait: true)
                 }
@@ -89,7 +92,8 @@ final class RecordEndpoint: Sendable {
     func stop() { loop.stop() }
 
     private static func accept(_ parts: [ZMQMessage], overflowed: Bool, rejections: RejectionCounter, gate: AccessGate,
-                               writers: TakeWriters, outlet: RecordedFrameOutlet?, answer: ([UInt8], Capfleet_V1_RecordDown) -> Void) {
+                               writers: TakeWriters, agentTakes: AgentRecordingsDesk?, collector: SegmentCollector?, outlet: RecordedFrameOutlet?,
+                               answer: ([UInt8], Capfleet_V1_RecordDown) -> Void) {
         guard let routing = parts.first?.array, parts.count >= 2 else { return }
         let first = parts[1]
         var peer: String { first.peerAddress ?? "unknown peer" }
@@ -105,6 +109,13 @@ final class RecordEndpoint: Sendable {
             rejections.reject(endpoint: endpointName, reason: .incompatibleVersion, peer: peer,
                               detail: "protocol \(message.protocolVersion.rawValue) on the recording path")
             return
+        }
+        switch message.body {
+        case .attach?, .segment?, .partEnd?, .chunk?, .check?:
+            acceptFromAgentLink(message, parts: parts, routing: routing, rejections: rejections, agentTakes: agentTakes, collector: collector)
+            return
+        default:
+            break
         }
         guard let writer = writers.writer(takeID: message.takeID, deviceID: message.deviceID) else {
             // Not recorded (the take ended, or never included the device): the agent drops it.
@@ -146,8 +157,44 @@ final class RecordEndpoint: Sendable {
             outlet?.handOver(header: header, payload: parts[2])
         case let .end(end)?:
             writer.post(.end(routingID: routing, end))
+        case .attach?, .segment?, .partEnd?, .chunk?, .check?:
+            break  // taken above
         case nil:
             rejections.reject(endpoint: endpointName, reason: .undecodable, peer: peer, detail: "a RecordUp with no body")
+        }
+    }
+
+    /// What an agent's recordings link sends (takes recorded on the agents): only a node may,
+    /// and only of its own devices, which the director checks against the index.
+    private static func acceptFromAgentLink(_ message: Capfleet_V1_RecordUp, parts: [ZMQMessage], routing: [UInt8], rejections: RejectionCounter,
+                                            agentTakes: AgentRecordingsDesk?, collector: SegmentCollector?) {
+        let first = parts[1]
+        guard case let .node(nodeID, _)? = Principal(userID: first.userID) else {
+            rejections.reject(endpoint: endpointName, reason: .wrongIdentity, peer: first.peerAddress ?? "unknown peer",
+                              detail: "a recordings report from a connection that is not a node's")
+            return
+        }
+        guard let agentTakes else { return }
+        switch message.body {
+        case .attach?:
+            agentTakes.attached(nodeID: nodeID, routingID: routing)
+        case let .segment(segment)?:
+            agentTakes.reported(AgentTakeReport(nodeID: nodeID, routingID: routing, takeID: message.takeID, deviceID: message.deviceID,
+                                                body: .segment(segment)))
+        case let .partEnd(end)?:
+            agentTakes.reported(AgentTakeReport(nodeID: nodeID, routingID: routing, takeID: message.takeID, deviceID: message.deviceID,
+                                                body: .partEnded(end)))
+        case let .chunk(chunk)?:
+            guard parts.count == 3 else {
+                rejections.reject(endpoint: endpointName, reason: .wrongPartCount, peer: first.peerAddress ?? "unknown peer",
+                                  detail: "a segment chunk without its bytes")
+                return
+            }
+            collector?.received(chunk, bytes: parts[2], from: nodeID, takeID: message.takeID, deviceID: message.deviceID)
+        case let .check(check)?:
+            agentTakes.checked(takeID: message.takeID, deviceID: message.deviceID, check)
+        default:
+            break
         }
     }
 }

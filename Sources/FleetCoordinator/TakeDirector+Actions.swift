@@ -30,7 +30,7 @@ extension TakeDirector {
                     closing.append(Task { await writer.shutdown() })
                 }
             case let .order(part, nodeID, order):
-                let answer = await agents.command(.setRecording(Self.setRecording(part.takeID, order)), deviceID: part.deviceID, nodeID: nodeID,
+                let answer = await agents.command(.setRecording(recordingOrder(part, order)), deviceID: part.deviceID, nodeID: nodeID,
                                                   timeout: .seconds(3))
                 if !answer.status.isOK { refusals.append(OrderRefusal(part: part, reason: answer.status.reason)) }
             case let .note(part, kind, fleetNs, fields):
@@ -136,6 +136,21 @@ extension TakeDirector {
             send: sendRecordDown,
             onEvent: { [weak self] event in Task { await self?.report(event, from: part) } })
         writers.add(writer)
+    }
+
+    /// What an agent is told of its part: with an agent-held take, also where and how to write it.
+    func recordingOrder(_ part: TakeBook.Part, _ order: TakeBook.AgentOrder) -> Capfleet_V1_SetRecording {
+        var message = Self.setRecording(part.takeID, order)
+        if case .record = order {
+            if book.store(of: part.takeID) == .agent {
+                message.store = .agent
+                message.segmentSeconds = UInt32(clamping: configuration.segmentSeconds)
+                message.title = "\(takeNames[part.takeID] ?? part.takeID) — \(part.deviceID)"
+            } else {
+                message.store = .coordinator
+            }
+        }
+        return message
     }
 
     static func setRecording(_ takeID: String, _ order: TakeBook.AgentOrder) -> Capfleet_V1_SetRecording {

@@ -31,6 +31,8 @@ actor TakeDirector {
     let currentPixelFormat: @Sendable (String) -> String?
     let makeTakeID: @Sendable () -> String
     var book = TakeBook()
+    /// Each take's name, for the title of the files agents write.
+    var takeNames: [String: String] = [:]
     /// What a writer about to start needs (its take and what the index holds of its part).
     var writerSetups: [TakeBook.Part: WriterSetup] = [:]
     var settledWaiters: [String: [CheckedContinuation<Void, Never>]] = [:]
@@ -67,11 +69,15 @@ actor TakeDirector {
 
     // MARK: Starting and stopping
 
-    func start(deviceIDs: [String], name: String, at requested: UInt64?, fromNow: UInt64, by operatorName: String) async throws -> TakeRecord {
+    /// `store` nil: the coordinator's `record_store` setting.
+    func start(deviceIDs: [String], name: String, at requested: UInt64?, fromNow: UInt64, store requestedStore: TakeBook.Store? = nil,
+               by operatorName: String) async throws -> TakeRecord {
+        let takeStore = requestedStore ?? configuration.recordStore
         var unique: [String] = []
         for id in deviceIDs where !unique.contains(id) { unique.append(id) }
         guard !unique.isEmpty else { throw TakeRefusal(code: .badRequest, message: "name the devices to record (capfleet devices lists them)") }
-        if let free = DiskSpace.availableBytes(at: configuration.takesDirectory), free < configuration.recordReserveBytes {
+        // Agent-held takes are written on each agent's disk, which checks its own reserve.
+        if takeStore == .coordinator, let free = DiskSpace.availableBytes(at: configuration.takesDirectory), free < configuration.recordReserveBytes {
             throw TakeRefusal(code: .unavailable, message: "the disk holding \(configuration.takesDirectory) is nearly full: \(free >> 20) MiB free, below the \(configuration.recordReserveBytes >> 20) MiB kept in reserve. Free space (capfleet recordings delete) or set recordings_dir to a larger disk")
         }
         let start = requested ?? clock.fleetNow() + (fromNow > 0 ? fromNow : UInt64(configuration.recordLeadMilliseconds) * 1_000_000)
@@ -79,13 +85,15 @@ actor TakeDirector {
         for deviceID in unique { parts.append(try await recordable(deviceID)) }
 
         let id = makeTakeID()
-        let take = TakeRecord(id: id, name: name.isEmpty ? id : name, startFleetNs: start, directory: configuration.takesDirectory + "/" + id,
+        var take = TakeRecord(id: id, name: name.isEmpty ? id : name, startFleetNs: start, directory: configuration.takesDirectory + "/" + id,
                               createdAt: clock.unixMilliseconds(), createdBy: operatorName)
+        take.store = takeStore == .agent ? .agent : .coordinator
+        takeNames[id] = take.name
         let devices = parts.map { TakeDeviceRecord(takeId: id, deviceId: $0.id, nodeId: $0.nodeId) }
         // The decision, in one step: every device free, and now reserved for this take.
         let reserved: [TakeBook.Action]
         do {
-            reserved = try book.reserve(takeID: id, devices: parts.map { ($0.id, $0.nodeId) }, startFleetNs: start)
+            reserved = try book.reserve(takeID: id, devices: parts.map { ($0.id, $0.nodeId) }, startFleetNs: start, store: takeStore)
         } catch {
             throw TakeRefusal(code: .unavailable, message: error.description)
         }
@@ -207,8 +215,9 @@ actor TakeDirector {
                     take: take, device: device, segmentsSoFar: segments.filter { $0.deviceId == device.deviceId }.map(\.number).max() ?? 0,
                     frameRate: frameRate)
             }
+            takeNames[take.id] = take.name
             await perform(book.resume(takeID: take.id, startFleetNs: take.startFleetNs, stopFleetNs: take.stopFleetNs,
-                                      devices: devices.map { ($0.deviceId, $0.nodeId) }))
+                                      devices: devices.map { ($0.deviceId, $0.nodeId) }, store: take.store == .agent ? .agent : .coordinator))
             logger.notice("take goes on after a restart", metadata: ["take.id": "\(take.id)", "devices": "\(devices.count)"])
         }
     }
@@ -217,12 +226,12 @@ actor TakeDirector {
     /// restarted and forgotten them), and of their stops.
     func nodeRegistered(_ nodeID: String) async {
         for (part, orders) in book.registered(nodeID) {
-            var answer = await agents.command(.setRecording(Self.setRecording(part.takeID, orders[0])), deviceID: part.deviceID, nodeID: nodeID,
+            var answer = await agents.command(.setRecording(recordingOrder(part, orders[0])), deviceID: part.deviceID, nodeID: nodeID,
                                               timeout: .seconds(3))
             // A restarted agent refuses until its clock has an estimate (a second or two).
             for _ in 0..<30 where !answer.status.isOK && book.isOpen(part) {
                 try? await Task.sleep(for: .seconds(1))
-                answer = await agents.command(.setRecording(Self.setRecording(part.takeID, orders[0])), deviceID: part.deviceID, nodeID: nodeID,
+                answer = await agents.command(.setRecording(recordingOrder(part, orders[0])), deviceID: part.deviceID, nodeID: nodeID,
                                               timeout: .seconds(3))
             }
             guard answer.status.isOK else {
@@ -230,8 +239,12 @@ actor TakeDirector {
                     "take.id": "\(part.takeID)", "device.id": "\(part.deviceID)", "reason": "\(answer.status.reason)"])
                 continue
             }
+            // An agent that records the part itself has taken it up again: it is recording.
+            if book.store(of: part.takeID) == .agent {
+                await perform(book.report(.flowing, from: part, nowFleetNs: clock.fleetNow()))
+            }
             for order in orders.dropFirst() {
-                let reply = await agents.command(.setRecording(Self.setRecording(part.takeID, order)), deviceID: part.deviceID, nodeID: nodeID,
+                let reply = await agents.command(.setRecording(recordingOrder(part, order)), deviceID: part.deviceID, nodeID: nodeID,
                                                  timeout: .seconds(3))
                 if !reply.status.isOK {
                     logger.warning("cannot tell the agent the take stops", metadata: ["take.id": "\(part.takeID)", "device.id": "\(part.deviceID)",

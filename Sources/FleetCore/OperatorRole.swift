@@ -45,7 +45,7 @@ public enum RequiredRole {
             .viewer
         case .changeFormat?, .changeFrameRate?, .changeZoom?, .lockDevice?, .unlockDevice?, .changeFocus?,
              .setDropRecoveryPolicy?, .changePressurePolicy?, .changeConsent?, .changeFrameAlignment?,
-             .startRecording?, .stopRecording?, .deleteRecording?, .noteRecording?:
+             .startRecording?, .stopRecording?, .deleteRecording?, .noteRecording?, .collectRecording?:
             .operator
         case .forgetNode?, .createEnrollment?, .listEnrollments?, .revokeEnrollment?, .revokeNode?, .addOperator?, .removeOperator?, .listOperators?, .backupDatabase?:
             .admin

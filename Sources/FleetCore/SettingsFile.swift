@@ -96,6 +96,14 @@ public enum AgentSettingKeys {
     public static let previewFPS = "preview_fps"
     public static let previewQuality = "preview_quality"
 
+    /// Takes written on this host (recordings.md, "Where takes are written"): where, the free
+    /// space kept, how long collected segments stay, and collect's read rate in MiB/s (0: no limit).
+    public static let recordingsDirectory = "recordings_dir"
+    public static let recordReserve = "record_reserve_mb"
+    public static let recordingsKeepDays = "recordings_keep_days"
+    public static let collectRate = "collect_rate_mb"
+
     public static let all = [coordinator, name, stateDirectory, enrollToken] + PressureThresholds.settingKeys
-        + ["real_frames_command", recordSpoolMemory, recordSpoolDisk, preview, previewWidth, previewFPS, previewQuality]
+        + ["real_frames_command", recordSpoolMemory, recordSpoolDisk, preview, previewWidth, previewFPS, previewQuality,
+           recordingsDirectory, recordReserve, recordingsKeepDays, collectRate]
 }

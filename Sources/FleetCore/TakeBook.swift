@@ -78,8 +78,18 @@ public struct TakeBook: Sendable {
         public var description: String { "device \(deviceID) is being recorded in take \(busyIn); stop that first" }
     }
 
+    /// Where a take's parts are written.
+    public enum Store: String, Sendable, Equatable {
+        /// The coordinator writes them from the recording path: each part has a writer there.
+        case coordinator
+        /// Each agent writes its devices' parts on its own disk and reports the segments: the
+        /// coordinator keeps the index, and no writer.
+        case agent
+    }
+
     struct Take: Sendable {
         var phase: Phase
+        var store: Store = .coordinator
         let startFleetNs: UInt64
         var stopFleetNs: UInt64?
         /// Device → node, for every part not yet ended.
@@ -102,6 +112,8 @@ public struct TakeBook: Sendable {
 
     public func phase(of takeID: String) -> Phase? { takes[takeID]?.phase }
 
+    public func store(of takeID: String) -> Store? { takes[takeID]?.store }
+
     /// Open parts, by take.
     public func openParts(of takeID: String) -> [Part] {
         (takes[takeID]?.open.keys.sorted() ?? []).map { Part(takeID: takeID, deviceID: $0) }
@@ -114,22 +126,22 @@ public struct TakeBook: Sendable {
     /// Reserves every device for a new take, or refuses naming the first busy one. On
     /// success: start each part's writer, then tell each agent (`agentsAnswered` follows).
     public mutating func reserve(takeID: String, devices: [(deviceID: String, nodeID: String)],
-                                 startFleetNs: UInt64) throws(Refusal) -> [Action] {
+                                 startFleetNs: UInt64, store: Store = .coordinator) throws(Refusal) -> [Action] {
         for device in devices {
             if let busy = take(recording: device.deviceID) { throw Refusal(deviceID: device.deviceID, busyIn: busy) }
         }
         var open: [String: String] = [:]
         for device in devices { open[device.deviceID] = device.nodeID }
-        takes[takeID] = Take(phase: .starting, startFleetNs: startFleetNs, open: open)
+        takes[takeID] = Take(phase: .starting, store: store, startFleetNs: startFleetNs, open: open)
         let parts = devices.map { (Part(takeID: takeID, deviceID: $0.deviceID), $0.nodeID) }
-        return parts.map { Action.startWriter($0.0, nodeID: $0.1) }
+        return Self.writers(of: store, parts.map { Action.startWriter($0.0, nodeID: $0.1) })
             + parts.map { Action.order($0.0, nodeID: $0.1, .record(startFleetNs: startFleetNs)) }
     }
 
     /// A take that was never written to the index (its creation failed): forgotten, devices free.
     public mutating func forget(takeID: String) -> [Action] {
         guard let take = takes.removeValue(forKey: takeID) else { return [] }
-        return take.open.keys.sorted().map { .closeWriter(Part(takeID: takeID, deviceID: $0)) } + [.settled(takeID: takeID)]
+        return Self.writers(of: take.store, take.open.keys.sorted().map { .closeWriter(Part(takeID: takeID, deviceID: $0)) }) + [.settled(takeID: takeID)]
     }
 
     /// What each agent answered the start with: every one yes, and the take is recording;
@@ -139,16 +151,20 @@ public struct TakeBook: Sendable {
         guard !refusals.isEmpty else {
             take.phase = .recording
             takes[takeID] = take
-            return [.announce(nodeID: nil, deviceID: nil,
-                              message: "take \(takeID) of \(take.open.keys.sorted().joined(separator: ", ")) starts at fleet time \(take.startFleetNs)")]
+            // An agent that took up its part records from the start on its own: nothing
+            // waits for frames to reach the coordinator.
+            let recording: [Action] = take.store == .agent
+                ? take.open.keys.sorted().map { .write(.partRecording(Part(takeID: takeID, deviceID: $0))) } : []
+            return recording + [.announce(nodeID: nil, deviceID: nil,
+                                          message: "take \(takeID) of \(take.open.keys.sorted().joined(separator: ", ")) starts at fleet time \(take.startFleetNs)")]
         }
         let reason = refusals.map { "\($0.deviceID): \($0.reason)" }.joined(separator: "; ")
         takes[takeID] = nil
         var actions: [Action] = []
         for (deviceID, nodeID) in take.open.sorted(by: { $0.key < $1.key }) {
             let part = Part(takeID: takeID, deviceID: deviceID)
-            actions += [.closeWriter(part), .order(part, nodeID: nodeID, .abandon(atFleetNs: take.startFleetNs)),
-                        .write(.partFailed(part, message: "not started"))]
+            actions += Self.writers(of: take.store, [.closeWriter(part)])
+                + [.order(part, nodeID: nodeID, .abandon(atFleetNs: take.startFleetNs)), .write(.partFailed(part, message: "not started"))]
         }
         return actions + [.write(.takeAbandoned(takeID: takeID, error: reason)), .settled(takeID: takeID)]
     }
@@ -166,7 +182,7 @@ public struct TakeBook: Sendable {
         var actions: [Action] = []
         for (deviceID, nodeID) in take.open.sorted(by: { $0.key < $1.key }) {
             let part = Part(takeID: takeID, deviceID: deviceID)
-            actions += [.stopWriter(part, atFleetNs: stop), .order(part, nodeID: nodeID, .stop(atFleetNs: stop))]
+            actions += Self.writers(of: take.store, [.stopWriter(part, atFleetNs: stop)]) + [.order(part, nodeID: nodeID, .stop(atFleetNs: stop))]
         }
         return (stop, actions + [.announce(nodeID: nil, deviceID: nil, message: "take \(takeID) stops at fleet time \(stop)")])
     }
@@ -180,6 +196,14 @@ public struct TakeBook: Sendable {
             guard var take = takes[takeID] else { continue }
             for (deviceID, node) in take.open.sorted(by: { $0.key < $1.key }) where node == nodeID {
                 guard take.interrupted.insert(deviceID).inserted else { continue }
+                if take.store == .agent {
+                    // Its agent records on, on its own disk, and reports when it is back.
+                    actions += [.indexEvent(Part(takeID: takeID, deviceID: deviceID), kind: "unreachable", fleetNs: nowFleetNs,
+                                            fields: ["reason": "node \(nodeID) went silent; its agent records on and reports its segments when it is back"]),
+                                .announce(nodeID: nodeID, deviceID: deviceID,
+                                          message: "take \(takeID): \(deviceID)'s node \(nodeID) is unreachable; it records on its own disk meanwhile")]
+                    continue
+                }
                 let part = Part(takeID: takeID, deviceID: deviceID)
                 actions += [.note(part, kind: "interrupted", fleetNs: nowFleetNs, fields: ["reason": "node \(nodeID) went silent"]),
                             .write(.partInterrupted(part)),
@@ -273,9 +297,14 @@ public struct TakeBook: Sendable {
         var actions: [Action] = [.write(.takeFailed(takeID: takeID, error: error))]
         for (deviceID, nodeID) in take.open.sorted(by: { $0.key < $1.key }) where deviceID != sparing {
             let part = Part(takeID: takeID, deviceID: deviceID)
-            actions += [.stopWriter(part, atFleetNs: nowFleetNs), .order(part, nodeID: nodeID, .stop(atFleetNs: nowFleetNs))]
+            actions += Self.writers(of: take.store, [.stopWriter(part, atFleetNs: nowFleetNs)]) + [.order(part, nodeID: nodeID, .stop(atFleetNs: nowFleetNs))]
         }
         return actions
+    }
+
+    /// The coordinator's writers exist only for the parts it writes itself.
+    private static func writers(of store: Store, _ actions: [Action]) -> [Action] {
+        store == .coordinator ? actions : []
     }
 
     /// A part has ended: its writer closes; when it was the take's last, the take is stored
@@ -284,7 +313,7 @@ public struct TakeBook: Sendable {
         guard var take = takes[part.takeID] else { return [] }
         take.open[part.deviceID] = nil
         take.interrupted.remove(part.deviceID)
-        var actions: [Action] = [.closeWriter(part)]
+        var actions: [Action] = Self.writers(of: take.store, [.closeWriter(part)])
         guard take.open.isEmpty else {
             takes[part.takeID] = take
             return actions
@@ -300,11 +329,11 @@ public struct TakeBook: Sendable {
 
     /// A take the index says is in progress, picked up after the coordinator's restart.
     public mutating func resume(takeID: String, startFleetNs: UInt64, stopFleetNs: UInt64?,
-                                devices: [(deviceID: String, nodeID: String)]) -> [Action] {
+                                devices: [(deviceID: String, nodeID: String)], store: Store = .coordinator) -> [Action] {
         var open: [String: String] = [:]
         for device in devices { open[device.deviceID] = device.nodeID }
-        takes[takeID] = Take(phase: .recording, startFleetNs: startFleetNs, stopFleetNs: stopFleetNs, open: open)
-        return devices.map { .startWriter(Part(takeID: takeID, deviceID: $0.deviceID), nodeID: $0.nodeID) }
+        takes[takeID] = Take(phase: .recording, store: store, startFleetNs: startFleetNs, stopFleetNs: stopFleetNs, open: open)
+        return Self.writers(of: store, devices.map { .startWriter(Part(takeID: takeID, deviceID: $0.deviceID), nodeID: $0.nodeID) })
     }
 
     /// A node registered (it may have restarted and forgotten its takes): what to tell it

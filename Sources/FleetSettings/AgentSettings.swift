@@ -69,6 +69,19 @@ public struct AgentSettings: Sendable {
             configuration.recordSpoolDiskBytes = megabytes << 20
         }
         configuration.preview = try previewSettings(settings, environment: env)
+        configuration.recordingsDirectory = settings.nonEmpty(AgentSettingKeys.recordingsDirectory, environment: env)
+        if let megabytes: Int64 = try settings.integer(AgentSettingKeys.recordReserve, environment: env) {
+            guard megabytes >= 0 else { throw SettingsError("record_reserve_mb cannot be negative") }
+            configuration.recordReserveBytes = megabytes << 20
+        }
+        if let days: Int = try settings.integer(AgentSettingKeys.recordingsKeepDays, environment: env) {
+            guard days >= 0 else { throw SettingsError("recordings_keep_days cannot be negative (0 keeps collected segments)") }
+            configuration.recordingsKeepDays = days
+        }
+        if let megabytes: Int64 = try settings.integer(AgentSettingKeys.collectRate, environment: env) {
+            guard megabytes >= 0 else { throw SettingsError("collect_rate_mb cannot be negative (0: no limit)") }
+            configuration.collectBytesPerSecond = megabytes << 20
+        }
         configuration.pressureThresholds = try PressureThresholds(settings: settings, environment: env)
         configuration.pressureRoot = flags.pressureRoot
         configuration.watchedDisks = flags.watchedDisks

@@ -8,7 +8,7 @@ import Foundation
 public struct CoordinatorSettings: Sendable {
     /// Every key a coordinator settings file may hold, in the order `--check-config` lists them.
     public static let keys = ["data_dir", "bind", "control_port", "ingest_port", "operator_port", "telemetry_port", "metrics_port",
-                              "clock_port", "record_port", "live_port", "recordings_dir", "segment_seconds", "record_lead_ms", "record_reserve_mb",
+                              "clock_port", "record_port", "live_port", "recordings_dir", "segment_seconds", "record_lead_ms", "record_reserve_mb", "record_store",
                               "retention_budget_gb", "retention_days", "heartbeat_interval_ms", "heartbeat_liveness",
                               "alert_command", "alert_webhook", "alert_interval_s", "alert_burst", "alert_pressure_level",
                               "alert_drop_share", "alert_drop_window_s", "alert_command_timeout_s"]
@@ -45,6 +45,10 @@ public struct CoordinatorSettings: Sendable {
         guard configuration.segmentSeconds >= 1 else { throw SettingsError("segment_seconds must be at least 1") }
         configuration.recordLeadMilliseconds = try settings.integer("record_lead_ms", environment: env) ?? configuration.recordLeadMilliseconds
         if let reserve: Int64 = try settings.integer("record_reserve_mb", environment: env) { configuration.recordReserveBytes = reserve << 20 }
+        if let text = settings.nonEmpty("record_store", environment: env) {
+            guard let store = TakeBook.Store(rawValue: text) else { throw SettingsError("record_store must be agent or coordinator, not \(text)") }
+            configuration.recordStore = store
+        }
         if let text = settings.value("retention_budget_gb", environment: env) {
             guard let gigabytes = Double(text), gigabytes >= 0, gigabytes.isFinite else {
                 throw SettingsError("retention_budget_gb must be a number of GiB (0 = no budget), not \(text)")

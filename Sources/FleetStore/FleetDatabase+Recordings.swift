@@ -17,6 +17,12 @@ public struct TakeRecord: Codable, Sendable, Hashable, FetchableRecord, Persista
     public var createdBy: String
     public var stoppedAt: UnixMilliseconds?
     public var error: String
+    /// Where its parts are written: by the coordinator, or by each device's agent.
+    public var store: Store = .coordinator
+    /// Why the last collect of its agent-held segments failed, if it did.
+    public var collectError = ""
+
+    public enum Store: String, Codable, Sendable { case coordinator, agent }
 
     public init(id: String, name: String, startFleetNs: UInt64, directory: String, createdAt: UnixMilliseconds, createdBy: String) {
         self.id = id
@@ -103,7 +109,7 @@ public struct TakeDeviceTally: Sendable, Hashable {
 }
 
 extension TakeDeviceRecord {
-    mutating func apply(_ tally: TakeDeviceTally) {
+    public mutating func apply(_ tally: TakeDeviceTally) {
         pixelFormat = tally.pixelFormat
         width = tally.width
         height = tally.height
@@ -138,6 +144,14 @@ public struct SegmentRecord: Codable, Sendable, Hashable, FetchableRecord, Persi
     public var frames: Int64 = 0
     public var openedAt: UnixMilliseconds
     public var closedAt: UnixMilliseconds?
+    /// The node whose disk holds the file at `path`; nil: the coordinator's own.
+    public var nodeId: String?
+    /// The coordinator's verified copy of an agent-held segment.
+    public var collectedPath: String?
+    public var collectedAt: UnixMilliseconds?
+    public var dropsLate: Int64 = 0
+    public var dropsOutOfBuffers: Int64 = 0
+    public var dropsDiscontinuity: Int64 = 0
 
     public init(takeId: String, deviceId: String, number: Int, path: String, openedAt: UnixMilliseconds) {
         self.takeId = takeId

@@ -410,6 +410,23 @@ enum FleetSchema {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v16: takes recorded on agents") { db in
+            // A take's parts are written by the coordinator or by the agents (recordings.md,
+            // "Where takes are written"). An agent-held segment's `path` is on its node's disk;
+            // `collectedPath` is the coordinator's checksum-verified copy once collected. Each
+            // segment keeps the drops within its own span.
+            try db.execute(sql: """
+                ALTER TABLE take ADD COLUMN store TEXT NOT NULL DEFAULT 'coordinator' CHECK (store IN ('coordinator', 'agent'));
+                ALTER TABLE take ADD COLUMN collectError TEXT NOT NULL DEFAULT '';
+                ALTER TABLE segment ADD COLUMN nodeId TEXT CHECK (nodeId IS NULL OR length(nodeId) > 0);
+                ALTER TABLE segment ADD COLUMN collectedPath TEXT;
+                ALTER TABLE segment ADD COLUMN collectedAt INTEGER;
+                ALTER TABLE segment ADD COLUMN dropsLate INTEGER NOT NULL DEFAULT 0 CHECK (dropsLate >= 0);
+                ALTER TABLE segment ADD COLUMN dropsOutOfBuffers INTEGER NOT NULL DEFAULT 0 CHECK (dropsOutOfBuffers >= 0);
+                ALTER TABLE segment ADD COLUMN dropsDiscontinuity INTEGER NOT NULL DEFAULT 0 CHECK (dropsDiscontinuity >= 0);
+                CREATE INDEX segment_uncollected ON segment(takeId) WHERE nodeId IS NOT NULL AND collectedPath IS NULL;
+                """)
+        }
         return migrator
     }
 }

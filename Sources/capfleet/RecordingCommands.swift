@@ -17,12 +17,20 @@ struct RecordCommand: ParsableCommand {
         @Option(help: "The take's name (default: its id).") var name: String?
         @Option(help: "When: +1.5s from now (default: the coordinator's lead time, 1 s), fleet nanoseconds, or an ISO 8601 date.")
         var at: String?
+        @Option(help: "Where the parts are written: agent (each camera's host writes its own; the default unless the coordinator's record_store says otherwise) or coordinator (frames go to the coordinator, which writes them).")
+        var store: String?
         @Flag(help: "Print JSON.") var json = false
 
         func run() throws {
             var query = Capfleet_V1_StartRecording.with {
                 $0.deviceIds = devices
                 $0.name = name ?? ""
+            }
+            switch store {
+            case nil: break
+            case "agent"?: query.store = .agent
+            case "coordinator"?: query.store = .coordinator
+            case let other?: throw CLIFailure("--store is agent or coordinator, not \(other)")
             }
             if let at { try FleetTimeArgument.parse(at, at: &query.atFleetTimeNs, fromNow: &query.fromNowNs) }
             // Every agent must confirm; each has the command timeout.
@@ -32,7 +40,8 @@ struct RecordCommand: ParsableCommand {
             if json {
                 print(FleetTables.json(RecordingViews.Take(take)))
             } else {
-                print("take \(take.id) (\(take.name)) records \(take.devices.map(\.deviceID).joined(separator: ", ")) from fleet time \(take.startFleetNs)")
+                let where_ = take.store == "agent" ? "on each device's host" : "on the coordinator"
+                print("take \(take.id) (\(take.name)) records \(take.devices.map(\.deviceID).joined(separator: ", ")) from fleet time \(take.startFleetNs), \(where_)")
                 print("stop it with: capfleet record stop \(take.id)")
             }
         }
@@ -101,7 +110,30 @@ extension RecordCommand {
 struct RecordingsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "recordings", abstract: "List, show, export, verify and delete takes.",
-        subcommands: [List.self, Show.self, Export.self, Verify.self, Delete.self], defaultSubcommand: List.self)
+        subcommands: [List.self, Show.self, Collect.self, Export.self, Verify.self, Delete.self], defaultSubcommand: List.self)
+
+    struct Collect: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Copy a take's segments from the agents that recorded them to the coordinator, checking each against its SHA-256; resumes where an earlier collect stopped.")
+        @OptionGroup var coordinator: CoordinatorOptions
+        @Argument(help: "The take.", completion: FleetCompletion.takeIDs) var take: String
+        @Option(help: "Where to: coordinator (the only place for now).") var to: String = "coordinator"
+        @Flag(help: "Start the copying and return at once (recordings show follows it).") var noWait = false
+        @Flag(help: "Print JSON.") var json = false
+
+        func run() throws {
+            guard to == "coordinator" else { throw CLIFailure("--to coordinator is the only destination: export copies a take anywhere else") }
+            let progress = TransferProgressDisplay(label: "collect \(take)", json: json || noWait)
+            let info = try coordinator.session().collectTake(take, wait: !noWait, progress: progress.follow)
+            if json {
+                print(FleetTables.json(RecordingViews.Take(info, detailed: true)))
+            } else if noWait {
+                print("collecting take \(take): \(RecordingViews.bytes(info.agentHeldBytes)) on agents; follow it with capfleet recordings show \(take)")
+            } else {
+                print("take \(take) collected: \(RecordingViews.bytes(info.collectedBytes)) copied to the coordinator, every SHA-256 matches the index")
+            }
+        }
+    }
 
     struct List: ParsableCommand {
         // Named, not derived from the type: the help dump (and so the manual page) names a
@@ -141,8 +173,15 @@ struct RecordingsCommand: ParsableCommand {
         @Flag(help: "Print a JSON summary.") var json = false
 
         func run() throws {
+            let session = try coordinator.session()
+            // Segments only on agents' disks come to the coordinator first.
+            if let info = try session.call(.getRecording(.with { $0.takeID = take })).reply.takes.first, info.agentHeldBytes > 0 {
+                if !json { print("collecting \(RecordingViews.bytes(info.agentHeldBytes)) from the agents first") }
+                let collecting = TransferProgressDisplay(label: "collect \(take)", json: json)
+                try session.collectTake(take, progress: collecting.follow)
+            }
             let progress = TransferProgressDisplay(label: "export \(take)", json: json)
-            let exported = try coordinator.session().exportTake(take, to: to, checksumPolls: Int(max(0, min(wait, 3600)) * 4),
+            let exported = try session.exportTake(take, to: to, checksumPolls: Int(max(0, min(wait, 3600)) * 4),
                                                                 progress: progress.follow)
             if json {
                 print(FleetTables.json(["take": take, "files": exported.files.joined(separator: "\n"), "bytes": String(exported.bytes),

@@ -436,6 +436,51 @@ public nonisolated enum Capfleet_V1_PressureLevel: SwiftProtobuf.Enum, Swift.Cas
 
 }
 
+/// Where a device's part of a take is written (recordings.md, "Where takes are written").
+public nonisolated enum Capfleet_V1_RecordStore: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+
+  /// in SetRecording: COORDINATOR; in StartRecording: the coordinator's record_store setting
+  case unspecified // = 0
+
+  /// frames go on the recording path to the coordinator, which writes them (frames.md)
+  case coordinator // = 1
+
+  /// the agent writes the part on its own disk and reports each segment (record.proto)
+  case agent // = 2
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .coordinator
+    case 2: self = .agent
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .coordinator: return 1
+    case .agent: return 2
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Capfleet_V1_RecordStore] = [
+    .unspecified,
+    .coordinator,
+    .agent,
+  ]
+
+}
+
 /// An inclusive range of frame rates a format supports, in frames per second.
 /// A discrete rate has min_fps == max_fps.
 public nonisolated struct Capfleet_V1_FrameRateRange: Sendable {
@@ -1032,6 +1077,10 @@ nonisolated extension Capfleet_V1_StatusCode: SwiftProtobuf._ProtoNameProviding 
 
 nonisolated extension Capfleet_V1_PressureLevel: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0PRESSURE_LEVEL_UNSPECIFIED\0\u{1}PRESSURE_LEVEL_NOMINAL\0\u{1}PRESSURE_LEVEL_FAIR\0\u{1}PRESSURE_LEVEL_SERIOUS\0\u{1}PRESSURE_LEVEL_CRITICAL\0\u{1}PRESSURE_LEVEL_SHUTDOWN\0")
+}
+
+nonisolated extension Capfleet_V1_RecordStore: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0RECORD_STORE_UNSPECIFIED\0\u{1}RECORD_STORE_COORDINATOR\0\u{1}RECORD_STORE_AGENT\0")
 }
 
 nonisolated extension Capfleet_V1_FrameRateRange: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {

@@ -503,6 +503,15 @@ public nonisolated struct Capfleet_V1_SetRecording: Sendable {
   /// the take never started (another part was refused): drop the part
   public var notStarted: Bool = false
 
+  /// with recording: where the part is written (unset: COORDINATOR)
+  public var store: Capfleet_V1_RecordStore = .unspecified
+
+  /// agent store: segment length, seconds (0 = 300)
+  public var segmentSeconds: UInt32 = 0
+
+  /// agent store: the files' title ("take name — device")
+  public var title: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1854,7 +1863,7 @@ nonisolated extension Capfleet_V1_SetConsent: SwiftProtobuf.Message, SwiftProtob
 
 nonisolated extension Capfleet_V1_SetRecording: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".SetRecording"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}recording\0\u{1}take\0\u{3}start_fleet_ns\0\u{3}stop_fleet_ns\0\u{3}consent_stop\0\u{3}not_started\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}recording\0\u{1}take\0\u{3}start_fleet_ns\0\u{3}stop_fleet_ns\0\u{3}consent_stop\0\u{3}not_started\0\u{1}store\0\u{3}segment_seconds\0\u{1}title\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1868,6 +1877,9 @@ nonisolated extension Capfleet_V1_SetRecording: SwiftProtobuf.Message, SwiftProt
       case 4: try { try decoder.decodeSingularUInt64Field(value: &self.stopFleetNs) }()
       case 5: try { try decoder.decodeSingularBoolField(value: &self.consentStop) }()
       case 6: try { try decoder.decodeSingularBoolField(value: &self.notStarted) }()
+      case 7: try { try decoder.decodeSingularEnumField(value: &self.store) }()
+      case 8: try { try decoder.decodeSingularUInt32Field(value: &self.segmentSeconds) }()
+      case 9: try { try decoder.decodeSingularStringField(value: &self.title) }()
       default: break
       }
     }
@@ -1892,6 +1904,15 @@ nonisolated extension Capfleet_V1_SetRecording: SwiftProtobuf.Message, SwiftProt
     if self.notStarted != false {
       try visitor.visitSingularBoolField(value: self.notStarted, fieldNumber: 6)
     }
+    if self.store != .unspecified {
+      try visitor.visitSingularEnumField(value: self.store, fieldNumber: 7)
+    }
+    if self.segmentSeconds != 0 {
+      try visitor.visitSingularUInt32Field(value: self.segmentSeconds, fieldNumber: 8)
+    }
+    if !self.title.isEmpty {
+      try visitor.visitSingularStringField(value: self.title, fieldNumber: 9)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1902,6 +1923,9 @@ nonisolated extension Capfleet_V1_SetRecording: SwiftProtobuf.Message, SwiftProt
     if lhs.stopFleetNs != rhs.stopFleetNs {return false}
     if lhs.consentStop != rhs.consentStop {return false}
     if lhs.notStarted != rhs.notStarted {return false}
+    if lhs.store != rhs.store {return false}
+    if lhs.segmentSeconds != rhs.segmentSeconds {return false}
+    if lhs.title != rhs.title {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

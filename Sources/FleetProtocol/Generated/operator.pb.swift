@@ -517,6 +517,15 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     set {body = .getPreview(newValue)}
   }
 
+  /// operator: copy agent-held segments to the coordinator (1.3)
+  public var collectRecording: Capfleet_V1_CollectRecording {
+    get {
+      if case .collectRecording(let v)? = body {return v}
+      return Capfleet_V1_CollectRecording()
+    }
+    set {body = .collectRecording(newValue)}
+  }
+
   /// viewer: every device's latest preview (1.3)
   public var listPreviews: Capfleet_V1_ListPreviews {
     get {
@@ -611,6 +620,8 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     case backupDatabase(Capfleet_V1_BackupDatabase)
     /// viewer: operator.md, "Previews" (1.3)
     case getPreview(Capfleet_V1_GetPreview)
+    /// operator: copy agent-held segments to the coordinator (1.3)
+    case collectRecording(Capfleet_V1_CollectRecording)
     /// viewer: every device's latest preview (1.3)
     case listPreviews(Capfleet_V1_ListPreviews)
     /// admin: enrollment tokens and their uses (minor 3)
@@ -1941,6 +1952,24 @@ public nonisolated struct Capfleet_V1_StartRecording: Sendable {
 
   public var fromNowNs: UInt64 = 0
 
+  /// unset: the coordinator's record_store setting (agent by default)
+  public var store: Capfleet_V1_RecordStore = .unspecified
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Copies a take's agent-held segments to the coordinator (recordings.md, "Collecting"). Answers
+/// at once with the take; the copying goes on in the background, resumes where it stopped,
+/// and shows in each segment's `collected`. Asked again, it retries what failed.
+public nonisolated struct Capfleet_V1_CollectRecording: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var takeID: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -2089,53 +2118,127 @@ public nonisolated struct Capfleet_V1_BackupChunk: Sendable {
   public init() {}
 }
 
-public nonisolated struct Capfleet_V1_TakeInfo: Sendable {
+public nonisolated struct Capfleet_V1_TakeInfo: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var id: String = String()
+  public var id: String {
+    get {_storage._id}
+    set {_uniqueStorage()._id = newValue}
+  }
 
-  public var name: String = String()
+  public var name: String {
+    get {_storage._name}
+    set {_uniqueStorage()._name = newValue}
+  }
 
   /// recording, stopped, failed
-  public var state: String = String()
+  public var state: String {
+    get {_storage._state}
+    set {_uniqueStorage()._state = newValue}
+  }
 
-  public var startFleetNs: UInt64 = 0
+  public var startFleetNs: UInt64 {
+    get {_storage._startFleetNs}
+    set {_uniqueStorage()._startFleetNs = newValue}
+  }
 
   /// 0 while recording
-  public var stopFleetNs: UInt64 = 0
+  public var stopFleetNs: UInt64 {
+    get {_storage._stopFleetNs}
+    set {_uniqueStorage()._stopFleetNs = newValue}
+  }
 
-  public var directory: String = String()
+  public var directory: String {
+    get {_storage._directory}
+    set {_uniqueStorage()._directory = newValue}
+  }
 
-  public var createdUnixMs: Int64 = 0
+  public var createdUnixMs: Int64 {
+    get {_storage._createdUnixMs}
+    set {_uniqueStorage()._createdUnixMs = newValue}
+  }
 
-  public var createdBy: String = String()
+  public var createdBy: String {
+    get {_storage._createdBy}
+    set {_uniqueStorage()._createdBy = newValue}
+  }
 
-  public var error: String = String()
+  public var error: String {
+    get {_storage._error}
+    set {_uniqueStorage()._error = newValue}
+  }
 
-  public var devices: [Capfleet_V1_TakeDeviceInfo] = []
+  public var devices: [Capfleet_V1_TakeDeviceInfo] {
+    get {_storage._devices}
+    set {_uniqueStorage()._devices = newValue}
+  }
 
   /// with GetRecording
-  public var segments: [Capfleet_V1_TakeSegmentInfo] = []
+  public var segments: [Capfleet_V1_TakeSegmentInfo] {
+    get {_storage._segments}
+    set {_uniqueStorage()._segments = newValue}
+  }
 
   /// with GetRecording
-  public var events: [Capfleet_V1_TakeEventInfo] = []
+  public var events: [Capfleet_V1_TakeEventInfo] {
+    get {_storage._events}
+    set {_uniqueStorage()._events = newValue}
+  }
 
   /// latest minus earliest first frame among the devices
-  public var startSpreadNs: UInt64 = 0
+  public var startSpreadNs: UInt64 {
+    get {_storage._startSpreadNs}
+    set {_uniqueStorage()._startSpreadNs = newValue}
+  }
 
-  public var frames: UInt64 = 0
+  public var frames: UInt64 {
+    get {_storage._frames}
+    set {_uniqueStorage()._frames = newValue}
+  }
 
   /// frame payload bytes
-  public var bytes: UInt64 = 0
+  public var bytes: UInt64 {
+    get {_storage._bytes}
+    set {_uniqueStorage()._bytes = newValue}
+  }
 
   /// the files' sizes
-  public var sizeBytes: UInt64 = 0
+  public var sizeBytes: UInt64 {
+    get {_storage._sizeBytes}
+    set {_uniqueStorage()._sizeBytes = newValue}
+  }
+
+  /// where its parts are written: agent or coordinator
+  public var store: String {
+    get {_storage._store}
+    set {_uniqueStorage()._store = newValue}
+  }
+
+  /// segments only on agents' disks (not collected)
+  public var agentHeldBytes: UInt64 {
+    get {_storage._agentHeldBytes}
+    set {_uniqueStorage()._agentHeldBytes = newValue}
+  }
+
+  /// agent-held segments also copied to the coordinator
+  public var collectedBytes: UInt64 {
+    get {_storage._collectedBytes}
+    set {_uniqueStorage()._collectedBytes = newValue}
+  }
+
+  /// the last collect's failure, if any
+  public var collectError: String {
+    get {_storage._collectError}
+    set {_uniqueStorage()._collectError = newValue}
+  }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 public nonisolated struct Capfleet_V1_TakeDeviceInfo: @unchecked Sendable {
@@ -2236,6 +2339,12 @@ public nonisolated struct Capfleet_V1_TakeDeviceInfo: @unchecked Sendable {
     set {_uniqueStorage()._withheldFrames = newValue}
   }
 
+  /// whether the node holding the part is registered now
+  public var nodeOnline: Bool {
+    get {_storage._nodeOnline}
+    set {_uniqueStorage()._nodeOnline = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -2243,37 +2352,99 @@ public nonisolated struct Capfleet_V1_TakeDeviceInfo: @unchecked Sendable {
   fileprivate var _storage = _StorageClass.defaultInstance
 }
 
-public nonisolated struct Capfleet_V1_TakeSegmentInfo: Sendable {
+public nonisolated struct Capfleet_V1_TakeSegmentInfo: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var deviceID: String = String()
+  public var deviceID: String {
+    get {_storage._deviceID}
+    set {_uniqueStorage()._deviceID = newValue}
+  }
 
-  public var number: UInt32 = 0
+  public var number: UInt32 {
+    get {_storage._number}
+    set {_uniqueStorage()._number = newValue}
+  }
 
-  public var path: String = String()
+  public var path: String {
+    get {_storage._path}
+    set {_uniqueStorage()._path = newValue}
+  }
 
   /// open, finished, repaired
-  public var state: String = String()
+  public var state: String {
+    get {_storage._state}
+    set {_uniqueStorage()._state = newValue}
+  }
 
-  public var sizeBytes: UInt64 = 0
+  public var sizeBytes: UInt64 {
+    get {_storage._sizeBytes}
+    set {_uniqueStorage()._sizeBytes = newValue}
+  }
 
-  public var sha256: String = String()
+  public var sha256: String {
+    get {_storage._sha256}
+    set {_uniqueStorage()._sha256 = newValue}
+  }
 
-  public var firstFleetNs: UInt64 = 0
+  public var firstFleetNs: UInt64 {
+    get {_storage._firstFleetNs}
+    set {_uniqueStorage()._firstFleetNs = newValue}
+  }
 
-  public var lastFleetNs: UInt64 = 0
+  public var lastFleetNs: UInt64 {
+    get {_storage._lastFleetNs}
+    set {_uniqueStorage()._lastFleetNs = newValue}
+  }
 
-  public var firstSequence: UInt64 = 0
+  public var firstSequence: UInt64 {
+    get {_storage._firstSequence}
+    set {_uniqueStorage()._firstSequence = newValue}
+  }
 
-  public var lastSequence: UInt64 = 0
+  public var lastSequence: UInt64 {
+    get {_storage._lastSequence}
+    set {_uniqueStorage()._lastSequence = newValue}
+  }
 
-  public var frames: UInt64 = 0
+  public var frames: UInt64 {
+    get {_storage._frames}
+    set {_uniqueStorage()._frames = newValue}
+  }
+
+  /// empty: on the coordinator; else the agent that holds the file at `path`
+  public var nodeID: String {
+    get {_storage._nodeID}
+    set {_uniqueStorage()._nodeID = newValue}
+  }
+
+  public var nodeOnline: Bool {
+    get {_storage._nodeOnline}
+    set {_uniqueStorage()._nodeOnline = newValue}
+  }
+
+  /// the coordinator's verified copy of an agent-held segment
+  public var collectedPath: String {
+    get {_storage._collectedPath}
+    set {_uniqueStorage()._collectedPath = newValue}
+  }
+
+  /// within this segment's span
+  public var drops: Capfleet_V1_DropCounts {
+    get {_storage._drops ?? Capfleet_V1_DropCounts()}
+    set {_uniqueStorage()._drops = newValue}
+  }
+  /// Returns true if `drops` has been explicitly set.
+  public var hasDrops: Bool {_storage._drops != nil}
+  /// Clears the value of `drops`. Subsequent reads from it will return its default value.
+  public mutating func clearDrops() {_uniqueStorage()._drops = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 public nonisolated struct Capfleet_V1_TakeEventInfo: Sendable {
@@ -2361,7 +2532,7 @@ nonisolated extension Capfleet_V1_EnrollmentTokenState: SwiftProtobuf._ProtoName
 
 nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0\u{3}note_recording\0\u{3}backup_database\0\u{3}get_preview\0\u{3}list_previews\0\u{4}\u{c}list_enrollments\0\u{3}revoke_enrollment\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0\u{3}note_recording\0\u{3}backup_database\0\u{3}get_preview\0\u{3}list_previews\0\u{3}collect_recording\0\u{4}\u{b}list_enrollments\0\u{3}revoke_enrollment\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2880,6 +3051,19 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
           self.body = .listPreviews(v)
         }
       }()
+      case 49: try {
+        var v: Capfleet_V1_CollectRecording?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .collectRecording(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .collectRecording(v)
+        }
+      }()
       case 60: try {
         var v: Capfleet_V1_ListEnrollments?
         var hadOneofValue = false
@@ -3084,6 +3268,10 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
     case .listPreviews?: try {
       guard case .listPreviews(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 48)
+    }()
+    case .collectRecording?: try {
+      guard case .collectRecording(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 49)
     }()
     case .listEnrollments?: try {
       guard case .listEnrollments(let v)? = self.body else { preconditionFailure() }
@@ -5399,7 +5587,7 @@ nonisolated extension Capfleet_V1_ChangeFrameAlignment: SwiftProtobuf.Message, S
 
 nonisolated extension Capfleet_V1_StartRecording: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".StartRecording"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_ids\0\u{1}name\0\u{3}at_fleet_time_ns\0\u{3}from_now_ns\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_ids\0\u{1}name\0\u{3}at_fleet_time_ns\0\u{3}from_now_ns\0\u{1}store\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -5411,6 +5599,7 @@ nonisolated extension Capfleet_V1_StartRecording: SwiftProtobuf.Message, SwiftPr
       case 2: try { try decoder.decodeSingularStringField(value: &self.name) }()
       case 3: try { try decoder.decodeSingularUInt64Field(value: &self.atFleetTimeNs) }()
       case 4: try { try decoder.decodeSingularUInt64Field(value: &self.fromNowNs) }()
+      case 5: try { try decoder.decodeSingularEnumField(value: &self.store) }()
       default: break
       }
     }
@@ -5429,6 +5618,9 @@ nonisolated extension Capfleet_V1_StartRecording: SwiftProtobuf.Message, SwiftPr
     if self.fromNowNs != 0 {
       try visitor.visitSingularUInt64Field(value: self.fromNowNs, fieldNumber: 4)
     }
+    if self.store != .unspecified {
+      try visitor.visitSingularEnumField(value: self.store, fieldNumber: 5)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -5437,6 +5629,37 @@ nonisolated extension Capfleet_V1_StartRecording: SwiftProtobuf.Message, SwiftPr
     if lhs.name != rhs.name {return false}
     if lhs.atFleetTimeNs != rhs.atFleetTimeNs {return false}
     if lhs.fromNowNs != rhs.fromNowNs {return false}
+    if lhs.store != rhs.store {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_CollectRecording: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".CollectRecording"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}take_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.takeID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.takeID.isEmpty {
+      try visitor.visitSingularStringField(value: self.takeID, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_CollectRecording, rhs: Capfleet_V1_CollectRecording) -> Bool {
+    if lhs.takeID != rhs.takeID {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -5753,104 +5976,198 @@ nonisolated extension Capfleet_V1_BackupChunk: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".TakeInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}name\0\u{1}state\0\u{3}start_fleet_ns\0\u{3}stop_fleet_ns\0\u{1}directory\0\u{3}created_unix_ms\0\u{3}created_by\0\u{1}error\0\u{1}devices\0\u{1}segments\0\u{1}events\0\u{3}start_spread_ns\0\u{1}frames\0\u{1}bytes\0\u{3}size_bytes\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}name\0\u{1}state\0\u{3}start_fleet_ns\0\u{3}stop_fleet_ns\0\u{1}directory\0\u{3}created_unix_ms\0\u{3}created_by\0\u{1}error\0\u{1}devices\0\u{1}segments\0\u{1}events\0\u{3}start_spread_ns\0\u{1}frames\0\u{1}bytes\0\u{3}size_bytes\0\u{1}store\0\u{3}agent_held_bytes\0\u{3}collected_bytes\0\u{3}collect_error\0")
+
+  fileprivate class _StorageClass {
+    var _id: String = String()
+    var _name: String = String()
+    var _state: String = String()
+    var _startFleetNs: UInt64 = 0
+    var _stopFleetNs: UInt64 = 0
+    var _directory: String = String()
+    var _createdUnixMs: Int64 = 0
+    var _createdBy: String = String()
+    var _error: String = String()
+    var _devices: [Capfleet_V1_TakeDeviceInfo] = []
+    var _segments: [Capfleet_V1_TakeSegmentInfo] = []
+    var _events: [Capfleet_V1_TakeEventInfo] = []
+    var _startSpreadNs: UInt64 = 0
+    var _frames: UInt64 = 0
+    var _bytes: UInt64 = 0
+    var _sizeBytes: UInt64 = 0
+    var _store: String = String()
+    var _agentHeldBytes: UInt64 = 0
+    var _collectedBytes: UInt64 = 0
+    var _collectError: String = String()
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _id = source._id
+      _name = source._name
+      _state = source._state
+      _startFleetNs = source._startFleetNs
+      _stopFleetNs = source._stopFleetNs
+      _directory = source._directory
+      _createdUnixMs = source._createdUnixMs
+      _createdBy = source._createdBy
+      _error = source._error
+      _devices = source._devices
+      _segments = source._segments
+      _events = source._events
+      _startSpreadNs = source._startSpreadNs
+      _frames = source._frames
+      _bytes = source._bytes
+      _sizeBytes = source._sizeBytes
+      _store = source._store
+      _agentHeldBytes = source._agentHeldBytes
+      _collectedBytes = source._collectedBytes
+      _collectError = source._collectError
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularStringField(value: &self.id) }()
-      case 2: try { try decoder.decodeSingularStringField(value: &self.name) }()
-      case 3: try { try decoder.decodeSingularStringField(value: &self.state) }()
-      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.startFleetNs) }()
-      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.stopFleetNs) }()
-      case 6: try { try decoder.decodeSingularStringField(value: &self.directory) }()
-      case 7: try { try decoder.decodeSingularInt64Field(value: &self.createdUnixMs) }()
-      case 8: try { try decoder.decodeSingularStringField(value: &self.createdBy) }()
-      case 9: try { try decoder.decodeSingularStringField(value: &self.error) }()
-      case 10: try { try decoder.decodeRepeatedMessageField(value: &self.devices) }()
-      case 11: try { try decoder.decodeRepeatedMessageField(value: &self.segments) }()
-      case 12: try { try decoder.decodeRepeatedMessageField(value: &self.events) }()
-      case 13: try { try decoder.decodeSingularUInt64Field(value: &self.startSpreadNs) }()
-      case 14: try { try decoder.decodeSingularUInt64Field(value: &self.frames) }()
-      case 15: try { try decoder.decodeSingularUInt64Field(value: &self.bytes) }()
-      case 16: try { try decoder.decodeSingularUInt64Field(value: &self.sizeBytes) }()
-      default: break
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularStringField(value: &_storage._id) }()
+        case 2: try { try decoder.decodeSingularStringField(value: &_storage._name) }()
+        case 3: try { try decoder.decodeSingularStringField(value: &_storage._state) }()
+        case 4: try { try decoder.decodeSingularUInt64Field(value: &_storage._startFleetNs) }()
+        case 5: try { try decoder.decodeSingularUInt64Field(value: &_storage._stopFleetNs) }()
+        case 6: try { try decoder.decodeSingularStringField(value: &_storage._directory) }()
+        case 7: try { try decoder.decodeSingularInt64Field(value: &_storage._createdUnixMs) }()
+        case 8: try { try decoder.decodeSingularStringField(value: &_storage._createdBy) }()
+        case 9: try { try decoder.decodeSingularStringField(value: &_storage._error) }()
+        case 10: try { try decoder.decodeRepeatedMessageField(value: &_storage._devices) }()
+        case 11: try { try decoder.decodeRepeatedMessageField(value: &_storage._segments) }()
+        case 12: try { try decoder.decodeRepeatedMessageField(value: &_storage._events) }()
+        case 13: try { try decoder.decodeSingularUInt64Field(value: &_storage._startSpreadNs) }()
+        case 14: try { try decoder.decodeSingularUInt64Field(value: &_storage._frames) }()
+        case 15: try { try decoder.decodeSingularUInt64Field(value: &_storage._bytes) }()
+        case 16: try { try decoder.decodeSingularUInt64Field(value: &_storage._sizeBytes) }()
+        case 17: try { try decoder.decodeSingularStringField(value: &_storage._store) }()
+        case 18: try { try decoder.decodeSingularUInt64Field(value: &_storage._agentHeldBytes) }()
+        case 19: try { try decoder.decodeSingularUInt64Field(value: &_storage._collectedBytes) }()
+        case 20: try { try decoder.decodeSingularStringField(value: &_storage._collectError) }()
+        default: break
+        }
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if !self.id.isEmpty {
-      try visitor.visitSingularStringField(value: self.id, fieldNumber: 1)
-    }
-    if !self.name.isEmpty {
-      try visitor.visitSingularStringField(value: self.name, fieldNumber: 2)
-    }
-    if !self.state.isEmpty {
-      try visitor.visitSingularStringField(value: self.state, fieldNumber: 3)
-    }
-    if self.startFleetNs != 0 {
-      try visitor.visitSingularUInt64Field(value: self.startFleetNs, fieldNumber: 4)
-    }
-    if self.stopFleetNs != 0 {
-      try visitor.visitSingularUInt64Field(value: self.stopFleetNs, fieldNumber: 5)
-    }
-    if !self.directory.isEmpty {
-      try visitor.visitSingularStringField(value: self.directory, fieldNumber: 6)
-    }
-    if self.createdUnixMs != 0 {
-      try visitor.visitSingularInt64Field(value: self.createdUnixMs, fieldNumber: 7)
-    }
-    if !self.createdBy.isEmpty {
-      try visitor.visitSingularStringField(value: self.createdBy, fieldNumber: 8)
-    }
-    if !self.error.isEmpty {
-      try visitor.visitSingularStringField(value: self.error, fieldNumber: 9)
-    }
-    if !self.devices.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.devices, fieldNumber: 10)
-    }
-    if !self.segments.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.segments, fieldNumber: 11)
-    }
-    if !self.events.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.events, fieldNumber: 12)
-    }
-    if self.startSpreadNs != 0 {
-      try visitor.visitSingularUInt64Field(value: self.startSpreadNs, fieldNumber: 13)
-    }
-    if self.frames != 0 {
-      try visitor.visitSingularUInt64Field(value: self.frames, fieldNumber: 14)
-    }
-    if self.bytes != 0 {
-      try visitor.visitSingularUInt64Field(value: self.bytes, fieldNumber: 15)
-    }
-    if self.sizeBytes != 0 {
-      try visitor.visitSingularUInt64Field(value: self.sizeBytes, fieldNumber: 16)
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      if !_storage._id.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._id, fieldNumber: 1)
+      }
+      if !_storage._name.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._name, fieldNumber: 2)
+      }
+      if !_storage._state.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._state, fieldNumber: 3)
+      }
+      if _storage._startFleetNs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._startFleetNs, fieldNumber: 4)
+      }
+      if _storage._stopFleetNs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._stopFleetNs, fieldNumber: 5)
+      }
+      if !_storage._directory.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._directory, fieldNumber: 6)
+      }
+      if _storage._createdUnixMs != 0 {
+        try visitor.visitSingularInt64Field(value: _storage._createdUnixMs, fieldNumber: 7)
+      }
+      if !_storage._createdBy.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._createdBy, fieldNumber: 8)
+      }
+      if !_storage._error.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._error, fieldNumber: 9)
+      }
+      if !_storage._devices.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._devices, fieldNumber: 10)
+      }
+      if !_storage._segments.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._segments, fieldNumber: 11)
+      }
+      if !_storage._events.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._events, fieldNumber: 12)
+      }
+      if _storage._startSpreadNs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._startSpreadNs, fieldNumber: 13)
+      }
+      if _storage._frames != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._frames, fieldNumber: 14)
+      }
+      if _storage._bytes != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._bytes, fieldNumber: 15)
+      }
+      if _storage._sizeBytes != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._sizeBytes, fieldNumber: 16)
+      }
+      if !_storage._store.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._store, fieldNumber: 17)
+      }
+      if _storage._agentHeldBytes != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._agentHeldBytes, fieldNumber: 18)
+      }
+      if _storage._collectedBytes != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._collectedBytes, fieldNumber: 19)
+      }
+      if !_storage._collectError.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._collectError, fieldNumber: 20)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Capfleet_V1_TakeInfo, rhs: Capfleet_V1_TakeInfo) -> Bool {
-    if lhs.id != rhs.id {return false}
-    if lhs.name != rhs.name {return false}
-    if lhs.state != rhs.state {return false}
-    if lhs.startFleetNs != rhs.startFleetNs {return false}
-    if lhs.stopFleetNs != rhs.stopFleetNs {return false}
-    if lhs.directory != rhs.directory {return false}
-    if lhs.createdUnixMs != rhs.createdUnixMs {return false}
-    if lhs.createdBy != rhs.createdBy {return false}
-    if lhs.error != rhs.error {return false}
-    if lhs.devices != rhs.devices {return false}
-    if lhs.segments != rhs.segments {return false}
-    if lhs.events != rhs.events {return false}
-    if lhs.startSpreadNs != rhs.startSpreadNs {return false}
-    if lhs.frames != rhs.frames {return false}
-    if lhs.bytes != rhs.bytes {return false}
-    if lhs.sizeBytes != rhs.sizeBytes {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._id != rhs_storage._id {return false}
+        if _storage._name != rhs_storage._name {return false}
+        if _storage._state != rhs_storage._state {return false}
+        if _storage._startFleetNs != rhs_storage._startFleetNs {return false}
+        if _storage._stopFleetNs != rhs_storage._stopFleetNs {return false}
+        if _storage._directory != rhs_storage._directory {return false}
+        if _storage._createdUnixMs != rhs_storage._createdUnixMs {return false}
+        if _storage._createdBy != rhs_storage._createdBy {return false}
+        if _storage._error != rhs_storage._error {return false}
+        if _storage._devices != rhs_storage._devices {return false}
+        if _storage._segments != rhs_storage._segments {return false}
+        if _storage._events != rhs_storage._events {return false}
+        if _storage._startSpreadNs != rhs_storage._startSpreadNs {return false}
+        if _storage._frames != rhs_storage._frames {return false}
+        if _storage._bytes != rhs_storage._bytes {return false}
+        if _storage._sizeBytes != rhs_storage._sizeBytes {return false}
+        if _storage._store != rhs_storage._store {return false}
+        if _storage._agentHeldBytes != rhs_storage._agentHeldBytes {return false}
+        if _storage._collectedBytes != rhs_storage._collectedBytes {return false}
+        if _storage._collectError != rhs_storage._collectError {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -5858,7 +6175,7 @@ nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf
 
 nonisolated extension Capfleet_V1_TakeDeviceInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".TakeDeviceInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}state\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{3}frame_rate\0\u{3}first_fleet_ns\0\u{3}last_fleet_ns\0\u{3}first_sequence\0\u{3}last_sequence\0\u{1}frames\0\u{1}bytes\0\u{1}drops\0\u{1}segments\0\u{3}end_reason\0\u{3}withheld_frames\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}state\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{3}frame_rate\0\u{3}first_fleet_ns\0\u{3}last_fleet_ns\0\u{3}first_sequence\0\u{3}last_sequence\0\u{1}frames\0\u{1}bytes\0\u{1}drops\0\u{1}segments\0\u{3}end_reason\0\u{3}withheld_frames\0\u{3}node_online\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -5878,6 +6195,7 @@ nonisolated extension Capfleet_V1_TakeDeviceInfo: SwiftProtobuf.Message, SwiftPr
     var _segments: UInt32 = 0
     var _endReason: String = String()
     var _withheldFrames: UInt64 = 0
+    var _nodeOnline: Bool = false
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -5905,6 +6223,7 @@ nonisolated extension Capfleet_V1_TakeDeviceInfo: SwiftProtobuf.Message, SwiftPr
       _segments = source._segments
       _endReason = source._endReason
       _withheldFrames = source._withheldFrames
+      _nodeOnline = source._nodeOnline
     }
   }
 
@@ -5940,6 +6259,7 @@ nonisolated extension Capfleet_V1_TakeDeviceInfo: SwiftProtobuf.Message, SwiftPr
         case 15: try { try decoder.decodeSingularUInt32Field(value: &_storage._segments) }()
         case 16: try { try decoder.decodeSingularStringField(value: &_storage._endReason) }()
         case 17: try { try decoder.decodeSingularUInt64Field(value: &_storage._withheldFrames) }()
+        case 18: try { try decoder.decodeSingularBoolField(value: &_storage._nodeOnline) }()
         default: break
         }
       }
@@ -6003,6 +6323,9 @@ nonisolated extension Capfleet_V1_TakeDeviceInfo: SwiftProtobuf.Message, SwiftPr
       if _storage._withheldFrames != 0 {
         try visitor.visitSingularUInt64Field(value: _storage._withheldFrames, fieldNumber: 17)
       }
+      if _storage._nodeOnline != false {
+        try visitor.visitSingularBoolField(value: _storage._nodeOnline, fieldNumber: 18)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -6029,6 +6352,7 @@ nonisolated extension Capfleet_V1_TakeDeviceInfo: SwiftProtobuf.Message, SwiftPr
         if _storage._segments != rhs_storage._segments {return false}
         if _storage._endReason != rhs_storage._endReason {return false}
         if _storage._withheldFrames != rhs_storage._withheldFrames {return false}
+        if _storage._nodeOnline != rhs_storage._nodeOnline {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -6040,79 +6364,167 @@ nonisolated extension Capfleet_V1_TakeDeviceInfo: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_TakeSegmentInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".TakeSegmentInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{1}number\0\u{1}path\0\u{1}state\0\u{3}size_bytes\0\u{1}sha256\0\u{3}first_fleet_ns\0\u{3}last_fleet_ns\0\u{3}first_sequence\0\u{3}last_sequence\0\u{1}frames\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{1}number\0\u{1}path\0\u{1}state\0\u{3}size_bytes\0\u{1}sha256\0\u{3}first_fleet_ns\0\u{3}last_fleet_ns\0\u{3}first_sequence\0\u{3}last_sequence\0\u{1}frames\0\u{3}node_id\0\u{3}node_online\0\u{3}collected_path\0\u{1}drops\0")
+
+  fileprivate class _StorageClass {
+    var _deviceID: String = String()
+    var _number: UInt32 = 0
+    var _path: String = String()
+    var _state: String = String()
+    var _sizeBytes: UInt64 = 0
+    var _sha256: String = String()
+    var _firstFleetNs: UInt64 = 0
+    var _lastFleetNs: UInt64 = 0
+    var _firstSequence: UInt64 = 0
+    var _lastSequence: UInt64 = 0
+    var _frames: UInt64 = 0
+    var _nodeID: String = String()
+    var _nodeOnline: Bool = false
+    var _collectedPath: String = String()
+    var _drops: Capfleet_V1_DropCounts? = nil
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _deviceID = source._deviceID
+      _number = source._number
+      _path = source._path
+      _state = source._state
+      _sizeBytes = source._sizeBytes
+      _sha256 = source._sha256
+      _firstFleetNs = source._firstFleetNs
+      _lastFleetNs = source._lastFleetNs
+      _firstSequence = source._firstSequence
+      _lastSequence = source._lastSequence
+      _frames = source._frames
+      _nodeID = source._nodeID
+      _nodeOnline = source._nodeOnline
+      _collectedPath = source._collectedPath
+      _drops = source._drops
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
-      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.number) }()
-      case 3: try { try decoder.decodeSingularStringField(value: &self.path) }()
-      case 4: try { try decoder.decodeSingularStringField(value: &self.state) }()
-      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.sizeBytes) }()
-      case 6: try { try decoder.decodeSingularStringField(value: &self.sha256) }()
-      case 7: try { try decoder.decodeSingularUInt64Field(value: &self.firstFleetNs) }()
-      case 8: try { try decoder.decodeSingularUInt64Field(value: &self.lastFleetNs) }()
-      case 9: try { try decoder.decodeSingularUInt64Field(value: &self.firstSequence) }()
-      case 10: try { try decoder.decodeSingularUInt64Field(value: &self.lastSequence) }()
-      case 11: try { try decoder.decodeSingularUInt64Field(value: &self.frames) }()
-      default: break
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularStringField(value: &_storage._deviceID) }()
+        case 2: try { try decoder.decodeSingularUInt32Field(value: &_storage._number) }()
+        case 3: try { try decoder.decodeSingularStringField(value: &_storage._path) }()
+        case 4: try { try decoder.decodeSingularStringField(value: &_storage._state) }()
+        case 5: try { try decoder.decodeSingularUInt64Field(value: &_storage._sizeBytes) }()
+        case 6: try { try decoder.decodeSingularStringField(value: &_storage._sha256) }()
+        case 7: try { try decoder.decodeSingularUInt64Field(value: &_storage._firstFleetNs) }()
+        case 8: try { try decoder.decodeSingularUInt64Field(value: &_storage._lastFleetNs) }()
+        case 9: try { try decoder.decodeSingularUInt64Field(value: &_storage._firstSequence) }()
+        case 10: try { try decoder.decodeSingularUInt64Field(value: &_storage._lastSequence) }()
+        case 11: try { try decoder.decodeSingularUInt64Field(value: &_storage._frames) }()
+        case 12: try { try decoder.decodeSingularStringField(value: &_storage._nodeID) }()
+        case 13: try { try decoder.decodeSingularBoolField(value: &_storage._nodeOnline) }()
+        case 14: try { try decoder.decodeSingularStringField(value: &_storage._collectedPath) }()
+        case 15: try { try decoder.decodeSingularMessageField(value: &_storage._drops) }()
+        default: break
+        }
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if !self.deviceID.isEmpty {
-      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 1)
-    }
-    if self.number != 0 {
-      try visitor.visitSingularUInt32Field(value: self.number, fieldNumber: 2)
-    }
-    if !self.path.isEmpty {
-      try visitor.visitSingularStringField(value: self.path, fieldNumber: 3)
-    }
-    if !self.state.isEmpty {
-      try visitor.visitSingularStringField(value: self.state, fieldNumber: 4)
-    }
-    if self.sizeBytes != 0 {
-      try visitor.visitSingularUInt64Field(value: self.sizeBytes, fieldNumber: 5)
-    }
-    if !self.sha256.isEmpty {
-      try visitor.visitSingularStringField(value: self.sha256, fieldNumber: 6)
-    }
-    if self.firstFleetNs != 0 {
-      try visitor.visitSingularUInt64Field(value: self.firstFleetNs, fieldNumber: 7)
-    }
-    if self.lastFleetNs != 0 {
-      try visitor.visitSingularUInt64Field(value: self.lastFleetNs, fieldNumber: 8)
-    }
-    if self.firstSequence != 0 {
-      try visitor.visitSingularUInt64Field(value: self.firstSequence, fieldNumber: 9)
-    }
-    if self.lastSequence != 0 {
-      try visitor.visitSingularUInt64Field(value: self.lastSequence, fieldNumber: 10)
-    }
-    if self.frames != 0 {
-      try visitor.visitSingularUInt64Field(value: self.frames, fieldNumber: 11)
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if !_storage._deviceID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._deviceID, fieldNumber: 1)
+      }
+      if _storage._number != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._number, fieldNumber: 2)
+      }
+      if !_storage._path.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._path, fieldNumber: 3)
+      }
+      if !_storage._state.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._state, fieldNumber: 4)
+      }
+      if _storage._sizeBytes != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._sizeBytes, fieldNumber: 5)
+      }
+      if !_storage._sha256.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._sha256, fieldNumber: 6)
+      }
+      if _storage._firstFleetNs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._firstFleetNs, fieldNumber: 7)
+      }
+      if _storage._lastFleetNs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._lastFleetNs, fieldNumber: 8)
+      }
+      if _storage._firstSequence != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._firstSequence, fieldNumber: 9)
+      }
+      if _storage._lastSequence != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._lastSequence, fieldNumber: 10)
+      }
+      if _storage._frames != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._frames, fieldNumber: 11)
+      }
+      if !_storage._nodeID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._nodeID, fieldNumber: 12)
+      }
+      if _storage._nodeOnline != false {
+        try visitor.visitSingularBoolField(value: _storage._nodeOnline, fieldNumber: 13)
+      }
+      if !_storage._collectedPath.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._collectedPath, fieldNumber: 14)
+      }
+      try { if let v = _storage._drops {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 15)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Capfleet_V1_TakeSegmentInfo, rhs: Capfleet_V1_TakeSegmentInfo) -> Bool {
-    if lhs.deviceID != rhs.deviceID {return false}
-    if lhs.number != rhs.number {return false}
-    if lhs.path != rhs.path {return false}
-    if lhs.state != rhs.state {return false}
-    if lhs.sizeBytes != rhs.sizeBytes {return false}
-    if lhs.sha256 != rhs.sha256 {return false}
-    if lhs.firstFleetNs != rhs.firstFleetNs {return false}
-    if lhs.lastFleetNs != rhs.lastFleetNs {return false}
-    if lhs.firstSequence != rhs.firstSequence {return false}
-    if lhs.lastSequence != rhs.lastSequence {return false}
-    if lhs.frames != rhs.frames {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._deviceID != rhs_storage._deviceID {return false}
+        if _storage._number != rhs_storage._number {return false}
+        if _storage._path != rhs_storage._path {return false}
+        if _storage._state != rhs_storage._state {return false}
+        if _storage._sizeBytes != rhs_storage._sizeBytes {return false}
+        if _storage._sha256 != rhs_storage._sha256 {return false}
+        if _storage._firstFleetNs != rhs_storage._firstFleetNs {return false}
+        if _storage._lastFleetNs != rhs_storage._lastFleetNs {return false}
+        if _storage._firstSequence != rhs_storage._firstSequence {return false}
+        if _storage._lastSequence != rhs_storage._lastSequence {return false}
+        if _storage._frames != rhs_storage._frames {return false}
+        if _storage._nodeID != rhs_storage._nodeID {return false}
+        if _storage._nodeOnline != rhs_storage._nodeOnline {return false}
+        if _storage._collectedPath != rhs_storage._collectedPath {return false}
+        if _storage._drops != rhs_storage._drops {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -61,12 +61,67 @@ public nonisolated struct Capfleet_V1_RecordUp: Sendable {
     set {body = .end(newValue)}
   }
 
+  /// agent store: take_id and device_id empty
+  public var attach: Capfleet_V1_AgentAttach {
+    get {
+      if case .attach(let v)? = body {return v}
+      return Capfleet_V1_AgentAttach()
+    }
+    set {body = .attach(newValue)}
+  }
+
+  /// agent store: a segment finished and checksummed
+  public var segment: Capfleet_V1_AgentSegment {
+    get {
+      if case .segment(let v)? = body {return v}
+      return Capfleet_V1_AgentSegment()
+    }
+    set {body = .segment(newValue)}
+  }
+
+  /// agent store: the part ended, every segment reported
+  public var partEnd: Capfleet_V1_AgentPartEnd {
+    get {
+      if case .partEnd(let v)? = body {return v}
+      return Capfleet_V1_AgentPartEnd()
+    }
+    set {body = .partEnd(newValue)}
+  }
+
+  /// collect: exactly one more part follows, the chunk's bytes
+  public var chunk: Capfleet_V1_SegmentChunk {
+    get {
+      if case .chunk(let v)? = body {return v}
+      return Capfleet_V1_SegmentChunk()
+    }
+    set {body = .chunk(newValue)}
+  }
+
+  /// verify: the agent's answer to CheckSegment
+  public var check: Capfleet_V1_SegmentCheck {
+    get {
+      if case .check(let v)? = body {return v}
+      return Capfleet_V1_SegmentCheck()
+    }
+    set {body = .check(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Body: Equatable, Sendable {
     case resume(Capfleet_V1_RecordResume)
     case frame(Capfleet_V1_RecordedFrame)
     case end(Capfleet_V1_RecordEnd)
+    /// agent store: take_id and device_id empty
+    case attach(Capfleet_V1_AgentAttach)
+    /// agent store: a segment finished and checksummed
+    case segment(Capfleet_V1_AgentSegment)
+    /// agent store: the part ended, every segment reported
+    case partEnd(Capfleet_V1_AgentPartEnd)
+    /// collect: exactly one more part follows, the chunk's bytes
+    case chunk(Capfleet_V1_SegmentChunk)
+    /// verify: the agent's answer to CheckSegment
+    case check(Capfleet_V1_SegmentCheck)
 
   }
 
@@ -196,6 +251,51 @@ public nonisolated struct Capfleet_V1_RecordDown: Sendable {
     set {body = .refused(newValue)}
   }
 
+  /// agent store: the segment is in the coordinator's index
+  public var indexed: Capfleet_V1_SegmentIndexed {
+    get {
+      if case .indexed(let v)? = body {return v}
+      return Capfleet_V1_SegmentIndexed()
+    }
+    set {body = .indexed(newValue)}
+  }
+
+  /// collect: send these bytes of a segment's file
+  public var fetch: Capfleet_V1_FetchSegment {
+    get {
+      if case .fetch(let v)? = body {return v}
+      return Capfleet_V1_FetchSegment()
+    }
+    set {body = .fetch(newValue)}
+  }
+
+  /// verify: check a segment's file against the index
+  public var check: Capfleet_V1_CheckSegment {
+    get {
+      if case .check(let v)? = body {return v}
+      return Capfleet_V1_CheckSegment()
+    }
+    set {body = .check(newValue)}
+  }
+
+  /// collect: the coordinator holds a verified copy
+  public var collected: Capfleet_V1_SegmentCollected {
+    get {
+      if case .collected(let v)? = body {return v}
+      return Capfleet_V1_SegmentCollected()
+    }
+    set {body = .collected(newValue)}
+  }
+
+  /// the take was deleted from the index: remove the part's files
+  public var deletePart: Capfleet_V1_DeletePart {
+    get {
+      if case .deletePart(let v)? = body {return v}
+      return Capfleet_V1_DeletePart()
+    }
+    set {body = .deletePart(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Body: Equatable, Sendable {
@@ -203,6 +303,16 @@ public nonisolated struct Capfleet_V1_RecordDown: Sendable {
     case done(Capfleet_V1_RecordDone)
     /// the take or device is not (or no longer) recorded: drop the spool
     case refused(Capfleet_V1_Status)
+    /// agent store: the segment is in the coordinator's index
+    case indexed(Capfleet_V1_SegmentIndexed)
+    /// collect: send these bytes of a segment's file
+    case fetch(Capfleet_V1_FetchSegment)
+    /// verify: check a segment's file against the index
+    case check(Capfleet_V1_CheckSegment)
+    /// collect: the coordinator holds a verified copy
+    case collected(Capfleet_V1_SegmentCollected)
+    /// the take was deleted from the index: remove the part's files
+    case deletePart(Capfleet_V1_DeletePart)
 
   }
 
@@ -274,13 +384,342 @@ public nonisolated struct Capfleet_V1_RecordDone: Sendable {
   public init() {}
 }
 
+/// Sent on connecting and every 5 s: tells the coordinator where to reach this agent's
+/// recordings (collect, verify, delete). The sender is the node of the CURVE key.
+public nonisolated struct Capfleet_V1_AgentAttach: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var agentInstance: String = String()
+
+  /// take parts with files on this agent
+  public var partsHeld: UInt32 = 0
+
+  public var bytesHeld: UInt64 = 0
+
+  /// free space on the disk of recordings_dir
+  public var freeBytes: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// What one device's part holds so far, as the agent's recorder counts it (the part's tally).
+public nonisolated struct Capfleet_V1_PartTally: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// FourCC of the last segment
+  public var pixelFormat: String = String()
+
+  public var width: UInt32 = 0
+
+  public var height: UInt32 = 0
+
+  public var frameRate: Double = 0
+
+  /// 0 = no frame yet
+  public var firstFleetNs: UInt64 = 0
+
+  public var lastFleetNs: UInt64 = 0
+
+  /// in the take's numbering (see below)
+  public var firstSequence: UInt64 = 0
+
+  public var lastSequence: UInt64 = 0
+
+  public var frames: UInt64 = 0
+
+  /// frame payload bytes, all segments
+  public var bytes: UInt64 = 0
+
+  public var drops: Capfleet_V1_DropCounts {
+    get {_drops ?? Capfleet_V1_DropCounts()}
+    set {_drops = newValue}
+  }
+  /// Returns true if `drops` has been explicitly set.
+  public var hasDrops: Bool {self._drops != nil}
+  /// Clears the value of `drops`. Subsequent reads from it will return its default value.
+  public mutating func clearDrops() {self._drops = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _drops: Capfleet_V1_DropCounts? = nil
+}
+
+/// A segment the agent finished, checksummed and noted in its manifest. Sent again until
+/// the coordinator answers `indexed`; indexing one twice changes nothing. Sequence numbers
+/// are the take's: the device's own, shifted after an agent restart so they keep rising
+/// (the frames lost across the restart are counted as discontinuity drops).
+public nonisolated struct Capfleet_V1_AgentSegment: @unchecked Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// 1, 2, ... in the device's part
+  public var number: UInt32 {
+    get {_storage._number}
+    set {_uniqueStorage()._number = newValue}
+  }
+
+  /// the file on the agent's disk
+  public var path: String {
+    get {_storage._path}
+    set {_uniqueStorage()._path = newValue}
+  }
+
+  /// finished, or repaired (the agent crashed while writing it)
+  public var state: String {
+    get {_storage._state}
+    set {_uniqueStorage()._state = newValue}
+  }
+
+  public var sizeBytes: UInt64 {
+    get {_storage._sizeBytes}
+    set {_uniqueStorage()._sizeBytes = newValue}
+  }
+
+  /// lowercase hex, of the whole file
+  public var sha256: String {
+    get {_storage._sha256}
+    set {_uniqueStorage()._sha256 = newValue}
+  }
+
+  public var frames: UInt64 {
+    get {_storage._frames}
+    set {_uniqueStorage()._frames = newValue}
+  }
+
+  public var firstFleetNs: UInt64 {
+    get {_storage._firstFleetNs}
+    set {_uniqueStorage()._firstFleetNs = newValue}
+  }
+
+  public var lastFleetNs: UInt64 {
+    get {_storage._lastFleetNs}
+    set {_uniqueStorage()._lastFleetNs = newValue}
+  }
+
+  public var firstSequence: UInt64 {
+    get {_storage._firstSequence}
+    set {_uniqueStorage()._firstSequence = newValue}
+  }
+
+  public var lastSequence: UInt64 {
+    get {_storage._lastSequence}
+    set {_uniqueStorage()._lastSequence = newValue}
+  }
+
+  /// frames of this segment's span the part does not hold, by reason
+  public var drops: Capfleet_V1_DropCounts {
+    get {_storage._drops ?? Capfleet_V1_DropCounts()}
+    set {_uniqueStorage()._drops = newValue}
+  }
+  /// Returns true if `drops` has been explicitly set.
+  public var hasDrops: Bool {_storage._drops != nil}
+  /// Clears the value of `drops`. Subsequent reads from it will return its default value.
+  public mutating func clearDrops() {_uniqueStorage()._drops = nil}
+
+  /// the whole part, as of this segment's end
+  public var part: Capfleet_V1_PartTally {
+    get {_storage._part ?? Capfleet_V1_PartTally()}
+    set {_uniqueStorage()._part = newValue}
+  }
+  /// Returns true if `part` has been explicitly set.
+  public var hasPart: Bool {_storage._part != nil}
+  /// Clears the value of `part`. Subsequent reads from it will return its default value.
+  public mutating func clearPart() {_uniqueStorage()._part = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+/// The device's part ended and every one of its segments was indexed. Answered with
+/// RecordDone once the index holds the end; sent again until then.
+public nonisolated struct Capfleet_V1_AgentPartEnd: @unchecked Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// how many segments the part has
+  public var segments: UInt32 {
+    get {_storage._segments}
+    set {_uniqueStorage()._segments = newValue}
+  }
+
+  /// stopped, consent denied, device removed, or the failure
+  public var reason: String {
+    get {_storage._reason}
+    set {_uniqueStorage()._reason = newValue}
+  }
+
+  /// always 0: an agent-held part never leaves the host unasked
+  public var withheldFrames: UInt64 {
+    get {_storage._withheldFrames}
+    set {_uniqueStorage()._withheldFrames = newValue}
+  }
+
+  /// the part stopped on an error (a full disk): `reason` says which
+  public var failed: Bool {
+    get {_storage._failed}
+    set {_uniqueStorage()._failed = newValue}
+  }
+
+  public var part: Capfleet_V1_PartTally {
+    get {_storage._part ?? Capfleet_V1_PartTally()}
+    set {_uniqueStorage()._part = newValue}
+  }
+  /// Returns true if `part` has been explicitly set.
+  public var hasPart: Bool {_storage._part != nil}
+  /// Clears the value of `part`. Subsequent reads from it will return its default value.
+  public mutating func clearPart() {_uniqueStorage()._part = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+/// Collect: `length` bytes from `offset` (fewer at the end of the file). The coordinator keeps
+/// a window of requests outstanding (credit) and resumes from what its partial copy holds.
+public nonisolated struct Capfleet_V1_FetchSegment: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var number: UInt32 = 0
+
+  public var offset: UInt64 = 0
+
+  /// at most 1 MiB
+  public var length: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_SegmentChunk: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var number: UInt32 = 0
+
+  public var offset: UInt64 = 0
+
+  /// the whole file's size
+  public var size: UInt64 = 0
+
+  /// not empty: the file cannot be read (the bytes part is empty)
+  public var error: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_SegmentCollected: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var number: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_SegmentIndexed: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var number: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Verify: the agent checks its file against what the coordinator's index says of it (size,
+/// SHA-256, frames, timestamps, sequence markers) and answers SegmentCheck.
+public nonisolated struct Capfleet_V1_CheckSegment: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var number: UInt32 = 0
+
+  public var sizeBytes: UInt64 = 0
+
+  public var sha256: String = String()
+
+  public var frames: UInt64 = 0
+
+  public var firstFleetNs: UInt64 = 0
+
+  public var lastFleetNs: UInt64 = 0
+
+  public var firstSequence: UInt64 = 0
+
+  public var lastSequence: UInt64 = 0
+
+  public var takeStartFleetNs: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_SegmentCheck: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var number: UInt32 = 0
+
+  public var ok: Bool = false
+
+  public var problems: [String] = []
+
+  /// video frames found in the file
+  public var frames: UInt64 = 0
+
+  public var sizeBytes: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_DeletePart: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "capfleet.v1"
 
 nonisolated extension Capfleet_V1_RecordUp: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".RecordUp"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}take_id\0\u{3}device_id\0\u{2}\u{7}resume\0\u{1}frame\0\u{1}end\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}take_id\0\u{3}device_id\0\u{2}\u{7}resume\0\u{1}frame\0\u{1}end\0\u{1}attach\0\u{1}segment\0\u{3}part_end\0\u{1}chunk\0\u{1}check\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -330,6 +769,71 @@ nonisolated extension Capfleet_V1_RecordUp: SwiftProtobuf.Message, SwiftProtobuf
           self.body = .end(v)
         }
       }()
+      case 13: try {
+        var v: Capfleet_V1_AgentAttach?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .attach(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .attach(v)
+        }
+      }()
+      case 14: try {
+        var v: Capfleet_V1_AgentSegment?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .segment(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .segment(v)
+        }
+      }()
+      case 15: try {
+        var v: Capfleet_V1_AgentPartEnd?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .partEnd(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .partEnd(v)
+        }
+      }()
+      case 16: try {
+        var v: Capfleet_V1_SegmentChunk?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .chunk(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .chunk(v)
+        }
+      }()
+      case 17: try {
+        var v: Capfleet_V1_SegmentCheck?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .check(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .check(v)
+        }
+      }()
       default: break
       }
     }
@@ -361,6 +865,26 @@ nonisolated extension Capfleet_V1_RecordUp: SwiftProtobuf.Message, SwiftProtobuf
     case .end?: try {
       guard case .end(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
+    }()
+    case .attach?: try {
+      guard case .attach(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
+    }()
+    case .segment?: try {
+      guard case .segment(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 14)
+    }()
+    case .partEnd?: try {
+      guard case .partEnd(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 15)
+    }()
+    case .chunk?: try {
+      guard case .chunk(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 16)
+    }()
+    case .check?: try {
+      guard case .check(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 17)
     }()
     case nil: break
     }
@@ -512,7 +1036,7 @@ nonisolated extension Capfleet_V1_RecordEnd: SwiftProtobuf.Message, SwiftProtobu
 
 nonisolated extension Capfleet_V1_RecordDown: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".RecordDown"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}take_id\0\u{3}device_id\0\u{2}\u{8}credit\0\u{1}done\0\u{1}refused\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}take_id\0\u{3}device_id\0\u{2}\u{8}credit\0\u{1}done\0\u{1}refused\0\u{1}indexed\0\u{1}fetch\0\u{1}check\0\u{1}collected\0\u{3}delete_part\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -561,6 +1085,71 @@ nonisolated extension Capfleet_V1_RecordDown: SwiftProtobuf.Message, SwiftProtob
           self.body = .refused(v)
         }
       }()
+      case 13: try {
+        var v: Capfleet_V1_SegmentIndexed?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .indexed(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .indexed(v)
+        }
+      }()
+      case 14: try {
+        var v: Capfleet_V1_FetchSegment?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .fetch(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .fetch(v)
+        }
+      }()
+      case 15: try {
+        var v: Capfleet_V1_CheckSegment?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .check(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .check(v)
+        }
+      }()
+      case 16: try {
+        var v: Capfleet_V1_SegmentCollected?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .collected(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .collected(v)
+        }
+      }()
+      case 17: try {
+        var v: Capfleet_V1_DeletePart?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .deletePart(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .deletePart(v)
+        }
+      }()
       default: break
       }
     }
@@ -589,6 +1178,26 @@ nonisolated extension Capfleet_V1_RecordDown: SwiftProtobuf.Message, SwiftProtob
     case .refused?: try {
       guard case .refused(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
+    }()
+    case .indexed?: try {
+      guard case .indexed(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
+    }()
+    case .fetch?: try {
+      guard case .fetch(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 14)
+    }()
+    case .check?: try {
+      guard case .check(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 15)
+    }()
+    case .collected?: try {
+      guard case .collected(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 16)
+    }()
+    case .deletePart?: try {
+      guard case .deletePart(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 17)
     }()
     case nil: break
     }
@@ -677,6 +1286,664 @@ nonisolated extension Capfleet_V1_RecordDone: SwiftProtobuf.Message, SwiftProtob
   }
 
   public static func ==(lhs: Capfleet_V1_RecordDone, rhs: Capfleet_V1_RecordDone) -> Bool {
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_AgentAttach: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".AgentAttach"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}agent_instance\0\u{3}parts_held\0\u{3}bytes_held\0\u{3}free_bytes\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.agentInstance) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.partsHeld) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.bytesHeld) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.freeBytes) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.agentInstance.isEmpty {
+      try visitor.visitSingularStringField(value: self.agentInstance, fieldNumber: 1)
+    }
+    if self.partsHeld != 0 {
+      try visitor.visitSingularUInt32Field(value: self.partsHeld, fieldNumber: 2)
+    }
+    if self.bytesHeld != 0 {
+      try visitor.visitSingularUInt64Field(value: self.bytesHeld, fieldNumber: 3)
+    }
+    if self.freeBytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.freeBytes, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_AgentAttach, rhs: Capfleet_V1_AgentAttach) -> Bool {
+    if lhs.agentInstance != rhs.agentInstance {return false}
+    if lhs.partsHeld != rhs.partsHeld {return false}
+    if lhs.bytesHeld != rhs.bytesHeld {return false}
+    if lhs.freeBytes != rhs.freeBytes {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_PartTally: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".PartTally"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{3}frame_rate\0\u{3}first_fleet_ns\0\u{3}last_fleet_ns\0\u{3}first_sequence\0\u{3}last_sequence\0\u{1}frames\0\u{1}bytes\0\u{1}drops\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.pixelFormat) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.width) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.height) }()
+      case 4: try { try decoder.decodeSingularDoubleField(value: &self.frameRate) }()
+      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.firstFleetNs) }()
+      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.lastFleetNs) }()
+      case 7: try { try decoder.decodeSingularUInt64Field(value: &self.firstSequence) }()
+      case 8: try { try decoder.decodeSingularUInt64Field(value: &self.lastSequence) }()
+      case 9: try { try decoder.decodeSingularUInt64Field(value: &self.frames) }()
+      case 10: try { try decoder.decodeSingularUInt64Field(value: &self.bytes) }()
+      case 11: try { try decoder.decodeSingularMessageField(value: &self._drops) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.pixelFormat.isEmpty {
+      try visitor.visitSingularStringField(value: self.pixelFormat, fieldNumber: 1)
+    }
+    if self.width != 0 {
+      try visitor.visitSingularUInt32Field(value: self.width, fieldNumber: 2)
+    }
+    if self.height != 0 {
+      try visitor.visitSingularUInt32Field(value: self.height, fieldNumber: 3)
+    }
+    if self.frameRate.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.frameRate, fieldNumber: 4)
+    }
+    if self.firstFleetNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.firstFleetNs, fieldNumber: 5)
+    }
+    if self.lastFleetNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.lastFleetNs, fieldNumber: 6)
+    }
+    if self.firstSequence != 0 {
+      try visitor.visitSingularUInt64Field(value: self.firstSequence, fieldNumber: 7)
+    }
+    if self.lastSequence != 0 {
+      try visitor.visitSingularUInt64Field(value: self.lastSequence, fieldNumber: 8)
+    }
+    if self.frames != 0 {
+      try visitor.visitSingularUInt64Field(value: self.frames, fieldNumber: 9)
+    }
+    if self.bytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.bytes, fieldNumber: 10)
+    }
+    try { if let v = self._drops {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_PartTally, rhs: Capfleet_V1_PartTally) -> Bool {
+    if lhs.pixelFormat != rhs.pixelFormat {return false}
+    if lhs.width != rhs.width {return false}
+    if lhs.height != rhs.height {return false}
+    if lhs.frameRate != rhs.frameRate {return false}
+    if lhs.firstFleetNs != rhs.firstFleetNs {return false}
+    if lhs.lastFleetNs != rhs.lastFleetNs {return false}
+    if lhs.firstSequence != rhs.firstSequence {return false}
+    if lhs.lastSequence != rhs.lastSequence {return false}
+    if lhs.frames != rhs.frames {return false}
+    if lhs.bytes != rhs.bytes {return false}
+    if lhs._drops != rhs._drops {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_AgentSegment: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".AgentSegment"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}number\0\u{1}path\0\u{1}state\0\u{3}size_bytes\0\u{1}sha256\0\u{1}frames\0\u{3}first_fleet_ns\0\u{3}last_fleet_ns\0\u{3}first_sequence\0\u{3}last_sequence\0\u{1}drops\0\u{1}part\0")
+
+  fileprivate class _StorageClass {
+    var _number: UInt32 = 0
+    var _path: String = String()
+    var _state: String = String()
+    var _sizeBytes: UInt64 = 0
+    var _sha256: String = String()
+    var _frames: UInt64 = 0
+    var _firstFleetNs: UInt64 = 0
+    var _lastFleetNs: UInt64 = 0
+    var _firstSequence: UInt64 = 0
+    var _lastSequence: UInt64 = 0
+    var _drops: Capfleet_V1_DropCounts? = nil
+    var _part: Capfleet_V1_PartTally? = nil
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _number = source._number
+      _path = source._path
+      _state = source._state
+      _sizeBytes = source._sizeBytes
+      _sha256 = source._sha256
+      _frames = source._frames
+      _firstFleetNs = source._firstFleetNs
+      _lastFleetNs = source._lastFleetNs
+      _firstSequence = source._firstSequence
+      _lastSequence = source._lastSequence
+      _drops = source._drops
+      _part = source._part
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularUInt32Field(value: &_storage._number) }()
+        case 2: try { try decoder.decodeSingularStringField(value: &_storage._path) }()
+        case 3: try { try decoder.decodeSingularStringField(value: &_storage._state) }()
+        case 4: try { try decoder.decodeSingularUInt64Field(value: &_storage._sizeBytes) }()
+        case 5: try { try decoder.decodeSingularStringField(value: &_storage._sha256) }()
+        case 6: try { try decoder.decodeSingularUInt64Field(value: &_storage._frames) }()
+        case 7: try { try decoder.decodeSingularUInt64Field(value: &_storage._firstFleetNs) }()
+        case 8: try { try decoder.decodeSingularUInt64Field(value: &_storage._lastFleetNs) }()
+        case 9: try { try decoder.decodeSingularUInt64Field(value: &_storage._firstSequence) }()
+        case 10: try { try decoder.decodeSingularUInt64Field(value: &_storage._lastSequence) }()
+        case 11: try { try decoder.decodeSingularMessageField(value: &_storage._drops) }()
+        case 12: try { try decoder.decodeSingularMessageField(value: &_storage._part) }()
+        default: break
+        }
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if _storage._number != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._number, fieldNumber: 1)
+      }
+      if !_storage._path.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._path, fieldNumber: 2)
+      }
+      if !_storage._state.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._state, fieldNumber: 3)
+      }
+      if _storage._sizeBytes != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._sizeBytes, fieldNumber: 4)
+      }
+      if !_storage._sha256.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._sha256, fieldNumber: 5)
+      }
+      if _storage._frames != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._frames, fieldNumber: 6)
+      }
+      if _storage._firstFleetNs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._firstFleetNs, fieldNumber: 7)
+      }
+      if _storage._lastFleetNs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._lastFleetNs, fieldNumber: 8)
+      }
+      if _storage._firstSequence != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._firstSequence, fieldNumber: 9)
+      }
+      if _storage._lastSequence != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._lastSequence, fieldNumber: 10)
+      }
+      try { if let v = _storage._drops {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
+      } }()
+      try { if let v = _storage._part {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
+      } }()
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_AgentSegment, rhs: Capfleet_V1_AgentSegment) -> Bool {
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._number != rhs_storage._number {return false}
+        if _storage._path != rhs_storage._path {return false}
+        if _storage._state != rhs_storage._state {return false}
+        if _storage._sizeBytes != rhs_storage._sizeBytes {return false}
+        if _storage._sha256 != rhs_storage._sha256 {return false}
+        if _storage._frames != rhs_storage._frames {return false}
+        if _storage._firstFleetNs != rhs_storage._firstFleetNs {return false}
+        if _storage._lastFleetNs != rhs_storage._lastFleetNs {return false}
+        if _storage._firstSequence != rhs_storage._firstSequence {return false}
+        if _storage._lastSequence != rhs_storage._lastSequence {return false}
+        if _storage._drops != rhs_storage._drops {return false}
+        if _storage._part != rhs_storage._part {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_AgentPartEnd: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".AgentPartEnd"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}segments\0\u{1}reason\0\u{3}withheld_frames\0\u{1}failed\0\u{1}part\0")
+
+  fileprivate class _StorageClass {
+    var _segments: UInt32 = 0
+    var _reason: String = String()
+    var _withheldFrames: UInt64 = 0
+    var _failed: Bool = false
+    var _part: Capfleet_V1_PartTally? = nil
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _segments = source._segments
+      _reason = source._reason
+      _withheldFrames = source._withheldFrames
+      _failed = source._failed
+      _part = source._part
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularUInt32Field(value: &_storage._segments) }()
+        case 2: try { try decoder.decodeSingularStringField(value: &_storage._reason) }()
+        case 3: try { try decoder.decodeSingularUInt64Field(value: &_storage._withheldFrames) }()
+        case 4: try { try decoder.decodeSingularBoolField(value: &_storage._failed) }()
+        case 5: try { try decoder.decodeSingularMessageField(value: &_storage._part) }()
+        default: break
+        }
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if _storage._segments != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._segments, fieldNumber: 1)
+      }
+      if !_storage._reason.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._reason, fieldNumber: 2)
+      }
+      if _storage._withheldFrames != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._withheldFrames, fieldNumber: 3)
+      }
+      if _storage._failed != false {
+        try visitor.visitSingularBoolField(value: _storage._failed, fieldNumber: 4)
+      }
+      try { if let v = _storage._part {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
+      } }()
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_AgentPartEnd, rhs: Capfleet_V1_AgentPartEnd) -> Bool {
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._segments != rhs_storage._segments {return false}
+        if _storage._reason != rhs_storage._reason {return false}
+        if _storage._withheldFrames != rhs_storage._withheldFrames {return false}
+        if _storage._failed != rhs_storage._failed {return false}
+        if _storage._part != rhs_storage._part {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_FetchSegment: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".FetchSegment"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}number\0\u{1}offset\0\u{1}length\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.number) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.offset) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.length) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.number != 0 {
+      try visitor.visitSingularUInt32Field(value: self.number, fieldNumber: 1)
+    }
+    if self.offset != 0 {
+      try visitor.visitSingularUInt64Field(value: self.offset, fieldNumber: 2)
+    }
+    if self.length != 0 {
+      try visitor.visitSingularUInt32Field(value: self.length, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_FetchSegment, rhs: Capfleet_V1_FetchSegment) -> Bool {
+    if lhs.number != rhs.number {return false}
+    if lhs.offset != rhs.offset {return false}
+    if lhs.length != rhs.length {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_SegmentChunk: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SegmentChunk"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}number\0\u{1}offset\0\u{1}size\0\u{1}error\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.number) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.offset) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.size) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.error) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.number != 0 {
+      try visitor.visitSingularUInt32Field(value: self.number, fieldNumber: 1)
+    }
+    if self.offset != 0 {
+      try visitor.visitSingularUInt64Field(value: self.offset, fieldNumber: 2)
+    }
+    if self.size != 0 {
+      try visitor.visitSingularUInt64Field(value: self.size, fieldNumber: 3)
+    }
+    if !self.error.isEmpty {
+      try visitor.visitSingularStringField(value: self.error, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_SegmentChunk, rhs: Capfleet_V1_SegmentChunk) -> Bool {
+    if lhs.number != rhs.number {return false}
+    if lhs.offset != rhs.offset {return false}
+    if lhs.size != rhs.size {return false}
+    if lhs.error != rhs.error {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_SegmentCollected: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SegmentCollected"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}number\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.number) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.number != 0 {
+      try visitor.visitSingularUInt32Field(value: self.number, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_SegmentCollected, rhs: Capfleet_V1_SegmentCollected) -> Bool {
+    if lhs.number != rhs.number {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_SegmentIndexed: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SegmentIndexed"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}number\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.number) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.number != 0 {
+      try visitor.visitSingularUInt32Field(value: self.number, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_SegmentIndexed, rhs: Capfleet_V1_SegmentIndexed) -> Bool {
+    if lhs.number != rhs.number {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_CheckSegment: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".CheckSegment"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}number\0\u{3}size_bytes\0\u{1}sha256\0\u{1}frames\0\u{3}first_fleet_ns\0\u{3}last_fleet_ns\0\u{3}first_sequence\0\u{3}last_sequence\0\u{3}take_start_fleet_ns\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.number) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.sizeBytes) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.sha256) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.frames) }()
+      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.firstFleetNs) }()
+      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.lastFleetNs) }()
+      case 7: try { try decoder.decodeSingularUInt64Field(value: &self.firstSequence) }()
+      case 8: try { try decoder.decodeSingularUInt64Field(value: &self.lastSequence) }()
+      case 9: try { try decoder.decodeSingularUInt64Field(value: &self.takeStartFleetNs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.number != 0 {
+      try visitor.visitSingularUInt32Field(value: self.number, fieldNumber: 1)
+    }
+    if self.sizeBytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.sizeBytes, fieldNumber: 2)
+    }
+    if !self.sha256.isEmpty {
+      try visitor.visitSingularStringField(value: self.sha256, fieldNumber: 3)
+    }
+    if self.frames != 0 {
+      try visitor.visitSingularUInt64Field(value: self.frames, fieldNumber: 4)
+    }
+    if self.firstFleetNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.firstFleetNs, fieldNumber: 5)
+    }
+    if self.lastFleetNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.lastFleetNs, fieldNumber: 6)
+    }
+    if self.firstSequence != 0 {
+      try visitor.visitSingularUInt64Field(value: self.firstSequence, fieldNumber: 7)
+    }
+    if self.lastSequence != 0 {
+      try visitor.visitSingularUInt64Field(value: self.lastSequence, fieldNumber: 8)
+    }
+    if self.takeStartFleetNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.takeStartFleetNs, fieldNumber: 9)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_CheckSegment, rhs: Capfleet_V1_CheckSegment) -> Bool {
+    if lhs.number != rhs.number {return false}
+    if lhs.sizeBytes != rhs.sizeBytes {return false}
+    if lhs.sha256 != rhs.sha256 {return false}
+    if lhs.frames != rhs.frames {return false}
+    if lhs.firstFleetNs != rhs.firstFleetNs {return false}
+    if lhs.lastFleetNs != rhs.lastFleetNs {return false}
+    if lhs.firstSequence != rhs.firstSequence {return false}
+    if lhs.lastSequence != rhs.lastSequence {return false}
+    if lhs.takeStartFleetNs != rhs.takeStartFleetNs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_SegmentCheck: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SegmentCheck"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}number\0\u{1}ok\0\u{1}problems\0\u{1}frames\0\u{3}size_bytes\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.number) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self.ok) }()
+      case 3: try { try decoder.decodeRepeatedStringField(value: &self.problems) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.frames) }()
+      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.sizeBytes) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.number != 0 {
+      try visitor.visitSingularUInt32Field(value: self.number, fieldNumber: 1)
+    }
+    if self.ok != false {
+      try visitor.visitSingularBoolField(value: self.ok, fieldNumber: 2)
+    }
+    if !self.problems.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.problems, fieldNumber: 3)
+    }
+    if self.frames != 0 {
+      try visitor.visitSingularUInt64Field(value: self.frames, fieldNumber: 4)
+    }
+    if self.sizeBytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.sizeBytes, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_SegmentCheck, rhs: Capfleet_V1_SegmentCheck) -> Bool {
+    if lhs.number != rhs.number {return false}
+    if lhs.ok != rhs.ok {return false}
+    if lhs.problems != rhs.problems {return false}
+    if lhs.frames != rhs.frames {return false}
+    if lhs.sizeBytes != rhs.sizeBytes {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_DeletePart: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".DeletePart"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap()
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    // Load everything into unknown fields
+    while try decoder.nextFieldNumber() != nil {}
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_DeletePart, rhs: Capfleet_V1_DeletePart) -> Bool {
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -1,0 +1,108 @@
+import FleetBus
+import FleetProtocol
+import Synchronization
+
+/// What an agent said about the takes it records on its own disk (record.proto, "Takes
+/// recorded on the agents"), for the take director.
+struct AgentTakeReport: Sendable {
+    enum Body: Sendable {
+        case segment(Capfleet_V1_AgentSegment)
+        case partEnded(Capfleet_V1_AgentPartEnd)
+    }
+    let nodeID: String
+    let routingID: [UInt8]
+    let takeID: String
+    let deviceID: String
+    let body: Body
+}
+
+/// The coordinator's side of the agents' recordings links, between the record endpoint's
+/// thread and async code: where each node's link is (it attaches every 5 s), the reports
+/// for the take director (one stream: the seam), and the checks waiting for an agent's answer.
+final class AgentRecordingsDesk: Sendable {
+    struct CheckKey: Hashable, Sendable {
+        let takeID: String
+        let deviceID: String
+        let number: UInt32
+    }
+
+    private let routes = Mutex<[String: [UInt8]]>([:])
+    private let checks = Mutex<[CheckKey: [CheckedContinuation<Capfleet_V1_SegmentCheck?, Never>]]>([:])
+    private let sender = Mutex<(@Sendable ([UInt8], Capfleet_V1_RecordDown) -> Void)?>(nil)
+    let reports: AsyncStream<AgentTakeReport>
+    private let reportSink: AsyncStream<AgentTakeReport>.Continuation
+
+    init() {
+        (reports, reportSink) = AsyncStream.makeStream(of: AgentTakeReport.self, bufferingPolicy: .bufferingNewest(10_000))
+    }
+
+    /// How messages reach an agent's link (the record endpoint's send).
+    func sendThrough(_ send: @escaping @Sendable ([UInt8], Capfleet_V1_RecordDown) -> Void) {
+        sender.withLock { $0 = send }
+    }
+
+    // MARK: From the endpoint's thread
+
+    func attached(nodeID: String, routingID: [UInt8]) {
+        routes.withLock { $0[nodeID] = routingID }
+    }
+
+    func reported(_ report: AgentTakeReport) {
+        attached(nodeID: report.nodeID, routingID: report.routingID)
+        reportSink.yield(report)
+    }
+
+    func checked(takeID: String, deviceID: String, _ check: Capfleet_V1_SegmentCheck) {
+        let waiting = checks.withLock { $0.removeValue(forKey: CheckKey(takeID: takeID, deviceID: deviceID, number: check.number)) } ?? []
+        for continuation in waiting { continuation.resume(returning: check) }
+    }
+
+    func finish() { reportSink.finish() }
+
+    // MARK: To the agents
+
+    /// Whether the node's link has attached (since this coordinator started).
+    func isReachable(_ nodeID: String) -> Bool { routes.withLock { $0[nodeID] != nil } }
+
+    /// Sends to the node's link; false if it never attached.
+    @discardableResult
+    func send(to nodeID: String, takeID: String, deviceID: String, _ body: Capfleet_V1_RecordDown.OneOf_Body) -> Bool {
+        guard let routing = routes.withLock({ $0[nodeID] }), let send = sender.withLock({ $0 }) else { return false }
+        send(routing, .with {
+            $0.takeID = takeID
+            $0.deviceID = deviceID
+            $0.body = body
+        })
+        return true
+    }
+
+    /// Asks the node to check a segment's file against the index; nil if it did not answer
+    /// within `timeout` (reading a large segment back takes a while: the caller says how long).
+    func check(nodeID: String, takeID: String, deviceID: String, _ request: Capfleet_V1_CheckSegment, timeout: Duration) async -> Capfleet_V1_SegmentCheck? {
+        let key = CheckKey(takeID: takeID, deviceID: deviceID, number: request.number)
+        return await withTaskGroup(of: Capfleet_V1_SegmentCheck?.self) { group in
+            group.addTask {
+                await withCheckedContinuation { continuation in
+                    self.checks.withLock { $0[key, default: []].append(continuation) }
+                    guard self.send(to: nodeID, takeID: takeID, deviceID: deviceID, .check(request)) else {
+                        self.checked(takeID: takeID, deviceID: deviceID, .with {
+                            $0.number = request.number
+                            $0.problems = ["node \(nodeID)'s recordings link has not reached this coordinator since it started: the node is offline, or its agent predates takes recorded on agents"]
+                        })
+                        return
+                    }
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            // Whoever still waits (the timeout came first) hears nothing more.
+            let left = self.checks.withLock { $0.removeValue(forKey: key) } ?? []
+            for continuation in left { continuation.resume(returning: nil) }
+            return first
+        }
+    }
+}

@@ -1,0 +1,213 @@
+import FleetBus
+import FleetCore
+import FleetProtocol
+import FleetRecording
+import FleetStore
+import FleetSystem
+import Foundation
+import Glibc
+import Logging
+
+/// Copies agent-held segments to the coordinator's disk (`recordings collect`) on a worker
+/// thread of its own (every step is blocking disk I/O): each copy is a `SegmentTransfer`
+/// (credit-controlled, resumable from its `.partial` file), checked against the index's
+/// SHA-256 before it takes its final name. Chunks come in from the record endpoint's thread;
+/// requests go out through the agents' recordings links.
+final class SegmentCollector: Sendable {
+    struct Key: Hashable, Sendable {
+        let takeID: String
+        let deviceID: String
+        let number: UInt32
+    }
+
+    enum Input: Sendable {
+        case start(Job)
+        case chunk(nodeID: String, Key, Capfleet_V1_SegmentChunk, ZMQMessage)
+    }
+
+    struct Job: Sendable {
+        let segment: SegmentRecord
+        let nodeID: String
+        let destination: String
+        let done: @Sendable (Result<String, CollectFailure>) -> Void
+    }
+
+    private let worker: OwnedWorker<Input>
+
+    init(desk: AgentRecordingsDesk, logger: Logger) {
+        worker = OwnedWorker(
+            name: "cf-collect", tickNanoseconds: 250_000_000,
+            state: { CollectorState(desk: desk, logger: logger) },
+            handle: { state, input in state.handle(input) },
+            onTick: { state in state.tick() },
+            finish: { state in state.abandonAll() })
+    }
+
+    /// Copies one segment to `destination`; returns its path once verified.
+    func collect(_ segment: SegmentRecord, from nodeID: String, to destination: String) async -> Result<String, CollectFailure> {
+        await withCheckedContinuation { continuation in
+            let posted = worker.post(.start(Job(segment: segment, nodeID: nodeID, destination: destination, done: { continuation.resume(returning: $0) })))
+            if !posted { continuation.resume(returning: .failure(CollectFailure("the coordinator is stopping"))) }
+        }
+    }
+
+    /// From the record endpoint's thread.
+    func received(_ chunk: Capfleet_V1_SegmentChunk, bytes: ZMQMessage, from nodeID: String, takeID: String, deviceID: String) {
+        _ = worker.post(.chunk(nodeID: nodeID, Key(takeID: takeID, deviceID: deviceID, number: chunk.number), chunk, bytes))
+    }
+
+    func stop() async { await worker.stop() }
+}
+
+struct CollectFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// The collector's thread's own state: the copies in progress.
+private final class CollectorState {
+    private let desk: AgentRecordingsDesk
+    private let logger: Logger
+
+    private final class Copy {
+        let job: SegmentCollector.Job
+        let key: SegmentCollector.Key
+        var transfer: SegmentTransfer
+        let fd: Int32
+        var partial: String { job.destination + ".partial" }
+
+        init(job: SegmentCollector.Job, key: SegmentCollector.Key, transfer: SegmentTransfer, fd: Int32) {
+            self.job = job
+            self.key = key
+            self.transfer = transfer
+            self.fd = fd
+        }
+    }
+
+    private var copies: [SegmentCollector.Key: Copy] = [:]
+
+    init(desk: AgentRecordingsDesk, logger: Logger) {
+        self.desk = desk
+        self.logger = logger
+    }
+
+    func handle(_ input: SegmentCollector.Input) {
+        switch input {
+        case let .start(job):
+            start(job)
+        case let .chunk(nodeID, key, chunk, bytes):
+            guard let copy = copies[key], copy.job.nodeID == nodeID else { return }
+            guard chunk.error.isEmpty else { return end(copy, .failure(CollectFailure("node \(nodeID): \(chunk.error)"))) }
+            switch copy.transfer.received(offset: chunk.offset, count: bytes.count, fileSize: chunk.size) {
+            case .ignore:
+                return
+            case let .fail(reason):
+                return end(copy, .failure(CollectFailure("segment \(key.number) of \(key.deviceID): \(reason)")))
+            case let .write(offset):
+                let written = withExtendedLifetime(bytes) { () -> Int in
+                    let raw = bytes.bytes
+                    guard raw.count > 0 else { return 0 }
+                    var done = 0
+                    while done < raw.count {
+                        let n = pwrite(copy.fd, raw.baseAddress! + done, raw.count - done, off_t(offset) + off_t(done))
+                        if n < 0, errno == EINTR { continue }
+                        guard n > 0 else { return -Int(errno) }
+                        done += n
+                    }
+                    return done
+                }
+                guard written >= 0 else {
+                    return end(copy, .failure(CollectFailure("cannot write \(copy.partial): \(String(cString: strerror(Int32(-written))))")))
+                }
+                copy.transfer.written(count: written, now: MonotonicTime.now())
+                if copy.transfer.isComplete {
+                    complete(copy)
+                } else {
+                    ask(copy, copy.transfer.requests())
+                }
+            }
+        }
+    }
+
+    func tick() {
+        let now = MonotonicTime.now()
+        for copy in Array(copies.values) {
+            let again = copy.transfer.tick(now: now)
+            if let failure = copy.transfer.failure {
+                end(copy, .failure(CollectFailure("segment \(copy.key.number) of \(copy.key.deviceID) from node \(copy.job.nodeID): \(failure); run collect again to go on from \(copy.transfer.have) bytes")))
+            } else if !again.isEmpty {
+                ask(copy, again)
+            }
+        }
+    }
+
+    func abandonAll() {
+        for copy in Array(copies.values) { end(copy, .failure(CollectFailure("the coordinator stopped; run collect again to go on"))) }
+    }
+
+    private func start(_ job: SegmentCollector.Job) {
+        let segment = job.segment
+        let key = SegmentCollector.Key(takeID: segment.takeId, deviceID: segment.deviceId, number: UInt32(segment.number))
+        guard copies[key] == nil else { return job.done(.failure(CollectFailure("segment \(segment.number) of \(segment.deviceId) is being collected already"))) }
+        let directory = (job.destination as NSString).deletingLastPathComponent
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            return job.done(.failure(CollectFailure("cannot create \(directory): \(error)")))
+        }
+        let partial = job.destination + ".partial"
+        let fd = open(partial, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { return job.done(.failure(CollectFailure("cannot open \(partial): \(String(cString: strerror(errno)))"))) }
+        // What an earlier collect left is kept: the copy goes on from there.
+        var status = stat()
+        let have = fstat(fd, &status) == 0 ? UInt64(max(status.st_size, 0)) : 0
+        let size = UInt64(max(segment.sizeBytes, 0))
+        let copy = Copy(job: job, key: key, transfer: SegmentTransfer(size: size, have: have, now: MonotonicTime.now()), fd: fd)
+        if have > size { ftruncate(fd, 0) }
+        copies[key] = copy
+        if have > 0, have <= size { logger.info("collect goes on from a partial copy", metadata: ["path": "\(partial)", "bytes": "\(have)"]) }
+        if copy.transfer.isComplete { return complete(copy) }
+        ask(copy, copy.transfer.requests())
+    }
+
+    private func ask(_ copy: Copy, _ requests: [SegmentTransfer.Request]) {
+        for request in requests {
+            let sent = desk.send(to: copy.job.nodeID, takeID: copy.key.takeID, deviceID: copy.key.deviceID, .fetch(.with {
+                $0.number = copy.key.number
+                $0.offset = request.offset
+                $0.length = UInt32(request.length)
+            }))
+            if !sent {
+                return end(copy, .failure(CollectFailure("node \(copy.job.nodeID) is not reachable: its agent's recordings link has not attached to this coordinator")))
+            }
+        }
+    }
+
+    /// Every byte is there: durable, checked against the index's SHA-256, then given its name.
+    private func complete(_ copy: Copy) {
+        guard fsync(copy.fd) == 0 else {
+            return end(copy, .failure(CollectFailure("cannot flush \(copy.partial): \(String(cString: strerror(errno)))")))
+        }
+        let sha: String
+        do {
+            sha = try SegmentDigest.sha256(ofFile: copy.partial)
+        } catch {
+            return end(copy, .failure(CollectFailure("cannot checksum \(copy.partial): \(error)")))
+        }
+        guard sha == copy.job.segment.sha256 else {
+            // A copy that is not the file indexed is worth nothing: the next collect starts over.
+            unlink(copy.partial)
+            return end(copy, .failure(CollectFailure("segment \(copy.key.number) of \(copy.key.deviceID): the copy's SHA-256 is \(sha), the index says \(copy.job.segment.sha256); it was removed, run collect again")))
+        }
+        guard rename(copy.partial, copy.job.destination) == 0 else {
+            return end(copy, .failure(CollectFailure("cannot rename \(copy.partial): \(String(cString: strerror(errno)))")))
+        }
+        end(copy, .success(copy.job.destination))
+    }
+
+    private func end(_ copy: Copy, _ result: Result<String, CollectFailure>) {
+        copies[copy.key] = nil
+        close(copy.fd)
+        copy.job.done(result)
+    }
+}
