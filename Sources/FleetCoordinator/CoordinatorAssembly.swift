@@ -115,7 +115,8 @@ struct CoordinatorAssembly: Sendable {
                                outlet: try RecordedFrameOutlet(context: context, endpoint: ingest.recordedEndpoint))
         }
         agentTakes.sendThrough { routing, message in recordEndpoint.send(to: routing, message) }
-        let collections = TakeCollections(store: store, collector: collector, desk: agentTakes, events: events, clock: coordinatorClock, logger: logger)
+        let collections = TakeCollections(store: store, collector: collector, desk: agentTakes, events: events, clock: coordinatorClock, logger: logger,
+                                          isOnline: { nodeID in await control.isOnline(nodeID) })
         let takes = TakeDirector(store: store, agents: control, writers: writers, events: events, clock: coordinatorClock,
                                  configuration: configuration, logger: logger,
                                  sendRecordDown: { routing, message in recordEndpoint.send(to: routing, message) },

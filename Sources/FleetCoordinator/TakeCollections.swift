@@ -15,9 +15,13 @@ actor TakeCollections {
     private let events: FleetEvents
     private let clock: CoordinatorClock
     private let logger: Logger
+    /// Whether a node is registered now: an offline node's segments are not asked for.
+    private let isOnline: @Sendable (String) async -> Bool
     private var running: [String: Task<Void, Never>] = [:]
 
-    init(store: FleetDatabase, collector: SegmentCollector, desk: AgentRecordingsDesk, events: FleetEvents, clock: CoordinatorClock, logger: Logger) {
+    init(store: FleetDatabase, collector: SegmentCollector, desk: AgentRecordingsDesk, events: FleetEvents, clock: CoordinatorClock, logger: Logger,
+         isOnline: @escaping @Sendable (String) async -> Bool) {
+        self.isOnline = isOnline
         self.store = store
         self.collector = collector
         self.desk = desk
@@ -62,6 +66,10 @@ actor TakeCollections {
 
     /// One node's segments in order; stops at its first failure (the node is gone, most likely).
     private func collect(_ segments: [SegmentRecord], from nodeID: String, of take: TakeRecord) async -> [String] {
+        guard await isOnline(nodeID) else {
+            let missing = segments.map { "\($0.deviceId) #\($0.number)" }.joined(separator: ", ")
+            return ["node \(nodeID) is offline: its segments \(missing) are only on its disk, and missing until it is back"]
+        }
         for segment in segments.sorted(by: { ($0.deviceId, $0.number) < ($1.deviceId, $1.number) }) {
             let destination = take.directory + "/" + segment.deviceId + "/" + (segment.path as NSString).lastPathComponent
             switch await collector.collect(segment, from: nodeID, to: destination) {

@@ -83,7 +83,7 @@ extension IntegrationTests {
             let devices = try fleet.json(["devices"]).compactMap { $0["device_id"] as? String }.sorted()
             #expect(devices.count == 2)
             for device in devices { try fleet.run(["cli", "consent", "grant", device, "--reason", "partition test"]) }
-            let started = try fleet.run(["cli", "record", "start"] + devices + ["--name", "partition", "--json", "--timeout", "15"])
+            let started = try fleet.run(["cli", "record", "start"] + devices + ["--name", "partition", "--store", "coordinator", "--json", "--timeout", "15"])
             let take = try #require(try JSONSerialization.jsonObject(with: Data(started.utf8)) as? [String: Any], "\(started)")
             let takeID = try #require(take["id"] as? String)
 

@@ -15,7 +15,7 @@ extension IntegrationTests {
             let fleet = try FleetHarness()
             try fleet.startCoordinator(environment: ["CAPFLEET_SEGMENT_SECONDS": "2"])
             let devices = try await Self.devices(in: fleet, agents: ["r1", "r2", "r3"], fps: 30)
-            let started = try fleet.cli(["record", "start"] + devices + ["--at", "+2s", "--name", "trio", "--json"], timeout: 15)
+            let started = try fleet.cli(["record", "start"] + devices + ["--at", "+2s", "--name", "trio", "--store", "coordinator", "--json"], timeout: 15)
             #expect(started.status == 0, "\(started.error)")
             let take = try #require(try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any])
             let takeID = try #require(take["id"] as? String)
@@ -290,7 +290,7 @@ extension IntegrationTests {
                 }
             }
             // A new take is refused while the disk is below its reserve, saying why.
-            let refused = try fleet.cli(["record", "start"] + devices, timeout: 15)
+            let refused = try fleet.cli(["record", "start"] + devices + ["--store", "coordinator"], timeout: 15)
             #expect(refused.status != 0 && refused.error.contains("nearly full"), "\(refused)")
         }
 
@@ -306,8 +306,9 @@ extension IntegrationTests {
             return devices
         }
 
-        static func start(_ devices: [String], in fleet: FleetHarness) throws -> String {
-            let started = try fleet.cli(["record", "start"] + devices + ["--json"], timeout: 15)
+        /// A take of `devices`, written where `store` says (these tests are about the coordinator's).
+        static func start(_ devices: [String], in fleet: FleetHarness, store: String = "coordinator") throws -> String {
+            let started = try fleet.cli(["record", "start"] + devices + ["--store", store, "--json"], timeout: 15)
             guard started.status == 0, let take = try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any],
                   let id = take["id"] as? String else { throw HarnessError("record start failed: \(started.output)\(started.error)") }
             return id
