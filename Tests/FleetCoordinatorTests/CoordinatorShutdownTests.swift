@@ -17,7 +17,9 @@ import Testing
         // No new request reaches the takes or the agents…
         "operator endpoint", "control endpoint",
         // …then the takes finish their open segments while frames still arrive for them.
-        "takes", "record endpoint",
+        "takes", "agent-held takes", "record endpoint",
+        // Collect's copies end once no chunk can come.
+        "collector",
         "frame ingest", "clock endpoint", "metrics endpoint", "alert delivery",
         // Counters stored once ingest has stopped counting, before telemetry closes.
         "stored counters", "telemetry endpoint",

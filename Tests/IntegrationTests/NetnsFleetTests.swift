@@ -113,6 +113,85 @@ extension IntegrationTests {
             #expect(verified.contains("verified"), "\(verified)")
         }
 
+        /// A take recorded on three namespace hosts (the default store): each host's files on its
+        /// own disk, the index on the coordinator. One host loses the network for 10 s mid-take and
+        /// records on; another is killed (SIGKILL) and comes back. The take accounts for every
+        /// frame (what the kill lost counted as dropped), collect and verify pass, and ffprobe
+        /// counts what the index says in every file.
+        @Test func aTakeOnThreeHosts_isIndexedCollectedAndVerified_throughAPartitionAndAKill() async throws {
+            guard getuid() == 0 else {
+                print("netns agent take: not run, network namespaces need root (CI runs as root)")
+                return
+            }
+            let fleet = NetnsTestFleet(prefix: "cfa\(getpid() % 10_000)")
+            defer { fleet.down() }
+            try fleet.run(["up", "--agents", "3", "--bin", FleetHarness.binary, "--agent-args", "--fps 15 --no-pressure"])
+            _ = try await waitUntil("three clocks lock", seconds: 40) {
+                let clocks = try fleet.json(["clock"])
+                return clocks.count == 3 && clocks.allSatisfy { $0["sync"] as? String == "locked" }
+            }
+            let devices = try fleet.json(["devices"]).compactMap { $0["device_id"] as? String }.sorted()
+            #expect(devices.count == 3)
+            for device in devices { try fleet.run(["cli", "consent", "grant", device, "--reason", "three-host take"]) }
+            let started = try fleet.run(["cli", "record", "start"] + devices + ["--name", "three hosts", "--json", "--timeout", "15"])
+            let take = try #require(try JSONSerialization.jsonObject(with: Data(started.utf8)) as? [String: Any], "\(started)")
+            let takeID = try #require(take["id"] as? String)
+            #expect(take["store"] as? String == "agent")
+
+            try await Task.sleep(for: .seconds(3))
+            try fleet.run(["partition", "1"])
+            try await Task.sleep(for: .seconds(2))
+            try fleet.run(["restart-agent", "2"])
+            try await Task.sleep(for: .seconds(8))
+            try fleet.run(["heal", "1"])
+            _ = try await waitUntil("every host is back online", seconds: 40) {
+                try fleet.json(["nodes"]).filter { $0["online"] as? Bool == true }.count == 3
+            }
+            try await Task.sleep(for: .seconds(3))
+            let stopped = try fleet.run(["cli", "record", "stop", takeID, "--wait", "60", "--timeout", "70"])
+            print("netns agent take: \(stopped.trimmingCharacters(in: .whitespacesAndNewlines))")
+
+            func shown() throws -> [String: Any] {
+                let text = try fleet.run(["cli", "recordings", "show", takeID, "--json"])
+                return try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], "\(text)")
+            }
+            var index = try shown()
+            #expect(index["state"] as? String == "stopped", "\(index)")
+            let nodes = try fleet.json(["nodes"])
+            let hostOfNode = Dictionary(uniqueKeysWithValues: nodes.compactMap { node -> (String, String)? in
+                guard let id = node["node_id"] as? String, let name = node["name"] as? String else { return nil }
+                return (id, name)
+            })
+            for part in try #require(index["devices"] as? [[String: Any]]) {
+                let drops = RecordingTests.dropTotal(part)
+                let first = part["first_sequence"] as? Int ?? 0, last = part["last_sequence"] as? Int ?? 0
+                let host = hostOfNode[part["node_id"] as? String ?? ""] ?? "?"
+                print("netns agent take: \(host) \(part["device_id"] ?? "?") stored \(part["frames"] ?? 0) frames, \(first)…\(last), drops \(part["drops"] ?? [:])")
+                #expect(part["state"] as? String == "stopped", "\(part)")
+                #expect((part["frames"] as? Int ?? 0) + drops == last - first + 1, "every frame of the span accounted for: \(part)")
+                if host == "a2" {
+                    #expect(drops > 0, "the killed agent's lost second counts as dropped: \(part)")
+                } else {
+                    #expect(drops == 0, "the partitioned host and the quiet one recorded every frame: \(part)")
+                    #expect((part["frames"] as? Int ?? 0) >= 15 * 14, "at least 14 s at 15 fps: \(part)")
+                }
+            }
+            for segment in try #require(index["segments"] as? [[String: Any]]) {
+                let path = try #require(segment["path"] as? String)
+                let host = hostOfNode[segment["location"] as? String ?? ""] ?? "?"
+                #expect(path.hasPrefix(fleet.data + "/\(host)/state/recordings/\(takeID)/"), "on its own host's disk: \(path)")
+                #expect(try RecordingTests.ffprobeFrameCount(path) == segment["frames"] as? Int, "ffprobe counts what the index says in \(path)")
+            }
+            #expect((index["segments"] as? [[String: Any]] ?? []).contains { $0["state"] as? String == "repaired" }, "the killed agent repaired its open segment")
+
+            let collected = try fleet.run(["cli", "recordings", "collect", takeID, "--timeout", "60"])
+            #expect(collected.contains("collected"), "\(collected)")
+            index = try shown()
+            #expect(index["agent_held_bytes"] as? Int == 0, "\(index)")
+            let verified = try fleet.run(["cli", "recordings", "verify", takeID, "--timeout", "120"])
+            #expect(verified.contains("verified"), "\(verified)")
+        }
+
         static func monotonicNow() -> UInt64 {
             var spec = timespec()
             clock_gettime(CLOCK_MONOTONIC, &spec)
