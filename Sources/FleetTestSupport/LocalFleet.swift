@@ -73,12 +73,12 @@ public final class LocalFleet: @unchecked Sendable {
     /// fleet's control port; its first start enrolls it with a fresh token, later ones use the
     /// key in its state directory. `arguments` come after those.
     @discardableResult
-    public func startAgent(_ name: String, arguments: [String] = []) throws -> FleetChild {
+    public func startAgent(_ name: String, arguments: [String] = [], environment: [String: String] = [:]) throws -> FleetChild {
         let stateDirectory = directory + "/\(name)"
         let enrolled = FileManager.default.fileExists(atPath: stateDirectory + "/keys/agent.key_secret")
         return try launch("\(name)-\(children.count)",
                           ["agent", "--coordinator", "127.0.0.1:\(ports.controlPort)", "--name", name, "--state-dir", stateDirectory]
-                            + (enrolled ? [] : ["--enroll", try enrollmentToken(name: name)]) + arguments)
+                            + (enrolled ? [] : ["--enroll", try enrollmentToken(name: name)]) + arguments, environment: environment)
     }
 
     /// Starts any `capfleet` process that lives and dies with this fleet.

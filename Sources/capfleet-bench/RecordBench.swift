@@ -25,6 +25,58 @@ struct RecordBench: ParsableCommand {
     @Option(help: "Frames of 1080p YUYV fed to the recording writer alone (the writer-against-disk stage).")
     var muxerFrames: Int = 450
 
+    /// One store's ramp: 1, 2, … streams until one loses frames; the best step's figures, with
+    /// its fleet (still running) and, for agent-held takes, the best step's take kept for collect.
+    func ramp(store: Capfleet_V1_RecordStore) throws -> (fleet: RecordBenchFleet, best: (streams: Int, row: RecordBenchFleet.Step), keptTake: String?) {
+        let fleet = try RecordBenchFleet(store: store)
+        let name = store == .agent ? "on each agent's disk (--store agent)" : "by the coordinator (--store coordinator)"
+        print("\n== recording 1920x1080 YUYV at 30 fps per stream, written \(name), \(fmt(seconds)) s per step; files in \(store == .agent ? fleet.fleet.directory + "/recN/recordings" : fleet.recordings)")
+        print("streams  fps/stream  frames  dropped  MB/s written  CPU %/stream  coordinator CPU %/stream  coordinator RSS MiB  stored after stop")
+        var best: (streams: Int, row: RecordBenchFleet.Step)?
+        var single: RecordBenchFleet.Step?
+        var kept: String?
+        for streams in 1...max(1, maxStreams) {
+            try fleet.ensureAgents(streams)
+            let step = try fleet.record(seconds: seconds)
+            print(String(format: "%7d  %10.2f  %6d  %7d  %12.1f  %12.1f  %24.2f  %19.1f  %15.1f s", streams, step.framesPerSecondPerStream, step.frames,
+                         step.dropped, step.megabytesPerSecond, step.cpuPercent / Double(streams), step.coordinatorCPUPercent / Double(streams),
+                         step.coordinatorResidentMegabytes, step.backlogSeconds))
+            if streams == 1 { single = step }
+            let good = step.dropped == 0 && step.framesPerSecondPerStream >= 29 && step.backlogSeconds < 3
+            if good, store == .agent {
+                if let kept { try fleet.delete(kept) }
+                kept = step.takeID
+            } else {
+                try fleet.delete(step.takeID)
+            }
+            guard step.dropped == 0, step.framesPerSecondPerStream >= 29 else {
+                print("  \(streams) streams lose frames (or fall below 29 fps): this machine holds \(streams - 1)")
+                break
+            }
+            // A writer slower than the cameras stores the take only long after its stop (the
+            // agents spooled meanwhile): nothing lost, but not sustainable.
+            guard step.backlogSeconds < 3 else {
+                print(String(format: "  %d streams: nothing lost, but stored %.1f s after the stop: this machine sustains %d", streams, step.backlogSeconds, streams - 1))
+                break
+            }
+            best = (streams, step)
+        }
+        // A figure, not a verdict: a loaded machine that loses a frame of one stream still gets
+        // its disk ratio, for one stream, said as such.
+        guard let chosen = best ?? single.map({ (1, $0) }) else { throw BenchFailure("the recording benchmark measured no step") }
+        if chosen.row.dropped > 0 || chosen.row.framesPerSecondPerStream < 29 {
+            print("  not even one stream recorded without drops on this machine now; the figures below are for one stream")
+        }
+        // The same bytes, written plainly: one file per segment of the same size, 1 MiB writes,
+        // no fsync (the recorder does not sync either), same disk.
+        let plain = try fleet.plainWrite(sizes: chosen.row.segmentSizes)
+        print(String(format: "most streams without drops: %d; recording wrote %.1f MB/s, a plain sequential write of the same %d files %.1f MB/s: ratio %.3f",
+                     chosen.streams, chosen.row.megabytesPerSecond, chosen.row.segmentSizes.count, plain, chosen.row.megabytesPerSecond / plain))
+        print(String(format: "  (the recording's rate is the cameras' — %d × 124.4 MB/s —, not the disk's: the ratio says how much of the disk %d streams use; CPU per stream %.1f %% of one core, of which the coordinator %.2f %%)",
+                     chosen.streams, chosen.streams, chosen.row.cpuPercent / Double(chosen.streams), chosen.row.coordinatorCPUPercent / Double(chosen.streams)))
+        return (fleet, chosen, kept)
+    }
+
     func run() throws {
         // The writer alone, first, on an idle machine: what recording costs against the disk when
         // the cameras and the network are not the limit. Two plain writes of the same sizes
@@ -44,47 +96,26 @@ struct RecordBench: ParsableCommand {
 
         try? FileManager.default.removeItem(atPath: muxerDirectory)
 
-        let fleet = try RecordBenchFleet()
+        // Where takes are written: each camera's host (the default), then the coordinator.
+        let agents = try ramp(store: .agent)
+        if let take = agents.keptTake {
+            let collected = try agents.fleet.collect(take)
+            let curve = try TransportBench.baseline(TransportBench.Case(name: "1 MiB", pixelFormat: .grey, width: 1024, height: 1024),
+                                                    seconds: 4, curve: true)
+            print(String(format: "collect: %.0f MB of that take copied to the coordinator (1 MiB chunks, 8 in flight, SHA-256 checked, unthrottled) at %.1f MB/s; a plain CURVE PUSH/PULL of 1 MiB messages in this run: %.1f MB/s; ratio %.3f",
+                         Double(collected.bytes) / 1e6, collected.megabytesPerSecond, curve.megabytesPerSecond,
+                         curve.megabytesPerSecond > 0 ? collected.megabytesPerSecond / curve.megabytesPerSecond : 0))
+            try agents.fleet.delete(take)
+        }
+        agents.fleet.stop()
+        let coordinator = try ramp(store: .coordinator)
+        let fleet = coordinator.fleet
         defer { fleet.stop() }
-        print("\n== recording 1920x1080 YUYV at 30 fps per stream, \(fmt(seconds)) s per step; files in \(fleet.recordings)")
-        print("streams  fps/stream  frames  dropped  MB/s written  CPU %/stream  coordinator RSS MiB  stored after stop")
-        var best: (streams: Int, row: RecordBenchFleet.Step)?
-        var single: RecordBenchFleet.Step?
-        for streams in 1...max(1, maxStreams) {
-            try fleet.ensureAgents(streams)
-            let step = try fleet.record(seconds: seconds)
-            print(String(format: "%7d  %10.2f  %6d  %7d  %12.1f  %12.1f  %19.1f  %15.1f s", streams, step.framesPerSecondPerStream, step.frames,
-                         step.dropped, step.megabytesPerSecond, step.cpuPercent / Double(streams), step.coordinatorResidentMegabytes,
-                         step.backlogSeconds))
-            try fleet.delete(step.takeID)
-            if streams == 1 { single = step }
-            guard step.dropped == 0, step.framesPerSecondPerStream >= 29 else {
-                print("  \(streams) streams lose frames (or fall below 29 fps): this machine holds \(streams - 1)")
-                break
-            }
-            // A coordinator slower than the cameras stores the take only long after its stop (the
-            // agents spooled meanwhile): nothing lost, but not sustainable.
-            guard step.backlogSeconds < 3 else {
-                print(String(format: "  %d streams: nothing lost, but stored %.1f s after the stop (the agents spooled what the coordinator could not take): this machine sustains %d", streams, step.backlogSeconds, streams - 1))
-                break
-            }
-            best = (streams, step)
-        }
-        // A figure, not a verdict: a loaded machine that loses a frame of one stream still gets
-        // its disk ratio and memory figures, for one stream, said as such.
-        guard let best = best ?? single.map({ (1, $0) }) else { throw BenchFailure("the recording benchmark measured no step") }
-        if best.row.dropped > 0 || best.row.framesPerSecondPerStream < 29 {
-            print("  not even one stream recorded without drops on this machine now; the figures below are for one stream")
-        }
-
-        // The same bytes, written plainly: one file per segment of the same size, 1 MiB writes,
-        // no fsync (the recorder does not sync either), same directory.
-        let plain = try fleet.plainWrite(sizes: best.row.segmentSizes)
-        let ratio = best.row.megabytesPerSecond / plain
-        print(String(format: "most streams without drops: %d; recording wrote %.1f MB/s, a plain sequential write of the same %d files %.1f MB/s: ratio %.3f",
-                     best.streams, best.row.megabytesPerSecond, best.row.segmentSizes.count, plain, ratio))
-        print(String(format: "  (the recording's rate is the cameras' — %d × 124.4 MB/s —, not the disk's: the ratio says how much of the disk %d streams use; CPU per stream %.1f %% of one core)",
-                     best.streams, best.streams, best.row.cpuPercent / Double(best.streams)))
+        let best = coordinator.best
+        let agent = agents.best
+        print(String(format: "\nagent-held vs coordinator-written takes: %d vs %d streams of 1080p30 without drops; coordinator CPU per recorded camera %.2f %% vs %.2f %% of a core (goal ≤ 1 %% on the agents)",
+                     agent.streams, best.streams, agent.row.coordinatorCPUPercent / Double(agent.streams),
+                     best.row.coordinatorCPUPercent / Double(best.streams)))
 
         print("\n== coordinator memory over \(fmt(sustainedSeconds)) s of recording \(best.streams) stream(s) (consecutive 30 s takes, each deleted after)")
         let samples = try fleet.sustained(seconds: sustainedSeconds, takeSeconds: 30)

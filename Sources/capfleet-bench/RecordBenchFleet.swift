@@ -17,6 +17,8 @@ final class RecordBenchFleet {
         var framesPerSecondPerStream: Double
         var megabytesPerSecond: Double
         var cpuPercent: Double
+        /// The coordinator's own share of `cpuPercent`.
+        var coordinatorCPUPercent: Double
         var coordinatorResidentMegabytes: Double
         var segmentSizes: [Int64]
         /// Seconds from the stop to every part stored: the backlog the coordinator had.
@@ -24,6 +26,8 @@ final class RecordBenchFleet {
     }
 
     let fleet: LocalFleet
+    /// Where takes are written: the coordinator, or each agent.
+    let store: Capfleet_V1_RecordStore
     let recordings: String
     let credential: OperatorCredential
     private let coordinator: FleetChild
@@ -34,9 +38,10 @@ final class RecordBenchFleet {
         FileManager.default.currentDirectoryPath + "/.build/bench/record-\(getpid())-\(suffix)"
     }
 
-    init() throws {
-        fleet = try LocalFleet(directory: Self.benchDirectory(suffix: "fleet"), ports: try FleetPorts.free(record: false, metrics: false),
-                               output: .standardError)
+    init(store: Capfleet_V1_RecordStore) throws {
+        self.store = store
+        fleet = try LocalFleet(directory: Self.benchDirectory(suffix: store == .agent ? "agents" : "fleet"),
+                               ports: try FleetPorts.free(record: false, metrics: false), output: .standardError)
         recordings = fleet.directory + "/recordings"
         credential = try fleet.operatorCredential(for: "bench", role: "admin")
         coordinator = try fleet.startCoordinator(arguments: ["--log-level", "error"],
@@ -60,9 +65,10 @@ final class RecordBenchFleet {
     /// registered, its clock locked and its consent granted.
     func ensureAgents(_ count: Int) throws {
         while agents.count < count {
+            // Collect unthrottled: the benchmark measures the transfer, not the default rate limit.
             agents.append(try fleet.startAgent("rec\(agents.count + 1)", arguments: [
                 "--synthetic", "1", "--no-discover", "--synthetic-format", "1920x1080:YUYV", "--fps", "30", "--no-pressure", "--log-level", "error",
-            ]))
+            ], environment: ["CAPFLEET_COLLECT_RATE_MB": "0"]))
         }
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
@@ -85,6 +91,7 @@ final class RecordBenchFleet {
         let take = try call(.startRecording(.with {
             $0.deviceIds = devices
             $0.name = "bench \(devices.count)"
+            $0.store = store
         }), timeout: 30).takes[0]
         // From the take's start instant (a second ahead) to its stop.
         Thread.sleep(forTimeInterval: 1)
@@ -92,7 +99,8 @@ final class RecordBenchFleet {
         let wallBefore = MonotonicTime.now()
         Thread.sleep(forTimeInterval: seconds)
         let elapsed = Double(MonotonicTime.now() - wallBefore) / 1e9
-        let cpu = zip(pids, cpuBefore).reduce(0.0) { $0 + Double(TelemetryBenchFleet.cpuNanoseconds(pid: $1.0) &- $1.1) } / 1e9 / elapsed * 100
+        let used = zip(pids, cpuBefore).map { Double(TelemetryBenchFleet.cpuNanoseconds(pid: $0.0) &- $0.1) / 1e9 / elapsed * 100 }
+        let cpu = used.reduce(0, +)
         let resident = TransportBench.residentMegabytes(pid: coordinator.processIdentifier)
         let stopAsked = MonotonicTime.now()
         try stopAndWait(take.id)
@@ -107,7 +115,7 @@ final class RecordBenchFleet {
         let incomplete = shown.devices.contains { $0.state != "stopped" }
         return Step(takeID: take.id, frames: frames, dropped: dropped + (incomplete ? 1 : 0),
                     framesPerSecondPerStream: perStream.min() ?? 0, megabytesPerSecond: Double(bytes) / 1e6 / max(span, 0.001),
-                    cpuPercent: cpu, coordinatorResidentMegabytes: resident, segmentSizes: shown.segments.map { Int64($0.sizeBytes) },
+                    cpuPercent: cpu, coordinatorCPUPercent: used[0], coordinatorResidentMegabytes: resident, segmentSizes: shown.segments.map { Int64($0.sizeBytes) },
                     backlogSeconds: backlog)
     }
 
@@ -122,6 +130,15 @@ final class RecordBenchFleet {
             guard Date() < deadline else { throw BenchFailure("take \(takeID) was not stored 5 minutes after its stop") }
             Thread.sleep(forTimeInterval: 0.5)
         }
+    }
+
+    /// Collects an agent-held take to the coordinator; returns MB/s and the bytes copied.
+    func collect(_ takeID: String) throws -> (megabytesPerSecond: Double, bytes: UInt64) {
+        let session = try OperatorSession(address: fleet.operatorAddress, credential: credential, timeout: 30)
+        let start = MonotonicTime.now()
+        let info = try session.collectTake(takeID)
+        let seconds = Double(MonotonicTime.now() - start) / 1e9
+        return (Double(info.collectedBytes) / 1e6 / max(seconds, 0.001), info.collectedBytes)
     }
 
     func delete(_ takeID: String) throws {
@@ -177,6 +194,7 @@ final class RecordBenchFleet {
             let take = try call(.startRecording(.with {
                 $0.deviceIds = devices
                 $0.name = "sustained"
+                $0.store = store
             }), timeout: 30).takes[0]
             let takeEnd = min(elapsed() + takeSeconds, seconds)
             while elapsed() < takeEnd {
