@@ -18,6 +18,8 @@ final class AgentPartWriter: Sendable {
         case stop(at: UInt64)
         /// The part ends after the frames handed in so far.
         case end(reason: String)
+        /// Timed metadata (one JSON object) at a fleet time, into the current segment.
+        case note(json: String, at: UInt64)
     }
 
     let key: TakeDeviceKey
@@ -122,6 +124,13 @@ final class AgentPartRecorder {
             save("noting the stop") { $0.stopFleetNs = at }
         case let .end(reason):
             finish(reason: reason, failed: false)
+        case let .note(json, at):
+            do {
+                try recorder.note(json, at: at)
+                dirty = true
+            } catch {
+                logger.warning("cannot write timed metadata", metadata: ["error": "\(error)"])
+            }
         }
     }
 

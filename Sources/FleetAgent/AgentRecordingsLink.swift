@@ -209,6 +209,8 @@ private final class LinkState {
                 } else {
                     logger.notice("a deleted take's part was removed", metadata: ["take.id": "\(key.takeID)", "device.id": "\(key.deviceID)"])
                 }
+            case let .note(note)?:
+                store.note(key, json: note.json, at: note.fleetNs)
             case let .refused(status)?:
                 // The files stay: only a deletion removes them.
                 logger.error("the coordinator refused a report of a part held here", metadata: [

@@ -183,6 +183,11 @@ final class AgentTakeStore: TakeFramePath, Sendable {
         return .ready
     }
 
+    /// Timed metadata for a part being written here (dropped if it is not).
+    func note(_ key: TakeDeviceKey, json: String, at fleetNs: UInt64) {
+        writers.withLock { $0[key] }?.post(.note(json: json, at: fleetNs))
+    }
+
     /// The take stops at `at` (fleet ns): the writer keeps no frame from then on.
     func stop(takeID: String, deviceID: String, at: UInt64) {
         writers.withLock { $0[TakeDeviceKey(takeID: takeID, deviceID: deviceID)] }?.post(.stop(at: at))

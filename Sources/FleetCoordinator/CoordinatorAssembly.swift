@@ -121,6 +121,7 @@ struct CoordinatorAssembly: Sendable {
                                  configuration: configuration, logger: logger,
                                  sendRecordDown: { routing, message in recordEndpoint.send(to: routing, message) },
                                  currentPixelFormat: { ingest.state(of: $0)?.layout.pixelFormat })
+        await takes.reach(agentsThrough: agentTakes)
         try await takes.resumeUnfinished()
         recordEndpoint.start()
         await control.followTakes(

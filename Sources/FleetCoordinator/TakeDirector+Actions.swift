@@ -35,7 +35,7 @@ extension TakeDirector {
                 if !answer.status.isOK { refusals.append(OrderRefusal(part: part, reason: answer.status.reason)) }
             case let .note(part, kind, fleetNs, fields):
                 let json = Self.json(fields.merging(["kind": kind, "fleet_ns": "\(fleetNs)"]) { _, new in new })
-                writers.writer(takeID: part.takeID, deviceID: part.deviceID)?.post(.note(json: json, at: fleetNs))
+                noteInFile(part, json: json, at: fleetNs)
                 await indexNote(TakeEventRecord(takeId: part.takeID, deviceId: part.deviceID, fleetNs: fleetNs, kind: kind, detail: json))
             case let .indexEvent(part, kind, fleetNs, fields):
                 await indexNote(TakeEventRecord(takeId: part.takeID, deviceId: part.deviceID, fleetNs: fleetNs, kind: kind, detail: Self.json(fields)))
@@ -98,6 +98,18 @@ extension TakeDirector {
                 await perform(book.indexFailed(takeID: Self.takeID(of: write), writing: Self.describe(write), error: "\(error)",
                                                nowFleetNs: clock.fleetNow()))
             }
+        }
+    }
+
+    /// Timed metadata into the part's file: the coordinator's writer, or the agent writing it.
+    func noteInFile(_ part: TakeBook.Part, json: String, at fleetNs: UInt64) {
+        if let writer = writers.writer(takeID: part.takeID, deviceID: part.deviceID) {
+            writer.post(.note(json: json, at: fleetNs))
+        } else if book.store(of: part.takeID) == .agent, let nodeID = book.node(of: part) {
+            agentLinks?.send(to: nodeID, takeID: part.takeID, deviceID: part.deviceID, .note(.with {
+                $0.json = json
+                $0.fleetNs = fleetNs
+            }))
         }
     }
 

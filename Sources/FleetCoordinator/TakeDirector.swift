@@ -33,6 +33,10 @@ actor TakeDirector {
     var book = TakeBook()
     /// Each take's name, for the title of the files agents write.
     var takeNames: [String: String] = [:]
+    /// The agents' recordings links: timed metadata for the parts they write.
+    var agentLinks: AgentRecordingsDesk?
+
+    func reach(agentsThrough desk: AgentRecordingsDesk) { agentLinks = desk }
     /// What a writer about to start needs (its take and what the index holds of its part).
     var writerSetups: [TakeBook.Part: WriterSetup] = [:]
     var settledWaiters: [String: [CheckedContinuation<Void, Never>]] = [:]
@@ -198,7 +202,7 @@ actor TakeDirector {
         var fields = fields
         fields["fleet_ns"] = fleetNs
         let json = Self.json(any: fields)
-        for part in parts { writers.writer(takeID: part.takeID, deviceID: part.deviceID)?.post(.note(json: json, at: fleetNs)) }
+        for part in parts { noteInFile(part, json: json, at: fleetNs) }
         try await store.recordTakeEvent(TakeEventRecord(takeId: takeID, deviceId: deviceID ?? "", fleetNs: fleetNs,
                                                         kind: fields["kind"] as? String ?? "note", detail: json))
         return take
@@ -273,7 +277,7 @@ actor TakeDirector {
         var fields = fields
         fields["fleet_ns"] = now
         let json = Self.json(any: fields)
-        writers.writer(takeID: takeID, deviceID: deviceID)?.post(.note(json: json, at: now))
+        noteInFile(TakeBook.Part(takeID: takeID, deviceID: deviceID), json: json, at: now)
         await indexNote(TakeEventRecord(takeId: takeID, deviceId: deviceID, fleetNs: now, kind: fields["kind"] as? String ?? "change", detail: json))
     }
 

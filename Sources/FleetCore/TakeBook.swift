@@ -114,6 +114,9 @@ public struct TakeBook: Sendable {
 
     public func store(of takeID: String) -> Store? { takes[takeID]?.store }
 
+    /// The node recording an open part.
+    public func node(of part: Part) -> String? { takes[part.takeID]?.open[part.deviceID] }
+
     /// Open parts, by take.
     public func openParts(of takeID: String) -> [Part] {
         (takes[takeID]?.open.keys.sorted() ?? []).map { Part(takeID: takeID, deviceID: $0) }

@@ -27,6 +27,8 @@ extension IntegrationTests {
             for device in try fleet.json(["devices"]) {
                 #expect(device["live_flow"] as? Bool == false, "nobody watches: a take on the agents sends no full-rate frame: \(device)")
             }
+            let noted = try fleet.cli(["record", "note", takeID, #"{"location":"stage 3"}"#])
+            #expect(noted.status == 0, "\(noted.error)")
             try await Task.sleep(for: .seconds(2))
             let stopped = try fleet.cli(["record", "stop", takeID], timeout: 30)
             #expect(stopped.status == 0, "\(stopped.error)")
@@ -52,6 +54,10 @@ extension IntegrationTests {
                 #expect(try RecordingTests.ffprobeFrameCount(path) == segment["frames"] as? Int, "ffprobe counts what the index says in \(path)")
                 #expect(segment["collected_path"] == nil)
             }
+            // Timed metadata and sequence markers are in the files the agents wrote.
+            let entries = try RecordingTests.metadataEntries(in: segments.filter { $0["device_id"] as? String == devices[0] }.compactMap { $0["path"] as? String })
+            #expect(entries.contains { $0.contains("\"location\":\"stage 3\"") }, "the note is in the agent's file: \(entries.suffix(5))")
+            #expect(entries.contains { $0.contains("\"kind\":\"sequence\"") }, "sequence markers are in the agent's file")
             #expect(!FileManager.default.fileExists(atPath: fleet.directory + "/coordinator/recordings/" + takeID + "/" + devices[0]),
                     "nothing of it on the coordinator's disk before collect")
 

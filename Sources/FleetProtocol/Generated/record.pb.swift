@@ -296,6 +296,15 @@ public nonisolated struct Capfleet_V1_RecordDown: Sendable {
     set {body = .deletePart(newValue)}
   }
 
+  /// agent store: timed metadata for the part's file
+  public var note: Capfleet_V1_TakeNote {
+    get {
+      if case .note(let v)? = body {return v}
+      return Capfleet_V1_TakeNote()
+    }
+    set {body = .note(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Body: Equatable, Sendable {
@@ -313,6 +322,8 @@ public nonisolated struct Capfleet_V1_RecordDown: Sendable {
     case collected(Capfleet_V1_SegmentCollected)
     /// the take was deleted from the index: remove the part's files
     case deletePart(Capfleet_V1_DeletePart)
+    /// agent store: timed metadata for the part's file
+    case note(Capfleet_V1_TakeNote)
 
   }
 
@@ -713,6 +724,23 @@ public nonisolated struct Capfleet_V1_DeletePart: Sendable {
   public init() {}
 }
 
+/// Timed metadata (recordings.md, "Timed metadata") for a part the agent writes: one JSON
+/// object at a fleet time, written into its current segment as the coordinator writes its own.
+/// Sent once, while the part records; the index has it whether or not the agent was reachable.
+public nonisolated struct Capfleet_V1_TakeNote: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var json: String = String()
+
+  public var fleetNs: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "capfleet.v1"
@@ -1036,7 +1064,7 @@ nonisolated extension Capfleet_V1_RecordEnd: SwiftProtobuf.Message, SwiftProtobu
 
 nonisolated extension Capfleet_V1_RecordDown: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".RecordDown"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}take_id\0\u{3}device_id\0\u{2}\u{8}credit\0\u{1}done\0\u{1}refused\0\u{1}indexed\0\u{1}fetch\0\u{1}check\0\u{1}collected\0\u{3}delete_part\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}take_id\0\u{3}device_id\0\u{2}\u{8}credit\0\u{1}done\0\u{1}refused\0\u{1}indexed\0\u{1}fetch\0\u{1}check\0\u{1}collected\0\u{3}delete_part\0\u{1}note\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1150,6 +1178,19 @@ nonisolated extension Capfleet_V1_RecordDown: SwiftProtobuf.Message, SwiftProtob
           self.body = .deletePart(v)
         }
       }()
+      case 18: try {
+        var v: Capfleet_V1_TakeNote?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .note(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .note(v)
+        }
+      }()
       default: break
       }
     }
@@ -1198,6 +1239,10 @@ nonisolated extension Capfleet_V1_RecordDown: SwiftProtobuf.Message, SwiftProtob
     case .deletePart?: try {
       guard case .deletePart(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 17)
+    }()
+    case .note?: try {
+      guard case .note(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 18)
     }()
     case nil: break
     }
@@ -1944,6 +1989,41 @@ nonisolated extension Capfleet_V1_DeletePart: SwiftProtobuf.Message, SwiftProtob
   }
 
   public static func ==(lhs: Capfleet_V1_DeletePart, rhs: Capfleet_V1_DeletePart) -> Bool {
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_TakeNote: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".TakeNote"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}json\0\u{3}fleet_ns\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.json) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.fleetNs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.json.isEmpty {
+      try visitor.visitSingularStringField(value: self.json, fieldNumber: 1)
+    }
+    if self.fleetNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.fleetNs, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_TakeNote, rhs: Capfleet_V1_TakeNote) -> Bool {
+    if lhs.json != rhs.json {return false}
+    if lhs.fleetNs != rhs.fleetNs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
