@@ -1,0 +1,126 @@
+import FleetCapture
+import FleetCore
+import FleetProtocol
+import Foundation
+import Logging
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+@testable import FleetAgent
+
+/// Takes written on the agent's own disk: real Matroska files and a real manifest in a
+/// temporary folder, fed frames the way a capture thread does.
+@Suite struct AgentTakeStoreTests {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-agent-takes-\(UUID().uuidString)").path
+    let start: UInt64 = 1_000_000_000_000
+    let key = TakeDeviceKey(takeID: "take-1", deviceID: "cam-1")
+
+    func store() -> AgentTakeStore {
+        var settings = AgentRecordingSettings(directory: directory)
+        settings.reserveBytes = 0
+        return AgentTakeStore(settings: settings, logger: Logger(label: "test"))
+    }
+
+    /// 320x240 YUYV frames at 30 fps from the take's start, sequence 100 on.
+    func feed(_ store: AgentTakeStore, frames: Range<Int>, sequenceBase: UInt64 = 100, at firstFleet: UInt64? = nil) {
+        for index in frames {
+            var header = Capfleet_V1_FrameHeader()
+            header.deviceID = "cam-1"
+            header.sequence = sequenceBase + UInt64(index)
+            header.fleetTimeNs = (firstFleet ?? start) + UInt64(index) * 33_333_333
+            header.layout.pixelFormat = "YUYV"
+            header.layout.width = 320
+            header.layout.height = 240
+            let count = 320 * 240 * 2
+            let pixels = FrameBuffer(unpooledCapacity: count)
+            memset(pixels.storage, Int32(index % 200), count)
+            // The writer takes 64 frames ahead: the test waits rather than lose one.
+            while !store.submit(takeID: key.takeID, deviceID: key.deviceID, header: header, takeDrops: DropTally(), pixels: pixels, count: count) {
+                usleep(1_000)
+            }
+        }
+    }
+
+    func waitUntil(_ condition: () -> Bool) async throws {
+        for _ in 0..<500 where !condition() { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(condition())
+    }
+
+    @Test func aPartWritten_hasItsSegmentsChecksummedInItsManifest_andItsEndNoted() async throws {
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let takes = store()
+        #expect(try takes.prepare(takeID: key.takeID, deviceID: key.deviceID, start: start, segmentSeconds: 1, title: "t — cam-1",
+                                  frameRate: 30, agentInstance: "run-1") == .ready)
+        takes.begin(takeID: key.takeID, deviceID: key.deviceID)
+        feed(takes, frames: 0..<45)
+        takes.end(takeID: key.takeID, deviceID: key.deviceID, takeDrops: DropTally(), reason: "stopped", withholding: false)
+        let file = try #require(takes.part(key))
+        try await waitUntil { file.current.end != nil && !takes.isWriting(key) }
+        let manifest = file.current
+        #expect(manifest.end?.reason == "stopped" && manifest.end?.failed == false)
+        #expect(manifest.segments.count == 2, "1 s segments over 1.5 s: \(manifest.segments.map(\.number))")
+        #expect(manifest.segments.allSatisfy { $0.state == .finished && $0.sha256.count == 64 && !$0.indexed })
+        #expect(manifest.segments.map(\.frames).reduce(0, +) == 45)
+        #expect(manifest.lastTally?.frames == 45 && manifest.lastTally?.firstSequence == 100 && manifest.lastTally?.lastSequence == 144)
+        // The manifest on disk says the same: what a restarted agent reads.
+        let saved = try AgentPartManifest.load(path: file.path)
+        #expect(saved == manifest)
+        await takes.shutdown()
+    }
+
+    @Test func anAgentKilledMidSegment_repairsItAtStart_andGoesOnCountingTheGapAsDropped() async throws {
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let first = store()
+        _ = try first.prepare(takeID: key.takeID, deviceID: key.deviceID, start: start, segmentSeconds: 300, title: "t — cam-1",
+                              frameRate: 30, agentInstance: "run-1")
+        first.begin(takeID: key.takeID, deviceID: key.deviceID)
+        feed(first, frames: 0..<30)
+        // Written out (the writer flushes every half second) but never finished: what a SIGKILL leaves.
+        try await Task.sleep(for: .seconds(1.5))
+        let path = try #require(first.part(key)?.current.segments.first?.path)
+        #expect(first.part(key)?.current.segments.first?.state == .open)
+        let copy = directory + "/left-by-the-kill.mkv"
+        try FileManager.default.copyItem(atPath: path, toPath: copy)
+        let manifestCopy = try #require(first.part(key)?.path)
+        let manifestData = try Data(contentsOf: URL(fileURLWithPath: manifestCopy))
+        await first.shutdown()
+        // Put back the state of the moment of the kill: the open segment and its manifest.
+        try FileManager.default.removeItem(atPath: path)
+        try FileManager.default.moveItem(atPath: copy, toPath: path)
+        try manifestData.write(to: URL(fileURLWithPath: manifestCopy))
+
+        let again = store()
+        let notes = again.recoverParts()
+        #expect(notes.contains { $0.contains("repaired") }, "\(notes)")
+        let file = try #require(again.part(key))
+        let repaired = try #require(file.current.segments.first)
+        #expect(repaired.state == .repaired && repaired.frames == 30 && repaired.sha256.count == 64, "\(repaired)")
+        // The coordinator asks again: the part goes on in a new segment, its numbering rising.
+        _ = try again.prepare(takeID: key.takeID, deviceID: key.deviceID, start: start, segmentSeconds: 300, title: "t — cam-1",
+                              frameRate: 30, agentInstance: "run-2")
+        again.begin(takeID: key.takeID, deviceID: key.deviceID)
+        // The new process numbers from 1, and captures again at the take's 2 s mark.
+        feed(again, frames: 0..<15, sequenceBase: 1, at: start + 2_000_000_000)
+        again.end(takeID: key.takeID, deviceID: key.deviceID, takeDrops: DropTally(), reason: "stopped", withholding: false)
+        try await waitUntil { file.current.end != nil && !again.isWriting(key) }
+        let manifest = file.current
+        #expect(manifest.segments.count == 2)
+        let tally = try #require(manifest.lastTally)
+        #expect(tally.frames == 45)
+        let first_ = try #require(tally.firstSequence), last = try #require(tally.lastSequence)
+        #expect(tally.frames + tally.drops.tally.total == last - first_ + 1, "every frame of the span accounted for: \(tally)")
+        // The last frame written was at 0.967 s, the next captured at 2.000 s: the 30 frame times between are the gap.
+        #expect(tally.drops.discontinuity == 30, "\(tally)")
+        await again.shutdown()
+    }
+
+    @Test func aDiskBelowItsReserve_refusesAPart() throws {
+        var settings = AgentRecordingSettings(directory: directory)
+        settings.reserveBytes = Int64.max / 2
+        let takes = AgentTakeStore(settings: settings, logger: Logger(label: "test"))
+        #expect(throws: AgentTakeRefusal.self) {
+            try takes.prepare(takeID: "t", deviceID: "cam-1", start: start, segmentSeconds: 300, title: "", frameRate: 30, agentInstance: "x")
+        }
+    }
+}
