@@ -81,7 +81,11 @@ actor RecordingHousekeeper {
         do {
             var entries: [(id: String, createdAt: UnixMilliseconds, bytes: Int64, recording: Bool)] = []
             for take in try await store.takes() {
-                let bytes = try await store.segments(takeID: take.id).reduce(Int64(0)) { $0 + $1.sizeBytes }
+                let segments = try await store.segments(takeID: take.id)
+                // The coordinator's retention is about its own disk: a take with segments only
+                // on agents' disks is theirs to keep (recordings_keep_days), never deleted here.
+                guard !segments.contains(where: { $0.readablePath == nil }) else { continue }
+                let bytes = segments.reduce(Int64(0)) { $0 + $1.sizeBytes }
                 entries.append((take.id, take.createdAt, bytes, take.state == .recording))
             }
             let now = clock.unixMilliseconds()
