@@ -22,7 +22,7 @@ struct AgentAssembly: Sendable {
 }
 
 extension AgentService {
-    func assemble(credentials: AgentCredentials) throws -> AgentAssembly {
+    func assemble(credentials: AgentCredentials, takeStore: AgentTakeStore) throws -> AgentAssembly {
         // Encrypting frames must never hold up a heartbeat: frames and control on separate I/O threads.
         let context = ZMQContext.withSeparateLanes()
         let publisher = try FramePublisher(context: context, capacity: configuration.sendQueueCapacity,
@@ -37,9 +37,6 @@ extension AgentService {
         let recorder = try RecordSender(context: context, coordinatorKey: credentials.coordinatorKey, keys: credentials.keys,
                                         limits: configuration.recordSpoolLimits, agentInstance: agentInstance, logger: logger)
         self.recorder.withLock { $0 = recorder }
-        // Takes written here: what an earlier run left is repaired before any part is taken up again.
-        let takeStore = AgentTakeStore(settings: configuration.recordingSettings, logger: logger)
-        for note in takeStore.recoverParts() { logger.notice("recordings on this host", metadata: ["recovery": "\(note)"]) }
         self.takeStore.withLock { $0 = takeStore }
         let recordings = try AgentRecordingsLink(context: context, coordinatorKey: credentials.coordinatorKey, keys: credentials.keys,
                                                  store: takeStore, agentInstance: agentInstance,

@@ -4,6 +4,7 @@ import FleetCapture
 import FleetCore
 import FleetHost
 import FleetProtocol
+import FleetSystem
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -64,7 +65,13 @@ public final class AgentService: Service, Sendable {
     /// reverse of their list.
     public func run() async throws {
         let credentials = try await credentials()
-        let assembly = try assemble(credentials: credentials)
+        // Takes written here: what an earlier run left is repaired (disk I/O, on a thread of its
+        // own) before any part is taken up again.
+        let takeStore = AgentTakeStore(settings: configuration.recordingSettings, logger: logger)
+        for note in await OwnedThread.run("cf-recovery", { takeStore.recoverParts() }) {
+            logger.notice("recordings on this host", metadata: ["recovery": "\(note)"])
+        }
+        let assembly = try assemble(credentials: credentials, takeStore: takeStore)
         logger.info("agent started", metadata: ["coordinator": "\(configuration.controlEndpoint)", "devices": "\(sources.count)",
                                                 "key": "\(credentials.keys.publicKey.fingerprint)…"])
         // Enrolled, cameras open, sockets up: a `Type=notify` unit counts as started from here
