@@ -74,13 +74,16 @@ private final class CollectorState {
         let key: SegmentCollector.Key
         var transfer: SegmentTransfer
         let fd: Int32
+        /// The copy's SHA-256 so far, from its first byte, updated as chunks are written in order.
+        let digest: RunningDigest
         var partial: String { job.destination + ".partial" }
 
-        init(job: SegmentCollector.Job, key: SegmentCollector.Key, transfer: SegmentTransfer, fd: Int32) {
+        init(job: SegmentCollector.Job, key: SegmentCollector.Key, transfer: SegmentTransfer, fd: Int32, digest: RunningDigest) {
             self.job = job
             self.key = key
             self.transfer = transfer
             self.fd = fd
+            self.digest = digest
         }
     }
 
@@ -118,6 +121,11 @@ private final class CollectorState {
                 }
                 guard written >= 0 else {
                     return end(copy, .failure(CollectFailure("cannot write \(copy.partial): \(String(cString: strerror(Int32(-written))))")))
+                }
+                do {
+                    try withExtendedLifetime(bytes) { () throws(RecordingError) in try copy.digest.update(bytes.bytes) }
+                } catch {
+                    return end(copy, .failure(CollectFailure("cannot checksum \(copy.partial): \(error)")))
                 }
                 copy.transfer.written(count: written, now: MonotonicTime.now())
                 if copy.transfer.isComplete {
@@ -160,10 +168,22 @@ private final class CollectorState {
         guard fd >= 0 else { return job.done(.failure(CollectFailure("cannot open \(partial): \(String(cString: strerror(errno)))"))) }
         // What an earlier collect left is kept: the copy goes on from there.
         var status = stat()
-        let have = fstat(fd, &status) == 0 ? UInt64(max(status.st_size, 0)) : 0
         let size = UInt64(max(segment.sizeBytes, 0))
-        let copy = Copy(job: job, key: key, transfer: SegmentTransfer(size: size, have: have, now: MonotonicTime.now()), fd: fd)
-        if have > size { ftruncate(fd, 0) }
+        var have = fstat(fd, &status) == 0 ? UInt64(max(status.st_size, 0)) : 0
+        if have > size {
+            ftruncate(fd, 0)
+            have = 0
+        }
+        let digest: RunningDigest
+        do {
+            digest = try RunningDigest()
+            // What an earlier collect wrote is hashed once, here; the rest as it arrives.
+            if have > 0 { try digest.update(fromFile: partial, length: have) }
+        } catch {
+            close(fd)
+            return job.done(.failure(CollectFailure("cannot checksum \(partial): \(error)")))
+        }
+        let copy = Copy(job: job, key: key, transfer: SegmentTransfer(size: size, have: have, now: MonotonicTime.now()), fd: fd, digest: digest)
         copies[key] = copy
         if have > 0, have <= size { logger.info("collect goes on from a partial copy", metadata: ["path": "\(partial)", "bytes": "\(have)"]) }
         if copy.transfer.isComplete { return complete(copy) }
@@ -183,14 +203,15 @@ private final class CollectorState {
         }
     }
 
-    /// Every byte is there: durable, checked against the index's SHA-256, then given its name.
+    /// Every byte is there: durable, checked against the index's SHA-256 (computed as the bytes
+    /// were written), then given its name.
     private func complete(_ copy: Copy) {
         guard fsync(copy.fd) == 0 else {
             return end(copy, .failure(CollectFailure("cannot flush \(copy.partial): \(String(cString: strerror(errno)))")))
         }
         let sha: String
         do {
-            sha = try SegmentDigest.sha256(ofFile: copy.partial)
+            sha = try copy.digest.finish()
         } catch {
             return end(copy, .failure(CollectFailure("cannot checksum \(copy.partial): \(error)")))
         }

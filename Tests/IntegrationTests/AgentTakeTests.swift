@@ -16,7 +16,7 @@ extension IntegrationTests {
         /// the index says.
         @Test func takeOnTheAgents_isWrittenOnEachHost_indexed_collected_verified_andExported() async throws {
             let fleet = try FleetHarness()
-            try fleet.startCoordinator(environment: ["CAPFLEET_SEGMENT_SECONDS": "2"])
+            let coordinator = try fleet.startCoordinator(environment: ["CAPFLEET_SEGMENT_SECONDS": "2"])
             let devices = try await RecordingTests.devices(in: fleet, agents: ["h1", "h2"], fps: 15)
             let started = try fleet.cli(["record", "start"] + devices + ["--name", "hosts", "--json"], timeout: 15)
             #expect(started.status == 0, "\(started.error)")
@@ -63,11 +63,19 @@ extension IntegrationTests {
 
             let verifiedOnAgents = try fleet.cli(["recordings", "verify", takeID], timeout: 60)
             #expect(verifiedOnAgents.status == 0, "the agents check their files against the index: \(verifiedOnAgents.output)\(verifiedOnAgents.error)")
+            // Half of the first segment already copied by an interrupted collect: it goes on from there.
+            let firstSegment = try #require(segments.first)
+            let firstPath = try #require(firstSegment["path"] as? String)
+            let partialFolder = fleet.directory + "/coordinator/recordings/\(takeID)/\(firstSegment["device_id"] as? String ?? "")"
+            try FileManager.default.createDirectory(atPath: partialFolder, withIntermediateDirectories: true)
+            let whole = try Data(contentsOf: URL(fileURLWithPath: firstPath))
+            try whole.prefix(whole.count / 2).write(to: URL(fileURLWithPath: partialFolder + "/" + (firstPath as NSString).lastPathComponent + ".partial"))
             let collected = try fleet.cli(["recordings", "collect", takeID], timeout: 120)
             #expect(collected.status == 0, "\(collected.output)\(collected.error)")
             shown = try RecordingTests.show(takeID, in: fleet)
             segments = try #require(shown["segments"] as? [[String: Any]])
             #expect(shown["agent_held_bytes"] as? Int == 0, "\(shown)")
+            #expect(coordinator.log.contains("collect goes on from a partial copy"), "the interrupted copy was resumed")
             for segment in segments {
                 let copy = try #require(segment["collected_path"] as? String, "\(segment)")
                 #expect(copy.hasPrefix(fleet.directory + "/coordinator/"), "\(copy)")
