@@ -19,6 +19,9 @@ echo "== tests"
 status=0
 # The decoder fuzz tests run this many seconds per target (five targets).
 export CAPFLEET_FUZZ_SECONDS="${CAPFLEET_FUZZ_SECONDS:-20}"
+# The many-agents test runs a few agents here, and this many after the release build.
+many_agents="${CAPFLEET_MANY_AGENTS:-200}"
+unset CAPFLEET_MANY_AGENTS
 swift test --skip-build 2>&1 | tee .build/test-output.txt || status=$?
 summary=$(grep -E 'Test run with [0-9]+ tests?' .build/test-output.txt | tail -1 || true)
 if [ "$status" -ne 0 ]; then
@@ -34,6 +37,18 @@ swift build -c release --product capfleet --static-swift-stdlib >/dev/null
 # The same flags for all three: another set would compile every module again.
 swift build -c release --product capfleet-bench --static-swift-stdlib >/dev/null
 swift build -c release --product capfleet-relay --static-swift-stdlib >/dev/null
+
+# Many agents on one coordinator, asserted: the integration test above ran with a few debug
+# agents; here it runs 200 release agents (what ships; 200 debug agents outrun two cores) in a
+# step of its own, so that nothing else competes with them (about 40 s, under 3 GB).
+echo "== many agents (${many_agents} agents with one camera each on one coordinator)"
+many_status=0
+CAPFLEET_MANY_AGENTS="$many_agents" CAPFLEET_BINARY="$(swift build -c release --show-bin-path)/capfleet" \
+  swift test --skip-build --filter ManyAgentsTests 2>&1 | tee .build/many-agents-output.txt || many_status=$?
+if [ "$many_status" -ne 0 ] || ! grep -qE 'Test run with 1 test .*passed' .build/many-agents-output.txt; then
+  echo "the many-agents test failed (exit $many_status) at ${many_agents} agents" >&2
+  exit $(( many_status == 0 ? 1 : many_status ))
+fi
 echo "== deployment (package, units, installed layout, manifests)"
 deploy_status=0
 scripts/check-deploy.sh "$(swift build -c release --show-bin-path)/capfleet" 2>&1 | tee .build/deploy-output.txt || deploy_status=$?
@@ -70,4 +85,4 @@ echo "== done in $(( $(date +%s) - started )) s"
 # The suite's verdict, last, for whoever reads only the end of the log.
 total=$(printf '%s' "$summary" | grep -oE 'with [0-9]+ tests?' | grep -oE '[0-9]+')
 deploy_total=$(printf '%s' "$deploy_summary" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+')
-echo "${total:-0} tests and ${deploy_total:-0} deployment checks passed, 0 failed"
+echo "${total:-0} tests (and the many-agents test again at ${many_agents} agents) and ${deploy_total:-0} deployment checks passed, 0 failed"

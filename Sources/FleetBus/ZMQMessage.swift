@@ -39,6 +39,17 @@ public final class ZMQMessage: @unchecked Sendable {
         return String(cString: value)
     }
 
+    /// Whether "User-Id" starts with `prefix`, read where libzmq keeps it: an endpoint that
+    /// checks only the kind of sender, many times a second, need not copy it into a String.
+    public func userID(hasPrefix prefix: StaticString) -> Bool {
+        guard let value = zmq_msg_gets(message, "User-Id") else { return false }
+        // A shorter value ends in its NUL, which differs from every byte of a prefix: the loop
+        // never reads past it.
+        return prefix.withUTF8Buffer { expected in
+            expected.indices.allSatisfy { UInt8(bitPattern: value[$0]) == expected[$0] }
+        }
+    }
+
     /// The file descriptor of the connection the message came in on (ZMQ_SRCFD), so a
     /// revoked peer's connection can be shut down; -1 when unknown.
     public var sourceFD: Int32 { zmq_msg_get(message, ZMQ_SRCFD) }

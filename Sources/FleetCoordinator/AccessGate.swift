@@ -14,6 +14,9 @@ public enum Principal: Sendable, Equatable {
     case enrollment(tokenKey: String)
     case `operator`(name: String)
 
+    /// How every node's User-Id begins (`userID`), for a check that need not parse it.
+    public static let nodePrefix: StaticString = "node:"
+
     public var userID: String {
         switch self {
         case let .node(id, key): "node:" + key + ":" + id

@@ -31,7 +31,7 @@ final class ClockEndpoint: Sendable {
                 }
                 let peer = received.parts[1]
                 // ZAP admits only node keys here; anything else never gets this far.
-                guard case .node? = Principal(userID: peer.userID) else { continue }
+                guard peer.userID(hasPrefix: Principal.nodePrefix) else { continue }
                 guard let probe = try? Capfleet_V1_ClockProbeRequest(serializedBytes: peer.array) else {
                     rejections.reject(endpoint: "clock", reason: .undecodable, peer: peer.peerAddress ?? "unknown peer",
                                       detail: "not a ClockProbeRequest (\(peer.count) bytes)")

@@ -9,7 +9,8 @@ import Synchronization
 /// read by the `/metrics` endpoint's thread.
 public final class FleetMetrics: Sendable {
     public let registry = PrometheusCollectorRegistry()
-    /// Last cumulative value pushed into each counter, by counter name and labels.
+    /// Last cumulative value pushed into each counter outside the device series (rejections),
+    /// by counter name and labels.
     private let pushed = Mutex<[String: UInt64]>([:])
     /// Pressure gauges present per node, removed while the node is offline (a stale level
     /// would look current).
@@ -17,6 +18,10 @@ public final class FleetMetrics: Sendable {
     /// Alignment gauges present per device, there only while it is online with alignment on
     /// (a stale phase would look current).
     private let alignmentGauges = Mutex<[String: [Gauge]]>([:])
+    /// Every device's and node's series, made once: with hundreds of cameras reporting every
+    /// second, finding a series in the registry by name and labels costs more than setting it.
+    private let deviceSeries = Mutex<[DeviceSeries.Key: DeviceSeries]>([:])
+    private let nodeSeries = Mutex<[NodeSeries.Key: NodeSeries]>([:])
 
     public init() {}
 
@@ -87,47 +92,32 @@ public final class FleetMetrics: Sendable {
     }
 
     func record(devices: [Capfleet_V1_DeviceStatus]) {
-        for status in devices {
-            let labels = [("device", status.deviceID), ("node", status.nodeID)]
-            // Make the counters exist from the first scrape, at zero.
-            _ = registry.makeCounter(descriptor: Self.framesReceived, labels: labels)
-            advance(Self.framesReceived, labels, to: status.framesReceived)
-            advance(Self.bytesReceived, labels, to: status.bytesReceived)
-            _ = registry.makeCounter(descriptor: Self.framesCaptured, labels: labels)
-            advance(Self.framesCaptured, labels, to: status.framesCaptured)
-            advance(Self.bytesCaptured, labels, to: status.bytesCaptured)
-            registry.makeGauge(descriptor: Self.liveConsumers, labels: labels).set(Double(status.liveConsumers))
-            for (reason, count) in [("late", status.drops.late), ("out_of_buffers", status.drops.outOfBuffers),
-                                    ("discontinuity", status.drops.discontinuity)] {
-                _ = registry.makeCounter(descriptor: Self.framesDropped, labels: labels + [("reason", reason)])
-                advance(Self.framesDropped, labels + [("reason", reason)], to: count)
+        deviceSeries.withLock { table in
+            for status in devices {
+                let key = DeviceSeries.Key(deviceID: status.deviceID, nodeID: status.nodeID)
+                if table[key] == nil { table[key] = DeviceSeries(registry, key) }
+                table[key]?.record(status, registry: registry)
             }
-            registry.makeGauge(descriptor: Self.framesPerSecond, labels: labels).set(status.framesPerSecond)
-            registry.makeGauge(descriptor: Self.deviceStreaming, labels: labels).set(to: status.streaming ? 1 : 0)
-            registry.makeGauge(descriptor: Self.deviceInterrupted, labels: labels)
-                .set(to: status.interruption.reason == .none ? 0 : 1)
-            if status.activeFrameRate > 0 {
-                registry.makeGauge(descriptor: Self.deviceFrameRate, labels: labels).set(status.activeFrameRate)
-            }
-            recordAlignment(status, labels: labels)
         }
+        for status in devices { recordAlignment(status) }
     }
 
     func record(nodes: [Capfleet_V1_NodeStatus]) {
-        for node in nodes {
-            let labels = [("node", node.nodeID), ("name", node.name)]
-            registry.makeGauge(descriptor: Self.nodeUp, labels: labels).set(to: node.online ? 1 : 0)
-            registry.makeGauge(descriptor: Self.sendQueueDepth, labels: [("node", node.nodeID)]).set(Double(node.sendQueueDepth))
-            registry.makeGauge(descriptor: Self.sendQueueCapacity, labels: [("node", node.nodeID)]).set(Double(node.sendQueueCapacity))
-            recordPressure(node)
-            recordClock(node)
+        nodeSeries.withLock { table in
+            for node in nodes {
+                let key = NodeSeries.Key(nodeID: node.nodeID, name: node.name)
+                if table[key] == nil { table[key] = NodeSeries(registry, key) }
+                table[key]?.record(node, registry: registry)
+            }
         }
+        for node in nodes { recordPressure(node) }
     }
 
     /// Alignment gauges while the device is online with alignment on (clock.md, "Frame alignment").
-    private func recordAlignment(_ status: Capfleet_V1_DeviceStatus, labels: [(String, String)]) {
+    private func recordAlignment(_ status: Capfleet_V1_DeviceStatus) {
         var gauges: [Gauge] = []
         if status.online, status.hasAlignment, ![.off, .unspecified].contains(status.alignment.state) {
+            let labels = [("device", status.deviceID), ("node", status.nodeID)]
             let phase = registry.makeGauge(descriptor: Self.alignmentPhase, labels: labels)
             phase.set(Double(status.alignment.phaseNs) / 1e9)
             let aligned = registry.makeGauge(descriptor: Self.frameAligned, labels: labels)
@@ -140,17 +130,6 @@ public final class FleetMetrics: Sendable {
             return previous.filter { old in !gauges.contains { $0 === old } }
         }
         for gauge in stale { registry.unregisterGauge(gauge) }
-    }
-
-    /// Clock gauges while the node reports its clock; 0 for "locked" otherwise.
-    private func recordClock(_ node: Capfleet_V1_NodeStatus) {
-        let labels = [("node", node.nodeID)]
-        let reported = node.hasClock && node.clock.sync != .unspecified
-        registry.makeGauge(descriptor: Self.clockLocked, labels: labels).set(to: reported && node.clock.sync == .locked ? 1 : 0)
-        guard reported else { return }
-        registry.makeGauge(descriptor: Self.clockUncertainty, labels: labels).set(Double(node.clock.uncertaintyNs) / 1e9)
-        registry.makeGauge(descriptor: Self.clockDrift, labels: labels).set(node.clock.driftPpm)
-        registry.makeGauge(descriptor: Self.clockWallOffset, labels: labels).set(Double(node.clock.wallClockOffsetNs) / 1e9)
     }
 
     private func recordPressure(_ node: Capfleet_V1_NodeStatus) {

@@ -237,7 +237,8 @@ public final class FrameIngest: Sendable {
                               detail: "preview of device \(header.deviceID) of node \(header.nodeID), which is not registered")
             return
         }
-        previews.keep(header: header, jpeg: Data(payload.array), atUnixMilliseconds: Date().unixMilliseconds, monotonic: MonotonicTime.now())
+        let jpeg = withExtendedLifetime(payload) { Data(payload.bytes) }
+        previews.keep(header: header, jpeg: jpeg, atUnixMilliseconds: Date().unixMilliseconds, monotonic: MonotonicTime.now())
     }
 
     /// The frame's header when it is accepted and counted; nil when refused.

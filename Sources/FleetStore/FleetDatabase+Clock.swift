@@ -32,12 +32,22 @@ public struct NodeClockRecord: Codable, Sendable, Equatable, FetchableRecord, Pe
 }
 
 extension FleetDatabase {
-    /// Stores the latest clock state of each node given; nodes the store does not know are skipped.
+    /// Stores the latest clock state of each node given; nodes the store does not know are
+    /// skipped. Every online node's clock, every few seconds: one statement, prepared once.
     public func saveClocks(_ clocks: [NodeClockRecord]) async throws(StoreError) {
         guard !clocks.isEmpty else { return }
         try await write("storing node clocks") { db in
-            for clock in clocks where try NodeRecord.exists(db, key: clock.nodeId) {
-                try clock.save(db)
+            let upsert = try db.cachedStatement(sql: """
+                INSERT INTO nodeClock (nodeId, sync, offsetNs, wallClockOffsetNs, driftPpm, uncertaintyNs, roundTripNs, coordinatorId, reportedAt)
+                SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM node WHERE id = ?)
+                ON CONFLICT (nodeId) DO UPDATE SET sync = excluded.sync, offsetNs = excluded.offsetNs,
+                    wallClockOffsetNs = excluded.wallClockOffsetNs, driftPpm = excluded.driftPpm,
+                    uncertaintyNs = excluded.uncertaintyNs, roundTripNs = excluded.roundTripNs,
+                    coordinatorId = excluded.coordinatorId, reportedAt = excluded.reportedAt
+                """)
+            for clock in clocks {
+                try upsert.execute(arguments: [clock.nodeId, clock.sync, clock.offsetNs, clock.wallClockOffsetNs, clock.driftPpm,
+                                               clock.uncertaintyNs, clock.roundTripNs, clock.coordinatorId, clock.reportedAt, clock.nodeId])
             }
         }
     }

@@ -64,16 +64,17 @@ extension FleetDatabase {
     public func updateDeviceCounters(_ updates: [DeviceCountersUpdate]) async throws(StoreError) {
         guard !updates.isEmpty else { return }
         try await write("storing device counters") { db in
-            for update in updates {
-                try db.execute(sql: """
-                    UPDATE device SET framesReceived = MAX(framesReceived, ?), bytesReceived = MAX(bytesReceived, ?),
-                        dropsLate = ?, dropsOutOfBuffers = ?, dropsDiscontinuity = ?,
-                        lastFrameAt = COALESCE(?, lastFrameAt)
-                    WHERE id = ?
-                    """, arguments: [Int64(clamping: update.framesReceived), Int64(clamping: update.bytesReceived),
-                                     Int64(clamping: update.drops.late), Int64(clamping: update.drops.outOfBuffers),
-                                     Int64(clamping: update.drops.discontinuity), update.lastFrameAt,
-                                     update.deviceID])
+            let update = try db.cachedStatement(sql: """
+                UPDATE device SET framesReceived = MAX(framesReceived, ?), bytesReceived = MAX(bytesReceived, ?),
+                    dropsLate = ?, dropsOutOfBuffers = ?, dropsDiscontinuity = ?,
+                    lastFrameAt = COALESCE(?, lastFrameAt)
+                WHERE id = ?
+                """)
+            for counters in updates {
+                try update.execute(arguments: [Int64(clamping: counters.framesReceived), Int64(clamping: counters.bytesReceived),
+                                               Int64(clamping: counters.drops.late), Int64(clamping: counters.drops.outOfBuffers),
+                                               Int64(clamping: counters.drops.discontinuity), counters.lastFrameAt,
+                                               counters.deviceID])
             }
         }
     }

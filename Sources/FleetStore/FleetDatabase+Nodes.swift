@@ -150,9 +150,8 @@ extension FleetDatabase {
     public func touchNodes(_ nodeIDs: [String], at now: UnixMilliseconds) async throws(StoreError) {
         guard !nodeIDs.isEmpty else { return }
         try await write("updating last-seen times") { db in
-            for id in nodeIDs {
-                try db.execute(sql: "UPDATE node SET lastSeenAt = ? WHERE id = ?", arguments: [now, id])
-            }
+            let touch = try db.cachedStatement(sql: "UPDATE node SET lastSeenAt = ? WHERE id = ?")
+            for id in nodeIDs { try touch.execute(arguments: [now, id]) }
         }
     }
 

@@ -47,6 +47,10 @@ import Testing
         #expect(String(decoding: request.parts[0].array, as: UTF8.self) == "ping")
         #expect(request.peer == "127.0.0.1")
         #expect(request.userID == "tester", "the ZAP handler's verdict travels with every message")
+        // Read in place by endpoints that check only the kind of sender.
+        let part = request.parts[0]
+        #expect(part.userID(hasPrefix: "test") && part.userID(hasPrefix: "tester"))
+        #expect(!part.userID(hasPrefix: "testers") && !part.userID(hasPrefix: "node:"))
         #expect(request.sourceFD >= 0)
         endpoint.reply(to: request.routingID, parts: [Array("pong".utf8)])
         #expect(client.waitForInput(milliseconds: 2000))

@@ -85,8 +85,8 @@ final class FleetHarness: @unchecked Sendable {
     }
 
     /// Runs a listing with `--json` and parses it.
-    func json(_ arguments: [String], user: String = "ana") throws -> [[String: Any]] {
-        let result = try cli(arguments + ["--json"], user: user)
+    func json(_ arguments: [String], user: String = "ana", timeout: Double = 3) throws -> [[String: Any]] {
+        let result = try cli(arguments + ["--json"], timeout: timeout, user: user)
         guard result.status == 0 else { throw HarnessError("capfleet \(arguments.joined(separator: " ")) failed: \(result.error)") }
         guard let parsed = try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [[String: Any]] else {
             throw HarnessError("capfleet \(arguments.joined(separator: " ")) printed no JSON array: \(result.output)")
