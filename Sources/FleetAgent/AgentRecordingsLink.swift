@@ -19,7 +19,7 @@ final class AgentRecordingsLink: Sendable {
     private let loop: SocketLoop
     private let dealer: SocketLoop.SocketID
     private let state: ThreadBound<LinkState>
-    private let connectedEndpoint = Mutex<String?>(nil)
+    private let connectedEndpoint = SocketEndpoint()
     private let logger: Logger
     /// Checks run here: reading a segment back takes seconds.
     private let checker: OwnedWorker<@Sendable () -> Void>
@@ -61,22 +61,10 @@ final class AgentRecordingsLink: Sendable {
     /// Points the DEALER at the coordinator's recording endpoint (from WELCOME) and reports
     /// everything not yet acknowledged: the coordinator may have restarted.
     func connect(to endpoint: String) {
-        let previous = connectedEndpoint.withLock { current -> String? in
-            defer { current = endpoint }
-            return current
-        }
         let dealer = self.dealer, logger = self.logger, state = self.state
-        loop.perform { sockets in
-            if previous != endpoint {
-                do {
-                    if let previous { try? sockets[dealer].disconnect(previous) }
-                    try sockets[dealer].connect(endpoint)
-                } catch {
-                    logger.error("cannot connect the recordings socket", metadata: ["endpoint": "\(endpoint)", "error": "\(error)"])
-                }
-            }
-            state.value.connectionRenewed(sockets[dealer])
-        }
+        connectedEndpoint.move(dealer, of: loop, to: endpoint, failed: { error in
+            logger.error("cannot connect the recordings socket", metadata: ["endpoint": "\(endpoint)", "error": "\(error)"])
+        }, then: { sockets in state.value.connectionRenewed(sockets[dealer]) })
     }
 
     func stop() {

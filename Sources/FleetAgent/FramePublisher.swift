@@ -19,7 +19,7 @@ public final class FramePublisher: Sendable {
     private let capacity: Int
     /// Frames submitted and not yet sent or dropped (the send-queue depth reported in status).
     private let inFlight = Atomic<Int>(0)
-    private let connectedEndpoint = Mutex<String?>(nil)
+    private let connectedEndpoint = SocketEndpoint()
     private let logger: Logger
     /// The frames waiting for the socket: the publisher thread's alone.
     private let outbox: ThreadBound<Outbox>
@@ -49,19 +49,9 @@ public final class FramePublisher: Sendable {
 
     /// Points the PUSH socket at the coordinator's ingest endpoint (from WELCOME).
     public func connect(to endpoint: String) {
-        let previous = connectedEndpoint.withLock { current -> String? in
-            defer { current = endpoint }
-            return current
-        }
-        guard previous != endpoint else { return }
-        let push = self.push, logger = self.logger
-        loop.perform { sockets in
-            do {
-                if let previous { try? sockets[push].disconnect(previous) }
-                try sockets[push].connect(endpoint)
-            } catch {
-                logger.error("cannot connect the frame socket", metadata: ["endpoint": "\(endpoint)", "error": "\(error)"])
-            }
+        let logger = self.logger
+        connectedEndpoint.move(push, of: loop, to: endpoint) { error in
+            logger.error("cannot connect the frame socket", metadata: ["endpoint": "\(endpoint)", "error": "\(error)"])
         }
     }
 

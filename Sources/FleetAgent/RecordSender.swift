@@ -33,7 +33,7 @@ public final class RecordSender: Sendable {
     /// The spools: the sender thread's alone.
     private let state: ThreadBound<SenderState>
     private let totals = SpoolTotals()
-    private let connectedEndpoint = Mutex<String?>(nil)
+    private let connectedEndpoint = SocketEndpoint()
     /// Frames handed in by capture threads and not yet spooled by the sender's thread.
     private let handoffBytes = Atomic<Int>(0)
     private let limits: RecordSpoolLimits
@@ -80,22 +80,10 @@ public final class RecordSender: Sendable {
     /// Points the DEALER at the coordinator's recording endpoint (from WELCOME). Every part
     /// asks where to go on from: the coordinator may have restarted or lost what was in flight.
     public func connect(to endpoint: String) {
-        let previous = connectedEndpoint.withLock { current -> String? in
-            defer { current = endpoint }
-            return current
-        }
         let dealer = self.dealer, logger = self.logger, state = self.state
-        loop.perform { sockets in
-            if previous != endpoint {
-                do {
-                    if let previous { try? sockets[dealer].disconnect(previous) }
-                    try sockets[dealer].connect(endpoint)
-                } catch {
-                    logger.error("cannot connect the recording socket", metadata: ["endpoint": "\(endpoint)", "error": "\(error)"])
-                }
-            }
-            state.value.connectionRenewed(sockets)
-        }
+        connectedEndpoint.move(dealer, of: loop, to: endpoint, failed: { error in
+            logger.error("cannot connect the recording socket", metadata: ["endpoint": "\(endpoint)", "error": "\(error)"])
+        }, then: { sockets in state.value.connectionRenewed(sockets) })
     }
 
     /// The device's part of `takeID` begins (idempotent: a repeated start keeps the spool).
