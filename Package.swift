@@ -132,7 +132,7 @@ let package = Package(
         .testTarget(name: "FleetSettingsTests", dependencies: ["FleetSettings", "FleetAgent", "FleetCoordinator", "FleetCore"]),
         .testTarget(name: "FleetRecordingTests", dependencies: ["FleetRecording", "FleetCore", "FleetStore", "FleetSystem"]),
         .testTarget(name: "FleetSystemTests", dependencies: ["FleetSystem"]),
-        .testTarget(name: "FleetClientTests", dependencies: ["FleetClient"]),
+        .testTarget(name: "FleetClientTests", dependencies: ["FleetClient", "FleetBus", "FleetProtocol"]),
         .testTarget(name: "FleetDaemonTests", dependencies: [
             "FleetDaemon",
             .product(name: "Logging", package: "swift-log"),

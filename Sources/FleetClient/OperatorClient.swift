@@ -97,6 +97,46 @@ public final class OperatorClient {
     public func call(_ body: Capfleet_V1_OperatorRequest.OneOf_Body,
                      timeout requestTimeout: Double? = nil) throws(OperatorClientError) -> (reply: Capfleet_V1_OperatorReply, payload: [UInt8]?) {
         let timeout = requestTimeout ?? self.timeout
+        let requestID = try send(body)
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            guard let answer = try nextReply(before: deadline, timeout: timeout) else { continue }
+            // A late answer to an earlier request that timed out: keep waiting for ours.
+            guard answer.reply.requestID == requestID || answer.reply.requestID == 0 else { continue }
+            guard answer.reply.status.isOK else { throw .refused(answer.reply.status, neededRole: answer.reply.neededRole) }
+            return answer
+        }
+    }
+
+    /// One request per body, up to `window` of them in flight at once, and their replies in
+    /// the order of `bodies`: a listing that asks one thing per device (its formats) waits
+    /// for a round trip per `window` devices rather than per device, while the coordinator,
+    /// which answers requests side by side, is never handed more than `window` at a time.
+    /// Each reply must come within the client's timeout of the one before; the first reply
+    /// that is not OK is thrown as `.refused`.
+    public func callEach(_ bodies: [Capfleet_V1_OperatorRequest.OneOf_Body], window: Int = 16) throws(OperatorClientError) -> [Capfleet_V1_OperatorReply] {
+        var replies = [Capfleet_V1_OperatorReply?](repeating: nil, count: bodies.count)
+        var inFlight: [UInt64: Int] = [:]
+        var next = 0
+        var deadline = Date().addingTimeInterval(timeout)
+        while next < bodies.count || !inFlight.isEmpty {
+            while next < bodies.count, inFlight.count < max(window, 1) {
+                inFlight[try send(bodies[next])] = next
+                next += 1
+            }
+            guard let answer = try nextReply(before: deadline, timeout: timeout) else { continue }
+            // A late answer to an earlier call's request that timed out is not one of these.
+            let index = inFlight.removeValue(forKey: answer.reply.requestID)
+            guard index != nil || answer.reply.requestID == 0 else { continue }
+            guard answer.reply.status.isOK, let index else { throw .refused(answer.reply.status, neededRole: answer.reply.neededRole) }
+            replies[index] = answer.reply
+            deadline = Date().addingTimeInterval(timeout)
+        }
+        return replies.compactMap { $0 }
+    }
+
+    /// Sends a request for `body`; returns its request id.
+    private func send(_ body: Capfleet_V1_OperatorRequest.OneOf_Body) throws(OperatorClientError) -> UInt64 {
         let requestID = nextRequestID
         nextRequestID += 1
         let request = Capfleet_V1_OperatorRequest.with {
@@ -115,19 +155,19 @@ public final class OperatorClient {
         } catch {
             throw .malformedReply(address: address.description)
         }
-        let deadline = Date().addingTimeInterval(timeout)
-        while true {
-            let remaining = deadline.timeIntervalSinceNow
-            guard remaining > 0 else { throw .unreachable(address: address.description, seconds: timeout) }
-            guard socket.waitForInput(milliseconds: max(1, Int(remaining * 1000))) else { continue }
-            guard let received = try? socket.receiveMultipart(dontWait: true, maxParts: 2), let first = received.parts.first,
-                  let reply = try? Capfleet_V1_OperatorReply(serializedBytes: first.array) else {
-                throw .malformedReply(address: address.description)
-            }
-            // A late answer to an earlier request that timed out: keep waiting for ours.
-            guard reply.requestID == requestID || reply.requestID == 0 else { continue }
-            guard reply.status.isOK else { throw .refused(reply.status, neededRole: reply.neededRole) }
-            return (reply, received.parts.count > 1 ? received.parts[1].array : nil)
+        return requestID
+    }
+
+    /// The next reply (whichever request it answers), nil if none came within the poll; throws
+    /// `.unreachable` once `deadline` has passed.
+    private func nextReply(before deadline: Date, timeout: Double) throws(OperatorClientError) -> (reply: Capfleet_V1_OperatorReply, payload: [UInt8]?)? {
+        let remaining = deadline.timeIntervalSinceNow
+        guard remaining > 0 else { throw .unreachable(address: address.description, seconds: timeout) }
+        guard socket.waitForInput(milliseconds: max(1, Int(remaining * 1000))) else { return nil }
+        guard let received = try? socket.receiveMultipart(dontWait: true, maxParts: 2), let first = received.parts.first,
+              let reply = try? Capfleet_V1_OperatorReply(serializedBytes: first.array) else {
+            throw .malformedReply(address: address.description)
         }
+        return (reply, received.parts.count > 1 ? received.parts[1].array : nil)
     }
 }

@@ -26,6 +26,11 @@ public final class OperatorSession {
                      timeout: Double? = nil) throws(OperatorClientError) -> (reply: Capfleet_V1_OperatorReply, payload: [UInt8]?) {
         try client.call(body, timeout: timeout)
     }
+
+    /// One request per body, a few in flight at once, and the replies in order (`OperatorClient.callEach`).
+    public func callEach(_ bodies: [Capfleet_V1_OperatorRequest.OneOf_Body]) throws(OperatorClientError) -> [Capfleet_V1_OperatorReply] {
+        try client.callEach(bodies)
+    }
 }
 
 /// How far a download has come, for a progress display.

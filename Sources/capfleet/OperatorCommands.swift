@@ -97,10 +97,9 @@ struct DevicesCommand: ParsableCommand {
         let session = try coordinator.session()
         let devices = try session.call(.listDevices(.with { $0.nodeID = node ?? "" })).reply.devices
         if json {
-            let views = try devices.map { device in
-                JSONViews.Device(device, formats: try session.call(.getFormats(.with { $0.deviceID = device.deviceID })).reply.formats)
-            }
-            print(FleetTables.json(views))
+            // One request per device, several in flight: hundreds of cameras are not hundreds of round trips.
+            let formats = try session.callEach(devices.map { device in .getFormats(.with { $0.deviceID = device.deviceID }) })
+            print(FleetTables.json(zip(devices, formats).map { JSONViews.Device($0, formats: $1.formats) }))
         } else {
             print(FleetTables.devices(devices))
             let interrupted = FleetTables.interruptions(devices.map { ($0.deviceID, $0.interruption) })
