@@ -25,6 +25,7 @@ let package = Package(
         .systemLibrary(name: "CZeroMQ", path: "Sources/CZeroMQ"),
         .systemLibrary(name: "CV4L2", path: "Sources/CV4L2"),
         .systemLibrary(name: "CAVFormat", path: "Sources/CAVFormat"),
+        .systemLibrary(name: "CAVCodec", path: "Sources/CAVCodec"),
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto"),
         .systemLibrary(name: "CTurboJPEG", path: "Sources/CTurboJPEG"),
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
@@ -66,8 +67,11 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
+        // Takes' encoders on the camera's host: FFV1, H.264 and HEVC through libavcodec, the
+        // hardware encoders a host has (V4L2 memory-to-memory, VA-API) found and tried at start.
+        .target(name: "FleetEncoding", dependencies: ["CAVCodec", "FleetCore"]),
         .target(name: "FleetAgent", dependencies: [
-            "FleetDaemon", "FleetSystem", "FleetBus", "FleetCapture", "FleetCore", "FleetHost", "FleetImaging", "FleetProtocol", "FleetRecording",
+            "FleetDaemon", "FleetSystem", "FleetBus", "FleetCapture", "FleetCore", "FleetEncoding", "FleetHost", "FleetImaging", "FleetProtocol", "FleetRecording",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
@@ -75,7 +79,7 @@ let package = Package(
         .target(name: "FleetRelay", dependencies: ["FleetCore", "FleetSystem", "CPlatform"]),
         // Recordings on disk: Matroska segments written with libavformat (muxing only), their
         // checksums and repair, and their entries in the fleet database's index.
-        .target(name: "FleetRecording", dependencies: ["FleetSystem", "CAVFormat", "CCrypto", "FleetCore", "FleetStore"]),
+        .target(name: "FleetRecording", dependencies: ["FleetSystem", "CAVFormat", "CCrypto", "FleetCore", "FleetProtocol", "FleetStore"]),
         // Plain HTTP/1.1 on threads it owns: the /metrics endpoint and alert webhooks.
         .target(name: "FleetHTTP", dependencies: ["FleetSystem", "CPlatform"]),
         .target(name: "FleetCoordinator", dependencies: [
@@ -112,8 +116,8 @@ let package = Package(
         // credentials, readiness, shutdown), shared by the integration tests and the benchmarks.
         .target(name: "FleetTestSupport", dependencies: ["FleetBus", "FleetClient", "FleetHost", "FleetProtocol", "FleetSystem", "CZeroMQ"]),
         .executableTarget(name: "capfleet-bench", dependencies: [
-            "FleetAgent", "FleetBus", "FleetCapture", "FleetClient", "FleetCoordinator", "FleetCore", "FleetHost", "FleetProtocol",
-            "FleetRecording", "FleetStore", "FleetSystem", "FleetTestSupport", "CPlatform", "CZeroMQ",
+            "FleetAgent", "FleetBus", "FleetCapture", "FleetClient", "FleetCoordinator", "FleetCore", "FleetEncoding", "FleetHost", "FleetProtocol",
+            "FleetRecording", "FleetStore", "FleetSystem", "FleetTestSupport", "CPlatform", "CZeroMQ", "CAVCodec",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -132,6 +136,7 @@ let package = Package(
         .testTarget(name: "FleetSettingsTests", dependencies: ["FleetSettings", "FleetAgent", "FleetCoordinator", "FleetCore"]),
         .testTarget(name: "FleetRecordingTests", dependencies: ["FleetRecording", "FleetCore", "FleetStore", "FleetSystem"]),
         .testTarget(name: "FleetSystemTests", dependencies: ["FleetSystem"]),
+        .testTarget(name: "FleetEncodingTests", dependencies: ["FleetEncoding", "FleetRecording", "FleetCapture", "FleetCore"]),
         .testTarget(name: "FleetClientTests", dependencies: ["FleetClient", "FleetBus", "FleetProtocol"]),
         .testTarget(name: "FleetDaemonTests", dependencies: [
             "FleetDaemon",

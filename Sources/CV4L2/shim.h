@@ -44,6 +44,12 @@ static const unsigned long CAPFLEET_VIDIOC_ENUMINPUT = VIDIOC_ENUMINPUT;
 static const unsigned int CAPFLEET_V4L2_CAP_META_CAPTURE = V4L2_CAP_META_CAPTURE;
 static const unsigned int CAPFLEET_V4L2_CAP_VIDEO_CAPTURE_MPLANE = V4L2_CAP_VIDEO_CAPTURE_MPLANE;
 static const unsigned int CAPFLEET_V4L2_BUF_TYPE_VIDEO_CAPTURE = V4L2_BUF_TYPE_VIDEO_CAPTURE;
+// Memory-to-memory codecs (hardware encoders): their capture queue carries the encoded stream.
+static const unsigned int CAPFLEET_V4L2_CAP_VIDEO_M2M = V4L2_CAP_VIDEO_M2M;
+static const unsigned int CAPFLEET_V4L2_CAP_VIDEO_M2M_MPLANE = V4L2_CAP_VIDEO_M2M_MPLANE;
+static const unsigned int CAPFLEET_V4L2_BUF_TYPE_VIDEO_CAPTURE_MPLANE = V4L2_BUF_TYPE_VIDEO_CAPTURE_MPLANE;
+static const unsigned int CAPFLEET_V4L2_PIX_FMT_H264 = V4L2_PIX_FMT_H264;
+static const unsigned int CAPFLEET_V4L2_PIX_FMT_HEVC = V4L2_PIX_FMT_HEVC;
 static const unsigned int CAPFLEET_V4L2_MEMORY_MMAP = V4L2_MEMORY_MMAP;
 static const unsigned int CAPFLEET_V4L2_FIELD_ANY = V4L2_FIELD_ANY;
 static const unsigned int CAPFLEET_V4L2_FMT_FLAG_EMULATED = V4L2_FMT_FLAG_EMULATED;

@@ -22,7 +22,7 @@ struct AgentAssembly: Sendable {
 }
 
 extension AgentService {
-    func assemble(credentials: AgentCredentials, takeStore: AgentTakeStore) throws -> AgentAssembly {
+    func assemble(credentials: AgentCredentials, takeStore: AgentTakeStore, encoders: TakeEncoders) throws -> AgentAssembly {
         // Encrypting frames must never hold up a heartbeat: frames and control on separate I/O threads.
         let context = ZMQContext.withSeparateLanes()
         let publisher = try FramePublisher(context: context, capacity: configuration.sendQueueCapacity,
@@ -86,6 +86,8 @@ extension AgentService {
             StoppingService("recordings link") { recordings.stop() },
             // After the cameras (which hand it frames): each part's open segment is finished.
             StoppingService("takes on this host") { await takeStore.shutdown() },
+            // After the cameras, before both paths: what the encoders hold is handed on.
+            StoppingService("take encoders") { await encoders.shutdown() },
             StoppingService("clock sync") { clock.stop() },
             StoppingService("control channel") { [control] in
                 // Events of the closing cameras then go nowhere instead of to a closed socket.

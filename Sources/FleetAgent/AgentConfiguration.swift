@@ -51,6 +51,12 @@ public struct AgentConfiguration: Sendable {
     public var recordReserveBytes: Int64 = 256 << 20
     public var recordingsKeepDays = 30
     public var collectBytesPerSecond: Int64 = 100 << 20
+    /// Encoded takes (recordings.md, "Codecs"): threads per take's encoder, x264's and x265's
+    /// speed preset (superfast keeps a 1080p30 camera within one core), and whether hardware
+    /// encoders found at start are used.
+    public var encoderThreads = 2
+    public var encoderPreset = "superfast"
+    public var hardwareEncoders = true
 
     var recordingSettings: AgentRecordingSettings {
         var settings = AgentRecordingSettings(directory: recordingsDirectory ?? stateDirectory + "/recordings")

@@ -7,14 +7,16 @@ struct ManifestDrops: Codable, Sendable, Equatable {
     var late: UInt64 = 0
     var outOfBuffers: UInt64 = 0
     var discontinuity: UInt64 = 0
+    var encoderLate: UInt64? = nil
 
     init(_ tally: DropTally = DropTally()) {
         late = tally.late
         outOfBuffers = tally.outOfBuffers
         discontinuity = tally.discontinuity
+        encoderLate = tally.encoderLate
     }
 
-    var tally: DropTally { DropTally(late: late, outOfBuffers: outOfBuffers, discontinuity: discontinuity) }
+    var tally: DropTally { DropTally(late: late, outOfBuffers: outOfBuffers, discontinuity: discontinuity, encoderLate: encoderLate ?? 0) }
 }
 
 /// What a part holds so far (record.proto's PartTally).
@@ -30,6 +32,9 @@ struct ManifestTally: Codable, Sendable, Equatable {
     var frames: UInt64 = 0
     var bytes: Int64 = 0
     var drops = ManifestDrops()
+    /// Encoded parts: the encoder and the camera's format (absent in manifests before 1.4).
+    var encoder: String? = nil
+    var sourcePixelFormat: String? = nil
 }
 
 /// One segment file of the part, and how far the coordinator knows of it.

@@ -98,7 +98,7 @@ final class AgentPartRecorder {
             resumed.apply(TakeDeviceTally(pixelFormat: tally.pixelFormat, width: tally.width, height: tally.height, frameRate: tally.frameRate,
                                           firstFleetNs: tally.firstFleetNs, lastFleetNs: tally.lastFleetNs, firstSequence: tally.firstSequence,
                                           lastSequence: tally.lastSequence, frames: Int64(clamping: tally.frames), bytes: tally.bytes,
-                                          drops: tally.drops.tally))
+                                          drops: tally.drops.tally, encoder: tally.encoder ?? "", sourcePixelFormat: tally.sourcePixelFormat ?? ""))
             recorder = DeviceTakeRecorder(takeID: manifest.takeID, title: manifest.title, directory: directory, start: manifest.startFleetNs,
                                           stop: manifest.stopFleetNs, segmentLength: segmentLength, index: index, resuming: resumed,
                                           segmentsSoFar: manifest.segments.map(\.number).max() ?? 0)
@@ -180,12 +180,12 @@ final class AgentPartRecorder {
             save("noting the sequence offset") { $0.sequenceOffset = newOffset }
             logger.notice("the part goes on after the agent restarted", metadata: ["frames.missing": "\(missing)"])
         }
-        let format = RecordedVideoFormat(pixelFormat: PixelFormat(header.layout.pixelFormat), width: Int(header.layout.width),
-                                         height: Int(header.layout.height), frameRate: frameRate)
+        let format = RecordedVideoFormat(header: header, frameRate: frameRate)
         let wasEmpty = recorder.ledger.lastSequence == nil
         do {
             let verdict = try recorder.record(UnsafeRawBufferPointer(start: pixels.storage, count: count), sequence: header.sequence &+ offset,
-                                              fleetTime: header.fleetTimeNs, format: format, cumulativeDrops: takeDrops)
+                                              fleetTime: header.fleetTimeNs, format: format, cumulativeDrops: takeDrops,
+                                              keyFrame: header.isKeyFrame)
             if verdict == .keep {
                 dirty = true
                 if wasEmpty { flushIfDueNow() }

@@ -342,6 +342,8 @@ private final class LinkState {
             $0.frames = tally.frames
             $0.bytes = UInt64(max(tally.bytes, 0))
             $0.drops = tally.drops.tally.wire
+            $0.encoder = tally.encoder ?? ""
+            $0.sourcePixelFormat = tally.sourcePixelFormat ?? ""
         }
     }
 

@@ -124,7 +124,7 @@ extension AgentService {
             guard clock.latest.estimate != nil else {
                 return .failure(.unavailable, "node \(identity.nodeID)'s clock is not synchronised yet: its frames have no fleet time to place them in a take")
             }
-            let path: any TakeFramePath
+            var path: any TakeFramePath
             if request.store == .agent {
                 do {
                     let prepared = try takeStore.prepare(takeID: request.take, deviceID: deviceID, start: request.startFleetNs,
@@ -138,6 +138,11 @@ extension AgentService {
                 path = takeStore
             } else {
                 path = recorder
+            }
+            if let encoding = TakeEncoding(wire: request.encoding), encoding.codec != .raw, let encoders = encoders.withLock({ $0 }) {
+                path = encoders.path(for: TakeDeviceKey(takeID: request.take, deviceID: deviceID), encoding: encoding, takeStart: request.startFleetNs,
+                                     segmentSeconds: Int(request.segmentSeconds), frameRate: stream.source.activeFrameRate, downstream: path,
+                                     stream: stream)
             }
             stream.beginTake(takeID: request.take, start: request.startFleetNs, recordingPath: path)
             logger.notice("recording", metadata: ["device.id": "\(deviceID)", "take.id": "\(request.take)", "start.fleet_ns": "\(request.startFleetNs)",

@@ -29,6 +29,8 @@ public final class AgentService: Service, Sendable {
     let recorder = Mutex<RecordSender?>(nil)
     /// Set once in run(): takes written on this host.
     let takeStore = Mutex<AgentTakeStore?>(nil)
+    /// Set once in run(): the encoders of encoded takes, and which this host has.
+    let encoders = Mutex<TakeEncoders?>(nil)
     /// Frames and drops of all devices at the last pressure sample, for the drop rate.
     private let lastLoad = Mutex<(frames: UInt64, drops: DropTally)>((0, DropTally()))
 
@@ -71,7 +73,15 @@ public final class AgentService: Service, Sendable {
         for note in await OwnedThread.run("cf-recovery", { takeStore.recoverParts() }) {
             logger.notice("recordings on this host", metadata: ["recovery": "\(note)"])
         }
-        let assembly = try assemble(credentials: credentials, takeStore: takeStore)
+        // Which encoders this host has (hardware ones tried with a frame): before HELLO says them.
+        let catalog = await OwnedThread.run("cf-encoders") { [configuration, logger] in
+            TakeEncoders.discover(useHardware: configuration.hardwareEncoders, logger: logger)
+        }
+        let encoders = TakeEncoders(catalog: catalog, settings: TakeEncodingPath.Settings(threads: configuration.encoderThreads,
+                                                                                          preset: configuration.encoderPreset),
+                                    logger: logger)
+        self.encoders.withLock { $0 = encoders }
+        let assembly = try assemble(credentials: credentials, takeStore: takeStore, encoders: encoders)
         logger.info("agent started", metadata: ["coordinator": "\(configuration.controlEndpoint)", "devices": "\(sources.count)",
                                                 "key": "\(credentials.keys.publicKey.fingerprint)…"])
         // Enrolled, cameras open, sockets up: a `Type=notify` unit counts as started from here
@@ -134,6 +144,14 @@ public final class AgentService: Service, Sendable {
                 descriptor.activeMinFrameRate = source.activeFrameRateRange.minFramesPerSecond
                 return descriptor
             }
+            $0.encoders = (encoders.withLock { $0 }?.catalog.encoders ?? []).map { choice in
+                .with {
+                    $0.codec = choice.codec.wire
+                    $0.name = choice.name
+                    $0.hardware = choice.isHardware
+                    $0.device = choice.device ?? ""
+                }
+            }
         }
     }
 
@@ -167,21 +185,21 @@ public final class AgentService: Service, Sendable {
             interval: .milliseconds(configuration.pressureIntervalMilliseconds), nodeID: identity.nodeID,
             load: { [self] in
                 let frames = sources.reduce(UInt64(0)) { $0 + $1.statistics.framesCaptured.load(ordering: .relaxed) }
-                let drops = sources.reduce(DropTally()) { total, stream in
-                    let own = stream.statistics.drops
-                    return DropTally(late: total.late + own.late, outOfBuffers: total.outOfBuffers + own.outOfBuffers,
-                                     discontinuity: total.discontinuity + own.discontinuity)
-                }
+                let drops = sources.reduce(DropTally()) { total, stream in total.adding(stream.statistics.drops) }
                 let (lastFrames, lastDrops) = lastLoad.withLock { last in
                     defer { last = (frames, drops) }
                     return last
                 }
                 // Wrapping subtraction: a device's counters restart when it is re-created.
                 let interval = DropTally(late: drops.late &- lastDrops.late, outOfBuffers: drops.outOfBuffers &- lastDrops.outOfBuffers,
-                                         discontinuity: drops.discontinuity &- lastDrops.discontinuity)
+                                         discontinuity: drops.discontinuity &- lastDrops.discontinuity,
+                                         encoderLate: drops.encoderLate &- lastDrops.encoderLate)
                 let sane = interval.total < UInt64.max / 2 ? interval : DropTally()
-                return AgentLoad(drops: sane, frames: frames >= lastFrames ? frames - lastFrames : 0,
-                                 queueFill: publisher.queueCapacity > 0 ? Double(publisher.queueDepth) / Double(publisher.queueCapacity) : 0)
+                // The fuller of the send queue and the take encoders' queues: an encoder falling
+                // behind strains the host as a slow network does.
+                let sendFill = publisher.queueCapacity > 0 ? Double(publisher.queueDepth) / Double(publisher.queueCapacity) : 0
+                let encoderFill = encoders.withLock { $0 }?.queueFill ?? 0
+                return AgentLoad(drops: sane, frames: frames >= lastFrames ? frames - lastFrames : 0, queueFill: max(sendFill, encoderFill))
             },
             onChange: { [self] change in pressureChanged(change, publisher: publisher) })
     }

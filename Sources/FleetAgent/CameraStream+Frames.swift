@@ -110,7 +110,11 @@ extension CameraStream {
         copy.storage.copyMemory(from: frame.buffer.storage, byteCount: frame.byteCount)
         let taken = recordingPath.submit(takeID: takeID, deviceID: deviceID, header: header, takeDrops: drops, pixels: copy,
                                          count: frame.byteCount)
-        if !taken { step(.takeHandoffDropped(takeID: takeID)) }
+        if !taken {
+            let reason = recordingPath.refusalReason
+            if reason == .encoderLate { statistics.encoderLate.add(1, ordering: .relaxed) }
+            step(.takeHandoffDropped(takeID: takeID, reason: reason, count: 1))
+        }
         return CapturedFrame(buffer: copy, byteCount: frame.byteCount, sequence: frame.sequence,
                              captureMonotonicNanoseconds: frame.captureMonotonicNanoseconds, layout: frame.layout, zoomFactor: frame.zoomFactor)
     }

@@ -56,10 +56,10 @@ extension CameraStream {
     /// Once a second (with the status report): lets drop recovery act, on the device's thread.
     func endDropInterval() {
         onDeviceThread { [self] in
-            // Frames lost downstream — late (the send queue was full) or out of buffers (frames
-            // still held by a slow consumer) — are what a lower rate can cure; sensor
-            // discontinuities are not.
-            let late = statistics.late.load(ordering: .relaxed) + source.outOfBufferDrops
+            // Frames lost downstream — late (the send queue was full), out of buffers (frames
+            // still held by a slow consumer) or encoder late (a take's encoder behind) — are
+            // what a lower rate can cure; sensor discontinuities are not.
+            let late = statistics.late.load(ordering: .relaxed) + source.outOfBufferDrops + statistics.encoderLate.load(ordering: .relaxed)
             step(.dropIntervalEnded(framesCaptured: statistics.framesCaptured.load(ordering: .relaxed), lateDrops: late,
                                     running: source.activeFrameRateRange, format: activeFormat))
         }

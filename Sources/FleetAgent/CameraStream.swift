@@ -148,6 +148,23 @@ final class CameraStream: Sendable {
         step(.takeBegan(takeID: takeID, startFleet: start, deviceDrops: statistics.drops))
     }
 
+    /// Frames of the take its encoder dropped or lost on the way (on the encoder's thread):
+    /// counted in the take's drops and, when the encoder was late, the device's.
+    func takeFramesDropped(takeID: String, reason: DropReason, count: UInt64) {
+        if reason == .encoderLate { statistics.encoderLate.add(count, ordering: .relaxed) }
+        step(.takeHandoffDropped(takeID: takeID, reason: reason, count: count))
+    }
+
+    /// Which encoder a take of this device uses, a fallback, or that none could open.
+    func announceEncoder(_ message: String) {
+        notify(.with {
+            $0.deviceID = deviceID
+            $0.kind = .encoder
+            $0.message = message
+            $0.unixMs = Int64(Date().timeIntervalSince1970 * 1000)
+        })
+    }
+
     /// A stop instant that passed with no frame after it.
     func endTakeIfDue(nowFleet: UInt64) { step(.takeStopDue(nowFleet: nowFleet, deviceDrops: statistics.drops)) }
 

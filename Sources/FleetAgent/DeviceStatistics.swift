@@ -18,6 +18,8 @@ public final class DeviceStatistics: Sendable {
     /// Frames not sent because consent is not granted and the format cannot be made black.
     public let withheld = Atomic<UInt64>(0)
     let discontinuity = Atomic<UInt64>(0)
+    /// Frames a take's encoder could not keep up with (recordings.md, "Codecs").
+    let encoderLate = Atomic<UInt64>(0)
     /// Previews (frames.md, "Previews"): sent; not made because the last was still being made
     /// or was replaced by a newer one before it went out; not made because the pixel format
     /// cannot be pictured; failed to encode. None of them is a frame or a drop.
@@ -35,7 +37,7 @@ public final class DeviceStatistics: Sendable {
 
     public var drops: DropTally {
         DropTally(late: late.load(ordering: .relaxed), outOfBuffers: outOfBuffers(),
-                  discontinuity: discontinuity.load(ordering: .relaxed))
+                  discontinuity: discontinuity.load(ordering: .relaxed), encoderLate: encoderLate.load(ordering: .relaxed))
     }
 
     var wire: Capfleet_V1_DeviceCounters {

@@ -12,11 +12,17 @@ protocol TakeFramePath: Sendable {
     /// The device's part of `takeID` begins (idempotent).
     func begin(takeID: String, deviceID: String)
     /// Called on a capture thread; never blocks. False when the frame could not be taken:
-    /// the caller counts it as out of buffers.
+    /// the caller counts it as `refusalReason`.
     func submit(takeID: String, deviceID: String, header: Capfleet_V1_FrameHeader, takeDrops: DropTally, pixels: FrameBuffer, count: Int) -> Bool
     /// The device's part ends after the frames submitted so far (`withholding`: consent was
     /// withdrawn, and what has not left the host stays on it).
     func end(takeID: String, deviceID: String, takeDrops: DropTally, reason: String, withholding: Bool)
+    /// Why a refused frame was lost: out of buffers (the hand-off is full), or encoder late.
+    var refusalReason: DropReason { get }
+}
+
+extension TakeFramePath {
+    var refusalReason: DropReason { .outOfBuffers }
 }
 
 extension RecordSender: TakeFramePath {

@@ -3,15 +3,17 @@ import FleetCore
 /// Draws the synthetic camera's picture: colour bars seen through the zoom (a centred crop
 /// of the pattern, as a sensor crop would show), a moving box, and the frame number stamp.
 /// Bars are vertical, so one row is computed per zoom factor and copied down the frame:
-/// each frame costs about one memcpy plus a few thousand pixel writes.
-struct TestPatternRenderer {
-    let layout: FrameLayout
-    let frameBytes: Int
+/// each frame costs about one memcpy plus a few thousand pixel writes. Public so that a take's
+/// frames can be checked against the ones the camera made: frame N of the synthetic camera is
+/// `render(frameNumber: N)`, at the zoom it had.
+public struct TestPatternRenderer {
+    public let layout: FrameLayout
+    public let frameBytes: Int
     private var rowsZoom: Double = .nan
     private var lumaRow: [UInt8] = []     // YUYV: the whole packed row; NV12: the Y row
     private var chromaRow: [UInt8] = []   // NV12: the interleaved UV row
 
-    init(format: VideoFormat) {
+    public init(format: VideoFormat) {
         layout = FrameLayout(format)
         frameBytes = format.pixelFormat.frameByteCount(width: format.width, height: format.height) ?? 0
     }
@@ -59,7 +61,7 @@ struct TestPatternRenderer {
         }
     }
 
-    mutating func render(frameNumber: UInt32, zoom: Double, into storage: UnsafeMutableRawPointer) {
+    public mutating func render(frameNumber: UInt32, zoom: Double, into storage: UnsafeMutableRawPointer) {
         prepareRows(zoom: zoom)
         let w = layout.width, h = layout.height
         switch layout.pixelFormat {

@@ -15,6 +15,9 @@ public enum RecordingViews {
             var endReason: String?
             var withheldFrames: UInt64
             var nodeOnline: Bool
+            /// Encoded parts: the encoder that wrote it, and the camera's own format.
+            var encoder: String?
+            var sourceFormat: String?
         }
         struct Segment: Encodable {
             var deviceId: String
@@ -43,6 +46,11 @@ public enum RecordingViews {
         var store: String
         var agentHeldBytes, collectedBytes: UInt64
         var collectError: String?
+        /// The codec asked for: raw, ffv1, h264, hevc, with quality or bit rate and GOP.
+        var codec: String
+        var quality: Int?
+        var bitrate: Int?
+        var gop: Int?
         var devices: [Device]
         var segments: [Segment]?
         var events: [Event]?
@@ -57,6 +65,11 @@ public enum RecordingViews {
             store = take.store.isEmpty ? "coordinator" : take.store
             agentHeldBytes = take.agentHeldBytes; collectedBytes = take.collectedBytes
             collectError = take.collectError.isEmpty ? nil : take.collectError
+            let encoding = TakeEncoding(wire: take.encoding) ?? .raw
+            codec = encoding.codec.rawValue
+            quality = encoding.codec.isLossy && encoding.bitrate == 0 ? encoding.quality ?? TakeEncoding.defaultQuality : nil
+            bitrate = encoding.bitrate > 0 ? encoding.bitrate : nil
+            gop = encoding.gop > 0 ? encoding.gop : nil
             devices = take.devices.map { device in
                 let hasFrames = device.frames > 0
                 return Device(deviceId: device.deviceID, nodeId: device.nodeID, state: device.state,
@@ -65,9 +78,11 @@ public enum RecordingViews {
                               firstFleetNs: hasFrames ? device.firstFleetNs : nil, lastFleetNs: hasFrames ? device.lastFleetNs : nil,
                               firstSequence: hasFrames ? device.firstSequence : nil, lastSequence: hasFrames ? device.lastSequence : nil,
                               frames: device.frames, bytes: device.bytes,
-                              drops: ["late": device.drops.late, "out_of_buffers": device.drops.outOfBuffers, "discontinuity": device.drops.discontinuity],
+                              drops: dropsByReason(device.drops),
                               segments: device.segments, endReason: device.endReason.isEmpty ? nil : device.endReason,
-                              withheldFrames: device.withheldFrames, nodeOnline: device.nodeOnline)
+                              withheldFrames: device.withheldFrames, nodeOnline: device.nodeOnline,
+                              encoder: device.encoder.isEmpty ? nil : device.encoder,
+                              sourceFormat: device.sourcePixelFormat.isEmpty ? nil : device.sourcePixelFormat)
             }
             if detailed {
                 segments = take.segments.map { segment in
@@ -78,18 +93,23 @@ public enum RecordingViews {
                                    firstSequence: hasFrames ? segment.firstSequence : nil, lastSequence: hasFrames ? segment.lastSequence : nil,
                                    location: segment.nodeID.isEmpty ? "coordinator" : segment.nodeID, nodeOnline: segment.nodeOnline,
                                    collectedPath: segment.collectedPath.isEmpty ? nil : segment.collectedPath,
-                                   drops: ["late": segment.drops.late, "out_of_buffers": segment.drops.outOfBuffers, "discontinuity": segment.drops.discontinuity])
+                                   drops: dropsByReason(segment.drops))
                 }
                 events = take.events.map { Event(deviceId: $0.deviceID.isEmpty ? nil : $0.deviceID, fleetNs: $0.fleetNs, kind: $0.kind, detail: $0.detail) }
             }
         }
     }
 
+    /// Drops by reason as JSON names them (proto-docs' DropCounts).
+    static func dropsByReason(_ drops: Capfleet_V1_DropCounts) -> [String: UInt64] {
+        ["late": drops.late, "out_of_buffers": drops.outOfBuffers, "discontinuity": drops.discontinuity, "encoder_late": drops.encoderLate]
+    }
+
     public static func list(_ takes: [Capfleet_V1_TakeInfo]) -> String {
         guard !takes.isEmpty else { return "no takes yet: start one with `capfleet record start DEVICE...`" }
-        return FleetTables.table(["TAKE", "NAME", "STATE", "DEVICES", "FRAMES", "SIZE", "WHERE", "STARTED", "BY"], takes.map { take in
-            [take.id, take.name, take.state, String(take.devices.count), String(take.frames), bytes(take.sizeBytes), location(take),
-             date(take.createdUnixMs), take.createdBy]
+        return FleetTables.table(["TAKE", "NAME", "STATE", "DEVICES", "FRAMES", "SIZE", "CODEC", "WHERE", "STARTED", "BY"], takes.map { take in
+            [take.id, take.name, take.state, String(take.devices.count), String(take.frames), bytes(take.sizeBytes),
+             (TakeEncoding(wire: take.encoding) ?? .raw).codec.rawValue, location(take), date(take.createdUnixMs), take.createdBy]
         })
     }
 
@@ -111,21 +131,26 @@ public enum RecordingViews {
                 ? "  \(take.frames) frames, \(bytes(take.sizeBytes)) written on the agents' disks (\(bytes(take.collectedBytes)) collected to \(take.directory))"
                 : "  \(take.frames) frames, \(bytes(take.sizeBytes)) in \(take.directory)",
         ]
+        let encoding = TakeEncoding(wire: take.encoding) ?? .raw
+        lines.append("  codec: " + (encoding.codec == .raw ? "raw (as captured)" : encoding.summary)
+            + (take.bytes > 0 && take.frames > 0 ? ", \(bytes(take.bytes / take.frames)) a frame on average" : ""))
         if !take.collectError.isEmpty { lines.append("  last collect failed: \(take.collectError)") }
         if take.devices.contains(where: { $0.firstFleetNs != 0 }) {
             lines.append("  start spread across devices: \(microseconds(take.startSpreadNs))")
         }
         lines.append("")
-        lines.append(FleetTables.table(["DEVICE", "NODE", "STATE", "FORMAT", "FIRST", "LAST", "FRAMES", "BYTES", "LATE", "NO BUFFER", "DISCONT.", "SEGMENTS"],
+        lines.append(FleetTables.table(["DEVICE", "NODE", "STATE", "FORMAT", "FIRST", "LAST", "FRAMES", "BYTES", "LATE", "NO BUFFER", "DISCONT.",
+                                        "ENCODER LATE", "SEGMENTS"],
                                        take.devices.map { device in
             let hasFrames = device.frames > 0
             let node = take.store == "agent" && !device.nodeOnline ? device.nodeID + " (offline)" : device.nodeID
+            let encoded = device.encoder.isEmpty ? "" : " (\(device.encoder) from \(device.sourcePixelFormat))"
             return [device.deviceID, node, device.state,
-                    device.pixelFormat.isEmpty ? "-" : "\(device.width)x\(device.height) \(device.pixelFormat)",
+                    device.pixelFormat.isEmpty ? "-" : "\(device.width)x\(device.height) \(device.pixelFormat)\(encoded)",
                     hasFrames ? "+" + seconds(device.firstFleetNs &- take.startFleetNs) : "-",
                     hasFrames ? "+" + seconds(device.lastFleetNs &- take.startFleetNs) : "-",
                     String(device.frames), bytes(device.bytes), String(device.drops.late), String(device.drops.outOfBuffers),
-                    String(device.drops.discontinuity), String(device.segments)]
+                    String(device.drops.discontinuity), String(device.drops.encoderLate), String(device.segments)]
         }))
         if !take.segments.isEmpty {
             lines.append("")

@@ -17,6 +17,7 @@ extension ControlHandler {
         case .resumed: (.deviceResumed, "device.resumed", event.message)
         case .policyActed: (.policyActed, "policy.acted", event.message)
         case .zoomChanged: (.zoomChanged, "device.zoom", event.message)
+        case .encoder: (.encoder, "device.encoder", event.message)
         default: (.unspecified, "device.event", event.message)
         }
         logger.notice("device event", metadata: ["node.id": "\(nodeID)", "device.id": "\(event.deviceID)", "event": "\(action)", "detail": "\(detail)"])

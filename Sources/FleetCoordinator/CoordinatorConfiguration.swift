@@ -28,6 +28,9 @@ public struct CoordinatorConfiguration: Sendable {
     /// Where a take is written when `record start` does not say (setting `record_store`):
     /// on each agent's disk, so recording capacity is the sum of the hosts'.
     public var recordStore: TakeBook.Store = .agent
+    /// How a take stores raw cameras when `record start` does not say (settings `record_codec`,
+    /// `record_quality`, `record_bitrate`, `record_gop`): raw, as captured.
+    public var recordEncoding = TakeEncoding.raw
     /// How much recordings may keep (oldest deleted first; never a take in progress).
     public var retention = RetentionPolicy()
     /// Prometheus `/metrics` over HTTP; nil turns the endpoint off.

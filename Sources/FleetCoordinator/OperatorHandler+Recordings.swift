@@ -16,7 +16,8 @@ extension OperatorHandler {
             default: nil
             }
             let take = try await takes.start(deviceIDs: query.deviceIds, name: query.name,
-                                             at: query.atFleetTimeNs == 0 ? nil : query.atFleetTimeNs, fromNow: query.fromNowNs, store: store, by: caller)
+                                             at: query.atFleetTimeNs == 0 ? nil : query.atFleetTimeNs, fromNow: query.fromNowNs, store: store,
+                                             encoding: TakeEncoding(wire: query.encoding), by: caller)
             reply.takes = [try await info(take, detailed: false)]
             reply.status = .ok
         } catch let refusal as TakeRefusal {
@@ -290,6 +291,7 @@ extension OperatorHandler {
         .with { info in
             info.store = take.store.rawValue
             info.collectError = take.collectError
+            info.encoding = take.encoding.wire
             info.agentHeldBytes = segments.filter { $0.nodeId != nil && $0.collectedPath == nil }.reduce(0) { $0 + UInt64(max($1.sizeBytes, 0)) }
             info.collectedBytes = segments.filter { $0.nodeId != nil && $0.collectedPath != nil }.reduce(0) { $0 + UInt64(max($1.sizeBytes, 0)) }
             info.id = take.id
@@ -321,6 +323,8 @@ extension OperatorHandler {
                     $0.endReason = device.endReason
                     $0.withheldFrames = UInt64(max(device.withheldFrames, 0))
                     $0.nodeOnline = onlineNodes.contains(device.nodeId)
+                    $0.encoder = device.encoder
+                    $0.sourcePixelFormat = device.sourcePixelFormat
                 }
             }
             let firsts = devices.compactMap(\.firstFleetNs)

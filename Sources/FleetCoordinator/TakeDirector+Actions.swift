@@ -154,9 +154,12 @@ extension TakeDirector {
     func recordingOrder(_ part: TakeBook.Part, _ order: TakeBook.AgentOrder) -> Capfleet_V1_SetRecording {
         var message = Self.setRecording(part.takeID, order)
         if case .record = order {
+            // The segment length goes to both stores: an agent's encoder starts each segment
+            // with a key frame.
+            message.segmentSeconds = UInt32(clamping: configuration.segmentSeconds)
+            if let encoding = takeEncodings[part.takeID], encoding.codec != .raw { message.encoding = encoding.wire }
             if book.store(of: part.takeID) == .agent {
                 message.store = .agent
-                message.segmentSeconds = UInt32(clamping: configuration.segmentSeconds)
                 message.title = "\(takeNames[part.takeID] ?? part.takeID) — \(part.deviceID)"
             } else {
                 message.store = .coordinator

@@ -109,6 +109,7 @@ extension TakeDirector {
         return TakeDeviceTally(pixelFormat: wire.pixelFormat, width: Int(wire.width), height: Int(wire.height), frameRate: wire.frameRate,
                                firstFleetNs: any ? wire.firstFleetNs : nil, lastFleetNs: any ? wire.lastFleetNs : nil,
                                firstSequence: any ? wire.firstSequence : nil, lastSequence: any ? wire.lastSequence : nil,
-                               frames: Int64(clamping: wire.frames), bytes: Int64(clamping: wire.bytes), drops: DropTally(wire: wire.drops))
+                               frames: Int64(clamping: wire.frames), bytes: Int64(clamping: wire.bytes), drops: DropTally(wire: wire.drops),
+                               encoder: wire.encoder, sourcePixelFormat: wire.sourcePixelFormat)
     }
 }

@@ -33,6 +33,8 @@ actor TakeDirector {
     var book = TakeBook()
     /// Each take's name, for the title of the files agents write.
     var takeNames: [String: String] = [:]
+    /// Each take's codec, said to its agents with every order to record.
+    var takeEncodings: [String: TakeEncoding] = [:]
     /// The agents' recordings links: timed metadata for the parts they write.
     var agentLinks: AgentRecordingsDesk?
 
@@ -73,10 +75,12 @@ actor TakeDirector {
 
     // MARK: Starting and stopping
 
-    /// `store` nil: the coordinator's `record_store` setting.
+    /// `store` nil: the coordinator's `record_store` setting; `encoding` nil: its `record_codec`.
     func start(deviceIDs: [String], name: String, at requested: UInt64?, fromNow: UInt64, store requestedStore: TakeBook.Store? = nil,
-               by operatorName: String) async throws -> TakeRecord {
+               encoding requestedEncoding: TakeEncoding? = nil, by operatorName: String) async throws -> TakeRecord {
         let takeStore = requestedStore ?? configuration.recordStore
+        let encoding = requestedEncoding ?? configuration.recordEncoding
+        if let problem = encoding.problem { throw TakeRefusal(code: .badRequest, message: problem) }
         var unique: [String] = []
         for id in deviceIDs where !unique.contains(id) { unique.append(id) }
         guard !unique.isEmpty else { throw TakeRefusal(code: .badRequest, message: "name the devices to record (capfleet devices lists them)") }
@@ -92,7 +96,9 @@ actor TakeDirector {
         var take = TakeRecord(id: id, name: name.isEmpty ? id : name, startFleetNs: start, directory: configuration.takesDirectory + "/" + id,
                               createdAt: clock.unixMilliseconds(), createdBy: operatorName)
         take.store = takeStore == .agent ? .agent : .coordinator
+        take.encoding = encoding
         takeNames[id] = take.name
+        takeEncodings[id] = encoding
         let devices = parts.map { TakeDeviceRecord(takeId: id, deviceId: $0.id, nodeId: $0.nodeId) }
         // The decision, in one step: every device free, and now reserved for this take.
         let reserved: [TakeBook.Action]
@@ -220,6 +226,7 @@ actor TakeDirector {
                     frameRate: frameRate)
             }
             takeNames[take.id] = take.name
+            takeEncodings[take.id] = take.encoding
             await perform(book.resume(takeID: take.id, startFleetNs: take.startFleetNs, stopFleetNs: take.stopFleetNs,
                                       devices: devices.map { ($0.deviceId, $0.nodeId) }, store: take.store == .agent ? .agent : .coordinator))
             logger.notice("take goes on after a restart", metadata: ["take.id": "\(take.id)", "devices": "\(devices.count)"])

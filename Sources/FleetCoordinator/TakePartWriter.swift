@@ -139,12 +139,11 @@ final class TakePartWriter {
             rebaseOnNextFrame = false
             onEvent(.rebased(offset: Int64(bitPattern: offset)))
         }
-        let format = RecordedVideoFormat(pixelFormat: PixelFormat(header.layout.pixelFormat), width: Int(header.layout.width),
-                                         height: Int(header.layout.height), frameRate: frameRate)
+        let format = RecordedVideoFormat(header: header, frameRate: frameRate)
         let wasEmpty = recorder.ledger.lastSequence == nil
         do {
             let verdict = try recorder.record(payload.bytes, sequence: header.sequence &+ offset, fleetTime: header.fleetTimeNs,
-                                              format: format, cumulativeDrops: DropTally(wire: frame.takeDrops))
+                                              format: format, cumulativeDrops: DropTally(wire: frame.takeDrops), keyFrame: header.isKeyFrame)
             if verdict == .keep {
                 dirty = true
                 // The first frame is on disk at once: the take's start is then a fact.

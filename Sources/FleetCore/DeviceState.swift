@@ -23,7 +23,9 @@ public struct DeviceState: Sendable {
         /// The clock passed the stop instant with no frame after it.
         case takeStopDue(nowFleet: UInt64, deviceDrops: DropTally)
         /// A frame of the take the recording path could not take.
-        case takeHandoffDropped(takeID: String)
+        /// Frames of the take the recording path could not take: out of buffers, or its
+        /// encoder is behind (encoder_late).
+        case takeHandoffDropped(takeID: String, reason: DropReason, count: UInt64)
         /// The coordinator welcomed the node: capture (unless suspended).
         case captureWanted
         /// The node stops or was revoked: no frame may leave from now on.
@@ -127,8 +129,8 @@ public struct DeviceState: Sendable {
         case let .takeStopDue(nowFleet, deviceDrops):
             guard let current = take, current.isDue(nowFleet: nowFleet) else { return [] }
             return endTake(reason: TakeStopCause.stopped.reason, withholding: false, deviceDrops: deviceDrops)
-        case let .takeHandoffDropped(takeID):
-            if take?.takeID == takeID { take?.handoffDropped() }
+        case let .takeHandoffDropped(takeID, reason, count):
+            if take?.takeID == takeID { take?.handoffDropped(reason, count: count) }
             return []
         case .captureWanted:
             captureWanted = true

@@ -7,6 +7,9 @@ public enum DropReason: String, CaseIterable, Sendable {
     case outOfBuffers = "out_of_buffers"
     /// The source's sequence number jumped: frames were lost before we saw them.
     case discontinuity
+    /// The host's encoder for a take could not keep up: the frame was captured but never
+    /// encoded (recordings.md, "Codecs").
+    case encoderLate = "encoder_late"
 }
 
 /// Cumulative drop counts by reason.
@@ -14,40 +17,44 @@ public struct DropTally: Hashable, Sendable {
     public var late: UInt64 = 0
     public var outOfBuffers: UInt64 = 0
     public var discontinuity: UInt64 = 0
+    public var encoderLate: UInt64 = 0
 
-    public init(late: UInt64 = 0, outOfBuffers: UInt64 = 0, discontinuity: UInt64 = 0) {
+    public init(late: UInt64 = 0, outOfBuffers: UInt64 = 0, discontinuity: UInt64 = 0, encoderLate: UInt64 = 0) {
         self.late = late
         self.outOfBuffers = outOfBuffers
         self.discontinuity = discontinuity
+        self.encoderLate = encoderLate
     }
 
     /// Saturating: counts come from peers, and a forged one must not crash whoever adds them up.
-    public var total: UInt64 { late.addingSaturated(outOfBuffers).addingSaturated(discontinuity) }
+    public var total: UInt64 { late.addingSaturated(outOfBuffers).addingSaturated(discontinuity).addingSaturated(encoderLate) }
 
     public mutating func add(_ reason: DropReason, count: UInt64 = 1) {
         switch reason {
         case .late: late += count
         case .outOfBuffers: outOfBuffers += count
         case .discontinuity: discontinuity += count
+        case .encoderLate: encoderLate += count
         }
     }
 
     /// Element-wise sum, saturating.
     public func adding(_ other: DropTally) -> DropTally {
         DropTally(late: late.addingSaturated(other.late), outOfBuffers: outOfBuffers.addingSaturated(other.outOfBuffers),
-                  discontinuity: discontinuity.addingSaturated(other.discontinuity))
+                  discontinuity: discontinuity.addingSaturated(other.discontinuity), encoderLate: encoderLate.addingSaturated(other.encoderLate))
     }
 
     /// What was added since `earlier`, element-wise, never below zero.
     public func since(_ earlier: DropTally) -> DropTally {
         DropTally(late: late - min(late, earlier.late), outOfBuffers: outOfBuffers - min(outOfBuffers, earlier.outOfBuffers),
-                  discontinuity: discontinuity - min(discontinuity, earlier.discontinuity))
+                  discontinuity: discontinuity - min(discontinuity, earlier.discontinuity),
+                  encoderLate: encoderLate - min(encoderLate, earlier.encoderLate))
     }
 
     /// Element-wise maximum: two cumulative reports of the same counters, seen out of order.
     public func merging(_ other: DropTally) -> DropTally {
         DropTally(late: max(late, other.late), outOfBuffers: max(outOfBuffers, other.outOfBuffers),
-                  discontinuity: max(discontinuity, other.discontinuity))
+                  discontinuity: max(discontinuity, other.discontinuity), encoderLate: max(encoderLate, other.encoderLate))
     }
 
     public subscript(reason: DropReason) -> UInt64 {
@@ -55,6 +62,7 @@ public struct DropTally: Hashable, Sendable {
         case .late: late
         case .outOfBuffers: outOfBuffers
         case .discontinuity: discontinuity
+        case .encoderLate: encoderLate
         }
     }
 }

@@ -103,7 +103,13 @@ public enum AgentSettingKeys {
     public static let recordingsKeepDays = "recordings_keep_days"
     public static let collectRate = "collect_rate_mb"
 
+    /// Encoded takes (recordings.md, "Codecs"): threads each take's encoder may use, x264's
+    /// and x265's speed preset, and whether hardware encoders are used where the host has them.
+    public static let encoderThreads = "encoder_threads"
+    public static let encoderPreset = "encoder_preset"
+    public static let hardwareEncoders = "hardware_encoders"
+
     public static let all = [coordinator, name, stateDirectory, enrollToken] + PressureThresholds.settingKeys
         + ["real_frames_command", recordSpoolMemory, recordSpoolDisk, preview, previewWidth, previewFPS, previewQuality,
-           recordingsDirectory, recordReserve, recordingsKeepDays, collectRate]
+           recordingsDirectory, recordReserve, recordingsKeepDays, collectRate, encoderThreads, encoderPreset, hardwareEncoders]
 }

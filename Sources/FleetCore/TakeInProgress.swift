@@ -10,8 +10,10 @@ public struct TakeInProgress: Sendable, Equatable {
     public private(set) var stop: UInt64?
     /// The device's drops when the take began: the take counts from there.
     private let baseDrops: DropTally
-    /// Frames the hand-off to the recording path could not take.
+    /// Frames the hand-off to the recording path could not take (out of buffers), and those
+    /// the take's encoder could not keep up with.
     private var handoffDrops: UInt64 = 0
+    private var encoderDrops: UInt64 = 0
 
     public init(takeID: String, start: UInt64, deviceDrops: DropTally) {
         self.takeID = takeID
@@ -51,11 +53,14 @@ public struct TakeInProgress: Sendable, Equatable {
         return nowFleet >= stop
     }
 
-    public mutating func handoffDropped() { handoffDrops += 1 }
+    public mutating func handoffDropped(_ reason: DropReason = .outOfBuffers, count: UInt64 = 1) {
+        if reason == .encoderLate { encoderDrops += count } else { handoffDrops += count }
+    }
 
     /// The take's drops, given the device's now.
     public func drops(deviceDrops: DropTally) -> DropTally {
         let since = deviceDrops.since(baseDrops)
-        return DropTally(late: 0, outOfBuffers: since.outOfBuffers + handoffDrops, discontinuity: since.discontinuity)
+        return DropTally(late: 0, outOfBuffers: since.outOfBuffers + handoffDrops, discontinuity: since.discontinuity,
+                         encoderLate: encoderDrops)
     }
 }

@@ -55,12 +55,54 @@ extension DropTally {
             $0.late = late
             $0.outOfBuffers = outOfBuffers
             $0.discontinuity = discontinuity
+            $0.encoderLate = encoderLate
         }
     }
 
     /// Counts from a peer, capped where SQLite's integers end (a larger one would not read back).
     public init(wire: Capfleet_V1_DropCounts) {
         let cap = UInt64(Int64.max)
-        self.init(late: min(wire.late, cap), outOfBuffers: min(wire.outOfBuffers, cap), discontinuity: min(wire.discontinuity, cap))
+        self.init(late: min(wire.late, cap), outOfBuffers: min(wire.outOfBuffers, cap), discontinuity: min(wire.discontinuity, cap),
+                  encoderLate: min(wire.encoderLate, cap))
+    }
+}
+
+extension VideoCodec {
+    /// nil for UNSPECIFIED (the setting decides) and for codecs of a newer peer.
+    public init?(wire: Capfleet_V1_VideoCodec) {
+        switch wire {
+        case .raw: self = .raw
+        case .ffv1: self = .ffv1
+        case .h264: self = .h264
+        case .hevc: self = .hevc
+        default: return nil
+        }
+    }
+
+    public var wire: Capfleet_V1_VideoCodec {
+        switch self {
+        case .raw: .raw
+        case .ffv1: .ffv1
+        case .h264: .h264
+        case .hevc: .hevc
+        }
+    }
+}
+
+extension TakeEncoding {
+    public var wire: Capfleet_V1_Encoding {
+        .with {
+            $0.codec = codec.wire
+            if let quality { $0.quality = UInt32(quality) }
+            $0.bitrate = UInt64(bitrate)
+            $0.gop = UInt32(gop)
+        }
+    }
+
+    /// nil when the codec is unspecified or unknown: the caller decides (a setting, or raw).
+    public init?(wire: Capfleet_V1_Encoding) {
+        guard let codec = VideoCodec(wire: wire.codec) else { return nil }
+        self.init(codec: codec, quality: wire.hasQuality ? Int(clamping: wire.quality) : nil,
+                  bitrate: Int(clamping: min(wire.bitrate, UInt64(Int32.max))), gop: Int(clamping: wire.gop))
     }
 }

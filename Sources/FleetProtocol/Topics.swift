@@ -38,6 +38,7 @@ extension Capfleet_V1_EventKind {
         case .zoomChanged: "zoom_changed"
         case .agentRestarted: "agent_restarted"
         case .liveFrames: "live_frames"
+        case .encoder: "encoder"
         case .unspecified, .UNRECOGNIZED: "unspecified"
         }
     }

@@ -111,15 +111,21 @@ public final class DeviceTakeRecorder {
         return ledger.lastSequence
     }
 
-    /// One frame as it arrived; returns what the take made of it.
+    /// One frame as it arrived; returns what the take made of it (nil: an encoded packet
+    /// that cannot start a segment, see below).
+    /// Encoded packets (`format.needsKeyFrameToStart`) open a segment only at a key frame:
+    /// until one comes, packets that could not be decoded are not kept (`awaitingKeyFrame`,
+    /// and the ledger counts them as the gap they leave), and a segment boundary waits for it.
     @discardableResult
     public func record(_ payload: UnsafeRawBufferPointer, sequence: UInt64, fleetTime: UInt64, format: RecordedVideoFormat,
-                       cumulativeDrops: DropTally) throws(RecordingError) -> TakeFrameLedger.Verdict {
+                       cumulativeDrops: DropTally, keyFrame: Bool = true) throws(RecordingError) -> TakeFrameLedger.Verdict? {
+        let mustOpen = writer == nil || writer?.format != format
+        if mustOpen, format.needsKeyFrameToStart, !keyFrame, fleetTime >= ledger.start { return nil }
         let verdict = ledger.admit(sequence: sequence, fleetTime: fleetTime, cumulativeDrops: cumulativeDrops)
         guard verdict == .keep else { return verdict }
         let sinceStart = fleetTime - ledger.start
         let slot = sinceStart / segmentLength
-        if writer == nil || writer?.format != format || slot != segmentSlot {
+        if mustOpen || (slot != segmentSlot && (keyFrame || !format.needsKeyFrameToStart)) {
             try finishSegment()
             try openSegment(format: format, slot: slot)
         }
@@ -135,7 +141,7 @@ public final class DeviceTakeRecorder {
             segmentFramesSinceMark = 0
         }
         let duration = format.frameRate > 0 ? UInt64(1e9 / format.frameRate) : 0
-        try writer.appendFrame(payload, at: sinceStart, duration: duration)
+        try writer.appendFrame(payload, at: sinceStart, duration: duration, keyframe: keyFrame)
         segmentFramesSinceMark += 1
         payloadBytes += Int64(payload.count)
         segment?.frames += 1

@@ -1,24 +1,40 @@
 import CAVFormat
 import FleetCore
 
-/// What a segment's video track carries: the device's format as it arrives, never re-encoded.
+/// What a segment's video track carries: the device's frames as they came, or the packets
+/// the agent's encoder made of them (FFV1, H264, HEVC), never re-encoded here.
 public struct RecordedVideoFormat: Sendable, Equatable {
     public var pixelFormat: PixelFormat
     public var width: Int
     public var height: Int
     /// Nominal frames per second (the file's default frame duration); 0 if unknown.
     public var frameRate: Double
+    /// Encoded tracks: the decoder's configuration (Matroska's CodecPrivate). A new one (the
+    /// encoder started again) starts a new segment.
+    public var codecConfig: [UInt8]
+    /// Encoded tracks: the encoder that made them (ffv1, libx264, …) and the camera's format.
+    public var encoder: String
+    public var sourcePixelFormat: String
 
-    public init(pixelFormat: PixelFormat, width: Int, height: Int, frameRate: Double) {
+    public init(pixelFormat: PixelFormat, width: Int, height: Int, frameRate: Double, codecConfig: [UInt8] = [], encoder: String = "",
+                sourcePixelFormat: String = "") {
         self.pixelFormat = pixelFormat
         self.width = width
         self.height = height
         self.frameRate = frameRate
+        self.codecConfig = codecConfig
+        self.encoder = encoder
+        self.sourcePixelFormat = sourcePixelFormat
     }
+
+    /// Packets of a codec with frames that depend on earlier ones: a segment must begin at a
+    /// key frame.
+    public var needsKeyFrameToStart: Bool { ["H264", "HEVC", "FFV1"].contains(pixelFormat.fourCC) }
 }
 
 /// One Matroska file for one device's segment, written with libavformat: the frames as they
-/// came (raw YUYV/NV12/grey as uncompressed video, MJPEG and H.264 as they are) and a
+/// came (raw YUYV/NV12/grey as uncompressed video, MJPEG and H.264 as they are) or as the
+/// agent encoded them (FFV1, H.264, HEVC, with their configuration as CodecPrivate) and a
 /// subtitle track of JSON lines carrying the timed metadata, so the file stands alone.
 ///
 /// Timestamps are nanoseconds of fleet time since the take started; the file holds them in
@@ -66,6 +82,17 @@ public final class MatroskaSegmentWriter {
         guard Self.describe(format, in: video.pointee.codecpar) else {
             avformat_free_context(context)
             throw .unsupportedFormat(pixelFormat: "\(format.pixelFormat)", path: path)
+        }
+        if !format.codecConfig.isEmpty {
+            // Freed with the context; FFmpeg reads past the end, so the padding is zeroed.
+            let size = format.codecConfig.count
+            guard let extradata = av_mallocz(size + Int(AV_INPUT_BUFFER_PADDING_SIZE))?.assumingMemoryBound(to: UInt8.self) else {
+                avformat_free_context(context)
+                throw .ffmpeg("out of memory setting up", path: path, code: capfleet_averror(ENOMEM))
+            }
+            format.codecConfig.withUnsafeBufferPointer { extradata.update(from: $0.baseAddress!, count: size) }
+            video.pointee.codecpar.pointee.extradata = extradata
+            video.pointee.codecpar.pointee.extradata_size = Int32(size)
         }
         if format.frameRate > 0 {
             let rate = av_d2q(format.frameRate, 1_000_000)
@@ -199,6 +226,10 @@ public final class MatroskaSegmentWriter {
             parameters.pointee.codec_id = AV_CODEC_ID_MJPEG
         case "H264":
             parameters.pointee.codec_id = AV_CODEC_ID_H264
+        case "HEVC":
+            parameters.pointee.codec_id = AV_CODEC_ID_HEVC
+        case "FFV1":
+            parameters.pointee.codec_id = AV_CODEC_ID_FFV1
         default:
             guard let pixel = rawPixelFormats[format.pixelFormat.fourCC] else { return false }
             parameters.pointee.codec_id = AV_CODEC_ID_RAWVIDEO

@@ -82,6 +82,24 @@ public struct AgentSettings: Sendable {
             guard megabytes >= 0 else { throw SettingsError("collect_rate_mb cannot be negative (0: no limit)") }
             configuration.collectBytesPerSecond = megabytes << 20
         }
+        if let threads: Int = try settings.integer(AgentSettingKeys.encoderThreads, environment: env) {
+            guard (1...64).contains(threads) else { throw SettingsError("encoder_threads must be 1 to 64 (threads each take's encoder may use)") }
+            configuration.encoderThreads = threads
+        }
+        if let preset = settings.nonEmpty(AgentSettingKeys.encoderPreset, environment: env) {
+            let presets = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"]
+            guard presets.contains(preset) else {
+                throw SettingsError("encoder_preset \(preset) is not one of x264's presets: \(presets.joined(separator: ", "))")
+            }
+            configuration.encoderPreset = preset
+        }
+        if let text = settings.nonEmpty(AgentSettingKeys.hardwareEncoders, environment: env) {
+            switch text.lowercased() {
+            case "on", "true", "yes", "1": configuration.hardwareEncoders = true
+            case "off", "false", "no", "0": configuration.hardwareEncoders = false
+            default: throw SettingsError("cannot read hardware_encoders = \(text): write on (use them where the host has them) or off")
+            }
+        }
         configuration.pressureThresholds = try PressureThresholds(settings: settings, environment: env)
         configuration.pressureRoot = flags.pressureRoot
         configuration.watchedDisks = flags.watchedDisks

@@ -9,6 +9,7 @@ public struct CoordinatorSettings: Sendable {
     /// Every key a coordinator settings file may hold, in the order `--check-config` lists them.
     public static let keys = ["data_dir", "bind", "control_port", "ingest_port", "operator_port", "telemetry_port", "metrics_port",
                               "clock_port", "record_port", "live_port", "recordings_dir", "segment_seconds", "record_lead_ms", "record_reserve_mb", "record_store",
+                              "record_codec", "record_quality", "record_bitrate", "record_gop",
                               "retention_budget_gb", "retention_days", "heartbeat_interval_ms", "heartbeat_liveness",
                               "alert_command", "alert_webhook", "alert_interval_s", "alert_burst", "alert_pressure_level",
                               "alert_drop_share", "alert_drop_window_s", "alert_command_timeout_s"]
@@ -48,6 +49,21 @@ public struct CoordinatorSettings: Sendable {
         if let text = settings.nonEmpty("record_store", environment: env) {
             guard let store = TakeBook.Store(rawValue: text) else { throw SettingsError("record_store must be agent or coordinator, not \(text)") }
             configuration.recordStore = store
+        }
+        if let text = settings.nonEmpty("record_codec", environment: env) {
+            guard let codec = VideoCodec(rawValue: text) else {
+                throw SettingsError("record_codec must be one of \(VideoCodec.allCases.map(\.rawValue).joined(separator: ", ")), not \(text)")
+            }
+            configuration.recordEncoding.codec = codec
+        }
+        if let quality: Int = try settings.integer("record_quality", environment: env) { configuration.recordEncoding.quality = quality }
+        if let text = settings.nonEmpty("record_bitrate", environment: env) {
+            guard let bitrate = BitRate.parse(text) else { throw SettingsError("record_bitrate must be bits a second (8000000, 8M or 800k), not \(text)") }
+            configuration.recordEncoding.bitrate = bitrate
+        }
+        if let gop: Int = try settings.integer("record_gop", environment: env) { configuration.recordEncoding.gop = gop }
+        if let problem = configuration.recordEncoding.problem {
+            throw SettingsError("the record_codec settings do not fit together: " + problem.replacingOccurrences(of: "--", with: "record_"))
         }
         if let text = settings.value("retention_budget_gb", environment: env) {
             guard let gigabytes = Double(text), gigabytes >= 0, gigabytes.isFinite else {

@@ -4,13 +4,15 @@ import GRDB
 extension SegmentRecord {
     /// Frames of this segment's span the part does not hold, by reason.
     public var drops: DropTally {
-        DropTally(late: UInt64(max(dropsLate, 0)), outOfBuffers: UInt64(max(dropsOutOfBuffers, 0)), discontinuity: UInt64(max(dropsDiscontinuity, 0)))
+        DropTally(late: UInt64(max(dropsLate, 0)), outOfBuffers: UInt64(max(dropsOutOfBuffers, 0)), discontinuity: UInt64(max(dropsDiscontinuity, 0)),
+                  encoderLate: UInt64(max(dropsEncoderLate, 0)))
     }
 
     public mutating func setDrops(_ drops: DropTally) {
         dropsLate = Int64(clamping: drops.late)
         dropsOutOfBuffers = Int64(clamping: drops.outOfBuffers)
         dropsDiscontinuity = Int64(clamping: drops.discontinuity)
+        dropsEncoderLate = Int64(clamping: drops.encoderLate)
     }
 
     /// Whether the coordinator can read the file itself: its own, or a collected copy.

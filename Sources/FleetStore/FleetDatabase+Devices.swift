@@ -66,14 +66,15 @@ extension FleetDatabase {
         try await write("storing device counters") { db in
             let update = try db.cachedStatement(sql: """
                 UPDATE device SET framesReceived = MAX(framesReceived, ?), bytesReceived = MAX(bytesReceived, ?),
-                    dropsLate = ?, dropsOutOfBuffers = ?, dropsDiscontinuity = ?,
+                    dropsLate = ?, dropsOutOfBuffers = ?, dropsDiscontinuity = ?, dropsEncoderLate = ?,
                     lastFrameAt = COALESCE(?, lastFrameAt)
                 WHERE id = ?
                 """)
             for counters in updates {
                 try update.execute(arguments: [Int64(clamping: counters.framesReceived), Int64(clamping: counters.bytesReceived),
                                                Int64(clamping: counters.drops.late), Int64(clamping: counters.drops.outOfBuffers),
-                                               Int64(clamping: counters.drops.discontinuity), counters.lastFrameAt,
+                                               Int64(clamping: counters.drops.discontinuity), Int64(clamping: counters.drops.encoderLate),
+                                               counters.lastFrameAt,
                                                counters.deviceID])
             }
         }

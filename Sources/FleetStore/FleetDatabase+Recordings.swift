@@ -21,6 +21,21 @@ public struct TakeRecord: Codable, Sendable, Hashable, FetchableRecord, Persista
     public var store: Store = .coordinator
     /// Why the last collect of its agent-held segments failed, if it did.
     public var collectError = ""
+    /// How its raw cameras are stored (recordings.md, "Codecs").
+    public var codec: VideoCodec = .raw
+    public var quality: Int?
+    public var bitrate = 0
+    public var gop = 0
+
+    public var encoding: TakeEncoding {
+        get { TakeEncoding(codec: codec, quality: quality, bitrate: bitrate, gop: gop) }
+        set {
+            codec = newValue.codec
+            quality = newValue.quality
+            bitrate = newValue.bitrate
+            gop = newValue.gop
+        }
+    }
 
     public enum Store: String, Codable, Sendable { case coordinator, agent }
 
@@ -57,6 +72,11 @@ public struct TakeDeviceRecord: Codable, Sendable, Hashable, FetchableRecord, Pe
     public var dropsLate: Int64 = 0
     public var dropsOutOfBuffers: Int64 = 0
     public var dropsDiscontinuity: Int64 = 0
+    public var dropsEncoderLate: Int64 = 0
+    /// The encoder that wrote the part (ffv1, libx264, …); empty: stored as captured.
+    public var encoder = ""
+    /// An encoded part's camera format (YUYV, NV12, …).
+    public var sourcePixelFormat = ""
     /// The agent process the part's frames last came from.
     public var agentInstance = ""
     /// Take sequence = the device's sequence + this (wrapping): non-zero after an agent restart.
@@ -74,7 +94,15 @@ public struct TakeDeviceRecord: Codable, Sendable, Hashable, FetchableRecord, Pe
     }
 
     public var drops: DropTally {
-        DropTally(late: UInt64(dropsLate), outOfBuffers: UInt64(dropsOutOfBuffers), discontinuity: UInt64(dropsDiscontinuity))
+        DropTally(late: UInt64(dropsLate), outOfBuffers: UInt64(dropsOutOfBuffers), discontinuity: UInt64(dropsDiscontinuity),
+                  encoderLate: UInt64(max(dropsEncoderLate, 0)))
+    }
+
+    public mutating func setDrops(_ drops: DropTally) {
+        dropsLate = Int64(clamping: drops.late)
+        dropsOutOfBuffers = Int64(clamping: drops.outOfBuffers)
+        dropsDiscontinuity = Int64(clamping: drops.discontinuity)
+        dropsEncoderLate = Int64(clamping: drops.encoderLate)
     }
 }
 
@@ -91,9 +119,15 @@ public struct TakeDeviceTally: Sendable, Hashable {
     public var frames: Int64
     public var bytes: Int64
     public var drops: DropTally
+    /// Encoded parts: the encoder and the camera's format; empty for parts stored as captured.
+    public var encoder: String
+    public var sourcePixelFormat: String
 
     public init(pixelFormat: String, width: Int, height: Int, frameRate: Double, firstFleetNs: UInt64?, lastFleetNs: UInt64?,
-                firstSequence: UInt64?, lastSequence: UInt64?, frames: Int64, bytes: Int64, drops: DropTally) {
+                firstSequence: UInt64?, lastSequence: UInt64?, frames: Int64, bytes: Int64, drops: DropTally,
+                encoder: String = "", sourcePixelFormat: String = "") {
+        self.encoder = encoder
+        self.sourcePixelFormat = sourcePixelFormat
         self.pixelFormat = pixelFormat
         self.width = width
         self.height = height
@@ -120,9 +154,13 @@ extension TakeDeviceRecord {
         lastSequence = tally.lastSequence
         frames = tally.frames
         bytes = tally.bytes
-        dropsLate = Int64(clamping: tally.drops.late)
-        dropsOutOfBuffers = Int64(clamping: tally.drops.outOfBuffers)
-        dropsDiscontinuity = Int64(clamping: tally.drops.discontinuity)
+        setDrops(tally.drops)
+        // A part's encoder is kept once known: a tally of a segment stored as captured (a
+        // compressed camera) does not name one.
+        if !tally.encoder.isEmpty {
+            encoder = tally.encoder
+            sourcePixelFormat = tally.sourcePixelFormat
+        }
     }
 }
 
@@ -152,6 +190,7 @@ public struct SegmentRecord: Codable, Sendable, Hashable, FetchableRecord, Persi
     public var dropsLate: Int64 = 0
     public var dropsOutOfBuffers: Int64 = 0
     public var dropsDiscontinuity: Int64 = 0
+    public var dropsEncoderLate: Int64 = 0
 
     public init(takeId: String, deviceId: String, number: Int, path: String, openedAt: UnixMilliseconds) {
         self.takeId = takeId
@@ -356,10 +395,7 @@ extension FleetDatabase {
             if let last = segment.lastFleetNs { device.lastFleetNs = max(device.lastFleetNs ?? 0, last) }
             if device.firstSequence == nil { device.firstSequence = segment.firstSequence }
             if let last = segment.lastSequence { device.lastSequence = max(device.lastSequence ?? 0, last) }
-            let drops = device.drops.adding(dropped)
-            device.dropsLate = Int64(clamping: drops.late)
-            device.dropsOutOfBuffers = Int64(clamping: drops.outOfBuffers)
-            device.dropsDiscontinuity = Int64(clamping: drops.discontinuity)
+            device.setDrops(device.drops.adding(dropped))
             try device.update(db)
         }
     }

@@ -427,6 +427,22 @@ enum FleetSchema {
                 CREATE INDEX segment_uncollected ON segment(takeId) WHERE nodeId IS NOT NULL AND collectedPath IS NULL;
                 """)
         }
+        migrator.registerMigration("v17: encoded takes") { db in
+            // A take's codec (recordings.md, "Codecs"): what was asked, and per part the encoder
+            // that wrote it and the camera format it encoded from. Frames a take's encoder could
+            // not keep up with are a drop reason of their own, counted wherever drops are.
+            try db.execute(sql: """
+                ALTER TABLE take ADD COLUMN codec TEXT NOT NULL DEFAULT 'raw' CHECK (codec IN ('raw', 'ffv1', 'h264', 'hevc'));
+                ALTER TABLE take ADD COLUMN quality INTEGER CHECK (quality IS NULL OR quality BETWEEN 0 AND 51);
+                ALTER TABLE take ADD COLUMN bitrate INTEGER NOT NULL DEFAULT 0 CHECK (bitrate >= 0);
+                ALTER TABLE take ADD COLUMN gop INTEGER NOT NULL DEFAULT 0 CHECK (gop >= 0);
+                ALTER TABLE takeDevice ADD COLUMN encoder TEXT NOT NULL DEFAULT '';
+                ALTER TABLE takeDevice ADD COLUMN sourcePixelFormat TEXT NOT NULL DEFAULT '';
+                ALTER TABLE takeDevice ADD COLUMN dropsEncoderLate INTEGER NOT NULL DEFAULT 0 CHECK (dropsEncoderLate >= 0);
+                ALTER TABLE segment ADD COLUMN dropsEncoderLate INTEGER NOT NULL DEFAULT 0 CHECK (dropsEncoderLate >= 0);
+                ALTER TABLE device ADD COLUMN dropsEncoderLate INTEGER NOT NULL DEFAULT 0 CHECK (dropsEncoderLate >= 0);
+                """)
+        }
         return migrator
     }
 }

@@ -31,10 +31,12 @@ public struct DeviceRecord: Codable, Sendable, Hashable, FetchableRecord, Persis
     public var dropsLate: Int64
     public var dropsOutOfBuffers: Int64
     public var dropsDiscontinuity: Int64
+    public var dropsEncoderLate: Int64 = 0
     public var lastFrameAt: UnixMilliseconds?
 
     public var drops: DropTally {
-        DropTally(late: UInt64(dropsLate), outOfBuffers: UInt64(dropsOutOfBuffers), discontinuity: UInt64(dropsDiscontinuity))
+        DropTally(late: UInt64(dropsLate), outOfBuffers: UInt64(dropsOutOfBuffers), discontinuity: UInt64(dropsDiscontinuity),
+                  encoderLate: UInt64(max(dropsEncoderLate, 0)))
     }
 }
 

@@ -85,13 +85,15 @@ final class RecordBenchFleet {
         }
     }
 
-    func record(seconds: Double) throws -> Step {
+    /// One take of every online camera for `seconds`, stored as `encoding` says.
+    func record(seconds: Double, encoding: TakeEncoding = .raw) throws -> Step {
         let devices = try call(.listDevices(.init())).devices.filter(\.online).map(\.deviceID)
         let pids = [coordinator.processIdentifier] + agents.map(\.processIdentifier)
         let take = try call(.startRecording(.with {
             $0.deviceIds = devices
             $0.name = "bench \(devices.count)"
             $0.store = store
+            $0.encoding = encoding.wire
         }), timeout: 30).takes[0]
         // From the take's start instant (a second ahead) to its stop.
         Thread.sleep(forTimeInterval: 1)
@@ -107,7 +109,7 @@ final class RecordBenchFleet {
         let backlog = Double(MonotonicTime.now() - stopAsked) / 1e9
         let shown = try call(.getRecording(.with { $0.takeID = take.id })).takes[0]
         let frames = shown.devices.reduce(0) { $0 + Int($1.frames) }
-        let dropped = shown.devices.reduce(0) { $0 + Int($1.drops.late + $1.drops.outOfBuffers + $1.drops.discontinuity) }
+        let dropped = shown.devices.reduce(0) { $0 + Int($1.drops.late + $1.drops.outOfBuffers + $1.drops.discontinuity + $1.drops.encoderLate) }
         let spans = shown.devices.map { Double($0.lastFleetNs &- $0.firstFleetNs) / 1e9 }
         let span = spans.max() ?? seconds
         let perStream = shown.devices.map { Double($0.frames) / max(Double($0.lastFleetNs &- $0.firstFleetNs) / 1e9, 0.001) }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import FleetClient
+import FleetCore
 import FleetProtocol
 import Foundation
 
@@ -19,12 +20,30 @@ struct RecordCommand: ParsableCommand {
         var at: String?
         @Option(help: "Where the parts are written: agent (each camera's host writes its own; the default unless the coordinator's record_store says otherwise) or coordinator (frames go to the coordinator, which writes them).")
         var store: String?
+        @Option(help: "How raw cameras are stored: raw (as captured), ffv1 (lossless), h264 or hevc (lossy, compact). Default: the coordinator's record_codec (raw). Cameras that deliver MJPEG or H.264 are stored as they come.")
+        var codec: String?
+        @Option(help: "h264/hevc: constant rate factor, 0 (best) to 51 (default 23).") var quality: Int?
+        @Option(help: "h264/hevc: average bits a second instead of a quality: 8000000, 8M or 800k.") var bitrate: String?
+        @Option(help: "Frames from one key frame to the next (default: ffv1 1, h264/hevc one second's worth).") var gop: Int?
         @Flag(help: "Print JSON.") var json = false
 
         func run() throws {
             var query = Capfleet_V1_StartRecording.with {
                 $0.deviceIds = devices
                 $0.name = name ?? ""
+            }
+            if codec != nil || quality != nil || bitrate != nil || gop != nil {
+                guard let codecName = codec else { throw CLIFailure("--quality, --bitrate and --gop go with a --codec") }
+                guard let chosen = VideoCodec(rawValue: codecName) else {
+                    throw CLIFailure("--codec is one of \(VideoCodec.allCases.map(\.rawValue).joined(separator: ", ")), not \(codecName)")
+                }
+                var encoding = TakeEncoding(codec: chosen, quality: quality, gop: gop ?? 0)
+                if let bitrate {
+                    guard let bits = BitRate.parse(bitrate) else { throw CLIFailure("--bitrate is bits a second: 8000000, 8M or 800k, not \(bitrate)") }
+                    encoding.bitrate = bits
+                }
+                if let problem = encoding.problem { throw CLIFailure(problem) }
+                query.encoding = encoding.wire
             }
             switch store {
             case nil: break
@@ -41,7 +60,8 @@ struct RecordCommand: ParsableCommand {
                 print(FleetTables.json(RecordingViews.Take(take)))
             } else {
                 let where_ = take.store == "agent" ? "on each device's host" : "on the coordinator"
-                print("take \(take.id) (\(take.name)) records \(take.devices.map(\.deviceID).joined(separator: ", ")) from fleet time \(take.startFleetNs), \(where_)")
+                let how = TakeEncoding(wire: take.encoding).map { $0.codec == .raw ? "" : " as \($0.summary)" } ?? ""
+                print("take \(take.id) (\(take.name)) records \(take.devices.map(\.deviceID).joined(separator: ", ")) from fleet time \(take.startFleetNs), \(where_)\(how)")
                 print("stop it with: capfleet record stop \(take.id)")
             }
         }

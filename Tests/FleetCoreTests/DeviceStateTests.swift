@@ -90,15 +90,22 @@ import Testing
     @Test mutating func aTakesDrops_countFromItsStart_withHandOffDrops_andWithoutTheLivePathsLateDrops() {
         let before = DropTally(late: 50, outOfBuffers: 3, discontinuity: 4)
         _ = step(.takeBegan(takeID: "t1", startFleet: 0, deviceDrops: before))
-        _ = step(.takeHandoffDropped(takeID: "t1"))
-        _ = step(.takeHandoffDropped(takeID: "another take"))
+        _ = step(.takeHandoffDropped(takeID: "t1", reason: .outOfBuffers, count: 1))
+        _ = step(.takeHandoffDropped(takeID: "another take", reason: .outOfBuffers, count: 1))
         let decision = frame(atFleet: 10, drops: DropTally(late: 80, outOfBuffers: 5, discontinuity: 4))
         #expect(decision.recordedFor?.drops == DropTally(late: 0, outOfBuffers: 3, discontinuity: 0))
     }
 
+    @Test mutating func framesTheTakesEncoderCouldNotTake_countAsEncoderLate_notAsOutOfBuffers() {
+        _ = step(.takeBegan(takeID: "t1", startFleet: 0, deviceDrops: DropTally()))
+        _ = step(.takeHandoffDropped(takeID: "t1", reason: .encoderLate, count: 3))
+        _ = step(.takeHandoffDropped(takeID: "t1", reason: .outOfBuffers, count: 1))
+        #expect(frame(atFleet: 10).recordedFor?.drops == DropTally(outOfBuffers: 1, encoderLate: 3))
+    }
+
     @Test mutating func theSameTakeSaidAgainAtRegistration_keepsWhatIsUnderWay() {
         _ = step(.takeBegan(takeID: "t1", startFleet: 1_000, deviceDrops: DropTally()))
-        _ = step(.takeHandoffDropped(takeID: "t1"))
+        _ = step(.takeHandoffDropped(takeID: "t1", reason: .outOfBuffers, count: 1))
         #expect(step(.takeBegan(takeID: "t1", startFleet: 5_000, deviceDrops: DropTally(outOfBuffers: 7))) == [.beginTake(takeID: "t1")],
                 "the recording path hears of it again")
         #expect(device.take?.start == 1_000)

@@ -481,6 +481,64 @@ public nonisolated enum Capfleet_V1_RecordStore: SwiftProtobuf.Enum, Swift.CaseI
 
 }
 
+/// How a take stores a raw camera's frames (recordings.md, "Codecs"). Cameras that deliver
+/// compressed frames (MJPEG, H.264) are stored as they come, whatever is asked.
+public nonisolated enum Capfleet_V1_VideoCodec: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+
+  /// in StartRecording: the coordinator's record_codec setting; elsewhere RAW
+  case unspecified // = 0
+
+  /// the frames as captured, uncompressed
+  case raw // = 1
+
+  /// lossless: FFV1 version 3; decodes to the captured frames bit for bit
+  case ffv1 // = 2
+
+  /// lossy: H.264 (libx264, or the host's hardware encoder)
+  case h264 // = 3
+
+  /// lossy: H.265/HEVC (libx265, or the host's hardware encoder)
+  case hevc // = 4
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .raw
+    case 2: self = .ffv1
+    case 3: self = .h264
+    case 4: self = .hevc
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .raw: return 1
+    case .ffv1: return 2
+    case .h264: return 3
+    case .hevc: return 4
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Capfleet_V1_VideoCodec] = [
+    .unspecified,
+    .raw,
+    .ffv1,
+    .h264,
+    .hevc,
+  ]
+
+}
+
 /// An inclusive range of frame rates a format supports, in frames per second.
 /// A discrete rate has min_fps == max_fps.
 public nonisolated struct Capfleet_V1_FrameRateRange: Sendable {
@@ -867,6 +925,9 @@ public nonisolated struct Capfleet_V1_DropCounts: Sendable {
   /// sequence gap reported by the source
   public var discontinuity: UInt64 = 0
 
+  /// since 1.4: the host's encoder for a take could not keep up (recordings.md, "Codecs")
+  public var encoderLate: UInt64 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1043,6 +1104,59 @@ public nonisolated struct Capfleet_V1_PressureReport: @unchecked Sendable {
   fileprivate var _storage = _StorageClass.defaultInstance
 }
 
+/// A codec and how hard it works, per take (every camera of the take uses it).
+public nonisolated struct Capfleet_V1_Encoding: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var codec: Capfleet_V1_VideoCodec = .unspecified
+
+  /// h264/hevc: constant rate factor, 0 (best) to 51; unset = the setting's (23)
+  public var quality: UInt32 {
+    get {_quality ?? 0}
+    set {_quality = newValue}
+  }
+  /// Returns true if `quality` has been explicitly set.
+  public var hasQuality: Bool {self._quality != nil}
+  /// Clears the value of `quality`. Subsequent reads from it will return its default value.
+  public mutating func clearQuality() {self._quality = nil}
+
+  /// h264/hevc: average bits per second instead of a quality; 0 = quality
+  public var bitrate: UInt64 = 0
+
+  /// frames from one key frame to the next; 0 = ffv1: 1, h264/hevc: one second's worth
+  public var gop: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _quality: UInt32? = nil
+}
+
+/// An encoder a host has for takes (HELLO, and `capfleet device`).
+public nonisolated struct Capfleet_V1_EncoderInfo: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var codec: Capfleet_V1_VideoCodec = .unspecified
+
+  /// libavcodec's name: ffv1, libx264, libx265, h264_v4l2m2m, h264_vaapi, ...
+  public var name: String = String()
+
+  /// a hardware encoder the host has (V4L2 memory-to-memory, VA-API)
+  public var hardware: Bool = false
+
+  /// hardware: its device node (/dev/video11, /dev/dri/renderD128)
+  public var device: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "capfleet.v1"
@@ -1081,6 +1195,10 @@ nonisolated extension Capfleet_V1_PressureLevel: SwiftProtobuf._ProtoNameProvidi
 
 nonisolated extension Capfleet_V1_RecordStore: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0RECORD_STORE_UNSPECIFIED\0\u{1}RECORD_STORE_COORDINATOR\0\u{1}RECORD_STORE_AGENT\0")
+}
+
+nonisolated extension Capfleet_V1_VideoCodec: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0VIDEO_CODEC_UNSPECIFIED\0\u{1}VIDEO_CODEC_RAW\0\u{1}VIDEO_CODEC_FFV1\0\u{1}VIDEO_CODEC_H264\0\u{1}VIDEO_CODEC_HEVC\0")
 }
 
 nonisolated extension Capfleet_V1_FrameRateRange: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -1798,7 +1916,7 @@ nonisolated extension Capfleet_V1_PressurePolicy: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_DropCounts: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DropCounts"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}late\0\u{3}out_of_buffers\0\u{1}discontinuity\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}late\0\u{3}out_of_buffers\0\u{1}discontinuity\0\u{3}encoder_late\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1809,6 +1927,7 @@ nonisolated extension Capfleet_V1_DropCounts: SwiftProtobuf.Message, SwiftProtob
       case 1: try { try decoder.decodeSingularUInt64Field(value: &self.late) }()
       case 2: try { try decoder.decodeSingularUInt64Field(value: &self.outOfBuffers) }()
       case 3: try { try decoder.decodeSingularUInt64Field(value: &self.discontinuity) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.encoderLate) }()
       default: break
       }
     }
@@ -1824,6 +1943,9 @@ nonisolated extension Capfleet_V1_DropCounts: SwiftProtobuf.Message, SwiftProtob
     if self.discontinuity != 0 {
       try visitor.visitSingularUInt64Field(value: self.discontinuity, fieldNumber: 3)
     }
+    if self.encoderLate != 0 {
+      try visitor.visitSingularUInt64Field(value: self.encoderLate, fieldNumber: 4)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1831,6 +1953,7 @@ nonisolated extension Capfleet_V1_DropCounts: SwiftProtobuf.Message, SwiftProtob
     if lhs.late != rhs.late {return false}
     if lhs.outOfBuffers != rhs.outOfBuffers {return false}
     if lhs.discontinuity != rhs.discontinuity {return false}
+    if lhs.encoderLate != rhs.encoderLate {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2090,6 +2213,100 @@ nonisolated extension Capfleet_V1_PressureReport: SwiftProtobuf.Message, SwiftPr
       }
       if !storagesAreEqual {return false}
     }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_Encoding: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".Encoding"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}codec\0\u{1}quality\0\u{1}bitrate\0\u{1}gop\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.codec) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self._quality) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.bitrate) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.gop) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if self.codec != .unspecified {
+      try visitor.visitSingularEnumField(value: self.codec, fieldNumber: 1)
+    }
+    try { if let v = self._quality {
+      try visitor.visitSingularUInt32Field(value: v, fieldNumber: 2)
+    } }()
+    if self.bitrate != 0 {
+      try visitor.visitSingularUInt64Field(value: self.bitrate, fieldNumber: 3)
+    }
+    if self.gop != 0 {
+      try visitor.visitSingularUInt32Field(value: self.gop, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_Encoding, rhs: Capfleet_V1_Encoding) -> Bool {
+    if lhs.codec != rhs.codec {return false}
+    if lhs._quality != rhs._quality {return false}
+    if lhs.bitrate != rhs.bitrate {return false}
+    if lhs.gop != rhs.gop {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_EncoderInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".EncoderInfo"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}codec\0\u{1}name\0\u{1}hardware\0\u{1}device\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.codec) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.name) }()
+      case 3: try { try decoder.decodeSingularBoolField(value: &self.hardware) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.device) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.codec != .unspecified {
+      try visitor.visitSingularEnumField(value: self.codec, fieldNumber: 1)
+    }
+    if !self.name.isEmpty {
+      try visitor.visitSingularStringField(value: self.name, fieldNumber: 2)
+    }
+    if self.hardware != false {
+      try visitor.visitSingularBoolField(value: self.hardware, fieldNumber: 3)
+    }
+    if !self.device.isEmpty {
+      try visitor.visitSingularStringField(value: self.device, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_EncoderInfo, rhs: Capfleet_V1_EncoderInfo) -> Bool {
+    if lhs.codec != rhs.codec {return false}
+    if lhs.name != rhs.name {return false}
+    if lhs.hardware != rhs.hardware {return false}
+    if lhs.device != rhs.device {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

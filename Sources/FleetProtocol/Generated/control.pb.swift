@@ -54,6 +54,9 @@ public nonisolated struct Capfleet_V1_Hello: Sendable {
   /// since 1.1: new with every agent process (the same one as in RecordResume)
   public var agentInstance: String = String()
 
+  /// since 1.4: the encoders this host records with, hardware first
+  public var encoders: [Capfleet_V1_EncoderInfo] = []
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -512,9 +515,21 @@ public nonisolated struct Capfleet_V1_SetRecording: Sendable {
   /// agent store: the files' title ("take name — device")
   public var title: String = String()
 
+  /// since 1.4, with recording: how raw frames are stored (unset: RAW)
+  public var encoding: Capfleet_V1_Encoding {
+    get {_encoding ?? Capfleet_V1_Encoding()}
+    set {_encoding = newValue}
+  }
+  /// Returns true if `encoding` has been explicitly set.
+  public var hasEncoding: Bool {self._encoding != nil}
+  /// Clears the value of `encoding`. Subsequent reads from it will return its default value.
+  public mutating func clearEncoding() {self._encoding = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+
+  fileprivate var _encoding: Capfleet_V1_Encoding? = nil
 }
 
 /// Focus: each field left at its zero value stays as it is.
@@ -806,6 +821,9 @@ public nonisolated struct Capfleet_V1_DeviceEvent: Sendable {
 
     /// a format change cancelled a zoom ramp or clamped the factor; message says what
     case zoomChanged // = 4
+
+    /// since 1.4: a take's encoder opened (which one; a software fallback) or could not; message says
+    case encoder // = 5
     case UNRECOGNIZED(Int)
 
     public init() {
@@ -819,6 +837,7 @@ public nonisolated struct Capfleet_V1_DeviceEvent: Sendable {
       case 2: self = .resumed
       case 3: self = .policyActed
       case 4: self = .zoomChanged
+      case 5: self = .encoder
       default: self = .UNRECOGNIZED(rawValue)
       }
     }
@@ -830,6 +849,7 @@ public nonisolated struct Capfleet_V1_DeviceEvent: Sendable {
       case .resumed: return 2
       case .policyActed: return 3
       case .zoomChanged: return 4
+      case .encoder: return 5
       case .UNRECOGNIZED(let i): return i
       }
     }
@@ -841,6 +861,7 @@ public nonisolated struct Capfleet_V1_DeviceEvent: Sendable {
       .resumed,
       .policyActed,
       .zoomChanged,
+      .encoder,
     ]
 
   }
@@ -1097,7 +1118,7 @@ fileprivate nonisolated let _protobuf_package = "capfleet.v1"
 
 nonisolated extension Capfleet_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Hello"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}protocol_minor\0\u{3}node_id\0\u{3}node_name\0\u{1}hostname\0\u{3}software_version\0\u{1}devices\0\u{3}boot_monotonic_ns\0\u{3}agent_instance\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}protocol_minor\0\u{3}node_id\0\u{3}node_name\0\u{1}hostname\0\u{3}software_version\0\u{1}devices\0\u{3}boot_monotonic_ns\0\u{3}agent_instance\0\u{1}encoders\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1114,6 +1135,7 @@ nonisolated extension Capfleet_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._M
       case 7: try { try decoder.decodeRepeatedMessageField(value: &self.devices) }()
       case 8: try { try decoder.decodeSingularUInt64Field(value: &self.bootMonotonicNs) }()
       case 9: try { try decoder.decodeSingularStringField(value: &self.agentInstance) }()
+      case 10: try { try decoder.decodeRepeatedMessageField(value: &self.encoders) }()
       default: break
       }
     }
@@ -1147,6 +1169,9 @@ nonisolated extension Capfleet_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._M
     if !self.agentInstance.isEmpty {
       try visitor.visitSingularStringField(value: self.agentInstance, fieldNumber: 9)
     }
+    if !self.encoders.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.encoders, fieldNumber: 10)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1160,6 +1185,7 @@ nonisolated extension Capfleet_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._M
     if lhs.devices != rhs.devices {return false}
     if lhs.bootMonotonicNs != rhs.bootMonotonicNs {return false}
     if lhs.agentInstance != rhs.agentInstance {return false}
+    if lhs.encoders != rhs.encoders {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1863,7 +1889,7 @@ nonisolated extension Capfleet_V1_SetConsent: SwiftProtobuf.Message, SwiftProtob
 
 nonisolated extension Capfleet_V1_SetRecording: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".SetRecording"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}recording\0\u{1}take\0\u{3}start_fleet_ns\0\u{3}stop_fleet_ns\0\u{3}consent_stop\0\u{3}not_started\0\u{1}store\0\u{3}segment_seconds\0\u{1}title\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}recording\0\u{1}take\0\u{3}start_fleet_ns\0\u{3}stop_fleet_ns\0\u{3}consent_stop\0\u{3}not_started\0\u{1}store\0\u{3}segment_seconds\0\u{1}title\0\u{1}encoding\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1880,12 +1906,17 @@ nonisolated extension Capfleet_V1_SetRecording: SwiftProtobuf.Message, SwiftProt
       case 7: try { try decoder.decodeSingularEnumField(value: &self.store) }()
       case 8: try { try decoder.decodeSingularUInt32Field(value: &self.segmentSeconds) }()
       case 9: try { try decoder.decodeSingularStringField(value: &self.title) }()
+      case 10: try { try decoder.decodeSingularMessageField(value: &self._encoding) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
     if self.recording != false {
       try visitor.visitSingularBoolField(value: self.recording, fieldNumber: 1)
     }
@@ -1913,6 +1944,9 @@ nonisolated extension Capfleet_V1_SetRecording: SwiftProtobuf.Message, SwiftProt
     if !self.title.isEmpty {
       try visitor.visitSingularStringField(value: self.title, fieldNumber: 9)
     }
+    try { if let v = self._encoding {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1926,6 +1960,7 @@ nonisolated extension Capfleet_V1_SetRecording: SwiftProtobuf.Message, SwiftProt
     if lhs.store != rhs.store {return false}
     if lhs.segmentSeconds != rhs.segmentSeconds {return false}
     if lhs.title != rhs.title {return false}
+    if lhs._encoding != rhs._encoding {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2370,7 +2405,7 @@ nonisolated extension Capfleet_V1_DeviceEvent: SwiftProtobuf.Message, SwiftProto
 }
 
 nonisolated extension Capfleet_V1_DeviceEvent.Kind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0KIND_UNSPECIFIED\0\u{1}KIND_INTERRUPTED\0\u{1}KIND_RESUMED\0\u{1}KIND_POLICY_ACTED\0\u{1}KIND_ZOOM_CHANGED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0KIND_UNSPECIFIED\0\u{1}KIND_INTERRUPTED\0\u{1}KIND_RESUMED\0\u{1}KIND_POLICY_ACTED\0\u{1}KIND_ZOOM_CHANGED\0\u{1}KIND_ENCODER\0")
 }
 
 nonisolated extension Capfleet_V1_Enroll: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {

@@ -11,6 +11,11 @@
 /// CaptureFleet frame transport: agent PUSH -> coordinator PULL, two-part messages
 /// [FrameHeader][pixel payload]. See frames.md.
 
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import SwiftProtobuf
 
 // If the compiler emits an error on this type, it is because this file
@@ -91,6 +96,9 @@ public nonisolated enum Capfleet_V1_FrameFlag: SwiftProtobuf.Enum, Swift.CaseIte
 
   /// a small JPEG preview of the captured frame, not a full-rate frame (1.3)
   case preview // = 32
+
+  /// an encoded packet a decoder can start from (1.4; see `encoded`)
+  case keyFrame // = 64
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -106,6 +114,7 @@ public nonisolated enum Capfleet_V1_FrameFlag: SwiftProtobuf.Enum, Swift.CaseIte
     case 8: self = .fleetTimeValid
     case 16: self = .upscaled
     case 32: self = .preview
+    case 64: self = .keyFrame
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -119,6 +128,7 @@ public nonisolated enum Capfleet_V1_FrameFlag: SwiftProtobuf.Enum, Swift.CaseIte
     case .fleetTimeValid: return 8
     case .upscaled: return 16
     case .preview: return 32
+    case .keyFrame: return 64
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -132,6 +142,7 @@ public nonisolated enum Capfleet_V1_FrameFlag: SwiftProtobuf.Enum, Swift.CaseIte
     .fleetTimeValid,
     .upscaled,
     .preview,
+    .keyFrame,
   ]
 
 }
@@ -252,11 +263,44 @@ public nonisolated struct Capfleet_V1_FrameHeader: @unchecked Sendable {
     set {_uniqueStorage()._zoomMethod = newValue}
   }
 
+  /// since 1.4: set when the payload is a packet the agent's encoder made (recordings.md, "Codecs")
+  public var encoded: Capfleet_V1_EncodedPacket {
+    get {_storage._encoded ?? Capfleet_V1_EncodedPacket()}
+    set {_uniqueStorage()._encoded = newValue}
+  }
+  /// Returns true if `encoded` has been explicitly set.
+  public var hasEncoded: Bool {_storage._encoded != nil}
+  /// Clears the value of `encoded`. Subsequent reads from it will return its default value.
+  public mutating func clearEncoded() {_uniqueStorage()._encoded = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+/// A payload the agent encoded from its camera's raw frames. layout.pixel_format then names
+/// the codec's FourCC (FFV1, H264, HEVC) and layout.width/height the picture's size.
+public nonisolated struct Capfleet_V1_EncodedPacket: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var codec: Capfleet_V1_VideoCodec = .unspecified
+
+  /// the camera's FourCC the picture was encoded from (YUYV, NV12, ...)
+  public var sourcePixelFormat: String = String()
+
+  /// the decoder's configuration, as Matroska's CodecPrivate holds it (on every packet: a few dozen bytes)
+  public var codecConfig: Data = Data()
+
+  /// the encoder that made it: ffv1, libx264, h264_vaapi, ...
+  public var encoder: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
 }
 
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
@@ -268,7 +312,7 @@ nonisolated extension Capfleet_V1_ConsentState: SwiftProtobuf._ProtoNameProvidin
 }
 
 nonisolated extension Capfleet_V1_FrameFlag: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0FRAME_FLAG_NONE\0\u{1}FRAME_FLAG_SYNTHETIC\0\u{1}FRAME_FLAG_BLACK\0\u{2}\u{2}FRAME_FLAG_RECORDING\0\u{2}\u{4}FRAME_FLAG_FLEET_TIME_VALID\0\u{2}\u{8}FRAME_FLAG_UPSCALED\0\u{2}\u{10}FRAME_FLAG_PREVIEW\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0FRAME_FLAG_NONE\0\u{1}FRAME_FLAG_SYNTHETIC\0\u{1}FRAME_FLAG_BLACK\0\u{2}\u{2}FRAME_FLAG_RECORDING\0\u{2}\u{4}FRAME_FLAG_FLEET_TIME_VALID\0\u{2}\u{8}FRAME_FLAG_UPSCALED\0\u{2}\u{10}FRAME_FLAG_PREVIEW\0\u{2} FRAME_FLAG_KEY_FRAME\0")
 }
 
 nonisolated extension Capfleet_V1_FrameLayout: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -318,7 +362,7 @@ nonisolated extension Capfleet_V1_FrameLayout: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Capfleet_V1_FrameHeader: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".FrameHeader"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}node_id\0\u{3}device_id\0\u{1}sequence\0\u{3}capture_monotonic_ns\0\u{3}fleet_time_ns\0\u{3}fleet_time_uncertainty_ns\0\u{1}layout\0\u{3}payload_size\0\u{1}flags\0\u{1}consent\0\u{1}drops\0\u{3}send_monotonic_ns\0\u{3}zoom_factor\0\u{3}zoom_method\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}node_id\0\u{3}device_id\0\u{1}sequence\0\u{3}capture_monotonic_ns\0\u{3}fleet_time_ns\0\u{3}fleet_time_uncertainty_ns\0\u{1}layout\0\u{3}payload_size\0\u{1}flags\0\u{1}consent\0\u{1}drops\0\u{3}send_monotonic_ns\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}encoded\0")
 
   fileprivate class _StorageClass {
     var _protocolVersion: Capfleet_V1_ProtocolVersion = .unspecified
@@ -336,6 +380,7 @@ nonisolated extension Capfleet_V1_FrameHeader: SwiftProtobuf.Message, SwiftProto
     var _sendMonotonicNs: UInt64 = 0
     var _zoomFactor: Double = 0
     var _zoomMethod: Capfleet_V1_ZoomMethod = .unspecified
+    var _encoded: Capfleet_V1_EncodedPacket? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -361,6 +406,7 @@ nonisolated extension Capfleet_V1_FrameHeader: SwiftProtobuf.Message, SwiftProto
       _sendMonotonicNs = source._sendMonotonicNs
       _zoomFactor = source._zoomFactor
       _zoomMethod = source._zoomMethod
+      _encoded = source._encoded
     }
   }
 
@@ -394,6 +440,7 @@ nonisolated extension Capfleet_V1_FrameHeader: SwiftProtobuf.Message, SwiftProto
         case 13: try { try decoder.decodeSingularUInt64Field(value: &_storage._sendMonotonicNs) }()
         case 14: try { try decoder.decodeSingularDoubleField(value: &_storage._zoomFactor) }()
         case 15: try { try decoder.decodeSingularEnumField(value: &_storage._zoomMethod) }()
+        case 16: try { try decoder.decodeSingularMessageField(value: &_storage._encoded) }()
         default: break
         }
       }
@@ -451,6 +498,9 @@ nonisolated extension Capfleet_V1_FrameHeader: SwiftProtobuf.Message, SwiftProto
       if _storage._zoomMethod != .unspecified {
         try visitor.visitSingularEnumField(value: _storage._zoomMethod, fieldNumber: 15)
       }
+      try { if let v = _storage._encoded {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 16)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -475,10 +525,56 @@ nonisolated extension Capfleet_V1_FrameHeader: SwiftProtobuf.Message, SwiftProto
         if _storage._sendMonotonicNs != rhs_storage._sendMonotonicNs {return false}
         if _storage._zoomFactor != rhs_storage._zoomFactor {return false}
         if _storage._zoomMethod != rhs_storage._zoomMethod {return false}
+        if _storage._encoded != rhs_storage._encoded {return false}
         return true
       }
       if !storagesAreEqual {return false}
     }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_EncodedPacket: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".EncodedPacket"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}codec\0\u{3}source_pixel_format\0\u{3}codec_config\0\u{1}encoder\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.codec) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.sourcePixelFormat) }()
+      case 3: try { try decoder.decodeSingularBytesField(value: &self.codecConfig) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.encoder) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.codec != .unspecified {
+      try visitor.visitSingularEnumField(value: self.codec, fieldNumber: 1)
+    }
+    if !self.sourcePixelFormat.isEmpty {
+      try visitor.visitSingularStringField(value: self.sourcePixelFormat, fieldNumber: 2)
+    }
+    if !self.codecConfig.isEmpty {
+      try visitor.visitSingularBytesField(value: self.codecConfig, fieldNumber: 3)
+    }
+    if !self.encoder.isEmpty {
+      try visitor.visitSingularStringField(value: self.encoder, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_EncodedPacket, rhs: Capfleet_V1_EncodedPacket) -> Bool {
+    if lhs.codec != rhs.codec {return false}
+    if lhs.sourcePixelFormat != rhs.sourcePixelFormat {return false}
+    if lhs.codecConfig != rhs.codecConfig {return false}
+    if lhs.encoder != rhs.encoder {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -1955,9 +1955,21 @@ public nonisolated struct Capfleet_V1_StartRecording: Sendable {
   /// unset: the coordinator's record_store setting (agent by default)
   public var store: Capfleet_V1_RecordStore = .unspecified
 
+  /// codec unset: the coordinator's record_codec setting (raw by default)
+  public var encoding: Capfleet_V1_Encoding {
+    get {_encoding ?? Capfleet_V1_Encoding()}
+    set {_encoding = newValue}
+  }
+  /// Returns true if `encoding` has been explicitly set.
+  public var hasEncoding: Bool {self._encoding != nil}
+  /// Clears the value of `encoding`. Subsequent reads from it will return its default value.
+  public mutating func clearEncoding() {self._encoding = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+
+  fileprivate var _encoding: Capfleet_V1_Encoding? = nil
 }
 
 /// Copies a take's agent-held segments to the coordinator (recordings.md, "Collecting"). Answers
@@ -2234,6 +2246,16 @@ public nonisolated struct Capfleet_V1_TakeInfo: @unchecked Sendable {
     set {_uniqueStorage()._collectError = newValue}
   }
 
+  /// the codec asked for (codec RAW for takes before 1.4)
+  public var encoding: Capfleet_V1_Encoding {
+    get {_storage._encoding ?? Capfleet_V1_Encoding()}
+    set {_uniqueStorage()._encoding = newValue}
+  }
+  /// Returns true if `encoding` has been explicitly set.
+  public var hasEncoding: Bool {_storage._encoding != nil}
+  /// Clears the value of `encoding`. Subsequent reads from it will return its default value.
+  public mutating func clearEncoding() {_uniqueStorage()._encoding = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -2343,6 +2365,18 @@ public nonisolated struct Capfleet_V1_TakeDeviceInfo: @unchecked Sendable {
   public var nodeOnline: Bool {
     get {_storage._nodeOnline}
     set {_uniqueStorage()._nodeOnline = newValue}
+  }
+
+  /// the encoder that wrote it (ffv1, libx264, ...); empty: stored as captured
+  public var encoder: String {
+    get {_storage._encoder}
+    set {_uniqueStorage()._encoder = newValue}
+  }
+
+  /// encoded parts: the camera's FourCC the picture came from
+  public var sourcePixelFormat: String {
+    get {_storage._sourcePixelFormat}
+    set {_uniqueStorage()._sourcePixelFormat = newValue}
   }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -5587,7 +5621,7 @@ nonisolated extension Capfleet_V1_ChangeFrameAlignment: SwiftProtobuf.Message, S
 
 nonisolated extension Capfleet_V1_StartRecording: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".StartRecording"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_ids\0\u{1}name\0\u{3}at_fleet_time_ns\0\u{3}from_now_ns\0\u{1}store\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_ids\0\u{1}name\0\u{3}at_fleet_time_ns\0\u{3}from_now_ns\0\u{1}store\0\u{1}encoding\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -5600,12 +5634,17 @@ nonisolated extension Capfleet_V1_StartRecording: SwiftProtobuf.Message, SwiftPr
       case 3: try { try decoder.decodeSingularUInt64Field(value: &self.atFleetTimeNs) }()
       case 4: try { try decoder.decodeSingularUInt64Field(value: &self.fromNowNs) }()
       case 5: try { try decoder.decodeSingularEnumField(value: &self.store) }()
+      case 6: try { try decoder.decodeSingularMessageField(value: &self._encoding) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
     if !self.deviceIds.isEmpty {
       try visitor.visitRepeatedStringField(value: self.deviceIds, fieldNumber: 1)
     }
@@ -5621,6 +5660,9 @@ nonisolated extension Capfleet_V1_StartRecording: SwiftProtobuf.Message, SwiftPr
     if self.store != .unspecified {
       try visitor.visitSingularEnumField(value: self.store, fieldNumber: 5)
     }
+    try { if let v = self._encoding {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -5630,6 +5672,7 @@ nonisolated extension Capfleet_V1_StartRecording: SwiftProtobuf.Message, SwiftPr
     if lhs.atFleetTimeNs != rhs.atFleetTimeNs {return false}
     if lhs.fromNowNs != rhs.fromNowNs {return false}
     if lhs.store != rhs.store {return false}
+    if lhs._encoding != rhs._encoding {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -5976,7 +6019,7 @@ nonisolated extension Capfleet_V1_BackupChunk: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".TakeInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}name\0\u{1}state\0\u{3}start_fleet_ns\0\u{3}stop_fleet_ns\0\u{1}directory\0\u{3}created_unix_ms\0\u{3}created_by\0\u{1}error\0\u{1}devices\0\u{1}segments\0\u{1}events\0\u{3}start_spread_ns\0\u{1}frames\0\u{1}bytes\0\u{3}size_bytes\0\u{1}store\0\u{3}agent_held_bytes\0\u{3}collected_bytes\0\u{3}collect_error\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}name\0\u{1}state\0\u{3}start_fleet_ns\0\u{3}stop_fleet_ns\0\u{1}directory\0\u{3}created_unix_ms\0\u{3}created_by\0\u{1}error\0\u{1}devices\0\u{1}segments\0\u{1}events\0\u{3}start_spread_ns\0\u{1}frames\0\u{1}bytes\0\u{3}size_bytes\0\u{1}store\0\u{3}agent_held_bytes\0\u{3}collected_bytes\0\u{3}collect_error\0\u{1}encoding\0")
 
   fileprivate class _StorageClass {
     var _id: String = String()
@@ -5999,6 +6042,7 @@ nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf
     var _agentHeldBytes: UInt64 = 0
     var _collectedBytes: UInt64 = 0
     var _collectError: String = String()
+    var _encoding: Capfleet_V1_Encoding? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -6029,6 +6073,7 @@ nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf
       _agentHeldBytes = source._agentHeldBytes
       _collectedBytes = source._collectedBytes
       _collectError = source._collectError
+      _encoding = source._encoding
     }
   }
 
@@ -6067,6 +6112,7 @@ nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf
         case 18: try { try decoder.decodeSingularUInt64Field(value: &_storage._agentHeldBytes) }()
         case 19: try { try decoder.decodeSingularUInt64Field(value: &_storage._collectedBytes) }()
         case 20: try { try decoder.decodeSingularStringField(value: &_storage._collectError) }()
+        case 21: try { try decoder.decodeSingularMessageField(value: &_storage._encoding) }()
         default: break
         }
       }
@@ -6075,6 +6121,10 @@ nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
     try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
       if !_storage._id.isEmpty {
         try visitor.visitSingularStringField(value: _storage._id, fieldNumber: 1)
       }
@@ -6135,6 +6185,9 @@ nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf
       if !_storage._collectError.isEmpty {
         try visitor.visitSingularStringField(value: _storage._collectError, fieldNumber: 20)
       }
+      try { if let v = _storage._encoding {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 21)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -6164,6 +6217,7 @@ nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf
         if _storage._agentHeldBytes != rhs_storage._agentHeldBytes {return false}
         if _storage._collectedBytes != rhs_storage._collectedBytes {return false}
         if _storage._collectError != rhs_storage._collectError {return false}
+        if _storage._encoding != rhs_storage._encoding {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -6175,7 +6229,7 @@ nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf
 
 nonisolated extension Capfleet_V1_TakeDeviceInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".TakeDeviceInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}state\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{3}frame_rate\0\u{3}first_fleet_ns\0\u{3}last_fleet_ns\0\u{3}first_sequence\0\u{3}last_sequence\0\u{1}frames\0\u{1}bytes\0\u{1}drops\0\u{1}segments\0\u{3}end_reason\0\u{3}withheld_frames\0\u{3}node_online\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}state\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{3}frame_rate\0\u{3}first_fleet_ns\0\u{3}last_fleet_ns\0\u{3}first_sequence\0\u{3}last_sequence\0\u{1}frames\0\u{1}bytes\0\u{1}drops\0\u{1}segments\0\u{3}end_reason\0\u{3}withheld_frames\0\u{3}node_online\0\u{1}encoder\0\u{3}source_pixel_format\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -6196,6 +6250,8 @@ nonisolated extension Capfleet_V1_TakeDeviceInfo: SwiftProtobuf.Message, SwiftPr
     var _endReason: String = String()
     var _withheldFrames: UInt64 = 0
     var _nodeOnline: Bool = false
+    var _encoder: String = String()
+    var _sourcePixelFormat: String = String()
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -6224,6 +6280,8 @@ nonisolated extension Capfleet_V1_TakeDeviceInfo: SwiftProtobuf.Message, SwiftPr
       _endReason = source._endReason
       _withheldFrames = source._withheldFrames
       _nodeOnline = source._nodeOnline
+      _encoder = source._encoder
+      _sourcePixelFormat = source._sourcePixelFormat
     }
   }
 
@@ -6260,6 +6318,8 @@ nonisolated extension Capfleet_V1_TakeDeviceInfo: SwiftProtobuf.Message, SwiftPr
         case 16: try { try decoder.decodeSingularStringField(value: &_storage._endReason) }()
         case 17: try { try decoder.decodeSingularUInt64Field(value: &_storage._withheldFrames) }()
         case 18: try { try decoder.decodeSingularBoolField(value: &_storage._nodeOnline) }()
+        case 19: try { try decoder.decodeSingularStringField(value: &_storage._encoder) }()
+        case 20: try { try decoder.decodeSingularStringField(value: &_storage._sourcePixelFormat) }()
         default: break
         }
       }
@@ -6326,6 +6386,12 @@ nonisolated extension Capfleet_V1_TakeDeviceInfo: SwiftProtobuf.Message, SwiftPr
       if _storage._nodeOnline != false {
         try visitor.visitSingularBoolField(value: _storage._nodeOnline, fieldNumber: 18)
       }
+      if !_storage._encoder.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._encoder, fieldNumber: 19)
+      }
+      if !_storage._sourcePixelFormat.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._sourcePixelFormat, fieldNumber: 20)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -6353,6 +6419,8 @@ nonisolated extension Capfleet_V1_TakeDeviceInfo: SwiftProtobuf.Message, SwiftPr
         if _storage._endReason != rhs_storage._endReason {return false}
         if _storage._withheldFrames != rhs_storage._withheldFrames {return false}
         if _storage._nodeOnline != rhs_storage._nodeOnline {return false}
+        if _storage._encoder != rhs_storage._encoder {return false}
+        if _storage._sourcePixelFormat != rhs_storage._sourcePixelFormat {return false}
         return true
       }
       if !storagesAreEqual {return false}

@@ -456,6 +456,12 @@ public nonisolated struct Capfleet_V1_PartTally: Sendable {
   /// Clears the value of `drops`. Subsequent reads from it will return its default value.
   public mutating func clearDrops() {self._drops = nil}
 
+  /// since 1.4: the encoder that wrote the part; empty: stored as captured
+  public var encoder: String = String()
+
+  /// encoded parts: the camera's FourCC
+  public var sourcePixelFormat: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1383,7 +1389,7 @@ nonisolated extension Capfleet_V1_AgentAttach: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Capfleet_V1_PartTally: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".PartTally"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{3}frame_rate\0\u{3}first_fleet_ns\0\u{3}last_fleet_ns\0\u{3}first_sequence\0\u{3}last_sequence\0\u{1}frames\0\u{1}bytes\0\u{1}drops\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{3}frame_rate\0\u{3}first_fleet_ns\0\u{3}last_fleet_ns\0\u{3}first_sequence\0\u{3}last_sequence\0\u{1}frames\0\u{1}bytes\0\u{1}drops\0\u{1}encoder\0\u{3}source_pixel_format\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1402,6 +1408,8 @@ nonisolated extension Capfleet_V1_PartTally: SwiftProtobuf.Message, SwiftProtobu
       case 9: try { try decoder.decodeSingularUInt64Field(value: &self.frames) }()
       case 10: try { try decoder.decodeSingularUInt64Field(value: &self.bytes) }()
       case 11: try { try decoder.decodeSingularMessageField(value: &self._drops) }()
+      case 12: try { try decoder.decodeSingularStringField(value: &self.encoder) }()
+      case 13: try { try decoder.decodeSingularStringField(value: &self.sourcePixelFormat) }()
       default: break
       }
     }
@@ -1445,6 +1453,12 @@ nonisolated extension Capfleet_V1_PartTally: SwiftProtobuf.Message, SwiftProtobu
     try { if let v = self._drops {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
     } }()
+    if !self.encoder.isEmpty {
+      try visitor.visitSingularStringField(value: self.encoder, fieldNumber: 12)
+    }
+    if !self.sourcePixelFormat.isEmpty {
+      try visitor.visitSingularStringField(value: self.sourcePixelFormat, fieldNumber: 13)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1460,6 +1474,8 @@ nonisolated extension Capfleet_V1_PartTally: SwiftProtobuf.Message, SwiftProtobu
     if lhs.frames != rhs.frames {return false}
     if lhs.bytes != rhs.bytes {return false}
     if lhs._drops != rhs._drops {return false}
+    if lhs.encoder != rhs.encoder {return false}
+    if lhs.sourcePixelFormat != rhs.sourcePixelFormat {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -65,6 +65,9 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
 
   /// since 1.3: a device's full-rate flow to the coordinator started or stopped (frames.md, "Live frames on demand")
   case liveFrames // = 20
+
+  /// since 1.4: a take's encoder opened for a device (which; a software fallback) or could not (recordings.md, "Codecs")
+  case encoder // = 21
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -94,6 +97,7 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
     case 18: self = .zoomChanged
     case 19: self = .agentRestarted
     case 20: self = .liveFrames
+    case 21: self = .encoder
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -121,6 +125,7 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
     case .zoomChanged: return 18
     case .agentRestarted: return 19
     case .liveFrames: return 20
+    case .encoder: return 21
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -148,6 +153,7 @@ public nonisolated enum Capfleet_V1_EventKind: SwiftProtobuf.Enum, Swift.CaseIte
     .zoomChanged,
     .agentRestarted,
     .liveFrames,
+    .encoder,
   ]
 
 }
@@ -539,7 +545,7 @@ public nonisolated struct Capfleet_V1_FleetEvent: Sendable {
 fileprivate nonisolated let _protobuf_package = "capfleet.v1"
 
 nonisolated extension Capfleet_V1_EventKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}EVENT_KIND_NODE_ONLINE\0\u{1}EVENT_KIND_NODE_OFFLINE\0\u{1}EVENT_KIND_NODE_REGISTERED\0\u{1}EVENT_KIND_DEVICE_ADDED\0\u{1}EVENT_KIND_INPUT_REJECTED\0\u{1}EVENT_KIND_DEVICE_INTERRUPTED\0\u{1}EVENT_KIND_DEVICE_RESUMED\0\u{1}EVENT_KIND_POLICY_ACTED\0\u{1}EVENT_KIND_LEASE_RELEASED\0\u{1}EVENT_KIND_PRESSURE_LEVEL_CHANGED\0\u{1}EVENT_KIND_ALERT\0\u{1}EVENT_KIND_NODE_ENROLLED\0\u{1}EVENT_KIND_NODE_REVOKED\0\u{1}EVENT_KIND_ACCESS_DENIED\0\u{1}EVENT_KIND_CONSENT_CHANGED\0\u{1}EVENT_KIND_CLOCK_STATE_CHANGED\0\u{1}EVENT_KIND_RECORDING\0\u{1}EVENT_KIND_ZOOM_CHANGED\0\u{1}EVENT_KIND_AGENT_RESTARTED\0\u{1}EVENT_KIND_LIVE_FRAMES\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}EVENT_KIND_NODE_ONLINE\0\u{1}EVENT_KIND_NODE_OFFLINE\0\u{1}EVENT_KIND_NODE_REGISTERED\0\u{1}EVENT_KIND_DEVICE_ADDED\0\u{1}EVENT_KIND_INPUT_REJECTED\0\u{1}EVENT_KIND_DEVICE_INTERRUPTED\0\u{1}EVENT_KIND_DEVICE_RESUMED\0\u{1}EVENT_KIND_POLICY_ACTED\0\u{1}EVENT_KIND_LEASE_RELEASED\0\u{1}EVENT_KIND_PRESSURE_LEVEL_CHANGED\0\u{1}EVENT_KIND_ALERT\0\u{1}EVENT_KIND_NODE_ENROLLED\0\u{1}EVENT_KIND_NODE_REVOKED\0\u{1}EVENT_KIND_ACCESS_DENIED\0\u{1}EVENT_KIND_CONSENT_CHANGED\0\u{1}EVENT_KIND_CLOCK_STATE_CHANGED\0\u{1}EVENT_KIND_RECORDING\0\u{1}EVENT_KIND_ZOOM_CHANGED\0\u{1}EVENT_KIND_AGENT_RESTARTED\0\u{1}EVENT_KIND_LIVE_FRAMES\0\u{1}EVENT_KIND_ENCODER\0")
 }
 
 nonisolated extension Capfleet_V1_AlertKind: SwiftProtobuf._ProtoNameProviding {

@@ -1,0 +1,269 @@
+import FleetCapture
+import FleetCore
+import FleetEncoding
+import FleetProtocol
+import Foundation
+import FleetSystem
+import Logging
+import Synchronization
+
+/// A take's frames on their way to its path (`RecordSender` or `AgentTakeStore`), encoded
+/// first on a thread of this device's own: raw frames in from the capture thread, packets
+/// out to the path, so encoded takes cross the network and reach the disk as packets. The
+/// capture thread never waits: when the encoder is that far behind, the frame is refused and
+/// counted as `encoder_late`. Compressed camera frames (MJPEG, H.264) pass as they are.
+final class TakeEncodingPath: TakeFramePath, Sendable {
+    enum Input: Sendable {
+        case frame(header: Capfleet_V1_FrameHeader, takeDrops: DropTally, pixels: FrameBuffer, count: Int)
+        case end(takeDrops: DropTally, reason: String, withholding: Bool)
+    }
+
+    /// How the encoder runs on this host (settings `encoder_threads`, `encoder_preset`).
+    struct Settings: Sendable, Equatable {
+        var threads: Int
+        var preset: String
+    }
+
+    let key: TakeDeviceKey
+    let encoding: TakeEncoding
+    private let downstream: any TakeFramePath
+    private let worker: OwnedWorker<Input>
+    private let capacity: Int
+    private let ended = Atomic<Bool>(false)
+
+    /// - Parameters:
+    ///   - capacity: frames that may wait for the encoder; past it a frame is `encoder_late`.
+    ///   - onDropped: packets the path could not take (out of buffers), and what had to be
+    ///     left out with them, counted in the take's drops.
+    ///   - onEvent: what the device's events should say (which encoder, a fallback).
+    ///   - onFinished: on the encoder's thread, after the path heard the part's end.
+    init(key: TakeDeviceKey, encoding: TakeEncoding, takeStart: UInt64, segmentSeconds: Int, frameRate: Double, catalog: EncoderCatalog,
+         settings: Settings, downstream: any TakeFramePath, capacity: Int, logger: Logger,
+         onDropped: @escaping @Sendable (DropReason, UInt64) -> Void, onEvent: @escaping @Sendable (String) -> Void,
+         onFinished: @escaping @Sendable () -> Void) {
+        self.key = key
+        self.encoding = encoding
+        self.downstream = downstream
+        self.capacity = max(capacity, 1)
+        var logger = logger
+        logger[metadataKey: "take.id"] = "\(key.takeID)"
+        logger[metadataKey: "device.id"] = "\(key.deviceID)"
+        let segmentLength = UInt64(max(segmentSeconds > 0 ? segmentSeconds : 300, 1)) * 1_000_000_000
+        worker = OwnedWorker(
+            name: "cf-encode", capacity: capacity, whenFull: .refuseNewest,
+            state: { [logger] in
+                TakeEncoderState(key: key, encoding: encoding, takeStart: takeStart, segmentLength: segmentLength, frameRate: frameRate,
+                                 catalog: catalog, settings: settings, downstream: downstream, logger: logger,
+                                 onDropped: onDropped, onEvent: onEvent)
+            },
+            handle: { state, input in
+                if state.handle(input) { onFinished() }
+            },
+            finish: { state in state.close() })
+    }
+
+    // MARK: TakeFramePath
+
+    var reachesCoordinator: Bool { downstream.reachesCoordinator }
+    var refusalReason: DropReason { .encoderLate }
+
+    func begin(takeID: String, deviceID: String) { downstream.begin(takeID: takeID, deviceID: deviceID) }
+
+    func submit(takeID: String, deviceID: String, header: Capfleet_V1_FrameHeader, takeDrops: DropTally, pixels: FrameBuffer, count: Int) -> Bool {
+        guard !ended.load(ordering: .relaxed) else { return false }
+        return worker.offer(.frame(header: header, takeDrops: takeDrops, pixels: pixels, count: count))
+    }
+
+    /// The encoder finishes what is queued, hands the last packets on, then ends the part.
+    func end(takeID: String, deviceID: String, takeDrops: DropTally, reason: String, withholding: Bool) {
+        guard !ended.exchange(true, ordering: .relaxed) else { return }
+        _ = worker.post(.end(takeDrops: takeDrops, reason: reason, withholding: withholding))
+    }
+
+    /// How full the encoder's queue is, 0 to 1: the host's pressure counts it.
+    var fill: Double { Double(worker.queued) / Double(capacity) }
+
+    /// Ends the thread once what is queued is encoded and handed on.
+    func shutdown() async { await worker.stop() }
+}
+
+/// The encoder's side of a `TakeEncodingPath`, on its thread only.
+final class TakeEncoderState {
+    private let key: TakeDeviceKey
+    private let encoding: TakeEncoding
+    private let takeStart: UInt64
+    private let segmentLength: UInt64
+    private let frameRate: Double
+    private let catalog: EncoderCatalog
+    private let settings: TakeEncodingPath.Settings
+    private let downstream: any TakeFramePath
+    private let logger: Logger
+    private let onDropped: @Sendable (DropReason, UInt64) -> Void
+    private let onEvent: @Sendable (String) -> Void
+    private var encoder: VideoEncoder?
+    /// The encoder could not be opened for this source: its frames are dropped, said once.
+    private var failedSource: VideoEncoder.Source?
+    private var nextIndex: Int64 = 0
+    /// Frames inside the encoder, by the number they were given: their headers and tallies.
+    private var inFlight: [Int64: (header: Capfleet_V1_FrameHeader, takeDrops: DropTally)] = [:]
+    /// The segment slot of the last frame encoded: a new slot starts with a key frame.
+    private var slot: UInt64?
+    /// A packet was lost on the way to the path: what depends on it is left out until the
+    /// next key frame, which the next frame is made to be.
+    private var awaitingKeyFrame = false
+    private var finished = false
+
+    init(key: TakeDeviceKey, encoding: TakeEncoding, takeStart: UInt64, segmentLength: UInt64, frameRate: Double, catalog: EncoderCatalog,
+         settings: TakeEncodingPath.Settings, downstream: any TakeFramePath, logger: Logger,
+         onDropped: @escaping @Sendable (DropReason, UInt64) -> Void, onEvent: @escaping @Sendable (String) -> Void) {
+        self.key = key
+        self.encoding = encoding
+        self.takeStart = takeStart
+        self.segmentLength = segmentLength
+        self.frameRate = frameRate
+        self.catalog = catalog
+        self.settings = settings
+        self.downstream = downstream
+        self.logger = logger
+        self.onDropped = onDropped
+        self.onEvent = onEvent
+    }
+
+    /// True once the part has ended here.
+    func handle(_ input: TakeEncodingPath.Input) -> Bool {
+        guard !finished else { return false }
+        switch input {
+        case let .frame(header, takeDrops, pixels, count):
+            encode(header, takeDrops: takeDrops, pixels: pixels, count: count)
+            return false
+        case let .end(takeDrops, reason, withholding):
+            drain()
+            finished = true
+            downstream.end(takeID: key.takeID, deviceID: key.deviceID, takeDrops: takeDrops, reason: reason, withholding: withholding)
+            return true
+        }
+    }
+
+    /// The agent stops mid-take: what the encoder holds goes to the path, which finishes its
+    /// segment (the part goes on when the coordinator asks again).
+    func close() {
+        guard !finished else { return }
+        drain()
+    }
+
+    private func encode(_ header: Capfleet_V1_FrameHeader, takeDrops: DropTally, pixels: FrameBuffer, count: Int) {
+        let layout = header.layout
+        // Compressed camera formats are stored as they come.
+        guard !["MJPG", "JPEG", "H264", "HEVC"].contains(layout.pixelFormat) else {
+            pass(header, takeDrops: takeDrops, bytes: pixels, count: count)
+            return
+        }
+        let source = VideoEncoder.Source(pixelFormat: layout.pixelFormat, width: Int(layout.width), height: Int(layout.height),
+                                         bytesPerLine: Int(layout.bytesPerLine), frameRate: frameRate)
+        if encoder?.source != source {
+            drain()
+            encoder = nil
+            guard source != failedSource else {
+                onDropped(.encoderLate, 1)
+                return
+            }
+            encoder = open(for: source)
+            guard encoder != nil else {
+                failedSource = source
+                onDropped(.encoderLate, 1)
+                return
+            }
+        }
+        guard let encoder else { return }
+        let sinceStart = header.fleetTimeNs >= takeStart ? header.fleetTimeNs - takeStart : 0
+        let frameSlot = sinceStart / segmentLength
+        let forceKey = awaitingKeyFrame || slot.map { $0 != frameSlot } ?? true
+        slot = frameSlot
+        let index = nextIndex
+        nextIndex += 1
+        inFlight[index] = (header, takeDrops)
+        do {
+            try encoder.encode(pixels.storage, count: count, frameIndex: index, forceKey: forceKey) { packet in deliver(packet, from: encoder) }
+        } catch {
+            inFlight[index] = nil
+            logger.warning("a frame could not be encoded", metadata: ["error": "\(error)"])
+            onDropped(.encoderLate, 1)
+            awaitingKeyFrame = true
+        }
+    }
+
+    /// The first encoder of the catalog's that opens for `source`; each one passed over and
+    /// a software encoder standing in are said in the device's events.
+    private func open(for source: VideoEncoder.Source) -> VideoEncoder? {
+        var passedOver: [String] = []
+        for choice in catalog.encoders(for: encoding.codec) {
+            do throws(EncodingError) {
+                let opened = try VideoEncoder(choice: choice, encoding: encoding, source: source, threads: settings.threads, preset: settings.preset)
+                var message = "take \(key.takeID): encoding \(source.width)x\(source.height) \(source.pixelFormat) as \(encoding.summary) with \(choice)"
+                    + (choice.isHardware ? " (hardware)" : " (software, \(settings.threads) thread\(settings.threads == 1 ? "" : "s"))")
+                if !passedOver.isEmpty {
+                    message += "; fell back from \(passedOver.joined(separator: "; "))"
+                } else if !choice.isHardware, encoding.codec.isLossy {
+                    message += "; this host has no hardware \(encoding.codec.rawValue) encoder"
+                }
+                logger.notice("encoder opened", metadata: ["encoder": "\(choice)", "codec": "\(encoding.codec.rawValue)"])
+                onEvent(message)
+                return opened
+            } catch {
+                passedOver.append("\(choice): \(error)")
+            }
+        }
+        let reason = passedOver.isEmpty ? "this host has no \(encoding.codec.rawValue) encoder" : passedOver.joined(separator: "; ")
+        logger.error("no encoder opens for the take's frames", metadata: ["reason": "\(reason)"])
+        onEvent("take \(key.takeID): cannot encode \(source.width)x\(source.height) \(source.pixelFormat) as \(encoding.codec.rawValue): \(reason). Its frames are dropped (encoder_late) until the format changes")
+        return nil
+    }
+
+    private func drain() {
+        guard let encoder else { return }
+        do {
+            try encoder.drain { packet in deliver(packet, from: encoder) }
+        } catch {
+            logger.warning("the encoder's last packets could not be taken", metadata: ["error": "\(error)"])
+        }
+        if !inFlight.isEmpty {
+            onDropped(.encoderLate, UInt64(inFlight.count))
+            inFlight.removeAll()
+        }
+        self.encoder = nil
+        awaitingKeyFrame = false
+    }
+
+    private func deliver(_ packet: VideoEncoder.Packet, from encoder: VideoEncoder) {
+        guard let (captured, takeDrops) = inFlight.removeValue(forKey: packet.frameIndex) else { return }
+        if awaitingKeyFrame, !packet.isKeyFrame {
+            onDropped(.outOfBuffers, 1)
+            return
+        }
+        var header = captured
+        header.layout.pixelFormat = encoding.codec.fourCC
+        header.layout.bytesPerLine = 0
+        header.payloadSize = UInt64(packet.bytes.count)
+        if packet.isKeyFrame { header.flags |= UInt32(Capfleet_V1_FrameFlag.keyFrame.rawValue) }
+        header.encoded = .with {
+            $0.codec = encoding.codec.wire
+            $0.sourcePixelFormat = captured.layout.pixelFormat
+            $0.codecConfig = Data(encoder.codecConfig)
+            $0.encoder = encoder.choice.name
+        }
+        let copy = FrameBuffer(unpooledCapacity: packet.bytes.count)
+        if let base = packet.bytes.baseAddress { copy.storage.copyMemory(from: base, byteCount: packet.bytes.count) }
+        if downstream.submit(takeID: key.takeID, deviceID: key.deviceID, header: header, takeDrops: takeDrops, pixels: copy, count: packet.bytes.count) {
+            awaitingKeyFrame = false
+        } else {
+            onDropped(.outOfBuffers, 1)
+            awaitingKeyFrame = encoding.codec != .ffv1 || encoding.gopFrames(frameRate: frameRate) > 1
+        }
+    }
+
+    private func pass(_ header: Capfleet_V1_FrameHeader, takeDrops: DropTally, bytes: FrameBuffer, count: Int) {
+        if !downstream.submit(takeID: key.takeID, deviceID: key.deviceID, header: header, takeDrops: takeDrops, pixels: bytes, count: count) {
+            onDropped(.outOfBuffers, 1)
+        }
+    }
+}

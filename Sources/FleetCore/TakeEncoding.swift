@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: Apache-2.0
+
+/// How a take stores a raw camera's frames (recordings.md, "Codecs"). Compressed camera
+/// formats (MJPEG, H.264) are stored as they come whatever the take asks.
+public enum VideoCodec: String, Sendable, CaseIterable, Codable {
+    /// The frames as captured.
+    case raw
+    /// Lossless: FFV1 version 3, bit for bit the captured frames once decoded.
+    case ffv1
+    /// Lossy H.264 (libx264, or the host's hardware encoder).
+    case h264
+    /// Lossy H.265/HEVC (libx265, or the host's hardware encoder).
+    case hevc
+
+    /// The FourCC a stored segment's track names (what the index keeps as its pixel format).
+    public var fourCC: String {
+        switch self {
+        case .raw: ""
+        case .ffv1: "FFV1"
+        case .h264: "H264"
+        case .hevc: "HEVC"
+        }
+    }
+
+    public var isLossy: Bool { self == .h264 || self == .hevc }
+}
+
+/// A take's codec and how hard it works; every camera of the take uses it.
+public struct TakeEncoding: Sendable, Equatable, Codable {
+    public var codec: VideoCodec
+    /// h264/hevc: constant rate factor, 0 (best) to 51; nil: `defaultQuality`.
+    public var quality: Int?
+    /// h264/hevc: average bits per second instead of a quality; 0: quality decides.
+    public var bitrate: Int
+    /// Frames from one key frame to the next; 0: ffv1 1 (every frame stands alone), h264/hevc
+    /// one second's worth.
+    public var gop: Int
+
+    /// A constant rate factor that keeps a moving camera scene above 38 dB PSNR (the encode
+    /// benchmark measures it) at a twentieth of raw or less.
+    public static let defaultQuality = 23
+    public static let raw = TakeEncoding(codec: .raw)
+
+    public init(codec: VideoCodec, quality: Int? = nil, bitrate: Int = 0, gop: Int = 0) {
+        self.codec = codec
+        self.quality = quality
+        self.bitrate = bitrate
+        self.gop = gop
+    }
+
+    /// Frames per group of pictures at `frameRate`: what the encoder is told.
+    public func gopFrames(frameRate: Double) -> Int {
+        if gop > 0 { return gop }
+        if codec == .ffv1 { return 1 }
+        return max(Int(frameRate.rounded()), 1)
+    }
+
+    /// What is wrong with it, said the way `record start` takes it; nil when it is sound.
+    public var problem: String? {
+        if let quality, !(0...51).contains(quality) {
+            return "--quality \(quality) is out of range: a constant rate factor is 0 (best) to 51"
+        }
+        if quality != nil, bitrate > 0 { return "--quality and --bitrate both given: a take is encoded to one or the other" }
+        if !codec.isLossy, quality != nil || bitrate > 0 {
+            return "--quality and --bitrate are for h264 and hevc; \(codec.rawValue) is \(codec == .ffv1 ? "lossless" : "uncompressed")"
+        }
+        if gop < 0 || gop > 10_000 { return "--gop \(gop) is out of range: 1 to 10000 frames" }
+        return nil
+    }
+
+    /// How `recordings show` says it: "h264 crf 23, gop 30", "ffv1", "raw".
+    public var summary: String {
+        var parts = [codec.rawValue]
+        if codec.isLossy { parts.append(bitrate > 0 ? "\(bitrate / 1000) kbit/s" : "crf \(quality ?? Self.defaultQuality)") }
+        if gop > 0 { parts.append("gop \(gop)") }
+        return parts.joined(separator: ", ")
+    }
+}
+
+/// A bit rate as people write it: 8000000, 8M, 800k.
+public enum BitRate {
+    public static func parse(_ text: String) -> Int? {
+        let lowered = text.lowercased()
+        let (digits, scale): (Substring, Double) = lowered.hasSuffix("m") ? (lowered.dropLast(), 1e6)
+            : lowered.hasSuffix("k") ? (lowered.dropLast(), 1e3) : (Substring(lowered), 1)
+        guard let value = Double(digits), value.isFinite, value > 0, value * scale <= Double(Int32.max) else { return nil }
+        return Int(value * scale)
+    }
+}

@@ -1,0 +1,36 @@
+import CAVCodec
+import FleetCore
+
+/// Why a take's encoder could not start or go on; each says what to do about it.
+public enum EncodingError: Error, Equatable, CustomStringConvertible {
+    /// The camera's pixel format is not one the encoder is fed from.
+    case unsupportedSource(pixelFormat: String, codec: VideoCodec)
+    /// A picture size the codec cannot take (4:2:0 and 4:2:2 need even sizes).
+    case unsupportedSize(width: Int, height: Int, codec: VideoCodec)
+    /// This host's FFmpeg has no such encoder.
+    case encoderMissing(name: String, codec: VideoCodec)
+    /// A frame shorter than its format says.
+    case shortFrame(expected: Int, got: Int)
+    /// An FFmpeg call failed.
+    case ffmpeg(doing: String, encoder: String, code: Int32)
+
+    public var description: String {
+        switch self {
+        case let .unsupportedSource(pixelFormat, codec):
+            "\(codec.rawValue) cannot be made from \(pixelFormat) frames here: the agent encodes YUYV, UYVY, NV12 and GREY; record this camera with --codec raw, or pick one of those formats (capfleet format)"
+        case let .unsupportedSize(width, height, codec):
+            "\(codec.rawValue) needs an even width and height; \(width)x\(height) is not: pick another size (capfleet format) or record it with --codec raw"
+        case let .encoderMissing(name, codec):
+            "this host's FFmpeg has no \(name) encoder for \(codec.rawValue): install Debian's libavcodec59 (it has libx264, libx265 and ffv1), or record with another --codec"
+        case let .shortFrame(expected, got):
+            "a frame of \(got) bytes is shorter than its format's \(expected): the camera delivered a cut-off frame"
+        case let .ffmpeg(doing, encoder, code):
+            "\(doing) (\(encoder)): \(Self.message(code))"
+        }
+    }
+
+    static func message(_ code: Int32) -> String {
+        var buffer = [CChar](repeating: 0, count: 128)
+        return String(cString: capfleet_codec_strerror(code, &buffer, buffer.count))
+    }
+}

@@ -1,0 +1,21 @@
+import FleetCore
+import FleetProtocol
+
+extension RecordedVideoFormat {
+    /// What a frame's header says its payload is: the camera's format, or the agent
+    /// encoder's codec with its configuration.
+    public init(header: Capfleet_V1_FrameHeader, frameRate: Double) {
+        self.init(pixelFormat: PixelFormat(header.layout.pixelFormat), width: Int(header.layout.width), height: Int(header.layout.height),
+                  frameRate: frameRate, codecConfig: header.hasEncoded ? Array(header.encoded.codecConfig) : [],
+                  encoder: header.hasEncoded ? header.encoded.encoder : "",
+                  sourcePixelFormat: header.hasEncoded ? header.encoded.sourcePixelFormat : "")
+    }
+}
+
+extension Capfleet_V1_FrameHeader {
+    /// Whether a decoder can start at this payload: every camera frame can, an encoded
+    /// packet only where the encoder said so.
+    public var isKeyFrame: Bool {
+        !hasEncoded || flags & UInt32(Capfleet_V1_FrameFlag.keyFrame.rawValue) != 0
+    }
+}
