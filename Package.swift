@@ -162,7 +162,7 @@ let package = Package(
         ]),
         // Runs the built `capfleet` binary: `swift build` first.
         .testTarget(name: "IntegrationTests", dependencies: [
-            "FleetProtocol", "FleetCore", "FleetBus", "FleetFuzz", "FleetHTTP", "FleetHost", "FleetTestSupport", "CZeroMQ",
+            "FleetProtocol", "FleetCore", "FleetBus", "FleetCapture", "FleetFuzz", "FleetHTTP", "FleetHost", "FleetTestSupport", "CZeroMQ",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
     ],

@@ -13,6 +13,7 @@
 #include <libavutil/error.h>
 #include <libavutil/frame.h>
 #include <libavutil/hwcontext.h>
+#include <libavutil/log.h>
 #include <libavutil/opt.h>
 #include <libavutil/pixdesc.h>
 
@@ -22,6 +23,9 @@ static const int CAPFLEET_CODEC_FLAG_GLOBAL_HEADER = AV_CODEC_FLAG_GLOBAL_HEADER
 static const int CAPFLEET_THREAD_SLICE = FF_THREAD_SLICE;
 static const int CAPFLEET_THREAD_FRAME = FF_THREAD_FRAME;
 static inline int capfleet_codec_averror(int posix) { return AVERROR(posix); }
+
+// FFmpeg's own messages go to stderr; the agent says what matters in its log and events.
+static inline void capfleet_codec_quiet(void) { av_log_set_level(AV_LOG_ERROR); }
 
 static inline const char *capfleet_codec_strerror(int code, char *buffer, size_t size) {
     if (av_strerror(code, buffer, size) < 0) snprintf(buffer, size, "FFmpeg error %d", code);

@@ -149,7 +149,7 @@ public enum FleetTables {
     /// attention with `!` and lists why under the table.
     public static func watch(_ statuses: [Capfleet_V1_DeviceStatus], trouble: [String: [String]] = [:], now: Date = Date()) -> String {
         guard !statuses.isEmpty else { return "no devices yet" }
-        let rows = table(["", "DEVICE", "NODE", "STATE", "FORMAT", "FPS", "MB/S", "FRAMES", "LATE", "NO-BUF", "GAPS", "LAST FRAME"],
+        let rows = table(["", "DEVICE", "NODE", "STATE", "FORMAT", "FPS", "MB/S", "FRAMES", "LATE", "NO-BUF", "GAPS", "ENC-LATE", "LAST FRAME"],
                      statuses.map { status in
                          [(trouble[status.deviceID] ?? []).isEmpty ? " " : "!", status.deviceID, status.nodeID,
                           status.interruption.reason != .none ? state(online: status.online, interruption: status.interruption)
@@ -157,7 +157,7 @@ public enum FleetTables {
                           status.width > 0 ? "\(status.width)x\(status.height) \(status.pixelFormat)" : "-",
                           String(format: "%.1f", status.framesPerSecond), String(format: "%.2f", status.bytesPerSecond / 1e6),
                           String(status.framesReceived), String(status.drops.late), String(status.drops.outOfBuffers),
-                          String(status.drops.discontinuity), age(status.lastFrameUnixMs, now: now)]
+                          String(status.drops.discontinuity), String(status.drops.encoderLate), age(status.lastFrameUnixMs, now: now)]
                      })
         let notes = statuses.compactMap { status -> String? in
             guard let reasons = trouble[status.deviceID], !reasons.isEmpty else { return nil }

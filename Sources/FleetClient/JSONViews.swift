@@ -322,7 +322,7 @@ public enum JSONViews {
     }
 
     public struct Drops: Encodable {
-        var late, outOfBuffers, discontinuity: UInt64
+        var late, outOfBuffers, discontinuity, encoderLate: UInt64
     }
 
     public struct DeviceStats: Encodable {
@@ -363,7 +363,8 @@ public enum JSONViews {
             liveConsumers = status.liveConsumers; liveFlow = status.liveFlow; liveFramesSent = status.liveFramesSent
             framesPerSecond = status.framesPerSecond; bytesPerSecond = status.bytesPerSecond
             width = status.width; height = status.height
-            drops = Drops(late: status.drops.late, outOfBuffers: status.drops.outOfBuffers, discontinuity: status.drops.discontinuity)
+            drops = Drops(late: status.drops.late, outOfBuffers: status.drops.outOfBuffers, discontinuity: status.drops.discontinuity,
+                          encoderLate: status.drops.encoderLate)
             lastFrameUnixMs = status.lastFrameUnixMs
         }
     }

@@ -176,7 +176,7 @@ extension ControlHandler {
                 NodeRegistration.Device(
                     description: DeviceDescription(wire: device),
                     activeFormatIndex: Int(device.activeFormatIndex), activeFrameRate: device.activeFrameRate)
-            })
+            }, encoders: hello.encoders.compactMap(HostEncoder.init(wire:)))
         // A camera may move to another host (its id is stable), but not while the node that
         // has it is online: a node's key must not let it take another node's camera. Decided
         // after the reads, on who is online now.
@@ -268,6 +268,7 @@ extension ControlHandler {
         hasher.combine(hello.softwareVersion)
         hasher.combine(hello.protocolMinor)
         for device in hello.devices { hasher.combine((try? device.serializedBytes() as [UInt8]) ?? []) }
+        for encoder in hello.encoders { hasher.combine((try? encoder.serializedBytes() as [UInt8]) ?? []) }
         return hasher.finalize()
     }
 

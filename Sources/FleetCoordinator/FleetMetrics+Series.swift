@@ -25,7 +25,7 @@ struct DeviceSeries: Sendable {
         self.labels = labels
         counters = [FleetMetrics.framesReceived, FleetMetrics.bytesReceived, FleetMetrics.framesCaptured, FleetMetrics.bytesCaptured]
             .map { registry.makeCounter(descriptor: $0, labels: labels) }
-            + ["late", "out_of_buffers", "discontinuity"]
+            + ["late", "out_of_buffers", "discontinuity", "encoder_late"]
             .map { registry.makeCounter(descriptor: FleetMetrics.framesDropped, labels: labels + [("reason", $0)]) }
         pushed = Array(repeating: 0, count: counters.count)
         liveConsumers = registry.makeGauge(descriptor: FleetMetrics.liveConsumers, labels: labels)
@@ -36,7 +36,7 @@ struct DeviceSeries: Sendable {
 
     private static func counts(_ status: Capfleet_V1_DeviceStatus) -> [UInt64] {
         [status.framesReceived, status.bytesReceived, status.framesCaptured, status.bytesCaptured,
-         status.drops.late, status.drops.outOfBuffers, status.drops.discontinuity]
+         status.drops.late, status.drops.outOfBuffers, status.drops.discontinuity, status.drops.encoderLate]
     }
 
     mutating func record(_ status: Capfleet_V1_DeviceStatus, registry: PrometheusCollectorRegistry) {

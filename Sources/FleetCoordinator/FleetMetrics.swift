@@ -38,7 +38,7 @@ public final class FleetMetrics: Sendable {
                                           "Who wants the device's full-rate frames now (viewers count as one; each waiting snapshot as one).")
     nonisolated(unsafe) static let bytesReceived = descriptor("bytes_received", "total", "Payload bytes the coordinator accepted from the device.")
     nonisolated(unsafe) static let framesDropped = descriptor("frames_dropped", "total",
-                                          "Frames lost, by reason: late (send queue full), out_of_buffers (no free capture buffer), discontinuity (sequence gap).")
+                                          "Frames lost, by reason: late (send queue full), out_of_buffers (no free capture buffer), discontinuity (sequence gap), encoder_late (a take's encoder fell behind).")
     nonisolated(unsafe) static let framesPerSecond = descriptor("device_frames_per_second", "", "Frames per second the device captured over the last second.")
     nonisolated(unsafe) static let deviceStreaming = descriptor("device_streaming", "", "1 while the device streams frames to the coordinator.")
     nonisolated(unsafe) static let deviceInterrupted = descriptor("device_interrupted", "", "1 while the device is interrupted (unplugged, in use, pressure shutdown, driver error).")

@@ -32,6 +32,7 @@ extension OperatorHandler {
                 $0.deviceCount = UInt32(presentDevices[node.id] ?? 0)
                 $0.revoked = revoked.contains(node.id)
                 if let clock { $0.clock = clock.wire }
+                $0.encoders = node.hostEncoders.map(\.wire)
             }
         }
         reply.status = .ok
@@ -103,6 +104,7 @@ extension OperatorHandler {
     func deviceDetails(_ deviceID: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
         guard let device = try await existingDevice(deviceID, into: &reply) else { return }
         try await listDevices(nodeID: device.nodeId, only: device.id, into: &reply)
+        if !reply.devices.isEmpty, let node = try await store.node(device.nodeId) { reply.devices[0].encoders = node.hostEncoders.map(\.wire) }
         guard let bytes = try await store.descriptor(deviceID: device.id), !reply.devices.isEmpty else { return }
         do {
             reply.devices[0].descriptor = try Capfleet_V1_DeviceDescriptor(serializedBytes: bytes)

@@ -87,3 +87,23 @@ public enum BitRate {
         return Int(value * scale)
     }
 }
+
+/// An encoder a host records takes with, as its HELLO lists it.
+public struct HostEncoder: Sendable, Hashable, Codable {
+    public var codec: VideoCodec
+    /// libavcodec's name: ffv1, libx264, h264_v4l2m2m, h264_vaapi, …
+    public var name: String
+    public var hardware: Bool
+    /// A hardware encoder's device node; empty for software.
+    public var device: String
+
+    public init(codec: VideoCodec, name: String, hardware: Bool, device: String = "") {
+        self.codec = codec
+        self.name = name
+        self.hardware = hardware
+        self.device = device
+    }
+
+    /// "h264_vaapi (hardware, /dev/dri/renderD128)", "libx264 (software)".
+    public var summary: String { hardware ? "\(name) (hardware\(device.isEmpty ? "" : ", " + device))" : "\(name) (software)" }
+}

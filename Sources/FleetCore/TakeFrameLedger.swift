@@ -77,7 +77,7 @@ public struct TakeFrameLedger: Sendable, Equatable {
     }
 
     /// Missing sequence numbers take the reasons the device reported since the last frame,
-    /// source-side reasons first; what no report explains is a discontinuity. Reported drops
+    /// source-side reasons first, then the take's encoder falling behind; what no report explains is a discontinuity. Reported drops
     /// beyond the gap were the live path's (newest frame wins), not the take's.
     private mutating func attributeGap(of gap: UInt64, reported: DropTally) {
         let previous = reportedDrops ?? reported
@@ -85,9 +85,12 @@ public struct TakeFrameLedger: Sendable, Equatable {
         var left = gap
         let outOfBuffers = min(left, since(reported.outOfBuffers, previous.outOfBuffers))
         left -= outOfBuffers
+        let encoderLate = min(left, since(reported.encoderLate, previous.encoderLate))
+        left -= encoderLate
         let late = min(left, since(reported.late, previous.late))
         left -= late
         dropped.outOfBuffers += outOfBuffers
+        dropped.encoderLate += encoderLate
         dropped.late += late
         dropped.discontinuity += left
     }

@@ -106,3 +106,19 @@ extension TakeEncoding {
                   bitrate: Int(clamping: min(wire.bitrate, UInt64(Int32.max))), gop: Int(clamping: wire.gop))
     }
 }
+
+extension HostEncoder {
+    public init?(wire: Capfleet_V1_EncoderInfo) {
+        guard let codec = VideoCodec(wire: wire.codec), !wire.name.isEmpty else { return nil }
+        self.init(codec: codec, name: wire.name, hardware: wire.hardware, device: wire.device)
+    }
+
+    public var wire: Capfleet_V1_EncoderInfo {
+        .with {
+            $0.codec = codec.wire
+            $0.name = name
+            $0.hardware = hardware
+            $0.device = device
+        }
+    }
+}

@@ -1,3 +1,4 @@
+import CAVCodec
 import FleetCore
 import Foundation
 
@@ -32,6 +33,7 @@ public struct EncoderCatalog: Sendable {
     ///   - renderNodes: DRM render nodes for VA-API (`renderNodes(devRoot:)`).
     ///   - useHardware: false keeps to software (setting `hardware_encoders = off`).
     public static func discover(memoryToMemory: [MemoryToMemoryNode], renderNodes: [String], useHardware: Bool) -> EncoderCatalog {
+        capfleet_codec_quiet()
         var hardware: [EncoderChoice] = []
         var findings: [String] = []
         if useHardware {

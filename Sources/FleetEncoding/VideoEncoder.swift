@@ -176,6 +176,9 @@ public final class VideoEncoder {
         }
     }
 
+    /// Frames x264 and x265 look ahead (their presets' own go up to 60).
+    static let lookahead = 10
+
     /// How the camera's bytes are laid out, the first plane's row stride, and a frame's size.
     static func sourceLayout(_ source: Source) -> (capfleet_source_layout, Int, Int)? {
         let width = source.width, height = source.height
@@ -232,13 +235,17 @@ public final class VideoEncoder {
         case (.h264, .software):
             av_dict_set(&options, "preset", preset, 0)
             av_dict_set(&options, "forced-idr", "1", 0)
+            // A third of a second of look-ahead at most: what an encoder holds bounds the
+            // memory, the latency and how long a take's end waits for its last packets.
+            av_dict_set(&options, "rc-lookahead", "\(Self.lookahead)", 0)
             if encoding.bitrate > 0 { setBitrate(encoding.bitrate) } else { av_dict_set(&options, "crf", "\(quality)", 0) }
             context.pointee.keyint_min = context.pointee.gop_size
         case (.hevc, .software):
             av_dict_set(&options, "preset", preset, 0)
             av_dict_set(&options, "forced-idr", "1", 0)
             if encoding.bitrate > 0 { setBitrate(encoding.bitrate) } else { av_dict_set(&options, "crf", "\(quality)", 0) }
-            av_dict_set(&options, "x265-params", "bframes=0:pools=\(threads):log-level=error:min-keyint=\(context.pointee.gop_size)", 0)
+            av_dict_set(&options, "x265-params",
+                        "bframes=0:pools=\(threads):log-level=error:min-keyint=\(context.pointee.gop_size):rc-lookahead=\(Self.lookahead)", 0)
         case (_, .vaapi):
             if encoding.bitrate > 0 {
                 setBitrate(encoding.bitrate)

@@ -21,8 +21,12 @@ public struct NodeRegistration: Sendable {
     public var softwareVersion: String
     public var address: String
     public var devices: [Device]
+    /// The encoders the node records takes with (HELLO's `encoders`).
+    public var encoders: [HostEncoder]
 
-    public init(nodeID: String, name: String, hostname: String, softwareVersion: String, address: String, devices: [Device]) {
+    public init(nodeID: String, name: String, hostname: String, softwareVersion: String, address: String, devices: [Device],
+                encoders: [HostEncoder] = []) {
+        self.encoders = encoders
         self.nodeID = nodeID
         self.name = name
         self.hostname = hostname
@@ -60,6 +64,7 @@ extension FleetDatabase {
             node!.hostname = registration.hostname
             node!.softwareVersion = registration.softwareVersion
             node!.address = registration.address
+            node!.hostEncoders = registration.encoders
             node!.online = true
             node!.lastSeenAt = now
             try node!.save(db)

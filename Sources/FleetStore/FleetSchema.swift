@@ -441,6 +441,7 @@ enum FleetSchema {
                 ALTER TABLE takeDevice ADD COLUMN dropsEncoderLate INTEGER NOT NULL DEFAULT 0 CHECK (dropsEncoderLate >= 0);
                 ALTER TABLE segment ADD COLUMN dropsEncoderLate INTEGER NOT NULL DEFAULT 0 CHECK (dropsEncoderLate >= 0);
                 ALTER TABLE device ADD COLUMN dropsEncoderLate INTEGER NOT NULL DEFAULT 0 CHECK (dropsEncoderLate >= 0);
+                ALTER TABLE node ADD COLUMN encoders TEXT NOT NULL DEFAULT '';
                 """)
         }
         return migrator

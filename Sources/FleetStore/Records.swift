@@ -1,3 +1,4 @@
+import Foundation
 import FleetCore
 import GRDB
 
@@ -12,6 +13,13 @@ public struct NodeRecord: Codable, Sendable, Hashable, FetchableRecord, Persista
     public var online: Bool
     public var firstSeenAt: UnixMilliseconds
     public var lastSeenAt: UnixMilliseconds
+    /// The encoders its last HELLO listed (JSON of `HostEncoder`s); empty before 1.4.
+    public var encoders = ""
+
+    public var hostEncoders: [HostEncoder] {
+        get { (try? JSONDecoder().decode([HostEncoder].self, from: Data(encoders.utf8))) ?? [] }
+        set { encoders = (try? String(decoding: JSONEncoder().encode(newValue), as: UTF8.self)) ?? "" }
+    }
 }
 
 /// A device and the counters the coordinator keeps for it.

@@ -31,6 +31,14 @@ import Testing
         #expect(ledger.accountedFor == ledger.lastSequence! - ledger.firstSequence! + 1)
     }
 
+    @Test func framesTheTakesEncoderCouldNotKeepUpWith_areEncoderLate() {
+        var ledger = TakeFrameLedger(start: 0)
+        _ = ledger.admit(sequence: 1, fleetTime: time(1), cumulativeDrops: .init())
+        // Four missing: one out of buffers, two the encoder refused, one nobody reported.
+        _ = ledger.admit(sequence: 6, fleetTime: time(6), cumulativeDrops: .init(outOfBuffers: 1, encoderLate: 2))
+        #expect(ledger.dropped == DropTally(outOfBuffers: 1, discontinuity: 1, encoderLate: 2))
+    }
+
     @Test func aFrameSentAgain_isKeptOnce() {
         var ledger = TakeFrameLedger(start: 0)
         for sequence: UInt64 in [1, 2, 3, 2, 3, 4] { _ = ledger.admit(sequence: sequence, fleetTime: time(sequence), cumulativeDrops: .init()) }

@@ -131,7 +131,7 @@ extension IntegrationTests {
                 return scrape.matching("capfleet_frames_dropped_total").contains { $0.value > 0 }
             }
             let dropped = scrapes.last!.matching("capfleet_frames_dropped_total").filter { $0.value > 0 }
-            #expect(dropped.allSatisfy { ["late", "out_of_buffers", "discontinuity"].contains($0.labels["reason"] ?? "") })
+            #expect(dropped.allSatisfy { ["late", "out_of_buffers", "discontinuity", "encoder_late"].contains($0.labels["reason"] ?? "") })
 
             // A node that goes away: node_up falls to 0 and its pressure level disappears.
             leaving.kill()

@@ -1122,6 +1122,12 @@ public nonisolated struct Capfleet_V1_NodeInfo: @unchecked Sendable {
   /// Clears the value of `clock`. Subsequent reads from it will return its default value.
   public mutating func clearClock() {_uniqueStorage()._clock = nil}
 
+  /// since 1.4: the encoders its last HELLO listed, hardware first (recordings.md, "Codecs")
+  public var encoders: [Capfleet_V1_EncoderInfo] {
+    get {_storage._encoders}
+    set {_uniqueStorage()._encoders = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1295,6 +1301,12 @@ public nonisolated struct Capfleet_V1_DeviceInfo: @unchecked Sendable {
   public var liveFlow: Bool {
     get {_storage._liveFlow}
     set {_uniqueStorage()._liveFlow = newValue}
+  }
+
+  /// since 1.4, with GetDevice: the encoders its node records takes with, hardware first
+  public var encoders: [Capfleet_V1_EncoderInfo] {
+    get {_storage._encoders}
+    set {_uniqueStorage()._encoders = newValue}
   }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -4114,7 +4126,7 @@ nonisolated extension Capfleet_V1_ChangeFrameRate: SwiftProtobuf.Message, SwiftP
 
 nonisolated extension Capfleet_V1_NodeInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".NodeInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_id\0\u{1}name\0\u{1}hostname\0\u{3}software_version\0\u{1}online\0\u{3}first_seen_unix_ms\0\u{3}last_seen_unix_ms\0\u{1}address\0\u{3}device_count\0\u{1}revoked\0\u{1}clock\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_id\0\u{1}name\0\u{1}hostname\0\u{3}software_version\0\u{1}online\0\u{3}first_seen_unix_ms\0\u{3}last_seen_unix_ms\0\u{1}address\0\u{3}device_count\0\u{1}revoked\0\u{1}clock\0\u{1}encoders\0")
 
   fileprivate class _StorageClass {
     var _nodeID: String = String()
@@ -4128,6 +4140,7 @@ nonisolated extension Capfleet_V1_NodeInfo: SwiftProtobuf.Message, SwiftProtobuf
     var _deviceCount: UInt32 = 0
     var _revoked: Bool = false
     var _clock: Capfleet_V1_ClockState? = nil
+    var _encoders: [Capfleet_V1_EncoderInfo] = []
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -4149,6 +4162,7 @@ nonisolated extension Capfleet_V1_NodeInfo: SwiftProtobuf.Message, SwiftProtobuf
       _deviceCount = source._deviceCount
       _revoked = source._revoked
       _clock = source._clock
+      _encoders = source._encoders
     }
   }
 
@@ -4178,6 +4192,7 @@ nonisolated extension Capfleet_V1_NodeInfo: SwiftProtobuf.Message, SwiftProtobuf
         case 9: try { try decoder.decodeSingularUInt32Field(value: &_storage._deviceCount) }()
         case 10: try { try decoder.decodeSingularBoolField(value: &_storage._revoked) }()
         case 11: try { try decoder.decodeSingularMessageField(value: &_storage._clock) }()
+        case 12: try { try decoder.decodeRepeatedMessageField(value: &_storage._encoders) }()
         default: break
         }
       }
@@ -4223,6 +4238,9 @@ nonisolated extension Capfleet_V1_NodeInfo: SwiftProtobuf.Message, SwiftProtobuf
       try { if let v = _storage._clock {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
       } }()
+      if !_storage._encoders.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._encoders, fieldNumber: 12)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -4243,6 +4261,7 @@ nonisolated extension Capfleet_V1_NodeInfo: SwiftProtobuf.Message, SwiftProtobuf
         if _storage._deviceCount != rhs_storage._deviceCount {return false}
         if _storage._revoked != rhs_storage._revoked {return false}
         if _storage._clock != rhs_storage._clock {return false}
+        if _storage._encoders != rhs_storage._encoders {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -4254,7 +4273,7 @@ nonisolated extension Capfleet_V1_NodeInfo: SwiftProtobuf.Message, SwiftProtobuf
 
 nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}name\0\u{1}driver\0\u{1}kind\0\u{3}active_format\0\u{3}active_frame_rate\0\u{3}format_count\0\u{1}online\0\u{3}lease_holder\0\u{3}lease_expires_unix_ms\0\u{1}interruption\0\u{1}descriptor\0\u{1}focus\0\u{3}zoom_factor\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{3}consent_reason\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{4}\u{11}live_consumers\0\u{3}live_flow\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}name\0\u{1}driver\0\u{1}kind\0\u{3}active_format\0\u{3}active_frame_rate\0\u{3}format_count\0\u{1}online\0\u{3}lease_holder\0\u{3}lease_expires_unix_ms\0\u{1}interruption\0\u{1}descriptor\0\u{1}focus\0\u{3}zoom_factor\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{3}consent_reason\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{4}\u{11}live_consumers\0\u{3}live_flow\0\u{1}encoders\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -4282,6 +4301,7 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
     var _alignment: Capfleet_V1_FrameAlignment? = nil
     var _liveConsumers: [String] = []
     var _liveFlow: Bool = false
+    var _encoders: [Capfleet_V1_EncoderInfo] = []
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -4317,6 +4337,7 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
       _alignment = source._alignment
       _liveConsumers = source._liveConsumers
       _liveFlow = source._liveFlow
+      _encoders = source._encoders
     }
   }
 
@@ -4360,6 +4381,7 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
         case 23: try { try decoder.decodeSingularMessageField(value: &_storage._alignment) }()
         case 40: try { try decoder.decodeRepeatedStringField(value: &_storage._liveConsumers) }()
         case 41: try { try decoder.decodeSingularBoolField(value: &_storage._liveFlow) }()
+        case 42: try { try decoder.decodeRepeatedMessageField(value: &_storage._encoders) }()
         default: break
         }
       }
@@ -4447,6 +4469,9 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
       if _storage._liveFlow != false {
         try visitor.visitSingularBoolField(value: _storage._liveFlow, fieldNumber: 41)
       }
+      if !_storage._encoders.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._encoders, fieldNumber: 42)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -4481,6 +4506,7 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
         if _storage._alignment != rhs_storage._alignment {return false}
         if _storage._liveConsumers != rhs_storage._liveConsumers {return false}
         if _storage._liveFlow != rhs_storage._liveFlow {return false}
+        if _storage._encoders != rhs_storage._encoders {return false}
         return true
       }
       if !storagesAreEqual {return false}

@@ -1,0 +1,169 @@
+import FleetCapture
+import FleetCore
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension IntegrationTests {
+    /// Takes encoded on the camera's host (`record start --codec`): every segment decodes with
+    /// Debian's ffmpeg and holds what the index says; FFV1 gives back the very frames the
+    /// synthetic camera made; an encoder too slow for its camera drops `encoder_late` without
+    /// holding up capture; an agent killed mid-take leaves segments that decode.
+    @Suite(.serialized) struct EncodedTakeTests {
+        @Test(arguments: [("ffv1", "agent"), ("h264", "agent"), ("hevc", "agent"), ("ffv1", "coordinator"), ("h264", "coordinator")])
+        func aTakeInEachCodec_decodesAndHoldsWhatTheIndexSays(codec: String, store: String) async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator(environment: ["CAPFLEET_SEGMENT_SECONDS": "2"])
+            let devices = try await RecordingTests.devices(in: fleet, agents: ["e1"], fps: 15)
+            let started = try fleet.cli(["record", "start"] + devices + ["--store", store, "--codec", codec, "--json"], timeout: 15)
+            #expect(started.status == 0, "\(started.output)\(started.error)")
+            let take = try #require(try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any])
+            #expect(take["codec"] as? String == codec, "\(take)")
+            let takeID = try #require(take["id"] as? String)
+            try await Task.sleep(for: .seconds(5))
+            #expect(try fleet.cli(["record", "stop", takeID], timeout: 30).status == 0)
+
+            let shown = try RecordingTests.show(takeID, in: fleet)
+            let part = try #require((shown["devices"] as? [[String: Any]])?.first)
+            #expect(part["state"] as? String == "stopped", "\(part)")
+            #expect(RecordingTests.dropTotal(part) == 0, "\(part["drops"] ?? "")")
+            #expect(part["encoder"] as? String == ["ffv1": "ffv1", "h264": "libx264", "hevc": "libx265"][codec], "\(part)")
+            #expect(part["source_format"] as? String == "YUYV", "\(part)")
+            #expect((part["format"] as? String)?.hasSuffix(codec.uppercased()) == true, "the part is stored as \(codec): \(part)")
+            let frames = try #require(part["frames"] as? Int)
+            #expect(frames >= 60, "about 5 s at 15 fps: \(part)")
+            let segments = try #require(shown["segments"] as? [[String: Any]])
+            #expect(segments.count >= 2, "2 s segments: \(segments.count)")
+            #expect(segments.reduce(0) { $0 + ($1["frames"] as? Int ?? 0) } == frames)
+            let renderer = TestPatternRenderer(format: VideoFormat(pixelFormat: .yuyv, width: 640, height: 480,
+                                                                   frameRateRanges: [FrameRateRange(min: 15, max: 15)]))
+            for segment in segments {
+                let path = try #require(segment["path"] as? String)
+                let decoded = try Self.decode(path)
+                #expect(decoded.errors.isEmpty, "ffmpeg decodes \(path) without a complaint: \(decoded.errors)")
+                #expect(decoded.frames.count == segment["frames"] as? Int, "every frame of \(path) decodes, as many as the index says")
+                #expect(try Self.probe(path).hasPrefix(codec == "h264" ? "h264" : codec), "\(path)")
+                guard codec == "ffv1", let first = segment["first_sequence"] as? Int else { continue }
+                // The synthetic camera's frame N is its pattern drawn with the number N.
+                for (offset, frame) in decoded.frames.enumerated() {
+                    var expected = renderer
+                    var made = [UInt8](repeating: 0, count: renderer.frameBytes)
+                    made.withUnsafeMutableBytes { expected.render(frameNumber: UInt32(first + offset), zoom: 1, into: $0.baseAddress!) }
+                    guard frame == made else {
+                        let differing = zip(frame, made).filter { $0 != $1 }.count
+                        Issue.record("frame \(first + offset) of \(path) is not the one the camera made: \(differing) of \(made.count) bytes differ")
+                        break
+                    }
+                }
+            }
+            #expect(try fleet.cli(["recordings", "verify", takeID], timeout: 60).status == 0)
+        }
+
+        /// A 1080p30 camera whose HEVC encoder has one thread at x265's slowest preset cannot
+        /// keep up: its frames are dropped as encoder_late, counted in the take and the device's
+        /// status, while capture and the live path go on at the camera's rate.
+        @Test func anEncoderTooSlowForItsCamera_dropsEncoderLate_andNeverStallsCapture() async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator()
+            let agent = try fleet.fleet.startAgent("slow", arguments: ["--synthetic", "1", "--no-discover", "--fps", "30", "--synthetic-format", "1920x1080:YUYV"],
+                                                   environment: ["CAPFLEET_ENCODER_THREADS": "1", "CAPFLEET_ENCODER_PRESET": "veryslow"])
+            try await fleet.waitUntil("the clock locks", seconds: 30) { agent.log.contains("clock.state=locked") }
+            let device = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
+            try fleet.grantConsent(device)
+            let started = try fleet.cli(["record", "start", device, "--codec", "hevc", "--json"], timeout: 15)
+            let takeID = try #require((try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any])?["id"] as? String,
+                                      "\(started.output)\(started.error)")
+            try await fleet.waitUntil("the encoder opens", seconds: 15) { agent.log.contains("encoder opened") }
+            let before = try #require(try fleet.deviceStats()[device]?["frames_captured"] as? Int)
+            try await Task.sleep(for: .seconds(4))
+            let after = try #require(try fleet.deviceStats()[device]?["frames_captured"] as? Int)
+            #expect(Double(after - before) / 4 >= 25, "capture keeps the camera's 30 fps while the encoder lags: \(after - before) frames in 4 s")
+            let snapshot = fleet.directory + "/live.png"
+            let shot = try fleet.cli(["snapshot", device, "-o", snapshot], timeout: 15)
+            #expect(shot.status == 0, "the live path still serves the camera: \(shot.output)\(shot.error)")
+            #expect(try fleet.cli(["record", "stop", takeID, "--wait", "60"], timeout: 70).status == 0)
+            let shown = try RecordingTests.show(takeID, in: fleet)
+            let part = try #require((shown["devices"] as? [[String: Any]])?.first)
+            #expect(part["state"] as? String == "stopped", "the encoder's last packets are stored within the wait: \(part)")
+            let drops = try #require(part["drops"] as? [String: Int])
+            #expect((drops["encoder_late"] ?? 0) > 0, "the encoder could not keep up: \(drops)")
+            let stored = part["frames"] as? Int ?? 0
+            #expect(stored > 0, "what it encoded is stored: \(part)")
+            // Every frame of the part's span is stored or counted, the encoder's refusals as encoder_late.
+            let first = try #require(part["first_sequence"] as? Int), last = try #require(part["last_sequence"] as? Int)
+            #expect(stored + RecordingTests.dropTotal(part) == last - first + 1, "\(part)")
+            #expect((drops["discontinuity"] ?? 0) == 0, "no frame of the span goes unexplained: \(drops)")
+            let stats = try #require(try fleet.deviceStats()[device])
+            #expect(((stats["drops"] as? [String: Any])?["encoder_late"] as? Int ?? 0) > 20, "the device's status counts them too: \(stats)")
+            let listed = try fleet.cli(["recordings", "show", takeID])
+            #expect(listed.output.contains("ENCODER LATE"), "\(listed.output)")
+            let events = try fleet.cli(["events", "--limit", "50"])
+            #expect(events.output.contains("with libx265 (software, 1 thread); this host has no hardware hevc encoder"), "the software encoder is said: \(events.output)")
+        }
+
+        /// SIGKILL mid-take, in each codec: the agent repairs what it was writing; every segment,
+        /// repaired or not, decodes and holds what the index says.
+        @Test(arguments: ["ffv1", "h264", "hevc"])
+        func anAgentKilledMidTake_leavesSegmentsThatDecode(codec: String) async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator()
+            let devices = try await RecordingTests.devices(in: fleet, agents: ["k1"], fps: 15)
+            let started = try fleet.cli(["record", "start"] + devices + ["--codec", codec, "--json"], timeout: 15)
+            let takeID = try #require((try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any])?["id"] as? String,
+                                      "\(started.output)\(started.error)")
+            try await Task.sleep(for: .seconds(3))
+            let victim = try #require(fleet.processes.first { $0.name.hasPrefix("k1-") })
+            victim.kill()
+            try await Task.sleep(for: .seconds(1))
+            let again = try fleet.startAgent("k1", fps: 15)
+            try await fleet.waitUntil("the restarted agent records again", seconds: 30) {
+                again.log.contains("encoder opened") && again.log.contains(takeID)
+            }
+            try await Task.sleep(for: .seconds(2))
+            #expect(try fleet.cli(["record", "stop", takeID], timeout: 30).status == 0)
+            let shown = try RecordingTests.show(takeID, in: fleet)
+            let segments = try #require(shown["segments"] as? [[String: Any]])
+            #expect(segments.contains { $0["state"] as? String == "repaired" }, "\(segments)")
+            for segment in segments {
+                let path = try #require(segment["path"] as? String)
+                let decoded = try Self.decode(path)
+                #expect(decoded.errors.isEmpty, "\(path) decodes without a complaint: \(decoded.errors)")
+                #expect(decoded.frames.count == segment["frames"] as? Int, "\(path) holds what the index says")
+            }
+            #expect(try fleet.cli(["recordings", "verify", takeID], timeout: 60).status == 0)
+        }
+
+        /// Every frame of a segment as YUYV, and whatever ffmpeg complained of.
+        static func decode(_ path: String, width: Int = 640, height: Int = 480) throws -> (frames: [[UInt8]], errors: String) {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+            // Every stored frame once: no frames repeated to fill a gap in the timestamps.
+            process.arguments = ["-v", "error", "-i", path, "-map", "0:v", "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "yuyv422", "-"]
+            let output = Pipe(), errors = Pipe()
+            process.standardOutput = output
+            process.standardError = errors
+            try process.run()
+            let data = output.fileHandleForReading.readDataToEndOfFile()
+            let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            let size = width * height * 2
+            let frames = stride(from: 0, to: data.count - size + 1, by: size).map { Array(data[$0..<($0 + size)]) }
+            return (frames, process.terminationStatus == 0 ? said : "exit \(process.terminationStatus): \(said)")
+        }
+
+        static func probe(_ path: String) throws -> String {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
+            process.arguments = ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=codec_name", "-of", "csv=p=0", path]
+            let out = Pipe()
+            process.standardOutput = out
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let data = out.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+    }
+}
