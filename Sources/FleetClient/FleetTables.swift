@@ -221,6 +221,12 @@ public enum FleetTables {
         lines.append("live       " + (info.liveConsumers.isEmpty
             ? "full-rate frames stay on the host (nobody is watching)"
             : "wanted by \(info.liveConsumers.joined(separator: ", ")); " + (info.liveFlow ? "flowing to the coordinator" : "asked of the agent")))
+        let encoders = info.encoders.compactMap(HostEncoder.init(wire:))
+        lines.append("encoders   " + (encoders.isEmpty ? "none listed (an agent before 1.4 records raw only)"
+            : VideoCodec.allCases.compactMap { codec in
+                let mine = encoders.filter { $0.codec == codec }
+                return mine.isEmpty ? nil : "\(codec.rawValue): " + mine.map(\.summary).joined(separator: ", then ")
+            }.joined(separator: "; ")))
         if info.hasAlignment { lines.append("alignment  " + alignmentSummary(info.alignment)) }
         if let interruption = Interruption(wire: info.interruption) { lines.append("why        \(interruption.message)") }
         lines.append("")

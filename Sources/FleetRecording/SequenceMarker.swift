@@ -22,7 +22,10 @@ public struct SequenceMarker: Sendable, Equatable {
     public var json: String {
         var text = #"{"kind":"sequence","sequence":\#(sequence),"fleet_ns":\#(fleetTime)"#
         if dropped.total > 0 {
-            text += #","dropped":{"late":\#(dropped.late),"out_of_buffers":\#(dropped.outOfBuffers),"discontinuity":\#(dropped.discontinuity)}"#
+            text += #","dropped":{"late":\#(dropped.late),"out_of_buffers":\#(dropped.outOfBuffers),"discontinuity":\#(dropped.discontinuity)"#
+            // Written only when there were some: files of raw takes read as before.
+            if dropped.encoderLate > 0 { text += #","encoder_late":\#(dropped.encoderLate)"# }
+            text += "}"
         }
         return text + "}"
     }
@@ -34,6 +37,7 @@ public struct SequenceMarker: Sendable, Equatable {
                 var late: UInt64?
                 var out_of_buffers: UInt64?
                 var discontinuity: UInt64?
+                var encoder_late: UInt64?
             }
             var kind: String
             var sequence: UInt64?
@@ -45,6 +49,6 @@ public struct SequenceMarker: Sendable, Equatable {
         self.sequence = sequence
         self.fleetTime = fleetTime
         dropped = DropTally(late: wire.dropped?.late ?? 0, outOfBuffers: wire.dropped?.out_of_buffers ?? 0,
-                            discontinuity: wire.dropped?.discontinuity ?? 0)
+                            discontinuity: wire.dropped?.discontinuity ?? 0, encoderLate: wire.dropped?.encoder_late ?? 0)
     }
 }

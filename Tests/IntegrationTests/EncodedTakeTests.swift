@@ -99,6 +99,9 @@ extension IntegrationTests {
             #expect(((stats["drops"] as? [String: Any])?["encoder_late"] as? Int ?? 0) > 20, "the device's status counts them too: \(stats)")
             let listed = try fleet.cli(["recordings", "show", takeID])
             #expect(listed.output.contains("ENCODER LATE"), "\(listed.output)")
+            let shownDevice = try fleet.cli(["device", device])
+            #expect(shownDevice.output.contains("hevc: libx265 (software)") && shownDevice.output.contains("ffv1: ffv1 (software)"),
+                    "the node's encoders, as its HELLO listed them: \(shownDevice.output)")
             let events = try fleet.cli(["events", "--limit", "50"])
             #expect(events.output.contains("with libx265 (software, 1 thread); this host has no hardware hevc encoder"), "the software encoder is said: \(events.output)")
         }

@@ -84,6 +84,31 @@ extension IntegrationTests {
             let verifiedTake = try fleet.cli(["recordings", "verify", takeID], timeout: 120)
             #expect(verifiedTake.status == 0, "\(verifiedTake.output)\(verifiedTake.error)")
 
+            // The same camera recorded as FFV1 and as H.264, encoded in the guest before its
+            // frames leave it: every segment decodes and holds what the index says.
+            for codec in ["ffv1", "h264"] {
+                let started = try fleet.cli(["record", "start", webcam, "--store", "coordinator", "--codec", codec, "--json"], timeout: 15)
+                let encodedTake = try #require((try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any])?["id"] as? String,
+                                               "\(started.output)\(started.error)\(context())")
+                try await Task.sleep(for: .seconds(4))
+                #expect(try fleet.cli(["record", "stop", encodedTake], timeout: 60).status == 0)
+                let shown = try RecordingTests.show(encodedTake, in: fleet)
+                let part = try #require((shown["devices"] as? [[String: Any]])?.first, "\(shown)")
+                print("vivid: recorded \(part["frames"] ?? 0) frames as \(codec) (\(part["encoder"] ?? "?") from \(part["source_format"] ?? "?")), drops \(part["drops"] ?? [:])")
+                #expect(shown["state"] as? String == "stopped" && (part["frames"] as? Int ?? 0) >= 20, "\(shown)\(context())")
+                #expect(part["encoder"] as? String == (codec == "ffv1" ? "ffv1" : "libx264"), "\(part)")
+                // The camera's own size ("640x360 FFV1"), which the decoded frames have.
+                let size = (part["format"] as? String ?? "").split(separator: " ").first?.split(separator: "x").compactMap { Int($0) } ?? []
+                #expect(size.count == 2, "\(part)")
+                for segment in (shown["segments"] as? [[String: Any]]) ?? [] where size.count == 2 {
+                    let path = try #require(segment["path"] as? String)
+                    let decoded = try EncodedTakeTests.decode(path, width: size[0], height: size[1])
+                    #expect(decoded.errors.isEmpty && decoded.frames.count == segment["frames"] as? Int,
+                            "\(path): \(decoded.frames.count) frames decoded, \(segment["frames"] ?? "?") indexed; \(decoded.errors)")
+                }
+                #expect(try fleet.cli(["recordings", "verify", encodedTake], timeout: 120).status == 0)
+            }
+
             // The format list is what the driver enumerates, as v4l2-ctl prints it.
             let printed = V4L2CtlFormats.parse(try #require(rig.file("formats-video0.txt")))
             let listed = Set(try fleet.json(["formats", webcam]).map { format in
