@@ -64,7 +64,9 @@ final class TakeEncodingPath: TakeFramePath, Sendable {
 
     // MARK: TakeFramePath
 
-    var reachesCoordinator: Bool { downstream.reachesCoordinator }
+    /// Encoded packets reach the coordinator but cannot serve its viewers, who want raw
+    /// frames: those go on the live path while they are wanted.
+    var reachesCoordinator: Bool { false }
     var refusalReason: DropReason { .encoderLate }
 
     func begin(takeID: String, deviceID: String) { downstream.begin(takeID: takeID, deviceID: deviceID) }

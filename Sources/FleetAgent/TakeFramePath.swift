@@ -6,8 +6,8 @@ import FleetProtocol
 /// recording path (`RecordSender`), or into segments on this host's disk (`AgentTakeStore`).
 /// The device's state decides which frames belong to the take; the path only takes them.
 protocol TakeFramePath: Sendable {
-    /// Whether the frames it takes reach the coordinator, which serves its live consumers
-    /// from them (then they need not go on the live path too).
+    /// Whether the frames it takes reach the coordinator as the raw frames its live consumers
+    /// want, which it serves them from (then they need not go on the live path too).
     var reachesCoordinator: Bool { get }
     /// The device's part of `takeID` begins (idempotent).
     func begin(takeID: String, deviceID: String)

@@ -154,7 +154,9 @@ final class RecordEndpoint: Sendable {
                                   detail: "device \(header.deviceID): frame \(header.sequence) beyond the credit granted")
                 return
             }
-            outlet?.handOver(header: header, payload: parts[2])
+            // Raw frames serve the device's viewers from here; encoded packets do not (the agent
+            // sends its viewers raw frames on the live path then).
+            if !header.hasEncoded { outlet?.handOver(header: header, payload: parts[2]) }
         case let .end(end)?:
             writer.post(.end(routingID: routing, end))
         case .attach?, .segment?, .partEnd?, .chunk?, .check?:

@@ -22,7 +22,13 @@ extension IntegrationTests {
             let take = try #require(try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any])
             #expect(take["codec"] as? String == codec, "\(take)")
             let takeID = try #require(take["id"] as? String)
-            try await Task.sleep(for: .seconds(5))
+            try await Task.sleep(for: .seconds(4))
+            // Viewers still get raw frames while the take's packets go to the recording.
+            let picture = fleet.directory + "/during.png"
+            let shot = try fleet.cli(["snapshot", devices[0], "-o", picture], timeout: 15)
+            #expect(shot.status == 0 && (try? Data(contentsOf: URL(fileURLWithPath: picture)).prefix(4)) == Data([0x89, 0x50, 0x4E, 0x47]),
+                    "a snapshot during the take is a picture: \(shot.output)\(shot.error)")
+            try await Task.sleep(for: .seconds(1))
             #expect(try fleet.cli(["record", "stop", takeID], timeout: 30).status == 0)
 
             let shown = try RecordingTests.show(takeID, in: fleet)
