@@ -76,7 +76,7 @@ if [ "${CAPFLEET_SKIP_BENCH:-0}" != "1" ]; then
   "$bench" view --seconds "${CAPFLEET_BENCH_SECONDS:-8}"
   # Takes' codecs: CPU per 1080p30 stream, size against raw, FFV1 bit-exact, H.264/HEVC PSNR,
   # and cameras recorded without drops per codec against raw (issue "encoding").
-  "$bench" encode --frames "${CAPFLEET_ENCODE_BENCH_FRAMES:-60}" --seconds "${CAPFLEET_BENCH_SECONDS:-8}" --max-streams 3
+  "$bench" encode --frames "${CAPFLEET_ENCODE_BENCH_FRAMES:-30}" --seconds 5 --max-streams 2
   # What a camera's preview (one JPEG a second) costs its agent, at 640x480 and 1080p.
   "$bench" preview --seconds "${CAPFLEET_PREVIEW_BENCH_SECONDS:-8}"
   # Three agent hosts on network namespaces (deploy/netns-fleet.sh), needs root; also plots

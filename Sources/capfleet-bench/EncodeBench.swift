@@ -28,7 +28,7 @@ struct EncodeBench: ParsableCommand {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let rawFrameBytes = EncodeScenes.width * EncodeScenes.height * 2
         progress("== encoders alone, one thread each: \(frames) frames of 1920x1080 YUYV per scene (raw \(rawFrameBytes) bytes a frame), x264/x265 preset \(preset), quality (CRF) \(TakeEncoding.defaultQuality)")
-        progress("scene            codec  encoder   CPU %/1080p30 stream  streams/core  bytes/frame  vs raw    fidelity")
+        progress("scene              codec  encoder   CPU %/1080p30 stream  streams/core  bytes/frame    vs raw  fidelity")
         for (name, scene) in [("synthetic pattern", EncodeScenes.pattern(frames: frames)), ("moving scene", EncodeScenes.moving(frames: frames))] {
             let source = directory + "/source.yuv"
             guard FileManager.default.createFile(atPath: source, contents: Data(scene.joined())) else {
@@ -36,7 +36,7 @@ struct EncodeBench: ParsableCommand {
             }
             for codec in [VideoCodec.ffv1, .h264, .hevc] {
                 let row = try measure(codec, scene: scene, source: source, directory: directory)
-                progress(String(format: "%-16@ %-6@ %-9@ %20.1f  %12.2f  %11.0f  %5.1f×    %@", name as NSString, codec.rawValue as NSString,
+                progress(String(format: "%-18@ %-6@ %-9@ %20.1f  %12.2f  %11.0f  %7.1f×  %@", name as NSString, codec.rawValue as NSString,
                                 row.encoder as NSString, row.cpuPercentPerStream, 100 / row.cpuPercentPerStream, row.bytesPerFrame,
                                 Double(rawFrameBytes) / row.bytesPerFrame, row.fidelity as NSString))
             }
