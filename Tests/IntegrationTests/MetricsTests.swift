@@ -108,7 +108,7 @@ extension IntegrationTests {
             #expect(frames.count == 2, "one frame counter per device: \(frames)")
             #expect(frames.allSatisfy { $0.value > 0 })
             #expect(first.samples.filter { $0.key.hasPrefix("capfleet_frames_captured_total") }.allSatisfy { $0.value.type == "counter" })
-            #expect(first.matching("capfleet_frames_dropped_total").count == 6, "three reasons per device")
+            #expect(first.matching("capfleet_frames_dropped_total").count == 8, "four reasons per device")
             #expect(first.value("capfleet_node_pressure_level", ["node": scrapedNode]) != nil, "the level is there while the node is online")
             #expect((first.value("capfleet_events_total", ["kind": "node_online"]) ?? 0) >= 2)
             #expect(first.samples["capfleet_node_pressure_level{node=\(scrapedNode)}"]?.type == "gauge")
