@@ -15,7 +15,9 @@ public enum RecordingViews {
             var endReason: String?
             var withheldFrames: UInt64
             var nodeOnline: Bool
-            /// Encoded parts: the encoder that wrote it, and the camera's own format.
+            /// The codec asked for this camera (the take's, or its own), and for encoded parts
+            /// the encoder that wrote it and the camera's own format.
+            var codec: String
             var encoder: String?
             var sourceFormat: String?
         }
@@ -81,6 +83,7 @@ public enum RecordingViews {
                               drops: dropsByReason(device.drops),
                               segments: device.segments, endReason: device.endReason.isEmpty ? nil : device.endReason,
                               withheldFrames: device.withheldFrames, nodeOnline: device.nodeOnline,
+                              codec: (TakeEncoding(wire: device.encoding) ?? encoding).summary,
                               encoder: device.encoder.isEmpty ? nil : device.encoder,
                               sourceFormat: device.sourcePixelFormat.isEmpty ? nil : device.sourcePixelFormat)
             }

@@ -17,7 +17,8 @@ extension OperatorHandler {
             }
             let take = try await takes.start(deviceIDs: query.deviceIds, name: query.name,
                                              at: query.atFleetTimeNs == 0 ? nil : query.atFleetTimeNs, fromNow: query.fromNowNs, store: store,
-                                             encoding: TakeEncoding(wire: query.encoding), by: caller)
+                                             encoding: TakeEncoding(wire: query.encoding),
+                                             deviceEncodings: query.deviceEncodings.compactMapValues(TakeEncoding.init(wire:)), by: caller)
             reply.takes = [try await info(take, detailed: false)]
             reply.status = .ok
         } catch let refusal as TakeRefusal {
@@ -325,6 +326,7 @@ extension OperatorHandler {
                     $0.nodeOnline = onlineNodes.contains(device.nodeId)
                     $0.encoder = device.encoder
                     $0.sourcePixelFormat = device.sourcePixelFormat
+                    $0.encoding = (device.ownEncoding ?? take.encoding).wire
                 }
             }
             let firsts = devices.compactMap(\.firstFleetNs)

@@ -157,7 +157,7 @@ extension TakeDirector {
             // The segment length goes to both stores: an agent's encoder starts each segment
             // with a key frame.
             message.segmentSeconds = UInt32(clamping: configuration.segmentSeconds)
-            if let encoding = takeEncodings[part.takeID], encoding.codec != .raw { message.encoding = encoding.wire }
+            if let encoding = partEncodings[part] ?? takeEncodings[part.takeID], encoding.codec != .raw { message.encoding = encoding.wire }
             if book.store(of: part.takeID) == .agent {
                 message.store = .agent
                 message.title = "\(takeNames[part.takeID] ?? part.takeID) — \(part.deviceID)"

@@ -33,8 +33,10 @@ actor TakeDirector {
     var book = TakeBook()
     /// Each take's name, for the title of the files agents write.
     var takeNames: [String: String] = [:]
-    /// Each take's codec, said to its agents with every order to record.
+    /// Each take's codec, said to its agents with every order to record, and the parts given
+    /// one of their own.
     var takeEncodings: [String: TakeEncoding] = [:]
+    var partEncodings: [TakeBook.Part: TakeEncoding] = [:]
     /// The agents' recordings links: timed metadata for the parts they write.
     var agentLinks: AgentRecordingsDesk?
 
@@ -77,10 +79,17 @@ actor TakeDirector {
 
     /// `store` nil: the coordinator's `record_store` setting; `encoding` nil: its `record_codec`.
     func start(deviceIDs: [String], name: String, at requested: UInt64?, fromNow: UInt64, store requestedStore: TakeBook.Store? = nil,
-               encoding requestedEncoding: TakeEncoding? = nil, by operatorName: String) async throws -> TakeRecord {
+               encoding requestedEncoding: TakeEncoding? = nil, deviceEncodings: [String: TakeEncoding] = [:],
+               by operatorName: String) async throws -> TakeRecord {
         let takeStore = requestedStore ?? configuration.recordStore
         let encoding = requestedEncoding ?? configuration.recordEncoding
         if let problem = encoding.problem { throw TakeRefusal(code: .badRequest, message: problem) }
+        for (deviceID, own) in deviceEncodings.sorted(by: { $0.key < $1.key }) {
+            guard deviceIDs.contains(deviceID) else {
+                throw TakeRefusal(code: .badRequest, message: "a codec is given for \(deviceID), which the take does not record: name it among the devices")
+            }
+            if let problem = own.problem { throw TakeRefusal(code: .badRequest, message: "\(deviceID): \(problem)") }
+        }
         var unique: [String] = []
         for id in deviceIDs where !unique.contains(id) { unique.append(id) }
         guard !unique.isEmpty else { throw TakeRefusal(code: .badRequest, message: "name the devices to record (capfleet devices lists them)") }
@@ -99,7 +108,12 @@ actor TakeDirector {
         take.encoding = encoding
         takeNames[id] = take.name
         takeEncodings[id] = encoding
-        let devices = parts.map { TakeDeviceRecord(takeId: id, deviceId: $0.id, nodeId: $0.nodeId) }
+        let devices = parts.map { part in
+            var device = TakeDeviceRecord(takeId: id, deviceId: part.id, nodeId: part.nodeId)
+            device.ownEncoding = deviceEncodings[part.id]
+            return device
+        }
+        for device in devices { partEncodings[TakeBook.Part(takeID: id, deviceID: device.deviceId)] = device.ownEncoding }
         // The decision, in one step: every device free, and now reserved for this take.
         let reserved: [TakeBook.Action]
         do {
@@ -227,6 +241,7 @@ actor TakeDirector {
             }
             takeNames[take.id] = take.name
             takeEncodings[take.id] = take.encoding
+            for device in devices { partEncodings[TakeBook.Part(takeID: take.id, deviceID: device.deviceId)] = device.ownEncoding }
             await perform(book.resume(takeID: take.id, startFleetNs: take.startFleetNs, stopFleetNs: take.stopFleetNs,
                                       devices: devices.map { ($0.deviceId, $0.nodeId) }, store: take.store == .agent ? .agent : .coordinator))
             logger.notice("take goes on after a restart", metadata: ["take.id": "\(take.id)", "devices": "\(devices.count)"])

@@ -4,7 +4,8 @@ import Foundation
 
 /// The encoders this host records takes with, found once at the agent's start: the software
 /// ones FFmpeg has (ffv1, libx264, libx265), and hardware ones where the host has them, each
-/// tried with a real frame before it is listed. Hardware comes first for its codec; a take
+/// of those tried with a real frame before it is listed (a device node can be there and its
+/// driver or firmware not work). Hardware comes first for its codec; a take
 /// falls back to the next one when it cannot open (and says so).
 public struct EncoderCatalog: Sendable {
     /// Per codec, in the order a take tries them.
@@ -57,10 +58,12 @@ public struct EncoderCatalog: Sendable {
                 usable.append(candidate)
             }
         }
+        // FFmpeg's software encoders are listed when it has them, without a trial: opening
+        // x265 costs a fleet of hundreds of agents starting at once more than it tells.
         for codec in [VideoCodec.ffv1, .h264, .hevc] {
             guard let software = EncoderChoice.software(for: codec) else { continue }
-            if let problem = trial(software) {
-                findings.append("\(software) cannot encode here: \(problem)")
+            if avcodec_find_encoder_by_name(software.name) == nil {
+                findings.append("this host's FFmpeg has no \(software.name): \(codec.rawValue) takes cannot be recorded here")
             } else {
                 usable.append(software)
             }

@@ -77,6 +77,22 @@ public struct TakeDeviceRecord: Codable, Sendable, Hashable, FetchableRecord, Pe
     public var encoder = ""
     /// An encoded part's camera format (YUYV, NV12, …).
     public var sourcePixelFormat = ""
+    /// A codec of the part's own (`record start --codec-for`); nil: the take's.
+    public var codec: VideoCodec?
+    public var quality: Int?
+    public var bitrate = 0
+    public var gop = 0
+
+    /// The part's own encoding, if it was given one.
+    public var ownEncoding: TakeEncoding? {
+        get { codec.map { TakeEncoding(codec: $0, quality: quality, bitrate: bitrate, gop: gop) } }
+        set {
+            codec = newValue?.codec
+            quality = newValue?.quality
+            bitrate = newValue?.bitrate ?? 0
+            gop = newValue?.gop ?? 0
+        }
+    }
     /// The agent process the part's frames last came from.
     public var agentInstance = ""
     /// Take sequence = the device's sequence + this (wrapping): non-zero after an agent restart.

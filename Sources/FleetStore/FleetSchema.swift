@@ -428,8 +428,9 @@ enum FleetSchema {
                 """)
         }
         migrator.registerMigration("v17: encoded takes") { db in
-            // A take's codec (recordings.md, "Codecs"): what was asked, and per part the encoder
-            // that wrote it and the camera format it encoded from. Frames a take's encoder could
+            // A take's codec (recordings.md, "Codecs"): what was asked, a part's own where it was
+            // given one (codec NULL: the take's), and per part the encoder that wrote it and the
+            // camera format it encoded from. Frames a take's encoder could
             // not keep up with are a drop reason of their own, counted wherever drops are.
             try db.execute(sql: """
                 ALTER TABLE take ADD COLUMN codec TEXT NOT NULL DEFAULT 'raw' CHECK (codec IN ('raw', 'ffv1', 'h264', 'hevc'));
@@ -437,6 +438,10 @@ enum FleetSchema {
                 ALTER TABLE take ADD COLUMN bitrate INTEGER NOT NULL DEFAULT 0 CHECK (bitrate >= 0);
                 ALTER TABLE take ADD COLUMN gop INTEGER NOT NULL DEFAULT 0 CHECK (gop >= 0);
                 ALTER TABLE takeDevice ADD COLUMN encoder TEXT NOT NULL DEFAULT '';
+                ALTER TABLE takeDevice ADD COLUMN codec TEXT CHECK (codec IS NULL OR codec IN ('raw', 'ffv1', 'h264', 'hevc'));
+                ALTER TABLE takeDevice ADD COLUMN quality INTEGER CHECK (quality IS NULL OR quality BETWEEN 0 AND 51);
+                ALTER TABLE takeDevice ADD COLUMN bitrate INTEGER NOT NULL DEFAULT 0 CHECK (bitrate >= 0);
+                ALTER TABLE takeDevice ADD COLUMN gop INTEGER NOT NULL DEFAULT 0 CHECK (gop >= 0);
                 ALTER TABLE takeDevice ADD COLUMN sourcePixelFormat TEXT NOT NULL DEFAULT '';
                 ALTER TABLE takeDevice ADD COLUMN dropsEncoderLate INTEGER NOT NULL DEFAULT 0 CHECK (dropsEncoderLate >= 0);
                 ALTER TABLE segment ADD COLUMN dropsEncoderLate INTEGER NOT NULL DEFAULT 0 CHECK (dropsEncoderLate >= 0);

@@ -25,7 +25,26 @@ struct RecordCommand: ParsableCommand {
         @Option(help: "h264/hevc: constant rate factor, 0 (best) to 51 (default 23).") var quality: Int?
         @Option(help: "h264/hevc: average bits a second instead of a quality: 8000000, 8M or 800k.") var bitrate: String?
         @Option(help: "Frames from one key frame to the next (default: ffv1 1, h264/hevc one second's worth).") var gop: Int?
+        @Option(name: .customLong("codec-for"), parsing: .singleValue,
+                help: "A codec of its own for one camera: DEVICE=CODEC or DEVICE=CODEC:QUALITY (h264/hevc), e.g. cam-2=ffv1 cam-3=h264:18. Repeat it for more cameras; the others use --codec.")
+        var codecFor: [String] = []
         @Flag(help: "Print JSON.") var json = false
+
+        /// `cam-2=ffv1`, `cam-3=h264:18`.
+        static func deviceEncoding(_ entry: String) throws -> (String, TakeEncoding) {
+            let halves = entry.split(separator: "=", maxSplits: 1).map(String.init)
+            let spec = halves.count == 2 ? halves[1].split(separator: ":", maxSplits: 1).map(String.init) : []
+            guard halves.count == 2, !halves[0].isEmpty, let name = spec.first, let codec = VideoCodec(rawValue: name) else {
+                throw CLIFailure("--codec-for \(entry): write DEVICE=CODEC or DEVICE=CODEC:QUALITY, the codec one of \(VideoCodec.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            var encoding = TakeEncoding(codec: codec)
+            if spec.count == 2 {
+                guard let quality = Int(spec[1]) else { throw CLIFailure("--codec-for \(entry): the quality is a number, 0 (best) to 51") }
+                encoding.quality = quality
+            }
+            if let problem = encoding.problem { throw CLIFailure("--codec-for \(entry): " + problem.replacingOccurrences(of: "--quality and --bitrate are", with: "a quality is")) }
+            return (halves[0], encoding)
+        }
 
         func run() throws {
             var query = Capfleet_V1_StartRecording.with {
@@ -44,6 +63,11 @@ struct RecordCommand: ParsableCommand {
                 }
                 if let problem = encoding.problem { throw CLIFailure(problem) }
                 query.encoding = encoding.wire
+            }
+            for entry in codecFor {
+                let (device, own) = try Self.deviceEncoding(entry)
+                guard devices.contains(device) else { throw CLIFailure("--codec-for \(entry): \(device) is not among the devices to record") }
+                query.deviceEncodings[device] = own.wire
             }
             switch store {
             case nil: break

@@ -1,5 +1,5 @@
 import FleetCore
-import FleetEncoding
+@testable import FleetEncoding
 import FleetRecording
 import Foundation
 import Testing
@@ -85,6 +85,7 @@ final class EncodedSegmentTests {
         let catalog = EncoderCatalog.discover(memoryToMemory: [], renderNodes: [], useHardware: true)
         #expect(catalog.encoders.map(\.name) == ["ffv1", "libx264", "libx265"])
         #expect(catalog.findings.contains { $0.contains("no hardware encoder") })
+        #expect(EncoderCatalog.trial(EncoderChoice.software(for: .hevc)!) == nil, "the trial a hardware encoder gets works on one that works")
         let missing = EncoderCatalog.discover(memoryToMemory: [], renderNodes: ["/nonexistent/renderD128"], useHardware: true)
         #expect(missing.encoders.allSatisfy { !$0.isHardware })
         #expect(missing.findings.contains { $0.contains("h264_vaapi on /nonexistent/renderD128 cannot encode here") }, "\(missing.findings)")

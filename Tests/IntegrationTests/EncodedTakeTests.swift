@@ -67,6 +67,26 @@ extension IntegrationTests {
             #expect(try fleet.cli(["recordings", "verify", takeID], timeout: 60).status == 0)
         }
 
+        /// One take, a codec per camera: the take's for most, one of its own for the camera named.
+        @Test func aCameraGivenItsOwnCodec_isStoredInIt_andTheOthersInTheTakes() async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator()
+            let devices = try await RecordingTests.devices(in: fleet, agents: ["p1", "p2"], fps: 15)
+            let refused = try fleet.cli(["record", "start", devices[0], "--codec", "h264", "--codec-for", "nobody=ffv1"], timeout: 15)
+            #expect(refused.status != 0 && refused.error.contains("nobody is not among the devices to record"), "\(refused.error)")
+            let started = try fleet.cli(["record", "start"] + devices + ["--codec", "h264", "--codec-for", "\(devices[1])=ffv1", "--json"], timeout: 15)
+            let takeID = try #require((try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any])?["id"] as? String,
+                                      "\(started.output)\(started.error)")
+            try await Task.sleep(for: .seconds(3))
+            #expect(try fleet.cli(["record", "stop", takeID], timeout: 30).status == 0)
+            let parts = try #require(try RecordingTests.show(takeID, in: fleet)["devices"] as? [[String: Any]])
+            let byDevice = Dictionary(uniqueKeysWithValues: parts.map { ($0["device_id"] as? String ?? "", $0) })
+            #expect(byDevice[devices[0]]?["encoder"] as? String == "libx264" && (byDevice[devices[0]]?["codec"] as? String)?.hasPrefix("h264") == true,
+                    "\(byDevice[devices[0]] ?? [:])")
+            #expect(byDevice[devices[1]]?["encoder"] as? String == "ffv1" && byDevice[devices[1]]?["codec"] as? String == "ffv1",
+                    "\(byDevice[devices[1]] ?? [:])")
+        }
+
         /// A 1080p30 camera whose HEVC encoder has one thread at x265's slowest preset cannot
         /// keep up: its frames are dropped as encoder_late, counted in the take and the device's
         /// status, while capture and the live path go on at the camera's rate.

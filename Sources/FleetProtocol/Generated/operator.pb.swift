@@ -1977,6 +1977,9 @@ public nonisolated struct Capfleet_V1_StartRecording: Sendable {
   /// Clears the value of `encoding`. Subsequent reads from it will return its default value.
   public mutating func clearEncoding() {self._encoding = nil}
 
+  /// a codec of its own for the cameras named (device id → encoding); the rest use `encoding`
+  public var deviceEncodings: Dictionary<String,Capfleet_V1_Encoding> = [:]
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -2390,6 +2393,16 @@ public nonisolated struct Capfleet_V1_TakeDeviceInfo: @unchecked Sendable {
     get {_storage._sourcePixelFormat}
     set {_uniqueStorage()._sourcePixelFormat = newValue}
   }
+
+  /// the codec asked for this camera: the take's, or its own (StartRecording.device_encodings)
+  public var encoding: Capfleet_V1_Encoding {
+    get {_storage._encoding ?? Capfleet_V1_Encoding()}
+    set {_uniqueStorage()._encoding = newValue}
+  }
+  /// Returns true if `encoding` has been explicitly set.
+  public var hasEncoding: Bool {_storage._encoding != nil}
+  /// Clears the value of `encoding`. Subsequent reads from it will return its default value.
+  public mutating func clearEncoding() {_uniqueStorage()._encoding = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -5647,7 +5660,7 @@ nonisolated extension Capfleet_V1_ChangeFrameAlignment: SwiftProtobuf.Message, S
 
 nonisolated extension Capfleet_V1_StartRecording: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".StartRecording"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_ids\0\u{1}name\0\u{3}at_fleet_time_ns\0\u{3}from_now_ns\0\u{1}store\0\u{1}encoding\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_ids\0\u{1}name\0\u{3}at_fleet_time_ns\0\u{3}from_now_ns\0\u{1}store\0\u{1}encoding\0\u{3}device_encodings\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -5661,6 +5674,7 @@ nonisolated extension Capfleet_V1_StartRecording: SwiftProtobuf.Message, SwiftPr
       case 4: try { try decoder.decodeSingularUInt64Field(value: &self.fromNowNs) }()
       case 5: try { try decoder.decodeSingularEnumField(value: &self.store) }()
       case 6: try { try decoder.decodeSingularMessageField(value: &self._encoding) }()
+      case 7: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMessageMap<SwiftProtobuf.ProtobufString,Capfleet_V1_Encoding>.self, value: &self.deviceEncodings) }()
       default: break
       }
     }
@@ -5689,6 +5703,9 @@ nonisolated extension Capfleet_V1_StartRecording: SwiftProtobuf.Message, SwiftPr
     try { if let v = self._encoding {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
     } }()
+    if !self.deviceEncodings.isEmpty {
+      try visitor.visitMapField(fieldType: SwiftProtobuf._ProtobufMessageMap<SwiftProtobuf.ProtobufString,Capfleet_V1_Encoding>.self, value: self.deviceEncodings, fieldNumber: 7)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -5699,6 +5716,7 @@ nonisolated extension Capfleet_V1_StartRecording: SwiftProtobuf.Message, SwiftPr
     if lhs.fromNowNs != rhs.fromNowNs {return false}
     if lhs.store != rhs.store {return false}
     if lhs._encoding != rhs._encoding {return false}
+    if lhs.deviceEncodings != rhs.deviceEncodings {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -6255,7 +6273,7 @@ nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf
 
 nonisolated extension Capfleet_V1_TakeDeviceInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".TakeDeviceInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}state\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{3}frame_rate\0\u{3}first_fleet_ns\0\u{3}last_fleet_ns\0\u{3}first_sequence\0\u{3}last_sequence\0\u{1}frames\0\u{1}bytes\0\u{1}drops\0\u{1}segments\0\u{3}end_reason\0\u{3}withheld_frames\0\u{3}node_online\0\u{1}encoder\0\u{3}source_pixel_format\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}state\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{3}frame_rate\0\u{3}first_fleet_ns\0\u{3}last_fleet_ns\0\u{3}first_sequence\0\u{3}last_sequence\0\u{1}frames\0\u{1}bytes\0\u{1}drops\0\u{1}segments\0\u{3}end_reason\0\u{3}withheld_frames\0\u{3}node_online\0\u{1}encoder\0\u{3}source_pixel_format\0\u{1}encoding\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -6278,6 +6296,7 @@ nonisolated extension Capfleet_V1_TakeDeviceInfo: SwiftProtobuf.Message, SwiftPr
     var _nodeOnline: Bool = false
     var _encoder: String = String()
     var _sourcePixelFormat: String = String()
+    var _encoding: Capfleet_V1_Encoding? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -6308,6 +6327,7 @@ nonisolated extension Capfleet_V1_TakeDeviceInfo: SwiftProtobuf.Message, SwiftPr
       _nodeOnline = source._nodeOnline
       _encoder = source._encoder
       _sourcePixelFormat = source._sourcePixelFormat
+      _encoding = source._encoding
     }
   }
 
@@ -6346,6 +6366,7 @@ nonisolated extension Capfleet_V1_TakeDeviceInfo: SwiftProtobuf.Message, SwiftPr
         case 18: try { try decoder.decodeSingularBoolField(value: &_storage._nodeOnline) }()
         case 19: try { try decoder.decodeSingularStringField(value: &_storage._encoder) }()
         case 20: try { try decoder.decodeSingularStringField(value: &_storage._sourcePixelFormat) }()
+        case 21: try { try decoder.decodeSingularMessageField(value: &_storage._encoding) }()
         default: break
         }
       }
@@ -6418,6 +6439,9 @@ nonisolated extension Capfleet_V1_TakeDeviceInfo: SwiftProtobuf.Message, SwiftPr
       if !_storage._sourcePixelFormat.isEmpty {
         try visitor.visitSingularStringField(value: _storage._sourcePixelFormat, fieldNumber: 20)
       }
+      try { if let v = _storage._encoding {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 21)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -6447,6 +6471,7 @@ nonisolated extension Capfleet_V1_TakeDeviceInfo: SwiftProtobuf.Message, SwiftPr
         if _storage._nodeOnline != rhs_storage._nodeOnline {return false}
         if _storage._encoder != rhs_storage._encoder {return false}
         if _storage._sourcePixelFormat != rhs_storage._sourcePixelFormat {return false}
+        if _storage._encoding != rhs_storage._encoding {return false}
         return true
       }
       if !storagesAreEqual {return false}
