@@ -70,8 +70,8 @@ if [ "${CAPFLEET_SKIP_BENCH:-0}" != "1" ]; then
   "$bench" record --seconds "${CAPFLEET_RECORD_BENCH_SECONDS:-10}" \
     --max-streams 4 --sustained-seconds "${CAPFLEET_RECORD_BENCH_SUSTAINED_SECONDS:-60}"
   # Many agents (one small camera each) joining one coordinator: listing times per device and
-  # (150 at most: every agent process on this one 2-core machine costs about 1 % of a core idle)
-  # the quiet coordinator's CPU per camera (issue "data plane that grows with the fleet").
+  # the quiet coordinator's CPU per camera (issue "data plane that grows with the fleet"); 150 at
+  # most, since every agent process on this one 2-core machine costs about 1 % of a core idle.
   "$bench" fleet --steps "${CAPFLEET_FLEET_BENCH_STEPS:-25,50,100,150}"
   # One full-rate viewer of a 1080p30 camera through the coordinator: frames/s and latency.
   "$bench" view --seconds "${CAPFLEET_BENCH_SECONDS:-8}"
