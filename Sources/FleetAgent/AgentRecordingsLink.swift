@@ -52,7 +52,11 @@ final class AgentRecordingsLink: Sendable {
                 loop.perform { sockets in state.value.send(message, on: sockets[dealer]) }
             }
         }
-        loop.every(nanoseconds: 20_000_000) { sockets in state.value.serveFetches(sockets[dealer]) }
+        // Idle until a fetch arrives; then as often as the rate limit lets chunks go.
+        let fetchTimer = loop.timer(after: 0) { sockets in state.value.serveFetches(sockets[dealer]) }
+        loop.perform { sockets in
+            state.value.fetchArrived = { sockets.schedule(fetchTimer, after: 0) }
+        }
         loop.every(nanoseconds: 500_000_000) { sockets in state.value.tick(sockets[dealer]) }
         store.reportable.withLock { $0 = { loop.perform { sockets in state.value.report(on: sockets[dealer]) } } }
         loop.start()
@@ -82,6 +86,8 @@ private final class LinkState {
     var socketID: SocketLoop.SocketID?
     var check: ((Capfleet_V1_CheckSegment, TakeDeviceKey, @escaping @Sendable (Capfleet_V1_RecordUp) -> Void) -> Void)?
     var answerOnLoop: (@Sendable (Capfleet_V1_RecordUp) -> Void)?
+    /// Wakes the fetch timer (set on the loop thread, called there).
+    var fetchArrived: (() -> Void)?
     /// When each report last went (take, device, segment number; 0 for the part's end).
     private var lastSent: [ReportKey: UInt64] = [:]
     private var lastAttach: UInt64 = 0
@@ -187,7 +193,7 @@ private final class LinkState {
                 }
             case let .fetch(fetch)?:
                 fetches.append((key, fetch))
-                serveFetches(socket)
+                fetchArrived?()
             case let .check(request)?:
                 guard let answerOnLoop else { continue }
                 check?(request, key, answerOnLoop)
@@ -209,9 +215,10 @@ private final class LinkState {
         }
     }
 
-    /// Serves the waiting fetches the rate limit allows now.
-    func serveFetches(_ socket: ZMQSocket) {
-        guard !fetches.isEmpty else { return }
+    /// Serves the waiting fetches the rate limit allows now; returns when to try again (the
+    /// budget for the next chunk), or nil when none waits.
+    func serveFetches(_ socket: ZMQSocket) -> UInt64? {
+        guard !fetches.isEmpty else { return nil }
         let rate = Double(store.settings.collectBytesPerSecond)
         let now = MonotonicTime.now()
         if rate > 0 {
@@ -222,12 +229,16 @@ private final class LinkState {
         while let (key, request) = fetches.first {
             let length = Int(min(request.length == 0 ? 1 << 20 : request.length, 1 << 20))
             if rate > 0 {
-                guard budget >= Double(length) else { return }
+                guard budget >= Double(length) else {
+                    // When the budget will cover it, at least a millisecond away.
+                    return max(UInt64((Double(length) - budget) / rate * 1e9), 1_000_000)
+                }
                 budget -= Double(length)
             }
             fetches.removeFirst()
             serve(request, of: key, length: length, on: socket)
         }
+        return nil
     }
 
     private func serve(_ request: Capfleet_V1_FetchSegment, of key: TakeDeviceKey, length: Int, on socket: ZMQSocket) {

@@ -37,8 +37,12 @@ final class ClockSync: Sendable {
             if let changed = driver.drain(socket) { shared.set(changed) }
         }
         let socketID = self.socketID
-        loop.every(nanoseconds: 10_000_000) { sockets in
-            if let changed = driver.tick(sockets[socketID]) { shared.set(changed) }
+        // Wakes when the next probe is due, not on a fixed tick: probes are the only thing
+        // this thread does unasked.
+        loop.timer(after: 0) { sockets in
+            let (changed, next) = driver.tick(sockets[socketID])
+            if let changed { shared.set(changed) }
+            return next
         }
         loop.start()
     }
@@ -124,21 +128,22 @@ private final class ClockDriver {
         self.logger = logger
     }
 
-    func tick(_ socket: ZMQSocket) -> ClockSync.Snapshot? {
+    /// Probes if one is due; returns a changed snapshot, if any, and how long until the next probe.
+    func tick(_ socket: ZMQSocket) -> (ClockSync.Snapshot?, UInt64) {
         let now = nodeClock.now()
         var changed: ClockSync.Snapshot?
         if let state = estimator.tick(now: now) {
             logger.notice("clock", metadata: ["clock.state": "\(state.rawValue)"])
             changed = snapshot
         }
-        guard now >= nextProbeAt else { return changed }
+        guard now >= nextProbeAt else { return (changed, nextProbeAt - now) }
         // Half to one and a half intervals, at random: probes at a fixed pace lock in phase
         // with periodic traffic (frames every 33 ms, aligned across hosts), and if that phase
         // is a busy one every outbound probe waits and the floor the estimate rests on moves.
         nextProbeAt = now + UInt64(Double(estimator.probeInterval) * Double.random(in: 0.5..<1.5))
         probes.expire(now: now)
         send(.wake, on: socket)
-        return changed
+        return (changed, nextProbeAt - now)
     }
 
     /// Sends a probe, t1 read last, right before the send.

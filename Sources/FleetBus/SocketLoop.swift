@@ -13,6 +13,7 @@ import Synchronization
 /// (an `AsyncStream` continuation): that is the one seam between the two worlds.
 public final class SocketLoop: @unchecked Sendable {
     public struct SocketID: Hashable, Sendable { let index: Int }
+    public struct TimerID: Hashable, Sendable { let index: Int }
 
     /// The sockets, lent to closures running on the loop thread.
     public struct Sockets {
@@ -32,6 +33,12 @@ public final class SocketLoop: @unchecked Sendable {
             loop.sockets[id.index] = socket
             loop.socketsChanged = true
         }
+
+        /// Runs a timer `nanoseconds` from now, whatever it said last time (work arrived
+        /// for a timer that was idle, or is due sooner). Loop thread only.
+        public func schedule(_ id: TimerID, after nanoseconds: UInt64) {
+            loop.timers[id.index].next = MonotonicTime.now() &+ nanoseconds
+        }
     }
 
     public let name: String
@@ -40,7 +47,9 @@ public final class SocketLoop: @unchecked Sendable {
     private var handlers: [(ZMQSocket) -> Void] = []
     private var writableHandlers: [(Sockets) -> Void] = []
     private var wantsWritable: [Bool] = []
-    private var timers: [(interval: UInt64, next: UInt64, body: (Sockets) -> Void)] = []
+    /// Each timer's next run (nil: idle until scheduled) and its body, which says when it
+    /// wants to run again.
+    private var timers: [(next: UInt64?, body: (Sockets) -> UInt64?)] = []
     private var stopHandlers: [() -> Void] = []
     private let wakeFD: Int32
     private let pending = Mutex<[(Sockets) -> Void]>([])
@@ -71,8 +80,21 @@ public final class SocketLoop: @unchecked Sendable {
 
     /// Runs `body` on the loop thread every `interval` nanoseconds (heartbeats, flushes).
     public func every(nanoseconds interval: UInt64, _ body: @escaping (Sockets) -> Void) {
+        timer(after: interval) { sockets in
+            body(sockets)
+            return interval
+        }
+    }
+
+    /// Runs `body` on the loop thread `first` nanoseconds after the start, then again after
+    /// whatever it returns, or not until `Sockets.schedule` asks when it returns nil: a loop
+    /// with nothing due sleeps in `zmq_poll` instead of waking to find nothing to do (an idle
+    /// agent's cost is its wake-ups, times the hundreds of agents a fleet has).
+    @discardableResult
+    public func timer(after first: UInt64, _ body: @escaping (Sockets) -> UInt64?) -> TimerID {
         precondition(!started, "SocketLoop \(name): add timers before start()")
-        timers.append((interval, MonotonicTime.now() + interval, body))
+        timers.append((MonotonicTime.now() &+ first, body))
+        return TimerID(index: timers.count - 1)
     }
 
     /// Runs on the loop thread after its sockets are closed (finish streams here).
@@ -155,16 +177,22 @@ public final class SocketLoop: @unchecked Sendable {
     }
 
     private func nextTimerTimeoutMilliseconds() -> Int {
-        guard let next = timers.map(\.next).min() else { return -1 }
+        guard let next = timers.compactMap(\.next).min() else { return -1 }
         let now = MonotonicTime.now()
         return next <= now ? 0 : Int((next - now) / 1_000_000) + 1
     }
 
     private func runDueTimers(_ lent: Sockets) {
         let now = MonotonicTime.now()
-        for index in timers.indices where timers[index].next <= now {
-            timers[index].next = now + timers[index].interval
-            timers[index].body(lent)
+        for index in timers.indices {
+            guard let next = timers[index].next, next <= now else { continue }
+            timers[index].next = nil
+            let again = timers[index].body(lent)
+            // The body may have scheduled itself sooner through `lent`.
+            if let again {
+                let wanted = now &+ again
+                timers[index].next = min(timers[index].next ?? wanted, wanted)
+            }
         }
     }
 }

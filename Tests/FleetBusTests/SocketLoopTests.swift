@@ -183,6 +183,30 @@ import Testing
         #expect(tickCount >= 5)
     }
 
+    @Test func socketLoop_idleTimerSleepsUntilScheduled_andRunsWhenItSays() async throws {
+        let loop = SocketLoop(name: "test")
+        let idleRuns = Atomic<Int>(0), pacedRuns = Atomic<Int>(0)
+        // Runs once at the start, then only when work arrives.
+        let idle = loop.timer(after: 0) { _ in
+            idleRuns.add(1, ordering: .relaxed)
+            return nil
+        }
+        // Asks for three runs 10 ms apart, then goes idle.
+        loop.timer(after: 0) { _ in
+            pacedRuns.add(1, ordering: .relaxed).newValue < 3 ? 10_000_000 : nil
+        }
+        loop.start()
+        try await Task.sleep(for: .milliseconds(300))
+        let beforeWork = idleRuns.load(ordering: .relaxed), paced = pacedRuns.load(ordering: .relaxed)
+        #expect(beforeWork == 1, "an idle timer does not run again by itself")
+        #expect(paced == 3)
+        loop.perform { sockets in sockets.schedule(idle, after: 0) }
+        try await Task.sleep(for: .milliseconds(200))
+        loop.stop()
+        let afterWork = idleRuns.load(ordering: .relaxed)
+        #expect(afterWork == 2, "scheduling wakes it once")
+    }
+
     @Test func zmqErrors_nameTheCallAndTheEndpoint() throws {
         let context = ZMQContext()
         let socket = try ZMQSocket(context: context, type: .pull)
