@@ -17,7 +17,7 @@ public struct ClockEstimator: Sendable {
     public struct Configuration: Sendable, Equatable {
         /// Probes kept (the newest): about a minute and a half once locked, enough to pin the
         /// drift down to a tenth of a ppm on a LAN.
-        public var window = 1024
+        public var window = 384
         /// Stretches of the window whose extreme probes the floor lines go through, and the
         /// probes each needs at least. Long stretches find the floor: on a host busy sending
         /// video, the outbound delay's low percentiles sit well above its floor.
@@ -29,9 +29,11 @@ public struct ClockEstimator: Sendable {
         public var probesForLock = 24
         public var lockSpanNanoseconds: UInt64 = 1_000_000_000
         /// Probe interval until locked and while the window fills to an eighth, then once
-        /// locked. Probes are a few hundred bytes: more of them sharpen the floors.
+        /// locked. More probes sharpen the floors, but every one is two CURVE round trips and
+        /// a refit on the agent and two answers on the coordinator: four a second per locked
+        /// agent keeps a fleet of hundreds' probes a small share of a core on either side.
         public var acquiringInterval: UInt64 = 50_000_000
-        public var lockedInterval: UInt64 = 100_000_000
+        public var lockedInterval: UInt64 = 250_000_000
         /// Without a usable probe for this long, the estimate is no longer locked.
         public var staleAfterNanoseconds: UInt64 = 10_000_000_000
         /// Round trips beyond this are not used at all.
