@@ -228,10 +228,16 @@ public final class AgentService: Service, Sendable {
     /// The coordinator's set of devices whose full-rate frames it wants: each listed device
     /// sends for the lease, every other one stops now.
     func liveFramesWanted(_ wanted: Capfleet_V1_LiveFrames) {
-        let listed = Set(wanted.deviceIds)
+        let listed = Set(wanted.deviceIds), encoded = Set(wanted.encodedDeviceIds)
         let lease = UInt64(wanted.leaseMs == 0 ? 3000 : wanted.leaseMs) * 1_000_000
         let now = MonotonicTime.now()
         for stream in sources {
+            let wasEncoded = stream.encodedFlow.isOpen(at: now), isEncoded = encoded.contains(stream.deviceID)
+            stream.encodedFlow.wanted(isEncoded, leaseNanoseconds: lease, now: now)
+            if wasEncoded != isEncoded {
+                logger.info(isEncoded ? "encoded packets wanted: sending those of the take encoding it" : "encoded packets no longer wanted: stopped",
+                            metadata: ["device.id": "\(stream.deviceID)"])
+            }
             let wasOpen = stream.liveFlow.isOpen(at: now)
             let isWanted = listed.contains(stream.deviceID)
             stream.liveFlow.wanted(isWanted, leaseNanoseconds: lease, now: now)
@@ -247,8 +253,12 @@ public final class AgentService: Service, Sendable {
     func startStreaming(publisher: FramePublisher, clock: ClockSync, previews: PreviewMaker) {
         for stream in sources {
             let statistics = stream.statistics
+            // Packets a viewer of the encoded stream misses are its loss, not the camera's drops.
+            let encodedStatistics = DeviceStatistics(deviceID: stream.deviceID, outOfBuffers: { 0 })
             stream.startCapturing(CaptureRoute(nodeID: identity.nodeID, clock: clock, publish: { frame, header in
                 publisher.submit(frame, header: header, statistics: statistics)
+            }, publishEncoded: { packet, header in
+                publisher.submit(packet, header: header, statistics: encodedStatistics)
             }, previews: previews))
         }
     }

@@ -17,6 +17,10 @@ final class CameraStream: Sendable {
     let statistics: DeviceStatistics
     /// Whether the coordinator wants this device's full-rate frames now.
     let liveFlow = LiveFlowGate()
+    /// Whether it wants the packets of a take encoding this device (viewers of the encoded stream).
+    let encodedFlow = LiveFlowGate()
+    /// How those packets reach the live path (from the last registration), read on the encoder's thread.
+    private let encodedPublish = Mutex<(@Sendable (CapturedFrame, Capfleet_V1_FrameHeader) -> Void)?>(nil)
     var deviceID: String { source.device.deviceID }
 
     /// The device's state, and what acting on it needs: the black frame made for its format,
@@ -120,7 +124,18 @@ final class CameraStream: Sendable {
     func startCapturing(_ route: CaptureRoute) {
         // Queued before any start the step below may queue, so the start finds it.
         onDeviceThread(orNow: true) { [self] in self.route.value = route }
+        encodedPublish.withLock { $0 = route.publishEncoded }
         step(.captureWanted)
+    }
+
+    /// A packet of a take encoding this device, on the encoder's thread: on to the live path
+    /// while viewers of the encoded stream want it (a take recorded on the coordinator serves
+    /// them from its recording path instead).
+    func offerEncodedPacket(header: Capfleet_V1_FrameHeader, payload: FrameBuffer, count: Int) {
+        guard encodedFlow.isOpen(), let publish = encodedPublish.withLock({ $0 }) else { return }
+        let layout = FrameLayout(pixelFormat: PixelFormat(header.layout.pixelFormat), width: Int(header.layout.width),
+                                 height: Int(header.layout.height), bytesPerLine: 0)
+        publish(CapturedFrame(buffer: payload, byteCount: count, sequence: header.sequence, captureMonotonicNanoseconds: 0, layout: layout), header)
     }
 
     /// No frame leaves from now on; the source stops on its thread.
@@ -266,6 +281,8 @@ struct CaptureRoute: Sendable {
     var clock: any CaptureClock
     /// Hands a frame and its header to the live path; never blocks.
     var publish: @Sendable (CapturedFrame, Capfleet_V1_FrameHeader) -> Void
+    /// Hands a take's encoded packet to the live path (counted apart from the device's frames).
+    var publishEncoded: (@Sendable (CapturedFrame, Capfleet_V1_FrameHeader) -> Void)? = nil
     /// Makes the device's previews; nil: none.
     var previews: PreviewMaker? = nil
 }

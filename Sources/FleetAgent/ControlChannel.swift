@@ -36,28 +36,41 @@ final class ControlChannel: Sendable {
         driver.socketID = dealer
         self.logger = logger
         driver.monitorID = loop.add(driver.currentMonitor) { monitor in driver.watch(monitor) }
-        loop.every(nanoseconds: 50_000_000) { sockets in driver.tick(sockets) }
+        // Heartbeats, status and reconnection run on second-long intervals; events and
+        // replies wake the loop themselves (`flush`), so a coarse tick keeps an idle agent cheap.
+        loop.every(nanoseconds: 100_000_000) { sockets in driver.tick(sockets) }
         loop.start()
     }
 
     func stop() { loop.stop() }
 
-    /// Queues a device event (from any thread); the control thread sends it within 50 ms.
-    func post(_ event: Capfleet_V1_DeviceEvent) { outbox.post(.with { $0.deviceEvent = event }) }
+    /// Sends a device event (from any thread) as soon as the control thread wakes.
+    func post(_ event: Capfleet_V1_DeviceEvent) {
+        outbox.post(.with { $0.deviceEvent = event })
+        flush()
+    }
 
     /// Sends a command's reply that was not ready when the command came (a reconfiguration
     /// done on the device's thread, FindFirstFrame) as soon as the control thread wakes, after
     /// the events queued before it.
     func post(reply: Capfleet_V1_CommandReply) {
         outbox.post(.with { $0.commandReply = reply })
+        flush()
+    }
+
+    /// Sends a pressure level change, after the device events before it.
+    func post(pressureChange report: Capfleet_V1_PressureReport) {
+        outbox.post(.with { $0.pressureChange = report })
+        flush()
+    }
+
+    /// Wakes the control thread to send what the outbox holds, in order.
+    private func flush() {
         let outbox = self.outbox, dealer = self.dealer, logger = self.logger
         loop.perform { sockets in
             for message in outbox.takeAll() { LinkDriver.send(message, on: sockets[dealer], logger: logger) }
         }
     }
-
-    /// Queues a pressure level change, sent as soon as the device events before it.
-    func post(pressureChange report: Capfleet_V1_PressureReport) { outbox.post(.with { $0.pressureChange = report }) }
 }
 
 /// The control channel once the agent has opened it. Before that (and after it closes),

@@ -1,6 +1,7 @@
 import FleetCapture
 import FleetCore
 import FleetEncoding
+import FleetProtocol
 import Logging
 import Synchronization
 
@@ -38,11 +39,17 @@ final class TakeEncoders: Sendable {
             if let existing = paths[key], existing.encoding == encoding { return existing }
             // Half a second of frames may wait for the encoder; past that they are late.
             let capacity = max(4, Int((frameRate / 2).rounded(.up)))
+            // A take on the coordinator serves the encoded stream's viewers from its recording path.
+            var onPacket: (@Sendable (Capfleet_V1_FrameHeader, FrameBuffer, Int) -> Void)?
+            if !downstream.reachesCoordinator {
+                onPacket = { [weak stream] header, payload, count in stream?.offerEncodedPacket(header: header, payload: payload, count: count) }
+            }
             let path = TakeEncodingPath(
                 key: key, encoding: encoding, takeStart: takeStart, segmentSeconds: segmentSeconds, frameRate: frameRate, catalog: catalog,
                 settings: settings, downstream: downstream, capacity: capacity, logger: logger,
                 onDropped: { [weak stream] reason, count in stream?.takeFramesDropped(takeID: key.takeID, reason: reason, count: count) },
                 onEvent: { [weak stream] message in stream?.announceEncoder(message) },
+                onPacket: onPacket,
                 onFinished: { [weak self] in self?.retire(key) })
             paths[key] = path
             return path

@@ -40,6 +40,7 @@ final class TakeEncodingPath: TakeFramePath, Sendable {
     init(key: TakeDeviceKey, encoding: TakeEncoding, takeStart: UInt64, segmentSeconds: Int, frameRate: Double, catalog: EncoderCatalog,
          settings: Settings, downstream: any TakeFramePath, capacity: Int, logger: Logger,
          onDropped: @escaping @Sendable (DropReason, UInt64) -> Void, onEvent: @escaping @Sendable (String) -> Void,
+         onPacket: (@Sendable (Capfleet_V1_FrameHeader, FrameBuffer, Int) -> Void)? = nil,
          onFinished: @escaping @Sendable () -> Void) {
         self.key = key
         self.encoding = encoding
@@ -54,7 +55,7 @@ final class TakeEncodingPath: TakeFramePath, Sendable {
             state: { [logger] in
                 TakeEncoderState(key: key, encoding: encoding, takeStart: takeStart, segmentLength: segmentLength, frameRate: frameRate,
                                  catalog: catalog, settings: settings, downstream: downstream, logger: logger,
-                                 onDropped: onDropped, onEvent: onEvent)
+                                 onDropped: onDropped, onEvent: onEvent, onPacket: onPacket)
             },
             handle: { state, input in
                 if state.handle(input) { onFinished() }
@@ -102,6 +103,8 @@ final class TakeEncoderState {
     private let logger: Logger
     private let onDropped: @Sendable (DropReason, UInt64) -> Void
     private let onEvent: @Sendable (String) -> Void
+    /// Every packet that reached the path, also offered to the live path.
+    private let onPacket: (@Sendable (Capfleet_V1_FrameHeader, FrameBuffer, Int) -> Void)?
     private var encoder: VideoEncoder?
     /// The encoder could not be opened for this source: its frames are dropped, said once.
     private var failedSource: VideoEncoder.Source?
@@ -117,7 +120,8 @@ final class TakeEncoderState {
 
     init(key: TakeDeviceKey, encoding: TakeEncoding, takeStart: UInt64, segmentLength: UInt64, frameRate: Double, catalog: EncoderCatalog,
          settings: TakeEncodingPath.Settings, downstream: any TakeFramePath, logger: Logger,
-         onDropped: @escaping @Sendable (DropReason, UInt64) -> Void, onEvent: @escaping @Sendable (String) -> Void) {
+         onDropped: @escaping @Sendable (DropReason, UInt64) -> Void, onEvent: @escaping @Sendable (String) -> Void,
+         onPacket: (@Sendable (Capfleet_V1_FrameHeader, FrameBuffer, Int) -> Void)?) {
         self.key = key
         self.encoding = encoding
         self.takeStart = takeStart
@@ -129,6 +133,7 @@ final class TakeEncoderState {
         self.logger = logger
         self.onDropped = onDropped
         self.onEvent = onEvent
+        self.onPacket = onPacket
     }
 
     /// True once the part has ended here.
@@ -257,6 +262,8 @@ final class TakeEncoderState {
         if let base = packet.bytes.baseAddress { copy.storage.copyMemory(from: base, byteCount: packet.bytes.count) }
         if downstream.submit(takeID: key.takeID, deviceID: key.deviceID, header: header, takeDrops: takeDrops, pixels: copy, count: packet.bytes.count) {
             awaitingKeyFrame = false
+            // The same bytes, shared: neither side changes them.
+            onPacket?(header, copy, packet.bytes.count)
         } else {
             onDropped(.outOfBuffers, 1)
             awaitingKeyFrame = encoding.codec != .ffv1 || encoding.gopFrames(frameRate: frameRate) > 1

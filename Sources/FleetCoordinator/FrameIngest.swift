@@ -34,6 +34,8 @@ public struct DeviceIngestState: Sendable {
 public struct LiveSubscriptionChange: Sendable, Equatable {
     public let deviceID: String
     public let wanted: Bool
+    /// Viewers of the take's encoded packets rather than of raw frames.
+    public var encoded = false
 }
 
 /// A frame handed to a snapshot request, as libzmq delivered it (no copy).
@@ -207,7 +209,8 @@ public final class FrameIngest: Sendable {
     /// or a viewer whose queue is full, costs nothing here: libzmq drops it for them.
     private static func handOn(header: Capfleet_V1_FrameHeader, parts: [ZMQMessage], to fanOut: ZMQSocket) {
         do {
-            guard try fanOut.send(Array(LiveTopic.frames(header.deviceID).utf8), more: true, dontWait: true) else { return }
+            let topic = header.hasEncoded ? LiveTopic.encoded(header.deviceID) : LiveTopic.frames(header.deviceID)
+            guard try fanOut.send(Array(topic.utf8), more: true, dontWait: true) else { return }
             try fanOut.send(parts[0], more: true, dontWait: true)
             try fanOut.send(parts[1], dontWait: true)
         } catch {
@@ -223,8 +226,8 @@ public final class FrameIngest: Sendable {
             // A copy: a view of the message's bytes dies with the message, which an optimised
             // build releases as soon as it is last used.
             guard let bytes = received.parts.first?.array, let kind = bytes.first, kind <= 1,
-                  let deviceID = LiveTopic.deviceID(subscribedTo: bytes.dropFirst()) else { continue }
-            changes.yield(LiveSubscriptionChange(deviceID: deviceID, wanted: kind == 1))
+                  let subscription = LiveTopic.subscription(bytes.dropFirst()) else { continue }
+            changes.yield(LiveSubscriptionChange(deviceID: subscription.deviceID, wanted: kind == 1, encoded: subscription.encoded))
         }
     }
 
@@ -270,6 +273,16 @@ public final class FrameIngest: Sendable {
             keepPreview(header, payload: parts[1], peer: peer)
             return nil
         }
+        // A take's encoded packets, sent while someone views the encoded stream: handed on,
+        // not counted (the take counts its frames) and never a snapshot's frame.
+        if header.hasEncoded {
+            guard devices.withLock({ $0[header.deviceID]?.nodeID == header.nodeID }) else {
+                rejections.reject(endpoint: Self.endpointName, reason: .unknownDevice, peer: peer,
+                                  detail: "encoded packet of device \(header.deviceID) of node \(header.nodeID), which is not registered")
+                return nil
+            }
+            return header
+        }
         guard count(header, payload: parts[1]) else {
             rejections.reject(endpoint: Self.endpointName, reason: .unknownDevice, peer: peer,
                               detail: "device \(header.deviceID) of node \(header.nodeID) is not registered")
@@ -303,12 +316,13 @@ public final class FrameIngest: Sendable {
     }
 
     /// Frames the recording path took (checked there, from the node that has the device): a
-    /// recorded device's only full-rate flow, so they serve its viewers and snapshots too.
+    /// recorded device's only full-rate flow, so they serve its viewers and snapshots too
+    /// (an encoded take's packets serve the viewers of its encoded stream only).
     /// Messages are [FrameHeader][payload], the payload shared with the writer, not copied.
     private func drainRecorded(_ socket: ZMQSocket, fanOut: ZMQSocket?) {
         while let received = try? socket.receiveMultipart(dontWait: true, maxParts: 2), received.parts.count == 2 {
             guard let header = try? Capfleet_V1_FrameHeader(serializedBytes: received.parts[0].array),
-                  count(header, payload: received.parts[1]) else { continue }
+                  header.hasEncoded || count(header, payload: received.parts[1]) else { continue }
             if let fanOut { Self.handOn(header: header, parts: received.parts, to: fanOut) }
         }
     }

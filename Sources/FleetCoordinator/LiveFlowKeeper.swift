@@ -26,7 +26,8 @@ actor LiveFlowKeeper {
     /// Follows the live endpoint's viewers until the endpoint closes.
     func follow(_ subscriptions: AsyncStream<LiveSubscriptionChange>) async {
         for await change in subscriptions {
-            await handle(change.wanted ? .wanted(deviceID: change.deviceID, by: .viewers) : .unwanted(deviceID: change.deviceID, by: .viewers))
+            let consumer: LiveDemandBook.Consumer = change.encoded ? .encodedViewers : .viewers
+            await handle(change.wanted ? .wanted(deviceID: change.deviceID, by: consumer) : .unwanted(deviceID: change.deviceID, by: consumer))
         }
     }
 
@@ -64,9 +65,10 @@ actor LiveFlowKeeper {
     private func handle(_ event: LiveDemandBook.Event) async {
         for action in book.handle(event) {
             switch action {
-            case let .announce(nodeID, deviceIDs):
+            case let .announce(nodeID, deviceIDs, encodedDeviceIDs):
                 await tell(nodeID, .with {
                     $0.deviceIds = deviceIDs
+                    $0.encodedDeviceIds = encodedDeviceIDs
                     $0.leaseMs = Self.leaseMilliseconds
                 })
             case let .flowWanted(deviceID, consumers):

@@ -154,9 +154,10 @@ final class RecordEndpoint: Sendable {
                                   detail: "device \(header.deviceID): frame \(header.sequence) beyond the credit granted")
                 return
             }
-            // Raw frames serve the device's viewers from here; encoded packets do not (the agent
-            // sends its viewers raw frames on the live path then).
-            if !header.hasEncoded { outlet?.handOver(header: header, payload: parts[2]) }
+            // The device's viewers are served from here: raw frames to its raw viewers, an
+            // encoded take's packets to the viewers of its encoded stream (raw viewers of an
+            // encoded take get raw frames from the agent on the live path).
+            outlet?.handOver(header: header, payload: parts[2])
         case let .end(end)?:
             writer.post(.end(routingID: routing, end))
         case .attach?, .segment?, .partEnd?, .chunk?, .check?:

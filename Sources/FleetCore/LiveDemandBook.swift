@@ -12,13 +12,19 @@ public struct LiveDemandBook: Sendable {
         case viewers
         /// An operator's snapshot waiting for the device's next frame.
         case snapshot(UInt64)
+        /// Viewers of the device's encoded stream (a take's H.264 or HEVC packets), which
+        /// want those packets and no raw frame.
+        case encodedViewers
 
         public var description: String {
             switch self {
             case .viewers: "viewers"
             case let .snapshot(id): "snapshot \(id)"
+            case .encodedViewers: "viewers of the encoded stream"
             }
         }
+
+        var wantsRawFrames: Bool { self != .encodedViewers }
     }
 
     public enum Event: Sendable {
@@ -35,8 +41,9 @@ public struct LiveDemandBook: Sendable {
     }
 
     public enum Action: Equatable, Sendable {
-        /// Tell the node which of its devices' frames are wanted now (sorted; may be empty).
-        case announce(nodeID: String, deviceIDs: [String])
+        /// Tell the node which of its devices' raw frames, and which of their encoded packets,
+        /// are wanted now (sorted; may be empty).
+        case announce(nodeID: String, deviceIDs: [String], encodedDeviceIDs: [String])
         /// The device's frames became wanted (first consumer) or not (last one gone).
         case flowWanted(deviceID: String, consumers: [String])
         case flowUnwanted(deviceID: String)
@@ -53,29 +60,44 @@ public struct LiveDemandBook: Sendable {
     /// Who wants the device's frames now, for listings.
     public func consumerNames(of deviceID: String) -> [String] { (consumers[deviceID] ?? []).map(\.description).sorted() }
 
-    /// The node's devices whose frames are wanted now, sorted.
+    /// The node's devices whose raw frames are wanted now, sorted.
     public func wantedDevices(of nodeID: String) -> [String] {
-        consumers.keys.filter { nodeOf[$0] == nodeID }.sorted()
+        consumers.filter { nodeOf[$0.key] == nodeID && $0.value.contains(where: \.wantsRawFrames) }.keys.sorted()
+    }
+
+    /// The node's devices whose encoded packets are wanted now, sorted.
+    public func encodedDevices(of nodeID: String) -> [String] {
+        consumers.filter { nodeOf[$0.key] == nodeID && $0.value.contains(.encodedViewers) }.keys.sorted()
+    }
+
+    /// What the device's node is told of it: raw frames wanted, encoded packets wanted.
+    private func kinds(of deviceID: String) -> (raw: Bool, encoded: Bool) {
+        let wanting = consumers[deviceID] ?? []
+        return (wanting.contains(where: \.wantsRawFrames), wanting.contains(.encodedViewers))
     }
 
     public mutating func handle(_ event: Event) -> [Action] {
         switch event {
         case let .wanted(deviceID, consumer):
+            let before = kinds(of: deviceID)
             let inserted = consumers[deviceID, default: []].insert(consumer).inserted
             guard inserted else { return [] }
-            guard consumers[deviceID]?.count == 1 else { return [] }
-            return [.flowWanted(deviceID: deviceID, consumers: consumerNames(of: deviceID))] + announcement(for: deviceID)
+            let changed = kinds(of: deviceID) != before ? announcement(for: deviceID) : []
+            guard consumers[deviceID]?.count == 1 else { return changed }
+            return [.flowWanted(deviceID: deviceID, consumers: consumerNames(of: deviceID))] + changed
         case let .unwanted(deviceID, consumer):
+            let before = kinds(of: deviceID)
             guard consumers[deviceID]?.remove(consumer) != nil else { return [] }
-            guard consumers[deviceID]?.isEmpty == true else { return [] }
-            consumers[deviceID] = nil
-            return [.flowUnwanted(deviceID: deviceID)] + announcement(for: deviceID)
+            let empty = consumers[deviceID]?.isEmpty == true
+            if empty { consumers[deviceID] = nil }
+            let changed = kinds(of: deviceID) != before ? announcement(for: deviceID) : []
+            return (empty ? [.flowUnwanted(deviceID: deviceID)] : []) + changed
         case let .located(deviceID, nodeID):
             let previous = nodeOf.updateValue(nodeID, forKey: deviceID)
             guard previous != nodeID, consumers[deviceID] != nil else { return [] }
             var actions: [Action] = []
-            if let previous { actions.append(.announce(nodeID: previous, deviceIDs: wantedDevices(of: previous))) }
-            actions.append(.announce(nodeID: nodeID, deviceIDs: wantedDevices(of: nodeID)))
+            if let previous { actions.append(announce(previous)) }
+            actions.append(announce(nodeID))
             return actions
         case let .forgotten(deviceIDs):
             var actions: [Action] = []
@@ -87,19 +109,23 @@ public struct LiveDemandBook: Sendable {
                 }
                 nodeOf[deviceID] = nil
             }
-            return actions + nodes.sorted().map { .announce(nodeID: $0, deviceIDs: wantedDevices(of: $0)) }
+            return actions + nodes.sorted().map(announce)
         case let .nodeRegistered(nodeID):
-            let wanted = wantedDevices(of: nodeID)
-            return wanted.isEmpty ? [] : [.announce(nodeID: nodeID, deviceIDs: wanted)]
+            let wanted = consumers.keys.contains { nodeOf[$0] == nodeID }
+            return wanted ? [announce(nodeID)] : []
         case .renewalDue:
             let nodes = Set(consumers.keys.compactMap { nodeOf[$0] })
-            return nodes.sorted().map { .announce(nodeID: $0, deviceIDs: wantedDevices(of: $0)) }
+            return nodes.sorted().map(announce)
         }
     }
 
-    /// The device's node hears its new set, if the device has a node yet.
+    /// The device's node hears its new sets, if the device has a node yet.
     private func announcement(for deviceID: String) -> [Action] {
         guard let node = nodeOf[deviceID] else { return [] }
-        return [.announce(nodeID: node, deviceIDs: wantedDevices(of: node))]
+        return [announce(node)]
+    }
+
+    private func announce(_ nodeID: String) -> Action {
+        .announce(nodeID: nodeID, deviceIDs: wantedDevices(of: nodeID), encodedDeviceIDs: encodedDevices(of: nodeID))
     }
 }

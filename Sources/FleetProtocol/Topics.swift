@@ -62,16 +62,27 @@ extension Capfleet_V1_AlertKind {
 /// one device's topic is never a prefix of another's.
 public enum LiveTopic {
     public static let prefix = "frame/"
+    /// A take's encoded packets of the device (H.264, HEVC) instead of its raw frames: a topic
+    /// of its own, so neither kind of viewer is a prefix of the other's.
+    public static let encodedPrefix = "encoded/"
 
     public static func frames(_ deviceID: String) -> String { prefix + deviceID + "/" }
+    public static func encoded(_ deviceID: String) -> String { encodedPrefix + deviceID + "/" }
 
     /// The device a subscription names exactly, or nil for anything else (a broader prefix
     /// receives what flows for others but wakes no device).
     public static func deviceID(subscribedTo topic: some Collection<UInt8>) -> String? {
+        subscription(topic).flatMap { $0.encoded ? nil : $0.deviceID }
+    }
+
+    /// The device a subscription names exactly and whether it asks for encoded packets.
+    public static func subscription(_ topic: some Collection<UInt8>) -> (deviceID: String, encoded: Bool)? {
         let text = String(decoding: topic, as: UTF8.self)
-        guard text.hasPrefix(prefix), text.hasSuffix("/"), text.count > prefix.count + 1 else { return nil }
-        let id = text.dropFirst(prefix.count).dropLast()
-        guard !id.contains("/") else { return nil }
-        return String(id)
+        for (start, encoded) in [(prefix, false), (encodedPrefix, true)] {
+            guard text.hasPrefix(start), text.hasSuffix("/"), text.count > start.count + 1 else { continue }
+            let id = text.dropFirst(start.count).dropLast()
+            return id.contains("/") ? nil : (String(id), encoded)
+        }
+        return nil
     }
 }

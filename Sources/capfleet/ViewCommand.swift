@@ -16,7 +16,7 @@ struct ViewCommand: ParsableCommand {
             Frames come through the coordinator while you watch and stop flowing when you leave. \
             Raw formats play with ffplay or mpv reading rawvideo from stdin; MJPG as a stream of \
             JPEGs. -o FILE (or a FIFO, or - for stdout) writes the frames back to back, as they \
-            come, and prints how to play them. Consent applies: a device without it sends black frames.
+            come, and prints how to play them. Consent applies: a device without it sends black frames.             --encoded shows a camera that a take is recording as H.264 or HEVC through the take's             own packets (an Annex B stream, a fraction of the raw bytes), from its next key frame.
             """)
     @OptionGroup var coordinator: CoordinatorOptions
     @Argument(help: "The device id.", completion: FleetCompletion.deviceIDs) var device: String
@@ -25,6 +25,7 @@ struct ViewCommand: ParsableCommand {
     @Option(help: "Stop after this many frames.") var frames: Int?
     @Option(help: "Stop after this many seconds.") var seconds: Double?
     @Option(help: "The coordinator's live port (default: the one the coordinator names).") var livePort: UInt16?
+    @Flag(help: "The packets of the take recording the camera as H.264 or HEVC instead of raw frames.") var encoded = false
 
     func run() throws {
         let client = try coordinator.client()
@@ -45,8 +46,10 @@ struct ViewCommand: ParsableCommand {
         do {
             socket = try ZMQSocket(context: ZMQContext(), type: .sub)
             try socket.makeCurveClient(serverKey: credential.coordinatorKey, keys: credential.keys)
-            try socket.setOption(ZMQ_RCVHWM, Int32(2))
-            try socket.subscribe(LiveTopic.frames(device))
+            // Raw frames: the newest wins. Packets: each depends on the one before, so a few
+            // seconds of them may wait rather than break the picture until the next key frame.
+            try socket.setOption(ZMQ_RCVHWM, Int32(encoded ? 256 : 2))
+            try socket.subscribe(encoded ? LiveTopic.encoded(device) : LiveTopic.frames(device))
             try socket.connect("tcp://\(host):\(port)")
         } catch {
             throw CLIFailure("cannot subscribe to the coordinator's live endpoint at \(host):\(port): \(error)")
@@ -60,18 +63,29 @@ struct ViewCommand: ParsableCommand {
         var lastReport = Date()
         var reportedFrames = 0
         var warnedAfterQuiet = false
+        var stream = EncodedStreamState()
         while frames.map({ received < $0 }) ?? true {
             if let seconds, Date().timeIntervalSince(started) >= seconds { break }
             guard socket.waitForInput(milliseconds: 250) else {
                 if !warnedAfterQuiet, received == 0, Date().timeIntervalSince(started) > 5 {
                     warnedAfterQuiet = true
-                    FileHandle.standardError.write(Data("no frame from \(device) after 5 s: is it registered and streaming? (capfleet devices)\n".utf8))
+                    FileHandle.standardError.write(Data((encoded
+                        ? "no packet from \(device) after 5 s: is a take recording it as h264 or hevc? (capfleet recordings list)\n"
+                        : "no frame from \(device) after 5 s: is it registered and streaming? (capfleet devices)\n").utf8))
                 }
                 continue
             }
             guard let message = try? socket.receiveMultipart(dontWait: true, maxParts: 3), message.parts.count == 3,
                   let header = try? Capfleet_V1_FrameHeader(serializedBytes: message.parts[1].array),
                   header.deviceID == device else { continue }
+            var prefix: [UInt8] = []
+            if encoded {
+                switch stream.take(header) {
+                case .skip: continue
+                case let .write(config): prefix = config
+                case let .unplayable(reason): throw CLIFailure(reason)
+                }
+            }
             let layout = header.layout
             if sink?.layout != layout {
                 sink?.close()
@@ -81,7 +95,7 @@ struct ViewCommand: ParsableCommand {
             }
             if let last = lastSequence, header.sequence > last + 1 { skipped += header.sequence - last - 1 }
             lastSequence = header.sequence
-            guard sink?.write(message.parts[2]) == true else {
+            guard prefix.isEmpty || sink?.write(prefix) == true, sink?.write(message.parts[2]) == true else {
                 // The player was closed or the reader went away: that is the viewer leaving.
                 break
             }
@@ -123,6 +137,7 @@ final class FrameSink {
     static func ffmpegInput(_ layout: Capfleet_V1_FrameLayout, frameRate: Double) throws -> [String] {
         let format = PixelFormat(layout.pixelFormat)
         if format == .mjpeg { return ["-f", "mjpeg", "-framerate", String(format: "%.3f", frameRate)] }
+        if let stream = EncodedStreamState.elementaryStream(layout.pixelFormat) { return ["-f", stream, "-framerate", String(format: "%.3f", frameRate)] }
         guard let name = format.ffmpegName else {
             throw CLIFailure("frames of \(layout.pixelFormat) have no rawvideo pixel format a player knows; use -o FILE to keep them as they are")
         }
@@ -179,8 +194,12 @@ final class FrameSink {
 
     /// False when the reader has gone (the player closed).
     func write(_ part: ZMQMessage) -> Bool {
+        withExtendedLifetime(part) { write(part.bytes) }
+    }
+
+    func write(_ bytes: some DataProtocol) -> Bool {
         do {
-            try handle.write(contentsOf: part.bytes)
+            try handle.write(contentsOf: bytes)
             return true
         } catch {
             return false
@@ -217,7 +236,62 @@ final class FrameSink {
     static func mpvArguments(_ layout: Capfleet_V1_FrameLayout, frameRate: Double) -> [String] {
         let format = PixelFormat(layout.pixelFormat)
         if format == .mjpeg { return ["--demuxer=lavf", "--demuxer-lavf-format=mjpeg", "--container-fps-override=\(frameRate)"] }
+        if let stream = EncodedStreamState.elementaryStream(layout.pixelFormat) {
+            return ["--demuxer=lavf", "--demuxer-lavf-format=\(stream)", "--container-fps-override=\(frameRate)"]
+        }
         return ["--demuxer=rawvideo", "--demuxer-rawvideo-w=\(layout.width)", "--demuxer-rawvideo-h=\(layout.height)",
                 "--demuxer-rawvideo-mp-format=\(format.ffmpegName ?? "yuyv422")", "--demuxer-rawvideo-fps=\(frameRate)"]
+    }
+}
+
+/// Which of a take's packets a viewer of the encoded stream writes: from a key frame on, the
+/// decoder's configuration (parameter sets, Annex B) before each key frame whose
+/// configuration is new, and again from the next key frame after a packet went missing on
+/// the way (each packet depends on the one before it).
+struct EncodedStreamState {
+    enum Verdict: Equatable {
+        case skip
+        /// Write the packet, after these bytes (empty: nothing before it).
+        case write([UInt8])
+        case unplayable(String)
+    }
+
+    private var lastSequence: UInt64?
+    private var lastDrops: UInt64 = 0
+    private var writtenConfig: [UInt8]?
+    private var synchronised = false
+
+    /// The demuxer that reads the packets of this FourCC as they come (Annex B), if any.
+    static func elementaryStream(_ fourCC: String) -> String? {
+        switch fourCC {
+        case VideoCodec.h264.fourCC: "h264"
+        case VideoCodec.hevc.fourCC: "hevc"
+        default: nil
+        }
+    }
+
+    mutating func take(_ header: Capfleet_V1_FrameHeader) -> Verdict {
+        guard header.hasEncoded else { return .skip }
+        guard Self.elementaryStream(header.layout.pixelFormat) != nil else {
+            return .unplayable("the take records \(header.deviceID) as \(header.layout.pixelFormat), which no player reads as a stream: view it without --encoded")
+        }
+        let drops = Self.total(header.drops)
+        // A gap the camera's own drops do not explain: a packet lost on the way.
+        if let last = lastSequence, header.sequence > last + 1, header.sequence - last - 1 > drops &- lastDrops { synchronised = false }
+        lastSequence = header.sequence
+        lastDrops = drops
+        let key = header.flags & UInt32(Capfleet_V1_FrameFlag.keyFrame.rawValue) != 0
+        if !synchronised {
+            guard key else { return .skip }
+            synchronised = true
+        }
+        let config = [UInt8](header.encoded.codecConfig)
+        guard key, config != writtenConfig else { return .write([]) }
+        writtenConfig = config
+        return .write(config)
+    }
+
+    private static func total(_ drops: Capfleet_V1_DropCounts) -> UInt64 {
+        drops.late &+ drops.outOfBuffers &+ drops.discontinuity &+ drops.encoderLate
     }
 }

@@ -132,6 +132,30 @@ extension TakeIntegrationTests {
             #expect(events.output.contains("with libx265 (software, 1 thread); this host has no hardware hevc encoder"), "the software encoder is said: \(events.output)")
         }
 
+        /// The same encoder with drop recovery on: encoder_late drops are what a lower frame rate
+        /// cures, so the policy steps the camera's rate down and says so.
+        @Test func dropRecovery_lowersTheRateOfACameraItsEncoderCannotKeepUpWith() async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator()
+            let agent = try fleet.fleet.startAgent("slow", arguments: ["--synthetic", "1", "--no-discover", "--fps", "30", "--synthetic-format", "1920x1080:YUYV"],
+                                                   environment: ["CAPFLEET_ENCODER_THREADS": "1", "CAPFLEET_ENCODER_PRESET": "veryslow"])
+            try await fleet.waitUntil("the clock locks", seconds: 30) { agent.log.contains("clock.state=locked") }
+            let device = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
+            try fleet.grantConsent(device)
+            _ = try fleet.json(["lock", device])
+            _ = try fleet.json(["policy", device, "--drop-recovery", "on", "--min-fps", "10", "--quiet-seconds", "30"])
+            let started = try fleet.cli(["record", "start", device, "--codec", "hevc", "--json"], timeout: 15)
+            let takeID = try #require((try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any])?["id"] as? String,
+                                      "\(started.output)\(started.error)")
+            try await fleet.waitUntil("drop recovery lowers the rate", seconds: 30) {
+                try IntegrationTests.SyntheticControlTests.policyActions(fleet).contains { $0.contains("lowered the frame rate") }
+            }
+            try await fleet.waitUntil("the camera runs slower than the 30 fps asked for", seconds: 10) {
+                (try fleet.json(["devices"]).first?["active_frame_rate"] as? Double ?? 30) < 30
+            }
+            #expect(try fleet.cli(["record", "stop", takeID, "--wait", "60"], timeout: 70).status == 0)
+        }
+
         /// SIGKILL mid-take, in each codec: the agent repairs what it was writing; every segment,
         /// repaired or not, decodes and holds what the index says.
         @Test(arguments: ["ffv1", "h264", "hevc"])
@@ -162,6 +186,31 @@ extension TakeIntegrationTests {
                 #expect(decoded.frames.count == segment["frames"] as? Int, "\(path) holds what the index says")
             }
             #expect(try fleet.cli(["recordings", "verify", takeID], timeout: 60).status == 0)
+        }
+
+        /// A camera recorded as H.264, viewed through the take's own packets: a stream a player
+        /// reads from its first key frame, while no raw frame of it reaches the coordinator.
+        @Test(arguments: ["agent", "coordinator"])
+        func theEncodedStream_ofACameraRecordedAsH264_playsFromAKeyFrame_withoutRawFrames(store: String) async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator()
+            let device = try #require(try await RecordingTests.devices(in: fleet, agents: ["e1"], fps: 15).first)
+            let started = try fleet.cli(["record", "start", device, "--codec", "h264", "--gop", "10", "--store", store, "--json"], timeout: 15)
+            let takeID = try #require((try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any])?["id"] as? String,
+                                      "\(started.output)\(started.error)")
+            try await Task.sleep(for: .seconds(1))
+            let rawBefore = try #require(try fleet.deviceStats()[device]?["frames_received"] as? Int)
+            let stream = fleet.directory + "/live.h264"
+            let viewed = try fleet.cli(["view", device, "--encoded", "-o", stream, "--frames", "30"], timeout: 30)
+            #expect(viewed.status == 0, "\(viewed.output)\(viewed.error)")
+            #expect(viewed.error.contains("H264"), "\(viewed.error)")
+            let rawAfter = try #require(try fleet.deviceStats()[device]?["frames_received"] as? Int)
+            #expect(rawAfter == rawBefore, "the encoded stream wakes no raw flow: \(rawAfter - rawBefore) raw frames reached the coordinator")
+            #expect(try Self.probe(stream) == "h264")
+            let decoded = try Self.decode(stream)
+            #expect(decoded.errors.isEmpty, "the stream starts at a key frame with its parameter sets: \(decoded.errors)")
+            #expect(decoded.frames.count == 30, "every packet written decodes: \(decoded.frames.count) frames")
+            #expect(try fleet.cli(["record", "stop", takeID], timeout: 30).status == 0)
         }
 
         /// Every frame of a segment as YUYV, and whatever ffmpeg complained of.

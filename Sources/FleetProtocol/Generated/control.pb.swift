@@ -291,6 +291,10 @@ public nonisolated struct Capfleet_V1_LiveFrames: Sendable {
   /// 0 = 3000
   public var leaseMs: UInt32 = 0
 
+  /// Since 1.4: devices whose take's encoded packets (H.264, HEVC) are wanted instead, by
+  /// viewers of the encoded stream; same lease. A device may be in both lists.
+  public var encodedDeviceIds: [String] = []
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1502,7 +1506,7 @@ nonisolated extension Capfleet_V1_AgentStatus: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Capfleet_V1_LiveFrames: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".LiveFrames"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_ids\0\u{3}lease_ms\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_ids\0\u{3}lease_ms\0\u{3}encoded_device_ids\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1512,6 +1516,7 @@ nonisolated extension Capfleet_V1_LiveFrames: SwiftProtobuf.Message, SwiftProtob
       switch fieldNumber {
       case 1: try { try decoder.decodeRepeatedStringField(value: &self.deviceIds) }()
       case 2: try { try decoder.decodeSingularUInt32Field(value: &self.leaseMs) }()
+      case 3: try { try decoder.decodeRepeatedStringField(value: &self.encodedDeviceIds) }()
       default: break
       }
     }
@@ -1524,12 +1529,16 @@ nonisolated extension Capfleet_V1_LiveFrames: SwiftProtobuf.Message, SwiftProtob
     if self.leaseMs != 0 {
       try visitor.visitSingularUInt32Field(value: self.leaseMs, fieldNumber: 2)
     }
+    if !self.encodedDeviceIds.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.encodedDeviceIds, fieldNumber: 3)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Capfleet_V1_LiveFrames, rhs: Capfleet_V1_LiveFrames) -> Bool {
     if lhs.deviceIds != rhs.deviceIds {return false}
     if lhs.leaseMs != rhs.leaseMs {return false}
+    if lhs.encodedDeviceIds != rhs.encodedDeviceIds {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -263,7 +263,7 @@ public nonisolated struct Capfleet_V1_FrameHeader: @unchecked Sendable {
     set {_uniqueStorage()._zoomMethod = newValue}
   }
 
-  /// since 1.4: set when the payload is a packet the agent's encoder made (recordings.md, "Codecs")
+  /// since 1.4: set when the payload is a packet the agent's encoder made (recordings.md, "Codecs"; frames.md, "The encoded stream")
   public var encoded: Capfleet_V1_EncodedPacket {
     get {_storage._encoded ?? Capfleet_V1_EncodedPacket()}
     set {_uniqueStorage()._encoded = newValue}
