@@ -40,8 +40,10 @@ extension OperatorHandler {
 
     /// One read of the store, one look at the live sessions and one at the leases, whatever
     /// the number of devices.
-    func listDevices(nodeID: String?, only deviceID: String? = nil, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+    func listDevices(nodeID: String?, only deviceID: String? = nil, withFormats: Bool = false,
+                     into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
         let rows = try await store.deviceListing(nodeID: nodeID, deviceID: deviceID)
+        let formats = withFormats ? try await store.formats(deviceIDs: Set(rows.map(\.device.id))) : [:]
         let live = await control.liveStatus(of: Set(rows.map(\.device.nodeId)))
         let held = await leases.leases(of: rows.map(\.device.id))
         let consumers = await liveFlow.consumers(of: rows.map(\.device.id))
@@ -67,6 +69,7 @@ extension OperatorHandler {
                 if let active = row.activeFormat { $0.activeFormat = active.wire }
                 $0.activeFrameRate = device.activeFrameRate
                 $0.formatCount = UInt32(row.formatCount)
+                if withFormats { $0.formats = (formats[device.id] ?? []).map(\.wire) }
                 $0.online = online
                 $0.liveConsumers = consumers[device.id] ?? []
                 $0.liveFlow = counters?.liveFlow ?? false

@@ -98,7 +98,7 @@ actor OperatorHandler {
             case .listNodes?:
                 try await listNodes(into: &reply)
             case let .listDevices(query)?:
-                try await listDevices(nodeID: query.nodeID.isEmpty ? nil : query.nodeID, into: &reply)
+                try await listDevices(nodeID: query.nodeID.isEmpty ? nil : query.nodeID, withFormats: query.withFormats, into: &reply)
             case let .getFormats(query)?:
                 try await formats(of: query.deviceID, into: &reply)
             case .getFleetStats?:

@@ -36,6 +36,33 @@ extension FleetDatabase {
         try await read("reading formats of \(deviceID)") { db in try Self.readFormats(db, deviceID: deviceID) }
     }
 
+    /// Every format of these devices (nil: of every device), in two reads whatever their number.
+    public func formats(deviceIDs: Set<String>?) async throws(StoreError) -> [String: [VideoFormat]] {
+        try await read("reading the devices' formats") { db in
+            var ranges: [String: [Int: [FrameRateRange]]] = [:]
+            let rangeRows = try Row.fetchCursor(db, sql: "SELECT deviceId, formatPosition, minFps, maxFps FROM frameRateRange ORDER BY deviceId, formatPosition, position")
+            while let row = try rangeRows.next() {
+                let device: String = row[0]
+                guard deviceIDs?.contains(device) ?? true else { continue }
+                ranges[device, default: [:]][row[1], default: []].append(FrameRateRange(min: row[2], max: row[3]))
+            }
+            var formats: [String: [VideoFormat]] = [:]
+            let formatRows = try Row.fetchCursor(db, sql: """
+                SELECT deviceId, position, pixelFormat, width, height, fieldOfViewDegrees, maxZoomFactor, upscaleThresholdZoomFactor, binned, bitDepth
+                FROM format ORDER BY deviceId, position
+                """)
+            while let row = try formatRows.next() {
+                let device: String = row[0]
+                guard deviceIDs?.contains(device) ?? true else { continue }
+                formats[device, default: []].append(
+                    VideoFormat(pixelFormat: PixelFormat(row[2] as String), width: row[3], height: row[4],
+                                frameRateRanges: ranges[device]?[row[1]] ?? [], fieldOfViewDegrees: row[5], maxZoomFactor: row[6],
+                                upscaleThresholdZoomFactor: row[7], isBinned: row[8], bitDepth: row[9]))
+            }
+            return formats
+        }
+    }
+
     /// Read row by row rather than decoded as records: a camera may have hundreds of formats.
     static func readFormats(_ db: Database, deviceID: String) throws -> [VideoFormat] {
         var ranges: [Int: [FrameRateRange]] = [:]

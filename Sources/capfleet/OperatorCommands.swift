@@ -95,11 +95,17 @@ struct DevicesCommand: ParsableCommand {
 
     func run() throws {
         let session = try coordinator.session()
-        let devices = try session.call(.listDevices(.with { $0.nodeID = node ?? "" })).reply.devices
+        let devices = try session.call(.listDevices(.with {
+            $0.nodeID = node ?? ""
+            $0.withFormats = json
+        })).reply.devices
         if json {
-            // One request per device, several in flight: hundreds of cameras are not hundreds of round trips.
-            let formats = try session.callEach(devices.map { device in .getFormats(.with { $0.deviceID = device.deviceID }) })
-            print(FleetTables.json(zip(devices, formats).map { JSONViews.Device($0, formats: $1.formats) }))
+            // One request for the whole listing; a coordinator before 1.4 sends no formats with
+            // it, so those come one request per device, several in flight.
+            let missing = devices.filter { $0.formats.isEmpty && $0.formatCount > 0 }
+            let fetched = try session.callEach(missing.map { device in .getFormats(.with { $0.deviceID = device.deviceID }) })
+            let formats = Dictionary(zip(missing.map(\.deviceID), fetched.map(\.formats)), uniquingKeysWith: { first, _ in first })
+            print(FleetTables.json(devices.map { JSONViews.Device($0, formats: formats[$0.deviceID] ?? $0.formats) }))
         } else {
             print(FleetTables.devices(devices))
             let interrupted = FleetTables.interruptions(devices.map { ($0.deviceID, $0.interruption) })

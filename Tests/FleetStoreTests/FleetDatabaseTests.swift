@@ -258,8 +258,13 @@ import Testing
 
         let rows = try await store.deviceListing()
         #expect(rows.map(\.device.id) == ["cam-1", "cam-2", "cam-3"])
+        // A whole listing's formats in one read: each device's as its own read gives them.
+        let everyFormat = try await store.formats(deviceIDs: nil)
+        #expect(Set(everyFormat.keys) == ["cam-1", "cam-2", "cam-3"])
+        #expect(Set(try await store.formats(deviceIDs: ["cam-3"]).keys) == ["cam-3"])
         for row in rows {
             let formats = try await store.formats(deviceID: row.device.id)
+            #expect(everyFormat[row.device.id] == formats, "\(row.device.id)")
             #expect(row.formatCount == formats.count)
             #expect(row.activeFormat == formats[row.device.activeFormatPosition], "\(row.device.id)")
             #expect(row.consent == (try await store.consent(deviceID: row.device.id)))

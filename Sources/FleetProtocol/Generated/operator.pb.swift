@@ -649,7 +649,11 @@ public nonisolated struct Capfleet_V1_ListDevices: Sendable {
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
+  /// empty = all nodes
   public var nodeID: String = String()
+
+  /// since 1.4: each DeviceInfo carries its whole format list (one request for a whole listing)
+  public var withFormats: Bool = false
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1307,6 +1311,12 @@ public nonisolated struct Capfleet_V1_DeviceInfo: @unchecked Sendable {
   public var encoders: [Capfleet_V1_EncoderInfo] {
     get {_storage._encoders}
     set {_uniqueStorage()._encoders = newValue}
+  }
+
+  /// since 1.4, with ListDevices.with_formats: every format, as GetFormats answers
+  public var formats: [Capfleet_V1_VideoFormat] {
+    get {_storage._formats}
+    set {_uniqueStorage()._formats = newValue}
   }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -3377,7 +3387,7 @@ nonisolated extension Capfleet_V1_ListNodes: SwiftProtobuf.Message, SwiftProtobu
 
 nonisolated extension Capfleet_V1_ListDevices: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ListDevices"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_id\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_id\0\u{3}with_formats\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3386,6 +3396,7 @@ nonisolated extension Capfleet_V1_ListDevices: SwiftProtobuf.Message, SwiftProto
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularStringField(value: &self.nodeID) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self.withFormats) }()
       default: break
       }
     }
@@ -3395,11 +3406,15 @@ nonisolated extension Capfleet_V1_ListDevices: SwiftProtobuf.Message, SwiftProto
     if !self.nodeID.isEmpty {
       try visitor.visitSingularStringField(value: self.nodeID, fieldNumber: 1)
     }
+    if self.withFormats != false {
+      try visitor.visitSingularBoolField(value: self.withFormats, fieldNumber: 2)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Capfleet_V1_ListDevices, rhs: Capfleet_V1_ListDevices) -> Bool {
     if lhs.nodeID != rhs.nodeID {return false}
+    if lhs.withFormats != rhs.withFormats {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -4286,7 +4301,7 @@ nonisolated extension Capfleet_V1_NodeInfo: SwiftProtobuf.Message, SwiftProtobuf
 
 nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}name\0\u{1}driver\0\u{1}kind\0\u{3}active_format\0\u{3}active_frame_rate\0\u{3}format_count\0\u{1}online\0\u{3}lease_holder\0\u{3}lease_expires_unix_ms\0\u{1}interruption\0\u{1}descriptor\0\u{1}focus\0\u{3}zoom_factor\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{3}consent_reason\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{4}\u{11}live_consumers\0\u{3}live_flow\0\u{1}encoders\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}name\0\u{1}driver\0\u{1}kind\0\u{3}active_format\0\u{3}active_frame_rate\0\u{3}format_count\0\u{1}online\0\u{3}lease_holder\0\u{3}lease_expires_unix_ms\0\u{1}interruption\0\u{1}descriptor\0\u{1}focus\0\u{3}zoom_factor\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{3}consent_reason\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{4}\u{11}live_consumers\0\u{3}live_flow\0\u{1}encoders\0\u{1}formats\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -4315,6 +4330,7 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
     var _liveConsumers: [String] = []
     var _liveFlow: Bool = false
     var _encoders: [Capfleet_V1_EncoderInfo] = []
+    var _formats: [Capfleet_V1_VideoFormat] = []
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -4351,6 +4367,7 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
       _liveConsumers = source._liveConsumers
       _liveFlow = source._liveFlow
       _encoders = source._encoders
+      _formats = source._formats
     }
   }
 
@@ -4395,6 +4412,7 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
         case 40: try { try decoder.decodeRepeatedStringField(value: &_storage._liveConsumers) }()
         case 41: try { try decoder.decodeSingularBoolField(value: &_storage._liveFlow) }()
         case 42: try { try decoder.decodeRepeatedMessageField(value: &_storage._encoders) }()
+        case 43: try { try decoder.decodeRepeatedMessageField(value: &_storage._formats) }()
         default: break
         }
       }
@@ -4485,6 +4503,9 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
       if !_storage._encoders.isEmpty {
         try visitor.visitRepeatedMessageField(value: _storage._encoders, fieldNumber: 42)
       }
+      if !_storage._formats.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._formats, fieldNumber: 43)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -4520,6 +4541,7 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
         if _storage._liveConsumers != rhs_storage._liveConsumers {return false}
         if _storage._liveFlow != rhs_storage._liveFlow {return false}
         if _storage._encoders != rhs_storage._encoders {return false}
+        if _storage._formats != rhs_storage._formats {return false}
         return true
       }
       if !storagesAreEqual {return false}
