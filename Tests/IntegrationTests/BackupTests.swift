@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension TakeIntegrationTests {
+extension SecondLaneIntegrationTests {
     /// `capfleet backup` against a running coordinator, `capfleet restore` into a stopped one.
     @Suite(.serialized) struct BackupTests {
         /// A backup taken while a take records restores to a coordinator that lists the same

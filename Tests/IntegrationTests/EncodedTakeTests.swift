@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-extension TakeIntegrationTests {
+extension SecondLaneIntegrationTests {
     /// Takes encoded on the camera's host (`record start --codec`): every segment decodes with
     /// Debian's ffmpeg and holds what the index says; FFV1 gives back the very frames the
     /// synthetic camera made; an encoder too slow for its camera drops `encoder_late` without

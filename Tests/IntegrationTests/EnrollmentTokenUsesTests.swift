@@ -61,7 +61,7 @@ extension IntegrationTests {
             #expect(try fleet.cli(["enroll", "list", "--all"]).output.contains("2/2"))
 
             // Every use is audited: who, which name, which token, what is left.
-            let audit = try SecurityTests.audit(fleet, "node.enroll")
+            let audit = try SecondLaneIntegrationTests.SecurityTests.audit(fleet, "node.enroll")
             let tokenKey = String(try EnrollmentToken(text: token).keys.publicKey.z85.prefix(8))
             let accepted = audit.filter { $0.hasPrefix("node.enroll ok") }
             #expect(accepted.count == 2, "\(audit)")
@@ -69,7 +69,7 @@ extension IntegrationTests {
             #expect(accepted.contains { $0.contains("enrolled as stage-left") } && accepted.contains { $0.contains("enrolled as cam-1") }, "\(accepted)")
             #expect(accepted.contains { $0.contains("1 of 2 use(s) left") } && accepted.contains { $0.contains("0 of 2 use(s) left") }, "\(accepted)")
             #expect(audit.contains { $0.hasPrefix("node.enroll refused") && $0.contains("all 2 uses") }, "\(audit)")
-            #expect(try SecurityTests.audit(fleet, "enroll.token").contains { $0.contains("for 2 agent(s) named cam-N") })
+            #expect(try SecondLaneIntegrationTests.SecurityTests.audit(fleet, "enroll.token").contains { $0.contains("for 2 agent(s) named cam-N") })
 
             // A restart with the same --enroll needs no use: the agent knows it enrolled with it.
             named.stop()
@@ -77,7 +77,7 @@ extension IntegrationTests {
             try await fleet.waitUntil("the restarted agent uses its saved key", seconds: 15) { again.log.contains("already enrolled with this token") }
             try await fleet.waitUntil("the restarted agent is online again", seconds: 25) { try fleet.onlineNodeIDs().count == 2 }
             #expect(again.isRunning && !again.log.contains("enrollment refused"), "\(again.log.suffix(600))")
-            #expect(try SecurityTests.audit(fleet, "node.enroll").count == 3, "the restart spent nothing and tried nothing")
+            #expect(try SecondLaneIntegrationTests.SecurityTests.audit(fleet, "node.enroll").count == 3, "the restart spent nothing and tried nothing")
         }
 
         /// Enroll sent on a token connection, as an agent does, and the coordinator's answer.
@@ -124,7 +124,7 @@ extension IntegrationTests {
             #expect(try fleet.agentKeys("crashy").publicKey == keys.publicKey)
             var listed = try #require(try fleet.json(["enroll", "list"]).first)
             #expect(listed["used"] as? Int == 1 && listed["remaining"] as? Int == 2, "the repeat spent no use: \(listed)")
-            #expect(try SecurityTests.audit(fleet, "node.enroll").contains { $0.contains("a repeat, no use spent") })
+            #expect(try SecondLaneIntegrationTests.SecurityTests.audit(fleet, "node.enroll").contains { $0.contains("a repeat, no use spent") })
 
             // A name another node has is refused, and spends nothing.
             let copycat = try fleet.launch("rig-1", Self.agent(fleet, "rig-1", token: text, named: true))
@@ -140,7 +140,7 @@ extension IntegrationTests {
             #expect(try crashy.isRunning && fleet.onlineNodeIDs() == ["node-crashy"])
             listed = try #require(try fleet.json(["enroll", "list", "--all"]).first)
             #expect(listed["state"] as? String == "revoked" && listed["revoked_by"] as? String == "ana", "\(listed)")
-            #expect(try SecurityTests.audit(fleet, "enroll.token.revoke").first?.contains("image leaked") == true)
+            #expect(try SecondLaneIntegrationTests.SecurityTests.audit(fleet, "enroll.token.revoke").first?.contains("image leaked") == true)
             // Revoking it again says so; a viewer may not list tokens.
             #expect(try fleet.cli(["enroll", "revoke", text]).error.contains("revoked already"))
             #expect(try fleet.cli(["enroll", "list"], user: "vi").error.contains("needs the admin role"))

@@ -5,8 +5,9 @@ import Testing
 /// sensitive steps (a ramp caught mid-way, a lease that must outlive a restart) flaky.
 @Suite(.serialized) struct IntegrationTests {}
 
-/// The takes' tests, one after another too, but beside `IntegrationTests`: they mostly wait
-/// for real-time recording (seconds of frames at the camera's rate) and check files after,
-/// and nothing in them depends on a step being caught in a window, so the two lanes share
-/// the machine's two cores instead of the suite taking the sum of both.
-@Suite(.serialized) struct TakeIntegrationTests {}
+/// A second lane, one test after another too, beside `IntegrationTests`: tests that mostly
+/// wait for real-time recording (seconds of frames at a camera's rate), hosts in network
+/// namespaces or refusals, and check files and answers after, with nothing caught in a
+/// window of time. The two lanes share the machine's two cores instead of the suite taking
+/// the sum of both.
+@Suite(.serialized) struct SecondLaneIntegrationTests {}

@@ -124,9 +124,9 @@ extension IntegrationTests {
             try await fleet.waitUntil("the node's clock locks", seconds: 30) {
                 try fleet.json(["clock"]).contains { $0["sync"] as? String == "locked" }
             }
-            let takeID = try TakeIntegrationTests.RecordingTests.start([deviceID], in: fleet)
+            let takeID = try SecondLaneIntegrationTests.RecordingTests.start([deviceID], in: fleet)
             try await fleet.waitUntil("the take records", seconds: 15) {
-                (try TakeIntegrationTests.RecordingTests.show(takeID, in: fleet)["devices"] as? [[String: Any]])?.first?["state"] as? String == "recording"
+                (try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)["devices"] as? [[String: Any]])?.first?["state"] as? String == "recording"
             }
             // While it records, the viewer gets the recorded frames, and the live path sends none.
             try await Task.sleep(for: .seconds(2.5))   // past the start instant, and a status from after it
@@ -150,8 +150,8 @@ extension IntegrationTests {
             // Once the take stops, the viewer's frames come on the live path again; the take kept them all.
             let stopped = try fleet.cli(["record", "stop", takeID], timeout: 60)
             #expect(stopped.status == 0, "\(stopped.error)")
-            let part = try #require((try TakeIntegrationTests.RecordingTests.show(takeID, in: fleet)["devices"] as? [[String: Any]])?.first)
-            #expect((part["frames"] as? Int ?? 0) >= sequences.count && TakeIntegrationTests.RecordingTests.dropTotal(part) == 0, "\(part)")
+            let part = try #require((try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)["devices"] as? [[String: Any]])?.first)
+            #expect((part["frames"] as? Int ?? 0) >= sequences.count && SecondLaneIntegrationTests.RecordingTests.dropTotal(part) == 0, "\(part)")
             try await fleet.waitUntil("the live path carries the viewer's frames again", seconds: 10) {
                 (try fleet.deviceStats()[deviceID]?["live_frames_sent"] as? Int ?? 0) > liveAfter + 10
             }

@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-extension IntegrationTests {
+extension SecondLaneIntegrationTests {
     /// A fleet across hosts: deploy/netns-fleet.sh puts the coordinator and two agents on
     /// network namespaces of their own, each agent's link through `capfleet-relay` at
     /// 2 ms ± 100 µs each way, and each agent's clock skewed by a known amount. The agents
@@ -163,7 +163,7 @@ extension IntegrationTests {
                 return (id, name)
             })
             for part in try #require(index["devices"] as? [[String: Any]]) {
-                let drops = TakeIntegrationTests.RecordingTests.dropTotal(part)
+                let drops = SecondLaneIntegrationTests.RecordingTests.dropTotal(part)
                 let first = part["first_sequence"] as? Int ?? 0, last = part["last_sequence"] as? Int ?? 0
                 let host = hostOfNode[part["node_id"] as? String ?? ""] ?? "?"
                 print("netns agent take: \(host) \(part["device_id"] ?? "?") stored \(part["frames"] ?? 0) frames, \(first)…\(last), drops \(part["drops"] ?? [:])")
@@ -180,7 +180,7 @@ extension IntegrationTests {
                 let path = try #require(segment["path"] as? String)
                 let host = hostOfNode[segment["location"] as? String ?? ""] ?? "?"
                 #expect(path.hasPrefix(fleet.data + "/\(host)/state/recordings/\(takeID)/"), "on its own host's disk: \(path)")
-                #expect(try TakeIntegrationTests.RecordingTests.ffprobeFrameCount(path) == segment["frames"] as? Int, "ffprobe counts what the index says in \(path)")
+                #expect(try SecondLaneIntegrationTests.RecordingTests.ffprobeFrameCount(path) == segment["frames"] as? Int, "ffprobe counts what the index says in \(path)")
             }
             #expect((index["segments"] as? [[String: Any]] ?? []).contains { $0["state"] as? String == "repaired" }, "the killed agent repaired its open segment")
 

@@ -46,7 +46,7 @@ extension IntegrationTests {
             #expect(otherMajor.status.code == .incompatible, "\(otherMajor.status)")
             #expect(otherMajor.status.reason.contains("speaks protocol version \(WireDefaults.protocolMajor.rawValue)"), "\(otherMajor.status.reason)")
             #expect(otherMajor.protocolVersion == WireDefaults.protocolMajor, "the WELCOME names the version the coordinator speaks")
-            #expect((try SecurityTests.rejections(fleet)["control/incompatible_version"] ?? 0) >= 1, "the refusal is counted")
+            #expect((try SecondLaneIntegrationTests.SecurityTests.rejections(fleet)["control/incompatible_version"] ?? 0) >= 1, "the refusal is counted")
         }
     }
 }

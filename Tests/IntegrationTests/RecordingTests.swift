@@ -4,7 +4,7 @@ import Testing
 import Glibc
 #endif
 
-extension TakeIntegrationTests {
+extension SecondLaneIntegrationTests {
     /// Takes recorded by a real coordinator from real agents (synthetic cameras), checked in
     /// the index, with `capfleet recordings verify`, and with ffprobe on the files.
     @Suite(.serialized) struct RecordingTests {

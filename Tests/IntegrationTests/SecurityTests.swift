@@ -5,7 +5,7 @@ import Foundation
 import GRDB
 import Testing
 
-extension IntegrationTests {
+extension SecondLaneIntegrationTests {
     /// Who may connect and who may command, through real processes and sockets: CURVE on
     /// every endpoint, the ZAP handler, enrollment tokens, roles and revocation.
     @Suite struct SecurityTests {

@@ -69,17 +69,17 @@ extension IntegrationTests {
             try await step("the guest's clock has an estimate of fleet time", seconds: 60) {
                 try fleet.json(["clock"]).contains { ["synchronising", "locked"].contains($0["sync"] as? String ?? "") }
             }
-            let takeID = try TakeIntegrationTests.RecordingTests.start([webcam], in: fleet)
+            let takeID = try SecondLaneIntegrationTests.RecordingTests.start([webcam], in: fleet)
             try await Task.sleep(for: .seconds(4))
             let stoppedTake = try fleet.cli(["record", "stop", takeID], timeout: 60)
             #expect(stoppedTake.status == 0, "\(stoppedTake.error)\(context())")
-            let take = try TakeIntegrationTests.RecordingTests.show(takeID, in: fleet)
+            let take = try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)
             let recorded = try #require((take["devices"] as? [[String: Any]])?.first, "\(take)")
             print("vivid: recorded \(recorded["frames"] ?? 0) frames of \(recorded["format"] ?? "?"), drops \(recorded["drops"] ?? [:])")
             #expect(take["state"] as? String == "stopped" && (recorded["frames"] as? Int ?? 0) >= 20, "\(take)")
             for segment in (take["segments"] as? [[String: Any]]) ?? [] {
                 let path = try #require(segment["path"] as? String)
-                #expect(try TakeIntegrationTests.RecordingTests.ffprobeFrameCount(path) == segment["frames"] as? Int, "\(path)")
+                #expect(try SecondLaneIntegrationTests.RecordingTests.ffprobeFrameCount(path) == segment["frames"] as? Int, "\(path)")
             }
             let verifiedTake = try fleet.cli(["recordings", "verify", takeID], timeout: 120)
             #expect(verifiedTake.status == 0, "\(verifiedTake.output)\(verifiedTake.error)")
@@ -92,7 +92,7 @@ extension IntegrationTests {
                                                "\(started.output)\(started.error)\(context())")
                 try await Task.sleep(for: .seconds(4))
                 #expect(try fleet.cli(["record", "stop", encodedTake], timeout: 60).status == 0)
-                let shown = try TakeIntegrationTests.RecordingTests.show(encodedTake, in: fleet)
+                let shown = try SecondLaneIntegrationTests.RecordingTests.show(encodedTake, in: fleet)
                 let part = try #require((shown["devices"] as? [[String: Any]])?.first, "\(shown)")
                 print("vivid: recorded \(part["frames"] ?? 0) frames as \(codec) (\(part["encoder"] ?? "?") from \(part["source_format"] ?? "?")), drops \(part["drops"] ?? [:])")
                 #expect(shown["state"] as? String == "stopped" && (part["frames"] as? Int ?? 0) >= 20, "\(shown)\(context())")
@@ -102,7 +102,7 @@ extension IntegrationTests {
                 #expect(size.count == 2, "\(part)")
                 for segment in (shown["segments"] as? [[String: Any]]) ?? [] where size.count == 2 {
                     let path = try #require(segment["path"] as? String)
-                    let decoded = try TakeIntegrationTests.EncodedTakeTests.decode(path, width: size[0], height: size[1])
+                    let decoded = try SecondLaneIntegrationTests.EncodedTakeTests.decode(path, width: size[0], height: size[1])
                     #expect(decoded.errors.isEmpty && decoded.frames.count == segment["frames"] as? Int,
                             "\(path): \(decoded.frames.count) frames decoded, \(segment["frames"] ?? "?") indexed; \(decoded.errors)")
                 }
