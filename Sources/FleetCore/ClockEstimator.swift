@@ -15,9 +15,10 @@
 /// widening with distance from the newest probe.
 public struct ClockEstimator: Sendable {
     public struct Configuration: Sendable, Equatable {
-        /// Probes kept (the newest): about a minute and a half once locked, enough to pin the
-        /// drift down to a tenth of a ppm on a LAN.
-        public var window = 384
+        /// Probes kept (the newest): about four minutes once locked. The floors rest on the
+        /// quickest of them, so the count matters more than the span: a third as many doubles
+        /// the p99 error on a jittery link.
+        public var window = 1024
         /// Stretches of the window whose extreme probes the floor lines go through, and the
         /// probes each needs at least. Long stretches find the floor: on a host busy sending
         /// video, the outbound delay's low percentiles sit well above its floor.
