@@ -122,8 +122,11 @@ extension SecondLaneIntegrationTests {
             // Every frame of the part's span is stored or counted, the encoder's refusals as encoder_late.
             let first = try #require(part["first_sequence"] as? Int), last = try #require(part["last_sequence"] as? Int)
             #expect(stored + RecordingTests.dropTotal(part) == last - first + 1, "\(part)")
-            #expect((drops["discontinuity"] ?? 0) == 0, "no frame of the span goes unexplained: \(drops)")
             let stats = try #require(try fleet.deviceStats()[device])
+            // A gap is a discontinuity only where the camera itself skipped (a synthetic camera
+            // on a machine this busy may miss a slot): the encoder's refusals never are.
+            let cameraSkipped = (stats["drops"] as? [String: Any])?["discontinuity"] as? Int ?? 0
+            #expect((drops["discontinuity"] ?? 0) <= cameraSkipped, "no frame of the span goes unexplained: \(drops), the camera skipped \(cameraSkipped)")
             #expect(((stats["drops"] as? [String: Any])?["encoder_late"] as? Int ?? 0) > 20, "the device's status counts them too: \(stats)")
             let listed = try fleet.cli(["recordings", "show", takeID])
             #expect(listed.output.contains("ENCODER LATE"), "\(listed.output)")
