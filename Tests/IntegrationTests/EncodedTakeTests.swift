@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-extension SecondLaneIntegrationTests {
+extension IntegrationTests {
     /// Takes encoded on the camera's host (`record start --codec`): every segment decodes with
     /// Debian's ffmpeg and holds what the index says; FFV1 gives back the very frames the
     /// synthetic camera made; an encoder too slow for its camera drops `encoder_late` without
@@ -16,7 +16,7 @@ extension SecondLaneIntegrationTests {
         func aTakeInEachCodec_decodesAndHoldsWhatTheIndexSays(codec: String, store: String) async throws {
             let fleet = try FleetHarness()
             try fleet.startCoordinator(environment: ["CAPFLEET_SEGMENT_SECONDS": "2"])
-            let devices = try await RecordingTests.devices(in: fleet, agents: ["e1"], fps: 15)
+            let devices = try await SecondLaneIntegrationTests.RecordingTests.devices(in: fleet, agents: ["e1"], fps: 15)
             let started = try fleet.cli(["record", "start"] + devices + ["--store", store, "--codec", codec, "--json"], timeout: 15)
             #expect(started.status == 0, "\(started.output)\(started.error)")
             let take = try #require(try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any])
@@ -31,10 +31,10 @@ extension SecondLaneIntegrationTests {
             try await Task.sleep(for: .seconds(1))
             #expect(try fleet.cli(["record", "stop", takeID], timeout: 30).status == 0)
 
-            let shown = try RecordingTests.show(takeID, in: fleet)
+            let shown = try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)
             let part = try #require((shown["devices"] as? [[String: Any]])?.first)
             #expect(part["state"] as? String == "stopped", "\(part)")
-            #expect(RecordingTests.dropTotal(part) == 0, "\(part["drops"] ?? "")")
+            #expect(SecondLaneIntegrationTests.RecordingTests.dropTotal(part) == 0, "\(part["drops"] ?? "")")
             #expect(part["encoder"] as? String == ["ffv1": "ffv1", "h264": "libx264", "hevc": "libx265"][codec], "\(part)")
             #expect(part["source_format"] as? String == "YUYV", "\(part)")
             #expect((part["format"] as? String)?.hasSuffix(codec.uppercased()) == true, "the part is stored as \(codec): \(part)")
@@ -71,7 +71,7 @@ extension SecondLaneIntegrationTests {
         @Test func aCameraGivenItsOwnCodec_isStoredInIt_andTheOthersInTheTakes() async throws {
             let fleet = try FleetHarness()
             try fleet.startCoordinator()
-            let devices = try await RecordingTests.devices(in: fleet, agents: ["p1", "p2"], fps: 15)
+            let devices = try await SecondLaneIntegrationTests.RecordingTests.devices(in: fleet, agents: ["p1", "p2"], fps: 15)
             let refused = try fleet.cli(["record", "start", devices[0], "--codec", "h264", "--codec-for", "nobody=ffv1"], timeout: 15)
             #expect(refused.status != 0 && refused.error.contains("nobody is not among the devices to record"), "\(refused.error)")
             let started = try fleet.cli(["record", "start"] + devices + ["--codec", "h264", "--codec-for", "\(devices[1])=ffv1", "--json"], timeout: 15)
@@ -79,7 +79,7 @@ extension SecondLaneIntegrationTests {
                                       "\(started.output)\(started.error)")
             try await Task.sleep(for: .seconds(3))
             #expect(try fleet.cli(["record", "stop", takeID], timeout: 30).status == 0)
-            let parts = try #require(try RecordingTests.show(takeID, in: fleet)["devices"] as? [[String: Any]])
+            let parts = try #require(try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)["devices"] as? [[String: Any]])
             let byDevice = Dictionary(uniqueKeysWithValues: parts.map { ($0["device_id"] as? String ?? "", $0) })
             #expect(byDevice[devices[0]]?["encoder"] as? String == "libx264" && (byDevice[devices[0]]?["codec"] as? String)?.hasPrefix("h264") == true,
                     "\(byDevice[devices[0]] ?? [:])")
@@ -112,7 +112,7 @@ extension SecondLaneIntegrationTests {
             let shot = try fleet.cli(["snapshot", device, "-o", snapshot], timeout: 15)
             #expect(shot.status == 0, "the live path still serves the camera: \(shot.output)\(shot.error)")
             #expect(try fleet.cli(["record", "stop", takeID, "--wait", "60"], timeout: 70).status == 0)
-            let shown = try RecordingTests.show(takeID, in: fleet)
+            let shown = try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)
             let part = try #require((shown["devices"] as? [[String: Any]])?.first)
             #expect(part["state"] as? String == "stopped", "the encoder's last packets are stored within the wait: \(part)")
             let drops = try #require(part["drops"] as? [String: Int])
@@ -121,7 +121,7 @@ extension SecondLaneIntegrationTests {
             #expect(stored > 0, "what it encoded is stored: \(part)")
             // Every frame of the part's span is stored or counted, the encoder's refusals as encoder_late.
             let first = try #require(part["first_sequence"] as? Int), last = try #require(part["last_sequence"] as? Int)
-            #expect(stored + RecordingTests.dropTotal(part) == last - first + 1, "\(part)")
+            #expect(stored + SecondLaneIntegrationTests.RecordingTests.dropTotal(part) == last - first + 1, "\(part)")
             let stats = try #require(try fleet.deviceStats()[device])
             // A gap is a discontinuity only where the camera itself skipped (a synthetic camera
             // on a machine this busy may miss a slot): the encoder's refusals never are.
@@ -167,7 +167,7 @@ extension SecondLaneIntegrationTests {
         func anAgentKilledMidTake_leavesSegmentsThatDecode(codec: String) async throws {
             let fleet = try FleetHarness()
             try fleet.startCoordinator()
-            let devices = try await RecordingTests.devices(in: fleet, agents: ["k1"], fps: 15)
+            let devices = try await SecondLaneIntegrationTests.RecordingTests.devices(in: fleet, agents: ["k1"], fps: 15)
             let started = try fleet.cli(["record", "start"] + devices + ["--codec", codec, "--json"], timeout: 15)
             let takeID = try #require((try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any])?["id"] as? String,
                                       "\(started.output)\(started.error)")
@@ -181,7 +181,7 @@ extension SecondLaneIntegrationTests {
             }
             try await Task.sleep(for: .seconds(2))
             #expect(try fleet.cli(["record", "stop", takeID], timeout: 30).status == 0)
-            let shown = try RecordingTests.show(takeID, in: fleet)
+            let shown = try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)
             let segments = try #require(shown["segments"] as? [[String: Any]])
             #expect(segments.contains { $0["state"] as? String == "repaired" }, "\(segments)")
             for segment in segments {
@@ -199,7 +199,7 @@ extension SecondLaneIntegrationTests {
         func theEncodedStream_ofACameraRecordedAsH264_playsFromAKeyFrame_withoutRawFrames(store: String) async throws {
             let fleet = try FleetHarness()
             try fleet.startCoordinator()
-            let device = try #require(try await RecordingTests.devices(in: fleet, agents: ["e1"], fps: 15).first)
+            let device = try #require(try await SecondLaneIntegrationTests.RecordingTests.devices(in: fleet, agents: ["e1"], fps: 15).first)
             let started = try fleet.cli(["record", "start", device, "--codec", "h264", "--gop", "10", "--store", store, "--json"], timeout: 15)
             let takeID = try #require((try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any])?["id"] as? String,
                                       "\(started.output)\(started.error)")

@@ -151,7 +151,11 @@ extension IntegrationTests {
             let stopped = try fleet.cli(["record", "stop", takeID], timeout: 60)
             #expect(stopped.status == 0, "\(stopped.error)")
             let part = try #require((try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)["devices"] as? [[String: Any]])?.first)
-            #expect((part["frames"] as? Int ?? 0) >= sequences.count && SecondLaneIntegrationTests.RecordingTests.dropTotal(part) == 0, "\(part)")
+            // The recording path loses nothing: the only gaps are slots the camera itself skipped
+            // (a synthetic camera on a busy machine may miss one, and says so as discontinuity).
+            let cameraSkipped = (try fleet.deviceStats()[deviceID]?["drops"] as? [String: Any])?["discontinuity"] as? Int ?? 0
+            #expect((part["frames"] as? Int ?? 0) >= sequences.count
+                    && SecondLaneIntegrationTests.RecordingTests.dropTotal(part) <= cameraSkipped, "\(part); the camera skipped \(cameraSkipped)")
             try await fleet.waitUntil("the live path carries the viewer's frames again", seconds: 10) {
                 (try fleet.deviceStats()[deviceID]?["live_frames_sent"] as? Int ?? 0) > liveAfter + 10
             }

@@ -102,7 +102,7 @@ extension IntegrationTests {
                 #expect(size.count == 2, "\(part)")
                 for segment in (shown["segments"] as? [[String: Any]]) ?? [] where size.count == 2 {
                     let path = try #require(segment["path"] as? String)
-                    let decoded = try SecondLaneIntegrationTests.EncodedTakeTests.decode(path, width: size[0], height: size[1])
+                    let decoded = try IntegrationTests.EncodedTakeTests.decode(path, width: size[0], height: size[1])
                     #expect(decoded.errors.isEmpty && decoded.frames.count == segment["frames"] as? Int,
                             "\(path): \(decoded.frames.count) frames decoded, \(segment["frames"] ?? "?") indexed; \(decoded.errors)")
                 }
