@@ -27,7 +27,7 @@ extension SecondLaneIntegrationTests {
             #expect(try fleet.cli(["record", "stop", running], timeout: 20).status == 0)
             let stopped = try RecordingTests.show(running, in: fleet)
             for part in try #require(stopped["devices"] as? [[String: Any]]) {
-                #expect(RecordingTests.dropTotal(part) == 0, "nothing dropped while the backup was taken: \(part)")
+                #expect(try RecordingTests.lostByTheFleet(part, in: fleet) == 0, "nothing dropped while the backup was taken: \(part)")
             }
             let original = try fleet.json(["recordings", "list"]).compactMap { $0["id"] as? String }.sorted()
             let originalNodes = try fleet.nodes().compactMap { $0["name"] as? String }.sorted()

