@@ -16,8 +16,9 @@ final class AgentPartWriter: Sendable {
         case frame(header: Capfleet_V1_FrameHeader, takeDrops: DropTally, pixels: FrameBuffer, count: Int)
         /// Frames captured at or after this fleet time are not the take's.
         case stop(at: UInt64)
-        /// The part ends after the frames handed in so far.
-        case end(reason: String)
+        /// The part ends after the frames handed in so far, with the take's drops as the device
+        /// counted them at the end.
+        case end(reason: String, takeDrops: DropTally)
         /// Timed metadata (one JSON object) at a fleet time, into the current segment.
         case note(json: String, at: UInt64)
     }
@@ -122,7 +123,8 @@ final class AgentPartRecorder {
         case let .stop(at):
             recorder.stop(at: at)
             save("noting the stop") { $0.stopFleetNs = at }
-        case let .end(reason):
+        case let .end(reason, takeDrops):
+            recorder.ended(cumulativeDrops: takeDrops)
             finish(reason: reason, failed: false)
         case let .note(json, at):
             do {

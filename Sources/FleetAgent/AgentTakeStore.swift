@@ -222,7 +222,7 @@ final class AgentTakeStore: TakeFramePath, Sendable {
 
     func end(takeID: String, deviceID: String, takeDrops: DropTally, reason: String, withholding: Bool) {
         // Nothing of an agent-held part has left the host: consent withdrawn ends it like a stop.
-        writers.withLock { $0[TakeDeviceKey(takeID: takeID, deviceID: deviceID)] }?.post(.end(reason: reason))
+        writers.withLock { $0[TakeDeviceKey(takeID: takeID, deviceID: deviceID)] }?.post(.end(reason: reason, takeDrops: takeDrops))
     }
 
     private func somethingToReport() { reportable.withLock { $0 }?() }

@@ -163,11 +163,11 @@ final class CameraStream: Sendable {
         step(.takeBegan(takeID: takeID, startFleet: start, deviceDrops: statistics.drops))
     }
 
-    /// Frames of the take its encoder dropped or lost on the way (on the encoder's thread):
-    /// counted in the take's drops and, when the encoder was late, the device's.
-    func takeFramesDropped(takeID: String, reason: DropReason, count: UInt64) {
+    /// Frames of a take its encoder lost on its own thread: the device counts those the
+    /// encoder was late for. The take's drops hear of them from the encoder itself, in the
+    /// packets after them (`EncoderDropOrder`): a tally taken at capture is too early.
+    func encoderLost(reason: DropReason, count: UInt64) {
         if reason == .encoderLate { statistics.encoderLate.add(count, ordering: .relaxed) }
-        step(.takeHandoffDropped(takeID: takeID, reason: reason, count: count))
     }
 
     /// Which encoder a take of this device uses, a fallback, or that none could open.

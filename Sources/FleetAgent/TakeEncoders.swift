@@ -47,7 +47,7 @@ final class TakeEncoders: Sendable {
             let path = TakeEncodingPath(
                 key: key, encoding: encoding, takeStart: takeStart, segmentSeconds: segmentSeconds, frameRate: frameRate, catalog: catalog,
                 settings: settings, downstream: downstream, capacity: capacity, logger: logger,
-                onDropped: { [weak stream] reason, count in stream?.takeFramesDropped(takeID: key.takeID, reason: reason, count: count) },
+                onDropped: { [weak stream] reason, count in stream?.encoderLost(reason: reason, count: count) },
                 onEvent: { [weak stream] message in stream?.announceEncoder(message) },
                 onPacket: onPacket,
                 onFinished: { [weak self] in self?.retire(key) })

@@ -33,8 +33,9 @@ final class TakeEncodingPath: TakeFramePath, Sendable {
 
     /// - Parameters:
     ///   - capacity: frames that may wait for the encoder; past it a frame is `encoder_late`.
-    ///   - onDropped: packets the path could not take (out of buffers), and what had to be
-    ///     left out with them, counted in the take's drops.
+    ///   - onDropped: frames the encoder lost on its thread (late, or a packet the path could
+    ///     not take and what had to be left out with it), for the device's counters. The
+    ///     take's drops carry them in the packets that follow and in the part's end.
     ///   - onEvent: what the device's events should say (which encoder, a fallback).
     ///   - onFinished: on the encoder's thread, after the path heard the part's end.
     init(key: TakeDeviceKey, encoding: TakeEncoding, takeStart: UInt64, segmentSeconds: Int, frameRate: Double, catalog: EncoderCatalog,
@@ -109,8 +110,11 @@ final class TakeEncoderState {
     /// The encoder could not be opened for this source: its frames are dropped, said once.
     private var failedSource: VideoEncoder.Source?
     private var nextIndex: Int64 = 0
+    /// Every frame handed in, numbered as it arrived, and what of them the encoder lost.
+    private var arrivals: UInt64 = 0
+    private var losses = EncoderDropOrder()
     /// Frames inside the encoder, by the number they were given: their headers and tallies.
-    private var inFlight: [Int64: (header: Capfleet_V1_FrameHeader, takeDrops: DropTally)] = [:]
+    private var inFlight: [Int64: (header: Capfleet_V1_FrameHeader, takeDrops: DropTally, arrival: UInt64)] = [:]
     /// The segment slot of the last frame encoded: a new slot starts with a key frame.
     private var slot: UInt64?
     /// A packet was lost on the way to the path: what depends on it is left out until the
@@ -146,7 +150,8 @@ final class TakeEncoderState {
         case let .end(takeDrops, reason, withholding):
             drain()
             finished = true
-            downstream.end(takeID: key.takeID, deviceID: key.deviceID, takeDrops: takeDrops, reason: reason, withholding: withholding)
+            downstream.end(takeID: key.takeID, deviceID: key.deviceID, takeDrops: takeDrops.adding(losses.all()), reason: reason,
+                           withholding: withholding)
             return true
         }
     }
@@ -160,9 +165,11 @@ final class TakeEncoderState {
 
     private func encode(_ header: Capfleet_V1_FrameHeader, takeDrops: DropTally, pixels: FrameBuffer, count: Int) {
         let layout = header.layout
+        let arrival = arrivals
+        arrivals += 1
         // Compressed camera formats are stored as they come.
         guard !["MJPG", "JPEG", "H264", "HEVC"].contains(layout.pixelFormat) else {
-            pass(header, takeDrops: takeDrops, bytes: pixels, count: count)
+            pass(header, takeDrops: takeDrops, arrival: arrival, bytes: pixels, count: count)
             return
         }
         let source = VideoEncoder.Source(pixelFormat: layout.pixelFormat, width: Int(layout.width), height: Int(layout.height),
@@ -171,13 +178,13 @@ final class TakeEncoderState {
             drain()
             encoder = nil
             guard source != failedSource else {
-                onDropped(.encoderLate, 1)
+                lost(.encoderLate, arrival: arrival)
                 return
             }
             encoder = open(for: source)
             guard encoder != nil else {
                 failedSource = source
-                onDropped(.encoderLate, 1)
+                lost(.encoderLate, arrival: arrival)
                 return
             }
         }
@@ -188,13 +195,13 @@ final class TakeEncoderState {
         slot = frameSlot
         let index = nextIndex
         nextIndex += 1
-        inFlight[index] = (header, takeDrops)
+        inFlight[index] = (header, takeDrops, arrival)
         do {
             try encoder.encode(pixels.storage, count: count, frameIndex: index, forceKey: forceKey) { packet in deliver(packet, from: encoder) }
         } catch {
             inFlight[index] = nil
             logger.warning("a frame could not be encoded", metadata: ["error": "\(error)"])
-            onDropped(.encoderLate, 1)
+            lost(.encoderLate, arrival: arrival)
             awaitingKeyFrame = true
         }
     }
@@ -233,18 +240,16 @@ final class TakeEncoderState {
         } catch {
             logger.warning("the encoder's last packets could not be taken", metadata: ["error": "\(error)"])
         }
-        if !inFlight.isEmpty {
-            onDropped(.encoderLate, UInt64(inFlight.count))
-            inFlight.removeAll()
-        }
+        for frame in inFlight.values { lost(.encoderLate, arrival: frame.arrival) }
+        inFlight.removeAll()
         self.encoder = nil
         awaitingKeyFrame = false
     }
 
     private func deliver(_ packet: VideoEncoder.Packet, from encoder: VideoEncoder) {
-        guard let (captured, takeDrops) = inFlight.removeValue(forKey: packet.frameIndex) else { return }
+        guard let (captured, takeDrops, arrival) = inFlight.removeValue(forKey: packet.frameIndex) else { return }
         if awaitingKeyFrame, !packet.isKeyFrame {
-            onDropped(.outOfBuffers, 1)
+            lost(.outOfBuffers, arrival: arrival)
             return
         }
         var header = captured
@@ -260,19 +265,28 @@ final class TakeEncoderState {
         }
         let copy = FrameBuffer(unpooledCapacity: packet.bytes.count)
         if let base = packet.bytes.baseAddress { copy.storage.copyMemory(from: base, byteCount: packet.bytes.count) }
-        if downstream.submit(takeID: key.takeID, deviceID: key.deviceID, header: header, takeDrops: takeDrops, pixels: copy, count: packet.bytes.count) {
+        let carried = takeDrops.adding(losses.carried(by: arrival))
+        if downstream.submit(takeID: key.takeID, deviceID: key.deviceID, header: header, takeDrops: carried, pixels: copy, count: packet.bytes.count) {
             awaitingKeyFrame = false
             // The same bytes, shared: neither side changes them.
             onPacket?(header, copy, packet.bytes.count)
         } else {
-            onDropped(.outOfBuffers, 1)
+            lost(.outOfBuffers, arrival: arrival)
             awaitingKeyFrame = encoding.codec != .ffv1 || encoding.gopFrames(frameRate: frameRate) > 1
         }
     }
 
-    private func pass(_ header: Capfleet_V1_FrameHeader, takeDrops: DropTally, bytes: FrameBuffer, count: Int) {
-        if !downstream.submit(takeID: key.takeID, deviceID: key.deviceID, header: header, takeDrops: takeDrops, pixels: bytes, count: count) {
-            onDropped(.outOfBuffers, 1)
+    private func pass(_ header: Capfleet_V1_FrameHeader, takeDrops: DropTally, arrival: UInt64, bytes: FrameBuffer, count: Int) {
+        let carried = takeDrops.adding(losses.carried(by: arrival))
+        if !downstream.submit(takeID: key.takeID, deviceID: key.deviceID, header: header, takeDrops: carried, pixels: bytes, count: count) {
+            lost(.outOfBuffers, arrival: arrival)
         }
+    }
+
+    /// A frame lost here: the device's counters hear it now, the take's drops with the
+    /// packets after it (capture's tally, made before the encoder got to the frame, cannot).
+    private func lost(_ reason: DropReason, arrival: UInt64) {
+        losses.lost(reason, ordinal: arrival)
+        onDropped(reason, 1)
     }
 }

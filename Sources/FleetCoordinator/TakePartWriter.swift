@@ -108,6 +108,7 @@ final class TakePartWriter {
                 return
             }
             guard end.stream == stream, !failed else { return }
+            recorder.ended(cumulativeDrops: DropTally(wire: end.takeDrops))
             finishSegment()
             ended = true
             // The frames are on disk: the agent may let go of them now.

@@ -22,9 +22,9 @@ public struct DeviceState: Sendable {
         case takeStopAsked(takeID: String, stopFleet: UInt64?, nowFleet: UInt64?, cause: TakeStopCause, deviceDrops: DropTally)
         /// The clock passed the stop instant with no frame after it.
         case takeStopDue(nowFleet: UInt64, deviceDrops: DropTally)
-        /// A frame of the take the recording path could not take.
-        /// Frames of the take the recording path could not take: out of buffers, or its
-        /// encoder is behind (encoder_late).
+        /// Frames of the take the recording path refused at the hand-off, on the capture
+        /// thread: out of buffers, or its encoder's queue is full (encoder_late). What an
+        /// encoder loses later, on its own thread, its packets carry (`EncoderDropOrder`).
         case takeHandoffDropped(takeID: String, reason: DropReason, count: UInt64)
         /// The coordinator welcomed the node: capture (unless suspended).
         case captureWanted

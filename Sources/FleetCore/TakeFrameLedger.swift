@@ -76,6 +76,22 @@ public struct TakeFrameLedger: Sendable, Equatable {
         return .keep
     }
 
+    /// The part ends; `cumulativeDrops` is what the device reported for the take at its end.
+    /// Frames of the take after the last one held (the encoder late for the last frames, a
+    /// spool full at the end) show as no later frame's gap: they count here, by reason, and
+    /// the span runs through them, so stored + dropped = last − first + 1 still holds. Only
+    /// when the last frame seen is the last one held (nothing after it was seen and refused)
+    /// and its report is known.
+    public mutating func end(cumulativeDrops: DropTally) {
+        guard let last = lastSequence, lastSeenSequence == last, let reported = reportedDrops else { return }
+        let tail = cumulativeDrops.since(reported)
+        guard tail.total > 0 else { return }
+        dropped = dropped.adding(tail)
+        lastSequence = last.addingSaturated(tail.total)
+        lastSeenSequence = lastSequence
+        reportedDrops = cumulativeDrops
+    }
+
     /// Missing sequence numbers take the reasons the device reported since the last frame,
     /// source-side reasons first, then the take's encoder falling behind; what no report explains is a discontinuity. Reported drops
     /// beyond the gap were the live path's (newest frame wins), not the take's.

@@ -167,6 +167,11 @@ public final class DeviceTakeRecorder {
     /// The take ends at `fleetTime`: frames captured from then on are not its.
     public func stop(at fleetTime: UInt64) { ledger.stop(at: fleetTime) }
 
+    /// The part's end arrived with the take's drops as the device counted them at the end:
+    /// those after the last frame held count too (`TakeFrameLedger.end`). Before `finish`,
+    /// so the last segment's index entry says them.
+    public func ended(cumulativeDrops: DropTally) { ledger.end(cumulativeDrops: cumulativeDrops) }
+
     /// Blocks until the SHA-256 of every segment finished so far is in the index (the hasher
     /// computes them on its own thread); throws the first that could not be made or indexed.
     public func waitForChecksums() throws(RecordingError) {

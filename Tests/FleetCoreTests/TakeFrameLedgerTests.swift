@@ -53,4 +53,29 @@ import Testing
         _ = ledger.admit(sequence: 54, fleetTime: time(54), cumulativeDrops: .init(outOfBuffers: 2))
         #expect(ledger.dropped == DropTally(outOfBuffers: 2, discontinuity: 1))
     }
+
+    @Test func framesLostAfterTheLastOneHeld_countAtTheEnd_andTheSpanRunsThroughThem() {
+        var ledger = TakeFrameLedger(start: 0)
+        _ = ledger.admit(sequence: 1, fleetTime: time(1), cumulativeDrops: .init(outOfBuffers: 1))
+        _ = ledger.admit(sequence: 2, fleetTime: time(2), cumulativeDrops: .init(outOfBuffers: 1))
+        // The encoder was late for the last three frames and a spool full for one: no later
+        // frame shows their gap, the part's end says them.
+        ledger.end(cumulativeDrops: .init(outOfBuffers: 2, encoderLate: 3))
+        #expect(ledger.dropped == DropTally(outOfBuffers: 1, encoderLate: 3))
+        #expect(ledger.lastSequence == 6 && ledger.stored == 2)
+        #expect(ledger.accountedFor == ledger.lastSequence! - ledger.firstSequence! + 1)
+        // An end said again adds nothing.
+        ledger.end(cumulativeDrops: .init(outOfBuffers: 2, encoderLate: 3))
+        #expect(ledger.dropped.total == 4 && ledger.lastSequence == 6)
+    }
+
+    @Test func anEndWithNothingHeld_orNothingNew_changesNothing() {
+        var empty = TakeFrameLedger(start: 0)
+        empty.end(cumulativeDrops: .init(encoderLate: 5))
+        #expect(empty.dropped.total == 0 && empty.lastSequence == nil, "no span to run through")
+        var quiet = TakeFrameLedger(start: 0)
+        _ = quiet.admit(sequence: 7, fleetTime: time(7), cumulativeDrops: .init(discontinuity: 2))
+        quiet.end(cumulativeDrops: .init(discontinuity: 2))
+        #expect(quiet.dropped.total == 0 && quiet.lastSequence == 7)
+    }
 }
