@@ -122,6 +122,9 @@ private final class ClockDriver {
     var probes = ClockProbePairs()
     var nextProbeAt: UInt64 = 0
     var timebase: (coordinatorID: String, offset: UInt64)?
+    /// The locked pace the coordinator's answers ask for (its probe budget spread over the
+    /// fleet, clock.md "Pace"); 0: its own.
+    var coordinatorPace: UInt64 = 0
 
     init(nodeClock: NodeClock, logger: Logger) {
         self.nodeClock = nodeClock
@@ -140,7 +143,7 @@ private final class ClockDriver {
         // Half to one and a half intervals, at random: probes at a fixed pace lock in phase
         // with periodic traffic (frames every 33 ms, aligned across hosts), and if that phase
         // is a busy one every outbound probe waits and the floor the estimate rests on moves.
-        nextProbeAt = now + UInt64(Double(estimator.probeInterval) * Double.random(in: 0.5..<1.5))
+        nextProbeAt = now + UInt64(Double(estimator.probeInterval(coordinatorPace: coordinatorPace)) * Double.random(in: 0.5..<1.5))
         probes.expire(now: now)
         send(.wake, on: socket)
         return (changed, nextProbeAt - now)
@@ -172,6 +175,7 @@ private final class ClockDriver {
                 estimator.reset()
             }
             timebase = (reply.coordinatorID, reply.timebase)
+            coordinatorPace = UInt64(reply.lockedProbeIntervalMs) * 1_000_000
             // A wake probe's answer: every host on the path has just handled a message, so
             // measure now (ClockProbePairs says why).
             guard case .measured(let probe) = answer else {

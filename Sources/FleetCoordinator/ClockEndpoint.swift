@@ -2,6 +2,7 @@ import CZeroMQ
 import FleetBus
 import FleetCore
 import FleetProtocol
+import Synchronization
 
 /// The coordinator's side of clock synchronisation: a ROUTER of its own that answers every
 /// probe on its thread, stamping when the probe came off the wire and, last thing before
@@ -11,8 +12,17 @@ final class ClockEndpoint: Sendable {
     let boundEndpoint: String
     private let loop: SocketLoop
 
+    /// What the clock costs the coordinator, for its metrics: probes answered, the agents
+    /// probing and the pace asked of them.
+    final class Statistics: Sendable {
+        let answered = Atomic<UInt64>(0)
+        let agents = Atomic<Int>(0)
+        let paceMilliseconds = Atomic<UInt32>(0)
+    }
+    let statistics = Statistics()
+
     init(context: ZMQContext, bind endpoint: String, security: CurveServerSecurity, fleetTime: FleetTimeSource,
-         coordinatorID: String, rejections: RejectionCounter) throws(ZMQError) {
+         coordinatorID: String, probeBudget: Double, rejections: RejectionCounter) throws(ZMQError) {
         let socket = try ZMQSocket(context: context, type: .router)
         try socket.setOption(ZMQ_MAXMSGSIZE, Int64(4096))
         try socket.setOption(ZMQ_SNDHWM, Int32(1000))
@@ -21,6 +31,9 @@ final class ClockEndpoint: Sendable {
         try security.apply(to: socket, loop: loop, context: context)
         try socket.bind(endpoint)
         boundEndpoint = try socket.lastEndpoint()
+        // The pace each answer suggests (clock.md, "Pace"); on the loop's thread only.
+        var pacer = ClockProbePacer(budget: probeBudget)
+        let statistics = self.statistics
         loop.add(socket) { socket in
             while let received = try? socket.receiveMultipart(dontWait: true, maxParts: 3) {
                 let arrived = fleetTime.now()
@@ -38,6 +51,10 @@ final class ClockEndpoint: Sendable {
                     continue
                 }
                 var reply = Capfleet_V1_ClockProbeReply()
+                reply.lockedProbeIntervalMs = UInt32(pacer.heard(from: routing.array, at: arrived) / 1_000_000)
+                statistics.answered.add(1, ordering: .relaxed)
+                statistics.agents.store(pacer.agents, ordering: .relaxed)
+                statistics.paceMilliseconds.store(reply.lockedProbeIntervalMs, ordering: .relaxed)
                 reply.sequence = probe.sequence
                 reply.agentSentNs = probe.agentSentNs
                 reply.coordinatorID = coordinatorID

@@ -87,7 +87,8 @@ struct CoordinatorAssembly: Sendable {
         }
         let clock = try bind("clock", configuration.clockPort) {
             try ClockEndpoint(context: context, bind: configuration.endpoint(configuration.clockPort), security: security(.clock),
-                              fleetTime: fleetTime, coordinatorID: coordinatorID, rejections: rejections)
+                              fleetTime: fleetTime, coordinatorID: coordinatorID, probeBudget: configuration.clockProbeBudget,
+                              rejections: rejections)
         }
         let arrivals = ArrivalLedger(now: coordinatorClock.monotonicNow)
         let controlEndpoint = try bind("control", configuration.controlPort) {
@@ -134,7 +135,7 @@ struct CoordinatorAssembly: Sendable {
         let leases = LeaseKeeper(store: store, events: events, clock: coordinatorClock, logger: logger)
         try await leases.load()
         let reporter = TelemetryReporter(store: store, ingest: ingest, control: control, liveFlow: liveFlow, telemetry: telemetry, metrics: metrics,
-                                         rejections: rejections, alerts: alerts, clock: coordinatorClock, logger: logger)
+                                         rejections: rejections, clockProbes: clock.statistics, alerts: alerts, clock: coordinatorClock, logger: logger)
         let metricsServer = try configuration.metricsPort.map { port in try serveMetrics(metrics, configuration: configuration, port: port) }
         // What `who_am_i` tells an operator of the other endpoints (a subscriber's telemetry port).
         func port(_ endpoint: String) -> UInt32 { endpoint.split(separator: ":").last.flatMap { UInt32($0) } ?? 0 }

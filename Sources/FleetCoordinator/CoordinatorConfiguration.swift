@@ -12,6 +12,9 @@ public struct CoordinatorConfiguration: Sendable {
     public var telemetryPort: UInt16
     /// Clock synchronisation probes.
     public var clockPort: UInt16 = WireDefaults.clockPort
+    /// Clock probe round trips a second answered from locked agents, spread over the fleet
+    /// (clock.md, "Pace"; setting `clock_probe_budget`).
+    public var clockProbeBudget: Double = 400
     /// The recording path; 0 binds any free port (WELCOME tells agents which).
     public var recordPort: UInt16 = WireDefaults.recordPort
     /// Viewers of full-rate frames (XPUB); 0 binds any free port (`who_am_i` says which).

@@ -62,6 +62,12 @@ public final class FleetMetrics: Sendable {
                                                               "1 while the device's frames fall within 100 µs of their grid slots.")
     nonisolated(unsafe) static let events = descriptor("events", "total", "Fleet events published, by kind.")
     nonisolated(unsafe) static let rejected = descriptor("rejected_messages", "total", "Malformed or unknown input refused, by endpoint and reason.")
+    nonisolated(unsafe) static let clockProbes = descriptor("clock_probes_answered", "total",
+                                                             "Clock probe round trips the coordinator answered (each agent sends them in pairs).")
+    nonisolated(unsafe) static let clockProbingAgents = descriptor("clock_probing_agents", "",
+                                                                    "Agents that probed the coordinator's clock in the 10 s before its last answer.")
+    nonisolated(unsafe) static let clockProbePace = descriptor("clock_probe_interval_seconds", "",
+                                                                "How often the coordinator asks each locked agent to probe: clock_probe_budget spread over the agents probing.")
     nonisolated(unsafe) static let alerts = descriptor("alerts", "total", "Alerts raised, by alert and outcome (delivered, throttled, failed, published).")
 
     /// The Prometheus level scale: 0 nominal … 4 shutdown, nil when not reported.
@@ -170,6 +176,12 @@ public final class FleetMetrics: Sendable {
         for entry in rejections {
             advance(Self.rejected, [("endpoint", entry.endpoint), ("reason", entry.reason)], to: entry.count)
         }
+    }
+
+    func record(clockProbes: ClockEndpoint.Statistics) {
+        advance(Self.clockProbes, [], to: clockProbes.answered.load(ordering: .relaxed))
+        registry.makeGauge(descriptor: Self.clockProbingAgents, labels: []).set(Double(clockProbes.agents.load(ordering: .relaxed)))
+        registry.makeGauge(descriptor: Self.clockProbePace, labels: []).set(Double(clockProbes.paceMilliseconds.load(ordering: .relaxed)) / 1000)
     }
 
     /// The text exposition format (version 0.0.4).

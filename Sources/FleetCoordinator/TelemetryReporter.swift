@@ -17,6 +17,7 @@ actor TelemetryReporter {
     private let telemetry: TelemetryPublisherSocket
     private let metrics: FleetMetrics
     private let rejections: RejectionCounter
+    private let clockProbes: ClockEndpoint.Statistics
     private let alerts: AlertCenter
     private let clock: CoordinatorClock
     private let logger: Logger
@@ -32,11 +33,12 @@ actor TelemetryReporter {
     private var ticks = 0
 
     init(store: FleetDatabase, ingest: FrameIngest, control: ControlHandler, liveFlow: LiveFlowKeeper, telemetry: TelemetryPublisherSocket,
-         metrics: FleetMetrics, rejections: RejectionCounter, alerts: AlertCenter, clock: CoordinatorClock, logger: Logger) {
+         metrics: FleetMetrics, rejections: RejectionCounter, clockProbes: ClockEndpoint.Statistics, alerts: AlertCenter, clock: CoordinatorClock, logger: Logger) {
         self.alerts = alerts
         self.clock = clock
         self.metrics = metrics
         self.rejections = rejections
+        self.clockProbes = clockProbes
         self.store = store
         self.ingest = ingest
         self.control = control
@@ -167,6 +169,7 @@ actor TelemetryReporter {
             metrics.record(devices: statuses)
             metrics.record(nodes: nodeStatuses)
             metrics.record(rejections: rejections.counts)
+            metrics.record(clockProbes: clockProbes)
             pressureReports = reports
             if ticks % 2 == 0 { try await flushCounters(snapshot) }
             let onlineIDs = online.filter(\.value).map(\.key)

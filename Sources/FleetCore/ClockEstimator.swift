@@ -97,6 +97,17 @@ public struct ClockEstimator: Sendable {
         state == .locked && probes.count >= configuration.window / 8 ? configuration.lockedInterval : configuration.acquiringInterval
     }
 
+    /// How long to wait before the next probe when the coordinator asks for `coordinatorPace`
+    /// (clock.md, "Pace"; 0: it does not say): its pace once locked with the window half full,
+    /// never faster than this estimator's own and never beyond a quarter of the time after
+    /// which an estimate is stale. Until the window is half full the own locked pace fills it:
+    /// a 1 s pace from the lock on left the bench's first 90 s at p99 123 µs against about 40.
+    public func probeInterval(coordinatorPace: UInt64) -> UInt64 {
+        let own = probeInterval
+        guard own >= configuration.lockedInterval, probes.count >= configuration.window / 2 else { return own }
+        return max(own, min(coordinatorPace, configuration.staleAfterNanoseconds / 4))
+    }
+
     /// Forgets everything (the coordinator, and so fleet time, changed).
     public mutating func reset() {
         probes.removeAll()

@@ -8,7 +8,7 @@ import Foundation
 public struct CoordinatorSettings: Sendable {
     /// Every key a coordinator settings file may hold, in the order `--check-config` lists them.
     public static let keys = ["data_dir", "bind", "control_port", "ingest_port", "operator_port", "telemetry_port", "metrics_port",
-                              "clock_port", "record_port", "live_port", "recordings_dir", "segment_seconds", "record_lead_ms", "record_reserve_mb", "record_store",
+                              "clock_port", "clock_probe_budget", "record_port", "live_port", "recordings_dir", "segment_seconds", "record_lead_ms", "record_reserve_mb", "record_store",
                               "record_codec", "record_quality", "record_bitrate", "record_gop",
                               "retention_budget_gb", "retention_days", "heartbeat_interval_ms", "heartbeat_liveness",
                               "alert_command", "alert_webhook", "alert_interval_s", "alert_burst", "alert_pressure_level",
@@ -39,6 +39,10 @@ public struct CoordinatorSettings: Sendable {
         configuration.operatorPort = try settings.integer("operator_port", environment: env) ?? configuration.operatorPort
         configuration.telemetryPort = try settings.integer("telemetry_port", environment: env) ?? configuration.telemetryPort
         configuration.clockPort = try settings.integer("clock_port", environment: env) ?? configuration.clockPort
+        if let budget: Int = try settings.integer("clock_probe_budget", environment: env) {
+            guard budget >= 1 else { throw SettingsError("clock_probe_budget must be at least 1 round trip a second, not \(budget)") }
+            configuration.clockProbeBudget = Double(budget)
+        }
         configuration.recordPort = try settings.integer("record_port", environment: env) ?? configuration.recordPort
         configuration.livePort = try settings.integer("live_port", environment: env) ?? configuration.livePort
         configuration.recordingsDirectory = settings.value("recordings_dir", environment: env) ?? configuration.recordingsDirectory

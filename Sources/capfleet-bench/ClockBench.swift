@@ -37,6 +37,8 @@ struct ClockBench: ParsableCommand {
     @Option(help: "Seconds measured after lock on the 1 ms ± 200 µs links.") var seconds: Double = 120
     @Option(help: "Seconds measured with 5 % loss and 20 ms delay spikes added.") var impairedSeconds: Double = 60
     @Option(help: "The synthetic cameras' frame rate.") var fps: Double = 30
+    @Option(help: "The coordinator's clock_probe_budget (round trips a second): a small one paces these few agents as a large fleet is paced (clock.md, \"Pace\").")
+    var probeBudget: Int?
     @Option(help: "Namespace prefix (the fleet is torn down at the end).") var prefix: String = "cfb"
     @Option(help: "The test bed script.") var script: String = "deploy/netns-fleet.sh"
     @Option(help: "Where the CSV and PNG go.") var output: String = ".build/bench"
@@ -57,6 +59,11 @@ struct ClockBench: ParsableCommand {
         var skewArguments: [String] = []
         for index in 1...agents { skewArguments += ["--skew", "\(index)=\(Self.skews[(index - 1) % Self.skews.count])"] }
         // The capfleet beside this binary; the script finds capfleet-relay beside that.
+        if let probeBudget {
+            // The coordinator reads CAPFLEET_<SETTING>; the script starts it with this environment.
+            setenv("CAPFLEET_CLOCK_PROBE_BUDGET", String(probeBudget), 1)
+            progress("coordinator clock_probe_budget \(probeBudget): a locked pace of \(ClockProbePacer(budget: Double(probeBudget)).interval(forAgents: agents) / 1_000_000) ms for \(agents) agents")
+        }
         try fleet.run(["up", "--agents", "\(agents)", "--bin", try CapfleetBinary.checked(),
                        "--impair", Self.cleanLink, "--agent-args", "--fps \(fmt(fps)) --synthetic-format 160x120:YUYV --no-pressure"] + skewArguments)
         progress("fleet up; connecting from namespace \(prefix)-coord")

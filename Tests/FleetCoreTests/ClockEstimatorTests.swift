@@ -197,6 +197,27 @@ struct LinkNoise {
         #expect(estimator.state == .unsynchronised && estimator.estimate == nil)
     }
 
+    @Test func theCoordinatorsPace_holdsOnlyOnceTheWindowIsHalfFull_andNeverTooSlowOrFast() {
+        let clock = SimulatedClock(offset: 0, driftPPM: 5)
+        var estimator = ClockEstimator()
+        let configuration = estimator.configuration
+        let asked: UInt64 = 1_000_000_000
+        #expect(estimator.probeInterval(coordinatorPace: asked) == configuration.acquiringInterval, "acquiring is not paced")
+        var t = 0.0
+        while estimator.estimate?.probesKept ?? 0 < configuration.window / 2 - 1 {
+            estimator.add(clock.probe(at: t, outbound: 500 * us, inbound: 500 * us))
+            t += Double(estimator.probeInterval)
+        }
+        #expect(estimator.state == .locked)
+        #expect(estimator.probeInterval(coordinatorPace: asked) == configuration.lockedInterval, "its own pace fills the window first")
+        estimator.add(clock.probe(at: t, outbound: 500 * us, inbound: 500 * us))
+        #expect(estimator.probeInterval(coordinatorPace: asked) == asked, "then the coordinator's")
+        #expect(estimator.probeInterval(coordinatorPace: 0) == configuration.lockedInterval, "a coordinator that does not say")
+        #expect(estimator.probeInterval(coordinatorPace: 100_000_000) == configuration.lockedInterval, "never faster than its own")
+        #expect(estimator.probeInterval(coordinatorPace: 60_000_000_000) == configuration.staleAfterNanoseconds / 4,
+                "never so slow that the estimate goes stale")
+    }
+
     @Test func impossibleProbes_areIgnored() {
         var estimator = ClockEstimator()
         // Answered before it was asked; a coordinator that answered before it received.

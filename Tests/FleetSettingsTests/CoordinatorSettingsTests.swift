@@ -46,6 +46,14 @@ import Testing
         #expect(error?.description == "setting operator_port = seventy is not valid: expected an integer from 0 to 65535")
     }
 
+    @Test func coordinatorSettings_clockProbeBudget_isReadAndChecked() throws {
+        #expect(try CoordinatorSettings.load(file: nil, environment: [:]).configuration.clockProbeBudget == 400)
+        let settings = try CoordinatorSettings.load(file: nil, environment: ["CAPFLEET_CLOCK_PROBE_BUDGET": "100"])
+        #expect(settings.configuration.clockProbeBudget == 100)
+        let error = #expect(throws: SettingsError.self) { try CoordinatorSettings.load(file: nil, environment: ["CAPFLEET_CLOCK_PROBE_BUDGET": "0"]) }
+        #expect(error?.description == "clock_probe_budget must be at least 1 round trip a second, not 0")
+    }
+
     @Test func coordinatorSettings_metricsPortOff_turnsTheEndpointOff() throws {
         let settings = try CoordinatorSettings.load(file: nil, environment: ["CAPFLEET_METRICS_PORT": "off"])
         #expect(settings.configuration.metricsPort == nil)

@@ -58,6 +58,26 @@ extension IntegrationTests {
             #expect(relock < 5)
         }
 
+        /// The coordinator spreads its probe budget over the agents probing (clock.md, "Pace"):
+        /// with a budget of one round trip a second a lone agent is asked for a pair every
+        /// 2 s (it keeps its own pace until its window is half full, about two minutes; the
+        /// estimator's tests and the fleet bench cover what follows), and /metrics says the
+        /// pace, the agents probing and the probes answered.
+        @Test func theCoordinatorsProbeBudget_isSpreadOverTheAgents_andShownInMetrics() async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator(environment: ["CAPFLEET_CLOCK_PROBE_BUDGET": "1"])
+            let agent = try fleet.startAgent("paced")
+            try await fleet.waitUntil("the agent's clock locks", seconds: 15) { agent.log.contains("clock.state=locked") }
+            var scrape = try MetricsTests.scrape(fleet)
+            try await fleet.waitUntil("/metrics shows the clock's pace", seconds: 10) {
+                scrape = try MetricsTests.scrape(fleet)
+                return scrape.value("capfleet_clock_probe_interval_seconds") != nil
+            }
+            #expect(scrape.value("capfleet_clock_probe_interval_seconds") == 2, "2 round trips a pair, 1 agent, budget 1: a pair every 2 s")
+            #expect(scrape.value("capfleet_clock_probing_agents") == 1)
+            #expect((scrape.value("capfleet_clock_probes_answered_total") ?? 0) >= 24, "at least the probes that locked it")
+        }
+
         /// Two agents, one of them skewed: each device's first frame at or after a fleet time
         /// comes within one frame interval of it, so the two lie within one interval of each other.
         @Test func syncCheck_findsEachDevicesFirstFrameAfterAFleetTime() async throws {

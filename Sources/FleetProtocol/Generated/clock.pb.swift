@@ -77,6 +77,9 @@ public nonisolated struct Capfleet_V1_ClockProbeReply: Sendable {
   /// fleet time minus the coordinator's monotonic clock; set anew
   public var timebase: UInt64 = 0
 
+  /// at each coordinator start: when it changes, start over
+  public var lockedProbeIntervalMs: UInt32 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -350,7 +353,7 @@ nonisolated extension Capfleet_V1_ClockProbeRequest: SwiftProtobuf.Message, Swif
 
 nonisolated extension Capfleet_V1_ClockProbeReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ClockProbeReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}sequence\0\u{3}agent_sent_ns\0\u{3}coordinator_received_ns\0\u{3}coordinator_sent_ns\0\u{3}coordinator_id\0\u{1}status\0\u{1}timebase\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}sequence\0\u{3}agent_sent_ns\0\u{3}coordinator_received_ns\0\u{3}coordinator_sent_ns\0\u{3}coordinator_id\0\u{1}status\0\u{1}timebase\0\u{3}locked_probe_interval_ms\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -365,6 +368,7 @@ nonisolated extension Capfleet_V1_ClockProbeReply: SwiftProtobuf.Message, SwiftP
       case 5: try { try decoder.decodeSingularStringField(value: &self.coordinatorID) }()
       case 6: try { try decoder.decodeSingularMessageField(value: &self._status) }()
       case 7: try { try decoder.decodeSingularUInt64Field(value: &self.timebase) }()
+      case 8: try { try decoder.decodeSingularUInt32Field(value: &self.lockedProbeIntervalMs) }()
       default: break
       }
     }
@@ -396,6 +400,9 @@ nonisolated extension Capfleet_V1_ClockProbeReply: SwiftProtobuf.Message, SwiftP
     if self.timebase != 0 {
       try visitor.visitSingularUInt64Field(value: self.timebase, fieldNumber: 7)
     }
+    if self.lockedProbeIntervalMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.lockedProbeIntervalMs, fieldNumber: 8)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -407,6 +414,7 @@ nonisolated extension Capfleet_V1_ClockProbeReply: SwiftProtobuf.Message, SwiftP
     if lhs.coordinatorID != rhs.coordinatorID {return false}
     if lhs._status != rhs._status {return false}
     if lhs.timebase != rhs.timebase {return false}
+    if lhs.lockedProbeIntervalMs != rhs.lockedProbeIntervalMs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
