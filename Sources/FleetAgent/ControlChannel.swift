@@ -195,7 +195,7 @@ private final class LinkDriver {
                 recordPort = welcome.recordPort
                 inbound = .welcome(frameIngestPort: welcome.frameIngestPort,
                                    heartbeatIntervalNanoseconds: UInt64(max(welcome.heartbeatIntervalMs, 100)) * 1_000_000,
-                                   liveness: UInt64(max(welcome.heartbeatLiveness, 1)))
+                                   liveness: UInt64(max(welcome.heartbeatLiveness, 1)), statusHeartbeats: welcome.statusHeartbeats)
             } else {
                 inbound = .refused(reason: welcome.status.reason)
                 if reportedRefusal != welcome.status.reason {
@@ -253,6 +253,10 @@ private final class LinkDriver {
                 } }, on: socket)
             case .sendStatus:
                 send(.with { $0.status = handlers.status() }, on: socket)
+            case let .sendStatusAsHeartbeat(sequence):
+                var status = handlers.status()
+                status.heartbeatSequence = sequence
+                send(.with { $0.status = status }, on: socket)
             case let .registered(port):
                 reportedRefusal = nil
                 logger.info("registered with the coordinator", metadata: ["endpoint": "\(endpoint)", "frame.ingest.port": "\(port)"])

@@ -255,6 +255,7 @@ extension ControlHandler {
             $0.recordPort = UInt32(recordPort)
             $0.heartbeatIntervalMs = configuration.heartbeatIntervalMilliseconds
             $0.heartbeatLiveness = configuration.heartbeatLiveness
+            $0.statusHeartbeats = true
             $0.protocolVersion = WireDefaults.protocolMajor
         } }
     }

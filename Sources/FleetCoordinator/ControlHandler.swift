@@ -153,6 +153,10 @@ actor ControlHandler: AgentCommands {
             reply(routed, .with { $0.heartbeatAck = .with { $0.sequence = heartbeat.sequence } })
         case .status(var status)?:
             guard await heard(from: status.nodeID, routed: routed) else { return }
+            // A status standing for a heartbeat (our WELCOME said status_heartbeats) gets its ack.
+            if status.heartbeatSequence > 0 {
+                reply(routed, .with { $0.heartbeatAck = .with { $0.sequence = status.heartbeatSequence } })
+            }
             // A node reports on its own devices only; anything else in its status is ignored.
             status.devices.removeAll { ingest.state(of: $0.deviceID)?.nodeID != sender.nodeID }
             lastStatus[status.nodeID] = status

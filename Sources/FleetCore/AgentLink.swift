@@ -9,6 +9,9 @@ public struct AgentLink: Sendable {
         case sendHello
         case sendHeartbeat(sequence: UInt64)
         case sendStatus
+        /// The status, standing for the heartbeat of this sequence (a coordinator that said
+        /// `status_heartbeats` answers it with the heartbeat's ack): one message, not two.
+        case sendStatusAsHeartbeat(sequence: UInt64)
         /// WELCOME arrived: start or resume streaming to this ingest port.
         case registered(frameIngestPort: UInt32)
         /// The coordinator went silent past its liveness: stop trusting the link.
@@ -16,7 +19,7 @@ public struct AgentLink: Sendable {
     }
 
     public enum Inbound: Equatable, Sendable {
-        case welcome(frameIngestPort: UInt32, heartbeatIntervalNanoseconds: UInt64, liveness: UInt64)
+        case welcome(frameIngestPort: UInt32, heartbeatIntervalNanoseconds: UInt64, liveness: UInt64, statusHeartbeats: Bool = false)
         case refused(reason: String)
         case reregister
         case other
@@ -37,6 +40,8 @@ public struct AgentLink: Sendable {
     private var nextHeartbeatAt: UInt64 = .max
     private var nextStatusAt: UInt64 = .max
     private var heartbeatSequence: UInt64 = 0
+    /// The coordinator counts a status as the heartbeat due with it (its WELCOME said so).
+    private var statusHeartbeats = false
     private var patience = AgentLink.registrationPatience
     /// A HELLO the socket took and the coordinator has not answered: at most one at a time.
     /// A WELCOME can take a loaded coordinator seconds, and a repeat only waits for the same
@@ -104,6 +109,11 @@ public struct AgentLink: Sendable {
             if now >= nextHeartbeatAt {
                 heartbeatSequence += 1
                 nextHeartbeatAt = now + heartbeatInterval
+                if statusHeartbeats {
+                    // The status goes on the heartbeat's beat and stands for it.
+                    nextStatusAt = now + statusInterval
+                    return [.sendStatusAsHeartbeat(sequence: heartbeatSequence)]
+                }
                 directives.append(.sendHeartbeat(sequence: heartbeatSequence))
             }
             if now >= nextStatusAt {
@@ -124,7 +134,8 @@ public struct AgentLink: Sendable {
     public mutating func received(_ message: Inbound, now: UInt64) -> [Directive] {
         lastHeard = now
         switch message {
-        case let .welcome(port, interval, liveness):
+        case let .welcome(port, interval, liveness, statusHeartbeats):
+            self.statusHeartbeats = statusHeartbeats
             helloOutstanding = false
             helloAnswerWait = Self.firstHelloAnswerWait
             heartbeatInterval = interval

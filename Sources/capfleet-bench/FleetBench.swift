@@ -27,6 +27,8 @@ struct FleetBench: ParsableCommand {
     @Option(help: "Listing round trips per measurement (the median is printed).") var repeats: Int = 7
     @Option(help: "Seconds of quiet over which the coordinator's CPU is read at the last step.") var quietSeconds: Double = 10
     @Option(help: "Seconds to let each step settle (registrations, consent pushes, clocks locking) before timing.") var settleSeconds: Double = 5
+    @Option(help: "Seconds before the CPU is read at the last step, for the agents' clock windows to fill and take the coordinator's probe pace (clock.md, \"Pace\"): the steady state a fleet runs in.")
+    var clockSettleSeconds: Double = 100
 
     func run() throws {
         let sizes = steps.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }.filter { $0 > 0 }
@@ -70,6 +72,9 @@ struct FleetBench: ParsableCommand {
                          last.devicesMs / first.devicesMs, growth, growth,
                          (last.devicesMs / Double(last.agents)) / (first.devicesMs / Double(first.agents))))
         }
+        // Each agent probes at its own pace until its clock window is half full (about two
+        // minutes after it joined), then at the pace the coordinator's budget gives a fleet this size.
+        Thread.sleep(forTimeInterval: clockSettleSeconds)
         let pid = coordinator.processIdentifier
         let agents = fleet.children.map(\.processIdentifier).filter { $0 != pid }
         func agentsCPU() -> UInt64 { agents.reduce(0) { $0 + Self.cpuNanoseconds(pid: $1) } }

@@ -41,6 +41,22 @@ import Testing
         #expect(link.tick(now: 2 * second + 10 * ms).contains(.sendHeartbeat(sequence: 2)))
     }
 
+    @Test func agentLink_aCoordinatorThatCountsStatusesAsHeartbeats_getsOneMessageASecond() {
+        var link = AgentLink(now: 0)
+        _ = link.tick(now: 0)
+        _ = link.received(.welcome(frameIngestPort: 9000, heartbeatIntervalNanoseconds: second, liveness: 3, statusHeartbeats: true), now: 5 * ms)
+        #expect(link.tick(now: 6 * ms) == [.sendStatus], "the first status at once")
+        var sent: [AgentLink.Directive] = []
+        var now = 100 * ms
+        while now <= 3 * second + 200 * ms {
+            sent += link.tick(now: now)
+            _ = link.received(.other, now: now)  // the acks
+            now += 100 * ms
+        }
+        #expect(sent == [.sendStatusAsHeartbeat(sequence: 1), .sendStatusAsHeartbeat(sequence: 2), .sendStatusAsHeartbeat(sequence: 3)],
+                "the status stands for each heartbeat: no separate Heartbeat, no second status: \(sent)")
+    }
+
     @Test func agentLink_silentCoordinatorIsGivenUpAndReconnected() {
         var link = registeredLink()
         _ = link.tick(now: 1 * second)

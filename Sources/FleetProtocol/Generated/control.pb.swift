@@ -269,6 +269,11 @@ public nonisolated struct Capfleet_V1_AgentStatus: Sendable {
   /// Clears the value of `clock`. Subsequent reads from it will return its default value.
   public mutating func clearClock() {self._clock = nil}
 
+  /// Since 1.4, to a coordinator whose WELCOME said status_heartbeats: this status stands for
+  /// the heartbeat of this sequence (registration.md, "Heartbeating and reconnection") and is
+  /// answered with its HeartbeatAck. 0: an ordinary status.
+  public var heartbeatSequence: UInt64 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -332,6 +337,10 @@ public nonisolated struct Capfleet_V1_Welcome: Sendable {
 
   /// TCP port of the recording path on the same host (frames.md)
   public var recordPort: UInt32 = 0
+
+  /// Since 1.4: an AgentStatus carrying heartbeat_sequence counts as that Heartbeat and is
+  /// answered with HeartbeatAck, so an agent sends one message a second instead of two.
+  public var statusHeartbeats: Bool = false
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1447,7 +1456,7 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_AgentStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".AgentStatus"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_id\0\u{1}devices\0\u{3}send_queue_depth\0\u{3}send_queue_capacity\0\u{1}pressure\0\u{1}clock\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_id\0\u{1}devices\0\u{3}send_queue_depth\0\u{3}send_queue_capacity\0\u{1}pressure\0\u{1}clock\0\u{3}heartbeat_sequence\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1461,6 +1470,7 @@ nonisolated extension Capfleet_V1_AgentStatus: SwiftProtobuf.Message, SwiftProto
       case 4: try { try decoder.decodeSingularUInt32Field(value: &self.sendQueueCapacity) }()
       case 5: try { try decoder.decodeSingularMessageField(value: &self._pressure) }()
       case 6: try { try decoder.decodeSingularMessageField(value: &self._clock) }()
+      case 7: try { try decoder.decodeSingularUInt64Field(value: &self.heartbeatSequence) }()
       default: break
       }
     }
@@ -1489,6 +1499,9 @@ nonisolated extension Capfleet_V1_AgentStatus: SwiftProtobuf.Message, SwiftProto
     try { if let v = self._clock {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
     } }()
+    if self.heartbeatSequence != 0 {
+      try visitor.visitSingularUInt64Field(value: self.heartbeatSequence, fieldNumber: 7)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1499,6 +1512,7 @@ nonisolated extension Capfleet_V1_AgentStatus: SwiftProtobuf.Message, SwiftProto
     if lhs.sendQueueCapacity != rhs.sendQueueCapacity {return false}
     if lhs._pressure != rhs._pressure {return false}
     if lhs._clock != rhs._clock {return false}
+    if lhs.heartbeatSequence != rhs.heartbeatSequence {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1546,7 +1560,7 @@ nonisolated extension Capfleet_V1_LiveFrames: SwiftProtobuf.Message, SwiftProtob
 
 nonisolated extension Capfleet_V1_Welcome: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Welcome"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}status\0\u{3}coordinator_id\0\u{3}frame_ingest_port\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_liveness\0\u{3}protocol_version\0\u{3}clock_port\0\u{3}record_port\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}status\0\u{3}coordinator_id\0\u{3}frame_ingest_port\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_liveness\0\u{3}protocol_version\0\u{3}clock_port\0\u{3}record_port\0\u{3}status_heartbeats\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1562,6 +1576,7 @@ nonisolated extension Capfleet_V1_Welcome: SwiftProtobuf.Message, SwiftProtobuf.
       case 6: try { try decoder.decodeSingularEnumField(value: &self.protocolVersion) }()
       case 7: try { try decoder.decodeSingularUInt32Field(value: &self.clockPort) }()
       case 8: try { try decoder.decodeSingularUInt32Field(value: &self.recordPort) }()
+      case 9: try { try decoder.decodeSingularBoolField(value: &self.statusHeartbeats) }()
       default: break
       }
     }
@@ -1596,6 +1611,9 @@ nonisolated extension Capfleet_V1_Welcome: SwiftProtobuf.Message, SwiftProtobuf.
     if self.recordPort != 0 {
       try visitor.visitSingularUInt32Field(value: self.recordPort, fieldNumber: 8)
     }
+    if self.statusHeartbeats != false {
+      try visitor.visitSingularBoolField(value: self.statusHeartbeats, fieldNumber: 9)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1608,6 +1626,7 @@ nonisolated extension Capfleet_V1_Welcome: SwiftProtobuf.Message, SwiftProtobuf.
     if lhs.protocolVersion != rhs.protocolVersion {return false}
     if lhs.clockPort != rhs.clockPort {return false}
     if lhs.recordPort != rhs.recordPort {return false}
+    if lhs.statusHeartbeats != rhs.statusHeartbeats {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
