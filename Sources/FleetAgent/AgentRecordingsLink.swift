@@ -33,8 +33,8 @@ final class AgentRecordingsLink: Sendable {
         // Reports wait in the manifests, not in libzmq, while the coordinator is away.
         try socket.setOption(ZMQ_IMMEDIATE, Int32(1))
         try socket.setOption(ZMQ_LINGER, Int32(0))
-        try socket.setOption(ZMQ_HEARTBEAT_IVL, Int32(1000))
-        try socket.setOption(ZMQ_HEARTBEAT_TIMEOUT, Int32(5000))
+        try socket.setOption(ZMQ_HEARTBEAT_IVL, Int32(RecordLinkHeartbeat.intervalMilliseconds))
+        try socket.setOption(ZMQ_HEARTBEAT_TIMEOUT, Int32(RecordLinkHeartbeat.timeoutMilliseconds))
         let loop = SocketLoop(name: "recordings")
         self.loop = loop
         self.logger = logger

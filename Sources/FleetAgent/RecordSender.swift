@@ -51,8 +51,8 @@ public final class RecordSender: Sendable {
         try socket.setOption(ZMQ_IMMEDIATE, Int32(1))
         try socket.setOption(ZMQ_LINGER, Int32(0))
         // A link that died quietly is noticed, and the connection made again.
-        try socket.setOption(ZMQ_HEARTBEAT_IVL, Int32(1000))
-        try socket.setOption(ZMQ_HEARTBEAT_TIMEOUT, Int32(5000))
+        try socket.setOption(ZMQ_HEARTBEAT_IVL, Int32(RecordLinkHeartbeat.intervalMilliseconds))
+        try socket.setOption(ZMQ_HEARTBEAT_TIMEOUT, Int32(RecordLinkHeartbeat.timeoutMilliseconds))
         // Leftovers of an earlier run: this run's resumes start from what it captures.
         if FileManager.default.fileExists(atPath: limits.directory) {
             do {

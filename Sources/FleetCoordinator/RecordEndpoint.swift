@@ -56,8 +56,13 @@ final class RecordEndpoint: Sendable {
         // Credit bounds what each agent sends; this bounds what waits in libzmq besides.
         try socket.setOption(ZMQ_RCVHWM, Int32(64))
         try socket.setOption(ZMQ_SNDHWM, Int32(10_000))
-        try socket.setOption(ZMQ_HEARTBEAT_IVL, Int32(1000))
-        try socket.setOption(ZMQ_HEARTBEAT_TIMEOUT, Int32(5000))
+        // The agents heartbeat their links (and this side answers); pinging hundreds of agents'
+        // links from here as well doubled the encrypted traffic on the bulk I/O thread, every
+        // second, for nothing. A link that died with its host is reaped by TCP keepalive.
+        try socket.setOption(ZMQ_TCP_KEEPALIVE, Int32(1))
+        try socket.setOption(ZMQ_TCP_KEEPALIVE_IDLE, Int32(15))
+        try socket.setOption(ZMQ_TCP_KEEPALIVE_INTVL, Int32(5))
+        try socket.setOption(ZMQ_TCP_KEEPALIVE_CNT, Int32(3))
         try socket.use(.bulk)
         loop = SocketLoop(name: "record")
         try security.apply(to: socket, loop: loop, context: context)
