@@ -28,7 +28,7 @@ struct FleetBench: ParsableCommand {
     @Option(help: "Seconds of quiet over which the coordinator's CPU is read at the last step.") var quietSeconds: Double = 10
     @Option(help: "Seconds to let each step settle (registrations, consent pushes, clocks locking) before timing.") var settleSeconds: Double = 5
     @Option(help: "Seconds before the CPU is read at the last step, for the agents' clock windows to fill and take the coordinator's probe pace (clock.md, \"Pace\"): the steady state a fleet runs in.")
-    var clockSettleSeconds: Double = 100
+    var clockSettleSeconds: Double = 90
 
     func run() throws {
         let sizes = steps.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }.filter { $0 > 0 }
