@@ -86,24 +86,39 @@ final class ControlMailbox: Sendable {
 }
 
 /// Events (device events, pressure changes) and late replies waiting for the control
-/// thread, which alone may use the socket. Events are bounded: the status report carries the
-/// same state, so dropping the oldest loses no truth. Replies are never dropped here: a
-/// command without one leaves its caller waiting until it times out.
+/// thread, which alone may use the socket. They wait while the agent is not registered: the
+/// coordinator refuses a node's events before its WELCOME (a pressure change at start-up on a
+/// loaded host, say), and the same process's replies are awaited on its new connection.
+/// Events are bounded: the status report carries the same state, so dropping the oldest
+/// loses no truth. Replies are never dropped here: a command without one leaves its caller
+/// waiting until it times out.
 final class DeviceEventOutbox: Sendable {
-    private let events = Mutex<[Capfleet_V1_AgentMessage]>([])
+    private struct Queue {
+        var messages: [Capfleet_V1_AgentMessage] = []
+        var open = false
+    }
+    private let queue = Mutex(Queue())
     static let capacity = 64
 
     func post(_ message: Capfleet_V1_AgentMessage) {
-        events.withLock { queue in
-            if queue.count >= Self.capacity, let oldest = queue.firstIndex(where: { !$0.isCommandReply }) { queue.remove(at: oldest) }
-            queue.append(message)
+        queue.withLock { queue in
+            if queue.messages.count >= Self.capacity, let oldest = queue.messages.firstIndex(where: { !$0.isCommandReply }) {
+                queue.messages.remove(at: oldest)
+            }
+            queue.messages.append(message)
         }
     }
 
+    /// Whether what waits may go: set by the control thread as the dialog registers or
+    /// starts registering again.
+    func setOpen(_ open: Bool) { queue.withLock { $0.open = open } }
+
+    /// What may be sent now, in order: nothing while closed.
     func takeAll() -> [Capfleet_V1_AgentMessage] {
-        events.withLock { queue in
-            defer { queue.removeAll() }
-            return queue
+        queue.withLock { queue in
+            guard queue.open else { return [] }
+            defer { queue.messages.removeAll() }
+            return queue.messages
         }
     }
 }
@@ -171,6 +186,12 @@ private final class LinkDriver {
 
     func tick(_ sockets: SocketLoop.Sockets) {
         perform(link.tick(now: MonotonicTime.now()), sockets: sockets, on: current)
+        sendWaiting()
+    }
+
+    /// Opens or closes the outbox with the dialog's phase and sends what may go.
+    private func sendWaiting() {
+        outbox.setOpen(link.phase == .registered)
         for message in outbox.takeAll() { Self.send(message, on: current, logger: logger) }
     }
 
@@ -225,6 +246,7 @@ private final class LinkDriver {
             inbound = .other
         }
         perform(link.received(inbound, now: now), sockets: nil, on: socket)
+        sendWaiting()
     }
 
     private func perform(_ directives: [AgentLink.Directive], sockets: SocketLoop.Sockets?, on socket: ZMQSocket) {

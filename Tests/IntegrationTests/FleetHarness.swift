@@ -58,6 +58,15 @@ final class FleetHarness: @unchecked Sendable {
 
     var coordinatorDataDirectory: String { fleet.coordinatorDataDirectory }
 
+    /// The lines of every child's log that mention `text`, each after its child's name: what
+    /// a failed expectation shows of why (a rejection's detail, say).
+    func logLines(containing text: String) -> String {
+        processes.flatMap { child -> [String] in
+            guard let path = child.logPath, let log = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
+            return log.split(separator: "\n").filter { $0.contains(text) }.map { "\(child.name): \($0)" }
+        }.joined(separator: "\n")
+    }
+
     /// A one-time token made on the coordinator's host (its data directory), as an install script would.
     func enrollmentToken(name: String, validSeconds: Int = 600) throws -> String {
         try fleet.enrollmentToken(name: name, validSeconds: validSeconds)

@@ -106,7 +106,8 @@ extension IntegrationTests {
             #expect(perSecond > 0.6 && perSecond < 1.4, "previews_per_second: \(perSecond)")
             let frames = after["frames_received"] as? Int ?? 0
             #expect(after["bytes_received"] as? Int == frames * 640 * 480 * 2, "previews are not counted as frames")
-            #expect(try fleet.cli(["rejections"]).output.contains("no input has been rejected"))
+            let rejections = try fleet.cli(["rejections"]).output
+            #expect(rejections.contains("no input has been rejected"), "\(rejections)\n\(fleet.logLines(containing: "reject"))")
 
             // Before consent: the preview is a black JPEG of 320x240, flagged and labelled.
             let blackPath = fleet.directory + "/black-preview.jpg"
