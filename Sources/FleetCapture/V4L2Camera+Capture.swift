@@ -131,20 +131,25 @@ extension V4L2Camera {
         readFocus(&state)
     }
 
+    /// How long a queue may stay busy after this stream's own buffers were released.
+    static let busyAfterReleasePatience: UInt64 = 2_000_000_000
+
     func restartStream(_ state: inout Session) throws(CaptureError) {
         state.stream = nil
         guard let handle = state.handle else { return }
         let format = device.formats[state.formatIndex]
         var stream: V4L2Stream?
         // The old buffers were just released; some drivers still report the queue busy for a
-        // moment afterwards, so a busy answer is asked again a few times before it counts.
-        for attempt in 0..<5 {
+        // moment afterwards (vivid in an emulated guest under load, for well over 400 ms), so a
+        // busy answer is asked again for up to two seconds before it counts.
+        let givesUpAt = MonotonicTime.now() + Self.busyAfterReleasePatience
+        while true {
             do throws(CaptureError) {
                 stream = try V4L2Stream(handle: handle, format: format, framesPerSecond: state.frameRateRange.maxFramesPerSecond,
                                         bufferCount: bufferCount, deviceID: device.deviceID)
                 break
             } catch {
-                if error.isBusy, attempt < 4 {
+                if error.isBusy, MonotonicTime.now() < givesUpAt {
                     usleep(100_000)
                     continue
                 }
