@@ -9,7 +9,7 @@ public struct ClockProbePacer: Sendable {
     /// Round trips a second the coordinator answers from locked agents.
     public let budget: Double
     /// A probe pair (wake, then measure: two round trips) at most this often per agent.
-    public static let fastest: UInt64 = 250_000_000
+    public static let fastest: UInt64 = 100_000_000
     /// And at least this often: four times within an estimate's staleness (10 s).
     public static let slowest: UInt64 = 2_500_000_000
     /// An agent not heard for this long no longer counts.

@@ -209,11 +209,15 @@ struct LinkNoise {
             t += Double(estimator.probeInterval)
         }
         #expect(estimator.state == .locked)
-        #expect(estimator.probeInterval(coordinatorPace: asked) == configuration.lockedInterval, "its own pace fills the window first")
+        #expect(estimator.probeInterval(coordinatorPace: asked) == configuration.fillingInterval,
+                "while the window fills, a slower pace is taken only up to the filling pace")
+        #expect(estimator.probeInterval(coordinatorPace: configuration.lockedInterval) == configuration.lockedInterval,
+                "a small fleet's coordinator asks for the fastest: it fills at that")
+        #expect(estimator.probeInterval(coordinatorPace: 0) == configuration.fillingInterval, "a coordinator that does not say")
         estimator.add(clock.probe(at: t, outbound: 500 * us, inbound: 500 * us))
         #expect(estimator.probeInterval(coordinatorPace: asked) == asked, "then the coordinator's")
-        #expect(estimator.probeInterval(coordinatorPace: 0) == configuration.lockedInterval, "a coordinator that does not say")
-        #expect(estimator.probeInterval(coordinatorPace: 100_000_000) == configuration.lockedInterval, "never faster than its own")
+        #expect(estimator.probeInterval(coordinatorPace: 0) == configuration.fillingInterval, "a coordinator that does not say")
+        #expect(estimator.probeInterval(coordinatorPace: 10_000_000) == configuration.lockedInterval, "never faster than its own")
         #expect(estimator.probeInterval(coordinatorPace: 60_000_000_000) == configuration.staleAfterNanoseconds / 4,
                 "never so slow that the estimate goes stale")
     }

@@ -9,7 +9,7 @@ import Testing
     @Test func aSmallFleet_keepsTheFastestPace_andALargeOneSpreadsTheBudget() {
         var pacer = ClockProbePacer(budget: 400)
         for agent in 0..<10 { _ = pacer.heard(from: peer(agent), at: second) }
-        #expect(pacer.interval == ClockProbePacer.fastest, "10 agents at 4 pairs a second are 80 round trips: within 400")
+        #expect(pacer.interval == ClockProbePacer.fastest, "10 agents at 10 pairs a second are 200 round trips: within 400")
         for agent in 10..<200 { _ = pacer.heard(from: peer(agent), at: second) }
         // 200 agents, 2 round trips a pair, 400 a second: one pair a second each.
         #expect(pacer.heard(from: peer(0), at: second + 1) == second)
