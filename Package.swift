@@ -101,7 +101,7 @@ let package = Package(
             "FleetAgent", "FleetClient", "FleetCoordinator", "FleetCore", "FleetHTTP", "FleetProtocol",
         ]),
         .executableTarget(name: "capfleet", dependencies: [
-            "FleetAgent", "FleetCoordinator", "FleetClient", "FleetBus", "FleetCapture", "FleetCore", "FleetImaging", "FleetProtocol", "FleetSettings", "FleetStore",
+            "FleetAgent", "FleetCoordinator", "FleetClient", "FleetBus", "FleetCapture", "FleetCore", "FleetHost", "FleetImaging", "FleetProtocol", "FleetSettings", "FleetStore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

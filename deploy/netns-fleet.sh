@@ -44,7 +44,7 @@ readonly SCRIPT
 readonly INVOKED=$0
 
 # The fleet's settings: from the command line, else DATA/fleet.env, else defaults.
-PREFIX="" DATA="" BIN="" AGENTS="" IMPAIR="" AGENT_ARGS="" COORDINATOR_ARGS=""
+PREFIX="" DATA="" BIN="" AGENTS="" IMPAIR="" AGENT_ARGS="" COORDINATOR_ARGS="" SETTINGS=""
 PREFIX_GIVEN=0 PURGE=0
 declare -A SKEW=()
 
@@ -59,7 +59,7 @@ namespaces P-a1..P-aN, joined by a bridge in P-sw. Each agent reaches the coordi
 
 Commands:
   up [--agents N] [--bin PATH] [--impair SPEC] [--skew I=SETTING]...
-     [--agent-args "ARGS"] [--coordinator-args "ARGS"]
+     [--agent-args "ARGS"] [--coordinator-args "ARGS"] [--setting KEY=VALUE]...
         Build the namespaces, start the coordinator, make an admin credential
         (DATA/admin.credential), then a relay and an agent on each agent host; wait until
         all N nodes are online. N: 1 to $MAX_AGENTS (default 3). --bin: default \$CAPFLEET_BIN,
@@ -67,7 +67,9 @@ Commands:
         capfleet-relay beside it. --impair: every link's starting impairment (see
         \`capfleet-relay --help\`), default none. --skew 2=-1.5s,-50ppm:
         run agent 2 with --test-clock-skew=-1.5s,-50ppm (repeatable). --agent-args and
-        --coordinator-args: extra words for every agent / the coordinator.
+        --coordinator-args: extra words for every agent / the coordinator. --setting
+        cpu_latency_us=0: CAPFLEET_CPU_LATENCY_US=0 for the coordinator and every agent
+        (repeatable; CAPFLEET_* variables of the caller's shell never reach them).
   down [--purge]
         Stop every process (SIGTERM, SIGKILL after 5 s) and delete the namespaces. Safe to
         run when nothing, or only part of a fleet, is up. --purge also deletes DATA.
@@ -357,6 +359,14 @@ write_impairment() {
     mv -f "$temporary" "$file"
 }
 
+# The daemons' --setting values as CAPFLEET_<KEY>=VALUE lines, for env.
+settings_environment() {
+    local setting
+    for setting in $SETTINGS; do
+        printf 'CAPFLEET_%s=%s\n' "$(tr '[:lower:]' '[:upper:]' <<<"${setting%%=*}")" "${setting#*=}"
+    done
+}
+
 # Starts agent $1; its first start enrolls it with a fresh token, later ones use the key in
 # its state directory (as Tests/IntegrationTests/FleetHarness.swift decides).
 start_agent() {
@@ -370,7 +380,9 @@ start_agent() {
     fi
     [[ -z ${SKEW[$i]:-} ]] || arguments+=("--test-clock-skew=${SKEW[$i]}")
     read -ra extra <<<"$AGENT_ARGS"
-    start_process "$(ns "a$i")" "agent-a$i" "$BIN" "${arguments[@]}" "${extra[@]}"
+    local environment=()
+    mapfile -t environment < <(settings_environment)
+    start_process "$(ns "a$i")" "agent-a$i" env "${environment[@]}" "$BIN" "${arguments[@]}" "${extra[@]}"
 }
 
 # The names of the agents the coordinator lists as online.
@@ -443,6 +455,11 @@ cmd_up() {
         --impair | --impair=*) option_value --impair "$@"; IMPAIR=$OPTION_VALUE ;;
         --agent-args | --agent-args=*) option_value --agent-args "$@"; AGENT_ARGS=$OPTION_VALUE ;;
         --coordinator-args | --coordinator-args=*) option_value --coordinator-args "$@"; COORDINATOR_ARGS=$OPTION_VALUE ;;
+        --setting | --setting=*)
+            option_value --setting "$@"
+            [[ $OPTION_VALUE =~ ^[a-z][a-z0-9_]*=[^[:space:]]+$ ]] || die "--setting $OPTION_VALUE: write KEY=VALUE, e.g. cpu_latency_us=0 (no spaces)"
+            SETTINGS+="${SETTINGS:+ }$OPTION_VALUE"
+            ;;
         --skew | --skew=*)
             option_value --skew "$@"
             [[ $OPTION_VALUE =~ ^([0-9]+)=(.+)$ ]] || die "--skew $OPTION_VALUE: write I=SETTING, e.g. 2=-1.5s,-50ppm"
@@ -490,7 +507,7 @@ cmd_up() {
     {
         printf '# Written by %s up at %s; read by its other commands.\n' "$SCRIPT" "$(date '+%F %T')"
         printf '%s=%q\n' PREFIX "$PREFIX" AGENTS "$AGENTS" BIN "$BIN" DATA "$DATA" \
-            AGENT_ARGS "$AGENT_ARGS" COORDINATOR_ARGS "$COORDINATOR_ARGS"
+            AGENT_ARGS "$AGENT_ARGS" COORDINATOR_ARGS "$COORDINATOR_ARGS" SETTINGS "$SETTINGS"
         for i in "${!SKEW[@]}"; do printf 'SKEW_%s=%q\n' "$i" "${SKEW[$i]}"; done
     } >"$DATA/fleet.env"
 
@@ -506,7 +523,9 @@ cmd_up() {
     fi
     local coordinator_extra=()
     read -ra coordinator_extra <<<"$COORDINATOR_ARGS"
-    start_process "$(ns coord)" coordinator env "CAPFLEET_BIND=$COORDINATOR_IP" "$BIN" coordinator --data "$DATA/coord" "${coordinator_extra[@]}"
+    local environment=()
+    mapfile -t environment < <(settings_environment)
+    start_process "$(ns coord)" coordinator env "CAPFLEET_BIND=$COORDINATOR_IP" "${environment[@]}" "$BIN" coordinator --data "$DATA/coord" "${coordinator_extra[@]}"
     local deadline=$((SECONDS + 20))
     until cli_run nodes --timeout 1 >/dev/null 2>&1; do
         is_running coordinator || fail_with_logs "the coordinator has stopped" coordinator
@@ -530,6 +549,7 @@ cmd_up() {
 
 Fleet '$PREFIX' is up: coordinator $COORDINATOR_IP ($(ns coord)), agents a1..a$AGENTS at $SUBNET.11..$SUBNET.$((10 + AGENTS)) (namespaces $(ns a1)..$(ns "a$AGENTS")), all online.
   links        ${IMPAIR:-no impairment}$( ((${#SKEW[@]} == 0)) || printf '; clock skew:%s' "$(for i in $(printf '%s\n' "${!SKEW[@]}" | sort -n); do printf ' a%s %s' "$i" "${SKEW[$i]}"; done)")
+  settings     ${SETTINGS:-none given, defaults}
   state, logs  $DATA (logs/, pids/, fleet.env)
   credential   $DATA/admin.credential
   CLI          $INVOKED$options cli nodes      (or cli clock --json, cli devices, ...)

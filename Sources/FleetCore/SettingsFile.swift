@@ -109,7 +109,11 @@ public enum AgentSettingKeys {
     public static let encoderPreset = "encoder_preset"
     public static let hardwareEncoders = "hardware_encoders"
 
+    /// The longest wake-up this host's idle CPUs may take while the agent runs, µs, or off
+    /// (clock.md, "Host tuning").
+    public static let cpuLatency = "cpu_latency_us"
+
     public static let all = [coordinator, name, stateDirectory, enrollToken] + PressureThresholds.settingKeys
         + ["real_frames_command", recordSpoolMemory, recordSpoolDisk, preview, previewWidth, previewFPS, previewQuality,
-           recordingsDirectory, recordReserve, recordingsKeepDays, collectRate, encoderThreads, encoderPreset, hardwareEncoders]
+           recordingsDirectory, recordReserve, recordingsKeepDays, collectRate, encoderThreads, encoderPreset, hardwareEncoders, cpuLatency]
 }

@@ -37,6 +37,8 @@ public struct AgentSettings: Sendable {
     /// Where the agent finds the coordinator's control endpoint.
     public let coordinator: CoordinatorAddress
     public let configuration: AgentConfiguration
+    /// `cpu_latency_us`: the CPU latency limit the agent holds while it runs, µs; nil: none.
+    public let cpuLatencyLimit: Int32?
 
     public static func load(_ flags: AgentFlags, environment env: [String: String] = ProcessInfo.processInfo.environment) throws -> AgentSettings {
         let settings = try SettingsFile.read(path: flags.config, knownKeys: AgentSettingKeys.all)
@@ -113,7 +115,8 @@ public struct AgentSettings: Sendable {
             configuration.nodeClock = clock
         }
         configuration.enrollmentToken = flags.enroll ?? settings.nonEmpty(AgentSettingKeys.enrollToken, environment: env)
-        return AgentSettings(file: settings, coordinator: address, configuration: configuration)
+        return AgentSettings(file: settings, coordinator: address, configuration: configuration,
+                             cpuLatencyLimit: try CPULatencySetting.limit(settings, environment: env))
     }
 
     /// `preview` (on or off), `preview_width`, `preview_fps`, `preview_quality`; defaults

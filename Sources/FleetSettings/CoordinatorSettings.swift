@@ -8,7 +8,7 @@ import Foundation
 public struct CoordinatorSettings: Sendable {
     /// Every key a coordinator settings file may hold, in the order `--check-config` lists them.
     public static let keys = ["data_dir", "bind", "control_port", "ingest_port", "operator_port", "telemetry_port", "metrics_port",
-                              "clock_port", "clock_probe_budget", "record_port", "live_port", "recordings_dir", "segment_seconds", "record_lead_ms", "record_reserve_mb", "record_store",
+                              "clock_port", "clock_probe_budget", "cpu_latency_us", "record_port", "live_port", "recordings_dir", "segment_seconds", "record_lead_ms", "record_reserve_mb", "record_store",
                               "record_codec", "record_quality", "record_bitrate", "record_gop",
                               "retention_budget_gb", "retention_days", "heartbeat_interval_ms", "heartbeat_liveness",
                               "alert_command", "alert_webhook", "alert_interval_s", "alert_burst", "alert_pressure_level",
@@ -17,12 +17,15 @@ public struct CoordinatorSettings: Sendable {
     /// The file as read (empty without one).
     public let file: SettingsFile
     public let configuration: CoordinatorConfiguration
+    /// `cpu_latency_us`: the CPU latency limit the coordinator holds while it runs, µs; nil: none.
+    public let cpuLatencyLimit: Int32?
 
     /// Reads the file at `path` (if any) and checks every setting. `dataOverride` is `--data`.
     public static func load(file path: String?, dataOverride: String? = nil,
                             environment: [String: String] = ProcessInfo.processInfo.environment) throws -> CoordinatorSettings {
         let file = try SettingsFile.read(path: path, knownKeys: keys)
-        return CoordinatorSettings(file: file, configuration: try configuration(file, dataOverride: dataOverride, environment: environment))
+        return CoordinatorSettings(file: file, configuration: try configuration(file, dataOverride: dataOverride, environment: environment),
+                                   cpuLatencyLimit: try CPULatencySetting.limit(file, environment: environment))
     }
 
     /// `--check-config`: where each setting comes from, then what the coordinator will do.

@@ -39,6 +39,8 @@ struct ClockBench: ParsableCommand {
     @Option(help: "The synthetic cameras' frame rate.") var fps: Double = 30
     @Option(help: "The coordinator's clock_probe_budget (round trips a second): a small one paces these few agents as a large fleet is paced (clock.md, \"Pace\").")
     var probeBudget: Int?
+    @Option(help: "The daemons' cpu_latency_us (clock.md, \"Host tuning\"): 0 keeps this machine's idle CPUs polling, so a probe's timestamps do not wait for a CPU to wake; off measures without it.")
+    var cpuLatencyUs: String = "0"
     @Option(help: "Namespace prefix (the fleet is torn down at the end).") var prefix: String = "cfb"
     @Option(help: "The test bed script.") var script: String = "deploy/netns-fleet.sh"
     @Option(help: "Where the CSV and PNG go.") var output: String = ".build/bench"
@@ -59,13 +61,15 @@ struct ClockBench: ParsableCommand {
         var skewArguments: [String] = []
         for index in 1...agents { skewArguments += ["--skew", "\(index)=\(Self.skews[(index - 1) % Self.skews.count])"] }
         // The capfleet beside this binary; the script finds capfleet-relay beside that.
+        // The script hands each daemon its --setting values as CAPFLEET_<KEY> (and no other CAPFLEET_*).
+        var settings = ["--setting", "cpu_latency_us=\(cpuLatencyUs)"]
+        progress("coordinator and agents with cpu_latency_us = \(cpuLatencyUs)")
         if let probeBudget {
-            // The coordinator reads CAPFLEET_<SETTING>; the script starts it with this environment.
-            setenv("CAPFLEET_CLOCK_PROBE_BUDGET", String(probeBudget), 1)
+            settings += ["--setting", "clock_probe_budget=\(probeBudget)"]
             progress("coordinator clock_probe_budget \(probeBudget): a locked pace of \(ClockProbePacer(budget: Double(probeBudget)).interval(forAgents: agents) / 1_000_000) ms for \(agents) agents")
         }
         try fleet.run(["up", "--agents", "\(agents)", "--bin", try CapfleetBinary.checked(),
-                       "--impair", Self.cleanLink, "--agent-args", "--fps \(fmt(fps)) --synthetic-format 160x120:YUYV --no-pressure"] + skewArguments)
+                       "--impair", Self.cleanLink, "--agent-args", "--fps \(fmt(fps)) --synthetic-format 160x120:YUYV --no-pressure"] + skewArguments + settings)
         progress("fleet up; connecting from namespace \(prefix)-coord")
         let client = try NetworkNamespace.operatorClient(namespace: "\(prefix)-coord", address: "10.77.0.1:7602", credentialPath: data + "/admin.credential")
         let credential = try OperatorCredential.load(path: data + "/admin.credential")

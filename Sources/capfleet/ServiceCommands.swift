@@ -4,6 +4,7 @@ import FleetCapture
 import FleetClient
 import FleetCoordinator
 import FleetCore
+import FleetHost
 import FleetProtocol
 import FleetSettings
 import Foundation
@@ -40,6 +41,8 @@ struct CoordinatorCommand: AsyncParsableCommand {
             for line in settings.checkReport() { print(line) }
             return
         }
+        let latency = try CPULatencyRequest.hold(settings.cpuLatencyLimit, logger: logger)
+        defer { withExtendedLifetime(latency) {} }
         let service = CoordinatorService(configuration: settings.configuration, logger: logger)
         let group = ServiceGroup(configuration: .init(services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
@@ -129,6 +132,8 @@ struct AgentCommand: AsyncParsableCommand {
             for line in settings.checkReport() { print(line) }
             return
         }
+        let latency = try CPULatencyRequest.hold(settings.cpuLatencyLimit, logger: logger)
+        defer { withExtendedLifetime(latency) {} }
         let service = try AgentService(configuration: settings.configuration, logger: logger)
         let group = ServiceGroup(configuration: .init(services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
@@ -216,5 +221,17 @@ struct DevCommand: AsyncParsableCommand {
         }
         return FileManager.default.fileExists(atPath: installed) && (try? OperatorCredential.load(path: installed))?.coordinatorKey == coordinatorKey
             ? installed : path
+    }
+}
+
+extension CPULatencyRequest {
+    /// The daemon's CPU latency request (setting `cpu_latency_us`), held until it stops; nil
+    /// without the setting. A host that refuses it stops the daemon: whoever set it relies on it.
+    static func hold(_ microseconds: Int32?, logger: Logger) throws -> CPULatencyRequest? {
+        guard let microseconds else { return nil }
+        let request = try CPULatencyRequest(microseconds: microseconds)
+        logger.notice("holding this host's CPU wake-up latency at \(microseconds) µs or less while running (cpu_latency_us)",
+                      metadata: ["cpu_latency.in_force_us": "\(CPULatencyRequest.current().map(String.init) ?? "unknown")"])
+        return request
     }
 }

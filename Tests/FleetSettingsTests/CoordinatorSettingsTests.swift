@@ -113,3 +113,27 @@ import Testing
         #expect(settings.checkReport(environment: [:]).allSatisfy { !$0.contains("(environment") })
     }
 }
+
+@Suite struct CPULatencySettingTests {
+    @Test func cpuLatency_isOffUnlessWritten_andTakesMicrosecondsOrOff() throws {
+        #expect(try CoordinatorSettings.load(file: nil, environment: [:]).cpuLatencyLimit == nil)
+        #expect(try CoordinatorSettings.load(file: nil, environment: ["CAPFLEET_CPU_LATENCY_US": "0"]).cpuLatencyLimit == 0)
+        #expect(try CoordinatorSettings.load(file: nil, environment: ["CAPFLEET_CPU_LATENCY_US": "off"]).cpuLatencyLimit == nil)
+        let fixture = try SettingsFixture()
+        let path = try fixture.file("agent.conf", "cpu_latency_us = 20\n")
+        var flags = AgentFlags()
+        flags.config = path
+        flags.stateDirectory = fixture.directory
+        #expect(try AgentSettings.load(flags, environment: [:]).cpuLatencyLimit == 20)
+        #expect(try AgentSettings.load(flags, environment: ["CAPFLEET_CPU_LATENCY_US": "off"]).cpuLatencyLimit == nil)
+    }
+
+    @Test func cpuLatency_thatIsNoLimit_namesTheSettingAndWhatToWrite() throws {
+        for text in ["-1", "fast", "2000000"] {
+            let error = #expect(throws: SettingsError.self) {
+                try CoordinatorSettings.load(file: nil, environment: ["CAPFLEET_CPU_LATENCY_US": text])
+            }
+            #expect(error?.description == "cannot read cpu_latency_us = \(text): write off, or the longest CPU wake-up allowed in µs from 0 (idle CPUs poll) to 1000000")
+        }
+    }
+}

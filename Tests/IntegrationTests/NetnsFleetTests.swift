@@ -21,7 +21,14 @@ extension SecondLaneIntegrationTests {
             let fleet = NetnsTestFleet(prefix: "cft\(getpid() % 10_000)")
             defer { fleet.down() }
             try fleet.run(["up", "--agents", "2", "--bin", FleetHarness.binary, "--impair", "delay=2ms,jitter=100us",
-                           "--skew", "1=+3.2s,+50ppm", "--skew", "2=-1.5s,-50ppm", "--agent-args", "--fps 15 --no-pressure"])
+                           "--skew", "1=+3.2s,+50ppm", "--skew", "2=-1.5s,-50ppm", "--agent-args", "--fps 15 --no-pressure",
+                           "--setting", "cpu_latency_us=0"])
+            // --setting reaches the coordinator and each agent as CAPFLEET_CPU_LATENCY_US.
+            let holding = "holding this host's CPU wake-up latency at 0 µs or less"
+            for name in ["coordinator", "agent-a1", "agent-a2"] {
+                #expect(try fleet.log(name).contains(holding), "\(name) holds no CPU latency request")
+            }
+            #expect(CPULatencyRequest.current() == 0)
 
             let nodes = try fleet.json(["nodes"])
             #expect(nodes.count == 2)
@@ -59,6 +66,7 @@ extension SecondLaneIntegrationTests {
                 return a2?["online"] as? Bool == true && a2?["sync"] as? String == "locked" && heard > restarted.timeIntervalSince1970
             }
             print("netns fleet: restarted agent locked again after \(relock) s")
+            #expect(try fleet.log("agent-a2").components(separatedBy: holding).count == 3, "the restarted agent keeps its settings")
 
             fleet.down()
             let left = try fleet.namespaces()
@@ -249,6 +257,11 @@ struct NetnsTestFleet {
             throw HarnessError("capfleet \(arguments.joined(separator: " ")) printed no JSON array: \(output)")
         }
         return parsed
+    }
+
+    /// What process `name` (coordinator, agent-a1, relay-a1, …) has logged so far.
+    func log(_ name: String) throws -> String {
+        try String(contentsOfFile: data + "/logs/\(name).log", encoding: .utf8)
     }
 
     /// This fleet's namespaces that exist now.
