@@ -102,7 +102,7 @@ struct EncodeBench: ParsableCommand {
         for cameras in 1...max(1, maxStreams) where !keepingUp.isEmpty {
             try fleet.ensureAgents(cameras)
             for codec in keepingUp {
-                let step = try fleet.record(seconds: seconds, encoding: TakeEncoding(codec: codec))
+                let step = try fleet.record(seconds: seconds, baselineSeconds: 0, encoding: TakeEncoding(codec: codec))
                 let shown = step
                 progress(String(format: "%7d  %-5@  %10.2f  %6d  %7d  %11.1f  %12.1f", cameras, codec.rawValue as NSString, shown.framesPerSecondPerStream,
                                 shown.frames, shown.dropped, shown.megabytesPerSecond, shown.cpuPercent / Double(cameras)))

@@ -31,15 +31,16 @@ struct RecordBench: ParsableCommand {
         let fleet = try RecordBenchFleet(store: store)
         let name = store == .agent ? "on each agent's disk (--store agent)" : "by the coordinator (--store coordinator)"
         print("\n== recording 1920x1080 YUYV at 30 fps per stream, written \(name), \(fmt(seconds)) s per step; files in \(store == .agent ? fleet.fleet.directory + "/recN/recordings" : fleet.recordings)")
-        print("streams  fps/stream  frames  dropped  MB/s written  CPU %/stream  coordinator CPU %/stream  coordinator RSS MiB  stored after stop")
+        print("streams  fps/stream  frames  dropped  MB/s written  CPU %/stream  coordinator CPU %/stream (not recording, all)  coordinator RSS MiB  stored after stop")
         var best: (streams: Int, row: RecordBenchFleet.Step)?
         var single: RecordBenchFleet.Step?
         var kept: String?
         for streams in 1...max(1, maxStreams) {
             try fleet.ensureAgents(streams)
             let step = try fleet.record(seconds: seconds)
-            print(String(format: "%7d  %10.2f  %6d  %7d  %12.1f  %12.1f  %24.2f  %19.1f  %15.1f s", streams, step.framesPerSecondPerStream, step.frames,
+            print(String(format: "%7d  %10.2f  %6d  %7d  %12.1f  %12.1f  %24.2f (%5.2f)  %19.1f  %15.1f s", streams, step.framesPerSecondPerStream, step.frames,
                          step.dropped, step.megabytesPerSecond, step.cpuPercent / Double(streams), step.coordinatorCPUPercent / Double(streams),
+                         step.coordinatorIdleCPUPercent,
                          step.coordinatorResidentMegabytes, step.backlogSeconds))
             if streams == 1 { single = step }
             let good = step.dropped == 0 && step.framesPerSecondPerStream >= 29 && step.backlogSeconds < 3
@@ -113,9 +114,15 @@ struct RecordBench: ParsableCommand {
         defer { fleet.stop() }
         let best = coordinator.best
         let agent = agents.best
-        print(String(format: "\nagent-held vs coordinator-written takes: %d vs %d streams of 1080p30 without drops; coordinator CPU per recorded camera %.2f %% vs %.2f %% of a core (goal ≤ 1 %% on the agents)",
-                     agent.streams, best.streams, agent.row.coordinatorCPUPercent / Double(agent.streams),
-                     best.row.coordinatorCPUPercent / Double(best.streams)))
+        // Per recorded camera: what recording adds to the coordinator's CPU over the same cameras
+        // not recording (measured just before each take), and that whole CPU as it was.
+        func added(_ row: RecordBenchFleet.Step, _ streams: Int) -> Double { (row.coordinatorCPUPercent - row.coordinatorIdleCPUPercent) / Double(streams) }
+        print(String(format: "\nagent-held vs coordinator-written takes: %d vs %d streams of 1080p30 without drops; coordinator CPU per recorded camera %.2f %% vs %.2f %% of a core (goal ≤ 1 %% on the agents), recording's own share over the same cameras not recording; ratio %.3f",
+                     agent.streams, best.streams, added(agent.row, agent.streams), added(best.row, best.streams),
+                     added(best.row, best.streams) > 0 ? added(agent.row, agent.streams) / added(best.row, best.streams) : 0))
+        print(String(format: "  (the coordinator's whole CPU while recording, per camera: %.2f %% vs %.2f %%; with the same cameras not recording: %.2f %% vs %.2f %% in all)",
+                     agent.row.coordinatorCPUPercent / Double(agent.streams), best.row.coordinatorCPUPercent / Double(best.streams),
+                     agent.row.coordinatorIdleCPUPercent, best.row.coordinatorIdleCPUPercent))
 
         print("\n== coordinator memory over \(fmt(sustainedSeconds)) s of recording \(best.streams) stream(s) (consecutive 30 s takes, each deleted after)")
         let samples = try fleet.sustained(seconds: sustainedSeconds, takeSeconds: 30)

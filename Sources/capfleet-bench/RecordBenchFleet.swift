@@ -19,6 +19,10 @@ final class RecordBenchFleet {
         var cpuPercent: Double
         /// The coordinator's own share of `cpuPercent`.
         var coordinatorCPUPercent: Double
+        /// The coordinator's CPU just before the take, with the same cameras running and
+        /// nothing recorded (heartbeats, status, clock probes, previews): the baseline that
+        /// `coordinatorCPUPercent` less it is the recording's own cost.
+        var coordinatorIdleCPUPercent: Double
         var coordinatorResidentMegabytes: Double
         var segmentSizes: [Int64]
         /// Seconds from the stop to every part stored: the backlog the coordinator had.
@@ -85,10 +89,19 @@ final class RecordBenchFleet {
         }
     }
 
-    /// One take of every online camera for `seconds`, stored as `encoding` says.
-    func record(seconds: Double, encoding: TakeEncoding = .raw) throws -> Step {
+    /// One take of every online camera for `seconds`, stored as `encoding` says, after
+    /// `baselineSeconds` of the same cameras not recording.
+    func record(seconds: Double, baselineSeconds: Double = 5, encoding: TakeEncoding = .raw) throws -> Step {
         let devices = try call(.listDevices(.init())).devices.filter(\.online).map(\.deviceID)
         let pids = [coordinator.processIdentifier] + agents.map(\.processIdentifier)
+        var idle = 0.0
+        if baselineSeconds > 0 {
+            let idleBefore = TelemetryBenchFleet.cpuNanoseconds(pid: coordinator.processIdentifier)
+            let idleWallBefore = MonotonicTime.now()
+            Thread.sleep(forTimeInterval: baselineSeconds)
+            idle = Double(TelemetryBenchFleet.cpuNanoseconds(pid: coordinator.processIdentifier) &- idleBefore) / 1e9
+                / (Double(MonotonicTime.now() - idleWallBefore) / 1e9) * 100
+        }
         let take = try call(.startRecording(.with {
             $0.deviceIds = devices
             $0.name = "bench \(devices.count)"
@@ -117,7 +130,7 @@ final class RecordBenchFleet {
         let incomplete = shown.devices.contains { $0.state != "stopped" }
         return Step(takeID: take.id, frames: frames, dropped: dropped + (incomplete ? 1 : 0),
                     framesPerSecondPerStream: perStream.min() ?? 0, megabytesPerSecond: Double(bytes) / 1e6 / max(span, 0.001),
-                    cpuPercent: cpu, coordinatorCPUPercent: used[0], coordinatorResidentMegabytes: resident, segmentSizes: shown.segments.map { Int64($0.sizeBytes) },
+                    cpuPercent: cpu, coordinatorCPUPercent: used[0], coordinatorIdleCPUPercent: idle, coordinatorResidentMegabytes: resident, segmentSizes: shown.segments.map { Int64($0.sizeBytes) },
                     backlogSeconds: backlog)
     }
 
