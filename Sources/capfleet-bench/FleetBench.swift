@@ -40,9 +40,9 @@ struct FleetBench: ParsableCommand {
         let coordinator = try fleet.startCoordinator(arguments: ["--log-level", "error"])
         let client = try OperatorClient(address: fleet.operatorAddress, credential: credential, timeout: 60)
         print("== fleet: agents with one 320x240 YUYV camera at 1 fps each, on one coordinator (steps \(sizes.map(String.init).joined(separator: ", ")))")
-        print("agents  online after   who_am_i (baseline)   devices listing   per device   nodes listing   per node")
+        print("agents  online after   who_am_i (baseline)   devices listing   per device   nodes listing   per node   devices with formats (--json)")
         var started = 0
-        var rows: [(agents: Int, devicesMs: Double, nodesMs: Double, baselineMs: Double)] = []
+        var rows: [(agents: Int, devicesMs: Double, nodesMs: Double, baselineMs: Double, formatsMs: Double)] = []
         for size in sizes {
             let stepStart = Date()
             while started < size {
@@ -61,9 +61,11 @@ struct FleetBench: ParsableCommand {
             let baselineMs = try median(repeats) { _ = try client.call(.whoAmI(.init())) }
             let devicesMs = try median(repeats) { _ = try client.call(.listDevices(.init())) }
             let nodesMs = try median(repeats) { _ = try client.call(.listNodes(.init())) }
-            rows.append((size, devicesMs, nodesMs, baselineMs))
-            print(String(format: "%6d  %9.1f s   %15.1f ms   %11.1f ms   %7.3f ms   %9.1f ms   %6.3f ms",
-                         size, online, baselineMs, devicesMs, devicesMs / Double(size), nodesMs, nodesMs / Double(size)))
+            // What `capfleet devices --json` asks: every device with its whole format list.
+            let formatsMs = try median(repeats) { _ = try client.call(.listDevices(.with { $0.withFormats = true })) }
+            rows.append((size, devicesMs, nodesMs, baselineMs, formatsMs))
+            print(String(format: "%6d  %9.1f s   %15.1f ms   %11.1f ms   %7.3f ms   %9.1f ms   %6.3f ms   %18.1f ms",
+                         size, online, baselineMs, devicesMs, devicesMs / Double(size), nodesMs, nodesMs / Double(size), formatsMs))
         }
         if let first = rows.first, let last = rows.last, rows.count > 1 {
             let growth = Double(last.agents) / Double(first.agents)
@@ -71,6 +73,22 @@ struct FleetBench: ParsableCommand {
                          last.devicesMs, last.agents, last.devicesMs / max(last.baselineMs, 0.001), last.baselineMs,
                          last.devicesMs / first.devicesMs, growth, growth,
                          (last.devicesMs / Double(last.agents)) / (first.devicesMs / Double(first.agents))))
+        }
+        if let last = rows.last {
+            // The whole commands, as a user runs them: a process each (start, key, CURVE
+            // handshake, request, JSON out), on this machine with every agent running beside it.
+            let path = try fleet.credential(for: "bench", role: "admin")
+            func command(_ arguments: [String]) throws -> Double {
+                try median(3) {
+                    let result = try fleet.run(arguments + ["--json", "--coordinator", fleet.operatorAddress.description, "--credential", path, "--timeout", "30"])
+                    guard result.status == 0 else { throw BenchFailure("capfleet \(arguments.joined(separator: " ")) failed: \(result.error)") }
+                }
+            }
+            let whoAmI = try command(["whoami"])
+            let nodes = try command(["nodes"])
+            let devices = try command(["devices"])
+            print(String(format: "whole commands at %d devices (a process each; median of 3): capfleet whoami --json %.0f ms (the baseline), nodes --json %.0f ms, devices --json %.0f ms (target < 300 ms); the coordinator's answers to them %.1f and %.1f ms",
+                         last.agents, whoAmI, nodes, devices, last.nodesMs, last.formatsMs))
         }
         // Each agent probes at its own pace until its clock window is half full (about two
         // minutes after it joined), then at the pace the coordinator's budget gives a fleet this size.
