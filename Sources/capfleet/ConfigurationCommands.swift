@@ -170,6 +170,9 @@ struct LockCommand: ParsableCommand {
 
     func run() throws {
         let client = try coordinator.client()
+        // Armed before the lease is taken: a Ctrl-C that arrives as the lease appears still ends
+        // the session, instead of killing the process and leaving the lease to time out.
+        let stop = hold ? SessionHolder.StopSignal() : nil
         if hold {
             client.sessionID = "session-" + UUID().uuidString.lowercased()
             client.sessionTimeoutMilliseconds = 10_000
@@ -187,8 +190,8 @@ struct LockCommand: ParsableCommand {
                 + (hold ? "; held while this runs (Ctrl-C releases it)" : ""))
         }
         fflush(nil)
-        guard hold else { return }
-        try SessionHolder(client: client, device: device, seconds: seconds).run()
+        guard let stop else { return }
+        try SessionHolder(client: client, device: device, seconds: seconds).run(until: stop)
     }
 }
 
@@ -199,17 +202,26 @@ struct SessionHolder {
     let device: String
     let seconds: UInt32
 
-    func run() throws {
-        signal(SIGINT, SIG_IGN)
-        signal(SIGTERM, SIG_IGN)
-        let signals = [SIGINT, SIGTERM].map { number in
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.resume()
-            return source
+    /// SIGINT and SIGTERM, turned from "die" into a semaphore the session waits on.
+    final class StopSignal {
+        let semaphore = DispatchSemaphore(value: 0)
+        private let sources: [any DispatchSourceSignal]
+
+        init() {
+            signal(SIGINT, SIG_IGN)
+            signal(SIGTERM, SIG_IGN)
+            let semaphore = semaphore
+            sources = [SIGINT, SIGTERM].map { number in
+                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+                source.setEventHandler { semaphore.signal() }
+                source.resume()
+                return source
+            }
         }
-        let stop = DispatchSemaphore(value: 0)
-        for source in signals { source.setEventHandler { stop.signal() } }
-        while stop.wait(timeout: .now() + 2) == .timedOut {
+    }
+
+    func run(until stop: StopSignal) throws {
+        while stop.semaphore.wait(timeout: .now() + 2) == .timedOut {
             do {
                 _ = try client.call(.lockDevice(.with { $0.deviceID = device; $0.seconds = seconds }))
             } catch {
@@ -217,8 +229,12 @@ struct SessionHolder {
                 FileHandle.standardError.write(Data("capfleet lock: cannot renew the lease on \(device): \(error.description)\n".utf8))
             }
         }
-        _ = try? client.call(.endSession(.init()))
-        print("\(device): lease released")
+        do {
+            _ = try client.call(.endSession(.init()))
+            print("\(device): lease released")
+        } catch {
+            throw CLIFailure("could not end the session, so the lease on \(device) stays until the coordinator notices the silence (10 s): \(error.description)")
+        }
     }
 }
 
