@@ -57,11 +57,21 @@ public enum EnrollmentViews {
             revokedUnixMs = info.revokedUnixMs
             enrollments = info.enrollments.map { Use(number: $0.number, nodeId: $0.nodeID, nodeName: $0.nodeName, unixMs: $0.unixMs) }
         }
+
+        enum CodingKeys: String, CodingKey {
+            case tokenKey = "token_key", name, namePrefix = "name_prefix", state, createdBy = "created_by",
+                 revokedBy = "revoked_by", uses, used, remaining, createdUnixMs = "created_unix_ms",
+                 expiresUnixMs = "expires_unix_ms", revokedUnixMs = "revoked_unix_ms", enrollments
+        }
     }
 
     public struct Use: Encodable {
         var number: UInt32
         var nodeId, nodeName: String
         var unixMs: Int64
+
+        enum CodingKeys: String, CodingKey {
+            case number, nodeId = "node_id", nodeName = "node_name", unixMs = "unix_ms"
+        }
     }
 }

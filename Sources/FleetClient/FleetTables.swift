@@ -5,21 +5,27 @@ import Foundation
 /// How operator listings are shown: aligned text tables for people, JSON for programs.
 public enum FleetTables {
     /// Pretty, key-sorted JSON of a listing (see JSONViews for the field names).
-    public static func json(_ value: some Encodable) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        guard let data = try? encoder.encode(value) else { return "[]" }
-        return String(decoding: data, as: UTF8.self)
+    ///
+    /// The views spell their snake_case names in CodingKeys rather than through the encoder's
+    /// `convertToSnakeCase`, which converts every key of every object again: at 200 devices with
+    /// 40 formats each that took 0.19 s of a 0.26 s encode.
+    public static func json(_ value: some Encodable) throws(JSONOutputError) -> String {
+        try encode(value, formatting: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
     }
 
     /// One compact JSON object on one line (JSON lines, for streams).
-    public static func jsonLine(_ value: some Encodable) -> String {
+    public static func jsonLine(_ value: some Encodable) throws(JSONOutputError) -> String {
+        try encode(value, formatting: [.sortedKeys, .withoutEscapingSlashes])
+    }
+
+    private static func encode(_ value: some Encodable, formatting: JSONEncoder.OutputFormatting) throws(JSONOutputError) -> String {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        guard let data = try? encoder.encode(value) else { return "{}" }
-        return String(decoding: data, as: UTF8.self)
+        encoder.outputFormatting = formatting
+        do {
+            return String(decoding: try encoder.encode(value), as: UTF8.self)
+        } catch {
+            throw JSONOutputError(type: String(describing: type(of: value)), underlying: String(describing: error))
+        }
     }
 
     public static func table(_ header: [String], _ rows: [[String]]) -> String {
@@ -288,5 +294,16 @@ public enum FleetTables {
         case ..<7200: return "\(Int(seconds / 60))m ago"
         default: return "\(Int(seconds / 3600))h ago"
         }
+    }
+}
+
+/// A listing that JSON cannot carry (a number that is not finite, say): the command says which
+/// view failed and why instead of printing an empty list that looks like an empty fleet.
+public struct JSONOutputError: Error, CustomStringConvertible {
+    public let type: String
+    public let underlying: String
+
+    public var description: String {
+        "cannot write \(type) as JSON: \(underlying); the text output (without --json) still shows it, and this is a bug to report"
     }
 }

@@ -15,6 +15,11 @@ public enum JSONViews {
             address = node.address; online = node.online; revoked = node.revoked; deviceCount = node.deviceCount
             firstSeenUnixMs = node.firstSeenUnixMs; lastSeenUnixMs = node.lastSeenUnixMs
         }
+
+        enum CodingKeys: String, CodingKey {
+            case nodeId = "node_id", name, hostname, softwareVersion = "software_version", address, online, revoked,
+                 deviceCount = "device_count", firstSeenUnixMs = "first_seen_unix_ms", lastSeenUnixMs = "last_seen_unix_ms"
+        }
     }
 
     /// A node's clock against fleet time, nanoseconds and ppm (proto-docs/clock.md).
@@ -38,6 +43,12 @@ public enum JSONViews {
             uncertaintyNs = clock.uncertaintyNs; roundTripNs = clock.roundTripNs
             coordinatorId = clock.coordinatorID; reportedUnixMs = clock.reportedUnixMs
         }
+
+        enum CodingKeys: String, CodingKey {
+            case nodeId = "node_id", name, online, sync, offsetNs = "offset_ns", wallClockOffsetNs = "wall_clock_offset_ns",
+                 driftPpm = "drift_ppm", uncertaintyNs = "uncertainty_ns", roundTripNs = "round_trip_ns",
+                 coordinatorId = "coordinator_id", reportedUnixMs = "reported_unix_ms"
+        }
     }
 
     /// A sync check: each device's first frame at or after the time asked for (ns).
@@ -50,6 +61,11 @@ public enum JSONViews {
             /// How long after the time asked for the frame was captured.
             var afterNs: UInt64?
             var frameRate: Double?
+
+            enum CodingKeys: String, CodingKey {
+                case deviceId = "device_id", nodeId = "node_id", ok, error, sequence, fleetTimeNs = "fleet_time_ns",
+                     uncertaintyNs = "uncertainty_ns", afterNs = "after_ns", frameRate = "frame_rate"
+            }
         }
         var atFleetTimeNs, spreadNs, uncertaintyNs: UInt64
         var entries: [Entry]
@@ -63,6 +79,10 @@ public enum JSONViews {
                              uncertaintyNs: frame?.uncertaintyNs, afterNs: frame.map { $0.fleetTimeNs &- result.atFleetTimeNs },
                              frameRate: frame?.frameRate)
             }
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case atFleetTimeNs = "at_fleet_time_ns", spreadNs = "spread_ns", uncertaintyNs = "uncertainty_ns", entries
         }
     }
 
@@ -79,6 +99,10 @@ public enum JSONViews {
             reason = record.reason
             deviceId = record.deviceID
         }
+
+        enum CodingKeys: String, CodingKey {
+            case unixMs = "unix_ms", actor, action, from, to, reason, deviceId = "device_id"
+        }
     }
 
     public struct Operator: Encodable {
@@ -92,10 +116,18 @@ public enum JSONViews {
             addedBy = info.addedBy
             addedUnixMs = info.addedUnixMs
         }
+
+        enum CodingKeys: String, CodingKey {
+            case name, role, publicKey = "public_key", addedBy = "added_by", addedUnixMs = "added_unix_ms"
+        }
     }
 
     public struct FrameRate: Encodable {
         var minFps, maxFps: Double
+
+        enum CodingKeys: String, CodingKey {
+            case minFps = "min_fps", maxFps = "max_fps"
+        }
     }
 
     public struct Format: Encodable {
@@ -119,7 +151,9 @@ public enum JSONViews {
 
         // Unknown optics are written as null rather than left out.
         enum CodingKeys: String, CodingKey {
-            case pixelFormat, width, height, frameRateRanges, fieldOfViewDegrees, maxZoomFactor, upscaleThresholdZoomFactor, binned, bitDepth
+            case pixelFormat = "pixel_format", width, height, frameRateRanges = "frame_rate_ranges",
+                 fieldOfViewDegrees = "field_of_view_degrees", maxZoomFactor = "max_zoom_factor",
+                 upscaleThresholdZoomFactor = "upscale_threshold_zoom_factor", binned, bitDepth = "bit_depth"
         }
 
         public func encode(to encoder: any Encoder) throws {
@@ -183,6 +217,16 @@ public enum JSONViews {
             leaseExpiresUnixMs = device.leaseHolder.isEmpty ? nil : device.leaseExpiresUnixMs
             self.formats = formats.map { $0.map(Format.init) }
         }
+
+        enum CodingKeys: String, CodingKey {
+            case deviceId = "device_id", nodeId = "node_id", name, driver, kind, online, activeFormat = "active_format",
+                 activeFrameRate = "active_frame_rate", formatCount = "format_count",
+                 activeMinFrameRate = "active_min_frame_rate", leaseHolder = "lease_holder",
+                 leaseExpiresUnixMs = "lease_expires_unix_ms", interruption, zoomFactor = "zoom_factor", focus,
+                 dropRecovery = "drop_recovery", pressurePolicy = "pressure_policy", consent, consentReason = "consent_reason",
+                 recording, realFrames = "real_frames", liveConsumers = "live_consumers", liveFlow = "live_flow", alignment,
+                 formats
+        }
     }
 
     /// A device's captures against the fleet-time grid (proto-docs/clock.md, "Frame alignment"):
@@ -199,7 +243,7 @@ public enum JSONViews {
             gridOriginFleetNs = on ? alignment.gridOriginFleetNs : nil
         }
 
-        enum CodingKeys: String, CodingKey { case state, phaseNs, gridOriginFleetNs }
+        enum CodingKeys: String, CodingKey { case state, phaseNs = "phase_ns", gridOriginFleetNs = "grid_origin_fleet_ns" }
 
         public func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
@@ -216,6 +260,10 @@ public enum JSONViews {
         init(_ interruption: Interruption) {
             reason = interruption.reason.rawValue; message = interruption.message; sinceUnixMs = interruption.sinceUnixMilliseconds
         }
+
+        enum CodingKeys: String, CodingKey {
+            case reason, message, sinceUnixMs = "since_unix_ms"
+        }
     }
 
     public struct FocusView: Encodable {
@@ -230,6 +278,10 @@ public enum JSONViews {
             mode = focus.mode.rawValue; lensPosition = focus.lensPosition; adjusting = focus.isAdjusting
             pointOfInterest = [focus.pointOfInterest.x, focus.pointOfInterest.y]; range = focus.rangeRestriction.rawValue; smooth = focus.smoothFocus
         }
+
+        enum CodingKeys: String, CodingKey {
+            case mode, lensPosition = "lens_position", adjusting, pointOfInterest = "point_of_interest", range, smooth
+        }
     }
 
     public struct DropRecoveryView: Encodable {
@@ -240,6 +292,10 @@ public enum JSONViews {
         init(_ policy: DropRecoveryPolicy) {
             enabled = policy.isEnabled; minimumFps = policy.minimumFramesPerSecond; lateDropShare = policy.lateDropShare
             quietSeconds = policy.quietIntervalsToRestore
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case enabled, minimumFps = "minimum_fps", lateDropShare = "late_drop_share", quietSeconds = "quiet_seconds"
         }
     }
 
@@ -253,6 +309,10 @@ public enum JSONViews {
         init(_ wire: Capfleet_V1_PressurePolicy) {
             let policy = PressurePolicy(wire: wire)
             enabled = policy.isEnabled; level = policy.level.description; frameRate = policy.frameRate; active = wire.active
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case enabled, level, frameRate = "frame_rate", active
         }
     }
 
@@ -270,6 +330,11 @@ public enum JSONViews {
             minimum = control.minimum; maximum = control.maximum; defaultValue = control.defaultValue; step = control.step
             value = control.value; readOnly = control.isReadOnly; inactive = control.isInactive
             menu = control.menu.isEmpty ? nil : Dictionary(control.menu.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first })
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case id, key, name, type, minimum, maximum, defaultValue = "default_value", step, value, menu,
+                 readOnly = "read_only", inactive
         }
     }
 
@@ -292,6 +357,11 @@ public enum JSONViews {
             cropBounds = description.crop.map { [$0.bounds.left, $0.bounds.top, $0.bounds.width, $0.bounds.height] }
             cropDefault = description.crop.map { [$0.defaultRectangle.left, $0.defaultRectangle.top, $0.defaultRectangle.width, $0.defaultRectangle.height] }
             focusCapabilities = description.focus.isSupported ? description.focus.summary.components(separatedBy: "; ") : []
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case device, devicePath = "device_path", identitySource = "identity_source", controls, cropBounds = "crop_bounds",
+                 cropDefault = "crop_default", focusCapabilities = "focus_capabilities"
         }
     }
 
@@ -319,10 +389,22 @@ public enum JSONViews {
             underVoltage = report?.underVoltage ?? false; throttled = report?.throttled ?? false
             dropRate = report?.dropRate ?? 0; sendQueueFill = report?.sendQueueFill ?? 0
         }
+
+        enum CodingKeys: String, CodingKey {
+            case nodeId = "node_id", name, level, online, factors, cpuStallPercent = "cpu_stall_percent",
+                 memoryStallPercent = "memory_stall_percent", ioStallPercent = "io_stall_percent",
+                 hottestCelsius = "hottest_celsius", batteryPercent = "battery_percent", lowestDiskFree = "lowest_disk_free",
+                 hottestZone = "hottest_zone", underVoltage = "under_voltage", throttled, dropRate = "drop_rate",
+                 sendQueueFill = "send_queue_fill"
+        }
     }
 
     public struct Drops: Encodable {
         var late, outOfBuffers, discontinuity, encoderLate: UInt64
+
+        enum CodingKeys: String, CodingKey {
+            case late, outOfBuffers = "out_of_buffers", discontinuity, encoderLate = "encoder_late"
+        }
     }
 
     public struct DeviceStats: Encodable {
@@ -367,6 +449,16 @@ public enum JSONViews {
                           encoderLate: status.drops.encoderLate)
             lastFrameUnixMs = status.lastFrameUnixMs
         }
+
+        enum CodingKeys: String, CodingKey {
+            case deviceId = "device_id", nodeId = "node_id", pixelFormat = "pixel_format", online, streaming,
+                 framesCaptured = "frames_captured", bytesCaptured = "bytes_captured", framesReceived = "frames_received",
+                 bytesReceived = "bytes_received", lastSequence = "last_sequence", framesPerSecond = "frames_per_second",
+                 bytesPerSecond = "bytes_per_second", liveConsumers = "live_consumers", liveFlow = "live_flow",
+                 liveFramesSent = "live_frames_sent", width, height, drops, lastFrameUnixMs = "last_frame_unix_ms", interruption,
+                 zoomFactor = "zoom_factor", alignment, trouble, previewsReceived = "previews_received",
+                 previewsPerSecond = "previews_per_second", lastPreviewUnixMs = "last_preview_unix_ms"
+        }
     }
 
     public struct Rejection: Encodable {
@@ -375,6 +467,10 @@ public enum JSONViews {
 
         public init(_ rejection: Capfleet_V1_RejectionCount) {
             endpoint = rejection.endpoint; reason = rejection.reason; count = rejection.count
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case endpoint, reason, count
         }
     }
 }

@@ -20,6 +20,14 @@ public enum RecordingViews {
             var codec: String
             var encoder: String?
             var sourceFormat: String?
+
+            enum CodingKeys: String, CodingKey {
+                case deviceId = "device_id", nodeId = "node_id", state, format, frameRate = "frame_rate",
+                     firstFleetNs = "first_fleet_ns", lastFleetNs = "last_fleet_ns", firstSequence = "first_sequence",
+                     lastSequence = "last_sequence", frames, bytes, drops, segments, endReason = "end_reason",
+                     withheldFrames = "withheld_frames", nodeOnline = "node_online", codec, encoder,
+                     sourceFormat = "source_format"
+            }
         }
         struct Segment: Encodable {
             var deviceId: String
@@ -32,11 +40,22 @@ public enum RecordingViews {
             var nodeOnline: Bool
             var collectedPath: String?
             var drops: [String: UInt64]
+
+            enum CodingKeys: String, CodingKey {
+                case deviceId = "device_id", number, path, state, sha256, sizeBytes = "size_bytes", frames,
+                     firstFleetNs = "first_fleet_ns", lastFleetNs = "last_fleet_ns", firstSequence = "first_sequence",
+                     lastSequence = "last_sequence", location, nodeOnline = "node_online", collectedPath = "collected_path",
+                     drops
+            }
         }
         struct Event: Encodable {
             var deviceId: String?
             var fleetNs: UInt64
             var kind, detail: String
+
+            enum CodingKeys: String, CodingKey {
+                case deviceId = "device_id", fleetNs = "fleet_ns", kind, detail
+            }
         }
         var id, name, state, directory, createdBy: String
         var error: String?
@@ -100,6 +119,13 @@ public enum RecordingViews {
                 }
                 events = take.events.map { Event(deviceId: $0.deviceID.isEmpty ? nil : $0.deviceID, fleetNs: $0.fleetNs, kind: $0.kind, detail: $0.detail) }
             }
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case id, name, state, directory, createdBy = "created_by", error, startFleetNs = "start_fleet_ns",
+                 stopFleetNs = "stop_fleet_ns", createdUnixMs = "created_unix_ms", startSpreadNs = "start_spread_ns", frames,
+                 bytes, sizeBytes = "size_bytes", store, agentHeldBytes = "agent_held_bytes", collectedBytes = "collected_bytes",
+                 collectError = "collect_error", codec, quality, bitrate, gop, devices, segments, events
         }
     }
 

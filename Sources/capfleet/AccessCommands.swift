@@ -35,7 +35,7 @@ struct WhoAmICommand: ParsableCommand {
     func run() throws {
         let you = try coordinator.call(.whoAmI(.init())).reply.you
         if json {
-            print(FleetTables.json(JSONViews.Operator(you)))
+            print(try FleetTables.json(JSONViews.Operator(you)))
         } else {
             print("\(you.name) (\(OperatorRole(wire: you.role)?.rawValue ?? "no role")), key \(you.publicKey)")
         }
@@ -117,7 +117,7 @@ struct OperatorCommand: AsyncParsableCommand {
         func run() throws {
             let operators = try coordinator.call(.listOperators(.init())).reply.operators
             if json {
-                print(FleetTables.json(operators.map(JSONViews.Operator.init)))
+                print(try FleetTables.json(operators.map(JSONViews.Operator.init)))
             } else {
                 print(FleetTables.operators(operators))
             }

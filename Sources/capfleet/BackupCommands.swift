@@ -27,7 +27,7 @@ struct BackupCommand: ParsableCommand {
         let snapshot = try coordinator.session().downloadBackup(to: destination, progress: progress.follow)
         let summary = try FleetDatabase.inspectBackup(at: destination)
         if json {
-            print(FleetTables.json(["path": destination, "bytes": String(snapshot.size), "sha256": snapshot.sha256,
+            print(try FleetTables.json(["path": destination, "bytes": String(snapshot.size), "sha256": snapshot.sha256,
                                     "schema_version": String(snapshot.schemaVersion), "taken_unix_ms": String(snapshot.takenUnixMs),
                                     "nodes": String(summary.nodes), "takes": String(summary.takes)]))
         } else {

@@ -21,7 +21,7 @@ struct SyncCheckCommand: ParsableCommand {
         let ahead = query.fromNowNs > 0 ? Double(query.fromNowNs) / 1e9 : query.atFleetTimeNs > 0 ? 60 : 1
         let result = try coordinator.call(.syncCheck(query), timeout: ahead + 5).reply.syncCheck
         if json {
-            print(FleetTables.json(JSONViews.SyncCheck(result)))
+            print(try FleetTables.json(JSONViews.SyncCheck(result)))
             return
         }
         print(FleetTables.syncCheck(result))

@@ -5,9 +5,9 @@ import FleetCore
 import FleetProtocol
 
 /// Prints the device as the coordinator reports it after a change.
-private func show(_ reply: Capfleet_V1_OperatorReply, json: Bool) {
+private func show(_ reply: Capfleet_V1_OperatorReply, json: Bool) throws {
     if json {
-        print(FleetTables.json(reply.devices.map { JSONViews.Device($0) }))
+        print(try FleetTables.json(reply.devices.map { JSONViews.Device($0) }))
     } else if let device = reply.devices.first {
         print("\(device.deviceID): \(VideoFormat(wire: device.activeFormat).label) at \(VideoFormat.trim(device.activeFrameRate)) fps")
     }
@@ -50,7 +50,7 @@ struct FormatCommand: ParsableCommand {
                 }
             }
         }
-        show(try coordinator.call(.changeFormat(request)).reply, json: json)
+        try show(try coordinator.call(.changeFormat(request)).reply, json: json)
     }
 
     static func parseSize(_ text: String) throws -> (width: Int, height: Int) {
@@ -72,7 +72,7 @@ struct PresetCommand: ParsableCommand {
     @Flag(help: "Print JSON.") var json = false
 
     func run() throws {
-        show(try coordinator.call(.changeFormat(.with { $0.deviceID = device; $0.preset = preset })).reply, json: json)
+        try show(try coordinator.call(.changeFormat(.with { $0.deviceID = device; $0.preset = preset })).reply, json: json)
     }
 }
 
@@ -99,7 +99,7 @@ struct FrameRateCommand: ParsableCommand {
             throw ValidationError("cannot read the rate \(rate): write frames per second (e.g. 30) or `default`")
         }
         if let min, min <= 0 { throw ValidationError("--min is a rate above 0") }
-        show(try coordinator.call(.changeFrameRate(.with {
+        try show(try coordinator.call(.changeFrameRate(.with {
             $0.deviceID = device
             $0.framesPerSecond = fps
             $0.minFramesPerSecond = min ?? 0
@@ -142,9 +142,14 @@ struct ZoomDeviceCommand: ParsableCommand {
                 var zoomFactor: Double
                 var zoomMethod: String
                 var upscaleThresholdZoomFactor: Double?
+
+                enum CodingKeys: String, CodingKey {
+                    case deviceId = "device_id", zoomFactor = "zoom_factor", zoomMethod = "zoom_method",
+                         upscaleThresholdZoomFactor = "upscale_threshold_zoom_factor"
+                }
             }
             let format = reply.devices.first?.activeFormat
-            print(FleetTables.json(View(deviceId: device, zoomFactor: reply.zoomFactor, zoomMethod: "\(reply.zoomMethod)",
+            print(try FleetTables.json(View(deviceId: device, zoomFactor: reply.zoomFactor, zoomMethod: "\(reply.zoomMethod)",
                                         upscaleThresholdZoomFactor: (format?.upscaleThresholdZoomFactor ?? 0) > 0 ? format?.upscaleThresholdZoomFactor : nil)))
         } else {
             let threshold = reply.devices.first?.activeFormat.upscaleThresholdZoomFactor ?? 0
@@ -184,7 +189,7 @@ struct LockCommand: ParsableCommand {
             throw CLIFailure(error.description)
         }
         if json {
-            print(FleetTables.json(reply.devices.map { JSONViews.Device($0) }))
+            print(try FleetTables.json(reply.devices.map { JSONViews.Device($0) }))
         } else if let info = reply.devices.first {
             print("\(device): locked for configuration by \(info.leaseHolder) until \(FleetTables.clock(info.leaseExpiresUnixMs))"
                 + (hold ? "; held while this runs (Ctrl-C releases it)" : ""))
@@ -282,7 +287,7 @@ struct FocusCommand: ParsableCommand {
         let reply = try coordinator.call(.changeFocus(request)).reply
         let focus = FocusState(wire: reply.focus)
         if json {
-            print(FleetTables.json(JSONViews.FocusView(focus)))
+            print(try FleetTables.json(JSONViews.FocusView(focus)))
         } else {
             let lens = focus.lensPosition.map { String(format: ", lens at %.2f", $0) } ?? ""
             print("\(device): focus \(focus.mode.rawValue)\(lens)\(focus.isAdjusting ? " (moving)" : "")")
@@ -360,7 +365,7 @@ struct PolicyCommand: ParsableCommand {
             said.append("pressure policy " + policy.summary + (reply.status.reason.isEmpty ? "" : " (\(reply.status.reason))"))
         }
         if json {
-            print(FleetTables.json(reply.devices.map { JSONViews.Device($0) }))
+            print(try FleetTables.json(reply.devices.map { JSONViews.Device($0) }))
         } else {
             print("\(device): " + said.joined(separator: "; "))
         }
@@ -376,7 +381,7 @@ struct UnlockCommand: ParsableCommand {
     func run() throws {
         let reply = try coordinator.call(.unlockDevice(.with { $0.deviceID = device })).reply
         if json {
-            print(FleetTables.json(reply.devices.map { JSONViews.Device($0) }))
+            print(try FleetTables.json(reply.devices.map { JSONViews.Device($0) }))
         } else {
             print("\(device): unlocked")
         }

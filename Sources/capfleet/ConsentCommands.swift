@@ -32,8 +32,12 @@ struct ConsentCommand: ParsableCommand {
                 struct View: Encodable {
                     var change: JSONViews.ConsentChange
                     var appliedByAgent: Bool
+
+                    enum CodingKeys: String, CodingKey {
+                        case change, appliedByAgent = "applied_by_agent"
+                    }
                 }
-                print(FleetTables.json(View(change: JSONViews.ConsentChange(record), appliedByAgent: reply.consentApplied)))
+                print(try FleetTables.json(View(change: JSONViews.ConsentChange(record), appliedByAgent: reply.consentApplied)))
                 return
             }
             let to = (ConsentState(wire: record.toState) ?? .notDetermined).rawValue.replacingOccurrences(of: "_", with: " ")
@@ -76,7 +80,7 @@ struct ConsentCommand: ParsableCommand {
 
         func run() throws {
             let records = try coordinator.call(.getConsentHistory(.with { $0.deviceID = device })).reply.consentHistory
-            print(json ? FleetTables.json(records.map(JSONViews.ConsentChange.init)) : FleetTables.consentHistory(records))
+            print(json ? try FleetTables.json(records.map(JSONViews.ConsentChange.init)) : FleetTables.consentHistory(records))
         }
     }
 }

@@ -103,7 +103,7 @@ struct EnrollCommand: AsyncParsableCommand {
             } else {
                 tokens = try coordinator.call(.listEnrollments(.with { $0.all = all })).reply.enrollmentTokens
             }
-            print(json ? FleetTables.json(tokens.map(EnrollmentViews.Token.init)) : EnrollmentViews.table(tokens, all: all))
+            print(json ? try FleetTables.json(tokens.map(EnrollmentViews.Token.init)) : EnrollmentViews.table(tokens, all: all))
         }
     }
 

@@ -47,7 +47,7 @@ struct EventsCommand: ParsableCommand {
                 throw CLIFailure(error.description)
             }
         }
-        for event in recent { print(line(event)) }
+        for event in recent { print(try line(event)) }
         fflush(nil)
         guard let subscriber else { return }
         let shown = Set(recent.map(Self.key))
@@ -57,7 +57,7 @@ struct EventsCommand: ParsableCommand {
                   let message = try? subscriber.receiveMultipart(dontWait: true), message.parts.count == 2,
                   let event = try? Capfleet_V1_FleetEvent(serializedBytes: message.parts[1].array) else { continue }
             guard !shown.contains(Self.key(event)) else { continue }
-            print(line(event))
+            print(try line(event))
             fflush(nil)
             followed += 1
         }
@@ -65,7 +65,7 @@ struct EventsCommand: ParsableCommand {
 
     static func key(_ event: Capfleet_V1_FleetEvent) -> String { "\(event.unixMs)|\(event.kind.rawValue)|\(event.nodeID)|\(event.deviceID)|\(event.message)" }
 
-    func line(_ event: Capfleet_V1_FleetEvent) -> String {
+    func line(_ event: Capfleet_V1_FleetEvent) throws -> String {
         if json {
             struct View: Encodable {
                 var unixMs: Int64
@@ -73,9 +73,13 @@ struct EventsCommand: ParsableCommand {
                 /// Alerts only: the rule that fired and how many like it were held back.
                 var alert: String?
                 var suppressed: UInt32?
+
+                enum CodingKeys: String, CodingKey {
+                    case unixMs = "unix_ms", kind, nodeId = "node_id", deviceId = "device_id", message, alert, suppressed
+                }
             }
             let isAlert = event.kind == .alert
-            return FleetTables.jsonLine(View(unixMs: event.unixMs, kind: event.kind.topicSuffix, nodeId: event.nodeID,
+            return try FleetTables.jsonLine(View(unixMs: event.unixMs, kind: event.kind.topicSuffix, nodeId: event.nodeID,
                                              deviceId: event.deviceID, message: event.message,
                                              alert: isAlert ? event.alert.name : nil, suppressed: isAlert ? event.suppressed : nil))
         }

@@ -58,7 +58,7 @@ struct NodesCommand: ParsableCommand {
 
         func run() throws {
             let nodes = try coordinator.call(.listNodes(.init())).reply.nodes
-            print(json ? FleetTables.json(nodes.map(JSONViews.Node.init)) : FleetTables.nodes(nodes))
+            print(json ? try FleetTables.json(nodes.map(JSONViews.Node.init)) : FleetTables.nodes(nodes))
         }
     }
 
@@ -83,7 +83,7 @@ struct ClockCommand: ParsableCommand {
 
     func run() throws {
         let nodes = try coordinator.call(.listNodes(.init())).reply.nodes
-        print(json ? FleetTables.json(nodes.map(JSONViews.Clock.init)) : FleetTables.clocks(nodes))
+        print(json ? try FleetTables.json(nodes.map(JSONViews.Clock.init)) : FleetTables.clocks(nodes))
     }
 }
 
@@ -105,7 +105,7 @@ struct DevicesCommand: ParsableCommand {
             let missing = devices.filter { $0.formats.isEmpty && $0.formatCount > 0 }
             let fetched = try session.callEach(missing.map { device in .getFormats(.with { $0.deviceID = device.deviceID }) })
             let formats = Dictionary(zip(missing.map(\.deviceID), fetched.map(\.formats)), uniquingKeysWith: { first, _ in first })
-            print(FleetTables.json(devices.map { JSONViews.Device($0, formats: formats[$0.deviceID] ?? $0.formats) }))
+            print(try FleetTables.json(devices.map { JSONViews.Device($0, formats: formats[$0.deviceID] ?? $0.formats) }))
         } else {
             print(FleetTables.devices(devices))
             let interrupted = FleetTables.interruptions(devices.map { ($0.deviceID, $0.interruption) })
@@ -125,7 +125,7 @@ struct DeviceCommand: ParsableCommand {
         guard let info = try coordinator.call(.getDevice(.with { $0.deviceID = device })).reply.devices.first else {
             throw CLIFailure("the coordinator sent no device \(device)")
         }
-        print(json ? FleetTables.json(JSONViews.DeviceDetails(info)) : FleetTables.details(info))
+        print(json ? try FleetTables.json(JSONViews.DeviceDetails(info)) : FleetTables.details(info))
     }
 }
 
@@ -137,7 +137,7 @@ struct FormatsCommand: ParsableCommand {
 
     func run() throws {
         let formats = try coordinator.call(.getFormats(.with { $0.deviceID = device })).reply.formats
-        print(json ? FleetTables.json(formats.map(JSONViews.Format.init)) : FleetTables.formats(formats))
+        print(json ? try FleetTables.json(formats.map(JSONViews.Format.init)) : FleetTables.formats(formats))
     }
 }
 
@@ -168,7 +168,7 @@ struct WatchCommand: ParsableCommand {
             let trouble = FleetTables.trouble(statuses, previous: previous, nodes: reply.nodeStats)
             previous = statuses
             if json {
-                print(FleetTables.json(statuses.map { JSONViews.DeviceStats($0, trouble: trouble[$0.deviceID] ?? []) }))
+                print(try FleetTables.json(statuses.map { JSONViews.DeviceStats($0, trouble: trouble[$0.deviceID] ?? []) }))
             } else {
                 // Clear the screen and home the cursor, like top(1).
                 if interactive { print("\u{1B}[2J\u{1B}[H", terminator: "") }
@@ -190,7 +190,7 @@ struct PressureCommand: ParsableCommand {
     func run() throws {
         let reply = try coordinator.call(.getFleetStats(.init())).reply
         if json {
-            print(FleetTables.json(reply.nodeStats.map { node in
+            print(try FleetTables.json(reply.nodeStats.map { node in
                 JSONViews.Pressure(node, report: reply.pressure.first { $0.nodeID == node.nodeID })
             }))
         } else {
@@ -256,9 +256,17 @@ struct SnapshotCommand: ParsableCommand {
                 /// With --preview: it is the device's latest preview, this old when the coordinator answered.
                 var preview: Bool
                 var previewAgeMs: UInt64?
+
+                enum CodingKeys: String, CodingKey {
+                    case deviceId = "device_id", nodeId = "node_id", pixelFormat = "pixel_format", sequence,
+                         captureMonotonicNs = "capture_monotonic_ns", payloadSize = "payload_size", width, height,
+                         zoomFactor = "zoom_factor", upscaled, consent, black, recording, fleetTimeNs = "fleet_time_ns",
+                         fleetTimeUncertaintyNs = "fleet_time_uncertainty_ns", stampedFrameNumber = "stamped_frame_number",
+                         output, preview, previewAgeMs = "preview_age_ms"
+                }
             }
             let timed = header.flags & UInt32(Capfleet_V1_FrameFlag.fleetTimeValid.rawValue) != 0
-            print(FleetTables.json(View(deviceId: header.deviceID, nodeId: header.nodeID, pixelFormat: header.layout.pixelFormat,
+            print(try FleetTables.json(View(deviceId: header.deviceID, nodeId: header.nodeID, pixelFormat: header.layout.pixelFormat,
                                         sequence: header.sequence, captureMonotonicNs: header.captureMonotonicNs,
                                         payloadSize: header.payloadSize, width: header.layout.width, height: header.layout.height,
                                         zoomFactor: header.zoomFactor > 0 ? header.zoomFactor : 1,
@@ -287,7 +295,7 @@ struct IngestStatsCommand: ParsableCommand {
     func run() throws {
         let rejections = try coordinator.call(.getIngestStats(.init())).reply.rejections
         if json {
-            print(FleetTables.json(rejections.map(JSONViews.Rejection.init)))
+            print(try FleetTables.json(rejections.map(JSONViews.Rejection.init)))
         } else if rejections.isEmpty {
             print("no input has been rejected")
         } else {

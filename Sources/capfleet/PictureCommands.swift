@@ -111,14 +111,24 @@ struct ContactSheetCommand: ParsableCommand {
                 var x, y: Int
                 var previewAgeMs: UInt64?
                 var previewWidth, previewHeight: UInt32?
+
+                enum CodingKeys: String, CodingKey {
+                    case deviceId = "device_id", nodeId = "node_id", x, y, previewAgeMs = "preview_age_ms",
+                         previewWidth = "preview_width", previewHeight = "preview_height"
+                }
             }
             struct View: Encodable {
                 var output: String
                 var width, height, columns, rows, tileWidth, tileHeight, pictureHeight: Int
                 var tiles: [Tile]
+
+                enum CodingKeys: String, CodingKey {
+                    case output, width, height, columns, rows, tileWidth = "tile_width", tileHeight = "tile_height",
+                         pictureHeight = "picture_height", tiles
+                }
             }
             let layout = sheet.layout
-            print(FleetTables.json(View(
+            print(try FleetTables.json(View(
                 output: output, width: layout.width, height: layout.height, columns: layout.columns, rows: layout.rows,
                 tileWidth: layout.tileWidth, tileHeight: layout.tileHeight, pictureHeight: layout.pictureHeight,
                 tiles: devices.enumerated().map { index, device in

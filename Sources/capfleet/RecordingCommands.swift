@@ -81,7 +81,7 @@ struct RecordCommand: ParsableCommand {
                 throw CLIFailure("the coordinator started the take but did not describe it")
             }
             if json {
-                print(FleetTables.json(RecordingViews.Take(take)))
+                print(try FleetTables.json(RecordingViews.Take(take)))
             } else {
                 let where_ = take.store == "agent" ? "on each device's host" : "on the coordinator"
                 let how = TakeEncoding(wire: take.encoding).map { $0.codec == .raw ? "" : " as \($0.summary)" } ?? ""
@@ -111,7 +111,7 @@ struct RecordCommand: ParsableCommand {
                 throw CLIFailure("the coordinator did not describe the take it stopped")
             }
             if json {
-                print(FleetTables.json(RecordingViews.Take(stopped)))
+                print(try FleetTables.json(RecordingViews.Take(stopped)))
                 return
             }
             let uploading = stopped.devices.filter { $0.state != "stopped" && $0.state != "failed" }
@@ -170,7 +170,7 @@ struct RecordingsCommand: ParsableCommand {
             let progress = TransferProgressDisplay(label: "collect \(take)", json: json || noWait)
             let info = try coordinator.session().collectTake(take, wait: !noWait, progress: progress.follow)
             if json {
-                print(FleetTables.json(RecordingViews.Take(info, detailed: true)))
+                print(try FleetTables.json(RecordingViews.Take(info, detailed: true)))
             } else if noWait {
                 print("collecting take \(take): \(RecordingViews.bytes(info.agentHeldBytes)) on agents; follow it with capfleet recordings show \(take)")
             } else {
@@ -188,7 +188,7 @@ struct RecordingsCommand: ParsableCommand {
 
         func run() throws {
             let takes = try coordinator.call(.listRecordings(.init())).reply.takes
-            print(json ? FleetTables.json(takes.map { RecordingViews.Take($0) }) : RecordingViews.list(takes))
+            print(json ? try FleetTables.json(takes.map { RecordingViews.Take($0) }) : RecordingViews.list(takes))
         }
     }
 
@@ -203,7 +203,7 @@ struct RecordingsCommand: ParsableCommand {
             guard let info = try coordinator.call(.getRecording(.with { $0.takeID = take })).reply.takes.first else {
                 throw CLIFailure("the coordinator did not describe take \(take)")
             }
-            print(json ? FleetTables.json(RecordingViews.Take(info, detailed: true)) : RecordingViews.show(info))
+            print(json ? try FleetTables.json(RecordingViews.Take(info, detailed: true)) : RecordingViews.show(info))
         }
     }
 
@@ -228,7 +228,7 @@ struct RecordingsCommand: ParsableCommand {
             let exported = try session.exportTake(take, to: to, checksumPolls: Int(max(0, min(wait, 3600)) * 4),
                                                                 progress: progress.follow)
             if json {
-                print(FleetTables.json(["take": take, "files": exported.files.joined(separator: "\n"), "bytes": String(exported.bytes),
+                print(try FleetTables.json(["take": take, "files": exported.files.joined(separator: "\n"), "bytes": String(exported.bytes),
                                         "still_open": exported.stillOpen.joined(separator: "\n")]))
             } else {
                 print("exported \(exported.files.count) file(s), \(RecordingViews.bytes(exported.bytes)), to \(to); every SHA-256 matches the index")
@@ -253,6 +253,10 @@ struct RecordingsCommand: ParsableCommand {
             var segments: Int
             var frames: UInt64
             var problems: [String]
+
+            enum CodingKeys: String, CodingKey {
+                case take, ok, segments, frames, problems
+            }
         }
 
         func run() throws {
@@ -277,7 +281,7 @@ struct RecordingsCommand: ParsableCommand {
             progress.finish()
             let result = Result(take: take, ok: problems.isEmpty, segments: info.segments.count, frames: frames, problems: problems)
             if json {
-                print(FleetTables.json(result))
+                print(try FleetTables.json(result))
             } else if problems.isEmpty {
                 print("take \(take) verified: \(info.segments.count) segment(s), \(frames) frames; every frame accounted for, files match the index")
             } else {
