@@ -162,9 +162,13 @@ public enum JSONViews {
             try container.encode(width, forKey: .width)
             try container.encode(height, forKey: .height)
             try container.encode(frameRateRanges, forKey: .frameRateRanges)
-            try container.encode(fieldOfViewDegrees, forKey: .fieldOfViewDegrees)
+            // Unwrapped here: an Optional goes through the encoder's generic path, several type
+            // checks per value, and a fleet's listing holds thousands of formats.
+            if let fieldOfViewDegrees { try container.encode(fieldOfViewDegrees, forKey: .fieldOfViewDegrees) }
+            else { try container.encodeNil(forKey: .fieldOfViewDegrees) }
             try container.encode(maxZoomFactor, forKey: .maxZoomFactor)
-            try container.encode(upscaleThresholdZoomFactor, forKey: .upscaleThresholdZoomFactor)
+            if let upscaleThresholdZoomFactor { try container.encode(upscaleThresholdZoomFactor, forKey: .upscaleThresholdZoomFactor) }
+            else { try container.encodeNil(forKey: .upscaleThresholdZoomFactor) }
             try container.encode(binned, forKey: .binned)
             try container.encode(bitDepth, forKey: .bitDepth)
         }

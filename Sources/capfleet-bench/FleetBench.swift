@@ -74,21 +74,23 @@ struct FleetBench: ParsableCommand {
                          last.devicesMs / first.devicesMs, growth, growth,
                          (last.devicesMs / Double(last.agents)) / (first.devicesMs / Double(first.agents))))
         }
-        if let last = rows.last {
-            // The whole commands, as a user runs them: a process each (start, key, CURVE
-            // handshake, request, JSON out), on this machine with every agent running beside it.
-            let path = try fleet.credential(for: "bench", role: "admin")
-            func command(_ arguments: [String]) throws -> Double {
-                try median(3) {
-                    let result = try fleet.run(arguments + ["--json", "--coordinator", fleet.operatorAddress.description, "--credential", path, "--timeout", "30"])
-                    guard result.status == 0 else { throw BenchFailure("capfleet \(arguments.joined(separator: " ")) failed: \(result.error)") }
-                }
+        let path = try fleet.credential(for: "bench", role: "admin")
+        /// A whole command as a user runs it: a process each (start, key, CURVE handshake,
+        /// request, JSON out), median of 3 in ms, with its output.
+        func command(_ arguments: [String]) throws -> (ms: Double, output: String) {
+            var output = ""
+            let ms = try median(3) {
+                let result = try fleet.run(arguments + ["--json", "--coordinator", fleet.operatorAddress.description, "--credential", path, "--timeout", "30"])
+                guard result.status == 0 else { throw BenchFailure("capfleet \(arguments.joined(separator: " ")) failed: \(result.error)") }
+                output = result.output
             }
-            let whoAmI = try command(["whoami"])
-            let nodes = try command(["nodes"])
-            let devices = try command(["devices"])
-            print(String(format: "whole commands at %d devices (a process each; median of 3): capfleet whoami --json %.0f ms (the baseline), nodes --json %.0f ms, devices --json %.0f ms (target < 300 ms); the coordinator's answers to them %.1f and %.1f ms",
-                         last.agents, whoAmI, nodes, devices, last.nodesMs, last.formatsMs))
+            return (ms, output)
+        }
+        if let last = rows.last {
+            // On this machine with every agent running beside it.
+            let (whoAmI, nodes, devices) = (try command(["whoami"]).ms, try command(["nodes"]).ms, try command(["devices"]).ms)
+            print(String(format: "whole commands at %d devices with the %d agents on this machine (a process each; median of 3): capfleet whoami --json %.0f ms (the baseline), nodes --json %.0f ms, devices --json %.0f ms; the coordinator's answers to them %.1f and %.1f ms",
+                         last.agents, started, whoAmI, nodes, devices, last.nodesMs, last.formatsMs))
         }
         // Each agent probes at its own pace until its clock window is half full (about two
         // minutes after it joined), then at the pace the coordinator's budget gives a fleet this size.
@@ -141,6 +143,20 @@ struct FleetBench: ParsableCommand {
         // On one machine the agents share its cores with the coordinator: what they take is what the coordinator's answers wait behind.
         print(String(format: "the %d agent processes meanwhile: %.1f %% of one core, %.2f %% each (load average %@)",
                      agents.count, agentShare, agentShare / Double(max(agents.count, 1)), Self.loadAverage()))
+
+        // An operator's machine does not also run the fleet's agents: with them stopped, their
+        // devices (and formats) stay listed, offline, and the commands run on a quiet machine.
+        let agentChildren = fleet.children.filter { $0.processIdentifier != pid }
+        for child in agentChildren { Glibc.kill(child.processIdentifier, SIGTERM) }
+        for child in agentChildren { child.stop() }
+        Thread.sleep(forTimeInterval: 2)
+        let whoAmI = try command(["whoami"]).ms
+        let nodes = try command(["nodes"]).ms
+        let (devicesMs, listing) = try command(["devices"])
+        let listed = (try JSONSerialization.jsonObject(with: Data(listing.utf8)) as? [[String: Any]]) ?? []
+        let formats = listed.reduce(0) { $0 + (($1["formats"] as? [Any])?.count ?? 0) }
+        print(String(format: "whole commands with the agents stopped (%d devices, %d formats listed; load average %@): capfleet whoami --json %.0f ms (the baseline), nodes --json %.0f ms, devices --json %.0f ms (target < 300 ms at 200 devices), %.0f ms over the baseline",
+                     listed.count, formats, Self.loadAverage(), whoAmI, nodes, devicesMs, devicesMs - whoAmI))
     }
 
     /// The median of `count` timings of `body`, in milliseconds.
