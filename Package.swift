@@ -25,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
     targets: [
         // Thin C shims over Debian's libraries.
@@ -90,7 +91,10 @@ let package = Package(
         // HTTP on well-kept libraries: a Hummingbird server with a bound port and a graceful
         // stop, and local-only webhooks through AsyncHTTPClient.
         .target(name: "FleetHTTP", dependencies: [
+            "CCrypto",
             .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdTLS", package: "hummingbird"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),

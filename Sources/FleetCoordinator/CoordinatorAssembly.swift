@@ -138,8 +138,13 @@ struct CoordinatorAssembly: Sendable {
         try await leases.load()
         let reporter = TelemetryReporter(store: store, ingest: ingest, control: control, liveFlow: liveFlow, telemetry: telemetry, metrics: metrics,
                                          rejections: rejections, clockProbes: clock.statistics, alerts: alerts, clock: coordinatorClock, logger: logger)
+        // The HTTP port's server is bound before the operator handler exists (who_am_i tells
+        // its port); the dashboard reaches the handler once it does.
+        let lateOperators = LateBound<OperatorHandler>()
+        let dashboard = DashboardRoutes(store: store, operators: lateOperators, clock: coordinatorClock, rejections: rejections,
+                                        secureCookies: false, logger: logger)
         let metricsServer: WebServer? = if let port = configuration.metricsPort {
-            try await serveMetrics(metrics, configuration: configuration, port: port, logger: logger)
+            try await serveHTTP(metrics, dashboard: dashboard, configuration: configuration, port: port, logger: logger)
         } else {
             nil
         }
@@ -151,6 +156,7 @@ struct CoordinatorAssembly: Sendable {
             $0.operatorPort = port(operatorEndpoint.boundEndpoint)
             $0.telemetryPort = port(telemetry.boundEndpoint)
             $0.metricsPort = metricsServer.map { UInt32($0.port) } ?? 0
+            $0.httpPort = metricsServer.map { UInt32($0.port) } ?? 0
             $0.clockPort = port(clock.boundEndpoint)
             $0.recordPort = UInt32(recordEndpoint.boundPort)
             $0.livePort = ingest.liveEndpoint.map(port) ?? 0
@@ -160,6 +166,7 @@ struct CoordinatorAssembly: Sendable {
                                         coordinatorKey: keys.publicKey, fleetTime: fleetTime, clock: coordinatorClock, takes: takes,
                                         agentTakes: agentTakes, collections: collections,
                                         backups: DatabaseBackups(dataDirectory: configuration.dataDirectory, store: store, clock: coordinatorClock), logger: logger)
+        lateOperators.set(operators)
 
         // The shutdown order, read backwards: see the type's comment.
         let parts: [(any Service)?] = [
@@ -235,10 +242,13 @@ extension CoordinatorAssembly {
         }
     }
 
-    /// `/metrics` for Prometheus (HEAD too); anything else is 404 saying what is served.
-    static func serveMetrics(_ metrics: FleetMetrics, configuration: CoordinatorConfiguration, port: UInt16, logger: Logger) async throws -> WebServer {
+    /// The HTTP port: `/metrics` for Prometheus (HEAD too) and the web dashboard; anything
+    /// else is 404 saying what is served.
+    static func serveHTTP(_ metrics: FleetMetrics, dashboard: DashboardRoutes, configuration: CoordinatorConfiguration, port: UInt16,
+                          logger: Logger) async throws -> WebServer {
         let router = Router(options: .autoGenerateHeadEndpoints)
-        router.add(middleware: ExplainedNotFound("CaptureFleet serves Prometheus metrics at /metrics"))
+        router.add(middleware: ExplainedNotFound("CaptureFleet serves its dashboard at / and Prometheus metrics at /metrics"))
+        dashboard.add(to: router)
         router.get("/metrics") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                      body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition())))

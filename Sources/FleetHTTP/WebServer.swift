@@ -2,13 +2,16 @@
 import Glibc
 #endif
 import Hummingbird
+import HummingbirdTLS
 import Logging
 import NIOCore
+import NIOSSL
 import ServiceLifecycle
 
 public enum WebServerError: Error, CustomStringConvertible, Equatable {
     case portInUse(host: String, port: UInt16)
     case cannotServe(host: String, port: UInt16, detail: String)
+    case unusableTLSFiles(certificate: String, key: String, detail: String)
 
     public var description: String {
         switch self {
@@ -16,6 +19,8 @@ public enum WebServerError: Error, CustomStringConvertible, Equatable {
             "cannot serve HTTP on \(host):\(port): the port is in use. Stop what holds it or choose another port."
         case let .cannotServe(host, port, detail):
             "cannot serve HTTP on \(host):\(port): \(detail)"
+        case let .unusableTLSFiles(certificate, key, detail):
+            "cannot serve HTTPS with the certificate \(certificate) and key \(key): \(detail). Give PEM files: the certificate chain (http_tls_cert) and its unencrypted private key (http_tls_key)"
         }
     }
 }
@@ -35,12 +40,25 @@ public final class WebServer: Sendable {
         self.serving = serving
     }
 
-    /// Binds `host:port` and serves `router` until `stop`.
-    public static func start<Context: RequestContext>(host: String, port: UInt16, router: Router<Context>, logger: Logger)
+    /// Binds `host:port` and serves `router` until `stop`; over TLS with `tls`'s files.
+    public static func start<Context: RequestContext>(host: String, port: UInt16, tls: TLSFiles? = nil, router: Router<Context>, logger: Logger)
         async throws(WebServerError) -> WebServer where Context.Source == ApplicationRequestContextSource {
+        let server: HTTPServerBuilder
+        if let tls {
+            do {
+                let chain = try NIOSSLCertificate.fromPEMFile(tls.certificatePath).map { NIOSSLCertificateSource.certificate($0) }
+                let key = try NIOSSLPrivateKey(file: tls.keyPath, format: .pem)
+                server = try .tls(.http1(), tlsConfiguration: .makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key)))
+            } catch {
+                throw .unusableTLSFiles(certificate: tls.certificatePath, key: tls.keyPath, detail: "\(error)")
+            }
+        } else {
+            server = .http1()
+        }
         let (bound, announce) = AsyncThrowingStream<UInt16, any Error>.makeStream()
         let application = Application(
             router: router,
+            server: server,
             configuration: .init(address: .hostname(host, port: Int(port)), serverName: "CaptureFleet"),
             onServerRunning: { channel in
                 announce.yield(UInt16(channel.localAddress?.port ?? 0))
@@ -75,6 +93,17 @@ public final class WebServer: Sendable {
     public func stop() async throws {
         await group.triggerGracefulShutdown()
         try await serving.value
+    }
+}
+
+/// A certificate chain and its private key, PEM files (as Let's Encrypt and most CAs give them).
+public struct TLSFiles: Sendable, Equatable {
+    public var certificatePath: String
+    public var keyPath: String
+
+    public init(certificatePath: String, keyPath: String) {
+        self.certificatePath = certificatePath
+        self.keyPath = keyPath
     }
 }
 

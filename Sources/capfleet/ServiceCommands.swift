@@ -169,6 +169,7 @@ struct DevCommand: AsyncParsableCommand {
                       fleet database  \(endpoints.database)
                       operator        \(endpoints.operator)   (capfleet nodes | devices | formats DEVICE | watch)
                       telemetry       \(endpoints.telemetry)   (python3 proto-docs/examples/telemetry_subscriber.py)
+                      dashboard       \(endpoints.metrics.map { String($0.dropLast("metrics".count)) } ?? "off")   (sign in: capfleet dashboard login)
                       metrics         \(endpoints.metrics ?? "off")   (Prometheus scrape URL)
                       agents connect  \(endpoints.control)
                       credential      \(credentialPath)   (your admin key\(credentialPath == OperatorCredential.defaultPath ? ", where the CLI looks" : "; export \(OperatorCredential.environmentVariable)=\(credentialPath)"))

@@ -187,3 +187,17 @@ import Glibc
         return fd
     }
 }
+
+@Suite struct WebSecretTests {
+    @Test func secrets_areLongURLSafeAndDifferent() {
+        let secrets = (0..<100).map { _ in WebSecret.make() }
+        #expect(Set(secrets).count == 100)
+        #expect(secrets.allSatisfy { $0.count == 43 && $0.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" } })
+    }
+
+    @Test func theHash_isSHA256InHex() {
+        // FIPS 180-2's "abc".
+        #expect(WebSecret.hash("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(WebSecret.base64URL([0xFB, 0xFF]) == "-_8")
+    }
+}

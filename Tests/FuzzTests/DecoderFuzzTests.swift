@@ -161,8 +161,10 @@ import Glibc
     }
 
     /// Mutated requests at a live Hummingbird server served as the coordinator serves
-    /// /metrics (over TCP, one connection each): every one is answered or closed within the
-    /// hang limit, and the server still answers a proper scrape afterwards.
+    /// /metrics (over TCP, one connection each): the server answers or closes every one
+    /// (none left hanging past 5 s), and still answers a proper scrape afterwards. Not held to
+    /// the in-process targets' 1 s: each input here is a connection through the kernel and an
+    /// event loop, and the suite's other tests share the two cores (1.56 s seen once in CI).
     @Test func httpRequests() async throws {
         let router = Router(options: .autoGenerateHeadEndpoints)
         router.add(middleware: ExplainedNotFound("metrics at /metrics"))
@@ -178,23 +180,27 @@ import Glibc
             Thread {
                 var fuzzer = Fuzzer(seeds: seeds)
                 let report = fuzzer.run("HTTP requests (metrics endpoint, live)", seconds: min(Fuzzer.secondsPerTarget, 10)) { input in
-                    Self.exchange(input, port: port).hasPrefix("HTTP/1.1 200")
+                    Self.exchange(input, port: port)?.hasPrefix("HTTP/1.1 200") ?? false
                 }
                 let scrape = Self.exchange(Array("GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8), port: port)
                 continuation.resume(returning: (report, scrape))
             }.start()
         }
-        Self.check(report)
-        #expect(scrape.hasPrefix("HTTP/1.1 200") && scrape.hasSuffix("capfleet_up 1\n"), "still serving: \(scrape)")
+        print(report)
+        #expect(report.executions > 100, "the fuzzer ran: \(report)")
+        #expect(report.slowest < 5, "an input the server left hanging: \(report.slowestInput.map { String(format: "%02x", $0) }.joined())")
+        let scraped = scrape ?? "(no answer in 5 s)"
+        #expect(scraped.hasPrefix("HTTP/1.1 200") && scraped.hasSuffix("capfleet_up 1\n"), "still serving: \(scraped)")
         try await server.stop()
     }
 
-    /// Sends `request`, half-closes, and reads the answer until the server closes (or 2 s pass).
-    static func exchange(_ request: [UInt8], port: UInt16) -> String {
+    /// Sends `request`, half-closes, and reads the answer until the server closes; nil if it
+    /// neither answers nor closes within 5 s.
+    static func exchange(_ request: [UInt8], port: UInt16) -> String? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return "" }
         defer { close(fd) }
-        var timeout = timeval(tv_sec: 2, tv_usec: 0)
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -210,6 +216,7 @@ import Glibc
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
             let count = read(fd, &chunk, chunk.count)
+            if count < 0, errno == EAGAIN || errno == EWOULDBLOCK { return nil }
             guard count > 0 else { break }
             answer += chunk[0..<count]
         }
