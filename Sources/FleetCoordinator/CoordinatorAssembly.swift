@@ -246,7 +246,7 @@ extension CoordinatorAssembly {
     /// else is 404 saying what is served.
     static func serveHTTP(_ metrics: FleetMetrics, dashboard: DashboardRoutes, configuration: CoordinatorConfiguration, port: UInt16,
                           logger: Logger) async throws -> WebServer {
-        let router = Router(options: .autoGenerateHeadEndpoints)
+        let router = Router(context: WebRequestContext.self, options: .autoGenerateHeadEndpoints)
         router.add(middleware: ExplainedNotFound("CaptureFleet serves its dashboard at / and Prometheus metrics at /metrics"))
         dashboard.add(to: router)
         router.get("/metrics") { _, _ in

@@ -3,6 +3,7 @@ import FleetHTTP
 import FleetProtocol
 import FleetStore
 import Foundation
+import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
@@ -25,7 +26,7 @@ struct DashboardRoutes: Sendable {
 
     static let endpointName = "dashboard"
 
-    func add(to router: Router<BasicRequestContext>) {
+    func add(to router: Router<WebRequestContext>) {
         router.get("/") { _, _ in try Self.asset("index.html") }
         router.get("/assets/:name") { _, context in
             try Self.asset(context.parameters.require("name"))
@@ -41,7 +42,7 @@ struct DashboardRoutes: Sendable {
 
     /// `/signin?token=…`: uses up the link, opens a session, sets its cookie and sends the
     /// browser to the dashboard. A refused link is a page saying why and what to do.
-    func signIn(_ request: Request, context: BasicRequestContext) async throws -> Response {
+    func signIn(_ request: Request, context: WebRequestContext) async throws -> Response {
         let peer = Self.peer(context)
         guard let token = request.uri.queryParameters["token"].map(String.init), !token.isEmpty else {
             return Self.page(status: .badRequest, "This address needs its sign-in token: run `capfleet dashboard login` and open the link it prints.")
@@ -69,7 +70,7 @@ struct DashboardRoutes: Sendable {
         }
     }
 
-    func signOut(_ request: Request, context: BasicRequestContext) async throws -> Response {
+    func signOut(_ request: Request, context: WebRequestContext) async throws -> Response {
         let (found, verdict) = try await verdict(on: request, context: context)
         guard case let .allowed(name, _) = verdict, let found else { return refusal(verdict, context: context) }
         let now = clock.unixMilliseconds()
@@ -84,7 +85,7 @@ struct DashboardRoutes: Sendable {
     }
 
     /// Who the browser is signed in as, and the CSRF token its page sends with each change.
-    func session(_ request: Request, context: BasicRequestContext) async throws -> Response {
+    func session(_ request: Request, context: WebRequestContext) async throws -> Response {
         let (found, verdict) = try await verdict(on: request, context: context)
         guard case let .allowed(name, role) = verdict, let found else { return refusal(verdict, context: context) }
         let body: [String: String] = ["operator": name, "role": role.rawValue, "csrf_token": found.csrfToken, "session_id": found.id,
@@ -96,7 +97,7 @@ struct DashboardRoutes: Sendable {
 
     /// An `OperatorRequest` in protobuf's JSON mapping in, its `OperatorReply` out (the same
     /// messages as the operator endpoint, proto-docs/operator.proto).
-    func operatorRequest(_ request: Request, context: BasicRequestContext) async throws -> Response {
+    func operatorRequest(_ request: Request, context: WebRequestContext) async throws -> Response {
         let (_, verdict) = try await verdict(on: request, context: context)
         guard case let .allowed(name, _) = verdict else { return refusal(verdict, context: context) }
         let body = try await request.body.collect(upTo: 1 << 20)
@@ -114,7 +115,7 @@ struct DashboardRoutes: Sendable {
     }
 
     /// A device's latest preview as a JPEG, for the grid's image tiles.
-    func preview(_ request: Request, context: BasicRequestContext) async throws -> Response {
+    func preview(_ request: Request, context: WebRequestContext) async throws -> Response {
         let (_, verdict) = try await verdict(on: request, context: context)
         guard case let .allowed(name, _) = verdict else { return refusal(verdict, context: context) }
         let device = try context.parameters.require("device")
@@ -123,7 +124,7 @@ struct DashboardRoutes: Sendable {
         let (reply, _) = await handler.answer(asked, from: OperatorCaller(name: name, channel: .dashboard, peer: Self.peer(context)))
         guard reply.status.code == .ok, let shelved = reply.previews.first else {
             return Response(status: .notFound, headers: [.contentType: "text/plain; charset=utf-8"],
-                            body: .init(byteBuffer: ByteBuffer(string: reply.status.message + "\n")))
+                            body: .init(byteBuffer: ByteBuffer(string: reply.status.reason + "\n")))
         }
         return Response(status: .ok, headers: [.contentType: "image/jpeg", .cacheControl: "no-store"],
                         body: .init(byteBuffer: ByteBuffer(bytes: shelved.jpeg)))
@@ -132,7 +133,7 @@ struct DashboardRoutes: Sendable {
     // MARK: Who asks
 
     /// The request's session (by its cookie) and what the rules say of the request.
-    func verdict(on request: Request, context: BasicRequestContext) async throws -> (DashboardSessionRecord?, DashboardAccess.Verdict) {
+    func verdict(on request: Request, context: WebRequestContext) async throws -> (DashboardSessionRecord?, DashboardAccess.Verdict) {
         let now = clock.unixMilliseconds()
         var found: (DashboardSessionRecord, OperatorRecord?)?
         if let secret = request.cookies[DashboardAccess.cookieName]?.value, !secret.isEmpty {
@@ -144,7 +145,7 @@ struct DashboardRoutes: Sendable {
         }
         let changes = request.method != .get && request.method != .head
         let asked = DashboardAccess.Request(changesState: changes,
-                                            csrfToken: request.headers[HTTPField.Name(DashboardAccess.csrfHeader)!],
+                                            csrfToken: request.headers[.captureFleetCSRF],
                                             originIsOwn: Self.originIsOwn(request))
         let verdict = DashboardAccess.verdict(on: asked, session: session, now: now)
         if case .allowed = verdict, let record = found?.0, now - record.lastSeenAt > 60_000 {
@@ -154,7 +155,7 @@ struct DashboardRoutes: Sendable {
     }
 
     /// A refused request: 401 to sign in again, 403 for a forgery; both counted.
-    func refusal(_ verdict: DashboardAccess.Verdict, context: BasicRequestContext) -> Response {
+    func refusal(_ verdict: DashboardAccess.Verdict, context: WebRequestContext) -> Response {
         switch verdict {
         case .allowed:
             return Response(status: .internalServerError)
@@ -171,13 +172,11 @@ struct DashboardRoutes: Sendable {
     /// sent to; none at all is a same-origin navigation or a non-browser client.
     static func originIsOwn(_ request: Request) -> Bool {
         guard let origin = request.headers[.origin] else { return true }
-        guard let host = request.headers[.host] ?? request.uri.host else { return false }
+        guard let host = request.head.authority else { return false }
         return origin == "http://\(host)" || origin == "https://\(host)"
     }
 
-    static func peer(_ context: BasicRequestContext) -> String {
-        context.remoteAddress?.ipAddress ?? "unknown"
-    }
+    static func peer(_ context: WebRequestContext) -> String { context.peer }
 
     // MARK: Answers
 

@@ -2,7 +2,9 @@
 import Glibc
 #endif
 import Hummingbird
+import HummingbirdCore
 import HummingbirdTLS
+import HTTPTypes
 import Logging
 import NIOCore
 import NIOSSL
@@ -122,4 +124,24 @@ public struct ExplainedNotFound<Context: RequestContext>: RouterMiddleware {
                             body: .init(byteBuffer: ByteBuffer(string: explanation + "\n")))
         }
     }
+}
+
+/// The request context of the coordinator's HTTP side: Hummingbird's basics plus the peer's
+/// address, which refusals are counted by.
+public struct WebRequestContext: RequestContext, RemoteAddressRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public let remoteAddress: SocketAddress?
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress
+    }
+
+    /// The peer's IP address as text ("unknown" if the channel has none).
+    public var peer: String { remoteAddress?.ipAddress ?? "unknown" }
+}
+
+extension HTTPField.Name {
+    /// The header a dashboard page sends its session's CSRF token in.
+    public static let captureFleetCSRF = HTTPField.Name("X-CaptureFleet-CSRF")!
 }
