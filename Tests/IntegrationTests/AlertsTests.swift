@@ -11,7 +11,7 @@ import Testing
 import Glibc
 #endif
 
-extension SecondLaneIntegrationTests {
+extension IntegrationTests {
     /// Alerts from a real coordinator and agent, handed to a webhook receiver in this test
     /// and to a shell command, with rate limiting.
     @Suite struct AlertsTests {
@@ -140,7 +140,7 @@ extension SecondLaneIntegrationTests {
                 let alertEvents = events.filter { $0["kind"] as? String == "alert" }
                 #expect(alertEvents.count == receiver.received.count, "\(alertEvents)")
                 #expect(alertEvents.contains { $0["alert"] as? String == "node_offline" })
-                let scrape = try IntegrationTests.MetricsTests.scrape(fleet)
+                let scrape = try MetricsTests.scrape(fleet)
                 #expect(scrape.value("capfleet_alerts_total", ["alert": "pressure", "outcome": "throttled"]) == 1)
                 #expect(scrape.value("capfleet_alerts_total", ["alert": "pressure", "outcome": "delivered"]) == 3)
             }

@@ -18,7 +18,7 @@ extension IntegrationTests {
 
             // Once its clock has locked (an event of its own), the node is quiet until it dies.
             try await fleet.waitUntil("the clock's lock is listed", seconds: 20) {
-                try SecondLaneIntegrationTests.AlertsTests.events(fleet).contains { ($0["message"] as? String)?.hasPrefix("clock locked") == true }
+                try AlertsTests.events(fleet).contains { ($0["message"] as? String)?.hasPrefix("clock locked") == true }
             }
             // Follow: the agent dies, and the offline event arrives on the stream.
             let follower = Process()
@@ -48,7 +48,7 @@ extension IntegrationTests {
             let node = try #require(try fleet.nodes().first?["node_id"] as? String)
             var clockEvents: [[String: Any]] = []
             try await fleet.waitUntil("capfleet events lists the lock", seconds: 5) {
-                clockEvents = try SecondLaneIntegrationTests.AlertsTests.events(fleet).filter { $0["kind"] as? String == "clock_state_changed" }
+                clockEvents = try AlertsTests.events(fleet).filter { $0["kind"] as? String == "clock_state_changed" }
                 return clockEvents.contains { ($0["message"] as? String)?.hasPrefix("clock locked (±") == true }
             }
             print("clock events: \(clockEvents.map { $0["message"] as? String ?? "" })")
@@ -63,7 +63,7 @@ extension IntegrationTests {
             agent.kill()
             agent = try fleet.startAgent("ticking")
             try await fleet.waitUntil("the restarted agent's lock is listed", seconds: 20) {
-                clockEvents = try SecondLaneIntegrationTests.AlertsTests.events(fleet).filter { $0["kind"] as? String == "clock_state_changed" }
+                clockEvents = try AlertsTests.events(fleet).filter { $0["kind"] as? String == "clock_state_changed" }
                 return clockEvents.filter { ($0["message"] as? String)?.hasPrefix("clock locked") == true }.count == 2
             }
             let messages = clockEvents.compactMap { $0["message"] as? String }

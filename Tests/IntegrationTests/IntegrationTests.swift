@@ -6,8 +6,8 @@ import Testing
 @Suite(.serialized) struct IntegrationTests {}
 
 /// A second lane, one test after another too, beside `IntegrationTests`: tests that mostly
-/// wait for real-time recording of small raw cameras, hosts in network namespaces,
-/// refusals, or alerts and pressure levels from fixture files, and check files and answers after, with nothing caught in a window of time and
+/// wait for real-time recording of small raw cameras, hosts in network namespaces or
+/// refusals, and check files and answers after, with nothing caught in a window of time and
 /// little CPU of their own. The two lanes share the machine's two cores instead of the suite
 /// taking the sum of both. Encoding tests stay in the first lane: a 1080p encoder on the
 /// second core makes the other lane's synthetic cameras miss slots.

@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-extension SecondLaneIntegrationTests {
+extension IntegrationTests {
     /// Pressure through a real agent and coordinator: fixture trees in the kernel's formats
     /// drive the levels, and a real CPU hog raises the real PSI factor.
     @Suite struct PressureTests {
@@ -137,7 +137,7 @@ extension SecondLaneIntegrationTests {
             try cpu(50)
             try await fleet.waitUntil("the cap lowers the rate", seconds: 10) { try rate() == 15 }
             try await fleet.waitUntil("the action is audited", seconds: 5) {
-                try IntegrationTests.SyntheticControlTests.policyActions(fleet).contains { $0.contains("pressure policy lowered the frame rate to 15 fps: pressure serious (cpu serious)") }
+                try SyntheticControlTests.policyActions(fleet).contains { $0.contains("pressure policy lowered the frame rate to 15 fps: pressure serious (cpu serious)") }
             }
             let events = try AlertsTests.events(fleet).filter { $0["kind"] as? String == "policy_acted" }
             #expect(events.contains { ($0["message"] as? String)?.contains("lowered the frame rate to 15 fps") == true }, "\(events)")
@@ -157,7 +157,7 @@ extension SecondLaneIntegrationTests {
 
             try cpu(0)
             try await fleet.waitUntil("the operator's rate comes back", seconds: 10) { try rate() == 30 }
-            #expect(try IntegrationTests.SyntheticControlTests.policyActions(fleet).contains { $0.contains("restored the frame rate to 30 fps: pressure fell to nominal") })
+            #expect(try SyntheticControlTests.policyActions(fleet).contains { $0.contains("restored the frame rate to 30 fps: pressure fell to nominal") })
 
             // The policy is stored: a restarted agent under pressure is capped again on registration.
             agent.kill()

@@ -62,7 +62,7 @@ extension IntegrationTests {
             #expect(try fleet.json(["nodes"]).count == 1, "the second run is the same node")
             // A new agent process: the coordinator says its counts start over, not that frames were lost.
             try await fleet.waitUntil("the restart is an event", seconds: 10) {
-                try SecondLaneIntegrationTests.AlertsTests.events(fleet).contains { $0["kind"] as? String == "agent_restarted" }
+                try AlertsTests.events(fleet).contains { $0["kind"] as? String == "agent_restarted" }
             }
         }
 
@@ -78,7 +78,7 @@ extension IntegrationTests {
             let deviceID = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
             #expect(agent.stop() == 0)
             func registrations() throws -> Int {
-                try SecondLaneIntegrationTests.AlertsTests.events(fleet).filter { $0["kind"] as? String == "node_registered" && $0["node_id"] as? String == nodeID }.count
+                try AlertsTests.events(fleet).filter { $0["kind"] as? String == "node_registered" && $0["node_id"] as? String == nodeID }.count
             }
             let before = try registrations()
             let node = HandWrittenAgent(endpoint: "tcp://127.0.0.1:\(fleet.controlPort)", coordinatorKey: try fleet.coordinatorKey(),
