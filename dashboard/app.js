@@ -49,7 +49,8 @@ function tile(device) {
   const interruption = device.interruption && device.interruption.reason && device.interruption.reason !== "INTERRUPTION_REASON_NONE"
     ? device.interruption.reason.replace("INTERRUPTION_REASON_", "").toLowerCase() : null;
   const drops = stats.drops || {};
-  const image = el("img", { alt: device.name || device.deviceId, "data-device": device.deviceId });
+  const image = el("img", { alt: device.name || device.deviceId, "data-device": device.deviceId,
+    onclick: () => { location.hash = `#camera/${encodeURIComponent(device.deviceId)}`; } });
   const seen = stats.lastPreviewUnixMs || "0";
   if (seen !== "0") image.src = `/api/previews/${encodeURIComponent(device.deviceId)}?at=${seen}`;
   const actions = el("div", { class: "actions" });
@@ -125,8 +126,72 @@ async function refreshEvents() {
   document.querySelector("#events tbody").replaceChildren(...rows);
 }
 
+// The camera page: one device's state, its formats, and what an operator may change.
+const cameraId = () => decodeURIComponent((location.hash.match(/^#camera\/(.+)$/) || [])[1] || "");
+
+async function act(requests) {
+  const deviceId = cameraId();
+  try {
+    for (const request of requests) await call(request);
+    showProblem("");
+  } catch (error) { showProblem(`${deviceId}: ${error.message}`); }
+  await refreshCamera();
+}
+
+async function refreshCamera() {
+  const deviceId = cameraId();
+  if (!deviceId) return;
+  const [detail, formats, stats] = await Promise.all([
+    call({ getDevice: { deviceId } }), call({ getFormats: { deviceId } }), call({ getFleetStats: {} })]);
+  const device = (detail.devices || [])[0] || {};
+  const status = (stats.deviceStats || []).find((s) => s.deviceId === deviceId) || {};
+  const seen = status.lastPreviewUnixMs || "0";
+  const preview = document.getElementById("camera-preview");
+  if (seen !== "0" && preview.dataset.seen !== seen) {
+    preview.src = `/api/previews/${encodeURIComponent(deviceId)}?at=${seen}`;
+    preview.dataset.seen = seen;
+  }
+  document.getElementById("camera-name").textContent = `${device.name || deviceId} (${deviceId})`;
+  const zoom = Number(status.zoomFactor || device.zoomFactor || 1);
+  const active = device.activeFormat || {};
+  document.getElementById("camera-state").textContent =
+    `${device.online ? "online" : "offline"} · consent ${consentName(device.consent)} · ${active.width}x${active.height} ${active.pixelFormat} ` +
+    `at ${Number(device.activeFrameRate || 0).toFixed(1)} fps · zoom ${zoom.toFixed(2)}x` +
+    (active.upscaleThresholdZoomFactor && zoom > Number(active.upscaleThresholdZoomFactor) ? " UPSCALED" : "") +
+    (device.focus ? ` · focus ${(device.focus.mode || "").replace("FOCUS_MODE_", "").toLowerCase()} at ${Number(device.focus.lensPosition || 0).toFixed(2)}` : "");
+  document.getElementById("camera-lease").textContent = device.leaseHolder
+    ? `configuration lease: ${device.leaseHolder} until ${new Date(Number(device.leaseExpiresUnixMs)).toLocaleTimeString()}`
+    : "configuration lease: nobody (take it to change the camera)";
+  for (const control of document.querySelectorAll(".operate")) control.hidden = !canOperate();
+  const rows = (formats.formats || []).map((format, index) => {
+    const isActive = format.width === active.width && format.height === active.height && format.pixelFormat === active.pixelFormat;
+    const rates = (format.frameRateRanges || []).map((r) => `${Number(r.minFps || 0)}-${Number(r.maxFps || 0)}`).join(", ");
+    return el("tr", { class: isActive ? "active" : "" },
+      el("td", {}, isActive ? "●" : ""),
+      el("td", {}, `${format.width}x${format.height} ${format.pixelFormat}`),
+      el("td", {}, rates),
+      el("td", {}, format.fieldOfViewDegrees ? `${Number(format.fieldOfViewDegrees).toFixed(1)}°` : "-"),
+      el("td", {}, `${Number(format.maxZoomFactor || 1)}x`),
+      el("td", {}, canOperate() && !isActive
+        ? el("button", { type: "button", onclick: () => act([{ changeFormat: { deviceId, formatIndex: index } }]) }, "Use") : null));
+  });
+  document.querySelector("#formats tbody").replaceChildren(...rows);
+}
+
+function wireCameraControls() {
+  const value = (id) => Number(document.getElementById(id).value);
+  const on = (id, requests) => document.getElementById(id).addEventListener("click", () => act(requests()));
+  on("lease-take", () => [{ lockDevice: { deviceId: cameraId(), seconds: 300 } }]);
+  on("lease-give", () => [{ unlockDevice: { deviceId: cameraId() } }]);
+  on("zoom-set", () => [{ changeZoom: { deviceId: cameraId(), factor: value("zoom-factor"), rampRate: value("zoom-rate") } }]);
+  on("zoom-cancel", () => [{ changeZoom: { deviceId: cameraId(), cancel: true } }]);
+  on("focus-set", () => [{ changeFocus: { deviceId: cameraId(), mode: "FOCUS_MODE_LOCKED", lensPosition: value("focus-lens") } }]);
+  on("focus-auto", () => [{ changeFocus: { deviceId: cameraId(), mode: "FOCUS_MODE_AUTO" } }]);
+  on("rate-set", () => [{ changeFrameRate: { deviceId: cameraId(), framesPerSecond: value("frame-rate") } }]);
+}
+
 function showPage() {
-  const page = (location.hash || "#fleet").slice(1);
+  const page = (location.hash || "#fleet").slice(1).split("/")[0];
   for (const section of document.querySelectorAll(".page")) section.hidden = section.id !== `page-${page}`;
   for (const link of document.querySelectorAll("header nav a")) link.classList.toggle("active", link.dataset.page === page);
 }
@@ -142,10 +207,13 @@ async function start() {
     location.reload();
   });
   window.addEventListener("hashchange", showPage);
+  wireCameraControls();
   showPage();
   const tick = async () => {
     try {
-      if (location.hash === "#events") await refreshEvents(); else await refresh();
+      if (location.hash === "#events") await refreshEvents();
+      else if (cameraId()) await refreshCamera();
+      else await refresh();
     } catch (error) { showProblem(error.message); }
     setTimeout(tick, 1000);
   };
