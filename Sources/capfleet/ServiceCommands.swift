@@ -158,6 +158,7 @@ struct DevCommand: AsyncParsableCommand {
             : "\(found.map { "\($0.card) at \($0.path)" }.joined(separator: ", ")) on dev-agent-1, synthetic cameras on dev-agent-2"
         // Secure by default here too: an admin key for whoever runs this, and enrolled agents.
         let credentialPath = try await Self.devCredential(dataDirectory: dataDirectory)
+        let admin = try OperatorCredential.load(path: credentialPath).name
         let coordinator = CoordinatorService(
             configuration: CoordinatorConfiguration(dataDirectory: dataDirectory + "/coordinator", bindHost: "127.0.0.1"),
             logger: Logger(label: "capfleet.coordinator"),
@@ -180,6 +181,19 @@ struct DevCommand: AsyncParsableCommand {
 
                     """)
                 fflush(nil)
+                // A one-time sign-in for the dev admin, so the dashboard opens with one click.
+                guard let metrics = endpoints.metrics else { return }
+                let base = String(metrics.dropLast("/metrics".count))
+                Task {
+                    do {
+                        let path = try await LocalAdministration.createDashboardSignIn(
+                            dataDirectory: dataDirectory + "/coordinator", operatorName: admin, by: "capfleet dev")
+                        print("Dashboard, signed in as \(admin) (this link works once, for 10 minutes; later: capfleet dashboard login):\n  \(base)\(path)\n")
+                    } catch {
+                        print("No dashboard sign-in link (\(error)); make one with: capfleet dashboard login\n")
+                    }
+                    fflush(nil)
+                }
             })
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: coordinator)]
         for index in 1...2 {
