@@ -19,6 +19,14 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // The coordinator's HTTP side: Hummingbird 2 serves /metrics (and the dashboard),
+        // AsyncHTTPClient posts alert webhooks. Without Hummingbird's default traits: no
+        // swift-configuration, no full Foundation.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         // Thin C shims over Debian's libraries.
@@ -81,9 +89,26 @@ let package = Package(
         // checksums and repair, and their entries in the fleet database's index.
         .target(name: "FleetRecording", dependencies: ["FleetSystem", "CAVFormat", "CCrypto", "FleetCore", "FleetProtocol", "FleetStore"]),
         // Plain HTTP/1.1 on threads it owns: the /metrics endpoint and alert webhooks.
-        .target(name: "FleetHTTP", dependencies: ["FleetSystem", "CPlatform"]),
+        // HTTP on well-kept libraries: a Hummingbird server with a bound port and a graceful
+        // stop, and local-only webhooks through AsyncHTTPClient.
+        .target(name: "FleetHTTP", dependencies: [
+            "CCrypto",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdCore", package: "hummingbird"),
+            .product(name: "HummingbirdTLS", package: "hummingbird"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
         .target(name: "FleetCoordinator", dependencies: [
             "FleetDaemon", "FleetSystem", "FleetBus", "FleetStore", "FleetRecording", "FleetCore", "FleetHost", "FleetProtocol", "FleetHTTP",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
+            .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SwiftProtobuf", package: "swift-protobuf"),
@@ -131,7 +156,12 @@ let package = Package(
         ]),
         .testTarget(name: "FleetBusTests", dependencies: ["FleetBus", "CZeroMQ"]),
         .testTarget(name: "FleetHostTests", dependencies: ["FleetHost", "FleetCore"]),
-        .testTarget(name: "FleetHTTPTests", dependencies: ["FleetHTTP"]),
+        .testTarget(name: "FleetHTTPTests", dependencies: [
+            "FleetHTTP",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "FleetRelayTests", dependencies: ["FleetRelay", "FleetCore", "FleetSystem"]),
         .testTarget(name: "FleetSettingsTests", dependencies: ["FleetSettings", "FleetAgent", "FleetCoordinator", "FleetCore"]),
         .testTarget(name: "FleetRecordingTests", dependencies: ["FleetRecording", "FleetCore", "FleetStore", "FleetSystem"]),
@@ -159,11 +189,16 @@ let package = Package(
         .testTarget(name: "FuzzTests", dependencies: [
             "FleetBus", "FleetCoordinator", "FleetCore", "FleetFuzz", "FleetHTTP", "FleetProtocol",
             .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "Logging", package: "swift-log"),
         ]),
         // Runs the built `capfleet` binary: `swift build` first.
         .testTarget(name: "IntegrationTests", dependencies: [
             "FleetProtocol", "FleetCore", "FleetBus", "FleetCapture", "FleetFuzz", "FleetHTTP", "FleetHost", "FleetTestSupport", "CZeroMQ",
             .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
         ]),
     ],
     swiftLanguageModes: [.v6]

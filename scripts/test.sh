@@ -14,6 +14,23 @@ Tests/vm/prepare.sh
 echo "== build"
 swift build --build-tests
 
+# The release binaries, with the Swift runtime linked in (the Debian package and the container
+# image carry no toolchain); the deployment checks and the benchmarks run them. The benchmarks
+# and the test bed's relay are binaries of their own beside it, never in the package. Built
+# beside the tests at idle CPU and I/O priority (SCHED_IDLE: the compiler runs only on a core
+# the tests leave idle and yields the moment a test's thread wakes), in a folder of their own
+# so that the two SwiftPM runs do not wait on each other's lock. At normal priority a compiler
+# on the second core made the tests that record at a camera's rate drop frames.
+release_scratch=.build-release
+echo "== release build, beside the tests at idle priority (at $(( $(date +%s) - started )) s)"
+# A session of its own, so that a failed test run can stop the whole build with it.
+setsid bash -c '
+  # The same flags for all three: another set would compile every module again.
+  for product in capfleet capfleet-bench capfleet-relay; do
+    chrt --idle 0 ionice -c 3 swift build --scratch-path "$0" -c release --product "$product" --static-swift-stdlib || exit $?
+  done' "$release_scratch" > .build/release-build-output.txt 2>&1 &
+release_pid=$!
+
 echo "== tests (at $(( $(date +%s) - started )) s)"
 # Integration tests run the capfleet (and capfleet-relay) binaries built above, next to the test bundle.
 status=0
@@ -25,21 +42,20 @@ unset CAPFLEET_MANY_AGENTS
 swift test --skip-build 2>&1 | tee .build/test-output.txt || status=$?
 summary=$(grep -E 'Test run with [0-9]+ tests?' .build/test-output.txt | tail -1 || true)
 if [ "$status" -ne 0 ]; then
+  kill -- -"$release_pid" 2>/dev/null || true
   echo "tests failed (exit $status): $summary" >&2
   exit "$status"
 fi
 
-# The release binary, with the Swift runtime linked in (the Debian package and the container
-# image carry no toolchain); the deployment checks and the benchmarks run it. The benchmarks
-# and the test bed's relay are binaries of their own beside it, never in the package. Built
-# after the tests, not beside them: a compiler on the second core makes the tests that
-# record at a camera's rate drop frames.
-echo "== release build (at $(( $(date +%s) - started )) s)"
-swift build -c release --product capfleet --static-swift-stdlib >/dev/null
-# The same flags for all three: another set would compile every module again.
-swift build -c release --product capfleet-bench --static-swift-stdlib >/dev/null
-swift build -c release --product capfleet-relay --static-swift-stdlib >/dev/null
-bin="$(swift build -c release --show-bin-path)"
+echo "== release build, waited for (at $(( $(date +%s) - started )) s)"
+release_status=0
+wait "$release_pid" || release_status=$?
+if [ "$release_status" -ne 0 ]; then
+  tail -40 .build/release-build-output.txt >&2
+  echo "the release build failed (exit $release_status)" >&2
+  exit "$release_status"
+fi
+bin="$(swift build --scratch-path "$release_scratch" -c release --show-bin-path)"
 
 # Many agents on one coordinator, asserted: the integration test above ran with a few debug
 # agents; here it runs 200 release agents (what ships; 200 debug agents outrun two cores) in a

@@ -7,7 +7,9 @@ import FleetProtocol
 import FleetRecording
 import FleetStore
 import Foundation
+import Hummingbird
 import Logging
+import NIOCore
 import ServiceLifecycle
 
 /// The coordinator put together: its store, keys and endpoints opened in the order they
@@ -136,7 +138,16 @@ struct CoordinatorAssembly: Sendable {
         try await leases.load()
         let reporter = TelemetryReporter(store: store, ingest: ingest, control: control, liveFlow: liveFlow, telemetry: telemetry, metrics: metrics,
                                          rejections: rejections, clockProbes: clock.statistics, alerts: alerts, clock: coordinatorClock, logger: logger)
-        let metricsServer = try configuration.metricsPort.map { port in try serveMetrics(metrics, configuration: configuration, port: port) }
+        // The HTTP port's server is bound before the operator handler exists (who_am_i tells
+        // its port); the dashboard reaches the handler once it does.
+        let lateOperators = LateBound<OperatorHandler>()
+        let dashboard = DashboardRoutes(store: store, operators: lateOperators, clock: coordinatorClock, rejections: rejections,
+                                        secureCookies: false, logger: logger)
+        let metricsServer: WebServer? = if let port = configuration.metricsPort {
+            try await serveHTTP(metrics, dashboard: dashboard, configuration: configuration, port: port, logger: logger)
+        } else {
+            nil
+        }
         // What `who_am_i` tells an operator of the other endpoints (a subscriber's telemetry port).
         func port(_ endpoint: String) -> UInt32 { endpoint.split(separator: ":").last.flatMap { UInt32($0) } ?? 0 }
         let ports = Capfleet_V1_CoordinatorEndpoints.with {
@@ -145,6 +156,7 @@ struct CoordinatorAssembly: Sendable {
             $0.operatorPort = port(operatorEndpoint.boundEndpoint)
             $0.telemetryPort = port(telemetry.boundEndpoint)
             $0.metricsPort = metricsServer.map { UInt32($0.port) } ?? 0
+            $0.httpPort = metricsServer.map { UInt32($0.port) } ?? 0
             $0.clockPort = port(clock.boundEndpoint)
             $0.recordPort = UInt32(recordEndpoint.boundPort)
             $0.livePort = ingest.liveEndpoint.map(port) ?? 0
@@ -154,6 +166,7 @@ struct CoordinatorAssembly: Sendable {
                                         coordinatorKey: keys.publicKey, fleetTime: fleetTime, clock: coordinatorClock, takes: takes,
                                         agentTakes: agentTakes, collections: collections,
                                         backups: DatabaseBackups(dataDirectory: configuration.dataDirectory, store: store, clock: coordinatorClock), logger: logger)
+        lateOperators.set(operators)
 
         // The shutdown order, read backwards: see the type's comment.
         let parts: [(any Service)?] = [
@@ -167,7 +180,15 @@ struct CoordinatorAssembly: Sendable {
                 }
             },
             StoppingService("alert delivery") { alerts.stop() },
-            metricsServer.map { server in StoppingService("metrics endpoint") { server.stop() } },
+            metricsServer.map { server in
+                StoppingService("metrics endpoint") {
+                    do {
+                        try await server.stop()
+                    } catch {
+                        logger.error("the metrics endpoint ended with an error", metadata: ["error": "\(error)"])
+                    }
+                }
+            },
             StoppingService("clock endpoint") { clock.stop() },
             // Follows the viewers until ingest closes the live endpoint.
             StoppingService("frame ingest", run: { await liveFlow.follow(ingest.liveSubscriptions) }) { ingest.stop() },
@@ -221,22 +242,27 @@ extension CoordinatorAssembly {
         }
     }
 
-    /// `/metrics` for Prometheus on a thread of its own; anything else is 404.
-    static func serveMetrics(_ metrics: FleetMetrics, configuration: CoordinatorConfiguration, port: UInt16) throws -> HTTPServer {
+    /// The HTTP port: `/metrics` for Prometheus (HEAD too) and the web dashboard; anything
+    /// else is 404 saying what is served.
+    static func serveHTTP(_ metrics: FleetMetrics, dashboard: DashboardRoutes, configuration: CoordinatorConfiguration, port: UInt16,
+                          logger: Logger) async throws -> WebServer {
+        let router = Router(context: WebRequestContext.self, options: .autoGenerateHeadEndpoints)
+        router.add(middleware: ExplainedNotFound("CaptureFleet serves its dashboard at / and Prometheus metrics at /metrics"))
+        dashboard.add(to: router)
+        router.get("/metrics") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                     body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
+        }
+        for method in [HTTPRequest.Method.post, .put, .delete, .patch] {
+            router.on("/metrics", method: method) { _, _ in
+                Response(status: .methodNotAllowed, headers: [.allow: "GET, HEAD", .contentType: "text/plain; charset=utf-8"],
+                         body: .init(byteBuffer: ByteBuffer(string: "only GET and HEAD are served here\n")))
+            }
+        }
         do {
-            return try HTTPServer(host: configuration.bindHost, port: port) { request in
-                guard request.method == "GET" || request.method == "HEAD" else {
-                    return HTTPResponse(status: 405, text: "only GET and HEAD are served here\n")
-                }
-                guard request.path == "/metrics" else {
-                    return HTTPResponse(status: 404, text: "CaptureFleet serves Prometheus metrics at /metrics\n")
-                }
-                return HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: metrics.exposition())
-            }
+            return try await WebServer.start(host: configuration.bindHost, port: port, router: router, logger: logger)
         } catch {
-            if case let .cannotBind(_, _, code) = error, code == EADDRINUSE {
-                throw CoordinatorError.portInUse(endpoint: "metrics (HTTP)", port: port)
-            }
+            if case .portInUse = error { throw CoordinatorError.portInUse(endpoint: "metrics (HTTP)", port: port) }
             throw error
         }
     }

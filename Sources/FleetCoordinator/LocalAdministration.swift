@@ -1,5 +1,6 @@
 import FleetBus
 import FleetCore
+import FleetHTTP
 import FleetStore
 import Foundation
 
@@ -173,4 +174,20 @@ public enum LocalAdministration {
 public struct LocalAdministrationError: Error, CustomStringConvertible, Sendable {
     public let description: String
     init(_ description: String) { self.description = description }
+}
+
+extension LocalAdministration {
+    /// A one-time dashboard sign-in path (`/signin?token=…`) for `operatorName`, made on the
+    /// coordinator's host from its data directory (what `capfleet dev` prints for its admin).
+    public static func createDashboardSignIn(dataDirectory: String, operatorName: String, by actor: String) async throws -> String {
+        let (store, _) = try open(dataDirectory)
+        let token = WebSecret.make()
+        let now = Date().unixMilliseconds
+        let expires = now + DashboardAccess.signInLinkLifetime
+        try await store.addDashboardSignIn(
+            DashboardSignInRecord(tokenHash: WebSecret.hash(token), operatorName: operatorName, createdAt: now, expiresAt: expires, createdBy: actor),
+            audit: AuditEntry(at: now, actor: actor, action: "dashboard.link", target: operatorName, outcome: "ok",
+                              detail: "a one-time sign-in link, on the coordinator's host, valid until \(expires)"))
+        return "/signin?token=\(token)"
+    }
 }

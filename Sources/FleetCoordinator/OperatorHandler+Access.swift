@@ -9,14 +9,10 @@ import Foundation
 extension OperatorHandler {
     /// The caller's operator record if their role allows the request; otherwise the reply
     /// says which role it needed, and the refusal is counted and audited.
-    func authorize(_ request: Capfleet_V1_OperatorRequest, from routed: RoutedMessage,
+    func authorize(_ request: Capfleet_V1_OperatorRequest, from caller: OperatorCaller,
                    into reply: inout Capfleet_V1_OperatorReply) async -> OperatorRecord? {
         let what = Self.requestName(request.body)
-        guard case let .operator(name)? = Principal(userID: routed.userID) else {
-            rejections.reject(endpoint: Self.endpointName, reason: .wrongIdentity, peer: routed.peer, detail: "a request from a connection that is not an operator's")
-            reply.status = .failure(.permissionDenied, "this connection is not an operator's")
-            return nil
-        }
+        let name = caller.name
         let record: OperatorRecord?
         do {
             record = try await store.operatorRecord(named: name)
@@ -26,28 +22,28 @@ extension OperatorHandler {
         }
         let needed = RequiredRole.of(request.body)
         guard let record, let role = OperatorRole(rawValue: record.role) else {
-            await refuse(name, what, needed: needed, detail: "operator \(name) was removed", routed: routed, into: &reply)
+            await refuse(caller, what, needed: needed, detail: "operator \(name) was removed", into: &reply)
             return nil
         }
         guard role >= needed else {
-            await refuse(name, what, needed: needed, detail: "\(what) needs the \(needed.rawValue) role; \(name) is \(role == .admin ? "an" : "a") \(role.rawValue)",
-                         routed: routed, into: &reply)
+            await refuse(caller, what, needed: needed, detail: "\(what) needs the \(needed.rawValue) role; \(name) is \(role == .admin ? "an" : "a") \(role.rawValue)",
+                         into: &reply)
             return nil
         }
         return record
     }
 
-    private func refuse(_ name: String, _ what: String, needed: OperatorRole, detail: String, routed: RoutedMessage,
+    private func refuse(_ caller: OperatorCaller, _ what: String, needed: OperatorRole, detail: String,
                         into reply: inout Capfleet_V1_OperatorReply) async {
-        rejections.reject(endpoint: Self.endpointName, reason: .forbidden, peer: routed.peer, detail: detail)
+        rejections.reject(endpoint: caller.endpointName, reason: .forbidden, peer: caller.peer, detail: detail)
         reply.status = .failure(.permissionDenied, detail)
         reply.neededRole = needed.wire
         // Every refusal is evidence: audited each time, not rate-limited like malformed input.
         do {
-            try await store.appendAudit(AuditEntry(at: clock.unixMilliseconds(), actor: name, action: "access.denied", target: what,
+            try await store.appendAudit(AuditEntry(at: clock.unixMilliseconds(), actor: caller.actor, action: "access.denied", target: what,
                                                    outcome: "refused", detail: "forbidden: \(detail)"))
         } catch {
-            logger.error("cannot audit a refused request", metadata: ["operator": "\(name)", "error": "\(error)"])
+            logger.error("cannot audit a refused request", metadata: ["operator": "\(caller.actor)", "error": "\(error)"])
         }
     }
 
@@ -131,4 +127,25 @@ extension OperatorHandler {
         if removed { await leases.releaseAll(heldBy: holder(name), detail: "operator \(name) was removed by \(who)") }
         reply.status = removed ? .ok : .failure(.notFound, "no operator \(name) (see capfleet operator list)")
     }
+}
+
+/// Who asks, already identified, and the way they came: the operator endpoint (a CURVE key)
+/// or the web dashboard (a signed-in browser session). The role is looked up by name for
+/// every request either way, so removing an operator or changing their role takes at once.
+struct OperatorCaller: Sendable, Equatable {
+    enum Channel: Sendable, Equatable {
+        case operatorEndpoint
+        case dashboard
+    }
+
+    var name: String
+    var channel: Channel
+    /// The peer's address, for the rejection counts.
+    var peer: String
+
+    /// Where refusals are counted.
+    var endpointName: String { channel == .dashboard ? "dashboard" : OperatorHandler.endpointName }
+
+    /// How the audit log names who acted: "ana", or "ana via dashboard".
+    var actor: String { channel == .dashboard ? "\(name) via dashboard" : name }
 }

@@ -7,16 +7,16 @@ import Foundation
 /// device's agent, which enforces it from its next frame. An offline agent gets it when it
 /// registers again, and until then enforces what it was last told.
 extension OperatorHandler {
-    func changeConsent(_ query: Capfleet_V1_ChangeConsent, by caller: OperatorRecord, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+    func changeConsent(_ query: Capfleet_V1_ChangeConsent, by account: OperatorRecord, actor: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
         guard let action = ConsentAction(wire: query.action) else {
             reply.status = .failure(.badRequest, "say what to do: grant, deny, revoke or restrict")
             return
         }
         guard let device = try await existingDevice(query.deviceID, into: &reply) else { return }
-        let role = OperatorRole(rawValue: caller.role) ?? .viewer
+        let role = OperatorRole(rawValue: account.role) ?? .viewer
         let now = clock.unixMilliseconds()
         let change: ConsentChange
-        switch try await store.changeConsent(deviceID: device.id, action: action, role: role, actor: caller.name, reason: query.reason, at: now) {
+        switch try await store.changeConsent(deviceID: device.id, action: action, role: role, actor: actor, reason: query.reason, at: now) {
         case let .failure(refusal):
             reply.status = .failure(refusal.neededRole == nil ? .badRequest : .permissionDenied, refusal.description)
             if let needed = refusal.neededRole { reply.neededRole = needed.wire }
@@ -27,7 +27,7 @@ extension OperatorHandler {
         reply.consentHistory = [Self.wire(change)]
         let state = ConsentState(rawValue: change.toState) ?? .notDetermined
         events.emit(.consentChanged, nodeID: device.nodeId, deviceID: device.id,
-                    message: "\(caller.name) \(Self.pastTense(action)) consent: \(change.fromState) → \(change.toState) (\(query.reason))")
+                    message: "\(actor) \(Self.pastTense(action)) consent: \(change.fromState) → \(change.toState) (\(query.reason))")
         let command = Capfleet_V1_Command.OneOf_Action.setConsent(.with {
             $0.state = state.wire
             $0.reason = query.reason

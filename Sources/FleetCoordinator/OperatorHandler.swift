@@ -83,14 +83,29 @@ actor OperatorHandler {
             send(.with { $0.status = .failure(.badRequest, "not an OperatorRequest; is the CLI the same version as the coordinator?") }, to: routed)
             return
         }
-        var reply = Capfleet_V1_OperatorReply()
-        reply.requestID = request.requestID
         // Who asks is the key's operator, never the request's own `operator` field.
-        guard let caller = await authorize(request, from: routed, into: &reply) else {
-            send(reply, to: routed)
+        guard case let .operator(name)? = Principal(userID: routed.userID) else {
+            rejections.reject(endpoint: Self.endpointName, reason: .wrongIdentity, peer: routed.peer, detail: "a request from a connection that is not an operator's")
+            send(.with {
+                $0.requestID = request.requestID
+                $0.status = .failure(.permissionDenied, "this connection is not an operator's")
+            }, to: routed)
             return
         }
-        let who = caller.name
+        let (reply, payload) = await answer(request, from: OperatorCaller(name: name, channel: .operatorEndpoint, peer: routed.peer))
+        send(reply, to: routed, payload: payload)
+    }
+
+    /// One request answered for an operator already identified (by the key on the operator
+    /// endpoint, or by a dashboard session): the role is checked against the operator's
+    /// record now, and what the request changes is audited under `caller.actor`.
+    func answer(_ request: Capfleet_V1_OperatorRequest, from caller: OperatorCaller) async -> (reply: Capfleet_V1_OperatorReply, payload: [UInt8]?) {
+        var reply = Capfleet_V1_OperatorReply()
+        reply.requestID = request.requestID
+        guard let account = await authorize(request, from: caller, into: &reply) else {
+            return (reply, nil)
+        }
+        let who = caller.actor
         var payload: [UInt8]?
         await leases.heard(session: request.sessionID, timeoutMilliseconds: request.sessionTimeoutMs)
         do {
@@ -163,11 +178,11 @@ actor OperatorHandler {
                 reply.operators = try await store.operators().map(Self.info)
                 reply.status = .ok
             case .whoAmI?:
-                reply.you = Self.info(caller)
+                reply.you = Self.info(account)
                 reply.endpoints = ports
                 reply.status = .ok
             case let .changeConsent(query)?:
-                try await changeConsent(query, by: caller, into: &reply)
+                try await changeConsent(query, by: account, actor: who, into: &reply)
             case let .getConsentHistory(query)?:
                 try await consentHistory(of: query.deviceID, into: &reply)
             case let .syncCheck(query)?:
@@ -194,15 +209,21 @@ actor OperatorHandler {
                 try await noteRecording(query, by: who, into: &reply)
             case let .backupDatabase(query)?:
                 try await backupDatabase(query, by: who, into: &reply)
+            case let .createDashboardSignIn(query)?:
+                try await createDashboardSignIn(query, by: account, actor: who, into: &reply)
+            case let .listDashboardSessions(query)?:
+                try await listDashboardSessions(query, into: &reply)
+            case let .endDashboardSession(query)?:
+                try await endDashboardSession(query, by: who, into: &reply)
             case nil:
-                rejections.reject(endpoint: Self.endpointName, reason: .unknownMessage, peer: routed.peer)
+                rejections.reject(endpoint: caller.endpointName, reason: .unknownMessage, peer: caller.peer)
                 reply.status = .failure(.badRequest, "the request carries no body this coordinator knows; is the CLI newer than the coordinator?")
             }
         } catch {
             logger.error("operator request failed", metadata: ["error": "\(error)"])
             reply.status = .failure(.internal, "\(error)")
         }
-        send(reply, to: routed, payload: payload)
+        return (reply, payload)
     }
 
     private func forget(_ nodeID: String, operator who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {

@@ -25,11 +25,15 @@ public enum InputRejection: String, Sendable, CaseIterable {
     case wrongIdentity = "wrong_identity"
     case badToken = "bad_token"
     case forbidden = "forbidden"
+    /// A dashboard request that is not the page's own: no or a wrong CSRF token, another site's Origin.
+    case forgedRequest = "forged_request"
+    /// A dashboard request without a live session (no cookie, signed out, revoked, expired).
+    case notSignedIn = "not_signed_in"
 
     /// Reasons that say someone tried to get in or act without the right: audited.
     public var isAccessDenial: Bool {
         switch self {
-        case .handshakeFailed, .unknownKey, .revokedKey, .wrongEndpoint, .wrongIdentity, .badToken, .forbidden: true
+        case .handshakeFailed, .unknownKey, .revokedKey, .wrongEndpoint, .wrongIdentity, .badToken, .forbidden, .forgedRequest: true
         default: false
         }
     }

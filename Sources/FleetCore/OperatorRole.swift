@@ -41,13 +41,16 @@ public enum RequiredRole {
         switch body {
         case .listNodes?, .listDevices?, .getFormats?, .getFleetStats?, .getLatestFrame?, .getIngestStats?, .getDevice?,
              .getEvents?, .endSession?, .whoAmI?, .getConsentHistory?, .syncCheck?,
-             .listRecordings?, .getRecording?, .verifyRecording?, .readSegment?, .getPreview?, .listPreviews?, nil:
+             .listRecordings?, .getRecording?, .verifyRecording?, .readSegment?, .getPreview?, .listPreviews?, nil,
+             // One's own sign-in link; another operator's is checked for admin by the handler.
+             .createDashboardSignIn?:
             .viewer
         case .changeFormat?, .changeFrameRate?, .changeZoom?, .lockDevice?, .unlockDevice?, .changeFocus?,
              .setDropRecoveryPolicy?, .changePressurePolicy?, .changeConsent?, .changeFrameAlignment?,
              .startRecording?, .stopRecording?, .deleteRecording?, .noteRecording?, .collectRecording?:
             .operator
-        case .forgetNode?, .createEnrollment?, .listEnrollments?, .revokeEnrollment?, .revokeNode?, .addOperator?, .removeOperator?, .listOperators?, .backupDatabase?:
+        case .forgetNode?, .createEnrollment?, .listEnrollments?, .revokeEnrollment?, .revokeNode?, .addOperator?, .removeOperator?, .listOperators?, .backupDatabase?,
+             .listDashboardSessions?, .endDashboardSession?:
             .admin
         }
     }

@@ -1,8 +1,10 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import FleetSystem
+import AsyncHTTPClient
 import Foundation
+import NIOCore
+import NIOPosix
 
 /// An `http://` URL that must lead to this machine or its local network.
 public struct LocalWebhookURL: Sendable, Equatable, CustomStringConvertible {
@@ -50,9 +52,8 @@ public enum WebhookError: Error, CustomStringConvertible, Equatable {
     case unsupportedURL(String, String)
     case cannotResolve(host: String, detail: String)
     case notLocal(host: String, address: String)
-    case connectionFailed(url: String, errno: Int32)
+    case connectionFailed(url: String, detail: String)
     case timedOut(url: String)
-    case badResponse(url: String)
     case refused(url: String, status: Int)
 
     public var description: String {
@@ -61,97 +62,53 @@ public enum WebhookError: Error, CustomStringConvertible, Equatable {
         case let .cannotResolve(host, detail): "cannot resolve the webhook host \(host): \(detail)"
         case let .notLocal(host, address):
             "the webhook host \(host) is \(address), outside this machine and its local network: alerts go only to loopback, private (10/8, 172.16/12, 192.168/16, fc00::/7) or link-local addresses"
-        case let .connectionFailed(url, code): "cannot reach the webhook \(url): \(String(cString: strerror(code)))"
+        case let .connectionFailed(url, detail): "cannot reach the webhook \(url): \(detail)"
         case let .timedOut(url): "the webhook \(url) did not answer in time"
-        case let .badResponse(url): "the webhook \(url) answered something that is not HTTP"
         case let .refused(url, status): "the webhook \(url) answered HTTP \(status)"
         }
     }
 }
 
-/// Posts a body to a local webhook and waits for its status line. Blocking: call it from
-/// a thread of your own (the coordinator's alert delivery thread does).
+/// Posts a body to a local webhook through AsyncHTTPClient and waits for the answer.
+/// Blocking: call it from a thread of your own (the coordinator's alert delivery thread
+/// does), never from an event loop.
 public enum WebhookClient {
     public static func post(_ body: [UInt8], contentType: String = "application/json", to url: LocalWebhookURL,
-                            timeoutMilliseconds: Int32 = 3000) throws(WebhookError) -> Int {
+                            timeoutMilliseconds: Int64 = 3000) throws(WebhookError) -> Int {
+        // Resolved and checked here, then reached by that address: the host cannot resolve
+        // elsewhere between the check and the connection.
         let address = try resolveLocal(url.host, port: url.port)
-        let fd = socket(Int32(address.family), Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        guard fd >= 0 else { throw .connectionFailed(url: url.description, errno: errno) }
-        defer { close(fd) }
-        let deadline = MonotonicClock.milliseconds() + Int64(timeoutMilliseconds)
-        var storage = address.storage
-        let connected = withUnsafePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, address.length) }
-        }
-        if connected != 0 {
-            guard errno == EINPROGRESS else { throw .connectionFailed(url: url.description, errno: errno) }
-            try wait(fd, for: Int16(POLLOUT), until: deadline, url: url)
-            var code: Int32 = 0
-            var length = socklen_t(MemoryLayout<Int32>.size)
-            getsockopt(fd, SOL_SOCKET, SO_ERROR, &code, &length)
-            guard code == 0 else { throw .connectionFailed(url: url.description, errno: code) }
-        }
+        let shownAddress = address.contains(":") ? "[\(address)]" : address
         let hostHeader = url.host.contains(":") ? "[\(url.host)]:\(url.port)" : "\(url.host):\(url.port)"
-        var request = Array(("POST \(url.path) HTTP/1.1\r\nHost: \(hostHeader)\r\nUser-Agent: capfleet\r\n"
-            + "Content-Type: \(contentType)\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n").utf8)
-        request.append(contentsOf: body)
-        var offset = 0
-        while offset < request.count {
-            try wait(fd, for: Int16(POLLOUT), until: deadline, url: url)
-            do {
-                offset += try systemCall("send", on: url.description) {
-                    request.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-                }
-            } catch where error.wouldBlock {
-                continue
-            } catch {
-                throw .connectionFailed(url: url.description, errno: error.errno)
-            }
+        let request: HTTPClient.Request
+        do {
+            request = try HTTPClient.Request(
+                url: "http://\(shownAddress):\(url.port)\(url.path)", method: .POST,
+                headers: ["Host": hostHeader, "User-Agent": "capfleet", "Content-Type": contentType, "Connection": "close"],
+                body: .bytes(body))
+        } catch {
+            throw .unsupportedURL(url.description, "\(error)")
         }
-        // The status line is all we need.
-        var answer: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1024)
-        while !answer.contains(10) {
-            try wait(fd, for: Int16(POLLIN), until: deadline, url: url)
-            let count: Int
-            do {
-                count = try systemCall("read", on: url.description) { read(fd, &chunk, chunk.count) }
-            } catch where error.wouldBlock {
-                continue
-            } catch {
-                break
-            }
-            guard count > 0 else { break }
-            answer.append(contentsOf: chunk[0..<count])
+        let response: HTTPClient.Response
+        do {
+            response = try HTTPClient.shared.execute(request: request, deadline: .now() + .milliseconds(timeoutMilliseconds)).wait()
+        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .connectTimeout || error == .readTimeout {
+            throw .timedOut(url: url.description)
+        } catch {
+            throw .connectionFailed(url: url.description, detail: Self.reason(error))
         }
-        let statusLine = String(decoding: answer.prefix { $0 != 13 && $0 != 10 }, as: UTF8.self).split(separator: " ")
-        guard statusLine.count >= 2, statusLine[0].hasPrefix("HTTP/1."), let status = Int(statusLine[1]) else {
-            throw .badResponse(url: url.description)
-        }
+        let status = Int(response.status.code)
         guard (200..<300).contains(status) else { throw .refused(url: url.description, status: status) }
         return status
     }
 
-    private static func wait(_ fd: Int32, for events: Int16, until deadline: Int64, url: LocalWebhookURL) throws(WebhookError) {
-        while true {
-            let remaining = deadline - MonotonicClock.milliseconds()
-            guard remaining > 0 else { throw .timedOut(url: url.description) }
-            var pfd = pollfd(fd: fd, events: events, revents: 0)
-            let ready: Int32
-            do {
-                ready = try systemCall("poll", on: url.description) { poll(&pfd, 1, Int32(remaining)) }
-            } catch {
-                throw .connectionFailed(url: url.description, errno: error.errno)
-            }
-            if ready > 0 { return }
-            throw .timedOut(url: url.description)
+    /// What went wrong in words: "connection refused" rather than a NIO type's dump.
+    static func reason(_ error: any Error) -> String {
+        if let connection = error as? NIOConnectionError, let first = connection.connectionErrors.first {
+            return reason(first.error)
         }
-    }
-
-    public struct ResolvedAddress: Sendable {
-        var family: Int32
-        var storage: sockaddr_storage
-        var length: socklen_t
+        if let io = error as? IOError { return String(cString: strerror(io.errnoCode)).lowercased() }
+        return "\(error)"
     }
 
     /// Whether the URL's host resolves to a local address now: nil when it does, else why not.
@@ -164,8 +121,8 @@ public enum WebhookClient {
         }
     }
 
-    /// The host's first address, refused unless it is loopback, private or link-local.
-    public static func resolveLocal(_ host: String, port: UInt16) throws(WebhookError) -> ResolvedAddress {
+    /// The host's first address as text, refused unless it is loopback, private or link-local.
+    public static func resolveLocal(_ host: String, port: UInt16) throws(WebhookError) -> String {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -187,7 +144,7 @@ public enum WebhookClient {
         guard LocalNetwork.contains(bytes) else {
             throw .notLocal(host: host, address: LocalNetwork.text(bytes))
         }
-        return ResolvedAddress(family: first.pointee.ai_family, storage: storage, length: first.pointee.ai_addrlen)
+        return LocalNetwork.text(bytes)
     }
 }
 

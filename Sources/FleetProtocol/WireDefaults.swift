@@ -27,7 +27,9 @@ public enum WireDefaults {
     /// 1.3: multi-use enrollment tokens (CreateEnrollment.uses and name_prefix,
     /// Enroll.requested_name, list_enrollments, revoke_enrollment).
     /// 1.3: previews (FRAME_FLAG_PREVIEW, get_preview, list_previews, DeviceStatus preview counts).
-    public static let protocolMinor: UInt32 = 4
+    /// 1.5: the web dashboard (create_dashboard_sign_in, list_ and end_dashboard_session(s),
+    /// CoordinatorEndpoints.http_port and http_tls).
+    public static let protocolMinor: UInt32 = 5
 
     public static let heartbeatIntervalMilliseconds: UInt32 = 1000
     /// Missed heartbeats after which a peer is considered gone.

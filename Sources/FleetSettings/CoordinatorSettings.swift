@@ -7,7 +7,7 @@ import Foundation
 /// so that a wrong value stops the daemon with the setting's name instead of a failure later.
 public struct CoordinatorSettings: Sendable {
     /// Every key a coordinator settings file may hold, in the order `--check-config` lists them.
-    public static let keys = ["data_dir", "bind", "control_port", "ingest_port", "operator_port", "telemetry_port", "metrics_port",
+    public static let keys = ["data_dir", "bind", "control_port", "ingest_port", "operator_port", "telemetry_port", "http_port", "metrics_port",
                               "clock_port", "clock_probe_budget", "cpu_latency_us", "record_port", "live_port", "recordings_dir", "segment_seconds", "record_lead_ms", "record_reserve_mb", "record_store",
                               "record_codec", "record_quality", "record_bitrate", "record_gop",
                               "retention_budget_gb", "retention_days", "heartbeat_interval_ms", "heartbeat_liveness",
@@ -84,9 +84,16 @@ public struct CoordinatorSettings: Sendable {
             }
             configuration.retention.maximumAgeSeconds = Int64(days * 86_400)
         }
-        if settings.value("metrics_port", environment: env) == "off" {
+        // http_port serves the dashboard and /metrics; metrics_port is its older name, still read.
+        let httpPort = settings.value("http_port", environment: env)
+        let metricsPort = settings.value("metrics_port", environment: env)
+        if let httpPort, let metricsPort, httpPort != metricsPort {
+            throw SettingsError("http_port (\(httpPort)) and metrics_port (\(metricsPort)) name one port, the dashboard's and /metrics': set only http_port")
+        }
+        let httpKey = httpPort != nil ? "http_port" : "metrics_port"
+        if settings.value(httpKey, environment: env) == "off" {
             configuration.metricsPort = nil
-        } else if let port: UInt16 = try settings.integer("metrics_port", environment: env) {
+        } else if let port: UInt16 = try settings.integer(httpKey, environment: env) {
             configuration.metricsPort = port
         }
         configuration.heartbeatIntervalMilliseconds = try settings.integer("heartbeat_interval_ms", environment: env)

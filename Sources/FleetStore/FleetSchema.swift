@@ -449,6 +449,35 @@ enum FleetSchema {
                 ALTER TABLE node ADD COLUMN encoders TEXT NOT NULL DEFAULT '';
                 """)
         }
+        migrator.registerMigration("v18: dashboard sessions") { db in
+            // The web dashboard's browsers (issue: web dashboard): one-time sign-in links and
+            // the sessions they open, each for one operator. Secrets are kept only as SHA-256
+            // hashes; removing an operator removes their links and sessions with them.
+            try db.execute(sql: """
+                CREATE TABLE dashboardSignIn (
+                    tokenHash TEXT PRIMARY KEY NOT NULL CHECK (length(tokenHash) = 64),
+                    operatorName TEXT NOT NULL REFERENCES operator(name) ON DELETE CASCADE ON UPDATE CASCADE,
+                    createdAt INTEGER NOT NULL,
+                    expiresAt INTEGER NOT NULL CHECK (expiresAt > createdAt),
+                    createdBy TEXT NOT NULL,
+                    usedAt INTEGER
+                ) WITHOUT ROWID;
+                CREATE TABLE dashboardSession (
+                    id TEXT PRIMARY KEY NOT NULL CHECK (length(id) > 0),
+                    secretHash TEXT NOT NULL UNIQUE CHECK (length(secretHash) = 64),
+                    operatorName TEXT NOT NULL REFERENCES operator(name) ON DELETE CASCADE ON UPDATE CASCADE,
+                    csrfToken TEXT NOT NULL CHECK (length(csrfToken) > 0),
+                    createdAt INTEGER NOT NULL,
+                    expiresAt INTEGER NOT NULL CHECK (expiresAt > createdAt),
+                    lastSeenAt INTEGER NOT NULL,
+                    endedAt INTEGER,
+                    endedBy TEXT,
+                    peer TEXT NOT NULL DEFAULT '',
+                    userAgent TEXT NOT NULL DEFAULT ''
+                ) WITHOUT ROWID;
+                CREATE INDEX dashboardSession_operator ON dashboardSession(operatorName);
+                """)
+        }
         return migrator
     }
 }

@@ -38,7 +38,7 @@ struct CapFleet: AsyncParsableCommand {
             FormatCommand.self, PresetCommand.self, FrameRateCommand.self, ZoomDeviceCommand.self, FocusCommand.self,
             LockCommand.self, UnlockCommand.self, PolicyCommand.self,
             SnapshotCommand.self, ViewCommand.self, ContactSheetCommand.self, IngestStatsCommand.self, RecordCommand.self, RecordingsCommand.self,
-            ConsentCommand.self, EnrollCommand.self, OperatorCommand.self, WhoAmICommand.self, BackupCommand.self, RestoreCommand.self,
+            ConsentCommand.self, EnrollCommand.self, OperatorCommand.self, WhoAmICommand.self, DashboardCommand.self, BackupCommand.self, RestoreCommand.self,
         ])
 }
 

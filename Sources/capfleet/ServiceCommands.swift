@@ -158,6 +158,7 @@ struct DevCommand: AsyncParsableCommand {
             : "\(found.map { "\($0.card) at \($0.path)" }.joined(separator: ", ")) on dev-agent-1, synthetic cameras on dev-agent-2"
         // Secure by default here too: an admin key for whoever runs this, and enrolled agents.
         let credentialPath = try await Self.devCredential(dataDirectory: dataDirectory)
+        let admin = try OperatorCredential.load(path: credentialPath).name
         let coordinator = CoordinatorService(
             configuration: CoordinatorConfiguration(dataDirectory: dataDirectory + "/coordinator", bindHost: "127.0.0.1"),
             logger: Logger(label: "capfleet.coordinator"),
@@ -169,6 +170,7 @@ struct DevCommand: AsyncParsableCommand {
                       fleet database  \(endpoints.database)
                       operator        \(endpoints.operator)   (capfleet nodes | devices | formats DEVICE | watch)
                       telemetry       \(endpoints.telemetry)   (python3 proto-docs/examples/telemetry_subscriber.py)
+                      dashboard       \(endpoints.metrics.map { String($0.dropLast("metrics".count)) } ?? "off")   (sign in: capfleet dashboard login)
                       metrics         \(endpoints.metrics ?? "off")   (Prometheus scrape URL)
                       agents connect  \(endpoints.control)
                       credential      \(credentialPath)   (your admin key\(credentialPath == OperatorCredential.defaultPath ? ", where the CLI looks" : "; export \(OperatorCredential.environmentVariable)=\(credentialPath)"))
@@ -179,6 +181,19 @@ struct DevCommand: AsyncParsableCommand {
 
                     """)
                 fflush(nil)
+                // A one-time sign-in for the dev admin, so the dashboard opens with one click.
+                guard let metrics = endpoints.metrics else { return }
+                let base = String(metrics.dropLast("/metrics".count))
+                Task {
+                    do {
+                        let path = try await LocalAdministration.createDashboardSignIn(
+                            dataDirectory: dataDirectory + "/coordinator", operatorName: admin, by: "capfleet dev")
+                        print("Dashboard, signed in as \(admin) (this link works once, for 10 minutes; later: capfleet dashboard login):\n  \(base)\(path)\n")
+                    } catch {
+                        print("No dashboard sign-in link (\(error)); make one with: capfleet dashboard login\n")
+                    }
+                    fflush(nil)
+                }
             })
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: coordinator)]
         for index in 1...2 {

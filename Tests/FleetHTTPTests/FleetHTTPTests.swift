@@ -1,29 +1,14 @@
 @testable import FleetHTTP
 import Foundation
+import Hummingbird
+import Logging
+import NIOCore
 import Synchronization
 import Testing
 
 #if canImport(Glibc)
 import Glibc
 #endif
-
-@Suite struct HTTPRequestParserTests {
-    @Test func parsesRequestLineQueryAndHeaders() throws {
-        let bytes = Array("GET /metrics?x=1 HTTP/1.1\r\nHost: a\r\nAccept: text/plain\r\n\r\n".utf8)
-        let request = try #require(HTTPRequestParser.parse(bytes))
-        #expect(request.method == "GET")
-        #expect(request.path == "/metrics")
-        #expect(request.query == "x=1")
-        #expect(request.headers["accept"] == "text/plain")
-    }
-
-    @Test func refusesWhatIsNotHTTP() {
-        #expect(HTTPRequestParser.parse(Array("hello\r\n\r\n".utf8)) == nil)
-        #expect(HTTPRequestParser.parse(Array("GET metrics HTTP/1.1\r\n\r\n".utf8)) == nil)
-        #expect(HTTPRequestParser.parse(Array("GET / HTTP/1.1\r\nno colon\r\n\r\n".utf8)) == nil)
-        #expect(HTTPRequestParser.headerEnd(in: Array("GET / HTTP/1.1\r\n".utf8)) == nil)
-    }
-}
 
 @Suite struct LocalNetworkTests {
     @Test func loopbackPrivateAndLinkLocalAreLocal() {
@@ -67,37 +52,73 @@ import Glibc
     }
 }
 
-@Suite struct HTTPServerAndWebhookTests {
-    @Test func webhookPostReachesALocalReceiver() throws {
-        let received = Mutex<[HTTPRequest]>([])
-        let server = try HTTPServer(host: "127.0.0.1", port: 0) { request in
-            received.withLock { $0.append(request) }
-            return HTTPResponse(status: 204, body: [])
+@Suite struct WebServerAndWebhookTests {
+    struct Received: Sendable {
+        var method: String
+        var path: String
+        var contentType: String?
+        var body: [UInt8]
+    }
+
+    /// A webhook receiver on Hummingbird, as an operator's chat bridge would be: it keeps
+    /// what it was sent and answers `status`.
+    final class Inbox: Sendable { let requests = Mutex<[Received]>([]) }
+
+    /// Runs a blocking call (the webhook client waits for its answer) on a thread of its own,
+    /// as the coordinator's alert thread does: on the cooperative pool it would hold a thread
+    /// the server's handlers need.
+    static func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try body() }) }.start()
         }
-        defer { server.stop() }
+    }
+
+    static func receiver(status: HTTPResponse.Status = .noContent, into inbox: Inbox? = nil) async throws -> WebServer {
+        let router = Router()
+        router.post("/hook") { request, _ in
+            let body = try await request.body.collect(upTo: 1 << 20)
+            inbox?.requests.withLock {
+                $0.append(Received(method: "\(request.method)", path: request.uri.path, contentType: request.headers[.contentType],
+                                   body: Array(buffer: body)))
+            }
+            return Response(status: status)
+        }
+        return try await WebServer.start(host: "127.0.0.1", port: 0, router: router, logger: Logger(label: "test"))
+    }
+
+    @Test func webhookPostReachesALocalReceiver() async throws {
+        let inbox = Inbox()
+        let server = try await Self.receiver(into: inbox)
         let body = Array(#"{"alert":"node_offline"}"#.utf8)
-        let status = try WebhookClient.post(body, to: try LocalWebhookURL("http://127.0.0.1:\(server.port)/hook"))
+        let url = try LocalWebhookURL("http://127.0.0.1:\(server.port)/hook")
+        let status = try await Self.onThread { try WebhookClient.post(body, to: url) }
+        try await server.stop()
         #expect(status == 204)
-        let request = try #require(received.withLock { $0.first })
+        let request = try #require(inbox.requests.withLock { $0.first })
         #expect(request.method == "POST")
         #expect(request.path == "/hook")
         #expect(request.body == body)
-        #expect(request.headers["content-type"] == "application/json")
+        #expect(request.contentType == "application/json")
     }
 
-    @Test func webhookReportsTheReceiversRefusal() throws {
-        let server = try HTTPServer(host: "127.0.0.1", port: 0) { _ in HTTPResponse(status: 500, text: "no") }
-        defer { server.stop() }
-        let url = try LocalWebhookURL("http://127.0.0.1:\(server.port)/")
-        #expect(throws: WebhookError.refused(url: url.description, status: 500)) { try WebhookClient.post([], to: url) }
+    @Test func webhookReportsTheReceiversRefusal() async throws {
+        let server = try await Self.receiver(status: .internalServerError)
+        let url = try LocalWebhookURL("http://127.0.0.1:\(server.port)/hook")
+        await #expect(throws: WebhookError.refused(url: url.description, status: 500)) { try await Self.onThread { try WebhookClient.post([], to: url) } }
+        let elsewhere = try LocalWebhookURL("http://127.0.0.1:\(server.port)/other")
+        await #expect(throws: WebhookError.refused(url: elsewhere.description, status: 404)) {
+            try await Self.onThread { try WebhookClient.post([], to: elsewhere) }
+        }
+        try await server.stop()
     }
 
-    @Test func webhookToAClosedPortFailsClearly() throws {
-        let server = try HTTPServer(host: "127.0.0.1", port: 0) { _ in HTTPResponse(status: 200, body: []) }
+    @Test func webhookToAClosedPortFailsClearly() async throws {
+        let server = try await Self.receiver()
         let port = server.port
-        server.stop()
-        #expect(throws: WebhookError.connectionFailed(url: "http://127.0.0.1:\(port)/", errno: ECONNREFUSED)) {
-            try WebhookClient.post([], to: try LocalWebhookURL("http://127.0.0.1:\(port)/"))
+        try await server.stop()
+        let url = try LocalWebhookURL("http://127.0.0.1:\(port)/hook")
+        await #expect(throws: WebhookError.connectionFailed(url: url.description, detail: "connection refused")) {
+            try await Self.onThread { try WebhookClient.post([], to: url) }
         }
     }
 
@@ -108,25 +129,49 @@ import Glibc
         }
     }
 
-    @Test func serverTimesOutASilentClientAndGoesOnServing() throws {
-        let server = try HTTPServer(host: "127.0.0.1", port: 0) { _ in HTTPResponse(status: 200, text: "fine") }
-        defer { server.stop() }
+    /// A client that connects and says nothing holds no one else up.
+    @Test func aSilentClient_doesNotHoldUpOthers() async throws {
+        let server = try await Self.receiver()
         let silent = try connectLoopback(port: server.port)
         defer { close(silent) }
-        // The silent client holds the server for at most its read deadline, then gets 408.
-        var buffer = [UInt8](repeating: 0, count: 256)
-        let count = read(silent, &buffer, buffer.count)
-        #expect(String(decoding: buffer[0..<max(0, count)], as: UTF8.self).hasPrefix("HTTP/1.1 408"))
-        let status = try WebhookClient.post([], to: try LocalWebhookURL("http://127.0.0.1:\(server.port)/"))
-        #expect(status == 200)
+        let started = ContinuousClock.now
+        let url = try LocalWebhookURL("http://127.0.0.1:\(server.port)/hook")
+        let status = try await Self.onThread { try WebhookClient.post([], to: url, timeoutMilliseconds: 2000) }
+        #expect(status == 204)
+        #expect(ContinuousClock.now - started < .seconds(2))
+        try await server.stop()
     }
 
-    @Test func bindingATakenPortSaysSo() throws {
-        let first = try HTTPServer(host: "127.0.0.1", port: 0) { _ in HTTPResponse(status: 200, body: []) }
-        defer { first.stop() }
-        #expect(throws: HTTPServerError.cannotBind(host: "127.0.0.1", port: first.port, errno: EADDRINUSE)) {
-            _ = try HTTPServer(host: "127.0.0.1", port: first.port) { _ in HTTPResponse(status: 200, body: []) }
+    @Test func bindingATakenPortSaysSo() async throws {
+        let first = try await Self.receiver()
+        await #expect(throws: WebServerError.portInUse(host: "127.0.0.1", port: first.port)) {
+            _ = try await WebServer.start(host: "127.0.0.1", port: first.port, router: Router(), logger: Logger(label: "test"))
         }
+        try await first.stop()
+    }
+
+    @Test func whatIsNotServed_isA404SayingWhatIs() async throws {
+        let router = Router(options: .autoGenerateHeadEndpoints)
+        router.add(middleware: ExplainedNotFound("only /hello is served here"))
+        router.get("/hello") { _, _ in "hello" }
+        let server = try await WebServer.start(host: "127.0.0.1", port: 0, router: router, logger: Logger(label: "test"))
+        let fd = try connectLoopback(port: server.port)
+        defer { close(fd) }
+        let text = try await Self.onThread {
+            let request = Array("GET /nothing HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)
+            _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+            var answer: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = read(fd, &chunk, chunk.count)
+                guard count > 0 else { break }
+                answer += chunk[0..<count]
+            }
+            return String(decoding: answer, as: UTF8.self)
+        }
+        #expect(text.hasPrefix("HTTP/1.1 404"), "\(text)")
+        #expect(text.hasSuffix("only /hello is served here\n"), "\(text)")
+        try await server.stop()
     }
 
     func connectLoopback(port: UInt16) throws -> Int32 {
@@ -140,5 +185,19 @@ import Glibc
         }
         guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
         return fd
+    }
+}
+
+@Suite struct WebSecretTests {
+    @Test func secrets_areLongURLSafeAndDifferent() {
+        let secrets = (0..<100).map { _ in WebSecret.make() }
+        #expect(Set(secrets).count == 100)
+        #expect(secrets.allSatisfy { $0.count == 43 && $0.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" } })
+    }
+
+    @Test func theHash_isSHA256InHex() {
+        // FIPS 180-2's "abc".
+        #expect(WebSecret.hash("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(WebSecret.base64URL([0xFB, 0xFF]) == "-_8")
     }
 }

@@ -3,6 +3,18 @@ import FleetSettings
 import Testing
 
 @Suite struct CoordinatorSettingsTests {
+    @Test func httpPort_isTheDashboardsAndMetricsPort_andMetricsPortStillNamesIt() throws {
+        #expect(try CoordinatorSettings.load(file: nil, environment: ["CAPFLEET_HTTP_PORT": "8080"]).configuration.metricsPort == 8080)
+        #expect(try CoordinatorSettings.load(file: nil, environment: ["CAPFLEET_METRICS_PORT": "9090"]).configuration.metricsPort == 9090)
+        #expect(try CoordinatorSettings.load(file: nil, environment: ["CAPFLEET_HTTP_PORT": "off"]).configuration.metricsPort == nil)
+        #expect(try CoordinatorSettings.load(file: nil, environment: ["CAPFLEET_HTTP_PORT": "8080", "CAPFLEET_METRICS_PORT": "8080"])
+            .configuration.metricsPort == 8080)
+        let error = #expect(throws: SettingsError.self) {
+            try CoordinatorSettings.load(file: nil, environment: ["CAPFLEET_HTTP_PORT": "8080", "CAPFLEET_METRICS_PORT": "9090"])
+        }
+        #expect(error?.description.contains("set only http_port") == true, "\(String(describing: error))")
+    }
+
     @Test func coordinatorSettings_withNothingWritten_areTheDefaults() throws {
         let settings = try CoordinatorSettings.load(file: nil, environment: [:])
         #expect(settings.configuration.dataDirectory == "capfleet-data")

@@ -553,6 +553,33 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     set {body = .revokeEnrollment(newValue)}
   }
 
+  /// viewer (for yourself; admin for another): operator.md, "The web dashboard" (minor 5)
+  public var createDashboardSignIn: Capfleet_V1_CreateDashboardSignIn {
+    get {
+      if case .createDashboardSignIn(let v)? = body {return v}
+      return Capfleet_V1_CreateDashboardSignIn()
+    }
+    set {body = .createDashboardSignIn(newValue)}
+  }
+
+  /// admin: browsers signed in to the dashboard (minor 5)
+  public var listDashboardSessions: Capfleet_V1_ListDashboardSessions {
+    get {
+      if case .listDashboardSessions(let v)? = body {return v}
+      return Capfleet_V1_ListDashboardSessions()
+    }
+    set {body = .listDashboardSessions(newValue)}
+  }
+
+  /// admin: sign a browser out (minor 5)
+  public var endDashboardSession: Capfleet_V1_EndDashboardSession {
+    get {
+      if case .endDashboardSession(let v)? = body {return v}
+      return Capfleet_V1_EndDashboardSession()
+    }
+    set {body = .endDashboardSession(newValue)}
+  }
+
   /// Ties leases taken by this request to an operator session: when the session ends
   /// (EndSession, or no request for session_timeout_ms), its leases are released.
   public var sessionID: String = String()
@@ -628,6 +655,12 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     case listEnrollments(Capfleet_V1_ListEnrollments)
     /// admin: a token admits nobody more (minor 3)
     case revokeEnrollment(Capfleet_V1_RevokeEnrollment)
+    /// viewer (for yourself; admin for another): operator.md, "The web dashboard" (minor 5)
+    case createDashboardSignIn(Capfleet_V1_CreateDashboardSignIn)
+    /// admin: browsers signed in to the dashboard (minor 5)
+    case listDashboardSessions(Capfleet_V1_ListDashboardSessions)
+    /// admin: sign a browser out (minor 5)
+    case endDashboardSession(Capfleet_V1_EndDashboardSession)
 
   }
 
@@ -1564,11 +1597,122 @@ public nonisolated struct Capfleet_V1_OperatorReply: @unchecked Sendable {
     set {_uniqueStorage()._enrollmentTokens = newValue}
   }
 
+  /// with CreateDashboardSignIn (minor 5)
+  public var dashboardSignIn: Capfleet_V1_DashboardSignIn {
+    get {_storage._dashboardSignIn ?? Capfleet_V1_DashboardSignIn()}
+    set {_uniqueStorage()._dashboardSignIn = newValue}
+  }
+  /// Returns true if `dashboardSignIn` has been explicitly set.
+  public var hasDashboardSignIn: Bool {_storage._dashboardSignIn != nil}
+  /// Clears the value of `dashboardSignIn`. Subsequent reads from it will return its default value.
+  public mutating func clearDashboardSignIn() {_uniqueStorage()._dashboardSignIn = nil}
+
+  /// with ListDashboardSessions and EndDashboardSession (minor 5)
+  public var dashboardSessions: [Capfleet_V1_DashboardSessionInfo] {
+    get {_storage._dashboardSessions}
+    set {_uniqueStorage()._dashboardSessions = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+/// A one-time sign-in link for the web dashboard (operator.md, "The web dashboard"): opened in
+/// a browser within 10 minutes, it signs that browser in as the operator, once.
+public nonisolated struct Capfleet_V1_CreateDashboardSignIn: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// empty = the caller; another operator's link needs the admin role
+  public var operatorName: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_DashboardSignIn: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var operatorName: String = String()
+
+  /// "/signin?token=…": the coordinator's HTTP address before it makes the URL
+  public var path: String = String()
+
+  public var expiresUnixMs: Int64 = 0
+
+  /// where the dashboard is served; 0 = off
+  public var httpPort: UInt32 = 0
+
+  /// https rather than http
+  public var tls: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_ListDashboardSessions: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// also signed-out, revoked and expired sessions
+  public var includeEnded: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_EndDashboardSession: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// as ListDashboardSessions shows it
+  public var sessionID: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_DashboardSessionInfo: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// not the cookie: the cookie's secret is kept only as a hash
+  public var id: String = String()
+
+  public var operatorName: String = String()
+
+  public var createdUnixMs: Int64 = 0
+
+  public var expiresUnixMs: Int64 = 0
+
+  public var lastSeenUnixMs: Int64 = 0
+
+  /// 0 = not ended
+  public var endedUnixMs: Int64 = 0
+
+  public var endedBy: String = String()
+
+  /// the browser's address at sign-in
+  public var peer: String = String()
+
+  public var userAgent: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
 }
 
 /// The coordinator's ports, on the host the operator endpoint was reached at.
@@ -1600,6 +1744,12 @@ public nonisolated struct Capfleet_V1_CoordinatorEndpoints: Sendable {
 
   /// since 1.3: viewers of full-rate frames (XPUB; frames.md, "Live frames on demand")
   public var livePort: UInt32 = 0
+
+  /// since 1.5: the web dashboard and /metrics (HTTP, or HTTPS with http_tls); 0 = off
+  public var httpPort: UInt32 = 0
+
+  /// since 1.5
+  public var httpTls: Bool = false
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -2601,7 +2751,7 @@ nonisolated extension Capfleet_V1_EnrollmentTokenState: SwiftProtobuf._ProtoName
 
 nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0\u{3}note_recording\0\u{3}backup_database\0\u{3}get_preview\0\u{3}list_previews\0\u{3}collect_recording\0\u{4}\u{b}list_enrollments\0\u{3}revoke_enrollment\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0\u{3}note_recording\0\u{3}backup_database\0\u{3}get_preview\0\u{3}list_previews\0\u{3}collect_recording\0\u{4}\u{b}list_enrollments\0\u{3}revoke_enrollment\0\u{3}create_dashboard_sign_in\0\u{3}list_dashboard_sessions\0\u{3}end_dashboard_session\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3159,6 +3309,45 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
           self.body = .revokeEnrollment(v)
         }
       }()
+      case 62: try {
+        var v: Capfleet_V1_CreateDashboardSignIn?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .createDashboardSignIn(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .createDashboardSignIn(v)
+        }
+      }()
+      case 63: try {
+        var v: Capfleet_V1_ListDashboardSessions?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .listDashboardSessions(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .listDashboardSessions(v)
+        }
+      }()
+      case 64: try {
+        var v: Capfleet_V1_EndDashboardSession?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .endDashboardSession(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .endDashboardSession(v)
+        }
+      }()
       default: break
       }
     }
@@ -3349,6 +3538,18 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
     case .revokeEnrollment?: try {
       guard case .revokeEnrollment(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 61)
+    }()
+    case .createDashboardSignIn?: try {
+      guard case .createDashboardSignIn(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 62)
+    }()
+    case .listDashboardSessions?: try {
+      guard case .listDashboardSessions(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 63)
+    }()
+    case .endDashboardSession?: try {
+      guard case .endDashboardSession(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 64)
     }()
     case nil: break
     }
@@ -4593,7 +4794,7 @@ nonisolated extension Capfleet_V1_RejectionCount: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0\u{1}takes\0\u{1}verification\0\u{3}segment_data\0\u{3}segment_size\0\u{1}backup\0\u{1}endpoints\0\u{2}\u{3}previews\0\u{4}\u{5}enrollment_tokens\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0\u{1}takes\0\u{1}verification\0\u{3}segment_data\0\u{3}segment_size\0\u{1}backup\0\u{1}endpoints\0\u{2}\u{3}previews\0\u{4}\u{5}enrollment_tokens\0\u{3}dashboard_sign_in\0\u{3}dashboard_sessions\0")
 
   fileprivate class _StorageClass {
     var _requestID: UInt64 = 0
@@ -4628,6 +4829,8 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
     var _endpoints: Capfleet_V1_CoordinatorEndpoints? = nil
     var _previews: [Capfleet_V1_DevicePreview] = []
     var _enrollmentTokens: [Capfleet_V1_EnrollmentTokenInfo] = []
+    var _dashboardSignIn: Capfleet_V1_DashboardSignIn? = nil
+    var _dashboardSessions: [Capfleet_V1_DashboardSessionInfo] = []
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -4670,6 +4873,8 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       _endpoints = source._endpoints
       _previews = source._previews
       _enrollmentTokens = source._enrollmentTokens
+      _dashboardSignIn = source._dashboardSignIn
+      _dashboardSessions = source._dashboardSessions
     }
   }
 
@@ -4720,6 +4925,8 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         case 37: try { try decoder.decodeSingularMessageField(value: &_storage._endpoints) }()
         case 40: try { try decoder.decodeRepeatedMessageField(value: &_storage._previews) }()
         case 45: try { try decoder.decodeRepeatedMessageField(value: &_storage._enrollmentTokens) }()
+        case 46: try { try decoder.decodeSingularMessageField(value: &_storage._dashboardSignIn) }()
+        case 47: try { try decoder.decodeRepeatedMessageField(value: &_storage._dashboardSessions) }()
         default: break
         }
       }
@@ -4828,6 +5035,12 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       if !_storage._enrollmentTokens.isEmpty {
         try visitor.visitRepeatedMessageField(value: _storage._enrollmentTokens, fieldNumber: 45)
       }
+      try { if let v = _storage._dashboardSignIn {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 46)
+      } }()
+      if !_storage._dashboardSessions.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._dashboardSessions, fieldNumber: 47)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -4869,6 +5082,8 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         if _storage._endpoints != rhs_storage._endpoints {return false}
         if _storage._previews != rhs_storage._previews {return false}
         if _storage._enrollmentTokens != rhs_storage._enrollmentTokens {return false}
+        if _storage._dashboardSignIn != rhs_storage._dashboardSignIn {return false}
+        if _storage._dashboardSessions != rhs_storage._dashboardSessions {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -4878,9 +5093,219 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
   }
 }
 
+nonisolated extension Capfleet_V1_CreateDashboardSignIn: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".CreateDashboardSignIn"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}operator_name\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.operatorName) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.operatorName.isEmpty {
+      try visitor.visitSingularStringField(value: self.operatorName, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_CreateDashboardSignIn, rhs: Capfleet_V1_CreateDashboardSignIn) -> Bool {
+    if lhs.operatorName != rhs.operatorName {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_DashboardSignIn: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".DashboardSignIn"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}operator_name\0\u{1}path\0\u{3}expires_unix_ms\0\u{3}http_port\0\u{1}tls\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.operatorName) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.path) }()
+      case 3: try { try decoder.decodeSingularInt64Field(value: &self.expiresUnixMs) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.httpPort) }()
+      case 5: try { try decoder.decodeSingularBoolField(value: &self.tls) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.operatorName.isEmpty {
+      try visitor.visitSingularStringField(value: self.operatorName, fieldNumber: 1)
+    }
+    if !self.path.isEmpty {
+      try visitor.visitSingularStringField(value: self.path, fieldNumber: 2)
+    }
+    if self.expiresUnixMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.expiresUnixMs, fieldNumber: 3)
+    }
+    if self.httpPort != 0 {
+      try visitor.visitSingularUInt32Field(value: self.httpPort, fieldNumber: 4)
+    }
+    if self.tls != false {
+      try visitor.visitSingularBoolField(value: self.tls, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_DashboardSignIn, rhs: Capfleet_V1_DashboardSignIn) -> Bool {
+    if lhs.operatorName != rhs.operatorName {return false}
+    if lhs.path != rhs.path {return false}
+    if lhs.expiresUnixMs != rhs.expiresUnixMs {return false}
+    if lhs.httpPort != rhs.httpPort {return false}
+    if lhs.tls != rhs.tls {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_ListDashboardSessions: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ListDashboardSessions"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}include_ended\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularBoolField(value: &self.includeEnded) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.includeEnded != false {
+      try visitor.visitSingularBoolField(value: self.includeEnded, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_ListDashboardSessions, rhs: Capfleet_V1_ListDashboardSessions) -> Bool {
+    if lhs.includeEnded != rhs.includeEnded {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_EndDashboardSession: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".EndDashboardSession"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}session_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.sessionID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.sessionID.isEmpty {
+      try visitor.visitSingularStringField(value: self.sessionID, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_EndDashboardSession, rhs: Capfleet_V1_EndDashboardSession) -> Bool {
+    if lhs.sessionID != rhs.sessionID {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_DashboardSessionInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".DashboardSessionInfo"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{3}operator_name\0\u{3}created_unix_ms\0\u{3}expires_unix_ms\0\u{3}last_seen_unix_ms\0\u{3}ended_unix_ms\0\u{3}ended_by\0\u{1}peer\0\u{3}user_agent\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.id) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.operatorName) }()
+      case 3: try { try decoder.decodeSingularInt64Field(value: &self.createdUnixMs) }()
+      case 4: try { try decoder.decodeSingularInt64Field(value: &self.expiresUnixMs) }()
+      case 5: try { try decoder.decodeSingularInt64Field(value: &self.lastSeenUnixMs) }()
+      case 6: try { try decoder.decodeSingularInt64Field(value: &self.endedUnixMs) }()
+      case 7: try { try decoder.decodeSingularStringField(value: &self.endedBy) }()
+      case 8: try { try decoder.decodeSingularStringField(value: &self.peer) }()
+      case 9: try { try decoder.decodeSingularStringField(value: &self.userAgent) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.id.isEmpty {
+      try visitor.visitSingularStringField(value: self.id, fieldNumber: 1)
+    }
+    if !self.operatorName.isEmpty {
+      try visitor.visitSingularStringField(value: self.operatorName, fieldNumber: 2)
+    }
+    if self.createdUnixMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.createdUnixMs, fieldNumber: 3)
+    }
+    if self.expiresUnixMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.expiresUnixMs, fieldNumber: 4)
+    }
+    if self.lastSeenUnixMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.lastSeenUnixMs, fieldNumber: 5)
+    }
+    if self.endedUnixMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.endedUnixMs, fieldNumber: 6)
+    }
+    if !self.endedBy.isEmpty {
+      try visitor.visitSingularStringField(value: self.endedBy, fieldNumber: 7)
+    }
+    if !self.peer.isEmpty {
+      try visitor.visitSingularStringField(value: self.peer, fieldNumber: 8)
+    }
+    if !self.userAgent.isEmpty {
+      try visitor.visitSingularStringField(value: self.userAgent, fieldNumber: 9)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_DashboardSessionInfo, rhs: Capfleet_V1_DashboardSessionInfo) -> Bool {
+    if lhs.id != rhs.id {return false}
+    if lhs.operatorName != rhs.operatorName {return false}
+    if lhs.createdUnixMs != rhs.createdUnixMs {return false}
+    if lhs.expiresUnixMs != rhs.expiresUnixMs {return false}
+    if lhs.lastSeenUnixMs != rhs.lastSeenUnixMs {return false}
+    if lhs.endedUnixMs != rhs.endedUnixMs {return false}
+    if lhs.endedBy != rhs.endedBy {return false}
+    if lhs.peer != rhs.peer {return false}
+    if lhs.userAgent != rhs.userAgent {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
 nonisolated extension Capfleet_V1_CoordinatorEndpoints: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CoordinatorEndpoints"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}control_port\0\u{3}frame_ingest_port\0\u{3}operator_port\0\u{3}telemetry_port\0\u{3}metrics_port\0\u{3}clock_port\0\u{3}record_port\0\u{3}live_port\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}control_port\0\u{3}frame_ingest_port\0\u{3}operator_port\0\u{3}telemetry_port\0\u{3}metrics_port\0\u{3}clock_port\0\u{3}record_port\0\u{3}live_port\0\u{3}http_port\0\u{3}http_tls\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -4896,6 +5321,8 @@ nonisolated extension Capfleet_V1_CoordinatorEndpoints: SwiftProtobuf.Message, S
       case 6: try { try decoder.decodeSingularUInt32Field(value: &self.clockPort) }()
       case 7: try { try decoder.decodeSingularUInt32Field(value: &self.recordPort) }()
       case 8: try { try decoder.decodeSingularUInt32Field(value: &self.livePort) }()
+      case 9: try { try decoder.decodeSingularUInt32Field(value: &self.httpPort) }()
+      case 10: try { try decoder.decodeSingularBoolField(value: &self.httpTls) }()
       default: break
       }
     }
@@ -4926,6 +5353,12 @@ nonisolated extension Capfleet_V1_CoordinatorEndpoints: SwiftProtobuf.Message, S
     if self.livePort != 0 {
       try visitor.visitSingularUInt32Field(value: self.livePort, fieldNumber: 8)
     }
+    if self.httpPort != 0 {
+      try visitor.visitSingularUInt32Field(value: self.httpPort, fieldNumber: 9)
+    }
+    if self.httpTls != false {
+      try visitor.visitSingularBoolField(value: self.httpTls, fieldNumber: 10)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -4938,6 +5371,8 @@ nonisolated extension Capfleet_V1_CoordinatorEndpoints: SwiftProtobuf.Message, S
     if lhs.clockPort != rhs.clockPort {return false}
     if lhs.recordPort != rhs.recordPort {return false}
     if lhs.livePort != rhs.livePort {return false}
+    if lhs.httpPort != rhs.httpPort {return false}
+    if lhs.httpTls != rhs.httpTls {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
