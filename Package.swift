@@ -23,6 +23,8 @@ let package = Package(
         // AsyncHTTPClient posts alert webhooks. Without Hummingbird's default traits: no
         // swift-configuration, no full Foundation.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        // The dashboard's one live connection per browser.
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
@@ -96,6 +98,7 @@ let package = Package(
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HummingbirdTLS", package: "hummingbird"),
+            .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -106,7 +109,9 @@ let package = Package(
         ]),
         .target(name: "FleetCoordinator", dependencies: [
             "FleetDaemon", "FleetSystem", "FleetBus", "FleetStore", "FleetRecording", "FleetCore", "FleetHost", "FleetProtocol", "FleetHTTP",
+            "FleetImaging",
             .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "Prometheus", package: "swift-prometheus"),

@@ -1,9 +1,15 @@
-// The CaptureFleet dashboard: plain JavaScript, no build step. Every action goes through
-// /api/operator as an OperatorRequest in protobuf's JSON mapping (proto-docs/operator.proto),
-// answered as the signed-in operator with the same roles and audit as the CLI.
+// The CaptureFleet dashboard: plain JavaScript, no build step, nothing from the internet.
+// What the fleet is comes over one WebSocket (/api/live): the whole fleet once, then what
+// changed each second. Every action goes through /api/operator as an OperatorRequest in
+// protobuf's JSON mapping (proto-docs/operator.proto), answered as the signed-in operator
+// with the same roles and audit as the CLI.
 "use strict";
 
-const state = { session: null, devices: [], nodes: [], stats: {}, previewSeen: {}, events: [] };
+const fleet = { devices: new Map(), device_stats: new Map(), nodes: new Map(), node_stats: new Map(), pressure: new Map() };
+const state = { session: null, events: [], tiles: new Map(), sections: new Map(), selected: new Set(), visible: new Set(), connected: false };
+const keyOf = { devices: "deviceId", device_stats: "deviceId", nodes: "nodeId", node_stats: "nodeId", pressure: "nodeId" };
+
+// MARK: Talking to the coordinator
 
 async function call(body) {
   const response = await fetch("/api/operator", {
@@ -12,10 +18,70 @@ async function call(body) {
     body: JSON.stringify(body),
   });
   const reply = await response.json();
-  if (response.status === 401) { showProblem(reply.status.message); throw new Error(reply.status.message); }
-  const code = reply.status && reply.status.code;
-  if (code !== "STATUS_CODE_OK") throw new Error((reply.status && reply.status.message) || "refused");
+  const message = (reply.status && (reply.status.reason || reply.status.message)) || `refused (${response.status})`;
+  if (response.status === 401) { signedOut(message); throw new Error(message); }
+  if (!reply.status || reply.status.code !== "STATUS_CODE_OK") throw new Error(message);
   return reply;
+}
+
+function connect() {
+  const socket = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/live`);
+  let signedOutReason = null;
+  socket.addEventListener("open", () => { state.connected = true; showConnection(); });
+  socket.addEventListener("message", (message) => {
+    const update = JSON.parse(message.data);
+    if (update.type === "signed_out") { signedOutReason = update.reason; return; }
+    if (update.type === "fleet") apply(update);
+  });
+  socket.addEventListener("close", () => {
+    state.connected = false;
+    showConnection();
+    if (signedOutReason) { signedOut(signedOutReason); return; }
+    setTimeout(connect, 2000);
+  });
+}
+
+function apply(update) {
+  if (update.whole) { for (const table of Object.values(fleet)) table.clear(); state.events = []; }
+  for (const [table, entries] of Object.entries(update.changed || {})) {
+    for (const entry of entries) fleet[table].set(entry[keyOf[table]], entry);
+  }
+  for (const [table, ids] of Object.entries(update.gone || {})) for (const id of ids) fleet[table].delete(id);
+  if (update.events && update.events.length) {
+    state.events.push(...update.events);
+    if (state.events.length > 1000) state.events.splice(0, state.events.length - 1000);
+  }
+  scheduleRender();
+}
+
+let renderPending = false;
+function scheduleRender() {
+  if (renderPending) return;
+  renderPending = true;
+  requestAnimationFrame(() => { renderPending = false; render(); });
+}
+
+function render() {
+  const page = currentPage();
+  if (page === "fleet") renderFleet();
+  else if (page === "camera") renderCamera();
+  else if (page === "events") renderEvents();
+  else if (page === "consent") renderConsent();
+  else if (page === "takes") renderTakeCameras();
+}
+
+// MARK: Small helpers
+
+function el(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attributes)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "class") node.className = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value === true ? "" : value);
+  }
+  for (const child of children) if (child !== null && child !== undefined && child !== false) node.append(child);
+  return node;
 }
 
 function showProblem(message) {
@@ -24,158 +90,228 @@ function showProblem(message) {
   problem.hidden = !message;
 }
 
-function el(tag, attributes = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attributes)) {
-    if (key === "class") node.className = value; else if (key.startsWith("on")) node.addEventListener(key.slice(2), value); else node.setAttribute(key, value);
-  }
-  for (const child of children) if (child !== null && child !== undefined) node.append(child);
-  return node;
+function signedOut(reason) {
+  document.body.classList.add("signed-out");
+  showProblem(`Signed out: ${reason}. Run \`capfleet dashboard login\` and open the link it prints.`);
 }
 
-const consentName = (wire) => (wire || "CONSENT_STATE_NOT_DETERMINED").replace("CONSENT_STATE_", "").toLowerCase();
-const levelName = (wire) => (wire || "PRESSURE_LEVEL_NOMINAL").replace("PRESSURE_LEVEL_", "").toLowerCase();
+function showConnection() {
+  document.getElementById("connection").textContent = state.connected ? "live" : "reconnecting…";
+  document.getElementById("connection").className = state.connected ? "live" : "stale";
+}
+
+const wireName = (value, prefix, fallback = "") => (value || fallback).replace(prefix, "").toLowerCase().replaceAll("_", " ");
+const consentName = (wire) => wireName(wire, "CONSENT_STATE_", "CONSENT_STATE_NOT_DETERMINED");
+const levelName = (wire) => wireName(wire, "PRESSURE_LEVEL_", "PRESSURE_LEVEL_UNSPECIFIED");
 const canOperate = () => state.session && (state.session.role === "operator" || state.session.role === "admin");
+const isAdmin = () => state.session && state.session.role === "admin";
+const number = (value) => Number(value || 0);
 
 function age(unixMs) {
   if (!unixMs || unixMs === "0") return "never";
   const seconds = Math.max(0, (Date.now() - Number(unixMs)) / 1000);
-  return seconds < 60 ? `${seconds.toFixed(0)} s ago` : `${(seconds / 60).toFixed(0)} min ago`;
+  if (seconds < 10) return `${seconds.toFixed(1)} s`;
+  return seconds < 120 ? `${seconds.toFixed(0)} s` : `${(seconds / 60).toFixed(0)} min`;
 }
 
-function tile(device) {
-  const stats = state.stats[device.deviceId] || {};
-  const consent = consentName(device.consent);
-  const interruption = device.interruption && device.interruption.reason && device.interruption.reason !== "INTERRUPTION_REASON_NONE"
-    ? device.interruption.reason.replace("INTERRUPTION_REASON_", "").toLowerCase() : null;
-  const drops = stats.drops || {};
-  const image = el("img", { alt: device.name || device.deviceId, "data-device": device.deviceId,
-    onclick: () => { location.hash = `#camera/${encodeURIComponent(device.deviceId)}`; } });
-  const seen = stats.lastPreviewUnixMs || "0";
-  if (seen !== "0") image.src = `/api/previews/${encodeURIComponent(device.deviceId)}?at=${seen}`;
-  const actions = el("div", { class: "actions" });
-  if (canOperate() && consent !== "authorized") {
-    actions.append(el("button", { type: "button", class: "grant", onclick: () => grant(device.deviceId) }, "Grant consent"));
+function interruptionOf(device, stats) {
+  const interruption = (stats && stats.interruption) || device.interruption || {};
+  const reason = interruption.reason;
+  return reason && reason !== "INTERRUPTION_REASON_NONE" ? wireName(reason, "INTERRUPTION_REASON_") : null;
+}
+
+function previewURL(deviceId, stats) {
+  const seen = (stats && stats.lastPreviewUnixMs) || "0";
+  return seen === "0" ? null : `/api/previews/${encodeURIComponent(deviceId)}?at=${seen}`;
+}
+
+const currentPage = () => (location.hash || "#fleet").slice(1).split("/")[0] || "fleet";
+const cameraId = () => decodeURIComponent((location.hash.match(/^#camera\/(.+)$/) || [])[1] || "");
+
+// MARK: The fleet page: one tile per camera, kept and updated in place
+
+// Only tiles on screen load their previews: a 200-camera grid fetches what is seen.
+const onScreen = new IntersectionObserver((entries) => {
+  for (const entry of entries) {
+    const id = entry.target.dataset.device;
+    if (entry.isIntersecting) state.visible.add(id); else state.visible.delete(id);
   }
-  return el("div", { class: "tile", id: `tile-${device.deviceId}`, "data-consent": consent },
-    image,
-    el("div", { class: "badges" },
-      stats.recording || device.recording ? el("span", { class: "badge rec" }, "REC") : null,
-      el("span", { class: `badge ${consent}` }, consent),
-      interruption ? el("span", { class: "badge interrupted" }, interruption) : null,
-      device.online ? null : el("span", { class: "badge interrupted" }, "offline")),
-    el("div", { class: "caption" },
-      el("div", { class: "name" }, device.name || device.deviceId),
-      el("div", { class: "stats" },
-        `${device.deviceId} · ${Number(device.activeFrameRate || 0).toFixed(0)} fps · drops late ${drops.late || 0}, ` +
-        `buffers ${drops.outOfBuffers || 0}, gaps ${drops.discontinuity || 0} · preview ${age(seen)}`)),
-    actions);
+  scheduleRender();
+});
+
+function makeTile(deviceId) {
+  const image = el("img", { alt: deviceId, onclick: () => { location.hash = `#camera/${encodeURIComponent(deviceId)}`; } });
+  const badges = el("div", { class: "badges" });
+  const name = el("div", { class: "name" });
+  const line = el("div", { class: "stats" });
+  const drops = el("div", { class: "stats drops" });
+  const select = el("input", { type: "checkbox", class: "select operate", title: "select for a take",
+    onchange: (event) => { if (event.target.checked) state.selected.add(deviceId); else state.selected.delete(deviceId); } });
+  const root = el("div", { class: "tile", "data-device": deviceId }, image, badges, el("div", { class: "caption" }, el("div", { class: "title" }, select, name), line, drops));
+  onScreen.observe(root);
+  return { root, image, badges, name, line, drops, select, shown: "" };
 }
 
-async function grant(deviceId) {
-  try {
-    await call({ lockDevice: { deviceId, seconds: 60 } });
-    await call({ changeConsent: { deviceId, action: "CONSENT_ACTION_GRANT", reason: "granted from the dashboard" } });
-    await call({ unlockDevice: { deviceId } });
-    showProblem("");
-    await refresh();
-  } catch (error) { showProblem(`${deviceId}: ${error.message}`); }
+function updateTile(tile, device, stats) {
+  const consent = consentName((stats && stats.consent) || device.consent);
+  const interruption = interruptionOf(device, stats);
+  const online = stats ? stats.online !== false && device.online : device.online;
+  tile.root.dataset.consent = consent.replaceAll(" ", "-");
+  tile.root.classList.toggle("offline", !online);
+  tile.name.textContent = device.name || device.deviceId;
+  tile.select.hidden = !canOperate();
+  tile.select.checked = state.selected.has(device.deviceId);
+  const fps = stats ? number(stats.framesPerSecond || stats.activeFrameRate) : 0;
+  tile.line.textContent = `${device.nodeId} · ${fps.toFixed(1)} fps · last frame ${age(stats && stats.lastFrameUnixMs)}`;
+  const drops = (stats && stats.drops) || {};
+  tile.drops.textContent = `drops: late ${number(drops.late)} · out of buffers ${number(drops.outOfBuffers)} · ` +
+    `discontinuity ${number(drops.discontinuity)} · encoder late ${number(drops.encoderLate)}`;
+  const badges = [
+    (stats && stats.recording) || device.recording ? el("span", { class: "badge rec" }, "REC") : null,
+    el("span", { class: `badge consent-${consent.replaceAll(" ", "-")}` }, consent),
+    interruption ? el("span", { class: "badge interrupted" }, interruption) : null,
+    online ? null : el("span", { class: "badge interrupted" }, "offline"),
+  ].filter(Boolean);
+  const signature = badges.map((badge) => badge.outerHTML).join("");
+  if (signature !== tile.shown) { tile.badges.replaceChildren(...badges); tile.shown = signature; }
+  const url = state.visible.has(device.deviceId) ? previewURL(device.deviceId, stats) : null;
+  if (url && tile.image.dataset.src !== url) { tile.image.src = url; tile.image.dataset.src = url; }
 }
 
-function render() {
+function nodeHeader(nodeId) {
+  const node = fleet.nodes.get(nodeId) || {};
+  const status = fleet.node_stats.get(nodeId) || {};
+  const pressure = fleet.pressure.get(nodeId) || {};
+  const clock = status.clock || node.clock || {};
+  const level = levelName(status.pressureLevel || pressure.level);
+  const factors = (status.pressureFactors || pressure.factors || []).map((f) => `${f.factor} ${levelName(f.level)}`).join(", ");
+  const sync = wireName(clock.sync, "SYNC_", "");
+  return [
+    node.name || nodeId,
+    el("span", { class: `meta ${node.online ? "online" : "offline"}` }, node.online ? "online" : "offline"),
+    el("span", { class: "meta" }, node.softwareVersion || ""),
+    el("span", { class: `meta level-${level}` }, `pressure ${level}${factors ? ` (${factors})` : ""}`),
+    el("span", { class: "meta" }, `clock ${sync || "not reported"}` +
+      (clock.uncertaintyNs ? ` ±${(number(clock.uncertaintyNs) / 1000).toFixed(1)} µs` : "") +
+      (clock.sync ? `, drift ${number(clock.driftPpm).toFixed(2)} ppm` : "")),
+  ];
+}
+
+function renderFleet() {
   const container = document.getElementById("nodes");
   const byNode = new Map();
-  for (const device of state.devices) {
+  for (const device of fleet.devices.values()) {
     if (!byNode.has(device.nodeId)) byNode.set(device.nodeId, []);
     byNode.get(device.nodeId).push(device);
   }
-  const nodes = new Map(state.nodes.map((node) => [node.nodeId, node]));
-  container.replaceChildren(...[...byNode.entries()].sort().map(([nodeId, devices]) => {
-    const node = nodes.get(nodeId) || {};
-    const status = state.nodeStats[nodeId] || {};
-    const clock = node.clock || {};
-    const level = levelName(status.pressureLevel);
-    return el("section", { class: "node", "data-node": nodeId },
-      el("h2", {}, node.name || nodeId,
-        el("span", { class: "meta" }, `${node.online ? "online" : "offline"} · ${node.softwareVersion || ""}`),
-        el("span", { class: `meta level-${level}` }, `pressure ${level}`),
-        el("span", { class: "meta" }, `clock ${(clock.sync || "").replace("SYNC_", "").toLowerCase() || "not reported"}` +
-          (clock.uncertaintyNs ? ` ±${(Number(clock.uncertaintyNs) / 1000).toFixed(1)} µs, ${Number(clock.driftPpm || 0).toFixed(2)} ppm` : ""))),
-      el("div", { class: "grid" }, ...devices.sort((a, b) => a.deviceId.localeCompare(b.deviceId)).map(tile)));
-  }));
+  for (const nodeId of fleet.nodes.keys()) if (!byNode.has(nodeId)) byNode.set(nodeId, []);
+  const nodeName = (id) => (fleet.nodes.get(id) || {}).name || id;
+  const order = [...byNode.keys()].sort((a, b) => nodeName(a).localeCompare(nodeName(b)) || a.localeCompare(b));
+  for (const nodeId of order) {
+    let section = state.sections.get(nodeId);
+    if (!section) {
+      const heading = el("h2");
+      const grid = el("div", { class: "grid" });
+      section = { root: el("section", { class: "node", "data-node": nodeId }, heading, grid), heading, grid, headerText: "" };
+      state.sections.set(nodeId, section);
+    }
+    const header = nodeHeader(nodeId);
+    const text = header.map((part) => (typeof part === "string" ? part : part.outerHTML)).join("|");
+    if (text !== section.headerText) { section.heading.replaceChildren(...header); section.headerText = text; }
+    const devices = byNode.get(nodeId).sort((a, b) => (a.name || a.deviceId).localeCompare(b.name || b.deviceId));
+    const wanted = devices.map((device) => {
+      let tile = state.tiles.get(device.deviceId);
+      if (!tile) { tile = makeTile(device.deviceId); state.tiles.set(device.deviceId, tile); }
+      updateTile(tile, device, fleet.device_stats.get(device.deviceId));
+      return tile.root;
+    });
+    if (wanted.length !== section.grid.children.length || wanted.some((node, index) => section.grid.children[index] !== node)) {
+      section.grid.replaceChildren(...wanted);
+    }
+  }
+  for (const [id, tile] of state.tiles) if (!fleet.devices.has(id)) { onScreen.unobserve(tile.root); tile.root.remove(); state.tiles.delete(id); }
+  for (const [id, section] of state.sections) if (!byNode.has(id)) { section.root.remove(); state.sections.delete(id); }
+  const roots = order.map((id) => state.sections.get(id).root);
+  if (roots.length !== container.children.length || roots.some((node, index) => container.children[index] !== node)) container.replaceChildren(...roots);
+  const online = [...fleet.devices.values()].filter((d) => d.online).length;
+  const recording = [...fleet.device_stats.values()].filter((s) => s.recording).length;
   document.getElementById("summary").textContent =
-    `${state.devices.length} cameras on ${byNode.size} nodes, ${state.devices.filter((d) => d.online).length} online`;
+    `${fleet.devices.size} cameras on ${byNode.size} nodes · ${online} online · ${recording} recording`;
 }
 
-async function refresh() {
-  const [devices, nodes, stats] = await Promise.all([call({ listDevices: {} }), call({ listNodes: {} }), call({ getFleetStats: {} })]);
-  state.devices = devices.devices || [];
-  state.nodes = nodes.nodes || [];
-  state.stats = Object.fromEntries((stats.deviceStats || []).map((s) => [s.deviceId, s]));
-  state.nodeStats = Object.fromEntries((stats.nodeStats || []).map((s) => [s.nodeId, s]));
-  render();
-}
+// MARK: The camera page
 
-async function refreshEvents() {
-  const reply = await call({ getEvents: { limit: 200 } });
-  const rows = (reply.events || []).slice().reverse().map((event) => el("tr", {},
-    el("td", {}, new Date(Number(event.unixMs)).toLocaleTimeString()),
-    el("td", {}, (event.kind || "").replace("EVENT_KIND_", "").toLowerCase()),
-    el("td", {}, [event.nodeId, event.deviceId].filter(Boolean).join(" ")),
-    el("td", {}, event.message || "")));
-  document.querySelector("#events tbody").replaceChildren(...rows);
-}
+let cameraDetail = { id: "", formats: [], device: {}, history: [], loaded: 0 };
 
-// The camera page: one device's state, its formats, and what an operator may change.
-const cameraId = () => decodeURIComponent((location.hash.match(/^#camera\/(.+)$/) || [])[1] || "");
-
-async function act(requests) {
+async function loadCamera(force = false) {
   const deviceId = cameraId();
+  if (!deviceId || (!force && cameraDetail.id === deviceId && Date.now() - cameraDetail.loaded < 5000)) return;
+  try {
+    const [detail, formats, history] = await Promise.all([
+      call({ getDevice: { deviceId } }), call({ getFormats: { deviceId } }), call({ getConsentHistory: { deviceId } })]);
+    cameraDetail = { id: deviceId, device: (detail.devices || [])[0] || {}, formats: formats.formats || [], history: history.consentHistory || [], loaded: Date.now() };
+    renderCamera();
+  } catch (error) { showProblem(`${deviceId}: ${error.message}`); }
+}
+
+async function act(requests, after = () => loadCamera(true)) {
   try {
     for (const request of requests) await call(request);
     showProblem("");
-  } catch (error) { showProblem(`${deviceId}: ${error.message}`); }
-  await refreshCamera();
+  } catch (error) { showProblem(error.message); }
+  await after();
 }
 
-async function refreshCamera() {
+function renderCamera() {
   const deviceId = cameraId();
   if (!deviceId) return;
-  const [detail, formats, stats] = await Promise.all([
-    call({ getDevice: { deviceId } }), call({ getFormats: { deviceId } }), call({ getFleetStats: {} })]);
-  const device = (detail.devices || [])[0] || {};
-  const status = (stats.deviceStats || []).find((s) => s.deviceId === deviceId) || {};
-  const seen = status.lastPreviewUnixMs || "0";
+  loadCamera();
+  const device = { ...cameraDetail.device, ...(fleet.devices.get(deviceId) || {}) };
+  const stats = fleet.device_stats.get(deviceId) || {};
   const preview = document.getElementById("camera-preview");
-  if (seen !== "0" && preview.dataset.seen !== seen) {
-    preview.src = `/api/previews/${encodeURIComponent(deviceId)}?at=${seen}`;
-    preview.dataset.seen = seen;
-  }
+  const url = previewURL(deviceId, stats);
+  if (!liveView.active && url && preview.dataset.src !== url) { preview.src = url; preview.dataset.src = url; }
   document.getElementById("camera-name").textContent = `${device.name || deviceId} (${deviceId})`;
-  const zoom = Number(status.zoomFactor || device.zoomFactor || 1);
+  const zoom = number(stats.zoomFactor || device.zoomFactor || 1);
   const active = device.activeFormat || {};
+  const interruption = interruptionOf(device, stats);
+  const threshold = number(active.upscaleThresholdZoomFactor);
   document.getElementById("camera-state").textContent =
-    `${device.online ? "online" : "offline"} · consent ${consentName(device.consent)} · ${active.width}x${active.height} ${active.pixelFormat} ` +
-    `at ${Number(device.activeFrameRate || 0).toFixed(1)} fps · zoom ${zoom.toFixed(2)}x` +
-    (active.upscaleThresholdZoomFactor && zoom > Number(active.upscaleThresholdZoomFactor) ? " UPSCALED" : "") +
-    (device.focus ? ` · focus ${(device.focus.mode || "").replace("FOCUS_MODE_", "").toLowerCase()} at ${Number(device.focus.lensPosition || 0).toFixed(2)}` : "");
+    `${device.online ? "online" : "offline"}${interruption ? ` (${interruption})` : ""} · node ${device.nodeId || "?"} · ` +
+    `${active.width || "?"}x${active.height || "?"} ${active.pixelFormat || ""} at ${number(stats.activeFrameRate || device.activeFrameRate).toFixed(1)} fps · ` +
+    `zoom ${zoom.toFixed(2)}x${threshold && zoom > threshold ? " UPSCALED" : ""}` +
+    ((stats.focus || device.focus) ? ` · focus ${wireName((stats.focus || device.focus).mode, "FOCUS_MODE_")} at ${number((stats.focus || device.focus).lensPosition).toFixed(2)}` : "") +
+    ` · last frame ${age(stats.lastFrameUnixMs)}`;
+  document.getElementById("camera-zoom").textContent = `${zoom.toFixed(2)}x${threshold && zoom > threshold ? " UPSCALED" : ""}`;
   document.getElementById("camera-lease").textContent = device.leaseHolder
-    ? `configuration lease: ${device.leaseHolder} until ${new Date(Number(device.leaseExpiresUnixMs)).toLocaleTimeString()}`
-    : "configuration lease: nobody (take it to change the camera)";
-  for (const control of document.querySelectorAll(".operate")) control.hidden = !canOperate();
-  const rows = (formats.formats || []).map((format, index) => {
+    ? `Configuration lease: held by ${device.leaseHolder} until ${new Date(Number(device.leaseExpiresUnixMs)).toLocaleTimeString()}`
+    : "Configuration lease: nobody holds it (take it to change the camera)";
+  const consent = consentName(stats.consent || device.consent);
+  document.getElementById("camera-consent").textContent = `Consent: ${consent}${device.consentReason ? ` (${device.consentReason})` : ""}`;
+  const rows = cameraDetail.formats.map((format, index) => {
     const isActive = format.width === active.width && format.height === active.height && format.pixelFormat === active.pixelFormat;
-    const rates = (format.frameRateRanges || []).map((r) => `${Number(r.minFps || 0)}-${Number(r.maxFps || 0)}`).join(", ");
+    const rates = (format.frameRateRanges || []).map((r) => `${number(r.minFps)}-${number(r.maxFps)}`).join(", ");
     return el("tr", { class: isActive ? "active" : "" },
       el("td", {}, isActive ? "●" : ""),
       el("td", {}, `${format.width}x${format.height} ${format.pixelFormat}`),
       el("td", {}, rates),
-      el("td", {}, format.fieldOfViewDegrees ? `${Number(format.fieldOfViewDegrees).toFixed(1)}°` : "-"),
-      el("td", {}, `${Number(format.maxZoomFactor || 1)}x`),
+      el("td", {}, format.fieldOfViewDegrees ? `${number(format.fieldOfViewDegrees).toFixed(1)}°` : "-"),
+      el("td", {}, `${number(format.maxZoomFactor || 1)}x`),
       el("td", {}, canOperate() && !isActive
-        ? el("button", { type: "button", onclick: () => act([{ changeFormat: { deviceId, formatIndex: index } }]) }, "Use") : null));
+        ? el("button", { type: "button", class: "operate", onclick: () => act([{ changeFormat: { deviceId, formatIndex: index } }]) }, "Use") : null));
   });
-  document.querySelector("#formats tbody").replaceChildren(...rows);
+  if (cameraDetail.id === deviceId) document.querySelector("#formats tbody").replaceChildren(...rows);
+  document.querySelector("#consent-history tbody").replaceChildren(...historyRows(cameraDetail.id === deviceId ? cameraDetail.history : []));
+}
+
+function historyRows(history) {
+  return history.slice().reverse().map((record) => el("tr", {},
+    el("td", {}, new Date(Number(record.unixMs)).toLocaleString()),
+    el("td", {}, record.deviceId || ""),
+    el("td", {}, wireName(record.action, "CONSENT_ACTION_")),
+    el("td", {}, `${consentName(record.fromState)} → ${consentName(record.toState)}`),
+    el("td", {}, record.actor || ""),
+    el("td", {}, record.reason || "")));
 }
 
 function wireCameraControls() {
@@ -188,37 +324,240 @@ function wireCameraControls() {
   on("focus-set", () => [{ changeFocus: { deviceId: cameraId(), mode: "FOCUS_MODE_LOCKED", lensPosition: value("focus-lens") } }]);
   on("focus-auto", () => [{ changeFocus: { deviceId: cameraId(), mode: "FOCUS_MODE_AUTO" } }]);
   on("rate-set", () => [{ changeFrameRate: { deviceId: cameraId(), framesPerSecond: value("frame-rate") } }]);
+  for (const action of ["grant", "deny", "revoke", "restrict"]) {
+    document.getElementById(`camera-consent-${action}`).addEventListener("click", () =>
+      changeConsent([cameraId()], action, document.getElementById("camera-consent-reason").value, () => loadCamera(true)));
+  }
+  document.getElementById("live-toggle").addEventListener("click", () => (liveView.active ? stopLiveView() : startLiveView()));
 }
 
+// The full-rate live view: an MJPEG stream the coordinator serves while the page shows it;
+// closing it (or leaving the page) lets the camera's full-rate flow sleep again.
+const liveView = { active: false };
+
+function startLiveView() {
+  const deviceId = cameraId();
+  const preview = document.getElementById("camera-preview");
+  liveView.active = true;
+  preview.src = `/api/view/${encodeURIComponent(deviceId)}?at=${Date.now()}`;
+  preview.dataset.src = "";
+  document.getElementById("live-toggle").textContent = "Back to the preview";
+  document.getElementById("live-state").textContent = "full-rate live view";
+}
+
+function stopLiveView() {
+  const preview = document.getElementById("camera-preview");
+  liveView.active = false;
+  preview.removeAttribute("src");
+  preview.dataset.src = "";
+  document.getElementById("live-toggle").textContent = "Full-rate live view";
+  document.getElementById("live-state").textContent = "preview, one frame a second";
+  renderCamera();
+}
+
+// MARK: Consent
+
+async function changeConsent(deviceIds, action, reason, after) {
+  if (!reason || !reason.trim()) { showProblem("Say why: the consent history keeps a reason with every change."); return; }
+  const requests = deviceIds.map((deviceId) => ({ changeConsent: { deviceId, action: `CONSENT_ACTION_${action.toUpperCase()}`, reason } }));
+  await act(requests, after);
+}
+
+let consentHistory = { loaded: 0, records: [] };
+
+async function loadConsentHistory() {
+  if (Date.now() - consentHistory.loaded < 5000) return;
+  consentHistory.loaded = Date.now();
+  try {
+    const ids = [...fleet.devices.keys()];
+    const replies = await Promise.all(ids.map((deviceId) => call({ getConsentHistory: { deviceId } })));
+    consentHistory.records = replies.flatMap((reply, index) => (reply.consentHistory || []).map((r) => ({ ...r, deviceId: r.deviceId || ids[index] })))
+      .sort((a, b) => Number(a.unixMs) - Number(b.unixMs));
+    renderConsent();
+  } catch (error) { showProblem(error.message); }
+}
+
+function renderConsent() {
+  loadConsentHistory();
+  const rows = [...fleet.devices.values()].sort((a, b) => a.deviceId.localeCompare(b.deviceId)).map((device) => {
+    const stats = fleet.device_stats.get(device.deviceId) || {};
+    const consent = consentName(stats.consent || device.consent);
+    const reasonInput = el("input", { type: "text", placeholder: "reason", class: "reason" });
+    const button = (action) => el("button", { type: "button", class: `operate consent-${action}`,
+      onclick: () => changeConsent([device.deviceId], action, reasonInput.value, () => { consentHistory.loaded = 0; return loadConsentHistory(); }) }, action);
+    return el("tr", { "data-device": device.deviceId },
+      el("td", {}, device.name || device.deviceId),
+      el("td", {}, device.nodeId),
+      el("td", { class: `consent-${consent.replaceAll(" ", "-")}` }, consent),
+      el("td", {}, device.consentReason || ""),
+      el("td", {}, canOperate() ? reasonInput : null,
+        canOperate() ? button("grant") : null, canOperate() ? button("deny") : null, canOperate() ? button("revoke") : null,
+        isAdmin() ? button("restrict") : null));
+  });
+  document.querySelector("#consent-devices tbody").replaceChildren(...rows);
+  document.querySelector("#consent-all-history tbody").replaceChildren(...historyRows(consentHistory.records));
+}
+
+// MARK: Takes
+
+let takes = { loaded: 0, list: [], shown: null, verification: [] };
+
+function renderTakeCameras() {
+  const list = document.getElementById("take-cameras");
+  const devices = [...fleet.devices.values()].sort((a, b) => a.deviceId.localeCompare(b.deviceId));
+  if (list.dataset.count !== String(devices.length)) {
+    list.replaceChildren(...devices.map((device) => el("label", { class: "camera-choice" },
+      el("input", { type: "checkbox", value: device.deviceId, checked: state.selected.has(device.deviceId),
+        onchange: (event) => { if (event.target.checked) state.selected.add(device.deviceId); else state.selected.delete(device.deviceId); } }),
+      ` ${device.name || device.deviceId} (${device.nodeId})`)));
+    list.dataset.count = String(devices.length);
+  }
+  for (const box of list.querySelectorAll("input")) box.checked = state.selected.has(box.value);
+  if (Date.now() - takes.loaded > 2000) loadTakes();
+}
+
+async function loadTakes() {
+  takes.loaded = Date.now();
+  try {
+    takes.list = (await call({ listRecordings: {} })).takes || [];
+    renderTakes();
+  } catch (error) { showProblem(error.message); }
+}
+
+function renderTakes() {
+  const rows = takes.list.slice().sort((a, b) => Number(b.createdUnixMs) - Number(a.createdUnixMs)).map((take) => el("tr", { "data-take": take.id },
+    el("td", {}, take.name || take.id),
+    el("td", {}, take.id),
+    el("td", { class: `take-${take.state}` }, take.state),
+    el("td", {}, String((take.devices || []).length)),
+    el("td", {}, String(number(take.frames))),
+    el("td", {}, take.store || ""),
+    el("td", {}, new Date(Number(take.createdUnixMs)).toLocaleString()),
+    el("td", {},
+      el("button", { type: "button", onclick: () => showTake(take.id) }, "Show"),
+      el("button", { type: "button", onclick: () => verifyTake(take.id) }, "Verify"),
+      canOperate() && take.state === "recording" ? el("button", { type: "button", class: "operate", onclick: () => stopTake(take.id) }, "Stop") : null,
+      canOperate() && take.store === "agent" && take.state !== "recording" ? el("button", { type: "button", class: "operate", onclick: () => collectTake(take.id) }, "Collect") : null)));
+  document.querySelector("#takes tbody").replaceChildren(...rows);
+}
+
+async function startTake() {
+  const deviceIds = [...state.selected].filter((id) => fleet.devices.has(id));
+  if (!deviceIds.length) { showProblem("Select the cameras to record (here or on the fleet page)."); return; }
+  const atFleet = document.getElementById("take-at").value.trim();
+  const request = { deviceIds, name: document.getElementById("take-name").value.trim() };
+  if (atFleet) request.atFleetTimeNs = atFleet; else request.fromNowNs = String(Math.round(Number(document.getElementById("take-in").value || 1) * 1e9));
+  const codec = document.getElementById("take-codec").value;
+  if (codec) request.encoding = { codec };
+  try {
+    const reply = await call({ startRecording: request });
+    const take = (reply.takes || [])[0] || {};
+    showProblem("");
+    document.getElementById("take-result").textContent = `Take ${take.id} starts at fleet time ${take.startFleetNs} ns`;
+    await loadTakes();
+    await showTake(take.id);
+  } catch (error) { showProblem(error.message); }
+}
+
+async function stopTake(takeId) { await act([{ stopRecording: { takeId } }], async () => { await loadTakes(); await showTake(takeId); }); }
+async function collectTake(takeId) { await act([{ collectRecording: { takeId } }], async () => { await loadTakes(); await showTake(takeId); }); }
+
+async function showTake(takeId) {
+  try {
+    const take = ((await call({ getRecording: { takeId } })).takes || [])[0];
+    if (!take) return;
+    takes.shown = take;
+    const parts = (take.devices || []).map((part) => {
+      const segments = (take.segments || []).filter((s) => s.deviceId === part.deviceId);
+      const where = segments.map((s) => (s.nodeId ? `${s.nodeId}${s.nodeOnline ? "" : " (offline)"}:${s.path}${s.collectedPath ? ` (copy: ${s.collectedPath})` : ""}` : `coordinator:${s.path}`));
+      const drops = part.drops || {};
+      return el("tr", {},
+        el("td", {}, part.deviceId), el("td", {}, part.nodeId), el("td", {}, part.state),
+        el("td", {}, `${part.width || "?"}x${part.height || "?"} ${part.pixelFormat || ""}${part.encoder ? ` (${part.encoder})` : ""}`),
+        el("td", {}, String(number(part.frames))),
+        el("td", {}, `${number(drops.late)}/${number(drops.outOfBuffers)}/${number(drops.discontinuity)}/${number(drops.encoderLate)}`),
+        el("td", { class: "where" }, where.join("\n") || "-"));
+    });
+    document.getElementById("take-detail-title").textContent =
+      `${take.name || take.id}: ${take.state}, from fleet time ${take.startFleetNs}${number(take.stopFleetNs) ? ` to ${take.stopFleetNs}` : ""}, ` +
+      `${number(take.frames)} frames, start spread ${(number(take.startSpreadNs) / 1000).toFixed(1)} µs`;
+    document.querySelector("#take-parts tbody").replaceChildren(...parts);
+    document.getElementById("take-detail").hidden = false;
+  } catch (error) { showProblem(error.message); }
+}
+
+async function verifyTake(takeId) {
+  try {
+    const take = ((await call({ getRecording: { takeId } })).takes || [])[0];
+    const checks = [{ takeId }, ...(take.segments || []).map((s) => ({ takeId, deviceId: s.deviceId, segmentNumber: s.number }))];
+    const results = [];
+    const output = document.getElementById("take-verification");
+    for (const check of checks) {
+      const verification = (await call({ verifyRecording: check })).verification || {};
+      results.push(`${check.deviceId ? `${check.deviceId} segment ${check.segmentNumber || 0}` : "the take's accounting"}: ` +
+        `${verification.ok ? "OK" : "PROBLEM"}${(verification.problems || []).length ? ` (${verification.problems.join("; ")})` : ""}`);
+      output.textContent = `Verifying ${take.name || takeId}: ${results.length} of ${checks.length}\n${results.join("\n")}`;
+    }
+  } catch (error) { showProblem(error.message); }
+}
+
+// MARK: Events
+
+function renderEvents() {
+  const kind = document.getElementById("event-kind").value;
+  const subject = document.getElementById("event-subject").value.trim().toLowerCase();
+  const text = document.getElementById("event-text").value.trim().toLowerCase();
+  const kinds = new Set(state.events.map((event) => event.kind || ""));
+  const select = document.getElementById("event-kind");
+  if (select.options.length - 1 !== kinds.size) {
+    const current = select.value;
+    select.replaceChildren(el("option", { value: "" }, "every kind"),
+      ...[...kinds].sort().map((k) => el("option", { value: k }, wireName(k, "EVENT_KIND_"))));
+    select.value = current;
+  }
+  const rows = state.events.filter((event) =>
+    (!kind || event.kind === kind) &&
+    (!subject || `${event.nodeId || ""} ${event.deviceId || ""}`.toLowerCase().includes(subject)) &&
+    (!text || (event.message || "").toLowerCase().includes(text))).slice(-300).reverse().map((event) => el("tr", { class: event.alert ? "alert" : "" },
+    el("td", {}, new Date(Number(event.unixMs)).toLocaleTimeString()),
+    el("td", {}, wireName(event.kind, "EVENT_KIND_")),
+    el("td", {}, [event.nodeId, event.deviceId].filter(Boolean).join(" ")),
+    el("td", {}, event.message || "")));
+  document.querySelector("#events tbody").replaceChildren(...rows);
+}
+
+// MARK: Pages
+
 function showPage() {
-  const page = (location.hash || "#fleet").slice(1).split("/")[0];
+  const page = currentPage();
   for (const section of document.querySelectorAll(".page")) section.hidden = section.id !== `page-${page}`;
   for (const link of document.querySelectorAll("header nav a")) link.classList.toggle("active", link.dataset.page === page);
+  if (page !== "camera" && liveView.active) stopLiveView();
+  if (page === "camera") loadCamera(true);
+  if (page === "takes") loadTakes();
+  if (page === "consent") consentHistory.loaded = 0;
+  render();
 }
 
 async function start() {
   const response = await fetch("/api/session");
   const body = await response.json();
-  if (!response.ok) { showProblem(body.status.message); return; }
+  if (!response.ok) { signedOut(body.status.message); return; }
   state.session = body;
+  document.body.dataset.role = body.role;
   document.getElementById("who").textContent = `${body.operator} (${body.role})`;
   document.getElementById("signout").addEventListener("click", async () => {
     await fetch("/api/signout", { method: "POST", headers: { "X-CaptureFleet-CSRF": state.session.csrf_token } });
     location.reload();
   });
+  document.getElementById("take-start").addEventListener("click", startTake);
+  for (const id of ["event-kind", "event-subject", "event-text"]) document.getElementById(id).addEventListener("input", renderEvents);
   window.addEventListener("hashchange", showPage);
   wireCameraControls();
   showPage();
-  const tick = async () => {
-    try {
-      if (location.hash === "#events") await refreshEvents();
-      else if (cameraId()) await refreshCamera();
-      else await refresh();
-    } catch (error) { showProblem(error.message); }
-    setTimeout(tick, 1000);
-  };
-  tick();
+  connect();
+  // Ages ("last frame 1.2 s") move on between updates.
+  setInterval(scheduleRender, 1000);
 }
 
-state.nodeStats = {};
 start();

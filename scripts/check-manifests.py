@@ -87,6 +87,9 @@ check("compose.yaml: the coordinator keeps /var/lib/capfleet on a volume",
 check("compose.yaml: the agent gets /dev/video* passed through",
       any(str(d).startswith("/dev/video") for d in agent.get("devices", [])), str(agent.get("devices")))
 check("compose.yaml: the agent finds the coordinator", "CAPFLEET_COORDINATOR" in agent.get("environment", {}))
+# The HTTP port binds 127.0.0.1 unless told: a published port would reach nothing.
+check("compose.yaml: the coordinator's dashboard and /metrics bind beyond the container",
+      str((coordinator.get("environment") or {}).get("CAPFLEET_HTTP_BIND")) == "0.0.0.0")
 for name, service in services.items():
     check_command(f"compose.yaml {name}", service.get("command", []))
 for volume in [str(v).split(":")[0] for s in services.values() for v in s.get("volumes", [])]:
@@ -116,6 +119,8 @@ for file, document in documents:
             check_command(f"{where} {container.get('name')}", container.get("args", []))
     if kind == "StatefulSet":
         check(f"{where}: exactly one coordinator", document["spec"].get("replicas") == 1)
+        env = {e["name"]: e.get("value") for c in document["spec"]["template"]["spec"]["containers"] for e in c.get("env", [])}
+        check(f"{where}: the dashboard and /metrics bind the pod's address (the liveness probe's)", env.get("CAPFLEET_HTTP_BIND") == "0.0.0.0")
         claims = document["spec"].get("volumeClaimTemplates", [])
         mounts = [m for c in document["spec"]["template"]["spec"]["containers"] for m in c.get("volumeMounts", [])]
         check(f"{where}: a persistent volume at /var/lib/capfleet",

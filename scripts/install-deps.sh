@@ -6,7 +6,8 @@
 # for pictures (previews, snapshots as JPEG/PNG, contact sheets) and Python's PIL to decode them in the tests, and the QEMU rig that
 # runs the kernel's vivid virtual camera for the V4L2 tests (Tests/vm); dpkg-dev, lintian,
 # systemd-analyze and PyYAML for the deployment checks (scripts/check-deploy.sh), with man-db and
-# groff to render the manual pages and zsh and fish to parse the completions. Needs a Swift 6 toolchain
+# groff to render the manual pages and zsh and fish to parse the completions; Debian's chromium, headless,
+# for the web dashboard's browser tests and benchmark, and promtool (prometheus) to check /metrics. Needs a Swift 6 toolchain
 # on PATH (swift.org; Debian does not package one).
 set -euo pipefail
 
@@ -16,7 +17,7 @@ packages=(libzmq3-dev libv4l-dev libsqlite3-dev protobuf-compiler iproute2 pytho
           libturbojpeg0-dev zlib1g-dev python3-pil
           libavformat-dev libavcodec-dev libavutil-dev ffmpeg libssl-dev
           v4l-utils qemu-system-x86 busybox-static kmod cpio socat xz-utils zstd
-          dpkg-dev lintian systemd python3-yaml man-db groff-base zsh fish)
+          dpkg-dev lintian systemd python3-yaml man-db groff-base zsh fish chromium prometheus)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -98,6 +98,9 @@ if [ "${CAPFLEET_SKIP_BENCH:-0}" != "1" ]; then
   "$bench" encode --frames "${CAPFLEET_ENCODE_BENCH_FRAMES:-30}" --seconds 5 --max-streams 2
   # What a camera's preview (one JPEG a second) costs its agent, at 640x480 and 1080p.
   "$bench" preview --seconds "${CAPFLEET_PREVIEW_BENCH_SECONDS:-8}"
+  # The web dashboard: coordinator CPU and bytes a second to one headless Chromium watching a
+  # grid of N previews, against the same fleet unwatched (issue "web dashboard").
+  "$bench" dashboard --steps "${CAPFLEET_DASHBOARD_BENCH_STEPS:-20,100}" --seconds "${CAPFLEET_BENCH_SECONDS:-8}"
   # Three agent hosts on network namespaces (deploy/netns-fleet.sh), needs root; also plots
   # .build/bench/clock-accuracy.png.
   "$bench" clock --seconds "${CAPFLEET_CLOCK_BENCH_SECONDS:-90}" \

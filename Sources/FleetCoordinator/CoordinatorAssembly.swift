@@ -141,8 +141,14 @@ struct CoordinatorAssembly: Sendable {
         // The HTTP port's server is bound before the operator handler exists (who_am_i tells
         // its port); the dashboard reaches the handler once it does.
         let lateOperators = LateBound<OperatorHandler>()
-        let dashboard = DashboardRoutes(store: store, operators: lateOperators, clock: coordinatorClock, rejections: rejections,
-                                        secureCookies: false, logger: logger)
+        let liveFeed = DashboardLiveFeed(read: {
+            guard let operators = lateOperators.value else { throw CoordinatorError.starting }
+            return try await operators.dashboardFleet()
+        }, events: events, logger: logger)
+        let liveViews = LiveViewRenderer(logger: logger)
+        let dashboard = DashboardRoutes(store: store, operators: lateOperators, feed: liveFeed, renderer: liveViews, clock: coordinatorClock,
+                                        rejections: rejections,
+                                        secureCookies: configuration.httpTLS != nil, logger: logger)
         let metricsServer: WebServer? = if let port = configuration.metricsPort {
             try await serveHTTP(metrics, dashboard: dashboard, configuration: configuration, port: port, logger: logger)
         } else {
@@ -157,6 +163,7 @@ struct CoordinatorAssembly: Sendable {
             $0.telemetryPort = port(telemetry.boundEndpoint)
             $0.metricsPort = metricsServer.map { UInt32($0.port) } ?? 0
             $0.httpPort = metricsServer.map { UInt32($0.port) } ?? 0
+            $0.httpTls = metricsServer != nil && configuration.httpTLS != nil
             $0.clockPort = port(clock.boundEndpoint)
             $0.recordPort = UInt32(recordEndpoint.boundPort)
             $0.livePort = ingest.liveEndpoint.map(port) ?? 0
@@ -189,6 +196,11 @@ struct CoordinatorAssembly: Sendable {
                     }
                 }
             },
+            // Stopped before the HTTP server, which waits for the streams they hold open.
+            StoppingService("dashboard live views") {
+                await liveFeed.close()
+                await liveViews.stop()
+            },
             StoppingService("clock endpoint") { clock.stop() },
             // Follows the viewers until ingest closes the live endpoint.
             StoppingService("frame ingest", run: { await liveFlow.follow(ingest.liveSubscriptions) }) { ingest.stop() },
@@ -206,6 +218,8 @@ struct CoordinatorAssembly: Sendable {
                 await leases.expire()
             },
             PeriodicService("telemetry reporter", every: .seconds(1), clock: beatClock) { await reporter.tick() },
+            // Reads the fleet only while a browser watches.
+            PeriodicService("dashboard live feed", every: .seconds(1), clock: beatClock) { await liveFeed.tick() },
             PeriodicService("live frame leases", every: .seconds(1), clock: beatClock) { await liveFlow.renew() },
             PeriodicService("recording housekeeper", every: .seconds(5), clock: beatClock, firstTick: .atStart) { await housekeeper.tick() },
             // Stopped first: says that shutdown has begun.
@@ -219,7 +233,9 @@ struct CoordinatorAssembly: Sendable {
                                              operator: operatorEndpoint.boundEndpoint, telemetry: telemetry.boundEndpoint,
                                              database: configuration.databasePath, publicKey: keys.publicKey,
                                              publicKeyFile: CoordinatorKeys.publicPath(dataDirectory: configuration.dataDirectory),
-                                             metrics: metricsServer.map { "http://\(configuration.displayHost):\($0.port)/metrics" })
+                                             metrics: metricsServer.map {
+                                                 "\(configuration.httpTLS == nil ? "http" : "https")://\(configuration.httpDisplayHost):\($0.port)/metrics"
+                                             })
         logger.info("coordinator ready", metadata: [
             "control": "\(endpoints.control)", "ingest": "\(endpoints.frameIngest)", "operator": "\(endpoints.operator)",
             "telemetry": "\(endpoints.telemetry)", "clock": "\(clock.boundEndpoint)", "record": "\(recordEndpoint.boundEndpoint)",
@@ -259,10 +275,11 @@ extension CoordinatorAssembly {
                          body: .init(byteBuffer: ByteBuffer(string: "only GET and HEAD are served here\n")))
             }
         }
+        let tls = configuration.httpTLS.map { TLSFiles(certificatePath: $0.certificatePath, keyPath: $0.keyPath) }
         do {
-            return try await WebServer.start(host: configuration.bindHost, port: port, router: router, logger: logger)
+            return try await WebServer.start(host: configuration.httpBind, port: port, tls: tls, router: router, logger: logger)
         } catch {
-            if case .portInUse = error { throw CoordinatorError.portInUse(endpoint: "metrics (HTTP)", port: port) }
+            if case .portInUse = error { throw CoordinatorError.portInUse(endpoint: "HTTP (dashboard and metrics)", port: port) }
             throw error
         }
     }

@@ -36,8 +36,14 @@ public struct CoordinatorConfiguration: Sendable {
     public var recordEncoding = TakeEncoding.raw
     /// How much recordings may keep (oldest deleted first; never a take in progress).
     public var retention = RetentionPolicy()
-    /// Prometheus `/metrics` over HTTP; nil turns the endpoint off.
+    /// The HTTP port (setting `http_port`, formerly `metrics_port`): the web dashboard and
+    /// Prometheus `/metrics`; nil turns both off.
     public var metricsPort: UInt16?
+    /// The address the HTTP port binds (setting `http_bind`): this machine only unless opened
+    /// to a network, which should then be over TLS.
+    public var httpBind: String = "127.0.0.1"
+    /// PEM files for HTTPS (settings `http_tls_cert`, `http_tls_key`); nil serves plain HTTP.
+    public var httpTLS: HTTPTLSFiles?
     public var heartbeatIntervalMilliseconds: UInt32
     public var heartbeatLiveness: UInt32
     public var alerts = AlertConfiguration()
@@ -69,7 +75,23 @@ public struct CoordinatorConfiguration: Sendable {
         bindHost == "*" || bindHost == "0.0.0.0" ? "localhost" : (bindHost.contains(":") ? "[\(bindHost)]" : bindHost)
     }
 
+    /// The HTTP bind address as a browser would write it.
+    public var httpDisplayHost: String {
+        httpBind == "*" || httpBind == "0.0.0.0" || httpBind == "::" ? "localhost" : (httpBind.contains(":") ? "[\(httpBind)]" : httpBind)
+    }
+
     public var databasePath: String { dataDirectory + "/fleet.sqlite" }
 
     public var takesDirectory: String { recordingsDirectory ?? dataDirectory + "/recordings" }
+}
+
+/// A certificate chain and its unencrypted private key, PEM files, for the HTTP port.
+public struct HTTPTLSFiles: Sendable, Equatable {
+    public var certificatePath: String
+    public var keyPath: String
+
+    public init(certificatePath: String, keyPath: String) {
+        self.certificatePath = certificatePath
+        self.keyPath = keyPath
+    }
 }

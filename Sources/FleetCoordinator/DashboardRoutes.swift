@@ -5,6 +5,7 @@ import FleetStore
 import Foundation
 import HTTPTypes
 import Hummingbird
+import HummingbirdWebSocket
 import Logging
 import NIOCore
 import SwiftProtobuf
@@ -18,6 +19,10 @@ struct DashboardRoutes: Sendable {
     let store: FleetDatabase
     /// Set once the coordinator's parts are all open; until then the door answers 503.
     let operators: LateBound<OperatorHandler>
+    /// The live updates every signed-in page listens to, one WebSocket each.
+    let feed: DashboardLiveFeed
+    /// Full-rate frames to JPEGs for the camera page's live view.
+    let renderer: LiveViewRenderer
     let clock: CoordinatorClock
     let rejections: RejectionCounter
     /// Under TLS the cookie is Secure.
@@ -36,6 +41,67 @@ struct DashboardRoutes: Sendable {
         router.get("/api/session") { request, context in try await session(request, context: context) }
         router.post("/api/operator") { request, context in try await operatorRequest(request, context: context) }
         router.get("/api/previews/:device") { request, context in try await preview(request, context: context) }
+        router.get("/api/view/:device") { request, context in try await liveView(request, context: context) }
+        router.ws("/api/live") { request, context in
+            try await liveUpgrade(request, context: context)
+        } onUpgrade: { inbound, outbound, context in
+            await live(inbound: inbound, outbound: outbound, request: context.request, context: context.requestContext)
+        }
+    }
+
+    // MARK: Live updates
+
+    /// A WebSocket only for a signed-in session, and only from the dashboard's own pages
+    /// (a browser always says the page's origin in the handshake).
+    func liveUpgrade(_ request: Request, context: WebRequestContext) async throws -> RouterShouldUpgrade {
+        let (_, verdict) = try await verdict(on: request, context: context)
+        guard case .allowed = verdict else {
+            let refused = refusal(verdict, context: context)
+            throw HTTPError(refused.status, message: "sign in first: run `capfleet dashboard login` and open the link it prints")
+        }
+        guard request.headers[.origin] != nil, Self.originIsOwn(request) else {
+            let why = "a live connection opened from another site's page (\(request.headers[.origin] ?? "no origin"))"
+            rejections.reject(endpoint: Self.endpointName, reason: .forgedRequest, peer: Self.peer(context), detail: why)
+            throw HTTPError(.forbidden, message: why)
+        }
+        return .upgrade([:])
+    }
+
+    /// Sends the feed's messages until the browser goes away or its session ends (checked
+    /// before every message, so a revoked session sees nothing more: it is told why, then
+    /// the connection is closed).
+    func live(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, request: Request, context: WebRequestContext) async {
+        let (id, messages) = await feed.join()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                // What the browser sends is not read (it asks over /api/operator): this ends
+                // when it closes.
+                do {
+                    for try await _ in inbound {}
+                } catch {
+                    logger.debug("a dashboard live connection ended", metadata: ["error": "\(error)"])
+                }
+            }
+            group.addTask {
+                for await text in messages {
+                    do {
+                        let (_, verdict) = try await verdict(on: request, context: context)
+                        if case let .signInNeeded(why) = verdict {
+                            try await outbound.writeTextMessage(#"{"type":"signed_out","reason":\#(DashboardLiveFeed.quote(why))}"#)
+                            try await outbound.close(.policyViolation, reason: "signed out")
+                            return
+                        }
+                        try await outbound.writeTextMessage(text)
+                    } catch {
+                        logger.debug("a dashboard live connection could not be written", metadata: ["error": "\(error)"])
+                        return
+                    }
+                }
+            }
+            await group.next()
+            group.cancelAll()
+        }
+        await feed.leave(id)
     }
 
     // MARK: Signing in and out
@@ -128,6 +194,57 @@ struct DashboardRoutes: Sendable {
         }
         return Response(status: .ok, headers: [.contentType: "image/jpeg", .cacheControl: "no-store"],
                         body: .init(byteBuffer: ByteBuffer(bytes: shelved.jpeg)))
+    }
+
+    /// A device's full-rate live view as an MJPEG stream (multipart/x-mixed-replace, which an
+    /// `<img>` shows): the device's full-rate flow is woken while the page holds the stream
+    /// open and sleeps again when it closes. Frames the live-view thread had no time for are
+    /// skipped, never queued.
+    func liveView(_ request: Request, context: WebRequestContext) async throws -> Response {
+        let (_, verdict) = try await verdict(on: request, context: context)
+        guard case let .allowed(name, _) = verdict else { return refusal(verdict, context: context) }
+        let device = try context.parameters.require("device")
+        guard let handler = operators.value else { return Response(status: .serviceUnavailable) }
+        let caller = OperatorCaller(name: name, channel: .dashboard, peer: Self.peer(context))
+        // The role and the device, checked before the stream's header goes out.
+        let (checked, _) = await handler.answer(.with { $0.getDevice = .with { $0.deviceID = device } }, from: caller)
+        guard checked.status.code == .ok else {
+            return Self.json(try checked.jsonString(), status: checked.status.code == .notFound ? .notFound : .forbidden)
+        }
+        let renderer = self.renderer
+        let logger = self.logger
+        let boundary = "capturefleet-frame"
+        let body = ResponseBody { writer in
+            let (pictures, delivered) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .bufferingNewest(1))
+            let watching = Task {
+                let status = await handler.watchLive(device, as: caller) { frame in
+                    switch await renderer.jpeg(of: frame) {
+                    case let .jpeg(bytes):
+                        if case .terminated = delivered.yield(bytes) { return false }
+                    case .busy:
+                        break
+                    case .stopped:
+                        return false
+                    case let .failed(error):
+                        logger.warning("the dashboard's live view cannot picture a frame", metadata: ["device.id": "\(device)", "error": "\(error)"])
+                        return false
+                    }
+                    return !Task.isCancelled
+                }
+                if status.code != .ok { logger.info("a dashboard live view ended", metadata: ["device.id": "\(device)", "reason": "\(status.reason)"]) }
+                delivered.finish()
+            }
+            defer { watching.cancel() }
+            for await jpeg in pictures {
+                var part = ByteBuffer()
+                part.writeString("--\(boundary)\r\nContent-Type: image/jpeg\r\nContent-Length: \(jpeg.count)\r\n\r\n")
+                part.writeBytes(jpeg)
+                part.writeString("\r\n")
+                try await writer.write(part)
+            }
+            try await writer.finish(nil)
+        }
+        return Response(status: .ok, headers: [.contentType: "multipart/x-mixed-replace; boundary=\(boundary)", .cacheControl: "no-store"], body: body)
     }
 
     // MARK: Who asks

@@ -7,8 +7,9 @@ import Synchronization
 /// Publishes fleet events on `event.<kind>` the moment they happen.
 public final class FleetEvents: Sendable {
     private let telemetry: TelemetryPublisherSocket
-    /// The last events, for `capfleet events` (a subscriber sees only what comes after it joins).
-    private let recentEvents = Mutex<[Capfleet_V1_FleetEvent]>([])
+    /// The last events, for `capfleet events` and the dashboard (a telemetry subscriber sees
+    /// only what comes after it joins), each with its number in the coordinator's run.
+    private let recentEvents = Mutex<Recent>(Recent())
     static let remembered = 1000
 
     private let metrics: FleetMetrics?
@@ -30,9 +31,10 @@ public final class FleetEvents: Sendable {
             $0.alert = alert
             $0.suppressed = suppressed
         }
-        recentEvents.withLock { events in
-            if events.count >= Self.remembered { events.removeFirst(events.count - Self.remembered + 1) }
-            events.append(event)
+        recentEvents.withLock { recent in
+            if recent.events.count >= Self.remembered { recent.events.removeFirst(recent.events.count - Self.remembered + 1) }
+            recent.last += 1
+            recent.events.append((recent.last, event))
         }
         metrics?.countEvent(kind)
         if let payload: [UInt8] = try? event.serializedBytes() {
@@ -43,7 +45,20 @@ public final class FleetEvents: Sendable {
 
     /// The last `limit` events, oldest first.
     func recent(limit: Int) -> [Capfleet_V1_FleetEvent] {
-        recentEvents.withLock { Array($0.suffix(limit)) }
+        recentEvents.withLock { $0.events.suffix(limit).map(\.event) }
+    }
+
+    /// The events after number `cursor` (at most the last `limit`), oldest first, and the
+    /// number to ask after next time.
+    func recent(after cursor: UInt64, limit: Int) -> (events: [Capfleet_V1_FleetEvent], cursor: UInt64) {
+        recentEvents.withLock { recent in
+            (recent.events.suffix(limit).filter { $0.number > cursor }.map(\.event), recent.last)
+        }
+    }
+
+    struct Recent {
+        var last: UInt64 = 0
+        var events: [(number: UInt64, event: Capfleet_V1_FleetEvent)] = []
     }
 
     /// A node's pressure report on `pressure.<node_id>`.

@@ -42,10 +42,11 @@ actor LiveFlowKeeper {
 
     func forgotten(_ deviceIDs: [String]) async { await handle(.forgotten(deviceIDs: deviceIDs)) }
 
-    /// Wants the device's frames for as long as `body` runs (a snapshot waiting for a frame).
-    func whileWanting<T: Sendable>(_ deviceID: String, _ body: @Sendable () async -> T) async -> T {
+    /// Wants the device's frames for as long as `body` runs: a snapshot waiting for a frame,
+    /// or (`dashboard`) a page's live view while it is open.
+    func whileWanting<T: Sendable>(_ deviceID: String, dashboard: Bool = false, _ body: @Sendable () async -> T) async -> T {
         nextSnapshotID += 1
-        let consumer = LiveDemandBook.Consumer.snapshot(nextSnapshotID)
+        let consumer: LiveDemandBook.Consumer = dashboard ? .dashboard(nextSnapshotID) : .snapshot(nextSnapshotID)
         await handle(.wanted(deviceID: deviceID, by: consumer))
         let result = await body()
         await handle(.unwanted(deviceID: deviceID, by: consumer))

@@ -15,11 +15,14 @@ public struct LiveDemandBook: Sendable {
         /// Viewers of the device's encoded stream (a take's H.264 or HEVC packets), which
         /// want those packets and no raw frame.
         case encodedViewers
+        /// A dashboard page showing the device's full-rate live view, for as long as it is open.
+        case dashboard(UInt64)
 
         public var description: String {
             switch self {
             case .viewers: "viewers"
             case let .snapshot(id): "snapshot \(id)"
+            case let .dashboard(id): "dashboard view \(id)"
             case .encodedViewers: "viewers of the encoded stream"
             }
         }

@@ -4,6 +4,7 @@ import Glibc
 import Hummingbird
 import HummingbirdCore
 import HummingbirdTLS
+import HummingbirdWebSocket
 import HTTPTypes
 import Logging
 import NIOCore
@@ -45,17 +46,30 @@ public final class WebServer: Sendable {
     /// Binds `host:port` and serves `router` until `stop`; over TLS with `tls`'s files.
     public static func start<Context: RequestContext>(host: String, port: UInt16, tls: TLSFiles? = nil, router: Router<Context>, logger: Logger)
         async throws(WebServerError) -> WebServer where Context.Source == ApplicationRequestContextSource {
+        try await start(host: host, port: port, tls: tls, protocols: .http1(), router: router, logger: logger)
+    }
+
+    /// The same, with the router's `ws` routes upgraded to WebSockets.
+    public static func start<Context: WebSocketRequestContext & RequestContext>(host: String, port: UInt16, tls: TLSFiles? = nil,
+                                                                                router: Router<Context>, logger: Logger)
+        async throws(WebServerError) -> WebServer where Context.Source == ApplicationRequestContextSource {
+        try await start(host: host, port: port, tls: tls, protocols: .http1WebSocketUpgrade(webSocketRouter: router), router: router, logger: logger)
+    }
+
+    private static func start<Context: RequestContext>(host: String, port: UInt16, tls: TLSFiles?, protocols: HTTPServerBuilder,
+                                                       router: Router<Context>, logger: Logger)
+        async throws(WebServerError) -> WebServer where Context.Source == ApplicationRequestContextSource {
         let server: HTTPServerBuilder
         if let tls {
             do {
                 let chain = try NIOSSLCertificate.fromPEMFile(tls.certificatePath).map { NIOSSLCertificateSource.certificate($0) }
                 let key = try NIOSSLPrivateKey(file: tls.keyPath, format: .pem)
-                server = try .tls(.http1(), tlsConfiguration: .makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key)))
+                server = try .tls(protocols, tlsConfiguration: .makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key)))
             } catch {
                 throw .unusableTLSFiles(certificate: tls.certificatePath, key: tls.keyPath, detail: "\(error)")
             }
         } else {
-            server = .http1()
+            server = protocols
         }
         let (bound, announce) = AsyncThrowingStream<UInt16, any Error>.makeStream()
         let application = Application(
@@ -126,15 +140,17 @@ public struct ExplainedNotFound<Context: RequestContext>: RouterMiddleware {
     }
 }
 
-/// The request context of the coordinator's HTTP side: Hummingbird's basics plus the peer's
-/// address, which refusals are counted by.
-public struct WebRequestContext: RequestContext, RemoteAddressRequestContext {
+/// The request context of the coordinator's HTTP side: Hummingbird's basics, the peer's
+/// address (which refusals are counted by), and what a WebSocket upgrade needs.
+public struct WebRequestContext: RequestContext, RemoteAddressRequestContext, WebSocketRequestContext {
     public var coreContext: CoreRequestContextStorage
     public let remoteAddress: SocketAddress?
+    public let webSocket: WebSocketHandlerReference<Self>
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         remoteAddress = source.channel.remoteAddress
+        webSocket = .init()
     }
 
     /// The peer's IP address as text ("unknown" if the channel has none).

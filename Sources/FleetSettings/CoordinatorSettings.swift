@@ -8,6 +8,7 @@ import Foundation
 public struct CoordinatorSettings: Sendable {
     /// Every key a coordinator settings file may hold, in the order `--check-config` lists them.
     public static let keys = ["data_dir", "bind", "control_port", "ingest_port", "operator_port", "telemetry_port", "http_port", "metrics_port",
+                              "http_bind", "http_tls_cert", "http_tls_key",
                               "clock_port", "clock_probe_budget", "cpu_latency_us", "record_port", "live_port", "recordings_dir", "segment_seconds", "record_lead_ms", "record_reserve_mb", "record_store",
                               "record_codec", "record_quality", "record_bitrate", "record_gop",
                               "retention_budget_gb", "retention_days", "heartbeat_interval_ms", "heartbeat_liveness",
@@ -96,10 +97,29 @@ public struct CoordinatorSettings: Sendable {
         } else if let port: UInt16 = try settings.integer(httpKey, environment: env) {
             configuration.metricsPort = port
         }
+        configuration.httpBind = settings.nonEmpty("http_bind", environment: env) ?? configuration.httpBind
+        configuration.httpTLS = try httpTLS(settings, environment: env)
         configuration.heartbeatIntervalMilliseconds = try settings.integer("heartbeat_interval_ms", environment: env)
             ?? configuration.heartbeatIntervalMilliseconds
         configuration.heartbeatLiveness = try settings.integer("heartbeat_liveness", environment: env) ?? configuration.heartbeatLiveness
         configuration.alerts = try alerts(settings, environment: env)
         return configuration
+    }
+
+    /// `http_tls_cert` and `http_tls_key`: both or neither, both readable files.
+    static func httpTLS(_ settings: SettingsFile, environment env: [String: String]) throws -> HTTPTLSFiles? {
+        let certificate = settings.nonEmpty("http_tls_cert", environment: env)
+        let key = settings.nonEmpty("http_tls_key", environment: env)
+        switch (certificate, key) {
+        case (nil, nil):
+            return nil
+        case let (certificate?, key?):
+            for (name, path) in [("http_tls_cert", certificate), ("http_tls_key", key)] where !FileManager.default.isReadableFile(atPath: path) {
+                throw SettingsError("\(name) names \(path), which is not a readable file: give the PEM file's path (the coordinator's user must be able to read it)")
+            }
+            return HTTPTLSFiles(certificatePath: certificate, keyPath: key)
+        default:
+            throw SettingsError("http_tls_cert and http_tls_key go together: set both (the certificate chain and its private key, PEM files) or neither")
+        }
     }
 }

@@ -153,7 +153,11 @@ extension IntegrationTests {
                     "CAPFLEET_ALERT_WEBHOOK": "http://127.0.0.1:\(receiver.server.port)/capfleet",
                     "CAPFLEET_ALERT_DROP_SHARE": "0.05",
                 ])
-                try fleet.startAgent("lossy", fps: 30)
+                // The host as the agent's pressure sees it is quiet (a fixture, not this busy
+                // machine, whose CPU pressure would raise the level first): only the spell can.
+                let host = try HostFixture(in: fleet.directory)
+                for resource in ["cpu", "memory", "io"] { try host.psi(resource, 0) }
+                try fleet.startAgent("lossy", fps: 30, extra: host.agentArguments(intervalMilliseconds: 1000))
                 try await fleet.waitUntil("the agent streams", seconds: 20) {
                     try fleet.deviceStats().values.contains { ($0["frames_captured"] as? Int ?? 0) > 0 }
                 }

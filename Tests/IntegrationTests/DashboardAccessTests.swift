@@ -93,8 +93,26 @@ extension IntegrationTests {
             }
             #expect(audit.contains("vi via dashboard access.denied refused"), "\(audit)")
             #expect(audit.contains("bo via dashboard device.lock ok") || audit.contains { $0.hasPrefix("bo via dashboard") && $0.hasSuffix("ok") }, "\(audit)")
-            let scrape = try MetricsTests.scrape(fleet)
-            #expect(scrape.value("capfleet_rejected_messages_total", ["endpoint": "dashboard", "reason": "forged_request"]) == 2)
+            // /metrics is refreshed once a second.
+            try await fleet.waitUntil("/metrics counts the two forgeries", seconds: 5) {
+                try MetricsTests.scrape(fleet).value("capfleet_rejected_messages_total", ["endpoint": "dashboard", "reason": "forged_request"]) == 2
+            }
+
+
+            // The live connection (a WebSocket) opens only from the dashboard's own pages, and
+            // only for a signed-in browser.
+            let handshake = ["Connection: Upgrade", "Upgrade: websocket", "Sec-WebSocket-Version: 13", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="]
+            // (A refused handshake is answered 400, as the upgrade answers any refusal; the
+            // browser's script sees only that the connection failed.)
+            let foreignLive = try browser.request("GET", "/api/live", headers: handshake + ["Origin: http://evil.example"])
+            #expect(foreignLive.status == 400, "\(foreignLive)")
+            let ownLive = try browser.request("GET", "/api/live", headers: handshake + ["Origin: \(browser.base)"])
+            #expect(ownLive.status == 101, "\(ownLive)")
+            let signedOut = Browser(jar: fleet.directory + "/cookies-nobody", base: browser.base)
+            #expect(try signedOut.request("GET", "/api/live", headers: handshake + ["Origin: \(browser.base)"]).status == 400)
+            try await fleet.waitUntil("/metrics counts the foreign handshake as a forgery", seconds: 5) {
+                try MetricsTests.scrape(fleet).value("capfleet_rejected_messages_total", ["endpoint": "dashboard", "reason": "forged_request"]) == 3
+            }
 
             // Signed out: the cookie no longer works. The operator removed: neither does theirs.
             #expect(try browser.request("POST", "/api/signout", headers: ["X-CaptureFleet-CSRF: \(csrf)"]).status == 200)
@@ -103,6 +121,32 @@ extension IntegrationTests {
             #expect(sessions.map { $0["operator_name"] as? String } == ["vi"], "\(sessions)")
             #expect(try fleet.cli(["operator", "remove", "vi"]).status == 0)
             #expect(try viewer.request("GET", "/api/session").status == 401)
+        }
+
+        /// Opened to a network, the dashboard is served over HTTPS from PEM files: the sign-in
+        /// link says https, the cookie is Secure, and plain HTTP gets no answer.
+        @Test func withCertificateFiles_theDashboardAndMetricsAreServedOverHTTPS() async throws {
+            let fleet = try FleetHarness()
+            let certificate = fleet.directory + "/tls-cert.pem", key = fleet.directory + "/tls-key.pem"
+            let made = try MetricsTests.run("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 "
+                                            + "-keyout '\(key)' -out '\(certificate)' 2>&1; echo \"exit $?\"")
+            try #require(made.output.hasSuffix("exit 0\n"), "\(made.output)")
+            try fleet.startCoordinator(environment: ["CAPFLEET_HTTP_TLS_CERT": certificate, "CAPFLEET_HTTP_TLS_KEY": key])
+            let login = try fleet.cli(["dashboard", "login"], user: "bo")
+            let url = login.output.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(url.hasPrefix("https://"), "\(login.output)\(login.error)")
+            let signIn = try MetricsTests.run("curl -s -i --max-time 5 --cacert '\(certificate)' '\(url)'")
+            #expect(signIn.output.hasPrefix("HTTP/1.1 303"), "\(signIn.output)")
+            let cookie = signIn.output.split(separator: "\r\n").first { $0.lowercased().hasPrefix("set-cookie:") }.map(String.init) ?? ""
+            #expect(cookie.contains("Secure") && cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "\(cookie)")
+            let metrics = try MetricsTests.run("curl -sf --max-time 5 --cacert '\(certificate)' https://127.0.0.1:\(fleet.metricsPort)/metrics")
+            #expect(metrics.status == 0 && metrics.output.contains("capfleet_"), "metrics over HTTPS")
+            #expect(try MetricsTests.run("curl -sf --max-time 5 http://127.0.0.1:\(fleet.metricsPort)/metrics").status != 0, "no plain HTTP")
+
+            // One file without the other is a settings error that names both.
+            let half = try fleet.run(["coordinator", "--data", fleet.directory + "/half", "--check-config"],
+                                     environment: ["CAPFLEET_HTTP_TLS_CERT": certificate])
+            #expect(half.status != 0 && half.error.contains("http_tls_cert and http_tls_key go together"), "\(half.error)")
         }
     }
 }

@@ -104,6 +104,9 @@ extension IntegrationTests {
                 return true
             }
             let first = scrapes[0]
+            // Prometheus' own checker (Debian's prometheus package) finds nothing wrong.
+            let promtool = try Self.run("set -o pipefail; curl -sf --max-time 5 http://127.0.0.1:\(fleet.metricsPort)/metrics | promtool check metrics 2>&1; echo \"exit $?\"")
+            #expect(promtool.output.hasSuffix("exit 0\n"), "promtool check metrics: \(promtool.output)")
             let frames = first.matching("capfleet_frames_captured_total")
             #expect(frames.count == 2, "one frame counter per device: \(frames)")
             #expect(frames.allSatisfy { $0.value > 0 })

