@@ -111,9 +111,8 @@ extension CameraStream {
         let taken = recordingPath.submit(takeID: takeID, deviceID: deviceID, header: header, takeDrops: drops, pixels: copy,
                                          count: frame.byteCount)
         if !taken {
-            let reason = recordingPath.refusalReason
-            if reason == .encoderLate { statistics.encoderLate.add(1, ordering: .relaxed) }
-            step(.takeHandoffDropped(takeID: takeID, reason: reason, count: 1))
+            // Counted on the device only if the take is still in progress (the state decides).
+            step(.takeHandoffDropped(takeID: takeID, reason: recordingPath.refusalReason, count: 1))
         }
         return CapturedFrame(buffer: copy, byteCount: frame.byteCount, sequence: frame.sequence,
                              captureMonotonicNanoseconds: frame.captureMonotonicNanoseconds, layout: frame.layout, zoomFactor: frame.zoomFactor)

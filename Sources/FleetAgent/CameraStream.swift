@@ -106,6 +106,9 @@ final class CameraStream: Sendable {
                 recordingPath?.begin(takeID: takeID, deviceID: deviceID)
             case let .endTake(end):
                 recordingPath?.end(takeID: end.takeID, deviceID: deviceID, takeDrops: end.drops, reason: end.reason, withholding: end.withholding)
+            case let .countTakeDrops(reason, count):
+                // The other reasons have counters of their own (the source's, the send queue's).
+                if reason == .encoderLate { statistics.encoderLate.add(count, ordering: .relaxed) }
             }
         }
     }

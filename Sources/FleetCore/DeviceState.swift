@@ -67,6 +67,10 @@ public struct DeviceState: Sendable {
         /// Tell the recording path.
         case beginTake(takeID: String)
         case endTake(TakeEnd)
+        /// Frames of the take in progress its recording path refused: the device's counters
+        /// say them too. Never for a take already ended, so the device's count and the
+        /// part's agree (a frame refused after the part's end is not the part's, nor a drop).
+        case countTakeDrops(reason: DropReason, count: UInt64)
     }
 
     public enum SourcePhase: Sendable, Equatable {
@@ -130,8 +134,9 @@ public struct DeviceState: Sendable {
             guard let current = take, current.isDue(nowFleet: nowFleet) else { return [] }
             return endTake(reason: TakeStopCause.stopped.reason, withholding: false, deviceDrops: deviceDrops)
         case let .takeHandoffDropped(takeID, reason, count):
-            if take?.takeID == takeID { take?.handoffDropped(reason, count: count) }
-            return []
+            guard take?.takeID == takeID else { return [] }
+            take?.handoffDropped(reason, count: count)
+            return [.countTakeDrops(reason: reason, count: count)]
         case .captureWanted:
             captureWanted = true
             return reconcileSource()

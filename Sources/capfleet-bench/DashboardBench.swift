@@ -30,7 +30,7 @@ struct DashboardBench: ParsableCommand {
         let coordinator = try fleet.startCoordinator(arguments: ["--log-level", "error"])
         let client = try OperatorClient(address: fleet.operatorAddress, credential: credential)
         print("== dashboard: one headless Chromium watching a grid of N camera previews (1 a second each), \(fmt(seconds)) s per figure")
-        print("cameras   coordinator CPU idle   with the browser   ratio   to the browser   browser CPU")
+        print("cameras   coordinator CPU idle   with the browser   ratio   to the browser   browser CPU   page main thread")
         var agents = 0
         for count in counts {
             // More agents until the fleet has `count` cameras.
@@ -65,15 +65,19 @@ struct DashboardBench: ParsableCommand {
                 Thread.sleep(forTimeInterval: 0.5)
             }
             try page.countTraffic()
+            try page.command("Performance.enable")
             Thread.sleep(forTimeInterval: 2)
             let bytesBefore = browser.receivedBytes
             let browserCPU = browser.cpuNanoseconds()
+            let busyBefore = try mainThreadBusySeconds(page)
             let watched = measureCPU(pid: pid)
             let bytesPerSecond = Double(browser.receivedBytes - bytesBefore) / watched.elapsed
             let browserShare = Double(browser.cpuNanoseconds() &- browserCPU) / 1e9 / watched.elapsed * 100
+            // How much of the page's main thread the updates take: what is left is for scrolling and input.
+            let mainThread = (try mainThreadBusySeconds(page) - busyBefore) / watched.elapsed * 100
             let ratio = idle.percent > 0 ? watched.percent / idle.percent : 0
-            print(String(format: "%7d   %17.2f %%   %14.2f %%   %5.2f   %9.1f kB/s   %8.1f %%", devices.count, idle.percent, watched.percent, ratio,
-                         bytesPerSecond / 1000, browserShare))
+            print(String(format: "%7d   %17.2f %%   %14.2f %%   %5.2f   %9.1f kB/s   %8.1f %%   %13.1f %%", devices.count, idle.percent, watched.percent, ratio,
+                         bytesPerSecond / 1000, browserShare, mainThread))
             fflush(nil)
         }
     }
@@ -84,6 +88,12 @@ struct DashboardBench: ParsableCommand {
         Thread.sleep(forTimeInterval: seconds)
         let elapsed = Double(MonotonicTime.now() - start) / 1e9
         return (Double(TelemetryBenchFleet.cpuNanoseconds(pid: pid) &- cpu) / 1e9 / elapsed * 100, elapsed)
+    }
+
+    /// Seconds the page's main thread has spent on tasks (DevTools' Performance.getMetrics).
+    private func mainThreadBusySeconds(_ page: HeadlessChromium.Page) throws -> Double {
+        let metrics = try page.command("Performance.getMetrics")["metrics"] as? [[String: Any]] ?? []
+        return metrics.first { $0["name"] as? String == "TaskDuration" }?["value"] as? Double ?? 0
     }
 
     private func waitForDevices(_ client: OperatorClient, count: Int) throws -> [Capfleet_V1_DeviceInfo] {

@@ -13,14 +13,15 @@ import Testing
     static let shutdownOrder = [
         "shutdown notice",
         // The beats first: nothing ticks into a part that is already gone.
-        "recording housekeeper", "live frame leases", "telemetry reporter", "node liveness",
+        "recording housekeeper", "live frame leases", "dashboard live feed", "telemetry reporter", "node liveness",
         // No new request reaches the takes or the agents…
         "operator endpoint", "control endpoint",
         // …then the takes finish their open segments while frames still arrive for them.
         "takes", "agent-held takes", "record endpoint",
         // Collect's copies end once no chunk can come.
         "collector",
-        "frame ingest", "clock endpoint", "metrics endpoint", "alert delivery",
+        // The dashboard's live connections and views end before the HTTP server, which waits for them.
+        "frame ingest", "clock endpoint", "dashboard live views", "metrics endpoint", "alert delivery",
         // Counters stored once ingest has stopped counting, before telemetry closes.
         "stored counters", "telemetry endpoint",
         // Last: with every endpoint closed nothing slips in while no handler is bound.

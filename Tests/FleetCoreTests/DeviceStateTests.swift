@@ -98,9 +98,19 @@ import Testing
 
     @Test mutating func framesTheTakesEncoderCouldNotTake_countAsEncoderLate_notAsOutOfBuffers() {
         _ = step(.takeBegan(takeID: "t1", startFleet: 0, deviceDrops: DropTally()))
-        _ = step(.takeHandoffDropped(takeID: "t1", reason: .encoderLate, count: 3))
+        #expect(step(.takeHandoffDropped(takeID: "t1", reason: .encoderLate, count: 3)) == [.countTakeDrops(reason: .encoderLate, count: 3)],
+                "the device counts them as the take does")
         _ = step(.takeHandoffDropped(takeID: "t1", reason: .outOfBuffers, count: 1))
         #expect(frame(atFleet: 10).recordedFor?.drops == DropTally(outOfBuffers: 1, encoderLate: 3))
+    }
+
+    /// A frame its recording path refused once the take had ended (its path closing) is
+    /// neither the part's nor the device's drop: both counts stay equal.
+    @Test mutating func aRefusalAfterTheTakeEnded_isCountedNowhere() {
+        _ = step(.takeBegan(takeID: "t1", startFleet: 0, deviceDrops: DropTally()))
+        _ = step(.takeStopAsked(takeID: "t1", stopFleet: 3_000, nowFleet: 2_000, cause: .stopped, deviceDrops: DropTally()))
+        #expect(step(.takeStopDue(nowFleet: 3_000, deviceDrops: DropTally())).count == 1, "the take ends")
+        #expect(step(.takeHandoffDropped(takeID: "t1", reason: .encoderLate, count: 1)) == [])
     }
 
     @Test mutating func theSameTakeSaidAgainAtRegistration_keepsWhatIsUnderWay() {
