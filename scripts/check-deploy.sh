@@ -177,7 +177,7 @@ listen "$work/coordinator.notify" "$work/coordinator.notified"
 listen "$work/agent.notify" "$work/agent.notified"
 sleep 0.3
 export CAPFLEET_BIND=127.0.0.1 CAPFLEET_CONTROL_PORT=${ports[0]} CAPFLEET_INGEST_PORT=${ports[1]} CAPFLEET_OPERATOR_PORT=${ports[2]} \
-    CAPFLEET_TELEMETRY_PORT=${ports[3]} CAPFLEET_METRICS_PORT=${ports[4]} CAPFLEET_CLOCK_PORT=${ports[5]} CAPFLEET_RECORD_PORT=${ports[6]} \
+    CAPFLEET_TELEMETRY_PORT=${ports[3]} CAPFLEET_HTTP_PORT=${ports[4]} CAPFLEET_CLOCK_PORT=${ports[5]} CAPFLEET_RECORD_PORT=${ports[6]} \
     CAPFLEET_LIVE_PORT=${ports[7]}
 NOTIFY_SOCKET=$work/coordinator.notify "$installed" coordinator --config "$root/etc/capfleet/coordinator.conf" --data "$work/coord" \
     >"$work/coordinator.log" 2>&1 &

@@ -11,41 +11,8 @@ scripts/install-deps.sh
 echo "== the vivid VM rig (Debian's kernel under QEMU, for the V4L2 tests)"
 Tests/vm/prepare.sh
 
-# Two builds at once: the debug build with the tests, and the release binaries, with the
-# Swift runtime linked in (the Debian package and the container image carry no toolchain),
-# that the deployment checks and the benchmarks run (the benchmarks and the test bed's relay
-# are binaries of their own beside capfleet, never in the package). Each build has stretches
-# where one core waits for the other (a large module's emitting, linking, planning); side by
-# side they fill each other's. The release build is in a folder of its own, so the two SwiftPM
-# runs do not wait on each other's lock. Both end before any test starts: a compiler beside
-# the tests made those that record at a camera's rate, or run a VM, drop frames.
-release_scratch=.build-release
-mkdir -p "$release_scratch"
-echo "== build (debug with the tests, and release beside it; at $(( $(date +%s) - started )) s)"
-# A session of its own, so that a failed debug build can stop the whole release build with it.
-setsid bash -c '
-  # The same flags for all three: another set would compile every module again.
-  swift build --scratch-path "$0" -c release --product capfleet --static-swift-stdlib &&
-  swift build --scratch-path "$0" -c release --product capfleet-bench --static-swift-stdlib &&
-  swift build --scratch-path "$0" -c release --product capfleet-relay --static-swift-stdlib' "$release_scratch" \
-  > "$release_scratch/build-output.txt" 2>&1 &
-release_pid=$!
-debug_status=0
-swift build --build-tests || debug_status=$?
-if [ "$debug_status" -ne 0 ]; then
-  kill -- -"$release_pid" 2>/dev/null || true
-  echo "the debug build failed (exit $debug_status)" >&2
-  exit "$debug_status"
-fi
-echo "== debug build done; waiting for the release build (at $(( $(date +%s) - started )) s)"
-release_status=0
-wait "$release_pid" || release_status=$?
-if [ "$release_status" -ne 0 ]; then
-  tail -40 "$release_scratch/build-output.txt" >&2
-  echo "the release build failed (exit $release_status)" >&2
-  exit "$release_status"
-fi
-bin="$(swift build --scratch-path "$release_scratch" -c release --show-bin-path)"
+echo "== build"
+swift build --build-tests
 
 echo "== tests (at $(( $(date +%s) - started )) s)"
 # Integration tests run the capfleet (and capfleet-relay) binaries built above, next to the test bundle.
@@ -61,6 +28,19 @@ if [ "$status" -ne 0 ]; then
   echo "tests failed (exit $status): $summary" >&2
   exit "$status"
 fi
+
+# The release binary, with the Swift runtime linked in (the Debian package and the container
+# image carry no toolchain); the deployment checks and the benchmarks run it. The benchmarks
+# and the test bed's relay are binaries of their own beside it, never in the package. Built
+# after the tests, not beside them: a compiler on the second core, even at idle priority, made
+# the tests that record at a camera's rate, run a VM or read the host's pressure fail; and
+# beside the debug build (in a folder of its own) both took longer than one after the other.
+echo "== release build (at $(( $(date +%s) - started )) s)"
+swift build -c release --product capfleet --static-swift-stdlib >/dev/null
+# The same flags for all three: another set would compile every module again.
+swift build -c release --product capfleet-bench --static-swift-stdlib >/dev/null
+swift build -c release --product capfleet-relay --static-swift-stdlib >/dev/null
+bin="$(swift build -c release --show-bin-path)"
 
 # Many agents on one coordinator, asserted: the integration test above ran with a few debug
 # agents; here it runs 200 release agents (what ships; 200 debug agents outrun two cores) in a

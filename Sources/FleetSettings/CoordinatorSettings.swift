@@ -86,16 +86,13 @@ public struct CoordinatorSettings: Sendable {
             configuration.retention.maximumAgeSeconds = Int64(days * 86_400)
         }
         // http_port serves the dashboard and /metrics; metrics_port is its older name, still read.
-        let httpPort = settings.value("http_port", environment: env)
-        let metricsPort = settings.value("metrics_port", environment: env)
-        if let httpPort, let metricsPort, httpPort != metricsPort {
-            throw SettingsError("http_port (\(httpPort)) and metrics_port (\(metricsPort)) name one port, the dashboard's and /metrics': set only http_port")
-        }
-        let httpKey = httpPort != nil ? "http_port" : "metrics_port"
-        if settings.value(httpKey, environment: env) == "off" {
-            configuration.metricsPort = nil
-        } else if let port: UInt16 = try settings.integer(httpKey, environment: env) {
-            configuration.metricsPort = port
+        if let (key, text) = try httpPort(settings, environment: env) {
+            if text == "off" {
+                configuration.metricsPort = nil
+            } else {
+                guard let port = UInt16(text) else { throw SettingsError("\(key) must be a port number (0-65535) or off, not \(text)") }
+                configuration.metricsPort = port
+            }
         }
         configuration.httpBind = settings.nonEmpty("http_bind", environment: env) ?? configuration.httpBind
         configuration.httpTLS = try httpTLS(settings, environment: env)
@@ -121,5 +118,19 @@ public struct CoordinatorSettings: Sendable {
         default:
             throw SettingsError("http_tls_cert and http_tls_key go together: set both (the certificate chain and its private key, PEM files) or neither")
         }
+    }
+
+    /// The HTTP port under either of its names, as one setting: the environment outranks the
+    /// file whichever name each uses; one source naming both, differently, is an error.
+    static func httpPort(_ settings: SettingsFile, environment env: [String: String]) throws -> (key: String, value: String)? {
+        let fromEnvironment = ["http_port", "metrics_port"].compactMap { key in env["CAPFLEET_" + key.uppercased()].map { (key, $0) } }
+        let fromFile = ["http_port", "metrics_port"].compactMap { key in settings.values[key].map { (key, $0) } }
+        for source in [fromEnvironment, fromFile] where !source.isEmpty {
+            if source.count == 2, source[0].1 != source[1].1 {
+                throw SettingsError("http_port (\(source[0].1)) and metrics_port (\(source[1].1)) name one port, the dashboard's and /metrics': set only http_port")
+            }
+            return source[0]
+        }
+        return nil
     }
 }

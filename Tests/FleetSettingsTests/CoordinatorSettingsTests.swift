@@ -1,5 +1,7 @@
+import FleetCoordinator
 import FleetCore
 import FleetSettings
+import Foundation
 import Testing
 
 @Suite struct CoordinatorSettingsTests {
@@ -13,6 +15,28 @@ import Testing
             try CoordinatorSettings.load(file: nil, environment: ["CAPFLEET_HTTP_PORT": "8080", "CAPFLEET_METRICS_PORT": "9090"])
         }
         #expect(error?.description.contains("set only http_port") == true, "\(String(describing: error))")
+    }
+
+    /// The environment outranks the file whichever name each uses (a deployment's variable
+    /// over the packaged file's http_port), and the HTTP bind and TLS settings are read.
+    @Test func theHTTPPortFromTheEnvironment_outranksTheFile_underEitherName() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-settings-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let file = directory + "/coordinator.conf"
+        try "http_port = 7604\n".write(toFile: file, atomically: true, encoding: .utf8)
+        #expect(try CoordinatorSettings.load(file: file, environment: ["CAPFLEET_METRICS_PORT": "9091"]).configuration.metricsPort == 9091)
+        #expect(try CoordinatorSettings.load(file: file, environment: [:]).configuration.metricsPort == 7604)
+        #expect(try CoordinatorSettings.load(file: file, environment: [:]).configuration.httpBind == "127.0.0.1")
+        #expect(try CoordinatorSettings.load(file: file, environment: ["CAPFLEET_HTTP_BIND": "0.0.0.0"]).configuration.httpBind == "0.0.0.0")
+        let certificate = directory + "/cert.pem"
+        try "not checked here\n".write(toFile: certificate, atomically: true, encoding: .utf8)
+        let tls = try CoordinatorSettings.load(file: file, environment: ["CAPFLEET_HTTP_TLS_CERT": certificate, "CAPFLEET_HTTP_TLS_KEY": certificate])
+        #expect(tls.configuration.httpTLS == HTTPTLSFiles(certificatePath: certificate, keyPath: certificate))
+        let missing = #expect(throws: SettingsError.self) {
+            try CoordinatorSettings.load(file: file, environment: ["CAPFLEET_HTTP_TLS_CERT": certificate, "CAPFLEET_HTTP_TLS_KEY": directory + "/none.pem"])
+        }
+        #expect(missing?.description.contains("http_tls_key names") == true, "\(String(describing: missing))")
     }
 
     @Test func coordinatorSettings_withNothingWritten_areTheDefaults() throws {
