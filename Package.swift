@@ -192,7 +192,7 @@ let package = Package(
         // The coordinator's decoders under a mutation fuzzer, for a bounded time.
         .target(name: "FleetFuzz", dependencies: ["FleetCore"]),
         .testTarget(name: "FuzzTests", dependencies: [
-            "FleetBus", "FleetCoordinator", "FleetCore", "FleetFuzz", "FleetHTTP", "FleetProtocol",
+            "FleetBus", "FleetCoordinator", "FleetCore", "FleetFuzz", "FleetHTTP", "FleetProtocol", "FleetSystem",
             .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),

@@ -61,7 +61,9 @@ function scheduleRender() {
   requestAnimationFrame(() => { renderPending = false; render(); });
 }
 
+let renderedAt = 0;
 function render() {
+  renderedAt = Date.now();
   const page = currentPage();
   if (page === "fleet") renderFleet();
   else if (page === "camera") renderCamera();
@@ -114,6 +116,12 @@ function age(unixMs) {
   return seconds < 120 ? `${seconds.toFixed(0)} s` : `${(seconds / 60).toFixed(0)} min`;
 }
 
+// A tile's last-frame age: "< 2 s" while the camera delivers (the fleet's update comes once a
+// second), so its text, and the tile's layout, change only when something is wrong.
+function frameAge(unixMs) {
+  return unixMs && unixMs !== "0" && Date.now() - Number(unixMs) < 2000 ? "< 2 s" : age(unixMs);
+}
+
 function interruptionOf(device, stats) {
   const interruption = (stats && stats.interruption) || device.interruption || {};
   const reason = interruption.reason;
@@ -140,7 +148,7 @@ const onScreen = new IntersectionObserver((entries) => {
 });
 
 function makeTile(deviceId) {
-  const image = el("img", { alt: deviceId, onclick: () => { location.hash = `#camera/${encodeURIComponent(deviceId)}`; } });
+  const image = el("img", { alt: deviceId, decoding: "async", onclick: () => { location.hash = `#camera/${encodeURIComponent(deviceId)}`; } });
   const badges = el("div", { class: "badges" });
   const name = el("div", { class: "name" });
   const line = el("div", { class: "stats" });
@@ -149,33 +157,125 @@ function makeTile(deviceId) {
     onchange: (event) => { if (event.target.checked) state.selected.add(deviceId); else state.selected.delete(deviceId); } });
   const root = el("div", { class: "tile", "data-device": deviceId }, image, badges, el("div", { class: "caption" }, el("div", { class: "title" }, select, name), line, drops));
   onScreen.observe(root);
-  return { root, image, badges, name, line, drops, select, shown: "" };
+  const tile = { root, image, badges, name, line, drops, select, shown: new Map(), wanted: null, loading: 0, shownAt: 0 };
+  image.addEventListener("load", () => previewDone(tile));
+  image.addEventListener("error", () => previewDone(tile));
+  return tile;
+}
+
+// MARK: Previews, loaded at a pace the page can keep
+
+// Every visible tile's newest preview is loaded, the longest-waiting first, at most
+// `pace.perSecond` a second and `paceLimits.inFlight` at once, by a timer (an animation-frame
+// loop would make the page draw sixty frames a second for nothing). Loaded all at once when the
+// fleet's update arrives, a grid's pictures came in a burst that held the page up for a tenth of
+// a second and more; paced, they are spread over the second. The pace grows while there are
+// more previews to show than it allows and the page has no long tasks (50 ms and more), and
+// shrinks when it has, so a wall of hundreds of pictures on a slow machine shows each a little
+// less often instead of stuttering. The fleet summary says when previews are paced.
+const paceLimits = { least: 10, most: 500, slowestSeconds: 5, inFlight: 6, tickMs: 100, stuckMs: 10000 };
+const pace = { perSecond: 60, tokens: 0, timer: null, lastTick: 0, secondStart: 0, longTasks: 0, starved: false,
+  inFlight: 0, shown: 0 };
+const waiting = new Set();
+if (window.PerformanceObserver && PerformanceObserver.supportedEntryTypes.includes("longtask")) {
+  new PerformanceObserver((list) => { pace.longTasks += list.getEntries().length; }).observe({ type: "longtask" });
+}
+
+function wantPreview(tile, url) {
+  if (tile.wanted === url || (!tile.loading && tile.image.getAttribute("src") === url)) return;
+  tile.wanted = url;
+  waiting.add(tile);
+  if (!pace.timer) { pace.lastTick = performance.now(); pace.timer = setTimeout(pacePreviews, 0); }
+}
+
+function previewDone(tile) {
+  if (!tile.loading) return;
+  tile.loading = 0;
+  pace.inFlight = Math.max(0, pace.inFlight - 1);
+  pace.shown += 1;
+  // The next one at once, not at the next tick: six loads at a time, started only every tick,
+  // would cap the pace at sixty a second however fast the browser and coordinator are.
+  startPreviews(performance.now());
+}
+
+function pacePreviews() {
+  const now = performance.now();
+  if (now - pace.secondStart >= 1000) {
+    // Never so slow that a visible tile waits more than `slowestSeconds` for its picture.
+    const least = Math.max(paceLimits.least, state.visible.size / paceLimits.slowestSeconds);
+    if (pace.longTasks > 0) pace.perSecond = Math.max(least, Math.round(pace.perSecond * 0.8));
+    else if (pace.starved) pace.perSecond = Math.min(paceLimits.most, pace.perSecond + 10);
+    pace.secondStart = now; pace.longTasks = 0; pace.starved = false;
+  }
+  pace.tokens = Math.min(Math.max(1, pace.perSecond * paceLimits.tickMs / 1000),
+    pace.tokens + pace.perSecond * Math.min(now - pace.lastTick, 1000) / 1000);
+  pace.lastTick = now;
+  for (const tile of state.tiles.values()) {
+    // A load the browser never finished (a dropped connection) frees its place.
+    if (tile.loading && now - tile.loading > paceLimits.stuckMs) previewDone(tile);
+  }
+  startPreviews(now);
+  pace.timer = waiting.size || pace.inFlight ? setTimeout(pacePreviews, paceLimits.tickMs) : null;
+}
+
+function startPreviews(now) {
+  if (!waiting.size) return;
+  const ready = [...waiting].filter((tile) => {
+    if (state.visible.has(tile.root.dataset.device)) return true;
+    waiting.delete(tile);
+    tile.wanted = null;  // scrolled away: asked for again when seen
+    return false;
+  }).sort((a, b) => a.shownAt - b.shownAt);
+  for (const tile of ready) {
+    if (tile.loading) continue;
+    if (pace.tokens < 1 || pace.inFlight >= paceLimits.inFlight) { pace.starved = true; break; }
+    waiting.delete(tile);
+    pace.tokens -= 1;
+    pace.inFlight += 1;
+    tile.loading = now;
+    tile.shownAt = now;
+    tile.image.src = tile.wanted;
+  }
+}
+
+// Writes only what changed: setting a text or a class to what it already is still makes the
+// browser restyle and lay the tile out again, a hundred times a second on a big grid.
+function put(tile, key, value, write) {
+  if (tile.shown.get(key) === value) return;
+  tile.shown.set(key, value);
+  write(value);
 }
 
 function updateTile(tile, device, stats) {
+  const id = device.deviceId;
   const consent = consentName((stats && stats.consent) || device.consent);
   const interruption = interruptionOf(device, stats);
   const online = stats ? stats.online !== false && device.online : device.online;
-  tile.root.dataset.consent = consent.replaceAll(" ", "-");
-  tile.root.classList.toggle("offline", !online);
-  tile.name.textContent = device.name || device.deviceId;
-  tile.select.hidden = !canOperate();
-  tile.select.checked = state.selected.has(device.deviceId);
+  const recording = Boolean((stats && stats.recording) || device.recording);
+  put(tile, "consent", consent, (value) => { tile.root.dataset.consent = value.replaceAll(" ", "-"); });
+  put(tile, "offline", !online, (value) => tile.root.classList.toggle("offline", value));
+  put(tile, "name", device.name || id, (value) => { tile.name.textContent = value; });
+  put(tile, "selectable", canOperate(), (value) => { tile.select.hidden = !value; });
+  put(tile, "selected", state.selected.has(id), (value) => { tile.select.checked = value; });
+  put(tile, "badges", `${recording}|${consent}|${interruption}|${online}`, () => {
+    tile.badges.replaceChildren(...[
+      recording ? el("span", { class: "badge rec" }, "REC") : null,
+      el("span", { class: `badge consent-${consent.replaceAll(" ", "-")}` }, consent),
+      interruption ? el("span", { class: "badge interrupted" }, interruption) : null,
+      online ? null : el("span", { class: "badge interrupted" }, "offline"),
+    ].filter(Boolean));
+  });
+  // What moves every second (rates, ages, the picture) is written only where it is seen; a
+  // tile scrolled into view is brought up to date at once (the observer asks for a render).
+  if (!state.visible.has(id)) return;
   const fps = stats ? number(stats.framesPerSecond || stats.activeFrameRate) : 0;
-  tile.line.textContent = `${device.nodeId} · ${fps.toFixed(1)} fps · last frame ${age(stats && stats.lastFrameUnixMs)}`;
+  put(tile, "line", `${device.nodeId} · ${fps.toFixed(1)} fps · last frame ${frameAge(stats && stats.lastFrameUnixMs)}`,
+    (value) => { tile.line.textContent = value; });
   const drops = (stats && stats.drops) || {};
-  tile.drops.textContent = `drops: late ${number(drops.late)} · out of buffers ${number(drops.outOfBuffers)} · ` +
-    `discontinuity ${number(drops.discontinuity)} · encoder late ${number(drops.encoderLate)}`;
-  const badges = [
-    (stats && stats.recording) || device.recording ? el("span", { class: "badge rec" }, "REC") : null,
-    el("span", { class: `badge consent-${consent.replaceAll(" ", "-")}` }, consent),
-    interruption ? el("span", { class: "badge interrupted" }, interruption) : null,
-    online ? null : el("span", { class: "badge interrupted" }, "offline"),
-  ].filter(Boolean);
-  const signature = badges.map((badge) => badge.outerHTML).join("");
-  if (signature !== tile.shown) { tile.badges.replaceChildren(...badges); tile.shown = signature; }
-  const url = state.visible.has(device.deviceId) ? previewURL(device.deviceId, stats) : null;
-  if (url && tile.image.dataset.src !== url) { tile.image.src = url; tile.image.dataset.src = url; }
+  put(tile, "drops", `drops: late ${number(drops.late)} · out of buffers ${number(drops.outOfBuffers)} · ` +
+    `discontinuity ${number(drops.discontinuity)} · encoder late ${number(drops.encoderLate)}`, (value) => { tile.drops.textContent = value; });
+  const url = previewURL(id, stats);
+  if (url) wantPreview(tile, url);
 }
 
 function nodeHeader(nodeId) {
@@ -186,14 +286,22 @@ function nodeHeader(nodeId) {
   const level = levelName(status.pressureLevel || pressure.level);
   const factors = (status.pressureFactors || pressure.factors || []).map((f) => `${f.factor} ${levelName(f.level)}`).join(", ");
   const sync = wireName(clock.sync, "SYNC_", "");
-  return [
-    node.name || nodeId,
-    el("span", { class: `meta ${node.online ? "online" : "offline"}` }, node.online ? "online" : "offline"),
-    el("span", { class: "meta" }, node.softwareVersion || ""),
-    el("span", { class: `meta level-${level}` }, `pressure ${level}${factors ? ` (${factors})` : ""}`),
-    el("span", { class: "meta" }, `clock ${sync || "not reported"}` +
+  return {
+    name: node.name || nodeId, online: Boolean(node.online), version: node.softwareVersion || "", level,
+    pressure: `pressure ${level}${factors ? ` (${factors})` : ""}`,
+    clock: `clock ${sync || "not reported"}` +
       (clock.uncertaintyNs ? ` ±${(number(clock.uncertaintyNs) / 1000).toFixed(1)} µs` : "") +
-      (clock.sync ? `, drift ${number(clock.driftPpm).toFixed(2)} ppm` : "")),
+      (clock.sync ? `, drift ${number(clock.driftPpm).toFixed(2)} ppm` : ""),
+  };
+}
+
+function headerParts(header) {
+  return [
+    header.name,
+    el("span", { class: `meta ${header.online ? "online" : "offline"}` }, header.online ? "online" : "offline"),
+    el("span", { class: "meta" }, header.version),
+    el("span", { class: `meta level-${header.level}` }, header.pressure),
+    el("span", { class: "meta" }, header.clock),
   ];
 }
 
@@ -216,8 +324,8 @@ function renderFleet() {
       state.sections.set(nodeId, section);
     }
     const header = nodeHeader(nodeId);
-    const text = header.map((part) => (typeof part === "string" ? part : part.outerHTML)).join("|");
-    if (text !== section.headerText) { section.heading.replaceChildren(...header); section.headerText = text; }
+    const text = JSON.stringify(header);
+    if (text !== section.headerText) { section.heading.replaceChildren(...headerParts(header)); section.headerText = text; }
     const devices = byNode.get(nodeId).sort((a, b) => (a.name || a.deviceId).localeCompare(b.name || b.deviceId));
     const wanted = devices.map((device) => {
       let tile = state.tiles.get(device.deviceId);
@@ -235,8 +343,11 @@ function renderFleet() {
   if (roots.length !== container.children.length || roots.some((node, index) => container.children[index] !== node)) container.replaceChildren(...roots);
   const online = [...fleet.devices.values()].filter((d) => d.online).length;
   const recording = [...fleet.device_stats.values()].filter((s) => s.recording).length;
-  document.getElementById("summary").textContent =
-    `${fleet.devices.size} cameras on ${byNode.size} nodes · ${online} online · ${recording} recording`;
+  const paced = state.visible.size > pace.perSecond
+    ? ` · previews every ${Math.ceil(state.visible.size / pace.perSecond)} s (paced to keep this page smooth)` : "";
+  const summary = `${fleet.devices.size} cameras on ${byNode.size} nodes · ${online} online · ${recording} recording${paced}`;
+  const shown = document.getElementById("summary");
+  if (shown.textContent !== summary) shown.textContent = summary;
 }
 
 // MARK: The camera page
@@ -556,8 +667,8 @@ async function start() {
   wireCameraControls();
   showPage();
   connect();
-  // Ages ("last frame 1.2 s") move on between updates.
-  setInterval(scheduleRender, 1000);
+  // Ages ("last frame 1.2 s") move on between updates; a second without one renders anyway.
+  setInterval(() => { if (Date.now() - renderedAt > 900) scheduleRender(); }, 1000);
 }
 
 start();

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite from a fresh clone: installs what is needed, builds, runs every
 # test (unit, store, bus, and integration tests with real processes, sockets and SQLite),
-# then prints the transport, command, telemetry and clock benchmarks' figures.
+# then runs every benchmark briefly (scripts/bench.sh --short), printing its figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
@@ -29,18 +29,13 @@ if [ "$status" -ne 0 ]; then
   exit "$status"
 fi
 
-# The release binary, with the Swift runtime linked in (the Debian package and the container
-# image carry no toolchain); the deployment checks and the benchmarks run it. The benchmarks
-# and the test bed's relay are binaries of their own beside it, never in the package. Built
-# after the tests, not beside them: a compiler on the second core, even at idle priority, made
-# the tests that record at a camera's rate, run a VM or read the host's pressure fail; and
-# beside the debug build (in a folder of its own) both took longer than one after the other.
+# The release binaries (scripts/build-release.sh): the deployment checks and the benchmarks
+# run them. Built after the tests, not beside them: a compiler on the second core, even at idle
+# priority, made the tests that record at a camera's rate, run a VM or read the host's pressure
+# fail; and beside the debug build (in a folder of its own) both took longer than one after the
+# other.
 echo "== release build (at $(( $(date +%s) - started )) s)"
-swift build -c release --product capfleet --static-swift-stdlib >/dev/null
-# The same flags for all three: another set would compile every module again.
-swift build -c release --product capfleet-bench --static-swift-stdlib >/dev/null
-swift build -c release --product capfleet-relay --static-swift-stdlib >/dev/null
-bin="$(swift build -c release --show-bin-path)"
+bin="$(scripts/build-release.sh)"
 
 # Many agents on one coordinator, asserted: the integration test above ran with a few debug
 # agents; here it runs 200 release agents (what ships; 200 debug agents outrun two cores) in a
@@ -63,33 +58,10 @@ if [ "$deploy_status" -ne 0 ]; then
 fi
 
 if [ "${CAPFLEET_SKIP_BENCH:-0}" != "1" ]; then
-  echo "== benchmark (figures printed, not asserted; at $(( $(date +%s) - started )) s)"
-  # capfleet-bench runs the capfleet beside it (and, for the clock, capfleet-relay).
-  bench="$bin/capfleet-bench"
-  "$bench" transport --seconds "${CAPFLEET_BENCH_SECONDS:-6}"
-  "$bench" commands --commands 200
-  "$bench" telemetry --seconds "${CAPFLEET_BENCH_SECONDS:-8}" --changes 40
-  # Recording: streams at 1080p30 without drops, MB/s against a plain write, coordinator memory
-  # over consecutive takes (CAPFLEET_RECORD_BENCH_SUSTAINED_SECONDS=300 for the 5-minute run).
-  "$bench" record --seconds "${CAPFLEET_RECORD_BENCH_SECONDS:-10}" \
-    --max-streams 4 --sustained-seconds "${CAPFLEET_RECORD_BENCH_SUSTAINED_SECONDS:-30}"
-  # Many agents (one small camera each) joining one coordinator: listing times per device and
-  # the quiet coordinator's CPU per camera (issue "data plane that grows with the fleet").
-  "$bench" fleet --steps "${CAPFLEET_FLEET_BENCH_STEPS:-25,100,200}"
-  # One full-rate viewer of a 1080p30 camera through the coordinator: frames/s and latency.
-  "$bench" view --seconds "${CAPFLEET_BENCH_SECONDS:-8}"
-  # Takes' codecs: CPU per 1080p30 stream, size against raw, FFV1 bit-exact, H.264/HEVC PSNR,
-  # and cameras recorded without drops per codec against raw (issue "encoding").
-  "$bench" encode --frames "${CAPFLEET_ENCODE_BENCH_FRAMES:-30}" --seconds 5 --max-streams 2
-  # What a camera's preview (one JPEG a second) costs its agent, at 640x480 and 1080p.
-  "$bench" preview --seconds "${CAPFLEET_PREVIEW_BENCH_SECONDS:-8}"
-  # The web dashboard: coordinator CPU and bytes a second to one headless Chromium watching a
-  # grid of N previews, against the same fleet unwatched (issue "web dashboard").
-  "$bench" dashboard --steps "${CAPFLEET_DASHBOARD_BENCH_STEPS:-20,100}" --seconds "${CAPFLEET_BENCH_SECONDS:-8}"
-  # Three agent hosts on network namespaces (deploy/netns-fleet.sh), needs root; also plots
-  # .build/bench/clock-accuracy.png.
-  "$bench" clock --seconds "${CAPFLEET_CLOCK_BENCH_SECONDS:-90}" \
-    --impaired-seconds "${CAPFLEET_CLOCK_BENCH_IMPAIRED_SECONDS:-45}"
+  # Every benchmark, briefly: each keeps working and prints its figures; scripts/bench.sh
+  # without --short gives the figures the README quotes.
+  echo "== benchmarks, short (figures printed, not asserted; at $(( $(date +%s) - started )) s)"
+  CAPFLEET_RELEASE_BIN="$bin" scripts/bench.sh --short
 fi
 echo "== done in $(( $(date +%s) - started )) s"
 # The suite's verdict, last, for whoever reads only the end of the log.

@@ -164,7 +164,7 @@ struct DashboardRoutes: Sendable {
     /// An `OperatorRequest` in protobuf's JSON mapping in, its `OperatorReply` out (the same
     /// messages as the operator endpoint, proto-docs/operator.proto).
     func operatorRequest(_ request: Request, context: WebRequestContext) async throws -> Response {
-        let (_, verdict) = try await verdict(on: request, context: context)
+        let (_, verdict, account) = try await verdictAndAccount(on: request, context: context)
         guard case let .allowed(name, _) = verdict else { return refusal(verdict, context: context) }
         let body = try await request.body.collect(upTo: 1 << 20)
         let asked: Capfleet_V1_OperatorRequest
@@ -176,18 +176,18 @@ struct DashboardRoutes: Sendable {
                              status: .badRequest)
         }
         guard let handler = operators.value else { return Self.json(Self.statusJSON("STATUS_CODE_UNAVAILABLE", "the coordinator is starting"), status: .serviceUnavailable) }
-        let (reply, _) = await handler.answer(asked, from: OperatorCaller(name: name, channel: .dashboard, peer: Self.peer(context)))
+        let (reply, _) = await handler.answer(asked, from: OperatorCaller(name: name, channel: .dashboard, peer: Self.peer(context), account: account))
         return Self.json(try reply.jsonString())
     }
 
     /// A device's latest preview as a JPEG, for the grid's image tiles.
     func preview(_ request: Request, context: WebRequestContext) async throws -> Response {
-        let (_, verdict) = try await verdict(on: request, context: context)
+        let (_, verdict, account) = try await verdictAndAccount(on: request, context: context)
         guard case let .allowed(name, _) = verdict else { return refusal(verdict, context: context) }
         let device = try context.parameters.require("device")
         let asked = Capfleet_V1_OperatorRequest.with { $0.getPreview = .with { $0.deviceID = device } }
         guard let handler = operators.value else { return Response(status: .serviceUnavailable) }
-        let (reply, _) = await handler.answer(asked, from: OperatorCaller(name: name, channel: .dashboard, peer: Self.peer(context)))
+        let (reply, _) = await handler.answer(asked, from: OperatorCaller(name: name, channel: .dashboard, peer: Self.peer(context), account: account))
         guard reply.status.code == .ok, let shelved = reply.previews.first else {
             return Response(status: .notFound, headers: [.contentType: "text/plain; charset=utf-8"],
                             body: .init(byteBuffer: ByteBuffer(string: reply.status.reason + "\n")))
@@ -201,11 +201,11 @@ struct DashboardRoutes: Sendable {
     /// open and sleeps again when it closes. Frames the live-view thread had no time for are
     /// skipped, never queued.
     func liveView(_ request: Request, context: WebRequestContext) async throws -> Response {
-        let (_, verdict) = try await verdict(on: request, context: context)
+        let (_, verdict, account) = try await verdictAndAccount(on: request, context: context)
         guard case let .allowed(name, _) = verdict else { return refusal(verdict, context: context) }
         let device = try context.parameters.require("device")
         guard let handler = operators.value else { return Response(status: .serviceUnavailable) }
-        let caller = OperatorCaller(name: name, channel: .dashboard, peer: Self.peer(context))
+        let caller = OperatorCaller(name: name, channel: .dashboard, peer: Self.peer(context), account: account)
         // The role and the device, checked before the stream's header goes out.
         let (checked, _) = await handler.answer(.with { $0.getDevice = .with { $0.deviceID = device } }, from: caller)
         guard checked.status.code == .ok else {
@@ -251,6 +251,14 @@ struct DashboardRoutes: Sendable {
 
     /// The request's session (by its cookie) and what the rules say of the request.
     func verdict(on request: Request, context: WebRequestContext) async throws -> (DashboardSessionRecord?, DashboardAccess.Verdict) {
+        let (session, verdict, _) = try await verdictAndAccount(on: request, context: context)
+        return (session, verdict)
+    }
+
+    /// The same, with the session's operator record read alongside, for requests answered by
+    /// `OperatorHandler` (which then need not read it again).
+    func verdictAndAccount(on request: Request, context: WebRequestContext) async throws
+        -> (DashboardSessionRecord?, DashboardAccess.Verdict, OperatorRecord?) {
         let now = clock.unixMilliseconds()
         var found: (DashboardSessionRecord, OperatorRecord?)?
         if let secret = request.cookies[DashboardAccess.cookieName]?.value, !secret.isEmpty {
@@ -268,7 +276,7 @@ struct DashboardRoutes: Sendable {
         if case .allowed = verdict, let record = found?.0, now - record.lastSeenAt > 60_000 {
             try await store.touchDashboardSession(record.id, at: now)
         }
-        return (found?.0, verdict)
+        return (found?.0, verdict, found?.1)
     }
 
     /// A refused request: 401 to sign in again, 403 for a forgery; both counted.

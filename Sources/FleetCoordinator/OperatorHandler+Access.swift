@@ -15,7 +15,7 @@ extension OperatorHandler {
         let name = caller.name
         let record: OperatorRecord?
         do {
-            record = try await store.operatorRecord(named: name)
+            if let known = caller.account { record = known } else { record = try await store.operatorRecord(named: name) }
         } catch {
             reply.status = .failure(.internal, "\(error)")
             return nil
@@ -142,6 +142,9 @@ struct OperatorCaller: Sendable, Equatable {
     var channel: Channel
     /// The peer's address, for the rejection counts.
     var peer: String
+    /// The operator's record as read with the caller's dashboard session a moment before this
+    /// request, so a grid's previews cost one store read each, not two; nil reads it here.
+    var account: OperatorRecord? = nil
 
     /// Where refusals are counted.
     var endpointName: String { channel == .dashboard ? "dashboard" : OperatorHandler.endpointName }

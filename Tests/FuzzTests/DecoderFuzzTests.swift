@@ -4,6 +4,7 @@ import FleetFuzz
 import FleetCore
 import FleetHTTP
 import FleetProtocol
+import FleetSystem
 import Foundation
 import Hummingbird
 import Logging
@@ -13,6 +14,7 @@ import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
+import Synchronization
 
 /// Everything the coordinator decodes from the network, under the mutation fuzzer for a
 /// bounded time (CAPFLEET_FUZZ_SECONDS per target): no crash, no input that takes longer
@@ -101,6 +103,17 @@ import Glibc
         messages.compactMap { try? $0.serializedBytes() }
     }
 
+    /// Runs a fuzz loop on a thread of its own and awaits it: run on the test runner's
+    /// cooperative pool (two threads here), four 20-second loops held up every other test of
+    /// the run, unit and integration alike, for their whole length. Expectations stay out of
+    /// `body` (they belong to the test's task), in what it returns.
+    static func onOwnThread<Result: Sendable>(_ name: String, _ body: @escaping @Sendable () -> Result) async -> Result {
+        let result = Mutex<Result?>(nil)
+        let thread = OwnedThread(name: name) { result.withLock { $0 = body() } }
+        await thread.join()
+        return result.withLock { $0! }
+    }
+
     static func check(_ report: Fuzzer.Report) {
         print(report)
         #expect(report.executions > 100, "the fuzzer ran: \(report)")
@@ -108,55 +121,67 @@ import Glibc
                 "\(report.target): an input took \(report.slowest) s: \(report.slowestInput.map { String(format: "%02x", $0) }.joined())")
     }
 
-    @Test func controlMessages() {
-        var fuzzer = Fuzzer(seeds: Self.bytes(Self.agentMessages))
-        var roundTrips = 0, mismatches = 0
-        let report = fuzzer.run("AgentMessage (control endpoint)") { input in
-            guard let message = try? Capfleet_V1_AgentMessage(serializedBytes: input) else { return false }
-            // What decodes encodes again, and that encoding is stable (unknown fields kept).
-            // Compared as bytes: a NaN in a double field makes the messages themselves unequal.
-            if let again: [UInt8] = try? message.serializedBytes(), let twice = try? Capfleet_V1_AgentMessage(serializedBytes: again),
-               let thrice: [UInt8] = try? twice.serializedBytes() {
-                roundTrips += 1
-                if thrice != again { mismatches += 1 }
+    @Test func controlMessages() async {
+        let (report, roundTrips, mismatches) = await Self.onOwnThread("cf-fuzz-control") {
+            var fuzzer = Fuzzer(seeds: Self.bytes(Self.agentMessages))
+            var roundTrips = 0, mismatches = 0
+            let report = fuzzer.run("AgentMessage (control endpoint)") { input in
+                guard let message = try? Capfleet_V1_AgentMessage(serializedBytes: input) else { return false }
+                // What decodes encodes again, and that encoding is stable (unknown fields kept).
+                // Compared as bytes: a NaN in a double field makes the messages themselves unequal.
+                if let again: [UInt8] = try? message.serializedBytes(), let twice = try? Capfleet_V1_AgentMessage(serializedBytes: again),
+                   let thrice: [UInt8] = try? twice.serializedBytes() {
+                    roundTrips += 1
+                    if thrice != again { mismatches += 1 }
+                }
+                if case let .enroll(enroll)? = message.body { _ = CurvePublicKey(bytes: Array(enroll.nodePublicKey)) }
+                return true
             }
-            if case let .enroll(enroll)? = message.body { _ = CurvePublicKey(bytes: Array(enroll.nodePublicKey)) }
-            return true
+            return (report, roundTrips, mismatches)
         }
         Self.check(report)
         #expect(roundTrips > 0 && mismatches == 0, "\(mismatches) of \(roundTrips) decoded messages changed on a round trip")
     }
 
-    @Test func operatorRequests() {
-        var fuzzer = Fuzzer(seeds: Self.bytes(Self.operatorRequests))
-        let report = fuzzer.run("OperatorRequest (operator endpoint)") { input in
-            guard let request = try? Capfleet_V1_OperatorRequest(serializedBytes: input) else { return false }
-            // Every request the coordinator can decode has a role it needs.
-            _ = RequiredRole.of(request.body)
-            if case let .addOperator(add)? = request.body { _ = CurvePublicKey(bytes: Array(add.publicKey)); _ = AccessNames.isValid(add.name) }
-            if case let .changeConsent(change)? = request.body { _ = ConsentAction(wire: change.action) }
-            return true
+    @Test func operatorRequests() async {
+        let report = await Self.onOwnThread("cf-fuzz-operator") {
+            var fuzzer = Fuzzer(seeds: Self.bytes(Self.operatorRequests))
+            let report = fuzzer.run("OperatorRequest (operator endpoint)") { input in
+                guard let request = try? Capfleet_V1_OperatorRequest(serializedBytes: input) else { return false }
+                // Every request the coordinator can decode has a role it needs.
+                _ = RequiredRole.of(request.body)
+                if case let .addOperator(add)? = request.body { _ = CurvePublicKey(bytes: Array(add.publicKey)); _ = AccessNames.isValid(add.name) }
+                if case let .changeConsent(change)? = request.body { _ = ConsentAction(wire: change.action) }
+                return true
+            }
+            return report
         }
         Self.check(report)
     }
 
-    @Test func frameHeaders() {
-        var fuzzer = Fuzzer(seeds: Self.bytes(Self.frameHeaders))
-        var sizes = SplitMix(seed: 7)
-        var accepted = 0
-        let report = fuzzer.run("FrameHeader + validation (ingest endpoint)") { input in
-            guard let header = try? Capfleet_V1_FrameHeader(serializedBytes: input) else { return false }
-            // The payload size the ingest thread sees: the claim, or something else entirely.
-            let payload = sizes.below(2) == 0 ? Int(clamping: header.payloadSize) : sizes.below(1 << 24)
-            if FrameValidation.check(header: header, payloadBytes: payload, maxPayloadBytes: Int(WireDefaults.maxMessageBytes)) == nil {
-                accepted += 1
-                // Whatever passes is internally consistent.
-                #expect(header.payloadSize == UInt64(payload) && header.layout.width > 0 && header.layout.height > 0)
-                #expect(header.layout.width <= FrameValidation.maxDimension && header.layout.height <= FrameValidation.maxDimension)
+    @Test func frameHeaders() async {
+        let (report, accepted, inconsistent) = await Self.onOwnThread("cf-fuzz-frames") {
+            var fuzzer = Fuzzer(seeds: Self.bytes(Self.frameHeaders))
+            var sizes = SplitMix(seed: 7)
+            var accepted = 0
+            var inconsistent: [String] = []
+            let report = fuzzer.run("FrameHeader + validation (ingest endpoint)") { input in
+                guard let header = try? Capfleet_V1_FrameHeader(serializedBytes: input) else { return false }
+                // The payload size the ingest thread sees: the claim, or something else entirely.
+                let payload = sizes.below(2) == 0 ? Int(clamping: header.payloadSize) : sizes.below(1 << 24)
+                if FrameValidation.check(header: header, payloadBytes: payload, maxPayloadBytes: Int(WireDefaults.maxMessageBytes)) == nil {
+                    accepted += 1
+                    // Whatever passes is internally consistent.
+                    let consistent = header.payloadSize == UInt64(payload) && header.layout.width > 0 && header.layout.height > 0
+                        && header.layout.width <= FrameValidation.maxDimension && header.layout.height <= FrameValidation.maxDimension
+                    if !consistent, inconsistent.count < 5 { inconsistent.append("\(header) with a \(payload)-byte payload") }
+                }
+                return true
             }
-            return true
+            return (report, accepted, inconsistent)
         }
         Self.check(report)
+        #expect(inconsistent.isEmpty, "headers that passed validation but are not consistent: \(inconsistent)")
         #expect(accepted > 0, "some mutated headers are still valid, so the checks after decoding were exercised")
     }
 
@@ -225,19 +250,22 @@ import Glibc
 
     /// The strings the coordinator and agent read from peers and operators: ZAP user ids
     /// (as libzmq hands them back) and enrollment tokens (pasted by people).
-    @Test func identitiesAndTokens() throws {
+    @Test func identitiesAndTokens() async throws {
         let token = EnrollmentToken(keys: try CurveKeyPair.generate(), coordinatorKey: try CurveKeyPair.generate().publicKey).text
         let seeds = [Principal.node(id: "node-1", key: String(repeating: "a", count: 40)).userID, Principal.operator(name: "ana").userID,
                      Principal.enrollment(tokenKey: String(repeating: "b", count: 40)).userID, token].map { Array($0.utf8) }
-        var fuzzer = Fuzzer(seeds: seeds)
-        let report = fuzzer.run("ZAP user ids and enrollment tokens") { input in
-            let text = String(decoding: input, as: UTF8.self)
-            if let principal = Principal(userID: text) {
+        let (report, unfaithful) = await Self.onOwnThread("cf-fuzz-names") {
+            var fuzzer = Fuzzer(seeds: seeds)
+            var unfaithful: [String] = []
+            let report = fuzzer.run("ZAP user ids and enrollment tokens") { input in
+                let text = String(decoding: input, as: UTF8.self)
                 // A parsed principal writes back to what it was read from.
-                #expect(principal.userID == text)
+                if let principal = Principal(userID: text), principal.userID != text, unfaithful.count < 5 { unfaithful.append(text) }
+                return (try? EnrollmentToken(text: text)) != nil
             }
-            return (try? EnrollmentToken(text: text)) != nil
+            return (report, unfaithful)
         }
         Self.check(report)
+        #expect(unfaithful.isEmpty, "user ids that do not write back to what they were read from: \(unfaithful)")
     }
 }

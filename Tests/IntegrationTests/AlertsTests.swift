@@ -11,7 +11,7 @@ import Testing
 import Glibc
 #endif
 
-extension IntegrationTests {
+extension SecondLaneIntegrationTests {
     /// Alerts from a real coordinator and agent, handed to a webhook receiver in this test
     /// and to a shell command, with rate limiting.
     @Suite struct AlertsTests {

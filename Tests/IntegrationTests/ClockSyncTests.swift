@@ -68,9 +68,9 @@ extension IntegrationTests {
             try fleet.startCoordinator(environment: ["CAPFLEET_CLOCK_PROBE_BUDGET": "1"])
             let agent = try fleet.startAgent("paced")
             try await fleet.waitUntil("the agent's clock locks", seconds: 15) { agent.log.contains("clock.state=locked") }
-            var scrape = try MetricsTests.scrape(fleet)
+            var scrape = try SecondLaneIntegrationTests.MetricsTests.scrape(fleet)
             try await fleet.waitUntil("/metrics shows the clock's pace", seconds: 10) {
-                scrape = try MetricsTests.scrape(fleet)
+                scrape = try SecondLaneIntegrationTests.MetricsTests.scrape(fleet)
                 return scrape.value("capfleet_clock_probe_interval_seconds") != nil
             }
             #expect(scrape.value("capfleet_clock_probe_interval_seconds") == 2, "2 round trips a pair, 1 agent, budget 1: a pair every 2 s")

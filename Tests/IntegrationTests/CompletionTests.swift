@@ -2,7 +2,7 @@ import FleetTestSupport
 import Foundation
 import Testing
 
-extension IntegrationTests {
+extension SecondLaneIntegrationTests {
     /// Shell completion of the fleet's names: a TAB where a device id or a node id goes offers
     /// the ids the coordinator knows, asked as the operator the line would act as; with no
     /// coordinator or no credential it offers nothing, says nothing and does not hold the shell.

@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import Testing
 
-extension IntegrationTests {
+extension SecondLaneIntegrationTests {
     /// Consent, enforced on the agent and checked in the pixels the coordinator receives.
     @Suite struct ConsentTests {
         /// The device's next frame as the coordinator received it: its header fields and the

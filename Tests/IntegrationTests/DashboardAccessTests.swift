@@ -3,7 +3,7 @@ import Foundation
 import GRDB
 import Testing
 
-extension IntegrationTests {
+extension SecondLaneIntegrationTests {
     /// The web dashboard's sign-in and its door to the operator requests, over real HTTP
     /// (curl with a cookie jar, as a browser keeps cookies) against a real coordinator.
     @Suite struct DashboardAccessTests {

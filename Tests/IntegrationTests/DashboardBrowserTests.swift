@@ -170,7 +170,7 @@ extension IntegrationTests {
                 """) as? String
             #expect(asViewer == "STATUS_CODE_PERMISSION_DENIED")
             try await fleet.waitUntil("/metrics counts the forgery (refreshed once a second)", seconds: 5) {
-                (try MetricsTests.scrape(fleet).value("capfleet_rejected_messages_total", ["endpoint": "dashboard", "reason": "forged_request"]) ?? 0) >= 1
+                (try SecondLaneIntegrationTests.MetricsTests.scrape(fleet).value("capfleet_rejected_messages_total", ["endpoint": "dashboard", "reason": "forged_request"]) ?? 0) >= 1
             }
             #expect(try fleet.json(["devices"]).first { $0["device_id"] as? String == devices[0] }?["consent"] as? String == "authorized")
 

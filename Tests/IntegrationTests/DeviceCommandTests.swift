@@ -140,7 +140,7 @@ extension IntegrationTests {
             #expect(changed.status == 0, "\(changed.error)")
             var event: [String: Any]?
             try await fleet.waitUntil("a zoom_changed event", seconds: 10) {
-                event = try AlertsTests.events(fleet).first { $0["kind"] as? String == "zoom_changed" && $0["device_id"] as? String == deviceID }
+                event = try SecondLaneIntegrationTests.AlertsTests.events(fleet).first { $0["kind"] as? String == "zoom_changed" && $0["device_id"] as? String == deviceID }
                 return event != nil
             }
             let message = event?["message"] as? String ?? ""

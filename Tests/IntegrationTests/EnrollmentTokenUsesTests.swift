@@ -5,7 +5,7 @@ import Foundation
 import GRDB
 import Testing
 
-extension IntegrationTests {
+extension SecondLaneIntegrationTests {
     /// One token for many hosts (enrollment.md, "Multi-use tokens"), with the real
     /// coordinator, real agents and the CLI: uses, names, refusals, listing, revocation, and
     /// an agent that died before it heard its answer.

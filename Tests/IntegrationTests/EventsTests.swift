@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import Testing
 
-extension IntegrationTests {
+extension SecondLaneIntegrationTests {
     /// `capfleet events`: what happened recently, and a live stream with --follow.
     @Suite struct EventsTests {
         @Test func events_listRecentOnes_andFollowStreamsNewOnesAsTheyHappen() async throws {

@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import Testing
 
-extension IntegrationTests {
+extension SecondLaneIntegrationTests {
     /// Real processes, real sockets, real SQLite: the fleet as an operator runs it.
     @Suite struct FleetLifecycleTests {
         @Test func twoAgentsRegister_withFullFormatLists_andFramesFlow() async throws {

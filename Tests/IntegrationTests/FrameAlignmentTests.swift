@@ -42,7 +42,7 @@ extension IntegrationTests {
             }
             // And Prometheus: the phase in seconds and a 0/1 gauge.
             try await fleet.waitUntil("the alignment gauges are scraped", seconds: 5) {
-                let scrape = try MetricsTests.scrape(fleet)
+                let scrape = try SecondLaneIntegrationTests.MetricsTests.scrape(fleet)
                 guard let phase = scrape.matching("capfleet_device_alignment_phase_seconds", where: { $0["device"] == device }).first?.value,
                       let aligned = scrape.matching("capfleet_device_frame_aligned", where: { $0["device"] == device }).first?.value
                 else { return false }
@@ -55,7 +55,7 @@ extension IntegrationTests {
             }
             #expect(try Self.alignment(of: device, in: fleet)?["phase_ns"] is NSNull, "no phase while off")
             try await fleet.waitUntil("the alignment gauges are gone", seconds: 5) {
-                try MetricsTests.scrape(fleet).matching("capfleet_device_alignment_phase_seconds").isEmpty
+                try SecondLaneIntegrationTests.MetricsTests.scrape(fleet).matching("capfleet_device_alignment_phase_seconds").isEmpty
             }
             #expect(try fleet.cli(["devices"]).output.contains("aligned ") == false)
         }

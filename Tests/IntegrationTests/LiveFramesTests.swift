@@ -63,7 +63,7 @@ extension IntegrationTests {
             #expect(try Self.device(fleet, deviceID)["live_consumers"] as? [String] == [])
 
             // Both the start and the stop were said as events.
-            let events = try AlertsTests.events(fleet).filter { $0["kind"] as? String == "live_frames" }
+            let events = try SecondLaneIntegrationTests.AlertsTests.events(fleet).filter { $0["kind"] as? String == "live_frames" }
             #expect(events.contains { ($0["message"] as? String ?? "").contains("wanted (snapshot") }, "\(events)")
             #expect(events.contains { ($0["message"] as? String ?? "").contains("nobody wants") }, "\(events)")
         }

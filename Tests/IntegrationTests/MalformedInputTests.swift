@@ -8,7 +8,7 @@ import Testing
 import Glibc
 #endif
 
-extension IntegrationTests {
+extension SecondLaneIntegrationTests {
     /// Hostile and broken peers, sent with raw ZeroMQ sockets (and one raw TCP connection)
     /// while a good agent streams: every bad input is rejected and counted by reason, and the
     /// coordinator keeps serving the good agent throughout. The sockets hold real keys (the

@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-extension IntegrationTests {
+extension SecondLaneIntegrationTests {
     /// The coordinator's `/metrics` as Prometheus sees it: fetched with curl and read by
     /// Python's prometheus_client text-format parser.
     @Suite struct MetricsTests {

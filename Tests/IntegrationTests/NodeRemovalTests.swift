@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension IntegrationTests {
+extension SecondLaneIntegrationTests {
     /// `capfleet nodes forget` (operator.md, `forget_node`): an online node is refused, an
     /// offline one goes with its devices, and its agent registers it anew when it comes back.
     @Suite struct NodeRemovalTests {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension IntegrationTests {
+extension SecondLaneIntegrationTests {
     /// An operator removed from the fleet leaves no lock behind: a timed lease of theirs would
     /// otherwise keep a device locked, by nobody, until it ran out.
     @Suite struct OperatorRemovalTests {

@@ -139,7 +139,7 @@ extension IntegrationTests {
             try await fleet.waitUntil("the action is audited", seconds: 5) {
                 try SyntheticControlTests.policyActions(fleet).contains { $0.contains("pressure policy lowered the frame rate to 15 fps: pressure serious (cpu serious)") }
             }
-            let events = try AlertsTests.events(fleet).filter { $0["kind"] as? String == "policy_acted" }
+            let events = try SecondLaneIntegrationTests.AlertsTests.events(fleet).filter { $0["kind"] as? String == "policy_acted" }
             #expect(events.contains { ($0["message"] as? String)?.contains("lowered the frame rate to 15 fps") == true }, "\(events)")
             let shown = try #require(try fleet.json(["devices"]).first?["pressure_policy"] as? [String: Any])
             #expect(shown["active"] as? Bool == true)

@@ -4,7 +4,7 @@ import FleetProtocol
 import Foundation
 import Testing
 
-extension IntegrationTests {
+extension SecondLaneIntegrationTests {
     /// Previews, snapshots as pictures and the contact sheet, from a real coordinator and agent,
     /// read back with standard decoders: djpeg (libjpeg-turbo-progs) and Python's PIL.
     @Suite struct PreviewTests {

@@ -4,7 +4,7 @@ import FleetProtocol
 import Foundation
 import Testing
 
-extension IntegrationTests {
+extension SecondLaneIntegrationTests {
     /// Upgrading one host at a time (README, "Upgrading"): a HELLO of the coordinator's protocol
     /// major with a newer minor is welcome; another major is refused with a WELCOME saying
     /// which version the coordinator speaks.

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension IntegrationTests {
+extension SecondLaneIntegrationTests {
     /// The third-party view: the example Python subscriber (pyzmq + the .proto files only)
     /// against a real coordinator.
     @Suite struct TelemetrySubscriberTests {

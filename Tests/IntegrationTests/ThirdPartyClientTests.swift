@@ -2,7 +2,7 @@ import FleetTestSupport
 import Foundation
 import Testing
 
-extension IntegrationTests {
+extension SecondLaneIntegrationTests {
     /// Clients written from proto-docs alone, against a real coordinator: what a third party
     /// codes against cannot drift from what the coordinator does.
     @Suite struct ThirdPartyClientTests {

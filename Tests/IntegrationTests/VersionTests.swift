@@ -2,7 +2,7 @@ import FleetProtocol
 import Foundation
 import Testing
 
-extension IntegrationTests {
+extension SecondLaneIntegrationTests {
     /// One version everywhere (WireDefaults.release): what `capfleet --version` prints (and so
     /// the Debian package's version, which scripts/build-deb.sh reads from the binary), what a
     /// running agent reports in its HELLO, and what `capfleet nodes` shows for it.

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The benchmarks: figures printed (with ratios against baselines measured in the same run),
+# never asserted. Run from the release binaries (scripts/build-release.sh builds them if
+# they are missing or stale); the clock benchmark builds network namespaces and needs root.
+#
+#   scripts/bench.sh            the figures the README quotes (about 15 minutes on 2 cores)
+#   scripts/bench.sh --short    every benchmark, briefly (about 5 minutes): what the test
+#                               suite runs, so that each one keeps working and prints figures;
+#                               shorter windows and fewer steps make its figures noisier
+#
+# Each duration can be set on its own (CAPFLEET_CLOCK_BENCH_SECONDS=300 and so on, below).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+short=0
+case "${1:-}" in
+  --short) short=1 ;;
+  "") ;;
+  *) echo "usage: scripts/bench.sh [--short]" >&2; exit 2 ;;
+esac
+# pick FULL SHORT: the full run's value or the short run's.
+pick() { if [ "$short" = 1 ]; then echo "$2"; else echo "$1"; fi; }
+
+# CAPFLEET_RELEASE_BIN: the folder of release binaries already built (scripts/test.sh sets it).
+bin="${CAPFLEET_RELEASE_BIN:-$(scripts/build-release.sh)}"
+bench="$bin/capfleet-bench"
+started=$(date +%s)
+# Each benchmark says how long it took, so a run's time can be read off its log.
+run_bench() {
+  local began
+  began=$(date +%s)
+  "$bench" "$@"
+  echo "   ($1: $(( $(date +%s) - began )) s)"
+}
+# capfleet-bench runs the capfleet beside it (and, for the clock, capfleet-relay).
+run_bench transport --seconds "${CAPFLEET_BENCH_SECONDS:-$(pick 6 3)}"
+run_bench commands --commands "$(pick 200 60)"
+run_bench telemetry --seconds "${CAPFLEET_BENCH_SECONDS:-$(pick 8 4)}" --changes "$(pick 40 15)"
+# Recording: streams at 1080p30 without drops, MB/s against a plain write, coordinator memory
+# over consecutive takes (CAPFLEET_RECORD_BENCH_SUSTAINED_SECONDS=300 for the 5-minute run).
+run_bench record --seconds "${CAPFLEET_RECORD_BENCH_SECONDS:-$(pick 10 4)}" --max-streams "$(pick 4 2)" \
+  --sustained-seconds "${CAPFLEET_RECORD_BENCH_SUSTAINED_SECONDS:-$(pick 30 10)}"
+# Many agents (one small camera each) joining one coordinator: listing times per device and
+# the quiet coordinator's CPU per camera (issue "data plane that grows with the fleet").
+run_bench fleet --steps "${CAPFLEET_FLEET_BENCH_STEPS:-$(pick 25,100,200 25,200)}"
+# One full-rate viewer of a 1080p30 camera through the coordinator: frames/s and latency.
+run_bench view --seconds "${CAPFLEET_BENCH_SECONDS:-$(pick 8 4)}"
+# Takes' codecs: CPU per 1080p30 stream, size against raw, FFV1 bit-exact, H.264/HEVC PSNR,
+# and cameras recorded without drops per codec against raw (issue "encoding").
+run_bench encode --frames "${CAPFLEET_ENCODE_BENCH_FRAMES:-$(pick 30 10)}" --seconds "$(pick 5 3)" --max-streams "$(pick 2 1)"
+# What a camera's preview (one JPEG a second) costs its agent, at 640x480 and 1080p.
+run_bench preview --seconds "${CAPFLEET_PREVIEW_BENCH_SECONDS:-$(pick 8 4)}"
+# The web dashboard: coordinator CPU, bytes a second and previews shown to one headless
+# Chromium watching a grid of N previews, against the same fleet unwatched, and whether the
+# page stays smooth (issue "web dashboard").
+run_bench dashboard --steps "${CAPFLEET_DASHBOARD_BENCH_STEPS:-20,100,200}" --seconds "${CAPFLEET_BENCH_SECONDS:-$(pick 8 4)}"
+# Three agent hosts on network namespaces (deploy/netns-fleet.sh), needs root; also plots
+# .build/bench/clock-accuracy.png.
+run_bench clock --seconds "${CAPFLEET_CLOCK_BENCH_SECONDS:-$(pick 90 30)}" \
+  --impaired-seconds "${CAPFLEET_CLOCK_BENCH_IMPAIRED_SECONDS:-$(pick 45 15)}"
+echo "== benchmarks done in $(( $(date +%s) - started )) s"
