@@ -41,7 +41,8 @@ run_bench record --seconds "${CAPFLEET_RECORD_BENCH_SECONDS:-$(pick 10 4)}" --ma
   --sustained-seconds "${CAPFLEET_RECORD_BENCH_SUSTAINED_SECONDS:-$(pick 30 10)}"
 # Many agents (one small camera each) joining one coordinator: listing times per device and
 # the quiet coordinator's CPU per camera (issue "data plane that grows with the fleet").
-run_bench fleet --steps "${CAPFLEET_FLEET_BENCH_STEPS:-$(pick 25,100,200 25,200)}"
+run_bench fleet --steps "${CAPFLEET_FLEET_BENCH_STEPS:-$(pick 25,100,200 25,200)}" \
+  --clock-settle-seconds "$(pick 90 20)"
 # One full-rate viewer of a 1080p30 camera through the coordinator: frames/s and latency.
 run_bench view --seconds "${CAPFLEET_BENCH_SECONDS:-$(pick 8 4)}"
 # Takes' codecs: CPU per 1080p30 stream, size against raw, FFV1 bit-exact, H.264/HEVC PSNR,
@@ -52,7 +53,7 @@ run_bench preview --seconds "${CAPFLEET_PREVIEW_BENCH_SECONDS:-$(pick 8 4)}"
 # The web dashboard: coordinator CPU, bytes a second and previews shown to one headless
 # Chromium watching a grid of N previews, against the same fleet unwatched, and whether the
 # page stays smooth (issue "web dashboard").
-run_bench dashboard --steps "${CAPFLEET_DASHBOARD_BENCH_STEPS:-20,100,200}" --seconds "${CAPFLEET_BENCH_SECONDS:-$(pick 8 4)}"
+run_bench dashboard --steps "${CAPFLEET_DASHBOARD_BENCH_STEPS:-$(pick 20,100,200 20,200)}" --seconds "${CAPFLEET_BENCH_SECONDS:-$(pick 8 4)}"
 # Three agent hosts on network namespaces (deploy/netns-fleet.sh), needs root; also plots
 # .build/bench/clock-accuracy.png.
 run_bench clock --seconds "${CAPFLEET_CLOCK_BENCH_SECONDS:-$(pick 90 30)}" \
