@@ -38,8 +38,10 @@ extension AgentService {
                                         limits: configuration.recordSpoolLimits, agentInstance: agentInstance, logger: logger)
         self.recorder.withLock { $0 = recorder }
         self.takeStore.withLock { $0 = takeStore }
+        let stills = StillWriter(directory: configuration.recordingSettings.directory + "/stills")
+        stillWriter.withLock { $0 = stills }
         let recordings = try AgentRecordingsLink(context: context, coordinatorKey: credentials.coordinatorKey, keys: credentials.keys,
-                                                 store: takeStore, agentInstance: agentInstance,
+                                                 store: takeStore, stills: stills, agentInstance: agentInstance,
                                                  consentAllows: { [consentBook] deviceID in consentBook.state(of: deviceID).allowsRealFrames },
                                                  logger: logger)
         let monitor = configuration.pressureEnabled ? makePressureMonitor(publisher: publisher) : nil
@@ -89,6 +91,8 @@ extension AgentService {
             // After the cameras, before both paths: what the encoders hold is handed on.
             StoppingService("take encoders") { await encoders.shutdown() },
             StoppingService("clock sync") { clock.stop() },
+            // After the cameras, which hand it the pictures they took.
+            StoppingService("still writer") { await stills.stop() },
             StoppingService("control channel") { [control] in
                 // Events of the closing cameras then go nowhere instead of to a closed socket.
                 control.attach(nil)

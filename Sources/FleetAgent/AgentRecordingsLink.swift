@@ -24,7 +24,7 @@ final class AgentRecordingsLink: Sendable {
     /// Checks run here: reading a segment back takes seconds.
     private let checker: OwnedWorker<@Sendable () -> Void>
 
-    init(context: ZMQContext, coordinatorKey: CurvePublicKey, keys: CurveKeyPair, store: AgentTakeStore, agentInstance: String,
+    init(context: ZMQContext, coordinatorKey: CurvePublicKey, keys: CurveKeyPair, store: AgentTakeStore, stills: StillWriter, agentInstance: String,
          consentAllows: @escaping @Sendable (String) -> Bool, logger: Logger) throws(ZMQError) {
         let socket = try ZMQSocket(context: context, type: .dealer)
         try socket.makeCurveClient(serverKey: coordinatorKey, keys: keys)
@@ -39,7 +39,7 @@ final class AgentRecordingsLink: Sendable {
         self.loop = loop
         self.logger = logger
         checker = OwnedWorker(name: "cf-verify", handle: { job in job() })
-        let state = loop.bind(LinkState(store: store, instance: agentInstance, consentAllows: consentAllows, logger: logger))
+        let state = loop.bind(LinkState(store: store, stills: stills, instance: agentInstance, consentAllows: consentAllows, logger: logger))
         self.state = state
         let dealer = loop.add(socket, onReadable: { socket in state.value.receive(from: socket) })
         self.dealer = dealer
@@ -80,6 +80,7 @@ final class AgentRecordingsLink: Sendable {
 /// The link's thread's own state.
 private final class LinkState {
     let store: AgentTakeStore
+    let stills: StillWriter
     let instance: String
     let consentAllows: @Sendable (String) -> Bool
     let logger: Logger
@@ -93,7 +94,7 @@ private final class LinkState {
     private var lastAttach: UInt64 = 0
     private var lastRetention: UInt64 = 0
     /// Fetches waiting for the rate limit, in arrival order.
-    private var fetches: [(key: TakeDeviceKey, request: Capfleet_V1_FetchSegment)] = []
+    private var fetches: [(key: TakeDeviceKey, request: Capfleet_V1_FetchSegment, still: Bool)] = []
     private var budget: Double = 0
     private var lastRefill = MonotonicTime.now()
 
@@ -104,8 +105,9 @@ private final class LinkState {
 
     static let resendInterval: UInt64 = 3_000_000_000
 
-    init(store: AgentTakeStore, instance: String, consentAllows: @escaping @Sendable (String) -> Bool, logger: Logger) {
+    init(store: AgentTakeStore, stills: StillWriter, instance: String, consentAllows: @escaping @Sendable (String) -> Bool, logger: Logger) {
         self.store = store
+        self.stills = stills
         self.instance = instance
         self.consentAllows = consentAllows
         self.logger = logger
@@ -192,8 +194,16 @@ private final class LinkState {
                     if let index = manifest.segments.firstIndex(where: { $0.number == Int(collected.number) }) { manifest.segments[index].collected = true }
                 }
             case let .fetch(fetch)?:
-                fetches.append((key, fetch))
+                fetches.append((key, fetch, false))
                 fetchArrived?()
+            case let .fetchStill(fetch)?:
+                // A still's id stands in the take's place; its pictures share the collect rate.
+                fetches.append((key, fetch, true))
+                fetchArrived?()
+            case let .stillCollected(collected)?:
+                if let problem = stills.remove(stillID: key.takeID, deviceID: key.deviceID, number: Int(collected.number)) {
+                    logger.error("cannot remove a collected still's picture", metadata: ["still.id": "\(key.takeID)", "error": "\(problem)"])
+                }
             case let .check(request)?:
                 guard let answerOnLoop else { continue }
                 check?(request, key, answerOnLoop)
@@ -226,7 +236,7 @@ private final class LinkState {
             budget = min(budget + Double(now &- lastRefill) / 1e9 * rate, max(rate / 4, Double(1 << 20)))
         }
         lastRefill = now
-        while let (key, request) = fetches.first {
+        while let (key, request, still) = fetches.first {
             let length = Int(min(request.length == 0 ? 1 << 20 : request.length, 1 << 20))
             if rate > 0 {
                 guard budget >= Double(length) else {
@@ -236,18 +246,30 @@ private final class LinkState {
                 budget -= Double(length)
             }
             fetches.removeFirst()
-            serve(request, of: key, length: length, on: socket)
+            serve(request, of: key, still: still, length: length, on: socket)
         }
         return nil
     }
 
-    private func serve(_ request: Capfleet_V1_FetchSegment, of key: TakeDeviceKey, length: Int, on socket: ZMQSocket) {
+    private func serve(_ request: Capfleet_V1_FetchSegment, of key: TakeDeviceKey, still: Bool, length: Int, on socket: ZMQSocket) {
         var chunk = Capfleet_V1_SegmentChunk()
         chunk.number = request.number
         chunk.offset = request.offset
         var bytes: [UInt8] = []
         if !consentAllows(key.deviceID) {
             chunk.error = "device \(key.deviceID)'s consent is not granted now: its frames do not leave the host"
+        } else if still {
+            if let path = stills.path(stillID: key.takeID, deviceID: key.deviceID, number: Int(request.number)) {
+                switch Self.read(path, offset: request.offset, length: length) {
+                case let .success((data, size)):
+                    bytes = data
+                    chunk.size = size
+                case let .failure(error):
+                    chunk.error = "\(error)"
+                }
+            } else {
+                chunk.error = "this agent holds no picture \(request.number) of \(key.deviceID) in still \(key.takeID)"
+            }
         } else if let segment = store.part(key)?.current.segments.first(where: { $0.number == Int(request.number) }), segment.state != .open {
             switch Self.read(segment.path, offset: request.offset, length: length) {
             case let .success((data, size)):
@@ -259,7 +281,7 @@ private final class LinkState {
         } else {
             chunk.error = "this agent holds no finished segment \(request.number) of \(key.deviceID) in \(key.takeID)"
         }
-        let header = message(takeID: key.takeID, deviceID: key.deviceID, .chunk(chunk))
+        let header = message(takeID: key.takeID, deviceID: key.deviceID, still ? .stillChunk(chunk) : .chunk(chunk))
         guard let encoded: [UInt8] = try? header.serializedBytes() else { return }
         // Dropped if the socket is full: the coordinator asks again.
         _ = try? socket.send(parts: [encoded, bytes], dontWait: true)

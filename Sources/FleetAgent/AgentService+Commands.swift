@@ -19,6 +19,8 @@ extension AgentService {
         switch command.action {
         case let .findFirstFrame(request)?:
             return findFirstFrame(request, commandID: command.commandID, on: stream, clock: clock)
+        case let .captureStill(request)?:
+            return captureStill(request, commandID: command.commandID, on: stream, clock: clock)
         case let .setFrameAlignment(request)?:
             let steered = stream.setFrameAlignment(origin: request.enabled ? request.gridOriginFleetNs : nil, clock: clock)
             logger.notice("frame alignment", metadata: ["device.id": "\(command.deviceID)",

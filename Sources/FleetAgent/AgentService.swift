@@ -31,6 +31,8 @@ public final class AgentService: Service, Sendable {
     let takeStore = Mutex<AgentTakeStore?>(nil)
     /// Set once in run(): the encoders of encoded takes, and which this host has.
     let encoders = Mutex<TakeEncoders?>(nil)
+    /// Set once in run(): stills' pictures written on this host.
+    let stillWriter = Mutex<StillWriter?>(nil)
     /// Frames and drops of all devices at the last pressure sample, for the drop rate.
     private let lastLoad = Mutex<(frames: UInt64, drops: DropTally)>((0, DropTally()))
 

@@ -40,6 +40,10 @@ extension CameraStream {
         statistics.bytesCaptured.add(UInt64(frame.byteCount), ordering: .relaxed)
         if decision.discontinuities > 0 { statistics.discontinuity.add(decision.discontinuities, ordering: .relaxed) }
         perform(decision.actions, recordingPath: recordingPath)
+        if let watch = stillTap.watch, let stamp {
+            watch.captured(frame, fleetTime: stamp.fleet, uncertainty: stamp.uncertainty, captureLocal: stamp.local, real: decision.pixels == .real,
+                           period: UInt64(1e9 / max(source.activeFrameRate, 0.1)), deviceID: deviceID)
+        }
 
         var flags = source.device.kind == .synthetic ? UInt32(Capfleet_V1_FrameFlag.synthetic.rawValue) : 0
         if let threshold = source.device.formats[source.activeFormatIndex].upscaleThresholdZoomFactor, frame.zoomFactor > threshold + 1e-9 {

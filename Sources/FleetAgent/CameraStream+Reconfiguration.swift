@@ -25,7 +25,7 @@ extension CameraStream {
     }
 
     /// Device thread only.
-    private func apply(_ change: Reconfiguration, pressure: PressureReading) throws(CaptureError) {
+    func apply(_ change: Reconfiguration, pressure: PressureReading) throws(CaptureError) {
         precondition(device.thread.isCurrent, "device \(deviceID) is reconfigured on its own thread only")
         switch change {
         case let .format(index):

@@ -43,6 +43,8 @@ final class CameraStream: Sendable {
     let alignment = FrameAlignmentState()
     /// Which frames become previews (CameraStream+Preview.swift).
     let previews = PreviewTap()
+    /// The still being taken now, offered every frame (CameraStream+Still.swift).
+    let stillTap = StillTap()
 
     /// Told, in order and under the state's lock, when real frames start or stop leaving the
     /// host (the recording light): it must only queue, never block.

@@ -16,6 +16,9 @@ public enum CaptureError: Error, CustomStringConvertible, Sendable {
     case unsupportedZoom(device: String, requested: Double, maximum: Double)
     case unsupportedFocus(device: String, requested: [String], available: String)
     case unsupportedFrameDurationRange(device: String, reason: String)
+    /// The device has no exposure control, or not the one asked for (manual time out of
+    /// range, no automatic mode).
+    case unsupportedExposure(device: String, reason: String)
 
     /// Another program holds the device.
     public var isBusy: Bool {
@@ -59,6 +62,8 @@ public enum CaptureError: Error, CustomStringConvertible, Sendable {
             "device \(device) does not support \(requested.joined(separator: ", ")); its focus offers: \(available)"
         case let .unsupportedFrameDurationRange(device, reason):
             "device \(device) cannot take that frame duration range: \(reason)"
+        case let .unsupportedExposure(device, reason):
+            "device \(device) cannot take that exposure: \(reason)"
         case let .alreadyStreaming(device):
             "device \(device) is already streaming; stop it first"
         }
@@ -145,6 +150,12 @@ public protocol CameraSource: AnyObject, Sendable {
     var focus: FocusState? { get }
     func focus(_ request: FocusRequest) throws(CaptureError)
 
+    /// Exposure now and the range it can be set in; nil for devices without exposure control.
+    var exposure: ExposureState? { get }
+    /// Sets automatic exposure, or a manual exposure time within `exposure`'s range; it takes
+    /// effect from the next frame the device exposes (a driver may need a frame or two).
+    func setExposure(_ request: ExposureRequest) throws(CaptureError)
+
     /// Sources that time their own captures can be steered onto a shared grid; nil clears
     /// it. Returns false when this source cannot adjust its frame timing.
     func steerFrameTiming(_ scheduler: (any FrameScheduler)?) -> Bool
@@ -158,6 +169,19 @@ public protocol FrameScheduler: Sendable {
 
 extension CameraSource {
     public var activeFrameRate: Double { activeFrameRateRange.maxFramesPerSecond }
+
+    /// Most sources have no exposure control.
+    public var exposure: ExposureState? { nil }
+
+    public func setExposure(_ request: ExposureRequest) throws(CaptureError) {
+        throw .unsupportedExposure(device: device.deviceID, reason: "it has no exposure control")
+    }
+
+    /// Refuses an exposure request the device cannot do, saying what it can.
+    func checkExposure(_ request: ExposureRequest, against state: ExposureState?) throws(CaptureError) {
+        guard let state else { throw .unsupportedExposure(device: device.deviceID, reason: "it has no exposure control") }
+        if let refusal = state.refusal(of: request) { throw .unsupportedExposure(device: device.deviceID, reason: refusal) }
+    }
 
     /// Most sources are timed by their driver.
     public func steerFrameTiming(_ scheduler: (any FrameScheduler)?) -> Bool { false }

@@ -19,6 +19,7 @@ public final class SyntheticCamera: CameraSource {
         var minimumFrameRate: Double
         var zoom: ZoomRamp
         var lens = SimulatedLens()
+        var exposure = SyntheticCamera.automaticExposure
         var generation = 0  // bumped on format or rate changes so the capture thread re-reads them
     }
 
@@ -45,16 +46,20 @@ public final class SyntheticCamera: CameraSource {
         self.bufferCount = bufferCount
     }
 
-    /// The sensor is modelled as 3840 pixels wide with an 8x digital zoom: smaller
-    /// formats can zoom further before they upscale.
+    /// The sensor is modelled as 4608x3456 with an 8x digital zoom. Its video modes read a
+    /// 3840-wide area, so smaller formats can zoom further before they upscale; its still
+    /// modes read the whole sensor at full resolution, so any zoom upscales them, as binning
+    /// does for the binned mode.
     public static let formatList: [VideoFormat] = {
         let fov = 78.0
-        func format(_ w: Int, _ h: Int, _ pixel: PixelFormat, _ ranges: [FrameRateRange], binned: Bool = false) -> VideoFormat {
-            VideoFormat(pixelFormat: pixel, width: w, height: h, frameRateRanges: ranges, fieldOfViewDegrees: fov,
-                        maxZoomFactor: 8, upscaleThresholdZoomFactor: binned ? 1 : 3840.0 / Double(w), isBinned: binned, bitDepth: 8)
+        func format(_ w: Int, _ h: Int, _ pixel: PixelFormat, _ ranges: [FrameRateRange], binned: Bool = false,
+                    fullSensor: Bool = false, bitDepth: Int = 8) -> VideoFormat {
+            VideoFormat(pixelFormat: pixel, width: w, height: h, frameRateRanges: ranges, fieldOfViewDegrees: fov, maxZoomFactor: 8,
+                        upscaleThresholdZoomFactor: binned || fullSensor ? 1 : 3840.0 / Double(w), isBinned: binned, bitDepth: bitDepth)
         }
         let upTo30 = [FrameRateRange(min: 1, max: 30)]
         let upTo60 = [FrameRateRange(min: 1, max: 60)]
+        let stills = [FrameRateRange(min: 1, max: 5)]
         return [
             format(640, 480, .yuyv, upTo60), format(640, 480, .nv12, upTo60),
             format(1280, 720, .yuyv, upTo30), format(1280, 720, .nv12, upTo60),
@@ -63,6 +68,8 @@ public final class SyntheticCamera: CameraSource {
             format(3840, 2160, .yuyv, [FrameRateRange(min: 1, max: 15)]), format(3840, 2160, .nv12, upTo30),
             // Small ones last, so the formats' positions above stay what they were.
             format(320, 240, .yuyv, upTo60), format(320, 240, .nv12, upTo60), format(160, 120, .yuyv, upTo60),
+            // Stills: the full sensor, slow; Y16 carries its 12-bit samples in the high bits.
+            format(4608, 3456, .yuyv, stills, fullSensor: true), format(4608, 3456, .y16, stills, fullSensor: true, bitDepth: 12),
         ]
     }()
 
@@ -79,6 +86,27 @@ public final class SyntheticCamera: CameraSource {
         configuration.withLock { $0.lens.apply(request) }
     }
     public var outOfBufferDrops: UInt64 { outOfBuffers.load(ordering: .relaxed) }
+
+    /// The synthetic scene is lit for 10 ms: auto exposure always lands there, and a manual
+    /// time scales the light by its ratio to it.
+    public static let nominalExposureSeconds = 0.010
+    static let automaticExposure = ExposureState(automatic: true, seconds: nominalExposureSeconds,
+                                                 minimumSeconds: 100e-6, maximumSeconds: 1)
+
+    public var exposure: ExposureState? { configuration.withLock { $0.exposure } }
+
+    /// Takes effect from the next rendered frame: the capture loop reads it for every frame.
+    public func setExposure(_ request: ExposureRequest) throws(CaptureError) {
+        try checkExposure(request, against: Self.automaticExposure)
+        configuration.withLock { config in
+            switch request {
+            case .automatic: config.exposure = Self.automaticExposure
+            case let .manual(seconds):
+                config.exposure.automatic = false
+                config.exposure.seconds = seconds
+            }
+        }
+    }
 
     /// The synthetic sensor zooms by cropping its own pattern: its "device control".
     public var zoomMethod: ZoomMethod? { .deviceControl }
@@ -179,15 +207,15 @@ public final class SyntheticCamera: CameraSource {
                 deadline += missed * period
             }
             sequence += 1
-            let zoom = configuration.withLock { config in
+            let (zoom, gain) = configuration.withLock { config in
                 config.lens.advance(to: now)
-                return config.zoom.advance(to: now)
+                return (config.zoom.advance(to: now), config.exposure.seconds / Self.nominalExposureSeconds)
             }
             guard renderer != nil, let buffer = pool?.take() else {
                 outOfBuffers.add(1, ordering: .relaxed)
                 continue
             }
-            renderer!.render(frameNumber: UInt32(truncatingIfNeeded: sequence), zoom: zoom, into: buffer.storage)
+            renderer!.render(frameNumber: UInt32(truncatingIfNeeded: sequence), zoom: zoom, gain: gain, into: buffer.storage)
             // Stamped with its slot, as a sensor stamps the start of exposure (a V4L2 driver does
             // so in its interrupt), not with when this thread got round to rendering it.
             deliver(CapturedFrame(buffer: buffer, byteCount: renderer!.frameBytes, sequence: sequence,

@@ -119,6 +119,13 @@ extension V4L2Camera {
                 logger.warning("the device came back but would not take its focus again", metadata: ["error": "\(error)"])
             }
         }
+        if let request = state.exposureRequest, let exposureControl {
+            do throws(V4L2Error) {
+                try exposureControl.apply(request, to: handle)
+            } catch {
+                logger.warning("the device came back but would not take its exposure again", metadata: ["error": "\(error)"])
+            }
+        }
         if device.controls.contains(where: { $0.id == CAPFLEET_V4L2_CID_EXPOSURE_AUTO_PRIORITY && !$0.isReadOnly }) {
             let range = state.frameRateRange
             do throws(V4L2Error) {
@@ -129,6 +136,7 @@ extension V4L2Camera {
             }
         }
         readFocus(&state)
+        readExposure(&state)
     }
 
     /// How long a queue may stay busy after this stream's own buffers were released.
@@ -172,6 +180,8 @@ extension V4L2Camera {
         guard let stream = state.stream else { return .nothing }
         // Autofocus moves the lens by itself: status reports see where it is within a second.
         if device.focus.isSupported, MonotonicTime.now() - state.focusReadAt > 1_000_000_000 { readFocus(&state) }
+        // Auto exposure changes the time by itself, likewise.
+        if exposureControl != nil, MonotonicTime.now() - state.exposureReadAt > 1_000_000_000 { readExposure(&state) }
         let buffer: v4l2_buffer
         do throws(V4L2Error) {
             guard let dequeued = try stream.dequeue() else { return .nothing }

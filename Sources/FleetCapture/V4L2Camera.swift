@@ -19,6 +19,8 @@ import Synchronization
 public final class V4L2Camera: CameraSource {
     public let device: DeviceDescription
     let zoomCapability: ZoomCapability
+    /// Nil when the device has no exposure time control.
+    let exposureControl: V4L2Exposure?
     let bufferCount: Int
     let devRoot: String
     let logger: Logger
@@ -41,6 +43,11 @@ public final class V4L2Camera: CameraSource {
         /// capture thread about once a second and after every focus command, not per status.
         var focusState: FocusState?
         var focusReadAt: UInt64 = 0
+        /// The last exposure request, applied again when the device comes back.
+        var exposureRequest: ExposureRequest?
+        /// Exposure as last read from the device, read like focus (auto exposure moves it).
+        var exposureState: ExposureState?
+        var exposureReadAt: UInt64 = 0
         /// Added to the driver's sequence, which restarts at every STREAMON, so the
         /// fleet sees one increasing sequence per device.
         var sequenceBase: UInt64 = 0
@@ -58,6 +65,7 @@ public final class V4L2Camera: CameraSource {
         var appliedZoom: Double
         var interruption: Interruption?
         var focus: FocusState?
+        var exposure: ExposureState?
     }
 
     let session: Mutex<Session>
@@ -88,6 +96,7 @@ public final class V4L2Camera: CameraSource {
                                    controls: controls, crop: crop, focus: V4L2Controls.focusCapabilities(from: controls),
                                    devicePath: node.path, identitySource: node.identitySource)
         zoomCapability = zoom
+        exposureControl = V4L2Exposure(controls: controls)
         self.bufferCount = max(2, bufferCount)
         self.devRoot = devRoot
         var logger = logger
@@ -102,6 +111,7 @@ public final class V4L2Camera: CameraSource {
         var state = Session(path: node.path, handle: handle, formatIndex: index, frameRateRange: FrameRateRange(min: rate, max: rate),
                             zoom: ZoomRamp(maximumFactor: format.maxZoomFactor))
         if device.focus.isSupported { state.focusState = V4L2Focus.state(of: handle, controls: controls) }
+        state.exposureState = exposureControl?.state(of: handle)
         published = Mutex(Self.published(from: state))
         session = Mutex(state)
     }
@@ -131,7 +141,7 @@ public final class V4L2Camera: CameraSource {
 
     private static func published(from state: Session) -> Published {
         Published(formatIndex: state.formatIndex, frameRateRange: state.frameRateRange, appliedZoom: state.appliedZoom,
-                  interruption: state.interruption, focus: state.focusState)
+                  interruption: state.interruption, focus: state.focusState, exposure: state.exposureState)
     }
 
     public var activeFormatIndex: Int { published.withLock { $0.formatIndex } }
@@ -141,6 +151,7 @@ public final class V4L2Camera: CameraSource {
     public var zoomMethod: ZoomMethod? { zoomCapability.method }
     public var zoomFactor: Double { published.withLock { $0.appliedZoom } }
     public var focus: FocusState? { device.focus.isSupported ? published.withLock { $0.focus } : nil }
+    public var exposure: ExposureState? { exposureControl == nil ? nil : published.withLock { $0.exposure } }
 
     // MARK: Commands
 
@@ -264,6 +275,36 @@ public final class V4L2Camera: CameraSource {
             }
             readFocus(&state)
         }
+    }
+
+    public func setExposure(_ request: ExposureRequest) throws(CaptureError) {
+        guard let control = exposureControl else {
+            throw .unsupportedExposure(device: device.deviceID, reason: "it has no exposure time control (exposure_time_absolute)")
+        }
+        if let reason = control.refusal(of: request) { throw .unsupportedExposure(device: device.deviceID, reason: reason) }
+        try withSession { (state: inout Session) throws(CaptureError) in
+            try refuseWhileInterrupted(state)
+            guard let handle = state.handle else {
+                // Lost a moment ago: the reopened device takes it.
+                state.exposureRequest = request
+                return
+            }
+            do throws(V4L2Error) {
+                try control.apply(request, to: handle)
+                state.exposureRequest = request
+            } catch {
+                throw .deviceFailed(device: device.deviceID, error)
+            }
+            readExposure(&state)
+        }
+    }
+
+    /// Reads where exposure is now (two ioctls). Without the device, the last state read
+    /// stands: nil would say the camera has no exposure control.
+    func readExposure(_ state: inout Session) {
+        guard let control = exposureControl, let handle = state.handle else { return }
+        state.exposureState = control.state(of: handle)
+        state.exposureReadAt = MonotonicTime.now()
     }
 
     /// Reads where focus is now (a few ioctls).

@@ -120,6 +120,8 @@ struct CoordinatorAssembly: Sendable {
         agentTakes.sendThrough { routing, message in recordEndpoint.send(to: routing, message) }
         let collections = TakeCollections(store: store, collector: collector, desk: agentTakes, events: events, clock: coordinatorClock, logger: logger,
                                           isOnline: { nodeID in await control.isOnline(nodeID) })
+        let stills = StillDirector(store: store, control: control, collector: collector, desk: agentTakes, clock: coordinatorClock, events: events,
+                                   directory: configuration.takesDirectory + "/stills", logger: logger)
         let takes = TakeDirector(store: store, agents: control, writers: writers, events: events, clock: coordinatorClock,
                                  configuration: configuration, logger: logger,
                                  sendRecordDown: { routing, message in recordEndpoint.send(to: routing, message) },
@@ -171,7 +173,7 @@ struct CoordinatorAssembly: Sendable {
         let operators = OperatorHandler(store: store, endpoint: operatorEndpoint, ports: ports, ingest: ingest, control: control, liveFlow: liveFlow,
                                         reporter: reporter, rejections: rejections, leases: leases, events: events,
                                         coordinatorKey: keys.publicKey, fleetTime: fleetTime, clock: coordinatorClock, takes: takes,
-                                        agentTakes: agentTakes, collections: collections,
+                                        agentTakes: agentTakes, collections: collections, stills: stills,
                                         backups: DatabaseBackups(dataDirectory: configuration.dataDirectory, store: store, clock: coordinatorClock), logger: logger)
         lateOperators.set(operators)
 

@@ -30,6 +30,7 @@ actor OperatorHandler {
     /// Takes recorded on the agents: their links (verify, delete) and collect.
     let agentTakes: AgentRecordingsDesk
     let collections: TakeCollections
+    let stills: StillDirector
     let backups: DatabaseBackups
     let logger: Logger
     /// Which consent change each device's agent is still to be told (OperatorHandler+Consent).
@@ -40,7 +41,8 @@ actor OperatorHandler {
     init(store: FleetDatabase, endpoint: RouterEndpoint, ports: Capfleet_V1_CoordinatorEndpoints, ingest: FrameIngest, control: ControlHandler,
          liveFlow: LiveFlowKeeper, reporter: TelemetryReporter, rejections: RejectionCounter, leases: LeaseKeeper, events: FleetEvents,
          coordinatorKey: CurvePublicKey, fleetTime: FleetTimeSource, clock: CoordinatorClock, takes: TakeDirector,
-         agentTakes: AgentRecordingsDesk, collections: TakeCollections, backups: DatabaseBackups, logger: Logger) {
+         agentTakes: AgentRecordingsDesk, collections: TakeCollections, stills: StillDirector, backups: DatabaseBackups, logger: Logger) {
+        self.stills = stills
         self.coordinatorKey = coordinatorKey
         self.agentTakes = agentTakes
         self.collections = collections
@@ -215,6 +217,16 @@ actor OperatorHandler {
                 try await listDashboardSessions(query, into: &reply)
             case let .endDashboardSession(query)?:
                 try await endDashboardSession(query, by: who, into: &reply)
+            case let .takeStill(query)?:
+                try await takeStill(query, by: who, into: &reply)
+            case .listStills?:
+                try await listStills(into: &reply)
+            case let .getStill(query)?:
+                try await showStill(query.stillID, into: &reply)
+            case let .deleteStill(query)?:
+                try await deleteStill(query.stillID, by: who, into: &reply)
+            case let .readStillFile(query)?:
+                try await readStillFile(query, into: &reply)
             case nil:
                 rejections.reject(endpoint: caller.endpointName, reason: .unknownMessage, peer: caller.peer)
                 reply.status = .failure(.badRequest, "the request carries no body this coordinator knows; is the CLI newer than the coordinator?")

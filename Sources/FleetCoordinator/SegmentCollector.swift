@@ -8,16 +8,32 @@ import Foundation
 import Glibc
 import Logging
 
-/// Copies agent-held segments to the coordinator's disk (`recordings collect`) on a worker
-/// thread of its own (every step is blocking disk I/O): each copy is a `SegmentTransfer`
+/// Copies files held on the agents to the coordinator's disk — take segments (`recordings
+/// collect`) and stills' pictures — on a worker thread of its own (every step is blocking disk
+/// I/O): each copy is a `SegmentTransfer`
 /// (credit-controlled, resumable from its `.partial` file), checked against the index's
 /// SHA-256 before it takes its final name. Chunks come in from the record endpoint's thread;
 /// requests go out through the agents' recordings links.
 final class SegmentCollector: Sendable {
+    /// A take's segment, or a still's picture (`takeID` is then the still's id).
+    enum Kind: Hashable, Sendable { case segment, still }
+
     struct Key: Hashable, Sendable {
+        var kind: Kind = .segment
         let takeID: String
         let deviceID: String
         let number: UInt32
+    }
+
+    /// A file on an agent's disk, as the index describes it.
+    struct AgentFile: Sendable {
+        let key: Key
+        let sizeBytes: UInt64
+        let sha256: String
+        /// How the failures name it.
+        var label: String {
+            key.kind == .segment ? "segment \(key.number) of \(key.deviceID)" : "picture \(key.number) of \(key.deviceID) in still \(key.takeID)"
+        }
     }
 
     enum Input: Sendable {
@@ -26,7 +42,7 @@ final class SegmentCollector: Sendable {
     }
 
     struct Job: Sendable {
-        let segment: SegmentRecord
+        let file: AgentFile
         let nodeID: String
         let destination: String
         let done: @Sendable (Result<String, CollectFailure>) -> Void
@@ -45,15 +61,22 @@ final class SegmentCollector: Sendable {
 
     /// Copies one segment to `destination`; returns its path once verified.
     func collect(_ segment: SegmentRecord, from nodeID: String, to destination: String) async -> Result<String, CollectFailure> {
+        await collect(AgentFile(key: Key(takeID: segment.takeId, deviceID: segment.deviceId, number: UInt32(segment.number)),
+                                sizeBytes: UInt64(max(segment.sizeBytes, 0)), sha256: segment.sha256), from: nodeID, to: destination)
+    }
+
+    /// Copies one file held on `nodeID` to `destination`; returns its path once verified.
+    func collect(_ file: AgentFile, from nodeID: String, to destination: String) async -> Result<String, CollectFailure> {
         await withCheckedContinuation { continuation in
-            let posted = worker.post(.start(Job(segment: segment, nodeID: nodeID, destination: destination, done: { continuation.resume(returning: $0) })))
+            let posted = worker.post(.start(Job(file: file, nodeID: nodeID, destination: destination, done: { continuation.resume(returning: $0) })))
             if !posted { continuation.resume(returning: .failure(CollectFailure("the coordinator is stopping"))) }
         }
     }
 
     /// From the record endpoint's thread.
-    func received(_ chunk: Capfleet_V1_SegmentChunk, bytes: ZMQMessage, from nodeID: String, takeID: String, deviceID: String) {
-        _ = worker.post(.chunk(nodeID: nodeID, Key(takeID: takeID, deviceID: deviceID, number: chunk.number), chunk, bytes))
+    func received(_ chunk: Capfleet_V1_SegmentChunk, bytes: ZMQMessage, of kind: Kind = .segment, from nodeID: String, takeID: String,
+                  deviceID: String) {
+        _ = worker.post(.chunk(nodeID: nodeID, Key(kind: kind, takeID: takeID, deviceID: deviceID, number: chunk.number), chunk, bytes))
     }
 
     func stop() async { await worker.stop() }
@@ -105,7 +128,7 @@ private final class CollectorState {
             case .ignore:
                 return
             case let .fail(reason):
-                return end(copy, .failure(CollectFailure("segment \(key.number) of \(key.deviceID): \(reason)")))
+                return end(copy, .failure(CollectFailure("\(copy.job.file.label): \(reason)")))
             case let .write(offset):
                 let written = withExtendedLifetime(bytes) { () -> Int in
                     let raw = bytes.bytes
@@ -142,7 +165,7 @@ private final class CollectorState {
         for copy in Array(copies.values) {
             let again = copy.transfer.tick(now: now)
             if let failure = copy.transfer.failure {
-                end(copy, .failure(CollectFailure("segment \(copy.key.number) of \(copy.key.deviceID) from node \(copy.job.nodeID): \(failure); run collect again to go on from \(copy.transfer.have) bytes")))
+                end(copy, .failure(CollectFailure("\(copy.job.file.label) from node \(copy.job.nodeID): \(failure); ask again to go on from \(copy.transfer.have) bytes")))
             } else if !again.isEmpty {
                 ask(copy, again)
             }
@@ -154,9 +177,8 @@ private final class CollectorState {
     }
 
     private func start(_ job: SegmentCollector.Job) {
-        let segment = job.segment
-        let key = SegmentCollector.Key(takeID: segment.takeId, deviceID: segment.deviceId, number: UInt32(segment.number))
-        guard copies[key] == nil else { return job.done(.failure(CollectFailure("segment \(segment.number) of \(segment.deviceId) is being collected already"))) }
+        let key = job.file.key
+        guard copies[key] == nil else { return job.done(.failure(CollectFailure("\(job.file.label) is being collected already"))) }
         let directory = (job.destination as NSString).deletingLastPathComponent
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -168,7 +190,7 @@ private final class CollectorState {
         guard fd >= 0 else { return job.done(.failure(CollectFailure("cannot open \(partial): \(String(cString: strerror(errno)))"))) }
         // What an earlier collect left is kept: the copy goes on from there.
         var status = stat()
-        let size = UInt64(max(segment.sizeBytes, 0))
+        let size = job.file.sizeBytes
         var have = fstat(fd, &status) == 0 ? UInt64(max(status.st_size, 0)) : 0
         if have > size {
             ftruncate(fd, 0)
@@ -192,11 +214,13 @@ private final class CollectorState {
 
     private func ask(_ copy: Copy, _ requests: [SegmentTransfer.Request]) {
         for request in requests {
-            let sent = desk.send(to: copy.job.nodeID, takeID: copy.key.takeID, deviceID: copy.key.deviceID, .fetch(.with {
+            let fetch = Capfleet_V1_FetchSegment.with {
                 $0.number = copy.key.number
                 $0.offset = request.offset
                 $0.length = UInt32(request.length)
-            }))
+            }
+            let sent = desk.send(to: copy.job.nodeID, takeID: copy.key.takeID, deviceID: copy.key.deviceID,
+                                 copy.key.kind == .segment ? .fetch(fetch) : .fetchStill(fetch))
             if !sent {
                 return end(copy, .failure(CollectFailure("node \(copy.job.nodeID) is not reachable: its agent's recordings link has not attached to this coordinator")))
             }
@@ -215,10 +239,10 @@ private final class CollectorState {
         } catch {
             return end(copy, .failure(CollectFailure("cannot checksum \(copy.partial): \(error)")))
         }
-        guard sha == copy.job.segment.sha256 else {
+        guard sha == copy.job.file.sha256 else {
             // A copy that is not the file indexed is worth nothing: the next collect starts over.
             unlink(copy.partial)
-            return end(copy, .failure(CollectFailure("segment \(copy.key.number) of \(copy.key.deviceID): the copy's SHA-256 is \(sha), the index says \(copy.job.segment.sha256); it was removed, run collect again")))
+            return end(copy, .failure(CollectFailure("\(copy.job.file.label): the copy's SHA-256 is \(sha), the index says \(copy.job.file.sha256); it was removed, ask again")))
         }
         guard rename(copy.partial, copy.job.destination) == 0 else {
             return end(copy, .failure(CollectFailure("cannot rename \(copy.partial): \(String(cString: strerror(errno)))")))

@@ -1,16 +1,20 @@
-/// The luma (Y) samples of a raw frame, addressed by pixel, for the formats whose luma
-/// is 8-bit: interleaved YUYV (every other byte) and planar NV12/GREY.
+/// The luma (Y) samples of a raw frame, addressed by pixel, as 8-bit values: interleaved
+/// YUYV (every other byte), planar NV12/GREY, and Y16 (16-bit little-endian grey), whose
+/// samples are read and written through their high byte.
 public struct LumaPlane {
     public let base: UnsafeMutableRawPointer
     public let width: Int
     public let height: Int
     let pixelStride: Int
     let rowStride: Int
+    /// Y16: a sample is a 16-bit word, of which the 8-bit value is the high byte.
+    let isWide: Bool
 
     public init?(base: UnsafeMutableRawPointer, pixelFormat: PixelFormat, width: Int, height: Int) {
         switch pixelFormat {
-        case .yuyv: (pixelStride, rowStride) = (2, width * 2)
-        case .nv12, .grey: (pixelStride, rowStride) = (1, width)
+        case .yuyv: (pixelStride, rowStride, isWide) = (2, width * 2, false)
+        case .nv12, .grey: (pixelStride, rowStride, isWide) = (1, width, false)
+        case .y16: (pixelStride, rowStride, isWide) = (2, width * 2, true)
         default: return nil
         }
         self.base = base
@@ -20,8 +24,17 @@ public struct LumaPlane {
 
     @inline(__always)
     public subscript(x: Int, y: Int) -> UInt8 {
-        get { base.load(fromByteOffset: y * rowStride + x * pixelStride, as: UInt8.self) }
-        nonmutating set { base.storeBytes(of: newValue, toByteOffset: y * rowStride + x * pixelStride, as: UInt8.self) }
+        get { base.load(fromByteOffset: y * rowStride + x * pixelStride + (isWide ? 1 : 0), as: UInt8.self) }
+        nonmutating set {
+            let offset = y * rowStride + x * pixelStride
+            if isWide {
+                // The low byte is cleared, so a sample written here is valid at any bit depth
+                // that keeps its samples in the high bits (12-bit sensors in Y16).
+                base.storeBytes(of: (UInt16(newValue) << 8).littleEndian, toByteOffset: offset, as: UInt16.self)
+            } else {
+                base.storeBytes(of: newValue, toByteOffset: offset, as: UInt8.self)
+            }
+        }
     }
 
     public func fill(x: Int, y: Int, width w: Int, height h: Int, value: UInt8) {

@@ -42,12 +42,14 @@ public enum RequiredRole {
         case .listNodes?, .listDevices?, .getFormats?, .getFleetStats?, .getLatestFrame?, .getIngestStats?, .getDevice?,
              .getEvents?, .endSession?, .whoAmI?, .getConsentHistory?, .syncCheck?,
              .listRecordings?, .getRecording?, .verifyRecording?, .readSegment?, .getPreview?, .listPreviews?, nil,
+             .listStills?, .getStill?, .readStillFile?,
              // One's own sign-in link; another operator's is checked for admin by the handler.
              .createDashboardSignIn?:
             .viewer
         case .changeFormat?, .changeFrameRate?, .changeZoom?, .lockDevice?, .unlockDevice?, .changeFocus?,
              .setDropRecoveryPolicy?, .changePressurePolicy?, .changeConsent?, .changeFrameAlignment?,
-             .startRecording?, .stopRecording?, .deleteRecording?, .noteRecording?, .collectRecording?:
+             .startRecording?, .stopRecording?, .deleteRecording?, .noteRecording?, .collectRecording?,
+             .takeStill?, .deleteStill?:
             .operator
         case .forgetNode?, .createEnrollment?, .listEnrollments?, .revokeEnrollment?, .revokeNode?, .addOperator?, .removeOperator?, .listOperators?, .backupDatabase?,
              .listDashboardSessions?, .endDashboardSession?:

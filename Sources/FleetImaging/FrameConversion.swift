@@ -20,11 +20,12 @@ public struct RawFrame {
 /// samples spread over each output pixel's footprint: it reads a few samples per output
 /// pixel, never the whole frame, so a preview of a 4K frame costs what a 320-pixel picture
 /// costs. YUV is read as BT.601 limited range (what webcams and the synthetic camera send):
-/// Y 16 is black, 235 white.
+/// Y 16 is black, 235 white. Grey is full range at any depth; deeper than 8 bits (Y10, Y12,
+/// Y16) it is shown by its top 8 significant bits.
 public enum FrameConversion {
     /// Raw formats converted here (MJPG and JPEG are decoded by `FrameRenderer`).
     public static let supportedFourCCs = ["YUYV", "YVYU", "UYVY", "VYUY", "NV12", "NV21", "YU12", "YV12", "GREY", "Y8",
-                                          "RGB3", "BGR3", "RGB4", "BGR4", "AR24", "XR24", "AB24", "XB24", "BA24", "BX24", "RA24", "RX24"]
+                                          "Y10", "Y12", "Y16", "RGB3", "BGR3", "RGB4", "BGR4", "AR24", "XR24", "AB24", "XB24", "BA24", "BX24", "RA24", "RX24"]
     private static let supported = Set(supportedFourCCs)
 
     public static func canConvert(_ format: PixelFormat) -> Bool { supported.contains(format.fourCC) }
@@ -65,6 +66,9 @@ public enum FrameConversion {
             let (u, v) = fourCC == "YU12" ? (first, second) : (second, first)
             return resample(PlanarYUV420(luma: base, stride: w, u: u, v: v, chromaStride: chromaWidth), w, h, width, height)
         case "GREY", "Y8": return resample(Grey(base: base, stride: w), w, h, width, height)
+        case "Y10", "Y12", "Y16":
+            let bits = frame.pixelFormat.greyWordBits ?? 16
+            return resample(GreyWords(base: UnsafeRawPointer(base), stride: w * 2, shift: bits - 8), w, h, width, height)
         case "RGB3": return resample(PackedRGB(base: base, stride: w * 3, bytesPerPixel: 3, r: 0, g: 1, b: 2), w, h, width, height)
         case "BGR3": return resample(PackedRGB(base: base, stride: w * 3, bytesPerPixel: 3, r: 2, g: 1, b: 0), w, h, width, height)
         // 32-bit formats by byte order in memory (V4L2's pixfmt-rgb): B G R A/X, R G B A/X, A/X R G B, A/X B G R.
@@ -184,6 +188,21 @@ struct Grey: PixelSource {
     @inline(__always)
     func rgb(_ x: Int, _ y: Int) -> (r: Int, g: Int, b: Int) {
         let level = Int(base[y * stride + x])
+        return (level, level, level)
+    }
+}
+
+/// Grey in 16-bit little-endian words with `shift + 8` significant bits from the low end:
+/// the top eight of them. A word with bits set above them (a driver's garbage) shows white.
+struct GreyWords: PixelSource {
+    let base: UnsafeRawPointer
+    let stride: Int
+    let shift: Int
+
+    @inline(__always)
+    func rgb(_ x: Int, _ y: Int) -> (r: Int, g: Int, b: Int) {
+        let word = UInt16(littleEndian: base.loadUnaligned(fromByteOffset: y * stride + x * 2, as: UInt16.self))
+        let level = min(255, Int(word >> UInt16(shift)))
         return (level, level, level)
     }
 }

@@ -9,6 +9,8 @@ public enum ImagingError: Error, Sendable, Equatable, CustomStringConvertible {
     case jpeg(call: String, message: String)
     /// A zlib call failed while writing a PNG.
     case png(call: String, code: Int32)
+    /// A PNG that cannot be read (not one, damaged, or of a kind the fleet does not write).
+    case unreadablePNG(String)
 
     public var description: String {
         switch self {
@@ -22,6 +24,8 @@ public enum ImagingError: Error, Sendable, Equatable, CustomStringConvertible {
             "TurboJPEG \(call) failed: \(message)"
         case let .png(call, code):
             "zlib \(call) failed with code \(code) while writing a PNG"
+        case let .unreadablePNG(problem):
+            "cannot read the PNG: \(problem)"
         }
     }
 }

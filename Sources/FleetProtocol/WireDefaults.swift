@@ -29,7 +29,9 @@ public enum WireDefaults {
     /// 1.3: previews (FRAME_FLAG_PREVIEW, get_preview, list_previews, DeviceStatus preview counts).
     /// 1.5: the web dashboard (create_dashboard_sign_in, list_ and end_dashboard_session(s),
     /// CoordinatorEndpoints.http_port and http_tls).
-    public static let protocolMinor: UInt32 = 5
+    /// 1.6: synchronised stills (Command.capture_still, the record link's fetch_still,
+    /// still_chunk and still_collected, take_still and the stills requests).
+    public static let protocolMinor: UInt32 = 6
 
     public static let heartbeatIntervalMilliseconds: UInt32 = 1000
     /// Missed heartbeats after which a peer is considered gone.

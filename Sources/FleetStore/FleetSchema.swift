@@ -478,6 +478,56 @@ enum FleetSchema {
                 CREATE INDEX dashboardSession_operator ON dashboardSession(operatorName);
                 """)
         }
+        migrator.registerMigration("v19: stills") { db in
+            // Synchronised stills (stills.md): one row per request, one per camera asked, one
+            // per picture. A picture is written on its camera's host (agentPath) and copied to
+            // the coordinator (storedPath, once its SHA-256 matched). Removing the request
+            // removes the rest.
+            try db.execute(sql: """
+                CREATE TABLE still (
+                    id TEXT PRIMARY KEY NOT NULL CHECK (length(id) > 0),
+                    name TEXT NOT NULL,
+                    requestedFleetNs INTEGER NOT NULL,
+                    encoding TEXT NOT NULL CHECK (encoding IN ('png', 'jpeg')),
+                    bracket TEXT NOT NULL DEFAULT '',
+                    directory TEXT NOT NULL,
+                    createdAt INTEGER NOT NULL,
+                    createdBy TEXT NOT NULL,
+                    storedAt INTEGER
+                ) WITHOUT ROWID;
+                CREATE TABLE stillDevice (
+                    stillId TEXT NOT NULL REFERENCES still(id) ON DELETE CASCADE,
+                    deviceId TEXT NOT NULL CHECK (length(deviceId) > 0),
+                    nodeId TEXT NOT NULL,
+                    state TEXT NOT NULL CHECK (state IN ('capturing', 'collecting', 'stored', 'failed')),
+                    error TEXT NOT NULL DEFAULT '',
+                    awayNs INTEGER NOT NULL DEFAULT 0 CHECK (awayNs >= 0),
+                    PRIMARY KEY (stillId, deviceId)
+                ) WITHOUT ROWID;
+                CREATE TABLE stillImage (
+                    stillId TEXT NOT NULL,
+                    deviceId TEXT NOT NULL,
+                    number INTEGER NOT NULL CHECK (number >= 1),
+                    fileName TEXT NOT NULL CHECK (length(fileName) > 0),
+                    agentPath TEXT NOT NULL,
+                    sizeBytes INTEGER NOT NULL CHECK (sizeBytes >= 0),
+                    sha256 TEXT NOT NULL CHECK (length(sha256) = 64),
+                    mediaType TEXT NOT NULL,
+                    sidecarJson TEXT NOT NULL,
+                    requestedFleetNs INTEGER NOT NULL,
+                    fleetTimeNs INTEGER NOT NULL,
+                    spreadNs INTEGER NOT NULL,
+                    ev REAL NOT NULL DEFAULT 0,
+                    width INTEGER NOT NULL,
+                    height INTEGER NOT NULL,
+                    pixelFormat TEXT NOT NULL,
+                    storedPath TEXT,
+                    storedAt INTEGER,
+                    PRIMARY KEY (stillId, deviceId, number),
+                    FOREIGN KEY (stillId, deviceId) REFERENCES stillDevice(stillId, deviceId) ON DELETE CASCADE
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 }

@@ -20,7 +20,7 @@ extension SecondLaneIntegrationTests {
             #expect(devices.count == 3)
             for device in devices {
                 let formats = try #require(device["formats"] as? [[String: Any]])
-                #expect(formats.count == 12, "the synthetic camera lists its whole format list")
+                #expect(formats.count == 14, "the synthetic camera lists its whole format list, stills last")
                 let labels = Set(formats.map { "\($0["width"]!)x\($0["height"]!) \($0["pixel_format"]!)\(($0["binned"] as? Bool) == true ? " binned" : "")" })
                 #expect(labels.isSuperset(of: ["640x480 YUYV", "1280x720 NV12", "1920x1080 YUYV", "3840x2160 NV12", "1920x1080 NV12 binned", "320x240 YUYV", "160x120 YUYV"]))
                 let binned = try #require(formats.first { ($0["binned"] as? Bool) == true })
@@ -30,7 +30,7 @@ extension SecondLaneIntegrationTests {
             }
             let deviceID = try #require(devices.first?["device_id"] as? String)
             let formats = try fleet.json(["formats", deviceID])
-            #expect(formats.count == 12)
+            #expect(formats.count == 14)
 
             // Frames flow: the coordinator counts frames and bytes per device.
             try await fleet.waitUntil("every device has delivered 20 frames", seconds: 20) {

@@ -175,7 +175,8 @@ extension IntegrationTests {
             #expect(viewed.status == 0, "\(viewed.error)")
             #expect(viewed.error.contains("-pixel_format yuyv422 -video_size 160x120"), "says how to play it: \(viewed.error)")
             let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: output)))
-            #expect(bytes.count == 10 * 160 * 120 * 2)
+            let expectedBytes = 10 * 160 * 120 * 2
+            #expect(bytes.count == expectedBytes)
             // No consent: limited-range black, Y 16 and U/V 128, in YUYV's byte order.
             let black = stride(from: 0, to: bytes.count, by: 2).allSatisfy { bytes[$0] == 16 && bytes[$0 + 1] == 128 }
             #expect(black, "frames of a device without consent are black")

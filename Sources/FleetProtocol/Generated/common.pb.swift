@@ -539,6 +539,47 @@ public nonisolated enum Capfleet_V1_VideoCodec: SwiftProtobuf.Enum, Swift.CaseIt
 
 }
 
+/// How a still is written (stills.md), since 1.6.
+public nonisolated enum Capfleet_V1_StillEncoding: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+
+  /// 8-bit RGB; 16-bit grey for formats of more than 8 bits
+  case png // = 1
+  case jpeg // = 2
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .png
+    case 2: self = .jpeg
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .png: return 1
+    case .jpeg: return 2
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Capfleet_V1_StillEncoding] = [
+    .unspecified,
+    .png,
+    .jpeg,
+  ]
+
+}
+
 /// An inclusive range of frame rates a format supports, in frames per second.
 /// A discrete rate has min_fps == max_fps.
 public nonisolated struct Capfleet_V1_FrameRateRange: Sendable {
@@ -1199,6 +1240,10 @@ nonisolated extension Capfleet_V1_RecordStore: SwiftProtobuf._ProtoNameProviding
 
 nonisolated extension Capfleet_V1_VideoCodec: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0VIDEO_CODEC_UNSPECIFIED\0\u{1}VIDEO_CODEC_RAW\0\u{1}VIDEO_CODEC_FFV1\0\u{1}VIDEO_CODEC_H264\0\u{1}VIDEO_CODEC_HEVC\0")
+}
+
+nonisolated extension Capfleet_V1_StillEncoding: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0STILL_ENCODING_UNSPECIFIED\0\u{1}STILL_ENCODING_PNG\0\u{1}STILL_ENCODING_JPEG\0")
 }
 
 nonisolated extension Capfleet_V1_FrameRateRange: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {

@@ -455,6 +455,15 @@ public nonisolated struct Capfleet_V1_Command: Sendable {
     set {action = .setFrameAlignment(newValue)}
   }
 
+  /// since 1.6, stills.md; answered once the stills are written
+  public var captureStill: Capfleet_V1_CaptureStill {
+    get {
+      if case .captureStill(let v)? = action {return v}
+      return Capfleet_V1_CaptureStill()
+    }
+    set {action = .captureStill(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Action: Equatable, Sendable {
@@ -470,6 +479,8 @@ public nonisolated struct Capfleet_V1_Command: Sendable {
     case findFirstFrame(Capfleet_V1_FindFirstFrame)
     /// clock.md
     case setFrameAlignment(Capfleet_V1_SetFrameAlignment)
+    /// since 1.6, stills.md; answered once the stills are written
+    case captureStill(Capfleet_V1_CaptureStill)
 
   }
 
@@ -783,6 +794,16 @@ public nonisolated struct Capfleet_V1_CommandReply: @unchecked Sendable {
   public var hasFrameTiming: Bool {_storage._frameTiming != nil}
   /// Clears the value of `frameTiming`. Subsequent reads from it will return its default value.
   public mutating func clearFrameTiming() {_uniqueStorage()._frameTiming = nil}
+
+  /// with CaptureStill, when its status is OK
+  public var still: Capfleet_V1_StillCaptured {
+    get {_storage._still ?? Capfleet_V1_StillCaptured()}
+    set {_uniqueStorage()._still = newValue}
+  }
+  /// Returns true if `still` has been explicitly set.
+  public var hasStill: Bool {_storage._still != nil}
+  /// Clears the value of `still`. Subsequent reads from it will return its default value.
+  public mutating func clearStill() {_uniqueStorage()._still = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1121,6 +1142,180 @@ public nonisolated struct Capfleet_V1_CoordinatorMessage: Sendable {
     case liveFrames(Capfleet_V1_LiveFrames)
 
   }
+
+  public init() {}
+}
+
+/// Command (field 20): the device's frame captured nearest `fleet_time_ns` (a bracket: one
+/// frame nearest each of its instants), at the requested size, written as a picture on the
+/// agent's disk with its JSON sidecar. When the active format is smaller than the size asked
+/// for, the agent switches to the still format, captures and switches back. The reply comes
+/// once every image is written (or with the reason none could be).
+public nonisolated struct Capfleet_V1_CaptureStill: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var stillID: String = String()
+
+  /// the instant; a bracket's image i is at fleet_time_ns + i x bracket_interval_ms
+  public var fleetTimeNs: UInt64 = 0
+
+  /// 0 and 0: the device's largest format
+  public var width: UInt32 = 0
+
+  public var height: UInt32 = 0
+
+  /// FourCC of the still format; empty: the streaming format's if that size has it, else the first listed
+  public var pixelFormat: String = String()
+
+  /// one image per entry, exposed at the base exposure x 2^ev; empty: one image as exposed now
+  public var bracketEv: [Double] = []
+
+  /// 0 = 300
+  public var bracketIntervalMs: UInt32 = 0
+
+  /// unset: PNG
+  public var encoding: Capfleet_V1_StillEncoding = .unspecified
+
+  /// 1..100; 0 = 92
+  public var jpegQuality: UInt32 = 0
+
+  /// patience after the last instant; 0 = 3000
+  public var timeoutMs: UInt32 = 0
+
+  /// for the sidecar
+  public var nodeName: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// One picture a CaptureStill wrote.
+public nonisolated struct Capfleet_V1_StillImage: @unchecked Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// 1, 2, ... in bracket order
+  public var number: UInt32 {
+    get {_storage._number}
+    set {_uniqueStorage()._number = newValue}
+  }
+
+  /// on the agent's disk
+  public var path: String {
+    get {_storage._path}
+    set {_uniqueStorage()._path = newValue}
+  }
+
+  public var sizeBytes: UInt64 {
+    get {_storage._sizeBytes}
+    set {_uniqueStorage()._sizeBytes = newValue}
+  }
+
+  /// lowercase hex, of the whole file
+  public var sha256: String {
+    get {_storage._sha256}
+    set {_uniqueStorage()._sha256 = newValue}
+  }
+
+  /// image/png or image/jpeg
+  public var mediaType: String {
+    get {_storage._mediaType}
+    set {_uniqueStorage()._mediaType = newValue}
+  }
+
+  /// the JSON written beside it (stills.md, "The sidecar")
+  public var sidecarJson: String {
+    get {_storage._sidecarJson}
+    set {_uniqueStorage()._sidecarJson = newValue}
+  }
+
+  /// this image's instant
+  public var requestedFleetNs: UInt64 {
+    get {_storage._requestedFleetNs}
+    set {_uniqueStorage()._requestedFleetNs = newValue}
+  }
+
+  /// its frame's capture time
+  public var fleetTimeNs: UInt64 {
+    get {_storage._fleetTimeNs}
+    set {_uniqueStorage()._fleetTimeNs = newValue}
+  }
+
+  public var uncertaintyNs: UInt64 {
+    get {_storage._uncertaintyNs}
+    set {_uniqueStorage()._uncertaintyNs = newValue}
+  }
+
+  /// fleet_time_ns - requested_fleet_ns
+  public var spreadNs: Int64 {
+    get {_storage._spreadNs}
+    set {_uniqueStorage()._spreadNs = newValue}
+  }
+
+  public var sequence: UInt64 {
+    get {_storage._sequence}
+    set {_uniqueStorage()._sequence = newValue}
+  }
+
+  /// the frame's format (not the file's)
+  public var layout: Capfleet_V1_FrameLayout {
+    get {_storage._layout ?? Capfleet_V1_FrameLayout()}
+    set {_uniqueStorage()._layout = newValue}
+  }
+  /// Returns true if `layout` has been explicitly set.
+  public var hasLayout: Bool {_storage._layout != nil}
+  /// Clears the value of `layout`. Subsequent reads from it will return its default value.
+  public mutating func clearLayout() {_uniqueStorage()._layout = nil}
+
+  public var bitDepth: UInt32 {
+    get {_storage._bitDepth}
+    set {_uniqueStorage()._bitDepth = newValue}
+  }
+
+  /// 0 = unknown (a device without exposure control)
+  public var exposureSeconds: Double {
+    get {_storage._exposureSeconds}
+    set {_uniqueStorage()._exposureSeconds = newValue}
+  }
+
+  public var exposureAutomatic: Bool {
+    get {_storage._exposureAutomatic}
+    set {_uniqueStorage()._exposureAutomatic = newValue}
+  }
+
+  /// the bracket's offset; 0 without a bracket
+  public var ev: Double {
+    get {_storage._ev}
+    set {_uniqueStorage()._ev = newValue}
+  }
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+/// In CommandReply (field 13).
+public nonisolated struct Capfleet_V1_StillCaptured: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var images: [Capfleet_V1_StillImage] = []
+
+  /// how long the device was away from its streaming format; 0 = it never left
+  public var awayNs: UInt64 = 0
+
+  public var stillFormatIndex: UInt32 = 0
+
+  public var streamingFormatIndex: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 }
@@ -1664,7 +1859,7 @@ nonisolated extension Capfleet_V1_HeartbeatAck: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Command"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{3}device_id\0\u{4}\u{8}set_active_format\0\u{3}set_frame_rate\0\u{3}set_zoom\0\u{3}set_focus\0\u{3}set_drop_recovery\0\u{3}set_pressure_policy\0\u{3}set_consent\0\u{3}set_recording\0\u{3}find_first_frame\0\u{3}set_frame_alignment\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{3}device_id\0\u{4}\u{8}set_active_format\0\u{3}set_frame_rate\0\u{3}set_zoom\0\u{3}set_focus\0\u{3}set_drop_recovery\0\u{3}set_pressure_policy\0\u{3}set_consent\0\u{3}set_recording\0\u{3}find_first_frame\0\u{3}set_frame_alignment\0\u{3}capture_still\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1804,6 +1999,19 @@ nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf.
           self.action = .setFrameAlignment(v)
         }
       }()
+      case 20: try {
+        var v: Capfleet_V1_CaptureStill?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .captureStill(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .captureStill(v)
+        }
+      }()
       default: break
       }
     }
@@ -1860,6 +2068,10 @@ nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf.
     case .setFrameAlignment?: try {
       guard case .setFrameAlignment(let v)? = self.action else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 19)
+    }()
+    case .captureStill?: try {
+      guard case .captureStill(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 20)
     }()
     case nil: break
     }
@@ -2228,7 +2440,7 @@ nonisolated extension Capfleet_V1_SetFrameRate: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CommandReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{1}status\0\u{3}active_format_index\0\u{3}active_frame_rate\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{3}active_min_frame_rate\0\u{1}focus\0\u{3}drop_recovery\0\u{3}pressure_policy\0\u{1}consent\0\u{3}frame_timing\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{1}status\0\u{3}active_format_index\0\u{3}active_frame_rate\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{3}active_min_frame_rate\0\u{1}focus\0\u{3}drop_recovery\0\u{3}pressure_policy\0\u{1}consent\0\u{3}frame_timing\0\u{1}still\0")
 
   fileprivate class _StorageClass {
     var _commandID: UInt64 = 0
@@ -2243,6 +2455,7 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
     var _pressurePolicy: Capfleet_V1_PressurePolicy? = nil
     var _consent: Capfleet_V1_ConsentState = .unspecified
     var _frameTiming: Capfleet_V1_FrameTiming? = nil
+    var _still: Capfleet_V1_StillCaptured? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -2265,6 +2478,7 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
       _pressurePolicy = source._pressurePolicy
       _consent = source._consent
       _frameTiming = source._frameTiming
+      _still = source._still
     }
   }
 
@@ -2295,6 +2509,7 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
         case 10: try { try decoder.decodeSingularMessageField(value: &_storage._pressurePolicy) }()
         case 11: try { try decoder.decodeSingularEnumField(value: &_storage._consent) }()
         case 12: try { try decoder.decodeSingularMessageField(value: &_storage._frameTiming) }()
+        case 13: try { try decoder.decodeSingularMessageField(value: &_storage._still) }()
         default: break
         }
       }
@@ -2343,6 +2558,9 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
       try { if let v = _storage._frameTiming {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
       } }()
+      try { if let v = _storage._still {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -2364,6 +2582,7 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
         if _storage._pressurePolicy != rhs_storage._pressurePolicy {return false}
         if _storage._consent != rhs_storage._consent {return false}
         if _storage._frameTiming != rhs_storage._frameTiming {return false}
+        if _storage._still != rhs_storage._still {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -2846,6 +3065,306 @@ nonisolated extension Capfleet_V1_CoordinatorMessage: SwiftProtobuf.Message, Swi
 
   public static func ==(lhs: Capfleet_V1_CoordinatorMessage, rhs: Capfleet_V1_CoordinatorMessage) -> Bool {
     if lhs.body != rhs.body {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_CaptureStill: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".CaptureStill"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}still_id\0\u{3}fleet_time_ns\0\u{1}width\0\u{1}height\0\u{3}pixel_format\0\u{3}bracket_ev\0\u{3}bracket_interval_ms\0\u{1}encoding\0\u{3}jpeg_quality\0\u{3}timeout_ms\0\u{3}node_name\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.stillID) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.fleetTimeNs) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.width) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.height) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.pixelFormat) }()
+      case 6: try { try decoder.decodeRepeatedDoubleField(value: &self.bracketEv) }()
+      case 7: try { try decoder.decodeSingularUInt32Field(value: &self.bracketIntervalMs) }()
+      case 8: try { try decoder.decodeSingularEnumField(value: &self.encoding) }()
+      case 9: try { try decoder.decodeSingularUInt32Field(value: &self.jpegQuality) }()
+      case 10: try { try decoder.decodeSingularUInt32Field(value: &self.timeoutMs) }()
+      case 11: try { try decoder.decodeSingularStringField(value: &self.nodeName) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.stillID.isEmpty {
+      try visitor.visitSingularStringField(value: self.stillID, fieldNumber: 1)
+    }
+    if self.fleetTimeNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.fleetTimeNs, fieldNumber: 2)
+    }
+    if self.width != 0 {
+      try visitor.visitSingularUInt32Field(value: self.width, fieldNumber: 3)
+    }
+    if self.height != 0 {
+      try visitor.visitSingularUInt32Field(value: self.height, fieldNumber: 4)
+    }
+    if !self.pixelFormat.isEmpty {
+      try visitor.visitSingularStringField(value: self.pixelFormat, fieldNumber: 5)
+    }
+    if !self.bracketEv.isEmpty {
+      try visitor.visitPackedDoubleField(value: self.bracketEv, fieldNumber: 6)
+    }
+    if self.bracketIntervalMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.bracketIntervalMs, fieldNumber: 7)
+    }
+    if self.encoding != .unspecified {
+      try visitor.visitSingularEnumField(value: self.encoding, fieldNumber: 8)
+    }
+    if self.jpegQuality != 0 {
+      try visitor.visitSingularUInt32Field(value: self.jpegQuality, fieldNumber: 9)
+    }
+    if self.timeoutMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.timeoutMs, fieldNumber: 10)
+    }
+    if !self.nodeName.isEmpty {
+      try visitor.visitSingularStringField(value: self.nodeName, fieldNumber: 11)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_CaptureStill, rhs: Capfleet_V1_CaptureStill) -> Bool {
+    if lhs.stillID != rhs.stillID {return false}
+    if lhs.fleetTimeNs != rhs.fleetTimeNs {return false}
+    if lhs.width != rhs.width {return false}
+    if lhs.height != rhs.height {return false}
+    if lhs.pixelFormat != rhs.pixelFormat {return false}
+    if lhs.bracketEv != rhs.bracketEv {return false}
+    if lhs.bracketIntervalMs != rhs.bracketIntervalMs {return false}
+    if lhs.encoding != rhs.encoding {return false}
+    if lhs.jpegQuality != rhs.jpegQuality {return false}
+    if lhs.timeoutMs != rhs.timeoutMs {return false}
+    if lhs.nodeName != rhs.nodeName {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_StillImage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".StillImage"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}number\0\u{1}path\0\u{3}size_bytes\0\u{1}sha256\0\u{3}media_type\0\u{3}sidecar_json\0\u{3}requested_fleet_ns\0\u{3}fleet_time_ns\0\u{3}uncertainty_ns\0\u{3}spread_ns\0\u{1}sequence\0\u{1}layout\0\u{3}bit_depth\0\u{3}exposure_seconds\0\u{3}exposure_automatic\0\u{1}ev\0")
+
+  fileprivate class _StorageClass {
+    var _number: UInt32 = 0
+    var _path: String = String()
+    var _sizeBytes: UInt64 = 0
+    var _sha256: String = String()
+    var _mediaType: String = String()
+    var _sidecarJson: String = String()
+    var _requestedFleetNs: UInt64 = 0
+    var _fleetTimeNs: UInt64 = 0
+    var _uncertaintyNs: UInt64 = 0
+    var _spreadNs: Int64 = 0
+    var _sequence: UInt64 = 0
+    var _layout: Capfleet_V1_FrameLayout? = nil
+    var _bitDepth: UInt32 = 0
+    var _exposureSeconds: Double = 0
+    var _exposureAutomatic: Bool = false
+    var _ev: Double = 0
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _number = source._number
+      _path = source._path
+      _sizeBytes = source._sizeBytes
+      _sha256 = source._sha256
+      _mediaType = source._mediaType
+      _sidecarJson = source._sidecarJson
+      _requestedFleetNs = source._requestedFleetNs
+      _fleetTimeNs = source._fleetTimeNs
+      _uncertaintyNs = source._uncertaintyNs
+      _spreadNs = source._spreadNs
+      _sequence = source._sequence
+      _layout = source._layout
+      _bitDepth = source._bitDepth
+      _exposureSeconds = source._exposureSeconds
+      _exposureAutomatic = source._exposureAutomatic
+      _ev = source._ev
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularUInt32Field(value: &_storage._number) }()
+        case 2: try { try decoder.decodeSingularStringField(value: &_storage._path) }()
+        case 3: try { try decoder.decodeSingularUInt64Field(value: &_storage._sizeBytes) }()
+        case 4: try { try decoder.decodeSingularStringField(value: &_storage._sha256) }()
+        case 5: try { try decoder.decodeSingularStringField(value: &_storage._mediaType) }()
+        case 6: try { try decoder.decodeSingularStringField(value: &_storage._sidecarJson) }()
+        case 7: try { try decoder.decodeSingularUInt64Field(value: &_storage._requestedFleetNs) }()
+        case 8: try { try decoder.decodeSingularUInt64Field(value: &_storage._fleetTimeNs) }()
+        case 9: try { try decoder.decodeSingularUInt64Field(value: &_storage._uncertaintyNs) }()
+        case 10: try { try decoder.decodeSingularInt64Field(value: &_storage._spreadNs) }()
+        case 11: try { try decoder.decodeSingularUInt64Field(value: &_storage._sequence) }()
+        case 12: try { try decoder.decodeSingularMessageField(value: &_storage._layout) }()
+        case 13: try { try decoder.decodeSingularUInt32Field(value: &_storage._bitDepth) }()
+        case 14: try { try decoder.decodeSingularDoubleField(value: &_storage._exposureSeconds) }()
+        case 15: try { try decoder.decodeSingularBoolField(value: &_storage._exposureAutomatic) }()
+        case 16: try { try decoder.decodeSingularDoubleField(value: &_storage._ev) }()
+        default: break
+        }
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if _storage._number != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._number, fieldNumber: 1)
+      }
+      if !_storage._path.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._path, fieldNumber: 2)
+      }
+      if _storage._sizeBytes != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._sizeBytes, fieldNumber: 3)
+      }
+      if !_storage._sha256.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._sha256, fieldNumber: 4)
+      }
+      if !_storage._mediaType.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._mediaType, fieldNumber: 5)
+      }
+      if !_storage._sidecarJson.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._sidecarJson, fieldNumber: 6)
+      }
+      if _storage._requestedFleetNs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._requestedFleetNs, fieldNumber: 7)
+      }
+      if _storage._fleetTimeNs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._fleetTimeNs, fieldNumber: 8)
+      }
+      if _storage._uncertaintyNs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._uncertaintyNs, fieldNumber: 9)
+      }
+      if _storage._spreadNs != 0 {
+        try visitor.visitSingularInt64Field(value: _storage._spreadNs, fieldNumber: 10)
+      }
+      if _storage._sequence != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._sequence, fieldNumber: 11)
+      }
+      try { if let v = _storage._layout {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
+      } }()
+      if _storage._bitDepth != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._bitDepth, fieldNumber: 13)
+      }
+      if _storage._exposureSeconds.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._exposureSeconds, fieldNumber: 14)
+      }
+      if _storage._exposureAutomatic != false {
+        try visitor.visitSingularBoolField(value: _storage._exposureAutomatic, fieldNumber: 15)
+      }
+      if _storage._ev.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._ev, fieldNumber: 16)
+      }
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_StillImage, rhs: Capfleet_V1_StillImage) -> Bool {
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._number != rhs_storage._number {return false}
+        if _storage._path != rhs_storage._path {return false}
+        if _storage._sizeBytes != rhs_storage._sizeBytes {return false}
+        if _storage._sha256 != rhs_storage._sha256 {return false}
+        if _storage._mediaType != rhs_storage._mediaType {return false}
+        if _storage._sidecarJson != rhs_storage._sidecarJson {return false}
+        if _storage._requestedFleetNs != rhs_storage._requestedFleetNs {return false}
+        if _storage._fleetTimeNs != rhs_storage._fleetTimeNs {return false}
+        if _storage._uncertaintyNs != rhs_storage._uncertaintyNs {return false}
+        if _storage._spreadNs != rhs_storage._spreadNs {return false}
+        if _storage._sequence != rhs_storage._sequence {return false}
+        if _storage._layout != rhs_storage._layout {return false}
+        if _storage._bitDepth != rhs_storage._bitDepth {return false}
+        if _storage._exposureSeconds != rhs_storage._exposureSeconds {return false}
+        if _storage._exposureAutomatic != rhs_storage._exposureAutomatic {return false}
+        if _storage._ev != rhs_storage._ev {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_StillCaptured: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".StillCaptured"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}images\0\u{3}away_ns\0\u{3}still_format_index\0\u{3}streaming_format_index\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.images) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.awayNs) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.stillFormatIndex) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.streamingFormatIndex) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.images.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.images, fieldNumber: 1)
+    }
+    if self.awayNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.awayNs, fieldNumber: 2)
+    }
+    if self.stillFormatIndex != 0 {
+      try visitor.visitSingularUInt32Field(value: self.stillFormatIndex, fieldNumber: 3)
+    }
+    if self.streamingFormatIndex != 0 {
+      try visitor.visitSingularUInt32Field(value: self.streamingFormatIndex, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_StillCaptured, rhs: Capfleet_V1_StillCaptured) -> Bool {
+    if lhs.images != rhs.images {return false}
+    if lhs.awayNs != rhs.awayNs {return false}
+    if lhs.stillFormatIndex != rhs.stillFormatIndex {return false}
+    if lhs.streamingFormatIndex != rhs.streamingFormatIndex {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

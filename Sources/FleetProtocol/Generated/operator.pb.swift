@@ -580,6 +580,51 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     set {body = .endDashboardSession(newValue)}
   }
 
+  /// operator: stills.md (minor 6)
+  public var takeStill: Capfleet_V1_TakeStill {
+    get {
+      if case .takeStill(let v)? = body {return v}
+      return Capfleet_V1_TakeStill()
+    }
+    set {body = .takeStill(newValue)}
+  }
+
+  /// viewer (minor 6)
+  public var listStills: Capfleet_V1_ListStills {
+    get {
+      if case .listStills(let v)? = body {return v}
+      return Capfleet_V1_ListStills()
+    }
+    set {body = .listStills(newValue)}
+  }
+
+  /// viewer (minor 6)
+  public var getStill: Capfleet_V1_GetStill {
+    get {
+      if case .getStill(let v)? = body {return v}
+      return Capfleet_V1_GetStill()
+    }
+    set {body = .getStill(newValue)}
+  }
+
+  /// operator (minor 6)
+  public var deleteStill: Capfleet_V1_DeleteStill {
+    get {
+      if case .deleteStill(let v)? = body {return v}
+      return Capfleet_V1_DeleteStill()
+    }
+    set {body = .deleteStill(newValue)}
+  }
+
+  /// viewer: export (minor 6)
+  public var readStillFile: Capfleet_V1_ReadStillFile {
+    get {
+      if case .readStillFile(let v)? = body {return v}
+      return Capfleet_V1_ReadStillFile()
+    }
+    set {body = .readStillFile(newValue)}
+  }
+
   /// Ties leases taken by this request to an operator session: when the session ends
   /// (EndSession, or no request for session_timeout_ms), its leases are released.
   public var sessionID: String = String()
@@ -661,6 +706,16 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     case listDashboardSessions(Capfleet_V1_ListDashboardSessions)
     /// admin: sign a browser out (minor 5)
     case endDashboardSession(Capfleet_V1_EndDashboardSession)
+    /// operator: stills.md (minor 6)
+    case takeStill(Capfleet_V1_TakeStill)
+    /// viewer (minor 6)
+    case listStills(Capfleet_V1_ListStills)
+    /// viewer (minor 6)
+    case getStill(Capfleet_V1_GetStill)
+    /// operator (minor 6)
+    case deleteStill(Capfleet_V1_DeleteStill)
+    /// viewer: export (minor 6)
+    case readStillFile(Capfleet_V1_ReadStillFile)
 
   }
 
@@ -1611,6 +1666,12 @@ public nonisolated struct Capfleet_V1_OperatorReply: @unchecked Sendable {
   public var dashboardSessions: [Capfleet_V1_DashboardSessionInfo] {
     get {_storage._dashboardSessions}
     set {_uniqueStorage()._dashboardSessions = newValue}
+  }
+
+  /// with TakeStill, ListStills, GetStill, DeleteStill (minor 6); ReadStillFile answers in segment_data/segment_size
+  public var stills: [Capfleet_V1_StillInfo] {
+    get {_storage._stills}
+    set {_uniqueStorage()._stills = newValue}
   }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -2733,6 +2794,210 @@ public nonisolated struct Capfleet_V1_NoteRecording: Sendable {
   public init() {}
 }
 
+/// One picture from each camera named (or every online camera), all captured nearest one fleet
+/// instant: `at_fleet_time_ns`, or `from_now_ns` from now (0 = one second). Refused, naming
+/// them, for cameras without consent. The reply comes once every agent has answered (the
+/// pictures are written on the agents); the coordinator then copies them to its own disk, which
+/// GetStill follows (state "stored").
+public nonisolated struct Capfleet_V1_TakeStill: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var deviceIds: [String] = []
+
+  /// every online device (device_ids must be empty)
+  public var all: Bool = false
+
+  public var atFleetTimeNs: UInt64 = 0
+
+  public var fromNowNs: UInt64 = 0
+
+  /// 0 and 0: each device's largest format
+  public var width: UInt32 = 0
+
+  public var height: UInt32 = 0
+
+  /// as CaptureStill.pixel_format
+  public var pixelFormat: String = String()
+
+  public var bracketEv: [Double] = []
+
+  /// 0 = 300
+  public var bracketIntervalMs: UInt32 = 0
+
+  public var encoding: Capfleet_V1_StillEncoding = .unspecified
+
+  public var jpegQuality: UInt32 = 0
+
+  /// empty = the still's id
+  public var name: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_ListStills: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_GetStill: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var stillID: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Removes the still's index entries and its files, on the coordinator and on the agents.
+public nonisolated struct Capfleet_V1_DeleteStill: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var stillID: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Up to `length` bytes (at most 1 MiB; 0 = 1 MiB) of a stored picture (number >= 1) or of its
+/// sidecar (number as the picture's, sidecar true) from `offset`: export.
+public nonisolated struct Capfleet_V1_ReadStillFile: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var stillID: String = String()
+
+  public var deviceID: String = String()
+
+  public var number: UInt32 = 0
+
+  public var sidecar: Bool = false
+
+  public var offset: UInt64 = 0
+
+  public var length: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_StillInfo: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var id: String = String()
+
+  public var name: String = String()
+
+  /// capturing, collecting, stored, partial (some devices failed), failed
+  public var state: String = String()
+
+  public var requestedFleetNs: UInt64 = 0
+
+  public var createdUnixMs: Int64 = 0
+
+  public var createdBy: String = String()
+
+  /// when the last picture was stored; 0 = not yet
+  public var storedUnixMs: Int64 = 0
+
+  /// on the coordinator's disk
+  public var directory: String = String()
+
+  /// latest minus earliest capture time of the devices' first pictures
+  public var spreadNs: UInt64 = 0
+
+  /// png or jpeg
+  public var encoding: String = String()
+
+  public var bracketEv: [Double] = []
+
+  public var devices: [Capfleet_V1_StillDeviceInfo] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_StillDeviceInfo: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var deviceID: String = String()
+
+  public var nodeID: String = String()
+
+  /// capturing, collecting, stored, failed
+  public var state: String = String()
+
+  public var error: String = String()
+
+  /// how long the camera was away from its streaming format
+  public var awayNs: UInt64 = 0
+
+  public var images: [Capfleet_V1_StillImageInfo] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_StillImageInfo: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var number: UInt32 = 0
+
+  /// the picture's name in the still's directory and in an export; the sidecar's is the same with .json
+  public var fileName: String = String()
+
+  public var sizeBytes: UInt64 = 0
+
+  public var sha256: String = String()
+
+  /// the coordinator holds a verified copy
+  public var stored: Bool = false
+
+  public var requestedFleetNs: UInt64 = 0
+
+  public var fleetTimeNs: UInt64 = 0
+
+  public var spreadNs: Int64 = 0
+
+  public var ev: Double = 0
+
+  public var width: UInt32 = 0
+
+  public var height: UInt32 = 0
+
+  public var pixelFormat: String = String()
+
+  public var sidecarJson: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "capfleet.v1"
@@ -2751,7 +3016,7 @@ nonisolated extension Capfleet_V1_EnrollmentTokenState: SwiftProtobuf._ProtoName
 
 nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0\u{3}note_recording\0\u{3}backup_database\0\u{3}get_preview\0\u{3}list_previews\0\u{3}collect_recording\0\u{4}\u{b}list_enrollments\0\u{3}revoke_enrollment\0\u{3}create_dashboard_sign_in\0\u{3}list_dashboard_sessions\0\u{3}end_dashboard_session\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0\u{3}note_recording\0\u{3}backup_database\0\u{3}get_preview\0\u{3}list_previews\0\u{3}collect_recording\0\u{4}\u{b}list_enrollments\0\u{3}revoke_enrollment\0\u{3}create_dashboard_sign_in\0\u{3}list_dashboard_sessions\0\u{3}end_dashboard_session\0\u{3}take_still\0\u{3}list_stills\0\u{3}get_still\0\u{3}delete_still\0\u{3}read_still_file\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3348,6 +3613,71 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
           self.body = .endDashboardSession(v)
         }
       }()
+      case 65: try {
+        var v: Capfleet_V1_TakeStill?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .takeStill(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .takeStill(v)
+        }
+      }()
+      case 66: try {
+        var v: Capfleet_V1_ListStills?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .listStills(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .listStills(v)
+        }
+      }()
+      case 67: try {
+        var v: Capfleet_V1_GetStill?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .getStill(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .getStill(v)
+        }
+      }()
+      case 68: try {
+        var v: Capfleet_V1_DeleteStill?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .deleteStill(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .deleteStill(v)
+        }
+      }()
+      case 69: try {
+        var v: Capfleet_V1_ReadStillFile?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .readStillFile(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .readStillFile(v)
+        }
+      }()
       default: break
       }
     }
@@ -3550,6 +3880,26 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
     case .endDashboardSession?: try {
       guard case .endDashboardSession(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 64)
+    }()
+    case .takeStill?: try {
+      guard case .takeStill(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 65)
+    }()
+    case .listStills?: try {
+      guard case .listStills(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 66)
+    }()
+    case .getStill?: try {
+      guard case .getStill(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 67)
+    }()
+    case .deleteStill?: try {
+      guard case .deleteStill(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 68)
+    }()
+    case .readStillFile?: try {
+      guard case .readStillFile(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 69)
     }()
     case nil: break
     }
@@ -4794,7 +5144,7 @@ nonisolated extension Capfleet_V1_RejectionCount: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0\u{1}takes\0\u{1}verification\0\u{3}segment_data\0\u{3}segment_size\0\u{1}backup\0\u{1}endpoints\0\u{2}\u{3}previews\0\u{4}\u{5}enrollment_tokens\0\u{3}dashboard_sign_in\0\u{3}dashboard_sessions\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0\u{1}takes\0\u{1}verification\0\u{3}segment_data\0\u{3}segment_size\0\u{1}backup\0\u{1}endpoints\0\u{2}\u{3}previews\0\u{4}\u{5}enrollment_tokens\0\u{3}dashboard_sign_in\0\u{3}dashboard_sessions\0\u{1}stills\0")
 
   fileprivate class _StorageClass {
     var _requestID: UInt64 = 0
@@ -4831,6 +5181,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
     var _enrollmentTokens: [Capfleet_V1_EnrollmentTokenInfo] = []
     var _dashboardSignIn: Capfleet_V1_DashboardSignIn? = nil
     var _dashboardSessions: [Capfleet_V1_DashboardSessionInfo] = []
+    var _stills: [Capfleet_V1_StillInfo] = []
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -4875,6 +5226,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       _enrollmentTokens = source._enrollmentTokens
       _dashboardSignIn = source._dashboardSignIn
       _dashboardSessions = source._dashboardSessions
+      _stills = source._stills
     }
   }
 
@@ -4927,6 +5279,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         case 45: try { try decoder.decodeRepeatedMessageField(value: &_storage._enrollmentTokens) }()
         case 46: try { try decoder.decodeSingularMessageField(value: &_storage._dashboardSignIn) }()
         case 47: try { try decoder.decodeRepeatedMessageField(value: &_storage._dashboardSessions) }()
+        case 48: try { try decoder.decodeRepeatedMessageField(value: &_storage._stills) }()
         default: break
         }
       }
@@ -5041,6 +5394,9 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       if !_storage._dashboardSessions.isEmpty {
         try visitor.visitRepeatedMessageField(value: _storage._dashboardSessions, fieldNumber: 47)
       }
+      if !_storage._stills.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._stills, fieldNumber: 48)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -5084,6 +5440,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         if _storage._enrollmentTokens != rhs_storage._enrollmentTokens {return false}
         if _storage._dashboardSignIn != rhs_storage._dashboardSignIn {return false}
         if _storage._dashboardSessions != rhs_storage._dashboardSessions {return false}
+        if _storage._stills != rhs_storage._stills {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -7246,6 +7603,455 @@ nonisolated extension Capfleet_V1_NoteRecording: SwiftProtobuf.Message, SwiftPro
     if lhs.deviceID != rhs.deviceID {return false}
     if lhs.json != rhs.json {return false}
     if lhs.atFleetTimeNs != rhs.atFleetTimeNs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_TakeStill: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".TakeStill"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_ids\0\u{1}all\0\u{3}at_fleet_time_ns\0\u{3}from_now_ns\0\u{1}width\0\u{1}height\0\u{3}pixel_format\0\u{3}bracket_ev\0\u{3}bracket_interval_ms\0\u{1}encoding\0\u{3}jpeg_quality\0\u{1}name\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedStringField(value: &self.deviceIds) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self.all) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.atFleetTimeNs) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.fromNowNs) }()
+      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.width) }()
+      case 6: try { try decoder.decodeSingularUInt32Field(value: &self.height) }()
+      case 7: try { try decoder.decodeSingularStringField(value: &self.pixelFormat) }()
+      case 8: try { try decoder.decodeRepeatedDoubleField(value: &self.bracketEv) }()
+      case 9: try { try decoder.decodeSingularUInt32Field(value: &self.bracketIntervalMs) }()
+      case 10: try { try decoder.decodeSingularEnumField(value: &self.encoding) }()
+      case 11: try { try decoder.decodeSingularUInt32Field(value: &self.jpegQuality) }()
+      case 12: try { try decoder.decodeSingularStringField(value: &self.name) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.deviceIds.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.deviceIds, fieldNumber: 1)
+    }
+    if self.all != false {
+      try visitor.visitSingularBoolField(value: self.all, fieldNumber: 2)
+    }
+    if self.atFleetTimeNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.atFleetTimeNs, fieldNumber: 3)
+    }
+    if self.fromNowNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.fromNowNs, fieldNumber: 4)
+    }
+    if self.width != 0 {
+      try visitor.visitSingularUInt32Field(value: self.width, fieldNumber: 5)
+    }
+    if self.height != 0 {
+      try visitor.visitSingularUInt32Field(value: self.height, fieldNumber: 6)
+    }
+    if !self.pixelFormat.isEmpty {
+      try visitor.visitSingularStringField(value: self.pixelFormat, fieldNumber: 7)
+    }
+    if !self.bracketEv.isEmpty {
+      try visitor.visitPackedDoubleField(value: self.bracketEv, fieldNumber: 8)
+    }
+    if self.bracketIntervalMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.bracketIntervalMs, fieldNumber: 9)
+    }
+    if self.encoding != .unspecified {
+      try visitor.visitSingularEnumField(value: self.encoding, fieldNumber: 10)
+    }
+    if self.jpegQuality != 0 {
+      try visitor.visitSingularUInt32Field(value: self.jpegQuality, fieldNumber: 11)
+    }
+    if !self.name.isEmpty {
+      try visitor.visitSingularStringField(value: self.name, fieldNumber: 12)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_TakeStill, rhs: Capfleet_V1_TakeStill) -> Bool {
+    if lhs.deviceIds != rhs.deviceIds {return false}
+    if lhs.all != rhs.all {return false}
+    if lhs.atFleetTimeNs != rhs.atFleetTimeNs {return false}
+    if lhs.fromNowNs != rhs.fromNowNs {return false}
+    if lhs.width != rhs.width {return false}
+    if lhs.height != rhs.height {return false}
+    if lhs.pixelFormat != rhs.pixelFormat {return false}
+    if lhs.bracketEv != rhs.bracketEv {return false}
+    if lhs.bracketIntervalMs != rhs.bracketIntervalMs {return false}
+    if lhs.encoding != rhs.encoding {return false}
+    if lhs.jpegQuality != rhs.jpegQuality {return false}
+    if lhs.name != rhs.name {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_ListStills: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ListStills"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap()
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    // Load everything into unknown fields
+    while try decoder.nextFieldNumber() != nil {}
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_ListStills, rhs: Capfleet_V1_ListStills) -> Bool {
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_GetStill: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".GetStill"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}still_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.stillID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.stillID.isEmpty {
+      try visitor.visitSingularStringField(value: self.stillID, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_GetStill, rhs: Capfleet_V1_GetStill) -> Bool {
+    if lhs.stillID != rhs.stillID {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_DeleteStill: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".DeleteStill"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}still_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.stillID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.stillID.isEmpty {
+      try visitor.visitSingularStringField(value: self.stillID, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_DeleteStill, rhs: Capfleet_V1_DeleteStill) -> Bool {
+    if lhs.stillID != rhs.stillID {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_ReadStillFile: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ReadStillFile"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}still_id\0\u{3}device_id\0\u{1}number\0\u{1}sidecar\0\u{1}offset\0\u{1}length\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.stillID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.number) }()
+      case 4: try { try decoder.decodeSingularBoolField(value: &self.sidecar) }()
+      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.offset) }()
+      case 6: try { try decoder.decodeSingularUInt32Field(value: &self.length) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.stillID.isEmpty {
+      try visitor.visitSingularStringField(value: self.stillID, fieldNumber: 1)
+    }
+    if !self.deviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 2)
+    }
+    if self.number != 0 {
+      try visitor.visitSingularUInt32Field(value: self.number, fieldNumber: 3)
+    }
+    if self.sidecar != false {
+      try visitor.visitSingularBoolField(value: self.sidecar, fieldNumber: 4)
+    }
+    if self.offset != 0 {
+      try visitor.visitSingularUInt64Field(value: self.offset, fieldNumber: 5)
+    }
+    if self.length != 0 {
+      try visitor.visitSingularUInt32Field(value: self.length, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_ReadStillFile, rhs: Capfleet_V1_ReadStillFile) -> Bool {
+    if lhs.stillID != rhs.stillID {return false}
+    if lhs.deviceID != rhs.deviceID {return false}
+    if lhs.number != rhs.number {return false}
+    if lhs.sidecar != rhs.sidecar {return false}
+    if lhs.offset != rhs.offset {return false}
+    if lhs.length != rhs.length {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_StillInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".StillInfo"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}name\0\u{1}state\0\u{3}requested_fleet_ns\0\u{3}created_unix_ms\0\u{3}created_by\0\u{3}stored_unix_ms\0\u{1}directory\0\u{3}spread_ns\0\u{1}encoding\0\u{3}bracket_ev\0\u{1}devices\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.id) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.name) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.state) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.requestedFleetNs) }()
+      case 5: try { try decoder.decodeSingularInt64Field(value: &self.createdUnixMs) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.createdBy) }()
+      case 7: try { try decoder.decodeSingularInt64Field(value: &self.storedUnixMs) }()
+      case 8: try { try decoder.decodeSingularStringField(value: &self.directory) }()
+      case 9: try { try decoder.decodeSingularUInt64Field(value: &self.spreadNs) }()
+      case 10: try { try decoder.decodeSingularStringField(value: &self.encoding) }()
+      case 11: try { try decoder.decodeRepeatedDoubleField(value: &self.bracketEv) }()
+      case 12: try { try decoder.decodeRepeatedMessageField(value: &self.devices) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.id.isEmpty {
+      try visitor.visitSingularStringField(value: self.id, fieldNumber: 1)
+    }
+    if !self.name.isEmpty {
+      try visitor.visitSingularStringField(value: self.name, fieldNumber: 2)
+    }
+    if !self.state.isEmpty {
+      try visitor.visitSingularStringField(value: self.state, fieldNumber: 3)
+    }
+    if self.requestedFleetNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.requestedFleetNs, fieldNumber: 4)
+    }
+    if self.createdUnixMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.createdUnixMs, fieldNumber: 5)
+    }
+    if !self.createdBy.isEmpty {
+      try visitor.visitSingularStringField(value: self.createdBy, fieldNumber: 6)
+    }
+    if self.storedUnixMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.storedUnixMs, fieldNumber: 7)
+    }
+    if !self.directory.isEmpty {
+      try visitor.visitSingularStringField(value: self.directory, fieldNumber: 8)
+    }
+    if self.spreadNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.spreadNs, fieldNumber: 9)
+    }
+    if !self.encoding.isEmpty {
+      try visitor.visitSingularStringField(value: self.encoding, fieldNumber: 10)
+    }
+    if !self.bracketEv.isEmpty {
+      try visitor.visitPackedDoubleField(value: self.bracketEv, fieldNumber: 11)
+    }
+    if !self.devices.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.devices, fieldNumber: 12)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_StillInfo, rhs: Capfleet_V1_StillInfo) -> Bool {
+    if lhs.id != rhs.id {return false}
+    if lhs.name != rhs.name {return false}
+    if lhs.state != rhs.state {return false}
+    if lhs.requestedFleetNs != rhs.requestedFleetNs {return false}
+    if lhs.createdUnixMs != rhs.createdUnixMs {return false}
+    if lhs.createdBy != rhs.createdBy {return false}
+    if lhs.storedUnixMs != rhs.storedUnixMs {return false}
+    if lhs.directory != rhs.directory {return false}
+    if lhs.spreadNs != rhs.spreadNs {return false}
+    if lhs.encoding != rhs.encoding {return false}
+    if lhs.bracketEv != rhs.bracketEv {return false}
+    if lhs.devices != rhs.devices {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_StillDeviceInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".StillDeviceInfo"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}state\0\u{1}error\0\u{3}away_ns\0\u{1}images\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.nodeID) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.state) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.error) }()
+      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.awayNs) }()
+      case 6: try { try decoder.decodeRepeatedMessageField(value: &self.images) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.deviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 1)
+    }
+    if !self.nodeID.isEmpty {
+      try visitor.visitSingularStringField(value: self.nodeID, fieldNumber: 2)
+    }
+    if !self.state.isEmpty {
+      try visitor.visitSingularStringField(value: self.state, fieldNumber: 3)
+    }
+    if !self.error.isEmpty {
+      try visitor.visitSingularStringField(value: self.error, fieldNumber: 4)
+    }
+    if self.awayNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.awayNs, fieldNumber: 5)
+    }
+    if !self.images.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.images, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_StillDeviceInfo, rhs: Capfleet_V1_StillDeviceInfo) -> Bool {
+    if lhs.deviceID != rhs.deviceID {return false}
+    if lhs.nodeID != rhs.nodeID {return false}
+    if lhs.state != rhs.state {return false}
+    if lhs.error != rhs.error {return false}
+    if lhs.awayNs != rhs.awayNs {return false}
+    if lhs.images != rhs.images {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_StillImageInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".StillImageInfo"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}number\0\u{3}file_name\0\u{3}size_bytes\0\u{1}sha256\0\u{1}stored\0\u{3}requested_fleet_ns\0\u{3}fleet_time_ns\0\u{3}spread_ns\0\u{1}ev\0\u{1}width\0\u{1}height\0\u{3}pixel_format\0\u{3}sidecar_json\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.number) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.fileName) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.sizeBytes) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.sha256) }()
+      case 5: try { try decoder.decodeSingularBoolField(value: &self.stored) }()
+      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.requestedFleetNs) }()
+      case 7: try { try decoder.decodeSingularUInt64Field(value: &self.fleetTimeNs) }()
+      case 8: try { try decoder.decodeSingularInt64Field(value: &self.spreadNs) }()
+      case 9: try { try decoder.decodeSingularDoubleField(value: &self.ev) }()
+      case 10: try { try decoder.decodeSingularUInt32Field(value: &self.width) }()
+      case 11: try { try decoder.decodeSingularUInt32Field(value: &self.height) }()
+      case 12: try { try decoder.decodeSingularStringField(value: &self.pixelFormat) }()
+      case 13: try { try decoder.decodeSingularStringField(value: &self.sidecarJson) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.number != 0 {
+      try visitor.visitSingularUInt32Field(value: self.number, fieldNumber: 1)
+    }
+    if !self.fileName.isEmpty {
+      try visitor.visitSingularStringField(value: self.fileName, fieldNumber: 2)
+    }
+    if self.sizeBytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.sizeBytes, fieldNumber: 3)
+    }
+    if !self.sha256.isEmpty {
+      try visitor.visitSingularStringField(value: self.sha256, fieldNumber: 4)
+    }
+    if self.stored != false {
+      try visitor.visitSingularBoolField(value: self.stored, fieldNumber: 5)
+    }
+    if self.requestedFleetNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.requestedFleetNs, fieldNumber: 6)
+    }
+    if self.fleetTimeNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.fleetTimeNs, fieldNumber: 7)
+    }
+    if self.spreadNs != 0 {
+      try visitor.visitSingularInt64Field(value: self.spreadNs, fieldNumber: 8)
+    }
+    if self.ev.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.ev, fieldNumber: 9)
+    }
+    if self.width != 0 {
+      try visitor.visitSingularUInt32Field(value: self.width, fieldNumber: 10)
+    }
+    if self.height != 0 {
+      try visitor.visitSingularUInt32Field(value: self.height, fieldNumber: 11)
+    }
+    if !self.pixelFormat.isEmpty {
+      try visitor.visitSingularStringField(value: self.pixelFormat, fieldNumber: 12)
+    }
+    if !self.sidecarJson.isEmpty {
+      try visitor.visitSingularStringField(value: self.sidecarJson, fieldNumber: 13)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_StillImageInfo, rhs: Capfleet_V1_StillImageInfo) -> Bool {
+    if lhs.number != rhs.number {return false}
+    if lhs.fileName != rhs.fileName {return false}
+    if lhs.sizeBytes != rhs.sizeBytes {return false}
+    if lhs.sha256 != rhs.sha256 {return false}
+    if lhs.stored != rhs.stored {return false}
+    if lhs.requestedFleetNs != rhs.requestedFleetNs {return false}
+    if lhs.fleetTimeNs != rhs.fleetTimeNs {return false}
+    if lhs.spreadNs != rhs.spreadNs {return false}
+    if lhs.ev != rhs.ev {return false}
+    if lhs.width != rhs.width {return false}
+    if lhs.height != rhs.height {return false}
+    if lhs.pixelFormat != rhs.pixelFormat {return false}
+    if lhs.sidecarJson != rhs.sidecarJson {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

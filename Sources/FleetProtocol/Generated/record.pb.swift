@@ -106,6 +106,15 @@ public nonisolated struct Capfleet_V1_RecordUp: Sendable {
     set {body = .check(newValue)}
   }
 
+  /// since 1.6, stills: take_id is the still's id, number the image's; one more part follows
+  public var stillChunk: Capfleet_V1_SegmentChunk {
+    get {
+      if case .stillChunk(let v)? = body {return v}
+      return Capfleet_V1_SegmentChunk()
+    }
+    set {body = .stillChunk(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Body: Equatable, Sendable {
@@ -122,6 +131,8 @@ public nonisolated struct Capfleet_V1_RecordUp: Sendable {
     case chunk(Capfleet_V1_SegmentChunk)
     /// verify: the agent's answer to CheckSegment
     case check(Capfleet_V1_SegmentCheck)
+    /// since 1.6, stills: take_id is the still's id, number the image's; one more part follows
+    case stillChunk(Capfleet_V1_SegmentChunk)
 
   }
 
@@ -305,6 +316,24 @@ public nonisolated struct Capfleet_V1_RecordDown: Sendable {
     set {body = .note(newValue)}
   }
 
+  /// Since 1.6, stills (stills.md): take_id is the still's id, number the image's.
+  public var fetchStill: Capfleet_V1_FetchSegment {
+    get {
+      if case .fetchStill(let v)? = body {return v}
+      return Capfleet_V1_FetchSegment()
+    }
+    set {body = .fetchStill(newValue)}
+  }
+
+  /// the coordinator holds a verified copy: remove the agent's
+  public var stillCollected: Capfleet_V1_SegmentCollected {
+    get {
+      if case .stillCollected(let v)? = body {return v}
+      return Capfleet_V1_SegmentCollected()
+    }
+    set {body = .stillCollected(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Body: Equatable, Sendable {
@@ -324,6 +353,10 @@ public nonisolated struct Capfleet_V1_RecordDown: Sendable {
     case deletePart(Capfleet_V1_DeletePart)
     /// agent store: timed metadata for the part's file
     case note(Capfleet_V1_TakeNote)
+    /// Since 1.6, stills (stills.md): take_id is the still's id, number the image's.
+    case fetchStill(Capfleet_V1_FetchSegment)
+    /// the coordinator holds a verified copy: remove the agent's
+    case stillCollected(Capfleet_V1_SegmentCollected)
 
   }
 
@@ -753,7 +786,7 @@ fileprivate nonisolated let _protobuf_package = "capfleet.v1"
 
 nonisolated extension Capfleet_V1_RecordUp: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".RecordUp"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}take_id\0\u{3}device_id\0\u{2}\u{7}resume\0\u{1}frame\0\u{1}end\0\u{1}attach\0\u{1}segment\0\u{3}part_end\0\u{1}chunk\0\u{1}check\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}take_id\0\u{3}device_id\0\u{2}\u{7}resume\0\u{1}frame\0\u{1}end\0\u{1}attach\0\u{1}segment\0\u{3}part_end\0\u{1}chunk\0\u{1}check\0\u{3}still_chunk\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -868,6 +901,19 @@ nonisolated extension Capfleet_V1_RecordUp: SwiftProtobuf.Message, SwiftProtobuf
           self.body = .check(v)
         }
       }()
+      case 18: try {
+        var v: Capfleet_V1_SegmentChunk?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .stillChunk(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .stillChunk(v)
+        }
+      }()
       default: break
       }
     }
@@ -919,6 +965,10 @@ nonisolated extension Capfleet_V1_RecordUp: SwiftProtobuf.Message, SwiftProtobuf
     case .check?: try {
       guard case .check(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 17)
+    }()
+    case .stillChunk?: try {
+      guard case .stillChunk(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 18)
     }()
     case nil: break
     }
@@ -1070,7 +1120,7 @@ nonisolated extension Capfleet_V1_RecordEnd: SwiftProtobuf.Message, SwiftProtobu
 
 nonisolated extension Capfleet_V1_RecordDown: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".RecordDown"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}take_id\0\u{3}device_id\0\u{2}\u{8}credit\0\u{1}done\0\u{1}refused\0\u{1}indexed\0\u{1}fetch\0\u{1}check\0\u{1}collected\0\u{3}delete_part\0\u{1}note\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}take_id\0\u{3}device_id\0\u{2}\u{8}credit\0\u{1}done\0\u{1}refused\0\u{1}indexed\0\u{1}fetch\0\u{1}check\0\u{1}collected\0\u{3}delete_part\0\u{1}note\0\u{3}fetch_still\0\u{3}still_collected\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1197,6 +1247,32 @@ nonisolated extension Capfleet_V1_RecordDown: SwiftProtobuf.Message, SwiftProtob
           self.body = .note(v)
         }
       }()
+      case 19: try {
+        var v: Capfleet_V1_FetchSegment?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .fetchStill(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .fetchStill(v)
+        }
+      }()
+      case 20: try {
+        var v: Capfleet_V1_SegmentCollected?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .stillCollected(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .stillCollected(v)
+        }
+      }()
       default: break
       }
     }
@@ -1249,6 +1325,14 @@ nonisolated extension Capfleet_V1_RecordDown: SwiftProtobuf.Message, SwiftProtob
     case .note?: try {
       guard case .note(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 18)
+    }()
+    case .fetchStill?: try {
+      guard case .fetchStill(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 19)
+    }()
+    case .stillCollected?: try {
+      guard case .stillCollected(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 20)
     }()
     case nil: break
     }

@@ -1,0 +1,263 @@
+import FleetCore
+import FleetProtocol
+import FleetStore
+import FleetSystem
+import Foundation
+import Logging
+
+/// Why a still was refused as a whole, with the status the operator sees.
+struct StillRefusal: Error, CustomStringConvertible {
+    let code: Capfleet_V1_StatusCode
+    let description: String
+}
+
+/// Synchronised stills (stills.md): asks every camera's agent for its picture at one fleet
+/// instant, indexes what they wrote, and copies the pictures to the coordinator's disk in the
+/// background, one at a time per node (the nodes in parallel), each checked against the
+/// SHA-256 its agent reported before it counts as stored; the agent then removes its copy.
+actor StillDirector {
+    private let store: FleetDatabase
+    private let control: ControlHandler
+    private let collector: SegmentCollector
+    private let desk: AgentRecordingsDesk
+    private let clock: CoordinatorClock
+    private let events: FleetEvents
+    /// Where stills are kept: one directory per still.
+    let directory: String
+    private let logger: Logger
+    private var collecting: [String: Task<Void, Never>] = [:]
+
+    init(store: FleetDatabase, control: ControlHandler, collector: SegmentCollector, desk: AgentRecordingsDesk, clock: CoordinatorClock,
+         events: FleetEvents, directory: String, logger: Logger) {
+        self.store = store
+        self.control = control
+        self.collector = collector
+        self.desk = desk
+        self.clock = clock
+        self.events = events
+        self.directory = directory
+        self.logger = logger
+    }
+
+    /// The still's cameras answered once every picture is written on its host (or it could
+    /// not take one); the copying goes on after this returns.
+    func take(_ query: Capfleet_V1_TakeStill, by who: String) async throws -> StillEntry {
+        guard query.all != !query.deviceIds.isEmpty else {
+            throw StillRefusal(code: .badRequest, description: query.all ? "give either --all or devices, not both" : "name the cameras, or ask for --all")
+        }
+        guard (query.width == 0) == (query.height == 0) else {
+            throw StillRefusal(code: .badRequest, description: "give the size as WxH, or max for each camera's largest format")
+        }
+        guard query.bracketEv.count <= 16, query.bracketEv.allSatisfy({ $0.isFinite && abs($0) <= 10 }) else {
+            throw StillRefusal(code: .badRequest, description: "a bracket has at most 16 steps, each between -10 and +10 EV")
+        }
+        let now = clock.fleetNow()
+        let instant = query.atFleetTimeNs != 0 ? query.atFleetTimeNs : now &+ (query.fromNowNs == 0 ? 1_000_000_000 : query.fromNowNs)
+        guard instant >= now, instant <= now + 60_000_000_000 else {
+            throw StillRefusal(code: .badRequest, description: "the still's instant must lie within the next 60 s of fleet time (now \(now)); a past instant's frames are gone")
+        }
+        var devices: [DeviceRecord] = []
+        if query.all {
+            for device in try await store.devices() where await control.isOnline(device.nodeId) { devices.append(device) }
+            guard !devices.isEmpty else { throw StillRefusal(code: .unavailable, description: "no camera is online") }
+        } else {
+            for deviceID in query.deviceIds where !devices.contains(where: { $0.id == deviceID }) {
+                guard let device = try await store.device(deviceID) else {
+                    throw StillRefusal(code: .notFound, description: "no device \(deviceID); see capfleet devices")
+                }
+                devices.append(device)
+            }
+        }
+        // Cameras without consent (or offline) are named in the still, refused; the rest go on.
+        var refused: [String: String] = [:]
+        for device in devices {
+            let consent = try await store.consent(deviceID: device.id)?.consentState ?? .notDetermined
+            if !consent.allowsRealFrames {
+                refused[device.id] = "consent is \(consent.rawValue): its pictures do not leave its host (capfleet consent grant \(device.id))"
+            } else if !(await control.isOnline(device.nodeId)) {
+                refused[device.id] = "its node \(device.nodeId) is offline"
+            }
+        }
+        if refused.count == devices.count {
+            let reasons = devices.map { "\($0.id): \(refused[$0.id]!)" }.joined(separator: "; ")
+            let code: Capfleet_V1_StatusCode = devices.allSatisfy({ refused[$0.id]!.hasPrefix("consent") }) ? .permissionDenied : .unavailable
+            try await store.appendAudit(AuditEntry(at: clock.unixMilliseconds(), actor: who, action: "still.take", target: "",
+                                                   outcome: "refused", detail: reasons))
+            throw StillRefusal(code: code, description: "no still taken: \(reasons)")
+        }
+        let id = Self.stillID(at: Date(timeIntervalSince1970: Double(clock.unixMilliseconds()) / 1000))
+        let encoding = query.encoding == .jpeg ? "jpeg" : "png"
+        let still = StillRecord(id: id, name: query.name.isEmpty ? id : query.name, requestedFleetNs: instant, encoding: encoding,
+                                bracket: query.bracketEv, directory: directory + "/" + id, createdAt: clock.unixMilliseconds(), createdBy: who)
+        let rows = devices.map { device in
+            StillDeviceRecord(stillId: id, deviceId: device.id, nodeId: device.nodeId, state: refused[device.id] == nil ? .capturing : .failed,
+                              error: refused[device.id] ?? "")
+        }
+        let refusedNote = refused.isEmpty ? "" : "; refused: " + refused.keys.sorted().joined(separator: ", ")
+        try await store.createStill(still, devices: rows, audit: AuditEntry(
+            at: still.createdAt, actor: who, action: "still.take", target: id, outcome: "ok",
+            detail: "\(devices.count - refused.count) camera(s) at fleet time \(instant), \(query.width == 0 ? "max" : "\(query.width)x\(query.height)"), \(encoding)"
+                + (query.bracketEv.isEmpty ? "" : ", bracket \(still.bracket) EV") + refusedNote))
+
+        // Every camera at once: each answers when its pictures are written.
+        let pictures = max(query.bracketEv.count, 1)
+        let interval = UInt64(query.bracketIntervalMs == 0 ? 300 : query.bracketIntervalMs) * 1_000_000
+        let untilLast = (instant - now) + UInt64(pictures - 1) * interval
+        let timeout = Duration.nanoseconds(Int64(untilLast)) + .seconds(15 + 5 * pictures)
+        let nodeNames = Dictionary(try await store.nodes().map { ($0.id, $0.name) }, uniquingKeysWith: { a, _ in a })
+        let control = self.control
+        let asked = devices.filter { refused[$0.id] == nil }
+        let answers = await withTaskGroup(of: (DeviceRecord, Capfleet_V1_CommandReply).self) { group in
+            for device in asked {
+                group.addTask {
+                    let reply = await control.command(.captureStill(.with {
+                        $0.stillID = id
+                        $0.fleetTimeNs = instant
+                        $0.width = query.width
+                        $0.height = query.height
+                        $0.pixelFormat = query.pixelFormat
+                        $0.bracketEv = query.bracketEv
+                        $0.bracketIntervalMs = query.bracketIntervalMs
+                        $0.encoding = query.encoding
+                        $0.jpegQuality = query.jpegQuality
+                        $0.nodeName = nodeNames[device.nodeId] ?? ""
+                    }), deviceID: device.id, nodeID: device.nodeId, timeout: timeout)
+                    return (device, reply)
+                }
+            }
+            var answers: [(DeviceRecord, Capfleet_V1_CommandReply)] = []
+            for await answer in group { answers.append(answer) }
+            return answers
+        }
+        for (device, reply) in answers {
+            try await record(reply, of: device, in: still)
+        }
+        let entry = try await store.still(id: id)
+        startCollecting(id)
+        let taken = entry?.devices.filter { $0.state != .failed }.count ?? 0
+        events.emit(.recording, message: "still \(id): \(taken) of \(devices.count) camera(s) took their picture")
+        logger.notice("still taken", metadata: ["still.id": "\(id)", "cameras": "\(taken)/\(devices.count)", "fleet_ns": "\(instant)"])
+        guard let entry else { throw StillRefusal(code: .internal, description: "still \(id) is gone from the index") }
+        return entry
+    }
+
+    /// One camera's answer: its pictures indexed and their sidecars written beside where the
+    /// pictures will be, or why it has none.
+    private func record(_ reply: Capfleet_V1_CommandReply, of device: DeviceRecord, in still: StillRecord) async throws {
+        guard reply.status.isOK else {
+            try await store.recordStillCapture(stillID: still.id, deviceID: device.id, images: [], awayNs: 0, failure: reply.status.reason)
+            return
+        }
+        var images: [StillImageRecord] = []
+        for image in reply.still.images {
+            let ext = image.mediaType == "image/jpeg" ? "jpg" : "png"
+            images.append(StillImageRecord(
+                stillId: still.id, deviceId: device.id, number: Int(image.number), fileName: "\(device.id)-\(image.number).\(ext)",
+                agentPath: image.path, sizeBytes: Int64(clamping: image.sizeBytes), sha256: image.sha256, mediaType: image.mediaType,
+                sidecarJson: image.sidecarJson, requestedFleetNs: image.requestedFleetNs, fleetTimeNs: image.fleetTimeNs, spreadNs: image.spreadNs,
+                ev: image.ev, width: Int(image.layout.width), height: Int(image.layout.height), pixelFormat: image.layout.pixelFormat))
+        }
+        let folder = still.directory
+        let sidecars = images.map { (folder + "/" + ($0.fileName as NSString).deletingPathExtension + ".json", $0.sidecarJson) }
+        let written = await OwnedThread.run("cf-files") { () -> String? in
+            do {
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+                for (path, json) in sidecars { try Data(json.utf8).write(to: URL(fileURLWithPath: path), options: .atomic) }
+                return nil
+            } catch {
+                return "\(error)"
+            }
+        }
+        if let written {
+            try await store.recordStillCapture(stillID: still.id, deviceID: device.id, images: [], awayNs: reply.still.awayNs,
+                                               failure: "its sidecars could not be written in \(folder): \(written)")
+            return
+        }
+        try await store.recordStillCapture(stillID: still.id, deviceID: device.id, images: images, awayNs: reply.still.awayNs, failure: nil)
+    }
+
+    /// Copies the still's pictures not yet here, unless a copy of it runs already.
+    func startCollecting(_ stillID: String) {
+        guard collecting[stillID] == nil else { return }
+        collecting[stillID] = Task { await self.collect(stillID) }
+    }
+
+    func isCollecting(_ stillID: String) -> Bool { collecting[stillID] != nil }
+
+    private func collect(_ stillID: String) async {
+        do {
+            guard let entry = try await store.still(id: stillID) else { return finishCollecting(stillID) }
+            let pending = try await store.uncollectedStillImages().filter { $0.image.stillId == stillID }
+            let byNode = Dictionary(grouping: pending) { $0.nodeID }
+            await withTaskGroup(of: Void.self) { group in
+                for (nodeID, own) in byNode {
+                    group.addTask { await self.collect(own.map(\.image), from: nodeID, into: entry.still.directory) }
+                }
+            }
+        } catch {
+            logger.error("cannot copy a still's pictures", metadata: ["still.id": "\(stillID)", "error": "\(error)"])
+        }
+        finishCollecting(stillID)
+    }
+
+    private func finishCollecting(_ stillID: String) { collecting[stillID] = nil }
+
+    /// One node's pictures in order; stops at its first failure (the node is gone, most likely).
+    private func collect(_ images: [StillImageRecord], from nodeID: String, into folder: String) async {
+        for image in images {
+            let file = SegmentCollector.AgentFile(key: .init(kind: .still, takeID: image.stillId, deviceID: image.deviceId, number: UInt32(image.number)),
+                                                  sizeBytes: UInt64(max(image.sizeBytes, 0)), sha256: image.sha256)
+            let outcome = await collector.collect(file, from: nodeID, to: folder + "/" + image.fileName)
+            do {
+                switch outcome {
+                case let .success(path):
+                    try await store.markStillImageStored(stillID: image.stillId, deviceID: image.deviceId, number: image.number, path: path,
+                                                         at: clock.unixMilliseconds())
+                    _ = desk.send(to: nodeID, takeID: image.stillId, deviceID: image.deviceId, .stillCollected(.with { $0.number = UInt32(image.number) }))
+                case let .failure(failure):
+                    try await store.noteStillCollectProblem(stillID: image.stillId, deviceID: image.deviceId,
+                                                            problem: "copying its pictures failed: \(failure); exporting the still tries again")
+                    logger.warning("a still's picture was not copied", metadata: ["still.id": "\(image.stillId)", "device.id": "\(image.deviceId)",
+                                                                                  "error": "\(failure)"])
+                    return
+                }
+            } catch {
+                logger.error("cannot record a still picture's copy", metadata: ["still.id": "\(image.stillId)", "error": "\(error)"])
+                return
+            }
+        }
+    }
+
+    /// Forgets the still and removes its pictures, here and on the agents still holding them.
+    func delete(_ stillID: String, by who: String) async throws {
+        guard let entry = try await store.still(id: stillID) else {
+            throw StillRefusal(code: .notFound, description: "no still \(stillID); see capfleet stills list")
+        }
+        guard collecting[stillID] == nil else {
+            throw StillRefusal(code: .unavailable, description: "still \(stillID)'s pictures are being copied; delete it once that is done (capfleet stills show \(stillID))")
+        }
+        try await store.deleteStill(id: stillID, audit: AuditEntry(at: clock.unixMilliseconds(), actor: who, action: "still.delete", target: stillID,
+                                                                   outcome: "ok", detail: "\(entry.images.count) picture(s)"))
+        for image in entry.images where image.storedPath == nil {
+            let node = entry.devices.first { $0.deviceId == image.deviceId }?.nodeId ?? ""
+            // The same message as after a copy: the agent removes its picture.
+            _ = desk.send(to: node, takeID: stillID, deviceID: image.deviceId, .stillCollected(.with { $0.number = UInt32(image.number) }))
+        }
+        let folder = entry.still.directory
+        let problem = await OwnedThread.run("cf-files") { () -> String? in
+            guard FileManager.default.fileExists(atPath: folder) else { return nil }
+            do { try FileManager.default.removeItem(atPath: folder) } catch { return "\(error)" }
+            return nil
+        }
+        if let problem { throw StillRefusal(code: .internal, description: "still \(stillID) left the index but its directory \(folder) could not be removed: \(problem)") }
+    }
+
+    /// Still ids sort by time and say when: still-20261127-101500-3f2a.
+    static func stillID(at date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyyMMdd-HHmmss"
+        return "still-" + formatter.string(from: date) + "-" + UUID().uuidString.lowercased().prefix(4)
+    }
+}
