@@ -39,6 +39,8 @@ let package = Package(
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto"),
         .systemLibrary(name: "CTurboJPEG", path: "Sources/CTurboJPEG"),
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
+        .systemLibrary(name: "CZbar", path: "Sources/CZbar"),
+        .systemLibrary(name: "CQREncode", path: "Sources/CQREncode"),
         // Linux calls Swift cannot import (thread names through prctl).
         .target(name: "CPlatform"),
         // Threads the daemons own for blocking work (one primitive: a thread, an inbox, a
@@ -65,9 +67,15 @@ let package = Package(
         .target(name: "FleetHost", dependencies: ["FleetCore", "FleetSystem", "CPlatform"]),
         // Camera sources: the synthetic test-pattern camera and V4L2.
         .target(name: "FleetCapture", dependencies: [
-            "FleetSystem", "CV4L2", "FleetCore",
+            "FleetSystem", "CV4L2", "CQREncode", "FleetCore",
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // OpenCV's cascade face detector behind a C interface (OpenCV 4 is C++ only).
+        .target(name: "CFaceDetect",
+                cxxSettings: [.unsafeFlags(["-I/usr/include/opencv4"])],
+                linkerSettings: [.linkedLibrary("opencv_objdetect"), .linkedLibrary("opencv_imgproc"), .linkedLibrary("opencv_core")]),
+        // What the agent finds in its frames: codes (ZBar) and faces (OpenCV, behind a C shim).
+        .target(name: "FleetDetection", dependencies: ["CZbar", "CFaceDetect", "FleetCore"]),
         // Pictures people look at: camera pixels to RGB, scaling, JPEG (TurboJPEG) and PNG
         // (zlib), a bitmap font and the contact sheet; for the agent's previews and the CLI.
         .target(name: "FleetImaging", dependencies: ["CTurboJPEG", "CZlib", "FleetCore"]),
@@ -156,6 +164,7 @@ let package = Package(
         .testTarget(name: "FleetProtocolTests", dependencies: ["FleetProtocol"]),
         .testTarget(name: "FleetImagingTests", dependencies: ["FleetImaging", "FleetCore", "CZlib"]),
         .testTarget(name: "FleetCaptureTests", dependencies: ["FleetCapture", "FleetCore", "CV4L2"]),
+        .testTarget(name: "FleetDetectionTests", dependencies: ["FleetDetection", "FleetCapture", "FleetCore", "FleetImaging"]),
         .testTarget(name: "FleetStoreTests", dependencies: [
             "FleetStore", "FleetCore", .product(name: "GRDB", package: "GRDB.swift"),
         ]),

@@ -7,7 +7,8 @@
 # runs the kernel's vivid virtual camera for the V4L2 tests (Tests/vm); dpkg-dev, lintian,
 # systemd-analyze and PyYAML for the deployment checks (scripts/check-deploy.sh), with man-db and
 # groff to render the manual pages and zsh and fish to parse the completions; Debian's chromium, headless,
-# for the web dashboard's browser tests and benchmark, and promtool (prometheus) to check /metrics. Needs a Swift 6 toolchain
+# for the web dashboard's browser tests and benchmark, and promtool (prometheus) to check /metrics;
+# ZBar, OpenCV's object detection with its cascades, and libqrencode for detected codes and faces. Needs a Swift 6 toolchain
 # on PATH (swift.org; Debian does not package one).
 set -euo pipefail
 
@@ -17,7 +18,8 @@ packages=(libzmq3-dev libv4l-dev libsqlite3-dev protobuf-compiler iproute2 pytho
           libturbojpeg0-dev zlib1g-dev python3-pil
           libavformat-dev libavcodec-dev libavutil-dev ffmpeg libssl-dev
           v4l-utils qemu-system-x86 busybox-static kmod cpio socat xz-utils zstd
-          dpkg-dev lintian systemd python3-yaml man-db groff-base zsh fish chromium prometheus)
+          dpkg-dev lintian systemd python3-yaml man-db groff-base zsh fish chromium prometheus
+          libzbar-dev libopencv-objdetect-dev opencv-data libqrencode-dev)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
@@ -32,6 +34,20 @@ fi
 if ! python3 -c 'import zmq, google.protobuf, prometheus_client' 2>/dev/null; then
   python3 -m pip install --quiet --disable-pip-version-check pyzmq protobuf prometheus_client 2>/dev/null \
     || echo "note: python3 on PATH lacks pyzmq/protobuf/prometheus_client; /usr/bin/python3 has Debian's" >&2
+fi
+
+# A face for the face-detection tests: Eileen Collins's NASA portrait (public domain), the
+# astronaut.png Debian's python3-skimage ships, taken out of the package without installing it
+# (and scikit-image's dependencies) into .build-test-assets/.
+assets="$(cd "$(dirname "$0")/.." && pwd)/.build-test-assets"
+if [ ! -f "$assets/astronaut.png" ]; then
+  unpack=$(mktemp -d)
+  chmod 755 "$unpack"  # apt's sandbox user downloads into it
+  (cd "$unpack" && apt-get download -qq python3-skimage >/dev/null)
+  dpkg-deb --fsys-tarfile "$unpack"/python3-skimage_*.deb | tar -x -C "$unpack" ./usr/lib/python3/dist-packages/skimage/data/astronaut.png
+  mkdir -p "$assets"
+  cp "$unpack/usr/lib/python3/dist-packages/skimage/data/astronaut.png" "$assets/astronaut.png"
+  rm -rf "$unpack"
 fi
 
 if ! command -v swift >/dev/null; then

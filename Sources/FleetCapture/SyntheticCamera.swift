@@ -35,8 +35,12 @@ public final class SyntheticCamera: CameraSource {
     }
     private let outOfBuffers = Atomic<UInt64>(0)
 
+    /// Pictures drawn into every frame (a QR code, a face), fixed in the frame.
+    private let overlays: [SyntheticOverlay]
+
     public init(deviceID: String, name: String, initialFormat: (width: Int, height: Int, pixelFormat: PixelFormat)? = nil,
-                frameRate: Double = 15, bufferCount: Int = 4) {
+                frameRate: Double = 15, bufferCount: Int = 4, overlays: [SyntheticOverlay] = []) {
+        self.overlays = overlays
         let formats = Self.formatList
         device = DeviceDescription(deviceID: deviceID, name: name, driver: "capfleet-synthetic", kind: .synthetic, formats: formats,
                                    focus: SimulatedLens.capabilities)
@@ -187,7 +191,7 @@ public final class SyntheticCamera: CameraSource {
             if config.generation != generation {
                 generation = config.generation
                 let format = device.formats[config.formatIndex]
-                let newRenderer = TestPatternRenderer(format: format)
+                let newRenderer = TestPatternRenderer(format: format, overlays: overlays)
                 if renderer?.layout != newRenderer.layout {
                     renderer = newRenderer
                     pool = FrameBufferPool(bufferSize: newRenderer.frameBytes, capacity: bufferCount)

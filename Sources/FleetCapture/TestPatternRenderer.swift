@@ -14,10 +14,14 @@ public struct TestPatternRenderer {
     private var rowsGain: Double = .nan
     private var lumaRow: [UInt8] = []     // YUYV: the whole packed row; NV12: the Y row; Y16: the row's words
     private var chromaRow: [UInt8] = []   // NV12: the interleaved UV row
+    /// Pictures drawn into the pattern (SyntheticOverlay.swift), and them at this layout's size.
+    public let overlays: [SyntheticOverlay]
+    var scaledOverlays: [(x: Int, y: Int, image: GreyImage)]?
 
-    public init(format: VideoFormat) {
+    public init(format: VideoFormat, overlays: [SyntheticOverlay] = []) {
         layout = FrameLayout(format)
         frameBytes = format.pixelFormat.frameByteCount(width: format.width, height: format.height) ?? 0
+        self.overlays = overlays
     }
 
     /// Seven 75% colour bars (white, yellow, cyan, green, magenta, red, blue) in BT.601 YCbCr.
@@ -116,6 +120,7 @@ public struct TestPatternRenderer {
         } else {
             luma.fill(x: x, y: h / 2 - box / 2, width: box, height: box, value: 235)
         }
+        if !overlays.isEmpty { drawOverlays(into: luma) }
         FrameNumberStamp.write(frameNumber, into: luma)
     }
 

@@ -1,0 +1,57 @@
+import FleetCore
+
+/// A grey picture the synthetic camera draws into its pattern's luma, fixed in the frame: a QR
+/// code (`QRCodePicture`) or a photograph of a face, so that detecting codes and faces can be
+/// tried and tested without a camera pointed at them. Placed by its top-left corner and its
+/// width as fractions of the frame (its height keeps its aspect); drawn over the pattern after
+/// the moving box, so the stamp and the box stay visible around it.
+public struct SyntheticOverlay: Sendable {
+    public let image: GreyImage
+    public let origin: NormalizedPoint
+    public let width: Double
+
+    public init(image: GreyImage, origin: NormalizedPoint, width: Double) {
+        self.image = image
+        self.origin = origin
+        self.width = width
+    }
+
+    /// Where it lands in a `frameWidth` x `frameHeight` frame, in pixels (clipped to the frame).
+    public func placement(frameWidth: Int, frameHeight: Int) -> (x: Int, y: Int, width: Int, height: Int) {
+        let w = max(1, Int((width * Double(frameWidth)).rounded()))
+        let h = max(1, Int((Double(w) * Double(image.height) / Double(image.width)).rounded()))
+        return (Int((origin.x * Double(frameWidth)).rounded()), Int((origin.y * Double(frameHeight)).rounded()), w, h)
+    }
+
+    /// The picture at its size in such a frame (nearest neighbour: a code's modules stay sharp).
+    func scaled(frameWidth: Int, frameHeight: Int) -> (x: Int, y: Int, image: GreyImage) {
+        let place = placement(frameWidth: frameWidth, frameHeight: frameHeight)
+        var pixels = [UInt8](repeating: 0, count: place.width * place.height)
+        for row in 0..<place.height {
+            let source = min(row * image.height / place.height, image.height - 1) * image.width
+            for column in 0..<place.width {
+                pixels[row * place.width + column] = image.pixels[source + min(column * image.width / place.width, image.width - 1)]
+            }
+        }
+        return (place.x, place.y, GreyImage(width: place.width, height: place.height, pixels: pixels))
+    }
+}
+
+extension TestPatternRenderer {
+    /// Draws the overlays, scaled once for this renderer's layout, into the frame's luma.
+    mutating func drawOverlays(into luma: LumaPlane) {
+        if scaledOverlays == nil {
+            scaledOverlays = overlays.map { $0.scaled(frameWidth: layout.width, frameHeight: layout.height) }
+        }
+        for overlay in scaledOverlays ?? [] {
+            let picture = overlay.image
+            let x0 = max(overlay.x, 0), y0 = max(overlay.y, 0)
+            let x1 = min(overlay.x + picture.width, layout.width), y1 = min(overlay.y + picture.height, layout.height)
+            guard x0 < x1, y0 < y1 else { continue }
+            for y in y0..<y1 {
+                let line = (y - overlay.y) * picture.width - overlay.x
+                for x in x0..<x1 { luma[x, y] = picture.pixels[line + x] }
+            }
+        }
+    }
+}
