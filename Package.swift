@@ -89,7 +89,7 @@ let package = Package(
         // hardware encoders a host has (V4L2 memory-to-memory, VA-API) found and tried at start.
         .target(name: "FleetEncoding", dependencies: ["CAVCodec", "FleetCore"]),
         .target(name: "FleetAgent", dependencies: [
-            "FleetDaemon", "FleetSystem", "FleetBus", "FleetCapture", "FleetCore", "FleetEncoding", "FleetHost", "FleetImaging", "FleetProtocol", "FleetRecording",
+            "FleetDaemon", "FleetSystem", "FleetBus", "FleetCapture", "FleetCore", "FleetDetection", "FleetEncoding", "FleetHost", "FleetImaging", "FleetProtocol", "FleetRecording",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),

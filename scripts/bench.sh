@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The benchmarks: figures printed (with ratios against baselines measured in the same run),
 # never asserted. Run from the release binaries (scripts/build-release.sh builds them if
-# they are missing or stale); the clock benchmark builds network namespaces and needs root.
+# they are missing or stale); the clock and stills benchmarks build network namespaces and
+# need root.
 #
 #   scripts/bench.sh            the figures the README quotes (about 15 minutes on 2 cores)
 #   scripts/bench.sh --short    every benchmark, briefly (about 5 minutes): what the test
@@ -58,4 +59,8 @@ run_bench dashboard --steps "${CAPFLEET_DASHBOARD_BENCH_STEPS:-$(pick 20,100,200
 # .build/bench/clock-accuracy.png.
 run_bench clock --seconds "${CAPFLEET_CLOCK_BENCH_SECONDS:-$(pick 90 30)}" \
   --impaired-seconds "${CAPFLEET_CLOCK_BENCH_IMPAIRED_SECONDS:-$(pick 45 15)}"
+# Synchronised stills on the same test bed (root): the spread of the cameras' capture times
+# around the instant against known truth, aligned and unaligned, and the time from request to
+# every picture stored, at the streaming size against full resolution and a bracket there.
+run_bench stills --count "${CAPFLEET_STILLS_BENCH_COUNT:-$(pick 10 4)}"
 echo "== benchmarks done in $(( $(date +%s) - started )) s"

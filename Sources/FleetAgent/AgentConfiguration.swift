@@ -1,3 +1,4 @@
+import FleetCapture
 import FleetCore
 import FleetProtocol
 
@@ -22,6 +23,8 @@ public struct AgentConfiguration: Sendable {
     public var deviceFrameRate: Double?
     public var syntheticFormat: (width: Int, height: Int, pixelFormat: PixelFormat)
     public var syntheticFrameRate: Double
+    /// Pictures every synthetic camera draws into its frames (`--synthetic-overlay`).
+    public var syntheticOverlays: [SyntheticOverlay] = []
     /// Frames waiting to be sent, all devices together, before newer frames are dropped as late.
     public var sendQueueCapacity: Int
     /// Where the pressure sampler finds /proc and /sys (tests point it at fixture trees).

@@ -21,6 +21,8 @@ extension AgentService {
             return findFirstFrame(request, commandID: command.commandID, on: stream, clock: clock)
         case let .captureStill(request)?:
             return captureStill(request, commandID: command.commandID, on: stream, clock: clock)
+        case let .setDetection(request)?:
+            return setDetection(request, command: command, on: stream)
         case let .setFrameAlignment(request)?:
             let steered = stream.setFrameAlignment(origin: request.enabled ? request.gridOriginFleetNs : nil, clock: clock)
             logger.notice("frame alignment", metadata: ["device.id": "\(command.deviceID)",
@@ -66,6 +68,30 @@ extension AgentService {
                 status = .ok
             case let .failure(error):
                 status = .failure(error.isUnavailable ? .unavailable : .unsupported, error.description)
+            }
+            control.post(reply: reply(to: command, status, on: stream))
+        }
+        return nil
+    }
+
+    /// Detection settings: checked and applied on the device's thread (loading a face cascade
+    /// takes a moment the control thread must not wait for), answered from there.
+    private func setDetection(_ request: Capfleet_V1_SetDetection, command: Capfleet_V1_Command, on stream: CameraStream) -> Capfleet_V1_CommandReply? {
+        let settings: DetectionSettings
+        do {
+            settings = try DetectionSettings(wire: request.settings)
+        } catch {
+            return reply(to: command, .failure(.badRequest, error.description), on: stream)
+        }
+        stream.onDeviceThread { [self] in
+            let status: Capfleet_V1_Status
+            do {
+                try stream.detection.apply(settings)
+                logger.notice("detection", metadata: ["device.id": "\(stream.deviceID)", "codes": "\(settings.codes.map(\.rawValue).joined(separator: ","))",
+                                                      "faces": "\(settings.faces)", "fps": "\(settings.framesPerSecond)"])
+                status = .ok
+            } catch {
+                status = .failure(.unsupported, "device \(stream.deviceID) cannot detect that: \(error)")
             }
             control.post(reply: reply(to: command, status, on: stream))
         }

@@ -60,6 +60,14 @@ public final class AgentService: Service, Sendable {
             CameraStream(source: source, consent: book.state(of: source.device.deviceID), logger: logger,
                          onRealFrames: { deviceID, flowing in light.set(deviceID: deviceID, on: flowing) }, notify: notify)
         }
+        // Detections leave the host only while the camera's consent is granted (checked again
+        // when each is sent: consent may have gone since its frame was captured).
+        for stream in sources {
+            stream.detection.deliver { [weak stream] report in
+                guard let stream, stream.consent.allowsRealFrames else { return }
+                control.post(detection: report)
+            }
+        }
     }
 
     public var nodeID: String { identity.nodeID }

@@ -50,7 +50,8 @@ enum CameraInventory {
         for index in 0..<max(syntheticCount, 0) {
             sources.append(SyntheticCamera(
                 deviceID: "syn-\(shortID)-\(index + 1)", name: "Synthetic camera \(index + 1)",
-                initialFormat: configuration.syntheticFormat, frameRate: configuration.syntheticFrameRate))
+                initialFormat: configuration.syntheticFormat, frameRate: configuration.syntheticFrameRate,
+                overlays: configuration.syntheticOverlays))
         }
         guard !sources.isEmpty else { throw AgentError.noCameras }
         return sources

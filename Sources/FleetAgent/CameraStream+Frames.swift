@@ -40,6 +40,11 @@ extension CameraStream {
         statistics.bytesCaptured.add(UInt64(frame.byteCount), ordering: .relaxed)
         if decision.discontinuities > 0 { statistics.discontinuity.add(decision.discontinuities, ordering: .relaxed) }
         perform(decision.actions, recordingPath: recordingPath)
+        // Only real pixels are looked at: what a camera without consent sees stays unseen.
+        if decision.pixels == .real {
+            detection.offer(frame, captureLocal: route.clock.nodeClock.local(fromMonotonic: frame.captureMonotonicNanoseconds), fleetTime: stamp?.fleet,
+                            nodeID: route.nodeID)
+        }
         if let watch = stillTap.watch, let stamp {
             watch.captured(frame, fleetTime: stamp.fleet, uncertainty: stamp.uncertainty, captureLocal: stamp.local, real: decision.pixels == .real,
                            period: UInt64(1e9 / max(source.activeFrameRate, 0.1)), deviceID: deviceID)

@@ -45,6 +45,8 @@ final class CameraStream: Sendable {
     let previews = PreviewTap()
     /// The still being taken now, offered every frame (CameraStream+Still.swift).
     let stillTap = StillTap()
+    /// Codes and faces looked for in its frames (DeviceDetection.swift).
+    let detection: DeviceDetection
 
     /// Told, in order and under the state's lock, when real frames start or stop leaving the
     /// host (the recording light): it must only queue, never block.
@@ -62,6 +64,7 @@ final class CameraStream: Sendable {
         self.source = source
         statistics = DeviceStatistics(deviceID: source.device.deviceID, outOfBuffers: { [source] in source.outOfBufferDrops })
         guarded = Mutex(Guarded(state: DeviceState(consent: consent)))
+        detection = DeviceDetection(deviceID: source.device.deviceID, logger: logger)
         device = OwnedWorker(name: "cf-device", handle: { job in job() })
         route = ThreadBound(nil, on: device.thread)
         var logger = logger
@@ -156,6 +159,7 @@ final class CameraStream: Sendable {
     func close() async {
         stopCapturing()
         await device.stop()
+        await detection.stop()
     }
 
     func stopTake(takeID: String, stop: UInt64?, nowFleet: UInt64?, cause: TakeStopCause) {
@@ -276,6 +280,8 @@ final class CameraStream: Sendable {
         counters.realFrames = state.realFramesLeaving
         counters.alignment = alignment.wire
         counters.liveFlow = liveFlow.isOpen()
+        counters.detectionExamined = detection.examined
+        counters.detectionSkipped = detection.skipped
         return counters
     }
 }

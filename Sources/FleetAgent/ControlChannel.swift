@@ -64,6 +64,13 @@ final class ControlChannel: Sendable {
         flush()
     }
 
+    /// A detection report: dropped rather than queued while the channel is closed or backed
+    /// up (it is news only now, and must never push out an event).
+    func post(detection report: Capfleet_V1_DetectionReport) {
+        guard outbox.offer(.with { $0.detection = report }) else { return }
+        flush()
+    }
+
     /// Wakes the control thread to send what the outbox holds, in order.
     private func flush() {
         let outbox = self.outbox, dealer = self.dealer, logger = self.logger
@@ -83,6 +90,7 @@ final class ControlMailbox: Sendable {
     func post(_ event: Capfleet_V1_DeviceEvent) { channel.withLock { $0 }?.post(event) }
     func post(reply: Capfleet_V1_CommandReply) { channel.withLock { $0 }?.post(reply: reply) }
     func post(pressureChange report: Capfleet_V1_PressureReport) { channel.withLock { $0 }?.post(pressureChange: report) }
+    func post(detection report: Capfleet_V1_DetectionReport) { channel.withLock { $0 }?.post(detection: report) }
 }
 
 /// Events (device events, pressure changes) and late replies waiting for the control
@@ -106,6 +114,15 @@ final class DeviceEventOutbox: Sendable {
                 queue.messages.remove(at: oldest)
             }
             queue.messages.append(message)
+        }
+    }
+
+    /// Queues `message` only if the outbox is open and less than half full; false otherwise.
+    func offer(_ message: Capfleet_V1_AgentMessage) -> Bool {
+        queue.withLock { queue in
+            guard queue.open, queue.messages.count < Self.capacity / 2 else { return false }
+            queue.messages.append(message)
+            return true
         }
     }
 

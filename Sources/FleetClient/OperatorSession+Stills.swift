@@ -32,12 +32,14 @@ public enum StillTransferError: Error, CustomStringConvertible, Sendable {
 
 extension OperatorSession {
     /// Takes a still: answered once every camera's agent has written its pictures; the
-    /// coordinator copies them after (`waitForStill`). Each camera has the time to its instant,
-    /// its bracket, and half a minute to switch formats and encode.
+    /// coordinator copies them after (`waitForStill`). The coordinator gives each camera the time
+    /// to its instant and its bracket, and 30 s plus 20 s a picture to switch formats and encode:
+    /// this waits 10 s longer, for its answer.
     public func takeStill(_ query: Capfleet_V1_TakeStill) throws(OperatorClientError) -> Capfleet_V1_OperatorReply {
         let pictures = Double(max(query.bracketEv.count, 1))
         let lead = query.fromNowNs > 0 ? Double(query.fromNowNs) / 1e9 : 1
-        return try call(.takeStill(query), timeout: 30 + lead + pictures * (Double(query.bracketIntervalMs == 0 ? 300 : query.bracketIntervalMs) / 1000 + 5)).reply
+        let bracket = (pictures - 1) * Double(query.bracketIntervalMs == 0 ? 300 : query.bracketIntervalMs) / 1000
+        return try call(.takeStill(query), timeout: lead + bracket + 40 + 20 * pictures).reply
     }
 
     /// The still once no camera is capturing or being copied any more, looked at every quarter

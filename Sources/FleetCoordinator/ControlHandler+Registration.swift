@@ -307,6 +307,15 @@ extension ControlHandler {
                 logger.warning("cannot restore the drop-recovery policy", metadata: ["device.id": "\(deviceID)", "reason": "\(answer.status.reason)"])
             }
         }
+        // What each device's agent looks for, as last set.
+        for deviceID in deviceIDs {
+            guard let record = await policyRead("detection settings", of: deviceID, nodeID: nodeID, { try await $0.detection(deviceID: deviceID) }) ?? nil,
+                  record.settings.isOn else { continue }
+            let answer = await command(.setDetection(.with { $0.settings = record.settings.wire }), deviceID: deviceID, nodeID: nodeID)
+            if answer.status.code != .ok {
+                logger.warning("cannot restore detection", metadata: ["device.id": "\(deviceID)", "reason": "\(answer.status.reason)"])
+            }
+        }
         // Alignment on or off as last set; on, with this run's grid (the origin an earlier
         // coordinator chose lies in another fleet time).
         for deviceID in deviceIDs {

@@ -45,6 +45,8 @@ actor ControlHandler: AgentCommands {
     var recordPort: UInt16 = 0
     /// Hears of registrations, to tell a node which of its devices' frames are wanted.
     var liveFlow: LiveFlowKeeper?
+    /// Where agents' detection reports go, once the assembly has made it.
+    var detections: DetectionRelay?
 
     init(configuration: CoordinatorConfiguration, store: FleetDatabase, endpoint: RouterEndpoint, arrivals: ArrivalLedger, ingest: FrameIngest,
          events: FleetEvents, alerts: AlertCenter, rejections: RejectionCounter, gate: AccessGate, coordinatorID: String,
@@ -85,6 +87,9 @@ actor ControlHandler: AgentCommands {
     }
 
     func followLiveFlow(_ keeper: LiveFlowKeeper) { liveFlow = keeper }
+
+    /// Where detection reports go (telemetry, takes).
+    func followDetections(_ relay: DetectionRelay) { detections = relay }
 
     /// Tells an online node which of its devices' full-rate frames are wanted; an offline one
     /// hears it when it registers.
@@ -210,6 +215,17 @@ actor ControlHandler: AgentCommands {
             status.pressure = report
             lastStatus[nodeID] = status
             await recordPressureChange(report)
+        case let .detection(report)?:
+            let nodeID = sender.nodeID
+            guard book.session(nodeID) != nil else {
+                refuse(routed, .unregisteredNode, "a detection report from node \(nodeID), which has not registered")
+                return
+            }
+            guard ingest.state(of: report.deviceID)?.nodeID == nodeID, report.nodeID == nodeID else {
+                refuse(routed, .wrongIdentity, "node \(nodeID) sent detections for device \(report.deviceID), which is not its own")
+                return
+            }
+            await detections?.received(report)
         case nil:
             refuse(routed, .unknownMessage, "the AgentMessage carries no body this coordinator knows")
         }

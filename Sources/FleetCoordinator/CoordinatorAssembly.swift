@@ -127,6 +127,7 @@ struct CoordinatorAssembly: Sendable {
                                  sendRecordDown: { routing, message in recordEndpoint.send(to: routing, message) },
                                  currentPixelFormat: { ingest.state(of: $0)?.layout.pixelFormat })
         await takes.reach(agentsThrough: agentTakes)
+        await control.followDetections(DetectionRelay(telemetry: telemetry, takes: takes, logger: logger))
         try await takes.resumeUnfinished()
         recordEndpoint.start()
         await control.followTakes(

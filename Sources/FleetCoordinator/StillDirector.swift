@@ -103,7 +103,9 @@ actor StillDirector {
         let pictures = max(query.bracketEv.count, 1)
         let interval = UInt64(query.bracketIntervalMs == 0 ? 300 : query.bracketIntervalMs) * 1_000_000
         let untilLast = (instant - now) + UInt64(pictures - 1) * interval
-        let timeout = Duration.nanoseconds(Int64(untilLast)) + .seconds(15 + 5 * pictures)
+        // Generous: a 16-megapixel PNG takes seconds to encode on a small host, and a camera that
+        // answers after the wait has its pictures on its disk with nobody to collect them.
+        let timeout = Duration.nanoseconds(Int64(untilLast)) + .seconds(30 + 20 * pictures)
         let nodeNames = Dictionary(try await store.nodes().map { ($0.id, $0.name) }, uniquingKeysWith: { a, _ in a })
         let control = self.control
         let asked = devices.filter { refused[$0.id] == nil }

@@ -210,6 +210,15 @@ actor TakeDirector {
     }
 
     /// Client-supplied metadata for a take (or one of its devices), at `at` (fleet ns; nil = now).
+    /// A detection report of a device a take records now: into the part's file at its frame's
+    /// fleet time (not indexed: the file's track holds them all).
+    func detected(deviceID: String, json: String, at fleetNs: UInt64) {
+        guard let takeID = book.take(recording: deviceID) else { return }
+        let part = TakeBook.Part(takeID: takeID, deviceID: deviceID)
+        guard book.isOpen(part), book.covers(takeID, fleetNs: fleetNs) else { return }
+        noteInFile(part, json: json, at: fleetNs)
+    }
+
     func note(takeID: String, deviceID: String?, fields: [String: Any], at: UInt64?) async throws -> TakeRecord {
         guard let take = try await store.take(id: takeID) else {
             throw TakeRefusal(code: .notFound, message: "no take \(takeID); see capfleet recordings list")

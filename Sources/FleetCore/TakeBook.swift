@@ -110,6 +110,13 @@ public struct TakeBook: Sendable {
 
     public func isOpen(_ part: Part) -> Bool { takes[part.takeID]?.open[part.deviceID] != nil }
 
+    /// Whether a frame captured at `fleetNs` belongs to the take: at or after its start and,
+    /// once a stop is set, before it.
+    public func covers(_ takeID: String, fleetNs: UInt64) -> Bool {
+        guard let take = takes[takeID], fleetNs >= take.startFleetNs else { return false }
+        return take.stopFleetNs.map { fleetNs < $0 } ?? true
+    }
+
     public func phase(of takeID: String) -> Phase? { takes[takeID]?.phase }
 
     public func store(of takeID: String) -> Store? { takes[takeID]?.store }

@@ -30,7 +30,8 @@ public enum WireDefaults {
     /// 1.5: the web dashboard (create_dashboard_sign_in, list_ and end_dashboard_session(s),
     /// CoordinatorEndpoints.http_port and http_tls).
     /// 1.6: synchronised stills (Command.capture_still, the record link's fetch_still,
-    /// still_chunk and still_collected, take_still and the stills requests).
+    /// still_chunk and still_collected, take_still and the stills requests); detected objects
+    /// (Command.set_detection, AgentMessage.detection, telemetry meta.<device>, change_detection).
     public static let protocolMinor: UInt32 = 6
 
     public static let heartbeatIntervalMilliseconds: UInt32 = 1000

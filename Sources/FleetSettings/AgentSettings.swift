@@ -13,6 +13,7 @@ public struct AgentFlags: Sendable {
     public var discover = true
     public var synthetic: Int?
     public var syntheticFormat = "640x480:YUYV"
+    public var syntheticOverlays: [String] = []
     public var format: String?
     public var fps: Double?
     public var buffers = 4
@@ -61,6 +62,11 @@ public struct AgentSettings: Sendable {
             syntheticCameraCount: flags.synthetic, devices: flags.devices, discoverDevices: flags.discover, bufferCount: flags.buffers,
             deviceFormat: try flags.format.map(parseFormat), deviceFrameRate: flags.fps,
             syntheticFormat: try parseFormat(flags.syntheticFormat), syntheticFrameRate: flags.fps ?? 15)
+        do {
+            configuration.syntheticOverlays = try flags.syntheticOverlays.map(SyntheticOverlaySpec.parse)
+        } catch {
+            throw SettingsError(error.description)
+        }
         configuration.realFramesCommand = flags.onRealFrames ?? settings.nonEmpty("real_frames_command", environment: env)
         if let megabytes: Int = try settings.integer(AgentSettingKeys.recordSpoolMemory, environment: env) {
             guard megabytes >= 16 else { throw SettingsError("record_spool_memory_mb must be at least 16") }

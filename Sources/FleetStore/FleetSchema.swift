@@ -528,6 +528,24 @@ enum FleetSchema {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v20: detection settings") { db in
+            // What each device's agent looks for in its frames (detection.md), pushed again at
+            // every registration; removing the device removes them.
+            try db.execute(sql: """
+                CREATE TABLE deviceDetection (
+                    deviceId TEXT PRIMARY KEY NOT NULL REFERENCES device(id) ON DELETE CASCADE,
+                    codes TEXT NOT NULL,
+                    faces INTEGER NOT NULL CHECK (faces IN (0, 1)),
+                    regionX REAL NOT NULL CHECK (regionX >= 0 AND regionX < 1),
+                    regionY REAL NOT NULL CHECK (regionY >= 0 AND regionY < 1),
+                    regionWidth REAL NOT NULL CHECK (regionWidth > 0 AND regionWidth <= 1),
+                    regionHeight REAL NOT NULL CHECK (regionHeight > 0 AND regionHeight <= 1),
+                    framesPerSecond REAL NOT NULL CHECK (framesPerSecond > 0 AND framesPerSecond <= 60),
+                    changedAt INTEGER NOT NULL,
+                    changedBy TEXT NOT NULL
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 }

@@ -12,11 +12,16 @@ struct CapfleetBench: ParsableCommand {
         abstract: "Benchmarks that print their figures.",
         discussion: "They run the capfleet beside this binary: build it too (swift build -c release --product capfleet).",
         version: "\(WireDefaults.release) (protocol \(WireDefaults.protocolMajor.rawValue).\(WireDefaults.protocolMinor))",
-        subcommands: [TransportBench.self, CommandBench.self, TelemetryBench.self, ClockBench.self, RecordBench.self, FleetBench.self, PreviewBench.self, ViewBench.self, EncodeBench.self, DashboardBench.self])
+        subcommands: [TransportBench.self, CommandBench.self, TelemetryBench.self, ClockBench.self, StillBench.self, RecordBench.self, FleetBench.self, PreviewBench.self, ViewBench.self, EncodeBench.self, DashboardBench.self])
 }
 
 /// A figure as the benchmarks print it: one decimal.
 func fmt(_ value: Double) -> String { String(format: "%.1f", value) }
+
+/// The `p` quantile (0 to 1) of figures sorted ascending, by nearest rank.
+func quantile(_ sorted: [Double], _ p: Double) -> Double {
+    sorted[min(sorted.count - 1, max(0, Int((Double(sorted.count) * p).rounded(.up)) - 1))]
+}
 
 /// Prints at once, even into a pipe (the benchmarks run for minutes).
 func progress(_ text: String) {

@@ -1,19 +1,9 @@
 import ArgumentParser
-import CPlatform
-import CZeroMQ
-import FleetBus
 import FleetClient
 import FleetCore
-import FleetHost
 import FleetProtocol
-import FleetSystem
 import FleetTestSupport
 import Foundation
-import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// How well the fleet agrees on time, against known truth: a coordinator and agents on
 /// network namespaces (deploy/netns-fleet.sh), each agent's link through a relay at
@@ -45,62 +35,33 @@ struct ClockBench: ParsableCommand {
     @Option(help: "The test bed script.") var script: String = "deploy/netns-fleet.sh"
     @Option(help: "Where the CSV and PNG go.") var output: String = ".build/bench"
 
-    static let skews = ["+3.2s,+50ppm", "-1.5s,-50ppm", "+0.7s,-20ppm", "-0.2s,+35ppm"]
-    static let cleanLink = "delay=1ms,jitter=200us"
     static let impairedLink = "delay=1ms,jitter=200us,loss=5%,stall=200ms,spike=20ms,spike-every=15s,spike-for=2s"
 
     func run() throws {
-        guard getuid() == 0 else {
-            print("== clock accuracy: skipped, network namespaces need root (run as root, as CI does)")
-            return
-        }
-        print("== clock accuracy: \(agents) agent hosts in network namespaces, links \(Self.cleanLink) through `capfleet-relay`, clocks skewed \(Self.skews.prefix(agents).joined(separator: " / ")), synthetic cameras at \(fmt(fps)) fps")
+        guard NetnsBenchFleet.mayRun("clock accuracy") else { return }
+        print("== clock accuracy: \(agents) agent hosts in network namespaces, links \(NetnsBenchFleet.cleanLink) through `capfleet-relay`, clocks skewed \(NetnsBenchFleet.skews.prefix(agents).joined(separator: " / ")), synthetic cameras at \(fmt(fps)) fps")
         let data = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-clock-bench-\(getpid())").path
         let fleet = NetnsFleetScript(script: script, prefix: prefix, data: data)
         defer { fleet.down() }
-        var skewArguments: [String] = []
-        for index in 1...agents { skewArguments += ["--skew", "\(index)=\(Self.skews[(index - 1) % Self.skews.count])"] }
-        // The capfleet beside this binary; the script finds capfleet-relay beside that.
-        // The script hands each daemon its --setting values as CAPFLEET_<KEY> (and no other CAPFLEET_*).
-        var settings = ["--setting", "cpu_latency_us=\(cpuLatencyUs)"]
+        var settings = ["cpu_latency_us=\(cpuLatencyUs)"]
         progress("coordinator and agents with cpu_latency_us = \(cpuLatencyUs)")
         if let probeBudget {
-            settings += ["--setting", "clock_probe_budget=\(probeBudget)"]
+            settings.append("clock_probe_budget=\(probeBudget)")
             progress("coordinator clock_probe_budget \(probeBudget): a locked pace of \(ClockProbePacer(budget: Double(probeBudget)).interval(forAgents: agents) / 1_000_000) ms for \(agents) agents")
         }
-        try fleet.run(["up", "--agents", "\(agents)", "--bin", try CapfleetBinary.checked(),
-                       "--impair", Self.cleanLink, "--agent-args", "--fps \(fmt(fps)) --synthetic-format 160x120:YUYV --no-pressure"] + skewArguments + settings)
-        progress("fleet up; connecting from namespace \(prefix)-coord")
-        let client = try NetworkNamespace.operatorClient(namespace: "\(prefix)-coord", address: "10.77.0.1:7602", credentialPath: data + "/admin.credential")
-        let credential = try OperatorCredential.load(path: data + "/admin.credential")
-        let epoch = try NetworkNamespace.fleetEpoch(namespace: "\(prefix)-coord", endpoint: "tcp://10.77.0.1:7605",
-                                                    agentStateDirectory: data + "/a1/state", coordinatorKey: credential.coordinatorKey)
-        let localEpoch = Int64(bitPattern: FleetTimeSource().epochOffset)
-        progress("fleet-time epoch from the coordinator's clock endpoint; this process's wall minus monotonic differs by \(localEpoch - Int64(bitPattern: epoch)) ns")
-
-        // Each device, and the skew of the node it is on.
-        var clocks: [String: NodeClock] = [:]
-        var names: [String: String] = [:]
-        let nodes = try client.call(.listNodes(.init())).reply.nodes
-        for node in nodes {
-            guard let index = Int(node.name.dropFirst()), index >= 1 else { continue }
-            clocks[node.nodeID] = NodeClock(testSetting: Self.skews[(index - 1) % Self.skews.count])
-            names[node.nodeID] = node.name
-        }
-        let devices = try client.call(.listDevices(.init())).reply.devices.filter { clocks[$0.nodeID] != nil }
-        guard devices.count == agents else { throw BenchFailure("expected \(agents) devices, the coordinator lists \(devices.count)") }
-        let truth = Truth(epoch: epoch, clocks: Dictionary(uniqueKeysWithValues: devices.map { ($0.deviceID, clocks[$0.nodeID]!) }))
+        let hosts = try NetnsBenchFleet.up(fleet, agents: agents, agentArguments: "--fps \(fmt(fps)) --synthetic-format 160x120:YUYV --no-pressure",
+                                           settings: settings)
+        let client = hosts.client, truth = hosts.truth, names = hosts.nodeNames, devices = hosts.devices
 
         progress("waiting for \(agents) clocks to lock")
-        let locked = try waitForLock(client, nodes: Set(clocks.keys), seconds: 30)
+        let locked = try hosts.waitForLock(seconds: 30)
         let lockedAt = Date()
         print("all \(agents) clocks locked \(fmt(locked)) s after the fleet was up (as the coordinator hears it: up to a heartbeat late)")
 
         let ids = devices.map(\.deviceID)
         var unaligned: [SpreadSample] = []
         for _ in 0..<12 { if let sample = try syncCheck(client, ids, truth) { unaligned.append(sample) } }
-        for device in ids { _ = try client.call(.lockDevice(.with { $0.deviceID = device; $0.seconds = 3600 })) }
-        _ = try client.call(.changeFrameAlignment(.with { $0.deviceIds = ids; $0.enabled = true }))
+        try hosts.align(ids)
         Thread.sleep(forTimeInterval: 3)
 
         var sampler = FrameSampler(truth: truth)
@@ -113,14 +74,14 @@ struct ClockBench: ParsableCommand {
         try sampler.collect(client, ids, phase: "impaired", seconds: impairedSeconds, since: started) {
             impairedSpread += try syncCheck(client, ids, truth).map { [$0] } ?? []
         }
-        try fleet.run(["impair", "all", Self.cleanLink])
+        try fleet.run(["impair", "all", NetnsBenchFleet.cleanLink])
 
         var relocks: [Double] = []
         for index in 1...agents {
             guard let node = names.first(where: { $0.value == "a\(index)" })?.key else { throw BenchFailure("the coordinator lists no node a\(index)") }
             let restartedAt = Date()
             try fleet.run(["restart-agent", "\(index)"])
-            relocks.append(try waitForLock(client, nodes: [node], seconds: 20, heardAfter: restartedAt))
+            relocks.append(try hosts.waitForLock(nodes: [node], seconds: 20, heardAfter: restartedAt))
         }
 
         report(sampler: sampler, unaligned: unaligned, aligned: aligned, impairedSpread: impairedSpread, relocks: relocks)
@@ -128,23 +89,6 @@ struct ClockBench: ParsableCommand {
     }
 
     // MARK: measuring
-
-    /// Seconds until every node's clock is reported locked (in a report heard after `heardAfter`).
-    private func waitForLock(_ client: OperatorClient, nodes: Set<String>, seconds: Double, heardAfter: Date? = nil) throws -> Double {
-        let start = heardAfter ?? Date()
-        let deadline = start.addingTimeInterval(seconds)
-        let after = Int64((heardAfter?.timeIntervalSince1970 ?? 0) * 1000)
-        while Date() < deadline {
-            let listed = try client.call(.listNodes(.init())).reply.nodes.filter { nodes.contains($0.nodeID) }
-            let lockedNow = listed.filter { $0.online && $0.clock.sync == .locked && $0.clock.reportedUnixMs > after }
-            if lockedNow.count == nodes.count {
-                let heard = lockedNow.map { Double($0.clock.reportedUnixMs) / 1000 }.max() ?? Date().timeIntervalSince1970
-                return heard - start.timeIntervalSince1970
-            }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-        throw BenchFailure("clocks of \(nodes.sorted().joined(separator: ", ")) not locked within \(fmt(seconds)) s")
-    }
 
     /// One sync-check 300 ms ahead: the spread of the answering frames' reported fleet times
     /// and of their true capture times.
@@ -221,18 +165,6 @@ struct ClockBench: ParsableCommand {
     }
 }
 
-/// The truth every sample is judged against.
-struct Truth {
-    let epoch: UInt64
-    let clocks: [String: NodeClock]
-
-    /// The true fleet time of a moment a device's node clock read `local`.
-    func fleetTime(device: String, local: UInt64) -> Int64 {
-        let clock = clocks[device] ?? .system
-        return Int64(bitPattern: clock.monotonic(fromLocal: local) &+ epoch)
-    }
-}
-
 struct FrameSample {
     var seconds: Double
     var phase: String
@@ -274,66 +206,4 @@ struct FrameSampler {
             Thread.sleep(forTimeInterval: 0.1)
         }
     }
-}
-
-/// Operator clients whose sockets live in another network namespace.
-enum NetworkNamespace {
-    /// Makes the client on a thread that first moves into `namespace`: libzmq starts its
-    /// I/O threads from the thread that makes the first socket, and new threads (and the
-    /// sockets they open) stay in their creator's namespace.
-    static func operatorClient(namespace: String, address: String, credentialPath: String) throws -> OperatorClient {
-        let credential = try OperatorCredential.load(path: credentialPath)
-        guard let coordinator = CoordinatorAddress(address, defaultPort: 7602) else { throw BenchFailure("bad address \(address)") }
-        let made = Mutex<Result<OperatorClient, any Error>?>(nil)
-        let thread = OwnedThread(name: "cf-bench-netns") {
-            guard capfleet_enter_network_namespace(namespace) == 0 else {
-                made.withLock { $0 = .failure(BenchFailure("cannot enter network namespace \(namespace): \(String(cString: strerror(errno)))")) }
-                return
-            }
-            made.withLock { result in result = Result { try OperatorClient(address: coordinator, credential: credential, timeout: 10) } }
-        }
-        thread.joinBlocking()
-        return try made.withLock { $0! }.get()
-    }
-}
-
-extension NetworkNamespace {
-    /// The coordinator's fleet-time epoch (fleet time minus its CLOCK_MONOTONIC) exactly as
-    /// it stamps probes: one clock probe from `namespace` with an enrolled agent's key (the
-    /// clock endpoint admits node keys only). Reading the wall and monotonic clocks here
-    /// instead would differ by however long the coordinator was preempted between its two
-    /// reads at start.
-    static func fleetEpoch(namespace: String, endpoint: String, agentStateDirectory: String, coordinatorKey: CurvePublicKey) throws -> UInt64 {
-        guard let keys = try CurveCertificate.load(path: agentStateDirectory + "/keys/agent.key_secret").keys else {
-            throw BenchFailure("no agent key in \(agentStateDirectory)")
-        }
-        let result = Mutex<Result<UInt64, any Error>?>(nil)
-        let thread = OwnedThread(name: "cf-bench-netns") {
-            let outcome = Result<UInt64, any Error> {
-                guard capfleet_enter_network_namespace(namespace) == 0 else {
-                    throw BenchFailure("cannot enter network namespace \(namespace): \(String(cString: strerror(errno)))")
-                }
-                let socket = try ZMQSocket(context: ZMQContext(), type: .dealer)
-                try socket.makeCurveClient(serverKey: coordinatorKey, keys: keys)
-                try socket.setOption(ZMQ_LINGER, Int32(0))
-                try socket.connect(endpoint)
-                let request = Capfleet_V1_ClockProbeRequest.with {
-                    $0.protocolVersion = WireDefaults.protocolMajor
-                    $0.sequence = 1
-                }
-                try socket.send(try request.serializedBytes() as [UInt8])
-                guard socket.waitForInput(milliseconds: 5_000), let received = try? socket.receiveMultipart(dontWait: true, maxParts: 2),
-                      let part = received.parts.first, let reply = try? Capfleet_V1_ClockProbeReply(serializedBytes: part.array),
-                      reply.status.isOK else { throw BenchFailure("no clock probe answer from \(endpoint)") }
-                return reply.timebase
-            }
-            result.withLock { $0 = outcome }
-        }
-        thread.joinBlocking()
-        return try result.withLock { $0! }.get()
-    }
-}
-
-private func quantile(_ sorted: [Double], _ p: Double) -> Double {
-    sorted[min(sorted.count - 1, max(0, Int((Double(sorted.count) * p).rounded(.up)) - 1))]
 }

@@ -21,23 +21,7 @@ struct EventsCommand: ParsableCommand {
         // Subscribe before asking for the recent ones, so nothing falls between the two.
         var subscriber: ZMQSocket?
         if follow {
-            // The port the coordinator says it publishes on; one that cannot say (older) uses the default.
-            var telemetryPort = self.telemetryPort ?? WireDefaults.telemetryPort
-            if self.telemetryPort == nil, let named = try? client.call(.whoAmI(.init())).reply.endpoints.telemetryPort, named > 0 {
-                telemetryPort = UInt16(truncatingIfNeeded: named)
-            }
-            do {
-                let credential = try coordinator.loadCredential()
-                let socket = try ZMQSocket(context: ZMQContext(), type: .sub)
-                try socket.makeCurveClient(serverKey: credential.coordinatorKey, keys: credential.keys)
-                try socket.subscribe(TelemetryTopic.eventPrefix)
-                try socket.connect("tcp://\(client.address.host.contains(":") ? "[\(client.address.host)]" : client.address.host):\(telemetryPort)")
-                subscriber = socket
-            } catch let failure as CLIFailure {
-                throw failure
-            } catch {
-                throw CLIFailure("cannot subscribe to the coordinator's telemetry at \(client.address.host):\(telemetryPort): \(error)")
-            }
+            subscriber = try TelemetrySubscription.open(coordinator, client: client, port: telemetryPort, topic: TelemetryTopic.eventPrefix)
         }
         var recent: [Capfleet_V1_FleetEvent] = []
         if limit > 0 {

@@ -77,6 +77,8 @@ struct AgentCommand: AsyncParsableCommand {
     var synthetic: Int?
     @Option(help: "Synthetic cameras' starting format, WIDTHxHEIGHT:FOURCC.")
     var syntheticFormat: String = "640x480:YUYV"
+    @Option(name: .customLong("synthetic-overlay"), help: "A picture every synthetic camera draws into its frames, to try code and face detection: qr:TEXT@X,Y,W or image:FILE.png@X,Y,W (top-left corner and width as fractions of the frame); repeat for more.")
+    var syntheticOverlays: [String] = []
     @Option(help: "V4L2 cameras' starting format, WIDTHxHEIGHT:FOURCC (default: what the device has).")
     var format: String?
     @Option(help: "Starting frame rate (default: 15 for synthetic cameras, what the device has for V4L2).")
@@ -115,6 +117,7 @@ struct AgentCommand: AsyncParsableCommand {
         flags.discover = discover
         flags.synthetic = synthetic
         flags.syntheticFormat = syntheticFormat
+        flags.syntheticOverlays = syntheticOverlays
         flags.format = format
         flags.fps = fps
         flags.buffers = buffers

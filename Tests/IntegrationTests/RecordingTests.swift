@@ -348,7 +348,12 @@ extension SecondLaneIntegrationTests {
 
         /// The timed-metadata track's entries of the files, as ffmpeg reads them (SubRip text).
         static func metadataEntries(in paths: [String]) throws -> [String] {
-            var entries: [String] = []
+            try metadataTrack(in: paths).map(\.json)
+        }
+
+        /// The track's entries with where each sits in it, in milliseconds from the file's start.
+        static func metadataTrack(in paths: [String]) throws -> [(milliseconds: Double, json: String)] {
+            var entries: [(Double, String)] = []
             for path in paths {
                 let process = Process()
                 process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
@@ -359,7 +364,16 @@ extension SecondLaneIntegrationTests {
                 try process.run()
                 let data = out.fileHandleForReading.readDataToEndOfFile()
                 process.waitUntilExit()
-                entries += String(decoding: data, as: UTF8.self).split(separator: "\n").filter { $0.hasPrefix("{") }.map(String.init)
+                var time = 0.0
+                for line in String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init) {
+                    if line.contains(" --> ") {
+                        // 00:00:01,234 --> …
+                        let clock = line.split(separator: " ")[0].split(whereSeparator: { $0 == ":" || $0 == "," }).compactMap { Double($0) }
+                        if clock.count == 4 { time = ((clock[0] * 60 + clock[1]) * 60 + clock[2]) * 1000 + clock[3] }
+                    } else if line.hasPrefix("{") {
+                        entries.append((time, line))
+                    }
+                }
             }
             return entries
         }

@@ -228,6 +228,18 @@ public nonisolated struct Capfleet_V1_DeviceCounters: @unchecked Sendable {
     set {_uniqueStorage()._liveFlow = newValue}
   }
 
+  /// Since 1.6 (detection.md): frames examined for codes and faces, and frames due to be
+  /// examined that were skipped because detection was still busy with an earlier one.
+  public var detectionExamined: UInt64 {
+    get {_storage._detectionExamined}
+    set {_uniqueStorage()._detectionExamined = newValue}
+  }
+
+  public var detectionSkipped: UInt64 {
+    get {_storage._detectionSkipped}
+    set {_uniqueStorage()._detectionSkipped = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -464,6 +476,15 @@ public nonisolated struct Capfleet_V1_Command: Sendable {
     set {action = .captureStill(newValue)}
   }
 
+  /// since 1.6, detection.md
+  public var setDetection: Capfleet_V1_SetDetection {
+    get {
+      if case .setDetection(let v)? = action {return v}
+      return Capfleet_V1_SetDetection()
+    }
+    set {action = .setDetection(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Action: Equatable, Sendable {
@@ -481,6 +502,8 @@ public nonisolated struct Capfleet_V1_Command: Sendable {
     case setFrameAlignment(Capfleet_V1_SetFrameAlignment)
     /// since 1.6, stills.md; answered once the stills are written
     case captureStill(Capfleet_V1_CaptureStill)
+    /// since 1.6, detection.md
+    case setDetection(Capfleet_V1_SetDetection)
 
   }
 
@@ -1027,6 +1050,15 @@ public nonisolated struct Capfleet_V1_AgentMessage: Sendable {
     set {body = .enroll(newValue)}
   }
 
+  /// since 1.6, detection.md: the coordinator publishes it on meta.<device_id>
+  public var detection: Capfleet_V1_DetectionReport {
+    get {
+      if case .detection(let v)? = body {return v}
+      return Capfleet_V1_DetectionReport()
+    }
+    set {body = .detection(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Body: Equatable, Sendable {
@@ -1039,6 +1071,8 @@ public nonisolated struct Capfleet_V1_AgentMessage: Sendable {
     case pressureChange(Capfleet_V1_PressureReport)
     /// only on a connection made with an enrollment token's key
     case enroll(Capfleet_V1_Enroll)
+    /// since 1.6, detection.md: the coordinator publishes it on meta.<device_id>
+    case detection(Capfleet_V1_DetectionReport)
 
   }
 
@@ -1320,6 +1354,29 @@ public nonisolated struct Capfleet_V1_StillCaptured: Sendable {
   public init() {}
 }
 
+/// Command (field 21): what the device's agent looks for in its frames (detection.md). Pushed
+/// on every change and again at every registration; the agent answers once it applies it.
+public nonisolated struct Capfleet_V1_SetDetection: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var settings: Capfleet_V1_DetectionSettings {
+    get {_settings ?? Capfleet_V1_DetectionSettings()}
+    set {_settings = newValue}
+  }
+  /// Returns true if `settings` has been explicitly set.
+  public var hasSettings: Bool {self._settings != nil}
+  /// Clears the value of `settings`. Subsequent reads from it will return its default value.
+  public mutating func clearSettings() {self._settings = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _settings: Capfleet_V1_DetectionSettings? = nil
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "capfleet.v1"
@@ -1441,7 +1498,7 @@ nonisolated extension Capfleet_V1_Heartbeat: SwiftProtobuf.Message, SwiftProtobu
 
 nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceCounters"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}frames_captured\0\u{3}frames_sent\0\u{3}bytes_sent\0\u{1}drops\0\u{1}streaming\0\u{1}interruption\0\u{1}focus\0\u{3}zoom_factor\0\u{3}active_frame_rate\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{3}bytes_captured\0\u{1}layout\0\u{3}last_sequence\0\u{3}live_flow\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}frames_captured\0\u{3}frames_sent\0\u{3}bytes_sent\0\u{1}drops\0\u{1}streaming\0\u{1}interruption\0\u{1}focus\0\u{3}zoom_factor\0\u{3}active_frame_rate\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{3}bytes_captured\0\u{1}layout\0\u{3}last_sequence\0\u{3}live_flow\0\u{3}detection_examined\0\u{3}detection_skipped\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -1465,6 +1522,8 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
     var _layout: Capfleet_V1_FrameLayout? = nil
     var _lastSequence: UInt64 = 0
     var _liveFlow: Bool = false
+    var _detectionExamined: UInt64 = 0
+    var _detectionSkipped: UInt64 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -1496,6 +1555,8 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
       _layout = source._layout
       _lastSequence = source._lastSequence
       _liveFlow = source._liveFlow
+      _detectionExamined = source._detectionExamined
+      _detectionSkipped = source._detectionSkipped
     }
   }
 
@@ -1535,6 +1596,8 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
         case 19: try { try decoder.decodeSingularMessageField(value: &_storage._layout) }()
         case 20: try { try decoder.decodeSingularUInt64Field(value: &_storage._lastSequence) }()
         case 21: try { try decoder.decodeSingularBoolField(value: &_storage._liveFlow) }()
+        case 22: try { try decoder.decodeSingularUInt64Field(value: &_storage._detectionExamined) }()
+        case 23: try { try decoder.decodeSingularUInt64Field(value: &_storage._detectionSkipped) }()
         default: break
         }
       }
@@ -1610,6 +1673,12 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
       if _storage._liveFlow != false {
         try visitor.visitSingularBoolField(value: _storage._liveFlow, fieldNumber: 21)
       }
+      if _storage._detectionExamined != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._detectionExamined, fieldNumber: 22)
+      }
+      if _storage._detectionSkipped != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._detectionSkipped, fieldNumber: 23)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -1640,6 +1709,8 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
         if _storage._layout != rhs_storage._layout {return false}
         if _storage._lastSequence != rhs_storage._lastSequence {return false}
         if _storage._liveFlow != rhs_storage._liveFlow {return false}
+        if _storage._detectionExamined != rhs_storage._detectionExamined {return false}
+        if _storage._detectionSkipped != rhs_storage._detectionSkipped {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -1859,7 +1930,7 @@ nonisolated extension Capfleet_V1_HeartbeatAck: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Command"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{3}device_id\0\u{4}\u{8}set_active_format\0\u{3}set_frame_rate\0\u{3}set_zoom\0\u{3}set_focus\0\u{3}set_drop_recovery\0\u{3}set_pressure_policy\0\u{3}set_consent\0\u{3}set_recording\0\u{3}find_first_frame\0\u{3}set_frame_alignment\0\u{3}capture_still\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{3}device_id\0\u{4}\u{8}set_active_format\0\u{3}set_frame_rate\0\u{3}set_zoom\0\u{3}set_focus\0\u{3}set_drop_recovery\0\u{3}set_pressure_policy\0\u{3}set_consent\0\u{3}set_recording\0\u{3}find_first_frame\0\u{3}set_frame_alignment\0\u{3}capture_still\0\u{3}set_detection\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2012,6 +2083,19 @@ nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf.
           self.action = .captureStill(v)
         }
       }()
+      case 21: try {
+        var v: Capfleet_V1_SetDetection?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .setDetection(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .setDetection(v)
+        }
+      }()
       default: break
       }
     }
@@ -2072,6 +2156,10 @@ nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf.
     case .captureStill?: try {
       guard case .captureStill(let v)? = self.action else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 20)
+    }()
+    case .setDetection?: try {
+      guard case .setDetection(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 21)
     }()
     case nil: break
     }
@@ -2751,7 +2839,7 @@ nonisolated extension Capfleet_V1_Enrolled: SwiftProtobuf.Message, SwiftProtobuf
 
 nonisolated extension Capfleet_V1_AgentMessage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".AgentMessage"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{1}heartbeat\0\u{1}status\0\u{3}command_reply\0\u{3}device_event\0\u{3}pressure_change\0\u{1}enroll\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{1}heartbeat\0\u{1}status\0\u{3}command_reply\0\u{3}device_event\0\u{3}pressure_change\0\u{1}enroll\0\u{1}detection\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2850,6 +2938,19 @@ nonisolated extension Capfleet_V1_AgentMessage: SwiftProtobuf.Message, SwiftProt
           self.body = .enroll(v)
         }
       }()
+      case 8: try {
+        var v: Capfleet_V1_DetectionReport?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .detection(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .detection(v)
+        }
+      }()
       default: break
       }
     }
@@ -2888,6 +2989,10 @@ nonisolated extension Capfleet_V1_AgentMessage: SwiftProtobuf.Message, SwiftProt
     case .enroll?: try {
       guard case .enroll(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
+    }()
+    case .detection?: try {
+      guard case .detection(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 8)
     }()
     case nil: break
     }
@@ -3365,6 +3470,40 @@ nonisolated extension Capfleet_V1_StillCaptured: SwiftProtobuf.Message, SwiftPro
     if lhs.awayNs != rhs.awayNs {return false}
     if lhs.stillFormatIndex != rhs.stillFormatIndex {return false}
     if lhs.streamingFormatIndex != rhs.streamingFormatIndex {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_SetDetection: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SetDetection"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}settings\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._settings) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._settings {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_SetDetection, rhs: Capfleet_V1_SetDetection) -> Bool {
+    if lhs._settings != rhs._settings {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

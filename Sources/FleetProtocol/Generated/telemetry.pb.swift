@@ -540,6 +540,44 @@ public nonisolated struct Capfleet_V1_FleetEvent: Sendable {
   public init() {}
 }
 
+/// Topic "meta.<device_id>" (detection.md), since 1.6: what the device's agent found in one
+/// examined frame. Sent for every examined frame with objects, and once when they are gone
+/// (an empty `objects`). Never for a device whose consent is not granted.
+public nonisolated struct Capfleet_V1_DetectionReport: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var nodeID: String = String()
+
+  public var deviceID: String = String()
+
+  /// the examined frame's
+  public var sequence: UInt64 = 0
+
+  /// its capture time in the node's clock
+  public var captureLocalNs: UInt64 = 0
+
+  /// and in fleet time; 0 = the node had no fleet time
+  public var fleetTimeNs: UInt64 = 0
+
+  public var frameWidth: UInt32 = 0
+
+  public var frameHeight: UInt32 = 0
+
+  public var objects: [Capfleet_V1_DetectedObject] = []
+
+  /// due frames not examined since the last report: detection was busy (counted, never queued)
+  public var skippedFrames: UInt64 = 0
+
+  /// frames examined since the agent started detecting
+  public var examinedFrames: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "capfleet.v1"
@@ -1064,6 +1102,81 @@ nonisolated extension Capfleet_V1_FleetEvent: SwiftProtobuf.Message, SwiftProtob
     if lhs.message != rhs.message {return false}
     if lhs.alert != rhs.alert {return false}
     if lhs.suppressed != rhs.suppressed {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_DetectionReport: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".DetectionReport"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_id\0\u{3}device_id\0\u{1}sequence\0\u{3}capture_local_ns\0\u{3}fleet_time_ns\0\u{3}frame_width\0\u{3}frame_height\0\u{1}objects\0\u{3}skipped_frames\0\u{3}examined_frames\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.nodeID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.sequence) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.captureLocalNs) }()
+      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.fleetTimeNs) }()
+      case 6: try { try decoder.decodeSingularUInt32Field(value: &self.frameWidth) }()
+      case 7: try { try decoder.decodeSingularUInt32Field(value: &self.frameHeight) }()
+      case 8: try { try decoder.decodeRepeatedMessageField(value: &self.objects) }()
+      case 9: try { try decoder.decodeSingularUInt64Field(value: &self.skippedFrames) }()
+      case 10: try { try decoder.decodeSingularUInt64Field(value: &self.examinedFrames) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.nodeID.isEmpty {
+      try visitor.visitSingularStringField(value: self.nodeID, fieldNumber: 1)
+    }
+    if !self.deviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 2)
+    }
+    if self.sequence != 0 {
+      try visitor.visitSingularUInt64Field(value: self.sequence, fieldNumber: 3)
+    }
+    if self.captureLocalNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.captureLocalNs, fieldNumber: 4)
+    }
+    if self.fleetTimeNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.fleetTimeNs, fieldNumber: 5)
+    }
+    if self.frameWidth != 0 {
+      try visitor.visitSingularUInt32Field(value: self.frameWidth, fieldNumber: 6)
+    }
+    if self.frameHeight != 0 {
+      try visitor.visitSingularUInt32Field(value: self.frameHeight, fieldNumber: 7)
+    }
+    if !self.objects.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.objects, fieldNumber: 8)
+    }
+    if self.skippedFrames != 0 {
+      try visitor.visitSingularUInt64Field(value: self.skippedFrames, fieldNumber: 9)
+    }
+    if self.examinedFrames != 0 {
+      try visitor.visitSingularUInt64Field(value: self.examinedFrames, fieldNumber: 10)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_DetectionReport, rhs: Capfleet_V1_DetectionReport) -> Bool {
+    if lhs.nodeID != rhs.nodeID {return false}
+    if lhs.deviceID != rhs.deviceID {return false}
+    if lhs.sequence != rhs.sequence {return false}
+    if lhs.captureLocalNs != rhs.captureLocalNs {return false}
+    if lhs.fleetTimeNs != rhs.fleetTimeNs {return false}
+    if lhs.frameWidth != rhs.frameWidth {return false}
+    if lhs.frameHeight != rhs.frameHeight {return false}
+    if lhs.objects != rhs.objects {return false}
+    if lhs.skippedFrames != rhs.skippedFrames {return false}
+    if lhs.examinedFrames != rhs.examinedFrames {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

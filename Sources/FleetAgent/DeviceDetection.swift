@@ -1,0 +1,186 @@
+import FleetCapture
+import FleetCore
+import FleetDetection
+import FleetProtocol
+import FleetSystem
+import Foundation
+import Logging
+import Synchronization
+
+/// One camera's detection of codes and faces (detection.md), on a thread of its own: the
+/// capture thread only checks whether a frame is due (the rate) and the thread idle, and if so
+/// copies the frame's pixels and hands them over; a due frame that finds the thread busy is
+/// skipped and counted, never queued, so detection never holds up capture or the frame path.
+final class DeviceDetection: Sendable {
+    let deviceID: String
+    private struct Wanted {
+        var settings = DetectionSettings.off
+        /// Bumped on every change: the tracker starts over.
+        var generation = 0
+        var lastExamined: UInt64 = 0
+    }
+
+    private let wanted = Mutex(Wanted())
+    /// What the capture thread and the detection thread both touch.
+    private final class Shared: Sendable {
+        let busy = Atomic<Bool>(false)
+        let examined = Atomic<UInt64>(0)
+        let skipped = Atomic<UInt64>(0)
+        let skippedSinceReport = Atomic<UInt64>(0)
+        /// Where reports go (the stream checks consent and sends them on); set once by the stream.
+        let sink = Mutex<(@Sendable (Capfleet_V1_DetectionReport) -> Void)?>(nil)
+    }
+
+    private let shared: Shared
+    private let worker: OwnedWorker<Job>
+
+    /// Frames examined, and due frames skipped because the detection thread was busy.
+    var examined: UInt64 { shared.examined.load(ordering: .relaxed) }
+    var skipped: UInt64 { shared.skipped.load(ordering: .relaxed) }
+
+    struct Job: Sendable {
+        let pixels: FrameBuffer
+        let layout: FrameLayout
+        let sequence: UInt64
+        let captureLocal: UInt64
+        let fleetTime: UInt64?
+        let nodeID: String
+        let settings: DetectionSettings
+        let generation: Int
+    }
+
+    init(deviceID: String, logger: Logger) {
+        self.deviceID = deviceID
+        let shared = Shared()
+        self.shared = shared
+        worker = OwnedWorker(name: "cf-detect", capacity: 1, state: { DetectorState(deviceID: deviceID, logger: logger) }, handle: { state, job in
+            defer { shared.busy.store(false, ordering: .releasing) }
+            let report = state.examine(job)
+            shared.examined.add(1, ordering: .relaxed)
+            guard var sent = report else { return }
+            sent.examinedFrames = shared.examined.load(ordering: .relaxed)
+            sent.skippedFrames = shared.skippedSinceReport.exchange(0, ordering: .relaxed)
+            if let deliver = shared.sink.withLock({ $0 }) { deliver(sent) }
+        })
+    }
+
+    func deliver(to sink: @escaping @Sendable (Capfleet_V1_DetectionReport) -> Void) { shared.sink.withLock { $0 = sink } }
+
+    var settings: DetectionSettings { wanted.withLock { $0.settings } }
+
+    /// Checks the detectors can be made (a cascade file missing is said now, in the answer to
+    /// the command), then applies the settings from the next frame on.
+    func apply(_ settings: DetectionSettings) throws(DetectionError) {
+        if let problem = settings.problem { throw .scanFailed(problem.description) }
+        if settings.faces { _ = try FaceDetector() }
+        if !settings.codes.isEmpty { _ = try BarcodeScanner(symbologies: settings.codes) }
+        wanted.withLock {
+            $0.settings = settings
+            $0.generation += 1
+            $0.lastExamined = 0
+        }
+    }
+
+    /// On the capture thread, for a real frame (never a black one): hands it over if it is due
+    /// and the detection thread is free.
+    func offer(_ frame: CapturedFrame, captureLocal: UInt64, fleetTime: UInt64?, nodeID: String) {
+        let due: (DetectionSettings, Int)? = wanted.withLock { wanted in
+            guard wanted.settings.isOn else { return nil }
+            let interval = UInt64(1e9 / wanted.settings.framesPerSecond)
+            guard wanted.lastExamined == 0 || frame.captureMonotonicNanoseconds &- wanted.lastExamined >= interval else { return nil }
+            wanted.lastExamined = frame.captureMonotonicNanoseconds
+            return (wanted.settings, wanted.generation)
+        }
+        guard let (settings, generation) = due else { return }
+        guard !shared.busy.exchange(true, ordering: .acquiringAndReleasing) else {
+            shared.skipped.add(1, ordering: .relaxed)
+            shared.skippedSinceReport.add(1, ordering: .relaxed)
+            return
+        }
+        let copy = FrameBuffer(unpooledCapacity: frame.byteCount)
+        copy.storage.copyMemory(from: frame.buffer.storage, byteCount: frame.byteCount)
+        let job = Job(pixels: copy, layout: frame.layout, sequence: frame.sequence, captureLocal: captureLocal, fleetTime: fleetTime,
+                      nodeID: nodeID, settings: settings, generation: generation)
+        if !worker.post(job) { shared.busy.store(false, ordering: .releasing) }
+    }
+
+    func stop() async { await worker.stop() }
+}
+
+/// The detection thread's own: the detectors for the current settings and the face tracker.
+private struct DetectorState {
+    let deviceID: String
+    let logger: Logger
+    var generation = -1
+    var scanner: BarcodeScanner?
+    var faces: FaceDetector?
+    var tracker = FaceTracker()
+    /// The last report had objects: the next without any is sent once, saying they are gone.
+    var lastHadObjects = false
+    var unsupportedFormatSaid = false
+
+    init(deviceID: String, logger: Logger) {
+        self.deviceID = deviceID
+        self.logger = logger
+    }
+
+    mutating func examine(_ job: DeviceDetection.Job) -> Capfleet_V1_DetectionReport? {
+        if job.generation != generation {
+            generation = job.generation
+            tracker.reset()
+            lastHadObjects = false
+            do {
+                scanner = job.settings.codes.isEmpty ? nil : try BarcodeScanner(symbologies: job.settings.codes)
+                faces = job.settings.faces ? try FaceDetector() : nil
+            } catch {
+                logger.error("detection cannot start", metadata: ["device.id": "\(deviceID)", "error": "\(error)"])
+                scanner = nil
+                faces = nil
+            }
+        }
+        guard let luma = LumaPlane(base: job.pixels.storage, pixelFormat: job.layout.pixelFormat, width: job.layout.width, height: job.layout.height),
+              let image = GreyImage(luma: luma) else {
+            if !unsupportedFormatSaid {
+                unsupportedFormatSaid = true
+                logger.warning("detection skips this format: no luma plane to read", metadata: ["device.id": "\(deviceID)", "format": "\(job.layout.pixelFormat)"])
+            }
+            return nil
+        }
+        var objects: [Capfleet_V1_DetectedObject] = []
+        do {
+            for code in try scanner?.scan(image, region: job.settings.region) ?? [] {
+                objects.append(.with {
+                    $0.kind = .code
+                    $0.symbology = code.symbology.rawValue
+                    $0.value = code.value
+                    $0.corners = code.corners.map { point in .with { $0.x = point.x; $0.y = point.y } }
+                    $0.bounds = code.bounds.wire
+                })
+            }
+            if let faces {
+                for face in tracker.update(try faces.detect(image, region: job.settings.region)) {
+                    objects.append(.with {
+                        $0.kind = .face
+                        $0.faceID = face.id
+                        $0.bounds = face.box.wire
+                    })
+                }
+            }
+        } catch {
+            logger.error("detection failed on a frame", metadata: ["device.id": "\(deviceID)", "error": "\(error)"])
+            return nil
+        }
+        guard !objects.isEmpty || lastHadObjects else { return nil }
+        lastHadObjects = !objects.isEmpty
+        return .with {
+            $0.nodeID = job.nodeID
+            $0.deviceID = deviceID
+            $0.sequence = job.sequence
+            $0.captureLocalNs = job.captureLocal
+            $0.fleetTimeNs = job.fleetTime ?? 0
+            $0.frameWidth = UInt32(job.layout.width)
+            $0.frameHeight = UInt32(job.layout.height)
+            $0.objects = objects
+        }
+    }
+}

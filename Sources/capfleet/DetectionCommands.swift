@@ -1,0 +1,95 @@
+import ArgumentParser
+import FleetBus
+import FleetClient
+import FleetCore
+import FleetProtocol
+import Foundation
+
+/// `capfleet detect`: what a camera's agent looks for in its frames (proto-docs/detection.md).
+struct DetectCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "detect",
+        abstract: "Look for codes and faces in a camera's frames (on its host); detections go to telemetry (meta.DEVICE) and into takes' timed metadata.",
+        discussion: "Needs the camera's lease (capfleet lock). Remembered, and set again whenever the camera's agent registers. Codes: \(BarcodeSymbology.allCases.map(\.rawValue).joined(separator: ", ")) (ZBar; it has no Data Matrix decoder).")
+    @OptionGroup var coordinator: CoordinatorOptions
+    @Argument(help: "The camera.", completion: FleetCompletion.deviceIDs) var device: String
+    @Option(help: "Symbologies to look for, comma-separated, e.g. qr,ean13.") var codes: String?
+    @Flag(help: "Look for faces (up to 10 a frame, each with an id that stays with it).") var faces = false
+    @Option(help: "Only this part of the frame: x,y,w,h as fractions of the frame, e.g. 0.25,0.25,0.5,0.5.") var region: String?
+    @Option(help: "Frames examined a second at most (default 5).") var fps: Double?
+    @Flag(help: "Stop detecting.") var off = false
+    @Flag(help: "Print JSON.") var json = false
+
+    func validate() throws {
+        if off && (codes != nil || faces || region != nil || fps != nil) { throw ValidationError("--off goes alone") }
+        if !off && codes == nil && !faces { throw ValidationError("say what to look for: --codes, --faces, or both (or --off)") }
+    }
+
+    static func region(_ text: String) throws -> NormalizedRect {
+        let parts = text.split(separator: ",").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+        guard parts.count == 4 else { throw ValidationError("--region is x,y,w,h as fractions of the frame, e.g. 0.25,0.25,0.5,0.5, not \(text)") }
+        return NormalizedRect(x: parts[0], y: parts[1], width: parts[2], height: parts[3])
+    }
+
+    func run() throws {
+        var settings = DetectionSettings.off
+        if !off {
+            let symbologies: [BarcodeSymbology]
+            switch BarcodeSymbology.list(codes ?? "") {
+            case let .success(list): symbologies = list
+            case let .failure(error): throw CLIFailure(error.description)
+            }
+            settings = DetectionSettings(codes: symbologies, faces: faces, region: try region.map(Self.region) ?? .whole,
+                                         framesPerSecond: fps ?? DetectionSettings.defaultFramesPerSecond)
+            if let problem = settings.problem { throw CLIFailure(problem.description) }
+        }
+        let reply = try coordinator.call(.changeDetection(.with {
+            $0.deviceID = device
+            $0.settings = settings.wire
+        }), timeout: 10).reply
+        let applied = (try? DetectionSettings(wire: reply.detection)) ?? settings
+        if json {
+            print(try FleetTables.json(DetectionViews.Settings(device: device, applied)))
+        } else if applied.isOn {
+            print("\(device) looks for \(DetectionViews.summary(applied)); follow it with: capfleet metadata \(device) --follow")
+        } else {
+            print("\(device) detects nothing now")
+        }
+    }
+}
+
+/// `capfleet metadata`: a camera's detections as they come, from the telemetry endpoint.
+struct MetadataCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "metadata",
+        abstract: "A camera's detected codes and faces as its agent reports them (telemetry topic meta.DEVICE), one line per examined frame with objects.")
+    @OptionGroup var coordinator: CoordinatorOptions
+    @Argument(help: "The camera.", completion: FleetCompletion.deviceIDs) var device: String
+    @Flag(help: "Keep following until Ctrl-C (without it: until the first report, or --count).") var follow = false
+    @Option(help: "Stop after this many reports.") var count: Int?
+    @Option(help: "Give up after this many seconds without one (default: never with --follow, else 10).") var wait: Double?
+    @Option(help: "The coordinator's telemetry port (default: the one the coordinator names).") var telemetryPort: UInt16?
+    @Flag(help: "Print one JSON object per line.") var json = false
+
+    func run() throws {
+        let client = try coordinator.client()
+        let subscriber = try TelemetrySubscription.open(coordinator, client: client, port: telemetryPort, topic: "meta.\(device)")
+        let limit = count ?? (follow ? nil : 1)
+        let patience = wait ?? (follow ? nil : 10)
+        var shown = 0
+        var lastHeard = Date()
+        while limit.map({ shown < $0 }) ?? true {
+            if let patience, Date().timeIntervalSince(lastHeard) > patience {
+                throw CLIFailure("no detection report from \(device) in \(VideoFormat.trim(patience)) s: is detection on (capfleet detect \(device) …), its consent granted, and something in view?")
+            }
+            guard subscriber.waitForInput(milliseconds: 250),
+                  let message = try? subscriber.receiveMultipart(dontWait: true), message.parts.count == 2,
+                  String(decoding: message.parts[0].array, as: UTF8.self) == "meta.\(device)",
+                  let report = try? Capfleet_V1_DetectionReport(serializedBytes: message.parts[1].array) else { continue }
+            lastHeard = Date()
+            print(json ? try FleetTables.jsonLine(DetectionViews.Report(report)) : DetectionViews.line(report))
+            fflush(nil)
+            shown += 1
+        }
+    }
+}
