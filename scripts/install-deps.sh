@@ -42,8 +42,8 @@ fi
 assets="$(cd "$(dirname "$0")/.." && pwd)/.build-test-assets"
 if [ ! -f "$assets/astronaut.png" ]; then
   unpack=$(mktemp -d)
-  chmod 755 "$unpack"  # apt's sandbox user downloads into it
-  (cd "$unpack" && apt-get download -qq python3-skimage >/dev/null)
+  # As whoever runs this (root in CI: apt's sandbox user could not write the temporary folder).
+  (cd "$unpack" && apt-get download -qq -o APT::Sandbox::User="$(id -un)" python3-skimage >/dev/null)
   dpkg-deb --fsys-tarfile "$unpack"/python3-skimage_*.deb | tar -x -C "$unpack" ./usr/lib/python3/dist-packages/skimage/data/astronaut.png
   mkdir -p "$assets"
   cp "$unpack/usr/lib/python3/dist-packages/skimage/data/astronaut.png" "$assets/astronaut.png"

@@ -91,7 +91,7 @@ public enum DetectionError: Error, Sendable, Equatable, CustomStringConvertible 
         case let .cannotCreate(what): "cannot create \(what): out of memory?"
         case let .scanFailed(why): "detection failed: \(why)"
         case let .cannotLoadCascade(path):
-            "cannot load the face detector's cascade \(path): install Debian's opencv-data, or set face_cascade to a Haar cascade file"
+            "cannot load the face detector's cascade \(path): install Debian's opencv-data, which has it"
         }
     }
 }
