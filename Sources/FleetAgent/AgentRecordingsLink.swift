@@ -256,22 +256,13 @@ private final class LinkState {
         chunk.number = request.number
         chunk.offset = request.offset
         var bytes: [UInt8] = []
+        // The file asked for: a still's picture, or a finished segment of a part held here.
+        let path = still ? stills.path(stillID: key.takeID, deviceID: key.deviceID, number: Int(request.number))
+            : store.part(key)?.current.segments.first(where: { $0.number == Int(request.number) && $0.state != .open })?.path
         if !consentAllows(key.deviceID) {
             chunk.error = "device \(key.deviceID)'s consent is not granted now: its frames do not leave the host"
-        } else if still {
-            if let path = stills.path(stillID: key.takeID, deviceID: key.deviceID, number: Int(request.number)) {
-                switch Self.read(path, offset: request.offset, length: length) {
-                case let .success((data, size)):
-                    bytes = data
-                    chunk.size = size
-                case let .failure(error):
-                    chunk.error = "\(error)"
-                }
-            } else {
-                chunk.error = "this agent holds no picture \(request.number) of \(key.deviceID) in still \(key.takeID)"
-            }
-        } else if let segment = store.part(key)?.current.segments.first(where: { $0.number == Int(request.number) }), segment.state != .open {
-            switch Self.read(segment.path, offset: request.offset, length: length) {
+        } else if let path {
+            switch Self.read(path, offset: request.offset, length: length) {
             case let .success((data, size)):
                 bytes = data
                 chunk.size = size
@@ -279,7 +270,8 @@ private final class LinkState {
                 chunk.error = "\(error)"
             }
         } else {
-            chunk.error = "this agent holds no finished segment \(request.number) of \(key.deviceID) in \(key.takeID)"
+            chunk.error = still ? "this agent holds no picture \(request.number) of \(key.deviceID) in still \(key.takeID)"
+                : "this agent holds no finished segment \(request.number) of \(key.deviceID) in \(key.takeID)"
         }
         let header = message(takeID: key.takeID, deviceID: key.deviceID, still ? .stillChunk(chunk) : .chunk(chunk))
         guard let encoded: [UInt8] = try? header.serializedBytes() else { return }

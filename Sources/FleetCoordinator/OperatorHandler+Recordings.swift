@@ -223,8 +223,13 @@ extension OperatorHandler {
             reply.status = .failure(.unavailable, "segment \(segment.number) of \(segment.deviceId) is on node \(segment.nodeId ?? "?")'s disk: collect it first (capfleet recordings collect \(segment.takeId))")
             return
         }
-        let length = Int(query.length == 0 ? 1 << 20 : min(query.length, 1 << 20))
-        let offset = query.offset
+        await Self.readChunk(of: path, offset: query.offset, length: query.length, into: &reply)
+    }
+
+    /// Up to `length` bytes (at most 1 MiB; 0 = 1 MiB) of a file from `offset`, read on a thread
+    /// of its own, into the reply's segment_data with the whole file's size: exports of takes and stills.
+    static func readChunk(of path: String, offset: UInt64, length wanted: UInt32, into reply: inout Capfleet_V1_OperatorReply) async {
+        let length = Int(wanted == 0 ? 1 << 20 : min(wanted, 1 << 20))
         let read = await OwnedThread.run("cf-files") { () -> Result<(Data, UInt64), CocoaError> in
             guard let handle = FileHandle(forReadingAtPath: path) else { return .failure(CocoaError(.fileReadNoSuchFile)) }
             // Closing a file opened for reading cannot lose data.

@@ -66,28 +66,7 @@ extension OperatorHandler {
             return
         }
         let path = query.sidecar ? (stored as NSString).deletingPathExtension + ".json" : stored
-        let length = Int(query.length == 0 ? 1 << 20 : min(query.length, 1 << 20))
-        let offset = query.offset
-        let read = await OwnedThread.run("cf-files") { () -> Result<(Data, UInt64), CocoaError> in
-            guard let handle = FileHandle(forReadingAtPath: path) else { return .failure(CocoaError(.fileReadNoSuchFile)) }
-            // Closing a file opened for reading cannot lose data.
-            defer { try? handle.close() }
-            do {
-                let size = try handle.seekToEnd()
-                try handle.seek(toOffset: min(offset, size))
-                return .success((try handle.read(upToCount: length) ?? Data(), size))
-            } catch {
-                return .failure(CocoaError(.fileReadUnknown))
-            }
-        }
-        switch read {
-        case let .success((data, size)):
-            reply.segmentData = data
-            reply.segmentSize = size
-            reply.status = .ok
-        case let .failure(error):
-            reply.status = .failure(.internal, "cannot read \(path): \(error.localizedDescription)")
-        }
+        await Self.readChunk(of: path, offset: query.offset, length: query.length, into: &reply)
     }
 
     static func info(_ entry: StillEntry, collecting: Bool) -> Capfleet_V1_StillInfo {
