@@ -139,8 +139,10 @@ public final class MatroskaSegmentWriter {
     public func appendFrame(_ payload: UnsafeRawBufferPointer, at timestamp: UInt64, duration: UInt64, keyframe: Bool = true) throws(RecordingError) {
         guard let context else { throw .alreadyFinished(path: path) }
         var pts = rescale(timestamp, to: video)
-        // Matroska counts in milliseconds: two frames within one must not go backwards.
-        pts = max(pts, lastVideoPTS)
+        // Matroska counts in milliseconds: a frame within the same one as the last (a driver
+        // delivering a burst, a clock correction) goes one later, so every player and remuxer
+        // sees strictly increasing times; the index and the sidecars keep the exact ones.
+        pts = max(pts, lastVideoPTS + 1)
         lastVideoPTS = pts
         lastWrittenMilliseconds = max(lastWrittenMilliseconds, pts)
         try write(payload, pts: pts, duration: rescale(duration, to: video), stream: video, keyframe: keyframe, in: context)

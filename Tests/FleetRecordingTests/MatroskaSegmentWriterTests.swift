@@ -43,6 +43,25 @@ final class MatroskaSegmentWriterTests {
         #expect(text.contains("0.336"), "the metadata entry sits at frame 10's time: \(text)")
     }
 
+    /// A burst (three frames within one millisecond) and a clock stepping back: the file's times
+    /// still go strictly forward, so ffmpeg copies every frame to a raw stream without an error.
+    @Test func framesWithinOneMillisecondOrGoingBack_areStoredStrictlyIncreasing() throws {
+        let path = directory + "/burst.mkv"
+        let writer = try MatroskaSegmentWriter(path: path, format: RecordedVideoFormat(pixelFormat: .yuyv, width: 16, height: 16, frameRate: 15), title: "burst")
+        let frame = [UInt8](repeating: 0x80, count: 16 * 16 * 2)
+        for at: UInt64 in [0, 66_000_000, 66_200_000, 66_400_000, 40_000_000, 133_000_000] {
+            try frame.withUnsafeBytes { try writer.appendFrame($0, at: at, duration: 66_666_667) }
+        }
+        try writer.finish()
+        let packets = try Self.probe(["-select_streams", "v", "-show_entries", "packet=pts", "-of", "csv=p=0", path])
+            .split(separator: "\n").compactMap { Int($0) }
+        #expect(packets == [0, 66, 67, 68, 69, 133], "\(packets)")
+        let copied = try Self.run("/usr/bin/ffmpeg", ["-v", "error", "-i", path, "-map", "0:v", "-fps_mode", "passthrough", "-enc_time_base", "-1", "-f", "rawvideo", "-y", directory + "/burst.yuv"])
+        #expect(copied.isEmpty, "\(copied)")
+        let size = try FileManager.default.attributesOfItem(atPath: directory + "/burst.yuv")[.size] as? Int
+        #expect(size == 6 * frame.count)
+    }
+
     @Test func theChecksum_isTheFilesSHA256() throws {
         let path = directory + "/nv12.mkv"
         let writer = try MatroskaSegmentWriter(path: path, format: RecordedVideoFormat(pixelFormat: .nv12, width: 32, height: 32, frameRate: 0), title: "nv12")

@@ -231,8 +231,11 @@ extension IntegrationTests {
         static func decode(_ path: String, width: Int = 640, height: Int = 480) throws -> (frames: [[UInt8]], errors: String) {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
-            // Every stored frame once: no frames repeated to fill a gap in the timestamps.
-            process.arguments = ["-v", "error", "-i", path, "-map", "0:v", "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "yuyv422", "-"]
+            // Every stored frame once: no frames repeated to fill a gap in the timestamps, and in
+            // the file's millisecond time base (the frame rate's would put two frames of a
+            // jittery camera, 60 and 70 ms apart, in one slot and refuse the second).
+            process.arguments = ["-v", "error", "-i", path, "-map", "0:v", "-fps_mode", "passthrough", "-enc_time_base", "-1",
+                                 "-f", "rawvideo", "-pix_fmt", "yuyv422", "-"]
             let output = Pipe(), errors = Pipe()
             process.standardOutput = output
             process.standardError = errors

@@ -238,11 +238,16 @@ extension SecondLaneIntegrationTests {
             let other = try #require(parts.first { $0["device_id"] as? String == devices[1] })
             #expect(stoppedPart["end_reason"] as? String == "consent denied", "\(stoppedPart)")
             let stoppedLast = try #require(stoppedPart["last_fleet_ns"] as? Int)
-            #expect(Double(stoppedLast) / 1e9 <= revokedAt.timeIntervalSince1970 + 0.3, "no frame of the revoked device after the revocation")
             let otherLast = try #require(other["last_fleet_ns"] as? Int)
             #expect(otherLast - stoppedLast > 2_000_000_000, "the other device went on recording")
             let events = try #require(shown["events"] as? [[String: Any]])
-            #expect(events.contains { $0["kind"] as? String == "consent" && $0["device_id"] as? String == devices[0] }, "\(events)")
+            let withdrawn = try #require(events.first { $0["kind"] as? String == "consent" && $0["device_id"] as? String == devices[0] }, "\(events)")
+            // The coordinator's instant of the revocation is the line: no frame captured after it
+            // is in the take (a busy machine may take a while to start the CLI, never to stop),
+            // but for one already handed to the part's writer as the stop was decided (100 ms).
+            let withdrawnAt = try #require(withdrawn["fleet_ns"] as? Int)
+            #expect(Double(withdrawnAt) / 1e9 >= revokedAt.timeIntervalSince1970 - 0.05 && Double(withdrawnAt) / 1e9 <= revokedAt.timeIntervalSince1970 + 30)
+            #expect(stoppedLast <= withdrawnAt + 100_000_000, "no frame of the revoked device after the revocation: last \(stoppedLast), revoked \(withdrawnAt)")
             let verified = try fleet.cli(["recordings", "verify", takeID], timeout: 60)
             #expect(verified.status == 0, "\(verified.output)\(verified.error)")
         }
