@@ -234,6 +234,11 @@ public enum FleetTables {
                 return mine.isEmpty ? nil : "\(codec.rawValue): " + mine.map(\.summary).joined(separator: ", then ")
             }.joined(separator: "; ")))
         if info.hasAlignment { lines.append("alignment  " + alignmentSummary(info.alignment)) }
+        if let near = description.focus.minimumFocusDistanceMillimetres { lines.append("lens       focuses from \(VideoFormat.trim(near)) mm (the device says)") }
+        if info.hasOptics {
+            lines.append("optics     \(DeviceOptics(wire: info.optics).summary)" + (info.optics.changedBy.isEmpty ? "" : " (recorded by \(info.optics.changedBy))"))
+        }
+        if info.hasDetection, let settings = try? DetectionSettings(wire: info.detection) { lines.append("detection  " + DetectionViews.summary(settings)) }
         if let interruption = Interruption(wire: info.interruption) { lines.append("why        \(interruption.message)") }
         lines.append("")
         if description.controls.isEmpty {

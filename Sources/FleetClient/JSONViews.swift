@@ -351,6 +351,9 @@ public enum JSONViews {
         var cropBounds: [Int]?
         var cropDefault: [Int]?
         var focusCapabilities: [String]
+        var minimumFocusDistanceMm: Double?
+        var optics: ScanSetupViews.Optics?
+        var detection: DetectionViews.Settings?
 
         public init(_ info: Capfleet_V1_DeviceInfo) {
             device = Device(info)
@@ -361,11 +364,15 @@ public enum JSONViews {
             cropBounds = description.crop.map { [$0.bounds.left, $0.bounds.top, $0.bounds.width, $0.bounds.height] }
             cropDefault = description.crop.map { [$0.defaultRectangle.left, $0.defaultRectangle.top, $0.defaultRectangle.width, $0.defaultRectangle.height] }
             focusCapabilities = description.focus.isSupported ? description.focus.summary.components(separatedBy: "; ") : []
+            minimumFocusDistanceMm = description.focus.minimumFocusDistanceMillimetres
+            optics = info.hasOptics ? ScanSetupViews.Optics(device: info.deviceID, info.optics) : nil
+            detection = info.hasDetection ? (try? DetectionSettings(wire: info.detection)).map { DetectionViews.Settings(device: info.deviceID, $0) } : nil
         }
 
         enum CodingKeys: String, CodingKey {
             case device, devicePath = "device_path", identitySource = "identity_source", controls, cropBounds = "crop_bounds",
-                 cropDefault = "crop_default", focusCapabilities = "focus_capabilities"
+                 cropDefault = "crop_default", focusCapabilities = "focus_capabilities", minimumFocusDistanceMm = "minimum_focus_distance_mm",
+                 optics, detection
         }
     }
 

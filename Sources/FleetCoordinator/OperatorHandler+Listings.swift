@@ -108,6 +108,10 @@ extension OperatorHandler {
         guard let device = try await existingDevice(deviceID, into: &reply) else { return }
         try await listDevices(nodeID: device.nodeId, only: device.id, into: &reply)
         if !reply.devices.isEmpty, let node = try await store.node(device.nodeId) { reply.devices[0].encoders = node.hostEncoders.map(\.wire) }
+        if !reply.devices.isEmpty, let optics = try await store.optics(deviceID: device.id) { reply.devices[0].optics = optics.wire }
+        if !reply.devices.isEmpty, let detection = try await store.detection(deviceID: device.id), detection.settings.isOn {
+            reply.devices[0].detection = detection.settings.wire
+        }
         guard let bytes = try await store.descriptor(deviceID: device.id), !reply.devices.isEmpty else { return }
         do {
             reply.devices[0].descriptor = try Capfleet_V1_DeviceDescriptor(serializedBytes: bytes)

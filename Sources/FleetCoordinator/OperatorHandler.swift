@@ -229,6 +229,8 @@ actor OperatorHandler {
                 try await readStillFile(query, into: &reply)
             case let .changeDetection(query)?:
                 try await changeDetection(query, operator: who, into: &reply)
+            case let .setDeviceOptics(query)?:
+                try await setDeviceOptics(query, by: who, into: &reply)
             case nil:
                 rejections.reject(endpoint: caller.endpointName, reason: .unknownMessage, peer: caller.peer)
                 reply.status = .failure(.badRequest, "the request carries no body this coordinator knows; is the CLI newer than the coordinator?")

@@ -34,14 +34,17 @@ public struct FocusCapabilities: Hashable, Sendable {
     public var pointOfInterest: Bool
     public var rangeRestriction: Bool
     public var smoothFocus: Bool
+    /// The near end of the focus range, mm, where the device knows it (V4L2 does not say).
+    public var minimumFocusDistanceMillimetres: Double?
 
     public init(modes: [FocusMode] = [], lensPosition: Bool = false, pointOfInterest: Bool = false,
-                rangeRestriction: Bool = false, smoothFocus: Bool = false) {
+                rangeRestriction: Bool = false, smoothFocus: Bool = false, minimumFocusDistanceMillimetres: Double? = nil) {
         self.modes = modes
         self.lensPosition = lensPosition
         self.pointOfInterest = pointOfInterest
         self.rangeRestriction = rangeRestriction
         self.smoothFocus = smoothFocus
+        self.minimumFocusDistanceMillimetres = minimumFocusDistanceMillimetres
     }
 
     public static let none = FocusCapabilities()

@@ -17,7 +17,10 @@ public struct SimulatedLens: Sendable, Equatable {
     }
 
     public static let capabilities = FocusCapabilities(modes: FocusMode.allCases, lensPosition: true, pointOfInterest: true,
-                                                       rangeRestriction: true, smoothFocus: true)
+                                                       rangeRestriction: true, smoothFocus: true,
+                                                       minimumFocusDistanceMillimetres: minimumFocusDistanceMillimetres)
+    /// Where lens position 0 focuses: 10 cm, a webcam's usual near limit.
+    public static let minimumFocusDistanceMillimetres = 100.0
 
     /// Where the simulated subject at `point` is in focus: near at the bottom of the frame,
     /// far at the top, as in a room seen from eye level.

@@ -82,12 +82,14 @@ extension FocusCapabilities {
             $0.pointOfInterest = pointOfInterest
             $0.rangeRestriction = rangeRestriction
             $0.smoothFocus = smoothFocus
+            $0.minimumFocusDistanceMm = minimumFocusDistanceMillimetres ?? 0
         }
     }
 
     public init(wire: Capfleet_V1_FocusCapabilities) {
         self.init(modes: wire.modes.compactMap(FocusMode.init(wire:)), lensPosition: wire.lensPosition,
-                  pointOfInterest: wire.pointOfInterest, rangeRestriction: wire.rangeRestriction, smoothFocus: wire.smoothFocus)
+                  pointOfInterest: wire.pointOfInterest, rangeRestriction: wire.rangeRestriction, smoothFocus: wire.smoothFocus,
+                  minimumFocusDistanceMillimetres: wire.minimumFocusDistanceMm > 0 && wire.minimumFocusDistanceMm.isFinite ? wire.minimumFocusDistanceMm : nil)
     }
 }
 

@@ -546,6 +546,19 @@ enum FleetSchema {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v21: device optics") { db in
+            // What operators know of a device's lens that V4L2 does not say (detection.md,
+            // "Scan set-up"); NULL = not known. Removing the device removes it.
+            try db.execute(sql: """
+                CREATE TABLE deviceOptics (
+                    deviceId TEXT PRIMARY KEY NOT NULL REFERENCES device(id) ON DELETE CASCADE,
+                    fieldOfViewDegrees REAL CHECK (fieldOfViewDegrees > 0 AND fieldOfViewDegrees < 180),
+                    minimumFocusMillimetres REAL CHECK (minimumFocusMillimetres > 0),
+                    changedAt INTEGER NOT NULL,
+                    changedBy TEXT NOT NULL
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 }

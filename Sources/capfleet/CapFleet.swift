@@ -37,7 +37,7 @@ struct CapFleet: AsyncParsableCommand {
             NodesCommand.self, ClockCommand.self, SyncCheckCommand.self, AlignCommand.self, DevicesCommand.self, DeviceCommand.self, FormatsCommand.self, WatchCommand.self, PressureCommand.self, EventsCommand.self,
             FormatCommand.self, PresetCommand.self, FrameRateCommand.self, ZoomDeviceCommand.self, FocusCommand.self,
             LockCommand.self, UnlockCommand.self, PolicyCommand.self,
-            SnapshotCommand.self, ViewCommand.self, ContactSheetCommand.self, StillCommand.self, StillsCommand.self, DetectCommand.self, MetadataCommand.self, IngestStatsCommand.self, RecordCommand.self, RecordingsCommand.self,
+            SnapshotCommand.self, ViewCommand.self, ContactSheetCommand.self, StillCommand.self, StillsCommand.self, DetectCommand.self, MetadataCommand.self, ScanSetupCommand.self, OpticsCommand.self, IngestStatsCommand.self, RecordCommand.self, RecordingsCommand.self,
             ConsentCommand.self, EnrollCommand.self, OperatorCommand.self, WhoAmICommand.self, DashboardCommand.self, BackupCommand.self, RestoreCommand.self,
         ])
 }

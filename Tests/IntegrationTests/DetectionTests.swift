@@ -96,6 +96,53 @@ extension SecondLaneIntegrationTests {
             }
         }
 
+        /// `capfleet scan-setup`: the zoom for a 20 mm code from the synthetic camera's 78° formats
+        /// and its lens's 10 cm near limit, then from what an operator recorded with `capfleet
+        /// optics`, applied under the lease; the detection region is the share the code fills.
+        @Test func scanSetup_recommendsTheZoomForACodeSize_fromTheFormatAndTheLens_andAppliesItUnderTheLease() async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator()
+            _ = try fleet.startAgent("lens", synthetic: 1, fps: 5)
+            try await fleet.waitUntil("the camera registers", seconds: 30) { try fleet.json(["devices"]).count == 1 }
+            let device = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
+            let halfAngle = tan(39 * Double.pi / 180)
+
+            let first = try fleet.jsonObject(["scan-setup", device, "--code-mm", "20", "--json"])
+            let expected = 100 / (80 / (2 * halfAngle))
+            #expect(abs((first["zoom_factor"] as? Double ?? 0) - expected) < 1e-6, "\(first)")
+            #expect(first["field_of_view_from"] as? String == "the active format" && first["minimum_focus_distance_from"] as? String == "the focus range's near limit")
+            #expect(abs((first["code_pixels"] as? Double ?? 0) - 160) < 1e-6 && first["readable"] as? Bool == true, "\(first)")
+            let text = try fleet.cli(["scan-setup", device, "--code-mm", "20"])
+            #expect(text.status == 0 && text.output.contains("zoom 2.02x for a 20 mm code held at 100 mm"), "\(text.output)\(text.error)")
+
+            let recorded = try fleet.jsonObject(["optics", device, "--min-focus-mm", "200", "--json"])
+            #expect(recorded["minimum_focus_distance_mm"] as? Double == 200 && recorded["changed_by"] as? String != nil, "\(recorded)")
+            let second = try fleet.jsonObject(["scan-setup", device, "--code-mm", "20", "--json"])
+            #expect(abs((second["zoom_factor"] as? Double ?? 0) - 2 * expected) < 1e-6 && second["minimum_focus_distance_from"] as? String == "the device's optics setting", "\(second)")
+
+            let unleased = try fleet.cli(["scan-setup", device, "--code-mm", "20", "--apply"])
+            #expect(unleased.status != 0 && unleased.error.contains("capfleet lock"), "setting the zoom needs the lease: \(unleased.error)")
+            #expect(try fleet.cli(["lock", device]).status == 0)
+            let applied = try fleet.jsonObject(["scan-setup", device, "--code-mm", "20", "--apply", "--json"])
+            #expect(abs((applied["applied_zoom_factor"] as? Double ?? 0) - 2 * expected) < 0.01, "\(applied)")
+            let shown = try fleet.jsonObject(["device", device, "--json"])
+            #expect(abs(((shown["device"] as? [String: Any])?["zoom_factor"] as? Double ?? 0) - 2 * expected) < 0.01, "\(shown)")
+            #expect(shown["minimum_focus_distance_mm"] as? Double == 100 && (shown["optics"] as? [String: Any])?["minimum_focus_distance_mm"] as? Double == 200, "\(shown)")
+
+            #expect(try fleet.cli(["detect", device, "--codes", "qr", "--region", "0.3,0.3,0.4,0.4"]).status == 0)
+            let regional = try fleet.jsonObject(["scan-setup", device, "--code-mm", "20", "--json"])
+            #expect(regional["fill"] as? Double == 0.4 && regional["fill_from"] as? String == "the detection region's width", "\(regional)")
+
+            let cleared = try fleet.cli(["optics", device, "--clear"])
+            #expect(cleared.status == 0 && cleared.output.contains("nothing known"), "\(cleared.output)")
+            let bad = try fleet.cli(["optics", device, "--fov", "190"])
+            #expect(bad.status != 0 && bad.error.contains("between 0 and 180"), "\(bad.error)")
+            let audit = try await DatabaseQueue(path: fleet.databasePath).read { db in
+                try String.fetchAll(db, sql: "SELECT detail FROM auditLog WHERE action = 'device.optics' AND target = ? ORDER BY id", arguments: [device])
+            }
+            #expect(audit == ["focuses from 200 mm", "nothing known"], "\(audit)")
+        }
+
         struct Take {
             let id: String
             let start: Int

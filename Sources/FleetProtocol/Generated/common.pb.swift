@@ -853,6 +853,10 @@ public nonisolated struct Capfleet_V1_FocusCapabilities: Sendable {
 
   public var smoothFocus: Bool = false
 
+  /// Since 1.6: the nearest distance the lens focuses at, mm (the near end of its focus range);
+  /// 0 = not known (V4L2 does not say: see DeviceOptics). scan-setup reads it (detection.md).
+  public var minimumFocusDistanceMm: Double = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1340,6 +1344,29 @@ public nonisolated struct Capfleet_V1_DetectedObject: Sendable {
   public init() {}
 
   fileprivate var _bounds: Capfleet_V1_NormalizedRect? = nil
+}
+
+/// Since 1.6: what an operator knows of a device's lens that its driver does not say
+/// (detection.md, "Scan set-up"). 0 = not known. Set with SetDeviceOptics, shown by GetDevice.
+public nonisolated struct Capfleet_V1_DeviceOptics: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// horizontal, at zoom 1, for formats that do not report one
+  public var fieldOfViewDegrees: Double = 0
+
+  /// the nearest subject the lens focuses on; wins over the device's own
+  public var minimumFocusDistanceMm: Double = 0
+
+  /// in replies: who set it
+  public var changedBy: String = String()
+
+  public var changedUnixMs: Int64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
 }
 
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
@@ -1860,7 +1887,7 @@ nonisolated extension Capfleet_V1_CropCapabilities: SwiftProtobuf.Message, Swift
 
 nonisolated extension Capfleet_V1_FocusCapabilities: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".FocusCapabilities"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}modes\0\u{3}lens_position\0\u{3}point_of_interest\0\u{3}range_restriction\0\u{3}smooth_focus\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}modes\0\u{3}lens_position\0\u{3}point_of_interest\0\u{3}range_restriction\0\u{3}smooth_focus\0\u{3}minimum_focus_distance_mm\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1873,6 +1900,7 @@ nonisolated extension Capfleet_V1_FocusCapabilities: SwiftProtobuf.Message, Swif
       case 3: try { try decoder.decodeSingularBoolField(value: &self.pointOfInterest) }()
       case 4: try { try decoder.decodeSingularBoolField(value: &self.rangeRestriction) }()
       case 5: try { try decoder.decodeSingularBoolField(value: &self.smoothFocus) }()
+      case 6: try { try decoder.decodeSingularDoubleField(value: &self.minimumFocusDistanceMm) }()
       default: break
       }
     }
@@ -1894,6 +1922,9 @@ nonisolated extension Capfleet_V1_FocusCapabilities: SwiftProtobuf.Message, Swif
     if self.smoothFocus != false {
       try visitor.visitSingularBoolField(value: self.smoothFocus, fieldNumber: 5)
     }
+    if self.minimumFocusDistanceMm.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.minimumFocusDistanceMm, fieldNumber: 6)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1903,6 +1934,7 @@ nonisolated extension Capfleet_V1_FocusCapabilities: SwiftProtobuf.Message, Swif
     if lhs.pointOfInterest != rhs.pointOfInterest {return false}
     if lhs.rangeRestriction != rhs.rangeRestriction {return false}
     if lhs.smoothFocus != rhs.smoothFocus {return false}
+    if lhs.minimumFocusDistanceMm != rhs.minimumFocusDistanceMm {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2691,4 +2723,49 @@ nonisolated extension Capfleet_V1_DetectedObject: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_DetectedObject.Kind: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0KIND_UNSPECIFIED\0\u{1}KIND_CODE\0\u{1}KIND_FACE\0")
+}
+
+nonisolated extension Capfleet_V1_DeviceOptics: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".DeviceOptics"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}field_of_view_degrees\0\u{3}minimum_focus_distance_mm\0\u{3}changed_by\0\u{3}changed_unix_ms\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularDoubleField(value: &self.fieldOfViewDegrees) }()
+      case 2: try { try decoder.decodeSingularDoubleField(value: &self.minimumFocusDistanceMm) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.changedBy) }()
+      case 4: try { try decoder.decodeSingularInt64Field(value: &self.changedUnixMs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.fieldOfViewDegrees.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.fieldOfViewDegrees, fieldNumber: 1)
+    }
+    if self.minimumFocusDistanceMm.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.minimumFocusDistanceMm, fieldNumber: 2)
+    }
+    if !self.changedBy.isEmpty {
+      try visitor.visitSingularStringField(value: self.changedBy, fieldNumber: 3)
+    }
+    if self.changedUnixMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.changedUnixMs, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_DeviceOptics, rhs: Capfleet_V1_DeviceOptics) -> Bool {
+    if lhs.fieldOfViewDegrees != rhs.fieldOfViewDegrees {return false}
+    if lhs.minimumFocusDistanceMm != rhs.minimumFocusDistanceMm {return false}
+    if lhs.changedBy != rhs.changedBy {return false}
+    if lhs.changedUnixMs != rhs.changedUnixMs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
 }

@@ -634,6 +634,15 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     set {body = .changeDetection(newValue)}
   }
 
+  /// operator: what is known of a device's lens, detection.md (minor 6)
+  public var setDeviceOptics: Capfleet_V1_SetDeviceOptics {
+    get {
+      if case .setDeviceOptics(let v)? = body {return v}
+      return Capfleet_V1_SetDeviceOptics()
+    }
+    set {body = .setDeviceOptics(newValue)}
+  }
+
   /// Ties leases taken by this request to an operator session: when the session ends
   /// (EndSession, or no request for session_timeout_ms), its leases are released.
   public var sessionID: String = String()
@@ -727,6 +736,8 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     case readStillFile(Capfleet_V1_ReadStillFile)
     /// operator, under the lease: detection.md (minor 6)
     case changeDetection(Capfleet_V1_ChangeDetection)
+    /// operator: what is known of a device's lens, detection.md (minor 6)
+    case setDeviceOptics(Capfleet_V1_SetDeviceOptics)
 
   }
 
@@ -1428,6 +1439,16 @@ public nonisolated struct Capfleet_V1_DeviceInfo: @unchecked Sendable {
   /// Clears the value of `detection`. Subsequent reads from it will return its default value.
   public mutating func clearDetection() {_uniqueStorage()._detection = nil}
 
+  /// since 1.6, with GetDevice: what an operator set of its lens; absent: nothing
+  public var optics: Capfleet_V1_DeviceOptics {
+    get {_storage._optics ?? Capfleet_V1_DeviceOptics()}
+    set {_uniqueStorage()._optics = newValue}
+  }
+  /// Returns true if `optics` has been explicitly set.
+  public var hasOptics: Bool {_storage._optics != nil}
+  /// Clears the value of `optics`. Subsequent reads from it will return its default value.
+  public mutating func clearOptics() {_uniqueStorage()._optics = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1698,6 +1719,16 @@ public nonisolated struct Capfleet_V1_OperatorReply: @unchecked Sendable {
   public var hasDetection: Bool {_storage._detection != nil}
   /// Clears the value of `detection`. Subsequent reads from it will return its default value.
   public mutating func clearDetection() {_uniqueStorage()._detection = nil}
+
+  /// with SetDeviceOptics: what is now recorded (minor 6)
+  public var optics: Capfleet_V1_DeviceOptics {
+    get {_storage._optics ?? Capfleet_V1_DeviceOptics()}
+    set {_uniqueStorage()._optics = newValue}
+  }
+  /// Returns true if `optics` has been explicitly set.
+  public var hasOptics: Bool {_storage._optics != nil}
+  /// Clears the value of `optics`. Subsequent reads from it will return its default value.
+  public mutating func clearOptics() {_uniqueStorage()._optics = nil}
 
   /// with TakeStill, ListStills, GetStill, DeleteStill (minor 6); ReadStillFile answers in segment_data/segment_size
   public var stills: [Capfleet_V1_StillInfo] {
@@ -3054,6 +3085,31 @@ public nonisolated struct Capfleet_V1_ChangeDetection: Sendable {
   fileprivate var _settings: Capfleet_V1_DetectionSettings? = nil
 }
 
+/// Records what is known of a device's lens (detection.md, "Scan set-up"), replacing what was:
+/// zero fields are "not known". Needs no lease: it changes nothing on the camera. Audited.
+public nonisolated struct Capfleet_V1_SetDeviceOptics: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var deviceID: String = String()
+
+  public var optics: Capfleet_V1_DeviceOptics {
+    get {_optics ?? Capfleet_V1_DeviceOptics()}
+    set {_optics = newValue}
+  }
+  /// Returns true if `optics` has been explicitly set.
+  public var hasOptics: Bool {self._optics != nil}
+  /// Clears the value of `optics`. Subsequent reads from it will return its default value.
+  public mutating func clearOptics() {self._optics = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _optics: Capfleet_V1_DeviceOptics? = nil
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "capfleet.v1"
@@ -3072,7 +3128,7 @@ nonisolated extension Capfleet_V1_EnrollmentTokenState: SwiftProtobuf._ProtoName
 
 nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0\u{3}note_recording\0\u{3}backup_database\0\u{3}get_preview\0\u{3}list_previews\0\u{3}collect_recording\0\u{4}\u{b}list_enrollments\0\u{3}revoke_enrollment\0\u{3}create_dashboard_sign_in\0\u{3}list_dashboard_sessions\0\u{3}end_dashboard_session\0\u{3}take_still\0\u{3}list_stills\0\u{3}get_still\0\u{3}delete_still\0\u{3}read_still_file\0\u{3}change_detection\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0\u{3}note_recording\0\u{3}backup_database\0\u{3}get_preview\0\u{3}list_previews\0\u{3}collect_recording\0\u{4}\u{b}list_enrollments\0\u{3}revoke_enrollment\0\u{3}create_dashboard_sign_in\0\u{3}list_dashboard_sessions\0\u{3}end_dashboard_session\0\u{3}take_still\0\u{3}list_stills\0\u{3}get_still\0\u{3}delete_still\0\u{3}read_still_file\0\u{3}change_detection\0\u{3}set_device_optics\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3747,6 +3803,19 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
           self.body = .changeDetection(v)
         }
       }()
+      case 71: try {
+        var v: Capfleet_V1_SetDeviceOptics?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .setDeviceOptics(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .setDeviceOptics(v)
+        }
+      }()
       default: break
       }
     }
@@ -3973,6 +4042,10 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
     case .changeDetection?: try {
       guard case .changeDetection(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 70)
+    }()
+    case .setDeviceOptics?: try {
+      guard case .setDeviceOptics(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 71)
     }()
     case nil: break
     }
@@ -4925,7 +4998,7 @@ nonisolated extension Capfleet_V1_NodeInfo: SwiftProtobuf.Message, SwiftProtobuf
 
 nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}name\0\u{1}driver\0\u{1}kind\0\u{3}active_format\0\u{3}active_frame_rate\0\u{3}format_count\0\u{1}online\0\u{3}lease_holder\0\u{3}lease_expires_unix_ms\0\u{1}interruption\0\u{1}descriptor\0\u{1}focus\0\u{3}zoom_factor\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{3}consent_reason\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{4}\u{11}live_consumers\0\u{3}live_flow\0\u{1}encoders\0\u{1}formats\0\u{1}detection\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}name\0\u{1}driver\0\u{1}kind\0\u{3}active_format\0\u{3}active_frame_rate\0\u{3}format_count\0\u{1}online\0\u{3}lease_holder\0\u{3}lease_expires_unix_ms\0\u{1}interruption\0\u{1}descriptor\0\u{1}focus\0\u{3}zoom_factor\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{3}consent_reason\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{4}\u{11}live_consumers\0\u{3}live_flow\0\u{1}encoders\0\u{1}formats\0\u{1}detection\0\u{1}optics\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -4956,6 +5029,7 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
     var _encoders: [Capfleet_V1_EncoderInfo] = []
     var _formats: [Capfleet_V1_VideoFormat] = []
     var _detection: Capfleet_V1_DetectionSettings? = nil
+    var _optics: Capfleet_V1_DeviceOptics? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -4994,6 +5068,7 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
       _encoders = source._encoders
       _formats = source._formats
       _detection = source._detection
+      _optics = source._optics
     }
   }
 
@@ -5040,6 +5115,7 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
         case 42: try { try decoder.decodeRepeatedMessageField(value: &_storage._encoders) }()
         case 43: try { try decoder.decodeRepeatedMessageField(value: &_storage._formats) }()
         case 44: try { try decoder.decodeSingularMessageField(value: &_storage._detection) }()
+        case 45: try { try decoder.decodeSingularMessageField(value: &_storage._optics) }()
         default: break
         }
       }
@@ -5136,6 +5212,9 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
       try { if let v = _storage._detection {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 44)
       } }()
+      try { if let v = _storage._optics {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 45)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -5173,6 +5252,7 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
         if _storage._encoders != rhs_storage._encoders {return false}
         if _storage._formats != rhs_storage._formats {return false}
         if _storage._detection != rhs_storage._detection {return false}
+        if _storage._optics != rhs_storage._optics {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -5224,7 +5304,7 @@ nonisolated extension Capfleet_V1_RejectionCount: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0\u{1}takes\0\u{1}verification\0\u{3}segment_data\0\u{3}segment_size\0\u{1}backup\0\u{1}endpoints\0\u{2}\u{3}previews\0\u{4}\u{5}enrollment_tokens\0\u{3}dashboard_sign_in\0\u{3}dashboard_sessions\0\u{1}stills\0\u{1}detection\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0\u{1}takes\0\u{1}verification\0\u{3}segment_data\0\u{3}segment_size\0\u{1}backup\0\u{1}endpoints\0\u{2}\u{3}previews\0\u{4}\u{5}enrollment_tokens\0\u{3}dashboard_sign_in\0\u{3}dashboard_sessions\0\u{1}stills\0\u{1}detection\0\u{1}optics\0")
 
   fileprivate class _StorageClass {
     var _requestID: UInt64 = 0
@@ -5262,6 +5342,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
     var _dashboardSignIn: Capfleet_V1_DashboardSignIn? = nil
     var _dashboardSessions: [Capfleet_V1_DashboardSessionInfo] = []
     var _detection: Capfleet_V1_DetectionSettings? = nil
+    var _optics: Capfleet_V1_DeviceOptics? = nil
     var _stills: [Capfleet_V1_StillInfo] = []
 
       // This property is used as the initial default value for new instances of the type.
@@ -5308,6 +5389,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       _dashboardSignIn = source._dashboardSignIn
       _dashboardSessions = source._dashboardSessions
       _detection = source._detection
+      _optics = source._optics
       _stills = source._stills
     }
   }
@@ -5363,6 +5445,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         case 47: try { try decoder.decodeRepeatedMessageField(value: &_storage._dashboardSessions) }()
         case 48: try { try decoder.decodeRepeatedMessageField(value: &_storage._stills) }()
         case 49: try { try decoder.decodeSingularMessageField(value: &_storage._detection) }()
+        case 50: try { try decoder.decodeSingularMessageField(value: &_storage._optics) }()
         default: break
         }
       }
@@ -5483,6 +5566,9 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       try { if let v = _storage._detection {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 49)
       } }()
+      try { if let v = _storage._optics {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 50)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -5527,6 +5613,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         if _storage._dashboardSignIn != rhs_storage._dashboardSignIn {return false}
         if _storage._dashboardSessions != rhs_storage._dashboardSessions {return false}
         if _storage._detection != rhs_storage._detection {return false}
+        if _storage._optics != rhs_storage._optics {return false}
         if _storage._stills != rhs_storage._stills {return false}
         return true
       }
@@ -8178,6 +8265,45 @@ nonisolated extension Capfleet_V1_ChangeDetection: SwiftProtobuf.Message, SwiftP
   public static func ==(lhs: Capfleet_V1_ChangeDetection, rhs: Capfleet_V1_ChangeDetection) -> Bool {
     if lhs.deviceID != rhs.deviceID {return false}
     if lhs._settings != rhs._settings {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_SetDeviceOptics: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SetDeviceOptics"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{1}optics\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      case 2: try { try decoder.decodeSingularMessageField(value: &self._optics) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.deviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 1)
+    }
+    try { if let v = self._optics {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_SetDeviceOptics, rhs: Capfleet_V1_SetDeviceOptics) -> Bool {
+    if lhs.deviceID != rhs.deviceID {return false}
+    if lhs._optics != rhs._optics {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
