@@ -34,7 +34,7 @@ public final class AgentService: Service, Sendable {
     /// Set once in run(): stills' pictures written on this host.
     let stillWriter = Mutex<StillWriter?>(nil)
     /// Frames and drops of all devices at the last pressure sample, for the drop rate.
-    private let lastLoad = Mutex<(frames: UInt64, drops: DropTally)>((0, DropTally()))
+    private let lastLoad = Mutex<(frames: UInt64, drops: DropTally, detection: DetectionTally)>((0, DropTally(), DetectionTally()))
 
     public init(configuration: AgentConfiguration, logger: Logger) throws {
         self.configuration = configuration
@@ -196,8 +196,11 @@ public final class AgentService: Service, Sendable {
             load: { [self] in
                 let frames = sources.reduce(UInt64(0)) { $0 + $1.statistics.framesCaptured.load(ordering: .relaxed) }
                 let drops = sources.reduce(DropTally()) { total, stream in total.adding(stream.statistics.drops) }
-                let (lastFrames, lastDrops) = lastLoad.withLock { last in
-                    defer { last = (frames, drops) }
+                let detection = sources.reduce(DetectionTally()) { total, stream in
+                    DetectionTally(examined: total.examined + stream.detection.examined, skipped: total.skipped + stream.detection.skipped)
+                }
+                let (lastFrames, lastDrops, lastDetection) = lastLoad.withLock { last in
+                    defer { last = (frames, drops, detection) }
                     return last
                 }
                 // Wrapping subtraction: a device's counters restart when it is re-created.
@@ -209,7 +212,8 @@ public final class AgentService: Service, Sendable {
                 // behind strains the host as a slow network does.
                 let sendFill = publisher.queueCapacity > 0 ? Double(publisher.queueDepth) / Double(publisher.queueCapacity) : 0
                 let encoderFill = encoders.withLock { $0 }?.queueFill ?? 0
-                return AgentLoad(drops: sane, frames: frames >= lastFrames ? frames - lastFrames : 0, queueFill: max(sendFill, encoderFill))
+                return AgentLoad(drops: sane, frames: frames >= lastFrames ? frames - lastFrames : 0, queueFill: max(sendFill, encoderFill),
+                                 detection: detection.since(lastDetection))
             },
             onChange: { [self] change in pressureChanged(change, publisher: publisher) })
     }

@@ -62,6 +62,7 @@ final class PressureMonitor: Sendable {
         let own = load()
         sample.dropRate = own.dropRate
         sample.sendQueueFill = own.queueFill
+        sample.detectionSkipRate = own.detection.skipRate
         sample.intervalDrops = own.drops
         sample.intervalFrames = own.frames
         let (previous, result) = evaluator.withLock { evaluator in
@@ -80,10 +81,29 @@ struct AgentLoad: Sendable {
     var drops: DropTally
     var frames: UInt64
     var queueFill: Double
+    /// Frames detection examined and skipped over the interval, all devices.
+    var detection = DetectionTally()
 
     /// Frames lost / frames that should have been captured (lost + captured).
     var dropRate: Double {
         let lost = drops.total
         return lost + frames > 0 ? Double(lost) / Double(lost + frames) : 0
+    }
+}
+
+/// Frames the agent's detectors examined, and due frames they skipped because they were busy.
+struct DetectionTally: Sendable, Equatable {
+    var examined: UInt64 = 0
+    var skipped: UInt64 = 0
+
+    /// The counts since `earlier` (a device re-created restarts its counts: nothing then).
+    func since(_ earlier: DetectionTally) -> DetectionTally {
+        guard examined >= earlier.examined, skipped >= earlier.skipped else { return DetectionTally() }
+        return DetectionTally(examined: examined - earlier.examined, skipped: skipped - earlier.skipped)
+    }
+
+    /// Skipped / due; nil when no frame was due (no detection running: no factor).
+    var skipRate: Double? {
+        examined + skipped > 0 ? Double(skipped) / Double(examined + skipped) : nil
     }
 }

@@ -41,6 +41,8 @@ public enum PressureFactor: String, Sendable, CaseIterable, Comparable {
     case dropRate = "drop_rate"
     /// How full the agent's send queue is.
     case sendQueue = "send_queue"
+    /// Share of due frames the agent's detectors skipped, busy with earlier ones (detection.md).
+    case detection
 
     public static func < (lhs: PressureFactor, rhs: PressureFactor) -> Bool {
         allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
@@ -81,6 +83,9 @@ public struct PressureSample: Hashable, Sendable {
     public var dropRate: Double?
     /// Share (0...1) of the send queue in use.
     public var sendQueueFill: Double?
+    /// Share (0...1) of frames due for detection that were skipped in the last interval; nil
+    /// while nothing is detected.
+    public var detectionSkipRate: Double?
     /// Frames lost in the last interval by reason, and frames captured, all devices.
     public var intervalDrops = DropTally()
     public var intervalFrames: UInt64 = 0

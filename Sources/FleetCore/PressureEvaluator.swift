@@ -49,6 +49,9 @@ public struct PressureThresholds: Hashable, Sendable {
     public var dropRate = PressureThreshold(fair: 0.01, serious: 0.05, critical: 0.20, shutdown: nil, hysteresis: 0.005)
     /// Fraction of the send queue in use.
     public var sendQueue = PressureThreshold(fair: 0.5, serious: 0.75, critical: 0.95, shutdown: nil, hysteresis: 0.1)
+    /// Fraction of frames due for detection that were skipped: the detectors cannot keep up
+    /// with the rate asked of them, which says the host is short of CPU; it never makes it critical.
+    public var detection = PressureThreshold(fair: 0.25, serious: 0.6, critical: nil, shutdown: nil, hysteresis: 0.05)
     /// Samples in a row at a lower level before the level drops (rises are immediate).
     public var samplesToFall = 3
 
@@ -112,6 +115,7 @@ public struct PressureEvaluator: Sendable, Equatable {
         for free in sample.diskFree.values { judge(.diskSpace, 1 - free, thresholds.diskUsed) }
         judge(.dropRate, sample.dropRate, thresholds.dropRate)
         judge(.sendQueue, sample.sendQueueFill, thresholds.sendQueue)
+        judge(.detection, sample.detectionSkipRate, thresholds.detection)
         factorLevels = levels
 
         let measured = levels.values.max() ?? .nominal
@@ -130,7 +134,7 @@ public struct PressureEvaluator: Sendable, Equatable {
 extension PressureThresholds {
     static var settingNames: [(name: String, path: WritableKeyPath<PressureThresholds, PressureThreshold>)] { [
         ("cpu", \.cpu), ("memory", \.memory), ("io", \.io), ("thermal", \.thermal), ("battery", \.battery),
-        ("disk_used", \.diskUsed), ("drop_rate", \.dropRate), ("send_queue", \.sendQueue),
+        ("disk_used", \.diskUsed), ("drop_rate", \.dropRate), ("send_queue", \.sendQueue), ("detection", \.detection),
     ] }
 
     /// Every key an agent settings file may set: `pressure.<factor>.<fair|serious|critical|shutdown|hysteresis>`

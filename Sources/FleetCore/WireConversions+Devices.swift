@@ -282,6 +282,7 @@ extension PressureAssessment {
             if let value = sample.diskFree.values.min() { $0.lowestDiskFree = value }
             $0.dropRate = sample.dropRate ?? 0
             $0.sendQueueFill = sample.sendQueueFill ?? 0
+            if let rate = sample.detectionSkipRate { $0.detectionSkipRate = rate }
             $0.intervalDrops = sample.intervalDrops.wire
             $0.intervalFrames = sample.intervalFrames
         }

@@ -22,6 +22,8 @@ import Testing
             (PressureSample(diskFree: ["/spool": 0.03]), .diskSpace, .critical),
             (PressureSample(dropRate: 0.3), .dropRate, .critical),
             (PressureSample(sendQueueFill: 0.8), .sendQueue, .serious),
+            ({ var sample = PressureSample(); sample.detectionSkipRate = 0.3; return sample }(), .detection, .fair),
+            ({ var sample = PressureSample(); sample.detectionSkipRate = 1; return sample }(), .detection, .serious),
         ]
         for (sample, factor, level) in cases {
             var evaluator = PressureEvaluator()

@@ -998,7 +998,7 @@ public nonisolated struct Capfleet_V1_PressureFactorLevel: Sendable {
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  /// cpu, memory, io, thermal, power, throttling, disk_space, drop_rate, send_queue
+  /// cpu, memory, io, thermal, power, throttling, disk_space, drop_rate, send_queue, detection (1.6)
   public var factor: String = String()
 
   public var level: Capfleet_V1_PressureLevel = .unspecified
@@ -1141,6 +1141,16 @@ public nonisolated struct Capfleet_V1_PressureReport: @unchecked Sendable {
     get {_storage._intervalFrames}
     set {_uniqueStorage()._intervalFrames = newValue}
   }
+
+  /// since 1.6: due frames the detectors skipped / due frames, last interval; absent: nothing detected
+  public var detectionSkipRate: Double {
+    get {_storage._detectionSkipRate ?? 0}
+    set {_uniqueStorage()._detectionSkipRate = newValue}
+  }
+  /// Returns true if `detectionSkipRate` has been explicitly set.
+  public var hasDetectionSkipRate: Bool {_storage._detectionSkipRate != nil}
+  /// Clears the value of `detectionSkipRate`. Subsequent reads from it will return its default value.
+  public mutating func clearDetectionSkipRate() {_uniqueStorage()._detectionSkipRate = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -2252,7 +2262,7 @@ nonisolated extension Capfleet_V1_PressureFactorLevel: SwiftProtobuf.Message, Sw
 
 nonisolated extension Capfleet_V1_PressureReport: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".PressureReport"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_id\0\u{1}level\0\u{1}factors\0\u{3}previous_level\0\u{3}unix_ms\0\u{4}\u{5}cpu_stall_percent\0\u{3}memory_stall_percent\0\u{3}io_stall_percent\0\u{3}hottest_celsius\0\u{3}hottest_zone\0\u{3}battery_percent\0\u{3}under_voltage\0\u{1}throttled\0\u{3}lowest_disk_free\0\u{3}drop_rate\0\u{3}send_queue_fill\0\u{3}interval_drops\0\u{3}interval_frames\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_id\0\u{1}level\0\u{1}factors\0\u{3}previous_level\0\u{3}unix_ms\0\u{4}\u{5}cpu_stall_percent\0\u{3}memory_stall_percent\0\u{3}io_stall_percent\0\u{3}hottest_celsius\0\u{3}hottest_zone\0\u{3}battery_percent\0\u{3}under_voltage\0\u{1}throttled\0\u{3}lowest_disk_free\0\u{3}drop_rate\0\u{3}send_queue_fill\0\u{3}interval_drops\0\u{3}interval_frames\0\u{3}detection_skip_rate\0")
 
   fileprivate class _StorageClass {
     var _nodeID: String = String()
@@ -2273,6 +2283,7 @@ nonisolated extension Capfleet_V1_PressureReport: SwiftProtobuf.Message, SwiftPr
     var _sendQueueFill: Double = 0
     var _intervalDrops: Capfleet_V1_DropCounts? = nil
     var _intervalFrames: UInt64 = 0
+    var _detectionSkipRate: Double? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -2301,6 +2312,7 @@ nonisolated extension Capfleet_V1_PressureReport: SwiftProtobuf.Message, SwiftPr
       _sendQueueFill = source._sendQueueFill
       _intervalDrops = source._intervalDrops
       _intervalFrames = source._intervalFrames
+      _detectionSkipRate = source._detectionSkipRate
     }
   }
 
@@ -2337,6 +2349,7 @@ nonisolated extension Capfleet_V1_PressureReport: SwiftProtobuf.Message, SwiftPr
         case 20: try { try decoder.decodeSingularDoubleField(value: &_storage._sendQueueFill) }()
         case 21: try { try decoder.decodeSingularMessageField(value: &_storage._intervalDrops) }()
         case 22: try { try decoder.decodeSingularUInt64Field(value: &_storage._intervalFrames) }()
+        case 23: try { try decoder.decodeSingularDoubleField(value: &_storage._detectionSkipRate) }()
         default: break
         }
       }
@@ -2403,6 +2416,9 @@ nonisolated extension Capfleet_V1_PressureReport: SwiftProtobuf.Message, SwiftPr
       if _storage._intervalFrames != 0 {
         try visitor.visitSingularUInt64Field(value: _storage._intervalFrames, fieldNumber: 22)
       }
+      try { if let v = _storage._detectionSkipRate {
+        try visitor.visitSingularDoubleField(value: v, fieldNumber: 23)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -2430,6 +2446,7 @@ nonisolated extension Capfleet_V1_PressureReport: SwiftProtobuf.Message, SwiftPr
         if _storage._sendQueueFill != rhs_storage._sendQueueFill {return false}
         if _storage._intervalDrops != rhs_storage._intervalDrops {return false}
         if _storage._intervalFrames != rhs_storage._intervalFrames {return false}
+        if _storage._detectionSkipRate != rhs_storage._detectionSkipRate {return false}
         return true
       }
       if !storagesAreEqual {return false}
