@@ -20,7 +20,7 @@ final class AgentPartWriter: Sendable {
         /// counted them at the end.
         case end(reason: String, takeDrops: DropTally)
         /// Timed metadata (one JSON object) at a fleet time, into the current segment.
-        case note(json: String, at: UInt64)
+        case note(json: String, at: UInt64, track: MetadataTrack = .notes)
     }
 
     let key: TakeDeviceKey
@@ -126,9 +126,9 @@ final class AgentPartRecorder {
         case let .end(reason, takeDrops):
             recorder.ended(cumulativeDrops: takeDrops)
             finish(reason: reason, failed: false)
-        case let .note(json, at):
+        case let .note(json, at, track):
             do {
-                try recorder.note(json, at: at)
+                try recorder.note(json, at: at, track: track)
                 dirty = true
             } catch {
                 logger.warning("cannot write timed metadata", metadata: ["error": "\(error)"])

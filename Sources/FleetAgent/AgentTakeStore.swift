@@ -184,8 +184,8 @@ final class AgentTakeStore: TakeFramePath, Sendable {
     }
 
     /// Timed metadata for a part being written here (dropped if it is not).
-    func note(_ key: TakeDeviceKey, json: String, at fleetNs: UInt64) {
-        writers.withLock { $0[key] }?.post(.note(json: json, at: fleetNs))
+    func note(_ key: TakeDeviceKey, json: String, at fleetNs: UInt64, track: MetadataTrack = .notes) {
+        writers.withLock { $0[key] }?.post(.note(json: json, at: fleetNs, track: track))
     }
 
     /// The take stops at `at` (fleet ns): the writer keeps no frame from then on.

@@ -20,7 +20,7 @@ final class TakeDeviceWriter: Sendable {
         case end(routingID: [UInt8], Capfleet_V1_RecordEnd)
         /// The take (or this part of it) ends at this fleet time.
         case stop(at: UInt64)
-        case note(json: String, at: UInt64)
+        case note(json: String, at: UInt64, track: MetadataTrack = .notes)
     }
 
     enum Event: Sendable {

@@ -102,13 +102,14 @@ extension TakeDirector {
     }
 
     /// Timed metadata into the part's file: the coordinator's writer, or the agent writing it.
-    func noteInFile(_ part: TakeBook.Part, json: String, at fleetNs: UInt64) {
+    func noteInFile(_ part: TakeBook.Part, json: String, at fleetNs: UInt64, track: MetadataTrack = .notes) {
         if let writer = writers.writer(takeID: part.takeID, deviceID: part.deviceID) {
-            writer.post(.note(json: json, at: fleetNs))
+            writer.post(.note(json: json, at: fleetNs, track: track))
         } else if book.store(of: part.takeID) == .agent, let nodeID = book.node(of: part) {
             agentLinks?.send(to: nodeID, takeID: part.takeID, deviceID: part.deviceID, .note(.with {
                 $0.json = json
                 $0.fleetNs = fleetNs
+                $0.detection = track == .detections
             }))
         }
     }

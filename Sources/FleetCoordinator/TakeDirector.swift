@@ -216,7 +216,7 @@ actor TakeDirector {
         guard let takeID = book.take(recording: deviceID) else { return }
         let part = TakeBook.Part(takeID: takeID, deviceID: deviceID)
         guard book.isOpen(part), book.covers(takeID, fleetNs: fleetNs) else { return }
-        noteInFile(part, json: json, at: fleetNs)
+        noteInFile(part, json: json, at: fleetNs, track: .detections)
     }
 
     func note(takeID: String, deviceID: String?, fields: [String: Any], at: UInt64?) async throws -> TakeRecord {

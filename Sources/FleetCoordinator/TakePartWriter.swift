@@ -116,9 +116,9 @@ final class TakePartWriter {
             reportEnded(reason: end.reason.isEmpty ? "stopped" : end.reason, withheld: end.withheldFrames)
         case let .stop(at):
             recorder.stop(at: at)
-        case let .note(json, at):
+        case let .note(json, at, track):
             do {
-                try recorder.note(json, at: at)
+                try recorder.note(json, at: at, track: track)
                 dirty = true
             } catch {
                 logger.warning("cannot write timed metadata", metadata: ["error": "\(error)"])

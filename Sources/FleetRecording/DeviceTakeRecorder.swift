@@ -65,7 +65,7 @@ public final class DeviceTakeRecorder {
     private var segmentSlot: UInt64 = 0
     private var segmentCount = 0
     /// Metadata noted before the first frame: written at the top of the first segment.
-    private var pendingMetadata: [(json: String, at: UInt64)] = []
+    private var pendingMetadata: [(json: String, at: UInt64, track: MetadataTrack)] = []
     /// The last sequence marker written into the file (SequenceMarker), and the drops
     /// counted up to it.
     private var marked: (sequence: UInt64, fleetTime: UInt64, dropped: DropTally)?
@@ -155,13 +155,13 @@ public final class DeviceTakeRecorder {
     }
 
     /// A timed-metadata entry (one JSON object) at `fleetTime`, into the current segment.
-    public func note(_ json: String, at fleetTime: UInt64) throws(RecordingError) {
+    public func note(_ json: String, at fleetTime: UInt64, track: MetadataTrack = .notes) throws(RecordingError) {
         let sinceStart = fleetTime >= ledger.start ? fleetTime - ledger.start : 0
         guard let writer else {
-            pendingMetadata.append((json, sinceStart))
+            pendingMetadata.append((json, sinceStart, track))
             return
         }
-        try writer.appendMetadata(json, at: sinceStart)
+        try writer.appendMetadata(json, at: sinceStart, track: track)
     }
 
     /// The take ends at `fleetTime`: frames captured from then on are not its.
@@ -203,7 +203,7 @@ public final class DeviceTakeRecorder {
                                   frames: 0, format: format)
         let pending = pendingMetadata
         pendingMetadata = []
-        for entry in pending { try opened.appendMetadata(entry.json, at: entry.at) }
+        for entry in pending { try opened.appendMetadata(entry.json, at: entry.at, track: entry.track) }
     }
 
     /// A segment number as four digits at least: 0001.

@@ -32,10 +32,21 @@ public struct RecordedVideoFormat: Sendable, Equatable {
     public var needsKeyFrameToStart: Bool { ["H264", "HEVC", "FFV1"].contains(pixelFormat.fourCC) }
 }
 
+/// Which subtitle track of a segment a timed-metadata entry goes on. Each track's entries go
+/// forward in time; the tracks need not keep pace with each other or with the video, so a
+/// detection that arrives after later frames still sits at its own frame's time.
+public enum MetadataTrack: Sendable, Equatable {
+    /// Sequence markers, events, operators' notes: written as they happen.
+    case notes
+    /// Detected codes and faces (detection.md), each at its frame's time.
+    case detections
+}
+
 /// One Matroska file for one device's segment, written with libavformat: the frames as they
 /// came (raw YUYV/NV12/grey as uncompressed video, MJPEG and H.264 as they are) or as the
-/// agent encoded them (FFV1, H.264, HEVC, with their configuration as CodecPrivate) and a
-/// subtitle track of JSON lines carrying the timed metadata, so the file stands alone.
+/// agent encoded them (FFV1, H.264, HEVC, with their configuration as CodecPrivate) and two
+/// subtitle tracks of JSON lines carrying the timed metadata (notes, then detections), so the
+/// file stands alone.
 ///
 /// Timestamps are nanoseconds of fleet time since the take started; the file holds them in
 /// Matroska's milliseconds (the index keeps the nanoseconds). Not thread-safe: one writer
@@ -47,6 +58,7 @@ public final class MatroskaSegmentWriter {
         /// Video payload bytes written (not the file's size).
         public var payloadBytes: Int
         public var metadataEntries: Int
+        public var detectionEntries = 0
         public var firstTimestamp: UInt64?
         public var lastTimestamp: UInt64?
     }
@@ -56,10 +68,16 @@ public final class MatroskaSegmentWriter {
     private var context: UnsafeMutablePointer<AVFormatContext>?
     private let video: UnsafeMutablePointer<AVStream>
     private let metadata: UnsafeMutablePointer<AVStream>
+    private let detections: UnsafeMutablePointer<AVStream>
     private var summary: Summary
     private var lastVideoPTS: Int64 = -1
-    /// The latest time written on any track, in the file's milliseconds.
+    /// The latest time written on any track, and on each metadata track, in the file's milliseconds.
     private var lastWrittenMilliseconds: Int64 = 0
+    private var lastNotePTS: Int64 = 0
+    private var lastDetectionPTS: Int64 = 0
+    /// How far behind the latest block a metadata entry may sit: a Matroska block's time is
+    /// its cluster's plus a signed 16-bit count of milliseconds.
+    private static let furthestBehindMilliseconds: Int64 = 30_000
 
     /// Creates the file and writes its header. `title` names the take and device for players.
     public init(path: String, format: RecordedVideoFormat, title: String) throws(RecordingError) {
@@ -74,11 +92,13 @@ public final class MatroskaSegmentWriter {
             avformat_free_context(context)
             return .ffmpeg(doing, path: path, code: code)
         }
-        guard let video = avformat_new_stream(context, nil), let metadata = avformat_new_stream(context, nil) else {
+        guard let video = avformat_new_stream(context, nil), let metadata = avformat_new_stream(context, nil),
+              let detections = avformat_new_stream(context, nil) else {
             throw fail("cannot add streams to", capfleet_averror(ENOMEM))
         }
         self.video = video
         self.metadata = metadata
+        self.detections = detections
         guard Self.describe(format, in: video.pointee.codecpar) else {
             avformat_free_context(context)
             throw .unsupportedFormat(pixelFormat: "\(format.pixelFormat)", path: path)
@@ -100,10 +120,12 @@ public final class MatroskaSegmentWriter {
             video.pointee.r_frame_rate = rate
         }
         video.pointee.time_base = AVRational(num: 1, den: 1_000_000_000)
-        metadata.pointee.codecpar.pointee.codec_type = AVMEDIA_TYPE_SUBTITLE
-        metadata.pointee.codecpar.pointee.codec_id = AV_CODEC_ID_SUBRIP
-        metadata.pointee.time_base = AVRational(num: 1, den: 1_000_000_000)
-        av_dict_set(&metadata.pointee.metadata, "title", "capfleet timed metadata (JSON)", 0)
+        for (stream, name) in [(metadata, "capfleet timed metadata (JSON)"), (detections, "capfleet detections (JSON)")] {
+            stream.pointee.codecpar.pointee.codec_type = AVMEDIA_TYPE_SUBTITLE
+            stream.pointee.codecpar.pointee.codec_id = AV_CODEC_ID_SUBRIP
+            stream.pointee.time_base = AVRational(num: 1, den: 1_000_000_000)
+            av_dict_set(&stream.pointee.metadata, "title", name, 0)
+        }
         av_dict_set(&context.pointee.metadata, "title", title, 0)
         av_dict_set(&context.pointee.metadata, "encoder", "capfleet", 0)
 
@@ -152,22 +174,27 @@ public final class MatroskaSegmentWriter {
         summary.lastTimestamp = timestamp
     }
 
-    /// Appends one timed-metadata entry (a JSON object on one line) at `timestamp`. An entry
-    /// that arrives after frames later than it is placed at the latest frame (the file's
-    /// blocks go forward in time; the entry's own JSON and the index keep its exact time).
-    public func appendMetadata(_ json: String, at timestamp: UInt64, duration: UInt64 = 1_000_000_000) throws(RecordingError) {
+    /// Appends one timed-metadata entry (a JSON object on one line) at `timestamp` on `track`,
+    /// at its own time even after later frames. An entry earlier than the last on its track
+    /// goes at that one's time (a track goes forward), as does one more than 30 s behind the
+    /// file's latest block; its JSON and the index keep its exact time.
+    public func appendMetadata(_ json: String, at timestamp: UInt64, duration: UInt64 = 1_000_000_000,
+                               track: MetadataTrack = .notes) throws(RecordingError) {
         guard let context else { throw .alreadyFinished(path: path) }
-        let pts = max(rescale(timestamp, to: metadata), lastWrittenMilliseconds)
-        lastWrittenMilliseconds = pts
+        let stream = track == .notes ? metadata : detections
+        let pts = max(rescale(timestamp, to: stream), track == .notes ? lastNotePTS : lastDetectionPTS,
+                      lastWrittenMilliseconds - Self.furthestBehindMilliseconds)
+        if track == .notes { lastNotePTS = pts } else { lastDetectionPTS = pts }
+        lastWrittenMilliseconds = max(lastWrittenMilliseconds, pts)
         let failure = Array(json.utf8).withUnsafeBytes { buffer -> RecordingError? in
             do throws(RecordingError) {
-                try write(buffer, pts: pts, duration: max(rescale(duration, to: metadata), 1),
-                          stream: metadata, keyframe: true, in: context)
+                try write(buffer, pts: pts, duration: max(rescale(duration, to: stream), 1),
+                          stream: stream, keyframe: true, in: context)
                 return nil
             } catch { return error }
         }
         if let failure { throw failure }
-        summary.metadataEntries += 1
+        if track == .notes { summary.metadataEntries += 1 } else { summary.detectionEntries += 1 }
     }
 
     /// Puts everything written so far into the file (the muxer closes its cluster): after

@@ -62,6 +62,32 @@ final class MatroskaSegmentWriterTests {
         #expect(size == 6 * frame.count)
     }
 
+    /// Detections arrive after later frames were written: on their own track each still sits at
+    /// its frame's time, and the notes track keeps its entries where they happened.
+    @Test func detectionsWrittenAfterLaterFrames_sitAtTheirFramesTimes_onTheirOwnTrack() throws {
+        let path = directory + "/detections.mkv"
+        let writer = try MatroskaSegmentWriter(path: path, format: RecordedVideoFormat(pixelFormat: .yuyv, width: 16, height: 16, frameRate: 10), title: "detections")
+        let frame = [UInt8](repeating: 0x80, count: 16 * 16 * 2)
+        for index in 0..<20 {
+            let at = UInt64(index) * 100_000_000
+            try frame.withUnsafeBytes { try writer.appendFrame($0, at: at, duration: 100_000_000) }
+            if index == 5 { try writer.appendMetadata(#"{"kind":"zoom"}"#, at: at) }
+            // Each frame's detection comes three frames late.
+            if index >= 3 { try writer.appendMetadata(#"{"kind":"detection","frame":\#(index - 3)}"#, at: at - 300_000_000, track: .detections) }
+        }
+        let summary = try writer.finish()
+        #expect(summary.metadataEntries == 1 && summary.detectionEntries == 17)
+        let streams = try Self.probe(["-show_entries", "stream=index,codec_type:stream_tags=title", "-of", "csv=p=0", path])
+        #expect(streams.contains("capfleet detections (JSON)") && streams.contains("capfleet timed metadata (JSON)"), "\(streams)")
+        let detections = try Self.probe(["-select_streams", "s:1", "-show_entries", "packet=pts", "-of", "csv=p=0", path])
+            .split(separator: "\n").compactMap { Int($0) }
+        #expect(detections == (0..<17).map { $0 * 100 }, "each at its frame's millisecond: \(detections)")
+        let notes = try Self.probe(["-select_streams", "s:0", "-show_entries", "packet=pts", "-of", "csv=p=0", path])
+        #expect(notes.trimmingCharacters(in: .whitespacesAndNewlines) == "500")
+        let decoded = try Self.probe(["-count_frames", "-select_streams", "v", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", path])
+        #expect(decoded.trimmingCharacters(in: .whitespacesAndNewlines) == "20")
+    }
+
     @Test func theChecksum_isTheFilesSHA256() throws {
         let path = directory + "/nv12.mkv"
         let writer = try MatroskaSegmentWriter(path: path, format: RecordedVideoFormat(pixelFormat: .nv12, width: 32, height: 32, frameRate: 0), title: "nv12")

@@ -356,13 +356,15 @@ extension SecondLaneIntegrationTests {
             try metadataTrack(in: paths).map(\.json)
         }
 
-        /// The track's entries with where each sits in it, in milliseconds from the file's start.
-        static func metadataTrack(in paths: [String]) throws -> [(milliseconds: Double, json: String)] {
+        /// The track's entries with where each sits in it, in milliseconds from the take's start.
+        /// `track` 0 holds markers, events and notes; 1 the detections (recordings.md, "Timed metadata").
+        static func metadataTrack(in paths: [String], track: Int = 0) throws -> [(milliseconds: Double, json: String)] {
             var entries: [(Double, String)] = []
             for path in paths {
                 let process = Process()
                 process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
-                process.arguments = ["-v", "error", "-i", path, "-map", "0:s:0", "-f", "srt", "-"]
+                // -copyts: the file's own times (since the take's start), not shifted to its first block.
+                process.arguments = ["-v", "error", "-copyts", "-i", path, "-map", "0:s:\(track)", "-f", "srt", "-"]
                 let out = Pipe()
                 process.standardOutput = out
                 process.standardError = FileHandle.nullDevice

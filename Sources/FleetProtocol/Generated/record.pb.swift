@@ -775,6 +775,9 @@ public nonisolated struct Capfleet_V1_TakeNote: Sendable {
 
   public var fleetNs: UInt64 = 0
 
+  /// since 1.6: on the segment's detections track, at its frame's time (detection.md)
+  public var detection: Bool = false
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -2096,7 +2099,7 @@ nonisolated extension Capfleet_V1_DeletePart: SwiftProtobuf.Message, SwiftProtob
 
 nonisolated extension Capfleet_V1_TakeNote: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".TakeNote"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}json\0\u{3}fleet_ns\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}json\0\u{3}fleet_ns\0\u{1}detection\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2106,6 +2109,7 @@ nonisolated extension Capfleet_V1_TakeNote: SwiftProtobuf.Message, SwiftProtobuf
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularStringField(value: &self.json) }()
       case 2: try { try decoder.decodeSingularUInt64Field(value: &self.fleetNs) }()
+      case 3: try { try decoder.decodeSingularBoolField(value: &self.detection) }()
       default: break
       }
     }
@@ -2118,12 +2122,16 @@ nonisolated extension Capfleet_V1_TakeNote: SwiftProtobuf.Message, SwiftProtobuf
     if self.fleetNs != 0 {
       try visitor.visitSingularUInt64Field(value: self.fleetNs, fieldNumber: 2)
     }
+    if self.detection != false {
+      try visitor.visitSingularBoolField(value: self.detection, fieldNumber: 3)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Capfleet_V1_TakeNote, rhs: Capfleet_V1_TakeNote) -> Bool {
     if lhs.json != rhs.json {return false}
     if lhs.fleetNs != rhs.fleetNs {return false}
+    if lhs.detection != rhs.detection {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
