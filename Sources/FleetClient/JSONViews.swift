@@ -441,9 +441,12 @@ public enum JSONViews {
         var previewsReceived: UInt64
         var previewsPerSecond: Double
         var lastPreviewUnixMs: Int64
+        /// Frames the agent's detectors examined and skipped (detection.md).
+        var detectionExamined, detectionSkipped: UInt64
 
         public init(_ status: Capfleet_V1_DeviceStatus, trouble: [String] = []) {
             self.trouble = trouble
+            detectionExamined = status.detectionExamined; detectionSkipped = status.detectionSkipped
             previewsReceived = status.previewsReceived; previewsPerSecond = status.previewsPerSecond
             lastPreviewUnixMs = status.lastPreviewUnixMs
             interruption = Interruption(wire: status.interruption).map(InterruptionView.init)
@@ -468,7 +471,8 @@ public enum JSONViews {
                  bytesPerSecond = "bytes_per_second", liveConsumers = "live_consumers", liveFlow = "live_flow",
                  liveFramesSent = "live_frames_sent", width, height, drops, lastFrameUnixMs = "last_frame_unix_ms", interruption,
                  zoomFactor = "zoom_factor", alignment, trouble, previewsReceived = "previews_received",
-                 previewsPerSecond = "previews_per_second", lastPreviewUnixMs = "last_preview_unix_ms"
+                 previewsPerSecond = "previews_per_second", lastPreviewUnixMs = "last_preview_unix_ms",
+                 detectionExamined = "detection_examined", detectionSkipped = "detection_skipped"
         }
     }
 

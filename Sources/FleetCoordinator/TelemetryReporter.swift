@@ -110,6 +110,8 @@ actor TelemetryReporter {
                         if counters.hasFocus { $0.focus = counters.focus }
                         $0.activeFrameRate = counters.activeFrameRate
                         $0.liveFramesSent = counters.framesSent
+                        $0.detectionExamined = counters.detectionExamined
+                        $0.detectionSkipped = counters.detectionSkipped
                         if counters.hasAlignment { $0.alignment = counters.alignment }
                         // An interrupted device is not streaming, whatever its last frames say.
                         if counters.interruption.reason != .none { $0.streaming = false }

@@ -81,6 +81,8 @@ struct StillCommand: ParsableCommand {
         guard let output else {
             print(json ? try FleetTables.json(StillViews.Still(taken)) : StillViews.show(taken))
             if !json { print("the pictures go on to the coordinator; copy them with: capfleet stills export \(taken.id) --to DIR") }
+            // A camera that took no picture makes the status 3, as with -o.
+            if taken.state == "partial" || taken.state == "failed" { throw ExitCode(3) }
             return
         }
         let exported = try session.exportStill(taken.id, to: output, polls: Int(max(0, min(wait, 3600)) * 4))

@@ -164,6 +164,53 @@ extension IntegrationTests {
             }
             #expect(zip(frames, frames.dropFirst()).allSatisfy { $0.sequence < $1.sequence && $0.captured < $1.captured }, "\(frames)")
 
+            // Detection on the real driver's frames (detection.md): the agent examines them at the
+            // rate asked on a thread of its own, and capture keeps the rate it had without it
+            // (measured just before, in this run). vivid's pattern holds no code or face.
+            func captureRate(seconds: Double) async throws -> Double {
+                let first = try fleet.deviceStats()[webcam]?["frames_captured"] as? Int ?? 0
+                let started = Date()
+                try await Task.sleep(for: .seconds(seconds))
+                let last = try fleet.deviceStats()[webcam]?["frames_captured"] as? Int ?? 0
+                return Double(last - first) / Date().timeIntervalSince(started)
+            }
+            let undisturbed = try await captureRate(seconds: 6)
+            let detecting = try fleet.cli(["detect", webcam, "--codes", "qr,ean13", "--faces", "--fps", "5"], timeout: 30)
+            #expect(detecting.status == 0, "\(detecting.error)\(context())")
+            try await step("the agent examines the webcam's frames", seconds: 60) {
+                (try fleet.deviceStats()[webcam]?["detection_examined"] as? Int ?? 0) >= 5
+            }
+            let detected = try await captureRate(seconds: 6)
+            let counted = try fleet.deviceStats()[webcam] ?? [:]
+            print("vivid: capture \(String(format: "%.1f", undisturbed)) fps without detection, \(String(format: "%.1f", detected)) fps with it; "
+                  + "\(counted["detection_examined"] ?? 0) frames examined, \(counted["detection_skipped"] ?? 0) skipped")
+            // Capture waiting for the detectors would fall to their pace (a few frames a second
+            // under emulation); the guest's own jitter stays well inside this.
+            #expect(detected >= 0.6 * undisturbed && undisturbed > 0, "capture with detection \(detected) fps, without \(undisturbed) fps")
+            #expect(try fleet.cli(["detect", webcam, "--off"], timeout: 30).status == 0)
+
+            // A still from the real driver, in a larger format than the stream's: the driver
+            // switches (STREAMOFF, S_FMT, STREAMON) and back, and the frame nearest the instant
+            // is a PNG; a bracket is refused by name, as vivid has no exposure control (it has gain).
+            let stills = fleet.directory + "/vivid-stills"
+            let still = try fleet.cli(["still", webcam, "--size", "640x360", "-o", stills, "--json"], timeout: 120)
+            #expect(still.status == 0, "\(still.error)\(context())")
+            if still.status == 0 {
+                let picture = try SecondLaneIntegrationTests.StillTests.inspect(stills + "/\(webcam)-1.png")
+                #expect(picture.width == 640 && picture.height == 360 && picture.mode == "RGB", "\(picture)")
+                let side = try SecondLaneIntegrationTests.StillTests.sidecar(stills + "/\(webcam)-1.json")
+                let spread = try #require(side["spread_ns"] as? Int, "\(side)")
+                print("vivid: still at 640x360, \(spread) ns from the instant, \(side["away_from_streaming_ns"] ?? 0) ns away from the stream")
+                #expect(abs(spread) <= Int(1e9 / rate) + 50_000_000, "the frame nearest the instant: spread \(spread) ns at \(rate) fps")
+                #expect((side["away_from_streaming_ns"] as? Int ?? 0) > 0, "\(side)")
+            }
+            try await step("the webcam streams 320x180 again", seconds: 30) {
+                let frame = try fleet.jsonObject(["snapshot", webcam])
+                return frame["width"] as? Int == 320 && frame["height"] as? Int == 180
+            }
+            let bracket = try fleet.cli(["still", webcam, "--bracket", "-1,0,1"], timeout: 90)
+            #expect(bracket.status == 3 && bracket.error.contains("no exposure control"), "\(bracket.status) \(bracket.error)")
+
             // Focus: vivid has none, and says what it has.
             let focus = try fleet.cli(["focus", webcam, "--mode", "auto"])
             #expect(focus.status != 0 && focus.error.contains("no focus control"), "\(focus.error)")

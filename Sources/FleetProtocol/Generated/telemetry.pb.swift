@@ -480,6 +480,18 @@ public nonisolated struct Capfleet_V1_DeviceStatus: @unchecked Sendable {
     set {_uniqueStorage()._lastPreviewUnixMs = newValue}
   }
 
+  /// Detection (detection.md; 1.6), counted by the agent's current process for the device.
+  public var detectionExamined: UInt64 {
+    get {_storage._detectionExamined}
+    set {_uniqueStorage()._detectionExamined = newValue}
+  }
+
+  /// due frames they skipped, busy with an earlier one
+  public var detectionSkipped: UInt64 {
+    get {_storage._detectionSkipped}
+    set {_uniqueStorage()._detectionSkipped = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -732,7 +744,7 @@ nonisolated extension Capfleet_V1_NodeStatus: SwiftProtobuf.Message, SwiftProtob
 
 nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceStatus"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}online\0\u{1}streaming\0\u{3}frames_received\0\u{3}bytes_received\0\u{3}frames_per_second\0\u{3}bytes_per_second\0\u{1}drops\0\u{3}last_frame_unix_ms\0\u{3}last_sequence\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{1}interruption\0\u{3}zoom_factor\0\u{1}focus\0\u{3}active_frame_rate\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{3}frames_captured\0\u{3}bytes_captured\0\u{3}live_consumers\0\u{3}live_flow\0\u{3}live_frames_sent\0\u{4}\u{3}previews_received\0\u{3}previews_per_second\0\u{3}last_preview_unix_ms\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}online\0\u{1}streaming\0\u{3}frames_received\0\u{3}bytes_received\0\u{3}frames_per_second\0\u{3}bytes_per_second\0\u{1}drops\0\u{3}last_frame_unix_ms\0\u{3}last_sequence\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{1}interruption\0\u{3}zoom_factor\0\u{1}focus\0\u{3}active_frame_rate\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{3}frames_captured\0\u{3}bytes_captured\0\u{3}live_consumers\0\u{3}live_flow\0\u{3}live_frames_sent\0\u{4}\u{3}previews_received\0\u{3}previews_per_second\0\u{3}last_preview_unix_ms\0\u{3}detection_examined\0\u{3}detection_skipped\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -765,6 +777,8 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
     var _previewsReceived: UInt64 = 0
     var _previewsPerSecond: Double = 0
     var _lastPreviewUnixMs: Int64 = 0
+    var _detectionExamined: UInt64 = 0
+    var _detectionSkipped: UInt64 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -805,6 +819,8 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
       _previewsReceived = source._previewsReceived
       _previewsPerSecond = source._previewsPerSecond
       _lastPreviewUnixMs = source._lastPreviewUnixMs
+      _detectionExamined = source._detectionExamined
+      _detectionSkipped = source._detectionSkipped
     }
   }
 
@@ -853,6 +869,8 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
         case 30: try { try decoder.decodeSingularUInt64Field(value: &_storage._previewsReceived) }()
         case 31: try { try decoder.decodeSingularDoubleField(value: &_storage._previewsPerSecond) }()
         case 32: try { try decoder.decodeSingularInt64Field(value: &_storage._lastPreviewUnixMs) }()
+        case 33: try { try decoder.decodeSingularUInt64Field(value: &_storage._detectionExamined) }()
+        case 34: try { try decoder.decodeSingularUInt64Field(value: &_storage._detectionSkipped) }()
         default: break
         }
       }
@@ -955,6 +973,12 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
       if _storage._lastPreviewUnixMs != 0 {
         try visitor.visitSingularInt64Field(value: _storage._lastPreviewUnixMs, fieldNumber: 32)
       }
+      if _storage._detectionExamined != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._detectionExamined, fieldNumber: 33)
+      }
+      if _storage._detectionSkipped != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._detectionSkipped, fieldNumber: 34)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -994,6 +1018,8 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
         if _storage._previewsReceived != rhs_storage._previewsReceived {return false}
         if _storage._previewsPerSecond != rhs_storage._previewsPerSecond {return false}
         if _storage._lastPreviewUnixMs != rhs_storage._lastPreviewUnixMs {return false}
+        if _storage._detectionExamined != rhs_storage._detectionExamined {return false}
+        if _storage._detectionSkipped != rhs_storage._detectionSkipped {return false}
         return true
       }
       if !storagesAreEqual {return false}
