@@ -91,6 +91,8 @@ private final class LinkState {
     var fetchArrived: (() -> Void)?
     /// When each report last went (take, device, segment number; 0 for the part's end).
     private var lastSent: [ReportKey: UInt64] = [:]
+    /// When the stills' directory was last looked at for pictures to report.
+    private var lastStillScan: UInt64 = 0
     private var lastAttach: UInt64 = 0
     private var lastRetention: UInt64 = 0
     /// Fetches waiting for the rate limit, in arrival order.
@@ -116,6 +118,7 @@ private final class LinkState {
     func connectionRenewed(_ socket: ZMQSocket) {
         lastSent.removeAll()
         lastAttach = 0
+        lastStillScan = 0
         tick(socket)
     }
 
@@ -169,6 +172,15 @@ private final class LinkState {
             }))
             if send(ending, on: socket) { lastSent[key] = now }
         }
+        // Stills' pictures the index has not acknowledged (the answer to CaptureStill came too
+        // late, or the coordinator restarted): reported until it does.
+        guard now &- lastStillScan >= Self.resendInterval else { return }
+        lastStillScan = now
+        for held in stills.held() {
+            let key = ReportKey(part: TakeDeviceKey(takeID: held.stillID, deviceID: held.deviceID), number: -1)
+            guard due(key) else { continue }
+            if send(message(takeID: held.stillID, deviceID: held.deviceID, .stillHeld(held.captured)), on: socket) { lastSent[key] = now }
+        }
     }
 
     func receive(from socket: ZMQSocket) {
@@ -200,8 +212,13 @@ private final class LinkState {
                 // A still's id stands in the take's place; its pictures share the collect rate.
                 fetches.append((key, fetch, true))
                 fetchArrived?()
+            case .stillIndexed?:
+                stills.acknowledged(stillID: key.takeID, deviceID: key.deviceID)
+                lastSent[ReportKey(part: key, number: -1)] = nil
             case let .stillCollected(collected)?:
-                if let problem = stills.remove(stillID: key.takeID, deviceID: key.deviceID, number: Int(collected.number)) {
+                if let problem = collected.number == 0
+                    ? stills.removeAll(stillID: key.takeID, deviceID: key.deviceID)
+                    : stills.remove(stillID: key.takeID, deviceID: key.deviceID, number: Int(collected.number)) {
                     logger.error("cannot remove a collected still's picture", metadata: ["still.id": "\(key.takeID)", "error": "\(problem)"])
                 }
             case let .check(request)?:

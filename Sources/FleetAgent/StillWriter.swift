@@ -38,12 +38,29 @@ final class StillWriter: Sendable {
     func stop() async { await worker.stop() }
 
     /// Encodes and writes `taken`'s pictures; `done` gets them as the coordinator indexes them.
+    /// A manifest of them stays beside them until the coordinator's index acknowledges them,
+    /// so an answer that came too late (or a coordinator that restarted) loses nothing: the
+    /// recordings link reports them until then (`held`, `acknowledged`).
     func write(_ taken: StillTaken, of subject: StillSubject, done: @escaping @Sendable (Result<[Capfleet_V1_StillImage], StillFailure>) -> Void) {
         let posted = worker.post { [self] in
             done(Result { () throws(StillFailure) in
                 var images: [Capfleet_V1_StillImage] = []
                 for (index, picture) in taken.pictures.enumerated() {
                     images.append(try write(picture, number: index + 1, of: taken, subject: subject))
+                }
+                let manifest = Capfleet_V1_StillCaptured.with {
+                    $0.images = images
+                    $0.awayNs = taken.awayNanoseconds
+                    $0.stillFormatIndex = UInt32(taken.stillFormatIndex)
+                    $0.streamingFormatIndex = UInt32(taken.streamingFormatIndex)
+                }
+                let path = manifestPath(stillID: subject.stillID, deviceID: subject.deviceID)
+                do {
+                    try Self.writeDurably(Array(try manifest.serializedBytes() as [UInt8]), to: path)
+                } catch let error as SystemCallError {
+                    throw StillFailure("cannot write \(path): \(error)")
+                } catch {
+                    throw StillFailure("cannot write \(path): \(error)")
                 }
                 return images
             })
@@ -61,16 +78,58 @@ final class StillWriter: Sendable {
         return nil
     }
 
-    /// The coordinator holds a verified copy: the picture and its sidecar go, and the still's
-    /// directory with the last of them. Returns what could not be removed.
+    /// The coordinator holds a verified copy: the picture and its sidecar go, the manifest with
+    /// the camera's last picture, and the still's directory with the last of them. Returns
+    /// what could not be removed.
     func remove(stillID: String, deviceID: String, number: Int) -> String? {
         guard let path = path(stillID: stillID, deviceID: deviceID, number: number) else { return nil }
         let sidecar = (path as NSString).deletingPathExtension + ".json"
         for file in [path, sidecar] where unlink(file) != 0 && errno != ENOENT {
             return "cannot remove \(file): \(String(cString: strerror(errno)))"
         }
-        rmdir("\(directory)/\(stillID)")  // only when empty; another camera's pictures may remain
+        let folder = "\(directory)/\(stillID)"
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        if !left.contains(where: { $0.hasPrefix(deviceID + "-") && ($0.hasSuffix(".png") || $0.hasSuffix(".jpg")) }) {
+            acknowledged(stillID: stillID, deviceID: deviceID)
+        }
+        rmdir(folder)  // only when empty; another camera's pictures may remain
         return nil
+    }
+
+    /// The still was deleted: every picture of the camera goes (up to a bracket's 16).
+    func removeAll(stillID: String, deviceID: String) -> String? {
+        for number in 1...16 {
+            if let problem = remove(stillID: stillID, deviceID: deviceID, number: number) { return problem }
+        }
+        acknowledged(stillID: stillID, deviceID: deviceID)
+        rmdir("\(directory)/\(stillID)")
+        return nil
+    }
+
+    private func manifestPath(stillID: String, deviceID: String) -> String {
+        "\(directory)/\(stillID)/\(deviceID).held.pb"
+    }
+
+    /// The pictures written here that the coordinator's index has not acknowledged, by still
+    /// and device, as written (pictures since removed are left out).
+    func held() -> [(stillID: String, deviceID: String, captured: Capfleet_V1_StillCaptured)] {
+        var found: [(String, String, Capfleet_V1_StillCaptured)] = []
+        for stillID in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where Self.isSafeName(stillID) {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: "\(directory)/\(stillID)")) ?? [] where name.hasSuffix(".held.pb") {
+                let deviceID = String(name.dropLast(".held.pb".count))
+                guard let data = FileManager.default.contents(atPath: "\(directory)/\(stillID)/\(name)"),
+                      var captured = try? Capfleet_V1_StillCaptured(serializedBytes: data) else { continue }
+                captured.images = captured.images.filter { access($0.path, F_OK) == 0 }
+                found.append((stillID, deviceID, captured))
+            }
+        }
+        return found
+    }
+
+    /// The coordinator's index holds the camera's pictures: nothing more to report.
+    func acknowledged(stillID: String, deviceID: String) {
+        guard Self.isSafeName(stillID), Self.isSafeName(deviceID) else { return }
+        unlink(manifestPath(stillID: stillID, deviceID: deviceID))
     }
 
     // MARK: The writer's thread

@@ -16,6 +16,20 @@ struct AgentTakeReport: Sendable {
     let body: Body
 }
 
+/// What an agent's recordings link says about stills (stills.md): a camera's pictures its index
+/// has not acknowledged, or that a node's link is (again) there to copy pictures from.
+enum AgentStillNews: Sendable {
+    case held(AgentStillReport)
+    case attached(nodeID: String)
+}
+
+struct AgentStillReport: Sendable {
+    let nodeID: String
+    let stillID: String
+    let deviceID: String
+    let captured: Capfleet_V1_StillCaptured
+}
+
 /// The coordinator's side of the agents' recordings links, between the record endpoint's
 /// thread and async code: where each node's link is (it attaches every 5 s), the reports
 /// for the take director (one stream: the seam), and the checks waiting for an agent's answer.
@@ -31,9 +45,13 @@ final class AgentRecordingsDesk: Sendable {
     private let sender = Mutex<(@Sendable ([UInt8], Capfleet_V1_RecordDown) -> Void)?>(nil)
     let reports: AsyncStream<AgentTakeReport>
     private let reportSink: AsyncStream<AgentTakeReport>.Continuation
+    /// For the still director: one stream, the seam.
+    let stillNews: AsyncStream<AgentStillNews>
+    private let stillSink: AsyncStream<AgentStillNews>.Continuation
 
     init() {
         (reports, reportSink) = AsyncStream.makeStream(of: AgentTakeReport.self, bufferingPolicy: .bufferingNewest(10_000))
+        (stillNews, stillSink) = AsyncStream.makeStream(of: AgentStillNews.self, bufferingPolicy: .bufferingNewest(10_000))
     }
 
     /// How messages reach an agent's link (the record endpoint's send).
@@ -44,7 +62,16 @@ final class AgentRecordingsDesk: Sendable {
     // MARK: From the endpoint's thread
 
     func attached(nodeID: String, routingID: [UInt8]) {
-        routes.withLock { $0[nodeID] = routingID }
+        let isNew = routes.withLock { routes in
+            defer { routes[nodeID] = routingID }
+            return routes[nodeID] != routingID
+        }
+        // A link new since this coordinator started (or reconnected): pictures it holds can be copied now.
+        if isNew { stillSink.yield(.attached(nodeID: nodeID)) }
+    }
+
+    func stillHeld(_ report: AgentStillReport) {
+        stillSink.yield(.held(report))
     }
 
     func reported(_ report: AgentTakeReport) {
@@ -57,7 +84,10 @@ final class AgentRecordingsDesk: Sendable {
         for continuation in waiting { continuation.resume(returning: check) }
     }
 
-    func finish() { reportSink.finish() }
+    func finish() {
+        reportSink.finish()
+        stillSink.finish()
+    }
 
     // MARK: To the agents
 

@@ -129,6 +129,7 @@ struct CoordinatorAssembly: Sendable {
         await takes.reach(agentsThrough: agentTakes)
         await control.followDetections(DetectionRelay(telemetry: telemetry, takes: takes, logger: logger))
         try await takes.resumeUnfinished()
+        try await stills.endUnanswered()
         recordEndpoint.start()
         await control.followTakes(
             recordPort: recordEndpoint.boundPort,
@@ -211,6 +212,7 @@ struct CoordinatorAssembly: Sendable {
             StoppingService("collector") { await collector.stop() },
             StoppingService("record endpoint") { recordEndpoint.stop() },
             StoppingService("agent-held takes", run: { await takes.follow(agentTakes.reports) }) { agentTakes.finish() },
+            StoppingService("agent-held stills", run: { await stills.follow(agentTakes.stillNews) }) { agentTakes.finish() },
             // Open segments are finished so they play; the takes go on at the next start.
             StoppingService("takes") { await takes.shutdown() },
             StoppingService("control endpoint", run: { await control.serve() }) { controlEndpoint.stop() },

@@ -116,7 +116,7 @@ final class RecordEndpoint: Sendable {
             return
         }
         switch message.body {
-        case .attach?, .segment?, .partEnd?, .chunk?, .check?, .stillChunk?:
+        case .attach?, .segment?, .partEnd?, .chunk?, .check?, .stillChunk?, .stillHeld?:
             acceptFromAgentLink(message, parts: parts, routing: routing, rejections: rejections, agentTakes: agentTakes, collector: collector)
             return
         default:
@@ -165,7 +165,7 @@ final class RecordEndpoint: Sendable {
             outlet?.handOver(header: header, payload: parts[2])
         case let .end(end)?:
             writer.post(.end(routingID: routing, end))
-        case .attach?, .segment?, .partEnd?, .chunk?, .check?, .stillChunk?:
+        case .attach?, .segment?, .partEnd?, .chunk?, .check?, .stillChunk?, .stillHeld?:
             break  // taken above
         case nil:
             rejections.reject(endpoint: endpointName, reason: .undecodable, peer: peer, detail: "a RecordUp with no body")
@@ -201,6 +201,8 @@ final class RecordEndpoint: Sendable {
             collector?.received(chunk, bytes: parts[2], from: nodeID, takeID: message.takeID, deviceID: message.deviceID)
         case let .check(check)?:
             agentTakes.checked(takeID: message.takeID, deviceID: message.deviceID, check)
+        case let .stillHeld(captured)?:
+            agentTakes.stillHeld(AgentStillReport(nodeID: nodeID, stillID: message.takeID, deviceID: message.deviceID, captured: captured))
         case let .stillChunk(chunk)?:
             guard parts.count == 3 else {
                 rejections.reject(endpoint: endpointName, reason: .wrongPartCount, peer: first.peerAddress ?? "unknown peer",

@@ -150,18 +150,29 @@ actor StillDirector {
             try await store.recordStillCapture(stillID: still.id, deviceID: device.id, images: [], awayNs: 0, failure: reply.status.reason)
             return
         }
-        var images: [StillImageRecord] = []
-        for image in reply.still.images {
+        let images = Self.images(reply.still, of: device.id, in: still.id)
+        if let problem = await writeSidecars(images, into: still.directory) {
+            try await store.recordStillCapture(stillID: still.id, deviceID: device.id, images: [], awayNs: reply.still.awayNs, failure: problem)
+            return
+        }
+        try await store.recordStillCapture(stillID: still.id, deviceID: device.id, images: images, awayNs: reply.still.awayNs, failure: nil)
+    }
+
+    private static func images(_ captured: Capfleet_V1_StillCaptured, of deviceID: String, in stillID: String) -> [StillImageRecord] {
+        captured.images.map { image in
             let ext = image.mediaType == "image/jpeg" ? "jpg" : "png"
-            images.append(StillImageRecord(
-                stillId: still.id, deviceId: device.id, number: Int(image.number), fileName: "\(device.id)-\(image.number).\(ext)",
+            return StillImageRecord(
+                stillId: stillID, deviceId: deviceID, number: Int(image.number), fileName: "\(deviceID)-\(image.number).\(ext)",
                 agentPath: image.path, sizeBytes: Int64(clamping: image.sizeBytes), sha256: image.sha256, mediaType: image.mediaType,
                 sidecarJson: image.sidecarJson, requestedFleetNs: image.requestedFleetNs, fleetTimeNs: image.fleetTimeNs, spreadNs: image.spreadNs,
-                ev: image.ev, width: Int(image.layout.width), height: Int(image.layout.height), pixelFormat: image.layout.pixelFormat))
+                ev: image.ev, width: Int(image.layout.width), height: Int(image.layout.height), pixelFormat: image.layout.pixelFormat)
         }
-        let folder = still.directory
+    }
+
+    /// The pictures' sidecars, written where the pictures will be; what went wrong, or nil.
+    private func writeSidecars(_ images: [StillImageRecord], into folder: String) async -> String? {
         let sidecars = images.map { (folder + "/" + ($0.fileName as NSString).deletingPathExtension + ".json", $0.sidecarJson) }
-        let written = await OwnedThread.run("cf-files") { () -> String? in
+        let problem = await OwnedThread.run("cf-files") { () -> String? in
             do {
                 try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
                 for (path, json) in sidecars { try Data(json.utf8).write(to: URL(fileURLWithPath: path), options: .atomic) }
@@ -170,12 +181,85 @@ actor StillDirector {
                 return "\(error)"
             }
         }
-        if let written {
-            try await store.recordStillCapture(stillID: still.id, deviceID: device.id, images: [], awayNs: reply.still.awayNs,
-                                               failure: "its sidecars could not be written in \(folder): \(written)")
-            return
+        return problem.map { "its sidecars could not be written in \(folder): \($0)" }
+    }
+
+    /// At the coordinator's start: cameras of an earlier run's stills that never answered (it
+    /// stopped while they took their pictures) fail, saying so; pictures their agents wrote
+    /// are adopted when the agents report them (`held`).
+    func endUnanswered() async throws {
+        for entry in try await store.stills() where entry.devices.contains(where: { $0.state == .capturing }) {
+            try await store.failUnansweredStillDevices(
+                stillID: entry.still.id,
+                reason: "the coordinator stopped before the camera answered; pictures its agent wrote are copied when it reports them",
+                at: clock.unixMilliseconds())
         }
-        try await store.recordStillCapture(stillID: still.id, deviceID: device.id, images: images, awayNs: reply.still.awayNs, failure: nil)
+    }
+
+    // MARK: What the agents' recordings links say
+
+    /// Takes the links' news in turn until the stream ends (the coordinator stops).
+    func follow(_ news: AsyncStream<AgentStillNews>) async {
+        for await item in news {
+            switch item {
+            case let .held(report): await held(report)
+            case let .attached(nodeID): await resumeCollecting(from: nodeID)
+            }
+        }
+    }
+
+    /// A camera's pictures its agent holds and the index has not acknowledged: indexed now if
+    /// its answer never came (too late, or before this coordinator started), then acknowledged.
+    /// Unacknowledged, the agent reports them again in 3 s.
+    private func held(_ report: AgentStillReport) async {
+        let acknowledge = { _ = self.desk.send(to: report.nodeID, takeID: report.stillID, deviceID: report.deviceID, .stillIndexed(.init())) }
+        do {
+            guard let entry = try await store.still(id: report.stillID) else {
+                // Deleted (its agent was offline then): the files stay until someone removes them.
+                logger.warning("an agent holds pictures of a still the index does not know", metadata: [
+                    "still.id": "\(report.stillID)", "device.id": "\(report.deviceID)", "node.id": "\(report.nodeID)",
+                    "files": "\(report.captured.images.map(\.path).joined(separator: ", "))"])
+                return acknowledge()
+            }
+            let images = Self.images(report.captured, of: report.deviceID, in: report.stillID)
+            let alreadyIndexed = entry.images.contains { $0.deviceId == report.deviceID }
+            let answering = entry.devices.contains { $0.deviceId == report.deviceID && $0.state == .capturing }
+            if !alreadyIndexed, !answering, !images.isEmpty, let problem = await writeSidecars(images, into: entry.still.directory) {
+                logger.error("cannot adopt a still's pictures", metadata: ["still.id": "\(report.stillID)", "error": "\(problem)"])
+                return
+            }
+            switch try await store.adoptStillPictures(stillID: report.stillID, deviceID: report.deviceID, nodeID: report.nodeID,
+                                                      images: images, awayNs: report.captured.awayNs) {
+            case .adopted:
+                events.emit(.recording, nodeID: report.nodeID, deviceID: report.deviceID,
+                            message: "still \(report.stillID): \(report.deviceID)'s \(images.count) picture(s) reached the index after its answer was given up on; copying them")
+                logger.notice("still pictures adopted", metadata: ["still.id": "\(report.stillID)", "device.id": "\(report.deviceID)", "pictures": "\(images.count)"])
+                startCollecting(report.stillID)
+            case .alreadyIndexed:
+                break
+            case .awaitingAnswer:
+                return  // unacknowledged: by the next report the answer has brought them
+
+            case .unknown:
+                logger.warning("an agent reported pictures of a camera that is not the still's on its node", metadata: [
+                    "still.id": "\(report.stillID)", "device.id": "\(report.deviceID)", "node.id": "\(report.nodeID)"])
+            }
+            acknowledge()
+        } catch {
+            // Unacknowledged: the agent reports them again.
+            logger.error("cannot index an agent's still pictures", metadata: ["still.id": "\(report.stillID)", "error": "\(error)"])
+        }
+    }
+
+    /// A node's link is here (again, or for the first time since this coordinator started):
+    /// the pictures it holds that are not copied yet are copied now.
+    private func resumeCollecting(from nodeID: String) async {
+        do {
+            let stills = Set(try await store.uncollectedStillImages().filter { $0.nodeID == nodeID }.map(\.image.stillId))
+            for stillID in stills.sorted() { startCollecting(stillID) }
+        } catch {
+            logger.error("cannot list the pictures left to copy", metadata: ["node.id": "\(nodeID)", "error": "\(error)"])
+        }
     }
 
     /// Copies the still's pictures not yet here, unless a copy of it runs already.
@@ -244,6 +328,10 @@ actor StillDirector {
             let node = entry.devices.first { $0.deviceId == image.deviceId }?.nodeId ?? ""
             // The same message as after a copy: the agent removes its picture.
             _ = desk.send(to: node, takeID: stillID, deviceID: image.deviceId, .stillCollected(.with { $0.number = UInt32(image.number) }))
+        }
+        // A camera whose answer never came may have written pictures all the same: number 0 is all of them.
+        for device in entry.devices where !entry.images.contains(where: { $0.deviceId == device.deviceId }) {
+            _ = desk.send(to: device.nodeId, takeID: stillID, deviceID: device.deviceId, .stillCollected(.with { $0.number = 0 }))
         }
         let folder = entry.still.directory
         let problem = await OwnedThread.run("cf-files") { () -> String? in

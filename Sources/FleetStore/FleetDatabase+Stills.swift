@@ -153,6 +153,43 @@ extension FleetDatabase {
         }
     }
 
+    /// What became of pictures an agent reported on its recordings link.
+    public enum StillAdoption: Sendable, Equatable {
+        /// Indexed now: the camera's answer had not come (too late, or before a restart).
+        case adopted
+        /// The index had them already (from the answer): nothing to do.
+        case alreadyIndexed
+        /// The camera's answer is still awaited: it will bring them.
+        case awaitingAnswer
+        /// No such still, or the camera is not one of its own on that node.
+        case unknown
+    }
+
+    /// Indexes a camera's pictures its agent reports when the index has none of them yet,
+    /// whatever became of the camera's answer: the camera then is `collecting` again, and the
+    /// still not yet stored.
+    public func adoptStillPictures(stillID: String, deviceID: String, nodeID: String, images: [StillImageRecord],
+                                   awayNs: UInt64) async throws(StoreError) -> StillAdoption {
+        try await write("adopting the pictures of \(deviceID) in still \(stillID)") { db in
+            guard var still = try StillRecord.fetchOne(db, key: stillID),
+                  var device = try StillDeviceRecord.fetchOne(db, key: ["stillId": stillID, "deviceId": deviceID]), device.nodeId == nodeID else {
+                return .unknown
+            }
+            let indexed = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM stillImage WHERE stillId = ? AND deviceId = ?", arguments: [stillID, deviceID]) ?? 0
+            guard indexed == 0 else { return .alreadyIndexed }
+            guard device.state != .capturing else { return .awaitingAnswer }
+            guard !images.isEmpty else { return .alreadyIndexed }
+            for image in images { try image.insert(db) }
+            device.state = .collecting
+            device.error = ""
+            device.awayNs = awayNs
+            try device.update(db)
+            still.storedAt = nil
+            try still.update(db)
+            return .adopted
+        }
+    }
+
     /// The coordinator holds a verified copy of a picture at `path`; the camera is stored once
     /// all of its pictures are, and the request once every camera is stored or failed.
     public func markStillImageStored(stillID: String, deviceID: String, number: Int, path: String,

@@ -134,5 +134,50 @@ extension SecondLaneIntegrationTests {
             let none = try fleet.cli(["still", withheld], timeout: 30)
             #expect(none.status != 0 && none.error.contains("consent"), "\(none.error)")
         }
+
+        /// The coordinator stops while a camera takes its picture: the answer is lost, yet once
+        /// the coordinator is back the agent reports what it wrote on its recordings link, the
+        /// index adopts it, and the copy goes on by itself (no export needed to start it).
+        @Test func aCoordinatorStoppedWhileTheCameraTookItsPicture_adoptsAndCopiesItWhenBack() async throws {
+            let fleet = try FleetHarness()
+            let coordinator = try fleet.startCoordinator()
+            _ = try fleet.startAgent("late", synthetic: 1, fps: 15)
+            try await fleet.waitUntil("the camera registers", seconds: 30) { try fleet.json(["devices"]).count == 1 }
+            let device = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
+            try fleet.grantConsent(device)
+            let asked = Task.detached { try fleet.cli(["still", device, "--size", "640x480", "--at", "+4s"], timeout: 30) }
+            try await fleet.waitUntil("the still is in the index", seconds: 10) { try fleet.json(["stills", "list"]).count == 1 }
+            let stillID = try #require(try fleet.json(["stills", "list"]).first?["id"] as? String)
+            kill(coordinator.process.processIdentifier, SIGKILL)
+            coordinator.process.waitUntilExit()
+            // The picture is taken and written while the coordinator is away.
+            try await Task.sleep(for: .seconds(6))
+            try fleet.startCoordinator()
+            let restarted = Date()
+            try await fleet.waitUntil("the still's picture is copied", seconds: 60) {
+                (try fleet.jsonObject(["stills", "show", stillID])["state"] as? String) == "stored"
+            }
+            print("stills: the picture taken while the coordinator was away was stored \(String(format: "%.1f", Date().timeIntervalSince(restarted))) s after it restarted")
+            let shown = try fleet.jsonObject(["stills", "show", stillID])
+            let camera = try #require((shown["cameras"] as? [[String: Any]])?.first, "\(shown)")
+            #expect(camera["state"] as? String == "stored" && (camera["error"] as? String ?? "").isEmpty, "\(camera)")
+            let output = fleet.directory + "/late"
+            #expect(try fleet.cli(["stills", "export", stillID, "--to", output]).status == 0)
+            let picture = try Self.inspect(output + "/\(device)-1.png")
+            #expect(picture.width == 640 && picture.height == 480, "\(picture)")
+            let spread = try #require(try Self.sidecar(output + "/\(device)-1.json")["spread_ns"] as? Int)
+            #expect(abs(spread) <= 70_000_000, "the frame nearest the instant, though nobody waited for it: \(spread) ns")
+            // The agent keeps no copy, and reports nothing more.
+            let held = fleet.directory + "/late/recordings/stills/\(stillID)"
+            try await fleet.waitUntil("the agent lets go of its copy", seconds: 20) { !FileManager.default.fileExists(atPath: held) }
+            // The CLI waits as long as the still may take (a minute) for an answer that will not come.
+            let stop = Process()
+            stop.executableURL = URL(fileURLWithPath: "/usr/bin/pkill")
+            stop.arguments = ["-f", "still \(device) --size 640x480 --at"]
+            try stop.run()
+            stop.waitUntilExit()
+            let lost = try await asked.value
+            #expect(lost.status != 0, "the CLI lost its coordinator: \(lost.output)")
+        }
     }
 }

@@ -115,6 +115,15 @@ public nonisolated struct Capfleet_V1_RecordUp: Sendable {
     set {body = .stillChunk(newValue)}
   }
 
+  /// since 1.6: a camera's pictures of a still (take_id), sent every 3 s until still_indexed
+  public var stillHeld: Capfleet_V1_StillCaptured {
+    get {
+      if case .stillHeld(let v)? = body {return v}
+      return Capfleet_V1_StillCaptured()
+    }
+    set {body = .stillHeld(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Body: Equatable, Sendable {
@@ -133,6 +142,8 @@ public nonisolated struct Capfleet_V1_RecordUp: Sendable {
     case check(Capfleet_V1_SegmentCheck)
     /// since 1.6, stills: take_id is the still's id, number the image's; one more part follows
     case stillChunk(Capfleet_V1_SegmentChunk)
+    /// since 1.6: a camera's pictures of a still (take_id), sent every 3 s until still_indexed
+    case stillHeld(Capfleet_V1_StillCaptured)
 
   }
 
@@ -325,13 +336,22 @@ public nonisolated struct Capfleet_V1_RecordDown: Sendable {
     set {body = .fetchStill(newValue)}
   }
 
-  /// the coordinator holds a verified copy: remove the agent's
+  /// the coordinator holds a verified copy: remove the agent's (number 0: every picture of the device, the still deleted)
   public var stillCollected: Capfleet_V1_SegmentCollected {
     get {
       if case .stillCollected(let v)? = body {return v}
       return Capfleet_V1_SegmentCollected()
     }
     set {body = .stillCollected(newValue)}
+  }
+
+  /// since 1.6: the index holds the pictures still_held reported: stop reporting them
+  public var stillIndexed: Capfleet_V1_RecordDone {
+    get {
+      if case .stillIndexed(let v)? = body {return v}
+      return Capfleet_V1_RecordDone()
+    }
+    set {body = .stillIndexed(newValue)}
   }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -355,8 +375,10 @@ public nonisolated struct Capfleet_V1_RecordDown: Sendable {
     case note(Capfleet_V1_TakeNote)
     /// Since 1.6, stills (stills.md): take_id is the still's id, number the image's.
     case fetchStill(Capfleet_V1_FetchSegment)
-    /// the coordinator holds a verified copy: remove the agent's
+    /// the coordinator holds a verified copy: remove the agent's (number 0: every picture of the device, the still deleted)
     case stillCollected(Capfleet_V1_SegmentCollected)
+    /// since 1.6: the index holds the pictures still_held reported: stop reporting them
+    case stillIndexed(Capfleet_V1_RecordDone)
 
   }
 
@@ -789,7 +811,7 @@ fileprivate nonisolated let _protobuf_package = "capfleet.v1"
 
 nonisolated extension Capfleet_V1_RecordUp: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".RecordUp"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}take_id\0\u{3}device_id\0\u{2}\u{7}resume\0\u{1}frame\0\u{1}end\0\u{1}attach\0\u{1}segment\0\u{3}part_end\0\u{1}chunk\0\u{1}check\0\u{3}still_chunk\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}take_id\0\u{3}device_id\0\u{2}\u{7}resume\0\u{1}frame\0\u{1}end\0\u{1}attach\0\u{1}segment\0\u{3}part_end\0\u{1}chunk\0\u{1}check\0\u{3}still_chunk\0\u{3}still_held\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -917,6 +939,19 @@ nonisolated extension Capfleet_V1_RecordUp: SwiftProtobuf.Message, SwiftProtobuf
           self.body = .stillChunk(v)
         }
       }()
+      case 19: try {
+        var v: Capfleet_V1_StillCaptured?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .stillHeld(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .stillHeld(v)
+        }
+      }()
       default: break
       }
     }
@@ -972,6 +1007,10 @@ nonisolated extension Capfleet_V1_RecordUp: SwiftProtobuf.Message, SwiftProtobuf
     case .stillChunk?: try {
       guard case .stillChunk(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 18)
+    }()
+    case .stillHeld?: try {
+      guard case .stillHeld(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 19)
     }()
     case nil: break
     }
@@ -1123,7 +1162,7 @@ nonisolated extension Capfleet_V1_RecordEnd: SwiftProtobuf.Message, SwiftProtobu
 
 nonisolated extension Capfleet_V1_RecordDown: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".RecordDown"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}take_id\0\u{3}device_id\0\u{2}\u{8}credit\0\u{1}done\0\u{1}refused\0\u{1}indexed\0\u{1}fetch\0\u{1}check\0\u{1}collected\0\u{3}delete_part\0\u{1}note\0\u{3}fetch_still\0\u{3}still_collected\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}take_id\0\u{3}device_id\0\u{2}\u{8}credit\0\u{1}done\0\u{1}refused\0\u{1}indexed\0\u{1}fetch\0\u{1}check\0\u{1}collected\0\u{3}delete_part\0\u{1}note\0\u{3}fetch_still\0\u{3}still_collected\0\u{3}still_indexed\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1276,6 +1315,19 @@ nonisolated extension Capfleet_V1_RecordDown: SwiftProtobuf.Message, SwiftProtob
           self.body = .stillCollected(v)
         }
       }()
+      case 21: try {
+        var v: Capfleet_V1_RecordDone?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .stillIndexed(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .stillIndexed(v)
+        }
+      }()
       default: break
       }
     }
@@ -1336,6 +1388,10 @@ nonisolated extension Capfleet_V1_RecordDown: SwiftProtobuf.Message, SwiftProtob
     case .stillCollected?: try {
       guard case .stillCollected(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 20)
+    }()
+    case .stillIndexed?: try {
+      guard case .stillIndexed(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 21)
     }()
     case nil: break
     }
