@@ -122,9 +122,7 @@ struct DeviceCommand: ParsableCommand {
     @Flag(help: "Print JSON.") var json = false
 
     func run() throws {
-        guard let info = try coordinator.call(.getDevice(.with { $0.deviceID = device })).reply.devices.first else {
-            throw CLIFailure("the coordinator sent no device \(device)")
-        }
+        let info = try coordinator.device(device)
         print(json ? try FleetTables.json(JSONViews.DeviceDetails(info)) : FleetTables.details(info))
     }
 }

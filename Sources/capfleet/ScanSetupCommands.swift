@@ -44,9 +44,14 @@ struct OpticsCommand: ParsableCommand {
         }
     }
 
-    private func current() throws -> Capfleet_V1_DeviceInfo {
-        guard let info = try coordinator.call(.getDevice(.with { $0.deviceID = device })).reply.devices.first else {
-            throw CLIFailure("the coordinator sent no device \(device)")
+    private func current() throws -> Capfleet_V1_DeviceInfo { try coordinator.device(device) }
+}
+
+extension CoordinatorOptions {
+    /// One device in full (GetDevice), as `capfleet device` shows it.
+    func device(_ deviceID: String) throws -> Capfleet_V1_DeviceInfo {
+        guard let info = try call(.getDevice(.with { $0.deviceID = deviceID })).reply.devices.first else {
+            throw CLIFailure("the coordinator sent no device \(deviceID)")
         }
         return info
     }
@@ -72,9 +77,7 @@ struct ScanSetupCommand: ParsableCommand {
     @Flag(help: "Print JSON.") var json = false
 
     func run() throws {
-        guard let info = try coordinator.call(.getDevice(.with { $0.deviceID = device })).reply.devices.first else {
-            throw CLIFailure("the coordinator sent no device \(device)")
-        }
+        let info = try coordinator.device(device)
         let region = info.hasDetection ? NormalizedRect(wire: info.detection.region) : nil
         let setup: ScanSetup
         do {

@@ -17,7 +17,7 @@ import Testing
         // No new request reaches the takes or the agents…
         "operator endpoint", "control endpoint",
         // …then the takes finish their open segments while frames still arrive for them.
-        "takes", "agent-held takes", "record endpoint",
+        "takes", "agent-held stills", "agent-held takes", "record endpoint",
         // Collect's copies end once no chunk can come.
         "collector",
         // The dashboard's live connections and views end before the HTTP server, which waits for them.
