@@ -72,7 +72,8 @@ final class DeviceDetection: Sendable {
     /// the command), then applies the settings from the next frame on.
     func apply(_ settings: DetectionSettings) throws(DetectionError) {
         if let problem = settings.problem { throw .scanFailed(problem.description) }
-        if settings.faces { _ = try FaceDetector() }
+        // The detection thread loads the detectors; here only what can be checked at once.
+        if settings.faces, let problem = FaceDetector.cascadeProblem() { throw problem }
         if !settings.codes.isEmpty { _ = try BarcodeScanner(symbologies: settings.codes) }
         wanted.withLock {
             $0.settings = settings

@@ -19,7 +19,9 @@ extension OperatorHandler {
                 ? "codes \(settings.codes.isEmpty ? "none" : settings.codes.map(\.rawValue).joined(separator: ",")), faces \(settings.faces ? "on" : "off"), "
                     + "region \(settings.region.x),\(settings.region.y),\(settings.region.width),\(settings.region.height), \(settings.framesPerSecond) fps"
                 : "off"
-            let answer = await control.command(.setDetection(.with { $0.settings = settings.wire }), deviceID: device.id, nodeID: device.nodeId)
+            // A slow host answers once its agent made its barcode scanner: more than the 3 s of a control change.
+            let answer = await control.command(.setDetection(.with { $0.settings = settings.wire }), deviceID: device.id, nodeID: device.nodeId,
+                                               timeout: .seconds(10))
             guard answer.status.isOK else {
                 try await audit(who, "device.detection", device.id, outcome: "failed", detail: "\(detail): \(answer.status.reason)")
                 reply.status = answer.status

@@ -1,4 +1,5 @@
 import CFaceDetect
+import Glibc
 import FleetCore
 
 /// Finds faces in grey pictures with OpenCV's cascade detector (Debian's opencv-data ships
@@ -18,6 +19,13 @@ public final class FaceDetector {
     }
 
     deinit { cf_face_detector_destroy(detector) }
+
+    /// Why a detector could not be made from `cascade`, found without parsing it (a cascade
+    /// takes seconds to load on a slow host: too long to answer a command with): nil when the
+    /// file is there to read.
+    public static func cascadeProblem(at cascade: String = FaceDetector.defaultCascade) -> DetectionError? {
+        access(cascade, R_OK) == 0 ? nil : .cannotLoadCascade(path: cascade)
+    }
 
     /// The faces inside `region` of `image`, at least `minimumShare` of the searched width wide.
     public func detect(_ image: GreyImage, region: NormalizedRect = .whole, minimumShare: Double = 0.04) throws(DetectionError) -> [NormalizedRect] {

@@ -46,7 +46,7 @@ struct DetectCommand: ParsableCommand {
         let reply = try coordinator.call(.changeDetection(.with {
             $0.deviceID = device
             $0.settings = settings.wire
-        }), timeout: 10).reply
+        }), timeout: 15).reply
         let applied = (try? DetectionSettings(wire: reply.detection)) ?? settings
         if json {
             print(try FleetTables.json(DetectionViews.Settings(device: device, applied)))
