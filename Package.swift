@@ -19,13 +19,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
-        // The coordinator's HTTP side: Hummingbird 2 serves /metrics (and the dashboard),
-        // AsyncHTTPClient posts alert webhooks. Without Hummingbird's default traits: no
-        // swift-configuration, no full Foundation.
+        // The coordinator's HTTP side: Hummingbird 2 serves /metrics and the dashboard (alert
+        // webhooks are plain HTTP/1.1 POSTs on a socket of FleetHTTP's own). Without
+        // Hummingbird's default traits: no swift-configuration, no full Foundation.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
         // The dashboard's one live connection per browser.
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
-        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
@@ -98,20 +97,17 @@ let package = Package(
         // Recordings on disk: Matroska segments written with libavformat (muxing only), their
         // checksums and repair, and their entries in the fleet database's index.
         .target(name: "FleetRecording", dependencies: ["FleetSystem", "CAVFormat", "CCrypto", "FleetCore", "FleetProtocol", "FleetStore"]),
-        // Plain HTTP/1.1 on threads it owns: the /metrics endpoint and alert webhooks.
-        // HTTP on well-kept libraries: a Hummingbird server with a bound port and a graceful
-        // stop, and local-only webhooks through AsyncHTTPClient.
+        // HTTP: a Hummingbird server with a bound port, TLS and a graceful stop, and local-only
+        // webhooks posted on a blocking socket with a deadline.
         .target(name: "FleetHTTP", dependencies: [
-            "CCrypto",
+            "CCrypto", "FleetSystem",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HummingbirdTLS", package: "hummingbird"),
             .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
-            .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),

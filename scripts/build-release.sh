@@ -2,19 +2,42 @@
 # The release binaries, with the Swift runtime linked in (the Debian package and the container
 # image carry no toolchain): capfleet, and beside it the benchmarks and the test bed's relay
 # (binaries of their own, never in the package). Prints the folder they are in.
-# The same flags for all three: another set would compile every module again.
+#
+#   scripts/build-release.sh              what ships: the three binaries, optimised
+#   scripts/build-release.sh --with-tests the same binaries and the test bundle in one build,
+#                                         with testing enabled (what scripts/test.sh runs: one
+#                                         compilation serves the tests, the deployment checks
+#                                         and the benchmarks; see the README, "Tests and CI")
+#
+# One set of flags for everything built: another set would compile every module again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+with_tests=0
+case "${1:-}" in
+  --with-tests) with_tests=1 ;;
+  "") ;;
+  *) echo "usage: scripts/build-release.sh [--with-tests]" >&2; exit 2 ;;
+esac
 # The compiler's output goes to a log (thousands of dependencies' warnings), shown on failure.
 mkdir -p .build
 log=.build/release-build.log
 : > "$log"
-for product in capfleet capfleet-bench capfleet-relay; do
-  if ! swift build -c release --product "$product" --static-swift-stdlib >> "$log" 2>&1; then
+flags=(-c release --static-swift-stdlib)
+if [ "$with_tests" = 1 ]; then
+  # @testable imports need every module compiled for testing; the binaries built with them
+  # are the same code, with internal symbols kept visible.
+  flags+=(-Xswiftc -enable-testing)
+  steps=("--build-tests")
+else
+  steps=("--product capfleet" "--product capfleet-bench" "--product capfleet-relay")
+fi
+for step in "${steps[@]}"; do
+  # shellcheck disable=SC2086 # $step is one or two words by design
+  if ! swift build "${flags[@]}" $step >> "$log" 2>&1; then
     grep -E 'error:' "$log" | head -40 >&2 || true
     tail -20 "$log" >&2
-    echo "build-release: building $product failed (whole log: $log)" >&2
+    echo "build-release: swift build ${flags[*]} $step failed (whole log: $log)" >&2
     exit 1
   fi
 done
-swift build -c release --show-bin-path
+swift build "${flags[@]}" --show-bin-path

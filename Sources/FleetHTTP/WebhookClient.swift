@@ -1,10 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import AsyncHTTPClient
-import Foundation
-import NIOCore
-import NIOPosix
+import FleetSystem
 
 /// An `http://` URL that must lead to this machine or its local network.
 public struct LocalWebhookURL: Sendable, Equatable, CustomStringConvertible {
@@ -69,46 +66,53 @@ public enum WebhookError: Error, CustomStringConvertible, Equatable {
     }
 }
 
-/// Posts a body to a local webhook through AsyncHTTPClient and waits for the answer.
-/// Blocking: call it from a thread of your own (the coordinator's alert delivery thread
-/// does), never from an event loop.
+/// Posts a body to a local webhook over one plain HTTP/1.1 connection and waits for the
+/// status line. Blocking: call it from a thread of your own (the coordinator's alert delivery
+/// thread does), never from an event loop. A few dozen lines of sockets, where a general HTTP
+/// client (and its HTTP/2 and TLS stacks) cost minutes of every build for one POST a minute.
 public enum WebhookClient {
     public static func post(_ body: [UInt8], contentType: String = "application/json", to url: LocalWebhookURL,
                             timeoutMilliseconds: Int64 = 3000) throws(WebhookError) -> Int {
         // Resolved and checked here, then reached by that address: the host cannot resolve
         // elsewhere between the check and the connection.
         let address = try resolveLocal(url.host, port: url.port)
-        let shownAddress = address.contains(":") ? "[\(address)]" : address
         let hostHeader = url.host.contains(":") ? "[\(url.host)]:\(url.port)" : "\(url.host):\(url.port)"
-        let request: HTTPClient.Request
+        let head = "POST \(url.path) HTTP/1.1\r\nHost: \(hostHeader)\r\nUser-Agent: capfleet\r\n"
+            + "Content-Type: \(contentType)\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n"
+        let deadline = ContinuousClock.now + .milliseconds(timeoutMilliseconds)
+        let connection: WebhookConnection
         do {
-            request = try HTTPClient.Request(
-                url: "http://\(shownAddress):\(url.port)\(url.path)", method: .POST,
-                headers: ["Host": hostHeader, "User-Agent": "capfleet", "Content-Type": contentType, "Connection": "close"],
-                body: .bytes(body))
+            connection = try WebhookConnection(to: address, deadline: deadline)
         } catch {
-            throw .unsupportedURL(url.description, "\(error)")
+            throw webhookError(error, url)
         }
-        let response: HTTPClient.Response
+        defer { connection.close() }
+        let statusLine: String
         do {
-            response = try HTTPClient.shared.execute(request: request, deadline: .now() + .milliseconds(timeoutMilliseconds)).wait()
-        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .connectTimeout || error == .readTimeout {
-            throw .timedOut(url: url.description)
+            try connection.writeAll(Array(head.utf8) + body, deadline: deadline)
+            statusLine = try connection.readStatusLine(deadline: deadline)
         } catch {
-            throw .connectionFailed(url: url.description, detail: Self.reason(error))
+            throw webhookError(error, url)
         }
-        let status = Int(response.status.code)
+        // "HTTP/1.1 204 No Content"
+        let words = statusLine.split(separator: " ", maxSplits: 2)
+        guard words.count >= 2, words[0].hasPrefix("HTTP/1."), let status = Int(words[1]) else {
+            throw .connectionFailed(url: url.description, detail: "the answer is not HTTP/1.x: \(statusLine.prefix(80))")
+        }
         guard (200..<300).contains(status) else { throw .refused(url: url.description, status: status) }
         return status
     }
 
-    /// What went wrong in words: "connection refused" rather than a NIO type's dump.
-    static func reason(_ error: any Error) -> String {
-        if let connection = error as? NIOConnectionError, let first = connection.connectionErrors.first {
-            return reason(first.error)
+    static func webhookError(_ error: WebhookConnectionError, _ url: LocalWebhookURL) -> WebhookError {
+        switch error {
+        case .deadlinePassed: .timedOut(url: url.description)
+        case let .failed(failure): .connectionFailed(url: url.description, detail: reason(failure))
         }
-        if let io = error as? IOError { return String(cString: strerror(io.errnoCode)).lowercased() }
-        return "\(error)"
+    }
+
+    /// What went wrong in words: "connection refused" rather than an errno number.
+    static func reason(_ error: SystemCallError) -> String {
+        error.errno == 0 ? "the connection closed before an answer" : String(cString: strerror(error.errno)).lowercased()
     }
 
     /// Whether the URL's host resolves to a local address now: nil when it does, else why not.
@@ -121,8 +125,8 @@ public enum WebhookClient {
         }
     }
 
-    /// The host's first address as text, refused unless it is loopback, private or link-local.
-    public static func resolveLocal(_ host: String, port: UInt16) throws(WebhookError) -> String {
+    /// The host's first address, refused unless it is loopback, private or link-local.
+    public static func resolveLocal(_ host: String, port: UInt16) throws(WebhookError) -> ResolvedAddress {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -144,7 +148,8 @@ public enum WebhookClient {
         guard LocalNetwork.contains(bytes) else {
             throw .notLocal(host: host, address: LocalNetwork.text(bytes))
         }
-        return LocalNetwork.text(bytes)
+        return ResolvedAddress(storage: storage, length: first.pointee.ai_addrlen, family: first.pointee.ai_family,
+                               text: LocalNetwork.text(bytes))
     }
 }
 

@@ -122,6 +122,28 @@ import Glibc
         }
     }
 
+    /// A receiver that takes the connection and never answers: the post gives up at its
+    /// deadline, saying so, and the alert thread goes on.
+    @Test func aReceiverThatNeverAnswers_timesOutAtTheDeadline() async throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && listen(listener, 4) == 0 && getsockname(listener, $0, &length) == 0 }
+        }
+        #expect(bound)
+        let url = try LocalWebhookURL("http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))/hook")
+        let started = ContinuousClock.now
+        await #expect(throws: WebhookError.timedOut(url: url.description)) {
+            try await Self.onThread { try WebhookClient.post(Array(repeating: 7, count: 100), to: url, timeoutMilliseconds: 300) }
+        }
+        let waited = ContinuousClock.now - started
+        #expect(waited >= .milliseconds(300) && waited < .seconds(5), "\(waited)")
+    }
+
     /// Checked before any connection is made: no packet leaves for a public address.
     @Test func webhookToAPublicAddressIsRefusedBeforeConnecting() throws {
         #expect(throws: WebhookError.notLocal(host: "8.8.8.8", address: "8.8.8.8")) {
