@@ -1,4 +1,5 @@
 import FleetCore
+import FleetSystem
 import Foundation
 import Glibc
 
@@ -114,17 +115,10 @@ struct AgentPartManifest: Codable, Sendable, Equatable {
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw .system(call: "open", path: temporary, errno: errno) }
         var failure: ManifestError?
-        data.withUnsafeBytes { raw in
-            var written = 0
-            while written < raw.count {
-                let n = write(fd, raw.baseAddress! + written, raw.count - written)
-                if n < 0, errno == EINTR { continue }
-                guard n > 0 else {
-                    failure = .system(call: "write", path: temporary, errno: errno)
-                    return
-                }
-                written += n
-            }
+        do {
+            try FileDescriptorIO.writeAll(fd, [UInt8](data), target: temporary)
+        } catch {
+            failure = .system(call: error.call, path: temporary, errno: error.errno)
         }
         if failure == nil, fsync(fd) != 0 { failure = .system(call: "fsync", path: temporary, errno: errno) }
         close(fd)

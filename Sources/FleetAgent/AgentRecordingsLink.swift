@@ -304,15 +304,11 @@ private final class LinkState {
         guard fstat(fd, &status) == 0 else { return .failure(SystemCallError(call: "fstat", target: path, errno: errno)) }
         let size = UInt64(status.st_size)
         let wanted = offset >= size ? 0 : Int(min(UInt64(length), size - offset))
-        var buffer = [UInt8](repeating: 0, count: wanted)
-        var done = 0
-        while done < wanted {
-            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, wanted - done, off_t(offset) + off_t(done)) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { return .failure(SystemCallError(call: "pread", target: path, errno: n == 0 ? EIO : errno)) }
-            done += n
+        do {
+            return .success((try FileDescriptorIO.readExactly(fd, count: wanted, at: offset, target: path), size))
+        } catch {
+            return .failure(error)
         }
-        return .success((buffer, size))
     }
 
     /// On the checker's thread: the file against what the coordinator's index says of it.
