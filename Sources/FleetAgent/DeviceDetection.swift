@@ -116,8 +116,8 @@ private struct DetectorState {
     var scanner: BarcodeScanner?
     var faces: FaceDetector?
     var tracker = FaceTracker()
-    /// The last report had objects: the next without any is sent once, saying they are gone.
-    var lastHadObjects = false
+    /// Kept across changes of settings: objects a narrower region leaves out are gone too.
+    var gate = DetectionReportGate()
     var unsupportedFormatSaid = false
 
     init(deviceID: String, logger: Logger) {
@@ -129,7 +129,6 @@ private struct DetectorState {
         if job.generation != generation {
             generation = job.generation
             tracker.reset()
-            lastHadObjects = false
             do {
                 scanner = job.settings.codes.isEmpty ? nil : try BarcodeScanner(symbologies: job.settings.codes)
                 faces = job.settings.faces ? try FaceDetector() : nil
@@ -171,8 +170,7 @@ private struct DetectorState {
             logger.error("detection failed on a frame", metadata: ["device.id": "\(deviceID)", "error": "\(error)"])
             return nil
         }
-        guard !objects.isEmpty || lastHadObjects else { return nil }
-        lastHadObjects = !objects.isEmpty
+        guard gate.shouldReport(objectCount: objects.count) else { return nil }
         return .with {
             $0.nodeID = job.nodeID
             $0.deviceID = deviceID

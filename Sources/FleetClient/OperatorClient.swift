@@ -66,7 +66,8 @@ public struct CoordinatorAddress: Sendable, CustomStringConvertible {
 }
 
 /// Synchronous request/reply with the coordinator's operator endpoint, for the CLI.
-/// One DEALER, used from the calling thread only; every call waits at most `timeout`.
+/// One DEALER, used from the calling thread only; every call waits as long as the coordinator
+/// may take for its request (operator.md, "Time limits"), and at least `timeout`.
 public final class OperatorClient {
     public let address: CoordinatorAddress
     public let timeout: Double
@@ -92,11 +93,12 @@ public final class OperatorClient {
     }
 
     /// Sends one request and returns the reply (and the payload part, for frames).
-    /// A reply whose status is not OK is thrown as `.refused`. `timeout` replaces the client's
-    /// for a request that takes longer on purpose (checksumming a long segment).
+    /// A reply whose status is not OK is thrown as `.refused`. Without `timeout` it waits as
+    /// long as the coordinator may take for the request (`OperatorReplyTime`), or the client's
+    /// timeout if that is longer; `timeout` replaces both.
     public func call(_ body: Capfleet_V1_OperatorRequest.OneOf_Body,
                      timeout requestTimeout: Double? = nil) throws(OperatorClientError) -> (reply: Capfleet_V1_OperatorReply, payload: [UInt8]?) {
-        let timeout = requestTimeout ?? self.timeout
+        let timeout = requestTimeout ?? max(self.timeout, OperatorReplyTime.clientTimeoutSeconds(for: body))
         let requestID = try send(body)
         let deadline = Date().addingTimeInterval(timeout)
         while true {

@@ -21,7 +21,7 @@ final class DetectionRelay: Sendable {
     /// A report the control handler accepted (from the node that has the device).
     func received(_ report: Capfleet_V1_DetectionReport) async {
         do {
-            telemetry.publish(topic: "meta.\(report.deviceID)", payload: try report.serializedBytes())
+            telemetry.publish(topic: TelemetryTopic.meta(report.deviceID), payload: try report.serializedBytes())
         } catch {
             logger.error("a detection report could not be encoded", metadata: ["device.id": "\(report.deviceID)", "error": "\(error)"])
         }

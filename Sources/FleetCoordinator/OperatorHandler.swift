@@ -74,15 +74,21 @@ actor OperatorHandler {
     }
 
     private func handle(_ routed: RoutedMessage) async {
-        guard routed.parts.count == 1, !routed.overflowed else {
+        // A REQ socket's request comes after an empty delimiter; its reply must too.
+        let opened = OperatorFraming.open(routed.parts.map(\.array))
+        let framing = opened.framing
+        guard let bytes = opened.request, !routed.overflowed else {
             rejections.reject(endpoint: Self.endpointName, reason: .wrongPartCount, peer: routed.peer)
-            send(.with { $0.status = .failure(.badRequest, "an operator request is exactly one part (an OperatorRequest)") }, to: routed)
+            send(.with {
+                $0.status = .failure(.badRequest, "an operator request is one part (an OperatorRequest) from a DEALER, "
+                                     + "or an empty delimiter and that part from a REQ socket; this message had \(routed.parts.count) part(s)")
+            }, to: routed, framing: framing)
             return
         }
         // Undecodable input is counted and answered: the sender's mistake, not ours.
-        guard let request = try? Capfleet_V1_OperatorRequest(serializedBytes: routed.parts[0].array) else {
+        guard let request = try? Capfleet_V1_OperatorRequest(serializedBytes: bytes) else {
             rejections.reject(endpoint: Self.endpointName, reason: .undecodable, peer: routed.peer)
-            send(.with { $0.status = .failure(.badRequest, "not an OperatorRequest; is the CLI the same version as the coordinator?") }, to: routed)
+            send(.with { $0.status = .failure(.badRequest, "not an OperatorRequest; is the CLI the same version as the coordinator?") }, to: routed, framing: framing)
             return
         }
         // Who asks is the key's operator, never the request's own `operator` field.
@@ -91,11 +97,11 @@ actor OperatorHandler {
             send(.with {
                 $0.requestID = request.requestID
                 $0.status = .failure(.permissionDenied, "this connection is not an operator's")
-            }, to: routed)
+            }, to: routed, framing: framing)
             return
         }
         let (reply, payload) = await answer(request, from: OperatorCaller(name: name, channel: .operatorEndpoint, peer: routed.peer))
-        send(reply, to: routed, payload: payload)
+        send(reply, to: routed, framing: framing, payload: payload)
     }
 
     /// One request answered for an operator already identified (by the key on the operator
@@ -277,7 +283,7 @@ actor OperatorHandler {
         }
     }
 
-    private func send(_ reply: Capfleet_V1_OperatorReply, to routed: RoutedMessage, payload: [UInt8]? = nil) {
+    private func send(_ reply: Capfleet_V1_OperatorReply, to routed: RoutedMessage, framing: OperatorFraming, payload: [UInt8]? = nil) {
         let bytes: [UInt8]
         do {
             bytes = try reply.serializedBytes()
@@ -288,9 +294,9 @@ actor OperatorHandler {
             failure.requestID = reply.requestID
             failure.status = .failure(.internal, "the coordinator could not encode its reply: \(error)")
             guard let fallback: [UInt8] = try? failure.serializedBytes() else { return }  // logged just above
-            endpoint.reply(to: routed.routingID, parts: [fallback])
+            endpoint.reply(to: routed.routingID, parts: framing.wrap([fallback]))
             return
         }
-        endpoint.reply(to: routed.routingID, parts: payload.map { [bytes, $0] } ?? [bytes])
+        endpoint.reply(to: routed.routingID, parts: framing.wrap(payload.map { [bytes, $0] } ?? [bytes]))
     }
 }

@@ -6,11 +6,16 @@ public enum TelemetryTopic {
     public static let dropsPrefix = "drops."
     public static let eventPrefix = "event."
     public static let pressurePrefix = "pressure."
+    /// Detection reports (detection.md), since 1.6.
+    public static let metaPrefix = "meta."
 
     public static func node(_ nodeID: String) -> String { nodePrefix + nodeID }
     public static func device(_ deviceID: String) -> String { devicePrefix + deviceID }
     public static func drops(_ deviceID: String) -> String { dropsPrefix + deviceID }
     public static func pressure(_ nodeID: String) -> String { pressurePrefix + nodeID }
+    public static func meta(_ deviceID: String) -> String { metaPrefix + deviceID }
+    /// Every prefix the coordinator publishes under, as telemetry.md lists them.
+    public static let prefixes = [nodePrefix, devicePrefix, dropsPrefix, eventPrefix, pressurePrefix, metaPrefix]
     public static func event(_ kind: Capfleet_V1_EventKind) -> String { eventPrefix + kind.topicSuffix }
 }
 

@@ -64,7 +64,7 @@ struct CoordinatorOptions: ParsableArguments {
     @Option(name: .long, help: "Coordinator HOST[:PORT] of its operator endpoint (default 127.0.0.1:7602; environment: CAPFLEET_COORDINATOR).")
     var coordinator: String?
 
-    @Option(help: "Seconds to wait for the coordinator's answer.")
+    @Option(help: "Seconds to wait at least for the coordinator's answer (requests that wait on agents or an instant get as long as the coordinator may take: proto-docs/operator.md, \"Time limits\").")
     var timeout: Double = 3
 
     @Option(help: "Your operator credential (default: CAPFLEET_CREDENTIAL, else ~/.config/capfleet/credential).")

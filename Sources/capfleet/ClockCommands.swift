@@ -17,9 +17,8 @@ struct SyncCheckCommand: ParsableCommand {
     func run() throws {
         var query = Capfleet_V1_SyncCheck.with { $0.deviceIds = devices }
         if let at { try Self.parse(at, into: &query) }
-        // Wait for the time asked for, the agents' patience, and a margin.
-        let ahead = query.fromNowNs > 0 ? Double(query.fromNowNs) / 1e9 : query.atFleetTimeNs > 0 ? 60 : 1
-        let result = try coordinator.call(.syncCheck(query), timeout: ahead + 5).reply.syncCheck
+        // The call waits for the time asked for, the agents' patience, and a margin (OperatorReplyTime).
+        let result = try coordinator.call(.syncCheck(query)).reply.syncCheck
         if json {
             print(try FleetTables.json(JSONViews.SyncCheck(result)))
             return

@@ -73,7 +73,7 @@ struct MetadataCommand: ParsableCommand {
 
     func run() throws {
         let client = try coordinator.client()
-        let subscriber = try TelemetrySubscription.open(coordinator, client: client, port: telemetryPort, topic: "meta.\(device)")
+        let subscriber = try TelemetrySubscription.open(coordinator, client: client, port: telemetryPort, topic: TelemetryTopic.meta(device))
         let limit = count ?? (follow ? nil : 1)
         let patience = wait ?? (follow ? nil : 10)
         var shown = 0
@@ -84,7 +84,7 @@ struct MetadataCommand: ParsableCommand {
             }
             guard subscriber.waitForInput(milliseconds: 250),
                   let message = try? subscriber.receiveMultipart(dontWait: true), message.parts.count == 2,
-                  String(decoding: message.parts[0].array, as: UTF8.self) == "meta.\(device)",
+                  String(decoding: message.parts[0].array, as: UTF8.self) == TelemetryTopic.meta(device),
                   let report = try? Capfleet_V1_DetectionReport(serializedBytes: message.parts[1].array) else { continue }
             lastHeard = Date()
             print(json ? try FleetTables.jsonLine(DetectionViews.Report(report)) : DetectionViews.line(report))

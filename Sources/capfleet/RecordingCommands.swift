@@ -106,8 +106,8 @@ struct RecordCommand: ParsableCommand {
                 $0.waitMs = UInt32(max(0, min(wait, 600)) * 1000)
             }
             if let at { try FleetTimeArgument.parse(at, at: &query.atFleetTimeNs, fromNow: &query.fromNowNs) }
-            let ahead = query.fromNowNs > 0 ? Double(query.fromNowNs) / 1e9 : 0
-            guard let stopped = try coordinator.call(.stopRecording(query), timeout: wait + ahead + 5).reply.takes.first else {
+            // The call waits for the stop instant, `wait` and the agents (OperatorReplyTime).
+            guard let stopped = try coordinator.call(.stopRecording(query)).reply.takes.first else {
                 throw CLIFailure("the coordinator did not describe the take it stopped")
             }
             if json {

@@ -10,7 +10,9 @@ it (a ZeroMQ certificate: your key pair, plus the coordinator's public key in it
 --credential FILE, else $CAPFLEET_CREDENTIAL, else ~/.config/capfleet/credential.
 
 Each line is {"topic": ..., "message": {...}} with the message in protobuf's JSON mapping
-(field names as in the .proto files; 64-bit integers as strings). See ../telemetry.md.
+(field names as in the .proto files; 64-bit integers as strings; fields at their default left
+out). Every topic of ../telemetry.md is decoded: node., device., drops., event., pressure. and
+meta. (detection reports, since 1.6).
 """
 import argparse
 import importlib
@@ -25,13 +27,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import capfleet_protos  # noqa: E402  (beside this script)
 
 
-# Topic prefix -> (module, message) carried on it.
+# Topic prefix -> (module, message) carried on it: every topic of ../telemetry.md, "Topics".
+# A topic of another prefix (a newer coordinator's) is printed undecoded, never fatal.
 TOPICS = {
     "node.": ("telemetry_pb2", "NodeStatus"),
     "device.": ("telemetry_pb2", "DeviceStatus"),
     "drops.": ("telemetry_pb2", "DropsReport"),
     "event.": ("telemetry_pb2", "FleetEvent"),
     "pressure.": ("common_pb2", "PressureReport"),
+    "meta.": ("telemetry_pb2", "DetectionReport"),   # since 1.6: codes and faces found (../detection.md)
 }
 
 
@@ -76,7 +80,8 @@ def main():
     parser.add_argument("--endpoint", help="coordinator telemetry PUB endpoint (default: the credential's telemetry, else port 7603)")
     parser.add_argument("--topic", action="append", default=[], help="topic prefix to subscribe to (repeatable; default: all)")
     parser.add_argument("--count", type=int, default=0, help="exit after this many decoded messages (0: run forever)")
-    parser.add_argument("--timeout", type=float, default=0, help="give up after this many seconds (0: never)")
+    parser.add_argument("--timeout", type=float, default=0,
+                        help="give up after this many seconds (0: never); with --count 0, stop then (status 0)")
     parser.add_argument("--credential", default=default_credential(), help="operator credential file")
     args = parser.parse_args()
 
@@ -99,6 +104,8 @@ def main():
     while not args.count or decoded < args.count:
         wait_ms = None if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
         if wait_ms == 0 or not socket.poll(wait_ms):
+            if not args.count:
+                return  # a subscription for a while, not for a number of messages
             sys.exit(f"timed out after {args.timeout} s with {decoded} of {args.count} messages from {args.endpoint}: "
                      "is the coordinator running and publishing, and does it know your key?")
         parts = socket.recv_multipart()
@@ -115,6 +122,8 @@ def main():
         except DecodeError as error:
             print(f"skipping undecodable {kind[1]} on {topic}: {error}", file=sys.stderr)
             continue
+        # proto3's JSON mapping leaves out fields at their default: a DetectionReport without
+        # "objects" is the one that says everything reported before is gone.
         print(json.dumps({"topic": topic, "message": MessageToDict(message, preserving_proto_field_name=True)}), flush=True)
         decoded += 1
 
