@@ -5,7 +5,7 @@
 # need root.
 #
 #   scripts/bench.sh            the figures the README quotes (about 15 minutes on 2 cores)
-#   scripts/bench.sh --short    every benchmark, briefly (about 5 minutes): what the test
+#   scripts/bench.sh --short    every benchmark, briefly (about 6 minutes): what the test
 #                               suite runs, so that each one keeps working and prints figures;
 #                               shorter windows and fewer steps make its figures noisier
 #
@@ -33,34 +33,34 @@ run_bench() {
   echo "   ($1: $(( $(date +%s) - began )) s)"
 }
 # capfleet-bench runs the capfleet beside it (and, for the clock, capfleet-relay).
-run_bench transport --seconds "${CAPFLEET_BENCH_SECONDS:-$(pick 6 3)}"
-run_bench commands --commands "$(pick 200 60)"
-run_bench telemetry --seconds "${CAPFLEET_BENCH_SECONDS:-$(pick 8 4)}" --changes "$(pick 40 15)"
+run_bench transport --seconds "${CAPFLEET_BENCH_SECONDS:-$(pick 6 2)}"
+run_bench commands --commands "$(pick 200 40)"
+run_bench telemetry --seconds "${CAPFLEET_BENCH_SECONDS:-$(pick 8 3)}" --changes "$(pick 40 10)"
 # Recording: streams at 1080p30 without drops, MB/s against a plain write, coordinator memory
 # over consecutive takes (CAPFLEET_RECORD_BENCH_SUSTAINED_SECONDS=300 for the 5-minute run).
-run_bench record --seconds "${CAPFLEET_RECORD_BENCH_SECONDS:-$(pick 10 4)}" --max-streams "$(pick 4 2)" \
-  --sustained-seconds "${CAPFLEET_RECORD_BENCH_SUSTAINED_SECONDS:-$(pick 30 10)}"
+run_bench record --seconds "${CAPFLEET_RECORD_BENCH_SECONDS:-$(pick 10 3)}" --max-streams "$(pick 4 2)" \
+  --sustained-seconds "${CAPFLEET_RECORD_BENCH_SUSTAINED_SECONDS:-$(pick 30 6)}"
 # Many agents (one small camera each) joining one coordinator: listing times per device and
 # the quiet coordinator's CPU per camera (issue "data plane that grows with the fleet").
-run_bench fleet --steps "${CAPFLEET_FLEET_BENCH_STEPS:-$(pick 25,100,200 25,200)}" \
+run_bench fleet --steps "${CAPFLEET_FLEET_BENCH_STEPS:-$(pick 25,100,200 25,100)}" \
   --clock-settle-seconds "$(pick 90 20)"
 # One full-rate viewer of a 1080p30 camera through the coordinator: frames/s and latency.
-run_bench view --seconds "${CAPFLEET_BENCH_SECONDS:-$(pick 8 4)}"
+run_bench view --seconds "${CAPFLEET_BENCH_SECONDS:-$(pick 8 3)}"
 # Takes' codecs: CPU per 1080p30 stream, size against raw, FFV1 bit-exact, H.264/HEVC PSNR,
 # and cameras recorded without drops per codec against raw (issue "encoding").
 run_bench encode --frames "${CAPFLEET_ENCODE_BENCH_FRAMES:-$(pick 30 10)}" --seconds "$(pick 5 3)" --max-streams "$(pick 2 1)"
 # What a camera's preview (one JPEG a second) costs its agent, at 640x480 and 1080p.
-run_bench preview --seconds "${CAPFLEET_PREVIEW_BENCH_SECONDS:-$(pick 8 4)}"
+run_bench preview --seconds "${CAPFLEET_PREVIEW_BENCH_SECONDS:-$(pick 8 3)}"
 # The web dashboard: coordinator CPU, bytes a second and previews shown to one headless
 # Chromium watching a grid of N previews, against the same fleet unwatched, and whether the
 # page stays smooth (issue "web dashboard").
-run_bench dashboard --steps "${CAPFLEET_DASHBOARD_BENCH_STEPS:-$(pick 20,100,200 20,200)}" --seconds "${CAPFLEET_BENCH_SECONDS:-$(pick 8 4)}"
+run_bench dashboard --steps "${CAPFLEET_DASHBOARD_BENCH_STEPS:-$(pick 20,100,200 20,100)}" --seconds "${CAPFLEET_BENCH_SECONDS:-$(pick 8 3)}"
 # Three agent hosts on network namespaces (deploy/netns-fleet.sh), needs root; also plots
 # .build/bench/clock-accuracy.png.
-run_bench clock --seconds "${CAPFLEET_CLOCK_BENCH_SECONDS:-$(pick 90 30)}" \
-  --impaired-seconds "${CAPFLEET_CLOCK_BENCH_IMPAIRED_SECONDS:-$(pick 45 15)}"
+run_bench clock --seconds "${CAPFLEET_CLOCK_BENCH_SECONDS:-$(pick 90 20)}" \
+  --impaired-seconds "${CAPFLEET_CLOCK_BENCH_IMPAIRED_SECONDS:-$(pick 45 10)}"
 # Synchronised stills on the same test bed (root): the spread of the cameras' capture times
 # around the instant against known truth, aligned and unaligned, and the time from request to
 # every picture stored, at the streaming size against full resolution and a bracket there.
-run_bench stills --count "${CAPFLEET_STILLS_BENCH_COUNT:-$(pick 10 4)}"
+run_bench stills --count "${CAPFLEET_STILLS_BENCH_COUNT:-$(pick 10 3)}"
 echo "== benchmarks done in $(( $(date +%s) - started )) s"

@@ -22,13 +22,14 @@ esac
 mkdir -p .build
 log=.build/release-build.log
 : > "$log"
-flags=(-c release --static-swift-stdlib)
 if [ "$with_tests" = 1 ]; then
   # @testable imports need every module compiled for testing; the binaries built with them
-  # are the same code, with internal symbols kept visible.
-  flags+=(-Xswiftc -enable-testing)
+  # are the same code, with internal symbols kept visible. Without --static-swift-stdlib:
+  # the static runtime has no Swift Testing module, and that flag is on every compilation.
+  flags=(-c release -Xswiftc -enable-testing)
   steps=("--build-tests")
 else
+  flags=(-c release --static-swift-stdlib)
   steps=("--product capfleet" "--product capfleet-bench" "--product capfleet-relay")
 fi
 for step in "${steps[@]}"; do
@@ -40,4 +41,14 @@ for step in "${steps[@]}"; do
     exit 1
   fi
 done
-swift build "${flags[@]}" --show-bin-path
+bin="$(swift build "${flags[@]}" --show-bin-path)"
+if [ "$with_tests" = 1 ]; then
+  # What ships carries the Swift runtime: capfleet linked once more from the same objects,
+  # with the static runtime (the link SwiftPM ran, plus -static-stdlib), into static/.
+  python3 scripts/relink-static.py .build/release.yaml capfleet "$bin/static/capfleet" >> "$log" 2>&1 || {
+    tail -20 "$log" >&2
+    echo "build-release: linking capfleet with the static Swift runtime failed (whole log: $log)" >&2
+    exit 1
+  }
+fi
+echo "$bin"
