@@ -35,6 +35,12 @@ extension OperatorHandler {
             reply.status = .ok
         } catch let refusal as TakeRefusal {
             reply.status = .failure(refusal.code, refusal.message)
+        } catch let already as TakeAlreadyStopped {
+            // Not a failure (the take is stopped, as asked), but not this request's doing: an
+            // OK with a reason, which `capfleet record stop` shows and exits 4 on.
+            reply.takes = [try await info(already.take, detailed: false)]
+            reply.status = .ok
+            reply.status.reason = already.message
         }
     }
 

@@ -26,6 +26,14 @@ extension SecondLaneIntegrationTests {
             try await Task.sleep(for: .seconds(3))
             let stopped = try fleet.cli(["record", "stop", takeID], timeout: 20)
             #expect(stopped.status == 0, "\(stopped.error)")
+            // A second stop changes nothing, and says so: when, by whom, and its own exit status.
+            let again = try fleet.cli(["record", "stop", takeID], user: "bo")
+            #expect(again.status == 4 && again.error.contains("take \(takeID) was already stopped at ") && again.error.contains(" by ana; nothing changed"),
+                    "\(again.status) \(again.error)")
+            #expect(!again.output.contains("stopped,"), "no second \"stopped\" line: \(again.output)")
+            // A start years in the past is refused, saying the fleet's time now.
+            let past = try fleet.cli(["record", "start"] + devices + ["--at", "2020-01-01T00:00:00Z"])
+            #expect(past.status != 0 && past.error.contains("years in the past; the fleet's time is 20"), "\(past.error)")
 
             let shown = try Self.show(takeID, in: fleet)
             #expect(shown["state"] as? String == "stopped", "\(shown)")
