@@ -295,10 +295,8 @@ extension SecondLaneIntegrationTests {
             #expect(verified.status == 0, "\(verified.output)\(verified.error)")
             // The coordinator reports the disk as pressure (shutdown: below the reserve).
             try await fleet.waitUntil("the recordings disk raises the coordinator's pressure", seconds: 15) {
-                // JSON lines, one event each.
-                try fleet.cli(["events", "--limit", "200", "--json"]).output.split(separator: "\n").contains { line in
-                    let event = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] ?? [:]
-                    return event["kind"] as? String == "pressure_level_changed" && event["node_id"] as? String == "coordinator"
+                try AlertsTests.events(fleet).contains { event in
+                    event["kind"] as? String == "pressure_level_changed" && event["node_id"] as? String == "coordinator"
                         && (event["message"] as? String ?? "").contains("coordinator pressure shutdown")
                 }
             }
