@@ -294,8 +294,12 @@ extension OperatorHandler {
         let segments = try await store.segments(takeID: take.id)
         var online: Set<String> = []
         for nodeID in Set(devices.map(\.nodeId)) where await control.isOnline(nodeID) { online.insert(nodeID) }
-        return Self.wire(take, devices: devices, segments: segments, events: detailed ? try await store.takeEvents(takeID: take.id) : nil,
-                         onlineNodes: online)
+        var info = Self.wire(take, devices: devices, segments: segments, events: detailed ? try await store.takeEvents(takeID: take.id) : nil,
+                             onlineNodes: online)
+        // A collect's progress moves with the bytes of the segments being copied, not only
+        // with whole segments (which may be most of a short take).
+        info.collectedBytes += min(collections.bytesArriving(takeID: take.id), info.agentHeldBytes)
+        return info
     }
 
     static func wire(_ take: TakeRecord, devices: [TakeDeviceRecord], segments: [SegmentRecord], events: [TakeEventRecord]?,
