@@ -17,7 +17,10 @@ struct CapFleet: AsyncParsableCommand {
             a token from `capfleet enroll`. Every other command is an operator's: it asks the \
             coordinator's operator endpoint, as the holder of an operator credential that an admin made \
             with `capfleet operator add`, and the credential's role (viewer, operator, admin) decides \
-            what it may do. Each command has a manual page of its own, e.g. `man capfleet-record-start`.
+            what it may do. Each command has a manual page of its own, e.g. `man capfleet-record-start` \
+            (the package installs them; in a source build scripts/dev.sh puts them in ~/.local/share/man, \
+            or run scripts/install-manual-and-completions.sh), and `capfleet help record start` \
+            prints the same anywhere.
 
             Environment:
               CAPFLEET_COORDINATOR   the coordinator's HOST[:PORT]
