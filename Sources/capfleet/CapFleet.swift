@@ -51,14 +51,30 @@ struct LoggingOptions: ParsableArguments {
     var logLevel: String?
 
     func bootstrap(label: String) -> Logger {
-        let text = logLevel ?? ProcessInfo.processInfo.environment["CAPFLEET_LOG_LEVEL"] ?? "info"
-        let level = Logger.Level(rawValue: text.lowercased()) ?? .info
+        let level = self.level
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
             return handler
         }
         return Logger(label: label)
+    }
+
+    /// Logs to `path` (appended to) instead of the terminal; errors go to both.
+    func bootstrap(label: String, file path: String) throws -> Logger {
+        let level = self.level
+        let descriptor = try FileLogHandler.open(path)
+        LoggingSystem.bootstrap { label in
+            var terminal = StreamLogHandler.standardError(label: label)
+            terminal.logLevel = .error
+            return MultiplexLogHandler([FileLogHandler(label: label, descriptor: descriptor, logLevel: level), terminal])
+        }
+        return Logger(label: label)
+    }
+
+    private var level: Logger.Level {
+        let text = logLevel ?? ProcessInfo.processInfo.environment["CAPFLEET_LOG_LEVEL"] ?? "info"
+        return Logger.Level(rawValue: text.lowercased()) ?? .info
     }
 }
 
