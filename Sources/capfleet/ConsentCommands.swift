@@ -14,9 +14,6 @@ struct ConsentCommand: ParsableCommand {
             Restricting (a site policy forbids the device) and lifting a restriction need the admin role.
             """,
         subcommands: [Grant.self, Deny.self, Revoke.self, Restrict.self, History.self])
-    @OptionGroup var unknown: UnknownSubcommand
-
-    func validate() throws { try unknown.check(Self.self) }
 
     struct Change: ParsableArguments {
         @OptionGroup var coordinator: CoordinatorOptions
