@@ -425,7 +425,7 @@ wait_registered() {
     while :; do
         nodes=$(cli_run nodes --json --timeout 2 2>/dev/null | jq -c --arg name "a$i" '[.[] | select(.name == $name) | .node_id]' || true)
         if [[ -n $nodes ]] && cli_run events --json --limit 200 --timeout 2 2>/dev/null |
-            jq -e -s --argjson nodes "$nodes" --argjson since "$since" \
+            jq -e --argjson nodes "$nodes" --argjson since "$since" \
                 'any(.[]; .kind == "node_registered" and .unix_ms >= $since and (.node_id | IN($nodes[])))' >/dev/null; then
             return 0
         fi

@@ -145,12 +145,9 @@ public final class SyntheticCamera: CameraSource {
             let format = device.formats[index]
             let (zoom, zoomChange) = config.zoom.adopting(maximumFactor: format.maxZoomFactor)
             config.zoom = zoom
-            if !format.supports(framesPerSecond: config.frameRate) {
-                config.frameRate = min(max(config.frameRate, format.frameRateRanges[0].minFramesPerSecond), format.maxFramesPerSecond)
-            }
-            if !format.supports(framesPerSecond: config.minimumFrameRate) || config.minimumFrameRate > config.frameRate {
-                config.minimumFrameRate = config.frameRate
-            }
+            let rate = FormatSelector.frameRate(keeping: FrameRateRange(min: config.minimumFrameRate, max: config.frameRate), on: format)
+            config.frameRate = rate.maxFramesPerSecond
+            config.minimumFrameRate = rate.minFramesPerSecond
             config.generation += 1
             return zoomChange
         }

@@ -163,11 +163,7 @@ public final class V4L2Camera: CameraSource {
         let format = device.formats[index]
         return try withSession { (state: inout Session) throws(CaptureError) -> ZoomFormatChange? in
             try refuseWhileInterrupted(state)
-            var rate = state.frameRateRange
-            if !format.supports(framesPerSecond: rate.maxFramesPerSecond) {
-                let fps = FormatSelector.defaultFrameRate(of: format)
-                rate = FrameRateRange(min: fps, max: fps)
-            }
+            let rate = FormatSelector.frameRate(keeping: state.frameRateRange, on: format)
             let previous = (state.formatIndex, state.frameRateRange, state.zoom)
             state.formatIndex = index
             state.frameRateRange = rate

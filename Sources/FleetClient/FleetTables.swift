@@ -31,8 +31,11 @@ public enum FleetTables {
     public static func table(_ header: [String], _ rows: [[String]]) -> String {
         let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
         func line(_ cells: [String]) -> String {
-            cells.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
-                .joined(separator: "  ").trimmingCharacters(in: .whitespaces)
+            // Only the end is trimmed: a blank first cell (watch's `!` column) keeps its place.
+            var text = cells.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
+                .joined(separator: "  ")
+            while text.last == " " { text.removeLast() }
+            return text
         }
         return ([line(header)] + rows.map(line)).joined(separator: "\n")
     }
@@ -162,7 +165,7 @@ public enum FleetTables {
                               : status.streaming ? "streaming" : (status.online ? "idle" : "offline"),
                           status.width > 0 ? "\(status.width)x\(status.height) \(status.pixelFormat)" : "-",
                           String(format: "%.1f", status.framesPerSecond), String(format: "%.2f", status.bytesPerSecond / 1e6),
-                          String(status.framesReceived), String(status.drops.late), String(status.drops.outOfBuffers),
+                          String(framesCounted(status)), String(status.drops.late), String(status.drops.outOfBuffers),
                           String(status.drops.discontinuity), String(status.drops.encoderLate), age(status.lastFrameUnixMs, now: now)]
                      })
         let notes = statuses.compactMap { status -> String? in
@@ -170,6 +173,12 @@ public enum FleetTables {
             return "! \(status.deviceID): " + reasons.joined(separator: "; ")
         }
         return notes.isEmpty ? rows : rows + "\n\n" + notes.joined(separator: "\n")
+    }
+
+    /// The frames FPS measures: those the agent captured (since 1.3), whether or not any
+    /// crossed the network; an older agent's frames the coordinator received.
+    static func framesCounted(_ status: Capfleet_V1_DeviceStatus) -> UInt64 {
+        status.framesCaptured > 0 ? status.framesCaptured : status.framesReceived
     }
 
     /// Each device's trouble, judged from this refresh, the previous one (for new drops)

@@ -90,7 +90,7 @@ public enum StillViews {
     /// Per camera and picture: its capture time against the instant, size, where it is.
     public static func show(_ still: Capfleet_V1_StillInfo) -> String {
         var lines = ["still \(still.id)\(still.name == still.id ? "" : " (\(still.name))"): \(still.state), instant fleet time \(still.requestedFleetNs), "
-                     + "spread \(milliseconds(Int64(clamping: still.spreadNs))) across the cameras, \(still.encoding)"
+                     + spread(still) + ", \(still.encoding)"
                      + (still.bracketEv.isEmpty ? "" : ", bracket " + still.bracketEv.map { String(format: "%+.1f", $0) }.joined(separator: ",") + " EV")]
         var rows: [[String]] = []
         for device in still.devices {
@@ -105,6 +105,17 @@ public enum StillViews {
         }
         lines.append(FleetTables.table(["CAMERA", "#", "STATE", "FORMAT", "SPREAD", "AWAY", "FILE"], rows))
         return lines.joined(separator: "\n")
+    }
+
+    /// The header's spread, the rows' measure: each camera's first picture against the
+    /// instant (one camera: its own; several: from the earliest to the latest), and with
+    /// several cameras how close their pictures are to each other.
+    public static func spread(_ still: Capfleet_V1_StillInfo) -> String {
+        let firsts = still.devices.compactMap { $0.images.first?.spreadNs }
+        guard let earliest = firsts.min(), let latest = firsts.max() else { return "no picture yet" }
+        let fromInstant = earliest == latest ? milliseconds(earliest) : "\(milliseconds(earliest).dropLast(3)) to \(milliseconds(latest))"
+        let across = firsts.count > 1 ? ", \(String(format: "%.3f ms", Double(still.spreadNs) / 1e6)) apart across the cameras" : ""
+        return "spread \(fromInstant) from the instant\(across)"
     }
 
     /// Signed milliseconds with microseconds: +0.012 ms.

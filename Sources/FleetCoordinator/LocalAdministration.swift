@@ -191,3 +191,26 @@ extension LocalAdministration {
         return "/signin?token=\(token)"
     }
 }
+
+extension LocalAdministration {
+    /// Takes still recording in the coordinator's index, oldest first: what `capfleet dev`
+    /// names when it stops, since each goes on when the coordinator starts again.
+    public static func takesInProgress(dataDirectory: String) async throws -> [TakeRecord] {
+        let (store, _) = try open(dataDirectory)
+        return try await store.takes().filter { $0.state == .recording }.reversed()
+    }
+
+    /// What `capfleet dev` says at Ctrl-C about takes that were recording: nil when none was.
+    public static func inProgressNote(_ takes: [TakeRecord], restart: String) -> String? {
+        guard !takes.isEmpty else { return nil }
+        let lines = takes.map { take in
+            "  \(take.id)\(take.name == take.id ? "" : " (\(take.name))"), started by \(take.createdBy), written by the \(take.store == .agent ? "agents" : "coordinator")"
+        }
+        return """
+            Still in progress (\(takes.count == 1 ? "a take was" : "\(takes.count) takes were") recording at Ctrl-C, and \(takes.count == 1 ? "is" : "are") not stopped):
+            \(lines.joined(separator: "\n"))
+            \(takes.count == 1 ? "It resumes" : "They resume") when the fleet starts again (\(restart)); the frames in between are missing from \(takes.count == 1 ? "it" : "them"), counted as dropped. \
+            To end \(takes.count == 1 ? "it" : "one") then: capfleet record stop \(takes[0].id)
+            """
+    }
+}

@@ -96,6 +96,15 @@ extension OperatorHandler {
         }
         let answer = await control.command(.setActiveFormat(.with { $0.formatIndex = UInt32(index) }), deviceID: device.id, nodeID: device.nodeId)
         try await record(answer, on: device, action: "device.format", who: who, detail: formats[index].label, into: &reply)
+        // The device keeps its rate where the new format runs it (FormatSelector.frameRate);
+        // a rate asked for with the format is set next, so the device runs at the rate asked.
+        guard answer.status.isOK, case let .bestMatch(_, _, _, fps?) = request, abs(answer.activeFrameRate - fps) > 1e-6 else { return }
+        let rated = await control.command(.setFrameRate(.with { $0.framesPerSecond = fps; $0.minFramesPerSecond = fps }),
+                                          deviceID: device.id, nodeID: device.nodeId)
+        try await record(rated, on: device, action: "device.frame_rate", who: who, detail: "\(VideoFormat.trim(fps)) fps", into: &reply)
+        if !rated.status.isOK {
+            reply.status.reason = "the format changed to \(formats[index].label), but not its rate to \(VideoFormat.trim(fps)) fps: \(rated.status.reason)"
+        }
     }
 
     func changeFrameRate(_ query: Capfleet_V1_ChangeFrameRate, operator who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {

@@ -35,6 +35,12 @@ extension OperatorHandler {
             reply.status = .ok
         } catch let refusal as TakeRefusal {
             reply.status = .failure(refusal.code, refusal.message)
+        } catch let already as TakeAlreadyStopped {
+            // Not a failure (the take is stopped, as asked), but not this request's doing: an
+            // OK with a reason, which `capfleet record stop` shows and exits 4 on.
+            reply.takes = [try await info(already.take, detailed: false)]
+            reply.status = .ok
+            reply.status.reason = already.message
         }
     }
 
@@ -288,8 +294,12 @@ extension OperatorHandler {
         let segments = try await store.segments(takeID: take.id)
         var online: Set<String> = []
         for nodeID in Set(devices.map(\.nodeId)) where await control.isOnline(nodeID) { online.insert(nodeID) }
-        return Self.wire(take, devices: devices, segments: segments, events: detailed ? try await store.takeEvents(takeID: take.id) : nil,
-                         onlineNodes: online)
+        var info = Self.wire(take, devices: devices, segments: segments, events: detailed ? try await store.takeEvents(takeID: take.id) : nil,
+                             onlineNodes: online)
+        // A collect's progress moves with the bytes of the segments being copied, not only
+        // with whole segments (which may be most of a short take).
+        info.collectedBytes += min(collections.bytesArriving(takeID: take.id), info.agentHeldBytes)
+        return info
     }
 
     static func wire(_ take: TakeRecord, devices: [TakeDeviceRecord], segments: [SegmentRecord], events: [TakeEventRecord]?,

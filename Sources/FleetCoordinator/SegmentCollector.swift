@@ -7,6 +7,7 @@ import FleetSystem
 import Foundation
 import Glibc
 import Logging
+import Synchronization
 
 /// Copies files held on the agents to the coordinator's disk — take segments (`recordings
 /// collect`) and stills' pictures — on a worker thread of its own (every step is blocking disk
@@ -49,11 +50,16 @@ final class SegmentCollector: Sendable {
     }
 
     private let worker: OwnedWorker<Input>
+    /// Bytes on the coordinator's disk of each copy in progress, so that a collect's progress
+    /// moves as bytes arrive rather than a whole segment at a time.
+    private let arriving: CopiesArriving
 
     init(desk: AgentRecordingsDesk, logger: Logger) {
+        let arriving = CopiesArriving()
+        self.arriving = arriving
         worker = OwnedWorker(
             name: "cf-collect", tickNanoseconds: 250_000_000,
-            state: { CollectorState(desk: desk, logger: logger) },
+            state: { CollectorState(desk: desk, arriving: arriving, logger: logger) },
             handle: { state, input in state.handle(input) },
             onTick: { state in state.tick() },
             finish: { state in state.abandonAll() })
@@ -80,6 +86,16 @@ final class SegmentCollector: Sendable {
     }
 
     func stop() async { await worker.stop() }
+
+    /// Bytes copied so far of a take's segments still being copied.
+    func bytesArriving(takeID: String) -> UInt64 {
+        arriving.bytes.withLock { copies in copies.filter { $0.key.kind == .segment && $0.key.takeID == takeID }.values.reduce(0, +) }
+    }
+}
+
+/// What the collector's thread has written of each copy in progress, read by the operator path.
+final class CopiesArriving: Sendable {
+    let bytes = Mutex<[SegmentCollector.Key: UInt64]>([:])
 }
 
 struct CollectFailure: Error, CustomStringConvertible {
@@ -111,9 +127,11 @@ private final class CollectorState {
     }
 
     private var copies: [SegmentCollector.Key: Copy] = [:]
+    private let arriving: CopiesArriving
 
-    init(desk: AgentRecordingsDesk, logger: Logger) {
+    init(desk: AgentRecordingsDesk, arriving: CopiesArriving, logger: Logger) {
         self.desk = desk
+        self.arriving = arriving
         self.logger = logger
     }
 
@@ -151,6 +169,7 @@ private final class CollectorState {
                     return end(copy, .failure(CollectFailure("cannot checksum \(copy.partial): \(error)")))
                 }
                 copy.transfer.written(count: written, now: MonotonicTime.now())
+                arriving.bytes.withLock { $0[copy.key] = copy.transfer.have }
                 if copy.transfer.isComplete {
                     complete(copy)
                 } else {
@@ -207,6 +226,7 @@ private final class CollectorState {
         }
         let copy = Copy(job: job, key: key, transfer: SegmentTransfer(size: size, have: have, now: MonotonicTime.now()), fd: fd, digest: digest)
         copies[key] = copy
+        arriving.bytes.withLock { $0[key] = have }
         if have > 0, have <= size { logger.info("collect goes on from a partial copy", metadata: ["path": "\(partial)", "bytes": "\(have)"]) }
         if copy.transfer.isComplete { return complete(copy) }
         ask(copy, copy.transfer.requests())
@@ -252,6 +272,7 @@ private final class CollectorState {
 
     private func end(_ copy: Copy, _ result: Result<String, CollectFailure>) {
         copies[copy.key] = nil
+        arriving.bytes.withLock { $0[copy.key] = nil }
         close(copy.fd)
         copy.job.done(result)
     }

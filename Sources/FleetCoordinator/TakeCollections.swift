@@ -41,6 +41,9 @@ actor TakeCollections {
 
     func isRunning(_ takeID: String) -> Bool { running[takeID] != nil }
 
+    /// Bytes copied so far of the take's segments being copied now (not yet in the index).
+    nonisolated func bytesArriving(takeID: String) -> UInt64 { collector.bytesArriving(takeID: takeID) }
+
     private func run(_ take: TakeRecord, segments: [SegmentRecord], by caller: String) async {
         let byNode = Dictionary(grouping: segments) { $0.nodeId ?? "" }
         let failures = await withTaskGroup(of: [String].self) { group in

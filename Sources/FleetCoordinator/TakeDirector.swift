@@ -11,6 +11,12 @@ struct TakeRefusal: Error {
     let message: String
 }
 
+/// A stop that found its take already stopped (or stopping, or failed): nothing changed.
+struct TakeAlreadyStopped: Error {
+    let take: TakeRecord
+    let message: String
+}
+
 /// The shell around `TakeBook`: it gathers what a decision needs (the index, the agents'
 /// reachability, consent), asks the book, and performs what the book says (index writes,
 /// orders to agents, writers started and stopped, events), feeding outcomes back. It takes
@@ -97,7 +103,18 @@ actor TakeDirector {
         if takeStore == .coordinator, let free = DiskSpace.availableBytes(at: configuration.takesDirectory), free < configuration.recordReserveBytes {
             throw TakeRefusal(code: .unavailable, message: "the disk holding \(configuration.takesDirectory) is nearly full: \(free >> 20) MiB free, below the \(configuration.recordReserveBytes >> 20) MiB kept in reserve. Free space (capfleet recordings delete) or set recordings_dir to a larger disk")
         }
-        let start = requested ?? clock.fleetNow() + (fromNow > 0 ? fromNow : UInt64(configuration.recordLeadMilliseconds) * 1_000_000)
+        let now = clock.fleetNow()
+        let start = requested ?? now + (fromNow > 0 ? fromNow : UInt64(configuration.recordLeadMilliseconds) * 1_000_000)
+        if let refusal = TakeStartWindow.standard.refusal(startFleetNs: start, nowFleetNs: now) {
+            let when = "the start \(FleetDate.text(start)) is"
+            let fleetNow = "the fleet's time is \(FleetDate.text(now)) (fleet ns \(now))"
+            switch refusal {
+            case let .past(by):
+                throw TakeRefusal(code: .badRequest, message: "\(when) \(TakeStartWindow.spoken(by)) in the past; \(fleetNow). Leave --at out to start now, or give a time ahead such as +2s")
+            case let .tooFarAhead(by):
+                throw TakeRefusal(code: .badRequest, message: "\(when) \(TakeStartWindow.spoken(by)) ahead, more than the \(TakeStartWindow.spoken(TakeStartWindow.standard.horizon)) a take may be scheduled; \(fleetNow). Check the date, or start it nearer the time")
+            }
+        }
         var parts: [DeviceRecord] = []
         for deviceID in unique { parts.append(try await recordable(deviceID)) }
 
@@ -170,7 +187,10 @@ actor TakeDirector {
         guard let take = try await store.take(id: takeID) else {
             throw TakeRefusal(code: .notFound, message: "no take \(takeID); see capfleet recordings list")
         }
-        guard take.state == .recording, let (stop, actions) = book.stop(takeID: takeID, atFleetNs: requested ?? clock.fleetNow()) else { return take }
+        // The book decides, in one step: of two stops at once, exactly one stops the take.
+        guard take.state == .recording, let (stop, actions) = book.stop(takeID: takeID, atFleetNs: requested ?? clock.fleetNow()) else {
+            throw TakeAlreadyStopped(take: take, message: try await alreadyStopped(take))
+        }
         do {
             try await store.setTakeStop(id: takeID, stopFleetNs: stop,
                                         audit: AuditEntry(at: clock.unixMilliseconds(), actor: operatorName, action: "recording.stop", target: takeID,
@@ -186,6 +206,17 @@ actor TakeDirector {
         }
         if book.phase(of: takeID) != nil { await waitUntilSettled(takeID, atMost: wait) }
         return try await store.take(id: takeID) ?? take
+    }
+
+    /// What the operator hears when the take was stopped before: when, and by whom if the
+    /// audit says.
+    private func alreadyStopped(_ take: TakeRecord) async throws -> String {
+        if take.state == .failed { return "take \(take.id) had already failed (\(take.error)); nothing to stop" }
+        let stop = take.stopFleetNs ?? book.stopFleetNs(of: take.id)
+        let when = stop.map { " at \(FleetDate.text($0)) (fleet ns \($0))" } ?? ""
+        let who = try await store.lastAudit(action: "recording.stop", target: take.id).map { " by \($0.actor)" } ?? ""
+        let state = take.state == .stopped ? "was already stopped" : "is already stopping"
+        return "take \(take.id) \(state)\(when)\(who); nothing changed"
     }
 
     private func waitUntilSettled(_ takeID: String, atMost wait: Duration) async {

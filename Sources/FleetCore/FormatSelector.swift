@@ -24,9 +24,17 @@ public enum FormatPreset: String, Sendable, CaseIterable {
 public struct FormatRefusal: Error, Sendable, Equatable, CustomStringConvertible {
     public let request: String
     public let supported: [String]
+    /// What `supported` lists: whole formats, or only the sizes the device has.
+    public let what: String
+
+    public init(request: String, supported: [String], what: String = "formats") {
+        self.request = request
+        self.supported = supported
+        self.what = what
+    }
 
     public var description: String {
-        "the device cannot do \(request); it supports: \(supported.joined(separator: "; "))"
+        "the device cannot do \(request); its \(what): \(supported.joined(separator: "; ")). See capfleet formats DEVICE"
     }
 }
 
@@ -45,11 +53,24 @@ public enum FormatSelector {
             let pixelText: String = pixel.map { " \($0)" } ?? ""
             let rateText: String = fps.map { " at \(VideoFormat.trim($0)) fps" } ?? ""
             let label = size + pixelText + rateText
-            let candidates = formats.indices.filter { index in
-                (pixel == nil || formats[index].pixelFormat == pixel) && (fps.map { formats[index].supports(framesPerSecond: $0) } ?? true)
+            // A size or pixel format is matched exactly, as AVFoundation's activeFormat is one
+            // entry of the device's list: the nearest size is a different picture, and a rate
+            // outside every range is refused, not rounded into one (activeVideoMinFrameDuration).
+            let sized = formats.indices.filter { index in
+                (width == nil || formats[index].width == width) && (height == nil || formats[index].height == height)
             }
+            guard !sized.isEmpty else {
+                return .failure(FormatRefusal(request: label, supported: sizes(of: formats.indices.filter { pixel == nil || formats[$0].pixelFormat == pixel }, formats),
+                                              what: "sizes"))
+            }
+            let pixeled = sized.filter { pixel == nil || formats[$0].pixelFormat == pixel }
+            guard !pixeled.isEmpty else {
+                return .failure(FormatRefusal(request: label, supported: sized.map { formats[$0].label },
+                                              what: width == nil && height == nil ? "formats" : "formats at that size"))
+            }
+            let candidates = pixeled.filter { index in fps.map { formats[index].supports(framesPerSecond: $0) } ?? true }
             guard let best = candidates.min(by: { score(formats[$0], width, height) < score(formats[$1], width, height) }) else {
-                return refuse(label)
+                return .failure(FormatRefusal(request: label, supported: pixeled.map { formats[$0].label }, what: "frame rate ranges there"))
             }
             return .success(best)
         case let .preset(preset):
@@ -91,6 +112,28 @@ public enum FormatSelector {
 }
 
 extension FormatSelector {
+    /// Each distinct size once, in list order, with the rates it runs at: `1920x1080 (NV12 1-60fps, YUYV 1-30fps)`.
+    static func sizes(of indices: [Int], _ formats: [VideoFormat]) -> [String] {
+        var order: [String] = []
+        var entries: [String: [String]] = [:]
+        for index in indices {
+            let format = formats[index]
+            let size = "\(format.width)x\(format.height)"
+            if entries[size] == nil { order.append(size) }
+            entries[size, default: []].append(String(format.label.dropFirst(size.count + 1)))
+        }
+        return order.map { "\($0) (\(entries[$0, default: []].joined(separator: ", ")))" }
+    }
+
+    /// The rate a device runs at after it takes `format`, the one rule every camera follows:
+    /// the rate it had, if the new format runs it, else the new format's default. The
+    /// slowest rate it may fall to is kept likewise, never above the rate.
+    public static func frameRate(keeping current: FrameRateRange, on format: VideoFormat) -> FrameRateRange {
+        let fps = format.supports(framesPerSecond: current.maxFramesPerSecond) ? current.maxFramesPerSecond : defaultFrameRate(of: format)
+        let slowest = current.minFramesPerSecond <= fps && format.supports(framesPerSecond: current.minFramesPerSecond) ? current.minFramesPerSecond : fps
+        return FrameRateRange(min: slowest, max: fps)
+    }
+
     /// A format's default rate: its highest rate up to 30 fps, the usual video rate.
     public static func defaultFrameRate(of format: VideoFormat) -> Double {
         format.frameRateRanges.map { min($0.maxFramesPerSecond, max($0.minFramesPerSecond, 30)) }.max() ?? 30

@@ -1,4 +1,4 @@
-/// A flat `key = value` settings file with `#` comments, the format of the coordinator's
+/// A flat `key = value` settings file with `#` comments (a `#` inside double quotes is kept), the format of the coordinator's
 /// and agent's configuration files (see deploy/*.conf). Each key may be overridden by
 /// the environment variable `CAPFLEET_<KEY>` (upper-cased), and a command-line flag beats both.
 public struct SettingsFile: Sendable, Equatable {
@@ -25,8 +25,7 @@ public struct SettingsFile: Sendable, Equatable {
 
     public init(text: String, path: String, knownKeys: [String]) throws(ParseError) {
         for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = rawLine.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
-            let trimmed = line.trimmed
+            let trimmed = String(Self.withoutComment(rawLine)).trimmed
             guard !trimmed.isEmpty else { continue }
             let pieces = trimmed.split(separator: "=", maxSplits: 1).map { String($0).trimmed }
             guard pieces.count == 2, !pieces[0].isEmpty else {
@@ -37,6 +36,20 @@ public struct SettingsFile: Sendable, Equatable {
             }
             values[pieces[0]] = pieces[1].unquoted
         }
+    }
+
+    /// The line up to its comment: a `#` outside double quotes, so that a quoted value keeps
+    /// its `#` (`real_frames_command = "notify #ops"`, a URL's fragment).
+    static func withoutComment(_ line: Substring) -> Substring {
+        var quoted = false
+        for index in line.indices {
+            switch line[index] {
+            case "\"": quoted.toggle()
+            case "#" where !quoted: return line[..<index]
+            default: continue
+            }
+        }
+        return line
     }
 
     /// Where each of `keys` comes from, for `--check-config`: one line per key, `key = value

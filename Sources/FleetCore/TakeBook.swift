@@ -119,6 +119,9 @@ public struct TakeBook: Sendable {
 
     public func phase(of takeID: String) -> Phase? { takes[takeID]?.phase }
 
+    /// When the take stops, once a stop is decided.
+    public func stopFleetNs(of takeID: String) -> UInt64? { takes[takeID]?.stopFleetNs }
+
     public func store(of takeID: String) -> Store? { takes[takeID]?.store }
 
     /// The node recording an open part.

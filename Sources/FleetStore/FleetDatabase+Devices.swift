@@ -111,6 +111,13 @@ extension FleetDatabase {
         try await write("appending to the audit log") { db in _ = try entry.inserted(db) }
     }
 
+    /// The latest audit entry of `action` on `target`, e.g. who stopped a take.
+    public func lastAudit(action: String, target: String) async throws(StoreError) -> AuditEntry? {
+        try await read("reading the audit log") { db in
+            try AuditEntry.filter(Column("action") == action && Column("target") == target).order(Column("id").desc).fetchOne(db)
+        }
+    }
+
     public func auditLog(limit: Int = 100) async throws(StoreError) -> [AuditEntry] {
         try await read("reading the audit log") { db in
             try AuditEntry.order(Column("id").desc).limit(limit).fetchAll(db)

@@ -17,7 +17,10 @@ struct CapFleet: AsyncParsableCommand {
             a token from `capfleet enroll`. Every other command is an operator's: it asks the \
             coordinator's operator endpoint, as the holder of an operator credential that an admin made \
             with `capfleet operator add`, and the credential's role (viewer, operator, admin) decides \
-            what it may do. Each command has a manual page of its own, e.g. `man capfleet-record-start`.
+            what it may do. Each command has a manual page of its own, e.g. `man capfleet-record-start` \
+            (the package installs them; in a source build scripts/dev.sh puts them in ~/.local/share/man, \
+            or run scripts/install-manual-and-completions.sh), and `capfleet help record start` \
+            prints the same anywhere.
 
             Environment:
               CAPFLEET_COORDINATOR   the coordinator's HOST[:PORT]
@@ -48,14 +51,30 @@ struct LoggingOptions: ParsableArguments {
     var logLevel: String?
 
     func bootstrap(label: String) -> Logger {
-        let text = logLevel ?? ProcessInfo.processInfo.environment["CAPFLEET_LOG_LEVEL"] ?? "info"
-        let level = Logger.Level(rawValue: text.lowercased()) ?? .info
+        let level = self.level
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
             return handler
         }
         return Logger(label: label)
+    }
+
+    /// Logs to `path` (appended to) instead of the terminal; errors go to both.
+    func bootstrap(label: String, file path: String) throws -> Logger {
+        let level = self.level
+        let descriptor = try FileLogHandler.open(path)
+        LoggingSystem.bootstrap { label in
+            var terminal = StreamLogHandler.standardError(label: label)
+            terminal.logLevel = .error
+            return MultiplexLogHandler([FileLogHandler(label: label, descriptor: descriptor, logLevel: level), terminal])
+        }
+        return Logger(label: label)
+    }
+
+    private var level: Logger.Level {
+        let text = logLevel ?? ProcessInfo.processInfo.environment["CAPFLEET_LOG_LEVEL"] ?? "info"
+        return Logger.Level(rawValue: text.lowercased()) ?? .info
     }
 }
 

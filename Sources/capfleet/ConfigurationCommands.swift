@@ -16,14 +16,19 @@ private func show(_ reply: Capfleet_V1_OperatorReply, json: Bool) throws {
 struct FormatCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "format",
-        abstract: "Set a device's active format: an entry of its list (--index), or the best match for a size, pixel format and rate.",
-        discussion: "See the list with `capfleet formats DEVICE`. A request the device cannot meet is refused with what it supports.")
+        abstract: "Set a device's active format: an entry of its list (--index), or the format with a size, pixel format and rate.",
+        discussion: """
+            See the list with `capfleet formats DEVICE`. A size or pixel format the device does not have, \
+            or a rate outside the ranges of the formats that match, is refused with what it supports. \
+            With --fps the device runs at that rate; without, it keeps its rate where the new format runs \
+            it, else takes the format's default (its highest rate up to 30 fps).
+            """)
     @OptionGroup var coordinator: CoordinatorOptions
     @Argument(help: "The device id.", completion: FleetCompletion.deviceIDs) var device: String
     @Option(help: "Index in the device's format list.") var index: Int?
-    @Option(help: "WIDTHxHEIGHT to match.") var size: String?
+    @Option(help: "WIDTHxHEIGHT, exactly as the device lists it.") var size: String?
     @Option(help: "FourCC to match, e.g. NV12.") var pixelFormat: String?
-    @Option(help: "Frame rate the format must support.") var fps: Double?
+    @Option(help: "Frame rate the format must support; the device then runs at it.") var fps: Double?
     @Flag(help: "Print JSON.") var json = false
 
     func validate() throws {

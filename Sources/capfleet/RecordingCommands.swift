@@ -93,7 +93,12 @@ struct RecordCommand: ParsableCommand {
 
     struct Stop: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "End a take: frames captured at or after the stop instant are not its. Waits until every device's part is stored, each segment closed and its SHA-256 in the index.")
+            abstract: "End a take: frames captured at or after the stop instant are not its. Waits until every device's part is stored, each segment closed and its SHA-256 in the index.",
+            discussion: """
+                Exits 0 when this command stopped the take, and \(Self.alreadyStoppedExitCode) when it was stopped \
+                before (by an earlier or a concurrent stop, which is named): nothing changed.
+                """)
+        static let alreadyStoppedExitCode: Int32 = 4
         @OptionGroup var coordinator: CoordinatorOptions
         @Argument(help: "The take.", completion: FleetCompletion.takeIDs) var take: String
         @Option(help: "When: now (default), +2s from now, fleet nanoseconds, or an ISO 8601 date.") var at: String?
@@ -107,8 +112,15 @@ struct RecordCommand: ParsableCommand {
             }
             if let at { try FleetTimeArgument.parse(at, at: &query.atFleetTimeNs, fromNow: &query.fromNowNs) }
             // The call waits for the stop instant, `wait` and the agents (OperatorReplyTime).
-            guard let stopped = try coordinator.call(.stopRecording(query)).reply.takes.first else {
+            let reply = try coordinator.call(.stopRecording(query)).reply
+            guard let stopped = reply.takes.first else {
                 throw CLIFailure("the coordinator did not describe the take it stopped")
+            }
+            // An OK with a reason: the take was stopped before this request (OperatorHandler.stopRecording).
+            if !reply.status.reason.isEmpty {
+                if json { print(try FleetTables.json(RecordingViews.Take(stopped))) }
+                FileHandle.standardError.write(Data("\(reply.status.reason)\n".utf8))
+                throw ExitCode(Self.alreadyStoppedExitCode)
             }
             if json {
                 print(try FleetTables.json(RecordingViews.Take(stopped)))

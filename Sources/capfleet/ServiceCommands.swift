@@ -153,8 +153,12 @@ struct DevCommand: AsyncParsableCommand {
     @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
-        let logger = logging.bootstrap(label: "capfleet.dev")
         let dataDirectory = URL(fileURLWithPath: data).standardizedFileURL.path
+        try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
+        // The daemons' logs go to a file, so the terminal shows the summary as one block and
+        // what is said at Ctrl-C; errors show on both.
+        let logPath = dataDirectory + "/dev.log"
+        let logger = try logging.bootstrap(label: "capfleet.dev", file: logPath)
         // The first agent takes this host's real cameras; synthetic ones stand in where there are none.
         let found = V4L2Discovery.captureDevices()
         let cameraSummary = found.isEmpty ? "synthetic cameras: this host has no V4L2 camera"
@@ -165,7 +169,20 @@ struct DevCommand: AsyncParsableCommand {
         let coordinator = CoordinatorService(
             configuration: CoordinatorConfiguration(dataDirectory: dataDirectory + "/coordinator", bindHost: "127.0.0.1"),
             logger: Logger(label: "capfleet.coordinator"),
-            onReady: { endpoints in
+            onReady: { endpoints in Task {
+                // A one-time sign-in for the dev admin, so the dashboard opens with one click:
+                // made first, so the summary is one block.
+                var signIn = ""
+                if let metrics = endpoints.metrics {
+                    let base = String(metrics.dropLast("/metrics".count))
+                    do {
+                        let path = try await LocalAdministration.createDashboardSignIn(
+                            dataDirectory: dataDirectory + "/coordinator", operatorName: admin, by: "capfleet dev")
+                        signIn = "Dashboard, signed in as \(admin) (this link works once, for 10 minutes; later: capfleet dashboard login):\n  \(base)\(path)\n"
+                    } catch {
+                        signIn = "No dashboard sign-in link (\(error)); make one with: capfleet dashboard login\n"
+                    }
+                }
                 print("""
 
                     CaptureFleet is running: a coordinator and two agents (\(cameraSummary)).
@@ -178,26 +195,15 @@ struct DevCommand: AsyncParsableCommand {
                       agents connect  \(endpoints.control)
                       credential      \(credentialPath)   (your admin key\(credentialPath == OperatorCredential.defaultPath ? ", where the CLI looks" : "; export \(OperatorCredential.environmentVariable)=\(credentialPath)"))
                       coordinator key \(endpoints.publicKey.z85)
+                      logs            \(logPath)   (tail -f; errors show here too)
                     Cameras send black frames until their consent is granted: capfleet consent grant DEVICE --reason TEXT
                     In another terminal: capfleet watch
                     Stop with Ctrl-C.
 
+                    \(signIn)
                     """)
                 fflush(nil)
-                // A one-time sign-in for the dev admin, so the dashboard opens with one click.
-                guard let metrics = endpoints.metrics else { return }
-                let base = String(metrics.dropLast("/metrics".count))
-                Task {
-                    do {
-                        let path = try await LocalAdministration.createDashboardSignIn(
-                            dataDirectory: dataDirectory + "/coordinator", operatorName: admin, by: "capfleet dev")
-                        print("Dashboard, signed in as \(admin) (this link works once, for 10 minutes; later: capfleet dashboard login):\n  \(base)\(path)\n")
-                    } catch {
-                        print("No dashboard sign-in link (\(error)); make one with: capfleet dashboard login\n")
-                    }
-                    fflush(nil)
-                }
-            })
+            } })
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: coordinator)]
         for index in 1...2 {
             var configuration = AgentConfiguration(nodeName: "dev-agent-\(index)", stateDirectory: dataDirectory + "/agent-\(index)",
@@ -212,6 +218,14 @@ struct DevCommand: AsyncParsableCommand {
         }
         let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
+        // Said after the shutdown, once nothing else writes to the terminal.
+        let restart = "capfleet dev" + (data == "capfleet-data" ? "" : " --data \(data)")
+        do {
+            let takes = try await LocalAdministration.takesInProgress(dataDirectory: dataDirectory + "/coordinator")
+            print(LocalAdministration.inProgressNote(takes, restart: restart) ?? "Stopped; no take was recording.")
+        } catch {
+            print("Stopped; cannot tell which takes were recording (\(error)): capfleet recordings list shows them once the fleet is back.")
+        }
     }
 
     /// An admin credential for this dev fleet in its data directory, also put where the CLI

@@ -28,6 +28,9 @@ struct ViewCommand: ParsableCommand {
     @Flag(help: "The packets of the take recording the camera as H.264 or HEVC instead of raw frames.") var encoded = false
 
     func run() throws {
+        if let refusal = ViewerDisplay.refusal(environment: ProcessInfo.processInfo.environment, writesToFile: output != nil, device: device) {
+            throw CLIFailure(refusal)
+        }
         let client = try coordinator.client()
         var port = livePort ?? WireDefaults.livePort
         if livePort == nil {
@@ -54,6 +57,9 @@ struct ViewCommand: ParsableCommand {
         } catch {
             throw CLIFailure("cannot subscribe to the coordinator's live endpoint at \(host):\(port): \(error)")
         }
+        // Ctrl-C or SIGTERM ends the view as the player closing does: the player hears the
+        // same signal, and is reaped before capfleet exits, never left running.
+        let stop = ViewStopSignal()
         var sink: FrameSink?
         defer { sink?.close() }
         let started = Date()
@@ -65,6 +71,7 @@ struct ViewCommand: ParsableCommand {
         var warnedAfterQuiet = false
         var stream = EncodedStreamState()
         while frames.map({ received < $0 }) ?? true {
+            if stop.received != 0 { break }
             if let seconds, Date().timeIntervalSince(started) >= seconds { break }
             guard socket.waitForInput(milliseconds: 250) else {
                 if !warnedAfterQuiet, received == 0, Date().timeIntervalSince(started) > 5 {
@@ -91,6 +98,7 @@ struct ViewCommand: ParsableCommand {
                 sink?.close()
                 sink = try FrameSink.open(layout: layout, frameRate: estimatedRate(received: received, since: started),
                                          output: output, player: player)
+                stop.child = sink?.processID ?? 0
                 FileHandle.standardError.write(Data((sink?.announcement ?? "") .utf8))
             }
             if let last = lastSequence, header.sequence > last + 1 { skipped += header.sequence - last - 1 }
@@ -110,6 +118,11 @@ struct ViewCommand: ParsableCommand {
             }
         }
         if isatty(STDERR_FILENO) == 1, output != "-" { FileHandle.standardError.write(Data("\n".utf8)) }
+        if stop.received != 0 {
+            sink?.close()
+            sink = nil
+            throw ExitCode(128 + stop.received)
+        }
     }
 
     /// The camera's rate as seen so far, for a player that wants one; 30 until there is a measure.
@@ -191,6 +204,9 @@ final class FrameSink {
         return FrameSink(layout: layout, handle: pipe.fileHandleForWriting, process: process,
                          announcement: "\(layout.width)x\(layout.height) \(layout.pixelFormat) frames to \(URL(fileURLWithPath: path).lastPathComponent)\n")
     }
+
+    /// The player's process id; 0 when frames go to a file.
+    var processID: Int32 { process?.processIdentifier ?? 0 }
 
     /// False when the reader has gone (the player closed).
     func write(_ part: ZMQMessage) -> Bool {

@@ -15,6 +15,29 @@ import Testing
         _ = try FleetDatabase(path: folder + "/fleet.sqlite")
     }
 
+    /// `capfleet dev` at Ctrl-C: the takes still recording, which go on after a restart.
+    @Test func takesStillRecording_areNamedWithHowTheyResume() async throws {
+        let folder = directory + "/dev/coordinator"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        do {
+            let store = try FleetDatabase(path: folder + "/fleet.sqlite")
+            for (id, name) in [("take-1", "take-1"), ("take-2", "tour")] {
+                var take = TakeRecord(id: id, name: name, startFleetNs: 1, directory: folder + "/" + id, createdAt: 1, createdBy: "ana")
+                take.store = .agent
+                try await store.createTake(take, devices: [], audit: AuditEntry(at: 1, actor: "ana", action: "recording.start", target: id, outcome: "ok"))
+            }
+            try await store.endTake(id: "take-1", state: .stopped, stopFleetNs: 2, at: 2,
+                                    audit: AuditEntry(at: 2, actor: "ana", action: "recording.stop", target: "take-1", outcome: "ok"))
+        }
+        let takes = try await LocalAdministration.takesInProgress(dataDirectory: folder)
+        #expect(takes.map(\.id) == ["take-2"])
+        let note = try #require(LocalAdministration.inProgressNote(takes, restart: "capfleet dev --data \(directory)/dev"))
+        #expect(note.contains("take-2 (tour), started by ana, written by the agents"), "\(note)")
+        #expect(note.contains("It resumes when the fleet starts again (capfleet dev --data \(directory)/dev)"), "\(note)")
+        #expect(note.contains("capfleet record stop take-2"))
+        #expect(LocalAdministration.inProgressNote([], restart: "x") == nil)
+    }
+
     @Test func aFolderWithAFleetDatabase_isTheDataDirectory() throws {
         try makeFleet(in: directory + "/coord")
         #expect(try LocalAdministration.dataDirectory(named: directory + "/coord", newFleet: false) == directory + "/coord")

@@ -29,6 +29,38 @@ import Testing
         await bed.director.shutdown()
     }
 
+    @Test func twoConcurrentStops_exactlyOneStops_theOtherSaysWhenAndByWhom() async throws {
+        let bed = try await DirectorBed(devices: ["cam-1"])
+        let take = try await bed.director.start(deviceIDs: ["cam-1"], name: "t", at: nil, fromNow: 0, by: "ana")
+        async let first = bed.stopOutcome { try await bed.director.stop(takeID: take.id, at: nil, wait: .milliseconds(50), by: "ana") }
+        async let second = bed.stopOutcome { try await bed.director.stop(takeID: take.id, at: nil, wait: .milliseconds(50), by: "bo") }
+        let outcomes = await [first, second]
+        #expect(outcomes.filter { $0 == "stopped" }.count == 1, "\(outcomes)")
+        let already = try #require(outcomes.first { $0 != "stopped" })
+        #expect(already.hasPrefix("take \(take.id) is already stopping at ") || already.hasPrefix("take \(take.id) was already stopped at "), "\(already)")
+        #expect(already.hasSuffix("; nothing changed"))
+        let audit = try await bed.store.auditLog().filter { $0.action == "recording.stop" }
+        #expect(audit.count == 1, "one stop, one audit entry: \(audit)")
+
+        // Later, a third stop names who stopped it and when.
+        let third = await bed.stopOutcome { try await bed.director.stop(takeID: take.id, at: nil, wait: .zero, by: "cy") }
+        let stopper = try #require(audit.first?.actor)
+        #expect(third.contains(" by \(stopper); nothing changed") && third.contains("(fleet ns "), "\(third)")
+        await bed.director.shutdown()
+    }
+
+    @Test func aStartInThePast_orADayAhead_isRefusedWithTheFleetsTime() async throws {
+        let bed = try await DirectorBed(devices: ["cam-1"])
+        let past = await bed.outcome { try await bed.director.start(deviceIDs: ["cam-1"], name: "old", at: 1_000_000, fromNow: 0, by: "ana") }
+        #expect(past.hasPrefix("the start 1970-01-01T00:00:00.001Z is 16.7 min in the past; the fleet's time is 1970-01-01T00:16:40"), "\(past)")
+        #expect(past.contains("Leave --at out to start now"))
+        let ahead = await bed.outcome { try await bed.director.start(deviceIDs: ["cam-1"], name: "far", at: nil, fromNow: 3 * 86_400 * 1_000_000_000, by: "ana") }
+        #expect(ahead.contains("3 days ahead, more than the 24 h a take may be scheduled"), "\(ahead)")
+        #expect(try await bed.store.takes().isEmpty, "a refused start leaves nothing in the index")
+        _ = try await bed.director.start(deviceIDs: ["cam-1"], name: "now", at: nil, fromNow: 0, by: "ana")
+        await bed.director.shutdown()
+    }
+
     @Test func aStoreFailureMidTake_failsTheTakeAndSaysWhy() async throws {
         let bed = try await DirectorBed(devices: ["cam-1", "cam-2"])
         let take = try await bed.director.start(deviceIDs: ["cam-1", "cam-2"], name: "t", at: nil, fromNow: 0, by: "ana")
@@ -98,6 +130,20 @@ struct DirectorBed {
                                 configuration: configuration, logger: Logger(label: "test"), sendRecordDown: { _, _ in },
                                 currentPixelFormat: { _ in "YUYV" },
                                 makeTakeID: { "take-\(counter.add(1, ordering: .relaxed).newValue)" })
+    }
+
+    /// "stopped", or what the director said instead.
+    func stopOutcome(_ body: () async throws -> TakeRecord) async -> String {
+        do {
+            _ = try await body()
+            return "stopped"
+        } catch let already as TakeAlreadyStopped {
+            return already.message
+        } catch let refusal as TakeRefusal {
+            return refusal.message
+        } catch {
+            return "\(error)"
+        }
     }
 
     /// "started", or the refusal's words.

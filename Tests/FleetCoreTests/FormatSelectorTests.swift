@@ -28,10 +28,41 @@ import Testing
 
     @Test func bestMatch_honoursPixelFormatAndFrameRate() {
         #expect(pick(.bestMatch(width: 1920, height: 1080, pixelFormat: .yuyv, framesPerSecond: nil))?.label == "1920x1080 YUYV 1-30fps")
-        #expect(pick(.bestMatch(width: 1900, height: 1000, pixelFormat: nil, framesPerSecond: 60))?.label == "1920x1080 NV12 1-60fps")
+        #expect(pick(.bestMatch(width: 1920, height: 1080, pixelFormat: nil, framesPerSecond: 60))?.label == "1920x1080 NV12 1-60fps")
         #expect(pick(.bestMatch(width: 1920, height: 1080, pixelFormat: nil, framesPerSecond: 120))?.label == "1920x1080 NV12 120fps binned")
-        #expect(pick(.bestMatch(width: 3840, height: 2160, pixelFormat: .yuyv, framesPerSecond: 30))?.label == "1920x1080 YUYV 1-30fps",
-                "4K YUYV cannot run at 30 fps, so the closest size that can wins")
+        #expect(pick(.bestMatch(width: 3840, height: 2160, pixelFormat: nil, framesPerSecond: 30))?.label == "3840x2160 NV12 1-30fps")
+        #expect(pick(.bestMatch(width: nil, height: nil, pixelFormat: .yuyv, framesPerSecond: 60))?.label == "640x480 YUYV 1-60fps")
+    }
+
+    @Test func aSizeNoFormatHas_isRefusedListingTheSizesThereAre() throws {
+        let refusal = try #require(failure(.bestMatch(width: 99999, height: 1, pixelFormat: nil, framesPerSecond: nil)))
+        #expect(refusal.description.contains("cannot do 99999x1"))
+        #expect(refusal.description.contains("its sizes: 640x480 (YUYV 1-60fps, NV12 1-60fps); 1280x720"))
+        #expect(refusal.description.contains("3840x2160 (YUYV 1-15fps, NV12 1-30fps)"))
+        #expect(pick(.bestMatch(width: 1900, height: 1000, pixelFormat: nil, framesPerSecond: 60)) == nil, "the nearest size is another picture")
+    }
+
+    @Test func aRateOutsideEveryMatchingFormat_isRefusedNamingTheirRanges() throws {
+        let refusal = try #require(failure(.bestMatch(width: 3840, height: 2160, pixelFormat: .yuyv, framesPerSecond: 30)))
+        #expect(refusal.description == "the device cannot do 3840x2160 YUYV at 30 fps; its frame rate ranges there: 3840x2160 YUYV 1-15fps. See capfleet formats DEVICE",
+                "4K YUYV runs up to 15 fps: refused, not another size and not 15 fps")
+        let wrongPixel = try #require(failure(.bestMatch(width: 1280, height: 720, pixelFormat: .mjpeg, framesPerSecond: nil)))
+        #expect(wrongPixel.description.contains("its formats at that size: 1280x720 YUYV 1-30fps; 1280x720 NV12 1-60fps"))
+    }
+
+    @Test func aNewFormat_keepsTheRateItRuns_elseTakesItsDefault() {
+        let slow = Self.format(3840, 2160, .yuyv, 15), fast = Self.format(1280, 720, .nv12, 60)
+        #expect(FormatSelector.frameRate(keeping: FrameRateRange(min: 60, max: 60), on: slow) == FrameRateRange(min: 15, max: 15))
+        #expect(FormatSelector.frameRate(keeping: FrameRateRange(min: 10, max: 15), on: fast) == FrameRateRange(min: 10, max: 15))
+        #expect(FormatSelector.frameRate(keeping: FrameRateRange(min: 10, max: 60), on: slow) == FrameRateRange(min: 10, max: 15),
+                "the slowest rate stays where the new format runs it and is not above the rate")
+        #expect(FormatSelector.frameRate(keeping: FrameRateRange(min: 120, max: 120), on: fast) == FrameRateRange(min: 30, max: 30),
+                "the default is the highest rate up to 30 fps")
+    }
+
+    func failure(_ request: FormatRequest) -> FormatRefusal? {
+        if case let .failure(refusal) = FormatSelector.select(request, from: formats) { return refusal }
+        return nil
     }
 
     @Test func impossibleRequests_areRefusedWithTheSupportedList() {

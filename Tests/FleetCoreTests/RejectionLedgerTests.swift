@@ -28,6 +28,18 @@ import Testing
         #expect(try file.integer("control_port", environment: [:]) == UInt16(7700))
     }
 
+    @Test func settingsFile_keepsAHashInsideQuotes_andEndsTheLineAtOneOutside() throws {
+        let text = """
+            data_dir = "/srv/takes #2"   # the second array
+            control_port = "7700" # "quoted" comment
+            """
+        let file = try SettingsFile(text: text, path: "c.conf", knownKeys: keys)
+        #expect(file.value("data_dir", environment: [:]) == "/srv/takes #2")
+        #expect(file.value("control_port", environment: [:]) == "7700")
+        let unquoted = try SettingsFile(text: "data_dir = /srv/a#b", path: "c.conf", knownKeys: keys)
+        #expect(unquoted.value("data_dir", environment: [:]) == "/srv/a", "outside quotes a # starts a comment, as documented")
+    }
+
     @Test func settingsFile_environmentOverridesTheFile() throws {
         let file = try SettingsFile(text: "control_port = 7700", path: "c.conf", knownKeys: keys)
         #expect(try file.integer("control_port", environment: ["CAPFLEET_CONTROL_PORT": "7800"]) == UInt16(7800))

@@ -55,11 +55,9 @@ extension SecondLaneIntegrationTests {
             func named(_ alert: String) -> [[String: Any]] { received.filter { $0["alert"] as? String == alert } }
         }
 
-        /// `capfleet events --json` prints one JSON object per line.
+        /// `capfleet events --json` prints one JSON array.
         static func events(_ fleet: FleetHarness) throws -> [[String: Any]] {
-            let result = try fleet.cli(["events", "--limit", "200", "--json"])
-            guard result.status == 0 else { throw HarnessError("capfleet events failed: \(result.error)") }
-            return result.output.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            try fleet.json(["events", "--limit", "200"])
         }
 
         @Test func alerts_arePublishedHandedToCommandAndWebhook_andRateLimited() async throws {

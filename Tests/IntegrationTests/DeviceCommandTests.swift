@@ -46,14 +46,24 @@ extension IntegrationTests {
             #expect(noMJPG.status != 0 && noMJPG.error.contains("3840x2160 NV12"), "the refusal lists the formats: \(noMJPG.error)")
             let badPreset = try fleet.cli(["preset", deviceID, "cinema"])
             #expect(badPreset.status != 0 && badPreset.error.contains("medium"))
+            let noSuchSize = try fleet.cli(["format", deviceID, "--size", "99999x1"])
+            #expect(noSuchSize.status != 0 && noSuchSize.error.contains("99999x1") && noSuchSize.error.contains("1280x720 (YUYV 1-30fps, NV12 1-60fps)"),
+                    "a size no format has is refused with the sizes there are: \(noSuchSize.error)")
+            let yuyvTooFast = try fleet.cli(["format", deviceID, "--size", "1280x720", "--pixel-format", "yuyv", "--fps", "60"])
+            #expect(yuyvTooFast.status != 0 && yuyvTooFast.error.contains("1280x720 YUYV 1-30fps"), "\(yuyvTooFast.error)")
+
+            // A rate asked with the format is the rate the device runs at, not the one it had.
+            let sixty = try fleet.json(["format", deviceID, "--size", "1280x720", "--fps", "60"])
+            #expect((sixty.first?["active_format"] as? [String: Any])?["pixel_format"] as? String == "NV12")
+            #expect(sixty.first?["active_frame_rate"] as? Double == 60)
 
             // The coordinator remembers the device's state and who changed it.
             let devices = try fleet.json(["devices"])
-            #expect(devices.first?["active_frame_rate"] as? Double == 30)
+            #expect(devices.first?["active_frame_rate"] as? Double == 60)
             let audit = try Self.audit(fleet.databasePath)
-            #expect(audit.filter { $0 == "device.format/ok" }.count == 2)
-            #expect(audit.filter { $0 == "device.frame_rate/ok" }.count == 2)
-            #expect(audit.filter { $0.hasSuffix("/refused") }.count == 3, "two impossible requests and one without the lease: \(audit)")
+            #expect(audit.filter { $0 == "device.format/ok" }.count == 3)
+            #expect(audit.filter { $0 == "device.frame_rate/ok" }.count == 3)
+            #expect(audit.filter { $0.hasSuffix("/refused") }.count == 5, "four impossible requests and one without the lease: \(audit)")
         }
 
         @Test func commandToAnOfflineNode_isRefusedAsUnavailable() async throws {

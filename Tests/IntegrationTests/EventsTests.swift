@@ -10,10 +10,10 @@ extension SecondLaneIntegrationTests {
             try fleet.startCoordinator()
             let agent = try fleet.startAgent("eventful")
             try await fleet.waitUntil("the node is online", seconds: 20) { !(try fleet.onlineNodeIDs().isEmpty) }
+            // One JSON array, as every listing prints.
             let recent = try fleet.cli(["events", "--json"])
-            let kinds = recent.output.split(separator: "\n").compactMap {
-                (try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])?["kind"] as? String
-            }
+            let listed = try #require(try JSONSerialization.jsonObject(with: Data(recent.output.utf8)) as? [[String: Any]], "\(recent.output)")
+            let kinds = listed.compactMap { $0["kind"] as? String }
             #expect(kinds.contains("node_registered") && kinds.contains("node_online") && kinds.contains("device_added"), "\(recent.output)")
 
             // Once its clock has locked (an event of its own), the node is quiet until it dies.

@@ -26,6 +26,14 @@ extension SecondLaneIntegrationTests {
             try await Task.sleep(for: .seconds(3))
             let stopped = try fleet.cli(["record", "stop", takeID], timeout: 20)
             #expect(stopped.status == 0, "\(stopped.error)")
+            // A second stop changes nothing, and says so: when, by whom, and its own exit status.
+            let again = try fleet.cli(["record", "stop", takeID], user: "bo")
+            #expect(again.status == 4 && again.error.contains("take \(takeID) was already stopped at ") && again.error.contains(" by ana; nothing changed"),
+                    "\(again.status) \(again.error)")
+            #expect(!again.output.contains("stopped,"), "no second \"stopped\" line: \(again.output)")
+            // A start years in the past is refused, saying the fleet's time now.
+            let past = try fleet.cli(["record", "start"] + devices + ["--at", "2020-01-01T00:00:00Z"])
+            #expect(past.status != 0 && past.error.contains("years in the past; the fleet's time is 20"), "\(past.error)")
 
             let shown = try Self.show(takeID, in: fleet)
             #expect(shown["state"] as? String == "stopped", "\(shown)")
@@ -287,10 +295,8 @@ extension SecondLaneIntegrationTests {
             #expect(verified.status == 0, "\(verified.output)\(verified.error)")
             // The coordinator reports the disk as pressure (shutdown: below the reserve).
             try await fleet.waitUntil("the recordings disk raises the coordinator's pressure", seconds: 15) {
-                // JSON lines, one event each.
-                try fleet.cli(["events", "--limit", "200", "--json"]).output.split(separator: "\n").contains { line in
-                    let event = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] ?? [:]
-                    return event["kind"] as? String == "pressure_level_changed" && event["node_id"] as? String == "coordinator"
+                try AlertsTests.events(fleet).contains { event in
+                    event["kind"] as? String == "pressure_level_changed" && event["node_id"] as? String == "coordinator"
                         && (event["message"] as? String ?? "").contains("coordinator pressure shutdown")
                 }
             }
