@@ -35,8 +35,9 @@ function connect() {
     const update = JSON.parse(message.data);
     if (update.type === "signed_out") { signedOutReason = update.reason; return; }
     if (update.type !== "fleet") return;
+    state.received = true;
+    state.loaded = true;
     apply(update);
-    if (!state.received) { state.received = true; state.loaded = true; showConnection(); }
   });
   socket.addEventListener("close", () => {
     state.connected = false;
@@ -70,6 +71,8 @@ function scheduleRender() {
 let renderedAt = 0;
 function render() {
   renderedAt = Date.now();
+  // Said here, with the fleet drawn in the same frame: never "live" over an empty page.
+  showConnection();
   const page = currentPage();
   if (page === "fleet") renderFleet();
   else if (page === "camera") renderCamera();
@@ -108,8 +111,8 @@ function signedOut(reason) {
 function showConnection() {
   const live = state.connected && state.received;
   const shown = document.getElementById("connection");
-  shown.textContent = live ? "live" : state.loaded ? "reconnecting…" : "connecting…";
-  shown.className = live ? "live" : "stale";
+  setText(shown, live ? "live" : state.loaded ? "reconnecting…" : "connecting…");
+  if (shown.className !== (live ? "live" : "stale")) shown.className = live ? "live" : "stale";
 }
 
 // Writes a text only when it differs (an unchanged write still restyles the element).
