@@ -111,11 +111,11 @@ extension IntegrationTests {
             let nodeIDs = Dictionary(uniqueKeysWithValues: try fleet.nodes().compactMap { node in
                 (node["name"] as? String).flatMap { name in (node["node_id"] as? String).map { (name, $0) } } })
             let crowdNode = try #require(nodeIDs["stage-crowd"])
-            let listed = try fleet.json(["devices"])
-            let crowd = listed.filter { $0["node_id"] as? String == crowdNode }
+            let registered = try fleet.json(["devices"])
+            let crowd = registered.filter { $0["node_id"] as? String == crowdNode }
                 .sorted { ($0["name"] as? String ?? "").compare($1["name"] as? String ?? "", options: .numeric) == .orderedAscending }
                 .compactMap { $0["device_id"] as? String }
-            let devices = listed.filter { $0["node_id"] as? String != crowdNode }.compactMap { $0["device_id"] as? String }.sorted()
+            let devices = registered.filter { $0["node_id"] as? String != crowdNode }.compactMap { $0["device_id"] as? String }.sorted()
             // Two cameras shown from the start; the third's consent is granted from the page.
             try fleet.grantConsent(devices[0])
             try fleet.grantConsent(devices[1])
@@ -123,7 +123,7 @@ extension IntegrationTests {
             // A camera as the page names it: its node's name and its own.
             let nodeNames = Dictionary(uniqueKeysWithValues: nodeIDs.map { ($1, $0) })
             func label(_ id: String) -> String {
-                let device = listed.first { $0["device_id"] as? String == id } ?? [:]
+                let device = registered.first { $0["device_id"] as? String == id } ?? [:]
                 return "\(nodeNames[device["node_id"] as? String ?? ""] ?? "?") · \(device["name"] as? String ?? "?") (\(id))"
             }
 
