@@ -226,7 +226,7 @@ function makeTile(deviceId) {
   const box = el("input", { type: "checkbox", class: "select operate", title: "select (for a take or a consent change)",
     onchange: (event) => select([deviceId], event.target.checked) });
   const root = el("div", { class: "tile", "data-device": deviceId }, image, badges,
-    el("div", { class: "caption" }, el("div", { class: "title" }, box, el("span", {}, node, " · ", name)), id, line, drops));
+    el("div", { class: "caption" }, el("div", { class: "title" }, box, el("span", {}, node, el("span", { class: "dot" }, " · "), name)), id, line, drops));
   onScreen.observe(root);
   const tile = { root, image, badges, node, name, line, drops, select: box, shown: new Map(), wanted: null, loading: 0, shownAt: 0 };
   image.addEventListener("load", () => previewDone(tile));
@@ -346,6 +346,8 @@ function updateTile(tile, device, stats, shown) {
   put(tile, "line", `${fps.toFixed(1)} fps · last frame ${frameAge(stats && stats.lastFrameUnixMs)}`,
     (value) => { tile.line.textContent = value; });
   const drops = (stats && stats.drops) || {};
+  const some = number(drops.late) + number(drops.outOfBuffers) + number(drops.discontinuity) + number(drops.encoderLate) > 0;
+  put(tile, "some drops", some, (value) => tile.drops.classList.toggle("some", value));
   put(tile, "drops", `drops: late ${number(drops.late)} · out of buffers ${number(drops.outOfBuffers)} · ` +
     `discontinuity ${number(drops.discontinuity)} · encoder late ${number(drops.encoderLate)}`, (value) => { tile.drops.textContent = value; });
   const url = previewURL(id, stats);

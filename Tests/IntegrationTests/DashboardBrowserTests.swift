@@ -162,10 +162,14 @@ extension IntegrationTests {
             // The previews flow: granted cameras show the test pattern, and its burned-in frame
             // number changes the picture from one preview to the next.
             for device in devices.prefix(2) {
+                _ = try page.evaluate("document.querySelector('.tile[data-device=\"\(device)\"]').scrollIntoView(); true")
                 try await page.waitUntil("\(device)'s preview shows", seconds: 20, "(\(Self.tilePicture(device))).luma > 20")
             }
+            // On screen, where previews load (the crowd's tiles come first).
+            _ = try page.evaluate("document.querySelector('.tile[data-device=\"\(devices[0])\"]').scrollIntoView(); true")
             let before = try Self.picture(page, devices[0])
             try await page.waitUntil("\(devices[0])'s preview changes", seconds: 10, "(\(Self.tilePicture(devices[0]))).hash !== \(Int(before.hash))")
+            _ = try page.evaluate("document.querySelector('.tile[data-device=\"\(hidden)\"]').scrollIntoView(); true")
             try await page.waitUntil("\(hidden)'s preview shows", seconds: 20, "(\(Self.tilePicture(hidden))).luma >= 0")
             #expect(try Self.picture(page, hidden).luma < 3, "a camera without consent is black on the page")
             try page.screenshot(to: Self.screenshots + "/dashboard-fleet.png")
@@ -184,6 +188,8 @@ extension IntegrationTests {
             try await page.waitUntil("the crowd is selected", seconds: 5, "document.getElementById('selection-count').textContent === '11 selected'")
             _ = try page.evaluate(Self.type("", into: "fleet-filter"))
             _ = try page.evaluate("document.getElementById('select-none').click(); true")
+            // The boxes are drawn at the next frame: clicked before it, they would toggle what was.
+            try await page.waitUntil("nothing is selected", seconds: 5, "document.getElementById('selection-count').textContent === 'none selected'")
             _ = try page.evaluate("document.querySelector('.node[data-node=\"\(crowdNode)\"] input.node-select').click(); true")
             try await page.waitUntil("the node's box selects its cameras", seconds: 5, """
                 document.getElementById('selection-count').textContent === '11 selected' &&
@@ -193,8 +199,14 @@ extension IntegrationTests {
                 document.getElementById('bulk-reason').value = 'crowd scene, release forms signed';
                 document.getElementById('bulk-grant').click(); true
                 """)
-            try await page.waitUntil("each camera's grant is listed", seconds: 30,
-                                     "document.querySelectorAll('#bulk-results li.ok').length === 11")
+            do {
+                try await page.waitUntil("each camera's grant is listed", seconds: 45,
+                                         "document.querySelectorAll('#bulk-results li.ok').length === 11")
+            } catch {
+                let shown = try page.evaluate("document.getElementById('bulk-results').textContent + ' | ' + document.getElementById('problem').textContent")
+                try page.screenshot(to: Self.screenshots + "/dashboard-bulk-consent.png")
+                throw HarnessError("\(error); the page shows: \(shown ?? "")")
+            }
             #expect(try page.evaluate("document.getElementById('bulk-title').textContent") as? String == "Grant consent: 11 of 11 answered")
             let crowdConsent = try fleet.json(["devices"]).filter { $0["node_id"] as? String == crowdNode }.map { $0["consent"] as? String ?? "" }
             #expect(crowdConsent == Array(repeating: "authorized", count: 11), "\(crowdConsent)")
@@ -202,6 +214,7 @@ extension IntegrationTests {
             #expect(crowdHistory.output.contains("bo via dashboard") && crowdHistory.output.contains("release forms signed"), "\(crowdHistory.output)")
             // A revocation of two: one had consent, one never did; each answer is shown.
             _ = try page.evaluate("document.getElementById('select-none').click(); true")
+            try await page.waitUntil("nothing is selected", seconds: 5, "document.getElementById('selection-count').textContent === 'none selected'")
             _ = try page.evaluate("""
                 (() => { for (const id of ['\(crowd[0])', '\(hidden)']) document.querySelector(`.tile[data-device="${id}"] input.select`).click();
                   document.getElementById('bulk-revoke').click(); return true; })()
@@ -225,6 +238,7 @@ extension IntegrationTests {
             try await page.waitUntil("the history shows the grant", seconds: 15,
                                      "document.querySelector('#consent-all-history tbody').textContent.includes('scene cleared with the crew')")
             try page.navigate(try page.evaluate("location.href.split('#')[0]") as! String + "#fleet")
+            _ = try page.evaluate("document.querySelector('.tile[data-device=\"\(hidden)\"]')?.scrollIntoView(); true")
             try await page.waitUntil("\(hidden)'s tile shows the test pattern", seconds: 20, "(\(Self.tilePicture(hidden))).luma > 20")
             let history = try fleet.cli(["consent", "history", hidden])
             #expect(history.output.contains("bo via dashboard") && history.output.contains("scene cleared with the crew"), "\(history.output)")
@@ -286,7 +300,8 @@ extension IntegrationTests {
             #expect(row == ["stage-crowd", "Synthetic camera 1", crowd[0], "denied: not recorded until granted"], "\(row ?? [])")
             // Filtered to one camera, all shown selected: the take's refusal names it as the
             // picker shows it and points at the page's consent controls.
-            _ = try page.evaluate(Self.type(crowd[0], into: "take-filter"))
+            // (Its device id would show camera 10 and 11 too: the only camera whose consent was revoked.)
+            _ = try page.evaluate(Self.type("denied", into: "take-filter"))
             try await page.waitUntil("the filter leaves one row", seconds: 5,
                                      "[...document.querySelectorAll('#take-cameras tbody tr')].filter((r) => r.getClientRects().length).length === 1")
             _ = try page.evaluate("document.getElementById('take-select-shown').click(); document.getElementById('take-start').click(); true")
