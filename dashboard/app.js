@@ -6,7 +6,10 @@
 "use strict";
 
 const fleet = { devices: new Map(), device_stats: new Map(), nodes: new Map(), node_stats: new Map(), pressure: new Map() };
-const state = { session: null, events: [], tiles: new Map(), sections: new Map(), selected: new Set(), visible: new Set(), connected: false };
+// `loaded`: the first fleet update has arrived (until then the page says it is loading, not
+// "0 cameras"); `received`: this connection has had one (only then is it "live").
+const state = { session: null, events: [], tiles: new Map(), sections: new Map(), selected: new Set(), visible: new Set(), connected: false,
+  loaded: false, received: false, filter: "", takeFilter: "" };
 const keyOf = { devices: "deviceId", device_stats: "deviceId", nodes: "nodeId", node_stats: "nodeId", pressure: "nodeId" };
 
 // MARK: Talking to the coordinator
@@ -18,7 +21,7 @@ async function call(body) {
     body: JSON.stringify(body),
   });
   const reply = await response.json();
-  const message = (reply.status && (reply.status.reason || reply.status.message)) || `refused (${response.status})`;
+  const message = pageWords((reply.status && (reply.status.reason || reply.status.message)) || `refused (${response.status})`);
   if (response.status === 401) { signedOut(message); throw new Error(message); }
   if (!reply.status || reply.status.code !== "STATUS_CODE_OK") throw new Error(message);
   return reply;
@@ -27,14 +30,18 @@ async function call(body) {
 function connect() {
   const socket = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/live`);
   let signedOutReason = null;
-  socket.addEventListener("open", () => { state.connected = true; showConnection(); });
+  socket.addEventListener("open", () => { state.connected = true; state.received = false; showConnection(); });
   socket.addEventListener("message", (message) => {
     const update = JSON.parse(message.data);
     if (update.type === "signed_out") { signedOutReason = update.reason; return; }
-    if (update.type === "fleet") apply(update);
+    if (update.type !== "fleet") return;
+    state.received = true;
+    state.loaded = true;
+    apply(update);
   });
   socket.addEventListener("close", () => {
     state.connected = false;
+    state.received = false;
     showConnection();
     if (signedOutReason) { signedOut(signedOutReason); return; }
     setTimeout(connect, 2000);
@@ -64,6 +71,8 @@ function scheduleRender() {
 let renderedAt = 0;
 function render() {
   renderedAt = Date.now();
+  // Said here, with the fleet drawn in the same frame: never "live" over an empty page.
+  showConnection();
   const page = currentPage();
   if (page === "fleet") renderFleet();
   else if (page === "camera") renderCamera();
@@ -97,9 +106,68 @@ function signedOut(reason) {
   showProblem(`Signed out: ${reason}. Run \`capfleet dashboard login\` and open the link it prints.`);
 }
 
+// "live" only once this connection has brought the fleet: an open socket that has sent
+// nothing yet is still connecting, and the page still shows what it had (or a loading note).
 function showConnection() {
-  document.getElementById("connection").textContent = state.connected ? "live" : "reconnecting…";
-  document.getElementById("connection").className = state.connected ? "live" : "stale";
+  const live = state.connected && state.received;
+  const shown = document.getElementById("connection");
+  setText(shown, live ? "live" : state.loaded ? "reconnecting…" : "connecting…");
+  if (shown.className !== (live ? "live" : "stale")) shown.className = live ? "live" : "stale";
+}
+
+// Writes a text only when it differs (an unchanged write still restyles the element).
+function setText(node, text) {
+  if (node.textContent !== text) node.textContent = text;
+}
+
+// MARK: Naming and finding cameras
+
+// Names sort as people read them: "camera 2" before "camera 10".
+const collator = new Intl.Collator(undefined, { numeric: true, sensitivity: "base" });
+const nodeName = (nodeId) => (fleet.nodes.get(nodeId) || {}).name || nodeId || "?";
+const cameraName = (device) => device.name || device.deviceId;
+// Cameras of different nodes share names ("Synthetic camera 1"): a camera is named with its node.
+const cameraLabel = (device) => `${nodeName(device.nodeId)} · ${cameraName(device)}`;
+const byNodeThenCamera = (a, b) => collator.compare(nodeName(a.nodeId), nodeName(b.nodeId)) || collator.compare(a.nodeId, b.nodeId) ||
+  collator.compare(cameraName(a), cameraName(b)) || collator.compare(a.deviceId, b.deviceId);
+const sortedDevices = () => [...fleet.devices.values()].sort(byNodeThenCamera);
+const consentOf = (device) => consentName((fleet.device_stats.get(device.deviceId) || {}).consent || device.consent);
+
+// A filter is words, each of which must appear in the camera's node, name, device id or consent.
+function matches(device, filter) {
+  const words = filter.trim().toLowerCase().split(/\s+/).filter(Boolean);
+  if (!words.length) return true;
+  const text = `${nodeName(device.nodeId)} ${device.nodeId} ${cameraName(device)} ${device.deviceId} ${consentOf(device)}`.toLowerCase();
+  return words.every((word) => text.includes(word));
+}
+
+function select(deviceIds, selected) {
+  for (const id of deviceIds) if (selected) state.selected.add(id); else state.selected.delete(id);
+  scheduleRender();
+}
+
+// The coordinator's refusals are the CLI's too, so their advice names CLI commands; on the
+// page the same advice points at the page's own controls, and a device is named as the page
+// shows it (node, camera, device id).
+const pageAdvice = [
+  [/\(capfleet consent grant [^)]*\)/g, "(grant its consent: tick it on the Fleet page and press Grant consent, or Grant on the Consent page)"],
+  [/lock it first \(capfleet lock [^)]*\)/g, "press Take the lease on its camera page first"],
+  [/\(capfleet devices lists them\)/g, "(tick them in the list, or on the Fleet page)"],
+  [/;? see capfleet devices/g, "; the Fleet page lists every camera"],
+  [/;? see capfleet recordings list/g, "; the Takes page lists every take"],
+  [/\(capfleet record stop [^)]*\)/g, "(Stop on the Takes page)"],
+  [/\(capfleet recordings collect [^)]*\)/g, "(Collect on the Takes page)"],
+  [/\(capfleet watch\)/g, "(its tile on the Fleet page shows its frame rate and last frame)"],
+  [/say why with --reason/g, "say why in the reason box"],
+];
+
+function pageWords(message) {
+  let text = message;
+  for (const [pattern, words] of pageAdvice) text = text.replace(pattern, words);
+  return text.replace(/\bdevice ([A-Za-z0-9_-][A-Za-z0-9._:-]*[A-Za-z0-9_-])/g, (whole, id) => {
+    const device = fleet.devices.get(id);
+    return device ? `camera ${cameraLabel(device)} (${id})` : whole;
+  });
 }
 
 const wireName = (value, prefix, fallback = "") => (value || fallback).replace(prefix, "").toLowerCase().replaceAll("_", " ");
@@ -150,14 +218,17 @@ const onScreen = new IntersectionObserver((entries) => {
 function makeTile(deviceId) {
   const image = el("img", { alt: deviceId, decoding: "async", onclick: () => { location.hash = `#camera/${encodeURIComponent(deviceId)}`; } });
   const badges = el("div", { class: "badges" });
-  const name = el("div", { class: "name" });
+  const node = el("span", { class: "node-name" });
+  const name = el("span", { class: "name" });
+  const id = el("div", { class: "device-id" }, deviceId);
   const line = el("div", { class: "stats" });
   const drops = el("div", { class: "stats drops" });
-  const select = el("input", { type: "checkbox", class: "select operate", title: "select for a take",
-    onchange: (event) => { if (event.target.checked) state.selected.add(deviceId); else state.selected.delete(deviceId); } });
-  const root = el("div", { class: "tile", "data-device": deviceId }, image, badges, el("div", { class: "caption" }, el("div", { class: "title" }, select, name), line, drops));
+  const box = el("input", { type: "checkbox", class: "select operate", title: "select (for a take or a consent change)",
+    onchange: (event) => select([deviceId], event.target.checked) });
+  const root = el("div", { class: "tile", "data-device": deviceId }, image, badges,
+    el("div", { class: "caption" }, el("div", { class: "title" }, box, el("span", {}, node, el("span", { class: "dot" }, " · "), name)), id, line, drops));
   onScreen.observe(root);
-  const tile = { root, image, badges, name, line, drops, select, shown: new Map(), wanted: null, loading: 0, shownAt: 0 };
+  const tile = { root, image, badges, node, name, line, drops, select: box, shown: new Map(), wanted: null, loading: 0, shownAt: 0 };
   image.addEventListener("load", () => previewDone(tile));
   image.addEventListener("error", () => previewDone(tile));
   return tile;
@@ -246,15 +317,18 @@ function put(tile, key, value, write) {
   write(value);
 }
 
-function updateTile(tile, device, stats) {
+function updateTile(tile, device, stats, shown) {
   const id = device.deviceId;
+  put(tile, "hidden", !shown, (value) => { tile.root.hidden = value; });
   const consent = consentName((stats && stats.consent) || device.consent);
   const interruption = interruptionOf(device, stats);
   const online = stats ? stats.online !== false && device.online : device.online;
   const recording = Boolean((stats && stats.recording) || device.recording);
   put(tile, "consent", consent, (value) => { tile.root.dataset.consent = value.replaceAll(" ", "-"); });
   put(tile, "offline", !online, (value) => tile.root.classList.toggle("offline", value));
-  put(tile, "name", device.name || id, (value) => { tile.name.textContent = value; });
+  put(tile, "name", cameraName(device), (value) => { tile.name.textContent = value; });
+  put(tile, "node", nodeName(device.nodeId), (value) => { tile.node.textContent = value; });
+  put(tile, "label", `${cameraLabel(device)} (${id})`, (value) => { tile.root.title = value; tile.image.alt = value; });
   put(tile, "selectable", canOperate(), (value) => { tile.select.hidden = !value; });
   put(tile, "selected", state.selected.has(id), (value) => { tile.select.checked = value; });
   put(tile, "badges", `${recording}|${consent}|${interruption}|${online}`, () => {
@@ -269,9 +343,11 @@ function updateTile(tile, device, stats) {
   // tile scrolled into view is brought up to date at once (the observer asks for a render).
   if (!state.visible.has(id)) return;
   const fps = stats ? number(stats.framesPerSecond || stats.activeFrameRate) : 0;
-  put(tile, "line", `${device.nodeId} · ${fps.toFixed(1)} fps · last frame ${frameAge(stats && stats.lastFrameUnixMs)}`,
+  put(tile, "line", `${fps.toFixed(1)} fps · last frame ${frameAge(stats && stats.lastFrameUnixMs)}`,
     (value) => { tile.line.textContent = value; });
   const drops = (stats && stats.drops) || {};
+  const some = number(drops.late) + number(drops.outOfBuffers) + number(drops.discontinuity) + number(drops.encoderLate) > 0;
+  put(tile, "some drops", some, (value) => tile.drops.classList.toggle("some", value));
   put(tile, "drops", `drops: late ${number(drops.late)} · out of buffers ${number(drops.outOfBuffers)} · ` +
     `discontinuity ${number(drops.discontinuity)} · encoder late ${number(drops.encoderLate)}`, (value) => { tile.drops.textContent = value; });
   const url = previewURL(id, stats);
@@ -307,30 +383,45 @@ function headerParts(header) {
 
 function renderFleet() {
   const container = document.getElementById("nodes");
+  const summaryLine = document.getElementById("summary");
+  if (!state.loaded) { setText(summaryLine, "Loading the fleet…"); return; }
+  container.querySelector(":scope > .loading")?.remove();
   const byNode = new Map();
-  for (const device of fleet.devices.values()) {
+  for (const device of sortedDevices()) {
     if (!byNode.has(device.nodeId)) byNode.set(device.nodeId, []);
     byNode.get(device.nodeId).push(device);
   }
   for (const nodeId of fleet.nodes.keys()) if (!byNode.has(nodeId)) byNode.set(nodeId, []);
-  const nodeName = (id) => (fleet.nodes.get(id) || {}).name || id;
-  const order = [...byNode.keys()].sort((a, b) => nodeName(a).localeCompare(nodeName(b)) || a.localeCompare(b));
+  const order = [...byNode.keys()].sort((a, b) => collator.compare(nodeName(a), nodeName(b)) || collator.compare(a, b));
+  let shownCount = 0;
   for (const nodeId of order) {
     let section = state.sections.get(nodeId);
     if (!section) {
-      const heading = el("h2");
+      const pick = el("input", { type: "checkbox", class: "node-select operate", title: "select this node's cameras (those the filter shows)",
+        onchange: (event) => select(section.shown, event.target.checked) });
+      const title = el("span", { class: "node-title" });
+      const heading = el("h2", {}, pick, title);
       const grid = el("div", { class: "grid" });
-      section = { root: el("section", { class: "node", "data-node": nodeId }, heading, grid), heading, grid, headerText: "" };
+      section = { root: el("section", { class: "node", "data-node": nodeId }, heading, grid), title, pick, grid, headerText: "", shown: [] };
       state.sections.set(nodeId, section);
     }
     const header = nodeHeader(nodeId);
     const text = JSON.stringify(header);
-    if (text !== section.headerText) { section.heading.replaceChildren(...headerParts(header)); section.headerText = text; }
-    const devices = byNode.get(nodeId).sort((a, b) => (a.name || a.deviceId).localeCompare(b.name || b.deviceId));
+    if (text !== section.headerText) { section.title.replaceChildren(...headerParts(header)); section.headerText = text; }
+    const devices = byNode.get(nodeId);
+    section.shown = devices.filter((device) => matches(device, state.filter)).map((device) => device.deviceId);
+    const shown = new Set(section.shown);
+    shownCount += shown.size;
+    const hidden = Boolean(state.filter.trim()) && !shown.size;
+    if (section.root.hidden !== hidden) section.root.hidden = hidden;
+    const picked = section.shown.filter((id) => state.selected.has(id)).length;
+    section.pick.checked = picked > 0 && picked === shown.size;
+    section.pick.indeterminate = picked > 0 && picked < shown.size;
+    section.pick.disabled = !shown.size;
     const wanted = devices.map((device) => {
       let tile = state.tiles.get(device.deviceId);
       if (!tile) { tile = makeTile(device.deviceId); state.tiles.set(device.deviceId, tile); }
-      updateTile(tile, device, fleet.device_stats.get(device.deviceId));
+      updateTile(tile, device, fleet.device_stats.get(device.deviceId), shown.has(device.deviceId));
       return tile.root;
     });
     if (wanted.length !== section.grid.children.length || wanted.some((node, index) => section.grid.children[index] !== node)) {
@@ -345,9 +436,73 @@ function renderFleet() {
   const recording = [...fleet.device_stats.values()].filter((s) => s.recording).length;
   const paced = state.visible.size > pace.perSecond
     ? ` · previews every ${Math.ceil(state.visible.size / pace.perSecond)} s (paced to keep this page smooth)` : "";
-  const summary = `${fleet.devices.size} cameras on ${byNode.size} nodes · ${online} online · ${recording} recording${paced}`;
-  const shown = document.getElementById("summary");
-  if (shown.textContent !== summary) shown.textContent = summary;
+  const filtered = state.filter.trim() ? ` · the filter shows ${shownCount}` : "";
+  const summary = byNode.size
+    ? `${fleet.devices.size} cameras on ${byNode.size} nodes · ${online} online · ${recording} recording${filtered}${paced}`
+    : "No node has registered yet: cameras appear here as their agents connect.";
+  setText(summaryLine, summary);
+  const selected = [...state.selected].filter((id) => fleet.devices.has(id));
+  const unseen = selected.filter((id) => !matches(fleet.devices.get(id), state.filter)).length;
+  setText(document.getElementById("selection-count"),
+    selected.length ? `${selected.length} selected${unseen ? ` (${unseen} not shown by the filter)` : ""}` : "none selected");
+}
+
+// Consent for every selected camera, one request each through the operator door (as
+// `capfleet consent` would send them), a few at a time; each camera's answer is listed.
+async function bulkConsent(action) {
+  const reason = document.getElementById("bulk-reason").value;
+  const devices = sortedDevices().filter((device) => state.selected.has(device.deviceId));
+  if (!devices.length) { showProblem("Select cameras first: tick their boxes, a node's box, or Select all shown."); return; }
+  if (!reason.trim()) { showProblem("Say why in the reason box beside Grant consent: the consent history keeps a reason with every change."); return; }
+  showProblem("");
+  const verb = action === "grant" ? "Grant consent" : "Revoke consent";
+  const items = new Map(devices.map((device) => [device.deviceId,
+    el("li", { "data-device": device.deviceId, class: "pending" }, `${cameraLabel(device)} (${device.deviceId}): asking…`)]));
+  document.querySelector("#bulk-results ul").replaceChildren(...items.values());
+  document.getElementById("bulk-results").hidden = false;
+  let answered = 0, refused = 0;
+  const title = () => setText(document.getElementById("bulk-title"),
+    `${verb}: ${answered} of ${devices.length} answered${refused ? `, ${refused} refused` : ""}${answered === devices.length ? "" : "…"}`);
+  title();
+  const queue = devices.slice();
+  const worker = async () => {
+    for (let device = queue.shift(); device; device = queue.shift()) {
+      const item = items.get(device.deviceId);
+      try {
+        const reply = await call({ changeConsent: { deviceId: device.deviceId, action: `CONSENT_ACTION_${action.toUpperCase()}`, reason } });
+        const record = (reply.consentHistory || [])[0] || {};
+        item.className = "ok";
+        item.textContent = `${cameraLabel(device)} (${device.deviceId}): ${consentName(record.fromState)} → ${consentName(record.toState)}` +
+          (reply.consentApplied ? "" : " (recorded; its agent has not confirmed it yet)");
+      } catch (error) {
+        refused += 1;
+        item.className = "refused";
+        item.textContent = `${cameraLabel(device)} (${device.deviceId}): refused: ${error.message}`;
+      }
+      answered += 1;
+      title();
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(4, devices.length) }, worker));
+  consentHistory.loaded = 0;
+}
+
+function wireFleetControls() {
+  const filter = document.getElementById("fleet-filter");
+  filter.addEventListener("input", () => { state.filter = filter.value; scheduleRender(); });
+  const size = document.getElementById("tile-size");
+  size.value = localStorage.getItem("capfleet.tileSize") || "medium";
+  document.getElementById("nodes").dataset.tileSize = size.value;
+  size.addEventListener("change", () => {
+    document.getElementById("nodes").dataset.tileSize = size.value;
+    localStorage.setItem("capfleet.tileSize", size.value);
+  });
+  document.getElementById("select-shown").addEventListener("click", () =>
+    select([...fleet.devices.values()].filter((device) => matches(device, state.filter)).map((device) => device.deviceId), true));
+  document.getElementById("select-none").addEventListener("click", () => select([...state.selected], false));
+  document.getElementById("bulk-grant").addEventListener("click", () => bulkConsent("grant"));
+  document.getElementById("bulk-revoke").addEventListener("click", () => bulkConsent("revoke"));
+  document.getElementById("bulk-close").addEventListener("click", () => { document.getElementById("bulk-results").hidden = true; });
 }
 
 // MARK: The camera page
@@ -382,7 +537,7 @@ function renderCamera() {
   const preview = document.getElementById("camera-preview");
   const url = previewURL(deviceId, stats);
   if (!liveView.active && url && preview.dataset.src !== url) { preview.src = url; preview.dataset.src = url; }
-  document.getElementById("camera-name").textContent = `${device.name || deviceId} (${deviceId})`;
+  document.getElementById("camera-name").textContent = `${device.nodeId ? cameraLabel(device) : cameraName(device)} (${deviceId})`;
   const zoom = number(stats.zoomFactor || device.zoomFactor || 1);
   const active = device.activeFormat || {};
   const interruption = interruptionOf(device, stats);
@@ -394,9 +549,14 @@ function renderCamera() {
     ((stats.focus || device.focus) ? ` · focus ${wireName((stats.focus || device.focus).mode, "FOCUS_MODE_")} at ${number((stats.focus || device.focus).lensPosition).toFixed(2)}` : "") +
     ` · last frame ${age(stats.lastFrameUnixMs)}`;
   document.getElementById("camera-zoom").textContent = `${zoom.toFixed(2)}x${threshold && zoom > threshold ? " UPSCALED" : ""}`;
-  document.getElementById("camera-lease").textContent = device.leaseHolder
-    ? `Configuration lease: held by ${device.leaseHolder} until ${new Date(Number(device.leaseExpiresUnixMs)).toLocaleTimeString()}`
-    : "Configuration lease: nobody holds it (take it to change the camera)";
+  // The range the active format allows (the coordinator refuses the rest, saying so).
+  const maxZoom = Math.max(1, number(active.maxZoomFactor || 1));
+  const zoomInput = document.getElementById("zoom-factor");
+  if (zoomInput.max !== String(maxZoom)) zoomInput.max = String(maxZoom);
+  setText(document.getElementById("zoom-range"), maxZoom > 1
+    ? `(1x–${maxZoom}x${threshold > 1 && threshold < maxZoom ? `; past ${Number(threshold.toFixed(2))}x the picture is upscaled` : ""})`
+    : "(this format does not zoom: 1x only)");
+  renderLease(deviceId);
   const consent = consentName(stats.consent || device.consent);
   document.getElementById("camera-consent").textContent = `Consent: ${consent}${device.consentReason ? ` (${device.consentReason})` : ""}`;
   const rows = cameraDetail.formats.map((format, index) => {
@@ -413,6 +573,24 @@ function renderCamera() {
   });
   if (cameraDetail.id === deviceId) document.querySelector("#formats tbody").replaceChildren(...rows);
   document.querySelector("#consent-history tbody").replaceChildren(...historyRows(cameraDetail.id === deviceId ? cameraDetail.history : []));
+}
+
+// The lease as the fleet's update has it now (a lease given back or expired is absent there,
+// and the camera's detail, read less often, would still show it); its buttons by who holds it.
+function renderLease(deviceId) {
+  const live = fleet.devices.get(deviceId);
+  const lease = live || cameraDetail.device;
+  const holder = lease.leaseHolder || "";
+  const until = new Date(Number(lease.leaseExpiresUnixMs || 0)).toLocaleTimeString();
+  const mine = Boolean(holder) && state.session && holder === `${state.session.operator} via dashboard`;
+  const take = document.getElementById("lease-take");
+  take.hidden = Boolean(holder) && !mine;
+  setText(take, mine ? "Keep it 5 more minutes" : "Take the lease");
+  document.getElementById("lease-give").hidden = !mine;
+  setText(document.getElementById("camera-lease"), !holder
+    ? "Configuration lease: nobody holds it. Take the lease to change the camera (for 5 minutes, or until you give it back)."
+    : mine ? `Configuration lease: yours (${holder}) until ${until}. Give it back when you are done.`
+      : `Configuration lease: held by ${holder} until ${until}; the camera can be changed once they give it back or it expires.`);
 }
 
 function historyRows(history) {
@@ -490,15 +668,16 @@ async function loadConsentHistory() {
 
 function renderConsent() {
   loadConsentHistory();
-  const rows = [...fleet.devices.values()].sort((a, b) => a.deviceId.localeCompare(b.deviceId)).map((device) => {
+  const rows = sortedDevices().map((device) => {
     const stats = fleet.device_stats.get(device.deviceId) || {};
     const consent = consentName(stats.consent || device.consent);
     const reasonInput = el("input", { type: "text", placeholder: "reason", class: "reason" });
     const button = (action) => el("button", { type: "button", class: `operate consent-${action}`,
       onclick: () => changeConsent([device.deviceId], action, reasonInput.value, () => { consentHistory.loaded = 0; return loadConsentHistory(); }) }, action);
     return el("tr", { "data-device": device.deviceId },
-      el("td", {}, device.name || device.deviceId),
-      el("td", {}, device.nodeId),
+      el("td", {}, nodeName(device.nodeId)),
+      el("td", {}, cameraName(device)),
+      el("td", { class: "device-id" }, device.deviceId),
       el("td", { class: `consent-${consent.replaceAll(" ", "-")}` }, consent),
       el("td", {}, device.consentReason || ""),
       el("td", {}, canOperate() ? reasonInput : null,
@@ -513,18 +692,53 @@ function renderConsent() {
 
 let takes = { loaded: 0, list: [], shown: null, verification: [] };
 
+// The picker: every camera with its node, device id and consent (a take refuses a camera
+// without it), filtered and selected like the fleet page's grid; the selection is the same.
 function renderTakeCameras() {
-  const list = document.getElementById("take-cameras");
-  const devices = [...fleet.devices.values()].sort((a, b) => a.deviceId.localeCompare(b.deviceId));
-  if (list.dataset.count !== String(devices.length)) {
-    list.replaceChildren(...devices.map((device) => el("label", { class: "camera-choice" },
-      el("input", { type: "checkbox", value: device.deviceId, checked: state.selected.has(device.deviceId),
-        onchange: (event) => { if (event.target.checked) state.selected.add(device.deviceId); else state.selected.delete(device.deviceId); } }),
-      ` ${device.name || device.deviceId} (${device.nodeId})`)));
-    list.dataset.count = String(devices.length);
-  }
-  for (const box of list.querySelectorAll("input")) box.checked = state.selected.has(box.value);
   if (Date.now() - takes.loaded > 2000) loadTakes();
+  if (!state.loaded) return;
+  const body = document.querySelector("#take-cameras tbody");
+  const devices = sortedDevices();
+  const key = devices.map((device) => device.deviceId).join(" ");
+  if (body.dataset.key !== key) {
+    body.replaceChildren(...devices.map((device) => {
+      const box = el("input", { type: "checkbox", value: device.deviceId, onchange: (event) => select([device.deviceId], event.target.checked) });
+      // The whole row picks the camera, not just its small box.
+      const row = el("tr", { "data-device": device.deviceId, onclick: (event) => { if (event.target !== box) { box.checked = !box.checked; select([device.deviceId], box.checked); } } },
+        el("td", {}, box), el("td", { class: "node" }), el("td", { class: "camera" }), el("td", { class: "device-id" }, device.deviceId), el("td", { class: "consent" }));
+      return row;
+    }));
+    body.dataset.key = key;
+  }
+  let unconsented = 0;
+  for (const row of body.rows) {
+    const device = fleet.devices.get(row.dataset.device);
+    if (!device) continue;
+    const consent = consentOf(device);
+    const [boxCell, nodeCell, cameraCell, , consentCell] = row.cells;
+    setText(nodeCell, nodeName(device.nodeId));
+    setText(cameraCell, cameraName(device));
+    setText(consentCell, consent === "authorized" ? consent : `${consent}: not recorded until granted`);
+    consentCell.className = `consent consent-${consent.replaceAll(" ", "-")}`;
+    const hidden = !matches(device, state.takeFilter);
+    if (row.hidden !== hidden) row.hidden = hidden;
+    const box = boxCell.firstChild;
+    box.checked = state.selected.has(device.deviceId);
+    if (box.checked && consent !== "authorized") unconsented += 1;
+  }
+  const selected = [...state.selected].filter((id) => fleet.devices.has(id)).length;
+  setText(document.getElementById("take-selection"), !selected ? "none selected"
+    : `${selected} selected` + (unconsented ? ` · ${unconsented} without consent: a take refuses them (Grant consent on the Fleet page, or the Consent page)` : ""));
+  document.getElementById("take-selection").classList.toggle("warn", unconsented > 0);
+}
+
+function wireTakeControls() {
+  const filter = document.getElementById("take-filter");
+  filter.addEventListener("input", () => { state.takeFilter = filter.value; scheduleRender(); });
+  document.getElementById("take-select-shown").addEventListener("click", () =>
+    select([...fleet.devices.values()].filter((device) => matches(device, state.takeFilter)).map((device) => device.deviceId), true));
+  document.getElementById("take-select-none").addEventListener("click", () => select([...state.selected], false));
+  document.getElementById("take-start").addEventListener("click", startTake);
 }
 
 async function loadTakes() {
@@ -554,7 +768,7 @@ function renderTakes() {
 
 async function startTake() {
   const deviceIds = [...state.selected].filter((id) => fleet.devices.has(id));
-  if (!deviceIds.length) { showProblem("Select the cameras to record (here or on the fleet page)."); return; }
+  if (!deviceIds.length) { showProblem("Select the cameras to record: tick them in the list above (or on the Fleet page)."); return; }
   const atFleet = document.getElementById("take-at").value.trim();
   const request = { deviceIds, name: document.getElementById("take-name").value.trim() };
   if (atFleet) request.atFleetTimeNs = atFleet; else request.fromNowNs = String(Math.round(Number(document.getElementById("take-in").value || 1) * 1e9));
@@ -661,7 +875,8 @@ async function start() {
     await fetch("/api/signout", { method: "POST", headers: { "X-CaptureFleet-CSRF": state.session.csrf_token } });
     location.reload();
   });
-  document.getElementById("take-start").addEventListener("click", startTake);
+  wireTakeControls();
+  wireFleetControls();
   for (const id of ["event-kind", "event-subject", "event-text"]) document.getElementById(id).addEventListener("input", renderEvents);
   window.addEventListener("hashchange", showPage);
   wireCameraControls();
