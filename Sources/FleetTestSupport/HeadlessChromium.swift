@@ -251,7 +251,8 @@ public final class HeadlessChromium: @unchecked Sendable {
             let deadline = Date().addingTimeInterval(seconds)
             var last: Any?
             while Date() < deadline {
-                last = try evaluate(expression)
+                // A page being reloaded has no context to evaluate in for a moment: try again.
+                do { last = try evaluate(expression) } catch { last = error }
                 if let truth = last as? Bool, truth { return }
                 if let number = last as? Double, number != 0 { return }
                 try await Task.sleep(for: .milliseconds(250))

@@ -357,10 +357,10 @@ extension IntegrationTests {
             // Signed out: the cookie is refused. The viewer's operator removed: theirs too, and
             // their page's live connection is told so and closed.
             _ = try page.evaluate("document.getElementById('signout').click(); true")
-            try await page.waitUntil("the signed-out page says so", seconds: 10, "document.body.classList.contains('signed-out')")
+            try await page.waitUntil("the signed-out page says so", seconds: 10, "!!document.body && document.body.classList.contains('signed-out')")
             #expect(try page.evaluate("fetch('/api/session').then((r) => r.status)") as? Double == 401)
             #expect(try fleet.cli(["operator", "remove", "vi"]).status == 0)
-            try await viewer.waitUntil("the viewer's page is signed out", seconds: 10, "document.body.classList.contains('signed-out')")
+            try await viewer.waitUntil("the viewer's page is signed out", seconds: 10, "!!document.body && document.body.classList.contains('signed-out')")
             #expect(try viewer.evaluate("fetch('/api/session').then((r) => r.status)") as? Double == 401)
         }
     }
