@@ -25,25 +25,30 @@ extension AgentService {
     func assemble(credentials: AgentCredentials, takeStore: AgentTakeStore, encoders: TakeEncoders) throws -> AgentAssembly {
         // Encrypting frames must never hold up a heartbeat: frames and control on separate I/O threads.
         let context = ZMQContext.withSeparateLanes()
-        let publisher = try FramePublisher(context: context, capacity: configuration.sendQueueCapacity,
-                                           coordinatorKey: credentials.coordinatorKey, keys: credentials.keys, logger: logger)
+        let publisher = try FramePublisher(
+            context: context, capacity: configuration.sendQueueCapacity,
+            coordinatorKey: credentials.coordinatorKey, keys: credentials.keys, logger: logger)
         let previews = PreviewMaker(settings: configuration.preview, publisher: publisher, logger: logger)
-        let clock = try ClockSync(context: context, coordinatorKey: credentials.coordinatorKey, keys: credentials.keys,
-                                  nodeClock: configuration.nodeClock, logger: logger)
+        let clock = try ClockSync(
+            context: context, coordinatorKey: credentials.coordinatorKey, keys: credentials.keys,
+            nodeClock: configuration.nodeClock, logger: logger)
         if configuration.nodeClock.isSkewed {
-            logger.warning("this agent's clock is skewed on purpose (a test setting)",
-                           metadata: ["clock.offset_ns": "\(configuration.nodeClock.offset)", "clock.drift_ppm": "\(configuration.nodeClock.driftPPM)"])
+            logger.warning(
+                "this agent's clock is skewed on purpose (a test setting)",
+                metadata: ["clock.offset_ns": "\(configuration.nodeClock.offset)", "clock.drift_ppm": "\(configuration.nodeClock.driftPPM)"])
         }
-        let recorder = try RecordSender(context: context, coordinatorKey: credentials.coordinatorKey, keys: credentials.keys,
-                                        limits: configuration.recordSpoolLimits, agentInstance: agentInstance, logger: logger)
+        let recorder = try RecordSender(
+            context: context, coordinatorKey: credentials.coordinatorKey, keys: credentials.keys,
+            limits: configuration.recordSpoolLimits, agentInstance: agentInstance, logger: logger)
         self.recorder.withLock { $0 = recorder }
         self.takeStore.withLock { $0 = takeStore }
         let stills = StillWriter(directory: configuration.recordingSettings.directory + "/stills")
         stillWriter.withLock { $0 = stills }
-        let recordings = try AgentRecordingsLink(context: context, coordinatorKey: credentials.coordinatorKey, keys: credentials.keys,
-                                                 store: takeStore, stills: stills, agentInstance: agentInstance,
-                                                 consentAllows: { [consentBook] deviceID in consentBook.state(of: deviceID).allowsRealFrames },
-                                                 logger: logger)
+        let recordings = try AgentRecordingsLink(
+            context: context, coordinatorKey: credentials.coordinatorKey, keys: credentials.keys,
+            store: takeStore, stills: stills, agentInstance: agentInstance,
+            consentAllows: { [consentBook] deviceID in consentBook.state(of: deviceID).allowsRealFrames },
+            logger: logger)
         let monitor = configuration.pressureEnabled ? makePressureMonitor(publisher: publisher) : nil
         self.monitor.withLock { $0 = monitor }
         let (revocations, revoke) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(1))
@@ -72,9 +77,10 @@ extension AgentService {
                 revoke.yield(reason)
             },
             liveFrames: { [self] wanted in liveFramesWanted(wanted) })
-        let channel = try ControlChannel(context: context, endpoint: configuration.controlEndpoint, nodeID: identity.nodeID,
-                                         coordinatorKey: credentials.coordinatorKey, keys: credentials.keys,
-                                         handlers: handlers, logger: logger)
+        let channel = try ControlChannel(
+            context: context, endpoint: configuration.controlEndpoint, nodeID: identity.nodeID,
+            coordinatorKey: credentials.coordinatorKey, keys: credentials.keys,
+            handlers: handlers, logger: logger)
         control.attach(channel)
         monitor?.start()
 
@@ -105,9 +111,11 @@ extension AgentService {
             monitor.map { monitor in StoppingService("pressure monitor") { monitor.stop() } },
             // A revocation ends the agent as a signal does, every part stopped in the same
             // order, and then with AgentError.revoked.
-            StoppingService("revocation watch", run: {
-                for await reason in revocations { throw AgentError.revoked(reason) }
-            }, stop: {}),
+            StoppingService(
+                "revocation watch",
+                run: {
+                    for await reason in revocations { throw AgentError.revoked(reason) }
+                }, stop: {}),
             // Stopped first: says that shutdown has begun.
             StoppingService("shutdown notice") { [logger] in
                 logger.info("agent stopping")

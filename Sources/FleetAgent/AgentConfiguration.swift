@@ -73,11 +73,13 @@ public struct AgentConfiguration: Sendable {
         RecordSpoolLimits(memoryBytes: recordSpoolMemoryBytes, diskBytes: recordSpoolDiskBytes, directory: stateDirectory + "/spool")
     }
 
-    public init(coordinatorHost: String = "127.0.0.1", controlPort: UInt16 = WireDefaults.controlPort, nodeName: String? = nil,
-                stateDirectory: String, syntheticCameraCount: Int? = 1, devices: [String] = [], discoverDevices: Bool = false,
-                bufferCount: Int = 4, deviceFormat: (width: Int, height: Int, pixelFormat: PixelFormat)? = nil, deviceFrameRate: Double? = nil,
-                syntheticFormat: (width: Int, height: Int, pixelFormat: PixelFormat) = (640, 480, .yuyv),
-                syntheticFrameRate: Double = 15, sendQueueCapacity: Int = 4) {
+    public init(
+        coordinatorHost: String = "127.0.0.1", controlPort: UInt16 = WireDefaults.controlPort, nodeName: String? = nil,
+        stateDirectory: String, syntheticCameraCount: Int? = 1, devices: [String] = [], discoverDevices: Bool = false,
+        bufferCount: Int = 4, deviceFormat: (width: Int, height: Int, pixelFormat: PixelFormat)? = nil, deviceFrameRate: Double? = nil,
+        syntheticFormat: (width: Int, height: Int, pixelFormat: PixelFormat) = (640, 480, .yuyv),
+        syntheticFrameRate: Double = 15, sendQueueCapacity: Int = 4
+    ) {
         self.coordinatorHost = coordinatorHost
         self.controlPort = controlPort
         self.nodeName = nodeName

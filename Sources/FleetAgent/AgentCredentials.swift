@@ -23,17 +23,21 @@ public struct AgentCredentials: Sendable {
         guard FileManager.default.fileExists(atPath: path) else { return nil }
         let certificate = try CurveCertificate.load(path: path)
         guard let keys = certificate.keys, let coordinatorText = certificate["coordinator-key"],
-              let coordinatorKey = CurvePublicKey(z85: coordinatorText) else {
+            let coordinatorKey = CurvePublicKey(z85: coordinatorText)
+        else {
             throw CurveCertificateError.malformed(path: path, line: 0, reason: "an agent key file needs secret-key and coordinator-key")
         }
-        return AgentCredentials(keys: keys, coordinatorKey: coordinatorKey, nodeName: certificate["name"] ?? "",
-                                enrolledWith: certificate["enrolled-with"] ?? "")
+        return AgentCredentials(
+            keys: keys, coordinatorKey: coordinatorKey, nodeName: certificate["name"] ?? "",
+            enrolledWith: certificate["enrolled-with"] ?? "")
     }
 
     func save(stateDirectory: String, nodeID: String) throws {
-        let certificate = CurveCertificate(keys: keys, metadata: [
-            ("node-id", nodeID), ("name", nodeName), ("coordinator-key", coordinatorKey.z85), ("enrolled-with", enrolledWith),
-        ])
+        let certificate = CurveCertificate(
+            keys: keys,
+            metadata: [
+                ("node-id", nodeID), ("name", nodeName), ("coordinator-key", coordinatorKey.z85), ("enrolled-with", enrolledWith),
+            ])
         try certificate.save(path: Self.path(stateDirectory: stateDirectory), title: "CaptureFleet agent key pair")
     }
 }
@@ -44,8 +48,10 @@ public struct AgentCredentials: Sendable {
 enum Enrollment {
     /// `requestedName`: what the node asks to be called (`capfleet agent --name`), empty for
     /// none; a token made with a name prefix gives it, a token for one name gives its own.
-    static func enroll(token: EnrollmentToken, endpoint: String, nodeID: String, requestedName: String, hostname: String,
-                       softwareVersion: String, stateDirectory: String, timeout: Double = 10, logger: Logger) async throws -> AgentCredentials {
+    static func enroll(
+        token: EnrollmentToken, endpoint: String, nodeID: String, requestedName: String, hostname: String,
+        softwareVersion: String, stateDirectory: String, timeout: Double = 10, logger: Logger
+    ) async throws -> AgentCredentials {
         // Blocking ZeroMQ calls run on a thread of their own, not the async pool.
         try await OwnedThread.run("cf-enroll") {
             // Kept until the answer comes, so that an agent that dies before it hears it
@@ -53,8 +59,9 @@ enum Enrollment {
             let ownKeys = try PendingEnrollmentKey.loadOrMake(stateDirectory: stateDirectory, nodeID: nodeID, token: token)
             let credentials: AgentCredentials
             do {
-                credentials = try run(token: token, ownKeys: ownKeys, endpoint: endpoint, nodeID: nodeID, requestedName: requestedName,
-                                      hostname: hostname, softwareVersion: softwareVersion, timeout: timeout)
+                credentials = try run(
+                    token: token, ownKeys: ownKeys, endpoint: endpoint, nodeID: nodeID, requestedName: requestedName,
+                    hostname: hostname, softwareVersion: softwareVersion, timeout: timeout)
             } catch Attempt.refused(let reason) {
                 // This key was not recorded, and is no use for another try.
                 PendingEnrollmentKey.remove(stateDirectory: stateDirectory)
@@ -75,8 +82,10 @@ enum Enrollment {
         case unanswered(String)
     }
 
-    private static func run(token: EnrollmentToken, ownKeys: CurveKeyPair, endpoint: String, nodeID: String, requestedName: String,
-                            hostname: String, softwareVersion: String, timeout: Double) throws -> AgentCredentials {
+    private static func run(
+        token: EnrollmentToken, ownKeys: CurveKeyPair, endpoint: String, nodeID: String, requestedName: String,
+        hostname: String, softwareVersion: String, timeout: Double
+    ) throws -> AgentCredentials {
         let context = ZMQContext()
         let socket = try ZMQSocket(context: context, type: .dealer)
         try socket.makeCurveClient(serverKey: token.coordinatorKey, keys: token.keys)
@@ -104,25 +113,29 @@ enum Enrollment {
                 if event.event == SocketEvent.succeeded { handshakes += 1 }
             }
             guard socket.waitForInput(milliseconds: 100),
-                  let received = try socket.receiveMultipart(dontWait: true, maxParts: 2), received.parts.count == 1,
-                  let message = try? Capfleet_V1_CoordinatorMessage(serializedBytes: received.parts[0].array) else { continue }
+                let received = try socket.receiveMultipart(dontWait: true, maxParts: 2), received.parts.count == 1,
+                let message = try? Capfleet_V1_CoordinatorMessage(serializedBytes: received.parts[0].array)
+            else { continue }
             switch message.body {
             case let .enrolled(answer)?:
                 guard answer.status.isOK else { throw Attempt.refused(answer.status.reason) }
-                return AgentCredentials(keys: ownKeys, coordinatorKey: token.coordinatorKey, nodeName: answer.nodeName,
-                                        enrolledWith: token.keys.publicKey.z85)
+                return AgentCredentials(
+                    keys: ownKeys, coordinatorKey: token.coordinatorKey, nodeName: answer.nodeName,
+                    enrolledWith: token.keys.publicKey.z85)
             case let .error(status)?:
                 throw Attempt.refused(status.reason)
             default:
                 continue
             }
         }
-        throw Attempt.unanswered(handshakes == 0
-            ? "no secure connection to the coordinator at \(endpoint) within \(Int(timeout)) s: is it running there, and is the token from this coordinator (its key is in the token)?"
-            : "the coordinator at \(endpoint) did not answer the enrollment within \(Int(timeout)) s")
+        throw Attempt.unanswered(
+            handshakes == 0
+                ? "no secure connection to the coordinator at \(endpoint) within \(Int(timeout)) s: is it running there, and is the token from this coordinator (its key is in the token)?"
+                : "the coordinator at \(endpoint) did not answer the enrollment within \(Int(timeout)) s")
     }
 
-    static let unknownToken = "the coordinator does not know this token (mistyped, forged, or made by another coordinator); ask an admin for a new one with `capfleet enroll --name NAME`"
+    static let unknownToken =
+        "the coordinator does not know this token (mistyped, forged, or made by another coordinator); ask an admin for a new one with `capfleet enroll --name NAME`"
 }
 
 /// The key pair an agent enrolls with, kept (`keys/agent.key_pending`, mode 0600) from before

@@ -67,12 +67,13 @@ final class ManifestSegmentIndex: SegmentIndexing {
             defer { before = ledger.dropped }
             return ledger.dropped.since(before)
         }
-        let tally = ManifestTally(pixelFormat: segment.format.pixelFormat.fourCC, width: segment.format.width, height: segment.format.height,
-                                  frameRate: segment.format.frameRate, firstFleetNs: ledger.firstFleetTime, lastFleetNs: ledger.lastFleetTime,
-                                  firstSequence: ledger.firstSequence, lastSequence: ledger.lastSequence, frames: ledger.stored,
-                                  bytes: payloadBytes, drops: ManifestDrops(ledger.dropped),
-                                  encoder: segment.format.encoder.isEmpty ? nil : segment.format.encoder,
-                                  sourcePixelFormat: segment.format.sourcePixelFormat.isEmpty ? nil : segment.format.sourcePixelFormat)
+        let tally = ManifestTally(
+            pixelFormat: segment.format.pixelFormat.fourCC, width: segment.format.width, height: segment.format.height,
+            frameRate: segment.format.frameRate, firstFleetNs: ledger.firstFleetTime, lastFleetNs: ledger.lastFleetTime,
+            firstSequence: ledger.firstSequence, lastSequence: ledger.lastSequence, frames: ledger.stored,
+            bytes: payloadBytes, drops: ManifestDrops(ledger.dropped),
+            encoder: segment.format.encoder.isEmpty ? nil : segment.format.encoder,
+            sourcePixelFormat: segment.format.sourcePixelFormat.isEmpty ? nil : segment.format.sourcePixelFormat)
         let closed = clock()
         try save("finishing segment \(segment.number)") { manifest in
             guard let index = manifest.segments.firstIndex(where: { $0.number == segment.number }) else { return }

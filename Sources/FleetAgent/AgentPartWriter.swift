@@ -30,9 +30,11 @@ final class AgentPartWriter: Sendable {
     ///   - capacity: frames that may wait for the disk; beyond it a frame is refused (and
     ///     counted by the caller as out of buffers).
     ///   - onEnded: runs on the writer's thread once the part's end is in its manifest.
-    init(file: AgentPartFile, frameRate: Double, reserve: AgentRecordingSettings, hasher: SegmentHasher, capacity: Int = 64,
-         clock: @escaping @Sendable () -> Int64, logger: Logger, onReportable: @escaping @Sendable () -> Void,
-         onEnded: @escaping @Sendable () -> Void) {
+    init(
+        file: AgentPartFile, frameRate: Double, reserve: AgentRecordingSettings, hasher: SegmentHasher, capacity: Int = 64,
+        clock: @escaping @Sendable () -> Int64, logger: Logger, onReportable: @escaping @Sendable () -> Void,
+        onEnded: @escaping @Sendable () -> Void
+    ) {
         key = file.key
         var logger = logger
         logger[metadataKey: "take.id"] = "\(key.takeID)"
@@ -40,8 +42,9 @@ final class AgentPartWriter: Sendable {
         worker = OwnedWorker(
             name: "cf-part", capacity: capacity, whenFull: .refuseNewest, tickNanoseconds: 250_000_000,
             state: { [logger] in
-                AgentPartRecorder(file: file, frameRate: frameRate, settings: reserve, hasher: hasher, clock: clock, logger: logger,
-                                  onReportable: onReportable, onEnded: onEnded)
+                AgentPartRecorder(
+                    file: file, frameRate: frameRate, settings: reserve, hasher: hasher, clock: clock, logger: logger,
+                    onReportable: onReportable, onEnded: onEnded)
             },
             handle: { part, input in part.handle(input) },
             // What is written reaches the disk within half a second: an agent killed mid-take
@@ -79,9 +82,11 @@ final class AgentPartRecorder {
     private var dirty = false
     private var ended = false
 
-    init(file: AgentPartFile, frameRate: Double, settings: AgentRecordingSettings, hasher: SegmentHasher,
-         clock: @escaping @Sendable () -> Int64, logger: Logger, onReportable: @escaping @Sendable () -> Void,
-         onEnded: @escaping @Sendable () -> Void) {
+    init(
+        file: AgentPartFile, frameRate: Double, settings: AgentRecordingSettings, hasher: SegmentHasher,
+        clock: @escaping @Sendable () -> Int64, logger: Logger, onReportable: @escaping @Sendable () -> Void,
+        onEnded: @escaping @Sendable () -> Void
+    ) {
         self.file = file
         self.frameRate = frameRate
         self.settings = settings
@@ -96,18 +101,22 @@ final class AgentPartRecorder {
             // Goes on after this agent restarted: the tally and the numbering carry on, and the
             // next frame opens a new segment.
             var resumed = TakeDeviceRecord(takeId: manifest.takeID, deviceId: manifest.deviceID, nodeId: "")
-            resumed.apply(TakeDeviceTally(pixelFormat: tally.pixelFormat, width: tally.width, height: tally.height, frameRate: tally.frameRate,
-                                          firstFleetNs: tally.firstFleetNs, lastFleetNs: tally.lastFleetNs, firstSequence: tally.firstSequence,
-                                          lastSequence: tally.lastSequence, frames: Int64(clamping: tally.frames), bytes: tally.bytes,
-                                          drops: tally.drops.tally, encoder: tally.encoder ?? "", sourcePixelFormat: tally.sourcePixelFormat ?? ""))
-            recorder = DeviceTakeRecorder(takeID: manifest.takeID, title: manifest.title, directory: directory, start: manifest.startFleetNs,
-                                          stop: manifest.stopFleetNs, segmentLength: segmentLength, index: index, resuming: resumed,
-                                          segmentsSoFar: manifest.segments.map(\.number).max() ?? 0)
+            resumed.apply(
+                TakeDeviceTally(
+                    pixelFormat: tally.pixelFormat, width: tally.width, height: tally.height, frameRate: tally.frameRate,
+                    firstFleetNs: tally.firstFleetNs, lastFleetNs: tally.lastFleetNs, firstSequence: tally.firstSequence,
+                    lastSequence: tally.lastSequence, frames: Int64(clamping: tally.frames), bytes: tally.bytes,
+                    drops: tally.drops.tally, encoder: tally.encoder ?? "", sourcePixelFormat: tally.sourcePixelFormat ?? ""))
+            recorder = DeviceTakeRecorder(
+                takeID: manifest.takeID, title: manifest.title, directory: directory, start: manifest.startFleetNs,
+                stop: manifest.stopFleetNs, segmentLength: segmentLength, index: index, resuming: resumed,
+                segmentsSoFar: manifest.segments.map(\.number).max() ?? 0)
             recorder.restartDropReports()
             rebaseOnNextFrame = tally.lastSequence != nil
         } else {
-            recorder = DeviceTakeRecorder(takeID: manifest.takeID, deviceID: manifest.deviceID, title: manifest.title, directory: directory,
-                                          start: manifest.startFleetNs, segmentLength: segmentLength, index: index)
+            recorder = DeviceTakeRecorder(
+                takeID: manifest.takeID, deviceID: manifest.deviceID, title: manifest.title, directory: directory,
+                start: manifest.startFleetNs, segmentLength: segmentLength, index: index)
             if let stop = manifest.stopFleetNs { recorder.stop(at: stop) }
             rebaseOnNextFrame = false
         }
@@ -163,8 +172,10 @@ final class AgentPartRecorder {
         if MonotonicTime.now() &- lastSpaceCheck >= 250_000_000 {
             lastSpaceCheck = MonotonicTime.now()
             if let free = DiskSpace.availableBytes(at: settings.directory), free < settings.reserveBytes {
-                finish(reason: "the disk holding \(settings.directory) is nearly full: \(free >> 20) MiB free, below the \(settings.reserveBytes >> 20) MiB kept in reserve. The part stopped; what it holds is finished and plays. Collect and delete takes (capfleet recordings collect, delete) or set recordings_dir to a larger disk",
-                       failed: true)
+                finish(
+                    reason:
+                        "the disk holding \(settings.directory) is nearly full: \(free >> 20) MiB free, below the \(settings.reserveBytes >> 20) MiB kept in reserve. The part stopped; what it holds is finished and plays. Collect and delete takes (capfleet recordings collect, delete) or set recordings_dir to a larger disk",
+                    failed: true)
                 return
             }
         }
@@ -185,9 +196,10 @@ final class AgentPartRecorder {
         let format = RecordedVideoFormat(header: header, frameRate: frameRate)
         let wasEmpty = recorder.ledger.lastSequence == nil
         do {
-            let verdict = try recorder.record(UnsafeRawBufferPointer(start: pixels.storage, count: count), sequence: header.sequence &+ offset,
-                                              fleetTime: header.fleetTimeNs, format: format, cumulativeDrops: takeDrops,
-                                              keyFrame: header.isKeyFrame)
+            let verdict = try recorder.record(
+                UnsafeRawBufferPointer(start: pixels.storage, count: count), sequence: header.sequence &+ offset,
+                fleetTime: header.fleetTimeNs, format: format, cumulativeDrops: takeDrops,
+                keyFrame: header.isKeyFrame)
             if verdict == .keep {
                 dirty = true
                 if wasEmpty { flushIfDueNow() }

@@ -24,8 +24,10 @@ final class AgentRecordingsLink: Sendable {
     /// Checks run here: reading a segment back takes seconds.
     private let checker: OwnedWorker<@Sendable () -> Void>
 
-    init(context: ZMQContext, coordinatorKey: CurvePublicKey, keys: CurveKeyPair, store: AgentTakeStore, stills: StillWriter, agentInstance: String,
-         consentAllows: @escaping @Sendable (String) -> Bool, logger: Logger) throws(ZMQError) {
+    init(
+        context: ZMQContext, coordinatorKey: CurvePublicKey, keys: CurveKeyPair, store: AgentTakeStore, stills: StillWriter, agentInstance: String,
+        consentAllows: @escaping @Sendable (String) -> Bool, logger: Logger
+    ) throws(ZMQError) {
         let socket = try ZMQSocket(context: context, type: .dealer)
         try socket.makeCurveClient(serverKey: coordinatorKey, keys: keys)
         try socket.use(.bulk)
@@ -66,9 +68,11 @@ final class AgentRecordingsLink: Sendable {
     /// everything not yet acknowledged: the coordinator may have restarted.
     func connect(to endpoint: String) {
         let dealer = self.dealer, logger = self.logger, state = self.state
-        connectedEndpoint.move(dealer, of: loop, to: endpoint, failed: { error in
-            logger.error("cannot connect the recordings socket", metadata: ["endpoint": "\(endpoint)", "error": "\(error)"])
-        }, then: { sockets in state.value.connectionRenewed(sockets[dealer]) })
+        connectedEndpoint.move(
+            dealer, of: loop, to: endpoint,
+            failed: { error in
+                logger.error("cannot connect the recordings socket", metadata: ["endpoint": "\(endpoint)", "error": "\(error)"])
+            }, then: { sockets in state.value.connectionRenewed(sockets[dealer]) })
     }
 
     func stop() {
@@ -126,12 +130,15 @@ private final class LinkState {
         let now = MonotonicTime.now()
         if now &- lastAttach >= 5_000_000_000 {
             let parts = store.allParts.map(\.current)
-            let attach = message(takeID: "", deviceID: "", .attach(.with {
-                $0.agentInstance = instance
-                $0.partsHeld = UInt32(parts.count)
-                $0.bytesHeld = UInt64(max(parts.reduce(0) { $0 + $1.bytesOnDisk }, 0))
-                $0.freeBytes = UInt64(max(DiskSpace.availableBytes(at: store.settings.directory) ?? 0, 0))
-            }))
+            let attach = message(
+                takeID: "", deviceID: "",
+                .attach(
+                    .with {
+                        $0.agentInstance = instance
+                        $0.partsHeld = UInt32(parts.count)
+                        $0.bytesHeld = UInt64(max(parts.reduce(0) { $0 + $1.bytesOnDisk }, 0))
+                        $0.freeBytes = UInt64(max(DiskSpace.availableBytes(at: store.settings.directory) ?? 0, 0))
+                    }))
             if send(attach, on: socket) { lastAttach = now }
         }
         report(on: socket)
@@ -161,15 +168,19 @@ private final class LinkState {
             }
             // The end goes once every segment is indexed: the coordinator then holds the whole part.
             guard let end = manifest.end, !end.acknowledged, !store.isWriting(part),
-                  manifest.segments.allSatisfy({ $0.indexed }) else { continue }
+                manifest.segments.allSatisfy({ $0.indexed })
+            else { continue }
             let key = ReportKey(part: part, number: 0)
             guard due(key) else { continue }
-            let ending = message(takeID: part.takeID, deviceID: part.deviceID, .partEnd(.with {
-                $0.segments = UInt32(manifest.segments.map(\.number).max() ?? 0)
-                $0.reason = end.reason
-                $0.failed = end.failed
-                if let tally = manifest.lastTally { $0.part = Self.wire(tally) }
-            }))
+            let ending = message(
+                takeID: part.takeID, deviceID: part.deviceID,
+                .partEnd(
+                    .with {
+                        $0.segments = UInt32(manifest.segments.map(\.number).max() ?? 0)
+                        $0.reason = end.reason
+                        $0.failed = end.failed
+                        if let tally = manifest.lastTally { $0.part = Self.wire(tally) }
+                    }))
             if send(ending, on: socket) { lastSent[key] = now }
         }
         // Stills' pictures the index has not acknowledged (the answer to CaptureStill came too
@@ -193,7 +204,9 @@ private final class LinkState {
             switch message.body {
             case let .indexed(indexed)?:
                 mark(key, "noting an indexed segment") { manifest in
-                    if let index = manifest.segments.firstIndex(where: { $0.number == Int(indexed.number) }) { manifest.segments[index].indexed = true }
+                    if let index = manifest.segments.firstIndex(where: { $0.number == Int(indexed.number) }) {
+                        manifest.segments[index].indexed = true
+                    }
                 }
                 lastSent[ReportKey(part: key, number: Int(indexed.number))] = nil
                 // The end may be due now.
@@ -203,7 +216,9 @@ private final class LinkState {
                 logger.info("the coordinator indexed the part", metadata: ["take.id": "\(key.takeID)", "device.id": "\(key.deviceID)"])
             case let .collected(collected)?:
                 mark(key, "noting a collected segment") { manifest in
-                    if let index = manifest.segments.firstIndex(where: { $0.number == Int(collected.number) }) { manifest.segments[index].collected = true }
+                    if let index = manifest.segments.firstIndex(where: { $0.number == Int(collected.number) }) {
+                        manifest.segments[index].collected = true
+                    }
                 }
             case let .fetch(fetch)?:
                 fetches.append((key, fetch, false))
@@ -218,7 +233,8 @@ private final class LinkState {
             case let .stillCollected(collected)?:
                 if let problem = collected.number == 0
                     ? stills.removeAll(stillID: key.takeID, deviceID: key.deviceID)
-                    : stills.remove(stillID: key.takeID, deviceID: key.deviceID, number: Int(collected.number)) {
+                    : stills.remove(stillID: key.takeID, deviceID: key.deviceID, number: Int(collected.number))
+                {
                     logger.error("cannot remove a collected still's picture", metadata: ["still.id": "\(key.takeID)", "error": "\(problem)"])
                 }
             case let .check(request)?:
@@ -234,8 +250,11 @@ private final class LinkState {
                 store.note(key, json: note.json, at: note.fleetNs, track: note.detection ? .detections : .notes)
             case let .refused(status)?:
                 // The files stay: only a deletion removes them.
-                logger.error("the coordinator refused a report of a part held here", metadata: [
-                    "take.id": "\(key.takeID)", "device.id": "\(key.deviceID)", "reason": "\(status.reason)"])
+                logger.error(
+                    "the coordinator refused a report of a part held here",
+                    metadata: [
+                        "take.id": "\(key.takeID)", "device.id": "\(key.deviceID)", "reason": "\(status.reason)",
+                    ])
             case .credit?, nil:
                 continue
             }
@@ -274,7 +293,9 @@ private final class LinkState {
         chunk.offset = request.offset
         var bytes: [UInt8] = []
         // The file asked for: a still's picture, or a finished segment of a part held here.
-        let path = still ? stills.path(stillID: key.takeID, deviceID: key.deviceID, number: Int(request.number))
+        let path =
+            still
+            ? stills.path(stillID: key.takeID, deviceID: key.deviceID, number: Int(request.number))
             : store.part(key)?.current.segments.first(where: { $0.number == Int(request.number) && $0.state != .open })?.path
         if !consentAllows(key.deviceID) {
             chunk.error = "device \(key.deviceID)'s consent is not granted now: its frames do not leave the host"
@@ -287,7 +308,9 @@ private final class LinkState {
                 chunk.error = "\(error)"
             }
         } else {
-            chunk.error = still ? "this agent holds no picture \(request.number) of \(key.deviceID) in still \(key.takeID)"
+            chunk.error =
+                still
+                ? "this agent holds no picture \(request.number) of \(key.deviceID) in still \(key.takeID)"
                 : "this agent holds no finished segment \(request.number) of \(key.deviceID) in \(key.takeID)"
         }
         let header = message(takeID: key.takeID, deviceID: key.deviceID, still ? .stillChunk(chunk) : .chunk(chunk))

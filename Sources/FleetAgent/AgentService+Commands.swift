@@ -25,11 +25,19 @@ extension AgentService {
             return setDetection(request, command: command, on: stream)
         case let .setFrameAlignment(request)?:
             let steered = stream.setFrameAlignment(origin: request.enabled ? request.gridOriginFleetNs : nil, clock: clock)
-            logger.notice("frame alignment", metadata: ["device.id": "\(command.deviceID)",
-                                                        "alignment": "\(request.enabled ? (steered ? "steered" : "phase only") : "off")"])
+            logger.notice(
+                "frame alignment",
+                metadata: [
+                    "device.id": "\(command.deviceID)",
+                    "alignment": "\(request.enabled ? (steered ? "steered" : "phase only") : "off")",
+                ])
             return .with {
                 $0.commandID = command.commandID
-                $0.status = steered ? .ok : .failure(.unsupported, "device \(command.deviceID) cannot adjust its frame timing; it reports its phase against the grid instead")
+                $0.status =
+                    steered
+                    ? .ok
+                    : .failure(
+                        .unsupported, "device \(command.deviceID) cannot adjust its frame timing; it reports its phase against the grid instead")
             }
         case let .setRecording(request)? where !request.take.isEmpty:
             return .with {
@@ -76,7 +84,8 @@ extension AgentService {
 
     /// Detection settings: checked and applied on the device's thread (loading a face cascade
     /// takes a moment the control thread must not wait for), answered from there.
-    private func setDetection(_ request: Capfleet_V1_SetDetection, command: Capfleet_V1_Command, on stream: CameraStream) -> Capfleet_V1_CommandReply? {
+    private func setDetection(_ request: Capfleet_V1_SetDetection, command: Capfleet_V1_Command, on stream: CameraStream) -> Capfleet_V1_CommandReply?
+    {
         let settings: DetectionSettings
         do {
             settings = try DetectionSettings(wire: request.settings)
@@ -87,8 +96,12 @@ extension AgentService {
             let status: Capfleet_V1_Status
             do {
                 try stream.detection.apply(settings)
-                logger.notice("detection", metadata: ["device.id": "\(stream.deviceID)", "codes": "\(settings.codes.map(\.rawValue).joined(separator: ","))",
-                                                      "faces": "\(settings.faces)", "fps": "\(settings.framesPerSecond)"])
+                logger.notice(
+                    "detection",
+                    metadata: [
+                        "device.id": "\(stream.deviceID)", "codes": "\(settings.codes.map(\.rawValue).joined(separator: ","))",
+                        "faces": "\(settings.faces)", "fps": "\(settings.framesPerSecond)",
+                    ])
                 status = .ok
             } catch {
                 status = .failure(.unsupported, "device \(stream.deviceID) cannot detect that: \(error)")
@@ -122,11 +135,18 @@ extension AgentService {
         }
         // Stored before it is enforced and answered: a crash right after still knows it.
         do {
-            guard try consentBook.record(.init(state: state, reason: request.reason, changedUnixMilliseconds: request.changedUnixMs),
-                                         for: stream.deviceID) else {
+            guard
+                try consentBook.record(
+                    .init(state: state, reason: request.reason, changedUnixMilliseconds: request.changedUnixMs),
+                    for: stream.deviceID)
+            else {
                 // Overtaken by a newer change already enforced: the reply says what holds.
-                logger.info("older consent change ignored", metadata: ["device.id": "\(stream.deviceID)", "consent": "\(state.rawValue)",
-                                                                      "changed_unix_ms": "\(request.changedUnixMs)"])
+                logger.info(
+                    "older consent change ignored",
+                    metadata: [
+                        "device.id": "\(stream.deviceID)", "consent": "\(state.rawValue)",
+                        "changed_unix_ms": "\(request.changedUnixMs)",
+                    ])
                 return .ok
             }
         } catch {
@@ -150,14 +170,16 @@ extension AgentService {
         let deviceID = stream.deviceID
         if request.recording {
             guard clock.latest.estimate != nil else {
-                return .failure(.unavailable, "node \(identity.nodeID)'s clock is not synchronised yet: its frames have no fleet time to place them in a take")
+                return .failure(
+                    .unavailable, "node \(identity.nodeID)'s clock is not synchronised yet: its frames have no fleet time to place them in a take")
             }
             var path: any TakeFramePath
             if request.store == .agent {
                 do {
-                    let prepared = try takeStore.prepare(takeID: request.take, deviceID: deviceID, start: request.startFleetNs,
-                                                         segmentSeconds: Int(request.segmentSeconds), title: request.title,
-                                                         frameRate: stream.source.activeFrameRate, agentInstance: agentInstance)
+                    let prepared = try takeStore.prepare(
+                        takeID: request.take, deviceID: deviceID, start: request.startFleetNs,
+                        segmentSeconds: Int(request.segmentSeconds), title: request.title,
+                        frameRate: stream.source.activeFrameRate, agentInstance: agentInstance)
                     // Ended here already (while the coordinator could not hear it): the link reports it.
                     if prepared == .alreadyEnded { return .ok }
                 } catch {
@@ -168,13 +190,18 @@ extension AgentService {
                 path = recorder
             }
             if let encoding = TakeEncoding(wire: request.encoding), encoding.codec != .raw, let encoders = encoders.withLock({ $0 }) {
-                path = encoders.path(for: TakeDeviceKey(takeID: request.take, deviceID: deviceID), encoding: encoding, takeStart: request.startFleetNs,
-                                     segmentSeconds: Int(request.segmentSeconds), frameRate: stream.source.activeFrameRate, downstream: path,
-                                     stream: stream)
+                path = encoders.path(
+                    for: TakeDeviceKey(takeID: request.take, deviceID: deviceID), encoding: encoding, takeStart: request.startFleetNs,
+                    segmentSeconds: Int(request.segmentSeconds), frameRate: stream.source.activeFrameRate, downstream: path,
+                    stream: stream)
             }
             stream.beginTake(takeID: request.take, start: request.startFleetNs, recordingPath: path)
-            logger.notice("recording", metadata: ["device.id": "\(deviceID)", "take.id": "\(request.take)", "start.fleet_ns": "\(request.startFleetNs)",
-                                                  "store": "\(request.store == .agent ? "agent" : "coordinator")"])
+            logger.notice(
+                "recording",
+                metadata: [
+                    "device.id": "\(deviceID)", "take.id": "\(request.take)", "start.fleet_ns": "\(request.startFleetNs)",
+                    "store": "\(request.store == .agent ? "agent" : "coordinator")",
+                ])
             return .ok
         }
         if request.stopFleetNs != 0 { takeStore.stop(takeID: request.take, deviceID: deviceID, at: request.stopFleetNs) }
@@ -190,15 +217,21 @@ extension AgentService {
                 stream.endTakeIfDue(nowFleet: now)
             }
         }
-        logger.notice("recording stops", metadata: ["device.id": "\(deviceID)", "take.id": "\(request.take)",
-                                                    "reason": "\(cause.reason)"])
+        logger.notice(
+            "recording stops",
+            metadata: [
+                "device.id": "\(deviceID)", "take.id": "\(request.take)",
+                "reason": "\(cause.reason)",
+            ])
         return .ok
     }
 
     /// Answers at once if it cannot be answered; otherwise when the frame is captured, or
     /// when the wait runs out.
-    private func findFirstFrame(_ request: Capfleet_V1_FindFirstFrame, commandID: UInt64, on stream: CameraStream,
-                                clock: ClockSync) -> Capfleet_V1_CommandReply? {
+    private func findFirstFrame(
+        _ request: Capfleet_V1_FindFirstFrame, commandID: UInt64, on stream: CameraStream,
+        clock: ClockSync
+    ) -> Capfleet_V1_CommandReply? {
         @Sendable func reply(_ status: Capfleet_V1_Status, _ timing: Capfleet_V1_FrameTiming? = nil) -> Capfleet_V1_CommandReply {
             .with {
                 $0.commandID = commandID
@@ -221,7 +254,8 @@ extension AgentService {
             return reply(.failure(.badRequest, "fleet time \(request.fleetTimeNs) is more than an hour away"))
         }
         stream.watchFirstFrame(atFleetTime: request.fleetTimeNs, waitingAtMost: untilTarget + patience) { [self] timing in
-            let answer = timing.map { reply(.ok, $0) }
+            let answer =
+                timing.map { reply(.ok, $0) }
                 ?? reply(.failure(.unavailable, "device \(stream.deviceID) captured no frame at or after that fleet time in time"))
             control.post(reply: answer)
         }

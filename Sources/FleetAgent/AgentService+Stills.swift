@@ -6,8 +6,10 @@ import Foundation
 /// CaptureStill (stills.md): the device takes its pictures on its own thread, the still
 /// writer encodes and writes them, and the reply goes when they are on this host's disk.
 extension AgentService {
-    func captureStill(_ request: Capfleet_V1_CaptureStill, commandID: UInt64, on stream: CameraStream,
-                      clock: ClockSync) -> Capfleet_V1_CommandReply? {
+    func captureStill(
+        _ request: Capfleet_V1_CaptureStill, commandID: UInt64, on stream: CameraStream,
+        clock: ClockSync
+    ) -> Capfleet_V1_CommandReply? {
         @Sendable func reply(_ status: Capfleet_V1_Status, _ still: Capfleet_V1_StillCaptured? = nil) -> Capfleet_V1_CommandReply {
             .with {
                 $0.commandID = commandID
@@ -26,9 +28,10 @@ extension AgentService {
             return reply(.failure(.badRequest, "give both width and height, or neither for the largest format"))
         }
         let interval = UInt64(request.bracketIntervalMs == 0 ? 300 : min(request.bracketIntervalMs, 10_000)) * 1_000_000
-        let stillRequest = StillRequest(width: request.width == 0 ? nil : Int(request.width), height: request.height == 0 ? nil : Int(request.height),
-                                        pixelFormat: request.pixelFormat.isEmpty ? nil : PixelFormat(request.pixelFormat),
-                                        bracketEV: request.bracketEv, bracketIntervalNanoseconds: interval)
+        let stillRequest = StillRequest(
+            width: request.width == 0 ? nil : Int(request.width), height: request.height == 0 ? nil : Int(request.height),
+            pixelFormat: request.pixelFormat.isEmpty ? nil : PixelFormat(request.pixelFormat),
+            bracketEV: request.bracketEv, bracketIntervalNanoseconds: interval)
         let patience = UInt64(request.timeoutMs == 0 ? 3000 : min(request.timeoutMs, 60_000)) * 1_000_000
         let subject = StillSubject(
             stillID: request.stillID, deviceID: stream.deviceID, deviceName: stream.source.device.name, nodeID: identity.nodeID,
@@ -37,8 +40,10 @@ extension AgentService {
             zoomMethod: stream.source.zoomMethod?.rawValue ?? "none", focus: stream.source.focus, consent: stream.consent,
             clockSync: clock.latest.estimate?.state.rawValue ?? "unsynchronised")
         let logger = self.logger, control = self.control
-        stream.takeStill(at: request.fleetTimeNs, request: stillRequest, patience: patience, clock: clock,
-                         pressure: { [self] in currentPressure }) { taken in
+        stream.takeStill(
+            at: request.fleetTimeNs, request: stillRequest, patience: patience, clock: clock,
+            pressure: { [self] in currentPressure }
+        ) { taken in
             switch taken {
             case let .failure(failure):
                 logger.warning("no still", metadata: ["device.id": "\(subject.deviceID)", "still.id": "\(subject.stillID)", "reason": "\(failure)"])
@@ -50,15 +55,21 @@ extension AgentService {
                         logger.error("a still could not be written", metadata: ["still.id": "\(subject.stillID)", "error": "\(failure)"])
                         control.post(reply: reply(.failure(.internal, failure.description)))
                     case let .success(images):
-                        logger.notice("still written", metadata: [
-                            "device.id": "\(subject.deviceID)", "still.id": "\(subject.stillID)", "pictures": "\(images.count)",
-                            "away_ms": "\(taken.awayNanoseconds / 1_000_000)"])
-                        control.post(reply: reply(.ok, .with {
-                            $0.images = images
-                            $0.awayNs = taken.awayNanoseconds
-                            $0.stillFormatIndex = UInt32(taken.stillFormatIndex)
-                            $0.streamingFormatIndex = UInt32(taken.streamingFormatIndex)
-                        }))
+                        logger.notice(
+                            "still written",
+                            metadata: [
+                                "device.id": "\(subject.deviceID)", "still.id": "\(subject.stillID)", "pictures": "\(images.count)",
+                                "away_ms": "\(taken.awayNanoseconds / 1_000_000)",
+                            ])
+                        control.post(
+                            reply: reply(
+                                .ok,
+                                .with {
+                                    $0.images = images
+                                    $0.awayNs = taken.awayNanoseconds
+                                    $0.stillFormatIndex = UInt32(taken.stillFormatIndex)
+                                    $0.streamingFormatIndex = UInt32(taken.streamingFormatIndex)
+                                }))
                     }
                 }
             }

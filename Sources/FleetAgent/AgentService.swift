@@ -1,7 +1,7 @@
 import FleetBus
-import FleetDaemon
 import FleetCapture
 import FleetCore
+import FleetDaemon
 import FleetHost
 import FleetProtocol
 import FleetSystem
@@ -50,15 +50,18 @@ public final class AgentService: Service, Sendable {
         let control = ControlMailbox()
         self.control = control
         let notify: @Sendable (Capfleet_V1_DeviceEvent) -> Void = { [logger] event in
-            logger.notice(event.kind == .policyActed ? "policy acted" : "device event", metadata: [
-                "device.id": "\(event.deviceID)", "event": "\(event.kind)", "detail": "\(event.interruption.message)\(event.message)",
-            ])
+            logger.notice(
+                event.kind == .policyActed ? "policy acted" : "device event",
+                metadata: [
+                    "device.id": "\(event.deviceID)", "event": "\(event.kind)", "detail": "\(event.interruption.message)\(event.message)",
+                ])
             control.post(event)
         }
         // Each device starts with the consent this agent last stored: nothing unlocks it but the coordinator.
         sources = try CameraInventory.sources(for: configuration, nodeID: identity.nodeID, logger: logger).map { source in
-            CameraStream(source: source, consent: book.state(of: source.device.deviceID), logger: logger,
-                         onRealFrames: { deviceID, flowing in light.set(deviceID: deviceID, on: flowing) }, notify: notify)
+            CameraStream(
+                source: source, consent: book.state(of: source.device.deviceID), logger: logger,
+                onRealFrames: { deviceID, flowing in light.set(deviceID: deviceID, on: flowing) }, notify: notify)
         }
         // Detections leave the host only while the camera's consent is granted (checked again
         // when each is sent: consent may have gone since its frame was captured).
@@ -87,13 +90,20 @@ public final class AgentService: Service, Sendable {
         let catalog = await OwnedThread.run("cf-encoders") { [configuration, logger] in
             TakeEncoders.discover(useHardware: configuration.hardwareEncoders, logger: logger)
         }
-        let encoders = TakeEncoders(catalog: catalog, settings: TakeEncodingPath.Settings(threads: configuration.encoderThreads,
-                                                                                          preset: configuration.encoderPreset),
-                                    logger: logger)
+        let encoders = TakeEncoders(
+            catalog: catalog,
+            settings: TakeEncodingPath.Settings(
+                threads: configuration.encoderThreads,
+                preset: configuration.encoderPreset),
+            logger: logger)
         self.encoders.withLock { $0 = encoders }
         let assembly = try assemble(credentials: credentials, takeStore: takeStore, encoders: encoders)
-        logger.info("agent started", metadata: ["coordinator": "\(configuration.controlEndpoint)", "devices": "\(sources.count)",
-                                                "key": "\(credentials.keys.publicKey.fingerprint)…"])
+        logger.info(
+            "agent started",
+            metadata: [
+                "coordinator": "\(configuration.controlEndpoint)", "devices": "\(sources.count)",
+                "key": "\(credentials.keys.publicKey.fingerprint)…",
+            ])
         // Enrolled, cameras open, sockets up: a `Type=notify` unit counts as started from here
         // (registering waits for the coordinator, which may come later).
         SystemdNotifier.ready(status: "\(sources.count) camera(s), coordinator \(configuration.controlEndpoint)")
@@ -118,10 +128,11 @@ public final class AgentService: Service, Sendable {
             return saved
         }
         logger.info("enrolling with the coordinator", metadata: ["coordinator": "\(configuration.controlEndpoint)"])
-        let credentials = try await Enrollment.enroll(token: token, endpoint: configuration.controlEndpoint, nodeID: identity.nodeID,
-                                                      requestedName: configuration.nodeName ?? "", hostname: hostname,
-                                                      softwareVersion: WireDefaults.release,
-                                                      stateDirectory: configuration.stateDirectory, logger: logger)
+        let credentials = try await Enrollment.enroll(
+            token: token, endpoint: configuration.controlEndpoint, nodeID: identity.nodeID,
+            requestedName: configuration.nodeName ?? "", hostname: hostname,
+            softwareVersion: WireDefaults.release,
+            stateDirectory: configuration.stateDirectory, logger: logger)
         logger.notice("enrolled", metadata: ["node.name": "\(credentials.nodeName)", "key": "\(credentials.keys.publicKey.fingerprint)…"])
         if let asked = configuration.nodeName, asked != credentials.nodeName {
             logger.warning("the token names this node, not --name", metadata: ["node.name": "\(credentials.nodeName)", "asked": "\(asked)"])
@@ -204,16 +215,18 @@ public final class AgentService: Service, Sendable {
                     return last
                 }
                 // Wrapping subtraction: a device's counters restart when it is re-created.
-                let interval = DropTally(late: drops.late &- lastDrops.late, outOfBuffers: drops.outOfBuffers &- lastDrops.outOfBuffers,
-                                         discontinuity: drops.discontinuity &- lastDrops.discontinuity,
-                                         encoderLate: drops.encoderLate &- lastDrops.encoderLate)
+                let interval = DropTally(
+                    late: drops.late &- lastDrops.late, outOfBuffers: drops.outOfBuffers &- lastDrops.outOfBuffers,
+                    discontinuity: drops.discontinuity &- lastDrops.discontinuity,
+                    encoderLate: drops.encoderLate &- lastDrops.encoderLate)
                 let sane = interval.total < UInt64.max / 2 ? interval : DropTally()
                 // The fuller of the send queue and the take encoders' queues: an encoder falling
                 // behind strains the host as a slow network does.
                 let sendFill = publisher.queueCapacity > 0 ? Double(publisher.queueDepth) / Double(publisher.queueCapacity) : 0
                 let encoderFill = encoders.withLock { $0 }?.queueFill ?? 0
-                return AgentLoad(drops: sane, frames: frames >= lastFrames ? frames - lastFrames : 0, queueFill: max(sendFill, encoderFill),
-                                 detection: detection.since(lastDetection))
+                return AgentLoad(
+                    drops: sane, frames: frames >= lastFrames ? frames - lastFrames : 0, queueFill: max(sendFill, encoderFill),
+                    detection: detection.since(lastDetection))
             },
             onChange: { [self] change in pressureChanged(change, publisher: publisher) })
     }
@@ -222,16 +235,19 @@ public final class AgentService: Service, Sendable {
     /// again when the level falls back.
     private func pressureChanged(_ change: PressureMonitor.Change, publisher: FramePublisher) {
         let factors = change.report.factors.map { "\($0.factor) \(PressureLevel(wire: $0.level)?.description ?? "?")" }.joined(separator: ", ")
-        logger.notice("pressure level changed", metadata: [
-            "pressure.from": "\(change.previous)", "pressure.to": "\(change.current)", "pressure.factors": "\(factors)",
-        ])
+        logger.notice(
+            "pressure level changed",
+            metadata: [
+                "pressure.from": "\(change.previous)", "pressure.to": "\(change.current)", "pressure.factors": "\(factors)",
+            ])
         control.post(pressureChange: change.report)
         let reading = PressureReading(level: change.current, detail: "\(change.current)" + (factors.isEmpty ? "" : " (\(factors))"))
         for stream in sources { stream.pressureChanged(reading) }
         if change.current == .shutdown {
-            let interruption = Interruption(reason: .pressureShutdown,
-                                            message: "the host reached shutdown pressure (\(factors)); capture resumes when it eases",
-                                            sinceUnixMilliseconds: change.report.unixMs)
+            let interruption = Interruption(
+                reason: .pressureShutdown,
+                message: "the host reached shutdown pressure (\(factors)); capture resumes when it eases",
+                sinceUnixMilliseconds: change.report.unixMs)
             for stream in sources { stream.suspend(interruption) }
         } else if change.previous == .shutdown {
             // A source that cannot start again says so in the log; the next registration retries.
@@ -249,15 +265,17 @@ public final class AgentService: Service, Sendable {
             let wasEncoded = stream.encodedFlow.isOpen(at: now), isEncoded = encoded.contains(stream.deviceID)
             stream.encodedFlow.wanted(isEncoded, leaseNanoseconds: lease, now: now)
             if wasEncoded != isEncoded {
-                logger.info(isEncoded ? "encoded packets wanted: sending those of the take encoding it" : "encoded packets no longer wanted: stopped",
-                            metadata: ["device.id": "\(stream.deviceID)"])
+                logger.info(
+                    isEncoded ? "encoded packets wanted: sending those of the take encoding it" : "encoded packets no longer wanted: stopped",
+                    metadata: ["device.id": "\(stream.deviceID)"])
             }
             let wasOpen = stream.liveFlow.isOpen(at: now)
             let isWanted = listed.contains(stream.deviceID)
             stream.liveFlow.wanted(isWanted, leaseNanoseconds: lease, now: now)
             if wasOpen != isWanted {
-                logger.info(isWanted ? "full-rate frames wanted: sending" : "full-rate frames no longer wanted: stopped",
-                            metadata: ["device.id": "\(stream.deviceID)"])
+                logger.info(
+                    isWanted ? "full-rate frames wanted: sending" : "full-rate frames no longer wanted: stopped",
+                    metadata: ["device.id": "\(stream.deviceID)"])
             }
         }
     }
@@ -269,11 +287,15 @@ public final class AgentService: Service, Sendable {
             let statistics = stream.statistics
             // Packets a viewer of the encoded stream misses are its loss, not the camera's drops.
             let encodedStatistics = DeviceStatistics(deviceID: stream.deviceID, outOfBuffers: { 0 })
-            stream.startCapturing(CaptureRoute(nodeID: identity.nodeID, clock: clock, publish: { frame, header in
-                publisher.submit(frame, header: header, statistics: statistics)
-            }, publishEncoded: { packet, header in
-                publisher.submit(packet, header: header, statistics: encodedStatistics)
-            }, previews: previews))
+            stream.startCapturing(
+                CaptureRoute(
+                    nodeID: identity.nodeID, clock: clock,
+                    publish: { frame, header in
+                        publisher.submit(frame, header: header, statistics: statistics)
+                    },
+                    publishEncoded: { packet, header in
+                        publisher.submit(packet, header: header, statistics: encodedStatistics)
+                    }, previews: previews))
         }
     }
 }

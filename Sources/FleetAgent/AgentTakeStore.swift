@@ -119,7 +119,8 @@ final class AgentTakeStore: TakeFramePath, Sendable {
                     manifest.segments[index].tally = repairedTally
                     manifest.segments[index].closedUnixMs = closed
                 }
-                notes.append("repaired \(segment.path): \(outcome.frames) frames kept, \(outcome.partialFramesDropped) cut short by the crash left out")
+                notes.append(
+                    "repaired \(segment.path): \(outcome.frames) frames kept, \(outcome.partialFramesDropped) cut short by the crash left out")
             } catch {
                 // Nothing playable reached the disk (a crash before the file's header): forgotten.
                 unlink(segment.path)
@@ -145,8 +146,10 @@ final class AgentTakeStore: TakeFramePath, Sendable {
 
     /// A take's part is to be recorded here: its folder and manifest (new, or the one an
     /// earlier run of this agent left). Refused when the disk is below its reserve.
-    func prepare(takeID: String, deviceID: String, start: UInt64, segmentSeconds: Int, title: String, frameRate: Double,
-                 agentInstance: String) throws(AgentTakeRefusal) -> Preparation {
+    func prepare(
+        takeID: String, deviceID: String, start: UInt64, segmentSeconds: Int, title: String, frameRate: Double,
+        agentInstance: String
+    ) throws(AgentTakeRefusal) -> Preparation {
         let key = TakeDeviceKey(takeID: takeID, deviceID: deviceID)
         if isWriting(key) { return .ready }
         if let existing = part(key) {
@@ -161,9 +164,10 @@ final class AgentTakeStore: TakeFramePath, Sendable {
             } catch {
                 throw .cannotCreate(directory: directory, "\(error)")
             }
-            let manifest = AgentPartManifest(takeID: takeID, deviceID: deviceID, title: title.isEmpty ? "\(takeID) — \(deviceID)" : title,
-                                             startFleetNs: start, segmentSeconds: segmentSeconds > 0 ? segmentSeconds : 300,
-                                             createdUnixMs: clock(), agentInstance: agentInstance)
+            let manifest = AgentPartManifest(
+                takeID: takeID, deviceID: deviceID, title: title.isEmpty ? "\(takeID) — \(deviceID)" : title,
+                startFleetNs: start, segmentSeconds: segmentSeconds > 0 ? segmentSeconds : 300,
+                createdUnixMs: clock(), agentInstance: agentInstance)
             let file = AgentPartFile(directory: directory, manifest: manifest)
             do {
                 try file.update { _ in }

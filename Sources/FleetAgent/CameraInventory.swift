@@ -23,13 +23,16 @@ enum CameraInventory {
         }
         for node in nodes {
             do {
-                let camera = try V4L2Camera(node: node, bufferCount: configuration.bufferCount, initialFormat: configuration.deviceFormat,
-                                            frameRate: configuration.deviceFrameRate, logger: logger)
-                logger.info("camera found", metadata: [
-                    "device.id": "\(node.deviceID)", "device.path": "\(node.path)", "device.card": "\(node.card)",
-                    "formats": "\(camera.device.formats.count)", "controls": "\(camera.device.controls.count)",
-                    "zoom.method": "\(camera.zoomMethod?.rawValue ?? "none")",
-                ])
+                let camera = try V4L2Camera(
+                    node: node, bufferCount: configuration.bufferCount, initialFormat: configuration.deviceFormat,
+                    frameRate: configuration.deviceFrameRate, logger: logger)
+                logger.info(
+                    "camera found",
+                    metadata: [
+                        "device.id": "\(node.deviceID)", "device.path": "\(node.path)", "device.card": "\(node.card)",
+                        "formats": "\(camera.device.formats.count)", "controls": "\(camera.device.controls.count)",
+                        "zoom.method": "\(camera.zoomMethod?.rawValue ?? "none")",
+                    ])
                 sources.append(camera)
             } catch {
                 // A device named on the command line must work; one merely found may be skipped.
@@ -40,18 +43,25 @@ enum CameraInventory {
         let shortID = nodeID.replacingOccurrences(of: "node-", with: "").prefix(8)
         let syntheticCount = configuration.syntheticCameraCount ?? (sources.isEmpty ? 1 : 0)
         let wanted = configuration.syntheticFormat
-        if syntheticCount > 0, !SyntheticCamera.formatList.contains(where: {
-            $0.width == wanted.width && $0.height == wanted.height && $0.pixelFormat == wanted.pixelFormat && !$0.isBinned
-        }) {
+        if syntheticCount > 0,
+            !SyntheticCamera.formatList.contains(where: {
+                $0.width == wanted.width && $0.height == wanted.height && $0.pixelFormat == wanted.pixelFormat && !$0.isBinned
+            })
+        {
             // Never a silent other format: a benchmark or a test would measure the wrong thing.
-            throw AgentError.syntheticFormatUnknown("\(wanted.width)x\(wanted.height):\(wanted.pixelFormat)", available: Array(Set(
-                SyntheticCamera.formatList.filter { !$0.isBinned }.map { "\($0.width)x\($0.height):\($0.pixelFormat)" })).sorted())
+            throw AgentError.syntheticFormatUnknown(
+                "\(wanted.width)x\(wanted.height):\(wanted.pixelFormat)",
+                available: Array(
+                    Set(
+                        SyntheticCamera.formatList.filter { !$0.isBinned }.map { "\($0.width)x\($0.height):\($0.pixelFormat)" })
+                ).sorted())
         }
         for index in 0..<max(syntheticCount, 0) {
-            sources.append(SyntheticCamera(
-                deviceID: "syn-\(shortID)-\(index + 1)", name: "Synthetic camera \(index + 1)",
-                initialFormat: configuration.syntheticFormat, frameRate: configuration.syntheticFrameRate,
-                overlays: configuration.syntheticOverlays))
+            sources.append(
+                SyntheticCamera(
+                    deviceID: "syn-\(shortID)-\(index + 1)", name: "Synthetic camera \(index + 1)",
+                    initialFormat: configuration.syntheticFormat, frameRate: configuration.syntheticFrameRate,
+                    overlays: configuration.syntheticOverlays))
         }
         guard !sources.isEmpty else { throw AgentError.noCameras }
         return sources

@@ -17,18 +17,21 @@ extension CameraStream {
     /// Starts the source delivering into this stream. Device thread only.
     func startDelivering(route: CaptureRoute) throws(CaptureError) {
         precondition(device.thread.isCurrent, "device \(deviceID): the source starts on the device's own thread")
-        try source.start(deliver: { [self] frame in
-            deliver(frame, route: route)
-        }, onInterruption: { [self] interruption in
-            step(interruption.map { .deviceInterrupted($0) } ?? .deviceResumed)
-        })
+        try source.start(
+            deliver: { [self] frame in
+                deliver(frame, route: route)
+            },
+            onInterruption: { [self] interruption in
+                step(interruption.map { .deviceInterrupted($0) } ?? .deviceResumed)
+            })
     }
 
     private func deliver(_ frame: CapturedFrame, route: CaptureRoute) {
         let stamp = route.clock.stamp(captureMonotonic: frame.captureMonotonicNanoseconds)
-        let facts = DeviceState.CapturedFrameFacts(sequence: frame.sequence, outOfBufferDrops: source.outOfBufferDrops, fleetTime: stamp?.fleet,
-                                                   deviceDrops: statistics.drops, pixelFormat: frame.layout.pixelFormat,
-                                                   width: frame.layout.width, height: frame.layout.height)
+        let facts = DeviceState.CapturedFrameFacts(
+            sequence: frame.sequence, outOfBufferDrops: source.outOfBufferDrops, fleetTime: stamp?.fleet,
+            deviceDrops: statistics.drops, pixelFormat: frame.layout.pixelFormat,
+            width: frame.layout.width, height: frame.layout.height)
         let (decision, cachedBlack, recordingPath) = guarded.withLock { guarded in
             let decision = guarded.state.frameCaptured(facts)
             announceRealFrames(decision.actions)
@@ -42,12 +45,14 @@ extension CameraStream {
         perform(decision.actions, recordingPath: recordingPath)
         // Only real pixels are looked at: what a camera without consent sees stays unseen.
         if decision.pixels == .real {
-            detection.offer(frame, captureLocal: route.clock.nodeClock.local(fromMonotonic: frame.captureMonotonicNanoseconds), fleetTime: stamp?.fleet,
-                            nodeID: route.nodeID)
+            detection.offer(
+                frame, captureLocal: route.clock.nodeClock.local(fromMonotonic: frame.captureMonotonicNanoseconds), fleetTime: stamp?.fleet,
+                nodeID: route.nodeID)
         }
         if let watch = stillTap.watch, let stamp {
-            watch.captured(frame, fleetTime: stamp.fleet, uncertainty: stamp.uncertainty, captureLocal: stamp.local, real: decision.pixels == .real,
-                           period: UInt64(1e9 / max(source.activeFrameRate, 0.1)), deviceID: deviceID)
+            watch.captured(
+                frame, fleetTime: stamp.fleet, uncertainty: stamp.uncertainty, captureLocal: stamp.local, real: decision.pixels == .real,
+                period: UInt64(1e9 / max(source.activeFrameRate, 0.1)), deviceID: deviceID)
         }
 
         var flags = source.device.kind == .synthetic ? UInt32(Capfleet_V1_FrameFlag.synthetic.rawValue) : 0
@@ -68,13 +73,15 @@ extension CameraStream {
                 statistics.withheld.add(1, ordering: .relaxed)
                 return
             }
-            outgoing = CapturedFrame(buffer: black.0, byteCount: black.1, sequence: frame.sequence,
-                                     captureMonotonicNanoseconds: frame.captureMonotonicNanoseconds, layout: frame.layout,
-                                     zoomFactor: frame.zoomFactor)
+            outgoing = CapturedFrame(
+                buffer: black.0, byteCount: black.1, sequence: frame.sequence,
+                captureMonotonicNanoseconds: frame.captureMonotonicNanoseconds, layout: frame.layout,
+                zoomFactor: frame.zoomFactor)
             flags |= UInt32(Capfleet_V1_FrameFlag.black.rawValue)
         }
-        var header = Capfleet_V1_FrameHeader(capturing: outgoing, nodeID: route.nodeID, deviceID: deviceID,
-                                             flags: flags, consent: decision.consent.wire, drops: decision.deviceDrops)
+        var header = Capfleet_V1_FrameHeader(
+            capturing: outgoing, nodeID: route.nodeID, deviceID: deviceID,
+            flags: flags, consent: decision.consent.wire, drops: decision.deviceDrops)
         header.zoomMethod = source.zoomMethod?.wire ?? .unspecified
         // Capture time in this node's clock, and in fleet time once the clock has an estimate.
         header.captureMonotonicNs = route.clock.nodeClock.local(fromMonotonic: outgoing.captureMonotonicNanoseconds)
@@ -113,18 +120,22 @@ extension CameraStream {
     /// recording path (which is also how the coordinator's viewers see it) and, returned, to
     /// the preview, so the camera's buffer is free at once and nothing downstream can starve a
     /// camera being recorded.
-    private func record(_ frame: CapturedFrame, header: Capfleet_V1_FrameHeader, takeID: String, drops: DropTally,
-                        to recordingPath: any TakeFramePath) -> CapturedFrame {
+    private func record(
+        _ frame: CapturedFrame, header: Capfleet_V1_FrameHeader, takeID: String, drops: DropTally,
+        to recordingPath: any TakeFramePath
+    ) -> CapturedFrame {
         let copy = FrameBuffer(unpooledCapacity: frame.byteCount)
         copy.storage.copyMemory(from: frame.buffer.storage, byteCount: frame.byteCount)
-        let taken = recordingPath.submit(takeID: takeID, deviceID: deviceID, header: header, takeDrops: drops, pixels: copy,
-                                         count: frame.byteCount)
+        let taken = recordingPath.submit(
+            takeID: takeID, deviceID: deviceID, header: header, takeDrops: drops, pixels: copy,
+            count: frame.byteCount)
         if !taken {
             // Counted on the device only if the take is still in progress (the state decides).
             step(.takeHandoffDropped(takeID: takeID, reason: recordingPath.refusalReason, count: 1))
         }
-        return CapturedFrame(buffer: copy, byteCount: frame.byteCount, sequence: frame.sequence,
-                             captureMonotonicNanoseconds: frame.captureMonotonicNanoseconds, layout: frame.layout, zoomFactor: frame.zoomFactor)
+        return CapturedFrame(
+            buffer: copy, byteCount: frame.byteCount, sequence: frame.sequence,
+            captureMonotonicNanoseconds: frame.captureMonotonicNanoseconds, layout: frame.layout, zoomFactor: frame.zoomFactor)
     }
 
     /// The black frame sent in place of real ones, made once per format, outside the lock:

@@ -42,13 +42,16 @@ extension CameraStream {
         case let .unsupported(firstTime):
             statistics.previewsUnsupported.add(1, ordering: .relaxed)
             if firstTime {
-                logger.warning("this device's pixel format cannot be pictured: it sends no previews while it uses it",
-                               metadata: ["pixel_format": "\(format)", "supported": "\(FrameConversion.supportedFourCCs.joined(separator: " ")) MJPG JPEG"])
+                logger.warning(
+                    "this device's pixel format cannot be pictured: it sends no previews while it uses it",
+                    metadata: ["pixel_format": "\(format)", "supported": "\(FrameConversion.supportedFourCCs.joined(separator: " ")) MJPG JPEG"])
             }
         case .offer:
             let previews = self.previews
-            maker.offer(PreviewJob(frame: frame, header: header, black: black, statistics: statistics,
-                                   done: { previews.state.withLock { $0.inTheMaking = false } }))
+            maker.offer(
+                PreviewJob(
+                    frame: frame, header: header, black: black, statistics: statistics,
+                    done: { previews.state.withLock { $0.inTheMaking = false } }))
         }
     }
 }

@@ -17,8 +17,10 @@ extension CameraStream {
     /// Queues `change` on the device's thread and returns at once; `answer` is called on that
     /// thread once the device has taken the change, or refused it. `pressure` is read when the
     /// change runs, so policies apply at the level the node is at then.
-    func reconfigure(_ change: Reconfiguration, pressure: @escaping @Sendable () -> PressureReading,
-                     answer: @escaping @Sendable (Result<Void, CaptureError>) -> Void) {
+    func reconfigure(
+        _ change: Reconfiguration, pressure: @escaping @Sendable () -> PressureReading,
+        answer: @escaping @Sendable (Result<Void, CaptureError>) -> Void
+    ) {
         onDeviceThread { [self] in
             answer(Result { () throws(CaptureError) in try apply(change, pressure: pressure()) })
         }
@@ -60,8 +62,10 @@ extension CameraStream {
             // still held by a slow consumer) or encoder late (a take's encoder behind) — are
             // what a lower rate can cure; sensor discontinuities are not.
             let late = statistics.late.load(ordering: .relaxed) + source.outOfBufferDrops + statistics.encoderLate.load(ordering: .relaxed)
-            step(.dropIntervalEnded(framesCaptured: statistics.framesCaptured.load(ordering: .relaxed), lateDrops: late,
-                                    running: source.activeFrameRateRange, format: activeFormat))
+            step(
+                .dropIntervalEnded(
+                    framesCaptured: statistics.framesCaptured.load(ordering: .relaxed), lateDrops: late,
+                    running: source.activeFrameRateRange, format: activeFormat))
         }
     }
 

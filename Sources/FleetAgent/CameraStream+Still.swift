@@ -38,16 +38,23 @@ struct StillTaken: Sendable {
 /// picture's frame while the capture thread offers them (`StillWatch`). Nothing else runs on
 /// the device meanwhile, which is what a still means: the camera is busy for it.
 extension CameraStream {
-    func takeStill(at instant: UInt64, request: StillRequest, patience: UInt64, clock: any CaptureClock,
-                   pressure: @escaping @Sendable () -> PressureReading, done: @escaping @Sendable (Result<StillTaken, StillFailure>) -> Void) {
+    func takeStill(
+        at instant: UInt64, request: StillRequest, patience: UInt64, clock: any CaptureClock,
+        pressure: @escaping @Sendable () -> PressureReading, done: @escaping @Sendable (Result<StillTaken, StillFailure>) -> Void
+    ) {
         onDeviceThread { [self] in
-            done(Result { () throws(StillFailure) in try captureStill(at: instant, request: request, patience: patience, clock: clock, pressure: pressure()) })
+            done(
+                Result { () throws(StillFailure) in
+                    try captureStill(at: instant, request: request, patience: patience, clock: clock, pressure: pressure())
+                })
         }
     }
 
     /// Device thread only.
-    private func captureStill(at instant: UInt64, request: StillRequest, patience: UInt64, clock: any CaptureClock,
-                              pressure: PressureReading) throws(StillFailure) -> StillTaken {
+    private func captureStill(
+        at instant: UInt64, request: StillRequest, patience: UInt64, clock: any CaptureClock,
+        pressure: PressureReading
+    ) throws(StillFailure) -> StillTaken {
         precondition(device.thread.isCurrent, "device \(deviceID) takes stills on its own thread only")
         let state = self.state
         guard state.isCapturing else { throw StillFailure("device \(deviceID) is not capturing", unavailable: true) }
@@ -62,7 +69,9 @@ extension CameraStream {
         }
         if plan.switchesFormat, state.isRecording {
             let streaming = source.device.formats[streamingIndex]
-            throw StillFailure("device \(deviceID) is recording: a still at another format would change the take's; ask for its streaming size (\(streaming.width)x\(streaming.height)) or stop the take first")
+            throw StillFailure(
+                "device \(deviceID) is recording: a still at another format would change the take's; ask for its streaming size (\(streaming.width)x\(streaming.height)) or stop the take first"
+            )
         }
         let baseExposure = source.exposure
         var exposures: [Double?] = request.bracketEV.isEmpty ? [nil] : []
@@ -105,8 +114,10 @@ extension CameraStream {
             stillTap.set(nil)
             switch outcome {
             case let .frame(frame)?:
-                pictures.append(.init(frame: frame, requestedFleetTime: when, ev: request.bracketEV.isEmpty ? 0 : request.bracketEV[index],
-                                      exposure: source.exposure))
+                pictures.append(
+                    .init(
+                        frame: frame, requestedFleetTime: when, ev: request.bracketEV.isEmpty ? 0 : request.bracketEV[index],
+                        exposure: source.exposure))
             case let .refused(reason)?:
                 failure = StillFailure(reason)
             case nil:
@@ -135,7 +146,8 @@ extension CameraStream {
             logger.error("a still left the device changed", metadata: ["problems": "\(restoreProblems.joined(separator: "; "))"])
         }
         if let failure { throw failure }
-        return StillTaken(pictures: pictures, awayNanoseconds: away, stillFormat: stillFormat, stillFormatIndex: plan.formatIndex,
-                          streamingFormatIndex: streamingIndex, frameRate: frameRate)
+        return StillTaken(
+            pictures: pictures, awayNanoseconds: away, stillFormat: stillFormat, stillFormatIndex: plan.formatIndex,
+            streamingFormatIndex: streamingIndex, frameRate: frameRate)
     }
 }

@@ -57,10 +57,12 @@ final class CameraStream: Sendable {
     let wallClock: @Sendable () -> Int64
     let logger: Logger
 
-    init(source: any CameraSource, consent: ConsentState = .notDetermined, logger: Logger,
-         wallClock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
-         onRealFrames: @escaping @Sendable (_ deviceID: String, _ flowing: Bool) -> Void = { _, _ in },
-         notify: @escaping @Sendable (Capfleet_V1_DeviceEvent) -> Void = { _ in }) {
+    init(
+        source: any CameraSource, consent: ConsentState = .notDetermined, logger: Logger,
+        wallClock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
+        onRealFrames: @escaping @Sendable (_ deviceID: String, _ flowing: Bool) -> Void = { _, _ in },
+        notify: @escaping @Sendable (Capfleet_V1_DeviceEvent) -> Void = { _ in }
+    ) {
         self.source = source
         statistics = DeviceStatistics(deviceID: source.device.deviceID, outOfBuffers: { [source] in source.outOfBufferDrops })
         guarded = Mutex(Guarded(state: DeviceState(consent: consent)))
@@ -141,8 +143,9 @@ final class CameraStream: Sendable {
     /// them from its recording path instead).
     func offerEncodedPacket(header: Capfleet_V1_FrameHeader, payload: FrameBuffer, count: Int) {
         guard encodedFlow.isOpen(), let publish = encodedPublish.withLock({ $0 }) else { return }
-        let layout = FrameLayout(pixelFormat: PixelFormat(header.layout.pixelFormat), width: Int(header.layout.width),
-                                 height: Int(header.layout.height), bytesPerLine: 0)
+        let layout = FrameLayout(
+            pixelFormat: PixelFormat(header.layout.pixelFormat), width: Int(header.layout.width),
+            height: Int(header.layout.height), bytesPerLine: 0)
         publish(CapturedFrame(buffer: payload, byteCount: count, sequence: header.sequence, captureMonotonicNanoseconds: 0, layout: layout), header)
     }
 
@@ -181,12 +184,13 @@ final class CameraStream: Sendable {
 
     /// Which encoder a take of this device uses, a fallback, or that none could open.
     func announceEncoder(_ message: String) {
-        notify(.with {
-            $0.deviceID = deviceID
-            $0.kind = .encoder
-            $0.message = message
-            $0.unixMs = Int64(Date().timeIntervalSince1970 * 1000)
-        })
+        notify(
+            .with {
+                $0.deviceID = deviceID
+                $0.kind = .encoder
+                $0.message = message
+                $0.unixMs = Int64(Date().timeIntervalSince1970 * 1000)
+            })
     }
 
     /// A stop instant that passed with no frame after it.
@@ -257,8 +261,10 @@ final class CameraStream: Sendable {
         return steered
     }
 
-    func watchFirstFrame(atFleetTime fleetTime: UInt64, waitingAtMost nanoseconds: UInt64,
-                         answer: @escaping @Sendable (Capfleet_V1_FrameTiming?) -> Void) {
+    func watchFirstFrame(
+        atFleetTime fleetTime: UInt64, waitingAtMost nanoseconds: UInt64,
+        answer: @escaping @Sendable (Capfleet_V1_FrameTiming?) -> Void
+    ) {
         frameWatches.add(atFleetTime: fleetTime, waitingAtMost: nanoseconds, answer: answer)
     }
 

@@ -71,8 +71,10 @@ final class ClockSync: Sendable {
         let local = nodeClock.local(fromMonotonic: captureMonotonic)
         guard let estimate = shared.get().estimate else { return nil }
         let bound = estimate.mapping.uncertainty(atLocal: local)
-        return (local, estimate.mapping.fleetTime(atLocal: local),
-                bound.isFinite ? UInt64(min(max(bound, 0), 1e15).rounded(.up)) : UInt64(1e15), estimate.state)
+        return (
+            local, estimate.mapping.fleetTime(atLocal: local),
+            bound.isFinite ? UInt64(min(max(bound, 0), 1e15).rounded(.up)) : UInt64(1e15), estimate.state
+        )
     }
 
     /// The clock as AgentStatus reports it.
@@ -166,12 +168,15 @@ private final class ClockDriver {
         while let received = try? socket.receiveMultipart(dontWait: true, maxParts: 2) {
             let arrived = nodeClock.now()
             guard received.parts.count == 1, let reply = try? Capfleet_V1_ClockProbeReply(serializedBytes: received.parts[0].array),
-                  reply.status.isOK,
-                  let answer = probes.answer(sequence: reply.sequence, echoedSent: reply.agentSentNs, serverReceived: reply.coordinatorReceivedNs,
-                                             serverSent: reply.coordinatorSentNs, received: arrived) else { continue }
+                reply.status.isOK,
+                let answer = probes.answer(
+                    sequence: reply.sequence, echoedSent: reply.agentSentNs, serverReceived: reply.coordinatorReceivedNs,
+                    serverSent: reply.coordinatorSentNs, received: arrived)
+            else { continue }
             if let timebase, timebase != (reply.coordinatorID, reply.timebase) {
-                logger.notice("fleet time changed (the coordinator restarted or is another one): synchronising again",
-                              metadata: ["coordinator": "\(reply.coordinatorID)"])
+                logger.notice(
+                    "fleet time changed (the coordinator restarted or is another one): synchronising again",
+                    metadata: ["coordinator": "\(reply.coordinatorID)"])
                 estimator.reset()
             }
             timebase = (reply.coordinatorID, reply.timebase)
@@ -182,7 +187,8 @@ private final class ClockDriver {
                 send(.measure, on: socket)
                 continue
             }
-            logger.trace("clock probe", metadata: ["t1": "\(probe.sent)", "t2": "\(probe.serverReceived)", "t3": "\(probe.serverSent)", "t4": "\(arrived)"])
+            logger.trace(
+                "clock probe", metadata: ["t1": "\(probe.sent)", "t2": "\(probe.serverReceived)", "t3": "\(probe.serverSent)", "t4": "\(arrived)"])
             if let state = estimator.add(probe) {
                 var metadata: Logger.Metadata = ["clock.state": "\(state.rawValue)"]
                 if let estimate = estimator.estimate {

@@ -30,7 +30,8 @@ final class ConsentBook: Sendable {
             let data = try Data(contentsOf: URL(fileURLWithPath: path))
             entries = Mutex(try JSONDecoder().decode([String: Entry].self, from: data))
         } catch {
-            throw AgentError.stateDirectoryUnusable(path: path, reason: "the consent file cannot be read (\(error)); remove it to start every device as not determined")
+            throw AgentError.stateDirectoryUnusable(
+                path: path, reason: "the consent file cannot be read (\(error)); remove it to start every device as not determined")
         }
     }
 

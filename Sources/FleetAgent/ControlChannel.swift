@@ -26,12 +26,15 @@ final class ControlChannel: Sendable {
     private let dealer: SocketLoop.SocketID
     private let logger: Logger
 
-    init(context: ZMQContext, endpoint: String, nodeID: String, coordinatorKey: CurvePublicKey, keys: CurveKeyPair,
-         handlers: ControlHandlers, logger: Logger) throws(ZMQError) {
+    init(
+        context: ZMQContext, endpoint: String, nodeID: String, coordinatorKey: CurvePublicKey, keys: CurveKeyPair,
+        handlers: ControlHandlers, logger: Logger
+    ) throws(ZMQError) {
         loop = SocketLoop(name: "control")
         outbox = DeviceEventOutbox()
-        let driver = try LinkDriver(context: context, endpoint: endpoint, nodeID: nodeID, credentials: (coordinatorKey, keys),
-                                    handlers: handlers, outbox: outbox, logger: logger)
+        let driver = try LinkDriver(
+            context: context, endpoint: endpoint, nodeID: nodeID, credentials: (coordinatorKey, keys),
+            handlers: handlers, outbox: outbox, logger: logger)
         dealer = loop.add(driver.current) { socket in driver.drain(socket) }
         driver.socketID = dealer
         self.logger = logger
@@ -160,8 +163,10 @@ private final class LinkDriver {
     var clockPort: UInt32 = 0
     var recordPort: UInt32 = 0
 
-    init(context: ZMQContext, endpoint: String, nodeID: String, credentials: (coordinatorKey: CurvePublicKey, keys: CurveKeyPair),
-         handlers: ControlHandlers, outbox: DeviceEventOutbox, logger: Logger) throws(ZMQError) {
+    init(
+        context: ZMQContext, endpoint: String, nodeID: String, credentials: (coordinatorKey: CurvePublicKey, keys: CurveKeyPair),
+        handlers: ControlHandlers, outbox: DeviceEventOutbox, logger: Logger
+    ) throws(ZMQError) {
         self.credentials = credentials
         self.outbox = outbox
         self.context = context
@@ -174,8 +179,10 @@ private final class LinkDriver {
     }
 
     /// A fresh DEALER and the PAIR that watches its handshakes.
-    static func makeSocket(context: ZMQContext, endpoint: String,
-                           credentials: (coordinatorKey: CurvePublicKey, keys: CurveKeyPair)) throws(ZMQError) -> (ZMQSocket, ZMQSocket) {
+    static func makeSocket(
+        context: ZMQContext, endpoint: String,
+        credentials: (coordinatorKey: CurvePublicKey, keys: CurveKeyPair)
+    ) throws(ZMQError) -> (ZMQSocket, ZMQSocket) {
         let socket = try ZMQSocket(context: context, type: .dealer)
         try socket.makeCurveClient(serverKey: credentials.coordinatorKey, keys: credentials.keys)
         try socket.use(.control)
@@ -194,7 +201,8 @@ private final class LinkDriver {
             let now = MonotonicTime.now()
             guard now - lastHandshakeComplaint > 30_000_000_000 || lastHandshakeComplaint == 0 else { continue }
             lastHandshakeComplaint = now
-            let why = event.event == SocketEvent.authFailure
+            let why =
+                event.event == SocketEvent.authFailure
                 ? "the coordinator refused this node's key: it was revoked, or the coordinator's database no longer knows it; enroll again with a new token"
                 : "secure handshake with the coordinator failed (\(event.handshakeFailure ?? "unknown")): is the coordinator's key the one this agent enrolled with?"
             logger.error("cannot connect to the coordinator", metadata: ["endpoint": "\(endpoint)", "reason": "\(why)"])
@@ -215,7 +223,8 @@ private final class LinkDriver {
     func drain(_ socket: ZMQSocket) {
         while let received = try? socket.receiveMultipart(dontWait: true), !received.overflowed {
             guard received.parts.count == 1,
-                  let message = try? Capfleet_V1_CoordinatorMessage(serializedBytes: received.parts[0].array) else {
+                let message = try? Capfleet_V1_CoordinatorMessage(serializedBytes: received.parts[0].array)
+            else {
                 logger.warning("ignoring a malformed message from the coordinator", metadata: ["endpoint": "\(endpoint)"])
                 continue
             }
@@ -231,9 +240,10 @@ private final class LinkDriver {
             if welcome.status.isOK {
                 clockPort = welcome.clockPort
                 recordPort = welcome.recordPort
-                inbound = .welcome(frameIngestPort: welcome.frameIngestPort,
-                                   heartbeatIntervalNanoseconds: UInt64(max(welcome.heartbeatIntervalMs, 100)) * 1_000_000,
-                                   liveness: UInt64(max(welcome.heartbeatLiveness, 1)), statusHeartbeats: welcome.statusHeartbeats)
+                inbound = .welcome(
+                    frameIngestPort: welcome.frameIngestPort,
+                    heartbeatIntervalNanoseconds: UInt64(max(welcome.heartbeatIntervalMs, 100)) * 1_000_000,
+                    liveness: UInt64(max(welcome.heartbeatLiveness, 1)), statusHeartbeats: welcome.statusHeartbeats)
             } else {
                 inbound = .refused(reason: welcome.status.reason)
                 if reportedRefusal != welcome.status.reason {
@@ -285,11 +295,14 @@ private final class LinkDriver {
             case .sendHello:
                 link.helloSent(accepted: send(.with { $0.hello = handlers.hello() }, on: socket), now: MonotonicTime.now())
             case let .sendHeartbeat(sequence):
-                send(.with { $0.heartbeat = .with {
-                    $0.nodeID = nodeID
-                    $0.sequence = sequence
-                    $0.monotonicNs = MonotonicTime.now()
-                } }, on: socket)
+                send(
+                    .with {
+                        $0.heartbeat = .with {
+                            $0.nodeID = nodeID
+                            $0.sequence = sequence
+                            $0.monotonicNs = MonotonicTime.now()
+                        }
+                    }, on: socket)
             case .sendStatus:
                 send(.with { $0.status = handlers.status() }, on: socket)
             case let .sendStatusAsHeartbeat(sequence):

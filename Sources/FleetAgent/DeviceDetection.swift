@@ -53,15 +53,17 @@ final class DeviceDetection: Sendable {
         self.deviceID = deviceID
         let shared = Shared()
         self.shared = shared
-        worker = OwnedWorker(name: "cf-detect", capacity: 1, state: { DetectorState(deviceID: deviceID, logger: logger) }, handle: { state, job in
-            defer { shared.busy.store(false, ordering: .releasing) }
-            let report = state.examine(job)
-            shared.examined.add(1, ordering: .relaxed)
-            guard var sent = report else { return }
-            sent.examinedFrames = shared.examined.load(ordering: .relaxed)
-            sent.skippedFrames = shared.skippedSinceReport.exchange(0, ordering: .relaxed)
-            if let deliver = shared.sink.withLock({ $0 }) { deliver(sent) }
-        })
+        worker = OwnedWorker(
+            name: "cf-detect", capacity: 1, state: { DetectorState(deviceID: deviceID, logger: logger) },
+            handle: { state, job in
+                defer { shared.busy.store(false, ordering: .releasing) }
+                let report = state.examine(job)
+                shared.examined.add(1, ordering: .relaxed)
+                guard var sent = report else { return }
+                sent.examinedFrames = shared.examined.load(ordering: .relaxed)
+                sent.skippedFrames = shared.skippedSinceReport.exchange(0, ordering: .relaxed)
+                if let deliver = shared.sink.withLock({ $0 }) { deliver(sent) }
+            })
     }
 
     func deliver(to sink: @escaping @Sendable (Capfleet_V1_DetectionReport) -> Void) { shared.sink.withLock { $0 = sink } }
@@ -100,8 +102,9 @@ final class DeviceDetection: Sendable {
         }
         let copy = FrameBuffer(unpooledCapacity: frame.byteCount)
         copy.storage.copyMemory(from: frame.buffer.storage, byteCount: frame.byteCount)
-        let job = Job(pixels: copy, layout: frame.layout, sequence: frame.sequence, captureLocal: captureLocal, fleetTime: fleetTime,
-                      nodeID: nodeID, settings: settings, generation: generation)
+        let job = Job(
+            pixels: copy, layout: frame.layout, sequence: frame.sequence, captureLocal: captureLocal, fleetTime: fleetTime,
+            nodeID: nodeID, settings: settings, generation: generation)
         if !worker.post(job) { shared.busy.store(false, ordering: .releasing) }
     }
 
@@ -139,31 +142,40 @@ private struct DetectorState {
             }
         }
         guard let luma = LumaPlane(base: job.pixels.storage, pixelFormat: job.layout.pixelFormat, width: job.layout.width, height: job.layout.height),
-              let image = GreyImage(luma: luma) else {
+            let image = GreyImage(luma: luma)
+        else {
             if !unsupportedFormatSaid {
                 unsupportedFormatSaid = true
-                logger.warning("detection skips this format: no luma plane to read", metadata: ["device.id": "\(deviceID)", "format": "\(job.layout.pixelFormat)"])
+                logger.warning(
+                    "detection skips this format: no luma plane to read",
+                    metadata: ["device.id": "\(deviceID)", "format": "\(job.layout.pixelFormat)"])
             }
             return nil
         }
         var objects: [Capfleet_V1_DetectedObject] = []
         do {
             for code in try scanner?.scan(image, region: job.settings.region) ?? [] {
-                objects.append(.with {
-                    $0.kind = .code
-                    $0.symbology = code.symbology.rawValue
-                    $0.value = code.value
-                    $0.corners = code.corners.map { point in .with { $0.x = point.x; $0.y = point.y } }
-                    $0.bounds = code.bounds.wire
-                })
+                objects.append(
+                    .with {
+                        $0.kind = .code
+                        $0.symbology = code.symbology.rawValue
+                        $0.value = code.value
+                        $0.corners = code.corners.map { point in
+                            .with {
+                                $0.x = point.x; $0.y = point.y
+                            }
+                        }
+                        $0.bounds = code.bounds.wire
+                    })
             }
             if let faces {
                 for face in tracker.update(try faces.detect(image, region: job.settings.region)) {
-                    objects.append(.with {
-                        $0.kind = .face
-                        $0.faceID = face.id
-                        $0.bounds = face.box.wire
-                    })
+                    objects.append(
+                        .with {
+                            $0.kind = .face
+                            $0.faceID = face.id
+                            $0.bounds = face.box.wire
+                        })
                 }
             }
         } catch {

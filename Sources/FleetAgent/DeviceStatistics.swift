@@ -36,8 +36,9 @@ public final class DeviceStatistics: Sendable {
     }
 
     public var drops: DropTally {
-        DropTally(late: late.load(ordering: .relaxed), outOfBuffers: outOfBuffers(),
-                  discontinuity: discontinuity.load(ordering: .relaxed), encoderLate: encoderLate.load(ordering: .relaxed))
+        DropTally(
+            late: late.load(ordering: .relaxed), outOfBuffers: outOfBuffers(),
+            discontinuity: discontinuity.load(ordering: .relaxed), encoderLate: encoderLate.load(ordering: .relaxed))
     }
 
     var wire: Capfleet_V1_DeviceCounters {

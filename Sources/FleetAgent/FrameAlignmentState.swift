@@ -59,7 +59,9 @@ final class FrameAlignmentState: Sendable {
             }
             $0.gridOriginFleetNs = aligner.origin
             $0.phaseNs = current.phase
-            $0.state = !current.steered ? .unaligned
+            $0.state =
+                !current.steered
+                ? .unaligned
                 : current.locked && abs(current.phase) <= Self.alignedWithin ? .aligned : .aligning
         }
     }

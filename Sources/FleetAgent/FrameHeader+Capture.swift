@@ -5,8 +5,10 @@ import FleetProtocol
 extension Capfleet_V1_FrameHeader {
     /// The header that travels with a captured frame: identity, the source's sequence and
     /// capture time, layout and size, and the device's drops so far.
-    public init(capturing frame: CapturedFrame, nodeID: String, deviceID: String, flags: UInt32 = 0,
-                consent: Capfleet_V1_ConsentState = .notDetermined, drops: DropTally = DropTally()) {
+    public init(
+        capturing frame: CapturedFrame, nodeID: String, deviceID: String, flags: UInt32 = 0,
+        consent: Capfleet_V1_ConsentState = .notDetermined, drops: DropTally = DropTally()
+    ) {
         self.init()
         protocolVersion = WireDefaults.protocolMajor
         self.nodeID = nodeID

@@ -60,9 +60,12 @@ public final class FramePublisher: Sendable {
         inFlight.add(1, ordering: .relaxed)
         let outbox = self.outbox
         loop.perform { [self] sockets in
-            outbox.value.enqueue(PendingFrame(frame: frame, header: header, statistics: statistics, done: { [self] in
-                inFlight.subtract(1, ordering: .relaxed)
-            }))
+            outbox.value.enqueue(
+                PendingFrame(
+                    frame: frame, header: header, statistics: statistics,
+                    done: { [self] in
+                        inFlight.subtract(1, ordering: .relaxed)
+                    }))
             outbox.value.flush(sockets)
         }
     }

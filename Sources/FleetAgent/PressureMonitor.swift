@@ -26,8 +26,10 @@ final class PressureMonitor: Sendable {
     private let latestReport = Mutex<Capfleet_V1_PressureReport?>(nil)
     private let sampling = Mutex<OwnedWorker<Never>?>(nil)
 
-    init(sampler: PressureSampler, thresholds: PressureThresholds, interval: Duration, nodeID: String,
-         load: @escaping @Sendable () -> AgentLoad, onChange: @escaping @Sendable (Change) -> Void) {
+    init(
+        sampler: PressureSampler, thresholds: PressureThresholds, interval: Duration, nodeID: String,
+        load: @escaping @Sendable () -> AgentLoad, onChange: @escaping @Sendable (Change) -> Void
+    ) {
         self.sampler = sampler
         self.interval = interval
         self.nodeID = nodeID
@@ -47,8 +49,9 @@ final class PressureMonitor: Sendable {
         let nanoseconds = UInt64(interval.components.seconds) * 1_000_000_000 + UInt64(interval.components.attoseconds / 1_000_000_000)
         sampling.withLock { worker in
             guard worker == nil else { return }
-            worker = OwnedWorker<Never>(name: Self.threadName, tickNanoseconds: nanoseconds,
-                                        state: { [self] in sampleOnce() }, handle: { _, _ in }, onTick: { [self] _ in sampleOnce() })
+            worker = OwnedWorker<Never>(
+                name: Self.threadName, tickNanoseconds: nanoseconds,
+                state: { [self] in sampleOnce() }, handle: { _, _ in }, onTick: { [self] _ in sampleOnce() })
         }
     }
 

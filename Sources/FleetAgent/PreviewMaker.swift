@@ -30,12 +30,13 @@ final class PreviewMaker: Sendable {
 
     init(settings: PreviewSettings, publisher: FramePublisher, logger: Logger) {
         self.settings = settings
-        worker = OwnedWorker(name: "cf-preview", onDrop: { job in job.done() },
-                             state: { PreviewWorkshop(settings: settings, publisher: publisher, logger: logger) },
-                             handle: { workshop, job in
-                                 defer { job.done() }
-                                 workshop.make(job)
-                             })
+        worker = OwnedWorker(
+            name: "cf-preview", onDrop: { job in job.done() },
+            state: { PreviewWorkshop(settings: settings, publisher: publisher, logger: logger) },
+            handle: { workshop, job in
+                defer { job.done() }
+                workshop.make(job)
+            })
     }
 
     /// Never blocks: the job is queued for the preview thread.
@@ -74,9 +75,11 @@ private struct PreviewWorkshop {
                 blackPreviews[key] = jpeg
             } else {
                 let frame = job.frame
-                let picture = try renderer.picture(of: RawFrame(bytes: UnsafeRawBufferPointer(start: frame.buffer.storage, count: frame.byteCount),
-                                                                pixelFormat: layout.pixelFormat, width: layout.width, height: layout.height),
-                                                   width: settings.width)
+                let picture = try renderer.picture(
+                    of: RawFrame(
+                        bytes: UnsafeRawBufferPointer(start: frame.buffer.storage, count: frame.byteCount),
+                        pixelFormat: layout.pixelFormat, width: layout.width, height: layout.height),
+                    width: settings.width)
                 if encoder == nil { encoder = try JPEGEncoder() }
                 jpeg = try encoder!.encode(picture, quality: settings.quality)
                 (width, height) = (picture.width, picture.height)
@@ -93,8 +96,9 @@ private struct PreviewWorkshop {
         } catch {
             job.statistics.previewsFailed.add(1, ordering: .relaxed)
             if reported.insert(job.header.deviceID).inserted {
-                logger.warning("cannot make a preview; previews of this device are counted as failed from now on, not logged again",
-                               metadata: ["device.id": "\(job.header.deviceID)", "error": "\(error)"])
+                logger.warning(
+                    "cannot make a preview; previews of this device are counted as failed from now on, not logged again",
+                    metadata: ["device.id": "\(job.header.deviceID)", "error": "\(error)"])
             }
         }
     }

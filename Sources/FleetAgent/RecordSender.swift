@@ -41,8 +41,10 @@ public final class RecordSender: Sendable {
 
     /// `agentInstance` names this agent process (as its HELLO does): a new one tells the
     /// coordinator the agent restarted.
-    public init(context: ZMQContext, coordinatorKey: CurvePublicKey, keys: CurveKeyPair, limits: RecordSpoolLimits,
-                agentInstance: String, logger: Logger) throws(ZMQError) {
+    public init(
+        context: ZMQContext, coordinatorKey: CurvePublicKey, keys: CurveKeyPair, limits: RecordSpoolLimits,
+        agentInstance: String, logger: Logger
+    ) throws(ZMQError) {
         let socket = try ZMQSocket(context: context, type: .dealer)
         try socket.makeCurveClient(serverKey: coordinatorKey, keys: keys)
         try socket.use(.bulk)
@@ -65,8 +67,9 @@ public final class RecordSender: Sendable {
         self.loop = loop
         let state = loop.bind(SenderState(limits: limits, totals: totals, instance: agentInstance, logger: logger))
         self.state = state
-        dealer = loop.add(socket, onReadable: { socket in state.value.receive(from: socket) },
-                          onWritable: { sockets in state.value.pump(sockets) })
+        dealer = loop.add(
+            socket, onReadable: { socket in state.value.receive(from: socket) },
+            onWritable: { sockets in state.value.pump(sockets) })
         // Told on the loop's thread, before anything else runs there.
         loop.perform { [dealer] _ in state.value.socketID = dealer }
         loop.every(nanoseconds: 250_000_000) { sockets in state.value.tick(sockets) }
@@ -81,9 +84,11 @@ public final class RecordSender: Sendable {
     /// asks where to go on from: the coordinator may have restarted or lost what was in flight.
     public func connect(to endpoint: String) {
         let dealer = self.dealer, logger = self.logger, state = self.state
-        connectedEndpoint.move(dealer, of: loop, to: endpoint, failed: { error in
-            logger.error("cannot connect the recording socket", metadata: ["endpoint": "\(endpoint)", "error": "\(error)"])
-        }, then: { sockets in state.value.connectionRenewed(sockets) })
+        connectedEndpoint.move(
+            dealer, of: loop, to: endpoint,
+            failed: { error in
+                logger.error("cannot connect the recording socket", metadata: ["endpoint": "\(endpoint)", "error": "\(error)"])
+            }, then: { sockets in state.value.connectionRenewed(sockets) })
     }
 
     /// The device's part of `takeID` begins (idempotent: a repeated start keeps the spool).
@@ -94,8 +99,10 @@ public final class RecordSender: Sendable {
 
     /// Called on a capture thread; never blocks. False when the frame could not be taken
     /// (the hand-off is full): the caller counts it as out of buffers.
-    func submit(takeID: String, deviceID: String, header: Capfleet_V1_FrameHeader, takeDrops: DropTally,
-                pixels: FrameBuffer, count: Int) -> Bool {
+    func submit(
+        takeID: String, deviceID: String, header: Capfleet_V1_FrameHeader, takeDrops: DropTally,
+        pixels: FrameBuffer, count: Int
+    ) -> Bool {
         // What waits between threads is bounded too: a stuck disk must not grow memory.
         guard handoffBytes.load(ordering: .relaxed) + count <= max(limits.memoryBytes / 4, 16 << 20) else { return false }
         handoffBytes.add(count, ordering: .relaxed)
@@ -113,7 +120,8 @@ public final class RecordSender: Sendable {
     func end(takeID: String, deviceID: String, takeDrops: DropTally, reason: String, withholding: Bool) {
         let state = self.state
         loop.perform { sockets in
-            state.value.end(TakeDeviceKey(takeID: takeID, deviceID: deviceID), takeDrops: takeDrops, reason: reason, withholding: withholding, sockets)
+            state.value.end(
+                TakeDeviceKey(takeID: takeID, deviceID: deviceID), takeDrops: takeDrops, reason: reason, withholding: withholding, sockets)
         }
     }
 
@@ -171,7 +179,8 @@ private final class SenderState {
 
     func spool(_ frame: SpooledFrame, for key: TakeDeviceKey, _ sockets: SocketLoop.Sockets) {
         guard let part = parts[key], !part.flow.endQueued, !part.flow.isDone,
-              case let .memory(buffer) = frame.pixels else { return }
+            case let .memory(buffer) = frame.pixels
+        else { return }
         var frame = frame
         // Drops of the spool count for the frames after them: the gap they leave.
         frame.takeDrops.outOfBuffers += part.spoolDrops
@@ -187,7 +196,8 @@ private final class SenderState {
                 frame.pixels = try part.disk!.append(UnsafeRawBufferPointer(start: buffer.buffer.storage, count: buffer.count))
             } catch {
                 if part.spoolDrops == 0 || part.spoolDrops.isMultiple(of: 100) {
-                    logger.warning("recorded frame dropped", metadata: ["device.id": "\(key.deviceID)", "take.id": "\(key.takeID)", "reason": "\(error)"])
+                    logger.warning(
+                        "recorded frame dropped", metadata: ["device.id": "\(key.deviceID)", "take.id": "\(key.takeID)", "reason": "\(error)"])
                 }
                 part.spoolDrops += 1
                 return
@@ -212,8 +222,12 @@ private final class SenderState {
         drops.outOfBuffers += part.spoolDrops
         part.end = (drops, withheld, reason)
         part.flow.queueEnd()
-        logger.info("recording ends", metadata: ["take.id": "\(key.takeID)", "device.id": "\(key.deviceID)", "reason": "\(reason)",
-                                                 "withheld": "\(withheld)"])
+        logger.info(
+            "recording ends",
+            metadata: [
+                "take.id": "\(key.takeID)", "device.id": "\(key.deviceID)", "reason": "\(reason)",
+                "withheld": "\(withheld)",
+            ])
         pump(sockets)
     }
 
@@ -234,8 +248,9 @@ private final class SenderState {
                 parts[key] = nil
                 logger.info("recording stored", metadata: ["take.id": "\(key.takeID)", "device.id": "\(key.deviceID)"])
             case let .refused(status)?:
-                logger.error("the coordinator refused a recording; its spool is dropped",
-                             metadata: ["take.id": "\(key.takeID)", "device.id": "\(key.deviceID)", "reason": "\(status.reason)"])
+                logger.error(
+                    "the coordinator refused a recording; its spool is dropped",
+                    metadata: ["take.id": "\(key.takeID)", "device.id": "\(key.deviceID)", "reason": "\(status.reason)"])
                 release(part.flow.finish(), of: part)
                 part.disk?.removeAll()
                 parts[key] = nil
@@ -252,13 +267,17 @@ private final class SenderState {
         guard let socketID else { return }
         let now = MonotonicTime.now()
         for (key, part) in parts where part.flow.shouldAskToResume(now: now) {
-            let resume = message(key, .resume(.with {
-                $0.agentInstance = instance
-                $0.spooledFrames = UInt64(part.flow.waitingFrames)
-                $0.spooledBytes = UInt64(part.flow.waitingBytes)
-            }))
+            let resume = message(
+                key,
+                .resume(
+                    .with {
+                        $0.agentInstance = instance
+                        $0.spooledFrames = UInt64(part.flow.waitingFrames)
+                        $0.spooledBytes = UInt64(part.flow.waitingBytes)
+                    }))
             guard let bytes: [UInt8] = try? resume.serializedBytes(),
-                  (try? sockets[socketID].send(bytes, dontWait: true)) == true else { continue }
+                (try? sockets[socketID].send(bytes, dontWait: true)) == true
+            else { continue }
             part.flow.askedToResume(now: now)
         }
         pump(sockets)
@@ -287,14 +306,18 @@ private final class SenderState {
                     }
                 case .end:
                     let end = part.end ?? (DropTally(), 0, "stopped")
-                    let ending = message(key, .end(.with {
-                        $0.stream = stream
-                        $0.takeDrops = end.takeDrops.wire
-                        $0.withheldFrames = end.withheld
-                        $0.reason = end.reason
-                    }))
+                    let ending = message(
+                        key,
+                        .end(
+                            .with {
+                                $0.stream = stream
+                                $0.takeDrops = end.takeDrops.wire
+                                $0.withheldFrames = end.withheld
+                                $0.reason = end.reason
+                            }))
                     guard let bytes: [UInt8] = try? ending.serializedBytes(),
-                          (try? socket.send(bytes, dontWait: true)) == true else {
+                        (try? socket.send(bytes, dontWait: true)) == true
+                    else {
                         blocked = true
                         break sending
                     }
@@ -313,11 +336,15 @@ private final class SenderState {
             guard let disk = part.disk else { throw SpoolError.spoolGone(directory: limits.directory, file: file) }
             pixels = try disk.read(file: file, offset: offset, length: length)
         }
-        let bytes: [UInt8] = try message(key, .frame(.with {
-            $0.stream = stream
-            $0.header = frame.header
-            $0.takeDrops = frame.takeDrops.wire
-        })).serializedBytes()
+        let bytes: [UInt8] = try message(
+            key,
+            .frame(
+                .with {
+                    $0.stream = stream
+                    $0.header = frame.header
+                    $0.takeDrops = frame.takeDrops.wire
+                })
+        ).serializedBytes()
         guard try socket.send(bytes, more: true, dontWait: true) else { return false }
         // Once the first part is queued libzmq takes the rest of the message.
         _ = try socket.sendZeroCopy(pixels.buffer.storage, count: pixels.count, owner: pixels.buffer)
@@ -359,9 +386,10 @@ private final class SenderState {
 
 extension RecordCredit {
     init(wire: Capfleet_V1_RecordCredit) {
-        self.init(stream: wire.stream, resumeAfter: wire.hasResumeAfter ? wire.resumeAfter : nil,
-                  storedThrough: wire.hasStoredThrough ? wire.storedThrough : nil,
-                  consumedThrough: wire.hasConsumedThrough ? wire.consumedThrough : nil,
-                  windowFrames: Int(wire.windowFrames), windowBytes: Int(clamping: wire.windowBytes))
+        self.init(
+            stream: wire.stream, resumeAfter: wire.hasResumeAfter ? wire.resumeAfter : nil,
+            storedThrough: wire.hasStoredThrough ? wire.storedThrough : nil,
+            consumedThrough: wire.hasConsumedThrough ? wire.consumedThrough : nil,
+            windowFrames: Int(wire.windowFrames), windowBytes: Int(clamping: wire.windowBytes))
     }
 }

@@ -24,9 +24,11 @@ final class RecordingLight: Sendable {
             logger.notice(change.on ? "real frames leave this host" : "real frames stopped", metadata: ["device.id": "\(change.deviceID)"])
             guard let command else { return }
             do {
-                try ShellCommand.run(command, environment: [
-                    "CAPFLEET_DEVICE": change.deviceID, "CAPFLEET_NODE": nodeID, "CAPFLEET_REAL_FRAMES": change.on ? "on" : "off",
-                ], timeoutMilliseconds: Self.timeoutMilliseconds)
+                try ShellCommand.run(
+                    command,
+                    environment: [
+                        "CAPFLEET_DEVICE": change.deviceID, "CAPFLEET_NODE": nodeID, "CAPFLEET_REAL_FRAMES": change.on ? "on" : "off",
+                    ], timeoutMilliseconds: Self.timeoutMilliseconds)
             } catch {
                 logger.warning("the recording-light command failed", metadata: ["device.id": "\(change.deviceID)", "error": "\(error)"])
             }

@@ -58,8 +58,10 @@ final class StillWatch: Sendable {
 
     /// On the capture thread, for every frame with a fleet time. Copies at most the frames
     /// within two intervals of the instant.
-    func captured(_ frame: CapturedFrame, fleetTime: UInt64, uncertainty: UInt64, captureLocal: UInt64, real: Bool, period: UInt64,
-                  deviceID: String) {
+    func captured(
+        _ frame: CapturedFrame, fleetTime: UInt64, uncertainty: UInt64, captureLocal: UInt64, real: Bool, period: UInt64,
+        deviceID: String
+    ) {
         guard frame.layout.pixelFormat == layout.pixelFormat, frame.layout.width == layout.width, frame.layout.height == layout.height else { return }
         let verdict: NearestFrameChoice.Verdict? = guarded.withLock { guarded in
             guard guarded.outcome == nil else { return nil }

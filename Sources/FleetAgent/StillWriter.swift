@@ -43,27 +43,28 @@ final class StillWriter: Sendable {
     /// recordings link reports them until then (`held`, `acknowledged`).
     func write(_ taken: StillTaken, of subject: StillSubject, done: @escaping @Sendable (Result<[Capfleet_V1_StillImage], StillFailure>) -> Void) {
         let posted = worker.post { [self] in
-            done(Result { () throws(StillFailure) in
-                var images: [Capfleet_V1_StillImage] = []
-                for (index, picture) in taken.pictures.enumerated() {
-                    images.append(try write(picture, number: index + 1, of: taken, subject: subject))
-                }
-                let manifest = Capfleet_V1_StillCaptured.with {
-                    $0.images = images
-                    $0.awayNs = taken.awayNanoseconds
-                    $0.stillFormatIndex = UInt32(taken.stillFormatIndex)
-                    $0.streamingFormatIndex = UInt32(taken.streamingFormatIndex)
-                }
-                let path = manifestPath(stillID: subject.stillID, deviceID: subject.deviceID)
-                do {
-                    try Self.writeDurably(Array(try manifest.serializedBytes() as [UInt8]), to: path)
-                } catch let error as SystemCallError {
-                    throw StillFailure("cannot write \(path): \(error)")
-                } catch {
-                    throw StillFailure("cannot write \(path): \(error)")
-                }
-                return images
-            })
+            done(
+                Result { () throws(StillFailure) in
+                    var images: [Capfleet_V1_StillImage] = []
+                    for (index, picture) in taken.pictures.enumerated() {
+                        images.append(try write(picture, number: index + 1, of: taken, subject: subject))
+                    }
+                    let manifest = Capfleet_V1_StillCaptured.with {
+                        $0.images = images
+                        $0.awayNs = taken.awayNanoseconds
+                        $0.stillFormatIndex = UInt32(taken.stillFormatIndex)
+                        $0.streamingFormatIndex = UInt32(taken.streamingFormatIndex)
+                    }
+                    let path = manifestPath(stillID: subject.stillID, deviceID: subject.deviceID)
+                    do {
+                        try Self.writeDurably(Array(try manifest.serializedBytes() as [UInt8]), to: path)
+                    } catch let error as SystemCallError {
+                        throw StillFailure("cannot write \(path): \(error)")
+                    } catch {
+                        throw StillFailure("cannot write \(path): \(error)")
+                    }
+                    return images
+                })
         }
         if !posted { done(.failure(StillFailure("the agent is stopping", unavailable: true))) }
     }
@@ -118,7 +119,8 @@ final class StillWriter: Sendable {
             for name in (try? FileManager.default.contentsOfDirectory(atPath: "\(directory)/\(stillID)")) ?? [] where name.hasSuffix(".held.pb") {
                 let deviceID = String(name.dropLast(".held.pb".count))
                 guard let data = FileManager.default.contents(atPath: "\(directory)/\(stillID)/\(name)"),
-                      var captured = try? Capfleet_V1_StillCaptured(serializedBytes: data) else { continue }
+                    var captured = try? Capfleet_V1_StillCaptured(serializedBytes: data)
+                else { continue }
                 captured.images = captured.images.filter { access($0.path, F_OK) == 0 }
                 found.append((stillID, deviceID, captured))
             }
@@ -134,7 +136,9 @@ final class StillWriter: Sendable {
 
     // MARK: The writer's thread
 
-    private func write(_ picture: StillTaken.Picture, number: Int, of taken: StillTaken, subject: StillSubject) throws(StillFailure) -> Capfleet_V1_StillImage {
+    private func write(
+        _ picture: StillTaken.Picture, number: Int, of taken: StillTaken, subject: StillSubject
+    ) throws(StillFailure) -> Capfleet_V1_StillImage {
         guard Self.isSafeName(subject.stillID), Self.isSafeName(subject.deviceID) else {
             throw StillFailure("still id \(subject.stillID) or device id \(subject.deviceID) is not a safe file name")
         }
@@ -151,8 +155,9 @@ final class StillWriter: Sendable {
             node_name: subject.nodeName, requested_fleet_ns: picture.requestedFleetTime, fleet_time_ns: frame.fleetTime,
             fleet_time_uncertainty_ns: frame.uncertainty, capture_local_ns: frame.captureLocal, spread_ns: spread, sequence: frame.sequence,
             clock_sync: subject.clockSync,
-            format: .init(pixel_format: frame.layout.pixelFormat.fourCC, width: frame.layout.width, height: frame.layout.height,
-                          bit_depth: taken.stillFormat.bitDepth, frame_rate: taken.frameRate, format_index: taken.stillFormatIndex),
+            format: .init(
+                pixel_format: frame.layout.pixelFormat.fourCC, width: frame.layout.width, height: frame.layout.height,
+                bit_depth: taken.stillFormat.bitDepth, frame_rate: taken.frameRate, format_index: taken.stillFormatIndex),
             away_from_streaming_ns: taken.awayNanoseconds, ev: picture.ev,
             exposure: picture.exposure.map { .init(automatic: $0.automatic, seconds: $0.seconds) },
             zoom: .init(factor: frame.zoomFactor, method: subject.zoomMethod),
@@ -219,8 +224,9 @@ final class StillWriter: Sendable {
             if subject.jpeg {
                 if pixelFormat.isJPEG { return Encoded(bytes: Array(bytes), fileExtension: "jpg", mediaType: "image/jpeg", bitsPerSample: 8) }
                 let picture = try withExtendedLifetime(frame.pixels) { () throws(ImagingError) in try FrameRenderer().picture(of: raw) }
-                return Encoded(bytes: try JPEGEncoder().encode(picture, quality: subject.jpegQuality), fileExtension: "jpg",
-                               mediaType: "image/jpeg", bitsPerSample: 8)
+                return Encoded(
+                    bytes: try JPEGEncoder().encode(picture, quality: subject.jpegQuality), fileExtension: "jpg",
+                    mediaType: "image/jpeg", bitsPerSample: 8)
             }
             if format.bitDepth > 8, let wordBits = pixelFormat.greyWordBits {
                 let grey = try withExtendedLifetime(frame.pixels) { () throws(ImagingError) in
@@ -238,8 +244,10 @@ final class StillWriter: Sendable {
     /// A 16-bit grey PNG of Y10/Y12/Y16 samples: PNG wants them in the high bits, where a
     /// Y16 word has them already (its sensor's depth said with sBIT); Y10 and Y12 keep theirs
     /// in the low bits and are shifted up.
-    private static func grey16(_ bytes: UnsafeRawBufferPointer, width: Int, height: Int, wordBits: Int,
-                               bitDepth: Int) throws(ImagingError) -> [UInt8] {
+    private static func grey16(
+        _ bytes: UnsafeRawBufferPointer, width: Int, height: Int, wordBits: Int,
+        bitDepth: Int
+    ) throws(ImagingError) -> [UInt8] {
         guard wordBits < 16 else {
             return try PNGEncoder.encodeGrey16(width: width, height: height, littleEndianSamples: bytes, significantBits: min(max(bitDepth, 1), 16))
         }

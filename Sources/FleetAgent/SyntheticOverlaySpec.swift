@@ -18,7 +18,9 @@ public enum SyntheticOverlaySpec {
         let picture: GreyImage
         if what.hasPrefix("qr:") {
             let content = String(what.dropFirst(3))
-            guard !content.isEmpty, let code = QRCodePicture.make(content) else { throw .unusable(text, reason: "libqrencode cannot encode that text") }
+            guard !content.isEmpty, let code = QRCodePicture.make(content) else {
+                throw .unusable(text, reason: "libqrencode cannot encode that text")
+            }
             picture = code
         } else if what.hasPrefix("image:") {
             picture = try image(String(what.dropFirst(6)), spec: text)

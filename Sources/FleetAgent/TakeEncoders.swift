@@ -33,8 +33,10 @@ final class TakeEncoders: Sendable {
 
     /// The path for the part: its encoder in front of `downstream`, the same one when the
     /// part is said again.
-    func path(for key: TakeDeviceKey, encoding: TakeEncoding, takeStart: UInt64, segmentSeconds: Int, frameRate: Double,
-              downstream: any TakeFramePath, stream: CameraStream) -> TakeEncodingPath {
+    func path(
+        for key: TakeDeviceKey, encoding: TakeEncoding, takeStart: UInt64, segmentSeconds: Int, frameRate: Double,
+        downstream: any TakeFramePath, stream: CameraStream
+    ) -> TakeEncodingPath {
         paths.withLock { paths in
             if let existing = paths[key], existing.encoding == encoding { return existing }
             // Half a second of frames may wait for the encoder; past that they are late.

@@ -2,8 +2,8 @@ import FleetCapture
 import FleetCore
 import FleetEncoding
 import FleetProtocol
-import Foundation
 import FleetSystem
+import Foundation
 import Logging
 import Synchronization
 
@@ -38,11 +38,13 @@ final class TakeEncodingPath: TakeFramePath, Sendable {
     ///     take's drops carry them in the packets that follow and in the part's end.
     ///   - onEvent: what the device's events should say (which encoder, a fallback).
     ///   - onFinished: on the encoder's thread, after the path heard the part's end.
-    init(key: TakeDeviceKey, encoding: TakeEncoding, takeStart: UInt64, segmentSeconds: Int, frameRate: Double, catalog: EncoderCatalog,
-         settings: Settings, downstream: any TakeFramePath, capacity: Int, logger: Logger,
-         onDropped: @escaping @Sendable (DropReason, UInt64) -> Void, onEvent: @escaping @Sendable (String) -> Void,
-         onPacket: (@Sendable (Capfleet_V1_FrameHeader, FrameBuffer, Int) -> Void)? = nil,
-         onFinished: @escaping @Sendable () -> Void) {
+    init(
+        key: TakeDeviceKey, encoding: TakeEncoding, takeStart: UInt64, segmentSeconds: Int, frameRate: Double, catalog: EncoderCatalog,
+        settings: Settings, downstream: any TakeFramePath, capacity: Int, logger: Logger,
+        onDropped: @escaping @Sendable (DropReason, UInt64) -> Void, onEvent: @escaping @Sendable (String) -> Void,
+        onPacket: (@Sendable (Capfleet_V1_FrameHeader, FrameBuffer, Int) -> Void)? = nil,
+        onFinished: @escaping @Sendable () -> Void
+    ) {
         self.key = key
         self.encoding = encoding
         self.downstream = downstream
@@ -54,9 +56,10 @@ final class TakeEncodingPath: TakeFramePath, Sendable {
         worker = OwnedWorker(
             name: "cf-encode", capacity: capacity, whenFull: .refuseNewest,
             state: { [logger] in
-                TakeEncoderState(key: key, encoding: encoding, takeStart: takeStart, segmentLength: segmentLength, frameRate: frameRate,
-                                 catalog: catalog, settings: settings, downstream: downstream, logger: logger,
-                                 onDropped: onDropped, onEvent: onEvent, onPacket: onPacket)
+                TakeEncoderState(
+                    key: key, encoding: encoding, takeStart: takeStart, segmentLength: segmentLength, frameRate: frameRate,
+                    catalog: catalog, settings: settings, downstream: downstream, logger: logger,
+                    onDropped: onDropped, onEvent: onEvent, onPacket: onPacket)
             },
             handle: { state, input in
                 if state.handle(input) { onFinished() }
@@ -122,10 +125,12 @@ final class TakeEncoderState {
     private var awaitingKeyFrame = false
     private var finished = false
 
-    init(key: TakeDeviceKey, encoding: TakeEncoding, takeStart: UInt64, segmentLength: UInt64, frameRate: Double, catalog: EncoderCatalog,
-         settings: TakeEncodingPath.Settings, downstream: any TakeFramePath, logger: Logger,
-         onDropped: @escaping @Sendable (DropReason, UInt64) -> Void, onEvent: @escaping @Sendable (String) -> Void,
-         onPacket: (@Sendable (Capfleet_V1_FrameHeader, FrameBuffer, Int) -> Void)?) {
+    init(
+        key: TakeDeviceKey, encoding: TakeEncoding, takeStart: UInt64, segmentLength: UInt64, frameRate: Double, catalog: EncoderCatalog,
+        settings: TakeEncodingPath.Settings, downstream: any TakeFramePath, logger: Logger,
+        onDropped: @escaping @Sendable (DropReason, UInt64) -> Void, onEvent: @escaping @Sendable (String) -> Void,
+        onPacket: (@Sendable (Capfleet_V1_FrameHeader, FrameBuffer, Int) -> Void)?
+    ) {
         self.key = key
         self.encoding = encoding
         self.takeStart = takeStart
@@ -150,8 +155,9 @@ final class TakeEncoderState {
         case let .end(takeDrops, reason, withholding):
             drain()
             finished = true
-            downstream.end(takeID: key.takeID, deviceID: key.deviceID, takeDrops: takeDrops.adding(losses.all()), reason: reason,
-                           withholding: withholding)
+            downstream.end(
+                takeID: key.takeID, deviceID: key.deviceID, takeDrops: takeDrops.adding(losses.all()), reason: reason,
+                withholding: withholding)
             return true
         }
     }
@@ -172,8 +178,9 @@ final class TakeEncoderState {
             pass(header, takeDrops: takeDrops, arrival: arrival, bytes: pixels, count: count)
             return
         }
-        let source = VideoEncoder.Source(pixelFormat: layout.pixelFormat, width: Int(layout.width), height: Int(layout.height),
-                                         bytesPerLine: Int(layout.bytesPerLine), frameRate: frameRate)
+        let source = VideoEncoder.Source(
+            pixelFormat: layout.pixelFormat, width: Int(layout.width), height: Int(layout.height),
+            bytesPerLine: Int(layout.bytesPerLine), frameRate: frameRate)
         if encoder?.source != source {
             drain()
             encoder = nil
@@ -213,7 +220,8 @@ final class TakeEncoderState {
         for choice in catalog.encoders(for: encoding.codec) {
             do throws(EncodingError) {
                 let opened = try VideoEncoder(choice: choice, encoding: encoding, source: source, threads: settings.threads, preset: settings.preset)
-                var message = "take \(key.takeID): encoding \(source.width)x\(source.height) \(source.pixelFormat) as \(encoding.summary) with \(choice)"
+                var message =
+                    "take \(key.takeID): encoding \(source.width)x\(source.height) \(source.pixelFormat) as \(encoding.summary) with \(choice)"
                     + (choice.isHardware ? " (hardware)" : " (software, \(settings.threads) thread\(settings.threads == 1 ? "" : "s"))")
                 if !passedOver.isEmpty {
                     message += "; fell back from \(passedOver.joined(separator: "; "))"
@@ -229,7 +237,9 @@ final class TakeEncoderState {
         }
         let reason = passedOver.isEmpty ? "this host has no \(encoding.codec.rawValue) encoder" : passedOver.joined(separator: "; ")
         logger.error("no encoder opens for the take's frames", metadata: ["reason": "\(reason)"])
-        onEvent("take \(key.takeID): cannot encode \(source.width)x\(source.height) \(source.pixelFormat) as \(encoding.codec.rawValue): \(reason). Its frames are dropped (encoder_late) until the format changes")
+        onEvent(
+            "take \(key.takeID): cannot encode \(source.width)x\(source.height) \(source.pixelFormat) as \(encoding.codec.rawValue): \(reason). Its frames are dropped (encoder_late) until the format changes"
+        )
         return nil
     }
 
@@ -266,7 +276,8 @@ final class TakeEncoderState {
         let copy = FrameBuffer(unpooledCapacity: packet.bytes.count)
         if let base = packet.bytes.baseAddress { copy.storage.copyMemory(from: base, byteCount: packet.bytes.count) }
         let carried = takeDrops.adding(losses.carried(by: arrival))
-        if downstream.submit(takeID: key.takeID, deviceID: key.deviceID, header: header, takeDrops: carried, pixels: copy, count: packet.bytes.count) {
+        if downstream.submit(takeID: key.takeID, deviceID: key.deviceID, header: header, takeDrops: carried, pixels: copy, count: packet.bytes.count)
+        {
             awaitingKeyFrame = false
             // The same bytes, shared: neither side changes them.
             onPacket?(header, copy, packet.bytes.count)

@@ -1,7 +1,8 @@
 import FleetSystem
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A key file in ZeroMQ's certificate format (czmq's ZPL text, which pyzmq's

@@ -41,7 +41,8 @@ public struct CurveKeyPair: Sendable, CustomStringConvertible {
         let secretText = Z85.encode(secretBytes)
         var publicText = [CChar](repeating: 0, count: 41)
         guard zmq_curve_public(&publicText, secretText) == 0,
-              let publicKey = CurvePublicKey(z85: String(cString: publicText)) else { return nil }
+            let publicKey = CurvePublicKey(z85: String(cString: publicText))
+        else { return nil }
         self.publicKey = publicKey
         secret = secretBytes
     }

@@ -19,7 +19,8 @@ public struct EnrollmentToken: Sendable, CustomStringConvertible {
             throw .malformed("it is not 64 bytes of base64url after \(Self.prefix); was it cut short when copied?")
         }
         guard let keys = CurveKeyPair(secretBytes: Array(bytes[0..<32])),
-              let coordinatorKey = CurvePublicKey(bytes: Array(bytes[32..<64])) else { throw .malformed("its keys are invalid") }
+            let coordinatorKey = CurvePublicKey(bytes: Array(bytes[32..<64]))
+        else { throw .malformed("its keys are invalid") }
         self.keys = keys
         self.coordinatorKey = coordinatorKey
     }

@@ -52,8 +52,10 @@ public final class RouterEndpoint: Sendable {
 
     /// `onReceive` sees every message on the endpoint's thread as it comes off the wire,
     /// before it waits in `messages` (to note arrivals; it must be quick).
-    public init(name: String, context: ZMQContext, bind endpoint: String, maxMessageBytes: Int64, maxParts: Int = 4,
-                security: CurveServerSecurity, onReceive: (@Sendable (RoutedMessage) -> Void)? = nil) throws(ZMQError) {
+    public init(
+        name: String, context: ZMQContext, bind endpoint: String, maxMessageBytes: Int64, maxParts: Int = 4,
+        security: CurveServerSecurity, onReceive: (@Sendable (RoutedMessage) -> Void)? = nil
+    ) throws(ZMQError) {
         let socket = try ZMQSocket(context: context, type: .router)
         try socket.setOption(ZMQ_MAXMSGSIZE, maxMessageBytes)
         // Replies to a peer that vanished are dropped, not queued forever.
@@ -69,8 +71,9 @@ public final class RouterEndpoint: Sendable {
         router = loop.add(socket) { socket in
             while let received = try? socket.receiveMultipart(dontWait: true, maxParts: maxParts + 1) {
                 guard let identity = received.parts.first else { continue }
-                let message = RoutedMessage(routingID: identity.array, parts: Array(received.parts.dropFirst()),
-                                            overflowed: received.overflowed)
+                let message = RoutedMessage(
+                    routingID: identity.array, parts: Array(received.parts.dropFirst()),
+                    overflowed: received.overflowed)
                 onReceive?(message)
                 continuation.yield(message)
             }

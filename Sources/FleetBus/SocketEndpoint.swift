@@ -10,9 +10,11 @@ public final class SocketEndpoint: Sendable {
     /// Connects `socket` of `loop` to `endpoint`, leaving the previous one, unless it is there
     /// already; `then` runs on the loop's thread afterwards in either case (a connection
     /// renewed, whatever its endpoint). `failed` hears why a connect was refused.
-    public func move(_ socket: SocketLoop.SocketID, of loop: SocketLoop, to endpoint: String,
-                     failed: @escaping @Sendable (ZMQError) -> Void,
-                     then: (@Sendable (SocketLoop.Sockets) -> Void)? = nil) {
+    public func move(
+        _ socket: SocketLoop.SocketID, of loop: SocketLoop, to endpoint: String,
+        failed: @escaping @Sendable (ZMQError) -> Void,
+        then: (@Sendable (SocketLoop.Sockets) -> Void)? = nil
+    ) {
         let previous = current.withLock { current -> String? in
             defer { current = endpoint }
             return current

@@ -68,8 +68,10 @@ public final class SocketLoop: @unchecked Sendable {
     /// Adds a socket before `start`. `onReadable` runs on the loop thread whenever the
     /// socket has input; it should drain it with `receiveMultipart(dontWait: true)`.
     @discardableResult
-    public func add(_ socket: ZMQSocket, onReadable: ((ZMQSocket) -> Void)? = nil,
-                    onWritable: ((Sockets) -> Void)? = nil) -> SocketID {
+    public func add(
+        _ socket: ZMQSocket, onReadable: ((ZMQSocket) -> Void)? = nil,
+        onWritable: ((Sockets) -> Void)? = nil
+    ) -> SocketID {
         precondition(!started, "SocketLoop \(name): add sockets before start()")
         sockets.append(socket)
         handlers.append(onReadable ?? { _ in })
@@ -171,8 +173,9 @@ public final class SocketLoop: @unchecked Sendable {
 
     private func pollItems() -> [zmq_pollitem_t] {
         sockets.indices.map { index in
-            zmq_pollitem_t(socket: sockets[index].handle, fd: 0,
-                           events: Int16(ZMQ_POLLIN) | (wantsWritable[index] ? Int16(ZMQ_POLLOUT) : 0), revents: 0)
+            zmq_pollitem_t(
+                socket: sockets[index].handle, fd: 0,
+                events: Int16(ZMQ_POLLIN) | (wantsWritable[index] ? Int16(ZMQ_POLLOUT) : 0), revents: 0)
         } + [zmq_pollitem_t(socket: nil, fd: wakeFD, events: Int16(ZMQ_POLLIN), revents: 0)]
     }
 
@@ -196,4 +199,3 @@ public final class SocketLoop: @unchecked Sendable {
         }
     }
 }
-

@@ -1,4 +1,5 @@
 import CZeroMQ
+import Synchronization
 
 /// One ZAP request (RFC 27): a peer finished the CURVE handshake and asks to be let in.
 public struct ZAPRequest: Sendable {
@@ -89,7 +90,8 @@ public struct SocketEvent: Sendable {
         }
     }
 
-    public static let handshakeEvents = ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
+    public static let handshakeEvents =
+        ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
         | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED
 
     public static let succeeded = ZMQ_EVENT_HANDSHAKE_SUCCEEDED
@@ -126,14 +128,14 @@ extension SocketEvent {
 
 extension SocketLoop {
     /// Watches `socket`'s connection events on this loop's thread. Call before `start`.
-    public func monitor(_ socket: ZMQSocket, context: ZMQContext, events: Int32,
-                        onEvent: @escaping (SocketEvent) -> Void) throws(ZMQError) {
+    public func monitor(
+        _ socket: ZMQSocket, context: ZMQContext, events: Int32,
+        onEvent: @escaping (SocketEvent) -> Void
+    ) throws(ZMQError) {
         let pair = try socket.openMonitor(context: context, events: events)
         add(pair) { pair in SocketEvent.drain(pair).forEach(onEvent) }
     }
 }
-
-import Synchronization
 
 private enum MonitorAddress {
     static let counter = Atomic<Int>(0)

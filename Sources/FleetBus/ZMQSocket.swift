@@ -101,7 +101,7 @@ public final class ZMQSocket {
         do {
             try zmqCall("zmq_send", on: endpoint) { zmq_send(handle, bytes.baseAddress, bytes.count, flags) }
             return true
-        } catch where error.wouldBlock && dontWait {
+        } catch  where error.wouldBlock && dontWait {
             return false
         }
     }
@@ -127,12 +127,16 @@ public final class ZMQSocket {
     /// Sends `count` bytes at `data` without copying: libzmq keeps `owner` alive until the
     /// bytes are on the wire, then releases it (`zmq_msg_init_data`).
     @discardableResult
-    public func sendZeroCopy(_ data: UnsafeMutableRawPointer, count: Int, owner: AnyObject, more: Bool = false, dontWait: Bool = false) throws(ZMQError) -> Bool {
+    public func sendZeroCopy(
+        _ data: UnsafeMutableRawPointer, count: Int, owner: AnyObject, more: Bool = false, dontWait: Bool = false
+    ) throws(ZMQError) -> Bool {
         var message = zmq_msg_t()
         let hint = Unmanaged.passRetained(owner).toOpaque()
-        let rc = zmq_msg_init_data(&message, data, count, { _, hint in
-            if let hint { Unmanaged<AnyObject>.fromOpaque(hint).release() }
-        }, hint)
+        let rc = zmq_msg_init_data(
+            &message, data, count,
+            { _, hint in
+                if let hint { Unmanaged<AnyObject>.fromOpaque(hint).release() }
+            }, hint)
         if rc != 0 {
             Unmanaged<AnyObject>.fromOpaque(hint).release()
             throw ZMQError(call: "zmq_msg_init_data", target: endpoint, errno: capfleet_errno())
@@ -183,7 +187,7 @@ public final class ZMQSocket {
             let flags = (dontWait && parts.isEmpty && !overflowed) ? ZMQ_DONTWAIT : 0
             do {
                 try zmqCall("zmq_msg_recv", on: endpoint) { zmq_msg_recv(part.message, handle, flags) }
-            } catch where error.wouldBlock && parts.isEmpty && !overflowed {
+            } catch  where error.wouldBlock && parts.isEmpty && !overflowed {
                 return nil
             }
             let more = part.hasMore

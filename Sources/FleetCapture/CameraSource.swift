@@ -85,8 +85,9 @@ public struct FrameLayout: Hashable, Sendable {
     }
 
     public init(_ format: VideoFormat) {
-        self.init(pixelFormat: format.pixelFormat, width: format.width, height: format.height,
-                  bytesPerLine: format.pixelFormat.bytesPerLine(width: format.width))
+        self.init(
+            pixelFormat: format.pixelFormat, width: format.width, height: format.height,
+            bytesPerLine: format.pixelFormat.bytesPerLine(width: format.width))
     }
 }
 
@@ -103,8 +104,10 @@ public struct CapturedFrame: Sendable {
     /// The zoom factor applied to this frame (1 = none).
     public let zoomFactor: Double
 
-    public init(buffer: FrameBuffer, byteCount: Int, sequence: UInt64, captureMonotonicNanoseconds: UInt64, layout: FrameLayout,
-                zoomFactor: Double = 1) {
+    public init(
+        buffer: FrameBuffer, byteCount: Int, sequence: UInt64, captureMonotonicNanoseconds: UInt64, layout: FrameLayout,
+        zoomFactor: Double = 1
+    ) {
         self.buffer = buffer
         self.byteCount = byteCount
         self.sequence = sequence
@@ -129,8 +132,9 @@ public protocol CameraSource: AnyObject, Sendable {
 
     /// Starts capturing. `onInterruption` is called on the source's thread when an
     /// interruption begins (with it) and when capture resumes by itself (with nil).
-    func start(deliver: @escaping @Sendable (CapturedFrame) -> Void,
-               onInterruption: @escaping @Sendable (Interruption?) -> Void) throws(CaptureError)
+    func start(
+        deliver: @escaping @Sendable (CapturedFrame) -> Void,
+        onInterruption: @escaping @Sendable (Interruption?) -> Void) throws(CaptureError)
     func stop()
     /// Takes the format; a zoom ramp under way is cancelled and the factor clamped to the new
     /// format's range (`ZoomRamp.adopting`), and the returned change says so (nil: the zoom

@@ -38,15 +38,21 @@ public final class SyntheticCamera: CameraSource {
     /// Pictures drawn into every frame (a QR code, a face), fixed in the frame.
     private let overlays: [SyntheticOverlay]
 
-    public init(deviceID: String, name: String, initialFormat: (width: Int, height: Int, pixelFormat: PixelFormat)? = nil,
-                frameRate: Double = 15, bufferCount: Int = 4, overlays: [SyntheticOverlay] = []) {
+    public init(
+        deviceID: String, name: String, initialFormat: (width: Int, height: Int, pixelFormat: PixelFormat)? = nil,
+        frameRate: Double = 15, bufferCount: Int = 4, overlays: [SyntheticOverlay] = []
+    ) {
         self.overlays = overlays
         let formats = Self.formatList
-        device = DeviceDescription(deviceID: deviceID, name: name, driver: "capfleet-synthetic", kind: .synthetic, formats: formats,
-                                   focus: SimulatedLens.capabilities)
+        device = DeviceDescription(
+            deviceID: deviceID, name: name, driver: "capfleet-synthetic", kind: .synthetic, formats: formats,
+            focus: SimulatedLens.capabilities)
         let wanted = initialFormat ?? (640, 480, .yuyv)
-        let index = formats.firstIndex { $0.width == wanted.width && $0.height == wanted.height && $0.pixelFormat == wanted.pixelFormat && !$0.isBinned } ?? 0
-        configuration = Mutex(Configuration(formatIndex: index, frameRate: frameRate, minimumFrameRate: frameRate, zoom: ZoomRamp(maximumFactor: formats[index].maxZoomFactor)))
+        let index =
+            formats.firstIndex { $0.width == wanted.width && $0.height == wanted.height && $0.pixelFormat == wanted.pixelFormat && !$0.isBinned } ?? 0
+        configuration = Mutex(
+            Configuration(
+                formatIndex: index, frameRate: frameRate, minimumFrameRate: frameRate, zoom: ZoomRamp(maximumFactor: formats[index].maxZoomFactor)))
         self.bufferCount = bufferCount
     }
 
@@ -56,10 +62,13 @@ public final class SyntheticCamera: CameraSource {
     /// does for the binned mode.
     public static let formatList: [VideoFormat] = {
         let fov = 78.0
-        func format(_ w: Int, _ h: Int, _ pixel: PixelFormat, _ ranges: [FrameRateRange], binned: Bool = false,
-                    fullSensor: Bool = false, bitDepth: Int = 8) -> VideoFormat {
-            VideoFormat(pixelFormat: pixel, width: w, height: h, frameRateRanges: ranges, fieldOfViewDegrees: fov, maxZoomFactor: 8,
-                        upscaleThresholdZoomFactor: binned || fullSensor ? 1 : 3840.0 / Double(w), isBinned: binned, bitDepth: bitDepth)
+        func format(
+            _ w: Int, _ h: Int, _ pixel: PixelFormat, _ ranges: [FrameRateRange], binned: Bool = false,
+            fullSensor: Bool = false, bitDepth: Int = 8
+        ) -> VideoFormat {
+            VideoFormat(
+                pixelFormat: pixel, width: w, height: h, frameRateRanges: ranges, fieldOfViewDegrees: fov, maxZoomFactor: 8,
+                upscaleThresholdZoomFactor: binned || fullSensor ? 1 : 3840.0 / Double(w), isBinned: binned, bitDepth: bitDepth)
         }
         let upTo30 = [FrameRateRange(min: 1, max: 30)]
         let upTo60 = [FrameRateRange(min: 1, max: 60)]
@@ -94,8 +103,9 @@ public final class SyntheticCamera: CameraSource {
     /// The synthetic scene is lit for 10 ms: auto exposure always lands there, and a manual
     /// time scales the light by its ratio to it.
     public static let nominalExposureSeconds = 0.010
-    static let automaticExposure = ExposureState(automatic: true, seconds: nominalExposureSeconds,
-                                                 minimumSeconds: 100e-6, maximumSeconds: 1)
+    static let automaticExposure = ExposureState(
+        automatic: true, seconds: nominalExposureSeconds,
+        minimumSeconds: 100e-6, maximumSeconds: 1)
 
     public var exposure: ExposureState? { configuration.withLock { $0.exposure } }
 
@@ -162,8 +172,10 @@ public final class SyntheticCamera: CameraSource {
         }
     }
 
-    public func start(deliver: @escaping @Sendable (CapturedFrame) -> Void,
-                      onInterruption: @escaping @Sendable (Interruption?) -> Void) throws(CaptureError) {
+    public func start(
+        deliver: @escaping @Sendable (CapturedFrame) -> Void,
+        onInterruption: @escaping @Sendable (Interruption?) -> Void
+    ) throws(CaptureError) {
         guard !running.exchange(true, ordering: .acquiringAndReleasing) else { throw .alreadyStreaming(device: device.deviceID) }
         let thread = OwnedThread(name: "cf-synthetic")
         captureThread.withLock { $0 = thread }
@@ -219,8 +231,10 @@ public final class SyntheticCamera: CameraSource {
             renderer!.render(frameNumber: UInt32(truncatingIfNeeded: sequence), zoom: zoom, gain: gain, into: buffer.storage)
             // Stamped with its slot, as a sensor stamps the start of exposure (a V4L2 driver does
             // so in its interrupt), not with when this thread got round to rendering it.
-            deliver(CapturedFrame(buffer: buffer, byteCount: renderer!.frameBytes, sequence: sequence,
-                                  captureMonotonicNanoseconds: deadline, layout: renderer!.layout, zoomFactor: zoom))
+            deliver(
+                CapturedFrame(
+                    buffer: buffer, byteCount: renderer!.frameBytes, sequence: sequence,
+                    captureMonotonicNanoseconds: deadline, layout: renderer!.layout, zoomFactor: zoom))
         }
     }
 

@@ -12,8 +12,8 @@ public struct TestPatternRenderer {
     public let frameBytes: Int
     private var rowsZoom: Double = .nan
     private var rowsGain: Double = .nan
-    private var lumaRow: [UInt8] = []     // YUYV: the whole packed row; NV12: the Y row; Y16: the row's words
-    private var chromaRow: [UInt8] = []   // NV12: the interleaved UV row
+    private var lumaRow: [UInt8] = []  // YUYV: the whole packed row; NV12: the Y row; Y16: the row's words
+    private var chromaRow: [UInt8] = []  // NV12: the interleaved UV row
     /// Pictures drawn into the pattern (SyntheticOverlay.swift), and them at this layout's size.
     public let overlays: [SyntheticOverlay]
     var scaledOverlays: [(x: Int, y: Int, image: GreyImage)]?

@@ -8,8 +8,10 @@ import Glibc
 /// under the session's lock, and hands the frame on outside it. A device that fails is
 /// reopened once a second, by its stable id, and reported as an interruption meanwhile.
 extension V4L2Camera {
-    public func start(deliver: @escaping @Sendable (CapturedFrame) -> Void,
-                      onInterruption: @escaping @Sendable (Interruption?) -> Void) throws(CaptureError) {
+    public func start(
+        deliver: @escaping @Sendable (CapturedFrame) -> Void,
+        onInterruption: @escaping @Sendable (Interruption?) -> Void
+    ) throws(CaptureError) {
         guard !running.exchange(true, ordering: .acquiringAndReleasing) else { throw .alreadyStreaming(device: device.deviceID) }
         let thread = OwnedThread(name: "cf-v4l2")
         session.withLock { $0.captureThread = thread }
@@ -129,8 +131,9 @@ extension V4L2Camera {
         if device.controls.contains(where: { $0.id == CAPFLEET_V4L2_CID_EXPOSURE_AUTO_PRIORITY && !$0.isReadOnly }) {
             let range = state.frameRateRange
             do throws(V4L2Error) {
-                try V4L2Controls.set(handle, id: CAPFLEET_V4L2_CID_EXPOSURE_AUTO_PRIORITY,
-                                     to: range.minFramesPerSecond < range.maxFramesPerSecond ? 1 : 0, name: "exposure_auto_priority")
+                try V4L2Controls.set(
+                    handle, id: CAPFLEET_V4L2_CID_EXPOSURE_AUTO_PRIORITY,
+                    to: range.minFramesPerSecond < range.maxFramesPerSecond ? 1 : 0, name: "exposure_auto_priority")
             } catch {
                 logger.warning("the device came back but would not take its frame-duration range again", metadata: ["error": "\(error)"])
             }
@@ -153,8 +156,9 @@ extension V4L2Camera {
         let givesUpAt = MonotonicTime.now() + Self.busyAfterReleasePatience
         while true {
             do throws(CaptureError) {
-                stream = try V4L2Stream(handle: handle, format: format, framesPerSecond: state.frameRateRange.maxFramesPerSecond,
-                                        bufferCount: bufferCount, deviceID: device.deviceID)
+                stream = try V4L2Stream(
+                    handle: handle, format: format, framesPerSecond: state.frameRateRange.maxFramesPerSecond,
+                    bufferCount: bufferCount, deviceID: device.deviceID)
                 break
             } catch {
                 if error.isBusy, MonotonicTime.now() < givesUpAt {
@@ -205,7 +209,8 @@ extension V4L2Camera {
         let sequence = state.sequenceBase + UInt64(buffer.sequence)
         state.lastSequence = sequence
         let monotonic = buffer.flags & CAPFLEET_V4L2_BUF_FLAG_TIMESTAMP_MASK == CAPFLEET_V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC
-        let captured = monotonic
+        let captured =
+            monotonic
             ? UInt64(buffer.timestamp.tv_sec) * 1_000_000_000 + UInt64(buffer.timestamp.tv_usec) * 1000
             : MonotonicTime.now()
         // The factor the driver used for this frame; a change applies from the next one.
@@ -232,8 +237,10 @@ extension V4L2Camera {
             // Frames the agent could not scale (padded lines) say so: they carry no zoom.
             if zoomCapability.method == .agentCrop { frameZoom = 1 }
         }
-        return .frame(CapturedFrame(buffer: target, byteCount: byteCount, sequence: sequence, captureMonotonicNanoseconds: captured,
-                                    layout: stream.layout, zoomFactor: frameZoom))
+        return .frame(
+            CapturedFrame(
+                buffer: target, byteCount: byteCount, sequence: sequence, captureMonotonicNanoseconds: captured,
+                layout: stream.layout, zoomFactor: frameZoom))
     }
 
     /// Unplugged or failing: drop the stream (and the handle if the device is gone); the

@@ -77,8 +77,10 @@ public final class V4L2Camera: CameraSource {
 
     /// Opens `node` and reads its formats, controls and crop capabilities. The device
     /// stays open, so a re-plug is seen as an interruption rather than a new device.
-    public init(node: V4L2DeviceNode, bufferCount: Int = 4, initialFormat: (width: Int, height: Int, pixelFormat: PixelFormat)? = nil,
-                frameRate: Double? = nil, devRoot: String = "/dev", logger: Logger = Logger(label: "capfleet.v4l2")) throws(V4L2Error) {
+    public init(
+        node: V4L2DeviceNode, bufferCount: Int = 4, initialFormat: (width: Int, height: Int, pixelFormat: PixelFormat)? = nil,
+        frameRate: Double? = nil, devRoot: String = "/dev", logger: Logger = Logger(label: "capfleet.v4l2")
+    ) throws(V4L2Error) {
         let handle = try V4L2Handle(path: node.path)
         let controls = V4L2Controls.all(of: handle)
         let crop = V4L2Controls.crop(of: handle)
@@ -92,9 +94,10 @@ public final class V4L2Camera: CameraSource {
             }
         }
         guard !formats.isEmpty else { throw V4L2Error(call: "VIDIOC_ENUM_FMT (no capture formats)", path: node.path, errno: EINVAL) }
-        device = DeviceDescription(deviceID: node.deviceID, name: node.card, driver: node.driver, kind: .v4l2, formats: formats,
-                                   controls: controls, crop: crop, focus: V4L2Controls.focusCapabilities(from: controls),
-                                   devicePath: node.path, identitySource: node.identitySource)
+        device = DeviceDescription(
+            deviceID: node.deviceID, name: node.card, driver: node.driver, kind: .v4l2, formats: formats,
+            controls: controls, crop: crop, focus: V4L2Controls.focusCapabilities(from: controls),
+            devicePath: node.path, identitySource: node.identitySource)
         zoomCapability = zoom
         exposureControl = V4L2Exposure(controls: controls)
         self.bufferCount = max(2, bufferCount)
@@ -108,25 +111,36 @@ public final class V4L2Camera: CameraSource {
         let current = V4L2FormatEnumeration.currentFrameRate(of: handle)
         var rate = frameRate ?? current ?? format.maxFramesPerSecond
         if !format.supports(framesPerSecond: rate) { rate = FormatSelector.defaultFrameRate(of: format) }
-        var state = Session(path: node.path, handle: handle, formatIndex: index, frameRateRange: FrameRateRange(min: rate, max: rate),
-                            zoom: ZoomRamp(maximumFactor: format.maxZoomFactor))
+        var state = Session(
+            path: node.path, handle: handle, formatIndex: index, frameRateRange: FrameRateRange(min: rate, max: rate),
+            zoom: ZoomRamp(maximumFactor: format.maxZoomFactor))
         if device.focus.isSupported { state.focusState = V4L2Focus.state(of: handle, controls: controls) }
         state.exposureState = exposureControl?.state(of: handle)
         published = Mutex(Self.published(from: state))
         session = Mutex(state)
     }
 
-    private static func initialFormatIndex(handle: V4L2Handle, formats: [VideoFormat],
-                                           wanted: (width: Int, height: Int, pixelFormat: PixelFormat)?) -> Int {
-        if let wanted, let index = formats.firstIndex(where: {
-            $0.width == wanted.width && $0.height == wanted.height && $0.pixelFormat == wanted.pixelFormat
-        }) { return index }
+    private static func initialFormatIndex(
+        handle: V4L2Handle, formats: [VideoFormat],
+        wanted: (width: Int, height: Int, pixelFormat: PixelFormat)?
+    ) -> Int {
+        if let wanted,
+            let index = formats.firstIndex(where: {
+                $0.width == wanted.width && $0.height == wanted.height && $0.pixelFormat == wanted.pixelFormat
+            })
+        {
+            return index
+        }
         var format = v4l2_format()
         format.type = CAPFLEET_V4L2_BUF_TYPE_VIDEO_CAPTURE
-        if handle.attempt(CAPFLEET_VIDIOC_G_FMT, &format) == nil, let index = formats.firstIndex(where: {
-            $0.width == Int(format.fmt.pix.width) && $0.height == Int(format.fmt.pix.height)
-                && $0.pixelFormat.v4l2Code == format.fmt.pix.pixelformat
-        }) { return index }
+        if handle.attempt(CAPFLEET_VIDIOC_G_FMT, &format) == nil,
+            let index = formats.firstIndex(where: {
+                $0.width == Int(format.fmt.pix.width) && $0.height == Int(format.fmt.pix.height)
+                    && $0.pixelFormat.v4l2Code == format.fmt.pix.pixelformat
+            })
+        {
+            return index
+        }
         return 0
     }
 
@@ -140,8 +154,9 @@ public final class V4L2Camera: CameraSource {
     }
 
     private static func published(from state: Session) -> Published {
-        Published(formatIndex: state.formatIndex, frameRateRange: state.frameRateRange, appliedZoom: state.appliedZoom,
-                  interruption: state.interruption, focus: state.focusState, exposure: state.exposureState)
+        Published(
+            formatIndex: state.formatIndex, frameRateRange: state.frameRateRange, appliedZoom: state.appliedZoom,
+            interruption: state.interruption, focus: state.focusState, exposure: state.exposureState)
     }
 
     public var activeFormatIndex: Int { published.withLock { $0.formatIndex } }

@@ -15,13 +15,15 @@ enum V4L2Controls {
             if query.type == CAPFLEET_V4L2_CTRL_TYPE_CTRL_CLASS || query.flags & CAPFLEET_V4L2_CTRL_FLAG_DISABLED != 0 { continue }
             let kind = kind(of: query.type)
             let menu = (kind == .menu || kind == .integerMenu) ? menuItems(of: handle, query: query, integer: kind == .integerMenu) : []
-            let readable = query.flags & CAPFLEET_V4L2_CTRL_FLAG_WRITE_ONLY == 0
+            let readable =
+                query.flags & CAPFLEET_V4L2_CTRL_FLAG_WRITE_ONLY == 0
                 && [.integer, .boolean, .menu, .integerMenu, .bitmask].contains(kind)
-            controls.append(DeviceControl(
-                id: query.id, name: fixedString(query.name), kind: kind, minimum: query.minimum, maximum: query.maximum,
-                step: query.step, defaultValue: query.default_value, value: readable ? value(of: handle, id: query.id) : nil,
-                menu: menu, isReadOnly: query.flags & CAPFLEET_V4L2_CTRL_FLAG_READ_ONLY != 0,
-                isInactive: query.flags & CAPFLEET_V4L2_CTRL_FLAG_INACTIVE != 0))
+            controls.append(
+                DeviceControl(
+                    id: query.id, name: fixedString(query.name), kind: kind, minimum: query.minimum, maximum: query.maximum,
+                    step: query.step, defaultValue: query.default_value, value: readable ? value(of: handle, id: query.id) : nil,
+                    menu: menu, isReadOnly: query.flags & CAPFLEET_V4L2_CTRL_FLAG_READ_ONLY != 0,
+                    isInactive: query.flags & CAPFLEET_V4L2_CTRL_FLAG_INACTIVE != 0))
         }
         return controls
     }
@@ -81,8 +83,9 @@ enum V4L2Controls {
         selection.type = CAPFLEET_V4L2_BUF_TYPE_VIDEO_CAPTURE
         selection.target = target
         guard handle.attempt(CAPFLEET_VIDIOC_G_SELECTION, &selection) == nil, selection.r.width > 0 else { return nil }
-        return PixelRectangle(left: Int(selection.r.left), top: Int(selection.r.top),
-                              width: Int(selection.r.width), height: Int(selection.r.height))
+        return PixelRectangle(
+            left: Int(selection.r.left), top: Int(selection.r.top),
+            width: Int(selection.r.width), height: Int(selection.r.height))
     }
 
     /// Sets the crop rectangle; returns the one the driver chose (it may adjust it).
@@ -90,11 +93,13 @@ enum V4L2Controls {
         var selection = v4l2_selection()
         selection.type = CAPFLEET_V4L2_BUF_TYPE_VIDEO_CAPTURE
         selection.target = CAPFLEET_V4L2_SEL_TGT_CROP
-        selection.r = v4l2_rect(left: Int32(rectangle.left), top: Int32(rectangle.top),
-                                width: UInt32(rectangle.width), height: UInt32(rectangle.height))
+        selection.r = v4l2_rect(
+            left: Int32(rectangle.left), top: Int32(rectangle.top),
+            width: UInt32(rectangle.width), height: UInt32(rectangle.height))
         try handle.ioctl(CAPFLEET_VIDIOC_S_SELECTION, &selection, "VIDIOC_S_SELECTION(crop)")
-        return PixelRectangle(left: Int(selection.r.left), top: Int(selection.r.top),
-                              width: Int(selection.r.width), height: Int(selection.r.height))
+        return PixelRectangle(
+            left: Int(selection.r.left), top: Int(selection.r.top),
+            width: Int(selection.r.width), height: Int(selection.r.height))
     }
 
     /// What the standard focus controls allow. V4L2 has no point-of-interest or smooth
@@ -106,8 +111,9 @@ enum V4L2Controls {
         if lens || ids.contains(CAPFLEET_V4L2_CID_FOCUS_AUTO) { modes.append(.locked) }
         if ids.contains(CAPFLEET_V4L2_CID_AUTO_FOCUS_START) { modes.append(.auto) }
         if ids.contains(CAPFLEET_V4L2_CID_FOCUS_AUTO) { modes.append(.continuous) }
-        return FocusCapabilities(modes: modes, lensPosition: lens, pointOfInterest: false,
-                                 rangeRestriction: ids.contains(CAPFLEET_V4L2_CID_AUTO_FOCUS_RANGE), smoothFocus: false)
+        return FocusCapabilities(
+            modes: modes, lensPosition: lens, pointOfInterest: false,
+            rangeRestriction: ids.contains(CAPFLEET_V4L2_CID_AUTO_FOCUS_RANGE), smoothFocus: false)
     }
 }
 
@@ -147,8 +153,10 @@ enum ZoomCapability: Sendable {
             (minimum > 0 ? Double(maximum) / Double(minimum) : 4, nil)
         case let .crop(capabilities):
             // Drivers scale by at most 4x; cropping below the output size upscales.
-            (max(1, min(4 * Double(capabilities.bounds.width) / Double(width), Double(capabilities.bounds.width) / 32)),
-             Double(capabilities.bounds.width) / Double(width))
+            (
+                max(1, min(4 * Double(capabilities.bounds.width) / Double(width), Double(capabilities.bounds.width) / 32)),
+                Double(capabilities.bounds.width) / Double(width)
+            )
         case .agent:
             (Self.agentMaximumFactor, 1)
         }

@@ -28,8 +28,10 @@ public enum V4L2Discovery {
             seenBusNodes[busKey] = ordinal + 1
             let identity = StableDeviceIdentity.derive(
                 path: resolved(path), links: links, busInfo: capability.busInfo, card: capability.card, ordinal: ordinal)
-            nodes.append(V4L2DeviceNode(path: path, deviceID: identity.deviceID, identitySource: identity.source,
-                                        card: capability.card, driver: capability.driver, busInfo: capability.busInfo))
+            nodes.append(
+                V4L2DeviceNode(
+                    path: path, deviceID: identity.deviceID, identitySource: identity.source,
+                    card: capability.card, driver: capability.driver, busInfo: capability.busInfo))
         }
         return nodes
     }
@@ -59,8 +61,9 @@ public enum V4L2Discovery {
         var capability = v4l2_capability()
         try handle.ioctl(CAPFLEET_VIDIOC_QUERYCAP, &capability, "VIDIOC_QUERYCAP")
         let caps = capability.capabilities & CAPFLEET_V4L2_CAP_DEVICE_CAPS != 0 ? capability.device_caps : capability.capabilities
-        return Capability(driver: fixedString(capability.driver), card: fixedString(capability.card),
-                          busInfo: fixedString(capability.bus_info), deviceCaps: caps)
+        return Capability(
+            driver: fixedString(capability.driver), card: fixedString(capability.card),
+            busInfo: fixedString(capability.bus_info), deviceCaps: caps)
     }
 
     /// /dev/video0, /dev/video1, … in numeric order.
@@ -99,8 +102,11 @@ public enum StableDeviceIdentity {
     }
 
     /// `ordinal` tells apart several capture nodes of one device without udev links.
-    public static func derive(path: String, links: Links, busInfo: String, card: String, ordinal: Int)
-        -> (deviceID: String, source: String) {
+    public static func derive(
+        path: String, links: Links, busInfo: String, card: String, ordinal: Int
+    )
+        -> (deviceID: String, source: String)
+    {
         if let name = links.byID.filter({ $0.value == path }).keys.sorted().first {
             return ("v4l2-" + sanitized(name), "by-id")
         }

@@ -16,7 +16,8 @@ struct V4L2Exposure: Sendable {
 
     init?(controls: [DeviceControl]) {
         guard let absolute = controls.first(where: { $0.id == CAPFLEET_V4L2_CID_EXPOSURE_ABSOLUTE && !$0.isReadOnly }),
-              absolute.maximum > 0, absolute.minimum <= absolute.maximum else { return nil }
+            absolute.maximum > 0, absolute.minimum <= absolute.maximum
+        else { return nil }
         self.absolute = absolute
         mode = controls.first { $0.id == CAPFLEET_V4L2_CID_EXPOSURE_AUTO && !$0.isReadOnly }
     }
@@ -47,8 +48,10 @@ struct V4L2Exposure: Sendable {
             return nil
         case .manual:
             if let mode, !Self.offers(mode, Self.manual) { return "its exposure auto menu has no manual mode (it offers: \(offered))" }
-            return ExposureState(automatic: false, seconds: minimumSeconds, minimumSeconds: minimumSeconds,
-                                 maximumSeconds: maximumSeconds).refusal(of: request)
+            return ExposureState(
+                automatic: false, seconds: minimumSeconds, minimumSeconds: minimumSeconds,
+                maximumSeconds: maximumSeconds
+            ).refusal(of: request)
         }
     }
 
@@ -67,8 +70,9 @@ struct V4L2Exposure: Sendable {
     func state(of handle: V4L2Handle) -> ExposureState {
         let units = V4L2Controls.value(of: handle, id: absolute.id) ?? absolute.defaultValue
         let automatic = mode.flatMap { V4L2Controls.value(of: handle, id: $0.id) }.map { $0 != Self.manual } ?? false
-        return ExposureState(automatic: automatic, seconds: Double(units) * Self.unitSeconds,
-                             minimumSeconds: minimumSeconds, maximumSeconds: maximumSeconds)
+        return ExposureState(
+            automatic: automatic, seconds: Double(units) * Self.unitSeconds,
+            minimumSeconds: minimumSeconds, maximumSeconds: maximumSeconds)
     }
 
     /// Applies a request `refusal(of:)` accepted.

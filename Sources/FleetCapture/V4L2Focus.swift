@@ -9,7 +9,8 @@ enum V4L2Focus {
         var state = FocusState(mode: .locked)
         if V4L2Controls.value(of: handle, id: CAPFLEET_V4L2_CID_FOCUS_AUTO) == 1 { state.mode = .continuous }
         if let lens = controls.first(where: { $0.id == CAPFLEET_V4L2_CID_FOCUS_ABSOLUTE }), lens.maximum > lens.minimum,
-           let value = V4L2Controls.value(of: handle, id: lens.id) {
+            let value = V4L2Controls.value(of: handle, id: lens.id)
+        {
             // V4L2: larger values focus closer; the fleet's 0 is nearest.
             state.lensPosition = Double(lens.maximum - value) / Double(lens.maximum - lens.minimum)
         }
@@ -25,11 +26,12 @@ enum V4L2Focus {
     static func apply(_ request: FocusRequest, to handle: V4L2Handle, controls: [DeviceControl]) throws(V4L2Error) {
         let has = Set(controls.map(\.id))
         if let range = request.rangeRestriction, has.contains(CAPFLEET_V4L2_CID_AUTO_FOCUS_RANGE) {
-            let value: Int32 = switch range {
-            case .none: CAPFLEET_V4L2_AUTO_FOCUS_RANGE_AUTO
-            case .near: CAPFLEET_V4L2_AUTO_FOCUS_RANGE_MACRO
-            case .far: CAPFLEET_V4L2_AUTO_FOCUS_RANGE_INFINITY
-            }
+            let value: Int32 =
+                switch range {
+                case .none: CAPFLEET_V4L2_AUTO_FOCUS_RANGE_AUTO
+                case .near: CAPFLEET_V4L2_AUTO_FOCUS_RANGE_MACRO
+                case .far: CAPFLEET_V4L2_AUTO_FOCUS_RANGE_INFINITY
+                }
             try V4L2Controls.set(handle, id: CAPFLEET_V4L2_CID_AUTO_FOCUS_RANGE, to: Int64(value), name: "auto_focus_range")
         }
         let mode = request.lensPosition != nil ? .locked : request.mode
@@ -37,10 +39,14 @@ enum V4L2Focus {
         case .continuous?:
             try V4L2Controls.set(handle, id: CAPFLEET_V4L2_CID_FOCUS_AUTO, to: 1, name: "focus_auto")
         case .auto?:
-            if has.contains(CAPFLEET_V4L2_CID_FOCUS_AUTO) { try V4L2Controls.set(handle, id: CAPFLEET_V4L2_CID_FOCUS_AUTO, to: 0, name: "focus_auto") }
+            if has.contains(CAPFLEET_V4L2_CID_FOCUS_AUTO) {
+                try V4L2Controls.set(handle, id: CAPFLEET_V4L2_CID_FOCUS_AUTO, to: 0, name: "focus_auto")
+            }
             try V4L2Controls.set(handle, id: CAPFLEET_V4L2_CID_AUTO_FOCUS_START, to: 1, name: "auto_focus_start")
         case .locked?:
-            if has.contains(CAPFLEET_V4L2_CID_FOCUS_AUTO) { try V4L2Controls.set(handle, id: CAPFLEET_V4L2_CID_FOCUS_AUTO, to: 0, name: "focus_auto") }
+            if has.contains(CAPFLEET_V4L2_CID_FOCUS_AUTO) {
+                try V4L2Controls.set(handle, id: CAPFLEET_V4L2_CID_FOCUS_AUTO, to: 0, name: "focus_auto")
+            }
         case nil:
             break
         }

@@ -13,9 +13,10 @@ enum V4L2FormatEnumeration {
                 var ranges = frameRates(of: handle, pixelFormat: pixelFormat, width: size.width, height: size.height)
                 if ranges.isEmpty, let current = currentFrameRate(of: handle) { ranges = [FrameRateRange(min: current, max: current)] }
                 let limits = zoom.limits(forWidth: size.width)
-                formats.append(VideoFormat(
-                    pixelFormat: PixelFormat(v4l2Code: pixelFormat), width: size.width, height: size.height, frameRateRanges: ranges,
-                    fieldOfViewDegrees: nil, maxZoomFactor: limits.maximum, upscaleThresholdZoomFactor: limits.upscaleThreshold))
+                formats.append(
+                    VideoFormat(
+                        pixelFormat: PixelFormat(v4l2Code: pixelFormat), width: size.width, height: size.height, frameRateRanges: ranges,
+                        fieldOfViewDegrees: nil, maxZoomFactor: limits.maximum, upscaleThresholdZoomFactor: limits.upscaleThreshold))
             }
         }
         return formats
@@ -112,8 +113,10 @@ public enum FrameSizeCatalog {
         (1600, 1200), (1920, 1080), (2560, 1440), (3840, 2160), (4096, 2160),
     ]
 
-    public static func sizes(width: ClosedRange<Int>, widthStep: Int, height: ClosedRange<Int>, heightStep: Int,
-                             including extra: [(width: Int, height: Int)] = []) -> [(width: Int, height: Int)] {
+    public static func sizes(
+        width: ClosedRange<Int>, widthStep: Int, height: ClosedRange<Int>, heightStep: Int,
+        including extra: [(width: Int, height: Int)] = []
+    ) -> [(width: Int, height: Int)] {
         func fits(_ value: Int, _ range: ClosedRange<Int>, _ step: Int) -> Bool {
             range.contains(value) && (value - range.lowerBound) % max(step, 1) == 0
         }

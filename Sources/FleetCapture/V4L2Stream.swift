@@ -19,8 +19,11 @@ final class V4L2Stream {
     private var streaming = false
 
     /// Negotiates `format` at `framesPerSecond`, maps `bufferCount` buffers, queues them and starts streaming.
-    init(handle: V4L2Handle, format: VideoFormat, framesPerSecond: Double, bufferCount: Int, deviceID: String)
-        throws(CaptureError) {
+    init(
+        handle: V4L2Handle, format: VideoFormat, framesPerSecond: Double, bufferCount: Int, deviceID: String
+    )
+        throws(CaptureError)
+    {
         self.handle = handle
         var negotiated = v4l2_format()
         negotiated.type = CAPFLEET_V4L2_BUF_TYPE_VIDEO_CAPTURE
@@ -35,8 +38,9 @@ final class V4L2Stream {
         }
         let pix = negotiated.fmt.pix
         guard pix.width == UInt32(format.width), pix.height == UInt32(format.height), pix.pixelformat == format.pixelFormat.v4l2Code else {
-            throw .unsupportedFormat(device: deviceID, requested: format.label,
-                                     supported: ["the driver chose \(pix.width)x\(pix.height) \(PixelFormat(v4l2Code: pix.pixelformat)) instead"])
+            throw .unsupportedFormat(
+                device: deviceID, requested: format.label,
+                supported: ["the driver chose \(pix.width)x\(pix.height) \(PixelFormat(v4l2Code: pix.pixelformat)) instead"])
         }
         layout = FrameLayout(format)
         driverBytesPerLine = Int(pix.bytesperline)
@@ -61,7 +65,8 @@ final class V4L2Stream {
         var parameters = v4l2_streamparm()
         parameters.type = CAPFLEET_V4L2_BUF_TYPE_VIDEO_CAPTURE
         guard handle.attempt(CAPFLEET_VIDIOC_G_PARM, &parameters) == nil,
-              parameters.parm.capture.capability & CAPFLEET_V4L2_CAP_TIMEPERFRAME != 0 else { return }
+            parameters.parm.capture.capability & CAPFLEET_V4L2_CAP_TIMEPERFRAME != 0
+        else { return }
         let interval = Self.interval(for: framesPerSecond)
         parameters.parm.capture.timeperframe = v4l2_fract(numerator: interval.numerator, denominator: interval.denominator)
         do throws(V4L2Error) {

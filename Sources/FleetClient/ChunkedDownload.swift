@@ -12,8 +12,10 @@ enum ChunkedDownload {
     /// Creates (or empties) `path`, then asks `fetch` for the chunk at each offset and appends
     /// it, until a chunk comes back empty or the whole file is there. Returns the bytes written.
     /// `advanced` hears the offset after every chunk. The file is closed whatever happens.
-    static func write(to path: String, cannotCreateHint: String, fetch: (_ offset: UInt64) throws -> Chunk,
-                      advanced: (UInt64) -> Void) throws -> UInt64 {
+    static func write(
+        to path: String, cannotCreateHint: String, fetch: (_ offset: UInt64) throws -> Chunk,
+        advanced: (UInt64) -> Void
+    ) throws -> UInt64 {
         guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
             throw TransferError.cannotCreate(path: path, hint: cannotCreateHint)
         }

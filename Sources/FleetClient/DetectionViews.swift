@@ -42,7 +42,7 @@ public enum DetectionViews {
 
         enum CodingKeys: String, CodingKey {
             case deviceId = "device_id", nodeId = "node_id", sequence, captureLocalNs = "capture_local_ns", fleetTimeNs = "fleet_time_ns",
-                 width, height, objects, skippedFrames = "skipped_frames", examinedFrames = "examined_frames"
+                width, height, objects, skippedFrames = "skipped_frames", examinedFrames = "examined_frames"
         }
 
         public init(_ report: Capfleet_V1_DetectionReport) {
@@ -59,7 +59,8 @@ public enum DetectionViews {
                 let bounds = [object.bounds.x, object.bounds.y, object.bounds.width, object.bounds.height]
                 return object.kind == .face
                     ? Object(kind: "face", bounds: bounds, faceId: object.faceID)
-                    : Object(kind: "code", symbology: object.symbology, value: object.value, corners: object.corners.map { [$0.x, $0.y] }, bounds: bounds)
+                    : Object(
+                        kind: "code", symbology: object.symbology, value: object.value, corners: object.corners.map { [$0.x, $0.y] }, bounds: bounds)
             }
         }
     }
@@ -68,7 +69,9 @@ public enum DetectionViews {
         var what: [String] = []
         if !settings.codes.isEmpty { what.append("codes (\(settings.codes.map(\.rawValue).joined(separator: ", ")))") }
         if settings.faces { what.append("faces") }
-        let region = settings.region == .whole ? "the whole frame"
+        let region =
+            settings.region == .whole
+            ? "the whole frame"
             : String(format: "the region %.2f,%.2f %.2fx%.2f", settings.region.x, settings.region.y, settings.region.width, settings.region.height)
         return what.joined(separator: " and ") + " in \(region), at most \(VideoFormat.trim(settings.framesPerSecond)) frames a second"
     }
@@ -81,6 +84,7 @@ public enum DetectionViews {
             return object.kind == .face ? "face #\(object.faceID) \(at)" : "\(object.symbology) \"\(object.value)\" \(at)"
         }
         let skipped = report.skippedFrames > 0 ? "  (\(report.skippedFrames) due frames skipped: detection was busy)" : ""
-        return "\(report.deviceID) frame \(report.sequence) @ \(when)  " + (objects.isEmpty ? "nothing in view" : objects.joined(separator: " · ")) + skipped
+        return "\(report.deviceID) frame \(report.sequence) @ \(when)  " + (objects.isEmpty ? "nothing in view" : objects.joined(separator: " · "))
+            + skipped
     }
 }

@@ -20,13 +20,19 @@ public enum EnrollmentViews {
 
     public static func table(_ tokens: [Capfleet_V1_EnrollmentTokenInfo], all: Bool, now: Date = Date()) -> String {
         guard !tokens.isEmpty else {
-            return all ? "no enrollment tokens yet: make one with capfleet enroll" : "no token admits more agents (capfleet enroll list --all shows every token)"
+            return all
+                ? "no enrollment tokens yet: make one with capfleet enroll"
+                : "no token admits more agents (capfleet enroll list --all shows every token)"
         }
-        return FleetTables.table(["TOKEN", "NAMES", "USED", "REMAINING", "STATE", "EXPIRES", "CREATED BY", "NODES"], tokens.map { info in
-            [String(info.tokenKey.prefix(8)) + "…", names(info), "\(info.used)/\(info.uses)", String(info.remaining), state(info.state),
-             expiry(info.expiresUnixMs, now: now), info.createdBy,
-             info.enrollments.isEmpty ? "-" : info.enrollments.map(\.nodeName).joined(separator: ",")]
-        })
+        return FleetTables.table(
+            ["TOKEN", "NAMES", "USED", "REMAINING", "STATE", "EXPIRES", "CREATED BY", "NODES"],
+            tokens.map { info in
+                [
+                    String(info.tokenKey.prefix(8)) + "…", names(info), "\(info.used)/\(info.uses)", String(info.remaining), state(info.state),
+                    expiry(info.expiresUnixMs, now: now), info.createdBy,
+                    info.enrollments.isEmpty ? "-" : info.enrollments.map(\.nodeName).joined(separator: ","),
+                ]
+            })
     }
 
     /// "in 42m", "in 3h", "5m ago".
@@ -60,8 +66,8 @@ public enum EnrollmentViews {
 
         enum CodingKeys: String, CodingKey {
             case tokenKey = "token_key", name, namePrefix = "name_prefix", state, createdBy = "created_by",
-                 revokedBy = "revoked_by", uses, used, remaining, createdUnixMs = "created_unix_ms",
-                 expiresUnixMs = "expires_unix_ms", revokedUnixMs = "revoked_unix_ms", enrollments
+                revokedBy = "revoked_by", uses, used, remaining, createdUnixMs = "created_unix_ms",
+                expiresUnixMs = "expires_unix_ms", revokedUnixMs = "revoked_unix_ms", enrollments
         }
     }
 

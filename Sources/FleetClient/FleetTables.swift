@@ -42,40 +42,52 @@ public enum FleetTables {
 
     public static func nodes(_ nodes: [Capfleet_V1_NodeInfo], now: Date = Date()) -> String {
         guard !nodes.isEmpty else { return "no nodes have registered yet: start an agent with `capfleet agent`" }
-        return table(["NODE", "NAME", "HOST", "STATE", "DEVICES", "VERSION", "LAST SEEN", "ADDRESS"], nodes.map { node in
-            [node.nodeID, node.name, node.hostname, node.revoked ? "revoked" : node.online ? "online" : "offline", String(node.deviceCount),
-             node.softwareVersion, age(node.lastSeenUnixMs, now: now), node.address]
-        })
+        return table(
+            ["NODE", "NAME", "HOST", "STATE", "DEVICES", "VERSION", "LAST SEEN", "ADDRESS"],
+            nodes.map { node in
+                [
+                    node.nodeID, node.name, node.hostname, node.revoked ? "revoked" : node.online ? "online" : "offline", String(node.deviceCount),
+                    node.softwareVersion, age(node.lastSeenUnixMs, now: now), node.address,
+                ]
+            })
     }
 
     /// Each node's clock against fleet time (proto-docs/clock.md).
     public static func clocks(_ nodes: [Capfleet_V1_NodeInfo], now: Date = Date()) -> String {
         guard !nodes.isEmpty else { return "no nodes have registered yet: start an agent with `capfleet agent`" }
-        return table(["NODE", "NAME", "CLOCK", "WALL CLOCK", "DRIFT", "UNCERTAINTY", "ROUND TRIP", "REPORTED"], nodes.map { node in
-            guard node.hasClock, node.clock.sync != .unspecified else {
-                return [node.nodeID, node.name, node.online ? "not reported" : "offline", "-", "-", "-", "-", "-"]
-            }
-            let clock = node.clock
-            let sync = clock.sync.name ?? "unsynchronised"
-            let known = clock.sync != .unsynchronised
-            return [node.nodeID, node.name, node.online ? sync : "offline (was \(sync))",
+        return table(
+            ["NODE", "NAME", "CLOCK", "WALL CLOCK", "DRIFT", "UNCERTAINTY", "ROUND TRIP", "REPORTED"],
+            nodes.map { node in
+                guard node.hasClock, node.clock.sync != .unspecified else {
+                    return [node.nodeID, node.name, node.online ? "not reported" : "offline", "-", "-", "-", "-", "-"]
+                }
+                let clock = node.clock
+                let sync = clock.sync.name ?? "unsynchronised"
+                let known = clock.sync != .unsynchronised
+                return [
+                    node.nodeID, node.name, node.online ? sync : "offline (was \(sync))",
                     known ? signedDuration(clock.wallClockOffsetNs) : "-",
                     known ? String(format: "%+.2f ppm", clock.driftPpm) : "-",
                     known ? "±" + duration(Double(clock.uncertaintyNs)) : "-",
                     known ? duration(Double(clock.roundTripNs)) : "-",
-                    age(clock.reportedUnixMs, now: now)]
-        })
+                    age(clock.reportedUnixMs, now: now),
+                ]
+            })
     }
 
     public static func syncCheck(_ result: Capfleet_V1_SyncCheckResult) -> String {
         let rows = result.entries.map { entry -> [String] in
             guard entry.hasFrame else { return [entry.deviceID, entry.nodeID, "-", "-", "-", entry.status.reason] }
             let frame = entry.frame
-            return [entry.deviceID, entry.nodeID, String(frame.sequence), "+" + duration(Double(frame.fleetTimeNs &- result.atFleetTimeNs)),
-                    "±" + duration(Double(frame.uncertaintyNs)), VideoFormat.trim(frame.frameRate) + " fps"]
+            return [
+                entry.deviceID, entry.nodeID, String(frame.sequence), "+" + duration(Double(frame.fleetTimeNs &- result.atFleetTimeNs)),
+                "±" + duration(Double(frame.uncertaintyNs)), VideoFormat.trim(frame.frameRate) + " fps",
+            ]
         }
         let answered = result.entries.filter(\.hasFrame).count
-        let summary = answered < 2 ? "\(answered) of \(result.entries.count) devices answered: no spread to show"
+        let summary =
+            answered < 2
+            ? "\(answered) of \(result.entries.count) devices answered: no spread to show"
             : "spread \(duration(Double(result.spreadNs))) across \(answered) devices (clock error bound up to ±\(duration(Double(result.uncertaintyNs))))"
         return "first frames at or after fleet time \(result.atFleetTimeNs):\n"
             + table(["DEVICE", "NODE", "FRAME", "AFTER", "UNCERTAINTY", "RATE / ERROR"], rows) + "\n" + summary
@@ -98,23 +110,30 @@ public enum FleetTables {
 
     public static func operators(_ operators: [Capfleet_V1_OperatorInfo], now: Date = Date()) -> String {
         guard !operators.isEmpty else { return "no operators" }
-        return table(["NAME", "ROLE", "KEY", "ADDED BY", "ADDED"], operators.map { info in
-            [info.name, OperatorRole(wire: info.role)?.rawValue ?? "none", String(info.publicKey.prefix(8)) + "…", info.addedBy,
-             age(info.addedUnixMs, now: now)]
-        })
+        return table(
+            ["NAME", "ROLE", "KEY", "ADDED BY", "ADDED"],
+            operators.map { info in
+                [
+                    info.name, OperatorRole(wire: info.role)?.rawValue ?? "none", String(info.publicKey.prefix(8)) + "…", info.addedBy,
+                    age(info.addedUnixMs, now: now),
+                ]
+            })
     }
 
     public static func devices(_ devices: [Capfleet_V1_DeviceInfo]) -> String {
         guard !devices.isEmpty else { return "no devices: no node has registered a camera yet" }
-        return table(["DEVICE", "NODE", "NAME", "KIND", "STATE", "CONSENT", "REC", "ACTIVE FORMAT", "FPS", "FORMATS", "ALIGN", "LOCKED BY"],
-                     devices.map { device in
-            [device.deviceID, device.nodeID, device.name, (SourceKind(wire: device.kind) ?? .v4l2).rawValue,
-             state(online: device.online, interruption: device.interruption), consent(device),
-             device.recording ? "yes" : "-", VideoFormat(wire: device.activeFormat).label,
-             VideoFormat.trim(device.activeFrameRate), String(device.formatCount),
-             device.hasAlignment ? alignment(device.alignment) : "-",
-             device.leaseHolder.isEmpty ? "-" : device.leaseHolder]
-        })
+        return table(
+            ["DEVICE", "NODE", "NAME", "KIND", "STATE", "CONSENT", "REC", "ACTIVE FORMAT", "FPS", "FORMATS", "ALIGN", "LOCKED BY"],
+            devices.map { device in
+                [
+                    device.deviceID, device.nodeID, device.name, (SourceKind(wire: device.kind) ?? .v4l2).rawValue,
+                    state(online: device.online, interruption: device.interruption), consent(device),
+                    device.recording ? "yes" : "-", VideoFormat(wire: device.activeFormat).label,
+                    VideoFormat.trim(device.activeFrameRate), String(device.formatCount),
+                    device.hasAlignment ? alignment(device.alignment) : "-",
+                    device.leaseHolder.isEmpty ? "-" : device.leaseHolder,
+                ]
+            })
     }
 
     /// "aligned +3.1 µs", "aligning -2.40 ms", "unaligned +4.20 ms" (the latest frame's
@@ -133,24 +152,32 @@ public enum FleetTables {
 
     public static func consentHistory(_ records: [Capfleet_V1_ConsentRecord]) -> String {
         guard !records.isEmpty else { return "no consent changes: the device is not determined (it sends black frames)" }
-        return table(["WHEN", "WHO", "ACTION", "FROM", "TO", "REASON"], records.map { record in
-            [Date(timeIntervalSince1970: Double(record.unixMs) / 1000).formatted(.iso8601), record.actor,
-             ConsentAction(wire: record.action)?.rawValue ?? "?", (ConsentState(wire: record.fromState) ?? .notDetermined).rawValue,
-             (ConsentState(wire: record.toState) ?? .notDetermined).rawValue, record.reason]
-        })
+        return table(
+            ["WHEN", "WHO", "ACTION", "FROM", "TO", "REASON"],
+            records.map { record in
+                [
+                    Date(timeIntervalSince1970: Double(record.unixMs) / 1000).formatted(.iso8601), record.actor,
+                    ConsentAction(wire: record.action)?.rawValue ?? "?", (ConsentState(wire: record.fromState) ?? .notDetermined).rawValue,
+                    (ConsentState(wire: record.toState) ?? .notDetermined).rawValue, record.reason,
+                ]
+            })
     }
 
     public static func formats(_ formats: [Capfleet_V1_VideoFormat]) -> String {
-        table(["#", "PIXEL", "SIZE", "FRAME RATES", "FOV", "MAX ZOOM", "UPSCALES ABOVE", "BINNED", "BITS"],
-              formats.enumerated().map { index, wire in
-                  let format = VideoFormat(wire: wire)
-                  return [String(index), format.pixelFormat.fourCC, "\(format.width)x\(format.height)",
-                          format.frameRateRanges.map { "\(VideoFormat.trim($0.minFramesPerSecond))-\(VideoFormat.trim($0.maxFramesPerSecond))" }.joined(separator: ","),
-                          format.fieldOfViewDegrees.map { "\(VideoFormat.trim($0))°" } ?? "-",
-                          "\(VideoFormat.trim(format.maxZoomFactor))x",
-                          format.upscaleThresholdZoomFactor.map { "\(VideoFormat.trim($0))x" } ?? "-",
-                          format.isBinned ? "yes" : "no", String(format.bitDepth)]
-              })
+        table(
+            ["#", "PIXEL", "SIZE", "FRAME RATES", "FOV", "MAX ZOOM", "UPSCALES ABOVE", "BINNED", "BITS"],
+            formats.enumerated().map { index, wire in
+                let format = VideoFormat(wire: wire)
+                return [
+                    String(index), format.pixelFormat.fourCC, "\(format.width)x\(format.height)",
+                    format.frameRateRanges.map { "\(VideoFormat.trim($0.minFramesPerSecond))-\(VideoFormat.trim($0.maxFramesPerSecond))" }.joined(
+                        separator: ","),
+                    format.fieldOfViewDegrees.map { "\(VideoFormat.trim($0))°" } ?? "-",
+                    "\(VideoFormat.trim(format.maxZoomFactor))x",
+                    format.upscaleThresholdZoomFactor.map { "\(VideoFormat.trim($0))x" } ?? "-",
+                    format.isBinned ? "yes" : "no", String(format.bitDepth),
+                ]
+            })
     }
 
     /// The live view: one line per device.
@@ -158,16 +185,20 @@ public enum FleetTables {
     /// attention with `!` and lists why under the table.
     public static func watch(_ statuses: [Capfleet_V1_DeviceStatus], trouble: [String: [String]] = [:], now: Date = Date()) -> String {
         guard !statuses.isEmpty else { return "no devices yet" }
-        let rows = table(["", "DEVICE", "NODE", "STATE", "FORMAT", "FPS", "MB/S", "FRAMES", "LATE", "NO-BUF", "GAPS", "ENC-LATE", "LAST FRAME"],
-                     statuses.map { status in
-                         [(trouble[status.deviceID] ?? []).isEmpty ? " " : "!", status.deviceID, status.nodeID,
-                          status.interruption.reason != .none ? state(online: status.online, interruption: status.interruption)
-                              : status.streaming ? "streaming" : (status.online ? "idle" : "offline"),
-                          status.width > 0 ? "\(status.width)x\(status.height) \(status.pixelFormat)" : "-",
-                          String(format: "%.1f", status.framesPerSecond), String(format: "%.2f", status.bytesPerSecond / 1e6),
-                          String(framesCounted(status)), String(status.drops.late), String(status.drops.outOfBuffers),
-                          String(status.drops.discontinuity), String(status.drops.encoderLate), age(status.lastFrameUnixMs, now: now)]
-                     })
+        let rows = table(
+            ["", "DEVICE", "NODE", "STATE", "FORMAT", "FPS", "MB/S", "FRAMES", "LATE", "NO-BUF", "GAPS", "ENC-LATE", "LAST FRAME"],
+            statuses.map { status in
+                [
+                    (trouble[status.deviceID] ?? []).isEmpty ? " " : "!", status.deviceID, status.nodeID,
+                    status.interruption.reason != .none
+                        ? state(online: status.online, interruption: status.interruption)
+                        : status.streaming ? "streaming" : (status.online ? "idle" : "offline"),
+                    status.width > 0 ? "\(status.width)x\(status.height) \(status.pixelFormat)" : "-",
+                    String(format: "%.1f", status.framesPerSecond), String(format: "%.2f", status.bytesPerSecond / 1e6),
+                    String(framesCounted(status)), String(status.drops.late), String(status.drops.outOfBuffers),
+                    String(status.drops.discontinuity), String(status.drops.encoderLate), age(status.lastFrameUnixMs, now: now),
+                ]
+            })
         let notes = statuses.compactMap { status -> String? in
             guard let reasons = trouble[status.deviceID], !reasons.isEmpty else { return nil }
             return "! \(status.deviceID): " + reasons.joined(separator: "; ")
@@ -183,20 +214,23 @@ public enum FleetTables {
 
     /// Each device's trouble, judged from this refresh, the previous one (for new drops)
     /// and its node's pressure level.
-    public static func trouble(_ statuses: [Capfleet_V1_DeviceStatus], previous: [Capfleet_V1_DeviceStatus]?,
-                               nodes: [Capfleet_V1_NodeStatus], now: Date = Date()) -> [String: [String]] {
+    public static func trouble(
+        _ statuses: [Capfleet_V1_DeviceStatus], previous: [Capfleet_V1_DeviceStatus]?,
+        nodes: [Capfleet_V1_NodeStatus], now: Date = Date()
+    ) -> [String: [String]] {
         let before = Dictionary((previous ?? []).map { ($0.deviceID, $0) }, uniquingKeysWith: { $1 })
         let pressure = Dictionary(nodes.map { ($0.nodeID, PressureLevel(wire: $0.pressureLevel)) }, uniquingKeysWith: { $1 })
         let nowMs = Int64(now.timeIntervalSince1970 * 1000)
         var result: [String: [String]] = [:]
         for status in statuses {
-            result[status.deviceID] = DeviceTrouble.reasons(.init(
-                online: status.online, streaming: status.streaming, interruption: InterruptionReason(wire: status.interruption.reason),
-                drops: DropTally(wire: status.drops), previousDrops: before[status.deviceID].map { DropTally(wire: $0.drops) },
-                framesPerSecond: status.framesPerSecond, activeFrameRate: status.activeFrameRate,
-                previousRates: before[status.deviceID].map { ($0.framesPerSecond, $0.activeFrameRate) },
-                lastFrameAgeMilliseconds: status.lastFrameUnixMs > 0 ? nowMs - status.lastFrameUnixMs : nil,
-                nodePressure: pressure[status.nodeID] ?? nil))
+            result[status.deviceID] = DeviceTrouble.reasons(
+                .init(
+                    online: status.online, streaming: status.streaming, interruption: InterruptionReason(wire: status.interruption.reason),
+                    drops: DropTally(wire: status.drops), previousDrops: before[status.deviceID].map { DropTally(wire: $0.drops) },
+                    framesPerSecond: status.framesPerSecond, activeFrameRate: status.activeFrameRate,
+                    previousRates: before[status.deviceID].map { ($0.framesPerSecond, $0.activeFrameRate) },
+                    lastFrameAgeMilliseconds: status.lastFrameUnixMs > 0 ? nowMs - status.lastFrameUnixMs : nil,
+                    nodePressure: pressure[status.nodeID] ?? nil))
         }
         return result
     }
@@ -223,44 +257,65 @@ public enum FleetTables {
             "node       \(info.nodeID)\(description.devicePath.map { "  at \($0)" } ?? "")",
             "state      \(state(online: info.online, interruption: info.interruption))",
             "format     \(VideoFormat(wire: info.activeFormat).label) running at \(VideoFormat.trim(info.activeFrameRate)) fps"
-                + (info.activeMinFrameRate > 0 && info.activeMinFrameRate < info.activeFrameRate ? " (may slow to \(VideoFormat.trim(info.activeMinFrameRate)))" : ""),
+                + (info.activeMinFrameRate > 0 && info.activeMinFrameRate < info.activeFrameRate
+                    ? " (may slow to \(VideoFormat.trim(info.activeMinFrameRate)))" : ""),
             "zoom       \(VideoFormat.trim(info.zoomFactor > 0 ? info.zoomFactor : 1))x",
             "focus      \(description.focus.summary)" + (info.hasFocus ? "; now \(FocusState(wire: info.focus).mode.rawValue)" : ""),
-            "crop       " + (description.crop.map { "bounds \($0.bounds.width)x\($0.bounds.height) at \($0.bounds.left),\($0.bounds.top)" } ?? "not supported"),
-            "recovery   " + (info.hasDropRecovery && info.dropRecovery.enabled
-                ? "drop recovery on, down to \(VideoFormat.trim(info.dropRecovery.minimumFps)) fps" : "drop recovery off"),
-            "pressure   " + (info.hasPressurePolicy && info.pressurePolicy.enabled
-                ? "policy " + PressurePolicy(wire: info.pressurePolicy).summary + (info.pressurePolicy.active ? " (in force now)" : "")
-                : "no pressure policy"),
+            "crop       "
+                + (description.crop.map { "bounds \($0.bounds.width)x\($0.bounds.height) at \($0.bounds.left),\($0.bounds.top)" } ?? "not supported"),
+            "recovery   "
+                + (info.hasDropRecovery && info.dropRecovery.enabled
+                    ? "drop recovery on, down to \(VideoFormat.trim(info.dropRecovery.minimumFps)) fps" : "drop recovery off"),
+            "pressure   "
+                + (info.hasPressurePolicy && info.pressurePolicy.enabled
+                    ? "policy " + PressurePolicy(wire: info.pressurePolicy).summary + (info.pressurePolicy.active ? " (in force now)" : "")
+                    : "no pressure policy"),
         ]
-        lines.append("live       " + (info.liveConsumers.isEmpty
-            ? "full-rate frames stay on the host (nobody is watching)"
-            : "wanted by \(info.liveConsumers.joined(separator: ", ")); " + (info.liveFlow ? "flowing to the coordinator" : "asked of the agent")))
+        lines.append(
+            "live       "
+                + (info.liveConsumers.isEmpty
+                    ? "full-rate frames stay on the host (nobody is watching)"
+                    : "wanted by \(info.liveConsumers.joined(separator: ", ")); "
+                        + (info.liveFlow ? "flowing to the coordinator" : "asked of the agent")))
         let encoders = info.encoders.compactMap(HostEncoder.init(wire:))
-        lines.append("encoders   " + (encoders.isEmpty ? "none listed (an agent before 1.4 records raw only)"
-            : VideoCodec.allCases.compactMap { codec in
-                let mine = encoders.filter { $0.codec == codec }
-                return mine.isEmpty ? nil : "\(codec.rawValue): " + mine.map(\.summary).joined(separator: ", then ")
-            }.joined(separator: "; ")))
+        lines.append(
+            "encoders   "
+                + (encoders.isEmpty
+                    ? "none listed (an agent before 1.4 records raw only)"
+                    : VideoCodec.allCases.compactMap { codec in
+                        let mine = encoders.filter { $0.codec == codec }
+                        return mine.isEmpty ? nil : "\(codec.rawValue): " + mine.map(\.summary).joined(separator: ", then ")
+                    }.joined(separator: "; ")))
         if info.hasAlignment { lines.append("alignment  " + alignmentSummary(info.alignment)) }
-        if let near = description.focus.minimumFocusDistanceMillimetres { lines.append("lens       focuses from \(VideoFormat.trim(near)) mm (the device says)") }
-        if info.hasOptics {
-            lines.append("optics     \(DeviceOptics(wire: info.optics).summary)" + (info.optics.changedBy.isEmpty ? "" : " (recorded by \(info.optics.changedBy))"))
+        if let near = description.focus.minimumFocusDistanceMillimetres {
+            lines.append("lens       focuses from \(VideoFormat.trim(near)) mm (the device says)")
         }
-        if info.hasDetection, let settings = try? DetectionSettings(wire: info.detection) { lines.append("detection  " + DetectionViews.summary(settings)) }
+        if info.hasOptics {
+            lines.append(
+                "optics     \(DeviceOptics(wire: info.optics).summary)"
+                    + (info.optics.changedBy.isEmpty ? "" : " (recorded by \(info.optics.changedBy))"))
+        }
+        if info.hasDetection, let settings = try? DetectionSettings(wire: info.detection) {
+            lines.append("detection  " + DetectionViews.summary(settings))
+        }
         if let interruption = Interruption(wire: info.interruption) { lines.append("why        \(interruption.message)") }
         lines.append("")
         if description.controls.isEmpty {
             lines.append("no controls")
         } else {
-            lines.append(table(["CONTROL", "TYPE", "MIN", "MAX", "STEP", "DEFAULT", "VALUE", "FLAGS"], description.controls.map { control in
-                let menu = control.menu.isEmpty ? "" : " {" + control.menu.map { "\($0.value)=\($0.name)" }.joined(separator: ", ") + "}"
-                var flags = [String]()
-                if control.isReadOnly { flags.append("read-only") }
-                if control.isInactive { flags.append("inactive") }
-                return [control.key, control.kind.rawValue, String(control.minimum), String(control.maximum), String(control.step),
-                        String(control.defaultValue), (control.value.map(String.init) ?? "-") + menu, flags.joined(separator: ",")]
-            }))
+            lines.append(
+                table(
+                    ["CONTROL", "TYPE", "MIN", "MAX", "STEP", "DEFAULT", "VALUE", "FLAGS"],
+                    description.controls.map { control in
+                        let menu = control.menu.isEmpty ? "" : " {" + control.menu.map { "\($0.value)=\($0.name)" }.joined(separator: ", ") + "}"
+                        var flags = [String]()
+                        if control.isReadOnly { flags.append("read-only") }
+                        if control.isInactive { flags.append("inactive") }
+                        return [
+                            control.key, control.kind.rawValue, String(control.minimum), String(control.maximum), String(control.step),
+                            String(control.defaultValue), (control.value.map(String.init) ?? "-") + menu, flags.joined(separator: ","),
+                        ]
+                    }))
         }
         return lines.joined(separator: "\n")
     }
@@ -279,19 +334,25 @@ public enum FleetTables {
     /// Each node's pressure: level, contributing factors, and the readings behind them.
     public static func pressure(_ nodes: [Capfleet_V1_NodeStatus], reports: [Capfleet_V1_PressureReport]) -> String {
         guard !nodes.isEmpty else { return "no nodes" }
-        return table(["NODE", "NAME", "PRESSURE", "FACTORS", "CPU%", "MEM%", "IO%", "HOTTEST", "DISK FREE"], nodes.map { node in
-            let report = reports.first { $0.nodeID == node.nodeID }
-            let level = PressureLevel(wire: node.pressureLevel)
-            let shown = level.map { $0 >= .serious ? $0.description.uppercased() : $0.description } ?? (node.online ? "-" : "offline")
-            func percent(_ has: Bool, _ value: Double) -> String { has ? String(format: "%.1f", value) : "-" }
-            return [node.nodeID, node.name, shown,
-                    node.pressureFactors.isEmpty ? "-" : node.pressureFactors.map { "\($0.factor) \(PressureLevel(wire: $0.level)?.description ?? "?")" }.joined(separator: ", "),
+        return table(
+            ["NODE", "NAME", "PRESSURE", "FACTORS", "CPU%", "MEM%", "IO%", "HOTTEST", "DISK FREE"],
+            nodes.map { node in
+                let report = reports.first { $0.nodeID == node.nodeID }
+                let level = PressureLevel(wire: node.pressureLevel)
+                let shown = level.map { $0 >= .serious ? $0.description.uppercased() : $0.description } ?? (node.online ? "-" : "offline")
+                func percent(_ has: Bool, _ value: Double) -> String { has ? String(format: "%.1f", value) : "-" }
+                return [
+                    node.nodeID, node.name, shown,
+                    node.pressureFactors.isEmpty
+                        ? "-"
+                        : node.pressureFactors.map { "\($0.factor) \(PressureLevel(wire: $0.level)?.description ?? "?")" }.joined(separator: ", "),
                     percent(report?.hasCpuStallPercent ?? false, report?.cpuStallPercent ?? 0),
                     percent(report?.hasMemoryStallPercent ?? false, report?.memoryStallPercent ?? 0),
                     percent(report?.hasIoStallPercent ?? false, report?.ioStallPercent ?? 0),
                     report?.hasHottestCelsius == true ? String(format: "%.0f°C %@", report!.hottestCelsius, report!.hottestZone) : "-",
-                    report?.hasLowestDiskFree == true ? String(format: "%.0f%%", report!.lowestDiskFree * 100) : "-"]
-        })
+                    report?.hasLowestDiskFree == true ? String(format: "%.0f%%", report!.lowestDiskFree * 100) : "-",
+                ]
+            })
     }
 
     /// A wall-clock time of day for humans, e.g. `14:05:09`.

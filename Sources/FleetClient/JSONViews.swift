@@ -18,7 +18,7 @@ public enum JSONViews {
 
         enum CodingKeys: String, CodingKey {
             case nodeId = "node_id", name, hostname, softwareVersion = "software_version", address, online, revoked,
-                 deviceCount = "device_count", firstSeenUnixMs = "first_seen_unix_ms", lastSeenUnixMs = "last_seen_unix_ms"
+                deviceCount = "device_count", firstSeenUnixMs = "first_seen_unix_ms", lastSeenUnixMs = "last_seen_unix_ms"
         }
     }
 
@@ -46,8 +46,8 @@ public enum JSONViews {
 
         enum CodingKeys: String, CodingKey {
             case nodeId = "node_id", name, online, sync, offsetNs = "offset_ns", wallClockOffsetNs = "wall_clock_offset_ns",
-                 driftPpm = "drift_ppm", uncertaintyNs = "uncertainty_ns", roundTripNs = "round_trip_ns",
-                 coordinatorId = "coordinator_id", reportedUnixMs = "reported_unix_ms"
+                driftPpm = "drift_ppm", uncertaintyNs = "uncertainty_ns", roundTripNs = "round_trip_ns",
+                coordinatorId = "coordinator_id", reportedUnixMs = "reported_unix_ms"
         }
     }
 
@@ -64,7 +64,7 @@ public enum JSONViews {
 
             enum CodingKeys: String, CodingKey {
                 case deviceId = "device_id", nodeId = "node_id", ok, error, sequence, fleetTimeNs = "fleet_time_ns",
-                     uncertaintyNs = "uncertainty_ns", afterNs = "after_ns", frameRate = "frame_rate"
+                    uncertaintyNs = "uncertainty_ns", afterNs = "after_ns", frameRate = "frame_rate"
             }
         }
         var atFleetTimeNs, spreadNs, uncertaintyNs: UInt64
@@ -74,10 +74,11 @@ public enum JSONViews {
             atFleetTimeNs = result.atFleetTimeNs; spreadNs = result.spreadNs; uncertaintyNs = result.uncertaintyNs
             entries = result.entries.map { entry in
                 let frame = entry.hasFrame ? entry.frame : nil
-                return Entry(deviceId: entry.deviceID, nodeId: entry.nodeID, ok: frame != nil,
-                             error: frame == nil ? entry.status.reason : nil, sequence: frame?.sequence, fleetTimeNs: frame?.fleetTimeNs,
-                             uncertaintyNs: frame?.uncertaintyNs, afterNs: frame.map { $0.fleetTimeNs &- result.atFleetTimeNs },
-                             frameRate: frame?.frameRate)
+                return Entry(
+                    deviceId: entry.deviceID, nodeId: entry.nodeID, ok: frame != nil,
+                    error: frame == nil ? entry.status.reason : nil, sequence: frame?.sequence, fleetTimeNs: frame?.fleetTimeNs,
+                    uncertaintyNs: frame?.uncertaintyNs, afterNs: frame.map { $0.fleetTimeNs &- result.atFleetTimeNs },
+                    frameRate: frame?.frameRate)
             }
         }
 
@@ -152,8 +153,8 @@ public enum JSONViews {
         // Unknown optics are written as null rather than left out.
         enum CodingKeys: String, CodingKey {
             case pixelFormat = "pixel_format", width, height, frameRateRanges = "frame_rate_ranges",
-                 fieldOfViewDegrees = "field_of_view_degrees", maxZoomFactor = "max_zoom_factor",
-                 upscaleThresholdZoomFactor = "upscale_threshold_zoom_factor", binned, bitDepth = "bit_depth"
+                fieldOfViewDegrees = "field_of_view_degrees", maxZoomFactor = "max_zoom_factor",
+                upscaleThresholdZoomFactor = "upscale_threshold_zoom_factor", binned, bitDepth = "bit_depth"
         }
 
         public func encode(to encoder: any Encoder) throws {
@@ -164,11 +165,17 @@ public enum JSONViews {
             try container.encode(frameRateRanges, forKey: .frameRateRanges)
             // Unwrapped here: an Optional goes through the encoder's generic path, several type
             // checks per value, and a fleet's listing holds thousands of formats.
-            if let fieldOfViewDegrees { try container.encode(fieldOfViewDegrees, forKey: .fieldOfViewDegrees) }
-            else { try container.encodeNil(forKey: .fieldOfViewDegrees) }
+            if let fieldOfViewDegrees {
+                try container.encode(fieldOfViewDegrees, forKey: .fieldOfViewDegrees)
+            } else {
+                try container.encodeNil(forKey: .fieldOfViewDegrees)
+            }
             try container.encode(maxZoomFactor, forKey: .maxZoomFactor)
-            if let upscaleThresholdZoomFactor { try container.encode(upscaleThresholdZoomFactor, forKey: .upscaleThresholdZoomFactor) }
-            else { try container.encodeNil(forKey: .upscaleThresholdZoomFactor) }
+            if let upscaleThresholdZoomFactor {
+                try container.encode(upscaleThresholdZoomFactor, forKey: .upscaleThresholdZoomFactor)
+            } else {
+                try container.encodeNil(forKey: .upscaleThresholdZoomFactor)
+            }
             try container.encode(binned, forKey: .binned)
             try container.encode(bitDepth, forKey: .bitDepth)
         }
@@ -224,12 +231,12 @@ public enum JSONViews {
 
         enum CodingKeys: String, CodingKey {
             case deviceId = "device_id", nodeId = "node_id", name, driver, kind, online, activeFormat = "active_format",
-                 activeFrameRate = "active_frame_rate", formatCount = "format_count",
-                 activeMinFrameRate = "active_min_frame_rate", leaseHolder = "lease_holder",
-                 leaseExpiresUnixMs = "lease_expires_unix_ms", interruption, zoomFactor = "zoom_factor", focus,
-                 dropRecovery = "drop_recovery", pressurePolicy = "pressure_policy", consent, consentReason = "consent_reason",
-                 recording, realFrames = "real_frames", liveConsumers = "live_consumers", liveFlow = "live_flow", alignment,
-                 formats
+                activeFrameRate = "active_frame_rate", formatCount = "format_count",
+                activeMinFrameRate = "active_min_frame_rate", leaseHolder = "lease_holder",
+                leaseExpiresUnixMs = "lease_expires_unix_ms", interruption, zoomFactor = "zoom_factor", focus,
+                dropRecovery = "drop_recovery", pressurePolicy = "pressure_policy", consent, consentReason = "consent_reason",
+                recording, realFrames = "real_frames", liveConsumers = "live_consumers", liveFlow = "live_flow", alignment,
+                formats
         }
     }
 
@@ -338,7 +345,7 @@ public enum JSONViews {
 
         enum CodingKeys: String, CodingKey {
             case id, key, name, type, minimum, maximum, defaultValue = "default_value", step, value, menu,
-                 readOnly = "read_only", inactive
+                readOnly = "read_only", inactive
         }
     }
 
@@ -362,17 +369,20 @@ public enum JSONViews {
             identitySource = description.identitySource
             controls = description.controls.map(Control.init)
             cropBounds = description.crop.map { [$0.bounds.left, $0.bounds.top, $0.bounds.width, $0.bounds.height] }
-            cropDefault = description.crop.map { [$0.defaultRectangle.left, $0.defaultRectangle.top, $0.defaultRectangle.width, $0.defaultRectangle.height] }
+            cropDefault = description.crop.map {
+                [$0.defaultRectangle.left, $0.defaultRectangle.top, $0.defaultRectangle.width, $0.defaultRectangle.height]
+            }
             focusCapabilities = description.focus.isSupported ? description.focus.summary.components(separatedBy: "; ") : []
             minimumFocusDistanceMm = description.focus.minimumFocusDistanceMillimetres
             optics = info.hasOptics ? ScanSetupViews.Optics(device: info.deviceID, info.optics) : nil
-            detection = info.hasDetection ? (try? DetectionSettings(wire: info.detection)).map { DetectionViews.Settings(device: info.deviceID, $0) } : nil
+            detection =
+                info.hasDetection ? (try? DetectionSettings(wire: info.detection)).map { DetectionViews.Settings(device: info.deviceID, $0) } : nil
         }
 
         enum CodingKeys: String, CodingKey {
             case device, devicePath = "device_path", identitySource = "identity_source", controls, cropBounds = "crop_bounds",
-                 cropDefault = "crop_default", focusCapabilities = "focus_capabilities", minimumFocusDistanceMm = "minimum_focus_distance_mm",
-                 optics, detection
+                cropDefault = "crop_default", focusCapabilities = "focus_capabilities", minimumFocusDistanceMm = "minimum_focus_distance_mm",
+                optics, detection
         }
     }
 
@@ -389,7 +399,9 @@ public enum JSONViews {
         public init(_ node: Capfleet_V1_NodeStatus, report: Capfleet_V1_PressureReport?) {
             nodeId = node.nodeID; name = node.name; online = node.online
             level = PressureLevel(wire: node.pressureLevel)?.description ?? "unknown"
-            factors = Dictionary(node.pressureFactors.map { ($0.factor, PressureLevel(wire: $0.level)?.description ?? "unknown") }) { first, _ in first }
+            factors = Dictionary(node.pressureFactors.map { ($0.factor, PressureLevel(wire: $0.level)?.description ?? "unknown") }) { first, _ in
+                first
+            }
             cpuStallPercent = report?.hasCpuStallPercent == true ? report?.cpuStallPercent : nil
             memoryStallPercent = report?.hasMemoryStallPercent == true ? report?.memoryStallPercent : nil
             ioStallPercent = report?.hasIoStallPercent == true ? report?.ioStallPercent : nil
@@ -403,10 +415,10 @@ public enum JSONViews {
 
         enum CodingKeys: String, CodingKey {
             case nodeId = "node_id", name, level, online, factors, cpuStallPercent = "cpu_stall_percent",
-                 memoryStallPercent = "memory_stall_percent", ioStallPercent = "io_stall_percent",
-                 hottestCelsius = "hottest_celsius", batteryPercent = "battery_percent", lowestDiskFree = "lowest_disk_free",
-                 hottestZone = "hottest_zone", underVoltage = "under_voltage", throttled, dropRate = "drop_rate",
-                 sendQueueFill = "send_queue_fill"
+                memoryStallPercent = "memory_stall_percent", ioStallPercent = "io_stall_percent",
+                hottestCelsius = "hottest_celsius", batteryPercent = "battery_percent", lowestDiskFree = "lowest_disk_free",
+                hottestZone = "hottest_zone", underVoltage = "under_voltage", throttled, dropRate = "drop_rate",
+                sendQueueFill = "send_queue_fill"
         }
     }
 
@@ -459,20 +471,21 @@ public enum JSONViews {
             liveConsumers = status.liveConsumers; liveFlow = status.liveFlow; liveFramesSent = status.liveFramesSent
             framesPerSecond = status.framesPerSecond; bytesPerSecond = status.bytesPerSecond
             width = status.width; height = status.height
-            drops = Drops(late: status.drops.late, outOfBuffers: status.drops.outOfBuffers, discontinuity: status.drops.discontinuity,
-                          encoderLate: status.drops.encoderLate)
+            drops = Drops(
+                late: status.drops.late, outOfBuffers: status.drops.outOfBuffers, discontinuity: status.drops.discontinuity,
+                encoderLate: status.drops.encoderLate)
             lastFrameUnixMs = status.lastFrameUnixMs
         }
 
         enum CodingKeys: String, CodingKey {
             case deviceId = "device_id", nodeId = "node_id", pixelFormat = "pixel_format", online, streaming,
-                 framesCaptured = "frames_captured", bytesCaptured = "bytes_captured", framesReceived = "frames_received",
-                 bytesReceived = "bytes_received", lastSequence = "last_sequence", framesPerSecond = "frames_per_second",
-                 bytesPerSecond = "bytes_per_second", liveConsumers = "live_consumers", liveFlow = "live_flow",
-                 liveFramesSent = "live_frames_sent", width, height, drops, lastFrameUnixMs = "last_frame_unix_ms", interruption,
-                 zoomFactor = "zoom_factor", alignment, trouble, previewsReceived = "previews_received",
-                 previewsPerSecond = "previews_per_second", lastPreviewUnixMs = "last_preview_unix_ms",
-                 detectionExamined = "detection_examined", detectionSkipped = "detection_skipped"
+                framesCaptured = "frames_captured", bytesCaptured = "bytes_captured", framesReceived = "frames_received",
+                bytesReceived = "bytes_received", lastSequence = "last_sequence", framesPerSecond = "frames_per_second",
+                bytesPerSecond = "bytes_per_second", liveConsumers = "live_consumers", liveFlow = "live_flow",
+                liveFramesSent = "live_frames_sent", width, height, drops, lastFrameUnixMs = "last_frame_unix_ms", interruption,
+                zoomFactor = "zoom_factor", alignment, trouble, previewsReceived = "previews_received",
+                previewsPerSecond = "previews_per_second", lastPreviewUnixMs = "last_preview_unix_ms",
+                detectionExamined = "detection_examined", detectionSkipped = "detection_skipped"
         }
     }
 

@@ -96,8 +96,10 @@ public final class OperatorClient {
     /// A reply whose status is not OK is thrown as `.refused`. Without `timeout` it waits as
     /// long as the coordinator may take for the request (`OperatorReplyTime`), or the client's
     /// timeout if that is longer; `timeout` replaces both.
-    public func call(_ body: Capfleet_V1_OperatorRequest.OneOf_Body,
-                     timeout requestTimeout: Double? = nil) throws(OperatorClientError) -> (reply: Capfleet_V1_OperatorReply, payload: [UInt8]?) {
+    public func call(
+        _ body: Capfleet_V1_OperatorRequest.OneOf_Body,
+        timeout requestTimeout: Double? = nil
+    ) throws(OperatorClientError) -> (reply: Capfleet_V1_OperatorReply, payload: [UInt8]?) {
         let timeout = requestTimeout ?? max(self.timeout, OperatorReplyTime.clientTimeoutSeconds(for: body))
         let requestID = try send(body)
         let deadline = Date().addingTimeInterval(timeout)
@@ -116,7 +118,9 @@ public final class OperatorClient {
     /// which answers requests side by side, is never handed more than `window` at a time.
     /// Each reply must come within the client's timeout of the one before; the first reply
     /// that is not OK is thrown as `.refused`.
-    public func callEach(_ bodies: [Capfleet_V1_OperatorRequest.OneOf_Body], window: Int = 16) throws(OperatorClientError) -> [Capfleet_V1_OperatorReply] {
+    public func callEach(
+        _ bodies: [Capfleet_V1_OperatorRequest.OneOf_Body], window: Int = 16
+    ) throws(OperatorClientError) -> [Capfleet_V1_OperatorReply] {
         var replies = [Capfleet_V1_OperatorReply?](repeating: nil, count: bodies.count)
         var inFlight: [UInt64: Int] = [:]
         var next = 0
@@ -162,12 +166,15 @@ public final class OperatorClient {
 
     /// The next reply (whichever request it answers), nil if none came within the poll; throws
     /// `.unreachable` once `deadline` has passed.
-    private func nextReply(before deadline: Date, timeout: Double) throws(OperatorClientError) -> (reply: Capfleet_V1_OperatorReply, payload: [UInt8]?)? {
+    private func nextReply(
+        before deadline: Date, timeout: Double
+    ) throws(OperatorClientError) -> (reply: Capfleet_V1_OperatorReply, payload: [UInt8]?)? {
         let remaining = deadline.timeIntervalSinceNow
         guard remaining > 0 else { throw .unreachable(address: address.description, seconds: timeout) }
         guard socket.waitForInput(milliseconds: max(1, Int(remaining * 1000))) else { return nil }
         guard let received = try? socket.receiveMultipart(dontWait: true, maxParts: 2), let first = received.parts.first,
-              let reply = try? Capfleet_V1_OperatorReply(serializedBytes: first.array) else {
+            let reply = try? Capfleet_V1_OperatorReply(serializedBytes: first.array)
+        else {
             throw .malformedReply(address: address.description)
         }
         return (reply, received.parts.count > 1 ? received.parts[1].array : nil)

@@ -18,8 +18,10 @@ public struct OperatorCredential: Sendable {
     /// Written by `capfleet dev` for its own throwaway fleet: replaceable by the next one.
     public let writtenByDev: Bool
 
-    public init(name: String, role: String, keys: CurveKeyPair, coordinatorKey: CurvePublicKey, coordinator: String?,
-                telemetry: String? = nil, writtenByDev: Bool = false) {
+    public init(
+        name: String, role: String, keys: CurveKeyPair, coordinatorKey: CurvePublicKey, coordinator: String?,
+        telemetry: String? = nil, writtenByDev: Bool = false
+    ) {
         self.name = name
         self.role = role
         self.keys = keys
@@ -51,13 +53,16 @@ public struct OperatorCredential: Sendable {
         } catch {
             throw .unusable(path: path, reason: error.description)
         }
-        guard let keys = certificate.keys else { throw .unusable(path: path, reason: "it has no secret-key: it is someone's public key, not a credential") }
+        guard let keys = certificate.keys else {
+            throw .unusable(path: path, reason: "it has no secret-key: it is someone's public key, not a credential")
+        }
         guard let text = certificate["coordinator-key"], let coordinatorKey = CurvePublicKey(z85: text) else {
             throw .unusable(path: path, reason: "it names no coordinator-key (40 Z85 characters)")
         }
-        return OperatorCredential(name: certificate["name"] ?? "", role: certificate["role"] ?? "", keys: keys,
-                                  coordinatorKey: coordinatorKey, coordinator: certificate["coordinator"], telemetry: certificate["telemetry"],
-                                  writtenByDev: certificate["written-by"] == "capfleet dev")
+        return OperatorCredential(
+            name: certificate["name"] ?? "", role: certificate["role"] ?? "", keys: keys,
+            coordinatorKey: coordinatorKey, coordinator: certificate["coordinator"], telemetry: certificate["telemetry"],
+            writtenByDev: certificate["written-by"] == "capfleet dev")
     }
 
     public func save(path: String) throws(CurveCertificateError) {

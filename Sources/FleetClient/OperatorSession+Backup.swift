@@ -16,27 +16,34 @@ extension OperatorSession {
     /// online backup, admin) into `destination`, replacing what is there only once every byte
     /// has arrived and the SHA-256 matches: until then it is DESTINATION.partial, removed if
     /// the download fails.
-    public func downloadBackup(to destination: String, chunkBytes: UInt32 = 1 << 20,
-                               progress: (TransferProgress) -> Void = { _ in }) throws -> DownloadedBackup {
+    public func downloadBackup(
+        to destination: String, chunkBytes: UInt32 = 1 << 20,
+        progress: (TransferProgress) -> Void = { _ in }
+    ) throws -> DownloadedBackup {
         let partial = destination + ".partial"
         var snapshot: Capfleet_V1_BackupChunk?
         let received: UInt64
         do {
-            received = try ChunkedDownload.write(to: partial, cannotCreateHint: "check that its directory exists and is writable", fetch: { offset in
-                // Without an id the coordinator takes the snapshot and answers with its first chunk.
-                let chunk = try call(.backupDatabase(.with {
-                    if let snapshot {
-                        $0.backupID = snapshot.backupID
-                        $0.offset = offset
-                        $0.length = chunkBytes
+            received = try ChunkedDownload.write(
+                to: partial, cannotCreateHint: "check that its directory exists and is writable",
+                fetch: { offset in
+                    // Without an id the coordinator takes the snapshot and answers with its first chunk.
+                    let chunk = try call(
+                        .backupDatabase(
+                            .with {
+                                if let snapshot {
+                                    $0.backupID = snapshot.backupID
+                                    $0.offset = offset
+                                    $0.length = chunkBytes
+                                }
+                            })
+                    ).reply.backup
+                    if snapshot == nil {
+                        snapshot = chunk
+                        progress(.started(total: chunk.size))
                     }
-                })).reply.backup
-                if snapshot == nil {
-                    snapshot = chunk
-                    progress(.started(total: chunk.size))
-                }
-                return ChunkedDownload.Chunk(bytes: chunk.data, total: snapshot?.size ?? chunk.size)
-            }, advanced: { progress(.advanced(done: $0)) })
+                    return ChunkedDownload.Chunk(bytes: chunk.data, total: snapshot?.size ?? chunk.size)
+                }, advanced: { progress(.advanced(done: $0)) })
         } catch {
             // A .partial that could not be created is not ours to remove (it may be a directory).
             if case .cannotCreate? = error as? TransferError { throw error }
@@ -54,8 +61,9 @@ extension OperatorSession {
         guard rename(partial, destination) == 0 else {
             throw TransferError.cannotPlace(path: partial, destination: destination, errno: errno)
         }
-        return DownloadedBackup(path: destination, size: snapshot.size, sha256: snapshot.sha256,
-                                schemaVersion: snapshot.schemaVersion, takenUnixMs: snapshot.takenUnixMs)
+        return DownloadedBackup(
+            path: destination, size: snapshot.size, sha256: snapshot.sha256,
+            schemaVersion: snapshot.schemaVersion, takenUnixMs: snapshot.takenUnixMs)
     }
 
     /// Removes a download that is given up on. The error that stopped it is what the caller

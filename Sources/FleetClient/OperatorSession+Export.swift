@@ -17,8 +17,10 @@ extension OperatorSession {
     /// that differs stops the export, saying which. A segment just finished is checksummed by
     /// the coordinator a moment later: the export waits for those checksums, up to
     /// `checksumPolls` looks a quarter of a second apart.
-    public func exportTake(_ take: String, to directory: String, chunkBytes: UInt32 = 1 << 20, checksumPolls: Int = 240,
-                           progress: (TransferProgress) -> Void = { _ in }) throws -> ExportedTake {
+    public func exportTake(
+        _ take: String, to directory: String, chunkBytes: UInt32 = 1 << 20, checksumPolls: Int = 240,
+        progress: (TransferProgress) -> Void = { _ in }
+    ) throws -> ExportedTake {
         let info = try takeWithChecksums(take, polls: checksumPolls)
         // An open segment is still being written: its bytes and checksum are not final.
         let segments = info.segments.filter { $0.state != "open" }
@@ -31,16 +33,21 @@ extension OperatorSession {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             let path = folder + "/" + (segment.path as NSString).lastPathComponent
             let finished = done
-            done += try ChunkedDownload.write(to: path, cannotCreateHint: "check that \(directory) is writable", fetch: { offset in
-                let reply = try call(.readSegment(.with {
-                    $0.takeID = take
-                    $0.deviceID = segment.deviceID
-                    $0.segmentNumber = segment.number
-                    $0.offset = offset
-                    $0.length = chunkBytes
-                })).reply
-                return ChunkedDownload.Chunk(bytes: reply.segmentData, total: reply.segmentSize)
-            }, advanced: { progress(.advanced(done: finished + $0)) })
+            done += try ChunkedDownload.write(
+                to: path, cannotCreateHint: "check that \(directory) is writable",
+                fetch: { offset in
+                    let reply = try call(
+                        .readSegment(
+                            .with {
+                                $0.takeID = take
+                                $0.deviceID = segment.deviceID
+                                $0.segmentNumber = segment.number
+                                $0.offset = offset
+                                $0.length = chunkBytes
+                            })
+                    ).reply
+                    return ChunkedDownload.Chunk(bytes: reply.segmentData, total: reply.segmentSize)
+                }, advanced: { progress(.advanced(done: finished + $0)) })
             let digest = try SegmentDigest.sha256(ofFile: path)
             guard digest == segment.sha256 else {
                 throw TransferError.segmentDamaged(path: path, sha256: digest, expected: segment.sha256, take: take)

@@ -70,17 +70,22 @@ extension OperatorSession {
                 let path = directory + "/" + image.fileName
                 for sidecar in [false, true] {
                     let target = sidecar ? (path as NSString).deletingPathExtension + ".json" : path
-                    bytes += try ChunkedDownload.write(to: target, cannotCreateHint: "check that \(directory) is writable", fetch: { offset in
-                        let reply = try call(.readStillFile(.with {
-                            $0.stillID = id
-                            $0.deviceID = device.deviceID
-                            $0.number = image.number
-                            $0.sidecar = sidecar
-                            $0.offset = offset
-                            $0.length = chunkBytes
-                        })).reply
-                        return ChunkedDownload.Chunk(bytes: reply.segmentData, total: reply.segmentSize)
-                    }, advanced: { _ in })
+                    bytes += try ChunkedDownload.write(
+                        to: target, cannotCreateHint: "check that \(directory) is writable",
+                        fetch: { offset in
+                            let reply = try call(
+                                .readStillFile(
+                                    .with {
+                                        $0.stillID = id
+                                        $0.deviceID = device.deviceID
+                                        $0.number = image.number
+                                        $0.sidecar = sidecar
+                                        $0.offset = offset
+                                        $0.length = chunkBytes
+                                    })
+                            ).reply
+                            return ChunkedDownload.Chunk(bytes: reply.segmentData, total: reply.segmentSize)
+                        }, advanced: { _ in })
                     files.append(target)
                 }
                 let digest = try SegmentDigest.sha256(ofFile: path)

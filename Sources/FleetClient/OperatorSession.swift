@@ -22,8 +22,10 @@ public final class OperatorSession {
     /// One request on the session's connection. `timeout` replaces the session's for a request
     /// that takes longer on purpose.
     @discardableResult
-    public func call(_ body: Capfleet_V1_OperatorRequest.OneOf_Body,
-                     timeout: Double? = nil) throws(OperatorClientError) -> (reply: Capfleet_V1_OperatorReply, payload: [UInt8]?) {
+    public func call(
+        _ body: Capfleet_V1_OperatorRequest.OneOf_Body,
+        timeout: Double? = nil
+    ) throws(OperatorClientError) -> (reply: Capfleet_V1_OperatorReply, payload: [UInt8]?) {
         try client.call(body, timeout: timeout)
     }
 

@@ -23,10 +23,10 @@ public enum RecordingViews {
 
             enum CodingKeys: String, CodingKey {
                 case deviceId = "device_id", nodeId = "node_id", state, format, frameRate = "frame_rate",
-                     firstFleetNs = "first_fleet_ns", lastFleetNs = "last_fleet_ns", firstSequence = "first_sequence",
-                     lastSequence = "last_sequence", frames, bytes, drops, segments, endReason = "end_reason",
-                     withheldFrames = "withheld_frames", nodeOnline = "node_online", codec, encoder,
-                     sourceFormat = "source_format"
+                    firstFleetNs = "first_fleet_ns", lastFleetNs = "last_fleet_ns", firstSequence = "first_sequence",
+                    lastSequence = "last_sequence", frames, bytes, drops, segments, endReason = "end_reason",
+                    withheldFrames = "withheld_frames", nodeOnline = "node_online", codec, encoder,
+                    sourceFormat = "source_format"
             }
         }
         struct Segment: Encodable {
@@ -43,9 +43,9 @@ public enum RecordingViews {
 
             enum CodingKeys: String, CodingKey {
                 case deviceId = "device_id", number, path, state, sha256, sizeBytes = "size_bytes", frames,
-                     firstFleetNs = "first_fleet_ns", lastFleetNs = "last_fleet_ns", firstSequence = "first_sequence",
-                     lastSequence = "last_sequence", location, nodeOnline = "node_online", collectedPath = "collected_path",
-                     drops
+                    firstFleetNs = "first_fleet_ns", lastFleetNs = "last_fleet_ns", firstSequence = "first_sequence",
+                    lastSequence = "last_sequence", location, nodeOnline = "node_online", collectedPath = "collected_path",
+                    drops
             }
         }
         struct Event: Encodable {
@@ -93,39 +93,43 @@ public enum RecordingViews {
             gop = encoding.gop > 0 ? encoding.gop : nil
             devices = take.devices.map { device in
                 let hasFrames = device.frames > 0
-                return Device(deviceId: device.deviceID, nodeId: device.nodeID, state: device.state,
-                              format: device.pixelFormat.isEmpty ? "" : "\(device.width)x\(device.height) \(device.pixelFormat)",
-                              frameRate: device.frameRate,
-                              firstFleetNs: hasFrames ? device.firstFleetNs : nil, lastFleetNs: hasFrames ? device.lastFleetNs : nil,
-                              firstSequence: hasFrames ? device.firstSequence : nil, lastSequence: hasFrames ? device.lastSequence : nil,
-                              frames: device.frames, bytes: device.bytes,
-                              drops: dropsByReason(device.drops),
-                              segments: device.segments, endReason: device.endReason.isEmpty ? nil : device.endReason,
-                              withheldFrames: device.withheldFrames, nodeOnline: device.nodeOnline,
-                              codec: (TakeEncoding(wire: device.encoding) ?? encoding).summary,
-                              encoder: device.encoder.isEmpty ? nil : device.encoder,
-                              sourceFormat: device.sourcePixelFormat.isEmpty ? nil : device.sourcePixelFormat)
+                return Device(
+                    deviceId: device.deviceID, nodeId: device.nodeID, state: device.state,
+                    format: device.pixelFormat.isEmpty ? "" : "\(device.width)x\(device.height) \(device.pixelFormat)",
+                    frameRate: device.frameRate,
+                    firstFleetNs: hasFrames ? device.firstFleetNs : nil, lastFleetNs: hasFrames ? device.lastFleetNs : nil,
+                    firstSequence: hasFrames ? device.firstSequence : nil, lastSequence: hasFrames ? device.lastSequence : nil,
+                    frames: device.frames, bytes: device.bytes,
+                    drops: dropsByReason(device.drops),
+                    segments: device.segments, endReason: device.endReason.isEmpty ? nil : device.endReason,
+                    withheldFrames: device.withheldFrames, nodeOnline: device.nodeOnline,
+                    codec: (TakeEncoding(wire: device.encoding) ?? encoding).summary,
+                    encoder: device.encoder.isEmpty ? nil : device.encoder,
+                    sourceFormat: device.sourcePixelFormat.isEmpty ? nil : device.sourcePixelFormat)
             }
             if detailed {
                 segments = take.segments.map { segment in
                     let hasFrames = segment.frames > 0
-                    return Segment(deviceId: segment.deviceID, number: segment.number, path: segment.path, state: segment.state, sha256: segment.sha256,
-                                   sizeBytes: segment.sizeBytes, frames: segment.frames,
-                                   firstFleetNs: hasFrames ? segment.firstFleetNs : nil, lastFleetNs: hasFrames ? segment.lastFleetNs : nil,
-                                   firstSequence: hasFrames ? segment.firstSequence : nil, lastSequence: hasFrames ? segment.lastSequence : nil,
-                                   location: segment.nodeID.isEmpty ? "coordinator" : segment.nodeID, nodeOnline: segment.nodeOnline,
-                                   collectedPath: segment.collectedPath.isEmpty ? nil : segment.collectedPath,
-                                   drops: dropsByReason(segment.drops))
+                    return Segment(
+                        deviceId: segment.deviceID, number: segment.number, path: segment.path, state: segment.state, sha256: segment.sha256,
+                        sizeBytes: segment.sizeBytes, frames: segment.frames,
+                        firstFleetNs: hasFrames ? segment.firstFleetNs : nil, lastFleetNs: hasFrames ? segment.lastFleetNs : nil,
+                        firstSequence: hasFrames ? segment.firstSequence : nil, lastSequence: hasFrames ? segment.lastSequence : nil,
+                        location: segment.nodeID.isEmpty ? "coordinator" : segment.nodeID, nodeOnline: segment.nodeOnline,
+                        collectedPath: segment.collectedPath.isEmpty ? nil : segment.collectedPath,
+                        drops: dropsByReason(segment.drops))
                 }
-                events = take.events.map { Event(deviceId: $0.deviceID.isEmpty ? nil : $0.deviceID, fleetNs: $0.fleetNs, kind: $0.kind, detail: $0.detail) }
+                events = take.events.map {
+                    Event(deviceId: $0.deviceID.isEmpty ? nil : $0.deviceID, fleetNs: $0.fleetNs, kind: $0.kind, detail: $0.detail)
+                }
             }
         }
 
         enum CodingKeys: String, CodingKey {
             case id, name, state, directory, createdBy = "created_by", error, startFleetNs = "start_fleet_ns",
-                 stopFleetNs = "stop_fleet_ns", createdUnixMs = "created_unix_ms", startSpreadNs = "start_spread_ns", frames,
-                 bytes, sizeBytes = "size_bytes", store, agentHeldBytes = "agent_held_bytes", collectedBytes = "collected_bytes",
-                 collectError = "collect_error", codec, quality, bitrate, gop, devices, segments, events
+                stopFleetNs = "stop_fleet_ns", createdUnixMs = "created_unix_ms", startSpreadNs = "start_spread_ns", frames,
+                bytes, sizeBytes = "size_bytes", store, agentHeldBytes = "agent_held_bytes", collectedBytes = "collected_bytes",
+                collectError = "collect_error", codec, quality, bitrate, gop, devices, segments, events
         }
     }
 
@@ -136,10 +140,14 @@ public enum RecordingViews {
 
     public static func list(_ takes: [Capfleet_V1_TakeInfo]) -> String {
         guard !takes.isEmpty else { return "no takes yet: start one with `capfleet record start DEVICE...`" }
-        return FleetTables.table(["TAKE", "NAME", "STATE", "DEVICES", "FRAMES", "SIZE", "CODEC", "WHERE", "STARTED", "BY"], takes.map { take in
-            [take.id, take.name, take.state, String(take.devices.count), String(take.frames), bytes(take.sizeBytes),
-             (TakeEncoding(wire: take.encoding) ?? .raw).codec.rawValue, location(take), date(take.createdUnixMs), take.createdBy]
-        })
+        return FleetTables.table(
+            ["TAKE", "NAME", "STATE", "DEVICES", "FRAMES", "SIZE", "CODEC", "WHERE", "STARTED", "BY"],
+            takes.map { take in
+                [
+                    take.id, take.name, take.state, String(take.devices.count), String(take.frames), bytes(take.sizeBytes),
+                    (TakeEncoding(wire: take.encoding) ?? .raw).codec.rawValue, location(take), date(take.createdUnixMs), take.createdBy,
+                ]
+            })
     }
 
     /// Where a take's files are: on the coordinator, on the agents, or partly collected.
@@ -155,45 +163,61 @@ public enum RecordingViews {
         var lines = [
             "take \(take.id) (\(take.name)): \(take.state)" + (take.error.isEmpty ? "" : " — \(take.error)"),
             "  started \(date(take.createdUnixMs)) by \(take.createdBy); fleet time \(take.startFleetNs)"
-                + (take.stopFleetNs != 0 ? " to \(take.stopFleetNs) (\(seconds(take.stopFleetNs &- take.startFleetNs)))" : take.state == "recording" ? ", recording" : ""),
+                + (take.stopFleetNs != 0
+                    ? " to \(take.stopFleetNs) (\(seconds(take.stopFleetNs &- take.startFleetNs)))" : take.state == "recording" ? ", recording" : ""),
             take.store == "agent"
                 ? "  \(take.frames) frames, \(bytes(take.sizeBytes)) written on the agents' disks (\(bytes(take.collectedBytes)) collected to \(take.directory))"
                 : "  \(take.frames) frames, \(bytes(take.sizeBytes)) in \(take.directory)",
         ]
         let encoding = TakeEncoding(wire: take.encoding) ?? .raw
-        lines.append("  codec: " + (encoding.codec == .raw ? "raw (as captured)" : encoding.summary)
-            + (take.bytes > 0 && take.frames > 0 ? ", \(bytes(take.bytes / take.frames)) a frame on average" : ""))
+        lines.append(
+            "  codec: " + (encoding.codec == .raw ? "raw (as captured)" : encoding.summary)
+                + (take.bytes > 0 && take.frames > 0 ? ", \(bytes(take.bytes / take.frames)) a frame on average" : ""))
         if !take.collectError.isEmpty { lines.append("  last collect failed: \(take.collectError)") }
         if take.devices.contains(where: { $0.firstFleetNs != 0 }) {
             lines.append("  start spread across devices: \(microseconds(take.startSpreadNs))")
         }
         lines.append("")
-        lines.append(FleetTables.table(["DEVICE", "NODE", "STATE", "FORMAT", "FIRST", "LAST", "FRAMES", "BYTES", "LATE", "NO BUFFER", "DISCONT.",
-                                        "ENCODER LATE", "SEGMENTS"],
-                                       take.devices.map { device in
-            let hasFrames = device.frames > 0
-            let node = take.store == "agent" && !device.nodeOnline ? device.nodeID + " (offline)" : device.nodeID
-            let encoded = device.encoder.isEmpty ? "" : " (\(device.encoder) from \(device.sourcePixelFormat))"
-            return [device.deviceID, node, device.state,
-                    device.pixelFormat.isEmpty ? "-" : "\(device.width)x\(device.height) \(device.pixelFormat)\(encoded)",
-                    hasFrames ? "+" + seconds(device.firstFleetNs &- take.startFleetNs) : "-",
-                    hasFrames ? "+" + seconds(device.lastFleetNs &- take.startFleetNs) : "-",
-                    String(device.frames), bytes(device.bytes), String(device.drops.late), String(device.drops.outOfBuffers),
-                    String(device.drops.discontinuity), String(device.drops.encoderLate), String(device.segments)]
-        }))
+        lines.append(
+            FleetTables.table(
+                [
+                    "DEVICE", "NODE", "STATE", "FORMAT", "FIRST", "LAST", "FRAMES", "BYTES", "LATE", "NO BUFFER", "DISCONT.",
+                    "ENCODER LATE", "SEGMENTS",
+                ],
+                take.devices.map { device in
+                    let hasFrames = device.frames > 0
+                    let node = take.store == "agent" && !device.nodeOnline ? device.nodeID + " (offline)" : device.nodeID
+                    let encoded = device.encoder.isEmpty ? "" : " (\(device.encoder) from \(device.sourcePixelFormat))"
+                    return [
+                        device.deviceID, node, device.state,
+                        device.pixelFormat.isEmpty ? "-" : "\(device.width)x\(device.height) \(device.pixelFormat)\(encoded)",
+                        hasFrames ? "+" + seconds(device.firstFleetNs &- take.startFleetNs) : "-",
+                        hasFrames ? "+" + seconds(device.lastFleetNs &- take.startFleetNs) : "-",
+                        String(device.frames), bytes(device.bytes), String(device.drops.late), String(device.drops.outOfBuffers),
+                        String(device.drops.discontinuity), String(device.drops.encoderLate), String(device.segments),
+                    ]
+                }))
         if !take.segments.isEmpty {
             lines.append("")
-            lines.append(FleetTables.table(["DEVICE", "SEGMENT", "STATE", "FRAMES", "SIZE", "SEQUENCES", "WHERE", "PATH"], take.segments.map { segment in
-                [segment.deviceID, String(segment.number), segment.state, String(segment.frames), bytes(segment.sizeBytes),
-                 segment.frames > 0 ? "\(segment.firstSequence)…\(segment.lastSequence)" : "-", where_(segment),
-                 segment.collectedPath.isEmpty ? segment.path : segment.collectedPath]
-            }))
+            lines.append(
+                FleetTables.table(
+                    ["DEVICE", "SEGMENT", "STATE", "FRAMES", "SIZE", "SEQUENCES", "WHERE", "PATH"],
+                    take.segments.map { segment in
+                        [
+                            segment.deviceID, String(segment.number), segment.state, String(segment.frames), bytes(segment.sizeBytes),
+                            segment.frames > 0 ? "\(segment.firstSequence)…\(segment.lastSequence)" : "-", where_(segment),
+                            segment.collectedPath.isEmpty ? segment.path : segment.collectedPath,
+                        ]
+                    }))
         }
         if !take.events.isEmpty {
             lines.append("")
-            lines.append(FleetTables.table(["AT", "DEVICE", "EVENT", "DETAIL"], take.events.map { event in
-                ["+" + seconds(event.fleetNs &- take.startFleetNs), event.deviceID.isEmpty ? "-" : event.deviceID, event.kind, event.detail]
-            }))
+            lines.append(
+                FleetTables.table(
+                    ["AT", "DEVICE", "EVENT", "DETAIL"],
+                    take.events.map { event in
+                        ["+" + seconds(event.fleetNs &- take.startFleetNs), event.deviceID.isEmpty ? "-" : event.deviceID, event.kind, event.detail]
+                    }))
         }
         return lines.joined(separator: "\n")
     }

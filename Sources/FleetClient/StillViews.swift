@@ -18,7 +18,7 @@ public enum StillViews {
 
             enum CodingKeys: String, CodingKey {
                 case number, file, sha256, pixelFormat = "pixel_format", sizeBytes = "size_bytes", stored, requestedFleetNs = "requested_fleet_ns",
-                     fleetTimeNs = "fleet_time_ns", spreadNs = "spread_ns", ev, width, height, sidecar
+                    fleetTimeNs = "fleet_time_ns", spreadNs = "spread_ns", ev, width, height, sidecar
             }
         }
         struct Camera: Encodable {
@@ -39,7 +39,7 @@ public enum StillViews {
 
         enum CodingKeys: String, CodingKey {
             case id, name, state, directory, createdBy = "created_by", encoding, requestedFleetNs = "requested_fleet_ns", spreadNs = "spread_ns",
-                 createdUnixMs = "created_unix_ms", storedUnixMs = "stored_unix_ms", bracketEv = "bracket_ev", cameras
+                createdUnixMs = "created_unix_ms", storedUnixMs = "stored_unix_ms", bracketEv = "bracket_ev", cameras
         }
 
         public init(_ info: Capfleet_V1_StillInfo, detailed: Bool = false) {
@@ -55,12 +55,16 @@ public enum StillViews {
             storedUnixMs = info.storedUnixMs
             bracketEv = info.bracketEv
             cameras = info.devices.map { device in
-                Camera(deviceId: device.deviceID, nodeId: device.nodeID, state: device.state, error: device.error.isEmpty ? nil : device.error,
-                       awayNs: device.awayNs, pictures: device.images.map { image in
-                    Picture(number: image.number, file: image.fileName, sha256: image.sha256, pixelFormat: image.pixelFormat, sizeBytes: image.sizeBytes,
+                Camera(
+                    deviceId: device.deviceID, nodeId: device.nodeID, state: device.state, error: device.error.isEmpty ? nil : device.error,
+                    awayNs: device.awayNs,
+                    pictures: device.images.map { image in
+                        Picture(
+                            number: image.number, file: image.fileName, sha256: image.sha256, pixelFormat: image.pixelFormat,
+                            sizeBytes: image.sizeBytes,
                             stored: image.stored, requestedFleetNs: image.requestedFleetNs, fleetTimeNs: image.fleetTimeNs, spreadNs: image.spreadNs,
                             ev: image.ev, width: image.width, height: image.height, sidecar: detailed ? image.sidecarJson : nil)
-                })
+                    })
             }
         }
     }
@@ -79,28 +83,36 @@ public enum StillViews {
 
     public static func list(_ stills: [Capfleet_V1_StillInfo]) -> String {
         guard !stills.isEmpty else { return "no stills; take one with: capfleet still CAMERAS… (or --all)" }
-        return FleetTables.table(["STILL", "NAME", "STATE", "CAMERAS", "PICTURES", "SPREAD", "BY"], stills.map { still in
-            let pictures = still.devices.reduce(0) { $0 + $1.images.count }
-            let taken = still.devices.filter { $0.state != "failed" }.count
-            return [still.id, still.name == still.id ? "" : still.name, still.state, "\(taken)/\(still.devices.count)", "\(pictures)",
-                    milliseconds(Int64(clamping: still.spreadNs)), still.createdBy]
-        })
+        return FleetTables.table(
+            ["STILL", "NAME", "STATE", "CAMERAS", "PICTURES", "SPREAD", "BY"],
+            stills.map { still in
+                let pictures = still.devices.reduce(0) { $0 + $1.images.count }
+                let taken = still.devices.filter { $0.state != "failed" }.count
+                return [
+                    still.id, still.name == still.id ? "" : still.name, still.state, "\(taken)/\(still.devices.count)", "\(pictures)",
+                    milliseconds(Int64(clamping: still.spreadNs)), still.createdBy,
+                ]
+            })
     }
 
     /// Per camera and picture: its capture time against the instant, size, where it is.
     public static func show(_ still: Capfleet_V1_StillInfo) -> String {
-        var lines = ["still \(still.id)\(still.name == still.id ? "" : " (\(still.name))"): \(still.state), instant fleet time \(still.requestedFleetNs), "
-                     + spread(still) + ", \(still.encoding)"
-                     + (still.bracketEv.isEmpty ? "" : ", bracket " + still.bracketEv.map { String(format: "%+.1f", $0) }.joined(separator: ",") + " EV")]
+        var lines = [
+            "still \(still.id)\(still.name == still.id ? "" : " (\(still.name))"): \(still.state), instant fleet time \(still.requestedFleetNs), "
+                + spread(still) + ", \(still.encoding)"
+                + (still.bracketEv.isEmpty ? "" : ", bracket " + still.bracketEv.map { String(format: "%+.1f", $0) }.joined(separator: ",") + " EV")
+        ]
         var rows: [[String]] = []
         for device in still.devices {
             if device.images.isEmpty {
                 rows.append([device.deviceID, "-", device.state, "", "", "", device.error])
             }
             for image in device.images {
-                rows.append([device.deviceID, "\(image.number)", image.stored ? "stored" : device.state, "\(image.width)x\(image.height) \(image.pixelFormat)",
-                             milliseconds(image.spreadNs), device.awayNs == 0 ? "" : milliseconds(Int64(clamping: device.awayNs)),
-                             image.stored ? image.fileName : device.error])
+                rows.append([
+                    device.deviceID, "\(image.number)", image.stored ? "stored" : device.state, "\(image.width)x\(image.height) \(image.pixelFormat)",
+                    milliseconds(image.spreadNs), device.awayNs == 0 ? "" : milliseconds(Int64(clamping: device.awayNs)),
+                    image.stored ? image.fileName : device.error,
+                ])
             }
         }
         lines.append(FleetTables.table(["CAMERA", "#", "STATE", "FORMAT", "SPREAD", "AWAY", "FILE"], rows))

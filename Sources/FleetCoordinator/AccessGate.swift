@@ -99,7 +99,7 @@ public final class AccessGate: Sendable {
         }
         switch (domain, holder) {
         case let (.control, .node(record)?), let (.ingest, .node(record)?), let (.clock, .node(record)?),
-             let (.record, .node(record)?):
+            let (.record, .node(record)?):
             if record.revokedAt != nil {
                 return deny(endpoint, .revokedKey, request, "node \(record.nodeId)'s key \(key.fingerprint)… was revoked")
             }
@@ -111,11 +111,12 @@ public final class AccessGate: Sendable {
         case let (.operator, .operator(record)?), let (.telemetry, .operator(record)?), let (.live, .operator(record)?):
             return .allow(userID: Principal.operator(name: record.name).userID)
         case let (_, holder?):
-            let who = switch holder {
-            case let .node(record): "node \(record.nodeId)'s key"
-            case .enrollmentToken: "an enrollment token's key"
-            case let .operator(record): "operator \(record.name)'s key"
-            }
+            let who =
+                switch holder {
+                case let .node(record): "node \(record.nodeId)'s key"
+                case .enrollmentToken: "an enrollment token's key"
+                case let .operator(record): "operator \(record.name)'s key"
+                }
             return deny(endpoint, .wrongEndpoint, request, "\(who) is not admitted on the \(endpoint) endpoint")
         case (_, nil):
             return deny(endpoint, .unknownKey, request, "unknown key \(key.fingerprint)…: not enrolled and not an operator")
@@ -132,20 +133,23 @@ public final class AccessGate: Sendable {
     func handshakeFailed(domain: String, event: SocketEvent) {
         // Refusals by ZAP were counted when they were decided.
         guard event.event != SocketEvent.authFailure else { return }
-        rejections.reject(endpoint: domain, reason: .handshakeFailed, peer: "a peer",
-                          detail: event.handshakeFailure ?? "handshake failed")
+        rejections.reject(
+            endpoint: domain, reason: .handshakeFailed, peer: "a peer",
+            detail: event.handshakeFailure ?? "handshake failed")
     }
 
     /// Whether a frame's sender may send frames of `nodeID`: its key is `nodeID`'s and not
     /// revoked. Runs on the ingest thread for every frame.
     func admitsFrame(userID: String?, nodeID: String, fd: Int32, endpoint: Domain = .ingest, peer: () -> String) -> Bool {
         guard case let .node(id, key)? = Principal(userID: userID) else {
-            rejections.reject(endpoint: endpoint.rawValue, reason: .wrongIdentity, peer: peer(), detail: "a frame from a connection that is not a node's")
+            rejections.reject(
+                endpoint: endpoint.rawValue, reason: .wrongIdentity, peer: peer(), detail: "a frame from a connection that is not a node's")
             return false
         }
         guard id == nodeID else {
-            rejections.reject(endpoint: endpoint.rawValue, reason: .wrongIdentity, peer: peer(),
-                              detail: "node \(id) sent a frame claiming to be node \(nodeID)")
+            rejections.reject(
+                endpoint: endpoint.rawValue, reason: .wrongIdentity, peer: peer(),
+                detail: "node \(id) sent a frame claiming to be node \(nodeID)")
             return false
         }
         guard !isRevoked(key: key) else {

@@ -98,27 +98,35 @@ final class AgentRecordingsDesk: Sendable {
     @discardableResult
     func send(to nodeID: String, takeID: String, deviceID: String, _ body: Capfleet_V1_RecordDown.OneOf_Body) -> Bool {
         guard let routing = routes.withLock({ $0[nodeID] }), let send = sender.withLock({ $0 }) else { return false }
-        send(routing, .with {
-            $0.takeID = takeID
-            $0.deviceID = deviceID
-            $0.body = body
-        })
+        send(
+            routing,
+            .with {
+                $0.takeID = takeID
+                $0.deviceID = deviceID
+                $0.body = body
+            })
         return true
     }
 
     /// Asks the node to check a segment's file against the index; nil if it did not answer
     /// within `timeout` (reading a large segment back takes a while: the caller says how long).
-    func check(nodeID: String, takeID: String, deviceID: String, _ request: Capfleet_V1_CheckSegment, timeout: Duration) async -> Capfleet_V1_SegmentCheck? {
+    func check(
+        nodeID: String, takeID: String, deviceID: String, _ request: Capfleet_V1_CheckSegment, timeout: Duration
+    ) async -> Capfleet_V1_SegmentCheck? {
         let key = CheckKey(takeID: takeID, deviceID: deviceID, number: request.number)
         return await withTaskGroup(of: Capfleet_V1_SegmentCheck?.self) { group in
             group.addTask {
                 await withCheckedContinuation { continuation in
                     self.checks.withLock { $0[key, default: []].append(continuation) }
                     guard self.send(to: nodeID, takeID: takeID, deviceID: deviceID, .check(request)) else {
-                        self.checked(takeID: takeID, deviceID: deviceID, .with {
-                            $0.number = request.number
-                            $0.problems = ["node \(nodeID)'s recordings link has not reached this coordinator since it started: the node is offline, or its agent predates takes recorded on agents"]
-                        })
+                        self.checked(
+                            takeID: takeID, deviceID: deviceID,
+                            .with {
+                                $0.number = request.number
+                                $0.problems = [
+                                    "node \(nodeID)'s recordings link has not reached this coordinator since it started: the node is offline, or its agent predates takes recorded on agents"
+                                ]
+                            })
                         return
                     }
                 }

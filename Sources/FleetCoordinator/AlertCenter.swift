@@ -22,10 +22,14 @@ final class AlertCenter: Sendable {
         self.events = events
         self.metrics = metrics
         self.coordinatorID = coordinatorID
-        throttle = Mutex(AlertThrottle(intervalNanoseconds: UInt64(configuration.intervalSeconds) * 1_000_000_000,
-                                       burst: configuration.burst))
-        delivery = AlertDelivery(command: configuration.command, webhook: configuration.webhook,
-                                 commandTimeoutSeconds: configuration.commandTimeoutSeconds, logger: logger) { alert, delivered in
+        throttle = Mutex(
+            AlertThrottle(
+                intervalNanoseconds: UInt64(configuration.intervalSeconds) * 1_000_000_000,
+                burst: configuration.burst))
+        delivery = AlertDelivery(
+            command: configuration.command, webhook: configuration.webhook,
+            commandTimeoutSeconds: configuration.commandTimeoutSeconds, logger: logger
+        ) { alert, delivered in
             metrics.countAlert(alert, outcome: delivered ? "delivered" : "failed")
         }
     }
@@ -50,16 +54,22 @@ final class AlertCenter: Sendable {
     /// Once a second per device, with its cumulative counters.
     func deviceCounters(_ deviceID: String, nodeID: String, frames: UInt64, drops: UInt64, at now: UInt64) {
         let result = dropAlarms.withLock { alarms in
-            var alarm = alarms[deviceID] ?? DropAlarm(threshold: configuration.dropShare,
-                                                      windowNanoseconds: UInt64(configuration.dropWindowSeconds) * 1_000_000_000)
+            var alarm =
+                alarms[deviceID]
+                ?? DropAlarm(
+                    threshold: configuration.dropShare,
+                    windowNanoseconds: UInt64(configuration.dropWindowSeconds) * 1_000_000_000)
             let result = alarm.observe(frames: frames, drops: drops, at: now)
             alarms[deviceID] = alarm
             return result
         }
         guard result.fire else { return }
         let percent = (result.share * 1000).rounded() / 10
-        raise(.drops, nodeID: nodeID, deviceID: deviceID,
-              message: "lost \(percent) % of its frames over the last \(configuration.dropWindowSeconds) s (alert at \((configuration.dropShare * 1000).rounded() / 10) %)")
+        raise(
+            .drops, nodeID: nodeID, deviceID: deviceID,
+            message:
+                "lost \(percent) % of its frames over the last \(configuration.dropWindowSeconds) s (alert at \((configuration.dropShare * 1000).rounded() / 10) %)"
+        )
     }
 
     private func raise(_ kind: Capfleet_V1_AlertKind, nodeID: String, deviceID: String = "", message: String, subject: String? = nil) {
@@ -75,8 +85,10 @@ final class AlertCenter: Sendable {
         let event = events.emit(.alert, nodeID: nodeID, deviceID: deviceID, message: text, alert: kind, suppressed: suppressed)
         metrics.countAlert(name, outcome: "published")
         if delivery.hasTargets {
-            delivery.enqueue(AlertNotice(alert: name, nodeID: nodeID, deviceID: deviceID, message: text, unixMs: event.unixMs,
-                                         suppressed: suppressed, coordinatorID: coordinatorID))
+            delivery.enqueue(
+                AlertNotice(
+                    alert: name, nodeID: nodeID, deviceID: deviceID, message: text, unixMs: event.unixMs,
+                    suppressed: suppressed, coordinatorID: coordinatorID))
         }
     }
 }

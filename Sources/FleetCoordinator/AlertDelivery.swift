@@ -1,13 +1,14 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import FleetCore
-import FleetHost
 import FleetHTTP
+import FleetHost
 import FleetSystem
 import Foundation
 import Logging
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// One alert as handed to an operator's command or webhook.
 struct AlertNotice: Sendable, Codable, Equatable {
@@ -31,9 +32,11 @@ struct AlertNotice: Sendable, Codable, Equatable {
     }
 
     var environment: [String: String] {
-        ["CAPFLEET_ALERT": alert, "CAPFLEET_ALERT_NODE": nodeID, "CAPFLEET_ALERT_DEVICE": deviceID,
-         "CAPFLEET_ALERT_MESSAGE": message, "CAPFLEET_ALERT_UNIX_MS": "\(unixMs)",
-         "CAPFLEET_ALERT_SUPPRESSED": "\(suppressed)", "CAPFLEET_COORDINATOR_ID": coordinatorID]
+        [
+            "CAPFLEET_ALERT": alert, "CAPFLEET_ALERT_NODE": nodeID, "CAPFLEET_ALERT_DEVICE": deviceID,
+            "CAPFLEET_ALERT_MESSAGE": message, "CAPFLEET_ALERT_UNIX_MS": "\(unixMs)",
+            "CAPFLEET_ALERT_SUPPRESSED": "\(suppressed)", "CAPFLEET_COORDINATOR_ID": coordinatorID,
+        ]
     }
 }
 
@@ -50,20 +53,26 @@ final class AlertDelivery: Sendable {
     private let worker: OwnedWorker<AlertNotice>
     static let capacity = 64
 
-    init(command: String?, webhook: LocalWebhookURL?, commandTimeoutSeconds: UInt32, logger: Logger,
-         onOutcome: @escaping @Sendable (_ alert: String, _ delivered: Bool) -> Void) {
+    init(
+        command: String?, webhook: LocalWebhookURL?, commandTimeoutSeconds: UInt32, logger: Logger,
+        onOutcome: @escaping @Sendable (_ alert: String, _ delivered: Bool) -> Void
+    ) {
         self.command = command
         self.webhook = webhook
         let timeout = Int64(commandTimeoutSeconds) * 1000
         commandTimeoutMilliseconds = timeout
         self.logger = logger
         self.onOutcome = onOutcome
-        worker = OwnedWorker(name: "cf-alerts", capacity: Self.capacity, whenFull: .dropOldest, onDrop: { dropped in
-            logger.warning("alert queue full: dropped the oldest alert", metadata: ["alert": "\(dropped.alert)", "message": "\(dropped.message)"])
-            onOutcome(dropped.alert, false)
-        }, handle: { notice in
-            Self.deliver(notice, command: command, webhook: webhook, timeoutMilliseconds: timeout, logger: logger, onOutcome: onOutcome)
-        })
+        worker = OwnedWorker(
+            name: "cf-alerts", capacity: Self.capacity, whenFull: .dropOldest,
+            onDrop: { dropped in
+                logger.warning(
+                    "alert queue full: dropped the oldest alert", metadata: ["alert": "\(dropped.alert)", "message": "\(dropped.message)"])
+                onOutcome(dropped.alert, false)
+            },
+            handle: { notice in
+                Self.deliver(notice, command: command, webhook: webhook, timeoutMilliseconds: timeout, logger: logger, onOutcome: onOutcome)
+            })
     }
 
     var hasTargets: Bool { command != nil || webhook != nil }
@@ -73,14 +82,17 @@ final class AlertDelivery: Sendable {
     /// Delivers what is queued, then stops the thread.
     func stop() { worker.stopBlocking() }
 
-    private static func deliver(_ notice: AlertNotice, command: String?, webhook: LocalWebhookURL?, timeoutMilliseconds: Int64,
-                                logger: Logger, onOutcome: @Sendable (_ alert: String, _ delivered: Bool) -> Void) {
+    private static func deliver(
+        _ notice: AlertNotice, command: String?, webhook: LocalWebhookURL?, timeoutMilliseconds: Int64,
+        logger: Logger, onOutcome: @Sendable (_ alert: String, _ delivered: Bool) -> Void
+    ) {
         var delivered = true
         if let command {
             do {
                 // `/bin/sh -c COMMAND` with the alert on stdin and in its environment.
-                try ShellCommand.run(command, environment: notice.environment, input: notice.json + [10],
-                                     timeoutMilliseconds: timeoutMilliseconds)
+                try ShellCommand.run(
+                    command, environment: notice.environment, input: notice.json + [10],
+                    timeoutMilliseconds: timeoutMilliseconds)
             } catch {
                 delivered = false
                 logger.warning("alert command failed", metadata: ["alert": "\(notice.alert)", "error": "\(error)"])

@@ -21,8 +21,10 @@ final class ClockEndpoint: Sendable {
     }
     let statistics = Statistics()
 
-    init(context: ZMQContext, bind endpoint: String, security: CurveServerSecurity, fleetTime: FleetTimeSource,
-         coordinatorID: String, probeBudget: Double, rejections: RejectionCounter) throws(ZMQError) {
+    init(
+        context: ZMQContext, bind endpoint: String, security: CurveServerSecurity, fleetTime: FleetTimeSource,
+        coordinatorID: String, probeBudget: Double, rejections: RejectionCounter
+    ) throws(ZMQError) {
         let socket = try ZMQSocket(context: context, type: .router)
         try socket.setOption(ZMQ_MAXMSGSIZE, Int64(4096))
         try socket.setOption(ZMQ_SNDHWM, Int32(1000))
@@ -38,16 +40,18 @@ final class ClockEndpoint: Sendable {
             while let received = try? socket.receiveMultipart(dontWait: true, maxParts: 3) {
                 let arrived = fleetTime.now()
                 guard received.parts.count == 2, !received.overflowed, let routing = received.parts.first else {
-                    rejections.reject(endpoint: "clock", reason: .wrongPartCount, peer: received.parts.first?.peerAddress ?? "unknown peer",
-                                      detail: "a clock probe is exactly one part")
+                    rejections.reject(
+                        endpoint: "clock", reason: .wrongPartCount, peer: received.parts.first?.peerAddress ?? "unknown peer",
+                        detail: "a clock probe is exactly one part")
                     continue
                 }
                 let peer = received.parts[1]
                 // ZAP admits only node keys here; anything else never gets this far.
                 guard peer.userID(hasPrefix: Principal.nodePrefix) else { continue }
                 guard let probe = try? Capfleet_V1_ClockProbeRequest(serializedBytes: peer.array) else {
-                    rejections.reject(endpoint: "clock", reason: .undecodable, peer: peer.peerAddress ?? "unknown peer",
-                                      detail: "not a ClockProbeRequest (\(peer.count) bytes)")
+                    rejections.reject(
+                        endpoint: "clock", reason: .undecodable, peer: peer.peerAddress ?? "unknown peer",
+                        detail: "not a ClockProbeRequest (\(peer.count) bytes)")
                     continue
                 }
                 var reply = Capfleet_V1_ClockProbeReply()

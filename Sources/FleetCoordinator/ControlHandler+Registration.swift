@@ -17,13 +17,13 @@ extension ControlHandler {
             }
     }
 
-
     /// Spends a use of an enrollment token on the agent's key, or says exactly why not. The
     /// same node and key again (its agent never heard the answer) get the same answer and
     /// spend nothing.
     func enroll(_ enroll: Capfleet_V1_Enroll, tokenKey: String, from routed: RoutedMessage) async {
         guard let nodeKey = CurvePublicKey(bytes: Array(enroll.nodePublicKey)), !enroll.nodeID.isEmpty, enroll.nodeID.count <= 128,
-              enroll.requestedName.count <= 128 else {
+            enroll.requestedName.count <= 128
+        else {
             refuse(routed, .undecodable, "Enroll needs a 32-byte node_public_key and a node_id (and a requested_name of at most 128 characters)")
             return
         }
@@ -33,31 +33,46 @@ extension ControlHandler {
         let asked = enroll.requestedName.isEmpty ? "" : " (it asked to be \(enroll.requestedName))"
         let outcome: EnrollmentOutcome
         do {
-            outcome = try await store.enroll(tokenKey: tokenKey, nodeKey: nodeKey.z85, nodeID: nodeID, requestedName: enroll.requestedName,
-                                             at: now) { outcome, facts in
+            outcome = try await store.enroll(
+                tokenKey: tokenKey, nodeKey: nodeKey.z85, nodeID: nodeID, requestedName: enroll.requestedName,
+                at: now
+            ) { outcome, facts in
                 let left = facts.map { "; \($0.remaining) of \($0.uses) use(s) left" } ?? ""
-                let (result, detail): (String, String) = switch outcome {
-                case let .enrolled(name, use, uses):
-                    ("ok", "enrolled as \(name) with key \(nodeKey.fingerprint)… using token \(token)… (use \(use) of \(uses)\(left)) from \(peer)")
-                case let .enrolledAgain(name):
-                    ("ok", "enrolled again as \(name) with the same key \(nodeKey.fingerprint)… using token \(token)…: a repeat, no use spent\(left); from \(peer)")
-                case let .refused(refusal):
-                    ("refused", "token \(token)… from \(peer)\(asked): \(Self.explain(refusal))\(left)")
-                }
+                let (result, detail): (String, String) =
+                    switch outcome {
+                    case let .enrolled(name, use, uses):
+                        (
+                            "ok",
+                            "enrolled as \(name) with key \(nodeKey.fingerprint)… using token \(token)… (use \(use) of \(uses)\(left)) from \(peer)"
+                        )
+                    case let .enrolledAgain(name):
+                        (
+                            "ok",
+                            "enrolled again as \(name) with the same key \(nodeKey.fingerprint)… using token \(token)…: a repeat, no use spent\(left); from \(peer)"
+                        )
+                    case let .refused(refusal):
+                        ("refused", "token \(token)… from \(peer)\(asked): \(Self.explain(refusal))\(left)")
+                    }
                 return AuditEntry(at: now, actor: "agent:\(nodeID)", action: "node.enroll", target: nodeID, outcome: result, detail: detail)
             }
         } catch {
             logger.error("enrollment failed", metadata: ["node.id": "\(nodeID)", "error": "\(error)"])
-            reply(routed, .with { $0.enrolled = .with { $0.status = .failure(.internal, "the coordinator could not record the enrollment: \(error)") } })
+            reply(
+                routed, .with { $0.enrolled = .with { $0.status = .failure(.internal, "the coordinator could not record the enrollment: \(error)") } }
+            )
             return
         }
         switch outcome {
         case let .refused(refusal):
             rejections.reject(endpoint: Self.endpointName, reason: .badToken, peer: routed.peer, detail: Self.explain(refusal))
-            reply(routed, .with { $0.enrolled = .with {
-                $0.status = .failure(.permissionDenied, Self.explain(refusal))
-                $0.nodeID = nodeID
-            } })
+            reply(
+                routed,
+                .with {
+                    $0.enrolled = .with {
+                        $0.status = .failure(.permissionDenied, Self.explain(refusal))
+                        $0.nodeID = nodeID
+                    }
+                })
         case let .enrolled(name, _, _), let .enrolledAgain(name):
             if case .enrolled = outcome {
                 logger.notice("node enrolled", metadata: ["node.id": "\(nodeID)", "node.name": "\(name)", "peer": "\(routed.peer)"])
@@ -65,11 +80,15 @@ extension ControlHandler {
             } else {
                 logger.info("a repeated enrollment answered as before", metadata: ["node.id": "\(nodeID)", "node.name": "\(name)"])
             }
-            reply(routed, .with { $0.enrolled = .with {
-                $0.status = .ok
-                $0.nodeID = nodeID
-                $0.nodeName = name
-            } })
+            reply(
+                routed,
+                .with {
+                    $0.enrolled = .with {
+                        $0.status = .ok
+                        $0.nodeID = nodeID
+                        $0.nodeName = name
+                    }
+                })
         }
     }
 
@@ -79,29 +98,40 @@ extension ControlHandler {
         case .unknownToken: "this coordinator never issued that token (forged, or from another coordinator)"
         case let .expired(at): "the token expired at \(format(at)); ask an admin for a new one (capfleet enroll --name NAME)"
         case let .revoked(at, by): "the token was revoked at \(format(at)) by \(by); ask an admin for a new one"
-        case let .alreadyUsed(1, at, nodeID): "the token was already used at \(format(at)) by node \(nodeID); tokens work once, ask an admin for a new one"
+        case let .alreadyUsed(1, at, nodeID):
+            "the token was already used at \(format(at)) by node \(nodeID); tokens work once, ask an admin for a new one"
         case let .alreadyUsed(uses, at, nodeID):
             "all \(uses) uses of the token are spent (the last at \(format(at)) by node \(nodeID)); ask an admin for a new one (capfleet enroll --uses N --name-prefix PREFIX)"
         case let .usedByThisNodeBefore(at, name, keyRevoked: true):
             "this node enrolled with this token at \(format(at)) as \(name), and an admin revoked it since; only a new token brings it back"
         case let .usedByThisNodeBefore(at, name, keyRevoked: false):
             "this node enrolled with this token at \(format(at)) as \(name), with another key; a token admits a node once: an admin must revoke the node (capfleet nodes revoke \(name)) and make a new token"
-        case let .nodeAlreadyEnrolled(nodeID): "node \(nodeID) is enrolled with another key; an admin must revoke it first (capfleet nodes revoke \(nodeID))"
+        case let .nodeAlreadyEnrolled(nodeID):
+            "node \(nodeID) is enrolled with another key; an admin must revoke it first (capfleet nodes revoke \(nodeID))"
         case .keyAlreadyKnown: "this key was enrolled before; the agent must make a fresh key pair to enroll again"
         case let .invalidName(name): "the name \(name) (capfleet agent --name) is not a node name: \(AccessNames.rule)"
-        case let .nameTaken(name, owner): "the name \(name) (capfleet agent --name) is taken by node \(owner); start the agent with another --name, or without one to be named by the token's prefix"
+        case let .nameTaken(name, owner):
+            "the name \(name) (capfleet agent --name) is taken by node \(owner); start the agent with another --name, or without one to be named by the token's prefix"
         }
     }
 
     func register(_ hello: Capfleet_V1_Hello, from routed: RoutedMessage) async {
         guard hello.protocolVersion == WireDefaults.protocolMajor else {
-            rejections.reject(endpoint: Self.endpointName, reason: .incompatibleVersion, peer: routed.peer,
-                              detail: "node \(hello.nodeID) speaks protocol \(hello.protocolVersion.rawValue)")
-            reply(routed, .with { $0.welcome = .with {
-                $0.status = .failure(.incompatible, "this coordinator speaks protocol version \(WireDefaults.protocolMajor.rawValue) (any minor); the agent sent \(hello.protocolVersion.rawValue). Upgrade the older of the two.")
-                $0.coordinatorID = coordinatorID
-                $0.protocolVersion = WireDefaults.protocolMajor
-            } })
+            rejections.reject(
+                endpoint: Self.endpointName, reason: .incompatibleVersion, peer: routed.peer,
+                detail: "node \(hello.nodeID) speaks protocol \(hello.protocolVersion.rawValue)")
+            reply(
+                routed,
+                .with {
+                    $0.welcome = .with {
+                        $0.status = .failure(
+                            .incompatible,
+                            "this coordinator speaks protocol version \(WireDefaults.protocolMajor.rawValue) (any minor); the agent sent \(hello.protocolVersion.rawValue). Upgrade the older of the two."
+                        )
+                        $0.coordinatorID = coordinatorID
+                        $0.protocolVersion = WireDefaults.protocolMajor
+                    }
+                })
             return
         }
         guard !hello.nodeID.isEmpty, hello.devices.allSatisfy({ !$0.deviceID.isEmpty }) else {
@@ -121,16 +151,23 @@ extension ControlHandler {
         }
         // Decided here, before any await: an operator removing the node excludes its HELLO.
         let ticket: NodeSessionBook.RegistrationTicket
-        switch book.hello(nodeID: hello.nodeID, agentInstance: hello.agentInstance, helloFingerprint: Self.fingerprint(of: hello),
-                          routingID: routed.routingID, now: clock.monotonicNow()) {
+        switch book.hello(
+            nodeID: hello.nodeID, agentInstance: hello.agentInstance, helloFingerprint: Self.fingerprint(of: hello),
+            routingID: routed.routingID, now: clock.monotonicNow())
+        {
         case let .register(issued):
             ticket = issued
         case .refuseWhileRemoving:
-            reply(routed, .with { $0.welcome = .with {
-                $0.status = .failure(.unavailable, "node \(hello.nodeID) is being removed from the fleet by an operator; ask again in a moment")
-                $0.coordinatorID = coordinatorID
-                $0.protocolVersion = WireDefaults.protocolMajor
-            } })
+            reply(
+                routed,
+                .with {
+                    $0.welcome = .with {
+                        $0.status = .failure(
+                            .unavailable, "node \(hello.nodeID) is being removed from the fleet by an operator; ask again in a moment")
+                        $0.coordinatorID = coordinatorID
+                        $0.protocolVersion = WireDefaults.protocolMajor
+                    }
+                })
             return
         case .awaitRegistration:
             logger.debug("a repeated HELLO waits for the registration under way", metadata: ["node.id": "\(hello.nodeID)"])
@@ -163,10 +200,13 @@ extension ControlHandler {
             }
         } catch {
             logger.error("registration failed", metadata: ["node.id": "\(hello.nodeID)", "error": "\(error)"])
-            answer(.with { $0.welcome = .with {
-                $0.status = .failure(.internal, "the coordinator could not read the fleet database to register this node: \(error)")
-                $0.coordinatorID = coordinatorID
-            } })
+            answer(
+                .with {
+                    $0.welcome = .with {
+                        $0.status = .failure(.internal, "the coordinator could not read the fleet database to register this node: \(error)")
+                        $0.coordinatorID = coordinatorID
+                    }
+                })
             return
         }
         let registration = NodeRegistration(
@@ -181,13 +221,20 @@ extension ControlHandler {
         // has it is online: a node's key must not let it take another node's camera. Decided
         // after the reads, on who is online now.
         if let (deviceID, owner) = storedOwners.first(where: { $0.owner != hello.nodeID && book.isOnline($0.owner) }) {
-            rejections.reject(endpoint: Self.endpointName, reason: .wrongIdentity, peer: routed.peer,
-                              detail: "node \(hello.nodeID) registered device \(deviceID), which online node \(owner) has")
-            answer(.with { $0.welcome = .with {
-                $0.status = .failure(.permissionDenied, "device \(deviceID) belongs to node \(owner), which is online; a camera can move to another node only while its old node is offline")
-                $0.coordinatorID = coordinatorID
-                $0.protocolVersion = WireDefaults.protocolMajor
-            } })
+            rejections.reject(
+                endpoint: Self.endpointName, reason: .wrongIdentity, peer: routed.peer,
+                detail: "node \(hello.nodeID) registered device \(deviceID), which online node \(owner) has")
+            answer(
+                .with {
+                    $0.welcome = .with {
+                        $0.status = .failure(
+                            .permissionDenied,
+                            "device \(deviceID) belongs to node \(owner), which is online; a camera can move to another node only while its old node is offline"
+                        )
+                        $0.coordinatorID = coordinatorID
+                        $0.protocolVersion = WireDefaults.protocolMajor
+                    }
+                })
             return
         }
         do {
@@ -200,25 +247,36 @@ extension ControlHandler {
             for device in hello.devices {
                 try await store.saveDescriptor(deviceID: device.deviceID, bytes: Data(try device.serializedBytes() as [UInt8]))
                 let stored = try await store.device(device.deviceID)
-                if ingest.admit(deviceID: device.deviceID, nodeID: hello.nodeID, agentInstance: hello.agentInstance,
-                                resumingFrames: UInt64(stored?.framesReceived ?? 0), bytes: UInt64(stored?.bytesReceived ?? 0),
-                                captures: storedCaptures[device.deviceID]) {
+                if ingest.admit(
+                    deviceID: device.deviceID, nodeID: hello.nodeID, agentInstance: hello.agentInstance,
+                    resumingFrames: UInt64(stored?.framesReceived ?? 0), bytes: UInt64(stored?.bytesReceived ?? 0),
+                    captures: storedCaptures[device.deviceID])
+                {
                     restartedDevices.append(device.deviceID)
                 }
             }
             if !restartedDevices.isEmpty {
-                events.emit(.agentRestarted, nodeID: hello.nodeID,
-                            message: "agent process \(hello.agentInstance) replaced the one before: sequence numbers and drop counts of \(restartedDevices.joined(separator: ", ")) start over (a restart, not a gap)")
+                events.emit(
+                    .agentRestarted, nodeID: hello.nodeID,
+                    message:
+                        "agent process \(hello.agentInstance) replaced the one before: sequence numbers and drop counts of \(restartedDevices.joined(separator: ", ")) start over (a restart, not a gap)"
+                )
             }
             // Commands that went to an earlier agent process of this node are answered now.
-            let sessionActions = book.registered(nodeID: hello.nodeID, agentInstance: hello.agentInstance,
-                                                 helloFingerprint: Self.fingerprint(of: hello), routingID: routed.routingID,
-                                                 now: clock.monotonicNow())
+            let sessionActions = book.registered(
+                nodeID: hello.nodeID, agentInstance: hello.agentInstance,
+                helloFingerprint: Self.fingerprint(of: hello), routingID: routed.routingID,
+                now: clock.monotonicNow())
             answerInNodesPlace(sessionActions)
             answer(welcome(.ok))
-            logger.info("node registered", metadata: ["node.id": "\(hello.nodeID)", "node.name": "\(hello.nodeName)",
-                                                      "devices": "\(hello.devices.count)", "peer": "\(routed.peer)"])
-            events.emit(.nodeRegistered, nodeID: hello.nodeID, message: "\(hello.nodeName) registered \(hello.devices.count) device(s) from \(routed.peer)")
+            logger.info(
+                "node registered",
+                metadata: [
+                    "node.id": "\(hello.nodeID)", "node.name": "\(hello.nodeName)",
+                    "devices": "\(hello.devices.count)", "peer": "\(routed.peer)",
+                ])
+            events.emit(
+                .nodeRegistered, nodeID: hello.nodeID, message: "\(hello.nodeName) registered \(hello.devices.count) device(s) from \(routed.peer)")
             for deviceID in outcome.addedDeviceIDs {
                 events.emit(.deviceAdded, nodeID: hello.nodeID, deviceID: deviceID, message: "new device \(deviceID)")
             }
@@ -238,26 +296,31 @@ extension ControlHandler {
             }
         } catch {
             logger.error("registration failed", metadata: ["node.id": "\(hello.nodeID)", "error": "\(error)"])
-            answer(.with { $0.welcome = .with {
-                $0.status = .failure(.internal, "the coordinator could not record the registration: \(error)")
-                $0.coordinatorID = coordinatorID
-            } })
+            answer(
+                .with {
+                    $0.welcome = .with {
+                        $0.status = .failure(.internal, "the coordinator could not record the registration: \(error)")
+                        $0.coordinatorID = coordinatorID
+                    }
+                })
         }
     }
 
     /// The WELCOME of a registered node: where its frames, clock probes and recordings go.
     func welcome(_ status: Capfleet_V1_Status) -> Capfleet_V1_CoordinatorMessage {
-        .with { $0.welcome = .with {
-            $0.status = status
-            $0.coordinatorID = coordinatorID
-            $0.frameIngestPort = UInt32(configuration.frameIngestPort)
-            $0.clockPort = UInt32(configuration.clockPort)
-            $0.recordPort = UInt32(recordPort)
-            $0.heartbeatIntervalMs = configuration.heartbeatIntervalMilliseconds
-            $0.heartbeatLiveness = configuration.heartbeatLiveness
-            $0.statusHeartbeats = true
-            $0.protocolVersion = WireDefaults.protocolMajor
-        } }
+        .with {
+            $0.welcome = .with {
+                $0.status = status
+                $0.coordinatorID = coordinatorID
+                $0.frameIngestPort = UInt32(configuration.frameIngestPort)
+                $0.clockPort = UInt32(configuration.clockPort)
+                $0.recordPort = UInt32(recordPort)
+                $0.heartbeatIntervalMs = configuration.heartbeatIntervalMilliseconds
+                $0.heartbeatLiveness = configuration.heartbeatLiveness
+                $0.statusHeartbeats = true
+                $0.protocolVersion = WireDefaults.protocolMajor
+            }
+        }
     }
 
     /// What a HELLO says of the node and its devices, without the time it was sent: the same
@@ -279,38 +342,50 @@ extension ControlHandler {
         for deviceID in deviceIDs {
             // Unread, the device stays fail-closed (not determined) and someone hears why.
             let record = await policyRead("consent", of: deviceID, nodeID: nodeID) { try await $0.consent(deviceID: deviceID) } ?? nil
-            let answer = await command(.setConsent(.with {
-                $0.state = (record?.consentState ?? .notDetermined).wire
-                $0.reason = record?.reason ?? ""
-                $0.changedUnixMs = record?.changedAt ?? 0
-            }), deviceID: deviceID, nodeID: nodeID)
+            let answer = await command(
+                .setConsent(
+                    .with {
+                        $0.state = (record?.consentState ?? .notDetermined).wire
+                        $0.reason = record?.reason ?? ""
+                        $0.changedUnixMs = record?.changedAt ?? 0
+                    }), deviceID: deviceID, nodeID: nodeID)
             if answer.status.code != .ok {
                 logger.warning("cannot push consent", metadata: ["device.id": "\(deviceID)", "reason": "\(answer.status.reason)"])
             }
         }
         for deviceID in deviceIDs {
-            if let record = await policyRead("pressure policy", of: deviceID, nodeID: nodeID, { try await $0.pressurePolicy(deviceID: deviceID) }) ?? nil,
-               record.enabled,
-               let level = PressureLevel(rawValue: record.level) {
+            if let record = await policyRead("pressure policy", of: deviceID, nodeID: nodeID, { try await $0.pressurePolicy(deviceID: deviceID) })
+                ?? nil,
+                record.enabled,
+                let level = PressureLevel(rawValue: record.level)
+            {
                 let policy = PressurePolicy(isEnabled: true, level: level, frameRate: record.frameRate)
                 let answer = await command(.setPressurePolicy(.with { $0.policy = policy.wire() }), deviceID: deviceID, nodeID: nodeID)
                 if answer.status.code != .ok {
                     logger.warning("cannot restore the pressure policy", metadata: ["device.id": "\(deviceID)", "reason": "\(answer.status.reason)"])
                 }
             }
-            guard let record = await policyRead("drop-recovery policy", of: deviceID, nodeID: nodeID, { try await $0.dropRecoveryPolicy(deviceID: deviceID) }) ?? nil,
-                  record.enabled else { continue }
-            let policy = DropRecoveryPolicy(isEnabled: true, minimumFramesPerSecond: record.minimumFps, lateDropShare: record.lateDropShare,
-                                            quietIntervalsToRestore: record.quietSeconds)
+            guard
+                let record = await policyRead(
+                    "drop-recovery policy", of: deviceID, nodeID: nodeID, { try await $0.dropRecoveryPolicy(deviceID: deviceID) }) ?? nil,
+                record.enabled
+            else { continue }
+            let policy = DropRecoveryPolicy(
+                isEnabled: true, minimumFramesPerSecond: record.minimumFps, lateDropShare: record.lateDropShare,
+                quietIntervalsToRestore: record.quietSeconds)
             let answer = await command(.setDropRecovery(.with { $0.policy = policy.wire }), deviceID: deviceID, nodeID: nodeID)
             if answer.status.code != .ok {
-                logger.warning("cannot restore the drop-recovery policy", metadata: ["device.id": "\(deviceID)", "reason": "\(answer.status.reason)"])
+                logger.warning(
+                    "cannot restore the drop-recovery policy", metadata: ["device.id": "\(deviceID)", "reason": "\(answer.status.reason)"])
             }
         }
         // What each device's agent looks for, as last set.
         for deviceID in deviceIDs {
-            guard let record = await policyRead("detection settings", of: deviceID, nodeID: nodeID, { try await $0.detection(deviceID: deviceID) }) ?? nil,
-                  record.settings.isOn else { continue }
+            guard
+                let record = await policyRead("detection settings", of: deviceID, nodeID: nodeID, { try await $0.detection(deviceID: deviceID) })
+                    ?? nil,
+                record.settings.isOn
+            else { continue }
             let answer = await command(.setDetection(.with { $0.settings = record.settings.wire }), deviceID: deviceID, nodeID: nodeID)
             if answer.status.code != .ok {
                 logger.warning("cannot restore detection", metadata: ["device.id": "\(deviceID)", "reason": "\(answer.status.reason)"])
@@ -319,11 +394,16 @@ extension ControlHandler {
         // Alignment on or off as last set; on, with this run's grid (the origin an earlier
         // coordinator chose lies in another fleet time).
         for deviceID in deviceIDs {
-            guard let setting = await policyRead("frame alignment", of: deviceID, nodeID: nodeID, { try await $0.frameAlignment(deviceID: deviceID) }) ?? nil else { continue }
-            let answer = await command(.setFrameAlignment(.with {
-                $0.enabled = setting.enabled
-                $0.gridOriginFleetNs = fleetTime.alignmentGridOrigin
-            }), deviceID: deviceID, nodeID: nodeID)
+            guard
+                let setting = await policyRead("frame alignment", of: deviceID, nodeID: nodeID, { try await $0.frameAlignment(deviceID: deviceID) })
+                    ?? nil
+            else { continue }
+            let answer = await command(
+                .setFrameAlignment(
+                    .with {
+                        $0.enabled = setting.enabled
+                        $0.gridOriginFleetNs = fleetTime.alignmentGridOrigin
+                    }), deviceID: deviceID, nodeID: nodeID)
             if answer.status.code != .ok {
                 logger.warning("cannot restore frame alignment", metadata: ["device.id": "\(deviceID)", "reason": "\(answer.status.reason)"])
             }
@@ -333,12 +413,15 @@ extension ControlHandler {
     /// A device's stored setting, to push again; a read the store refuses is logged as an
     /// error, and the setting is not pushed (the agent keeps what it has; consent stays
     /// fail-closed).
-    func policyRead<T: Sendable>(_ what: String, of deviceID: String, nodeID: String,
-                                         _ read: @Sendable (FleetDatabase) async throws -> T) async -> T? {
+    func policyRead<T: Sendable>(
+        _ what: String, of deviceID: String, nodeID: String,
+        _ read: @Sendable (FleetDatabase) async throws -> T
+    ) async -> T? {
         do {
             return try await read(store)
         } catch {
-            logger.error("cannot read a device's setting to push it again", metadata: ["device.id": "\(deviceID)", "setting": "\(what)", "error": "\(error)"])
+            logger.error(
+                "cannot read a device's setting to push it again", metadata: ["device.id": "\(deviceID)", "setting": "\(what)", "error": "\(error)"])
             return nil
         }
     }

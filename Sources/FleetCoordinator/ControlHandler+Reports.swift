@@ -11,25 +11,33 @@ extension ControlHandler {
 
     /// Interruptions, policy actions and zoom changes: published at once and audited.
     func record(_ event: Capfleet_V1_DeviceEvent, from nodeID: String) async {
-        let (kind, action, detail): (Capfleet_V1_EventKind, String, String) = switch event.kind {
-        case .interrupted:
-            (.deviceInterrupted, "device.interrupted", "\(InterruptionReason(wire: event.interruption.reason)?.rawValue ?? "unknown"): \(event.interruption.message)")
-        case .resumed: (.deviceResumed, "device.resumed", event.message)
-        case .policyActed: (.policyActed, "policy.acted", event.message)
-        case .zoomChanged: (.zoomChanged, "device.zoom", event.message)
-        case .encoder: (.encoder, "device.encoder", event.message)
-        default: (.unspecified, "device.event", event.message)
-        }
-        logger.notice("device event", metadata: ["node.id": "\(nodeID)", "device.id": "\(event.deviceID)", "event": "\(action)", "detail": "\(detail)"])
+        let (kind, action, detail): (Capfleet_V1_EventKind, String, String) =
+            switch event.kind {
+            case .interrupted:
+                (
+                    .deviceInterrupted, "device.interrupted",
+                    "\(InterruptionReason(wire: event.interruption.reason)?.rawValue ?? "unknown"): \(event.interruption.message)"
+                )
+            case .resumed: (.deviceResumed, "device.resumed", event.message)
+            case .policyActed: (.policyActed, "policy.acted", event.message)
+            case .zoomChanged: (.zoomChanged, "device.zoom", event.message)
+            case .encoder: (.encoder, "device.encoder", event.message)
+            default: (.unspecified, "device.event", event.message)
+            }
+        logger.notice(
+            "device event", metadata: ["node.id": "\(nodeID)", "device.id": "\(event.deviceID)", "event": "\(action)", "detail": "\(detail)"])
         events.emit(kind, nodeID: nodeID, deviceID: event.deviceID, message: detail)
         if kind != .unspecified, let takesDeviceEvent {
             // The take's timed metadata names the event as its telemetry topic does.
-            await takesDeviceEvent(event.deviceID, kind == .deviceInterrupted ? "interrupted" : kind == .deviceResumed ? "resumed" : kind.topicSuffix, detail)
+            await takesDeviceEvent(
+                event.deviceID, kind == .deviceInterrupted ? "interrupted" : kind == .deviceResumed ? "resumed" : kind.topicSuffix, detail)
         }
         if kind == .deviceInterrupted { alerts.deviceInterrupted(event.deviceID, nodeID: nodeID, message: "interrupted: \(detail)") }
         do {
-            try await store.appendAudit(AuditEntry(at: clock.unixMilliseconds(), actor: "agent:\(nodeID)", action: action,
-                                                   target: event.deviceID, outcome: "ok", detail: detail))
+            try await store.appendAudit(
+                AuditEntry(
+                    at: clock.unixMilliseconds(), actor: "agent:\(nodeID)", action: action,
+                    target: event.deviceID, outcome: "ok", detail: detail))
         } catch {
             logger.error("cannot audit a device event", metadata: ["device.id": "\(event.deviceID)", "error": "\(error)"])
         }
@@ -54,8 +62,10 @@ extension ControlHandler {
             alerts.pressureChanged(nodeID: report.nodeID, from: PressureLevel(wire: report.previousLevel), to: level, detail: detail)
         }
         do {
-            try await store.appendAudit(AuditEntry(at: clock.unixMilliseconds(), actor: "agent:\(report.nodeID)", action: "pressure.level",
-                                                   target: report.nodeID, outcome: "ok", detail: detail))
+            try await store.appendAudit(
+                AuditEntry(
+                    at: clock.unixMilliseconds(), actor: "agent:\(report.nodeID)", action: "pressure.level",
+                    target: report.nodeID, outcome: "ok", detail: detail))
         } catch {
             logger.error("cannot audit a pressure change", metadata: ["node.id": "\(report.nodeID)", "error": "\(error)"])
         }
@@ -63,13 +73,19 @@ extension ControlHandler {
 
     /// A node's clock locked, lost lock or started over: published at once and audited.
     func recordClockChange(_ change: ClockSyncWatch.Change) async {
-        logger.notice("clock state changed", metadata: ["node.id": "\(change.nodeID)", "clock.state": "\(change.to.name ?? "unknown")",
-                                                        "detail": "\(change.message)"])
+        logger.notice(
+            "clock state changed",
+            metadata: [
+                "node.id": "\(change.nodeID)", "clock.state": "\(change.to.name ?? "unknown")",
+                "detail": "\(change.message)",
+            ])
         events.emit(.clockStateChanged, nodeID: change.nodeID, message: change.message)
         do {
-            try await store.appendAudit(AuditEntry(at: clock.unixMilliseconds(), actor: "agent:\(change.nodeID)", action: "clock.state",
-                                                   target: change.nodeID, outcome: "ok",
-                                                   detail: "\(change.from.name ?? "unknown") → \(change.to.name ?? "unknown"): \(change.message)"))
+            try await store.appendAudit(
+                AuditEntry(
+                    at: clock.unixMilliseconds(), actor: "agent:\(change.nodeID)", action: "clock.state",
+                    target: change.nodeID, outcome: "ok",
+                    detail: "\(change.from.name ?? "unknown") → \(change.to.name ?? "unknown"): \(change.message)"))
         } catch {
             logger.error("cannot audit a clock state change", metadata: ["node.id": "\(change.nodeID)", "error": "\(error)"])
         }

@@ -48,9 +48,11 @@ actor ControlHandler: AgentCommands {
     /// Where agents' detection reports go, once the assembly has made it.
     var detections: DetectionRelay?
 
-    init(configuration: CoordinatorConfiguration, store: FleetDatabase, endpoint: RouterEndpoint, arrivals: ArrivalLedger, ingest: FrameIngest,
-         events: FleetEvents, alerts: AlertCenter, rejections: RejectionCounter, gate: AccessGate, coordinatorID: String,
-         fleetTime: FleetTimeSource, clock: CoordinatorClock, logger: Logger) {
+    init(
+        configuration: CoordinatorConfiguration, store: FleetDatabase, endpoint: RouterEndpoint, arrivals: ArrivalLedger, ingest: FrameIngest,
+        events: FleetEvents, alerts: AlertCenter, rejections: RejectionCounter, gate: AccessGate, coordinatorID: String,
+        fleetTime: FleetTimeSource, clock: CoordinatorClock, logger: Logger
+    ) {
         self.fleetTime = fleetTime
         self.clock = clock
         self.alerts = alerts
@@ -64,8 +66,9 @@ actor ControlHandler: AgentCommands {
         self.rejections = rejections
         self.coordinatorID = coordinatorID
         self.logger = logger
-        book = NodeSessionBook(heartbeatIntervalNanoseconds: UInt64(configuration.heartbeatIntervalMilliseconds) * 1_000_000,
-                               liveness: UInt64(configuration.heartbeatLiveness))
+        book = NodeSessionBook(
+            heartbeatIntervalNanoseconds: UInt64(configuration.heartbeatIntervalMilliseconds) * 1_000_000,
+            liveness: UInt64(configuration.heartbeatLiveness))
     }
 
     func isOnline(_ nodeID: String) -> Bool { book.isOnline(nodeID) }
@@ -78,8 +81,10 @@ actor ControlHandler: AgentCommands {
         return live
     }
 
-    func followTakes(recordPort: UInt16, registered: @escaping @Sendable (String) async -> Void, offline: @escaping @Sendable (String) async -> Void,
-                     deviceEvent: @escaping @Sendable (_ deviceID: String, _ kind: String, _ detail: String) async -> Void) {
+    func followTakes(
+        recordPort: UInt16, registered: @escaping @Sendable (String) async -> Void, offline: @escaping @Sendable (String) async -> Void,
+        deviceEvent: @escaping @Sendable (_ deviceID: String, _ kind: String, _ detail: String) async -> Void
+    ) {
         self.recordPort = recordPort
         takesDeviceEvent = deviceEvent
         takesRegistered = registered
@@ -245,9 +250,13 @@ actor ControlHandler: AgentCommands {
     /// An admin revoked the node: tell it, forget its session, mark it offline. The gate
     /// drops its messages from now on and closes its connections.
     func revoked(nodeID: String, keys: [String], reason: String) async {
-        if let session = book.session(nodeID), let bytes: [UInt8] = try? Capfleet_V1_CoordinatorMessage.with({
-            $0.revoked = .failure(.permissionDenied, "an admin revoked this node\(reason.isEmpty ? "" : ": \(reason)"); enroll it again with a new token to bring it back")
-        }).serializedBytes() {
+        if let session = book.session(nodeID),
+            let bytes: [UInt8] = try? Capfleet_V1_CoordinatorMessage.with({
+                $0.revoked = .failure(
+                    .permissionDenied,
+                    "an admin revoked this node\(reason.isEmpty ? "" : ": \(reason)"); enroll it again with a new token to bring it back")
+            }).serializedBytes()
+        {
             for routingID in session.recentRoutingIDs { endpoint.reply(to: routingID, parts: [bytes]) }
         }
         gate.revoke(keys: keys, nodeID: nodeID)
@@ -265,7 +274,8 @@ actor ControlHandler: AgentCommands {
         guard let actions = book.heard(from: nodeID, routingID: routed.routingID, now: clock.monotonicNow()) else {
             rejections.reject(endpoint: Self.endpointName, reason: .unregisteredNode, peer: routed.peer, detail: "node \(nodeID)")
             if book.shouldAskToRegister(nodeID, now: clock.monotonicNow()) {
-                reply(routed, .with { $0.reregister = .failure(.notRegistered, "node \(nodeID) is not registered with this coordinator: send HELLO") })
+                reply(
+                    routed, .with { $0.reregister = .failure(.notRegistered, "node \(nodeID) is not registered with this coordinator: send HELLO") })
             }
             return false
         }
@@ -304,8 +314,10 @@ actor ControlHandler: AgentCommands {
     /// Pushes a command to the node that has the device and waits for its answer. An offline
     /// node gets `STATUS_CODE_UNAVAILABLE` at once; so does a command the node can no longer
     /// answer (past `timeout`, or the node went offline, restarted or was revoked meanwhile).
-    func command(_ action: Capfleet_V1_Command.OneOf_Action, deviceID: String, nodeID: String,
-                 timeout: Duration = .seconds(3)) async -> Capfleet_V1_CommandReply {
+    func command(
+        _ action: Capfleet_V1_Command.OneOf_Action, deviceID: String, nodeID: String,
+        timeout: Duration = .seconds(3)
+    ) async -> Capfleet_V1_CommandReply {
         let timeoutNanoseconds = UInt64(timeout.components.seconds) * 1_000_000_000 + UInt64(timeout.components.attoseconds / 1_000_000_000)
         switch book.dispatch(to: nodeID, deviceID: deviceID, timeoutNanoseconds: timeoutNanoseconds, now: clock.monotonicNow()) {
         case .nodeOffline:
@@ -335,17 +347,19 @@ actor ControlHandler: AgentCommands {
     /// The commands the book answers in the node's place: their waiters hear why now.
     func answerInNodesPlace(_ actions: [NodeSessionBook.Action]) {
         for case let .answerUnavailable(command, why) in actions {
-            waiting.removeValue(forKey: command.commandID)?.resume(returning: .with {
-                $0.commandID = command.commandID
-                $0.status = .failure(.unavailable, why.message(nodeID: command.nodeID))
-            })
+            waiting.removeValue(forKey: command.commandID)?.resume(
+                returning: .with {
+                    $0.commandID = command.commandID
+                    $0.status = .failure(.unavailable, why.message(nodeID: command.nodeID))
+                })
         }
     }
 
     /// A command reply is newer than the last status: what it says of the device replaces it.
     private func noteReply(_ reply: Capfleet_V1_CommandReply, deviceID: String, nodeID: String) {
         guard var status = lastStatus[nodeID],
-              let index = status.devices.firstIndex(where: { $0.deviceID == deviceID }) else { return }
+            let index = status.devices.firstIndex(where: { $0.deviceID == deviceID })
+        else { return }
         status.devices[index].activeFrameRate = reply.activeFrameRate
         status.devices[index].activeMinFrameRate = reply.activeMinFrameRate
         status.devices[index].zoomFactor = reply.zoomFactor

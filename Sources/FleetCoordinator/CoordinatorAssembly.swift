@@ -53,18 +53,24 @@ struct CoordinatorAssembly: Sendable {
         let metrics = FleetMetrics()
         let eventsBox = EventsBox()
         let rejections = RejectionCounter(logger: logger) { endpoint, reason, peer, detail in
-            eventsBox.events?.emit(reason.isAccessDenial ? .accessDenied : .inputRejected,
-                                   message: "\(endpoint): \(reason.rawValue) from \(peer)" + (detail.isEmpty ? "" : ": \(detail)"))
+            eventsBox.events?.emit(
+                reason.isAccessDenial ? .accessDenied : .inputRejected,
+                message: "\(endpoint): \(reason.rawValue) from \(peer)" + (detail.isEmpty ? "" : ": \(detail)"))
             guard reason.isAccessDenial, reason != .forbidden else { return }
             // Logged (and so audited) at most once a minute per endpoint, reason and peer.
             Task {
                 do {
-                    try await store.appendAudit(AuditEntry(at: coordinatorClock.unixMilliseconds(), actor: "peer:\(peer)", action: "access.denied",
-                                                           target: endpoint, outcome: "refused", detail: "\(reason.rawValue): \(detail)"))
+                    try await store.appendAudit(
+                        AuditEntry(
+                            at: coordinatorClock.unixMilliseconds(), actor: "peer:\(peer)", action: "access.denied",
+                            target: endpoint, outcome: "refused", detail: "\(reason.rawValue): \(detail)"))
                 } catch {
                     // The refusal itself stands; only its audit entry is missing, which an admin must hear of.
-                    logger.error("could not audit a refused connection", metadata: [
-                        "endpoint": "\(endpoint)", "peer": "\(peer)", "reason": "\(reason.rawValue)", "error": "\(error)"])
+                    logger.error(
+                        "could not audit a refused connection",
+                        metadata: [
+                            "endpoint": "\(endpoint)", "peer": "\(peer)", "reason": "\(reason.rawValue)", "error": "\(error)",
+                        ])
                 }
             }
         }
@@ -82,30 +88,36 @@ struct CoordinatorAssembly: Sendable {
         let events = FleetEvents(telemetry: telemetry, metrics: metrics)
         eventsBox.events = events
         let ingest = try bind("frame ingest", configuration.frameIngestPort) {
-            try FrameIngest(context: context, bind: configuration.endpoint(configuration.frameIngestPort), rejections: rejections,
-                            security: security(.ingest),
-                            live: (configuration.endpoint(configuration.livePort), security(.live)),
-                            admits: { userID, nodeID, fd, peer in gate.admitsFrame(userID: userID, nodeID: nodeID, fd: fd, peer: peer) })
+            try FrameIngest(
+                context: context, bind: configuration.endpoint(configuration.frameIngestPort), rejections: rejections,
+                security: security(.ingest),
+                live: (configuration.endpoint(configuration.livePort), security(.live)),
+                admits: { userID, nodeID, fd, peer in gate.admitsFrame(userID: userID, nodeID: nodeID, fd: fd, peer: peer) })
         }
         let clock = try bind("clock", configuration.clockPort) {
-            try ClockEndpoint(context: context, bind: configuration.endpoint(configuration.clockPort), security: security(.clock),
-                              fleetTime: fleetTime, coordinatorID: coordinatorID, probeBudget: configuration.clockProbeBudget,
-                              rejections: rejections)
+            try ClockEndpoint(
+                context: context, bind: configuration.endpoint(configuration.clockPort), security: security(.clock),
+                fleetTime: fleetTime, coordinatorID: coordinatorID, probeBudget: configuration.clockProbeBudget,
+                rejections: rejections)
         }
         let arrivals = ArrivalLedger(now: coordinatorClock.monotonicNow)
         let controlEndpoint = try bind("control", configuration.controlPort) {
-            try RouterEndpoint(name: "control", context: context, bind: configuration.endpoint(configuration.controlPort),
-                               maxMessageBytes: 16 * 1024 * 1024, security: security(.control), onReceive: { arrivals.note($0) })
+            try RouterEndpoint(
+                name: "control", context: context, bind: configuration.endpoint(configuration.controlPort),
+                maxMessageBytes: 16 * 1024 * 1024, security: security(.control), onReceive: { arrivals.note($0) })
         }
         let operatorEndpoint = try bind("operator", configuration.operatorPort) {
-            try RouterEndpoint(name: "operator", context: context, bind: configuration.endpoint(configuration.operatorPort),
-                               maxMessageBytes: 1024 * 1024, security: security(.operator))
+            try RouterEndpoint(
+                name: "operator", context: context, bind: configuration.endpoint(configuration.operatorPort),
+                maxMessageBytes: 1024 * 1024, security: security(.operator))
         }
-        let alerts = AlertCenter(configuration: configuration.alerts, events: events, metrics: metrics,
-                                 coordinatorID: coordinatorID, logger: logger)
-        let control = ControlHandler(configuration: configuration, store: store, endpoint: controlEndpoint, arrivals: arrivals, ingest: ingest,
-                                     events: events, alerts: alerts, rejections: rejections, gate: gate, coordinatorID: coordinatorID,
-                                     fleetTime: fleetTime, clock: coordinatorClock, logger: logger)
+        let alerts = AlertCenter(
+            configuration: configuration.alerts, events: events, metrics: metrics,
+            coordinatorID: coordinatorID, logger: logger)
+        let control = ControlHandler(
+            configuration: configuration, store: store, endpoint: controlEndpoint, arrivals: arrivals, ingest: ingest,
+            events: events, alerts: alerts, rejections: rejections, gate: gate, coordinatorID: coordinatorID,
+            fleetTime: fleetTime, clock: coordinatorClock, logger: logger)
         let liveFlow = LiveFlowKeeper(events: events, logger: logger) { nodeID, message in await control.tell(nodeID, message) }
         await control.followLiveFlow(liveFlow)
         let writers = TakeWriters()
@@ -113,19 +125,23 @@ struct CoordinatorAssembly: Sendable {
         let agentTakes = AgentRecordingsDesk()
         let collector = SegmentCollector(desk: agentTakes, logger: logger)
         let recordEndpoint = try bind("recording", configuration.recordPort) {
-            try RecordEndpoint(context: context, bind: configuration.endpoint(configuration.recordPort), security: security(.record),
-                               rejections: rejections, gate: gate, writers: writers, agentTakes: agentTakes, collector: collector,
-                               outlet: try RecordedFrameOutlet(context: context, endpoint: ingest.recordedEndpoint))
+            try RecordEndpoint(
+                context: context, bind: configuration.endpoint(configuration.recordPort), security: security(.record),
+                rejections: rejections, gate: gate, writers: writers, agentTakes: agentTakes, collector: collector,
+                outlet: try RecordedFrameOutlet(context: context, endpoint: ingest.recordedEndpoint))
         }
         agentTakes.sendThrough { routing, message in recordEndpoint.send(to: routing, message) }
-        let collections = TakeCollections(store: store, collector: collector, desk: agentTakes, events: events, clock: coordinatorClock, logger: logger,
-                                          isOnline: { nodeID in await control.isOnline(nodeID) })
-        let stills = StillDirector(store: store, control: control, collector: collector, desk: agentTakes, clock: coordinatorClock, events: events,
-                                   directory: configuration.takesDirectory + "/stills", logger: logger)
-        let takes = TakeDirector(store: store, agents: control, writers: writers, events: events, clock: coordinatorClock,
-                                 configuration: configuration, logger: logger,
-                                 sendRecordDown: { routing, message in recordEndpoint.send(to: routing, message) },
-                                 currentPixelFormat: { ingest.state(of: $0)?.layout.pixelFormat })
+        let collections = TakeCollections(
+            store: store, collector: collector, desk: agentTakes, events: events, clock: coordinatorClock, logger: logger,
+            isOnline: { nodeID in await control.isOnline(nodeID) })
+        let stills = StillDirector(
+            store: store, control: control, collector: collector, desk: agentTakes, clock: coordinatorClock, events: events,
+            directory: configuration.takesDirectory + "/stills", logger: logger)
+        let takes = TakeDirector(
+            store: store, agents: control, writers: writers, events: events, clock: coordinatorClock,
+            configuration: configuration, logger: logger,
+            sendRecordDown: { routing, message in recordEndpoint.send(to: routing, message) },
+            currentPixelFormat: { ingest.state(of: $0)?.layout.pixelFormat })
         await takes.reach(agentsThrough: agentTakes)
         await control.followDetections(DetectionRelay(telemetry: telemetry, takes: takes, logger: logger))
         try await takes.resumeUnfinished()
@@ -136,28 +152,33 @@ struct CoordinatorAssembly: Sendable {
             registered: { nodeID in await takes.nodeRegistered(nodeID) },
             offline: { nodeID in await takes.nodeOffline(nodeID) },
             deviceEvent: { deviceID, kind, detail in await takes.deviceEvent(deviceID, kind: kind, detail: detail) })
-        let housekeeper = RecordingHousekeeper(store: store, events: events, metrics: metrics, configuration: configuration,
-                                               clock: coordinatorClock, logger: logger)
+        let housekeeper = RecordingHousekeeper(
+            store: store, events: events, metrics: metrics, configuration: configuration,
+            clock: coordinatorClock, logger: logger)
         let leases = LeaseKeeper(store: store, events: events, clock: coordinatorClock, logger: logger)
         try await leases.load()
-        let reporter = TelemetryReporter(store: store, ingest: ingest, control: control, liveFlow: liveFlow, telemetry: telemetry, metrics: metrics,
-                                         rejections: rejections, clockProbes: clock.statistics, alerts: alerts, clock: coordinatorClock, logger: logger)
+        let reporter = TelemetryReporter(
+            store: store, ingest: ingest, control: control, liveFlow: liveFlow, telemetry: telemetry, metrics: metrics,
+            rejections: rejections, clockProbes: clock.statistics, alerts: alerts, clock: coordinatorClock, logger: logger)
         // The HTTP port's server is bound before the operator handler exists (who_am_i tells
         // its port); the dashboard reaches the handler once it does.
         let lateOperators = LateBound<OperatorHandler>()
-        let liveFeed = DashboardLiveFeed(read: {
-            guard let operators = lateOperators.value else { throw CoordinatorError.starting }
-            return try await operators.dashboardFleet()
-        }, events: events, logger: logger)
+        let liveFeed = DashboardLiveFeed(
+            read: {
+                guard let operators = lateOperators.value else { throw CoordinatorError.starting }
+                return try await operators.dashboardFleet()
+            }, events: events, logger: logger)
         let liveViews = LiveViewRenderer(logger: logger)
-        let dashboard = DashboardRoutes(store: store, operators: lateOperators, feed: liveFeed, renderer: liveViews, clock: coordinatorClock,
-                                        rejections: rejections,
-                                        secureCookies: configuration.httpTLS != nil, logger: logger)
-        let metricsServer: WebServer? = if let port = configuration.metricsPort {
-            try await serveHTTP(metrics, dashboard: dashboard, configuration: configuration, port: port, logger: logger)
-        } else {
-            nil
-        }
+        let dashboard = DashboardRoutes(
+            store: store, operators: lateOperators, feed: liveFeed, renderer: liveViews, clock: coordinatorClock,
+            rejections: rejections,
+            secureCookies: configuration.httpTLS != nil, logger: logger)
+        let metricsServer: WebServer? =
+            if let port = configuration.metricsPort {
+                try await serveHTTP(metrics, dashboard: dashboard, configuration: configuration, port: port, logger: logger)
+            } else {
+                nil
+            }
         // What `who_am_i` tells an operator of the other endpoints (a subscriber's telemetry port).
         func port(_ endpoint: String) -> UInt32 { endpoint.split(separator: ":").last.flatMap { UInt32($0) } ?? 0 }
         let ports = Capfleet_V1_CoordinatorEndpoints.with {
@@ -172,11 +193,12 @@ struct CoordinatorAssembly: Sendable {
             $0.recordPort = UInt32(recordEndpoint.boundPort)
             $0.livePort = ingest.liveEndpoint.map(port) ?? 0
         }
-        let operators = OperatorHandler(store: store, endpoint: operatorEndpoint, ports: ports, ingest: ingest, control: control, liveFlow: liveFlow,
-                                        reporter: reporter, rejections: rejections, leases: leases, events: events,
-                                        coordinatorKey: keys.publicKey, fleetTime: fleetTime, clock: coordinatorClock, takes: takes,
-                                        agentTakes: agentTakes, collections: collections, stills: stills,
-                                        backups: DatabaseBackups(dataDirectory: configuration.dataDirectory, store: store, clock: coordinatorClock), logger: logger)
+        let operators = OperatorHandler(
+            store: store, endpoint: operatorEndpoint, ports: ports, ingest: ingest, control: control, liveFlow: liveFlow,
+            reporter: reporter, rejections: rejections, leases: leases, events: events,
+            coordinatorKey: keys.publicKey, fleetTime: fleetTime, clock: coordinatorClock, takes: takes,
+            agentTakes: agentTakes, collections: collections, stills: stills,
+            backups: DatabaseBackups(dataDirectory: configuration.dataDirectory, store: store, clock: coordinatorClock), logger: logger)
         lateOperators.set(operators)
 
         // The shutdown order, read backwards: see the type's comment.
@@ -234,20 +256,23 @@ struct CoordinatorAssembly: Sendable {
             },
         ]
 
-        let endpoints = CoordinatorEndpoints(control: controlEndpoint.boundEndpoint, frameIngest: ingest.boundEndpoint,
-                                             operator: operatorEndpoint.boundEndpoint, telemetry: telemetry.boundEndpoint,
-                                             database: configuration.databasePath, publicKey: keys.publicKey,
-                                             publicKeyFile: CoordinatorKeys.publicPath(dataDirectory: configuration.dataDirectory),
-                                             metrics: metricsServer.map {
-                                                 "\(configuration.httpTLS == nil ? "http" : "https")://\(configuration.httpDisplayHost):\($0.port)/metrics"
-                                             })
-        logger.info("coordinator ready", metadata: [
-            "control": "\(endpoints.control)", "ingest": "\(endpoints.frameIngest)", "operator": "\(endpoints.operator)",
-            "telemetry": "\(endpoints.telemetry)", "clock": "\(clock.boundEndpoint)", "record": "\(recordEndpoint.boundEndpoint)",
-            "live": "\(ingest.liveEndpoint ?? "off")", "database": "\(endpoints.database)",
-            "metrics": "\(endpoints.metrics ?? "off")",
-            "public_key": "\(keys.publicKey.z85)",
-        ])
+        let endpoints = CoordinatorEndpoints(
+            control: controlEndpoint.boundEndpoint, frameIngest: ingest.boundEndpoint,
+            operator: operatorEndpoint.boundEndpoint, telemetry: telemetry.boundEndpoint,
+            database: configuration.databasePath, publicKey: keys.publicKey,
+            publicKeyFile: CoordinatorKeys.publicPath(dataDirectory: configuration.dataDirectory),
+            metrics: metricsServer.map {
+                "\(configuration.httpTLS == nil ? "http" : "https")://\(configuration.httpDisplayHost):\($0.port)/metrics"
+            })
+        logger.info(
+            "coordinator ready",
+            metadata: [
+                "control": "\(endpoints.control)", "ingest": "\(endpoints.frameIngest)", "operator": "\(endpoints.operator)",
+                "telemetry": "\(endpoints.telemetry)", "clock": "\(clock.boundEndpoint)", "record": "\(recordEndpoint.boundEndpoint)",
+                "live": "\(ingest.liveEndpoint ?? "off")", "database": "\(endpoints.database)",
+                "metrics": "\(endpoints.metrics ?? "off")",
+                "public_key": "\(keys.publicKey.z85)",
+            ])
         return CoordinatorAssembly(parts: parts.compactMap { $0 }, endpoints: endpoints, directoryLock: directoryLock)
     }
 }
@@ -265,19 +290,23 @@ extension CoordinatorAssembly {
 
     /// The HTTP port: `/metrics` for Prometheus (HEAD too) and the web dashboard; anything
     /// else is 404 saying what is served.
-    static func serveHTTP(_ metrics: FleetMetrics, dashboard: DashboardRoutes, configuration: CoordinatorConfiguration, port: UInt16,
-                          logger: Logger) async throws -> WebServer {
+    static func serveHTTP(
+        _ metrics: FleetMetrics, dashboard: DashboardRoutes, configuration: CoordinatorConfiguration, port: UInt16,
+        logger: Logger
+    ) async throws -> WebServer {
         let router = Router(context: WebRequestContext.self, options: .autoGenerateHeadEndpoints)
         router.add(middleware: ExplainedNotFound("CaptureFleet serves its dashboard at / and Prometheus metrics at /metrics"))
         dashboard.add(to: router)
         router.get("/metrics") { _, _ in
-            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                     body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
+            Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
         }
         for method in [HTTPRequest.Method.post, .put, .delete, .patch] {
             router.on("/metrics", method: method) { _, _ in
-                Response(status: .methodNotAllowed, headers: [.allow: "GET, HEAD", .contentType: "text/plain; charset=utf-8"],
-                         body: .init(byteBuffer: ByteBuffer(string: "only GET and HEAD are served here\n")))
+                Response(
+                    status: .methodNotAllowed, headers: [.allow: "GET, HEAD", .contentType: "text/plain; charset=utf-8"],
+                    body: .init(byteBuffer: ByteBuffer(string: "only GET and HEAD are served here\n")))
             }
         }
         let tls = configuration.httpTLS.map { TLSFiles(certificatePath: $0.certificatePath, keyPath: $0.keyPath) }

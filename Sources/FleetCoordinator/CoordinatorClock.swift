@@ -11,8 +11,10 @@ struct CoordinatorClock: Sendable {
     let unixMilliseconds: @Sendable () -> UnixMilliseconds
     let monotonicNow: @Sendable () -> UInt64
 
-    init(fleetNow: @escaping @Sendable () -> UInt64, unixMilliseconds: @escaping @Sendable () -> UnixMilliseconds,
-         monotonicNow: @escaping @Sendable () -> UInt64 = { MonotonicTime.now() }) {
+    init(
+        fleetNow: @escaping @Sendable () -> UInt64, unixMilliseconds: @escaping @Sendable () -> UnixMilliseconds,
+        monotonicNow: @escaping @Sendable () -> UInt64 = { MonotonicTime.now() }
+    ) {
         self.fleetNow = fleetNow
         self.unixMilliseconds = unixMilliseconds
         self.monotonicNow = monotonicNow
@@ -29,5 +31,3 @@ protocol AgentCommands: Sendable {
     func isOnline(_ nodeID: String) async -> Bool
     func command(_ action: Capfleet_V1_Command.OneOf_Action, deviceID: String, nodeID: String, timeout: Duration) async -> Capfleet_V1_CommandReply
 }
-
-

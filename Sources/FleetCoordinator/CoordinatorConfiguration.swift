@@ -48,11 +48,13 @@ public struct CoordinatorConfiguration: Sendable {
     public var heartbeatLiveness: UInt32
     public var alerts = AlertConfiguration()
 
-    public init(dataDirectory: String, bindHost: String = "*", controlPort: UInt16 = WireDefaults.controlPort,
-                frameIngestPort: UInt16 = WireDefaults.frameIngestPort, operatorPort: UInt16 = WireDefaults.operatorPort,
-                telemetryPort: UInt16 = WireDefaults.telemetryPort, metricsPort: UInt16? = WireDefaults.metricsPort,
-                heartbeatIntervalMilliseconds: UInt32 = WireDefaults.heartbeatIntervalMilliseconds,
-                heartbeatLiveness: UInt32 = WireDefaults.heartbeatLiveness) {
+    public init(
+        dataDirectory: String, bindHost: String = "*", controlPort: UInt16 = WireDefaults.controlPort,
+        frameIngestPort: UInt16 = WireDefaults.frameIngestPort, operatorPort: UInt16 = WireDefaults.operatorPort,
+        telemetryPort: UInt16 = WireDefaults.telemetryPort, metricsPort: UInt16? = WireDefaults.metricsPort,
+        heartbeatIntervalMilliseconds: UInt32 = WireDefaults.heartbeatIntervalMilliseconds,
+        heartbeatLiveness: UInt32 = WireDefaults.heartbeatLiveness
+    ) {
         self.dataDirectory = dataDirectory
         self.bindHost = bindHost
         self.controlPort = controlPort

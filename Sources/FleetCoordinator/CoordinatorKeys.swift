@@ -15,7 +15,9 @@ public enum CoordinatorKeys {
             // Two processes may start on a fresh data directory at once (a coordinator and
             // `capfleet enroll --data`): exactly one key pair wins, and both use it.
             let keys = try CurveKeyPair.generate()
-            if try CurveCertificate(keys: keys, metadata: [("role", "coordinator")]).create(path: secretPath, title: "CaptureFleet coordinator key pair") {
+            if try CurveCertificate(keys: keys, metadata: [("role", "coordinator")]).create(
+                path: secretPath, title: "CaptureFleet coordinator key pair")
+            {
                 try CurveCertificate(publicKey: keys.publicKey, metadata: [("role", "coordinator")])
                     .save(path: publicPath(dataDirectory: dataDirectory), title: "CaptureFleet coordinator public key")
                 return keys

@@ -21,8 +21,10 @@ public final class CoordinatorService: Service, Sendable {
     ///   - beatClock: what the periodic parts (node liveness, the telemetry reporter, the
     ///     recording housekeeper) tick on.
     ///   - onReady: called once every endpoint is bound and the store is open.
-    public init(configuration: CoordinatorConfiguration, logger: Logger, beatClock: any Clock<Duration> = ContinuousClock(),
-                onReady: @escaping @Sendable (CoordinatorEndpoints) -> Void = { _ in }) {
+    public init(
+        configuration: CoordinatorConfiguration, logger: Logger, beatClock: any Clock<Duration> = ContinuousClock(),
+        onReady: @escaping @Sendable (CoordinatorEndpoints) -> Void = { _ in }
+    ) {
         self.configuration = configuration
         self.logger = logger
         self.beatClock = beatClock

@@ -150,7 +150,8 @@ actor DashboardLiveFeed {
             return "{\(members.joined(separator: ","))}"
         }
         let eventTexts = try events.map { try $0.jsonString() }
-        return #"{"type":"fleet","whole":\#(whole),"changed":\#(object(change.changed, quoted: false)),"gone":\#(object(change.gone, quoted: true)),"events":[\#(eventTexts.joined(separator: ","))]}"#
+        return
+            #"{"type":"fleet","whole":\#(whole),"changed":\#(object(change.changed, quoted: false)),"gone":\#(object(change.gone, quoted: true)),"events":[\#(eventTexts.joined(separator: ","))]}"#
     }
 
     /// An id as a JSON string (ids are ours, but a node's name for them is not trusted).

@@ -120,8 +120,9 @@ struct DashboardRoutes: Sendable {
             createdAt: now, expiresAt: now + DashboardAccess.sessionLifetime, peer: peer,
             userAgent: String(request.headers[.userAgent]?.prefix(200) ?? ""))
         let outcome = try await store.redeemDashboardSignIn(tokenHash: WebSecret.hash(token), session: session, now: now) { opened in
-            AuditEntry(at: now, actor: "\(opened.operatorName) via dashboard", action: "dashboard.sign_in", target: opened.id, outcome: "ok",
-                       detail: "from \(peer)")
+            AuditEntry(
+                at: now, actor: "\(opened.operatorName) via dashboard", action: "dashboard.sign_in", target: opened.id, outcome: "ok",
+                detail: "from \(peer)")
         }
         switch outcome {
         case let .failure(refusal):
@@ -130,8 +131,10 @@ struct DashboardRoutes: Sendable {
         case let .success(opened):
             logger.notice("dashboard sign-in", metadata: ["operator": "\(opened.operatorName)", "session": "\(opened.id)", "peer": "\(peer)"])
             var response = Response(status: .seeOther, headers: [.location: "/", .cacheControl: "no-store"])
-            response.setCookie(Cookie(name: DashboardAccess.cookieName, value: secret, maxAge: Int(DashboardAccess.sessionLifetime / 1000),
-                                      path: "/", secure: secureCookies, httpOnly: true, sameSite: .strict))
+            response.setCookie(
+                Cookie(
+                    name: DashboardAccess.cookieName, value: secret, maxAge: Int(DashboardAccess.sessionLifetime / 1000),
+                    path: "/", secure: secureCookies, httpOnly: true, sameSite: .strict))
             return response
         }
     }
@@ -141,12 +144,16 @@ struct DashboardRoutes: Sendable {
         guard case let .allowed(name, _) = verdict, let found else { return refusal(verdict, context: context) }
         let now = clock.unixMilliseconds()
         let actor = "\(name) via dashboard"
-        _ = try await store.endDashboardSession(found.id, by: actor, at: now,
-                                                audit: AuditEntry(at: now, actor: actor, action: "dashboard.session_end", target: found.id,
-                                                                  outcome: "ok", detail: "signed out"))
+        _ = try await store.endDashboardSession(
+            found.id, by: actor, at: now,
+            audit: AuditEntry(
+                at: now, actor: actor, action: "dashboard.session_end", target: found.id,
+                outcome: "ok", detail: "signed out"))
         var response = Self.json(#"{"signed_out":true}"#)
-        response.setCookie(Cookie(name: DashboardAccess.cookieName, value: "", maxAge: 0, path: "/", secure: secureCookies,
-                                  httpOnly: true, sameSite: .strict))
+        response.setCookie(
+            Cookie(
+                name: DashboardAccess.cookieName, value: "", maxAge: 0, path: "/", secure: secureCookies,
+                httpOnly: true, sameSite: .strict))
         return response
     }
 
@@ -154,8 +161,10 @@ struct DashboardRoutes: Sendable {
     func session(_ request: Request, context: WebRequestContext) async throws -> Response {
         let (found, verdict) = try await verdict(on: request, context: context)
         guard case let .allowed(name, role) = verdict, let found else { return refusal(verdict, context: context) }
-        let body: [String: String] = ["operator": name, "role": role.rawValue, "csrf_token": found.csrfToken, "session_id": found.id,
-                                      "expires_unix_ms": String(found.expiresAt)]
+        let body: [String: String] = [
+            "operator": name, "role": role.rawValue, "csrf_token": found.csrfToken, "session_id": found.id,
+            "expires_unix_ms": String(found.expiresAt),
+        ]
         return Self.json(String(decoding: try JSONEncoder().encode(body), as: UTF8.self))
     }
 
@@ -172,11 +181,15 @@ struct DashboardRoutes: Sendable {
             asked = try Capfleet_V1_OperatorRequest(jsonUTF8Bytes: Array(buffer: body))
         } catch {
             rejections.reject(endpoint: Self.endpointName, reason: .undecodable, peer: Self.peer(context))
-            return Self.json(#"{"status":{"code":"STATUS_CODE_BAD_REQUEST","message":"not an OperatorRequest in protobuf's JSON mapping"}}"#,
-                             status: .badRequest)
+            return Self.json(
+                #"{"status":{"code":"STATUS_CODE_BAD_REQUEST","message":"not an OperatorRequest in protobuf's JSON mapping"}}"#,
+                status: .badRequest)
         }
-        guard let handler = operators.value else { return Self.json(Self.statusJSON("STATUS_CODE_UNAVAILABLE", "the coordinator is starting"), status: .serviceUnavailable) }
-        let (reply, _) = await handler.answer(asked, from: OperatorCaller(name: name, channel: .dashboard, peer: Self.peer(context), account: account))
+        guard let handler = operators.value else {
+            return Self.json(Self.statusJSON("STATUS_CODE_UNAVAILABLE", "the coordinator is starting"), status: .serviceUnavailable)
+        }
+        let (reply, _) = await handler.answer(
+            asked, from: OperatorCaller(name: name, channel: .dashboard, peer: Self.peer(context), account: account))
         return Self.json(try reply.jsonString())
     }
 
@@ -187,13 +200,16 @@ struct DashboardRoutes: Sendable {
         let device = try context.parameters.require("device")
         let asked = Capfleet_V1_OperatorRequest.with { $0.getPreview = .with { $0.deviceID = device } }
         guard let handler = operators.value else { return Response(status: .serviceUnavailable) }
-        let (reply, _) = await handler.answer(asked, from: OperatorCaller(name: name, channel: .dashboard, peer: Self.peer(context), account: account))
+        let (reply, _) = await handler.answer(
+            asked, from: OperatorCaller(name: name, channel: .dashboard, peer: Self.peer(context), account: account))
         guard reply.status.code == .ok, let shelved = reply.previews.first else {
-            return Response(status: .notFound, headers: [.contentType: "text/plain; charset=utf-8"],
-                            body: .init(byteBuffer: ByteBuffer(string: reply.status.reason + "\n")))
+            return Response(
+                status: .notFound, headers: [.contentType: "text/plain; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(string: reply.status.reason + "\n")))
         }
-        return Response(status: .ok, headers: [.contentType: "image/jpeg", .cacheControl: "no-store"],
-                        body: .init(byteBuffer: ByteBuffer(bytes: shelved.jpeg)))
+        return Response(
+            status: .ok, headers: [.contentType: "image/jpeg", .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(bytes: shelved.jpeg)))
     }
 
     /// A device's full-rate live view as an MJPEG stream (multipart/x-mixed-replace, which an
@@ -231,7 +247,9 @@ struct DashboardRoutes: Sendable {
                     }
                     return !Task.isCancelled
                 }
-                if status.code != .ok { logger.info("a dashboard live view ended", metadata: ["device.id": "\(device)", "reason": "\(status.reason)"]) }
+                if status.code != .ok {
+                    logger.info("a dashboard live view ended", metadata: ["device.id": "\(device)", "reason": "\(status.reason)"])
+                }
                 delivered.finish()
             }
             defer { watching.cancel() }
@@ -244,7 +262,8 @@ struct DashboardRoutes: Sendable {
             }
             try await writer.finish(nil)
         }
-        return Response(status: .ok, headers: [.contentType: "multipart/x-mixed-replace; boundary=\(boundary)", .cacheControl: "no-store"], body: body)
+        return Response(
+            status: .ok, headers: [.contentType: "multipart/x-mixed-replace; boundary=\(boundary)", .cacheControl: "no-store"], body: body)
     }
 
     // MARK: Who asks
@@ -257,21 +276,26 @@ struct DashboardRoutes: Sendable {
 
     /// The same, with the session's operator record read alongside, for requests answered by
     /// `OperatorHandler` (which then need not read it again).
-    func verdictAndAccount(on request: Request, context: WebRequestContext) async throws
-        -> (DashboardSessionRecord?, DashboardAccess.Verdict, OperatorRecord?) {
+    func verdictAndAccount(
+        on request: Request, context: WebRequestContext
+    ) async throws
+        -> (DashboardSessionRecord?, DashboardAccess.Verdict, OperatorRecord?)
+    {
         let now = clock.unixMilliseconds()
         var found: (DashboardSessionRecord, OperatorRecord?)?
         if let secret = request.cookies[DashboardAccess.cookieName]?.value, !secret.isEmpty {
             found = try await store.dashboardSession(secretHash: WebSecret.hash(secret))
         }
         let session = found.map { record, account in
-            DashboardAccess.Session(operatorName: record.operatorName, role: account.flatMap { OperatorRole(rawValue: $0.role) },
-                                    csrfToken: record.csrfToken, expiresAtUnixMs: record.expiresAt, endedAtUnixMs: record.endedAt)
+            DashboardAccess.Session(
+                operatorName: record.operatorName, role: account.flatMap { OperatorRole(rawValue: $0.role) },
+                csrfToken: record.csrfToken, expiresAtUnixMs: record.expiresAt, endedAtUnixMs: record.endedAt)
         }
         let changes = request.method != .get && request.method != .head
-        let asked = DashboardAccess.Request(changesState: changes,
-                                            csrfToken: request.headers[.captureFleetCSRF],
-                                            originIsOwn: Self.originIsOwn(request))
+        let asked = DashboardAccess.Request(
+            changesState: changes,
+            csrfToken: request.headers[.captureFleetCSRF],
+            originIsOwn: Self.originIsOwn(request))
         let verdict = DashboardAccess.verdict(on: asked, session: session, now: now)
         if case .allowed = verdict, let record = found?.0, now - record.lastSeenAt > 60_000 {
             try await store.touchDashboardSession(record.id, at: now)
@@ -311,8 +335,9 @@ struct DashboardRoutes: Sendable {
     }
 
     static func json(_ text: String, status: HTTPResponse.Status = .ok) -> Response {
-        Response(status: status, headers: [.contentType: "application/json", .cacheControl: "no-store"],
-                 body: .init(byteBuffer: ByteBuffer(string: text)))
+        Response(
+            status: status, headers: [.contentType: "application/json", .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(string: text)))
     }
 
     static func page(status: HTTPResponse.Status, _ message: String) -> Response {
@@ -321,15 +346,20 @@ struct DashboardRoutes: Sendable {
             <!doctype html><html lang="en"><head><meta charset="utf-8"><title>CaptureFleet</title>
             <link rel="stylesheet" href="/assets/style.css"></head><body class="notice"><h1>CaptureFleet</h1><p>\(escaped)</p></body></html>
             """
-        return Response(status: status, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
-                        body: .init(byteBuffer: ByteBuffer(string: html)))
+        return Response(
+            status: status, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(string: html)))
     }
 
     /// One of the page's files, from the binary (embedded by scripts/embed-dashboard-assets.py).
     static func asset(_ name: String) throws -> Response {
         guard let file = DashboardAssets.files[name] else { throw HTTPError(.notFound) }
-        return Response(status: .ok, headers: [.contentType: file.contentType, .cacheControl: "no-cache",
-                                              .contentSecurityPolicy: "default-src 'self'; img-src 'self' blob: data:; connect-src 'self'"],
-                        body: .init(byteBuffer: ByteBuffer(bytes: file.bytes)))
+        return Response(
+            status: .ok,
+            headers: [
+                .contentType: file.contentType, .cacheControl: "no-cache",
+                .contentSecurityPolicy: "default-src 'self'; img-src 'self' blob: data:; connect-src 'self'",
+            ],
+            body: .init(byteBuffer: ByteBuffer(bytes: file.bytes)))
     }
 }

@@ -39,12 +39,16 @@ final class DetectionRelay: Sendable {
             case .face:
                 return ["kind": "face", "face_id": object.faceID, "bounds": box(object.bounds)]
             default:
-                return ["kind": "code", "symbology": object.symbology, "value": object.value,
-                        "corners": object.corners.map { [$0.x, $0.y] }, "bounds": box(object.bounds)]
+                return [
+                    "kind": "code", "symbology": object.symbology, "value": object.value,
+                    "corners": object.corners.map { [$0.x, $0.y] }, "bounds": box(object.bounds),
+                ]
             }
         }
-        return TakeDirector.json(any: ["kind": "detection", "device_id": report.deviceID, "sequence": report.sequence,
-                                       "fleet_ns": report.fleetTimeNs, "width": report.frameWidth, "height": report.frameHeight,
-                                       "objects": objects])
+        return TakeDirector.json(any: [
+            "kind": "detection", "device_id": report.deviceID, "sequence": report.sequence,
+            "fleet_ns": report.fleetTimeNs, "width": report.frameWidth, "height": report.frameHeight,
+            "objects": objects,
+        ])
     }
 }

@@ -20,8 +20,10 @@ public final class FleetEvents: Sendable {
     }
 
     @discardableResult
-    func emit(_ kind: Capfleet_V1_EventKind, nodeID: String = "", deviceID: String = "", message: String,
-              alert: Capfleet_V1_AlertKind = .unspecified, suppressed: UInt32 = 0) -> Capfleet_V1_FleetEvent {
+    func emit(
+        _ kind: Capfleet_V1_EventKind, nodeID: String = "", deviceID: String = "", message: String,
+        alert: Capfleet_V1_AlertKind = .unspecified, suppressed: UInt32 = 0
+    ) -> Capfleet_V1_FleetEvent {
         let event = Capfleet_V1_FleetEvent.with {
             $0.kind = kind
             $0.unixMs = Date().unixMilliseconds

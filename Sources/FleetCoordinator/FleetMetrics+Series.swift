@@ -23,7 +23,8 @@ struct DeviceSeries: Sendable {
     init(_ registry: PrometheusCollectorRegistry, _ key: Key) {
         let labels = [("device", key.deviceID), ("node", key.nodeID)]
         self.labels = labels
-        counters = [FleetMetrics.framesReceived, FleetMetrics.bytesReceived, FleetMetrics.framesCaptured, FleetMetrics.bytesCaptured]
+        counters =
+            [FleetMetrics.framesReceived, FleetMetrics.bytesReceived, FleetMetrics.framesCaptured, FleetMetrics.bytesCaptured]
             .map { registry.makeCounter(descriptor: $0, labels: labels) }
             + ["late", "out_of_buffers", "discontinuity", "encoder_late"]
             .map { registry.makeCounter(descriptor: FleetMetrics.framesDropped, labels: labels + [("reason", $0)]) }
@@ -35,8 +36,10 @@ struct DeviceSeries: Sendable {
     }
 
     private static func counts(_ status: Capfleet_V1_DeviceStatus) -> [UInt64] {
-        [status.framesReceived, status.bytesReceived, status.framesCaptured, status.bytesCaptured,
-         status.drops.late, status.drops.outOfBuffers, status.drops.discontinuity, status.drops.encoderLate]
+        [
+            status.framesReceived, status.bytesReceived, status.framesCaptured, status.bytesCaptured,
+            status.drops.late, status.drops.outOfBuffers, status.drops.discontinuity, status.drops.encoderLate,
+        ]
     }
 
     mutating func record(_ status: Capfleet_V1_DeviceStatus, registry: PrometheusCollectorRegistry) {
@@ -89,9 +92,12 @@ struct NodeSeries: Sendable {
         let reported = node.hasClock && node.clock.sync != .unspecified
         clockLocked.set(to: reported && node.clock.sync == .locked ? 1 : 0)
         guard reported else { return }
-        let gauges = clock ?? (registry.makeGauge(descriptor: FleetMetrics.clockUncertainty, labels: labels),
-                               registry.makeGauge(descriptor: FleetMetrics.clockDrift, labels: labels),
-                               registry.makeGauge(descriptor: FleetMetrics.clockWallOffset, labels: labels))
+        let gauges =
+            clock ?? (
+                registry.makeGauge(descriptor: FleetMetrics.clockUncertainty, labels: labels),
+                registry.makeGauge(descriptor: FleetMetrics.clockDrift, labels: labels),
+                registry.makeGauge(descriptor: FleetMetrics.clockWallOffset, labels: labels)
+            )
         clock = gauges
         gauges.uncertainty.set(Double(node.clock.uncertaintyNs) / 1e9)
         gauges.drift.set(node.clock.driftPpm)

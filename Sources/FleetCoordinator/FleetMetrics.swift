@@ -30,45 +30,62 @@ public final class FleetMetrics: Sendable {
         MetricNameDescriptor(namespace: "capfleet", metricName: name, unitName: unit, helpText: help)
     }
 
-    nonisolated(unsafe) static let framesReceived = descriptor("frames_received", "total",
-                                          "Full-rate frames the coordinator accepted from the device (they flow only while someone wants them).")
+    nonisolated(unsafe) static let framesReceived = descriptor(
+        "frames_received", "total",
+        "Full-rate frames the coordinator accepted from the device (they flow only while someone wants them).")
     nonisolated(unsafe) static let framesCaptured = descriptor("frames_captured", "total", "Frames the device captured, as its agent counts them.")
     nonisolated(unsafe) static let bytesCaptured = descriptor("bytes_captured", "total", "Payload bytes of the frames the device captured.")
-    nonisolated(unsafe) static let liveConsumers = descriptor("device_live_consumers", "",
-                                          "Who wants the device's full-rate frames now (viewers count as one; each waiting snapshot as one).")
+    nonisolated(unsafe) static let liveConsumers = descriptor(
+        "device_live_consumers", "",
+        "Who wants the device's full-rate frames now (viewers count as one; each waiting snapshot as one).")
     nonisolated(unsafe) static let bytesReceived = descriptor("bytes_received", "total", "Payload bytes the coordinator accepted from the device.")
-    nonisolated(unsafe) static let framesDropped = descriptor("frames_dropped", "total",
-                                          "Frames lost, by reason: late (send queue full), out_of_buffers (no free capture buffer), discontinuity (sequence gap), encoder_late (a take's encoder fell behind).")
-    nonisolated(unsafe) static let framesPerSecond = descriptor("device_frames_per_second", "", "Frames per second the device captured over the last second.")
+    nonisolated(unsafe) static let framesDropped = descriptor(
+        "frames_dropped", "total",
+        "Frames lost, by reason: late (send queue full), out_of_buffers (no free capture buffer), discontinuity (sequence gap), encoder_late (a take's encoder fell behind)."
+    )
+    nonisolated(unsafe) static let framesPerSecond = descriptor(
+        "device_frames_per_second", "", "Frames per second the device captured over the last second.")
     nonisolated(unsafe) static let deviceStreaming = descriptor("device_streaming", "", "1 while the device streams frames to the coordinator.")
-    nonisolated(unsafe) static let deviceInterrupted = descriptor("device_interrupted", "", "1 while the device is interrupted (unplugged, in use, pressure shutdown, driver error).")
+    nonisolated(unsafe) static let deviceInterrupted = descriptor(
+        "device_interrupted", "", "1 while the device is interrupted (unplugged, in use, pressure shutdown, driver error).")
     nonisolated(unsafe) static let deviceFrameRate = descriptor("device_active_frame_rate", "", "The device's active (maximum) frame rate.")
     nonisolated(unsafe) static let nodeUp = descriptor("node_up", "", "1 while the node's agent is connected and heartbeating.")
     nonisolated(unsafe) static let sendQueueDepth = descriptor("node_send_queue_depth", "", "Frames waiting in the agent's send queue.")
     nonisolated(unsafe) static let sendQueueCapacity = descriptor("node_send_queue_capacity", "", "Capacity of the agent's send queue.")
-    nonisolated(unsafe) static let pressureLevel = descriptor("node_pressure_level", "",
-                                          "Pressure level: 0 nominal, 1 fair, 2 serious, 3 critical, 4 shutdown. Absent while the node is offline.")
-    nonisolated(unsafe) static let pressureFactor = descriptor("node_pressure_factor_level", "",
-                                           "Level a contributing factor reached (same scale as capfleet_node_pressure_level).")
+    nonisolated(unsafe) static let pressureLevel = descriptor(
+        "node_pressure_level", "",
+        "Pressure level: 0 nominal, 1 fair, 2 serious, 3 critical, 4 shutdown. Absent while the node is offline.")
+    nonisolated(unsafe) static let pressureFactor = descriptor(
+        "node_pressure_factor_level", "",
+        "Level a contributing factor reached (same scale as capfleet_node_pressure_level).")
     nonisolated(unsafe) static let clockLocked = descriptor("node_clock_locked", "", "1 while the node's clock is locked to fleet time.")
-    nonisolated(unsafe) static let clockUncertainty = descriptor("node_clock_uncertainty_seconds", "",
-                                                                  "Error bound of the fleet times the node stamps now.")
-    nonisolated(unsafe) static let clockDrift = descriptor("node_clock_drift_ppm", "", "The node clock's frequency error against fleet time (+ = fast).")
-    nonisolated(unsafe) static let clockWallOffset = descriptor("node_clock_wall_offset_seconds", "",
-                                                                 "The node's system clock minus fleet time.")
-    nonisolated(unsafe) static let alignmentPhase = descriptor("device_alignment_phase_seconds", "",
-                                                                "The device's latest frame minus its nearest slot of the fleet-time grid.")
-    nonisolated(unsafe) static let frameAligned = descriptor("device_frame_aligned", "",
-                                                              "1 while the device's frames fall within 100 µs of their grid slots.")
+    nonisolated(unsafe) static let clockUncertainty = descriptor(
+        "node_clock_uncertainty_seconds", "",
+        "Error bound of the fleet times the node stamps now.")
+    nonisolated(unsafe) static let clockDrift = descriptor(
+        "node_clock_drift_ppm", "", "The node clock's frequency error against fleet time (+ = fast).")
+    nonisolated(unsafe) static let clockWallOffset = descriptor(
+        "node_clock_wall_offset_seconds", "",
+        "The node's system clock minus fleet time.")
+    nonisolated(unsafe) static let alignmentPhase = descriptor(
+        "device_alignment_phase_seconds", "",
+        "The device's latest frame minus its nearest slot of the fleet-time grid.")
+    nonisolated(unsafe) static let frameAligned = descriptor(
+        "device_frame_aligned", "",
+        "1 while the device's frames fall within 100 µs of their grid slots.")
     nonisolated(unsafe) static let events = descriptor("events", "total", "Fleet events published, by kind.")
     nonisolated(unsafe) static let rejected = descriptor("rejected_messages", "total", "Malformed or unknown input refused, by endpoint and reason.")
-    nonisolated(unsafe) static let clockProbes = descriptor("clock_probes_answered", "total",
-                                                             "Clock probe round trips the coordinator answered (each agent sends them in pairs).")
-    nonisolated(unsafe) static let clockProbingAgents = descriptor("clock_probing_agents", "",
-                                                                    "Agents that probed the coordinator's clock in the 10 s before its last answer.")
-    nonisolated(unsafe) static let clockProbePace = descriptor("clock_probe_interval_seconds", "",
-                                                                "How often the coordinator asks each locked agent to probe: clock_probe_budget spread over the agents probing.")
-    nonisolated(unsafe) static let alerts = descriptor("alerts", "total", "Alerts raised, by alert and outcome (delivered, throttled, failed, published).")
+    nonisolated(unsafe) static let clockProbes = descriptor(
+        "clock_probes_answered", "total",
+        "Clock probe round trips the coordinator answered (each agent sends them in pairs).")
+    nonisolated(unsafe) static let clockProbingAgents = descriptor(
+        "clock_probing_agents", "",
+        "Agents that probed the coordinator's clock in the 10 s before its last answer.")
+    nonisolated(unsafe) static let clockProbePace = descriptor(
+        "clock_probe_interval_seconds", "",
+        "How often the coordinator asks each locked agent to probe: clock_probe_budget spread over the agents probing.")
+    nonisolated(unsafe) static let alerts = descriptor(
+        "alerts", "total", "Alerts raised, by alert and outcome (delivered, throttled, failed, published).")
 
     /// The Prometheus level scale: 0 nominal … 4 shutdown, nil when not reported.
     static func levelValue(_ level: Capfleet_V1_PressureLevel) -> Double? {
@@ -151,7 +168,8 @@ public final class FleetMetrics: Sendable {
             }
         }
         let gauges = wanted.map { entry in
-            let gauge = entry.factor.map { registry.makeGauge(descriptor: Self.pressureFactor, labels: [("node", node.nodeID), ("factor", $0)]) }
+            let gauge =
+                entry.factor.map { registry.makeGauge(descriptor: Self.pressureFactor, labels: [("node", node.nodeID), ("factor", $0)]) }
                 ?? registry.makeGauge(descriptor: Self.pressureLevel, labels: [("node", node.nodeID)])
             gauge.set(entry.value)
             return (entry.factor, gauge)

@@ -76,10 +76,12 @@ public final class FrameIngest: Sendable {
 
     /// - Parameter live: where viewers subscribe to full-rate frames (an XPUB on this thread,
     ///   so a frame is handed on without a copy or a hop); nil: nowhere (benchmarks).
-    public init(context: ZMQContext, bind endpoint: String, rejections: RejectionCounter, security: CurveServerSecurity,
-                live: (endpoint: String, security: CurveServerSecurity)? = nil,
-                admits: (@Sendable (_ userID: String?, _ nodeID: String, _ fd: Int32, _ peer: () -> String) -> Bool)? = nil,
-                onFrame: (@Sendable (Capfleet_V1_FrameHeader) -> Void)? = nil) throws(ZMQError) {
+    public init(
+        context: ZMQContext, bind endpoint: String, rejections: RejectionCounter, security: CurveServerSecurity,
+        live: (endpoint: String, security: CurveServerSecurity)? = nil,
+        admits: (@Sendable (_ userID: String?, _ nodeID: String, _ fd: Int32, _ peer: () -> String) -> Bool)? = nil,
+        onFrame: (@Sendable (Capfleet_V1_FrameHeader) -> Void)? = nil
+    ) throws(ZMQError) {
         let socket = try ZMQSocket(context: context, type: .pull)
         try socket.setOption(ZMQ_MAXMSGSIZE, WireDefaults.maxMessageBytes)
         try socket.setOption(ZMQ_RCVHWM, Int32(8))
@@ -126,11 +128,16 @@ public final class FrameIngest: Sendable {
     /// True when `agentInstance` is a new process of an agent already counted: the device's
     /// sequence numbers and drop counts start over, which is a restart, not a gap.
     @discardableResult
-    public func admit(deviceID: String, nodeID: String, agentInstance: String = "", resumingFrames frames: UInt64 = 0, bytes: UInt64 = 0,
-                      captures: AgentRunCaptures? = nil) -> Bool {
+    public func admit(
+        deviceID: String, nodeID: String, agentInstance: String = "", resumingFrames frames: UInt64 = 0, bytes: UInt64 = 0,
+        captures: AgentRunCaptures? = nil
+    ) -> Bool {
         devices.withLock { table in
-            var state = table[deviceID] ?? DeviceIngestState(nodeID: nodeID, framesReceived: frames, bytesReceived: bytes,
-                                                             captures: captures ?? AgentRunCaptures())
+            var state =
+                table[deviceID]
+                ?? DeviceIngestState(
+                    nodeID: nodeID, framesReceived: frames, bytesReceived: bytes,
+                    captures: captures ?? AgentRunCaptures())
             state.nodeID = nodeID
             let restarted = state.runs.registered(agentInstance: agentInstance)
             state.captures.registered(agentInstance: agentInstance)
@@ -226,7 +233,8 @@ public final class FrameIngest: Sendable {
             // A copy: a view of the message's bytes dies with the message, which an optimised
             // build releases as soon as it is last used.
             guard let bytes = received.parts.first?.array, let kind = bytes.first, kind <= 1,
-                  let subscription = LiveTopic.subscription(bytes.dropFirst()) else { continue }
+                let subscription = LiveTopic.subscription(bytes.dropFirst())
+            else { continue }
             changes.yield(LiveSubscriptionChange(deviceID: subscription.deviceID, wanted: kind == 1, encoded: subscription.encoded))
         }
     }
@@ -236,8 +244,9 @@ public final class FrameIngest: Sendable {
     private func keepPreview(_ header: Capfleet_V1_FrameHeader, payload: ZMQMessage, peer: @autoclosure () -> String) {
         let known = devices.withLock { $0[header.deviceID]?.nodeID == header.nodeID }
         guard known else {
-            rejections.reject(endpoint: Self.endpointName, reason: .unknownDevice, peer: peer(),
-                              detail: "preview of device \(header.deviceID) of node \(header.nodeID), which is not registered")
+            rejections.reject(
+                endpoint: Self.endpointName, reason: .unknownDevice, peer: peer(),
+                detail: "preview of device \(header.deviceID) of node \(header.nodeID), which is not registered")
             return
         }
         let jpeg = withExtendedLifetime(payload) { Data(payload.bytes) }
@@ -256,15 +265,23 @@ public final class FrameIngest: Sendable {
             rejections.reject(endpoint: Self.endpointName, reason: .undecodable, peer: peer, detail: "\(parts[0].count) header bytes")
             return nil
         }
-        if let problem = FrameValidation.check(header: header, payloadBytes: parts[1].count,
-                                               maxPayloadBytes: Int(WireDefaults.maxMessageBytes)) {
-            rejections.reject(endpoint: Self.endpointName, reason: problem, peer: peer,
-                              detail: "device \(header.deviceID): header says \(header.payloadSize) bytes of \(header.layout.width)x\(header.layout.height) \(header.layout.pixelFormat), payload has \(parts[1].count)")
+        if let problem = FrameValidation.check(
+            header: header, payloadBytes: parts[1].count,
+            maxPayloadBytes: Int(WireDefaults.maxMessageBytes))
+        {
+            rejections.reject(
+                endpoint: Self.endpointName, reason: problem, peer: peer,
+                detail:
+                    "device \(header.deviceID): header says \(header.payloadSize) bytes of \(header.layout.width)x\(header.layout.height) \(header.layout.pixelFormat), payload has \(parts[1].count)"
+            )
             return nil
         }
         if header.isPreview, let problem = PreviewValidation.check(header: header, payloadBytes: parts[1].count) {
-            rejections.reject(endpoint: Self.endpointName, reason: problem, peer: peer,
-                              detail: "device \(header.deviceID): a preview must be a JPEG of at most \(PreviewValidation.maximumPayloadBytes) bytes, this is \(parts[1].count) bytes of \(header.layout.width)x\(header.layout.height) \(header.layout.pixelFormat)")
+            rejections.reject(
+                endpoint: Self.endpointName, reason: problem, peer: peer,
+                detail:
+                    "device \(header.deviceID): a preview must be a JPEG of at most \(PreviewValidation.maximumPayloadBytes) bytes, this is \(parts[1].count) bytes of \(header.layout.width)x\(header.layout.height) \(header.layout.pixelFormat)"
+            )
             return nil
         }
         // The sender's key must be the live key of the node the header names.
@@ -277,15 +294,17 @@ public final class FrameIngest: Sendable {
         // not counted (the take counts its frames) and never a snapshot's frame.
         if header.hasEncoded {
             guard devices.withLock({ $0[header.deviceID]?.nodeID == header.nodeID }) else {
-                rejections.reject(endpoint: Self.endpointName, reason: .unknownDevice, peer: peer,
-                                  detail: "encoded packet of device \(header.deviceID) of node \(header.nodeID), which is not registered")
+                rejections.reject(
+                    endpoint: Self.endpointName, reason: .unknownDevice, peer: peer,
+                    detail: "encoded packet of device \(header.deviceID) of node \(header.nodeID), which is not registered")
                 return nil
             }
             return header
         }
         guard count(header, payload: parts[1]) else {
-            rejections.reject(endpoint: Self.endpointName, reason: .unknownDevice, peer: peer,
-                              detail: "device \(header.deviceID) of node \(header.nodeID) is not registered")
+            rejections.reject(
+                endpoint: Self.endpointName, reason: .unknownDevice, peer: peer,
+                detail: "device \(header.deviceID) of node \(header.nodeID) is not registered")
             return nil
         }
         return header
@@ -322,7 +341,8 @@ public final class FrameIngest: Sendable {
     private func drainRecorded(_ socket: ZMQSocket, fanOut: ZMQSocket?) {
         while let received = try? socket.receiveMultipart(dontWait: true, maxParts: 2), received.parts.count == 2 {
             guard let header = try? Capfleet_V1_FrameHeader(serializedBytes: received.parts[0].array),
-                  header.hasEncoded || count(header, payload: received.parts[1]) else { continue }
+                header.hasEncoded || count(header, payload: received.parts[1])
+            else { continue }
             if let fanOut { Self.handOn(header: header, parts: received.parts, to: fanOut) }
         }
     }

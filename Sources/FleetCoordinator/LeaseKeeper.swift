@@ -136,8 +136,9 @@ actor LeaseKeeper {
         case let .remove(lease, _, answered):
             logger.error("cannot record a released lease", metadata: ["device.id": "\(lease.deviceID)", "error": "\(failure.error)"])
             if !answered {
-                events.emit(.leaseReleased, deviceID: lease.deviceID,
-                            message: "lease of \(lease.holder) released, but the fleet database could not record it: \(failure.error)")
+                events.emit(
+                    .leaseReleased, deviceID: lease.deviceID,
+                    message: "lease of \(lease.holder) released, but the fleet database could not record it: \(failure.error)")
             }
         case let .audit(line):
             logger.error("cannot audit a lease request", metadata: ["device.id": "\(line.target)", "error": "\(failure.error)"])
@@ -160,12 +161,15 @@ actor LeaseKeeper {
             do throws(StoreError) {
                 switch action {
                 case let .store(lease, acquiredAt, _, audit):
-                    try await store.saveLease(LeaseRecord(deviceId: lease.deviceID, holder: lease.holder, acquiredAt: Int64(acquiredAt),
-                                                          expiresAt: Int64(lease.expiresAt), sessionId: lease.sessionID),
-                                              audit: entry(audit, at: now))
+                    try await store.saveLease(
+                        LeaseRecord(
+                            deviceId: lease.deviceID, holder: lease.holder, acquiredAt: Int64(acquiredAt),
+                            expiresAt: Int64(lease.expiresAt), sessionId: lease.sessionID),
+                        audit: entry(audit, at: now))
                 case let .remove(lease, audit, _):
-                    try await store.removeLease(deviceID: lease.deviceID, holder: lease.holder, expiresAt: Int64(lease.expiresAt),
-                                                audit: entry(audit, at: now))
+                    try await store.removeLease(
+                        deviceID: lease.deviceID, holder: lease.holder, expiresAt: Int64(lease.expiresAt),
+                        audit: entry(audit, at: now))
                 case let .audit(audit):
                     try await store.appendAudit(entry(audit, at: now))
                 case let .announce(deviceID, message):

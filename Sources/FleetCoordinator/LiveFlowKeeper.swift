@@ -16,8 +16,10 @@ actor LiveFlowKeeper {
     private let logger: Logger
     private var nextSnapshotID: UInt64 = 0
 
-    init(events: FleetEvents, logger: Logger,
-         tell: @escaping @Sendable (_ nodeID: String, _ message: Capfleet_V1_LiveFrames) async -> Void) {
+    init(
+        events: FleetEvents, logger: Logger,
+        tell: @escaping @Sendable (_ nodeID: String, _ message: Capfleet_V1_LiveFrames) async -> Void
+    ) {
         self.events = events
         self.logger = logger
         self.tell = tell
@@ -67,17 +69,23 @@ actor LiveFlowKeeper {
         for action in book.handle(event) {
             switch action {
             case let .announce(nodeID, deviceIDs, encodedDeviceIDs):
-                await tell(nodeID, .with {
-                    $0.deviceIds = deviceIDs
-                    $0.encodedDeviceIds = encodedDeviceIDs
-                    $0.leaseMs = Self.leaseMilliseconds
-                })
+                await tell(
+                    nodeID,
+                    .with {
+                        $0.deviceIds = deviceIDs
+                        $0.encodedDeviceIds = encodedDeviceIDs
+                        $0.leaseMs = Self.leaseMilliseconds
+                    })
             case let .flowWanted(deviceID, consumers):
                 logger.info("live frames wanted", metadata: ["device.id": "\(deviceID)", "by": "\(consumers.joined(separator: ", "))"])
-                events.emit(.liveFrames, deviceID: deviceID, message: "full-rate frames of \(deviceID) wanted (\(consumers.joined(separator: ", "))): the flow to the coordinator starts")
+                events.emit(
+                    .liveFrames, deviceID: deviceID,
+                    message: "full-rate frames of \(deviceID) wanted (\(consumers.joined(separator: ", "))): the flow to the coordinator starts")
             case let .flowUnwanted(deviceID):
                 logger.info("live frames no longer wanted", metadata: ["device.id": "\(deviceID)"])
-                events.emit(.liveFrames, deviceID: deviceID, message: "nobody wants full-rate frames of \(deviceID) any more: the flow to the coordinator stops")
+                events.emit(
+                    .liveFrames, deviceID: deviceID,
+                    message: "nobody wants full-rate frames of \(deviceID) any more: the flow to the coordinator stops")
             }
         }
     }

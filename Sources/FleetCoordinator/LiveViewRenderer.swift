@@ -33,10 +33,11 @@ final class LiveViewRenderer: Sendable {
     private let stopping = Atomic<Bool>(false)
 
     init(logger: Logger) {
-        worker = OwnedWorker(name: "cf-liveview", capacity: 2, whenFull: .refuseNewest,
-                             onDrop: { job in job.reply(.busy) },
-                             state: { LiveViewWorkshop() },
-                             handle: { workshop, job in job.reply(workshop.jpeg(of: job.frame)) })
+        worker = OwnedWorker(
+            name: "cf-liveview", capacity: 2, whenFull: .refuseNewest,
+            onDrop: { job in job.reply(.busy) },
+            state: { LiveViewWorkshop() },
+            handle: { workshop, job in job.reply(workshop.jpeg(of: job.frame)) })
     }
 
     /// The frame as a JPEG, made on the live-view thread.
@@ -62,8 +63,9 @@ private struct LiveViewWorkshop {
     mutating func jpeg(of frame: IngestedFrame) -> LiveViewRenderer.Outcome {
         let layout = frame.header.layout
         do throws(ImagingError) {
-            let raw = RawFrame(bytes: frame.payload.bytes, pixelFormat: PixelFormat(layout.pixelFormat),
-                               width: Int(layout.width), height: Int(layout.height))
+            let raw = RawFrame(
+                bytes: frame.payload.bytes, pixelFormat: PixelFormat(layout.pixelFormat),
+                width: Int(layout.width), height: Int(layout.height))
             let picture = try renderer.picture(of: raw, width: min(Int(layout.width), LiveViewRenderer.maximumWidth))
             if encoder == nil { encoder = try JPEGEncoder() }
             guard let encoder else { return .busy }

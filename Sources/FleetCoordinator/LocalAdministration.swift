@@ -11,32 +11,41 @@ import Foundation
 public enum LocalAdministration {
     /// Adds (or changes) an operator. Without `publicKey` a key pair is made and returned,
     /// for the caller to write into a credential file.
-    public static func addOperator(dataDirectory: String, name: String, role: OperatorRole, publicKey: CurvePublicKey?,
-                                   by actor: String) async throws -> (keys: CurveKeyPair?, coordinatorKey: CurvePublicKey) {
+    public static func addOperator(
+        dataDirectory: String, name: String, role: OperatorRole, publicKey: CurvePublicKey?,
+        by actor: String
+    ) async throws -> (keys: CurveKeyPair?, coordinatorKey: CurvePublicKey) {
         guard AccessNames.isValid(name) else { throw LocalAdministrationError(AccessNames.rule) }
         let (store, coordinatorKeys) = try open(dataDirectory)
         let keys = publicKey == nil ? try CurveKeyPair.generate() : nil
         let key = publicKey ?? keys!.publicKey
         let now = Date().unixMilliseconds
-        try await store.saveOperator(OperatorRecord(name: name, publicKey: key.z85, role: role.rawValue, addedAt: now, addedBy: actor),
-                                     audit: AuditEntry(at: now, actor: actor, action: "operator.add", target: name, outcome: "ok",
-                                                       detail: "\(role.rawValue), key \(key.fingerprint)…, on the coordinator's host"))
+        try await store.saveOperator(
+            OperatorRecord(name: name, publicKey: key.z85, role: role.rawValue, addedAt: now, addedBy: actor),
+            audit: AuditEntry(
+                at: now, actor: actor, action: "operator.add", target: name, outcome: "ok",
+                detail: "\(role.rawValue), key \(key.fingerprint)…, on the coordinator's host"))
         return (keys, coordinatorKeys.publicKey)
     }
 
     /// An enrollment token for one agent to be called `name`, or for `spec.uses` agents
     /// named by its prefix.
-    public static func createEnrollmentToken(dataDirectory: String, spec: EnrollmentTokenSpec, validSeconds: UInt32,
-                                             by actor: String) async throws -> (token: EnrollmentToken, expiresAt: Int64) {
+    public static func createEnrollmentToken(
+        dataDirectory: String, spec: EnrollmentTokenSpec, validSeconds: UInt32,
+        by actor: String
+    ) async throws -> (token: EnrollmentToken, expiresAt: Int64) {
         let (store, coordinatorKeys) = try open(dataDirectory)
-        return try await issueEnrollmentToken(store: store, coordinatorKey: coordinatorKeys.publicKey, spec: spec,
-                                              validSeconds: validSeconds, by: actor, at: Date().unixMilliseconds,
-                                              where: ", on the coordinator's host")
+        return try await issueEnrollmentToken(
+            store: store, coordinatorKey: coordinatorKeys.publicKey, spec: spec,
+            validSeconds: validSeconds, by: actor, at: Date().unixMilliseconds,
+            where: ", on the coordinator's host")
     }
 
     /// A one-time enrollment token for an agent to be called `name`.
-    public static func createEnrollmentToken(dataDirectory: String, name: String, validSeconds: UInt32,
-                                             by actor: String) async throws -> (token: EnrollmentToken, expiresAt: Int64) {
+    public static func createEnrollmentToken(
+        dataDirectory: String, name: String, validSeconds: UInt32,
+        by actor: String
+    ) async throws -> (token: EnrollmentToken, expiresAt: Int64) {
         let spec: EnrollmentTokenSpec
         do {
             spec = try EnrollmentTokenSpec(name: name, namePrefix: "", uses: 1)
@@ -55,20 +64,24 @@ public enum LocalAdministration {
 
     /// Makes a token's key pair and records its public half; the token itself is returned
     /// once and kept nowhere.
-    static func issueEnrollmentToken(store: FleetDatabase, coordinatorKey: CurvePublicKey, spec: EnrollmentTokenSpec, validSeconds: UInt32,
-                                     by actor: String, at now: UnixMilliseconds,
-                                     where place: String = "") async throws -> (token: EnrollmentToken, expiresAt: Int64) {
+    static func issueEnrollmentToken(
+        store: FleetDatabase, coordinatorKey: CurvePublicKey, spec: EnrollmentTokenSpec, validSeconds: UInt32,
+        by actor: String, at now: UnixMilliseconds,
+        where place: String = ""
+    ) async throws -> (token: EnrollmentToken, expiresAt: Int64) {
         let keys = try CurveKeyPair.generate()
         let expires = now + Int64(validSeconds) * 1000
         let record = EnrollmentTokenRecord(publicKey: keys.publicKey.z85, spec: spec, createdBy: actor, createdAt: now, expiresAt: expires)
-        let admits = switch spec.naming {
-        case .fixed: "one agent"
-        case let .prefix(prefix): "\(spec.uses) agent(s) named \(prefix)N or by themselves"
-        }
+        let admits =
+            switch spec.naming {
+            case .fixed: "one agent"
+            case let .prefix(prefix): "\(spec.uses) agent(s) named \(prefix)N or by themselves"
+            }
         try await store.createEnrollmentToken(
             record,
-            audit: AuditEntry(at: now, actor: actor, action: "enroll.token", target: record.name, outcome: "ok",
-                              detail: "token \(keys.publicKey.fingerprint)… for \(admits), valid for \(validSeconds) s\(place)"))
+            audit: AuditEntry(
+                at: now, actor: actor, action: "enroll.token", target: record.name, outcome: "ok",
+                detail: "token \(keys.publicKey.fingerprint)… for \(admits), valid for \(validSeconds) s\(place)"))
         return (EnrollmentToken(keys: keys, coordinatorKey: coordinatorKey), expires)
     }
 
@@ -78,11 +91,15 @@ public enum LocalAdministration {
     /// damaged, no fleet database, or from a newer CaptureFleet (its schema has migrations
     /// this binary does not know).
     /// `copied` hears how many of the backup's bytes are in place, as they are.
-    public static func restore(backup: String, dataDirectory: String, replacing: Bool,
-                               copied: (_ done: UInt64, _ total: UInt64) -> Void = { _, _ in }) throws -> (summary: FleetBackupSummary, replaced: String?) {
+    public static func restore(
+        backup: String, dataDirectory: String, replacing: Bool,
+        copied: (_ done: UInt64, _ total: UInt64) -> Void = { _, _ in }
+    ) throws -> (summary: FleetBackupSummary, replaced: String?) {
         let summary = try FleetDatabase.inspectBackup(at: backup)
         guard !summary.newerThanThisBinary else {
-            throw LocalAdministrationError("\(backup) comes from a newer CaptureFleet (schema v\(summary.schemaVersion); this binary knows v\(FleetDatabase.schemaVersion)): restore it with that version or later")
+            throw LocalAdministrationError(
+                "\(backup) comes from a newer CaptureFleet (schema v\(summary.schemaVersion); this binary knows v\(FleetDatabase.schemaVersion)): restore it with that version or later"
+            )
         }
         try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
         let lock = try DataDirectoryLock.acquire(dataDirectory: dataDirectory)
@@ -92,7 +109,9 @@ public enum LocalAdministration {
         var replaced: String?
         if files.fileExists(atPath: database) {
             guard replacing else {
-                throw LocalAdministrationError("\(dataDirectory) already has a fleet database: add --replace to keep it aside (as fleet.sqlite.replaced-TIME) and restore over it")
+                throw LocalAdministrationError(
+                    "\(dataDirectory) already has a fleet database: add --replace to keep it aside (as fleet.sqlite.replaced-TIME) and restore over it"
+                )
             }
             let aside = database + ".replaced-\(Date().unixMilliseconds)"
             try files.moveItem(atPath: database, toPath: aside)
@@ -153,14 +172,17 @@ public enum LocalAdministration {
             let coordinatorsOwn = ["keys", "fleet.sqlite", "coordinator-id", "coordinator.lock", "recordings", "backups"]
             let entries = (try? files.contentsOfDirectory(atPath: named)) ?? []
             if let stranger = entries.first(where: { entry in !coordinatorsOwn.contains { entry.hasPrefix($0) } }) {
-                throw LocalAdministrationError("\(named) holds \(stranger) and no fleet: a new coordinator's data directory should be a folder of its own")
+                throw LocalAdministrationError(
+                    "\(named) holds \(stranger) and no fleet: a new coordinator's data directory should be a folder of its own")
             }
             return named
         }
         let parent = (named as NSString).deletingLastPathComponent
         let nearby = [parent, parent + "/coordinator"].filter { !$0.isEmpty && $0 != named && holdsFleet($0) }
         let hint = nearby.first.map { " A fleet database is in \($0): use --data \($0)." } ?? ""
-        throw LocalAdministrationError("\(named) holds no fleet database (fleet.sqlite), so it is no coordinator's data directory.\(hint) To start a new fleet's coordinator there, add --new-fleet (or start the coordinator with --data \(named) first).")
+        throw LocalAdministrationError(
+            "\(named) holds no fleet database (fleet.sqlite), so it is no coordinator's data directory.\(hint) To start a new fleet's coordinator there, add --new-fleet (or start the coordinator with --data \(named) first)."
+        )
     }
 
     private static func open(_ dataDirectory: String) throws -> (FleetDatabase, CurveKeyPair) {
@@ -186,8 +208,9 @@ extension LocalAdministration {
         let expires = now + DashboardAccess.signInLinkLifetime
         try await store.addDashboardSignIn(
             DashboardSignInRecord(tokenHash: WebSecret.hash(token), operatorName: operatorName, createdAt: now, expiresAt: expires, createdBy: actor),
-            audit: AuditEntry(at: now, actor: actor, action: "dashboard.link", target: operatorName, outcome: "ok",
-                              detail: "a one-time sign-in link, on the coordinator's host, valid until \(expires)"))
+            audit: AuditEntry(
+                at: now, actor: actor, action: "dashboard.link", target: operatorName, outcome: "ok",
+                detail: "a one-time sign-in link, on the coordinator's host, valid until \(expires)"))
         return "/signin?token=\(token)"
     }
 }

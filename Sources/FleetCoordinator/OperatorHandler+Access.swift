@@ -9,8 +9,10 @@ import Foundation
 extension OperatorHandler {
     /// The caller's operator record if their role allows the request; otherwise the reply
     /// says which role it needed, and the refusal is counted and audited.
-    func authorize(_ request: Capfleet_V1_OperatorRequest, from caller: OperatorCaller,
-                   into reply: inout Capfleet_V1_OperatorReply) async -> OperatorRecord? {
+    func authorize(
+        _ request: Capfleet_V1_OperatorRequest, from caller: OperatorCaller,
+        into reply: inout Capfleet_V1_OperatorReply
+    ) async -> OperatorRecord? {
         let what = Self.requestName(request.body)
         let name = caller.name
         let record: OperatorRecord?
@@ -26,22 +28,28 @@ extension OperatorHandler {
             return nil
         }
         guard role >= needed else {
-            await refuse(caller, what, needed: needed, detail: "\(what) needs the \(needed.rawValue) role; \(name) is \(role == .admin ? "an" : "a") \(role.rawValue)",
-                         into: &reply)
+            await refuse(
+                caller, what, needed: needed,
+                detail: "\(what) needs the \(needed.rawValue) role; \(name) is \(role == .admin ? "an" : "a") \(role.rawValue)",
+                into: &reply)
             return nil
         }
         return record
     }
 
-    private func refuse(_ caller: OperatorCaller, _ what: String, needed: OperatorRole, detail: String,
-                        into reply: inout Capfleet_V1_OperatorReply) async {
+    private func refuse(
+        _ caller: OperatorCaller, _ what: String, needed: OperatorRole, detail: String,
+        into reply: inout Capfleet_V1_OperatorReply
+    ) async {
         rejections.reject(endpoint: caller.endpointName, reason: .forbidden, peer: caller.peer, detail: detail)
         reply.status = .failure(.permissionDenied, detail)
         reply.neededRole = needed.wire
         // Every refusal is evidence: audited each time, not rate-limited like malformed input.
         do {
-            try await store.appendAudit(AuditEntry(at: clock.unixMilliseconds(), actor: caller.actor, action: "access.denied", target: what,
-                                                   outcome: "refused", detail: "forbidden: \(detail)"))
+            try await store.appendAudit(
+                AuditEntry(
+                    at: clock.unixMilliseconds(), actor: caller.actor, action: "access.denied", target: what,
+                    outcome: "refused", detail: "forbidden: \(detail)"))
         } catch {
             logger.error("cannot audit a refused request", metadata: ["operator": "\(caller.actor)", "error": "\(error)"])
         }
@@ -72,9 +80,11 @@ extension OperatorHandler {
         }
         let now = clock.unixMilliseconds()
         let reason = query.reason.trimmingCharacters(in: .whitespaces)
-        let revoked = try await store.revokeNode(nodeID, by: who, reason: reason, at: now,
-                                                 audit: AuditEntry(at: now, actor: who, action: "node.revoke", target: nodeID, outcome: "ok",
-                                                                   detail: reason.isEmpty ? "no reason given" : reason))
+        let revoked = try await store.revokeNode(
+            nodeID, by: who, reason: reason, at: now,
+            audit: AuditEntry(
+                at: now, actor: who, action: "node.revoke", target: nodeID, outcome: "ok",
+                detail: reason.isEmpty ? "no reason given" : reason))
         guard !revoked.isEmpty else {
             reply.status = .failure(.notFound, "node \(query.nodeID) has no enrolled key to revoke (see capfleet nodes)")
             return
@@ -101,8 +111,11 @@ extension OperatorHandler {
         let now = clock.unixMilliseconds()
         let record = OperatorRecord(name: query.name, publicKey: key.z85, role: role.rawValue, addedAt: now, addedBy: who)
         do {
-            try await store.saveOperator(record, audit: AuditEntry(at: now, actor: who, action: "operator.add", target: query.name,
-                                                                   outcome: "ok", detail: "\(role.rawValue), key \(key.fingerprint)…"))
+            try await store.saveOperator(
+                record,
+                audit: AuditEntry(
+                    at: now, actor: who, action: "operator.add", target: query.name,
+                    outcome: "ok", detail: "\(role.rawValue), key \(key.fingerprint)…"))
         } catch let error where { if case .refused = error { true } else { false } }() {
             reply.status = .failure(.badRequest, error.description)
             return
@@ -118,8 +131,11 @@ extension OperatorHandler {
     func removeOperator(_ name: String, by who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
         let removed: Bool
         do {
-            removed = try await store.removeOperator(name, audit: AuditEntry(at: clock.unixMilliseconds(), actor: who, action: "operator.remove",
-                                                                             target: name, outcome: "ok"))
+            removed = try await store.removeOperator(
+                name,
+                audit: AuditEntry(
+                    at: clock.unixMilliseconds(), actor: who, action: "operator.remove",
+                    target: name, outcome: "ok"))
         } catch let error where { if case .refused = error { true } else { false } }() {
             reply.status = .failure(.unsupported, error.description)
             return

@@ -9,11 +9,16 @@ extension OperatorHandler {
         if query.backupID.isEmpty {
             snapshot = try await backups.take()
             logger.notice("fleet database backed up", metadata: ["backup": "\(snapshot.id)", "bytes": "\(snapshot.size)", "by": "\(caller)"])
-            try await store.appendAudit(AuditEntry(at: clock.unixMilliseconds(), actor: caller, action: "database.backup", target: snapshot.id,
-                                                   outcome: "ok", detail: "\(snapshot.size) bytes, schema v\(snapshot.schemaVersion), sha256 \(snapshot.sha256)"))
+            try await store.appendAudit(
+                AuditEntry(
+                    at: clock.unixMilliseconds(), actor: caller, action: "database.backup", target: snapshot.id,
+                    outcome: "ok", detail: "\(snapshot.size) bytes, schema v\(snapshot.schemaVersion), sha256 \(snapshot.sha256)"))
         } else {
             guard let found = backups.snapshot(query.backupID) else {
-                reply.status = .failure(.notFound, "no backup \(query.backupID): it was fetched completely or is older than \(DatabaseBackups.keptSeconds / 60) minutes; start a new one")
+                reply.status = .failure(
+                    .notFound,
+                    "no backup \(query.backupID): it was fetched completely or is older than \(DatabaseBackups.keptSeconds / 60) minutes; start a new one"
+                )
                 return
             }
             snapshot = found

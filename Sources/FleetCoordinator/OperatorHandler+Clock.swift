@@ -21,7 +21,9 @@ extension OperatorHandler {
             targets.append((device.id, device.nodeId))
         }
         let now = clock.fleetNow()
-        let at = query.atFleetTimeNs != 0 ? query.atFleetTimeNs
+        let at =
+            query.atFleetTimeNs != 0
+            ? query.atFleetTimeNs
             : now &+ (query.fromNowNs == 0 ? 1_000_000_000 : min(query.fromNowNs, 60_000_000_000))
         guard at >= now - 10_000_000_000, at <= now + 60_000_000_000 else {
             reply.status = .failure(.badRequest, "the time to check must lie between 10 s ago and 60 s from now in fleet time (now \(now))")
@@ -33,10 +35,12 @@ extension OperatorHandler {
         let entries = await withTaskGroup(of: Capfleet_V1_SyncCheckResult.Entry.self) { group in
             for target in targets {
                 group.addTask {
-                    let answer = await control.command(.findFirstFrame(.with {
-                        $0.fleetTimeNs = at
-                        $0.timeoutMs = patienceMilliseconds
-                    }), deviceID: target.deviceID, nodeID: target.nodeID, timeout: wait)
+                    let answer = await control.command(
+                        .findFirstFrame(
+                            .with {
+                                $0.fleetTimeNs = at
+                                $0.timeoutMs = patienceMilliseconds
+                            }), deviceID: target.deviceID, nodeID: target.nodeID, timeout: wait)
                     return .with {
                         $0.deviceID = target.deviceID
                         $0.nodeID = target.nodeID
@@ -57,12 +61,18 @@ extension OperatorHandler {
             if let first = answered.map(\.fleetTimeNs).min(), let last = answered.map(\.fleetTimeNs).max() { $0.spreadNs = last - first }
             $0.uncertaintyNs = answered.map(\.uncertaintyNs).max() ?? 0
         }
-        reply.status = answered.count == entries.count ? .ok
-            : .with { $0.code = .ok; $0.reason = "\(entries.count - answered.count) of \(entries.count) devices did not answer" }
+        reply.status =
+            answered.count == entries.count
+            ? .ok
+            : .with {
+                $0.code = .ok; $0.reason = "\(entries.count - answered.count) of \(entries.count) devices did not answer"
+            }
     }
 
-    func changeFrameAlignment(_ query: Capfleet_V1_ChangeFrameAlignment, operator who: String,
-                              into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+    func changeFrameAlignment(
+        _ query: Capfleet_V1_ChangeFrameAlignment, operator who: String,
+        into reply: inout Capfleet_V1_OperatorReply
+    ) async throws(StoreError) {
         guard !query.deviceIds.isEmpty, query.deviceIds.count <= 64 else {
             reply.status = .failure(.badRequest, "name between 1 and 64 devices")
             return
@@ -75,20 +85,25 @@ extension OperatorHandler {
             }
             guard allowed else { return }
         }
-        reply.status = refusals.isEmpty ? .ok : .with {
-            $0.code = .ok
-            $0.reason = refusals.joined(separator: "; ")
-        }
+        reply.status =
+            refusals.isEmpty
+            ? .ok
+            : .with {
+                $0.code = .ok
+                $0.reason = refusals.joined(separator: "; ")
+            }
     }
 
     /// One device's alignment, under its lease; the agent's refusal, if it refused.
     private func alignFrames(of device: DeviceRecord, enabled: Bool, by who: String) async throws(StoreError) -> String? {
         // Every device gets the same grid for as long as this coordinator runs.
         let origin = fleetTime.alignmentGridOrigin
-        let answer = await control.command(.setFrameAlignment(.with {
-            $0.enabled = enabled
-            $0.gridOriginFleetNs = origin
-        }), deviceID: device.id, nodeID: device.nodeId)
+        let answer = await control.command(
+            .setFrameAlignment(
+                .with {
+                    $0.enabled = enabled
+                    $0.gridOriginFleetNs = origin
+                }), deviceID: device.id, nodeID: device.nodeId)
         let detail = enabled ? "aligned to the fleet-time grid from \(origin)" : "frame alignment off"
         guard answer.status.isOK else {
             try await audit(who, "device.frame_alignment", device.id, outcome: "failed", detail: "\(detail): \(answer.status.reason)")

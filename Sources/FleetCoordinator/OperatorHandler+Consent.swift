@@ -7,7 +7,9 @@ import Foundation
 /// device's agent, which enforces it from its next frame. An offline agent gets it when it
 /// registers again, and until then enforces what it was last told.
 extension OperatorHandler {
-    func changeConsent(_ query: Capfleet_V1_ChangeConsent, by account: OperatorRecord, actor: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+    func changeConsent(
+        _ query: Capfleet_V1_ChangeConsent, by account: OperatorRecord, actor: String, into reply: inout Capfleet_V1_OperatorReply
+    ) async throws(StoreError) {
         guard let action = ConsentAction(wire: query.action) else {
             reply.status = .failure(.badRequest, "say what to do: grant, deny, revoke or restrict")
             return
@@ -26,33 +28,39 @@ extension OperatorHandler {
         }
         reply.consentHistory = [Self.wire(change)]
         let state = ConsentState(rawValue: change.toState) ?? .notDetermined
-        events.emit(.consentChanged, nodeID: device.nodeId, deviceID: device.id,
-                    message: "\(actor) \(Self.pastTense(action)) consent: \(change.fromState) → \(change.toState) (\(query.reason))")
-        let command = Capfleet_V1_Command.OneOf_Action.setConsent(.with {
-            $0.state = state.wire
-            $0.reason = query.reason
-            $0.changedUnixMs = now
-        })
+        events.emit(
+            .consentChanged, nodeID: device.nodeId, deviceID: device.id,
+            message: "\(actor) \(Self.pastTense(action)) consent: \(change.fromState) → \(change.toState) (\(query.reason))")
+        let command = Capfleet_V1_Command.OneOf_Action.setConsent(
+            .with {
+                $0.state = state.wire
+                $0.reason = query.reason
+                $0.changedUnixMs = now
+            })
         let answer = await push(command, change: change.id ?? 0, to: device)
         reply.consentApplied = answer.map { $0.status.isOK && $0.consent == state.wire } ?? false
         // A denial stops the device's part of any take at once, recorded in the take.
         if !state.allowsRealFrames { await takes.consentWithdrawn(deviceID: device.id, state: state.rawValue, reason: query.reason) }
         guard let answer else {
-            logger.notice("consent recorded; a later change was recorded before its push, and is pushed instead", metadata: ["device.id": "\(device.id)"])
+            logger.notice(
+                "consent recorded; a later change was recorded before its push, and is pushed instead", metadata: ["device.id": "\(device.id)"])
             reply.status = .ok
             return
         }
         if !reply.consentApplied {
-            logger.warning("consent recorded but not yet enforced by the agent", metadata: [
-                "device.id": "\(device.id)", "reason": "\(answer.status.reason)",
-            ])
+            logger.warning(
+                "consent recorded but not yet enforced by the agent",
+                metadata: [
+                    "device.id": "\(device.id)", "reason": "\(answer.status.reason)",
+                ])
         }
         reply.status = .ok
     }
 
     /// Pushes a recorded change once the device's earlier pushes are answered, and only if it
     /// is still the newest then (`ConsentRelay`); nil if a later change superseded it.
-    private func push(_ command: Capfleet_V1_Command.OneOf_Action, change changeID: Int64, to device: DeviceRecord) async -> Capfleet_V1_CommandReply? {
+    private func push(_ command: Capfleet_V1_Command.OneOf_Action, change changeID: Int64, to device: DeviceRecord) async -> Capfleet_V1_CommandReply?
+    {
         consentRelay.recorded(changeID, of: device.id)
         let previous = consentPushes[device.id]
         let turn = Task { () -> Capfleet_V1_CommandReply? in

@@ -6,14 +6,19 @@ import FleetStore
 /// The web dashboard's sign-in links and sessions, asked for over the operator endpoint
 /// (`capfleet dashboard login|sessions|revoke`); the browser side is `DashboardRoutes`.
 extension OperatorHandler {
-    func createDashboardSignIn(_ query: Capfleet_V1_CreateDashboardSignIn, by account: OperatorRecord, actor: String,
-                               into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+    func createDashboardSignIn(
+        _ query: Capfleet_V1_CreateDashboardSignIn, by account: OperatorRecord, actor: String,
+        into reply: inout Capfleet_V1_OperatorReply
+    ) async throws(StoreError) {
         let target = query.operatorName.isEmpty ? account.name : query.operatorName
         let now = clock.unixMilliseconds()
         if target != account.name, OperatorRole(rawValue: account.role) != .admin {
-            let detail = "a sign-in link for another operator (\(target)) needs the admin role; \(account.name) is \(account.role == "operator" ? "an" : "a") \(account.role)"
-            try await store.appendAudit(AuditEntry(at: now, actor: actor, action: "access.denied", target: "CreateDashboardSignIn",
-                                                   outcome: "refused", detail: "forbidden: \(detail)"))
+            let detail =
+                "a sign-in link for another operator (\(target)) needs the admin role; \(account.name) is \(account.role == "operator" ? "an" : "a") \(account.role)"
+            try await store.appendAudit(
+                AuditEntry(
+                    at: now, actor: actor, action: "access.denied", target: "CreateDashboardSignIn",
+                    outcome: "refused", detail: "forbidden: \(detail)"))
             reply.status = .failure(.permissionDenied, detail)
             reply.neededRole = OperatorRole.admin.wire
             return
@@ -27,8 +32,9 @@ extension OperatorHandler {
         do throws(StoreError) {
             try await store.addDashboardSignIn(
                 DashboardSignInRecord(tokenHash: WebSecret.hash(token), operatorName: target, createdAt: now, expiresAt: expires, createdBy: actor),
-                audit: AuditEntry(at: now, actor: actor, action: "dashboard.link", target: target, outcome: "ok",
-                                  detail: "a one-time sign-in link, valid until \(expires)"))
+                audit: AuditEntry(
+                    at: now, actor: actor, action: "dashboard.link", target: target, outcome: "ok",
+                    detail: "a one-time sign-in link, valid until \(expires)"))
         } catch {
             if case let .refused(reason) = error {
                 reply.status = .failure(.notFound, reason)
@@ -52,12 +58,16 @@ extension OperatorHandler {
         reply.status = .ok
     }
 
-    func endDashboardSession(_ query: Capfleet_V1_EndDashboardSession, by actor: String,
-                             into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+    func endDashboardSession(
+        _ query: Capfleet_V1_EndDashboardSession, by actor: String,
+        into reply: inout Capfleet_V1_OperatorReply
+    ) async throws(StoreError) {
         let now = clock.unixMilliseconds()
-        let ended = try await store.endDashboardSession(query.sessionID, by: actor, at: now,
-                                                        audit: AuditEntry(at: now, actor: actor, action: "dashboard.session_end",
-                                                                          target: query.sessionID, outcome: "ok", detail: "revoked"))
+        let ended = try await store.endDashboardSession(
+            query.sessionID, by: actor, at: now,
+            audit: AuditEntry(
+                at: now, actor: actor, action: "dashboard.session_end",
+                target: query.sessionID, outcome: "ok", detail: "revoked"))
         guard ended else {
             reply.status = .failure(.notFound, "no live dashboard session \(query.sessionID); see capfleet dashboard sessions")
             return
@@ -102,8 +112,10 @@ extension OperatorHandler {
     /// device's full-rate frames and hands each to `each` until it returns false (the page
     /// closed) or no frame has come for `patience`. Frames arrive as the agent sends them:
     /// black while the device's consent is not granted.
-    func watchLive(_ deviceID: String, as caller: OperatorCaller, patience: Duration = .seconds(10),
-                   each: @escaping @Sendable (IngestedFrame) async -> Bool) async -> Capfleet_V1_Status {
+    func watchLive(
+        _ deviceID: String, as caller: OperatorCaller, patience: Duration = .seconds(10),
+        each: @escaping @Sendable (IngestedFrame) async -> Bool
+    ) async -> Capfleet_V1_Status {
         var reply = Capfleet_V1_OperatorReply()
         let asked = Capfleet_V1_OperatorRequest.with { $0.getLatestFrame = .with { $0.deviceID = deviceID } }
         guard await authorize(asked, from: caller, into: &reply) != nil else { return reply.status }
@@ -127,6 +139,9 @@ extension OperatorHandler {
             }
             return heardAny
         }
-        return heard ? .ok : .failure(.unavailable, "no frame from device \(deviceID) arrived within \(patience) of asking its agent: is it streaming? (capfleet watch)")
+        return heard
+            ? .ok
+            : .failure(
+                .unavailable, "no frame from device \(deviceID) arrived within \(patience) of asking its agent: is it streaming? (capfleet watch)")
     }
 }

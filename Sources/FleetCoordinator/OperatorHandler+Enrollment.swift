@@ -7,7 +7,8 @@ import Foundation
 /// The admin's enrollment tokens: made for one node or for many, listed with their uses,
 /// revoked (enrollment.md, "Multi-use tokens").
 extension OperatorHandler {
-    func createEnrollment(_ query: Capfleet_V1_CreateEnrollment, by who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+    func createEnrollment(_ query: Capfleet_V1_CreateEnrollment, by who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError)
+    {
         let spec: EnrollmentTokenSpec
         do {
             spec = try EnrollmentTokenSpec(name: query.name, namePrefix: query.namePrefix, uses: Int(query.uses))
@@ -23,8 +24,9 @@ extension OperatorHandler {
         let now = clock.unixMilliseconds()
         let issued: (token: EnrollmentToken, expiresAt: Int64)
         do {
-            issued = try await LocalAdministration.issueEnrollmentToken(store: store, coordinatorKey: coordinatorKey, spec: spec,
-                                                                        validSeconds: seconds, by: who, at: now)
+            issued = try await LocalAdministration.issueEnrollmentToken(
+                store: store, coordinatorKey: coordinatorKey, spec: spec,
+                validSeconds: seconds, by: who, at: now)
         } catch let error as StoreError {
             throw error
         } catch {
@@ -33,28 +35,33 @@ extension OperatorHandler {
         }
         reply.enrollmentToken = issued.token.text
         reply.enrollmentExpiresUnixMs = issued.expiresAt
-        let record = EnrollmentTokenRecord(publicKey: issued.token.keys.publicKey.z85, spec: spec, createdBy: who, createdAt: now,
-                                           expiresAt: issued.expiresAt)
+        let record = EnrollmentTokenRecord(
+            publicKey: issued.token.keys.publicKey.z85, spec: spec, createdBy: who, createdAt: now,
+            expiresAt: issued.expiresAt)
         reply.enrollmentTokens = [Capfleet_V1_EnrollmentTokenInfo(EnrollmentTokenSummary(token: record, uses: []), at: now)]
         reply.status = .ok
     }
 
     func listEnrollments(_ query: Capfleet_V1_ListEnrollments, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
         let now = clock.unixMilliseconds()
-        reply.enrollmentTokens = try await store.enrollmentTokens(includeClosed: query.all, at: now).map { Capfleet_V1_EnrollmentTokenInfo($0, at: now) }
+        reply.enrollmentTokens = try await store.enrollmentTokens(includeClosed: query.all, at: now).map {
+            Capfleet_V1_EnrollmentTokenInfo($0, at: now)
+        }
         reply.status = .ok
     }
 
-    func revokeEnrollment(_ query: Capfleet_V1_RevokeEnrollment, by who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+    func revokeEnrollment(_ query: Capfleet_V1_RevokeEnrollment, by who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError)
+    {
         let now = clock.unixMilliseconds()
         let key = query.tokenKey.trimmingCharacters(in: .whitespaces)
         let reason = query.reason.trimmingCharacters(in: .whitespaces)
         do {
             let revoked = try await store.revokeEnrollmentToken(matching: key, by: who, reason: reason, at: now) { summary in
                 let facts = summary.facts
-                return AuditEntry(at: now, actor: who, action: "enroll.token.revoke", target: summary.token.name, outcome: "ok",
-                                  detail: "token \(summary.token.publicKey.prefix(8))…, \(facts.used) of \(facts.uses) use(s) spent, \(facts.remaining) left unused"
-                                      + (reason.isEmpty ? "" : ": \(reason)"))
+                return AuditEntry(
+                    at: now, actor: who, action: "enroll.token.revoke", target: summary.token.name, outcome: "ok",
+                    detail: "token \(summary.token.publicKey.prefix(8))…, \(facts.used) of \(facts.uses) use(s) spent, \(facts.remaining) left unused"
+                        + (reason.isEmpty ? "" : ": \(reason)"))
             }
             reply.enrollmentTokens = [Capfleet_V1_EnrollmentTokenInfo(revoked, at: now)]
             logger.notice("enrollment token revoked", metadata: ["token": "\(revoked.token.publicKey.prefix(8))", "by": "\(who)"])
@@ -81,12 +88,13 @@ extension Capfleet_V1_EnrollmentTokenInfo {
             $0.uses = UInt32(facts.uses)
             $0.used = UInt32(facts.used)
             $0.remaining = UInt32(facts.remaining)
-            $0.state = switch facts.state(at: now) {
-            case .open: .open
-            case .spent: .spent
-            case .expired: .expired
-            case .revoked: .revoked
-            }
+            $0.state =
+                switch facts.state(at: now) {
+                case .open: .open
+                case .spent: .spent
+                case .expired: .expired
+                case .revoked: .revoked
+                }
             $0.createdUnixMs = token.createdAt
             $0.createdBy = token.createdBy
             $0.expiresUnixMs = token.expiresAt

@@ -18,7 +18,8 @@ extension OperatorHandler {
         reply.nodes = nodes.map { node in
             // Live while online; otherwise the last state stored, dated.
             let report = live[node.id]
-            let clock = report.flatMap { $0.hasClock ? NodeClockRecord(wire: $0.clock, nodeID: node.id, at: now) : nil }
+            let clock =
+                report.flatMap { $0.hasClock ? NodeClockRecord(wire: $0.clock, nodeID: node.id, at: now) : nil }
                 ?? storedClocks[node.id]
             return .with {
                 $0.nodeID = node.id
@@ -40,8 +41,10 @@ extension OperatorHandler {
 
     /// One read of the store, one look at the live sessions and one at the leases, whatever
     /// the number of devices.
-    func listDevices(nodeID: String?, only deviceID: String? = nil, withFormats: Bool = false,
-                     into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
+    func listDevices(
+        nodeID: String?, only deviceID: String? = nil, withFormats: Bool = false,
+        into reply: inout Capfleet_V1_OperatorReply
+    ) async throws(StoreError) {
         let rows = try await store.deviceListing(nodeID: nodeID, deviceID: deviceID)
         let formats = withFormats ? try await store.formats(deviceIDs: Set(rows.map(\.device.id))) : [:]
         let live = await control.liveStatus(of: Set(rows.map(\.device.nodeId)))
@@ -56,48 +59,54 @@ extension OperatorHandler {
             let lease = held[device.id]
             let counters = status?.devices.first { $0.deviceID == device.id }
             let (policy, pressurePolicy, consent) = (row.dropRecovery, row.pressurePolicy, row.consent)
-            infos.append(.with {
-                $0.consent = (consent?.consentState ?? .notDetermined).wire
-                $0.consentReason = consent?.reason ?? ""
-                $0.recording = counters?.recording ?? false
-                $0.realFrames = counters?.realFrames ?? false
-                $0.deviceID = device.id
-                $0.nodeID = device.nodeId
-                $0.name = device.name
-                $0.driver = device.driver
-                $0.kind = (SourceKind(rawValue: device.kind) ?? .v4l2).wire
-                if let active = row.activeFormat { $0.activeFormat = active.wire }
-                $0.activeFrameRate = device.activeFrameRate
-                $0.formatCount = UInt32(row.formatCount)
-                if withFormats { $0.formats = (formats[device.id] ?? []).map(\.wire) }
-                $0.online = online
-                $0.liveConsumers = consumers[device.id] ?? []
-                $0.liveFlow = counters?.liveFlow ?? false
-                if let lease {
-                    $0.leaseHolder = lease.holder
-                    $0.leaseExpiresUnixMs = Int64(lease.expiresAt)
-                }
-                if let counters {
-                    $0.interruption = counters.interruption
-                    if counters.hasFocus { $0.focus = counters.focus }
-                    $0.zoomFactor = counters.zoomFactor
-                    // What the device runs at now, which drop recovery may have lowered.
-                    if counters.activeFrameRate > 0 { $0.activeFrameRate = counters.activeFrameRate }
-                    $0.activeMinFrameRate = counters.activeMinFrameRate
-                    if counters.hasAlignment { $0.alignment = counters.alignment }
-                }
-                if let policy {
-                    $0.dropRecovery = DropRecoveryPolicy(isEnabled: policy.enabled, minimumFramesPerSecond: policy.minimumFps,
-                                                         lateDropShare: policy.lateDropShare,
-                                                         quietIntervalsToRestore: policy.quietSeconds).wire
-                }
-                if let pressurePolicy, let level = PressureLevel(rawValue: pressurePolicy.level) {
-                    // Stored settings; whether the cap is in force now is the agent's to say.
-                    let active = counters?.hasPressurePolicy == true && counters!.pressurePolicy.active
-                    $0.pressurePolicy = PressurePolicy(isEnabled: pressurePolicy.enabled, level: level,
-                                                       frameRate: pressurePolicy.frameRate).wire(active: active)
-                }
-            })
+            infos.append(
+                .with {
+                    $0.consent = (consent?.consentState ?? .notDetermined).wire
+                    $0.consentReason = consent?.reason ?? ""
+                    $0.recording = counters?.recording ?? false
+                    $0.realFrames = counters?.realFrames ?? false
+                    $0.deviceID = device.id
+                    $0.nodeID = device.nodeId
+                    $0.name = device.name
+                    $0.driver = device.driver
+                    $0.kind = (SourceKind(rawValue: device.kind) ?? .v4l2).wire
+                    if let active = row.activeFormat { $0.activeFormat = active.wire }
+                    $0.activeFrameRate = device.activeFrameRate
+                    $0.formatCount = UInt32(row.formatCount)
+                    if withFormats { $0.formats = (formats[device.id] ?? []).map(\.wire) }
+                    $0.online = online
+                    $0.liveConsumers = consumers[device.id] ?? []
+                    $0.liveFlow = counters?.liveFlow ?? false
+                    if let lease {
+                        $0.leaseHolder = lease.holder
+                        $0.leaseExpiresUnixMs = Int64(lease.expiresAt)
+                    }
+                    if let counters {
+                        $0.interruption = counters.interruption
+                        if counters.hasFocus { $0.focus = counters.focus }
+                        $0.zoomFactor = counters.zoomFactor
+                        // What the device runs at now, which drop recovery may have lowered.
+                        if counters.activeFrameRate > 0 { $0.activeFrameRate = counters.activeFrameRate }
+                        $0.activeMinFrameRate = counters.activeMinFrameRate
+                        if counters.hasAlignment { $0.alignment = counters.alignment }
+                    }
+                    if let policy {
+                        $0.dropRecovery =
+                            DropRecoveryPolicy(
+                                isEnabled: policy.enabled, minimumFramesPerSecond: policy.minimumFps,
+                                lateDropShare: policy.lateDropShare,
+                                quietIntervalsToRestore: policy.quietSeconds
+                            ).wire
+                    }
+                    if let pressurePolicy, let level = PressureLevel(rawValue: pressurePolicy.level) {
+                        // Stored settings; whether the cap is in force now is the agent's to say.
+                        let active = counters?.hasPressurePolicy == true && counters!.pressurePolicy.active
+                        $0.pressurePolicy = PressurePolicy(
+                            isEnabled: pressurePolicy.enabled, level: level,
+                            frameRate: pressurePolicy.frameRate
+                        ).wire(active: active)
+                    }
+                })
         }
         reply.devices = infos
         reply.status = .ok
@@ -140,7 +149,8 @@ extension OperatorHandler {
         }
         let ingest = self.ingest
         guard let frame = await liveFlow.whileWanting(deviceID, { await ingest.nextFrame(of: deviceID, timeout: .seconds(3)) }) else {
-            reply.status = .failure(.notFound, "no frame from device \(deviceID) arrived within 3 s of asking its agent for one: is it streaming? (capfleet watch)")
+            reply.status = .failure(
+                .notFound, "no frame from device \(deviceID) arrived within 3 s of asking its agent for one: is it streaming? (capfleet watch)")
             return nil
         }
         reply.frameHeader = frame.header

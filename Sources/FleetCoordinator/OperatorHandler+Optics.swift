@@ -14,8 +14,11 @@ extension OperatorHandler {
         guard let device = try await existingDevice(query.deviceID, into: &reply) else { return }
         let now = clock.unixMilliseconds()
         let record = DeviceOpticsRecord(deviceId: device.id, optics: optics, changedAt: now, changedBy: holder(who))
-        try await store.saveOptics(record, audit: AuditEntry(at: now, actor: holder(who), action: "device.optics", target: device.id,
-                                                             outcome: "ok", detail: optics.summary))
+        try await store.saveOptics(
+            record,
+            audit: AuditEntry(
+                at: now, actor: holder(who), action: "device.optics", target: device.id,
+                outcome: "ok", detail: optics.summary))
         reply.optics = record.wire
         reply.status = .ok
     }

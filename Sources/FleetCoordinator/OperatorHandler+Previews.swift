@@ -10,9 +10,11 @@ extension OperatorHandler {
             return
         }
         guard let shelved = ingest.previews.latest(of: deviceID) else {
-            reply.status = .failure(.notFound, "device \(deviceID) has sent no preview since the coordinator started: its agent sends "
-                + "one a second while the device captures, unless its previews are off (agent setting preview) or its pixel format "
-                + "cannot be pictured (the agent's log says so)")
+            reply.status = .failure(
+                .notFound,
+                "device \(deviceID) has sent no preview since the coordinator started: its agent sends "
+                    + "one a second while the device captures, unless its previews are off (agent setting preview) or its pixel format "
+                    + "cannot be pictured (the agent's log says so)")
             return
         }
         reply.previews = [shelved.wire(atUnixMilliseconds: clock.unixMilliseconds())]

@@ -10,15 +10,17 @@ import Foundation
 extension OperatorHandler {
     func startRecording(_ query: Capfleet_V1_StartRecording, by caller: String, into reply: inout Capfleet_V1_OperatorReply) async throws {
         do {
-            let store: TakeBook.Store? = switch query.store {
-            case .agent: .agent
-            case .coordinator: .coordinator
-            default: nil
-            }
-            let take = try await takes.start(deviceIDs: query.deviceIds, name: query.name,
-                                             at: query.atFleetTimeNs == 0 ? nil : query.atFleetTimeNs, fromNow: query.fromNowNs, store: store,
-                                             encoding: TakeEncoding(wire: query.encoding),
-                                             deviceEncodings: query.deviceEncodings.compactMapValues(TakeEncoding.init(wire:)), by: caller)
+            let store: TakeBook.Store? =
+                switch query.store {
+                case .agent: .agent
+                case .coordinator: .coordinator
+                default: nil
+                }
+            let take = try await takes.start(
+                deviceIDs: query.deviceIds, name: query.name,
+                at: query.atFleetTimeNs == 0 ? nil : query.atFleetTimeNs, fromNow: query.fromNowNs, store: store,
+                encoding: TakeEncoding(wire: query.encoding),
+                deviceEncodings: query.deviceEncodings.compactMapValues(TakeEncoding.init(wire:)), by: caller)
             reply.takes = [try await info(take, detailed: false)]
             reply.status = .ok
         } catch let refusal as TakeRefusal {
@@ -78,8 +80,11 @@ extension OperatorHandler {
                 }
             }
         }
-        try await store.deleteTake(id: takeID, audit: AuditEntry(at: clock.unixMilliseconds(), actor: caller, action: "recording.delete",
-                                                                 target: takeID, outcome: "ok", detail: take.name))
+        try await store.deleteTake(
+            id: takeID,
+            audit: AuditEntry(
+                at: clock.unixMilliseconds(), actor: caller, action: "recording.delete",
+                target: takeID, outcome: "ok", detail: take.name))
         let directory = take.directory
         let leftover = await OwnedThread.run("cf-files") { () -> String? in
             do {
@@ -95,15 +100,18 @@ extension OperatorHandler {
         guard let leftover else {
             reply.status = .ok
             if !leftOnAgents.isEmpty {
-                reply.status.reason = "take \(takeID) is deleted from the index; these parts stay on their nodes' disks, which were not reachable: \(leftOnAgents.joined(separator: ", ")). Remove them by hand from the agents' recordings_dir"
+                reply.status.reason =
+                    "take \(takeID) is deleted from the index; these parts stay on their nodes' disks, which were not reachable: \(leftOnAgents.joined(separator: ", ")). Remove them by hand from the agents' recordings_dir"
             }
             return
         }
         // The index no longer lists the take: the operator must hear that its files stay.
-        logger.error("a deleted take's files could not be removed", metadata: ["take.id": "\(takeID)", "path": "\(directory)", "error": "\(leftover)"])
+        logger.error(
+            "a deleted take's files could not be removed", metadata: ["take.id": "\(takeID)", "path": "\(directory)", "error": "\(leftover)"])
         reply.status = .with {
             $0.code = .ok
-            $0.reason = "take \(takeID) is deleted from the index, but its files in \(directory) could not be removed (\(leftover)); remove them by hand"
+            $0.reason =
+                "take \(takeID) is deleted from the index, but its files in \(directory) could not be removed (\(leftover)); remove them by hand"
         }
     }
 
@@ -121,7 +129,8 @@ extension OperatorHandler {
             verification.problems = Self.accountingProblems(devices: try await store.takeDevices(takeID: take.id), segments: segments)
         } else {
             guard var segment = segments.first(where: { $0.deviceId == query.deviceID && $0.number == Int(query.segmentNumber) }) else {
-                reply.status = .failure(.notFound, "take \(take.id) has no segment \(query.segmentNumber) of \(query.deviceID); see capfleet recordings show \(take.id)")
+                reply.status = .failure(
+                    .notFound, "take \(take.id) has no segment \(query.segmentNumber) of \(query.deviceID); see capfleet recordings show \(take.id)")
                 return
             }
             // A segment just finished is checksummed on the hasher's thread: give it a minute
@@ -130,7 +139,8 @@ extension OperatorHandler {
             while segment.state != .open, segment.sha256.isEmpty, polls < 300 {
                 polls += 1
                 try await Task.sleep(for: .milliseconds(200))
-                segment = try await store.segments(takeID: take.id).first { $0.deviceId == segment.deviceId && $0.number == segment.number } ?? segment
+                segment =
+                    try await store.segments(takeID: take.id).first { $0.deviceId == segment.deviceId && $0.number == segment.number } ?? segment
             }
             let start = take.startFleetNs
             if let nodeID = segment.nodeId, segment.collectedPath == nil {
@@ -151,10 +161,14 @@ extension OperatorHandler {
         reply.status = .ok
     }
 
-    private func verifyOnAgent(_ segment: SegmentRecord, nodeID: String, takeStart: UInt64,
-                               into verification: inout Capfleet_V1_SegmentVerification) async throws {
+    private func verifyOnAgent(
+        _ segment: SegmentRecord, nodeID: String, takeStart: UInt64,
+        into verification: inout Capfleet_V1_SegmentVerification
+    ) async throws {
         guard await control.isOnline(nodeID), agentTakes.isReachable(nodeID) else {
-            verification.problems = ["segment \(segment.number) of \(segment.deviceId) is only on node \(nodeID), which is offline: it cannot be checked now (and is missing if the node is gone for good)"]
+            verification.problems = [
+                "segment \(segment.number) of \(segment.deviceId) is only on node \(nodeID), which is offline: it cannot be checked now (and is missing if the node is gone for good)"
+            ]
             return
         }
         let request = Capfleet_V1_CheckSegment.with {
@@ -170,7 +184,8 @@ extension OperatorHandler {
         }
         // Reading the file back on the agent: a second per few hundred MB, and more besides.
         let patience = Duration.seconds(30 + Int64(max(segment.sizeBytes, 0) >> 26))
-        guard let answer = await agentTakes.check(nodeID: nodeID, takeID: segment.takeId, deviceID: segment.deviceId, request, timeout: patience) else {
+        guard let answer = await agentTakes.check(nodeID: nodeID, takeID: segment.takeId, deviceID: segment.deviceId, request, timeout: patience)
+        else {
             verification.problems = ["node \(nodeID) did not answer the check of segment \(segment.number) of \(segment.deviceId) within \(patience)"]
             return
         }
@@ -205,8 +220,9 @@ extension OperatorHandler {
         if fields["kind"] == nil { fields["kind"] = "note" }
         fields["by"] = caller
         do {
-            let noted = try await takes.note(takeID: query.takeID, deviceID: query.deviceID.isEmpty ? nil : query.deviceID, fields: fields,
-                                             at: query.atFleetTimeNs == 0 ? nil : query.atFleetTimeNs)
+            let noted = try await takes.note(
+                takeID: query.takeID, deviceID: query.deviceID.isEmpty ? nil : query.deviceID, fields: fields,
+                at: query.atFleetTimeNs == 0 ? nil : query.atFleetTimeNs)
             reply.status = .ok
             reply.takes = [try await info(noted, detailed: false)]
         } catch let refusal as TakeRefusal {
@@ -216,17 +232,23 @@ extension OperatorHandler {
 
     /// A chunk of a segment's file, for export.
     func readSegment(_ query: Capfleet_V1_ReadSegment, into reply: inout Capfleet_V1_OperatorReply) async throws {
-        guard let segment = try await store.segments(takeID: query.takeID)
-            .first(where: { $0.deviceId == query.deviceID && $0.number == Int(query.segmentNumber) }) else {
+        guard
+            let segment = try await store.segments(takeID: query.takeID)
+                .first(where: { $0.deviceId == query.deviceID && $0.number == Int(query.segmentNumber) })
+        else {
             reply.status = .failure(.notFound, "take \(query.takeID) has no segment \(query.segmentNumber) of \(query.deviceID)")
             return
         }
         guard segment.state != .open else {
-            reply.status = .failure(.unavailable, "segment \(segment.number) of \(segment.deviceId) is still being written; export it when the take has stopped")
+            reply.status = .failure(
+                .unavailable, "segment \(segment.number) of \(segment.deviceId) is still being written; export it when the take has stopped")
             return
         }
         guard let path = segment.readablePath else {
-            reply.status = .failure(.unavailable, "segment \(segment.number) of \(segment.deviceId) is on node \(segment.nodeId ?? "?")'s disk: collect it first (capfleet recordings collect \(segment.takeId))")
+            reply.status = .failure(
+                .unavailable,
+                "segment \(segment.number) of \(segment.deviceId) is on node \(segment.nodeId ?? "?")'s disk: collect it first (capfleet recordings collect \(segment.takeId))"
+            )
             return
         }
         await Self.readChunk(of: path, offset: query.offset, length: query.length, into: &reply)
@@ -272,17 +294,21 @@ extension OperatorHandler {
                 let span = last >= first ? last - first + 1 : 0
                 let accounted = UInt64(max(device.frames, 0)) + device.drops.total
                 if accounted != span {
-                    problems.append("\(device.deviceId): frames \(first)…\(last) are \(span), but \(device.frames) stored and \(device.drops.total) dropped make \(accounted)")
+                    problems.append(
+                        "\(device.deviceId): frames \(first)…\(last) are \(span), but \(device.frames) stored and \(device.drops.total) dropped make \(accounted)"
+                    )
                 }
             } else if device.frames > 0 {
                 problems.append("\(device.deviceId): \(device.frames) frames without a sequence range")
             }
             for (earlier, later) in zip(own, own.dropFirst()) {
                 if let end = earlier.lastSequence, let start = later.firstSequence, start <= end {
-                    problems.append("\(device.deviceId): segment \(later.number) starts at frame \(start), not after segment \(earlier.number)'s last, \(end)")
+                    problems.append(
+                        "\(device.deviceId): segment \(later.number) starts at frame \(start), not after segment \(earlier.number)'s last, \(end)")
                 }
             }
-            for segment in own where segment.state == .open && device.state != .recording && device.state != .waiting && device.state != .interrupted {
+            for segment in own where segment.state == .open && device.state != .recording && device.state != .waiting && device.state != .interrupted
+            {
                 problems.append("\(device.deviceId): segment \(segment.number) is still open")
             }
         }
@@ -294,16 +320,19 @@ extension OperatorHandler {
         let segments = try await store.segments(takeID: take.id)
         var online: Set<String> = []
         for nodeID in Set(devices.map(\.nodeId)) where await control.isOnline(nodeID) { online.insert(nodeID) }
-        var info = Self.wire(take, devices: devices, segments: segments, events: detailed ? try await store.takeEvents(takeID: take.id) : nil,
-                             onlineNodes: online)
+        var info = Self.wire(
+            take, devices: devices, segments: segments, events: detailed ? try await store.takeEvents(takeID: take.id) : nil,
+            onlineNodes: online)
         // A collect's progress moves with the bytes of the segments being copied, not only
         // with whole segments (which may be most of a short take).
         info.collectedBytes += min(collections.bytesArriving(takeID: take.id), info.agentHeldBytes)
         return info
     }
 
-    static func wire(_ take: TakeRecord, devices: [TakeDeviceRecord], segments: [SegmentRecord], events: [TakeEventRecord]?,
-                     onlineNodes: Set<String> = []) -> Capfleet_V1_TakeInfo {
+    static func wire(
+        _ take: TakeRecord, devices: [TakeDeviceRecord], segments: [SegmentRecord], events: [TakeEventRecord]?,
+        onlineNodes: Set<String> = []
+    ) -> Capfleet_V1_TakeInfo {
         .with { info in
             info.store = take.store.rawValue
             info.collectError = take.collectError

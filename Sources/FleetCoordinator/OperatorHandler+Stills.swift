@@ -11,11 +11,15 @@ extension OperatorHandler {
             let entry = try await stills.take(query, by: holder(who))
             reply.stills = [Self.info(entry, collecting: true)]
             let failed = entry.devices.filter { $0.state == .failed }
-            reply.status = failed.isEmpty ? .ok : .with {
-                $0.code = .ok
-                $0.reason = "\(failed.count) of \(entry.devices.count) camera(s) took no picture: "
-                    + failed.map { "\($0.deviceId): \($0.error)" }.joined(separator: "; ")
-            }
+            reply.status =
+                failed.isEmpty
+                ? .ok
+                : .with {
+                    $0.code = .ok
+                    $0.reason =
+                        "\(failed.count) of \(entry.devices.count) camera(s) took no picture: "
+                        + failed.map { "\($0.deviceId): \($0.error)" }.joined(separator: "; ")
+                }
         } catch let refusal as StillRefusal {
             reply.status = .failure(refusal.code, refusal.description)
         }
@@ -57,12 +61,16 @@ extension OperatorHandler {
     /// A chunk of a stored picture or of its sidecar.
     func readStillFile(_ query: Capfleet_V1_ReadStillFile, into reply: inout Capfleet_V1_OperatorReply) async throws {
         guard let entry = try await store.still(id: query.stillID),
-              let image = entry.images.first(where: { $0.deviceId == query.deviceID && $0.number == Int(query.number) }) else {
+            let image = entry.images.first(where: { $0.deviceId == query.deviceID && $0.number == Int(query.number) })
+        else {
             reply.status = .failure(.notFound, "still \(query.stillID) has no picture \(query.number) of \(query.deviceID)")
             return
         }
         guard let stored = image.storedPath else {
-            reply.status = .failure(.unavailable, "picture \(image.number) of \(image.deviceId) is still on its node's disk: it is being copied (capfleet stills show \(query.stillID))")
+            reply.status = .failure(
+                .unavailable,
+                "picture \(image.number) of \(image.deviceId) is still on its node's disk: it is being copied (capfleet stills show \(query.stillID))"
+            )
             return
         }
         let path = query.sidecar ? (stored as NSString).deletingPathExtension + ".json" : stored

@@ -38,10 +38,12 @@ actor OperatorHandler {
     /// The last consent push to each device, which the next one waits for.
     var consentPushes: [String: Task<Capfleet_V1_CommandReply?, Never>] = [:]
 
-    init(store: FleetDatabase, endpoint: RouterEndpoint, ports: Capfleet_V1_CoordinatorEndpoints, ingest: FrameIngest, control: ControlHandler,
-         liveFlow: LiveFlowKeeper, reporter: TelemetryReporter, rejections: RejectionCounter, leases: LeaseKeeper, events: FleetEvents,
-         coordinatorKey: CurvePublicKey, fleetTime: FleetTimeSource, clock: CoordinatorClock, takes: TakeDirector,
-         agentTakes: AgentRecordingsDesk, collections: TakeCollections, stills: StillDirector, backups: DatabaseBackups, logger: Logger) {
+    init(
+        store: FleetDatabase, endpoint: RouterEndpoint, ports: Capfleet_V1_CoordinatorEndpoints, ingest: FrameIngest, control: ControlHandler,
+        liveFlow: LiveFlowKeeper, reporter: TelemetryReporter, rejections: RejectionCounter, leases: LeaseKeeper, events: FleetEvents,
+        coordinatorKey: CurvePublicKey, fleetTime: FleetTimeSource, clock: CoordinatorClock, takes: TakeDirector,
+        agentTakes: AgentRecordingsDesk, collections: TakeCollections, stills: StillDirector, backups: DatabaseBackups, logger: Logger
+    ) {
         self.stills = stills
         self.coordinatorKey = coordinatorKey
         self.agentTakes = agentTakes
@@ -79,25 +81,33 @@ actor OperatorHandler {
         let framing = opened.framing
         guard let bytes = opened.request, !routed.overflowed else {
             rejections.reject(endpoint: Self.endpointName, reason: .wrongPartCount, peer: routed.peer)
-            send(.with {
-                $0.status = .failure(.badRequest, "an operator request is one part (an OperatorRequest) from a DEALER, "
-                                     + "or an empty delimiter and that part from a REQ socket; this message had \(routed.parts.count) part(s)")
-            }, to: routed, framing: framing)
+            send(
+                .with {
+                    $0.status = .failure(
+                        .badRequest,
+                        "an operator request is one part (an OperatorRequest) from a DEALER, "
+                            + "or an empty delimiter and that part from a REQ socket; this message had \(routed.parts.count) part(s)")
+                }, to: routed, framing: framing)
             return
         }
         // Undecodable input is counted and answered: the sender's mistake, not ours.
         guard let request = try? Capfleet_V1_OperatorRequest(serializedBytes: bytes) else {
             rejections.reject(endpoint: Self.endpointName, reason: .undecodable, peer: routed.peer)
-            send(.with { $0.status = .failure(.badRequest, "not an OperatorRequest; is the CLI the same version as the coordinator?") }, to: routed, framing: framing)
+            send(
+                .with { $0.status = .failure(.badRequest, "not an OperatorRequest; is the CLI the same version as the coordinator?") }, to: routed,
+                framing: framing)
             return
         }
         // Who asks is the key's operator, never the request's own `operator` field.
         guard case let .operator(name)? = Principal(userID: routed.userID) else {
-            rejections.reject(endpoint: Self.endpointName, reason: .wrongIdentity, peer: routed.peer, detail: "a request from a connection that is not an operator's")
-            send(.with {
-                $0.requestID = request.requestID
-                $0.status = .failure(.permissionDenied, "this connection is not an operator's")
-            }, to: routed, framing: framing)
+            rejections.reject(
+                endpoint: Self.endpointName, reason: .wrongIdentity, peer: routed.peer,
+                detail: "a request from a connection that is not an operator's")
+            send(
+                .with {
+                    $0.requestID = request.requestID
+                    $0.status = .failure(.permissionDenied, "this connection is not an operator's")
+                }, to: routed, framing: framing)
             return
         }
         let (reply, payload) = await answer(request, from: OperatorCaller(name: name, channel: .operatorEndpoint, peer: routed.peer))
@@ -268,17 +278,22 @@ actor OperatorHandler {
             await control.endRemoval(nodeID, removed: true)
             ingest.forget(deviceIDs: devices)
             await liveFlow.forgotten(devices)
-            try await store.appendAudit(AuditEntry(at: at, actor: actor, action: "node.forget", target: nodeID, outcome: "ok",
-                                                   detail: "removed \(devices.count) device(s)"))
+            try await store.appendAudit(
+                AuditEntry(
+                    at: at, actor: actor, action: "node.forget", target: nodeID, outcome: "ok",
+                    detail: "removed \(devices.count) device(s)"))
             reply.status = .ok
         } catch {
-            let (code, outcome): (Capfleet_V1_StatusCode, String) = switch error {
-            case .notFound: (.notFound, "refused")
-            case .refused: (.unsupported, "refused")
-            default: (.internal, "failed")
-            }
-            try await store.appendAudit(AuditEntry(at: at, actor: actor, action: "node.forget", target: nodeID, outcome: outcome,
-                                                   detail: error.description))
+            let (code, outcome): (Capfleet_V1_StatusCode, String) =
+                switch error {
+                case .notFound: (.notFound, "refused")
+                case .refused: (.unsupported, "refused")
+                default: (.internal, "failed")
+                }
+            try await store.appendAudit(
+                AuditEntry(
+                    at: at, actor: actor, action: "node.forget", target: nodeID, outcome: outcome,
+                    detail: error.description))
             reply.status = .failure(code, error.description)
         }
     }

@@ -1,6 +1,6 @@
 import FleetCore
-import Foundation
 import FleetProtocol
+import Foundation
 import Synchronization
 
 /// The latest preview of every device (frames.md, "Previews"), as the ingest thread accepted
@@ -58,8 +58,9 @@ public final class PreviewShelf: Sendable {
                 let recent = entry.arrivals.filter { now >= $0 && now - $0 <= Self.rateWindowNanoseconds }.count
                 // Until the window has filled, over the time since the first preview.
                 let seconds = Double(min(Self.rateWindowNanoseconds, max(1_000_000_000, now &- entry.firstArrival))) / 1e9
-                return Rate(received: entry.received, perSecond: Double(recent) / seconds,
-                            lastUnixMilliseconds: entry.latest?.receivedUnixMilliseconds ?? 0)
+                return Rate(
+                    received: entry.received, perSecond: Double(recent) / seconds,
+                    lastUnixMilliseconds: entry.latest?.receivedUnixMilliseconds ?? 0)
             }
         }
     }

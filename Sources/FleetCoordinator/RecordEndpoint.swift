@@ -48,9 +48,11 @@ final class RecordEndpoint: Sendable {
     ///   device's frames cross the network once, on this path).
     /// - Parameter agentTakes: where what agents say of the takes they record themselves goes;
     ///   `collector` takes the chunks of collected segments.
-    init(context: ZMQContext, bind endpoint: String, security: CurveServerSecurity, rejections: RejectionCounter,
-         gate: AccessGate, writers: TakeWriters, agentTakes: AgentRecordingsDesk? = nil, collector: SegmentCollector? = nil,
-         outlet: RecordedFrameOutlet? = nil) throws(ZMQError) {
+    init(
+        context: ZMQContext, bind endpoint: String, security: CurveServerSecurity, rejections: RejectionCounter,
+        gate: AccessGate, writers: TakeWriters, agentTakes: AgentRecordingsDesk? = nil, collector: SegmentCollector? = nil,
+        outlet: RecordedFrameOutlet? = nil
+    ) throws(ZMQError) {
         let socket = try ZMQSocket(context: context, type: .router)
         try socket.setOption(ZMQ_MAXMSGSIZE, WireDefaults.maxMessageBytes)
         // Credit bounds what each agent sends; this bounds what waits in libzmq besides.
@@ -71,8 +73,10 @@ final class RecordEndpoint: Sendable {
         boundPort = UInt16(boundEndpoint.split(separator: ":").last.flatMap { UInt16($0) } ?? 0)
         router = loop.add(socket) { socket in
             while let received = try? socket.receiveMultipart(dontWait: true, maxParts: 4) {
-                Self.accept(received.parts, overflowed: received.overflowed, rejections: rejections, gate: gate, writers: writers,
-                            agentTakes: agentTakes, collector: collector, outlet: outlet) { routing, message in
+                Self.accept(
+                    received.parts, overflowed: received.overflowed, rejections: rejections, gate: gate, writers: writers,
+                    agentTakes: agentTakes, collector: collector, outlet: outlet
+                ) { routing, message in
                     guard let bytes: [UInt8] = try? message.serializedBytes() else { return }
                     _ = try? socket.send(parts: [routing, bytes], dontWait: true)
                 }
@@ -96,9 +100,11 @@ final class RecordEndpoint: Sendable {
 
     func stop() { loop.stop() }
 
-    private static func accept(_ parts: [ZMQMessage], overflowed: Bool, rejections: RejectionCounter, gate: AccessGate,
-                               writers: TakeWriters, agentTakes: AgentRecordingsDesk?, collector: SegmentCollector?, outlet: RecordedFrameOutlet?,
-                               answer: ([UInt8], Capfleet_V1_RecordDown) -> Void) {
+    private static func accept(
+        _ parts: [ZMQMessage], overflowed: Bool, rejections: RejectionCounter, gate: AccessGate,
+        writers: TakeWriters, agentTakes: AgentRecordingsDesk?, collector: SegmentCollector?, outlet: RecordedFrameOutlet?,
+        answer: ([UInt8], Capfleet_V1_RecordDown) -> Void
+    ) {
         guard let routing = parts.first?.array, parts.count >= 2 else { return }
         let first = parts[1]
         var peer: String { first.peerAddress ?? "unknown peer" }
@@ -111,8 +117,9 @@ final class RecordEndpoint: Sendable {
             return
         }
         guard message.protocolVersion == WireDefaults.protocolMajor else {
-            rejections.reject(endpoint: endpointName, reason: .incompatibleVersion, peer: peer,
-                              detail: "protocol \(message.protocolVersion.rawValue) on the recording path")
+            rejections.reject(
+                endpoint: endpointName, reason: .incompatibleVersion, peer: peer,
+                detail: "protocol \(message.protocolVersion.rawValue) on the recording path")
             return
         }
         switch message.body {
@@ -125,11 +132,13 @@ final class RecordEndpoint: Sendable {
         guard let writer = writers.writer(takeID: message.takeID, deviceID: message.deviceID) else {
             // Not recorded (the take ended, or never included the device): the agent drops it.
             guard case .node? = Principal(userID: first.userID) else { return }
-            answer(routing, .with {
-                $0.takeID = message.takeID
-                $0.deviceID = message.deviceID
-                $0.refused = .failure(.notFound, "take \(message.takeID) is not recording device \(message.deviceID) on this coordinator")
-            })
+            answer(
+                routing,
+                .with {
+                    $0.takeID = message.takeID
+                    $0.deviceID = message.deviceID
+                    $0.refused = .failure(.notFound, "take \(message.takeID) is not recording device \(message.deviceID) on this coordinator")
+                })
             return
         }
         guard gate.admitsFrame(userID: first.userID, nodeID: writer.nodeID, fd: first.sourceFD, endpoint: .record, peer: { peer }) else { return }
@@ -144,19 +153,25 @@ final class RecordEndpoint: Sendable {
             }
             let header = frame.header
             if let problem = FrameValidation.check(header: header, payloadBytes: parts[2].count, maxPayloadBytes: Int(WireDefaults.maxMessageBytes)) {
-                rejections.reject(endpoint: endpointName, reason: problem, peer: peer,
-                                  detail: "device \(header.deviceID): header says \(header.payloadSize) bytes of \(header.layout.width)x\(header.layout.height) \(header.layout.pixelFormat), payload has \(parts[2].count)")
+                rejections.reject(
+                    endpoint: endpointName, reason: problem, peer: peer,
+                    detail:
+                        "device \(header.deviceID): header says \(header.payloadSize) bytes of \(header.layout.width)x\(header.layout.height) \(header.layout.pixelFormat), payload has \(parts[2].count)"
+                )
                 return
             }
             guard header.deviceID == message.deviceID, header.nodeID == writer.nodeID,
-                  header.flags & UInt32(Capfleet_V1_FrameFlag.fleetTimeValid.rawValue) != 0 else {
-                rejections.reject(endpoint: endpointName, reason: .invalidFormat, peer: peer,
-                                  detail: "a recorded frame of \(header.deviceID) for \(message.deviceID) of node \(writer.nodeID), or without fleet time")
+                header.flags & UInt32(Capfleet_V1_FrameFlag.fleetTimeValid.rawValue) != 0
+            else {
+                rejections.reject(
+                    endpoint: endpointName, reason: .invalidFormat, peer: peer,
+                    detail: "a recorded frame of \(header.deviceID) for \(message.deviceID) of node \(writer.nodeID), or without fleet time")
                 return
             }
             if !writer.post(frame: frame, payload: parts[2], routingID: routing) {
-                rejections.reject(endpoint: endpointName, reason: .overCredit, peer: peer,
-                                  detail: "device \(header.deviceID): frame \(header.sequence) beyond the credit granted")
+                rejections.reject(
+                    endpoint: endpointName, reason: .overCredit, peer: peer,
+                    detail: "device \(header.deviceID): frame \(header.sequence) beyond the credit granted")
                 return
             }
             // The device's viewers are served from here: raw frames to its raw viewers, an
@@ -174,12 +189,15 @@ final class RecordEndpoint: Sendable {
 
     /// What an agent's recordings link sends (takes recorded on the agents): only a node may,
     /// and only of its own devices, which the director checks against the index.
-    private static func acceptFromAgentLink(_ message: Capfleet_V1_RecordUp, parts: [ZMQMessage], routing: [UInt8], rejections: RejectionCounter,
-                                            agentTakes: AgentRecordingsDesk?, collector: SegmentCollector?) {
+    private static func acceptFromAgentLink(
+        _ message: Capfleet_V1_RecordUp, parts: [ZMQMessage], routing: [UInt8], rejections: RejectionCounter,
+        agentTakes: AgentRecordingsDesk?, collector: SegmentCollector?
+    ) {
         let first = parts[1]
         guard case let .node(nodeID, _)? = Principal(userID: first.userID) else {
-            rejections.reject(endpoint: endpointName, reason: .wrongIdentity, peer: first.peerAddress ?? "unknown peer",
-                              detail: "a recordings report from a connection that is not a node's")
+            rejections.reject(
+                endpoint: endpointName, reason: .wrongIdentity, peer: first.peerAddress ?? "unknown peer",
+                detail: "a recordings report from a connection that is not a node's")
             return
         }
         guard let agentTakes else { return }
@@ -187,15 +205,20 @@ final class RecordEndpoint: Sendable {
         case .attach?:
             agentTakes.attached(nodeID: nodeID, routingID: routing)
         case let .segment(segment)?:
-            agentTakes.reported(AgentTakeReport(nodeID: nodeID, routingID: routing, takeID: message.takeID, deviceID: message.deviceID,
-                                                body: .segment(segment)))
+            agentTakes.reported(
+                AgentTakeReport(
+                    nodeID: nodeID, routingID: routing, takeID: message.takeID, deviceID: message.deviceID,
+                    body: .segment(segment)))
         case let .partEnd(end)?:
-            agentTakes.reported(AgentTakeReport(nodeID: nodeID, routingID: routing, takeID: message.takeID, deviceID: message.deviceID,
-                                                body: .partEnded(end)))
+            agentTakes.reported(
+                AgentTakeReport(
+                    nodeID: nodeID, routingID: routing, takeID: message.takeID, deviceID: message.deviceID,
+                    body: .partEnded(end)))
         case let .chunk(chunk)?:
             guard parts.count == 3 else {
-                rejections.reject(endpoint: endpointName, reason: .wrongPartCount, peer: first.peerAddress ?? "unknown peer",
-                                  detail: "a segment chunk without its bytes")
+                rejections.reject(
+                    endpoint: endpointName, reason: .wrongPartCount, peer: first.peerAddress ?? "unknown peer",
+                    detail: "a segment chunk without its bytes")
                 return
             }
             collector?.received(chunk, bytes: parts[2], from: nodeID, takeID: message.takeID, deviceID: message.deviceID)
@@ -205,8 +228,9 @@ final class RecordEndpoint: Sendable {
             agentTakes.stillHeld(AgentStillReport(nodeID: nodeID, stillID: message.takeID, deviceID: message.deviceID, captured: captured))
         case let .stillChunk(chunk)?:
             guard parts.count == 3 else {
-                rejections.reject(endpoint: endpointName, reason: .wrongPartCount, peer: first.peerAddress ?? "unknown peer",
-                                  detail: "a still's chunk without its bytes")
+                rejections.reject(
+                    endpoint: endpointName, reason: .wrongPartCount, peer: first.peerAddress ?? "unknown peer",
+                    detail: "a still's chunk without its bytes")
                 return
             }
             collector?.received(chunk, bytes: parts[2], of: .still, from: nodeID, takeID: message.takeID, deviceID: message.deviceID)

@@ -24,11 +24,15 @@ actor RecordingHousekeeper {
 
     nonisolated(unsafe) static let diskLevel = FleetMetrics.descriptor(
         "coordinator_recordings_disk_pressure_level", "",
-        "Pressure from the disk holding recordings: 0 nominal, 1 fair (80% used), 2 serious (90%), 3 critical (95% or twice the reserve left), 4 shutdown (below the reserve: takes stop).")
-    nonisolated(unsafe) static let diskFree = FleetMetrics.descriptor("coordinator_recordings_disk_free", "bytes", "Free space on the disk holding recordings.")
+        "Pressure from the disk holding recordings: 0 nominal, 1 fair (80% used), 2 serious (90%), 3 critical (95% or twice the reserve left), 4 shutdown (below the reserve: takes stop)."
+    )
+    nonisolated(unsafe) static let diskFree = FleetMetrics.descriptor(
+        "coordinator_recordings_disk_free", "bytes", "Free space on the disk holding recordings.")
 
-    init(store: FleetDatabase, events: FleetEvents, metrics: FleetMetrics, configuration: CoordinatorConfiguration,
-         clock: CoordinatorClock, logger: Logger) {
+    init(
+        store: FleetDatabase, events: FleetEvents, metrics: FleetMetrics, configuration: CoordinatorConfiguration,
+        clock: CoordinatorClock, logger: Logger
+    ) {
         self.store = store
         self.clock = clock
         self.events = events
@@ -57,10 +61,13 @@ actor RecordingHousekeeper {
             levelGauge.set(Double(now.rawValue))
             freeGauge.set(Double(free))
             if now != level {
-                let message = String(format: "the recordings disk (%@) is %.0f%% used, %@ free: coordinator pressure %@ (was %@)%@",
-                                     directory, used * 100, Self.size(free), "\(now)", "\(level)",
-                                     now >= .critical ? "; takes stop below the \(Self.size(configuration.recordReserveBytes)) reserve" : "")
-                if now > level { logger.warning("recordings disk pressure", metadata: ["detail": "\(message)"]) } else {
+                let message = String(
+                    format: "the recordings disk (%@) is %.0f%% used, %@ free: coordinator pressure %@ (was %@)%@",
+                    directory, used * 100, Self.size(free), "\(now)", "\(level)",
+                    now >= .critical ? "; takes stop below the \(Self.size(configuration.recordReserveBytes)) reserve" : "")
+                if now > level {
+                    logger.warning("recordings disk pressure", metadata: ["detail": "\(message)"])
+                } else {
                     logger.notice("recordings disk pressure", metadata: ["detail": "\(message)"])
                 }
                 events.emit(.pressureLevelChanged, nodeID: "coordinator", message: message)
@@ -91,14 +98,19 @@ actor RecordingHousekeeper {
             let now = clock.unixMilliseconds()
             for id in policy.expired(entries, now: now) {
                 guard let take = try await store.take(id: id), take.state != .recording else { continue }
-                try await store.deleteTake(id: id, audit: AuditEntry(at: clock.unixMilliseconds(), actor: "retention", action: "recording.delete",
-                                                                     target: id, outcome: "ok", detail: "retention: \(take.name)"))
+                try await store.deleteTake(
+                    id: id,
+                    audit: AuditEntry(
+                        at: clock.unixMilliseconds(), actor: "retention", action: "recording.delete",
+                        target: id, outcome: "ok", detail: "retention: \(take.name)"))
                 let directory = take.directory
                 do {
                     try await OwnedThread.run("cf-retention") { try FileManager.default.removeItem(atPath: directory) }
                 } catch {
                     // The index no longer lists the take: its files are left for the operator to remove.
-                    logger.error("retention could not remove a deleted take's files", metadata: ["take.id": "\(id)", "path": "\(directory)", "error": "\(error)"])
+                    logger.error(
+                        "retention could not remove a deleted take's files",
+                        metadata: ["take.id": "\(id)", "path": "\(directory)", "error": "\(error)"])
                 }
                 events.emit(.recording, message: "retention deleted take \(id) (\(take.name))")
                 logger.notice("retention deleted a take", metadata: ["take.id": "\(id)"])

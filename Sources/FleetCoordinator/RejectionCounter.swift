@@ -10,8 +10,10 @@ public final class RejectionCounter: Sendable {
     private let logger: Logger
     private let onLogged: @Sendable (_ endpoint: String, _ reason: InputRejection, _ peer: String, _ detail: String) -> Void
 
-    public init(logger: Logger,
-                onLogged: @escaping @Sendable (_ endpoint: String, _ reason: InputRejection, _ peer: String, _ detail: String) -> Void = { _, _, _, _ in }) {
+    public init(
+        logger: Logger,
+        onLogged: @escaping @Sendable (_ endpoint: String, _ reason: InputRejection, _ peer: String, _ detail: String) -> Void = { _, _, _, _ in }
+    ) {
         self.logger = logger
         self.onLogged = onLogged
     }
@@ -19,9 +21,11 @@ public final class RejectionCounter: Sendable {
     func reject(endpoint: String, reason: InputRejection, peer: String, detail: String = "") {
         let shouldLog = ledger.withLock { $0.record(endpoint: endpoint, reason: reason.rawValue, peer: peer, at: MonotonicTime.now()) }
         guard shouldLog else { return }
-        logger.warning("rejected input", metadata: [
-            "endpoint": "\(endpoint)", "reason": "\(reason.rawValue)", "peer": "\(peer)", "detail": "\(detail)",
-        ])
+        logger.warning(
+            "rejected input",
+            metadata: [
+                "endpoint": "\(endpoint)", "reason": "\(reason.rawValue)", "peer": "\(peer)", "detail": "\(detail)",
+            ])
         onLogged(endpoint, reason, peer, detail)
     }
 

@@ -67,8 +67,10 @@ final class SegmentCollector: Sendable {
 
     /// Copies one segment to `destination`; returns its path once verified.
     func collect(_ segment: SegmentRecord, from nodeID: String, to destination: String) async -> Result<String, CollectFailure> {
-        await collect(AgentFile(key: Key(takeID: segment.takeId, deviceID: segment.deviceId, number: UInt32(segment.number)),
-                                sizeBytes: UInt64(max(segment.sizeBytes, 0)), sha256: segment.sha256), from: nodeID, to: destination)
+        await collect(
+            AgentFile(
+                key: Key(takeID: segment.takeId, deviceID: segment.deviceId, number: UInt32(segment.number)),
+                sizeBytes: UInt64(max(segment.sizeBytes, 0)), sha256: segment.sha256), from: nodeID, to: destination)
     }
 
     /// Copies one file held on `nodeID` to `destination`; returns its path once verified.
@@ -80,8 +82,10 @@ final class SegmentCollector: Sendable {
     }
 
     /// From the record endpoint's thread.
-    func received(_ chunk: Capfleet_V1_SegmentChunk, bytes: ZMQMessage, of kind: Kind = .segment, from nodeID: String, takeID: String,
-                  deviceID: String) {
+    func received(
+        _ chunk: Capfleet_V1_SegmentChunk, bytes: ZMQMessage, of kind: Kind = .segment, from nodeID: String, takeID: String,
+        deviceID: String
+    ) {
         _ = worker.post(.chunk(nodeID: nodeID, Key(kind: kind, takeID: takeID, deviceID: deviceID, number: chunk.number), chunk, bytes))
     }
 
@@ -184,7 +188,11 @@ private final class CollectorState {
         for copy in Array(copies.values) {
             let again = copy.transfer.tick(now: now)
             if let failure = copy.transfer.failure {
-                end(copy, .failure(CollectFailure("\(copy.job.file.label) from node \(copy.job.nodeID): \(failure); ask again to go on from \(copy.transfer.have) bytes")))
+                end(
+                    copy,
+                    .failure(
+                        CollectFailure(
+                            "\(copy.job.file.label) from node \(copy.job.nodeID): \(failure); ask again to go on from \(copy.transfer.have) bytes")))
             } else if !again.isEmpty {
                 ask(copy, again)
             }
@@ -239,10 +247,14 @@ private final class CollectorState {
                 $0.offset = request.offset
                 $0.length = UInt32(request.length)
             }
-            let sent = desk.send(to: copy.job.nodeID, takeID: copy.key.takeID, deviceID: copy.key.deviceID,
-                                 copy.key.kind == .segment ? .fetch(fetch) : .fetchStill(fetch))
+            let sent = desk.send(
+                to: copy.job.nodeID, takeID: copy.key.takeID, deviceID: copy.key.deviceID,
+                copy.key.kind == .segment ? .fetch(fetch) : .fetchStill(fetch))
             if !sent {
-                return end(copy, .failure(CollectFailure("node \(copy.job.nodeID) is not reachable: its agent's recordings link has not attached to this coordinator")))
+                return end(
+                    copy,
+                    .failure(
+                        CollectFailure("node \(copy.job.nodeID) is not reachable: its agent's recordings link has not attached to this coordinator")))
             }
         }
     }
@@ -262,7 +274,11 @@ private final class CollectorState {
         guard sha == copy.job.file.sha256 else {
             // A copy that is not the file indexed is worth nothing: the next collect starts over.
             unlink(copy.partial)
-            return end(copy, .failure(CollectFailure("\(copy.job.file.label): the copy's SHA-256 is \(sha), the index says \(copy.job.file.sha256); it was removed, ask again")))
+            return end(
+                copy,
+                .failure(
+                    CollectFailure(
+                        "\(copy.job.file.label): the copy's SHA-256 is \(sha), the index says \(copy.job.file.sha256); it was removed, ask again")))
         }
         guard rename(copy.partial, copy.job.destination) == 0 else {
             return end(copy, .failure(CollectFailure("cannot rename \(copy.partial): \(String(cString: strerror(errno)))")))

@@ -27,8 +27,10 @@ actor StillDirector {
     private let logger: Logger
     private var collecting: [String: Task<Void, Never>] = [:]
 
-    init(store: FleetDatabase, control: ControlHandler, collector: SegmentCollector, desk: AgentRecordingsDesk, clock: CoordinatorClock,
-         events: FleetEvents, directory: String, logger: Logger) {
+    init(
+        store: FleetDatabase, control: ControlHandler, collector: SegmentCollector, desk: AgentRecordingsDesk, clock: CoordinatorClock,
+        events: FleetEvents, directory: String, logger: Logger
+    ) {
         self.store = store
         self.control = control
         self.collector = collector
@@ -43,7 +45,8 @@ actor StillDirector {
     /// not take one); the copying goes on after this returns.
     func take(_ query: Capfleet_V1_TakeStill, by who: String) async throws -> StillEntry {
         guard query.all != !query.deviceIds.isEmpty else {
-            throw StillRefusal(code: .badRequest, description: query.all ? "give either --all or devices, not both" : "name the cameras, or ask for --all")
+            throw StillRefusal(
+                code: .badRequest, description: query.all ? "give either --all or devices, not both" : "name the cameras, or ask for --all")
         }
         guard (query.width == 0) == (query.height == 0) else {
             throw StillRefusal(code: .badRequest, description: "give the size as WxH, or max for each camera's largest format")
@@ -54,7 +57,9 @@ actor StillDirector {
         let now = clock.fleetNow()
         let instant = query.atFleetTimeNs != 0 ? query.atFleetTimeNs : now &+ (query.fromNowNs == 0 ? 1_000_000_000 : query.fromNowNs)
         guard instant >= now, instant <= now + 60_000_000_000 else {
-            throw StillRefusal(code: .badRequest, description: "the still's instant must lie within the next 60 s of fleet time (now \(now)); a past instant's frames are gone")
+            throw StillRefusal(
+                code: .badRequest,
+                description: "the still's instant must lie within the next 60 s of fleet time (now \(now)); a past instant's frames are gone")
         }
         var devices: [DeviceRecord] = []
         if query.all {
@@ -81,23 +86,30 @@ actor StillDirector {
         if refused.count == devices.count {
             let reasons = devices.map { "\($0.id): \(refused[$0.id]!)" }.joined(separator: "; ")
             let code: Capfleet_V1_StatusCode = devices.allSatisfy({ refused[$0.id]!.hasPrefix("consent") }) ? .permissionDenied : .unavailable
-            try await store.appendAudit(AuditEntry(at: clock.unixMilliseconds(), actor: who, action: "still.take", target: "",
-                                                   outcome: "refused", detail: reasons))
+            try await store.appendAudit(
+                AuditEntry(
+                    at: clock.unixMilliseconds(), actor: who, action: "still.take", target: "",
+                    outcome: "refused", detail: reasons))
             throw StillRefusal(code: code, description: "no still taken: \(reasons)")
         }
         let id = Self.stillID(at: Date(timeIntervalSince1970: Double(clock.unixMilliseconds()) / 1000))
         let encoding = query.encoding == .jpeg ? "jpeg" : "png"
-        let still = StillRecord(id: id, name: query.name.isEmpty ? id : query.name, requestedFleetNs: instant, encoding: encoding,
-                                bracket: query.bracketEv, directory: directory + "/" + id, createdAt: clock.unixMilliseconds(), createdBy: who)
+        let still = StillRecord(
+            id: id, name: query.name.isEmpty ? id : query.name, requestedFleetNs: instant, encoding: encoding,
+            bracket: query.bracketEv, directory: directory + "/" + id, createdAt: clock.unixMilliseconds(), createdBy: who)
         let rows = devices.map { device in
-            StillDeviceRecord(stillId: id, deviceId: device.id, nodeId: device.nodeId, state: refused[device.id] == nil ? .capturing : .failed,
-                              error: refused[device.id] ?? "")
+            StillDeviceRecord(
+                stillId: id, deviceId: device.id, nodeId: device.nodeId, state: refused[device.id] == nil ? .capturing : .failed,
+                error: refused[device.id] ?? "")
         }
         let refusedNote = refused.isEmpty ? "" : "; refused: " + refused.keys.sorted().joined(separator: ", ")
-        try await store.createStill(still, devices: rows, audit: AuditEntry(
-            at: still.createdAt, actor: who, action: "still.take", target: id, outcome: "ok",
-            detail: "\(devices.count - refused.count) camera(s) at fleet time \(instant), \(query.width == 0 ? "max" : "\(query.width)x\(query.height)"), \(encoding)"
-                + (query.bracketEv.isEmpty ? "" : ", bracket \(still.bracket) EV") + refusedNote))
+        try await store.createStill(
+            still, devices: rows,
+            audit: AuditEntry(
+                at: still.createdAt, actor: who, action: "still.take", target: id, outcome: "ok",
+                detail:
+                    "\(devices.count - refused.count) camera(s) at fleet time \(instant), \(query.width == 0 ? "max" : "\(query.width)x\(query.height)"), \(encoding)"
+                    + (query.bracketEv.isEmpty ? "" : ", bracket \(still.bracket) EV") + refusedNote))
 
         // Every camera at once: each answers when its pictures are written.
         let pictures = max(query.bracketEv.count, 1)
@@ -112,18 +124,20 @@ actor StillDirector {
         let answers = await withTaskGroup(of: (DeviceRecord, Capfleet_V1_CommandReply).self) { group in
             for device in asked {
                 group.addTask {
-                    let reply = await control.command(.captureStill(.with {
-                        $0.stillID = id
-                        $0.fleetTimeNs = instant
-                        $0.width = query.width
-                        $0.height = query.height
-                        $0.pixelFormat = query.pixelFormat
-                        $0.bracketEv = query.bracketEv
-                        $0.bracketIntervalMs = query.bracketIntervalMs
-                        $0.encoding = query.encoding
-                        $0.jpegQuality = query.jpegQuality
-                        $0.nodeName = nodeNames[device.nodeId] ?? ""
-                    }), deviceID: device.id, nodeID: device.nodeId, timeout: timeout)
+                    let reply = await control.command(
+                        .captureStill(
+                            .with {
+                                $0.stillID = id
+                                $0.fleetTimeNs = instant
+                                $0.width = query.width
+                                $0.height = query.height
+                                $0.pixelFormat = query.pixelFormat
+                                $0.bracketEv = query.bracketEv
+                                $0.bracketIntervalMs = query.bracketIntervalMs
+                                $0.encoding = query.encoding
+                                $0.jpegQuality = query.jpegQuality
+                                $0.nodeName = nodeNames[device.nodeId] ?? ""
+                            }), deviceID: device.id, nodeID: device.nodeId, timeout: timeout)
                     return (device, reply)
                 }
             }
@@ -216,9 +230,12 @@ actor StillDirector {
         do {
             guard let entry = try await store.still(id: report.stillID) else {
                 // Deleted (its agent was offline then): the files stay until someone removes them.
-                logger.warning("an agent holds pictures of a still the index does not know", metadata: [
-                    "still.id": "\(report.stillID)", "device.id": "\(report.deviceID)", "node.id": "\(report.nodeID)",
-                    "files": "\(report.captured.images.map(\.path).joined(separator: ", "))"])
+                logger.warning(
+                    "an agent holds pictures of a still the index does not know",
+                    metadata: [
+                        "still.id": "\(report.stillID)", "device.id": "\(report.deviceID)", "node.id": "\(report.nodeID)",
+                        "files": "\(report.captured.images.map(\.path).joined(separator: ", "))",
+                    ])
                 return acknowledge()
             }
             let images = Self.images(report.captured, of: report.deviceID, in: report.stillID)
@@ -228,12 +245,19 @@ actor StillDirector {
                 logger.error("cannot adopt a still's pictures", metadata: ["still.id": "\(report.stillID)", "error": "\(problem)"])
                 return
             }
-            switch try await store.adoptStillPictures(stillID: report.stillID, deviceID: report.deviceID, nodeID: report.nodeID,
-                                                      images: images, awayNs: report.captured.awayNs) {
+            switch try await store.adoptStillPictures(
+                stillID: report.stillID, deviceID: report.deviceID, nodeID: report.nodeID,
+                images: images, awayNs: report.captured.awayNs)
+            {
             case .adopted:
-                events.emit(.recording, nodeID: report.nodeID, deviceID: report.deviceID,
-                            message: "still \(report.stillID): \(report.deviceID)'s \(images.count) picture(s) reached the index after its answer was given up on; copying them")
-                logger.notice("still pictures adopted", metadata: ["still.id": "\(report.stillID)", "device.id": "\(report.deviceID)", "pictures": "\(images.count)"])
+                events.emit(
+                    .recording, nodeID: report.nodeID, deviceID: report.deviceID,
+                    message:
+                        "still \(report.stillID): \(report.deviceID)'s \(images.count) picture(s) reached the index after its answer was given up on; copying them"
+                )
+                logger.notice(
+                    "still pictures adopted",
+                    metadata: ["still.id": "\(report.stillID)", "device.id": "\(report.deviceID)", "pictures": "\(images.count)"])
                 startCollecting(report.stillID)
             case .alreadyIndexed:
                 break
@@ -241,8 +265,11 @@ actor StillDirector {
                 return  // unacknowledged: by the next report the answer has brought them
 
             case .unknown:
-                logger.warning("an agent reported pictures of a camera that is not the still's on its node", metadata: [
-                    "still.id": "\(report.stillID)", "device.id": "\(report.deviceID)", "node.id": "\(report.nodeID)"])
+                logger.warning(
+                    "an agent reported pictures of a camera that is not the still's on its node",
+                    metadata: [
+                        "still.id": "\(report.stillID)", "device.id": "\(report.deviceID)", "node.id": "\(report.nodeID)",
+                    ])
             }
             acknowledge()
         } catch {
@@ -291,20 +318,28 @@ actor StillDirector {
     /// One node's pictures in order; stops at its first failure (the node is gone, most likely).
     private func collect(_ images: [StillImageRecord], from nodeID: String, into folder: String) async {
         for image in images {
-            let file = SegmentCollector.AgentFile(key: .init(kind: .still, takeID: image.stillId, deviceID: image.deviceId, number: UInt32(image.number)),
-                                                  sizeBytes: UInt64(max(image.sizeBytes, 0)), sha256: image.sha256)
+            let file = SegmentCollector.AgentFile(
+                key: .init(kind: .still, takeID: image.stillId, deviceID: image.deviceId, number: UInt32(image.number)),
+                sizeBytes: UInt64(max(image.sizeBytes, 0)), sha256: image.sha256)
             let outcome = await collector.collect(file, from: nodeID, to: folder + "/" + image.fileName)
             do {
                 switch outcome {
                 case let .success(path):
-                    try await store.markStillImageStored(stillID: image.stillId, deviceID: image.deviceId, number: image.number, path: path,
-                                                         at: clock.unixMilliseconds())
-                    _ = desk.send(to: nodeID, takeID: image.stillId, deviceID: image.deviceId, .stillCollected(.with { $0.number = UInt32(image.number) }))
+                    try await store.markStillImageStored(
+                        stillID: image.stillId, deviceID: image.deviceId, number: image.number, path: path,
+                        at: clock.unixMilliseconds())
+                    _ = desk.send(
+                        to: nodeID, takeID: image.stillId, deviceID: image.deviceId, .stillCollected(.with { $0.number = UInt32(image.number) }))
                 case let .failure(failure):
-                    try await store.noteStillCollectProblem(stillID: image.stillId, deviceID: image.deviceId,
-                                                            problem: "copying its pictures failed: \(failure); exporting the still tries again")
-                    logger.warning("a still's picture was not copied", metadata: ["still.id": "\(image.stillId)", "device.id": "\(image.deviceId)",
-                                                                                  "error": "\(failure)"])
+                    try await store.noteStillCollectProblem(
+                        stillID: image.stillId, deviceID: image.deviceId,
+                        problem: "copying its pictures failed: \(failure); exporting the still tries again")
+                    logger.warning(
+                        "a still's picture was not copied",
+                        metadata: [
+                            "still.id": "\(image.stillId)", "device.id": "\(image.deviceId)",
+                            "error": "\(failure)",
+                        ])
                     return
                 }
             } catch {
@@ -320,10 +355,15 @@ actor StillDirector {
             throw StillRefusal(code: .notFound, description: "no still \(stillID); see capfleet stills list")
         }
         guard collecting[stillID] == nil else {
-            throw StillRefusal(code: .unavailable, description: "still \(stillID)'s pictures are being copied; delete it once that is done (capfleet stills show \(stillID))")
+            throw StillRefusal(
+                code: .unavailable,
+                description: "still \(stillID)'s pictures are being copied; delete it once that is done (capfleet stills show \(stillID))")
         }
-        try await store.deleteStill(id: stillID, audit: AuditEntry(at: clock.unixMilliseconds(), actor: who, action: "still.delete", target: stillID,
-                                                                   outcome: "ok", detail: "\(entry.images.count) picture(s)"))
+        try await store.deleteStill(
+            id: stillID,
+            audit: AuditEntry(
+                at: clock.unixMilliseconds(), actor: who, action: "still.delete", target: stillID,
+                outcome: "ok", detail: "\(entry.images.count) picture(s)"))
         for image in entry.images where image.storedPath == nil {
             let node = entry.devices.first { $0.deviceId == image.deviceId }?.nodeId ?? ""
             // The same message as after a copy: the agent removes its picture.
@@ -339,7 +379,10 @@ actor StillDirector {
             do { try FileManager.default.removeItem(atPath: folder) } catch { return "\(error)" }
             return nil
         }
-        if let problem { throw StillRefusal(code: .internal, description: "still \(stillID) left the index but its directory \(folder) could not be removed: \(problem)") }
+        if let problem {
+            throw StillRefusal(
+                code: .internal, description: "still \(stillID) left the index but its directory \(folder) could not be removed: \(problem)")
+        }
     }
 
     /// Still ids sort by time and say when: still-20261127-101500-3f2a.

@@ -19,8 +19,10 @@ actor TakeCollections {
     private let isOnline: @Sendable (String) async -> Bool
     private var running: [String: Task<Void, Never>] = [:]
 
-    init(store: FleetDatabase, collector: SegmentCollector, desk: AgentRecordingsDesk, events: FleetEvents, clock: CoordinatorClock, logger: Logger,
-         isOnline: @escaping @Sendable (String) async -> Bool) {
+    init(
+        store: FleetDatabase, collector: SegmentCollector, desk: AgentRecordingsDesk, events: FleetEvents, clock: CoordinatorClock, logger: Logger,
+        isOnline: @escaping @Sendable (String) async -> Bool
+    ) {
         self.isOnline = isOnline
         self.store = store
         self.collector = collector
@@ -55,7 +57,8 @@ actor TakeCollections {
             return all
         }
         running[take.id] = nil
-        let message = failures.isEmpty
+        let message =
+            failures.isEmpty
             ? "take \(take.id): \(segments.count) agent-held segments collected"
             : "take \(take.id): collect failed: " + failures.joined(separator: "; ")
         events.emit(.recording, message: message)
@@ -78,8 +81,9 @@ actor TakeCollections {
             switch await collector.collect(segment, from: nodeID, to: destination) {
             case let .success(path):
                 do {
-                    try await store.markSegmentCollected(takeID: take.id, deviceID: segment.deviceId, number: segment.number, path: path,
-                                                         at: clock.unixMilliseconds())
+                    try await store.markSegmentCollected(
+                        takeID: take.id, deviceID: segment.deviceId, number: segment.number, path: path,
+                        at: clock.unixMilliseconds())
                 } catch {
                     return ["segment \(segment.number) of \(segment.deviceId) was copied to \(path) but the index could not record it: \(error)"]
                 }

@@ -53,9 +53,11 @@ final class TakeDeviceWriter: Sendable {
 
     /// - Parameter recorder: makes the part's recorder, on the worker's thread (it writes
     ///   files and the index, and is used there only).
-    init(takeID: String, deviceID: String, nodeID: String, recorder makeRecorder: @escaping @Sendable () -> DeviceTakeRecorder,
-         instance: String, offset: Int64, ended: Bool, frameRate: Double, window: Window = Window(), reserve: DiskReserve? = nil,
-         logger: Logger, send: @escaping @Sendable ([UInt8], Capfleet_V1_RecordDown) -> Void, onEvent: @escaping @Sendable (Event) -> Void) {
+    init(
+        takeID: String, deviceID: String, nodeID: String, recorder makeRecorder: @escaping @Sendable () -> DeviceTakeRecorder,
+        instance: String, offset: Int64, ended: Bool, frameRate: Double, window: Window = Window(), reserve: DiskReserve? = nil,
+        logger: Logger, send: @escaping @Sendable ([UInt8], Capfleet_V1_RecordDown) -> Void, onEvent: @escaping @Sendable (Event) -> Void
+    ) {
         self.takeID = takeID
         self.deviceID = deviceID
         self.nodeID = nodeID
@@ -66,9 +68,10 @@ final class TakeDeviceWriter: Sendable {
         worker = OwnedWorker(
             name: "cf-take", capacity: 2 * window.frames + 16, whenFull: .refuseNewest, tickNanoseconds: 250_000_000,
             state: { [logger] in
-                TakePartWriter(takeID: takeID, deviceID: deviceID, recorder: makeRecorder(), instance: instance, offset: offset,
-                               ended: ended, frameRate: frameRate, window: window, reserve: reserve, logger: logger,
-                               send: send, onEvent: onEvent)
+                TakePartWriter(
+                    takeID: takeID, deviceID: deviceID, recorder: makeRecorder(), instance: instance, offset: offset,
+                    ended: ended, frameRate: frameRate, window: window, reserve: reserve, logger: logger,
+                    send: send, onEvent: onEvent)
             },
             handle: { part, input in part.handle(input) },
             // Flushed at most every half second: a crash of the coordinator loses nothing the

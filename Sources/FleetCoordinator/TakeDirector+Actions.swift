@@ -30,15 +30,17 @@ extension TakeDirector {
                     closing.append(Task { await writer.shutdown() })
                 }
             case let .order(part, nodeID, order):
-                let answer = await agents.command(.setRecording(recordingOrder(part, order)), deviceID: part.deviceID, nodeID: nodeID,
-                                                  timeout: .seconds(3))
+                let answer = await agents.command(
+                    .setRecording(recordingOrder(part, order)), deviceID: part.deviceID, nodeID: nodeID,
+                    timeout: .seconds(3))
                 if !answer.status.isOK { refusals.append(OrderRefusal(part: part, reason: answer.status.reason)) }
             case let .note(part, kind, fleetNs, fields):
                 let json = Self.json(fields.merging(["kind": kind, "fleet_ns": "\(fleetNs)"]) { _, new in new })
                 noteInFile(part, json: json, at: fleetNs)
                 await indexNote(TakeEventRecord(takeId: part.takeID, deviceId: part.deviceID, fleetNs: fleetNs, kind: kind, detail: json))
             case let .indexEvent(part, kind, fleetNs, fields):
-                await indexNote(TakeEventRecord(takeId: part.takeID, deviceId: part.deviceID, fleetNs: fleetNs, kind: kind, detail: Self.json(fields)))
+                await indexNote(
+                    TakeEventRecord(takeId: part.takeID, deviceId: part.deviceID, fleetNs: fleetNs, kind: kind, detail: Self.json(fields)))
             case let .write(write):
                 await perform(write)
             case let .announce(nodeID, deviceID, message):
@@ -77,16 +79,20 @@ extension TakeDirector {
             case let .sequenceOffset(part, offset):
                 try await store.modifyTakeDevice(takeID: part.takeID, deviceID: part.deviceID) { $0.sequenceOffset = offset }
             case let .takeStored(takeID, stop):
-                try await store.endTake(id: takeID, state: .stopped, stopFleetNs: stop, at: now,
-                                        audit: AuditEntry(at: now, actor: "coordinator", action: "recording.stored", target: takeID,
-                                                          outcome: "ok", detail: "every device's part is stored"))
+                try await store.endTake(
+                    id: takeID, state: .stopped, stopFleetNs: stop, at: now,
+                    audit: AuditEntry(
+                        at: now, actor: "coordinator", action: "recording.stored", target: takeID,
+                        outcome: "ok", detail: "every device's part is stored"))
             case let .takeFailed(takeID, error):
                 try await store.failTake(id: takeID, error: error, at: now)
             case let .takeAbandoned(takeID, error):
                 let take = try await store.take(id: takeID)
-                try await store.endTake(id: takeID, state: .failed, stopFleetNs: take?.startFleetNs, at: now, error: error,
-                                        audit: AuditEntry(at: now, actor: take?.createdBy ?? "coordinator", action: "recording.start", target: takeID,
-                                                          outcome: "failed", detail: error))
+                try await store.endTake(
+                    id: takeID, state: .failed, stopFleetNs: take?.startFleetNs, at: now, error: error,
+                    audit: AuditEntry(
+                        at: now, actor: take?.createdBy ?? "coordinator", action: "recording.start", target: takeID,
+                        outcome: "failed", detail: error))
             }
         } catch {
             logger.error("the recordings index refused a write", metadata: ["write": "\(write)", "error": "\(error)"])
@@ -95,8 +101,10 @@ extension TakeDirector {
                 // Nothing more the book can do about the take's own row: say so, loudly.
                 events.emit(.recording, message: "take \(takeID): the recordings index could not record its end: \(error)")
             default:
-                await perform(book.indexFailed(takeID: Self.takeID(of: write), writing: Self.describe(write), error: "\(error)",
-                                               nowFleetNs: clock.fleetNow()))
+                await perform(
+                    book.indexFailed(
+                        takeID: Self.takeID(of: write), writing: Self.describe(write), error: "\(error)",
+                        nowFleetNs: clock.fleetNow()))
             }
         }
     }
@@ -106,11 +114,14 @@ extension TakeDirector {
         if let writer = writers.writer(takeID: part.takeID, deviceID: part.deviceID) {
             writer.post(.note(json: json, at: fleetNs, track: track))
         } else if book.store(of: part.takeID) == .agent, let nodeID = book.node(of: part) {
-            agentLinks?.send(to: nodeID, takeID: part.takeID, deviceID: part.deviceID, .note(.with {
-                $0.json = json
-                $0.fleetNs = fleetNs
-                $0.detection = track == .detections
-            }))
+            agentLinks?.send(
+                to: nodeID, takeID: part.takeID, deviceID: part.deviceID,
+                .note(
+                    .with {
+                        $0.json = json
+                        $0.fleetNs = fleetNs
+                        $0.detection = track == .detections
+                    }))
         }
     }
 
@@ -121,7 +132,9 @@ extension TakeDirector {
             try await store.recordTakeEvent(event)
         } catch {
             logger.error("cannot index a take's timed metadata", metadata: ["take.id": "\(event.takeId)", "error": "\(error)"])
-            events.emit(.recording, deviceID: event.deviceId, message: "take \(event.takeId): the recordings index could not record a \(event.kind) entry: \(error)")
+            events.emit(
+                .recording, deviceID: event.deviceId,
+                message: "take \(event.takeId): the recordings index could not record a \(event.kind) entry: \(error)")
         }
     }
 
@@ -135,10 +148,11 @@ extension TakeDirector {
         let segmentLength = UInt64(configuration.segmentSeconds) * 1_000_000_000
         // Made on the writer's thread, where it is used.
         let makeRecorder: @Sendable () -> DeviceTakeRecorder = {
-            let recorder = DeviceTakeRecorder(takeID: take.id, title: "\(take.name) — \(part.deviceID)", directory: take.directory,
-                                              start: take.startFleetNs, stop: take.stopFleetNs, segmentLength: segmentLength,
-                                              index: StoreSegmentIndex(store: store, clock: clock.unixMilliseconds),
-                                              resuming: setup.device, segmentsSoFar: setup.segmentsSoFar)
+            let recorder = DeviceTakeRecorder(
+                takeID: take.id, title: "\(take.name) — \(part.deviceID)", directory: take.directory,
+                start: take.startFleetNs, stop: take.stopFleetNs, segmentLength: segmentLength,
+                index: StoreSegmentIndex(store: store, clock: clock.unixMilliseconds),
+                resuming: setup.device, segmentsSoFar: setup.segmentsSoFar)
             recorder.hasher = hasher
             return recorder
         }
@@ -194,7 +208,7 @@ extension TakeDirector {
     private static func takeID(of write: TakeBook.IndexWrite) -> String {
         switch write {
         case let .partRecording(part), let .partInterrupted(part), let .partEnded(part, _, _), let .partFailed(part, _),
-             let .agentInstance(part, _), let .sequenceOffset(part, _):
+            let .agentInstance(part, _), let .sequenceOffset(part, _):
             part.takeID
         case let .takeStored(takeID, _), let .takeFailed(takeID, _), let .takeAbandoned(takeID, _):
             takeID
@@ -217,7 +231,8 @@ extension TakeDirector {
 
     static func json(any fields: [String: Any]) -> String {
         guard JSONSerialization.isValidJSONObject(fields),
-              let data = try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys, .withoutEscapingSlashes]) else { return "{}" }
+            let data = try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys, .withoutEscapingSlashes])
+        else { return "{}" }
         return String(decoding: data, as: UTF8.self)
     }
 

@@ -37,8 +37,9 @@ extension TakeDirector {
     }
 
     private func index(_ segment: Capfleet_V1_AgentSegment, of part: TakeBook.Part, nodeID: String, take: TakeRecord, report: AgentTakeReport) async {
-        var record = SegmentRecord(takeId: part.takeID, deviceId: part.deviceID, number: Int(segment.number), path: segment.path,
-                                   openedAt: clock.unixMilliseconds())
+        var record = SegmentRecord(
+            takeId: part.takeID, deviceId: part.deviceID, number: Int(segment.number), path: segment.path,
+            openedAt: clock.unixMilliseconds())
         record.state = segment.state == "repaired" ? .repaired : .finished
         record.sizeBytes = Int64(clamping: segment.sizeBytes)
         record.sha256 = segment.sha256
@@ -53,9 +54,13 @@ extension TakeDirector {
         do {
             try await store.indexAgentSegment(record, tally: Self.tally(segment.part))
         } catch {
-            logger.error("cannot index an agent's segment", metadata: ["take.id": "\(part.takeID)", "device.id": "\(part.deviceID)", "error": "\(error)"])
-            events.emit(.recording, nodeID: nodeID, deviceID: part.deviceID,
-                        message: "take \(part.takeID): the recordings index could not record segment \(segment.number) of \(part.deviceID) (its agent keeps it and reports it again): \(error)")
+            logger.error(
+                "cannot index an agent's segment", metadata: ["take.id": "\(part.takeID)", "device.id": "\(part.deviceID)", "error": "\(error)"])
+            events.emit(
+                .recording, nodeID: nodeID, deviceID: part.deviceID,
+                message:
+                    "take \(part.takeID): the recordings index could not record segment \(segment.number) of \(part.deviceID) (its agent keeps it and reports it again): \(error)"
+            )
             return
         }
         answer(report, .indexed(.with { $0.number = segment.number }))
@@ -69,18 +74,24 @@ extension TakeDirector {
         do {
             let numbers = try await store.segmentNumbers(takeID: part.takeID, deviceID: part.deviceID)
             guard (numbers.max() ?? 0) == Int(end.segments) else {
-                logger.warning("an agent ended a part before the index holds its segments; waiting for them",
-                               metadata: ["take.id": "\(part.takeID)", "device.id": "\(part.deviceID)", "indexed": "\(numbers.count)", "segments": "\(end.segments)"])
+                logger.warning(
+                    "an agent ended a part before the index holds its segments; waiting for them",
+                    metadata: [
+                        "take.id": "\(part.takeID)", "device.id": "\(part.deviceID)", "indexed": "\(numbers.count)", "segments": "\(end.segments)",
+                    ])
                 return
             }
             if end.hasPart { try await store.setTakeDeviceTally(takeID: part.takeID, deviceID: part.deviceID, tally: Self.tally(end.part)) }
         } catch {
-            logger.error("cannot index the end of an agent's part", metadata: ["take.id": "\(part.takeID)", "device.id": "\(part.deviceID)", "error": "\(error)"])
+            logger.error(
+                "cannot index the end of an agent's part",
+                metadata: ["take.id": "\(part.takeID)", "device.id": "\(part.deviceID)", "error": "\(error)"])
             return
         }
         let reason = end.reason.isEmpty ? "stopped" : end.reason
         if book.isOpen(part) {
-            await perform(book.report(end.failed ? .failed(reason) : .ended(reason: reason, withheldFrames: 0), from: part, nowFleetNs: clock.fleetNow()))
+            await perform(
+                book.report(end.failed ? .failed(reason) : .ended(reason: reason, withheldFrames: 0), from: part, nowFleetNs: clock.fleetNow()))
         } else {
             // A part the book no longer follows (its take failed): the index still hears how it ended.
             do {
@@ -97,19 +108,22 @@ extension TakeDirector {
     }
 
     private func answer(_ report: AgentTakeReport, _ body: Capfleet_V1_RecordDown.OneOf_Body) {
-        sendRecordDown(report.routingID, .with {
-            $0.takeID = report.takeID
-            $0.deviceID = report.deviceID
-            $0.body = body
-        })
+        sendRecordDown(
+            report.routingID,
+            .with {
+                $0.takeID = report.takeID
+                $0.deviceID = report.deviceID
+                $0.body = body
+            })
     }
 
     static func tally(_ wire: Capfleet_V1_PartTally) -> TakeDeviceTally {
         let any = wire.frames > 0
-        return TakeDeviceTally(pixelFormat: wire.pixelFormat, width: Int(wire.width), height: Int(wire.height), frameRate: wire.frameRate,
-                               firstFleetNs: any ? wire.firstFleetNs : nil, lastFleetNs: any ? wire.lastFleetNs : nil,
-                               firstSequence: any ? wire.firstSequence : nil, lastSequence: any ? wire.lastSequence : nil,
-                               frames: Int64(clamping: wire.frames), bytes: Int64(clamping: wire.bytes), drops: DropTally(wire: wire.drops),
-                               encoder: wire.encoder, sourcePixelFormat: wire.sourcePixelFormat)
+        return TakeDeviceTally(
+            pixelFormat: wire.pixelFormat, width: Int(wire.width), height: Int(wire.height), frameRate: wire.frameRate,
+            firstFleetNs: any ? wire.firstFleetNs : nil, lastFleetNs: any ? wire.lastFleetNs : nil,
+            firstSequence: any ? wire.firstSequence : nil, lastSequence: any ? wire.lastSequence : nil,
+            frames: Int64(clamping: wire.frames), bytes: Int64(clamping: wire.bytes), drops: DropTally(wire: wire.drops),
+            encoder: wire.encoder, sourcePixelFormat: wire.sourcePixelFormat)
     }
 }

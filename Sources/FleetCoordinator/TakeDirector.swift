@@ -62,11 +62,13 @@ actor TakeDirector {
         let frameRate: Double
     }
 
-    init(store: FleetDatabase, agents: any AgentCommands, writers: TakeWriters, events: FleetEvents, clock: CoordinatorClock,
-         configuration: CoordinatorConfiguration, logger: Logger,
-         sendRecordDown: @escaping @Sendable ([UInt8], Capfleet_V1_RecordDown) -> Void,
-         currentPixelFormat: @escaping @Sendable (String) -> String?,
-         makeTakeID: @escaping @Sendable () -> String = { TakeDirector.takeID(at: Date()) }) {
+    init(
+        store: FleetDatabase, agents: any AgentCommands, writers: TakeWriters, events: FleetEvents, clock: CoordinatorClock,
+        configuration: CoordinatorConfiguration, logger: Logger,
+        sendRecordDown: @escaping @Sendable ([UInt8], Capfleet_V1_RecordDown) -> Void,
+        currentPixelFormat: @escaping @Sendable (String) -> String?,
+        makeTakeID: @escaping @Sendable () -> String = { TakeDirector.takeID(at: Date()) }
+    ) {
         self.store = store
         self.agents = agents
         self.writers = writers
@@ -84,15 +86,18 @@ actor TakeDirector {
     // MARK: Starting and stopping
 
     /// `store` nil: the coordinator's `record_store` setting; `encoding` nil: its `record_codec`.
-    func start(deviceIDs: [String], name: String, at requested: UInt64?, fromNow: UInt64, store requestedStore: TakeBook.Store? = nil,
-               encoding requestedEncoding: TakeEncoding? = nil, deviceEncodings: [String: TakeEncoding] = [:],
-               by operatorName: String) async throws -> TakeRecord {
+    func start(
+        deviceIDs: [String], name: String, at requested: UInt64?, fromNow: UInt64, store requestedStore: TakeBook.Store? = nil,
+        encoding requestedEncoding: TakeEncoding? = nil, deviceEncodings: [String: TakeEncoding] = [:],
+        by operatorName: String
+    ) async throws -> TakeRecord {
         let takeStore = requestedStore ?? configuration.recordStore
         let encoding = requestedEncoding ?? configuration.recordEncoding
         if let problem = encoding.problem { throw TakeRefusal(code: .badRequest, message: problem) }
         for (deviceID, own) in deviceEncodings.sorted(by: { $0.key < $1.key }) {
             guard deviceIDs.contains(deviceID) else {
-                throw TakeRefusal(code: .badRequest, message: "a codec is given for \(deviceID), which the take does not record: name it among the devices")
+                throw TakeRefusal(
+                    code: .badRequest, message: "a codec is given for \(deviceID), which the take does not record: name it among the devices")
             }
             if let problem = own.problem { throw TakeRefusal(code: .badRequest, message: "\(deviceID): \(problem)") }
         }
@@ -101,7 +106,11 @@ actor TakeDirector {
         guard !unique.isEmpty else { throw TakeRefusal(code: .badRequest, message: "name the devices to record (capfleet devices lists them)") }
         // Agent-held takes are written on each agent's disk, which checks its own reserve.
         if takeStore == .coordinator, let free = DiskSpace.availableBytes(at: configuration.takesDirectory), free < configuration.recordReserveBytes {
-            throw TakeRefusal(code: .unavailable, message: "the disk holding \(configuration.takesDirectory) is nearly full: \(free >> 20) MiB free, below the \(configuration.recordReserveBytes >> 20) MiB kept in reserve. Free space (capfleet recordings delete) or set recordings_dir to a larger disk")
+            throw TakeRefusal(
+                code: .unavailable,
+                message:
+                    "the disk holding \(configuration.takesDirectory) is nearly full: \(free >> 20) MiB free, below the \(configuration.recordReserveBytes >> 20) MiB kept in reserve. Free space (capfleet recordings delete) or set recordings_dir to a larger disk"
+            )
         }
         let now = clock.fleetNow()
         let start = requested ?? now + (fromNow > 0 ? fromNow : UInt64(configuration.recordLeadMilliseconds) * 1_000_000)
@@ -110,17 +119,26 @@ actor TakeDirector {
             let fleetNow = "the fleet's time is \(FleetDate.text(now)) (fleet ns \(now))"
             switch refusal {
             case let .past(by):
-                throw TakeRefusal(code: .badRequest, message: "\(when) \(TakeStartWindow.spoken(by)) in the past; \(fleetNow). Leave --at out to start now, or give a time ahead such as +2s")
+                throw TakeRefusal(
+                    code: .badRequest,
+                    message:
+                        "\(when) \(TakeStartWindow.spoken(by)) in the past; \(fleetNow). Leave --at out to start now, or give a time ahead such as +2s"
+                )
             case let .tooFarAhead(by):
-                throw TakeRefusal(code: .badRequest, message: "\(when) \(TakeStartWindow.spoken(by)) ahead, more than the \(TakeStartWindow.spoken(TakeStartWindow.standard.horizon)) a take may be scheduled; \(fleetNow). Check the date, or start it nearer the time")
+                throw TakeRefusal(
+                    code: .badRequest,
+                    message:
+                        "\(when) \(TakeStartWindow.spoken(by)) ahead, more than the \(TakeStartWindow.spoken(TakeStartWindow.standard.horizon)) a take may be scheduled; \(fleetNow). Check the date, or start it nearer the time"
+                )
             }
         }
         var parts: [DeviceRecord] = []
         for deviceID in unique { parts.append(try await recordable(deviceID)) }
 
         let id = makeTakeID()
-        var take = TakeRecord(id: id, name: name.isEmpty ? id : name, startFleetNs: start, directory: configuration.takesDirectory + "/" + id,
-                              createdAt: clock.unixMilliseconds(), createdBy: operatorName)
+        var take = TakeRecord(
+            id: id, name: name.isEmpty ? id : name, startFleetNs: start, directory: configuration.takesDirectory + "/" + id,
+            createdAt: clock.unixMilliseconds(), createdBy: operatorName)
         take.store = takeStore == .agent ? .agent : .coordinator
         take.encoding = encoding
         takeNames[id] = take.name
@@ -143,9 +161,11 @@ actor TakeDirector {
                 WriterSetup(take: take, device: record, segmentsSoFar: 0, frameRate: device.activeFrameRate)
         }
         do {
-            try await store.createTake(take, devices: devices,
-                                       audit: AuditEntry(at: take.createdAt, actor: operatorName, action: "recording.start", target: id, outcome: "ok",
-                                                         detail: "\(take.name): \(unique.joined(separator: ", ")) from fleet time \(start)"))
+            try await store.createTake(
+                take, devices: devices,
+                audit: AuditEntry(
+                    at: take.createdAt, actor: operatorName, action: "recording.start", target: id, outcome: "ok",
+                    detail: "\(take.name): \(unique.joined(separator: ", ")) from fleet time \(start)"))
         } catch {
             await perform(book.forget(takeID: id))
             throw TakeRefusal(code: .internal, message: "the take was not started: the recordings index could not record it: \(error)")
@@ -154,7 +174,9 @@ actor TakeDirector {
         let refusals = await perform(reserved)
         await perform(book.agentsAnswered(takeID: id, refusals: refusals.map { ($0.part.deviceID, $0.reason) }))
         if !refusals.isEmpty {
-            throw TakeRefusal(code: .unavailable, message: "the take did not start: " + refusals.map { "\($0.part.deviceID): \($0.reason)" }.joined(separator: "; "))
+            throw TakeRefusal(
+                code: .unavailable, message: "the take did not start: " + refusals.map { "\($0.part.deviceID): \($0.reason)" }.joined(separator: "; ")
+            )
         }
         if start < clock.fleetNow() {
             logger.warning("the take's start was already past when every agent knew of it", metadata: ["take.id": "\(id)"])
@@ -169,14 +191,22 @@ actor TakeDirector {
             throw TakeRefusal(code: .notFound, message: "no device \(deviceID); see capfleet devices")
         }
         guard await agents.isOnline(device.nodeId) else {
-            throw TakeRefusal(code: .unavailable, message: "device \(deviceID)'s node \(device.nodeId) is offline: a take starts only with every device reachable")
+            throw TakeRefusal(
+                code: .unavailable, message: "device \(deviceID)'s node \(device.nodeId) is offline: a take starts only with every device reachable")
         }
         let consent = try await store.consent(deviceID: deviceID)?.consentState ?? .notDetermined
         guard consent.allowsRealFrames else {
-            throw TakeRefusal(code: .permissionDenied, message: "device \(deviceID)'s consent is \(consent.rawValue): only authorized devices are recorded (capfleet consent grant \(deviceID))")
+            throw TakeRefusal(
+                code: .permissionDenied,
+                message:
+                    "device \(deviceID)'s consent is \(consent.rawValue): only authorized devices are recorded (capfleet consent grant \(deviceID))")
         }
         if let format = currentPixelFormat(deviceID), !format.isEmpty, !Self.recordableFormats.contains(format) {
-            throw TakeRefusal(code: .unsupported, message: "device \(deviceID) captures \(format), which the fleet does not record (it records YUYV, UYVY, NV12, GREY, MJPEG and H.264): change its format first")
+            throw TakeRefusal(
+                code: .unsupported,
+                message:
+                    "device \(deviceID) captures \(format), which the fleet does not record (it records YUYV, UYVY, NV12, GREY, MJPEG and H.264): change its format first"
+            )
         }
         return device
     }
@@ -192,17 +222,23 @@ actor TakeDirector {
             throw TakeAlreadyStopped(take: take, message: try await alreadyStopped(take))
         }
         do {
-            try await store.setTakeStop(id: takeID, stopFleetNs: stop,
-                                        audit: AuditEntry(at: clock.unixMilliseconds(), actor: operatorName, action: "recording.stop", target: takeID,
-                                                          outcome: "ok", detail: "at fleet time \(stop)"))
+            try await store.setTakeStop(
+                id: takeID, stopFleetNs: stop,
+                audit: AuditEntry(
+                    at: clock.unixMilliseconds(), actor: operatorName, action: "recording.stop", target: takeID,
+                    outcome: "ok", detail: "at fleet time \(stop)"))
         } catch {
             await perform(book.indexFailed(takeID: takeID, writing: "the take's stop", error: "\(error)", nowFleetNs: clock.fleetNow()))
             throw TakeRefusal(code: .internal, message: "take \(takeID) failed: the recordings index could not record its stop: \(error)")
         }
         for refusal in await perform(actions) {
             // The agent hears of it when it registers again; its frames after the stop are not kept meanwhile.
-            logger.warning("cannot tell the agent the take stops", metadata: ["take.id": "\(takeID)", "device.id": "\(refusal.part.deviceID)",
-                                                                               "reason": "\(refusal.reason)"])
+            logger.warning(
+                "cannot tell the agent the take stops",
+                metadata: [
+                    "take.id": "\(takeID)", "device.id": "\(refusal.part.deviceID)",
+                    "reason": "\(refusal.reason)",
+                ])
         }
         if book.phase(of: takeID) != nil { await waitUntilSettled(takeID, atMost: wait) }
         return try await store.take(id: takeID) ?? take
@@ -256,15 +292,18 @@ actor TakeDirector {
         }
         let parts = book.openParts(of: takeID).filter { deviceID == nil || $0.deviceID == deviceID }
         guard take.state == .recording, !parts.isEmpty else {
-            throw TakeRefusal(code: .unavailable, message: deviceID.map { "take \(takeID) is not recording \($0) now" } ?? "take \(takeID) is not recording now")
+            throw TakeRefusal(
+                code: .unavailable, message: deviceID.map { "take \(takeID) is not recording \($0) now" } ?? "take \(takeID) is not recording now")
         }
         let fleetNs = at ?? clock.fleetNow()
         var fields = fields
         fields["fleet_ns"] = fleetNs
         let json = Self.json(any: fields)
         for part in parts { noteInFile(part, json: json, at: fleetNs) }
-        try await store.recordTakeEvent(TakeEventRecord(takeId: takeID, deviceId: deviceID ?? "", fleetNs: fleetNs,
-                                                        kind: fields["kind"] as? String ?? "note", detail: json))
+        try await store.recordTakeEvent(
+            TakeEventRecord(
+                takeId: takeID, deviceId: deviceID ?? "", fleetNs: fleetNs,
+                kind: fields["kind"] as? String ?? "note", detail: json))
         return take
     }
 
@@ -282,8 +321,10 @@ actor TakeDirector {
             takeNames[take.id] = take.name
             takeEncodings[take.id] = take.encoding
             for device in devices { partEncodings[TakeBook.Part(takeID: take.id, deviceID: device.deviceId)] = device.ownEncoding }
-            await perform(book.resume(takeID: take.id, startFleetNs: take.startFleetNs, stopFleetNs: take.stopFleetNs,
-                                      devices: devices.map { ($0.deviceId, $0.nodeId) }, store: take.store == .agent ? .agent : .coordinator))
+            await perform(
+                book.resume(
+                    takeID: take.id, startFleetNs: take.startFleetNs, stopFleetNs: take.stopFleetNs,
+                    devices: devices.map { ($0.deviceId, $0.nodeId) }, store: take.store == .agent ? .agent : .coordinator))
             logger.notice("take goes on after a restart", metadata: ["take.id": "\(take.id)", "devices": "\(devices.count)"])
         }
     }
@@ -292,17 +333,22 @@ actor TakeDirector {
     /// restarted and forgotten them), and of their stops.
     func nodeRegistered(_ nodeID: String) async {
         for (part, orders) in book.registered(nodeID) {
-            var answer = await agents.command(.setRecording(recordingOrder(part, orders[0])), deviceID: part.deviceID, nodeID: nodeID,
-                                              timeout: .seconds(3))
+            var answer = await agents.command(
+                .setRecording(recordingOrder(part, orders[0])), deviceID: part.deviceID, nodeID: nodeID,
+                timeout: .seconds(3))
             // A restarted agent refuses until its clock has an estimate (a second or two).
             for _ in 0..<30 where !answer.status.isOK && book.isOpen(part) {
                 try? await Task.sleep(for: .seconds(1))
-                answer = await agents.command(.setRecording(recordingOrder(part, orders[0])), deviceID: part.deviceID, nodeID: nodeID,
-                                              timeout: .seconds(3))
+                answer = await agents.command(
+                    .setRecording(recordingOrder(part, orders[0])), deviceID: part.deviceID, nodeID: nodeID,
+                    timeout: .seconds(3))
             }
             guard answer.status.isOK else {
-                logger.error("the agent does not take up its part of the take again", metadata: [
-                    "take.id": "\(part.takeID)", "device.id": "\(part.deviceID)", "reason": "\(answer.status.reason)"])
+                logger.error(
+                    "the agent does not take up its part of the take again",
+                    metadata: [
+                        "take.id": "\(part.takeID)", "device.id": "\(part.deviceID)", "reason": "\(answer.status.reason)",
+                    ])
                 continue
             }
             // An agent that records the part itself has taken it up again: it is recording.
@@ -310,11 +356,16 @@ actor TakeDirector {
                 await perform(book.report(.flowing, from: part, nowFleetNs: clock.fleetNow()))
             }
             for order in orders.dropFirst() {
-                let reply = await agents.command(.setRecording(recordingOrder(part, order)), deviceID: part.deviceID, nodeID: nodeID,
-                                                 timeout: .seconds(3))
+                let reply = await agents.command(
+                    .setRecording(recordingOrder(part, order)), deviceID: part.deviceID, nodeID: nodeID,
+                    timeout: .seconds(3))
                 if !reply.status.isOK {
-                    logger.warning("cannot tell the agent the take stops", metadata: ["take.id": "\(part.takeID)", "device.id": "\(part.deviceID)",
-                                                                                       "reason": "\(reply.status.reason)"])
+                    logger.warning(
+                        "cannot tell the agent the take stops",
+                        metadata: [
+                            "take.id": "\(part.takeID)", "device.id": "\(part.deviceID)",
+                            "reason": "\(reply.status.reason)",
+                        ])
                 }
             }
         }
@@ -350,13 +401,14 @@ actor TakeDirector {
 
     /// A part's writer reported from its thread.
     func report(_ event: TakeDeviceWriter.Event, from part: TakeBook.Part) async {
-        let report: TakeBook.PartReport = switch event {
-        case let .agentChanged(instance, restarted): .agentChanged(instance: instance, restarted: restarted)
-        case let .rebased(offset): .rebased(offset: offset)
-        case .flowing: .flowing
-        case let .ended(reason, withheld): .ended(reason: reason, withheldFrames: withheld)
-        case let .failed(message): .failed(message)
-        }
+        let report: TakeBook.PartReport =
+            switch event {
+            case let .agentChanged(instance, restarted): .agentChanged(instance: instance, restarted: restarted)
+            case let .rebased(offset): .rebased(offset: offset)
+            case .flowing: .flowing
+            case let .ended(reason, withheld): .ended(reason: reason, withheldFrames: withheld)
+            case let .failed(message): .failed(message)
+            }
         await perform(book.report(report, from: part, nowFleetNs: clock.fleetNow()))
     }
 

@@ -39,9 +39,11 @@ final class TakePartWriter {
     /// Whether the director heard that frames flow since the last resume.
     private var announcedFlowing = false
 
-    init(takeID: String, deviceID: String, recorder: DeviceTakeRecorder, instance: String, offset: Int64, ended: Bool,
-         frameRate: Double, window: TakeDeviceWriter.Window, reserve: TakeDeviceWriter.DiskReserve?, logger: Logger,
-         send: @escaping @Sendable ([UInt8], Capfleet_V1_RecordDown) -> Void, onEvent: @escaping @Sendable (Event) -> Void) {
+    init(
+        takeID: String, deviceID: String, recorder: DeviceTakeRecorder, instance: String, offset: Int64, ended: Bool,
+        frameRate: Double, window: TakeDeviceWriter.Window, reserve: TakeDeviceWriter.DiskReserve?, logger: Logger,
+        send: @escaping @Sendable ([UInt8], Capfleet_V1_RecordDown) -> Void, onEvent: @escaping @Sendable (Event) -> Void
+    ) {
         self.takeID = takeID
         self.deviceID = deviceID
         self.recorder = recorder
@@ -131,7 +133,9 @@ final class TakePartWriter {
         if let reserve, MonotonicTime.now() &- lastSpaceCheck >= 250_000_000 {
             lastSpaceCheck = MonotonicTime.now()
             if let free = DiskSpace.availableBytes(at: reserve.directory), free < reserve.bytes {
-                fail("the disk holding \(reserve.directory) is nearly full: \(free >> 20) MiB free, below the \(reserve.bytes >> 20) MiB kept in reserve. The take stopped; what it holds is finished and plays. Free space (capfleet recordings delete) or set recordings_dir to a larger disk")
+                fail(
+                    "the disk holding \(reserve.directory) is nearly full: \(free >> 20) MiB free, below the \(reserve.bytes >> 20) MiB kept in reserve. The take stopped; what it holds is finished and plays. Free space (capfleet recordings delete) or set recordings_dir to a larger disk"
+                )
                 return
             }
         }
@@ -143,8 +147,9 @@ final class TakePartWriter {
         let format = RecordedVideoFormat(header: header, frameRate: frameRate)
         let wasEmpty = recorder.ledger.lastSequence == nil
         do {
-            let verdict = try recorder.record(payload.bytes, sequence: header.sequence &+ offset, fleetTime: header.fleetTimeNs,
-                                              format: format, cumulativeDrops: DropTally(wire: frame.takeDrops), keyFrame: header.isKeyFrame)
+            let verdict = try recorder.record(
+                payload.bytes, sequence: header.sequence &+ offset, fleetTime: header.fleetTimeNs,
+                format: format, cumulativeDrops: DropTally(wire: frame.takeDrops), keyFrame: header.isKeyFrame)
             if verdict == .keep {
                 dirty = true
                 // The first frame is on disk at once: the take's start is then a fact.

@@ -32,8 +32,11 @@ actor TelemetryReporter {
     private(set) var pressureReports: [Capfleet_V1_PressureReport] = []
     private var ticks = 0
 
-    init(store: FleetDatabase, ingest: FrameIngest, control: ControlHandler, liveFlow: LiveFlowKeeper, telemetry: TelemetryPublisherSocket,
-         metrics: FleetMetrics, rejections: RejectionCounter, clockProbes: ClockEndpoint.Statistics, alerts: AlertCenter, clock: CoordinatorClock, logger: Logger) {
+    init(
+        store: FleetDatabase, ingest: FrameIngest, control: ControlHandler, liveFlow: LiveFlowKeeper, telemetry: TelemetryPublisherSocket,
+        metrics: FleetMetrics, rejections: RejectionCounter, clockProbes: ClockEndpoint.Statistics, alerts: AlertCenter, clock: CoordinatorClock,
+        logger: Logger
+    ) {
         self.alerts = alerts
         self.clock = clock
         self.metrics = metrics
@@ -72,8 +75,9 @@ actor TelemetryReporter {
                 // The camera's rate as its agent counts it: frames cross the network only on demand.
                 // An agent before protocol 1.3 reports no captured counts but sends every frame.
                 let counted = state?.captures.total ?? CaptureTally()
-                let captured = CaptureTally(frames: max(counted.frames, state?.framesReceived ?? 0),
-                                            bytes: max(counted.bytes, state?.bytesReceived ?? 0))
+                let captured = CaptureTally(
+                    frames: max(counted.frames, state?.framesReceived ?? 0),
+                    bytes: max(counted.bytes, state?.bytesReceived ?? 0))
                 var meter = meters[device.id] ?? ThroughputMeter()
                 meter.sample(frames: captured.frames, bytes: captured.bytes, at: now)
                 meters[device.id] = meter
@@ -119,18 +123,21 @@ actor TelemetryReporter {
                 }
                 statuses.append(status)
                 if status.online {
-                    alerts.deviceCounters(device.id, nodeID: device.nodeId, frames: status.framesCaptured,
-                                          drops: DropTally(wire: status.drops).total, at: now)
+                    alerts.deviceCounters(
+                        device.id, nodeID: device.nodeId, frames: status.framesCaptured,
+                        drops: DropTally(wire: status.drops).total, at: now)
                 }
                 publish(TelemetryTopic.device(device.id), status)
                 let drops = DropTally(wire: status.drops)
                 if publishedDrops[device.id] != drops {
                     publishedDrops[device.id] = drops
-                    publish(TelemetryTopic.drops(device.id), Capfleet_V1_DropsReport.with {
-                        $0.deviceID = device.id
-                        $0.nodeID = device.nodeId
-                        $0.drops = status.drops
-                    })
+                    publish(
+                        TelemetryTopic.drops(device.id),
+                        Capfleet_V1_DropsReport.with {
+                            $0.deviceID = device.id
+                            $0.nodeID = device.nodeId
+                            $0.drops = status.drops
+                        })
                 }
             }
             deviceStatuses = statuses
@@ -159,7 +166,8 @@ actor TelemetryReporter {
                         $0.pressureFactors = pressure.factors
                     }
                     if let report = lastStatus, report.hasClock,
-                       let clock = NodeClockRecord(wire: report.clock, nodeID: node.id, at: nowUnix) {
+                        let clock = NodeClockRecord(wire: report.clock, nodeID: node.id, at: nowUnix)
+                    {
                         $0.clock = clock.wire
                         clocks.append(clock)
                     }
@@ -179,7 +187,7 @@ actor TelemetryReporter {
                 try await store.touchNodes(onlineIDs, at: nowUnix)
                 try await store.saveClocks(clocks)
             }
-        } catch where !Task.isCancelled {
+        } catch  where !Task.isCancelled {
             logger.error("telemetry tick failed", metadata: ["error": "\(error)"])
         } catch {
             // Shutting down: the final flush happens in the service.
@@ -191,9 +199,11 @@ actor TelemetryReporter {
         let snapshot = snapshot ?? ingest.snapshot()
         var updates: [DeviceCountersUpdate] = []
         for (id, state) in snapshot where storedCounters[id].map({ $0.0 != state.framesReceived || $0.1 != state.drops }) ?? true {
-            updates.append(DeviceCountersUpdate(deviceID: id, framesReceived: state.framesReceived, bytesReceived: state.bytesReceived,
-                                                drops: state.drops,
-                                                lastFrameAt: state.lastFrameUnixMilliseconds > 0 ? state.lastFrameUnixMilliseconds : nil))
+            updates.append(
+                DeviceCountersUpdate(
+                    deviceID: id, framesReceived: state.framesReceived, bytesReceived: state.bytesReceived,
+                    drops: state.drops,
+                    lastFrameAt: state.lastFrameUnixMilliseconds > 0 ? state.lastFrameUnixMilliseconds : nil))
             storedCounters[id] = (state.framesReceived, state.drops)
         }
         try await store.updateDeviceCounters(updates)

@@ -54,8 +54,10 @@ public struct AgentLink: Sendable {
     public static let firstHelloAnswerWait: UInt64 = 2_000_000_000
     private let statusInterval: UInt64
 
-    public init(now: UInt64, heartbeatIntervalNanoseconds: UInt64 = 1_000_000_000, liveness: UInt64 = 3,
-                statusIntervalNanoseconds: UInt64 = 1_000_000_000, backoff: ReconnectBackoff = ReconnectBackoff()) {
+    public init(
+        now: UInt64, heartbeatIntervalNanoseconds: UInt64 = 1_000_000_000, liveness: UInt64 = 3,
+        statusIntervalNanoseconds: UInt64 = 1_000_000_000, backoff: ReconnectBackoff = ReconnectBackoff()
+    ) {
         self.heartbeatInterval = heartbeatIntervalNanoseconds
         self.liveness = liveness
         self.statusInterval = statusIntervalNanoseconds

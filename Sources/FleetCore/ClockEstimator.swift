@@ -129,7 +129,8 @@ public struct ClockEstimator: Sendable {
         if let estimate {
             let fresh = lastProbeAt.map { now <= $0 || now - $0 <= configuration.staleAfterNanoseconds } ?? false
             let span = (probes.last?.localMidpoint ?? 0) &- (probes.first?.localMidpoint ?? 0)
-            next = fresh && estimate.probesUsed >= configuration.probesForLock && span >= configuration.lockSpanNanoseconds
+            next =
+                fresh && estimate.probesUsed >= configuration.probesForLock && span >= configuration.lockSpanNanoseconds
                 ? .locked : .synchronising
         } else {
             next = .unsynchronised
@@ -181,8 +182,9 @@ public struct ClockEstimator: Sendable {
             driftPPM: slope / 1_000,
             uncertaintyAtReference: Double(best) / 2 + 3 * line.interceptStandardError,
             uncertaintyGrowthPerSecond: 3 * slopeError + configuration.wanderPPM * 1_000)
-        return Estimate(state: state, mapping: mapping, bestDelay: best, latestDelay: newest.delay,
-                        probesUsed: used, probesKept: probes.count)
+        return Estimate(
+            state: state, mapping: mapping, bestDelay: best, latestDelay: newest.delay,
+            probesUsed: used, probesKept: probes.count)
     }
 }
 
@@ -196,18 +198,21 @@ extension ClockEstimator {
         // Per probe: x (s from the reference), the outbound and inbound offsets relative to
         // the newest probe's (outbound = θ − delay up, inbound = θ + delay down, θ = local − fleet).
         let points = probes.map { probe -> (x: Double, outbound: Double, inbound: Double) in
-            (Double(Int64(bitPattern: probe.localMidpoint &- reference)) / 1e9,
-             Double(Int64(bitPattern: probe.sent &- probe.serverReceived) &- baseOffset),
-             Double(Int64(bitPattern: probe.received &- probe.serverSent) &- baseOffset))
+            (
+                Double(Int64(bitPattern: probe.localMidpoint &- reference)) / 1e9,
+                Double(Int64(bitPattern: probe.sent &- probe.serverReceived) &- baseOffset),
+                Double(Int64(bitPattern: probe.received &- probe.serverSent) &- baseOffset)
+            )
         }
         var fitted: Line?
         var guess = slope
         for _ in 0..<2 {
             var extremes: [(x: Double, y: Double, side: Double)] = []
             for stretch in 0..<stretches {
-                let part = points[stretch * points.count / stretches ..< (stretch + 1) * points.count / stretches]
+                let part = points[stretch * points.count / stretches..<(stretch + 1) * points.count / stretches]
                 guard let top = part.max(by: { $0.outbound - guess * $0.x < $1.outbound - guess * $1.x }),
-                      let bottom = part.min(by: { $0.inbound - guess * $0.x < $1.inbound - guess * $1.x }) else { continue }
+                    let bottom = part.min(by: { $0.inbound - guess * $0.x < $1.inbound - guess * $1.x })
+                else { continue }
                 extremes.append((top.x, top.outbound, -1))
                 extremes.append((bottom.x, bottom.inbound, 1))
             }
@@ -246,9 +251,10 @@ struct Line {
         guard points.count > 2 else { return Line(intercept: intercept, slope: slope, interceptStandardError: 0, slopeStandardError: 0) }
         let residual = points.reduce(0) { $0 + pow2($1.y - (intercept + slope * $1.x)) }
         let variance = residual / (n - 2)
-        return Line(intercept: intercept, slope: slope,
-                    interceptStandardError: (variance * (1 / n + meanX * meanX / sxx)).squareRoot(),
-                    slopeStandardError: (variance / sxx).squareRoot())
+        return Line(
+            intercept: intercept, slope: slope,
+            interceptStandardError: (variance * (1 / n + meanX * meanX / sxx)).squareRoot(),
+            slopeStandardError: (variance / sxx).squareRoot())
     }
 
     private static func pow2(_ value: Double) -> Double { value * value }
@@ -275,9 +281,10 @@ struct Line {
         let variance = residual / max(n - 3, 1)
         // Back to an intercept at x = 0: intercept − slope·meanX, its variance with the covariance.
         let interceptVariance = variance * (inverse[0][0] - 2 * meanX * inverse[0][1] + meanX * meanX * inverse[1][1])
-        return Line(intercept: solution[0] - solution[1] * meanX, slope: solution[1],
-                    interceptStandardError: max(interceptVariance, 0).squareRoot(),
-                    slopeStandardError: max(variance * inverse[1][1], 0).squareRoot())
+        return Line(
+            intercept: solution[0] - solution[1] * meanX, slope: solution[1],
+            interceptStandardError: max(interceptVariance, 0).squareRoot(),
+            slopeStandardError: max(variance * inverse[1][1], 0).squareRoot())
     }
 
     private static func determinant3(_ m: [[Double]]) -> Double {

@@ -24,8 +24,8 @@ public struct ClockProbe: Sendable, Equatable {
     /// How far the agent's clock is ahead of fleet time (local − fleet), ns, assuming the two
     /// directions took equally long; wrong by at most half the delay if they did not.
     public var offset: Int64 {
-        let outbound = Int64(bitPattern: sent &- serverReceived)   // local − fleet, early by the outbound trip
-        let inbound = Int64(bitPattern: received &- serverSent)    // local − fleet, late by the inbound trip
+        let outbound = Int64(bitPattern: sent &- serverReceived)  // local − fleet, early by the outbound trip
+        let inbound = Int64(bitPattern: received &- serverSent)  // local − fleet, late by the inbound trip
         // Halved separately: the sum of two epoch-sized differences could overflow.
         return outbound / 2 + inbound / 2 + (outbound % 2 + inbound % 2) / 2
     }

@@ -46,8 +46,10 @@ public struct ClockProbePairs: Sendable {
 
     /// An answer to `sequence` that echoes `echoedSent` as t1, stamped t2/t3 by the coordinator
     /// and received at `received`. nil if it matches no probe in flight.
-    public mutating func answer(sequence: UInt64, echoedSent: UInt64, serverReceived: UInt64, serverSent: UInt64,
-                                received: UInt64) -> Answer? {
+    public mutating func answer(
+        sequence: UInt64, echoedSent: UInt64, serverReceived: UInt64, serverSent: UInt64,
+        received: UInt64
+    ) -> Answer? {
         guard let probe = inFlight[sequence], probe.sent == echoedSent else { return nil }
         inFlight[sequence] = nil
         switch probe.purpose {

@@ -36,8 +36,9 @@ public struct ClockSyncWatch: Sendable {
         let afterRegistering = registering.remove(nodeID) != nil
         let previous = known.updateValue(clock.sync, forKey: nodeID)
         guard let previous, previous != clock.sync else { return nil }
-        return Change(nodeID: nodeID, from: previous, to: clock.sync,
-                      message: Self.message(from: previous, to: clock, afterRegistering: afterRegistering))
+        return Change(
+            nodeID: nodeID, from: previous, to: clock.sync,
+            message: Self.message(from: previous, to: clock, afterRegistering: afterRegistering))
     }
 
     /// The node was forgotten or revoked: nothing is known of it any more.

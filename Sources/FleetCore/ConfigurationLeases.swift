@@ -42,8 +42,10 @@ public struct ConfigurationLeases: Sendable, Equatable {
 
     /// Takes or renews the lease on `deviceID` for `duration` nanoseconds.
     /// Taken within a session, it also ends when the session does.
-    public mutating func acquire(_ deviceID: String, by holder: String, for duration: UInt64, now: UInt64,
-                                 session sessionID: String? = nil) -> Result<Lease, Refusal> {
+    public mutating func acquire(
+        _ deviceID: String, by holder: String, for duration: UInt64, now: UInt64,
+        session sessionID: String? = nil
+    ) -> Result<Lease, Refusal> {
         if let current = active(deviceID, now: now), current.holder != holder { return .failure(.heldByAnother(current)) }
         let lease = Lease(deviceID: deviceID, holder: holder, expiresAt: now + duration, sessionID: sessionID)
         leases[deviceID] = lease

@@ -64,10 +64,13 @@ public struct ConsentRefusal: Error, Sendable, Equatable, CustomStringConvertibl
 /// The rules of consent changes: pure, so the coordinator and the tests agree on them.
 public enum ConsentRules {
     /// The state `action` leads to from `current` when `role` asks, or why it may not.
-    public static func apply(_ action: ConsentAction, to current: ConsentState, by role: OperatorRole,
-                             reason: String) -> Result<ConsentState, ConsentRefusal> {
+    public static func apply(
+        _ action: ConsentAction, to current: ConsentState, by role: OperatorRole,
+        reason: String
+    ) -> Result<ConsentState, ConsentRefusal> {
         guard !reason.allSatisfy(\.isWhitespace) else {
-            return .failure(ConsentRefusal(description: "say why with --reason: every consent change is kept with who, when and why", neededRole: nil))
+            return .failure(
+                ConsentRefusal(description: "say why with --reason: every consent change is kept with who, when and why", neededRole: nil))
         }
         if action == .restrict || current == .restricted, role < .admin {
             let what = action == .restrict ? "restricting a device" : "changing a restricted device's consent"
@@ -79,7 +82,11 @@ public enum ConsentRules {
         case .restrict: return .success(.restricted)
         case .revoke:
             guard current == .authorized else {
-                return .failure(ConsentRefusal(description: "there is no consent to revoke: the device is \(current.rawValue.replacingOccurrences(of: "_", with: " ")) (deny it instead)", neededRole: nil))
+                return .failure(
+                    ConsentRefusal(
+                        description:
+                            "there is no consent to revoke: the device is \(current.rawValue.replacingOccurrences(of: "_", with: " ")) (deny it instead)",
+                        neededRole: nil))
             }
             return .success(.denied)
         }

@@ -135,7 +135,9 @@ public struct DetectedCode: Hashable, Sendable {
     /// The smallest rectangle holding every corner.
     public var bounds: NormalizedRect {
         let xs = corners.map(\.x), ys = corners.map(\.y)
-        guard let minX = xs.min(), let maxX = xs.max(), let minY = ys.min(), let maxY = ys.max() else { return NormalizedRect(x: 0, y: 0, width: 0, height: 0) }
+        guard let minX = xs.min(), let maxX = xs.max(), let minY = ys.min(), let maxY = ys.max() else {
+            return NormalizedRect(x: 0, y: 0, width: 0, height: 0)
+        }
         return NormalizedRect(x: minX, y: minY, width: maxX - minX, height: maxY - minY)
     }
 }

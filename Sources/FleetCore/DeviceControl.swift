@@ -34,8 +34,10 @@ public struct DeviceControl: Hashable, Sendable {
     /// The control exists but has no effect now (e.g. manual focus while autofocus runs).
     public var isInactive: Bool
 
-    public init(id: UInt32, name: String, kind: Kind, minimum: Int64, maximum: Int64, step: UInt64, defaultValue: Int64,
-                value: Int64?, menu: [MenuItem] = [], isReadOnly: Bool = false, isInactive: Bool = false) {
+    public init(
+        id: UInt32, name: String, kind: Kind, minimum: Int64, maximum: Int64, step: UInt64, defaultValue: Int64,
+        value: Int64?, menu: [MenuItem] = [], isReadOnly: Bool = false, isInactive: Bool = false
+    ) {
         self.id = id
         self.name = name
         self.kind = kind
@@ -80,8 +82,9 @@ public struct PixelRectangle: Hashable, Sendable {
         let factor = factor.isFinite ? max(factor, 1) : 1
         let width = max(2, Int((Double(self.width) / factor).rounded()) & ~1)
         let height = max(2, Int((Double(self.height) / factor).rounded()) & ~1)
-        return PixelRectangle(left: left + ((self.width - width) / 2) & ~1, top: top + ((self.height - height) / 2) & ~1,
-                              width: width, height: height)
+        return PixelRectangle(
+            left: left + ((self.width - width) / 2) & ~1, top: top + ((self.height - height) / 2) & ~1,
+            width: width, height: height)
     }
 }
 

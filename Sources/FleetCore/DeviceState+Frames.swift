@@ -17,8 +17,10 @@ extension DeviceState {
         public var width: Int
         public var height: Int
 
-        public init(sequence: UInt64, outOfBufferDrops: UInt64, fleetTime: UInt64?, deviceDrops: DropTally,
-                    pixelFormat: PixelFormat, width: Int, height: Int) {
+        public init(
+            sequence: UInt64, outOfBufferDrops: UInt64, fleetTime: UInt64?, deviceDrops: DropTally,
+            pixelFormat: PixelFormat, width: Int, height: Int
+        ) {
             self.sequence = sequence
             self.outOfBufferDrops = outOfBufferDrops
             self.fleetTime = fleetTime
@@ -68,13 +70,15 @@ extension DeviceState {
         outOfBuffersSeen = frame.outOfBufferDrops
         var drops = frame.deviceDrops
         guard shouldCapture else {
-            return FrameDecision(pixels: .discarded, discontinuities: 0, deviceDrops: drops, consent: consent, recording: isRecording,
-                                 recordedFor: nil, actions: [])
+            return FrameDecision(
+                pixels: .discarded, discontinuities: 0, deviceDrops: drops, consent: consent, recording: isRecording,
+                recordedFor: nil, actions: [])
         }
         let discontinuities = skipped > droppedHere ? skipped - droppedHere : 0
         drops.discontinuity += discontinuities
-        var decision = FrameDecision(pixels: .real, discontinuities: discontinuities, deviceDrops: drops, consent: consent,
-                                     recording: isRecording, recordedFor: nil, actions: [])
+        var decision = FrameDecision(
+            pixels: .real, discontinuities: discontinuities, deviceDrops: drops, consent: consent,
+            recording: isRecording, recordedFor: nil, actions: [])
         let real = consent.allowsRealFrames
         if real, !realFramesFlowing { decision.actions.append(.realFrames(flowing: true)) }
         realFramesFlowing = real

@@ -44,8 +44,9 @@ public struct DeviceState: Sendable {
         case operatorSetRate(running: FrameRateRange, pressure: PressureReading, format: VideoFormat)
         /// The operator chose another format; it may have moved the rate (one the format cannot
         /// run), and cancelled a zoom ramp or clamped the factor (`ZoomRamp.adopting`).
-        case formatChanged(rateBefore: FrameRateRange, running: FrameRateRange, pressure: PressureReading, format: VideoFormat,
-                           zoom: ZoomFormatChange? = nil)
+        case formatChanged(
+            rateBefore: FrameRateRange, running: FrameRateRange, pressure: PressureReading, format: VideoFormat,
+            zoom: ZoomFormatChange? = nil)
         case dropRecoveryPolicyChanged(DropRecoveryPolicy)
         case pressurePolicyChanged(PressurePolicy, pressure: PressureReading, running: FrameRateRange, format: VideoFormat)
         case pressureChanged(PressureReading, running: FrameRateRange, format: VideoFormat)
@@ -200,7 +201,8 @@ public struct DeviceState: Sendable {
         case let .pressureChanged(pressure, running, format):
             return rateActions(rates.pressureChanged(pressure, running: running, format: format), at: now)
         case let .dropIntervalEnded(framesCaptured, lateDrops, running, format):
-            return rateActions(rates.dropIntervalEnded(framesCaptured: framesCaptured, lateDrops: lateDrops, running: running, format: format), at: now)
+            return rateActions(
+                rates.dropIntervalEnded(framesCaptured: framesCaptured, lateDrops: lateDrops, running: running, format: format), at: now)
         }
     }
 

@@ -18,9 +18,11 @@ public enum DeviceTrouble {
         public var lastFrameAgeMilliseconds: Int64?
         public var nodePressure: PressureLevel?
 
-        public init(online: Bool, streaming: Bool, interruption: InterruptionReason?, drops: DropTally, previousDrops: DropTally?,
-                    framesPerSecond: Double, activeFrameRate: Double, previousRates: (framesPerSecond: Double, activeFrameRate: Double)? = nil,
-                    lastFrameAgeMilliseconds: Int64?, nodePressure: PressureLevel?) {
+        public init(
+            online: Bool, streaming: Bool, interruption: InterruptionReason?, drops: DropTally, previousDrops: DropTally?,
+            framesPerSecond: Double, activeFrameRate: Double, previousRates: (framesPerSecond: Double, activeFrameRate: Double)? = nil,
+            lastFrameAgeMilliseconds: Int64?, nodePressure: PressureLevel?
+        ) {
             self.previousRates = previousRates
             self.online = online
             self.streaming = streaming
@@ -52,8 +54,10 @@ public enum DeviceTrouble {
             if let age = seen.lastFrameAgeMilliseconds, age > stallAfter {
                 reasons.append("stalled (no frame for \(age / 1000) s)")
             } else if seen.framesPerSecond > 0, seen.framesPerSecond < 0.8 * seen.activeFrameRate,
-                      let previous = seen.previousRates, previous.framesPerSecond < 0.8 * previous.activeFrameRate {
-                reasons.append("slow (\(VideoFormat.trim((seen.framesPerSecond * 10).rounded() / 10)) of \(VideoFormat.trim(seen.activeFrameRate)) fps)")
+                let previous = seen.previousRates, previous.framesPerSecond < 0.8 * previous.activeFrameRate
+            {
+                reasons.append(
+                    "slow (\(VideoFormat.trim((seen.framesPerSecond * 10).rounded() / 10)) of \(VideoFormat.trim(seen.activeFrameRate)) fps)")
             }
         }
         if let pressure = seen.nodePressure, pressure >= .serious { reasons.append("host pressure \(pressure)") }

@@ -40,21 +40,24 @@ public struct DropTally: Hashable, Sendable {
 
     /// Element-wise sum, saturating.
     public func adding(_ other: DropTally) -> DropTally {
-        DropTally(late: late.addingSaturated(other.late), outOfBuffers: outOfBuffers.addingSaturated(other.outOfBuffers),
-                  discontinuity: discontinuity.addingSaturated(other.discontinuity), encoderLate: encoderLate.addingSaturated(other.encoderLate))
+        DropTally(
+            late: late.addingSaturated(other.late), outOfBuffers: outOfBuffers.addingSaturated(other.outOfBuffers),
+            discontinuity: discontinuity.addingSaturated(other.discontinuity), encoderLate: encoderLate.addingSaturated(other.encoderLate))
     }
 
     /// What was added since `earlier`, element-wise, never below zero.
     public func since(_ earlier: DropTally) -> DropTally {
-        DropTally(late: late - min(late, earlier.late), outOfBuffers: outOfBuffers - min(outOfBuffers, earlier.outOfBuffers),
-                  discontinuity: discontinuity - min(discontinuity, earlier.discontinuity),
-                  encoderLate: encoderLate - min(encoderLate, earlier.encoderLate))
+        DropTally(
+            late: late - min(late, earlier.late), outOfBuffers: outOfBuffers - min(outOfBuffers, earlier.outOfBuffers),
+            discontinuity: discontinuity - min(discontinuity, earlier.discontinuity),
+            encoderLate: encoderLate - min(encoderLate, earlier.encoderLate))
     }
 
     /// Element-wise maximum: two cumulative reports of the same counters, seen out of order.
     public func merging(_ other: DropTally) -> DropTally {
-        DropTally(late: max(late, other.late), outOfBuffers: max(outOfBuffers, other.outOfBuffers),
-                  discontinuity: max(discontinuity, other.discontinuity), encoderLate: max(encoderLate, other.encoderLate))
+        DropTally(
+            late: max(late, other.late), outOfBuffers: max(outOfBuffers, other.outOfBuffers),
+            discontinuity: max(discontinuity, other.discontinuity), encoderLate: max(encoderLate, other.encoderLate))
     }
 
     public subscript(reason: DropReason) -> UInt64 {

@@ -13,8 +13,10 @@ public struct DropRecoveryPolicy: Hashable, Sendable {
     /// Intervals without late drops before the requested rate is restored.
     public var quietIntervalsToRestore: Int
 
-    public init(isEnabled: Bool = false, minimumFramesPerSecond: Double = 5, lateDropShare: Double = 0.05,
-                stepFactor: Double = 0.75, quietIntervalsToRestore: Int = 5) {
+    public init(
+        isEnabled: Bool = false, minimumFramesPerSecond: Double = 5, lateDropShare: Double = 0.05,
+        stepFactor: Double = 0.75, quietIntervalsToRestore: Int = 5
+    ) {
         self.isEnabled = isEnabled
         self.minimumFramesPerSecond = minimumFramesPerSecond
         self.lateDropShare = lateDropShare
@@ -53,7 +55,8 @@ public struct DropRecovery: Sendable, Equatable {
         if persisting {
             quietIntervals = 0
             guard let next = format.nextLowerRate(below: current, factor: policy.stepFactor),
-                  next >= policy.minimumFramesPerSecond - 1e-9 else { return .keep }
+                next >= policy.minimumFramesPerSecond - 1e-9
+            else { return .keep }
             loweredRate = next
             return .lower(to: next, lateDrops: lateDrops)
         }

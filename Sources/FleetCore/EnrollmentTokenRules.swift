@@ -82,8 +82,10 @@ public struct EnrollmentTokenFacts: Sendable, Hashable {
     /// The number the next PREFIXn name starts looking from.
     public var nextNumber: Int
 
-    public init(naming: EnrollmentNaming, uses: Int, used: Int = 0, lastUseAt: Int64? = nil, lastUseNodeID: String = "",
-                expiresAt: Int64, revokedAt: Int64? = nil, revokedBy: String = "", nextNumber: Int = 1) {
+    public init(
+        naming: EnrollmentNaming, uses: Int, used: Int = 0, lastUseAt: Int64? = nil, lastUseNodeID: String = "",
+        expiresAt: Int64, revokedAt: Int64? = nil, revokedBy: String = "", nextNumber: Int = 1
+    ) {
         self.naming = naming
         self.uses = uses
         self.used = used
@@ -188,9 +190,11 @@ public enum EnrollmentTokenRule {
     ///   - nodeHasLiveKey: the node id has a key that is not revoked.
     ///   - keyIsKnown: the key is some node's or operator's already.
     ///   - takenNames: names other nodes have (name → node id), live or not.
-    public static func decide(token: EnrollmentTokenFacts, nodeID: String, nodeKey: String, requestedName: String,
-                              earlierUse: EarlierEnrollment?, nodeHasLiveKey: Bool, keyIsKnown: Bool,
-                              takenNames: [String: String], now: Int64) -> Decision {
+    public static func decide(
+        token: EnrollmentTokenFacts, nodeID: String, nodeKey: String, requestedName: String,
+        earlierUse: EarlierEnrollment?, nodeHasLiveKey: Bool, keyIsKnown: Bool,
+        takenNames: [String: String], now: Int64
+    ) -> Decision {
         if let earlierUse {
             if earlierUse.nodeKey == nodeKey && earlierUse.keyIsLive { return .again(name: earlierUse.name) }
             return .refuse(.usedByThisNodeBefore(at: earlierUse.at, name: earlierUse.name, keyRevoked: !earlierUse.keyIsLive))

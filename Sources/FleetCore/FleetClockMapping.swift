@@ -17,8 +17,10 @@ public struct FleetClockMapping: Sendable, Equatable {
     /// How fast the bound widens away from the reference, ns per second.
     public var uncertaintyGrowthPerSecond: Double
 
-    public init(referenceLocal: UInt64, offset: Int64, driftPPM: Double, uncertaintyAtReference: Double = 0,
-                uncertaintyGrowthPerSecond: Double = 0) {
+    public init(
+        referenceLocal: UInt64, offset: Int64, driftPPM: Double, uncertaintyAtReference: Double = 0,
+        uncertaintyGrowthPerSecond: Double = 0
+    ) {
         self.referenceLocal = referenceLocal
         self.offset = offset
         self.driftPPM = driftPPM

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The coordinator's fleet time: nanoseconds since the Unix epoch as the coordinator's
@@ -81,7 +81,8 @@ public struct NodeClock: Sendable, Equatable {
             }
             let units: [(String, Double)] = [("ns", 1), ("us", 1e3), ("ms", 1e6), ("s", 1e9)]
             guard let (suffix, scale) = units.first(where: { part.hasSuffix($0.0) }),
-                  let value = Double(part.dropLast(suffix.count)), value.isFinite, abs(value * scale) < 1e17 else { return nil }
+                let value = Double(part.dropLast(suffix.count)), value.isFinite, abs(value * scale) < 1e17
+            else { return nil }
             offset = Int64((value * scale).rounded())
         }
         self.init(offset: offset, driftPPM: drift)

@@ -37,8 +37,10 @@ public struct FocusCapabilities: Hashable, Sendable {
     /// The near end of the focus range, mm, where the device knows it (V4L2 does not say).
     public var minimumFocusDistanceMillimetres: Double?
 
-    public init(modes: [FocusMode] = [], lensPosition: Bool = false, pointOfInterest: Bool = false,
-                rangeRestriction: Bool = false, smoothFocus: Bool = false, minimumFocusDistanceMillimetres: Double? = nil) {
+    public init(
+        modes: [FocusMode] = [], lensPosition: Bool = false, pointOfInterest: Bool = false,
+        rangeRestriction: Bool = false, smoothFocus: Bool = false, minimumFocusDistanceMillimetres: Double? = nil
+    ) {
         self.modes = modes
         self.lensPosition = lensPosition
         self.pointOfInterest = pointOfInterest
@@ -74,9 +76,11 @@ public struct FocusState: Hashable, Sendable {
     public var rangeRestriction: FocusRangeRestriction
     public var smoothFocus: Bool
 
-    public init(mode: FocusMode = .locked, lensPosition: Double? = nil, isAdjusting: Bool = false,
-                pointOfInterest: NormalizedPoint = NormalizedPoint(x: 0.5, y: 0.5),
-                rangeRestriction: FocusRangeRestriction = .none, smoothFocus: Bool = false) {
+    public init(
+        mode: FocusMode = .locked, lensPosition: Double? = nil, isAdjusting: Bool = false,
+        pointOfInterest: NormalizedPoint = NormalizedPoint(x: 0.5, y: 0.5),
+        rangeRestriction: FocusRangeRestriction = .none, smoothFocus: Bool = false
+    ) {
         self.mode = mode
         self.lensPosition = lensPosition
         self.isAdjusting = isAdjusting
@@ -94,8 +98,10 @@ public struct FocusRequest: Hashable, Sendable {
     public var rangeRestriction: FocusRangeRestriction?
     public var smoothFocus: Bool?
 
-    public init(mode: FocusMode? = nil, lensPosition: Double? = nil, pointOfInterest: NormalizedPoint? = nil,
-                rangeRestriction: FocusRangeRestriction? = nil, smoothFocus: Bool? = nil) {
+    public init(
+        mode: FocusMode? = nil, lensPosition: Double? = nil, pointOfInterest: NormalizedPoint? = nil,
+        rangeRestriction: FocusRangeRestriction? = nil, smoothFocus: Bool? = nil
+    ) {
         self.mode = mode
         self.lensPosition = lensPosition
         self.pointOfInterest = pointOfInterest
@@ -109,12 +115,18 @@ public struct FocusRequest: Hashable, Sendable {
         var problems: [String] = []
         if let mode, !capabilities.modes.contains(mode) { problems.append("focus mode \(mode.rawValue)") }
         if let lensPosition {
-            if !capabilities.lensPosition { problems.append("lens position") }
-            else if !(0...1).contains(lensPosition) { problems.append("lens position \(lensPosition) (must be 0...1)") }
+            if !capabilities.lensPosition {
+                problems.append("lens position")
+            } else if !(0...1).contains(lensPosition) {
+                problems.append("lens position \(lensPosition) (must be 0...1)")
+            }
         }
         if let pointOfInterest {
-            if !capabilities.pointOfInterest { problems.append("point of interest") }
-            else if !pointOfInterest.isInsideFrame { problems.append("point of interest outside 0...1") }
+            if !capabilities.pointOfInterest {
+                problems.append("point of interest")
+            } else if !pointOfInterest.isInsideFrame {
+                problems.append("point of interest outside 0...1")
+            }
         }
         if let rangeRestriction, rangeRestriction != .none, !capabilities.rangeRestriction { problems.append("range restriction") }
         if smoothFocus == true, !capabilities.smoothFocus { problems.append("smooth focus") }

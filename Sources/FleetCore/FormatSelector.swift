@@ -60,13 +60,17 @@ public enum FormatSelector {
                 (width == nil || formats[index].width == width) && (height == nil || formats[index].height == height)
             }
             guard !sized.isEmpty else {
-                return .failure(FormatRefusal(request: label, supported: sizes(of: formats.indices.filter { pixel == nil || formats[$0].pixelFormat == pixel }, formats),
-                                              what: "sizes"))
+                return .failure(
+                    FormatRefusal(
+                        request: label, supported: sizes(of: formats.indices.filter { pixel == nil || formats[$0].pixelFormat == pixel }, formats),
+                        what: "sizes"))
             }
             let pixeled = sized.filter { pixel == nil || formats[$0].pixelFormat == pixel }
             guard !pixeled.isEmpty else {
-                return .failure(FormatRefusal(request: label, supported: sized.map { formats[$0].label },
-                                              what: width == nil && height == nil ? "formats" : "formats at that size"))
+                return .failure(
+                    FormatRefusal(
+                        request: label, supported: sized.map { formats[$0].label },
+                        what: width == nil && height == nil ? "formats" : "formats at that size"))
             }
             let candidates = pixeled.filter { index in fps.map { formats[index].supports(framesPerSecond: $0) } ?? true }
             guard let best = candidates.min(by: { score(formats[$0], width, height) < score(formats[$1], width, height) }) else {
@@ -130,7 +134,8 @@ extension FormatSelector {
     /// slowest rate it may fall to is kept likewise, never above the rate.
     public static func frameRate(keeping current: FrameRateRange, on format: VideoFormat) -> FrameRateRange {
         let fps = format.supports(framesPerSecond: current.maxFramesPerSecond) ? current.maxFramesPerSecond : defaultFrameRate(of: format)
-        let slowest = current.minFramesPerSecond <= fps && format.supports(framesPerSecond: current.minFramesPerSecond) ? current.minFramesPerSecond : fps
+        let slowest =
+            current.minFramesPerSecond <= fps && format.supports(framesPerSecond: current.minFramesPerSecond) ? current.minFramesPerSecond : fps
         return FrameRateRange(min: slowest, max: fps)
     }
 

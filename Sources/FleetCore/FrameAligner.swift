@@ -17,7 +17,9 @@ public struct FrameAligner: Sendable, Equatable {
     public func phase(ofFleetTime fleetTime: UInt64, period: UInt64) -> Int64 {
         guard period > 0 else { return 0 }
         // Before the origin the grid runs on backwards.
-        var phase = fleetTime >= origin ? Int64((fleetTime - origin) % period)
+        var phase =
+            fleetTime >= origin
+            ? Int64((fleetTime - origin) % period)
             : (Int64(period) - Int64((origin - fleetTime) % period)) % Int64(period)
         if phase > Int64(period / 2) { phase -= Int64(period) }
         return phase

@@ -28,7 +28,8 @@ public enum FrameNumberStamp {
         let centre = block / 2
         func sample(_ index: Int) -> Bool { luma[origin + index * block + centre, origin + centre] > 128 }
         guard luma.width >= origin + (bitCount + 2) * block, luma.height >= origin + block,
-              sample(0), !sample(1) else { return nil }
+            sample(0), !sample(1)
+        else { return nil }
         var number: UInt32 = 0
         for bit in 0..<bitCount where sample(bit + 2) { number |= 1 << UInt32(bitCount - 1 - bit) }
         return number

@@ -36,8 +36,10 @@ public struct FrameRateGovernor: Sendable, Equatable {
 
     /// One interval of drop recovery, from the device's running totals: frames captured, and
     /// frames lost downstream (late, out of buffers), which a lower rate can cure.
-    public mutating func dropIntervalEnded(framesCaptured: UInt64, lateDrops: UInt64, running: FrameRateRange,
-                                           format: VideoFormat) -> Step? {
+    public mutating func dropIntervalEnded(
+        framesCaptured: UInt64, lateDrops: UInt64, running: FrameRateRange,
+        format: VideoFormat
+    ) -> Step? {
         defer {
             lastCaptured = framesCaptured
             lastLate = lateDrops
@@ -69,8 +71,10 @@ public struct FrameRateGovernor: Sendable, Equatable {
     }
 
     /// The pressure policy changed; it applies at once at the node's level.
-    public mutating func setPressurePolicy(_ policy: PressurePolicy, pressure: PressureReading, running: FrameRateRange,
-                                           format: VideoFormat) -> Step? {
+    public mutating func setPressurePolicy(
+        _ policy: PressurePolicy, pressure: PressureReading, running: FrameRateRange,
+        format: VideoFormat
+    ) -> Step? {
         let wasActive = pressureActive
         pressurePolicy = policy
         guard policy.applies(at: pressure.level) else {
@@ -86,8 +90,10 @@ public struct FrameRateGovernor: Sendable, Equatable {
     /// The node's pressure level changed: the cap comes into force or is lifted. The cap is
     /// taken from the operator's rate, not the running one: drop recovery may have stepped
     /// below it, and then restores to the cap. `replacing` moves to a new cap even upwards.
-    public mutating func pressureChanged(_ pressure: PressureReading, running: FrameRateRange, format: VideoFormat,
-                                         replacing: Bool = false) -> Step? {
+    public mutating func pressureChanged(
+        _ pressure: PressureReading, running: FrameRateRange, format: VideoFormat,
+        replacing: Bool = false
+    ) -> Step? {
         let policy = pressurePolicy
         guard policy.applies(at: pressure.level) else { return liftCap(reason: "pressure fell to \(pressure.level)") }
         guard !pressureActive else { return nil }
@@ -97,13 +103,17 @@ public struct FrameRateGovernor: Sendable, Equatable {
         guard let rate = policy.cappedRate(running: operatorRange.maxFramesPerSecond, format: format) else {
             // Within the cap already, or the format has nothing slower.
             guard operatorRange.maxFramesPerSecond > policy.frameRate + 1e-9 else { return nil }
-            return .announce("pressure policy cannot lower the frame rate from \(VideoFormat.trim(operatorRange.maxFramesPerSecond)) fps "
-                + "to \(VideoFormat.trim(policy.frameRate)) fps: the active format has no rate at or below it (\(pressure.detail))")
+            return .announce(
+                "pressure policy cannot lower the frame rate from \(VideoFormat.trim(operatorRange.maxFramesPerSecond)) fps "
+                    + "to \(VideoFormat.trim(policy.frameRate)) fps: the active format has no rate at or below it (\(pressure.detail))")
         }
         let range = FrameRateRange(min: min(rate, operatorRange.minFramesPerSecond), max: rate)
         pressureRange = range
-        let change = RateChange(range: range, reason: .pressureCapped(raised: range.maxFramesPerSecond > running.maxFramesPerSecond,
-                                                                     detail: pressure.detail))
+        let change = RateChange(
+            range: range,
+            reason: .pressureCapped(
+                raised: range.maxFramesPerSecond > running.maxFramesPerSecond,
+                detail: pressure.detail))
         if running.maxFramesPerSecond > rate + 1e-9 {
             // Above the cap: the cap replaces any drop-recovery step.
             dropRecovery.operatorChangedRate()

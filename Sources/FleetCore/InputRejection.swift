@@ -53,7 +53,8 @@ public enum FrameValidation {
         guard header.payloadSize == UInt64(payloadBytes) else { return .payloadSizeMismatch }
         let layout = header.layout
         guard layout.width > 0, layout.height > 0, layout.width <= maxDimension, layout.height <= maxDimension,
-              !layout.pixelFormat.isEmpty else { return .invalidFormat }
+            !layout.pixelFormat.isEmpty
+        else { return .invalidFormat }
         let format = PixelFormat(layout.pixelFormat)
         let width = Int(layout.width), height = Int(layout.height)
         if let exact = format.frameByteCount(width: width, height: height) {

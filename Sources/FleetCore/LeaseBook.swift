@@ -104,8 +104,10 @@ public struct LeaseBook: Sendable {
 
     /// Takes or renews the device's lease for `seconds` (0: the default; at most a day).
     /// Leases that ran out are recorded as expired first, in the same step.
-    public mutating func lock(_ deviceID: String, by holder: String, seconds: UInt32, session sessionID: String?,
-                              now: UInt64) -> Decision {
+    public mutating func lock(
+        _ deviceID: String, by holder: String, seconds: UInt32, session sessionID: String?,
+        now: UInt64
+    ) -> Decision {
         var actions = tick(now: now)
         if removedHolders.contains(holder) {
             let refusal = ConfigurationLeases.Refusal.holderRemoved(holder)
@@ -125,9 +127,12 @@ public struct LeaseBook: Sendable {
         switch result {
         case let .success(lease):
             let scope = session.map { ", released when session \($0) ends" } ?? ""
-            actions.append(.store(lease, at: now, replacing: before,
-                                  Audit(actor: holder, action: "lease.lock", target: deviceID, outcome: "ok",
-                                        detail: "until \(lease.expiresAt) (unix ms)\(scope)")))
+            actions.append(
+                .store(
+                    lease, at: now, replacing: before,
+                    Audit(
+                        actor: holder, action: "lease.lock", target: deviceID, outcome: "ok",
+                        detail: "until \(lease.expiresAt) (unix ms)\(scope)")))
         case let .failure(refusal):
             actions.append(.audit(Audit(actor: holder, action: "lease.lock", target: deviceID, outcome: "refused", detail: refusal.description)))
         }
@@ -158,8 +163,9 @@ public struct LeaseBook: Sendable {
     public mutating func tick(now: UInt64) -> [Action] {
         var actions = released(leases.expire(now: now, sparing: Set(changing.keys)), why: "lease.expire", detail: "the lease ran out")
         for session in sessions.expire(now: now) {
-            actions += released(leases.releaseAll(inSession: session), why: "session.lost",
-                                detail: "operator session \(session) went silent (disconnected)")
+            actions += released(
+                leases.releaseAll(inSession: session), why: "session.lost",
+                detail: "operator session \(session) went silent (disconnected)")
         }
         return actions
     }
@@ -195,9 +201,14 @@ public struct LeaseBook: Sendable {
 
     private func released(_ gone: [Lease], why action: String, detail: String) -> [Action] {
         gone.flatMap { lease -> [Action] in
-            [.remove(lease, Audit(actor: "coordinator", action: action, target: lease.deviceID, outcome: "ok",
-                                  detail: "held by \(lease.holder): \(detail)"), answered: false),
-             .announce(deviceID: lease.deviceID, message: "lease of \(lease.holder) released: \(detail)")]
+            [
+                .remove(
+                    lease,
+                    Audit(
+                        actor: "coordinator", action: action, target: lease.deviceID, outcome: "ok",
+                        detail: "held by \(lease.holder): \(detail)"), answered: false),
+                .announce(deviceID: lease.deviceID, message: "lease of \(lease.holder) released: \(detail)"),
+            ]
         }
     }
 }

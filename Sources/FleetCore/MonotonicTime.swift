@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// CLOCK_MONOTONIC in nanoseconds: the clock frames are stamped with and timers run on.

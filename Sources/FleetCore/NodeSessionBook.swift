@@ -151,13 +151,16 @@ public struct NodeSessionBook: Sendable {
     public mutating func hello(nodeID: String, agentInstance: String, helloFingerprint: Int, routingID: [UInt8], now: UInt64) -> HelloVerdict {
         guard !removing.contains(nodeID) else { return .refuseWhileRemoving }
         if !agentInstance.isEmpty {
-            if let (ticket, _) = registering.first(where: { $0.key.nodeID == nodeID && $0.value.agentInstance == agentInstance
-                                                              && $0.value.helloFingerprint == helloFingerprint }) {
+            if let (ticket, _) = registering.first(where: {
+                $0.key.nodeID == nodeID && $0.value.agentInstance == agentInstance
+                    && $0.value.helloFingerprint == helloFingerprint
+            }) {
                 registering[ticket]?.waiting.append(routingID)
                 return .awaitRegistration
             }
             if let session = sessions[nodeID], session.agentInstance == agentInstance, session.helloFingerprint == helloFingerprint,
-               liveness.isOnline(nodeID) {
+                liveness.isOnline(nodeID)
+            {
                 sessions[nodeID]?.spoke(on: routingID)
                 _ = liveness.heard(from: nodeID, at: now)
                 return .welcomeAgain
@@ -222,8 +225,9 @@ public struct NodeSessionBook: Sendable {
         guard let session = sessions[nodeID], liveness.isOnline(nodeID) else { return .nodeOffline }
         let id = nextCommandID
         nextCommandID += 1
-        pending[id] = PendingCommand(commandID: id, nodeID: nodeID, deviceID: deviceID, agentInstance: session.agentInstance,
-                                     deadline: now &+ timeoutNanoseconds, timeoutNanoseconds: timeoutNanoseconds)
+        pending[id] = PendingCommand(
+            commandID: id, nodeID: nodeID, deviceID: deviceID, agentInstance: session.agentInstance,
+            deadline: now &+ timeoutNanoseconds, timeoutNanoseconds: timeoutNanoseconds)
         return .send(commandID: id, routingID: session.routingID)
     }
 

@@ -40,19 +40,20 @@ public enum RequiredRole {
     public static func of(_ body: Capfleet_V1_OperatorRequest.OneOf_Body?) -> OperatorRole {
         switch body {
         case .listNodes?, .listDevices?, .getFormats?, .getFleetStats?, .getLatestFrame?, .getIngestStats?, .getDevice?,
-             .getEvents?, .endSession?, .whoAmI?, .getConsentHistory?, .syncCheck?,
-             .listRecordings?, .getRecording?, .verifyRecording?, .readSegment?, .getPreview?, .listPreviews?, nil,
-             .listStills?, .getStill?, .readStillFile?,
-             // One's own sign-in link; another operator's is checked for admin by the handler.
-             .createDashboardSignIn?:
+            .getEvents?, .endSession?, .whoAmI?, .getConsentHistory?, .syncCheck?,
+            .listRecordings?, .getRecording?, .verifyRecording?, .readSegment?, .getPreview?, .listPreviews?, nil,
+            .listStills?, .getStill?, .readStillFile?,
+            // One's own sign-in link; another operator's is checked for admin by the handler.
+            .createDashboardSignIn?:
             .viewer
         case .changeFormat?, .changeFrameRate?, .changeZoom?, .lockDevice?, .unlockDevice?, .changeFocus?,
-             .setDropRecoveryPolicy?, .changePressurePolicy?, .changeConsent?, .changeFrameAlignment?,
-             .startRecording?, .stopRecording?, .deleteRecording?, .noteRecording?, .collectRecording?,
-             .takeStill?, .deleteStill?, .changeDetection?, .setDeviceOptics?:
+            .setDropRecoveryPolicy?, .changePressurePolicy?, .changeConsent?, .changeFrameAlignment?,
+            .startRecording?, .stopRecording?, .deleteRecording?, .noteRecording?, .collectRecording?,
+            .takeStill?, .deleteStill?, .changeDetection?, .setDeviceOptics?:
             .operator
-        case .forgetNode?, .createEnrollment?, .listEnrollments?, .revokeEnrollment?, .revokeNode?, .addOperator?, .removeOperator?, .listOperators?, .backupDatabase?,
-             .listDashboardSessions?, .endDashboardSession?:
+        case .forgetNode?, .createEnrollment?, .listEnrollments?, .revokeEnrollment?, .revokeNode?, .addOperator?, .removeOperator?, .listOperators?,
+            .backupDatabase?,
+            .listDashboardSessions?, .endDashboardSession?:
             .admin
         }
     }

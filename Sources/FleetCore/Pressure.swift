@@ -90,9 +90,11 @@ public struct PressureSample: Hashable, Sendable {
     public var intervalDrops = DropTally()
     public var intervalFrames: UInt64 = 0
 
-    public init(cpuStallPercent: Double? = nil, memoryStallPercent: Double? = nil, ioStallPercent: Double? = nil,
-                thermal: [ThermalReading] = [], batteryPercent: Double? = nil, underVoltage: Bool = false, throttled: Bool = false,
-                diskFree: [String: Double] = [:], dropRate: Double? = nil, sendQueueFill: Double? = nil) {
+    public init(
+        cpuStallPercent: Double? = nil, memoryStallPercent: Double? = nil, ioStallPercent: Double? = nil,
+        thermal: [ThermalReading] = [], batteryPercent: Double? = nil, underVoltage: Bool = false, throttled: Bool = false,
+        diskFree: [String: Double] = [:], dropRate: Double? = nil, sendQueueFill: Double? = nil
+    ) {
         self.cpuStallPercent = cpuStallPercent
         self.memoryStallPercent = memoryStallPercent
         self.ioStallPercent = ioStallPercent

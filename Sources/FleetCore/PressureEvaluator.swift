@@ -62,8 +62,9 @@ public struct PressureThresholds: Hashable, Sendable {
         guard zone.passiveCelsius != nil || zone.hotCelsius != nil || zone.criticalCelsius != nil else { return thermal }
         let passive = zone.passiveCelsius ?? zone.hotCelsius.map { $0 - 5 } ?? zone.criticalCelsius.map { $0 - 15 }
         let hot = zone.hotCelsius ?? zone.criticalCelsius.map { $0 - 10 }
-        return PressureThreshold(fair: passive.map { $0 - 10 }, serious: passive, critical: hot,
-                                 shutdown: zone.criticalCelsius.map { $0 - 2 }, hysteresis: thermal.hysteresis)
+        return PressureThreshold(
+            fair: passive.map { $0 - 10 }, serious: passive, critical: hot,
+            shutdown: zone.criticalCelsius.map { $0 - 2 }, hysteresis: thermal.hysteresis)
     }
 }
 
@@ -132,10 +133,12 @@ public struct PressureEvaluator: Sendable, Equatable {
 }
 
 extension PressureThresholds {
-    static var settingNames: [(name: String, path: WritableKeyPath<PressureThresholds, PressureThreshold>)] { [
-        ("cpu", \.cpu), ("memory", \.memory), ("io", \.io), ("thermal", \.thermal), ("battery", \.battery),
-        ("disk_used", \.diskUsed), ("drop_rate", \.dropRate), ("send_queue", \.sendQueue), ("detection", \.detection),
-    ] }
+    static var settingNames: [(name: String, path: WritableKeyPath<PressureThresholds, PressureThreshold>)] {
+        [
+            ("cpu", \.cpu), ("memory", \.memory), ("io", \.io), ("thermal", \.thermal), ("battery", \.battery),
+            ("disk_used", \.diskUsed), ("drop_rate", \.dropRate), ("send_queue", \.sendQueue), ("detection", \.detection),
+        ]
+    }
 
     /// Every key an agent settings file may set: `pressure.<factor>.<fair|serious|critical|shutdown|hysteresis>`
     /// and `pressure.samples_to_fall`.
@@ -166,8 +169,9 @@ extension PressureThresholds {
             if let value = try number("hysteresis") { threshold.hysteresis = value ?? 0 }
             let levels = [threshold.fair, threshold.serious, threshold.critical, threshold.shutdown].compactMap { $0 }
             guard levels == levels.sorted() else {
-                throw .invalidValue(key: "pressure.\(factor.name)", value: levels.map { "\($0)" }.joined(separator: ", "),
-                                    expected: "fair ≤ serious ≤ critical ≤ shutdown")
+                throw .invalidValue(
+                    key: "pressure.\(factor.name)", value: levels.map { "\($0)" }.joined(separator: ", "),
+                    expected: "fair ≤ serious ≤ critical ≤ shutdown")
             }
             self[keyPath: factor.path] = threshold
         }

@@ -25,7 +25,9 @@ public struct PreviewSettings: Sendable, Equatable {
 
     /// What is wrong with these settings, said so that the setting can be fixed; nil when right.
     public var problem: String? {
-        if !Self.widths.contains(width) { return "preview_width must be from \(Self.widths.lowerBound) to \(Self.widths.upperBound) pixels, not \(width)" }
+        if !Self.widths.contains(width) {
+            return "preview_width must be from \(Self.widths.lowerBound) to \(Self.widths.upperBound) pixels, not \(width)"
+        }
         if !Self.rates.contains(framesPerSecond) {
             return "preview_fps must be from \(Self.rates.lowerBound) to \(Self.rates.upperBound) previews a second, not \(framesPerSecond)"
         }

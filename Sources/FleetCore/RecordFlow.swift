@@ -11,8 +11,10 @@ public struct RecordCredit: Sendable, Equatable {
     public var windowFrames: Int
     public var windowBytes: Int
 
-    public init(stream: UInt64, resumeAfter: UInt64? = nil, storedThrough: UInt64? = nil, consumedThrough: UInt64? = nil,
-                windowFrames: Int, windowBytes: Int) {
+    public init(
+        stream: UInt64, resumeAfter: UInt64? = nil, storedThrough: UInt64? = nil, consumedThrough: UInt64? = nil,
+        windowFrames: Int, windowBytes: Int
+    ) {
         self.stream = stream
         self.resumeAfter = resumeAfter
         self.storedThrough = storedThrough

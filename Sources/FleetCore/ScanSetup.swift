@@ -97,8 +97,10 @@ public struct ScanSetup: Hashable, Sendable {
     /// - Parameters:
     ///   - fill: nil = the detection region's width where one narrower than the frame is set
     ///     (the code should fill what is scanned), else `defaultFill`.
-    public init(deviceID: String, codeMillimetres: Double, fill: Double?, activeFormat: VideoFormat, focus: FocusCapabilities,
-                optics: DeviceOptics, detectionRegion: NormalizedRect?) throws(Failure) {
+    public init(
+        deviceID: String, codeMillimetres: Double, fill: Double?, activeFormat: VideoFormat, focus: FocusCapabilities,
+        optics: DeviceOptics, detectionRegion: NormalizedRect?
+    ) throws(Failure) {
         guard codeMillimetres > 0, codeMillimetres.isFinite else { throw .badCodeSize(codeMillimetres) }
         if let fill {
             guard fill > 0, fill <= 1 else { throw .badFill(fill) }
@@ -150,14 +152,17 @@ extension DeviceOptics {
 
     /// Zero (or anything not a number) is "not known"; negative values stay, for `problem` to name.
     public init(wire: Capfleet_V1_DeviceOptics) {
-        self.init(fieldOfViewDegrees: wire.fieldOfViewDegrees != 0 ? wire.fieldOfViewDegrees : nil,
-                  minimumFocusDistanceMillimetres: wire.minimumFocusDistanceMm != 0 ? wire.minimumFocusDistanceMm : nil)
+        self.init(
+            fieldOfViewDegrees: wire.fieldOfViewDegrees != 0 ? wire.fieldOfViewDegrees : nil,
+            minimumFocusDistanceMillimetres: wire.minimumFocusDistanceMm != 0 ? wire.minimumFocusDistanceMm : nil)
     }
 
     /// For the audit log and the CLI: "field of view 70°, focuses from 150 mm", or "nothing known".
     public var summary: String {
-        let parts = [fieldOfViewDegrees.map { "field of view \(VideoFormat.trim($0))°" },
-                     minimumFocusDistanceMillimetres.map { "focuses from \(VideoFormat.trim($0)) mm" }].compactMap { $0 }
+        let parts = [
+            fieldOfViewDegrees.map { "field of view \(VideoFormat.trim($0))°" },
+            minimumFocusDistanceMillimetres.map { "focuses from \(VideoFormat.trim($0)) mm" },
+        ].compactMap { $0 }
         return parts.isEmpty ? "nothing known" : parts.joined(separator: ", ")
     }
 }

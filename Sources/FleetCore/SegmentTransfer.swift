@@ -32,8 +32,10 @@ public struct SegmentTransfer: Sendable, Equatable {
     private var silences = 0
     public private(set) var failure: String?
 
-    public init(size: UInt64, have: UInt64, now: UInt64, chunkBytes: Int = 1 << 20, window: Int = 8,
-                patience: UInt64 = 10_000_000_000, maxSilences: Int = 3) {
+    public init(
+        size: UInt64, have: UInt64, now: UInt64, chunkBytes: Int = 1 << 20, window: Int = 8,
+        patience: UInt64 = 10_000_000_000, maxSilences: Int = 3
+    ) {
         self.size = size
         self.have = min(have, size)
         asked = self.have

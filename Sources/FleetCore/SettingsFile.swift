@@ -126,7 +126,10 @@ public enum AgentSettingKeys {
     /// (clock.md, "Host tuning").
     public static let cpuLatency = "cpu_latency_us"
 
-    public static let all = [coordinator, name, stateDirectory, enrollToken] + PressureThresholds.settingKeys
-        + ["real_frames_command", recordSpoolMemory, recordSpoolDisk, preview, previewWidth, previewFPS, previewQuality,
-           recordingsDirectory, recordReserve, recordingsKeepDays, collectRate, encoderThreads, encoderPreset, hardwareEncoders, cpuLatency]
+    public static let all =
+        [coordinator, name, stateDirectory, enrollToken] + PressureThresholds.settingKeys
+        + [
+            "real_frames_command", recordSpoolMemory, recordSpoolDisk, preview, previewWidth, previewFPS, previewQuality,
+            recordingsDirectory, recordReserve, recordingsKeepDays, collectRate, encoderThreads, encoderPreset, hardwareEncoders, cpuLatency,
+        ]
 }

@@ -16,9 +16,10 @@ public struct SimulatedLens: Sendable, Equatable {
         target = 0.5
     }
 
-    public static let capabilities = FocusCapabilities(modes: FocusMode.allCases, lensPosition: true, pointOfInterest: true,
-                                                       rangeRestriction: true, smoothFocus: true,
-                                                       minimumFocusDistanceMillimetres: minimumFocusDistanceMillimetres)
+    public static let capabilities = FocusCapabilities(
+        modes: FocusMode.allCases, lensPosition: true, pointOfInterest: true,
+        rangeRestriction: true, smoothFocus: true,
+        minimumFocusDistanceMillimetres: minimumFocusDistanceMillimetres)
     /// Where lens position 0 focuses: 10 cm, a webcam's usual near limit.
     public static let minimumFocusDistanceMillimetres = 100.0
 

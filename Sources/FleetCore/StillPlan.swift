@@ -8,8 +8,10 @@ public struct StillRequest: Sendable, Equatable {
     public var bracketEV: [Double]
     public var bracketIntervalNanoseconds: UInt64
 
-    public init(width: Int? = nil, height: Int? = nil, pixelFormat: PixelFormat? = nil, bracketEV: [Double] = [],
-                bracketIntervalNanoseconds: UInt64 = 300_000_000) {
+    public init(
+        width: Int? = nil, height: Int? = nil, pixelFormat: PixelFormat? = nil, bracketEV: [Double] = [],
+        bracketIntervalNanoseconds: UInt64 = 300_000_000
+    ) {
         self.width = width
         self.height = height
         self.pixelFormat = pixelFormat
@@ -56,15 +58,18 @@ public struct StillPlan: Sendable, Equatable {
     /// The still format: the size asked for (or the largest by area), then the pixel format
     /// asked for, else the streaming format's, else the first listed at that size; binned
     /// formats only when nothing else has the size (they trade detail for speed).
-    public static func plan(formats: [VideoFormat], activeIndex: Int, request: StillRequest,
-                            deviceID: String) -> Result<StillPlan, Refusal> {
+    public static func plan(
+        formats: [VideoFormat], activeIndex: Int, request: StillRequest,
+        deviceID: String
+    ) -> Result<StillPlan, Refusal> {
         guard !formats.isEmpty else { return .failure(.noFormats(device: deviceID)) }
         let sized: [Int]
         if let width = request.width, let height = request.height {
             sized = formats.indices.filter { formats[$0].width == width && formats[$0].height == height }
             guard !sized.isEmpty else {
                 var sizes: [String] = []
-                for format in formats.sorted(by: { $0.width * $0.height > $1.width * $1.height }) where !sizes.contains("\(format.width)x\(format.height)") {
+                for format in formats.sorted(by: { $0.width * $0.height > $1.width * $1.height })
+                where !sizes.contains("\(format.width)x\(format.height)") {
                     sizes.append("\(format.width)x\(format.height)")
                 }
                 return .failure(.noSuchSize(device: deviceID, width: width, height: height, sizes: sizes))
@@ -80,8 +85,10 @@ public struct StillPlan: Sendable, Equatable {
         if let wanted = request.pixelFormat {
             guard let match = candidates.first(where: { formats[$0].pixelFormat == wanted }) else {
                 let first = formats[candidates[0]]
-                return .failure(.noSuchPixelFormat(device: deviceID, pixelFormat: wanted.fourCC, size: "\(first.width)x\(first.height)",
-                                                   available: candidates.map { formats[$0].pixelFormat.fourCC }))
+                return .failure(
+                    .noSuchPixelFormat(
+                        device: deviceID, pixelFormat: wanted.fourCC, size: "\(first.width)x\(first.height)",
+                        available: candidates.map { formats[$0].pixelFormat.fourCC }))
             }
             chosen = match
         } else if candidates.contains(activeIndex) {

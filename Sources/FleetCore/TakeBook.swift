@@ -138,8 +138,10 @@ public struct TakeBook: Sendable {
 
     /// Reserves every device for a new take, or refuses naming the first busy one. On
     /// success: start each part's writer, then tell each agent (`agentsAnswered` follows).
-    public mutating func reserve(takeID: String, devices: [(deviceID: String, nodeID: String)],
-                                 startFleetNs: UInt64, store: Store = .coordinator) throws(Refusal) -> [Action] {
+    public mutating func reserve(
+        takeID: String, devices: [(deviceID: String, nodeID: String)],
+        startFleetNs: UInt64, store: Store = .coordinator
+    ) throws(Refusal) -> [Action] {
         for device in devices {
             if let busy = take(recording: device.deviceID) { throw Refusal(deviceID: device.deviceID, busyIn: busy) }
         }
@@ -154,7 +156,9 @@ public struct TakeBook: Sendable {
     /// A take that was never written to the index (its creation failed): forgotten, devices free.
     public mutating func forget(takeID: String) -> [Action] {
         guard let take = takes.removeValue(forKey: takeID) else { return [] }
-        return Self.writers(of: take.store, take.open.keys.sorted().map { .closeWriter(Part(takeID: takeID, deviceID: $0)) }) + [.settled(takeID: takeID)]
+        return Self.writers(of: take.store, take.open.keys.sorted().map { .closeWriter(Part(takeID: takeID, deviceID: $0)) }) + [
+            .settled(takeID: takeID)
+        ]
     }
 
     /// What each agent answered the start with: every one yes, and the take is recording;
@@ -166,17 +170,22 @@ public struct TakeBook: Sendable {
             takes[takeID] = take
             // An agent that took up its part records from the start on its own: nothing
             // waits for frames to reach the coordinator.
-            let recording: [Action] = take.store == .agent
+            let recording: [Action] =
+                take.store == .agent
                 ? take.open.keys.sorted().map { .write(.partRecording(Part(takeID: takeID, deviceID: $0))) } : []
-            return recording + [.announce(nodeID: nil, deviceID: nil,
-                                          message: "take \(takeID) of \(take.open.keys.sorted().joined(separator: ", ")) starts at fleet time \(take.startFleetNs)")]
+            return recording + [
+                .announce(
+                    nodeID: nil, deviceID: nil,
+                    message: "take \(takeID) of \(take.open.keys.sorted().joined(separator: ", ")) starts at fleet time \(take.startFleetNs)")
+            ]
         }
         let reason = refusals.map { "\($0.deviceID): \($0.reason)" }.joined(separator: "; ")
         takes[takeID] = nil
         var actions: [Action] = []
         for (deviceID, nodeID) in take.open.sorted(by: { $0.key < $1.key }) {
             let part = Part(takeID: takeID, deviceID: deviceID)
-            actions += Self.writers(of: take.store, [.closeWriter(part)])
+            actions +=
+                Self.writers(of: take.store, [.closeWriter(part)])
                 + [.order(part, nodeID: nodeID, .abandon(atFleetNs: take.startFleetNs)), .write(.partFailed(part, message: "not started"))]
         }
         return actions + [.write(.takeAbandoned(takeID: takeID, error: reason)), .settled(takeID: takeID)]
@@ -211,16 +220,22 @@ public struct TakeBook: Sendable {
                 guard take.interrupted.insert(deviceID).inserted else { continue }
                 if take.store == .agent {
                     // Its agent records on, on its own disk, and reports when it is back.
-                    actions += [.indexEvent(Part(takeID: takeID, deviceID: deviceID), kind: "unreachable", fleetNs: nowFleetNs,
-                                            fields: ["reason": "node \(nodeID) went silent; its agent records on and reports its segments when it is back"]),
-                                .announce(nodeID: nodeID, deviceID: deviceID,
-                                          message: "take \(takeID): \(deviceID)'s node \(nodeID) is unreachable; it records on its own disk meanwhile")]
+                    actions += [
+                        .indexEvent(
+                            Part(takeID: takeID, deviceID: deviceID), kind: "unreachable", fleetNs: nowFleetNs,
+                            fields: ["reason": "node \(nodeID) went silent; its agent records on and reports its segments when it is back"]),
+                        .announce(
+                            nodeID: nodeID, deviceID: deviceID,
+                            message: "take \(takeID): \(deviceID)'s node \(nodeID) is unreachable; it records on its own disk meanwhile"),
+                    ]
                     continue
                 }
                 let part = Part(takeID: takeID, deviceID: deviceID)
-                actions += [.note(part, kind: "interrupted", fleetNs: nowFleetNs, fields: ["reason": "node \(nodeID) went silent"]),
-                            .write(.partInterrupted(part)),
-                            .announce(nodeID: nodeID, deviceID: deviceID, message: "take \(takeID): \(deviceID) interrupted (node \(nodeID) went silent)")]
+                actions += [
+                    .note(part, kind: "interrupted", fleetNs: nowFleetNs, fields: ["reason": "node \(nodeID) went silent"]),
+                    .write(.partInterrupted(part)),
+                    .announce(nodeID: nodeID, deviceID: deviceID, message: "take \(takeID): \(deviceID) interrupted (node \(nodeID) went silent)"),
+                ]
             }
             takes[takeID] = take
         }
@@ -233,10 +248,12 @@ public struct TakeBook: Sendable {
         for takeID in takes.keys.sorted() {
             guard let nodeID = takes[takeID]?.open[deviceID] else { continue }
             let part = Part(takeID: takeID, deviceID: deviceID)
-            actions += [.stopWriter(part, atFleetNs: nowFleetNs),
-                        .note(part, kind: "consent", fleetNs: nowFleetNs, fields: ["state": state, "reason": reason]),
-                        .order(part, nodeID: nodeID, .withhold(atFleetNs: nowFleetNs)),
-                        .announce(nodeID: nodeID, deviceID: deviceID, message: "take \(takeID): \(deviceID) stopped, consent \(state)")]
+            actions += [
+                .stopWriter(part, atFleetNs: nowFleetNs),
+                .note(part, kind: "consent", fleetNs: nowFleetNs, fields: ["state": state, "reason": reason]),
+                .order(part, nodeID: nodeID, .withhold(atFleetNs: nowFleetNs)),
+                .announce(nodeID: nodeID, deviceID: deviceID, message: "take \(takeID): \(deviceID) stopped, consent \(state)"),
+            ]
         }
         return actions
     }
@@ -266,27 +283,37 @@ public struct TakeBook: Sendable {
         switch report {
         case let .agentChanged(instance, restarted):
             return [.write(.agentInstance(part, instance: instance))]
-                + (restarted ? [.note(part, kind: "interrupted", fleetNs: nowFleetNs,
-                                      fields: ["reason": "the agent restarted; frames it had not sent are lost"])] : [])
+                + (restarted
+                    ? [
+                        .note(
+                            part, kind: "interrupted", fleetNs: nowFleetNs,
+                            fields: ["reason": "the agent restarted; frames it had not sent are lost"])
+                    ] : [])
         case let .rebased(offset):
             return [.write(.sequenceOffset(part, offset: offset))]
         case .flowing:
             var actions: [Action] = [.write(.partRecording(part))]
             if take.interrupted.remove(part.deviceID) != nil {
                 takes[part.takeID] = take
-                actions += [.note(part, kind: "resumed", fleetNs: nowFleetNs, fields: [:]),
-                            .announce(nodeID: nodeID, deviceID: part.deviceID, message: "take \(part.takeID): \(part.deviceID) resumed")]
+                actions += [
+                    .note(part, kind: "resumed", fleetNs: nowFleetNs, fields: [:]),
+                    .announce(nodeID: nodeID, deviceID: part.deviceID, message: "take \(part.takeID): \(part.deviceID) resumed"),
+                ]
             }
             return actions
         case let .ended(reason, withheld):
-            return [.write(.partEnded(part, reason: reason, withheldFrames: withheld)),
-                    .indexEvent(part, kind: "ended", fleetNs: nowFleetNs, fields: ["reason": reason, "withheld_frames": "\(withheld)"])]
+            return [
+                .write(.partEnded(part, reason: reason, withheldFrames: withheld)),
+                .indexEvent(part, kind: "ended", fleetNs: nowFleetNs, fields: ["reason": reason, "withheld_frames": "\(withheld)"]),
+            ]
                 + close(part, nowFleetNs: nowFleetNs)
         case let .failed(message):
             // A full disk fails every part alike: the take stops with the error, what is written stays valid.
-            return [.write(.partFailed(part, message: message)),
-                    .indexEvent(part, kind: "failed", fleetNs: nowFleetNs, fields: ["error": message]),
-                    .announce(nodeID: nodeID, deviceID: part.deviceID, message: "take \(part.takeID): \(part.deviceID) failed: \(message)")]
+            return [
+                .write(.partFailed(part, message: message)),
+                .indexEvent(part, kind: "failed", fleetNs: nowFleetNs, fields: ["error": message]),
+                .announce(nodeID: nodeID, deviceID: part.deviceID, message: "take \(part.takeID): \(part.deviceID) failed: \(message)"),
+            ]
                 + fail(takeID: part.takeID, error: "\(part.deviceID): \(message)", nowFleetNs: nowFleetNs, sparing: part.deviceID)
                 + close(part, nowFleetNs: nowFleetNs)
         }
@@ -310,7 +337,10 @@ public struct TakeBook: Sendable {
         var actions: [Action] = [.write(.takeFailed(takeID: takeID, error: error))]
         for (deviceID, nodeID) in take.open.sorted(by: { $0.key < $1.key }) where deviceID != sparing {
             let part = Part(takeID: takeID, deviceID: deviceID)
-            actions += Self.writers(of: take.store, [.stopWriter(part, atFleetNs: nowFleetNs)]) + [.order(part, nodeID: nodeID, .stop(atFleetNs: nowFleetNs))]
+            actions +=
+                Self.writers(of: take.store, [.stopWriter(part, atFleetNs: nowFleetNs)]) + [
+                    .order(part, nodeID: nodeID, .stop(atFleetNs: nowFleetNs))
+                ]
         }
         return actions
     }
@@ -341,8 +371,10 @@ public struct TakeBook: Sendable {
     // MARK: Restart
 
     /// A take the index says is in progress, picked up after the coordinator's restart.
-    public mutating func resume(takeID: String, startFleetNs: UInt64, stopFleetNs: UInt64?,
-                                devices: [(deviceID: String, nodeID: String)], store: Store = .coordinator) -> [Action] {
+    public mutating func resume(
+        takeID: String, startFleetNs: UInt64, stopFleetNs: UInt64?,
+        devices: [(deviceID: String, nodeID: String)], store: Store = .coordinator
+    ) -> [Action] {
         var open: [String: String] = [:]
         for device in devices { open[device.deviceID] = device.nodeID }
         takes[takeID] = Take(phase: .recording, store: store, startFleetNs: startFleetNs, stopFleetNs: stopFleetNs, open: open)
@@ -355,8 +387,10 @@ public struct TakeBook: Sendable {
         takes.keys.sorted().flatMap { takeID -> [(part: Part, orders: [AgentOrder])] in
             guard let take = takes[takeID], take.phase == .recording else { return [] }
             return take.open.keys.sorted().filter { take.open[$0] == nodeID }.map { deviceID in
-                (Part(takeID: takeID, deviceID: deviceID),
-                 [.record(startFleetNs: take.startFleetNs)] + (take.stopFleetNs.map { [.stop(atFleetNs: $0)] } ?? []))
+                (
+                    Part(takeID: takeID, deviceID: deviceID),
+                    [.record(startFleetNs: take.startFleetNs)] + (take.stopFleetNs.map { [.stop(atFleetNs: $0)] } ?? [])
+                )
             }
         }
     }

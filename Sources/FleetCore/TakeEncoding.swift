@@ -81,7 +81,9 @@ public struct TakeEncoding: Sendable, Equatable, Codable {
 public enum BitRate {
     public static func parse(_ text: String) -> Int? {
         let lowered = text.lowercased()
-        let (digits, scale): (Substring, Double) = lowered.hasSuffix("m") ? (lowered.dropLast(), 1e6)
+        let (digits, scale): (Substring, Double) =
+            lowered.hasSuffix("m")
+            ? (lowered.dropLast(), 1e6)
             : lowered.hasSuffix("k") ? (lowered.dropLast(), 1e3) : (Substring(lowered), 1)
         guard let value = Double(digits), value.isFinite, value > 0, value * scale <= Double(Int32.max) else { return nil }
         return Int(value * scale)

@@ -30,8 +30,10 @@ public struct TakeFrameLedger: Sendable, Equatable {
     public init(start: UInt64) { self.start = start }
 
     /// Goes on with a part recorded before (a restarted coordinator): what the index holds.
-    public init(start: UInt64, stop: UInt64?, stored: UInt64, dropped: DropTally, firstSequence: UInt64?, lastSequence: UInt64?,
-                firstFleetTime: UInt64?, lastFleetTime: UInt64?) {
+    public init(
+        start: UInt64, stop: UInt64?, stored: UInt64, dropped: DropTally, firstSequence: UInt64?, lastSequence: UInt64?,
+        firstFleetTime: UInt64?, lastFleetTime: UInt64?
+    ) {
         self.start = start
         self.stop = stop
         self.stored = stored

@@ -60,7 +60,8 @@ public struct TakeInProgress: Sendable, Equatable {
     /// The take's drops, given the device's now.
     public func drops(deviceDrops: DropTally) -> DropTally {
         let since = deviceDrops.since(baseDrops)
-        return DropTally(late: 0, outOfBuffers: since.outOfBuffers + handoffDrops, discontinuity: since.discontinuity,
-                         encoderLate: encoderDrops)
+        return DropTally(
+            late: 0, outOfBuffers: since.outOfBuffers + handoffDrops, discontinuity: since.discontinuity,
+            encoderLate: encoderDrops)
     }
 }

@@ -92,9 +92,11 @@ public struct DeviceDescription: Hashable, Sendable {
     /// What the stable id was derived from: "by-id", "by-path", "bus-info" or "synthetic".
     public var identitySource: String
 
-    public init(deviceID: String, name: String, driver: String, kind: SourceKind, formats: [VideoFormat],
-                controls: [DeviceControl] = [], crop: CropCapabilities? = nil, focus: FocusCapabilities = .none,
-                devicePath: String? = nil, identitySource: String = "synthetic") {
+    public init(
+        deviceID: String, name: String, driver: String, kind: SourceKind, formats: [VideoFormat],
+        controls: [DeviceControl] = [], crop: CropCapabilities? = nil, focus: FocusCapabilities = .none,
+        devicePath: String? = nil, identitySource: String = "synthetic"
+    ) {
         self.deviceID = deviceID
         self.name = name
         self.driver = driver

@@ -34,8 +34,9 @@ extension DetectionSettings {
             case let .failure(error): throw error
             }
         }
-        self.init(codes: codes, faces: wire.faces, region: wire.hasRegion ? NormalizedRect(wire: wire.region) : .whole,
-                  framesPerSecond: wire.framesPerSecond == 0 ? DetectionSettings.defaultFramesPerSecond : wire.framesPerSecond)
+        self.init(
+            codes: codes, faces: wire.faces, region: wire.hasRegion ? NormalizedRect(wire: wire.region) : .whole,
+            framesPerSecond: wire.framesPerSecond == 0 ? DetectionSettings.defaultFramesPerSecond : wire.framesPerSecond)
         if let problem { throw problem }
     }
 }

@@ -12,23 +12,30 @@ extension DeviceControl {
             $0.defaultValue = defaultValue
             $0.hasValue_p = value != nil
             $0.value = value ?? 0
-            $0.menu = menu.map { item in .with { $0.index = item.index; $0.name = item.name; $0.value = item.value } }
+            $0.menu = menu.map { item in
+                .with {
+                    $0.index = item.index; $0.name = item.name; $0.value = item.value
+                }
+            }
             $0.readOnly = isReadOnly
             $0.inactive = isInactive
         }
     }
 
     public init(wire: Capfleet_V1_DeviceControl) {
-        self.init(id: wire.id, name: wire.name, kind: Kind(rawValue: wire.type) ?? .other, minimum: wire.minimum, maximum: wire.maximum,
-                  step: wire.step, defaultValue: wire.defaultValue, value: wire.hasValue_p ? wire.value : nil,
-                  menu: wire.menu.map { MenuItem(index: $0.index, name: $0.name, value: $0.value) },
-                  isReadOnly: wire.readOnly, isInactive: wire.inactive)
+        self.init(
+            id: wire.id, name: wire.name, kind: Kind(rawValue: wire.type) ?? .other, minimum: wire.minimum, maximum: wire.maximum,
+            step: wire.step, defaultValue: wire.defaultValue, value: wire.hasValue_p ? wire.value : nil,
+            menu: wire.menu.map { MenuItem(index: $0.index, name: $0.name, value: $0.value) },
+            isReadOnly: wire.readOnly, isInactive: wire.inactive)
     }
 }
 
 extension PixelRectangle {
     public var wire: Capfleet_V1_Rectangle {
-        .with { $0.left = Int32(left); $0.top = Int32(top); $0.width = UInt32(width); $0.height = UInt32(height) }
+        .with {
+            $0.left = Int32(left); $0.top = Int32(top); $0.width = UInt32(width); $0.height = UInt32(height)
+        }
     }
 
     public init(wire: Capfleet_V1_Rectangle) {
@@ -87,9 +94,11 @@ extension FocusCapabilities {
     }
 
     public init(wire: Capfleet_V1_FocusCapabilities) {
-        self.init(modes: wire.modes.compactMap(FocusMode.init(wire:)), lensPosition: wire.lensPosition,
-                  pointOfInterest: wire.pointOfInterest, rangeRestriction: wire.rangeRestriction, smoothFocus: wire.smoothFocus,
-                  minimumFocusDistanceMillimetres: wire.minimumFocusDistanceMm > 0 && wire.minimumFocusDistanceMm.isFinite ? wire.minimumFocusDistanceMm : nil)
+        self.init(
+            modes: wire.modes.compactMap(FocusMode.init(wire:)), lensPosition: wire.lensPosition,
+            pointOfInterest: wire.pointOfInterest, rangeRestriction: wire.rangeRestriction, smoothFocus: wire.smoothFocus,
+            minimumFocusDistanceMillimetres: wire.minimumFocusDistanceMm > 0 && wire.minimumFocusDistanceMm.isFinite
+                ? wire.minimumFocusDistanceMm : nil)
     }
 }
 
@@ -108,19 +117,22 @@ extension FocusState {
     }
 
     public init(wire: Capfleet_V1_FocusState) {
-        self.init(mode: FocusMode(wire: wire.mode) ?? .locked, lensPosition: wire.hasLensPosition_p ? wire.lensPosition : nil,
-                  isAdjusting: wire.adjusting, pointOfInterest: NormalizedPoint(x: wire.pointOfInterestX, y: wire.pointOfInterestY),
-                  rangeRestriction: FocusRangeRestriction(wire: wire.range) ?? .none, smoothFocus: wire.smooth)
+        self.init(
+            mode: FocusMode(wire: wire.mode) ?? .locked, lensPosition: wire.hasLensPosition_p ? wire.lensPosition : nil,
+            isAdjusting: wire.adjusting, pointOfInterest: NormalizedPoint(x: wire.pointOfInterestX, y: wire.pointOfInterestY),
+            rangeRestriction: FocusRangeRestriction(wire: wire.range) ?? .none, smoothFocus: wire.smooth)
     }
 }
 
 extension FocusRequest {
     public init(wire: Capfleet_V1_SetFocus) {
-        self.init(mode: FocusMode(wire: wire.mode), lensPosition: wire.hasLensPosition ? wire.lensPosition : nil,
-                  pointOfInterest: wire.hasPointOfInterestX || wire.hasPointOfInterestY
-                      ? NormalizedPoint(x: wire.hasPointOfInterestX ? wire.pointOfInterestX : 0.5,
-                                        y: wire.hasPointOfInterestY ? wire.pointOfInterestY : 0.5) : nil,
-                  rangeRestriction: FocusRangeRestriction(wire: wire.range), smoothFocus: wire.hasSmooth ? wire.smooth : nil)
+        self.init(
+            mode: FocusMode(wire: wire.mode), lensPosition: wire.hasLensPosition ? wire.lensPosition : nil,
+            pointOfInterest: wire.hasPointOfInterestX || wire.hasPointOfInterestY
+                ? NormalizedPoint(
+                    x: wire.hasPointOfInterestX ? wire.pointOfInterestX : 0.5,
+                    y: wire.hasPointOfInterestY ? wire.pointOfInterestY : 0.5) : nil,
+            rangeRestriction: FocusRangeRestriction(wire: wire.range), smoothFocus: wire.hasSmooth ? wire.smooth : nil)
     }
 
     public var wire: Capfleet_V1_SetFocus {
@@ -160,7 +172,9 @@ extension InterruptionReason {
 
 extension Interruption {
     public var wire: Capfleet_V1_Interruption {
-        .with { $0.reason = reason.wire; $0.message = message; $0.sinceUnixMs = sinceUnixMilliseconds }
+        .with {
+            $0.reason = reason.wire; $0.message = message; $0.sinceUnixMs = sinceUnixMilliseconds
+        }
     }
 
     /// Nil for reason NONE: not interrupted.
@@ -183,9 +197,10 @@ extension DropRecoveryPolicy {
     /// Zero values take the defaults.
     public init(wire: Capfleet_V1_DropRecoveryPolicy) {
         let defaults = DropRecoveryPolicy()
-        self.init(isEnabled: wire.enabled, minimumFramesPerSecond: wire.minimumFps > 0 ? wire.minimumFps : defaults.minimumFramesPerSecond,
-                  lateDropShare: wire.lateDropShare > 0 ? wire.lateDropShare : defaults.lateDropShare,
-                  quietIntervalsToRestore: wire.quietSeconds > 0 ? Int(wire.quietSeconds) : defaults.quietIntervalsToRestore)
+        self.init(
+            isEnabled: wire.enabled, minimumFramesPerSecond: wire.minimumFps > 0 ? wire.minimumFps : defaults.minimumFramesPerSecond,
+            lateDropShare: wire.lateDropShare > 0 ? wire.lateDropShare : defaults.lateDropShare,
+            quietIntervalsToRestore: wire.quietSeconds > 0 ? Int(wire.quietSeconds) : defaults.quietIntervalsToRestore)
     }
 }
 
@@ -202,8 +217,9 @@ extension PressurePolicy {
     /// An unset level reads as serious; an unset rate as 15 fps.
     public init(wire: Capfleet_V1_PressurePolicy) {
         let defaults = PressurePolicy()
-        self.init(isEnabled: wire.enabled, level: PressureLevel(wire: wire.level) ?? defaults.level,
-                  frameRate: wire.frameRate > 0 ? wire.frameRate : defaults.frameRate)
+        self.init(
+            isEnabled: wire.enabled, level: PressureLevel(wire: wire.level) ?? defaults.level,
+            frameRate: wire.frameRate > 0 ? wire.frameRate : defaults.frameRate)
     }
 }
 
@@ -218,7 +234,9 @@ extension DeviceDescription {
             $0.formats = formats.map(\.wire)
             $0.controls = controls.map(\.wire)
             if let crop {
-                $0.crop = .with { $0.bounds = crop.bounds.wire; $0.defaultRect = crop.defaultRectangle.wire }
+                $0.crop = .with {
+                    $0.bounds = crop.bounds.wire; $0.defaultRect = crop.defaultRectangle.wire
+                }
             }
             $0.focus = focus.wire
             $0.devicePath = devicePath ?? ""
@@ -227,12 +245,15 @@ extension DeviceDescription {
     }
 
     public init(wire: Capfleet_V1_DeviceDescriptor) {
-        self.init(deviceID: wire.deviceID, name: wire.name, driver: wire.driver, kind: SourceKind(wire: wire.kind) ?? .v4l2,
-                  formats: wire.formats.map(VideoFormat.init(wire:)), controls: wire.controls.map(DeviceControl.init(wire:)),
-                  crop: wire.hasCrop ? CropCapabilities(bounds: PixelRectangle(wire: wire.crop.bounds),
-                                                        defaultRectangle: PixelRectangle(wire: wire.crop.defaultRect)) : nil,
-                  focus: FocusCapabilities(wire: wire.focus), devicePath: wire.devicePath.isEmpty ? nil : wire.devicePath,
-                  identitySource: wire.identitySource)
+        self.init(
+            deviceID: wire.deviceID, name: wire.name, driver: wire.driver, kind: SourceKind(wire: wire.kind) ?? .v4l2,
+            formats: wire.formats.map(VideoFormat.init(wire:)), controls: wire.controls.map(DeviceControl.init(wire:)),
+            crop: wire.hasCrop
+                ? CropCapabilities(
+                    bounds: PixelRectangle(wire: wire.crop.bounds),
+                    defaultRectangle: PixelRectangle(wire: wire.crop.defaultRect)) : nil,
+            focus: FocusCapabilities(wire: wire.focus), devicePath: wire.devicePath.isEmpty ? nil : wire.devicePath,
+            identitySource: wire.identitySource)
     }
 }
 
@@ -266,7 +287,9 @@ extension PressureAssessment {
             $0.nodeID = nodeID
             $0.level = level.wire
             $0.factors = factors.sorted { $0.key < $1.key }.map { factor, level in
-                .with { $0.factor = factor.rawValue; $0.level = level.wire }
+                .with {
+                    $0.factor = factor.rawValue; $0.level = level.wire
+                }
             }
             $0.unixMs = unixMilliseconds
             if let value = sample.cpuStallPercent { $0.cpuStallPercent = value }

@@ -25,7 +25,8 @@ extension VideoFormat {
             pixelFormat: PixelFormat(wire.pixelFormat), width: Int(wire.width), height: Int(wire.height),
             frameRateRanges: wire.frameRateRanges.map { FrameRateRange(min: $0.minFps, max: $0.maxFps) },
             fieldOfViewDegrees: wire.fieldOfViewDegrees > 0 ? wire.fieldOfViewDegrees : nil,
-            maxZoomFactor: wire.maxZoomFactor, upscaleThresholdZoomFactor: wire.upscaleThresholdZoomFactor > 0 ? wire.upscaleThresholdZoomFactor : nil,
+            maxZoomFactor: wire.maxZoomFactor,
+            upscaleThresholdZoomFactor: wire.upscaleThresholdZoomFactor > 0 ? wire.upscaleThresholdZoomFactor : nil,
             isBinned: wire.binned, bitDepth: Int(wire.bitDepth))
     }
 }
@@ -62,8 +63,9 @@ extension DropTally {
     /// Counts from a peer, capped where SQLite's integers end (a larger one would not read back).
     public init(wire: Capfleet_V1_DropCounts) {
         let cap = UInt64(Int64.max)
-        self.init(late: min(wire.late, cap), outOfBuffers: min(wire.outOfBuffers, cap), discontinuity: min(wire.discontinuity, cap),
-                  encoderLate: min(wire.encoderLate, cap))
+        self.init(
+            late: min(wire.late, cap), outOfBuffers: min(wire.outOfBuffers, cap), discontinuity: min(wire.discontinuity, cap),
+            encoderLate: min(wire.encoderLate, cap))
     }
 }
 
@@ -102,8 +104,9 @@ extension TakeEncoding {
     /// nil when the codec is unspecified or unknown: the caller decides (a setting, or raw).
     public init?(wire: Capfleet_V1_Encoding) {
         guard let codec = VideoCodec(wire: wire.codec) else { return nil }
-        self.init(codec: codec, quality: wire.hasQuality ? Int(clamping: wire.quality) : nil,
-                  bitrate: Int(clamping: min(wire.bitrate, UInt64(Int32.max))), gop: Int(clamping: wire.gop))
+        self.init(
+            codec: codec, quality: wire.hasQuality ? Int(clamping: wire.quality) : nil,
+            bitrate: Int(clamping: min(wire.bitrate, UInt64(Int32.max))), gop: Int(clamping: wire.gop))
     }
 }
 

@@ -101,8 +101,9 @@ public struct ZoomRamp: Sendable, Equatable {
     public func adopting(maximumFactor: Double) -> (zoom: ZoomRamp, change: ZoomFormatChange?) {
         let before = factor
         let zoom = ZoomRamp(factor: before, minimumFactor: minimumFactor, maximumFactor: maximumFactor, easing: easing)
-        let change = ZoomFormatChange(factorBefore: before, factor: zoom.factor, cancelledRampTarget: isRamping ? target.map(exp2) : nil,
-                                      maximumFactor: zoom.maximumFactor)
+        let change = ZoomFormatChange(
+            factorBefore: before, factor: zoom.factor, cancelledRampTarget: isRamping ? target.map(exp2) : nil,
+            maximumFactor: zoom.maximumFactor)
         return (zoom, change.cancelledRampTarget != nil || change.isClamped ? change : nil)
     }
 }
@@ -141,5 +142,5 @@ public struct ZoomFormatChange: Sendable, Equatable {
 }
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif

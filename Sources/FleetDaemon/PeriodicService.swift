@@ -22,8 +22,10 @@ public struct PeriodicService: Service, CustomStringConvertible {
     private let firstTick: FirstTick
     private let tick: @Sendable () async -> Void
 
-    public init(_ name: String, every interval: Duration, clock: any Clock<Duration> = ContinuousClock(),
-                firstTick: FirstTick = .afterInterval, tick: @escaping @Sendable () async -> Void) {
+    public init(
+        _ name: String, every interval: Duration, clock: any Clock<Duration> = ContinuousClock(),
+        firstTick: FirstTick = .afterInterval, tick: @escaping @Sendable () async -> Void
+    ) {
         precondition(interval > .zero, "\(name): a beat needs an interval above zero, not \(interval)")
         self.name = name
         self.interval = interval

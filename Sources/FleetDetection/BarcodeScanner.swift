@@ -63,9 +63,10 @@ public final class BarcodeScanner {
                 defer { symbol = zbar_symbol_next(current) }
                 guard let symbology = Self.symbology(of: zbar_symbol_get_type(current)) else { continue }
                 let length = Int(zbar_symbol_get_data_length(current))
-                let data = zbar_symbol_get_data(current).map { pointer in
-                    String(decoding: UnsafeRawBufferPointer(start: pointer, count: length), as: UTF8.self)
-                } ?? ""
+                let data =
+                    zbar_symbol_get_data(current).map { pointer in
+                        String(decoding: UnsafeRawBufferPointer(start: pointer, count: length), as: UTF8.self)
+                    } ?? ""
                 var corners: [NormalizedPoint] = []
                 for index in 0..<zbar_symbol_get_loc_size(current) {
                     let x = Double(zbar_symbol_get_loc_x(current, index) + Int32(area.x)) / Double(image.width)

@@ -1,6 +1,6 @@
 import CFaceDetect
-import Glibc
 import FleetCore
+import Glibc
 
 /// Finds faces in grey pictures with OpenCV's cascade detector (Debian's opencv-data ships
 /// the cascades): boxes in normalised frame coordinates, largest first, at most `maximum`.
@@ -34,13 +34,15 @@ public final class FaceDetector {
         var boxes = [cf_face_box](repeating: cf_face_box(), count: maximum)
         let minimum = Int32(max(20, Double(searched.width) * minimumShare))
         let count = searched.pixels.withUnsafeBufferPointer { pixels in
-            cf_face_detect(detector, pixels.baseAddress, Int32(searched.width), Int32(searched.height), Int32(searched.width), minimum,
-                           &boxes, Int32(maximum))
+            cf_face_detect(
+                detector, pixels.baseAddress, Int32(searched.width), Int32(searched.height), Int32(searched.width), minimum,
+                &boxes, Int32(maximum))
         }
         guard count >= 0 else { throw .scanFailed("OpenCV's face detector failed on a \(searched.width)x\(searched.height) picture") }
         return boxes.prefix(Int(count)).map { box in
-            NormalizedRect(x: Double(Int(box.x) + area.x) / Double(image.width), y: Double(Int(box.y) + area.y) / Double(image.height),
-                           width: Double(box.width) / Double(image.width), height: Double(box.height) / Double(image.height))
+            NormalizedRect(
+                x: Double(Int(box.x) + area.x) / Double(image.width), y: Double(Int(box.y) + area.y) / Double(image.height),
+                width: Double(box.width) / Double(image.width), height: Double(box.height) / Double(image.height))
         }
     }
 }

@@ -90,7 +90,8 @@ public struct EncoderCatalog: Sendable {
         defer { grey.deallocate() }
         grey.initializeMemory(as: UInt8.self, repeating: 128)
         do throws(EncodingError) {
-            let encoder = try VideoEncoder(choice: choice, encoding: TakeEncoding(codec: choice.codec), source: source, threads: 1, preset: "ultrafast")
+            let encoder = try VideoEncoder(
+                choice: choice, encoding: TakeEncoding(codec: choice.codec), source: source, threads: 1, preset: "ultrafast")
             var packets = 0
             try encoder.encode(grey.baseAddress!, count: grey.count, frameIndex: 0, forceKey: true) { _ in packets += 1 }
             try encoder.drain { _ in packets += 1 }

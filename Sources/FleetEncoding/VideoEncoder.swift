@@ -102,8 +102,9 @@ public final class VideoEncoder {
             var freed: UnsafeMutablePointer<AVCodecContext>? = context
             avcodec_free_context(&freed)
             av_buffer_unref(&hardwareDevice)
-            throw .ffmpeg(doing: "cannot open the encoder for \(source.width)x\(source.height) \(source.pixelFormat)", encoder: choice.name,
-                          code: opened < 0 ? opened : capfleet_codec_averror(ENOMEM))
+            throw .ffmpeg(
+                doing: "cannot open the encoder for \(source.width)x\(source.height) \(source.pixelFormat)", encoder: choice.name,
+                code: opened < 0 ? opened : capfleet_codec_averror(ENOMEM))
         }
         self.context = context
         self.picture = picture
@@ -131,12 +132,15 @@ public final class VideoEncoder {
 
     /// Encodes one frame numbered `frameIndex` (rising by one per frame given); `forceKey`
     /// makes it a key frame (a new segment starts there). Packets ready come to `deliver`.
-    public func encode(_ pixels: UnsafeRawPointer, count: Int, frameIndex: Int64, forceKey: Bool,
-                       deliver: (Packet) -> Void) throws(EncodingError) {
+    public func encode(
+        _ pixels: UnsafeRawPointer, count: Int, frameIndex: Int64, forceKey: Bool,
+        deliver: (Packet) -> Void
+    ) throws(EncodingError) {
         guard count >= frameBytes else { throw .shortFrame(expected: frameBytes, got: count) }
         var code = av_frame_make_writable(picture)
         guard code >= 0 else { throw .ffmpeg(doing: "cannot reuse the picture", encoder: choice.name, code: code) }
-        code = capfleet_fill_frame(picture, pixels.assumingMemoryBound(to: UInt8.self), layout, Int32(source.width), Int32(source.height), Int32(stride))
+        code = capfleet_fill_frame(
+            picture, pixels.assumingMemoryBound(to: UInt8.self), layout, Int32(source.width), Int32(source.height), Int32(stride))
         guard code >= 0 else { throw .ffmpeg(doing: "cannot repack \(source.pixelFormat)", encoder: choice.name, code: code) }
         picture.pointee.pts = frameIndex
         picture.pointee.pict_type = forceKey ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE
@@ -172,8 +176,10 @@ public final class VideoEncoder {
             guard code >= 0 else { throw .ffmpeg(doing: "cannot take a packet from the encoder", encoder: choice.name, code: code) }
             defer { av_packet_unref(packet) }
             guard let data = packet.pointee.data else { continue }
-            deliver(Packet(bytes: UnsafeRawBufferPointer(start: data, count: Int(packet.pointee.size)), frameIndex: packet.pointee.pts,
-                           isKeyFrame: packet.pointee.flags & AV_PKT_FLAG_KEY != 0))
+            deliver(
+                Packet(
+                    bytes: UnsafeRawBufferPointer(start: data, count: Int(packet.pointee.size)), frameIndex: packet.pointee.pts,
+                    isKeyFrame: packet.pointee.flags & AV_PKT_FLAG_KEY != 0))
         }
     }
 
@@ -215,8 +221,10 @@ public final class VideoEncoder {
         }
     }
 
-    private static func configure(_ context: UnsafeMutablePointer<AVCodecContext>, choice: EncoderChoice, encoding: TakeEncoding,
-                                  threads: Int, preset: String, options: inout OpaquePointer?) {
+    private static func configure(
+        _ context: UnsafeMutablePointer<AVCodecContext>, choice: EncoderChoice, encoding: TakeEncoding,
+        threads: Int, preset: String, options: inout OpaquePointer?
+    ) {
         let quality = encoding.quality ?? TakeEncoding.defaultQuality
         func setBitrate(_ bitsPerSecond: Int) {
             context.pointee.bit_rate = Int64(bitsPerSecond)
@@ -247,8 +255,9 @@ public final class VideoEncoder {
             av_dict_set(&options, "preset", preset, 0)
             av_dict_set(&options, "forced-idr", "1", 0)
             if encoding.bitrate > 0 { setBitrate(encoding.bitrate) } else { av_dict_set(&options, "crf", "\(quality)", 0) }
-            av_dict_set(&options, "x265-params",
-                        "bframes=0:pools=\(threads):log-level=error:min-keyint=\(context.pointee.gop_size):rc-lookahead=\(Self.lookahead)", 0)
+            av_dict_set(
+                &options, "x265-params",
+                "bframes=0:pools=\(threads):log-level=error:min-keyint=\(context.pointee.gop_size):rc-lookahead=\(Self.lookahead)", 0)
         case (_, .vaapi):
             if encoding.bitrate > 0 {
                 setBitrate(encoding.bitrate)
@@ -259,7 +268,9 @@ public final class VideoEncoder {
             // Memory-to-memory encoders take a bit rate, not a quality: about 0.1 bit per pixel
             // at the default quality, halved for every 6 steps of quality past it (as CRF goes).
             let pixelsPerSecond = Double(context.pointee.width * context.pointee.height) * av_q2d(context.pointee.framerate)
-            let bits = encoding.bitrate > 0 ? Double(encoding.bitrate)
+            let bits =
+                encoding.bitrate > 0
+                ? Double(encoding.bitrate)
                 : pixelsPerSecond * 0.1 * exp2(Double(TakeEncoding.defaultQuality - quality) / 6)
             setBitrate(Int(bits))
         default:

@@ -1,15 +1,16 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 import HummingbirdTLS
 import HummingbirdWebSocket
-import HTTPTypes
 import Logging
 import NIOCore
 import NIOSSL
 import ServiceLifecycle
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 public enum WebServerError: Error, CustomStringConvertible, Equatable {
     case portInUse(host: String, port: UInt16)
@@ -44,21 +45,30 @@ public final class WebServer: Sendable {
     }
 
     /// Binds `host:port` and serves `router` until `stop`; over TLS with `tls`'s files.
-    public static func start<Context: RequestContext>(host: String, port: UInt16, tls: TLSFiles? = nil, router: Router<Context>, logger: Logger)
-        async throws(WebServerError) -> WebServer where Context.Source == ApplicationRequestContextSource {
+    public static func start<Context: RequestContext>(
+        host: String, port: UInt16, tls: TLSFiles? = nil, router: Router<Context>, logger: Logger
+    )
+        async throws(WebServerError) -> WebServer where Context.Source == ApplicationRequestContextSource
+    {
         try await start(host: host, port: port, tls: tls, protocols: .http1(), router: router, logger: logger)
     }
 
     /// The same, with the router's `ws` routes upgraded to WebSockets.
-    public static func start<Context: WebSocketRequestContext & RequestContext>(host: String, port: UInt16, tls: TLSFiles? = nil,
-                                                                                router: Router<Context>, logger: Logger)
-        async throws(WebServerError) -> WebServer where Context.Source == ApplicationRequestContextSource {
+    public static func start<Context: WebSocketRequestContext & RequestContext>(
+        host: String, port: UInt16, tls: TLSFiles? = nil,
+        router: Router<Context>, logger: Logger
+    )
+        async throws(WebServerError) -> WebServer where Context.Source == ApplicationRequestContextSource
+    {
         try await start(host: host, port: port, tls: tls, protocols: .http1WebSocketUpgrade(webSocketRouter: router), router: router, logger: logger)
     }
 
-    private static func start<Context: RequestContext>(host: String, port: UInt16, tls: TLSFiles?, protocols: HTTPServerBuilder,
-                                                       router: Router<Context>, logger: Logger)
-        async throws(WebServerError) -> WebServer where Context.Source == ApplicationRequestContextSource {
+    private static func start<Context: RequestContext>(
+        host: String, port: UInt16, tls: TLSFiles?, protocols: HTTPServerBuilder,
+        router: Router<Context>, logger: Logger
+    )
+        async throws(WebServerError) -> WebServer where Context.Source == ApplicationRequestContextSource
+    {
         let server: HTTPServerBuilder
         if let tls {
             do {
@@ -134,8 +144,9 @@ public struct ExplainedNotFound<Context: RequestContext>: RouterMiddleware {
         do {
             return try await next(request, context)
         } catch let error as HTTPError where error.status == .notFound {
-            return Response(status: .notFound, headers: [.contentType: "text/plain; charset=utf-8"],
-                            body: .init(byteBuffer: ByteBuffer(string: explanation + "\n")))
+            return Response(
+                status: .notFound, headers: [.contentType: "text/plain; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(string: explanation + "\n")))
         }
     }
 }

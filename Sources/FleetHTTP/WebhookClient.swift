@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import FleetSystem
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// An `http://` URL that must lead to this machine or its local network.
 public struct LocalWebhookURL: Sendable, Equatable, CustomStringConvertible {
@@ -71,13 +72,16 @@ public enum WebhookError: Error, CustomStringConvertible, Equatable {
 /// thread does), never from an event loop. A few dozen lines of sockets, where a general HTTP
 /// client (and its HTTP/2 and TLS stacks) cost minutes of every build for one POST a minute.
 public enum WebhookClient {
-    public static func post(_ body: [UInt8], contentType: String = "application/json", to url: LocalWebhookURL,
-                            timeoutMilliseconds: Int64 = 3000) throws(WebhookError) -> Int {
+    public static func post(
+        _ body: [UInt8], contentType: String = "application/json", to url: LocalWebhookURL,
+        timeoutMilliseconds: Int64 = 3000
+    ) throws(WebhookError) -> Int {
         // Resolved and checked here, then reached by that address: the host cannot resolve
         // elsewhere between the check and the connection.
         let address = try resolveLocal(url.host, port: url.port)
         let hostHeader = url.host.contains(":") ? "[\(url.host)]:\(url.port)" : "\(url.host):\(url.port)"
-        let head = "POST \(url.path) HTTP/1.1\r\nHost: \(hostHeader)\r\nUser-Agent: capfleet\r\n"
+        let head =
+            "POST \(url.path) HTTP/1.1\r\nHost: \(hostHeader)\r\nUser-Agent: capfleet\r\n"
             + "Content-Type: \(contentType)\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n"
         let deadline = ContinuousClock.now + .milliseconds(timeoutMilliseconds)
         let connection: WebhookConnection
@@ -140,16 +144,17 @@ public enum WebhookClient {
         memcpy(&storage, first.pointee.ai_addr, Int(first.pointee.ai_addrlen))
         let bytes: [UInt8] = withUnsafeBytes(of: &storage) { raw in
             if first.pointee.ai_family == AF_INET6 {
-                Array(raw[8..<24])   // sin6_addr
+                Array(raw[8..<24])  // sin6_addr
             } else {
-                Array(raw[4..<8])    // sin_addr
+                Array(raw[4..<8])  // sin_addr
             }
         }
         guard LocalNetwork.contains(bytes) else {
             throw .notLocal(host: host, address: LocalNetwork.text(bytes))
         }
-        return ResolvedAddress(storage: storage, length: first.pointee.ai_addrlen, family: first.pointee.ai_family,
-                               text: LocalNetwork.text(bytes))
+        return ResolvedAddress(
+            storage: storage, length: first.pointee.ai_addrlen, family: first.pointee.ai_family,
+            text: LocalNetwork.text(bytes))
     }
 }
 
@@ -162,11 +167,11 @@ public enum LocalNetwork {
             return a == 127 || a == 10 || (a == 172 && (16...31).contains(b)) || (a == 192 && b == 168) || (a == 169 && b == 254)
         }
         guard address.count == 16 else { return false }
-        if address == [UInt8](repeating: 0, count: 15) + [1] { return true }                  // ::1
-        if address[0] & 0xFE == 0xFC { return true }                                           // fc00::/7
-        if address[0] == 0xFE && address[1] & 0xC0 == 0x80 { return true }                   // fe80::/10
+        if address == [UInt8](repeating: 0, count: 15) + [1] { return true }  // ::1
+        if address[0] & 0xFE == 0xFC { return true }  // fc00::/7
+        if address[0] == 0xFE && address[1] & 0xC0 == 0x80 { return true }  // fe80::/10
         if address[0..<10].allSatisfy({ $0 == 0 }) && address[10] == 0xFF && address[11] == 0xFF {
-            return contains(Array(address[12..<16]))                                           // ::ffff:a.b.c.d
+            return contains(Array(address[12..<16]))  // ::ffff:a.b.c.d
         }
         return false
     }

@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import FleetSystem
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A resolved socket address, checked as local before anything connects to it.
 public struct ResolvedAddress: Sendable {

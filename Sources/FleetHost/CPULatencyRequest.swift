@@ -62,14 +62,15 @@ public struct CPULatencyRequestError: Error, CustomStringConvertible, Sendable, 
     public let cause: SystemCallError
 
     public var description: String {
-        let remedy = switch cause.errno {
-        case EACCES, EPERM:
-            "only root may write it by default: run the daemon as root, give its user write access to \(path) (a udev rule), or remove the setting cpu_latency_us"
-        case ENOENT:
-            "this kernel or container has no CPU latency QoS device (containers: pass it through with --device \(path)); remove the setting cpu_latency_us"
-        default:
-            "remove the setting cpu_latency_us to run without it"
-        }
+        let remedy =
+            switch cause.errno {
+            case EACCES, EPERM:
+                "only root may write it by default: run the daemon as root, give its user write access to \(path) (a udev rule), or remove the setting cpu_latency_us"
+            case ENOENT:
+                "this kernel or container has no CPU latency QoS device (containers: pass it through with --device \(path)); remove the setting cpu_latency_us"
+            default:
+                "remove the setting cpu_latency_us to run without it"
+            }
         return "cannot hold the CPU latency limit of \(microseconds) µs (setting cpu_latency_us): \(cause); \(remedy)"
     }
 }

@@ -62,12 +62,13 @@ public struct PressureSampler: Sendable {
             guard let millidegrees = read(base + "/temp").flatMap({ Double($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) else {
                 return nil
             }
-            var reading = ThermalReading(zone: read(base + "/type")?.trimmingCharacters(in: .whitespacesAndNewlines) ?? zone,
-                                         celsius: millidegrees / 1000)
+            var reading = ThermalReading(
+                zone: read(base + "/type")?.trimmingCharacters(in: .whitespacesAndNewlines) ?? zone,
+                celsius: millidegrees / 1000)
             for file in entries(base) where file.hasPrefix("trip_point_") && file.hasSuffix("_type") {
                 let index = file.dropFirst("trip_point_".count).dropLast("_type".count)
                 guard let type = read(base + "/" + file)?.trimmingCharacters(in: .whitespacesAndNewlines),
-                      let temp = read(base + "/trip_point_\(index)_temp").flatMap({ Double($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
+                    let temp = read(base + "/trip_point_\(index)_temp").flatMap({ Double($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
                 else { continue }
                 let celsius = temp / 1000
                 // Several trips of one type: the lowest is where trouble begins.
@@ -87,7 +88,8 @@ public struct PressureSampler: Sendable {
         entries("/sys/class/power_supply").compactMap { supply -> Double? in
             let base = "/sys/class/power_supply/\(supply)"
             guard read(base + "/type")?.trimmingCharacters(in: .whitespacesAndNewlines) == "Battery",
-                  read(base + "/status")?.trimmingCharacters(in: .whitespacesAndNewlines) == "Discharging" else { return nil }
+                read(base + "/status")?.trimmingCharacters(in: .whitespacesAndNewlines) == "Discharging"
+            else { return nil }
             return read(base + "/capacity").flatMap { Double($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
         }.min()
     }
@@ -97,11 +99,13 @@ public struct PressureSampler: Sendable {
     func boardFlags() -> (underVoltage: Bool, throttled: Bool) {
         var underVoltage = false, throttled = false
         if let text = read("/sys/devices/platform/soc/soc:firmware/get_throttled")?.trimmingCharacters(in: .whitespacesAndNewlines),
-           let flags = UInt32(text.hasPrefix("0x") ? String(text.dropFirst(2)) : text, radix: 16) {
+            let flags = UInt32(text.hasPrefix("0x") ? String(text.dropFirst(2)) : text, radix: 16)
+        {
             underVoltage = flags & 0x1 != 0
             throttled = flags & 0x4 != 0
         }
-        for hwmon in entries("/sys/class/hwmon") where read("/sys/class/hwmon/\(hwmon)/name")?.trimmingCharacters(in: .whitespacesAndNewlines) == "rpi_volt" {
+        for hwmon in entries("/sys/class/hwmon")
+        where read("/sys/class/hwmon/\(hwmon)/name")?.trimmingCharacters(in: .whitespacesAndNewlines) == "rpi_volt" {
             if read("/sys/class/hwmon/\(hwmon)/in0_lcrit_alarm")?.trimmingCharacters(in: .whitespacesAndNewlines) == "1" { underVoltage = true }
         }
         return (underVoltage, throttled)

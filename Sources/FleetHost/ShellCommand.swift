@@ -24,8 +24,10 @@ public enum ShellCommandFailure: Error, CustomStringConvertible, Sendable {
 /// mask and default handlers, whatever this process blocks. Blocks the calling thread: call
 /// it from a thread of your own.
 public enum ShellCommand {
-    public static func run(_ command: String, environment extra: [String: String], input: [UInt8] = [],
-                           timeoutMilliseconds: Int64) throws(ShellCommandFailure) {
+    public static func run(
+        _ command: String, environment extra: [String: String], input: [UInt8] = [],
+        timeoutMilliseconds: Int64
+    ) throws(ShellCommandFailure) {
         var pipeFDs: [Int32] = [0, 0]
         guard pipe(&pipeFDs) == 0 else { throw .cannotStart(errno) }
         var actions = posix_spawn_file_actions_t()

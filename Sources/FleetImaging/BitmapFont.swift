@@ -39,8 +39,9 @@ public enum BitmapFont {
         let rows = picture.split(separator: " ").map { row in
             row.reduce(UInt8(0)) { bits, cell in bits << 1 | (cell == "#" ? 1 : 0) }
         }
-        precondition(rows.count == glyphHeight && picture.split(separator: " ").allSatisfy { $0.count == glyphWidth },
-                     "a glyph is 7 rows of 5 cells: \(picture)")
+        precondition(
+            rows.count == glyphHeight && picture.split(separator: " ").allSatisfy { $0.count == glyphWidth },
+            "a glyph is 7 rows of 5 cells: \(picture)")
         return rows
     }
 

@@ -56,8 +56,9 @@ public struct ContactSheet: Sendable {
         let columns = max(1, min(count, columns ?? min(square, maximumColumns)))
         let lines = tiles.map(\.lines.count).max() ?? 0
         let labelHeight = 6 + BitmapFont.lineHeight * Self.titleScale + lines * BitmapFont.lineHeight + 4
-        layout = Layout(columns: columns, rows: (count + columns - 1) / columns, pictureWidth: pictureWidth, pictureHeight: pictureHeight,
-                        labelHeight: labelHeight, gap: 8)
+        layout = Layout(
+            columns: columns, rows: (count + columns - 1) / columns, pictureWidth: pictureWidth, pictureHeight: pictureHeight,
+            labelHeight: labelHeight, gap: 8)
     }
 
     public func render() -> RGBImage {
@@ -71,16 +72,19 @@ public struct ContactSheet: Sendable {
                 let width = max(1, min(layout.pictureWidth, Int((Double(picture.width) * scale).rounded())))
                 let height = max(1, min(layout.pictureHeight, Int((Double(picture.height) * scale).rounded())))
                 sheet.fill(x: x, y: y, width: layout.pictureWidth, height: layout.pictureHeight, with: .black)
-                sheet.draw(FrameConversion.resized(picture, width: width, height: height),
-                           x: x + (layout.pictureWidth - width) / 2, y: y + (layout.pictureHeight - height) / 2)
+                sheet.draw(
+                    FrameConversion.resized(picture, width: width, height: height),
+                    x: x + (layout.pictureWidth - width) / 2, y: y + (layout.pictureHeight - height) / 2)
             } else {
                 let note = "no preview"
-                BitmapFont.draw(note, into: &sheet, x: x + (layout.pictureWidth - BitmapFont.width(of: note, scale: 2)) / 2,
-                                y: y + layout.pictureHeight / 2 - BitmapFont.glyphHeight, scale: 2, colour: RGB(160, 160, 160))
+                BitmapFont.draw(
+                    note, into: &sheet, x: x + (layout.pictureWidth - BitmapFont.width(of: note, scale: 2)) / 2,
+                    y: y + layout.pictureHeight / 2 - BitmapFont.glyphHeight, scale: 2, colour: RGB(160, 160, 160))
             }
             var line = y + layout.pictureHeight + 6
-            BitmapFont.draw(BitmapFont.fitting(tile.title, in: layout.tileWidth, scale: Self.titleScale), into: &sheet,
-                            x: x, y: line, scale: Self.titleScale)
+            BitmapFont.draw(
+                BitmapFont.fitting(tile.title, in: layout.tileWidth, scale: Self.titleScale), into: &sheet,
+                x: x, y: line, scale: Self.titleScale)
             line += BitmapFont.lineHeight * Self.titleScale
             for (number, text) in tile.lines.enumerated() {
                 let colour = number == tile.lines.count - 1 ? tile.statusColour : RGB(200, 200, 200)

@@ -24,8 +24,10 @@ public struct RawFrame {
 /// Y16) it is shown by its top 8 significant bits.
 public enum FrameConversion {
     /// Raw formats converted here (MJPG and JPEG are decoded by `FrameRenderer`).
-    public static let supportedFourCCs = ["YUYV", "YVYU", "UYVY", "VYUY", "NV12", "NV21", "YU12", "YV12", "GREY", "Y8",
-                                          "Y10", "Y12", "Y16", "RGB3", "BGR3", "RGB4", "BGR4", "AR24", "XR24", "AB24", "XB24", "BA24", "BX24", "RA24", "RX24"]
+    public static let supportedFourCCs = [
+        "YUYV", "YVYU", "UYVY", "VYUY", "NV12", "NV21", "YU12", "YV12", "GREY", "Y8",
+        "Y10", "Y12", "Y16", "RGB3", "BGR3", "RGB4", "BGR4", "AR24", "XR24", "AB24", "XB24", "BA24", "BX24", "RA24", "RX24",
+    ]
     private static let supported = Set(supportedFourCCs)
 
     public static func canConvert(_ format: PixelFormat) -> Bool { supported.contains(format.fourCC) }
@@ -59,8 +61,10 @@ public enum FrameConversion {
         case "VYUY": return resample(PackedYUV422(base: base, stride: chromaWidth * 4, y0: 1, u: 2, y1: 3, v: 0), w, h, width, height)
         case "NV12", "NV21":
             let uFirst = fourCC == "NV12"
-            return resample(SemiPlanarYUV420(luma: base, stride: w, chroma: base + w * h, chromaStride: chromaWidth * 2,
-                                             u: uFirst ? 0 : 1, v: uFirst ? 1 : 0), w, h, width, height)
+            return resample(
+                SemiPlanarYUV420(
+                    luma: base, stride: w, chroma: base + w * h, chromaStride: chromaWidth * 2,
+                    u: uFirst ? 0 : 1, v: uFirst ? 1 : 0), w, h, width, height)
         case "YU12", "YV12":
             let first = base + w * h, second = first + chromaWidth * chromaHeight
             let (u, v) = fourCC == "YU12" ? (first, second) : (second, first)
@@ -84,15 +88,18 @@ public enum FrameConversion {
     public static func resized(_ image: RGBImage, width: Int, height: Int) -> RGBImage {
         if image.width == width && image.height == height { return image }
         return image.pixels.withUnsafeBufferPointer { buffer in
-            resample(PackedRGB(base: buffer.baseAddress!, stride: image.width * 3, bytesPerPixel: 3, r: 0, g: 1, b: 2),
-                     image.width, image.height, width, height)
+            resample(
+                PackedRGB(base: buffer.baseAddress!, stride: image.width * 3, bytesPerPixel: 3, r: 0, g: 1, b: 2),
+                image.width, image.height, width, height)
         }
     }
 
     /// Each output pixel is the mean of `n`x`n` samples evenly spread over its footprint
     /// in the source (n = 2 when shrinking by 2 or more, else 1: every pixel as it is).
-    static func resample<Source: PixelSource>(_ source: Source, _ sourceWidth: Int, _ sourceHeight: Int,
-                                              _ width: Int, _ height: Int) -> RGBImage {
+    static func resample<Source: PixelSource>(
+        _ source: Source, _ sourceWidth: Int, _ sourceHeight: Int,
+        _ width: Int, _ height: Int
+    ) -> RGBImage {
         let n = sourceWidth >= 2 * width && sourceHeight >= 2 * height ? 2 : 1
         func positions(_ count: Int, _ sourceCount: Int) -> [Int] {
             (0..<count * n).map { index in min(sourceCount - 1, (2 * index + 1) * sourceCount / (2 * count * n)) }

@@ -17,8 +17,9 @@ public final class JPEGEncoder {
         var output: UnsafeMutablePointer<UInt8>?
         var size: UInt = 0
         let status = image.pixels.withUnsafeBufferPointer { pixels in
-            tjCompress2(handle, pixels.baseAddress, Int32(image.width), Int32(image.width * 3), Int32(image.height), Int32(TJPF_RGB.rawValue),
-                        &output, &size, Int32(TJSAMP_420.rawValue), Int32(min(100, max(1, quality))), TJFLAG_FASTDCT)
+            tjCompress2(
+                handle, pixels.baseAddress, Int32(image.width), Int32(image.width * 3), Int32(image.height), Int32(TJPF_RGB.rawValue),
+                &output, &size, Int32(TJSAMP_420.rawValue), Int32(min(100, max(1, quality))), TJFLAG_FASTDCT)
         }
         defer { if let output { tjFree(output) } }
         guard status == 0, let output else { throw .jpeg(call: "tjCompress2", message: Self.lastError(handle)) }
@@ -44,8 +45,11 @@ public final class JPEGDecoder {
     /// The JPEG's width and height, from its header.
     public func size(of jpeg: UnsafeRawBufferPointer) throws(ImagingError) -> (width: Int, height: Int) {
         var width: Int32 = 0, height: Int32 = 0, subsampling: Int32 = 0, colourspace: Int32 = 0
-        guard tjDecompressHeader3(handle, jpeg.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt(jpeg.count),
-                                  &width, &height, &subsampling, &colourspace) == 0 else {
+        guard
+            tjDecompressHeader3(
+                handle, jpeg.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt(jpeg.count),
+                &width, &height, &subsampling, &colourspace) == 0
+        else {
             throw .jpeg(call: "tjDecompressHeader3", message: JPEGEncoder.lastError(handle))
         }
         return (Int(width), Int(height))
@@ -70,8 +74,9 @@ public final class JPEGDecoder {
         let scaledWidth = Int(capfleet_tj_scaled(Int32(width), factor)), scaledHeight = Int(capfleet_tj_scaled(Int32(height), factor))
         var pixels = [UInt8](repeating: 0, count: scaledWidth * scaledHeight * 3)
         let status = pixels.withUnsafeMutableBufferPointer { out in
-            tjDecompress2(handle, jpeg.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt(jpeg.count), out.baseAddress,
-                          Int32(scaledWidth), Int32(scaledWidth * 3), Int32(scaledHeight), Int32(TJPF_RGB.rawValue), TJFLAG_FASTDCT)
+            tjDecompress2(
+                handle, jpeg.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt(jpeg.count), out.baseAddress,
+                Int32(scaledWidth), Int32(scaledWidth * 3), Int32(scaledHeight), Int32(TJPF_RGB.rawValue), TJFLAG_FASTDCT)
         }
         guard status == 0 else { throw .jpeg(call: "tjDecompress2", message: JPEGEncoder.lastError(handle)) }
         return RGBImage(width: scaledWidth, height: scaledHeight, pixels: pixels)

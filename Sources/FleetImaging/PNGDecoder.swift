@@ -47,7 +47,9 @@ public enum PNGDecoder {
         let status = raw.withUnsafeMutableBufferPointer { out in
             compressed.withUnsafeBufferPointer { input in uncompress(out.baseAddress, &rawSize, input.baseAddress, uLong(input.count)) }
         }
-        guard status == Z_OK, Int(rawSize) == raw.count else { throw .unreadablePNG("its image data does not inflate to \(width)x\(height) (zlib \(status))") }
+        guard status == Z_OK, Int(rawSize) == raw.count else {
+            throw .unreadablePNG("its image data does not inflate to \(width)x\(height) (zlib \(status))")
+        }
         // Undo each row's filter, in place, against the row above.
         for row in 0..<height {
             let line = row * (stride + 1)

@@ -41,8 +41,10 @@ public enum PNGEncoder {
     /// fewer bits that puts them in the high bits of the word (a 12-bit sensor's Y16) can say
     /// so with `significantBits`, written as an sBIT chunk so that readers know the rest is
     /// padding. Samples in the low bits (Y10, Y12) must be shifted up first, as PNG requires.
-    public static func encodeGrey16(width: Int, height: Int, littleEndianSamples samples: UnsafeRawBufferPointer,
-                                    significantBits: Int = 16, level: Int32 = 6) throws(ImagingError) -> [UInt8] {
+    public static func encodeGrey16(
+        width: Int, height: Int, littleEndianSamples samples: UnsafeRawBufferPointer,
+        significantBits: Int = 16, level: Int32 = 6
+    ) throws(ImagingError) -> [UInt8] {
         precondition((1...16).contains(significantBits), "a 16-bit sample has 1 to 16 significant bits, not \(significantBits)")
         guard width > 0, height > 0, width <= 16384, height <= 16384 else { throw .invalidSize(width: width, height: height) }
         let rowBytes = width * 2

@@ -7,7 +7,8 @@ public struct RGBImage: Sendable, Equatable {
     public var pixels: [UInt8]
 
     public init(width: Int, height: Int, pixels: [UInt8]) {
-        precondition(width > 0 && height > 0 && pixels.count == width * height * 3, "an RGB image of \(width)x\(height) holds \(width * height * 3) bytes")
+        precondition(
+            width > 0 && height > 0 && pixels.count == width * height * 3, "an RGB image of \(width)x\(height) holds \(width * height * 3) bytes")
         self.width = width
         self.height = height
         self.pixels = pixels

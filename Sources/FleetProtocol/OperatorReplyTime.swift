@@ -56,10 +56,10 @@ public enum OperatorReplyTime {
             // A new snapshot copies the whole database first.
             return 27
         case .listNodes, .listDevices, .getFormats, .getFleetStats, .getIngestStats, .forgetNode, .lockDevice, .unlockDevice,
-             .getDevice, .endSession, .getEvents, .createEnrollment, .revokeNode, .addOperator, .removeOperator, .listOperators,
-             .whoAmI, .getConsentHistory, .listRecordings, .getRecording, .readSegment, .noteRecording, .getPreview,
-             .collectRecording, .listPreviews, .listEnrollments, .revokeEnrollment, .createDashboardSignIn,
-             .listDashboardSessions, .endDashboardSession, .listStills, .getStill, .readStillFile, .setDeviceOptics:
+            .getDevice, .endSession, .getEvents, .createEnrollment, .revokeNode, .addOperator, .removeOperator, .listOperators,
+            .whoAmI, .getConsentHistory, .listRecordings, .getRecording, .readSegment, .noteRecording, .getPreview,
+            .collectRecording, .listPreviews, .listEnrollments, .revokeEnrollment, .createDashboardSignIn,
+            .listDashboardSessions, .endDashboardSession, .listStills, .getStill, .readStillFile, .setDeviceOptics:
             return 0
         }
     }

@@ -72,8 +72,10 @@ public final class DeviceTakeRecorder {
     private var segmentFramesSinceMark = 0
 
     /// `directory` is the take's; the device's segments go in a folder of its own there.
-    public init(takeID: String, deviceID: String, title: String, directory: String, start: UInt64,
-                segmentLength: UInt64 = 300_000_000_000, index: any SegmentIndexing) {
+    public init(
+        takeID: String, deviceID: String, title: String, directory: String, start: UInt64,
+        segmentLength: UInt64 = 300_000_000_000, index: any SegmentIndexing
+    ) {
         self.takeID = takeID
         self.deviceID = deviceID
         self.title = title
@@ -85,14 +87,18 @@ public final class DeviceTakeRecorder {
 
     /// Goes on with a part the index already holds (the coordinator restarted mid-take): the
     /// tally and the segment numbering carry on, and the next frame opens a new segment.
-    public convenience init(takeID: String, title: String, directory: String, start: UInt64, stop: UInt64?,
-                            segmentLength: UInt64 = 300_000_000_000, index: any SegmentIndexing,
-                            resuming device: TakeDeviceRecord, segmentsSoFar: Int) {
-        self.init(takeID: takeID, deviceID: device.deviceId, title: title, directory: directory, start: start,
-                  segmentLength: segmentLength, index: index)
-        ledger = TakeFrameLedger(start: start, stop: stop, stored: UInt64(max(device.frames, 0)), dropped: device.drops,
-                                 firstSequence: device.firstSequence, lastSequence: device.lastSequence,
-                                 firstFleetTime: device.firstFleetNs, lastFleetTime: device.lastFleetNs)
+    public convenience init(
+        takeID: String, title: String, directory: String, start: UInt64, stop: UInt64?,
+        segmentLength: UInt64 = 300_000_000_000, index: any SegmentIndexing,
+        resuming device: TakeDeviceRecord, segmentsSoFar: Int
+    ) {
+        self.init(
+            takeID: takeID, deviceID: device.deviceId, title: title, directory: directory, start: start,
+            segmentLength: segmentLength, index: index)
+        ledger = TakeFrameLedger(
+            start: start, stop: stop, stored: UInt64(max(device.frames, 0)), dropped: device.drops,
+            firstSequence: device.firstSequence, lastSequence: device.lastSequence,
+            firstFleetTime: device.firstFleetNs, lastFleetTime: device.lastFleetNs)
         payloadBytes = device.bytes
         segmentCount = segmentsSoFar
         marked = device.lastSequence.map { ($0, device.lastFleetNs ?? 0, device.drops) }
@@ -117,8 +123,10 @@ public final class DeviceTakeRecorder {
     /// until one comes, packets that could not be decoded are not kept (`awaitingKeyFrame`,
     /// and the ledger counts them as the gap they leave), and a segment boundary waits for it.
     @discardableResult
-    public func record(_ payload: UnsafeRawBufferPointer, sequence: UInt64, fleetTime: UInt64, format: RecordedVideoFormat,
-                       cumulativeDrops: DropTally, keyFrame: Bool = true) throws(RecordingError) -> TakeFrameLedger.Verdict? {
+    public func record(
+        _ payload: UnsafeRawBufferPointer, sequence: UInt64, fleetTime: UInt64, format: RecordedVideoFormat,
+        cumulativeDrops: DropTally, keyFrame: Bool = true
+    ) throws(RecordingError) -> TakeFrameLedger.Verdict? {
         let mustOpen = writer == nil || writer?.format != format
         if mustOpen, format.needsKeyFrameToStart, !keyFrame, fleetTime >= ledger.start { return nil }
         let verdict = ledger.admit(sequence: sequence, fleetTime: fleetTime, cumulativeDrops: cumulativeDrops)
@@ -199,8 +207,9 @@ public final class DeviceTakeRecorder {
         let opened = try MatroskaSegmentWriter(path: path, format: format, title: title)
         writer = opened
         segmentSlot = slot
-        segment = FinishedSegment(takeID: takeID, deviceID: deviceID, number: segmentCount, path: path, sizeBytes: 0, sha256: "",
-                                  frames: 0, format: format)
+        segment = FinishedSegment(
+            takeID: takeID, deviceID: deviceID, number: segmentCount, path: path, sizeBytes: 0, sha256: "",
+            frames: 0, format: format)
         let pending = pendingMetadata
         pendingMetadata = []
         for entry in pending { try opened.appendMetadata(entry.json, at: entry.at, track: entry.track) }

@@ -16,8 +16,10 @@ public struct RecordedVideoFormat: Sendable, Equatable {
     public var encoder: String
     public var sourcePixelFormat: String
 
-    public init(pixelFormat: PixelFormat, width: Int, height: Int, frameRate: Double, codecConfig: [UInt8] = [], encoder: String = "",
-                sourcePixelFormat: String = "") {
+    public init(
+        pixelFormat: PixelFormat, width: Int, height: Int, frameRate: Double, codecConfig: [UInt8] = [], encoder: String = "",
+        sourcePixelFormat: String = ""
+    ) {
         self.pixelFormat = pixelFormat
         self.width = width
         self.height = height
@@ -93,7 +95,8 @@ public final class MatroskaSegmentWriter {
             return .ffmpeg(doing, path: path, code: code)
         }
         guard let video = avformat_new_stream(context, nil), let metadata = avformat_new_stream(context, nil),
-              let detections = avformat_new_stream(context, nil) else {
+            let detections = avformat_new_stream(context, nil)
+        else {
             throw fail("cannot add streams to", capfleet_averror(ENOMEM))
         }
         self.video = video
@@ -178,18 +181,22 @@ public final class MatroskaSegmentWriter {
     /// at its own time even after later frames. An entry earlier than the last on its track
     /// goes at that one's time (a track goes forward), as does one more than 30 s behind the
     /// file's latest block; its JSON and the index keep its exact time.
-    public func appendMetadata(_ json: String, at timestamp: UInt64, duration: UInt64 = 1_000_000_000,
-                               track: MetadataTrack = .notes) throws(RecordingError) {
+    public func appendMetadata(
+        _ json: String, at timestamp: UInt64, duration: UInt64 = 1_000_000_000,
+        track: MetadataTrack = .notes
+    ) throws(RecordingError) {
         guard let context else { throw .alreadyFinished(path: path) }
         let stream = track == .notes ? metadata : detections
-        let pts = max(rescale(timestamp, to: stream), track == .notes ? lastNotePTS : lastDetectionPTS,
-                      lastWrittenMilliseconds - Self.furthestBehindMilliseconds)
+        let pts = max(
+            rescale(timestamp, to: stream), track == .notes ? lastNotePTS : lastDetectionPTS,
+            lastWrittenMilliseconds - Self.furthestBehindMilliseconds)
         if track == .notes { lastNotePTS = pts } else { lastDetectionPTS = pts }
         lastWrittenMilliseconds = max(lastWrittenMilliseconds, pts)
         let failure = Array(json.utf8).withUnsafeBytes { buffer -> RecordingError? in
             do throws(RecordingError) {
-                try write(buffer, pts: pts, duration: max(rescale(duration, to: stream), 1),
-                          stream: stream, keyframe: true, in: context)
+                try write(
+                    buffer, pts: pts, duration: max(rescale(duration, to: stream), 1),
+                    stream: stream, keyframe: true, in: context)
                 return nil
             } catch { return error }
         }
@@ -224,8 +231,10 @@ public final class MatroskaSegmentWriter {
         av_rescale_q(Int64(clamping: nanoseconds), AVRational(num: 1, den: 1_000_000_000), stream.pointee.time_base)
     }
 
-    private func write(_ payload: UnsafeRawBufferPointer, pts: Int64, duration: Int64, stream: UnsafeMutablePointer<AVStream>,
-                       keyframe: Bool, in context: UnsafeMutablePointer<AVFormatContext>) throws(RecordingError) {
+    private func write(
+        _ payload: UnsafeRawBufferPointer, pts: Int64, duration: Int64, stream: UnsafeMutablePointer<AVStream>,
+        keyframe: Bool, in context: UnsafeMutablePointer<AVFormatContext>
+    ) throws(RecordingError) {
         guard let packet = av_packet_alloc() else { throw .ffmpeg("out of memory writing", path: path, code: capfleet_averror(ENOMEM)) }
         var packetPointer: UnsafeMutablePointer<AVPacket>? = packet
         defer { av_packet_free(&packetPointer) }

@@ -5,10 +5,11 @@ extension RecordedVideoFormat {
     /// What a frame's header says its payload is: the camera's format, or the agent
     /// encoder's codec with its configuration.
     public init(header: Capfleet_V1_FrameHeader, frameRate: Double) {
-        self.init(pixelFormat: PixelFormat(header.layout.pixelFormat), width: Int(header.layout.width), height: Int(header.layout.height),
-                  frameRate: frameRate, codecConfig: header.hasEncoded ? Array(header.encoded.codecConfig) : [],
-                  encoder: header.hasEncoded ? header.encoded.encoder : "",
-                  sourcePixelFormat: header.hasEncoded ? header.encoded.sourcePixelFormat : "")
+        self.init(
+            pixelFormat: PixelFormat(header.layout.pixelFormat), width: Int(header.layout.width), height: Int(header.layout.height),
+            frameRate: frameRate, codecConfig: header.hasEncoded ? Array(header.encoded.codecConfig) : [],
+            encoder: header.hasEncoded ? header.encoded.encoder : "",
+            sourcePixelFormat: header.hasEncoded ? header.encoded.sourcePixelFormat : "")
     }
 }
 

@@ -22,10 +22,13 @@ public final class SegmentHasher: Sendable {
 
     public init() {
         let busy = self.busy
-        worker = OwnedWorker(name: "cf-hasher", onDrop: { job in
-            job.done(.failure(.checksummerStopped(path: job.path)))
-            busy.count.subtract(1, ordering: .acquiringAndReleasing)
-        }) { job in
+        worker = OwnedWorker(
+            name: "cf-hasher",
+            onDrop: { job in
+                job.done(.failure(.checksummerStopped(path: job.path)))
+                busy.count.subtract(1, ordering: .acquiringAndReleasing)
+            }
+        ) { job in
             let result: Result<String, RecordingError>
             do throws(RecordingError) { result = .success(try SegmentDigest.sha256(ofFile: job.path)) } catch { result = .failure(error) }
             job.done(result)

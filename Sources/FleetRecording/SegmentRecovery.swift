@@ -15,7 +15,9 @@ public enum SegmentRecovery {
         public var note: String
     }
 
-    public static func recoverOpenSegments(in store: FleetDatabase, clock: @escaping @Sendable () -> UnixMilliseconds) async throws(StoreError) -> [Report] {
+    public static func recoverOpenSegments(
+        in store: FleetDatabase, clock: @escaping @Sendable () -> UnixMilliseconds
+    ) async throws(StoreError) -> [Report] {
         var reports: [Report] = []
         for segment in try await store.openSegments() {
             let start = try await store.take(id: segment.takeId)?.startFleetNs ?? 0
@@ -39,8 +41,10 @@ public enum SegmentRecovery {
                 record.sha256 = sha
                 record.closedAt = clock()
                 try await store.recordRepairedSegment(record, dropped: outcome.dropped)
-                reports.append(Report(path: segment.path, outcome: outcome,
-                                      note: "repaired: \(outcome.frames) frames kept, \(outcome.partialFramesDropped) cut short by the crash left out"))
+                reports.append(
+                    Report(
+                        path: segment.path, outcome: outcome,
+                        note: "repaired: \(outcome.frames) frames kept, \(outcome.partialFramesDropped) cut short by the crash left out"))
             case .failure(let error):
                 let path = segment.path
                 _ = await OwnedThread.run("cf-recovery") { unlink(path) }

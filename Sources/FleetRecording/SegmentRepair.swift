@@ -91,7 +91,8 @@ public enum SegmentRepair {
                 continue
             }
             if !isVideo, let data = packet.pointee.data,
-               let marker = SequenceMarker(json: String(decoding: UnsafeBufferPointer(start: data, count: Int(packet.pointee.size)), as: UTF8.self)) {
+                let marker = SequenceMarker(json: String(decoding: UnsafeBufferPointer(start: data, count: Int(packet.pointee.size)), as: UTF8.self))
+            {
                 nextSequence = marker.sequence
                 outcome.dropped = outcome.dropped.adding(marker.dropped)
             }

@@ -36,7 +36,9 @@ public enum SegmentVerifier {
             let digest = try SegmentDigest.sha256(ofFile: segment.path)
             if segment.sha256.isEmpty {
                 report.problems.append("\(name) has no checksum in the index yet (it is being computed, or the coordinator restarts to compute it)")
-            } else if digest != segment.sha256 { report.problems.append("\(name): SHA-256 \(digest) differs from the index's \(segment.sha256)") }
+            } else if digest != segment.sha256 {
+                report.problems.append("\(name): SHA-256 \(digest) differs from the index's \(segment.sha256)")
+            }
         } catch {
             report.problems.append("\(name): cannot checksum: \(error)")
         }
@@ -68,16 +70,22 @@ public enum SegmentVerifier {
             report.problems.append("\(name): frames before any sequence marker: the file does not say which frames they are")
         } else if let first = sequences.first ?? nil, let last = sequences.last ?? nil {
             if first != segment.firstSequence || last != segment.lastSequence {
-                report.problems.append("\(name): its frames are \(first)…\(last), the index says \(segment.firstSequence.map(String.init) ?? "none")…\(segment.lastSequence.map(String.init) ?? "none")")
+                report.problems.append(
+                    "\(name): its frames are \(first)…\(last), the index says \(segment.firstSequence.map(String.init) ?? "none")…\(segment.lastSequence.map(String.init) ?? "none")"
+                )
             }
             var gaps: UInt64 = 0
             for (earlier, later) in zip(sequences, sequences.dropFirst()) {
                 guard let earlier, let later else { continue }
-                if later <= earlier { report.problems.append("\(name): frame \(later) follows \(earlier): sequences must rise") }
-                else { gaps += later - earlier - 1 }
+                if later <= earlier {
+                    report.problems.append("\(name): frame \(later) follows \(earlier): sequences must rise")
+                } else {
+                    gaps += later - earlier - 1
+                }
             }
             if gaps != contents.reportedDrops {
-                report.problems.append("\(name): \(gaps) frames are missing between its first and last, its markers account for \(contents.reportedDrops)")
+                report.problems.append(
+                    "\(name): \(gaps) frames are missing between its first and last, its markers account for \(contents.reportedDrops)")
             }
         }
         return report
@@ -117,7 +125,8 @@ public enum SegmentVerifier {
                 contents.frames.append(Frame(milliseconds: milliseconds, sequence: nextSequence))
                 nextSequence = nextSequence.map { $0 + 1 }
             } else if let data = packet.pointee.data,
-                      let marker = SequenceMarker(json: String(decoding: UnsafeBufferPointer(start: data, count: Int(packet.pointee.size)), as: UTF8.self)) {
+                let marker = SequenceMarker(json: String(decoding: UnsafeBufferPointer(start: data, count: Int(packet.pointee.size)), as: UTF8.self))
+            {
                 if !contents.frames.isEmpty { contents.reportedDrops += marker.dropped.total }
                 nextSequence = marker.sequence
             }

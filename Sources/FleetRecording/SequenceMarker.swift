@@ -45,10 +45,12 @@ public struct SequenceMarker: Sendable, Equatable {
             var dropped: Dropped?
         }
         guard let wire = try? JSONDecoder().decode(Wire.self, from: Data(json.utf8)), wire.kind == Self.kind,
-              let sequence = wire.sequence, let fleetTime = wire.fleet_ns else { return nil }
+            let sequence = wire.sequence, let fleetTime = wire.fleet_ns
+        else { return nil }
         self.sequence = sequence
         self.fleetTime = fleetTime
-        dropped = DropTally(late: wire.dropped?.late ?? 0, outOfBuffers: wire.dropped?.out_of_buffers ?? 0,
-                            discontinuity: wire.dropped?.discontinuity ?? 0, encoderLate: wire.dropped?.encoder_late ?? 0)
+        dropped = DropTally(
+            late: wire.dropped?.late ?? 0, outOfBuffers: wire.dropped?.out_of_buffers ?? 0,
+            discontinuity: wire.dropped?.discontinuity ?? 0, encoderLate: wire.dropped?.encoder_late ?? 0)
     }
 }

@@ -34,10 +34,11 @@ public final class StoreSegmentIndex: SegmentIndexing {
         record.lastSequence = segment.lastSequence
         record.closedAt = clock()
         let format = segment.format
-        let tally = TakeDeviceTally(pixelFormat: format.pixelFormat.fourCC, width: format.width, height: format.height, frameRate: format.frameRate,
-                                    firstFleetNs: ledger.firstFleetTime, lastFleetNs: ledger.lastFleetTime, firstSequence: ledger.firstSequence,
-                                    lastSequence: ledger.lastSequence, frames: Int64(clamping: ledger.stored), bytes: payloadBytes, drops: ledger.dropped,
-                                    encoder: format.encoder, sourcePixelFormat: format.sourcePixelFormat)
+        let tally = TakeDeviceTally(
+            pixelFormat: format.pixelFormat.fourCC, width: format.width, height: format.height, frameRate: format.frameRate,
+            firstFleetNs: ledger.firstFleetTime, lastFleetNs: ledger.lastFleetTime, firstSequence: ledger.firstSequence,
+            lastSequence: ledger.lastSequence, frames: Int64(clamping: ledger.stored), bytes: payloadBytes, drops: ledger.dropped,
+            encoder: format.encoder, sourcePixelFormat: format.sourcePixelFormat)
         let store = self.store
         let finished = record
         try wait("finishing segment \(segment.number) of \(segment.deviceID)") { () async throws(StoreError) in

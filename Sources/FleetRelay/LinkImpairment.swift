@@ -42,7 +42,9 @@ public struct LinkImpairment: Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         if isNone { return "none" }
         var words: [String] = []
-        if upDelay == downDelay { words.append("delay=\(Self.spell(upDelay))") } else {
+        if upDelay == downDelay {
+            words.append("delay=\(Self.spell(upDelay))")
+        } else {
             words.append("up=\(Self.spell(upDelay))")
             words.append("down=\(Self.spell(downDelay))")
         }

@@ -3,8 +3,9 @@ import FleetCore
 import FleetSystem
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An IPv4 address and port, as `HOST:PORT`.
@@ -88,7 +89,8 @@ public final class ImpairmentSetting: Sendable {
             var seen: (Int, Int, Int)?
             while true {
                 var status = stat()
-                let stamp: (Int, Int, Int)? = stat(path, &status) == 0
+                let stamp: (Int, Int, Int)? =
+                    stat(path, &status) == 0
                     ? (Int(status.st_mtim.tv_sec), Int(status.st_mtim.tv_nsec), Int(status.st_size)) : nil
                 if let stamp, seen.map({ $0 != stamp }) ?? true {
                     seen = stamp
@@ -168,7 +170,7 @@ public final class TCPRelay: Sendable {
                     let client: Int32
                     do throws(SystemCallError) {
                         client = try systemCall("accept", on: "\(route.listen)") { accept(listener, nil, nil) }
-                    } catch where error.errno == ECONNABORTED {
+                    } catch  where error.errno == ECONNABORTED {
                         continue
                     } catch {
                         log("relay: \(error); no longer listening there")
@@ -185,9 +187,11 @@ public final class TCPRelay: Sendable {
     private func relay(_ client: Int32, route: RelayRoute, log: @escaping @Sendable (String) -> Void) {
         let target = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         var address = route.target.socketAddress
-        let connected = target >= 0 && withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(target, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        } == 0
+        let connected =
+            target >= 0
+            && withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(target, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            } == 0
         guard connected else {
             // The peer sees its connection closed and retries, as it would with no route.
             log("relay: cannot reach \(route.target): \(String(cString: strerror(errno)))")
@@ -235,7 +239,9 @@ private final class RelayedConnection: Sendable {
                 // Bounded: a slow receiver slows the sender, as TCP's window would.
                 while line.queuedBytes > 8 << 20, !aborted.load(ordering: .relaxed) { usleep(1_000) }
                 // An error ends the stream as end-of-file does: the peer sees the connection close.
-                let count = (try? systemCall("read", on: "a relayed connection") { buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) } }) ?? 0
+                let count =
+                    (try? systemCall("read", on: "a relayed connection") { buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) } })
+                    ?? 0
                 let now = MonotonicTime.now()
                 if count <= 0 {
                     line.push(.finish, due: schedule.due(arrival: now, impairment: .none))
@@ -283,9 +289,13 @@ private final class RelayedConnection: Sendable {
     private static func writeAll(_ bytes: [UInt8], to descriptor: Int32) -> Bool {
         var offset = 0
         while offset < bytes.count {
-            guard let written = try? systemCall("send", on: "a relayed connection", {
-                bytes.withUnsafeBytes { send(descriptor, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-            }) else { return false }
+            guard
+                let written = try? systemCall(
+                    "send", on: "a relayed connection",
+                    {
+                        bytes.withUnsafeBytes { send(descriptor, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+                    })
+            else { return false }
             offset += written
         }
         return true

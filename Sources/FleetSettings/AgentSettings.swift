@@ -116,13 +116,15 @@ public struct AgentSettings: Sendable {
         configuration.pressureEnabled = flags.pressure
         if let skew = flags.testClockSkew ?? env["CAPFLEET_TEST_CLOCK_SKEW"].flatMap({ $0.isEmpty ? nil : $0 }) {
             guard let clock = NodeClock(testSetting: skew) else {
-                throw SettingsError("cannot read the clock skew \(skew): write an offset and/or a drift, e.g. +3.2s,+40ppm (offset units s, ms, us, ns)")
+                throw SettingsError(
+                    "cannot read the clock skew \(skew): write an offset and/or a drift, e.g. +3.2s,+40ppm (offset units s, ms, us, ns)")
             }
             configuration.nodeClock = clock
         }
         configuration.enrollmentToken = flags.enroll ?? settings.nonEmpty(AgentSettingKeys.enrollToken, environment: env)
-        return AgentSettings(file: settings, coordinator: address, configuration: configuration,
-                             cpuLatencyLimit: try CPULatencySetting.limit(settings, environment: env))
+        return AgentSettings(
+            file: settings, coordinator: address, configuration: configuration,
+            cpuLatencyLimit: try CPULatencySetting.limit(settings, environment: env))
     }
 
     /// `preview` (on or off), `preview_width`, `preview_fps`, `preview_quality`; defaults

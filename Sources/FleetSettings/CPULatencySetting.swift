@@ -11,7 +11,8 @@ enum CPULatencySetting {
         if ["off", "no", "false"].contains(text.lowercased()) { return nil }
         // The kernel's own ceiling for a request is 2,000 s; a limit past a second asks for nothing.
         guard let microseconds = Int32(text), (0...1_000_000).contains(microseconds) else {
-            throw SettingsError("cannot read \(key) = \(text): write off, or the longest CPU wake-up allowed in µs from 0 (idle CPUs poll) to 1000000")
+            throw SettingsError(
+                "cannot read \(key) = \(text): write off, or the longest CPU wake-up allowed in µs from 0 (idle CPUs poll) to 1000000")
         }
         return microseconds
     }

@@ -7,13 +7,16 @@ import Foundation
 /// so that a wrong value stops the daemon with the setting's name instead of a failure later.
 public struct CoordinatorSettings: Sendable {
     /// Every key a coordinator settings file may hold, in the order `--check-config` lists them.
-    public static let keys = ["data_dir", "bind", "control_port", "ingest_port", "operator_port", "telemetry_port", "http_port", "metrics_port",
-                              "http_bind", "http_tls_cert", "http_tls_key",
-                              "clock_port", "clock_probe_budget", "cpu_latency_us", "record_port", "live_port", "recordings_dir", "segment_seconds", "record_lead_ms", "record_reserve_mb", "record_store",
-                              "record_codec", "record_quality", "record_bitrate", "record_gop",
-                              "retention_budget_gb", "retention_days", "heartbeat_interval_ms", "heartbeat_liveness",
-                              "alert_command", "alert_webhook", "alert_interval_s", "alert_burst", "alert_pressure_level",
-                              "alert_drop_share", "alert_drop_window_s", "alert_command_timeout_s"]
+    public static let keys = [
+        "data_dir", "bind", "control_port", "ingest_port", "operator_port", "telemetry_port", "http_port", "metrics_port",
+        "http_bind", "http_tls_cert", "http_tls_key",
+        "clock_port", "clock_probe_budget", "cpu_latency_us", "record_port", "live_port", "recordings_dir", "segment_seconds", "record_lead_ms",
+        "record_reserve_mb", "record_store",
+        "record_codec", "record_quality", "record_bitrate", "record_gop",
+        "retention_budget_gb", "retention_days", "heartbeat_interval_ms", "heartbeat_liveness",
+        "alert_command", "alert_webhook", "alert_interval_s", "alert_burst", "alert_pressure_level",
+        "alert_drop_share", "alert_drop_window_s", "alert_command_timeout_s",
+    ]
 
     /// The file as read (empty without one).
     public let file: SettingsFile
@@ -22,11 +25,14 @@ public struct CoordinatorSettings: Sendable {
     public let cpuLatencyLimit: Int32?
 
     /// Reads the file at `path` (if any) and checks every setting. `dataOverride` is `--data`.
-    public static func load(file path: String?, dataOverride: String? = nil,
-                            environment: [String: String] = ProcessInfo.processInfo.environment) throws -> CoordinatorSettings {
+    public static func load(
+        file path: String?, dataOverride: String? = nil,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> CoordinatorSettings {
         let file = try SettingsFile.read(path: path, knownKeys: keys)
-        return CoordinatorSettings(file: file, configuration: try configuration(file, dataOverride: dataOverride, environment: environment),
-                                   cpuLatencyLimit: try CPULatencySetting.limit(file, environment: environment))
+        return CoordinatorSettings(
+            file: file, configuration: try configuration(file, dataOverride: dataOverride, environment: environment),
+            cpuLatencyLimit: try CPULatencySetting.limit(file, environment: environment))
     }
 
     /// `--check-config`: where each setting comes from, then what the coordinator will do.
@@ -66,7 +72,9 @@ public struct CoordinatorSettings: Sendable {
         }
         if let quality: Int = try settings.integer("record_quality", environment: env) { configuration.recordEncoding.quality = quality }
         if let text = settings.nonEmpty("record_bitrate", environment: env) {
-            guard let bitrate = BitRate.parse(text) else { throw SettingsError("record_bitrate must be bits a second (8000000, 8M or 800k), not \(text)") }
+            guard let bitrate = BitRate.parse(text) else {
+                throw SettingsError("record_bitrate must be bits a second (8000000, 8M or 800k), not \(text)")
+            }
             configuration.recordEncoding.bitrate = bitrate
         }
         if let gop: Int = try settings.integer("record_gop", environment: env) { configuration.recordEncoding.gop = gop }
@@ -96,7 +104,8 @@ public struct CoordinatorSettings: Sendable {
         }
         configuration.httpBind = settings.nonEmpty("http_bind", environment: env) ?? configuration.httpBind
         configuration.httpTLS = try httpTLS(settings, environment: env)
-        configuration.heartbeatIntervalMilliseconds = try settings.integer("heartbeat_interval_ms", environment: env)
+        configuration.heartbeatIntervalMilliseconds =
+            try settings.integer("heartbeat_interval_ms", environment: env)
             ?? configuration.heartbeatIntervalMilliseconds
         configuration.heartbeatLiveness = try settings.integer("heartbeat_liveness", environment: env) ?? configuration.heartbeatLiveness
         configuration.alerts = try alerts(settings, environment: env)
@@ -112,11 +121,13 @@ public struct CoordinatorSettings: Sendable {
             return nil
         case let (certificate?, key?):
             for (name, path) in [("http_tls_cert", certificate), ("http_tls_key", key)] where !FileManager.default.isReadableFile(atPath: path) {
-                throw SettingsError("\(name) names \(path), which is not a readable file: give the PEM file's path (the coordinator's user must be able to read it)")
+                throw SettingsError(
+                    "\(name) names \(path), which is not a readable file: give the PEM file's path (the coordinator's user must be able to read it)")
             }
             return HTTPTLSFiles(certificatePath: certificate, keyPath: key)
         default:
-            throw SettingsError("http_tls_cert and http_tls_key go together: set both (the certificate chain and its private key, PEM files) or neither")
+            throw SettingsError(
+                "http_tls_cert and http_tls_key go together: set both (the certificate chain and its private key, PEM files) or neither")
         }
     }
 
@@ -127,7 +138,8 @@ public struct CoordinatorSettings: Sendable {
         let fromFile = ["http_port", "metrics_port"].compactMap { key in settings.values[key].map { (key, $0) } }
         for source in [fromEnvironment, fromFile] where !source.isEmpty {
             if source.count == 2, source[0].1 != source[1].1 {
-                throw SettingsError("http_port (\(source[0].1)) and metrics_port (\(source[1].1)) name one port, the dashboard's and /metrics': set only http_port")
+                throw SettingsError(
+                    "http_port (\(source[0].1)) and metrics_port (\(source[1].1)) name one port, the dashboard's and /metrics': set only http_port")
             }
             return source[0]
         }

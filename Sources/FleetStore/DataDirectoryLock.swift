@@ -1,7 +1,8 @@
 import FleetSystem
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Whether a coordinator runs on a data directory: it holds an exclusive lock on
@@ -25,7 +26,8 @@ public final class DataDirectoryLock: Sendable {
             throw StoreError.openFailed(path: path, underlying: SystemCallError(call: "open", target: path, errno: errno))
         }
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
-            let reason = errno == EWOULDBLOCK
+            let reason =
+                errno == EWOULDBLOCK
                 ? "a coordinator is running on \(dataDirectory) (it holds \(path)); stop it first"
                 : "cannot lock \(path): \(String(cString: strerror(errno)))"
             close(descriptor)

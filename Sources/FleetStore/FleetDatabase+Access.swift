@@ -56,13 +56,16 @@ extension FleetDatabase {
     }
 
     /// Revokes every live key of the node. Returns the keys revoked (empty: nothing to revoke).
-    public func revokeNode(_ nodeID: String, by actor: String, reason: String, at now: UnixMilliseconds,
-                           audit: AuditEntry) async throws(StoreError) -> [NodeKeyRecord] {
+    public func revokeNode(
+        _ nodeID: String, by actor: String, reason: String, at now: UnixMilliseconds,
+        audit: AuditEntry
+    ) async throws(StoreError) -> [NodeKeyRecord] {
         try await write("revoking node \(nodeID)") { db in
             let live = try NodeKeyRecord.filter(Column("nodeId") == nodeID && Column("revokedAt") == nil).fetchAll(db)
             guard !live.isEmpty else { return [] }
-            try db.execute(sql: "UPDATE nodeKey SET revokedAt = ?, revokedBy = ?, revokedReason = ? WHERE nodeId = ? AND revokedAt IS NULL",
-                           arguments: [now, actor, reason, nodeID])
+            try db.execute(
+                sql: "UPDATE nodeKey SET revokedAt = ?, revokedBy = ?, revokedReason = ? WHERE nodeId = ? AND revokedAt IS NULL",
+                arguments: [now, actor, reason, nodeID])
             _ = try audit.inserted(db)
             return live
         }
@@ -83,10 +86,13 @@ extension FleetDatabase {
     /// Nodes that were enrolled and have no live key now.
     public func revokedNodeIDs() async throws(StoreError) -> Set<String> {
         try await read("reading revoked nodes") { db in
-            Set(try String.fetchAll(db, sql: """
-                SELECT DISTINCT nodeId FROM nodeKey k WHERE NOT EXISTS
-                    (SELECT 1 FROM nodeKey l WHERE l.nodeId = k.nodeId AND l.revokedAt IS NULL)
-                """))
+            Set(
+                try String.fetchAll(
+                    db,
+                    sql: """
+                        SELECT DISTINCT nodeId FROM nodeKey k WHERE NOT EXISTS
+                            (SELECT 1 FROM nodeKey l WHERE l.nodeId = k.nodeId AND l.revokedAt IS NULL)
+                        """))
         }
     }
 

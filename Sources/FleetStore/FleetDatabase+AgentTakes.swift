@@ -4,8 +4,9 @@ import GRDB
 extension SegmentRecord {
     /// Frames of this segment's span the part does not hold, by reason.
     public var drops: DropTally {
-        DropTally(late: UInt64(max(dropsLate, 0)), outOfBuffers: UInt64(max(dropsOutOfBuffers, 0)), discontinuity: UInt64(max(dropsDiscontinuity, 0)),
-                  encoderLate: UInt64(max(dropsEncoderLate, 0)))
+        DropTally(
+            late: UInt64(max(dropsLate, 0)), outOfBuffers: UInt64(max(dropsOutOfBuffers, 0)), discontinuity: UInt64(max(dropsDiscontinuity, 0)),
+            encoderLate: UInt64(max(dropsEncoderLate, 0)))
     }
 
     public mutating func setDrops(_ drops: DropTally) {
@@ -41,8 +42,10 @@ extension FleetDatabase {
             } else {
                 try segment.insert(db)
             }
-            let newest = try Int.fetchOne(db, sql: "SELECT MAX(number) FROM segment WHERE takeId = ? AND deviceId = ?",
-                                          arguments: [segment.takeId, segment.deviceId]) ?? segment.number
+            let newest =
+                try Int.fetchOne(
+                    db, sql: "SELECT MAX(number) FROM segment WHERE takeId = ? AND deviceId = ?",
+                    arguments: [segment.takeId, segment.deviceId]) ?? segment.number
             guard segment.number >= newest else { return }
             device.apply(tally)
             if device.state == .waiting || device.state == .interrupted { device.state = .recording }

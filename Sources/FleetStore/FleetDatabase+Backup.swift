@@ -60,18 +60,21 @@ extension FleetDatabase {
                     func count(_ table: String) throws -> Int {
                         try db.tableExists(table) ? Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)") ?? 0 : 0
                     }
-                    return FleetBackupSummary(schemaVersion: applied.count, newerThanThisBinary: !applied.isSubset(of: known),
-                                              nodes: try count("node"), takes: try count("take"), auditEntries: try count("auditLog"))
+                    return FleetBackupSummary(
+                        schemaVersion: applied.count, newerThanThisBinary: !applied.isSubset(of: known),
+                        nodes: try count("node"), takes: try count("take"), auditEntries: try count("auditLog"))
                 } catch let error as StoreError {
                     throw error
                 } catch {
-                    throw StoreError.refused(reason: "\(path) is no readable SQLite database, so no backup of a fleet (\(error)); take one with `capfleet backup`")
+                    throw StoreError.refused(
+                        reason: "\(path) is no readable SQLite database, so no backup of a fleet (\(error)); take one with `capfleet backup`")
                 }
             }
         } catch let error as StoreError {
             throw error
         } catch {
-            throw StoreError.refused(reason: "\(path) is no readable SQLite database, so no backup of a fleet (\(error)); take one with `capfleet backup`")
+            throw StoreError.refused(
+                reason: "\(path) is no readable SQLite database, so no backup of a fleet (\(error)); take one with `capfleet backup`")
         }
     }
 }

@@ -23,17 +23,20 @@ extension FleetDatabase {
     public func saveCaptureCounts(_ counts: [String: AgentRunCaptures]) async throws(StoreError) {
         guard !counts.isEmpty else { return }
         try await write("storing the captured-frame counts") { db in
-            let upsert = try db.cachedStatement(sql: """
-                INSERT INTO deviceCaptureCount (deviceId, agentInstance, earlierFrames, earlierBytes, runFrames, runBytes)
-                SELECT ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM device WHERE id = ?)
-                ON CONFLICT (deviceId) DO UPDATE SET agentInstance = excluded.agentInstance,
-                    earlierFrames = excluded.earlierFrames, earlierBytes = excluded.earlierBytes,
-                    runFrames = excluded.runFrames, runBytes = excluded.runBytes
-                """)
+            let upsert = try db.cachedStatement(
+                sql: """
+                    INSERT INTO deviceCaptureCount (deviceId, agentInstance, earlierFrames, earlierBytes, runFrames, runBytes)
+                    SELECT ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM device WHERE id = ?)
+                    ON CONFLICT (deviceId) DO UPDATE SET agentInstance = excluded.agentInstance,
+                        earlierFrames = excluded.earlierFrames, earlierBytes = excluded.earlierBytes,
+                        runFrames = excluded.runFrames, runBytes = excluded.runBytes
+                    """)
             for (deviceID, count) in counts {
-                try upsert.execute(arguments: [deviceID, count.agentInstance,
-                                               Int64(clamping: count.earlierRuns.frames), Int64(clamping: count.earlierRuns.bytes),
-                                               Int64(clamping: count.currentRun.frames), Int64(clamping: count.currentRun.bytes), deviceID])
+                try upsert.execute(arguments: [
+                    deviceID, count.agentInstance,
+                    Int64(clamping: count.earlierRuns.frames), Int64(clamping: count.earlierRuns.bytes),
+                    Int64(clamping: count.currentRun.frames), Int64(clamping: count.currentRun.bytes), deviceID,
+                ])
             }
         }
     }

@@ -16,8 +16,10 @@ public struct NodeClockRecord: Codable, Sendable, Equatable, FetchableRecord, Pe
     public var coordinatorId: String
     public var reportedAt: UnixMilliseconds
 
-    public init(nodeId: String, sync: String, offsetNs: Int64, wallClockOffsetNs: Int64, driftPpm: Double, uncertaintyNs: Int64,
-                roundTripNs: Int64, coordinatorId: String, reportedAt: UnixMilliseconds) {
+    public init(
+        nodeId: String, sync: String, offsetNs: Int64, wallClockOffsetNs: Int64, driftPpm: Double, uncertaintyNs: Int64,
+        roundTripNs: Int64, coordinatorId: String, reportedAt: UnixMilliseconds
+    ) {
         self.nodeId = nodeId
         self.sync = sync
         self.offsetNs = offsetNs
@@ -37,17 +39,20 @@ extension FleetDatabase {
     public func saveClocks(_ clocks: [NodeClockRecord]) async throws(StoreError) {
         guard !clocks.isEmpty else { return }
         try await write("storing node clocks") { db in
-            let upsert = try db.cachedStatement(sql: """
-                INSERT INTO nodeClock (nodeId, sync, offsetNs, wallClockOffsetNs, driftPpm, uncertaintyNs, roundTripNs, coordinatorId, reportedAt)
-                SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM node WHERE id = ?)
-                ON CONFLICT (nodeId) DO UPDATE SET sync = excluded.sync, offsetNs = excluded.offsetNs,
-                    wallClockOffsetNs = excluded.wallClockOffsetNs, driftPpm = excluded.driftPpm,
-                    uncertaintyNs = excluded.uncertaintyNs, roundTripNs = excluded.roundTripNs,
-                    coordinatorId = excluded.coordinatorId, reportedAt = excluded.reportedAt
-                """)
+            let upsert = try db.cachedStatement(
+                sql: """
+                    INSERT INTO nodeClock (nodeId, sync, offsetNs, wallClockOffsetNs, driftPpm, uncertaintyNs, roundTripNs, coordinatorId, reportedAt)
+                    SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM node WHERE id = ?)
+                    ON CONFLICT (nodeId) DO UPDATE SET sync = excluded.sync, offsetNs = excluded.offsetNs,
+                        wallClockOffsetNs = excluded.wallClockOffsetNs, driftPpm = excluded.driftPpm,
+                        uncertaintyNs = excluded.uncertaintyNs, roundTripNs = excluded.roundTripNs,
+                        coordinatorId = excluded.coordinatorId, reportedAt = excluded.reportedAt
+                    """)
             for clock in clocks {
-                try upsert.execute(arguments: [clock.nodeId, clock.sync, clock.offsetNs, clock.wallClockOffsetNs, clock.driftPpm,
-                                               clock.uncertaintyNs, clock.roundTripNs, clock.coordinatorId, clock.reportedAt, clock.nodeId])
+                try upsert.execute(arguments: [
+                    clock.nodeId, clock.sync, clock.offsetNs, clock.wallClockOffsetNs, clock.driftPpm,
+                    clock.uncertaintyNs, clock.roundTripNs, clock.coordinatorId, clock.reportedAt, clock.nodeId,
+                ])
             }
         }
     }

@@ -30,22 +30,30 @@ public struct ConsentChange: Codable, Sendable, Hashable, FetchableRecord, Persi
 extension FleetDatabase {
     /// Applies `action` under `ConsentRules` in one transaction: the new state, its history
     /// row and its audit entry, or nothing and the refusal.
-    public func changeConsent(deviceID: String, action: ConsentAction, role: OperatorRole, actor: String, reason: String,
-                              at now: UnixMilliseconds) async throws(StoreError) -> Result<ConsentChange, ConsentRefusal> {
+    public func changeConsent(
+        deviceID: String, action: ConsentAction, role: OperatorRole, actor: String, reason: String,
+        at now: UnixMilliseconds
+    ) async throws(StoreError) -> Result<ConsentChange, ConsentRefusal> {
         try await write("changing the consent of \(deviceID)") { db in
             guard try DeviceRecord.fetchOne(db, key: deviceID) != nil else { throw StoreError.notFound(what: "device \(deviceID)") }
             let current = try ConsentRecord.fetchOne(db, key: deviceID)?.consentState ?? .notDetermined
             switch ConsentRules.apply(action, to: current, by: role, reason: reason) {
             case let .failure(refusal):
-                _ = try AuditEntry(at: now, actor: actor, action: "consent.\(action.rawValue)", target: deviceID, outcome: "refused",
-                                   detail: refusal.description).inserted(db)
+                _ = try AuditEntry(
+                    at: now, actor: actor, action: "consent.\(action.rawValue)", target: deviceID, outcome: "refused",
+                    detail: refusal.description
+                ).inserted(db)
                 return .failure(refusal)
             case let .success(next):
                 try ConsentRecord(deviceId: deviceID, state: next.rawValue, reason: reason, changedAt: now, changedBy: actor).save(db)
-                let change = try ConsentChange(deviceId: deviceID, at: now, actor: actor, action: action.rawValue,
-                                               fromState: current.rawValue, toState: next.rawValue, reason: reason).inserted(db)
-                _ = try AuditEntry(at: now, actor: actor, action: "consent.\(action.rawValue)", target: deviceID, outcome: "ok",
-                                   detail: "\(current.rawValue) → \(next.rawValue): \(reason)").inserted(db)
+                let change = try ConsentChange(
+                    deviceId: deviceID, at: now, actor: actor, action: action.rawValue,
+                    fromState: current.rawValue, toState: next.rawValue, reason: reason
+                ).inserted(db)
+                _ = try AuditEntry(
+                    at: now, actor: actor, action: "consent.\(action.rawValue)", target: deviceID, outcome: "ok",
+                    detail: "\(current.rawValue) → \(next.rawValue): \(reason)"
+                ).inserted(db)
                 return .success(change)
             }
         }

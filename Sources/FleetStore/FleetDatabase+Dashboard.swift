@@ -36,8 +36,10 @@ public struct DashboardSessionRecord: Codable, Sendable, Hashable, FetchableReco
     public var peer: String
     public var userAgent: String
 
-    public init(id: String, secretHash: String, operatorName: String, csrfToken: String, createdAt: UnixMilliseconds,
-                expiresAt: UnixMilliseconds, peer: String, userAgent: String) {
+    public init(
+        id: String, secretHash: String, operatorName: String, csrfToken: String, createdAt: UnixMilliseconds,
+        expiresAt: UnixMilliseconds, peer: String, userAgent: String
+    ) {
         self.id = id
         self.secretHash = secretHash
         self.operatorName = operatorName
@@ -65,9 +67,12 @@ extension FleetDatabase {
     /// Uses up the link with this token hash and opens `session` for its operator, in one
     /// transaction (a link signs in once, even when two browsers open it at the same time).
     /// The session's operator is the link's, whatever `session` says.
-    public func redeemDashboardSignIn(tokenHash: String, session: DashboardSessionRecord, now: UnixMilliseconds,
-                                      audit: @escaping @Sendable (DashboardSessionRecord) -> AuditEntry) async throws(StoreError)
-        -> Result<DashboardSessionRecord, DashboardAccess.LinkRefusal> {
+    public func redeemDashboardSignIn(
+        tokenHash: String, session: DashboardSessionRecord, now: UnixMilliseconds,
+        audit: @escaping @Sendable (DashboardSessionRecord) -> AuditEntry
+    ) async throws(StoreError)
+        -> Result<DashboardSessionRecord, DashboardAccess.LinkRefusal>
+    {
         try await write("signing in to the dashboard") { db in
             let link = try DashboardSignInRecord.fetchOne(db, key: tokenHash)
             let rule = link.map { DashboardAccess.Link(expiresAtUnixMs: $0.expiresAt, usedAtUnixMs: $0.usedAt) }
@@ -102,8 +107,9 @@ extension FleetDatabase {
     /// Ends a session (signed out or revoked); false if there is no live session by that id.
     public func endDashboardSession(_ id: String, by actor: String, at now: UnixMilliseconds, audit: AuditEntry) async throws(StoreError) -> Bool {
         try await write("ending dashboard session \(id)") { db in
-            try db.execute(sql: "UPDATE dashboardSession SET endedAt = ?, endedBy = ? WHERE id = ? AND endedAt IS NULL",
-                           arguments: [now, actor, id])
+            try db.execute(
+                sql: "UPDATE dashboardSession SET endedAt = ?, endedBy = ? WHERE id = ? AND endedAt IS NULL",
+                arguments: [now, actor, id])
             guard db.changesCount > 0 else { return false }
             _ = try audit.inserted(db)
             return true

@@ -30,8 +30,9 @@ public struct DetectionSettingsRecord: Codable, Sendable, Hashable, FetchableRec
     }
 
     public var settings: DetectionSettings {
-        DetectionSettings(codes: codes.split(separator: ",").compactMap { BarcodeSymbology(rawValue: String($0)) }, faces: faces,
-                          region: NormalizedRect(x: regionX, y: regionY, width: regionWidth, height: regionHeight), framesPerSecond: framesPerSecond)
+        DetectionSettings(
+            codes: codes.split(separator: ",").compactMap { BarcodeSymbology(rawValue: String($0)) }, faces: faces,
+            region: NormalizedRect(x: regionX, y: regionY, width: regionWidth, height: regionHeight), framesPerSecond: framesPerSecond)
     }
 }
 
@@ -52,7 +53,8 @@ extension FleetDatabase {
     /// Every device's settings that detect something, by device.
     public func detections() async throws(StoreError) -> [String: DetectionSettingsRecord] {
         try await read("reading the detection settings") { db in
-            Dictionary(try DetectionSettingsRecord.fetchAll(db).filter { $0.settings.isOn }.map { ($0.deviceId, $0) }, uniquingKeysWith: { a, _ in a })
+            Dictionary(
+                try DetectionSettingsRecord.fetchAll(db).filter { $0.settings.isOn }.map { ($0.deviceId, $0) }, uniquingKeysWith: { a, _ in a })
         }
     }
 }

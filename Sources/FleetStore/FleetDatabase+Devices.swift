@@ -40,24 +40,28 @@ extension FleetDatabase {
     public func formats(deviceIDs: Set<String>?) async throws(StoreError) -> [String: [VideoFormat]] {
         try await read("reading the devices' formats") { db in
             var ranges: [String: [Int: [FrameRateRange]]] = [:]
-            let rangeRows = try Row.fetchCursor(db, sql: "SELECT deviceId, formatPosition, minFps, maxFps FROM frameRateRange ORDER BY deviceId, formatPosition, position")
+            let rangeRows = try Row.fetchCursor(
+                db, sql: "SELECT deviceId, formatPosition, minFps, maxFps FROM frameRateRange ORDER BY deviceId, formatPosition, position")
             while let row = try rangeRows.next() {
                 let device: String = row[0]
                 guard deviceIDs?.contains(device) ?? true else { continue }
                 ranges[device, default: [:]][row[1], default: []].append(FrameRateRange(min: row[2], max: row[3]))
             }
             var formats: [String: [VideoFormat]] = [:]
-            let formatRows = try Row.fetchCursor(db, sql: """
-                SELECT deviceId, position, pixelFormat, width, height, fieldOfViewDegrees, maxZoomFactor, upscaleThresholdZoomFactor, binned, bitDepth
-                FROM format ORDER BY deviceId, position
-                """)
+            let formatRows = try Row.fetchCursor(
+                db,
+                sql: """
+                    SELECT deviceId, position, pixelFormat, width, height, fieldOfViewDegrees, maxZoomFactor, upscaleThresholdZoomFactor, binned, bitDepth
+                    FROM format ORDER BY deviceId, position
+                    """)
             while let row = try formatRows.next() {
                 let device: String = row[0]
                 guard deviceIDs?.contains(device) ?? true else { continue }
                 formats[device, default: []].append(
-                    VideoFormat(pixelFormat: PixelFormat(row[2] as String), width: row[3], height: row[4],
-                                frameRateRanges: ranges[device]?[row[1]] ?? [], fieldOfViewDegrees: row[5], maxZoomFactor: row[6],
-                                upscaleThresholdZoomFactor: row[7], isBinned: row[8], bitDepth: row[9]))
+                    VideoFormat(
+                        pixelFormat: PixelFormat(row[2] as String), width: row[3], height: row[4],
+                        frameRateRanges: ranges[device]?[row[1]] ?? [], fieldOfViewDegrees: row[5], maxZoomFactor: row[6],
+                        upscaleThresholdZoomFactor: row[7], isBinned: row[8], bitDepth: row[9]))
             }
             return formats
         }
@@ -66,21 +70,27 @@ extension FleetDatabase {
     /// Read row by row rather than decoded as records: a camera may have hundreds of formats.
     static func readFormats(_ db: Database, deviceID: String) throws -> [VideoFormat] {
         var ranges: [Int: [FrameRateRange]] = [:]
-        let rangeRows = try Row.fetchCursor(db, sql: """
-            SELECT formatPosition, minFps, maxFps FROM frameRateRange WHERE deviceId = ? ORDER BY formatPosition, position
-            """, arguments: [deviceID])
+        let rangeRows = try Row.fetchCursor(
+            db,
+            sql: """
+                SELECT formatPosition, minFps, maxFps FROM frameRateRange WHERE deviceId = ? ORDER BY formatPosition, position
+                """, arguments: [deviceID])
         while let row = try rangeRows.next() {
             ranges[row[0], default: []].append(FrameRateRange(min: row[1], max: row[2]))
         }
         var formats: [VideoFormat] = []
-        let formatRows = try Row.fetchCursor(db, sql: """
-            SELECT position, pixelFormat, width, height, fieldOfViewDegrees, maxZoomFactor, upscaleThresholdZoomFactor, binned, bitDepth
-            FROM format WHERE deviceId = ? ORDER BY position
-            """, arguments: [deviceID])
+        let formatRows = try Row.fetchCursor(
+            db,
+            sql: """
+                SELECT position, pixelFormat, width, height, fieldOfViewDegrees, maxZoomFactor, upscaleThresholdZoomFactor, binned, bitDepth
+                FROM format WHERE deviceId = ? ORDER BY position
+                """, arguments: [deviceID])
         while let row = try formatRows.next() {
-            formats.append(VideoFormat(pixelFormat: PixelFormat(row[1] as String), width: row[2], height: row[3],
-                                       frameRateRanges: ranges[row[0]] ?? [], fieldOfViewDegrees: row[4], maxZoomFactor: row[5],
-                                       upscaleThresholdZoomFactor: row[6], isBinned: row[7], bitDepth: row[8]))
+            formats.append(
+                VideoFormat(
+                    pixelFormat: PixelFormat(row[1] as String), width: row[2], height: row[3],
+                    frameRateRanges: ranges[row[0]] ?? [], fieldOfViewDegrees: row[4], maxZoomFactor: row[5],
+                    upscaleThresholdZoomFactor: row[6], isBinned: row[7], bitDepth: row[8]))
         }
         return formats
     }
@@ -91,18 +101,21 @@ extension FleetDatabase {
     public func updateDeviceCounters(_ updates: [DeviceCountersUpdate]) async throws(StoreError) {
         guard !updates.isEmpty else { return }
         try await write("storing device counters") { db in
-            let update = try db.cachedStatement(sql: """
-                UPDATE device SET framesReceived = MAX(framesReceived, ?), bytesReceived = MAX(bytesReceived, ?),
-                    dropsLate = ?, dropsOutOfBuffers = ?, dropsDiscontinuity = ?, dropsEncoderLate = ?,
-                    lastFrameAt = COALESCE(?, lastFrameAt)
-                WHERE id = ?
-                """)
+            let update = try db.cachedStatement(
+                sql: """
+                    UPDATE device SET framesReceived = MAX(framesReceived, ?), bytesReceived = MAX(bytesReceived, ?),
+                        dropsLate = ?, dropsOutOfBuffers = ?, dropsDiscontinuity = ?, dropsEncoderLate = ?,
+                        lastFrameAt = COALESCE(?, lastFrameAt)
+                    WHERE id = ?
+                    """)
             for counters in updates {
-                try update.execute(arguments: [Int64(clamping: counters.framesReceived), Int64(clamping: counters.bytesReceived),
-                                               Int64(clamping: counters.drops.late), Int64(clamping: counters.drops.outOfBuffers),
-                                               Int64(clamping: counters.drops.discontinuity), Int64(clamping: counters.drops.encoderLate),
-                                               counters.lastFrameAt,
-                                               counters.deviceID])
+                try update.execute(arguments: [
+                    Int64(clamping: counters.framesReceived), Int64(clamping: counters.bytesReceived),
+                    Int64(clamping: counters.drops.late), Int64(clamping: counters.drops.outOfBuffers),
+                    Int64(clamping: counters.drops.discontinuity), Int64(clamping: counters.drops.encoderLate),
+                    counters.lastFrameAt,
+                    counters.deviceID,
+                ])
             }
         }
     }
@@ -129,8 +142,9 @@ extension FleetDatabase {
     /// Records the device's active format and frame rate as its agent reported them after a command.
     public func setActiveFormat(deviceID: String, position: Int, frameRate: Double) async throws(StoreError) {
         try await write("storing the active format of \(deviceID)") { db in
-            try db.execute(sql: "UPDATE device SET activeFormatPosition = ?, activeFrameRate = ? WHERE id = ?",
-                           arguments: [position, frameRate, deviceID])
+            try db.execute(
+                sql: "UPDATE device SET activeFormatPosition = ?, activeFrameRate = ? WHERE id = ?",
+                arguments: [position, frameRate, deviceID])
             guard db.changesCount == 1 else { throw StoreError.notFound(what: "device \(deviceID)") }
         }
     }

@@ -74,9 +74,10 @@ public struct EnrollmentTokenSummary: Sendable, Hashable {
     }
 
     public var facts: EnrollmentTokenFacts {
-        EnrollmentTokenFacts(naming: token.namingRule, uses: token.uses, used: uses.count, lastUseAt: uses.last?.usedAt,
-                             lastUseNodeID: uses.last?.nodeId ?? "", expiresAt: token.expiresAt, revokedAt: token.revokedAt,
-                             revokedBy: token.revokedBy ?? "", nextNumber: token.nextNumber)
+        EnrollmentTokenFacts(
+            naming: token.namingRule, uses: token.uses, used: uses.count, lastUseAt: uses.last?.usedAt,
+            lastUseNodeID: uses.last?.nodeId ?? "", expiresAt: token.expiresAt, revokedAt: token.revokedAt,
+            revokedBy: token.revokedBy ?? "", nextNumber: token.nextNumber)
     }
 }
 
@@ -91,8 +92,10 @@ extension FleetDatabase {
     /// Spends a use of the token on `nodeKey` in one transaction, answers a repeat of an
     /// accepted enrollment as before without spending another, or says why not.
     /// `requestedName` is what the agent asks to be called (empty: nothing).
-    public func enroll(tokenKey: String, nodeKey: String, nodeID: String, requestedName: String = "", at now: UnixMilliseconds,
-                       audit: @escaping @Sendable (EnrollmentOutcome, EnrollmentTokenFacts?) -> AuditEntry) async throws(StoreError) -> EnrollmentOutcome {
+    public func enroll(
+        tokenKey: String, nodeKey: String, nodeID: String, requestedName: String = "", at now: UnixMilliseconds,
+        audit: @escaping @Sendable (EnrollmentOutcome, EnrollmentTokenFacts?) -> AuditEntry
+    ) async throws(StoreError) -> EnrollmentOutcome {
         try await write("enrolling node \(nodeID)") { db in
             let (outcome, facts) = try Self.spend(db, tokenKey: tokenKey, nodeKey: nodeKey, nodeID: nodeID, requestedName: requestedName, at: now)
             _ = try audit(outcome, facts).inserted(db)
@@ -101,25 +104,31 @@ extension FleetDatabase {
     }
 
     /// The outcome, and the token as it stands afterwards (nil: no such token).
-    private static func spend(_ db: Database, tokenKey: String, nodeKey: String, nodeID: String, requestedName: String,
-                              at now: UnixMilliseconds) throws -> (EnrollmentOutcome, EnrollmentTokenFacts?) {
+    private static func spend(
+        _ db: Database, tokenKey: String, nodeKey: String, nodeID: String, requestedName: String,
+        at now: UnixMilliseconds
+    ) throws -> (EnrollmentOutcome, EnrollmentTokenFacts?) {
         guard var summary = try summary(db, tokenKey: tokenKey) else { return (.refused(.unknownToken), nil) }
         let earlier = try summary.uses.first { $0.nodeId == nodeID }.map { use in
-            EarlierEnrollment(nodeKey: use.nodeKey, name: use.name, at: use.usedAt,
-                              keyIsLive: try NodeKeyRecord.fetchOne(db, key: use.nodeKey)?.revokedAt == nil)
+            EarlierEnrollment(
+                nodeKey: use.nodeKey, name: use.name, at: use.usedAt,
+                keyIsLive: try NodeKeyRecord.fetchOne(db, key: use.nodeKey)?.revokedAt == nil)
         }
         let nodeHasLiveKey = try NodeKeyRecord.filter(Column("nodeId") == nodeID && Column("revokedAt") == nil).fetchCount(db) > 0
         let keyIsNodes = try NodeKeyRecord.fetchOne(db, key: nodeKey) != nil
         let keyIsKnown = try keyIsNodes || OperatorRecord.filter(Column("publicKey") == nodeKey).fetchCount(db) > 0
         // Names other nodes have: registered ones, and enrolled ones not yet registered.
-        let taken = try Row.fetchAll(db, sql: """
-            SELECT name, id FROM node WHERE id <> ?1
-            UNION ALL SELECT name, nodeId FROM nodeKey WHERE revokedAt IS NULL AND nodeId <> ?1
-            """, arguments: [nodeID])
+        let taken = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT name, id FROM node WHERE id <> ?1
+                UNION ALL SELECT name, nodeId FROM nodeKey WHERE revokedAt IS NULL AND nodeId <> ?1
+                """, arguments: [nodeID])
         let takenNames = Dictionary(taken.map { (row: Row) in (row["name"] as String, row["id"] as String) }) { first, _ in first }
-        let decision = EnrollmentTokenRule.decide(token: summary.facts, nodeID: nodeID, nodeKey: nodeKey, requestedName: requestedName,
-                                                  earlierUse: earlier, nodeHasLiveKey: nodeHasLiveKey, keyIsKnown: keyIsKnown,
-                                                  takenNames: takenNames, now: now)
+        let decision = EnrollmentTokenRule.decide(
+            token: summary.facts, nodeID: nodeID, nodeKey: nodeKey, requestedName: requestedName,
+            earlierUse: earlier, nodeHasLiveKey: nodeHasLiveKey, keyIsKnown: keyIsKnown,
+            takenNames: takenNames, now: now)
         switch decision {
         case let .refuse(refusal):
             return (.refused(refusal), summary.facts)
@@ -160,14 +169,17 @@ extension FleetDatabase {
     /// Revokes the token whose public key is `key` or starts with it (at least 8 characters,
     /// as listings and audit lines show it): it admits nobody from now on; nodes it admitted
     /// stay. Refused when the prefix fits several tokens or the token was revoked already.
-    public func revokeEnrollmentToken(matching key: String, by actor: String, reason: String, at now: UnixMilliseconds,
-                                      audit: @escaping @Sendable (EnrollmentTokenSummary) -> AuditEntry) async throws(StoreError) -> EnrollmentTokenSummary {
+    public func revokeEnrollmentToken(
+        matching key: String, by actor: String, reason: String, at now: UnixMilliseconds,
+        audit: @escaping @Sendable (EnrollmentTokenSummary) -> AuditEntry
+    ) async throws(StoreError) -> EnrollmentTokenSummary {
         try await write("revoking an enrollment token") { db in
             guard key.count >= 8 else {
                 throw StoreError.refused(reason: "name the token by its key, or at least its first 8 characters (capfleet enroll list shows them)")
             }
-            let matches = try String.fetchAll(db, sql: "SELECT publicKey FROM enrollmentToken WHERE substr(publicKey, 1, length(?1)) = ?1 LIMIT 2",
-                                              arguments: [key])
+            let matches = try String.fetchAll(
+                db, sql: "SELECT publicKey FROM enrollmentToken WHERE substr(publicKey, 1, length(?1)) = ?1 LIMIT 2",
+                arguments: [key])
             guard let tokenKey = matches.first else { throw StoreError.notFound(what: "enrollment token \(key)…") }
             guard matches.count == 1 else {
                 throw StoreError.refused(reason: "\(key)… fits more than one token; give more of its key")

@@ -37,27 +37,35 @@ extension FleetDatabase {
             }
             // Only the active format of each device, with its frame-rate ranges.
             var ranges: [String: [FrameRateRange]] = [:]
-            for row in try Row.fetchAll(db, sql: """
-                SELECT r.deviceId, r.minFps, r.maxFps FROM frameRateRange r
-                JOIN device d ON d.id = r.deviceId AND d.activeFormatPosition = r.formatPosition
-                ORDER BY r.deviceId, r.position
-                """) {
+            for row in try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT r.deviceId, r.minFps, r.maxFps FROM frameRateRange r
+                    JOIN device d ON d.id = r.deviceId AND d.activeFormatPosition = r.formatPosition
+                    ORDER BY r.deviceId, r.position
+                    """)
+            {
                 ranges[row[0], default: []].append(FrameRateRange(min: row[1], max: row[2]))
             }
             var active: [String: VideoFormat] = [:]
-            for row in try Row.fetchAll(db, sql: """
-                SELECT f.deviceId, f.pixelFormat, f.width, f.height, f.fieldOfViewDegrees, f.maxZoomFactor,
-                       f.upscaleThresholdZoomFactor, f.binned, f.bitDepth
-                FROM format f JOIN device d ON d.id = f.deviceId AND d.activeFormatPosition = f.position
-                """) {
+            for row in try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT f.deviceId, f.pixelFormat, f.width, f.height, f.fieldOfViewDegrees, f.maxZoomFactor,
+                           f.upscaleThresholdZoomFactor, f.binned, f.bitDepth
+                    FROM format f JOIN device d ON d.id = f.deviceId AND d.activeFormatPosition = f.position
+                    """)
+            {
                 let id: String = row[0]
-                active[id] = VideoFormat(pixelFormat: PixelFormat(row[1] as String), width: row[2], height: row[3],
-                                         frameRateRanges: ranges[id] ?? [], fieldOfViewDegrees: row[4], maxZoomFactor: row[5],
-                                         upscaleThresholdZoomFactor: row[6], isBinned: row[7], bitDepth: row[8])
+                active[id] = VideoFormat(
+                    pixelFormat: PixelFormat(row[1] as String), width: row[2], height: row[3],
+                    frameRateRanges: ranges[id] ?? [], fieldOfViewDegrees: row[4], maxZoomFactor: row[5],
+                    upscaleThresholdZoomFactor: row[6], isBinned: row[7], bitDepth: row[8])
             }
             return devices.map { device in
-                DeviceListingRow(device: device, activeFormat: active[device.id], formatCount: counts[device.id] ?? 0,
-                                 consent: consents[device.id], dropRecovery: dropRecovery[device.id], pressurePolicy: pressure[device.id])
+                DeviceListingRow(
+                    device: device, activeFormat: active[device.id], formatCount: counts[device.id] ?? 0,
+                    consent: consents[device.id], dropRecovery: dropRecovery[device.id], pressurePolicy: pressure[device.id])
             }
         }
     }

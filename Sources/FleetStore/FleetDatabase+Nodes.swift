@@ -24,8 +24,10 @@ public struct NodeRegistration: Sendable {
     /// The encoders the node records takes with (HELLO's `encoders`).
     public var encoders: [HostEncoder]
 
-    public init(nodeID: String, name: String, hostname: String, softwareVersion: String, address: String, devices: [Device],
-                encoders: [HostEncoder] = []) {
+    public init(
+        nodeID: String, name: String, hostname: String, softwareVersion: String, address: String, devices: [Device],
+        encoders: [HostEncoder] = []
+    ) {
         self.encoders = encoders
         self.nodeID = nodeID
         self.name = name
@@ -56,9 +58,10 @@ extension FleetDatabase {
             var node = try NodeRecord.fetchOne(db, key: registration.nodeID)
             let isNew = node == nil
             if node == nil {
-                node = NodeRecord(id: registration.nodeID, name: registration.name, hostname: registration.hostname,
-                                  softwareVersion: registration.softwareVersion, address: registration.address,
-                                  online: true, firstSeenAt: now, lastSeenAt: now)
+                node = NodeRecord(
+                    id: registration.nodeID, name: registration.name, hostname: registration.hostname,
+                    softwareVersion: registration.softwareVersion, address: registration.address,
+                    online: true, firstSeenAt: now, lastSeenAt: now)
             }
             node!.name = registration.name
             node!.hostname = registration.hostname
@@ -85,11 +88,13 @@ extension FleetDatabase {
                     try existing.update(db)
                 } else {
                     added.append(description.deviceID)
-                    try DeviceRecord(id: description.deviceID, nodeId: registration.nodeID, name: description.name,
-                                     driver: description.driver, kind: description.kind.rawValue, present: true,
-                                     activeFormatPosition: entry.activeFormatIndex, activeFrameRate: entry.activeFrameRate,
-                                     framesReceived: 0, bytesReceived: 0, dropsLate: 0, dropsOutOfBuffers: 0,
-                                     dropsDiscontinuity: 0, lastFrameAt: nil).insert(db)
+                    try DeviceRecord(
+                        id: description.deviceID, nodeId: registration.nodeID, name: description.name,
+                        driver: description.driver, kind: description.kind.rawValue, present: true,
+                        activeFormatPosition: entry.activeFormatIndex, activeFrameRate: entry.activeFrameRate,
+                        framesReceived: 0, bytesReceived: 0, dropsLate: 0, dropsOutOfBuffers: 0,
+                        dropsDiscontinuity: 0, lastFrameAt: nil
+                    ).insert(db)
                 }
                 try Self.replaceFormats(db, deviceID: description.deviceID, formats: description.formats)
             }
@@ -108,17 +113,21 @@ extension FleetDatabase {
         }
         guard try readFormats(db, deviceID: deviceID) != stored else { return }
         try db.execute(sql: "DELETE FROM format WHERE deviceId = ?", arguments: [deviceID])
-        let insertFormat = try db.cachedStatement(sql: """
-            INSERT INTO format (deviceId, position, pixelFormat, width, height, fieldOfViewDegrees, maxZoomFactor,
-                                upscaleThresholdZoomFactor, binned, bitDepth) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """)
-        let insertRange = try db.cachedStatement(sql: """
-            INSERT INTO frameRateRange (deviceId, formatPosition, position, minFps, maxFps) VALUES (?, ?, ?, ?, ?)
-            """)
+        let insertFormat = try db.cachedStatement(
+            sql: """
+                INSERT INTO format (deviceId, position, pixelFormat, width, height, fieldOfViewDegrees, maxZoomFactor,
+                                    upscaleThresholdZoomFactor, binned, bitDepth) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+        let insertRange = try db.cachedStatement(
+            sql: """
+                INSERT INTO frameRateRange (deviceId, formatPosition, position, minFps, maxFps) VALUES (?, ?, ?, ?, ?)
+                """)
         for (position, format) in stored.enumerated() {
-            try insertFormat.execute(arguments: [deviceID, position, format.pixelFormat.fourCC, format.width, format.height,
-                                                 format.fieldOfViewDegrees, format.maxZoomFactor, format.upscaleThresholdZoomFactor,
-                                                 format.isBinned, format.bitDepth])
+            try insertFormat.execute(arguments: [
+                deviceID, position, format.pixelFormat.fourCC, format.width, format.height,
+                format.fieldOfViewDegrees, format.maxZoomFactor, format.upscaleThresholdZoomFactor,
+                format.isBinned, format.bitDepth,
+            ])
             for (rangePosition, range) in format.frameRateRanges.enumerated() {
                 try insertRange.execute(arguments: [deviceID, position, rangePosition, range.minFramesPerSecond, range.maxFramesPerSecond])
             }

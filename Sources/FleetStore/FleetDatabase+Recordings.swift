@@ -1,5 +1,5 @@
-import Foundation
 import FleetCore
+import Foundation
 import GRDB
 
 /// A take as the index keeps it.
@@ -110,8 +110,9 @@ public struct TakeDeviceRecord: Codable, Sendable, Hashable, FetchableRecord, Pe
     }
 
     public var drops: DropTally {
-        DropTally(late: UInt64(dropsLate), outOfBuffers: UInt64(dropsOutOfBuffers), discontinuity: UInt64(dropsDiscontinuity),
-                  encoderLate: UInt64(max(dropsEncoderLate, 0)))
+        DropTally(
+            late: UInt64(dropsLate), outOfBuffers: UInt64(dropsOutOfBuffers), discontinuity: UInt64(dropsDiscontinuity),
+            encoderLate: UInt64(max(dropsEncoderLate, 0)))
     }
 
     public mutating func setDrops(_ drops: DropTally) {
@@ -139,9 +140,11 @@ public struct TakeDeviceTally: Sendable, Hashable {
     public var encoder: String
     public var sourcePixelFormat: String
 
-    public init(pixelFormat: String, width: Int, height: Int, frameRate: Double, firstFleetNs: UInt64?, lastFleetNs: UInt64?,
-                firstSequence: UInt64?, lastSequence: UInt64?, frames: Int64, bytes: Int64, drops: DropTally,
-                encoder: String = "", sourcePixelFormat: String = "") {
+    public init(
+        pixelFormat: String, width: Int, height: Int, frameRate: Double, firstFleetNs: UInt64?, lastFleetNs: UInt64?,
+        firstSequence: UInt64?, lastSequence: UInt64?, frames: Int64, bytes: Int64, drops: DropTally,
+        encoder: String = "", sourcePixelFormat: String = ""
+    ) {
         self.encoder = encoder
         self.sourcePixelFormat = sourcePixelFormat
         self.pixelFormat = pixelFormat
@@ -263,7 +266,8 @@ extension FleetDatabase {
     public func finishSegment(_ segment: SegmentRecord, tally: TakeDeviceTally) async throws(StoreError) {
         try await write("finishing segment \(segment.number) of \(segment.deviceId) in \(segment.takeId)") { db in
             guard try SegmentRecord.fetchOne(db, key: ["takeId": segment.takeId, "deviceId": segment.deviceId, "number": segment.number]) != nil,
-                  var device = try TakeDeviceRecord.fetchOne(db, key: ["takeId": segment.takeId, "deviceId": segment.deviceId]) else {
+                var device = try TakeDeviceRecord.fetchOne(db, key: ["takeId": segment.takeId, "deviceId": segment.deviceId])
+            else {
                 throw StoreError.notFound(what: "segment \(segment.number) of \(segment.deviceId) in \(segment.takeId)")
             }
             try segment.update(db)
@@ -278,8 +282,10 @@ extension FleetDatabase {
     }
 
     /// Ends a take (stopped, or failed with `error`), with its audit entry.
-    public func endTake(id: String, state: TakeRecord.State, stopFleetNs: UInt64?, at: UnixMilliseconds, error: String = "",
-                        audit: AuditEntry) async throws(StoreError) {
+    public func endTake(
+        id: String, state: TakeRecord.State, stopFleetNs: UInt64?, at: UnixMilliseconds, error: String = "",
+        audit: AuditEntry
+    ) async throws(StoreError) {
         try await write("ending take \(id)") { db in
             guard var take = try TakeRecord.fetchOne(db, key: id) else { throw StoreError.notFound(what: "take \(id)") }
             take.state = state
@@ -318,7 +324,9 @@ extension FleetDatabase {
     }
 
     /// Changes a device's row of a take in one transaction (state, agent, how it ended).
-    public func modifyTakeDevice(takeID: String, deviceID: String, _ change: @escaping @Sendable (inout TakeDeviceRecord) -> Void) async throws(StoreError) {
+    public func modifyTakeDevice(
+        takeID: String, deviceID: String, _ change: @escaping @Sendable (inout TakeDeviceRecord) -> Void
+    ) async throws(StoreError) {
         try await write("updating \(deviceID) in take \(takeID)") { db in
             guard var device = try TakeDeviceRecord.fetchOne(db, key: ["takeId": takeID, "deviceId": deviceID]) else {
                 throw StoreError.notFound(what: "\(deviceID) in take \(takeID)")
@@ -387,7 +395,9 @@ extension FleetDatabase {
     public func deleteTake(id: String, audit: AuditEntry) async throws(StoreError) {
         try await write("deleting take \(id)") { db in
             guard let take = try TakeRecord.fetchOne(db, key: id) else { throw StoreError.notFound(what: "take \(id)") }
-            guard take.state != .recording else { throw StoreError.refused(reason: "take \(id) is still recording: stop it first (capfleet record stop \(id))") }
+            guard take.state != .recording else {
+                throw StoreError.refused(reason: "take \(id) is still recording: stop it first (capfleet record stop \(id))")
+            }
             _ = try TakeRecord.deleteOne(db, key: id)
             _ = try audit.inserted(db)
         }

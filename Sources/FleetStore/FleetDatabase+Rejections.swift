@@ -28,10 +28,11 @@ extension FleetDatabase {
         guard !totals.isEmpty else { return }
         try await write("storing the rejection counts") { db in
             for total in totals {
-                try db.execute(sql: """
-                    INSERT INTO rejectionCount (endpoint, reason, count) VALUES (?, ?, ?)
-                    ON CONFLICT (endpoint, reason) DO UPDATE SET count = MAX(count, excluded.count)
-                    """, arguments: [total.endpoint, total.reason, Int64(clamping: total.count)])
+                try db.execute(
+                    sql: """
+                        INSERT INTO rejectionCount (endpoint, reason, count) VALUES (?, ?, ?)
+                        ON CONFLICT (endpoint, reason) DO UPDATE SET count = MAX(count, excluded.count)
+                        """, arguments: [total.endpoint, total.reason, Int64(clamping: total.count)])
             }
         }
     }

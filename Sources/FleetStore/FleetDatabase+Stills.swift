@@ -17,8 +17,10 @@ public struct StillRecord: Codable, Sendable, Hashable, FetchableRecord, Persist
     /// When the last picture was stored on the coordinator.
     public var storedAt: UnixMilliseconds?
 
-    public init(id: String, name: String, requestedFleetNs: UInt64, encoding: String, bracket: [Double], directory: String,
-                createdAt: UnixMilliseconds, createdBy: String) {
+    public init(
+        id: String, name: String, requestedFleetNs: UInt64, encoding: String, bracket: [Double], directory: String,
+        createdAt: UnixMilliseconds, createdBy: String
+    ) {
         self.id = id
         self.name = name
         self.requestedFleetNs = requestedFleetNs
@@ -83,9 +85,11 @@ public struct StillImageRecord: Codable, Sendable, Hashable, FetchableRecord, Pe
     public var storedPath: String?
     public var storedAt: UnixMilliseconds?
 
-    public init(stillId: String, deviceId: String, number: Int, fileName: String, agentPath: String, sizeBytes: Int64, sha256: String,
-                mediaType: String, sidecarJson: String, requestedFleetNs: UInt64, fleetTimeNs: UInt64, spreadNs: Int64, ev: Double,
-                width: Int, height: Int, pixelFormat: String) {
+    public init(
+        stillId: String, deviceId: String, number: Int, fileName: String, agentPath: String, sizeBytes: Int64, sha256: String,
+        mediaType: String, sidecarJson: String, requestedFleetNs: UInt64, fleetTimeNs: UInt64, spreadNs: Int64, ev: Double,
+        width: Int, height: Int, pixelFormat: String
+    ) {
         self.stillId = stillId
         self.deviceId = deviceId
         self.number = number
@@ -123,7 +127,9 @@ extension FleetDatabase {
     /// its audit entry.
     public func createStill(_ still: StillRecord, devices: [StillDeviceRecord], audit: AuditEntry) async throws(StoreError) {
         try await write("creating still \(still.id)") { db in
-            guard try StillRecord.fetchOne(db, key: still.id) == nil else { throw StoreError.refused(reason: "a still with id \(still.id) exists already") }
+            guard try StillRecord.fetchOne(db, key: still.id) == nil else {
+                throw StoreError.refused(reason: "a still with id \(still.id) exists already")
+            }
             try still.insert(db)
             for device in devices { try device.insert(db) }
             _ = try audit.inserted(db)
@@ -132,13 +138,16 @@ extension FleetDatabase {
 
     /// A camera's agent answered: its pictures are written on its host (state collecting), or
     /// it could not take them (failed, with the reason).
-    public func recordStillCapture(stillID: String, deviceID: String, images: [StillImageRecord], awayNs: UInt64,
-                                   failure: String?) async throws(StoreError) {
+    public func recordStillCapture(
+        stillID: String, deviceID: String, images: [StillImageRecord], awayNs: UInt64,
+        failure: String?
+    ) async throws(StoreError) {
         try await write("recording the pictures of \(deviceID) in still \(stillID)") { db in
             guard var device = try StillDeviceRecord.fetchOne(db, key: ["stillId": stillID, "deviceId": deviceID]) else {
                 throw StoreError.notFound(what: "\(deviceID) in still \(stillID)")
             }
-            for image in images where try StillImageRecord.fetchOne(db, key: ["stillId": stillID, "deviceId": deviceID, "number": image.number]) == nil {
+            for image in images
+            where try StillImageRecord.fetchOne(db, key: ["stillId": stillID, "deviceId": deviceID, "number": image.number]) == nil {
                 try image.insert(db)
             }
             device.awayNs = awayNs
@@ -168,14 +177,18 @@ extension FleetDatabase {
     /// Indexes a camera's pictures its agent reports when the index has none of them yet,
     /// whatever became of the camera's answer: the camera then is `collecting` again, and the
     /// still not yet stored.
-    public func adoptStillPictures(stillID: String, deviceID: String, nodeID: String, images: [StillImageRecord],
-                                   awayNs: UInt64) async throws(StoreError) -> StillAdoption {
+    public func adoptStillPictures(
+        stillID: String, deviceID: String, nodeID: String, images: [StillImageRecord],
+        awayNs: UInt64
+    ) async throws(StoreError) -> StillAdoption {
         try await write("adopting the pictures of \(deviceID) in still \(stillID)") { db in
             guard var still = try StillRecord.fetchOne(db, key: stillID),
-                  var device = try StillDeviceRecord.fetchOne(db, key: ["stillId": stillID, "deviceId": deviceID]), device.nodeId == nodeID else {
+                var device = try StillDeviceRecord.fetchOne(db, key: ["stillId": stillID, "deviceId": deviceID]), device.nodeId == nodeID
+            else {
                 return .unknown
             }
-            let indexed = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM stillImage WHERE stillId = ? AND deviceId = ?", arguments: [stillID, deviceID]) ?? 0
+            let indexed =
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM stillImage WHERE stillId = ? AND deviceId = ?", arguments: [stillID, deviceID]) ?? 0
             guard indexed == 0 else { return .alreadyIndexed }
             guard device.state != .capturing else { return .awaitingAnswer }
             guard !images.isEmpty else { return .alreadyIndexed }
@@ -192,8 +205,10 @@ extension FleetDatabase {
 
     /// The coordinator holds a verified copy of a picture at `path`; the camera is stored once
     /// all of its pictures are, and the request once every camera is stored or failed.
-    public func markStillImageStored(stillID: String, deviceID: String, number: Int, path: String,
-                                     at now: UnixMilliseconds) async throws(StoreError) {
+    public func markStillImageStored(
+        stillID: String, deviceID: String, number: Int, path: String,
+        at now: UnixMilliseconds
+    ) async throws(StoreError) {
         try await write("noting picture \(number) of \(deviceID) in still \(stillID) stored") { db in
             guard var image = try StillImageRecord.fetchOne(db, key: ["stillId": stillID, "deviceId": deviceID, "number": number]) else {
                 throw StoreError.notFound(what: "picture \(number) of \(deviceID) in still \(stillID)")
@@ -201,9 +216,13 @@ extension FleetDatabase {
             image.storedPath = path
             image.storedAt = now
             try image.update(db)
-            let unstored = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM stillImage WHERE stillId = ? AND deviceId = ? AND storedPath IS NULL",
-                                            arguments: [stillID, deviceID]) ?? 0
-            if unstored == 0, var device = try StillDeviceRecord.fetchOne(db, key: ["stillId": stillID, "deviceId": deviceID]), device.state == .collecting {
+            let unstored =
+                try Int.fetchOne(
+                    db, sql: "SELECT COUNT(*) FROM stillImage WHERE stillId = ? AND deviceId = ? AND storedPath IS NULL",
+                    arguments: [stillID, deviceID]) ?? 0
+            if unstored == 0, var device = try StillDeviceRecord.fetchOne(db, key: ["stillId": stillID, "deviceId": deviceID]),
+                device.state == .collecting
+            {
                 device.state = .stored
                 device.error = ""
                 try device.update(db)
@@ -225,15 +244,18 @@ extension FleetDatabase {
     /// Fails the cameras still capturing (their agent never answered), with `reason`.
     public func failUnansweredStillDevices(stillID: String, reason: String, at now: UnixMilliseconds) async throws(StoreError) {
         try await write("ending the unanswered cameras of still \(stillID)") { db in
-            try db.execute(sql: "UPDATE stillDevice SET state = 'failed', error = ? WHERE stillId = ? AND state = 'capturing'",
-                           arguments: [reason, stillID])
+            try db.execute(
+                sql: "UPDATE stillDevice SET state = 'failed', error = ? WHERE stillId = ? AND state = 'capturing'",
+                arguments: [reason, stillID])
             try Self.noteStoredIfComplete(db, stillID: stillID, now: now)
         }
     }
 
     private static func noteStoredIfComplete(_ db: Database, stillID: String, now: UnixMilliseconds) throws {
-        let pending = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM stillDevice WHERE stillId = ? AND state IN ('capturing', 'collecting')",
-                                       arguments: [stillID]) ?? 0
+        let pending =
+            try Int.fetchOne(
+                db, sql: "SELECT COUNT(*) FROM stillDevice WHERE stillId = ? AND state IN ('capturing', 'collecting')",
+                arguments: [stillID]) ?? 0
         guard pending == 0, var still = try StillRecord.fetchOne(db, key: stillID), still.storedAt == nil else { return }
         still.storedAt = now
         try still.update(db)
@@ -257,12 +279,14 @@ extension FleetDatabase {
     /// coordinator goes on copying them after a restart).
     public func uncollectedStillImages() async throws(StoreError) -> [(image: StillImageRecord, nodeID: String)] {
         try await read("listing pictures not yet copied") { db in
-            let rows = try Row.fetchAll(db, sql: """
-                SELECT stillImage.*, stillDevice.nodeId AS nodeId FROM stillImage
-                JOIN stillDevice USING (stillId, deviceId)
-                WHERE stillImage.storedPath IS NULL AND stillDevice.state = 'collecting'
-                ORDER BY stillImage.stillId, stillImage.deviceId, stillImage.number
-                """)
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT stillImage.*, stillDevice.nodeId AS nodeId FROM stillImage
+                    JOIN stillDevice USING (stillId, deviceId)
+                    WHERE stillImage.storedPath IS NULL AND stillDevice.state = 'collecting'
+                    ORDER BY stillImage.stillId, stillImage.deviceId, stillImage.number
+                    """)
             return try rows.map { (try StillImageRecord(row: $0), $0["nodeId"] as String) }
         }
     }
@@ -277,8 +301,9 @@ extension FleetDatabase {
     }
 
     private static func entry(_ db: Database, _ still: StillRecord) throws -> StillEntry {
-        StillEntry(still: still,
-                   devices: try StillDeviceRecord.filter(Column("stillId") == still.id).order(Column("deviceId")).fetchAll(db),
-                   images: try StillImageRecord.filter(Column("stillId") == still.id).order(Column("deviceId"), Column("number")).fetchAll(db))
+        StillEntry(
+            still: still,
+            devices: try StillDeviceRecord.filter(Column("stillId") == still.id).order(Column("deviceId")).fetchAll(db),
+            images: try StillImageRecord.filter(Column("stillId") == still.id).order(Column("deviceId"), Column("number")).fetchAll(db))
     }
 }

@@ -1,5 +1,5 @@
-import Foundation
 import FleetCore
+import Foundation
 import GRDB
 
 /// A node as the coordinator remembers it.
@@ -43,8 +43,9 @@ public struct DeviceRecord: Codable, Sendable, Hashable, FetchableRecord, Persis
     public var lastFrameAt: UnixMilliseconds?
 
     public var drops: DropTally {
-        DropTally(late: UInt64(dropsLate), outOfBuffers: UInt64(dropsOutOfBuffers), discontinuity: UInt64(dropsDiscontinuity),
-                  encoderLate: UInt64(max(dropsEncoderLate, 0)))
+        DropTally(
+            late: UInt64(dropsLate), outOfBuffers: UInt64(dropsOutOfBuffers), discontinuity: UInt64(dropsDiscontinuity),
+            encoderLate: UInt64(max(dropsEncoderLate, 0)))
     }
 }
 

@@ -5,8 +5,10 @@ import Glibc
 /// EINTR is retried; anything else is a `SystemCallError` naming the call and `target`.
 public enum FileDescriptorIO {
     /// Writes all of `bytes`, at `offset` when given (pwrite), else at the file's position.
-    public static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer, at offset: UInt64? = nil,
-                                target: @autoclosure () -> String) throws(SystemCallError) {
+    public static func writeAll(
+        _ descriptor: Int32, _ bytes: UnsafeRawBufferPointer, at offset: UInt64? = nil,
+        target: @autoclosure () -> String
+    ) throws(SystemCallError) {
         guard let base = bytes.baseAddress else { return }
         var done = 0
         while done < bytes.count {
@@ -23,8 +25,10 @@ public enum FileDescriptorIO {
         }
     }
 
-    public static func writeAll(_ descriptor: Int32, _ bytes: [UInt8], at offset: UInt64? = nil,
-                                target: @autoclosure () -> String) throws(SystemCallError) {
+    public static func writeAll(
+        _ descriptor: Int32, _ bytes: [UInt8], at offset: UInt64? = nil,
+        target: @autoclosure () -> String
+    ) throws(SystemCallError) {
         let outcome = bytes.withUnsafeBytes { raw in
             Result { () throws(SystemCallError) in try writeAll(descriptor, raw, at: offset, target: target()) }
         }
@@ -33,8 +37,10 @@ public enum FileDescriptorIO {
 
     /// Reads exactly `count` bytes at `offset` (pread), else at the file's position; a file
     /// that ends first is EIO (the caller asked for bytes it said were there).
-    public static func readExactly(_ descriptor: Int32, count: Int, at offset: UInt64? = nil,
-                                   target: @autoclosure () -> String) throws(SystemCallError) -> [UInt8] {
+    public static func readExactly(
+        _ descriptor: Int32, count: Int, at offset: UInt64? = nil,
+        target: @autoclosure () -> String
+    ) throws(SystemCallError) -> [UInt8] {
         var buffer = [UInt8](repeating: 0, count: count)
         var done = 0
         while done < count {

@@ -36,12 +36,14 @@ public final class OwnedWorker<Message: Sendable>: Sendable {
     ///   - name: the thread's name (at most 15 bytes, "cf-…").
     ///   - tickNanoseconds: how often `onTick` runs at the latest; nil: only after messages.
     ///   - state: makes the worker's state, on its thread.
-    public init<State>(name: String, capacity: Int = .max, whenFull: WhenFull = .refuseNewest, tickNanoseconds: UInt64? = nil,
-                       onDrop: @escaping @Sendable (Message) -> Void = { _ in },
-                       state makeState: @escaping @Sendable () -> State,
-                       handle: @escaping @Sendable (inout State, Message) -> Void,
-                       onTick: @escaping @Sendable (inout State) -> Void = { _ in },
-                       finish: @escaping @Sendable (inout State) -> Void = { _ in }) {
+    public init<State>(
+        name: String, capacity: Int = .max, whenFull: WhenFull = .refuseNewest, tickNanoseconds: UInt64? = nil,
+        onDrop: @escaping @Sendable (Message) -> Void = { _ in },
+        state makeState: @escaping @Sendable () -> State,
+        handle: @escaping @Sendable (inout State, Message) -> Void,
+        onTick: @escaping @Sendable (inout State) -> Void = { _ in },
+        finish: @escaping @Sendable (inout State) -> Void = { _ in }
+    ) {
         self.capacity = capacity
         self.whenFull = whenFull
         self.onDrop = onDrop
@@ -76,9 +78,11 @@ public final class OwnedWorker<Message: Sendable>: Sendable {
     }
 
     /// A stateless worker: `handle` alone.
-    public convenience init(name: String, capacity: Int = .max, whenFull: WhenFull = .refuseNewest,
-                            onDrop: @escaping @Sendable (Message) -> Void = { _ in },
-                            handle: @escaping @Sendable (Message) -> Void) {
+    public convenience init(
+        name: String, capacity: Int = .max, whenFull: WhenFull = .refuseNewest,
+        onDrop: @escaping @Sendable (Message) -> Void = { _ in },
+        handle: @escaping @Sendable (Message) -> Void
+    ) {
         self.init(name: name, capacity: capacity, whenFull: whenFull, onDrop: onDrop, state: { () }, handle: { _, message in handle(message) })
     }
 

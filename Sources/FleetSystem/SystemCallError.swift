@@ -27,8 +27,10 @@ public struct SystemCallError: Error, CustomStringConvertible, Sendable, Equatab
 /// naming the call. `body` returns the call's result; a negative result is a failure.
 @inline(__always)
 @discardableResult
-public func systemCall<Result: BinaryInteger>(_ call: @autoclosure () -> String, on target: @autoclosure () -> String,
-                                              _ body: () -> Result) throws(SystemCallError) -> Result {
+public func systemCall<Result: BinaryInteger>(
+    _ call: @autoclosure () -> String, on target: @autoclosure () -> String,
+    _ body: () -> Result
+) throws(SystemCallError) -> Result {
     while true {
         let result = body()
         if result >= 0 { return result }
@@ -41,8 +43,10 @@ public func systemCall<Result: BinaryInteger>(_ call: @autoclosure () -> String,
 /// For calls that return their error instead of setting errno (pthread_*, clock_nanosleep,
 /// posix_fallocate): 0 is success, EINTR is retried, anything else thrown.
 @inline(__always)
-public func systemCallReturningError(_ call: @autoclosure () -> String, on target: @autoclosure () -> String,
-                                     _ body: () -> Int32) throws(SystemCallError) {
+public func systemCallReturningError(
+    _ call: @autoclosure () -> String, on target: @autoclosure () -> String,
+    _ body: () -> Int32
+) throws(SystemCallError) {
     while true {
         let code = body()
         if code == 0 { return }

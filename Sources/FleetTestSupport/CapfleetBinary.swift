@@ -25,7 +25,9 @@ public enum CapfleetBinary {
     public static func checked() throws -> String {
         let binary = path
         guard FileManager.default.isExecutableFile(atPath: binary) else {
-            throw FleetTestError("no capfleet binary at \(binary): build it first (`swift build`, or `swift build -c release --product capfleet` for the benchmarks), or set \(environmentVariable)")
+            throw FleetTestError(
+                "no capfleet binary at \(binary): build it first (`swift build`, or `swift build -c release --product capfleet` for the benchmarks), or set \(environmentVariable)"
+            )
         }
         return binary
     }
@@ -53,8 +55,9 @@ public enum CapfleetBinary {
         let output = out.fileHandleForReading.readDataToEndOfFile()
         let error = errors.finish()
         process.waitUntilExit()
-        return Result(status: process.terminationStatus, output: String(decoding: output, as: UTF8.self),
-                      error: String(decoding: error, as: UTF8.self))
+        return Result(
+            status: process.terminationStatus, output: String(decoding: output, as: UTF8.self),
+            error: String(decoding: error, as: UTF8.self))
     }
 
     /// Reads a pipe to its end on a thread of its own.

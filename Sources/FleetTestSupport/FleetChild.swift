@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A `capfleet` child process of a test or a benchmark: a coordinator, an agent, or any

@@ -107,12 +107,15 @@ public final class HandWrittenAgent: @unchecked Sendable {
     }
 
     public func answer(_ command: Capfleet_V1_Command, zoom: Double) throws {
-        try send(.with { $0.commandReply = .with {
-            $0.commandID = command.commandID
-            $0.status = .ok
-            $0.activeFrameRate = 15
-            $0.zoomFactor = zoom
-        } })
+        try send(
+            .with {
+                $0.commandReply = .with {
+                    $0.commandID = command.commandID
+                    $0.status = .ok
+                    $0.activeFrameRate = 15
+                    $0.zoomFactor = zoom
+                }
+            })
     }
 
     /// Drops the connection it has (if any) for a new one.
@@ -127,10 +130,13 @@ public final class HandWrittenAgent: @unchecked Sendable {
 
     private func sendHeartbeat() throws {
         heartbeats += 1
-        try send(.with { $0.heartbeat = .with {
-            $0.nodeID = nodeID
-            $0.sequence = heartbeats
-        } })
+        try send(
+            .with {
+                $0.heartbeat = .with {
+                    $0.nodeID = nodeID
+                    $0.sequence = heartbeats
+                }
+            })
     }
 
     private func send(_ message: Capfleet_V1_AgentMessage) throws {
@@ -140,7 +146,8 @@ public final class HandWrittenAgent: @unchecked Sendable {
 
     private func receive(milliseconds: Int) throws -> Capfleet_V1_CoordinatorMessage? {
         guard let socket, socket.waitForInput(milliseconds: milliseconds), let received = try socket.receiveMultipart(dontWait: true),
-              let part = received.parts.first else { return nil }
+            let part = received.parts.first
+        else { return nil }
         return try Capfleet_V1_CoordinatorMessage(serializedBytes: part.array)
     }
 
@@ -152,23 +159,29 @@ public final class HandWrittenAgent: @unchecked Sendable {
             $0.nodeID = nodeID
             $0.nodeName = "hand-written"
             $0.agentInstance = instance
-            $0.devices = [.with {
-                $0.deviceID = deviceID
-                $0.name = "Hand-written camera"
-                $0.driver = "test"
-                $0.kind = .synthetic
-                $0.formats = [.with {
-                    $0.pixelFormat = "YUYV"
-                    $0.width = 640
-                    $0.height = 480
-                    $0.frameRateRanges = [.with {
-                        $0.minFps = 1
-                        $0.maxFps = 30
-                    }]
-                    $0.maxZoomFactor = 8
-                }]
-                $0.activeFrameRate = 15
-            }]
+            $0.devices = [
+                .with {
+                    $0.deviceID = deviceID
+                    $0.name = "Hand-written camera"
+                    $0.driver = "test"
+                    $0.kind = .synthetic
+                    $0.formats = [
+                        .with {
+                            $0.pixelFormat = "YUYV"
+                            $0.width = 640
+                            $0.height = 480
+                            $0.frameRateRanges = [
+                                .with {
+                                    $0.minFps = 1
+                                    $0.maxFps = 30
+                                }
+                            ]
+                            $0.maxZoomFactor = 8
+                        }
+                    ]
+                    $0.activeFrameRate = 15
+                }
+            ]
         }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Debian's `chromium`, headless, driven over the Chrome DevTools Protocol on a pipe
@@ -49,8 +50,10 @@ public final class HeadlessChromium: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let arguments = [Self.binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                         "--remote-debugging-pipe", "--user-data-dir=\(directory)/chromium-profile", "--window-size=1280,900", "about:blank"]
+        let arguments = [
+            Self.binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+            "--remote-debugging-pipe", "--user-data-dir=\(directory)/chromium-profile", "--window-size=1280,900", "about:blank",
+        ]
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var child: pid_t = 0
@@ -86,7 +89,8 @@ public final class HeadlessChromium: @unchecked Sendable {
         var ticks: [pid_t: UInt64] = [:]
         for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
             guard let process = pid_t(entry), let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
-                  let close = stat.lastIndex(of: ")") else { continue }
+                let close = stat.lastIndex(of: ")")
+            else { continue }
             // After the command's closing parenthesis: state, ppid, … utime (14th field), stime (15th).
             let fields = stat[stat.index(after: close)...].split(separator: " ")
             guard fields.count > 12, let ppid = pid_t(fields[1]), let user = UInt64(fields[11]), let system = UInt64(fields[12]) else { continue }
@@ -210,7 +214,7 @@ public final class HeadlessChromium: @unchecked Sendable {
             target["browserContextId"] = context
         }
         guard let targetID = try command("Target.createTarget", target)["targetId"] as? String,
-              let session = try command("Target.attachToTarget", ["targetId": targetID, "flatten": true])["sessionId"] as? String
+            let session = try command("Target.attachToTarget", ["targetId": targetID, "flatten": true])["sessionId"] as? String
         else { throw FleetTestError("chromium made no page") }
         let page = Page(browser: self, session: session)
         try page.command("Page.enable")

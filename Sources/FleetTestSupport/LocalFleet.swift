@@ -21,16 +21,20 @@ public struct FleetPorts: Sendable {
     /// without it).
     public static func free(record: Bool = true, metrics: Bool = true) throws -> FleetPorts {
         let ports = try LoopbackPorts.free(6 + (record ? 1 : 0) + (metrics ? 1 : 0))
-        return FleetPorts(controlPort: ports[0], ingestPort: ports[1], operatorPort: ports[2], telemetryPort: ports[3],
-                          clockPort: ports[4], recordPort: record ? ports[6] : 0, livePort: ports[5],
-                          metricsPort: metrics ? ports[ports.count - 1] : nil)
+        return FleetPorts(
+            controlPort: ports[0], ingestPort: ports[1], operatorPort: ports[2], telemetryPort: ports[3],
+            clockPort: ports[4], recordPort: record ? ports[6] : 0, livePort: ports[5],
+            metricsPort: metrics ? ports[ports.count - 1] : nil)
     }
 
     /// The coordinator's settings for these ports, as CAPFLEET_* variables.
     public var coordinatorEnvironment: [String: String] {
-        ["CAPFLEET_BIND": "127.0.0.1", "CAPFLEET_CONTROL_PORT": "\(controlPort)", "CAPFLEET_INGEST_PORT": "\(ingestPort)",
-         "CAPFLEET_OPERATOR_PORT": "\(operatorPort)", "CAPFLEET_TELEMETRY_PORT": "\(telemetryPort)", "CAPFLEET_CLOCK_PORT": "\(clockPort)",
-         "CAPFLEET_RECORD_PORT": "\(recordPort)", "CAPFLEET_LIVE_PORT": "\(livePort)", "CAPFLEET_METRICS_PORT": metricsPort.map { "\($0)" } ?? "off"]
+        [
+            "CAPFLEET_BIND": "127.0.0.1", "CAPFLEET_CONTROL_PORT": "\(controlPort)", "CAPFLEET_INGEST_PORT": "\(ingestPort)",
+            "CAPFLEET_OPERATOR_PORT": "\(operatorPort)", "CAPFLEET_TELEMETRY_PORT": "\(telemetryPort)", "CAPFLEET_CLOCK_PORT": "\(clockPort)",
+            "CAPFLEET_RECORD_PORT": "\(recordPort)", "CAPFLEET_LIVE_PORT": "\(livePort)",
+            "CAPFLEET_METRICS_PORT": metricsPort.map { "\($0)" } ?? "off",
+        ]
     }
 }
 
@@ -65,8 +69,9 @@ public final class LocalFleet: @unchecked Sendable {
     /// `coordinator --data DIR`; `environment` adds to (or overrides) the ports' settings.
     @discardableResult
     public func startCoordinator(arguments: [String] = [], environment: [String: String] = [:]) throws -> FleetChild {
-        try launch("coordinator-\(children.count)", ["coordinator", "--data", coordinatorDataDirectory] + arguments,
-                   environment: ports.coordinatorEnvironment.merging(environment) { $1 })
+        try launch(
+            "coordinator-\(children.count)", ["coordinator", "--data", coordinatorDataDirectory] + arguments,
+            environment: ports.coordinatorEnvironment.merging(environment) { $1 })
     }
 
     /// Starts an agent called `name` with its state in DIRECTORY/NAME, connected to this
@@ -76,9 +81,10 @@ public final class LocalFleet: @unchecked Sendable {
     public func startAgent(_ name: String, arguments: [String] = [], environment: [String: String] = [:]) throws -> FleetChild {
         let stateDirectory = directory + "/\(name)"
         let enrolled = FileManager.default.fileExists(atPath: stateDirectory + "/keys/agent.key_secret")
-        return try launch("\(name)-\(children.count)",
-                          ["agent", "--coordinator", "127.0.0.1:\(ports.controlPort)", "--name", name, "--state-dir", stateDirectory]
-                            + (enrolled ? [] : ["--enroll", try enrollmentToken(name: name)]) + arguments, environment: environment)
+        return try launch(
+            "\(name)-\(children.count)",
+            ["agent", "--coordinator", "127.0.0.1:\(ports.controlPort)", "--name", name, "--state-dir", stateDirectory]
+                + (enrolled ? [] : ["--enroll", try enrollmentToken(name: name)]) + arguments, environment: environment)
     }
 
     /// Starts any `capfleet` process that lives and dies with this fleet.
@@ -101,8 +107,10 @@ public final class LocalFleet: @unchecked Sendable {
     public func credential(for user: String, role: String) throws -> String {
         let path = directory + "/\(user).credential"
         guard !FileManager.default.fileExists(atPath: path) else { return path }
-        let result = try run(["operator", "add", user, "--role", role, "--data", coordinatorDataDirectory, "--new-fleet",
-                              "--out", path, "--address", operatorAddress.description])
+        let result = try run([
+            "operator", "add", user, "--role", role, "--data", coordinatorDataDirectory, "--new-fleet",
+            "--out", path, "--address", operatorAddress.description,
+        ])
         guard result.status == 0 else { throw FleetTestError("capfleet operator add \(user) failed: \(result.error)") }
         return path
     }

@@ -2,7 +2,7 @@ import FleetHost
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// deploy/netns-fleet.sh run as a child: a coordinator and agents on network namespaces of
@@ -24,7 +24,9 @@ public struct NetnsFleetScript: Sendable {
     /// SIGTERM, and into a file, not a pipe they would hold open.
     @discardableResult
     public func run(_ arguments: [String], timeoutMilliseconds: Int64 = 180_000) throws -> String {
-        let log = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-netns-\(prefix)-\(getpid())-\(UUID().uuidString.prefix(8)).log").path
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "capfleet-netns-\(prefix)-\(getpid())-\(UUID().uuidString.prefix(8)).log"
+        ).path
         defer { try? FileManager.default.removeItem(atPath: log) }
         let words = ["bash", script, "--prefix", prefix, "--data", data] + arguments
         let command = "exec " + words.map(Self.quoted).joined(separator: " ") + " >" + Self.quoted(log) + " 2>&1 </dev/null"
@@ -32,7 +34,9 @@ public struct NetnsFleetScript: Sendable {
             try ShellCommand.run(command, environment: [:], timeoutMilliseconds: timeoutMilliseconds)
         } catch {
             let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-            throw FleetTestError("\((script as NSString).lastPathComponent) \(arguments.joined(separator: " ")) failed (\(error.description)):\n" + output.suffix(3000))
+            throw FleetTestError(
+                "\((script as NSString).lastPathComponent) \(arguments.joined(separator: " ")) failed (\(error.description)):\n" + output.suffix(3000)
+            )
         }
         return (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
     }

@@ -12,7 +12,10 @@ struct CapfleetBench: ParsableCommand {
         abstract: "Benchmarks that print their figures.",
         discussion: "They run the capfleet beside this binary: build it too (swift build -c release --product capfleet).",
         version: "\(WireDefaults.release) (protocol \(WireDefaults.protocolMajor.rawValue).\(WireDefaults.protocolMinor))",
-        subcommands: [TransportBench.self, CommandBench.self, TelemetryBench.self, ClockBench.self, StillBench.self, RecordBench.self, FleetBench.self, PreviewBench.self, ViewBench.self, EncodeBench.self, DashboardBench.self])
+        subcommands: [
+            TransportBench.self, CommandBench.self, TelemetryBench.self, ClockBench.self, StillBench.self, RecordBench.self, FleetBench.self,
+            PreviewBench.self, ViewBench.self, EncodeBench.self, DashboardBench.self,
+        ])
 }
 
 /// A figure as the benchmarks print it: one decimal.

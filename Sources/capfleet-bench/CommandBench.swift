@@ -21,8 +21,9 @@ struct CommandBench: ParsableCommand {
 
     func run() throws {
         // A coordinator and one agent with a synthetic camera, as child processes on free ports.
-        let fleet = try LocalFleet(directory: FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-bench-commands-\(getpid())").path,
-                                   ports: try FleetPorts.free(record: false, metrics: false), output: .standardError)
+        let fleet = try LocalFleet(
+            directory: FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-bench-commands-\(getpid())").path,
+            ports: try FleetPorts.free(record: false, metrics: false), output: .standardError)
         defer { fleet.remove() }
         let credential = try fleet.operatorCredential(for: "bench", role: "admin")
         try fleet.startCoordinator(arguments: ["--log-level", "error"])
@@ -34,7 +35,11 @@ struct CommandBench: ParsableCommand {
             device = online.deviceID
             return true
         }
-        _ = try client.call(.lockDevice(.with { $0.deviceID = device; $0.seconds = 600 }))
+        _ = try client.call(
+            .lockDevice(
+                .with {
+                    $0.deviceID = device; $0.seconds = 600
+                }))
         let frames = FrameTap(client: try OperatorClient(address: client.address, credential: credential, timeout: 5), device: device)
         frames.start()
         defer { frames.stop() }
@@ -48,7 +53,11 @@ struct CommandBench: ParsableCommand {
             // A random phase against the camera's frame clock, so latencies sample the whole interval.
             Thread.sleep(forTimeInterval: Double.random(in: 0..<(1 / fps)))
             let sent = MonotonicTime.now()
-            _ = try client.call(.changeZoom(.with { $0.deviceID = device; $0.factor = factor }))
+            _ = try client.call(
+                .changeZoom(
+                    .with {
+                        $0.deviceID = device; $0.factor = factor
+                    }))
             roundTrips.append(Double(MonotonicTime.now() - sent) / 1e6)
             guard let first = frames.firstFrame(after: sent, where: { abs($0.zoom - factor) < 1e-6 }, timeout: 2) else {
                 throw BenchFailure("no frame carried zoom \(factor)x within 2 s of command \(index)")
@@ -58,15 +67,25 @@ struct CommandBench: ParsableCommand {
         let interval = 1000 / fps
         let p50 = Self.percentile(latencies, 0.5), p99 = Self.percentile(latencies, 0.99)
         print("zoom command → first frame carrying it, \(commands) commands, synthetic camera at \(VideoFormat.trim(fps)) fps:")
-        print(String(format: "  p50 %.1f ms  p99 %.1f ms  max %.1f ms   (command round trip p50 %.1f ms)",
-                     p50, p99, latencies.max() ?? 0, Self.percentile(roundTrips, 0.5)))
+        print(
+            String(
+                format: "  p50 %.1f ms  p99 %.1f ms  max %.1f ms   (command round trip p50 %.1f ms)",
+                p50, p99, latencies.max() ?? 0, Self.percentile(roundTrips, 0.5)))
         print(String(format: "  baseline frame interval %.1f ms → ratio p50 %.2f, p99 %.2f frames", interval, p50 / interval, p99 / interval))
 
         // Ramp accuracy: 1x → 4x at rate 1 (one octave a second), frame by frame.
-        _ = try client.call(.changeZoom(.with { $0.deviceID = device; $0.factor = 1 }))
+        _ = try client.call(
+            .changeZoom(
+                .with {
+                    $0.deviceID = device; $0.factor = 1
+                }))
         Thread.sleep(forTimeInterval: 0.3)
         let rampStart = MonotonicTime.now()
-        _ = try client.call(.changeZoom(.with { $0.deviceID = device; $0.factor = 4; $0.rampRate = 1 }))
+        _ = try client.call(
+            .changeZoom(
+                .with {
+                    $0.deviceID = device; $0.factor = 4; $0.rampRate = 1
+                }))
         Thread.sleep(forTimeInterval: 3.2)
         // From the first frame that moved to the first that arrived.
         var ramp = frames.frames(after: rampStart).filter { $0.zoom > 1 + 1e-9 }
@@ -103,12 +122,13 @@ struct CommandBench: ParsableCommand {
             }
         }
         let reached = last.zoom
-        return String(format: """
-            zoom ramp 1x → 4x at rate 1 (doubling every second), %d frames:
-              cruising at %.4f octaves/s (mean of %d frame-to-frame slopes; max error %.2f %%), \
-            max distance from the exact exponential through the middle half %.5f octaves (%.3f %% in factor)
-              took %.2f s against %.2f s without easing; ended at %.4fx (asked 4x)
-            """, frames.count, cruising.isEmpty ? 0 : cruising.reduce(0, +) / Double(cruising.count), cruising.count,
+        return String(
+            format: """
+                zoom ramp 1x → 4x at rate 1 (doubling every second), %d frames:
+                  cruising at %.4f octaves/s (mean of %d frame-to-frame slopes; max error %.2f %%), \
+                max distance from the exact exponential through the middle half %.5f octaves (%.3f %% in factor)
+                  took %.2f s against %.2f s without easing; ended at %.4fx (asked 4x)
+                """, frames.count, cruising.isEmpty ? 0 : cruising.reduce(0, +) / Double(cruising.count), cruising.count,
             errors.max() ?? 0, deviation, (exp2(deviation) - 1) * 100, duration, ideal, reached)
     }
 
@@ -146,8 +166,10 @@ final class FrameTap: @unchecked Sendable {
                 guard let header = try? self.client.call(.getLatestFrame(.with { $0.deviceID = self.device })).reply.frameHeader else { continue }
                 self.lock.withLock {
                     if self.collected.last.map({ $0.sequence < header.sequence }) ?? true {
-                        self.collected.append(Frame(sequence: header.sequence, captured: header.captureMonotonicNs,
-                                                    zoom: header.zoomFactor > 0 ? header.zoomFactor : 1))
+                        self.collected.append(
+                            Frame(
+                                sequence: header.sequence, captured: header.captureMonotonicNs,
+                                zoom: header.zoomFactor > 0 ? header.zoomFactor : 1))
                     }
                     self.lock.broadcast()
                 }

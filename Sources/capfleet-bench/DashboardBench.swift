@@ -26,8 +26,9 @@ struct DashboardBench: ParsableCommand {
             throw BenchFailure("no \(HeadlessChromium.binary): install Debian's chromium (scripts/install-deps.sh does)")
         }
         let counts = steps.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }.sorted()
-        let fleet = try LocalFleet(directory: FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-dashboard-bench-\(getpid())").path,
-                                   ports: try FleetPorts.free(record: false, metrics: true), output: .standardError)
+        let fleet = try LocalFleet(
+            directory: FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-dashboard-bench-\(getpid())").path,
+            ports: try FleetPorts.free(record: false, metrics: true), output: .standardError)
         defer { fleet.remove() }
         let credential = try fleet.operatorCredential(for: "bench", role: "admin")
         let coordinator = try fleet.startCoordinator(arguments: ["--log-level", "error"])
@@ -35,22 +36,30 @@ struct DashboardBench: ParsableCommand {
         print("== dashboard: one headless Chromium watching a grid of N camera previews (1 a second each), \(fmt(seconds)) s per figure")
         print("While measured the page draws every frame, as when it is scrolled; previews shown is what the page's pace allowed")
         print("(each visible preview once a second at most), frames and long tasks (50 ms or more) are the page's own.")
-        print("cameras   coordinator CPU idle   with the browser   ratio   to the browser   previews shown   browser CPU   page main thread   frames   p99 frame   long tasks")
+        print(
+            "cameras   coordinator CPU idle   with the browser   ratio   to the browser   previews shown   browser CPU   page main thread   frames   p99 frame   long tasks"
+        )
         var agents = 0
         for count in counts {
             // More agents until the fleet has `count` cameras.
             while agents * camerasPerAgent < count {
                 agents += 1
-                try fleet.startAgent("dash-\(agents)", arguments: ["--synthetic", "\(camerasPerAgent)", "--no-discover", "--synthetic-format", "320x240:YUYV",
-                                                                  "--fps", "5", "--log-level", "error"])
+                try fleet.startAgent(
+                    "dash-\(agents)",
+                    arguments: [
+                        "--synthetic", "\(camerasPerAgent)", "--no-discover", "--synthetic-format", "320x240:YUYV",
+                        "--fps", "5", "--log-level", "error",
+                    ])
             }
             let devices = try waitForDevices(client, count: agents * camerasPerAgent)
             for device in devices where device.consent != .authorized {
-                _ = try client.call(.changeConsent(.with {
-                    $0.deviceID = device.deviceID
-                    $0.action = .grant
-                    $0.reason = "benchmark: a test pattern"
-                }))
+                _ = try client.call(
+                    .changeConsent(
+                        .with {
+                            $0.deviceID = device.deviceID
+                            $0.action = .grant
+                            $0.reason = "benchmark: a test pattern"
+                        }))
             }
             Thread.sleep(forTimeInterval: 3)  // previews real
             let pid = coordinator.processIdentifier
@@ -60,7 +69,9 @@ struct DashboardBench: ParsableCommand {
             defer { browser.stop() }
             let page = try browser.newPage()
             // Tall enough for every tile (about five to a 1280-pixel row, 250 pixels each).
-            try page.command("Emulation.setDeviceMetricsOverride", ["width": 1280, "height": max(900, (devices.count / 5 + 2) * 260), "deviceScaleFactor": 1, "mobile": false])
+            try page.command(
+                "Emulation.setDeviceMetricsOverride",
+                ["width": 1280, "height": max(900, (devices.count / 5 + 2) * 260), "deviceScaleFactor": 1, "mobile": false])
             let link = try client.call(.createDashboardSignIn(.init())).reply.dashboardSignIn
             try page.navigate("http://127.0.0.1:\(link.httpPort)\(link.path)")
             let settle = Date().addingTimeInterval(30)
@@ -85,8 +96,10 @@ struct DashboardBench: ParsableCommand {
     }
 
     /// One row: the coordinator's CPU and what the page did while `seconds` passed.
-    private func watch(_ page: HeadlessChromium.Page, of browser: HeadlessChromium, coordinator pid: Int32, idle: (percent: Double, elapsed: Double),
-                       label: String, scrolled: Bool = false) throws {
+    private func watch(
+        _ page: HeadlessChromium.Page, of browser: HeadlessChromium, coordinator pid: Int32, idle: (percent: Double, elapsed: Double),
+        label: String, scrolled: Bool = false
+    ) throws {
         _ = try page.evaluate(Self.frameRecorder(scrolling: scrolled))
         let shownBefore = try page.evaluate("pace.shown") as? Double ?? 0
         let bytesBefore = browser.receivedBytes
@@ -100,9 +113,12 @@ struct DashboardBench: ParsableCommand {
         let shown = ((try page.evaluate("pace.shown") as? Double ?? 0) - shownBefore) / watched.elapsed
         let frames = try Self.frames(page)
         let ratio = idle.percent > 0 ? watched.percent / idle.percent : 0
-        print(String(repeating: " ", count: max(0, 7 - label.count)) + label + String(format: "   %17.2f %%   %14.2f %%   %5.2f   %9.1f kB/s   %10.1f /s   %8.1f %%   %13.1f %%   %4.1f/s   %6.1f ms   %10d",
-                     idle.percent, watched.percent, ratio, bytesPerSecond / 1000, shown, browserShare, mainThread,
-                     frames.perSecond, frames.p99Milliseconds, frames.longTasks))
+        print(
+            String(repeating: " ", count: max(0, 7 - label.count)) + label
+                + String(
+                    format: "   %17.2f %%   %14.2f %%   %5.2f   %9.1f kB/s   %10.1f /s   %8.1f %%   %13.1f %%   %4.1f/s   %6.1f ms   %10d",
+                    idle.percent, watched.percent, ratio, bytesPerSecond / 1000, shown, browserShare, mainThread,
+                    frames.perSecond, frames.p99Milliseconds, frames.longTasks))
         fflush(nil)
     }
 

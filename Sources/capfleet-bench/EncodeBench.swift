@@ -5,7 +5,7 @@ import FleetRecording
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What the takes' codecs cost and give on this machine: each encoder alone on one core (CPU
@@ -15,7 +15,8 @@ import Glibc
 /// codec, against raw in the same run.
 struct EncodeBench: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "encode", abstract: "Codecs for takes: CPU per 1080p30 stream, size against raw, exactness or PSNR, cameras recorded without drops.")
+        commandName: "encode",
+        abstract: "Codecs for takes: CPU per 1080p30 stream, size against raw, exactness or PSNR, cameras recorded without drops.")
 
     @Option(help: "Frames of each scene fed to each encoder.") var frames: Int = 60
     @Option(help: "Seconds recorded per step of the end-to-end ramp.") var seconds: Double = 8
@@ -27,7 +28,9 @@ struct EncodeBench: ParsableCommand {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let rawFrameBytes = EncodeScenes.width * EncodeScenes.height * 2
-        progress("== encoders alone, one thread each: \(frames) frames of 1920x1080 YUYV per scene (raw \(rawFrameBytes) bytes a frame), x264/x265 preset \(preset), quality (CRF) \(TakeEncoding.defaultQuality)")
+        progress(
+            "== encoders alone, one thread each: \(frames) frames of 1920x1080 YUYV per scene (raw \(rawFrameBytes) bytes a frame), x264/x265 preset \(preset), quality (CRF) \(TakeEncoding.defaultQuality)"
+        )
         progress("scene              codec  encoder   CPU %/1080p30 stream  streams/core  bytes/frame    vs raw  fidelity")
         for (name, scene) in [("synthetic pattern", EncodeScenes.pattern(frames: frames)), ("moving scene", EncodeScenes.moving(frames: frames))] {
             let source = directory + "/source.yuv"
@@ -36,9 +39,11 @@ struct EncodeBench: ParsableCommand {
             }
             for codec in [VideoCodec.ffv1, .h264, .hevc] {
                 let row = try measure(codec, scene: scene, source: source, directory: directory)
-                progress(String(format: "%-18@ %-6@ %-9@ %20.1f  %12.2f  %11.0f  %7.1f×  %@", name as NSString, codec.rawValue as NSString,
-                                row.encoder as NSString, row.cpuPercentPerStream, 100 / row.cpuPercentPerStream, row.bytesPerFrame,
-                                Double(rawFrameBytes) / row.bytesPerFrame, row.fidelity as NSString))
+                progress(
+                    String(
+                        format: "%-18@ %-6@ %-9@ %20.1f  %12.2f  %11.0f  %7.1f×  %@", name as NSString, codec.rawValue as NSString,
+                        row.encoder as NSString, row.cpuPercentPerStream, 100 / row.cpuPercentPerStream, row.bytesPerFrame,
+                        Double(rawFrameBytes) / row.bytesPerFrame, row.fidelity as NSString))
             }
         }
         try endToEnd()
@@ -54,23 +59,31 @@ struct EncodeBench: ParsableCommand {
     /// One codec over one scene: encode (CPU timed), mux into a segment, check what decodes.
     private func measure(_ codec: VideoCodec, scene: [[UInt8]], source: String, directory: String) throws -> Row {
         let choice = EncoderChoice.software(for: codec)!
-        let encoder = try VideoEncoder(choice: choice, encoding: TakeEncoding(codec: codec),
-                                       source: VideoEncoder.Source(pixelFormat: "YUYV", width: EncodeScenes.width, height: EncodeScenes.height, frameRate: 30),
-                                       threads: 1, preset: preset)
+        let encoder = try VideoEncoder(
+            choice: choice, encoding: TakeEncoding(codec: codec),
+            source: VideoEncoder.Source(pixelFormat: "YUYV", width: EncodeScenes.width, height: EncodeScenes.height, frameRate: 30),
+            threads: 1, preset: preset)
         var packets: [(bytes: [UInt8], index: Int64, key: Bool)] = []
         let keep: (VideoEncoder.Packet) -> Void = { packets.append((Array($0.bytes), $0.frameIndex, $0.isKeyFrame)) }
         let before = Self.processCPUSeconds()
         for (index, frame) in scene.enumerated() {
-            try frame.withUnsafeBytes { try encoder.encode($0.baseAddress!, count: $0.count, frameIndex: Int64(index), forceKey: false, deliver: keep) }
+            try frame.withUnsafeBytes {
+                try encoder.encode($0.baseAddress!, count: $0.count, frameIndex: Int64(index), forceKey: false, deliver: keep)
+            }
         }
         try encoder.drain(deliver: keep)
         let cpu = Self.processCPUSeconds() - before
         let path = directory + "/\(codec.rawValue).mkv"
-        let writer = try MatroskaSegmentWriter(path: path, format: RecordedVideoFormat(pixelFormat: PixelFormat(codec.fourCC), width: EncodeScenes.width,
-                                                                                      height: EncodeScenes.height, frameRate: 30, codecConfig: encoder.codecConfig),
-                                               title: "encode bench")
+        let writer = try MatroskaSegmentWriter(
+            path: path,
+            format: RecordedVideoFormat(
+                pixelFormat: PixelFormat(codec.fourCC), width: EncodeScenes.width,
+                height: EncodeScenes.height, frameRate: 30, codecConfig: encoder.codecConfig),
+            title: "encode bench")
         for packet in packets {
-            try packet.bytes.withUnsafeBytes { try writer.appendFrame($0, at: UInt64(packet.index) * 33_333_333, duration: 33_333_333, keyframe: packet.key) }
+            try packet.bytes.withUnsafeBytes {
+                try writer.appendFrame($0, at: UInt64(packet.index) * 33_333_333, duration: 33_333_333, keyframe: packet.key)
+            }
         }
         try writer.finish()
         let bytes = Double(packets.reduce(0) { $0 + $1.bytes.count }) / Double(max(packets.count, 1))
@@ -93,7 +106,9 @@ struct EncodeBench: ParsableCommand {
     /// Cameras recorded on the agents' disks without a drop, per codec, on one fleet: each
     /// step adds a camera and records it once per codec still keeping up.
     private func endToEnd() throws {
-        progress("\n== end to end: 1920x1080 YUYV 30 fps synthetic cameras, one agent each, takes written on the agents (encoder_threads 2, preset superfast), \(fmt(seconds)) s per step")
+        progress(
+            "\n== end to end: 1920x1080 YUYV 30 fps synthetic cameras, one agent each, takes written on the agents (encoder_threads 2, preset superfast), \(fmt(seconds)) s per step"
+        )
         progress("cameras  codec  fps/camera  frames  dropped  MB/s stored  CPU %/camera")
         let fleet = try RecordBenchFleet(store: .agent)
         defer { fleet.stop() }
@@ -104,8 +119,10 @@ struct EncodeBench: ParsableCommand {
             for codec in keepingUp {
                 let step = try fleet.record(seconds: seconds, baselineSeconds: 0, encoding: TakeEncoding(codec: codec))
                 let shown = step
-                progress(String(format: "%7d  %-5@  %10.2f  %6d  %7d  %11.1f  %12.1f", cameras, codec.rawValue as NSString, shown.framesPerSecondPerStream,
-                                shown.frames, shown.dropped, shown.megabytesPerSecond, shown.cpuPercent / Double(cameras)))
+                progress(
+                    String(
+                        format: "%7d  %-5@  %10.2f  %6d  %7d  %11.1f  %12.1f", cameras, codec.rawValue as NSString, shown.framesPerSecondPerStream,
+                        shown.frames, shown.dropped, shown.megabytesPerSecond, shown.cpuPercent / Double(cameras)))
                 try fleet.delete(step.takeID)
                 if step.dropped == 0, step.framesPerSecondPerStream >= 29, step.backlogSeconds < 3 {
                     most[codec] = cameras
@@ -116,7 +133,8 @@ struct EncodeBench: ParsableCommand {
         }
         let raw = most[.raw] ?? 0
         let summary = [VideoCodec.raw, .ffv1, .h264, .hevc].map { codec in
-            "\(codec.rawValue) \(most[codec] ?? 0)" + (codec != .raw && raw > 0 ? String(format: " (%.2f of raw)", Double(most[codec] ?? 0) / Double(raw)) : "")
+            "\(codec.rawValue) \(most[codec] ?? 0)"
+                + (codec != .raw && raw > 0 ? String(format: " (%.2f of raw)", Double(most[codec] ?? 0) / Double(raw)) : "")
         }
         progress("1080p30 cameras recorded without drops on this machine (at most \(maxStreams) tried): " + summary.joined(separator: ", "))
     }
@@ -129,11 +147,16 @@ struct EncodeBench: ParsableCommand {
 
     /// ffmpeg's psnr or ssim filter over the decoded segment against the source frames.
     static func compare(_ path: String, source: String, filter: String, key: String) throws -> Double {
-        let said = try tool("/usr/bin/ffmpeg", ["-v", "info", "-nostats", "-i", path, "-f", "rawvideo", "-pix_fmt", "yuyv422", "-s", "\(EncodeScenes.width)x\(EncodeScenes.height)",
-                                                "-framerate", "30", "-i", source, "-lavfi", "[0:v][1:v]\(filter)", "-f", "null", "-"], stderr: true)
+        let said = try tool(
+            "/usr/bin/ffmpeg",
+            [
+                "-v", "info", "-nostats", "-i", path, "-f", "rawvideo", "-pix_fmt", "yuyv422", "-s", "\(EncodeScenes.width)x\(EncodeScenes.height)",
+                "-framerate", "30", "-i", source, "-lavfi", "[0:v][1:v]\(filter)", "-f", "null", "-",
+            ], stderr: true)
         let text = String(decoding: said, as: UTF8.self)
         guard let line = text.split(separator: "\n").last(where: { $0.contains(key) }),
-              let range = line.range(of: key) else { throw BenchFailure("ffmpeg's \(filter) filter said nothing about \(path): \(text.suffix(400))") }
+            let range = line.range(of: key)
+        else { throw BenchFailure("ffmpeg's \(filter) filter said nothing about \(path): \(text.suffix(400))") }
         let value = line[range.upperBound...].prefix { $0 == "." || $0.isNumber || $0 == "-" }
         guard let number = Double(value) else { throw BenchFailure("cannot read ffmpeg's \(filter) figure in: \(line)") }
         return number

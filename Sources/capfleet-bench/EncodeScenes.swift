@@ -10,8 +10,10 @@ enum EncodeScenes {
     static let width = 1920, height = 1080
 
     static func pattern(frames: Int) -> [[UInt8]] {
-        var renderer = TestPatternRenderer(format: VideoFormat(pixelFormat: .yuyv, width: width, height: height,
-                                                               frameRateRanges: [FrameRateRange(min: 30, max: 30)]))
+        var renderer = TestPatternRenderer(
+            format: VideoFormat(
+                pixelFormat: .yuyv, width: width, height: height,
+                frameRateRanges: [FrameRateRange(min: 30, max: 30)]))
         return (0..<frames).map { index in
             var frame = [UInt8](repeating: 0, count: renderer.frameBytes)
             frame.withUnsafeMutableBytes { renderer.render(frameNumber: UInt32(index), zoom: 1, into: $0.baseAddress!) }
@@ -26,8 +28,10 @@ enum EncodeScenes {
         let textureWidth = width + 600, textureHeight = height
         var texture = [UInt8](repeating: 0, count: textureWidth * textureHeight)
         let blotches = (0..<400).map { _ in
-            (x: Double(random.next() % UInt64(textureWidth)), y: Double(random.next() % UInt64(textureHeight)),
-             radius: 20 + Double(random.next() % 160), level: 40 + Double(random.next() % 170))
+            (
+                x: Double(random.next() % UInt64(textureWidth)), y: Double(random.next() % UInt64(textureHeight)),
+                radius: 20 + Double(random.next() % 160), level: 40 + Double(random.next() % 170)
+            )
         }
         for y in 0..<textureHeight {
             for x in 0..<textureWidth {

@@ -11,7 +11,7 @@ import Foundation
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A coordinator and agent hosts on network namespaces (deploy/netns-fleet.sh) as the clock
@@ -43,20 +43,29 @@ struct NetnsBenchFleet {
     /// (the capfleet beside this binary; the script finds capfleet-relay beside that, and
     /// hands each daemon its `--setting` values as CAPFLEET_<KEY>, and no other CAPFLEET_*).
     /// Expects `camerasPerAgent` cameras a host.
-    static func up(_ script: NetnsFleetScript, agents: Int, agentArguments: String, settings: [String] = [],
-                   camerasPerAgent: Int = 1) throws -> NetnsBenchFleet {
+    static func up(
+        _ script: NetnsFleetScript, agents: Int, agentArguments: String, settings: [String] = [],
+        camerasPerAgent: Int = 1
+    ) throws -> NetnsBenchFleet {
         var skewArguments: [String] = []
         for index in 1...agents { skewArguments += ["--skew", "\(index)=\(skews[(index - 1) % skews.count])"] }
-        try script.run(["up", "--agents", "\(agents)", "--bin", try CapfleetBinary.checked(), "--impair", cleanLink,
-                        "--agent-args", agentArguments] + skewArguments + settings.flatMap { ["--setting", $0] })
+        try script.run(
+            [
+                "up", "--agents", "\(agents)", "--bin", try CapfleetBinary.checked(), "--impair", cleanLink,
+                "--agent-args", agentArguments,
+            ] + skewArguments + settings.flatMap { ["--setting", $0] })
         let prefix = script.prefix, data = script.data
         progress("fleet up; connecting from namespace \(prefix)-coord")
-        let client = try NetworkNamespace.operatorClient(namespace: "\(prefix)-coord", address: "10.77.0.1:7602", credentialPath: data + "/admin.credential")
+        let client = try NetworkNamespace.operatorClient(
+            namespace: "\(prefix)-coord", address: "10.77.0.1:7602", credentialPath: data + "/admin.credential")
         let credential = try OperatorCredential.load(path: data + "/admin.credential")
-        let epoch = try NetworkNamespace.fleetEpoch(namespace: "\(prefix)-coord", endpoint: "tcp://10.77.0.1:7605",
-                                                    agentStateDirectory: data + "/a1/state", coordinatorKey: credential.coordinatorKey)
+        let epoch = try NetworkNamespace.fleetEpoch(
+            namespace: "\(prefix)-coord", endpoint: "tcp://10.77.0.1:7605",
+            agentStateDirectory: data + "/a1/state", coordinatorKey: credential.coordinatorKey)
         let localEpoch = Int64(bitPattern: FleetTimeSource().epochOffset)
-        progress("fleet-time epoch from the coordinator's clock endpoint; this process's wall minus monotonic differs by \(localEpoch - Int64(bitPattern: epoch)) ns")
+        progress(
+            "fleet-time epoch from the coordinator's clock endpoint; this process's wall minus monotonic differs by \(localEpoch - Int64(bitPattern: epoch)) ns"
+        )
 
         // Each device, and the skew of the node it is on.
         var clocks: [String: NodeClock] = [:]
@@ -95,8 +104,18 @@ struct NetnsBenchFleet {
     /// Frame alignment on for `devices`, each under this operator's configuration lease (which
     /// alignment needs) for the rest of the run.
     func align(_ devices: [String]) throws {
-        for device in devices { _ = try client.call(.lockDevice(.with { $0.deviceID = device; $0.seconds = 3600 })) }
-        _ = try client.call(.changeFrameAlignment(.with { $0.deviceIds = devices; $0.enabled = true }))
+        for device in devices {
+            _ = try client.call(
+                .lockDevice(
+                    .with {
+                        $0.deviceID = device; $0.seconds = 3600
+                    }))
+        }
+        _ = try client.call(
+            .changeFrameAlignment(
+                .with {
+                    $0.deviceIds = devices; $0.enabled = true
+                }))
     }
 
     /// The log the script keeps of the agent on node `nodeID`.
@@ -164,8 +183,9 @@ extension NetworkNamespace {
                 }
                 try socket.send(try request.serializedBytes() as [UInt8])
                 guard socket.waitForInput(milliseconds: 5_000), let received = try? socket.receiveMultipart(dontWait: true, maxParts: 2),
-                      let part = received.parts.first, let reply = try? Capfleet_V1_ClockProbeReply(serializedBytes: part.array),
-                      reply.status.isOK else { throw BenchFailure("no clock probe answer from \(endpoint)") }
+                    let part = received.parts.first, let reply = try? Capfleet_V1_ClockProbeReply(serializedBytes: part.array),
+                    reply.status.isOK
+                else { throw BenchFailure("no clock probe answer from \(endpoint)") }
                 return reply.timebase
             }
             result.withLock { $0 = outcome }

@@ -18,8 +18,9 @@ struct PreviewBench: ParsableCommand {
     @Option(help: "Seconds measured per configuration.") var seconds: Double = 20
 
     func run() throws {
-        let fleet = try LocalFleet(directory: FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-preview-bench-\(getpid())").path,
-                                   ports: try FleetPorts.free(record: false, metrics: false), output: .standardError)
+        let fleet = try LocalFleet(
+            directory: FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-preview-bench-\(getpid())").path,
+            ports: try FleetPorts.free(record: false, metrics: false), output: .standardError)
         defer { fleet.remove() }
         let credential = try fleet.operatorCredential(for: "bench", role: "admin")
         try fleet.startCoordinator(arguments: ["--log-level", "error"])
@@ -30,16 +31,22 @@ struct PreviewBench: ParsableCommand {
         for size in ["640x480", "1920x1080"] {
             for (label, extra) in [("off", ["--config", off]), ("on (1/s)", [])] {
                 let name = "cam-\(size)-\(label == "off" ? "off" : "on")"
-                let agent = try fleet.startAgent(name, arguments: ["--synthetic", "1", "--no-discover", "--synthetic-format", "\(size):YUYV",
-                                                                   "--fps", "15", "--log-level", "error"] + extra)
+                let agent = try fleet.startAgent(
+                    name,
+                    arguments: [
+                        "--synthetic", "1", "--no-discover", "--synthetic-format", "\(size):YUYV",
+                        "--fps", "15", "--log-level", "error",
+                    ] + extra)
                 defer { _ = agent.stop() }
                 let client = try OperatorClient(address: fleet.operatorAddress, credential: credential)
                 let device = try waitForDevice(client, node: name)
-                _ = try client.call(.changeConsent(.with {
-                    $0.deviceID = device
-                    $0.action = .grant
-                    $0.reason = "benchmark: a test pattern"
-                }))
+                _ = try client.call(
+                    .changeConsent(
+                        .with {
+                            $0.deviceID = device
+                            $0.action = .grant
+                            $0.reason = "benchmark: a test pattern"
+                        }))
                 Thread.sleep(forTimeInterval: 3)  // streaming, previews real
                 let pid = agent.processIdentifier
                 let start = MonotonicTime.now()
@@ -53,8 +60,10 @@ struct PreviewBench: ParsableCommand {
                 let rate = Double(try previewsReceived(client, device: device) - received) / elapsed
                 // With previews off the coordinator has none to show (and says so as an error).
                 let bytes = rate > 0 ? try client.call(.getPreview(.with { $0.deviceID = device })).reply.previews.first?.jpeg.count : nil
-                print(size.padding(toLength: 14, withPad: " ", startingAt: 0) + label.padding(toLength: 14, withPad: " ", startingAt: 0)
-                      + String(format: "  %6.2f %%      %7.3f %%       %5.2f      ", agentCPU, threadCPU, rate) + (bytes.map(String.init) ?? "none"))
+                print(
+                    size.padding(toLength: 14, withPad: " ", startingAt: 0) + label.padding(toLength: 14, withPad: " ", startingAt: 0)
+                        + String(format: "  %6.2f %%      %7.3f %%       %5.2f      ", agentCPU, threadCPU, rate) + (bytes.map(String.init) ?? "none")
+                )
             }
         }
     }
@@ -63,7 +72,8 @@ struct PreviewBench: ParsableCommand {
         for _ in 0..<200 {
             let nodes = try client.call(.listNodes(.init())).reply.nodes
             if let node = nodes.first(where: { $0.name == name && $0.online }),
-               let device = try client.call(.listDevices(.with { $0.nodeID = node.nodeID })).reply.devices.first {
+                let device = try client.call(.listDevices(.with { $0.nodeID = node.nodeID })).reply.devices.first
+            {
                 return device.deviceID
             }
             Thread.sleep(forTimeInterval: 0.1)

@@ -5,7 +5,7 @@ import FleetTestSupport
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A coordinator child process and agents for the recording benchmark.
@@ -44,12 +44,14 @@ final class RecordBenchFleet {
 
     init(store: Capfleet_V1_RecordStore) throws {
         self.store = store
-        fleet = try LocalFleet(directory: Self.benchDirectory(suffix: store == .agent ? "agents" : "fleet"),
-                               ports: try FleetPorts.free(record: false, metrics: false), output: .standardError)
+        fleet = try LocalFleet(
+            directory: Self.benchDirectory(suffix: store == .agent ? "agents" : "fleet"),
+            ports: try FleetPorts.free(record: false, metrics: false), output: .standardError)
         recordings = fleet.directory + "/recordings"
         credential = try fleet.operatorCredential(for: "bench", role: "admin")
-        coordinator = try fleet.startCoordinator(arguments: ["--log-level", "error"],
-                                                 environment: ["CAPFLEET_RECORDINGS_DIR": recordings, "CAPFLEET_SEGMENT_SECONDS": "10"])
+        coordinator = try fleet.startCoordinator(
+            arguments: ["--log-level", "error"],
+            environment: ["CAPFLEET_RECORDINGS_DIR": recordings, "CAPFLEET_SEGMENT_SECONDS": "10"])
     }
 
     /// Agents first, then the coordinator, then the files.
@@ -70,9 +72,13 @@ final class RecordBenchFleet {
     func ensureAgents(_ count: Int) throws {
         while agents.count < count {
             // Collect unthrottled: the benchmark measures the transfer, not the default rate limit.
-            agents.append(try fleet.startAgent("rec\(agents.count + 1)", arguments: [
-                "--synthetic", "1", "--no-discover", "--synthetic-format", "1920x1080:YUYV", "--fps", "30", "--no-pressure", "--log-level", "error",
-            ], environment: ["CAPFLEET_COLLECT_RATE_MB": "0"]))
+            agents.append(
+                try fleet.startAgent(
+                    "rec\(agents.count + 1)",
+                    arguments: [
+                        "--synthetic", "1", "--no-discover", "--synthetic-format", "1920x1080:YUYV", "--fps", "30", "--no-pressure", "--log-level",
+                        "error",
+                    ], environment: ["CAPFLEET_COLLECT_RATE_MB": "0"]))
         }
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
@@ -81,11 +87,13 @@ final class RecordBenchFleet {
             Thread.sleep(forTimeInterval: 0.5)
         }
         for device in try call(.listDevices(.init())).devices where device.consent != .authorized {
-            _ = try call(.changeConsent(.with {
-                $0.deviceID = device.deviceID
-                $0.action = .grant
-                $0.reason = "recording benchmark"
-            }))
+            _ = try call(
+                .changeConsent(
+                    .with {
+                        $0.deviceID = device.deviceID
+                        $0.action = .grant
+                        $0.reason = "recording benchmark"
+                    }))
         }
     }
 
@@ -99,15 +107,19 @@ final class RecordBenchFleet {
             let idleBefore = TelemetryBenchFleet.cpuNanoseconds(pid: coordinator.processIdentifier)
             let idleWallBefore = MonotonicTime.now()
             Thread.sleep(forTimeInterval: baselineSeconds)
-            idle = Double(TelemetryBenchFleet.cpuNanoseconds(pid: coordinator.processIdentifier) &- idleBefore) / 1e9
+            idle =
+                Double(TelemetryBenchFleet.cpuNanoseconds(pid: coordinator.processIdentifier) &- idleBefore) / 1e9
                 / (Double(MonotonicTime.now() - idleWallBefore) / 1e9) * 100
         }
-        let take = try call(.startRecording(.with {
-            $0.deviceIds = devices
-            $0.name = "bench \(devices.count)"
-            $0.store = store
-            $0.encoding = encoding.wire
-        }), timeout: 30).takes[0]
+        let take = try call(
+            .startRecording(
+                .with {
+                    $0.deviceIds = devices
+                    $0.name = "bench \(devices.count)"
+                    $0.store = store
+                    $0.encoding = encoding.wire
+                }), timeout: 30
+        ).takes[0]
         // From the take's start instant (a second ahead) to its stop.
         Thread.sleep(forTimeInterval: 1)
         let cpuBefore = pids.map { TelemetryBenchFleet.cpuNanoseconds(pid: $0) }
@@ -128,18 +140,22 @@ final class RecordBenchFleet {
         let perStream = shown.devices.map { Double($0.frames) / max(Double($0.lastFleetNs &- $0.firstFleetNs) / 1e9, 0.001) }
         let bytes = shown.segments.reduce(Int64(0)) { $0 + Int64($1.sizeBytes) }
         let incomplete = shown.devices.contains { $0.state != "stopped" }
-        return Step(takeID: take.id, frames: frames, dropped: dropped + (incomplete ? 1 : 0),
-                    framesPerSecondPerStream: perStream.min() ?? 0, megabytesPerSecond: Double(bytes) / 1e6 / max(span, 0.001),
-                    cpuPercent: cpu, coordinatorCPUPercent: used[0], coordinatorIdleCPUPercent: idle, coordinatorResidentMegabytes: resident, segmentSizes: shown.segments.map { Int64($0.sizeBytes) },
-                    backlogSeconds: backlog)
+        return Step(
+            takeID: take.id, frames: frames, dropped: dropped + (incomplete ? 1 : 0),
+            framesPerSecondPerStream: perStream.min() ?? 0, megabytesPerSecond: Double(bytes) / 1e6 / max(span, 0.001),
+            cpuPercent: cpu, coordinatorCPUPercent: used[0], coordinatorIdleCPUPercent: idle, coordinatorResidentMegabytes: resident,
+            segmentSizes: shown.segments.map { Int64($0.sizeBytes) },
+            backlogSeconds: backlog)
     }
 
     /// Stops a take and waits until every part is stored (the take is no longer recording).
     func stopAndWait(_ takeID: String) throws {
-        _ = try call(.stopRecording(.with {
-            $0.takeID = takeID
-            $0.waitMs = 60_000
-        }), timeout: 70)
+        _ = try call(
+            .stopRecording(
+                .with {
+                    $0.takeID = takeID
+                    $0.waitMs = 60_000
+                }), timeout: 70)
         let deadline = Date().addingTimeInterval(300)
         while try call(.getRecording(.with { $0.takeID = takeID })).takes[0].state == "recording" {
             guard Date() < deadline else { throw BenchFailure("take \(takeID) was not stored 5 minutes after its stop") }
@@ -206,11 +222,14 @@ final class RecordBenchFleet {
         func elapsed() -> Double { Double(MonotonicTime.now() - start) / 1e9 }
         while elapsed() < seconds {
             let devices = try call(.listDevices(.init())).devices.filter(\.online).map(\.deviceID)
-            let take = try call(.startRecording(.with {
-                $0.deviceIds = devices
-                $0.name = "sustained"
-                $0.store = store
-            }), timeout: 30).takes[0]
+            let take = try call(
+                .startRecording(
+                    .with {
+                        $0.deviceIds = devices
+                        $0.name = "sustained"
+                        $0.store = store
+                    }), timeout: 30
+            ).takes[0]
             let takeEnd = min(elapsed() + takeSeconds, seconds)
             while elapsed() < takeEnd {
                 samples.append((elapsed(), TransportBench.residentMegabytes(pid: coordinator.processIdentifier)))

@@ -2,10 +2,11 @@ import FleetCore
 import FleetRecording
 import FleetStore
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The coordinator's recording writer alone, against the disk: `DeviceTakeRecorder` (Matroska
 /// through libavformat, each segment indexed in a real SQLite fleet database, SHA-256 on the
@@ -37,9 +38,10 @@ enum RecordMuxerBench {
                 devices: [TakeDeviceRecord(takeId: "bench", deviceId: "cam", nodeId: "bench")],
                 audit: AuditEntry(at: 1, actor: "bench", action: "recording.start", target: "bench", outcome: "ok", detail: "muxer bench"))
         }
-        let recorder = DeviceTakeRecorder(takeID: "bench", deviceID: "cam", title: "muxer", directory: takeDirectory, start: start,
-                                          segmentLength: segmentSeconds * 1_000_000_000,
-                                          index: StoreSegmentIndex(store: store, clock: { Date().unixMilliseconds }))
+        let recorder = DeviceTakeRecorder(
+            takeID: "bench", deviceID: "cam", title: "muxer", directory: takeDirectory, start: start,
+            segmentLength: segmentSeconds * 1_000_000_000,
+            index: StoreSegmentIndex(store: store, clock: { Date().unixMilliseconds }))
         let hasher = SegmentHasher()
         recorder.hasher = hasher
         let format = RecordedVideoFormat(pixelFormat: PixelFormat("YUYV"), width: width, height: height, frameRate: 30)
@@ -52,8 +54,9 @@ enum RecordMuxerBench {
         let began = MonotonicTime.now()
         for index in 0..<frames {
             frame[index % frame.count] &+= 1
-            _ = try recorder.record(UnsafeRawBufferPointer(frame), sequence: UInt64(index + 1), fleetTime: start + UInt64(index) * 33_333_333,
-                                    format: format, cumulativeDrops: DropTally())
+            _ = try recorder.record(
+                UnsafeRawBufferPointer(frame), sequence: UInt64(index + 1), fleetTime: start + UInt64(index) * 33_333_333,
+                format: format, cumulativeDrops: DropTally())
         }
         recorder.stop(at: start + UInt64(frames) * 33_333_333)
         try recorder.finish()
@@ -70,8 +73,9 @@ enum RecordMuxerBench {
         while hasher.pending > 0 { usleep(20_000) }
         let checksummed = MonotonicTime.now()
         let sizes = segments.map(\.sizeBytes)
-        return Result(frames: frames, bytes: sizes.reduce(0, +), seconds: Double(written - began) / 1e9,
-                      checksumSeconds: Double(checksummed - written) / 1e9, segmentSizes: sizes)
+        return Result(
+            frames: frames, bytes: sizes.reduce(0, +), seconds: Double(written - began) / 1e9,
+            checksumSeconds: Double(checksummed - written) / 1e9, segmentSizes: sizes)
     }
 
     /// The store's API is async; the bench runs on the main thread, which may wait.

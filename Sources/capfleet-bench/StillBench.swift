@@ -20,7 +20,8 @@ import Foundation
 struct StillBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stills",
-        abstract: "Synchronised stills across namespace hosts: capture spread against known truth, aligned and unaligned, and time to stored (needs root).")
+        abstract:
+            "Synchronised stills across namespace hosts: capture spread against known truth, aligned and unaligned, and time to stored (needs root).")
 
     @Option(help: "Stills measured unaligned, then as many aligned.") var count: Int = 10
     @Option(help: "Agent hosts, one synthetic camera each.") var agents: Int = 3
@@ -48,21 +49,26 @@ struct StillBench: ParsableCommand {
     func run() throws {
         guard NetnsBenchFleet.mayRun("stills") else { return }
         let size = try streamingSize()
-        print("== stills: \(agents) agent hosts in network namespaces, links \(NetnsBenchFleet.cleanLink) through `capfleet-relay`, clocks skewed \(NetnsBenchFleet.skews.prefix(agents).joined(separator: " / ")), one synthetic camera each at \(syntheticFormat), \(fmt(fps)) fps")
+        print(
+            "== stills: \(agents) agent hosts in network namespaces, links \(NetnsBenchFleet.cleanLink) through `capfleet-relay`, clocks skewed \(NetnsBenchFleet.skews.prefix(agents).joined(separator: " / ")), one synthetic camera each at \(syntheticFormat), \(fmt(fps)) fps"
+        )
         let data = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-stills-bench-\(getpid())").path
         let fleet = NetnsFleetScript(script: script, prefix: prefix, data: data)
         defer {
             fleet.down()
             try? FileManager.default.removeItem(atPath: data)
         }
-        let hosts = try NetnsBenchFleet.up(fleet, agents: agents, agentArguments: "--fps \(fmt(fps)) --synthetic-format \(syntheticFormat) --no-pressure")
+        let hosts = try NetnsBenchFleet.up(
+            fleet, agents: agents, agentArguments: "--fps \(fmt(fps)) --synthetic-format \(syntheticFormat) --no-pressure")
         let ids = hosts.devices.map(\.deviceID)
         for device in ids {
-            _ = try hosts.client.call(.changeConsent(.with {
-                $0.deviceID = device
-                $0.action = .grant
-                $0.reason = "benchmark: a test pattern"
-            }))
+            _ = try hosts.client.call(
+                .changeConsent(
+                    .with {
+                        $0.deviceID = device
+                        $0.action = .grant
+                        $0.reason = "benchmark: a test pattern"
+                    }))
         }
         progress("waiting for \(agents) clocks to lock and the cameras' real frames")
         let locked = try hosts.waitForLock(seconds: 30)
@@ -104,8 +110,10 @@ struct StillBench: ParsableCommand {
         full.height = 0
         var bracket = full
         bracket.bracketEv = [-1, 0, 1]
-        let transfers = try [("\(size.width)x\(size.height), streaming size (baseline)", streaming), ("size max (switch to the still format)", full),
-                         ("size max, bracket -1,0,1", bracket)].map { label, query in
+        let transfers = try [
+            ("\(size.width)x\(size.height), streaming size (baseline)", streaming), ("size max (switch to the still format)", full),
+            ("size max, bracket -1,0,1", bracket),
+        ].map { label, query in
             var query = query
             query.fromNowNs = Self.lead
             return (label, try taker.timeToStored(query))
@@ -114,16 +122,19 @@ struct StillBench: ParsableCommand {
     }
 
     /// Waits until every device in `ids` is `what`.
-    private func waitForDevices(_ hosts: NetnsBenchFleet, _ ids: [String], _ what: String, seconds: Double,
-                                _ condition: (Capfleet_V1_DeviceInfo) -> Bool) throws {
+    private func waitForDevices(
+        _ hosts: NetnsBenchFleet, _ ids: [String], _ what: String, seconds: Double,
+        _ condition: (Capfleet_V1_DeviceInfo) -> Bool
+    ) throws {
         let deadline = Date().addingTimeInterval(seconds)
         while true {
             let devices = try hosts.client.call(.listDevices(.init())).reply.devices.filter { ids.contains($0.deviceID) }
             let waiting = devices.filter { !condition($0) }
             if devices.count == ids.count, waiting.isEmpty { return }
             guard Date() < deadline else {
-                throw BenchFailure("not \(what) after \(fmt(seconds)) s: "
-                                   + waiting.map { "\($0.deviceID) (alignment \($0.alignment.state), real frames \($0.realFrames))" }.joined(separator: ", "))
+                throw BenchFailure(
+                    "not \(what) after \(fmt(seconds)) s: "
+                        + waiting.map { "\($0.deviceID) (alignment \($0.alignment.state), real frames \($0.realFrames))" }.joined(separator: ", "))
             }
             Thread.sleep(forTimeInterval: 0.1)
         }
@@ -138,23 +149,32 @@ struct StillBench: ParsableCommand {
         }
         func series(_ label: String, _ stills: [StillSpread]) {
             guard !stills.isEmpty else { return print("\(label): no still with a picture from every camera") }
-            print(label.padding(toLength: 30, withPad: " ", startingAt: 0)
-                  + "\(stills.count) stills    spread: true \(figures(stills.map(\.truth)));  stamped \(figures(stills.map(\.stamped)))")
+            print(
+                label.padding(toLength: 30, withPad: " ", startingAt: 0)
+                    + "\(stills.count) stills    spread: true \(figures(stills.map(\.truth)));  stamped \(figures(stills.map(\.stamped)))")
             let pictures = stills.flatMap(\.stampedToInstant)
-            print("".padding(toLength: 30, withPad: " ", startingAt: 0)
-                  + "\(pictures.count) pictures  to the instant: stamped |spread_ns| \(figures(pictures));  true \(figures(stills.flatMap(\.trueToInstant)))")
+            print(
+                "".padding(toLength: 30, withPad: " ", startingAt: 0)
+                    + "\(pictures.count) pictures  to the instant: stamped |spread_ns| \(figures(pictures));  true \(figures(stills.flatMap(\.trueToInstant)))"
+            )
         }
-        print("\ncapture times of the \(agents) cameras' pictures, each still at \(syntheticFormat) an instant 1 s ahead (true: the sidecar's capture_local_ns without its node's known skew; stamped: the agents' fleet times):")
+        print(
+            "\ncapture times of the \(agents) cameras' pictures, each still at \(syntheticFormat) an instant 1 s ahead (true: the sidecar's capture_local_ns without its node's known skew; stamped: the agents' fleet times):"
+        )
         series("unaligned (baseline)", unaligned)
         series("aligned, instant on the grid", aligned)
         if !unaligned.isEmpty, !aligned.isEmpty {
-            print(String(format: "  ratio aligned/unaligned of the median true spread: %.4f (frame interval %.1f ms)",
-                         quantile(aligned.map(\.truth).sorted(), 0.5) / max(quantile(unaligned.map(\.truth).sorted(), 0.5), 1), 1000 / fps))
+            print(
+                String(
+                    format: "  ratio aligned/unaligned of the median true spread: %.4f (frame interval %.1f ms)",
+                    quantile(aligned.map(\.truth).sorted(), 0.5) / max(quantile(unaligned.map(\.truth).sorted(), 0.5), 1), 1000 / fps))
         }
     }
 
     private func reportTransfers(_ transfers: [(String, StillTransfer?)]) {
-        print("\nrequest → every picture stored on the coordinator (TakeStill to GetStill \"stored\"; the instant 1 s ahead, agents' collect_rate_mb as configured):")
+        print(
+            "\nrequest → every picture stored on the coordinator (TakeStill to GetStill \"stored\"; the instant 1 s ahead, agents' collect_rate_mb as configured):"
+        )
         let baseline = transfers.first?.1?.seconds
         for (label, transfer) in transfers {
             guard let transfer else {
@@ -162,14 +182,18 @@ struct StillBench: ParsableCommand {
                 continue
             }
             let ratio = baseline.map { String(format: "x%.2f", transfer.seconds / $0) } ?? "-"
-            print(label.padding(toLength: 40, withPad: " ", startingAt: 0)
-                  + String(format: "%7.2f s  %@ the baseline   (agents answered at %.2f s, the copy took %.2f s after)",
-                           transfer.seconds, ratio, transfer.answered, transfer.seconds - transfer.answered))
-            print("".padding(toLength: 40, withPad: " ", startingAt: 0)
-                  + "\(transfer.images.count) pictures \(transfer.size), \(RecordingViews.bytes(transfer.bytes)) stored; away from streaming: "
-                  + transfer.away.map { String(format: "%.1f ms", Double($0) / 1e6) }.joined(separator: " / ")
-                  + String(format: "; spread across the cameras %.1f µs, |spread_ns| to the instant max %.1f µs",
-                           Double(transfer.still.spreadNs) / 1e3, transfer.farthest / 1e3))
+            print(
+                label.padding(toLength: 40, withPad: " ", startingAt: 0)
+                    + String(
+                        format: "%7.2f s  %@ the baseline   (agents answered at %.2f s, the copy took %.2f s after)",
+                        transfer.seconds, ratio, transfer.answered, transfer.seconds - transfer.answered))
+            print(
+                "".padding(toLength: 40, withPad: " ", startingAt: 0)
+                    + "\(transfer.images.count) pictures \(transfer.size), \(RecordingViews.bytes(transfer.bytes)) stored; away from streaming: "
+                    + transfer.away.map { String(format: "%.1f ms", Double($0) / 1e6) }.joined(separator: " / ")
+                    + String(
+                        format: "; spread across the cameras %.1f µs, |spread_ns| to the instant max %.1f µs",
+                        Double(transfer.still.spreadNs) / 1e3, transfer.farthest / 1e3))
         }
     }
 }

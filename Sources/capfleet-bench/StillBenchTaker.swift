@@ -60,8 +60,9 @@ struct StillTaker {
             stampedToInstant.append(Double(abs(image.spreadNs)))
             trueToInstant.append(Double(abs(truth - Int64(bitPattern: image.requestedFleetNs))))
         }
-        return StillSpread(stamped: Double(info.spreadNs), truth: Double(trueTimes.max()! - trueTimes.min()!),
-                           stampedToInstant: stampedToInstant, trueToInstant: trueToInstant)
+        return StillSpread(
+            stamped: Double(info.spreadNs), truth: Double(trueTimes.max()! - trueTimes.min()!),
+            stampedToInstant: stampedToInstant, trueToInstant: trueToInstant)
     }
 
     /// The wall time from sending TakeStill to GetStill saying "stored".

@@ -7,7 +7,7 @@ import FleetTestSupport
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What pressure telemetry costs an agent, and how fast a level change reaches a subscriber.
@@ -23,7 +23,8 @@ import Glibc
 /// `event.pressure_level_changed` against the sample time the agent put in its report.
 struct TelemetryBench: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "telemetry", abstract: "Agent CPU and memory with pressure telemetry on versus off at 1080p30, and level-change delay to a subscriber.")
+        commandName: "telemetry",
+        abstract: "Agent CPU and memory with pressure telemetry on versus off at 1080p30, and level-change delay to a subscriber.")
 
     @Option(help: "Seconds measured per configuration.") var seconds: Double = 10
     @Option(help: "Level changes to time.") var changes: Int = 40
@@ -33,29 +34,39 @@ struct TelemetryBench: ParsableCommand {
         let fleet = try TelemetryBenchFleet()
         defer { fleet.stop() }
         var rows: [(String, AgentCost)] = []
-        for (label, extra) in [("pressure off (baseline)", ["--no-pressure"]), ("pressure on, every 1 s", []),
-                               ("pressure on, every 100 ms", ["--pressure-interval-ms", "100"])] {
+        for (label, extra) in [
+            ("pressure off (baseline)", ["--no-pressure"]), ("pressure on, every 1 s", []),
+            ("pressure on, every 100 ms", ["--pressure-interval-ms", "100"]),
+        ] {
             rows.append((label, try fleet.measureAgent(extra: extra, seconds: seconds)))
         }
         let baseline = rows[0].1
         print("configuration                 agent CPU   vs baseline   sampler thread   RSS MiB   fps")
         for (label, cost) in rows {
             let delta = cost.cpuPercent - baseline.cpuPercent
-            print(label.padding(toLength: 28, withPad: " ", startingAt: 0)
-                + String(format: "  %6.2f %%    %+6.2f %%      %7.3f %%      %6.1f   %5.1f",
-                         cost.cpuPercent, delta, cost.samplerCPUPercent, cost.residentMegabytes, cost.framesPerSecond))
+            print(
+                label.padding(toLength: 28, withPad: " ", startingAt: 0)
+                    + String(
+                        format: "  %6.2f %%    %+6.2f %%      %7.3f %%      %6.1f   %5.1f",
+                        cost.cpuPercent, delta, cost.samplerCPUPercent, cost.residentMegabytes, cost.framesPerSecond))
         }
         let sampler = rows[1].1.samplerCPUPercent
-        print(String(format: "pressure telemetry at the default interval: %.3f %% of one core on its own thread (target < 1 %%); ratio agent CPU on/off %.3f",
-                     sampler, baseline.cpuPercent > 0 ? rows[1].1.cpuPercent / baseline.cpuPercent : 0))
+        print(
+            String(
+                format:
+                    "pressure telemetry at the default interval: %.3f %% of one core on its own thread (target < 1 %%); ratio agent CPU on/off %.3f",
+                sampler, baseline.cpuPercent > 0 ? rows[1].1.cpuPercent / baseline.cpuPercent : 0))
 
         print("\n== level change → subscriber delay (\(changes) changes, sampling every 50 ms)")
         let delays = try fleet.measureLevelChangeDelay(changes: changes)
         guard !delays.isEmpty else { throw BenchFailure("no level change reached the subscriber") }
         let sorted = delays.sorted()
         func percentile(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)] }
-        print(String(format: "received %d of %d changes: p50 %.2f ms  p99 %.2f ms  max %.2f ms (sample taken on the agent → event.pressure_level_changed at the subscriber)",
-                     delays.count, changes, percentile(0.5), percentile(0.99), sorted.last!))
+        print(
+            String(
+                format:
+                    "received %d of %d changes: p50 %.2f ms  p99 %.2f ms  max %.2f ms (sample taken on the agent → event.pressure_level_changed at the subscriber)",
+                delays.count, changes, percentile(0.5), percentile(0.99), sorted.last!))
     }
 }
 
@@ -73,8 +84,9 @@ final class TelemetryBenchFleet {
     var ports: FleetPorts { fleet.ports }
 
     init() throws {
-        fleet = try LocalFleet(directory: FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-telemetry-bench-\(getpid())").path,
-                               ports: try FleetPorts.free(record: false, metrics: false), output: .standardError)
+        fleet = try LocalFleet(
+            directory: FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-telemetry-bench-\(getpid())").path,
+            ports: try FleetPorts.free(record: false, metrics: false), output: .standardError)
         credential = try fleet.operatorCredential(for: "bench", role: "admin")
         try fleet.startCoordinator(arguments: ["--log-level", "error"])
     }
@@ -83,15 +95,19 @@ final class TelemetryBenchFleet {
 
     /// A 1080p30 synthetic camera; an agent name's first start enrolls it.
     private func startAgent(name: String, extra: [String]) throws -> FleetChild {
-        try fleet.startAgent(name, arguments: ["--synthetic", "1", "--no-discover", "--synthetic-format", "1920x1080:YUYV", "--fps", "30",
-                                               "--log-level", "error"] + extra)
+        try fleet.startAgent(
+            name,
+            arguments: [
+                "--synthetic", "1", "--no-discover", "--synthetic-format", "1920x1080:YUYV", "--fps", "30",
+                "--log-level", "error",
+            ] + extra)
     }
 
     func measureAgent(extra: [String], seconds: Double) throws -> AgentCost {
         let agent = try startAgent(name: "cost", extra: extra)
         defer { agent.stop() }
         let pid = agent.processIdentifier
-        Thread.sleep(forTimeInterval: 3)   // register, start streaming, settle
+        Thread.sleep(forTimeInterval: 3)  // register, start streaming, settle
         let startWall = MonotonicTime.now()
         let startCPU = Self.cpuNanoseconds(pid: pid)
         let startSampler = Self.cpuNanoseconds(pid: pid, namePrefix: "cf-pressure")
@@ -102,8 +118,9 @@ final class TelemetryBenchFleet {
         let endSampler = Self.cpuNanoseconds(pid: pid, namePrefix: "cf-pressure")
         let sampler = Double(endSampler &- startSampler) / 1e9 / elapsed * 100
         let frames = Double(try framesCaptured() - startFrames) / elapsed
-        return AgentCost(cpuPercent: cpu, samplerCPUPercent: sampler, residentMegabytes: TransportBench.residentMegabytes(pid: pid),
-                         framesPerSecond: frames)
+        return AgentCost(
+            cpuPercent: cpu, samplerCPUPercent: sampler, residentMegabytes: TransportBench.residentMegabytes(pid: pid),
+            framesPerSecond: frames)
     }
 
     private func framesCaptured() throws -> UInt64 {
@@ -151,12 +168,14 @@ final class TelemetryBenchFleet {
                 nextFlip = MonotonicTime.now() + 300_000_000
             }
             guard subscriber.waitForInput(milliseconds: 20),
-                  let (parts, _) = try subscriber.receiveMultipart(dontWait: true, maxParts: 2), parts.count == 2 else { continue }
+                let (parts, _) = try subscriber.receiveMultipart(dontWait: true, maxParts: 2), parts.count == 2
+            else { continue }
             let received = Date().timeIntervalSince1970 * 1000
             let topic = String(decoding: parts[0].array, as: UTF8.self)
             if topic.hasPrefix(TelemetryTopic.pressurePrefix) {
                 if let report = try? Capfleet_V1_PressureReport(serializedBytes: parts[1].array), report.previousLevel != .unspecified,
-                   report.previousLevel != report.level {
+                    report.previousLevel != report.level
+                {
                     pendingSampleMs = report.unixMs
                 }
             } else if let sample = pendingSampleMs {
@@ -181,4 +200,3 @@ final class TelemetryBenchFleet {
         }
     }
 }
-

@@ -2,8 +2,8 @@ import ArgumentParser
 import CZeroMQ
 import FleetAgent
 import FleetBus
-import FleetClient
 import FleetCapture
+import FleetClient
 import FleetCoordinator
 import FleetCore
 import FleetProtocol
@@ -35,9 +35,13 @@ struct TransportBench: ParsableCommand {
 
     func run() throws {
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
-        let cases = [Case(name: "1920x1080 YUYV", pixelFormat: .yuyv, width: 1920, height: 1080),
-                     Case(name: "3840x2160 NV12", pixelFormat: .nv12, width: 3840, height: 2160)]
-        print("capfleet-bench transport: \(seconds) s per measurement, tcp on 127.0.0.1, libzmq \(ZMQContext.libraryVersion); both sides CURVE-encrypted, as the fleet always is")
+        let cases = [
+            Case(name: "1920x1080 YUYV", pixelFormat: .yuyv, width: 1920, height: 1080),
+            Case(name: "3840x2160 NV12", pixelFormat: .nv12, width: 3840, height: 2160),
+        ]
+        print(
+            "capfleet-bench transport: \(seconds) s per measurement, tcp on 127.0.0.1, libzmq \(ZMQContext.libraryVersion); both sides CURVE-encrypted, as the fleet always is"
+        )
         for benchCase in cases {
             var baseline = Result(), fleet = Result(), plain = Result()
             var ratios: [Double] = []
@@ -52,7 +56,8 @@ struct TransportBench: ParsableCommand {
             }
             let process = try Self.coordinatorProcess(benchCase, seconds: seconds, memoryEvery: memoryEvery)
             let ratio = baseline.framesPerSecond > 0 ? fleet.framesPerSecond / baseline.framesPerSecond : 0
-            print("""
+            print(
+                """
                 \(benchCase.name) (\(benchCase.bytes) bytes/frame)
                   libzmq PUSH/PULL, no CURVE    \(fmt(plain.framesPerSecond)) fps  \(fmt(plain.megabytesPerSecond)) MB/s  (what encryption costs: CURVE baseline is \(String(format: "%.2f", plain.framesPerSecond > 0 ? baseline.framesPerSecond / plain.framesPerSecond : 0)) of it)
                   baseline PUSH/PULL CURVE      \(fmt(baseline.framesPerSecond)) fps  \(fmt(baseline.megabytesPerSecond)) MB/s
@@ -149,11 +154,13 @@ struct TransportBench: ParsableCommand {
             request.clientKey == node.publicKey ? .allow(userID: userID) : .deny(reason: "unknown key")
         }
         defer { zap.stop() }
-        let ingest = try FrameIngest(context: context, bind: "tcp://127.0.0.1:*", rejections: RejectionCounter(logger: logger),
-                                     security: CurveServerSecurity(keys: server, domain: "ingest") { _, _ in },
-                                     admits: { sender, nodeID, _, _ in
-                                         if case let .node(id, _)? = Principal(userID: sender) { id == nodeID } else { false }
-                                     }) { header in
+        let ingest = try FrameIngest(
+            context: context, bind: "tcp://127.0.0.1:*", rejections: RejectionCounter(logger: logger),
+            security: CurveServerSecurity(keys: server, domain: "ingest") { _, _ in },
+            admits: { sender, nodeID, _, _ in
+                if case let .node(id, _)? = Principal(userID: sender) { id == nodeID } else { false }
+            }
+        ) { header in
             let now = MonotonicTime.now()
             latencies.withLock { $0.append(now - header.captureMonotonicNs) }
         }
@@ -192,8 +199,9 @@ struct TransportBench: ParsableCommand {
     /// The same publish path into a `capfleet coordinator` child process, registered with a
     /// real HELLO, to watch the coordinator's own resident memory over the run.
     static func coordinatorProcess(_ benchCase: Case, seconds: Double, memoryEvery: Double) throws -> Result {
-        let fleet = try LocalFleet(directory: FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-bench-\(getpid())").path,
-                                   ports: try FleetPorts.free(record: false, metrics: false), output: .standardError)
+        let fleet = try LocalFleet(
+            directory: FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-bench-\(getpid())").path,
+            ports: try FleetPorts.free(record: false, metrics: false), output: .standardError)
         defer { fleet.remove() }
         let ports = fleet.ports
         let credential = try fleet.operatorCredential(for: "bench", role: "admin")
@@ -206,30 +214,34 @@ struct TransportBench: ParsableCommand {
         let enrolling = try ZMQSocket(context: context, type: .dealer)
         try enrolling.makeCurveClient(serverKey: token.coordinatorKey, keys: token.keys)
         try enrolling.connect("tcp://127.0.0.1:\(ports.controlPort)")
-        try enrolling.send(try Capfleet_V1_AgentMessage.with {
-            $0.enroll = .with {
-                $0.nodePublicKey = Data(node.publicKey.bytes)
-                $0.nodeID = "node-bench"
-            }
-        }.serializedBytes() as [UInt8])
+        try enrolling.send(
+            try Capfleet_V1_AgentMessage.with {
+                $0.enroll = .with {
+                    $0.nodePublicKey = Data(node.publicKey.bytes)
+                    $0.nodeID = "node-bench"
+                }
+            }.serializedBytes() as [UInt8])
         guard enrolling.waitForInput(milliseconds: 10_000) else { throw BenchFailure("the benchmark's coordinator did not answer Enroll") }
         enrolling.close()
         let control = try ZMQSocket(context: context, type: .dealer)
         try control.makeCurveClient(serverKey: token.coordinatorKey, keys: node)
         try control.connect("tcp://127.0.0.1:\(ports.controlPort)")
-        let format = VideoFormat(pixelFormat: benchCase.pixelFormat, width: benchCase.width, height: benchCase.height,
-                                 frameRateRanges: [FrameRateRange(min: 1, max: 1000)])
+        let format = VideoFormat(
+            pixelFormat: benchCase.pixelFormat, width: benchCase.width, height: benchCase.height,
+            frameRateRanges: [FrameRateRange(min: 1, max: 1000)])
         let hello: [UInt8] = try Capfleet_V1_AgentMessage.with {
             $0.hello = .with {
                 $0.protocolVersion = .current
                 $0.nodeID = "node-bench"
                 $0.nodeName = "bench"
-                $0.devices = [.with {
-                    $0.deviceID = "bench-1"
-                    $0.name = "bench"
-                    $0.kind = .synthetic
-                    $0.formats = [format.wire]
-                }]
+                $0.devices = [
+                    .with {
+                        $0.deviceID = "bench-1"
+                        $0.name = "bench"
+                        $0.kind = .synthetic
+                        $0.formats = [format.wire]
+                    }
+                ]
             }
         }.serializedBytes()
         var welcomed = false
@@ -267,16 +279,18 @@ struct TransportBench: ParsableCommand {
         let last = try counted()
         let elapsed = Double(MonotonicTime.now() - start) / 1e9
         resident.append(residentMegabytes(pid: child.processIdentifier))
-        return Result(frames: Double(last.frames - first.frames), bytes: Double(last.bytes - first.bytes), seconds: elapsed,
-                      residentMegabytes: resident)
+        return Result(
+            frames: Double(last.frames - first.frames), bytes: Double(last.bytes - first.bytes), seconds: elapsed,
+            residentMegabytes: resident)
     }
 
     /// Submits pre-filled frames as fast as the publisher's queue and buffer pool allow:
     /// waiting, not dropping, so the figure is throughput.
     static func produce(_ benchCase: Case, publisher: FramePublisher, stop: borrowing Atomic<Bool>) {
         let statistics = DeviceStatistics(deviceID: "bench-1", outOfBuffers: { 0 })
-        let layout = FrameLayout(pixelFormat: benchCase.pixelFormat, width: benchCase.width, height: benchCase.height,
-                                 bytesPerLine: benchCase.pixelFormat.bytesPerLine(width: benchCase.width))
+        let layout = FrameLayout(
+            pixelFormat: benchCase.pixelFormat, width: benchCase.width, height: benchCase.height,
+            bytesPerLine: benchCase.pixelFormat.bytesPerLine(width: benchCase.width))
         let pool = FrameBufferPool(bufferSize: benchCase.bytes, capacity: publisher.queueCapacity + 2)
         var sequence: UInt64 = 0
         while !stop.load(ordering: .relaxed) {
@@ -285,8 +299,9 @@ struct TransportBench: ParsableCommand {
             guard let buffer = pool.take(waitingUpTo: .now() + .milliseconds(100)) else { continue }
             while publisher.queueDepth >= publisher.queueCapacity && !stop.load(ordering: .relaxed) { usleep(200) }
             sequence += 1
-            let frame = CapturedFrame(buffer: buffer, byteCount: benchCase.bytes, sequence: sequence,
-                                      captureMonotonicNanoseconds: MonotonicTime.now(), layout: layout)
+            let frame = CapturedFrame(
+                buffer: buffer, byteCount: benchCase.bytes, sequence: sequence,
+                captureMonotonicNanoseconds: MonotonicTime.now(), layout: layout)
             let header = Capfleet_V1_FrameHeader(capturing: frame, nodeID: "node-bench", deviceID: "bench-1")
             publisher.submit(frame, header: header, statistics: statistics)
         }
@@ -295,9 +310,9 @@ struct TransportBench: ParsableCommand {
     /// VmRSS of a process (this one by default), in MiB.
     static func residentMegabytes(pid: Int32? = nil) -> Double {
         guard let status = try? String(contentsOfFile: "/proc/\(pid.map(String.init) ?? "self")/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-              let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "") else { return 0 }
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+            let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "")
+        else { return 0 }
         return kilobytes / 1024
     }
 }
-

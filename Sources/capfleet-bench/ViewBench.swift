@@ -17,13 +17,18 @@ struct ViewBench: ParsableCommand {
     @Option(help: "Seconds measured.") var seconds: Double = 10
 
     func run() throws {
-        let fleet = try LocalFleet(directory: FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-view-bench-\(getpid())").path,
-                                   ports: try FleetPorts.free(record: false, metrics: false), output: .standardError)
+        let fleet = try LocalFleet(
+            directory: FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-view-bench-\(getpid())").path,
+            ports: try FleetPorts.free(record: false, metrics: false), output: .standardError)
         defer { fleet.remove() }
         let credential = try fleet.operatorCredential(for: "bench", role: "admin")
         try fleet.startCoordinator(arguments: ["--log-level", "error"])
-        try fleet.startAgent("viewed", arguments: ["--synthetic", "1", "--no-discover", "--synthetic-format", "1920x1080:YUYV", "--fps", "30",
-                                                   "--no-pressure", "--log-level", "error"])
+        try fleet.startAgent(
+            "viewed",
+            arguments: [
+                "--synthetic", "1", "--no-discover", "--synthetic-format", "1920x1080:YUYV", "--fps", "30",
+                "--no-pressure", "--log-level", "error",
+            ])
         let client = try OperatorClient(address: fleet.operatorAddress, credential: credential)
         var device: String?
         for _ in 0..<200 where device == nil {
@@ -32,11 +37,13 @@ struct ViewBench: ParsableCommand {
         }
         guard let device else { throw BenchFailure("the agent did not register its camera within 20 s") }
         // Real pixels: a black frame is cheaper to make than the camera's own.
-        _ = try client.call(.changeConsent(.with {
-            $0.deviceID = device
-            $0.action = .grant
-            $0.reason = "benchmark: a test pattern"
-        }))
+        _ = try client.call(
+            .changeConsent(
+                .with {
+                    $0.deviceID = device
+                    $0.action = .grant
+                    $0.reason = "benchmark: a test pattern"
+                }))
 
         let viewer = try ZMQSocket(context: ZMQContext(), type: .sub)
         try viewer.makeCurveClient(serverKey: credential.coordinatorKey, keys: credential.keys)
@@ -80,9 +87,13 @@ struct ViewBench: ParsableCommand {
             return sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
         }
         print("== view: one viewer of a 1920x1080 YUYV camera at 30 fps through the coordinator's live endpoint, \(fmt(elapsed)) s")
-        print(String(format: "frames delivered: %.1f/s against %.1f/s captured (%.2fx), %llu not delivered to the viewer",
-                     delivered, capturedRate, delivered / max(capturedRate, 0.001), gaps))
-        print(String(format: "latency capture → viewer: p50 %.1f ms, p99 %.1f ms; of it capture → the agent's socket (baseline): p50 %.1f ms, p99 %.1f ms",
-                     percentile(toViewer, 0.5), percentile(toViewer, 0.99), percentile(toSocket, 0.5), percentile(toSocket, 0.99)))
+        print(
+            String(
+                format: "frames delivered: %.1f/s against %.1f/s captured (%.2fx), %llu not delivered to the viewer",
+                delivered, capturedRate, delivered / max(capturedRate, 0.001), gaps))
+        print(
+            String(
+                format: "latency capture → viewer: p50 %.1f ms, p99 %.1f ms; of it capture → the agent's socket (baseline): p50 %.1f ms, p99 %.1f ms",
+                percentile(toViewer, 0.5), percentile(toViewer, 0.99), percentile(toSocket, 0.5), percentile(toSocket, 0.99)))
     }
 }

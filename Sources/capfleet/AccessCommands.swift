@@ -18,10 +18,12 @@ extension NodesCommand {
         @Option(help: "Why, for the audit log.") var reason: String = ""
 
         func run() throws {
-            _ = try coordinator.call(.revokeNode(.with {
-                $0.nodeID = node
-                $0.reason = reason
-            }))
+            _ = try coordinator.call(
+                .revokeNode(
+                    .with {
+                        $0.nodeID = node
+                        $0.reason = reason
+                    }))
             print("revoked node \(node): it is disconnected and cannot come back without a new enrollment")
         }
     }
@@ -49,7 +51,8 @@ struct OperatorCommand: AsyncParsableCommand {
 
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Give someone a key with a role: viewer (look), operator (also steer devices and record), admin (also enroll, revoke, manage operators).",
+            abstract:
+                "Give someone a key with a role: viewer (look), operator (also steer devices and record), admin (also enroll, revoke, manage operators).",
             discussion: """
                 Without --key a key pair is made here and written, with the coordinator's public key, to a credential \
                 file (--out) for that person: keep it secret, hand it over privately. With --key, the person made their \
@@ -61,7 +64,8 @@ struct OperatorCommand: AsyncParsableCommand {
         @Option(help: "viewer, operator or admin.") var role: String
         @Option(help: "Their public key (40 Z85 characters), if they made their own key pair.") var key: String?
         @Option(help: "Where to write the new credential (default: NAME.credential here).") var out: String?
-        @Option(help: "The coordinator's data directory, to add the operator on its host without an admin key (capfleet dev's folder works too).") var data: String?
+        @Option(help: "The coordinator's data directory, to add the operator on its host without an admin key (capfleet dev's folder works too).")
+        var data: String?
         @Flag(help: "With --data: the folder is a new fleet's, whose coordinator has not run yet; make its keys and database.") var newFleet = false
         @Option(help: "The coordinator address to write into the credential (HOST:PORT of its operator endpoint).") var address: String?
 
@@ -76,16 +80,19 @@ struct OperatorCommand: AsyncParsableCommand {
             var telemetry: String?
             if let data {
                 let directory = try LocalAdministration.dataDirectory(named: data, newFleet: newFleet)
-                (keys, coordinatorKey) = try await LocalAdministration.addOperator(dataDirectory: directory, name: name, role: role,
-                                                                                   publicKey: publicKey, by: localActor)
+                (keys, coordinatorKey) = try await LocalAdministration.addOperator(
+                    dataDirectory: directory, name: name, role: role,
+                    publicKey: publicKey, by: localActor)
             } else {
                 let credential = try coordinator.loadCredential()
                 let made = publicKey == nil ? try CurveKeyPair.generate() : nil
-                _ = try coordinator.call(.addOperator(.with {
-                    $0.name = name
-                    $0.role = role.wire
-                    $0.publicKey = Data((publicKey ?? made!.publicKey).bytes)
-                }))
+                _ = try coordinator.call(
+                    .addOperator(
+                        .with {
+                            $0.name = name
+                            $0.role = role.wire
+                            $0.publicKey = Data((publicKey ?? made!.publicKey).bytes)
+                        }))
                 (keys, coordinatorKey) = (made, credential.coordinatorKey)
                 // So that their subscriber finds the telemetry endpoint from the file alone.
                 let client = try coordinator.client()
@@ -100,12 +107,16 @@ struct OperatorCommand: AsyncParsableCommand {
             let path = out ?? "\(name).credential"
             let written = address ?? coordinator.coordinator
             do {
-                try OperatorCredential(name: name, role: role.rawValue, keys: keys, coordinatorKey: coordinatorKey, coordinator: written,
-                                       telemetry: telemetry).save(path: path)
+                try OperatorCredential(
+                    name: name, role: role.rawValue, keys: keys, coordinatorKey: coordinatorKey, coordinator: written,
+                    telemetry: telemetry
+                ).save(path: path)
             } catch {
                 throw CLIFailure("\(name) was added, but \(error); remove them with `capfleet operator remove \(name)` and try again")
             }
-            print("added \(name) as \(role.rawValue); their credential is \(path) (secret: hand it over privately; they use it with --credential or \(OperatorCredential.environmentVariable), or put it at ~/.config/capfleet/credential)")
+            print(
+                "added \(name) as \(role.rawValue); their credential is \(path) (secret: hand it over privately; they use it with --credential or \(OperatorCredential.environmentVariable), or put it at ~/.config/capfleet/credential)"
+            )
         }
     }
 

@@ -27,11 +27,16 @@ struct BackupCommand: ParsableCommand {
         let snapshot = try coordinator.session().downloadBackup(to: destination, progress: progress.follow)
         let summary = try FleetDatabase.inspectBackup(at: destination)
         if json {
-            print(try FleetTables.json(["path": destination, "bytes": String(snapshot.size), "sha256": snapshot.sha256,
-                                    "schema_version": String(snapshot.schemaVersion), "taken_unix_ms": String(snapshot.takenUnixMs),
-                                    "nodes": String(summary.nodes), "takes": String(summary.takes)]))
+            print(
+                try FleetTables.json([
+                    "path": destination, "bytes": String(snapshot.size), "sha256": snapshot.sha256,
+                    "schema_version": String(snapshot.schemaVersion), "taken_unix_ms": String(snapshot.takenUnixMs),
+                    "nodes": String(summary.nodes), "takes": String(summary.takes),
+                ]))
         } else {
-            print("backed up the fleet database to \(destination): \(RecordingViews.bytes(snapshot.size)), schema v\(snapshot.schemaVersion), \(summary.nodes) node(s), \(summary.takes) take(s); SHA-256 \(snapshot.sha256)")
+            print(
+                "backed up the fleet database to \(destination): \(RecordingViews.bytes(snapshot.size)), schema v\(snapshot.schemaVersion), \(summary.nodes) node(s), \(summary.takes) take(s); SHA-256 \(snapshot.sha256)"
+            )
             print("not in it: the coordinator's keys (DATA/keys: copy them once) and the recordings' files")
         }
     }
@@ -59,7 +64,9 @@ struct RestoreCommand: ParsableCommand {
         }
         progress.finish()
         if let replaced { print("kept the database that was there as \(replaced)") }
-        print("restored \(backup) into \(data)/fleet.sqlite: schema v\(summary.schemaVersion), \(summary.nodes) node(s), \(summary.takes) take(s), \(summary.auditEntries) audit entries")
+        print(
+            "restored \(backup) into \(data)/fleet.sqlite: schema v\(summary.schemaVersion), \(summary.nodes) node(s), \(summary.takes) take(s), \(summary.auditEntries) audit entries"
+        )
         if !FileManager.default.fileExists(atPath: data + "/keys") {
             print("note: \(data)/keys is missing: put the coordinator's original keys there before starting it, or every agent must enroll again")
         }

@@ -37,11 +37,14 @@ struct CapFleet: AsyncParsableCommand {
         version: "\(WireDefaults.release) (protocol \(WireDefaults.protocolMajor.rawValue).\(WireDefaults.protocolMinor))",
         subcommands: [
             DevCommand.self, CoordinatorCommand.self, AgentCommand.self,
-            NodesCommand.self, ClockCommand.self, SyncCheckCommand.self, AlignCommand.self, DevicesCommand.self, DeviceCommand.self, FormatsCommand.self, WatchCommand.self, PressureCommand.self, EventsCommand.self,
+            NodesCommand.self, ClockCommand.self, SyncCheckCommand.self, AlignCommand.self, DevicesCommand.self, DeviceCommand.self,
+            FormatsCommand.self, WatchCommand.self, PressureCommand.self, EventsCommand.self,
             FormatCommand.self, PresetCommand.self, FrameRateCommand.self, ZoomDeviceCommand.self, FocusCommand.self,
             LockCommand.self, UnlockCommand.self, PolicyCommand.self,
-            SnapshotCommand.self, ViewCommand.self, ContactSheetCommand.self, StillCommand.self, StillsCommand.self, DetectCommand.self, MetadataCommand.self, ScanSetupCommand.self, OpticsCommand.self, IngestStatsCommand.self, RecordCommand.self, RecordingsCommand.self,
-            ConsentCommand.self, EnrollCommand.self, OperatorCommand.self, WhoAmICommand.self, DashboardCommand.self, BackupCommand.self, RestoreCommand.self,
+            SnapshotCommand.self, ViewCommand.self, ContactSheetCommand.self, StillCommand.self, StillsCommand.self, DetectCommand.self,
+            MetadataCommand.self, ScanSetupCommand.self, OpticsCommand.self, IngestStatsCommand.self, RecordCommand.self, RecordingsCommand.self,
+            ConsentCommand.self, EnrollCommand.self, OperatorCommand.self, WhoAmICommand.self, DashboardCommand.self, BackupCommand.self,
+            RestoreCommand.self,
         ])
 }
 
@@ -83,7 +86,10 @@ struct CoordinatorOptions: ParsableArguments {
     @Option(name: .long, help: "Coordinator HOST[:PORT] of its operator endpoint (default 127.0.0.1:7602; environment: CAPFLEET_COORDINATOR).")
     var coordinator: String?
 
-    @Option(help: "Seconds to wait at least for the coordinator's answer (requests that wait on agents or an instant get as long as the coordinator may take: proto-docs/operator.md, \"Time limits\").")
+    @Option(
+        help:
+            "Seconds to wait at least for the coordinator's answer (requests that wait on agents or an instant get as long as the coordinator may take: proto-docs/operator.md, \"Time limits\")."
+    )
     var timeout: Double = 3
 
     @Option(help: "Your operator credential (default: CAPFLEET_CREDENTIAL, else ~/.config/capfleet/credential).")

@@ -30,7 +30,8 @@ struct SyncCheckCommand: ParsableCommand {
         if text.hasPrefix("+") {
             let units: [(String, Double)] = [("ms", 1e6), ("us", 1e3), ("s", 1e9)]
             guard let (suffix, scale) = units.first(where: { text.hasSuffix($0.0) }), let value = Double(text.dropFirst().dropLast(suffix.count)),
-                  value.isFinite, value >= 0, value * scale <= 60e9 else {
+                value.isFinite, value >= 0, value * scale <= 60e9
+            else {
                 throw CLIFailure("cannot read --at \(text): write +1.5s, +250ms (at most a minute ahead), fleet nanoseconds, or an ISO 8601 date")
             }
             query.fromNowNs = UInt64(value * scale)
@@ -54,11 +55,17 @@ struct AlignCommand: ParsableCommand {
     @Flag(help: "Stop aligning.") var off = false
 
     func run() throws {
-        let reply = try coordinator.call(.changeFrameAlignment(.with {
-            $0.deviceIds = devices
-            $0.enabled = !off
-        })).reply
-        print(off ? "frame alignment off for \(devices.joined(separator: ", "))"
-              : "aligning \(devices.joined(separator: ", ")) to the fleet-time grid" + (reply.status.reason.isEmpty ? "" : "; \(reply.status.reason)"))
+        let reply = try coordinator.call(
+            .changeFrameAlignment(
+                .with {
+                    $0.deviceIds = devices
+                    $0.enabled = !off
+                })
+        ).reply
+        print(
+            off
+                ? "frame alignment off for \(devices.joined(separator: ", "))"
+                : "aligning \(devices.joined(separator: ", ")) to the fleet-time grid"
+                    + (reply.status.reason.isEmpty ? "" : "; \(reply.status.reason)"))
     }
 }

@@ -1,8 +1,8 @@
 import ArgumentParser
-import Foundation
 import FleetClient
 import FleetCore
 import FleetProtocol
+import Foundation
 
 /// Prints the device as the coordinator reports it after a change.
 private func show(_ reply: Capfleet_V1_OperatorReply, json: Bool) throws {
@@ -77,7 +77,13 @@ struct PresetCommand: ParsableCommand {
     @Flag(help: "Print JSON.") var json = false
 
     func run() throws {
-        try show(try coordinator.call(.changeFormat(.with { $0.deviceID = device; $0.preset = preset })).reply, json: json)
+        try show(
+            try coordinator.call(
+                .changeFormat(
+                    .with {
+                        $0.deviceID = device; $0.preset = preset
+                    })
+            ).reply, json: json)
     }
 }
 
@@ -104,11 +110,15 @@ struct FrameRateCommand: ParsableCommand {
             throw ValidationError("cannot read the rate \(rate): write frames per second (e.g. 30) or `default`")
         }
         if let min, min <= 0 { throw ValidationError("--min is a rate above 0") }
-        try show(try coordinator.call(.changeFrameRate(.with {
-            $0.deviceID = device
-            $0.framesPerSecond = fps
-            $0.minFramesPerSecond = min ?? 0
-        })).reply, json: json)
+        try show(
+            try coordinator.call(
+                .changeFrameRate(
+                    .with {
+                        $0.deviceID = device
+                        $0.framesPerSecond = fps
+                        $0.minFramesPerSecond = min ?? 0
+                    })
+            ).reply, json: json)
     }
 }
 
@@ -129,18 +139,22 @@ struct ZoomDeviceCommand: ParsableCommand {
     }
 
     func run() throws {
-        let reply = try coordinator.call(.changeZoom(.with {
-            $0.deviceID = device
-            $0.factor = factor ?? 0
-            $0.rampRate = ramp ?? 0
-            $0.cancel = cancel
-        })).reply
-        let method = switch reply.zoomMethod {
-        case .deviceControl: " (device zoom control)"
-        case .cropSelection: " (driver crop)"
-        case .agentCrop: " (crop and scale in the agent)"
-        default: ""
-        }
+        let reply = try coordinator.call(
+            .changeZoom(
+                .with {
+                    $0.deviceID = device
+                    $0.factor = factor ?? 0
+                    $0.rampRate = ramp ?? 0
+                    $0.cancel = cancel
+                })
+        ).reply
+        let method =
+            switch reply.zoomMethod {
+            case .deviceControl: " (device zoom control)"
+            case .cropSelection: " (driver crop)"
+            case .agentCrop: " (crop and scale in the agent)"
+            default: ""
+            }
         if json {
             struct View: Encodable {
                 var deviceId: String
@@ -150,12 +164,15 @@ struct ZoomDeviceCommand: ParsableCommand {
 
                 enum CodingKeys: String, CodingKey {
                     case deviceId = "device_id", zoomFactor = "zoom_factor", zoomMethod = "zoom_method",
-                         upscaleThresholdZoomFactor = "upscale_threshold_zoom_factor"
+                        upscaleThresholdZoomFactor = "upscale_threshold_zoom_factor"
                 }
             }
             let format = reply.devices.first?.activeFormat
-            print(try FleetTables.json(View(deviceId: device, zoomFactor: reply.zoomFactor, zoomMethod: "\(reply.zoomMethod)",
-                                        upscaleThresholdZoomFactor: (format?.upscaleThresholdZoomFactor ?? 0) > 0 ? format?.upscaleThresholdZoomFactor : nil)))
+            print(
+                try FleetTables.json(
+                    View(
+                        deviceId: device, zoomFactor: reply.zoomFactor, zoomMethod: "\(reply.zoomMethod)",
+                        upscaleThresholdZoomFactor: (format?.upscaleThresholdZoomFactor ?? 0) > 0 ? format?.upscaleThresholdZoomFactor : nil)))
         } else {
             let threshold = reply.devices.first?.activeFormat.upscaleThresholdZoomFactor ?? 0
             let target = factor ?? reply.zoomFactor
@@ -189,15 +206,21 @@ struct LockCommand: ParsableCommand {
         }
         let reply: Capfleet_V1_OperatorReply
         do {
-            reply = try client.call(.lockDevice(.with { $0.deviceID = device; $0.seconds = seconds })).reply
+            reply = try client.call(
+                .lockDevice(
+                    .with {
+                        $0.deviceID = device; $0.seconds = seconds
+                    })
+            ).reply
         } catch {
             throw CLIFailure(error.description)
         }
         if json {
             print(try FleetTables.json(reply.devices.map { JSONViews.Device($0) }))
         } else if let info = reply.devices.first {
-            print("\(device): locked for configuration by \(info.leaseHolder) until \(FleetTables.clock(info.leaseExpiresUnixMs))"
-                + (hold ? "; held while this runs (Ctrl-C releases it)" : ""))
+            print(
+                "\(device): locked for configuration by \(info.leaseHolder) until \(FleetTables.clock(info.leaseExpiresUnixMs))"
+                    + (hold ? "; held while this runs (Ctrl-C releases it)" : ""))
         }
         fflush(nil)
         guard let stop else { return }
@@ -233,7 +256,11 @@ struct SessionHolder {
     func run(until stop: StopSignal) throws {
         while stop.semaphore.wait(timeout: .now() + 2) == .timedOut {
             do {
-                _ = try client.call(.lockDevice(.with { $0.deviceID = device; $0.seconds = seconds }))
+                _ = try client.call(
+                    .lockDevice(
+                        .with {
+                            $0.deviceID = device; $0.seconds = seconds
+                        }))
             } catch {
                 // Say so, and keep trying: the coordinator may be back before the session times out.
                 FileHandle.standardError.write(Data("capfleet lock: cannot renew the lease on \(device): \(error.description)\n".utf8))
@@ -243,7 +270,8 @@ struct SessionHolder {
             _ = try client.call(.endSession(.init()))
             print("\(device): lease released")
         } catch {
-            throw CLIFailure("could not end the session, so the lease on \(device) stays until the coordinator notices the silence (10 s): \(error.description)")
+            throw CLIFailure(
+                "could not end the session, so the lease on \(device) stays until the coordinator notices the silence (10 s): \(error.description)")
         }
     }
 }
@@ -285,8 +313,10 @@ struct FocusCommand: ParsableCommand {
                 $0.smooth = smooth.lowercased() == "on"
             }
         }
-        guard request.mode != .unspecified || request.hasLensPosition || request.hasPointOfInterestX || request.range != .unspecified
-            || request.hasSmooth else {
+        guard
+            request.mode != .unspecified || request.hasLensPosition || request.hasPointOfInterestX || request.range != .unspecified
+                || request.hasSmooth
+        else {
             throw ValidationError("say what to change: --mode, --lens, --point, --range or --smooth")
         }
         let reply = try coordinator.call(.changeFocus(request)).reply
@@ -349,24 +379,30 @@ struct PolicyCommand: ParsableCommand {
         var reply = Capfleet_V1_OperatorReply()
         var said: [String] = []
         if let dropRecovery {
-            reply = try coordinator.call(.setDropRecoveryPolicy(.with {
-                $0.deviceID = device
-                $0.policy = .with {
-                    $0.enabled = dropRecovery.lowercased() == "on"
-                    $0.minimumFps = minFps ?? 0
-                    $0.lateDropShare = lateShare ?? 0
-                    $0.quietSeconds = quietSeconds ?? 0
-                }
-            })).reply
+            reply = try coordinator.call(
+                .setDropRecoveryPolicy(
+                    .with {
+                        $0.deviceID = device
+                        $0.policy = .with {
+                            $0.enabled = dropRecovery.lowercased() == "on"
+                            $0.minimumFps = minFps ?? 0
+                            $0.lateDropShare = lateShare ?? 0
+                            $0.quietSeconds = quietSeconds ?? 0
+                        }
+                    })
+            ).reply
             said.append("drop recovery \(dropRecovery.lowercased())" + (reply.status.reason.isEmpty ? "" : " (\(reply.status.reason))"))
         }
         if let onPressure {
             let level = PressureLevel(name: onPressure.lowercased())
             let policy = level.map { PressurePolicy(isEnabled: true, level: $0, frameRate: frameRate ?? 0) } ?? .off
-            reply = try coordinator.call(.changePressurePolicy(.with {
-                $0.deviceID = device
-                $0.policy = policy.wire()
-            })).reply
+            reply = try coordinator.call(
+                .changePressurePolicy(
+                    .with {
+                        $0.deviceID = device
+                        $0.policy = policy.wire()
+                    })
+            ).reply
             said.append("pressure policy " + policy.summary + (reply.status.reason.isEmpty ? "" : " (\(reply.status.reason))"))
         }
         if json {

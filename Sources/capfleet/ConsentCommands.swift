@@ -22,11 +22,14 @@ struct ConsentCommand: ParsableCommand {
         @Flag(help: "Print JSON.") var json = false
 
         func run(_ action: ConsentAction) throws {
-            let reply = try coordinator.call(.changeConsent(.with {
-                $0.deviceID = device
-                $0.action = action.wire
-                $0.reason = reason
-            })).reply
+            let reply = try coordinator.call(
+                .changeConsent(
+                    .with {
+                        $0.deviceID = device
+                        $0.action = action.wire
+                        $0.reason = reason
+                    })
+            ).reply
             guard let record = reply.consentHistory.first else { throw CLIFailure("the coordinator did not say what it recorded") }
             if json {
                 struct View: Encodable {
@@ -41,7 +44,8 @@ struct ConsentCommand: ParsableCommand {
                 return
             }
             let to = (ConsentState(wire: record.toState) ?? .notDetermined).rawValue.replacingOccurrences(of: "_", with: " ")
-            let enforced = reply.consentApplied
+            let enforced =
+                reply.consentApplied
                 ? "the agent enforces it from the next frame"
                 : "the node is offline or did not answer: its agent enforces this as soon as it is back, and until then what it was last told"
             print("\(device): consent \(to); \(enforced)")

@@ -37,7 +37,8 @@ struct DashboardCommand: ParsableCommand {
                 print(try FleetTables.json(["url": url, "operator": link.operatorName, "expires_unix_ms": String(link.expiresUnixMs)]))
             } else {
                 print(url)
-                FileHandle.standardError.write(Data("one-time sign-in for \(link.operatorName), until \(FleetTables.clock(link.expiresUnixMs)); it works once\n".utf8))
+                FileHandle.standardError.write(
+                    Data("one-time sign-in for \(link.operatorName), until \(FleetTables.clock(link.expiresUnixMs)); it works once\n".utf8))
             }
         }
     }
@@ -58,10 +59,15 @@ struct DashboardCommand: ParsableCommand {
                 print("no browser is signed in to the dashboard: `capfleet dashboard login` prints a sign-in URL")
                 return
             }
-            print(FleetTables.table(["SESSION", "OPERATOR", "SIGNED IN", "LAST SEEN", "EXPIRES", "ENDED", "FROM"], sessions.map { session in
-                [session.id, session.operatorName, FleetTables.clock(session.createdUnixMs), FleetTables.clock(session.lastSeenUnixMs),
-                 FleetTables.clock(session.expiresUnixMs), session.endedUnixMs == 0 ? "-" : "by \(session.endedBy)", session.peer]
-            }))
+            print(
+                FleetTables.table(
+                    ["SESSION", "OPERATOR", "SIGNED IN", "LAST SEEN", "EXPIRES", "ENDED", "FROM"],
+                    sessions.map { session in
+                        [
+                            session.id, session.operatorName, FleetTables.clock(session.createdUnixMs), FleetTables.clock(session.lastSeenUnixMs),
+                            FleetTables.clock(session.expiresUnixMs), session.endedUnixMs == 0 ? "-" : "by \(session.endedBy)", session.peer,
+                        ]
+                    }))
         }
     }
 
@@ -93,6 +99,6 @@ struct DashboardSessionView: Encodable {
 
     enum CodingKeys: String, CodingKey {
         case id, operatorName = "operator_name", peer, userAgent = "user_agent", createdUnixMs = "created_unix_ms",
-             expiresUnixMs = "expires_unix_ms", lastSeenUnixMs = "last_seen_unix_ms", endedUnixMs = "ended_unix_ms", endedBy = "ended_by"
+            expiresUnixMs = "expires_unix_ms", lastSeenUnixMs = "last_seen_unix_ms", endedUnixMs = "ended_unix_ms", endedBy = "ended_by"
     }
 }

@@ -9,8 +9,11 @@ import Foundation
 struct DetectCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "detect",
-        abstract: "Look for codes and faces in a camera's frames (on its host); detections go to telemetry (meta.DEVICE) and into takes' timed metadata.",
-        discussion: "Needs the camera's lease (capfleet lock). Remembered, and set again whenever the camera's agent registers. Codes: \(BarcodeSymbology.allCases.map(\.rawValue).joined(separator: ", ")) (ZBar; it has no Data Matrix decoder).")
+        abstract:
+            "Look for codes and faces in a camera's frames (on its host); detections go to telemetry (meta.DEVICE) and into takes' timed metadata.",
+        discussion:
+            "Needs the camera's lease (capfleet lock). Remembered, and set again whenever the camera's agent registers. Codes: \(BarcodeSymbology.allCases.map(\.rawValue).joined(separator: ", ")) (ZBar; it has no Data Matrix decoder)."
+    )
     @OptionGroup var coordinator: CoordinatorOptions
     @Argument(help: "The camera.", completion: FleetCompletion.deviceIDs) var device: String
     @Option(help: "Symbologies to look for, comma-separated, e.g. qr,ean13.") var codes: String?
@@ -39,14 +42,18 @@ struct DetectCommand: ParsableCommand {
             case let .success(list): symbologies = list
             case let .failure(error): throw CLIFailure(error.description)
             }
-            settings = DetectionSettings(codes: symbologies, faces: faces, region: try region.map(Self.region) ?? .whole,
-                                         framesPerSecond: fps ?? DetectionSettings.defaultFramesPerSecond)
+            settings = DetectionSettings(
+                codes: symbologies, faces: faces, region: try region.map(Self.region) ?? .whole,
+                framesPerSecond: fps ?? DetectionSettings.defaultFramesPerSecond)
             if let problem = settings.problem { throw CLIFailure(problem.description) }
         }
-        let reply = try coordinator.call(.changeDetection(.with {
-            $0.deviceID = device
-            $0.settings = settings.wire
-        }), timeout: 15).reply
+        let reply = try coordinator.call(
+            .changeDetection(
+                .with {
+                    $0.deviceID = device
+                    $0.settings = settings.wire
+                }), timeout: 15
+        ).reply
         let applied = (try? DetectionSettings(wire: reply.detection)) ?? settings
         if json {
             print(try FleetTables.json(DetectionViews.Settings(device: device, applied)))
@@ -62,7 +69,8 @@ struct DetectCommand: ParsableCommand {
 struct MetadataCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "metadata",
-        abstract: "A camera's detected codes and faces as its agent reports them (telemetry topic meta.DEVICE), one line per examined frame with objects.")
+        abstract:
+            "A camera's detected codes and faces as its agent reports them (telemetry topic meta.DEVICE), one line per examined frame with objects.")
     @OptionGroup var coordinator: CoordinatorOptions
     @Argument(help: "The camera.", completion: FleetCompletion.deviceIDs) var device: String
     @Flag(help: "Keep following until Ctrl-C (without it: until the first report, or --count).") var follow = false
@@ -80,12 +88,15 @@ struct MetadataCommand: ParsableCommand {
         var lastHeard = Date()
         while limit.map({ shown < $0 }) ?? true {
             if let patience, Date().timeIntervalSince(lastHeard) > patience {
-                throw CLIFailure("no detection report from \(device) in \(VideoFormat.trim(patience)) s: is detection on (capfleet detect \(device) …), its consent granted, and something in view?")
+                throw CLIFailure(
+                    "no detection report from \(device) in \(VideoFormat.trim(patience)) s: is detection on (capfleet detect \(device) …), its consent granted, and something in view?"
+                )
             }
             guard subscriber.waitForInput(milliseconds: 250),
-                  let message = try? subscriber.receiveMultipart(dontWait: true), message.parts.count == 2,
-                  String(decoding: message.parts[0].array, as: UTF8.self) == TelemetryTopic.meta(device),
-                  let report = try? Capfleet_V1_DetectionReport(serializedBytes: message.parts[1].array) else { continue }
+                let message = try? subscriber.receiveMultipart(dontWait: true), message.parts.count == 2,
+                String(decoding: message.parts[0].array, as: UTF8.self) == TelemetryTopic.meta(device),
+                let report = try? Capfleet_V1_DetectionReport(serializedBytes: message.parts[1].array)
+            else { continue }
             lastHeard = Date()
             print(json ? try FleetTables.jsonLine(DetectionViews.Report(report)) : DetectionViews.line(report))
             fflush(nil)

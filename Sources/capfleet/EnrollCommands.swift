@@ -32,10 +32,14 @@ struct EnrollCommand: AsyncParsableCommand {
                 """)
         @OptionGroup var coordinator: CoordinatorOptions
         @Option(help: "The node's name, as operators will see it (a token for one agent).") var name: String?
-        @Option(help: "For a token that admits several agents: nodes are called PREFIX1, PREFIX2, … in order of use, unless the agent is started with --name.") var namePrefix: String?
+        @Option(
+            help:
+                "For a token that admits several agents: nodes are called PREFIX1, PREFIX2, … in order of use, unless the agent is started with --name."
+        ) var namePrefix: String?
         @Option(help: "How many agents the token admits (at most 10000); more than one needs --name-prefix.") var uses: Int = 1
         @Option(help: "How long the token stays valid, in seconds (at most 604800, a week).") var valid: UInt32 = 3600
-        @Option(help: "The coordinator's data directory, to make the token on its host without an admin key (capfleet dev's folder works too).") var data: String?
+        @Option(help: "The coordinator's data directory, to make the token on its host without an admin key (capfleet dev's folder works too).")
+        var data: String?
         @Flag(help: "With --data: the folder is a new fleet's, whose coordinator has not run yet; make its keys and database.") var newFleet = false
         @Flag(help: "Print only the token (for scripts).") var quiet = false
 
@@ -50,15 +54,19 @@ struct EnrollCommand: AsyncParsableCommand {
             if let data {
                 guard valid > 0, valid <= 604_800 else { throw CLIFailure("--valid must be between 1 and 604800 seconds") }
                 let directory = try LocalAdministration.dataDirectory(named: data, newFleet: newFleet)
-                let made = try await LocalAdministration.createEnrollmentToken(dataDirectory: directory, spec: spec, validSeconds: valid, by: localActor)
+                let made = try await LocalAdministration.createEnrollmentToken(
+                    dataDirectory: directory, spec: spec, validSeconds: valid, by: localActor)
                 (token, expires) = (made.token.text, made.expiresAt)
             } else {
-                let reply = try coordinator.call(.createEnrollment(.with {
-                    $0.name = name ?? ""
-                    $0.namePrefix = namePrefix ?? ""
-                    $0.uses = UInt32(spec.uses)
-                    $0.validSeconds = valid
-                })).reply
+                let reply = try coordinator.call(
+                    .createEnrollment(
+                        .with {
+                            $0.name = name ?? ""
+                            $0.namePrefix = namePrefix ?? ""
+                            $0.uses = UInt32(spec.uses)
+                            $0.validSeconds = valid
+                        })
+                ).reply
                 (token, expires) = (reply.enrollmentToken, reply.enrollmentExpiresUnixMs)
             }
             guard !quiet else {
@@ -69,13 +77,15 @@ struct EnrollCommand: AsyncParsableCommand {
             let key = (try? EnrollmentToken(text: token)).map { String($0.keys.publicKey.z85.prefix(8)) } ?? "?"
             switch spec.naming {
             case let .fixed(name):
-                print("""
+                print(
+                    """
                     enrollment token for \(name) (works once, until \(until)):
                     \(token)
                     on the camera host: capfleet agent --coordinator COORDINATOR_HOST --enroll \(token)
                     """)
             case let .prefix(prefix):
-                print("""
+                print(
+                    """
                     enrollment token for \(spec.uses) agent(s), called \(prefix)1, \(prefix)2, … or by their own --name (until \(until); key \(key)):
                     \(token)
                     on each camera host: capfleet agent --coordinator COORDINATOR_HOST --enroll \(token) [--name NAME]
@@ -126,12 +136,16 @@ struct EnrollCommand: AsyncParsableCommand {
             } else {
                 key = token.hasSuffix("…") ? String(token.dropLast()) : token
             }
-            let revoked = try coordinator.call(.revokeEnrollment(.with {
-                $0.tokenKey = key
-                $0.reason = reason
-            })).reply.enrollmentTokens.first
+            let revoked = try coordinator.call(
+                .revokeEnrollment(
+                    .with {
+                        $0.tokenKey = key
+                        $0.reason = reason
+                    })
+            ).reply.enrollmentTokens.first
             let used = revoked.map { " after \($0.used) of \($0.uses) use(s)" } ?? ""
-            print("revoked token \(key.prefix(8))…\(used): it admits nobody more; the nodes it admitted stay (capfleet nodes revoke NODE cuts one off)")
+            print(
+                "revoked token \(key.prefix(8))…\(used): it admits nobody more; the nodes it admitted stay (capfleet nodes revoke NODE cuts one off)")
         }
     }
 }

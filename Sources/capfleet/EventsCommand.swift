@@ -8,7 +8,8 @@ import Foundation
 struct EventsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "events",
-        abstract: "The fleet's recent events (nodes online/offline, devices interrupted/resumed, pressure, policies, leases); --follow streams new ones.",
+        abstract:
+            "The fleet's recent events (nodes online/offline, devices interrupted/resumed, pressure, policies, leases); --follow streams new ones.",
         discussion: """
             With --json the recent events are one JSON array, as every listing prints; with --follow \
             as well, every event (the recent ones, then each new one as it happens) is one JSON object \
@@ -47,8 +48,9 @@ struct EventsCommand: ParsableCommand {
         var followed = 0
         while count.map({ followed < $0 }) ?? true {
             guard subscriber.waitForInput(milliseconds: 500),
-                  let message = try? subscriber.receiveMultipart(dontWait: true), message.parts.count == 2,
-                  let event = try? Capfleet_V1_FleetEvent(serializedBytes: message.parts[1].array) else { continue }
+                let message = try? subscriber.receiveMultipart(dontWait: true), message.parts.count == 2,
+                let event = try? Capfleet_V1_FleetEvent(serializedBytes: message.parts[1].array)
+            else { continue }
             guard !shown.contains(Self.key(event)) else { continue }
             print(try line(event))
             fflush(nil)
@@ -56,7 +58,9 @@ struct EventsCommand: ParsableCommand {
         }
     }
 
-    static func key(_ event: Capfleet_V1_FleetEvent) -> String { "\(event.unixMs)|\(event.kind.rawValue)|\(event.nodeID)|\(event.deviceID)|\(event.message)" }
+    static func key(_ event: Capfleet_V1_FleetEvent) -> String {
+        "\(event.unixMs)|\(event.kind.rawValue)|\(event.nodeID)|\(event.deviceID)|\(event.message)"
+    }
 
     /// An event as JSON: alerts also name their rule and how many like it were held back.
     struct View: Encodable {
@@ -72,8 +76,9 @@ struct EventsCommand: ParsableCommand {
 
     static func view(_ event: Capfleet_V1_FleetEvent) -> View {
         let isAlert = event.kind == .alert
-        return View(unixMs: event.unixMs, kind: event.kind.topicSuffix, nodeId: event.nodeID, deviceId: event.deviceID, message: event.message,
-                    alert: isAlert ? event.alert.name : nil, suppressed: isAlert ? event.suppressed : nil)
+        return View(
+            unixMs: event.unixMs, kind: event.kind.topicSuffix, nodeId: event.nodeID, deviceId: event.deviceID, message: event.message,
+            alert: isAlert ? event.alert.name : nil, suppressed: isAlert ? event.suppressed : nil)
     }
 
     func line(_ event: Capfleet_V1_FleetEvent) throws -> String {

@@ -25,11 +25,14 @@ enum FleetCompletion {
         names(startingWith: prefix, words: words) { try $0.call(.listRecordings(.init())).reply.takes.map(\.id) }
     }
 
-    private static func names(startingWith prefix: String, words: [String],
-                              _ ask: (OperatorClient) throws -> [String]) -> [String] {
+    private static func names(
+        startingWith prefix: String, words: [String],
+        _ ask: (OperatorClient) throws -> [String]
+    ) -> [String] {
         guard let options = try? CoordinatorOptions.parse(connectionArguments(in: words) + ["--timeout", "\(timeout)"]),
-              let client = try? options.client(),
-              let names = try? ask(client) else { return [] }
+            let client = try? options.client(),
+            let names = try? ask(client)
+        else { return [] }
         return names.filter { $0.hasPrefix(prefix) }.sorted()
     }
 

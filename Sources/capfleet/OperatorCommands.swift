@@ -17,7 +17,8 @@ extension CoordinatorOptions {
     func client(timeoutAtLeast atLeast: Double = 0) throws -> OperatorClient {
         let credential = try loadCredential()
         // The flag, else the environment, else the address in the credential, else this machine.
-        let written = coordinator ?? ProcessInfo.processInfo.environment[WireDefaults.coordinatorEnvironmentVariable].flatMap { $0.isEmpty ? nil : $0 }
+        let written =
+            coordinator ?? ProcessInfo.processInfo.environment[WireDefaults.coordinatorEnvironmentVariable].flatMap { $0.isEmpty ? nil : $0 }
             ?? credential.coordinator
         guard let address = CoordinatorAddress.resolve(written, defaultPort: WireDefaults.operatorPort) else {
             throw CLIFailure("cannot read the coordinator address \(written ?? ""): write HOST or HOST:PORT")
@@ -34,7 +35,9 @@ extension CoordinatorOptions {
         OperatorSession(client: try client(timeoutAtLeast: atLeast))
     }
 
-    func call(_ body: Capfleet_V1_OperatorRequest.OneOf_Body, timeout atLeast: Double = 0) throws -> (reply: Capfleet_V1_OperatorReply, payload: [UInt8]?) {
+    func call(
+        _ body: Capfleet_V1_OperatorRequest.OneOf_Body, timeout atLeast: Double = 0
+    ) throws -> (reply: Capfleet_V1_OperatorReply, payload: [UInt8]?) {
         let client = try client(timeoutAtLeast: atLeast)
         do {
             return try client.call(body)
@@ -95,10 +98,13 @@ struct DevicesCommand: ParsableCommand {
 
     func run() throws {
         let session = try coordinator.session()
-        let devices = try session.call(.listDevices(.with {
-            $0.nodeID = node ?? ""
-            $0.withFormats = json
-        })).reply.devices
+        let devices = try session.call(
+            .listDevices(
+                .with {
+                    $0.nodeID = node ?? ""
+                    $0.withFormats = json
+                })
+        ).reply.devices
         if json {
             // One request for the whole listing; a coordinator before 1.4 sends no formats with
             // it, so those come one request per device, several in flight.
@@ -143,7 +149,9 @@ struct WatchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "watch",
         abstract: "A live view of every node's pressure and every device: fps, bytes/s, drops by reason, last frame. Refreshes once a second.",
-        discussion: "Devices in trouble (offline, interrupted, dropping frames, stalled, slow, on a host at serious pressure or worse) are marked ! and the reasons listed under the table.")
+        discussion:
+            "Devices in trouble (offline, interrupted, dropping frames, stalled, slow, on a host at serious pressure or worse) are marked ! and the reasons listed under the table."
+    )
     @OptionGroup var coordinator: CoordinatorOptions
     @Option(help: "Stop after this many refreshes (default: until Ctrl-C).") var count: Int?
     @Flag(help: "Print one JSON array per refresh instead of a table.") var json = false
@@ -188,9 +196,11 @@ struct PressureCommand: ParsableCommand {
     func run() throws {
         let reply = try coordinator.call(.getFleetStats(.init())).reply
         if json {
-            print(try FleetTables.json(reply.nodeStats.map { node in
-                JSONViews.Pressure(node, report: reply.pressure.first { $0.nodeID == node.nodeID })
-            }))
+            print(
+                try FleetTables.json(
+                    reply.nodeStats.map { node in
+                        JSONViews.Pressure(node, report: reply.pressure.first { $0.nodeID == node.nodeID })
+                    }))
         } else {
             print(FleetTables.pressure(reply.nodeStats, reports: reply.pressure))
         }
@@ -200,7 +210,9 @@ struct PressureCommand: ParsableCommand {
 struct SnapshotCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "snapshot", abstract: "Fetch the next frame of a device from the coordinator, as a picture (.jpg, .png) or its raw bytes.",
-        discussion: "A .jpg or .png holds every pixel of the frame, converted from its pixel format; .raw (or --raw) the bytes as the camera sent them. --preview takes the device's latest preview instead, without asking for a frame.")
+        discussion:
+            "A .jpg or .png holds every pixel of the frame, converted from its pixel format; .raw (or --raw) the bytes as the camera sent them. --preview takes the device's latest preview instead, without asking for a frame."
+    )
     @OptionGroup var coordinator: CoordinatorOptions
     @Argument(help: "The device id.", completion: FleetCompletion.deviceIDs) var device: String
     @Option(name: .shortAndLong, help: "Write the frame to this file: .jpg or .png (a picture), .raw (its bytes).") var output: String?
@@ -229,9 +241,11 @@ struct SnapshotCommand: ParsableCommand {
         }
         let stamped: UInt32? = pixels.withUnsafeMutableBytes { raw in
             guard let base = raw.baseAddress,
-                  let luma = LumaPlane(base: base, pixelFormat: PixelFormat(header.layout.pixelFormat),
-                                       width: Int(header.layout.width), height: Int(header.layout.height)),
-                  raw.count >= Int(header.layout.width) * Int(header.layout.height) else { return nil }
+                let luma = LumaPlane(
+                    base: base, pixelFormat: PixelFormat(header.layout.pixelFormat),
+                    width: Int(header.layout.width), height: Int(header.layout.height)),
+                raw.count >= Int(header.layout.width) * Int(header.layout.height)
+            else { return nil }
             return FrameNumberStamp.read(from: luma)
         }
         if let output {
@@ -257,29 +271,36 @@ struct SnapshotCommand: ParsableCommand {
 
                 enum CodingKeys: String, CodingKey {
                     case deviceId = "device_id", nodeId = "node_id", pixelFormat = "pixel_format", sequence,
-                         captureMonotonicNs = "capture_monotonic_ns", payloadSize = "payload_size", width, height,
-                         zoomFactor = "zoom_factor", upscaled, consent, black, recording, fleetTimeNs = "fleet_time_ns",
-                         fleetTimeUncertaintyNs = "fleet_time_uncertainty_ns", stampedFrameNumber = "stamped_frame_number",
-                         output, preview, previewAgeMs = "preview_age_ms"
+                        captureMonotonicNs = "capture_monotonic_ns", payloadSize = "payload_size", width, height,
+                        zoomFactor = "zoom_factor", upscaled, consent, black, recording, fleetTimeNs = "fleet_time_ns",
+                        fleetTimeUncertaintyNs = "fleet_time_uncertainty_ns", stampedFrameNumber = "stamped_frame_number",
+                        output, preview, previewAgeMs = "preview_age_ms"
                 }
             }
             let timed = header.flags & UInt32(Capfleet_V1_FrameFlag.fleetTimeValid.rawValue) != 0
-            print(try FleetTables.json(View(deviceId: header.deviceID, nodeId: header.nodeID, pixelFormat: header.layout.pixelFormat,
-                                        sequence: header.sequence, captureMonotonicNs: header.captureMonotonicNs,
-                                        payloadSize: header.payloadSize, width: header.layout.width, height: header.layout.height,
-                                        zoomFactor: header.zoomFactor > 0 ? header.zoomFactor : 1,
-                                        upscaled: header.flags & UInt32(Capfleet_V1_FrameFlag.upscaled.rawValue) != 0,
-                                        consent: (ConsentState(wire: header.consent) ?? .notDetermined).rawValue,
-                                        black: header.flags & UInt32(Capfleet_V1_FrameFlag.black.rawValue) != 0,
-                                        recording: header.flags & UInt32(Capfleet_V1_FrameFlag.recording.rawValue) != 0,
-                                        fleetTimeNs: timed ? header.fleetTimeNs : nil,
-                                        fleetTimeUncertaintyNs: timed ? header.fleetTimeUncertaintyNs : nil,
-                                        stampedFrameNumber: stamped, output: output, preview: preview, previewAgeMs: previewAge)))
+            print(
+                try FleetTables.json(
+                    View(
+                        deviceId: header.deviceID, nodeId: header.nodeID, pixelFormat: header.layout.pixelFormat,
+                        sequence: header.sequence, captureMonotonicNs: header.captureMonotonicNs,
+                        payloadSize: header.payloadSize, width: header.layout.width, height: header.layout.height,
+                        zoomFactor: header.zoomFactor > 0 ? header.zoomFactor : 1,
+                        upscaled: header.flags & UInt32(Capfleet_V1_FrameFlag.upscaled.rawValue) != 0,
+                        consent: (ConsentState(wire: header.consent) ?? .notDetermined).rawValue,
+                        black: header.flags & UInt32(Capfleet_V1_FrameFlag.black.rawValue) != 0,
+                        recording: header.flags & UInt32(Capfleet_V1_FrameFlag.recording.rawValue) != 0,
+                        fleetTimeNs: timed ? header.fleetTimeNs : nil,
+                        fleetTimeUncertaintyNs: timed ? header.fleetTimeUncertaintyNs : nil,
+                        stampedFrameNumber: stamped, output: output, preview: preview, previewAgeMs: previewAge)))
         } else {
-            let withheld = header.flags & UInt32(Capfleet_V1_FrameFlag.black.rawValue) != 0
+            let withheld =
+                header.flags & UInt32(Capfleet_V1_FrameFlag.black.rawValue) != 0
                 ? " (black: consent \((ConsentState(wire: header.consent) ?? .notDetermined).rawValue))" : ""
-            print((preview ? "preview of frame" : "frame") + " \(header.sequence) of \(header.deviceID): \(header.layout.width)x\(header.layout.height) \(header.layout.pixelFormat), \(pixels.count) bytes" + withheld
-                  + (stamped.map { ", stamped frame number \($0)" } ?? "") + (output.map { " → \($0)" } ?? ""))
+            print(
+                (preview ? "preview of frame" : "frame")
+                    + " \(header.sequence) of \(header.deviceID): \(header.layout.width)x\(header.layout.height) \(header.layout.pixelFormat), \(pixels.count) bytes"
+                    + withheld
+                    + (stamped.map { ", stamped frame number \($0)" } ?? "") + (output.map { " → \($0)" } ?? ""))
         }
     }
 }

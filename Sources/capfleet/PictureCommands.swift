@@ -17,8 +17,9 @@ enum PictureFile: String {
         case "png": return .png
         case "raw" where allowRaw: return .raw
         default:
-            throw CLIFailure("cannot tell what to write to \(path) from its extension: name it .jpg or .png"
-                + (allowRaw ? ", or .raw (or add --raw) for the frame's bytes as they came" : ""))
+            throw CLIFailure(
+                "cannot tell what to write to \(path) from its extension: name it .jpg or .png"
+                    + (allowRaw ? ", or .raw (or add --raw) for the frame's bytes as they came" : ""))
         }
     }
 
@@ -55,8 +56,10 @@ enum SnapshotPicture {
         do {
             picture = try payload.withUnsafeBytes { bytes in
                 Result { () throws(ImagingError) in
-                    try FrameRenderer().picture(of: RawFrame(bytes: bytes, pixelFormat: format, width: Int(header.layout.width),
-                                                             height: Int(header.layout.height)))
+                    try FrameRenderer().picture(
+                        of: RawFrame(
+                            bytes: bytes, pixelFormat: format, width: Int(header.layout.width),
+                            height: Int(header.layout.height)))
                 }
             }.get()
         } catch {
@@ -70,7 +73,9 @@ struct ContactSheetCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "contact-sheet",
         abstract: "Every camera's latest preview on one picture, in a grid, each labelled with its device, node, state, consent and frame rate.",
-        discussion: "Previews are what each agent sends once a second (agent settings preview_*); nothing asks the cameras for a frame. A camera without a preview gets an empty tile.")
+        discussion:
+            "Previews are what each agent sends once a second (agent settings preview_*); nothing asks the cameras for a frame. A camera without a preview gets an empty tile."
+    )
     @OptionGroup var coordinator: CoordinatorOptions
     @Option(name: .shortAndLong, help: "The picture to write: .png or .jpg.") var output = "contact-sheet.png"
     @Option(help: "Only the cameras of this node.", completion: FleetCompletion.nodeIDs) var node: String?
@@ -89,8 +94,9 @@ struct ContactSheetCommand: ParsableCommand {
         let devices = try session.call(.listDevices(.with { $0.nodeID = node ?? "" })).reply.devices
             .sorted { ($0.nodeID, $0.deviceID) < ($1.nodeID, $1.deviceID) }
         let nodes = Dictionary(try session.call(.listNodes(.init())).reply.nodes.map { ($0.nodeID, $0) }, uniquingKeysWith: { a, _ in a })
-        let previews = Dictionary(try session.call(.listPreviews(.with { $0.nodeID = node ?? "" })).reply.previews
-            .map { ($0.header.deviceID, $0) }, uniquingKeysWith: { a, _ in a })
+        let previews = Dictionary(
+            try session.call(.listPreviews(.with { $0.nodeID = node ?? "" })).reply.previews
+                .map { ($0.header.deviceID, $0) }, uniquingKeysWith: { a, _ in a })
         let decoder: JPEGDecoder
         do { decoder = try JPEGDecoder() } catch { throw CLIFailure(error.description) }
         var undecodable: [String] = []
@@ -114,7 +120,7 @@ struct ContactSheetCommand: ParsableCommand {
 
                 enum CodingKeys: String, CodingKey {
                     case deviceId = "device_id", nodeId = "node_id", x, y, previewAgeMs = "preview_age_ms",
-                         previewWidth = "preview_width", previewHeight = "preview_height"
+                        previewWidth = "preview_width", previewHeight = "preview_height"
                 }
             }
             struct View: Encodable {
@@ -124,36 +130,43 @@ struct ContactSheetCommand: ParsableCommand {
 
                 enum CodingKeys: String, CodingKey {
                     case output, width, height, columns, rows, tileWidth = "tile_width", tileHeight = "tile_height",
-                         pictureHeight = "picture_height", tiles
+                        pictureHeight = "picture_height", tiles
                 }
             }
             let layout = sheet.layout
-            print(try FleetTables.json(View(
-                output: output, width: layout.width, height: layout.height, columns: layout.columns, rows: layout.rows,
-                tileWidth: layout.tileWidth, tileHeight: layout.tileHeight, pictureHeight: layout.pictureHeight,
-                tiles: devices.enumerated().map { index, device in
-                    let (x, y) = layout.origin(ofTile: index)
-                    let preview = previews[device.deviceID]
-                    return Tile(deviceId: device.deviceID, nodeId: device.nodeID, x: x, y: y, previewAgeMs: preview?.ageMs,
+            print(
+                try FleetTables.json(
+                    View(
+                        output: output, width: layout.width, height: layout.height, columns: layout.columns, rows: layout.rows,
+                        tileWidth: layout.tileWidth, tileHeight: layout.tileHeight, pictureHeight: layout.pictureHeight,
+                        tiles: devices.enumerated().map { index, device in
+                            let (x, y) = layout.origin(ofTile: index)
+                            let preview = previews[device.deviceID]
+                            return Tile(
+                                deviceId: device.deviceID, nodeId: device.nodeID, x: x, y: y, previewAgeMs: preview?.ageMs,
                                 previewWidth: preview?.header.layout.width, previewHeight: preview?.header.layout.height)
-                })))
+                        })))
         } else {
-            print("\(devices.count) camera(s), \(previews.count) with a preview, \(sheet.layout.columns)x\(sheet.layout.rows) tiles, "
-                  + "\(sheet.layout.width)x\(sheet.layout.height) → \(output)")
+            print(
+                "\(devices.count) camera(s), \(previews.count) with a preview, \(sheet.layout.columns)x\(sheet.layout.rows) tiles, "
+                    + "\(sheet.layout.width)x\(sheet.layout.height) → \(output)")
         }
     }
 
     /// Device id; node and the preview's age; state, consent and the camera's frame rate, in
     /// green when it streams real frames, amber without consent, red when it does not stream.
-    static func tile(_ device: Capfleet_V1_DeviceInfo, node: Capfleet_V1_NodeInfo?, preview: Capfleet_V1_DevicePreview?,
-                     picture: RGBImage?) -> ContactSheet.Tile {
+    static func tile(
+        _ device: Capfleet_V1_DeviceInfo, node: Capfleet_V1_NodeInfo?, preview: Capfleet_V1_DevicePreview?,
+        picture: RGBImage?
+    ) -> ContactSheet.Tile {
         let state = !device.online ? "offline" : device.interruption.reason != .none ? "interrupted" : "online"
         let consent = (ConsentState(wire: device.consent) ?? .notDetermined).rawValue
         let nodeName = node.map { $0.name.isEmpty ? $0.nodeID : "\($0.name) (\($0.nodeID))" } ?? device.nodeID
         let age = preview.map { String(format: "preview %.1f s old", Double($0.ageMs) / 1000) } ?? "no preview"
         let colour: RGB = state != "online" ? RGB(240, 80, 80) : consent != "authorized" ? RGB(240, 180, 40) : RGB(90, 220, 120)
-        return ContactSheet.Tile(title: device.deviceID,
-                                 lines: ["node \(nodeName)", age, "\(state), \(consent), \(String(format: "%.1f", device.activeFrameRate)) fps"],
-                                 statusColour: colour, picture: picture)
+        return ContactSheet.Tile(
+            title: device.deviceID,
+            lines: ["node \(nodeName)", age, "\(state), \(consent), \(String(format: "%.1f", device.activeFrameRate)) fps"],
+            statusColour: colour, picture: picture)
     }
 }

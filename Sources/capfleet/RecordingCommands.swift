@@ -18,15 +18,24 @@ struct RecordCommand: ParsableCommand {
         @Option(help: "The take's name (default: its id).") var name: String?
         @Option(help: "When: +1.5s from now (default: the coordinator's lead time, 1 s), fleet nanoseconds, or an ISO 8601 date.")
         var at: String?
-        @Option(help: "Where the parts are written: agent (each camera's host writes its own; the default unless the coordinator's record_store says otherwise) or coordinator (frames go to the coordinator, which writes them).")
+        @Option(
+            help:
+                "Where the parts are written: agent (each camera's host writes its own; the default unless the coordinator's record_store says otherwise) or coordinator (frames go to the coordinator, which writes them)."
+        )
         var store: String?
-        @Option(help: "How raw cameras are stored: raw (as captured), ffv1 (lossless), h264 or hevc (lossy, compact). Default: the coordinator's record_codec (raw). Cameras that deliver MJPEG or H.264 are stored as they come.")
+        @Option(
+            help:
+                "How raw cameras are stored: raw (as captured), ffv1 (lossless), h264 or hevc (lossy, compact). Default: the coordinator's record_codec (raw). Cameras that deliver MJPEG or H.264 are stored as they come."
+        )
         var codec: String?
         @Option(help: "h264/hevc: constant rate factor, 0 (best) to 51 (default 23).") var quality: Int?
         @Option(help: "h264/hevc: average bits a second instead of a quality: 8000000, 8M or 800k.") var bitrate: String?
         @Option(help: "Frames from one key frame to the next (default: ffv1 1, h264/hevc one second's worth).") var gop: Int?
-        @Option(name: .customLong("codec-for"), parsing: .singleValue,
-                help: "A codec of its own for one camera: DEVICE=CODEC or DEVICE=CODEC:QUALITY (h264/hevc), e.g. cam-2=ffv1 cam-3=h264:18. Repeat it for more cameras; the others use --codec.")
+        @Option(
+            name: .customLong("codec-for"), parsing: .singleValue,
+            help:
+                "A codec of its own for one camera: DEVICE=CODEC or DEVICE=CODEC:QUALITY (h264/hevc), e.g. cam-2=ffv1 cam-3=h264:18. Repeat it for more cameras; the others use --codec."
+        )
         var codecFor: [String] = []
         @Flag(help: "Print JSON.") var json = false
 
@@ -35,14 +44,18 @@ struct RecordCommand: ParsableCommand {
             let halves = entry.split(separator: "=", maxSplits: 1).map(String.init)
             let spec = halves.count == 2 ? halves[1].split(separator: ":", maxSplits: 1).map(String.init) : []
             guard halves.count == 2, !halves[0].isEmpty, let name = spec.first, let codec = VideoCodec(rawValue: name) else {
-                throw CLIFailure("--codec-for \(entry): write DEVICE=CODEC or DEVICE=CODEC:QUALITY, the codec one of \(VideoCodec.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw CLIFailure(
+                    "--codec-for \(entry): write DEVICE=CODEC or DEVICE=CODEC:QUALITY, the codec one of \(VideoCodec.allCases.map(\.rawValue).joined(separator: ", "))"
+                )
             }
             var encoding = TakeEncoding(codec: codec)
             if spec.count == 2 {
                 guard let quality = Int(spec[1]) else { throw CLIFailure("--codec-for \(entry): the quality is a number, 0 (best) to 51") }
                 encoding.quality = quality
             }
-            if let problem = encoding.problem { throw CLIFailure("--codec-for \(entry): " + problem.replacingOccurrences(of: "--quality and --bitrate are", with: "a quality is")) }
+            if let problem = encoding.problem {
+                throw CLIFailure("--codec-for \(entry): " + problem.replacingOccurrences(of: "--quality and --bitrate are", with: "a quality is"))
+            }
             return (halves[0], encoding)
         }
 
@@ -58,7 +71,9 @@ struct RecordCommand: ParsableCommand {
                 }
                 var encoding = TakeEncoding(codec: chosen, quality: quality, gop: gop ?? 0)
                 if let bitrate {
-                    guard let bits = BitRate.parse(bitrate) else { throw CLIFailure("--bitrate is bits a second: 8000000, 8M or 800k, not \(bitrate)") }
+                    guard let bits = BitRate.parse(bitrate) else {
+                        throw CLIFailure("--bitrate is bits a second: 8000000, 8M or 800k, not \(bitrate)")
+                    }
                     encoding.bitrate = bits
                 }
                 if let problem = encoding.problem { throw CLIFailure(problem) }
@@ -85,7 +100,9 @@ struct RecordCommand: ParsableCommand {
             } else {
                 let where_ = take.store == "agent" ? "on each device's host" : "on the coordinator"
                 let how = TakeEncoding(wire: take.encoding).map { $0.codec == .raw ? "" : " as \($0.summary)" } ?? ""
-                print("take \(take.id) (\(take.name)) records \(take.devices.map(\.deviceID).joined(separator: ", ")) from fleet time \(take.startFleetNs), \(where_)\(how)")
+                print(
+                    "take \(take.id) (\(take.name)) records \(take.devices.map(\.deviceID).joined(separator: ", ")) from fleet time \(take.startFleetNs), \(where_)\(how)"
+                )
                 print("stop it with: capfleet record stop \(take.id)")
             }
         }
@@ -93,7 +110,8 @@ struct RecordCommand: ParsableCommand {
 
     struct Stop: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "End a take: frames captured at or after the stop instant are not its. Waits until every device's part is stored, each segment closed and its SHA-256 in the index.",
+            abstract:
+                "End a take: frames captured at or after the stop instant are not its. Waits until every device's part is stored, each segment closed and its SHA-256 in the index.",
             discussion: """
                 Exits 0 when this command stopped the take, and \(Self.alreadyStoppedExitCode) when it was stopped \
                 before (by an earlier or a concurrent stop, which is named): nothing changed.
@@ -129,7 +147,9 @@ struct RecordCommand: ParsableCommand {
             let uploading = stopped.devices.filter { $0.state != "stopped" && $0.state != "failed" }
             print("take \(stopped.id): \(stopped.state), \(stopped.frames) frames, \(RecordingViews.bytes(stopped.sizeBytes))")
             if !uploading.isEmpty {
-                print("still being stored: \(uploading.map { "\($0.deviceID) (\($0.state))" }.joined(separator: ", ")); see capfleet recordings show \(stopped.id)")
+                print(
+                    "still being stored: \(uploading.map { "\($0.deviceID) (\($0.state))" }.joined(separator: ", ")); see capfleet recordings show \(stopped.id)"
+                )
             }
         }
     }
@@ -170,7 +190,9 @@ struct RecordingsCommand: ParsableCommand {
 
     struct Collect: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Copy a take's segments from the agents that recorded them to the coordinator, checking each against its SHA-256; resumes where an earlier collect stopped.")
+            abstract:
+                "Copy a take's segments from the agents that recorded them to the coordinator, checking each against its SHA-256; resumes where an earlier collect stopped."
+        )
         @OptionGroup var coordinator: CoordinatorOptions
         @Argument(help: "The take.", completion: FleetCompletion.takeIDs) var take: String
         @Option(help: "Where to: coordinator (the only place for now).") var to: String = "coordinator"
@@ -184,9 +206,12 @@ struct RecordingsCommand: ParsableCommand {
             if json {
                 print(try FleetTables.json(RecordingViews.Take(info, detailed: true)))
             } else if noWait {
-                print("collecting take \(take): \(RecordingViews.bytes(info.agentHeldBytes)) on agents; follow it with capfleet recordings show \(take)")
+                print(
+                    "collecting take \(take): \(RecordingViews.bytes(info.agentHeldBytes)) on agents; follow it with capfleet recordings show \(take)"
+                )
             } else {
-                print("take \(take) collected: \(RecordingViews.bytes(info.collectedBytes)) copied to the coordinator, every SHA-256 matches the index")
+                print(
+                    "take \(take) collected: \(RecordingViews.bytes(info.collectedBytes)) copied to the coordinator, every SHA-256 matches the index")
             }
         }
     }
@@ -237,16 +262,22 @@ struct RecordingsCommand: ParsableCommand {
                 try session.collectTake(take, progress: collecting.follow)
             }
             let progress = TransferProgressDisplay(label: "export \(take)", json: json)
-            let exported = try session.exportTake(take, to: to, checksumPolls: Int(max(0, min(wait, 3600)) * 4),
-                                                                progress: progress.follow)
+            let exported = try session.exportTake(
+                take, to: to, checksumPolls: Int(max(0, min(wait, 3600)) * 4),
+                progress: progress.follow)
             if json {
-                print(try FleetTables.json(["take": take, "files": exported.files.joined(separator: "\n"), "bytes": String(exported.bytes),
-                                        "still_open": exported.stillOpen.joined(separator: "\n")]))
+                print(
+                    try FleetTables.json([
+                        "take": take, "files": exported.files.joined(separator: "\n"), "bytes": String(exported.bytes),
+                        "still_open": exported.stillOpen.joined(separator: "\n"),
+                    ]))
             } else {
                 print("exported \(exported.files.count) file(s), \(RecordingViews.bytes(exported.bytes)), to \(to); every SHA-256 matches the index")
                 if !exported.stillOpen.isEmpty {
                     // Said, never left out silently: the take is not whole on this disk yet.
-                    print("not exported, still being written: \(exported.stillOpen.joined(separator: ", ")); export again once `capfleet recordings show \(take)` says stopped")
+                    print(
+                        "not exported, still being written: \(exported.stillOpen.joined(separator: ", ")); export again once `capfleet recordings show \(take)` says stopped"
+                    )
                 }
             }
         }
@@ -254,7 +285,8 @@ struct RecordingsCommand: ParsableCommand {
 
     struct Verify: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Check a take: every frame accounted for, and each file's size, SHA-256, frame count, timestamps and sequences against the index.")
+            abstract:
+                "Check a take: every frame accounted for, and each file's size, SHA-256, frame count, timestamps and sequences against the index.")
         @OptionGroup var coordinator: CoordinatorOptions
         @Argument(help: "The take.", completion: FleetCompletion.takeIDs) var take: String
         @Flag(help: "Print JSON.") var json = false
@@ -281,11 +313,14 @@ struct RecordingsCommand: ParsableCommand {
             let progress = TransferProgressDisplay(total: UInt64(info.segments.count), label: "verify \(take)", unit: "segments", json: json)
             for (index, segment) in info.segments.enumerated() {
                 // One file a request: checksumming a 5-minute segment takes a while.
-                let result = try session.call(.verifyRecording(.with {
-                    $0.takeID = take
-                    $0.deviceID = segment.deviceID
-                    $0.segmentNumber = segment.number
-                }), timeout: max(coordinator.timeout, 180)).reply.verification
+                let result = try session.call(
+                    .verifyRecording(
+                        .with {
+                            $0.takeID = take
+                            $0.deviceID = segment.deviceID
+                            $0.segmentNumber = segment.number
+                        }), timeout: max(coordinator.timeout, 180)
+                ).reply.verification
                 problems += result.problems
                 frames += result.frames
                 progress.show(UInt64(index + 1))

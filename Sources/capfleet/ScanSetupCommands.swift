@@ -9,11 +9,14 @@ struct OpticsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "optics",
         abstract: "Show or record what is known of a camera's lens: its field of view and how near it focuses (V4L2 says neither).",
-        discussion: "capfleet scan-setup reads them. Without options: shows what is recorded. Audited; needs no lease (nothing changes on the camera).")
+        discussion:
+            "capfleet scan-setup reads them. Without options: shows what is recorded. Audited; needs no lease (nothing changes on the camera).")
     @OptionGroup var coordinator: CoordinatorOptions
     @Argument(help: "The camera.", completion: FleetCompletion.deviceIDs) var device: String
-    @Option(name: .customLong("fov"), help: "Horizontal field of view at zoom 1, degrees (for formats that do not report one).") var fieldOfView: Double?
-    @Option(name: .customLong("min-focus-mm"), help: "The nearest distance the lens focuses at, mm (wins over what the camera reports).") var minimumFocus: Double?
+    @Option(name: .customLong("fov"), help: "Horizontal field of view at zoom 1, degrees (for formats that do not report one).") var fieldOfView:
+        Double?
+    @Option(name: .customLong("min-focus-mm"), help: "The nearest distance the lens focuses at, mm (wins over what the camera reports).")
+    var minimumFocus: Double?
     @Flag(help: "Forget what is recorded.") var clear = false
     @Flag(help: "Print JSON.") var json = false
 
@@ -29,10 +32,13 @@ struct OpticsCommand: ParsableCommand {
             if let fieldOfView { wanted.fieldOfViewDegrees = fieldOfView }
             if let minimumFocus { wanted.minimumFocusDistanceMillimetres = minimumFocus }
             if let problem = wanted.problem { throw CLIFailure(problem) }
-            optics = try coordinator.call(.setDeviceOptics(.with {
-                $0.deviceID = device
-                $0.optics = wanted.wire
-            }), timeout: 10).reply.optics
+            optics = try coordinator.call(
+                .setDeviceOptics(
+                    .with {
+                        $0.deviceID = device
+                        $0.optics = wanted.wire
+                    }), timeout: 10
+            ).reply.optics
         } else {
             optics = try current().optics
         }
@@ -62,7 +68,8 @@ extension CoordinatorOptions {
 struct ScanSetupCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "scan-setup",
-        abstract: "Recommend the zoom at which a code of a given size, held as near as the lens focuses, fills a share of the frame; --apply sets it.",
+        abstract:
+            "Recommend the zoom at which a code of a given size, held as near as the lens focuses, fills a share of the frame; --apply sets it.",
         discussion: """
             From the active format's field of view (or the one recorded with capfleet optics), the minimum focus distance (recorded with \
             capfleet optics, or the focus range's near limit where the camera says it) and the share of the frame's width the code should \
@@ -81,18 +88,22 @@ struct ScanSetupCommand: ParsableCommand {
         let region = info.hasDetection ? NormalizedRect(wire: info.detection.region) : nil
         let setup: ScanSetup
         do {
-            setup = try ScanSetup(deviceID: device, codeMillimetres: codeMillimetres, fill: fill, activeFormat: VideoFormat(wire: info.activeFormat),
-                                  focus: FocusCapabilities(wire: info.descriptor.focus), optics: DeviceOptics(wire: info.optics),
-                                  detectionRegion: region)
+            setup = try ScanSetup(
+                deviceID: device, codeMillimetres: codeMillimetres, fill: fill, activeFormat: VideoFormat(wire: info.activeFormat),
+                focus: FocusCapabilities(wire: info.descriptor.focus), optics: DeviceOptics(wire: info.optics),
+                detectionRegion: region)
         } catch {
             throw CLIFailure(error.description)
         }
         var applied: Double?
         if apply {
-            applied = try coordinator.call(.changeZoom(.with {
-                $0.deviceID = device
-                $0.factor = setup.zoomFactor
-            })).reply.zoomFactor
+            applied = try coordinator.call(
+                .changeZoom(
+                    .with {
+                        $0.deviceID = device
+                        $0.factor = setup.zoomFactor
+                    })
+            ).reply.zoomFactor
         }
         if json {
             print(try FleetTables.json(ScanSetupViews.Recommendation(device: device, setup, currentZoom: info.zoomFactor, applied: applied)))

@@ -44,7 +44,8 @@ struct CoordinatorCommand: AsyncParsableCommand {
         let latency = try CPULatencyRequest.hold(settings.cpuLatencyLimit, logger: logger)
         defer { withExtendedLifetime(latency) {} }
         let service = CoordinatorService(configuration: settings.configuration, logger: logger)
-        let group = ServiceGroup(configuration: .init(services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        let group = ServiceGroup(
+            configuration: .init(services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
     }
 }
@@ -67,7 +68,10 @@ struct AgentCommand: AsyncParsableCommand {
             """)
     @Option(help: "Coordinator HOST[:PORT] of its control endpoint (default 127.0.0.1:7600; environment: CAPFLEET_COORDINATOR; setting coordinator).")
     var coordinator: String?
-    @Option(help: "Node name in the agent's HELLO and its default state directory; enrolled with a token for many agents, the node's name (else the token's prefix and a number); a token for one name gives its own (setting name; environment CAPFLEET_NAME).")
+    @Option(
+        help:
+            "Node name in the agent's HELLO and its default state directory; enrolled with a token for many agents, the node's name (else the token's prefix and a number); a token for one name gives its own (setting name; environment CAPFLEET_NAME)."
+    )
     var name: String?
     @Option(name: .customLong("device"), help: "A V4L2 camera to use, by path (/dev/video0, /dev/v4l/by-id/...) or stable id; repeat for more.")
     var devices: [String] = []
@@ -77,7 +81,11 @@ struct AgentCommand: AsyncParsableCommand {
     var synthetic: Int?
     @Option(help: "Synthetic cameras' starting format, WIDTHxHEIGHT:FOURCC.")
     var syntheticFormat: String = "640x480:YUYV"
-    @Option(name: .customLong("synthetic-overlay"), help: "A picture every synthetic camera draws into its frames, to try code and face detection: qr:TEXT@X,Y,W or image:FILE.png@X,Y,W (top-left corner and width as fractions of the frame); repeat for more.")
+    @Option(
+        name: .customLong("synthetic-overlay"),
+        help:
+            "A picture every synthetic camera draws into its frames, to try code and face detection: qr:TEXT@X,Y,W or image:FILE.png@X,Y,W (top-left corner and width as fractions of the frame); repeat for more."
+    )
     var syntheticOverlays: [String] = []
     @Option(help: "V4L2 cameras' starting format, WIDTHxHEIGHT:FOURCC (default: what the device has).")
     var format: String?
@@ -85,7 +93,10 @@ struct AgentCommand: AsyncParsableCommand {
     var fps: Double?
     @Option(help: "mmap buffers per V4L2 camera.")
     var buffers: Int = 4
-    @Option(help: "Agent settings file (key = value: coordinator, name, state_dir, enroll_token, pressure thresholds, spool; the package installs an annotated one: /etc/capfleet/agent.conf).")
+    @Option(
+        help:
+            "Agent settings file (key = value: coordinator, name, state_dir, enroll_token, pressure thresholds, spool; the package installs an annotated one: /etc/capfleet/agent.conf)."
+    )
     var config: String?
     @Option(help: "Where the pressure sampler reads /proc and /sys (default /; tests use fixture trees).")
     var pressureRoot: String = "/"
@@ -97,12 +108,20 @@ struct AgentCommand: AsyncParsableCommand {
     var pressure = true
     @Option(help: "Where the agent keeps its identity and key (default: ~/.local/state/capfleet/agent[-NAME]; setting state_dir).")
     var stateDir: String?
-    @Option(help: "A one-time token from `capfleet enroll`: joins the fleet with it on the first start (environment: CAPFLEET_ENROLL_TOKEN; setting enroll_token).")
+    @Option(
+        help:
+            "A one-time token from `capfleet enroll`: joins the fleet with it on the first start (environment: CAPFLEET_ENROLL_TOKEN; setting enroll_token)."
+    )
     var enroll: String?
-    @Option(help: "A command run when a device starts and stops sending real frames (the recording light; CAPFLEET_DEVICE, CAPFLEET_REAL_FRAMES=on|off). Setting real_frames_command.")
+    @Option(
+        help:
+            "A command run when a device starts and stops sending real frames (the recording light; CAPFLEET_DEVICE, CAPFLEET_REAL_FRAMES=on|off). Setting real_frames_command."
+    )
     var onRealFrames: String?
-    @Option(help: ArgumentHelp("For tests only: run this agent's clock off by an offset and drift, e.g. \"+3.2s,+40ppm\" (environment: CAPFLEET_TEST_CLOCK_SKEW).",
-                               visibility: .hidden))
+    @Option(
+        help: ArgumentHelp(
+            "For tests only: run this agent's clock off by an offset and drift, e.g. \"+3.2s,+40ppm\" (environment: CAPFLEET_TEST_CLOCK_SKEW).",
+            visibility: .hidden))
     var testClockSkew: String?
     @Flag(help: "Check the settings (file, CAPFLEET_* variables, flags), print where each comes from, and exit.")
     var checkConfig = false
@@ -138,7 +157,8 @@ struct AgentCommand: AsyncParsableCommand {
         let latency = try CPULatencyRequest.hold(settings.cpuLatencyLimit, logger: logger)
         defer { withExtendedLifetime(latency) {} }
         let service = try AgentService(configuration: settings.configuration, logger: logger)
-        let group = ServiceGroup(configuration: .init(services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        let group = ServiceGroup(
+            configuration: .init(services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
     }
 }
@@ -161,7 +181,9 @@ struct DevCommand: AsyncParsableCommand {
         let logger = try logging.bootstrap(label: "capfleet.dev", file: logPath)
         // The first agent takes this host's real cameras; synthetic ones stand in where there are none.
         let found = V4L2Discovery.captureDevices()
-        let cameraSummary = found.isEmpty ? "synthetic cameras: this host has no V4L2 camera"
+        let cameraSummary =
+            found.isEmpty
+            ? "synthetic cameras: this host has no V4L2 camera"
             : "\(found.map { "\($0.card) at \($0.path)" }.joined(separator: ", ")) on dev-agent-1, synthetic cameras on dev-agent-2"
         // Secure by default here too: an admin key for whoever runs this, and enrolled agents.
         let credentialPath = try await Self.devCredential(dataDirectory: dataDirectory)
@@ -169,49 +191,55 @@ struct DevCommand: AsyncParsableCommand {
         let coordinator = CoordinatorService(
             configuration: CoordinatorConfiguration(dataDirectory: dataDirectory + "/coordinator", bindHost: "127.0.0.1"),
             logger: Logger(label: "capfleet.coordinator"),
-            onReady: { endpoints in Task {
-                // A one-time sign-in for the dev admin, so the dashboard opens with one click:
-                // made first, so the summary is one block.
-                var signIn = ""
-                if let metrics = endpoints.metrics {
-                    let base = String(metrics.dropLast("/metrics".count))
-                    do {
-                        let path = try await LocalAdministration.createDashboardSignIn(
-                            dataDirectory: dataDirectory + "/coordinator", operatorName: admin, by: "capfleet dev")
-                        signIn = "Dashboard, signed in as \(admin) (this link works once, for 10 minutes; later: capfleet dashboard login):\n  \(base)\(path)\n"
-                    } catch {
-                        signIn = "No dashboard sign-in link (\(error)); make one with: capfleet dashboard login\n"
+            onReady: { endpoints in
+                Task {
+                    // A one-time sign-in for the dev admin, so the dashboard opens with one click:
+                    // made first, so the summary is one block.
+                    var signIn = ""
+                    if let metrics = endpoints.metrics {
+                        let base = String(metrics.dropLast("/metrics".count))
+                        do {
+                            let path = try await LocalAdministration.createDashboardSignIn(
+                                dataDirectory: dataDirectory + "/coordinator", operatorName: admin, by: "capfleet dev")
+                            signIn =
+                                "Dashboard, signed in as \(admin) (this link works once, for 10 minutes; later: capfleet dashboard login):\n  \(base)\(path)\n"
+                        } catch {
+                            signIn = "No dashboard sign-in link (\(error)); make one with: capfleet dashboard login\n"
+                        }
                     }
+                    print(
+                        """
+
+                        CaptureFleet is running: a coordinator and two agents (\(cameraSummary)).
+                          state           \(dataDirectory)
+                          fleet database  \(endpoints.database)
+                          operator        \(endpoints.operator)   (capfleet nodes | devices | formats DEVICE | watch)
+                          telemetry       \(endpoints.telemetry)   (python3 proto-docs/examples/telemetry_subscriber.py)
+                          dashboard       \(endpoints.metrics.map { String($0.dropLast("metrics".count)) } ?? "off")   (sign in: capfleet dashboard login)
+                          metrics         \(endpoints.metrics ?? "off")   (Prometheus scrape URL)
+                          agents connect  \(endpoints.control)
+                          credential      \(credentialPath)   (your admin key\(credentialPath == OperatorCredential.defaultPath ? ", where the CLI looks" : "; export \(OperatorCredential.environmentVariable)=\(credentialPath)"))
+                          coordinator key \(endpoints.publicKey.z85)
+                          logs            \(logPath)   (tail -f; errors show here too)
+                        Cameras send black frames until their consent is granted: capfleet consent grant DEVICE --reason TEXT
+                        In another terminal: capfleet watch
+                        Stop with Ctrl-C.
+
+                        \(signIn)
+                        """)
+                    fflush(nil)
                 }
-                print("""
-
-                    CaptureFleet is running: a coordinator and two agents (\(cameraSummary)).
-                      state           \(dataDirectory)
-                      fleet database  \(endpoints.database)
-                      operator        \(endpoints.operator)   (capfleet nodes | devices | formats DEVICE | watch)
-                      telemetry       \(endpoints.telemetry)   (python3 proto-docs/examples/telemetry_subscriber.py)
-                      dashboard       \(endpoints.metrics.map { String($0.dropLast("metrics".count)) } ?? "off")   (sign in: capfleet dashboard login)
-                      metrics         \(endpoints.metrics ?? "off")   (Prometheus scrape URL)
-                      agents connect  \(endpoints.control)
-                      credential      \(credentialPath)   (your admin key\(credentialPath == OperatorCredential.defaultPath ? ", where the CLI looks" : "; export \(OperatorCredential.environmentVariable)=\(credentialPath)"))
-                      coordinator key \(endpoints.publicKey.z85)
-                      logs            \(logPath)   (tail -f; errors show here too)
-                    Cameras send black frames until their consent is granted: capfleet consent grant DEVICE --reason TEXT
-                    In another terminal: capfleet watch
-                    Stop with Ctrl-C.
-
-                    \(signIn)
-                    """)
-                fflush(nil)
-            } })
+            })
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: coordinator)]
         for index in 1...2 {
-            var configuration = AgentConfiguration(nodeName: "dev-agent-\(index)", stateDirectory: dataDirectory + "/agent-\(index)",
-                                                   syntheticCameraCount: index == 1 && !found.isEmpty ? 0 : synthetic,
-                                                   discoverDevices: index == 1, syntheticFrameRate: fps)
+            var configuration = AgentConfiguration(
+                nodeName: "dev-agent-\(index)", stateDirectory: dataDirectory + "/agent-\(index)",
+                syntheticCameraCount: index == 1 && !found.isEmpty ? 0 : synthetic,
+                discoverDevices: index == 1, syntheticFrameRate: fps)
             if try AgentCredentials.load(stateDirectory: configuration.stateDirectory) == nil {
                 configuration.enrollmentToken = try await LocalAdministration.createEnrollmentToken(
-                    dataDirectory: dataDirectory + "/coordinator", name: "dev-agent-\(index)", validSeconds: 600, by: "capfleet dev").token.text
+                    dataDirectory: dataDirectory + "/coordinator", name: "dev-agent-\(index)", validSeconds: 600, by: "capfleet dev"
+                ).token.text
             }
             let agent = try AgentService(configuration: configuration, logger: Logger(label: "capfleet.agent.\(index)"))
             services.append(.init(service: agent))
@@ -237,11 +265,13 @@ struct DevCommand: AsyncParsableCommand {
         let coordinatorKey = try CoordinatorKeys.loadOrCreate(dataDirectory: coordinatorData).publicKey
         var credential = try? OperatorCredential.load(path: path)
         if credential?.coordinatorKey != coordinatorKey || credential?.telemetry == nil {
-            let added = try await LocalAdministration.addOperator(dataDirectory: coordinatorData, name: user, role: .admin, publicKey: nil,
-                                                                  by: "capfleet dev")
-            let made = OperatorCredential(name: user, role: "admin", keys: added.keys!, coordinatorKey: coordinatorKey,
-                                          coordinator: "127.0.0.1:\(WireDefaults.operatorPort)",
-                                          telemetry: "127.0.0.1:\(WireDefaults.telemetryPort)", writtenByDev: true)
+            let added = try await LocalAdministration.addOperator(
+                dataDirectory: coordinatorData, name: user, role: .admin, publicKey: nil,
+                by: "capfleet dev")
+            let made = OperatorCredential(
+                name: user, role: "admin", keys: added.keys!, coordinatorKey: coordinatorKey,
+                coordinator: "127.0.0.1:\(WireDefaults.operatorPort)",
+                telemetry: "127.0.0.1:\(WireDefaults.telemetryPort)", writtenByDev: true)
             try made.save(path: path)
             credential = made
         }
@@ -262,8 +292,9 @@ extension CPULatencyRequest {
     static func hold(_ microseconds: Int32?, logger: Logger) throws -> CPULatencyRequest? {
         guard let microseconds else { return nil }
         let request = try CPULatencyRequest(microseconds: microseconds)
-        logger.notice("holding this host's CPU wake-up latency at \(microseconds) µs or less while running (cpu_latency_us)",
-                      metadata: ["cpu_latency.in_force_us": "\(CPULatencyRequest.current().map(String.init) ?? "unknown")"])
+        logger.notice(
+            "holding this host's CPU wake-up latency at \(microseconds) µs or less while running (cpu_latency_us)",
+            metadata: ["cpu_latency.in_force_us": "\(CPULatencyRequest.current().map(String.init) ?? "unknown")"])
         return request
     }
 }

@@ -37,7 +37,9 @@ struct StillCommand: ParsableCommand {
     @Flag(help: "Print JSON.") var json = false
 
     func validate() throws {
-        guard all != !devices.isEmpty else { throw ValidationError(all ? "give either --all or cameras, not both" : "name the cameras, or give --all") }
+        guard all != !devices.isEmpty else {
+            throw ValidationError(all ? "give either --all or cameras, not both" : "name the cameras, or give --all")
+        }
         _ = try Self.size(size)
         _ = try Self.bracket(bracket)
         if contactSheet && output == nil { throw ValidationError("--contact-sheet goes with -o DIR") }
@@ -54,7 +56,9 @@ struct StillCommand: ParsableCommand {
     static func bracket(_ text: String?) throws -> [Double] {
         guard let text else { return [] }
         let steps = text.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
-        guard !steps.isEmpty, steps.allSatisfy({ $0 != nil }) else { throw ValidationError("--bracket is EV offsets, comma-separated, e.g. -2,0,2, not \(text)") }
+        guard !steps.isEmpty, steps.allSatisfy({ $0 != nil }) else {
+            throw ValidationError("--bracket is EV offsets, comma-separated, e.g. -2,0,2, not \(text)")
+        }
         return steps.map { $0! }
     }
 
@@ -96,8 +100,9 @@ struct StillCommand: ParsableCommand {
             print(try FleetTables.json(StillViews.Export(still: StillViews.Still(exported.still), files: files, bytes: exported.bytes)))
         } else {
             print(StillViews.show(exported.still))
-            print("copied \(exported.files.count / 2) picture(s) and their sidecars, \(RecordingViews.bytes(exported.bytes)), to \(output); every SHA-256 matches the index"
-                  + (contactSheet ? "; contact sheet \(output)/contact-sheet.png" : ""))
+            print(
+                "copied \(exported.files.count / 2) picture(s) and their sidecars, \(RecordingViews.bytes(exported.bytes)), to \(output); every SHA-256 matches the index"
+                    + (contactSheet ? "; contact sheet \(output)/contact-sheet.png" : ""))
         }
         if !exported.missing.isEmpty { throw ExitCode(3) }
     }
@@ -137,7 +142,8 @@ struct StillsCommand: ParsableCommand {
 
     struct Export: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Copy a still's pictures and sidecars into a directory (DIR/DEVICE-N.png, DIR/DEVICE-N.json), checking each against its SHA-256.")
+            abstract:
+                "Copy a still's pictures and sidecars into a directory (DIR/DEVICE-N.png, DIR/DEVICE-N.json), checking each against its SHA-256.")
         @OptionGroup var coordinator: CoordinatorOptions
         @Argument(help: "The still.") var still: String
         @Option(help: "Where to put the files.") var to: String
@@ -155,14 +161,17 @@ struct StillsCommand: ParsableCommand {
             if json {
                 print(try FleetTables.json(StillViews.Export(still: StillViews.Still(exported.still), files: files, bytes: exported.bytes)))
             } else {
-                print("exported \(exported.files.count / 2) picture(s) and their sidecars, \(RecordingViews.bytes(exported.bytes)), to \(to); every SHA-256 matches the index")
+                print(
+                    "exported \(exported.files.count / 2) picture(s) and their sidecars, \(RecordingViews.bytes(exported.bytes)), to \(to); every SHA-256 matches the index"
+                )
                 for missing in exported.missing { print("no picture: \(missing)") }
             }
         }
     }
 
     struct Delete: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Delete a still: its pictures (on the coordinator and the agents) and its index entries.")
+        static let configuration = CommandConfiguration(
+            abstract: "Delete a still: its pictures (on the coordinator and the agents) and its index entries.")
         @OptionGroup var coordinator: CoordinatorOptions
         @Argument(help: "The still.") var still: String
 
@@ -181,8 +190,10 @@ enum StillSheet {
         for device in still.devices {
             let images = device.images.filter(\.stored)
             if images.isEmpty {
-                tiles.append(ContactSheet.Tile(title: device.deviceID, lines: ["no picture", String(device.error.prefix(40))],
-                                               statusColour: RGB(240, 80, 80), picture: nil))
+                tiles.append(
+                    ContactSheet.Tile(
+                        title: device.deviceID, lines: ["no picture", String(device.error.prefix(40))],
+                        statusColour: RGB(240, 80, 80), picture: nil))
             }
             for image in images {
                 let file = directory + "/" + image.fileName
@@ -194,10 +205,11 @@ enum StillSheet {
                     throw CLIFailure("cannot read \(file) for the contact sheet: \(error)")
                 }
                 let ev = still.bracketEv.isEmpty ? "" : String(format: ", %+.1f EV", image.ev)
-                tiles.append(ContactSheet.Tile(
-                    title: images.count > 1 ? "\(device.deviceID) #\(image.number)" : device.deviceID,
-                    lines: ["\(image.width)x\(image.height) \(image.pixelFormat)\(ev)", "spread \(StillViews.milliseconds(image.spreadNs))"],
-                    statusColour: RGB(90, 220, 120), picture: picture))
+                tiles.append(
+                    ContactSheet.Tile(
+                        title: images.count > 1 ? "\(device.deviceID) #\(image.number)" : device.deviceID,
+                        lines: ["\(image.width)x\(image.height) \(image.pixelFormat)\(ev)", "spread \(StillViews.milliseconds(image.spreadNs))"],
+                        statusColour: RGB(90, 220, 120), picture: picture))
             }
         }
         let sheet = ContactSheet(tiles: tiles, pictureWidth: 480, pictureHeight: 360)

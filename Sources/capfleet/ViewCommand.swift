@@ -40,7 +40,9 @@ struct ViewCommand: ParsableCommand {
             } catch {
                 throw CLIFailure(error.description)
             }
-            guard named > 0 else { throw CLIFailure("the coordinator has no live endpoint (it is older than protocol 1.3); upgrade it to view cameras") }
+            guard named > 0 else {
+                throw CLIFailure("the coordinator has no live endpoint (it is older than protocol 1.3); upgrade it to view cameras")
+            }
             port = UInt16(truncatingIfNeeded: named)
         }
         let host = client.address.host.contains(":") ? "[\(client.address.host)]" : client.address.host
@@ -76,15 +78,18 @@ struct ViewCommand: ParsableCommand {
             guard socket.waitForInput(milliseconds: 250) else {
                 if !warnedAfterQuiet, received == 0, Date().timeIntervalSince(started) > 5 {
                     warnedAfterQuiet = true
-                    FileHandle.standardError.write(Data((encoded
-                        ? "no packet from \(device) after 5 s: is a take recording it as h264 or hevc? (capfleet recordings list)\n"
-                        : "no frame from \(device) after 5 s: is it registered and streaming? (capfleet devices)\n").utf8))
+                    FileHandle.standardError.write(
+                        Data(
+                            (encoded
+                                ? "no packet from \(device) after 5 s: is a take recording it as h264 or hevc? (capfleet recordings list)\n"
+                                : "no frame from \(device) after 5 s: is it registered and streaming? (capfleet devices)\n").utf8))
                 }
                 continue
             }
             guard let message = try? socket.receiveMultipart(dontWait: true, maxParts: 3), message.parts.count == 3,
-                  let header = try? Capfleet_V1_FrameHeader(serializedBytes: message.parts[1].array),
-                  header.deviceID == device else { continue }
+                let header = try? Capfleet_V1_FrameHeader(serializedBytes: message.parts[1].array),
+                header.deviceID == device
+            else { continue }
             var prefix: [UInt8] = []
             if encoded {
                 switch stream.take(header) {
@@ -96,10 +101,11 @@ struct ViewCommand: ParsableCommand {
             let layout = header.layout
             if sink?.layout != layout {
                 sink?.close()
-                sink = try FrameSink.open(layout: layout, frameRate: estimatedRate(received: received, since: started),
-                                         output: output, player: player)
+                sink = try FrameSink.open(
+                    layout: layout, frameRate: estimatedRate(received: received, since: started),
+                    output: output, player: player)
                 stop.child = sink?.processID ?? 0
-                FileHandle.standardError.write(Data((sink?.announcement ?? "") .utf8))
+                FileHandle.standardError.write(Data((sink?.announcement ?? "").utf8))
             }
             if let last = lastSequence, header.sequence > last + 1 { skipped += header.sequence - last - 1 }
             lastSequence = header.sequence
@@ -112,7 +118,8 @@ struct ViewCommand: ParsableCommand {
             if output != "-", now.timeIntervalSince(lastReport) >= 1, isatty(STDERR_FILENO) == 1 {
                 let rate = Double(received - reportedFrames) / now.timeIntervalSince(lastReport)
                 let black = header.flags & UInt32(Capfleet_V1_FrameFlag.black.rawValue) != 0 ? " (black: no consent)" : ""
-                FileHandle.standardError.write(Data("\r\(device): \(received) frames, \(String(format: "%.1f", rate)) fps, \(skipped) not shown\(black)   ".utf8))
+                FileHandle.standardError.write(
+                    Data("\r\(device): \(received) frames, \(String(format: "%.1f", rate)) fps, \(skipped) not shown\(black)   ".utf8))
                 lastReport = now
                 reportedFrames = received
             }
@@ -150,12 +157,16 @@ final class FrameSink {
     static func ffmpegInput(_ layout: Capfleet_V1_FrameLayout, frameRate: Double) throws -> [String] {
         let format = PixelFormat(layout.pixelFormat)
         if format == .mjpeg { return ["-f", "mjpeg", "-framerate", String(format: "%.3f", frameRate)] }
-        if let stream = EncodedStreamState.elementaryStream(layout.pixelFormat) { return ["-f", stream, "-framerate", String(format: "%.3f", frameRate)] }
+        if let stream = EncodedStreamState.elementaryStream(layout.pixelFormat) {
+            return ["-f", stream, "-framerate", String(format: "%.3f", frameRate)]
+        }
         guard let name = format.ffmpegName else {
             throw CLIFailure("frames of \(layout.pixelFormat) have no rawvideo pixel format a player knows; use -o FILE to keep them as they are")
         }
-        return ["-f", "rawvideo", "-pixel_format", name, "-video_size", "\(layout.width)x\(layout.height)",
-                "-framerate", String(format: "%.3f", frameRate)]
+        return [
+            "-f", "rawvideo", "-pixel_format", name, "-video_size", "\(layout.width)x\(layout.height)",
+            "-framerate", String(format: "%.3f", frameRate),
+        ]
     }
 
     static func open(layout: Capfleet_V1_FrameLayout, frameRate: Double, output: String?, player: String?) throws -> FrameSink {
@@ -163,8 +174,9 @@ final class FrameSink {
         let playHint = input.isEmpty ? "" : " (play: ffplay \(input.joined(separator: " ")) -i FILE)"
         if let output {
             if output == "-" {
-                return FrameSink(layout: layout, handle: .standardOutput, process: nil,
-                                 announcement: "\(layout.width)x\(layout.height) \(layout.pixelFormat) frames on stdout\(playHint)\n")
+                return FrameSink(
+                    layout: layout, handle: .standardOutput, process: nil,
+                    announcement: "\(layout.width)x\(layout.height) \(layout.pixelFormat) frames on stdout\(playHint)\n")
             }
             if !FileManager.default.fileExists(atPath: output) {
                 guard FileManager.default.createFile(atPath: output, contents: nil) else {
@@ -176,13 +188,15 @@ final class FrameSink {
                 throw CLIFailure("cannot write \(output): check it is writable")
             }
             handle.truncateFile(atOffset: 0)
-            return FrameSink(layout: layout, handle: handle, process: nil,
-                             announcement: "writing \(layout.width)x\(layout.height) \(layout.pixelFormat) frames to \(output)\(playHint)\n")
+            return FrameSink(
+                layout: layout, handle: handle, process: nil,
+                announcement: "writing \(layout.width)x\(layout.height) \(layout.pixelFormat) frames to \(output)\(playHint)\n")
         }
         let input2 = try ffmpegInput(layout, frameRate: frameRate)
         guard let (path, kind) = findPlayer(player) else {
-            throw CLIFailure(player.map { "cannot find the player \($0) on PATH" }
-                ?? "no player found (ffplay from Debian's ffmpeg, or mpv): install one, or write the frames with -o FILE")
+            throw CLIFailure(
+                player.map { "cannot find the player \($0) on PATH" }
+                    ?? "no player found (ffplay from Debian's ffmpeg, or mpv): install one, or write the frames with -o FILE")
         }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
@@ -201,8 +215,9 @@ final class FrameSink {
         }
         // A closed player must end the view, not kill it with SIGPIPE.
         signal(SIGPIPE, SIG_IGN)
-        return FrameSink(layout: layout, handle: pipe.fileHandleForWriting, process: process,
-                         announcement: "\(layout.width)x\(layout.height) \(layout.pixelFormat) frames to \(URL(fileURLWithPath: path).lastPathComponent)\n")
+        return FrameSink(
+            layout: layout, handle: pipe.fileHandleForWriting, process: process,
+            announcement: "\(layout.width)x\(layout.height) \(layout.pixelFormat) frames to \(URL(fileURLWithPath: path).lastPathComponent)\n")
     }
 
     /// The player's process id; 0 when frames go to a file.
@@ -223,8 +238,7 @@ final class FrameSink {
     }
 
     func close() {
-        if process != nil { try? handle.close() }
-        else if handle !== FileHandle.standardOutput { try? handle.close() }
+        if process != nil { try? handle.close() } else if handle !== FileHandle.standardOutput { try? handle.close() }
         if let process, process.isRunning {
             process.terminate()
             process.waitUntilExit()
@@ -255,8 +269,10 @@ final class FrameSink {
         if let stream = EncodedStreamState.elementaryStream(layout.pixelFormat) {
             return ["--demuxer=lavf", "--demuxer-lavf-format=\(stream)", "--container-fps-override=\(frameRate)"]
         }
-        return ["--demuxer=rawvideo", "--demuxer-rawvideo-w=\(layout.width)", "--demuxer-rawvideo-h=\(layout.height)",
-                "--demuxer-rawvideo-mp-format=\(format.ffmpegName ?? "yuyv422")", "--demuxer-rawvideo-fps=\(frameRate)"]
+        return [
+            "--demuxer=rawvideo", "--demuxer-rawvideo-w=\(layout.width)", "--demuxer-rawvideo-h=\(layout.height)",
+            "--demuxer-rawvideo-mp-format=\(format.ffmpegName ?? "yuyv422")", "--demuxer-rawvideo-fps=\(frameRate)",
+        ]
     }
 }
 
@@ -289,7 +305,8 @@ struct EncodedStreamState {
     mutating func take(_ header: Capfleet_V1_FrameHeader) -> Verdict {
         guard header.hasEncoded else { return .skip }
         guard Self.elementaryStream(header.layout.pixelFormat) != nil else {
-            return .unplayable("the take records \(header.deviceID) as \(header.layout.pixelFormat), which no player reads as a stream: view it without --encoded")
+            return .unplayable(
+                "the take records \(header.deviceID) as \(header.layout.pixelFormat), which no player reads as a stream: view it without --encoded")
         }
         let drops = Self.total(header.drops)
         // A gap the camera's own drops do not explain: a packet lost on the way.

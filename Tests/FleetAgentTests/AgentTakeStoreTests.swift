@@ -4,10 +4,12 @@ import FleetProtocol
 import Foundation
 import Logging
 import Testing
-#if canImport(Glibc)
-import Glibc
-#endif
+
 @testable import FleetAgent
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Takes written on the agent's own disk: real Matroska files and a real manifest in a
 /// temporary folder, fed frames the way a capture thread does.
@@ -50,8 +52,10 @@ import Glibc
     @Test func aPartWritten_hasItsSegmentsChecksummedInItsManifest_andItsEndNoted() async throws {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let takes = store()
-        #expect(try takes.prepare(takeID: key.takeID, deviceID: key.deviceID, start: start, segmentSeconds: 1, title: "t — cam-1",
-                                  frameRate: 30, agentInstance: "run-1") == .ready)
+        #expect(
+            try takes.prepare(
+                takeID: key.takeID, deviceID: key.deviceID, start: start, segmentSeconds: 1, title: "t — cam-1",
+                frameRate: 30, agentInstance: "run-1") == .ready)
         takes.begin(takeID: key.takeID, deviceID: key.deviceID)
         feed(takes, frames: 0..<45)
         takes.end(takeID: key.takeID, deviceID: key.deviceID, takeDrops: DropTally(), reason: "stopped", withholding: false)
@@ -72,8 +76,9 @@ import Glibc
     @Test func anAgentKilledMidSegment_repairsItAtStart_andGoesOnCountingTheGapAsDropped() async throws {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let first = store()
-        _ = try first.prepare(takeID: key.takeID, deviceID: key.deviceID, start: start, segmentSeconds: 300, title: "t — cam-1",
-                              frameRate: 30, agentInstance: "run-1")
+        _ = try first.prepare(
+            takeID: key.takeID, deviceID: key.deviceID, start: start, segmentSeconds: 300, title: "t — cam-1",
+            frameRate: 30, agentInstance: "run-1")
         first.begin(takeID: key.takeID, deviceID: key.deviceID)
         feed(first, frames: 0..<30)
         // Written out (the writer flushes every half second) but never finished: what a SIGKILL leaves.
@@ -97,8 +102,9 @@ import Glibc
         let repaired = try #require(file.current.segments.first)
         #expect(repaired.state == .repaired && repaired.frames == 30 && repaired.sha256.count == 64, "\(repaired)")
         // The coordinator asks again: the part goes on in a new segment, its numbering rising.
-        _ = try again.prepare(takeID: key.takeID, deviceID: key.deviceID, start: start, segmentSeconds: 300, title: "t — cam-1",
-                              frameRate: 30, agentInstance: "run-2")
+        _ = try again.prepare(
+            takeID: key.takeID, deviceID: key.deviceID, start: start, segmentSeconds: 300, title: "t — cam-1",
+            frameRate: 30, agentInstance: "run-2")
         again.begin(takeID: key.takeID, deviceID: key.deviceID)
         // The new process numbers from 1, and captures again at the take's 2 s mark.
         feed(again, frames: 0..<15, sequenceBase: 1, at: start + 2_000_000_000)

@@ -32,13 +32,17 @@ import Testing
 
     init() {
         let outlet = self.outlet
-        stream = CameraStream(source: camera, consent: .authorized, logger: Logger(label: "capfleet.test"),
-                              notify: { event in outlet.events.withLock { $0.append(event) } })
+        stream = CameraStream(
+            source: camera, consent: .authorized, logger: Logger(label: "capfleet.test"),
+            notify: { event in outlet.events.withLock { $0.append(event) } })
         // The coordinator wants this device's frames for the whole test.
         stream.liveFlow.wanted(true, leaseNanoseconds: 3_600_000_000_000, now: MonotonicTime.now())
-        stream.startCapturing(CaptureRoute(nodeID: "node-test", clock: UnsynchronisedClock(), publish: { _, header in
-            outlet.headers.withLock { $0.append(header) }
-        }))
+        stream.startCapturing(
+            CaptureRoute(
+                nodeID: "node-test", clock: UnsynchronisedClock(),
+                publish: { _, header in
+                    outlet.headers.withLock { $0.append(header) }
+                }))
     }
 
     @Test func framesNobodyWants_stayOnTheHost_whileTheirCountsGoOn() async throws {

@@ -3,6 +3,7 @@ import FleetHost
 import FleetProtocol
 import Foundation
 import Testing
+
 @testable import FleetAgent
 
 /// Detection counts in the host's pressure (detection.md): the share of due frames its

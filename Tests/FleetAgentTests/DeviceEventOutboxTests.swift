@@ -1,6 +1,7 @@
-@testable import FleetAgent
 import FleetProtocol
 import Testing
+
+@testable import FleetAgent
 
 /// The control channel's outbox: what the agent posts before its WELCOME waits for it (the
 /// coordinator refuses a node's events before registration), in order, and nothing is lost.

@@ -24,7 +24,9 @@ import Testing
             $0.protocolVersion = .current
             $0.deviceID = device
             $0.sequence = sequence
-            $0.layout = .with { $0.pixelFormat = "JPEG"; $0.width = 32; $0.height = 24 }
+            $0.layout = .with {
+                $0.pixelFormat = "JPEG"; $0.width = 32; $0.height = 24
+            }
             $0.payloadSize = UInt64(jpeg.count)
             $0.flags = UInt32(Capfleet_V1_FrameFlag.preview.rawValue)
         }
@@ -33,16 +35,29 @@ import Testing
     @Test func previewsWaitingBesideAFullQueue_goOutFirst_newestPerDevice_andNeverCountAsLateFrames() throws {
         let coordinatorKeys = try CurveKeyPair.generate(), agentKeys = try CurveKeyPair.generate()
         let context = ZMQContext()
-        let publisher = try FramePublisher(context: context, capacity: 4, coordinatorKey: coordinatorKeys.publicKey, keys: agentKeys,
-                                           logger: Logger(label: "capfleet.test"))
+        let publisher = try FramePublisher(
+            context: context, capacity: 4, coordinatorKey: coordinatorKeys.publicKey, keys: agentKeys,
+            logger: Logger(label: "capfleet.test"))
         defer { publisher.stop() }
         let camera = DeviceStatistics(deviceID: "cam-a", outOfBuffers: { 0 }), other = DeviceStatistics(deviceID: "cam-b", outOfBuffers: { 0 })
         let jpeg = BlackJPEG.encode(width: 32, height: 24)
 
         // Nowhere to send yet: 20 frames (16 of them dropped as late) and three previews.
-        for sequence in 1...10 { publisher.submit(Self.frame(sequence: UInt64(sequence)), header: .with { $0.deviceID = "cam-a"; $0.sequence = UInt64(sequence) }, statistics: camera) }
+        for sequence in 1...10 {
+            publisher.submit(
+                Self.frame(sequence: UInt64(sequence)),
+                header: .with {
+                    $0.deviceID = "cam-a"; $0.sequence = UInt64(sequence)
+                }, statistics: camera)
+        }
         publisher.submitPreview(header: Self.previewHeader(device: "cam-a", sequence: 5, jpeg: jpeg), jpeg: jpeg, statistics: camera)
-        for sequence in 11...20 { publisher.submit(Self.frame(sequence: UInt64(sequence)), header: .with { $0.deviceID = "cam-a"; $0.sequence = UInt64(sequence) }, statistics: camera) }
+        for sequence in 11...20 {
+            publisher.submit(
+                Self.frame(sequence: UInt64(sequence)),
+                header: .with {
+                    $0.deviceID = "cam-a"; $0.sequence = UInt64(sequence)
+                }, statistics: camera)
+        }
         publisher.submitPreview(header: Self.previewHeader(device: "cam-a", sequence: 15, jpeg: jpeg), jpeg: jpeg, statistics: camera)
         publisher.submitPreview(header: Self.previewHeader(device: "cam-b", sequence: 3, jpeg: jpeg), jpeg: jpeg, statistics: other)
 
@@ -62,10 +77,12 @@ import Testing
         let order = received.map { "\($0.preview ? "preview" : "frame") \($0.device) \($0.sequence)" }
         #expect(order == ["preview cam-a 15", "preview cam-b 3", "frame cam-a 17", "frame cam-a 18", "frame cam-a 19", "frame cam-a 20"], "\(order)")
         #expect(received.first?.bytes == jpeg.count)
-        #expect(camera.previewsSent.load(ordering: .relaxed) == 1 && camera.previewsSkipped.load(ordering: .relaxed) == 1,
-                "cam-a's first preview was replaced by its newer one")
-        #expect(camera.late.load(ordering: .relaxed) == 16 && camera.framesSent.load(ordering: .relaxed) == 4,
-                "previews are neither frames nor drops")
+        #expect(
+            camera.previewsSent.load(ordering: .relaxed) == 1 && camera.previewsSkipped.load(ordering: .relaxed) == 1,
+            "cam-a's first preview was replaced by its newer one")
+        #expect(
+            camera.late.load(ordering: .relaxed) == 16 && camera.framesSent.load(ordering: .relaxed) == 4,
+            "previews are neither frames nor drops")
         #expect(other.previewsSent.load(ordering: .relaxed) == 1)
     }
 }

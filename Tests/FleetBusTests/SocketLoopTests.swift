@@ -79,8 +79,12 @@ import Testing
         try wrongServer.connect(endpoint.boundEndpoint)
         try wrongServer.send(Array("wrong coordinator".utf8), dontWait: true)
         let received = await withTaskGroup(of: RoutedMessage?.self) { group in
-            group.addTask { var iterator = endpoint.messages.makeAsyncIterator(); return await iterator.next() }
-            group.addTask { try? await Task.sleep(for: .milliseconds(1500)); return nil }
+            group.addTask {
+                var iterator = endpoint.messages.makeAsyncIterator(); return await iterator.next()
+            }
+            group.addTask {
+                try? await Task.sleep(for: .milliseconds(1500)); return nil
+            }
             let first = await group.next() ?? nil
             group.cancelAll()
             return first
@@ -137,8 +141,12 @@ import Testing
         // The oversized message never surfaces: libzmq drops the connection before
         // allocating it. The small one may arrive after the DEALER reconnects, or not.
         let received = await withTaskGroup(of: RoutedMessage?.self) { group in
-            group.addTask { var iterator = endpoint.messages.makeAsyncIterator(); return await iterator.next() }
-            group.addTask { try? await Task.sleep(for: .milliseconds(500)); return nil }
+            group.addTask {
+                var iterator = endpoint.messages.makeAsyncIterator(); return await iterator.next()
+            }
+            group.addTask {
+                try? await Task.sleep(for: .milliseconds(500)); return nil
+            }
             let first = await group.next() ?? nil
             group.cancelAll()
             return first

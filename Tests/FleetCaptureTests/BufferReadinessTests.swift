@@ -1,6 +1,7 @@
-@testable import FleetCapture
 import Glibc
 import Testing
+
+@testable import FleetCapture
 
 /// The question the V4L2 stream asks before each VIDIOC_DQBUF, on a pipe, which polls the
 /// way a capture node does: readable when something is waiting, a hang-up or an invalid fd

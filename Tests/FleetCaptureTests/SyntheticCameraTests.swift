@@ -16,8 +16,9 @@ import Testing
         func stampedNumbers() -> [UInt32?] {
             frames.withLock { frames in
                 frames.map { frame in
-                    let luma = LumaPlane(base: frame.buffer.storage, pixelFormat: frame.layout.pixelFormat,
-                                         width: frame.layout.width, height: frame.layout.height)!
+                    let luma = LumaPlane(
+                        base: frame.buffer.storage, pixelFormat: frame.layout.pixelFormat,
+                        width: frame.layout.width, height: frame.layout.height)!
                     return FrameNumberStamp.read(from: luma)
                 }
             }

@@ -11,8 +11,9 @@ import Testing
         let levels = Mutex<[UInt8]>([])
 
         func deliver(_ frame: CapturedFrame) {
-            let luma = LumaPlane(base: frame.buffer.storage, pixelFormat: frame.layout.pixelFormat,
-                                 width: frame.layout.width, height: frame.layout.height)!
+            let luma = LumaPlane(
+                base: frame.buffer.storage, pixelFormat: frame.layout.pixelFormat,
+                width: frame.layout.width, height: frame.layout.height)!
             levels.withLock { $0.append(luma[630, 100]) }
         }
 
@@ -26,22 +27,24 @@ import Testing
 
     /// The blue bar is Y 35: 19 levels above black, scaled by the exposure against 10 ms.
     static let blueAtNominal: UInt8 = 35
-    static let blueAt2_5ms: UInt8 = 21   // 16 + 19 × 0.25 = 20.75
-    static let blueAt40ms: UInt8 = 92    // 16 + 19 × 4
+    static let blueAt2_5ms: UInt8 = 21  // 16 + 19 × 0.25 = 20.75
+    static let blueAt40ms: UInt8 = 92  // 16 + 19 × 4
 
     @Test func stillFormats_areListedAfterTheStreamingOnes_keepingEveryIndex() throws {
         let formats = SyntheticCamera.formatList
         let labels = formats.map(\.label)
-        #expect(Array(labels.prefix(12)) == [
-            "640x480 YUYV 1-60fps", "640x480 NV12 1-60fps", "1280x720 YUYV 1-30fps", "1280x720 NV12 1-60fps",
-            "1920x1080 YUYV 1-30fps", "1920x1080 NV12 1-60fps", "1920x1080 NV12 120fps binned",
-            "3840x2160 YUYV 1-15fps", "3840x2160 NV12 1-30fps", "320x240 YUYV 1-60fps", "320x240 NV12 1-60fps", "160x120 YUYV 1-60fps",
-        ], "presets and tests refer to these positions")
+        #expect(
+            Array(labels.prefix(12)) == [
+                "640x480 YUYV 1-60fps", "640x480 NV12 1-60fps", "1280x720 YUYV 1-30fps", "1280x720 NV12 1-60fps",
+                "1920x1080 YUYV 1-30fps", "1920x1080 NV12 1-60fps", "1920x1080 NV12 120fps binned",
+                "3840x2160 YUYV 1-15fps", "3840x2160 NV12 1-30fps", "320x240 YUYV 1-60fps", "320x240 NV12 1-60fps", "160x120 YUYV 1-60fps",
+            ], "presets and tests refer to these positions")
         #expect(Array(labels.dropFirst(12)) == ["4608x3456 YUYV 1-5fps", "4608x3456 Y16 1-5fps"])
         let y16 = try #require(formats.last)
         #expect(y16.bitDepth == 12 && formats[12].bitDepth == 8)
-        #expect(formats.suffix(2).allSatisfy { $0.upscaleThresholdZoomFactor == 1 && $0.maxZoomFactor == 8 && !$0.isBinned },
-                "the full sensor: any zoom upscales")
+        #expect(
+            formats.suffix(2).allSatisfy { $0.upscaleThresholdZoomFactor == 1 && $0.maxZoomFactor == 8 && !$0.isBinned },
+            "the full sensor: any zoom upscales")
         // Stills are the largest format but too slow for video: "photo" takes them, "high" does not.
         #expect(try FormatSelector.select(.preset(.photo), from: formats).get() == 12)
         #expect(try formats[FormatSelector.select(.preset(.high), from: formats).get()].label == "3840x2160 NV12 1-30fps")

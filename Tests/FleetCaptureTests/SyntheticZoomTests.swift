@@ -1,6 +1,6 @@
-import Foundation
 import FleetCapture
 import FleetCore
+import Foundation
 import Synchronization
 import Testing
 
@@ -16,8 +16,9 @@ import Testing
         let seen = Mutex<[Seen]>([])
 
         func deliver(_ frame: CapturedFrame) {
-            let luma = LumaPlane(base: frame.buffer.storage, pixelFormat: frame.layout.pixelFormat,
-                                 width: frame.layout.width, height: frame.layout.height)!
+            let luma = LumaPlane(
+                base: frame.buffer.storage, pixelFormat: frame.layout.pixelFormat,
+                width: frame.layout.width, height: frame.layout.height)!
             // (0, 100): below the stamp, away from the moving box's row.
             seen.withLock { $0.append(Seen(zoom: frame.zoomFactor, leftEdgeLuma: luma[0, 100])) }
         }

@@ -1,22 +1,25 @@
 import CV4L2
-@testable import FleetCapture
 import FleetCore
 import Testing
+
+@testable import FleetCapture
 
 /// The choices V4L2 exposure makes from a device's controls, on controls as UVC webcams and
 /// vivid report them (no device needed).
 @Suite struct V4L2ExposureTests {
     /// EXPOSURE_ABSOLUTE as a C920 reports it: 3 to 2047 units of 100 µs.
     static func absolute(minimum: Int64 = 3, maximum: Int64 = 2047, step: UInt64 = 1, readOnly: Bool = false) -> DeviceControl {
-        DeviceControl(id: CAPFLEET_V4L2_CID_EXPOSURE_ABSOLUTE, name: "Exposure Time, Absolute", kind: .integer, minimum: minimum,
-                      maximum: maximum, step: step, defaultValue: 250, value: 250, isReadOnly: readOnly)
+        DeviceControl(
+            id: CAPFLEET_V4L2_CID_EXPOSURE_ABSOLUTE, name: "Exposure Time, Absolute", kind: .integer, minimum: minimum,
+            maximum: maximum, step: step, defaultValue: 250, value: 250, isReadOnly: readOnly)
     }
 
     /// EXPOSURE_AUTO with the given menu items (value: name).
     static func mode(default defaultValue: Int64, items: [Int64: String]) -> DeviceControl {
-        DeviceControl(id: CAPFLEET_V4L2_CID_EXPOSURE_AUTO, name: "Auto Exposure", kind: .menu, minimum: 0, maximum: 3, step: 1,
-                      defaultValue: defaultValue, value: defaultValue,
-                      menu: items.sorted { $0.key < $1.key }.map { DeviceControl.MenuItem(index: UInt32($0.key), name: $0.value, value: $0.key) })
+        DeviceControl(
+            id: CAPFLEET_V4L2_CID_EXPOSURE_AUTO, name: "Auto Exposure", kind: .menu, minimum: 0, maximum: 3, step: 1,
+            defaultValue: defaultValue, value: defaultValue,
+            menu: items.sorted { $0.key < $1.key }.map { DeviceControl.MenuItem(index: UInt32($0.key), name: $0.value, value: $0.key) })
     }
 
     static let uvcMenu: [Int64: String] = [1: "Manual Mode", 3: "Aperture Priority Mode"]
@@ -51,7 +54,9 @@ import Testing
         #expect(V4L2Exposure.automaticMode(of: Self.mode(default: 1, items: Self.uvcMenu)) == 3)
         #expect(V4L2Exposure.automaticMode(of: Self.mode(default: 1, items: [0: "Auto Mode", 1: "Manual Mode"])) == 0)
         // A default of shutter priority is the camera's own idea of auto.
-        #expect(V4L2Exposure.automaticMode(of: Self.mode(default: 2, items: [1: "Manual Mode", 2: "Shutter Priority Mode", 3: "Aperture Priority Mode"])) == 2)
+        #expect(
+            V4L2Exposure.automaticMode(of: Self.mode(default: 2, items: [1: "Manual Mode", 2: "Shutter Priority Mode", 3: "Aperture Priority Mode"]))
+                == 2)
         #expect(V4L2Exposure.automaticMode(of: Self.mode(default: 1, items: [1: "Manual Mode"])) == nil)
     }
 

@@ -1,18 +1,22 @@
-@testable import FleetCapture
 import FleetCore
 import Testing
+
+@testable import FleetCapture
 
 @Suite struct V4L2ModelTests {
     @Test func stableIdentity_prefersByID_thenByPath_thenBusInfo() {
         let links = StableDeviceIdentity.Links(
             byID: ["usb-046d_HD_Pro_Webcam_C920_A1B2C3-video-index0": "/dev/video2"],
             byPath: ["pci-0000:00:14.0-usb-0:1:1.0-video-index0": "/dev/video2", "platform-vivid.0-video-index0": "/dev/video0"])
-        #expect(StableDeviceIdentity.derive(path: "/dev/video2", links: links, busInfo: "usb-0000:00:14.0-1", card: "C920", ordinal: 0)
-            == ("v4l2-usb-046d_HD_Pro_Webcam_C920_A1B2C3-video-index0", "by-id"))
-        #expect(StableDeviceIdentity.derive(path: "/dev/video0", links: links, busInfo: "platform:vivid-000", card: "vivid", ordinal: 0)
-            == ("v4l2-platform-vivid.0-video-index0", "by-path"))
-        #expect(StableDeviceIdentity.derive(path: "/dev/video4", links: links, busInfo: "platform:vivid-001", card: "vivid", ordinal: 1)
-            == ("v4l2-platform-vivid-001-vivid-video-index1", "bus-info"))
+        #expect(
+            StableDeviceIdentity.derive(path: "/dev/video2", links: links, busInfo: "usb-0000:00:14.0-1", card: "C920", ordinal: 0)
+                == ("v4l2-usb-046d_HD_Pro_Webcam_C920_A1B2C3-video-index0", "by-id"))
+        #expect(
+            StableDeviceIdentity.derive(path: "/dev/video0", links: links, busInfo: "platform:vivid-000", card: "vivid", ordinal: 0)
+                == ("v4l2-platform-vivid.0-video-index0", "by-path"))
+        #expect(
+            StableDeviceIdentity.derive(path: "/dev/video4", links: links, busInfo: "platform:vivid-001", card: "vivid", ordinal: 1)
+                == ("v4l2-platform-vivid-001-vivid-video-index1", "bus-info"))
     }
 
     @Test func frameSizeCatalog_expandsStepwiseRangesToTheCommonSizesThatFit() {
@@ -60,10 +64,12 @@ import Testing
     }
 
     @Test func zoomCapability_prefersTheControl_thenCrop_thenTheAgent() {
-        let zoom = DeviceControl(id: 0x009a_090d, name: "Zoom, Absolute", kind: .integer, minimum: 100, maximum: 500, step: 1,
-                                 defaultValue: 100, value: 100)
-        let crop = CropCapabilities(bounds: PixelRectangle(left: 0, top: 0, width: 720, height: 576),
-                                    defaultRectangle: PixelRectangle(left: 0, top: 0, width: 720, height: 576))
+        let zoom = DeviceControl(
+            id: 0x009a_090d, name: "Zoom, Absolute", kind: .integer, minimum: 100, maximum: 500, step: 1,
+            defaultValue: 100, value: 100)
+        let crop = CropCapabilities(
+            bounds: PixelRectangle(left: 0, top: 0, width: 720, height: 576),
+            defaultRectangle: PixelRectangle(left: 0, top: 0, width: 720, height: 576))
         #expect(ZoomCapability(controls: [zoom], crop: crop).method == .deviceControl)
         #expect(ZoomCapability(controls: [zoom], crop: crop).limits(forWidth: 640).maximum == 5)
         #expect(ZoomCapability(controls: [zoom], crop: crop).controlValue(for: 3, maximumFactor: 5) == 300)

@@ -55,8 +55,9 @@ import Testing
         }
 
         func client() throws -> OperatorClient {
-            let credential = OperatorCredential(name: "tester", role: "viewer", keys: try CurveKeyPair.generate(), coordinatorKey: keys.publicKey,
-                                                coordinator: nil)
+            let credential = OperatorCredential(
+                name: "tester", role: "viewer", keys: try CurveKeyPair.generate(), coordinatorKey: keys.publicKey,
+                coordinator: nil)
             return try OperatorClient(address: CoordinatorAddress(host: "127.0.0.1", port: port.withLock { $0 }), credential: credential, timeout: 10)
         }
 

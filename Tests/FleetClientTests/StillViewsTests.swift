@@ -10,7 +10,11 @@ import Testing
             still.devices = offsets.enumerated().map { index, offset in
                 .with { device in
                     device.deviceID = "cam-\(index + 1)"; device.state = "stored"
-                    device.images = [.with { $0.number = 1; $0.spreadNs = offset; $0.stored = true; $0.fileName = "cam-\(index + 1)-1.png" }]
+                    device.images = [
+                        .with {
+                            $0.number = 1; $0.spreadNs = offset; $0.stored = true; $0.fileName = "cam-\(index + 1)-1.png"
+                        }
+                    ]
                 }
             }
             if let first = offsets.min(), let last = offsets.max() { still.spreadNs = UInt64(last - first) }

@@ -23,13 +23,15 @@ import Testing
     }
 
     @Test func aMarkedDevice_keepsEveryColumnInPlace() {
-        let table = FleetTables.watch([Self.status("cam-1", captured: 1, received: 1), Self.status("cam-2", captured: 2, received: 2)],
-                                      trouble: ["cam-2": ["dropping frames"]])
+        let table = FleetTables.watch(
+            [Self.status("cam-1", captured: 1, received: 1), Self.status("cam-2", captured: 2, received: 2)],
+            trouble: ["cam-2": ["dropping frames"]])
         let lines = table.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         let header = lines[0]
         for (line, device) in [(lines[1], "cam-1"), (lines[2], "cam-2")] {
-            #expect(line.range(of: device)?.lowerBound.utf16Offset(in: line) == header.range(of: "DEVICE")?.lowerBound.utf16Offset(in: header),
-                    "\(device) sits under DEVICE:\n\(table)")
+            #expect(
+                line.range(of: device)?.lowerBound.utf16Offset(in: line) == header.range(of: "DEVICE")?.lowerBound.utf16Offset(in: header),
+                "\(device) sits under DEVICE:\n\(table)")
             #expect(line.range(of: "streaming")?.lowerBound.utf16Offset(in: line) == header.range(of: "STATE")?.lowerBound.utf16Offset(in: header))
         }
         #expect(lines[2].hasPrefix("!"))

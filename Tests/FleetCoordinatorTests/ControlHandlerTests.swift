@@ -1,5 +1,3 @@
-@testable import FleetCoordinator
-@testable import FleetStore
 import FleetBus
 import FleetCore
 import FleetProtocol
@@ -9,6 +7,9 @@ import Foundation
 import Logging
 import Synchronization
 import Testing
+
+@testable import FleetCoordinator
+@testable import FleetStore
 
 /// The control handler against a real (in-memory) fleet database, real CURVE sockets and
 /// ZAP on 127.0.0.1, and a monotonic clock the test moves: the node is a hand-written agent
@@ -44,7 +45,8 @@ import Testing
         // Silent past its liveness (three 1 s heartbeats) with a command whose deadline is
         // further off: offline, stored as such, and the command answered then.
         let stranded = Task {
-            await bed.control.command(.setZoom(.with { $0.factor = 4 }), deviceID: ControlBed.deviceID, nodeID: ControlBed.nodeID, timeout: .seconds(10))
+            await bed.control.command(
+                .setZoom(.with { $0.factor = 4 }), deviceID: ControlBed.deviceID, nodeID: ControlBed.nodeID, timeout: .seconds(10))
         }
         _ = try await agent.serveUntilZoom()
         // Every heartbeat sent so far handled, at the time before the silence.
@@ -110,8 +112,10 @@ struct ControlBed {
         nodeKeys = try CurveKeyPair.generate()
         let now = Date().unixMilliseconds
         let audit = AuditEntry(at: now, actor: "test", action: "token.create", target: "rig", outcome: "ok")
-        try await store.createEnrollmentToken(EnrollmentTokenRecord(publicKey: token.publicKey.z85, name: "rig", createdBy: "test",
-                                                                    createdAt: now, expiresAt: now + 600_000), audit: audit)
+        try await store.createEnrollmentToken(
+            EnrollmentTokenRecord(
+                publicKey: token.publicKey.z85, name: "rig", createdBy: "test",
+                createdAt: now, expiresAt: now + 600_000), audit: audit)
         _ = try await store.enroll(tokenKey: token.publicKey.z85, nodeKey: nodeKeys.publicKey.z85, nodeID: Self.nodeID, at: now) { _, _ in
             AuditEntry(at: now, actor: "test", action: "node.enroll", target: Self.nodeID, outcome: "ok")
         }
@@ -124,19 +128,23 @@ struct ControlBed {
         let telemetry = try TelemetryPublisherSocket(context: context, bind: "tcp://127.0.0.1:*", security: security(.telemetry))
         let events = FleetEvents(telemetry: telemetry)
         let ingest = try FrameIngest(context: context, bind: "tcp://127.0.0.1:*", rejections: rejections, security: security(.ingest))
-        let alerts = AlertCenter(configuration: configuration.alerts, events: events, metrics: FleetMetrics(), coordinatorID: "coord-test", logger: logger)
+        let alerts = AlertCenter(
+            configuration: configuration.alerts, events: events, metrics: FleetMetrics(), coordinatorID: "coord-test", logger: logger)
         let time = self.time
         let arrivals = ArrivalLedger(now: { time.now })
-        let endpoint = try RouterEndpoint(name: "control", context: context, bind: "tcp://127.0.0.1:*", maxMessageBytes: 1 << 20,
-                                          security: security(.control), onReceive: { arrivals.note($0) })
+        let endpoint = try RouterEndpoint(
+            name: "control", context: context, bind: "tcp://127.0.0.1:*", maxMessageBytes: 1 << 20,
+            security: security(.control), onReceive: { arrivals.note($0) })
         controlEndpoint = endpoint.boundEndpoint
         let fleetTime = FleetTimeSource()
-        let control = ControlHandler(configuration: configuration, store: store, endpoint: endpoint, arrivals: arrivals, ingest: ingest,
-                                     events: events, alerts: alerts, rejections: rejections, gate: gate, coordinatorID: "coord-test",
-                                     fleetTime: fleetTime,
-                                     clock: CoordinatorClock(fleetNow: { fleetTime.now() }, unixMilliseconds: { Date().unixMilliseconds },
-                                                             monotonicNow: { time.now }),
-                                     logger: logger)
+        let control = ControlHandler(
+            configuration: configuration, store: store, endpoint: endpoint, arrivals: arrivals, ingest: ingest,
+            events: events, alerts: alerts, rejections: rejections, gate: gate, coordinatorID: "coord-test",
+            fleetTime: fleetTime,
+            clock: CoordinatorClock(
+                fleetNow: { fleetTime.now() }, unixMilliseconds: { Date().unixMilliseconds },
+                monotonicNow: { time.now }),
+            logger: logger)
         self.control = control
         serving = Task { await control.serve() }
         closers = [{ endpoint.stop() }, { ingest.stop() }, { alerts.stop() }, { telemetry.stop() }, { zap.stop() }]
@@ -148,8 +156,10 @@ struct ControlBed {
     }
 
     func agent() -> AgentOnItsThread {
-        AgentOnItsThread(HandWrittenAgent(endpoint: controlEndpoint, coordinatorKey: coordinatorKey, keys: nodeKeys,
-                                          nodeID: Self.nodeID, deviceID: Self.deviceID))
+        AgentOnItsThread(
+            HandWrittenAgent(
+                endpoint: controlEndpoint, coordinatorKey: coordinatorKey, keys: nodeKeys,
+                nodeID: Self.nodeID, deviceID: Self.deviceID))
     }
 }
 

@@ -31,8 +31,9 @@ import Testing
     @Test func gracefulShutdown_stopsEveryPartInReverseOfItsOpening_andTheCoordinatorSaysItStopped() async throws {
         let dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-shutdown-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: dataDirectory) }
-        var configuration = CoordinatorConfiguration(dataDirectory: dataDirectory, bindHost: "127.0.0.1", controlPort: 0, frameIngestPort: 0,
-                                                     operatorPort: 0, telemetryPort: 0, metricsPort: 0)
+        var configuration = CoordinatorConfiguration(
+            dataDirectory: dataDirectory, bindHost: "127.0.0.1", controlPort: 0, frameIngestPort: 0,
+            operatorPort: 0, telemetryPort: 0, metricsPort: 0)
         configuration.clockPort = 0
         configuration.recordPort = 0
         let log = InMemoryLogHandler()

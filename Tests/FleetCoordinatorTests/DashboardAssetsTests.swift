@@ -1,6 +1,7 @@
-@testable import FleetCoordinator
 import Foundation
 import Testing
+
+@testable import FleetCoordinator
 
 /// The dashboard's files are embedded in the binary by scripts/embed-dashboard-assets.py;
 /// an edit under dashboard/ without running it would ship the old page.

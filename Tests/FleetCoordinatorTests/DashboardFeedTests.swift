@@ -1,8 +1,9 @@
 import FleetBus
-@testable import FleetCoordinator
 import FleetProtocol
 import Foundation
 import Testing
+
+@testable import FleetCoordinator
 
 /// The dashboard's live feed: what changed is sent, once encoded, and a browser that joins
 /// or falls behind gets the whole fleet.
@@ -25,7 +26,9 @@ import Testing
 
     @Test func aMessage_isOneJSONObjectWithTheTablesTheGoneIdsAndTheEvents() throws {
         let change = DashboardFeedLedger.Change(changed: [.deviceStats: [#"{"deviceId":"d1"}"#]], gone: [.devices: ["d\"2"]])
-        let event = Capfleet_V1_FleetEvent.with { $0.kind = .nodeOnline; $0.message = "n1 is online" }
+        let event = Capfleet_V1_FleetEvent.with {
+            $0.kind = .nodeOnline; $0.message = "n1 is online"
+        }
         let text = try DashboardLiveFeed.message(change, whole: false, events: [event])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
         #expect(object["type"] as? String == "fleet" && object["whole"] as? Bool == false)
@@ -36,8 +39,9 @@ import Testing
 
     @Test func everyListener_getsTheWholeFleetFirst_thenOnlyChanges_andAStoppedFeedEndsThem() async throws {
         let fleet = FleetSource()
-        let telemetry = try TelemetryPublisherSocket(context: ZMQContext(), bind: "tcp://127.0.0.1:*",
-                                                     security: CurveServerSecurity(keys: try CurveKeyPair.generate(), domain: "telemetry") { _, _ in })
+        let telemetry = try TelemetryPublisherSocket(
+            context: ZMQContext(), bind: "tcp://127.0.0.1:*",
+            security: CurveServerSecurity(keys: try CurveKeyPair.generate(), domain: "telemetry") { _, _ in })
         defer { telemetry.stop() }
         let events = FleetEvents(telemetry: telemetry)
         let feed = DashboardLiveFeed(read: { fleet.reply() }, events: events, logger: .init(label: "test"))
@@ -76,7 +80,11 @@ import Testing
         func reply() -> Capfleet_V1_OperatorReply {
             lock.withLock {
                 .with { reply in
-                    reply.devices = devices.keys.sorted().map { id in .with { $0.deviceID = id; $0.activeFrameRate = devices[id] ?? 0 } }
+                    reply.devices = devices.keys.sorted().map { id in
+                        .with {
+                            $0.deviceID = id; $0.activeFrameRate = devices[id] ?? 0
+                        }
+                    }
                 }
             }
         }

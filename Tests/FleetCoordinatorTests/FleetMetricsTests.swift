@@ -1,7 +1,8 @@
-@testable import FleetCoordinator
 import FleetProtocol
 import Foundation
 import Testing
+
+@testable import FleetCoordinator
 
 /// The fleet's series as a scrape reads them, after the telemetry reporter's updates: counters
 /// follow the cumulative counts and never go down, gauges hold the latest status, and series

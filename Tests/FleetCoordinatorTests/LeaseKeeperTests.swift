@@ -1,5 +1,3 @@
-@testable import FleetCoordinator
-@testable import FleetStore
 import FleetBus
 import FleetCore
 import FleetProtocol
@@ -8,6 +6,9 @@ import GRDB
 import Logging
 import Synchronization
 import Testing
+
+@testable import FleetCoordinator
+@testable import FleetStore
 
 /// The lease keeper (the lease book's shell) against a real in-memory fleet database, at a
 /// wall time the test sets; the replies checked are those the operator handler sends.
@@ -83,7 +84,8 @@ import Testing
         await bed.keeper.expire()
         #expect(await bed.keeper.lease(of: "cam-1") == nil)
         let messages = bed.events.recent(limit: 10).map(\.message)
-        #expect(messages.contains { $0.hasPrefix("lease of ana released, but the fleet database could not record it") && $0.contains("disk I/O error") })
+        #expect(
+            messages.contains { $0.hasPrefix("lease of ana released, but the fleet database could not record it") && $0.contains("disk I/O error") })
     }
 
     @Test func aLeaseRunningOutUnderAChange_isNotTakenByAnotherUntilTheChangeIsAnswered() async throws {
@@ -122,13 +124,18 @@ struct LeaseBed {
     init(devices: [String] = ["cam-0", "cam-1", "cam-2"]) async throws {
         store = try FleetDatabase.inMemory()
         let format = VideoFormat(pixelFormat: .yuyv, width: 64, height: 48, frameRateRanges: [.init(min: 1, max: 30)])
-        _ = try await store.registerNode(NodeRegistration(
-            nodeID: "node-a", name: "a", hostname: "a", softwareVersion: "test", address: "127.0.0.1",
-            devices: devices.map { .init(description: DeviceDescription(deviceID: $0, name: $0, driver: "test", kind: .synthetic, formats: [format]),
-                                         activeFormatIndex: 0, activeFrameRate: 30) }), at: 1)
+        _ = try await store.registerNode(
+            NodeRegistration(
+                nodeID: "node-a", name: "a", hostname: "a", softwareVersion: "test", address: "127.0.0.1",
+                devices: devices.map {
+                    .init(
+                        description: DeviceDescription(deviceID: $0, name: $0, driver: "test", kind: .synthetic, formats: [format]),
+                        activeFormatIndex: 0, activeFrameRate: 30)
+                }), at: 1)
         let keys = try CurveKeyPair.generate()
-        let telemetry = try TelemetryPublisherSocket(context: ZMQContext(), bind: "tcp://127.0.0.1:*",
-                                                     security: CurveServerSecurity(keys: keys, domain: "telemetry") { _, _ in })
+        let telemetry = try TelemetryPublisherSocket(
+            context: ZMQContext(), bind: "tcp://127.0.0.1:*",
+            security: CurveServerSecurity(keys: keys, domain: "telemetry") { _, _ in })
         events = FleetEvents(telemetry: telemetry)
         let wall = FakeWallTime(start)
         self.wall = wall

@@ -24,10 +24,12 @@ import Testing
             for (id, name) in [("take-1", "take-1"), ("take-2", "tour")] {
                 var take = TakeRecord(id: id, name: name, startFleetNs: 1, directory: folder + "/" + id, createdAt: 1, createdBy: "ana")
                 take.store = .agent
-                try await store.createTake(take, devices: [], audit: AuditEntry(at: 1, actor: "ana", action: "recording.start", target: id, outcome: "ok"))
+                try await store.createTake(
+                    take, devices: [], audit: AuditEntry(at: 1, actor: "ana", action: "recording.start", target: id, outcome: "ok"))
             }
-            try await store.endTake(id: "take-1", state: .stopped, stopFleetNs: 2, at: 2,
-                                    audit: AuditEntry(at: 2, actor: "ana", action: "recording.stop", target: "take-1", outcome: "ok"))
+            try await store.endTake(
+                id: "take-1", state: .stopped, stopFleetNs: 2, at: 2,
+                audit: AuditEntry(at: 2, actor: "ana", action: "recording.stop", target: "take-1", outcome: "ok"))
         }
         let takes = try await LocalAdministration.takesInProgress(dataDirectory: folder)
         #expect(takes.map(\.id) == ["take-2"])
@@ -46,7 +48,8 @@ import Testing
     /// `capfleet dev --data DIR` keeps its coordinator's data in DIR/coordinator: either name works.
     @Test func aDevFleetsFolder_namesItsCoordinatorsDirectory() throws {
         try makeFleet(in: directory + "/capfleet-data/coordinator")
-        #expect(try LocalAdministration.dataDirectory(named: directory + "/capfleet-data", newFleet: false)
+        #expect(
+            try LocalAdministration.dataDirectory(named: directory + "/capfleet-data", newFleet: false)
                 == directory + "/capfleet-data/coordinator")
     }
 

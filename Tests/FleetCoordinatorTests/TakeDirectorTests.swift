@@ -1,5 +1,3 @@
-@testable import FleetCoordinator
-@testable import FleetStore
 import FleetBus
 import FleetCore
 import FleetProtocol
@@ -8,6 +6,9 @@ import GRDB
 import Logging
 import Synchronization
 import Testing
+
+@testable import FleetCoordinator
+@testable import FleetStore
 
 /// The take director against a real (in-memory) fleet database, real writers on their own
 /// threads and a real telemetry socket; the agents' side is played by the test.
@@ -37,7 +38,9 @@ import Testing
         let outcomes = await [first, second]
         #expect(outcomes.filter { $0 == "stopped" }.count == 1, "\(outcomes)")
         let already = try #require(outcomes.first { $0 != "stopped" })
-        #expect(already.hasPrefix("take \(take.id) is already stopping at ") || already.hasPrefix("take \(take.id) was already stopped at "), "\(already)")
+        #expect(
+            already.hasPrefix("take \(take.id) is already stopping at ") || already.hasPrefix("take \(take.id) was already stopped at "), "\(already)"
+        )
         #expect(already.hasSuffix("; nothing changed"))
         let audit = try await bed.store.auditLog().filter { $0.action == "recording.stop" }
         #expect(audit.count == 1, "one stop, one audit entry: \(audit)")
@@ -54,7 +57,9 @@ import Testing
         let past = await bed.outcome { try await bed.director.start(deviceIDs: ["cam-1"], name: "old", at: 1_000_000, fromNow: 0, by: "ana") }
         #expect(past.hasPrefix("the start 1970-01-01T00:00:00.001Z is 16.7 min in the past; the fleet's time is 1970-01-01T00:16:40"), "\(past)")
         #expect(past.contains("Leave --at out to start now"))
-        let ahead = await bed.outcome { try await bed.director.start(deviceIDs: ["cam-1"], name: "far", at: nil, fromNow: 3 * 86_400 * 1_000_000_000, by: "ana") }
+        let ahead = await bed.outcome {
+            try await bed.director.start(deviceIDs: ["cam-1"], name: "far", at: nil, fromNow: 3 * 86_400 * 1_000_000_000, by: "ana")
+        }
         #expect(ahead.contains("3 days ahead, more than the 24 h a take may be scheduled"), "\(ahead)")
         #expect(try await bed.store.takes().isEmpty, "a refused start leaves nothing in the index")
         _ = try await bed.director.start(deviceIDs: ["cam-1"], name: "now", at: nil, fromNow: 0, by: "ana")
@@ -109,27 +114,33 @@ struct DirectorBed {
         store = try FleetDatabase.inMemory()
         directory = NSTemporaryDirectory() + "capfleet-director-\(UUID().uuidString.prefix(8))"
         let format = VideoFormat(pixelFormat: .yuyv, width: 64, height: 48, frameRateRanges: [.init(min: 1, max: 30)])
-        _ = try await store.registerNode(NodeRegistration(
-            nodeID: "node-a", name: "a", hostname: "a", softwareVersion: "test", address: "127.0.0.1",
-            devices: devices.map { .init(description: DeviceDescription(deviceID: $0, name: $0, driver: "test", kind: .synthetic, formats: [format]),
-                                         activeFormatIndex: 0, activeFrameRate: 30) }), at: 1)
+        _ = try await store.registerNode(
+            NodeRegistration(
+                nodeID: "node-a", name: "a", hostname: "a", softwareVersion: "test", address: "127.0.0.1",
+                devices: devices.map {
+                    .init(
+                        description: DeviceDescription(deviceID: $0, name: $0, driver: "test", kind: .synthetic, formats: [format]),
+                        activeFormatIndex: 0, activeFrameRate: 30)
+                }), at: 1)
         for device in devices {
             _ = try await store.changeConsent(deviceID: device, action: .grant, role: .admin, actor: "ana", reason: "test", at: 2)
         }
         agents = PlayedAgents()
         let keys = try CurveKeyPair.generate()
-        let telemetry = try TelemetryPublisherSocket(context: ZMQContext(), bind: "tcp://127.0.0.1:*",
-                                                     security: CurveServerSecurity(keys: keys, domain: "telemetry") { _, _ in })
+        let telemetry = try TelemetryPublisherSocket(
+            context: ZMQContext(), bind: "tcp://127.0.0.1:*",
+            security: CurveServerSecurity(keys: keys, domain: "telemetry") { _, _ in })
         events = FleetEvents(telemetry: telemetry)
         let fleetNow = Atomic<UInt64>(1_000_000_000_000)
         let clock = CoordinatorClock(fleetNow: { fleetNow.add(1_000_000, ordering: .relaxed).newValue }, unixMilliseconds: { 1_800_000_000_000 })
         var configuration = CoordinatorConfiguration(dataDirectory: directory)
         configuration.recordReserveBytes = 0
         let counter = Atomic<Int>(0)
-        director = TakeDirector(store: store, agents: agents, writers: TakeWriters(), events: events, clock: clock,
-                                configuration: configuration, logger: Logger(label: "test"), sendRecordDown: { _, _ in },
-                                currentPixelFormat: { _ in "YUYV" },
-                                makeTakeID: { "take-\(counter.add(1, ordering: .relaxed).newValue)" })
+        director = TakeDirector(
+            store: store, agents: agents, writers: TakeWriters(), events: events, clock: clock,
+            configuration: configuration, logger: Logger(label: "test"), sendRecordDown: { _, _ in },
+            currentPixelFormat: { _ in "YUYV" },
+            makeTakeID: { "take-\(counter.add(1, ordering: .relaxed).newValue)" })
     }
 
     /// "stopped", or what the director said instead.

@@ -53,8 +53,9 @@ import Testing
             _ = link.received(.other, now: now)  // the acks
             now += 100 * ms
         }
-        #expect(sent == [.sendStatusAsHeartbeat(sequence: 1), .sendStatusAsHeartbeat(sequence: 2), .sendStatusAsHeartbeat(sequence: 3)],
-                "the status stands for each heartbeat: no separate Heartbeat, no second status: \(sent)")
+        #expect(
+            sent == [.sendStatusAsHeartbeat(sequence: 1), .sendStatusAsHeartbeat(sequence: 2), .sendStatusAsHeartbeat(sequence: 3)],
+            "the status stands for each heartbeat: no separate Heartbeat, no second status: \(sent)")
     }
 
     @Test func agentLink_silentCoordinatorIsGivenUpAndReconnected() {
@@ -81,7 +82,8 @@ import Testing
         link.helloSent(accepted: true, now: 0)
         #expect(link.tick(now: 250 * ms).isEmpty)
         #expect(link.tick(now: 900 * ms).isEmpty)
-        #expect(link.received(.welcome(frameIngestPort: 7601, heartbeatIntervalNanoseconds: second, liveness: 3), now: second)
+        #expect(
+            link.received(.welcome(frameIngestPort: 7601, heartbeatIntervalNanoseconds: second, liveness: 3), now: second)
                 == [.registered(frameIngestPort: 7601)])
         #expect(link.received(.reregister, now: 2 * second) == [.sendHello])
         link.helloSent(accepted: true, now: 2 * second)
@@ -152,7 +154,8 @@ import Testing
                 lastReconnect = now
             }
             if directives.contains(.sendHello), let reconnect = lastReconnect, now - reconnect >= AgentLink.freshSocketGrace,
-               now - reconnect < AgentLink.freshSocketGrace + 100 * ms {
+                now - reconnect < AgentLink.freshSocketGrace + 100 * ms
+            {
                 hellosAfterGrace += 1
             }
             now += 50 * ms

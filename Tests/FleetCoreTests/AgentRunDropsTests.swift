@@ -6,7 +6,7 @@ import Testing
         var drops = AgentRunDrops()
         _ = drops.registered(agentInstance: "a")
         drops.report(DropTally(late: 5))
-        drops.report(DropTally(late: 3, outOfBuffers: 1))   // an older status arriving after a newer frame
+        drops.report(DropTally(late: 3, outOfBuffers: 1))  // an older status arriving after a newer frame
         #expect(drops.total == DropTally(late: 5, outOfBuffers: 1))
     }
 

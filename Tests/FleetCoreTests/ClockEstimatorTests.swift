@@ -17,8 +17,9 @@ struct SimulatedClock {
     func fleet(_ t: Double) -> UInt64 { fleetEpoch + UInt64(t.rounded()) }
 
     func probe(at t: Double, outbound: Double, inbound: Double, turnaround: Double = 20_000) -> ClockProbe {
-        ClockProbe(sent: local(t), serverReceived: fleet(t + outbound), serverSent: fleet(t + outbound + turnaround),
-                   received: local(t + outbound + turnaround + inbound))
+        ClockProbe(
+            sent: local(t), serverReceived: fleet(t + outbound), serverSent: fleet(t + outbound + turnaround),
+            received: local(t + outbound + turnaround + inbound))
     }
 
     /// How far the mapping's fleet time is off at true time t, ns.
@@ -42,8 +43,10 @@ struct LinkNoise {
     let ms = 1_000_000.0, us = 1_000.0, second = 1_000_000_000.0
 
     /// Probes every `interval` for `duration`; `delays` gives each probe's one-way delays or nil (lost).
-    func run(_ clock: SimulatedClock, interval: Double = 500_000_000, duration: Double,
-             delays: (Int, Double) -> (Double, Double)?, check: (ClockEstimator, Double) -> Void = { _, _ in }) -> ClockEstimator {
+    func run(
+        _ clock: SimulatedClock, interval: Double = 500_000_000, duration: Double,
+        delays: (Int, Double) -> (Double, Double)?, check: (ClockEstimator, Double) -> Void = { _, _ in }
+    ) -> ClockEstimator {
         var estimator = ClockEstimator()
         var t = 0.0
         var index = 0
@@ -98,11 +101,13 @@ struct LinkNoise {
             } else if lockedAt == nil, estimator.state == .locked {
                 lockedAt = t
             }
-            t += 33_333_333   // a frame at 30 fps
+            t += 33_333_333  // a frame at 30 fps
         }
         errors.sort()
         let median = errors[errors.count / 2], p99 = errors[errors.count * 99 / 100]
-        print("simulated link, \(ppm) ppm: locked at \(lockedAt.map { $0 / second } ?? -1) s; error median \(median / us) µs, p99 \(p99 / us) µs over \(errors.count) frames")
+        print(
+            "simulated link, \(ppm) ppm: locked at \(lockedAt.map { $0 / second } ?? -1) s; error median \(median / us) µs, p99 \(p99 / us) µs over \(errors.count) frames"
+        )
         #expect(try #require(lockedAt) < 5 * second)
         #expect(median <= 10 * us && p99 <= 50 * us, "median \(median) ns, p99 \(p99) ns")
     }
@@ -151,17 +156,20 @@ struct LinkNoise {
         var noise = LinkNoise(state: 5)
         var worst = 0.0
         var checked = 0
-        _ = run(clock, interval: 250_000_000, duration: 90 * second, delays: { _, t in
-            guard noise.unit() >= 0.05 else { return nil }
-            let spike = t >= 40 * second && t < 42 * second ? 20 * ms : 0
-            return (noise.around(1 * ms, 200 * us) + spike, noise.around(1 * ms, 200 * us) + spike / 2)
-        }, check: { estimator, t in
-            guard let estimate = estimator.estimate, estimator.state == .locked else { return }
-            let error = abs(clock.error(of: estimate.mapping, at: t))
-            let bound = estimate.mapping.uncertainty(atLocal: clock.local(t))
-            worst = max(worst, error / bound)
-            checked += 1
-        })
+        _ = run(
+            clock, interval: 250_000_000, duration: 90 * second,
+            delays: { _, t in
+                guard noise.unit() >= 0.05 else { return nil }
+                let spike = t >= 40 * second && t < 42 * second ? 20 * ms : 0
+                return (noise.around(1 * ms, 200 * us) + spike, noise.around(1 * ms, 200 * us) + spike / 2)
+            },
+            check: { estimator, t in
+                guard let estimate = estimator.estimate, estimator.state == .locked else { return }
+                let error = abs(clock.error(of: estimate.mapping, at: t))
+                let bound = estimate.mapping.uncertainty(atLocal: clock.local(t))
+                worst = max(worst, error / bound)
+                checked += 1
+            })
         #expect(checked > 300)
         #expect(worst <= 1, "error reached \(worst) of the bound")
     }
@@ -209,17 +217,20 @@ struct LinkNoise {
             t += Double(estimator.probeInterval)
         }
         #expect(estimator.state == .locked)
-        #expect(estimator.probeInterval(coordinatorPace: asked) == configuration.fillingInterval,
-                "while the window fills, a slower pace is taken only up to the filling pace")
-        #expect(estimator.probeInterval(coordinatorPace: configuration.lockedInterval) == configuration.lockedInterval,
-                "a small fleet's coordinator asks for the fastest: it fills at that")
+        #expect(
+            estimator.probeInterval(coordinatorPace: asked) == configuration.fillingInterval,
+            "while the window fills, a slower pace is taken only up to the filling pace")
+        #expect(
+            estimator.probeInterval(coordinatorPace: configuration.lockedInterval) == configuration.lockedInterval,
+            "a small fleet's coordinator asks for the fastest: it fills at that")
         #expect(estimator.probeInterval(coordinatorPace: 0) == configuration.fillingInterval, "a coordinator that does not say")
         estimator.add(clock.probe(at: t, outbound: 500 * us, inbound: 500 * us))
         #expect(estimator.probeInterval(coordinatorPace: asked) == asked, "then the coordinator's")
         #expect(estimator.probeInterval(coordinatorPace: 0) == configuration.fillingInterval, "a coordinator that does not say")
         #expect(estimator.probeInterval(coordinatorPace: 10_000_000) == configuration.lockedInterval, "never faster than its own")
-        #expect(estimator.probeInterval(coordinatorPace: 60_000_000_000) == configuration.staleAfterNanoseconds / 4,
-                "never so slow that the estimate goes stale")
+        #expect(
+            estimator.probeInterval(coordinatorPace: 60_000_000_000) == configuration.staleAfterNanoseconds / 4,
+            "never so slow that the estimate goes stale")
     }
 
     @Test func impossibleProbes_areIgnored() {
@@ -236,16 +247,18 @@ struct LinkNoise {
 @Suite struct FleetClockMappingTests {
     @Test func probeArithmetic_isExactForASymmetricExchange() {
         // Node 3 s ahead; 1 ms each way; 5 µs turnaround.
-        let probe = ClockProbe(sent: 10_003_000_000_000, serverReceived: 1_795_000_010_001_000_000,
-                               serverSent: 1_795_000_010_001_005_000, received: 10_003_002_005_000)
+        let probe = ClockProbe(
+            sent: 10_003_000_000_000, serverReceived: 1_795_000_010_001_000_000,
+            serverSent: 1_795_000_010_001_005_000, received: 10_003_002_005_000)
         #expect(probe.delay == 2_000_000)
         #expect(probe.offset == 10_003_000_000_000 - 1_795_000_010_000_000_000)
         #expect(probe.localMidpoint == 10_003_001_002_500)
     }
 
     @Test func fleetAndLocalTime_areInverse_atEpochScale() {
-        let mapping = FleetClockMapping(referenceLocal: 7_000_000_000_000, offset: -1_795_000_000_000_000_000 + 3_200_000_000,
-                                        driftPPM: 40)
+        let mapping = FleetClockMapping(
+            referenceLocal: 7_000_000_000_000, offset: -1_795_000_000_000_000_000 + 3_200_000_000,
+            driftPPM: 40)
         for local: UInt64 in [0, 6_999_999_999_999, 7_000_000_000_000, 7_100_000_000_000, 9_000_000_000_000] {
             let fleet = mapping.fleetTime(atLocal: local)
             let back = mapping.localTime(atFleet: fleet)
@@ -264,8 +277,9 @@ struct LinkNoise {
     }
 
     @Test func theBoundWidensAwayFromTheReference() {
-        let mapping = FleetClockMapping(referenceLocal: 10_000_000_000, offset: 0, driftPPM: 0,
-                                        uncertaintyAtReference: 2_000, uncertaintyGrowthPerSecond: 100)
+        let mapping = FleetClockMapping(
+            referenceLocal: 10_000_000_000, offset: 0, driftPPM: 0,
+            uncertaintyAtReference: 2_000, uncertaintyGrowthPerSecond: 100)
         #expect(mapping.uncertainty(atLocal: 10_000_000_000) == 2_000)
         #expect(mapping.uncertainty(atLocal: 15_000_000_000) == 2_500)
         #expect(mapping.uncertainty(atLocal: 5_000_000_000) == 2_500)

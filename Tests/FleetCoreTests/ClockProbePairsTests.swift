@@ -21,11 +21,13 @@ import Testing
         let sequence = pairs.nextSequence()
         pairs.sent(sequence, at: 1_000, purpose: .measure)
         #expect(pairs.answer(sequence: sequence + 7, echoedSent: 1_000, serverReceived: 1, serverSent: 2, received: 3) == nil)
-        #expect(pairs.answer(sequence: sequence, echoedSent: 999, serverReceived: 1, serverSent: 2, received: 3) == nil,
-                "an echo of another t1 is another run's probe")
+        #expect(
+            pairs.answer(sequence: sequence, echoedSent: 999, serverReceived: 1, serverSent: 2, received: 3) == nil,
+            "an echo of another t1 is another run's probe")
         #expect(pairs.answer(sequence: sequence, echoedSent: 1_000, serverReceived: 1, serverSent: 2, received: 3) != nil)
-        #expect(pairs.answer(sequence: sequence, echoedSent: 1_000, serverReceived: 1, serverSent: 2, received: 3) == nil,
-                "a duplicated answer counts once")
+        #expect(
+            pairs.answer(sequence: sequence, echoedSent: 1_000, serverReceived: 1, serverSent: 2, received: 3) == nil,
+            "a duplicated answer counts once")
     }
 
     @Test func answersOverdueByTwoSeconds_areForgotten() {

@@ -1,6 +1,7 @@
-@testable import FleetCore
 import FleetProtocol
 import Testing
+
+@testable import FleetCore
 
 @Suite struct ClockSyncWatchTests {
     func report(_ sync: Capfleet_V1_ClockState.Sync, uncertainty: UInt64 = 212_400) -> Capfleet_V1_ClockState {

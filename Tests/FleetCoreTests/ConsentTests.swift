@@ -10,8 +10,9 @@ import Testing
         #expect(ConsentRules.apply(.restrict, to: .authorized, by: .admin, reason: "policy") == .success(.restricted))
         #expect(ConsentRules.apply(.grant, to: .restricted, by: .admin, reason: "policy lifted") == .success(.authorized))
         guard case let .failure(restrict) = ConsentRules.apply(.restrict, to: .denied, by: .operator, reason: "policy"),
-              case let .failure(lift) = ConsentRules.apply(.grant, to: .restricted, by: .operator, reason: "please"),
-              case let .failure(denyRestricted) = ConsentRules.apply(.deny, to: .restricted, by: .operator, reason: "x") else {
+            case let .failure(lift) = ConsentRules.apply(.grant, to: .restricted, by: .operator, reason: "please"),
+            case let .failure(denyRestricted) = ConsentRules.apply(.deny, to: .restricted, by: .operator, reason: "x")
+        else {
             Issue.record("operators cannot touch restrictions")
             return
         }

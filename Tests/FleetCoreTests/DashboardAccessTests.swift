@@ -3,8 +3,9 @@ import Testing
 
 /// The dashboard's sign-in rules, with time passed in.
 @Suite struct DashboardAccessTests {
-    static let session = DashboardAccess.Session(operatorName: "ana", role: .operator, csrfToken: "token-1",
-                                                 expiresAtUnixMs: 10_000, endedAtUnixMs: nil)
+    static let session = DashboardAccess.Session(
+        operatorName: "ana", role: .operator, csrfToken: "token-1",
+        expiresAtUnixMs: 10_000, endedAtUnixMs: nil)
     static let read = DashboardAccess.Request(changesState: false, csrfToken: nil, originIsOwn: true)
     static let post = DashboardAccess.Request(changesState: true, csrfToken: "token-1", originIsOwn: true)
 
@@ -25,8 +26,11 @@ import Testing
         guard case .signInNeeded = DashboardAccess.verdict(on: Self.read, session: nil, now: 0) else { Issue.record("no session"); return }
         var ended = Self.session
         ended.endedAtUnixMs = 4_000
-        #expect(DashboardAccess.verdict(on: Self.read, session: ended, now: 5_000) == .signInNeeded("this session was ended (signed out or revoked); sign in again"))
-        #expect(DashboardAccess.verdict(on: Self.read, session: Self.session, now: 10_000)
+        #expect(
+            DashboardAccess.verdict(on: Self.read, session: ended, now: 5_000)
+                == .signInNeeded("this session was ended (signed out or revoked); sign in again"))
+        #expect(
+            DashboardAccess.verdict(on: Self.read, session: Self.session, now: 10_000)
                 == .signInNeeded("this session expired (sessions last 12 hours); sign in again"))
         var removed = Self.session
         removed.role = nil
@@ -47,7 +51,8 @@ import Testing
             }
         }
         // A read needs no token: the page's own images and listings.
-        #expect(DashboardAccess.verdict(on: .init(changesState: false, csrfToken: nil, originIsOwn: false), session: Self.session, now: 5_000)
+        #expect(
+            DashboardAccess.verdict(on: .init(changesState: false, csrfToken: nil, originIsOwn: false), session: Self.session, now: 5_000)
                 == .allowed(operatorName: "ana", role: .operator))
     }
 

@@ -20,8 +20,8 @@ import Testing
     /// nothing any more still owe the subscriber its "all gone".
     @Test func objectsLeftOutByNewSettings_areReportedGone() {
         var gate = DetectionReportGate()
-        let code = gate.shouldReport(objectCount: 1)        // the code, with the whole frame
-        let narrowed = gate.shouldReport(objectCount: 0)    // the region narrows: nothing found
+        let code = gate.shouldReport(objectCount: 1)  // the code, with the whole frame
+        let narrowed = gate.shouldReport(objectCount: 0)  // the region narrows: nothing found
         let after = gate.shouldReport(objectCount: 0)
         #expect(code && narrowed && !after, "the empty report says the code is gone, once")
         #expect(!gate.lastReportHadObjects)

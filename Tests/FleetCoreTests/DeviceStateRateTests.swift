@@ -4,8 +4,9 @@ import Testing
 /// The frame rate as the device's state governs it: the operator's rate, the pressure cap and
 /// drop recovery in one place, each step announced.
 @Suite struct DeviceStateRateTests {
-    let format = VideoFormat(pixelFormat: .yuyv, width: 640, height: 480,
-                             frameRateRanges: [60, 45, 30, 15, 10, 5].map { FrameRateRange(min: $0, max: $0) })
+    let format = VideoFormat(
+        pixelFormat: .yuyv, width: 640, height: 480,
+        frameRateRanges: [60, 45, 30, 15, 10, 5].map { FrameRateRange(min: $0, max: $0) })
     let now: Int64 = 1_750_000_000_000
     static func fps(_ rate: Double) -> FrameRateRange { FrameRateRange(min: rate, max: rate) }
     let serious = PressureReading(level: .serious, detail: "serious (cpu serious)")
@@ -34,14 +35,23 @@ import Testing
         var device = DeviceState()
         _ = device.handle(.pressurePolicyChanged(capAt15, pressure: .nominal, running: Self.fps(120), format: fast), at: now)
         let actions = device.handle(.pressureChanged(serious, running: Self.fps(120), format: fast), at: now)
-        #expect(actions == [.notify(.policyActed("pressure policy cannot lower the frame rate from 120 fps to 15 fps: the active format has no rate at or below it (serious (cpu serious))", atUnixMilliseconds: now))])
+        #expect(
+            actions == [
+                .notify(
+                    .policyActed(
+                        "pressure policy cannot lower the frame rate from 120 fps to 15 fps: the active format has no rate at or below it (serious (cpu serious))",
+                        atUnixMilliseconds: now))
+            ])
     }
 
     @Test func dropRecoveryUnderACap_stepsDownFromTheCap_andRestoresToTheCapNotAbove() {
         var device = DeviceState()
-        _ = device.handle(.pressurePolicyChanged(PressurePolicy(isEnabled: true, level: .serious, frameRate: 45), pressure: serious,
-                                                 running: Self.fps(60), format: format), at: now)
-        _ = device.handle(.dropRecoveryPolicyChanged(DropRecoveryPolicy(isEnabled: true, minimumFramesPerSecond: 5, quietIntervalsToRestore: 1)), at: now)
+        _ = device.handle(
+            .pressurePolicyChanged(
+                PressurePolicy(isEnabled: true, level: .serious, frameRate: 45), pressure: serious,
+                running: Self.fps(60), format: format), at: now)
+        _ = device.handle(
+            .dropRecoveryPolicyChanged(DropRecoveryPolicy(isEnabled: true, minimumFramesPerSecond: 5, quietIntervalsToRestore: 1)), at: now)
         _ = device.handle(.dropIntervalEnded(framesCaptured: 0, lateDrops: 0, running: Self.fps(45), format: format), at: now)
         let down = rateChange(device.handle(.dropIntervalEnded(framesCaptured: 40, lateDrops: 10, running: Self.fps(45), format: format), at: now))
         #expect(down?.range == Self.fps(30), "one step down from the cap's 45, not from the operator's 60")
@@ -52,8 +62,10 @@ import Testing
 
     @Test func dropRecoveryTurnedOffUnderACap_givesBackTheCapsRate_notTheOperators() {
         var device = DeviceState()
-        _ = device.handle(.pressurePolicyChanged(PressurePolicy(isEnabled: true, level: .serious, frameRate: 45), pressure: serious,
-                                                 running: Self.fps(60), format: format), at: now)
+        _ = device.handle(
+            .pressurePolicyChanged(
+                PressurePolicy(isEnabled: true, level: .serious, frameRate: 45), pressure: serious,
+                running: Self.fps(60), format: format), at: now)
         _ = device.handle(.dropRecoveryPolicyChanged(DropRecoveryPolicy(isEnabled: true)), at: now)
         _ = device.handle(.dropIntervalEnded(framesCaptured: 0, lateDrops: 0, running: Self.fps(45), format: format), at: now)
         _ = device.handle(.dropIntervalEnded(framesCaptured: 40, lateDrops: 10, running: Self.fps(45), format: format), at: now)
@@ -83,9 +95,11 @@ import Testing
     @Test func aFormatChangeThatCancelledAZoomRamp_isAnnounced_withTheRateStepAfterIt() {
         var device = DeviceState()
         let zoom = ZoomFormatChange(factorBefore: 1.4999, factor: 1.4999, cancelledRampTarget: 4, maximumFactor: 8)
-        #expect(device.handle(.formatChanged(rateBefore: Self.fps(15), running: Self.fps(15), pressure: .nominal, format: format, zoom: zoom), at: now)
-                    == [.notify(.zoomChanged(zoom, atUnixMilliseconds: now))])
-        let moved = device.handle(.formatChanged(rateBefore: Self.fps(15), running: Self.fps(10), pressure: .nominal, format: format, zoom: zoom), at: now)
+        #expect(
+            device.handle(.formatChanged(rateBefore: Self.fps(15), running: Self.fps(15), pressure: .nominal, format: format, zoom: zoom), at: now)
+                == [.notify(.zoomChanged(zoom, atUnixMilliseconds: now))])
+        let moved = device.handle(
+            .formatChanged(rateBefore: Self.fps(15), running: Self.fps(10), pressure: .nominal, format: format, zoom: zoom), at: now)
         #expect(moved.first == .notify(.zoomChanged(zoom, atUnixMilliseconds: now)))
         #expect(device.rates.requested == Self.fps(10))
     }
@@ -95,7 +109,8 @@ import Testing
         #expect(capped.announcement(failure: "EBUSY") == "pressure policy cannot set the frame rate to 15 fps: EBUSY (critical)")
         let lifted = RateChange(range: Self.fps(60), reason: .pressureLifted(reason: "pressure fell to fair"))
         #expect(lifted.announcement(failure: "EIO") == "pressure policy cannot restore the frame rate to 60 fps: EIO")
-        #expect(RateChange(range: Self.fps(30), reason: .dropRecoveryLowered(lateDrops: 9)).announcement(failure: "EBUSY") == nil,
-                "tried again next interval")
+        #expect(
+            RateChange(range: Self.fps(30), reason: .dropRecoveryLowered(lateDrops: 9)).announcement(failure: "EBUSY") == nil,
+            "tried again next interval")
     }
 }

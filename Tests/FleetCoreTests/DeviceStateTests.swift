@@ -24,11 +24,15 @@ import Testing
     }
 
     /// The next frame in sequence, captured at `fleetTime`.
-    mutating func frame(atFleet fleetTime: UInt64? = nil, pixelFormat: PixelFormat = .yuyv, outOfBuffers: UInt64 = 0,
-                        skipping: UInt64 = 0, drops: DropTally = DropTally()) -> DeviceState.FrameDecision {
+    mutating func frame(
+        atFleet fleetTime: UInt64? = nil, pixelFormat: PixelFormat = .yuyv, outOfBuffers: UInt64 = 0,
+        skipping: UInt64 = 0, drops: DropTally = DropTally()
+    ) -> DeviceState.FrameDecision {
         sequence += 1 + skipping
-        return device.frameCaptured(.init(sequence: sequence, outOfBufferDrops: outOfBuffers, fleetTime: fleetTime, deviceDrops: drops,
-                                          pixelFormat: pixelFormat, width: 640, height: 480))
+        return device.frameCaptured(
+            .init(
+                sequence: sequence, outOfBufferDrops: outOfBuffers, fleetTime: fleetTime, deviceDrops: drops,
+                pixelFormat: pixelFormat, width: 640, height: 480))
     }
 
     // MARK: Consent and takes
@@ -39,10 +43,11 @@ import Testing
 
         let actions = step(.consentChanged(.denied, deviceDrops: DropTally(late: 9, outOfBuffers: 2)))
 
-        #expect(actions == [
-            .realFrames(flowing: false),
-            .endTake(TakeEnd(takeID: "t1", drops: DropTally(late: 0, outOfBuffers: 2), reason: "consent denied", withholding: true)),
-        ])
+        #expect(
+            actions == [
+                .realFrames(flowing: false),
+                .endTake(TakeEnd(takeID: "t1", drops: DropTally(late: 0, outOfBuffers: 2), reason: "consent denied", withholding: true)),
+            ])
         #expect(device.take == nil && !device.realFramesFlowing && !device.isRecording)
         let next = frame(atFleet: 2_000)
         #expect(next.pixels == .black && next.recordedFor == nil, "the next frame is black and in no take")
@@ -69,8 +74,9 @@ import Testing
         #expect(frame(atFleet: 999).recordedFor == nil, "before the start")
         #expect(frame().recordedFor == nil, "without fleet time a frame cannot be placed in a take")
         #expect(frame(atFleet: 1_000).recordedFor?.takeID == "t1")
-        #expect(step(.takeStopAsked(takeID: "t1", stopFleet: 3_000, nowFleet: 2_000, cause: .stopped, deviceDrops: DropTally())).isEmpty,
-                "a stop in the future waits for its instant")
+        #expect(
+            step(.takeStopAsked(takeID: "t1", stopFleet: 3_000, nowFleet: 2_000, cause: .stopped, deviceDrops: DropTally())).isEmpty,
+            "a stop in the future waits for its instant")
         #expect(frame(atFleet: 2_500).recordedFor?.takeID == "t1")
         let last = frame(atFleet: 3_000)
         #expect(last.recordedFor == nil)
@@ -82,9 +88,10 @@ import Testing
         _ = step(.takeBegan(takeID: "t1", startFleet: 1_000, deviceDrops: DropTally()))
         _ = step(.takeStopAsked(takeID: "t1", stopFleet: 3_000, nowFleet: 2_000, cause: .stopped, deviceDrops: DropTally()))
         #expect(step(.takeStopDue(nowFleet: 2_999, deviceDrops: DropTally())).isEmpty)
-        #expect(step(.takeStopDue(nowFleet: 3_000, deviceDrops: DropTally())) == [
-            .endTake(TakeEnd(takeID: "t1", drops: DropTally(), reason: "stopped", withholding: false)),
-        ])
+        #expect(
+            step(.takeStopDue(nowFleet: 3_000, deviceDrops: DropTally())) == [
+                .endTake(TakeEnd(takeID: "t1", drops: DropTally(), reason: "stopped", withholding: false))
+            ])
     }
 
     @Test mutating func aTakesDrops_countFromItsStart_withHandOffDrops_andWithoutTheLivePathsLateDrops() {
@@ -98,8 +105,9 @@ import Testing
 
     @Test mutating func framesTheTakesEncoderCouldNotTake_countAsEncoderLate_notAsOutOfBuffers() {
         _ = step(.takeBegan(takeID: "t1", startFleet: 0, deviceDrops: DropTally()))
-        #expect(step(.takeHandoffDropped(takeID: "t1", reason: .encoderLate, count: 3)) == [.countTakeDrops(reason: .encoderLate, count: 3)],
-                "the device counts them as the take does")
+        #expect(
+            step(.takeHandoffDropped(takeID: "t1", reason: .encoderLate, count: 3)) == [.countTakeDrops(reason: .encoderLate, count: 3)],
+            "the device counts them as the take does")
         _ = step(.takeHandoffDropped(takeID: "t1", reason: .outOfBuffers, count: 1))
         #expect(frame(atFleet: 10).recordedFor?.drops == DropTally(outOfBuffers: 1, encoderLate: 3))
     }
@@ -116,8 +124,9 @@ import Testing
     @Test mutating func theSameTakeSaidAgainAtRegistration_keepsWhatIsUnderWay() {
         _ = step(.takeBegan(takeID: "t1", startFleet: 1_000, deviceDrops: DropTally()))
         _ = step(.takeHandoffDropped(takeID: "t1", reason: .outOfBuffers, count: 1))
-        #expect(step(.takeBegan(takeID: "t1", startFleet: 5_000, deviceDrops: DropTally(outOfBuffers: 7))) == [.beginTake(takeID: "t1")],
-                "the recording path hears of it again")
+        #expect(
+            step(.takeBegan(takeID: "t1", startFleet: 5_000, deviceDrops: DropTally(outOfBuffers: 7))) == [.beginTake(takeID: "t1")],
+            "the recording path hears of it again")
         #expect(device.take?.start == 1_000)
         #expect(frame(atFleet: 1_500).recordedFor?.drops == DropTally(outOfBuffers: 1))
     }
@@ -188,7 +197,8 @@ import Testing
     @Test mutating func aDeviceInterruption_stopsRealFramesAndIsReportedAtTheClocksTime_andItsEndToo() {
         _ = frame()
         let unplugged = Interruption(reason: .deviceDisconnected, message: "unplugged", sinceUnixMilliseconds: 1)
-        #expect(step(.deviceInterrupted(unplugged)) == [.realFrames(flowing: false), .notify(.interrupted(unplugged, atUnixMilliseconds: clock.now))])
+        #expect(
+            step(.deviceInterrupted(unplugged)) == [.realFrames(flowing: false), .notify(.interrupted(unplugged, atUnixMilliseconds: clock.now))])
         #expect(!device.isStreaming && device.isCapturing && !device.realFramesLeaving)
         clock.advance(milliseconds: 1_200)
         #expect(step(.deviceResumed) == [.notify(.resumed("capture resumed by itself", atUnixMilliseconds: clock.now))])

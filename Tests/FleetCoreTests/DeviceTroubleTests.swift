@@ -3,8 +3,9 @@ import Testing
 
 @Suite struct DeviceTroubleTests {
     func healthy() -> DeviceTrouble.Observation {
-        DeviceTrouble.Observation(online: true, streaming: true, interruption: nil, drops: DropTally(late: 4), previousDrops: DropTally(late: 4),
-                                  framesPerSecond: 29.9, activeFrameRate: 30, lastFrameAgeMilliseconds: 30, nodePressure: .fair)
+        DeviceTrouble.Observation(
+            online: true, streaming: true, interruption: nil, drops: DropTally(late: 4), previousDrops: DropTally(late: 4),
+            framesPerSecond: 29.9, activeFrameRate: 30, lastFrameAgeMilliseconds: 30, nodePressure: .fair)
     }
 
     @Test func aHealthyDeviceHasNoTrouble() {

@@ -29,7 +29,7 @@ import Testing
         var frames: UInt64 = 0, drops: UInt64 = 0
         for tick in 0..<30 {
             frames += 30
-            if tick % 5 == 0 { drops += 1 }   // well under 1 %
+            if tick % 5 == 0 { drops += 1 }  // well under 1 %
             let result = alarm.observe(frames: frames, drops: drops, at: UInt64(tick) * second)
             #expect(!result.fire)
             #expect(result.share < 0.05)

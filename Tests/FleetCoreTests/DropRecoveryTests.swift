@@ -2,8 +2,9 @@ import FleetCore
 import Testing
 
 @Suite struct DropRecoveryTests {
-    let format = VideoFormat(pixelFormat: .yuyv, width: 640, height: 480,
-                             frameRateRanges: [60, 30, 15, 10, 5].map { FrameRateRange(min: $0, max: $0) })
+    let format = VideoFormat(
+        pixelFormat: .yuyv, width: 640, height: 480,
+        frameRateRanges: [60, 30, 15, 10, 5].map { FrameRateRange(min: $0, max: $0) })
 
     @Test func dropRecovery_doesNothingUnlessEnabled() {
         var recovery = DropRecovery(policy: .off)

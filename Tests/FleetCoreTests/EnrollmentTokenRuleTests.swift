@@ -25,23 +25,28 @@ import Testing
         #expect(problem(uses: 50)?.description.contains("--name-prefix") == true, "the error says what to write instead")
     }
 
-    func decide(_ token: EnrollmentTokenFacts, asking: String = "", taken: [String: String] = [:], earlier: EarlierEnrollment? = nil,
-                now: Int64 = 10) -> EnrollmentTokenRule.Decision {
-        EnrollmentTokenRule.decide(token: token, nodeID: "me", nodeKey: "key", requestedName: asking, earlierUse: earlier,
-                                   nodeHasLiveKey: false, keyIsKnown: false, takenNames: taken, now: now)
+    func decide(
+        _ token: EnrollmentTokenFacts, asking: String = "", taken: [String: String] = [:], earlier: EarlierEnrollment? = nil,
+        now: Int64 = 10
+    ) -> EnrollmentTokenRule.Decision {
+        EnrollmentTokenRule.decide(
+            token: token, nodeID: "me", nodeKey: "key", requestedName: asking, earlierUse: earlier,
+            nodeHasLiveKey: false, keyIsKnown: false, takenNames: taken, now: now)
     }
 
     @Test func prefixToken_numbersFromTheNextFreeName_orTakesTheAgentsOwn() {
         let token = EnrollmentTokenFacts(naming: .prefix("cam-"), uses: 3, used: 1, expiresAt: 100, nextNumber: 2)
-        #expect(decide(token, taken: ["cam-2": "other", "cam-3": "me"]) == .admit(name: "cam-3", use: 2, nextNumber: 4),
-                "a name this node had is no other node's")
+        #expect(
+            decide(token, taken: ["cam-2": "other", "cam-3": "me"]) == .admit(name: "cam-3", use: 2, nextNumber: 4),
+            "a name this node had is no other node's")
         #expect(decide(token, asking: "stage-left") == .admit(name: "stage-left", use: 2, nextNumber: 2))
         #expect(decide(token, asking: "stage-left", taken: ["stage-left": "other"]) == .refuse(.nameTaken(name: "stage-left", nodeID: "other")))
     }
 
     @Test func refusals_revokedBeforeSpentBeforeExpired_andARepeatBeforeAll() {
-        var token = EnrollmentTokenFacts(naming: .fixed("booth"), uses: 1, used: 1, lastUseAt: 5, lastUseNodeID: "me", expiresAt: 8,
-                                         revokedAt: 7, revokedBy: "ana")
+        var token = EnrollmentTokenFacts(
+            naming: .fixed("booth"), uses: 1, used: 1, lastUseAt: 5, lastUseNodeID: "me", expiresAt: 8,
+            revokedAt: 7, revokedBy: "ana")
         let mine = EarlierEnrollment(nodeKey: "key", name: "booth", at: 5, keyIsLive: true)
         #expect(decide(token, earlier: mine) == .again(name: "booth"))
         #expect(decide(token) == .refuse(.revoked(at: 7, by: "ana")))

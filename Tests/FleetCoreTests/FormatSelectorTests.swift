@@ -3,7 +3,8 @@ import Testing
 
 @Suite struct FormatSelectorTests {
     static func format(_ w: Int, _ h: Int, _ pixel: PixelFormat, _ maxFPS: Double, binned: Bool = false) -> VideoFormat {
-        VideoFormat(pixelFormat: pixel, width: w, height: h, frameRateRanges: [FrameRateRange(min: binned ? maxFPS : 1, max: maxFPS)], isBinned: binned)
+        VideoFormat(
+            pixelFormat: pixel, width: w, height: h, frameRateRanges: [FrameRateRange(min: binned ? maxFPS : 1, max: maxFPS)], isBinned: binned)
     }
 
     let formats = [
@@ -44,8 +45,10 @@ import Testing
 
     @Test func aRateOutsideEveryMatchingFormat_isRefusedNamingTheirRanges() throws {
         let refusal = try #require(failure(.bestMatch(width: 3840, height: 2160, pixelFormat: .yuyv, framesPerSecond: 30)))
-        #expect(refusal.description == "the device cannot do 3840x2160 YUYV at 30 fps; its frame rate ranges there: 3840x2160 YUYV 1-15fps. See capfleet formats DEVICE",
-                "4K YUYV runs up to 15 fps: refused, not another size and not 15 fps")
+        #expect(
+            refusal.description
+                == "the device cannot do 3840x2160 YUYV at 30 fps; its frame rate ranges there: 3840x2160 YUYV 1-15fps. See capfleet formats DEVICE",
+            "4K YUYV runs up to 15 fps: refused, not another size and not 15 fps")
         let wrongPixel = try #require(failure(.bestMatch(width: 1280, height: 720, pixelFormat: .mjpeg, framesPerSecond: nil)))
         #expect(wrongPixel.description.contains("its formats at that size: 1280x720 YUYV 1-30fps; 1280x720 NV12 1-60fps"))
     }
@@ -54,10 +57,12 @@ import Testing
         let slow = Self.format(3840, 2160, .yuyv, 15), fast = Self.format(1280, 720, .nv12, 60)
         #expect(FormatSelector.frameRate(keeping: FrameRateRange(min: 60, max: 60), on: slow) == FrameRateRange(min: 15, max: 15))
         #expect(FormatSelector.frameRate(keeping: FrameRateRange(min: 10, max: 15), on: fast) == FrameRateRange(min: 10, max: 15))
-        #expect(FormatSelector.frameRate(keeping: FrameRateRange(min: 10, max: 60), on: slow) == FrameRateRange(min: 10, max: 15),
-                "the slowest rate stays where the new format runs it and is not above the rate")
-        #expect(FormatSelector.frameRate(keeping: FrameRateRange(min: 120, max: 120), on: fast) == FrameRateRange(min: 30, max: 30),
-                "the default is the highest rate up to 30 fps")
+        #expect(
+            FormatSelector.frameRate(keeping: FrameRateRange(min: 10, max: 60), on: slow) == FrameRateRange(min: 10, max: 15),
+            "the slowest rate stays where the new format runs it and is not above the rate")
+        #expect(
+            FormatSelector.frameRate(keeping: FrameRateRange(min: 120, max: 120), on: fast) == FrameRateRange(min: 30, max: 30),
+            "the default is the highest rate up to 30 fps")
     }
 
     func failure(_ request: FormatRequest) -> FormatRefusal? {

@@ -29,7 +29,8 @@ import Testing
         let old = Lease(deviceID: "cam-1", holder: "ana", expiresAt: minute)
         #expect(bo.result == .success(Lease(deviceID: "cam-1", holder: "bo", expiresAt: 2 * minute)))
         guard bo.actions.count == 3, case .remove(old, _, answered: false) = bo.actions[0], case .announce("cam-1", _) = bo.actions[1],
-              case .store(_, _, replacing: nil, _) = bo.actions[2] else {
+            case .store(_, _, replacing: nil, _) = bo.actions[2]
+        else {
             Issue.record("expected ana's removal, its announcement, then bo's lease: \(bo.actions)")
             return
         }
@@ -134,7 +135,8 @@ import Testing
         book.restore("cam-1", holder: "ana", expiresAt: 10_000, session: nil, now: 10_000)
         book.restore("cam-2", holder: "bo", expiresAt: 100_000, session: "s1", now: 10_000)
         #expect(book.lease(of: "cam-1", now: 10_000) == nil)
-        #expect(book.authorize("cam-2", by: "bo", now: 19_999) == .success(Lease(deviceID: "cam-2", holder: "bo", expiresAt: 100_000, sessionID: "s1")))
+        #expect(
+            book.authorize("cam-2", by: "bo", now: 19_999) == .success(Lease(deviceID: "cam-2", holder: "bo", expiresAt: 100_000, sessionID: "s1")))
         // The restored session has one default timeout to be heard from.
         let silent = book.tick(now: 10_000 + UInt64(LeaseBook.defaultSessionTimeoutMilliseconds))
         #expect(silent.contains(.announce(deviceID: "cam-2", message: "lease of bo released: operator session s1 went silent (disconnected)")))

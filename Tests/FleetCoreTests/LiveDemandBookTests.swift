@@ -7,7 +7,8 @@ import Testing
         #expect(book.handle(.located(deviceID: "cam-1", nodeID: "n1")).isEmpty, "nothing is wanted yet: nobody is told")
         _ = book.handle(.located(deviceID: "cam-2", nodeID: "n1"))
         let first = book.handle(.wanted(deviceID: "cam-1", by: .viewers))
-        #expect(first == [.flowWanted(deviceID: "cam-1", consumers: ["viewers"]), .announce(nodeID: "n1", deviceIDs: ["cam-1"], encodedDeviceIDs: [])])
+        #expect(
+            first == [.flowWanted(deviceID: "cam-1", consumers: ["viewers"]), .announce(nodeID: "n1", deviceIDs: ["cam-1"], encodedDeviceIDs: [])])
         let second = book.handle(.wanted(deviceID: "cam-2", by: .snapshot(7)))
         #expect(second.last == .announce(nodeID: "n1", deviceIDs: ["cam-1", "cam-2"], encodedDeviceIDs: []))
         // A second consumer of a flowing device changes nothing on the wire.
@@ -21,7 +22,8 @@ import Testing
         _ = book.handle(.wanted(deviceID: "cam-1", by: .viewers))
         _ = book.handle(.wanted(deviceID: "cam-1", by: .snapshot(1)))
         #expect(book.handle(.unwanted(deviceID: "cam-1", by: .viewers)).isEmpty, "the snapshot still waits")
-        #expect(book.handle(.unwanted(deviceID: "cam-1", by: .snapshot(1)))
+        #expect(
+            book.handle(.unwanted(deviceID: "cam-1", by: .snapshot(1)))
                 == [.flowUnwanted(deviceID: "cam-1"), .announce(nodeID: "n1", deviceIDs: [], encodedDeviceIDs: [])])
         #expect(book.consumerCount(of: "cam-1") == 0)
         // A consumer that was never there is nothing to stop.
@@ -31,13 +33,17 @@ import Testing
     @Test func viewersOfTheEncodedStream_wantPacketsAndNoRawFrame_andEachKindChangeIsAnnounced() {
         var book = LiveDemandBook()
         _ = book.handle(.located(deviceID: "cam-1", nodeID: "n1"))
-        #expect(book.handle(.wanted(deviceID: "cam-1", by: .encodedViewers))
-                == [.flowWanted(deviceID: "cam-1", consumers: ["viewers of the encoded stream"]),
-                    .announce(nodeID: "n1", deviceIDs: [], encodedDeviceIDs: ["cam-1"])])
+        #expect(
+            book.handle(.wanted(deviceID: "cam-1", by: .encodedViewers))
+                == [
+                    .flowWanted(deviceID: "cam-1", consumers: ["viewers of the encoded stream"]),
+                    .announce(nodeID: "n1", deviceIDs: [], encodedDeviceIDs: ["cam-1"]),
+                ])
         // A raw viewer joining changes what the node sends: it hears both sets.
         #expect(book.handle(.wanted(deviceID: "cam-1", by: .viewers)) == [.announce(nodeID: "n1", deviceIDs: ["cam-1"], encodedDeviceIDs: ["cam-1"])])
         #expect(book.handle(.wanted(deviceID: "cam-1", by: .snapshot(3))).isEmpty, "raw frames already flow")
-        #expect(book.handle(.unwanted(deviceID: "cam-1", by: .encodedViewers)) == [.announce(nodeID: "n1", deviceIDs: ["cam-1"], encodedDeviceIDs: [])])
+        #expect(
+            book.handle(.unwanted(deviceID: "cam-1", by: .encodedViewers)) == [.announce(nodeID: "n1", deviceIDs: ["cam-1"], encodedDeviceIDs: [])])
         #expect(book.handle(.renewalDue) == [.announce(nodeID: "n1", deviceIDs: ["cam-1"], encodedDeviceIDs: [])])
     }
 
@@ -64,8 +70,11 @@ import Testing
         var book = LiveDemandBook()
         _ = book.handle(.located(deviceID: "cam-1", nodeID: "n1"))
         _ = book.handle(.wanted(deviceID: "cam-1", by: .viewers))
-        #expect(book.handle(.located(deviceID: "cam-1", nodeID: "n2"))
-                == [.announce(nodeID: "n1", deviceIDs: [], encodedDeviceIDs: []), .announce(nodeID: "n2", deviceIDs: ["cam-1"], encodedDeviceIDs: [])])
+        #expect(
+            book.handle(.located(deviceID: "cam-1", nodeID: "n2"))
+                == [
+                    .announce(nodeID: "n1", deviceIDs: [], encodedDeviceIDs: []), .announce(nodeID: "n2", deviceIDs: ["cam-1"], encodedDeviceIDs: []),
+                ])
     }
 
     @Test func forgottenDevices_stopFlowing_andLeaveNoConsumers() {
@@ -84,7 +93,7 @@ import Testing
         var captures = AgentRunCaptures()
         captures.registered(agentInstance: "a")
         captures.report(CaptureTally(frames: 100, bytes: 1000))
-        captures.report(CaptureTally(frames: 90, bytes: 900))   // an older report arriving late
+        captures.report(CaptureTally(frames: 90, bytes: 900))  // an older report arriving late
         #expect(captures.total == CaptureTally(frames: 100, bytes: 1000))
         captures.registered(agentInstance: "a")
         #expect(captures.total == CaptureTally(frames: 100, bytes: 1000), "the same process re-registering is no new run")
@@ -95,8 +104,9 @@ import Testing
 
     @Test func countsStoredWithTheirRun_goOnAcrossACoordinatorRestart_withoutCountingTwice() {
         // What the coordinator stored before it restarted, while agent process "a" ran on.
-        var resumed = AgentRunCaptures(agentInstance: "a", earlierRuns: CaptureTally(frames: 1000, bytes: 10_000),
-                                       currentRun: CaptureTally(frames: 300, bytes: 3000))
+        var resumed = AgentRunCaptures(
+            agentInstance: "a", earlierRuns: CaptureTally(frames: 1000, bytes: 10_000),
+            currentRun: CaptureTally(frames: 300, bytes: 3000))
         resumed.registered(agentInstance: "a")
         resumed.report(CaptureTally(frames: 320, bytes: 3200))
         #expect(resumed.total == CaptureTally(frames: 1320, bytes: 13_200))

@@ -172,7 +172,8 @@ import Testing
         let whileOnline = book.beginRemoval(of: "n1")
         #expect(!whileOnline, "an online node is not removed")
         _ = book.tick(now: 4 * Self.second)
-        let registering = try #require(Self.ticket(book.hello(nodeID: "n1", agentInstance: "a", helloFingerprint: 7, routingID: [1], now: 4 * Self.second)))
+        let registering = try #require(
+            Self.ticket(book.hello(nodeID: "n1", agentInstance: "a", helloFingerprint: 7, routingID: [1], now: 4 * Self.second)))
         let whileRegistering = book.beginRemoval(of: "n1")
         #expect(!whileRegistering, "nor one whose HELLO is being stored")
         _ = book.endRegistration(registering)
@@ -180,8 +181,9 @@ import Testing
         let registerWhileRemoving = book.hello(nodeID: "n1", agentInstance: "a", helloFingerprint: 7, routingID: [1], now: 4 * Self.second)
         #expect(offline && registerWhileRemoving == .refuseWhileRemoving, "a node being removed cannot register")
         let failedRemoval = book.endRemoval(of: "n1", removed: false)
-        let registerAfterFailure = try #require(Self.ticket(book.hello(nodeID: "n1", agentInstance: "a", helloFingerprint: 7, routingID: [1], now: 4 * Self.second)),
-                                                "a removal that failed leaves the node as it was")
+        let registerAfterFailure = try #require(
+            Self.ticket(book.hello(nodeID: "n1", agentInstance: "a", helloFingerprint: 7, routingID: [1], now: 4 * Self.second)),
+            "a removal that failed leaves the node as it was")
         #expect(failedRemoval.isEmpty)
         _ = book.endRegistration(registerAfterFailure)
         let again = book.beginRemoval(of: "n1")
@@ -224,9 +226,11 @@ import Testing
 
     @Test func aBurstFromAnUnknownNode_drawsOneReregisterPerHeartbeatInterval() {
         var book = Self.book()
-        let asked = [book.shouldAskToRegister("n1", now: 0), book.shouldAskToRegister("n1", now: Self.second / 10),
-                     book.shouldAskToRegister("n1", now: Self.second / 2), book.shouldAskToRegister("n2", now: Self.second / 2),
-                     book.shouldAskToRegister("n1", now: Self.second)]
+        let asked = [
+            book.shouldAskToRegister("n1", now: 0), book.shouldAskToRegister("n1", now: Self.second / 10),
+            book.shouldAskToRegister("n1", now: Self.second / 2), book.shouldAskToRegister("n2", now: Self.second / 2),
+            book.shouldAskToRegister("n1", now: Self.second),
+        ]
         #expect(asked == [true, false, false, true, true], "each node is asked on its own, once per interval")
     }
 }

@@ -22,8 +22,16 @@ import Testing
             (PressureSample(diskFree: ["/spool": 0.03]), .diskSpace, .critical),
             (PressureSample(dropRate: 0.3), .dropRate, .critical),
             (PressureSample(sendQueueFill: 0.8), .sendQueue, .serious),
-            ({ var sample = PressureSample(); sample.detectionSkipRate = 0.3; return sample }(), .detection, .fair),
-            ({ var sample = PressureSample(); sample.detectionSkipRate = 1; return sample }(), .detection, .serious),
+            (
+                {
+                    var sample = PressureSample(); sample.detectionSkipRate = 0.3; return sample
+                }(), .detection, .fair
+            ),
+            (
+                {
+                    var sample = PressureSample(); sample.detectionSkipRate = 1; return sample
+                }(), .detection, .serious
+            ),
         ]
         for (sample, factor, level) in cases {
             var evaluator = PressureEvaluator()
@@ -82,7 +90,8 @@ import Testing
 
 @Suite struct PressureThresholdSettingsTests {
     @Test func settings_changeThresholds_andNeverRemovesALevel() throws {
-        let text = "pressure.cpu.fair = 5\npressure.cpu.hysteresis = 1\npressure.cpu.shutdown = never\npressure.thermal.serious = 85\npressure.samples_to_fall = 1\n"
+        let text =
+            "pressure.cpu.fair = 5\npressure.cpu.hysteresis = 1\npressure.cpu.shutdown = never\npressure.thermal.serious = 85\npressure.samples_to_fall = 1\n"
         let settings = try SettingsFile(text: text, path: "agent.conf", knownKeys: PressureThresholds.settingKeys)
         let thresholds = try PressureThresholds(settings: settings)
         #expect(thresholds.cpu.fair == 5 && thresholds.cpu.shutdown == nil && thresholds.thermal.serious == 85)
@@ -106,7 +115,8 @@ import Testing
         #expect(try PressureThresholds(settings: settings) == PressureThresholds())
         let memory: Int? = try settings.integer(AgentSettingKeys.recordSpoolMemory, environment: [:])
         let disk: Int64? = try settings.integer(AgentSettingKeys.recordSpoolDisk, environment: [:])
-        #expect(memory == AgentSettingKeys.defaultRecordSpoolMemoryMiB && disk == AgentSettingKeys.defaultRecordSpoolDiskMiB,
-                "deploy/agent.conf gives the spool's defaults")
+        #expect(
+            memory == AgentSettingKeys.defaultRecordSpoolMemoryMiB && disk == AgentSettingKeys.defaultRecordSpoolDiskMiB,
+            "deploy/agent.conf gives the spool's defaults")
     }
 }

@@ -43,7 +43,9 @@ struct PreviewCadenceTests {
     @Test func previewValidation_takesOnlySmallJPEGs() {
         var header = Capfleet_V1_FrameHeader()
         header.flags = UInt32(Capfleet_V1_FrameFlag.preview.rawValue)
-        header.layout = .with { $0.pixelFormat = "JPEG"; $0.width = 320; $0.height = 240 }
+        header.layout = .with {
+            $0.pixelFormat = "JPEG"; $0.width = 320; $0.height = 240
+        }
         #expect(header.isPreview)
         #expect(PreviewValidation.check(header: header, payloadBytes: 12_000) == nil)
         #expect(PreviewValidation.check(header: header, payloadBytes: 2 << 20) == .oversizedClaim)

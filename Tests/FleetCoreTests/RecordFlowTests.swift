@@ -140,8 +140,9 @@ import Testing
     @Test func theBudget_deletesOldestFirst_countingTheTakeInProgress() {
         #expect(RetentionPolicy(budgetBytes: 900).expired(Self.takes, now: 10 * Self.day) == ["oldest", "old"])
         #expect(RetentionPolicy(budgetBytes: 1_000).expired(Self.takes, now: 10 * Self.day) == ["oldest"])
-        #expect(RetentionPolicy(budgetBytes: 100).expired(Self.takes, now: 10 * Self.day) == ["oldest", "old", "recent"],
-                "never the take in progress, even over budget")
+        #expect(
+            RetentionPolicy(budgetBytes: 100).expired(Self.takes, now: 10 * Self.day) == ["oldest", "old", "recent"],
+            "never the take in progress, even over budget")
     }
 
     @Test func theAgeLimit_neverTouchesATakeInProgress() {

@@ -23,7 +23,8 @@ import Testing
     let keys = ["data_dir", "control_port"]
 
     @Test func settingsFile_readsKeysValuesAndComments() throws {
-        let file = try SettingsFile(text: "# comment\n data_dir = /var/lib/capfleet  # trailing\n\ncontrol_port=7700\n", path: "c.conf", knownKeys: keys)
+        let file = try SettingsFile(
+            text: "# comment\n data_dir = /var/lib/capfleet  # trailing\n\ncontrol_port=7700\n", path: "c.conf", knownKeys: keys)
         #expect(file.value("data_dir", environment: [:]) == "/var/lib/capfleet")
         #expect(try file.integer("control_port", environment: [:]) == UInt16(7700))
     }

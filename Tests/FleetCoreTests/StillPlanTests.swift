@@ -31,7 +31,10 @@ import Testing
     }
 
     @Test func anUnknownSize_isRefusedListingTheSizes_largestFirst() {
-        guard case let .failure(refusal) = StillPlan.plan(formats: Self.formats, activeIndex: 0, request: StillRequest(width: 800, height: 600), deviceID: "cam") else {
+        guard
+            case let .failure(refusal) = StillPlan.plan(
+                formats: Self.formats, activeIndex: 0, request: StillRequest(width: 800, height: 600), deviceID: "cam")
+        else {
             Issue.record("800x600 does not exist")
             return
         }

@@ -18,11 +18,13 @@ import Testing
     @Test func reserve_ordersEachAgentToRecord_withNoWriterOnTheCoordinator() throws {
         var book = TakeBook()
         let actions = try book.reserve(takeID: "t1", devices: [("cam-1", "node-a"), ("cam-2", "node-b")], startFleetNs: 1_000, store: .agent)
-        #expect(actions == [.order(cam1, nodeID: "node-a", .record(startFleetNs: 1_000)), .order(cam2, nodeID: "node-b", .record(startFleetNs: 1_000))])
+        #expect(
+            actions == [.order(cam1, nodeID: "node-a", .record(startFleetNs: 1_000)), .order(cam2, nodeID: "node-b", .record(startFleetNs: 1_000))])
         #expect(book.store(of: "t1") == .agent)
         let answered = book.agentsAnswered(takeID: "t1", refusals: [])
-        #expect(answered.contains(.write(.partRecording(cam1))) && answered.contains(.write(.partRecording(cam2))),
-                "an agent that took up its part records from the start: \(answered)")
+        #expect(
+            answered.contains(.write(.partRecording(cam1))) && answered.contains(.write(.partRecording(cam2))),
+            "an agent that took up its part records from the start: \(answered)")
     }
 
     @Test func stop_onlyOrdersTheAgents() throws {
@@ -38,7 +40,9 @@ import Testing
         var book = try recording()
         let actions = book.nodeWentSilent("node-a", nowFleetNs: 2_000)
         #expect(!actions.contains(.write(.partInterrupted(cam1))), "\(actions)")
-        #expect(actions.contains { if case let .indexEvent(part, kind, _, _) = $0 { part == cam1 && kind == "unreachable" } else { false } }, "\(actions)")
+        #expect(
+            actions.contains { if case let .indexEvent(part, kind, _, _) = $0 { part == cam1 && kind == "unreachable" } else { false } }, "\(actions)"
+        )
         // Back: the part is recording, and the take notes it was resumed.
         let back = book.report(.flowing, from: cam1, nowFleetNs: 3_000)
         #expect(back.contains(.write(.partRecording(cam1))))

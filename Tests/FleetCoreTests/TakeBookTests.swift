@@ -17,12 +17,13 @@ import Testing
     @Test func reserve_startsAWriterAndTellsTheAgentForEveryDevice() throws {
         var book = TakeBook()
         let actions = try book.reserve(takeID: "t1", devices: [("cam-1", "node-a"), ("cam-2", "node-b")], startFleetNs: 1_000)
-        #expect(actions == [
-            .startWriter(Part(takeID: "t1", deviceID: "cam-1"), nodeID: "node-a"),
-            .startWriter(Part(takeID: "t1", deviceID: "cam-2"), nodeID: "node-b"),
-            .order(Part(takeID: "t1", deviceID: "cam-1"), nodeID: "node-a", .record(startFleetNs: 1_000)),
-            .order(Part(takeID: "t1", deviceID: "cam-2"), nodeID: "node-b", .record(startFleetNs: 1_000)),
-        ])
+        #expect(
+            actions == [
+                .startWriter(Part(takeID: "t1", deviceID: "cam-1"), nodeID: "node-a"),
+                .startWriter(Part(takeID: "t1", deviceID: "cam-2"), nodeID: "node-b"),
+                .order(Part(takeID: "t1", deviceID: "cam-1"), nodeID: "node-a", .record(startFleetNs: 1_000)),
+                .order(Part(takeID: "t1", deviceID: "cam-2"), nodeID: "node-b", .record(startFleetNs: 1_000)),
+            ])
         #expect(book.phase(of: "t1") == .starting)
         #expect(book.take(recording: "cam-2") == "t1")
     }
@@ -85,8 +86,9 @@ import Testing
         let flowing = book.report(.flowing, from: Part(takeID: "t1", deviceID: "cam-2"), nowFleetNs: 4_000)
         #expect(flowing.contains(.note(Part(takeID: "t1", deviceID: "cam-2"), kind: "resumed", fleetNs: 4_000, fields: [:])))
         // Flowing again without an interruption notes nothing.
-        #expect(book.report(.flowing, from: Part(takeID: "t1", deviceID: "cam-2"), nowFleetNs: 4_100)
-            == [.write(.partRecording(Part(takeID: "t1", deviceID: "cam-2")))])
+        #expect(
+            book.report(.flowing, from: Part(takeID: "t1", deviceID: "cam-2"), nowFleetNs: 4_100)
+                == [.write(.partRecording(Part(takeID: "t1", deviceID: "cam-2")))])
     }
 
     @Test func consentWithdrawn_stopsThatDevicesPartNow_andTellsTheAgentToWithhold() {

@@ -22,16 +22,19 @@ import Testing
     /// A part like an endpoint: its work serves until its stop closes what it serves.
     func endpoint(_ name: String, journal: Journal) -> StoppingService {
         let (messages, source) = AsyncStream.makeStream(of: Int.self)
-        return StoppingService(name, run: {
-            for await _ in messages {}
-            journal.note("\(name) served its last")
-        }, stop: {
-            journal.note("\(name) stopping")
-            // A stop that takes a while: the part listed before it must wait for it.
-            for _ in 0..<10 { await Task.yield() }
-            source.finish()
-            journal.note("\(name) stopped")
-        })
+        return StoppingService(
+            name,
+            run: {
+                for await _ in messages {}
+                journal.note("\(name) served its last")
+            },
+            stop: {
+                journal.note("\(name) stopping")
+                // A stop that takes a while: the part listed before it must wait for it.
+                for _ in 0..<10 { await Task.yield() }
+                source.finish()
+                journal.note("\(name) stopped")
+            })
     }
 
     /// A part that only holds something to release.
@@ -45,8 +48,9 @@ import Testing
 
     func expectStoppedLastFirst(_ journal: Journal, _ names: [String]) {
         let stops = journal.entries.filter { entry in names.contains { entry == "\($0) stopping" || entry == "\($0) stopped" } }
-        #expect(stops == names.reversed().flatMap { ["\($0) stopping", "\($0) stopped"] },
-                "each part stops once the part listed after it has stopped: \(journal.entries)")
+        #expect(
+            stops == names.reversed().flatMap { ["\($0) stopping", "\($0) stopped"] },
+            "each part stops once the part listed after it has stopped: \(journal.entries)")
     }
 
     @Test func parts_stopInReverseOfTheirList_eachAfterTheNextHasEnded() async throws {
@@ -100,9 +104,11 @@ import Testing
             holder("recording light", journal: journal),
             holder("frame publisher", journal: journal),
             holder("cameras", journal: journal),
-            StoppingService("revocation watch", run: {
-                for await reason in revocations { throw Revoked(reason: reason) }
-            }, stop: {}),
+            StoppingService(
+                "revocation watch",
+                run: {
+                    for await reason in revocations { throw Revoked(reason: reason) }
+                }, stop: {}),
             holder("shutdown notice", journal: journal),
         ]
         let group = ServiceGroup.daemon(parts, logger: logger)

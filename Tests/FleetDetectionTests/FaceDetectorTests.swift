@@ -36,8 +36,9 @@ import Testing
 
     @Test func theSyntheticCameraDrawingThePortrait_showsTheFaceWhereItWasPlaced() throws {
         let overlay = SyntheticOverlay(image: try Self.portrait(), origin: NormalizedPoint(x: 0.45, y: 0.2), width: 0.45)
-        var renderer = TestPatternRenderer(format: VideoFormat(pixelFormat: .yuyv, width: 640, height: 480, frameRateRanges: [FrameRateRange(min: 1, max: 30)]),
-                                           overlays: [overlay])
+        var renderer = TestPatternRenderer(
+            format: VideoFormat(pixelFormat: .yuyv, width: 640, height: 480, frameRateRanges: [FrameRateRange(min: 1, max: 30)]),
+            overlays: [overlay])
         let frame = UnsafeMutableRawPointer.allocate(byteCount: renderer.frameBytes, alignment: 16)
         defer { frame.deallocate() }
         renderer.render(frameNumber: 7, zoom: 1, into: frame)

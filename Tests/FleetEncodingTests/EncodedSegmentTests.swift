@@ -1,8 +1,9 @@
 import FleetCore
-@testable import FleetEncoding
 import FleetRecording
 import Foundation
 import Testing
+
+@testable import FleetEncoding
 
 /// The agent's encoders into real Matroska segments, decoded back by Debian's ffmpeg the way
 /// a user's tools would read them.
@@ -25,7 +26,8 @@ final class EncodedSegmentTests {
             let slice = decoded.subdata(in: index * frame.count..<(index + 1) * frame.count)
             #expect(Array(slice) == frame, "frame \(index) is the captured one, bit for bit")
         }
-        let codec = try Tool.text("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries", "stream=codec_name,pix_fmt", "-of", "csv=p=0", path])
+        let codec = try Tool.text(
+            "/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries", "stream=codec_name,pix_fmt", "-of", "csv=p=0", path])
         #expect(codec.contains("ffv1,yuv422p"), "\(codec)")
     }
 
@@ -44,19 +46,26 @@ final class EncodedSegmentTests {
     func lossyCodecs_decodeEveryFrame_startWithAKeyFrame_andKeepTheAskedGOP(codec: VideoCodec) throws {
         let frames = (0..<20).map { MovingScene.yuyv(width: 128, height: 96, frame: $0) }
         let path = try record(frames, codec: codec, width: 128, height: 96, gop: 5)
-        let counted = try Tool.text("/usr/bin/ffprobe", ["-v", "error", "-count_frames", "-select_streams", "v", "-show_entries", "stream=codec_name,nb_read_frames",
-                                                         "-of", "csv=p=0", path])
+        let counted = try Tool.text(
+            "/usr/bin/ffprobe",
+            [
+                "-v", "error", "-count_frames", "-select_streams", "v", "-show_entries", "stream=codec_name,nb_read_frames",
+                "-of", "csv=p=0", path,
+            ])
         #expect(counted.trimmingCharacters(in: .whitespacesAndNewlines) == "\(codec == .h264 ? "h264" : "hevc"),20", "\(counted)")
-        let flags = try Tool.text("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries", "packet=flags", "-of", "csv=p=0", path])
-            .split(separator: "\n").map { $0.hasPrefix("K") }
+        let flags = try Tool.text(
+            "/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries", "packet=flags", "-of", "csv=p=0", path]
+        )
+        .split(separator: "\n").map { $0.hasPrefix("K") }
         #expect(flags.count == 20)
         #expect(flags.enumerated().filter(\.element).map(\.offset) == [0, 5, 10, 15], "a key frame every 5 frames: \(flags)")
     }
 
     @Test func aForcedKeyFrame_isOne() throws {
         let source = VideoEncoder.Source(pixelFormat: "YUYV", width: 64, height: 48, frameRate: 30)
-        let encoder = try VideoEncoder(choice: EncoderChoice.software(for: .h264)!, encoding: TakeEncoding(codec: .h264, gop: 100), source: source,
-                                       threads: 1, preset: "ultrafast")
+        let encoder = try VideoEncoder(
+            choice: EncoderChoice.software(for: .h264)!, encoding: TakeEncoding(codec: .h264, gop: 100), source: source,
+            threads: 1, preset: "ultrafast")
         var keys: [Int64] = []
         for index in 0..<10 {
             let frame = MovingScene.yuyv(width: 64, height: 48, frame: index)
@@ -73,11 +82,13 @@ final class EncodedSegmentTests {
     @Test func aFormatTheEncoderCannotTake_saysWhatToDo() {
         let source = VideoEncoder.Source(pixelFormat: "RGB3", width: 64, height: 48, frameRate: 30)
         #expect(throws: EncodingError.unsupportedSource(pixelFormat: "RGB3", codec: .ffv1)) {
-            _ = try VideoEncoder(choice: EncoderChoice.software(for: .ffv1)!, encoding: TakeEncoding(codec: .ffv1), source: source, threads: 1, preset: "ultrafast")
+            _ = try VideoEncoder(
+                choice: EncoderChoice.software(for: .ffv1)!, encoding: TakeEncoding(codec: .ffv1), source: source, threads: 1, preset: "ultrafast")
         }
         let odd = VideoEncoder.Source(pixelFormat: "YUYV", width: 63, height: 48, frameRate: 30)
         #expect(throws: EncodingError.unsupportedSize(width: 63, height: 48, codec: .h264)) {
-            _ = try VideoEncoder(choice: EncoderChoice.software(for: .h264)!, encoding: TakeEncoding(codec: .h264), source: odd, threads: 1, preset: "ultrafast")
+            _ = try VideoEncoder(
+                choice: EncoderChoice.software(for: .h264)!, encoding: TakeEncoding(codec: .h264), source: odd, threads: 1, preset: "ultrafast")
         }
     }
 
@@ -92,16 +103,23 @@ final class EncodedSegmentTests {
     }
 
     /// Encodes `frames` into one segment the way the agent's part writer does.
-    private func record(_ frames: [[UInt8]], codec: VideoCodec, width: Int, height: Int, pixelFormat: String = "YUYV", gop: Int = 0) throws -> String {
+    private func record(_ frames: [[UInt8]], codec: VideoCodec, width: Int, height: Int, pixelFormat: String = "YUYV", gop: Int = 0) throws -> String
+    {
         let source = VideoEncoder.Source(pixelFormat: pixelFormat, width: width, height: height, frameRate: 30)
-        let encoder = try VideoEncoder(choice: EncoderChoice.software(for: codec)!, encoding: TakeEncoding(codec: codec, gop: gop), source: source,
-                                       threads: 2, preset: "ultrafast")
+        let encoder = try VideoEncoder(
+            choice: EncoderChoice.software(for: codec)!, encoding: TakeEncoding(codec: codec, gop: gop), source: source,
+            threads: 2, preset: "ultrafast")
         let path = directory + "/\(codec.rawValue)-\(pixelFormat).mkv"
-        let writer = try MatroskaSegmentWriter(path: path, format: RecordedVideoFormat(pixelFormat: PixelFormat(codec.fourCC), width: width, height: height,
-                                                                                      frameRate: 30, codecConfig: encoder.codecConfig), title: "test")
+        let writer = try MatroskaSegmentWriter(
+            path: path,
+            format: RecordedVideoFormat(
+                pixelFormat: PixelFormat(codec.fourCC), width: width, height: height,
+                frameRate: 30, codecConfig: encoder.codecConfig), title: "test")
         var failure: Error?
         let write: (VideoEncoder.Packet) -> Void = { packet in
-            do { try writer.appendFrame(packet.bytes, at: UInt64(packet.frameIndex) * 33_333_333, duration: 33_333_333, keyframe: packet.isKeyFrame) } catch {
+            do {
+                try writer.appendFrame(packet.bytes, at: UInt64(packet.frameIndex) * 33_333_333, duration: 33_333_333, keyframe: packet.isKeyFrame)
+            } catch {
                 failure = error
             }
         }

@@ -1,4 +1,3 @@
-@testable import FleetHTTP
 import Foundation
 import Hummingbird
 import Logging
@@ -6,8 +5,10 @@ import NIOCore
 import Synchronization
 import Testing
 
+@testable import FleetHTTP
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @Suite struct LocalNetworkTests {
@@ -78,8 +79,10 @@ import Glibc
         router.post("/hook") { request, _ in
             let body = try await request.body.collect(upTo: 1 << 20)
             inbox?.requests.withLock {
-                $0.append(Received(method: "\(request.method)", path: request.uri.path, contentType: request.headers[.contentType],
-                                   body: Array(buffer: body)))
+                $0.append(
+                    Received(
+                        method: "\(request.method)", path: request.uri.path, contentType: request.headers[.contentType],
+                        body: Array(buffer: body)))
             }
             return Response(status: status)
         }
@@ -104,7 +107,9 @@ import Glibc
     @Test func webhookReportsTheReceiversRefusal() async throws {
         let server = try await Self.receiver(status: .internalServerError)
         let url = try LocalWebhookURL("http://127.0.0.1:\(server.port)/hook")
-        await #expect(throws: WebhookError.refused(url: url.description, status: 500)) { try await Self.onThread { try WebhookClient.post([], to: url) } }
+        await #expect(throws: WebhookError.refused(url: url.description, status: 500)) {
+            try await Self.onThread { try WebhookClient.post([], to: url) }
+        }
         let elsewhere = try LocalWebhookURL("http://127.0.0.1:\(server.port)/other")
         await #expect(throws: WebhookError.refused(url: elsewhere.description, status: 404)) {
             try await Self.onThread { try WebhookClient.post([], to: elsewhere) }
@@ -132,7 +137,9 @@ import Glibc
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && listen(listener, 4) == 0 && getsockname(listener, $0, &length) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, length) == 0 && listen(listener, 4) == 0 && getsockname(listener, $0, &length) == 0
+            }
         }
         #expect(bound)
         let url = try LocalWebhookURL("http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))/hook")

@@ -14,7 +14,9 @@ struct HostFixture {
     }
 
     func psi(_ resource: String, some: Double, full: Double = 0) throws {
-        try write("/proc/pressure/\(resource)", """
+        try write(
+            "/proc/pressure/\(resource)",
+            """
             some avg10=\(String(format: "%.2f", some)) avg60=1.00 avg300=0.50 total=123456
             full avg10=\(String(format: "%.2f", full)) avg60=0.00 avg300=0.00 total=0
 
@@ -51,10 +53,11 @@ struct HostFixture {
         #expect(sample.cpuStallPercent == 42.5)
         #expect(sample.memoryStallPercent == 3.25)
         #expect(sample.ioStallPercent == 0)
-        #expect(sample.thermal == [
-            ThermalReading(zone: "x86_pkg_temp", celsius: 71.5, passiveCelsius: 80, criticalCelsius: 100),
-            ThermalReading(zone: "acpitz", celsius: 40, passiveCelsius: 85, hotCelsius: 90),
-        ])
+        #expect(
+            sample.thermal == [
+                ThermalReading(zone: "x86_pkg_temp", celsius: 71.5, passiveCelsius: 80, criticalCelsius: 100),
+                ThermalReading(zone: "acpitz", celsius: 40, passiveCelsius: 85, hotCelsius: 90),
+            ])
         #expect(sample.batteryPercent == 17)
         #expect(sample.underVoltage && sample.throttled)
         let free = try #require(sample.diskFree[fixture.root])

@@ -1,6 +1,7 @@
 import CZlib
 import FleetCore
 import Testing
+
 @testable import FleetImaging
 
 /// JPEG through TurboJPEG and back, PNG through an independent reader (its own CRC-32 table,
@@ -10,8 +11,9 @@ struct CodecTests {
         var image = RGBImage(width: width, height: height, filledWith: .black)
         for y in stride(from: 0, to: height, by: block) {
             for x in stride(from: 0, to: width, by: block) {
-                image.fill(x: x, y: y, width: block, height: block,
-                           with: FrameConversionTests.palette[(x / block + 2 * (y / block)) % FrameConversionTests.palette.count])
+                image.fill(
+                    x: x, y: y, width: block, height: block,
+                    with: FrameConversionTests.palette[(x / block + 2 * (y / block)) % FrameConversionTests.palette.count])
             }
         }
         return image
@@ -42,8 +44,9 @@ struct CodecTests {
             try FrameRenderer().picture(of: RawFrame(bytes: bytes, pixelFormat: .mjpeg, width: 1280, height: 960), width: 320)
         }
         #expect(picture.width == 320 && picture.height == 240)
-        #expect(picture[8, 8].distance(to: image[32, 32]) <= 12 && picture[40, 24].distance(to: image[160, 96]) <= 12,
-                "\(picture[8, 8]) \(picture[40, 24])")
+        #expect(
+            picture[8, 8].distance(to: image[32, 32]) <= 12 && picture[40, 24].distance(to: image[160, 96]) <= 12,
+            "\(picture[8, 8]) \(picture[40, 24])")
     }
 
     @Test func blackJPEGOfTheFleet_decodesToBlack() throws {
@@ -113,8 +116,9 @@ struct CodecTests {
     @Test func contactSheet_placesOneTilePerCamera_inANearSquareGrid() {
         let red = RGBImage(width: 320, height: 180, filledWith: RGB(255, 0, 0))
         let tiles = (0..<5).map { index in
-            ContactSheet.Tile(title: "cam-\(index)", lines: ["node-a", "streaming authorized 15.0 fps"],
-                              picture: index == 4 ? nil : red)
+            ContactSheet.Tile(
+                title: "cam-\(index)", lines: ["node-a", "streaming authorized 15.0 fps"],
+                picture: index == 4 ? nil : red)
         }
         let sheet = ContactSheet(tiles: tiles)
         #expect(sheet.layout.columns == 3 && sheet.layout.rows == 2)

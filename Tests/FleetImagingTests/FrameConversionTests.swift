@@ -1,12 +1,15 @@
 import FleetCore
 import Testing
+
 @testable import FleetImaging
 
 /// A reference picture of flat 4x4 blocks (so 4:2:0 and 4:2:2 chroma loses nothing), written
 /// into every supported raw format by the BT.601 limited-range formulas, then converted back.
 struct FrameConversionTests {
-    static let palette: [RGB] = [RGB(255, 0, 0), RGB(0, 255, 0), RGB(0, 0, 255), RGB(255, 255, 255), RGB(0, 0, 0),
-                                 RGB(200, 120, 40), RGB(30, 180, 220), RGB(128, 128, 128)]
+    static let palette: [RGB] = [
+        RGB(255, 0, 0), RGB(0, 255, 0), RGB(0, 0, 255), RGB(255, 255, 255), RGB(0, 0, 0),
+        RGB(200, 120, 40), RGB(30, 180, 220), RGB(128, 128, 128),
+    ]
 
     static func reference(width: Int, height: Int) -> RGBImage {
         var image = RGBImage(width: width, height: height, filledWith: .black)
@@ -21,9 +24,11 @@ struct FrameConversionTests {
     static func yuv(_ c: RGB) -> (y: UInt8, u: UInt8, v: UInt8) {
         let r = Double(c.red), g = Double(c.green), b = Double(c.blue)
         func byte(_ value: Double) -> UInt8 { UInt8(max(0, min(255, value.rounded()))) }
-        return (byte(16 + (65.481 * r + 128.553 * g + 24.966 * b) / 255),
-                byte(128 + (-37.797 * r - 74.203 * g + 112 * b) / 255),
-                byte(128 + (112 * r - 93.786 * g - 18.214 * b) / 255))
+        return (
+            byte(16 + (65.481 * r + 128.553 * g + 24.966 * b) / 255),
+            byte(128 + (-37.797 * r - 74.203 * g + 112 * b) / 255),
+            byte(128 + (112 * r - 93.786 * g - 18.214 * b) / 255)
+        )
     }
 
     /// The reference picture in `fourCC`, as a camera would send it.
@@ -63,14 +68,15 @@ struct FrameConversionTests {
             for y in 0..<h { for x in 0..<w { out.append(image[x, y].green) } }
         default:
             // Packed RGB: the byte order of each pixel, X and A as 0xFF.
-            let order: [Character] = switch fourCC {
-            case "RGB3": ["R", "G", "B"]
-            case "BGR3": ["B", "G", "R"]
-            case "BGR4", "AR24", "XR24": ["B", "G", "R", "A"]
-            case "AB24", "XB24": ["R", "G", "B", "A"]
-            case "RGB4", "BA24", "BX24": ["A", "R", "G", "B"]
-            default: ["A", "B", "G", "R"]  // RA24, RX24
-            }
+            let order: [Character] =
+                switch fourCC {
+                case "RGB3": ["R", "G", "B"]
+                case "BGR3": ["B", "G", "R"]
+                case "BGR4", "AR24", "XR24": ["B", "G", "R", "A"]
+                case "AB24", "XB24": ["R", "G", "B", "A"]
+                case "RGB4", "BA24", "BX24": ["A", "R", "G", "B"]
+                default: ["A", "B", "G", "R"]  // RA24, RX24
+                }
             for y in 0..<h {
                 for x in 0..<w {
                     let c = image[x, y]
@@ -85,13 +91,16 @@ struct FrameConversionTests {
 
     static func convert(_ bytes: [UInt8], _ fourCC: String, _ w: Int, _ h: Int, to size: (Int, Int)? = nil) throws -> RGBImage {
         try bytes.withUnsafeBytes { raw in
-            try FrameConversion.rgb(from: RawFrame(bytes: raw, pixelFormat: PixelFormat(fourCC), width: w, height: h),
-                                    width: size?.0 ?? w, height: size?.1 ?? h)
+            try FrameConversion.rgb(
+                from: RawFrame(bytes: raw, pixelFormat: PixelFormat(fourCC), width: w, height: h),
+                width: size?.0 ?? w, height: size?.1 ?? h)
         }
     }
 
-    @Test(arguments: ["YUYV", "YVYU", "UYVY", "VYUY", "NV12", "NV21", "YU12", "YV12", "RGB3", "BGR3", "RGB4", "BGR4",
-                      "AR24", "XR24", "AB24", "XB24", "BA24", "BX24", "RA24", "RX24"])
+    @Test(arguments: [
+        "YUYV", "YVYU", "UYVY", "VYUY", "NV12", "NV21", "YU12", "YV12", "RGB3", "BGR3", "RGB4", "BGR4",
+        "AR24", "XR24", "AB24", "XB24", "BA24", "BX24", "RA24", "RX24",
+    ])
     func everySupportedFormat_convertsBackToTheColoursItWasMadeFrom(fourCC: String) throws {
         let reference = Self.reference(width: 64, height: 48)
         let bytes = Self.encode(reference, as: fourCC)
@@ -101,7 +110,8 @@ struct FrameConversionTests {
         var worst = 0
         for y in 0..<48 { for x in 0..<64 { worst = max(worst, picture[x, y].distance(to: reference[x, y])) } }
         // Limited-range YUV rounds each channel; RGB formats come back exact.
-        #expect(worst <= (fourCC.hasPrefix("R") || fourCC.hasPrefix("B") || fourCC.hasSuffix("24") ? 0 : 3), "\(fourCC): worst channel error \(worst)")
+        #expect(
+            worst <= (fourCC.hasPrefix("R") || fourCC.hasPrefix("B") || fourCC.hasSuffix("24") ? 0 : 3), "\(fourCC): worst channel error \(worst)")
     }
 
     @Test func grey_becomesEqualChannels() throws {

@@ -1,6 +1,7 @@
 import FleetCore
 import Foundation
 import Testing
+
 @testable import FleetImaging
 
 /// Deep grey frames: 16-bit PNG read back by an independent decoder (Python's zlib and
@@ -10,43 +11,43 @@ struct Grey16Tests {
     /// inflates the IDATs, undoes all five filters, and prints the header, the sBIT chunk
     /// (or -) and the samples.
     static let pythonReader = #"""
-    import struct, sys, zlib
-    data = sys.stdin.buffer.read()
-    assert data[:8] == b'\x89PNG\r\n\x1a\n', 'signature'
-    pos, chunks = 8, []
-    while pos < len(data):
-        length, kind = struct.unpack('>I4s', data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + length]
-        crc, = struct.unpack('>I', data[pos + 8 + length:pos + 12 + length])
-        assert crc == zlib.crc32(kind + body) & 0xffffffff, 'CRC of %r' % kind
-        chunks.append((kind.decode(), body))
-        pos += 12 + length
-    assert chunks[0][0] == 'IHDR' and chunks[-1][0] == 'IEND', [c[0] for c in chunks]
-    width, height, depth, colour, method, filtering, interlace = struct.unpack('>IIBBBBB', chunks[0][1])
-    sbit = [body[0] for kind, body in chunks if kind == 'sBIT']
-    raw = zlib.decompress(b''.join(body for kind, body in chunks if kind == 'IDAT'))
-    bpp, stride = 2, width * 2
-    assert len(raw) == height * (stride + 1), 'inflated size'
-    rows, previous = [], bytearray(stride)
-    for y in range(height):
-        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
-        for i in range(stride):
-            a = line[i - bpp] if i >= bpp else 0
-            b, c = previous[i], previous[i - bpp] if i >= bpp else 0
-            if kind == 1: line[i] = (line[i] + a) & 255
-            elif kind == 2: line[i] = (line[i] + b) & 255
-            elif kind == 3: line[i] = (line[i] + (a + b) // 2) & 255
-            elif kind == 4:
-                p = a + b - c
-                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-            else: assert kind == 0, 'filter %d' % kind
-        rows.append(line)
-        previous = line
-    samples = [v for line in rows for v in struct.unpack('>%dH' % width, bytes(line))]
-    print(width, height, depth, colour, interlace, sbit[0] if sbit else '-')
-    print(' '.join(map(str, samples)))
-    """#
+        import struct, sys, zlib
+        data = sys.stdin.buffer.read()
+        assert data[:8] == b'\x89PNG\r\n\x1a\n', 'signature'
+        pos, chunks = 8, []
+        while pos < len(data):
+            length, kind = struct.unpack('>I4s', data[pos:pos + 8])
+            body = data[pos + 8:pos + 8 + length]
+            crc, = struct.unpack('>I', data[pos + 8 + length:pos + 12 + length])
+            assert crc == zlib.crc32(kind + body) & 0xffffffff, 'CRC of %r' % kind
+            chunks.append((kind.decode(), body))
+            pos += 12 + length
+        assert chunks[0][0] == 'IHDR' and chunks[-1][0] == 'IEND', [c[0] for c in chunks]
+        width, height, depth, colour, method, filtering, interlace = struct.unpack('>IIBBBBB', chunks[0][1])
+        sbit = [body[0] for kind, body in chunks if kind == 'sBIT']
+        raw = zlib.decompress(b''.join(body for kind, body in chunks if kind == 'IDAT'))
+        bpp, stride = 2, width * 2
+        assert len(raw) == height * (stride + 1), 'inflated size'
+        rows, previous = [], bytearray(stride)
+        for y in range(height):
+            kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+            for i in range(stride):
+                a = line[i - bpp] if i >= bpp else 0
+                b, c = previous[i], previous[i - bpp] if i >= bpp else 0
+                if kind == 1: line[i] = (line[i] + a) & 255
+                elif kind == 2: line[i] = (line[i] + b) & 255
+                elif kind == 3: line[i] = (line[i] + (a + b) // 2) & 255
+                elif kind == 4:
+                    p = a + b - c
+                    pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                    line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+                else: assert kind == 0, 'filter %d' % kind
+            rows.append(line)
+            previous = line
+        samples = [v for line in rows for v in struct.unpack('>%dH' % width, bytes(line))]
+        print(width, height, depth, colour, interlace, sbit[0] if sbit else '-')
+        print(' '.join(map(str, samples)))
+        """#
 
     static func decodeWithPython(_ png: [UInt8]) throws -> (header: String, samples: [UInt16]) {
         let process = Process()
@@ -106,8 +107,9 @@ struct Grey16Tests {
     /// One row of four samples in a 16-bit grey format, converted at its own size.
     static func greys(_ fourCC: String, _ words: [UInt16]) throws -> [UInt8] {
         let picture = try Self.littleEndianBytes(words).withUnsafeBytes { bytes in
-            try FrameConversion.rgb(from: RawFrame(bytes: bytes, pixelFormat: PixelFormat(fourCC), width: words.count, height: 1),
-                                    width: words.count, height: 1)
+            try FrameConversion.rgb(
+                from: RawFrame(bytes: bytes, pixelFormat: PixelFormat(fourCC), width: words.count, height: 1),
+                width: words.count, height: 1)
         }
         #expect((0..<words.count).allSatisfy { picture[$0, 0].red == picture[$0, 0].green && picture[$0, 0].green == picture[$0, 0].blue })
         return (0..<words.count).map { picture[$0, 0].green }

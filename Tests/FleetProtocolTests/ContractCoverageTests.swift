@@ -66,9 +66,12 @@ import Testing
                     case .enumeration:
                         guard !field.name.hasSuffix("_UNSPECIFIED") else { continue }
                         // `FRAME_FLAG_UPSCALED`, or its short name (`UPSCALED`, "upscaled") beside its enum's.
-                        let short = field.name.hasPrefix(Self.upperSnake(declaration.name) + "_")
+                        let short =
+                            field.name.hasPrefix(Self.upperSnake(declaration.name) + "_")
                             ? String(field.name.dropFirst(Self.upperSnake(declaration.name).count + 1)) : field.name
-                        if !documents.contains(field.name) && documents.range(of: "\\b\(short)\\b", options: [.regularExpression, .caseInsensitive]) == nil {
+                        if !documents.contains(field.name)
+                            && documents.range(of: "\\b\(short)\\b", options: [.regularExpression, .caseInsensitive]) == nil
+                        {
                             missing.append("\(schema.file): \(declaration.name).\(field.name)")
                         }
                     }
@@ -83,7 +86,8 @@ import Testing
         let readme = try ContractDocuments.text("README.md")
         var missing: [String] = []
         for schema in try ProtoSchema.all() {
-            let row = try #require(readme.split(separator: "\n").first { $0.hasPrefix("| `\(schema.file)` |") }, "README has no row for \(schema.file)")
+            let row = try #require(
+                readme.split(separator: "\n").first { $0.hasPrefix("| `\(schema.file)` |") }, "README has no row for \(schema.file)")
             for declaration in schema.declarations where !declaration.nested && !row.contains("`\(declaration.name)`") {
                 missing.append("\(schema.file): \(declaration.name)")
             }
@@ -105,7 +109,8 @@ import Testing
     @Test func everyTelemetryTopic_isInTheTopicsTable_andPublishedUnderTheCodesPrefixes() throws {
         let proto = try String(contentsOf: ContractDocuments.folder.appendingPathComponent("telemetry.proto"), encoding: .utf8)
         let declared = Set(proto.matches(of: /Topic "(\w+\.)/).map { String($0.1) })
-        #expect(declared.isSubset(of: Set(TelemetryTopic.prefixes)), "telemetry.proto names \(declared), the code publishes \(TelemetryTopic.prefixes)")
+        #expect(
+            declared.isSubset(of: Set(TelemetryTopic.prefixes)), "telemetry.proto names \(declared), the code publishes \(TelemetryTopic.prefixes)")
         let rows = ContractDocuments.table(after: "## Topics", in: try ContractDocuments.text("telemetry.md"))
         let documented = Set(rows.compactMap { $0.first.flatMap { $0.split(separator: "<").first.map { String($0.dropFirst()) } } })
         #expect(documented == Set(TelemetryTopic.prefixes), "telemetry.md, \"Topics\": \(documented.sorted()) against \(TelemetryTopic.prefixes)")
@@ -139,7 +144,8 @@ import Testing
                 wrong.append("\(field.name): the table says \(coordinator) s, the code \(OperatorReplyTime.coordinatorWaitSeconds(for: body)) s")
             }
             if let client = seconds(row[2]), client != OperatorReplyTime.clientTimeoutSeconds(for: body) {
-                wrong.append("\(field.name): a client waits \(client) s by the table, \(OperatorReplyTime.clientTimeoutSeconds(for: body)) s by the code")
+                wrong.append(
+                    "\(field.name): a client waits \(client) s by the table, \(OperatorReplyTime.clientTimeoutSeconds(for: body)) s by the code")
             }
         }
         #expect(wrong.isEmpty, "operator.md, \"Time limits\": \(wrong.joined(separator: "; "))")
@@ -160,7 +166,8 @@ import Testing
         let tables = ContractDocuments.table(after: "## Counters", in: document) + ContractDocuments.table(after: "## Gauges", in: document)
         let documented = Set(tables.compactMap { $0.first?.trimmingCharacters(in: CharacterSet(charactersIn: "`")) })
         #expect(registered.subtracting(documented).isEmpty, "metrics.md does not list \(registered.subtracting(documented).sorted())")
-        #expect(documented.subtracting(registered).isEmpty, "metrics.md lists metrics nothing registers: \(documented.subtracting(registered).sorted())")
+        #expect(
+            documented.subtracting(registered).isEmpty, "metrics.md lists metrics nothing registers: \(documented.subtracting(registered).sorted())")
     }
 
     static func upperSnake(_ camel: String) -> String {

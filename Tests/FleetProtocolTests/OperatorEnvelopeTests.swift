@@ -4,7 +4,7 @@ import Testing
 /// A REQ socket's empty delimiter is read as an envelope and given back with the reply;
 /// anything else keeps the one-part framing a DEALER uses.
 @Suite struct OperatorEnvelopeTests {
-    let request: [UInt8] = [0x08, 0x07]   // OperatorRequest{request_id: 7}
+    let request: [UInt8] = [0x08, 0x07]  // OperatorRequest{request_id: 7}
 
     @Test func aDealersOnePartRequest_isAnsweredWithoutAnEnvelope() {
         let opened = OperatorFraming.open([request])

@@ -29,13 +29,16 @@ struct ProtoSchema {
         let code = text.split(separator: "\n", omittingEmptySubsequences: false)
             .map { line in line.range(of: "//").map { String(line[..<$0.lowerBound]) } ?? String(line) }
             .joined(separator: "\n")
-        let token = /(?<open>(?<kind>message|enum)\s+(?<name>\w+)\s*\{)|(?<block>\b(?:oneof\s+\w+|reserved[^;{]*)\s*\{)|(?<brace>[{}])|(?<field>(?<fieldName>\w+)\s*=\s*(?<number>\d+)\s*[;\[])/
+        let token =
+            /(?<open>(?<kind>message|enum)\s+(?<name>\w+)\s*\{)|(?<block>\b(?:oneof\s+\w+|reserved[^;{]*)\s*\{)|(?<brace>[{}])|(?<field>(?<fieldName>\w+)\s*=\s*(?<number>\d+)\s*[;\[])/
         // Which declaration each open brace belongs to (nil: a oneof or other block).
         var stack: [Int?] = []
         for match in code.matches(of: token) {
             if match.output.open != nil, let kind = match.output.kind, let name = match.output.name {
-                declarations.append(Declaration(kind: kind == "message" ? .message : .enumeration, name: String(name),
-                                                nested: stack.contains { $0 != nil }))
+                declarations.append(
+                    Declaration(
+                        kind: kind == "message" ? .message : .enumeration, name: String(name),
+                        nested: stack.contains { $0 != nil }))
                 stack.append(declarations.count - 1)
             } else if match.output.block != nil {
                 stack.append(nil)
@@ -91,8 +94,9 @@ enum ContractDocuments {
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             if trimmed.hasPrefix("|") {
                 inTable = true
-                rows.append(trimmed.split(separator: "|", omittingEmptySubsequences: false).dropFirst().dropLast()
-                    .map { $0.trimmingCharacters(in: .whitespaces) })
+                rows.append(
+                    trimmed.split(separator: "|", omittingEmptySubsequences: false).dropFirst().dropLast()
+                        .map { $0.trimmingCharacters(in: .whitespaces) })
             } else if inTable {
                 break
             }

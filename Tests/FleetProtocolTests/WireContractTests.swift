@@ -18,11 +18,15 @@ import Testing
             $0.sequence = 42
             $0.captureMonotonicNs = 1_000_000_000
             $0.fleetTimeNs = 5
-            $0.layout = .with { $0.pixelFormat = "YUYV"; $0.width = 640; $0.height = 480; $0.bytesPerLine = 1280 }
+            $0.layout = .with {
+                $0.pixelFormat = "YUYV"; $0.width = 640; $0.height = 480; $0.bytesPerLine = 1280
+            }
             $0.payloadSize = 614_400
             $0.flags = UInt32(Capfleet_V1_FrameFlag.synthetic.rawValue | Capfleet_V1_FrameFlag.recording.rawValue)
             $0.consent = .authorized
-            $0.drops = .with { $0.late = 2; $0.outOfBuffers = 1; $0.discontinuity = 3 }
+            $0.drops = .with {
+                $0.late = 2; $0.outOfBuffers = 1; $0.discontinuity = 3
+            }
         }
         let bytes: [UInt8] = try header.serializedBytes()
         #expect(try Capfleet_V1_FrameHeader(serializedBytes: bytes) == header)

@@ -36,7 +36,11 @@ import Testing
         #expect(header.deviceID == "syn-7f3a-1")
         #expect(header.sequence == 42)
         #expect(header.captureMonotonicNs == 1_000_000_000)
-        #expect(header.layout == .with { $0.pixelFormat = "YUYV"; $0.width = 640; $0.height = 480; $0.bytesPerLine = 1280 })
+        #expect(
+            header.layout
+                == .with {
+                    $0.pixelFormat = "YUYV"; $0.width = 640; $0.height = 480; $0.bytesPerLine = 1280
+                })
         #expect(header.payloadSize == 614_400)
         #expect(header.flags == UInt32(Capfleet_V1_FrameFlag.synthetic.rawValue))
         #expect(header.consent == .notDetermined)
@@ -77,7 +81,12 @@ import Testing
         let bytes = try Self.example("PressureReport", in: "telemetry.md")
         let report = try Capfleet_V1_PressureReport(serializedBytes: bytes)
         #expect(report.nodeID == "node-7f3a" && report.level == .serious)
-        #expect(report.factors == [.with { $0.factor = "cpu"; $0.level = .serious }])
+        #expect(
+            report.factors == [
+                .with {
+                    $0.factor = "cpu"; $0.level = .serious
+                }
+            ])
         #expect(report.hasCpuStallPercent && report.cpuStallPercent == 45)
         #expect(!report.hasMemoryStallPercent, "an absent reading stays absent")
         #expect(try report.serializedBytes() == bytes)

@@ -17,29 +17,35 @@ final class DeviceTakeRecorderTests {
         let start: UInt64 = 1_795_000_000_000_000_000
         let takeDirectory = directory + "/take-1"
         try FileManager.default.createDirectory(atPath: takeDirectory, withIntermediateDirectories: true)
-        try await store.createTake(TakeRecord(id: "take-1", name: "scene", startFleetNs: start, directory: takeDirectory, createdAt: 1, createdBy: "operator:ana"),
-                                   devices: [TakeDeviceRecord(takeId: "take-1", deviceId: "cam-a", nodeId: "node-1")],
-                                   audit: AuditEntry(at: 1, actor: "operator:ana", action: "record.start", target: "take-1", outcome: "ok"))
+        try await store.createTake(
+            TakeRecord(id: "take-1", name: "scene", startFleetNs: start, directory: takeDirectory, createdAt: 1, createdBy: "operator:ana"),
+            devices: [TakeDeviceRecord(takeId: "take-1", deviceId: "cam-a", nodeId: "node-1")],
+            audit: AuditEntry(at: 1, actor: "operator:ana", action: "record.start", target: "take-1", outcome: "ok"))
 
         let interval: UInt64 = 33_333_333
         let wide = RecordedVideoFormat(pixelFormat: .yuyv, width: 64, height: 48, frameRate: 30)
         let narrow = RecordedVideoFormat(pixelFormat: .yuyv, width: 32, height: 48, frameRate: 30)
         let ledger: TakeFrameLedger = try await onOwnThread {
-            let recorder = DeviceTakeRecorder(takeID: "take-1", deviceID: "cam-a", title: "scene, cam-a", directory: takeDirectory, start: start,
-                                              segmentLength: 1_000_000_000, index: StoreSegmentIndex(store: store, clock: { 5 }))
+            let recorder = DeviceTakeRecorder(
+                takeID: "take-1", deviceID: "cam-a", title: "scene, cam-a", directory: takeDirectory, start: start,
+                segmentLength: 1_000_000_000, index: StoreSegmentIndex(store: store, clock: { 5 }))
             try recorder.note(#"{"kind":"consent","state":"authorized"}"#, at: start - 1_000_000)
             var drops = DropTally()
             // Frames from three intervals before the start, the sequence running on.
             for index in -3..<90 {
                 let sequence = UInt64(index + 100)
-                if sequence == 120 || sequence == 121 { continue }       // lost on the device…
-                if sequence == 122 { drops.outOfBuffers += 1 }          // …one of them reported
+                if sequence == 120 || sequence == 121 { continue }  // lost on the device…
+                if sequence == 122 { drops.outOfBuffers += 1 }  // …one of them reported
                 let format = index >= 50 ? narrow : wide
                 let frame = [UInt8](repeating: UInt8(truncatingIfNeeded: index), count: format.width * format.height * 2)
                 let fleetTime = UInt64(Int64(start) + Int64(index) * Int64(interval) + 700_000)
-                try frame.withUnsafeBytes { _ = try recorder.record($0, sequence: sequence, fleetTime: fleetTime, format: format, cumulativeDrops: drops) }
+                try frame.withUnsafeBytes {
+                    _ = try recorder.record($0, sequence: sequence, fleetTime: fleetTime, format: format, cumulativeDrops: drops)
+                }
                 if index == 40 {
-                    try frame.withUnsafeBytes { _ = try recorder.record($0, sequence: sequence, fleetTime: fleetTime, format: format, cumulativeDrops: drops) }
+                    try frame.withUnsafeBytes {
+                        _ = try recorder.record($0, sequence: sequence, fleetTime: fleetTime, format: format, cumulativeDrops: drops)
+                    }
                     try recorder.note(#"{"kind":"zoom","factor":2}"#, at: fleetTime)
                 }
                 if index == 70 { recorder.stop(at: start + 2_500_000_000) }
@@ -63,14 +69,20 @@ final class DeviceTakeRecorderTests {
             let size = try FileManager.default.attributesOfItem(atPath: segment.path)[.size] as? Int64
             #expect(size == segment.sizeBytes)
             #expect(try SegmentDigest.sha256(ofFile: segment.path) == segment.sha256)
-            let counted = try MatroskaSegmentWriterTests.probe(["-count_frames", "-select_streams", "v", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", segment.path])
+            let counted = try MatroskaSegmentWriterTests.probe([
+                "-count_frames", "-select_streams", "v", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", segment.path,
+            ])
             #expect(Int64(counted.trimmingCharacters(in: .whitespacesAndNewlines)) == segment.frames, "\(segment.path)")
         }
         // The files count from the take's start: segment 2 starts at frame 30, 1.0007 s in.
-        let firstOfSecond = try MatroskaSegmentWriterTests.probe(["-select_streams", "v", "-show_entries", "packet=pts_time", "-of", "csv=p=0", segments[1].path])
-            .split(separator: "\n").first.flatMap { Double($0) }
+        let firstOfSecond = try MatroskaSegmentWriterTests.probe([
+            "-select_streams", "v", "-show_entries", "packet=pts_time", "-of", "csv=p=0", segments[1].path,
+        ])
+        .split(separator: "\n").first.flatMap { Double($0) }
         #expect(firstOfSecond.map { abs($0 - 1.001) <= 0.0005 + 1e-9 } == true, "\(String(describing: firstOfSecond))")
-        let metadata = try MatroskaSegmentWriterTests.probe(["-select_streams", "s", "-show_entries", "packet=pts_time", "-of", "csv=p=0", segments[0].path])
+        let metadata = try MatroskaSegmentWriterTests.probe([
+            "-select_streams", "s", "-show_entries", "packet=pts_time", "-of", "csv=p=0", segments[0].path,
+        ])
         // The consent entry noted before the first frame, and sequence markers before the first
         // frame and after the gap.
         #expect(metadata.split(separator: "\n").count == 3, "\(metadata)")
@@ -114,14 +126,18 @@ final class DeviceTakeRecorderChecksumTests {
     func record(into index: SlowIndex, hasher: SegmentHasher) async throws -> Result<Void, RecordingError> {
         let directory = scratch.path
         return try await onOwnThread {
-            let recorder = DeviceTakeRecorder(takeID: "take-1", deviceID: "cam-a", title: "scene, cam-a", directory: directory, start: 0,
-                                              segmentLength: 1_000_000_000, index: index)
+            let recorder = DeviceTakeRecorder(
+                takeID: "take-1", deviceID: "cam-a", title: "scene, cam-a", directory: directory, start: 0,
+                segmentLength: 1_000_000_000, index: index)
             recorder.hasher = hasher
             let format = RecordedVideoFormat(pixelFormat: .yuyv, width: 32, height: 16, frameRate: 10)
             let frame = [UInt8](repeating: 7, count: 32 * 16 * 2)
             for index in 0..<20 {
-                try frame.withUnsafeBytes { _ = try recorder.record($0, sequence: UInt64(index), fleetTime: UInt64(index) * 100_000_000 + 1,
-                                                                    format: format, cumulativeDrops: DropTally()) }
+                try frame.withUnsafeBytes {
+                    _ = try recorder.record(
+                        $0, sequence: UInt64(index), fleetTime: UInt64(index) * 100_000_000 + 1,
+                        format: format, cumulativeDrops: DropTally())
+                }
             }
             try recorder.finish()
             return Result { () throws(RecordingError) in try recorder.waitForChecksums() }

@@ -47,7 +47,8 @@ final class MatroskaSegmentWriterTests {
     /// still go strictly forward, so ffmpeg copies every frame to a raw stream without an error.
     @Test func framesWithinOneMillisecondOrGoingBack_areStoredStrictlyIncreasing() throws {
         let path = directory + "/burst.mkv"
-        let writer = try MatroskaSegmentWriter(path: path, format: RecordedVideoFormat(pixelFormat: .yuyv, width: 16, height: 16, frameRate: 15), title: "burst")
+        let writer = try MatroskaSegmentWriter(
+            path: path, format: RecordedVideoFormat(pixelFormat: .yuyv, width: 16, height: 16, frameRate: 15), title: "burst")
         let frame = [UInt8](repeating: 0x80, count: 16 * 16 * 2)
         for at: UInt64 in [0, 66_000_000, 66_200_000, 66_400_000, 40_000_000, 133_000_000] {
             try frame.withUnsafeBytes { try writer.appendFrame($0, at: at, duration: 66_666_667) }
@@ -56,7 +57,12 @@ final class MatroskaSegmentWriterTests {
         let packets = try Self.probe(["-select_streams", "v", "-show_entries", "packet=pts", "-of", "csv=p=0", path])
             .split(separator: "\n").compactMap { Int($0) }
         #expect(packets == [0, 66, 67, 68, 69, 133], "\(packets)")
-        let copied = try Self.run("/usr/bin/ffmpeg", ["-v", "error", "-i", path, "-map", "0:v", "-fps_mode", "passthrough", "-enc_time_base", "-1", "-f", "rawvideo", "-y", directory + "/burst.yuv"])
+        let copied = try Self.run(
+            "/usr/bin/ffmpeg",
+            [
+                "-v", "error", "-i", path, "-map", "0:v", "-fps_mode", "passthrough", "-enc_time_base", "-1", "-f", "rawvideo", "-y",
+                directory + "/burst.yuv",
+            ])
         #expect(copied.isEmpty, "\(copied)")
         let size = try FileManager.default.attributesOfItem(atPath: directory + "/burst.yuv")[.size] as? Int
         #expect(size == 6 * frame.count)
@@ -66,7 +72,8 @@ final class MatroskaSegmentWriterTests {
     /// its frame's time, and the notes track keeps its entries where they happened.
     @Test func detectionsWrittenAfterLaterFrames_sitAtTheirFramesTimes_onTheirOwnTrack() throws {
         let path = directory + "/detections.mkv"
-        let writer = try MatroskaSegmentWriter(path: path, format: RecordedVideoFormat(pixelFormat: .yuyv, width: 16, height: 16, frameRate: 10), title: "detections")
+        let writer = try MatroskaSegmentWriter(
+            path: path, format: RecordedVideoFormat(pixelFormat: .yuyv, width: 16, height: 16, frameRate: 10), title: "detections")
         let frame = [UInt8](repeating: 0x80, count: 16 * 16 * 2)
         for index in 0..<20 {
             let at = UInt64(index) * 100_000_000
@@ -90,7 +97,8 @@ final class MatroskaSegmentWriterTests {
 
     @Test func theChecksum_isTheFilesSHA256() throws {
         let path = directory + "/nv12.mkv"
-        let writer = try MatroskaSegmentWriter(path: path, format: RecordedVideoFormat(pixelFormat: .nv12, width: 32, height: 32, frameRate: 0), title: "nv12")
+        let writer = try MatroskaSegmentWriter(
+            path: path, format: RecordedVideoFormat(pixelFormat: .nv12, width: 32, height: 32, frameRate: 0), title: "nv12")
         let frame = [UInt8](repeating: 16, count: 32 * 32 * 3 / 2)
         for index in 0..<5 { try frame.withUnsafeBytes { try writer.appendFrame($0, at: UInt64(index) * 40_000_000, duration: 40_000_000) } }
         try writer.finish()
@@ -102,16 +110,21 @@ final class MatroskaSegmentWriterTests {
     @Test func mjpegFrames_areStoredAsTheyCame() throws {
         let path = directory + "/mjpeg.mkv"
         let jpeg = BlackJPEG.encode(width: 64, height: 48)
-        let writer = try MatroskaSegmentWriter(path: path, format: RecordedVideoFormat(pixelFormat: .mjpeg, width: 64, height: 48, frameRate: 15), title: "mjpeg")
+        let writer = try MatroskaSegmentWriter(
+            path: path, format: RecordedVideoFormat(pixelFormat: .mjpeg, width: 64, height: 48, frameRate: 15), title: "mjpeg")
         for index in 0..<15 { try jpeg.withUnsafeBytes { try writer.appendFrame($0, at: UInt64(index) * 66_666_667, duration: 66_666_667) } }
         try writer.finish()
-        let decoded = try Self.probe(["-count_frames", "-select_streams", "v", "-show_entries", "stream=codec_name,nb_read_frames", "-of", "csv=p=0", path])
+        let decoded = try Self.probe([
+            "-count_frames", "-select_streams", "v", "-show_entries", "stream=codec_name,nb_read_frames", "-of", "csv=p=0", path,
+        ])
         #expect(decoded.trimmingCharacters(in: .whitespacesAndNewlines) == "mjpeg,15", "every JPEG decodes: \(decoded)")
     }
 
     @Test func aFormatTheFleetCannotRecord_saysWhichItCan() {
         #expect {
-            _ = try MatroskaSegmentWriter(path: directory + "/x.mkv", format: RecordedVideoFormat(pixelFormat: PixelFormat("Y10"), width: 8, height: 8, frameRate: 1), title: "x")
+            _ = try MatroskaSegmentWriter(
+                path: directory + "/x.mkv", format: RecordedVideoFormat(pixelFormat: PixelFormat("Y10"), width: 8, height: 8, frameRate: 1),
+                title: "x")
         } throws: { error in
             "\(error)".contains("cannot record Y10") && "\(error)".contains("YUYV")
         }
@@ -119,7 +132,8 @@ final class MatroskaSegmentWriterTests {
 
     @Test func anUnwritableDirectory_isAClearError() {
         #expect {
-            _ = try MatroskaSegmentWriter(path: directory + "/missing/x.mkv", format: RecordedVideoFormat(pixelFormat: .yuyv, width: 8, height: 8, frameRate: 1), title: "x")
+            _ = try MatroskaSegmentWriter(
+                path: directory + "/missing/x.mkv", format: RecordedVideoFormat(pixelFormat: .yuyv, width: 8, height: 8, frameRate: 1), title: "x")
         } throws: { error in
             "\(error)".contains("cannot create") && "\(error)".contains("No such file or directory")
         }
@@ -140,7 +154,9 @@ final class MatroskaSegmentWriterTests {
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         let text = String(decoding: data, as: UTF8.self)
-        guard process.terminationStatus == 0 else { throw ToolFailure(description: "\(executable) \(arguments.joined(separator: " ")) failed: \(text)") }
+        guard process.terminationStatus == 0 else {
+            throw ToolFailure(description: "\(executable) \(arguments.joined(separator: " ")) failed: \(text)")
+        }
         return text
     }
 }

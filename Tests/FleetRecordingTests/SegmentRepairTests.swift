@@ -16,7 +16,8 @@ final class SegmentRepairTests {
 
     /// Writes `frames` frames and one metadata entry, and returns the writer still open.
     func unfinishedSegment(at path: String, frames: Int) throws -> MatroskaSegmentWriter {
-        let writer = try MatroskaSegmentWriter(path: path, format: RecordedVideoFormat(pixelFormat: .yuyv, width: 64, height: 48, frameRate: 30), title: "crash")
+        let writer = try MatroskaSegmentWriter(
+            path: path, format: RecordedVideoFormat(pixelFormat: .yuyv, width: 64, height: 48, frameRate: 30), title: "crash")
         var frame = [UInt8](repeating: 0x80, count: 64 * 48 * 2)
         for index in 0..<frames {
             frame[0] = UInt8(truncatingIfNeeded: index)
@@ -41,7 +42,9 @@ final class SegmentRepairTests {
         #expect(outcome.firstTimestamp == 0)
         #expect(outcome.lastTimestamp.map { abs(Int64($0) - Int64(UInt64(outcome.frames - 1) * interval)) <= 500_000 } == true)
 
-        let counted = try MatroskaSegmentWriterTests.probe(["-count_frames", "-select_streams", "v", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", crashed])
+        let counted = try MatroskaSegmentWriterTests.probe([
+            "-count_frames", "-select_streams", "v", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", crashed,
+        ])
         #expect(Int(counted.trimmingCharacters(in: .whitespacesAndNewlines)) == outcome.frames)
         let duration = try MatroskaSegmentWriterTests.probe(["-show_entries", "format=duration", "-of", "csv=p=0", crashed])
         #expect(Double(duration.trimmingCharacters(in: .whitespacesAndNewlines)) != nil, "a finished file knows its duration: \(duration)")
@@ -59,7 +62,9 @@ final class SegmentRepairTests {
 
         let outcome = try SegmentRepair.repair(path: cut)
         #expect(outcome.frames >= 30, "\(outcome)")
-        let counted = try MatroskaSegmentWriterTests.probe(["-count_frames", "-select_streams", "v", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", cut])
+        let counted = try MatroskaSegmentWriterTests.probe([
+            "-count_frames", "-select_streams", "v", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", cut,
+        ])
         #expect(Int(counted.trimmingCharacters(in: .whitespacesAndNewlines)) == outcome.frames, "every frame left decodes")
         let errors = try MatroskaSegmentWriterTests.run("/usr/bin/ffmpeg", ["-v", "error", "-i", cut, "-map", "0:v", "-f", "null", "-"])
         #expect(errors.isEmpty, "ffmpeg decodes the repaired file without complaint: \(errors)")

@@ -2,14 +2,17 @@ import FleetCore
 import FleetSystem
 import Foundation
 import Testing
+
 @testable import FleetRelay
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @Suite struct LinkImpairmentTests {
     @Test func specification_readsEveryKey_andSpellsItBack() throws {
-        let impairment = try LinkImpairment(specification: "up=1.5ms down=500us,jitter=200us loss=5% stall=150ms spike=20ms spike-every=10s spike-for=1s spike-dir=up seed=7")
+        let impairment = try LinkImpairment(
+            specification: "up=1.5ms down=500us,jitter=200us loss=5% stall=150ms spike=20ms spike-every=10s spike-for=1s spike-dir=up seed=7")
         #expect(impairment.upDelay == 1_500_000 && impairment.downDelay == 500_000 && impairment.jitter == 200_000)
         #expect(impairment.loss == 0.05 && impairment.stall == 150_000_000 && impairment.seed == 7)
         #expect(impairment.spike == 20_000_000 && impairment.spikePeriod == 10_000_000_000 && impairment.spikeLength == 1_000_000_000)
@@ -20,9 +23,11 @@ import Glibc
     }
 
     @Test func specification_refusesWhatItCannotRead_sayingWhy() {
-        for (text, words) in [("delay=fast", "duration"), ("loss=100%", "below"), ("wobble=1ms", "unknown impairment"),
-                              ("delay", "key=value"), ("spike-for=2s spike-every=1s", "must not exceed"), ("delay=2min", "duration"),
-                              ("delay=-1ms", "duration"), ("spike-dir=left", "up, down or both")] {
+        for (text, words) in [
+            ("delay=fast", "duration"), ("loss=100%", "below"), ("wobble=1ms", "unknown impairment"),
+            ("delay", "key=value"), ("spike-for=2s spike-every=1s", "must not exceed"), ("delay=2min", "duration"),
+            ("delay=-1ms", "duration"), ("spike-dir=left", "up, down or both"),
+        ] {
             #expect(throws: LinkImpairmentError.self) { try LinkImpairment(specification: text) }
             do { _ = try LinkImpairment(specification: text) } catch { #expect(error.description.contains(words), "\(text): \(error)") }
         }
@@ -188,7 +193,9 @@ import Glibc
         var buffer = [UInt8](repeating: 0, count: count)
         while bytes.count < count {
             let got = recv(descriptor, &buffer, count - bytes.count, 0)
-            guard got > 0 else { throw SystemCallError(call: "recv (ended after \(bytes.count) of \(count) bytes)", target: "the relayed connection", errno: errno) }
+            guard got > 0 else {
+                throw SystemCallError(call: "recv (ended after \(bytes.count) of \(count) bytes)", target: "the relayed connection", errno: errno)
+            }
             bytes += buffer[..<got]
         }
         return bytes

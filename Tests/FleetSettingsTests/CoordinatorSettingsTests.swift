@@ -9,8 +9,9 @@ import Testing
         #expect(try CoordinatorSettings.load(file: nil, environment: ["CAPFLEET_HTTP_PORT": "8080"]).configuration.metricsPort == 8080)
         #expect(try CoordinatorSettings.load(file: nil, environment: ["CAPFLEET_METRICS_PORT": "9090"]).configuration.metricsPort == 9090)
         #expect(try CoordinatorSettings.load(file: nil, environment: ["CAPFLEET_HTTP_PORT": "off"]).configuration.metricsPort == nil)
-        #expect(try CoordinatorSettings.load(file: nil, environment: ["CAPFLEET_HTTP_PORT": "8080", "CAPFLEET_METRICS_PORT": "8080"])
-            .configuration.metricsPort == 8080)
+        #expect(
+            try CoordinatorSettings.load(file: nil, environment: ["CAPFLEET_HTTP_PORT": "8080", "CAPFLEET_METRICS_PORT": "8080"])
+                .configuration.metricsPort == 8080)
         let error = #expect(throws: SettingsError.self) {
             try CoordinatorSettings.load(file: nil, environment: ["CAPFLEET_HTTP_PORT": "8080", "CAPFLEET_METRICS_PORT": "9090"])
         }
@@ -31,10 +32,12 @@ import Testing
         #expect(try CoordinatorSettings.load(file: file, environment: ["CAPFLEET_HTTP_BIND": "0.0.0.0"]).configuration.httpBind == "0.0.0.0")
         let certificate = directory + "/cert.pem"
         try "not checked here\n".write(toFile: certificate, atomically: true, encoding: .utf8)
-        let tls = try CoordinatorSettings.load(file: file, environment: ["CAPFLEET_HTTP_TLS_CERT": certificate, "CAPFLEET_HTTP_TLS_KEY": certificate])
+        let tls = try CoordinatorSettings.load(
+            file: file, environment: ["CAPFLEET_HTTP_TLS_CERT": certificate, "CAPFLEET_HTTP_TLS_KEY": certificate])
         #expect(tls.configuration.httpTLS == HTTPTLSFiles(certificatePath: certificate, keyPath: certificate))
         let missing = #expect(throws: SettingsError.self) {
-            try CoordinatorSettings.load(file: file, environment: ["CAPFLEET_HTTP_TLS_CERT": certificate, "CAPFLEET_HTTP_TLS_KEY": directory + "/none.pem"])
+            try CoordinatorSettings.load(
+                file: file, environment: ["CAPFLEET_HTTP_TLS_CERT": certificate, "CAPFLEET_HTTP_TLS_KEY": directory + "/none.pem"])
         }
         #expect(missing?.description.contains("http_tls_key names") == true, "\(String(describing: missing))")
     }
@@ -53,8 +56,9 @@ import Testing
     @Test func coordinatorSettings_environmentBeatsTheFile_andDataFlagBeatsBoth() throws {
         let fixture = try SettingsFixture()
         let path = try fixture.file("coordinator.conf", "data_dir = /from/file\ncontrol_port = 7000\nbind = 10.0.0.1 # a comment\n")
-        let settings = try CoordinatorSettings.load(file: path, dataOverride: nil,
-                                                    environment: ["CAPFLEET_CONTROL_PORT": "7700", "CAPFLEET_DATA_DIR": "/from/env"])
+        let settings = try CoordinatorSettings.load(
+            file: path, dataOverride: nil,
+            environment: ["CAPFLEET_CONTROL_PORT": "7700", "CAPFLEET_DATA_DIR": "/from/env"])
         #expect(settings.configuration.dataDirectory == "/from/env")
         #expect(settings.configuration.controlPort == 7700)
         #expect(settings.configuration.bindHost == "10.0.0.1")
@@ -66,8 +70,9 @@ import Testing
         let fixture = try SettingsFixture()
         let path = try fixture.file("typo.conf", "# settings\ncontrol_port = 7600\ncontol_port = 7700\n")
         let error = #expect(throws: SettingsFile.ParseError.self) { try CoordinatorSettings.load(file: path, environment: [:]) }
-        #expect(error?.description.hasPrefix("\(path):3: unknown setting `contol_port`; known settings: data_dir, bind, control_port") == true,
-                "\(String(describing: error))")
+        #expect(
+            error?.description.hasPrefix("\(path):3: unknown setting `contol_port`; known settings: data_dir, bind, control_port") == true,
+            "\(String(describing: error))")
     }
 
     @Test func coordinatorSettings_aFileThatCannotBeRead_saysToCheckThePath() throws {
@@ -96,8 +101,12 @@ import Testing
     }
 
     @Test func coordinatorSettings_retention_isReadInGiBAndDays() throws {
-        let settings = try CoordinatorSettings.load(file: nil, environment: ["CAPFLEET_RETENTION_BUDGET_GB": "1.5",
-                                                                             "CAPFLEET_RETENTION_DAYS": "2"])
+        let settings = try CoordinatorSettings.load(
+            file: nil,
+            environment: [
+                "CAPFLEET_RETENTION_BUDGET_GB": "1.5",
+                "CAPFLEET_RETENTION_DAYS": "2",
+            ])
         #expect(settings.configuration.retention == RetentionPolicy(budgetBytes: 3 << 29, maximumAgeSeconds: 172_800))
         let error = #expect(throws: SettingsError.self) { try CoordinatorSettings.load(file: nil, environment: ["CAPFLEET_RETENTION_DAYS": "-1"]) }
         #expect(error?.description == "retention_days must be a number of days (0 = keep forever), not -1")
@@ -112,7 +121,8 @@ import Testing
         let error = #expect(throws: SettingsError.self) {
             try CoordinatorSettings.load(file: nil, environment: ["CAPFLEET_ALERT_WEBHOOK": "http://8.8.8.8/hook"])
         }
-        #expect(error?.description.hasPrefix("alert_webhook: the webhook host 8.8.8.8 is 8.8.8.8, outside this machine and its local network") == true)
+        #expect(
+            error?.description.hasPrefix("alert_webhook: the webhook host 8.8.8.8 is 8.8.8.8, outside this machine and its local network") == true)
         let local = try CoordinatorSettings.load(file: nil, environment: ["CAPFLEET_ALERT_WEBHOOK": "http://127.0.0.1:9000/hook"])
         #expect(local.configuration.alerts.webhook?.description.contains("127.0.0.1") == true)
     }
@@ -138,8 +148,11 @@ import Testing
         let environment = ["CAPFLEET_CONTROL_PORT": "7700"]
         let report = try CoordinatorSettings.load(file: path, environment: environment).checkReport(environment: environment)
         #expect(report.count == CoordinatorSettings.keys.count + 1)
-        #expect(report.prefix(4) == ["data_dir = /srv/fleet   (file)", "bind = 10.0.0.1   (file)",
-                                     "control_port = 7700   (environment CAPFLEET_CONTROL_PORT)", "ingest_port   (default)"])
+        #expect(
+            report.prefix(4) == [
+                "data_dir = /srv/fleet   (file)", "bind = 10.0.0.1   (file)",
+                "control_port = 7700   (environment CAPFLEET_CONTROL_PORT)", "ingest_port   (default)",
+            ])
         #expect(report.last == "settings OK: data /srv/fleet, bind 10.0.0.1, control port 7700")
     }
 
@@ -169,7 +182,9 @@ import Testing
             let error = #expect(throws: SettingsError.self) {
                 try CoordinatorSettings.load(file: nil, environment: ["CAPFLEET_CPU_LATENCY_US": text])
             }
-            #expect(error?.description == "cannot read cpu_latency_us = \(text): write off, or the longest CPU wake-up allowed in µs from 0 (idle CPUs poll) to 1000000")
+            #expect(
+                error?.description
+                    == "cannot read cpu_latency_us = \(text): write off, or the longest CPU wake-up allowed in µs from 0 (idle CPUs poll) to 1000000")
         }
     }
 }

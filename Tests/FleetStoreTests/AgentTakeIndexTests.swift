@@ -13,8 +13,9 @@ import Testing
     deinit { try? FileManager.default.removeItem(atPath: directory) }
 
     func segment(_ number: Int, frames: Int64, last: UInt64) -> SegmentRecord {
-        var segment = SegmentRecord(takeId: "take-1", deviceId: "cam-a", number: number, path: "/var/lib/capfleet/recordings/take-1/cam-a/cam-a-000\(number).mkv",
-                                    openedAt: 1_000)
+        var segment = SegmentRecord(
+            takeId: "take-1", deviceId: "cam-a", number: number, path: "/var/lib/capfleet/recordings/take-1/cam-a/cam-a-000\(number).mkv",
+            openedAt: 1_000)
         segment.state = .finished
         segment.nodeId = "node-1"
         segment.frames = frames
@@ -27,16 +28,18 @@ import Testing
     }
 
     func tally(frames: Int64, last: UInt64) -> TakeDeviceTally {
-        TakeDeviceTally(pixelFormat: "YUYV", width: 320, height: 240, frameRate: 30, firstFleetNs: 5, lastFleetNs: 9, firstSequence: 1,
-                        lastSequence: last, frames: frames, bytes: 4_096 * frames, drops: DropTally(discontinuity: 3))
+        TakeDeviceTally(
+            pixelFormat: "YUYV", width: 320, height: 240, frameRate: 30, firstFleetNs: 5, lastFleetNs: 9, firstSequence: 1,
+            lastSequence: last, frames: frames, bytes: 4_096 * frames, drops: DropTally(discontinuity: 3))
     }
 
     @Test func segmentsReportedTwiceOrOutOfOrder_leaveOneRowEach_andTheNewestTally() async throws {
         let store = try FleetDatabase(path: directory + "/fleet.sqlite")
         var take = TakeRecord(id: "take-1", name: "hosts", startFleetNs: 1, directory: directory + "/take-1", createdAt: 1_000, createdBy: "ana")
         take.store = .agent
-        try await store.createTake(take, devices: [TakeDeviceRecord(takeId: "take-1", deviceId: "cam-a", nodeId: "node-1")],
-                                   audit: AuditEntry(at: 1_000, actor: "ana", action: "recording.start", target: "take-1", outcome: "ok"))
+        try await store.createTake(
+            take, devices: [TakeDeviceRecord(takeId: "take-1", deviceId: "cam-a", nodeId: "node-1")],
+            audit: AuditEntry(at: 1_000, actor: "ana", action: "recording.start", target: "take-1", outcome: "ok"))
         #expect(try await store.take(id: "take-1")?.store == .agent)
 
         try await store.indexAgentSegment(segment(2, frames: 50, last: 103), tally: tally(frames: 100, last: 103))
@@ -52,7 +55,8 @@ import Testing
         #expect(try await store.uncollectedSegments(takeID: "take-1").count == 2)
 
         // Collected: the copy is where the coordinator reads it, and a repeated report keeps it.
-        try await store.markSegmentCollected(takeID: "take-1", deviceID: "cam-a", number: 1, path: directory + "/take-1/cam-a/cam-a-0001.mkv", at: 2_000)
+        try await store.markSegmentCollected(
+            takeID: "take-1", deviceID: "cam-a", number: 1, path: directory + "/take-1/cam-a/cam-a-0001.mkv", at: 2_000)
         try await store.indexAgentSegment(segment(1, frames: 50, last: 53), tally: tally(frames: 50, last: 53))
         let collected = try #require(try await store.segments(takeID: "take-1").first)
         #expect(collected.readablePath == directory + "/take-1/cam-a/cam-a-0001.mkv")

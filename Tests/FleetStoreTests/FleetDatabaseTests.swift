@@ -15,16 +15,19 @@ import Testing
     var path: String { directory + "/fleet.sqlite" }
 
     func registration(node: String = "node-1", devices: [(String, [VideoFormat])]) -> NodeRegistration {
-        NodeRegistration(nodeID: node, name: "host-\(node)", hostname: "host", softwareVersion: "0.1.0", address: "127.0.0.1",
-                         devices: devices.map { id, formats in
-                             .init(description: DeviceDescription(deviceID: id, name: "Camera \(id)", driver: "test", kind: .synthetic, formats: formats),
-                                   activeFormatIndex: 0, activeFrameRate: 30)
-                         })
+        NodeRegistration(
+            nodeID: node, name: "host-\(node)", hostname: "host", softwareVersion: "0.1.0", address: "127.0.0.1",
+            devices: devices.map { id, formats in
+                .init(
+                    description: DeviceDescription(deviceID: id, name: "Camera \(id)", driver: "test", kind: .synthetic, formats: formats),
+                    activeFormatIndex: 0, activeFrameRate: 30)
+            })
     }
 
     let formats = [
         VideoFormat(pixelFormat: .yuyv, width: 640, height: 480, frameRateRanges: [.init(min: 1, max: 30)], fieldOfViewDegrees: 70, maxZoomFactor: 4),
-        VideoFormat(pixelFormat: .nv12, width: 1920, height: 1080, frameRateRanges: [.init(min: 1, max: 30), .init(min: 60, max: 60)], isBinned: true),
+        VideoFormat(
+            pixelFormat: .nv12, width: 1920, height: 1080, frameRateRanges: [.init(min: 1, max: 30), .init(min: 60, max: 60)], isBinned: true),
     ]
 
     @Test func registerNode_storesTheWholeFormatListInOrder() async throws {
@@ -39,12 +42,15 @@ import Testing
     @Test func reRegistration_rewritesFormatsOnlyWhenTheyChanged() async throws {
         let store = try FleetDatabase(path: path)
         try await DatabaseQueue(path: path).write { db in
-            try db.execute(sql: """
-                CREATE TABLE formatWrites (n INTEGER);
-                CREATE TRIGGER countFormatWrites AFTER INSERT ON format BEGIN INSERT INTO formatWrites VALUES (1); END;
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE formatWrites (n INTEGER);
+                    CREATE TRIGGER countFormatWrites AFTER INSERT ON format BEGIN INSERT INTO formatWrites VALUES (1); END;
+                    """)
         }
-        func writes() throws -> Int { try DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM formatWrites") ?? 0 } }
+        func writes() throws -> Int {
+            try DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM formatWrites") ?? 0 }
+        }
         _ = try await store.registerNode(registration(devices: [("cam-1", formats)]), at: 1000)
         #expect(try writes() == 2)
         _ = try await store.registerNode(registration(devices: [("cam-1", formats)]), at: 2000)
@@ -63,24 +69,36 @@ import Testing
         try await store.saveDescriptor(deviceID: "cam-1", bytes: Data([1, 2, 3]))
         #expect(try await store.descriptor(deviceID: "cam-1") == Data([1, 2, 3]))
         let policy = DropRecoveryPolicyRecord(deviceId: "cam-1", enabled: true, minimumFps: 5, lateDropShare: 0.05, quietSeconds: 5, updatedAt: 2000)
-        try await store.saveDropRecoveryPolicy(policy, audit: AuditEntry(at: 2000, actor: "ana", action: "device.policy", target: "cam-1",
-                                                                         outcome: "ok", detail: "on"))
+        try await store.saveDropRecoveryPolicy(
+            policy,
+            audit: AuditEntry(
+                at: 2000, actor: "ana", action: "device.policy", target: "cam-1",
+                outcome: "ok", detail: "on"))
         #expect(try await store.dropRecoveryPolicy(deviceID: "cam-1") == policy)
         var invalid = policy
         invalid.lateDropShare = 1.5
         await #expect(throws: StoreError.self) {
-            try await store.saveDropRecoveryPolicy(invalid, audit: AuditEntry(at: 2001, actor: "ana", action: "device.policy", target: "cam-1",
-                                                                              outcome: "ok", detail: "bad"))
+            try await store.saveDropRecoveryPolicy(
+                invalid,
+                audit: AuditEntry(
+                    at: 2001, actor: "ana", action: "device.policy", target: "cam-1",
+                    outcome: "ok", detail: "bad"))
         }
         let pressure = PressurePolicyRecord(deviceId: "cam-1", enabled: true, level: 2, frameRate: 15, updatedAt: 3000)
-        try await store.savePressurePolicy(pressure, audit: AuditEntry(at: 3000, actor: "ana", action: "device.policy", target: "cam-1",
-                                                                       outcome: "ok", detail: "cap"))
+        try await store.savePressurePolicy(
+            pressure,
+            audit: AuditEntry(
+                at: 3000, actor: "ana", action: "device.policy", target: "cam-1",
+                outcome: "ok", detail: "cap"))
         #expect(try await store.pressurePolicy(deviceID: "cam-1") == pressure)
         var nominal = pressure
         nominal.level = 0
         await #expect(throws: StoreError.self, "a cap at nominal would always be on") {
-            try await store.savePressurePolicy(nominal, audit: AuditEntry(at: 3001, actor: "ana", action: "device.policy", target: "cam-1",
-                                                                          outcome: "ok", detail: "bad"))
+            try await store.savePressurePolicy(
+                nominal,
+                audit: AuditEntry(
+                    at: 3001, actor: "ana", action: "device.policy", target: "cam-1",
+                    outcome: "ok", detail: "bad"))
         }
     }
 
@@ -112,8 +130,11 @@ import Testing
         do {
             let store = try FleetDatabase(path: path)
             _ = try await store.registerNode(registration(devices: [("cam-1", formats)]), at: 1000)
-            try await store.updateDeviceCounters([DeviceCountersUpdate(deviceID: "cam-1", framesReceived: 500, bytesReceived: 5000,
-                                                                       drops: DropTally(late: 3), lastFrameAt: 1500)])
+            try await store.updateDeviceCounters([
+                DeviceCountersUpdate(
+                    deviceID: "cam-1", framesReceived: 500, bytesReceived: 5000,
+                    drops: DropTally(late: 3), lastFrameAt: 1500)
+            ])
         }
         let reopened = try FleetDatabase(path: path)
         let device = try #require(try await reopened.device("cam-1"))
@@ -124,8 +145,12 @@ import Testing
     @Test func deviceCounters_neverMoveBackwards() async throws {
         let store = try FleetDatabase(path: path)
         _ = try await store.registerNode(registration(devices: [("cam-1", formats)]), at: 1000)
-        try await store.updateDeviceCounters([.init(deviceID: "cam-1", framesReceived: 500, bytesReceived: 5000, drops: DropTally(), lastFrameAt: nil)])
-        try await store.updateDeviceCounters([.init(deviceID: "cam-1", framesReceived: 100, bytesReceived: 1000, drops: DropTally(), lastFrameAt: nil)])
+        try await store.updateDeviceCounters([
+            .init(deviceID: "cam-1", framesReceived: 500, bytesReceived: 5000, drops: DropTally(), lastFrameAt: nil)
+        ])
+        try await store.updateDeviceCounters([
+            .init(deviceID: "cam-1", framesReceived: 100, bytesReceived: 1000, drops: DropTally(), lastFrameAt: nil)
+        ])
         #expect(try await store.device("cam-1")?.framesReceived == 500)
     }
 
@@ -143,23 +168,30 @@ import Testing
     /// A device's alignment setting outlives the coordinator (reopening) and is written with its
     /// audit entry or not at all; forgetting the node forgets it.
     @Test func frameAlignment_isKeptWithItsAuditEntry_untilItsDeviceIsForgotten() async throws {
-        let audit = { (detail: String) in AuditEntry(at: 2000, actor: "bo", action: "device.frame_alignment", target: "cam-1", outcome: "ok", detail: detail) }
+        let audit = { (detail: String) in
+            AuditEntry(at: 2000, actor: "bo", action: "device.frame_alignment", target: "cam-1", outcome: "ok", detail: detail)
+        }
         do {
             let store = try FleetDatabase(path: path)
             _ = try await store.registerNode(registration(devices: [("cam-1", formats), ("cam-2", formats)]), at: 1000)
             #expect(try await store.frameAlignment(deviceID: "cam-1") == nil, "nobody set it: off, and nothing to push")
-            try await store.saveFrameAlignment(FrameAlignmentRecord(deviceId: "cam-1", enabled: true, changedAt: 2000, changedBy: "bo"),
-                                               audit: audit("aligned"))
+            try await store.saveFrameAlignment(
+                FrameAlignmentRecord(deviceId: "cam-1", enabled: true, changedAt: 2000, changedBy: "bo"),
+                audit: audit("aligned"))
             await #expect(throws: StoreError.self, "a device the store does not know") {
-                try await store.saveFrameAlignment(FrameAlignmentRecord(deviceId: "cam-9", enabled: true, changedAt: 2001, changedBy: "bo"),
-                                                   audit: audit("nowhere"))
+                try await store.saveFrameAlignment(
+                    FrameAlignmentRecord(deviceId: "cam-9", enabled: true, changedAt: 2001, changedBy: "bo"),
+                    audit: audit("nowhere"))
             }
             #expect(try await store.auditLog().map(\.detail) == ["aligned"], "the refused write left no audit entry")
         }
         let reopened = try FleetDatabase(path: path)
-        #expect(try await reopened.frameAlignment(deviceID: "cam-1") == FrameAlignmentRecord(deviceId: "cam-1", enabled: true, changedAt: 2000, changedBy: "bo"))
-        try await reopened.saveFrameAlignment(FrameAlignmentRecord(deviceId: "cam-1", enabled: false, changedAt: 3000, changedBy: "ana"),
-                                              audit: audit("off"))
+        #expect(
+            try await reopened.frameAlignment(deviceID: "cam-1")
+                == FrameAlignmentRecord(deviceId: "cam-1", enabled: true, changedAt: 2000, changedBy: "bo"))
+        try await reopened.saveFrameAlignment(
+            FrameAlignmentRecord(deviceId: "cam-1", enabled: false, changedAt: 3000, changedBy: "ana"),
+            audit: audit("off"))
         #expect(try await reopened.frameAlignment(deviceID: "cam-1")?.enabled == false, "off is remembered too")
         #expect(try await reopened.frameAlignment(deviceID: "cam-2") == nil)
         try await reopened.setNodeOnline("node-1", online: false, at: 4000)
@@ -192,12 +224,15 @@ import Testing
     /// A third party's camera (SourceKind.external) is stored and read back as one.
     @Test func registerNode_keepsAnExternalCamerasKind() async throws {
         let store = try FleetDatabase(path: path)
-        let camera = DeviceDescription(deviceID: "gige-Basler_a2A1920-40123456", name: "Basler a2A1920", driver: "pylon", kind: .external,
-                                       formats: formats, identitySource: "serial")
-        _ = try await store.registerNode(NodeRegistration(nodeID: "node-1", name: "host-1", hostname: "host", softwareVersion: "0.1.0",
-                                                          address: "127.0.0.1",
-                                                          devices: [.init(description: camera, activeFormatIndex: 0, activeFrameRate: 30)]),
-                                         at: 1000)
+        let camera = DeviceDescription(
+            deviceID: "gige-Basler_a2A1920-40123456", name: "Basler a2A1920", driver: "pylon", kind: .external,
+            formats: formats, identitySource: "serial")
+        _ = try await store.registerNode(
+            NodeRegistration(
+                nodeID: "node-1", name: "host-1", hostname: "host", softwareVersion: "0.1.0",
+                address: "127.0.0.1",
+                devices: [.init(description: camera, activeFormatIndex: 0, activeFrameRate: 30)]),
+            at: 1000)
         let stored = try #require(try await store.device("gige-Basler_a2A1920-40123456"))
         #expect(stored.kind == SourceKind.external.rawValue)
     }
@@ -213,11 +248,12 @@ import Testing
         try await DatabaseQueue(path: path).write { db in
             try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v12: external cameras'")
             try db.execute(sql: "PRAGMA writable_schema = ON")
-            try db.execute(sql: """
-                UPDATE sqlite_master SET sql = replace(sql, 'CHECK (kind IN (''synthetic'', ''v4l2'', ''external''))',
-                                                       'CHECK (kind IN (''synthetic'', ''v4l2''))')
-                WHERE type = 'table' AND name = 'device'
-                """)
+            try db.execute(
+                sql: """
+                    UPDATE sqlite_master SET sql = replace(sql, 'CHECK (kind IN (''synthetic'', ''v4l2'', ''external''))',
+                                                           'CHECK (kind IN (''synthetic'', ''v4l2''))')
+                    WHERE type = 'table' AND name = 'device'
+                    """)
         }
         let store = try FleetDatabase(path: path)
         #expect(try await store.devices().map(\.id).sorted() == ["cam-1", "cam-2"])
@@ -235,13 +271,18 @@ import Testing
     @Test func rejectionTotals_surviveReopening_andNeverGoDown() async throws {
         do {
             let store = try FleetDatabase(path: path)
-            try await store.saveRejectionTotals([RejectionTotal(endpoint: "control", reason: "unknown_key", count: 4),
-                                                 RejectionTotal(endpoint: "ingest", reason: "undecodable", count: 2)])
+            try await store.saveRejectionTotals([
+                RejectionTotal(endpoint: "control", reason: "unknown_key", count: 4),
+                RejectionTotal(endpoint: "ingest", reason: "undecodable", count: 2),
+            ])
             try await store.saveRejectionTotals([RejectionTotal(endpoint: "control", reason: "unknown_key", count: 3)])
         }
         let reopened = try FleetDatabase(path: path)
-        #expect(try await reopened.rejectionTotals() == [RejectionTotal(endpoint: "control", reason: "unknown_key", count: 4),
-                                                         RejectionTotal(endpoint: "ingest", reason: "undecodable", count: 2)])
+        #expect(
+            try await reopened.rejectionTotals() == [
+                RejectionTotal(endpoint: "control", reason: "unknown_key", count: 4),
+                RejectionTotal(endpoint: "ingest", reason: "undecodable", count: 2),
+            ])
     }
 
     /// The listing reads every device in one pass and says of each what the per-device reads
@@ -252,8 +293,11 @@ import Testing
         _ = try await store.registerNode(registration(node: "node-2", devices: [("cam-3", [formats[1]])]), at: 1000)
         try await store.setActiveFormat(deviceID: "cam-2", position: 1, frameRate: 60)
         let policy = DropRecoveryPolicyRecord(deviceId: "cam-1", enabled: true, minimumFps: 5, lateDropShare: 0.1, quietSeconds: 5, updatedAt: 2000)
-        try await store.saveDropRecoveryPolicy(policy, audit: AuditEntry(at: 2000, actor: "ana", action: "device.policy", target: "cam-1",
-                                                                         outcome: "ok", detail: ""))
+        try await store.saveDropRecoveryPolicy(
+            policy,
+            audit: AuditEntry(
+                at: 2000, actor: "ana", action: "device.policy", target: "cam-1",
+                outcome: "ok", detail: ""))
         _ = try await store.changeConsent(deviceID: "cam-3", action: .grant, role: .operator, actor: "ana", reason: "booked", at: 3000)
 
         let rows = try await store.deviceListing()

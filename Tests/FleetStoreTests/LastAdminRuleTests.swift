@@ -9,8 +9,9 @@ import Testing
         let store = try FleetDatabase.inMemory()
         for (index, name) in admins.enumerated() {
             let key = String(repeating: "\(index)", count: 40)
-            try await store.saveOperator(OperatorRecord(name: name, publicKey: key, role: OperatorRole.admin.rawValue, addedAt: 1, addedBy: "test"),
-                                         audit: AuditEntry(at: 1, actor: "test", action: "operator.add", target: name, outcome: "ok"))
+            try await store.saveOperator(
+                OperatorRecord(name: name, publicKey: key, role: OperatorRole.admin.rawValue, addedAt: 1, addedBy: "test"),
+                audit: AuditEntry(at: 1, actor: "test", action: "operator.add", target: name, outcome: "ok"))
         }
         return store
     }
@@ -39,9 +40,11 @@ import Testing
     @Test func theLastAdmin_reAddedWithALesserRole_isRefused_andStaysAdmin() async throws {
         let store = try await store(admins: ["ana"])
         await #expect(throws: StoreError.self) {
-            try await store.saveOperator(OperatorRecord(name: "ana", publicKey: String(repeating: "0", count: 40), role: OperatorRole.viewer.rawValue,
-                                                        addedAt: 3, addedBy: "ana"),
-                                         audit: AuditEntry(at: 3, actor: "ana", action: "operator.add", target: "ana", outcome: "ok"))
+            try await store.saveOperator(
+                OperatorRecord(
+                    name: "ana", publicKey: String(repeating: "0", count: 40), role: OperatorRole.viewer.rawValue,
+                    addedAt: 3, addedBy: "ana"),
+                audit: AuditEntry(at: 3, actor: "ana", action: "operator.add", target: "ana", outcome: "ok"))
         }
         #expect(try await store.operators().map(\.role) == [OperatorRole.admin.rawValue])
     }

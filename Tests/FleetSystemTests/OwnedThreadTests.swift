@@ -1,4 +1,5 @@
 import FleetSystem
+import Foundation
 import Glibc
 import Synchronization
 import Testing
@@ -69,5 +70,3 @@ import Testing
         #expect(descriptor >= 0)
     }
 }
-
-import Foundation

@@ -1,3 +1,4 @@
+import Dispatch
 import FleetSystem
 import Glibc
 import Synchronization
@@ -22,10 +23,12 @@ import Testing
 
     @Test func stop_handlesEverythingQueuedThenRunsFinish() async {
         let finished = Mutex<[Int]?>(nil)
-        let worker = OwnedWorker<Int>(name: "cf-test", state: { [Int]() }, handle: { state, value in
-            usleep(200)
-            state.append(value)
-        }, finish: { state in finished.withLock { $0 = state } })
+        let worker = OwnedWorker<Int>(
+            name: "cf-test", state: { [Int]() },
+            handle: { state, value in
+                usleep(200)
+                state.append(value)
+            }, finish: { state in finished.withLock { $0 = state } })
         for value in 0..<50 { worker.post(value) }
         await worker.stop()
         #expect(finished.withLock { $0 } == Array(0..<50))
@@ -43,8 +46,10 @@ import Testing
         let gate = DispatchGate()
         let seen = Mutex<[Int]>([])
         let dropped = Mutex<[Int]>([])
-        let worker = OwnedWorker<Int>(name: "cf-test", capacity: 3, whenFull: .dropOldest,
-                                      onDrop: { value in dropped.withLock { $0.append(value) } }) { value in
+        let worker = OwnedWorker<Int>(
+            name: "cf-test", capacity: 3, whenFull: .dropOldest,
+            onDrop: { value in dropped.withLock { $0.append(value) } }
+        ) { value in
             if value == 0 { gate.wait() }
             seen.withLock { $0.append(value) }
         }
@@ -78,8 +83,9 @@ import Testing
 
     @Test func tick_runsWithoutMessages() async {
         let ticks = Atomic<Int>(0)
-        let worker = OwnedWorker<Int>(name: "cf-test", tickNanoseconds: 5_000_000, state: { () }, handle: { _, _ in },
-                                      onTick: { _ in ticks.add(1, ordering: .relaxed) })
+        let worker = OwnedWorker<Int>(
+            name: "cf-test", tickNanoseconds: 5_000_000, state: { () }, handle: { _, _ in },
+            onTick: { _ in ticks.add(1, ordering: .relaxed) })
         while ticks.load(ordering: .relaxed) < 3 { usleep(1000) }
         await worker.stop()
         let count = ticks.load(ordering: .relaxed)
@@ -93,5 +99,3 @@ final class DispatchGate: Sendable {
     func wait() { semaphore.wait() }
     func open() { semaphore.signal() }
 }
-
-import Dispatch

@@ -1,7 +1,7 @@
 import FleetBus
 import FleetCoordinator
-import FleetFuzz
 import FleetCore
+import FleetFuzz
 import FleetHTTP
 import FleetProtocol
 import FleetSystem
@@ -9,12 +9,12 @@ import Foundation
 import Hummingbird
 import Logging
 import SwiftProtobuf
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
-import Synchronization
 
 /// Everything the coordinator decodes from the network, under the mutation fuzzer for a
 /// bounded time (CAPFLEET_FUZZ_SECONDS per target): no crash, no input that takes longer
@@ -25,7 +25,11 @@ import Synchronization
         $0.pixelFormat = "YUYV"
         $0.width = 1920
         $0.height = 1080
-        $0.frameRateRanges = [.with { $0.minFps = 1; $0.maxFps = 60 }]
+        $0.frameRateRanges = [
+            .with {
+                $0.minFps = 1; $0.maxFps = 60
+            }
+        ]
         $0.fieldOfViewDegrees = 78
         $0.maxZoomFactor = 4
     }
@@ -33,28 +37,72 @@ import Synchronization
     /// One valid AgentMessage of every kind, with nested and repeated fields filled.
     static var agentMessages: [Capfleet_V1_AgentMessage] {
         [
-            .with { $0.hello = .with {
-                $0.protocolVersion = .current
-                $0.nodeID = "node-fuzz"
-                $0.nodeName = "fuzz"
-                $0.devices = [.with {
-                    $0.deviceID = "syn-fuzz-1"
-                    $0.name = "Synthetic"
-                    $0.kind = .synthetic
-                    $0.formats = [format, format]
-                    $0.controls = [.with { $0.id = 0x009a_090d; $0.name = "Zoom, Absolute"; $0.type = "integer"; $0.maximum = 500 }]
-                }]
-            } },
-            .with { $0.heartbeat = .with { $0.nodeID = "node-fuzz"; $0.sequence = 7; $0.monotonicNs = 123_456_789 } },
-            .with { $0.status = .with {
-                $0.nodeID = "node-fuzz"
-                $0.devices = [.with { $0.deviceID = "syn-fuzz-1"; $0.framesCaptured = 100; $0.drops = .with { $0.late = 3 }; $0.consent = .denied }]
-                $0.pressure = .with { $0.level = .serious; $0.factors = [.with { $0.factor = "cpu"; $0.level = .serious }]; $0.cpuStallPercent = 42 }
-            } },
-            .with { $0.commandReply = .with { $0.commandID = 9; $0.status = .ok; $0.zoomFactor = 2; $0.consent = .authorized } },
-            .with { $0.deviceEvent = .with { $0.deviceID = "syn-fuzz-1"; $0.kind = .interrupted; $0.interruption = .with { $0.reason = .deviceInUse; $0.message = "busy" } } },
-            .with { $0.pressureChange = .with { $0.nodeID = "node-fuzz"; $0.level = .critical; $0.previousLevel = .nominal; $0.intervalFrames = 30 } },
-            .with { $0.enroll = .with { $0.nodePublicKey = Data(repeating: 7, count: 32); $0.nodeID = "node-fuzz"; $0.hostname = "host" } },
+            .with {
+                $0.hello = .with {
+                    $0.protocolVersion = .current
+                    $0.nodeID = "node-fuzz"
+                    $0.nodeName = "fuzz"
+                    $0.devices = [
+                        .with {
+                            $0.deviceID = "syn-fuzz-1"
+                            $0.name = "Synthetic"
+                            $0.kind = .synthetic
+                            $0.formats = [format, format]
+                            $0.controls = [
+                                .with {
+                                    $0.id = 0x009a_090d; $0.name = "Zoom, Absolute"; $0.type = "integer"; $0.maximum = 500
+                                }
+                            ]
+                        }
+                    ]
+                }
+            },
+            .with {
+                $0.heartbeat = .with {
+                    $0.nodeID = "node-fuzz"; $0.sequence = 7; $0.monotonicNs = 123_456_789
+                }
+            },
+            .with {
+                $0.status = .with {
+                    $0.nodeID = "node-fuzz"
+                    $0.devices = [
+                        .with {
+                            $0.deviceID = "syn-fuzz-1"; $0.framesCaptured = 100; $0.drops = .with { $0.late = 3 }; $0.consent = .denied
+                        }
+                    ]
+                    $0.pressure = .with {
+                        $0.level = .serious;
+                        $0.factors = [
+                            .with {
+                                $0.factor = "cpu"; $0.level = .serious
+                            }
+                        ]; $0.cpuStallPercent = 42
+                    }
+                }
+            },
+            .with {
+                $0.commandReply = .with {
+                    $0.commandID = 9; $0.status = .ok; $0.zoomFactor = 2; $0.consent = .authorized
+                }
+            },
+            .with {
+                $0.deviceEvent = .with {
+                    $0.deviceID = "syn-fuzz-1"; $0.kind = .interrupted;
+                    $0.interruption = .with {
+                        $0.reason = .deviceInUse; $0.message = "busy"
+                    }
+                }
+            },
+            .with {
+                $0.pressureChange = .with {
+                    $0.nodeID = "node-fuzz"; $0.level = .critical; $0.previousLevel = .nominal; $0.intervalFrames = 30
+                }
+            },
+            .with {
+                $0.enroll = .with {
+                    $0.nodePublicKey = Data(repeating: 7, count: 32); $0.nodeID = "node-fuzz"; $0.hostname = "host"
+                }
+            },
         ]
     }
 
@@ -64,21 +112,68 @@ import Synchronization
             .listNodes(.init()), .listDevices(.with { $0.nodeID = "n" }), .getFormats(.with { $0.deviceID = "d" }),
             .getFleetStats(.init()), .getLatestFrame(.with { $0.deviceID = "d" }), .getIngestStats(.init()),
             .forgetNode(.with { $0.nodeID = "n" }),
-            .changeFormat(.with { $0.deviceID = "d"; $0.bestMatch = .with { $0.width = 1280; $0.height = 720; $0.framesPerSecond = 30 } }),
-            .changeFrameRate(.with { $0.deviceID = "d"; $0.framesPerSecond = 30; $0.minFramesPerSecond = 15 }),
-            .changeZoom(.with { $0.deviceID = "d"; $0.factor = 2; $0.rampRate = 1 }), .lockDevice(.with { $0.deviceID = "d"; $0.seconds = 60 }),
-            .unlockDevice(.with { $0.deviceID = "d" }), .changeFocus(.with { $0.deviceID = "d"; $0.lensPosition = 0.5 }),
-            .setDropRecoveryPolicy(.with { $0.deviceID = "d"; $0.policy = .with { $0.enabled = true; $0.minimumFps = 5 } }),
+            .changeFormat(
+                .with {
+                    $0.deviceID = "d";
+                    $0.bestMatch = .with {
+                        $0.width = 1280; $0.height = 720; $0.framesPerSecond = 30
+                    }
+                }),
+            .changeFrameRate(
+                .with {
+                    $0.deviceID = "d"; $0.framesPerSecond = 30; $0.minFramesPerSecond = 15
+                }),
+            .changeZoom(
+                .with {
+                    $0.deviceID = "d"; $0.factor = 2; $0.rampRate = 1
+                }),
+            .lockDevice(
+                .with {
+                    $0.deviceID = "d"; $0.seconds = 60
+                }),
+            .unlockDevice(.with { $0.deviceID = "d" }),
+            .changeFocus(
+                .with {
+                    $0.deviceID = "d"; $0.lensPosition = 0.5
+                }),
+            .setDropRecoveryPolicy(
+                .with {
+                    $0.deviceID = "d";
+                    $0.policy = .with {
+                        $0.enabled = true; $0.minimumFps = 5
+                    }
+                }),
             .getDevice(.with { $0.deviceID = "d" }), .endSession(.init()), .getEvents(.with { $0.limit = 10 }),
-            .changePressurePolicy(.with { $0.deviceID = "d"; $0.policy = .with { $0.enabled = true; $0.level = .serious; $0.frameRate = 15 } }),
-            .createEnrollment(.with { $0.name = "cam"; $0.validSeconds = 60 }), .revokeNode(.with { $0.nodeID = "n"; $0.reason = "stolen" }),
-            .addOperator(.with { $0.name = "x"; $0.role = .viewer; $0.publicKey = Data(repeating: 1, count: 32) }),
+            .changePressurePolicy(
+                .with {
+                    $0.deviceID = "d";
+                    $0.policy = .with {
+                        $0.enabled = true; $0.level = .serious; $0.frameRate = 15
+                    }
+                }),
+            .createEnrollment(
+                .with {
+                    $0.name = "cam"; $0.validSeconds = 60
+                }),
+            .revokeNode(
+                .with {
+                    $0.nodeID = "n"; $0.reason = "stolen"
+                }),
+            .addOperator(
+                .with {
+                    $0.name = "x"; $0.role = .viewer; $0.publicKey = Data(repeating: 1, count: 32)
+                }),
             .removeOperator(.with { $0.name = "x" }), .listOperators(.init()), .whoAmI(.init()),
-            .changeConsent(.with { $0.deviceID = "d"; $0.action = .grant; $0.reason = "signed" }),
+            .changeConsent(
+                .with {
+                    $0.deviceID = "d"; $0.action = .grant; $0.reason = "signed"
+                }),
             .getConsentHistory(.with { $0.deviceID = "d" }),
         ]
         return bodies.enumerated().map { index, body in
-            .with { $0.requestID = UInt64(index + 1); $0.sessionID = "s"; $0.body = body }
+            .with {
+                $0.requestID = UInt64(index + 1); $0.sessionID = "s"; $0.body = body
+            }
         }
     }
 
@@ -90,11 +185,15 @@ import Synchronization
                 $0.deviceID = "syn-fuzz-1"
                 $0.sequence = 42
                 $0.captureMonotonicNs = 1_000_000
-                $0.layout = .with { $0.pixelFormat = format; $0.width = UInt32(width); $0.height = UInt32(height); $0.bytesPerLine = UInt32(width * 2) }
+                $0.layout = .with {
+                    $0.pixelFormat = format; $0.width = UInt32(width); $0.height = UInt32(height); $0.bytesPerLine = UInt32(width * 2)
+                }
                 $0.payloadSize = UInt64(size)
                 $0.flags = 2
                 $0.consent = .denied
-                $0.drops = .with { $0.late = 1; $0.discontinuity = 2 }
+                $0.drops = .with {
+                    $0.late = 1; $0.discontinuity = 2
+                }
             }
         }
     }
@@ -117,8 +216,9 @@ import Synchronization
     static func check(_ report: Fuzzer.Report) {
         print(report)
         #expect(report.executions > 100, "the fuzzer ran: \(report)")
-        #expect(report.slowest < Fuzzer.hangLimit,
-                "\(report.target): an input took \(report.slowest) s: \(report.slowestInput.map { String(format: "%02x", $0) }.joined())")
+        #expect(
+            report.slowest < Fuzzer.hangLimit,
+            "\(report.target): an input took \(report.slowest) s: \(report.slowestInput.map { String(format: "%02x", $0) }.joined())")
     }
 
     @Test func controlMessages() async {
@@ -130,7 +230,8 @@ import Synchronization
                 // What decodes encodes again, and that encoding is stable (unknown fields kept).
                 // Compared as bytes: a NaN in a double field makes the messages themselves unequal.
                 if let again: [UInt8] = try? message.serializedBytes(), let twice = try? Capfleet_V1_AgentMessage(serializedBytes: again),
-                   let thrice: [UInt8] = try? twice.serializedBytes() {
+                    let thrice: [UInt8] = try? twice.serializedBytes()
+                {
                     roundTrips += 1
                     if thrice != again { mismatches += 1 }
                 }
@@ -172,7 +273,8 @@ import Synchronization
                 if FrameValidation.check(header: header, payloadBytes: payload, maxPayloadBytes: Int(WireDefaults.maxMessageBytes)) == nil {
                     accepted += 1
                     // Whatever passes is internally consistent.
-                    let consistent = header.payloadSize == UInt64(payload) && header.layout.width > 0 && header.layout.height > 0
+                    let consistent =
+                        header.payloadSize == UInt64(payload) && header.layout.width > 0 && header.layout.height > 0
                         && header.layout.width <= FrameValidation.maxDimension && header.layout.height <= FrameValidation.maxDimension
                     if !consistent, inconsistent.count < 5 { inconsistent.append("\(header) with a \(payload)-byte payload") }
                 }
@@ -195,9 +297,11 @@ import Synchronization
         router.add(middleware: ExplainedNotFound("metrics at /metrics"))
         router.get("/metrics") { _, _ in "capfleet_up 1\n" }
         let server = try await WebServer.start(host: "127.0.0.1", port: 0, router: router, logger: Logger(label: "fuzz"))
-        let seeds = ["GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:7604\r\nAccept: text/plain\r\n\r\n",
-                     "HEAD /metrics?x=1 HTTP/1.0\r\n\r\n", "POST /hook HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello",
-                     "GET /metrics HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"].map { Array($0.utf8) }
+        let seeds = [
+            "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:7604\r\nAccept: text/plain\r\n\r\n",
+            "HEAD /metrics?x=1 HTTP/1.0\r\n\r\n", "POST /hook HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello",
+            "GET /metrics HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+        ].map { Array($0.utf8) }
         let port = server.port
         // On a thread of its own: the exchanges block, and the server's handlers run on the
         // cooperative pool this test would otherwise hold.
@@ -252,8 +356,10 @@ import Synchronization
     /// (as libzmq hands them back) and enrollment tokens (pasted by people).
     @Test func identitiesAndTokens() async throws {
         let token = EnrollmentToken(keys: try CurveKeyPair.generate(), coordinatorKey: try CurveKeyPair.generate().publicKey).text
-        let seeds = [Principal.node(id: "node-1", key: String(repeating: "a", count: 40)).userID, Principal.operator(name: "ana").userID,
-                     Principal.enrollment(tokenKey: String(repeating: "b", count: 40)).userID, token].map { Array($0.utf8) }
+        let seeds = [
+            Principal.node(id: "node-1", key: String(repeating: "a", count: 40)).userID, Principal.operator(name: "ana").userID,
+            Principal.enrollment(tokenKey: String(repeating: "b", count: 40)).userID, token,
+        ].map { Array($0.utf8) }
         let (report, unfaithful) = await Self.onOwnThread("cf-fuzz-names") {
             var fuzzer = Fuzzer(seeds: seeds)
             var unfaithful: [String] = []

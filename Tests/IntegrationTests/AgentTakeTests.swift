@@ -1,7 +1,8 @@
 import Foundation
 import Testing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension SecondLaneIntegrationTests {
@@ -55,21 +56,25 @@ extension SecondLaneIntegrationTests {
                 #expect(segment["collected_path"] == nil)
             }
             // Timed metadata and sequence markers are in the files the agents wrote.
-            let entries = try RecordingTests.metadataEntries(in: segments.filter { $0["device_id"] as? String == devices[0] }.compactMap { $0["path"] as? String })
+            let entries = try RecordingTests.metadataEntries(
+                in: segments.filter { $0["device_id"] as? String == devices[0] }.compactMap { $0["path"] as? String })
             #expect(entries.contains { $0.contains("\"location\":\"stage 3\"") }, "the note is in the agent's file: \(entries.suffix(5))")
             #expect(entries.contains { $0.contains("\"kind\":\"sequence\"") }, "sequence markers are in the agent's file")
-            #expect(!FileManager.default.fileExists(atPath: fleet.directory + "/coordinator/recordings/" + takeID + "/" + devices[0]),
-                    "nothing of it on the coordinator's disk before collect")
+            #expect(
+                !FileManager.default.fileExists(atPath: fleet.directory + "/coordinator/recordings/" + takeID + "/" + devices[0]),
+                "nothing of it on the coordinator's disk before collect")
 
             let verifiedOnAgents = try fleet.cli(["recordings", "verify", takeID], timeout: 60)
-            #expect(verifiedOnAgents.status == 0, "the agents check their files against the index: \(verifiedOnAgents.output)\(verifiedOnAgents.error)")
+            #expect(
+                verifiedOnAgents.status == 0, "the agents check their files against the index: \(verifiedOnAgents.output)\(verifiedOnAgents.error)")
             // Half of the first segment already copied by an interrupted collect: it goes on from there.
             let firstSegment = try #require(segments.first)
             let firstPath = try #require(firstSegment["path"] as? String)
             let partialFolder = fleet.directory + "/coordinator/recordings/\(takeID)/\(firstSegment["device_id"] as? String ?? "")"
             try FileManager.default.createDirectory(atPath: partialFolder, withIntermediateDirectories: true)
             let whole = try Data(contentsOf: URL(fileURLWithPath: firstPath))
-            try whole.prefix(whole.count / 2).write(to: URL(fileURLWithPath: partialFolder + "/" + (firstPath as NSString).lastPathComponent + ".partial"))
+            try whole.prefix(whole.count / 2).write(
+                to: URL(fileURLWithPath: partialFolder + "/" + (firstPath as NSString).lastPathComponent + ".partial"))
             let collected = try fleet.cli(["recordings", "collect", takeID], timeout: 120)
             #expect(collected.status == 0, "\(collected.output)\(collected.error)")
             shown = try RecordingTests.show(takeID, in: fleet)
@@ -121,7 +126,8 @@ extension SecondLaneIntegrationTests {
             let part = try #require((shown["devices"] as? [[String: Any]])?.first)
             let drops = try #require(part["drops"] as? [String: Int])
             let first = try #require(part["first_sequence"] as? Int), last = try #require(part["last_sequence"] as? Int)
-            #expect((part["frames"] as? Int ?? 0) + RecordingTests.dropTotal(part) == last - first + 1, "every frame of the span accounted for: \(part)")
+            #expect(
+                (part["frames"] as? Int ?? 0) + RecordingTests.dropTotal(part) == last - first + 1, "every frame of the span accounted for: \(part)")
             #expect((drops["discontinuity"] ?? 0) >= 10, "the second or so the agent was down counts as discontinuity: \(drops)")
             let verified = try fleet.cli(["recordings", "verify", takeID], timeout: 60)
             #expect(verified.status == 0, "\(verified.output)\(verified.error)")
@@ -175,7 +181,8 @@ extension SecondLaneIntegrationTests {
             let listed = try fleet.cli(["recordings", "list"])
             #expect(listed.output.contains("1 node(s) offline"), "\(listed.output)")
             let verified = try fleet.cli(["recordings", "verify", takeID], timeout: 60)
-            #expect(verified.status != 0 && verified.output.contains("only on node \(goneNode), which is offline"), "\(verified.output)\(verified.error)")
+            #expect(
+                verified.status != 0 && verified.output.contains("only on node \(goneNode), which is offline"), "\(verified.output)\(verified.error)")
             let collected = try fleet.cli(["recordings", "collect", takeID], timeout: 120)
             #expect(collected.status != 0 && (collected.output + collected.error).contains(goneNode), "\(collected.output)\(collected.error)")
             let shown = try RecordingTests.show(takeID, in: fleet)

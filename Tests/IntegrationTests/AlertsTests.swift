@@ -8,7 +8,7 @@ import Synchronization
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension SecondLaneIntegrationTests {
@@ -179,7 +179,9 @@ extension SecondLaneIntegrationTests {
                 // The agent's own pressure saw the spell: its level rose for the full send queue or
                 // the drop rate, whichever its sample caught first (a level change names the factors
                 // of the sample that crossed), and where frames were lost it says which reasons.
-                let changes = try Self.events(fleet).filter { $0["kind"] as? String == "pressure_level_changed" }.compactMap { $0["message"] as? String }
+                let changes = try Self.events(fleet).filter { $0["kind"] as? String == "pressure_level_changed" }.compactMap {
+                    $0["message"] as? String
+                }
                 let rises = changes.filter { !$0.contains("→ nominal") }
                 #expect(rises.contains { $0.contains("send_queue") || $0.contains("drop_rate") }, "\(changes)")
                 #expect(changes.filter { $0.contains("drop_rate") }.allSatisfy { $0.contains("frames in the last interval:") }, "\(changes)")

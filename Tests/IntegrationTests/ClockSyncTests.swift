@@ -129,7 +129,8 @@ extension IntegrationTests {
             for _ in 0..<5 {
                 let result = try fleet.cli(["sync-check"] + devices + ["--json"], timeout: 10)
                 guard result.status == 0, let check = try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any],
-                      let spread = check["spread_ns"] as? Int else { continue }
+                    let spread = check["spread_ns"] as? Int
+                else { continue }
                 spreads.append(spread)
             }
             print("frame alignment: spreads \(spreads) ns across 3 aligned cameras at 30 fps (frame interval 33.3 ms)")

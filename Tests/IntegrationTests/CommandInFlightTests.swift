@@ -18,8 +18,9 @@ extension IntegrationTests {
             let deviceID = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
             _ = try fleet.json(["lock", deviceID])
             #expect(agent.stop() == 0)
-            let node = HandWrittenAgent(endpoint: "tcp://127.0.0.1:\(fleet.controlPort)", coordinatorKey: try fleet.coordinatorKey(),
-                                        keys: try fleet.agentKeys("replayed"), nodeID: nodeID, deviceID: deviceID)
+            let node = HandWrittenAgent(
+                endpoint: "tcp://127.0.0.1:\(fleet.controlPort)", coordinatorKey: try fleet.coordinatorKey(),
+                keys: try fleet.agentKeys("replayed"), nodeID: nodeID, deviceID: deviceID)
 
             // 1. The command reaches the agent; the agent restarts before answering.
             try node.register(instance: "first process")
@@ -32,8 +33,9 @@ extension IntegrationTests {
             try node.register(instance: "second process")
             let restarted = try await restartedMidCommand.value
             #expect(restarted.status != 0)
-            #expect(restarted.error.contains("restarted before answering") && restarted.error.contains("may or may not have been applied"),
-                    "the operator hears why, not a timeout: \(restarted.error)")
+            #expect(
+                restarted.error.contains("restarted before answering") && restarted.error.contains("may or may not have been applied"),
+                "the operator hears why, not a timeout: \(restarted.error)")
             // The old process's answer, were it to come now, is nobody's.
             try node.answer(lost, zoom: 2)
 
@@ -55,8 +57,9 @@ extension IntegrationTests {
                 try String.fetchAll(db, sql: "SELECT outcome || ': ' || detail FROM auditLog WHERE action = 'device.zoom' ORDER BY id")
             }
             #expect(audit.count == 2)
-            #expect(audit.first?.hasPrefix("failed: ") == true && audit.first?.contains("restarted before answering") == true,
-                    "the lost zoom is audited with its reason: \(audit)")
+            #expect(
+                audit.first?.hasPrefix("failed: ") == true && audit.first?.contains("restarted before answering") == true,
+                "the lost zoom is audited with its reason: \(audit)")
             #expect(audit.last?.hasPrefix("ok: ") == true, "\(audit)")
         }
     }

@@ -17,11 +17,14 @@ extension SecondLaneIntegrationTests {
 
         /// What the generated scripts run on a TAB: `capfleet ---completion SUBCOMMANDS -- ARGUMENT
         /// WORD_INDEX CURSOR WORDS...`, the word being completed last, with `partial` typed of it.
-        static func complete(_ fleet: FleetHarness, _ command: [String], argument: String = "positional@0", line: [String],
-                             partial: String = "", environment: [String: String]) throws -> (status: Int32, output: String, error: String) {
+        static func complete(
+            _ fleet: FleetHarness, _ command: [String], argument: String = "positional@0", line: [String],
+            partial: String = "", environment: [String: String]
+        ) throws -> (status: Int32, output: String, error: String) {
             let words = ["capfleet"] + line + [partial]
-            return try fleet.run(["---completion"] + command + ["--", argument, "\(words.count - 1)", "\(partial.count)"] + words,
-                                 environment: environment.merging(["SAP_SHELL": "bash"]) { $1 })
+            return try fleet.run(
+                ["---completion"] + command + ["--", argument, "\(words.count - 1)", "\(partial.count)"] + words,
+                environment: environment.merging(["SAP_SHELL": "bash"]) { $1 })
         }
 
         static func offered(_ output: String) -> Set<String> {
@@ -56,8 +59,10 @@ extension SecondLaneIntegrationTests {
             #expect(Self.offered(record.output) == devices.filter { $0.hasPrefix(partial) })
 
             // The coordinator and the credential from the environment, as an operator's shell has them.
-            let environment = bare.merging(["CAPFLEET_COORDINATOR": "127.0.0.1:\(fleet.operatorPort)",
-                                            "CAPFLEET_CREDENTIAL": try fleet.credential(for: "vi")]) { $1 }
+            let environment = bare.merging([
+                "CAPFLEET_COORDINATOR": "127.0.0.1:\(fleet.operatorPort)",
+                "CAPFLEET_CREDENTIAL": try fleet.credential(for: "vi"),
+            ]) { $1 }
             let forget = try Self.complete(fleet, ["nodes", "forget"], line: ["nodes", "forget"], environment: environment)
             #expect(Self.offered(forget.output) == nodes && !nodes.isEmpty, "\(forget.output)")
             let only = try Self.complete(fleet, ["devices"], argument: "--node", line: ["devices", "--node"], environment: environment)
@@ -78,8 +83,10 @@ extension SecondLaneIntegrationTests {
                 _capfleet '\(FleetHarness.binary)' '' zoom
                 printf '%s\\n' "${COMPREPLY[@]}"
                 """
-            let environment = try Self.bareEnvironment(fleet).merging(["CAPFLEET_COORDINATOR": "127.0.0.1:\(fleet.operatorPort)",
-                                                                  "CAPFLEET_CREDENTIAL": try fleet.credential(for: "vi")]) { $1 }
+            let environment = try Self.bareEnvironment(fleet).merging([
+                "CAPFLEET_COORDINATOR": "127.0.0.1:\(fleet.operatorPort)",
+                "CAPFLEET_CREDENTIAL": try fleet.credential(for: "vi"),
+            ]) { $1 }
             let bash = try CapfleetBinary.run(["--noprofile", "--norc", "-c", driver], environment: environment, binary: "/bin/bash")
             #expect(bash.status == 0 && bash.error.isEmpty, "\(bash.error)")
             #expect(Self.offered(bash.output) == devices, "\(bash.output)")
@@ -97,11 +104,16 @@ extension SecondLaneIntegrationTests {
             let credential = try fleet.credential(for: "vi")
             fleet.fleet.stop()
             let started = Date()
-            let unreachable = try Self.complete(fleet, ["snapshot"], line: ["snapshot", "--credential", credential,
-                                                                          "--coordinator", "127.0.0.1:\(fleet.operatorPort)"], environment: bare)
+            let unreachable = try Self.complete(
+                fleet, ["snapshot"],
+                line: [
+                    "snapshot", "--credential", credential,
+                    "--coordinator", "127.0.0.1:\(fleet.operatorPort)",
+                ], environment: bare)
             let seconds = Date().timeIntervalSince(started)
-            #expect(unreachable.status == 0 && unreachable.output.isEmpty && unreachable.error.isEmpty,
-                    "\(unreachable.output)\(unreachable.error)")
+            #expect(
+                unreachable.status == 0 && unreachable.output.isEmpty && unreachable.error.isEmpty,
+                "\(unreachable.output)\(unreachable.error)")
             #expect(seconds < 3, "a TAB with no coordinator held the shell \(seconds) s")
         }
     }

@@ -70,13 +70,16 @@ extension SecondLaneIntegrationTests {
 
             // The history lists every change in order, with who and why.
             let history = try fleet.json(["consent", "history", device])
-            let rows = history.map { "\($0["actor"] as? String ?? "") \($0["action"] as? String ?? "") \($0["from"] as? String ?? "")→\($0["to"] as? String ?? "") \($0["reason"] as? String ?? "")" }
-            #expect(rows == [
-                "ana deny not_determined→denied rehearsal, people on set",
-                "ana grant denied→authorized talent signed release #42",
-                "ana revoke authorized→denied talent withdrew",
-                "ana restrict denied→restricted site policy: no cameras in the changing room",
-            ], "\(rows)")
+            let rows = history.map {
+                "\($0["actor"] as? String ?? "") \($0["action"] as? String ?? "") \($0["from"] as? String ?? "")→\($0["to"] as? String ?? "") \($0["reason"] as? String ?? "")"
+            }
+            #expect(
+                rows == [
+                    "ana deny not_determined→denied rehearsal, people on set",
+                    "ana grant denied→authorized talent signed release #42",
+                    "ana revoke authorized→denied talent withdrew",
+                    "ana restrict denied→restricted site policy: no cameras in the changing room",
+                ], "\(rows)")
             let times = history.compactMap { $0["unix_ms"] as? Int }
             #expect(times == times.sorted())
             // The history is append-only, like the audit log.

@@ -35,16 +35,52 @@ extension IntegrationTests {
 
             let control = try fleet.socket(.dealer, port: fleet.controlPort, keys: keys, context: context)
             let controlSeeds: [[UInt8]] = try [
-                Capfleet_V1_AgentMessage.with { $0.hello = .with {
-                    $0.protocolVersion = .current
-                    $0.nodeID = fuzzNode
-                    $0.devices = [.with { $0.deviceID = fuzzDevice; $0.formats = [.with { $0.pixelFormat = "YUYV"; $0.width = 640; $0.height = 480 }] }]
-                } },
-                .with { $0.heartbeat = .with { $0.nodeID = fuzzNode; $0.sequence = 1 } },
-                .with { $0.status = .with { $0.nodeID = fuzzNode; $0.devices = [.with { $0.deviceID = fuzzDevice; $0.framesCaptured = 5 }] } },
-                .with { $0.deviceEvent = .with { $0.deviceID = fuzzDevice; $0.kind = .interrupted } },
-                .with { $0.pressureChange = .with { $0.nodeID = fuzzNode; $0.level = .serious; $0.previousLevel = .nominal } },
-                .with { $0.commandReply = .with { $0.commandID = 1; $0.status = .ok } },
+                Capfleet_V1_AgentMessage.with {
+                    $0.hello = .with {
+                        $0.protocolVersion = .current
+                        $0.nodeID = fuzzNode
+                        $0.devices = [
+                            .with {
+                                $0.deviceID = fuzzDevice;
+                                $0.formats = [
+                                    .with {
+                                        $0.pixelFormat = "YUYV"; $0.width = 640; $0.height = 480
+                                    }
+                                ]
+                            }
+                        ]
+                    }
+                },
+                .with {
+                    $0.heartbeat = .with {
+                        $0.nodeID = fuzzNode; $0.sequence = 1
+                    }
+                },
+                .with {
+                    $0.status = .with {
+                        $0.nodeID = fuzzNode;
+                        $0.devices = [
+                            .with {
+                                $0.deviceID = fuzzDevice; $0.framesCaptured = 5
+                            }
+                        ]
+                    }
+                },
+                .with {
+                    $0.deviceEvent = .with {
+                        $0.deviceID = fuzzDevice; $0.kind = .interrupted
+                    }
+                },
+                .with {
+                    $0.pressureChange = .with {
+                        $0.nodeID = fuzzNode; $0.level = .serious; $0.previousLevel = .nominal
+                    }
+                },
+                .with {
+                    $0.commandReply = .with {
+                        $0.commandID = 1; $0.status = .ok
+                    }
+                },
             ].map { try $0.serializedBytes() }
             let sentControl = try Self.fuzz(control, seeds: controlSeeds, seconds: seconds) { [$0] }
 
@@ -53,7 +89,9 @@ extension IntegrationTests {
                 $0.protocolVersion = .current
                 $0.nodeID = fuzzNode
                 $0.deviceID = fuzzDevice
-                $0.layout = .with { $0.pixelFormat = "YUYV"; $0.width = 64; $0.height = 48; $0.bytesPerLine = 128 }
+                $0.layout = .with {
+                    $0.pixelFormat = "YUYV"; $0.width = 64; $0.height = 48; $0.bytesPerLine = 128
+                }
                 $0.payloadSize = 64 * 48 * 2
             }.serializedBytes()
             var sizes = SplitMix(seed: 11)
@@ -65,24 +103,48 @@ extension IntegrationTests {
             let operatorSeeds: [[UInt8]] = try [
                 Capfleet_V1_OperatorRequest.with { $0.body = .listDevices(.init()) },
                 .with { $0.body = .getDevice(.with { $0.deviceID = fuzzDevice }) },
-                .with { $0.body = .changeZoom(.with { $0.deviceID = fuzzDevice; $0.factor = 2 }) },
-                .with { $0.body = .changeConsent(.with { $0.deviceID = fuzzDevice; $0.action = .deny; $0.reason = "fuzz" }) },
+                .with {
+                    $0.body = .changeZoom(
+                        .with {
+                            $0.deviceID = fuzzDevice; $0.factor = 2
+                        })
+                },
+                .with {
+                    $0.body = .changeConsent(
+                        .with {
+                            $0.deviceID = fuzzDevice; $0.action = .deny; $0.reason = "fuzz"
+                        })
+                },
                 .with { $0.body = .getConsentHistory(.with { $0.deviceID = fuzzDevice }) },
                 .with { $0.body = .getEvents(.with { $0.limit = 5 }) },
-                .with { $0.body = .changeFormat(.with { $0.deviceID = fuzzDevice; $0.preset = "low" }) },
+                .with {
+                    $0.body = .changeFormat(
+                        .with {
+                            $0.deviceID = fuzzDevice; $0.preset = "low"
+                        })
+                },
             ].map { try $0.serializedBytes() }
             let sentRequests = try Self.fuzz(operatorSocket, seeds: operatorSeeds, seconds: seconds) { [$0] }
             print("coordinator fuzz: \(sentControl) control messages, \(sentFrames) frames, \(sentRequests) operator requests")
             // What the fuzzer once found: a NaN in a HELLO, stored as NULL, crashed the next listing.
-            try control.send(try Capfleet_V1_AgentMessage.with { $0.hello = .with {
-                $0.protocolVersion = .current
-                $0.nodeID = fuzzNode
-                $0.devices = [.with {
-                    $0.deviceID = fuzzDevice
-                    $0.activeFrameRate = .nan
-                    $0.formats = [.with { $0.pixelFormat = "YUYV"; $0.width = 640; $0.height = 480; $0.fieldOfViewDegrees = .infinity }]
-                }]
-            } }.serializedBytes() as [UInt8])
+            try control.send(
+                try Capfleet_V1_AgentMessage.with {
+                    $0.hello = .with {
+                        $0.protocolVersion = .current
+                        $0.nodeID = fuzzNode
+                        $0.devices = [
+                            .with {
+                                $0.deviceID = fuzzDevice
+                                $0.activeFrameRate = .nan
+                                $0.formats = [
+                                    .with {
+                                        $0.pixelFormat = "YUYV"; $0.width = 640; $0.height = 480; $0.fieldOfViewDegrees = .infinity
+                                    }
+                                ]
+                            }
+                        ]
+                    }
+                }.serializedBytes() as [UInt8])
             // The coordinator may still be working through what the fuzzer queued: give it time.
             var listing = try fleet.cli(["device", fuzzDevice], timeout: 10)
             for _ in 0..<3 where listing.status != 0 && coordinator.isRunning { listing = try fleet.cli(["device", fuzzDevice], timeout: 10) }

@@ -12,7 +12,9 @@ extension SecondLaneIntegrationTests {
             let jar: String
             let base: String
 
-            func request(_ method: String, _ path: String, body: String? = nil, headers: [String] = []) throws -> (status: Int, headers: String, body: String) {
+            func request(
+                _ method: String, _ path: String, body: String? = nil, headers: [String] = []
+            ) throws -> (status: Int, headers: String, body: String) {
                 var command = "curl -s -i --max-time 5 -b '\(jar)' -c '\(jar)' -X \(method) '\(base)\(path)'"
                 for header in headers { command += " -H '\(header)'" }
                 if let body { command += " -H 'Content-Type: application/json' --data-binary '\(body)'" }
@@ -40,7 +42,8 @@ extension SecondLaneIntegrationTests {
         static func signIn(_ fleet: FleetHarness, as user: String) throws -> Browser {
             let login = try fleet.cli(["dashboard", "login"], user: user)
             guard login.status == 0, let url = URL(string: login.output.trimmingCharacters(in: .whitespacesAndNewlines)),
-                  let port = url.port else { throw HarnessError("capfleet dashboard login failed: \(login.error) \(login.output)") }
+                let port = url.port
+            else { throw HarnessError("capfleet dashboard login failed: \(login.error) \(login.output)") }
             let browser = Browser(jar: fleet.directory + "/cookies-\(user)-\(UUID().uuidString.prefix(6))", base: "http://127.0.0.1:\(port)")
             let answer = try browser.request("GET", url.path + "?" + (url.query ?? ""))
             guard answer.status == 303 else { throw HarnessError("sign-in answered \(answer.status): \(answer.body)") }
@@ -76,28 +79,31 @@ extension SecondLaneIntegrationTests {
             // A change without the page's token is a forgery: refused and counted.
             let forged = try browser.operatorRequest(#"{"lockDevice":{"deviceId":"\#(device)","seconds":30}}"#, csrf: nil)
             #expect(forged.status == 403, "\(forged)")
-            let foreign = try browser.request("POST", "/api/operator", body: #"{"listDevices":{}}"#,
-                                              headers: ["X-CaptureFleet-CSRF: \(csrf)", "Origin: http://evil.example"])
+            let foreign = try browser.request(
+                "POST", "/api/operator", body: #"{"listDevices":{}}"#,
+                headers: ["X-CaptureFleet-CSRF: \(csrf)", "Origin: http://evil.example"])
             #expect(foreign.status == 403, "\(foreign)")
             let locked = try browser.operatorRequest(#"{"lockDevice":{"deviceId":"\#(device)","seconds":30}}"#, csrf: csrf)
             #expect(locked.body.contains("STATUS_CODE_OK") && locked.body.contains("bo via dashboard"), "\(locked)")
 
             // A viewer's session asks for what a viewer may not do: refused as on the operator endpoint, audited.
             let viewer = try Self.signIn(fleet, as: "vi")
-            let refused = try viewer.operatorRequest(#"{"changeConsent":{"deviceId":"\#(device)","action":"CONSENT_ACTION_GRANT","reason":"x"}}"#,
-                                                     csrf: try viewer.csrf())
+            let refused = try viewer.operatorRequest(
+                #"{"changeConsent":{"deviceId":"\#(device)","action":"CONSENT_ACTION_GRANT","reason":"x"}}"#,
+                csrf: try viewer.csrf())
             #expect(refused.body.contains("STATUS_CODE_PERMISSION_DENIED"), "\(refused)")
             let audit = try await DatabaseQueue(path: fleet.databasePath).read { db in
                 try Row.fetchAll(db, sql: "SELECT actor, action, outcome FROM auditLog WHERE actor LIKE '% via dashboard' ORDER BY id")
                     .map { "\($0["actor"] as String) \($0["action"] as String) \($0["outcome"] as String)" }
             }
             #expect(audit.contains("vi via dashboard access.denied refused"), "\(audit)")
-            #expect(audit.contains("bo via dashboard device.lock ok") || audit.contains { $0.hasPrefix("bo via dashboard") && $0.hasSuffix("ok") }, "\(audit)")
+            #expect(
+                audit.contains("bo via dashboard device.lock ok") || audit.contains { $0.hasPrefix("bo via dashboard") && $0.hasSuffix("ok") },
+                "\(audit)")
             // /metrics is refreshed once a second.
             try await fleet.waitUntil("/metrics counts the two forgeries", seconds: 5) {
                 try MetricsTests.scrape(fleet).value("capfleet_rejected_messages_total", ["endpoint": "dashboard", "reason": "forged_request"]) == 2
             }
-
 
             // The live connection (a WebSocket) opens only from the dashboard's own pages, and
             // only for a signed-in browser.
@@ -128,8 +134,9 @@ extension SecondLaneIntegrationTests {
         @Test func withCertificateFiles_theDashboardAndMetricsAreServedOverHTTPS() async throws {
             let fleet = try FleetHarness()
             let certificate = fleet.directory + "/tls-cert.pem", key = fleet.directory + "/tls-key.pem"
-            let made = try MetricsTests.run("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 "
-                                            + "-keyout '\(key)' -out '\(certificate)' 2>&1; echo \"exit $?\"")
+            let made = try MetricsTests.run(
+                "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 "
+                    + "-keyout '\(key)' -out '\(certificate)' 2>&1; echo \"exit $?\"")
             try #require(made.output.hasSuffix("exit 0\n"), "\(made.output)")
             try fleet.startCoordinator(environment: ["CAPFLEET_HTTP_TLS_CERT": certificate, "CAPFLEET_HTTP_TLS_KEY": key])
             let login = try fleet.cli(["dashboard", "login"], user: "bo")
@@ -144,8 +151,9 @@ extension SecondLaneIntegrationTests {
             #expect(try MetricsTests.run("curl -sf --max-time 5 http://127.0.0.1:\(fleet.metricsPort)/metrics").status != 0, "no plain HTTP")
 
             // One file without the other is a settings error that names both.
-            let half = try fleet.run(["coordinator", "--data", fleet.directory + "/half", "--check-config"],
-                                     environment: ["CAPFLEET_HTTP_TLS_CERT": certificate])
+            let half = try fleet.run(
+                ["coordinator", "--data", fleet.directory + "/half", "--check-config"],
+                environment: ["CAPFLEET_HTTP_TLS_CERT": certificate])
             #expect(half.status != 0 && half.error.contains("http_tls_cert and http_tls_key go together"), "\(half.error)")
         }
     }

@@ -108,8 +108,10 @@ extension IntegrationTests {
             // before "camera 10"), the filter, a node's select and consent for many at once.
             try fleet.startAgent("stage-crowd", synthetic: 11, fps: 2)
             try await fleet.waitUntil("fourteen cameras register", seconds: 30) { try fleet.json(["devices"]).count == 14 }
-            let nodeIDs = Dictionary(uniqueKeysWithValues: try fleet.nodes().compactMap { node in
-                (node["name"] as? String).flatMap { name in (node["node_id"] as? String).map { (name, $0) } } })
+            let nodeIDs = Dictionary(
+                uniqueKeysWithValues: try fleet.nodes().compactMap { node in
+                    (node["name"] as? String).flatMap { name in (node["node_id"] as? String).map { (name, $0) } }
+                })
             let crowdNode = try #require(nodeIDs["stage-crowd"])
             let registered = try fleet.json(["devices"])
             let crowd = registered.filter { $0["node_id"] as? String == crowdNode }
@@ -146,18 +148,22 @@ extension IntegrationTests {
 
             // Tiles by node in natural order, each titled by its node and camera with its device
             // id; the nodes in name order.
-            #expect(try page.evaluate("[...document.querySelectorAll('.node')].map((n) => n.dataset.node).join(' ')") as? String
+            #expect(
+                try page.evaluate("[...document.querySelectorAll('.node')].map((n) => n.dataset.node).join(' ')") as? String
                     == [crowdNode, nodeIDs["stage-left"] ?? "", nodeIDs["stage-right"] ?? ""].joined(separator: " "))
             let captions = try page.evaluate(Self.tileCaptions(node: crowdNode)) as? [[String: Any]] ?? []
             #expect(captions.map { $0["name"] as? String ?? "" } == (1...11).map { "Synthetic camera \($0)" }, "\(captions)")
             #expect(captions.map { $0["id"] as? String ?? "" } == crowd && captions.allSatisfy { $0["node"] as? String == "stage-crowd" })
             // Smaller tiles than the 12 a window held: medium holds thirty and more, small fifty.
             let medium = try page.evaluate(Self.tilesThatFit) as? Double ?? 0
-            _ = try page.evaluate("(() => { const s = document.getElementById('tile-size'); s.value = 'small'; s.dispatchEvent(new Event('change')); return true; })()")
+            _ = try page.evaluate(
+                "(() => { const s = document.getElementById('tile-size'); s.value = 'small'; s.dispatchEvent(new Event('change')); return true; })()")
             let small = try page.evaluate(Self.tilesThatFit) as? Double ?? 0
             #expect(medium >= 30 && small >= 50, "tiles that fit 1600x857: medium \(medium), small \(small)")
             try page.screenshot(to: Self.screenshots + "/dashboard-fleet-small.png")
-            _ = try page.evaluate("(() => { const s = document.getElementById('tile-size'); s.value = 'medium'; s.dispatchEvent(new Event('change')); return true; })()")
+            _ = try page.evaluate(
+                "(() => { const s = document.getElementById('tile-size'); s.value = 'medium'; s.dispatchEvent(new Event('change')); return true; })()"
+            )
 
             // The previews flow: granted cameras show the test pattern, and its burned-in frame
             // number changes the picture from one preview to the next.
@@ -176,12 +182,16 @@ extension IntegrationTests {
 
             // The filter: words of a node, a camera, a device id.
             _ = try page.evaluate(Self.type("stage-left", into: "fleet-filter"))
-            try await page.waitUntil("the filter shows stage-left's two cameras", seconds: 5,
-                                     "[...document.querySelectorAll('.tile')].filter((t) => t.getClientRects().length).length === 2")
+            try await page.waitUntil(
+                "the filter shows stage-left's two cameras", seconds: 5,
+                "[...document.querySelectorAll('.tile')].filter((t) => t.getClientRects().length).length === 2")
             _ = try page.evaluate(Self.type(hidden, into: "fleet-filter"))
-            try await page.waitUntil("the filter shows one camera by its device id", seconds: 5,
-                                     "[...document.querySelectorAll('.tile')].filter((t) => t.getClientRects().length).map((t) => t.dataset.device).join() === '\(hidden)'")
-            #expect(try page.evaluate("document.querySelectorAll('.node:not([hidden])').length") as? Double == 1, "nodes with no camera shown are hidden")
+            try await page.waitUntil(
+                "the filter shows one camera by its device id", seconds: 5,
+                "[...document.querySelectorAll('.tile')].filter((t) => t.getClientRects().length).map((t) => t.dataset.device).join() === '\(hidden)'"
+            )
+            #expect(
+                try page.evaluate("document.querySelectorAll('.node:not([hidden])').length") as? Double == 1, "nodes with no camera shown are hidden")
             // Select all shown, then a node's box; consent granted to the selection, one request each.
             _ = try page.evaluate(Self.type("stage-crowd", into: "fleet-filter"))
             _ = try page.evaluate("document.getElementById('select-shown').click(); true")
@@ -191,19 +201,24 @@ extension IntegrationTests {
             // The boxes are drawn at the next frame: clicked before it, they would toggle what was.
             try await page.waitUntil("nothing is selected", seconds: 5, "document.getElementById('selection-count').textContent === 'none selected'")
             _ = try page.evaluate("document.querySelector('.node[data-node=\"\(crowdNode)\"] input.node-select').click(); true")
-            try await page.waitUntil("the node's box selects its cameras", seconds: 5, """
+            try await page.waitUntil(
+                "the node's box selects its cameras", seconds: 5,
+                """
                 document.getElementById('selection-count').textContent === '11 selected' &&
                   [...document.querySelectorAll('.tile input.select')].filter((b) => b.checked).length === 11
                 """)
-            _ = try page.evaluate("""
+            _ = try page.evaluate(
+                """
                 document.getElementById('bulk-reason').value = 'crowd scene, release forms signed';
                 document.getElementById('bulk-grant').click(); true
                 """)
             do {
-                try await page.waitUntil("each camera's grant is listed", seconds: 45,
-                                         "document.querySelectorAll('#bulk-results li.ok').length === 11")
+                try await page.waitUntil(
+                    "each camera's grant is listed", seconds: 45,
+                    "document.querySelectorAll('#bulk-results li.ok').length === 11")
             } catch {
-                let shown = try page.evaluate("document.getElementById('bulk-results').textContent + ' | ' + document.getElementById('problem').textContent")
+                let shown = try page.evaluate(
+                    "document.getElementById('bulk-results').textContent + ' | ' + document.getElementById('problem').textContent")
                 try page.screenshot(to: Self.screenshots + "/dashboard-bulk-consent.png")
                 throw HarnessError("\(error); the page shows: \(shown ?? "")")
             }
@@ -211,16 +226,19 @@ extension IntegrationTests {
             let crowdConsent = try fleet.json(["devices"]).filter { $0["node_id"] as? String == crowdNode }.map { $0["consent"] as? String ?? "" }
             #expect(crowdConsent == Array(repeating: "authorized", count: 11), "\(crowdConsent)")
             let crowdHistory = try fleet.cli(["consent", "history", crowd[10]])
-            #expect(crowdHistory.output.contains("bo via dashboard") && crowdHistory.output.contains("release forms signed"), "\(crowdHistory.output)")
+            #expect(
+                crowdHistory.output.contains("bo via dashboard") && crowdHistory.output.contains("release forms signed"), "\(crowdHistory.output)")
             // A revocation of two: one had consent, one never did; each answer is shown.
             _ = try page.evaluate("document.getElementById('select-none').click(); true")
             try await page.waitUntil("nothing is selected", seconds: 5, "document.getElementById('selection-count').textContent === 'none selected'")
-            _ = try page.evaluate("""
+            _ = try page.evaluate(
+                """
                 (() => { for (const id of ['\(crowd[0])', '\(hidden)']) document.querySelector(`.tile[data-device="${id}"] input.select`).click();
                   document.getElementById('bulk-revoke').click(); return true; })()
                 """)
-            try await page.waitUntil("both answers are listed", seconds: 20,
-                                     "document.querySelectorAll('#bulk-results li.ok, #bulk-results li.refused').length === 2")
+            try await page.waitUntil(
+                "both answers are listed", seconds: 20,
+                "document.querySelectorAll('#bulk-results li.ok, #bulk-results li.refused').length === 2")
             let revoked = try page.evaluate("document.querySelector('#bulk-results li[data-device=\"\(crowd[0])\"]').className") as? String
             let refusal = try page.evaluate("document.querySelector('#bulk-results li[data-device=\"\(hidden)\"]').textContent") as? String ?? ""
             #expect(revoked == "ok" && refusal.contains("\(label(hidden)): refused: there is no consent to revoke"), "\(refusal)")
@@ -229,14 +247,17 @@ extension IntegrationTests {
 
             // Consent granted from the consent page turns its tile from black to the test pattern.
             try page.navigate(page.baseURL(from: try page.evaluate("location.href") as? String) + "#consent")
-            try await page.waitUntil("the consent page lists the cameras", seconds: 10, "document.querySelectorAll('#consent-devices tbody tr').length === 14")
-            _ = try page.evaluate("""
+            try await page.waitUntil(
+                "the consent page lists the cameras", seconds: 10, "document.querySelectorAll('#consent-devices tbody tr').length === 14")
+            _ = try page.evaluate(
+                """
                 (() => { const row = document.querySelector('#consent-devices tr[data-device="\(hidden)"]');
                   row.querySelector('input.reason').value = 'scene cleared with the crew';
                   row.querySelector('button.consent-grant').click(); return true; })()
                 """)
-            try await page.waitUntil("the history shows the grant", seconds: 15,
-                                     "document.querySelector('#consent-all-history tbody').textContent.includes('scene cleared with the crew')")
+            try await page.waitUntil(
+                "the history shows the grant", seconds: 15,
+                "document.querySelector('#consent-all-history tbody').textContent.includes('scene cleared with the crew')")
             try page.navigate(try page.evaluate("location.href.split('#')[0]") as! String + "#fleet")
             _ = try page.evaluate("document.querySelector('.tile[data-device=\"\(hidden)\"]')?.scrollIntoView(); true")
             try await page.waitUntil("\(hidden)'s tile shows the test pattern", seconds: 20, "(\(Self.tilePicture(hidden))).luma > 20")
@@ -249,20 +270,25 @@ extension IntegrationTests {
             try await page.waitUntil("the camera page lists its formats", seconds: 15, "document.querySelectorAll('#formats tbody tr').length > 0")
             // The zoom input knows the active format's range (synthetic formats zoom to 8x).
             try await page.waitUntil("the zoom range shows", seconds: 10, "document.getElementById('zoom-range').textContent.startsWith('(1x–8x')")
-            #expect(try page.evaluate("[document.getElementById('zoom-factor').min, document.getElementById('zoom-factor').max].join()") as? String == "1,8")
+            #expect(
+                try page.evaluate("[document.getElementById('zoom-factor').min, document.getElementById('zoom-factor').max].join()") as? String
+                    == "1,8")
             // Nobody holds the lease: only "Take the lease"; a change refused for want of it says so.
             #expect(try page.evaluate(Self.visible("#lease-take")) as? Bool == true)
             #expect(try page.evaluate(Self.visible("#lease-give")) as? Bool == false)
             _ = try page.evaluate("document.getElementById('zoom-factor').value = '2'; document.getElementById('zoom-set').click(); true")
-            try await page.waitUntil("the refusal points at the page's lease button", seconds: 10,
-                                     "document.getElementById('problem').textContent.includes('press Take the lease on its camera page first')")
+            try await page.waitUntil(
+                "the refusal points at the page's lease button", seconds: 10,
+                "document.getElementById('problem').textContent.includes('press Take the lease on its camera page first')")
             let leaseRefusal = try page.evaluate("document.getElementById('problem').textContent") as? String ?? ""
             #expect(leaseRefusal.hasPrefix("camera \(label(devices[0])) is not locked") && !leaseRefusal.contains("capfleet"), "\(leaseRefusal)")
             _ = try page.evaluate("document.getElementById('lease-take').click(); true")
-            try await page.waitUntil("the page says bo holds the lease", seconds: 10,
-                                     "document.getElementById('camera-lease').textContent.includes('bo via dashboard')")
-            try await page.waitUntil("the holder may give it back or keep it longer", seconds: 5,
-                                     "\(Self.visible("#lease-give")) && document.getElementById('lease-take').textContent === 'Keep it 5 more minutes'")
+            try await page.waitUntil(
+                "the page says bo holds the lease", seconds: 10,
+                "document.getElementById('camera-lease').textContent.includes('bo via dashboard')")
+            try await page.waitUntil(
+                "the holder may give it back or keep it longer", seconds: 5,
+                "\(Self.visible("#lease-give")) && document.getElementById('lease-take').textContent === 'Keep it 5 more minutes'")
             _ = try page.evaluate("document.getElementById('zoom-factor').value = '2'; document.getElementById('zoom-set').click(); true")
             try await fleet.waitUntil("the frames carry zoom 2", seconds: 15) {
                 (try fleet.deviceStats()[devices[0]]?["zoom_factor"] as? Double ?? 1) > 1.99
@@ -270,11 +296,13 @@ extension IntegrationTests {
             try await page.waitUntil("the page shows zoom 2", seconds: 10, "document.getElementById('camera-zoom').textContent.startsWith('2.00x')")
             // The full-rate live view wakes the camera's flow while it is shown, and lets it sleep after.
             _ = try page.evaluate("document.getElementById('live-toggle').click(); true")
-            try await page.waitUntil("the live view shows frames", seconds: 20,
-                                     "document.getElementById('camera-preview').src.includes('/api/view/') && document.getElementById('camera-preview').naturalWidth > 0")
+            try await page.waitUntil(
+                "the live view shows frames", seconds: 20,
+                "document.getElementById('camera-preview').src.includes('/api/view/') && document.getElementById('camera-preview').naturalWidth > 0")
             try await fleet.waitUntil("the device's live flow is on for the page", seconds: 10) {
                 let device = try fleet.json(["devices"]).first { $0["device_id"] as? String == devices[0] }
-                return (device?["live_consumers"] as? [String] ?? []).contains { $0.hasPrefix("dashboard view") } && device?["live_flow"] as? Bool == true
+                return (device?["live_consumers"] as? [String] ?? []).contains { $0.hasPrefix("dashboard view") }
+                    && device?["live_flow"] as? Bool == true
             }
             try page.screenshot(to: Self.screenshots + "/dashboard-camera.png")
             _ = try page.evaluate("document.getElementById('live-toggle').click(); true")
@@ -283,42 +311,54 @@ extension IntegrationTests {
                 return (device?["live_consumers"] as? [String] ?? []).isEmpty
             }
             _ = try page.evaluate("document.getElementById('lease-give').click(); true")
-            try await page.waitUntil("given back, the lease can be taken again", seconds: 10,
-                                     "\(Self.visible("#lease-take")) && !\(Self.visible("#lease-give")) && document.getElementById('lease-take').textContent === 'Take the lease'")
+            try await page.waitUntil(
+                "given back, the lease can be taken again", seconds: 10,
+                "\(Self.visible("#lease-take")) && !\(Self.visible("#lease-give")) && document.getElementById('lease-take').textContent === 'Take the lease'"
+            )
             // Held by someone else: neither button, and who holds it.
             #expect(try fleet.cli(["lock", devices[1]]).status == 0)
             try page.navigate(base + "#camera/" + devices[1])
-            try await page.waitUntil("the page says ana holds the lease", seconds: 10, """
+            try await page.waitUntil(
+                "the page says ana holds the lease", seconds: 10,
+                """
                 document.getElementById('camera-lease').textContent.includes('held by ana') && !\(Self.visible("#lease-take")) && !\(Self.visible("#lease-give"))
                 """)
 
             // A take of two selected cameras started from the page is the CLI's take too.
             try page.navigate(base + "#takes")
-            try await page.waitUntil("the takes page lists the cameras", seconds: 10, "document.querySelectorAll('#take-cameras tbody input').length === 14")
+            try await page.waitUntil(
+                "the takes page lists the cameras", seconds: 10, "document.querySelectorAll('#take-cameras tbody input').length === 14")
             // The picker shows each camera's node, device id and consent.
-            let row = try page.evaluate("[...document.querySelector('#take-cameras tr[data-device=\"\(crowd[0])\"]').cells].slice(1).map((c) => c.textContent)") as? [String]
+            let row =
+                try page.evaluate(
+                    "[...document.querySelector('#take-cameras tr[data-device=\"\(crowd[0])\"]').cells].slice(1).map((c) => c.textContent)")
+                as? [String]
             #expect(row == ["stage-crowd", "Synthetic camera 1", crowd[0], "denied: not recorded until granted"], "\(row ?? [])")
             // Filtered to one camera, all shown selected: the take's refusal names it as the
             // picker shows it and points at the page's consent controls.
             // (Its device id would show camera 10 and 11 too: the only camera whose consent was revoked.)
             _ = try page.evaluate(Self.type("denied", into: "take-filter"))
-            try await page.waitUntil("the filter leaves one row", seconds: 5,
-                                     "[...document.querySelectorAll('#take-cameras tbody tr')].filter((r) => r.getClientRects().length).length === 1")
+            try await page.waitUntil(
+                "the filter leaves one row", seconds: 5,
+                "[...document.querySelectorAll('#take-cameras tbody tr')].filter((r) => r.getClientRects().length).length === 1")
             _ = try page.evaluate("document.getElementById('take-select-shown').click(); document.getElementById('take-start').click(); true")
-            try await page.waitUntil("the refusal names the camera", seconds: 10,
-                                     "document.getElementById('problem').textContent.includes('stage-crowd · Synthetic camera 1 (\(crowd[0]))')")
+            try await page.waitUntil(
+                "the refusal names the camera", seconds: 10,
+                "document.getElementById('problem').textContent.includes('stage-crowd · Synthetic camera 1 (\(crowd[0]))')")
             let takeRefusal = try page.evaluate("document.getElementById('problem').textContent") as? String ?? ""
             #expect(takeRefusal.contains("Grant consent") && !takeRefusal.contains("capfleet"), "\(takeRefusal)")
             #expect((try page.evaluate("document.getElementById('take-selection').textContent") as? String ?? "").contains("1 without consent"))
             try page.screenshot(to: Self.screenshots + "/dashboard-takes-picker.png")
             _ = try page.evaluate("document.getElementById('take-select-none').click(); true")
             _ = try page.evaluate(Self.type("", into: "take-filter"))
-            _ = try page.evaluate("""
+            _ = try page.evaluate(
+                """
                 (() => { for (const id of ['\(devices[0])', '\(devices[2])']) document.querySelector(`#take-cameras tr[data-device="${id}"] td.camera`).click();
                   document.getElementById('take-name').value = 'browser-take';
                   document.getElementById('take-start').click(); return true; })()
                 """)
-            try await page.waitUntil("the page lists the take", seconds: 15, "document.querySelector('#takes tbody').textContent.includes('browser-take')")
+            try await page.waitUntil(
+                "the page lists the take", seconds: 15, "document.querySelector('#takes tbody').textContent.includes('browser-take')")
             let listed = try fleet.json(["recordings", "list"])
             let take = try #require(listed.first { $0["name"] as? String == "browser-take" }, "\(listed)")
             #expect(take["created_by"] as? String == "bo via dashboard", "\(take)")
@@ -327,8 +367,9 @@ extension IntegrationTests {
             try await fleet.waitUntil("the take stops", seconds: 30) {
                 try fleet.json(["recordings", "list"]).first { $0["name"] as? String == "browser-take" }?["state"] as? String == "stopped"
             }
-            try await page.waitUntil("the page shows where each part lives", seconds: 10,
-                                     "document.querySelectorAll('#take-parts tbody tr').length === 2")
+            try await page.waitUntil(
+                "the page shows where each part lives", seconds: 10,
+                "document.querySelectorAll('#take-parts tbody tr').length === 2")
             try page.screenshot(to: Self.screenshots + "/dashboard-takes.png")
 
             // A viewer, in a browser of their own: no controls; a forged change refused and counted.
@@ -336,21 +377,26 @@ extension IntegrationTests {
             try viewer.navigate(try Self.signInURL(fleet, as: "vi"))
             try await viewer.waitUntil("the viewer sees the grid", seconds: 20, "document.querySelectorAll('.tile').length === 14")
             #expect(try viewer.evaluate(Self.visibleControls) as? Double == 0, "a viewer sees no controls")
-            let forged = try viewer.evaluate("""
-                fetch('/api/operator', { method: 'POST', headers: { 'Content-Type': 'application/json' },
-                  body: JSON.stringify({ changeConsent: { deviceId: '\(devices[0])', action: 'CONSENT_ACTION_REVOKE', reason: 'x' } }) })
-                  .then((r) => r.status)
-                """) as? Double
+            let forged =
+                try viewer.evaluate(
+                    """
+                    fetch('/api/operator', { method: 'POST', headers: { 'Content-Type': 'application/json' },
+                      body: JSON.stringify({ changeConsent: { deviceId: '\(devices[0])', action: 'CONSENT_ACTION_REVOKE', reason: 'x' } }) })
+                      .then((r) => r.status)
+                    """) as? Double
             #expect(forged == 403, "a change without the page's token is refused as a forgery")
-            let asViewer = try viewer.evaluate("""
-                fetch('/api/session').then((r) => r.json()).then((s) => fetch('/api/operator', { method: 'POST',
-                  headers: { 'Content-Type': 'application/json', 'X-CaptureFleet-CSRF': s.csrf_token },
-                  body: JSON.stringify({ changeConsent: { deviceId: '\(devices[0])', action: 'CONSENT_ACTION_REVOKE', reason: 'x' } }) }))
-                  .then((r) => r.json()).then((reply) => reply.status.code)
-                """) as? String
+            let asViewer =
+                try viewer.evaluate(
+                    """
+                    fetch('/api/session').then((r) => r.json()).then((s) => fetch('/api/operator', { method: 'POST',
+                      headers: { 'Content-Type': 'application/json', 'X-CaptureFleet-CSRF': s.csrf_token },
+                      body: JSON.stringify({ changeConsent: { deviceId: '\(devices[0])', action: 'CONSENT_ACTION_REVOKE', reason: 'x' } }) }))
+                      .then((r) => r.json()).then((reply) => reply.status.code)
+                    """) as? String
             #expect(asViewer == "STATUS_CODE_PERMISSION_DENIED")
             try await fleet.waitUntil("/metrics counts the forgery (refreshed once a second)", seconds: 5) {
-                (try SecondLaneIntegrationTests.MetricsTests.scrape(fleet).value("capfleet_rejected_messages_total", ["endpoint": "dashboard", "reason": "forged_request"]) ?? 0) >= 1
+                (try SecondLaneIntegrationTests.MetricsTests.scrape(fleet).value(
+                    "capfleet_rejected_messages_total", ["endpoint": "dashboard", "reason": "forged_request"]) ?? 0) >= 1
             }
             #expect(try fleet.json(["devices"]).first { $0["device_id"] as? String == devices[0] }?["consent"] as? String == "authorized")
 
@@ -360,7 +406,8 @@ extension IntegrationTests {
             try await page.waitUntil("the signed-out page says so", seconds: 10, "!!document.body && document.body.classList.contains('signed-out')")
             #expect(try page.evaluate("fetch('/api/session').then((r) => r.status)") as? Double == 401)
             #expect(try fleet.cli(["operator", "remove", "vi"]).status == 0)
-            try await viewer.waitUntil("the viewer's page is signed out", seconds: 10, "!!document.body && document.body.classList.contains('signed-out')")
+            try await viewer.waitUntil(
+                "the viewer's page is signed out", seconds: 10, "!!document.body && document.body.classList.contains('signed-out')")
             #expect(try viewer.evaluate("fetch('/api/session').then((r) => r.status)") as? Double == 401)
         }
     }

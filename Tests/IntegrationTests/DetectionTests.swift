@@ -17,7 +17,9 @@ extension SecondLaneIntegrationTests {
             let followed = try fleet.cli(["metadata", device, "--count", "\(count)", "--wait", "15", "--json"], timeout: 30)
             guard followed.status == 0 else { throw HarnessError("capfleet metadata \(device) failed: \(followed.error)") }
             return try followed.output.split(separator: "\n").map {
-                guard let object = try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] else { throw HarnessError("not JSON: \($0)") }
+                guard let object = try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] else {
+                    throw HarnessError("not JSON: \($0)")
+                }
                 return object
             }
         }
@@ -29,8 +31,11 @@ extension SecondLaneIntegrationTests {
         @Test func aDrawnQRCodeAndFace_areReportedWhereTheyAre_idsPersist_theRegionExcludes_andConsentWithholds() async throws {
             let fleet = try FleetHarness()
             try fleet.startCoordinator()
-            let agent = try fleet.startAgent("scan", synthetic: 2, fps: 15, extra: [
-                "--synthetic-overlay", "qr:capfleet-42@0.6,0.1,0.3", "--synthetic-overlay", "image:\(Self.portrait)@0.05,0.3,0.45"])
+            let agent = try fleet.startAgent(
+                "scan", synthetic: 2, fps: 15,
+                extra: [
+                    "--synthetic-overlay", "qr:capfleet-42@0.6,0.1,0.3", "--synthetic-overlay", "image:\(Self.portrait)@0.05,0.3,0.45",
+                ])
             try await fleet.waitUntil("the clock locks", seconds: 30) { agent.log.contains("clock.state=locked") }
             let devices = try fleet.json(["devices"]).compactMap { $0["device_id"] as? String }.sorted()
             try #require(devices.count == 2)
@@ -76,9 +81,12 @@ extension SecondLaneIntegrationTests {
             #expect(silent.status != 0 && silent.error.contains("no detection report"), "a camera without consent reports nothing: \(silent.output)")
 
             let audit = try await DatabaseQueue(path: fleet.databasePath).read { db in
-                try String.fetchAll(db, sql: "SELECT outcome FROM auditLog WHERE action = 'device.detection' AND target = ? ORDER BY id", arguments: [seen])
+                try String.fetchAll(
+                    db, sql: "SELECT outcome FROM auditLog WHERE action = 'device.detection' AND target = ? ORDER BY id", arguments: [seen])
             }
-            #expect(audit == ["refused", "ok", "ok"], "the refusal for the lease, then two changes (the unknown symbology never reached the coordinator's lease): \(audit)")
+            #expect(
+                audit == ["refused", "ok", "ok"],
+                "the refusal for the lease, then two changes (the unknown symbology never reached the coordinator's lease): \(audit)")
 
             // A take of the camera holds the detections in its timed-metadata track.
             let take = try SecondLaneIntegrationTests.DetectionTests.record(seen, in: fleet, seconds: 3)
@@ -110,7 +118,9 @@ extension SecondLaneIntegrationTests {
             let first = try fleet.jsonObject(["scan-setup", device, "--code-mm", "20", "--json"])
             let expected = 100 / (80 / (2 * halfAngle))
             #expect(abs((first["zoom_factor"] as? Double ?? 0) - expected) < 1e-6, "\(first)")
-            #expect(first["field_of_view_from"] as? String == "the active format" && first["minimum_focus_distance_from"] as? String == "the focus range's near limit")
+            #expect(
+                first["field_of_view_from"] as? String == "the active format"
+                    && first["minimum_focus_distance_from"] as? String == "the focus range's near limit")
             #expect(abs((first["code_pixels"] as? Double ?? 0) - 160) < 1e-6 && first["readable"] as? Bool == true, "\(first)")
             let text = try fleet.cli(["scan-setup", device, "--code-mm", "20"])
             #expect(text.status == 0 && text.output.contains("zoom 2.02x for a 20 mm code held at 100 mm"), "\(text.output)\(text.error)")
@@ -118,7 +128,9 @@ extension SecondLaneIntegrationTests {
             let recorded = try fleet.jsonObject(["optics", device, "--min-focus-mm", "200", "--json"])
             #expect(recorded["minimum_focus_distance_mm"] as? Double == 200 && recorded["changed_by"] as? String != nil, "\(recorded)")
             let second = try fleet.jsonObject(["scan-setup", device, "--code-mm", "20", "--json"])
-            #expect(abs((second["zoom_factor"] as? Double ?? 0) - 2 * expected) < 1e-6 && second["minimum_focus_distance_from"] as? String == "the device's optics setting", "\(second)")
+            #expect(
+                abs((second["zoom_factor"] as? Double ?? 0) - 2 * expected) < 1e-6
+                    && second["minimum_focus_distance_from"] as? String == "the device's optics setting", "\(second)")
 
             let unleased = try fleet.cli(["scan-setup", device, "--code-mm", "20", "--apply"])
             #expect(unleased.status != 0 && unleased.error.contains("capfleet lock"), "setting the zoom needs the lease: \(unleased.error)")
@@ -127,7 +139,9 @@ extension SecondLaneIntegrationTests {
             #expect(abs((applied["applied_zoom_factor"] as? Double ?? 0) - 2 * expected) < 0.01, "\(applied)")
             let shown = try fleet.jsonObject(["device", device, "--json"])
             #expect(abs(((shown["device"] as? [String: Any])?["zoom_factor"] as? Double ?? 0) - 2 * expected) < 0.01, "\(shown)")
-            #expect(shown["minimum_focus_distance_mm"] as? Double == 100 && (shown["optics"] as? [String: Any])?["minimum_focus_distance_mm"] as? Double == 200, "\(shown)")
+            #expect(
+                shown["minimum_focus_distance_mm"] as? Double == 100
+                    && (shown["optics"] as? [String: Any])?["minimum_focus_distance_mm"] as? Double == 200, "\(shown)")
 
             #expect(try fleet.cli(["detect", device, "--codes", "qr", "--region", "0.3,0.3,0.4,0.4"]).status == 0)
             let regional = try fleet.jsonObject(["scan-setup", device, "--code-mm", "20", "--json"])
@@ -138,7 +152,8 @@ extension SecondLaneIntegrationTests {
             let bad = try fleet.cli(["optics", device, "--fov", "190"])
             #expect(bad.status != 0 && bad.error.contains("between 0 and 180"), "\(bad.error)")
             let audit = try await DatabaseQueue(path: fleet.databasePath).read { db in
-                try String.fetchAll(db, sql: "SELECT detail FROM auditLog WHERE action = 'device.optics' AND target = ? ORDER BY id", arguments: [device])
+                try String.fetchAll(
+                    db, sql: "SELECT detail FROM auditLog WHERE action = 'device.optics' AND target = ? ORDER BY id", arguments: [device])
             }
             #expect(audit == ["focuses from 200 mm", "nothing known"], "\(audit)")
         }
@@ -151,7 +166,8 @@ extension SecondLaneIntegrationTests {
         static func record(_ device: String, in fleet: FleetHarness, seconds: Double) throws -> Take {
             let started = try fleet.cli(["record", "start", device, "--store", "coordinator", "--json"], timeout: 15)
             guard started.status == 0, let take = try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any],
-                  let id = take["id"] as? String, let start = take["start_fleet_ns"] as? Int else {
+                let id = take["id"] as? String, let start = take["start_fleet_ns"] as? Int
+            else {
                 throw HarnessError("record start failed: \(started.output)\(started.error)")
             }
             Thread.sleep(forTimeInterval: seconds + 1)
@@ -163,7 +179,9 @@ extension SecondLaneIntegrationTests {
         /// The take's timed-metadata entries for the device, with their place in the track (ms).
         static func trackEntries(take: Take, device: String, in fleet: FleetHarness) throws -> [(milliseconds: Double, json: [String: Any])] {
             let shown = try fleet.jsonObject(["recordings", "show", take.id])
-            let paths = (shown["segments"] as? [[String: Any]] ?? []).filter { $0["device_id"] as? String == device }.compactMap { $0["path"] as? String }
+            let paths = (shown["segments"] as? [[String: Any]] ?? []).filter { $0["device_id"] as? String == device }.compactMap {
+                $0["path"] as? String
+            }
             return try SecondLaneIntegrationTests.RecordingTests.metadataTrack(in: paths, track: 1).compactMap { entry in
                 (try? JSONSerialization.jsonObject(with: Data(entry.json.utf8)) as? [String: Any]).map { (entry.milliseconds, $0) }
             }

@@ -27,7 +27,8 @@ extension IntegrationTests {
             #expect(active["width"] as? Int == 1280 && active["height"] as? Int == 720 && active["pixel_format"] as? String == "NV12")
             try await fleet.waitUntil("a 1280x720 NV12 frame arrives", seconds: 10) {
                 let frame = try fleet.jsonObject(["snapshot", deviceID])
-                return frame["width"] as? Int == 1280 && frame["pixel_format"] as? String == "NV12" && frame["payload_size"] as? Int == 1280 * 720 * 3 / 2
+                return frame["width"] as? Int == 1280 && frame["pixel_format"] as? String == "NV12"
+                    && frame["payload_size"] as? Int == 1280 * 720 * 3 / 2
             }
 
             // Best match and frame rate.
@@ -47,8 +48,9 @@ extension IntegrationTests {
             let badPreset = try fleet.cli(["preset", deviceID, "cinema"])
             #expect(badPreset.status != 0 && badPreset.error.contains("medium"))
             let noSuchSize = try fleet.cli(["format", deviceID, "--size", "99999x1"])
-            #expect(noSuchSize.status != 0 && noSuchSize.error.contains("99999x1") && noSuchSize.error.contains("1280x720 (YUYV 1-30fps, NV12 1-60fps)"),
-                    "a size no format has is refused with the sizes there are: \(noSuchSize.error)")
+            #expect(
+                noSuchSize.status != 0 && noSuchSize.error.contains("99999x1") && noSuchSize.error.contains("1280x720 (YUYV 1-30fps, NV12 1-60fps)"),
+                "a size no format has is refused with the sizes there are: \(noSuchSize.error)")
             let yuyvTooFast = try fleet.cli(["format", deviceID, "--size", "1280x720", "--pixel-format", "yuyv", "--fps", "60"])
             #expect(yuyvTooFast.status != 0 && yuyvTooFast.error.contains("1280x720 YUYV 1-30fps"), "\(yuyvTooFast.error)")
 
@@ -150,13 +152,17 @@ extension IntegrationTests {
             #expect(changed.status == 0, "\(changed.error)")
             var event: [String: Any]?
             try await fleet.waitUntil("a zoom_changed event", seconds: 10) {
-                event = try SecondLaneIntegrationTests.AlertsTests.events(fleet).first { $0["kind"] as? String == "zoom_changed" && $0["device_id"] as? String == deviceID }
+                event = try SecondLaneIntegrationTests.AlertsTests.events(fleet).first {
+                    $0["kind"] as? String == "zoom_changed" && $0["device_id"] as? String == deviceID
+                }
                 return event != nil
             }
             let message = event?["message"] as? String ?? ""
             #expect(message.contains("cancelled the zoom ramp to 4x"), "\(message)")
 
-            try await fleet.waitUntil("frames of the new format", seconds: 10) { try fleet.jsonObject(["snapshot", deviceID])["width"] as? Int == 1280 }
+            try await fleet.waitUntil("frames of the new format", seconds: 10) {
+                try fleet.jsonObject(["snapshot", deviceID])["width"] as? Int == 1280
+            }
             let held = try frameZoom()
             #expect(held > 1 && held < 4, "frozen mid-way, not at the target: \(held)")
             try await Task.sleep(for: .seconds(1.5))

@@ -2,8 +2,9 @@ import FleetCapture
 import FleetCore
 import Foundation
 import Testing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension IntegrationTests {
@@ -26,8 +27,9 @@ extension IntegrationTests {
             // Viewers still get raw frames while the take's packets go to the recording.
             let picture = fleet.directory + "/during.png"
             let shot = try fleet.cli(["snapshot", devices[0], "-o", picture], timeout: 15)
-            #expect(shot.status == 0 && (try? Data(contentsOf: URL(fileURLWithPath: picture)).prefix(4)) == Data([0x89, 0x50, 0x4E, 0x47]),
-                    "a snapshot during the take is a picture: \(shot.output)\(shot.error)")
+            #expect(
+                shot.status == 0 && (try? Data(contentsOf: URL(fileURLWithPath: picture)).prefix(4)) == Data([0x89, 0x50, 0x4E, 0x47]),
+                "a snapshot during the take is a picture: \(shot.output)\(shot.error)")
             try await Task.sleep(for: .seconds(1))
             #expect(try fleet.cli(["record", "stop", takeID], timeout: 30).status == 0)
 
@@ -43,8 +45,10 @@ extension IntegrationTests {
             let segments = try #require(shown["segments"] as? [[String: Any]])
             #expect(segments.count >= 2, "2 s segments: \(segments.count)")
             #expect(segments.reduce(0) { $0 + ($1["frames"] as? Int ?? 0) } == frames)
-            let renderer = TestPatternRenderer(format: VideoFormat(pixelFormat: .yuyv, width: 640, height: 480,
-                                                                   frameRateRanges: [FrameRateRange(min: 15, max: 15)]))
+            let renderer = TestPatternRenderer(
+                format: VideoFormat(
+                    pixelFormat: .yuyv, width: 640, height: 480,
+                    frameRateRanges: [FrameRateRange(min: 15, max: 15)]))
             for segment in segments {
                 let path = try #require(segment["path"] as? String)
                 let decoded = try Self.decode(path)
@@ -74,17 +78,21 @@ extension IntegrationTests {
             let devices = try await SecondLaneIntegrationTests.RecordingTests.devices(in: fleet, agents: ["p1", "p2"], fps: 15)
             let refused = try fleet.cli(["record", "start", devices[0], "--codec", "h264", "--codec-for", "nobody=ffv1"], timeout: 15)
             #expect(refused.status != 0 && refused.error.contains("nobody is not among the devices to record"), "\(refused.error)")
-            let started = try fleet.cli(["record", "start"] + devices + ["--codec", "h264", "--codec-for", "\(devices[1])=ffv1", "--json"], timeout: 15)
-            let takeID = try #require((try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any])?["id"] as? String,
-                                      "\(started.output)\(started.error)")
+            let started = try fleet.cli(
+                ["record", "start"] + devices + ["--codec", "h264", "--codec-for", "\(devices[1])=ffv1", "--json"], timeout: 15)
+            let takeID = try #require(
+                (try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any])?["id"] as? String,
+                "\(started.output)\(started.error)")
             try await Task.sleep(for: .seconds(3))
             #expect(try fleet.cli(["record", "stop", takeID], timeout: 30).status == 0)
             let parts = try #require(try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)["devices"] as? [[String: Any]])
             let byDevice = Dictionary(uniqueKeysWithValues: parts.map { ($0["device_id"] as? String ?? "", $0) })
-            #expect(byDevice[devices[0]]?["encoder"] as? String == "libx264" && (byDevice[devices[0]]?["codec"] as? String)?.hasPrefix("h264") == true,
-                    "\(byDevice[devices[0]] ?? [:])")
-            #expect(byDevice[devices[1]]?["encoder"] as? String == "ffv1" && byDevice[devices[1]]?["codec"] as? String == "ffv1",
-                    "\(byDevice[devices[1]] ?? [:])")
+            #expect(
+                byDevice[devices[0]]?["encoder"] as? String == "libx264" && (byDevice[devices[0]]?["codec"] as? String)?.hasPrefix("h264") == true,
+                "\(byDevice[devices[0]] ?? [:])")
+            #expect(
+                byDevice[devices[1]]?["encoder"] as? String == "ffv1" && byDevice[devices[1]]?["codec"] as? String == "ffv1",
+                "\(byDevice[devices[1]] ?? [:])")
         }
 
         /// A 1080p30 camera whose HEVC encoder has one thread at x265's medium preset (a few
@@ -95,14 +103,16 @@ extension IntegrationTests {
         @Test func anEncoderTooSlowForItsCamera_dropsEncoderLate_andNeverStallsCapture() async throws {
             let fleet = try FleetHarness()
             try fleet.startCoordinator()
-            let agent = try fleet.fleet.startAgent("slow", arguments: ["--synthetic", "1", "--no-discover", "--fps", "30", "--synthetic-format", "1920x1080:YUYV"],
-                                                   environment: ["CAPFLEET_ENCODER_THREADS": "1", "CAPFLEET_ENCODER_PRESET": "medium"])
+            let agent = try fleet.fleet.startAgent(
+                "slow", arguments: ["--synthetic", "1", "--no-discover", "--fps", "30", "--synthetic-format", "1920x1080:YUYV"],
+                environment: ["CAPFLEET_ENCODER_THREADS": "1", "CAPFLEET_ENCODER_PRESET": "medium"])
             try await fleet.waitUntil("the clock locks", seconds: 30) { agent.log.contains("clock.state=locked") }
             let device = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
             try fleet.grantConsent(device)
             let started = try fleet.cli(["record", "start", device, "--codec", "hevc", "--json"], timeout: 15)
-            let takeID = try #require((try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any])?["id"] as? String,
-                                      "\(started.output)\(started.error)")
+            let takeID = try #require(
+                (try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any])?["id"] as? String,
+                "\(started.output)\(started.error)")
             try await fleet.waitUntil("the encoder opens", seconds: 15) { agent.log.contains("encoder opened") }
             let before = try #require(try fleet.deviceStats()[device]?["frames_captured"] as? Int)
             try await Task.sleep(for: .seconds(4))
@@ -126,7 +136,9 @@ extension IntegrationTests {
             // A gap is a discontinuity only where the camera itself skipped (a synthetic camera
             // on a machine this busy may miss a slot): the encoder's refusals never are.
             let cameraSkipped = (stats["drops"] as? [String: Any])?["discontinuity"] as? Int ?? 0
-            #expect((drops["discontinuity"] ?? 0) <= cameraSkipped, "no frame of the span goes unexplained: \(drops), the camera skipped \(cameraSkipped)")
+            #expect(
+                (drops["discontinuity"] ?? 0) <= cameraSkipped, "no frame of the span goes unexplained: \(drops), the camera skipped \(cameraSkipped)"
+            )
             #expect(((stats["drops"] as? [String: Any])?["encoder_late"] as? Int ?? 0) > 20, "the device's status counts them too: \(stats)")
             // The take is the device's only one: the part holds every frame the device counted
             // its encoder late for (its status may be a second behind the part's end).
@@ -140,10 +152,13 @@ extension IntegrationTests {
             let listed = try fleet.cli(["recordings", "show", takeID])
             #expect(listed.output.contains("ENCODER LATE"), "\(listed.output)")
             let shownDevice = try fleet.cli(["device", device])
-            #expect(shownDevice.output.contains("hevc: libx265 (software)") && shownDevice.output.contains("ffv1: ffv1 (software)"),
-                    "the node's encoders, as its HELLO listed them: \(shownDevice.output)")
+            #expect(
+                shownDevice.output.contains("hevc: libx265 (software)") && shownDevice.output.contains("ffv1: ffv1 (software)"),
+                "the node's encoders, as its HELLO listed them: \(shownDevice.output)")
             let events = try fleet.cli(["events", "--limit", "50"])
-            #expect(events.output.contains("with libx265 (software, 1 thread); this host has no hardware hevc encoder"), "the software encoder is said: \(events.output)")
+            #expect(
+                events.output.contains("with libx265 (software, 1 thread); this host has no hardware hevc encoder"),
+                "the software encoder is said: \(events.output)")
         }
 
         /// The same encoder with drop recovery on: encoder_late drops are what a lower frame rate
@@ -151,16 +166,18 @@ extension IntegrationTests {
         @Test func dropRecovery_lowersTheRateOfACameraItsEncoderCannotKeepUpWith() async throws {
             let fleet = try FleetHarness()
             try fleet.startCoordinator()
-            let agent = try fleet.fleet.startAgent("slow", arguments: ["--synthetic", "1", "--no-discover", "--fps", "30", "--synthetic-format", "1920x1080:YUYV"],
-                                                   environment: ["CAPFLEET_ENCODER_THREADS": "1", "CAPFLEET_ENCODER_PRESET": "veryslow"])
+            let agent = try fleet.fleet.startAgent(
+                "slow", arguments: ["--synthetic", "1", "--no-discover", "--fps", "30", "--synthetic-format", "1920x1080:YUYV"],
+                environment: ["CAPFLEET_ENCODER_THREADS": "1", "CAPFLEET_ENCODER_PRESET": "veryslow"])
             try await fleet.waitUntil("the clock locks", seconds: 30) { agent.log.contains("clock.state=locked") }
             let device = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
             try fleet.grantConsent(device)
             _ = try fleet.json(["lock", device])
             _ = try fleet.json(["policy", device, "--drop-recovery", "on", "--min-fps", "10", "--quiet-seconds", "30"])
             let started = try fleet.cli(["record", "start", device, "--codec", "hevc", "--json"], timeout: 15)
-            let takeID = try #require((try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any])?["id"] as? String,
-                                      "\(started.output)\(started.error)")
+            let takeID = try #require(
+                (try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any])?["id"] as? String,
+                "\(started.output)\(started.error)")
             try await fleet.waitUntil("drop recovery lowers the rate", seconds: 30) {
                 try IntegrationTests.SyntheticControlTests.policyActions(fleet).contains { $0.contains("lowered the frame rate") }
             }
@@ -178,8 +195,9 @@ extension IntegrationTests {
             try fleet.startCoordinator()
             let devices = try await SecondLaneIntegrationTests.RecordingTests.devices(in: fleet, agents: ["k1"], fps: 15)
             let started = try fleet.cli(["record", "start"] + devices + ["--codec", codec, "--json"], timeout: 15)
-            let takeID = try #require((try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any])?["id"] as? String,
-                                      "\(started.output)\(started.error)")
+            let takeID = try #require(
+                (try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any])?["id"] as? String,
+                "\(started.output)\(started.error)")
             try await Task.sleep(for: .seconds(3))
             let victim = try #require(fleet.processes.first { $0.name.hasPrefix("k1-") })
             victim.kill()
@@ -210,8 +228,9 @@ extension IntegrationTests {
             try fleet.startCoordinator()
             let device = try #require(try await SecondLaneIntegrationTests.RecordingTests.devices(in: fleet, agents: ["e1"], fps: 15).first)
             let started = try fleet.cli(["record", "start", device, "--codec", "h264", "--gop", "10", "--store", store, "--json"], timeout: 15)
-            let takeID = try #require((try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any])?["id"] as? String,
-                                      "\(started.output)\(started.error)")
+            let takeID = try #require(
+                (try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any])?["id"] as? String,
+                "\(started.output)\(started.error)")
             try await Task.sleep(for: .seconds(1))
             let rawBefore = try #require(try fleet.deviceStats()[device]?["frames_received"] as? Int)
             let stream = fleet.directory + "/live.h264"
@@ -234,8 +253,10 @@ extension IntegrationTests {
             // Every stored frame once: no frames repeated to fill a gap in the timestamps, and in
             // the file's millisecond time base (the frame rate's would put two frames of a
             // jittery camera, 60 and 70 ms apart, in one slot and refuse the second).
-            process.arguments = ["-v", "error", "-i", path, "-map", "0:v", "-fps_mode", "passthrough", "-enc_time_base", "-1",
-                                 "-f", "rawvideo", "-pix_fmt", "yuyv422", "-"]
+            process.arguments = [
+                "-v", "error", "-i", path, "-map", "0:v", "-fps_mode", "passthrough", "-enc_time_base", "-1",
+                "-f", "rawvideo", "-pix_fmt", "yuyv422", "-",
+            ]
             let output = Pipe(), errors = Pipe()
             process.standardOutput = output
             process.standardError = errors

@@ -12,8 +12,10 @@ extension SecondLaneIntegrationTests {
     @Suite struct EnrollmentTokenUsesTests {
         /// `capfleet agent` for `name`'s state directory, with `--name NAME` only when `named`.
         static func agent(_ fleet: FleetHarness, _ name: String, token: String, named: Bool) -> [String] {
-            ["agent", "--coordinator", "127.0.0.1:\(fleet.controlPort)", "--synthetic", "1", "--no-discover", "--fps", "5",
-             "--state-dir", fleet.directory + "/\(name)", "--enroll", token] + (named ? ["--name", name] : [])
+            [
+                "agent", "--coordinator", "127.0.0.1:\(fleet.controlPort)", "--synthetic", "1", "--no-discover", "--fps", "5",
+                "--state-dir", fleet.directory + "/\(name)", "--enroll", token,
+            ] + (named ? ["--name", name] : [])
         }
 
         static func token(_ fleet: FleetHarness, _ arguments: [String]) throws -> String {
@@ -66,7 +68,8 @@ extension SecondLaneIntegrationTests {
             let accepted = audit.filter { $0.hasPrefix("node.enroll ok") }
             #expect(accepted.count == 2, "\(audit)")
             #expect(accepted.allSatisfy { $0.contains("using token \(tokenKey)…") }, "\(accepted)")
-            #expect(accepted.contains { $0.contains("enrolled as stage-left") } && accepted.contains { $0.contains("enrolled as cam-1") }, "\(accepted)")
+            #expect(
+                accepted.contains { $0.contains("enrolled as stage-left") } && accepted.contains { $0.contains("enrolled as cam-1") }, "\(accepted)")
             #expect(accepted.contains { $0.contains("1 of 2 use(s) left") } && accepted.contains { $0.contains("0 of 2 use(s) left") }, "\(accepted)")
             #expect(audit.contains { $0.hasPrefix("node.enroll refused") && $0.contains("all 2 uses") }, "\(audit)")
             #expect(try SecondLaneIntegrationTests.SecurityTests.audit(fleet, "enroll.token").contains { $0.contains("for 2 agent(s) named cam-N") })
@@ -74,10 +77,13 @@ extension SecondLaneIntegrationTests {
             // A restart with the same --enroll needs no use: the agent knows it enrolled with it.
             named.stop()
             let again = try fleet.launch("stage-left-again", Self.agent(fleet, "stage-left", token: token, named: true))
-            try await fleet.waitUntil("the restarted agent uses its saved key", seconds: 15) { again.log.contains("already enrolled with this token") }
+            try await fleet.waitUntil("the restarted agent uses its saved key", seconds: 15) {
+                again.log.contains("already enrolled with this token")
+            }
             try await fleet.waitUntil("the restarted agent is online again", seconds: 25) { try fleet.onlineNodeIDs().count == 2 }
             #expect(again.isRunning && !again.log.contains("enrollment refused"), "\(again.log.suffix(600))")
-            #expect(try SecondLaneIntegrationTests.SecurityTests.audit(fleet, "node.enroll").count == 3, "the restart spent nothing and tried nothing")
+            #expect(
+                try SecondLaneIntegrationTests.SecurityTests.audit(fleet, "node.enroll").count == 3, "the restart spent nothing and tried nothing")
         }
 
         /// Enroll sent on a token connection, as an agent does, and the coordinator's answer.
@@ -85,16 +91,18 @@ extension SecondLaneIntegrationTests {
             let context = ZMQContext()
             let socket = try fleet.socket(.dealer, port: fleet.controlPort, keys: token.keys, context: context)
             defer { socket.close() }
-            try socket.send(try Capfleet_V1_AgentMessage.with {
-                $0.enroll = .with {
-                    $0.nodePublicKey = Data(key.bytes)
-                    $0.nodeID = nodeID
-                    $0.hostname = "crashy"
-                    $0.softwareVersion = "test"
-                }
-            }.serializedBytes() as [UInt8])
+            try socket.send(
+                try Capfleet_V1_AgentMessage.with {
+                    $0.enroll = .with {
+                        $0.nodePublicKey = Data(key.bytes)
+                        $0.nodeID = nodeID
+                        $0.hostname = "crashy"
+                        $0.softwareVersion = "test"
+                    }
+                }.serializedBytes() as [UInt8])
             guard socket.waitForInput(milliseconds: 5000), let answer = try socket.receiveMultipart(dontWait: true),
-                  case let .enrolled(enrolled)? = try Capfleet_V1_CoordinatorMessage(serializedBytes: answer.parts[0].array).body else {
+                case let .enrolled(enrolled)? = try Capfleet_V1_CoordinatorMessage(serializedBytes: answer.parts[0].array).body
+            else {
                 throw HarnessError("no Enrolled from the coordinator")
             }
             return enrolled

@@ -23,10 +23,12 @@ extension SecondLaneIntegrationTests {
             // Follow: the agent dies, and the offline event arrives on the stream.
             let follower = Process()
             follower.executableURL = URL(fileURLWithPath: FleetHarness.binary)
-            follower.arguments = ["events", "--follow", "--limit", "0", "--count", "1", "--json",
-                                  // No --telemetry-port: the coordinator names its own (who_am_i).
-                                  "--coordinator", "127.0.0.1:\(fleet.operatorPort)",
-                                  "--credential", try fleet.credential(for: "vi")]
+            follower.arguments = [
+                "events", "--follow", "--limit", "0", "--count", "1", "--json",
+                // No --telemetry-port: the coordinator names its own (who_am_i).
+                "--coordinator", "127.0.0.1:\(fleet.operatorPort)",
+                "--credential", try fleet.credential(for: "vi"),
+            ]
             let out = Pipe()
             follower.standardOutput = out
             try follower.run()
@@ -68,8 +70,9 @@ extension SecondLaneIntegrationTests {
             }
             let messages = clockEvents.compactMap { $0["message"] as? String }
             print("clock events after the restart: \(messages)")
-            let lost = try #require(messages.firstIndex { $0.hasPrefix("clock lost lock") && $0.contains("since the node registered again") },
-                                    "\(messages)")
+            let lost = try #require(
+                messages.firstIndex { $0.hasPrefix("clock lost lock") && $0.contains("since the node registered again") },
+                "\(messages)")
             #expect(lost < messages.lastIndex { $0.hasPrefix("clock locked") }!)
         }
     }

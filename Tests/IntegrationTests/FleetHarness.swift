@@ -26,8 +26,9 @@ final class FleetHarness: @unchecked Sendable {
         let ports = try FleetPorts.free()
         guard let metricsPort = ports.metricsPort else { throw HarnessError("no free port for the metrics endpoint") }
         self.metricsPort = metricsPort
-        fleet = try LocalFleet(directory: FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-test-\(UUID().uuidString.prefix(8))").path,
-                               ports: ports)
+        fleet = try LocalFleet(
+            directory: FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-test-\(UUID().uuidString.prefix(8))").path,
+            ports: ports)
     }
 
     deinit {
@@ -89,8 +90,9 @@ final class FleetHarness: @unchecked Sendable {
     /// Runs a CLI command against this fleet's coordinator, with `user`'s credential.
     func cli(_ arguments: [String], timeout: Double = 3, user: String = "ana") throws -> (status: Int32, output: String, error: String) {
         let credential = try credential(for: user)
-        return try run(arguments + ["--coordinator", "127.0.0.1:\(operatorPort)", "--timeout", "\(timeout)", "--credential", credential],
-                       environment: ["USER": user])
+        return try run(
+            arguments + ["--coordinator", "127.0.0.1:\(operatorPort)", "--timeout", "\(timeout)", "--credential", credential],
+            environment: ["USER": user])
     }
 
     /// Runs a listing with `--json` and parses it.
@@ -125,7 +127,9 @@ final class FleetHarness: @unchecked Sendable {
 
     /// An enrolled agent's key pair, from its state directory (what a thief would take).
     func agentKeys(_ name: String) throws -> CurveKeyPair {
-        guard let keys = try CurveCertificate.load(path: directory + "/\(name)/keys/agent.key_secret").keys else { throw HarnessError("no agent key for \(name)") }
+        guard let keys = try CurveCertificate.load(path: directory + "/\(name)/keys/agent.key_secret").keys else {
+            throw HarnessError("no agent key for \(name)")
+        }
         return keys
     }
 
@@ -136,8 +140,10 @@ final class FleetHarness: @unchecked Sendable {
 
     /// A raw ZeroMQ socket connected to one of the coordinator's ports with `keys`, as a
     /// hand-written peer would be.
-    func socket(_ type: ZMQSocketType, port: UInt16, keys: CurveKeyPair, context: ZMQContext,
-                serverKey: CurvePublicKey? = nil) throws -> ZMQSocket {
+    func socket(
+        _ type: ZMQSocketType, port: UInt16, keys: CurveKeyPair, context: ZMQContext,
+        serverKey: CurvePublicKey? = nil
+    ) throws -> ZMQSocket {
         let socket = try ZMQSocket(context: context, type: type)
         try socket.makeCurveClient(serverKey: serverKey ?? coordinatorKey(), keys: keys)
         try socket.connect("tcp://127.0.0.1:\(port)")

@@ -21,8 +21,12 @@ extension SecondLaneIntegrationTests {
             for device in devices {
                 let formats = try #require(device["formats"] as? [[String: Any]])
                 #expect(formats.count == 14, "the synthetic camera lists its whole format list, stills last")
-                let labels = Set(formats.map { "\($0["width"]!)x\($0["height"]!) \($0["pixel_format"]!)\(($0["binned"] as? Bool) == true ? " binned" : "")" })
-                #expect(labels.isSuperset(of: ["640x480 YUYV", "1280x720 NV12", "1920x1080 YUYV", "3840x2160 NV12", "1920x1080 NV12 binned", "320x240 YUYV", "160x120 YUYV"]))
+                let labels = Set(
+                    formats.map { "\($0["width"]!)x\($0["height"]!) \($0["pixel_format"]!)\(($0["binned"] as? Bool) == true ? " binned" : "")" })
+                #expect(
+                    labels.isSuperset(of: [
+                        "640x480 YUYV", "1280x720 NV12", "1920x1080 YUYV", "3840x2160 NV12", "1920x1080 NV12 binned", "320x240 YUYV", "160x120 YUYV",
+                    ]))
                 let binned = try #require(formats.first { ($0["binned"] as? Bool) == true })
                 let rates = try #require(binned["frame_rate_ranges"] as? [[String: Any]])
                 #expect(rates.first?["max_fps"] as? Double == 120)
@@ -115,8 +119,10 @@ extension SecondLaneIntegrationTests {
 
         static func rowCounts(_ path: String) throws -> (nodes: Int, devices: Int, formats: Int) {
             try DatabaseQueue(path: path).read { db in
-                (try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM node")!, try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM device")!,
-                 try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM format")!)
+                (
+                    try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM node")!, try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM device")!,
+                    try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM format")!
+                )
             }
         }
 
@@ -127,8 +133,9 @@ extension SecondLaneIntegrationTests {
         static func storedFrames(_ path: String) throws -> [String: Int] {
             try DatabaseQueue(path: path).read { db in
                 // What each device captured, as stored: the earlier agent processes' and the current one's.
-                Dictionary(uniqueKeysWithValues: try Row.fetchAll(db, sql: "SELECT deviceId, earlierFrames + runFrames AS frames FROM deviceCaptureCount")
-                    .map { ($0["deviceId"] as String, $0["frames"] as Int) })
+                Dictionary(
+                    uniqueKeysWithValues: try Row.fetchAll(db, sql: "SELECT deviceId, earlierFrames + runFrames AS frames FROM deviceCaptureCount")
+                        .map { ($0["deviceId"] as String, $0["frames"] as Int) })
             }
         }
     }

@@ -44,7 +44,7 @@ extension IntegrationTests {
             try await fleet.waitUntil("the alignment gauges are scraped", seconds: 5) {
                 let scrape = try SecondLaneIntegrationTests.MetricsTests.scrape(fleet)
                 guard let phase = scrape.matching("capfleet_device_alignment_phase_seconds", where: { $0["device"] == device }).first?.value,
-                      let aligned = scrape.matching("capfleet_device_frame_aligned", where: { $0["device"] == device }).first?.value
+                    let aligned = scrape.matching("capfleet_device_frame_aligned", where: { $0["device"] == device }).first?.value
                 else { return false }
                 return abs(phase) <= 100e-6 && aligned == 1
             }

@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A host as the agent's pressure sampler reads it (`--pressure-root`): /proc and /sys
@@ -29,7 +29,8 @@ struct HostFixture {
 
     /// /proc/pressure/<resource> with `some avg10` at `percent`.
     func psi(_ resource: String, _ percent: Double) throws {
-        try write("/proc/pressure/\(resource)", "some avg10=\(percent) avg60=0.00 avg300=0.00 total=1\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
+        try write(
+            "/proc/pressure/\(resource)", "some avg10=\(percent) avg60=0.00 avg300=0.00 total=1\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
     }
 }
 

@@ -18,7 +18,8 @@ extension IntegrationTests {
             var deviceID = ""
             try await fleet.waitUntil("the camera registers and captures", seconds: 30) {
                 guard let stats = try fleet.deviceStats().values.first,
-                      (stats["frames_captured"] as? Int ?? 0) > 0 else { return false }
+                    (stats["frames_captured"] as? Int ?? 0) > 0
+                else { return false }
                 deviceID = stats["device_id"] as? String ?? ""
                 return true
             }
@@ -88,9 +89,11 @@ extension IntegrationTests {
             let until = Date().addingTimeInterval(6)
             while Date() < until {
                 guard watching.waitForInput(milliseconds: 200),
-                      let message = try watching.receiveMultipart(dontWait: true, maxParts: 3), message.parts.count == 3 else { continue }
+                    let message = try watching.receiveMultipart(dontWait: true, maxParts: 3), message.parts.count == 3
+                else { continue }
                 let header = try Capfleet_V1_FrameHeader(serializedBytes: message.parts[1].array)
-                let whole = String(decoding: message.parts[0].array, as: UTF8.self) == LiveTopic.frames(deviceID)
+                let whole =
+                    String(decoding: message.parts[0].array, as: UTF8.self) == LiveTopic.frames(deviceID)
                     && header.deviceID == deviceID && Int(header.payloadSize) == message.parts[2].count
                     && header.payloadSize == UInt64(header.layout.width) * UInt64(header.layout.height) * 2
                 if !whole { Issue.record("a malformed live frame: \(header)"); break }
@@ -126,22 +129,24 @@ extension IntegrationTests {
             }
             let takeID = try SecondLaneIntegrationTests.RecordingTests.start([deviceID], in: fleet)
             try await fleet.waitUntil("the take records", seconds: 15) {
-                (try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)["devices"] as? [[String: Any]])?.first?["state"] as? String == "recording"
+                (try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)["devices"] as? [[String: Any]])?.first?["state"] as? String
+                    == "recording"
             }
             // While it records, the viewer gets the recorded frames, and the live path sends none.
-            try await Task.sleep(for: .seconds(2.5))   // past the start instant, and a status from after it
+            try await Task.sleep(for: .seconds(2.5))  // past the start instant, and a status from after it
             while (try viewer.receiveMultipart(dontWait: true, maxParts: 3)) != nil {}
             let liveBefore = try #require(try fleet.deviceStats()[deviceID]?["live_frames_sent"] as? Int)
             var sequences: [UInt64] = []
             let until = Date().addingTimeInterval(4)
             while Date() < until {
                 guard viewer.waitForInput(milliseconds: 200),
-                      let message = try viewer.receiveMultipart(dontWait: true, maxParts: 3), message.parts.count == 3 else { continue }
+                    let message = try viewer.receiveMultipart(dontWait: true, maxParts: 3), message.parts.count == 3
+                else { continue }
                 let header = try Capfleet_V1_FrameHeader(serializedBytes: message.parts[1].array)
                 #expect(header.flags & UInt32(Capfleet_V1_FrameFlag.recording.rawValue) != 0, "a recorded frame: \(header.flags)")
                 sequences.append(header.sequence)
             }
-            try await Task.sleep(for: .seconds(1.5))   // a status from after the window
+            try await Task.sleep(for: .seconds(1.5))  // a status from after the window
             let liveAfter = try #require(try fleet.deviceStats()[deviceID]?["live_frames_sent"] as? Int)
             #expect(sequences.count >= 40, "the viewer saw the take's frames: \(sequences.count)")
             #expect(zip(sequences, sequences.dropFirst()).allSatisfy { $1 > $0 }, "in order")
@@ -154,7 +159,8 @@ extension IntegrationTests {
             // The recording path loses nothing: the only gaps are slots the camera itself skipped
             // (a synthetic camera on a busy machine may miss one, and says so as discontinuity).
             let cameraSkipped = (try fleet.deviceStats()[deviceID]?["drops"] as? [String: Any])?["discontinuity"] as? Int ?? 0
-            #expect((part["frames"] as? Int ?? 0) >= sequences.count
+            #expect(
+                (part["frames"] as? Int ?? 0) >= sequences.count
                     && SecondLaneIntegrationTests.RecordingTests.dropTotal(part) <= cameraSkipped, "\(part); the camera skipped \(cameraSkipped)")
             try await fleet.waitUntil("the live path carries the viewer's frames again", seconds: 10) {
                 (try fleet.deviceStats()[deviceID]?["live_frames_sent"] as? Int ?? 0) > liveAfter + 10

@@ -5,7 +5,7 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension SecondLaneIntegrationTests {
@@ -14,8 +14,10 @@ extension SecondLaneIntegrationTests {
     /// coordinator keeps serving the good agent throughout. The sockets hold real keys (the
     /// good agent's, as if stolen, and an operator's): without one nothing reaches a decoder.
     @Suite struct MalformedInputTests {
-        func header(device: String, node: String, payload: UInt64, width: UInt32 = 640, height: UInt32 = 480,
-                    version: Capfleet_V1_ProtocolVersion = .current) throws -> [UInt8] {
+        func header(
+            device: String, node: String, payload: UInt64, width: UInt32 = 640, height: UInt32 = 480,
+            version: Capfleet_V1_ProtocolVersion = .current
+        ) throws -> [UInt8] {
             try Capfleet_V1_FrameHeader.with {
                 $0.protocolVersion = version
                 $0.nodeID = node
@@ -53,22 +55,24 @@ extension SecondLaneIntegrationTests {
             let push = try fleet.socket(.push, port: fleet.ingestPort, keys: stolen, context: context)
             let frame = [UInt8](repeating: 0x80, count: 640 * 480 * 2)
             let valid = try header(device: deviceID, node: nodeID, payload: UInt64(frame.count))
-            try push.send(parts: [Array("random bytes, one part".utf8)])                                     // wrong_part_count
-            try push.send(parts: [valid, frame, [1, 2, 3]])                                                   // wrong_part_count
-            try push.send(parts: [[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff], frame]) // undecodable
-            try push.send(parts: [Array(valid.prefix(valid.count / 2)), frame])                               // undecodable (truncated)
-            try push.send(parts: [valid, Array(frame.prefix(1000))])                                         // payload_size_mismatch
-            try push.send(parts: [try header(device: deviceID, node: nodeID, payload: 1000), [UInt8](repeating: 0, count: 1000)]) // format_size_mismatch
+            try push.send(parts: [Array("random bytes, one part".utf8)])  // wrong_part_count
+            try push.send(parts: [valid, frame, [1, 2, 3]])  // wrong_part_count
+            try push.send(parts: [[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff], frame])  // undecodable
+            try push.send(parts: [Array(valid.prefix(valid.count / 2)), frame])  // undecodable (truncated)
+            try push.send(parts: [valid, Array(frame.prefix(1000))])  // payload_size_mismatch
+            try push.send(parts: [try header(device: deviceID, node: nodeID, payload: 1000), [UInt8](repeating: 0, count: 1000)])  // format_size_mismatch
             try push.send(parts: [try header(device: deviceID, node: nodeID, payload: 2_000_000_000), frame])  // oversized_claim
-            try push.send(parts: [try header(device: "no-such-camera", node: nodeID, payload: UInt64(frame.count)), frame]) // unknown_device
-            try push.send(parts: [try header(device: deviceID, node: nodeID, payload: UInt64(frame.count), version: .unspecified), frame]) // incompatible_version
-            try push.send(parts: [try header(device: deviceID, node: nodeID, payload: UInt64(frame.count), width: 0), frame]) // invalid_format
+            try push.send(parts: [try header(device: "no-such-camera", node: nodeID, payload: UInt64(frame.count)), frame])  // unknown_device
+            try push.send(parts: [try header(device: deviceID, node: nodeID, payload: UInt64(frame.count), version: .unspecified), frame])  // incompatible_version
+            try push.send(parts: [try header(device: deviceID, node: nodeID, payload: UInt64(frame.count), width: 0), frame])  // invalid_format
 
             // Control endpoint: every bad message gets an answer with a status.
             let dealer = try fleet.socket(.dealer, port: fleet.controlPort, keys: stolen, context: context)
             let unknownField: [UInt8] = [0xf8, 0x06, 0x01]  // field 111, varint 1: a message from the future
             let strangerHeartbeat: [UInt8] = try Capfleet_V1_AgentMessage.with {
-                $0.heartbeat = .with { $0.nodeID = "node-stranger"; $0.sequence = 1 }
+                $0.heartbeat = .with {
+                    $0.nodeID = "node-stranger"; $0.sequence = 1
+                }
             }.serializedBytes()
             let controlInputs: [[[UInt8]]] = [[[0xff, 0xff, 0xff]], [[1], [2]], [unknownField], [strangerHeartbeat]]
             var controlReplies: [Capfleet_V1_CoordinatorMessage] = []
@@ -87,7 +91,8 @@ extension SecondLaneIntegrationTests {
             let operatorSocket = try fleet.socket(.dealer, port: fleet.operatorPort, keys: try fleet.operatorKeys("ana"), context: context)
             try operatorSocket.send(parts: [[0xff, 0x00, 0xff]])
             #expect(operatorSocket.waitForInput(milliseconds: 3000))
-            let operatorReply = try Capfleet_V1_OperatorReply(serializedBytes: try #require(try operatorSocket.receiveMultipart(dontWait: true)).parts[0].array)
+            let operatorReply = try Capfleet_V1_OperatorReply(
+                serializedBytes: try #require(try operatorSocket.receiveMultipart(dontWait: true)).parts[0].array)
             #expect(operatorReply.status.code == .badRequest)
 
             // A raw TCP peer speaking plain ZMTP whose frame claims 2 GB: it never gets past the
@@ -104,9 +109,10 @@ extension SecondLaneIntegrationTests {
             ]
             var counted: [String: Int] = [:]
             try await fleet.waitUntil("every rejection is counted", seconds: 10) {
-                counted = Dictionary(uniqueKeysWithValues: try fleet.json(["rejections"]).map {
-                    ("\($0["endpoint"]!)/\($0["reason"]!)", $0["count"] as? Int ?? 0)
-                })
+                counted = Dictionary(
+                    uniqueKeysWithValues: try fleet.json(["rejections"]).map {
+                        ("\($0["endpoint"]!)/\($0["reason"]!)", $0["count"] as? Int ?? 0)
+                    })
                 return expected.allSatisfy { counted[$0.key] == $0.value }
             }
             #expect(counted == expected)

@@ -20,9 +20,11 @@ extension IntegrationTests {
 
         /// The smallest camera there is: a fleet this size measures the coordinator, not capture.
         static func agent(_ fleet: FleetHarness, _ index: Int, token: String) -> [String] {
-            ["agent", "--coordinator", "127.0.0.1:\(fleet.controlPort)", "--state-dir", fleet.directory + "/host-\(index)",
-             "--enroll", token, "--synthetic", "1", "--synthetic-format", "160x120:YUYV", "--fps", "1", "--no-discover",
-             "--no-pressure", "--log-level", "notice"]
+            [
+                "agent", "--coordinator", "127.0.0.1:\(fleet.controlPort)", "--state-dir", fleet.directory + "/host-\(index)",
+                "--enroll", token, "--synthetic", "1", "--synthetic-format", "160x120:YUYV", "--fps", "1", "--no-discover",
+                "--no-pressure", "--log-level", "notice",
+            ]
         }
 
         @Test func manyAgents_allRegisterAndLockTheirClocks_andTheListingsNameEveryNodeAndCamera() async throws {
@@ -54,7 +56,8 @@ extension IntegrationTests {
                     let online = clocks.filter { $0["online"] as? Bool == true }.count
                     let waiting = clocks.filter { $0["sync"] as? String != "locked" }.compactMap { $0["name"] as? String }.sorted()
                     let exited = fleet.processes.filter { !$0.isRunning }.map(\.name)
-                    Issue.record("""
+                    Issue.record(
+                        """
                         after \(Int(deadline)) s, \(clocks.count) of \(count) nodes registered, \(online) online, \(ready.count) online and locked; \
                         not locked: \(waiting.prefix(20)); exited: \(exited.prefix(20))
                         \(fleet.fleet.children.first?.log.suffix(3000) ?? "")
@@ -75,8 +78,11 @@ extension IntegrationTests {
             let devicesStart = Date()
             let devices = try fleet.json(["devices"], timeout: 30)
             let devicesSeconds = Date().timeIntervalSince(devicesStart)
-            print(String(format: "many agents: %d agents registered, online and clock-locked %.1f s after the first started; then capfleet nodes --json took %.0f ms, capfleet devices --json (with every camera's formats) %.0f ms, each the whole command, a process of its own",
-                         count, ready, nodesSeconds * 1000, devicesSeconds * 1000))
+            print(
+                String(
+                    format:
+                        "many agents: %d agents registered, online and clock-locked %.1f s after the first started; then capfleet nodes --json took %.0f ms, capfleet devices --json (with every camera's formats) %.0f ms, each the whole command, a process of its own",
+                    count, ready, nodesSeconds * 1000, devicesSeconds * 1000))
 
             // Every node once, by the name its use of the token gave it, online, running this release.
             #expect(nodes.count == count)
@@ -104,11 +110,13 @@ extension IntegrationTests {
                 #expect(device["name"] as? String == "Synthetic camera 1" && device["kind"] as? String == "synthetic", "\(id): \(device)")
                 #expect(device["online"] as? Bool == true && device["interruption"] == nil, "\(id): \(device)")
                 let format = device["active_format"] as? [String: Any] ?? [:]
-                #expect(format["width"] as? Int == 160 && format["height"] as? Int == 120 && format["pixel_format"] as? String == "YUYV",
-                        "\(id): \(format)")
+                #expect(
+                    format["width"] as? Int == 160 && format["height"] as? Int == 120 && format["pixel_format"] as? String == "YUYV",
+                    "\(id): \(format)")
                 #expect(device["active_frame_rate"] as? Double == 1, "\(id): \(device)")
-                #expect((device["formats"] as? [Any])?.count == device["format_count"] as? Int && (device["format_count"] as? Int ?? 0) > 1,
-                        "\(id): every format listed")
+                #expect(
+                    (device["formats"] as? [Any])?.count == device["format_count"] as? Int && (device["format_count"] as? Int ?? 0) > 1,
+                    "\(id): every format listed")
                 #expect(device["consent"] as? String == "not_determined" && device["real_frames"] as? Bool == false, "\(id): \(device)")
                 #expect(device["recording"] as? Bool == false && device["live_flow"] as? Bool == false, "\(id): \(device)")
                 #expect((device["live_consumers"] as? [Any])?.isEmpty == true && device["lease_holder"] == nil, "\(id): \(device)")

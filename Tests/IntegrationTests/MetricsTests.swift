@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension SecondLaneIntegrationTests {
@@ -18,7 +18,8 @@ extension SecondLaneIntegrationTests {
                 samples[Scrape.key(name, labels)]?.value
             }
 
-            func matching(_ name: String, where predicate: ([String: String]) -> Bool = { _ in true }) -> [(labels: [String: String], value: Double)] {
+            func matching(_ name: String, where predicate: ([String: String]) -> Bool = { _ in true }) -> [(labels: [String: String], value: Double)]
+            {
                 samples.compactMap { key, sample in
                     let (sampleName, labels) = Scrape.split(key)
                     return sampleName == name && predicate(labels) ? (labels, sample.value) : nil
@@ -76,8 +77,9 @@ extension SecondLaneIntegrationTests {
             var samples: [String: (String, Double)] = [:]
             for line in result.output.split(separator: "\n") {
                 guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                      let name = object["name"] as? String, let labels = object["labels"] as? [String: String],
-                      let value = object["value"] as? Double, let type = object["type"] as? String else { continue }
+                    let name = object["name"] as? String, let labels = object["labels"] as? [String: String],
+                    let value = object["value"] as? Double, let type = object["type"] as? String
+                else { continue }
                 samples[Scrape.key(name, labels)] = (type, value)
             }
             return Scrape(samples: samples)
@@ -99,13 +101,16 @@ extension SecondLaneIntegrationTests {
             try await fleet.waitUntil("the first scrape shows both nodes up", seconds: 10) {
                 let scrape = try Self.scrape(fleet)
                 guard scrape.value("capfleet_node_up", ["node": leavingNode, "name": "leaving"]) == 1,
-                      scrape.value("capfleet_node_up", ["node": scrapedNode, "name": "scraped"]) == 1 else { return false }
+                    scrape.value("capfleet_node_up", ["node": scrapedNode, "name": "scraped"]) == 1
+                else { return false }
                 scrapes.append(scrape)
                 return true
             }
             let first = scrapes[0]
             // Prometheus' own checker (Debian's prometheus package) finds nothing wrong.
-            let promtool = try Self.run("set -o pipefail; curl -sf --max-time 5 http://127.0.0.1:\(fleet.metricsPort)/metrics | promtool check metrics 2>&1; echo \"exit $?\"")
+            let promtool = try Self.run(
+                "set -o pipefail; curl -sf --max-time 5 http://127.0.0.1:\(fleet.metricsPort)/metrics | promtool check metrics 2>&1; echo \"exit $?\""
+            )
             #expect(promtool.output.hasSuffix("exit 0\n"), "promtool check metrics: \(promtool.output)")
             let frames = first.matching("capfleet_frames_captured_total")
             #expect(frames.count == 2, "one frame counter per device: \(frames)")
@@ -158,7 +163,9 @@ extension SecondLaneIntegrationTests {
                     }
                 }
             }
-            let scrapedFrames = { (scrape: Scrape) in scrape.matching("capfleet_frames_captured_total") { $0["node"] == scrapedNode }.first?.value ?? 0 }
+            let scrapedFrames = { (scrape: Scrape) in
+                scrape.matching("capfleet_frames_captured_total") { $0["node"] == scrapedNode }.first?.value ?? 0
+            }
             #expect(scrapedFrames(last) > scrapedFrames(first))
         }
 
@@ -170,7 +177,8 @@ extension SecondLaneIntegrationTests {
             }
             let missing = try Self.run("curl -s --max-time 2 -o /dev/null -w '%{http_code}' http://127.0.0.1:\(fleet.metricsPort)/nothing-here")
             #expect(missing.output == "404")
-            let posted = try Self.run("curl -s --max-time 2 -o /dev/null -w '%{http_code}' -X POST -d x http://127.0.0.1:\(fleet.metricsPort)/metrics")
+            let posted = try Self.run(
+                "curl -s --max-time 2 -o /dev/null -w '%{http_code}' -X POST -d x http://127.0.0.1:\(fleet.metricsPort)/metrics")
             #expect(posted.output == "405")
             let head = try Self.run("curl -sI --max-time 2 http://127.0.0.1:\(fleet.metricsPort)/metrics")
             #expect(head.output.contains("text/plain; version=0.0.4"))

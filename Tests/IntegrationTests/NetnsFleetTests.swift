@@ -2,8 +2,9 @@ import FleetHost
 import FleetTestSupport
 import Foundation
 import Testing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension SecondLaneIntegrationTests {
@@ -20,9 +21,11 @@ extension SecondLaneIntegrationTests {
             }
             let fleet = NetnsTestFleet(prefix: "cft\(getpid() % 10_000)")
             defer { fleet.down() }
-            try fleet.run(["up", "--agents", "2", "--bin", FleetHarness.binary, "--impair", "delay=2ms,jitter=100us",
-                           "--skew", "1=+3.2s,+50ppm", "--skew", "2=-1.5s,-50ppm", "--agent-args", "--fps 15 --no-pressure",
-                           "--setting", "cpu_latency_us=0"])
+            try fleet.run([
+                "up", "--agents", "2", "--bin", FleetHarness.binary, "--impair", "delay=2ms,jitter=100us",
+                "--skew", "1=+3.2s,+50ppm", "--skew", "2=-1.5s,-50ppm", "--agent-args", "--fps 15 --no-pressure",
+                "--setting", "cpu_latency_us=0",
+            ])
             // --setting reaches the coordinator and each agent as CAPFLEET_CPU_LATENCY_US.
             let holding = "holding this host's CPU wake-up latency at 0 µs or less"
             for name in ["coordinator", "agent-a1", "agent-a2"] {
@@ -91,7 +94,8 @@ extension SecondLaneIntegrationTests {
             let devices = try fleet.json(["devices"]).compactMap { $0["device_id"] as? String }.sorted()
             #expect(devices.count == 2)
             for device in devices { try fleet.run(["cli", "consent", "grant", device, "--reason", "partition test"]) }
-            let started = try fleet.run(["cli", "record", "start"] + devices + ["--name", "partition", "--store", "coordinator", "--json", "--timeout", "15"])
+            let started = try fleet.run(
+                ["cli", "record", "start"] + devices + ["--name", "partition", "--store", "coordinator", "--json", "--timeout", "15"])
             let take = try #require(try JSONSerialization.jsonObject(with: Data(started.utf8)) as? [String: Any], "\(started)")
             let takeID = try #require(take["id"] as? String)
 
@@ -114,7 +118,9 @@ extension SecondLaneIntegrationTests {
                 let drops = (part["drops"] as? [String: Int] ?? [:]).values.reduce(0, +)
                 let first = part["first_sequence"] as? Int ?? 0, last = part["last_sequence"] as? Int ?? 0
                 let cameraSkipped = skipped[part["device_id"] as? String ?? ""] ?? 0
-                print("netns partition: \(part["device_id"] ?? "?") stored \(part["frames"] ?? 0) frames, \(first)…\(last), drops \(drops), the camera skipped \(cameraSkipped)")
+                print(
+                    "netns partition: \(part["device_id"] ?? "?") stored \(part["frames"] ?? 0) frames, \(first)…\(last), drops \(drops), the camera skipped \(cameraSkipped)"
+                )
                 // Nothing is lost to the partition: the only gaps are slots the camera itself
                 // skipped (a synthetic camera on a machine this busy may miss one, and says so).
                 #expect(drops <= cameraSkipped, "no frame lost across the partition: \(part)")
@@ -171,22 +177,27 @@ extension SecondLaneIntegrationTests {
             #expect(index["state"] as? String == "stopped", "\(index)")
             let skipped = try cameraSkipped(fleet)
             let nodes = try fleet.json(["nodes"])
-            let hostOfNode = Dictionary(uniqueKeysWithValues: nodes.compactMap { node -> (String, String)? in
-                guard let id = node["node_id"] as? String, let name = node["name"] as? String else { return nil }
-                return (id, name)
-            })
+            let hostOfNode = Dictionary(
+                uniqueKeysWithValues: nodes.compactMap { node -> (String, String)? in
+                    guard let id = node["node_id"] as? String, let name = node["name"] as? String else { return nil }
+                    return (id, name)
+                })
             for part in try #require(index["devices"] as? [[String: Any]]) {
                 let drops = SecondLaneIntegrationTests.RecordingTests.dropTotal(part)
                 let first = part["first_sequence"] as? Int ?? 0, last = part["last_sequence"] as? Int ?? 0
                 let host = hostOfNode[part["node_id"] as? String ?? ""] ?? "?"
-                print("netns agent take: \(host) \(part["device_id"] ?? "?") stored \(part["frames"] ?? 0) frames, \(first)…\(last), drops \(part["drops"] ?? [:])")
+                print(
+                    "netns agent take: \(host) \(part["device_id"] ?? "?") stored \(part["frames"] ?? 0) frames, \(first)…\(last), drops \(part["drops"] ?? [:])"
+                )
                 #expect(part["state"] as? String == "stopped", "\(part)")
                 #expect((part["frames"] as? Int ?? 0) + drops == last - first + 1, "every frame of the span accounted for: \(part)")
                 if host == "a2" {
                     #expect(drops > 0, "the killed agent's lost second counts as dropped: \(part)")
                 } else {
                     let cameraSkipped = skipped[part["device_id"] as? String ?? ""] ?? 0
-                    #expect(drops <= cameraSkipped, "the partitioned host and the quiet one recorded every frame the camera gave: \(part), the camera skipped \(cameraSkipped)")
+                    #expect(
+                        drops <= cameraSkipped,
+                        "the partitioned host and the quiet one recorded every frame the camera gave: \(part), the camera skipped \(cameraSkipped)")
                     #expect((part["frames"] as? Int ?? 0) >= 15 * 14, "at least 14 s at 15 fps: \(part)")
                 }
             }
@@ -194,9 +205,13 @@ extension SecondLaneIntegrationTests {
                 let path = try #require(segment["path"] as? String)
                 let host = hostOfNode[segment["location"] as? String ?? ""] ?? "?"
                 #expect(path.hasPrefix(fleet.data + "/\(host)/state/recordings/\(takeID)/"), "on its own host's disk: \(path)")
-                #expect(try SecondLaneIntegrationTests.RecordingTests.ffprobeFrameCount(path) == segment["frames"] as? Int, "ffprobe counts what the index says in \(path)")
+                #expect(
+                    try SecondLaneIntegrationTests.RecordingTests.ffprobeFrameCount(path) == segment["frames"] as? Int,
+                    "ffprobe counts what the index says in \(path)")
             }
-            #expect((index["segments"] as? [[String: Any]] ?? []).contains { $0["state"] as? String == "repaired" }, "the killed agent repaired its open segment")
+            #expect(
+                (index["segments"] as? [[String: Any]] ?? []).contains { $0["state"] as? String == "repaired" },
+                "the killed agent repaired its open segment")
 
             let collected = try fleet.run(["cli", "recordings", "collect", takeID, "--timeout", "60"])
             #expect(collected.contains("collected"), "\(collected)")
@@ -209,9 +224,10 @@ extension SecondLaneIntegrationTests {
         /// Each device's slots its camera reported skipping (drops as discontinuity, from its
         /// last status): the gaps a take may hold that no network or store caused.
         func cameraSkipped(_ fleet: NetnsTestFleet) throws -> [String: Int] {
-            Dictionary(uniqueKeysWithValues: try fleet.json(["watch", "--count", "1"]).map { status in
-                (status["device_id"] as? String ?? "", (status["drops"] as? [String: Any])?["discontinuity"] as? Int ?? 0)
-            })
+            Dictionary(
+                uniqueKeysWithValues: try fleet.json(["watch", "--count", "1"]).map { status in
+                    (status["device_id"] as? String ?? "", (status["drops"] as? [String: Any])?["discontinuity"] as? Int ?? 0)
+                })
         }
 
         static func monotonicNow() -> UInt64 {
@@ -241,8 +257,9 @@ struct NetnsTestFleet {
 
     init(prefix: String) {
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        script = NetnsFleetScript(script: repository.appendingPathComponent("deploy/netns-fleet.sh").path, prefix: prefix,
-                                  data: FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-netns-test-\(prefix)").path)
+        script = NetnsFleetScript(
+            script: repository.appendingPathComponent("deploy/netns-fleet.sh").path, prefix: prefix,
+            data: FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-netns-test-\(prefix)").path)
     }
 
     @discardableResult

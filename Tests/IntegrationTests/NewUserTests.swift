@@ -6,17 +6,20 @@ extension SecondLaneIntegrationTests {
     /// What a new user trips on, answered by the binary itself: each refusal says what to do,
     /// in a fraction of a second, without a fleet.
     @Suite struct NewUserTests {
-        static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+        static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .path
 
         @Test func viewWithNoDisplay_failsAtOnce_sayingWhatElseToDo() throws {
             let started = Date()
             // No coordinator listens here: the refusal must come before any attempt to reach one.
-            let result = try CapfleetBinary.run(["view", "cam-1", "--coordinator", "127.0.0.1:9", "--timeout", "30"],
-                                                environment: ["DISPLAY": "", "WAYLAND_DISPLAY": ""])
+            let result = try CapfleetBinary.run(
+                ["view", "cam-1", "--coordinator", "127.0.0.1:9", "--timeout", "30"],
+                environment: ["DISPLAY": "", "WAYLAND_DISPLAY": ""])
             #expect(Date().timeIntervalSince(started) < 5)
             #expect(result.status != 0)
-            #expect(result.error.contains("no display") && result.error.contains("-o FILE") && result.error.contains("capfleet snapshot cam-1"),
-                    "\(result.error)")
+            #expect(
+                result.error.contains("no display") && result.error.contains("-o FILE") && result.error.contains("capfleet snapshot cam-1"),
+                "\(result.error)")
         }
 
         /// `--help` points at `man capfleet-…`; a source build gets the pages from the script
@@ -24,7 +27,9 @@ extension SecondLaneIntegrationTests {
         @Test func theManualHelpPointsAt_isThereAfterTheSourceBuildsInstall() throws {
             let help = try CapfleetBinary.run(["--help"])
             let words = help.output.split(whereSeparator: \.isWhitespace).joined(separator: " ")  // the help wraps its lines
-            #expect(words.contains("man capfleet-record-start") && words.contains("scripts/dev.sh") && words.contains("capfleet help record start"), "\(help.output)")
+            #expect(
+                words.contains("man capfleet-record-start") && words.contains("scripts/dev.sh") && words.contains("capfleet help record start"),
+                "\(help.output)")
             let home = NSTemporaryDirectory() + "capfleet-home-\(UUID().uuidString.prefix(8))"
             defer { try? FileManager.default.removeItem(atPath: home) }
             let install = Process()

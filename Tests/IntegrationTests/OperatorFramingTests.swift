@@ -9,7 +9,9 @@ extension SecondLaneIntegrationTests {
     /// a real REQ socket from Swift, and the Python example a third party would start from.
     @Suite struct OperatorFramingTests {
         static func request(_ id: UInt64, _ body: Capfleet_V1_OperatorRequest.OneOf_Body) throws -> [UInt8] {
-            try Capfleet_V1_OperatorRequest.with { $0.requestID = id; $0.body = body }.serializedBytes()
+            try Capfleet_V1_OperatorRequest.with {
+                $0.requestID = id; $0.body = body
+            }.serializedBytes()
         }
 
         static func reply(on socket: ZMQSocket) throws -> (parts: [[UInt8]], reply: Capfleet_V1_OperatorReply?) {
@@ -53,7 +55,8 @@ extension SecondLaneIntegrationTests {
             try dealer.send(parts: [[], try Self.request(10, .listNodes(.init())), [1, 2, 3]])
             let refused = try Self.reply(on: dealer)
             #expect(refused.parts.first == [] && refused.reply?.status.code == .badRequest, "\(String(describing: refused.reply?.status))")
-            #expect(refused.reply?.status.reason.contains("REQ") == true, "the reason says how to frame a request: \(refused.reply?.status.reason ?? "")")
+            #expect(
+                refused.reply?.status.reason.contains("REQ") == true, "the reason says how to frame a request: \(refused.reply?.status.reason ?? "")")
             // The one-part framing of a DEALER is as it was.
             try dealer.send(parts: [try Self.request(11, .whoAmI(.init()))])
             let bare = try Self.reply(on: dealer)
@@ -62,9 +65,10 @@ extension SecondLaneIntegrationTests {
 
             var counted: [String: Int] = [:]
             try await fleet.waitUntil("the malformed message is counted", seconds: 10) {
-                counted = Dictionary(uniqueKeysWithValues: try fleet.json(["rejections"]).map {
-                    ("\($0["endpoint"]!)/\($0["reason"]!)", $0["count"] as? Int ?? 0)
-                })
+                counted = Dictionary(
+                    uniqueKeysWithValues: try fleet.json(["rejections"]).map {
+                        ("\($0["endpoint"]!)/\($0["reason"]!)", $0["count"] as? Int ?? 0)
+                    })
                 return counted["operator/wrong_part_count"] == 1
             }
             #expect(counted.filter { $0.key.hasPrefix("operator/") } == ["operator/wrong_part_count": 1], "only the malformed message: \(counted)")
@@ -98,12 +102,15 @@ extension SecondLaneIntegrationTests {
             let refused = try ask("{\"change_format\": {\"device_id\": \"\(deviceID)\", \"preset\": \"low\"}}")
             #expect(refused.status == 2, "\(refused.error)")
             let status = try #require(refused.reply["status"] as? [String: Any])
-            #expect(status["code"] as? String == "STATUS_CODE_PERMISSION_DENIED" && refused.reply["needed_role"] as? String == "OPERATOR_ROLE_OPERATOR", "\(refused.reply)")
+            #expect(
+                status["code"] as? String == "STATUS_CODE_PERMISSION_DENIED" && refused.reply["needed_role"] as? String == "OPERATOR_ROLE_OPERATOR",
+                "\(refused.reply)")
 
             let stats = try ask("{\"get_ingest_stats\": {}}")
             let rejections = stats.reply["rejections"] as? [[String: Any]] ?? []
-            #expect(!rejections.contains { $0["endpoint"] as? String == "operator" && $0["reason"] as? String != "forbidden" },
-                    "REQ framing is not malformed input: \(rejections)")
+            #expect(
+                !rejections.contains { $0["endpoint"] as? String == "operator" && $0["reason"] as? String != "forbidden" },
+                "REQ framing is not malformed input: \(rejections)")
         }
     }
 }

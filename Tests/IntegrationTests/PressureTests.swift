@@ -3,7 +3,7 @@ import GRDB
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension IntegrationTests {
@@ -65,9 +65,10 @@ extension IntegrationTests {
                 try String.fetchAll(db, sql: "SELECT action || ': ' || detail FROM auditLog WHERE actor LIKE 'agent:%' ORDER BY id")
             }
             let levels = audit.filter { $0.hasPrefix("pressure.level") }.map { $0.split(separator: "(").first.map(String.init) ?? $0 }
-            #expect(levels.map { $0.trimmingCharacters(in: .whitespaces) } == [
-                "pressure.level: nominal → serious", "pressure.level: serious → shutdown", "pressure.level: shutdown → nominal",
-            ], "\(audit)")
+            #expect(
+                levels.map { $0.trimmingCharacters(in: .whitespaces) } == [
+                    "pressure.level: nominal → serious", "pressure.level: serious → shutdown", "pressure.level: shutdown → nominal",
+                ], "\(audit)")
             #expect(audit.contains { $0.hasPrefix("device.interrupted: pressure_shutdown") }, "\(audit)")
             #expect(audit.contains { $0.hasPrefix("device.resumed: pressure eased") }, "\(audit)")
         }
@@ -76,7 +77,8 @@ extension IntegrationTests {
             let fleet = try FleetHarness()
             try fleet.startCoordinator()
             let settings = fleet.directory + "/agent.conf"
-            try "pressure.cpu.fair = 5\npressure.cpu.serious = 200\npressure.cpu.critical = 300\n".write(toFile: settings, atomically: true, encoding: .utf8)
+            try "pressure.cpu.fair = 5\npressure.cpu.serious = 200\npressure.cpu.critical = 300\n".write(
+                toFile: settings, atomically: true, encoding: .utf8)
             try fleet.startAgent("real", extra: ["--config", settings, "--pressure-interval-ms", "500"])
             try await fleet.waitUntil("the node reports pressure", seconds: 20) { try Self.pressure(fleet)?.cpu != nil }
             let before = try #require(try Self.pressure(fleet)?.cpu)
@@ -137,7 +139,9 @@ extension IntegrationTests {
             try cpu(50)
             try await fleet.waitUntil("the cap lowers the rate", seconds: 10) { try rate() == 15 }
             try await fleet.waitUntil("the action is audited", seconds: 5) {
-                try SyntheticControlTests.policyActions(fleet).contains { $0.contains("pressure policy lowered the frame rate to 15 fps: pressure serious (cpu serious)") }
+                try SyntheticControlTests.policyActions(fleet).contains {
+                    $0.contains("pressure policy lowered the frame rate to 15 fps: pressure serious (cpu serious)")
+                }
             }
             let events = try SecondLaneIntegrationTests.AlertsTests.events(fleet).filter { $0["kind"] as? String == "policy_acted" }
             #expect(events.contains { ($0["message"] as? String)?.contains("lowered the frame rate to 15 fps") == true }, "\(events)")
@@ -157,7 +161,9 @@ extension IntegrationTests {
 
             try cpu(0)
             try await fleet.waitUntil("the operator's rate comes back", seconds: 10) { try rate() == 30 }
-            #expect(try SyntheticControlTests.policyActions(fleet).contains { $0.contains("restored the frame rate to 30 fps: pressure fell to nominal") })
+            #expect(
+                try SyntheticControlTests.policyActions(fleet).contains { $0.contains("restored the frame rate to 30 fps: pressure fell to nominal") }
+            )
 
             // The policy is stored: a restarted agent under pressure is capped again on registration.
             agent.kill()
@@ -172,7 +178,8 @@ extension IntegrationTests {
             let audit = try await DatabaseQueue(path: fleet.databasePath).read { db in
                 try String.fetchAll(db, sql: "SELECT detail FROM auditLog WHERE action = 'device.policy' ORDER BY id")
             }
-            #expect(audit.contains("pressure policy at serious pressure or above: at most 15 fps") && audit.contains("pressure policy off"), "\(audit)")
+            #expect(
+                audit.contains("pressure policy at serious pressure or above: at most 15 fps") && audit.contains("pressure policy off"), "\(audit)")
         }
 
         static func frames(of device: String, _ fleet: FleetHarness) throws -> Int {

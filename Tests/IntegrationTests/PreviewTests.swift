@@ -58,12 +58,12 @@ extension SecondLaneIntegrationTests {
         /// PNG's chunk CRCs included).
         static func pil(_ path: String) throws -> Picture {
             let script = """
-            import sys
-            from PIL import Image
-            Image.open(sys.argv[1]).verify()
-            image = Image.open(sys.argv[1]).convert("RGB")
-            sys.stdout.buffer.write(b"P6\\n%d %d\\n255\\n" % image.size + image.tobytes())
-            """
+                import sys
+                from PIL import Image
+                Image.open(sys.argv[1]).verify()
+                image = Image.open(sys.argv[1]).convert("RGB")
+                sys.stdout.buffer.write(b"P6\\n%d %d\\n255\\n" % image.size + image.tobytes())
+                """
             return try ppm(run("/usr/bin/python3", ["-c", script, path]))
         }
 
@@ -79,7 +79,8 @@ extension SecondLaneIntegrationTests {
             }
             index += 1
             guard fields.count == 4, fields[0] == "P6", let width = Int(fields[1]), let height = Int(fields[2]),
-                  bytes.count - index == width * height * 3 else { throw HarnessError("not a binary PPM: \(fields)") }
+                bytes.count - index == width * height * 3
+            else { throw HarnessError("not a binary PPM: \(fields)") }
             return Picture(width: width, height: height, rgb: Array(bytes[index...]))
         }
 
@@ -99,7 +100,8 @@ extension SecondLaneIntegrationTests {
             let started = Date()
             try await Task.sleep(for: .seconds(8))
             let after = try #require(try fleet.deviceStats()[granted])
-            let rate = Double((after["previews_received"] as? Int ?? 0) - (before["previews_received"] as? Int ?? 0)) / Date().timeIntervalSince(started)
+            let rate =
+                Double((after["previews_received"] as? Int ?? 0) - (before["previews_received"] as? Int ?? 0)) / Date().timeIntervalSince(started)
             print("previews a second: \(rate) (telemetry says \(after["previews_per_second"] ?? "nothing"))")
             #expect(rate > 0.75 && rate < 1.3, "previews a second: \(rate)")
             let perSecond = after["previews_per_second"] as? Double ?? 0
@@ -112,8 +114,9 @@ extension SecondLaneIntegrationTests {
             // Before consent: the preview is a black JPEG of 320x240, flagged and labelled.
             let blackPath = fleet.directory + "/black-preview.jpg"
             let blackInfo = try fleet.jsonObject(["snapshot", granted, "--preview", "-o", blackPath])
-            #expect(blackInfo["preview"] as? Bool == true && blackInfo["black"] as? Bool == true && blackInfo["pixel_format"] as? String == "JPEG",
-                    "\(blackInfo)")
+            #expect(
+                blackInfo["preview"] as? Bool == true && blackInfo["black"] as? Bool == true && blackInfo["pixel_format"] as? String == "JPEG",
+                "\(blackInfo)")
             #expect((blackInfo["preview_age_ms"] as? Int ?? 10_000) < 2500)
             let black = try Self.djpeg(blackPath)
             #expect(black.width == 320 && black.height == 240)
@@ -137,7 +140,9 @@ extension SecondLaneIntegrationTests {
                 let picture = try decode(path)
                 #expect(picture.width == 640 && picture.height == 480, "\(name)")
                 let sequence = try #require(info["sequence"] as? Int)
-                #expect(picture.stampedFrameNumber.map(Int.init) == sequence, "\(name): frame \(sequence) reads as \(picture.stampedFrameNumber.map(String.init) ?? "no stamp")")
+                #expect(
+                    picture.stampedFrameNumber.map(Int.init) == sequence,
+                    "\(name): frame \(sequence) reads as \(picture.stampedFrameNumber.map(String.init) ?? "no stamp")")
             }
             let rawPath = fleet.directory + "/x.raw"
             #expect(try fleet.cli(["snapshot", granted, "-o", rawPath]).status == 0)
@@ -172,7 +177,7 @@ extension SecondLaneIntegrationTests {
                 }
             }
         }
-    
+
         @Test func previewsFromAnotherPeer_areCheckedLikeFrames_andOnlyASmallJPEGOfARegisteredDeviceIsKept() async throws {
             let fleet = try FleetHarness()
             try fleet.startCoordinator()
@@ -189,28 +194,34 @@ extension SecondLaneIntegrationTests {
             #expect(none.status != 0 && none.error.contains("has sent no preview"), "\(none.error)")
 
             func preview(device: String, format: String, width: UInt32, height: UInt32, payload: [UInt8]) throws -> [[UInt8]] {
-                let header = try Capfleet_V1_FrameHeader.with {
-                    $0.protocolVersion = .current
-                    $0.nodeID = nodeID
-                    $0.deviceID = device
-                    $0.sequence = 777
-                    $0.layout = .with { $0.pixelFormat = format; $0.width = width; $0.height = height }
-                    $0.payloadSize = UInt64(payload.count)
-                    $0.flags = UInt32(Capfleet_V1_FrameFlag.preview.rawValue | Capfleet_V1_FrameFlag.black.rawValue)
-                }.serializedBytes() as [UInt8]
+                let header =
+                    try Capfleet_V1_FrameHeader.with {
+                        $0.protocolVersion = .current
+                        $0.nodeID = nodeID
+                        $0.deviceID = device
+                        $0.sequence = 777
+                        $0.layout = .with {
+                            $0.pixelFormat = format; $0.width = width; $0.height = height
+                        }
+                        $0.payloadSize = UInt64(payload.count)
+                        $0.flags = UInt32(Capfleet_V1_FrameFlag.preview.rawValue | Capfleet_V1_FrameFlag.black.rawValue)
+                    }.serializedBytes() as [UInt8]
                 return [header, payload]
             }
             let context = ZMQContext()
             let push = try fleet.socket(.push, port: fleet.ingestPort, keys: try fleet.agentKeys("quiet"), context: context)
             let jpeg = BlackJPEG.encode(width: 64, height: 48)
-            _ = try push.send(parts: try preview(device: deviceID, format: "YUYV", width: 64, height: 48, payload: [UInt8](repeating: 16, count: 64 * 48 * 2)))
-            _ = try push.send(parts: try preview(device: deviceID, format: "JPEG", width: 1024, height: 1024, payload: [UInt8](repeating: 0xFF, count: 2 << 20)))
+            _ = try push.send(
+                parts: try preview(device: deviceID, format: "YUYV", width: 64, height: 48, payload: [UInt8](repeating: 16, count: 64 * 48 * 2)))
+            _ = try push.send(
+                parts: try preview(device: deviceID, format: "JPEG", width: 1024, height: 1024, payload: [UInt8](repeating: 0xFF, count: 2 << 20)))
             _ = try push.send(parts: try preview(device: "no-such-camera", format: "JPEG", width: 64, height: 48, payload: jpeg))
             _ = try push.send(parts: try preview(device: deviceID, format: "JPEG", width: 64, height: 48, payload: jpeg))
 
             try await fleet.waitUntil("the three bad previews are counted", seconds: 10) {
-                let counts = Dictionary(try fleet.json(["rejections"]).map { ("\($0["endpoint"] ?? "") \($0["reason"] ?? "")", $0["count"] as? Int ?? 0) },
-                                        uniquingKeysWith: +)
+                let counts = Dictionary(
+                    try fleet.json(["rejections"]).map { ("\($0["endpoint"] ?? "") \($0["reason"] ?? "")", $0["count"] as? Int ?? 0) },
+                    uniquingKeysWith: +)
                 return counts["ingest invalid_format"] == 1 && counts["ingest oversized_claim"] == 1 && counts["ingest unknown_device"] == 1
             }
             let path = fleet.directory + "/kept.jpg"

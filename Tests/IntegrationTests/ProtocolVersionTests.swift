@@ -22,16 +22,18 @@ extension SecondLaneIntegrationTests {
             func hello(major: Capfleet_V1_ProtocolVersion, minor: UInt32) throws -> Capfleet_V1_Welcome {
                 let control = try fleet.socket(.dealer, port: fleet.controlPort, keys: keys, context: context)
                 defer { try? control.setOption(ZMQ_LINGER, Int32(0)) }
-                try control.send(try Capfleet_V1_AgentMessage.with {
-                    $0.hello = .with {
-                        $0.protocolVersion = major
-                        $0.protocolMinor = minor
-                        $0.nodeID = node
-                        $0.nodeName = "upgraded"
-                    }
-                }.serializedBytes(), dontWait: false)
+                try control.send(
+                    try Capfleet_V1_AgentMessage.with {
+                        $0.hello = .with {
+                            $0.protocolVersion = major
+                            $0.protocolMinor = minor
+                            $0.nodeID = node
+                            $0.nodeName = "upgraded"
+                        }
+                    }.serializedBytes(), dontWait: false)
                 guard control.waitForInput(milliseconds: 5000), let reply = try control.receiveMultipart(dontWait: true),
-                      case let .welcome(welcome)? = try Capfleet_V1_CoordinatorMessage(serializedBytes: reply.parts[0].array).body else {
+                    case let .welcome(welcome)? = try Capfleet_V1_CoordinatorMessage(serializedBytes: reply.parts[0].array).body
+                else {
                     throw HarnessError("no WELCOME to a HELLO of protocol \(major.rawValue).\(minor)")
                 }
                 return welcome
@@ -44,9 +46,11 @@ extension SecondLaneIntegrationTests {
             let otherMajor = try hello(major: Capfleet_V1_ProtocolVersion(rawValue: WireDefaults.protocolMajor.rawValue + 1)!, minor: 0)
             #expect(!otherMajor.status.isOK)
             #expect(otherMajor.status.code == .incompatible, "\(otherMajor.status)")
-            #expect(otherMajor.status.reason.contains("speaks protocol version \(WireDefaults.protocolMajor.rawValue)"), "\(otherMajor.status.reason)")
+            #expect(
+                otherMajor.status.reason.contains("speaks protocol version \(WireDefaults.protocolMajor.rawValue)"), "\(otherMajor.status.reason)")
             #expect(otherMajor.protocolVersion == WireDefaults.protocolMajor, "the WELCOME names the version the coordinator speaks")
-            #expect((try SecondLaneIntegrationTests.SecurityTests.rejections(fleet)["control/incompatible_version"] ?? 0) >= 1, "the refusal is counted")
+            #expect(
+                (try SecondLaneIntegrationTests.SecurityTests.rejections(fleet)["control/incompatible_version"] ?? 0) >= 1, "the refusal is counted")
         }
     }
 }

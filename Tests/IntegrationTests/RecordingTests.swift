@@ -1,7 +1,8 @@
 import Foundation
 import Testing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension SecondLaneIntegrationTests {
@@ -15,7 +16,8 @@ extension SecondLaneIntegrationTests {
             let fleet = try FleetHarness()
             try fleet.startCoordinator(environment: ["CAPFLEET_SEGMENT_SECONDS": "2"])
             let devices = try await Self.devices(in: fleet, agents: ["r1", "r2", "r3"], fps: 30)
-            let started = try fleet.cli(["record", "start"] + devices + ["--at", "+2s", "--name", "trio", "--store", "coordinator", "--json"], timeout: 15)
+            let started = try fleet.cli(
+                ["record", "start"] + devices + ["--at", "+2s", "--name", "trio", "--store", "coordinator", "--json"], timeout: 15)
             #expect(started.status == 0, "\(started.error)")
             let take = try #require(try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any])
             let takeID = try #require(take["id"] as? String)
@@ -28,8 +30,10 @@ extension SecondLaneIntegrationTests {
             #expect(stopped.status == 0, "\(stopped.error)")
             // A second stop changes nothing, and says so: when, by whom, and its own exit status.
             let again = try fleet.cli(["record", "stop", takeID], user: "bo")
-            #expect(again.status == 4 && again.error.contains("take \(takeID) was already stopped at ") && again.error.contains(" by ana; nothing changed"),
-                    "\(again.status) \(again.error)")
+            #expect(
+                again.status == 4 && again.error.contains("take \(takeID) was already stopped at ")
+                    && again.error.contains(" by ana; nothing changed"),
+                "\(again.status) \(again.error)")
             #expect(!again.output.contains("stopped,"), "no second \"stopped\" line: \(again.output)")
             // A start years in the past is refused, saying the fleet's time now.
             let past = try fleet.cli(["record", "start"] + devices + ["--at", "2020-01-01T00:00:00Z"])
@@ -66,7 +70,8 @@ extension SecondLaneIntegrationTests {
             // Client metadata: in the index, and in every device's file as a timed JSON entry.
             let events = try #require(shown["events"] as? [[String: Any]])
             #expect(events.contains { $0["kind"] as? String == "note" && ($0["detail"] as? String ?? "").contains("stage 2") }, "\(events)")
-            let subtitles = try Self.metadataEntries(in: segments.filter { $0["device_id"] as? String == devices[0] }.compactMap { $0["path"] as? String })
+            let subtitles = try Self.metadataEntries(
+                in: segments.filter { $0["device_id"] as? String == devices[0] }.compactMap { $0["path"] as? String })
             #expect(subtitles.contains { $0.contains("\"location\":\"stage 2\"") }, "the note is in the file: \(subtitles.suffix(5)) )")
             #expect(subtitles.contains { $0.contains("\"kind\":\"sequence\"") }, "sequence markers are in the file")
 
@@ -212,7 +217,9 @@ extension SecondLaneIntegrationTests {
             try await Task.sleep(for: .seconds(1))
             let restarted = Date()
             let again = try fleet.startAgent("v1", fps: 15)
-            try await fleet.waitUntil("the restarted agent records again", seconds: 30) { again.log.contains("recording") && again.log.contains(takeID) }
+            try await fleet.waitUntil("the restarted agent records again", seconds: 30) {
+                again.log.contains("recording") && again.log.contains(takeID)
+            }
             try await Task.sleep(for: .seconds(3))
             #expect(try fleet.cli(["record", "stop", takeID], timeout: 30).status == 0)
             let shown = try Self.show(takeID, in: fleet)
@@ -254,8 +261,12 @@ extension SecondLaneIntegrationTests {
             // is in the take (a busy machine may take a while to start the CLI, never to stop),
             // but for one already handed to the part's writer as the stop was decided (100 ms).
             let withdrawnAt = try #require(withdrawn["fleet_ns"] as? Int)
-            #expect(Double(withdrawnAt) / 1e9 >= revokedAt.timeIntervalSince1970 - 0.05 && Double(withdrawnAt) / 1e9 <= revokedAt.timeIntervalSince1970 + 30)
-            #expect(stoppedLast <= withdrawnAt + 100_000_000, "no frame of the revoked device after the revocation: last \(stoppedLast), revoked \(withdrawnAt)")
+            #expect(
+                Double(withdrawnAt) / 1e9 >= revokedAt.timeIntervalSince1970 - 0.05
+                    && Double(withdrawnAt) / 1e9 <= revokedAt.timeIntervalSince1970 + 30)
+            #expect(
+                stoppedLast <= withdrawnAt + 100_000_000,
+                "no frame of the revoked device after the revocation: last \(stoppedLast), revoked \(withdrawnAt)")
             let verified = try fleet.cli(["recordings", "verify", takeID], timeout: 60)
             #expect(verified.status == 0, "\(verified.output)\(verified.error)")
         }
@@ -321,7 +332,8 @@ extension SecondLaneIntegrationTests {
         static func start(_ devices: [String], in fleet: FleetHarness, store: String = "coordinator") throws -> String {
             let started = try fleet.cli(["record", "start"] + devices + ["--store", store, "--json"], timeout: 15)
             guard started.status == 0, let take = try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any],
-                  let id = take["id"] as? String else { throw HarnessError("record start failed: \(started.output)\(started.error)") }
+                let id = take["id"] as? String
+            else { throw HarnessError("record start failed: \(started.output)\(started.error)") }
             return id
         }
 
@@ -408,7 +420,9 @@ extension SecondLaneIntegrationTests {
         static func ffprobeFrameCount(_ path: String) throws -> Int? {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
-            process.arguments = ["-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", path]
+            process.arguments = [
+                "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", path,
+            ]
             let out = Pipe()
             process.standardOutput = out
             process.standardError = FileHandle.nullDevice

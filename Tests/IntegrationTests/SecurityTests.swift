@@ -12,8 +12,9 @@ extension SecondLaneIntegrationTests {
         /// Audit rows `action outcome target detail` whose action starts with `prefix`.
         static func audit(_ fleet: FleetHarness, _ prefix: String) throws -> [String] {
             try DatabaseQueue(path: fleet.databasePath).read { db in
-                try String.fetchAll(db, sql: "SELECT action || ' ' || outcome || ' ' || target || ' ' || detail FROM auditLog WHERE action LIKE ? ORDER BY id",
-                                    arguments: [prefix + "%"])
+                try String.fetchAll(
+                    db, sql: "SELECT action || ' ' || outcome || ' ' || target || ' ' || detail FROM auditLog WHERE action LIKE ? ORDER BY id",
+                    arguments: [prefix + "%"])
             }
         }
 
@@ -80,8 +81,10 @@ extension SecondLaneIntegrationTests {
         }
 
         static func agentArguments(_ fleet: FleetHarness, _ name: String) -> [String] {
-            ["agent", "--coordinator", "127.0.0.1:\(fleet.controlPort)", "--name", name, "--synthetic", "1", "--no-discover",
-             "--state-dir", fleet.directory + "/\(name)"]
+            [
+                "agent", "--coordinator", "127.0.0.1:\(fleet.controlPort)", "--name", name, "--synthetic", "1", "--no-discover",
+                "--state-dir", fleet.directory + "/\(name)",
+            ]
         }
 
         @Test func plainConnections_toEveryEndpoint_areRefused() async throws {
@@ -93,8 +96,14 @@ extension SecondLaneIntegrationTests {
             }
             let context = ZMQContext()
             let node = try #require(try fleet.nodes().first?["node_id"] as? String)
-            let hello: [UInt8] = try Capfleet_V1_AgentMessage.with { $0.hello = .with { $0.protocolVersion = .current; $0.nodeID = node } }.serializedBytes()
-            let request: [UInt8] = try Capfleet_V1_OperatorRequest.with { $0.requestID = 1; $0.body = .listNodes(.init()) }.serializedBytes()
+            let hello: [UInt8] = try Capfleet_V1_AgentMessage.with {
+                $0.hello = .with {
+                    $0.protocolVersion = .current; $0.nodeID = node
+                }
+            }.serializedBytes()
+            let request: [UInt8] = try Capfleet_V1_OperatorRequest.with {
+                $0.requestID = 1; $0.body = .listNodes(.init())
+            }.serializedBytes()
             let control = try ZMQSocket(context: context, type: .dealer)
             try control.connect("tcp://127.0.0.1:\(fleet.controlPort)")
             try control.send(hello, dontWait: true)
@@ -139,9 +148,11 @@ extension SecondLaneIntegrationTests {
             #expect(watched.status == 0 && watched.output.contains(device), "\(watched)")
             #expect(try fleet.cli(["whoami"], user: "vi").output.contains("vi (viewer)"))
             // …and cannot command anything.
-            let commands: [[String]] = [["zoom", device, "2"], ["frame-rate", device, "10"], ["preset", device, "low"], ["lock", device],
-                                        ["focus", device, "--mode", "auto"], ["policy", device, "--drop-recovery", "off"],
-                                        ["enroll", "--name", "x"], ["nodes", "revoke", "x"], ["operator", "list"]]
+            let commands: [[String]] = [
+                ["zoom", device, "2"], ["frame-rate", device, "10"], ["preset", device, "low"], ["lock", device],
+                ["focus", device, "--mode", "auto"], ["policy", device, "--drop-recovery", "off"],
+                ["enroll", "--name", "x"], ["nodes", "revoke", "x"], ["operator", "list"],
+            ]
             for command in commands {
                 let result = try fleet.cli(command, user: "vi")
                 #expect(result.status != 0, "viewer: \(command)")
@@ -153,14 +164,18 @@ extension SecondLaneIntegrationTests {
             #expect(zoomed.status == 0, "\(zoomed)")
             let enroll = try fleet.cli(["enroll", "--name", "intruder"], user: "bo")
             #expect(enroll.status != 0 && enroll.error.contains("needs the admin role"), "\(enroll.error)")
-            #expect(try fleet.cli(["operator", "add", "eve", "--role", "admin", "--out", fleet.directory + "/eve.credential"], user: "bo").status != 0)
+            #expect(
+                try fleet.cli(["operator", "add", "eve", "--role", "admin", "--out", fleet.directory + "/eve.credential"], user: "bo").status != 0)
             // The admin can.
             let token = try fleet.cli(["enroll", "--name", "extra", "--quiet"], user: "ana")
             #expect(token.status == 0 && token.output.hasPrefix(EnrollmentToken.prefix), "\(token.error)")
-            #expect(try fleet.cli(["operator", "add", "cy", "--role", "viewer", "--out", fleet.directory + "/cy.credential"], user: "ana").status == 0)
+            #expect(
+                try fleet.cli(["operator", "add", "cy", "--role", "viewer", "--out", fleet.directory + "/cy.credential"], user: "ana").status == 0)
             let operators = try fleet.json(["operator", "list"], user: "ana").compactMap { $0["name"] as? String }
             #expect(Set(operators).isSuperset(of: ["ana", "bo", "vi", "cy"]), "\(operators)")
-            let cy = try fleet.run(["devices", "--coordinator", "127.0.0.1:\(fleet.operatorPort)", "--credential", fleet.directory + "/cy.credential", "--json"])
+            let cy = try fleet.run([
+                "devices", "--coordinator", "127.0.0.1:\(fleet.operatorPort)", "--credential", fleet.directory + "/cy.credential", "--json",
+            ])
             #expect(cy.status == 0, "the new viewer's credential works: \(cy.error)")
 
             let denied = try Self.audit(fleet, "access.denied").filter { $0.contains("forbidden") }
@@ -183,7 +198,11 @@ extension SecondLaneIntegrationTests {
             let context = ZMQContext()
             let stolen = try fleet.socket(.dealer, port: fleet.controlPort, keys: try fleet.agentKeys("doomed"), context: context)
             let monitor = try stolen.openMonitor(context: context, events: SocketEvent.handshakeEvents)
-            let heartbeat: [UInt8] = try Capfleet_V1_AgentMessage.with { $0.heartbeat = .with { $0.nodeID = node; $0.sequence = 1 } }.serializedBytes()
+            let heartbeat: [UInt8] = try Capfleet_V1_AgentMessage.with {
+                $0.heartbeat = .with {
+                    $0.nodeID = node; $0.sequence = 1
+                }
+            }.serializedBytes()
             try stolen.send(heartbeat)
             #expect(stolen.waitForInput(milliseconds: 3000), "the stolen key works before revocation")
             _ = try stolen.receiveMultipart(dontWait: true)

@@ -11,13 +11,13 @@ extension SecondLaneIntegrationTests {
         /// grey) of 8-bit pictures, the largest sample of 16-bit ones (PIL reads them as mode I).
         static func inspect(_ path: String) throws -> (width: Int, height: Int, mode: String, mean: Double) {
             let script = """
-            import sys
-            from PIL import Image, ImageStat
-            Image.open(sys.argv[1]).verify()
-            image = Image.open(sys.argv[1])
-            level = image.getextrema()[1] if image.mode.startswith("I") else ImageStat.Stat(image.convert("L")).mean[0]
-            print(image.size[0], image.size[1], image.mode, level)
-            """
+                import sys
+                from PIL import Image, ImageStat
+                Image.open(sys.argv[1]).verify()
+                image = Image.open(sys.argv[1])
+                level = image.getextrema()[1] if image.mode.startswith("I") else ImageStat.Stat(image.convert("L")).mean[0]
+                print(image.size[0], image.size[1], image.mode, level)
+                """
             let fields = String(decoding: try SecondLaneIntegrationTests.PreviewTests.run("/usr/bin/python3", ["-c", script, path]), as: UTF8.self)
                 .split(separator: " ").map { String($0).trimmingCharacters(in: .whitespacesAndNewlines) }
             guard fields.count == 4, let width = Int(fields[0]), let height = Int(fields[1]), let mean = Double(fields[3]) else {
@@ -48,8 +48,9 @@ extension SecondLaneIntegrationTests {
             // A larger format than the stream's, in JPEG: six 16-megapixel pictures from a debug
             // build would cost the other test lane a minute of CPU; the largest format (max) and
             // the PNG paths are taken below.
-            let taken = try fleet.cli(["still"] + devices + ["--size", "1920x1080", "--bracket", "-1,0,1", "--jpeg", "-o", output, "--contact-sheet", "--json"],
-                                      timeout: 60)
+            let taken = try fleet.cli(
+                ["still"] + devices + ["--size", "1920x1080", "--bracket", "-1,0,1", "--jpeg", "-o", output, "--contact-sheet", "--json"],
+                timeout: 60)
             #expect(taken.status == 3, "a camera without consent makes the exit status 3: \(taken.status) \(taken.error)")
             #expect(taken.error.contains(withheld) && taken.error.contains("consent"), "the refusal is said: \(taken.error)")
             let result = try #require(try JSONSerialization.jsonObject(with: Data(taken.output.utf8)) as? [String: Any], "\(taken.output)")
@@ -73,7 +74,9 @@ extension SecondLaneIntegrationTests {
                     means.append(seen.mean)
                     let side = try Self.sidecar(output + "/\(device)-\(number).json")
                     #expect(side["device_id"] as? String == device && side["number"] as? Int == number)
-                    #expect(side["requested_fleet_ns"] as? Int == instant + (number - 1) * 300_000_000, "picture i at the instant plus i intervals: \(side)")
+                    #expect(
+                        side["requested_fleet_ns"] as? Int == instant + (number - 1) * 300_000_000,
+                        "picture i at the instant plus i intervals: \(side)")
                     let spread = try #require(side["spread_ns"] as? Int)
                     // At 15 fps the nearest frame is within half an interval (33 ms), with room for a late one.
                     #expect(abs(spread) <= 70_000_000, "nearest frame: spread \(spread) ns")
@@ -82,7 +85,9 @@ extension SecondLaneIntegrationTests {
                     #expect(format["width"] as? Int == 1920 && format["pixel_format"] as? String == "YUYV", "\(format)")
                     let exposure = try #require(side["exposure"] as? [String: Any])
                     let seconds = try #require(exposure["seconds"] as? Double)
-                    #expect(exposure["automatic"] as? Bool == false && abs(seconds - 0.01 * pow(2, Double(number - 2))) < 1e-6, "EV \(number - 2): \(exposure)")
+                    #expect(
+                        exposure["automatic"] as? Bool == false && abs(seconds - 0.01 * pow(2, Double(number - 2))) < 1e-6,
+                        "EV \(number - 2): \(exposure)")
                     #expect((side["away_from_streaming_ns"] as? Int ?? 0) > 0, "the camera left its 640x480 stream for the still")
                 }
                 #expect(means[0] < means[1] && means[1] < means[2], "each stop brighter than the last: \(means)")
@@ -93,9 +98,11 @@ extension SecondLaneIntegrationTests {
             // Back on the streaming format at its rate, exposure automatic again.
             try await fleet.waitUntil("the cameras stream 640x480 at 15 fps again", seconds: 10) {
                 let after = try fleet.json(["devices"]).filter { shot.contains($0["device_id"] as? String ?? "") }
-                return after.count == 2 && zip(before, after).allSatisfy { old, new in
-                    (new["active_format"] as? NSDictionary) == (old["active_format"] as? NSDictionary) && new["active_frame_rate"] as? Double == 15
-                }
+                return after.count == 2
+                    && zip(before, after).allSatisfy { old, new in
+                        (new["active_format"] as? NSDictionary) == (old["active_format"] as? NSDictionary)
+                            && new["active_frame_rate"] as? Double == 15
+                    }
             }
             // The coordinator holds the pictures; the agent's copies are gone; the index says so.
             let shown = try fleet.jsonObject(["stills", "show", stillID])
@@ -157,7 +164,9 @@ extension SecondLaneIntegrationTests {
             try await fleet.waitUntil("the still's picture is copied", seconds: 60) {
                 (try fleet.jsonObject(["stills", "show", stillID])["state"] as? String) == "stored"
             }
-            print("stills: the picture taken while the coordinator was away was stored \(String(format: "%.1f", Date().timeIntervalSince(restarted))) s after it restarted")
+            print(
+                "stills: the picture taken while the coordinator was away was stored \(String(format: "%.1f", Date().timeIntervalSince(restarted))) s after it restarted"
+            )
             let shown = try fleet.jsonObject(["stills", "show", stillID])
             let camera = try #require((shown["cameras"] as? [[String: Any]])?.first, "\(shown)")
             #expect(camera["state"] as? String == "stored" && (camera["error"] as? String ?? "").isEmpty, "\(camera)")

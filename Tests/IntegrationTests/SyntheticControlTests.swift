@@ -4,7 +4,7 @@ import GRDB
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension IntegrationTests {
@@ -63,7 +63,8 @@ extension IntegrationTests {
             let waited = try await fleet.waitUntil("bo's lease is released", seconds: 20) { try Self.holder(of: device, in: fleet) == nil }
             #expect(waited >= 5, "released by the session timeout (10 s), not at once: \(waited) s")
             let audit = try await DatabaseQueue(path: fleet.databasePath).read { db in
-                try String.fetchAll(db, sql: "SELECT action FROM auditLog WHERE target = ? AND actor = 'coordinator' ORDER BY id", arguments: [device])
+                try String.fetchAll(
+                    db, sql: "SELECT action FROM auditLog WHERE target = ? AND actor = 'coordinator' ORDER BY id", arguments: [device])
             }
             #expect(audit == ["session.end", "session.lost"], "\(audit)")
         }
@@ -120,8 +121,10 @@ extension IntegrationTests {
         static func holdLease(on device: String, fleet: FleetHarness, user: String) throws -> Process {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: FleetHarness.binary)
-            process.arguments = ["lock", device, "--hold", "--coordinator", "127.0.0.1:\(fleet.operatorPort)",
-                                 "--credential", try fleet.credential(for: user)]
+            process.arguments = [
+                "lock", device, "--hold", "--coordinator", "127.0.0.1:\(fleet.operatorPort)",
+                "--credential", try fleet.credential(for: user),
+            ]
             process.environment = ProcessInfo.processInfo.environment.merging(["USER": user]) { $1 }
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice

@@ -22,9 +22,11 @@ extension SecondLaneIntegrationTests {
             let script = Self.repositoryRoot.appendingPathComponent("proto-docs/examples/telemetry_subscriber.py").path
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = [try Self.python(), script, "--endpoint", "tcp://127.0.0.1:\(fleet.telemetryPort)",
-                                 "--credential", try fleet.credential(for: "vi"),
-                                 "--topic", "device.", "--topic", "node.", "--count", "4", "--timeout", "15"]
+            process.arguments = [
+                try Self.python(), script, "--endpoint", "tcp://127.0.0.1:\(fleet.telemetryPort)",
+                "--credential", try fleet.credential(for: "vi"),
+                "--topic", "device.", "--topic", "node.", "--count", "4", "--timeout", "15",
+            ]
             let out = Pipe(), err = Pipe()
             process.standardOutput = out
             process.standardError = err
@@ -71,8 +73,10 @@ extension SecondLaneIntegrationTests {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             // --count 0 with a timeout: listen for that long, then stop (status 0).
-            process.arguments = [try Self.python(), script, "--endpoint", "tcp://127.0.0.1:\(fleet.telemetryPort)",
-                                 "--credential", try fleet.credential(for: "vi"), "--topic", "meta.", "--timeout", "9"]
+            process.arguments = [
+                try Self.python(), script, "--endpoint", "tcp://127.0.0.1:\(fleet.telemetryPort)",
+                "--credential", try fleet.credential(for: "vi"), "--topic", "meta.", "--timeout", "9",
+            ]
             let out = Pipe(), err = Pipe()
             process.standardOutput = out
             process.standardError = err
@@ -93,7 +97,9 @@ extension SecondLaneIntegrationTests {
             #expect(found.count >= 3, "about five a second before the change: \(reports.count) reports")
             for report in found {
                 let code = try #require((report["objects"] as? [[String: Any]])?.first)
-                #expect(code["kind"] as? String == "KIND_CODE" && code["symbology"] as? String == "qr" && code["value"] as? String == "capfleet-7", "\(code)")
+                #expect(
+                    code["kind"] as? String == "KIND_CODE" && code["symbology"] as? String == "qr" && code["value"] as? String == "capfleet-7",
+                    "\(code)")
                 #expect(report["device_id"] as? String == deviceID && (report["frame_width"] as? Int ?? 0) > 0, "\(report)")
             }
             // proto3 JSON leaves an empty `objects` out: the last report is the one without any, and only one.
@@ -112,9 +118,11 @@ extension SecondLaneIntegrationTests {
             let script = Self.repositoryRoot.appendingPathComponent("proto-docs/examples/telemetry_subscriber.py").path
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = [try Self.python(), script, "--endpoint", "tcp://127.0.0.1:\(fleet.telemetryPort)",
-                                 "--credential", try fleet.credential(for: "vi"),
-                                 "--topic", "event.pressure_level_changed", "--topic", "pressure.", "--count", "6", "--timeout", "20"]
+            process.arguments = [
+                try Self.python(), script, "--endpoint", "tcp://127.0.0.1:\(fleet.telemetryPort)",
+                "--credential", try fleet.credential(for: "vi"),
+                "--topic", "event.pressure_level_changed", "--topic", "pressure.", "--count", "6", "--timeout", "20",
+            ]
             let out = Pipe(), err = Pipe()
             process.standardOutput = out
             process.standardError = err

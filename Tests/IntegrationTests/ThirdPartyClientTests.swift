@@ -6,11 +6,15 @@ extension SecondLaneIntegrationTests {
     /// Clients written from proto-docs alone, against a real coordinator: what a third party
     /// codes against cannot drift from what the coordinator does.
     @Suite struct ThirdPartyClientTests {
-        static func runPython(_ script: String, _ arguments: [String], timeout: Double = 90) throws -> (status: Int32, output: String, error: String) {
+        static func runPython(_ script: String, _ arguments: [String], timeout: Double = 90) throws -> (status: Int32, output: String, error: String)
+        {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = [try TelemetrySubscriberTests.python(),
-                                 TelemetrySubscriberTests.repositoryRoot.appendingPathComponent("proto-docs/examples/\(script)").path] + arguments
+            process.arguments =
+                [
+                    try TelemetrySubscriberTests.python(),
+                    TelemetrySubscriberTests.repositoryRoot.appendingPathComponent("proto-docs/examples/\(script)").path,
+                ] + arguments
             let out = Pipe(), err = Pipe()
             process.standardOutput = out
             process.standardError = err
@@ -30,8 +34,12 @@ extension SecondLaneIntegrationTests {
             let state = fleet.directory + "/python-agent"
             let deviceID = "gige-Acme_C1-0042"
             let first = Task.detached {
-                try Self.runPython("minimal_agent.py", ["--coordinator", "127.0.0.1:\(fleet.controlPort)", "--token", token, "--state", state,
-                                                        "--device-id", deviceID, "--fps", "20", "--frames", "40", "--timeout", "60"])
+                try Self.runPython(
+                    "minimal_agent.py",
+                    [
+                        "--coordinator", "127.0.0.1:\(fleet.controlPort)", "--token", token, "--state", state,
+                        "--device-id", deviceID, "--fps", "20", "--frames", "40", "--timeout", "60",
+                    ])
             }
             try await fleet.waitUntil("the external camera is listed", seconds: 30) {
                 try fleet.json(["devices"]).contains { $0["device_id"] as? String == deviceID }
@@ -53,8 +61,12 @@ extension SecondLaneIntegrationTests {
 
             // Consent granted: the next run (the same node, from its state) sends real pixels.
             #expect(try fleet.cli(["consent", "grant", deviceID, "--reason", "third-party test"]).status == 0)
-            let second = try Self.runPython("minimal_agent.py", ["--coordinator", "127.0.0.1:\(fleet.controlPort)", "--state", state,
-                                                                 "--device-id", deviceID, "--fps", "20", "--frames", "30", "--timeout", "60"])
+            let second = try Self.runPython(
+                "minimal_agent.py",
+                [
+                    "--coordinator", "127.0.0.1:\(fleet.controlPort)", "--state", state,
+                    "--device-id", deviceID, "--fps", "20", "--frames", "30", "--timeout", "60",
+                ])
             #expect(second.status == 0, "\(second.error)")
             let granted = try #require(try JSONSerialization.jsonObject(with: Data(second.output.utf8)) as? [String: Any], "\(second.output)")
             #expect(granted["consent"] as? String == "CONSENT_STATE_AUTHORIZED", "\(granted)")
@@ -81,8 +93,9 @@ extension SecondLaneIntegrationTests {
                 try AlertsTests.events(fleet).filter { $0["kind"] as? String == "node_registered" && $0["node_id"] as? String == nodeID }.count
             }
             let before = try registrations()
-            let node = HandWrittenAgent(endpoint: "tcp://127.0.0.1:\(fleet.controlPort)", coordinatorKey: try fleet.coordinatorKey(),
-                                        keys: try fleet.agentKeys("repeating"), nodeID: nodeID, deviceID: deviceID)
+            let node = HandWrittenAgent(
+                endpoint: "tcp://127.0.0.1:\(fleet.controlPort)", coordinatorKey: try fleet.coordinatorKey(),
+                keys: try fleet.agentKeys("repeating"), nodeID: nodeID, deviceID: deviceID)
             let burst = try node.registerRepeatedly(instance: "impatient", times: 3, seconds: 4)
             #expect(burst.welcomes == 3, "every HELLO is answered")
             let consentPushes = burst.commands.filter { if case .setConsent? = $0.action { true } else { false } }

@@ -13,8 +13,9 @@ extension IntegrationTests {
             let fleet = try FleetHarness()
             try fleet.startCoordinator()
             let share = fleet.directory + "/vm"
-            let agent = try VividRig.agentCommand(share: share, fleet: fleet, name: "vivid-host", devices: ["/dev/video0", "/dev/video1", "/dev/video2"],
-                                                  options: "--format 320x240:YUYV --fps 15 --log-level notice")
+            let agent = try VividRig.agentCommand(
+                share: share, fleet: fleet, name: "vivid-host", devices: ["/dev/video0", "/dev/video1", "/dev/video2"],
+                options: "--format 320x240:YUYV --fps 15 --log-level notice")
             let guest = """
                 S=\(share)
                 for d in 0 1 2; do
@@ -88,13 +89,16 @@ extension IntegrationTests {
             // frames leave it: every segment decodes and holds what the index says.
             for codec in ["ffv1", "h264"] {
                 let started = try fleet.cli(["record", "start", webcam, "--store", "coordinator", "--codec", codec, "--json"], timeout: 15)
-                let encodedTake = try #require((try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any])?["id"] as? String,
-                                               "\(started.output)\(started.error)\(context())")
+                let encodedTake = try #require(
+                    (try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any])?["id"] as? String,
+                    "\(started.output)\(started.error)\(context())")
                 try await Task.sleep(for: .seconds(6))
                 #expect(try fleet.cli(["record", "stop", encodedTake], timeout: 60).status == 0)
                 let shown = try SecondLaneIntegrationTests.RecordingTests.show(encodedTake, in: fleet)
                 let part = try #require((shown["devices"] as? [[String: Any]])?.first, "\(shown)")
-                print("vivid: recorded \(part["frames"] ?? 0) frames as \(codec) (\(part["encoder"] ?? "?") from \(part["source_format"] ?? "?")), drops \(part["drops"] ?? [:])")
+                print(
+                    "vivid: recorded \(part["frames"] ?? 0) frames as \(codec) (\(part["encoder"] ?? "?") from \(part["source_format"] ?? "?")), drops \(part["drops"] ?? [:])"
+                )
                 // The guest is emulated (no KVM) and this machine busy: its software encoder may
                 // fall behind the camera. What it stored decodes; what it could not encode is
                 // counted (encoder_late), so every frame of the part's span is accounted for. In CI
@@ -111,32 +115,38 @@ extension IntegrationTests {
                     let path = try #require(segment["path"] as? String)
                     let decoded = try IntegrationTests.EncodedTakeTests.decode(path, width: size[0], height: size[1])
                     // The error first: CI's log shows the start of a failure's message.
-                    #expect(decoded.errors.isEmpty && decoded.frames.count == segment["frames"] as? Int,
-                            "\(codec): \(decoded.errors.prefix(600)); \(decoded.frames.count) frames decoded, \(segment["frames"] ?? "?") indexed, \(path)")
+                    #expect(
+                        decoded.errors.isEmpty && decoded.frames.count == segment["frames"] as? Int,
+                        "\(codec): \(decoded.errors.prefix(600)); \(decoded.frames.count) frames decoded, \(segment["frames"] ?? "?") indexed, \(path)"
+                    )
                 }
                 #expect(try fleet.cli(["recordings", "verify", encodedTake], timeout: 120).status == 0)
             }
 
             // The format list is what the driver enumerates, as v4l2-ctl prints it.
             let printed = V4L2CtlFormats.parse(try #require(rig.file("formats-video0.txt")))
-            let listed = Set(try fleet.json(["formats", webcam]).map { format in
-                V4L2CtlFormats.Entry(
-                    pixelFormat: format["pixel_format"] as? String ?? "", width: format["width"] as? Int ?? 0, height: format["height"] as? Int ?? 0,
-                    rates: ((format["frame_rate_ranges"] as? [[String: Any]]) ?? []).compactMap { $0["max_fps"] as? Double }
-                        .map { ($0 * 1000).rounded() / 1000 }.sorted())
-            })
+            let listed = Set(
+                try fleet.json(["formats", webcam]).map { format in
+                    V4L2CtlFormats.Entry(
+                        pixelFormat: format["pixel_format"] as? String ?? "", width: format["width"] as? Int ?? 0,
+                        height: format["height"] as? Int ?? 0,
+                        rates: ((format["frame_rate_ranges"] as? [[String: Any]]) ?? []).compactMap { $0["max_fps"] as? Double }
+                            .map { ($0 * 1000).rounded() / 1000 }.sorted())
+                })
             #expect(printed.count > 100, "v4l2-ctl listed \(printed.count) formats")
             let onlyListed = listed.subtracting(printed), onlyPrinted = printed.subtracting(listed)
-            #expect(onlyListed.isEmpty && onlyPrinted.isEmpty,
-                    "\(listed.count) listed, \(printed.count) printed; only listed: \(onlyListed.prefix(5)); only printed: \(onlyPrinted.prefix(5))")
+            #expect(
+                onlyListed.isEmpty && onlyPrinted.isEmpty,
+                "\(listed.count) listed, \(printed.count) printed; only listed: \(onlyListed.prefix(5)); only printed: \(onlyPrinted.prefix(5))")
 
             // The device held by another program is reported as in use, and resumes by itself when it is let go.
             try await step("video2 is reported in use", seconds: 60) {
                 try Self.interruption(of: contended, in: fleet) == "device_in_use"
             }
             let inUse = try fleet.cli(["devices"])
-            #expect(inUse.output.contains("INTERRUPTED (device_in_use)") && inUse.output.contains("another program is using the camera"),
-                    "\(inUse.output)")
+            #expect(
+                inUse.output.contains("INTERRUPTED (device_in_use)") && inUse.output.contains("another program is using the camera"),
+                "\(inUse.output)")
             _ = try rig.run("kill $(cat /tmp/contender.pid)")
             try await step("video2 resumes and streams", seconds: 60) {
                 try Self.interruption(of: contended, in: fleet) == nil && (try fleet.deviceStats()[contended]?["frames_captured"] as? Int ?? 0) > 2
@@ -144,9 +154,10 @@ extension IntegrationTests {
 
             // Format and frame rate: frames arrive in the new format, in order, with monotonic capture times.
             _ = try fleet.json(["lock", webcam])
-            let target = try #require(try fleet.json(["formats", webcam]).first { format in
-                format["pixel_format"] as? String == "YUYV" && format["width"] as? Int == 320 && format["height"] as? Int == 180
-            })
+            let target = try #require(
+                try fleet.json(["formats", webcam]).first { format in
+                    format["pixel_format"] as? String == "YUYV" && format["width"] as? Int == 320 && format["height"] as? Int == 180
+                })
             let rates = ((target["frame_rate_ranges"] as? [[String: Any]]) ?? []).compactMap { $0["max_fps"] as? Double }
             let rate = try #require(rates.filter { $0 <= 15 }.max(), "\(rates)")
             let changed = try fleet.json(["format", webcam, "--size", "320x180", "--pixel-format", "YUYV", "--fps", "\(rate)"])
@@ -182,8 +193,9 @@ extension IntegrationTests {
             }
             let detected = try await captureRate(seconds: 6)
             let counted = try fleet.deviceStats()[webcam] ?? [:]
-            print("vivid: capture \(String(format: "%.1f", undisturbed)) fps without detection, \(String(format: "%.1f", detected)) fps with it; "
-                  + "\(counted["detection_examined"] ?? 0) frames examined, \(counted["detection_skipped"] ?? 0) skipped")
+            print(
+                "vivid: capture \(String(format: "%.1f", undisturbed)) fps without detection, \(String(format: "%.1f", detected)) fps with it; "
+                    + "\(counted["detection_examined"] ?? 0) frames examined, \(counted["detection_skipped"] ?? 0) skipped")
             // Capture waiting for the detectors would fall to their pace (a few frames a second
             // under emulation); the guest's own jitter stays well inside this.
             #expect(detected >= 0.6 * undisturbed && undisturbed > 0, "capture with detection \(detected) fps, without \(undisturbed) fps")
@@ -254,8 +266,9 @@ extension IntegrationTests {
             let sequenceBefore = beforeRestart.mapValues { $0["last_sequence"] as? Int ?? 0 }
             // The old agent must be gone before the new one starts (it may take a while to let
             // go of three devices under emulation).
-            _ = try rig.run("A=$(cat /tmp/agent.pid); kill $A; for i in $(seq 1 40); do kill -0 $A 2>/dev/null || break; sleep 0.25; done; "
-                            + "\(agent) >> \(share)/agent.log 2>&1 & echo $! > /tmp/agent.pid")
+            _ = try rig.run(
+                "A=$(cat /tmp/agent.pid); kill $A; for i in $(seq 1 40); do kill -0 $A 2>/dev/null || break; sleep 0.25; done; "
+                    + "\(agent) >> \(share)/agent.log 2>&1 & echo $! > /tmp/agent.pid")
             // Frames from the new agent: each device's sequence started again from the beginning.
             try await step("the restarted agent streams again", seconds: 60) {
                 let stats = try fleet.deviceStats()
@@ -269,10 +282,12 @@ extension IntegrationTests {
             // Unplugged: vivid's disconnect control makes every call on the device fail with ENODEV
             // (held by a process that keeps the device open); the agent reports the unplug, and
             // when vivid reconnects the device the agent streams again by itself.
-            let unplug = "import fcntl, os, struct, time\nfd = os.open('/dev/video0', os.O_RDWR)\n"
+            let unplug =
+                "import fcntl, os, struct, time\nfd = os.open('/dev/video0', os.O_RDWR)\n"
                 + "fcntl.ioctl(fd, 0xc008561c, struct.pack('Ii', 0x00f0f041, 1))\nprint('unplugged', flush=True)\ntime.sleep(600)\n"
             try unplug.write(toFile: share + "/unplug.py", atomically: true, encoding: .utf8)
-            _ = try rig.run("/usr/bin/python3 \(share)/unplug.py > \(share)/unplug.log 2>&1 & echo $! > /tmp/unplug.pid; sleep 1; cat \(share)/unplug.log")
+            _ = try rig.run(
+                "/usr/bin/python3 \(share)/unplug.py > \(share)/unplug.log 2>&1 & echo $! > /tmp/unplug.pid; sleep 1; cat \(share)/unplug.log")
             var audit: [String] = []
             try await step("video0's unplug is reported", seconds: 30) {
                 audit = try Self.agentAudit(fleet)
@@ -318,7 +333,8 @@ extension IntegrationTests {
                 kill $(pgrep -f "capfleet dev") 2>/dev/null; sleep 2
                 exit 0
                 """
-            let rig = try VividRig(share: directory, vividParameters: "n_devs=1 node_types=0x1", forwardPorts: [], guestScript: guest, timeoutSeconds: 200)
+            let rig = try VividRig(
+                share: directory, vividParameters: "n_devs=1 node_types=0x1", forwardPorts: [], guestScript: guest, timeoutSeconds: 200)
             rig.process.waitUntilExit()
             func parsed(_ name: String) -> [[String: Any]] {
                 (try? JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/" + name)))) as? [[String: Any]] ?? []
@@ -328,7 +344,8 @@ extension IntegrationTests {
             // What the agents said beyond info (the coordinator's lines crowd them out of the tail).
             let devLog = rig.file("dev.log") ?? ""
             let agentLines = devLog.components(separatedBy: "\n").filter { $0.contains("capfleet.agent") && !$0.contains(" info ") }
-            let context = "devices: \(devices)\n--- agents ---\n\(agentLines.suffix(40).joined(separator: "\n"))\n--- dev ---\n\(devLog.suffix(3000))\n--- VM ---\n\(rig.log.suffix(2000))"
+            let context =
+                "devices: \(devices)\n--- agents ---\n\(agentLines.suffix(40).joined(separator: "\n"))\n--- dev ---\n\(devLog.suffix(3000))\n--- VM ---\n\(rig.log.suffix(2000))"
             let camera = devices.first { $0["kind"] as? String == "v4l2" }
             #expect(camera?["name"] as? String == "vivid", "\(context)")
             #expect(devices.contains { $0["kind"] as? String == "synthetic" }, "\(context)")

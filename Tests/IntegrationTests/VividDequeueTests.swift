@@ -12,16 +12,18 @@ extension IntegrationTests {
             let fleet = try FleetHarness()
             try fleet.startCoordinator()
             let share = fleet.directory + "/vm"
-            let agent = try VividRig.agentCommand(share: share, fleet: fleet, name: "vivid-slow", devices: ["/dev/video0"],
-                                                  options: "--format 320x180:YUYV --fps 2 --log-level info")
+            let agent = try VividRig.agentCommand(
+                share: share, fleet: fleet, name: "vivid-slow", devices: ["/dev/video0"],
+                options: "--format 320x180:YUYV --fps 2 --log-level info")
             let guest = """
                 \(agent) > \(share)/agent.out 2> \(share)/agent.err &
                 echo $! > /tmp/agent.pid
                 \(VividRig.commandLoop(share: share))
                 \(VividRig.stopAgent())
                 """
-            let rig = try VividRig(share: share, vividParameters: "n_devs=1 node_types=0x1",
-                                   forwardPorts: VividRig.ports(of: fleet), guestScript: guest)
+            let rig = try VividRig(
+                share: share, vividParameters: "n_devs=1 node_types=0x1",
+                forwardPorts: VividRig.ports(of: fleet), guestScript: guest)
             defer { rig.stop() }
             func context() -> String {
                 "\n--- VM ---\n\(rig.log.suffix(2000))\n--- agent's stderr ---\n\(rig.file("agent.err")?.suffix(3000) ?? "none")"

@@ -63,7 +63,8 @@ final class VividRig: @unchecked Sendable {
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         process.executableURL = URL(fileURLWithPath: "/bin/bash")
         let forward = forwardPorts.isEmpty ? [] : ["--forward", forwardPorts.map(String.init).joined(separator: ",")]
-        process.arguments = [Self.runScript, "--vivid", vividParameters, "--share", share] + forward
+        process.arguments =
+            [Self.runScript, "--vivid", vividParameters, "--share", share] + forward
             + ["--timeout", "\(timeoutSeconds)", "--", "/bin/sh", share + "/guest.sh"]
         process.standardOutput = log
         process.standardError = log
@@ -156,7 +157,8 @@ enum V4L2CtlFormats {
                 let parts = text.split(separator: "x").compactMap { Int($0) }
                 size = parts.count == 2 ? (parts[0], parts[1]) : nil
             } else if line.hasPrefix("Interval: Discrete"), let open = line.firstIndex(of: "("),
-                      let fps = Double(line[line.index(after: open)...].split(separator: " ").first ?? "") {
+                let fps = Double(line[line.index(after: open)...].split(separator: " ").first ?? "")
+            {
                 rates.append(fps)
             }
         }
