@@ -11,6 +11,7 @@ usage: relink-static.py BUILD.yaml PRODUCT OUTPUT
 """
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -19,9 +20,10 @@ def link_command(description: str, product: str) -> list[str]:
     wanted = None
     with open(description) as f:
         lines = f.readlines()
+    # "C.capfleet-x86_64-unknown-linux-gnu-release.exe": the product, then the triple.
+    key = re.compile(r'^"C\.' + re.escape(product) + r'-[a-z0-9_]+-[a-z]+-linux-gnu-[a-z]+\.exe":$')
     for index, line in enumerate(lines):
-        stripped = line.strip()
-        if stripped.startswith('"C.' + product + '-') and stripped.endswith('.exe":'):
+        if key.match(line.strip()):
             wanted = index
             break
     if wanted is None:
@@ -42,6 +44,12 @@ def main() -> None:
     args[out + 1] = os.path.abspath(output)
     if "-static-stdlib" not in args:
         args.insert(out + 2, "-static-stdlib")
+    # Objects compiled against the dynamic runtime name the Foundation libraries they import,
+    # not what those need in turn (a shared library brings its own): name them here, as the
+    # static runtime's Foundation links them.
+    # ICU last: Foundation's internationalisation and CoreFoundation both call into it.
+    args += ["-lFoundationInternationalization", "-lFoundationEssentials", "-lCoreFoundation", "-l_FoundationCShims",
+             "-l_FoundationCollections", "-lswiftSynchronization", "-l_FoundationICU", "-lstdc++"]
     # The dynamic link's rpath to the toolchain's runtime has nothing to find in a static binary.
     os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
     subprocess.run(args, check=True)
