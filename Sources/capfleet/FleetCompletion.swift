@@ -14,15 +14,15 @@ enum FleetCompletion {
     static let timeout = 1.0
 
     static let deviceIDs = CompletionKind.custom { words, _, prefix in
-        names(startingWith: prefix, words: words) { try $0.call(.listDevices(.init())).reply.devices.map(\.deviceID) }
+        names(startingWith: prefix, words: words) { try $0.call(.listDevices(.init()), timeout: timeout).reply.devices.map(\.deviceID) }
     }
 
     static let nodeIDs = CompletionKind.custom { words, _, prefix in
-        names(startingWith: prefix, words: words) { try $0.call(.listNodes(.init())).reply.nodes.map(\.nodeID) }
+        names(startingWith: prefix, words: words) { try $0.call(.listNodes(.init()), timeout: timeout).reply.nodes.map(\.nodeID) }
     }
 
     static let takeIDs = CompletionKind.custom { words, _, prefix in
-        names(startingWith: prefix, words: words) { try $0.call(.listRecordings(.init())).reply.takes.map(\.id) }
+        names(startingWith: prefix, words: words) { try $0.call(.listRecordings(.init()), timeout: timeout).reply.takes.map(\.id) }
     }
 
     private static func names(
