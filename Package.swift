@@ -47,32 +47,41 @@ let package = Package(
         .target(name: "FleetSystem", dependencies: ["CPlatform"]),
 
         // Wire contract: generated from proto-docs/*.proto, no I/O.
-        .target(name: "FleetProtocol", dependencies: [
-            .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-        ]),
+        .target(
+            name: "FleetProtocol",
+            dependencies: [
+                .product(name: "SwiftProtobuf", package: "swift-protobuf")
+            ]),
         // Pure state machines and value types: no ZeroMQ, no SQLite, no ioctl.
         .target(name: "FleetCore", dependencies: ["FleetProtocol"]),
         // ZeroMQ sockets on threads they own, bridged to async code.
-        .target(name: "FleetBus", dependencies: [
-            "FleetSystem", "CZeroMQ", "FleetCore",
-            .product(name: "Logging", package: "swift-log"),
-        ]),
+        .target(
+            name: "FleetBus",
+            dependencies: [
+                "FleetSystem", "CZeroMQ", "FleetCore",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // SQLite through GRDB.
-        .target(name: "FleetStore", dependencies: [
-            "FleetSystem", "FleetCore",
-            .product(name: "GRDB", package: "GRDB.swift"),
-        ]),
+        .target(
+            name: "FleetStore",
+            dependencies: [
+                "FleetSystem", "FleetCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
         // What strains the host: PSI, thermal zones, power, disks, read from a configurable root.
         .target(name: "FleetHost", dependencies: ["FleetCore", "FleetSystem", "CPlatform"]),
         // Camera sources: the synthetic test-pattern camera and V4L2.
-        .target(name: "FleetCapture", dependencies: [
-            "FleetSystem", "CV4L2", "CQREncode", "FleetCore",
-            .product(name: "Logging", package: "swift-log"),
-        ]),
+        .target(
+            name: "FleetCapture",
+            dependencies: [
+                "FleetSystem", "CV4L2", "CQREncode", "FleetCore",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // OpenCV's cascade face detector behind a C interface (OpenCV 4 is C++ only).
-        .target(name: "CFaceDetect",
-                cxxSettings: [.unsafeFlags(["-I/usr/include/opencv4"])],
-                linkerSettings: [.linkedLibrary("opencv_objdetect"), .linkedLibrary("opencv_imgproc"), .linkedLibrary("opencv_core")]),
+        .target(
+            name: "CFaceDetect",
+            cxxSettings: [.unsafeFlags(["-I/usr/include/opencv4"])],
+            linkerSettings: [.linkedLibrary("opencv_objdetect"), .linkedLibrary("opencv_imgproc"), .linkedLibrary("opencv_core")]),
         // What the agent finds in its frames: codes (ZBar) and faces (OpenCV, behind a C shim).
         .target(name: "FleetDetection", dependencies: ["CZbar", "CFaceDetect", "FleetCore"]),
         // Pictures people look at: camera pixels to RGB, scaling, JPEG (TurboJPEG) and PNG
@@ -80,136 +89,172 @@ let package = Package(
         .target(name: "FleetImaging", dependencies: ["CTurboJPEG", "CZlib", "FleetCore"]),
         // What both daemons are built from: parts that stop at graceful shutdown, in reverse
         // order of their group, and work on a beat of an injected clock.
-        .target(name: "FleetDaemon", dependencies: [
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-        ]),
+        .target(
+            name: "FleetDaemon",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
         // Takes' encoders on the camera's host: FFV1, H.264 and HEVC through libavcodec, the
         // hardware encoders a host has (V4L2 memory-to-memory, VA-API) found and tried at start.
         .target(name: "FleetEncoding", dependencies: ["CAVCodec", "FleetCore"]),
-        .target(name: "FleetAgent", dependencies: [
-            "FleetDaemon", "FleetSystem", "FleetBus", "FleetCapture", "FleetCore", "FleetDetection", "FleetEncoding", "FleetHost", "FleetImaging", "FleetProtocol", "FleetRecording",
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-        ]),
+        .target(
+            name: "FleetAgent",
+            dependencies: [
+                "FleetDaemon", "FleetSystem", "FleetBus", "FleetCapture", "FleetCore", "FleetDetection", "FleetEncoding", "FleetHost", "FleetImaging",
+                "FleetProtocol", "FleetRecording",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
         // The test bed's network: a TCP relay applying delay, jitter, loss stalls and spikes.
         .target(name: "FleetRelay", dependencies: ["FleetCore", "FleetSystem", "CPlatform"]),
         // Recordings on disk: Matroska segments written with libavformat (muxing only), their
-        // checksums and repair, and their entries in the fleet database's index.
-        .target(name: "FleetRecording", dependencies: ["FleetSystem", "CAVFormat", "CCrypto", "FleetCore", "FleetProtocol", "FleetStore"]),
+        // checksums, verification and repair; indexed behind SegmentIndexing (the coordinator's
+        // database, an agent's manifests), so the agent links no database.
+        .target(name: "FleetRecording", dependencies: ["FleetSystem", "CAVFormat", "CCrypto", "FleetCore", "FleetProtocol"]),
         // HTTP: a Hummingbird server with a bound port, TLS and a graceful stop, and local-only
         // webhooks posted on a blocking socket with a deadline.
-        .target(name: "FleetHTTP", dependencies: [
-            "CCrypto", "FleetSystem",
-            .product(name: "Hummingbird", package: "hummingbird"),
-            .product(name: "HummingbirdCore", package: "hummingbird"),
-            .product(name: "HummingbirdTLS", package: "hummingbird"),
-            .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
-            .product(name: "HTTPTypes", package: "swift-http-types"),
-            .product(name: "NIOSSL", package: "swift-nio-ssl"),
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-        ]),
-        .target(name: "FleetCoordinator", dependencies: [
-            "FleetDaemon", "FleetSystem", "FleetBus", "FleetStore", "FleetRecording", "FleetCore", "FleetHost", "FleetProtocol", "FleetHTTP",
-            "FleetImaging",
-            .product(name: "Hummingbird", package: "hummingbird"),
-            .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
-            .product(name: "HTTPTypes", package: "swift-http-types"),
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "Prometheus", package: "swift-prometheus"),
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-        ]),
+        .target(
+            name: "FleetHTTP",
+            dependencies: [
+                "CCrypto", "FleetSystem",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
+        .target(
+            name: "FleetCoordinator",
+            dependencies: [
+                "FleetDaemon", "FleetSystem", "FleetBus", "FleetStore", "FleetRecording", "FleetCore", "FleetHost", "FleetProtocol", "FleetHTTP",
+                "FleetImaging",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
         // The operator's side: requests to the coordinator's operator endpoint, and how
         // their answers are shown.
-        .target(name: "FleetClient", dependencies: [
-            "FleetBus", "FleetCore", "FleetProtocol", "FleetRecording", "CZeroMQ",
-            .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-        ]),
+        .target(
+            name: "FleetClient",
+            dependencies: [
+                "FleetBus", "FleetCore", "FleetProtocol", "FleetRecording",
+            ]),
         // Both daemons' settings: file, CAPFLEET_* variables and flags read and checked in one
         // place, beside neither daemon's core, so that the CLI only hands them over.
-        .target(name: "FleetSettings", dependencies: [
-            "FleetAgent", "FleetClient", "FleetCoordinator", "FleetCore", "FleetHTTP", "FleetProtocol",
-        ]),
-        .executableTarget(name: "capfleet", dependencies: [
-            "FleetAgent", "FleetCoordinator", "FleetClient", "FleetBus", "FleetCapture", "FleetCore", "FleetHost", "FleetImaging", "FleetProtocol", "FleetSettings", "FleetStore",
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-        ]),
+        .target(
+            name: "FleetSettings",
+            dependencies: [
+                "FleetAgent", "FleetClient", "FleetCoordinator", "FleetCore", "FleetHTTP", "FleetProtocol",
+            ]),
+        .executableTarget(
+            name: "capfleet",
+            dependencies: [
+                "FleetAgent", "FleetCoordinator", "FleetClient", "FleetBus", "FleetCapture", "FleetCore", "FleetHost", "FleetImaging",
+                "FleetProtocol", "FleetSettings", "FleetStore",
+                "FleetSystem",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
 
-        .executableTarget(name: "capfleet-relay", dependencies: [
-            "FleetRelay",
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
-        ]),
+        .executableTarget(
+            name: "capfleet-relay",
+            dependencies: [
+                "FleetRelay",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
 
         // Fleets of `capfleet` child processes on this machine (coordinator, enrolled agents,
         // credentials, readiness, shutdown), shared by the integration tests and the benchmarks.
-        .target(name: "FleetTestSupport", dependencies: ["FleetBus", "FleetClient", "FleetHost", "FleetProtocol", "FleetSystem", "CZeroMQ"]),
-        .executableTarget(name: "capfleet-bench", dependencies: [
-            "FleetAgent", "FleetBus", "FleetCapture", "FleetClient", "FleetCoordinator", "FleetCore", "FleetEncoding", "FleetHost", "FleetProtocol",
-            "FleetRecording", "FleetStore", "FleetSystem", "FleetTestSupport", "CPlatform", "CZeroMQ", "CAVCodec",
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            .product(name: "Logging", package: "swift-log"),
-        ]),
+        .target(name: "FleetTestSupport", dependencies: ["FleetBus", "FleetClient", "FleetHost", "FleetProtocol", "FleetSystem"]),
+        .executableTarget(
+            name: "capfleet-bench",
+            dependencies: [
+                "FleetAgent", "FleetBus", "FleetCapture", "FleetClient", "FleetCoordinator", "FleetCore", "FleetEncoding", "FleetHost",
+                "FleetProtocol",
+                "FleetRecording", "FleetStore", "FleetSystem", "FleetTestSupport", "CPlatform",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
 
         .testTarget(name: "FleetCoreTests", dependencies: ["FleetCore", "FleetProtocol"]),
         .testTarget(name: "FleetProtocolTests", dependencies: ["FleetProtocol"]),
         .testTarget(name: "FleetImagingTests", dependencies: ["FleetImaging", "FleetCore", "CZlib"]),
         .testTarget(name: "FleetCaptureTests", dependencies: ["FleetCapture", "FleetCore", "CV4L2"]),
         .testTarget(name: "FleetDetectionTests", dependencies: ["FleetDetection", "FleetCapture", "FleetCore", "FleetImaging"]),
-        .testTarget(name: "FleetStoreTests", dependencies: [
-            "FleetStore", "FleetCore", .product(name: "GRDB", package: "GRDB.swift"),
-        ]),
-        .testTarget(name: "FleetBusTests", dependencies: ["FleetBus", "CZeroMQ"]),
+        .testTarget(
+            name: "FleetStoreTests",
+            dependencies: [
+                "FleetStore", "FleetCore", .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
+        .testTarget(name: "FleetBusTests", dependencies: ["FleetBus"]),
         .testTarget(name: "FleetHostTests", dependencies: ["FleetHost", "FleetCore"]),
-        .testTarget(name: "FleetHTTPTests", dependencies: [
-            "FleetHTTP",
-            .product(name: "Hummingbird", package: "hummingbird"),
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "Logging", package: "swift-log"),
-        ]),
+        .testTarget(
+            name: "FleetHTTPTests",
+            dependencies: [
+                "FleetHTTP",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .testTarget(name: "FleetRelayTests", dependencies: ["FleetRelay", "FleetCore", "FleetSystem"]),
-        .testTarget(name: "FleetSettingsTests", dependencies: ["FleetSettings", "FleetAgent", "FleetCoordinator", "FleetCore"]),
-        .testTarget(name: "FleetRecordingTests", dependencies: ["FleetRecording", "FleetCore", "FleetStore", "FleetSystem"]),
+        .testTarget(name: "FleetSettingsTests", dependencies: ["FleetSettings", "FleetCoordinator", "FleetCore"]),
+        .testTarget(name: "FleetRecordingTests", dependencies: ["FleetRecording", "FleetCoordinator", "FleetCore", "FleetStore"]),
         .testTarget(name: "FleetSystemTests", dependencies: ["FleetSystem"]),
-        .testTarget(name: "FleetEncodingTests", dependencies: ["FleetEncoding", "FleetRecording", "FleetCapture", "FleetCore"]),
+        .testTarget(name: "FleetEncodingTests", dependencies: ["FleetEncoding", "FleetRecording", "FleetCore"]),
         .testTarget(name: "FleetClientTests", dependencies: ["FleetClient", "FleetBus", "FleetProtocol"]),
-        .testTarget(name: "FleetDaemonTests", dependencies: [
-            "FleetDaemon",
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-        ]),
+        .testTarget(
+            name: "FleetDaemonTests",
+            dependencies: [
+                "FleetDaemon",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
         // The coordinator's shells against an in-memory fleet database.
-        .testTarget(name: "FleetCoordinatorTests", dependencies: [
-            "FleetCoordinator", "FleetCore", "FleetStore", "FleetBus", "FleetProtocol", "FleetSystem", "FleetTestSupport",
-            .product(name: "GRDB", package: "GRDB.swift"),
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "InMemoryLogging", package: "swift-log"),
-            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-        ]),
-        .testTarget(name: "FleetAgentTests", dependencies: [
-            "FleetAgent", "FleetBus", "FleetCapture", "FleetCore", "FleetProtocol", "CZeroMQ", .product(name: "Logging", package: "swift-log"),
-        ]),
+        .testTarget(
+            name: "FleetCoordinatorTests",
+            dependencies: [
+                "FleetCoordinator", "FleetCore", "FleetStore", "FleetBus", "FleetProtocol", "FleetSystem", "FleetTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
+        .testTarget(
+            name: "FleetAgentTests",
+            dependencies: [
+                "FleetAgent", "FleetBus", "FleetCapture", "FleetCore", "FleetHost", "FleetProtocol", .product(name: "Logging", package: "swift-log"),
+            ]),
         // The coordinator's decoders under a mutation fuzzer, for a bounded time.
         .target(name: "FleetFuzz", dependencies: ["FleetCore"]),
-        .testTarget(name: "FuzzTests", dependencies: [
-            "FleetBus", "FleetCoordinator", "FleetCore", "FleetFuzz", "FleetHTTP", "FleetProtocol", "FleetSystem",
-            .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-            .product(name: "Hummingbird", package: "hummingbird"),
-            .product(name: "Logging", package: "swift-log"),
-        ]),
+        .testTarget(
+            name: "FuzzTests",
+            dependencies: [
+                "FleetBus", "FleetCoordinator", "FleetCore", "FleetFuzz", "FleetHTTP", "FleetProtocol", "FleetSystem",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // Runs the built `capfleet` binary: `swift build` first.
-        .testTarget(name: "IntegrationTests", dependencies: [
-            "FleetProtocol", "FleetCore", "FleetBus", "FleetCapture", "FleetFuzz", "FleetHTTP", "FleetHost", "FleetTestSupport", "CZeroMQ",
-            .product(name: "GRDB", package: "GRDB.swift"),
-            .product(name: "Hummingbird", package: "hummingbird"),
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "Logging", package: "swift-log"),
-        ]),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: [
+                "FleetProtocol", "FleetCore", "FleetBus", "FleetCapture", "FleetFuzz", "FleetHTTP", "FleetHost", "FleetTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

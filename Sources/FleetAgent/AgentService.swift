@@ -33,11 +33,15 @@ public final class AgentService: Service, Sendable {
     let encoders = Mutex<TakeEncoders?>(nil)
     /// Set once in run(): stills' pictures written on this host.
     let stillWriter = Mutex<StillWriter?>(nil)
+    let wallClock: WallClock
     /// Frames and drops of all devices at the last pressure sample, for the drop rate.
     private let lastLoad = Mutex<(frames: UInt64, drops: DropTally, detection: DetectionTally)>((0, DropTally(), DetectionTally()))
 
-    public init(configuration: AgentConfiguration, logger: Logger) throws {
+    /// `wallClock`: what the agent's reports and take files are stamped with (the one place
+    /// it is read; a test chooses the time).
+    public init(configuration: AgentConfiguration, logger: Logger, wallClock: WallClock = .system) throws {
         self.configuration = configuration
+        self.wallClock = wallClock
         let identity = try NodeIdentity.loadOrCreate(stateDirectory: configuration.stateDirectory)
         self.identity = identity
         var logger = logger
@@ -58,9 +62,9 @@ public final class AgentService: Service, Sendable {
             control.post(event)
         }
         // Each device starts with the consent this agent last stored: nothing unlocks it but the coordinator.
-        sources = try CameraInventory.sources(for: configuration, nodeID: identity.nodeID, logger: logger).map { source in
+        sources = try CameraInventory.sources(for: configuration, nodeID: identity.nodeID, logger: logger, wallClock: wallClock).map { source in
             CameraStream(
-                source: source, consent: book.state(of: source.device.deviceID), logger: logger,
+                source: source, consent: book.state(of: source.device.deviceID), logger: logger, wallClock: wallClock.unixMilliseconds,
                 onRealFrames: { deviceID, flowing in light.set(deviceID: deviceID, on: flowing) }, notify: notify)
         }
         // Detections leave the host only while the camera's consent is granted (checked again
@@ -82,7 +86,7 @@ public final class AgentService: Service, Sendable {
         let credentials = try await credentials()
         // Takes written here: what an earlier run left is repaired (disk I/O, on a thread of its
         // own) before any part is taken up again.
-        let takeStore = AgentTakeStore(settings: configuration.recordingSettings, logger: logger)
+        let takeStore = AgentTakeStore(settings: configuration.recordingSettings, logger: logger, clock: wallClock.unixMilliseconds)
         for note in await OwnedThread.run("cf-recovery", { takeStore.recoverParts() }) {
             logger.notice("recordings on this host", metadata: ["recovery": "\(note)"])
         }
@@ -228,7 +232,7 @@ public final class AgentService: Service, Sendable {
                     drops: sane, frames: frames >= lastFrames ? frames - lastFrames : 0, queueFill: max(sendFill, encoderFill),
                     detection: detection.since(lastDetection))
             },
-            onChange: { [self] change in pressureChanged(change, publisher: publisher) })
+            onChange: { [self] change in pressureChanged(change, publisher: publisher) }, wallClock: wallClock)
     }
 
     /// A new pressure level: announced at once; at shutdown every camera stops, and starts

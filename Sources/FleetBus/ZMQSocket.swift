@@ -65,17 +65,17 @@ public final class ZMQSocket {
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    public func setOption(_ option: Int32, _ value: Int32) throws(ZMQError) {
+    func setOption(_ option: Int32, _ value: Int32) throws(ZMQError) {
         var value = value
         try zmqCall("zmq_setsockopt(\(option))", on: endpoint) { zmq_setsockopt(handle, option, &value, MemoryLayout<Int32>.size) }
     }
 
-    public func setOption(_ option: Int32, _ value: Int64) throws(ZMQError) {
+    func setOption(_ option: Int32, _ value: Int64) throws(ZMQError) {
         var value = value
         try zmqCall("zmq_setsockopt(\(option))", on: endpoint) { zmq_setsockopt(handle, option, &value, MemoryLayout<Int64>.size) }
     }
 
-    public func setOption(_ option: Int32, bytes: [UInt8]) throws(ZMQError) {
+    func setOption(_ option: Int32, bytes: [UInt8]) throws(ZMQError) {
         try zmqCall("zmq_setsockopt(\(option))", on: endpoint) {
             bytes.withUnsafeBytes { zmq_setsockopt(handle, option, $0.baseAddress, $0.count) }
         }

@@ -46,7 +46,7 @@ extension V4L2Camera {
             }
             switch outcome {
             case let .failed(error):
-                report(Self.interruption(for: error), reported: &reported, onInterruption: onInterruption)
+                report(Self.interruption(for: error, at: wallClock.unixMilliseconds()), reported: &reported, onInterruption: onInterruption)
                 // Retry once a second; stop() wakes us at once.
                 wake.wait(alongside: nil, milliseconds: 1000)
                 continue
@@ -64,7 +64,9 @@ extension V4L2Camera {
             case let .lost(error):
                 // Reported now, even if the device is back by the next try: a replug is an
                 // interruption the operator must see, however short.
-                report(Self.interruption(for: .deviceFailed(device: device.deviceID, error)), reported: &reported, onInterruption: onInterruption)
+                report(
+                    Self.interruption(for: .deviceFailed(device: device.deviceID, error), at: wallClock.unixMilliseconds()), reported: &reported,
+                    onInterruption: onInterruption)
             }
         }
     }
@@ -92,9 +94,9 @@ extension V4L2Camera {
         case lost(V4L2Error)
     }
 
-    static func interruption(for error: CaptureError) -> Interruption {
+    static func interruption(for error: CaptureError, at unixMilliseconds: Int64) -> Interruption {
         let reason: InterruptionReason = error.isBusy ? .deviceInUse : error.isDisconnect ? .deviceDisconnected : .deviceError
-        return Interruption(reason: reason, message: error.description, sinceUnixMilliseconds: Int64(Date().timeIntervalSince1970 * 1000))
+        return Interruption(reason: reason, message: error.description, sinceUnixMilliseconds: unixMilliseconds)
     }
 
     /// Opens the device if it was lost (finding it again by stable id) and starts streaming.

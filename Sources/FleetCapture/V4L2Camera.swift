@@ -74,13 +74,16 @@ public final class V4L2Camera: CameraSource {
     let outOfBuffers = Atomic<UInt64>(0)
     /// Wakes the capture thread from its poll when it is asked to stop.
     let wake: WakePipe
+    /// When an interruption began, as reported.
+    let wallClock: WallClock
 
     /// Opens `node` and reads its formats, controls and crop capabilities. The device
     /// stays open, so a re-plug is seen as an interruption rather than a new device.
     public init(
         node: V4L2DeviceNode, bufferCount: Int = 4, initialFormat: (width: Int, height: Int, pixelFormat: PixelFormat)? = nil,
-        frameRate: Double? = nil, devRoot: String = "/dev", logger: Logger = Logger(label: "capfleet.v4l2")
+        frameRate: Double? = nil, devRoot: String = "/dev", logger: Logger = Logger(label: "capfleet.v4l2"), wallClock: WallClock = .system
     ) throws(V4L2Error) {
+        self.wallClock = wallClock
         let handle = try V4L2Handle(path: node.path)
         let controls = V4L2Controls.all(of: handle)
         let crop = V4L2Controls.crop(of: handle)

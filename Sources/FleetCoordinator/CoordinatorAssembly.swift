@@ -85,14 +85,15 @@ struct CoordinatorAssembly: Sendable {
         let telemetry = try bind("telemetry", configuration.telemetryPort) {
             try TelemetryPublisherSocket(context: context, bind: configuration.endpoint(configuration.telemetryPort), security: security(.telemetry))
         }
-        let events = FleetEvents(telemetry: telemetry, metrics: metrics)
+        let events = FleetEvents(telemetry: telemetry, metrics: metrics, wallClock: WallClock(unixMilliseconds: coordinatorClock.unixMilliseconds))
         eventsBox.events = events
         let ingest = try bind("frame ingest", configuration.frameIngestPort) {
             try FrameIngest(
                 context: context, bind: configuration.endpoint(configuration.frameIngestPort), rejections: rejections,
                 security: security(.ingest),
                 live: (configuration.endpoint(configuration.livePort), security(.live)),
-                admits: { userID, nodeID, fd, peer in gate.admitsFrame(userID: userID, nodeID: nodeID, fd: fd, peer: peer) })
+                admits: { userID, nodeID, fd, peer in gate.admitsFrame(userID: userID, nodeID: nodeID, fd: fd, peer: peer) },
+                wallClock: WallClock(unixMilliseconds: coordinatorClock.unixMilliseconds))
         }
         let clock = try bind("clock", configuration.clockPort) {
             try ClockEndpoint(

@@ -21,7 +21,7 @@ struct CoordinatorClock: Sendable {
     }
 
     static func system(_ fleetTime: FleetTimeSource) -> CoordinatorClock {
-        CoordinatorClock(fleetNow: { fleetTime.now() }, unixMilliseconds: { Date().unixMilliseconds })
+        CoordinatorClock(fleetNow: { fleetTime.now() }, unixMilliseconds: WallClock.system.unixMilliseconds)
     }
 }
 

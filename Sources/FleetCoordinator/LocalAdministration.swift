@@ -13,13 +13,13 @@ public enum LocalAdministration {
     /// for the caller to write into a credential file.
     public static func addOperator(
         dataDirectory: String, name: String, role: OperatorRole, publicKey: CurvePublicKey?,
-        by actor: String
+        by actor: String, clock: WallClock = .system
     ) async throws -> (keys: CurveKeyPair?, coordinatorKey: CurvePublicKey) {
         guard AccessNames.isValid(name) else { throw LocalAdministrationError(AccessNames.rule) }
         let (store, coordinatorKeys) = try open(dataDirectory)
         let keys = publicKey == nil ? try CurveKeyPair.generate() : nil
         let key = publicKey ?? keys!.publicKey
-        let now = Date().unixMilliseconds
+        let now = clock.unixMilliseconds()
         try await store.saveOperator(
             OperatorRecord(name: name, publicKey: key.z85, role: role.rawValue, addedAt: now, addedBy: actor),
             audit: AuditEntry(
@@ -32,19 +32,19 @@ public enum LocalAdministration {
     /// named by its prefix.
     public static func createEnrollmentToken(
         dataDirectory: String, spec: EnrollmentTokenSpec, validSeconds: UInt32,
-        by actor: String
+        by actor: String, clock: WallClock = .system
     ) async throws -> (token: EnrollmentToken, expiresAt: Int64) {
         let (store, coordinatorKeys) = try open(dataDirectory)
         return try await issueEnrollmentToken(
             store: store, coordinatorKey: coordinatorKeys.publicKey, spec: spec,
-            validSeconds: validSeconds, by: actor, at: Date().unixMilliseconds,
+            validSeconds: validSeconds, by: actor, at: clock.unixMilliseconds(),
             where: ", on the coordinator's host")
     }
 
     /// A one-time enrollment token for an agent to be called `name`.
     public static func createEnrollmentToken(
         dataDirectory: String, name: String, validSeconds: UInt32,
-        by actor: String
+        by actor: String, clock: WallClock = .system
     ) async throws -> (token: EnrollmentToken, expiresAt: Int64) {
         let spec: EnrollmentTokenSpec
         do {
@@ -52,14 +52,16 @@ public enum LocalAdministration {
         } catch {
             throw LocalAdministrationError(AccessNames.rule)
         }
-        return try await createEnrollmentToken(dataDirectory: dataDirectory, spec: spec, validSeconds: validSeconds, by: actor)
+        return try await createEnrollmentToken(dataDirectory: dataDirectory, spec: spec, validSeconds: validSeconds, by: actor, clock: clock)
     }
 
     /// Enrollment tokens with their uses, read from the data directory (`capfleet enroll
     /// list --data`).
-    public static func enrollmentTokens(dataDirectory: String, includeClosed: Bool) async throws -> [EnrollmentTokenSummary] {
+    public static func enrollmentTokens(
+        dataDirectory: String, includeClosed: Bool, clock: WallClock = .system
+    ) async throws -> [EnrollmentTokenSummary] {
         let (store, _) = try open(dataDirectory)
-        return try await store.enrollmentTokens(includeClosed: includeClosed, at: Date().unixMilliseconds)
+        return try await store.enrollmentTokens(includeClosed: includeClosed, at: clock.unixMilliseconds())
     }
 
     /// Makes a token's key pair and records its public half; the token itself is returned
@@ -93,7 +95,7 @@ public enum LocalAdministration {
     /// `copied` hears how many of the backup's bytes are in place, as they are.
     public static func restore(
         backup: String, dataDirectory: String, replacing: Bool,
-        copied: (_ done: UInt64, _ total: UInt64) -> Void = { _, _ in }
+        clock: WallClock = .system, copied: (_ done: UInt64, _ total: UInt64) -> Void = { _, _ in }
     ) throws -> (summary: FleetBackupSummary, replaced: String?) {
         let summary = try FleetDatabase.inspectBackup(at: backup)
         guard !summary.newerThanThisBinary else {
@@ -113,7 +115,7 @@ public enum LocalAdministration {
                     "\(dataDirectory) already has a fleet database: add --replace to keep it aside (as fleet.sqlite.replaced-TIME) and restore over it"
                 )
             }
-            let aside = database + ".replaced-\(Date().unixMilliseconds)"
+            let aside = database + ".replaced-\(clock.unixMilliseconds())"
             try files.moveItem(atPath: database, toPath: aside)
             for suffix in ["-wal", "-shm"] where files.fileExists(atPath: database + suffix) {
                 try files.moveItem(atPath: database + suffix, toPath: aside + suffix)
@@ -201,10 +203,12 @@ public struct LocalAdministrationError: Error, CustomStringConvertible, Sendable
 extension LocalAdministration {
     /// A one-time dashboard sign-in path (`/signin?token=…`) for `operatorName`, made on the
     /// coordinator's host from its data directory (what `capfleet dev` prints for its admin).
-    public static func createDashboardSignIn(dataDirectory: String, operatorName: String, by actor: String) async throws -> String {
+    public static func createDashboardSignIn(
+        dataDirectory: String, operatorName: String, by actor: String, clock: WallClock = .system
+    ) async throws -> String {
         let (store, _) = try open(dataDirectory)
         let token = WebSecret.make()
-        let now = Date().unixMilliseconds
+        let now = clock.unixMilliseconds()
         let expires = now + DashboardAccess.signInLinkLifetime
         try await store.addDashboardSignIn(
             DashboardSignInRecord(tokenHash: WebSecret.hash(token), operatorName: operatorName, createdAt: now, expiresAt: expires, createdBy: actor),

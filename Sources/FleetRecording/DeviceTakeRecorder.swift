@@ -1,5 +1,4 @@
 import FleetCore
-import FleetStore
 import FleetSystem
 import Glibc
 
@@ -88,20 +87,20 @@ public final class DeviceTakeRecorder {
     /// Goes on with a part the index already holds (the coordinator restarted mid-take): the
     /// tally and the segment numbering carry on, and the next frame opens a new segment.
     public convenience init(
-        takeID: String, title: String, directory: String, start: UInt64, stop: UInt64?,
+        takeID: String, deviceID: String, title: String, directory: String, start: UInt64, stop: UInt64?,
         segmentLength: UInt64 = 300_000_000_000, index: any SegmentIndexing,
-        resuming device: TakeDeviceRecord, segmentsSoFar: Int
+        resuming part: TakeDeviceTally, segmentsSoFar: Int
     ) {
         self.init(
-            takeID: takeID, deviceID: device.deviceId, title: title, directory: directory, start: start,
+            takeID: takeID, deviceID: deviceID, title: title, directory: directory, start: start,
             segmentLength: segmentLength, index: index)
         ledger = TakeFrameLedger(
-            start: start, stop: stop, stored: UInt64(max(device.frames, 0)), dropped: device.drops,
-            firstSequence: device.firstSequence, lastSequence: device.lastSequence,
-            firstFleetTime: device.firstFleetNs, lastFleetTime: device.lastFleetNs)
-        payloadBytes = device.bytes
+            start: start, stop: stop, stored: UInt64(max(part.frames, 0)), dropped: part.drops,
+            firstSequence: part.firstSequence, lastSequence: part.lastSequence,
+            firstFleetTime: part.firstFleetNs, lastFleetTime: part.lastFleetNs)
+        payloadBytes = part.bytes
         segmentCount = segmentsSoFar
-        marked = device.lastSequence.map { ($0, device.lastFleetNs ?? 0, device.drops) }
+        marked = part.lastSequence.map { ($0, part.lastFleetNs ?? 0, part.drops) }
     }
 
     deinit { _ = try? finish() }

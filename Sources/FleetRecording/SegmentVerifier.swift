@@ -1,7 +1,41 @@
 import CAVFormat
 import FleetCore
-import FleetStore
 import Glibc
+
+/// What an index (the coordinator's database, an agent's manifest) says of a segment: what
+/// its file is checked against.
+public struct IndexedSegment: Sendable, Equatable {
+    public var deviceID: String
+    public var number: Int
+    public var path: String
+    /// Still being written, or not repaired yet after a crash: there is nothing to check.
+    public var isOpen: Bool
+    public var sizeBytes: Int64
+    /// Empty until it is computed.
+    public var sha256: String
+    public var frames: Int64
+    public var firstFleetNs: UInt64?
+    public var lastFleetNs: UInt64?
+    public var firstSequence: UInt64?
+    public var lastSequence: UInt64?
+
+    public init(
+        deviceID: String, number: Int, path: String, isOpen: Bool = false, sizeBytes: Int64, sha256: String, frames: Int64,
+        firstFleetNs: UInt64?, lastFleetNs: UInt64?, firstSequence: UInt64?, lastSequence: UInt64?
+    ) {
+        self.deviceID = deviceID
+        self.number = number
+        self.path = path
+        self.isOpen = isOpen
+        self.sizeBytes = sizeBytes
+        self.sha256 = sha256
+        self.frames = frames
+        self.firstFleetNs = firstFleetNs
+        self.lastFleetNs = lastFleetNs
+        self.firstSequence = firstSequence
+        self.lastSequence = lastSequence
+    }
+}
 
 /// Checks a segment's file against what the index says of it: size and SHA-256, that
 /// libavformat (what ffprobe reads with) finds as many video frames as the index counts, at
@@ -16,16 +50,16 @@ public enum SegmentVerifier {
         public var ok: Bool { problems.isEmpty }
     }
 
-    public static func verify(_ segment: SegmentRecord, takeStart: UInt64) -> Report {
+    public static func verify(_ segment: IndexedSegment, takeStart: UInt64) -> Report {
         var report = Report()
-        let name = "segment \(segment.number) of \(segment.deviceId)"
+        let name = "segment \(segment.number) of \(segment.deviceID)"
         var status = stat()
         guard stat(segment.path, &status) == 0 else {
             report.problems.append("\(name): its file \(segment.path) is missing (\(String(cString: strerror(errno))))")
             return report
         }
         report.sizeBytes = Int64(status.st_size)
-        if segment.state == .open {
+        if segment.isOpen {
             report.problems.append("\(name) is still open: it is being written, or the coordinator has not repaired it yet")
             return report
         }

@@ -123,45 +123,16 @@ public struct TakeDeviceRecord: Codable, Sendable, Hashable, FetchableRecord, Pe
     }
 }
 
-/// What a device's part of a take holds so far, as its recorder counts it.
-public struct TakeDeviceTally: Sendable, Hashable {
-    public var pixelFormat: String
-    public var width: Int
-    public var height: Int
-    public var frameRate: Double
-    public var firstFleetNs: UInt64?
-    public var lastFleetNs: UInt64?
-    public var firstSequence: UInt64?
-    public var lastSequence: UInt64?
-    public var frames: Int64
-    public var bytes: Int64
-    public var drops: DropTally
-    /// Encoded parts: the encoder and the camera's format; empty for parts stored as captured.
-    public var encoder: String
-    public var sourcePixelFormat: String
-
-    public init(
-        pixelFormat: String, width: Int, height: Int, frameRate: Double, firstFleetNs: UInt64?, lastFleetNs: UInt64?,
-        firstSequence: UInt64?, lastSequence: UInt64?, frames: Int64, bytes: Int64, drops: DropTally,
-        encoder: String = "", sourcePixelFormat: String = ""
-    ) {
-        self.encoder = encoder
-        self.sourcePixelFormat = sourcePixelFormat
-        self.pixelFormat = pixelFormat
-        self.width = width
-        self.height = height
-        self.frameRate = frameRate
-        self.firstFleetNs = firstFleetNs
-        self.lastFleetNs = lastFleetNs
-        self.firstSequence = firstSequence
-        self.lastSequence = lastSequence
-        self.frames = frames
-        self.bytes = bytes
-        self.drops = drops
-    }
-}
-
 extension TakeDeviceRecord {
+    /// What the index holds of the part, as its recorder counts it (a recorder going on
+    /// with the part after a restart starts from this).
+    public var tally: TakeDeviceTally {
+        TakeDeviceTally(
+            pixelFormat: pixelFormat, width: width, height: height, frameRate: frameRate, firstFleetNs: firstFleetNs, lastFleetNs: lastFleetNs,
+            firstSequence: firstSequence, lastSequence: lastSequence, frames: frames, bytes: bytes, drops: drops, encoder: encoder,
+            sourcePixelFormat: sourcePixelFormat)
+    }
+
     public mutating func apply(_ tally: TakeDeviceTally) {
         pixelFormat = tally.pixelFormat
         width = tally.width

@@ -61,4 +61,12 @@ public enum FileDescriptorIO {
         }
         return buffer
     }
+
+    /// Reads what is there, up to the buffer's size: 0 at the end of the file or pipe.
+    public static func readSome(
+        _ descriptor: Int32, into buffer: UnsafeMutableRawBufferPointer, target: @autoclosure () -> String
+    ) throws(SystemCallError) -> Int {
+        guard let base = buffer.baseAddress, buffer.count > 0 else { return 0 }
+        return try systemCall("read", on: target()) { Glibc.read(descriptor, base, buffer.count) }
+    }
 }

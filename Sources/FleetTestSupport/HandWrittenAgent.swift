@@ -1,4 +1,3 @@
-import CZeroMQ
 import FleetBus
 import FleetProtocol
 import Foundation
@@ -26,8 +25,6 @@ public final class HandWrittenAgent: @unchecked Sendable {
         self.nodeID = nodeID
         self.deviceID = deviceID
     }
-
-    deinit { try? socket?.setOption(ZMQ_LINGER, Int32(0)) }
 
     /// Drops the connection it has (if any) and says HELLO as `instance` on a new one;
     /// returns once welcomed.
@@ -120,7 +117,7 @@ public final class HandWrittenAgent: @unchecked Sendable {
 
     /// Drops the connection it has (if any) for a new one.
     private func reconnect() throws {
-        try socket?.setOption(ZMQ_LINGER, Int32(0))
+        // Closed at once: every ZMQSocket lingers 0 ms.
         socket = nil
         let fresh = try ZMQSocket(context: context, type: .dealer)
         try fresh.makeCurveClient(serverKey: coordinatorKey, keys: keys)

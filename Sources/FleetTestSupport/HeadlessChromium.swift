@@ -1,3 +1,4 @@
+import FleetSystem
 import Foundation
 
 #if canImport(Glibc)
@@ -135,9 +136,11 @@ public final class HeadlessChromium: @unchecked Sendable {
         var pending: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
-            let count = chunk.withUnsafeMutableBytes { read(answers, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { break }
+            let outcome = chunk.withUnsafeMutableBytes { raw in
+                Result { () throws(SystemCallError) -> Int in try FileDescriptorIO.readSome(answers, into: raw, target: "chromium's answer pipe") }
+            }
+            // Chromium closed its end (or the pipe failed): no more answers.
+            guard case let .success(count) = outcome, count > 0 else { break }
             pending.append(contentsOf: chunk[0..<count])
             var start = 0
             while let end = pending[start...].firstIndex(of: 0) {
@@ -187,12 +190,10 @@ public final class HeadlessChromium: @unchecked Sendable {
         if let session { message["sessionId"] = session }
         var bytes = [UInt8](try JSONSerialization.data(withJSONObject: message))
         bytes.append(0)
-        var written = 0
-        while written < bytes.count {
-            let count = bytes[written...].withUnsafeBytes { write(commands, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { throw FleetTestError("chromium is gone (\(method)): see \(logPath)") }
-            written += count
+        do {
+            try FileDescriptorIO.writeAll(commands, bytes, target: "chromium's command pipe")
+        } catch {
+            throw FleetTestError("chromium is gone (\(method)): \(error); see \(logPath)")
         }
         let deadline = Date().addingTimeInterval(timeout)
         condition.lock()

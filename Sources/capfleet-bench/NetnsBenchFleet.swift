@@ -1,5 +1,4 @@
 import CPlatform
-import CZeroMQ
 import FleetBus
 import FleetClient
 import FleetCore
@@ -175,7 +174,6 @@ extension NetworkNamespace {
                 }
                 let socket = try ZMQSocket(context: ZMQContext(), type: .dealer)
                 try socket.makeCurveClient(serverKey: coordinatorKey, keys: keys)
-                try socket.setOption(ZMQ_LINGER, Int32(0))
                 try socket.connect(endpoint)
                 let request = Capfleet_V1_ClockProbeRequest.with {
                     $0.protocolVersion = WireDefaults.protocolMajor

@@ -1,5 +1,4 @@
 import ArgumentParser
-import CZeroMQ
 import FleetAgent
 import FleetBus
 import FleetCapture
@@ -104,7 +103,7 @@ struct TransportBench: ParsableCommand {
     static func baseline(_ benchCase: Case, seconds: Double, curve: Bool) throws -> Result {
         let context = ZMQContext()
         let pull = try ZMQSocket(context: context, type: .pull)
-        try pull.setOption(ZMQ_RCVHWM, Int32(8))
+        try pull.set([.receiveQueue(messages: 8)])
         let server = try CurveKeyPair.generate(), client = try CurveKeyPair.generate()
         if curve { try pull.makeCurveServer(keys: server, domain: "bench") }
         try pull.bind("tcp://127.0.0.1:*")
@@ -114,7 +113,7 @@ struct TransportBench: ParsableCommand {
         // Not joined: a PUSH without its peer may block in send for ever; the process ends it.
         _ = OwnedThread(name: "cf-bench-send") {
             guard let push = try? ZMQSocket(context: context, type: .push) else { return }
-            try? push.setOption(ZMQ_SNDHWM, Int32(2))
+            try? push.set([.sendQueue(messages: 2)])
             if curve { try? push.makeCurveClient(serverKey: server.publicKey, keys: client) }
             try? push.connect(endpoint)
             while !stop.load(ordering: .relaxed) {

@@ -1,3 +1,4 @@
+import FleetSystem
 import Foundation
 import Logging
 
@@ -38,13 +39,9 @@ struct FileLogHandler: LogHandler {
         let fields = all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
         let stamp = Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
         let text = "\(stamp) \(level) \(label) :\(fields.isEmpty ? "" : " " + fields) [\(source)] \(message)\n"
-        var bytes = Array(text.utf8)
-        var done = 0
-        while done < bytes.count {
-            let written = bytes.withUnsafeMutableBytes { Glibc.write(descriptor, $0.baseAddress! + done, $0.count - done) }
-            if written < 0, errno == EINTR { continue }
-            guard written > 0 else { return }  // a full disk loses log lines, never the fleet
-            done += written
-        }
+        // A full disk loses log lines, never the fleet: the failure is dropped on purpose.
+        do {
+            try FileDescriptorIO.writeAll(descriptor, Array(text.utf8), target: "the log file")
+        } catch {}
     }
 }

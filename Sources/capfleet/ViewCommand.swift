@@ -1,5 +1,4 @@
 import ArgumentParser
-import CZeroMQ
 import FleetBus
 import FleetClient
 import FleetCore
@@ -53,7 +52,7 @@ struct ViewCommand: ParsableCommand {
             try socket.makeCurveClient(serverKey: credential.coordinatorKey, keys: credential.keys)
             // Raw frames: the newest wins. Packets: each depends on the one before, so a few
             // seconds of them may wait rather than break the picture until the next key frame.
-            try socket.setOption(ZMQ_RCVHWM, Int32(encoded ? 256 : 2))
+            try socket.set([.receiveQueue(messages: encoded ? 256 : 2)])
             try socket.subscribe(encoded ? LiveTopic.encoded(device) : LiveTopic.frames(device))
             try socket.connect("tcp://\(host):\(port)")
         } catch {

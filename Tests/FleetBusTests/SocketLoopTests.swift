@@ -1,4 +1,3 @@
-import CZeroMQ
 import FleetBus
 import Foundation
 import Synchronization

@@ -1,4 +1,3 @@
-import CZeroMQ
 import FleetBus
 import FleetProtocol
 import Foundation
@@ -75,7 +74,7 @@ extension IntegrationTests {
             let context = ZMQContext()
             let keys = try fleet.operatorKeys("ana")
             let stalled = try fleet.socket(.sub, port: livePort, keys: keys, context: context)
-            try stalled.setOption(ZMQ_RCVHWM, Int32(1))
+            try stalled.set([.receiveQueue(messages: 1)])
             try stalled.subscribe(LiveTopic.frames(deviceID))
             let watching = try fleet.socket(.sub, port: livePort, keys: keys, context: context)
             try watching.subscribe(LiveTopic.frames(deviceID))

@@ -1,4 +1,3 @@
-import CZeroMQ
 import FleetBus
 import FleetProtocol
 import Foundation

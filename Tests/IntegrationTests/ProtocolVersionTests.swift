@@ -1,4 +1,3 @@
-import CZeroMQ
 import FleetBus
 import FleetProtocol
 import Foundation
@@ -21,7 +20,6 @@ extension SecondLaneIntegrationTests {
 
             func hello(major: Capfleet_V1_ProtocolVersion, minor: UInt32) throws -> Capfleet_V1_Welcome {
                 let control = try fleet.socket(.dealer, port: fleet.controlPort, keys: keys, context: context)
-                defer { try? control.setOption(ZMQ_LINGER, Int32(0)) }
                 try control.send(
                     try Capfleet_V1_AgentMessage.with {
                         $0.hello = .with {

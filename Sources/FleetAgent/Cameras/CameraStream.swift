@@ -1,0 +1,332 @@
+import FleetCapture
+import FleetCore
+import FleetProtocol
+import FleetSystem
+import Foundation
+import Logging
+import Synchronization
+
+/// One camera on the agent: its source, its counters, and its `DeviceState` behind one
+/// lock, performed by this shell. Whatever touches the device itself (starting and stopping
+/// the source, formats, rates, zoom, focus) runs on the device's own thread, in order; the
+/// control thread only queues it and is answered when it is done, so a stream restart never
+/// holds up heartbeats. Frames are stepped through the same state on the source's capture
+/// thread (CameraStream+Frames.swift).
+final class CameraStream: Sendable {
+    let source: any CameraSource
+    let statistics: DeviceStatistics
+    /// Whether the coordinator wants this device's full-rate frames now.
+    let liveFlow = LiveFlowGate()
+    /// Whether it wants the packets of a take encoding this device (viewers of the encoded stream).
+    let encodedFlow = LiveFlowGate()
+    /// How those packets reach the live path (from the last registration), read on the encoder's thread.
+    private let encodedPublish = Mutex<(@Sendable (CapturedFrame, Capfleet_V1_FrameHeader) -> Void)?>(nil)
+    var deviceID: String { source.device.deviceID }
+
+    /// The device's state, and what acting on it needs: the black frame made for its format,
+    /// and the recording path of its take.
+    struct Guarded {
+        var state: DeviceState
+        var blackFrame: (layout: FrameLayout, buffer: FrameBuffer, count: Int)?
+        var recordingPath: (any TakeFramePath)?
+    }
+    let guarded: Mutex<Guarded>
+
+    /// The device's own thread.
+    let device: OwnedWorker<@Sendable () -> Void>
+    /// Where frames go and how they are stamped, from the last registration; the device's thread's own.
+    let route: ThreadBound<CaptureRoute?>
+
+    /// FindFirstFrame requests waiting for a frame.
+    let frameWatches = FrameWatches()
+    /// Where captures fall against the fleet-time grid, and whether they are steered onto it.
+    let alignment = FrameAlignmentState()
+    /// Which frames become previews (CameraStream+Preview.swift).
+    let previews = PreviewTap()
+    /// The still being taken now, offered every frame (CameraStream+Still.swift).
+    let stillTap = StillTap()
+    /// Codes and faces looked for in its frames (DeviceDetection.swift).
+    let detection: DeviceDetection
+
+    /// Told, in order and under the state's lock, when real frames start or stop leaving the
+    /// host (the recording light): it must only queue, never block.
+    private let onRealFrames: @Sendable (_ deviceID: String, _ flowing: Bool) -> Void
+    /// Where device events go (to the coordinator).
+    let notify: @Sendable (Capfleet_V1_DeviceEvent) -> Void
+    /// Unix milliseconds now, for what the state announces.
+    let wallClock: @Sendable () -> Int64
+    let logger: Logger
+
+    init(
+        source: any CameraSource, consent: ConsentState = .notDetermined, logger: Logger,
+        wallClock: @escaping @Sendable () -> Int64 = WallClock.system.unixMilliseconds,
+        onRealFrames: @escaping @Sendable (_ deviceID: String, _ flowing: Bool) -> Void = { _, _ in },
+        notify: @escaping @Sendable (Capfleet_V1_DeviceEvent) -> Void = { _ in }
+    ) {
+        self.source = source
+        statistics = DeviceStatistics(deviceID: source.device.deviceID, outOfBuffers: { [source] in source.outOfBufferDrops })
+        guarded = Mutex(Guarded(state: DeviceState(consent: consent)))
+        detection = DeviceDetection(deviceID: source.device.deviceID, logger: logger)
+        device = OwnedWorker(name: "cf-device", handle: { job in job() })
+        route = ThreadBound(nil, on: device.thread)
+        var logger = logger
+        logger[metadataKey: "device.id"] = "\(source.device.deviceID)"
+        self.logger = logger
+        self.wallClock = wallClock
+        self.onRealFrames = onRealFrames
+        self.notify = notify
+    }
+
+    // MARK: The state
+
+    /// Steps the state and performs what it decides.
+    func step(_ event: DeviceState.Event) {
+        let now = wallClock()
+        let (actions, recordingPath) = guarded.withLock { guarded in
+            let actions = guarded.state.handle(event, at: now)
+            announceRealFrames(actions)
+            return (actions, guarded.recordingPath)
+        }
+        perform(actions, recordingPath: recordingPath)
+    }
+
+    /// Under the lock, so the light's on and off follow the state's order whatever thread
+    /// stepped it; `onRealFrames` only queues.
+    func announceRealFrames(_ actions: [DeviceState.Action]) {
+        for case let .realFrames(flowing) in actions { onRealFrames(deviceID, flowing) }
+    }
+
+    func perform(_ actions: [DeviceState.Action], recordingPath: (any TakeFramePath)?) {
+        for action in actions {
+            switch action {
+            case .realFrames:
+                break  // announced under the lock
+            case .startSource:
+                onDeviceThread(orNow: true) { [self] in startSource() }
+            case .stopSource:
+                onDeviceThread(orNow: true) { [self] in stopSource() }
+            case let .setFrameRate(change):
+                onDeviceThread(orNow: true) { [self] in setFrameRate(change) }
+            case let .notify(notice):
+                notify(notice.wire(deviceID: deviceID))
+            case let .beginTake(takeID):
+                recordingPath?.begin(takeID: takeID, deviceID: deviceID)
+            case let .endTake(end):
+                recordingPath?.end(takeID: end.takeID, deviceID: deviceID, takeDrops: end.drops, reason: end.reason, withholding: end.withholding)
+            case let .countTakeDrops(reason, count):
+                // The other reasons have counters of their own (the source's, the send queue's).
+                if reason == .encoderLate { statistics.encoderLate.add(count, ordering: .relaxed) }
+            }
+        }
+    }
+
+    var state: DeviceState { guarded.withLock { $0.state } }
+    var consent: ConsentState { state.consent }
+    var isCapturing: Bool { state.isCapturing }
+
+    // MARK: What the agent asks
+
+    /// Enforced from the next frame on. Losing consent turns the recording light off and ends
+    /// a take in progress at once.
+    func setConsent(_ consent: ConsentState) { step(.consentChanged(consent, deviceDrops: statistics.drops)) }
+
+    /// Capture, sending frames by `route` (at every registration; it may have changed).
+    func startCapturing(_ route: CaptureRoute) {
+        // Queued before any start the step below may queue, so the start finds it.
+        onDeviceThread(orNow: true) { [self] in self.route.value = route }
+        encodedPublish.withLock { $0 = route.publishEncoded }
+        step(.captureWanted)
+    }
+
+    /// A packet of a take encoding this device, on the encoder's thread: on to the live path
+    /// while viewers of the encoded stream want it (a take recorded on the coordinator serves
+    /// them from its recording path instead).
+    func offerEncodedPacket(header: Capfleet_V1_FrameHeader, payload: FrameBuffer, count: Int) {
+        guard encodedFlow.isOpen(), let publish = encodedPublish.withLock({ $0 }) else { return }
+        let layout = FrameLayout(
+            pixelFormat: PixelFormat(header.layout.pixelFormat), width: Int(header.layout.width),
+            height: Int(header.layout.height), bytesPerLine: 0)
+        publish(CapturedFrame(buffer: payload, byteCount: count, sequence: header.sequence, captureMonotonicNanoseconds: 0, layout: layout), header)
+    }
+
+    /// No frame leaves from now on; the source stops on its thread.
+    func stopCapturing() { step(.captureUnwanted) }
+
+    /// Stops capturing for a reason of the agent's own (shutdown pressure) and reports it.
+    func suspend(_ interruption: Interruption) { step(.suspended(interruption)) }
+
+    /// Captures again after `suspend`, once its cause has ended.
+    func liftSuspension(because reason: String) { step(.suspensionLifted(reason: reason)) }
+
+    /// Stops capturing and ends the device's thread once what is queued on it is done.
+    func close() async {
+        stopCapturing()
+        await device.stop()
+        await detection.stop()
+    }
+
+    func stopTake(takeID: String, stop: UInt64?, nowFleet: UInt64?, cause: TakeStopCause) {
+        step(.takeStopAsked(takeID: takeID, stopFleet: stop, nowFleet: nowFleet, cause: cause, deviceDrops: statistics.drops))
+    }
+
+    /// The take's part begins at `start` (fleet ns); its frames go to `recordingPath`.
+    func beginTake(takeID: String, start: UInt64, recordingPath: any TakeFramePath) {
+        guarded.withLock { $0.recordingPath = recordingPath }
+        step(.takeBegan(takeID: takeID, startFleet: start, deviceDrops: statistics.drops))
+    }
+
+    /// Frames of a take its encoder lost on its own thread: the device counts those the
+    /// encoder was late for. The take's drops hear of them from the encoder itself, in the
+    /// packets after them (`EncoderDropOrder`): a tally taken at capture is too early.
+    func encoderLost(reason: DropReason, count: UInt64) {
+        if reason == .encoderLate { statistics.encoderLate.add(count, ordering: .relaxed) }
+    }
+
+    /// Which encoder a take of this device uses, a fallback, or that none could open.
+    func announceEncoder(_ message: String) {
+        notify(
+            .with {
+                $0.deviceID = deviceID
+                $0.kind = .encoder
+                $0.message = message
+                $0.unixMs = wallClock()
+            })
+    }
+
+    /// A stop instant that passed with no frame after it.
+    func endTakeIfDue(nowFleet: UInt64) { step(.takeStopDue(nowFleet: nowFleet, deviceDrops: statistics.drops)) }
+
+    func markRecording(_ recording: Bool) { step(.recordingMarked(recording)) }
+
+    /// Queues `job` on the device's own thread. After `close`, nothing runs there any more.
+    /// `orNow`: run it at once when the caller is that thread, so what a job decides (a start
+    /// that must stop again, a rate step) is done even while the thread drains to close.
+    func onDeviceThread(orNow: Bool = false, _ job: @escaping @Sendable () -> Void) {
+        if orNow, device.thread.isCurrent {
+            job()
+        } else {
+            device.post(job)
+        }
+    }
+
+    // MARK: The device's thread
+
+    private func startSource() {
+        guard let route = route.value else {
+            logger.error("cannot start the device: it has nowhere to send frames yet")
+            step(.sourceFailedToStart)
+            return
+        }
+        do {
+            try startDelivering(route: route)
+            logger.info("streaming")
+            step(.sourceStarted)
+        } catch {
+            logger.error("cannot start the device", metadata: ["error": "\(error)"])
+            step(.sourceFailedToStart)
+        }
+    }
+
+    private func stopSource() {
+        source.stop()
+        step(.sourceStopped)
+    }
+
+    private func setFrameRate(_ change: RateChange) {
+        var failure: String?
+        do {
+            try source.setFrameRateRange(change.range)
+        } catch {
+            failure = error.description
+            logger.warning("a frame-rate policy could not set the rate", metadata: ["error": "\(error)"])
+        }
+        if let message = change.announcement(failure: failure) {
+            notify(DeviceNotice.policyActed(message, atUnixMilliseconds: wallClock()).wire(deviceID: deviceID))
+        }
+    }
+
+    // MARK: Frame timing
+
+    /// Turns frame alignment on (a grid from `origin`) or off; false when the source cannot
+    /// adjust its timing (its phase is still reported).
+    func setFrameAlignment(origin: UInt64?, clock: ClockSync) -> Bool {
+        guard let origin else {
+            _ = source.steerFrameTiming(nil)
+            alignment.set(nil, steered: false)
+            return true
+        }
+        let aligner = FrameAligner(origin: origin)
+        let steered = source.steerFrameTiming(FleetGridScheduler(clock: clock, aligner: aligner))
+        alignment.set(aligner, steered: steered)
+        return steered
+    }
+
+    func watchFirstFrame(
+        atFleetTime fleetTime: UInt64, waitingAtMost nanoseconds: UInt64,
+        answer: @escaping @Sendable (Capfleet_V1_FrameTiming?) -> Void
+    ) {
+        frameWatches.add(atFleetTime: fleetTime, waitingAtMost: nanoseconds, answer: answer)
+    }
+
+    // MARK: Status
+
+    var counters: Capfleet_V1_DeviceCounters {
+        let state = self.state
+        var counters = statistics.wire
+        counters.streaming = state.isStreaming
+        if let interruption = state.interruption { counters.interruption = interruption.wire }
+        if let focus = source.focus { counters.focus = focus.wire }
+        counters.zoomFactor = source.zoomFactor
+        counters.activeFrameRate = source.activeFrameRate
+        counters.activeMinFrameRate = source.activeFrameRateRange.minFramesPerSecond
+        counters.dropRecovery = state.rates.dropRecovery.policy.wire
+        counters.pressurePolicy = state.rates.pressurePolicy.wire(active: state.rates.pressureActive)
+        counters.consent = state.consent.wire
+        counters.recording = state.isRecording
+        counters.realFrames = state.realFramesLeaving
+        counters.alignment = alignment.wire
+        counters.liveFlow = liveFlow.isOpen()
+        counters.detectionExamined = detection.examined
+        counters.detectionSkipped = detection.skipped
+        return counters
+    }
+}
+
+/// Where a device's frames go and how their capture times are stamped.
+struct CaptureRoute: Sendable {
+    var nodeID: String
+    var clock: any CaptureClock
+    /// Hands a frame and its header to the live path; never blocks.
+    var publish: @Sendable (CapturedFrame, Capfleet_V1_FrameHeader) -> Void
+    /// Hands a take's encoded packet to the live path (counted apart from the device's frames).
+    var publishEncoded: (@Sendable (CapturedFrame, Capfleet_V1_FrameHeader) -> Void)? = nil
+    /// Makes the device's previews; nil: none.
+    var previews: PreviewMaker? = nil
+}
+
+extension DeviceNotice {
+    func wire(deviceID: String) -> Capfleet_V1_DeviceEvent {
+        .with {
+            $0.deviceID = deviceID
+            switch self {
+            case let .interrupted(interruption, at):
+                $0.kind = .interrupted
+                $0.interruption = interruption.wire
+                $0.unixMs = at
+            case let .resumed(message, at):
+                $0.kind = .resumed
+                $0.message = message
+                $0.unixMs = at
+            case let .policyActed(message, at):
+                $0.kind = .policyActed
+                $0.message = message
+                $0.unixMs = at
+            case let .zoomChanged(change, at):
+                $0.kind = .zoomChanged
+                $0.message = change.message
+                $0.zoomFactor = change.factor
+                $0.unixMs = at
+            }
+        }
+    }
+}

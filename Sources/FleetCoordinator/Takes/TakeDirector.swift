@@ -1,0 +1,424 @@
+import FleetCore
+import FleetProtocol
+import FleetRecording
+import FleetStore
+import Foundation
+import Logging
+
+/// Why a take could not be started or stopped, in words for the operator.
+struct TakeRefusal: Error {
+    let code: Capfleet_V1_StatusCode
+    let message: String
+}
+
+/// A stop that found its take already stopped (or stopping, or failed): nothing changed.
+struct TakeAlreadyStopped: Error {
+    let take: TakeRecord
+    let message: String
+}
+
+/// The shell around `TakeBook`: it gathers what a decision needs (the index, the agents'
+/// reachability, consent), asks the book, and performs what the book says (index writes,
+/// orders to agents, writers started and stopped, events), feeding outcomes back. It takes
+/// no decision of its own across an `await`: two requests served at once meet in the book,
+/// which reserves devices in one step. The writing itself happens on each part's own thread
+/// (TakeDeviceWriter).
+actor TakeDirector {
+    let store: FleetDatabase
+    let agents: any AgentCommands
+    let writers: TakeWriters
+    let events: FleetEvents
+    let clock: CoordinatorClock
+    let configuration: CoordinatorConfiguration
+    let logger: Logger
+    /// Where a part's writer sends credit and acks (the recording endpoint).
+    let sendRecordDown: @Sendable ([UInt8], Capfleet_V1_RecordDown) -> Void
+    /// The pixel format a device is streaming now, as its frames last said.
+    let currentPixelFormat: @Sendable (String) -> String?
+    let makeTakeID: @Sendable () -> String
+    var book = TakeBook()
+    /// Each take's name, for the title of the files agents write.
+    var takeNames: [String: String] = [:]
+    /// Each take's codec, said to its agents with every order to record, and the parts given
+    /// one of their own.
+    var takeEncodings: [String: TakeEncoding] = [:]
+    var partEncodings: [TakeBook.Part: TakeEncoding] = [:]
+    /// The agents' recordings links: timed metadata for the parts they write.
+    var agentLinks: AgentRecordingsDesk?
+
+    func reach(agentsThrough desk: AgentRecordingsDesk) { agentLinks = desk }
+    /// What a writer about to start needs (its take and what the index holds of its part).
+    var writerSetups: [TakeBook.Part: WriterSetup] = [:]
+    var settledWaiters: [String: [CheckedContinuation<Void, Never>]] = [:]
+    /// Writers closing on their own threads: shutdown waits for them.
+    var closing: [Task<Void, Never>] = []
+    /// One thread checksums every finished segment, so no part's writer waits for it.
+    let hasher = SegmentHasher()
+
+    struct WriterSetup: Sendable {
+        let take: TakeRecord
+        let device: TakeDeviceRecord
+        let segmentsSoFar: Int
+        let frameRate: Double
+    }
+
+    init(
+        store: FleetDatabase, agents: any AgentCommands, writers: TakeWriters, events: FleetEvents, clock: CoordinatorClock,
+        configuration: CoordinatorConfiguration, logger: Logger,
+        sendRecordDown: @escaping @Sendable ([UInt8], Capfleet_V1_RecordDown) -> Void,
+        currentPixelFormat: @escaping @Sendable (String) -> String?,
+        makeTakeID: (@Sendable () -> String)? = nil
+    ) {
+        self.store = store
+        self.agents = agents
+        self.writers = writers
+        self.events = events
+        self.clock = clock
+        self.configuration = configuration
+        self.logger = logger
+        self.sendRecordDown = sendRecordDown
+        self.currentPixelFormat = currentPixelFormat
+        // Named after the wall-clock second it starts in, read from the injected clock.
+        self.makeTakeID = makeTakeID ?? { TakeDirector.takeID(at: Date(timeIntervalSince1970: Double(clock.unixMilliseconds()) / 1000)) }
+    }
+
+    static let recordableFormats: Set<String> = ["YUYV", "UYVY", "NV12", "GREY", "MJPG", "JPEG", "H264"]
+
+    // MARK: Starting and stopping
+
+    /// `store` nil: the coordinator's `record_store` setting; `encoding` nil: its `record_codec`.
+    func start(
+        deviceIDs: [String], name: String, at requested: UInt64?, fromNow: UInt64, store requestedStore: TakeBook.Store? = nil,
+        encoding requestedEncoding: TakeEncoding? = nil, deviceEncodings: [String: TakeEncoding] = [:],
+        by operatorName: String
+    ) async throws -> TakeRecord {
+        let takeStore = requestedStore ?? configuration.recordStore
+        let encoding = requestedEncoding ?? configuration.recordEncoding
+        if let problem = encoding.problem { throw TakeRefusal(code: .badRequest, message: problem) }
+        for (deviceID, own) in deviceEncodings.sorted(by: { $0.key < $1.key }) {
+            guard deviceIDs.contains(deviceID) else {
+                throw TakeRefusal(
+                    code: .badRequest, message: "a codec is given for \(deviceID), which the take does not record: name it among the devices")
+            }
+            if let problem = own.problem { throw TakeRefusal(code: .badRequest, message: "\(deviceID): \(problem)") }
+        }
+        var unique: [String] = []
+        for id in deviceIDs where !unique.contains(id) { unique.append(id) }
+        guard !unique.isEmpty else { throw TakeRefusal(code: .badRequest, message: "name the devices to record (capfleet devices lists them)") }
+        // Agent-held takes are written on each agent's disk, which checks its own reserve.
+        if takeStore == .coordinator, let free = DiskSpace.availableBytes(at: configuration.takesDirectory), free < configuration.recordReserveBytes {
+            throw TakeRefusal(
+                code: .unavailable,
+                message:
+                    "the disk holding \(configuration.takesDirectory) is nearly full: \(free >> 20) MiB free, below the \(configuration.recordReserveBytes >> 20) MiB kept in reserve. Free space (capfleet recordings delete) or set recordings_dir to a larger disk"
+            )
+        }
+        let now = clock.fleetNow()
+        let start = requested ?? now + (fromNow > 0 ? fromNow : UInt64(configuration.recordLeadMilliseconds) * 1_000_000)
+        if let refusal = TakeStartWindow.standard.refusal(startFleetNs: start, nowFleetNs: now) {
+            let when = "the start \(FleetDate.text(start)) is"
+            let fleetNow = "the fleet's time is \(FleetDate.text(now)) (fleet ns \(now))"
+            switch refusal {
+            case let .past(by):
+                throw TakeRefusal(
+                    code: .badRequest,
+                    message:
+                        "\(when) \(TakeStartWindow.spoken(by)) in the past; \(fleetNow). Leave --at out to start now, or give a time ahead such as +2s"
+                )
+            case let .tooFarAhead(by):
+                throw TakeRefusal(
+                    code: .badRequest,
+                    message:
+                        "\(when) \(TakeStartWindow.spoken(by)) ahead, more than the \(TakeStartWindow.spoken(TakeStartWindow.standard.horizon)) a take may be scheduled; \(fleetNow). Check the date, or start it nearer the time"
+                )
+            }
+        }
+        var parts: [DeviceRecord] = []
+        for deviceID in unique { parts.append(try await recordable(deviceID)) }
+
+        let id = makeTakeID()
+        var take = TakeRecord(
+            id: id, name: name.isEmpty ? id : name, startFleetNs: start, directory: configuration.takesDirectory + "/" + id,
+            createdAt: clock.unixMilliseconds(), createdBy: operatorName)
+        take.store = takeStore == .agent ? .agent : .coordinator
+        take.encoding = encoding
+        takeNames[id] = take.name
+        takeEncodings[id] = encoding
+        let devices = parts.map { part in
+            var device = TakeDeviceRecord(takeId: id, deviceId: part.id, nodeId: part.nodeId)
+            device.ownEncoding = deviceEncodings[part.id]
+            return device
+        }
+        for device in devices { partEncodings[TakeBook.Part(takeID: id, deviceID: device.deviceId)] = device.ownEncoding }
+        // The decision, in one step: every device free, and now reserved for this take.
+        let reserved: [TakeBook.Action]
+        do {
+            reserved = try book.reserve(takeID: id, devices: parts.map { ($0.id, $0.nodeId) }, startFleetNs: start, store: takeStore)
+        } catch {
+            throw TakeRefusal(code: .unavailable, message: error.description)
+        }
+        for (device, record) in zip(parts, devices) {
+            writerSetups[TakeBook.Part(takeID: id, deviceID: device.id)] =
+                WriterSetup(take: take, device: record, segmentsSoFar: 0, frameRate: device.activeFrameRate)
+        }
+        do {
+            try await store.createTake(
+                take, devices: devices,
+                audit: AuditEntry(
+                    at: take.createdAt, actor: operatorName, action: "recording.start", target: id, outcome: "ok",
+                    detail: "\(take.name): \(unique.joined(separator: ", ")) from fleet time \(start)"))
+        } catch {
+            await perform(book.forget(takeID: id))
+            throw TakeRefusal(code: .internal, message: "the take was not started: the recordings index could not record it: \(error)")
+        }
+        // Every agent must hear of it before its start: a refusal undoes the whole take.
+        let refusals = await perform(reserved)
+        await perform(book.agentsAnswered(takeID: id, refusals: refusals.map { ($0.part.deviceID, $0.reason) }))
+        if !refusals.isEmpty {
+            throw TakeRefusal(
+                code: .unavailable, message: "the take did not start: " + refusals.map { "\($0.part.deviceID): \($0.reason)" }.joined(separator: "; ")
+            )
+        }
+        if start < clock.fleetNow() {
+            logger.warning("the take's start was already past when every agent knew of it", metadata: ["take.id": "\(id)"])
+        }
+        logger.notice("take started", metadata: ["take.id": "\(id)", "devices": "\(unique.joined(separator: ","))", "start.fleet_ns": "\(start)"])
+        return take
+    }
+
+    /// A device that may be recorded now, or why not.
+    private func recordable(_ deviceID: String) async throws -> DeviceRecord {
+        guard let device = try await store.device(deviceID) else {
+            throw TakeRefusal(code: .notFound, message: "no device \(deviceID); see capfleet devices")
+        }
+        guard await agents.isOnline(device.nodeId) else {
+            throw TakeRefusal(
+                code: .unavailable, message: "device \(deviceID)'s node \(device.nodeId) is offline: a take starts only with every device reachable")
+        }
+        let consent = try await store.consent(deviceID: deviceID)?.consentState ?? .notDetermined
+        guard consent.allowsRealFrames else {
+            throw TakeRefusal(
+                code: .permissionDenied,
+                message:
+                    "device \(deviceID)'s consent is \(consent.rawValue): only authorized devices are recorded (capfleet consent grant \(deviceID))")
+        }
+        if let format = currentPixelFormat(deviceID), !format.isEmpty, !Self.recordableFormats.contains(format) {
+            throw TakeRefusal(
+                code: .unsupported,
+                message:
+                    "device \(deviceID) captures \(format), which the fleet does not record (it records YUYV, UYVY, NV12, GREY, MJPEG and H.264): change its format first"
+            )
+        }
+        return device
+    }
+
+    /// Ends a take at `at` (fleet ns; nil = now). Waits up to `wait` for every device's
+    /// part to be stored; the parts still uploading then go on in the background.
+    func stop(takeID: String, at requested: UInt64?, wait: Duration, by operatorName: String) async throws -> TakeRecord {
+        guard let take = try await store.take(id: takeID) else {
+            throw TakeRefusal(code: .notFound, message: "no take \(takeID); see capfleet recordings list")
+        }
+        // The book decides, in one step: of two stops at once, exactly one stops the take.
+        guard take.state == .recording, let (stop, actions) = book.stop(takeID: takeID, atFleetNs: requested ?? clock.fleetNow()) else {
+            throw TakeAlreadyStopped(take: take, message: try await alreadyStopped(take))
+        }
+        do {
+            try await store.setTakeStop(
+                id: takeID, stopFleetNs: stop,
+                audit: AuditEntry(
+                    at: clock.unixMilliseconds(), actor: operatorName, action: "recording.stop", target: takeID,
+                    outcome: "ok", detail: "at fleet time \(stop)"))
+        } catch {
+            await perform(book.indexFailed(takeID: takeID, writing: "the take's stop", error: "\(error)", nowFleetNs: clock.fleetNow()))
+            throw TakeRefusal(code: .internal, message: "take \(takeID) failed: the recordings index could not record its stop: \(error)")
+        }
+        for refusal in await perform(actions) {
+            // The agent hears of it when it registers again; its frames after the stop are not kept meanwhile.
+            logger.warning(
+                "cannot tell the agent the take stops",
+                metadata: [
+                    "take.id": "\(takeID)", "device.id": "\(refusal.part.deviceID)",
+                    "reason": "\(refusal.reason)",
+                ])
+        }
+        if book.phase(of: takeID) != nil { await waitUntilSettled(takeID, atMost: wait) }
+        return try await store.take(id: takeID) ?? take
+    }
+
+    /// What the operator hears when the take was stopped before: when, and by whom if the
+    /// audit says.
+    private func alreadyStopped(_ take: TakeRecord) async throws -> String {
+        if take.state == .failed { return "take \(take.id) had already failed (\(take.error)); nothing to stop" }
+        let stop = take.stopFleetNs ?? book.stopFleetNs(of: take.id)
+        let when = stop.map { " at \(FleetDate.text($0)) (fleet ns \($0))" } ?? ""
+        let who = try await store.lastAudit(action: "recording.stop", target: take.id).map { " by \($0.actor)" } ?? ""
+        let state = take.state == .stopped ? "was already stopped" : "is already stopping"
+        return "take \(take.id) \(state)\(when)\(who); nothing changed"
+    }
+
+    private func waitUntilSettled(_ takeID: String, atMost wait: Duration) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                await withCheckedContinuation { continuation in Task { await self.addWaiter(takeID, continuation) } }
+            }
+            group.addTask { try? await Task.sleep(for: wait) }
+            _ = await group.next()
+            group.cancelAll()
+            self.releaseWaiters(of: takeID)
+        }
+    }
+
+    private func addWaiter(_ takeID: String, _ continuation: CheckedContinuation<Void, Never>) {
+        guard book.phase(of: takeID) != nil else { return continuation.resume() }
+        settledWaiters[takeID, default: []].append(continuation)
+    }
+
+    func releaseWaiters(of takeID: String) {
+        for waiter in settledWaiters.removeValue(forKey: takeID) ?? [] { waiter.resume() }
+    }
+
+    /// Client-supplied metadata for a take (or one of its devices), at `at` (fleet ns; nil = now).
+    /// A detection report of a device a take records now: into the part's file at its frame's
+    /// fleet time (not indexed: the file's track holds them all).
+    func detected(deviceID: String, json: String, at fleetNs: UInt64) {
+        guard let takeID = book.take(recording: deviceID) else { return }
+        let part = TakeBook.Part(takeID: takeID, deviceID: deviceID)
+        guard book.isOpen(part), book.covers(takeID, fleetNs: fleetNs) else { return }
+        noteInFile(part, json: json, at: fleetNs, track: .detections)
+    }
+
+    func note(takeID: String, deviceID: String?, fields: [String: Any], at: UInt64?) async throws -> TakeRecord {
+        guard let take = try await store.take(id: takeID) else {
+            throw TakeRefusal(code: .notFound, message: "no take \(takeID); see capfleet recordings list")
+        }
+        let parts = book.openParts(of: takeID).filter { deviceID == nil || $0.deviceID == deviceID }
+        guard take.state == .recording, !parts.isEmpty else {
+            throw TakeRefusal(
+                code: .unavailable, message: deviceID.map { "take \(takeID) is not recording \($0) now" } ?? "take \(takeID) is not recording now")
+        }
+        let fleetNs = at ?? clock.fleetNow()
+        var fields = fields
+        fields["fleet_ns"] = fleetNs
+        let json = Self.json(any: fields)
+        for part in parts { noteInFile(part, json: json, at: fleetNs) }
+        try await store.recordTakeEvent(
+            TakeEventRecord(
+                takeId: takeID, deviceId: deviceID ?? "", fleetNs: fleetNs,
+                kind: fields["kind"] as? String ?? "note", detail: json))
+        return take
+    }
+
+    // MARK: What happens to the fleet meanwhile
+
+    /// At the coordinator's start: parts left in progress go on, each in a new segment.
+    func resumeUnfinished() async throws {
+        for (take, devices, segments) in try await store.unfinishedTakes() {
+            for device in devices {
+                let frameRate = try await store.device(device.deviceId)?.activeFrameRate ?? device.frameRate
+                writerSetups[TakeBook.Part(takeID: take.id, deviceID: device.deviceId)] = WriterSetup(
+                    take: take, device: device, segmentsSoFar: segments.filter { $0.deviceId == device.deviceId }.map(\.number).max() ?? 0,
+                    frameRate: frameRate)
+            }
+            takeNames[take.id] = take.name
+            takeEncodings[take.id] = take.encoding
+            for device in devices { partEncodings[TakeBook.Part(takeID: take.id, deviceID: device.deviceId)] = device.ownEncoding }
+            await perform(
+                book.resume(
+                    takeID: take.id, startFleetNs: take.startFleetNs, stopFleetNs: take.stopFleetNs,
+                    devices: devices.map { ($0.deviceId, $0.nodeId) }, store: take.store == .agent ? .agent : .coordinator))
+            logger.notice("take goes on after a restart", metadata: ["take.id": "\(take.id)", "devices": "\(devices.count)"])
+        }
+    }
+
+    /// A node registered: it hears again of the takes its devices are in (it may have
+    /// restarted and forgotten them), and of their stops.
+    func nodeRegistered(_ nodeID: String) async {
+        for (part, orders) in book.registered(nodeID) {
+            var answer = await agents.command(
+                .setRecording(recordingOrder(part, orders[0])), deviceID: part.deviceID, nodeID: nodeID,
+                timeout: .seconds(3))
+            // A restarted agent refuses until its clock has an estimate (a second or two).
+            for _ in 0..<30 where !answer.status.isOK && book.isOpen(part) {
+                try? await Task.sleep(for: .seconds(1))
+                answer = await agents.command(
+                    .setRecording(recordingOrder(part, orders[0])), deviceID: part.deviceID, nodeID: nodeID,
+                    timeout: .seconds(3))
+            }
+            guard answer.status.isOK else {
+                logger.error(
+                    "the agent does not take up its part of the take again",
+                    metadata: [
+                        "take.id": "\(part.takeID)", "device.id": "\(part.deviceID)", "reason": "\(answer.status.reason)",
+                    ])
+                continue
+            }
+            // An agent that records the part itself has taken it up again: it is recording.
+            if book.store(of: part.takeID) == .agent {
+                await perform(book.report(.flowing, from: part, nowFleetNs: clock.fleetNow()))
+            }
+            for order in orders.dropFirst() {
+                let reply = await agents.command(
+                    .setRecording(recordingOrder(part, order)), deviceID: part.deviceID, nodeID: nodeID,
+                    timeout: .seconds(3))
+                if !reply.status.isOK {
+                    logger.warning(
+                        "cannot tell the agent the take stops",
+                        metadata: [
+                            "take.id": "\(part.takeID)", "device.id": "\(part.deviceID)",
+                            "reason": "\(reply.status.reason)",
+                        ])
+                }
+            }
+        }
+    }
+
+    /// A node went silent: each of its parts is interrupted until its frames flow again.
+    func nodeOffline(_ nodeID: String) async {
+        await perform(book.nodeWentSilent(nodeID, nowFleetNs: clock.fleetNow()))
+    }
+
+    /// Consent was denied, revoked or restricted: the device's part of every take stops now,
+    /// and what its agent has not sent yet stays on its host.
+    func consentWithdrawn(deviceID: String, state: String, reason: String) async {
+        await perform(book.consentWithdrawn(deviceID: deviceID, state: state, reason: reason, nowFleetNs: clock.fleetNow()))
+    }
+
+    /// An operator changed a device (format, frame rate, zoom, focus, policy): noted in every
+    /// take recording it.
+    func deviceChanged(_ deviceID: String, fields: [String: Any]) async {
+        let now = clock.fleetNow()
+        guard let takeID = book.take(recording: deviceID) else { return }
+        var fields = fields
+        fields["fleet_ns"] = now
+        let json = Self.json(any: fields)
+        noteInFile(TakeBook.Part(takeID: takeID, deviceID: deviceID), json: json, at: now)
+        await indexNote(TakeEventRecord(takeId: takeID, deviceId: deviceID, fleetNs: now, kind: fields["kind"] as? String ?? "change", detail: json))
+    }
+
+    /// A device's own event (interrupted: unplugged, in use, pressure; resumed): noted in its takes.
+    func deviceEvent(_ deviceID: String, kind: String, detail: String) async {
+        await perform(book.noteDevice(deviceID, kind: kind, nowFleetNs: clock.fleetNow(), fields: ["detail": detail, "source": "device"]))
+    }
+
+    /// A part's writer reported from its thread.
+    func report(_ event: TakeDeviceWriter.Event, from part: TakeBook.Part) async {
+        let report: TakeBook.PartReport =
+            switch event {
+            case let .agentChanged(instance, restarted): .agentChanged(instance: instance, restarted: restarted)
+            case let .rebased(offset): .rebased(offset: offset)
+            case .flowing: .flowing
+            case let .ended(reason, withheld): .ended(reason: reason, withheldFrames: withheld)
+            case let .failed(message): .failed(message)
+            }
+        await perform(book.report(report, from: part, nowFleetNs: clock.fleetNow()))
+    }
+
+    /// Stops every part's thread (each finishes its open segment). Parts stay in progress in
+    /// the index: the next start goes on with them.
+    func shutdown() async {
+        for writer in writers.all() { await writer.shutdown() }
+        for task in closing { await task.value }
+        closing.removeAll()
+        await hasher.stop()
+    }
+}
