@@ -45,10 +45,13 @@ Tests/vm/prepare.sh
 step "build (release, with the tests; log in .build/release-build.log)"
 bin="$(scripts/build-release.sh --with-tests)"
 
-# Habits, checked on what was just built: the layout swift format gives (.swift-format), and
-# the committed protobuf code against proto-docs/*.proto (the plugin from the build above).
-step "checks: formatting and generated code"
+# Habits, checked on what was just built: the layout swift format gives (.swift-format), the
+# imports each target has against Package.swift (and the layers: only FleetBus speaks to
+# libzmq, recordings know no database), and the committed protobuf code against
+# proto-docs/*.proto (the plugin from the build above).
+step "checks: formatting, imports and generated code"
 scripts/check-format.sh
+scripts/check-imports.py
 CAPFLEET_BUILD_WITH_TESTS=1 scripts/generate-protos.sh --check
 
 step "tests"

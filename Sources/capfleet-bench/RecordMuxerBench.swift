@@ -1,3 +1,4 @@
+import FleetCoordinator
 import FleetCore
 import FleetRecording
 import FleetStore

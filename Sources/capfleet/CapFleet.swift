@@ -5,6 +5,20 @@ import Logging
 
 @main
 struct CapFleet: AsyncParsableCommand {
+    static func main() async {
+        // A mistyped command of a group is named as such, not as the option after it.
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        do {
+            _ = try parseAsRoot(arguments)
+        } catch {
+            if let mistake = CommandGroupCheck.mistake(in: arguments, root: CapFleet.self) {
+                FileHandle.standardError.write(Data("Error: \(mistake)\n".utf8))
+                Foundation.exit(ExitCode.validationFailure.rawValue)
+            }
+        }
+        await main(nil)
+    }
+
     static let configuration = CommandConfiguration(
         commandName: "capfleet",
         abstract: "CaptureFleet: run and steer a fleet of cameras across many hosts.",

@@ -1,5 +1,6 @@
 import FleetBus
 import FleetProtocol
+import FleetTestSupport
 import Foundation
 import Testing
 
@@ -164,6 +165,42 @@ extension IntegrationTests {
             try await fleet.waitUntil("the live path carries the viewer's frames again", seconds: 10) {
                 (try fleet.deviceStats()[deviceID]?["live_frames_sent"] as? Int ?? 0) > liveAfter + 10
             }
+        }
+
+        @Test func view_stoppedBySIGTERM_exitsAndTakesItsPlayerWithIt() async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator()
+            try fleet.startAgent("cam", fps: 15, extra: ["--synthetic-format", "160x120:YUYV"])
+            var deviceID = ""
+            try await fleet.waitUntil("the camera registers", seconds: 30) {
+                deviceID = try fleet.deviceStats().keys.first ?? ""
+                return !deviceID.isEmpty
+            }
+            // A player of our own: it says its process id and reads the frames it is given.
+            let player = fleet.directory + "/player.sh"
+            let playerID = fleet.directory + "/player.pid"
+            try "#!/bin/sh\necho $$ > \(playerID)\nexec cat > /dev/null\n".write(toFile: player, atomically: true, encoding: .utf8)
+            chmod(player, 0o755)
+            let view = Process()
+            view.executableURL = URL(fileURLWithPath: try CapfleetBinary.checked())
+            view.arguments = [
+                "view", deviceID, "--player", player, "--coordinator", "127.0.0.1:\(fleet.operatorPort)", "--credential",
+                try fleet.credential(for: "ana"),
+            ]
+            var environment = ProcessInfo.processInfo.environment
+            environment["DISPLAY"] = ":99"
+            view.environment = environment
+            view.standardError = FileHandle.nullDevice
+            try view.run()
+            try await fleet.waitUntil("the player starts with the first frame", seconds: 30) {
+                (try? String(contentsOfFile: playerID, encoding: .utf8)).map { !$0.isEmpty } ?? false
+            }
+            let pid = try #require(Int32((try String(contentsOfFile: playerID, encoding: .utf8)).trimmingCharacters(in: .whitespacesAndNewlines)))
+            kill(view.processIdentifier, SIGTERM)
+            try await fleet.waitUntil("capfleet view exits", seconds: 10) { !view.isRunning }
+            #expect(view.terminationStatus == 128 + SIGTERM, "exits as a process ended by SIGTERM says it was")
+            // Its player heard the signal too and was reaped: no such process any more.
+            try await fleet.waitUntil("the player is gone", seconds: 5) { kill(pid, 0) != 0 && errno == ESRCH }
         }
 
         @Test func view_writesAFileOfRawFrames_blackWithoutConsent() async throws {

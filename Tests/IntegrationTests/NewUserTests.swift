@@ -22,6 +22,19 @@ extension SecondLaneIntegrationTests {
                 "\(result.error)")
         }
 
+        @Test func aMistypedCommandOfAGroup_isNamed_withTheGroupsCommands() throws {
+            let bogus = try CapfleetBinary.run(["consent", "bogus", "cam-1", "--reason", "x", "--coordinator", "127.0.0.1:9"])
+            #expect(bogus.status != 0)
+            #expect(
+                bogus.error.contains("capfleet consent: there is no command 'bogus'")
+                    && bogus.error.contains("grant, deny, revoke, restrict, history") && !bogus.error.contains("--reason"),
+                "\(bogus.error)")
+            // A real command's own mistake is still the parser's to say.
+            let missing = try CapfleetBinary.run(["consent", "grant", "cam-1", "--coordinator", "127.0.0.1:9"])
+            #expect(missing.status != 0)
+            #expect(missing.error.contains("--reason") && !missing.error.contains("there is no command"), "\(missing.error)")
+        }
+
         /// `--help` points at `man capfleet-…`; a source build gets the pages from the script
         /// scripts/dev.sh runs, into ~/.local/share/man (here a temporary home).
         @Test func theManualHelpPointsAt_isThereAfterTheSourceBuildsInstall() throws {
