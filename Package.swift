@@ -51,7 +51,9 @@ let package = Package(
             name: "FleetProtocol",
             dependencies: [
                 .product(name: "SwiftProtobuf", package: "swift-protobuf")
-            ]),
+            ],
+            // What the code was generated from (scripts/generate-protos.sh --check-recorded).
+            exclude: ["Generated/generated-from.sha256"]),
         // Pure state machines and value types: no ZeroMQ, no SQLite, no ioctl.
         .target(name: "FleetCore", dependencies: ["FleetProtocol"]),
         // ZeroMQ sockets on threads they own, bridged to async code.

@@ -39,7 +39,7 @@ run_bench commands --commands "$(pick 200 40)"
 run_bench telemetry --seconds "${CAPFLEET_BENCH_SECONDS:-$(pick 8 3)}" --changes "$(pick 40 10)"
 # Recording: streams at 1080p30 without drops, MB/s against a plain write, coordinator memory
 # over consecutive takes (CAPFLEET_RECORD_BENCH_SUSTAINED_SECONDS=300 for the 5-minute run).
-run_bench record --seconds "${CAPFLEET_RECORD_BENCH_SECONDS:-$(pick 10 3)}" --max-streams "$(pick 4 2)" \
+run_bench record --seconds "${CAPFLEET_RECORD_BENCH_SECONDS:-$(pick 10 3)}" --max-streams "$(pick 4 1)" \
   --sustained-seconds "${CAPFLEET_RECORD_BENCH_SUSTAINED_SECONDS:-$(pick 30 6)}"
 # Many agents (one small camera each) joining one coordinator: listing times per device and
 # the quiet coordinator's CPU per camera (issue "data plane that grows with the fleet").

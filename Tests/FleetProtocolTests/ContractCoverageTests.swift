@@ -155,7 +155,9 @@ import Testing
     @Test func metricsDocument_listsExactlyTheMetricsTheCoordinatorRegisters() throws {
         let sources = ContractDocuments.repository.appendingPathComponent("Sources/FleetCoordinator")
         var registered: Set<String> = []
-        for file in try FileManager.default.contentsOfDirectory(atPath: sources.path) where file.hasSuffix(".swift") {
+        // The module is foldered by topic: every file under it.
+        let files = try FileManager.default.subpathsOfDirectory(atPath: sources.path)
+        for file in files where file.hasSuffix(".swift") {
             let code = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
             for match in code.matches(of: /descriptor\(\s*"(\w+)",\s*"(\w*)"/) {
                 registered.insert("capfleet_" + String(match.1) + (match.2.isEmpty ? "" : "_" + String(match.2)))
