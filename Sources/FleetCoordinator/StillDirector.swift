@@ -17,7 +17,7 @@ struct StillRefusal: Error, CustomStringConvertible {
 /// SHA-256 its agent reported before it counts as stored; the agent then removes its copy.
 actor StillDirector {
     private let store: FleetDatabase
-    private let control: ControlHandler
+    private let control: any AgentCommands
     private let collector: SegmentCollector
     private let desk: AgentRecordingsDesk
     private let clock: CoordinatorClock
@@ -28,7 +28,7 @@ actor StillDirector {
     private var collecting: [String: Task<Void, Never>] = [:]
 
     init(
-        store: FleetDatabase, control: ControlHandler, collector: SegmentCollector, desk: AgentRecordingsDesk, clock: CoordinatorClock,
+        store: FleetDatabase, control: any AgentCommands, collector: SegmentCollector, desk: AgentRecordingsDesk, clock: CoordinatorClock,
         events: FleetEvents, directory: String, logger: Logger
     ) {
         self.store = store
