@@ -141,12 +141,14 @@ struct DeviceHandler: Sendable {
         let active = formats[device.activeFormatPosition]
         let fps = query.framesPerSecond > 0 ? query.framesPerSecond : FormatSelector.defaultFrameRate(of: active)
         let slowest = query.minFramesPerSecond > 0 ? query.minFramesPerSecond : fps
-        guard slowest <= fps else {
+        switch DeviceCommandRules.frameRateFit(minimum: slowest, maximum: fps, in: active) {
+        case .fits:
+            break
+        case .inverted:
             reply.status = .failure(
                 .badRequest, "the minimum rate \(VideoFormat.trim(slowest)) fps is above the maximum \(VideoFormat.trim(fps)) fps")
             return
-        }
-        for fps in [slowest, fps] where !active.supports(framesPerSecond: fps) {
+        case let .outside(fps):
             let ranges = active.frameRateRanges.map { "\(VideoFormat.trim($0.minFramesPerSecond))-\(VideoFormat.trim($0.maxFramesPerSecond))" }
             let detail =
                 "\(VideoFormat.trim(fps)) fps is outside the active format \(active.label); its ranges: \(ranges.joined(separator: ", ")) fps"
@@ -203,13 +205,13 @@ struct DeviceHandler: Sendable {
         let formats = try await store.formats(deviceID: device.id)
         let maximum = formats.indices.contains(device.activeFormatPosition) ? formats[device.activeFormatPosition].maxZoomFactor : 1
         if !query.cancel {
-            guard query.factor >= 1, query.factor <= maximum else {
+            guard DeviceCommandRules.zoomFits(query.factor, maximum: maximum) else {
                 let detail = "zoom \(VideoFormat.trim(query.factor))x is outside the active format's range 1x-\(VideoFormat.trim(maximum))x"
                 try await audit(who, "device.zoom", device.id, outcome: "refused", detail: detail)
                 reply.status = .failure(.unsupported, "device \(device.id): \(detail)")
                 return
             }
-            guard query.rampRate >= 0, query.rampRate <= 16 else {
+            guard DeviceCommandRules.rampRateFits(query.rampRate) else {
                 reply.status = .failure(.badRequest, "a ramp rate is 0 (jump) or up to 16 powers of two per second")
                 return
             }
