@@ -14,6 +14,7 @@ public enum CaptureError: Error, CustomStringConvertible, Sendable {
     case interrupted(device: String, path: String, Interruption)
     case alreadyStreaming(device: String)
     case unsupportedZoom(device: String, requested: Double, maximum: Double)
+    case unsupportedZoomRamp(device: String, requested: Double)
     case unsupportedFocus(device: String, requested: [String], available: String)
     case unsupportedFrameDurationRange(device: String, reason: String)
     /// The device has no exposure control, or not the one asked for (manual time out of
@@ -58,6 +59,8 @@ public enum CaptureError: Error, CustomStringConvertible, Sendable {
             "device \(device) (\(path)) is unavailable: capture is interrupted (\(interruption.reason.rawValue)): \(interruption.message)"
         case let .unsupportedZoom(device, requested, maximum):
             "device \(device) cannot zoom to \(requested)x; its active format zooms from 1x to \(maximum)x"
+        case let .unsupportedZoomRamp(device, requested):
+            "device \(device) cannot ramp its zoom at \(VideoFormat.trim(requested)) powers of two per second; a ramp runs at up to \(VideoFormat.trim(DeviceCommandRules.fastestZoomRamp)) (0 jumps)"
         case let .unsupportedFocus(device, requested, available):
             "device \(device) does not support \(requested.joined(separator: ", ")); its focus offers: \(available)"
         case let .unsupportedFrameDurationRange(device, reason):
@@ -207,14 +210,39 @@ extension CameraSource {
         }
     }
 
-    /// Refuses a frame rate range the active format cannot run.
+    /// Refuses a frame rate range the active format cannot run (DeviceCommandRules).
     func checkFrameRateRange(_ range: FrameRateRange) throws(CaptureError) {
         let format = device.formats[activeFormatIndex]
-        guard range.minFramesPerSecond > 0, range.minFramesPerSecond <= range.maxFramesPerSecond + 1e-9 else {
+        switch DeviceCommandRules.frameRateFit(minimum: range.minFramesPerSecond, maximum: range.maxFramesPerSecond, in: format) {
+        case .fits:
+            return
+        case .inverted:
             throw .unsupportedFrameDurationRange(device: device.deviceID, reason: "the minimum rate must be positive and at most the maximum")
-        }
-        for fps in [range.minFramesPerSecond, range.maxFramesPerSecond] where !format.supports(framesPerSecond: fps) {
+        case let .outside(fps):
             throw .unsupportedFrameRate(device: device.deviceID, requested: fps, format: format.label)
+        }
+    }
+
+    /// Refuses a zoom outside the active format's range, or a ramp faster than any may run
+    /// (DeviceCommandRules: the coordinator checks the same before it sends the command).
+    func checkZoom(_ command: ZoomCommand, maximum: Double) throws(CaptureError) {
+        switch command {
+        case let .set(factor), let .ramp(factor, _):
+            guard DeviceCommandRules.zoomFits(factor, maximum: maximum) else {
+                throw .unsupportedZoom(device: device.deviceID, requested: factor, maximum: maximum)
+            }
+            if case let .ramp(_, rate) = command, !DeviceCommandRules.rampRateFits(rate) {
+                throw .unsupportedZoomRamp(device: device.deviceID, requested: rate)
+            }
+        case .cancel:
+            break
+        }
+    }
+
+    /// Refuses a format index the device does not have.
+    func checkFormat(_ index: Int) throws(CaptureError) {
+        guard DeviceCommandRules.formatFits(index, of: device.formats) else {
+            throw .unsupportedFormat(device: device.deviceID, requested: "format #\(index)", supported: device.formats.map(\.label))
         }
     }
 }

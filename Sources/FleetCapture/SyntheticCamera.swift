@@ -127,15 +127,7 @@ public final class SyntheticCamera: CameraSource {
     public var zoomFactor: Double { configuration.withLock { $0.zoom.factor } }
 
     public func zoom(_ command: ZoomCommand) throws(CaptureError) {
-        let maximum = device.formats[activeFormatIndex].maxZoomFactor
-        switch command {
-        case let .set(factor), let .ramp(factor, _):
-            guard factor >= 1, factor <= maximum else {
-                throw .unsupportedZoom(device: device.deviceID, requested: factor, maximum: maximum)
-            }
-        case .cancel:
-            break
-        }
+        try checkZoom(command, maximum: device.formats[activeFormatIndex].maxZoomFactor)
         configuration.withLock { config in
             switch command {
             case let .set(factor): config.zoom.set(factor)
@@ -147,9 +139,7 @@ public final class SyntheticCamera: CameraSource {
 
     @discardableResult
     public func setActiveFormat(index: Int) throws(CaptureError) -> ZoomFormatChange? {
-        guard device.formats.indices.contains(index) else {
-            throw .unsupportedFormat(device: device.deviceID, requested: "format #\(index)", supported: device.formats.map(\.label))
-        }
+        try checkFormat(index)
         return configuration.withLock { config in
             config.formatIndex = index
             let format = device.formats[index]

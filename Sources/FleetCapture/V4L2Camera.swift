@@ -175,9 +175,7 @@ public final class V4L2Camera: CameraSource {
 
     @discardableResult
     public func setActiveFormat(index: Int) throws(CaptureError) -> ZoomFormatChange? {
-        guard device.formats.indices.contains(index) else {
-            throw .unsupportedFormat(device: device.deviceID, requested: "format #\(index)", supported: device.formats.map(\.label))
-        }
+        try checkFormat(index)
         let format = device.formats[index]
         return try withSession { (state: inout Session) throws(CaptureError) -> ZoomFormatChange? in
             try refuseWhileInterrupted(state)
@@ -258,15 +256,7 @@ public final class V4L2Camera: CameraSource {
 
     public func zoom(_ command: ZoomCommand) throws(CaptureError) {
         try withSession { (state: inout Session) throws(CaptureError) in
-            let maximum = device.formats[state.formatIndex].maxZoomFactor
-            switch command {
-            case let .set(factor), let .ramp(factor, _):
-                guard factor >= 1, factor <= maximum + 1e-9 else {
-                    throw .unsupportedZoom(device: device.deviceID, requested: factor, maximum: maximum)
-                }
-            case .cancel:
-                break
-            }
+            try checkZoom(command, maximum: device.formats[state.formatIndex].maxZoomFactor)
             switch command {
             case let .set(factor): state.zoom.set(factor)
             case let .ramp(factor, rate): state.zoom.ramp(to: factor, rate: rate)

@@ -161,9 +161,9 @@ struct CoordinatorAssembly: Sendable {
         let reporter = TelemetryReporter(
             store: store, ingest: ingest, control: control, liveFlow: liveFlow, telemetry: telemetry, metrics: metrics,
             rejections: rejections, clockProbes: clock.statistics, alerts: alerts, clock: coordinatorClock, logger: logger)
-        // The HTTP port's server is bound before the operator handler exists (who_am_i tells
-        // its port); the dashboard reaches the handler once it does.
-        let lateOperators = LateBound<OperatorHandler>()
+        // The HTTP port's server is bound before the operator router exists (who_am_i tells
+        // its port); the dashboard reaches the router once it does.
+        let lateOperators = LateBound<OperatorRouter>()
         let liveFeed = DashboardLiveFeed(
             read: {
                 guard let operators = lateOperators.value else { throw CoordinatorError.starting }
@@ -194,11 +194,11 @@ struct CoordinatorAssembly: Sendable {
             $0.recordPort = UInt32(recordEndpoint.boundPort)
             $0.livePort = ingest.liveEndpoint.map(port) ?? 0
         }
-        let operators = OperatorHandler(
+        let operators = operatorRouter(
             store: store, endpoint: operatorEndpoint, ports: ports, ingest: ingest, control: control, liveFlow: liveFlow,
-            reporter: reporter, rejections: rejections, leases: leases, events: events,
-            coordinatorKey: keys.publicKey, fleetTime: fleetTime, clock: coordinatorClock, takes: takes,
-            agentTakes: agentTakes, collections: collections, stills: stills,
+            reporter: reporter, rejections: rejections, leases: leases, events: events, coordinatorKey: keys.publicKey,
+            alignmentGridOrigin: fleetTime.alignmentGridOrigin, clock: coordinatorClock, takes: takes, agentTakes: agentTakes,
+            collections: collections, stills: stills,
             backups: DatabaseBackups(dataDirectory: configuration.dataDirectory, store: store, clock: coordinatorClock), logger: logger)
         lateOperators.set(operators)
 
@@ -275,6 +275,40 @@ struct CoordinatorAssembly: Sendable {
                 "public_key": "\(keys.publicKey.z85)",
             ])
         return CoordinatorAssembly(parts: parts.compactMap { $0 }, endpoints: endpoints, directoryLock: directoryLock)
+    }
+}
+
+/// The operator door: its router and a handler per topic, each given only what it uses.
+extension CoordinatorAssembly {
+    static func operatorRouter(
+        store: FleetDatabase, endpoint: RouterEndpoint, ports: Capfleet_V1_CoordinatorEndpoints, ingest: FrameIngest, control: ControlHandler,
+        liveFlow: LiveFlowKeeper, reporter: TelemetryReporter, rejections: RejectionCounter, leases: LeaseKeeper, events: FleetEvents,
+        coordinatorKey: CurvePublicKey, alignmentGridOrigin: UInt64, clock: CoordinatorClock, takes: TakeDirector,
+        agentTakes: AgentRecordingsDesk, collections: TakeCollections, stills: StillDirector, backups: DatabaseBackups, logger: Logger
+    ) -> OperatorRouter {
+        let listing = DeviceListing(store: store, agents: control, leases: leases, liveFlow: liveFlow, clock: clock)
+        let catalog = TakeCatalog(store: store, agents: control, collections: collections)
+        let handlers = OperatorHandlers(
+            listings: FleetListingHandler(
+                store: store, listing: listing, statistics: reporter, events: events, rejections: rejections, ports: ports, logger: logger),
+            frames: FrameHandler(ingest: ingest, liveFlow: liveFlow, clock: clock),
+            devices: DeviceHandler(
+                store: store, agents: control, leases: leases, listing: listing, takes: takes, clock: clock,
+                alignmentGridOrigin: alignmentGridOrigin),
+            takes: TakeHandler(store: store, takes: takes, catalog: catalog, collections: collections, clock: clock),
+            recordingFiles: RecordingFilesHandler(
+                store: store, agents: control, agentTakes: agentTakes, events: events, clock: clock, logger: logger),
+            stills: StillHandler(store: store, stills: stills, clock: clock),
+            access: AccessHandler(store: store, leases: leases, coordinatorKey: coordinatorKey, clock: clock, logger: logger),
+            nodeAccess: NodeAccessHandler(
+                store: store, agents: control, ingest: ingest, liveFlow: liveFlow, events: events, clock: clock, logger: logger),
+            dashboardAccess: DashboardAccessHandler(store: store, ports: ports, clock: clock),
+            consent: ConsentHandler(store: store, agents: control, takes: takes, events: events, clock: clock, logger: logger),
+            backup: BackupHandler(store: store, backups: backups, clock: clock, logger: logger))
+        return OperatorRouter(
+            endpoint: endpoint,
+            authorization: OperatorAuthorization(store: store, rejections: rejections, clock: clock, logger: logger),
+            leases: leases, rejections: rejections, handlers: handlers, logger: logger)
     }
 }
 

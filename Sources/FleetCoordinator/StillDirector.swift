@@ -11,13 +11,30 @@ struct StillRefusal: Error, CustomStringConvertible {
     let description: String
 }
 
+extension StillRefusal {
+    init(_ refusal: StillBook.Refusal) {
+        code =
+            switch refusal.kind {
+            case .badRequest: .badRequest
+            case .notFound: .notFound
+            case .unavailable: .unavailable
+            case .permissionDenied: .permissionDenied
+            }
+        description = refusal.description
+    }
+}
+
 /// Synchronised stills (stills.md): asks every camera's agent for its picture at one fleet
 /// instant, indexes what they wrote, and copies the pictures to the coordinator's disk in the
 /// background, one at a time per node (the nodes in parallel), each checked against the
 /// SHA-256 its agent reported before it counts as stored; the agent then removes its copy.
+///
+/// The shell of `StillBook`: it takes no decision of its own across an await. The book says
+/// whether a still may be asked for, which cameras are refused, how long their answers are
+/// waited for, whether a copy starts and whether a still may be deleted; this performs it.
 actor StillDirector {
     private let store: FleetDatabase
-    private let control: ControlHandler
+    private let control: any AgentCommands
     private let collector: SegmentCollector
     private let desk: AgentRecordingsDesk
     private let clock: CoordinatorClock
@@ -25,10 +42,10 @@ actor StillDirector {
     /// Where stills are kept: one directory per still.
     let directory: String
     private let logger: Logger
-    private var collecting: [String: Task<Void, Never>] = [:]
+    private var book = StillBook()
 
     init(
-        store: FleetDatabase, control: ControlHandler, collector: SegmentCollector, desk: AgentRecordingsDesk, clock: CoordinatorClock,
+        store: FleetDatabase, control: any AgentCommands, collector: SegmentCollector, desk: AgentRecordingsDesk, clock: CoordinatorClock,
         events: FleetEvents, directory: String, logger: Logger
     ) {
         self.store = store
@@ -44,22 +61,14 @@ actor StillDirector {
     /// The still's cameras answered once every picture is written on its host (or it could
     /// not take one); the copying goes on after this returns.
     func take(_ query: Capfleet_V1_TakeStill, by who: String) async throws -> StillEntry {
-        guard query.all != !query.deviceIds.isEmpty else {
-            throw StillRefusal(
-                code: .badRequest, description: query.all ? "give either --all or devices, not both" : "name the cameras, or ask for --all")
-        }
-        guard (query.width == 0) == (query.height == 0) else {
-            throw StillRefusal(code: .badRequest, description: "give the size as WxH, or max for each camera's largest format")
-        }
-        guard query.bracketEv.count <= 16, query.bracketEv.allSatisfy({ $0.isFinite && abs($0) <= 10 }) else {
-            throw StillRefusal(code: .badRequest, description: "a bracket has at most 16 steps, each between -10 and +10 EV")
-        }
         let now = clock.fleetNow()
-        let instant = query.atFleetTimeNs != 0 ? query.atFleetTimeNs : now &+ (query.fromNowNs == 0 ? 1_000_000_000 : query.fromNowNs)
-        guard instant >= now, instant <= now + 60_000_000_000 else {
-            throw StillRefusal(
-                code: .badRequest,
-                description: "the still's instant must lie within the next 60 s of fleet time (now \(now)); a past instant's frames are gone")
+        let request = StillBook.Request(
+            all: query.all, deviceIDs: query.deviceIds, width: query.width, height: query.height, bracketEV: query.bracketEv,
+            atFleetTimeNs: query.atFleetTimeNs, fromNowNs: query.fromNowNs)
+        let instant: UInt64
+        switch StillBook.instant(of: request, now: now) {
+        case let .success(chosen): instant = chosen
+        case let .failure(refusal): throw StillRefusal(refusal)
         }
         var devices: [DeviceRecord] = []
         if query.all {
@@ -74,23 +83,19 @@ actor StillDirector {
             }
         }
         // Cameras without consent (or offline) are named in the still, refused; the rest go on.
-        var refused: [String: String] = [:]
+        var cameras: [StillBook.Camera] = []
         for device in devices {
             let consent = try await store.consent(deviceID: device.id)?.consentState ?? .notDetermined
-            if !consent.allowsRealFrames {
-                refused[device.id] = "consent is \(consent.rawValue): its pictures do not leave its host (capfleet consent grant \(device.id))"
-            } else if !(await control.isOnline(device.nodeId)) {
-                refused[device.id] = "its node \(device.nodeId) is offline"
-            }
+            cameras.append(
+                StillBook.Camera(deviceID: device.id, nodeID: device.nodeId, consent: consent, online: await control.isOnline(device.nodeId)))
         }
-        if refused.count == devices.count {
-            let reasons = devices.map { "\($0.id): \(refused[$0.id]!)" }.joined(separator: "; ")
-            let code: Capfleet_V1_StatusCode = devices.allSatisfy({ refused[$0.id]!.hasPrefix("consent") }) ? .permissionDenied : .unavailable
+        let (refused, refusal, reasons) = StillBook.screen(cameras)
+        if let refusal {
             try await store.appendAudit(
                 AuditEntry(
                     at: clock.unixMilliseconds(), actor: who, action: "still.take", target: "",
                     outcome: "refused", detail: reasons))
-            throw StillRefusal(code: code, description: "no still taken: \(reasons)")
+            throw StillRefusal(refusal)
         }
         let id = Self.stillID(at: Date(timeIntervalSince1970: Double(clock.unixMilliseconds()) / 1000))
         let encoding = query.encoding == .jpeg ? "jpeg" : "png"
@@ -115,9 +120,7 @@ actor StillDirector {
         let pictures = max(query.bracketEv.count, 1)
         let interval = UInt64(query.bracketIntervalMs == 0 ? 300 : query.bracketIntervalMs) * 1_000_000
         let untilLast = (instant - now) + UInt64(pictures - 1) * interval
-        // Generous: a 16-megapixel PNG takes seconds to encode on a small host, and a camera that
-        // answers after the wait has its pictures on its disk with nobody to collect them.
-        let timeout = Duration.nanoseconds(Int64(untilLast)) + .seconds(30 + 20 * pictures)
+        let timeout = Duration.nanoseconds(Int64(StillBook.answerWaitNanoseconds(untilLast: untilLast, pictures: pictures)))
         let nodeNames = Dictionary(try await store.nodes().map { ($0.id, $0.name) }, uniquingKeysWith: { a, _ in a })
         let control = self.control
         let asked = devices.filter { refused[$0.id] == nil }
@@ -241,7 +244,9 @@ actor StillDirector {
             let images = Self.images(report.captured, of: report.deviceID, in: report.stillID)
             let alreadyIndexed = entry.images.contains { $0.deviceId == report.deviceID }
             let answering = entry.devices.contains { $0.deviceId == report.deviceID && $0.state == .capturing }
-            if !alreadyIndexed, !answering, !images.isEmpty, let problem = await writeSidecars(images, into: entry.still.directory) {
+            if StillBook.heldPicturesNeedSidecars(alreadyIndexed: alreadyIndexed, answering: answering, pictures: images.count),
+                let problem = await writeSidecars(images, into: entry.still.directory)
+            {
                 logger.error("cannot adopt a still's pictures", metadata: ["still.id": "\(report.stillID)", "error": "\(problem)"])
                 return
             }
@@ -291,11 +296,11 @@ actor StillDirector {
 
     /// Copies the still's pictures not yet here, unless a copy of it runs already.
     func startCollecting(_ stillID: String) {
-        guard collecting[stillID] == nil else { return }
-        collecting[stillID] = Task { await self.collect(stillID) }
+        guard book.startCollecting(stillID) else { return }
+        Task { await self.collect(stillID) }
     }
 
-    func isCollecting(_ stillID: String) -> Bool { collecting[stillID] != nil }
+    func isCollecting(_ stillID: String) -> Bool { book.isCollecting(stillID) }
 
     private func collect(_ stillID: String) async {
         do {
@@ -313,7 +318,7 @@ actor StillDirector {
         finishCollecting(stillID)
     }
 
-    private func finishCollecting(_ stillID: String) { collecting[stillID] = nil }
+    private func finishCollecting(_ stillID: String) { book.finishedCollecting(stillID) }
 
     /// One node's pictures in order; stops at its first failure (the node is gone, most likely).
     private func collect(_ images: [StillImageRecord], from nodeID: String, into folder: String) async {
@@ -351,14 +356,9 @@ actor StillDirector {
 
     /// Forgets the still and removes its pictures, here and on the agents still holding them.
     func delete(_ stillID: String, by who: String) async throws {
-        guard let entry = try await store.still(id: stillID) else {
-            throw StillRefusal(code: .notFound, description: "no still \(stillID); see capfleet stills list")
-        }
-        guard collecting[stillID] == nil else {
-            throw StillRefusal(
-                code: .unavailable,
-                description: "still \(stillID)'s pictures are being copied; delete it once that is done (capfleet stills show \(stillID))")
-        }
+        let entry = try await store.still(id: stillID)
+        if let refusal = book.deletion(of: stillID, known: entry != nil) { throw StillRefusal(refusal) }
+        guard let entry else { return }
         try await store.deleteStill(
             id: stillID,
             audit: AuditEntry(

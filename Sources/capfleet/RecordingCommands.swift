@@ -134,7 +134,7 @@ struct RecordCommand: ParsableCommand {
             guard let stopped = reply.takes.first else {
                 throw CLIFailure("the coordinator did not describe the take it stopped")
             }
-            // An OK with a reason: the take was stopped before this request (OperatorHandler.stopRecording).
+            // An OK with a reason: the take was stopped before this request (TakeHandler.stopRecording).
             if !reply.status.reason.isEmpty {
                 if json { print(try FleetTables.json(RecordingViews.Take(stopped))) }
                 FileHandle.standardError.write(Data("\(reply.status.reason)\n".utf8))

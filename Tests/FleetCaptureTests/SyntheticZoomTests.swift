@@ -79,3 +79,23 @@ import Testing
         #expect(throws: CaptureError.self) { try camera.setFrameRateRange(FrameRateRange(min: 20, max: 10)) }
     }
 }
+
+/// The synthetic camera checks a zoom command by the fleet's one set of rules
+/// (DeviceCommandRules), as the V4L2 camera and the coordinator do.
+@Suite struct SyntheticZoomRulesTests {
+    @Test func aFactorAHairAboveTheTop_isTheTop_aFactorBeyondOrARampTooFastIsRefused() throws {
+        let camera = SyntheticCamera(deviceID: "syn-zoom-rules", name: "Test", frameRate: 30)
+        // Its formats zoom to 8x.
+        try camera.zoom(.set(8 + 1e-12))
+        #expect(throws: CaptureError.self) { try camera.zoom(.set(8.5)) }
+        do {
+            try camera.zoom(.ramp(to: 4, rate: 17))
+            Issue.record("a ramp faster than 16 powers of two a second must be refused")
+        } catch {
+            #expect(
+                error.description == "device syn-zoom-rules cannot ramp its zoom at 17 powers of two per second; a ramp runs at up to 16 (0 jumps)")
+        }
+        try camera.zoom(.ramp(to: 4, rate: 16))
+        #expect(throws: CaptureError.self) { try camera.setActiveFormat(index: 999) }
+    }
+}

@@ -12,13 +12,13 @@ import SwiftProtobuf
 
 /// The web dashboard's HTTP side (operator.md, "The web dashboard"): signing a browser in
 /// from a one-time link, the page's files, and one door to the operator requests. Every
-/// request through that door is answered by `OperatorHandler.answer` as the session's
+/// request through that door is answered by `OperatorRouter.answer` as the session's
 /// operator, so roles, audit and refusals are those of the operator endpoint, with "via
 /// dashboard" in the audit log.
 struct DashboardRoutes: Sendable {
     let store: FleetDatabase
     /// Set once the coordinator's parts are all open; until then the door answers 503.
-    let operators: LateBound<OperatorHandler>
+    let operators: LateBound<OperatorRouter>
     /// The live updates every signed-in page listens to, one WebSocket each.
     let feed: DashboardLiveFeed
     /// Full-rate frames to JPEGs for the camera page's live view.
@@ -275,7 +275,7 @@ struct DashboardRoutes: Sendable {
     }
 
     /// The same, with the session's operator record read alongside, for requests answered by
-    /// `OperatorHandler` (which then need not read it again).
+    /// `OperatorRouter` (which then need not read it again).
     func verdictAndAccount(
         on request: Request, context: WebRequestContext
     ) async throws

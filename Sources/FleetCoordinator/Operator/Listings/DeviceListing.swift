@@ -3,15 +3,22 @@ import FleetProtocol
 import FleetStore
 import Foundation
 
-/// What operators look at: nodes, devices (live while their node is online, otherwise as
-/// last stored), formats and the next frame. Nothing here changes the fleet.
-extension OperatorHandler {
+/// The fleet as operators see it: nodes and devices, live while their node is online,
+/// otherwise as last stored, dated. Read by the listings and by every device change's reply.
+struct DeviceListing: Sendable {
+    let store: FleetDatabase
+    let agents: any FleetAgents
+    let leases: LeaseKeeper
+    /// Who wants which devices' full-rate frames.
+    let liveFlow: LiveFlowKeeper
+    let clock: CoordinatorClock
+
     func listNodes(into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
         let nodes = try await store.nodes()
         let devices = try await store.devices()
         let revoked = try await store.revokedNodeIDs()
         let storedClocks = try await store.clocks()
-        let live = await control.liveStatus(of: Set(nodes.map(\.id)))
+        let live = await agents.liveStatus(of: Set(nodes.map(\.id)))
         let now = clock.unixMilliseconds()
         var presentDevices: [String: Int] = [:]
         for device in devices where device.present { presentDevices[device.nodeId, default: 0] += 1 }
@@ -47,7 +54,7 @@ extension OperatorHandler {
     ) async throws(StoreError) {
         let rows = try await store.deviceListing(nodeID: nodeID, deviceID: deviceID)
         let formats = withFormats ? try await store.formats(deviceIDs: Set(rows.map(\.device.id))) : [:]
-        let live = await control.liveStatus(of: Set(rows.map(\.device.nodeId)))
+        let live = await agents.liveStatus(of: Set(rows.map(\.device.nodeId)))
         let held = await leases.leases(of: rows.map(\.device.id))
         let consumers = await liveFlow.consumers(of: rows.map(\.device.id))
         var infos: [Capfleet_V1_DeviceInfo] = []
@@ -110,51 +117,5 @@ extension OperatorHandler {
         }
         reply.devices = infos
         reply.status = .ok
-    }
-
-    /// One device in full: its listing plus the descriptor it registered with.
-    func deviceDetails(_ deviceID: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
-        guard let device = try await existingDevice(deviceID, into: &reply) else { return }
-        try await listDevices(nodeID: device.nodeId, only: device.id, into: &reply)
-        if !reply.devices.isEmpty, let node = try await store.node(device.nodeId) { reply.devices[0].encoders = node.hostEncoders.map(\.wire) }
-        if !reply.devices.isEmpty, let optics = try await store.optics(deviceID: device.id) { reply.devices[0].optics = optics.wire }
-        if !reply.devices.isEmpty, let detection = try await store.detection(deviceID: device.id), detection.settings.isOn {
-            reply.devices[0].detection = detection.settings.wire
-        }
-        guard let bytes = try await store.descriptor(deviceID: device.id), !reply.devices.isEmpty else { return }
-        do {
-            reply.devices[0].descriptor = try Capfleet_V1_DeviceDescriptor(serializedBytes: bytes)
-        } catch {
-            // The listing still answers; a stored descriptor that does not decode is damage to report.
-            logger.error("a stored device descriptor does not decode", metadata: ["device.id": "\(device.id)", "error": "\(error)"])
-        }
-    }
-
-    func formats(of deviceID: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
-        guard try await store.device(deviceID) != nil else {
-            let known = try await store.devices().map(\.id)
-            reply.status = .failure(.notFound, "no device \(deviceID); known devices: \(known.isEmpty ? "none" : known.joined(separator: ", "))")
-            return
-        }
-        reply.formats = try await store.formats(deviceID: deviceID).map(\.wire)
-        reply.status = .ok
-    }
-
-    /// The device's next frame to arrive: fresh by construction. Nobody may be watching the
-    /// device, so its flow is woken for as long as the snapshot waits.
-    func nextFrame(of deviceID: String, into reply: inout Capfleet_V1_OperatorReply) async -> [UInt8]? {
-        guard ingest.state(of: deviceID) != nil else {
-            reply.status = .failure(.notFound, "no device \(deviceID) is registered; see capfleet devices")
-            return nil
-        }
-        let ingest = self.ingest
-        guard let frame = await liveFlow.whileWanting(deviceID, { await ingest.nextFrame(of: deviceID, timeout: .seconds(3)) }) else {
-            reply.status = .failure(
-                .notFound, "no frame from device \(deviceID) arrived within 3 s of asking its agent for one: is it streaming? (capfleet watch)")
-            return nil
-        }
-        reply.frameHeader = frame.header
-        reply.status = .ok
-        return frame.payload.array
     }
 }

@@ -2,11 +2,36 @@ import FleetCore
 import FleetProtocol
 import FleetStore
 import Foundation
+import Logging
 
 /// Consent: recorded first (state, history, audit in one transaction), then pushed to the
 /// device's agent, which enforces it from its next frame. An offline agent gets it when it
 /// registers again, and until then enforces what it was last told.
-extension OperatorHandler {
+///
+/// An actor: it holds which change each device's agent is still to be told, so that pushes
+/// to one device go out in order and a superseded one not at all.
+actor ConsentHandler {
+    let store: FleetDatabase
+    let agents: any AgentCommands
+    /// A denial stops the device's part of any take at once.
+    let takes: TakeDirector
+    let events: FleetEvents
+    let clock: CoordinatorClock
+    let logger: Logger
+    /// Which consent change each device's agent is still to be told.
+    var consentRelay = ConsentRelay()
+    /// The last consent push to each device, which the next one waits for.
+    var consentPushes: [String: Task<Capfleet_V1_CommandReply?, Never>] = [:]
+
+    init(store: FleetDatabase, agents: any AgentCommands, takes: TakeDirector, events: FleetEvents, clock: CoordinatorClock, logger: Logger) {
+        self.store = store
+        self.agents = agents
+        self.takes = takes
+        self.events = events
+        self.clock = clock
+        self.logger = logger
+    }
+
     func changeConsent(
         _ query: Capfleet_V1_ChangeConsent, by account: OperatorRecord, actor: String, into reply: inout Capfleet_V1_OperatorReply
     ) async throws(StoreError) {
@@ -14,7 +39,7 @@ extension OperatorHandler {
             reply.status = .failure(.badRequest, "say what to do: grant, deny, revoke or restrict")
             return
         }
-        guard let device = try await existingDevice(query.deviceID, into: &reply) else { return }
+        guard let device = try await store.existingDevice(query.deviceID, into: &reply) else { return }
         let role = OperatorRole(rawValue: account.role) ?? .viewer
         let now = clock.unixMilliseconds()
         let change: ConsentChange
@@ -66,7 +91,7 @@ extension OperatorHandler {
         let turn = Task { () -> Capfleet_V1_CommandReply? in
             _ = await previous?.value
             guard self.consentRelay.shouldPush(changeID, of: device.id) else { return nil }
-            return await self.control.command(command, deviceID: device.id, nodeID: device.nodeId)
+            return await self.agents.command(command, on: device)
         }
         consentPushes[device.id] = turn
         let answer = await turn.value

@@ -3,7 +3,9 @@ import FleetProtocol
 import FleetStore
 import Foundation
 
-extension OperatorHandler {
+/// Time across devices: which frame each device captured at one fleet time, and frames
+/// aligned to one fleet-time grid.
+extension DeviceHandler {
     /// Each device's first frame captured at or after a fleet time, asked of every agent at
     /// once; the reply comes when the last has answered or given up (proto-docs/clock.md).
     func syncCheck(_ query: Capfleet_V1_SyncCheck, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
@@ -17,7 +19,7 @@ extension OperatorHandler {
         }
         var targets: [(deviceID: String, nodeID: String)] = []
         for deviceID in query.deviceIds {
-            guard let device = try await existingDevice(deviceID, into: &reply) else { return }
+            guard let device = try await store.existingDevice(deviceID, into: &reply) else { return }
             targets.append((device.id, device.nodeId))
         }
         let now = clock.fleetNow()
@@ -31,11 +33,11 @@ extension OperatorHandler {
         }
         let patienceMilliseconds: UInt32 = 2000
         let wait = Duration.nanoseconds(Int64(at > now ? at - now : 0)) + .milliseconds(Int(patienceMilliseconds) + 1000)
-        let control = self.control
+        let agents = self.agents
         let entries = await withTaskGroup(of: Capfleet_V1_SyncCheckResult.Entry.self) { group in
             for target in targets {
                 group.addTask {
-                    let answer = await control.command(
+                    let answer = await agents.command(
                         .findFirstFrame(
                             .with {
                                 $0.fleetTimeNs = at
@@ -70,7 +72,7 @@ extension OperatorHandler {
     }
 
     func changeFrameAlignment(
-        _ query: Capfleet_V1_ChangeFrameAlignment, operator who: String,
+        _ query: Capfleet_V1_ChangeFrameAlignment, by who: String,
         into reply: inout Capfleet_V1_OperatorReply
     ) async throws(StoreError) {
         guard !query.deviceIds.isEmpty, query.deviceIds.count <= 64 else {
@@ -79,7 +81,7 @@ extension OperatorHandler {
         }
         var refusals: [String] = []
         for deviceID in query.deviceIds {
-            guard let device = try await existingDevice(deviceID, into: &reply) else { return }
+            guard let device = try await store.existingDevice(deviceID, into: &reply) else { return }
             let allowed = try await underLease(device, who, "device.frame_alignment", into: &reply) { _ throws(StoreError) in
                 if let refusal = try await alignFrames(of: device, enabled: query.enabled, by: who) { refusals.append(refusal) }
             }
@@ -97,13 +99,13 @@ extension OperatorHandler {
     /// One device's alignment, under its lease; the agent's refusal, if it refused.
     private func alignFrames(of device: DeviceRecord, enabled: Bool, by who: String) async throws(StoreError) -> String? {
         // Every device gets the same grid for as long as this coordinator runs.
-        let origin = fleetTime.alignmentGridOrigin
-        let answer = await control.command(
+        let origin = alignmentGridOrigin
+        let answer = await agents.command(
             .setFrameAlignment(
                 .with {
                     $0.enabled = enabled
                     $0.gridOriginFleetNs = origin
-                }), deviceID: device.id, nodeID: device.nodeId)
+                }), on: device)
         let detail = enabled ? "aligned to the fleet-time grid from \(origin)" : "frame alignment off"
         guard answer.status.isOK else {
             try await audit(who, "device.frame_alignment", device.id, outcome: "failed", detail: "\(detail): \(answer.status.reason)")
@@ -112,8 +114,9 @@ extension OperatorHandler {
         // Remembered once the agent took it: pushed again whenever the node registers.
         let now = clock.unixMilliseconds()
         try await store.saveFrameAlignment(
-            FrameAlignmentRecord(deviceId: device.id, enabled: enabled, changedAt: now, changedBy: holder(who)),
-            audit: AuditEntry(at: now, actor: holder(who), action: "device.frame_alignment", target: device.id, outcome: "ok", detail: detail))
+            FrameAlignmentRecord(deviceId: device.id, enabled: enabled, changedAt: now, changedBy: OperatorCaller.holder(who)),
+            audit: AuditEntry(
+                at: now, actor: OperatorCaller.holder(who), action: "device.frame_alignment", target: device.id, outcome: "ok", detail: detail))
         return nil
     }
 }

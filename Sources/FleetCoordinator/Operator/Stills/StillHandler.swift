@@ -4,11 +4,16 @@ import FleetStore
 import FleetSystem
 import Foundation
 
-/// Stills (stills.md): take, list, show, read for export, delete.
-extension OperatorHandler {
+/// Stills (stills.md): take, list, show, read for export, delete. The still director takes
+/// and copies the pictures; this answers the operator.
+struct StillHandler: Sendable {
+    let store: FleetDatabase
+    let stills: StillDirector
+    let clock: CoordinatorClock
+
     func takeStill(_ query: Capfleet_V1_TakeStill, by who: String, into reply: inout Capfleet_V1_OperatorReply) async throws {
         do {
-            let entry = try await stills.take(query, by: holder(who))
+            let entry = try await stills.take(query, by: OperatorCaller.holder(who))
             reply.stills = [Self.info(entry, collecting: true)]
             let failed = entry.devices.filter { $0.state == .failed }
             reply.status =
@@ -50,10 +55,13 @@ extension OperatorHandler {
 
     func deleteStill(_ stillID: String, by who: String, into reply: inout Capfleet_V1_OperatorReply) async throws {
         do {
-            try await stills.delete(stillID, by: holder(who))
+            try await stills.delete(stillID, by: OperatorCaller.holder(who))
             reply.status = .ok
         } catch let refusal as StillRefusal {
-            try await audit(who, "still.delete", stillID, outcome: "refused", detail: refusal.description)
+            try await store.appendAudit(
+                AuditEntry(
+                    at: clock.unixMilliseconds(), actor: OperatorCaller.holder(who), action: "still.delete", target: stillID,
+                    outcome: "refused", detail: refusal.description))
             reply.status = .failure(refusal.code, refusal.description)
         }
     }
@@ -74,7 +82,7 @@ extension OperatorHandler {
             return
         }
         let path = query.sidecar ? (stored as NSString).deletingPathExtension + ".json" : stored
-        await Self.readChunk(of: path, offset: query.offset, length: query.length, into: &reply)
+        await FileChunk.read(of: path, offset: query.offset, length: query.length, into: &reply)
     }
 
     static func info(_ entry: StillEntry, collecting: Bool) -> Capfleet_V1_StillInfo {

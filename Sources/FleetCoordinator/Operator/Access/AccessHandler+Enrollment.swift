@@ -6,7 +6,7 @@ import Foundation
 
 /// The admin's enrollment tokens: made for one node or for many, listed with their uses,
 /// revoked (enrollment.md, "Multi-use tokens").
-extension OperatorHandler {
+extension AccessHandler {
     func createEnrollment(_ query: Capfleet_V1_CreateEnrollment, by who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError)
     {
         let spec: EnrollmentTokenSpec

@@ -1,8 +1,16 @@
 import FleetProtocol
 import FleetStore
 import Foundation
+import Logging
 
-extension OperatorHandler {
+/// `capfleet backup`: consistent snapshots of the fleet database, fetched in chunks; each new
+/// snapshot is audited.
+struct BackupHandler: Sendable {
+    let store: FleetDatabase
+    let backups: DatabaseBackups
+    let clock: CoordinatorClock
+    let logger: Logger
+
     /// A chunk of a consistent snapshot of the fleet database; without an id, a new snapshot.
     func backupDatabase(_ query: Capfleet_V1_BackupDatabase, by caller: String, into reply: inout Capfleet_V1_OperatorReply) async throws {
         let snapshot: DatabaseBackups.Snapshot

@@ -5,7 +5,12 @@ import FleetStore
 
 /// The web dashboard's sign-in links and sessions, asked for over the operator endpoint
 /// (`capfleet dashboard login|sessions|revoke`); the browser side is `DashboardRoutes`.
-extension OperatorHandler {
+struct DashboardAccessHandler: Sendable {
+    let store: FleetDatabase
+    /// Where the dashboard is served: a sign-in link names its port.
+    let ports: Capfleet_V1_CoordinatorEndpoints
+    let clock: CoordinatorClock
+
     func createDashboardSignIn(
         _ query: Capfleet_V1_CreateDashboardSignIn, by account: OperatorRecord, actor: String,
         into reply: inout Capfleet_V1_OperatorReply
@@ -88,60 +93,5 @@ extension OperatorHandler {
             $0.peer = session.peer
             $0.userAgent = session.userAgent
         }
-    }
-}
-
-/// What the dashboard's live feed reads once a tick for every browser: the answers to
-/// listNodes, listDevices and getFleetStats, together.
-extension OperatorHandler {
-    func dashboardFleet() async throws(StoreError) -> Capfleet_V1_OperatorReply {
-        var reply = Capfleet_V1_OperatorReply()
-        try await listNodes(into: &reply)
-        try await listDevices(nodeID: nil, into: &reply)
-        reply.deviceStats = await reporter.deviceStatuses
-        reply.nodeStats = await reporter.nodeStatuses
-        reply.pressure = await reporter.pressureReports
-        reply.status = .ok
-        return reply
-    }
-}
-
-/// The dashboard's full-rate live view of one device.
-extension OperatorHandler {
-    /// Checks the caller may see the device's frames (as `GetLatestFrame`), then wants the
-    /// device's full-rate frames and hands each to `each` until it returns false (the page
-    /// closed) or no frame has come for `patience`. Frames arrive as the agent sends them:
-    /// black while the device's consent is not granted.
-    func watchLive(
-        _ deviceID: String, as caller: OperatorCaller, patience: Duration = .seconds(10),
-        each: @escaping @Sendable (IngestedFrame) async -> Bool
-    ) async -> Capfleet_V1_Status {
-        var reply = Capfleet_V1_OperatorReply()
-        let asked = Capfleet_V1_OperatorRequest.with { $0.getLatestFrame = .with { $0.deviceID = deviceID } }
-        guard await authorize(asked, from: caller, into: &reply) != nil else { return reply.status }
-        guard ingest.state(of: deviceID) != nil else {
-            return .failure(.notFound, "no device \(deviceID) is registered; see capfleet devices")
-        }
-        let ingest = self.ingest
-        let quietLimit = patience
-        let heard = await liveFlow.whileWanting(deviceID, dashboard: true) { () async -> Bool in
-            var heardAny = false
-            var quiet: Duration = .zero
-            while !Task.isCancelled {
-                guard let frame = await ingest.nextFrame(of: deviceID, timeout: .seconds(1)) else {
-                    quiet += .seconds(1)
-                    if quiet >= quietLimit { break }
-                    continue
-                }
-                heardAny = true
-                quiet = .zero
-                guard await each(frame) else { break }
-            }
-            return heardAny
-        }
-        return heard
-            ? .ok
-            : .failure(
-                .unavailable, "no frame from device \(deviceID) arrived within \(patience) of asking its agent: is it streaming? (capfleet watch)")
     }
 }

@@ -1,0 +1,297 @@
+import FleetCore
+import FleetProtocol
+import Foundation
+import Testing
+
+@testable import FleetCoordinator
+@testable import FleetStore
+
+/// The devices handler on an in-memory store with played agents: what it refuses before any
+/// command goes out, what it stores and audits, and how the lease decides who may change.
+@Suite(.timeLimit(.minutes(1))) struct DeviceHandlerTests {
+    @Test func aZoomOutsideTheActiveFormatsRange_isRefusedAndAudited_andNoCommandGoesOut() async throws {
+        let bed = try await OperatorBed()
+        try await bed.lock("cam-1", by: "otto")
+        var reply = Capfleet_V1_OperatorReply()
+        try await bed.handlers.devices.changeZoom(
+            .with {
+                $0.deviceID = "cam-1"
+                $0.factor = 8
+            }, by: "otto", into: &reply)
+        #expect(reply.status.code == .unsupported)
+        #expect(reply.status.reason == "device cam-1: zoom 8x is outside the active format's range 1x-4x")
+        let audit = try await bed.audit("device.zoom")
+        #expect(audit.map(\.outcome) == ["refused"])
+        #expect(audit.first?.actor == "otto")
+        #expect(await bed.agents.sent(to: "cam-1").isEmpty)
+        await bed.close()
+    }
+
+    @Test func aZoomInRange_isCommanded_auditedAndAnsweredWithTheDevice() async throws {
+        let bed = try await OperatorBed()
+        try await bed.lock("cam-1", by: "otto")
+        var reply = Capfleet_V1_OperatorReply()
+        try await bed.handlers.devices.changeZoom(
+            .with {
+                $0.deviceID = "cam-1"
+                $0.factor = 2
+                $0.rampRate = 1
+            }, by: "otto", into: &reply)
+        #expect(reply.status.code == .ok, "\(reply.status)")
+        #expect(reply.zoomFactor == 2)
+        #expect(reply.devices.map(\.deviceID) == ["cam-1"])
+        #expect(try await bed.audit("device.zoom").map(\.detail) == ["ramp to 2x at 1/s"])
+        guard case let .setZoom(sent)? = await bed.agents.sent(to: "cam-1").first else {
+            Issue.record("the agent must be told to zoom")
+            return
+        }
+        #expect(sent.factor == 2 && sent.rampRate == 1)
+        await bed.close()
+    }
+
+    @Test func aRampFasterThanSixteenPowersOfTwo_isABadRequest() async throws {
+        let bed = try await OperatorBed()
+        try await bed.lock("cam-1", by: "otto")
+        var reply = Capfleet_V1_OperatorReply()
+        try await bed.handlers.devices.changeZoom(
+            .with {
+                $0.deviceID = "cam-1"
+                $0.factor = 2
+                $0.rampRate = 17
+            }, by: "otto", into: &reply)
+        #expect(reply.status.code == .badRequest)
+        #expect(reply.status.reason == "a ramp rate is 0 (jump) or up to 16 powers of two per second")
+        await bed.close()
+    }
+
+    @Test func aChangeUnderAnotherOperatorsLease_isRefusedNamingTheHolder_andAudited() async throws {
+        let bed = try await OperatorBed()
+        var locked = Capfleet_V1_OperatorReply()
+        try await bed.handlers.devices.lock(
+            .with {
+                $0.deviceID = "cam-1"
+                $0.seconds = 60
+            }, by: "ana", session: nil, into: &locked)
+        #expect(locked.status.code == .ok, "\(locked.status)")
+        #expect(locked.devices.first?.leaseHolder == "ana")
+
+        var reply = Capfleet_V1_OperatorReply()
+        try await bed.handlers.devices.changeFrameRate(
+            .with {
+                $0.deviceID = "cam-1"
+                $0.framesPerSecond = 10
+            }, by: "otto", into: &reply)
+        #expect(reply.status.code == .permissionDenied)
+        #expect(reply.status.reason.contains("ana"), "\(reply.status.reason)")
+        #expect(try await bed.audit("device.frame_rate").map(\.outcome) == ["refused"])
+        #expect(await bed.agents.sent(to: "cam-1").isEmpty)
+
+        // Once ana lets go, otto's change goes through.
+        var unlocked = Capfleet_V1_OperatorReply()
+        try await bed.handlers.devices.unlock(.with { $0.deviceID = "cam-1" }, by: "ana", into: &unlocked)
+        #expect(unlocked.status.code == .ok)
+        try await bed.lock("cam-1", by: "otto")
+        reply = Capfleet_V1_OperatorReply()
+        try await bed.handlers.devices.changeFrameRate(
+            .with {
+                $0.deviceID = "cam-1"
+                $0.framesPerSecond = 10
+            }, by: "otto", into: &reply)
+        #expect(reply.status.code == .ok, "\(reply.status)")
+        #expect(reply.activeFrameRate == 10)
+        #expect(try await bed.store.device("cam-1")?.activeFrameRate == 10)
+        await bed.close()
+    }
+
+    @Test func aFrameRateOutsideTheActiveFormat_isRefusedWithItsRanges() async throws {
+        let bed = try await OperatorBed()
+        try await bed.lock("cam-1", by: "otto")
+        var reply = Capfleet_V1_OperatorReply()
+        try await bed.handlers.devices.changeFrameRate(
+            .with {
+                $0.deviceID = "cam-1"
+                $0.framesPerSecond = 60
+            }, by: "otto", into: &reply)
+        #expect(reply.status.code == .unsupported)
+        #expect(reply.status.reason == "device cam-1: 60 fps is outside the active format 64x48 YUYV 1-30fps; its ranges: 1-30 fps")
+        #expect(try await bed.audit("device.frame_rate").map(\.outcome) == ["refused"])
+        await bed.close()
+    }
+
+    @Test func aFormatByIndex_isCommandedAndStored_anUnknownPresetIsABadRequest() async throws {
+        let bed = try await OperatorBed()
+        try await bed.lock("cam-1", by: "otto")
+        var reply = Capfleet_V1_OperatorReply()
+        try await bed.handlers.devices.changeFormat(
+            .with {
+                $0.deviceID = "cam-1"
+                $0.formatIndex = 1
+            }, by: "otto", into: &reply)
+        #expect(reply.status.code == .ok, "\(reply.status)")
+        #expect(try await bed.store.device("cam-1")?.activeFormatPosition == 1)
+        #expect(try await bed.audit("device.format").map(\.detail) == ["128x96 MJPG 5-15fps"])
+
+        var preset = Capfleet_V1_OperatorReply()
+        try await bed.handlers.devices.changeFormat(
+            .with {
+                $0.deviceID = "cam-1"
+                $0.preset = "bogus"
+            }, by: "otto", into: &preset)
+        #expect(preset.status.code == .badRequest)
+        #expect(preset.status.reason.hasPrefix("no preset bogus; presets: "))
+        await bed.close()
+    }
+
+    @Test func aRequestForAnUnknownDevice_isNotFoundPointingAtTheListing() async throws {
+        let bed = try await OperatorBed()
+        var reply = Capfleet_V1_OperatorReply()
+        try await bed.handlers.devices.changeFocus(.with { $0.deviceID = "cam-9" }, by: "otto", into: &reply)
+        #expect(reply.status.code == .notFound)
+        #expect(reply.status.reason == "no device cam-9; see capfleet devices")
+        await bed.close()
+    }
+
+    @Test func aDropRecoveryPolicyForAnOfflineNode_isStoredAndSaysWhenItArrives() async throws {
+        let bed = try await OperatorBed(online: false)
+        try await bed.lock("cam-2", by: "otto")
+        var reply = Capfleet_V1_OperatorReply()
+        try await bed.handlers.devices.setDropRecovery(
+            .with {
+                $0.deviceID = "cam-2"
+                $0.policy = .with {
+                    $0.enabled = true
+                    $0.minimumFps = 5
+                }
+            }, by: "otto", into: &reply)
+        #expect(reply.status.code == .ok)
+        #expect(reply.status.reason == "stored; node node-a is offline and gets the policy when it registers")
+        #expect(reply.devices.first?.dropRecovery.enabled == true)
+        let audit = try await bed.audit("device.policy")
+        #expect(audit.map(\.outcome) == ["ok"])
+        #expect(audit.first?.detail.hasPrefix("drop recovery on: down to 5 fps") == true)
+        #expect(await bed.agents.sent(to: "cam-2").isEmpty)
+        await bed.close()
+    }
+
+    @Test func aPressurePolicyBelowFair_orWithoutARate_isABadRequest() async throws {
+        let bed = try await OperatorBed()
+        try await bed.lock("cam-1", by: "otto")
+        var nominal = Capfleet_V1_OperatorReply()
+        try await bed.handlers.devices.changePressurePolicy(
+            .with {
+                $0.deviceID = "cam-1"
+                $0.policy = .with {
+                    $0.enabled = true
+                    $0.level = .nominal
+                    $0.frameRate = 5
+                }
+            }, by: "otto", into: &nominal)
+        #expect(nominal.status.code == .badRequest)
+        #expect(nominal.status.reason == "a pressure policy acts at fair, serious, critical or shutdown")
+        var rateless = Capfleet_V1_OperatorReply()
+        try await bed.handlers.devices.changePressurePolicy(
+            .with {
+                $0.deviceID = "cam-1"
+                $0.policy = .with {
+                    $0.enabled = true
+                    $0.level = .serious
+                }
+            }, by: "otto", into: &rateless)
+        #expect(rateless.status.reason == "a pressure policy needs the frame rate to hold the device to (above 0)")
+        #expect(try await bed.audit("device.policy").isEmpty)
+        await bed.close()
+    }
+
+    @Test func aPressurePolicyOnline_isStoredThenPushed() async throws {
+        let bed = try await OperatorBed()
+        try await bed.lock("cam-1", by: "otto")
+        var reply = Capfleet_V1_OperatorReply()
+        try await bed.handlers.devices.changePressurePolicy(
+            .with {
+                $0.deviceID = "cam-1"
+                $0.policy = .with {
+                    $0.enabled = true
+                    $0.level = .serious
+                    $0.frameRate = 5
+                }
+            }, by: "otto", into: &reply)
+        #expect(reply.status.code == .ok, "\(reply.status)")
+        #expect(try await bed.audit("device.policy").map(\.outcome) == ["ok"])
+        #expect(try await bed.audit("device.policy.push").map(\.outcome) == ["ok"])
+        guard case .setPressurePolicy? = await bed.agents.sent(to: "cam-1").first else {
+            Issue.record("the agent must be told the policy")
+            return
+        }
+        await bed.close()
+    }
+
+    @Test func frameAlignmentAnAgentRefuses_isOKWithItsReason_andAuditedAsFailed() async throws {
+        let bed = try await OperatorBed()
+        try await bed.lock("cam-1", by: "otto")
+        try await bed.lock("cam-2", by: "otto")
+        await bed.agents.refuse("cam-2", reason: "the driver has no frame interval control")
+        var reply = Capfleet_V1_OperatorReply()
+        try await bed.handlers.devices.changeFrameAlignment(
+            .with {
+                $0.deviceIds = ["cam-1", "cam-2"]
+                $0.enabled = true
+            }, by: "otto", into: &reply)
+        #expect(reply.status.code == .ok)
+        #expect(reply.status.reason == "cam-2: the driver has no frame interval control")
+        let audit = try await bed.audit("device.frame_alignment")
+        #expect(audit.map(\.target) == ["cam-1", "cam-2"])
+        #expect(audit.map(\.outcome) == ["ok", "failed"])
+        #expect(audit.first?.detail == "aligned to the fleet-time grid from 1700000000000000000")
+        await bed.close()
+    }
+
+    @Test func aSyncCheck_namesNoDevicesIsABadRequest_andReportsWhoDidNotAnswer() async throws {
+        let bed = try await OperatorBed()
+        var none = Capfleet_V1_OperatorReply()
+        try await bed.handlers.devices.syncCheck(.init(), into: &none)
+        #expect(none.status.code == .badRequest)
+        #expect(none.status.reason == "name the devices to compare")
+
+        // The played agents answer OK without a frame: neither counts as answered.
+        var reply = Capfleet_V1_OperatorReply()
+        try await bed.handlers.devices.syncCheck(.with { $0.deviceIds = ["cam-2", "cam-1"] }, into: &reply)
+        #expect(reply.status.code == .ok)
+        #expect(reply.status.reason == "2 of 2 devices did not answer")
+        #expect(reply.syncCheck.entries.map(\.deviceID) == ["cam-2", "cam-1"])
+        await bed.close()
+    }
+
+    @Test func detectionAnAgentRefuses_isItsRefusal_andNothingIsStored() async throws {
+        let bed = try await OperatorBed()
+        try await bed.lock("cam-1", by: "otto")
+        await bed.agents.refuse("cam-1", reason: "no barcode scanner on this host")
+        var reply = Capfleet_V1_OperatorReply()
+        try await bed.handlers.devices.changeDetection(
+            .with {
+                $0.deviceID = "cam-1"
+                $0.settings = .with { $0.codes = ["qr"] }
+            }, by: "otto", into: &reply)
+        #expect(reply.status.code == .unsupported)
+        #expect(reply.status.reason == "no barcode scanner on this host")
+        #expect(try await bed.store.detection(deviceID: "cam-1") == nil)
+        #expect(try await bed.audit("device.detection").map(\.outcome) == ["failed"])
+        await bed.close()
+    }
+
+    @Test func optics_areStoredAndAuditedWithoutALease() async throws {
+        let bed = try await OperatorBed()
+        var locked = Capfleet_V1_OperatorReply()
+        try await bed.handlers.devices.lock(.with { $0.deviceID = "cam-1" }, by: "ana", session: nil, into: &locked)
+        var reply = Capfleet_V1_OperatorReply()
+        try await bed.handlers.devices.setDeviceOptics(
+            .with {
+                $0.deviceID = "cam-1"
+                $0.optics = .with { $0.fieldOfViewDegrees = 70 }
+            }, by: "otto", into: &reply)
+        #expect(reply.status.code == .ok, "\(reply.status)")
+        #expect(reply.optics.changedBy == "otto")
+        #expect(try await bed.store.optics(deviceID: "cam-1")?.optics.fieldOfViewDegrees == 70)
+        #expect(try await bed.audit("device.optics").map(\.actor) == ["otto"])
+        await bed.close()
+    }
+}
