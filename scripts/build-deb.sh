@@ -33,7 +33,6 @@ install -D -m 0644 deploy/coordinator.conf "$stage/etc/capfleet/coordinator.conf
 install -D -m 0644 deploy/agent.conf "$stage/etc/capfleet/agent.conf"
 install -D -m 0644 deploy/debian/copyright "$stage/usr/share/doc/capfleet/copyright"
 install -D -m 0644 README.md "$stage/usr/share/doc/capfleet/README.md"
-install -D -m 0644 deploy/debian/capfleet.lintian-overrides "$stage/usr/share/lintian/overrides/capfleet"
 # capfleet(1) and a page per subcommand, and the bash, zsh and fish completions, from the binary.
 # Dated by the last commit, so that the same source builds the same pages.
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
