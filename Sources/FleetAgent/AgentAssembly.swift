@@ -1,4 +1,5 @@
 import FleetBus
+import FleetCore
 import FleetDaemon
 import FleetHost
 import FleetProtocol
@@ -21,6 +22,24 @@ struct AgentAssembly: Sendable {
     let parts: [any Service]
 }
 
+/// What the agent's command handling uses, made once in `assemble` and never changed after:
+/// the handlers are given these, so no part is looked up in a box that might still be empty.
+struct AgentParts: Sendable {
+    let clock: ClockSync
+    let recorder: RecordSender
+    let takeStore: AgentTakeStore
+    let encoders: TakeEncoders
+    let stills: StillWriter
+    let monitor: PressureMonitor?
+
+    /// The node's pressure level now, and its factors, for policies applied between changes.
+    var pressure: PressureReading {
+        guard let report = monitor?.latest, let level = PressureLevel(wire: report.level) else { return .nominal }
+        let factors = report.factors.map { "\($0.factor) \(PressureLevel(wire: $0.level)?.description ?? "?")" }.joined(separator: ", ")
+        return PressureReading(level: level, detail: "\(level)" + (factors.isEmpty ? "" : " (\(factors))"))
+    }
+}
+
 extension AgentService {
     func assemble(credentials: AgentCredentials, takeStore: AgentTakeStore, encoders: TakeEncoders) throws -> AgentAssembly {
         // Encrypting frames must never hold up a heartbeat: frames and control on separate I/O threads.
@@ -40,27 +59,24 @@ extension AgentService {
         let recorder = try RecordSender(
             context: context, coordinatorKey: credentials.coordinatorKey, keys: credentials.keys,
             limits: configuration.recordSpoolLimits, agentInstance: agentInstance, logger: logger)
-        self.recorder.withLock { $0 = recorder }
-        self.takeStore.withLock { $0 = takeStore }
         let stills = StillWriter(directory: configuration.recordingSettings.directory + "/stills")
-        stillWriter.withLock { $0 = stills }
         let recordings = try AgentRecordingsLink(
             context: context, coordinatorKey: credentials.coordinatorKey, keys: credentials.keys,
             store: takeStore, stills: stills, agentInstance: agentInstance,
             consentAllows: { [consentBook] deviceID in consentBook.state(of: deviceID).allowsRealFrames },
             logger: logger)
-        let monitor = configuration.pressureEnabled ? makePressureMonitor(publisher: publisher) : nil
-        self.monitor.withLock { $0 = monitor }
+        let monitor = configuration.pressureEnabled ? makePressureMonitor(publisher: publisher, encoders: encoders) : nil
+        let agentParts = AgentParts(clock: clock, recorder: recorder, takeStore: takeStore, encoders: encoders, stills: stills, monitor: monitor)
         let (revocations, revoke) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(1))
         let handlers = ControlHandlers(
-            hello: { [self] in hello(name: credentials.nodeName) },
+            hello: { [self] in hello(name: credentials.nodeName, encoders: encoders) },
             status: { [self] in
                 evaluateDropRecovery()
-                var report = status(publisher: publisher)
+                var report = status(publisher: publisher, monitor: monitor)
                 report.clock = clock.wire
                 return report
             },
-            command: { [self] command in execute(command, clock: clock) },
+            command: { [self] command in execute(command, parts: agentParts) },
             registered: { [self] port, clockPort, recordPort in
                 publisher.connect(to: configuration.ingestEndpoint(port: port))
                 if recordPort != 0 {

@@ -8,7 +8,8 @@ import Foundation
 /// rate, zoom, focus, rate policies) is queued on the device's own thread and answered
 /// from there once done, so the control thread never waits on an ioctl.
 extension AgentService {
-    func execute(_ command: Capfleet_V1_Command, clock: ClockSync) -> Capfleet_V1_CommandReply? {
+    func execute(_ command: Capfleet_V1_Command, parts: AgentParts) -> Capfleet_V1_CommandReply? {
+        let clock = parts.clock
         guard let stream = sources.first(where: { $0.deviceID == command.deviceID }) else {
             return .with {
                 $0.commandID = command.commandID
@@ -20,7 +21,7 @@ extension AgentService {
         case let .findFirstFrame(request)?:
             return findFirstFrame(request, commandID: command.commandID, on: stream, clock: clock)
         case let .captureStill(request)?:
-            return captureStill(request, commandID: command.commandID, on: stream, clock: clock)
+            return captureStill(request, commandID: command.commandID, on: stream, parts: parts)
         case let .setDetection(request)?:
             return setDetection(request, command: command, on: stream)
         case let .setFrameAlignment(request)?:
@@ -42,7 +43,7 @@ extension AgentService {
         case let .setRecording(request)? where !request.take.isEmpty:
             return .with {
                 $0.commandID = command.commandID
-                $0.status = record(request, on: stream, clock: clock)
+                $0.status = record(request, on: stream, parts: parts)
             }
         case let .setRecording(request)?:
             stream.markRecording(request.recording)
@@ -68,7 +69,7 @@ extension AgentService {
             }
             change = .zoom(request.cancel ? .cancel : request.rampRate > 0 ? .ramp(to: request.factor, rate: request.rampRate) : .set(request.factor))
         }
-        stream.reconfigure(change, pressure: { [self] in currentPressure }) { [self] result in
+        stream.reconfigure(change, pressure: { parts.pressure }) { [self] result in
             let status: Capfleet_V1_Status
             switch result {
             case .success:
@@ -163,10 +164,8 @@ extension AgentService {
 
     /// A take begins or ends for the device: its frames from `start_fleet_ns` on go on the
     /// recording path until `stop_fleet_ns`.
-    private func record(_ request: Capfleet_V1_SetRecording, on stream: CameraStream, clock: ClockSync) -> Capfleet_V1_Status {
-        guard let recorder = recorder.withLock({ $0 }), let takeStore = takeStore.withLock({ $0 }) else {
-            return .failure(.unavailable, "the agent is still starting")
-        }
+    private func record(_ request: Capfleet_V1_SetRecording, on stream: CameraStream, parts: AgentParts) -> Capfleet_V1_Status {
+        let (clock, recorder, takeStore) = (parts.clock, parts.recorder, parts.takeStore)
         let deviceID = stream.deviceID
         if request.recording {
             guard clock.latest.estimate != nil else {
@@ -189,8 +188,8 @@ extension AgentService {
             } else {
                 path = recorder
             }
-            if let encoding = TakeEncoding(wire: request.encoding), encoding.codec != .raw, let encoders = encoders.withLock({ $0 }) {
-                path = encoders.path(
+            if let encoding = TakeEncoding(wire: request.encoding), encoding.codec != .raw {
+                path = parts.encoders.path(
                     for: TakeDeviceKey(takeID: request.take, deviceID: deviceID), encoding: encoding, takeStart: request.startFleetNs,
                     segmentSeconds: Int(request.segmentSeconds), frameRate: stream.source.activeFrameRate, downstream: path,
                     stream: stream)

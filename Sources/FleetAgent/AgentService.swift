@@ -24,15 +24,6 @@ public final class AgentService: Service, Sendable {
     let logger: Logger
     /// The control channel once run() has opened it: device events and late replies go there.
     let control: ControlMailbox
-    let monitor = Mutex<PressureMonitor?>(nil)
-    /// Set once in run(): the recording path.
-    let recorder = Mutex<RecordSender?>(nil)
-    /// Set once in run(): takes written on this host.
-    let takeStore = Mutex<AgentTakeStore?>(nil)
-    /// Set once in run(): the encoders of encoded takes, and which this host has.
-    let encoders = Mutex<TakeEncoders?>(nil)
-    /// Set once in run(): stills' pictures written on this host.
-    let stillWriter = Mutex<StillWriter?>(nil)
     let wallClock: WallClock
     /// Frames and drops of all devices at the last pressure sample, for the drop rate.
     private let lastLoad = Mutex<(frames: UInt64, drops: DropTally, detection: DetectionTally)>((0, DropTally(), DetectionTally()))
@@ -100,7 +91,6 @@ public final class AgentService: Service, Sendable {
                 threads: configuration.encoderThreads,
                 preset: configuration.encoderPreset),
             logger: logger)
-        self.encoders.withLock { $0 = encoders }
         let assembly = try assemble(credentials: credentials, takeStore: takeStore, encoders: encoders)
         logger.info(
             "agent started",
@@ -151,7 +141,7 @@ public final class AgentService: Service, Sendable {
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    func hello(name enrolledName: String) -> Capfleet_V1_Hello {
+    func hello(name enrolledName: String, encoders: TakeEncoders) -> Capfleet_V1_Hello {
         .with {
             $0.protocolVersion = WireDefaults.protocolMajor
             $0.protocolMinor = WireDefaults.protocolMinor
@@ -169,7 +159,7 @@ public final class AgentService: Service, Sendable {
                 descriptor.activeMinFrameRate = source.activeFrameRateRange.minFramesPerSecond
                 return descriptor
             }
-            $0.encoders = (encoders.withLock { $0 }?.catalog.encoders ?? []).map { choice in
+            $0.encoders = encoders.catalog.encoders.map { choice in
                 .with {
                     $0.codec = choice.codec.wire
                     $0.name = choice.name
@@ -180,13 +170,13 @@ public final class AgentService: Service, Sendable {
         }
     }
 
-    func status(publisher: FramePublisher) -> Capfleet_V1_AgentStatus {
+    func status(publisher: FramePublisher, monitor: PressureMonitor?) -> Capfleet_V1_AgentStatus {
         .with {
             $0.nodeID = identity.nodeID
             $0.devices = sources.map(\.counters)
             $0.sendQueueDepth = UInt32(publisher.queueDepth)
             $0.sendQueueCapacity = UInt32(publisher.queueCapacity)
-            if let report = monitor.withLock({ $0 })?.latest { $0.pressure = report }
+            if let report = monitor?.latest { $0.pressure = report }
         }
     }
 
@@ -196,14 +186,7 @@ public final class AgentService: Service, Sendable {
         for stream in sources { stream.endDropInterval() }
     }
 
-    /// The node's pressure level now, and its factors, for policies applied between changes.
-    var currentPressure: PressureReading {
-        guard let report = monitor.withLock({ $0 })?.latest, let level = PressureLevel(wire: report.level) else { return .nominal }
-        let factors = report.factors.map { "\($0.factor) \(PressureLevel(wire: $0.level)?.description ?? "?")" }.joined(separator: ", ")
-        return PressureReading(level: level, detail: "\(level)" + (factors.isEmpty ? "" : " (\(factors))"))
-    }
-
-    func makePressureMonitor(publisher: FramePublisher) -> PressureMonitor {
+    func makePressureMonitor(publisher: FramePublisher, encoders: TakeEncoders) -> PressureMonitor {
         let disks = configuration.watchedDisks.isEmpty ? [configuration.stateDirectory] : configuration.watchedDisks
         return PressureMonitor(
             sampler: PressureSampler(root: configuration.pressureRoot, disks: disks), thresholds: configuration.pressureThresholds,
@@ -227,7 +210,7 @@ public final class AgentService: Service, Sendable {
                 // The fuller of the send queue and the take encoders' queues: an encoder falling
                 // behind strains the host as a slow network does.
                 let sendFill = publisher.queueCapacity > 0 ? Double(publisher.queueDepth) / Double(publisher.queueCapacity) : 0
-                let encoderFill = encoders.withLock { $0 }?.queueFill ?? 0
+                let encoderFill = encoders.queueFill
                 return AgentLoad(
                     drops: sane, frames: frames >= lastFrames ? frames - lastFrames : 0, queueFill: max(sendFill, encoderFill),
                     detection: detection.since(lastDetection))

@@ -8,8 +8,9 @@ import Foundation
 extension AgentService {
     func captureStill(
         _ request: Capfleet_V1_CaptureStill, commandID: UInt64, on stream: CameraStream,
-        clock: ClockSync
+        parts: AgentParts
     ) -> Capfleet_V1_CommandReply? {
+        let (clock, writer) = (parts.clock, parts.stills)
         @Sendable func reply(_ status: Capfleet_V1_Status, _ still: Capfleet_V1_StillCaptured? = nil) -> Capfleet_V1_CommandReply {
             .with {
                 $0.commandID = commandID
@@ -17,7 +18,6 @@ extension AgentService {
                 if let still { $0.still = still }
             }
         }
-        guard let writer = stillWriter.withLock({ $0 }) else { return reply(.failure(.unavailable, "the agent is still starting")) }
         guard StillWriter.isSafeName(request.stillID) else {
             return reply(.failure(.badRequest, "still id \(request.stillID) cannot name a directory"))
         }
@@ -42,7 +42,7 @@ extension AgentService {
         let logger = self.logger, control = self.control
         stream.takeStill(
             at: request.fleetTimeNs, request: stillRequest, patience: patience, clock: clock,
-            pressure: { [self] in currentPressure }
+            pressure: { parts.pressure }
         ) { taken in
             switch taken {
             case let .failure(failure):
