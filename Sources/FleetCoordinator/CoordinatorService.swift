@@ -60,13 +60,9 @@ public struct CoordinatorEndpoints: Sendable {
 
 public enum CoordinatorError: Error, CustomStringConvertible {
     case portInUse(endpoint: String, port: UInt16)
-    /// Asked of a part that is not open yet (the coordinator is still starting).
-    case starting
 
     public var description: String {
         switch self {
-        case .starting:
-            "the coordinator is still starting: ask again in a moment"
         case let .portInUse(endpoint, port):
             "cannot bind the \(endpoint) endpoint: port \(port) is in use. Is another coordinator (or `capfleet dev`) running? Stop it, or choose other ports in the configuration."
         }

@@ -63,6 +63,16 @@ public final class WebServer: Sendable {
         try await start(host: host, port: port, tls: tls, protocols: .http1WebSocketUpgrade(webSocketRouter: router), router: router, logger: logger)
     }
 
+    /// The same on a port held since before the router was made: the server binds it
+    /// alongside the reservation, which its holder then lets go.
+    public static func start<Context: WebSocketRequestContext & RequestContext>(
+        on reservation: HTTPPortReservation, tls: TLSFiles? = nil, router: Router<Context>, logger: Logger
+    )
+        async throws(WebServerError) -> WebServer where Context.Source == ApplicationRequestContextSource
+    {
+        try await start(host: reservation.host, port: reservation.port, tls: tls, router: router, logger: logger)
+    }
+
     private static func start<Context: RequestContext>(
         host: String, port: UInt16, tls: TLSFiles?, protocols: HTTPServerBuilder,
         router: Router<Context>, logger: Logger

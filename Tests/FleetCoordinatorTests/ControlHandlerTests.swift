@@ -144,7 +144,7 @@ struct ControlBed {
             clock: CoordinatorClock(
                 fleetNow: { fleetTime.now() }, unixMilliseconds: { Date().unixMilliseconds },
                 monotonicNow: { time.now }),
-            logger: logger)
+            nodeEvents: NodeEventFeed(), recordPort: 0, logger: logger)
         self.control = control
         serving = Task { await control.serve() }
         closers = [{ endpoint.stop() }, { ingest.stop() }, { alerts.stop() }, { telemetry.stop() }, { zap.stop() }]

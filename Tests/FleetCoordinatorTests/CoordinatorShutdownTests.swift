@@ -16,6 +16,8 @@ import Testing
         "recording housekeeper", "live frame leases", "dashboard live feed", "telemetry reporter", "node liveness",
         // No new request reaches the takes or the agents…
         "operator endpoint", "control endpoint",
+        // What reads the control dialog's node events ends after it…
+        "live flow's node events", "detections", "takes' node events",
         // …then the takes finish their open segments while frames still arrive for them.
         "takes", "agent-held stills", "agent-held takes", "record endpoint",
         // Collect's copies end once no chunk can come.
@@ -23,7 +25,9 @@ import Testing
         // The dashboard's live connections and views end before the HTTP server, which waits for them.
         "frame ingest", "clock endpoint", "dashboard live views", "metrics endpoint", "alert delivery",
         // Counters stored once ingest has stopped counting, before telemetry closes.
-        "stored counters", "telemetry endpoint",
+        "stored counters",
+        // Refusals are published and audited until telemetry closes.
+        "refusal reports", "telemetry endpoint",
         // Last: with every endpoint closed nothing slips in while no handler is bound.
         "ZAP handler",
     ]
@@ -36,6 +40,7 @@ import Testing
             operatorPort: 0, telemetryPort: 0, metricsPort: 0)
         configuration.clockPort = 0
         configuration.recordPort = 0
+        configuration.livePort = 0
         let log = InMemoryLogHandler()
         var logger = Logger(label: "capfleet.test") { _ in log }
         logger.logLevel = .debug

@@ -138,7 +138,7 @@ struct DirectorBed {
         let counter = Atomic<Int>(0)
         director = TakeDirector(
             store: store, agents: agents, writers: TakeWriters(), events: events, clock: clock,
-            configuration: configuration, logger: Logger(label: "test"), sendRecordDown: { _, _ in },
+            configuration: configuration, logger: Logger(label: "test"), links: AgentRecordLinks(desk: AgentRecordingsDesk(), send: { _, _ in }),
             currentPixelFormat: { _ in "YUYV" },
             makeTakeID: { "take-\(counter.add(1, ordering: .relaxed).newValue)" })
     }

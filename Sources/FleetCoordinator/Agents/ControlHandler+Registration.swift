@@ -286,14 +286,9 @@ extension ControlHandler {
             // Policies and frame alignment live in the coordinator: a restarted agent gets them again.
             let nodeID = hello.nodeID
             let deviceIDs = hello.devices.map(\.deviceID)
-            let takesRegistered = self.takesRegistered
-            let liveFlow = self.liveFlow
-            Task {
-                // A new agent process wants no device's frames until told: it hears its set now.
-                await liveFlow?.registered(nodeID: nodeID, deviceIDs: deviceIDs)
-                await self.pushPolicies(nodeID: nodeID, deviceIDs: deviceIDs)
-                await takesRegistered?(nodeID)
-            }
+            // Live flow tells it which devices' frames are wanted; takes, which parts it records.
+            nodeEvents.publish(.registered(nodeID: nodeID, deviceIDs: deviceIDs))
+            Task { await self.pushPolicies(nodeID: nodeID, deviceIDs: deviceIDs) }
         } catch {
             logger.error("registration failed", metadata: ["node.id": "\(hello.nodeID)", "error": "\(error)"])
             answer(

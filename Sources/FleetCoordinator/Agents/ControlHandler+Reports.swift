@@ -27,10 +27,12 @@ extension ControlHandler {
         logger.notice(
             "device event", metadata: ["node.id": "\(nodeID)", "device.id": "\(event.deviceID)", "event": "\(action)", "detail": "\(detail)"])
         events.emit(kind, nodeID: nodeID, deviceID: event.deviceID, message: detail)
-        if kind != .unspecified, let takesDeviceEvent {
+        if kind != .unspecified {
             // The take's timed metadata names the event as its telemetry topic does.
-            await takesDeviceEvent(
-                event.deviceID, kind == .deviceInterrupted ? "interrupted" : kind == .deviceResumed ? "resumed" : kind.topicSuffix, detail)
+            nodeEvents.publish(
+                .device(
+                    deviceID: event.deviceID,
+                    kind: kind == .deviceInterrupted ? "interrupted" : kind == .deviceResumed ? "resumed" : kind.topicSuffix, detail: detail))
         }
         if kind == .deviceInterrupted { alerts.deviceInterrupted(event.deviceID, nodeID: nodeID, message: "interrupted: \(detail)") }
         do {

@@ -37,22 +37,19 @@ actor ControlHandler: AgentCommands {
     var lastStatus: [String: Capfleet_V1_AgentStatus] = [:]
     /// Who waits for each command in flight; the book says when and how it is answered.
     private var waiting: [UInt64: CheckedContinuation<Capfleet_V1_CommandReply, Never>] = [:]
-    /// The recordings' director hears of registrations and nodes gone silent.
-    var takesRegistered: (@Sendable (String) async -> Void)?
-    var takesOffline: (@Sendable (String) async -> Void)?
-    var takesDeviceEvent: (@Sendable (String, String, String) async -> Void)?
+    /// Where registrations, nodes gone silent, device events and detections are told: takes,
+    /// live flow and detections read it.
+    let nodeEvents: NodeEventFeed
     /// The recording path's bound port, for WELCOME.
-    var recordPort: UInt16 = 0
-    /// Hears of registrations, to tell a node which of its devices' frames are wanted.
-    var liveFlow: LiveFlowKeeper?
-    /// Where agents' detection reports go, once the assembly has made it.
-    var detections: DetectionRelay?
+    let recordPort: UInt16
 
     init(
         configuration: CoordinatorConfiguration, store: FleetDatabase, endpoint: RouterEndpoint, arrivals: ArrivalLedger, ingest: FrameIngest,
         events: FleetEvents, alerts: AlertCenter, rejections: RejectionCounter, gate: AccessGate, coordinatorID: String,
-        fleetTime: FleetTimeSource, clock: CoordinatorClock, logger: Logger
+        fleetTime: FleetTimeSource, clock: CoordinatorClock, nodeEvents: NodeEventFeed, recordPort: UInt16, logger: Logger
     ) {
+        self.nodeEvents = nodeEvents
+        self.recordPort = recordPort
         self.fleetTime = fleetTime
         self.clock = clock
         self.alerts = alerts
@@ -80,21 +77,6 @@ actor ControlHandler: AgentCommands {
         for nodeID in nodeIDs where book.isOnline(nodeID) { live[nodeID] = lastStatus[nodeID] ?? Capfleet_V1_AgentStatus() }
         return live
     }
-
-    func followTakes(
-        recordPort: UInt16, registered: @escaping @Sendable (String) async -> Void, offline: @escaping @Sendable (String) async -> Void,
-        deviceEvent: @escaping @Sendable (_ deviceID: String, _ kind: String, _ detail: String) async -> Void
-    ) {
-        self.recordPort = recordPort
-        takesDeviceEvent = deviceEvent
-        takesRegistered = registered
-        takesOffline = offline
-    }
-
-    func followLiveFlow(_ keeper: LiveFlowKeeper) { liveFlow = keeper }
-
-    /// Where detection reports go (telemetry, takes).
-    func followDetections(_ relay: DetectionRelay) { detections = relay }
 
     /// Tells an online node which of its devices' full-rate frames are wanted; an offline one
     /// hears it when it registers.
@@ -230,7 +212,7 @@ actor ControlHandler: AgentCommands {
                 refuse(routed, .wrongIdentity, "node \(nodeID) sent detections for device \(report.deviceID), which is not its own")
                 return
             }
-            await detections?.received(report)
+            nodeEvents.publish(.detection(report))
         case nil:
             refuse(routed, .unknownMessage, "the AgentMessage carries no body this coordinator knows")
         }
@@ -299,7 +281,7 @@ actor ControlHandler: AgentCommands {
         answerInNodesPlace(actions)
         for case let .wentOffline(nodeID) in actions {
             logger.warning("node went offline", metadata: ["node.id": "\(nodeID)"])
-            if let takesOffline { Task { await takesOffline(nodeID) } }
+            nodeEvents.publish(.offline(nodeID: nodeID))
             do {
                 try await store.setNodeOnline(nodeID, online: false, at: clock.unixMilliseconds())
             } catch {

@@ -8,14 +8,15 @@ import Synchronization
 public final class RejectionCounter: Sendable {
     private let ledger = Mutex(RejectionLedger())
     private let logger: Logger
-    private let onLogged: @Sendable (_ endpoint: String, _ reason: InputRejection, _ peer: String, _ detail: String) -> Void
+    /// The refusals logged, for the part that publishes and audits them (one stream: the seam).
+    /// At most one a minute per endpoint, reason and peer, so a bounded buffer loses none
+    /// but a flood's.
+    let logged: AsyncStream<LoggedRejection>
+    private let loggedSink: AsyncStream<LoggedRejection>.Continuation
 
-    public init(
-        logger: Logger,
-        onLogged: @escaping @Sendable (_ endpoint: String, _ reason: InputRejection, _ peer: String, _ detail: String) -> Void = { _, _, _, _ in }
-    ) {
+    public init(logger: Logger) {
         self.logger = logger
-        self.onLogged = onLogged
+        (logged, loggedSink) = AsyncStream.makeStream(of: LoggedRejection.self, bufferingPolicy: .bufferingNewest(1_000))
     }
 
     func reject(endpoint: String, reason: InputRejection, peer: String, detail: String = "") {
@@ -26,8 +27,11 @@ public final class RejectionCounter: Sendable {
             metadata: [
                 "endpoint": "\(endpoint)", "reason": "\(reason.rawValue)", "peer": "\(peer)", "detail": "\(detail)",
             ])
-        onLogged(endpoint, reason, peer, detail)
+        loggedSink.yield(LoggedRejection(endpoint: endpoint, reason: reason, peer: peer, detail: detail))
     }
+
+    /// No more refusals are told (the coordinator is stopping).
+    func finishTelling() { loggedSink.finish() }
 
     /// Counting goes on from the totals a previous run stored.
     public func resume(from stored: [RejectionTotal]) {
@@ -37,4 +41,12 @@ public final class RejectionCounter: Sendable {
     public var counts: [(endpoint: String, reason: String, count: UInt64)] {
         ledger.withLock { $0.counts }.sorted { $0.key < $1.key }.map { ($0.key.endpoint, $0.key.reason, $0.value) }
     }
+}
+
+/// A refusal as the counter logged it.
+struct LoggedRejection: Sendable {
+    let endpoint: String
+    let reason: InputRejection
+    let peer: String
+    let detail: String
 }

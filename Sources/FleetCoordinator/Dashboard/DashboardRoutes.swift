@@ -17,8 +17,8 @@ import SwiftProtobuf
 /// dashboard" in the audit log.
 struct DashboardRoutes: Sendable {
     let store: FleetDatabase
-    /// Set once the coordinator's parts are all open; until then the door answers 503.
-    let operators: LateBound<OperatorRouter>
+    /// The operator door every dashboard request goes through.
+    let operators: OperatorRouter
     /// The live updates every signed-in page listens to, one WebSocket each.
     let feed: DashboardLiveFeed
     /// Full-rate frames to JPEGs for the camera page's live view.
@@ -185,9 +185,7 @@ struct DashboardRoutes: Sendable {
                 #"{"status":{"code":"STATUS_CODE_BAD_REQUEST","message":"not an OperatorRequest in protobuf's JSON mapping"}}"#,
                 status: .badRequest)
         }
-        guard let handler = operators.value else {
-            return Self.json(Self.statusJSON("STATUS_CODE_UNAVAILABLE", "the coordinator is starting"), status: .serviceUnavailable)
-        }
+        let handler = operators
         let (reply, _) = await handler.answer(
             asked, from: OperatorCaller(name: name, channel: .dashboard, peer: Self.peer(context), account: account))
         return Self.json(try reply.jsonString())
@@ -199,7 +197,7 @@ struct DashboardRoutes: Sendable {
         guard case let .allowed(name, _) = verdict else { return refusal(verdict, context: context) }
         let device = try context.parameters.require("device")
         let asked = Capfleet_V1_OperatorRequest.with { $0.getPreview = .with { $0.deviceID = device } }
-        guard let handler = operators.value else { return Response(status: .serviceUnavailable) }
+        let handler = operators
         let (reply, _) = await handler.answer(
             asked, from: OperatorCaller(name: name, channel: .dashboard, peer: Self.peer(context), account: account))
         guard reply.status.code == .ok, let shelved = reply.previews.first else {
@@ -220,7 +218,7 @@ struct DashboardRoutes: Sendable {
         let (_, verdict, account) = try await verdictAndAccount(on: request, context: context)
         guard case let .allowed(name, _) = verdict else { return refusal(verdict, context: context) }
         let device = try context.parameters.require("device")
-        guard let handler = operators.value else { return Response(status: .serviceUnavailable) }
+        let handler = operators
         let caller = OperatorCaller(name: name, channel: .dashboard, peer: Self.peer(context), account: account)
         // The role and the device, checked before the stream's header goes out.
         let (checked, _) = await handler.answer(.with { $0.getDevice = .with { $0.deviceID = device } }, from: caller)

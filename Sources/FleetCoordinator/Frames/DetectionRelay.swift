@@ -18,6 +18,14 @@ final class DetectionRelay: Sendable {
         self.logger = logger
     }
 
+    /// Follows the fleet's node events until the feed ends, relaying each detection report.
+    func follow(_ nodeEvents: AsyncStream<NodeEvent>) async {
+        for await event in nodeEvents {
+            guard case let .detection(report) = event else { continue }
+            await received(report)
+        }
+    }
+
     /// A report the control handler accepted (from the node that has the device).
     func received(_ report: Capfleet_V1_DetectionReport) async {
         do {

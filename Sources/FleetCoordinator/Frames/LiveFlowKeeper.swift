@@ -33,6 +33,15 @@ actor LiveFlowKeeper {
         }
     }
 
+    /// Follows the fleet's node events until the feed ends: a node that registers hears its set
+    /// (a new agent process wants no device's frames until told).
+    func follow(nodeEvents: AsyncStream<NodeEvent>) async {
+        for await event in nodeEvents {
+            guard case let .registered(nodeID, deviceIDs) = event else { continue }
+            await registered(nodeID: nodeID, deviceIDs: deviceIDs)
+        }
+    }
+
     /// Once a second: the nodes with wanted devices hear their sets again.
     func renew() async { await handle(.renewalDue) }
 

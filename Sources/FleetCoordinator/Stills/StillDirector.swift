@@ -36,7 +36,7 @@ actor StillDirector {
     private let store: FleetDatabase
     private let control: any AgentCommands
     private let collector: SegmentCollector
-    private let desk: AgentRecordingsDesk
+    private let links: AgentRecordLinks
     private let clock: CoordinatorClock
     private let events: FleetEvents
     /// Where stills are kept: one directory per still.
@@ -45,13 +45,13 @@ actor StillDirector {
     private var book = StillBook()
 
     init(
-        store: FleetDatabase, control: any AgentCommands, collector: SegmentCollector, desk: AgentRecordingsDesk, clock: CoordinatorClock,
+        store: FleetDatabase, control: any AgentCommands, collector: SegmentCollector, links: AgentRecordLinks, clock: CoordinatorClock,
         events: FleetEvents, directory: String, logger: Logger
     ) {
         self.store = store
         self.control = control
         self.collector = collector
-        self.desk = desk
+        self.links = links
         self.clock = clock
         self.events = events
         self.directory = directory
@@ -229,7 +229,7 @@ actor StillDirector {
     /// its answer never came (too late, or before this coordinator started), then acknowledged.
     /// Unacknowledged, the agent reports them again in 3 s.
     private func held(_ report: AgentStillReport) async {
-        let acknowledge = { _ = self.desk.send(to: report.nodeID, takeID: report.stillID, deviceID: report.deviceID, .stillIndexed(.init())) }
+        let acknowledge = { _ = self.links.send(to: report.nodeID, takeID: report.stillID, deviceID: report.deviceID, .stillIndexed(.init())) }
         do {
             guard let entry = try await store.still(id: report.stillID) else {
                 // Deleted (its agent was offline then): the files stay until someone removes them.
@@ -326,14 +326,14 @@ actor StillDirector {
             let file = SegmentCollector.AgentFile(
                 key: .init(kind: .still, takeID: image.stillId, deviceID: image.deviceId, number: UInt32(image.number)),
                 sizeBytes: UInt64(max(image.sizeBytes, 0)), sha256: image.sha256)
-            let outcome = await collector.collect(file, from: nodeID, to: folder + "/" + image.fileName)
+            let outcome = await collector.collect(file, from: nodeID, to: folder + "/" + image.fileName, through: links)
             do {
                 switch outcome {
                 case let .success(path):
                     try await store.markStillImageStored(
                         stillID: image.stillId, deviceID: image.deviceId, number: image.number, path: path,
                         at: clock.unixMilliseconds())
-                    _ = desk.send(
+                    _ = links.send(
                         to: nodeID, takeID: image.stillId, deviceID: image.deviceId, .stillCollected(.with { $0.number = UInt32(image.number) }))
                 case let .failure(failure):
                     try await store.noteStillCollectProblem(
@@ -367,11 +367,11 @@ actor StillDirector {
         for image in entry.images where image.storedPath == nil {
             let node = entry.devices.first { $0.deviceId == image.deviceId }?.nodeId ?? ""
             // The same message as after a copy: the agent removes its picture.
-            _ = desk.send(to: node, takeID: stillID, deviceID: image.deviceId, .stillCollected(.with { $0.number = UInt32(image.number) }))
+            _ = links.send(to: node, takeID: stillID, deviceID: image.deviceId, .stillCollected(.with { $0.number = UInt32(image.number) }))
         }
         // A camera whose answer never came may have written pictures all the same: number 0 is all of them.
         for device in entry.devices where !entry.images.contains(where: { $0.deviceId == device.deviceId }) {
-            _ = desk.send(to: device.nodeId, takeID: stillID, deviceID: device.deviceId, .stillCollected(.with { $0.number = 0 }))
+            _ = links.send(to: device.nodeId, takeID: stillID, deviceID: device.deviceId, .stillCollected(.with { $0.number = 0 }))
         }
         let folder = entry.still.directory
         let problem = await OwnedThread.run("cf-files") { () -> String? in

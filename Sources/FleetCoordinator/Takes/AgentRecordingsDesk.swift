@@ -30,9 +30,11 @@ struct AgentStillReport: Sendable {
     let captured: Capfleet_V1_StillCaptured
 }
 
-/// The coordinator's side of the agents' recordings links, between the record endpoint's
-/// thread and async code: where each node's link is (it attaches every 5 s), the reports
-/// for the take director (one stream: the seam), and the checks waiting for an agent's answer.
+/// What the agents' recordings links say, between the record endpoint's thread and async code:
+/// where each node's link is (it attaches every 5 s), the reports for the take director and
+/// the still director (a stream each: the seam), and the checks waiting for an agent's answer.
+/// Made before the record endpoint that fills it; what goes to the agents goes through
+/// `AgentRecordLinks`, made after the endpoint.
 final class AgentRecordingsDesk: Sendable {
     struct CheckKey: Hashable, Sendable {
         let takeID: String
@@ -42,7 +44,6 @@ final class AgentRecordingsDesk: Sendable {
 
     private let routes = Mutex<[String: [UInt8]]>([:])
     private let checks = Mutex<[CheckKey: [CheckedContinuation<Capfleet_V1_SegmentCheck?, Never>]]>([:])
-    private let sender = Mutex<(@Sendable ([UInt8], Capfleet_V1_RecordDown) -> Void)?>(nil)
     let reports: AsyncStream<AgentTakeReport>
     private let reportSink: AsyncStream<AgentTakeReport>.Continuation
     /// For the still director: one stream, the seam.
@@ -52,11 +53,6 @@ final class AgentRecordingsDesk: Sendable {
     init() {
         (reports, reportSink) = AsyncStream.makeStream(of: AgentTakeReport.self, bufferingPolicy: .bufferingNewest(10_000))
         (stillNews, stillSink) = AsyncStream.makeStream(of: AgentStillNews.self, bufferingPolicy: .bufferingNewest(10_000))
-    }
-
-    /// How messages reach an agent's link (the record endpoint's send).
-    func sendThrough(_ send: @escaping @Sendable ([UInt8], Capfleet_V1_RecordDown) -> Void) {
-        sender.withLock { $0 = send }
     }
 
     // MARK: From the endpoint's thread
@@ -89,16 +85,57 @@ final class AgentRecordingsDesk: Sendable {
         stillSink.finish()
     }
 
-    // MARK: To the agents
+    // MARK: For the links
+
+    /// The connection of the node's link; nil if it never attached (since this coordinator started).
+    func route(of nodeID: String) -> [UInt8]? { routes.withLock { $0[nodeID] } }
+
+    /// Waits for the node's answer to a check that `ask` sends (false: it could not, and
+    /// `unsent` is the answer); nil if none came within `timeout`.
+    func awaitCheck(
+        _ key: CheckKey, timeout: Duration, ask: @escaping @Sendable () -> Bool, unsent: Capfleet_V1_SegmentCheck
+    ) async -> Capfleet_V1_SegmentCheck? {
+        await withTaskGroup(of: Capfleet_V1_SegmentCheck?.self) { group in
+            group.addTask {
+                await withCheckedContinuation { continuation in
+                    self.checks.withLock { $0[key, default: []].append(continuation) }
+                    if !ask() { self.checked(takeID: key.takeID, deviceID: key.deviceID, unsent) }
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            // Whoever still waits (the timeout came first) hears nothing more.
+            let left = self.checks.withLock { $0.removeValue(forKey: key) } ?? []
+            for continuation in left { continuation.resume(returning: nil) }
+            return first
+        }
+    }
+}
+
+/// The agents' recordings links as the coordinator's parts reach them: where each node's link
+/// is (the desk) and the record endpoint's send.
+struct AgentRecordLinks: Sendable {
+    let desk: AgentRecordingsDesk
+    /// Sends to one connection of the record endpoint (dropped if it is gone).
+    let sendToConnection: @Sendable ([UInt8], Capfleet_V1_RecordDown) -> Void
+
+    init(desk: AgentRecordingsDesk, send: @escaping @Sendable ([UInt8], Capfleet_V1_RecordDown) -> Void) {
+        self.desk = desk
+        sendToConnection = send
+    }
 
     /// Whether the node's link has attached (since this coordinator started).
-    func isReachable(_ nodeID: String) -> Bool { routes.withLock { $0[nodeID] != nil } }
+    func isReachable(_ nodeID: String) -> Bool { desk.route(of: nodeID) != nil }
 
     /// Sends to the node's link; false if it never attached.
     @discardableResult
     func send(to nodeID: String, takeID: String, deviceID: String, _ body: Capfleet_V1_RecordDown.OneOf_Body) -> Bool {
-        guard let routing = routes.withLock({ $0[nodeID] }), let send = sender.withLock({ $0 }) else { return false }
-        send(
+        guard let routing = desk.route(of: nodeID) else { return false }
+        sendToConnection(
             routing,
             .with {
                 $0.takeID = takeID
@@ -113,34 +150,14 @@ final class AgentRecordingsDesk: Sendable {
     func check(
         nodeID: String, takeID: String, deviceID: String, _ request: Capfleet_V1_CheckSegment, timeout: Duration
     ) async -> Capfleet_V1_SegmentCheck? {
-        let key = CheckKey(takeID: takeID, deviceID: deviceID, number: request.number)
-        return await withTaskGroup(of: Capfleet_V1_SegmentCheck?.self) { group in
-            group.addTask {
-                await withCheckedContinuation { continuation in
-                    self.checks.withLock { $0[key, default: []].append(continuation) }
-                    guard self.send(to: nodeID, takeID: takeID, deviceID: deviceID, .check(request)) else {
-                        self.checked(
-                            takeID: takeID, deviceID: deviceID,
-                            .with {
-                                $0.number = request.number
-                                $0.problems = [
-                                    "node \(nodeID)'s recordings link has not reached this coordinator since it started: the node is offline, or its agent predates takes recorded on agents"
-                                ]
-                            })
-                        return
-                    }
-                }
-            }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            // Whoever still waits (the timeout came first) hears nothing more.
-            let left = self.checks.withLock { $0.removeValue(forKey: key) } ?? []
-            for continuation in left { continuation.resume(returning: nil) }
-            return first
-        }
+        await desk.awaitCheck(
+            AgentRecordingsDesk.CheckKey(takeID: takeID, deviceID: deviceID, number: request.number), timeout: timeout,
+            ask: { send(to: nodeID, takeID: takeID, deviceID: deviceID, .check(request)) },
+            unsent: .with {
+                $0.number = request.number
+                $0.problems = [
+                    "node \(nodeID)'s recordings link has not reached this coordinator since it started: the node is offline, or its agent predates takes recorded on agents"
+                ]
+            })
     }
 }

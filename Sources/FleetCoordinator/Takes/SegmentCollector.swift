@@ -46,6 +46,8 @@ final class SegmentCollector: Sendable {
         let file: AgentFile
         let nodeID: String
         let destination: String
+        /// The links its requests go out through.
+        let links: AgentRecordLinks
         let done: @Sendable (Result<String, CollectFailure>) -> Void
     }
 
@@ -54,29 +56,34 @@ final class SegmentCollector: Sendable {
     /// moves as bytes arrive rather than a whole segment at a time.
     private let arriving: CopiesArriving
 
-    init(desk: AgentRecordingsDesk, logger: Logger) {
+    init(logger: Logger) {
         let arriving = CopiesArriving()
         self.arriving = arriving
         worker = OwnedWorker(
             name: "cf-collect", tickNanoseconds: 250_000_000,
-            state: { CollectorState(desk: desk, arriving: arriving, logger: logger) },
+            state: { CollectorState(arriving: arriving, logger: logger) },
             handle: { state, input in state.handle(input) },
             onTick: { state in state.tick() },
             finish: { state in state.abandonAll() })
     }
 
     /// Copies one segment to `destination`; returns its path once verified.
-    func collect(_ segment: SegmentRecord, from nodeID: String, to destination: String) async -> Result<String, CollectFailure> {
+    func collect(
+        _ segment: SegmentRecord, from nodeID: String, to destination: String, through links: AgentRecordLinks
+    ) async -> Result<String, CollectFailure> {
         await collect(
             AgentFile(
                 key: Key(takeID: segment.takeId, deviceID: segment.deviceId, number: UInt32(segment.number)),
-                sizeBytes: UInt64(max(segment.sizeBytes, 0)), sha256: segment.sha256), from: nodeID, to: destination)
+                sizeBytes: UInt64(max(segment.sizeBytes, 0)), sha256: segment.sha256), from: nodeID, to: destination, through: links)
     }
 
     /// Copies one file held on `nodeID` to `destination`; returns its path once verified.
-    func collect(_ file: AgentFile, from nodeID: String, to destination: String) async -> Result<String, CollectFailure> {
+    func collect(
+        _ file: AgentFile, from nodeID: String, to destination: String, through links: AgentRecordLinks
+    ) async -> Result<String, CollectFailure> {
         await withCheckedContinuation { continuation in
-            let posted = worker.post(.start(Job(file: file, nodeID: nodeID, destination: destination, done: { continuation.resume(returning: $0) })))
+            let posted = worker.post(
+                .start(Job(file: file, nodeID: nodeID, destination: destination, links: links, done: { continuation.resume(returning: $0) })))
             if !posted { continuation.resume(returning: .failure(CollectFailure("the coordinator is stopping"))) }
         }
     }
@@ -109,7 +116,6 @@ struct CollectFailure: Error, CustomStringConvertible {
 
 /// The collector's thread's own state: the copies in progress.
 private final class CollectorState {
-    private let desk: AgentRecordingsDesk
     private let logger: Logger
 
     private final class Copy {
@@ -133,8 +139,7 @@ private final class CollectorState {
     private var copies: [SegmentCollector.Key: Copy] = [:]
     private let arriving: CopiesArriving
 
-    init(desk: AgentRecordingsDesk, arriving: CopiesArriving, logger: Logger) {
-        self.desk = desk
+    init(arriving: CopiesArriving, logger: Logger) {
         self.arriving = arriving
         self.logger = logger
     }
@@ -239,7 +244,7 @@ private final class CollectorState {
                 $0.offset = request.offset
                 $0.length = UInt32(request.length)
             }
-            let sent = desk.send(
+            let sent = copy.job.links.send(
                 to: copy.job.nodeID, takeID: copy.key.takeID, deviceID: copy.key.deviceID,
                 copy.key.kind == .segment ? .fetch(fetch) : .fetchStill(fetch))
             if !sent {

@@ -11,7 +11,7 @@ import Logging
 actor TakeCollections {
     private let store: FleetDatabase
     private let collector: SegmentCollector
-    private let desk: AgentRecordingsDesk
+    private let links: AgentRecordLinks
     private let events: FleetEvents
     private let clock: CoordinatorClock
     private let logger: Logger
@@ -20,13 +20,13 @@ actor TakeCollections {
     private var running: [String: Task<Void, Never>] = [:]
 
     init(
-        store: FleetDatabase, collector: SegmentCollector, desk: AgentRecordingsDesk, events: FleetEvents, clock: CoordinatorClock, logger: Logger,
+        store: FleetDatabase, collector: SegmentCollector, links: AgentRecordLinks, events: FleetEvents, clock: CoordinatorClock, logger: Logger,
         isOnline: @escaping @Sendable (String) async -> Bool
     ) {
         self.isOnline = isOnline
         self.store = store
         self.collector = collector
-        self.desk = desk
+        self.links = links
         self.events = events
         self.clock = clock
         self.logger = logger
@@ -78,7 +78,7 @@ actor TakeCollections {
         }
         for segment in segments.sorted(by: { ($0.deviceId, $0.number) < ($1.deviceId, $1.number) }) {
             let destination = take.directory + "/" + segment.deviceId + "/" + (segment.path as NSString).lastPathComponent
-            switch await collector.collect(segment, from: nodeID, to: destination) {
+            switch await collector.collect(segment, from: nodeID, to: destination, through: links) {
             case let .success(path):
                 do {
                     try await store.markSegmentCollected(
@@ -87,7 +87,7 @@ actor TakeCollections {
                 } catch {
                     return ["segment \(segment.number) of \(segment.deviceId) was copied to \(path) but the index could not record it: \(error)"]
                 }
-                desk.send(to: nodeID, takeID: take.id, deviceID: segment.deviceId, .collected(.with { $0.number = UInt32(segment.number) }))
+                links.send(to: nodeID, takeID: take.id, deviceID: segment.deviceId, .collected(.with { $0.number = UInt32(segment.number) }))
             case let .failure(failure):
                 return [failure.description]
             }

@@ -114,7 +114,7 @@ extension TakeDirector {
         if let writer = writers.writer(takeID: part.takeID, deviceID: part.deviceID) {
             writer.post(.note(json: json, at: fleetNs, track: track))
         } else if book.store(of: part.takeID) == .agent, let nodeID = book.node(of: part) {
-            agentLinks?.send(
+            links.send(
                 to: nodeID, takeID: part.takeID, deviceID: part.deviceID,
                 .note(
                     .with {
@@ -160,7 +160,7 @@ extension TakeDirector {
             takeID: take.id, deviceID: part.deviceID, nodeID: nodeID, recorder: makeRecorder, instance: setup.device.agentInstance,
             offset: setup.device.sequenceOffset, ended: false, frameRate: setup.frameRate,
             reserve: TakeDeviceWriter.DiskReserve(directory: take.directory, bytes: configuration.recordReserveBytes), logger: logger,
-            send: sendRecordDown,
+            send: links.sendToConnection,
             onEvent: { [weak self] event in Task { await self?.report(event, from: part) } })
         writers.add(writer)
     }

@@ -108,7 +108,7 @@ extension TakeDirector {
     }
 
     private func answer(_ report: AgentTakeReport, _ body: Capfleet_V1_RecordDown.OneOf_Body) {
-        sendRecordDown(
+        links.sendToConnection(
             report.routingID,
             .with {
                 $0.takeID = report.takeID

@@ -31,8 +31,9 @@ actor TakeDirector {
     let clock: CoordinatorClock
     let configuration: CoordinatorConfiguration
     let logger: Logger
-    /// Where a part's writer sends credit and acks (the recording endpoint).
-    let sendRecordDown: @Sendable ([UInt8], Capfleet_V1_RecordDown) -> Void
+    /// The agents' recordings links: where a part's writer sends credit and acks, and timed
+    /// metadata for the parts agents write.
+    let links: AgentRecordLinks
     /// The pixel format a device is streaming now, as its frames last said.
     let currentPixelFormat: @Sendable (String) -> String?
     let makeTakeID: @Sendable () -> String
@@ -43,10 +44,6 @@ actor TakeDirector {
     /// one of their own.
     var takeEncodings: [String: TakeEncoding] = [:]
     var partEncodings: [TakeBook.Part: TakeEncoding] = [:]
-    /// The agents' recordings links: timed metadata for the parts they write.
-    var agentLinks: AgentRecordingsDesk?
-
-    func reach(agentsThrough desk: AgentRecordingsDesk) { agentLinks = desk }
     /// What a writer about to start needs (its take and what the index holds of its part).
     var writerSetups: [TakeBook.Part: WriterSetup] = [:]
     var settledWaiters: [String: [CheckedContinuation<Void, Never>]] = [:]
@@ -65,7 +62,7 @@ actor TakeDirector {
     init(
         store: FleetDatabase, agents: any AgentCommands, writers: TakeWriters, events: FleetEvents, clock: CoordinatorClock,
         configuration: CoordinatorConfiguration, logger: Logger,
-        sendRecordDown: @escaping @Sendable ([UInt8], Capfleet_V1_RecordDown) -> Void,
+        links: AgentRecordLinks,
         currentPixelFormat: @escaping @Sendable (String) -> String?,
         makeTakeID: (@Sendable () -> String)? = nil
     ) {
@@ -76,7 +73,7 @@ actor TakeDirector {
         self.clock = clock
         self.configuration = configuration
         self.logger = logger
-        self.sendRecordDown = sendRecordDown
+        self.links = links
         self.currentPixelFormat = currentPixelFormat
         // Named after the wall-clock second it starts in, read from the injected clock.
         self.makeTakeID = makeTakeID ?? { TakeDirector.takeID(at: Date(timeIntervalSince1970: Double(clock.unixMilliseconds()) / 1000)) }
@@ -327,6 +324,21 @@ actor TakeDirector {
                     takeID: take.id, startFleetNs: take.startFleetNs, stopFleetNs: take.stopFleetNs,
                     devices: devices.map { ($0.deviceId, $0.nodeId) }, store: take.store == .agent ? .agent : .coordinator))
             logger.notice("take goes on after a restart", metadata: ["take.id": "\(take.id)", "devices": "\(devices.count)"])
+        }
+    }
+
+    /// Follows the fleet's node events until the feed ends. A registration is served beside
+    /// the events after it, in a task of its own: telling a restarted agent its parts waits
+    /// for its clock (seconds, in which a device's events still belong in its takes), and a
+    /// command in flight must not hold up the coordinator's shutdown.
+    func follow(nodeEvents: AsyncStream<NodeEvent>) async {
+        for await event in nodeEvents {
+            switch event {
+            case let .registered(nodeID, _): Task { await self.nodeRegistered(nodeID) }
+            case let .offline(nodeID): await nodeOffline(nodeID)
+            case let .device(deviceID, kind, detail): await deviceEvent(deviceID, kind: kind, detail: detail)
+            case .detection: continue
+            }
         }
     }
 

@@ -69,19 +69,20 @@ struct OperatorBed {
         var configuration = CoordinatorConfiguration(dataDirectory: directory)
         configuration.recordReserveBytes = 0
         let counter = Atomic<Int>(0)
+        // No agent's recordings link attaches here: what is sent to one is refused as unreachable.
+        let links = AgentRecordLinks(desk: AgentRecordingsDesk(), send: { _, _ in })
         takes = TakeDirector(
             store: store, agents: agents, writers: TakeWriters(), events: events, clock: clock,
-            configuration: configuration, logger: logger, sendRecordDown: { _, _ in },
+            configuration: configuration, logger: logger, links: links,
             currentPixelFormat: { _ in "YUYV" },
             makeTakeID: { "take-\(counter.add(1, ordering: .relaxed).newValue)" })
-        let desk = AgentRecordingsDesk()
-        let collector = SegmentCollector(desk: desk, logger: logger)
+        let collector = SegmentCollector(logger: logger)
         let agents = self.agents
         let collections = TakeCollections(
-            store: store, collector: collector, desk: desk, events: events, clock: clock, logger: logger,
+            store: store, collector: collector, links: links, events: events, clock: clock, logger: logger,
             isOnline: { await agents.isOnline($0) })
         stills = StillDirector(
-            store: store, control: agents, collector: collector, desk: desk, clock: clock, events: events,
+            store: store, control: agents, collector: collector, links: links, clock: clock, events: events,
             directory: directory + "/stills", logger: logger)
         ports = .with {
             $0.operatorPort = 7001
@@ -99,7 +100,7 @@ struct OperatorBed {
             takes: TakeHandler(
                 store: store, takes: takes, catalog: TakeCatalog(store: store, agents: agents, collections: collections),
                 collections: collections, clock: clock),
-            recordingFiles: RecordingFilesHandler(store: store, agents: agents, agentTakes: desk, events: events, clock: clock, logger: logger),
+            recordingFiles: RecordingFilesHandler(store: store, agents: agents, agentLinks: links, events: events, clock: clock, logger: logger),
             stills: StillHandler(store: store, stills: stills, clock: clock),
             access: AccessHandler(store: store, leases: leases, coordinatorKey: keys.publicKey, clock: clock, logger: logger),
             nodeAccess: NodeAccessHandler(

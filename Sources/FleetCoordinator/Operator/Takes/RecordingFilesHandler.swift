@@ -12,7 +12,7 @@ struct RecordingFilesHandler: Sendable {
     let store: FleetDatabase
     let agents: any AgentCommands
     /// Takes recorded on the agents: their parts are deleted and checked there.
-    let agentTakes: AgentRecordingsDesk
+    let agentLinks: AgentRecordLinks
     let events: FleetEvents
     let clock: CoordinatorClock
     let logger: Logger
@@ -30,7 +30,7 @@ struct RecordingFilesHandler: Sendable {
         var leftOnAgents: [String] = []
         if take.store == .agent {
             for device in try await store.takeDevices(takeID: takeID) {
-                if !agentTakes.send(to: device.nodeId, takeID: takeID, deviceID: device.deviceId, .deletePart(Capfleet_V1_DeletePart())) {
+                if !agentLinks.send(to: device.nodeId, takeID: takeID, deviceID: device.deviceId, .deletePart(Capfleet_V1_DeletePart())) {
                     leftOnAgents.append("\(device.deviceId) on node \(device.nodeId)")
                 }
             }
@@ -120,7 +120,7 @@ struct RecordingFilesHandler: Sendable {
         _ segment: SegmentRecord, nodeID: String, takeStart: UInt64,
         into verification: inout Capfleet_V1_SegmentVerification
     ) async throws {
-        guard await agents.isOnline(nodeID), agentTakes.isReachable(nodeID) else {
+        guard await agents.isOnline(nodeID), agentLinks.isReachable(nodeID) else {
             verification.problems = [
                 "segment \(segment.number) of \(segment.deviceId) is only on node \(nodeID), which is offline: it cannot be checked now (and is missing if the node is gone for good)"
             ]
@@ -139,7 +139,7 @@ struct RecordingFilesHandler: Sendable {
         }
         // Reading the file back on the agent: a second per few hundred MB, and more besides.
         let patience = Duration.seconds(30 + Int64(max(segment.sizeBytes, 0) >> 26))
-        guard let answer = await agentTakes.check(nodeID: nodeID, takeID: segment.takeId, deviceID: segment.deviceId, request, timeout: patience)
+        guard let answer = await agentLinks.check(nodeID: nodeID, takeID: segment.takeId, deviceID: segment.deviceId, request, timeout: patience)
         else {
             verification.problems = ["node \(nodeID) did not answer the check of segment \(segment.number) of \(segment.deviceId) within \(patience)"]
             return
