@@ -152,13 +152,16 @@ extension SecondLaneIntegrationTests {
             try await fleet.waitUntil("the camera registers", seconds: 30) { try fleet.json(["devices"]).count == 1 }
             let device = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
             try fleet.grantConsent(device)
-            let asked = Task.detached { try fleet.cli(["still", device, "--size", "640x480", "--at", "+4s"], timeout: 30) }
+            // Eight seconds ahead: the coordinator must be gone before the picture is taken, and
+            // seeing the still in the index takes CLI calls that a loaded machine runs slowly
+            // (seen in full runs: with four seconds the picture was sometimes answered first).
+            let asked = Task.detached { try fleet.cli(["still", device, "--size", "640x480", "--at", "+8s"], timeout: 30) }
             try await fleet.waitUntil("the still is in the index", seconds: 10) { try fleet.json(["stills", "list"]).count == 1 }
             let stillID = try #require(try fleet.json(["stills", "list"]).first?["id"] as? String)
             kill(coordinator.process.processIdentifier, SIGKILL)
             coordinator.process.waitUntilExit()
             // The picture is taken and written while the coordinator is away.
-            try await Task.sleep(for: .seconds(6))
+            try await Task.sleep(for: .seconds(10))
             try fleet.startCoordinator()
             let restarted = Date()
             try await fleet.waitUntil("the still's picture is copied", seconds: 60) {
