@@ -25,7 +25,7 @@ extension AgentService {
         case let .setDetection(request)?:
             return setDetection(request, command: command, on: stream)
         case let .setFrameAlignment(request)?:
-            let steered = stream.setFrameAlignment(origin: request.enabled ? request.gridOriginFleetNs : nil, clock: clock)
+            let steered = stream.setFrameAlignment(origin: request.enabled ? request.gridOriginFleetNs : nil)
             logger.notice(
                 "frame alignment",
                 metadata: [

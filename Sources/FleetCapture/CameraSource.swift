@@ -163,15 +163,30 @@ public protocol CameraSource: AnyObject, Sendable {
     /// effect from the next frame the device exposes (a driver may need a frame or two).
     func setExposure(_ request: ExposureRequest) throws(CaptureError)
 
-    /// Sources that time their own captures can be steered onto a shared grid; nil clears
-    /// it. Returns false when this source cannot adjust its frame timing.
-    func steerFrameTiming(_ scheduler: (any FrameScheduler)?) -> Bool
+    /// How a steering loop can time this source's frames, line by line (a sensor's VBLANK);
+    /// nil when its driver times them and nothing here can move them (UVC webcams, vivid).
+    var frameLengthTiming: FrameLengthTiming? { get }
+    /// Sets the frame length, in lines, from the next frame the sensor starts (clamped into
+    /// `frameLengthTiming`'s range). Called on the capture thread: quick, never blocking.
+    func setFrameLength(lines: Int)
 }
 
-/// Chooses each capture's deadline (CLOCK_MONOTONIC) for sources that time their own
-/// captures: software frame alignment. Called on the capture thread; must be quick.
-public protocol FrameScheduler: Sendable {
-    func nextDeadline(after previous: UInt64, period: UInt64) -> UInt64
+/// How a steerable source's frames are timed as it runs now: a frame lasts its length in
+/// lines of a line time, which its pixel clock nominally gives (the real one is off by its
+/// oscillator's error, which a loop steering it learns).
+public struct FrameLengthTiming: Sendable, Equatable {
+    /// Nanoseconds a line lasts on a perfect pixel clock (PIXEL_RATE and HBLANK).
+    public var nominalLineTime: Double
+    /// The frame lengths the vertical blanking allows.
+    public var frameLengthRange: ClosedRange<Int>
+    /// The length the active frame rate gives, where the source starts each change of rate or format.
+    public var nominalFrameLength: Int
+
+    public init(nominalLineTime: Double, frameLengthRange: ClosedRange<Int>, nominalFrameLength: Int) {
+        self.nominalLineTime = nominalLineTime
+        self.frameLengthRange = frameLengthRange
+        self.nominalFrameLength = nominalFrameLength
+    }
 }
 
 extension CameraSource {
@@ -191,7 +206,8 @@ extension CameraSource {
     }
 
     /// Most sources are timed by their driver.
-    public func steerFrameTiming(_ scheduler: (any FrameScheduler)?) -> Bool { false }
+    public var frameLengthTiming: FrameLengthTiming? { nil }
+    public func setFrameLength(lines: Int) {}
 
     /// A fixed rate: minimum and maximum frame duration equal.
     public func setFrameRate(_ framesPerSecond: Double) throws(CaptureError) {

@@ -4,9 +4,11 @@ import Foundation
 import Synchronization
 
 /// A test-pattern camera: colour bars, a moving box, and the frame number burned into
-/// the pixels (`FrameNumberStamp`). Paced from CLOCK_MONOTONIC on a thread it owns, with
-/// a realistic format list and the same surface as a V4L2 device. A first-class source
-/// for demos and load tests; a host with no camera runs these.
+/// the pixels (`FrameNumberStamp`). Timed by a simulated sensor (`SensorModel`: its own
+/// oscillator, off by its own error, frames of lines, exposure before readout) on
+/// CLOCK_MONOTONIC, on a thread it owns, with a realistic format list and the same surface
+/// as a V4L2 device, frame length (VBLANK) included. A first-class source for demos and load
+/// tests; a host with no camera runs these.
 public final class SyntheticCamera: CameraSource {
     public let device: DeviceDescription
     private let bufferCount: Int
@@ -27,12 +29,18 @@ public final class SyntheticCamera: CameraSource {
     private let running = Atomic<Bool>(false)
     /// The capture thread while the camera runs.
     private let captureThread = Mutex<OwnedThread?>(nil)
-    private let scheduler = Mutex<(any FrameScheduler)?>(nil)
+    /// A frame length asked for by a steering loop, for the capture thread to set.
+    private let frameLengthRequest = Mutex<Int?>(nil)
+    /// The sensor's oscillator: its error and jitter's seed, the camera's own.
+    private let oscillatorErrorPPM: Double
+    private let seed: UInt64
 
-    public func steerFrameTiming(_ scheduler: (any FrameScheduler)?) -> Bool {
-        self.scheduler.withLock { $0 = scheduler }
-        return true
+    public var frameLengthTiming: FrameLengthTiming? {
+        let (format, rate) = configuration.withLock { (device.formats[$0.formatIndex], $0.frameRate) }
+        return SyntheticSensor.timing(of: format, at: rate)
     }
+
+    public func setFrameLength(lines: Int) { frameLengthRequest.withLock { $0 = lines } }
     private let outOfBuffers = Atomic<UInt64>(0)
 
     /// Pictures drawn into every frame (a QR code, a face), fixed in the frame.
@@ -43,6 +51,8 @@ public final class SyntheticCamera: CameraSource {
         frameRate: Double = 15, bufferCount: Int = 4, overlays: [SyntheticOverlay] = []
     ) {
         self.overlays = overlays
+        oscillatorErrorPPM = SyntheticSensor.frequencyErrorPPM(deviceID: deviceID)
+        seed = SyntheticSensor.seed(deviceID: deviceID)
         let formats = Self.formatList
         device = DeviceDescription(
             deviceID: deviceID, name: name, driver: "capfleet-synthetic", kind: .synthetic, formats: formats,
@@ -182,11 +192,16 @@ public final class SyntheticCamera: CameraSource {
         var generation = -1
         var renderer: TestPatternRenderer?
         var pool: FrameBufferPool?
-        var period: UInt64 = 0
-        var sequence: UInt64 = 0
-        var deadline = MonotonicTime.now()
+        var sensor: SensorModel?
+        // Frames of the sensors before this one, so that the sequence runs on across modes.
+        var sequenceBase: UInt64 = 0
+        var lastSequence: UInt64 = 0
+        var exposureLines: Int64 = -1
         while running.load(ordering: .acquiring) {
             let config = configuration.withLock { $0 }
+            // What is set takes effect at the next frame boundary; a sensor just made is set up
+            // before its first (time 0: before any boundary), as a driver sets one before streaming.
+            var now = MonotonicTime.now()
             if config.generation != generation {
                 generation = config.generation
                 let format = device.formats[config.formatIndex]
@@ -195,36 +210,63 @@ public final class SyntheticCamera: CameraSource {
                     renderer = newRenderer
                     pool = FrameBufferPool(bufferSize: newRenderer.frameBytes, capacity: bufferCount)
                 }
-                period = UInt64(1e9 / max(config.frameRate, 0.1))
-                deadline = MonotonicTime.now()
+                let mode = SyntheticSensor.mode(for: format)
+                if sensor?.mode != mode {
+                    sequenceBase = lastSequence
+                    sensor = SensorModel(
+                        mode: mode, frequencyErrorPPM: oscillatorErrorPPM, jitterBound: SyntheticSensor.jitterBound, seed: seed, start: now)
+                    exposureLines = -1
+                    now = 0
+                }
+                // A new rate starts from its nominal length; a loop steering it starts over from there.
+                frameLengthRequest.withLock { $0 = nil }
+                Self.set(.verticalBlanking, to: SyntheticSensor.frameLength(for: config.frameRate, in: mode) - mode.height, on: &sensor!, at: now)
+            } else if let lines = frameLengthRequest.withLock({ $0.take() }) {
+                Self.set(.verticalBlanking, to: lines - sensor!.mode.height, on: &sensor!, at: now)
             }
-            // Nominal timing, unless something steers it (frame alignment).
-            deadline = scheduler.withLock { $0 }?.nextDeadline(after: deadline, period: period) ?? deadline + period
-            Self.sleep(until: deadline)
-            let now = MonotonicTime.now()
-            // A sensor keeps exposing while we are late: skipped slots advance the sequence,
-            // which the agent counts as a discontinuity, as it would for a real driver.
-            if now > deadline + period {
-                let missed = (now - deadline) / period
-                sequence += missed
-                deadline += missed * period
+            let wantedExposure = Int64((config.exposure.seconds * 1e9 / sensor!.nominalLineTime).rounded())
+            if wantedExposure != exposureLines {
+                exposureLines = wantedExposure
+                Self.set(.exposure, to: wantedExposure, on: &sensor!, at: now)
             }
-            sequence += 1
+            var frame = sensor!.nextFrame()
+            Self.sleep(until: frame.readoutEnd)
+            // A sensor keeps exposing while we are late: the frames read out meanwhile are lost
+            // (the sequence jumps, which the agent counts as a discontinuity, as it would for a
+            // real driver) and the freshest goes out.
+            if let freshest = sensor!.frames(through: MonotonicTime.now()).last { frame = freshest }
+            let sequence = sequenceBase + frame.sequence + 1
+            lastSequence = sequence
+            let renderedAt = MonotonicTime.now()
             let (zoom, gain) = configuration.withLock { config in
-                config.lens.advance(to: now)
-                return (config.zoom.advance(to: now), config.exposure.seconds / Self.nominalExposureSeconds)
+                config.lens.advance(to: renderedAt)
+                return (config.zoom.advance(to: renderedAt), config.exposure.seconds / Self.nominalExposureSeconds)
             }
             guard renderer != nil, let buffer = pool?.take() else {
                 outOfBuffers.add(1, ordering: .relaxed)
                 continue
             }
             renderer!.render(frameNumber: UInt32(truncatingIfNeeded: sequence), zoom: zoom, gain: gain, into: buffer.storage)
-            // Stamped with its slot, as a sensor stamps the start of exposure (a V4L2 driver does
-            // so in its interrupt), not with when this thread got round to rendering it.
+            // Stamped with its start of exposure, as a V4L2 driver stamps a sensor's frame
+            // (V4L2_BUF_FLAG_TSTAMP_SRC_SOE), not with when this thread rendered it.
             deliver(
                 CapturedFrame(
                     buffer: buffer, byteCount: renderer!.frameBytes, sequence: sequence,
-                    captureMonotonicNanoseconds: deadline, layout: renderer!.layout, zoomFactor: zoom))
+                    captureMonotonicNanoseconds: frame.exposureStart, layout: renderer!.layout, zoomFactor: zoom))
+        }
+    }
+
+    /// Sets one of the sensor's controls; only PIXEL_RATE and a fixed HBLANK refuse, and
+    /// neither is set here.
+    private static func set(_ control: SensorControlID, to value: Int, on sensor: inout SensorModel, at time: UInt64) {
+        set(control, to: Int64(value), on: &sensor, at: time)
+    }
+
+    private static func set(_ control: SensorControlID, to value: Int64, on sensor: inout SensorModel, at time: UInt64) {
+        do {
+            try sensor.set(control, to: value, at: time)
+        } catch {
+            assertionFailure("the synthetic sensor refused \(control.name): \(error)")
         }
     }
 

@@ -28,6 +28,14 @@ extension CameraStream {
 
     private func deliver(_ frame: CapturedFrame, route: CaptureRoute) {
         let stamp = route.clock.stamp(captureMonotonic: frame.captureMonotonicNanoseconds)
+        // Every frame the sensor made steers it, whatever becomes of its pixels.
+        if let stamp,
+            let lines = alignment.observe(
+                sequence: frame.sequence, fleetTime: stamp.fleet, frameRate: source.activeFrameRate, clockLocked: stamp.state == .locked,
+                timing: source.frameLengthTiming)
+        {
+            source.setFrameLength(lines: lines)
+        }
         let facts = DeviceState.CapturedFrameFacts(
             sequence: frame.sequence, outOfBufferDrops: source.outOfBufferDrops, fleetTime: stamp?.fleet,
             deviceDrops: statistics.drops, pixelFormat: frame.layout.pixelFormat,
@@ -89,7 +97,6 @@ extension CameraStream {
             header.fleetTimeNs = stamp.fleet
             header.fleetTimeUncertaintyNs = stamp.uncertainty
             header.flags |= UInt32(Capfleet_V1_FrameFlag.fleetTimeValid.rawValue)
-            alignment.observe(fleetTime: stamp.fleet, frameRate: source.activeFrameRate, locked: stamp.state == .locked)
             frameWatches.captured(atFleetTime: stamp.fleet) {
                 .with {
                     $0.sequence = frame.sequence

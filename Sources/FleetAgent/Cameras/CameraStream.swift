@@ -248,17 +248,15 @@ final class CameraStream: Sendable {
     // MARK: Frame timing
 
     /// Turns frame alignment on (a grid from `origin`) or off; false when the source cannot
-    /// adjust its timing (its phase is still reported).
-    func setFrameAlignment(origin: UInt64?, clock: ClockSync) -> Bool {
+    /// set its frame length (its phase is still reported).
+    func setFrameAlignment(origin: UInt64?) -> Bool {
         guard let origin else {
-            _ = source.steerFrameTiming(nil)
-            alignment.set(nil, steered: false)
+            alignment.set(nil, steerable: false)
             return true
         }
-        let aligner = FrameAligner(origin: origin)
-        let steered = source.steerFrameTiming(FleetGridScheduler(clock: clock, aligner: aligner))
-        alignment.set(aligner, steered: steered)
-        return steered
+        let steerable = source.frameLengthTiming != nil
+        alignment.set(FrameAligner(origin: origin), steerable: steerable)
+        return steerable
     }
 
     func watchFirstFrame(

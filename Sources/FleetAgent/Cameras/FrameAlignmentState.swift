@@ -3,50 +3,51 @@ import FleetCore
 import FleetProtocol
 import Synchronization
 
-/// Steers a source's capture deadlines onto the fleet-time grid while its node's clock is
-/// locked; until then, and for a lost lock, the source runs at its nominal period.
-final class FleetGridScheduler: FrameScheduler {
-    let clock: ClockSync
-    let aligner: FrameAligner
-
-    init(clock: ClockSync, aligner: FrameAligner) {
-        self.clock = clock
-        self.aligner = aligner
-    }
-
-    func nextDeadline(after previous: UInt64, period: UInt64) -> UInt64 {
-        guard let estimate = clock.latest.estimate, estimate.state == .locked else { return previous &+ period }
-        let node = clock.nodeClock
-        let next = aligner.nextDeadline(after: node.local(fromMonotonic: previous), period: period, mapping: estimate.mapping)
-        return node.monotonic(fromLocal: next)
-    }
-}
-
-/// One device's alignment to the fleet-time grid: whether it is steered, and where its
-/// latest frame fell (proto-docs/clock.md, "Frame alignment").
+/// One device's alignment to the fleet-time grid (proto-docs/clock.md, "Frame alignment"):
+/// where its latest frame's exposure began against its slot, and, for a source whose frame
+/// length can be set, the phase loop that steers it there (`FramePhaseLoop`), fed each
+/// frame's start of exposure in fleet time while the node's clock is locked.
 final class FrameAlignmentState: Sendable {
     private struct State {
         var aligner: FrameAligner?
-        var steered = false
+        /// The source can set its frame length: the loop steers it.
+        var steerable = false
+        var loop: FramePhaseLoop?
+        /// The timing the loop was made for: a change of rate or format makes another.
+        var timing: FrameLengthTiming?
         var phase: Int64 = 0
-        var locked = false
+        var clockLocked = false
     }
     private let state = Mutex(State())
-    /// Within this of its slot, a frame counts as aligned.
+    /// Within this of its slot, a frame counts as aligned (the loop's lock tolerance too).
     static let alignedWithin: Int64 = 100_000
 
-    func set(_ aligner: FrameAligner?, steered: Bool) {
-        state.withLock { $0 = State(aligner: aligner, steered: steered) }
+    func set(_ aligner: FrameAligner?, steerable: Bool) {
+        state.withLock { $0 = State(aligner: aligner, steerable: steerable) }
     }
 
-    /// Called on the capture thread for each frame stamped in fleet time.
-    func observe(fleetTime: UInt64, frameRate: Double, locked: Bool) {
-        guard frameRate > 0, frameRate.isFinite else { return }
+    /// Called on the capture thread for each frame stamped in fleet time; the frame length
+    /// (lines) to set from the next frame on while the source is steered, else nil.
+    func observe(sequence: UInt64, fleetTime: UInt64, frameRate: Double, clockLocked: Bool, timing: FrameLengthTiming?) -> Int? {
+        guard frameRate > 0, frameRate.isFinite else { return nil }
         let period = UInt64(1e9 / frameRate)
-        state.withLock { state in
-            guard let aligner = state.aligner else { return }
+        return state.withLock { state in
+            guard let aligner = state.aligner else { return nil }
             state.phase = aligner.phase(ofFleetTime: fleetTime, period: period)
-            state.locked = locked
+            state.clockLocked = clockLocked
+            // Fleet times from a clock that is not locked would steer it anywhere: the sensor
+            // keeps its last length until the clock is back.
+            guard state.steerable, clockLocked, let timing else { return nil }
+            if state.loop == nil || state.timing != timing {
+                var configuration = FramePhaseLoop.Configuration(
+                    nominalLineTime: timing.nominalLineTime, frameLengthRange: timing.frameLengthRange)
+                configuration.lockTolerance = UInt64(Self.alignedWithin)
+                state.loop = FramePhaseLoop(configuration: configuration, currentFrameLength: timing.nominalFrameLength)
+                state.timing = timing
+            }
+            let command = state.loop!.observe(
+                .init(sequence: sequence, exposureStart: fleetTime), on: FrameGrid(origin: aligner.origin, interval: period))
+            return command.frameLengthLines
         }
     }
 
@@ -59,10 +60,11 @@ final class FrameAlignmentState: Sendable {
             }
             $0.gridOriginFleetNs = aligner.origin
             $0.phaseNs = current.phase
+            let locked = current.loop?.state == .locked
             $0.state =
-                !current.steered
+                !current.steerable || current.loop.map({ if case .unsteerable = $0.state { true } else { false } }) == true
                 ? .unaligned
-                : current.locked && abs(current.phase) <= Self.alignedWithin ? .aligned : .aligning
+                : current.clockLocked && locked && abs(current.phase) <= Self.alignedWithin ? .aligned : .aligning
         }
     }
 }

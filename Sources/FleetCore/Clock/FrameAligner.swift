@@ -1,16 +1,10 @@
-/// Software frame alignment: steers a source that can time its own captures so that they
-/// fall on a grid shared by the fleet — slots every `period` ns of fleet time from `origin` —
-/// the way multi-camera rigs align sensors without a hardware trigger. Each frame's deadline
-/// moves by at most `maximumStep` of a period from the nominal one, so the frame interval
-/// never jumps; a few frames bring the phase in.
+/// The grid a fleet's frames are aligned on — slots every `period` ns of fleet time from
+/// `origin` — and where a frame falls against it. `FramePhaseLoop` steers sensors onto it.
 public struct FrameAligner: Sendable, Equatable {
     public var origin: UInt64
-    /// Largest correction per frame, as a share of the period.
-    public var maximumStep: Double
 
-    public init(origin: UInt64, maximumStep: Double = 0.1) {
+    public init(origin: UInt64) {
         self.origin = origin
-        self.maximumStep = maximumStep
     }
 
     /// How far `fleetTime` lies from the nearest grid slot: in (−period/2, period/2], ns.
@@ -23,15 +17,5 @@ public struct FrameAligner: Sendable, Equatable {
             : (Int64(period) - Int64((origin - fleetTime) % period)) % Int64(period)
         if phase > Int64(period / 2) { phase -= Int64(period) }
         return phase
-    }
-
-    /// The next capture deadline in the node's clock: one period after `previous`, less the
-    /// phase error it would have, within the step limit.
-    public func nextDeadline(after previous: UInt64, period: UInt64, mapping: FleetClockMapping) -> UInt64 {
-        let nominal = previous &+ period
-        let error = phase(ofFleetTime: mapping.fleetTime(atLocal: nominal), period: period)
-        let limit = Int64(Double(period) * maximumStep)
-        let correction = min(max(error, -limit), limit)
-        return nominal &- UInt64(bitPattern: correction)
     }
 }

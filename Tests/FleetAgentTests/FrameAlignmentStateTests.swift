@@ -1,0 +1,77 @@
+import FleetCapture
+import FleetCore
+import FleetProtocol
+import Testing
+
+@testable import FleetAgent
+
+/// A device's alignment as the agent keeps it, closing the loop on a simulated sensor (the
+/// 1080p sensor model, 35 ppm fast, ±10 µs of jitter) whose fleet time is its true time.
+@Suite struct FrameAlignmentStateTests {
+    static let mode = SensorMode.fullHD
+    /// 25 fps on the grid: 1350 lines of 29.63 µs.
+    static let timing = FrameLengthTiming(
+        nominalLineTime: mode.lineTime(horizontalBlanking: 280), frameLengthRange: mode.frameLengthRange, nominalFrameLength: 1350)
+
+    static func sensor(startingAt start: UInt64) throws -> SensorModel {
+        var sensor = SensorModel(mode: mode, frequencyErrorPPM: 35, jitterBound: 10_000, seed: 7, start: start)
+        try sensor.set(.verticalBlanking, to: Int64(timing.nominalFrameLength - mode.height), at: start)
+        return sensor
+    }
+
+    /// Runs `frames` frames of `sensor`, each observed and its answer set as the agent does;
+    /// the wire state and phase after each.
+    static func run(
+        _ frames: Int, _ sensor: inout SensorModel, _ state: FrameAlignmentState, clockLocked: Bool = true
+    ) throws -> [(state: Capfleet_V1_FrameAlignment.State, phase: Int64)] {
+        var seen: [(Capfleet_V1_FrameAlignment.State, Int64)] = []
+        for _ in 0..<frames {
+            let frame = sensor.nextFrame()
+            if let lines = state.observe(
+                sequence: frame.sequence, fleetTime: frame.exposureStart, frameRate: 25, clockLocked: clockLocked, timing: timing)
+            {
+                try sensor.set(.verticalBlanking, to: Int64(lines - mode.height), at: frame.readoutEnd)
+            }
+            seen.append((state.wire.state, state.wire.phaseNs))
+        }
+        return seen
+    }
+
+    @Test func aSteerableSensor_isBroughtOntoItsSlots_andSaysAlignedOnceTheLoopHasLocked() throws {
+        let state = FrameAlignmentState()
+        state.set(FrameAligner(origin: 1_000_000_000), steerable: true)
+        // 12.3 ms off its slot at first.
+        var sensor = try Self.sensor(startingAt: 50_000_000_000 + 12_345_678)
+        let seen = try Self.run(750, &sensor, state)
+        #expect(seen.first?.state == .aligning)
+        let firstAligned = try #require(seen.firstIndex { $0.state == .aligned }, "aligned within 30 s of frames")
+        print("frame alignment: a 35 ppm sensor 12.3 ms off its slot is aligned after \(firstAligned) frames (\(Double(firstAligned) / 25) s)")
+        #expect(firstAligned <= 50, "about a second at 25 fps, not \(firstAligned) frames")
+        let settled = seen.suffix(500)
+        #expect(settled.allSatisfy { $0.state == .aligned }, "it stays aligned")
+        let worst = settled.map { abs($0.phase) }.max() ?? 0
+        print("frame alignment: worst phase over the last 20 s \(worst) ns")
+        // Half a line (14.8 µs) and the jitter (10 µs) bound a frame; 50 µs leaves the phase estimate room.
+        #expect(worst <= 50_000, "\(worst) ns")
+    }
+
+    @Test func withoutALockedClock_theSensorIsNotSteered_andIsNotCalledAligned() throws {
+        let state = FrameAlignmentState()
+        state.set(FrameAligner(origin: 1_000_000_000), steerable: true)
+        var sensor = try Self.sensor(startingAt: 50_000_000_000 + 12_345_678)
+        let seen = try Self.run(100, &sensor, state, clockLocked: false)
+        #expect(seen.allSatisfy { $0.state == .aligning })
+        #expect(sensor.frameLengthLines == 1350, "its frame length is left as it was")
+    }
+
+    @Test func aSourceThatCannotSetItsFrameLength_isUnaligned_andStillReportsItsPhase() throws {
+        let state = FrameAlignmentState()
+        state.set(FrameAligner(origin: 1_000_000_000), steerable: false)
+        var sensor = try Self.sensor(startingAt: 50_000_000_000 + 12_345_678)
+        let seen = try Self.run(10, &sensor, state)
+        #expect(seen.allSatisfy { $0.state == .unaligned })
+        #expect(seen.last.map { abs($0.phase) > 1_000_000 } == true, "its phase, far from the slot: \(seen.last?.phase ?? 0) ns")
+        state.set(nil, steerable: false)
+        #expect(state.wire.state == .off)
+    }
+}
