@@ -29,9 +29,10 @@ import Testing
         }
 
         let (ready, readyNow) = AsyncStream.makeStream(of: CoordinatorEndpoints.self)
-        let coordinator = CoordinatorService(
-            configuration: configuration, logger: Logger(label: "capfleet.test.door"), onReady: { readyNow.yield($0) })
-        let command = ServiceGroup(services: [coordinator], gracefulShutdownSignals: [], logger: Logger(label: "capfleet.test.door"))
+        // Quiet: a coordinator's log is not the test's output.
+        let logger = Logger(label: "capfleet.test.door") { _ in SwiftLogNoOpLogHandler() }
+        let coordinator = CoordinatorService(configuration: configuration, logger: logger, onReady: { readyNow.yield($0) })
+        let command = ServiceGroup(services: [coordinator], gracefulShutdownSignals: [], logger: logger)
         try await withThrowingTaskGroup(of: Void.self) { running in
             running.addTask { try await command.run() }
             var bound: CoordinatorEndpoints?
