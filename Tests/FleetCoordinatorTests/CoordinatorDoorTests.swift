@@ -11,14 +11,9 @@ import Testing
 /// made before the dashboard that serves it, and still tells the port the dashboard is on.
 @Suite(.timeLimit(.minutes(1))) struct CoordinatorDoorTests {
     @Test func withTheHTTPPortChosenByTheKernel_whoAmITellsThePortTheDashboardAndMetricsAreServedOn() async throws {
-        let dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-door-\(UUID().uuidString)").path
+        let configuration = EphemeralCoordinator.configuration(named: "door")
+        let dataDirectory = configuration.dataDirectory
         defer { try? FileManager.default.removeItem(atPath: dataDirectory) }
-        var configuration = CoordinatorConfiguration(
-            dataDirectory: dataDirectory, bindHost: "127.0.0.1", controlPort: 0, frameIngestPort: 0,
-            operatorPort: 0, telemetryPort: 0, metricsPort: 0)
-        configuration.clockPort = 0
-        configuration.recordPort = 0
-        configuration.livePort = 0
         try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
         let operatorKeys = try CurveKeyPair.generate()
         do {

@@ -33,14 +33,9 @@ import Testing
     ]
 
     @Test func gracefulShutdown_stopsEveryPartInReverseOfItsOpening_andTheCoordinatorSaysItStopped() async throws {
-        let dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-shutdown-\(UUID().uuidString)").path
+        let configuration = EphemeralCoordinator.configuration(named: "shutdown")
+        let dataDirectory = configuration.dataDirectory
         defer { try? FileManager.default.removeItem(atPath: dataDirectory) }
-        var configuration = CoordinatorConfiguration(
-            dataDirectory: dataDirectory, bindHost: "127.0.0.1", controlPort: 0, frameIngestPort: 0,
-            operatorPort: 0, telemetryPort: 0, metricsPort: 0)
-        configuration.clockPort = 0
-        configuration.recordPort = 0
-        configuration.livePort = 0
         let log = InMemoryLogHandler()
         var logger = Logger(label: "capfleet.test") { _ in log }
         logger.logLevel = .debug
