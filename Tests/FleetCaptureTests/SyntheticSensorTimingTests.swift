@@ -58,7 +58,9 @@ import Testing
         let expected = Double(timing.nominalFrameLength) * timing.nominalLineTime / (1 + ppm / 1e6)
         // Each end may be 10 µs off its oscillator's instant: the mean over the run, 20 µs over its frames.
         let bound = 2 * Double(SyntheticSensor.jitterBound) / sensorFrames + 2
-        print("synthetic sensor: \(ppm) ppm; frame \(measured) ns, expected \(expected) ns (nominal \(Double(timing.nominalFrameLength) * timing.nominalLineTime))")
+        print(
+            "synthetic sensor: \(ppm) ppm; frame \(measured) ns, expected \(expected) ns (nominal \(Double(timing.nominalFrameLength) * timing.nominalLineTime))"
+        )
         #expect(abs(measured - expected) <= bound, "measured \(measured) ns a frame, expected \(expected) ± \(bound)")
         #expect(ppm != 0 && abs(ppm) <= 40)
     }
