@@ -32,7 +32,9 @@ public enum WireDefaults {
     /// 1.6: synchronised stills (Command.capture_still, the record link's fetch_still,
     /// still_chunk and still_collected, take_still and the stills requests); detected objects
     /// (Command.set_detection, AgentMessage.detection, telemetry meta.<device>, change_detection).
-    public static let protocolMinor: UInt32 = 6
+    /// 1.7: exposures that agree (FrameAlignment's steering and phase figures, Command.audit_exposures,
+    /// sync_audit, StartRecording.requirements, TakeInfo.sync_report, DeviceCounters' take queue).
+    public static let protocolMinor: UInt32 = 7
 
     public static let heartbeatIntervalMilliseconds: UInt32 = 1000
     /// Missed heartbeats after which a peer is considered gone.

@@ -24,6 +24,51 @@ fileprivate nonisolated struct _GeneratedWithProtocGenSwiftVersion: SwiftProtobu
   typealias Version = _2
 }
 
+/// Since 1.7 (clock.md, "Auditing exposures"): what a camera saw of a timecode — a QR code whose
+/// text is the true time of the picture (EXPOSURE_TIMECODE_PREFIX below) — against the fleet time
+/// its agent stamped on the same frame.
+public nonisolated enum Capfleet_V1_TimecodeClock: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+
+  /// fleet ns (the dashboard's timecode page)
+  case fleet // = 1
+
+  /// CLOCK_MONOTONIC ns of the machine named by timecode_boot_id (synthetic cameras)
+  case hostMonotonic // = 2
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .fleet
+    case 2: self = .hostMonotonic
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .fleet: return 1
+    case .hostMonotonic: return 2
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Capfleet_V1_TimecodeClock] = [
+    .unspecified,
+    .fleet,
+    .hostMonotonic,
+  ]
+
+}
+
 /// The agent's probe: when it left, in the agent's monotonic clock.
 public nonisolated struct Capfleet_V1_ClockProbeRequest: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
@@ -163,6 +208,39 @@ public nonisolated struct Capfleet_V1_FrameAlignment: Sendable {
   public var phaseNs: Int64 = 0
 
   public var gridOriginFleetNs: UInt64 = 0
+
+  /// Since 1.7: how the device keeps to the grid, and how well, over the last minute of frames.
+  public var steered: Bool = false
+
+  /// why it is not ALIGNED now, in words an operator can act on; empty when ALIGNED
+  public var notAlignedReason: String = String()
+
+  /// |phase| over the window: median
+  public var phaseMedianNs: UInt64 = 0
+
+  /// |phase|: 99th percentile
+  public var phaseP99Ns: UInt64 = 0
+
+  /// |phase|: largest
+  public var phaseMaxNs: UInt64 = 0
+
+  /// frames in the window (at most the last 60 s)
+  public var phaseFrames: UInt32 = 0
+
+  /// how fast the phase moves against the grid (free-running: its rate error)
+  public var driftNsPerS: Double = 0
+
+  /// steered: the sensor's oscillator against fleet time, as learnt (+ = fast)
+  public var frequencyErrorPpm: Double = 0
+
+  /// steered: the latest spell out of phase, from first frame out to lock again
+  public var outOfPhaseNs: UInt64 = 0
+
+  /// when that spell ended (0: none yet, or still out)
+  public var outOfPhaseEndFleetNs: UInt64 = 0
+
+  /// steered and out of phase now: since when (0: in phase)
+  public var outOfPhaseSinceFleetNs: UInt64 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -307,9 +385,94 @@ public nonisolated struct Capfleet_V1_ClockState: Sendable {
   public init() {}
 }
 
+/// Command (control.proto, field 22): decode the timecode in every frame the device captures
+/// for `duration_ms` (at most 60000), then answer with what was read (CommandReply field 14).
+/// Frames are decoded on a worker of their own; frames that arrive while it is busy are counted
+/// in frames_skipped, never queued.
+public nonisolated struct Capfleet_V1_AuditExposures: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var durationMs: UInt32 = 0
+
+  /// 0 = 4096
+  public var maxSamples: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// One frame whose timecode was read.
+public nonisolated struct Capfleet_V1_ExposureSample: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var sequence: UInt64 = 0
+
+  /// the fleet time the agent stamped on the frame
+  public var stampedFleetNs: UInt64 = 0
+
+  /// that stamp's error bound
+  public var uncertaintyNs: UInt64 = 0
+
+  public var clock: Capfleet_V1_TimecodeClock = .unspecified
+
+  /// the time the picture shows, in `clock`
+  public var timecodeNs: UInt64 = 0
+
+  /// HOST_MONOTONIC: /proc/sys/kernel/random/boot_id of the machine whose clock it is
+  public var timecodeBootID: String = String()
+
+  /// FLEET from a display: its refresh rate (mHz), 0 = unknown
+  public var displayRefreshMhz: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_ExposureAuditSamples: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var samples: [Capfleet_V1_ExposureSample] = []
+
+  /// captured during the audit
+  public var framesSeen: UInt64 = 0
+
+  /// decoded, with or without a timecode
+  public var framesDecoded: UInt64 = 0
+
+  /// not decoded: the decoder was busy
+  public var framesSkipped: UInt64 = 0
+
+  /// decoded, no timecode found
+  public var framesWithoutTimecode: UInt64 = 0
+
+  public var frameRate: Double = 0
+
+  /// the device's exposure time during the audit (0: unknown)
+  public var exposureSeconds: Double = 0
+
+  /// the device's alignment grid, 0 = none
+  public var gridOriginFleetNs: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "capfleet.v1"
+
+nonisolated extension Capfleet_V1_TimecodeClock: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0TIMECODE_CLOCK_UNSPECIFIED\0\u{1}TIMECODE_CLOCK_FLEET\0\u{1}TIMECODE_CLOCK_HOST_MONOTONIC\0")
+}
 
 nonisolated extension Capfleet_V1_ClockProbeRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ClockProbeRequest"
@@ -547,7 +710,7 @@ nonisolated extension Capfleet_V1_SetFrameAlignment: SwiftProtobuf.Message, Swif
 
 nonisolated extension Capfleet_V1_FrameAlignment: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".FrameAlignment"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}state\0\u{3}phase_ns\0\u{3}grid_origin_fleet_ns\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}state\0\u{3}phase_ns\0\u{3}grid_origin_fleet_ns\0\u{1}steered\0\u{3}not_aligned_reason\0\u{3}phase_median_ns\0\u{3}phase_p99_ns\0\u{3}phase_max_ns\0\u{3}phase_frames\0\u{3}drift_ns_per_s\0\u{3}frequency_error_ppm\0\u{3}out_of_phase_ns\0\u{3}out_of_phase_end_fleet_ns\0\u{3}out_of_phase_since_fleet_ns\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -558,6 +721,17 @@ nonisolated extension Capfleet_V1_FrameAlignment: SwiftProtobuf.Message, SwiftPr
       case 1: try { try decoder.decodeSingularEnumField(value: &self.state) }()
       case 2: try { try decoder.decodeSingularInt64Field(value: &self.phaseNs) }()
       case 3: try { try decoder.decodeSingularUInt64Field(value: &self.gridOriginFleetNs) }()
+      case 4: try { try decoder.decodeSingularBoolField(value: &self.steered) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.notAlignedReason) }()
+      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.phaseMedianNs) }()
+      case 7: try { try decoder.decodeSingularUInt64Field(value: &self.phaseP99Ns) }()
+      case 8: try { try decoder.decodeSingularUInt64Field(value: &self.phaseMaxNs) }()
+      case 9: try { try decoder.decodeSingularUInt32Field(value: &self.phaseFrames) }()
+      case 10: try { try decoder.decodeSingularDoubleField(value: &self.driftNsPerS) }()
+      case 11: try { try decoder.decodeSingularDoubleField(value: &self.frequencyErrorPpm) }()
+      case 12: try { try decoder.decodeSingularUInt64Field(value: &self.outOfPhaseNs) }()
+      case 13: try { try decoder.decodeSingularUInt64Field(value: &self.outOfPhaseEndFleetNs) }()
+      case 14: try { try decoder.decodeSingularUInt64Field(value: &self.outOfPhaseSinceFleetNs) }()
       default: break
       }
     }
@@ -573,6 +747,39 @@ nonisolated extension Capfleet_V1_FrameAlignment: SwiftProtobuf.Message, SwiftPr
     if self.gridOriginFleetNs != 0 {
       try visitor.visitSingularUInt64Field(value: self.gridOriginFleetNs, fieldNumber: 3)
     }
+    if self.steered != false {
+      try visitor.visitSingularBoolField(value: self.steered, fieldNumber: 4)
+    }
+    if !self.notAlignedReason.isEmpty {
+      try visitor.visitSingularStringField(value: self.notAlignedReason, fieldNumber: 5)
+    }
+    if self.phaseMedianNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.phaseMedianNs, fieldNumber: 6)
+    }
+    if self.phaseP99Ns != 0 {
+      try visitor.visitSingularUInt64Field(value: self.phaseP99Ns, fieldNumber: 7)
+    }
+    if self.phaseMaxNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.phaseMaxNs, fieldNumber: 8)
+    }
+    if self.phaseFrames != 0 {
+      try visitor.visitSingularUInt32Field(value: self.phaseFrames, fieldNumber: 9)
+    }
+    if self.driftNsPerS.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.driftNsPerS, fieldNumber: 10)
+    }
+    if self.frequencyErrorPpm.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.frequencyErrorPpm, fieldNumber: 11)
+    }
+    if self.outOfPhaseNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.outOfPhaseNs, fieldNumber: 12)
+    }
+    if self.outOfPhaseEndFleetNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.outOfPhaseEndFleetNs, fieldNumber: 13)
+    }
+    if self.outOfPhaseSinceFleetNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.outOfPhaseSinceFleetNs, fieldNumber: 14)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -580,6 +787,17 @@ nonisolated extension Capfleet_V1_FrameAlignment: SwiftProtobuf.Message, SwiftPr
     if lhs.state != rhs.state {return false}
     if lhs.phaseNs != rhs.phaseNs {return false}
     if lhs.gridOriginFleetNs != rhs.gridOriginFleetNs {return false}
+    if lhs.steered != rhs.steered {return false}
+    if lhs.notAlignedReason != rhs.notAlignedReason {return false}
+    if lhs.phaseMedianNs != rhs.phaseMedianNs {return false}
+    if lhs.phaseP99Ns != rhs.phaseP99Ns {return false}
+    if lhs.phaseMaxNs != rhs.phaseMaxNs {return false}
+    if lhs.phaseFrames != rhs.phaseFrames {return false}
+    if lhs.driftNsPerS != rhs.driftNsPerS {return false}
+    if lhs.frequencyErrorPpm != rhs.frequencyErrorPpm {return false}
+    if lhs.outOfPhaseNs != rhs.outOfPhaseNs {return false}
+    if lhs.outOfPhaseEndFleetNs != rhs.outOfPhaseEndFleetNs {return false}
+    if lhs.outOfPhaseSinceFleetNs != rhs.outOfPhaseSinceFleetNs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -666,4 +884,164 @@ nonisolated extension Capfleet_V1_ClockState: SwiftProtobuf.Message, SwiftProtob
 
 nonisolated extension Capfleet_V1_ClockState.Sync: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0SYNC_UNSPECIFIED\0\u{1}SYNC_UNSYNCHRONISED\0\u{1}SYNC_SYNCHRONISING\0\u{1}SYNC_LOCKED\0")
+}
+
+nonisolated extension Capfleet_V1_AuditExposures: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".AuditExposures"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}duration_ms\0\u{3}max_samples\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.durationMs) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.maxSamples) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.durationMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.durationMs, fieldNumber: 1)
+    }
+    if self.maxSamples != 0 {
+      try visitor.visitSingularUInt32Field(value: self.maxSamples, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_AuditExposures, rhs: Capfleet_V1_AuditExposures) -> Bool {
+    if lhs.durationMs != rhs.durationMs {return false}
+    if lhs.maxSamples != rhs.maxSamples {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_ExposureSample: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ExposureSample"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}sequence\0\u{3}stamped_fleet_ns\0\u{3}uncertainty_ns\0\u{1}clock\0\u{3}timecode_ns\0\u{3}timecode_boot_id\0\u{3}display_refresh_mhz\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.sequence) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.stampedFleetNs) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.uncertaintyNs) }()
+      case 4: try { try decoder.decodeSingularEnumField(value: &self.clock) }()
+      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.timecodeNs) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.timecodeBootID) }()
+      case 7: try { try decoder.decodeSingularUInt32Field(value: &self.displayRefreshMhz) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.sequence != 0 {
+      try visitor.visitSingularUInt64Field(value: self.sequence, fieldNumber: 1)
+    }
+    if self.stampedFleetNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.stampedFleetNs, fieldNumber: 2)
+    }
+    if self.uncertaintyNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.uncertaintyNs, fieldNumber: 3)
+    }
+    if self.clock != .unspecified {
+      try visitor.visitSingularEnumField(value: self.clock, fieldNumber: 4)
+    }
+    if self.timecodeNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.timecodeNs, fieldNumber: 5)
+    }
+    if !self.timecodeBootID.isEmpty {
+      try visitor.visitSingularStringField(value: self.timecodeBootID, fieldNumber: 6)
+    }
+    if self.displayRefreshMhz != 0 {
+      try visitor.visitSingularUInt32Field(value: self.displayRefreshMhz, fieldNumber: 7)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_ExposureSample, rhs: Capfleet_V1_ExposureSample) -> Bool {
+    if lhs.sequence != rhs.sequence {return false}
+    if lhs.stampedFleetNs != rhs.stampedFleetNs {return false}
+    if lhs.uncertaintyNs != rhs.uncertaintyNs {return false}
+    if lhs.clock != rhs.clock {return false}
+    if lhs.timecodeNs != rhs.timecodeNs {return false}
+    if lhs.timecodeBootID != rhs.timecodeBootID {return false}
+    if lhs.displayRefreshMhz != rhs.displayRefreshMhz {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_ExposureAuditSamples: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ExposureAuditSamples"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}samples\0\u{3}frames_seen\0\u{3}frames_decoded\0\u{3}frames_skipped\0\u{3}frames_without_timecode\0\u{3}frame_rate\0\u{3}exposure_seconds\0\u{3}grid_origin_fleet_ns\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.samples) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.framesSeen) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.framesDecoded) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.framesSkipped) }()
+      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.framesWithoutTimecode) }()
+      case 6: try { try decoder.decodeSingularDoubleField(value: &self.frameRate) }()
+      case 7: try { try decoder.decodeSingularDoubleField(value: &self.exposureSeconds) }()
+      case 8: try { try decoder.decodeSingularUInt64Field(value: &self.gridOriginFleetNs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.samples.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.samples, fieldNumber: 1)
+    }
+    if self.framesSeen != 0 {
+      try visitor.visitSingularUInt64Field(value: self.framesSeen, fieldNumber: 2)
+    }
+    if self.framesDecoded != 0 {
+      try visitor.visitSingularUInt64Field(value: self.framesDecoded, fieldNumber: 3)
+    }
+    if self.framesSkipped != 0 {
+      try visitor.visitSingularUInt64Field(value: self.framesSkipped, fieldNumber: 4)
+    }
+    if self.framesWithoutTimecode != 0 {
+      try visitor.visitSingularUInt64Field(value: self.framesWithoutTimecode, fieldNumber: 5)
+    }
+    if self.frameRate.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.frameRate, fieldNumber: 6)
+    }
+    if self.exposureSeconds.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.exposureSeconds, fieldNumber: 7)
+    }
+    if self.gridOriginFleetNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.gridOriginFleetNs, fieldNumber: 8)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_ExposureAuditSamples, rhs: Capfleet_V1_ExposureAuditSamples) -> Bool {
+    if lhs.samples != rhs.samples {return false}
+    if lhs.framesSeen != rhs.framesSeen {return false}
+    if lhs.framesDecoded != rhs.framesDecoded {return false}
+    if lhs.framesSkipped != rhs.framesSkipped {return false}
+    if lhs.framesWithoutTimecode != rhs.framesWithoutTimecode {return false}
+    if lhs.frameRate != rhs.frameRate {return false}
+    if lhs.exposureSeconds != rhs.exposureSeconds {return false}
+    if lhs.gridOriginFleetNs != rhs.gridOriginFleetNs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
 }

@@ -240,6 +240,23 @@ public nonisolated struct Capfleet_V1_DeviceCounters: @unchecked Sendable {
     set {_uniqueStorage()._detectionSkipped = newValue}
   }
 
+  /// Since 1.7: the write queue of the take the device records into (recordings.md, "Sync and
+  /// integrity"): frames waiting now, its capacity, and the most waiting since the take began.
+  public var takeQueueDepth: UInt32 {
+    get {_storage._takeQueueDepth}
+    set {_uniqueStorage()._takeQueueDepth = newValue}
+  }
+
+  public var takeQueueCapacity: UInt32 {
+    get {_storage._takeQueueCapacity}
+    set {_uniqueStorage()._takeQueueCapacity = newValue}
+  }
+
+  public var takeQueuePeak: UInt32 {
+    get {_storage._takeQueuePeak}
+    set {_uniqueStorage()._takeQueuePeak = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -485,6 +502,15 @@ public nonisolated struct Capfleet_V1_Command: Sendable {
     set {action = .setDetection(newValue)}
   }
 
+  /// since 1.7, clock.md; answered when the audit ends
+  public var auditExposures: Capfleet_V1_AuditExposures {
+    get {
+      if case .auditExposures(let v)? = action {return v}
+      return Capfleet_V1_AuditExposures()
+    }
+    set {action = .auditExposures(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Action: Equatable, Sendable {
@@ -504,6 +530,8 @@ public nonisolated struct Capfleet_V1_Command: Sendable {
     case captureStill(Capfleet_V1_CaptureStill)
     /// since 1.6, detection.md
     case setDetection(Capfleet_V1_SetDetection)
+    /// since 1.7, clock.md; answered when the audit ends
+    case auditExposures(Capfleet_V1_AuditExposures)
 
   }
 
@@ -827,6 +855,16 @@ public nonisolated struct Capfleet_V1_CommandReply: @unchecked Sendable {
   public var hasStill: Bool {_storage._still != nil}
   /// Clears the value of `still`. Subsequent reads from it will return its default value.
   public mutating func clearStill() {_uniqueStorage()._still = nil}
+
+  /// with AuditExposures (since 1.7)
+  public var exposureAudit: Capfleet_V1_ExposureAuditSamples {
+    get {_storage._exposureAudit ?? Capfleet_V1_ExposureAuditSamples()}
+    set {_uniqueStorage()._exposureAudit = newValue}
+  }
+  /// Returns true if `exposureAudit` has been explicitly set.
+  public var hasExposureAudit: Bool {_storage._exposureAudit != nil}
+  /// Clears the value of `exposureAudit`. Subsequent reads from it will return its default value.
+  public mutating func clearExposureAudit() {_uniqueStorage()._exposureAudit = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1498,7 +1536,7 @@ nonisolated extension Capfleet_V1_Heartbeat: SwiftProtobuf.Message, SwiftProtobu
 
 nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceCounters"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}frames_captured\0\u{3}frames_sent\0\u{3}bytes_sent\0\u{1}drops\0\u{1}streaming\0\u{1}interruption\0\u{1}focus\0\u{3}zoom_factor\0\u{3}active_frame_rate\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{3}bytes_captured\0\u{1}layout\0\u{3}last_sequence\0\u{3}live_flow\0\u{3}detection_examined\0\u{3}detection_skipped\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}frames_captured\0\u{3}frames_sent\0\u{3}bytes_sent\0\u{1}drops\0\u{1}streaming\0\u{1}interruption\0\u{1}focus\0\u{3}zoom_factor\0\u{3}active_frame_rate\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{3}bytes_captured\0\u{1}layout\0\u{3}last_sequence\0\u{3}live_flow\0\u{3}detection_examined\0\u{3}detection_skipped\0\u{3}take_queue_depth\0\u{3}take_queue_capacity\0\u{3}take_queue_peak\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -1524,6 +1562,9 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
     var _liveFlow: Bool = false
     var _detectionExamined: UInt64 = 0
     var _detectionSkipped: UInt64 = 0
+    var _takeQueueDepth: UInt32 = 0
+    var _takeQueueCapacity: UInt32 = 0
+    var _takeQueuePeak: UInt32 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -1557,6 +1598,9 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
       _liveFlow = source._liveFlow
       _detectionExamined = source._detectionExamined
       _detectionSkipped = source._detectionSkipped
+      _takeQueueDepth = source._takeQueueDepth
+      _takeQueueCapacity = source._takeQueueCapacity
+      _takeQueuePeak = source._takeQueuePeak
     }
   }
 
@@ -1598,6 +1642,9 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
         case 21: try { try decoder.decodeSingularBoolField(value: &_storage._liveFlow) }()
         case 22: try { try decoder.decodeSingularUInt64Field(value: &_storage._detectionExamined) }()
         case 23: try { try decoder.decodeSingularUInt64Field(value: &_storage._detectionSkipped) }()
+        case 24: try { try decoder.decodeSingularUInt32Field(value: &_storage._takeQueueDepth) }()
+        case 25: try { try decoder.decodeSingularUInt32Field(value: &_storage._takeQueueCapacity) }()
+        case 26: try { try decoder.decodeSingularUInt32Field(value: &_storage._takeQueuePeak) }()
         default: break
         }
       }
@@ -1679,6 +1726,15 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
       if _storage._detectionSkipped != 0 {
         try visitor.visitSingularUInt64Field(value: _storage._detectionSkipped, fieldNumber: 23)
       }
+      if _storage._takeQueueDepth != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._takeQueueDepth, fieldNumber: 24)
+      }
+      if _storage._takeQueueCapacity != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._takeQueueCapacity, fieldNumber: 25)
+      }
+      if _storage._takeQueuePeak != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._takeQueuePeak, fieldNumber: 26)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -1711,6 +1767,9 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
         if _storage._liveFlow != rhs_storage._liveFlow {return false}
         if _storage._detectionExamined != rhs_storage._detectionExamined {return false}
         if _storage._detectionSkipped != rhs_storage._detectionSkipped {return false}
+        if _storage._takeQueueDepth != rhs_storage._takeQueueDepth {return false}
+        if _storage._takeQueueCapacity != rhs_storage._takeQueueCapacity {return false}
+        if _storage._takeQueuePeak != rhs_storage._takeQueuePeak {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -1930,7 +1989,7 @@ nonisolated extension Capfleet_V1_HeartbeatAck: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Command"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{3}device_id\0\u{4}\u{8}set_active_format\0\u{3}set_frame_rate\0\u{3}set_zoom\0\u{3}set_focus\0\u{3}set_drop_recovery\0\u{3}set_pressure_policy\0\u{3}set_consent\0\u{3}set_recording\0\u{3}find_first_frame\0\u{3}set_frame_alignment\0\u{3}capture_still\0\u{3}set_detection\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{3}device_id\0\u{4}\u{8}set_active_format\0\u{3}set_frame_rate\0\u{3}set_zoom\0\u{3}set_focus\0\u{3}set_drop_recovery\0\u{3}set_pressure_policy\0\u{3}set_consent\0\u{3}set_recording\0\u{3}find_first_frame\0\u{3}set_frame_alignment\0\u{3}capture_still\0\u{3}set_detection\0\u{3}audit_exposures\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2096,6 +2155,19 @@ nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf.
           self.action = .setDetection(v)
         }
       }()
+      case 22: try {
+        var v: Capfleet_V1_AuditExposures?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .auditExposures(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .auditExposures(v)
+        }
+      }()
       default: break
       }
     }
@@ -2160,6 +2232,10 @@ nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf.
     case .setDetection?: try {
       guard case .setDetection(let v)? = self.action else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 21)
+    }()
+    case .auditExposures?: try {
+      guard case .auditExposures(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 22)
     }()
     case nil: break
     }
@@ -2528,7 +2604,7 @@ nonisolated extension Capfleet_V1_SetFrameRate: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CommandReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{1}status\0\u{3}active_format_index\0\u{3}active_frame_rate\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{3}active_min_frame_rate\0\u{1}focus\0\u{3}drop_recovery\0\u{3}pressure_policy\0\u{1}consent\0\u{3}frame_timing\0\u{1}still\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{1}status\0\u{3}active_format_index\0\u{3}active_frame_rate\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{3}active_min_frame_rate\0\u{1}focus\0\u{3}drop_recovery\0\u{3}pressure_policy\0\u{1}consent\0\u{3}frame_timing\0\u{1}still\0\u{3}exposure_audit\0")
 
   fileprivate class _StorageClass {
     var _commandID: UInt64 = 0
@@ -2544,6 +2620,7 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
     var _consent: Capfleet_V1_ConsentState = .unspecified
     var _frameTiming: Capfleet_V1_FrameTiming? = nil
     var _still: Capfleet_V1_StillCaptured? = nil
+    var _exposureAudit: Capfleet_V1_ExposureAuditSamples? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -2567,6 +2644,7 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
       _consent = source._consent
       _frameTiming = source._frameTiming
       _still = source._still
+      _exposureAudit = source._exposureAudit
     }
   }
 
@@ -2598,6 +2676,7 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
         case 11: try { try decoder.decodeSingularEnumField(value: &_storage._consent) }()
         case 12: try { try decoder.decodeSingularMessageField(value: &_storage._frameTiming) }()
         case 13: try { try decoder.decodeSingularMessageField(value: &_storage._still) }()
+        case 14: try { try decoder.decodeSingularMessageField(value: &_storage._exposureAudit) }()
         default: break
         }
       }
@@ -2649,6 +2728,9 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
       try { if let v = _storage._still {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
       } }()
+      try { if let v = _storage._exposureAudit {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 14)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -2671,6 +2753,7 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
         if _storage._consent != rhs_storage._consent {return false}
         if _storage._frameTiming != rhs_storage._frameTiming {return false}
         if _storage._still != rhs_storage._still {return false}
+        if _storage._exposureAudit != rhs_storage._exposureAudit {return false}
         return true
       }
       if !storagesAreEqual {return false}

@@ -182,473 +182,497 @@ public nonisolated enum Capfleet_V1_EnrollmentTokenState: SwiftProtobuf.Enum, Sw
 
 }
 
-public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
+public nonisolated struct Capfleet_V1_OperatorRequest: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var requestID: UInt64 = 0
+  public var requestID: UInt64 {
+    get {_storage._requestID}
+    set {_uniqueStorage()._requestID = newValue}
+  }
 
   /// who is asking (audited)
-  public var `operator`: String = String()
+  public var `operator`: String {
+    get {_storage._operator}
+    set {_uniqueStorage()._operator = newValue}
+  }
 
-  public var body: Capfleet_V1_OperatorRequest.OneOf_Body? = nil
+  public var body: OneOf_Body? {
+    get {return _storage._body}
+    set {_uniqueStorage()._body = newValue}
+  }
 
   public var listNodes: Capfleet_V1_ListNodes {
     get {
-      if case .listNodes(let v)? = body {return v}
+      if case .listNodes(let v)? = _storage._body {return v}
       return Capfleet_V1_ListNodes()
     }
-    set {body = .listNodes(newValue)}
+    set {_uniqueStorage()._body = .listNodes(newValue)}
   }
 
   public var listDevices: Capfleet_V1_ListDevices {
     get {
-      if case .listDevices(let v)? = body {return v}
+      if case .listDevices(let v)? = _storage._body {return v}
       return Capfleet_V1_ListDevices()
     }
-    set {body = .listDevices(newValue)}
+    set {_uniqueStorage()._body = .listDevices(newValue)}
   }
 
   public var getFormats: Capfleet_V1_GetFormats {
     get {
-      if case .getFormats(let v)? = body {return v}
+      if case .getFormats(let v)? = _storage._body {return v}
       return Capfleet_V1_GetFormats()
     }
-    set {body = .getFormats(newValue)}
+    set {_uniqueStorage()._body = .getFormats(newValue)}
   }
 
   public var getFleetStats: Capfleet_V1_GetFleetStats {
     get {
-      if case .getFleetStats(let v)? = body {return v}
+      if case .getFleetStats(let v)? = _storage._body {return v}
       return Capfleet_V1_GetFleetStats()
     }
-    set {body = .getFleetStats(newValue)}
+    set {_uniqueStorage()._body = .getFleetStats(newValue)}
   }
 
   public var getLatestFrame: Capfleet_V1_GetLatestFrame {
     get {
-      if case .getLatestFrame(let v)? = body {return v}
+      if case .getLatestFrame(let v)? = _storage._body {return v}
       return Capfleet_V1_GetLatestFrame()
     }
-    set {body = .getLatestFrame(newValue)}
+    set {_uniqueStorage()._body = .getLatestFrame(newValue)}
   }
 
   public var getIngestStats: Capfleet_V1_GetIngestStats {
     get {
-      if case .getIngestStats(let v)? = body {return v}
+      if case .getIngestStats(let v)? = _storage._body {return v}
       return Capfleet_V1_GetIngestStats()
     }
-    set {body = .getIngestStats(newValue)}
+    set {_uniqueStorage()._body = .getIngestStats(newValue)}
   }
 
   public var forgetNode: Capfleet_V1_ForgetNode {
     get {
-      if case .forgetNode(let v)? = body {return v}
+      if case .forgetNode(let v)? = _storage._body {return v}
       return Capfleet_V1_ForgetNode()
     }
-    set {body = .forgetNode(newValue)}
+    set {_uniqueStorage()._body = .forgetNode(newValue)}
   }
 
   public var changeFormat: Capfleet_V1_ChangeFormat {
     get {
-      if case .changeFormat(let v)? = body {return v}
+      if case .changeFormat(let v)? = _storage._body {return v}
       return Capfleet_V1_ChangeFormat()
     }
-    set {body = .changeFormat(newValue)}
+    set {_uniqueStorage()._body = .changeFormat(newValue)}
   }
 
   public var changeFrameRate: Capfleet_V1_ChangeFrameRate {
     get {
-      if case .changeFrameRate(let v)? = body {return v}
+      if case .changeFrameRate(let v)? = _storage._body {return v}
       return Capfleet_V1_ChangeFrameRate()
     }
-    set {body = .changeFrameRate(newValue)}
+    set {_uniqueStorage()._body = .changeFrameRate(newValue)}
   }
 
   public var changeZoom: Capfleet_V1_ChangeZoom {
     get {
-      if case .changeZoom(let v)? = body {return v}
+      if case .changeZoom(let v)? = _storage._body {return v}
       return Capfleet_V1_ChangeZoom()
     }
-    set {body = .changeZoom(newValue)}
+    set {_uniqueStorage()._body = .changeZoom(newValue)}
   }
 
   public var lockDevice: Capfleet_V1_LockDevice {
     get {
-      if case .lockDevice(let v)? = body {return v}
+      if case .lockDevice(let v)? = _storage._body {return v}
       return Capfleet_V1_LockDevice()
     }
-    set {body = .lockDevice(newValue)}
+    set {_uniqueStorage()._body = .lockDevice(newValue)}
   }
 
   public var unlockDevice: Capfleet_V1_UnlockDevice {
     get {
-      if case .unlockDevice(let v)? = body {return v}
+      if case .unlockDevice(let v)? = _storage._body {return v}
       return Capfleet_V1_UnlockDevice()
     }
-    set {body = .unlockDevice(newValue)}
+    set {_uniqueStorage()._body = .unlockDevice(newValue)}
   }
 
   public var changeFocus: Capfleet_V1_ChangeFocus {
     get {
-      if case .changeFocus(let v)? = body {return v}
+      if case .changeFocus(let v)? = _storage._body {return v}
       return Capfleet_V1_ChangeFocus()
     }
-    set {body = .changeFocus(newValue)}
+    set {_uniqueStorage()._body = .changeFocus(newValue)}
   }
 
   public var setDropRecoveryPolicy: Capfleet_V1_SetDropRecoveryPolicy {
     get {
-      if case .setDropRecoveryPolicy(let v)? = body {return v}
+      if case .setDropRecoveryPolicy(let v)? = _storage._body {return v}
       return Capfleet_V1_SetDropRecoveryPolicy()
     }
-    set {body = .setDropRecoveryPolicy(newValue)}
+    set {_uniqueStorage()._body = .setDropRecoveryPolicy(newValue)}
   }
 
   public var getDevice: Capfleet_V1_GetDevice {
     get {
-      if case .getDevice(let v)? = body {return v}
+      if case .getDevice(let v)? = _storage._body {return v}
       return Capfleet_V1_GetDevice()
     }
-    set {body = .getDevice(newValue)}
+    set {_uniqueStorage()._body = .getDevice(newValue)}
   }
 
   public var endSession: Capfleet_V1_EndSession {
     get {
-      if case .endSession(let v)? = body {return v}
+      if case .endSession(let v)? = _storage._body {return v}
       return Capfleet_V1_EndSession()
     }
-    set {body = .endSession(newValue)}
+    set {_uniqueStorage()._body = .endSession(newValue)}
   }
 
   public var getEvents: Capfleet_V1_GetEvents {
     get {
-      if case .getEvents(let v)? = body {return v}
+      if case .getEvents(let v)? = _storage._body {return v}
       return Capfleet_V1_GetEvents()
     }
-    set {body = .getEvents(newValue)}
+    set {_uniqueStorage()._body = .getEvents(newValue)}
   }
 
   public var changePressurePolicy: Capfleet_V1_ChangePressurePolicy {
     get {
-      if case .changePressurePolicy(let v)? = body {return v}
+      if case .changePressurePolicy(let v)? = _storage._body {return v}
       return Capfleet_V1_ChangePressurePolicy()
     }
-    set {body = .changePressurePolicy(newValue)}
+    set {_uniqueStorage()._body = .changePressurePolicy(newValue)}
   }
 
   /// admin
   public var createEnrollment: Capfleet_V1_CreateEnrollment {
     get {
-      if case .createEnrollment(let v)? = body {return v}
+      if case .createEnrollment(let v)? = _storage._body {return v}
       return Capfleet_V1_CreateEnrollment()
     }
-    set {body = .createEnrollment(newValue)}
+    set {_uniqueStorage()._body = .createEnrollment(newValue)}
   }
 
   /// admin
   public var revokeNode: Capfleet_V1_RevokeNode {
     get {
-      if case .revokeNode(let v)? = body {return v}
+      if case .revokeNode(let v)? = _storage._body {return v}
       return Capfleet_V1_RevokeNode()
     }
-    set {body = .revokeNode(newValue)}
+    set {_uniqueStorage()._body = .revokeNode(newValue)}
   }
 
   /// admin
   public var addOperator: Capfleet_V1_AddOperator {
     get {
-      if case .addOperator(let v)? = body {return v}
+      if case .addOperator(let v)? = _storage._body {return v}
       return Capfleet_V1_AddOperator()
     }
-    set {body = .addOperator(newValue)}
+    set {_uniqueStorage()._body = .addOperator(newValue)}
   }
 
   /// admin
   public var removeOperator: Capfleet_V1_RemoveOperator {
     get {
-      if case .removeOperator(let v)? = body {return v}
+      if case .removeOperator(let v)? = _storage._body {return v}
       return Capfleet_V1_RemoveOperator()
     }
-    set {body = .removeOperator(newValue)}
+    set {_uniqueStorage()._body = .removeOperator(newValue)}
   }
 
   /// admin
   public var listOperators: Capfleet_V1_ListOperators {
     get {
-      if case .listOperators(let v)? = body {return v}
+      if case .listOperators(let v)? = _storage._body {return v}
       return Capfleet_V1_ListOperators()
     }
-    set {body = .listOperators(newValue)}
+    set {_uniqueStorage()._body = .listOperators(newValue)}
   }
 
   /// any role
   public var whoAmI: Capfleet_V1_WhoAmI {
     get {
-      if case .whoAmI(let v)? = body {return v}
+      if case .whoAmI(let v)? = _storage._body {return v}
       return Capfleet_V1_WhoAmI()
     }
-    set {body = .whoAmI(newValue)}
+    set {_uniqueStorage()._body = .whoAmI(newValue)}
   }
 
   /// operator; admin to restrict or lift a restriction
   public var changeConsent: Capfleet_V1_ChangeConsent {
     get {
-      if case .changeConsent(let v)? = body {return v}
+      if case .changeConsent(let v)? = _storage._body {return v}
       return Capfleet_V1_ChangeConsent()
     }
-    set {body = .changeConsent(newValue)}
+    set {_uniqueStorage()._body = .changeConsent(newValue)}
   }
 
   public var getConsentHistory: Capfleet_V1_GetConsentHistory {
     get {
-      if case .getConsentHistory(let v)? = body {return v}
+      if case .getConsentHistory(let v)? = _storage._body {return v}
       return Capfleet_V1_GetConsentHistory()
     }
-    set {body = .getConsentHistory(newValue)}
+    set {_uniqueStorage()._body = .getConsentHistory(newValue)}
   }
 
   /// viewer: clock.md, "Checking alignment"
   public var syncCheck: Capfleet_V1_SyncCheck {
     get {
-      if case .syncCheck(let v)? = body {return v}
+      if case .syncCheck(let v)? = _storage._body {return v}
       return Capfleet_V1_SyncCheck()
     }
-    set {body = .syncCheck(newValue)}
+    set {_uniqueStorage()._body = .syncCheck(newValue)}
   }
 
   /// operator: clock.md, "Frame alignment"
   public var changeFrameAlignment: Capfleet_V1_ChangeFrameAlignment {
     get {
-      if case .changeFrameAlignment(let v)? = body {return v}
+      if case .changeFrameAlignment(let v)? = _storage._body {return v}
       return Capfleet_V1_ChangeFrameAlignment()
     }
-    set {body = .changeFrameAlignment(newValue)}
+    set {_uniqueStorage()._body = .changeFrameAlignment(newValue)}
   }
 
   /// operator: recordings.md
   public var startRecording: Capfleet_V1_StartRecording {
     get {
-      if case .startRecording(let v)? = body {return v}
+      if case .startRecording(let v)? = _storage._body {return v}
       return Capfleet_V1_StartRecording()
     }
-    set {body = .startRecording(newValue)}
+    set {_uniqueStorage()._body = .startRecording(newValue)}
   }
 
   /// operator
   public var stopRecording: Capfleet_V1_StopRecording {
     get {
-      if case .stopRecording(let v)? = body {return v}
+      if case .stopRecording(let v)? = _storage._body {return v}
       return Capfleet_V1_StopRecording()
     }
-    set {body = .stopRecording(newValue)}
+    set {_uniqueStorage()._body = .stopRecording(newValue)}
   }
 
   /// viewer
   public var listRecordings: Capfleet_V1_ListRecordings {
     get {
-      if case .listRecordings(let v)? = body {return v}
+      if case .listRecordings(let v)? = _storage._body {return v}
       return Capfleet_V1_ListRecordings()
     }
-    set {body = .listRecordings(newValue)}
+    set {_uniqueStorage()._body = .listRecordings(newValue)}
   }
 
   /// viewer
   public var getRecording: Capfleet_V1_GetRecording {
     get {
-      if case .getRecording(let v)? = body {return v}
+      if case .getRecording(let v)? = _storage._body {return v}
       return Capfleet_V1_GetRecording()
     }
-    set {body = .getRecording(newValue)}
+    set {_uniqueStorage()._body = .getRecording(newValue)}
   }
 
   /// operator
   public var deleteRecording: Capfleet_V1_DeleteRecording {
     get {
-      if case .deleteRecording(let v)? = body {return v}
+      if case .deleteRecording(let v)? = _storage._body {return v}
       return Capfleet_V1_DeleteRecording()
     }
-    set {body = .deleteRecording(newValue)}
+    set {_uniqueStorage()._body = .deleteRecording(newValue)}
   }
 
   /// viewer
   public var verifyRecording: Capfleet_V1_VerifyRecording {
     get {
-      if case .verifyRecording(let v)? = body {return v}
+      if case .verifyRecording(let v)? = _storage._body {return v}
       return Capfleet_V1_VerifyRecording()
     }
-    set {body = .verifyRecording(newValue)}
+    set {_uniqueStorage()._body = .verifyRecording(newValue)}
   }
 
   /// viewer: export
   public var readSegment: Capfleet_V1_ReadSegment {
     get {
-      if case .readSegment(let v)? = body {return v}
+      if case .readSegment(let v)? = _storage._body {return v}
       return Capfleet_V1_ReadSegment()
     }
-    set {body = .readSegment(newValue)}
+    set {_uniqueStorage()._body = .readSegment(newValue)}
   }
 
   /// operator: client-supplied timed metadata
   public var noteRecording: Capfleet_V1_NoteRecording {
     get {
-      if case .noteRecording(let v)? = body {return v}
+      if case .noteRecording(let v)? = _storage._body {return v}
       return Capfleet_V1_NoteRecording()
     }
-    set {body = .noteRecording(newValue)}
+    set {_uniqueStorage()._body = .noteRecording(newValue)}
   }
 
   /// admin: operator.md, "Backing up the coordinator"
   public var backupDatabase: Capfleet_V1_BackupDatabase {
     get {
-      if case .backupDatabase(let v)? = body {return v}
+      if case .backupDatabase(let v)? = _storage._body {return v}
       return Capfleet_V1_BackupDatabase()
     }
-    set {body = .backupDatabase(newValue)}
+    set {_uniqueStorage()._body = .backupDatabase(newValue)}
   }
 
   /// viewer: operator.md, "Previews" (1.3)
   public var getPreview: Capfleet_V1_GetPreview {
     get {
-      if case .getPreview(let v)? = body {return v}
+      if case .getPreview(let v)? = _storage._body {return v}
       return Capfleet_V1_GetPreview()
     }
-    set {body = .getPreview(newValue)}
+    set {_uniqueStorage()._body = .getPreview(newValue)}
   }
 
   /// operator: copy agent-held segments to the coordinator (1.3)
   public var collectRecording: Capfleet_V1_CollectRecording {
     get {
-      if case .collectRecording(let v)? = body {return v}
+      if case .collectRecording(let v)? = _storage._body {return v}
       return Capfleet_V1_CollectRecording()
     }
-    set {body = .collectRecording(newValue)}
+    set {_uniqueStorage()._body = .collectRecording(newValue)}
   }
 
   /// viewer: every device's latest preview (1.3)
   public var listPreviews: Capfleet_V1_ListPreviews {
     get {
-      if case .listPreviews(let v)? = body {return v}
+      if case .listPreviews(let v)? = _storage._body {return v}
       return Capfleet_V1_ListPreviews()
     }
-    set {body = .listPreviews(newValue)}
+    set {_uniqueStorage()._body = .listPreviews(newValue)}
   }
 
   /// admin: enrollment tokens and their uses (minor 3)
   public var listEnrollments: Capfleet_V1_ListEnrollments {
     get {
-      if case .listEnrollments(let v)? = body {return v}
+      if case .listEnrollments(let v)? = _storage._body {return v}
       return Capfleet_V1_ListEnrollments()
     }
-    set {body = .listEnrollments(newValue)}
+    set {_uniqueStorage()._body = .listEnrollments(newValue)}
   }
 
   /// admin: a token admits nobody more (minor 3)
   public var revokeEnrollment: Capfleet_V1_RevokeEnrollment {
     get {
-      if case .revokeEnrollment(let v)? = body {return v}
+      if case .revokeEnrollment(let v)? = _storage._body {return v}
       return Capfleet_V1_RevokeEnrollment()
     }
-    set {body = .revokeEnrollment(newValue)}
+    set {_uniqueStorage()._body = .revokeEnrollment(newValue)}
   }
 
   /// viewer (for yourself; admin for another): operator.md, "The web dashboard" (minor 5)
   public var createDashboardSignIn: Capfleet_V1_CreateDashboardSignIn {
     get {
-      if case .createDashboardSignIn(let v)? = body {return v}
+      if case .createDashboardSignIn(let v)? = _storage._body {return v}
       return Capfleet_V1_CreateDashboardSignIn()
     }
-    set {body = .createDashboardSignIn(newValue)}
+    set {_uniqueStorage()._body = .createDashboardSignIn(newValue)}
   }
 
   /// admin: browsers signed in to the dashboard (minor 5)
   public var listDashboardSessions: Capfleet_V1_ListDashboardSessions {
     get {
-      if case .listDashboardSessions(let v)? = body {return v}
+      if case .listDashboardSessions(let v)? = _storage._body {return v}
       return Capfleet_V1_ListDashboardSessions()
     }
-    set {body = .listDashboardSessions(newValue)}
+    set {_uniqueStorage()._body = .listDashboardSessions(newValue)}
   }
 
   /// admin: sign a browser out (minor 5)
   public var endDashboardSession: Capfleet_V1_EndDashboardSession {
     get {
-      if case .endDashboardSession(let v)? = body {return v}
+      if case .endDashboardSession(let v)? = _storage._body {return v}
       return Capfleet_V1_EndDashboardSession()
     }
-    set {body = .endDashboardSession(newValue)}
+    set {_uniqueStorage()._body = .endDashboardSession(newValue)}
   }
 
   /// operator: stills.md (minor 6)
   public var takeStill: Capfleet_V1_TakeStill {
     get {
-      if case .takeStill(let v)? = body {return v}
+      if case .takeStill(let v)? = _storage._body {return v}
       return Capfleet_V1_TakeStill()
     }
-    set {body = .takeStill(newValue)}
+    set {_uniqueStorage()._body = .takeStill(newValue)}
   }
 
   /// viewer (minor 6)
   public var listStills: Capfleet_V1_ListStills {
     get {
-      if case .listStills(let v)? = body {return v}
+      if case .listStills(let v)? = _storage._body {return v}
       return Capfleet_V1_ListStills()
     }
-    set {body = .listStills(newValue)}
+    set {_uniqueStorage()._body = .listStills(newValue)}
   }
 
   /// viewer (minor 6)
   public var getStill: Capfleet_V1_GetStill {
     get {
-      if case .getStill(let v)? = body {return v}
+      if case .getStill(let v)? = _storage._body {return v}
       return Capfleet_V1_GetStill()
     }
-    set {body = .getStill(newValue)}
+    set {_uniqueStorage()._body = .getStill(newValue)}
   }
 
   /// operator (minor 6)
   public var deleteStill: Capfleet_V1_DeleteStill {
     get {
-      if case .deleteStill(let v)? = body {return v}
+      if case .deleteStill(let v)? = _storage._body {return v}
       return Capfleet_V1_DeleteStill()
     }
-    set {body = .deleteStill(newValue)}
+    set {_uniqueStorage()._body = .deleteStill(newValue)}
   }
 
   /// viewer: export (minor 6)
   public var readStillFile: Capfleet_V1_ReadStillFile {
     get {
-      if case .readStillFile(let v)? = body {return v}
+      if case .readStillFile(let v)? = _storage._body {return v}
       return Capfleet_V1_ReadStillFile()
     }
-    set {body = .readStillFile(newValue)}
+    set {_uniqueStorage()._body = .readStillFile(newValue)}
   }
 
   /// operator, under the lease: detection.md (minor 6)
   public var changeDetection: Capfleet_V1_ChangeDetection {
     get {
-      if case .changeDetection(let v)? = body {return v}
+      if case .changeDetection(let v)? = _storage._body {return v}
       return Capfleet_V1_ChangeDetection()
     }
-    set {body = .changeDetection(newValue)}
+    set {_uniqueStorage()._body = .changeDetection(newValue)}
   }
 
   /// operator: what is known of a device's lens, detection.md (minor 6)
   public var setDeviceOptics: Capfleet_V1_SetDeviceOptics {
     get {
-      if case .setDeviceOptics(let v)? = body {return v}
+      if case .setDeviceOptics(let v)? = _storage._body {return v}
       return Capfleet_V1_SetDeviceOptics()
     }
-    set {body = .setDeviceOptics(newValue)}
+    set {_uniqueStorage()._body = .setDeviceOptics(newValue)}
+  }
+
+  /// viewer: clock.md, "Auditing exposures" (minor 7)
+  public var syncAudit: Capfleet_V1_SyncAudit {
+    get {
+      if case .syncAudit(let v)? = _storage._body {return v}
+      return Capfleet_V1_SyncAudit()
+    }
+    set {_uniqueStorage()._body = .syncAudit(newValue)}
   }
 
   /// Ties leases taken by this request to an operator session: when the session ends
   /// (EndSession, or no request for session_timeout_ms), its leases are released.
-  public var sessionID: String = String()
+  public var sessionID: String {
+    get {_storage._sessionID}
+    set {_uniqueStorage()._sessionID = newValue}
+  }
 
   /// 0 = 10000
-  public var sessionTimeoutMs: UInt32 = 0
+  public var sessionTimeoutMs: UInt32 {
+    get {_storage._sessionTimeoutMs}
+    set {_uniqueStorage()._sessionTimeoutMs = newValue}
+  }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -738,10 +762,14 @@ public nonisolated struct Capfleet_V1_OperatorRequest: Sendable {
     case changeDetection(Capfleet_V1_ChangeDetection)
     /// operator: what is known of a device's lens, detection.md (minor 6)
     case setDeviceOptics(Capfleet_V1_SetDeviceOptics)
+    /// viewer: clock.md, "Auditing exposures" (minor 7)
+    case syncAudit(Capfleet_V1_SyncAudit)
 
   }
 
   public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 public nonisolated struct Capfleet_V1_ListNodes: Sendable {
@@ -1736,6 +1764,16 @@ public nonisolated struct Capfleet_V1_OperatorReply: @unchecked Sendable {
     set {_uniqueStorage()._stills = newValue}
   }
 
+  /// with SyncAudit (minor 7)
+  public var syncAudit: Capfleet_V1_SyncAuditResult {
+    get {_storage._syncAudit ?? Capfleet_V1_SyncAuditResult()}
+    set {_uniqueStorage()._syncAudit = newValue}
+  }
+  /// Returns true if `syncAudit` has been explicitly set.
+  public var hasSyncAudit: Bool {_storage._syncAudit != nil}
+  /// Clears the value of `syncAudit`. Subsequent reads from it will return its default value.
+  public mutating func clearSyncAudit() {_uniqueStorage()._syncAudit = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -2216,6 +2254,399 @@ public nonisolated struct Capfleet_V1_SyncCheckResult: Sendable {
 
 /// Turns software frame alignment on or off for the devices named; the coordinator chooses the
 /// grid's origin (the same for every device while it runs).
+/// Since 1.7 (clock.md, "Auditing exposures"): every named camera decodes the timecode it films
+/// for `seconds` (0 = 5, at most 60); the reply compares the fleet time stamped on each frame
+/// with the time its picture shows, and the cameras' exposures with each other.
+public nonisolated struct Capfleet_V1_SyncAudit: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// 1 to 64
+  public var deviceIds: [String] = []
+
+  public var seconds: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Figures over samples, in ns. Offsets are signed; spreads and |phase| are not.
+public nonisolated struct Capfleet_V1_AuditFigures: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var medianNs: Int64 = 0
+
+  /// by magnitude: the 99th percentile of |x|, with the sign of that sample
+  public var p99Ns: Int64 = 0
+
+  /// by magnitude, signed likewise
+  public var maxNs: Int64 = 0
+
+  public var samples: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_SyncAuditResult: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var startFleetNs: UInt64 = 0
+
+  public var endFleetNs: UInt64 = 0
+
+  public var cameras: [Capfleet_V1_SyncAuditResult.Camera] = []
+
+  /// Across cameras: for every frame interval in which two or more cameras' timecodes were read,
+  /// the latest true exposure time minus the earliest.
+  public var exposureSpread: Capfleet_V1_AuditFigures {
+    get {_exposureSpread ?? Capfleet_V1_AuditFigures()}
+    set {_exposureSpread = newValue}
+  }
+  /// Returns true if `exposureSpread` has been explicitly set.
+  public var hasExposureSpread: Bool {self._exposureSpread != nil}
+  /// Clears the value of `exposureSpread`. Subsequent reads from it will return its default value.
+  public mutating func clearExposureSpread() {self._exposureSpread = nil}
+
+  /// The figures are no finer than this: the timecode's own resolution (a display's refresh
+  /// period; 0 for a synthetic scene, which shows each exposure's exact time).
+  public var resolutionNs: UInt64 = 0
+
+  /// a picture shows a time within its exposure
+  public var longestExposureSeconds: Double = 0
+
+  public var clock: Capfleet_V1_TimecodeClock = .unspecified
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public nonisolated struct Camera: @unchecked Sendable {
+    // SwiftProtobuf.Message conformance is added in an extension below. See the
+    // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+    // methods supported on all messages.
+
+    public var deviceID: String {
+      get {_storage._deviceID}
+      set {_uniqueStorage()._deviceID = newValue}
+    }
+
+    public var nodeID: String {
+      get {_storage._nodeID}
+      set {_uniqueStorage()._nodeID = newValue}
+    }
+
+    /// not OK: why this camera has no figures (no timecode in view, not answering ...)
+    public var status: Capfleet_V1_Status {
+      get {_storage._status ?? Capfleet_V1_Status()}
+      set {_uniqueStorage()._status = newValue}
+    }
+    /// Returns true if `status` has been explicitly set.
+    public var hasStatus: Bool {_storage._status != nil}
+    /// Clears the value of `status`. Subsequent reads from it will return its default value.
+    public mutating func clearStatus() {_uniqueStorage()._status = nil}
+
+    public var framesSeen: UInt64 {
+      get {_storage._framesSeen}
+      set {_uniqueStorage()._framesSeen = newValue}
+    }
+
+    /// frames whose timecode was read and usable
+    public var framesRead: UInt64 {
+      get {_storage._framesRead}
+      set {_uniqueStorage()._framesRead = newValue}
+    }
+
+    /// not decoded: the decoder was busy
+    public var framesSkipped: UInt64 {
+      get {_storage._framesSkipped}
+      set {_uniqueStorage()._framesSkipped = newValue}
+    }
+
+    public var framesWithoutTimecode: UInt64 {
+      get {_storage._framesWithoutTimecode}
+      set {_uniqueStorage()._framesWithoutTimecode = newValue}
+    }
+
+    /// fleet time stamped on the frame minus the true time it shows
+    public var stampOffset: Capfleet_V1_AuditFigures {
+      get {_storage._stampOffset ?? Capfleet_V1_AuditFigures()}
+      set {_uniqueStorage()._stampOffset = newValue}
+    }
+    /// Returns true if `stampOffset` has been explicitly set.
+    public var hasStampOffset: Bool {_storage._stampOffset != nil}
+    /// Clears the value of `stampOffset`. Subsequent reads from it will return its default value.
+    public mutating func clearStampOffset() {_uniqueStorage()._stampOffset = nil}
+
+    /// the largest error bound the agent gave those stamps
+    public var stampUncertaintyNs: UInt64 {
+      get {_storage._stampUncertaintyNs}
+      set {_uniqueStorage()._stampUncertaintyNs = newValue}
+    }
+
+    /// the true exposure time against the device's alignment grid (when it has one)
+    public var truePhase: Capfleet_V1_AuditFigures {
+      get {_storage._truePhase ?? Capfleet_V1_AuditFigures()}
+      set {_uniqueStorage()._truePhase = newValue}
+    }
+    /// Returns true if `truePhase` has been explicitly set.
+    public var hasTruePhase: Bool {_storage._truePhase != nil}
+    /// Clears the value of `truePhase`. Subsequent reads from it will return its default value.
+    public mutating func clearTruePhase() {_uniqueStorage()._truePhase = nil}
+
+    public var exposureSeconds: Double {
+      get {_storage._exposureSeconds}
+      set {_uniqueStorage()._exposureSeconds = newValue}
+    }
+
+    public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+    public init() {}
+
+    fileprivate var _storage = _StorageClass.defaultInstance
+  }
+
+  public init() {}
+
+  fileprivate var _exposureSpread: Capfleet_V1_AuditFigures? = nil
+}
+
+/// Since 1.7 (recordings.md, "Sync and integrity"): limits a take must keep to be certified; a
+/// zero field asks nothing.
+public nonisolated struct Capfleet_V1_TakeRequirements: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// the cameras' exposure spread (p99) at most this
+  public var maxSpreadNs: UInt64 = 0
+
+  /// no frame dropped, for any reason
+  public var noDrops: Bool = false
+
+  /// every node's clock locked throughout
+  public var clocksLocked: Bool = false
+
+  /// every camera steered and in phase throughout
+  public var inPhase: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// A take's sync and integrity: put together from what the agents reported while it recorded.
+public nonisolated struct Capfleet_V1_TakeSyncReport: @unchecked Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var verdict: Capfleet_V1_TakeSyncReport.Verdict {
+    get {_storage._verdict}
+    set {_uniqueStorage()._verdict = newValue}
+  }
+
+  /// FAILED: each requirement not met, and by which camera
+  public var failures: [String] {
+    get {_storage._failures}
+    set {_uniqueStorage()._failures = newValue}
+  }
+
+  public var requirements: Capfleet_V1_TakeRequirements {
+    get {_storage._requirements ?? Capfleet_V1_TakeRequirements()}
+    set {_uniqueStorage()._requirements = newValue}
+  }
+  /// Returns true if `requirements` has been explicitly set.
+  public var hasRequirements: Bool {_storage._requirements != nil}
+  /// Clears the value of `requirements`. Subsequent reads from it will return its default value.
+  public mutating func clearRequirements() {_uniqueStorage()._requirements = nil}
+
+  public var cameras: [Capfleet_V1_TakeSyncReport.Camera] {
+    get {_storage._cameras}
+    set {_uniqueStorage()._cameras = newValue}
+  }
+
+  /// across cameras, at each report: latest phase minus earliest
+  public var phaseSpread: Capfleet_V1_AuditFigures {
+    get {_storage._phaseSpread ?? Capfleet_V1_AuditFigures()}
+    set {_uniqueStorage()._phaseSpread = newValue}
+  }
+  /// Returns true if `phaseSpread` has been explicitly set.
+  public var hasPhaseSpread: Bool {_storage._phaseSpread != nil}
+  /// Clears the value of `phaseSpread`. Subsequent reads from it will return its default value.
+  public mutating func clearPhaseSpread() {_uniqueStorage()._phaseSpread = nil}
+
+  /// an audit that ran during the take, if any
+  public var audit: Capfleet_V1_SyncAuditResult {
+    get {_storage._audit ?? Capfleet_V1_SyncAuditResult()}
+    set {_uniqueStorage()._audit = newValue}
+  }
+  /// Returns true if `audit` has been explicitly set.
+  public var hasAudit: Bool {_storage._audit != nil}
+  /// Clears the value of `audit`. Subsequent reads from it will return its default value.
+  public mutating func clearAudit() {_uniqueStorage()._audit = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public nonisolated enum Verdict: SwiftProtobuf.Enum, Swift.CaseIterable {
+    public typealias RawValue = Int
+    case unspecified // = 0
+
+    /// the take has not ended: figures so far
+    case recording // = 1
+
+    /// ended, no requirements asked
+    case reported // = 2
+
+    /// ended, every requirement met
+    case certified // = 3
+
+    /// ended, a requirement not met: see failures
+    case failed // = 4
+    case UNRECOGNIZED(Int)
+
+    public init() {
+      self = .unspecified
+    }
+
+    public init?(rawValue: Int) {
+      switch rawValue {
+      case 0: self = .unspecified
+      case 1: self = .recording
+      case 2: self = .reported
+      case 3: self = .certified
+      case 4: self = .failed
+      default: self = .UNRECOGNIZED(rawValue)
+      }
+    }
+
+    public var rawValue: Int {
+      switch self {
+      case .unspecified: return 0
+      case .recording: return 1
+      case .reported: return 2
+      case .certified: return 3
+      case .failed: return 4
+      case .UNRECOGNIZED(let i): return i
+      }
+    }
+
+    // The compiler won't synthesize support with the UNRECOGNIZED case.
+    public static let allCases: [Capfleet_V1_TakeSyncReport.Verdict] = [
+      .unspecified,
+      .recording,
+      .reported,
+      .certified,
+      .failed,
+    ]
+
+  }
+
+  public nonisolated struct Camera: @unchecked Sendable {
+    // SwiftProtobuf.Message conformance is added in an extension below. See the
+    // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+    // methods supported on all messages.
+
+    public var deviceID: String {
+      get {_storage._deviceID}
+      set {_uniqueStorage()._deviceID = newValue}
+    }
+
+    public var nodeID: String {
+      get {_storage._nodeID}
+      set {_uniqueStorage()._nodeID = newValue}
+    }
+
+    /// the worst clock state its node reported during the take
+    public var worstSync: Capfleet_V1_ClockState.Sync {
+      get {_storage._worstSync}
+      set {_uniqueStorage()._worstSync = newValue}
+    }
+
+    /// the largest error bound of its stamps
+    public var maxUncertaintyNs: UInt64 {
+      get {_storage._maxUncertaintyNs}
+      set {_uniqueStorage()._maxUncertaintyNs = newValue}
+    }
+
+    /// steered throughout
+    public var steered: Bool {
+      get {_storage._steered}
+      set {_uniqueStorage()._steered = newValue}
+    }
+
+    public var worstAlignment: Capfleet_V1_FrameAlignment.State {
+      get {_storage._worstAlignment}
+      set {_uniqueStorage()._worstAlignment = newValue}
+    }
+
+    /// |phase| on the grid over the take
+    public var phaseMedianNs: UInt64 {
+      get {_storage._phaseMedianNs}
+      set {_uniqueStorage()._phaseMedianNs = newValue}
+    }
+
+    public var phaseP99Ns: UInt64 {
+      get {_storage._phaseP99Ns}
+      set {_uniqueStorage()._phaseP99Ns = newValue}
+    }
+
+    /// time out of phase during the take
+    public var outOfPhaseNs: UInt64 {
+      get {_storage._outOfPhaseNs}
+      set {_uniqueStorage()._outOfPhaseNs = newValue}
+    }
+
+    /// the take's length at the camera's frame rate
+    public var framesExpected: UInt64 {
+      get {_storage._framesExpected}
+      set {_uniqueStorage()._framesExpected = newValue}
+    }
+
+    public var framesCaptured: UInt64 {
+      get {_storage._framesCaptured}
+      set {_uniqueStorage()._framesCaptured = newValue}
+    }
+
+    /// dropped during the take, by reason
+    public var drops: Capfleet_V1_DropCounts {
+      get {_storage._drops ?? Capfleet_V1_DropCounts()}
+      set {_uniqueStorage()._drops = newValue}
+    }
+    /// Returns true if `drops` has been explicitly set.
+    public var hasDrops: Bool {_storage._drops != nil}
+    /// Clears the value of `drops`. Subsequent reads from it will return its default value.
+    public mutating func clearDrops() {_uniqueStorage()._drops = nil}
+
+    /// 1 - the fullest its take's write queue got (0: it overflowed)
+    public var writerHeadroom: Double {
+      get {_storage._writerHeadroom}
+      set {_uniqueStorage()._writerHeadroom = newValue}
+    }
+
+    /// agent reports the figures come from
+    public var statusReports: UInt32 {
+      get {_storage._statusReports}
+      set {_uniqueStorage()._statusReports = newValue}
+    }
+
+    public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+    public init() {}
+
+    fileprivate var _storage = _StorageClass.defaultInstance
+  }
+
+  public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
+}
+
 public nonisolated struct Capfleet_V1_ChangeFrameAlignment: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -2263,11 +2694,22 @@ public nonisolated struct Capfleet_V1_StartRecording: Sendable {
   /// a codec of its own for the cameras named (device id → encoding); the rest use `encoding`
   public var deviceEncodings: Dictionary<String,Capfleet_V1_Encoding> = [:]
 
+  /// since 1.7: what the take must meet to be certified (recordings.md, "Sync and integrity")
+  public var requirements: Capfleet_V1_TakeRequirements {
+    get {_requirements ?? Capfleet_V1_TakeRequirements()}
+    set {_requirements = newValue}
+  }
+  /// Returns true if `requirements` has been explicitly set.
+  public var hasRequirements: Bool {self._requirements != nil}
+  /// Clears the value of `requirements`. Subsequent reads from it will return its default value.
+  public mutating func clearRequirements() {self._requirements = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _encoding: Capfleet_V1_Encoding? = nil
+  fileprivate var _requirements: Capfleet_V1_TakeRequirements? = nil
 }
 
 /// Copies a take's agent-held segments to the coordinator (recordings.md, "Collecting"). Answers
@@ -2553,6 +2995,16 @@ public nonisolated struct Capfleet_V1_TakeInfo: @unchecked Sendable {
   public var hasEncoding: Bool {_storage._encoding != nil}
   /// Clears the value of `encoding`. Subsequent reads from it will return its default value.
   public mutating func clearEncoding() {_uniqueStorage()._encoding = nil}
+
+  /// since 1.7: with GetRecording, and in ListRecordings once the take ended
+  public var syncReport: Capfleet_V1_TakeSyncReport {
+    get {_storage._syncReport ?? Capfleet_V1_TakeSyncReport()}
+    set {_uniqueStorage()._syncReport = newValue}
+  }
+  /// Returns true if `syncReport` has been explicitly set.
+  public var hasSyncReport: Bool {_storage._syncReport != nil}
+  /// Clears the value of `syncReport`. Subsequent reads from it will return its default value.
+  public mutating func clearSyncReport() {_uniqueStorage()._syncReport = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -3128,936 +3580,997 @@ nonisolated extension Capfleet_V1_EnrollmentTokenState: SwiftProtobuf._ProtoName
 
 nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0\u{3}note_recording\0\u{3}backup_database\0\u{3}get_preview\0\u{3}list_previews\0\u{3}collect_recording\0\u{4}\u{b}list_enrollments\0\u{3}revoke_enrollment\0\u{3}create_dashboard_sign_in\0\u{3}list_dashboard_sessions\0\u{3}end_dashboard_session\0\u{3}take_still\0\u{3}list_stills\0\u{3}get_still\0\u{3}delete_still\0\u{3}read_still_file\0\u{3}change_detection\0\u{3}set_device_optics\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0\u{3}note_recording\0\u{3}backup_database\0\u{3}get_preview\0\u{3}list_previews\0\u{3}collect_recording\0\u{4}\u{b}list_enrollments\0\u{3}revoke_enrollment\0\u{3}create_dashboard_sign_in\0\u{3}list_dashboard_sessions\0\u{3}end_dashboard_session\0\u{3}take_still\0\u{3}list_stills\0\u{3}get_still\0\u{3}delete_still\0\u{3}read_still_file\0\u{3}change_detection\0\u{3}set_device_optics\0\u{3}sync_audit\0")
+
+  fileprivate class _StorageClass {
+    var _requestID: UInt64 = 0
+    var _operator: String = String()
+    var _body: Capfleet_V1_OperatorRequest.OneOf_Body?
+    var _sessionID: String = String()
+    var _sessionTimeoutMs: UInt32 = 0
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _requestID = source._requestID
+      _operator = source._operator
+      _body = source._body
+      _sessionID = source._sessionID
+      _sessionTimeoutMs = source._sessionTimeoutMs
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.requestID) }()
-      case 2: try { try decoder.decodeSingularStringField(value: &self.`operator`) }()
-      case 3: try { try decoder.decodeSingularStringField(value: &self.sessionID) }()
-      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.sessionTimeoutMs) }()
-      case 10: try {
-        var v: Capfleet_V1_ListNodes?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .listNodes(let m) = current {v = m}
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularUInt64Field(value: &_storage._requestID) }()
+        case 2: try { try decoder.decodeSingularStringField(value: &_storage._operator) }()
+        case 3: try { try decoder.decodeSingularStringField(value: &_storage._sessionID) }()
+        case 4: try { try decoder.decodeSingularUInt32Field(value: &_storage._sessionTimeoutMs) }()
+        case 10: try {
+          var v: Capfleet_V1_ListNodes?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .listNodes(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .listNodes(v)
+          }
+        }()
+        case 11: try {
+          var v: Capfleet_V1_ListDevices?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .listDevices(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .listDevices(v)
+          }
+        }()
+        case 12: try {
+          var v: Capfleet_V1_GetFormats?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .getFormats(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .getFormats(v)
+          }
+        }()
+        case 13: try {
+          var v: Capfleet_V1_GetFleetStats?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .getFleetStats(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .getFleetStats(v)
+          }
+        }()
+        case 14: try {
+          var v: Capfleet_V1_GetLatestFrame?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .getLatestFrame(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .getLatestFrame(v)
+          }
+        }()
+        case 15: try {
+          var v: Capfleet_V1_GetIngestStats?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .getIngestStats(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .getIngestStats(v)
+          }
+        }()
+        case 16: try {
+          var v: Capfleet_V1_ForgetNode?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .forgetNode(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .forgetNode(v)
+          }
+        }()
+        case 17: try {
+          var v: Capfleet_V1_ChangeFormat?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .changeFormat(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .changeFormat(v)
+          }
+        }()
+        case 18: try {
+          var v: Capfleet_V1_ChangeFrameRate?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .changeFrameRate(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .changeFrameRate(v)
+          }
+        }()
+        case 19: try {
+          var v: Capfleet_V1_ChangeZoom?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .changeZoom(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .changeZoom(v)
+          }
+        }()
+        case 20: try {
+          var v: Capfleet_V1_LockDevice?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .lockDevice(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .lockDevice(v)
+          }
+        }()
+        case 21: try {
+          var v: Capfleet_V1_UnlockDevice?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .unlockDevice(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .unlockDevice(v)
+          }
+        }()
+        case 22: try {
+          var v: Capfleet_V1_ChangeFocus?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .changeFocus(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .changeFocus(v)
+          }
+        }()
+        case 23: try {
+          var v: Capfleet_V1_SetDropRecoveryPolicy?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .setDropRecoveryPolicy(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .setDropRecoveryPolicy(v)
+          }
+        }()
+        case 24: try {
+          var v: Capfleet_V1_GetDevice?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .getDevice(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .getDevice(v)
+          }
+        }()
+        case 25: try {
+          var v: Capfleet_V1_EndSession?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .endSession(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .endSession(v)
+          }
+        }()
+        case 26: try {
+          var v: Capfleet_V1_GetEvents?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .getEvents(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .getEvents(v)
+          }
+        }()
+        case 27: try {
+          var v: Capfleet_V1_ChangePressurePolicy?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .changePressurePolicy(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .changePressurePolicy(v)
+          }
+        }()
+        case 28: try {
+          var v: Capfleet_V1_CreateEnrollment?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .createEnrollment(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .createEnrollment(v)
+          }
+        }()
+        case 29: try {
+          var v: Capfleet_V1_RevokeNode?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .revokeNode(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .revokeNode(v)
+          }
+        }()
+        case 30: try {
+          var v: Capfleet_V1_AddOperator?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .addOperator(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .addOperator(v)
+          }
+        }()
+        case 31: try {
+          var v: Capfleet_V1_RemoveOperator?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .removeOperator(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .removeOperator(v)
+          }
+        }()
+        case 32: try {
+          var v: Capfleet_V1_ListOperators?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .listOperators(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .listOperators(v)
+          }
+        }()
+        case 33: try {
+          var v: Capfleet_V1_WhoAmI?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .whoAmI(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .whoAmI(v)
+          }
+        }()
+        case 34: try {
+          var v: Capfleet_V1_ChangeConsent?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .changeConsent(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .changeConsent(v)
+          }
+        }()
+        case 35: try {
+          var v: Capfleet_V1_GetConsentHistory?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .getConsentHistory(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .getConsentHistory(v)
+          }
+        }()
+        case 36: try {
+          var v: Capfleet_V1_SyncCheck?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .syncCheck(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .syncCheck(v)
+          }
+        }()
+        case 37: try {
+          var v: Capfleet_V1_ChangeFrameAlignment?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .changeFrameAlignment(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .changeFrameAlignment(v)
+          }
+        }()
+        case 38: try {
+          var v: Capfleet_V1_StartRecording?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .startRecording(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .startRecording(v)
+          }
+        }()
+        case 39: try {
+          var v: Capfleet_V1_StopRecording?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .stopRecording(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .stopRecording(v)
+          }
+        }()
+        case 40: try {
+          var v: Capfleet_V1_ListRecordings?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .listRecordings(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .listRecordings(v)
+          }
+        }()
+        case 41: try {
+          var v: Capfleet_V1_GetRecording?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .getRecording(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .getRecording(v)
+          }
+        }()
+        case 42: try {
+          var v: Capfleet_V1_DeleteRecording?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .deleteRecording(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .deleteRecording(v)
+          }
+        }()
+        case 43: try {
+          var v: Capfleet_V1_VerifyRecording?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .verifyRecording(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .verifyRecording(v)
+          }
+        }()
+        case 44: try {
+          var v: Capfleet_V1_ReadSegment?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .readSegment(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .readSegment(v)
+          }
+        }()
+        case 45: try {
+          var v: Capfleet_V1_NoteRecording?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .noteRecording(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .noteRecording(v)
+          }
+        }()
+        case 46: try {
+          var v: Capfleet_V1_BackupDatabase?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .backupDatabase(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .backupDatabase(v)
+          }
+        }()
+        case 47: try {
+          var v: Capfleet_V1_GetPreview?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .getPreview(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .getPreview(v)
+          }
+        }()
+        case 48: try {
+          var v: Capfleet_V1_ListPreviews?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .listPreviews(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .listPreviews(v)
+          }
+        }()
+        case 49: try {
+          var v: Capfleet_V1_CollectRecording?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .collectRecording(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .collectRecording(v)
+          }
+        }()
+        case 60: try {
+          var v: Capfleet_V1_ListEnrollments?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .listEnrollments(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .listEnrollments(v)
+          }
+        }()
+        case 61: try {
+          var v: Capfleet_V1_RevokeEnrollment?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .revokeEnrollment(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .revokeEnrollment(v)
+          }
+        }()
+        case 62: try {
+          var v: Capfleet_V1_CreateDashboardSignIn?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .createDashboardSignIn(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .createDashboardSignIn(v)
+          }
+        }()
+        case 63: try {
+          var v: Capfleet_V1_ListDashboardSessions?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .listDashboardSessions(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .listDashboardSessions(v)
+          }
+        }()
+        case 64: try {
+          var v: Capfleet_V1_EndDashboardSession?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .endDashboardSession(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .endDashboardSession(v)
+          }
+        }()
+        case 65: try {
+          var v: Capfleet_V1_TakeStill?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .takeStill(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .takeStill(v)
+          }
+        }()
+        case 66: try {
+          var v: Capfleet_V1_ListStills?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .listStills(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .listStills(v)
+          }
+        }()
+        case 67: try {
+          var v: Capfleet_V1_GetStill?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .getStill(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .getStill(v)
+          }
+        }()
+        case 68: try {
+          var v: Capfleet_V1_DeleteStill?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .deleteStill(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .deleteStill(v)
+          }
+        }()
+        case 69: try {
+          var v: Capfleet_V1_ReadStillFile?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .readStillFile(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .readStillFile(v)
+          }
+        }()
+        case 70: try {
+          var v: Capfleet_V1_ChangeDetection?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .changeDetection(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .changeDetection(v)
+          }
+        }()
+        case 71: try {
+          var v: Capfleet_V1_SetDeviceOptics?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .setDeviceOptics(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .setDeviceOptics(v)
+          }
+        }()
+        case 72: try {
+          var v: Capfleet_V1_SyncAudit?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .syncAudit(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .syncAudit(v)
+          }
+        }()
+        default: break
         }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .listNodes(v)
-        }
-      }()
-      case 11: try {
-        var v: Capfleet_V1_ListDevices?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .listDevices(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .listDevices(v)
-        }
-      }()
-      case 12: try {
-        var v: Capfleet_V1_GetFormats?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .getFormats(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .getFormats(v)
-        }
-      }()
-      case 13: try {
-        var v: Capfleet_V1_GetFleetStats?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .getFleetStats(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .getFleetStats(v)
-        }
-      }()
-      case 14: try {
-        var v: Capfleet_V1_GetLatestFrame?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .getLatestFrame(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .getLatestFrame(v)
-        }
-      }()
-      case 15: try {
-        var v: Capfleet_V1_GetIngestStats?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .getIngestStats(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .getIngestStats(v)
-        }
-      }()
-      case 16: try {
-        var v: Capfleet_V1_ForgetNode?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .forgetNode(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .forgetNode(v)
-        }
-      }()
-      case 17: try {
-        var v: Capfleet_V1_ChangeFormat?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .changeFormat(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .changeFormat(v)
-        }
-      }()
-      case 18: try {
-        var v: Capfleet_V1_ChangeFrameRate?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .changeFrameRate(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .changeFrameRate(v)
-        }
-      }()
-      case 19: try {
-        var v: Capfleet_V1_ChangeZoom?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .changeZoom(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .changeZoom(v)
-        }
-      }()
-      case 20: try {
-        var v: Capfleet_V1_LockDevice?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .lockDevice(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .lockDevice(v)
-        }
-      }()
-      case 21: try {
-        var v: Capfleet_V1_UnlockDevice?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .unlockDevice(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .unlockDevice(v)
-        }
-      }()
-      case 22: try {
-        var v: Capfleet_V1_ChangeFocus?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .changeFocus(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .changeFocus(v)
-        }
-      }()
-      case 23: try {
-        var v: Capfleet_V1_SetDropRecoveryPolicy?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .setDropRecoveryPolicy(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .setDropRecoveryPolicy(v)
-        }
-      }()
-      case 24: try {
-        var v: Capfleet_V1_GetDevice?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .getDevice(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .getDevice(v)
-        }
-      }()
-      case 25: try {
-        var v: Capfleet_V1_EndSession?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .endSession(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .endSession(v)
-        }
-      }()
-      case 26: try {
-        var v: Capfleet_V1_GetEvents?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .getEvents(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .getEvents(v)
-        }
-      }()
-      case 27: try {
-        var v: Capfleet_V1_ChangePressurePolicy?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .changePressurePolicy(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .changePressurePolicy(v)
-        }
-      }()
-      case 28: try {
-        var v: Capfleet_V1_CreateEnrollment?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .createEnrollment(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .createEnrollment(v)
-        }
-      }()
-      case 29: try {
-        var v: Capfleet_V1_RevokeNode?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .revokeNode(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .revokeNode(v)
-        }
-      }()
-      case 30: try {
-        var v: Capfleet_V1_AddOperator?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .addOperator(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .addOperator(v)
-        }
-      }()
-      case 31: try {
-        var v: Capfleet_V1_RemoveOperator?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .removeOperator(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .removeOperator(v)
-        }
-      }()
-      case 32: try {
-        var v: Capfleet_V1_ListOperators?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .listOperators(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .listOperators(v)
-        }
-      }()
-      case 33: try {
-        var v: Capfleet_V1_WhoAmI?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .whoAmI(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .whoAmI(v)
-        }
-      }()
-      case 34: try {
-        var v: Capfleet_V1_ChangeConsent?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .changeConsent(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .changeConsent(v)
-        }
-      }()
-      case 35: try {
-        var v: Capfleet_V1_GetConsentHistory?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .getConsentHistory(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .getConsentHistory(v)
-        }
-      }()
-      case 36: try {
-        var v: Capfleet_V1_SyncCheck?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .syncCheck(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .syncCheck(v)
-        }
-      }()
-      case 37: try {
-        var v: Capfleet_V1_ChangeFrameAlignment?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .changeFrameAlignment(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .changeFrameAlignment(v)
-        }
-      }()
-      case 38: try {
-        var v: Capfleet_V1_StartRecording?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .startRecording(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .startRecording(v)
-        }
-      }()
-      case 39: try {
-        var v: Capfleet_V1_StopRecording?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .stopRecording(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .stopRecording(v)
-        }
-      }()
-      case 40: try {
-        var v: Capfleet_V1_ListRecordings?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .listRecordings(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .listRecordings(v)
-        }
-      }()
-      case 41: try {
-        var v: Capfleet_V1_GetRecording?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .getRecording(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .getRecording(v)
-        }
-      }()
-      case 42: try {
-        var v: Capfleet_V1_DeleteRecording?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .deleteRecording(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .deleteRecording(v)
-        }
-      }()
-      case 43: try {
-        var v: Capfleet_V1_VerifyRecording?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .verifyRecording(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .verifyRecording(v)
-        }
-      }()
-      case 44: try {
-        var v: Capfleet_V1_ReadSegment?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .readSegment(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .readSegment(v)
-        }
-      }()
-      case 45: try {
-        var v: Capfleet_V1_NoteRecording?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .noteRecording(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .noteRecording(v)
-        }
-      }()
-      case 46: try {
-        var v: Capfleet_V1_BackupDatabase?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .backupDatabase(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .backupDatabase(v)
-        }
-      }()
-      case 47: try {
-        var v: Capfleet_V1_GetPreview?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .getPreview(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .getPreview(v)
-        }
-      }()
-      case 48: try {
-        var v: Capfleet_V1_ListPreviews?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .listPreviews(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .listPreviews(v)
-        }
-      }()
-      case 49: try {
-        var v: Capfleet_V1_CollectRecording?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .collectRecording(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .collectRecording(v)
-        }
-      }()
-      case 60: try {
-        var v: Capfleet_V1_ListEnrollments?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .listEnrollments(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .listEnrollments(v)
-        }
-      }()
-      case 61: try {
-        var v: Capfleet_V1_RevokeEnrollment?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .revokeEnrollment(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .revokeEnrollment(v)
-        }
-      }()
-      case 62: try {
-        var v: Capfleet_V1_CreateDashboardSignIn?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .createDashboardSignIn(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .createDashboardSignIn(v)
-        }
-      }()
-      case 63: try {
-        var v: Capfleet_V1_ListDashboardSessions?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .listDashboardSessions(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .listDashboardSessions(v)
-        }
-      }()
-      case 64: try {
-        var v: Capfleet_V1_EndDashboardSession?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .endDashboardSession(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .endDashboardSession(v)
-        }
-      }()
-      case 65: try {
-        var v: Capfleet_V1_TakeStill?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .takeStill(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .takeStill(v)
-        }
-      }()
-      case 66: try {
-        var v: Capfleet_V1_ListStills?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .listStills(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .listStills(v)
-        }
-      }()
-      case 67: try {
-        var v: Capfleet_V1_GetStill?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .getStill(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .getStill(v)
-        }
-      }()
-      case 68: try {
-        var v: Capfleet_V1_DeleteStill?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .deleteStill(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .deleteStill(v)
-        }
-      }()
-      case 69: try {
-        var v: Capfleet_V1_ReadStillFile?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .readStillFile(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .readStillFile(v)
-        }
-      }()
-      case 70: try {
-        var v: Capfleet_V1_ChangeDetection?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .changeDetection(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .changeDetection(v)
-        }
-      }()
-      case 71: try {
-        var v: Capfleet_V1_SetDeviceOptics?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .setDeviceOptics(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .setDeviceOptics(v)
-        }
-      }()
-      default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    if self.requestID != 0 {
-      try visitor.visitSingularUInt64Field(value: self.requestID, fieldNumber: 1)
-    }
-    if !self.`operator`.isEmpty {
-      try visitor.visitSingularStringField(value: self.`operator`, fieldNumber: 2)
-    }
-    if !self.sessionID.isEmpty {
-      try visitor.visitSingularStringField(value: self.sessionID, fieldNumber: 3)
-    }
-    if self.sessionTimeoutMs != 0 {
-      try visitor.visitSingularUInt32Field(value: self.sessionTimeoutMs, fieldNumber: 4)
-    }
-    switch self.body {
-    case .listNodes?: try {
-      guard case .listNodes(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
-    }()
-    case .listDevices?: try {
-      guard case .listDevices(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
-    }()
-    case .getFormats?: try {
-      guard case .getFormats(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
-    }()
-    case .getFleetStats?: try {
-      guard case .getFleetStats(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
-    }()
-    case .getLatestFrame?: try {
-      guard case .getLatestFrame(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 14)
-    }()
-    case .getIngestStats?: try {
-      guard case .getIngestStats(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 15)
-    }()
-    case .forgetNode?: try {
-      guard case .forgetNode(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 16)
-    }()
-    case .changeFormat?: try {
-      guard case .changeFormat(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 17)
-    }()
-    case .changeFrameRate?: try {
-      guard case .changeFrameRate(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 18)
-    }()
-    case .changeZoom?: try {
-      guard case .changeZoom(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 19)
-    }()
-    case .lockDevice?: try {
-      guard case .lockDevice(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 20)
-    }()
-    case .unlockDevice?: try {
-      guard case .unlockDevice(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 21)
-    }()
-    case .changeFocus?: try {
-      guard case .changeFocus(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 22)
-    }()
-    case .setDropRecoveryPolicy?: try {
-      guard case .setDropRecoveryPolicy(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 23)
-    }()
-    case .getDevice?: try {
-      guard case .getDevice(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 24)
-    }()
-    case .endSession?: try {
-      guard case .endSession(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 25)
-    }()
-    case .getEvents?: try {
-      guard case .getEvents(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 26)
-    }()
-    case .changePressurePolicy?: try {
-      guard case .changePressurePolicy(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 27)
-    }()
-    case .createEnrollment?: try {
-      guard case .createEnrollment(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 28)
-    }()
-    case .revokeNode?: try {
-      guard case .revokeNode(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 29)
-    }()
-    case .addOperator?: try {
-      guard case .addOperator(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 30)
-    }()
-    case .removeOperator?: try {
-      guard case .removeOperator(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 31)
-    }()
-    case .listOperators?: try {
-      guard case .listOperators(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 32)
-    }()
-    case .whoAmI?: try {
-      guard case .whoAmI(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 33)
-    }()
-    case .changeConsent?: try {
-      guard case .changeConsent(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 34)
-    }()
-    case .getConsentHistory?: try {
-      guard case .getConsentHistory(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 35)
-    }()
-    case .syncCheck?: try {
-      guard case .syncCheck(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 36)
-    }()
-    case .changeFrameAlignment?: try {
-      guard case .changeFrameAlignment(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 37)
-    }()
-    case .startRecording?: try {
-      guard case .startRecording(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 38)
-    }()
-    case .stopRecording?: try {
-      guard case .stopRecording(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 39)
-    }()
-    case .listRecordings?: try {
-      guard case .listRecordings(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 40)
-    }()
-    case .getRecording?: try {
-      guard case .getRecording(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 41)
-    }()
-    case .deleteRecording?: try {
-      guard case .deleteRecording(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 42)
-    }()
-    case .verifyRecording?: try {
-      guard case .verifyRecording(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 43)
-    }()
-    case .readSegment?: try {
-      guard case .readSegment(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 44)
-    }()
-    case .noteRecording?: try {
-      guard case .noteRecording(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 45)
-    }()
-    case .backupDatabase?: try {
-      guard case .backupDatabase(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 46)
-    }()
-    case .getPreview?: try {
-      guard case .getPreview(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 47)
-    }()
-    case .listPreviews?: try {
-      guard case .listPreviews(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 48)
-    }()
-    case .collectRecording?: try {
-      guard case .collectRecording(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 49)
-    }()
-    case .listEnrollments?: try {
-      guard case .listEnrollments(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 60)
-    }()
-    case .revokeEnrollment?: try {
-      guard case .revokeEnrollment(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 61)
-    }()
-    case .createDashboardSignIn?: try {
-      guard case .createDashboardSignIn(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 62)
-    }()
-    case .listDashboardSessions?: try {
-      guard case .listDashboardSessions(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 63)
-    }()
-    case .endDashboardSession?: try {
-      guard case .endDashboardSession(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 64)
-    }()
-    case .takeStill?: try {
-      guard case .takeStill(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 65)
-    }()
-    case .listStills?: try {
-      guard case .listStills(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 66)
-    }()
-    case .getStill?: try {
-      guard case .getStill(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 67)
-    }()
-    case .deleteStill?: try {
-      guard case .deleteStill(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 68)
-    }()
-    case .readStillFile?: try {
-      guard case .readStillFile(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 69)
-    }()
-    case .changeDetection?: try {
-      guard case .changeDetection(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 70)
-    }()
-    case .setDeviceOptics?: try {
-      guard case .setDeviceOptics(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 71)
-    }()
-    case nil: break
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if _storage._requestID != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._requestID, fieldNumber: 1)
+      }
+      if !_storage._operator.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._operator, fieldNumber: 2)
+      }
+      if !_storage._sessionID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._sessionID, fieldNumber: 3)
+      }
+      if _storage._sessionTimeoutMs != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._sessionTimeoutMs, fieldNumber: 4)
+      }
+      switch _storage._body {
+      case .listNodes?: try {
+        guard case .listNodes(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
+      }()
+      case .listDevices?: try {
+        guard case .listDevices(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
+      }()
+      case .getFormats?: try {
+        guard case .getFormats(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
+      }()
+      case .getFleetStats?: try {
+        guard case .getFleetStats(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
+      }()
+      case .getLatestFrame?: try {
+        guard case .getLatestFrame(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 14)
+      }()
+      case .getIngestStats?: try {
+        guard case .getIngestStats(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 15)
+      }()
+      case .forgetNode?: try {
+        guard case .forgetNode(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 16)
+      }()
+      case .changeFormat?: try {
+        guard case .changeFormat(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 17)
+      }()
+      case .changeFrameRate?: try {
+        guard case .changeFrameRate(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 18)
+      }()
+      case .changeZoom?: try {
+        guard case .changeZoom(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 19)
+      }()
+      case .lockDevice?: try {
+        guard case .lockDevice(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 20)
+      }()
+      case .unlockDevice?: try {
+        guard case .unlockDevice(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 21)
+      }()
+      case .changeFocus?: try {
+        guard case .changeFocus(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 22)
+      }()
+      case .setDropRecoveryPolicy?: try {
+        guard case .setDropRecoveryPolicy(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 23)
+      }()
+      case .getDevice?: try {
+        guard case .getDevice(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 24)
+      }()
+      case .endSession?: try {
+        guard case .endSession(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 25)
+      }()
+      case .getEvents?: try {
+        guard case .getEvents(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 26)
+      }()
+      case .changePressurePolicy?: try {
+        guard case .changePressurePolicy(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 27)
+      }()
+      case .createEnrollment?: try {
+        guard case .createEnrollment(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 28)
+      }()
+      case .revokeNode?: try {
+        guard case .revokeNode(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 29)
+      }()
+      case .addOperator?: try {
+        guard case .addOperator(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 30)
+      }()
+      case .removeOperator?: try {
+        guard case .removeOperator(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 31)
+      }()
+      case .listOperators?: try {
+        guard case .listOperators(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 32)
+      }()
+      case .whoAmI?: try {
+        guard case .whoAmI(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 33)
+      }()
+      case .changeConsent?: try {
+        guard case .changeConsent(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 34)
+      }()
+      case .getConsentHistory?: try {
+        guard case .getConsentHistory(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 35)
+      }()
+      case .syncCheck?: try {
+        guard case .syncCheck(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 36)
+      }()
+      case .changeFrameAlignment?: try {
+        guard case .changeFrameAlignment(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 37)
+      }()
+      case .startRecording?: try {
+        guard case .startRecording(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 38)
+      }()
+      case .stopRecording?: try {
+        guard case .stopRecording(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 39)
+      }()
+      case .listRecordings?: try {
+        guard case .listRecordings(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 40)
+      }()
+      case .getRecording?: try {
+        guard case .getRecording(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 41)
+      }()
+      case .deleteRecording?: try {
+        guard case .deleteRecording(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 42)
+      }()
+      case .verifyRecording?: try {
+        guard case .verifyRecording(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 43)
+      }()
+      case .readSegment?: try {
+        guard case .readSegment(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 44)
+      }()
+      case .noteRecording?: try {
+        guard case .noteRecording(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 45)
+      }()
+      case .backupDatabase?: try {
+        guard case .backupDatabase(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 46)
+      }()
+      case .getPreview?: try {
+        guard case .getPreview(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 47)
+      }()
+      case .listPreviews?: try {
+        guard case .listPreviews(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 48)
+      }()
+      case .collectRecording?: try {
+        guard case .collectRecording(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 49)
+      }()
+      case .listEnrollments?: try {
+        guard case .listEnrollments(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 60)
+      }()
+      case .revokeEnrollment?: try {
+        guard case .revokeEnrollment(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 61)
+      }()
+      case .createDashboardSignIn?: try {
+        guard case .createDashboardSignIn(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 62)
+      }()
+      case .listDashboardSessions?: try {
+        guard case .listDashboardSessions(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 63)
+      }()
+      case .endDashboardSession?: try {
+        guard case .endDashboardSession(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 64)
+      }()
+      case .takeStill?: try {
+        guard case .takeStill(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 65)
+      }()
+      case .listStills?: try {
+        guard case .listStills(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 66)
+      }()
+      case .getStill?: try {
+        guard case .getStill(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 67)
+      }()
+      case .deleteStill?: try {
+        guard case .deleteStill(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 68)
+      }()
+      case .readStillFile?: try {
+        guard case .readStillFile(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 69)
+      }()
+      case .changeDetection?: try {
+        guard case .changeDetection(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 70)
+      }()
+      case .setDeviceOptics?: try {
+        guard case .setDeviceOptics(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 71)
+      }()
+      case .syncAudit?: try {
+        guard case .syncAudit(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 72)
+      }()
+      case nil: break
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Capfleet_V1_OperatorRequest, rhs: Capfleet_V1_OperatorRequest) -> Bool {
-    if lhs.requestID != rhs.requestID {return false}
-    if lhs.`operator` != rhs.`operator` {return false}
-    if lhs.body != rhs.body {return false}
-    if lhs.sessionID != rhs.sessionID {return false}
-    if lhs.sessionTimeoutMs != rhs.sessionTimeoutMs {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._requestID != rhs_storage._requestID {return false}
+        if _storage._operator != rhs_storage._operator {return false}
+        if _storage._body != rhs_storage._body {return false}
+        if _storage._sessionID != rhs_storage._sessionID {return false}
+        if _storage._sessionTimeoutMs != rhs_storage._sessionTimeoutMs {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -5304,7 +5817,7 @@ nonisolated extension Capfleet_V1_RejectionCount: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0\u{1}takes\0\u{1}verification\0\u{3}segment_data\0\u{3}segment_size\0\u{1}backup\0\u{1}endpoints\0\u{2}\u{3}previews\0\u{4}\u{5}enrollment_tokens\0\u{3}dashboard_sign_in\0\u{3}dashboard_sessions\0\u{1}stills\0\u{1}detection\0\u{1}optics\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0\u{1}takes\0\u{1}verification\0\u{3}segment_data\0\u{3}segment_size\0\u{1}backup\0\u{1}endpoints\0\u{2}\u{3}previews\0\u{4}\u{5}enrollment_tokens\0\u{3}dashboard_sign_in\0\u{3}dashboard_sessions\0\u{1}stills\0\u{1}detection\0\u{1}optics\0\u{3}sync_audit\0")
 
   fileprivate class _StorageClass {
     var _requestID: UInt64 = 0
@@ -5344,6 +5857,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
     var _detection: Capfleet_V1_DetectionSettings? = nil
     var _optics: Capfleet_V1_DeviceOptics? = nil
     var _stills: [Capfleet_V1_StillInfo] = []
+    var _syncAudit: Capfleet_V1_SyncAuditResult? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -5391,6 +5905,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       _detection = source._detection
       _optics = source._optics
       _stills = source._stills
+      _syncAudit = source._syncAudit
     }
   }
 
@@ -5446,6 +5961,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         case 48: try { try decoder.decodeRepeatedMessageField(value: &_storage._stills) }()
         case 49: try { try decoder.decodeSingularMessageField(value: &_storage._detection) }()
         case 50: try { try decoder.decodeSingularMessageField(value: &_storage._optics) }()
+        case 51: try { try decoder.decodeSingularMessageField(value: &_storage._syncAudit) }()
         default: break
         }
       }
@@ -5569,6 +6085,9 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       try { if let v = _storage._optics {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 50)
       } }()
+      try { if let v = _storage._syncAudit {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 51)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -5615,6 +6134,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         if _storage._detection != rhs_storage._detection {return false}
         if _storage._optics != rhs_storage._optics {return false}
         if _storage._stills != rhs_storage._stills {return false}
+        if _storage._syncAudit != rhs_storage._syncAudit {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -6611,6 +7131,605 @@ nonisolated extension Capfleet_V1_SyncCheckResult.Entry: SwiftProtobuf.Message, 
   }
 }
 
+nonisolated extension Capfleet_V1_SyncAudit: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SyncAudit"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_ids\0\u{1}seconds\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedStringField(value: &self.deviceIds) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.seconds) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.deviceIds.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.deviceIds, fieldNumber: 1)
+    }
+    if self.seconds != 0 {
+      try visitor.visitSingularUInt32Field(value: self.seconds, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_SyncAudit, rhs: Capfleet_V1_SyncAudit) -> Bool {
+    if lhs.deviceIds != rhs.deviceIds {return false}
+    if lhs.seconds != rhs.seconds {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_AuditFigures: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".AuditFigures"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}median_ns\0\u{3}p99_ns\0\u{3}max_ns\0\u{1}samples\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularInt64Field(value: &self.medianNs) }()
+      case 2: try { try decoder.decodeSingularInt64Field(value: &self.p99Ns) }()
+      case 3: try { try decoder.decodeSingularInt64Field(value: &self.maxNs) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.samples) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.medianNs != 0 {
+      try visitor.visitSingularInt64Field(value: self.medianNs, fieldNumber: 1)
+    }
+    if self.p99Ns != 0 {
+      try visitor.visitSingularInt64Field(value: self.p99Ns, fieldNumber: 2)
+    }
+    if self.maxNs != 0 {
+      try visitor.visitSingularInt64Field(value: self.maxNs, fieldNumber: 3)
+    }
+    if self.samples != 0 {
+      try visitor.visitSingularUInt32Field(value: self.samples, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_AuditFigures, rhs: Capfleet_V1_AuditFigures) -> Bool {
+    if lhs.medianNs != rhs.medianNs {return false}
+    if lhs.p99Ns != rhs.p99Ns {return false}
+    if lhs.maxNs != rhs.maxNs {return false}
+    if lhs.samples != rhs.samples {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_SyncAuditResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SyncAuditResult"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}start_fleet_ns\0\u{3}end_fleet_ns\0\u{1}cameras\0\u{3}exposure_spread\0\u{3}resolution_ns\0\u{3}longest_exposure_seconds\0\u{1}clock\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.startFleetNs) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.endFleetNs) }()
+      case 3: try { try decoder.decodeRepeatedMessageField(value: &self.cameras) }()
+      case 4: try { try decoder.decodeSingularMessageField(value: &self._exposureSpread) }()
+      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.resolutionNs) }()
+      case 6: try { try decoder.decodeSingularDoubleField(value: &self.longestExposureSeconds) }()
+      case 7: try { try decoder.decodeSingularEnumField(value: &self.clock) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if self.startFleetNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.startFleetNs, fieldNumber: 1)
+    }
+    if self.endFleetNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.endFleetNs, fieldNumber: 2)
+    }
+    if !self.cameras.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.cameras, fieldNumber: 3)
+    }
+    try { if let v = self._exposureSpread {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
+    } }()
+    if self.resolutionNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.resolutionNs, fieldNumber: 5)
+    }
+    if self.longestExposureSeconds.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.longestExposureSeconds, fieldNumber: 6)
+    }
+    if self.clock != .unspecified {
+      try visitor.visitSingularEnumField(value: self.clock, fieldNumber: 7)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_SyncAuditResult, rhs: Capfleet_V1_SyncAuditResult) -> Bool {
+    if lhs.startFleetNs != rhs.startFleetNs {return false}
+    if lhs.endFleetNs != rhs.endFleetNs {return false}
+    if lhs.cameras != rhs.cameras {return false}
+    if lhs._exposureSpread != rhs._exposureSpread {return false}
+    if lhs.resolutionNs != rhs.resolutionNs {return false}
+    if lhs.longestExposureSeconds != rhs.longestExposureSeconds {return false}
+    if lhs.clock != rhs.clock {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_SyncAuditResult.Camera: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = Capfleet_V1_SyncAuditResult.protoMessageName + ".Camera"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}status\0\u{3}frames_seen\0\u{3}frames_read\0\u{3}frames_skipped\0\u{3}frames_without_timecode\0\u{3}stamp_offset\0\u{3}stamp_uncertainty_ns\0\u{3}true_phase\0\u{3}exposure_seconds\0")
+
+  fileprivate class _StorageClass {
+    var _deviceID: String = String()
+    var _nodeID: String = String()
+    var _status: Capfleet_V1_Status? = nil
+    var _framesSeen: UInt64 = 0
+    var _framesRead: UInt64 = 0
+    var _framesSkipped: UInt64 = 0
+    var _framesWithoutTimecode: UInt64 = 0
+    var _stampOffset: Capfleet_V1_AuditFigures? = nil
+    var _stampUncertaintyNs: UInt64 = 0
+    var _truePhase: Capfleet_V1_AuditFigures? = nil
+    var _exposureSeconds: Double = 0
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _deviceID = source._deviceID
+      _nodeID = source._nodeID
+      _status = source._status
+      _framesSeen = source._framesSeen
+      _framesRead = source._framesRead
+      _framesSkipped = source._framesSkipped
+      _framesWithoutTimecode = source._framesWithoutTimecode
+      _stampOffset = source._stampOffset
+      _stampUncertaintyNs = source._stampUncertaintyNs
+      _truePhase = source._truePhase
+      _exposureSeconds = source._exposureSeconds
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularStringField(value: &_storage._deviceID) }()
+        case 2: try { try decoder.decodeSingularStringField(value: &_storage._nodeID) }()
+        case 3: try { try decoder.decodeSingularMessageField(value: &_storage._status) }()
+        case 4: try { try decoder.decodeSingularUInt64Field(value: &_storage._framesSeen) }()
+        case 5: try { try decoder.decodeSingularUInt64Field(value: &_storage._framesRead) }()
+        case 6: try { try decoder.decodeSingularUInt64Field(value: &_storage._framesSkipped) }()
+        case 7: try { try decoder.decodeSingularUInt64Field(value: &_storage._framesWithoutTimecode) }()
+        case 8: try { try decoder.decodeSingularMessageField(value: &_storage._stampOffset) }()
+        case 9: try { try decoder.decodeSingularUInt64Field(value: &_storage._stampUncertaintyNs) }()
+        case 10: try { try decoder.decodeSingularMessageField(value: &_storage._truePhase) }()
+        case 11: try { try decoder.decodeSingularDoubleField(value: &_storage._exposureSeconds) }()
+        default: break
+        }
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if !_storage._deviceID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._deviceID, fieldNumber: 1)
+      }
+      if !_storage._nodeID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._nodeID, fieldNumber: 2)
+      }
+      try { if let v = _storage._status {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+      } }()
+      if _storage._framesSeen != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._framesSeen, fieldNumber: 4)
+      }
+      if _storage._framesRead != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._framesRead, fieldNumber: 5)
+      }
+      if _storage._framesSkipped != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._framesSkipped, fieldNumber: 6)
+      }
+      if _storage._framesWithoutTimecode != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._framesWithoutTimecode, fieldNumber: 7)
+      }
+      try { if let v = _storage._stampOffset {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 8)
+      } }()
+      if _storage._stampUncertaintyNs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._stampUncertaintyNs, fieldNumber: 9)
+      }
+      try { if let v = _storage._truePhase {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
+      } }()
+      if _storage._exposureSeconds.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._exposureSeconds, fieldNumber: 11)
+      }
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_SyncAuditResult.Camera, rhs: Capfleet_V1_SyncAuditResult.Camera) -> Bool {
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._deviceID != rhs_storage._deviceID {return false}
+        if _storage._nodeID != rhs_storage._nodeID {return false}
+        if _storage._status != rhs_storage._status {return false}
+        if _storage._framesSeen != rhs_storage._framesSeen {return false}
+        if _storage._framesRead != rhs_storage._framesRead {return false}
+        if _storage._framesSkipped != rhs_storage._framesSkipped {return false}
+        if _storage._framesWithoutTimecode != rhs_storage._framesWithoutTimecode {return false}
+        if _storage._stampOffset != rhs_storage._stampOffset {return false}
+        if _storage._stampUncertaintyNs != rhs_storage._stampUncertaintyNs {return false}
+        if _storage._truePhase != rhs_storage._truePhase {return false}
+        if _storage._exposureSeconds != rhs_storage._exposureSeconds {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_TakeRequirements: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".TakeRequirements"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_spread_ns\0\u{3}no_drops\0\u{3}clocks_locked\0\u{3}in_phase\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.maxSpreadNs) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self.noDrops) }()
+      case 3: try { try decoder.decodeSingularBoolField(value: &self.clocksLocked) }()
+      case 4: try { try decoder.decodeSingularBoolField(value: &self.inPhase) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.maxSpreadNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.maxSpreadNs, fieldNumber: 1)
+    }
+    if self.noDrops != false {
+      try visitor.visitSingularBoolField(value: self.noDrops, fieldNumber: 2)
+    }
+    if self.clocksLocked != false {
+      try visitor.visitSingularBoolField(value: self.clocksLocked, fieldNumber: 3)
+    }
+    if self.inPhase != false {
+      try visitor.visitSingularBoolField(value: self.inPhase, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_TakeRequirements, rhs: Capfleet_V1_TakeRequirements) -> Bool {
+    if lhs.maxSpreadNs != rhs.maxSpreadNs {return false}
+    if lhs.noDrops != rhs.noDrops {return false}
+    if lhs.clocksLocked != rhs.clocksLocked {return false}
+    if lhs.inPhase != rhs.inPhase {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_TakeSyncReport: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".TakeSyncReport"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}verdict\0\u{1}failures\0\u{1}requirements\0\u{1}cameras\0\u{3}phase_spread\0\u{1}audit\0")
+
+  fileprivate class _StorageClass {
+    var _verdict: Capfleet_V1_TakeSyncReport.Verdict = .unspecified
+    var _failures: [String] = []
+    var _requirements: Capfleet_V1_TakeRequirements? = nil
+    var _cameras: [Capfleet_V1_TakeSyncReport.Camera] = []
+    var _phaseSpread: Capfleet_V1_AuditFigures? = nil
+    var _audit: Capfleet_V1_SyncAuditResult? = nil
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _verdict = source._verdict
+      _failures = source._failures
+      _requirements = source._requirements
+      _cameras = source._cameras
+      _phaseSpread = source._phaseSpread
+      _audit = source._audit
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularEnumField(value: &_storage._verdict) }()
+        case 2: try { try decoder.decodeRepeatedStringField(value: &_storage._failures) }()
+        case 3: try { try decoder.decodeSingularMessageField(value: &_storage._requirements) }()
+        case 4: try { try decoder.decodeRepeatedMessageField(value: &_storage._cameras) }()
+        case 5: try { try decoder.decodeSingularMessageField(value: &_storage._phaseSpread) }()
+        case 6: try { try decoder.decodeSingularMessageField(value: &_storage._audit) }()
+        default: break
+        }
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if _storage._verdict != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._verdict, fieldNumber: 1)
+      }
+      if !_storage._failures.isEmpty {
+        try visitor.visitRepeatedStringField(value: _storage._failures, fieldNumber: 2)
+      }
+      try { if let v = _storage._requirements {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+      } }()
+      if !_storage._cameras.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._cameras, fieldNumber: 4)
+      }
+      try { if let v = _storage._phaseSpread {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
+      } }()
+      try { if let v = _storage._audit {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
+      } }()
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_TakeSyncReport, rhs: Capfleet_V1_TakeSyncReport) -> Bool {
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._verdict != rhs_storage._verdict {return false}
+        if _storage._failures != rhs_storage._failures {return false}
+        if _storage._requirements != rhs_storage._requirements {return false}
+        if _storage._cameras != rhs_storage._cameras {return false}
+        if _storage._phaseSpread != rhs_storage._phaseSpread {return false}
+        if _storage._audit != rhs_storage._audit {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_TakeSyncReport.Verdict: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0VERDICT_UNSPECIFIED\0\u{1}VERDICT_RECORDING\0\u{1}VERDICT_REPORTED\0\u{1}VERDICT_CERTIFIED\0\u{1}VERDICT_FAILED\0")
+}
+
+nonisolated extension Capfleet_V1_TakeSyncReport.Camera: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = Capfleet_V1_TakeSyncReport.protoMessageName + ".Camera"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{3}worst_sync\0\u{3}max_uncertainty_ns\0\u{1}steered\0\u{3}worst_alignment\0\u{3}phase_median_ns\0\u{3}phase_p99_ns\0\u{3}out_of_phase_ns\0\u{3}frames_expected\0\u{3}frames_captured\0\u{1}drops\0\u{3}writer_headroom\0\u{3}status_reports\0")
+
+  fileprivate class _StorageClass {
+    var _deviceID: String = String()
+    var _nodeID: String = String()
+    var _worstSync: Capfleet_V1_ClockState.Sync = .unspecified
+    var _maxUncertaintyNs: UInt64 = 0
+    var _steered: Bool = false
+    var _worstAlignment: Capfleet_V1_FrameAlignment.State = .unspecified
+    var _phaseMedianNs: UInt64 = 0
+    var _phaseP99Ns: UInt64 = 0
+    var _outOfPhaseNs: UInt64 = 0
+    var _framesExpected: UInt64 = 0
+    var _framesCaptured: UInt64 = 0
+    var _drops: Capfleet_V1_DropCounts? = nil
+    var _writerHeadroom: Double = 0
+    var _statusReports: UInt32 = 0
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _deviceID = source._deviceID
+      _nodeID = source._nodeID
+      _worstSync = source._worstSync
+      _maxUncertaintyNs = source._maxUncertaintyNs
+      _steered = source._steered
+      _worstAlignment = source._worstAlignment
+      _phaseMedianNs = source._phaseMedianNs
+      _phaseP99Ns = source._phaseP99Ns
+      _outOfPhaseNs = source._outOfPhaseNs
+      _framesExpected = source._framesExpected
+      _framesCaptured = source._framesCaptured
+      _drops = source._drops
+      _writerHeadroom = source._writerHeadroom
+      _statusReports = source._statusReports
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularStringField(value: &_storage._deviceID) }()
+        case 2: try { try decoder.decodeSingularStringField(value: &_storage._nodeID) }()
+        case 3: try { try decoder.decodeSingularEnumField(value: &_storage._worstSync) }()
+        case 4: try { try decoder.decodeSingularUInt64Field(value: &_storage._maxUncertaintyNs) }()
+        case 5: try { try decoder.decodeSingularBoolField(value: &_storage._steered) }()
+        case 6: try { try decoder.decodeSingularEnumField(value: &_storage._worstAlignment) }()
+        case 7: try { try decoder.decodeSingularUInt64Field(value: &_storage._phaseMedianNs) }()
+        case 8: try { try decoder.decodeSingularUInt64Field(value: &_storage._phaseP99Ns) }()
+        case 9: try { try decoder.decodeSingularUInt64Field(value: &_storage._outOfPhaseNs) }()
+        case 10: try { try decoder.decodeSingularUInt64Field(value: &_storage._framesExpected) }()
+        case 11: try { try decoder.decodeSingularUInt64Field(value: &_storage._framesCaptured) }()
+        case 12: try { try decoder.decodeSingularMessageField(value: &_storage._drops) }()
+        case 13: try { try decoder.decodeSingularDoubleField(value: &_storage._writerHeadroom) }()
+        case 14: try { try decoder.decodeSingularUInt32Field(value: &_storage._statusReports) }()
+        default: break
+        }
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if !_storage._deviceID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._deviceID, fieldNumber: 1)
+      }
+      if !_storage._nodeID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._nodeID, fieldNumber: 2)
+      }
+      if _storage._worstSync != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._worstSync, fieldNumber: 3)
+      }
+      if _storage._maxUncertaintyNs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._maxUncertaintyNs, fieldNumber: 4)
+      }
+      if _storage._steered != false {
+        try visitor.visitSingularBoolField(value: _storage._steered, fieldNumber: 5)
+      }
+      if _storage._worstAlignment != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._worstAlignment, fieldNumber: 6)
+      }
+      if _storage._phaseMedianNs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._phaseMedianNs, fieldNumber: 7)
+      }
+      if _storage._phaseP99Ns != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._phaseP99Ns, fieldNumber: 8)
+      }
+      if _storage._outOfPhaseNs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._outOfPhaseNs, fieldNumber: 9)
+      }
+      if _storage._framesExpected != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._framesExpected, fieldNumber: 10)
+      }
+      if _storage._framesCaptured != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._framesCaptured, fieldNumber: 11)
+      }
+      try { if let v = _storage._drops {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
+      } }()
+      if _storage._writerHeadroom.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._writerHeadroom, fieldNumber: 13)
+      }
+      if _storage._statusReports != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._statusReports, fieldNumber: 14)
+      }
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_TakeSyncReport.Camera, rhs: Capfleet_V1_TakeSyncReport.Camera) -> Bool {
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._deviceID != rhs_storage._deviceID {return false}
+        if _storage._nodeID != rhs_storage._nodeID {return false}
+        if _storage._worstSync != rhs_storage._worstSync {return false}
+        if _storage._maxUncertaintyNs != rhs_storage._maxUncertaintyNs {return false}
+        if _storage._steered != rhs_storage._steered {return false}
+        if _storage._worstAlignment != rhs_storage._worstAlignment {return false}
+        if _storage._phaseMedianNs != rhs_storage._phaseMedianNs {return false}
+        if _storage._phaseP99Ns != rhs_storage._phaseP99Ns {return false}
+        if _storage._outOfPhaseNs != rhs_storage._outOfPhaseNs {return false}
+        if _storage._framesExpected != rhs_storage._framesExpected {return false}
+        if _storage._framesCaptured != rhs_storage._framesCaptured {return false}
+        if _storage._drops != rhs_storage._drops {return false}
+        if _storage._writerHeadroom != rhs_storage._writerHeadroom {return false}
+        if _storage._statusReports != rhs_storage._statusReports {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
 nonisolated extension Capfleet_V1_ChangeFrameAlignment: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ChangeFrameAlignment"
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_ids\0\u{1}enabled\0")
@@ -6648,7 +7767,7 @@ nonisolated extension Capfleet_V1_ChangeFrameAlignment: SwiftProtobuf.Message, S
 
 nonisolated extension Capfleet_V1_StartRecording: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".StartRecording"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_ids\0\u{1}name\0\u{3}at_fleet_time_ns\0\u{3}from_now_ns\0\u{1}store\0\u{1}encoding\0\u{3}device_encodings\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_ids\0\u{1}name\0\u{3}at_fleet_time_ns\0\u{3}from_now_ns\0\u{1}store\0\u{1}encoding\0\u{3}device_encodings\0\u{1}requirements\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -6663,6 +7782,7 @@ nonisolated extension Capfleet_V1_StartRecording: SwiftProtobuf.Message, SwiftPr
       case 5: try { try decoder.decodeSingularEnumField(value: &self.store) }()
       case 6: try { try decoder.decodeSingularMessageField(value: &self._encoding) }()
       case 7: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMessageMap<SwiftProtobuf.ProtobufString,Capfleet_V1_Encoding>.self, value: &self.deviceEncodings) }()
+      case 8: try { try decoder.decodeSingularMessageField(value: &self._requirements) }()
       default: break
       }
     }
@@ -6694,6 +7814,9 @@ nonisolated extension Capfleet_V1_StartRecording: SwiftProtobuf.Message, SwiftPr
     if !self.deviceEncodings.isEmpty {
       try visitor.visitMapField(fieldType: SwiftProtobuf._ProtobufMessageMap<SwiftProtobuf.ProtobufString,Capfleet_V1_Encoding>.self, value: self.deviceEncodings, fieldNumber: 7)
     }
+    try { if let v = self._requirements {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 8)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -6705,6 +7828,7 @@ nonisolated extension Capfleet_V1_StartRecording: SwiftProtobuf.Message, SwiftPr
     if lhs.store != rhs.store {return false}
     if lhs._encoding != rhs._encoding {return false}
     if lhs.deviceEncodings != rhs.deviceEncodings {return false}
+    if lhs._requirements != rhs._requirements {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -7051,7 +8175,7 @@ nonisolated extension Capfleet_V1_BackupChunk: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".TakeInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}name\0\u{1}state\0\u{3}start_fleet_ns\0\u{3}stop_fleet_ns\0\u{1}directory\0\u{3}created_unix_ms\0\u{3}created_by\0\u{1}error\0\u{1}devices\0\u{1}segments\0\u{1}events\0\u{3}start_spread_ns\0\u{1}frames\0\u{1}bytes\0\u{3}size_bytes\0\u{1}store\0\u{3}agent_held_bytes\0\u{3}collected_bytes\0\u{3}collect_error\0\u{1}encoding\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}name\0\u{1}state\0\u{3}start_fleet_ns\0\u{3}stop_fleet_ns\0\u{1}directory\0\u{3}created_unix_ms\0\u{3}created_by\0\u{1}error\0\u{1}devices\0\u{1}segments\0\u{1}events\0\u{3}start_spread_ns\0\u{1}frames\0\u{1}bytes\0\u{3}size_bytes\0\u{1}store\0\u{3}agent_held_bytes\0\u{3}collected_bytes\0\u{3}collect_error\0\u{1}encoding\0\u{3}sync_report\0")
 
   fileprivate class _StorageClass {
     var _id: String = String()
@@ -7075,6 +8199,7 @@ nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf
     var _collectedBytes: UInt64 = 0
     var _collectError: String = String()
     var _encoding: Capfleet_V1_Encoding? = nil
+    var _syncReport: Capfleet_V1_TakeSyncReport? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -7106,6 +8231,7 @@ nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf
       _collectedBytes = source._collectedBytes
       _collectError = source._collectError
       _encoding = source._encoding
+      _syncReport = source._syncReport
     }
   }
 
@@ -7145,6 +8271,7 @@ nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf
         case 19: try { try decoder.decodeSingularUInt64Field(value: &_storage._collectedBytes) }()
         case 20: try { try decoder.decodeSingularStringField(value: &_storage._collectError) }()
         case 21: try { try decoder.decodeSingularMessageField(value: &_storage._encoding) }()
+        case 22: try { try decoder.decodeSingularMessageField(value: &_storage._syncReport) }()
         default: break
         }
       }
@@ -7220,6 +8347,9 @@ nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf
       try { if let v = _storage._encoding {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 21)
       } }()
+      try { if let v = _storage._syncReport {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 22)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -7250,6 +8380,7 @@ nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf
         if _storage._collectedBytes != rhs_storage._collectedBytes {return false}
         if _storage._collectError != rhs_storage._collectError {return false}
         if _storage._encoding != rhs_storage._encoding {return false}
+        if _storage._syncReport != rhs_storage._syncReport {return false}
         return true
       }
       if !storagesAreEqual {return false}
