@@ -64,4 +64,9 @@ run_bench clock --seconds "${CAPFLEET_CLOCK_BENCH_SECONDS:-$(pick 90 12)}" \
 # around the instant against known truth, aligned and unaligned, and the time from request to
 # every picture stored, at the streaming size against full resolution and a bracket there.
 run_bench stills --count "${CAPFLEET_STILLS_BENCH_COUNT:-$(pick 10 3)}"
+# Exposures on the same test bed (root): the cameras film the timecode of the true time, and
+# sync_audit's spread is judged free-running, steered and after an agent's restart, beside the
+# clock's own error bound and the published figures of other systems (issue "synchronising
+# the pictures").
+run_bench sync --audit-seconds "${CAPFLEET_SYNC_BENCH_SECONDS:-$(pick 10 4)}"
 echo "== benchmarks done in $(( $(date +%s) - started )) s"

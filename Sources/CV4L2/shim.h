@@ -8,6 +8,8 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <linux/videodev2.h>
+#include <linux/media.h>
+#include <linux/v4l2-subdev.h>
 #include <libv4l2.h>
 
 static inline int capfleet_v4l2_open(const char *path, int flags) { return v4l2_open(path, flags); }
@@ -119,5 +121,24 @@ static const unsigned int CAPFLEET_V4L2_CID_ZOOM_ABSOLUTE = V4L2_CID_ZOOM_ABSOLU
 static const unsigned int CAPFLEET_V4L2_CID_FOCUS_ABSOLUTE = V4L2_CID_FOCUS_ABSOLUTE;
 static const unsigned int CAPFLEET_V4L2_CID_FOCUS_AUTO = V4L2_CID_FOCUS_AUTO;
 static const unsigned int CAPFLEET_V4L2_CTRL_FLAG_NEXT_CTRL = V4L2_CTRL_FLAG_NEXT_CTRL;
+
+
+// The media controller and sensor sub-devices (V4L2SensorTiming): which sensor feeds a video
+// node, and the controls that time its frames line by line.
+static const unsigned long CAPFLEET_MEDIA_IOC_G_TOPOLOGY = MEDIA_IOC_G_TOPOLOGY;
+static const unsigned long CAPFLEET_VIDIOC_SUBDEV_G_FMT = VIDIOC_SUBDEV_G_FMT;
+static const unsigned int CAPFLEET_MEDIA_ENT_F_CAM_SENSOR = MEDIA_ENT_F_CAM_SENSOR;
+static const unsigned int CAPFLEET_MEDIA_INTF_T_V4L_VIDEO = MEDIA_INTF_T_V4L_VIDEO;
+static const unsigned int CAPFLEET_MEDIA_INTF_T_V4L_SUBDEV = MEDIA_INTF_T_V4L_SUBDEV;
+static const unsigned int CAPFLEET_MEDIA_LNK_FL_ENABLED = MEDIA_LNK_FL_ENABLED;
+static const unsigned int CAPFLEET_MEDIA_LNK_FL_LINK_TYPE = MEDIA_LNK_FL_LINK_TYPE;
+static const unsigned int CAPFLEET_MEDIA_LNK_FL_DATA_LINK = MEDIA_LNK_FL_DATA_LINK;
+static const unsigned int CAPFLEET_MEDIA_LNK_FL_INTERFACE_LINK = MEDIA_LNK_FL_INTERFACE_LINK;
+static const unsigned int CAPFLEET_MEDIA_PAD_FL_SINK = MEDIA_PAD_FL_SINK;
+static const unsigned int CAPFLEET_MEDIA_PAD_FL_SOURCE = MEDIA_PAD_FL_SOURCE;
+static const unsigned int CAPFLEET_V4L2_SUBDEV_FORMAT_ACTIVE = V4L2_SUBDEV_FORMAT_ACTIVE;
+static const unsigned int CAPFLEET_V4L2_CID_VBLANK = V4L2_CID_VBLANK;
+static const unsigned int CAPFLEET_V4L2_CID_HBLANK = V4L2_CID_HBLANK;
+static const unsigned int CAPFLEET_V4L2_CID_PIXEL_RATE = V4L2_CID_PIXEL_RATE;
 
 #endif

@@ -38,7 +38,9 @@ extension AgentService {
                     steered
                     ? .ok
                     : .failure(
-                        .unsupported, "device \(command.deviceID) cannot adjust its frame timing; it reports its phase against the grid instead")
+                        .unsupported,
+                        "device \(command.deviceID) cannot adjust its frame timing (\(stream.source.steeringUnavailableReason)); it reports its phase and drift against the grid instead"
+                    )
             }
         case let .setRecording(request)? where !request.take.isEmpty:
             return .with {
@@ -52,6 +54,9 @@ extension AgentService {
             return reply(to: command, setConsent(request, on: stream), on: stream)
         case nil:
             return reply(to: command, .failure(.badRequest, "command \(command.commandID) carries no action"), on: stream)
+        case .auditExposures?:
+            // Until the exposure audit lands (issue 37, "Measure the exposures").
+            return reply(to: command, .failure(.unsupported, "this agent cannot audit exposures yet"), on: stream)
         case let .setActiveFormat(request)?:
             change = .format(index: Int(request.formatIndex))
         case let .setFrameRate(request)?:

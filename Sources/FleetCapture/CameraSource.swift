@@ -169,6 +169,8 @@ public protocol CameraSource: AnyObject, Sendable {
     /// Sets the frame length, in lines, from the next frame the sensor starts (clamped into
     /// `frameLengthTiming`'s range). Called on the capture thread: quick, never blocking.
     func setFrameLength(lines: Int)
+    /// Why it cannot be steered, for its alignment report ("free-running: ..."); empty while it can.
+    var steeringUnavailableReason: String { get }
 }
 
 /// How a steerable source's frames are timed as it runs now: a frame lasts its length in
@@ -208,6 +210,9 @@ extension CameraSource {
     /// Most sources are timed by their driver.
     public var frameLengthTiming: FrameLengthTiming? { nil }
     public func setFrameLength(lines: Int) {}
+    public var steeringUnavailableReason: String {
+        frameLengthTiming == nil ? "free-running: the source's driver times its frames, and nothing here can move them" : ""
+    }
 
     /// A fixed rate: minimum and maximum frame duration equal.
     public func setFrameRate(_ framesPerSecond: Double) throws(CaptureError) {

@@ -76,6 +76,9 @@ public final class V4L2Camera: CameraSource {
     let wake: WakePipe
     /// When an interruption began, as reported.
     let wallClock: WallClock
+    /// The raw sensor behind the video node, whose VBLANK steers its frames onto the fleet
+    /// grid; or why there is none (a webcam, vivid: the driver times the frames).
+    let sensorTiming: Result<V4L2SensorTiming, SteeringUnavailable>
 
     /// Opens `node` and reads its formats, controls and crop capabilities. The device
     /// stays open, so a re-plug is seen as an interruption rather than a new device.
@@ -121,6 +124,34 @@ public final class V4L2Camera: CameraSource {
         state.exposureState = exposureControl?.state(of: handle)
         published = Mutex(Self.published(from: state))
         session = Mutex(state)
+        sensorTiming = V4L2SensorTiming.find(for: node.path, mediaDevices: V4L2SensorTiming.mediaDevicePaths(in: devRoot))
+        switch sensorTiming {
+        case let .success(sensor):
+            logger.info(
+                "frame length steerable through the sensor's sub-device",
+                metadata: ["sensor": "\(sensor.sensorName)", "subdevice": "\(sensor.subdevicePath)"])
+        case let .failure(reason):
+            logger.debug("free-running", metadata: ["reason": "\(reason)"])
+        }
+    }
+
+    public var frameLengthTiming: FrameLengthTiming? {
+        guard case let .success(sensor) = sensorTiming else { return nil }
+        return sensor.timing(at: activeFrameRate)
+    }
+
+    public func setFrameLength(lines: Int) {
+        guard case let .success(sensor) = sensorTiming else { return }
+        sensor.setFrameLength(lines: lines)
+    }
+
+    public var steeringUnavailableReason: String {
+        switch sensorTiming {
+        case let .success(sensor):
+            sensor.lastFailure.map { "the sensor \(sensor.sensorName) refused its frame length: \($0)" } ?? ""
+        case let .failure(reason):
+            "free-running: \(reason)"
+        }
     }
 
     private static func initialFormatIndex(

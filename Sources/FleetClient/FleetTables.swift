@@ -136,11 +136,16 @@ public enum FleetTables {
             })
     }
 
-    /// "aligned +3.1 µs", "aligning -2.40 ms", "unaligned +4.20 ms" (the latest frame's
-    /// distance from its slot of the fleet-time grid), or "-" while alignment is off.
+    /// "aligned p99 12.0 µs", "aligning -2.40 ms", "free +4.20 ms" (the latest frame's distance
+    /// from its slot of the fleet-time grid; once aligned, the 99th percentile of |phase| over
+    /// the last minute), or "-" while alignment is off.
     static func alignment(_ alignment: Capfleet_V1_FrameAlignment) -> String {
         guard let name = alignment.state.name, alignment.state != .off else { return "-" }
-        return name + " " + signedDuration(alignment.phaseNs)
+        switch alignment.state {
+        case .aligned where alignment.phaseFrames > 0: return "aligned p99 " + duration(Double(alignment.phaseP99Ns))
+        case .unaligned where !alignment.steered: return "free " + signedDuration(alignment.phaseNs)
+        default: return name + " " + signedDuration(alignment.phaseNs)
+        }
     }
 
     /// "authorized", or what is sent instead of real frames ("denied: black frames").
@@ -320,15 +325,32 @@ public enum FleetTables {
         return lines.joined(separator: "\n")
     }
 
-    /// The `alignment` line of `capfleet device` (proto-docs/clock.md, "Frame alignment").
+    /// The `alignment` lines of `capfleet device` (proto-docs/clock.md, "Frame alignment").
     static func alignmentSummary(_ alignment: Capfleet_V1_FrameAlignment) -> String {
-        let phase = "latest frame \(signedDuration(alignment.phaseNs)) from its slot of the grid from fleet time \(alignment.gridOriginFleetNs)"
-        return switch alignment.state {
-        case .aligned: "aligned: \(phase)"
-        case .aligning: "aligning (steered; not yet within 100 µs, or the node's clock is not locked): \(phase)"
-        case .unaligned: "unaligned (the device cannot adjust its frame timing; phase only): \(phase)"
-        default: "off"
+        guard alignment.state != .off, alignment.state != .unspecified else { return "off" }
+        let how = alignment.steered ? "steered" : "free-running"
+        var lines = [
+            "\(alignment.state.name ?? "unknown") (\(how)): latest frame \(signedDuration(alignment.phaseNs)) from its slot of the grid from fleet time \(alignment.gridOriginFleetNs)"
+        ]
+        if !alignment.notAlignedReason.isEmpty { lines.append("why not aligned: " + alignment.notAlignedReason) }
+        if alignment.phaseFrames > 0 {
+            lines.append(
+                "|phase| over \(alignment.phaseFrames) frames of the last minute: median \(duration(Double(alignment.phaseMedianNs))), p99 \(duration(Double(alignment.phaseP99Ns))), max \(duration(Double(alignment.phaseMaxNs)))"
+            )
+            lines.append(
+                alignment.steered
+                    ? String(
+                        format: "oscillator %+.1f ppm against fleet time; phase moving %+.1f µs/s", alignment.frequencyErrorPpm,
+                        alignment.driftNsPerS / 1e3)
+                    : String(format: "drifting %+.1f µs/s against the grid (its rate's error; + = later each second)", alignment.driftNsPerS / 1e3))
         }
+        if alignment.outOfPhaseSinceFleetNs != 0 {
+            lines.append("out of phase since fleet time \(alignment.outOfPhaseSinceFleetNs)")
+        } else if alignment.outOfPhaseNs != 0 {
+            lines.append(
+                "last out of phase for \(duration(Double(alignment.outOfPhaseNs))), in phase again from fleet time \(alignment.outOfPhaseEndFleetNs)")
+        }
+        return lines.joined(separator: "\n           ")
     }
 
     /// Each node's pressure: level, contributing factors, and the readings behind them.

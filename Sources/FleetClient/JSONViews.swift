@@ -241,26 +241,66 @@ public enum JSONViews {
     }
 
     /// A device's captures against the fleet-time grid (proto-docs/clock.md, "Frame alignment"):
-    /// state off, aligning, aligned or unaligned; phase and grid origin in ns, null while off.
+    /// state off, aligning, aligned or unaligned; phase and grid origin in ns, null while off;
+    /// whether it is steered, why it is not aligned, its |phase| over the last minute, its drift
+    /// and, steered, its oscillator and its latest spell out of phase (clock.md, "Frame alignment").
     public struct AlignmentView: Encodable {
         var state: String
         var phaseNs: Int64?
         var gridOriginFleetNs: UInt64?
+        var steered: Bool
+        var notAlignedReason: String?
+        var phase: PhaseFigures?
+        var driftNsPerS: Double?
+        var frequencyErrorPpm: Double?
+        var outOfPhaseNs: UInt64?
+        var outOfPhaseEndFleetNs: UInt64?
+        var outOfPhaseSinceFleetNs: UInt64?
+
+        struct PhaseFigures: Encodable {
+            var medianNs, p99Ns, maxNs: UInt64
+            var frames: UInt32
+            enum CodingKeys: String, CodingKey { case medianNs = "median_ns", p99Ns = "p99_ns", maxNs = "max_ns", frames }
+        }
 
         init(_ alignment: Capfleet_V1_FrameAlignment) {
             state = alignment.state.name ?? "unknown"
             let on = alignment.state != .off
             phaseNs = on ? alignment.phaseNs : nil
             gridOriginFleetNs = on ? alignment.gridOriginFleetNs : nil
+            steered = alignment.steered
+            notAlignedReason = alignment.notAlignedReason.isEmpty ? nil : alignment.notAlignedReason
+            phase =
+                alignment.phaseFrames > 0
+                ? PhaseFigures(
+                    medianNs: alignment.phaseMedianNs, p99Ns: alignment.phaseP99Ns, maxNs: alignment.phaseMaxNs, frames: alignment.phaseFrames)
+                : nil
+            driftNsPerS = alignment.phaseFrames > 0 ? alignment.driftNsPerS : nil
+            frequencyErrorPpm = alignment.steered && alignment.phaseFrames > 0 ? alignment.frequencyErrorPpm : nil
+            outOfPhaseNs = alignment.outOfPhaseNs == 0 ? nil : alignment.outOfPhaseNs
+            outOfPhaseEndFleetNs = alignment.outOfPhaseEndFleetNs == 0 ? nil : alignment.outOfPhaseEndFleetNs
+            outOfPhaseSinceFleetNs = alignment.outOfPhaseSinceFleetNs == 0 ? nil : alignment.outOfPhaseSinceFleetNs
         }
 
-        enum CodingKeys: String, CodingKey { case state, phaseNs = "phase_ns", gridOriginFleetNs = "grid_origin_fleet_ns" }
+        enum CodingKeys: String, CodingKey {
+            case state, phaseNs = "phase_ns", gridOriginFleetNs = "grid_origin_fleet_ns", steered, notAlignedReason = "not_aligned_reason",
+                phase, driftNsPerS = "drift_ns_per_s", frequencyErrorPpm = "frequency_error_ppm", outOfPhaseNs = "out_of_phase_ns",
+                outOfPhaseEndFleetNs = "out_of_phase_end_fleet_ns", outOfPhaseSinceFleetNs = "out_of_phase_since_fleet_ns"
+        }
 
         public func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(state, forKey: .state)
             try container.encode(phaseNs, forKey: .phaseNs)
             try container.encode(gridOriginFleetNs, forKey: .gridOriginFleetNs)
+            try container.encode(steered, forKey: .steered)
+            try container.encode(notAlignedReason, forKey: .notAlignedReason)
+            try container.encode(phase, forKey: .phase)
+            try container.encode(driftNsPerS, forKey: .driftNsPerS)
+            try container.encode(frequencyErrorPpm, forKey: .frequencyErrorPpm)
+            try container.encode(outOfPhaseNs, forKey: .outOfPhaseNs)
+            try container.encode(outOfPhaseEndFleetNs, forKey: .outOfPhaseEndFleetNs)
+            try container.encode(outOfPhaseSinceFleetNs, forKey: .outOfPhaseSinceFleetNs)
         }
     }
 

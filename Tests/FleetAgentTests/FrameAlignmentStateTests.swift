@@ -74,4 +74,44 @@ import Testing
         state.set(nil, steerable: false)
         #expect(state.wire.state == .off)
     }
+
+    @Test func aSteeredSensor_reportsItsPhaseFigures_itsOscillator_andTheSpellItTookToLock() throws {
+        let state = FrameAlignmentState()
+        state.set(FrameAligner(origin: 1_000_000_000), steerable: true)
+        var sensor = try Self.sensor(startingAt: 50_000_000_000 + 12_345_678)
+        _ = try Self.run(750, &sensor, state)
+        let wire = state.wire
+        #expect(wire.steered)
+        #expect(wire.state == .aligned)
+        #expect(wire.notAlignedReason.isEmpty)
+        #expect(wire.phaseFrames == 750, "30 s of frames, all within the minute")
+        // The first frames, milliseconds off, are in the window: the largest says so, the median not.
+        #expect(wire.phaseMaxNs > 1_000_000, "\(wire.phaseMaxNs) ns")
+        #expect(wire.phaseMedianNs < 30_000, "\(wire.phaseMedianNs) ns")
+        #expect(abs(wire.frequencyErrorPpm - 35) < 3, "the oscillator learnt: \(wire.frequencyErrorPpm) ppm")
+        #expect(wire.outOfPhaseNs > 0 && wire.outOfPhaseNs < 5_000_000_000, "out of phase until it locked: \(wire.outOfPhaseNs) ns")
+        #expect(wire.outOfPhaseSinceFleetNs == 0, "in phase now")
+    }
+
+    @Test func aFreeRunningSource_reportsItsDriftAgainstTheGrid_andWhy() throws {
+        let state = FrameAlignmentState()
+        state.set(FrameAligner(origin: 1_000_000_000), steerable: false)
+        var sensor = try Self.sensor(startingAt: 50_000_000_000 + 12_345_678)
+        _ = try Self.run(100, &sensor, state)
+        let wire = state.wire
+        #expect(!wire.steered)
+        #expect(wire.notAlignedReason.contains("free-running"))
+        // 35 ppm fast on a 40 ms grid: each second's frames start 35 µs earlier.
+        #expect(abs(wire.driftNsPerS + 35_000) < 3_000, "\(wire.driftNsPerS) ns/s")
+        #expect(wire.frequencyErrorPpm == 0, "nothing learnt of an oscillator nobody steers")
+    }
+
+    @Test func withoutALockedClock_theReasonSaysSo() throws {
+        let state = FrameAlignmentState()
+        state.set(FrameAligner(origin: 1_000_000_000), steerable: true)
+        var sensor = try Self.sensor(startingAt: 50_000_000_000)
+        _ = try Self.run(5, &sensor, state, clockLocked: false)
+        #expect(state.wire.notAlignedReason.contains("clock to lock"))
+        #expect(state.wire.phaseFrames == 0, "phases on a clock not locked are left out")
+    }
 }

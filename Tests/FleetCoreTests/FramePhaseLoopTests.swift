@@ -211,7 +211,6 @@ struct SteeredSensor {
         run.run(frames: 1)
         let changed = try #require(run.steps.last?.command)
         #expect(changed.state == .locking && changed.stateChanged)
-        #expect(run.loop.phaseStatistics.frames == 1, "phases against the old grid are dropped")
         run.run(frames: 299)
         #expect(run.loop.state == .locked)
         let spell = try #require(run.loop.lastOutOfPhase)
@@ -235,16 +234,6 @@ struct SteeredSensor {
         let spell = try #require(run.loop.lastOutOfPhase)
         #expect(spell.start >= run.steps[300].exposureStart && spell.duration <= 2_000_000_000)
         #expect(PhaseStatistics(magnitudes: run.magnitudes(last: 200)).p99 < UInt64(Self.lineTime) + Self.jitter)
-    }
-
-    /// The loop's own statistics are those of the phases it was given, over its window.
-    @Test func framePhaseLoop_reportsMedianAndP99OfPhaseOverItsWindow() {
-        var run = steered(ppm: 100)
-        run.run(frames: 1_000)
-        let statistics = run.loop.phaseStatistics
-        #expect(statistics == PhaseStatistics(magnitudes: run.magnitudes(last: 300)))
-        #expect(statistics.frames == 300)
-        #expect(statistics.median > 0 && statistics.median < statistics.p99 && statistics.p99 <= statistics.maximum)
     }
 
     @Test func phaseStatistics_takeNearestRankPercentiles() {

@@ -33,9 +33,14 @@ extension IntegrationTests {
             #expect(table.contains("ALIGN") && table.contains("aligned "), "\(table)")
             let details = try fleet.cli(["device", device]).output
             print("frame alignment: \(details.split(separator: "\n").first { $0.hasPrefix("alignment") } ?? "no alignment line")")
-            #expect(details.contains("alignment  aligned: latest frame"), "\(details)")
+            #expect(details.contains("alignment  aligned (steered): latest frame"), "\(details)")
+            #expect(details.contains("|phase| over") && details.contains("oscillator"), "the minute's figures and the oscillator: \(details)")
             let full = try fleet.jsonObject(["device", device])
-            #expect((full["device"] as? [String: Any])?["alignment"] as? [String: Any] != nil, "\(full)")
+            let listed = try #require((full["device"] as? [String: Any])?["alignment"] as? [String: Any], "\(full)")
+            #expect(listed["steered"] as? Bool == true, "\(listed)")
+            let figures = try #require(listed["phase"] as? [String: Any], "|phase| figures over the last minute: \(listed)")
+            print("frame alignment: \(figures), oscillator \(listed["frequency_error_ppm"] ?? "?") ppm")
+            #expect((figures["frames"] as? Int ?? 0) > 0 && (figures["p99_ns"] as? Int ?? .max) <= (figures["max_ns"] as? Int ?? 0), "\(figures)")
             // Telemetry's DeviceStatus carries it (capfleet watch --json reads get_fleet_stats).
             try await fleet.waitUntil("device status carries the alignment", seconds: 5) {
                 (try fleet.deviceStats()[device]?["alignment"] as? [String: Any])?["state"] as? String == "aligned"

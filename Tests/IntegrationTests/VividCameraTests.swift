@@ -85,6 +85,20 @@ extension IntegrationTests {
             let verifiedTake = try fleet.cli(["recordings", "verify", takeID], timeout: 120)
             #expect(verifiedTake.status == 0, "\(verifiedTake.output)\(verifiedTake.error)")
 
+            // A driver that times its own frames cannot be steered onto the grid: `align` says so
+            // and why (vivid has a media controller, but no sensor behind its video node), and
+            // the device reports itself free-running with its phase rather than claiming alignment.
+            let align = try fleet.cli(["align", webcam], timeout: 30)
+            #expect(align.output.contains("free-running"), "\(align.output)\(align.error)")
+            print("vivid: align answered \(align.output)")
+            try await step("the webcam reports its phase, free-running", seconds: 30) {
+                let alignment = try fleet.jsonObject(["device", webcam])["alignment"] as? [String: Any]
+                return alignment?["state"] as? String == "unaligned" && alignment?["steered"] as? Bool == false
+                    && (alignment?["not_aligned_reason"] as? String ?? "").contains("free-running") && alignment?["phase_ns"] is Int
+            }
+            print("vivid: alignment \(try fleet.jsonObject(["device", webcam])["alignment"] ?? [:])")
+            #expect(try fleet.cli(["align", webcam, "--off"], timeout: 30).status == 0)
+
             // The same camera recorded as FFV1 and as H.264, encoded in the guest before its
             // frames leave it: every segment decodes and holds what the index says.
             for codec in ["ffv1", "h264"] {

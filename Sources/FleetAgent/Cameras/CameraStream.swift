@@ -255,7 +255,7 @@ final class CameraStream: Sendable {
             return true
         }
         let steerable = source.frameLengthTiming != nil
-        alignment.set(FrameAligner(origin: origin), steerable: steerable)
+        alignment.set(FrameAligner(origin: origin), steerable: steerable, unsteerableReason: source.steeringUnavailableReason)
         return steerable
     }
 

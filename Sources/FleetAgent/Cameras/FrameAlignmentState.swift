@@ -1,29 +1,38 @@
 import FleetCapture
 import FleetCore
 import FleetProtocol
+import Foundation
 import Synchronization
 
 /// One device's alignment to the fleet-time grid (proto-docs/clock.md, "Frame alignment"):
-/// where its latest frame's exposure began against its slot, and, for a source whose frame
-/// length can be set, the phase loop that steers it there (`FramePhaseLoop`), fed each
-/// frame's start of exposure in fleet time while the node's clock is locked.
+/// where its frames' exposures began against their slots over the last minute, and, for a
+/// source whose frame length can be set, the phase loop that steers it there
+/// (`FramePhaseLoop`), fed each frame's start of exposure in fleet time while the node's
+/// clock is locked.
 final class FrameAlignmentState: Sendable {
     private struct State {
         var aligner: FrameAligner?
         /// The source can set its frame length: the loop steers it.
         var steerable = false
+        /// Why it cannot, as the source says.
+        var unsteerableReason = ""
         var loop: FramePhaseLoop?
         /// The timing the loop was made for: a change of rate or format makes another.
         var timing: FrameLengthTiming?
         var phase: Int64 = 0
         var clockLocked = false
+        var window = PhaseWindow()
+        /// The latest frame's fleet time: what the window's figures are as of.
+        var latest: UInt64 = 0
     }
     private let state = Mutex(State())
     /// Within this of its slot, a frame counts as aligned (the loop's lock tolerance too).
     static let alignedWithin: Int64 = 100_000
 
-    func set(_ aligner: FrameAligner?, steerable: Bool) {
-        state.withLock { $0 = State(aligner: aligner, steerable: steerable) }
+    /// A grid to keep to (nil: alignment off); `unsteerableReason`: why a source that cannot be
+    /// steered cannot, in its own words.
+    func set(_ aligner: FrameAligner?, steerable: Bool, unsteerableReason: String = "") {
+        state.withLock { $0 = State(aligner: aligner, steerable: steerable, unsteerableReason: unsteerableReason) }
     }
 
     /// Called on the capture thread for each frame stamped in fleet time; the frame length
@@ -35,6 +44,9 @@ final class FrameAlignmentState: Sendable {
             guard let aligner = state.aligner else { return nil }
             state.phase = aligner.phase(ofFleetTime: fleetTime, period: period)
             state.clockLocked = clockLocked
+            state.latest = fleetTime
+            // Phases measured on a clock that is not locked say little of the exposures.
+            if clockLocked { state.window.record(phase: state.phase, at: fleetTime, interval: period) }
             // Fleet times from a clock that is not locked would steer it anywhere: the sensor
             // keeps its last length until the clock is back.
             guard state.steerable, clockLocked, let timing else { return nil }
@@ -56,15 +68,61 @@ final class FrameAlignmentState: Sendable {
         return .with {
             guard let aligner = current.aligner else {
                 $0.state = .off
+                $0.notAlignedReason = "alignment is off: `capfleet align DEVICE` puts it on the fleet's grid"
                 return
             }
             $0.gridOriginFleetNs = aligner.origin
             $0.phaseNs = current.phase
-            let locked = current.loop?.state == .locked
-            $0.state =
-                !current.steerable || current.loop.map({ if case .unsteerable = $0.state { true } else { false } }) == true
-                ? .unaligned
-                : current.clockLocked && locked && abs(current.phase) <= Self.alignedWithin ? .aligned : .aligning
+            $0.steered = current.steerable
+            let (state, reason) = Self.judge(current)
+            $0.state = state
+            $0.notAlignedReason = reason
+            let statistics = current.window.statistics(asOf: current.latest)
+            $0.phaseMedianNs = statistics.median
+            $0.phaseP99Ns = statistics.p99
+            $0.phaseMaxNs = statistics.maximum
+            $0.phaseFrames = UInt32(clamping: statistics.frames)
+            $0.driftNsPerS = current.window.drift(asOf: current.latest) ?? 0
+            if let loop = current.loop {
+                $0.frequencyErrorPpm = loop.frequencyErrorPPM
+                if let spell = loop.lastOutOfPhase {
+                    $0.outOfPhaseNs = spell.duration
+                    $0.outOfPhaseEndFleetNs = spell.end
+                }
+                if let since = loop.outOfPhaseSince { $0.outOfPhaseSinceFleetNs = since.time }
+            }
         }
+    }
+
+    /// The state to report, and why it is not ALIGNED in words an operator can act on.
+    private static func judge(_ current: State) -> (Capfleet_V1_FrameAlignment.State, String) {
+        guard current.steerable else {
+            let reason = current.unsteerableReason.isEmpty ? "free-running: the source cannot set its frame length" : current.unsteerableReason
+            return (.unaligned, reason + "; its phase is reported, not steered")
+        }
+        guard current.clockLocked else {
+            return (.aligning, "waiting for the node's clock to lock: a clock not locked would steer the sensor anywhere")
+        }
+        guard let loop = current.loop else { return (.aligning, "no frame measured yet") }
+        switch loop.state {
+        case let .unsteerable(needed, range):
+            return (
+                .unaligned,
+                "the grid's rate needs \(Int(needed.rounded())) lines a frame, outside the \(range.lowerBound)...\(range.upperBound) the sensor's blanking allows: set a frame rate the format reaches"
+            )
+        case .locking:
+            return (.aligning, "bringing the phase in: the latest frame was \(Self.duration(current.phase)) from its slot")
+        case .locked:
+            guard abs(current.phase) <= alignedWithin else {
+                return (.aligning, "in lock, but the latest frame was \(Self.duration(current.phase)) from its slot")
+            }
+            return (.aligned, "")
+        }
+    }
+
+    private static func duration(_ nanoseconds: Int64) -> String {
+        let magnitude = Double(nanoseconds.magnitude)
+        let sign = nanoseconds < 0 ? "-" : "+"
+        return magnitude >= 1e6 ? sign + String(format: "%.2f ms", magnitude / 1e6) : sign + String(format: "%.1f µs", magnitude / 1e3)
     }
 }

@@ -73,6 +73,18 @@ public final class FleetMetrics: Sendable {
     nonisolated(unsafe) static let frameAligned = descriptor(
         "device_frame_aligned", "",
         "1 while the device's frames fall within 100 µs of their grid slots.")
+    nonisolated(unsafe) static let alignmentSteered = descriptor(
+        "device_alignment_steered", "",
+        "1 while the device's frame length is steered onto the grid, 0 while it runs free.")
+    nonisolated(unsafe) static let alignmentPhaseMedian = descriptor(
+        "device_alignment_phase_median_seconds", "",
+        "Median of |phase| over the device's frames of the last minute.")
+    nonisolated(unsafe) static let alignmentPhaseP99 = descriptor(
+        "device_alignment_phase_p99_seconds", "",
+        "99th percentile of |phase| over the device's frames of the last minute.")
+    nonisolated(unsafe) static let alignmentDrift = descriptor(
+        "device_alignment_drift_seconds_per_second", "",
+        "How fast the device's phase moves against the grid (a free-running camera's rate error).")
     nonisolated(unsafe) static let events = descriptor("events", "total", "Fleet events published, by kind.")
     nonisolated(unsafe) static let rejected = descriptor("rejected_messages", "total", "Malformed or unknown input refused, by endpoint and reason.")
     nonisolated(unsafe) static let clockProbes = descriptor(
@@ -145,7 +157,19 @@ public final class FleetMetrics: Sendable {
             phase.set(Double(status.alignment.phaseNs) / 1e9)
             let aligned = registry.makeGauge(descriptor: Self.frameAligned, labels: labels)
             aligned.set(to: status.alignment.state == .aligned ? 1 : 0)
-            gauges = [phase, aligned]
+            let steered = registry.makeGauge(descriptor: Self.alignmentSteered, labels: labels)
+            steered.set(to: status.alignment.steered ? 1 : 0)
+            gauges = [phase, aligned, steered]
+            // The figures over the last minute, once there are frames to give them.
+            if status.alignment.phaseFrames > 0 {
+                let median = registry.makeGauge(descriptor: Self.alignmentPhaseMedian, labels: labels)
+                median.set(Double(status.alignment.phaseMedianNs) / 1e9)
+                let p99 = registry.makeGauge(descriptor: Self.alignmentPhaseP99, labels: labels)
+                p99.set(Double(status.alignment.phaseP99Ns) / 1e9)
+                let drift = registry.makeGauge(descriptor: Self.alignmentDrift, labels: labels)
+                drift.set(status.alignment.driftNsPerS / 1e9)
+                gauges += [median, p99, drift]
+            }
         }
         let stale = alignmentGauges.withLock { table in
             let previous = table[status.deviceID] ?? []

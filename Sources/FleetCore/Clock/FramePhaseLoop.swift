@@ -40,8 +40,6 @@ public struct FramePhaseLoop: Sendable {
         public var stepThreshold: UInt64 = 1_000_000
         /// Frames the line-time fit spans.
         public var frequencyWindow: Int = 128
-        /// Frames the phase statistics span.
-        public var statisticsWindow: Int = 300
 
         public init(nominalLineTime: Double, frameLengthRange: ClosedRange<Int>) {
             self.nominalLineTime = nominalLineTime
@@ -122,8 +120,6 @@ public struct FramePhaseLoop: Sendable {
     /// smoothed out) and the lines the sensor counted up to it since the fit began.
     private var estimate: (sequence: UInt64, exposureStart: UInt64, lines: Int64)?
     private var fit = LineTimeFit()
-    private var magnitudes: [UInt64] = []
-    private var magnitudeCursor = 0
     private var inPhaseRun: (count: Int, time: UInt64, sequence: UInt64)?
     private var outOfPhaseRun: (count: Int, time: UInt64, sequence: UInt64)?
 
@@ -137,24 +133,18 @@ public struct FramePhaseLoop: Sendable {
     /// The oscillator's error as learnt, in ppm of the nominal rate; positive is fast.
     public var frequencyErrorPPM: Double { (configuration.nominalLineTime / lineTime - 1) * 1e6 }
 
-    /// |phase| over the last `statisticsWindow` frames.
-    public var phaseStatistics: PhaseStatistics { PhaseStatistics(magnitudes: magnitudes) }
-
     /// The frame `observation` was measured; returns the length for the next frame.
     public mutating func observe(_ observation: Observation, on grid: FrameGrid) -> Command {
         let before = state
         if grid != self.grid {
             // A new grid (or the first): earlier phases say nothing about it.
             self.grid = grid
-            magnitudes.removeAll()
-            magnitudeCursor = 0
             if outOfPhaseSince == nil { startSpell(at: observation) }
             state = .locking
             inPhaseRun = nil
         }
         learn(from: observation)
         let phase = grid.phase(of: observation.exposureStart)
-        record(phase.magnitude)
 
         let interval = Double(grid.interval)
         let range = configuration.frameLengthRange
@@ -260,16 +250,6 @@ public struct FramePhaseLoop: Sendable {
 
     private mutating func startSpell(at observation: Observation) {
         outOfPhaseSince = (observation.exposureStart, observation.sequence)
-    }
-
-    private mutating func record(_ magnitude: UInt64) {
-        let window = max(configuration.statisticsWindow, 1)
-        if magnitudes.count < window {
-            magnitudes.append(magnitude)
-        } else {
-            magnitudes[magnitudeCursor] = magnitude
-            magnitudeCursor = (magnitudeCursor + 1) % window
-        }
     }
 
     /// The length frame `sequence` was latched with: the last commanded from it or before.
