@@ -1,0 +1,70 @@
+import FleetCapture
+import FleetCore
+import FleetDetection
+import Foundation
+import Synchronization
+import Testing
+
+/// The synthetic scene's timecode: every frame shows, as a QR code, its own true start of
+/// exposure, which an exposure audit reads back (proto-docs/clock.md, "Auditing exposures").
+@Suite struct SyntheticTimecodeTests {
+    static let bootID = "5b1f3c2e-9a0d-4e6f-8b7a-0c1d2e3f4a5b"
+    static let overlay = SyntheticOverlay(timecodeOf: bootID, origin: NormalizedPoint(x: 0.55, y: 0.05), width: 0.4)
+
+    /// Frames' luma, copied at once so the camera's buffers go back to its pool.
+    final class Collector: Sendable {
+        let frames = Mutex<[(exposureStart: UInt64, luma: GreyImage)]>([])
+        func deliver(_ frame: CapturedFrame) {
+            let luma = LumaPlane(
+                base: frame.buffer.storage, pixelFormat: frame.layout.pixelFormat, width: frame.layout.width, height: frame.layout.height)!
+            let grey = GreyImage(luma: luma)!
+            frames.withLock { $0.append((frame.captureMonotonicNanoseconds, grey)) }
+        }
+    }
+
+    @Test(arguments: [(640, 480, PixelFormat.yuyv), (1280, 720, .nv12)])
+    func everyFrameShowsItsOwnStartOfExposure(_ width: Int, _ height: Int, _ pixelFormat: PixelFormat) async throws {
+        let camera = SyntheticCamera(
+            deviceID: "syn-timecode-\(width)", name: "Timecode", initialFormat: (width, height, pixelFormat), frameRate: 15, bufferCount: 8,
+            overlays: [Self.overlay])
+        let collector = Collector()
+        try camera.start { collector.deliver($0) }
+        try await Task.sleep(for: .milliseconds(800))
+        camera.stop()
+        let frames = collector.frames.withLock { $0 }
+        #expect(frames.count >= 5, "frames keep coming: \(frames.count) in 0.8 s")
+        let scanner = try BarcodeScanner(symbologies: [.qr])
+        for frame in frames {
+            let read = try scanner.scan(frame.luma).compactMap { ExposureTimecode(text: $0.value) }
+            #expect(read == [.hostMonotonic(bootID: Self.bootID, nanoseconds: frame.exposureStart)], "frame exposed at \(frame.exposureStart)")
+        }
+    }
+
+    @Test func aFrameWithoutAKnownExposureShowsNoTimecode() throws {
+        let format = try #require(SyntheticCamera.formatList.first { $0.width == 640 && $0.pixelFormat == .yuyv })
+        var renderer = TestPatternRenderer(format: format, overlays: [Self.overlay])
+        let buffer = FrameBuffer(unpooledCapacity: renderer.frameBytes)
+        renderer.render(frameNumber: 1, zoom: 1, into: buffer.storage)
+        let luma = try #require(LumaPlane(base: buffer.storage, pixelFormat: .yuyv, width: 640, height: 480))
+        #expect(try BarcodeScanner(symbologies: [.qr]).scan(try #require(GreyImage(luma: luma))).isEmpty)
+    }
+
+    /// What the timecode costs a camera per frame: printed, and only held to far less than a
+    /// frame interval (the machine is shared).
+    @Test func theTimecodesCostPerFrameIsPrinted() throws {
+        let format = try #require(SyntheticCamera.formatList.first { $0.width == 1280 && $0.pixelFormat == .nv12 })
+        var plain = TestPatternRenderer(format: format)
+        var coded = TestPatternRenderer(format: format, overlays: [Self.overlay])
+        let buffer = FrameBuffer(unpooledCapacity: plain.frameBytes)
+        let frames = 200
+        func time(_ body: (UInt64) -> Void) -> Double {
+            let start = MonotonicTime.now()
+            for index in 0..<frames { body(1_000_000_000 + UInt64(index) * 33_333_333) }
+            return Double(MonotonicTime.now() - start) / Double(frames) / 1e3
+        }
+        let without = time { plain.render(frameNumber: UInt32($0 % 1000), zoom: 1, exposureStart: $0, into: buffer.storage) }
+        let with = time { coded.render(frameNumber: UInt32($0 % 1000), zoom: 1, exposureStart: $0, into: buffer.storage) }
+        print("synthetic timecode: 1280x720 NV12 frame \(String(format: "%.0f", without)) µs plain, \(String(format: "%.0f", with)) µs with the timecode (debug build)")
+        #expect(with - without < 10_000, "a code per frame must cost far less than a 30 fps frame interval")
+    }
+}
