@@ -24,6 +24,8 @@ extension AgentService {
             return captureStill(request, commandID: command.commandID, on: stream, parts: parts)
         case let .setDetection(request)?:
             return setDetection(request, command: command, on: stream)
+        case let .auditExposures(request)?:
+            return auditExposures(request, commandID: command.commandID, on: stream, clock: clock)
         case let .setFrameAlignment(request)?:
             let steered = stream.setFrameAlignment(origin: request.enabled ? request.gridOriginFleetNs : nil)
             logger.notice(

@@ -85,6 +85,8 @@ extension OperatorRouter {
             try await handlers.devices.changeFrameAlignment(query, by: who, into: &reply)
         case let .syncCheck(query):
             try await handlers.devices.syncCheck(query, into: &reply)
+        case let .syncAudit(query):
+            try await handlers.devices.syncAudit(query, into: &reply)
         case let .changeDetection(query):
             try await handlers.devices.changeDetection(query, by: who, into: &reply)
         case let .setDeviceOptics(query):
