@@ -16,7 +16,9 @@ extension AgentService {
         }
         guard clock.latest.estimate != nil else {
             return reply(
-                .failure(.unavailable, "node \(identity.nodeID)'s clock is not synchronised yet: its frames have no fleet time to compare with a timecode"))
+                .failure(
+                    .unavailable, "node \(identity.nodeID)'s clock is not synchronised yet: its frames have no fleet time to compare with a timecode")
+            )
         }
         guard stream.isCapturing else {
             return reply(.failure(.unavailable, "device \(stream.deviceID) is not capturing: start it (capfleet devices) and audit again"))
@@ -36,7 +38,8 @@ extension AgentService {
                 control.post(reply: reply(.ok, samples))
             })
         guard started else {
-            return reply(.failure(.unavailable, "device \(stream.deviceID) is being audited already: try again once that audit ends (at most a minute)"))
+            return reply(
+                .failure(.unavailable, "device \(stream.deviceID) is being audited already: try again once that audit ends (at most a minute)"))
         }
         return nil
     }

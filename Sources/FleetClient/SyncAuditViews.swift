@@ -26,7 +26,8 @@ public enum SyncAuditViews {
             spread.samples == 0
             ? "exposure spread: no frame interval had two or more cameras read"
             : "exposure spread over \(spread.samples) frame intervals: median \(d.duration(Double(spread.medianNs))), p99 \(d.duration(Double(spread.p99Ns))), max \(d.duration(Double(spread.maxNs)))"
-        return "exposure audit over \(String(format: "%.1f", seconds)) s of \(clockName(result.clock)); offset = fleet time stamped on the frame minus the time its picture shows\n"
+        return
+            "exposure audit over \(String(format: "%.1f", seconds)) s of \(clockName(result.clock)); offset = fleet time stamped on the frame minus the time its picture shows\n"
             + table + "\n" + across + "\n" + resolution(result)
     }
 
@@ -40,7 +41,8 @@ public enum SyncAuditViews {
                 ? "resolution: unknown (the display's refresh rate was not given)\(exposure)"
                 : "resolution: exact, each picture shows its own start of exposure\(exposure)"
         }
-        return "resolution: \(FleetTables.duration(Double(result.resolutionNs))) (the display's refresh period): finer differences are not seen\(exposure)"
+        return
+            "resolution: \(FleetTables.duration(Double(result.resolutionNs))) (the display's refresh period): finer differences are not seen\(exposure)"
     }
 
     static func clockName(_ clock: Capfleet_V1_TimecodeClock) -> String {

@@ -50,7 +50,8 @@ struct SyncCheckCommand: ParsableCommand {
 struct SyncAuditCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sync-audit",
-        abstract: "Read the timecode the cameras film and compare it with the fleet time stamped on their frames, and their exposures with each other.",
+        abstract:
+            "Read the timecode the cameras film and compare it with the fleet time stamped on their frames, and their exposures with each other.",
         discussion: """
             Each camera must see a timecode: a synthetic camera's agent draws one with \
             --synthetic-overlay timecode@X,Y,W (only comparable when the agent runs on the \

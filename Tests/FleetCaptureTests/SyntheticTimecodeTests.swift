@@ -64,7 +64,9 @@ import Testing
         }
         let without = time { plain.render(frameNumber: UInt32($0 % 1000), zoom: 1, exposureStart: $0, into: buffer.storage) }
         let with = time { coded.render(frameNumber: UInt32($0 % 1000), zoom: 1, exposureStart: $0, into: buffer.storage) }
-        print("synthetic timecode: 1280x720 NV12 frame \(String(format: "%.0f", without)) µs plain, \(String(format: "%.0f", with)) µs with the timecode (debug build)")
+        print(
+            "synthetic timecode: 1280x720 NV12 frame \(String(format: "%.0f", without)) µs plain, \(String(format: "%.0f", with)) µs with the timecode (debug build)"
+        )
         #expect(with - without < 10_000, "a code per frame must cost far less than a 30 fps frame interval")
     }
 }

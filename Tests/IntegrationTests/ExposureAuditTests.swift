@@ -54,7 +54,9 @@ extension IntegrationTests {
                 let offset = camera["stamp_offset"] as? [String: Any] ?? [:]
                 let largest = abs(offset["max_ns"] as? Int ?? .max)
                 let bound = camera["stamp_uncertainty_ns"] as? Int ?? 0
-                print("exposure audit: \(camera["device_id"] ?? "?") read \(read) of \(camera["frames_seen"] ?? "?") frames; stamp offset \(offset), bound ±\(bound) ns, |phase| \(camera["true_phase"] ?? "none")")
+                print(
+                    "exposure audit: \(camera["device_id"] ?? "?") read \(read) of \(camera["frames_seen"] ?? "?") frames; stamp offset \(offset), bound ±\(bound) ns, |phase| \(camera["true_phase"] ?? "none")"
+                )
                 #expect(largest <= bound + 200_000, "every stamp within its error bound (+200 µs) of the true exposure: \(camera)")
             }
             let spread = try #require(audit["exposure_spread"] as? [String: Any])

@@ -157,7 +157,8 @@ private struct TimecodeReader {
             if !unreadableFormatSaid {
                 unreadableFormatSaid = true
                 logger.warning(
-                    "an exposure audit cannot read this format: no luma plane", metadata: ["device.id": "\(deviceID)", "format": "\(job.layout.pixelFormat)"])
+                    "an exposure audit cannot read this format: no luma plane",
+                    metadata: ["device.id": "\(deviceID)", "format": "\(job.layout.pixelFormat)"])
             }
             return
         }

@@ -60,7 +60,9 @@ public enum ExposureAudit {
             if let read { reads.append(read) }
             for sample in used {
                 clocks.append(sample.clock)
-                if sample.clock == .fleet, sample.displayRefreshMhz > 0 { resolution = max(resolution, 1_000_000_000_000 / UInt64(sample.displayRefreshMhz)) }
+                if sample.clock == .fleet, sample.displayRefreshMhz > 0 {
+                    resolution = max(resolution, 1_000_000_000_000 / UInt64(sample.displayRefreshMhz))
+                }
             }
         }
         return .with {
