@@ -11,10 +11,10 @@ public enum HostBootID {
         let descriptor = try systemCall("open", on: path) { open(path, O_RDONLY | O_CLOEXEC) }
         defer { close(descriptor) }
         var bytes = [UInt8](repeating: 0, count: 64)
-        let count = try bytes.withUnsafeMutableBytes { buffer throws(SystemCallError) in
-            try FileDescriptorIO.readSome(descriptor, into: buffer, target: path)
+        let outcome = bytes.withUnsafeMutableBytes { buffer in
+            Result { () throws(SystemCallError) -> Int in try FileDescriptorIO.readSome(descriptor, into: buffer, target: path) }
         }
-        let text = String(decoding: bytes[..<count], as: UTF8.self)
+        let text = String(decoding: bytes[..<(try outcome.get())], as: UTF8.self)
         return String(text.prefix { $0 != "\n" })
     }
 }

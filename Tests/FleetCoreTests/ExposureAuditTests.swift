@@ -85,7 +85,7 @@ import Testing
         // Intervals 5–7 hold all three cameras (6 µs apart), the others two (3 µs).
         #expect(audit.exposureSpread.maxNs == 6_000)
         #expect(audit.exposureSpread.medianNs == 3_000)
-        #expect(audit.cameras.allSatisfy(\.status.isOK))
+        #expect(audit.cameras.allSatisfy { $0.status.isOK })
         #expect(ExposureAudit.status(of: audit).reason.isEmpty)
     }
 
