@@ -5,7 +5,7 @@ import FleetCore
 /// the frame's own start of exposure, black modules on white with the standard's quiet zone,
 /// each module a whole number of pixels (a code's modules stay sharp). Made for hundreds of
 /// cameras: one code a frame, its text written into a buffer kept from frame to frame, the
-/// modules filled straight into the frame's luma with no picture in between.
+/// code drawn straight into the frame's luma a line at a time from one line kept likewise.
 struct TimecodePainter {
     /// Where the code goes, in pixels; its side is at most `width`.
     let x: Int
@@ -14,6 +14,8 @@ struct TimecodePainter {
     /// "CFTC1 M <boot-id> ", then the nanoseconds' digits, rewritten every frame.
     private var text: [UInt8]
     private let prefixCount: Int
+    /// One line of the code's pixels, kept from frame to frame.
+    private var row: [UInt8] = []
 
     /// Version 5 at level M holds 84 bytes, more than a timecode's 65 at most: every frame's
     /// code has the same size, so it lands on the same pixels.
@@ -53,13 +55,20 @@ struct TimecodePainter {
         let modules = Int(code.pointee.width)
         let side = modules + 2 * Self.quietModules
         let moduleSize = max(1, width / side)
-        luma.fill(x: x, y: y, width: side * moduleSize, height: side * moduleSize, value: 255)
         let data = code.pointee.data!
-        for row in 0..<modules {
-            for column in 0..<modules where data[row * modules + column] & 1 == 1 {
-                luma.fill(
-                    x: x + (column + Self.quietModules) * moduleSize, y: y + (row + Self.quietModules) * moduleSize, width: moduleSize,
-                    height: moduleSize, value: 0)
+        // One row of pixels per row of modules, written `moduleSize` times: a copy per line.
+        if row.count != side * moduleSize { row = [UInt8](repeating: 255, count: side * moduleSize) }
+        for moduleRow in 0..<side {
+            let codeRow = moduleRow - Self.quietModules
+            for moduleColumn in 0..<side {
+                let codeColumn = moduleColumn - Self.quietModules
+                let dark =
+                    (0..<modules).contains(codeRow) && (0..<modules).contains(codeColumn) && data[codeRow * modules + codeColumn] & 1 == 1
+                let start = moduleColumn * moduleSize
+                for pixel in start..<start + moduleSize { row[pixel] = dark ? 0 : 255 }
+            }
+            row.withUnsafeBufferPointer { pixels in
+                for line in 0..<moduleSize { luma.write(row: pixels, x: x, y: y + moduleRow * moduleSize + line) }
             }
         }
     }
