@@ -30,6 +30,8 @@ extension IntegrationTests {
             }
             let filming = [try device(of: "plain"), try device(of: "skewed")]
             let blind = try device(of: "blind")
+            // Pictures are only looked at with consent, the timecode's too.
+            for camera in filming + [blind] { try fleet.grantConsent(camera) }
             for camera in filming { #expect(try fleet.cli(["lock", camera]).status == 0) }
             #expect(try fleet.cli(["align"] + filming).status == 0)
             try await fleet.waitUntil("both cameras are aligned", seconds: 20) {
