@@ -49,18 +49,24 @@ import Testing
         return answer
     }
 
+    /// Waits until the decoder has taken every frame offered so far (at most 10 s).
+    static func idle(_ auditor: ExposureAuditor) async throws {
+        for _ in 0..<1000 where auditor.isDecoding { try await Task.sleep(for: .milliseconds(10)) }
+    }
+
     @Test func eachReadIsPairedWithTheStampOfItsOwnFrame() async throws {
         let auditor = ExposureAuditor(deviceID: "syn-audit-1", logger: Logger(label: "capfleet.test"))
-        let answer = Self.audit(auditor, milliseconds: 3000)
+        // A minute, ended once the frames are offered: a busy machine's pace does not count.
+        let answer = Self.audit(auditor, milliseconds: 60_000)
         for sequence in UInt64(1)...5 {
             let exposure = 1_000_000_000 + sequence * 40_000_000
+            try await Self.idle(auditor)
             auditor.offer(Self.frame(sequence, exposedAt: exposure), stamp: (exposure + 7_000, 50_000), real: true)
-            // One at a time: each finds the decoder idle.
-            try await Task.sleep(for: .milliseconds(250))
         }
         // Counted, never looked at: no consent, and no fleet time.
         auditor.offer(Self.frame(6, exposedAt: 2_000_000_000), stamp: (2_000_007_000, 50_000), real: false)
         auditor.offer(Self.frame(7, exposedAt: 2_040_000_000), stamp: nil, real: true)
+        auditor.endNow()
         let samples = try await answer.received()
         #expect(samples.framesSeen == 7)
         #expect(samples.framesDecoded == 5 && samples.framesSkipped == 0 && samples.framesWithoutTimecode == 0)
@@ -75,11 +81,12 @@ import Testing
 
     @Test func framesThatFindTheDecoderBusy_areSkippedNotQueued_andASecondAuditWaits() async throws {
         let auditor = ExposureAuditor(deviceID: "syn-audit-2", logger: Logger(label: "capfleet.test"))
-        let answer = Self.audit(auditor, milliseconds: 1000)
+        let answer = Self.audit(auditor, milliseconds: 60_000)
         let second = auditor.begin(milliseconds: 1000, maxSamples: 0, conditions: { (25, 0, 0) }, answer: { _ in })
         #expect(!second, "one audit at a time")
         let frames = (UInt64(1)...40).map { Self.frame($0, exposedAt: 1_000_000_000 + $0 * 1_000_000) }
         for frame in frames { auditor.offer(frame, stamp: (frame.captureMonotonicNanoseconds, 1_000), real: true) }
+        auditor.endNow()
         let samples = try await answer.received()
         #expect(samples.framesSeen == 40)
         #expect(samples.framesSkipped > 0, "40 frames back to back find the decoder busy")

@@ -53,17 +53,21 @@ import Testing
         #expect(try BarcodeScanner(symbologies: [.qr]).scan(try #require(GreyImage(luma: luma))).isEmpty)
     }
 
-    /// What the timecode costs a camera per frame: printed, and only held to far less than a
-    /// frame interval (the machine is shared).
+    /// What the timecode costs a camera per frame: printed, not asserted (the machine is
+    /// shared); the frames drawn while timing it still show their own times.
     @Test func theTimecodesCostPerFrameIsPrinted() throws {
         let format = try #require(SyntheticCamera.formatList.first { $0.width == 1280 && $0.pixelFormat == .nv12 })
         var plain = TestPatternRenderer(format: format)
         var coded = TestPatternRenderer(format: format, overlays: [Self.overlay])
         let buffer = FrameBuffer(unpooledCapacity: plain.frameBytes)
         let frames = 200
+        var last: UInt64 = 0
         func time(_ body: (UInt64) -> Void) -> Double {
             let start = MonotonicTime.now()
-            for index in 0..<frames { body(1_000_000_000 + UInt64(index) * 33_333_333) }
+            for index in 0..<frames {
+                last = 1_000_000_000 + UInt64(index) * 33_333_333
+                body(last)
+            }
             return Double(MonotonicTime.now() - start) / Double(frames) / 1e3
         }
         let without = time { plain.render(frameNumber: UInt32($0 % 1000), zoom: 1, exposureStart: $0, into: buffer.storage) }
@@ -71,6 +75,8 @@ import Testing
         print(
             "synthetic timecode: 1280x720 NV12 frame \(String(format: "%.0f", without)) µs plain, \(String(format: "%.0f", with)) µs with the timecode (debug build)"
         )
-        #expect(with - without < 10_000, "a code per frame must cost far less than a 30 fps frame interval")
+        let luma = try #require(LumaPlane(base: buffer.storage, pixelFormat: .nv12, width: 1280, height: 720))
+        let read = try BarcodeScanner(symbologies: [.qr]).scan(try #require(GreyImage(luma: luma))).compactMap { ExposureTimecode(text: $0.value) }
+        #expect(read == [.hostMonotonic(bootID: Self.bootID, nanoseconds: last)])
     }
 }

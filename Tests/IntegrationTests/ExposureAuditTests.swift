@@ -41,7 +41,7 @@ extension IntegrationTests {
                 }
             }
 
-            let run = try fleet.cli(["sync-audit"] + filming + [blind, "--seconds", "3", "--json"], timeout: 20)
+            let run = try fleet.cli(["sync-audit"] + filming + [blind, "--seconds", "5", "--json"], timeout: 20)
             #expect(run.status == 0, "\(run.error)")
             let audit = try #require(try JSONSerialization.jsonObject(with: Data(run.output.utf8)) as? [String: Any])
             let cameras = try #require(audit["cameras"] as? [[String: Any]])

@@ -24,6 +24,8 @@ final class ExposureAuditor: Sendable {
     private struct Running {
         var id: UInt64
         var maxSamples: Int
+        /// Ends it as its time running out does (`endNow`).
+        var end: @Sendable () -> Void
         var seen: UInt64 = 0
         var skipped: UInt64 = 0
     }
@@ -80,19 +82,30 @@ final class ExposureAuditor: Sendable {
         let id = lastID.add(1, ordering: .relaxed).newValue
         let started = running.withLock { running -> Bool in
             guard running == nil else { return false }
-            running = Running(id: id, maxSamples: maxSamples == 0 ? Self.defaultMaxSamples : Int(maxSamples))
+            running = Running(
+                id: id, maxSamples: maxSamples == 0 ? Self.defaultMaxSamples : Int(maxSamples),
+                end: { [weak self] in self?.end(id, conditions: conditions, answer: answer) })
             return true
         }
         guard started else { return false }
         active.store(true, ordering: .releasing)
         let length = milliseconds == 0 ? 5_000 : min(milliseconds, Self.maximumDurationMilliseconds)
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(length))) { [self] in
-            // Off the capture path first, then to the decoder behind the frames it has.
-            guard let ended = running.withLock({ $0.take() }) else { return }
-            active.store(false, ordering: .releasing)
-            worker.post(.finish(auditID: ended.id, seen: ended.seen, skipped: ended.skipped, conditions: conditions, answer: answer))
+            end(id, conditions: conditions, answer: answer)
         }
         return true
+    }
+
+    /// Ends audit `id` if it is still the one under way: off the capture path first, then to
+    /// the decoder, behind the frames it has, to be answered.
+    private func end(_ id: UInt64, conditions: @escaping Conditions, answer: @escaping Answer) {
+        let ended = running.withLock { running -> Running? in
+            guard running?.id == id else { return nil }
+            return running.take()
+        }
+        guard let ended else { return }
+        active.store(false, ordering: .releasing)
+        worker.post(.finish(auditID: ended.id, seen: ended.seen, skipped: ended.skipped, conditions: conditions, answer: answer))
     }
 
     /// On the capture thread, for every frame while an audit runs: `stamp` is the fleet time
@@ -122,6 +135,14 @@ final class ExposureAuditor: Sendable {
             auditID: taken.id, pixels: copy, layout: frame.layout, sequence: frame.sequence, stampedFleetNs: stamp.fleet,
             uncertaintyNs: stamp.uncertainty, maxSamples: taken.maxSamples)
         if !worker.post(.frame(job)) { shared.busy.store(false, ordering: .releasing) }
+    }
+
+    /// Whether the decoder is reading a frame now.
+    var isDecoding: Bool { shared.busy.load(ordering: .acquiring) }
+
+    /// Ends the audit under way now, answered as when its time runs out.
+    func endNow() {
+        running.withLock { $0?.end }?()
     }
 
     func stop() async { await worker.stop() }

@@ -37,6 +37,21 @@ public struct LumaPlane {
         }
     }
 
+    /// Reads row `y` into `destination` (at most `width` values, 8 bits each): a copy for
+    /// planes of one byte a pixel, a strided load for the others.
+    public func read(row y: Int, into destination: UnsafeMutableBufferPointer<UInt8>) {
+        guard y >= 0, y < height, let target = destination.baseAddress else { return }
+        let count = min(destination.count, width)
+        let line = UnsafeRawPointer(base + y * rowStride)
+        if pixelStride == 1 {
+            target.update(from: line.assumingMemoryBound(to: UInt8.self), count: count)
+        } else {
+            // 8-bit values: YUYV's luma bytes, or the high byte of a Y16 word.
+            let bytes = line.assumingMemoryBound(to: UInt8.self) + (isWide ? 1 : 0)
+            for column in 0..<count { target[column] = bytes[column * pixelStride] }
+        }
+    }
+
     /// Writes `values` into row `y` from column `x` on, one 8-bit value a pixel, clipped to the
     /// plane: a copy for planes of one byte a pixel, a strided store for the others.
     public func write(row values: UnsafeBufferPointer<UInt8>, x: Int, y: Int) {
