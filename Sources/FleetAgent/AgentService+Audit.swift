@@ -26,7 +26,7 @@ extension AgentService {
         let source = stream.source
         let alignment = stream.alignment
         let started = stream.audits.begin(
-            milliseconds: request.durationMs, maxSamples: request.maxSamples,
+            milliseconds: min(request.durationMs, ExposureAuditor.maximumDurationMilliseconds), maxSamples: request.maxSamples,
             conditions: { (source.activeFrameRate, source.exposure?.seconds ?? 0, alignment.wire.gridOriginFleetNs) },
             answer: { [self] samples in
                 logger.info(

@@ -31,7 +31,7 @@ import Testing
         let samples = Mutex<Capfleet_V1_ExposureAuditSamples?>(nil)
 
         func received() async throws -> Capfleet_V1_ExposureAuditSamples {
-            for _ in 0..<200 {
+            for _ in 0..<1200 {
                 if let samples = samples.withLock({ $0 }) { return samples }
                 try await Task.sleep(for: .milliseconds(50))
             }
@@ -49,15 +49,19 @@ import Testing
         return answer
     }
 
-    /// Waits until the decoder has taken every frame offered so far (at most 10 s).
+    /// Waits until the decoder has read every frame offered so far (at most a minute).
     static func idle(_ auditor: ExposureAuditor) async throws {
-        for _ in 0..<1000 where auditor.isDecoding { try await Task.sleep(for: .milliseconds(10)) }
+        var waited = 0
+        while auditor.isDecoding, waited < 6000 {
+            try await Task.sleep(for: .milliseconds(10))
+            waited += 1
+        }
     }
 
     @Test func eachReadIsPairedWithTheStampOfItsOwnFrame() async throws {
         let auditor = ExposureAuditor(deviceID: "syn-audit-1", logger: Logger(label: "capfleet.test"))
-        // A minute, ended once the frames are offered: a busy machine's pace does not count.
-        let answer = Self.audit(auditor, milliseconds: 60_000)
+        // Ten minutes, ended once the frames are offered: a busy machine's pace does not count.
+        let answer = Self.audit(auditor, milliseconds: 600_000)
         for sequence in UInt64(1)...5 {
             let exposure = 1_000_000_000 + sequence * 40_000_000
             try await Self.idle(auditor)
@@ -81,7 +85,7 @@ import Testing
 
     @Test func framesThatFindTheDecoderBusy_areSkippedNotQueued_andASecondAuditWaits() async throws {
         let auditor = ExposureAuditor(deviceID: "syn-audit-2", logger: Logger(label: "capfleet.test"))
-        let answer = Self.audit(auditor, milliseconds: 60_000)
+        let answer = Self.audit(auditor, milliseconds: 600_000)
         let second = auditor.begin(milliseconds: 1000, maxSamples: 0, conditions: { (25, 0, 0) }, answer: { _ in })
         #expect(!second, "one audit at a time")
         let frames = (UInt64(1)...40).map { Self.frame($0, exposedAt: 1_000_000_000 + $0 * 1_000_000) }

@@ -76,8 +76,8 @@ final class ExposureAuditor: Sendable {
             })
     }
 
-    /// Starts an audit of `milliseconds` (0: 5 s; at most a minute) that answers once, when it
-    /// ends; false if one is already under way.
+    /// Starts an audit of `milliseconds` (0: 5 s; the command's limit of a minute is the
+    /// caller's to keep) that answers once, when it ends; false if one is already under way.
     func begin(milliseconds: UInt32, maxSamples: UInt32, conditions: @escaping Conditions, answer: @escaping Answer) -> Bool {
         let id = lastID.add(1, ordering: .relaxed).newValue
         let started = running.withLock { running -> Bool in
@@ -89,7 +89,7 @@ final class ExposureAuditor: Sendable {
         }
         guard started else { return false }
         active.store(true, ordering: .releasing)
-        let length = milliseconds == 0 ? 5_000 : min(milliseconds, Self.maximumDurationMilliseconds)
+        let length = milliseconds == 0 ? 5_000 : milliseconds
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(length))) { [self] in
             end(id, conditions: conditions, answer: answer)
         }
