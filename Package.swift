@@ -192,7 +192,7 @@ let package = Package(
         .testTarget(name: "FleetCoreTests", dependencies: ["FleetCore", "FleetProtocol"]),
         .testTarget(name: "FleetProtocolTests", dependencies: ["FleetProtocol"]),
         .testTarget(name: "FleetImagingTests", dependencies: ["FleetImaging", "FleetCore", "CZlib"]),
-        .testTarget(name: "FleetCaptureTests", dependencies: ["FleetCapture", "FleetCore", "CV4L2"]),
+        .testTarget(name: "FleetCaptureTests", dependencies: ["FleetCapture", "FleetCore", "FleetDetection", "CV4L2"]),
         .testTarget(name: "FleetDetectionTests", dependencies: ["FleetDetection", "FleetCapture", "FleetCore", "FleetImaging"]),
         .testTarget(
             name: "FleetStoreTests",

@@ -24,6 +24,8 @@ extension AgentService {
             return captureStill(request, commandID: command.commandID, on: stream, parts: parts)
         case let .setDetection(request)?:
             return setDetection(request, command: command, on: stream)
+        case let .auditExposures(request)?:
+            return auditExposures(request, commandID: command.commandID, on: stream, clock: clock)
         case let .setFrameAlignment(request)?:
             let steered = stream.setFrameAlignment(origin: request.enabled ? request.gridOriginFleetNs : nil)
             logger.notice(
@@ -54,9 +56,6 @@ extension AgentService {
             return reply(to: command, setConsent(request, on: stream), on: stream)
         case nil:
             return reply(to: command, .failure(.badRequest, "command \(command.commandID) carries no action"), on: stream)
-        case .auditExposures?:
-            // Until the exposure audit lands (issue 37, "Measure the exposures").
-            return reply(to: command, .failure(.unsupported, "this agent cannot audit exposures yet"), on: stream)
         case let .setActiveFormat(request)?:
             change = .format(index: Int(request.formatIndex))
         case let .setFrameRate(request)?:

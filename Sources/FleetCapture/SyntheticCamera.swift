@@ -246,7 +246,11 @@ public final class SyntheticCamera: CameraSource {
                 outOfBuffers.add(1, ordering: .relaxed)
                 continue
             }
-            renderer!.render(frameNumber: UInt32(truncatingIfNeeded: sequence), zoom: zoom, gain: gain, into: buffer.storage)
+            // A timecode in the scene shows the true start of this exposure, in the kernel's clock
+            // (a test's skew of the agent's clock is applied later, to the stamp only).
+            renderer!.render(
+                frameNumber: UInt32(truncatingIfNeeded: sequence), zoom: zoom, gain: gain, exposureStart: frame.exposureStart,
+                into: buffer.storage)
             // Stamped with its start of exposure, as a V4L2 driver stamps a sensor's frame
             // (V4L2_BUF_FLAG_TSTAMP_SRC_SOE), not with when this thread rendered it.
             deliver(

@@ -2,29 +2,49 @@ import FleetCore
 
 /// A grey picture the synthetic camera draws into its pattern's luma, fixed in the frame: a QR
 /// code (`QRCodePicture`) or a photograph of a face, so that detecting codes and faces can be
-/// tried and tested without a camera pointed at them. Placed by its top-left corner and its
-/// width as fractions of the frame (its height keeps its aspect); drawn over the pattern after
-/// the moving box, so the stamp and the box stay visible around it.
+/// tried and tested without a camera pointed at them; or a timecode, a QR code of each frame's
+/// own start of exposure (`TimecodePainter`), for exposure audits. Placed by its top-left corner
+/// and its width as fractions of the frame (its height keeps its aspect); drawn over the
+/// pattern after the moving box, so the stamp and the box stay visible around it.
 public struct SyntheticOverlay: Sendable {
-    public let image: GreyImage
+    public enum Content: Sendable {
+        case picture(GreyImage)
+        /// `ExposureTimecode.hostMonotonic` of each frame's true start of exposure, on the
+        /// machine `bootID` names (this one).
+        case timecode(bootID: String)
+    }
+
+    public let content: Content
     public let origin: NormalizedPoint
     public let width: Double
 
     public init(image: GreyImage, origin: NormalizedPoint, width: Double) {
-        self.image = image
+        content = .picture(image)
         self.origin = origin
         self.width = width
+    }
+
+    public init(timecodeOf bootID: String, origin: NormalizedPoint, width: Double) {
+        content = .timecode(bootID: bootID)
+        self.origin = origin
+        self.width = width
+    }
+
+    /// The picture drawn, nil for a timecode (drawn anew for every frame).
+    public var image: GreyImage? {
+        if case let .picture(image) = content { image } else { nil }
     }
 
     /// Where it lands in a `frameWidth` x `frameHeight` frame, in pixels (clipped to the frame).
     public func placement(frameWidth: Int, frameHeight: Int) -> (x: Int, y: Int, width: Int, height: Int) {
         let w = max(1, Int((width * Double(frameWidth)).rounded()))
-        let h = max(1, Int((Double(w) * Double(image.height) / Double(image.width)).rounded()))
+        let aspect = image.map { Double($0.height) / Double($0.width) } ?? 1
+        let h = max(1, Int((Double(w) * aspect).rounded()))
         return (Int((origin.x * Double(frameWidth)).rounded()), Int((origin.y * Double(frameHeight)).rounded()), w, h)
     }
 
     /// The picture at its size in such a frame (nearest neighbour: a code's modules stay sharp).
-    func scaled(frameWidth: Int, frameHeight: Int) -> (x: Int, y: Int, image: GreyImage) {
+    func scaled(_ image: GreyImage, frameWidth: Int, frameHeight: Int) -> (x: Int, y: Int, image: GreyImage) {
         let place = placement(frameWidth: frameWidth, frameHeight: frameHeight)
         var pixels = [UInt8](repeating: 0, count: place.width * place.height)
         for row in 0..<place.height {
@@ -38,10 +58,18 @@ public struct SyntheticOverlay: Sendable {
 }
 
 extension TestPatternRenderer {
-    /// Draws the overlays, scaled once for this renderer's layout, into the frame's luma.
-    mutating func drawOverlays(into luma: LumaPlane) {
+    /// Draws the overlays, pictures scaled once for this renderer's layout, into the frame's
+    /// luma; timecodes show `exposureStart` (none when it is not known).
+    mutating func drawOverlays(into luma: LumaPlane, exposureStart: UInt64?) {
         if scaledOverlays == nil {
-            scaledOverlays = overlays.map { $0.scaled(frameWidth: layout.width, frameHeight: layout.height) }
+            scaledOverlays = overlays.compactMap { overlay in
+                overlay.image.map { overlay.scaled($0, frameWidth: layout.width, frameHeight: layout.height) }
+            }
+            timecodePainters = overlays.compactMap { overlay in
+                guard case let .timecode(bootID) = overlay.content else { return nil }
+                let place = overlay.placement(frameWidth: layout.width, frameHeight: layout.height)
+                return TimecodePainter(bootID: bootID, x: place.x, y: place.y, width: place.width)
+            }
         }
         for overlay in scaledOverlays ?? [] {
             let picture = overlay.image
@@ -52,6 +80,9 @@ extension TestPatternRenderer {
                 let line = (y - overlay.y) * picture.width - overlay.x
                 for x in x0..<x1 { luma[x, y] = picture.pixels[line + x] }
             }
+        }
+        if let exposureStart {
+            for index in timecodePainters.indices { timecodePainters[index].paint(exposureStart, into: luma) }
         }
     }
 }

@@ -17,6 +17,7 @@ public struct TestPatternRenderer {
     /// Pictures drawn into the pattern (SyntheticOverlay.swift), and them at this layout's size.
     public let overlays: [SyntheticOverlay]
     var scaledOverlays: [(x: Int, y: Int, image: GreyImage)]?
+    var timecodePainters: [TimecodePainter] = []
 
     public init(format: VideoFormat, overlays: [SyntheticOverlay] = []) {
         layout = FrameLayout(format)
@@ -89,8 +90,11 @@ public struct TestPatternRenderer {
         }
     }
 
-    /// Draws frame `frameNumber` seen at `zoom`, exposed `gain` times the nominal exposure.
-    public mutating func render(frameNumber: UInt32, zoom: Double, gain: Double = 1, into storage: UnsafeMutableRawPointer) {
+    /// Draws frame `frameNumber` seen at `zoom`, exposed `gain` times the nominal exposure;
+    /// timecode overlays show `exposureStart` (CLOCK_MONOTONIC ns), and are left out without it.
+    public mutating func render(
+        frameNumber: UInt32, zoom: Double, gain: Double = 1, exposureStart: UInt64? = nil, into storage: UnsafeMutableRawPointer
+    ) {
         prepareRows(zoom: zoom, gain: gain)
         let w = layout.width, h = layout.height
         switch layout.pixelFormat {
@@ -120,7 +124,7 @@ public struct TestPatternRenderer {
         } else {
             luma.fill(x: x, y: h / 2 - box / 2, width: box, height: box, value: 235)
         }
-        if !overlays.isEmpty { drawOverlays(into: luma) }
+        if !overlays.isEmpty { drawOverlays(into: luma, exposureStart: exposureStart) }
         FrameNumberStamp.write(frameNumber, into: luma)
     }
 

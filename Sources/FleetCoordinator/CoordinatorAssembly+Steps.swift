@@ -3,6 +3,7 @@ import FleetCore
 import FleetHTTP
 import FleetProtocol
 import FleetStore
+import FleetSystem
 import Foundation
 import Logging
 
@@ -201,7 +202,8 @@ extension CoordinatorAssembly {
             }
             let operators = operatorRouter(
                 store: base.store, endpoint: sockets.operators, ports: ports, sockets: sockets, fleet: fleet,
-                coordinatorKey: base.keys.publicKey, alignmentGridOrigin: base.fleetTime.alignmentGridOrigin, clock: base.clock,
+                coordinatorKey: base.keys.publicKey, alignmentGridOrigin: base.fleetTime.alignmentGridOrigin,
+                exposureTruth: exposureTruth(base.fleetTime, logger: logger), clock: base.clock,
                 backups: DatabaseBackups(dataDirectory: configuration.dataDirectory, store: base.store, clock: base.clock), logger: logger)
             let liveFeed = DashboardLiveFeed(read: { try await operators.dashboardFleet() }, events: sockets.events, logger: logger)
             let liveViews = LiveViewRenderer(logger: logger)
@@ -215,6 +217,23 @@ extension CoordinatorAssembly {
                     nil
                 }
             return Door(operators: operators, liveFeed: liveFeed, liveViews: liveViews, http: http)
+        }
+    }
+}
+
+extension CoordinatorAssembly {
+    /// What exposure audits compare timecodes with: fleet time is this machine's
+    /// CLOCK_MONOTONIC plus the epoch offset, so a synthetic scene filmed on this machine (its
+    /// boot id) shows fleet time exactly. Without a boot id only a display's fleet timecode
+    /// can be audited, which the audit then says.
+    static func exposureTruth(_ fleetTime: FleetTimeSource, logger: Logger) -> ExposureAudit.Truth {
+        do {
+            return ExposureAudit.Truth(bootID: try HostBootID.read(), fleetEpochOffset: fleetTime.epochOffset)
+        } catch {
+            logger.warning(
+                "cannot read this machine's boot id: exposure audits of synthetic scenes will say their clock is another machine's",
+                metadata: ["error": "\(error)"])
+            return ExposureAudit.Truth(bootID: "", fleetEpochOffset: fleetTime.epochOffset)
         }
     }
 }

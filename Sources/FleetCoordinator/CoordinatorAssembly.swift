@@ -164,7 +164,8 @@ struct CoordinatorAssembly: Sendable {
 extension CoordinatorAssembly {
     static func operatorRouter(
         store: FleetDatabase, endpoint: RouterEndpoint, ports: Capfleet_V1_CoordinatorEndpoints, sockets: Sockets, fleet: Fleet,
-        coordinatorKey: CurvePublicKey, alignmentGridOrigin: UInt64, clock: CoordinatorClock, backups: DatabaseBackups, logger: Logger
+        coordinatorKey: CurvePublicKey, alignmentGridOrigin: UInt64, exposureTruth: ExposureAudit.Truth, clock: CoordinatorClock,
+        backups: DatabaseBackups, logger: Logger
     ) -> OperatorRouter {
         let (control, leases, liveFlow, takes, ingest) = (fleet.control, fleet.leases, fleet.liveFlow, fleet.takes, sockets.ingest)
         let (events, rejections, collections) = (sockets.events, sockets.rejections, fleet.collections)
@@ -176,7 +177,7 @@ extension CoordinatorAssembly {
             frames: FrameHandler(ingest: ingest, liveFlow: liveFlow, clock: clock),
             devices: DeviceHandler(
                 store: store, agents: control, leases: leases, listing: listing, takes: takes, clock: clock,
-                alignmentGridOrigin: alignmentGridOrigin),
+                alignmentGridOrigin: alignmentGridOrigin, exposureTruth: exposureTruth),
             takes: TakeHandler(store: store, takes: takes, catalog: catalog, collections: collections, clock: clock),
             recordingFiles: RecordingFilesHandler(
                 store: store, agents: control, agentLinks: fleet.links, events: events, clock: clock, logger: logger),

@@ -29,8 +29,8 @@ public enum OperatorReplyTime {
             let ahead = query.atFleetTimeNs != 0 ? 60 : (query.fromNowNs == 0 ? 1 : min(Double(query.fromNowNs) / 1e9, 60))
             return ahead + 3
         case let .syncAudit(query):
-            // The audit's seconds (0 = 5, at most 60), then each agent's answer.
-            return (query.seconds == 0 ? 5 : min(Double(query.seconds), 60)) + agentCommandSeconds
+            // Every camera decodes for the audit's length, then answers (clock.md, "Auditing exposures").
+            return SyncAuditLimits.seconds(query.seconds) + agentCommandSeconds
         case let .startRecording(query):
             return agentCommandSeconds * Double(max(query.deviceIds.count, 1))
         case let .stopRecording(query):
@@ -71,4 +71,14 @@ public enum OperatorReplyTime {
     public static func clientTimeoutSeconds(for body: Capfleet_V1_OperatorRequest.OneOf_Body?) -> Double {
         coordinatorWaitSeconds(for: body) + marginSeconds
     }
+}
+
+/// How long an exposure audit runs (clock.md, "Auditing exposures"): `seconds` asked, 0 for
+/// the default, at most a minute.
+public enum SyncAuditLimits {
+    public static let defaultSeconds: Double = 5
+    public static let maximumSeconds: Double = 60
+    public static let maximumDevices = 64
+
+    public static func seconds(_ asked: UInt32) -> Double { asked == 0 ? defaultSeconds : min(Double(asked), maximumSeconds) }
 }

@@ -51,7 +51,8 @@ struct CapFleet: AsyncParsableCommand {
         version: "\(WireDefaults.release) (protocol \(WireDefaults.protocolMajor.rawValue).\(WireDefaults.protocolMinor))",
         subcommands: [
             DevCommand.self, CoordinatorCommand.self, AgentCommand.self,
-            NodesCommand.self, ClockCommand.self, SyncCheckCommand.self, AlignCommand.self, DevicesCommand.self, DeviceCommand.self,
+            NodesCommand.self, ClockCommand.self, SyncCheckCommand.self, SyncAuditCommand.self, AlignCommand.self, DevicesCommand.self,
+            DeviceCommand.self,
             FormatsCommand.self, WatchCommand.self, PressureCommand.self, EventsCommand.self,
             FormatCommand.self, PresetCommand.self, FrameRateCommand.self, ZoomDeviceCommand.self, FocusCommand.self,
             LockCommand.self, UnlockCommand.self, PolicyCommand.self,

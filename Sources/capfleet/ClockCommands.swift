@@ -45,6 +45,45 @@ struct SyncCheckCommand: ParsableCommand {
     }
 }
 
+/// `capfleet sync-audit`: what the cameras' pictures show of the time, against the fleet
+/// time stamped on them (proto-docs/clock.md, "Auditing exposures").
+struct SyncAuditCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync-audit",
+        abstract:
+            "Read the timecode the cameras film and compare it with the fleet time stamped on their frames, and their exposures with each other.",
+        discussion: """
+            Each camera must see a timecode: a synthetic camera's agent draws one with \
+            --synthetic-overlay timecode@X,Y,W (only comparable when the agent runs on the \
+            coordinator's machine). Per camera: the stamp offset (fleet time stamped minus the true \
+            time of the exposure) against the stamps' error bound, and |phase| on the alignment grid; \
+            across cameras, the exposure spread per frame interval. Every figure is given with the \
+            timecode's resolution. The status is 3 when no camera had figures.
+            """)
+    @OptionGroup var coordinator: CoordinatorOptions
+    @Argument(help: "The cameras to audit.", completion: FleetCompletion.deviceIDs) var devices: [String]
+    @Option(help: "How long each camera reads its frames, in seconds (1 to 60).") var seconds: UInt32 = 5
+    @Flag(help: "Print JSON.") var json = false
+
+    func validate() throws {
+        guard (1...60).contains(seconds) else { throw ValidationError("--seconds must lie between 1 and 60") }
+    }
+
+    func run() throws {
+        // The call waits for the audit's length and the agents' answers (OperatorReplyTime).
+        let reply = try coordinator.call(
+            .syncAudit(
+                .with {
+                    $0.deviceIds = devices
+                    $0.seconds = seconds
+                })
+        ).reply
+        let result = reply.syncAudit
+        print(json ? try FleetTables.json(SyncAuditViews.Audit(result)) : SyncAuditViews.show(result))
+        if !result.cameras.contains(where: \.status.isOK) { throw ExitCode(3) }
+    }
+}
+
 /// `capfleet align`: software frame alignment on or off.
 struct AlignCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -88,6 +88,7 @@ extension IntegrationTests {
             // A driver that times its own frames cannot be steered onto the grid: `align` says so
             // and why (vivid has a media controller, but no sensor behind its video node), and
             // the device reports itself free-running with its phase rather than claiming alignment.
+            #expect(try fleet.cli(["lock", webcam]).status == 0)
             let align = try fleet.cli(["align", webcam], timeout: 30)
             #expect(align.output.contains("free-running"), "\(align.output)\(align.error)")
             print("vivid: align answered \(align.output)")
@@ -98,6 +99,7 @@ extension IntegrationTests {
             }
             print("vivid: alignment \(try fleet.jsonObject(["device", webcam])["alignment"] ?? [:])")
             #expect(try fleet.cli(["align", webcam, "--off"], timeout: 30).status == 0)
+            #expect(try fleet.cli(["unlock", webcam]).status == 0)
 
             // The same camera recorded as FFV1 and as H.264, encoded in the guest before its
             // frames leave it: every segment decodes and holds what the index says.

@@ -57,6 +57,7 @@ extension CameraStream {
                 frame, captureLocal: route.clock.nodeClock.local(fromMonotonic: frame.captureMonotonicNanoseconds), fleetTime: stamp?.fleet,
                 nodeID: route.nodeID)
         }
+        audits.offer(frame, stamp: stamp.map { ($0.fleet, $0.uncertainty) }, real: decision.pixels == .real)
         if let watch = stillTap.watch, let stamp {
             watch.captured(
                 frame, fleetTime: stamp.fleet, uncertainty: stamp.uncertainty, captureLocal: stamp.local, real: decision.pixels == .real,

@@ -47,6 +47,8 @@ final class CameraStream: Sendable {
     let stillTap = StillTap()
     /// Codes and faces looked for in its frames (DeviceDetection.swift).
     let detection: DeviceDetection
+    /// The timecode read from its frames while an exposure audit runs (ExposureAuditor.swift).
+    let audits: ExposureAuditor
 
     /// Told, in order and under the state's lock, when real frames start or stop leaving the
     /// host (the recording light): it must only queue, never block.
@@ -67,6 +69,7 @@ final class CameraStream: Sendable {
         statistics = DeviceStatistics(deviceID: source.device.deviceID, outOfBuffers: { [source] in source.outOfBufferDrops })
         guarded = Mutex(Guarded(state: DeviceState(consent: consent)))
         detection = DeviceDetection(deviceID: source.device.deviceID, logger: logger)
+        audits = ExposureAuditor(deviceID: source.device.deviceID, logger: logger)
         device = OwnedWorker(name: "cf-device", handle: { job in job() })
         route = ThreadBound(nil, on: device.thread)
         var logger = logger
@@ -163,6 +166,7 @@ final class CameraStream: Sendable {
         stopCapturing()
         await device.stop()
         await detection.stop()
+        await audits.stop()
     }
 
     func stopTake(takeID: String, stop: UInt64?, nowFleet: UInt64?, cause: TakeStopCause) {

@@ -1,12 +1,15 @@
 import FleetCapture
 import FleetCore
 import FleetImaging
+import FleetSystem
 import Foundation
 
 /// `--synthetic-overlay`: what a synthetic camera draws into its picture, so that code and face
 /// detection can be tried without a camera pointed at them:
-/// `qr:TEXT@X,Y,W` (a QR code of TEXT) or `image:FILE.png|FILE.jpg@X,Y,W` (a photograph, in grey),
-/// its top-left corner at X,Y and W wide, as fractions of the frame.
+/// `qr:TEXT@X,Y,W` (a QR code of TEXT), `image:FILE.png|FILE.jpg@X,Y,W` (a photograph, in grey)
+/// or `timecode@X,Y,W` (a QR code of each frame's true start of exposure, in this machine's
+/// CLOCK_MONOTONIC, for exposure audits: proto-docs/clock.md, "Auditing exposures"), its
+/// top-left corner at X,Y and W wide, as fractions of the frame.
 public enum SyntheticOverlaySpec {
     public static func parse(_ text: String) throws(SyntheticOverlayError) -> SyntheticOverlay {
         guard let at = text.lastIndex(of: "@") else { throw .malformed(text) }
@@ -14,6 +17,14 @@ public enum SyntheticOverlaySpec {
         let numbers = text[text.index(after: at)...].split(separator: ",").compactMap { Double($0) }
         guard numbers.count == 3, (0..<1).contains(numbers[0]), (0..<1).contains(numbers[1]), numbers[2] > 0, numbers[2] <= 1 else {
             throw .malformed(text)
+        }
+        let origin = NormalizedPoint(x: numbers[0], y: numbers[1])
+        if what == "timecode" {
+            do {
+                return SyntheticOverlay(timecodeOf: try HostBootID.read(), origin: origin, width: numbers[2])
+            } catch {
+                throw .unusable(text, reason: "a timecode names this machine's clock by its boot id, and \(error)")
+            }
         }
         let picture: GreyImage
         if what.hasPrefix("qr:") {
@@ -27,7 +38,7 @@ public enum SyntheticOverlaySpec {
         } else {
             throw .malformed(text)
         }
-        return SyntheticOverlay(image: picture, origin: NormalizedPoint(x: numbers[0], y: numbers[1]), width: numbers[2])
+        return SyntheticOverlay(image: picture, origin: origin, width: numbers[2])
     }
 
     /// A PNG or JPEG file as grey (BT.601 luma).
@@ -56,7 +67,7 @@ public enum SyntheticOverlayError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case let .malformed(text):
-            "cannot read the synthetic overlay \(text): write qr:TEXT@X,Y,W or image:FILE.png@X,Y,W, the position and width as fractions of the frame (e.g. qr:hello@0.6,0.1,0.25)"
+            "cannot read the synthetic overlay \(text): write qr:TEXT@X,Y,W, image:FILE.png@X,Y,W or timecode@X,Y,W, the position and width as fractions of the frame (e.g. qr:hello@0.6,0.1,0.25)"
         case let .unusable(text, reason):
             "cannot use the synthetic overlay \(text): \(reason)"
         }

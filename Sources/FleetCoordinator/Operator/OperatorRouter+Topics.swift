@@ -85,9 +85,8 @@ extension OperatorRouter {
             try await handlers.devices.changeFrameAlignment(query, by: who, into: &reply)
         case let .syncCheck(query):
             try await handlers.devices.syncCheck(query, into: &reply)
-        case .syncAudit:
-            // Until the exposure audit lands (issue 37, "Measure the exposures").
-            reply.status = .failure(.unsupported, "this coordinator cannot audit exposures yet")
+        case let .syncAudit(query):
+            try await handlers.devices.syncAudit(query, into: &reply)
         case let .changeDetection(query):
             try await handlers.devices.changeDetection(query, by: who, into: &reply)
         case let .setDeviceOptics(query):

@@ -160,8 +160,10 @@ public struct GreyImage: Sendable {
         width = luma.width
         height = luma.height
         var pixels = [UInt8](repeating: 0, count: luma.width * luma.height)
-        for y in 0..<luma.height {
-            for x in 0..<luma.width { pixels[y * luma.width + x] = luma[x, y] }
+        pixels.withUnsafeMutableBufferPointer { grey in
+            for y in 0..<luma.height {
+                luma.read(row: y, into: UnsafeMutableBufferPointer(rebasing: grey[y * luma.width..<(y + 1) * luma.width]))
+            }
         }
         self.pixels = pixels
     }

@@ -37,6 +37,40 @@ public struct LumaPlane {
         }
     }
 
+    /// Reads row `y` into `destination` (at most `width` values, 8 bits each): a copy for
+    /// planes of one byte a pixel, a strided load for the others.
+    public func read(row y: Int, into destination: UnsafeMutableBufferPointer<UInt8>) {
+        guard y >= 0, y < height, let target = destination.baseAddress else { return }
+        let count = min(destination.count, width)
+        let line = UnsafeRawPointer(base + y * rowStride)
+        if pixelStride == 1 {
+            target.update(from: line.assumingMemoryBound(to: UInt8.self), count: count)
+        } else {
+            // 8-bit values: YUYV's luma bytes, or the high byte of a Y16 word.
+            let bytes = line.assumingMemoryBound(to: UInt8.self) + (isWide ? 1 : 0)
+            for column in 0..<count { target[column] = bytes[column * pixelStride] }
+        }
+    }
+
+    /// Writes `values` into row `y` from column `x` on, one 8-bit value a pixel, clipped to the
+    /// plane: a copy for planes of one byte a pixel, a strided store for the others.
+    public func write(row values: UnsafeBufferPointer<UInt8>, x: Int, y: Int) {
+        guard y >= 0, y < height, let source = values.baseAddress else { return }
+        let first = max(x, 0), last = min(x + values.count, width)
+        guard first < last else { return }
+        let line = base + y * rowStride
+        if pixelStride == 1 {
+            (line + first).copyMemory(from: source + (first - x), byteCount: last - first)
+        } else if isWide {
+            for column in first..<last {
+                line.storeBytes(of: (UInt16(source[column - x]) << 8).littleEndian, toByteOffset: column * 2, as: UInt16.self)
+            }
+        } else {
+            let bytes = line.assumingMemoryBound(to: UInt8.self)
+            for column in first..<last { bytes[column * pixelStride] = source[column - x] }
+        }
+    }
+
     public func fill(x: Int, y: Int, width w: Int, height h: Int, value: UInt8) {
         let x1 = min(x + w, width), y1 = min(y + h, height)
         guard x < x1, y < y1 else { return }

@@ -25,8 +25,8 @@ fileprivate nonisolated struct _GeneratedWithProtocGenSwiftVersion: SwiftProtobu
 }
 
 /// Since 1.7 (clock.md, "Auditing exposures"): what a camera saw of a timecode — a QR code whose
-/// text is the true time of the picture (EXPOSURE_TIMECODE_PREFIX below) — against the fleet time
-/// its agent stamped on the same frame.
+/// text is the true time of the picture, "CFTC1 M <boot-id> <ns>" or "CFTC1 F <ns> <refresh-mHz>"
+/// (clock.md gives it exactly) — against the fleet time its agent stamped on the same frame.
 public nonisolated enum Capfleet_V1_TimecodeClock: SwiftProtobuf.Enum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0

@@ -261,6 +261,72 @@ import Testing
         await bed.close()
     }
 
+    @Test func aSyncAudit_asksEveryCameraForTheSameSeconds_andComparesWithThisMachinesClock() async throws {
+        let bed = try await OperatorBed()
+        // cam-1 films this machine's clock: exposures at 1.000 s, 1.040 s … monotonic, stamped 3 µs late.
+        await bed.agents.audits(
+            "cam-1",
+            reading: .with {
+                $0.samples = (0..<5).map { index in
+                    .with {
+                        $0.sequence = UInt64(index)
+                        $0.clock = .hostMonotonic
+                        $0.timecodeBootID = OperatorBed.bootID
+                        $0.timecodeNs = 1_000_000_000 + UInt64(index) * 40_000_000
+                        $0.stampedFleetNs = OperatorBed.fleetEpochOffset + $0.timecodeNs + 3_000
+                        $0.uncertaintyNs = 20_000
+                    }
+                }
+                $0.framesSeen = 5
+                $0.framesDecoded = 5
+                $0.frameRate = 25
+            })
+        await bed.agents.audits(
+            "cam-2",
+            reading: .with {
+                $0.framesSeen = 25
+                $0.framesDecoded = 25
+                $0.framesWithoutTimecode = 25
+                $0.frameRate = 25
+            })
+        var reply = Capfleet_V1_OperatorReply()
+        try await bed.handlers.devices.syncAudit(
+            .with {
+                $0.deviceIds = ["cam-2", "cam-1"]
+                $0.seconds = 120
+            }, into: &reply)
+        #expect(reply.status.code == .ok)
+        #expect(reply.status.reason == "1 of 2 cameras have no figures: see each one's status")
+        let cameras = reply.syncAudit.cameras
+        #expect(cameras.map(\.deviceID) == ["cam-2", "cam-1"])
+        #expect(cameras[0].status.reason.hasPrefix("no timecode in view: 25 frames decoded, none showed one"))
+        #expect(cameras[1].status.isOK)
+        #expect(cameras[1].stampOffset.medianNs == 3_000)
+        #expect(cameras[1].stampUncertaintyNs == 20_000)
+        #expect(reply.syncAudit.clock == .hostMonotonic)
+        for deviceID in ["cam-1", "cam-2"] {
+            let sent = await bed.agents.sent(to: deviceID)
+            guard case let .auditExposures(request)? = sent.last else {
+                Issue.record("\(deviceID) was not asked to audit: \(sent)")
+                continue
+            }
+            #expect(request.durationMs == 60_000, "an audit lasts at most a minute")
+        }
+        await bed.close()
+    }
+
+    @Test func aSyncAudit_refusesNoCamerasAndTheSameCameraTwice() async throws {
+        let bed = try await OperatorBed()
+        var none = Capfleet_V1_OperatorReply()
+        try await bed.handlers.devices.syncAudit(.init(), into: &none)
+        #expect(none.status.code == .badRequest)
+        var twice = Capfleet_V1_OperatorReply()
+        try await bed.handlers.devices.syncAudit(.with { $0.deviceIds = ["cam-1", "cam-1"] }, into: &twice)
+        #expect(twice.status.code == .badRequest)
+        #expect(await bed.agents.sent(to: "cam-1").isEmpty)
+        await bed.close()
+    }
+
     @Test func detectionAnAgentRefuses_isItsRefusal_andNothingIsStored() async throws {
         let bed = try await OperatorBed()
         try await bed.lock("cam-1", by: "otto")

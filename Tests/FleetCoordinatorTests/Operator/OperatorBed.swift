@@ -15,6 +15,9 @@ import Synchronization
 struct OperatorBed {
     static let now: UnixMilliseconds = 1_800_000_000_000
     static let fleetStart: UInt64 = 1_800_000_000_000_000_000
+    /// The coordinator's machine, for exposure audits: fleet time = its CLOCK_MONOTONIC + this.
+    static let bootID = "5b1f3c2e-9a0d-4e6f-8b7a-0c1d2e3f4a5b"
+    static let fleetEpochOffset: UInt64 = 1_700_000_000_000_000_000
 
     let store: FleetDatabase
     let agents: PlayedFleet
@@ -96,7 +99,8 @@ struct OperatorBed {
             frames: FrameHandler(ingest: ingest, liveFlow: liveFlow, clock: clock),
             devices: DeviceHandler(
                 store: store, agents: agents, leases: leases, listing: listing, takes: takes, clock: clock,
-                alignmentGridOrigin: 1_700_000_000_000_000_000),
+                alignmentGridOrigin: 1_700_000_000_000_000_000,
+                exposureTruth: ExposureAudit.Truth(bootID: Self.bootID, fleetEpochOffset: Self.fleetEpochOffset)),
             takes: TakeHandler(
                 store: store, takes: takes, catalog: TakeCatalog(store: store, agents: agents, collections: collections),
                 collections: collections, clock: clock),
@@ -162,8 +166,12 @@ actor PlayedFleet: FleetAgents {
     private(set) var removals: [(nodeID: String, removed: Bool)] = []
     private var online: Set<String>
     private var refusals: [String: String] = [:]
+    private var exposureAudits: [String: Capfleet_V1_ExposureAuditSamples] = [:]
 
     init(online: Set<String>) { self.online = online }
+
+    /// What `deviceID` answers an exposure audit with.
+    func audits(_ deviceID: String, reading samples: Capfleet_V1_ExposureAuditSamples) { exposureAudits[deviceID] = samples }
 
     func setOnline(_ nodeID: String, _ isOnline: Bool) {
         if isOnline { online.insert(nodeID) } else { online.remove(nodeID) }
@@ -190,6 +198,7 @@ actor PlayedFleet: FleetAgents {
                 $0.activeMinFrameRate = rate.minFramesPerSecond
             case let .setZoom(zoom): $0.zoomFactor = zoom.factor
             case let .setConsent(consent): $0.consent = consent.state
+            case .auditExposures: if let samples = exposureAudits[deviceID] { $0.exposureAudit = samples }
             default: break
             }
         }

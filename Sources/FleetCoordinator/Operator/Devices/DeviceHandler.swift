@@ -19,6 +19,8 @@ struct DeviceHandler: Sendable {
     let clock: CoordinatorClock
     /// Where this run's frame-alignment grid starts (FleetTimeSource.alignmentGridOrigin).
     let alignmentGridOrigin: UInt64
+    /// What exposure audits compare the timecodes cameras read with (ExposureAudit).
+    let exposureTruth: ExposureAudit.Truth
 
     func lock(
         _ query: Capfleet_V1_LockDevice, by who: String, session: String?, into reply: inout Capfleet_V1_OperatorReply
