@@ -32,15 +32,6 @@ public struct TakeSyncRecord: Codable, Sendable, Hashable, FetchableRecord, Pers
 }
 
 extension FleetDatabase {
-    /// What a take in progress was asked to keep to; kept from its start so a restarted
-    /// coordinator judges it by the same requirements.
-    public func recordTakeRequirements(takeID: String, _ requirements: TakeRequirements) async throws(StoreError) {
-        try await write("recording what take \(takeID) must keep to") { db in
-            guard try TakeRecord.fetchOne(db, key: takeID) != nil else { throw StoreError.notFound(what: "take \(takeID)") }
-            try TakeSyncRecord(takeId: takeID, requirements: requirements).save(db)
-        }
-    }
-
     /// A take's final sync report and verdict, with the audit entry, in one transaction. A
     /// report is stored once: a second one for the same take is refused.
     public func recordTakeSyncReport(

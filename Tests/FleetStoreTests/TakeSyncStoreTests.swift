@@ -11,21 +11,21 @@ import Testing
 
     deinit { try? FileManager.default.removeItem(atPath: directory) }
 
-    func started(_ store: FleetDatabase) async throws {
+    func started(_ store: FleetDatabase, requirements: TakeRequirements = TakeRequirements()) async throws {
         try await store.createTake(
             TakeRecord(
                 id: "take-1", name: "scene 4", startFleetNs: 1_795_000_000_000_000_000, directory: directory + "/take-1", createdAt: 1_000,
                 createdBy: "operator:ana"),
-            devices: [TakeDeviceRecord(takeId: "take-1", deviceId: "cam-a", nodeId: "node-1")],
+            devices: [TakeDeviceRecord(takeId: "take-1", deviceId: "cam-a", nodeId: "node-1")], requirements: requirements,
             audit: AuditEntry(at: 1_000, actor: "operator:ana", action: "recording.start", target: "take-1", outcome: "ok"))
     }
 
     @Test func theRequirementsAndTheFinalReport_surviveReopening_withTheAudit() async throws {
         let path = directory + "/fleet.sqlite"
         let store = try FleetDatabase(path: path)
-        try await started(store)
         let asked = TakeRequirements(maxSpreadNs: 1_000_000, noDrops: true)
-        try await store.recordTakeRequirements(takeID: "take-1", asked)
+        try await started(store, requirements: asked)
+        #expect(try await FleetDatabase(path: path).takeSync(takeID: "take-1")?.requirements == asked, "kept from the start, for a restart")
         #expect(try await store.takeSync(takeID: "take-1")?.verdict == "recording")
 
         let report = Data([0x08, 0x04, 0x12, 0x03, 0x61, 0x62, 0x63])
