@@ -52,6 +52,9 @@ extension AgentService {
             return reply(to: command, setConsent(request, on: stream), on: stream)
         case nil:
             return reply(to: command, .failure(.badRequest, "command \(command.commandID) carries no action"), on: stream)
+        case .auditExposures?:
+            // Protocol 1.7's exposure audit is not served by this agent yet.
+            return reply(to: command, .failure(.unsupported, "this agent cannot audit exposures yet (protocol 1.7)"), on: stream)
         case let .setActiveFormat(request)?:
             change = .format(index: Int(request.formatIndex))
         case let .setFrameRate(request)?:

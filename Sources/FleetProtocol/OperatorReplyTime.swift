@@ -28,6 +28,9 @@ public enum OperatorReplyTime {
             // Until the instant (from now: at most 60 s), then 2 s for the frame and 1 s more.
             let ahead = query.atFleetTimeNs != 0 ? 60 : (query.fromNowNs == 0 ? 1 : min(Double(query.fromNowNs) / 1e9, 60))
             return ahead + 3
+        case let .syncAudit(query):
+            // Every camera decodes for `seconds` (0 = 5, at most 60), then answers.
+            return Double(query.seconds == 0 ? 5 : min(query.seconds, 60)) + agentCommandSeconds
         case let .startRecording(query):
             return agentCommandSeconds * Double(max(query.deviceIds.count, 1))
         case let .stopRecording(query):

@@ -213,6 +213,13 @@ import Testing
         #expect(take.isComplete)
     }
 
+    @Test func aTakeResumedAfterACoordinatorRestart_countsOnlyFromTheRestart() {
+        var take = ledger(["cam-1"], TakeRequirements(inPhase: true))
+        take.resume(at: at(60))
+        take.observe([sample("cam-1", frames: 0) { $0.alignment = .aligning }], at: at(61))
+        #expect(take.cameras["cam-1"]!.outOfPhaseNs == second, "not the minute before the restart")
+    }
+
     @Test func devicesOfOtherTakes_areIgnored() {
         var take = ledger(["cam-1"])
         take.observe([sample("cam-9", frames: 0)], at: at(1))

@@ -89,6 +89,9 @@ extension OperatorRouter {
             try await handlers.devices.changeDetection(query, by: who, into: &reply)
         case let .setDeviceOptics(query):
             try await handlers.devices.setDeviceOptics(query, by: who, into: &reply)
+        case .syncAudit:
+            // Protocol 1.7's exposure audit is not served by this coordinator yet.
+            reply.status = .failure(.unsupported, "this coordinator cannot audit exposures yet (protocol 1.7, sync_audit)")
 
         // Takes and their files.
         case let .startRecording(query):

@@ -52,7 +52,7 @@ actor TakeDirector {
     /// One thread checksums every finished segment, so no part's writer waits for it.
     let hasher = SegmentHasher()
     /// Each take's sync and integrity, from the agents' status reports.
-    let sync: TakeSyncDesk
+    nonisolated let sync: TakeSyncDesk
 
     struct WriterSetup: Sendable {
         let take: TakeRecord
@@ -328,7 +328,7 @@ actor TakeDirector {
             if let kept = try await store.takeSync(takeID: take.id), kept.report == nil {
                 await sync.began(
                     takeID: take.id, start: take.startFleetNs, devices: devices.map { ($0.deviceId, $0.nodeId) }, requirements: kept.requirements,
-                    stop: take.stopFleetNs)
+                    stop: take.stopFleetNs, resumedAt: clock.fleetNow())
             }
             await perform(
                 book.resume(

@@ -27,9 +27,13 @@ actor TakeSyncDesk {
 
     /// A take started, or goes on after a coordinator restart (its figures then start again
     /// from the first report heard).
-    func began(takeID: String, start: UInt64, devices: [(deviceID: String, nodeID: String)], requirements: TakeRequirements, stop: UInt64? = nil) {
+    func began(
+        takeID: String, start: UInt64, devices: [(deviceID: String, nodeID: String)], requirements: TakeRequirements, stop: UInt64? = nil,
+        resumedAt: UInt64? = nil
+    ) {
         var ledger = TakeSyncLedger(start: start, deviceIDs: devices, requirements: requirements)
         if let stop { ledger.stop(at: stop) }
+        if let resumedAt { ledger.resume(at: resumedAt) }
         ledgers[takeID] = ledger
     }
 

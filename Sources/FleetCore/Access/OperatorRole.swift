@@ -40,7 +40,7 @@ public enum RequiredRole {
     public static func of(_ body: Capfleet_V1_OperatorRequest.OneOf_Body?) -> OperatorRole {
         switch body {
         case .listNodes?, .listDevices?, .getFormats?, .getFleetStats?, .getLatestFrame?, .getIngestStats?, .getDevice?,
-            .getEvents?, .endSession?, .whoAmI?, .getConsentHistory?, .syncCheck?,
+            .getEvents?, .endSession?, .whoAmI?, .getConsentHistory?, .syncCheck?, .syncAudit?,
             .listRecordings?, .getRecording?, .verifyRecording?, .readSegment?, .getPreview?, .listPreviews?, nil,
             .listStills?, .getStill?, .readStillFile?,
             // One's own sign-in link; another operator's is checked for admin by the handler.

@@ -31,6 +31,13 @@ public struct TakeSyncLedger: Sendable {
 
     public mutating func stop(at fleetNs: UInt64) { stop = fleetNs }
 
+    /// Takes the take up again at `fleetNs` (a restarted coordinator, whose figures before it
+    /// are lost): the first statuses stand for the time since then, not since the start.
+    public mutating func resume(at fleetNs: UInt64) {
+        guard fleetNs > start else { return }
+        for deviceID in cameras.keys { lastSeen[deviceID] = fleetNs }
+    }
+
     /// True once every camera has a report after the stop: nothing more will change.
     public var isComplete: Bool { stop != nil && closed.count == cameras.count }
 
@@ -61,10 +68,10 @@ public struct TakeSyncLedger: Sendable {
     /// that interval (a free-running camera's phase wraps from +T/2 to −T/2): the smallest
     /// arc that holds every phase.
     func phaseSpread(at: UInt64) -> UInt64? {
-        let fresh = cameras.values.compactMap(\.latestPhase).filter { at - Swift.min($0.at, at) <= Self.freshPhaseNs }
+        let fresh = cameras.values.compactMap { $0.latestPhase }.filter { at - Swift.min($0.at, at) <= Self.freshPhaseNs }
         guard fresh.count >= 2 else { return nil }
-        let phases = fresh.map(\.phaseNs)
-        let rates = fresh.map(\.frameRate)
+        let phases = fresh.map { $0.phaseNs }
+        let rates = fresh.map { $0.frameRate }
         if let rate = rates.first, rate > 0, rates.allSatisfy({ abs($0 - rate) <= rate * 0.001 }) {
             return Self.circularRange(phases, intervalNs: Int64((1e9 / rate).rounded()))
         }
