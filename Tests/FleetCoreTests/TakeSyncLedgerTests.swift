@@ -12,7 +12,9 @@ import Testing
         TakeSyncLedger(start: start, deviceIDs: cameras.map { ($0, "n-\($0)") }, requirements: requirements)
     }
 
-    func sample(_ id: String, frames: UInt64, drops: DropTally = DropTally(), phase: Int64 = 0, _ change: (inout TakeSyncSample) -> Void = { _ in })
+    func sample(
+        _ id: String, frames: UInt64, drops: DropTally = DropTally(), phase: Int64 = 0, _ change: (inout TakeSyncSample) -> Void = { _ in }
+    )
         -> TakeSyncSample
     {
         var sample = TakeSyncSample(deviceID: id, nodeID: "n-\(id)", framesCaptured: frames, drops: drops, frameRate: 30, phaseNs: phase)
@@ -102,7 +104,12 @@ import Testing
         take.stop(at: at(10))
         for tick in 0..<10 {
             let sync: Capfleet_V1_ClockState.Sync = (3..<7).contains(tick) ? .synchronising : .locked
-            take.observe([sample("cam-1", frames: 0) { $0.sync = sync; $0.uncertaintyNs = UInt64(tick) * 1000 }], at: at(Double(tick)))
+            take.observe(
+                [
+                    sample("cam-1", frames: 0) {
+                        $0.sync = sync; $0.uncertaintyNs = UInt64(tick) * 1000
+                    }
+                ], at: at(Double(tick)))
             take.observe([sample("cam-2", frames: 0)], at: at(Double(tick)))
         }
         take.observe([sample("cam-1", frames: 0), sample("cam-2", frames: 0)], at: at(10.5))
@@ -133,9 +140,19 @@ import Testing
 
     @Test func aFreeRunningCamera_failsInPhase_asNotSteered() {
         var take = ledger(["cam-1"], TakeRequirements(inPhase: true))
-        take.observe([sample("cam-1", frames: 0) { $0.alignment = .unaligned; $0.steered = false }], at: at(1))
+        take.observe(
+            [
+                sample("cam-1", frames: 0) {
+                    $0.alignment = .unaligned; $0.steered = false
+                }
+            ], at: at(1))
         take.stop(at: at(2))
-        take.observe([sample("cam-1", frames: 0) { $0.alignment = .unaligned; $0.steered = false }], at: at(3))
+        take.observe(
+            [
+                sample("cam-1", frames: 0) {
+                    $0.alignment = .unaligned; $0.steered = false
+                }
+            ], at: at(3))
         #expect(take.verdict(ended: true).failures == ["cam-1 was not steered (unaligned): it cannot be held in phase"])
     }
 
@@ -178,7 +195,13 @@ import Testing
 
     @Test func aCameraWithNoGrid_makesTheSpreadUnknown_whenASpreadIsAsked() {
         var take = ledger(["cam-1", "cam-2"], TakeRequirements(maxSpreadNs: 1_000_000))
-        take.observe([sample("cam-1", frames: 0), sample("cam-2", frames: 0) { $0.alignment = .off; $0.steered = false }], at: at(1))
+        take.observe(
+            [
+                sample("cam-1", frames: 0),
+                sample("cam-2", frames: 0) {
+                    $0.alignment = .off; $0.steered = false
+                },
+            ], at: at(1))
         #expect(
             take.verdict(ended: false).failures == [
                 "cam-2 had no place on the alignment grid: its spread against the others is unknown (capfleet align)"
@@ -228,8 +251,18 @@ import Testing
 
     @Test func writerHeadroom_isOneLessTheFullestTheQueueGot() {
         var take = ledger(["cam-1", "cam-2"])
-        take.observe([sample("cam-1", frames: 0) { $0.takeQueuePeak = 12; $0.takeQueueCapacity = 48 }], at: at(1))
-        take.observe([sample("cam-1", frames: 0) { $0.takeQueuePeak = 6; $0.takeQueueCapacity = 48 }], at: at(2))
+        take.observe(
+            [
+                sample("cam-1", frames: 0) {
+                    $0.takeQueuePeak = 12; $0.takeQueueCapacity = 48
+                }
+            ], at: at(1))
+        take.observe(
+            [
+                sample("cam-1", frames: 0) {
+                    $0.takeQueuePeak = 6; $0.takeQueueCapacity = 48
+                }
+            ], at: at(2))
         take.observe([sample("cam-2", frames: 0)], at: at(2))
         #expect(take.cameras["cam-1"]!.writerHeadroom == 0.75)
         #expect(take.cameras["cam-2"]!.writerHeadroom == nil, "an agent that never said")

@@ -62,7 +62,8 @@ import Testing
         try await store.endTake(
             id: "take-1", state: .stopped, stopFleetNs: 1_795_000_001_000_000_000, at: 3,
             audit: AuditEntry(at: 3, actor: "operator:ana", action: "recording.stop", target: "take-1", outcome: "ok"))
-        try await store.deleteTake(id: "take-1", audit: AuditEntry(at: 4, actor: "operator:ana", action: "recordings.delete", target: "take-1", outcome: "ok"))
+        try await store.deleteTake(
+            id: "take-1", audit: AuditEntry(at: 4, actor: "operator:ana", action: "recordings.delete", target: "take-1", outcome: "ok"))
         #expect(try await store.takeSync(takeID: "take-1") == nil)
     }
 }

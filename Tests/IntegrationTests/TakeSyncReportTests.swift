@@ -69,7 +69,8 @@ extension SecondLaneIntegrationTests {
             let report = try await Self.finalReport(takeID, in: fleet)
             #expect(report["verdict"] as? String == "failed", "\(report)")
             let failures = report["failures"] as? [String] ?? []
-            #expect(failures == ["\(device) was not steered (off): it cannot be held in phase"], "one camera: no spread asked of it alone: \(failures)")
+            #expect(
+                failures == ["\(device) was not steered (off): it cannot be held in phase"], "one camera: no spread asked of it alone: \(failures)")
             let shown = try fleet.cli(["recordings", "show", takeID]).output
             #expect(shown.contains("FAILED") && shown.contains("\(device) was not steered"), "\(shown)")
         }

@@ -60,12 +60,14 @@ public struct TakeSyncVerdict: Sendable, Equatable {
                 failures.append("no report had two cameras' phases at once: the spread is unknown")
             } else if ledger.spread.p99 > asked.maxSpreadNs {
                 failures.append(
-                    "exposure spread p99 \(Self.spoken(ledger.spread.p99)) above the \(Self.spoken(asked.maxSpreadNs)) asked (by the cameras' phases at each report)")
+                    "exposure spread p99 \(Self.spoken(ledger.spread.p99)) above the \(Self.spoken(asked.maxSpreadNs)) asked (by the cameras' phases at each report)"
+                )
             }
         }
         if asked.noDrops {
             for camera in heard where camera.drops.total > 0 {
-                failures.append("\(camera.deviceID) dropped \(camera.drops.total) frame\(camera.drops.total == 1 ? "" : "s") (\(Self.reasons(camera.drops)))")
+                failures.append(
+                    "\(camera.deviceID) dropped \(camera.drops.total) frame\(camera.drops.total == 1 ? "" : "s") (\(Self.reasons(camera.drops)))")
             }
         }
         if asked.clocksLocked {
@@ -84,7 +86,8 @@ public struct TakeSyncVerdict: Sendable, Equatable {
         if asked.inPhase {
             for camera in heard {
                 if !camera.steeredThroughout {
-                    failures.append("\(camera.deviceID) was not steered (\(camera.worstAlignment.name ?? "no alignment")): it cannot be held in phase")
+                    failures.append(
+                        "\(camera.deviceID) was not steered (\(camera.worstAlignment.name ?? "no alignment")): it cannot be held in phase")
                 } else if camera.outOfPhaseNs > 0 {
                     failures.append("\(camera.deviceID) out of phase for \(Self.spoken(camera.outOfPhaseNs))")
                 }
