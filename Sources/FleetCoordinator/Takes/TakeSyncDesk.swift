@@ -80,7 +80,7 @@ actor TakeSyncDesk {
                 takeID: takeID, verdict: verdict.outcome, report: bytes, at: clock.unixMilliseconds(),
                 audit: AuditEntry(
                     at: clock.unixMilliseconds(), actor: "coordinator", action: "recording.sync", target: takeID,
-                    outcome: verdict.outcome.rawValue, detail: detail))
+                    outcome: verdict.outcome == .failed ? "failed" : "ok", detail: detail))
             try await store.recordTakeEvent(
                 TakeEventRecord(takeId: takeID, fleetNs: ledger.stop ?? clock.fleetNow(), kind: "sync_report", detail: Self.json(verdict)))
         } catch {
