@@ -10,7 +10,7 @@ extension SecondLaneIntegrationTests {
         /// certified, and its report has every camera's figures from the agents' status.
         @Test func aTakeAskingForLockedClocks_isCertified_andItsReportTravelsWithShowListAndExport() async throws {
             let fleet = try FleetHarness()
-            try fleet.startCoordinator()
+            let coordinator = try fleet.startCoordinator()
             let devices = try await RecordingTests.devices(in: fleet, agents: ["sync1", "sync2"], fps: 15)
             let started = try fleet.cli(["record", "start"] + devices + ["--require-locked-clocks", "--json"], timeout: 15)
             #expect(started.status == 0, "\(started.error)")
@@ -50,6 +50,17 @@ extension SecondLaneIntegrationTests {
             #expect(exported.status == 0, "\(exported.output)\(exported.error)")
             let file = try String(contentsOfFile: folder + "/sync-report.json", encoding: .utf8)
             #expect(file.contains("\"verdict\" : \"certified\"") || file.contains("\"verdict\":\"certified\""), "\(file)")
+
+            // The stored report outlives the coordinator (SIGKILL, then a new one on the same data).
+            coordinator.kill()
+            try fleet.startCoordinator()
+            var again: [String: Any]?
+            try await fleet.waitUntil("the restarted coordinator shows the take", seconds: 30) {
+                again = (try? RecordingTests.show(takeID, in: fleet))?["sync_report"] as? [String: Any]
+                return again != nil
+            }
+            #expect(again?["verdict"] as? String == "certified", "\(String(describing: again))")
+            #expect((again?["cameras"] as? [[String: Any]])?.count == 2)
         }
 
         /// A camera never aligned cannot be held in phase: a take that asks for it fails, and
