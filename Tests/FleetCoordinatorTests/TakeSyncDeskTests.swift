@@ -37,7 +37,7 @@ import Testing
         #expect(stored.verdict == "failed")
         let report = try Capfleet_V1_TakeSyncReport(serializedBytes: try #require(stored.report))
         #expect(report.verdict == .failed && report.failures == ["cam-2 dropped 2 frames (late 2)"])
-        #expect(report.cameras.map(\.framesCaptured) == [60, 60])
+        #expect(report.cameras.map(\.framesCaptured) == [30, 30], "one second of the take at 30 fps")
         let audit = try await bed.store.lastAudit(action: "recording.sync", target: takeID)
         #expect(audit?.outcome == "failed" && audit?.detail.contains("cam-2 dropped 2 frames") == true, "\(String(describing: audit))")
         #expect(try await bed.store.takeEvents(takeID: takeID).contains { $0.kind == "sync_report" && $0.detail.contains("failed") })

@@ -21,7 +21,7 @@ public struct TakeSyncCamera: Sendable, Equatable {
     public private(set) var phases = MagnitudeHistogram()
     /// Time in reports not ALIGNED.
     public private(set) var outOfPhaseNs: UInt64 = 0
-    public private(set) var framesCaptured: UInt64 = 0
+    private var captured: Double = 0
     private var expected: Double = 0
     public private(set) var drops = DropTally()
     /// The fullest its take's write queue got (peak / capacity); nil until a report gave a capacity.
@@ -36,6 +36,9 @@ public struct TakeSyncCamera: Sendable, Equatable {
         self.nodeID = nodeID
     }
 
+    /// Frames captured and expected in the take: between two statuses on either side of its
+    /// start or stop, the share of that interval inside the take.
+    public var framesCaptured: UInt64 { UInt64(captured.rounded()) }
     public var framesExpected: UInt64 { UInt64(expected.rounded()) }
     /// 1 − the fullest the write queue got: 0 means it filled. nil: never reported.
     public var writerHeadroom: Double? { fullestQueue.map { Swift.max(0, 1 - $0) } }
@@ -50,8 +53,9 @@ public struct TakeSyncCamera: Sendable, Equatable {
         previous = (at, sample.framesCaptured, sample.drops)
     }
 
-    /// A report during the take, standing for `interval` ns of it.
-    mutating func observe(_ sample: TakeSyncSample, at: UInt64, interval: UInt64) {
+    /// A report during the take (`take`: its start and stop, or the start and now), standing
+    /// for `interval` ns of it.
+    mutating func observe(_ sample: TakeSyncSample, at: UInt64, interval: UInt64, take: ClosedRange<UInt64>) {
         nodeID = sample.nodeID
         reports += 1
         if sample.sync.goodness < worstSync.goodness { worstSync = sample.sync }
@@ -70,31 +74,35 @@ public struct TakeSyncCamera: Sendable, Equatable {
             let fill = Double(sample.takeQueuePeak) / Double(sample.takeQueueCapacity)
             fullestQueue = Swift.max(fullestQueue ?? 0, fill)
         }
-        count(sample, at: at)
+        count(sample, at: at, take: take)
     }
 
     /// The first report after the take's stop: its counters close the take's counts, and
     /// its states stand for the time from the last report to the stop.
-    mutating func close(_ sample: TakeSyncSample, at: UInt64, interval: UInt64) {
+    mutating func close(_ sample: TakeSyncSample, at: UInt64, interval: UInt64, take: ClosedRange<UInt64>) {
         if sample.sync != .locked {
             notLockedNs = notLockedNs.addingSaturated(interval)
             if sample.sync.goodness < worstSync.goodness { worstSync = sample.sync }
         }
         if sample.alignment != .aligned { outOfPhaseNs = outOfPhaseNs.addingSaturated(interval) }
-        count(sample, at: at)
+        count(sample, at: at, take: take)
     }
 
-    private mutating func count(_ sample: TakeSyncSample, at: UInt64) {
+    /// The counters' growth since the previous status. Frames count for the share of the
+    /// interval inside the take; drops count whole, so that none in the take is missed.
+    private mutating func count(_ sample: TakeSyncSample, at: UInt64, take: ClosedRange<UInt64>) {
         defer { previous = (at, sample.framesCaptured, sample.drops) }
         guard let previous, at > previous.at else { return }
+        let inside = Double(Swift.min(at, take.upperBound)) - Double(Swift.max(previous.at, take.lowerBound))
+        let share = Swift.min(Swift.max(inside / Double(at - previous.at), 0), 1)
         if sample.framesCaptured < previous.frames {
             // A new agent process: everything it counted is new.
-            framesCaptured = framesCaptured.addingSaturated(sample.framesCaptured)
+            captured += Double(sample.framesCaptured) * share
             drops = drops.adding(sample.drops)
         } else {
-            framesCaptured = framesCaptured.addingSaturated(sample.framesCaptured - previous.frames)
+            captured += Double(sample.framesCaptured - previous.frames) * share
             drops = drops.adding(sample.drops.since(previous.drops))
         }
-        if sample.frameRate > 0 { expected += Double(at - previous.at) / 1e9 * sample.frameRate }
+        if sample.frameRate > 0 { expected += Double(at - previous.at) / 1e9 * sample.frameRate * share }
     }
 }

@@ -50,11 +50,11 @@ public struct TakeSyncLedger: Sendable {
                 camera.baseline(sample, at: at)
             } else if let stop, at > stop {
                 let from = Swift.max(lastSeen[sample.deviceID] ?? start, start)
-                camera.close(sample, at: at, interval: stop > from ? stop - from : 0)
+                camera.close(sample, at: at, interval: stop > from ? stop - from : 0, take: start...stop)
                 closed.insert(sample.deviceID)
             } else {
                 let from = Swift.max(lastSeen[sample.deviceID] ?? start, start)
-                camera.observe(sample, at: at, interval: at - Swift.min(from, at))
+                camera.observe(sample, at: at, interval: at - Swift.min(from, at), take: start...Swift.max(stop ?? at, start))
                 lastSeen[sample.deviceID] = at
                 tookPart = true
             }
