@@ -108,10 +108,12 @@ public enum TakeSyncViews {
             FleetTables.table(
                 ["DEVICE", "CLOCK", "± MAX", "ALIGNMENT", "PHASE MEDIAN", "PHASE P99", "OUT OF PHASE", "FRAMES", "DROPS", "HEADROOM", "REPORTS"],
                 report.cameras.map { camera in
-                    [
+                    // No grid all along: no phase to show (0 would read as perfect).
+                    let noPhase = camera.phaseP99Ns == 0 && (camera.worstAlignment == .off || camera.worstAlignment == .unspecified)
+                    return [
                         camera.deviceID, camera.worstSync.name ?? "-", TakeSyncVerdict.spoken(camera.maxUncertaintyNs),
                         (camera.worstAlignment.name ?? "-") + (camera.steered ? "" : " (free-running)"),
-                        TakeSyncVerdict.spoken(camera.phaseMedianNs), TakeSyncVerdict.spoken(camera.phaseP99Ns),
+                        noPhase ? "-" : TakeSyncVerdict.spoken(camera.phaseMedianNs), noPhase ? "-" : TakeSyncVerdict.spoken(camera.phaseP99Ns),
                         TakeSyncVerdict.spoken(camera.outOfPhaseNs), "\(camera.framesCaptured)/\(camera.framesExpected)",
                         String(camera.drops.late + camera.drops.outOfBuffers + camera.drops.discontinuity + camera.drops.encoderLate),
                         camera.writerHeadroom < 0 ? "-" : String(format: "%.0f%%", camera.writerHeadroom * 100), String(camera.statusReports),

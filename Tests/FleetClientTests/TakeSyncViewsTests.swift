@@ -43,6 +43,10 @@ import Testing
         #expect(rows.count == 2)
         #expect(rows[0].contains("357/360") && rows[0].contains("75%"), "\(rows[0])")
         #expect(rows[1].contains("unaligned (free-running)") && rows[1].hasSuffix("12"), "an unreported writer shows as -: \(rows[1])")
+        var off = Self.failed
+        off.cameras[1].worstAlignment = .off
+        let noGrid = TakeSyncViews.lines(off).joined(separator: "\n").split(separator: "\n").first { $0.hasPrefix("cam-3") } ?? ""
+        #expect(noGrid.contains("off (free-running)  -"), "no grid, no phase: \(noGrid)")
     }
 
     @Test func theJSONView_namesItsFieldsInSnakeCase_andLeavesOutWhatWasNotReported() throws {

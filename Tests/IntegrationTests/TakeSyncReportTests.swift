@@ -42,6 +42,7 @@ extension SecondLaneIntegrationTests {
             }
 
             let shown = try fleet.cli(["recordings", "show", takeID])
+            print("take sync report, certified:\n\(shown.output.split(separator: "\n").prefix(12).joined(separator: "\n"))")
             #expect(shown.output.contains("sync: certified (locked clocks)"), "\(shown.output)")
             let listed = try fleet.json(["recordings", "list"]).first { $0["id"] as? String == takeID }
             #expect((listed?["sync_report"] as? [String: Any])?["verdict"] as? String == "certified", "ended takes carry it in the listing")
@@ -83,6 +84,7 @@ extension SecondLaneIntegrationTests {
             #expect(
                 failures == ["\(device) was not steered (off): it cannot be held in phase"], "one camera: no spread asked of it alone: \(failures)")
             let shown = try fleet.cli(["recordings", "show", takeID]).output
+            print("take sync report, failed:\n\(shown.split(separator: "\n").prefix(10).joined(separator: "\n"))")
             #expect(shown.contains("FAILED") && shown.contains("\(device) was not steered"), "\(shown)")
         }
 
