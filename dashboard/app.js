@@ -764,11 +764,34 @@ async function loadTakes() {
   } catch (error) { showProblem(error.message); }
 }
 
+// A take's sync verdict (recordings.md, "Sync and integrity"): certified, failed, reported, recording; "" before 1.7.
+function syncVerdict(report) {
+  const verdict = (report || {}).verdict || "";
+  return verdict.startsWith("VERDICT_") ? verdict.slice("VERDICT_".length).toLowerCase() : "";
+}
+
+function syncSummary(report) {
+  if (!report) return "";
+  const verdict = syncVerdict(report);
+  const failures = report.failures || [];
+  const spread = report.phaseSpread || {};
+  const figures = number(spread.samples) ? ` Phase spread p99 ${(number(spread.p99Ns) / 1000).toFixed(1)} µs over ${number(spread.samples)} reports.` : "";
+  const cameras = (report.cameras || []).map((camera) => {
+    const drops = camera.drops || {};
+    const dropped = number(drops.late) + number(drops.outOfBuffers) + number(drops.discontinuity) + number(drops.encoderLate);
+    return `${camera.deviceId}: ${number(camera.framesCaptured)}/${number(camera.framesExpected)} frames, ${dropped} dropped, ` +
+      `phase p99 ${(number(camera.phaseP99Ns) / 1000).toFixed(1)} µs, out of phase ${(number(camera.outOfPhaseNs) / 1e9).toFixed(1)} s`;
+  });
+  return `Sync: ${verdict}${verdict === "recording" ? " (figures so far)" : ""}.${figures}` +
+    (failures.length ? `\nNot met: ${failures.join("; ")}` : "") + (cameras.length ? `\n${cameras.join("\n")}` : "");
+}
+
 function renderTakes() {
   const rows = takes.list.slice().sort((a, b) => Number(b.createdUnixMs) - Number(a.createdUnixMs)).map((take) => el("tr", { "data-take": take.id },
     el("td", {}, take.name || take.id),
     el("td", {}, take.id),
     el("td", { class: `take-${take.state}` }, take.state),
+    el("td", { class: `sync-${syncVerdict(take.syncReport)}`, title: ((take.syncReport || {}).failures || []).join("\n") }, syncVerdict(take.syncReport)),
     el("td", {}, String((take.devices || []).length)),
     el("td", {}, String(number(take.frames))),
     el("td", {}, take.store || ""),
@@ -821,6 +844,7 @@ async function showTake(takeId) {
     document.getElementById("take-detail-title").textContent =
       `${take.name || take.id}: ${take.state}, from fleet time ${take.startFleetNs}${number(take.stopFleetNs) ? ` to ${take.stopFleetNs}` : ""}, ` +
       `${number(take.frames)} frames, start spread ${(number(take.startSpreadNs) / 1000).toFixed(1)} µs`;
+    document.getElementById("take-sync").textContent = syncSummary(take.syncReport);
     document.querySelector("#take-parts tbody").replaceChildren(...parts);
     document.getElementById("take-detail").hidden = false;
   } catch (error) { showProblem(error.message); }

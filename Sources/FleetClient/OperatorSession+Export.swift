@@ -55,6 +55,16 @@ extension OperatorSession {
             written.append(path)
         }
         progress(.finished)
+        // The take's sync and integrity report travels with its files (recordings.md).
+        if info.hasSyncReport {
+            let path = directory + "/sync-report.json"
+            do {
+                try Data((try FleetTables.json(TakeSyncViews.Report(info.syncReport)) + "\n").utf8).write(to: URL(fileURLWithPath: path))
+            } catch {
+                throw TransferError.cannotCreate(path: path, hint: "check that \(directory) is writable (\(error))")
+            }
+            written.append(path)
+        }
         let open = info.segments.filter { $0.state == "open" }.map { "\($0.deviceID) #\($0.number)" }
         return ExportedTake(take: take, files: written, bytes: done, stillOpen: open)
     }

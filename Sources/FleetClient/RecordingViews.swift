@@ -75,6 +75,8 @@ public enum RecordingViews {
         var devices: [Device]
         var segments: [Segment]?
         var events: [Event]?
+        /// Its sync and integrity (recordings.md): so far while it records, shown in detail.
+        var syncReport: TakeSyncViews.Report?
 
         public init(_ take: Capfleet_V1_TakeInfo, detailed: Bool = false) {
             id = take.id; name = take.name; state = take.state; directory = take.directory; createdBy = take.createdBy
@@ -91,6 +93,7 @@ public enum RecordingViews {
             quality = encoding.codec.isLossy && encoding.bitrate == 0 ? encoding.quality ?? TakeEncoding.defaultQuality : nil
             bitrate = encoding.bitrate > 0 ? encoding.bitrate : nil
             gop = encoding.gop > 0 ? encoding.gop : nil
+            syncReport = take.hasSyncReport ? TakeSyncViews.Report(take.syncReport) : nil
             devices = take.devices.map { device in
                 let hasFrames = device.frames > 0
                 return Device(
@@ -129,7 +132,7 @@ public enum RecordingViews {
             case id, name, state, directory, createdBy = "created_by", error, startFleetNs = "start_fleet_ns",
                 stopFleetNs = "stop_fleet_ns", createdUnixMs = "created_unix_ms", startSpreadNs = "start_spread_ns", frames,
                 bytes, sizeBytes = "size_bytes", store, agentHeldBytes = "agent_held_bytes", collectedBytes = "collected_bytes",
-                collectError = "collect_error", codec, quality, bitrate, gop, devices, segments, events
+                collectError = "collect_error", codec, quality, bitrate, gop, devices, segments, events, syncReport = "sync_report"
         }
     }
 
@@ -177,6 +180,7 @@ public enum RecordingViews {
         if take.devices.contains(where: { $0.firstFleetNs != 0 }) {
             lines.append("  start spread across devices: \(microseconds(take.startSpreadNs))")
         }
+        if take.hasSyncReport { lines += TakeSyncViews.lines(take.syncReport) }
         lines.append("")
         lines.append(
             FleetTables.table(

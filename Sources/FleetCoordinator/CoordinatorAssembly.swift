@@ -170,7 +170,7 @@ extension CoordinatorAssembly {
         let (control, leases, liveFlow, takes, ingest) = (fleet.control, fleet.leases, fleet.liveFlow, fleet.takes, sockets.ingest)
         let (events, rejections, collections) = (sockets.events, sockets.rejections, fleet.collections)
         let listing = DeviceListing(store: store, agents: control, leases: leases, liveFlow: liveFlow, clock: clock)
-        let catalog = TakeCatalog(store: store, agents: control, collections: collections)
+        let catalog = TakeCatalog(store: store, agents: control, collections: collections, sync: takes.sync)
         let handlers = OperatorHandlers(
             listings: FleetListingHandler(
                 store: store, listing: listing, statistics: fleet.reporter, events: events, rejections: rejections, ports: ports, logger: logger),

@@ -583,6 +583,24 @@ enum FleetSchema {
                     ) WITHOUT ROWID;
                     """)
         }
+        migrator.registerMigration("v22: take sync reports") { db in
+            // What a take was asked to keep to (recordings.md, "Sync and integrity"), from its
+            // start; its sync report (a serialized TakeSyncReport) and verdict once it ended.
+            try db.execute(
+                sql: """
+                    CREATE TABLE takeSync (
+                        takeId TEXT PRIMARY KEY NOT NULL REFERENCES take(id) ON DELETE CASCADE,
+                        maxSpreadNs INTEGER NOT NULL DEFAULT 0 CHECK (maxSpreadNs >= 0),
+                        noDrops INTEGER NOT NULL DEFAULT 0 CHECK (noDrops IN (0, 1)),
+                        clocksLocked INTEGER NOT NULL DEFAULT 0 CHECK (clocksLocked IN (0, 1)),
+                        inPhase INTEGER NOT NULL DEFAULT 0 CHECK (inPhase IN (0, 1)),
+                        verdict TEXT NOT NULL DEFAULT 'recording' CHECK (verdict IN ('recording', 'reported', 'certified', 'failed')),
+                        report BLOB,
+                        reportedAt INTEGER,
+                        CHECK ((verdict = 'recording') = (report IS NULL))
+                    ) WITHOUT ROWID;
+                    """)
+        }
         return migrator
     }
 }

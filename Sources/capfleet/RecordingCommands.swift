@@ -37,6 +37,14 @@ struct RecordCommand: ParsableCommand {
                 "A codec of its own for one camera: DEVICE=CODEC or DEVICE=CODEC:QUALITY (h264/hevc), e.g. cam-2=ffv1 cam-3=h264:18. Repeat it for more cameras; the others use --codec."
         )
         var codecFor: [String] = []
+        @Option(
+            help:
+                "Certify the take only if the cameras' spread (p99 of their phases on the grid, at each status report) stays within this: 1ms, 250us."
+        )
+        var requireSpread: String?
+        @Flag(help: "Certify the take only if no camera drops a frame, for any reason.") var requireNoDrops = false
+        @Flag(help: "Certify the take only if every node's clock stays locked throughout.") var requireLockedClocks = false
+        @Flag(help: "Certify the take only if every camera is steered and in phase throughout (capfleet align).") var requireInPhase = false
         @Flag(help: "Print JSON.") var json = false
 
         /// `cam-2=ffv1`, `cam-3=h264:18`.
@@ -91,6 +99,15 @@ struct RecordCommand: ParsableCommand {
             case let other?: throw CLIFailure("--store is agent or coordinator, not \(other)")
             }
             if let at { try FleetTimeArgument.parse(at, at: &query.atFleetTimeNs, fromNow: &query.fromNowNs) }
+            if let requireSpread {
+                guard let spread = TakeSyncViews.spreadNanoseconds(requireSpread) else {
+                    throw CLIFailure("--require-spread is a time up to a second: 1ms, 250us or 800ns, not \(requireSpread)")
+                }
+                query.requirements.maxSpreadNs = spread
+            }
+            if requireNoDrops { query.requirements.noDrops = true }
+            if requireLockedClocks { query.requirements.clocksLocked = true }
+            if requireInPhase { query.requirements.inPhase = true }
             // Every agent must confirm; each has the command timeout.
             guard let take = try coordinator.call(.startRecording(query), timeout: 5 + 3 * Double(devices.count)).reply.takes.first else {
                 throw CLIFailure("the coordinator started the take but did not describe it")
@@ -103,6 +120,8 @@ struct RecordCommand: ParsableCommand {
                 print(
                     "take \(take.id) (\(take.name)) records \(take.devices.map(\.deviceID).joined(separator: ", ")) from fleet time \(take.startFleetNs), \(where_)\(how)"
                 )
+                let asked = TakeSyncViews.requirements(query.requirements)
+                if !asked.isEmpty { print("it is certified at its end only if it keeps to: \(asked)") }
                 print("stop it with: capfleet record stop \(take.id)")
             }
         }

@@ -370,6 +370,10 @@ extension IntegrationTests {
             try await page.waitUntil(
                 "the page shows where each part lives", seconds: 10,
                 "document.querySelectorAll('#take-parts tbody tr').length === 2")
+            // Its sync and integrity report, under the take (recordings.md, "Sync and integrity").
+            try await page.waitUntil(
+                "the page shows the take's sync report", seconds: 10,
+                "document.getElementById('take-sync').textContent.startsWith('Sync: ')")
             try page.screenshot(to: Self.screenshots + "/dashboard-takes.png")
 
             // A viewer, in a browser of their own: no controls; a forged change refused and counted.

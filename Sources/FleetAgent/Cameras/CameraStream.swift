@@ -290,6 +290,11 @@ final class CameraStream: Sendable {
         counters.liveFlow = liveFlow.isOpen()
         counters.detectionExamined = detection.examined
         counters.detectionSkipped = detection.skipped
+        if let take = state.take, let queue = guarded.withLock({ $0.recordingPath })?.queue(takeID: take.takeID, deviceID: deviceID) {
+            counters.takeQueueDepth = UInt32(clamping: queue.depth)
+            counters.takeQueueCapacity = UInt32(clamping: queue.capacity)
+            counters.takeQueuePeak = UInt32(clamping: queue.peak)
+        }
         return counters
     }
 }

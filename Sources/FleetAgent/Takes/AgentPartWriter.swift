@@ -24,6 +24,8 @@ final class AgentPartWriter: Sendable {
 
     let key: TakeDeviceKey
     private let worker: OwnedWorker<Input>
+    private let capacity: Int
+    private let peak = TakeQueuePeak()
 
     /// - Parameters:
     ///   - capacity: frames that may wait for the disk; beyond it a frame is refused (and
@@ -35,6 +37,7 @@ final class AgentPartWriter: Sendable {
         onEnded: @escaping @Sendable () -> Void
     ) {
         key = file.key
+        self.capacity = capacity
         var logger = logger
         logger[metadataKey: "take.id"] = "\(key.takeID)"
         logger[metadataKey: "device.id"] = "\(key.deviceID)"
@@ -54,8 +57,13 @@ final class AgentPartWriter: Sendable {
 
     /// From a capture thread; never blocks. False: the writer is that far behind, the frame is not taken.
     func offer(header: Capfleet_V1_FrameHeader, takeDrops: DropTally, pixels: FrameBuffer, count: Int) -> Bool {
-        worker.offer(.frame(header: header, takeDrops: takeDrops, pixels: pixels, count: count))
+        let taken = worker.offer(.frame(header: header, takeDrops: takeDrops, pixels: pixels, count: count))
+        if taken { peak.noted(depth: worker.queued) } else { peak.full(capacity: capacity) }
+        return taken
     }
+
+    /// Frames waiting for the disk now, how many may, and the most that waited.
+    var queue: TakeQueueFigures { TakeQueueFigures(depth: worker.queued, capacity: capacity, peak: peak.value) }
 
     func post(_ input: Input) { _ = worker.post(input) }
 

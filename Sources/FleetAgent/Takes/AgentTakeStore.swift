@@ -224,6 +224,10 @@ final class AgentTakeStore: TakeFramePath, Sendable {
         return writer.offer(header: header, takeDrops: takeDrops, pixels: pixels, count: count)
     }
 
+    func queue(takeID: String, deviceID: String) -> TakeQueueFigures? {
+        writers.withLock { $0[TakeDeviceKey(takeID: takeID, deviceID: deviceID)] }?.queue
+    }
+
     func end(takeID: String, deviceID: String, takeDrops: DropTally, reason: String, withholding: Bool) {
         // Nothing of an agent-held part has left the host: consent withdrawn ends it like a stop.
         writers.withLock { $0[TakeDeviceKey(takeID: takeID, deviceID: deviceID)] }?.post(.end(reason: reason, takeDrops: takeDrops))

@@ -30,6 +30,7 @@ final class TakeEncodingPath: TakeFramePath, Sendable {
     private let worker: OwnedWorker<Input>
     private let capacity: Int
     private let ended = Atomic<Bool>(false)
+    private let peak = TakeQueuePeak()
 
     /// - Parameters:
     ///   - capacity: frames that may wait for the encoder; past it a frame is `encoder_late`.
@@ -78,7 +79,16 @@ final class TakeEncodingPath: TakeFramePath, Sendable {
 
     func submit(takeID: String, deviceID: String, header: Capfleet_V1_FrameHeader, takeDrops: DropTally, pixels: FrameBuffer, count: Int) -> Bool {
         guard !ended.load(ordering: .relaxed) else { return false }
-        return worker.offer(.frame(header: header, takeDrops: takeDrops, pixels: pixels, count: count))
+        let taken = worker.offer(.frame(header: header, takeDrops: takeDrops, pixels: pixels, count: count))
+        if taken { peak.noted(depth: worker.queued) } else { peak.full(capacity: capacity) }
+        return taken
+    }
+
+    /// The encoder's queue, or the writer's after it when that one came nearer to filling.
+    func queue(takeID: String, deviceID: String) -> TakeQueueFigures? {
+        let own = TakeQueueFigures(depth: worker.queued, capacity: capacity, peak: peak.value)
+        guard let after = downstream.queue(takeID: takeID, deviceID: deviceID), after.fill > own.fill else { return own }
+        return after
     }
 
     /// The encoder finishes what is queued, hands the last packets on, then ends the part.

@@ -1,6 +1,7 @@
 import FleetCapture
 import FleetCore
 import FleetProtocol
+import Synchronization
 
 /// Where a device's take frames go from its capture thread: to the coordinator over the
 /// recording path (`RecordSender`), or into segments on this host's disk (`AgentTakeStore`).
@@ -19,10 +20,38 @@ protocol TakeFramePath: Sendable {
     func end(takeID: String, deviceID: String, takeDrops: DropTally, reason: String, withholding: Bool)
     /// Why a refused frame was lost: out of buffers (the hand-off is full), or encoder late.
     var refusalReason: DropReason { get }
+    /// The part's write queue (DeviceCounters.take_queue_*): nil where the path keeps none of
+    /// the part's own (the recording path spools to disk instead).
+    func queue(takeID: String, deviceID: String) -> TakeQueueFigures?
 }
 
 extension TakeFramePath {
     var refusalReason: DropReason { .outOfBuffers }
+    func queue(takeID: String, deviceID: String) -> TakeQueueFigures? { nil }
+}
+
+/// A take part's write queue as the status reports it: frames waiting now, how many may
+/// wait, and the most that waited since the part began.
+struct TakeQueueFigures: Sendable, Equatable {
+    var depth: Int
+    var capacity: Int
+    var peak: Int
+
+    var fill: Double { capacity > 0 ? Double(peak) / Double(capacity) : 0 }
+}
+
+/// The most frames a part's queue held, noted from the capture thread after each offer.
+final class TakeQueuePeak: Sendable {
+    private let peak = Atomic<Int>(0)
+
+    init() {}
+
+    func noted(depth: Int) { _ = peak.max(depth, ordering: .relaxed) }
+
+    /// A frame refused: the queue was full.
+    func full(capacity: Int) { noted(depth: capacity) }
+
+    var value: Int { peak.load(ordering: .relaxed) }
 }
 
 extension RecordSender: TakeFramePath {

@@ -154,6 +154,11 @@ actor ControlHandler: AgentCommands {
             lastStatus[status.nodeID] = status
             if status.hasClock, let change = clockWatch.reported(status.clock, nodeID: status.nodeID) { await recordClockChange(change) }
             for device in status.devices { ingest.noteAgentStatus(device) }
+            // Takes' sync reports are made from these, never from frames.
+            if !status.devices.isEmpty {
+                let samples = status.devices.map { TakeSyncSample($0, nodeID: status.nodeID, clock: status.clock) }
+                nodeEvents.publish(.status(samples: samples, atFleetNs: clock.fleetNow()))
+            }
         case let .commandReply(reply)?:
             switch book.replied(commandID: reply.commandID, from: sender.nodeID) {
             case let .deliver(command):

@@ -1,3 +1,4 @@
+import FleetCore
 import FleetProtocol
 import Synchronization
 
@@ -12,6 +13,9 @@ enum NodeEvent: Sendable {
     case device(deviceID: String, kind: String, detail: String)
     /// A detection report from the node that has the device.
     case detection(Capfleet_V1_DetectionReport)
+    /// A node's status (about once a second): its devices' counters and its clock, as takes'
+    /// sync reports read them, heard at `atFleetNs`.
+    case status(samples: [TakeSyncSample], atFleetNs: UInt64)
 }
 
 /// The one stream of node events, made before the control handler that publishes them and

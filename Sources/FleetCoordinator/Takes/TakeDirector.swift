@@ -51,6 +51,8 @@ actor TakeDirector {
     var closing: [Task<Void, Never>] = []
     /// One thread checksums every finished segment, so no part's writer waits for it.
     let hasher = SegmentHasher()
+    /// Each take's sync and integrity, from the agents' status reports.
+    nonisolated let sync: TakeSyncDesk
 
     struct WriterSetup: Sendable {
         let take: TakeRecord
@@ -64,8 +66,9 @@ actor TakeDirector {
         configuration: CoordinatorConfiguration, logger: Logger,
         links: AgentRecordLinks,
         currentPixelFormat: @escaping @Sendable (String) -> String?,
-        makeTakeID: (@Sendable () -> String)? = nil
+        makeTakeID: (@Sendable () -> String)? = nil, sync: TakeSyncDesk? = nil
     ) {
+        self.sync = sync ?? TakeSyncDesk(store: store, events: events, clock: clock, logger: logger)
         self.store = store
         self.agents = agents
         self.writers = writers
@@ -87,7 +90,7 @@ actor TakeDirector {
     func start(
         deviceIDs: [String], name: String, at requested: UInt64?, fromNow: UInt64, store requestedStore: TakeBook.Store? = nil,
         encoding requestedEncoding: TakeEncoding? = nil, deviceEncodings: [String: TakeEncoding] = [:],
-        by operatorName: String
+        requirements: TakeRequirements = TakeRequirements(), by operatorName: String
     ) async throws -> TakeRecord {
         let takeStore = requestedStore ?? configuration.recordStore
         let encoding = requestedEncoding ?? configuration.recordEncoding
@@ -160,7 +163,7 @@ actor TakeDirector {
         }
         do {
             try await store.createTake(
-                take, devices: devices,
+                take, devices: devices, requirements: requirements,
                 audit: AuditEntry(
                     at: take.createdAt, actor: operatorName, action: "recording.start", target: id, outcome: "ok",
                     detail: "\(take.name): \(unique.joined(separator: ", ")) from fleet time \(start)"))
@@ -168,10 +171,12 @@ actor TakeDirector {
             await perform(book.forget(takeID: id))
             throw TakeRefusal(code: .internal, message: "the take was not started: the recordings index could not record it: \(error)")
         }
+        await sync.began(takeID: id, start: start, devices: devices.map { ($0.deviceId, $0.nodeId) }, requirements: requirements)
         // Every agent must hear of it before its start: a refusal undoes the whole take.
         let refusals = await perform(reserved)
         await perform(book.agentsAnswered(takeID: id, refusals: refusals.map { ($0.part.deviceID, $0.reason) }))
         if !refusals.isEmpty {
+            await sync.forget(takeID: id)
             throw TakeRefusal(
                 code: .unavailable, message: "the take did not start: " + refusals.map { "\($0.part.deviceID): \($0.reason)" }.joined(separator: "; ")
             )
@@ -229,6 +234,7 @@ actor TakeDirector {
             await perform(book.indexFailed(takeID: takeID, writing: "the take's stop", error: "\(error)", nowFleetNs: clock.fleetNow()))
             throw TakeRefusal(code: .internal, message: "take \(takeID) failed: the recordings index could not record its stop: \(error)")
         }
+        await sync.stopped(takeID: takeID, at: stop)
         for refusal in await perform(actions) {
             // The agent hears of it when it registers again; its frames after the stop are not kept meanwhile.
             logger.warning(
@@ -319,6 +325,11 @@ actor TakeDirector {
             takeNames[take.id] = take.name
             takeEncodings[take.id] = take.encoding
             for device in devices { partEncodings[TakeBook.Part(takeID: take.id, deviceID: device.deviceId)] = device.ownEncoding }
+            if let kept = try await store.takeSync(takeID: take.id), kept.report == nil {
+                await sync.began(
+                    takeID: take.id, start: take.startFleetNs, devices: devices.map { ($0.deviceId, $0.nodeId) }, requirements: kept.requirements,
+                    stop: take.stopFleetNs, resumedAt: clock.fleetNow())
+            }
             await perform(
                 book.resume(
                     takeID: take.id, startFleetNs: take.startFleetNs, stopFleetNs: take.stopFleetNs,
@@ -338,6 +349,7 @@ actor TakeDirector {
             case let .offline(nodeID): await nodeOffline(nodeID)
             case let .device(deviceID, kind, detail): await deviceEvent(deviceID, kind: kind, detail: detail)
             case .detection: continue
+            case let .status(samples, at): await sync.observe(samples, at: at)
             }
         }
     }

@@ -102,7 +102,7 @@ struct OperatorBed {
                 alignmentGridOrigin: 1_700_000_000_000_000_000,
                 exposureTruth: ExposureAudit.Truth(bootID: Self.bootID, fleetEpochOffset: Self.fleetEpochOffset)),
             takes: TakeHandler(
-                store: store, takes: takes, catalog: TakeCatalog(store: store, agents: agents, collections: collections),
+                store: store, takes: takes, catalog: TakeCatalog(store: store, agents: agents, collections: collections, sync: takes.sync),
                 collections: collections, clock: clock),
             recordingFiles: RecordingFilesHandler(store: store, agents: agents, agentLinks: links, events: events, clock: clock, logger: logger),
             stills: StillHandler(store: store, stills: stills, clock: clock),

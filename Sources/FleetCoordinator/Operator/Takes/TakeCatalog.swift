@@ -3,12 +3,14 @@ import FleetProtocol
 import FleetStore
 import Foundation
 
-/// Takes as operators see them: the index's rows with whether each part's node is online
-/// and how far a collect has come.
+/// Takes as operators see them: the index's rows with whether each part's node is online,
+/// how far a collect has come, and the take's sync report (its figures so far while it
+/// records, shown in detail only).
 struct TakeCatalog: Sendable {
     let store: FleetDatabase
     let agents: any AgentCommands
     let collections: TakeCollections
+    let sync: TakeSyncDesk
 
     func info(_ take: TakeRecord, detailed: Bool) async throws -> Capfleet_V1_TakeInfo {
         let devices = try await store.takeDevices(takeID: take.id)
@@ -21,6 +23,11 @@ struct TakeCatalog: Sendable {
         // A collect's progress moves with the bytes of the segments being copied, not only
         // with whole segments (which may be most of a short take).
         info.collectedBytes += min(collections.bytesArriving(takeID: take.id), info.agentHeldBytes)
+        if let live = await sync.liveReport(takeID: take.id) {
+            if detailed { info.syncReport = live }
+        } else if let stored = try await store.takeSync(takeID: take.id)?.report {
+            info.syncReport = try Capfleet_V1_TakeSyncReport(serializedBytes: stored)
+        }
         return info
     }
 

@@ -26,7 +26,8 @@ struct TakeHandler: Sendable {
                 deviceIDs: query.deviceIds, name: query.name,
                 at: query.atFleetTimeNs == 0 ? nil : query.atFleetTimeNs, fromNow: query.fromNowNs, store: store,
                 encoding: TakeEncoding(wire: query.encoding),
-                deviceEncodings: query.deviceEncodings.compactMapValues(TakeEncoding.init(wire:)), by: caller)
+                deviceEncodings: query.deviceEncodings.compactMapValues(TakeEncoding.init(wire:)),
+                requirements: TakeRequirements(wire: query.requirements), by: caller)
             reply.takes = [try await catalog.info(take, detailed: false)]
             reply.status = .ok
         } catch let refusal as TakeRefusal {
