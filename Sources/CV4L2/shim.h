@@ -16,6 +16,9 @@ static inline int capfleet_v4l2_open(const char *path, int flags) { return v4l2_
 static inline int capfleet_v4l2_close(int fd) { return v4l2_close(fd); }
 static inline int capfleet_v4l2_ioctl(int fd, unsigned long request, void *arg) { return v4l2_ioctl(fd, request, arg); }
 static inline int capfleet_v4l2_errno(void) { return errno; }
+// Media controllers and sub-devices: libv4l2's open refuses nodes that are not video nodes.
+static inline int capfleet_kernel_open(const char *path, int flags) { return open(path, flags); }
+static inline int capfleet_kernel_ioctl(int fd, unsigned long request, void *arg) { return ioctl(fd, request, arg); }
 
 static const unsigned long CAPFLEET_VIDIOC_QUERYCAP = VIDIOC_QUERYCAP;
 static const unsigned long CAPFLEET_VIDIOC_ENUM_FMT = VIDIOC_ENUM_FMT;

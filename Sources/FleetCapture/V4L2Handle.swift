@@ -44,17 +44,23 @@ public struct V4L2Error: Error, CustomStringConvertible, Sendable, Equatable {
 final class V4L2Handle {
     let path: String
     let fd: Int32
+    /// Through libv4l2 (video nodes, whose formats it may convert), or straight to the kernel
+    /// (media controllers and sub-devices, which libv4l2's open refuses).
+    let throughLibV4L2: Bool
 
-    init(path: String) throws(V4L2Error) {
+    init(path: String, throughLibV4L2: Bool = true) throws(V4L2Error) {
         do throws(SystemCallError) {
-            fd = try systemCall("open", on: path) { capfleet_v4l2_open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC) }
+            fd = try systemCall("open", on: path) {
+                throughLibV4L2 ? capfleet_v4l2_open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC) : capfleet_kernel_open(path, O_RDWR | O_CLOEXEC)
+            }
         } catch {
             throw V4L2Error(error)
         }
         self.path = path
+        self.throughLibV4L2 = throughLibV4L2
     }
 
-    deinit { _ = capfleet_v4l2_close(fd) }
+    deinit { _ = throughLibV4L2 ? capfleet_v4l2_close(fd) : close(fd) }
 
     func ioctl<Argument>(_ request: UInt, _ argument: inout Argument, _ call: String) throws(V4L2Error) {
         if let error = attempt(request, &argument) { throw V4L2Error(call: call, path: path, errno: error) }
@@ -64,9 +70,10 @@ final class V4L2Handle {
     /// of an enumeration, an unsupported query).
     func attempt<Argument>(_ request: UInt, _ argument: inout Argument) -> Int32? {
         let fd = self.fd
+        let library = throughLibV4L2
         do throws(SystemCallError) {
             _ = try withUnsafeMutablePointer(to: &argument) { (pointer) throws(SystemCallError) in
-                try systemCall("ioctl", on: path) { capfleet_v4l2_ioctl(fd, request, pointer) }
+                try systemCall("ioctl", on: path) { library ? capfleet_v4l2_ioctl(fd, request, pointer) : capfleet_kernel_ioctl(fd, request, pointer) }
             }
             return nil
         } catch {

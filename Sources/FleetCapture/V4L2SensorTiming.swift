@@ -110,7 +110,7 @@ final class V4L2SensorTiming: Sendable {
         }
         let handle: V4L2Handle
         do throws(V4L2Error) {
-            handle = try V4L2Handle(path: path)
+            handle = try V4L2Handle(path: path, throughLibV4L2: false)
         } catch {
             return .failure(.init("the sensor \(sensor): \(error)"))
         }
@@ -157,7 +157,7 @@ final class V4L2SensorTiming: Sendable {
 
     /// The media controller's graph, asked twice: once for the counts, once for the arrays.
     static func topology(of path: String) throws(V4L2Error) -> MediaGraph {
-        let handle = try V4L2Handle(path: path)
+        let handle = try V4L2Handle(path: path, throughLibV4L2: false)
         var topology = media_v2_topology()
         try handle.ioctl(CAPFLEET_MEDIA_IOC_G_TOPOLOGY, &topology, "MEDIA_IOC_G_TOPOLOGY")
         var entities = [media_v2_entity](repeating: media_v2_entity(), count: Int(topology.num_entities))

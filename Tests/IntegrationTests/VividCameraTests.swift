@@ -93,11 +93,11 @@ extension IntegrationTests {
             #expect(align.output.contains("free-running"), "\(align.output)\(align.error)")
             print("vivid: align answered \(align.output)")
             try await step("the webcam reports its phase, free-running", seconds: 30) {
-                let alignment = try fleet.jsonObject(["device", webcam])["alignment"] as? [String: Any]
+                let alignment = (try fleet.jsonObject(["device", webcam])["device"] as? [String: Any])?["alignment"] as? [String: Any]
                 return alignment?["state"] as? String == "unaligned" && alignment?["steered"] as? Bool == false
                     && (alignment?["not_aligned_reason"] as? String ?? "").contains("free-running") && alignment?["phase_ns"] is Int
             }
-            print("vivid: alignment \(try fleet.jsonObject(["device", webcam])["alignment"] ?? [:])")
+            print("vivid: alignment \((try fleet.jsonObject(["device", webcam])["device"] as? [String: Any])?["alignment"] ?? [:])")
             #expect(try fleet.cli(["align", webcam, "--off"], timeout: 30).status == 0)
             #expect(try fleet.cli(["unlock", webcam]).status == 0)
 
