@@ -251,7 +251,8 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "FleetProtocol", "FleetCore", "FleetBus", "FleetCapture", "FleetFuzz", "FleetHTTP", "FleetHost", "FleetTestSupport",
+                "FleetProtocol", "FleetCore", "FleetBus", "FleetCapture", "FleetDetection", "FleetFuzz", "FleetHTTP", "FleetHost",
+                "FleetImaging", "FleetTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),

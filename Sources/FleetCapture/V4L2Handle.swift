@@ -73,7 +73,9 @@ final class V4L2Handle {
         let library = throughLibV4L2
         do throws(SystemCallError) {
             _ = try withUnsafeMutablePointer(to: &argument) { (pointer) throws(SystemCallError) in
-                try systemCall("ioctl", on: path) { library ? capfleet_v4l2_ioctl(fd, request, pointer) : capfleet_kernel_ioctl(fd, request, pointer) }
+                try systemCall("ioctl", on: path) {
+                    library ? capfleet_v4l2_ioctl(fd, request, pointer) : capfleet_kernel_ioctl(fd, request, pointer)
+                }
             }
             return nil
         } catch {

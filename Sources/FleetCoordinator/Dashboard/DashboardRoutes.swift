@@ -36,6 +36,14 @@ struct DashboardRoutes: Sendable {
         router.get("/assets/:name") { _, context in
             try Self.asset(context.parameters.require("name"))
         }
+        // The timecode page and the fleet time it shows: nothing to sign in for, since anyone
+        // who can see the screen can read the time (proto-docs/clock.md, "Auditing exposures").
+        router.get("/timecode") { _, _ in try Self.asset("timecode.html") }
+        router.get("/api/fleet-time") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
+                body: ResponseBody(byteBuffer: ByteBuffer(string: #"{"fleet_ns":"\#(clock.fleetNow())"}"#)))
+        }
         router.get("/signin") { request, context in try await signIn(request, context: context) }
         router.post("/api/signout") { request, context in try await signOut(request, context: context) }
         router.get("/api/session") { request, context in try await session(request, context: context) }
