@@ -47,6 +47,16 @@ struct SyncBench: ParsableCommand {
             agentArguments: "--fps \(fmt(fps)) --synthetic-format 320x240:YUYV --synthetic-overlay timecode@0.2,0.1,0.6 --no-pressure",
             settings: ["cpu_latency_us=0"])
         let ids = hosts.devices.map(\.deviceID)
+        // Only real pixels are looked at: the test pattern and its timecode are no one's picture.
+        for device in ids {
+            _ = try hosts.client.call(
+                .changeConsent(
+                    .with {
+                        $0.deviceID = device
+                        $0.action = .grant
+                        $0.reason = "benchmark: a test pattern"
+                    }))
+        }
         progress("waiting for \(agents) clocks to lock")
         _ = try hosts.waitForLock(seconds: 30)
         Thread.sleep(forTimeInterval: 2)
@@ -76,12 +86,14 @@ struct SyncBench: ParsableCommand {
         print(
             "\nexposure spread across the \(agents) cameras, by the timecode they filmed (true exposure times; \(free.resolutionNs == 0 ? "exact" : "resolution \(fmt(Double(free.resolutionNs) / 1e3)) µs")):"
         )
-        print("  case                 median      p99      max    slots   clock bound (largest node, now)")
+        print("  case                median µs  p99 µs   max µs    slots   clock bound (largest node, now)")
         row("free-running", free.exposureSpread, clockFree)
         row("steered", steered.exposureSpread, clockSteered)
         row("after a restart", afterRestart.exposureSpread, clockAfter)
-        let ratio = Double(free.exposureSpread.medianNs) / max(Double(steered.exposureSpread.medianNs), 1)
-        print("  steered median spread is 1/\(fmt(ratio)) of the free-running one in the same run")
+        if free.exposureSpread.samples > 0, steered.exposureSpread.samples > 0 {
+            let ratio = Double(free.exposureSpread.medianNs) / max(Double(steered.exposureSpread.medianNs), 1)
+            print("  steered median spread is 1/\(fmt(ratio)) of the free-running one in the same run")
+        }
         print(
             "\ninto phase (capfleet align until ALIGNED as the coordinator hears it, up to a status report late; per camera): "
                 + intoPhase.map { "\(fmt($0)) s" }.joined(separator: ", "))
@@ -100,9 +112,10 @@ struct SyncBench: ParsableCommand {
 
     private func row(_ name: String, _ figures: Capfleet_V1_AuditFigures, _ bound: Double) {
         print(
-            String(
-                format: "  %-18@ %7.1f  %7.1f  %7.1f  %7d   %.1f µs", name as NSString, Double(figures.medianNs) / 1e3,
-                Double(figures.p99Ns) / 1e3, Double(figures.maxNs) / 1e3, figures.samples, bound / 1e3))
+            "  " + name.padding(toLength: 18, withPad: " ", startingAt: 0)
+                + String(
+                    format: " %7.1f  %7.1f  %7.1f  %7d   %.1f µs", Double(figures.medianNs) / 1e3, Double(figures.p99Ns) / 1e3,
+                    Double(figures.maxNs) / 1e3, figures.samples, bound / 1e3))
     }
 
     private func us(_ ns: Int64) -> String { fmt(Double(ns) / 1e3) }
