@@ -117,6 +117,19 @@ struct NetnsBenchFleet {
                 }))
     }
 
+    /// Consent granted to `devices`: their pictures are test patterns, no one's likeness.
+    func grantConsent(_ devices: [String]) throws {
+        for device in devices {
+            _ = try client.call(
+                .changeConsent(
+                    .with {
+                        $0.deviceID = device
+                        $0.action = .grant
+                        $0.reason = "benchmark: a test pattern"
+                    }))
+        }
+    }
+
     /// The log the script keeps of the agent on node `nodeID`.
     func agentLog(node nodeID: String) -> String? {
         nodeNames[nodeID].map { script.data + "/logs/agent-\($0).log" }

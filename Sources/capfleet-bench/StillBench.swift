@@ -61,15 +61,7 @@ struct StillBench: ParsableCommand {
         let hosts = try NetnsBenchFleet.up(
             fleet, agents: agents, agentArguments: "--fps \(fmt(fps)) --synthetic-format \(syntheticFormat) --no-pressure")
         let ids = hosts.devices.map(\.deviceID)
-        for device in ids {
-            _ = try hosts.client.call(
-                .changeConsent(
-                    .with {
-                        $0.deviceID = device
-                        $0.action = .grant
-                        $0.reason = "benchmark: a test pattern"
-                    }))
-        }
+        try hosts.grantConsent(ids)
         progress("waiting for \(agents) clocks to lock and the cameras' real frames")
         let locked = try hosts.waitForLock(seconds: 30)
         try waitForDevices(hosts, ids, "delivering real frames", seconds: 20) { $0.realFrames }

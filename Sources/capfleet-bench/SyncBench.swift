@@ -48,15 +48,7 @@ struct SyncBench: ParsableCommand {
             settings: ["cpu_latency_us=0"])
         let ids = hosts.devices.map(\.deviceID)
         // Only real pixels are looked at: the test pattern and its timecode are no one's picture.
-        for device in ids {
-            _ = try hosts.client.call(
-                .changeConsent(
-                    .with {
-                        $0.deviceID = device
-                        $0.action = .grant
-                        $0.reason = "benchmark: a test pattern"
-                    }))
-        }
+        try hosts.grantConsent(ids)
         progress("waiting for \(agents) clocks to lock")
         _ = try hosts.waitForLock(seconds: 30)
         Thread.sleep(forTimeInterval: 2)
