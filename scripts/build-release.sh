@@ -26,7 +26,9 @@ if [ "$with_tests" = 1 ]; then
   # @testable imports need every module compiled for testing; the binaries built with them
   # are the same code, with internal symbols kept visible. Without --static-swift-stdlib:
   # the static runtime has no Swift Testing module, and that flag is on every compilation.
-  flags=(-c release -Xswiftc -enable-testing)
+  # Line tables only, not full debug info: crashes in a run still show file and line, and
+  # the build (CPU-bound on CI's two cores) takes less time; what ships keeps full -g.
+  flags=(-c release -Xswiftc -enable-testing -Xswiftc -gline-tables-only -Xcc -gline-tables-only)
   steps=("--build-tests")
 else
   flags=(-c release --static-swift-stdlib)

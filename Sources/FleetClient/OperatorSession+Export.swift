@@ -9,6 +9,8 @@ public struct ExportedTake: Sendable {
     public var bytes: UInt64
     /// Segments still being written when the export began ("DEVICE #N"): not exported.
     public var stillOpen: [String] = []
+    /// The take as the index had it when the export began.
+    public var info: Capfleet_V1_TakeInfo
 }
 
 extension OperatorSession {
@@ -66,7 +68,7 @@ extension OperatorSession {
             written.append(path)
         }
         let open = info.segments.filter { $0.state == "open" }.map { "\($0.deviceID) #\($0.number)" }
-        return ExportedTake(take: take, files: written, bytes: done, stillOpen: open)
+        return ExportedTake(take: take, files: written, bytes: done, stillOpen: open, info: info)
     }
 
     /// The take as the index has it once every finished segment has its SHA-256 there (counted

@@ -10,18 +10,23 @@ struct CoordinatorClock: Sendable {
     let fleetNow: @Sendable () -> UInt64
     let unixMilliseconds: @Sendable () -> UnixMilliseconds
     let monotonicNow: @Sendable () -> UInt64
+    /// Where this run's frame-alignment grid starts (FleetTimeSource.alignmentGridOrigin);
+    /// 0 where none was chosen (tests).
+    let gridOrigin: UInt64
 
     init(
         fleetNow: @escaping @Sendable () -> UInt64, unixMilliseconds: @escaping @Sendable () -> UnixMilliseconds,
-        monotonicNow: @escaping @Sendable () -> UInt64 = { MonotonicTime.now() }
+        monotonicNow: @escaping @Sendable () -> UInt64 = { MonotonicTime.now() }, gridOrigin: UInt64 = 0
     ) {
         self.fleetNow = fleetNow
         self.unixMilliseconds = unixMilliseconds
         self.monotonicNow = monotonicNow
+        self.gridOrigin = gridOrigin
     }
 
     static func system(_ fleetTime: FleetTimeSource) -> CoordinatorClock {
-        CoordinatorClock(fleetNow: { fleetTime.now() }, unixMilliseconds: WallClock.system.unixMilliseconds)
+        CoordinatorClock(
+            fleetNow: { fleetTime.now() }, unixMilliseconds: WallClock.system.unixMilliseconds, gridOrigin: fleetTime.alignmentGridOrigin)
     }
 }
 

@@ -49,6 +49,9 @@ public enum OperatorReplyTime {
         case .changeDetection:
             // The agent checks the face cascade is there to read: seconds on a slow host.
             return 10
+        case .getFrameSets:
+            // Every segment's metadata read back on the coordinator (recordings.md, "Frame sets").
+            return 117
         case .verifyRecording:
             // A segment's file read back and hashed, here or on its agent: 30 s and 1 s per 64 MiB.
             return 177

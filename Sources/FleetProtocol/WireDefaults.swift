@@ -34,7 +34,8 @@ public enum WireDefaults {
     /// (Command.set_detection, AgentMessage.detection, telemetry meta.<device>, change_detection).
     /// 1.7: exposures that agree (FrameAlignment's steering and phase figures, Command.audit_exposures,
     /// sync_audit, StartRecording.requirements, TakeInfo.sync_report, DeviceCounters' take queue).
-    public static let protocolMinor: UInt32 = 7
+    /// 1.8: frame sets (get_frame_sets, TakeSyncReport.grid_origin_fleet_ns).
+    public static let protocolMinor: UInt32 = 8
 
     public static let heartbeatIntervalMilliseconds: UInt32 = 1000
     /// Missed heartbeats after which a peer is considered gone.

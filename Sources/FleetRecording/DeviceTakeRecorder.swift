@@ -69,6 +69,9 @@ public final class DeviceTakeRecorder {
     /// counted up to it.
     private var marked: (sequence: UInt64, fleetTime: UInt64, dropped: DropTally)?
     private var segmentFramesSinceMark = 0
+    /// The frames' exact times not yet written (FrameTimesEntry), and the last one's.
+    private var timesRun: FrameTimesEntry?
+    private var timesRunLast: UInt64 = 0
 
     /// `directory` is the take's; the device's segments go in a folder of its own there.
     public init(
@@ -141,6 +144,16 @@ public final class DeviceTakeRecorder {
         // segment, after every gap, and once a second (one per cluster), so the file alone
         // says which frames it holds and which are missing, even after a crash.
         let expected = marked.map { $0.sequence + UInt64(segmentFramesSinceMark) }
+        // Exact times go in runs of consecutive frames, at most a second long.
+        if let run = timesRun, run.sequence + UInt64(run.intervals.count) + 1 == sequence, fleetTime >= timesRunLast,
+            fleetTime - run.fleetTime < 1_000_000_000
+        {
+            timesRun?.intervals.append(fleetTime - timesRunLast)
+        } else {
+            try writeFrameTimes()
+            timesRun = FrameTimesEntry(sequence: sequence, fleetTime: fleetTime)
+        }
+        timesRunLast = fleetTime
         if segment?.frames == 0 || expected != sequence || fleetTime - (marked?.fleetTime ?? 0) >= 1_000_000_000 {
             let marker = SequenceMarker(sequence: sequence, fleetTime: fleetTime, dropped: ledger.dropped.since(marked?.dropped ?? DropTally()))
             try writer.appendMetadata(marker.json, at: sinceStart, duration: 1_000_000)
@@ -220,7 +233,15 @@ public final class DeviceTakeRecorder {
         return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
     }
 
+    /// Writes the run of exact frame times so far, at its last frame's time.
+    private func writeFrameTimes() throws(RecordingError) {
+        guard let run = timesRun, let writer else { return }
+        timesRun = nil
+        try writer.appendMetadata(run.json, at: timesRunLast >= ledger.start ? timesRunLast - ledger.start : 0, duration: 1_000_000)
+    }
+
     private func finishSegment() throws(RecordingError) {
+        try writeFrameTimes()
         guard let open = writer, var finished = segment else { return }
         writer = nil
         segment = nil

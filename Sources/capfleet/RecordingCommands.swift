@@ -201,11 +201,11 @@ extension RecordCommand {
     }
 }
 
-/// `capfleet recordings list|show|export|verify|delete`.
+/// `capfleet recordings list|show|sets|collect|export|verify|delete`.
 struct RecordingsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "recordings", abstract: "List, show, export, verify and delete takes.",
-        subcommands: [List.self, Show.self, Collect.self, Export.self, Verify.self, Delete.self], defaultSubcommand: List.self)
+        commandName: "recordings", abstract: "List, show, pair, collect, export, verify and delete takes.",
+        subcommands: [List.self, Show.self, Sets.self, Collect.self, Export.self, Verify.self, Delete.self], defaultSubcommand: List.self)
 
     struct Collect: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -263,6 +263,54 @@ struct RecordingsCommand: ParsableCommand {
         }
     }
 
+    struct Sets: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Pair a take's frames: for each slot of the grid, the nearest frame of every camera and its offset; sets incomplete or over a tolerance listed."
+        )
+        @OptionGroup var coordinator: CoordinatorOptions
+        @Argument(help: "The take.", completion: FleetCompletion.takeIDs) var take: String
+        @Option(help: "A set whose spread is above this is marked: 2ms, 500us (default: the take's --require-spread, else 1ms).")
+        var tolerance: String?
+        @Option(help: "The slots' spacing: 33.3ms (default: the slowest camera's frame interval).") var interval: String?
+        @Flag(help: "List every set, not only those incomplete or over the tolerance.") var all = false
+        @Option(help: "Sets listed at most (up to 10000).") var limit: UInt32 = 100
+        @Option(help: "List sets from this slot on (fleet ns, as the SLOT column shows).") var from: UInt64 = 0
+        @Flag(help: "Print JSON.") var json = false
+
+        func run() throws {
+            let toleranceNs = try tolerance.map { try RecordingsCommand.nanoseconds($0, option: "--tolerance") } ?? 0
+            let intervalNs = try interval.map { try RecordingsCommand.nanoseconds($0, option: "--interval") } ?? 0
+            let session = try coordinator.session()
+            // Sets are read from the coordinator's copies: segments only on agents come first.
+            if let info = try session.call(.getRecording(.with { $0.takeID = take })).reply.takes.first, info.agentHeldBytes > 0 {
+                if !json { print("collecting \(RecordingViews.bytes(info.agentHeldBytes)) from the agents first") }
+                let collecting = TransferProgressDisplay(label: "collect \(take)", json: json)
+                try session.collectTake(take, progress: collecting.follow)
+            }
+            let sets = try session.call(
+                .getFrameSets(
+                    .with {
+                        $0.takeID = take
+                        $0.toleranceNs = toleranceNs
+                        $0.intervalNs = intervalNs
+                        $0.limit = limit
+                        $0.all = all
+                        $0.fromFleetNs = from
+                    })
+            ).reply.frameSets
+            print(json ? try FleetTables.json(FrameSetViews.Sets(take: take, sets)) : FrameSetViews.text(take: take, sets, all: all))
+        }
+    }
+
+    /// A duration option (1ms, 250us, 800ns, 0.5s) in ns, or a failure naming the option.
+    static func nanoseconds(_ text: String, option: String) throws -> UInt64 {
+        guard let value = TakeSyncViews.spreadNanoseconds(text) else {
+            throw CLIFailure("\(option) \(text): give a duration above 0 and at most a second, e.g. 2ms, 500us or 0.04s")
+        }
+        return value
+    }
+
     struct Export: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Copy a take's files into a directory (DIR/DEVICE/DEVICE-NNNN.mkv), checking each against its SHA-256.")
@@ -270,9 +318,15 @@ struct RecordingsCommand: ParsableCommand {
         @Argument(help: "The take.", completion: FleetCompletion.takeIDs) var take: String
         @Option(help: "Where to put the files.") var to: String
         @Option(help: "Seconds to wait for checksums the coordinator is still computing (segments just finished).") var wait: Double = 60
+        @Flag(help: "Also write DIR/frame-sets.csv: the take's frames paired slot by slot (see `recordings sets`).") var frameSets = false
+        @Option(help: "With --frame-sets: the tolerance a set's spread is marked above (default: the take's --require-spread, else 1ms).")
+        var tolerance: String?
+        @Option(help: "With --frame-sets: the slots' spacing (default: the slowest camera's frame interval).") var interval: String?
         @Flag(help: "Print a JSON summary.") var json = false
 
         func run() throws {
+            let toleranceNs = try tolerance.map { try RecordingsCommand.nanoseconds($0, option: "--tolerance") }
+            let intervalNs = try interval.map { try RecordingsCommand.nanoseconds($0, option: "--interval") }
             let session = try coordinator.session()
             // Segments only on agents' disks come to the coordinator first.
             if let info = try session.call(.getRecording(.with { $0.takeID = take })).reply.takes.first, info.agentHeldBytes > 0 {
@@ -281,9 +335,14 @@ struct RecordingsCommand: ParsableCommand {
                 try session.collectTake(take, progress: collecting.follow)
             }
             let progress = TransferProgressDisplay(label: "export \(take)", json: json)
-            let exported = try session.exportTake(
+            var exported = try session.exportTake(
                 take, to: to, checksumPolls: Int(max(0, min(wait, 3600)) * 4),
                 progress: progress.follow)
+            if frameSets {
+                exported.files.append(
+                    try FrameSetViews.writeCSV(
+                        take: exported.info, exportedFiles: exported.files, directory: to, interval: intervalNs, tolerance: toleranceNs))
+            }
             if json {
                 print(
                     try FleetTables.json([

@@ -84,9 +84,9 @@ final class DeviceTakeRecorderTests {
         let metadata = try MatroskaSegmentWriterTests.probe([
             "-select_streams", "s", "-show_entries", "packet=pts_time", "-of", "csv=p=0", segments[0].path,
         ])
-        // The consent entry noted before the first frame, and sequence markers before the first
-        // frame and after the gap.
-        #expect(metadata.split(separator: "\n").count == 3, "\(metadata)")
+        // The consent entry noted before the first frame, sequence markers before the first
+        // frame and after the gap, and the exact times of the frames before the gap and after it.
+        #expect(metadata.split(separator: "\n").count == 5, "\(metadata)")
 
         let device = try await store.takeDevices(takeID: "take-1").first
         #expect(device?.frames == 73 && device?.drops == ledger.dropped && device?.pixelFormat == "YUYV" && device?.width == 32)
@@ -165,5 +165,71 @@ final class DeviceTakeRecorderChecksumTests {
         }
         #expect(index.checksums.isEmpty)
         await hasher.stop()
+    }
+}
+
+/// Frame sets pair frames by their exact fleet times: the files keep them to the nanosecond
+/// (`frame_times` entries), across gaps and segments, and a file without them still gives its
+/// frames, rounded to the millisecond.
+final class SegmentFrameTimesTests {
+    let scratch: ScratchDirectory
+    init() throws { scratch = try ScratchDirectory("capfleet-frame-times") }
+
+    @Test func exactFrameTimes_comeBackToTheNanosecond_acrossGapsAndSegments() async throws {
+        let store = try FleetDatabase(path: scratch.path + "/fleet.sqlite")
+        let start: UInt64 = 1_795_000_000_000_000_000
+        try await store.createTake(
+            TakeRecord(id: "take-1", name: "sets", startFleetNs: start, directory: scratch.path, createdAt: 1, createdBy: "operator:ana"),
+            devices: [TakeDeviceRecord(takeId: "take-1", deviceId: "cam-a", nodeId: "node-1")],
+            audit: AuditEntry(at: 1, actor: "operator:ana", action: "record.start", target: "take-1", outcome: "ok"))
+        let directory = scratch.path
+        // 75 frames at 30 fps with a few µs of jitter each, two lost (sequences 40 and 41).
+        let recorded: [FrameTime] = (0..<75).compactMap { index in
+            guard index != 40, index != 41 else { return nil }
+            let jitter = UInt64((index * 7919) % 5000)
+            return FrameTime(sequence: UInt64(index + 10), fleetTime: start + UInt64(index) * 33_333_333 + jitter + 1)
+        }
+        try await onOwnThread {
+            let recorder = DeviceTakeRecorder(
+                takeID: "take-1", deviceID: "cam-a", title: "sets", directory: directory, start: start,
+                segmentLength: 1_000_000_000, index: StoreSegmentIndex(store: store, clock: { 5 }))
+            let format = RecordedVideoFormat(pixelFormat: .yuyv, width: 32, height: 16, frameRate: 30)
+            let frame = [UInt8](repeating: 9, count: 32 * 16 * 2)
+            var drops = DropTally()
+            for time in recorded {
+                if time.sequence == 42 { drops.late = 2 }
+                try frame.withUnsafeBytes {
+                    _ = try recorder.record($0, sequence: time.sequence, fleetTime: time.fleetTime, format: format, cumulativeDrops: drops)
+                }
+            }
+            try recorder.finish()
+        }
+        let segments = try await store.segments(takeID: "take-1").sorted { $0.number < $1.number }
+        #expect(segments.count == 3)
+        let read = try CameraFrameTimes.read(deviceID: "cam-a", paths: segments.map(\.path), takeStart: start)
+        #expect(read.exact)
+        #expect(read.frames == recorded)
+        let second = try SegmentFrameTimes.read(segments[1].path, takeStart: start)
+        #expect(second.exact && second.frames.first?.sequence == 40 && second.frames.count == 28)
+    }
+
+    @Test func aFileWithoutExactTimes_givesItsFramesToTheMillisecond() throws {
+        let path = scratch.path + "/old.mkv"
+        let start: UInt64 = 1_000_000_000_000
+        let format = RecordedVideoFormat(pixelFormat: .yuyv, width: 64, height: 48, frameRate: 25)
+        let writer = try MatroskaSegmentWriter(path: path, format: format, title: "before 1.8")
+        let frame = [UInt8](repeating: 1, count: 64 * 48 * 2)
+        try writer.appendMetadata(
+            SequenceMarker(sequence: 500, fleetTime: start + 40_300_000, dropped: DropTally()).json, at: 40_300_000, duration: 1_000_000)
+        for index in 0..<10 {
+            try frame.withUnsafeBytes { try writer.appendFrame($0, at: UInt64(index + 1) * 40_000_000 + 300_000, duration: 40_000_000) }
+        }
+        _ = try writer.finish()
+        let read = try SegmentFrameTimes.read(path, takeStart: start)
+        #expect(!read.exact)
+        #expect(read.frames.map(\.sequence) == Array(500..<510))
+        // 40.3 ms into the take is stored as 40 ms.
+        #expect(read.frames.first?.fleetTime == start + 40_000_000)
+        #expect(read.frames.last?.fleetTime == start + 400_000_000)
     }
 }

@@ -5,7 +5,7 @@ import Testing
     import Glibc
 #endif
 
-extension SecondLaneIntegrationTests {
+extension ThirdLaneIntegrationTests {
     /// Takes recorded where the cameras are (`record start`, store agent by default): each
     /// agent writes its part on its own disk and the coordinator keeps the index; collect,
     /// verify and export work from there; agents and the coordinator killed mid-take lose
@@ -18,7 +18,7 @@ extension SecondLaneIntegrationTests {
         @Test func takeOnTheAgents_isWrittenOnEachHost_indexed_collected_verified_andExported() async throws {
             let fleet = try FleetHarness()
             let coordinator = try fleet.startCoordinator(environment: ["CAPFLEET_SEGMENT_SECONDS": "2"])
-            let devices = try await RecordingTests.devices(in: fleet, agents: ["h1", "h2"], fps: 15)
+            let devices = try await SecondLaneIntegrationTests.RecordingTests.devices(in: fleet, agents: ["h1", "h2"], fps: 15)
             let started = try fleet.cli(["record", "start"] + devices + ["--name", "hosts", "--json"], timeout: 15)
             #expect(started.status == 0, "\(started.error)")
             let take = try #require(try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any])
@@ -34,13 +34,13 @@ extension SecondLaneIntegrationTests {
             let stopped = try fleet.cli(["record", "stop", takeID], timeout: 30)
             #expect(stopped.status == 0, "\(stopped.error)")
 
-            var shown = try RecordingTests.show(takeID, in: fleet)
+            var shown = try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)
             #expect(shown["state"] as? String == "stopped", "\(shown)")
             #expect(shown["store"] as? String == "agent")
             let nodes = try fleet.nodes()
             for part in try #require(shown["devices"] as? [[String: Any]]) {
                 #expect(part["state"] as? String == "stopped", "\(part)")
-                #expect(try RecordingTests.lostByTheFleet(part, in: fleet) == 0, "\(part)")
+                #expect(try SecondLaneIntegrationTests.RecordingTests.lostByTheFleet(part, in: fleet) == 0, "\(part)")
                 #expect((part["frames"] as? Int ?? 0) >= 60, "about 5 s at 15 fps: \(part)")
                 #expect((part["segments"] as? Int ?? 0) >= 2, "2 s segments: \(part)")
                 #expect(part["node_online"] as? Bool == true)
@@ -52,11 +52,13 @@ extension SecondLaneIntegrationTests {
                 let name = try #require(nodes.first { $0["node_id"] as? String == node }?["name"] as? String, "segment on a known node: \(segment)")
                 #expect(path.hasPrefix(fleet.directory + "/" + name + "/recordings/" + takeID + "/"), "written on its own host's disk: \(path)")
                 #expect(FileManager.default.fileExists(atPath: path))
-                #expect(try RecordingTests.ffprobeFrameCount(path) == segment["frames"] as? Int, "ffprobe counts what the index says in \(path)")
+                #expect(
+                    try SecondLaneIntegrationTests.RecordingTests.ffprobeFrameCount(path) == segment["frames"] as? Int,
+                    "ffprobe counts what the index says in \(path)")
                 #expect(segment["collected_path"] == nil)
             }
             // Timed metadata and sequence markers are in the files the agents wrote.
-            let entries = try RecordingTests.metadataEntries(
+            let entries = try SecondLaneIntegrationTests.RecordingTests.metadataEntries(
                 in: segments.filter { $0["device_id"] as? String == devices[0] }.compactMap { $0["path"] as? String })
             #expect(entries.contains { $0.contains("\"location\":\"stage 3\"") }, "the note is in the agent's file: \(entries.suffix(5))")
             #expect(entries.contains { $0.contains("\"kind\":\"sequence\"") }, "sequence markers are in the agent's file")
@@ -77,14 +79,14 @@ extension SecondLaneIntegrationTests {
                 to: URL(fileURLWithPath: partialFolder + "/" + (firstPath as NSString).lastPathComponent + ".partial"))
             let collected = try fleet.cli(["recordings", "collect", takeID], timeout: 120)
             #expect(collected.status == 0, "\(collected.output)\(collected.error)")
-            shown = try RecordingTests.show(takeID, in: fleet)
+            shown = try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)
             segments = try #require(shown["segments"] as? [[String: Any]])
             #expect(shown["agent_held_bytes"] as? Int == 0, "\(shown)")
             #expect(coordinator.log.contains("collect goes on from a partial copy"), "the interrupted copy was resumed")
             for segment in segments {
                 let copy = try #require(segment["collected_path"] as? String, "\(segment)")
                 #expect(copy.hasPrefix(fleet.directory + "/coordinator/"), "\(copy)")
-                #expect(try RecordingTests.sha256sum(copy) == segment["sha256"] as? String)
+                #expect(try SecondLaneIntegrationTests.RecordingTests.sha256sum(copy) == segment["sha256"] as? String)
             }
             let verified = try fleet.cli(["recordings", "verify", takeID], timeout: 60)
             #expect(verified.status == 0, "\(verified.output)\(verified.error)")
@@ -101,8 +103,8 @@ extension SecondLaneIntegrationTests {
         @Test func agentKilledMidTake_repairsAndReportsItsSegment_andCountsTheGap() async throws {
             let fleet = try FleetHarness()
             try fleet.startCoordinator()
-            let devices = try await RecordingTests.devices(in: fleet, agents: ["k1"], fps: 15)
-            let takeID = try RecordingTests.start(devices, in: fleet, store: "agent")
+            let devices = try await SecondLaneIntegrationTests.RecordingTests.devices(in: fleet, agents: ["k1"], fps: 15)
+            let takeID = try SecondLaneIntegrationTests.RecordingTests.start(devices, in: fleet, store: "agent")
             try await Task.sleep(for: .seconds(3))
             let victim = try #require(fleet.processes.first { $0.name.hasPrefix("k1-") })
             victim.kill()
@@ -114,20 +116,23 @@ extension SecondLaneIntegrationTests {
             #expect(again.log.contains("repaired"), "the segment open at the kill was repaired: \(again.log.suffix(3000))")
             try await Task.sleep(for: .seconds(3))
             #expect(try fleet.cli(["record", "stop", takeID], timeout: 30).status == 0)
-            let shown = try RecordingTests.show(takeID, in: fleet)
+            let shown = try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)
             #expect(shown["state"] as? String == "stopped", "\(shown)")
             let segments = try #require(shown["segments"] as? [[String: Any]])
             #expect(segments.contains { $0["state"] as? String == "repaired" }, "\(segments)")
             #expect(segments.count >= 2, "a new segment after the restart: \(segments)")
             for segment in segments {
                 let path = try #require(segment["path"] as? String)
-                #expect(try RecordingTests.ffprobeFrameCount(path) == segment["frames"] as? Int, "\(path) plays and holds what the index says")
+                #expect(
+                    try SecondLaneIntegrationTests.RecordingTests.ffprobeFrameCount(path) == segment["frames"] as? Int,
+                    "\(path) plays and holds what the index says")
             }
             let part = try #require((shown["devices"] as? [[String: Any]])?.first)
             let drops = try #require(part["drops"] as? [String: Int])
             let first = try #require(part["first_sequence"] as? Int), last = try #require(part["last_sequence"] as? Int)
             #expect(
-                (part["frames"] as? Int ?? 0) + RecordingTests.dropTotal(part) == last - first + 1, "every frame of the span accounted for: \(part)")
+                (part["frames"] as? Int ?? 0) + SecondLaneIntegrationTests.RecordingTests.dropTotal(part) == last - first + 1,
+                "every frame of the span accounted for: \(part)")
             #expect((drops["discontinuity"] ?? 0) >= 10, "the second or so the agent was down counts as discontinuity: \(drops)")
             let verified = try fleet.cli(["recordings", "verify", takeID], timeout: 60)
             #expect(verified.status == 0, "\(verified.output)\(verified.error)")
@@ -138,8 +143,8 @@ extension SecondLaneIntegrationTests {
         @Test func coordinatorKilledMidTake_theAgentsRecordOn_andReportWhenItIsBack() async throws {
             let fleet = try FleetHarness()
             let coordinator = try fleet.startCoordinator(environment: ["CAPFLEET_SEGMENT_SECONDS": "2"])
-            let devices = try await RecordingTests.devices(in: fleet, agents: ["c1", "c2"], fps: 15)
-            let takeID = try RecordingTests.start(devices, in: fleet, store: "agent")
+            let devices = try await SecondLaneIntegrationTests.RecordingTests.devices(in: fleet, agents: ["c1", "c2"], fps: 15)
+            let takeID = try SecondLaneIntegrationTests.RecordingTests.start(devices, in: fleet, store: "agent")
             try await Task.sleep(for: .seconds(3))
             coordinator.kill()
             try await Task.sleep(for: .seconds(5))
@@ -147,13 +152,17 @@ extension SecondLaneIntegrationTests {
             try await fleet.waitUntil("both agents are back", seconds: 20) { try fleet.onlineNodeIDs().count == 2 }
             try await Task.sleep(for: .seconds(2))
             #expect(try fleet.cli(["record", "stop", takeID], timeout: 30).status == 0)
-            let shown = try RecordingTests.show(takeID, in: fleet)
+            let shown = try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)
             #expect(shown["state"] as? String == "stopped", "\(shown)")
             let segments = try #require(shown["segments"] as? [[String: Any]])
             for part in try #require(shown["devices"] as? [[String: Any]]) {
-                #expect(try RecordingTests.lostByTheFleet(part, in: fleet) == 0, "the agents recorded on while the coordinator was down: \(part)")
+                #expect(
+                    try SecondLaneIntegrationTests.RecordingTests.lostByTheFleet(part, in: fleet) == 0,
+                    "the agents recorded on while the coordinator was down: \(part)")
                 let first = part["first_sequence"] as? Int ?? 0, last = part["last_sequence"] as? Int ?? 0
-                #expect(RecordingTests.spanAccounted(part), "every sequence number stored or counted: \(part) (\(first)…\(last))")
+                #expect(
+                    SecondLaneIntegrationTests.RecordingTests.spanAccounted(part),
+                    "every sequence number stored or counted: \(part) (\(first)…\(last))")
                 #expect((part["frames"] as? Int ?? 0) >= 140, "about 10 s at 15 fps: \(part)")
                 let own = segments.filter { $0["device_id"] as? String == part["device_id"] as? String }
                 #expect(own.reduce(0) { $0 + ($1["frames"] as? Int ?? 0) } == part["frames"] as? Int, "the segments indexed hold the part: \(own)")
@@ -167,8 +176,8 @@ extension SecondLaneIntegrationTests {
         @Test func aHostGoneForGood_leavesTheTakeSayingWhichPartsAreMissing() async throws {
             let fleet = try FleetHarness()
             try fleet.startCoordinator()
-            let devices = try await RecordingTests.devices(in: fleet, agents: ["g1", "g2"], fps: 15)
-            let takeID = try RecordingTests.start(devices, in: fleet, store: "agent")
+            let devices = try await SecondLaneIntegrationTests.RecordingTests.devices(in: fleet, agents: ["g1", "g2"], fps: 15)
+            let takeID = try SecondLaneIntegrationTests.RecordingTests.start(devices, in: fleet, store: "agent")
             try await Task.sleep(for: .seconds(3))
             #expect(try fleet.cli(["record", "stop", takeID], timeout: 30).status == 0)
             let gone = try #require(fleet.processes.first { $0.name.hasPrefix("g2-") })
@@ -185,7 +194,7 @@ extension SecondLaneIntegrationTests {
                 verified.status != 0 && verified.output.contains("only on node \(goneNode), which is offline"), "\(verified.output)\(verified.error)")
             let collected = try fleet.cli(["recordings", "collect", takeID], timeout: 120)
             #expect(collected.status != 0 && (collected.output + collected.error).contains(goneNode), "\(collected.output)\(collected.error)")
-            let shown = try RecordingTests.show(takeID, in: fleet)
+            let shown = try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)
             for segment in try #require(shown["segments"] as? [[String: Any]]) {
                 let onGone = segment["location"] as? String == goneNode
                 #expect((segment["collected_path"] != nil) == !onGone, "the reachable host's parts are collected, the gone one's are not: \(segment)")

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Testing
 
 extension SecondLaneIntegrationTests {
@@ -47,10 +48,24 @@ extension SecondLaneIntegrationTests {
             let listed = try fleet.json(["recordings", "list"]).first { $0["id"] as? String == takeID }
             #expect((listed?["sync_report"] as? [String: Any])?["verdict"] as? String == "certified", "ended takes carry it in the listing")
             let folder = fleet.directory + "/export-sync"
-            let exported = try fleet.cli(["recordings", "export", takeID, "--to", folder], timeout: 120)
+            let exported = try fleet.cli(["recordings", "export", takeID, "--to", folder, "--frame-sets"], timeout: 120)
             #expect(exported.status == 0, "\(exported.output)\(exported.error)")
             let file = try String(contentsOfFile: folder + "/sync-report.json", encoding: .utf8)
             #expect(file.contains("\"verdict\" : \"certified\"") || file.contains("\"verdict\":\"certified\""), "\(file)")
+            // The frame sets travel with the export: a row per slot, a sequence and offset per
+            // camera, paired from the files' exact frame times, as `recordings sets` counts them.
+            let rows = try String(contentsOfFile: folder + "/frame-sets.csv", encoding: .utf8).split(separator: "\n").map {
+                $0.split(separator: ",", omittingEmptySubsequences: false)
+            }
+            let header = try #require(rows.first).map(String.init)
+            #expect(
+                header == ["slot_fleet_ns", "spread_ns", "complete", "over_tolerance"] + devices.flatMap { ["\($0).sequence", "\($0).offset_ns"] })
+            let sets = try fleet.jsonObject(["recordings", "sets", takeID])
+            #expect(rows.count - 1 == sets["sets"] as? Int, "\(rows.count - 1) rows, \(sets["sets"] ?? "?") sets")
+            let completeRows = rows.dropFirst().filter { $0.count > 2 && $0[2] == "1" }.count
+            #expect(completeRows == sets["complete"] as? Int && completeRows >= (rows.count - 1) * 8 / 10, "\(sets)")
+            #expect(((sets["cameras"] as? [[String: Any]]) ?? []).allSatisfy { $0["exact"] as? Bool == true }, "\(sets)")
+            print("take frame sets: \(sets["sets"] ?? 0) sets, \(sets["complete"] ?? 0) complete, spread \(sets["spread"] ?? [:])")
 
             // The stored report outlives the coordinator (SIGKILL, then a new one on the same data).
             coordinator.kill()
@@ -86,6 +101,38 @@ extension SecondLaneIntegrationTests {
             let shown = try fleet.cli(["recordings", "show", takeID]).output
             print("take sync report, failed:\n\(shown.split(separator: "\n").prefix(10).joined(separator: "\n"))")
             #expect(shown.contains("FAILED") && shown.contains("\(device) was not steered"), "\(shown)")
+        }
+
+        /// A camera that loses frames mid-take: its agent is stopped (SIGSTOP) for 600 ms, its
+        /// sensor exposes on meanwhile and the frames read out then are lost, counted as a
+        /// discontinuity. A take that asked for no drops fails, naming the camera, how many and why.
+        @Test func aTakeAskingForNoDrops_withFramesLostMidTake_failsNamingTheCameraAndTheReason() async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator()
+            let agent = try fleet.startAgent("dropper", fps: 15)
+            try await fleet.waitUntil("its clock locks", seconds: 30) { agent.log.contains("clock.state=locked") }
+            let device = try #require(try fleet.json(["devices"]).compactMap { $0["device_id"] as? String }.first)
+            try fleet.grantConsent(device)
+            let started = try fleet.cli(["record", "start", device, "--require-no-drops", "--json"], timeout: 15)
+            #expect(started.status == 0, "\(started.error)")
+            let take = try #require(try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any])
+            let takeID = try #require(take["id"] as? String)
+            try await Task.sleep(for: .seconds(2))
+            #expect(Glibc.kill(agent.processIdentifier, SIGSTOP) == 0)
+            try await Task.sleep(for: .milliseconds(600))
+            #expect(Glibc.kill(agent.processIdentifier, SIGCONT) == 0)
+            try await Task.sleep(for: .seconds(2))
+            #expect(try fleet.cli(["record", "stop", takeID], timeout: 30).status == 0)
+
+            let report = try await Self.finalReport(takeID, in: fleet)
+            #expect(report["verdict"] as? String == "failed", "\(report)")
+            let failures = report["failures"] as? [String] ?? []
+            #expect(failures.count == 1 && failures.first?.hasPrefix("\(device) dropped ") == true, "\(failures)")
+            #expect(failures.first?.contains("discontinuity") == true, "\(failures)")
+            let camera = (report["cameras"] as? [[String: Any]])?.first
+            // 600 ms at 15 fps: about nine frames.
+            #expect(((camera?["drops"] as? [String: Any])?["discontinuity"] as? Int ?? 0) >= 5, "\(String(describing: camera))")
+            print("take sync report, a drop injected: \(failures)")
         }
 
         /// The take's report once stored: no longer RECORDING.

@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import Testing
 
-extension IntegrationTests {
+extension ThirdLaneIntegrationTests {
     /// The V4L2 backend against a real driver: the kernel's vivid virtual cameras in a QEMU
     /// guest (Tests/vm), whose agent reports to a coordinator on this host. Three vivid
     /// devices: video0 a webcam input (formats, format and rate changes, drops, unplug),
@@ -70,20 +70,54 @@ extension IntegrationTests {
             try await step("the guest's clock has an estimate of fleet time", seconds: 60) {
                 try fleet.json(["clock"]).contains { ["synchronising", "locked"].contains($0["sync"] as? String ?? "") }
             }
-            let takeID = try SecondLaneIntegrationTests.RecordingTests.start([webcam], in: fleet)
+            let takeID = try SecondLaneIntegrationTests.RecordingTests.start([webcam, svideo], in: fleet)
             try await Task.sleep(for: .seconds(4))
             let stoppedTake = try fleet.cli(["record", "stop", takeID], timeout: 60)
             #expect(stoppedTake.status == 0, "\(stoppedTake.error)\(context())")
             let take = try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)
-            let recorded = try #require((take["devices"] as? [[String: Any]])?.first, "\(take)")
+            let parts = (take["devices"] as? [[String: Any]]) ?? []
+            let recorded = try #require(parts.first { $0["device_id"] as? String == webcam }, "\(take)")
             print("vivid: recorded \(recorded["frames"] ?? 0) frames of \(recorded["format"] ?? "?"), drops \(recorded["drops"] ?? [:])")
-            #expect(take["state"] as? String == "stopped" && (recorded["frames"] as? Int ?? 0) >= 20, "\(take)")
+            // The guest is emulated: on a busy machine its camera loses frames (a run with other
+            // compilers going kept 19 of 43). Every frame of the span is stored or counted.
+            #expect(take["state"] as? String == "stopped" && (recorded["frames"] as? Int ?? 0) >= 10, "\(take)")
+            if let first = recorded["first_sequence"] as? Int, let last = recorded["last_sequence"] as? Int {
+                #expect(
+                    (recorded["frames"] as? Int ?? 0) + SecondLaneIntegrationTests.RecordingTests.dropTotal(recorded) == last - first + 1,
+                    "\(recorded)")
+            }
             for segment in (take["segments"] as? [[String: Any]]) ?? [] {
                 let path = try #require(segment["path"] as? String)
                 #expect(try SecondLaneIntegrationTests.RecordingTests.ffprobeFrameCount(path) == segment["frames"] as? Int, "\(path)")
             }
             let verifiedTake = try fleet.cli(["recordings", "verify", takeID], timeout: 120)
             #expect(verifiedTake.status == 0, "\(verifiedTake.output)\(verifiedTake.error)")
+
+            // Frame sets of the two free-running cameras (recordings.md, "Frame sets"): from the
+            // files' exact frame times, a set per slot with a frame of each camera; a slot misses
+            // a camera only where it dropped a frame or at the take's two ends.
+            let setsAnswer = try fleet.cli(["recordings", "sets", takeID, "--all", "--limit", "10000", "--json"], timeout: 120)
+            let sets = try #require(
+                try? JSONSerialization.jsonObject(with: Data(setsAnswer.output.utf8)) as? [String: Any], "\(setsAnswer.output)\(setsAnswer.error)")
+            let setCameras = (sets["cameras"] as? [[String: Any]]) ?? []
+            print(
+                "vivid: frame sets \(sets["sets"] ?? 0), complete \(sets["complete"] ?? 0), spread \(sets["spread"] ?? [:]), slots every \(sets["interval_ns"] ?? 0) ns shifted \(sets["slot_shift_ns"] ?? 0) ns; cameras \(setCameras)"
+            )
+            #expect(setCameras.count == 2 && setCameras.allSatisfy { $0["exact"] as? Bool == true }, "\(sets)")
+            let dropsOf = { (device: String) in
+                parts.first { $0["device_id"] as? String == device }.map(SecondLaneIntegrationTests.RecordingTests.dropTotal) ?? 0
+            }
+            for camera in setCameras {
+                let device = camera["device_id"] as? String ?? "?"
+                #expect((camera["missing"] as? Int ?? .max) <= dropsOf(device) + 2, "\(device): \(camera)")
+            }
+            #expect((sets["sets"] as? Int ?? 0) >= 20, "\(sets)")
+            #expect(
+                (sets["complete"] as? Int ?? 0) >= (sets["sets"] as? Int ?? 0) - dropsOf(webcam) - dropsOf(svideo) - 2,
+                "\(sets["sets"] ?? 0) sets, \(sets["complete"] ?? 0) complete")
+            let setsListed = (sets["listed"] as? [[String: Any]]) ?? []
+            let interval = sets["interval_ns"] as? Int ?? 0
+            #expect(setsListed.filter { $0["complete"] as? Bool == true }.allSatisfy { ($0["spread_ns"] as? Int ?? .max) < interval })
 
             // A driver that times its own frames cannot be steered onto the grid: `align` says so
             // and why (vivid has a media controller, but no sensor behind its video node), and
@@ -224,9 +258,9 @@ extension IntegrationTests {
             let still = try fleet.cli(["still", webcam, "--size", "640x360", "-o", stills, "--json"], timeout: 120)
             #expect(still.status == 0, "\(still.error)\(context())")
             if still.status == 0 {
-                let picture = try SecondLaneIntegrationTests.StillTests.inspect(stills + "/\(webcam)-1.png")
+                let picture = try ThirdLaneIntegrationTests.StillTests.inspect(stills + "/\(webcam)-1.png")
                 #expect(picture.width == 640 && picture.height == 360 && picture.mode == "RGB", "\(picture)")
-                let side = try SecondLaneIntegrationTests.StillTests.sidecar(stills + "/\(webcam)-1.json")
+                let side = try ThirdLaneIntegrationTests.StillTests.sidecar(stills + "/\(webcam)-1.json")
                 let spread = try #require(side["spread_ns"] as? Int, "\(side)")
                 print("vivid: still at 640x360, \(spread) ns from the instant, \(side["away_from_streaming_ns"] ?? 0) ns away from the stream")
                 #expect(abs(spread) <= Int(1e9 / rate) + 50_000_000, "the frame nearest the instant: spread \(spread) ns at \(rate) fps")

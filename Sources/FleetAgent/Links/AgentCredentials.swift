@@ -41,7 +41,7 @@ public struct AgentCredentials: Sendable {
     }
 }
 
-/// Presents an enrollment token to the coordinator, once: connects with the token's
+/// Presents an enrollment token to the coordinator until it answers: connects with the token's
 /// one-time key pair (so the coordinator knows the token is genuine before anything is
 /// said), sends a fresh public key of the agent's own, and keeps it if accepted.
 enum Enrollment {
@@ -51,28 +51,45 @@ enum Enrollment {
         token: EnrollmentToken, endpoint: String, nodeID: String, requestedName: String, hostname: String,
         softwareVersion: String, stateDirectory: String, timeout: Double = 10, logger: Logger
     ) async throws -> AgentCredentials {
-        // Blocking ZeroMQ calls run on a thread of their own, not the async pool.
-        try await OwnedThread.run("cf-enroll") {
-            // Kept until the answer comes, so that an agent that dies before it hears it
-            // presents the same key again and is answered as before, spending no other use.
-            let ownKeys = try PendingEnrollmentKey.loadOrMake(stateDirectory: stateDirectory, nodeID: nodeID, token: token)
-            let credentials: AgentCredentials
-            do {
-                credentials = try run(
-                    token: token, ownKeys: ownKeys, endpoint: endpoint, nodeID: nodeID, requestedName: requestedName,
-                    hostname: hostname, softwareVersion: softwareVersion, timeout: timeout)
-            } catch Attempt.refused(let reason) {
-                // This key was not recorded, and is no use for another try.
+        // An enrollment nobody answered (the coordinator not up yet, or busy with a hundred
+        // agents joining at once) is asked again with the same key, which the coordinator
+        // answers as before: only a refusal ends it. The wait between asks grows to 30 s.
+        var unanswered = 0
+        while true {
+            let nextDelay = Self.retryDelay(after: unanswered + 1)
+            // Blocking ZeroMQ calls run on a thread of their own, not the async pool.
+            let outcome = try await OwnedThread.run("cf-enroll") { () throws -> AgentCredentials? in
+                // Kept until the answer comes, so that an agent that dies before it hears it
+                // presents the same key again and is answered as before, spending no other use.
+                let ownKeys = try PendingEnrollmentKey.loadOrMake(stateDirectory: stateDirectory, nodeID: nodeID, token: token)
+                let credentials: AgentCredentials
+                do {
+                    credentials = try run(
+                        token: token, ownKeys: ownKeys, endpoint: endpoint, nodeID: nodeID, requestedName: requestedName,
+                        hostname: hostname, softwareVersion: softwareVersion, timeout: timeout)
+                } catch Attempt.refused(let reason) {
+                    // This key was not recorded, and is no use for another try.
+                    PendingEnrollmentKey.remove(stateDirectory: stateDirectory)
+                    throw AgentError.enrollmentRefused(reason)
+                } catch Attempt.unanswered(let reason) {
+                    logger.warning(
+                        "enrollment not answered yet; asking again with the same key",
+                        metadata: ["reason": "\(reason)", "retry_in_s": "\(nextDelay)"])
+                    return nil
+                }
+                try credentials.save(stateDirectory: stateDirectory, nodeID: nodeID)
                 PendingEnrollmentKey.remove(stateDirectory: stateDirectory)
-                throw AgentError.enrollmentRefused(reason)
-            } catch Attempt.unanswered(let reason) {
-                throw AgentError.enrollmentRefused(reason)
+                return credentials
             }
-            try credentials.save(stateDirectory: stateDirectory, nodeID: nodeID)
-            PendingEnrollmentKey.remove(stateDirectory: stateDirectory)
-            return credentials
+            if let outcome { return outcome }
+            unanswered += 1
+            try await Task.sleep(for: .seconds(Self.retryDelay(after: unanswered)))
         }
     }
+
+    /// Seconds before asking again after `unanswered` asks in a row went unanswered: 1, 2, 4,
+    /// … up to 30.
+    static func retryDelay(after unanswered: Int) -> Int { min(30, 1 << min(max(unanswered - 1, 0), 5)) }
 
     /// How an attempt ended without enrolling: refused by the coordinator (or its ZAP
     /// handler), or without its answer.

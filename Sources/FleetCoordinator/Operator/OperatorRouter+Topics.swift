@@ -111,6 +111,8 @@ extension OperatorRouter {
             try await handlers.recordingFiles.verifyRecording(query, into: &reply)
         case let .readSegment(query):
             try await handlers.recordingFiles.readSegment(query, into: &reply)
+        case let .getFrameSets(query):
+            try await handlers.recordingFiles.frameSets(query, into: &reply)
 
         // Stills.
         case let .takeStill(query):

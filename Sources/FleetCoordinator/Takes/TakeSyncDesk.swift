@@ -43,7 +43,11 @@ actor TakeSyncDesk {
     func forget(takeID: String) { ledgers[takeID] = nil }
 
     /// The figures so far of a take still recording; nil once its report is stored.
-    func liveReport(takeID: String) -> Capfleet_V1_TakeSyncReport? { ledgers[takeID]?.report(ended: false) }
+    func liveReport(takeID: String) -> Capfleet_V1_TakeSyncReport? {
+        guard var report = ledgers[takeID]?.report(ended: false) else { return nil }
+        report.gridOriginFleetNs = clock.gridOrigin
+        return report
+    }
 
     /// A node's status, heard at `at` (fleet ns).
     func observe(_ samples: [TakeSyncSample], at: UInt64) async {
@@ -65,7 +69,9 @@ actor TakeSyncDesk {
 
     private func close(_ takeID: String, _ ledger: TakeSyncLedger) async {
         let verdict = ledger.verdict(ended: true)
-        let report = ledger.report(ended: true)
+        var report = ledger.report(ended: true)
+        // Frame sets place their slots against the grid the cameras were steered to.
+        report.gridOriginFleetNs = clock.gridOrigin
         let detail = Self.summary(verdict)
         let bytes: Data
         do {

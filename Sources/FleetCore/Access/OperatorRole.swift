@@ -41,7 +41,7 @@ public enum RequiredRole {
         switch body {
         case .listNodes?, .listDevices?, .getFormats?, .getFleetStats?, .getLatestFrame?, .getIngestStats?, .getDevice?,
             .getEvents?, .endSession?, .whoAmI?, .getConsentHistory?, .syncCheck?, .syncAudit?,
-            .listRecordings?, .getRecording?, .verifyRecording?, .readSegment?, .getPreview?, .listPreviews?, nil,
+            .listRecordings?, .getRecording?, .getFrameSets?, .verifyRecording?, .readSegment?, .getPreview?, .listPreviews?, nil,
             .listStills?, .getStill?, .readStillFile?,
             // One's own sign-in link; another operator's is checked for admin by the handler.
             .createDashboardSignIn?:

@@ -661,6 +661,15 @@ public nonisolated struct Capfleet_V1_OperatorRequest: @unchecked Sendable {
     set {_uniqueStorage()._body = .syncAudit(newValue)}
   }
 
+  /// viewer: recordings.md, "Frame sets" (minor 8)
+  public var getFrameSets: Capfleet_V1_GetFrameSets {
+    get {
+      if case .getFrameSets(let v)? = _storage._body {return v}
+      return Capfleet_V1_GetFrameSets()
+    }
+    set {_uniqueStorage()._body = .getFrameSets(newValue)}
+  }
+
   /// Ties leases taken by this request to an operator session: when the session ends
   /// (EndSession, or no request for session_timeout_ms), its leases are released.
   public var sessionID: String {
@@ -764,6 +773,8 @@ public nonisolated struct Capfleet_V1_OperatorRequest: @unchecked Sendable {
     case setDeviceOptics(Capfleet_V1_SetDeviceOptics)
     /// viewer: clock.md, "Auditing exposures" (minor 7)
     case syncAudit(Capfleet_V1_SyncAudit)
+    /// viewer: recordings.md, "Frame sets" (minor 8)
+    case getFrameSets(Capfleet_V1_GetFrameSets)
 
   }
 
@@ -1774,6 +1785,16 @@ public nonisolated struct Capfleet_V1_OperatorReply: @unchecked Sendable {
   /// Clears the value of `syncAudit`. Subsequent reads from it will return its default value.
   public mutating func clearSyncAudit() {_uniqueStorage()._syncAudit = nil}
 
+  /// with GetFrameSets (minor 8)
+  public var frameSets: Capfleet_V1_FrameSets {
+    get {_storage._frameSets ?? Capfleet_V1_FrameSets()}
+    set {_uniqueStorage()._frameSets = newValue}
+  }
+  /// Returns true if `frameSets` has been explicitly set.
+  public var hasFrameSets: Bool {_storage._frameSets != nil}
+  /// Clears the value of `frameSets`. Subsequent reads from it will return its default value.
+  public mutating func clearFrameSets() {_uniqueStorage()._frameSets = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -2491,6 +2512,12 @@ public nonisolated struct Capfleet_V1_TakeSyncReport: @unchecked Sendable {
   /// Clears the value of `audit`. Subsequent reads from it will return its default value.
   public mutating func clearAudit() {_uniqueStorage()._audit = nil}
 
+  /// since 1.8: the fleet's frame grid during the take (frame sets' slots), 0 = unknown
+  public var gridOriginFleetNs: UInt64 {
+    get {_storage._gridOriginFleetNs}
+    set {_uniqueStorage()._gridOriginFleetNs = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum Verdict: SwiftProtobuf.Enum, Swift.CaseIterable {
@@ -2645,6 +2672,159 @@ public nonisolated struct Capfleet_V1_TakeSyncReport: @unchecked Sendable {
   public init() {}
 
   fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+/// Frame sets of a take (recordings.md, "Frame sets"), since 1.8: for each slot of a grid,
+/// the nearest frame of every camera with its offset from the slot, read from the take's files
+/// on the coordinator (agent-held segments are collected first: `collect_recording`).
+public nonisolated struct Capfleet_V1_GetFrameSets: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var takeID: String = String()
+
+  /// a set whose spread is above it is marked; 0 = the take's required spread, else 1 ms
+  public var toleranceNs: UInt64 = 0
+
+  /// the slots' spacing; 0 = the slowest camera's frame interval
+  public var intervalNs: UInt64 = 0
+
+  /// sets listed, at most 10000; 0 = 100
+  public var limit: UInt32 = 0
+
+  /// list every set, not only the incomplete ones and those over the tolerance
+  public var all: Bool = false
+
+  /// list the sets from this slot on; 0 = from the first
+  public var fromFleetNs: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_FrameSets: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var intervalNs: UInt64 = 0
+
+  public var toleranceNs: UInt64 = 0
+
+  /// the fleet grid the slots are placed against
+  public var gridOriginFleetNs: UInt64 = 0
+
+  /// the slots' place on it: the cameras' mean phase
+  public var slotShiftNs: Int64 = 0
+
+  public var cameras: [Capfleet_V1_FrameSets.Camera] = []
+
+  public var sets: UInt64 = 0
+
+  public var complete: UInt64 = 0
+
+  public var overTolerance: UInt64 = 0
+
+  /// spread of the complete sets (not signed)
+  public var spread: Capfleet_V1_AuditFigures {
+    get {_spread ?? Capfleet_V1_AuditFigures()}
+    set {_spread = newValue}
+  }
+  /// Returns true if `spread` has been explicitly set.
+  public var hasSpread: Bool {self._spread != nil}
+  /// Clears the value of `spread`. Subsequent reads from it will return its default value.
+  public mutating func clearSpread() {self._spread = nil}
+
+  /// at most `limit`, in slot order
+  public var listed: [Capfleet_V1_FrameSets.Set] = []
+
+  /// more sets matched than were listed
+  public var truncated: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public nonisolated struct Camera: Sendable {
+    // SwiftProtobuf.Message conformance is added in an extension below. See the
+    // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+    // methods supported on all messages.
+
+    public var deviceID: String = String()
+
+    /// in its files
+    public var frames: UInt64 = 0
+
+    /// in a set (the nearest of its frames in their slot)
+    public var paired: UInt64 = 0
+
+    /// slots without a frame of it
+    public var missing: UInt64 = 0
+
+    /// |offset| of its paired frames from their slots
+    public var offset: Capfleet_V1_AuditFigures {
+      get {_offset ?? Capfleet_V1_AuditFigures()}
+      set {_offset = newValue}
+    }
+    /// Returns true if `offset` has been explicitly set.
+    public var hasOffset: Bool {self._offset != nil}
+    /// Clears the value of `offset`. Subsequent reads from it will return its default value.
+    public mutating func clearOffset() {self._offset = nil}
+
+    /// its files give exact frame times; false: rounded to the millisecond (files from before 1.8)
+    public var exact: Bool = false
+
+    public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+    public init() {}
+
+    fileprivate var _offset: Capfleet_V1_AuditFigures? = nil
+  }
+
+  public nonisolated struct Member: Sendable {
+    // SwiftProtobuf.Message conformance is added in an extension below. See the
+    // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+    // methods supported on all messages.
+
+    /// index in `cameras`
+    public var camera: UInt32 = 0
+
+    public var sequence: UInt64 = 0
+
+    /// its fleet time minus the slot's: negative is early
+    public var offsetNs: Int64 = 0
+
+    public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+    public init() {}
+  }
+
+  public nonisolated struct Set: Sendable {
+    // SwiftProtobuf.Message conformance is added in an extension below. See the
+    // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+    // methods supported on all messages.
+
+    public var slotFleetNs: UInt64 = 0
+
+    /// the cameras with a frame in the slot
+    public var members: [Capfleet_V1_FrameSets.Member] = []
+
+    /// latest member minus earliest
+    public var spreadNs: UInt64 = 0
+
+    /// every camera is in it
+    public var complete: Bool = false
+
+    public var overTolerance: Bool = false
+
+    public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+    public init() {}
+  }
+
+  public init() {}
+
+  fileprivate var _spread: Capfleet_V1_AuditFigures? = nil
 }
 
 public nonisolated struct Capfleet_V1_ChangeFrameAlignment: Sendable {
@@ -3580,7 +3760,7 @@ nonisolated extension Capfleet_V1_EnrollmentTokenState: SwiftProtobuf._ProtoName
 
 nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0\u{3}note_recording\0\u{3}backup_database\0\u{3}get_preview\0\u{3}list_previews\0\u{3}collect_recording\0\u{4}\u{b}list_enrollments\0\u{3}revoke_enrollment\0\u{3}create_dashboard_sign_in\0\u{3}list_dashboard_sessions\0\u{3}end_dashboard_session\0\u{3}take_still\0\u{3}list_stills\0\u{3}get_still\0\u{3}delete_still\0\u{3}read_still_file\0\u{3}change_detection\0\u{3}set_device_optics\0\u{3}sync_audit\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0\u{3}note_recording\0\u{3}backup_database\0\u{3}get_preview\0\u{3}list_previews\0\u{3}collect_recording\0\u{4}\u{b}list_enrollments\0\u{3}revoke_enrollment\0\u{3}create_dashboard_sign_in\0\u{3}list_dashboard_sessions\0\u{3}end_dashboard_session\0\u{3}take_still\0\u{3}list_stills\0\u{3}get_still\0\u{3}delete_still\0\u{3}read_still_file\0\u{3}change_detection\0\u{3}set_device_optics\0\u{3}sync_audit\0\u{3}get_frame_sets\0")
 
   fileprivate class _StorageClass {
     var _requestID: UInt64 = 0
@@ -4314,6 +4494,19 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
             _storage._body = .syncAudit(v)
           }
         }()
+        case 73: try {
+          var v: Capfleet_V1_GetFrameSets?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .getFrameSets(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .getFrameSets(v)
+          }
+        }()
         default: break
         }
       }
@@ -4550,6 +4743,10 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
       case .syncAudit?: try {
         guard case .syncAudit(let v)? = _storage._body else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 72)
+      }()
+      case .getFrameSets?: try {
+        guard case .getFrameSets(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 73)
       }()
       case nil: break
       }
@@ -5817,7 +6014,7 @@ nonisolated extension Capfleet_V1_RejectionCount: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0\u{1}takes\0\u{1}verification\0\u{3}segment_data\0\u{3}segment_size\0\u{1}backup\0\u{1}endpoints\0\u{2}\u{3}previews\0\u{4}\u{5}enrollment_tokens\0\u{3}dashboard_sign_in\0\u{3}dashboard_sessions\0\u{1}stills\0\u{1}detection\0\u{1}optics\0\u{3}sync_audit\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0\u{1}takes\0\u{1}verification\0\u{3}segment_data\0\u{3}segment_size\0\u{1}backup\0\u{1}endpoints\0\u{2}\u{3}previews\0\u{4}\u{5}enrollment_tokens\0\u{3}dashboard_sign_in\0\u{3}dashboard_sessions\0\u{1}stills\0\u{1}detection\0\u{1}optics\0\u{3}sync_audit\0\u{3}frame_sets\0")
 
   fileprivate class _StorageClass {
     var _requestID: UInt64 = 0
@@ -5858,6 +6055,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
     var _optics: Capfleet_V1_DeviceOptics? = nil
     var _stills: [Capfleet_V1_StillInfo] = []
     var _syncAudit: Capfleet_V1_SyncAuditResult? = nil
+    var _frameSets: Capfleet_V1_FrameSets? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -5906,6 +6104,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       _optics = source._optics
       _stills = source._stills
       _syncAudit = source._syncAudit
+      _frameSets = source._frameSets
     }
   }
 
@@ -5962,6 +6161,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         case 49: try { try decoder.decodeSingularMessageField(value: &_storage._detection) }()
         case 50: try { try decoder.decodeSingularMessageField(value: &_storage._optics) }()
         case 51: try { try decoder.decodeSingularMessageField(value: &_storage._syncAudit) }()
+        case 52: try { try decoder.decodeSingularMessageField(value: &_storage._frameSets) }()
         default: break
         }
       }
@@ -6088,6 +6288,9 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       try { if let v = _storage._syncAudit {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 51)
       } }()
+      try { if let v = _storage._frameSets {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 52)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -6135,6 +6338,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         if _storage._optics != rhs_storage._optics {return false}
         if _storage._stills != rhs_storage._stills {return false}
         if _storage._syncAudit != rhs_storage._syncAudit {return false}
+        if _storage._frameSets != rhs_storage._frameSets {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -7462,7 +7666,7 @@ nonisolated extension Capfleet_V1_TakeRequirements: SwiftProtobuf.Message, Swift
 
 nonisolated extension Capfleet_V1_TakeSyncReport: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".TakeSyncReport"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}verdict\0\u{1}failures\0\u{1}requirements\0\u{1}cameras\0\u{3}phase_spread\0\u{1}audit\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}verdict\0\u{1}failures\0\u{1}requirements\0\u{1}cameras\0\u{3}phase_spread\0\u{1}audit\0\u{3}grid_origin_fleet_ns\0")
 
   fileprivate class _StorageClass {
     var _verdict: Capfleet_V1_TakeSyncReport.Verdict = .unspecified
@@ -7471,6 +7675,7 @@ nonisolated extension Capfleet_V1_TakeSyncReport: SwiftProtobuf.Message, SwiftPr
     var _cameras: [Capfleet_V1_TakeSyncReport.Camera] = []
     var _phaseSpread: Capfleet_V1_AuditFigures? = nil
     var _audit: Capfleet_V1_SyncAuditResult? = nil
+    var _gridOriginFleetNs: UInt64 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -7487,6 +7692,7 @@ nonisolated extension Capfleet_V1_TakeSyncReport: SwiftProtobuf.Message, SwiftPr
       _cameras = source._cameras
       _phaseSpread = source._phaseSpread
       _audit = source._audit
+      _gridOriginFleetNs = source._gridOriginFleetNs
     }
   }
 
@@ -7511,6 +7717,7 @@ nonisolated extension Capfleet_V1_TakeSyncReport: SwiftProtobuf.Message, SwiftPr
         case 4: try { try decoder.decodeRepeatedMessageField(value: &_storage._cameras) }()
         case 5: try { try decoder.decodeSingularMessageField(value: &_storage._phaseSpread) }()
         case 6: try { try decoder.decodeSingularMessageField(value: &_storage._audit) }()
+        case 7: try { try decoder.decodeSingularUInt64Field(value: &_storage._gridOriginFleetNs) }()
         default: break
         }
       }
@@ -7541,6 +7748,9 @@ nonisolated extension Capfleet_V1_TakeSyncReport: SwiftProtobuf.Message, SwiftPr
       try { if let v = _storage._audit {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
       } }()
+      if _storage._gridOriginFleetNs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._gridOriginFleetNs, fieldNumber: 7)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -7556,6 +7766,7 @@ nonisolated extension Capfleet_V1_TakeSyncReport: SwiftProtobuf.Message, SwiftPr
         if _storage._cameras != rhs_storage._cameras {return false}
         if _storage._phaseSpread != rhs_storage._phaseSpread {return false}
         if _storage._audit != rhs_storage._audit {return false}
+        if _storage._gridOriginFleetNs != rhs_storage._gridOriginFleetNs {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -7725,6 +7936,294 @@ nonisolated extension Capfleet_V1_TakeSyncReport.Camera: SwiftProtobuf.Message, 
       }
       if !storagesAreEqual {return false}
     }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_GetFrameSets: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".GetFrameSets"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}take_id\0\u{3}tolerance_ns\0\u{3}interval_ns\0\u{1}limit\0\u{1}all\0\u{3}from_fleet_ns\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.takeID) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.toleranceNs) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.intervalNs) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.limit) }()
+      case 5: try { try decoder.decodeSingularBoolField(value: &self.all) }()
+      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.fromFleetNs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.takeID.isEmpty {
+      try visitor.visitSingularStringField(value: self.takeID, fieldNumber: 1)
+    }
+    if self.toleranceNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.toleranceNs, fieldNumber: 2)
+    }
+    if self.intervalNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.intervalNs, fieldNumber: 3)
+    }
+    if self.limit != 0 {
+      try visitor.visitSingularUInt32Field(value: self.limit, fieldNumber: 4)
+    }
+    if self.all != false {
+      try visitor.visitSingularBoolField(value: self.all, fieldNumber: 5)
+    }
+    if self.fromFleetNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.fromFleetNs, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_GetFrameSets, rhs: Capfleet_V1_GetFrameSets) -> Bool {
+    if lhs.takeID != rhs.takeID {return false}
+    if lhs.toleranceNs != rhs.toleranceNs {return false}
+    if lhs.intervalNs != rhs.intervalNs {return false}
+    if lhs.limit != rhs.limit {return false}
+    if lhs.all != rhs.all {return false}
+    if lhs.fromFleetNs != rhs.fromFleetNs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_FrameSets: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".FrameSets"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}interval_ns\0\u{3}tolerance_ns\0\u{3}grid_origin_fleet_ns\0\u{3}slot_shift_ns\0\u{1}cameras\0\u{1}sets\0\u{1}complete\0\u{3}over_tolerance\0\u{1}spread\0\u{1}listed\0\u{1}truncated\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.intervalNs) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.toleranceNs) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.gridOriginFleetNs) }()
+      case 4: try { try decoder.decodeSingularSInt64Field(value: &self.slotShiftNs) }()
+      case 5: try { try decoder.decodeRepeatedMessageField(value: &self.cameras) }()
+      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.sets) }()
+      case 7: try { try decoder.decodeSingularUInt64Field(value: &self.complete) }()
+      case 8: try { try decoder.decodeSingularUInt64Field(value: &self.overTolerance) }()
+      case 9: try { try decoder.decodeSingularMessageField(value: &self._spread) }()
+      case 10: try { try decoder.decodeRepeatedMessageField(value: &self.listed) }()
+      case 11: try { try decoder.decodeSingularBoolField(value: &self.truncated) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if self.intervalNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.intervalNs, fieldNumber: 1)
+    }
+    if self.toleranceNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.toleranceNs, fieldNumber: 2)
+    }
+    if self.gridOriginFleetNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.gridOriginFleetNs, fieldNumber: 3)
+    }
+    if self.slotShiftNs != 0 {
+      try visitor.visitSingularSInt64Field(value: self.slotShiftNs, fieldNumber: 4)
+    }
+    if !self.cameras.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.cameras, fieldNumber: 5)
+    }
+    if self.sets != 0 {
+      try visitor.visitSingularUInt64Field(value: self.sets, fieldNumber: 6)
+    }
+    if self.complete != 0 {
+      try visitor.visitSingularUInt64Field(value: self.complete, fieldNumber: 7)
+    }
+    if self.overTolerance != 0 {
+      try visitor.visitSingularUInt64Field(value: self.overTolerance, fieldNumber: 8)
+    }
+    try { if let v = self._spread {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 9)
+    } }()
+    if !self.listed.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.listed, fieldNumber: 10)
+    }
+    if self.truncated != false {
+      try visitor.visitSingularBoolField(value: self.truncated, fieldNumber: 11)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_FrameSets, rhs: Capfleet_V1_FrameSets) -> Bool {
+    if lhs.intervalNs != rhs.intervalNs {return false}
+    if lhs.toleranceNs != rhs.toleranceNs {return false}
+    if lhs.gridOriginFleetNs != rhs.gridOriginFleetNs {return false}
+    if lhs.slotShiftNs != rhs.slotShiftNs {return false}
+    if lhs.cameras != rhs.cameras {return false}
+    if lhs.sets != rhs.sets {return false}
+    if lhs.complete != rhs.complete {return false}
+    if lhs.overTolerance != rhs.overTolerance {return false}
+    if lhs._spread != rhs._spread {return false}
+    if lhs.listed != rhs.listed {return false}
+    if lhs.truncated != rhs.truncated {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_FrameSets.Camera: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = Capfleet_V1_FrameSets.protoMessageName + ".Camera"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{1}frames\0\u{1}paired\0\u{1}missing\0\u{1}offset\0\u{1}exact\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.frames) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.paired) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.missing) }()
+      case 5: try { try decoder.decodeSingularMessageField(value: &self._offset) }()
+      case 6: try { try decoder.decodeSingularBoolField(value: &self.exact) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.deviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 1)
+    }
+    if self.frames != 0 {
+      try visitor.visitSingularUInt64Field(value: self.frames, fieldNumber: 2)
+    }
+    if self.paired != 0 {
+      try visitor.visitSingularUInt64Field(value: self.paired, fieldNumber: 3)
+    }
+    if self.missing != 0 {
+      try visitor.visitSingularUInt64Field(value: self.missing, fieldNumber: 4)
+    }
+    try { if let v = self._offset {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
+    } }()
+    if self.exact != false {
+      try visitor.visitSingularBoolField(value: self.exact, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_FrameSets.Camera, rhs: Capfleet_V1_FrameSets.Camera) -> Bool {
+    if lhs.deviceID != rhs.deviceID {return false}
+    if lhs.frames != rhs.frames {return false}
+    if lhs.paired != rhs.paired {return false}
+    if lhs.missing != rhs.missing {return false}
+    if lhs._offset != rhs._offset {return false}
+    if lhs.exact != rhs.exact {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_FrameSets.Member: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = Capfleet_V1_FrameSets.protoMessageName + ".Member"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}camera\0\u{1}sequence\0\u{3}offset_ns\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.camera) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.sequence) }()
+      case 3: try { try decoder.decodeSingularSInt64Field(value: &self.offsetNs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.camera != 0 {
+      try visitor.visitSingularUInt32Field(value: self.camera, fieldNumber: 1)
+    }
+    if self.sequence != 0 {
+      try visitor.visitSingularUInt64Field(value: self.sequence, fieldNumber: 2)
+    }
+    if self.offsetNs != 0 {
+      try visitor.visitSingularSInt64Field(value: self.offsetNs, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_FrameSets.Member, rhs: Capfleet_V1_FrameSets.Member) -> Bool {
+    if lhs.camera != rhs.camera {return false}
+    if lhs.sequence != rhs.sequence {return false}
+    if lhs.offsetNs != rhs.offsetNs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_FrameSets.Set: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = Capfleet_V1_FrameSets.protoMessageName + ".Set"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}slot_fleet_ns\0\u{1}members\0\u{3}spread_ns\0\u{1}complete\0\u{3}over_tolerance\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.slotFleetNs) }()
+      case 2: try { try decoder.decodeRepeatedMessageField(value: &self.members) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.spreadNs) }()
+      case 4: try { try decoder.decodeSingularBoolField(value: &self.complete) }()
+      case 5: try { try decoder.decodeSingularBoolField(value: &self.overTolerance) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.slotFleetNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.slotFleetNs, fieldNumber: 1)
+    }
+    if !self.members.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.members, fieldNumber: 2)
+    }
+    if self.spreadNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.spreadNs, fieldNumber: 3)
+    }
+    if self.complete != false {
+      try visitor.visitSingularBoolField(value: self.complete, fieldNumber: 4)
+    }
+    if self.overTolerance != false {
+      try visitor.visitSingularBoolField(value: self.overTolerance, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_FrameSets.Set, rhs: Capfleet_V1_FrameSets.Set) -> Bool {
+    if lhs.slotFleetNs != rhs.slotFleetNs {return false}
+    if lhs.members != rhs.members {return false}
+    if lhs.spreadNs != rhs.spreadNs {return false}
+    if lhs.complete != rhs.complete {return false}
+    if lhs.overTolerance != rhs.overTolerance {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
