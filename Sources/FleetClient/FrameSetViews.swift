@@ -137,7 +137,8 @@ public enum FrameSetViews {
         var maker = FrameSetMaker(
             cameras: cameras.map(\.frames), gridOrigin: info.syncReport.gridOriginFleetNs, interval: interval,
             tolerance: tolerance ?? (asked > 0 ? asked : 1_000_000))
-        var text = (["slot_fleet_ns", "spread_ns", "complete", "over_tolerance"] + devices.flatMap { ["\($0).sequence", "\($0).offset_ns"] })
+        var text =
+            (["slot_fleet_ns", "spread_ns", "complete", "over_tolerance"] + devices.flatMap { ["\($0).sequence", "\($0).offset_ns"] })
             .joined(separator: ",") + "\n"
         while let set = maker.next() {
             var columns = Array(repeating: "", count: devices.count * 2)
@@ -145,7 +146,8 @@ public enum FrameSetViews {
                 columns[member.camera * 2] = String(member.sequence)
                 columns[member.camera * 2 + 1] = String(member.offset)
             }
-            text += ([String(set.slot), String(set.spread), set.complete ? "1" : "0", set.overTolerance ? "1" : "0"] + columns)
+            text +=
+                ([String(set.slot), String(set.spread), set.complete ? "1" : "0", set.overTolerance ? "1" : "0"] + columns)
                 .joined(separator: ",") + "\n"
         }
         let path = directory + "/frame-sets.csv"

@@ -1,6 +1,4 @@
-import CAVFormat
 import FleetCore
-import Glibc
 
 /// The frames of a segment file with their sequence numbers and fleet times, read from its
 /// metadata track: exact (ns) from its `frame_times` entries (FrameTimesEntry); from a file
@@ -23,46 +21,24 @@ public enum SegmentFrameTimes {
         return try scan(path, takeStart: takeStart, videoToo: true)
     }
 
-    /// One pass over the file. Without `videoToo`, the video stream is discarded (the demuxer
-    /// skips its blocks) and only `frame_times` entries give frames.
+    /// One pass over the file. Without `videoToo`, the demuxer skips the video blocks and only
+    /// `frame_times` entries give frames.
     private static func scan(_ path: String, takeStart: UInt64, videoToo: Bool) throws(RecordingError) -> Contents {
-        var opened: UnsafeMutablePointer<AVFormatContext>?
-        var code = avformat_open_input(&opened, path, nil, nil)
-        guard code >= 0, let input = opened else { throw .ffmpeg("cannot open", path: path, code: code) }
-        defer { avformat_close_input(&opened) }
-        code = avformat_find_stream_info(input, nil)
-        guard code >= 0 else { throw .ffmpeg("cannot read the streams of", path: path, code: code) }
-        if !videoToo {
-            for index in 0..<Int(input.pointee.nb_streams) {
-                guard let stream = input.pointee.streams[index], stream.pointee.codecpar.pointee.codec_type == AVMEDIA_TYPE_VIDEO else { continue }
-                stream.pointee.discard = AVDISCARD_ALL
-            }
-        }
-        guard let packet = av_packet_alloc() else { throw .ffmpeg("out of memory reading", path: path, code: capfleet_averror(ENOMEM)) }
-        var packetPointer: UnsafeMutablePointer<AVPacket>? = packet
-        defer { av_packet_free(&packetPointer) }
         var exactFrames: [FrameTime] = []
         var roundedFrames: [FrameTime] = []
         var nextSequence: UInt64?
-        while true {
-            code = av_read_frame(input, packet)
-            if code == CAPFLEET_AVERROR_EOF { break }
-            guard code >= 0 else { throw .ffmpeg("cannot read a packet of", path: path, code: code) }
-            defer { av_packet_unref(packet) }
-            guard let stream = input.pointee.streams[Int(packet.pointee.stream_index)] else { continue }
-            if stream.pointee.codecpar.pointee.codec_type == AVMEDIA_TYPE_VIDEO {
-                guard let sequence = nextSequence else { continue }  // before any marker: unnumbered
-                let nanoseconds = av_rescale_q(packet.pointee.pts, stream.pointee.time_base, AVRational(num: 1, den: 1_000_000_000))
+        try SegmentPackets.read(path, skippingVideo: !videoToo) { packet in
+            switch packet {
+            case let .video(nanoseconds):
+                guard let sequence = nextSequence else { return }  // before any marker: unnumbered
                 roundedFrames.append(FrameTime(sequence: sequence, fleetTime: takeStart &+ UInt64(max(nanoseconds, 0))))
                 nextSequence = sequence + 1
-                continue
-            }
-            guard let data = packet.pointee.data else { continue }
-            let json = String(decoding: UnsafeBufferPointer(start: data, count: Int(packet.pointee.size)), as: UTF8.self)
-            if let entry = FrameTimesEntry(json: json) {
-                exactFrames += entry.frames
-            } else if let marker = SequenceMarker(json: json) {
-                nextSequence = marker.sequence
+            case let .metadata(json):
+                if let entry = FrameTimesEntry(json: json) {
+                    exactFrames += entry.frames
+                } else if let marker = SequenceMarker(json: json) {
+                    nextSequence = marker.sequence
+                }
             }
         }
         if !exactFrames.isEmpty { return Contents(frames: exactFrames.sorted { $0.sequence < $1.sequence }, exact: true) }

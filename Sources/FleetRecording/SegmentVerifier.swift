@@ -137,30 +137,16 @@ public enum SegmentVerifier {
     }
 
     private static func read(_ path: String) throws(RecordingError) -> Contents {
-        var opened: UnsafeMutablePointer<AVFormatContext>?
-        var code = avformat_open_input(&opened, path, nil, nil)
-        guard code >= 0, let input = opened else { throw .ffmpeg("cannot open", path: path, code: code) }
-        defer { avformat_close_input(&opened) }
-        code = avformat_find_stream_info(input, nil)
-        guard code >= 0 else { throw .ffmpeg("cannot read the streams of", path: path, code: code) }
-        guard let packet = av_packet_alloc() else { throw .ffmpeg("out of memory reading", path: path, code: capfleet_averror(ENOMEM)) }
-        var packetPointer: UnsafeMutablePointer<AVPacket>? = packet
-        defer { av_packet_free(&packetPointer) }
         var contents = Contents()
         var nextSequence: UInt64?
-        while true {
-            code = av_read_frame(input, packet)
-            if code == CAPFLEET_AVERROR_EOF { break }
-            guard code >= 0 else { throw .ffmpeg("cannot read a packet of", path: path, code: code) }
-            defer { av_packet_unref(packet) }
-            guard let stream = input.pointee.streams[Int(packet.pointee.stream_index)] else { continue }
-            let milliseconds = av_rescale_q(packet.pointee.pts, stream.pointee.time_base, AVRational(num: 1, den: 1000))
-            if stream.pointee.codecpar.pointee.codec_type == AVMEDIA_TYPE_VIDEO {
-                contents.frames.append(Frame(milliseconds: milliseconds, sequence: nextSequence))
+        try SegmentPackets.read(path) { packet in
+            switch packet {
+            case let .video(nanoseconds):
+                // Matroska counts milliseconds: the division is exact.
+                contents.frames.append(Frame(milliseconds: nanoseconds / 1_000_000, sequence: nextSequence))
                 nextSequence = nextSequence.map { $0 + 1 }
-            } else if let data = packet.pointee.data,
-                let marker = SequenceMarker(json: String(decoding: UnsafeBufferPointer(start: data, count: Int(packet.pointee.size)), as: UTF8.self))
-            {
+            case let .metadata(json):
+                guard let marker = SequenceMarker(json: json) else { return }
                 if !contents.frames.isEmpty { contents.reportedDrops += marker.dropped.total }
                 nextSequence = marker.sequence
             }

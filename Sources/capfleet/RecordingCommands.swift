@@ -283,11 +283,7 @@ struct RecordingsCommand: ParsableCommand {
             let intervalNs = try interval.map { try RecordingsCommand.nanoseconds($0, option: "--interval") } ?? 0
             let session = try coordinator.session()
             // Sets are read from the coordinator's copies: segments only on agents come first.
-            if let info = try session.call(.getRecording(.with { $0.takeID = take })).reply.takes.first, info.agentHeldBytes > 0 {
-                if !json { print("collecting \(RecordingViews.bytes(info.agentHeldBytes)) from the agents first") }
-                let collecting = TransferProgressDisplay(label: "collect \(take)", json: json)
-                try session.collectTake(take, progress: collecting.follow)
-            }
+            try RecordingsCommand.collectFirst(take, in: session, json: json)
             let sets = try session.call(
                 .getFrameSets(
                     .with {
@@ -301,6 +297,14 @@ struct RecordingsCommand: ParsableCommand {
             ).reply.frameSets
             print(json ? try FleetTables.json(FrameSetViews.Sets(take: take, sets)) : FrameSetViews.text(take: take, sets, all: all))
         }
+    }
+
+    /// Copies what only the agents hold of `take` to the coordinator, following the copy.
+    static func collectFirst(_ take: String, in session: OperatorSession, json: Bool) throws {
+        guard let info = try session.call(.getRecording(.with { $0.takeID = take })).reply.takes.first, info.agentHeldBytes > 0 else { return }
+        if !json { print("collecting \(RecordingViews.bytes(info.agentHeldBytes)) from the agents first") }
+        let collecting = TransferProgressDisplay(label: "collect \(take)", json: json)
+        try session.collectTake(take, progress: collecting.follow)
     }
 
     /// A duration option (1ms, 250us, 800ns, 0.5s) in ns, or a failure naming the option.
@@ -329,11 +333,7 @@ struct RecordingsCommand: ParsableCommand {
             let intervalNs = try interval.map { try RecordingsCommand.nanoseconds($0, option: "--interval") }
             let session = try coordinator.session()
             // Segments only on agents' disks come to the coordinator first.
-            if let info = try session.call(.getRecording(.with { $0.takeID = take })).reply.takes.first, info.agentHeldBytes > 0 {
-                if !json { print("collecting \(RecordingViews.bytes(info.agentHeldBytes)) from the agents first") }
-                let collecting = TransferProgressDisplay(label: "collect \(take)", json: json)
-                try session.collectTake(take, progress: collecting.follow)
-            }
+            try RecordingsCommand.collectFirst(take, in: session, json: json)
             let progress = TransferProgressDisplay(label: "export \(take)", json: json)
             var exported = try session.exportTake(
                 take, to: to, checksumPolls: Int(max(0, min(wait, 3600)) * 4),

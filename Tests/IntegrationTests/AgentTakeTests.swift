@@ -5,7 +5,7 @@ import Testing
     import Glibc
 #endif
 
-extension ThirdLaneIntegrationTests {
+extension SecondLaneIntegrationTests {
     /// Takes recorded where the cameras are (`record start`, store agent by default): each
     /// agent writes its part on its own disk and the coordinator keeps the index; collect,
     /// verify and export work from there; agents and the coordinator killed mid-take lose

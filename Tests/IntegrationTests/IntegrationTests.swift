@@ -14,10 +14,3 @@ import Testing
 /// taking the sum of both. Encoding tests stay in the first lane: a 1080p encoder on the
 /// second core makes the other lane's synthetic cameras miss slots.
 @Suite(.serialized) struct SecondLaneIntegrationTests {}
-
-/// A third lane: the tests that boot the vivid VM (QEMU without KVM: one core busy for minutes,
-/// the guest's own timeouts generous) and, after them, takes on the agents' disks and stills,
-/// which wait on recording in real time. The two lanes took 690 s and about 590 s of a run
-/// whose build and benchmarks had grown; with this one beside them the cores are busy through
-/// the other lanes' waits.
-@Suite(.serialized) struct ThirdLaneIntegrationTests {}

@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import Testing
 
-extension ThirdLaneIntegrationTests {
+extension SecondLaneIntegrationTests {
     /// Synchronised stills (proto-docs/stills.md) from a real coordinator and agent with
     /// synthetic cameras, whose still format is larger than their streaming ones and whose
     /// exposure control changes their picture; pictures read back with Python's PIL.

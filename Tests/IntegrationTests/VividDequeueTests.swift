@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension ThirdLaneIntegrationTests {
+extension IntegrationTests {
     /// libv4l2 prints every failed VIDIOC_DQBUF on stderr as an error ("libv4l2: error dequeuing
     /// buf: Resource temporarily unavailable"), EAGAIN included, though from a non-blocking
     /// device EAGAIN only means "no frame yet". The agent asks the device before it dequeues,

@@ -65,7 +65,8 @@ extension RecordingFilesHandler {
                 let read = try cameras.map { camera throws(RecordingError) in
                     try CameraFrameTimes.read(deviceID: camera.deviceID, paths: camera.paths, takeStart: start)
                 }
-                return .success(Self.frameSets(read, gridOrigin: origin, interval: interval, tolerance: tolerance, limit: limit, all: all, from: from))
+                return .success(
+                    Self.frameSets(read, gridOrigin: origin, interval: interval, tolerance: tolerance, limit: limit, all: all, from: from))
             } catch { return .failure(error) }
         }
         switch outcome {
