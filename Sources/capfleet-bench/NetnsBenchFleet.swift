@@ -120,13 +120,7 @@ struct NetnsBenchFleet {
     /// Consent granted to `devices`: their pictures are test patterns, no one's likeness.
     func grantConsent(_ devices: [String]) throws {
         for device in devices {
-            _ = try client.call(
-                .changeConsent(
-                    .with {
-                        $0.deviceID = device
-                        $0.action = .grant
-                        $0.reason = "benchmark: a test pattern"
-                    }))
+            try client.grantTestPatternConsent(device)
         }
     }
 

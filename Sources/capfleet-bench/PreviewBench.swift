@@ -40,13 +40,7 @@ struct PreviewBench: ParsableCommand {
                 defer { _ = agent.stop() }
                 let client = try OperatorClient(address: fleet.operatorAddress, credential: credential)
                 let device = try waitForDevice(client, node: name)
-                _ = try client.call(
-                    .changeConsent(
-                        .with {
-                            $0.deviceID = device
-                            $0.action = .grant
-                            $0.reason = "benchmark: a test pattern"
-                        }))
+                try client.grantTestPatternConsent(device)
                 Thread.sleep(forTimeInterval: 3)  // streaming, previews real
                 let pid = agent.processIdentifier
                 let start = MonotonicTime.now()

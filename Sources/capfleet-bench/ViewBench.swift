@@ -37,13 +37,7 @@ struct ViewBench: ParsableCommand {
         }
         guard let device else { throw BenchFailure("the agent did not register its camera within 20 s") }
         // Real pixels: a black frame is cheaper to make than the camera's own.
-        _ = try client.call(
-            .changeConsent(
-                .with {
-                    $0.deviceID = device
-                    $0.action = .grant
-                    $0.reason = "benchmark: a test pattern"
-                }))
+        try client.grantTestPatternConsent(device)
 
         let viewer = try ZMQSocket(context: ZMQContext(), type: .sub)
         try viewer.makeCurveClient(serverKey: credential.coordinatorKey, keys: credential.keys)
