@@ -20,6 +20,9 @@ public enum CaptureError: Error, CustomStringConvertible, Sendable {
     /// The device has no exposure control, or not the one asked for (manual time out of
     /// range, no automatic mode).
     case unsupportedExposure(device: String, reason: String)
+    /// The stream cannot be started again at a chosen instant (not streaming, or a source
+    /// whose starts do not move its frames).
+    case unsupportedTimedStart(device: String, reason: String)
 
     /// Another program holds the device.
     public var isBusy: Bool {
@@ -69,6 +72,8 @@ public enum CaptureError: Error, CustomStringConvertible, Sendable {
             "device \(device) cannot take that exposure: \(reason)"
         case let .alreadyStreaming(device):
             "device \(device) is already streaming; stop it first"
+        case let .unsupportedTimedStart(device, reason):
+            "device \(device) cannot start its stream at a chosen instant: \(reason)"
         }
     }
 }
@@ -171,6 +176,14 @@ public protocol CameraSource: AnyObject, Sendable {
     func setFrameLength(lines: Int)
     /// Why it cannot be steered, for its alignment report ("free-running: ..."); empty while it can.
     var steeringUnavailableReason: String { get }
+
+    /// When its stream last started (STREAMON called), CLOCK_MONOTONIC ns; 0 when it cannot
+    /// tell. A free-running source's frames keep the phase its start gave them.
+    var streamStartMonotonic: UInt64 { get }
+    /// Stops the stream and starts it again with STREAMON at `monotonic` ns (a free-running
+    /// source's one lever on its phase: `FreeRunStart`). Waits for that instant: called on
+    /// the device's thread, with the instant at most about a frame interval ahead.
+    func restartStream(streamOnAt monotonic: UInt64) throws(CaptureError)
 }
 
 /// How a steerable source's frames are timed as it runs now: a frame lasts its length in
@@ -209,6 +222,10 @@ extension CameraSource {
 
     /// Most sources are timed by their driver.
     public var frameLengthTiming: FrameLengthTiming? { nil }
+    public var streamStartMonotonic: UInt64 { 0 }
+    public func restartStream(streamOnAt monotonic: UInt64) throws(CaptureError) {
+        throw .unsupportedTimedStart(device: device.deviceID, reason: "its frames are not timed by its stream's start")
+    }
     public func setFrameLength(lines: Int) {}
     public var steeringUnavailableReason: String {
         frameLengthTiming == nil ? "free-running: the source's driver times its frames, and nothing here can move them" : ""

@@ -147,7 +147,8 @@ extension V4L2Camera {
     /// How long a queue may stay busy after this stream's own buffers were released.
     static let busyAfterReleasePatience: UInt64 = 2_000_000_000
 
-    func restartStream(_ state: inout Session) throws(CaptureError) {
+    /// `streamOnAt`: STREAMON at that CLOCK_MONOTONIC instant, once the buffers are ready.
+    func restartStream(_ state: inout Session, streamOnAt: UInt64? = nil) throws(CaptureError) {
         state.stream = nil
         guard let handle = state.handle else { return }
         let format = device.formats[state.formatIndex]
@@ -160,7 +161,7 @@ extension V4L2Camera {
             do throws(CaptureError) {
                 stream = try V4L2Stream(
                     handle: handle, format: format, framesPerSecond: state.frameRateRange.maxFramesPerSecond,
-                    bufferCount: bufferCount, deviceID: device.deviceID)
+                    bufferCount: bufferCount, deviceID: device.deviceID, streamOnAt: streamOnAt)
                 break
             } catch {
                 if error.isBusy, MonotonicTime.now() < givesUpAt {

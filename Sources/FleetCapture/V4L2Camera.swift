@@ -66,6 +66,7 @@ public final class V4L2Camera: CameraSource {
         var interruption: Interruption?
         var focus: FocusState?
         var exposure: ExposureState?
+        var streamStartMonotonic: UInt64
     }
 
     let session: Mutex<Session>
@@ -190,13 +191,28 @@ public final class V4L2Camera: CameraSource {
     private static func published(from state: Session) -> Published {
         Published(
             formatIndex: state.formatIndex, frameRateRange: state.frameRateRange, appliedZoom: state.appliedZoom,
-            interruption: state.interruption, focus: state.focusState, exposure: state.exposureState)
+            interruption: state.interruption, focus: state.focusState, exposure: state.exposureState,
+            streamStartMonotonic: state.stream?.startedMonotonic ?? 0)
     }
 
     public var activeFormatIndex: Int { published.withLock { $0.formatIndex } }
     public var activeFrameRateRange: FrameRateRange { published.withLock { $0.frameRateRange } }
     public var outOfBufferDrops: UInt64 { outOfBuffers.load(ordering: .relaxed) }
     public var interruption: Interruption? { published.withLock { $0.interruption } }
+    public var streamStartMonotonic: UInt64 { published.withLock { $0.streamStartMonotonic } }
+
+    public func restartStream(streamOnAt monotonic: UInt64) throws(CaptureError) {
+        try withSession { (state: inout Session) throws(CaptureError) in
+            try refuseWhileInterrupted(state)
+            guard state.stream != nil else { throw .unsupportedTimedStart(device: device.deviceID, reason: "it is not streaming") }
+            do throws(CaptureError) {
+                try restartStream(&state, streamOnAt: monotonic)
+            } catch {
+                restartAfterRefusal(&state)
+                throw error
+            }
+        }
+    }
     public var zoomMethod: ZoomMethod? { zoomCapability.method }
     public var zoomFactor: Double { published.withLock { $0.appliedZoom } }
     public var focus: FocusState? { device.focus.isSupported ? published.withLock { $0.focus } : nil }

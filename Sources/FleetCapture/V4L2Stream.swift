@@ -17,10 +17,15 @@ final class V4L2Stream {
     let sizeImage: Int
     private(set) var buffers: [MappedBuffer] = []
     private var streaming = false
+    /// When VIDIOC_STREAMON was called, CLOCK_MONOTONIC ns.
+    private(set) var startedMonotonic: UInt64 = 0
 
-    /// Negotiates `format` at `framesPerSecond`, maps `bufferCount` buffers, queues them and starts streaming.
+    /// Negotiates `format` at `framesPerSecond`, maps `bufferCount` buffers, queues them and
+    /// starts streaming: at once, or at `streamOnAt` (CLOCK_MONOTONIC ns) once all is ready, so
+    /// the instant is not moved by the setup's own time.
     init(
-        handle: V4L2Handle, format: VideoFormat, framesPerSecond: Double, bufferCount: Int, deviceID: String
+        handle: V4L2Handle, format: VideoFormat, framesPerSecond: Double, bufferCount: Int, deviceID: String,
+        streamOnAt: UInt64? = nil
     )
         throws(CaptureError)
     {
@@ -50,6 +55,8 @@ final class V4L2Stream {
             try mapBuffers(count: bufferCount)
             for index in buffers.indices { try queue(index: UInt32(index)) }
             var type = Int32(CAPFLEET_V4L2_BUF_TYPE_VIDEO_CAPTURE)
+            if let streamOnAt { MonotonicTime.sleep(until: streamOnAt) }
+            startedMonotonic = MonotonicTime.now()
             try handle.ioctl(CAPFLEET_VIDIOC_STREAMON, &type, "VIDIOC_STREAMON")
             streaming = true
         } catch {

@@ -44,9 +44,11 @@ public enum TakeSyncViews {
         var requirements: Requirements
         var phaseSpread: Figures
         var cameras: [Camera]
+        /// An exposure audit that ran during the take; absent when none did.
+        var audit: SyncAuditViews.Audit?
 
         enum CodingKeys: String, CodingKey {
-            case verdict, failures, requirements, phaseSpread = "phase_spread", cameras
+            case verdict, failures, requirements, phaseSpread = "phase_spread", cameras, audit
         }
 
         public init(_ report: Capfleet_V1_TakeSyncReport) {
@@ -67,6 +69,7 @@ public enum TakeSyncViews {
                     framesCaptured: camera.framesCaptured, drops: RecordingViews.dropsByReason(camera.drops),
                     writerHeadroom: camera.writerHeadroom < 0 ? nil : camera.writerHeadroom, statusReports: camera.statusReports)
             }
+            audit = report.hasAudit ? SyncAuditViews.Audit(report.audit) : nil
         }
     }
 
@@ -119,6 +122,12 @@ public enum TakeSyncViews {
                         camera.writerHeadroom < 0 ? "-" : String(format: "%.0f%%", camera.writerHeadroom * 100), String(camera.statusReports),
                     ]
                 }))
+        if report.hasAudit {
+            // What the cameras saw during the take, beside what their stamps said.
+            lines.append("")
+            lines.append("  exposure audit during the take:")
+            lines += SyncAuditViews.show(report.audit).split(separator: "\n", omittingEmptySubsequences: false).map { "    " + $0 }
+        }
         return lines
     }
 

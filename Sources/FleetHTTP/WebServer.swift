@@ -1,11 +1,9 @@
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
-import HummingbirdTLS
 import HummingbirdWebSocket
 import Logging
 import NIOCore
-import NIOSSL
 import ServiceLifecycle
 
 #if canImport(Glibc)
@@ -50,7 +48,7 @@ public final class WebServer: Sendable {
     )
         async throws(WebServerError) -> WebServer where Context.Source == ApplicationRequestContextSource
     {
-        try await start(host: host, port: port, tls: tls, protocols: .http1(), router: router, logger: logger)
+        try await start(host: host, port: port, tls: tls, connection: { HTTP1Channel(responder: $0) }, router: router, logger: logger)
     }
 
     /// The same, with the router's `ws` routes upgraded to WebSockets.
@@ -60,7 +58,11 @@ public final class WebServer: Sendable {
     )
         async throws(WebServerError) -> WebServer where Context.Source == ApplicationRequestContextSource
     {
-        try await start(host: host, port: port, tls: tls, protocols: .http1WebSocketUpgrade(webSocketRouter: router), router: router, logger: logger)
+        let webSocketResponder = router.buildResponder()
+        return try await start(
+            host: host, port: port, tls: tls,
+            connection: { HTTP1WebSocketUpgradeChannel(responder: $0, webSocketResponder: webSocketResponder, configuration: .init()) },
+            router: router, logger: logger)
     }
 
     /// The same on a port held since before the router was made: the server binds it
@@ -74,7 +76,8 @@ public final class WebServer: Sendable {
     }
 
     private static func start<Context: RequestContext>(
-        host: String, port: UInt16, tls: TLSFiles?, protocols: HTTPServerBuilder,
+        host: String, port: UInt16, tls: TLSFiles?,
+        connection: @escaping @Sendable (@escaping HTTPChannelHandler.Responder) -> any ServerChildChannel,
         router: Router<Context>, logger: Logger
     )
         async throws(WebServerError) -> WebServer where Context.Source == ApplicationRequestContextSource
@@ -82,14 +85,12 @@ public final class WebServer: Sendable {
         let server: HTTPServerBuilder
         if let tls {
             do {
-                let chain = try NIOSSLCertificate.fromPEMFile(tls.certificatePath).map { NIOSSLCertificateSource.certificate($0) }
-                let key = try NIOSSLPrivateKey(file: tls.keyPath, format: .pem)
-                server = try .tls(protocols, tlsConfiguration: .makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key)))
+                server = .tls(connection, context: try TLSContext(certificatePath: tls.certificatePath, keyPath: tls.keyPath))
             } catch {
-                throw .unusableTLSFiles(certificate: tls.certificatePath, key: tls.keyPath, detail: "\(error)")
+                throw .unusableTLSFiles(certificate: tls.certificatePath, key: tls.keyPath, detail: error.description)
             }
         } else {
-            server = protocols
+            server = HTTPServerBuilder { connection($0) }
         }
         let (bound, announce) = AsyncThrowingStream<UInt16, any Error>.makeStream()
         let application = Application(

@@ -41,8 +41,18 @@ extension IntegrationTests {
                 }
             }
 
+            // A take records while the audit runs: its report carries the audit's figures.
+            let started = try fleet.cli(["record", "start"] + filming + ["--json"], timeout: 15)
+            #expect(started.status == 0, "\(started.error)")
+            let takeID = try #require((try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any])?["id"] as? String)
             let run = try fleet.cli(["sync-audit"] + filming + [blind, "--seconds", "5", "--json"], timeout: 20)
             #expect(run.status == 0, "\(run.error)")
+            #expect(try fleet.cli(["record", "stop", takeID], timeout: 30).status == 0)
+            let report = try await SecondLaneIntegrationTests.TakeSyncReportTests.finalReport(takeID, in: fleet)
+            let carried = try #require(report["audit"] as? [String: Any], "the take's report keeps the audit run during it: \(report)")
+            #expect(((carried["exposure_spread"] as? [String: Any])?["samples"] as? Int ?? 0) >= 1, "\(carried)")
+            let shown = try fleet.cli(["recordings", "show", takeID])
+            #expect(shown.output.contains("exposure audit during the take:"), "\(shown.output)")
             let audit = try #require(try JSONSerialization.jsonObject(with: Data(run.output.utf8)) as? [String: Any])
             let cameras = try #require(audit["cameras"] as? [[String: Any]])
             #expect(cameras.map { $0["device_id"] as? String } == filming + [blind])

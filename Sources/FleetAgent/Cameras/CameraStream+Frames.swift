@@ -32,7 +32,8 @@ extension CameraStream {
         if let stamp,
             let lines = alignment.observe(
                 sequence: frame.sequence, fleetTime: stamp.fleet, frameRate: source.activeFrameRate, clockLocked: stamp.state == .locked,
-                timing: source.frameLengthTiming)
+                timing: source.frameLengthTiming, captureMonotonic: frame.captureMonotonicNanoseconds,
+                streamStart: source.streamStartMonotonic)
         {
             source.setFrameLength(lines: lines)
         }

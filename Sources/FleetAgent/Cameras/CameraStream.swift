@@ -260,7 +260,59 @@ final class CameraStream: Sendable {
         }
         let steerable = source.frameLengthTiming != nil
         alignment.set(FrameAligner(origin: origin), steerable: steerable, unsteerableReason: source.steeringUnavailableReason)
+        // A source that cannot be steered can still be started on the grid.
+        if !steerable { onDeviceThread { [self] in startOnGrid() } }
         return steerable
+    }
+
+    /// Starts a free-running source's stream again at the instant that puts its frames on the
+    /// grid's slots (`FreeRunStart`): once, from where it then drifts at its own rate. Never
+    /// during a take (the restart loses a few frames). Device thread.
+    private func startOnGrid() {
+        let period = UInt64(1e9 / max(source.activeFrameRate, 0.1))
+        let now = MonotonicTime.now()
+        let state = self.state
+        let locked = route.value.flatMap { $0.clock.stamp(captureMonotonic: now) }?.state == .locked
+        if let refusal = FreeRunStart.refusal(streaming: state.isStreaming, recording: state.isRecording, clockLocked: locked) {
+            alignment.noteGridStart(.notStarted(refusal))
+            return
+        }
+        // The stop and the new buffers take time before STREAMON: a frame interval and 100 ms.
+        var margin = period + 100_000_000
+        for attempt in 1...2 {
+            let now = MonotonicTime.now()
+            guard let nowFleet = route.value.flatMap({ $0.clock.stamp(captureMonotonic: now) })?.fleet,
+                let instant = alignment.gridStartInstant(nowMonotonic: now, nowFleet: nowFleet, period: period, margin: margin)
+            else {
+                alignment.noteGridStart(
+                    .notStarted(
+                        "its start has not been measured yet at this rate (it learns from the first frames of each start); ask again in a second"))
+                return
+            }
+            do {
+                try source.restartStream(streamOnAt: instant)
+            } catch {
+                alignment.noteGridStart(.notStarted(error.description))
+                logger.warning("cannot start the stream on the grid", metadata: ["error": "\(error)"])
+                return
+            }
+            // A wake-up a little late (timer slack) is within what a start can promise.
+            let started = source.streamStartMonotonic
+            if started <= instant + max(1_000_000, period / 50) {
+                alignment.noteGridStart(.started(atFleet: nowFleet + (started - now)))
+                logger.notice("stream started on the grid", metadata: ["late.us": "\((started - min(started, instant)) / 1000)"])
+                return
+            }
+            guard attempt == 1 else {
+                alignment.noteGridStart(
+                    .notStarted(
+                        "its stream started \((started - instant) / 1_000_000) ms after the instant asked: its setup outlasts \(margin / 1_000_000) ms"
+                    ))
+                return
+            }
+            // The setup outlasted the margin: again, with room for it.
+            margin += 2 * (started - instant)
+        }
     }
 
     func watchFirstFrame(

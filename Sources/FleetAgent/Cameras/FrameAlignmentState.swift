@@ -24,6 +24,19 @@ final class FrameAlignmentState: Sendable {
         var window = PhaseWindow()
         /// The latest frame's fleet time: what the window's figures are as of.
         var latest: UInt64 = 0
+        /// A free-running source's starts: how far after STREAMON its frames fall. Kept
+        /// across grids (learnt from whatever started the stream).
+        var freeRun = FreeRunStart()
+        /// The stream start `freeRun` learns from.
+        var freeRunStream: UInt64 = 0
+        /// What became of starting the stream on the grid (free-running sources only).
+        var gridStart: GridStart?
+    }
+
+    /// A free-running source's stream started again on a slot of the grid, or why it was not.
+    enum GridStart: Sendable {
+        case started(atFleet: UInt64)
+        case notStarted(String)
     }
     private let state = Mutex(State())
     /// Within this of its slot, a frame counts as aligned (the loop's lock tolerance too).
@@ -32,15 +45,46 @@ final class FrameAlignmentState: Sendable {
     /// A grid to keep to (nil: alignment off); `unsteerableReason`: why a source that cannot be
     /// steered cannot, in its own words.
     func set(_ aligner: FrameAligner?, steerable: Bool, unsteerableReason: String = "") {
-        state.withLock { $0 = State(aligner: aligner, steerable: steerable, unsteerableReason: unsteerableReason) }
+        state.withLock {
+            var fresh = State(aligner: aligner, steerable: steerable, unsteerableReason: unsteerableReason)
+            (fresh.freeRun, fresh.freeRunStream) = ($0.freeRun, $0.freeRunStream)
+            $0 = fresh
+        }
     }
+
+    /// The instant (monotonic ns) to start a free-running stream so that its frames fall on
+    /// the grid's slots, at least `margin` after `nowMonotonic` (when fleet time read
+    /// `nowFleet`); nil with no grid, or no start measured yet at `period`.
+    func gridStartInstant(nowMonotonic: UInt64, nowFleet: UInt64, period: UInt64, margin: UInt64) -> UInt64? {
+        state.withLock { state in
+            guard let aligner = state.aligner, period > 0 else { return nil }
+            // Any slot will do: only the instant modulo the period matters.
+            let sincePhase = UInt64(aligner.phase(ofFleetTime: nowFleet, period: period) + Int64(period)) % period
+            let slotMonotonic = nowMonotonic + period - sincePhase
+            return state.freeRun.instant(earliest: nowMonotonic + margin, slotMonotonic: slotMonotonic, period: period)
+        }
+    }
+
+    func noteGridStart(_ outcome: GridStart) { state.withLock { $0.gridStart = outcome } }
 
     /// Called on the capture thread for each frame stamped in fleet time; the frame length
     /// (lines) to set from the next frame on while the source is steered, else nil.
-    func observe(sequence: UInt64, fleetTime: UInt64, frameRate: Double, clockLocked: Bool, timing: FrameLengthTiming?) -> Int? {
+    /// `captureMonotonic` and `streamStart` (the source's STREAMON, 0 when it cannot tell)
+    /// teach a free-running source's start offset.
+    func observe(
+        sequence: UInt64, fleetTime: UInt64, frameRate: Double, clockLocked: Bool, timing: FrameLengthTiming?,
+        captureMonotonic: UInt64 = 0, streamStart: UInt64 = 0
+    ) -> Int? {
         guard frameRate > 0, frameRate.isFinite else { return nil }
         let period = UInt64(1e9 / frameRate)
         return state.withLock { state in
+            if timing == nil, streamStart != 0 {
+                if streamStart != state.freeRunStream {
+                    state.freeRunStream = streamStart
+                    state.freeRun.started(atMonotonic: streamStart, period: period)
+                }
+                if state.freeRun.isLearning { state.freeRun.frameCaptured(atMonotonic: captureMonotonic) }
+            }
             guard let aligner = state.aligner else { return nil }
             state.phase = aligner.phase(ofFleetTime: fleetTime, period: period)
             state.clockLocked = clockLocked
@@ -98,7 +142,14 @@ final class FrameAlignmentState: Sendable {
     private static func judge(_ current: State) -> (Capfleet_V1_FrameAlignment.State, String) {
         guard current.steerable else {
             let reason = current.unsteerableReason.isEmpty ? "free-running: the source cannot set its frame length" : current.unsteerableReason
-            return (.unaligned, reason + "; its phase is reported, not steered")
+            let start =
+                switch current.gridStart {
+                case let .started(atFleet)?:
+                    "; its stream was started again on a slot of the grid at fleet time \(atFleet) ns, and drifts from there at its own rate"
+                case let .notStarted(why)?: "; its stream was not started on the grid: \(why)"
+                case nil: ""
+                }
+            return (.unaligned, reason + "; its phase is reported, not steered" + start)
         }
         guard current.clockLocked else {
             return (.aligning, "waiting for the node's clock to lock: a clock not locked would steer the sensor anywhere")

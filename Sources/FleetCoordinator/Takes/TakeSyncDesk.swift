@@ -49,6 +49,11 @@ actor TakeSyncDesk {
         return report
     }
 
+    /// An exposure audit ended: the takes it overlapped keep its figures in their reports.
+    func audited(_ result: Capfleet_V1_SyncAuditResult) {
+        for takeID in ledgers.keys { ledgers[takeID]?.audited(result) }
+    }
+
     /// A node's status, heard at `at` (fleet ns).
     func observe(_ samples: [TakeSyncSample], at: UInt64) async {
         guard !ledgers.isEmpty else { return }

@@ -17,6 +17,9 @@ public struct TakeSyncLedger: Sendable {
     private var closed: Set<String> = []
     /// When each camera was last reported in the take (the start of the next interval).
     private var lastSeen: [String: UInt64] = [:]
+    /// The latest exposure audit that ran during the take on one of its cameras (its figures
+    /// are the truth the report's phases and stamps are judged by).
+    public private(set) var audit: Capfleet_V1_SyncAuditResult?
 
     /// A camera's latest phase counts in a spread only this long after its report (a node
     /// that went silent must not hold the spread to an old phase).
@@ -36,6 +39,16 @@ public struct TakeSyncLedger: Sendable {
     public mutating func resume(at fleetNs: UInt64) {
         guard fleetNs > start else { return }
         for deviceID in cameras.keys { lastSeen[deviceID] = fleetNs }
+    }
+
+    /// An exposure audit ended: the take keeps it if the audit's seconds overlap the take's
+    /// and it decoded one of the take's cameras (a later one replaces an earlier one).
+    public mutating func audited(_ result: Capfleet_V1_SyncAuditResult) {
+        let end = stop ?? .max
+        guard result.endFleetNs > start, result.startFleetNs < end,
+            result.cameras.contains(where: { cameras[$0.deviceID] != nil })
+        else { return }
+        audit = result
     }
 
     /// True once every camera has a report after the stop: nothing more will change.

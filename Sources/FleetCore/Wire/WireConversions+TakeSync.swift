@@ -58,6 +58,7 @@ extension TakeSyncLedger {
             report.failures = verdict.failures
             report.requirements = requirements.wire
             report.phaseSpread = spread.wire
+            if let audit { report.audit = audit }
             report.cameras = orderedCameras.map { camera in
                 .with {
                     $0.deviceID = camera.deviceID

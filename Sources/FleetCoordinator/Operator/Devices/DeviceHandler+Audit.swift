@@ -47,6 +47,7 @@ extension DeviceHandler {
             of: answers.sorted { (order[$0.deviceID] ?? 0) < (order[$1.deviceID] ?? 0) }, truth: exposureTruth, start: start,
             end: clock.fleetNow())
         reply.syncAudit = result
+        await takes.sync.audited(result)
         reply.status = ExposureAudit.status(of: result)
     }
 }
