@@ -36,6 +36,7 @@ public enum SyncAuditViews {
         let exposure =
             result.longestExposureSeconds > 0
             ? "; exposures up to \(FleetTables.duration(result.longestExposureSeconds * 1e9)) long" : ""
+        if result.clock != .fleet && result.clock != .hostMonotonic { return "resolution: none, no camera's timecode was read" }
         if result.resolutionNs == 0 {
             return result.clock == .fleet
                 ? "resolution: unknown (the display's refresh rate was not given)\(exposure)"

@@ -13,7 +13,8 @@ import Foundation
 ///
 /// Measures: the spread of free-running cameras; how long the phase loop takes to bring each
 /// camera into phase; the spread of steered sensor models; the same after one agent is killed
-/// and restarted; and each camera's frame-interval jitter free-running against steered. Each
+/// and restarted; and each camera's frame-interval jitter free-running against steered (from a
+/// short take's exact frame times). Each
 /// beside the clock's own error bound in the same run and the anchors' published figures.
 struct SyncBench: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -23,6 +24,7 @@ struct SyncBench: ParsableCommand {
     @Option(help: "Agent hosts.") var agents: Int = 3
     @Option(help: "Seconds each audit decodes.") var auditSeconds: Int = 10
     @Option(help: "The synthetic cameras' frame rate.") var fps: Double = 30
+    @Option(help: "Seconds each take for frame intervals records.") var takeSeconds: Double = 6
     @Option(help: "Namespace prefix (the fleet is torn down at the end).") var prefix: String = "cfs"
     @Option(help: "The test bed script.") var script: String = "deploy/netns-fleet.sh"
 
@@ -56,6 +58,8 @@ struct SyncBench: ParsableCommand {
         progress("auditing the free-running cameras for \(auditSeconds) s")
         let free = try audit(hosts, ids)
         let clockFree = try clockBound(hosts)
+        progress("recording the free-running cameras for \(takeSeconds) s (frame intervals)")
+        let jitterFree = try intervalJitter(hosts, ids)
 
         try hosts.align(ids)
         let intoPhase = try timeToPhase(hosts, ids, seconds: 30)
@@ -63,6 +67,8 @@ struct SyncBench: ParsableCommand {
         progress("auditing the steered cameras for \(auditSeconds) s")
         let steered = try audit(hosts, ids)
         let clockSteered = try clockBound(hosts)
+        progress("recording the steered cameras for \(takeSeconds) s (frame intervals)")
+        let jitterSteered = try intervalJitter(hosts, ids)
 
         guard let restarted = hosts.nodeNames.first(where: { $0.value == "a1" })?.key,
             let restartedDevice = hosts.devices.first(where: { $0.nodeID == restarted })?.deviceID
@@ -92,6 +98,18 @@ struct SyncBench: ParsableCommand {
         print(
             "after SIGKILL and restart of a1: its clock locked in \(fmt(relock)) s, its camera back in phase \(fmt(backInPhase.first ?? 0)) s after the kill"
         )
+        print(
+            "\nframe-interval jitter (each interval minus the nominal, from a \(fmt(takeSeconds)) s take's exact frame times; rms / max µs over intervals), free-running against steered:"
+        )
+        for id in ids {
+            let free = jitterFree[id], steered = jitterSteered[id]
+            print(
+                "  \(id): free \(free.map { "\(fmt($0.rmsNs / 1e3)) / \(fmt($0.maxNs / 1e3)) over \($0.intervals)" } ?? "-"); steered \(steered.map { "\(fmt($0.rmsNs / 1e3)) / \(fmt($0.maxNs / 1e3)) over \($0.intervals)" } ?? "-")"
+            )
+        }
+        print(
+            "  (the loop changes a frame's length by whole lines, at most 2 % of the interval a frame: steering shows as interval changes of a few lines while the phase is brought in, and of a line or so to hold it)"
+        )
         print("\nstamp error (fleet time stamped minus true exposure time), per camera, steered:")
         for camera in steered.cameras where camera.status.isOK {
             print(
@@ -111,6 +129,61 @@ struct SyncBench: ParsableCommand {
     }
 
     private func us(_ ns: Int64) -> String { fmt(Double(ns) / 1e3) }
+
+    /// How far each frame interval is from the nominal one.
+    struct IntervalJitter {
+        var rmsNs: Double
+        var maxNs: Double
+        var intervals: Int
+    }
+
+    /// Records `takeSeconds` of the cameras on the coordinator and reads each camera's frame
+    /// intervals from the take's exact frame times (its frame sets: consecutive slots with a
+    /// frame of the camera in both).
+    private func intervalJitter(_ hosts: NetnsBenchFleet, _ ids: [String]) throws -> [String: IntervalJitter] {
+        let take = try hosts.client.call(
+            .startRecording(
+                .with {
+                    $0.deviceIds = ids
+                    $0.name = "sync bench intervals"
+                    $0.store = .coordinator
+                })
+        ).reply.takes.first?.id
+        guard let take else { throw BenchFailure("the take did not start") }
+        Thread.sleep(forTimeInterval: takeSeconds)
+        _ = try hosts.client.call(
+            .stopRecording(
+                .with {
+                    $0.takeID = take
+                    $0.waitMs = 30_000
+                }))
+        let sets = try hosts.client.call(
+            .getFrameSets(
+                .with {
+                    $0.takeID = take
+                    $0.all = true
+                    $0.limit = 10_000
+                })
+        ).reply.frameSets
+        var previous: [UInt32: (slot: UInt64, offset: Int64)] = [:]
+        var deviations: [UInt32: [Double]] = [:]
+        for set in sets.listed {
+            for member in set.members {
+                if let last = previous[member.camera], set.slotFleetNs == last.slot + sets.intervalNs {
+                    deviations[member.camera, default: []].append(Double(member.offsetNs - last.offset))
+                }
+                previous[member.camera] = (set.slotFleetNs, member.offsetNs)
+            }
+        }
+        var jitter: [String: IntervalJitter] = [:]
+        for (index, camera) in sets.cameras.enumerated() {
+            guard let values = deviations[UInt32(index)], !values.isEmpty else { continue }
+            jitter[camera.deviceID] = IntervalJitter(
+                rmsNs: (values.map { $0 * $0 }.reduce(0, +) / Double(values.count)).squareRoot(),
+                maxNs: values.map(abs).max() ?? 0, intervals: values.count)
+        }
+        return jitter
+    }
 
     private func audit(_ hosts: NetnsBenchFleet, _ ids: [String]) throws -> Capfleet_V1_SyncAuditResult {
         let answer = try hosts.client.call(

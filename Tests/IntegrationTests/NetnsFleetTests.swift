@@ -38,7 +38,8 @@ extension SecondLaneIntegrationTests {
             let addresses = nodes.compactMap { $0["address"] as? String }.sorted()
             #expect(addresses.count == 2 && addresses[0].hasPrefix("10.77.0.11") && addresses[1].hasPrefix("10.77.0.12"), "\(nodes)")
 
-            // Both clocks lock through the relays; the round trip shows the links' 4 ms.
+            // Both clocks lock through the relays; the round trip shows the links' 4 ms (a probe's
+            // best, so as low as 3.8 ms where both ways drew 100 µs of jitter early).
             var clocks: [[String: Any]] = []
             let locked = try await waitUntil("both clocks lock", seconds: 20) {
                 clocks = try fleet.json(["clock"])
@@ -47,7 +48,7 @@ extension SecondLaneIntegrationTests {
             print("netns fleet: both clocks locked \(locked) s after up: \(clocks)")
             for clock in clocks {
                 let roundTrip = clock["round_trip_ns"] as? Int ?? 0
-                #expect(roundTrip >= 4_000_000 && roundTrip < 10_000_000, "round trip \(roundTrip) ns through 2 ms links")
+                #expect(roundTrip >= 3_800_000 && roundTrip < 10_000_000, "round trip \(roundTrip) ns through 2 ms ± 100 µs links")
             }
             // a1's wall clock runs 3.2 s plus 50 ppm of the machine's uptime ahead of fleet time.
             let a1 = try #require(clocks.first { $0["name"] as? String == "a1" }, "\(clocks)")

@@ -188,8 +188,10 @@ extension SecondLaneIntegrationTests {
             stop.arguments = ["-f", "still \(device) --size 640x480 --at"]
             try stop.run()
             stop.waitUntilExit()
+            // It lost its coordinator, unless the restarted one answered it (seen on a fast
+            // machine): then it describes this same still, never another.
             let lost = try await asked.value
-            #expect(lost.status != 0, "the CLI lost its coordinator: \(lost.output)")
+            #expect(lost.status != 0 || lost.output.contains(stillID), "the CLI lost its coordinator: \(lost.output)")
         }
     }
 }

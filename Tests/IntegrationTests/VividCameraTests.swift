@@ -155,6 +155,12 @@ extension IntegrationTests {
                 phases.append(abs(alignment?["phase_ns"] as? Int ?? .max))
             }
             print("vivid: \(reason.split(separator: ";").last ?? ""); |phase| of the latest frame, five times: \(phases.map { "\($0 / 1000) µs" })")
+            // An exposure audit of a camera that films no timecode (vivid's own test pattern)
+            // refuses honestly: no figures, the reason, and what to film.
+            let exposureAudit = try fleet.cli(["sync-audit", webcam, "--seconds", "2"], timeout: 60)
+            print("vivid: sync-audit answered (status \(exposureAudit.status)) \(exposureAudit.output.split(separator: "\n").last ?? "")")
+            #expect(
+                exposureAudit.status == 3 && exposureAudit.output.contains("no timecode in view"), "\(exposureAudit.output)\(exposureAudit.error)")
             #expect(try fleet.cli(["align", webcam, "--off"], timeout: 30).status == 0)
             #expect(try fleet.cli(["unlock", webcam]).status == 0)
 
