@@ -238,13 +238,7 @@ extension SecondLaneIntegrationTests {
         }
 
         func waitUntil(_ what: String, seconds: Double, _ condition: () throws -> Bool) async throws -> Double {
-            let start = Date()
-            var lastError: (any Error)?
-            while Date().timeIntervalSince(start) < seconds {
-                do { if try condition() { return Date().timeIntervalSince(start) } } catch { lastError = error }
-                try await Task.sleep(for: .milliseconds(200))
-            }
-            throw HarnessError("timed out after \(seconds) s waiting until \(what)" + (lastError.map { ": \($0)" } ?? ""))
+            try await NetnsTestFleet.waitUntil(what, seconds: seconds, condition)
         }
     }
 }
@@ -292,4 +286,16 @@ struct NetnsTestFleet {
     }
 
     func down() { script.down() }
+
+    /// Seconds until `condition` holds, asked every 200 ms (its errors count as not yet).
+    @discardableResult
+    static func waitUntil(_ what: String, seconds: Double, _ condition: () throws -> Bool) async throws -> Double {
+        let start = Date()
+        var lastError: (any Error)?
+        while Date().timeIntervalSince(start) < seconds {
+            do { if try condition() { return Date().timeIntervalSince(start) } } catch { lastError = error }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        throw HarnessError("timed out after \(seconds) s waiting until \(what)" + (lastError.map { ": \($0)" } ?? ""))
+    }
 }

@@ -25,7 +25,7 @@ extension SecondLaneIntegrationTests {
                 "--skew", "1=+3.2s,+100ppm", "--skew", "2=-1.5s,-50ppm", "--skew", "3=+0.7s,-20ppm",
                 "--agent-args", "--fps 25 --synthetic-format 320x240:YUYV --synthetic-overlay timecode@0.2,0.1,0.6 --no-pressure",
             ])
-            try await Self.waitUntil("three clocks lock", seconds: 45) {
+            try await NetnsTestFleet.waitUntil("three clocks lock", seconds: 45) {
                 let clocks = try fleet.json(["clock"])
                 return clocks.count == 3 && clocks.allSatisfy { $0["sync"] as? String == "locked" }
             }
@@ -48,7 +48,7 @@ extension SecondLaneIntegrationTests {
                 let object = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
                 return ((object?["device"] as? [String: Any])?["alignment"] as? [String: Any]) ?? [:]
             }
-            try await Self.waitUntil("the three cameras are in phase", seconds: 30) {
+            try await NetnsTestFleet.waitUntil("the three cameras are in phase", seconds: 30) {
                 try devices.allSatisfy { try alignment($0)["state"] as? String == "aligned" }
             }
             let a1Clock = try fleet.json(["clock"]).first { $0["name"] as? String == "a1" } ?? [:]
@@ -72,14 +72,14 @@ extension SecondLaneIntegrationTests {
             try await Task.sleep(for: .seconds(2))
             let killed = Date()
             try fleet.run(["restart-agent", "1"])
-            try await Self.waitUntil("a1's camera is back in phase", seconds: 45) {
+            try await NetnsTestFleet.waitUntil("a1's camera is back in phase", seconds: 45) {
                 try alignment(restartedDevice)["state"] as? String == "aligned"
             }
             let backAfter = Date().timeIntervalSince(killed)
             try await Task.sleep(for: .seconds(2))
             try fleet.run(["cli", "record", "stop", takeID, "--wait", "60", "--timeout", "70"])
             var report: [String: Any] = [:]
-            try await Self.waitUntil("the take's report is stored", seconds: 30) {
+            try await NetnsTestFleet.waitUntil("the take's report is stored", seconds: 30) {
                 let text = try fleet.run(["cli", "recordings", "show", takeID, "--json"])
                 report = ((try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])?["sync_report"] as? [String: Any]) ?? [:]
                 return ["certified", "failed"].contains(report["verdict"] as? String ?? "")
@@ -97,16 +97,6 @@ extension SecondLaneIntegrationTests {
             for camera in cameras where camera["device_id"] as? String != restartedDevice {
                 #expect(camera["out_of_phase_ns"] as? Int == 0, "the others held their slots: \(camera)")
             }
-        }
-
-        static func waitUntil(_ what: String, seconds: Double, _ condition: () throws -> Bool) async throws {
-            let start = Date()
-            var lastError: (any Error)?
-            while Date().timeIntervalSince(start) < seconds {
-                do { if try condition() { return } } catch { lastError = error }
-                try await Task.sleep(for: .milliseconds(250))
-            }
-            throw HarnessError("timed out after \(seconds) s waiting until \(what)" + (lastError.map { ": \($0)" } ?? ""))
         }
     }
 }
