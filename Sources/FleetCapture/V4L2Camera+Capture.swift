@@ -149,14 +149,16 @@ extension V4L2Camera {
 
     /// `streamOnAt`: STREAMON at that CLOCK_MONOTONIC instant, once the buffers are ready.
     func restartStream(_ state: inout Session, streamOnAt: UInt64? = nil) throws(CaptureError) {
+        // Busy after a stream of our own: the queue kept its buffers, not another program.
+        var mayReopen = state.stream != nil
         state.stream = nil
-        guard let handle = state.handle else { return }
+        guard var handle = state.handle else { return }
         let format = device.formats[state.formatIndex]
         var stream: V4L2Stream?
         // The old buffers were just released; some drivers still report the queue busy for a
         // moment afterwards (vivid in an emulated guest under load, for well over 400 ms), so a
         // busy answer is asked again for up to two seconds before it counts.
-        let givesUpAt = MonotonicTime.now() + Self.busyAfterReleasePatience
+        var givesUpAt = MonotonicTime.now() + Self.busyAfterReleasePatience
         while true {
             do throws(CaptureError) {
                 stream = try V4L2Stream(
@@ -166,6 +168,22 @@ extension V4L2Camera {
             } catch {
                 if error.isBusy, MonotonicTime.now() < givesUpAt {
                     usleep(100_000)
+                    continue
+                }
+                // Still busy: the driver kept the old buffers (vivid's queue can refuse to free
+                // them, and then refuses every new format for good). Closing the node frees
+                // them; the controls are the device's, not the file's, and stay set.
+                if error.isBusy, mayReopen {
+                    mayReopen = false
+                    logger.warning("the queue stayed busy after its own buffers were released; opening the device again")
+                    state.handle = nil
+                    do throws(V4L2Error) {
+                        handle = try V4L2Handle(path: state.path)
+                    } catch {
+                        throw .deviceFailed(device: device.deviceID, error)
+                    }
+                    state.handle = handle
+                    givesUpAt = MonotonicTime.now() + Self.busyAfterReleasePatience
                     continue
                 }
                 if error.isDisconnect {

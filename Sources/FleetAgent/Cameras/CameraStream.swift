@@ -306,7 +306,7 @@ final class CameraStream: Sendable {
             guard attempt == 1 else {
                 alignment.noteGridStart(
                     .notStarted(
-                        "its stream started \((started - instant) / 1_000_000) ms after the instant asked: its setup outlasts \(margin / 1_000_000) ms"
+                        "its stream started \((started - instant) / 1_000_000) ms after the instant asked, twice (a setup longer than \(margin / 1_000_000) ms, or a host whose timers wake late)"
                     ))
                 return
             }
