@@ -98,8 +98,8 @@ struct CoordinatorAssembly: Sendable {
             // After the record endpoint, which hands it chunks.
             StoppingService("collector") { await sockets.collector.stop() },
             StoppingService("record endpoint") { record.stop() },
-            StoppingService("agent-held takes", run: { await takes.follow(agentTakes.reports) }) { agentTakes.finish() },
-            StoppingService("agent-held stills", run: { await stills.follow(agentTakes.stillNews) }) { agentTakes.finish() },
+            StoppingService("agent-held takes", run: { await takes.follow(agentTakes.reports) }) { agentTakes.finishReports() },
+            StoppingService("agent-held stills", run: { await stills.follow(agentTakes.stillNews) }) { agentTakes.finishStillNews() },
             // Open segments are finished so they play; the takes go on at the next start.
             StoppingService("takes") { await takes.shutdown() },
             // The node events' readers stop after the control dialog that publishes them.

@@ -80,10 +80,11 @@ final class AgentRecordingsDesk: Sendable {
         for continuation in waiting { continuation.resume(returning: check) }
     }
 
-    func finish() {
-        reportSink.finish()
-        stillSink.finish()
-    }
+    /// Each stream ends on its own: a daemon part that ends before its turn at shutdown
+    /// stops the whole coordinator with an error.
+    func finishReports() { reportSink.finish() }
+
+    func finishStillNews() { stillSink.finish() }
 
     // MARK: For the links
 
