@@ -31,6 +31,7 @@ struct AgentParts: Sendable {
     let encoders: TakeEncoders
     let stills: StillWriter
     let monitor: PressureMonitor?
+    let sensors: SensorEndpoint?
 
     /// The node's pressure level now, and its factors, for policies applied between changes.
     var pressure: PressureReading {
@@ -41,6 +42,21 @@ struct AgentParts: Sendable {
 }
 
 extension AgentService {
+    /// The sensor endpoint when the agent offers streams (sensors.md); its samples are put in
+    /// fleet time by the agent's clock and leave on the control channel.
+    private func openSensorEndpoint(context: ZMQContext, clock: ClockSync) throws -> SensorEndpoint? {
+        guard !sensorStreams.isEmpty else { return nil }
+        let endpoint = try SensorEndpoint(
+            path: configuration.sensorSocketPath, streams: sensorStreams, nodeID: identity.nodeID, context: context,
+            allowed: { [consentBook] deviceID in consentBook.state(of: deviceID).allowsRealFrames },
+            fleetTime: { monotonic in clock.stamp(captureMonotonic: monotonic)?.fleet },
+            send: { [control] batch in control.post(sensorData: batch) }, logger: logger)
+        logger.info(
+            "sensor endpoint open",
+            metadata: ["socket": "\(endpoint.path)", "streams": "\(sensorStreams.map(\.name).joined(separator: ","))"])
+        return endpoint
+    }
+
     func assemble(credentials: AgentCredentials, takeStore: AgentTakeStore, encoders: TakeEncoders) throws -> AgentAssembly {
         // Encrypting frames must never hold up a heartbeat: frames and control on separate I/O threads.
         let context = ZMQContext.withSeparateLanes()
@@ -66,7 +82,9 @@ extension AgentService {
             consentAllows: { [consentBook] deviceID in consentBook.state(of: deviceID).allowsRealFrames },
             logger: logger)
         let monitor = configuration.pressureEnabled ? makePressureMonitor(publisher: publisher, encoders: encoders) : nil
-        let agentParts = AgentParts(clock: clock, recorder: recorder, takeStore: takeStore, encoders: encoders, stills: stills, monitor: monitor)
+        let sensors = try openSensorEndpoint(context: context, clock: clock)
+        let agentParts = AgentParts(
+            clock: clock, recorder: recorder, takeStore: takeStore, encoders: encoders, stills: stills, monitor: monitor, sensors: sensors)
         let (revocations, revoke) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(1))
         let handlers = ControlHandlers(
             hello: { [self] in hello(name: credentials.nodeName, encoders: encoders) },
@@ -74,6 +92,11 @@ extension AgentService {
                 evaluateDropRecovery()
                 var report = status(publisher: publisher, monitor: monitor)
                 report.clock = clock.wire
+                if let sensors {
+                    let (devices, refused) = sensors.status
+                    report.devices += devices
+                    report.sensorMessagesRefused = refused
+                }
                 return report
             },
             command: { [self] command in execute(command, parts: agentParts) },
@@ -99,6 +122,7 @@ extension AgentService {
             handlers: handlers, logger: logger)
         control.attach(channel)
         monitor?.start()
+        sensors?.start()
 
         // The shutdown order, read backwards: see AgentAssembly's comment.
         let parts: [(any Service)?] = [
@@ -120,6 +144,8 @@ extension AgentService {
                 control.attach(nil)
                 channel.stop()
             },
+            // Before the control channel, which takes its readings.
+            sensors.map { sensors in StoppingService("sensor endpoint") { sensors.stop() } },
             // Each device's thread stops its source, after what was queued there.
             StoppingService("cameras") { [sources] in
                 for stream in sources { await stream.close() }

@@ -60,6 +60,13 @@ public struct AgentConfiguration: Sendable {
     public var encoderThreads = 2
     public var encoderPreset = "superfast"
     public var hardwareEncoders = true
+    /// Sensor streams this agent offers on its sensor endpoint (sensors.md), by name; none:
+    /// no endpoint. Where the endpoint's Unix socket is (default: the state directory's
+    /// sensors.sock).
+    public var sensorStreams: [String] = []
+    public var sensorSocket: String?
+
+    var sensorSocketPath: String { sensorSocket ?? stateDirectory + "/sensors.sock" }
 
     var recordingSettings: AgentRecordingSettings {
         var settings = AgentRecordingSettings(directory: recordingsDirectory ?? stateDirectory + "/recordings")

@@ -10,6 +10,12 @@ import Foundation
 extension AgentService {
     func execute(_ command: Capfleet_V1_Command, parts: AgentParts) -> Capfleet_V1_CommandReply? {
         let clock = parts.clock
+        if let sensors = parts.sensors, sensors.owns(command.deviceID) {
+            return .with {
+                $0.commandID = command.commandID
+                $0.status = sensorCommand(command, on: sensors)
+            }
+        }
         guard let stream = sources.first(where: { $0.deviceID == command.deviceID }) else {
             return .with {
                 $0.commandID = command.commandID
@@ -135,35 +141,67 @@ extension AgentService {
     }
 
     private func setConsent(_ request: Capfleet_V1_SetConsent, on stream: CameraStream) -> Capfleet_V1_Status {
-        guard let state = ConsentState(wire: request.state) else {
-            return .failure(.badRequest, "consent state \(request.state) is not one this agent knows; nothing changed")
+        switch storeConsent(request, deviceID: stream.deviceID) {
+        case let .failure(refusal): return refusal.status
+        case .success(nil): return .ok
+        case let .success(state?):
+            if stream.consent != state {
+                logger.notice(
+                    "consent", metadata: ["device.id": "\(stream.deviceID)", "consent": "\(state.rawValue)", "reason": "\(request.reason)"])
+            }
+            stream.setConsent(state)
+            return .ok
         }
-        // Stored before it is enforced and answered: a crash right after still knows it.
+    }
+
+    /// A consent change stored before it is enforced and answered, so that a crash right
+    /// after still knows it: the state to enforce, nil when a newer change already holds, or
+    /// the reply's failure.
+    private func storeConsent(_ request: Capfleet_V1_SetConsent, deviceID: String) -> Result<ConsentState?, ConsentRefusal> {
+        guard let state = ConsentState(wire: request.state) else {
+            return .failure(ConsentRefusal(.failure(.badRequest, "consent state \(request.state) is not one this agent knows; nothing changed")))
+        }
         do {
             guard
                 try consentBook.record(
                     .init(state: state, reason: request.reason, changedUnixMilliseconds: request.changedUnixMs),
-                    for: stream.deviceID)
+                    for: deviceID)
             else {
                 // Overtaken by a newer change already enforced: the reply says what holds.
                 logger.info(
                     "older consent change ignored",
-                    metadata: [
-                        "device.id": "\(stream.deviceID)", "consent": "\(state.rawValue)",
-                        "changed_unix_ms": "\(request.changedUnixMs)",
-                    ])
-                return .ok
+                    metadata: ["device.id": "\(deviceID)", "consent": "\(state.rawValue)", "changed_unix_ms": "\(request.changedUnixMs)"])
+                return .success(nil)
             }
         } catch {
             // A denial is enforced even if it cannot be written; a grant is not.
-            if state.allowsRealFrames { return .failure(.internal, "\(error)") }
-            logger.error("cannot store consent", metadata: ["device.id": "\(stream.deviceID)", "error": "\(error)"])
+            if state.allowsRealFrames { return .failure(ConsentRefusal(.failure(.internal, "\(error)"))) }
+            logger.error("cannot store consent", metadata: ["device.id": "\(deviceID)", "error": "\(error)"])
         }
-        if stream.consent != state {
-            logger.notice("consent", metadata: ["device.id": "\(stream.deviceID)", "consent": "\(state.rawValue)", "reason": "\(request.reason)"])
+        return .success(state)
+    }
+
+    /// A command for one of the agent's sensor streams: consent is all they take; the rest are
+    /// camera commands.
+    private func sensorCommand(_ command: Capfleet_V1_Command, on sensors: SensorEndpoint) -> Capfleet_V1_Status {
+        guard case let .setConsent(request)? = command.action else {
+            let what = command.action.map { "\($0)".prefix(while: { $0 != "(" }) } ?? "no action"
+            return .failure(
+                .unsupported,
+                "device \(command.deviceID) is a sensor stream: it takes consent only, not \(what) (formats, rates, zoom, focus, takes and stills are for cameras)"
+            )
         }
-        stream.setConsent(state)
-        return .ok
+        switch storeConsent(request, deviceID: command.deviceID) {
+        case let .failure(refusal): return refusal.status
+        case .success(nil): return .ok
+        case let .success(state?):
+            if sensors.isAllowed(deviceID: command.deviceID) != state.allowsRealFrames {
+                logger.notice(
+                    "consent", metadata: ["device.id": "\(command.deviceID)", "consent": "\(state.rawValue)", "reason": "\(request.reason)"])
+            }
+            sensors.setAllowed(state.allowsRealFrames, deviceID: command.deviceID)
+            return .ok
+        }
     }
 
     /// A take begins or ends for the device: its frames from `start_fleet_ns` on go on the
@@ -264,4 +302,11 @@ extension AgentService {
         }
         return nil
     }
+}
+
+/// A consent change the agent refused, as its reply's status.
+struct ConsentRefusal: Error {
+    let status: Capfleet_V1_Status
+
+    init(_ status: Capfleet_V1_Status) { self.status = status }
 }

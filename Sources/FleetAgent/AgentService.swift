@@ -19,6 +19,8 @@ public final class AgentService: Service, Sendable {
     /// coordinator knows a restart (whose commands in flight are lost) from a reconnection.
     let agentInstance = UUID().uuidString.lowercased()
     let sources: [CameraStream]
+    /// The sensor streams it offers (sensors.md): devices of their own kind, in HELLO after the cameras.
+    let sensorStreams: [SensorEndpoint.Stream]
     let consentBook: ConsentBook
     let light: RecordingLight
     let logger: Logger
@@ -39,6 +41,10 @@ public final class AgentService: Service, Sendable {
         logger[metadataKey: "node.id"] = "\(identity.nodeID)"
         self.logger = logger
         let book = try ConsentBook(stateDirectory: configuration.stateDirectory)
+        if let problem = configuration.sensorStreams.lazy.compactMap(SensorStreamName.problem).first {
+            throw AgentError.sensorStreamUnusable(problem)
+        }
+        sensorStreams = SensorEndpoint.streams(named: configuration.sensorStreams, nodeID: identity.nodeID)
         consentBook = book
         let light = RecordingLight(command: configuration.realFramesCommand, nodeID: identity.nodeID, logger: logger)
         self.light = light
@@ -151,14 +157,15 @@ public final class AgentService: Service, Sendable {
             $0.softwareVersion = WireDefaults.release
             $0.bootMonotonicNs = MonotonicTime.now()
             $0.agentInstance = agentInstance
-            $0.devices = sources.map { stream in
-                let source = stream.source
-                var descriptor = source.device.wire
-                descriptor.activeFormatIndex = UInt32(source.activeFormatIndex)
-                descriptor.activeFrameRate = source.activeFrameRate
-                descriptor.activeMinFrameRate = source.activeFrameRateRange.minFramesPerSecond
-                return descriptor
-            }
+            $0.devices =
+                sources.map { stream in
+                    let source = stream.source
+                    var descriptor = source.device.wire
+                    descriptor.activeFormatIndex = UInt32(source.activeFormatIndex)
+                    descriptor.activeFrameRate = source.activeFrameRate
+                    descriptor.activeMinFrameRate = source.activeFrameRateRange.minFramesPerSecond
+                    return descriptor
+                } + sensorStreams.map(\.descriptor)
             $0.encoders = encoders.catalog.encoders.map { choice in
                 .with {
                     $0.codec = choice.codec.wire

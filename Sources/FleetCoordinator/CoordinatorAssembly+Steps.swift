@@ -121,11 +121,16 @@ extension CoordinatorAssembly {
     struct Fleet {
         let alerts: AlertCenter
         let control: ControlHandler
-        let nodeEvents: (liveFlow: NodeEventFeed.Subscription, takes: NodeEventFeed.Subscription, detections: NodeEventFeed.Subscription)
+        let nodeEvents:
+            (
+                liveFlow: NodeEventFeed.Subscription, takes: NodeEventFeed.Subscription, detections: NodeEventFeed.Subscription,
+                sensorData: NodeEventFeed.Subscription
+            )
         let liveFlow: LiveFlowKeeper
         let links: AgentRecordLinks
         let takes: TakeDirector
         let detections: DetectionRelay
+        let sensorData: SensorDataRelay
         let collections: TakeCollections
         let stills: StillDirector
         let leases: LeaseKeeper
@@ -139,7 +144,7 @@ extension CoordinatorAssembly {
                 configuration: configuration.alerts, events: events, metrics: sockets.metrics, coordinatorID: base.coordinatorID,
                 logger: logger)
             let feed = NodeEventFeed()
-            let nodeEvents = (liveFlow: feed.subscribe(), takes: feed.subscribe(), detections: feed.subscribe())
+            let nodeEvents = (liveFlow: feed.subscribe(), takes: feed.subscribe(), detections: feed.subscribe(), sensorData: feed.subscribe())
             let control = ControlHandler(
                 configuration: configuration, store: store, endpoint: sockets.control, arrivals: sockets.arrivals, ingest: sockets.ingest,
                 events: events, alerts: alerts, rejections: sockets.rejections, gate: sockets.gate, coordinatorID: base.coordinatorID,
@@ -163,6 +168,7 @@ extension CoordinatorAssembly {
             return Fleet(
                 alerts: alerts, control: control, nodeEvents: nodeEvents, liveFlow: liveFlow, links: links, takes: takes,
                 detections: DetectionRelay(telemetry: sockets.telemetry, takes: takes, logger: logger),
+                sensorData: SensorDataRelay(telemetry: sockets.telemetry, logger: logger),
                 collections: TakeCollections(
                     store: store, collector: sockets.collector, links: links, events: events, clock: clock, logger: logger,
                     isOnline: { nodeID in await control.isOnline(nodeID) }),

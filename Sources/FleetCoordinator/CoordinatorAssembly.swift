@@ -109,6 +109,9 @@ struct CoordinatorAssembly: Sendable {
             StoppingService("detections", run: { await fleet.detections.follow(nodeEvents.detections.events) }) {
                 nodeEvents.detections.end()
             },
+            StoppingService("sensor data", run: { await fleet.sensorData.follow(nodeEvents.sensorData.events) }) {
+                nodeEvents.sensorData.end()
+            },
             StoppingService("live flow's node events", run: { await liveFlow.follow(nodeEvents: nodeEvents.liveFlow.events) }) {
                 nodeEvents.liveFlow.end()
             },

@@ -8,14 +8,17 @@ public enum TelemetryTopic {
     public static let pressurePrefix = "pressure."
     /// Detection reports (detection.md), since 1.6.
     public static let metaPrefix = "meta."
+    /// Sensor streams' readings (sensors.md), since 1.9.
+    public static let dataPrefix = "data."
 
     public static func node(_ nodeID: String) -> String { nodePrefix + nodeID }
     public static func device(_ deviceID: String) -> String { devicePrefix + deviceID }
     public static func drops(_ deviceID: String) -> String { dropsPrefix + deviceID }
     public static func pressure(_ nodeID: String) -> String { pressurePrefix + nodeID }
     public static func meta(_ deviceID: String) -> String { metaPrefix + deviceID }
+    public static func data(nodeID: String, stream: String) -> String { dataPrefix + nodeID + "." + stream }
     /// Every prefix the coordinator publishes under, as telemetry.md lists them.
-    public static let prefixes = [nodePrefix, devicePrefix, dropsPrefix, eventPrefix, pressurePrefix, metaPrefix]
+    public static let prefixes = [nodePrefix, devicePrefix, dropsPrefix, eventPrefix, pressurePrefix, metaPrefix, dataPrefix]
     public static func event(_ kind: Capfleet_V1_EventKind) -> String { eventPrefix + kind.topicSuffix }
 }
 

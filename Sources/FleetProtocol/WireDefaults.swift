@@ -35,7 +35,9 @@ public enum WireDefaults {
     /// 1.7: exposures that agree (FrameAlignment's steering and phase figures, Command.audit_exposures,
     /// sync_audit, StartRecording.requirements, TakeInfo.sync_report, DeviceCounters' take queue).
     /// 1.8: frame sets (get_frame_sets, TakeSyncReport.grid_origin_fleet_ns).
-    public static let protocolMinor: UInt32 = 8
+    /// 1.9: sensor streams (SOURCE_KIND_SENSOR, sensors.proto, AgentMessage.sensor_data, telemetry
+    /// data.<node>.<stream>, the sample counters of DeviceCounters, AgentStatus and DeviceStatus).
+    public static let protocolMinor: UInt32 = 9
 
     public static let heartbeatIntervalMilliseconds: UInt32 = 1000
     /// Missed heartbeats after which a peer is considered gone.

@@ -26,6 +26,8 @@ public struct AgentFlags: Sendable {
     public var enroll: String?
     public var onRealFrames: String?
     public var testClockSkew: String?
+    public var sensorStreams: [String] = []
+    public var sensorSocket: String?
 
     public init() {}
 }
@@ -122,9 +124,23 @@ public struct AgentSettings: Sendable {
             configuration.nodeClock = clock
         }
         configuration.enrollmentToken = flags.enroll ?? settings.nonEmpty(AgentSettingKeys.enrollToken, environment: env)
+        configuration.sensorStreams = try sensorStreams(flags, settings, environment: env)
+        configuration.sensorSocket = flags.sensorSocket ?? settings.nonEmpty(AgentSettingKeys.sensorSocket, environment: env)
         return AgentSettings(
             file: settings, coordinator: address, configuration: configuration,
             cpuLatencyLimit: try CPULatencySetting.limit(settings, environment: env))
+    }
+
+    /// `sensor_streams`: names separated by commas or spaces; the flags replace the setting.
+    static func sensorStreams(_ flags: AgentFlags, _ settings: SettingsFile, environment env: [String: String]) throws -> [String] {
+        let names =
+            !flags.sensorStreams.isEmpty
+            ? flags.sensorStreams
+            : (settings.nonEmpty(AgentSettingKeys.sensorStreams, environment: env) ?? "")
+                .split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
+        if let problem = names.lazy.compactMap(SensorStreamName.problem).first { throw SettingsError("sensor_streams: \(problem)") }
+        guard Set(names).count == names.count else { throw SettingsError("sensor_streams names a stream twice: \(names.joined(separator: ", "))") }
+        return names
     }
 
     /// `preview` (on or off), `preview_width`, `preview_fps`, `preview_quality`; defaults

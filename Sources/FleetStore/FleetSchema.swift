@@ -601,6 +601,27 @@ enum FleetSchema {
                     ) WITHOUT ROWID;
                     """)
         }
+        migrator.registerMigration("v23: sensor streams") { db in
+            // A sensor stream (SourceKind.sensor, sensors.md) registers as a device: the kind's
+            // CHECK is widened by rebuilding the table from its own definition, as v12 did.
+            let (narrow, widened) = (
+                "CHECK (kind IN ('synthetic', 'v4l2', 'external'))", "CHECK (kind IN ('synthetic', 'v4l2', 'external', 'sensor'))"
+            )
+            guard let definition = try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'device'"),
+                definition.contains(narrow)
+            else {
+                throw DatabaseError(message: "the device table is not the one migration v23 rebuilds")
+            }
+            guard let columns = definition.firstIndex(of: "(") else { throw DatabaseError(message: "the device table has no columns") }
+            try db.execute(sql: "CREATE TABLE device_v23 " + definition[columns...].replacingOccurrences(of: narrow, with: widened))
+            try db.execute(
+                sql: """
+                    INSERT INTO device_v23 SELECT * FROM device;
+                    DROP TABLE device;
+                    ALTER TABLE device_v23 RENAME TO device;
+                    CREATE INDEX device_node ON device(nodeId);
+                    """)
+        }
         return migrator
     }
 }

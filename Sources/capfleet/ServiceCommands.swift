@@ -119,6 +119,14 @@ struct AgentCommand: AsyncParsableCommand {
     )
     var onRealFrames: String?
     @Option(
+        name: .customLong("sensor-stream"),
+        help:
+            "A sensor stream this agent offers on its sensor endpoint (IMU, GPIO lines, cues: a-z 0-9 _ -, device sen-NODE-NAME; proto-docs/sensors.md); repeat for more. Setting sensor_streams."
+    )
+    var sensorStreams: [String] = []
+    @Option(help: "The sensor endpoint's Unix socket, mode 0660 (default: STATE_DIR/sensors.sock; setting sensor_socket).")
+    var sensorSocket: String?
+    @Option(
         help: ArgumentHelp(
             "For tests only: run this agent's clock off by an offset and drift, e.g. \"+3.2s,+40ppm\" (environment: CAPFLEET_TEST_CLOCK_SKEW).",
             visibility: .hidden))
@@ -149,6 +157,8 @@ struct AgentCommand: AsyncParsableCommand {
         flags.enroll = enroll
         flags.onRealFrames = onRealFrames
         flags.testClockSkew = testClockSkew
+        flags.sensorStreams = sensorStreams
+        flags.sensorSocket = sensorSocket
         let settings = try AgentSettings.load(flags)
         if checkConfig {
             for line in settings.checkReport() { print(line) }

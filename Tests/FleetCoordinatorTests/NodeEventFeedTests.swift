@@ -10,6 +10,7 @@ import Testing
             case let .offline(nodeID): "offline \(nodeID)"
             case let .device(deviceID, kind, _): "\(kind) \(deviceID)"
             case let .detection(report): "detection \(report.deviceID)"
+            case let .sensorData(batch): "sensor data \(batch.deviceID)"
             case let .status(samples, _): "status \(samples.map(\.deviceID).joined(separator: ","))"
             }
         }

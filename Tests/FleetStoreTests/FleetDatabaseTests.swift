@@ -237,6 +237,21 @@ import Testing
         #expect(stored.kind == SourceKind.external.rawValue)
     }
 
+    /// A sensor stream (SourceKind.sensor, sensors.md) registers as a device without formats.
+    @Test func registerNode_keepsASensorStreamWithoutFormats() async throws {
+        let store = try FleetDatabase(path: path)
+        let stream = DeviceDescription(
+            deviceID: "sen-1a2b3c4d-imu0", name: "Sensor stream imu0", driver: "capfleet-sensor-endpoint", kind: .sensor,
+            formats: [], identitySource: "sensor-stream")
+        _ = try await store.registerNode(
+            NodeRegistration(
+                nodeID: "node-1", name: "host-1", hostname: "host", softwareVersion: "0.1.0", address: "127.0.0.1",
+                devices: [.init(description: stream, activeFormatIndex: 0, activeFrameRate: 0)]),
+            at: 1000)
+        #expect(try await store.device("sen-1a2b3c4d-imu0")?.kind == SourceKind.sensor.rawValue)
+        #expect(try await store.formats(deviceID: "sen-1a2b3c4d-imu0").isEmpty)
+    }
+
     /// A database from before external cameras (migration v11) keeps its devices and what
     /// hangs off them (formats, consent history) when the device table is rebuilt.
     @Test func upgradeToExternalCameras_keepsEveryDeviceAndItsRows() async throws {
@@ -244,13 +259,14 @@ import Testing
             let store = try FleetDatabase(path: path)
             _ = try await store.registerNode(registration(devices: [("cam-1", formats), ("cam-2", formats)]), at: 1000)
         }
-        // Put the file back to v11: the v12 device table holds the same rows, only its CHECK differs.
+        // Put the file back to v11: the device table holds the same rows, only its CHECK differs
+        // (v12 and v23 each widened it).
         try await DatabaseQueue(path: path).write { db in
-            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v12: external cameras'")
+            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier IN ('v12: external cameras', 'v23: sensor streams')")
             try db.execute(sql: "PRAGMA writable_schema = ON")
             try db.execute(
                 sql: """
-                    UPDATE sqlite_master SET sql = replace(sql, 'CHECK (kind IN (''synthetic'', ''v4l2'', ''external''))',
+                    UPDATE sqlite_master SET sql = replace(sql, 'CHECK (kind IN (''synthetic'', ''v4l2'', ''external'', ''sensor''))',
                                                            'CHECK (kind IN (''synthetic'', ''v4l2''))')
                     WHERE type = 'table' AND name = 'device'
                     """)
@@ -261,7 +277,7 @@ import Testing
         let definition = try await DatabaseQueue(path: path).read { db in
             try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'device'")
         }
-        #expect(definition?.contains("'external'") == true)
+        #expect(definition?.contains("'external', 'sensor'") == true)
         let violations = try DatabaseQueue(path: path).read { db in try Row.fetchAll(db, sql: "PRAGMA foreign_key_check") }
         #expect(violations.isEmpty)
     }

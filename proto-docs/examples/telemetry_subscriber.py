@@ -36,6 +36,7 @@ TOPICS = {
     "event.": ("telemetry_pb2", "FleetEvent"),
     "pressure.": ("common_pb2", "PressureReport"),
     "meta.": ("telemetry_pb2", "DetectionReport"),   # since 1.6: codes and faces found (../detection.md)
+    "data.": ("sensors_pb2", "SensorData"),          # since 1.9: sensor streams' readings (../sensors.md)
 }
 
 

@@ -73,6 +73,14 @@ final class ControlChannel: Sendable {
         flush()
     }
 
+    /// A batch of a sensor stream's readings (sensors.md): like a detection report, refused
+    /// (false) rather than queued while the channel is closed or backed up.
+    func post(sensorData batch: Capfleet_V1_SensorData) -> Bool {
+        guard outbox.offer(.with { $0.sensorData = batch }) else { return false }
+        flush()
+        return true
+    }
+
     /// Wakes the control thread to send what the outbox holds, in order.
     private func flush() {
         let outbox = self.outbox, dealer = self.dealer, logger = self.logger
@@ -93,6 +101,7 @@ final class ControlMailbox: Sendable {
     func post(reply: Capfleet_V1_CommandReply) { channel.withLock { $0 }?.post(reply: reply) }
     func post(pressureChange report: Capfleet_V1_PressureReport) { channel.withLock { $0 }?.post(pressureChange: report) }
     func post(detection report: Capfleet_V1_DetectionReport) { channel.withLock { $0 }?.post(detection: report) }
+    func post(sensorData batch: Capfleet_V1_SensorData) -> Bool { channel.withLock { $0 }?.post(sensorData: batch) ?? false }
 }
 
 /// Events (device events, pressure changes) and late replies waiting for the control

@@ -38,6 +38,7 @@ public enum AgentError: Error, CustomStringConvertible {
     case notEnrolled(stateDirectory: String)
     case enrollmentRefused(String)
     case revoked(String)
+    case sensorStreamUnusable(String)
 
     public var description: String {
         switch self {
@@ -57,6 +58,8 @@ public enum AgentError: Error, CustomStringConvertible {
             "enrollment refused: \(reason)"
         case let .revoked(reason):
             "the coordinator cut this node off: \(reason)"
+        case let .sensorStreamUnusable(problem):
+            "\(problem) (setting sensor_streams, flag --sensor-stream)"
         }
     }
 }

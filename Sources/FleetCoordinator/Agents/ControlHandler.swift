@@ -218,6 +218,22 @@ actor ControlHandler: AgentCommands {
                 return
             }
             nodeEvents.publish(.detection(report))
+        case let .sensorData(batch)?:
+            let nodeID = sender.nodeID
+            guard book.session(nodeID) != nil else {
+                refuse(routed, .unregisteredNode, "sensor readings from node \(nodeID), which has not registered")
+                return
+            }
+            guard ingest.state(of: batch.deviceID)?.nodeID == nodeID, batch.nodeID == nodeID,
+                SensorStreamName.problem(with: batch.stream) == nil,
+                batch.deviceID.hasSuffix("-" + batch.stream)
+            else {
+                refuse(
+                    routed, .wrongIdentity,
+                    "node \(nodeID) sent readings of stream \(batch.stream.prefix(40)) as device \(batch.deviceID), which is not its own")
+                return
+            }
+            nodeEvents.publish(.sensorData(batch))
         case nil:
             refuse(routed, .unknownMessage, "the AgentMessage carries no body this coordinator knows")
         }

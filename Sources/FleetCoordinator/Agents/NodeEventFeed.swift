@@ -13,6 +13,8 @@ enum NodeEvent: Sendable {
     case device(deviceID: String, kind: String, detail: String)
     /// A detection report from the node that has the device.
     case detection(Capfleet_V1_DetectionReport)
+    /// A batch of a sensor stream's readings from the node that has the stream.
+    case sensorData(Capfleet_V1_SensorData)
     /// A node's status (about once a second): its devices' counters and its clock, as takes'
     /// sync reports read them, heard at `atFleetNs`.
     case status(samples: [TakeSyncSample], atFleetNs: UInt64)

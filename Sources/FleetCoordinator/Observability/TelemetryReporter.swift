@@ -101,6 +101,7 @@ actor TelemetryReporter {
                     $0.width = state?.layout.width ?? 0
                     $0.height = state?.layout.height ?? 0
                     $0.consent = (consents[device.id]?.consentState ?? .notDetermined).wire
+                    $0.kind = (SourceKind(rawValue: device.kind) ?? .v4l2).wire
                     if let preview = previews[device.id] {
                         $0.previewsReceived = preview.received
                         $0.previewsPerSecond = $0.online ? preview.perSecond : 0
@@ -116,6 +117,10 @@ actor TelemetryReporter {
                         $0.liveFramesSent = counters.framesSent
                         $0.detectionExamined = counters.detectionExamined
                         $0.detectionSkipped = counters.detectionSkipped
+                        $0.samplesReceived = counters.samplesReceived
+                        $0.samplesRefused = counters.samplesRefused
+                        $0.samplesWithheld = counters.samplesWithheld
+                        $0.samplesUnsent = counters.samplesUnsent
                         if counters.hasAlignment { $0.alignment = counters.alignment }
                         // An interrupted device is not streaming, whatever its last frames say.
                         if counters.interruption.reason != .none { $0.streaming = false }
@@ -161,6 +166,7 @@ actor TelemetryReporter {
                     $0.deviceCount = UInt32(presentDevices[node.id] ?? 0)
                     $0.sendQueueDepth = lastStatus?.sendQueueDepth ?? 0
                     $0.sendQueueCapacity = lastStatus?.sendQueueCapacity ?? 0
+                    $0.sensorMessagesRefused = lastStatus?.sensorMessagesRefused ?? 0
                     if let pressure {
                         $0.pressureLevel = pressure.level
                         $0.pressureFactors = pressure.factors

@@ -72,7 +72,10 @@ actor StillDirector {
         }
         var devices: [DeviceRecord] = []
         if query.all {
-            for device in try await store.devices() where await control.isOnline(device.nodeId) { devices.append(device) }
+            // Cameras only: a sensor stream takes no pictures.
+            for device in try await store.devices() where SourceKind(rawValue: device.kind)?.isCamera != false {
+                if await control.isOnline(device.nodeId) { devices.append(device) }
+            }
             guard !devices.isEmpty else { throw StillRefusal(code: .unavailable, description: "no camera is online") }
         } else {
             for deviceID in query.deviceIds where !devices.contains(where: { $0.id == deviceID }) {

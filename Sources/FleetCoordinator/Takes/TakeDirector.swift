@@ -348,7 +348,7 @@ actor TakeDirector {
             case let .registered(nodeID, _): Task { await self.nodeRegistered(nodeID) }
             case let .offline(nodeID): await nodeOffline(nodeID)
             case let .device(deviceID, kind, detail): await deviceEvent(deviceID, kind: kind, detail: detail)
-            case .detection: continue
+            case .detection, .sensorData: continue
             case let .status(samples, at): await sync.observe(samples, at: at)
             }
         }

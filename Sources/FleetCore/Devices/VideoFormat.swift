@@ -72,6 +72,12 @@ public enum SourceKind: String, Sendable, Codable, CaseIterable {
     /// A camera this project does not drive itself (a GigE Vision or RTSP camera, a capture
     /// card's SDK) behind a third party's agent; its id follows `DeviceIdentityRule`.
     case external
+    /// A stream of samples that local processes send the agent's sensor endpoint (IMU, GPIO
+    /// lines, cues; sensors.md): no formats, no frames, consent like a camera's.
+    case sensor
+
+    /// A camera: it has formats and takes camera commands (format, rate, zoom, focus, stills).
+    public var isCamera: Bool { self != .sensor }
 }
 
 /// A camera as an agent knows it: stable identity plus the full format list and what

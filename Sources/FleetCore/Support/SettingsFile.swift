@@ -126,10 +126,15 @@ public enum AgentSettingKeys {
     /// (clock.md, "Host tuning").
     public static let cpuLatency = "cpu_latency_us"
 
+    /// Sensor streams the agent offers (sensors.md), and its sensor endpoint's Unix socket.
+    public static let sensorStreams = "sensor_streams"
+    public static let sensorSocket = "sensor_socket"
+
     public static let all =
         [coordinator, name, stateDirectory, enrollToken] + PressureThresholds.settingKeys
         + [
             "real_frames_command", recordSpoolMemory, recordSpoolDisk, preview, previewWidth, previewFPS, previewQuality,
             recordingsDirectory, recordReserve, recordingsKeepDays, collectRate, encoderThreads, encoderPreset, hardwareEncoders, cpuLatency,
+            sensorStreams, sensorSocket,
         ]
 }

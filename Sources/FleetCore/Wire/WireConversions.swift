@@ -37,6 +37,7 @@ extension SourceKind {
         case .synthetic: .synthetic
         case .v4l2: .v4L2
         case .external: .external
+        case .sensor: .sensor
         }
     }
 
@@ -45,6 +46,7 @@ extension SourceKind {
         case .synthetic: self = .synthetic
         case .v4L2: self = .v4l2
         case .external: self = .external
+        case .sensor: self = .sensor
         default: return nil
         }
     }

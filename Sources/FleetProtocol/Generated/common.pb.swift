@@ -71,6 +71,9 @@ public nonisolated enum Capfleet_V1_SourceKind: SwiftProtobuf.Enum, Swift.CaseIt
 
   /// a third party's camera; its id follows device-model.md's rule
   case external // = 3
+
+  /// since 1.9: a stream of samples local processes send the agent (sensors.md); no formats
+  case sensor // = 4
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -83,6 +86,7 @@ public nonisolated enum Capfleet_V1_SourceKind: SwiftProtobuf.Enum, Swift.CaseIt
     case 1: self = .synthetic
     case 2: self = .v4L2
     case 3: self = .external
+    case 4: self = .sensor
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -93,6 +97,7 @@ public nonisolated enum Capfleet_V1_SourceKind: SwiftProtobuf.Enum, Swift.CaseIt
     case .synthetic: return 1
     case .v4L2: return 2
     case .external: return 3
+    case .sensor: return 4
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -103,6 +108,7 @@ public nonisolated enum Capfleet_V1_SourceKind: SwiftProtobuf.Enum, Swift.CaseIt
     .synthetic,
     .v4L2,
     .external,
+    .sensor,
   ]
 
 }
@@ -1388,7 +1394,7 @@ nonisolated extension Capfleet_V1_ProtocolVersion: SwiftProtobuf._ProtoNameProvi
 }
 
 nonisolated extension Capfleet_V1_SourceKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0SOURCE_KIND_UNSPECIFIED\0\u{1}SOURCE_KIND_SYNTHETIC\0\u{1}SOURCE_KIND_V4L2\0\u{1}SOURCE_KIND_EXTERNAL\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0SOURCE_KIND_UNSPECIFIED\0\u{1}SOURCE_KIND_SYNTHETIC\0\u{1}SOURCE_KIND_V4L2\0\u{1}SOURCE_KIND_EXTERNAL\0\u{1}SOURCE_KIND_SENSOR\0")
 }
 
 nonisolated extension Capfleet_V1_FocusMode: SwiftProtobuf._ProtoNameProviding {

@@ -257,6 +257,29 @@ public nonisolated struct Capfleet_V1_DeviceCounters: @unchecked Sendable {
     set {_uniqueStorage()._takeQueuePeak = newValue}
   }
 
+  /// Since 1.9, sensor streams only (sensors.md), since the agent started: samples accepted,
+  /// refused, kept on the host for want of consent, and lost because the control channel could
+  /// not take them (the coordinator unreachable or slow).
+  public var samplesReceived: UInt64 {
+    get {_storage._samplesReceived}
+    set {_uniqueStorage()._samplesReceived = newValue}
+  }
+
+  public var samplesRefused: UInt64 {
+    get {_storage._samplesRefused}
+    set {_uniqueStorage()._samplesRefused = newValue}
+  }
+
+  public var samplesWithheld: UInt64 {
+    get {_storage._samplesWithheld}
+    set {_uniqueStorage()._samplesWithheld = newValue}
+  }
+
+  public var samplesUnsent: UInt64 {
+    get {_storage._samplesUnsent}
+    set {_uniqueStorage()._samplesUnsent = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -264,51 +287,72 @@ public nonisolated struct Capfleet_V1_DeviceCounters: @unchecked Sendable {
   fileprivate var _storage = _StorageClass.defaultInstance
 }
 
-public nonisolated struct Capfleet_V1_AgentStatus: Sendable {
+public nonisolated struct Capfleet_V1_AgentStatus: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var nodeID: String = String()
+  public var nodeID: String {
+    get {_storage._nodeID}
+    set {_uniqueStorage()._nodeID = newValue}
+  }
 
-  public var devices: [Capfleet_V1_DeviceCounters] = []
+  public var devices: [Capfleet_V1_DeviceCounters] {
+    get {_storage._devices}
+    set {_uniqueStorage()._devices = newValue}
+  }
 
   /// frames waiting to be sent, all devices
-  public var sendQueueDepth: UInt32 = 0
+  public var sendQueueDepth: UInt32 {
+    get {_storage._sendQueueDepth}
+    set {_uniqueStorage()._sendQueueDepth = newValue}
+  }
 
-  public var sendQueueCapacity: UInt32 = 0
+  public var sendQueueCapacity: UInt32 {
+    get {_storage._sendQueueCapacity}
+    set {_uniqueStorage()._sendQueueCapacity = newValue}
+  }
 
   /// the latest sample and level
   public var pressure: Capfleet_V1_PressureReport {
-    get {_pressure ?? Capfleet_V1_PressureReport()}
-    set {_pressure = newValue}
+    get {_storage._pressure ?? Capfleet_V1_PressureReport()}
+    set {_uniqueStorage()._pressure = newValue}
   }
   /// Returns true if `pressure` has been explicitly set.
-  public var hasPressure: Bool {self._pressure != nil}
+  public var hasPressure: Bool {_storage._pressure != nil}
   /// Clears the value of `pressure`. Subsequent reads from it will return its default value.
-  public mutating func clearPressure() {self._pressure = nil}
+  public mutating func clearPressure() {_uniqueStorage()._pressure = nil}
 
   /// the agent's clock against fleet time (clock.md)
   public var clock: Capfleet_V1_ClockState {
-    get {_clock ?? Capfleet_V1_ClockState()}
-    set {_clock = newValue}
+    get {_storage._clock ?? Capfleet_V1_ClockState()}
+    set {_uniqueStorage()._clock = newValue}
   }
   /// Returns true if `clock` has been explicitly set.
-  public var hasClock: Bool {self._clock != nil}
+  public var hasClock: Bool {_storage._clock != nil}
   /// Clears the value of `clock`. Subsequent reads from it will return its default value.
-  public mutating func clearClock() {self._clock = nil}
+  public mutating func clearClock() {_uniqueStorage()._clock = nil}
 
   /// Since 1.4, to a coordinator whose WELCOME said status_heartbeats: this status stands for
   /// the heartbeat of this sequence (registration.md, "Heartbeating and reconnection") and is
   /// answered with its HeartbeatAck. 0: an ordinary status.
-  public var heartbeatSequence: UInt64 = 0
+  public var heartbeatSequence: UInt64 {
+    get {_storage._heartbeatSequence}
+    set {_uniqueStorage()._heartbeatSequence = newValue}
+  }
+
+  /// Since 1.9 (sensors.md): messages on the sensor endpoint refused before they could be put to
+  /// a stream (not SensorSamples, or a stream the agent does not offer), since it started.
+  public var sensorMessagesRefused: UInt64 {
+    get {_storage._sensorMessagesRefused}
+    set {_uniqueStorage()._sensorMessagesRefused = newValue}
+  }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
-  fileprivate var _pressure: Capfleet_V1_PressureReport? = nil
-  fileprivate var _clock: Capfleet_V1_ClockState? = nil
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 /// Since 1.3 (frames.md, "Live frames on demand"): the devices of this node whose full-rate
@@ -1097,6 +1141,15 @@ public nonisolated struct Capfleet_V1_AgentMessage: Sendable {
     set {body = .detection(newValue)}
   }
 
+  /// since 1.9, sensors.md: the coordinator publishes it on data.<node_id>.<stream>
+  public var sensorData: Capfleet_V1_SensorData {
+    get {
+      if case .sensorData(let v)? = body {return v}
+      return Capfleet_V1_SensorData()
+    }
+    set {body = .sensorData(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Body: Equatable, Sendable {
@@ -1111,6 +1164,8 @@ public nonisolated struct Capfleet_V1_AgentMessage: Sendable {
     case enroll(Capfleet_V1_Enroll)
     /// since 1.6, detection.md: the coordinator publishes it on meta.<device_id>
     case detection(Capfleet_V1_DetectionReport)
+    /// since 1.9, sensors.md: the coordinator publishes it on data.<node_id>.<stream>
+    case sensorData(Capfleet_V1_SensorData)
 
   }
 
@@ -1536,7 +1591,7 @@ nonisolated extension Capfleet_V1_Heartbeat: SwiftProtobuf.Message, SwiftProtobu
 
 nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceCounters"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}frames_captured\0\u{3}frames_sent\0\u{3}bytes_sent\0\u{1}drops\0\u{1}streaming\0\u{1}interruption\0\u{1}focus\0\u{3}zoom_factor\0\u{3}active_frame_rate\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{3}bytes_captured\0\u{1}layout\0\u{3}last_sequence\0\u{3}live_flow\0\u{3}detection_examined\0\u{3}detection_skipped\0\u{3}take_queue_depth\0\u{3}take_queue_capacity\0\u{3}take_queue_peak\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}frames_captured\0\u{3}frames_sent\0\u{3}bytes_sent\0\u{1}drops\0\u{1}streaming\0\u{1}interruption\0\u{1}focus\0\u{3}zoom_factor\0\u{3}active_frame_rate\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{3}bytes_captured\0\u{1}layout\0\u{3}last_sequence\0\u{3}live_flow\0\u{3}detection_examined\0\u{3}detection_skipped\0\u{3}take_queue_depth\0\u{3}take_queue_capacity\0\u{3}take_queue_peak\0\u{3}samples_received\0\u{3}samples_refused\0\u{3}samples_withheld\0\u{3}samples_unsent\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -1565,6 +1620,10 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
     var _takeQueueDepth: UInt32 = 0
     var _takeQueueCapacity: UInt32 = 0
     var _takeQueuePeak: UInt32 = 0
+    var _samplesReceived: UInt64 = 0
+    var _samplesRefused: UInt64 = 0
+    var _samplesWithheld: UInt64 = 0
+    var _samplesUnsent: UInt64 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -1601,6 +1660,10 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
       _takeQueueDepth = source._takeQueueDepth
       _takeQueueCapacity = source._takeQueueCapacity
       _takeQueuePeak = source._takeQueuePeak
+      _samplesReceived = source._samplesReceived
+      _samplesRefused = source._samplesRefused
+      _samplesWithheld = source._samplesWithheld
+      _samplesUnsent = source._samplesUnsent
     }
   }
 
@@ -1645,6 +1708,10 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
         case 24: try { try decoder.decodeSingularUInt32Field(value: &_storage._takeQueueDepth) }()
         case 25: try { try decoder.decodeSingularUInt32Field(value: &_storage._takeQueueCapacity) }()
         case 26: try { try decoder.decodeSingularUInt32Field(value: &_storage._takeQueuePeak) }()
+        case 27: try { try decoder.decodeSingularUInt64Field(value: &_storage._samplesReceived) }()
+        case 28: try { try decoder.decodeSingularUInt64Field(value: &_storage._samplesRefused) }()
+        case 29: try { try decoder.decodeSingularUInt64Field(value: &_storage._samplesWithheld) }()
+        case 30: try { try decoder.decodeSingularUInt64Field(value: &_storage._samplesUnsent) }()
         default: break
         }
       }
@@ -1735,6 +1802,18 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
       if _storage._takeQueuePeak != 0 {
         try visitor.visitSingularUInt32Field(value: _storage._takeQueuePeak, fieldNumber: 26)
       }
+      if _storage._samplesReceived != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._samplesReceived, fieldNumber: 27)
+      }
+      if _storage._samplesRefused != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._samplesRefused, fieldNumber: 28)
+      }
+      if _storage._samplesWithheld != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._samplesWithheld, fieldNumber: 29)
+      }
+      if _storage._samplesUnsent != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._samplesUnsent, fieldNumber: 30)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -1770,6 +1849,10 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
         if _storage._takeQueueDepth != rhs_storage._takeQueueDepth {return false}
         if _storage._takeQueueCapacity != rhs_storage._takeQueueCapacity {return false}
         if _storage._takeQueuePeak != rhs_storage._takeQueuePeak {return false}
+        if _storage._samplesReceived != rhs_storage._samplesReceived {return false}
+        if _storage._samplesRefused != rhs_storage._samplesRefused {return false}
+        if _storage._samplesWithheld != rhs_storage._samplesWithheld {return false}
+        if _storage._samplesUnsent != rhs_storage._samplesUnsent {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -1781,63 +1864,118 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_AgentStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".AgentStatus"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_id\0\u{1}devices\0\u{3}send_queue_depth\0\u{3}send_queue_capacity\0\u{1}pressure\0\u{1}clock\0\u{3}heartbeat_sequence\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_id\0\u{1}devices\0\u{3}send_queue_depth\0\u{3}send_queue_capacity\0\u{1}pressure\0\u{1}clock\0\u{3}heartbeat_sequence\0\u{3}sensor_messages_refused\0")
+
+  fileprivate class _StorageClass {
+    var _nodeID: String = String()
+    var _devices: [Capfleet_V1_DeviceCounters] = []
+    var _sendQueueDepth: UInt32 = 0
+    var _sendQueueCapacity: UInt32 = 0
+    var _pressure: Capfleet_V1_PressureReport? = nil
+    var _clock: Capfleet_V1_ClockState? = nil
+    var _heartbeatSequence: UInt64 = 0
+    var _sensorMessagesRefused: UInt64 = 0
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _nodeID = source._nodeID
+      _devices = source._devices
+      _sendQueueDepth = source._sendQueueDepth
+      _sendQueueCapacity = source._sendQueueCapacity
+      _pressure = source._pressure
+      _clock = source._clock
+      _heartbeatSequence = source._heartbeatSequence
+      _sensorMessagesRefused = source._sensorMessagesRefused
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularStringField(value: &self.nodeID) }()
-      case 2: try { try decoder.decodeRepeatedMessageField(value: &self.devices) }()
-      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.sendQueueDepth) }()
-      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.sendQueueCapacity) }()
-      case 5: try { try decoder.decodeSingularMessageField(value: &self._pressure) }()
-      case 6: try { try decoder.decodeSingularMessageField(value: &self._clock) }()
-      case 7: try { try decoder.decodeSingularUInt64Field(value: &self.heartbeatSequence) }()
-      default: break
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularStringField(value: &_storage._nodeID) }()
+        case 2: try { try decoder.decodeRepeatedMessageField(value: &_storage._devices) }()
+        case 3: try { try decoder.decodeSingularUInt32Field(value: &_storage._sendQueueDepth) }()
+        case 4: try { try decoder.decodeSingularUInt32Field(value: &_storage._sendQueueCapacity) }()
+        case 5: try { try decoder.decodeSingularMessageField(value: &_storage._pressure) }()
+        case 6: try { try decoder.decodeSingularMessageField(value: &_storage._clock) }()
+        case 7: try { try decoder.decodeSingularUInt64Field(value: &_storage._heartbeatSequence) }()
+        case 8: try { try decoder.decodeSingularUInt64Field(value: &_storage._sensorMessagesRefused) }()
+        default: break
+        }
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    if !self.nodeID.isEmpty {
-      try visitor.visitSingularStringField(value: self.nodeID, fieldNumber: 1)
-    }
-    if !self.devices.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.devices, fieldNumber: 2)
-    }
-    if self.sendQueueDepth != 0 {
-      try visitor.visitSingularUInt32Field(value: self.sendQueueDepth, fieldNumber: 3)
-    }
-    if self.sendQueueCapacity != 0 {
-      try visitor.visitSingularUInt32Field(value: self.sendQueueCapacity, fieldNumber: 4)
-    }
-    try { if let v = self._pressure {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
-    } }()
-    try { if let v = self._clock {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
-    } }()
-    if self.heartbeatSequence != 0 {
-      try visitor.visitSingularUInt64Field(value: self.heartbeatSequence, fieldNumber: 7)
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if !_storage._nodeID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._nodeID, fieldNumber: 1)
+      }
+      if !_storage._devices.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._devices, fieldNumber: 2)
+      }
+      if _storage._sendQueueDepth != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._sendQueueDepth, fieldNumber: 3)
+      }
+      if _storage._sendQueueCapacity != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._sendQueueCapacity, fieldNumber: 4)
+      }
+      try { if let v = _storage._pressure {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
+      } }()
+      try { if let v = _storage._clock {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
+      } }()
+      if _storage._heartbeatSequence != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._heartbeatSequence, fieldNumber: 7)
+      }
+      if _storage._sensorMessagesRefused != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._sensorMessagesRefused, fieldNumber: 8)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Capfleet_V1_AgentStatus, rhs: Capfleet_V1_AgentStatus) -> Bool {
-    if lhs.nodeID != rhs.nodeID {return false}
-    if lhs.devices != rhs.devices {return false}
-    if lhs.sendQueueDepth != rhs.sendQueueDepth {return false}
-    if lhs.sendQueueCapacity != rhs.sendQueueCapacity {return false}
-    if lhs._pressure != rhs._pressure {return false}
-    if lhs._clock != rhs._clock {return false}
-    if lhs.heartbeatSequence != rhs.heartbeatSequence {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._nodeID != rhs_storage._nodeID {return false}
+        if _storage._devices != rhs_storage._devices {return false}
+        if _storage._sendQueueDepth != rhs_storage._sendQueueDepth {return false}
+        if _storage._sendQueueCapacity != rhs_storage._sendQueueCapacity {return false}
+        if _storage._pressure != rhs_storage._pressure {return false}
+        if _storage._clock != rhs_storage._clock {return false}
+        if _storage._heartbeatSequence != rhs_storage._heartbeatSequence {return false}
+        if _storage._sensorMessagesRefused != rhs_storage._sensorMessagesRefused {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2922,7 +3060,7 @@ nonisolated extension Capfleet_V1_Enrolled: SwiftProtobuf.Message, SwiftProtobuf
 
 nonisolated extension Capfleet_V1_AgentMessage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".AgentMessage"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{1}heartbeat\0\u{1}status\0\u{3}command_reply\0\u{3}device_event\0\u{3}pressure_change\0\u{1}enroll\0\u{1}detection\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{1}heartbeat\0\u{1}status\0\u{3}command_reply\0\u{3}device_event\0\u{3}pressure_change\0\u{1}enroll\0\u{1}detection\0\u{3}sensor_data\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3034,6 +3172,19 @@ nonisolated extension Capfleet_V1_AgentMessage: SwiftProtobuf.Message, SwiftProt
           self.body = .detection(v)
         }
       }()
+      case 9: try {
+        var v: Capfleet_V1_SensorData?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .sensorData(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .sensorData(v)
+        }
+      }()
       default: break
       }
     }
@@ -3076,6 +3227,10 @@ nonisolated extension Capfleet_V1_AgentMessage: SwiftProtobuf.Message, SwiftProt
     case .detection?: try {
       guard case .detection(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 8)
+    }()
+    case .sensorData?: try {
+      guard case .sensorData(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 9)
     }()
     case nil: break
     }

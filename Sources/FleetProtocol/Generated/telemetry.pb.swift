@@ -282,6 +282,12 @@ public nonisolated struct Capfleet_V1_NodeStatus: @unchecked Sendable {
   /// Clears the value of `clock`. Subsequent reads from it will return its default value.
   public mutating func clearClock() {_uniqueStorage()._clock = nil}
 
+  /// since 1.9: messages the agent's sensor endpoint refused before naming a stream (sensors.md), its current process
+  public var sensorMessagesRefused: UInt64 {
+    get {_storage._sensorMessagesRefused}
+    set {_uniqueStorage()._sensorMessagesRefused = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -492,6 +498,33 @@ public nonisolated struct Capfleet_V1_DeviceStatus: @unchecked Sendable {
     set {_uniqueStorage()._detectionSkipped = newValue}
   }
 
+  /// Since 1.9: what the device is (a sensor stream has no frames; sensors.md), and a sensor
+  /// stream's samples as its agent's current process counted them.
+  public var kind: Capfleet_V1_SourceKind {
+    get {_storage._kind}
+    set {_uniqueStorage()._kind = newValue}
+  }
+
+  public var samplesReceived: UInt64 {
+    get {_storage._samplesReceived}
+    set {_uniqueStorage()._samplesReceived = newValue}
+  }
+
+  public var samplesRefused: UInt64 {
+    get {_storage._samplesRefused}
+    set {_uniqueStorage()._samplesRefused = newValue}
+  }
+
+  public var samplesWithheld: UInt64 {
+    get {_storage._samplesWithheld}
+    set {_uniqueStorage()._samplesWithheld = newValue}
+  }
+
+  public var samplesUnsent: UInt64 {
+    get {_storage._samplesUnsent}
+    set {_uniqueStorage()._samplesUnsent = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -604,7 +637,7 @@ nonisolated extension Capfleet_V1_AlertKind: SwiftProtobuf._ProtoNameProviding {
 
 nonisolated extension Capfleet_V1_NodeStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".NodeStatus"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_id\0\u{1}name\0\u{1}hostname\0\u{1}online\0\u{3}last_seen_unix_ms\0\u{3}device_count\0\u{3}send_queue_depth\0\u{3}send_queue_capacity\0\u{3}pressure_level\0\u{3}pressure_factors\0\u{1}clock\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_id\0\u{1}name\0\u{1}hostname\0\u{1}online\0\u{3}last_seen_unix_ms\0\u{3}device_count\0\u{3}send_queue_depth\0\u{3}send_queue_capacity\0\u{3}pressure_level\0\u{3}pressure_factors\0\u{1}clock\0\u{3}sensor_messages_refused\0")
 
   fileprivate class _StorageClass {
     var _nodeID: String = String()
@@ -618,6 +651,7 @@ nonisolated extension Capfleet_V1_NodeStatus: SwiftProtobuf.Message, SwiftProtob
     var _pressureLevel: Capfleet_V1_PressureLevel = .unspecified
     var _pressureFactors: [Capfleet_V1_PressureFactorLevel] = []
     var _clock: Capfleet_V1_ClockState? = nil
+    var _sensorMessagesRefused: UInt64 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -639,6 +673,7 @@ nonisolated extension Capfleet_V1_NodeStatus: SwiftProtobuf.Message, SwiftProtob
       _pressureLevel = source._pressureLevel
       _pressureFactors = source._pressureFactors
       _clock = source._clock
+      _sensorMessagesRefused = source._sensorMessagesRefused
     }
   }
 
@@ -668,6 +703,7 @@ nonisolated extension Capfleet_V1_NodeStatus: SwiftProtobuf.Message, SwiftProtob
         case 9: try { try decoder.decodeSingularEnumField(value: &_storage._pressureLevel) }()
         case 10: try { try decoder.decodeRepeatedMessageField(value: &_storage._pressureFactors) }()
         case 11: try { try decoder.decodeSingularMessageField(value: &_storage._clock) }()
+        case 12: try { try decoder.decodeSingularUInt64Field(value: &_storage._sensorMessagesRefused) }()
         default: break
         }
       }
@@ -713,6 +749,9 @@ nonisolated extension Capfleet_V1_NodeStatus: SwiftProtobuf.Message, SwiftProtob
       try { if let v = _storage._clock {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
       } }()
+      if _storage._sensorMessagesRefused != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._sensorMessagesRefused, fieldNumber: 12)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -733,6 +772,7 @@ nonisolated extension Capfleet_V1_NodeStatus: SwiftProtobuf.Message, SwiftProtob
         if _storage._pressureLevel != rhs_storage._pressureLevel {return false}
         if _storage._pressureFactors != rhs_storage._pressureFactors {return false}
         if _storage._clock != rhs_storage._clock {return false}
+        if _storage._sensorMessagesRefused != rhs_storage._sensorMessagesRefused {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -744,7 +784,7 @@ nonisolated extension Capfleet_V1_NodeStatus: SwiftProtobuf.Message, SwiftProtob
 
 nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceStatus"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}online\0\u{1}streaming\0\u{3}frames_received\0\u{3}bytes_received\0\u{3}frames_per_second\0\u{3}bytes_per_second\0\u{1}drops\0\u{3}last_frame_unix_ms\0\u{3}last_sequence\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{1}interruption\0\u{3}zoom_factor\0\u{1}focus\0\u{3}active_frame_rate\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{3}frames_captured\0\u{3}bytes_captured\0\u{3}live_consumers\0\u{3}live_flow\0\u{3}live_frames_sent\0\u{4}\u{3}previews_received\0\u{3}previews_per_second\0\u{3}last_preview_unix_ms\0\u{3}detection_examined\0\u{3}detection_skipped\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}online\0\u{1}streaming\0\u{3}frames_received\0\u{3}bytes_received\0\u{3}frames_per_second\0\u{3}bytes_per_second\0\u{1}drops\0\u{3}last_frame_unix_ms\0\u{3}last_sequence\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{1}interruption\0\u{3}zoom_factor\0\u{1}focus\0\u{3}active_frame_rate\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{3}frames_captured\0\u{3}bytes_captured\0\u{3}live_consumers\0\u{3}live_flow\0\u{3}live_frames_sent\0\u{4}\u{3}previews_received\0\u{3}previews_per_second\0\u{3}last_preview_unix_ms\0\u{3}detection_examined\0\u{3}detection_skipped\0\u{1}kind\0\u{3}samples_received\0\u{3}samples_refused\0\u{3}samples_withheld\0\u{3}samples_unsent\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -779,6 +819,11 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
     var _lastPreviewUnixMs: Int64 = 0
     var _detectionExamined: UInt64 = 0
     var _detectionSkipped: UInt64 = 0
+    var _kind: Capfleet_V1_SourceKind = .unspecified
+    var _samplesReceived: UInt64 = 0
+    var _samplesRefused: UInt64 = 0
+    var _samplesWithheld: UInt64 = 0
+    var _samplesUnsent: UInt64 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -821,6 +866,11 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
       _lastPreviewUnixMs = source._lastPreviewUnixMs
       _detectionExamined = source._detectionExamined
       _detectionSkipped = source._detectionSkipped
+      _kind = source._kind
+      _samplesReceived = source._samplesReceived
+      _samplesRefused = source._samplesRefused
+      _samplesWithheld = source._samplesWithheld
+      _samplesUnsent = source._samplesUnsent
     }
   }
 
@@ -871,6 +921,11 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
         case 32: try { try decoder.decodeSingularInt64Field(value: &_storage._lastPreviewUnixMs) }()
         case 33: try { try decoder.decodeSingularUInt64Field(value: &_storage._detectionExamined) }()
         case 34: try { try decoder.decodeSingularUInt64Field(value: &_storage._detectionSkipped) }()
+        case 35: try { try decoder.decodeSingularEnumField(value: &_storage._kind) }()
+        case 36: try { try decoder.decodeSingularUInt64Field(value: &_storage._samplesReceived) }()
+        case 37: try { try decoder.decodeSingularUInt64Field(value: &_storage._samplesRefused) }()
+        case 38: try { try decoder.decodeSingularUInt64Field(value: &_storage._samplesWithheld) }()
+        case 39: try { try decoder.decodeSingularUInt64Field(value: &_storage._samplesUnsent) }()
         default: break
         }
       }
@@ -979,6 +1034,21 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
       if _storage._detectionSkipped != 0 {
         try visitor.visitSingularUInt64Field(value: _storage._detectionSkipped, fieldNumber: 34)
       }
+      if _storage._kind != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._kind, fieldNumber: 35)
+      }
+      if _storage._samplesReceived != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._samplesReceived, fieldNumber: 36)
+      }
+      if _storage._samplesRefused != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._samplesRefused, fieldNumber: 37)
+      }
+      if _storage._samplesWithheld != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._samplesWithheld, fieldNumber: 38)
+      }
+      if _storage._samplesUnsent != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._samplesUnsent, fieldNumber: 39)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -1020,6 +1090,11 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
         if _storage._lastPreviewUnixMs != rhs_storage._lastPreviewUnixMs {return false}
         if _storage._detectionExamined != rhs_storage._detectionExamined {return false}
         if _storage._detectionSkipped != rhs_storage._detectionSkipped {return false}
+        if _storage._kind != rhs_storage._kind {return false}
+        if _storage._samplesReceived != rhs_storage._samplesReceived {return false}
+        if _storage._samplesRefused != rhs_storage._samplesRefused {return false}
+        if _storage._samplesWithheld != rhs_storage._samplesWithheld {return false}
+        if _storage._samplesUnsent != rhs_storage._samplesUnsent {return false}
         return true
       }
       if !storagesAreEqual {return false}

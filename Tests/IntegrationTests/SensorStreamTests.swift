@@ -1,0 +1,138 @@
+import FleetBus
+import FleetProtocol
+import Foundation
+import Testing
+
+extension SecondLaneIntegrationTests {
+    /// Sensor streams end to end (proto-docs/sensors.md): the example IMU sender, a second
+    /// process on the agent's host, sends 200 samples a second to the agent's Unix socket; an
+    /// operator's telemetry subscription hears them on `data.<node>.<stream>` at their fleet
+    /// times (the agent's clock skewed by +3.2 s and 40 ppm), only while consent is granted;
+    /// malformed messages are refused and counted where an operator looks.
+    @Suite struct SensorStreamTests {
+        static var sender: String {
+            TelemetrySubscriberTests.repositoryRoot.appendingPathComponent("proto-docs/examples/sensor_sender.py").path
+        }
+
+        /// Runs the example sender for `seconds` at 200 Hz; its status.
+        static func send(socket: String, seconds: Double) throws -> Int32 {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = [
+                try TelemetrySubscriberTests.python(), sender, "--socket", socket, "--stream", "imu0", "--rate", "200", "--seconds", "\(seconds)",
+            ]
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+
+        /// What arrives on the subscription within `seconds`: sensor batches and device statuses.
+        static func drain(
+            _ socket: ZMQSocket, seconds: Double
+        ) throws -> (data: [Capfleet_V1_SensorData], devices: [Capfleet_V1_DeviceStatus], nodes: [Capfleet_V1_NodeStatus]) {
+            var data: [Capfleet_V1_SensorData] = [], devices: [Capfleet_V1_DeviceStatus] = [], nodes: [Capfleet_V1_NodeStatus] = []
+            let end = Date().addingTimeInterval(seconds)
+            while Date() < end {
+                guard socket.waitForInput(milliseconds: 100), let (parts, _) = try socket.receiveMultipart(dontWait: true), parts.count == 2 else {
+                    continue
+                }
+                let topic = String(decoding: parts[0].array, as: UTF8.self)
+                if topic.hasPrefix("data.") { data.append(try Capfleet_V1_SensorData(serializedBytes: parts[1].array)) }
+                if topic.hasPrefix("device.") { devices.append(try Capfleet_V1_DeviceStatus(serializedBytes: parts[1].array)) }
+                if topic.hasPrefix("node.") { nodes.append(try Capfleet_V1_NodeStatus(serializedBytes: parts[1].array)) }
+            }
+            return (data, devices, nodes)
+        }
+
+        @Test func imuSamplesFromAnotherProcess_reachTelemetryInFleetTime_onlyWithConsent_andMalformedOnesAreCounted() async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator()
+            let agent = try fleet.startAgent(
+                "rig", extra: ["--test-clock-skew", "+3.2s,+40ppm", "--sensor-stream", "imu0", "--sensor-stream", "cues"])
+            try await fleet.waitUntil("the clock locks", seconds: 30) { agent.log.contains("clock.state=locked") }
+            let socketPath = fleet.directory + "/rig/sensors.sock"
+            var mode = stat()
+            try #require(stat(socketPath, &mode) == 0, "the agent made its sensor socket at \(socketPath)")
+            #expect(mode.st_mode & 0o777 == 0o660 && mode.st_mode & S_IFMT == S_IFSOCK, "a Unix socket for the agent's user and group")
+
+            let devices = try fleet.json(["devices"])
+            let sensors = devices.filter { $0["kind"] as? String == "sensor" }.compactMap { $0["device_id"] as? String }.sorted()
+            try #require(sensors.count == 2, "both streams are devices of their own kind: \(devices)")
+            let imu = try #require(sensors.first { $0.hasSuffix("-imu0") })
+            #expect(imu.hasPrefix("sen-"))
+            let nodeID = try #require(devices.first?["node_id"] as? String)
+
+            let context = ZMQContext()
+            let subscriber = try fleet.socket(.sub, port: fleet.telemetryPort, keys: fleet.operatorKeys("vi"), context: context)
+            defer { subscriber.close() }
+            for prefix in ["data.", "device.\(imu)", "node."] { try subscriber.subscribe(prefix) }
+            try await Task.sleep(for: .milliseconds(300))
+
+            // No consent yet: the samples stay on the host, counted.
+            #expect(try Self.send(socket: socketPath, seconds: 1) == 0)
+            let withheld = try Self.drain(subscriber, seconds: 1.5)
+            #expect(withheld.data.isEmpty, "nothing of a stream without consent leaves its host")
+            #expect(
+                withheld.devices.last.map { $0.samplesWithheld >= 150 && $0.kind == .sensor && !$0.realFrames } == true,
+                "\(withheld.devices.last.map { "\($0)" } ?? "no status")")
+
+            try fleet.grantConsent(imu)
+            try await Task.sleep(for: .milliseconds(300))
+            let offset = IntegrationTests.ClockSyncTests.wallMinusMonotonic()
+            #expect(try Self.send(socket: socketPath, seconds: 2) == 0)
+            let granted = try Self.drain(subscriber, seconds: 1)
+            let readings = granted.data.flatMap(\.readings)
+            #expect(granted.data.allSatisfy { $0.nodeID == nodeID && $0.deviceID == imu && $0.channels == ["ax", "ay", "az", "gx", "gy", "gz"] })
+            #expect(readings.count >= 380 && readings.count <= 401, "about 2 s at 200 Hz: \(readings.count)")
+            // The fleet time of each reading is the instant the sender stamped, read as fleet
+            // time does (the coordinator's wall clock), whatever the agent's own clock says.
+            let errors = readings.map { Double($0.fleetTimeNs) - (Double($0.monotonicNs) + offset) }
+            let worst = errors.map(abs).max() ?? .infinity
+            print("sensor streams: \(readings.count) readings in \(granted.data.count) batches; fleet time off by at most \(Int(worst)) ns")
+            #expect(worst < 2_000_000, "fleet time off by \(worst) ns")
+            #expect(zip(readings, readings.dropFirst()).allSatisfy { $0.monotonicNs < $1.monotonicNs }, "in order")
+
+            // Malformed: another process's garbage, a stream not offered, a sample short of
+            // values, and one stamped with the wall clock.
+            let push = try ZMQSocket(context: context, type: .push)
+            defer { push.close() }
+            try push.connect("ipc://" + socketPath)
+            func samples(_ stream: String, _ time: UInt64, _ values: [Double]) throws -> [UInt8] {
+                try Capfleet_V1_SensorSamples.with {
+                    $0.stream = stream
+                    $0.channels = ["ax", "ay", "az", "gx", "gy", "gz"]
+                    $0.samples = [
+                        .with { sample in
+                            sample.monotonicNs = time; sample.values = values
+                        }
+                    ]
+                }.serializedBytes()
+            }
+            var now = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &now)
+            let monotonic = UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+            _ = try push.send([0xFF, 0x00, 0x13])
+            _ = try push.send(try samples("gps", monotonic, [1, 2, 3, 4, 5, 6]))
+            _ = try push.send(try samples("imu0", monotonic, [1, 2, 3]))
+            _ = try push.send(try samples("imu0", UInt64(Date().timeIntervalSince1970 * 1e9), [1, 2, 3, 4, 5, 6]))
+            try await fleet.waitUntil("the refusals are counted", seconds: 10) {
+                let heard = try Self.drain(subscriber, seconds: 1.2)
+                return heard.devices.contains { $0.samplesRefused == 2 }
+                    && heard.nodes.contains { $0.nodeID == nodeID && $0.sensorMessagesRefused == 2 }
+            }
+            #expect(agent.log.contains("sensor samples refused"), "the agent says why")
+
+            // Revoked: nothing more leaves.
+            #expect(try fleet.cli(["consent", "revoke", imu, "--reason", "rig handed back"]).status == 0)
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(try Self.send(socket: socketPath, seconds: 1) == 0)
+            #expect(try Self.drain(subscriber, seconds: 1).data.isEmpty, "a revoked stream sends nothing")
+
+            // A sensor stream takes no camera command.
+            #expect(try fleet.cli(["lock", imu]).status == 0)
+            let focus = try fleet.cli(["focus", imu, "--mode", "auto"])
+            #expect(focus.status != 0 && focus.error.contains("sensor stream"), "\(focus.error)")
+        }
+    }
+}
