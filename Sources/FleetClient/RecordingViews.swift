@@ -73,6 +73,8 @@ public enum RecordingViews {
         var bitrate: Int?
         var gop: Int?
         var devices: [Device]
+        /// Sensor streams whose readings its cameras' files carry (sensors.md, "In takes").
+        var sensors: [String]
         var segments: [Segment]?
         var events: [Event]?
         /// Its sync and integrity (recordings.md): so far while it records, shown in detail.
@@ -94,6 +96,7 @@ public enum RecordingViews {
             bitrate = encoding.bitrate > 0 ? encoding.bitrate : nil
             gop = encoding.gop > 0 ? encoding.gop : nil
             syncReport = take.hasSyncReport ? TakeSyncViews.Report(take.syncReport) : nil
+            sensors = take.sensorDeviceIds
             devices = take.devices.map { device in
                 let hasFrames = device.frames > 0
                 return Device(
@@ -132,7 +135,8 @@ public enum RecordingViews {
             case id, name, state, directory, createdBy = "created_by", error, startFleetNs = "start_fleet_ns",
                 stopFleetNs = "stop_fleet_ns", createdUnixMs = "created_unix_ms", startSpreadNs = "start_spread_ns", frames,
                 bytes, sizeBytes = "size_bytes", store, agentHeldBytes = "agent_held_bytes", collectedBytes = "collected_bytes",
-                collectError = "collect_error", codec, quality, bitrate, gop, devices, segments, events, syncReport = "sync_report"
+                collectError = "collect_error", codec, quality, bitrate, gop, devices, sensors, segments, events,
+                syncReport = "sync_report"
         }
     }
 
@@ -177,6 +181,9 @@ public enum RecordingViews {
             "  codec: " + (encoding.codec == .raw ? "raw (as captured)" : encoding.summary)
                 + (take.bytes > 0 && take.frames > 0 ? ", \(bytes(take.bytes / take.frames)) a frame on average" : ""))
         if !take.collectError.isEmpty { lines.append("  last collect failed: \(take.collectError)") }
+        if !take.sensorDeviceIds.isEmpty {
+            lines.append("  sensor streams (in the cameras' files, sensor track): \(take.sensorDeviceIds.joined(separator: ", "))")
+        }
         if take.devices.contains(where: { $0.firstFleetNs != 0 }) {
             lines.append("  start spread across devices: \(microseconds(take.startSpreadNs))")
         }

@@ -168,7 +168,7 @@ extension CoordinatorAssembly {
             return Fleet(
                 alerts: alerts, control: control, nodeEvents: nodeEvents, liveFlow: liveFlow, links: links, takes: takes,
                 detections: DetectionRelay(telemetry: sockets.telemetry, takes: takes, logger: logger),
-                sensorData: SensorDataRelay(telemetry: sockets.telemetry, logger: logger),
+                sensorData: SensorDataRelay(telemetry: sockets.telemetry, takes: takes, logger: logger),
                 collections: TakeCollections(
                     store: store, collector: sockets.collector, links: links, events: events, clock: clock, logger: logger,
                     isOnline: { nodeID in await control.isOnline(nodeID) }),

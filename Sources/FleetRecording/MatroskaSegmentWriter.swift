@@ -42,13 +42,15 @@ public enum MetadataTrack: Sendable, Equatable {
     case notes
     /// Detected codes and faces (detection.md), each at its frame's time.
     case detections
+    /// Sensor streams' readings (sensors.md, "In takes"): a batch at its first reading's time.
+    case sensors
 }
 
 /// One Matroska file for one device's segment, written with libavformat: the frames as they
 /// came (raw YUYV/NV12/grey as uncompressed video, MJPEG and H.264 as they are) or as the
-/// agent encoded them (FFV1, H.264, HEVC, with their configuration as CodecPrivate) and two
-/// subtitle tracks of JSON lines carrying the timed metadata (notes, then detections), so the
-/// file stands alone.
+/// agent encoded them (FFV1, H.264, HEVC, with their configuration as CodecPrivate) and three
+/// subtitle tracks of JSON lines carrying the timed metadata (notes, detections, then sensor
+/// readings), so the file stands alone.
 ///
 /// Timestamps are nanoseconds of fleet time since the take started; the file holds them in
 /// Matroska's milliseconds (the index keeps the nanoseconds). Not thread-safe: one writer
@@ -61,6 +63,7 @@ public final class MatroskaSegmentWriter {
         public var payloadBytes: Int
         public var metadataEntries: Int
         public var detectionEntries = 0
+        public var sensorEntries = 0
         public var firstTimestamp: UInt64?
         public var lastTimestamp: UInt64?
     }
@@ -71,12 +74,14 @@ public final class MatroskaSegmentWriter {
     private let video: UnsafeMutablePointer<AVStream>
     private let metadata: UnsafeMutablePointer<AVStream>
     private let detections: UnsafeMutablePointer<AVStream>
+    private let sensors: UnsafeMutablePointer<AVStream>
     private var summary: Summary
     private var lastVideoPTS: Int64 = -1
     /// The latest time written on any track, and on each metadata track, in the file's milliseconds.
     private var lastWrittenMilliseconds: Int64 = 0
     private var lastNotePTS: Int64 = 0
     private var lastDetectionPTS: Int64 = 0
+    private var lastSensorPTS: Int64 = 0
     /// How far behind the latest block a metadata entry may sit: a Matroska block's time is
     /// its cluster's plus a signed 16-bit count of milliseconds.
     private static let furthestBehindMilliseconds: Int64 = 30_000
@@ -95,13 +100,14 @@ public final class MatroskaSegmentWriter {
             return .ffmpeg(doing, path: path, code: code)
         }
         guard let video = avformat_new_stream(context, nil), let metadata = avformat_new_stream(context, nil),
-            let detections = avformat_new_stream(context, nil)
+            let detections = avformat_new_stream(context, nil), let sensors = avformat_new_stream(context, nil)
         else {
             throw fail("cannot add streams to", capfleet_averror(ENOMEM))
         }
         self.video = video
         self.metadata = metadata
         self.detections = detections
+        self.sensors = sensors
         guard Self.describe(format, in: video.pointee.codecpar) else {
             avformat_free_context(context)
             throw .unsupportedFormat(pixelFormat: "\(format.pixelFormat)", path: path)
@@ -123,7 +129,10 @@ public final class MatroskaSegmentWriter {
             video.pointee.r_frame_rate = rate
         }
         video.pointee.time_base = AVRational(num: 1, den: 1_000_000_000)
-        for (stream, name) in [(metadata, "capfleet timed metadata (JSON)"), (detections, "capfleet detections (JSON)")] {
+        for (stream, name) in [
+            (metadata, "capfleet timed metadata (JSON)"), (detections, "capfleet detections (JSON)"),
+            (sensors, "capfleet sensor readings (JSON)"),
+        ] {
             stream.pointee.codecpar.pointee.codec_type = AVMEDIA_TYPE_SUBTITLE
             stream.pointee.codecpar.pointee.codec_id = AV_CODEC_ID_SUBRIP
             stream.pointee.time_base = AVRational(num: 1, den: 1_000_000_000)
@@ -186,11 +195,19 @@ public final class MatroskaSegmentWriter {
         track: MetadataTrack = .notes
     ) throws(RecordingError) {
         guard let context else { throw .alreadyFinished(path: path) }
-        let stream = track == .notes ? metadata : detections
-        let pts = max(
-            rescale(timestamp, to: stream), track == .notes ? lastNotePTS : lastDetectionPTS,
-            lastWrittenMilliseconds - Self.furthestBehindMilliseconds)
-        if track == .notes { lastNotePTS = pts } else { lastDetectionPTS = pts }
+        let stream: UnsafeMutablePointer<AVStream>
+        let lastOnTrack: Int64
+        switch track {
+        case .notes: (stream, lastOnTrack) = (metadata, lastNotePTS)
+        case .detections: (stream, lastOnTrack) = (detections, lastDetectionPTS)
+        case .sensors: (stream, lastOnTrack) = (sensors, lastSensorPTS)
+        }
+        let pts = max(rescale(timestamp, to: stream), lastOnTrack, lastWrittenMilliseconds - Self.furthestBehindMilliseconds)
+        switch track {
+        case .notes: lastNotePTS = pts
+        case .detections: lastDetectionPTS = pts
+        case .sensors: lastSensorPTS = pts
+        }
         lastWrittenMilliseconds = max(lastWrittenMilliseconds, pts)
         let failure = Array(json.utf8).withUnsafeBytes { buffer -> RecordingError? in
             do throws(RecordingError) {
@@ -201,7 +218,11 @@ public final class MatroskaSegmentWriter {
             } catch { return error }
         }
         if let failure { throw failure }
-        if track == .notes { summary.metadataEntries += 1 } else { summary.detectionEntries += 1 }
+        switch track {
+        case .notes: summary.metadataEntries += 1
+        case .detections: summary.detectionEntries += 1
+        case .sensors: summary.sensorEntries += 1
+        }
     }
 
     /// Puts everything written so far into the file (the muxer closes its cluster): after

@@ -218,12 +218,14 @@ extension FleetDatabase {
     /// Starts a take: its row, one per device, what it must keep to (recordings.md, "Sync and
     /// integrity") and the audit entry, in one transaction.
     public func createTake(
-        _ take: TakeRecord, devices: [TakeDeviceRecord], requirements: TakeRequirements = TakeRequirements(), audit: AuditEntry
+        _ take: TakeRecord, devices: [TakeDeviceRecord], sensors: [TakeSensorRecord] = [], requirements: TakeRequirements = TakeRequirements(),
+        audit: AuditEntry
     ) async throws(StoreError) {
         try await write("creating take \(take.id)") { db in
             guard try TakeRecord.fetchOne(db, key: take.id) == nil else { throw StoreError.refused(reason: "a take named \(take.id) exists already") }
             try take.insert(db)
             for device in devices { try device.insert(db) }
+            for sensor in sensors { try sensor.insert(db) }
             try TakeSyncRecord(takeId: take.id, requirements: requirements).insert(db)
             _ = try audit.inserted(db)
         }

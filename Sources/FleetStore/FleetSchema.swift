@@ -622,6 +622,19 @@ enum FleetSchema {
                     CREATE INDEX device_node ON device(nodeId);
                     """)
         }
+        migrator.registerMigration("v24: take sensor streams") { db in
+            // Sensor streams a take records into its cameras' files (sensors.md, "In takes").
+            // The device may be forgotten later; the take keeps naming it.
+            try db.execute(
+                sql: """
+                    CREATE TABLE takeSensor (
+                        takeId TEXT NOT NULL REFERENCES take(id) ON DELETE CASCADE,
+                        deviceId TEXT NOT NULL CHECK (length(deviceId) > 0),
+                        nodeId TEXT NOT NULL,
+                        PRIMARY KEY (takeId, deviceId)
+                    );
+                    """)
+        }
         return migrator
     }
 }

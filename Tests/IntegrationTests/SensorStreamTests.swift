@@ -45,6 +45,40 @@ extension SecondLaneIntegrationTests {
             return (data, devices, nodes)
         }
 
+        struct SensorTake {
+            let start: Int
+            let stop: Int
+            let sensors: [String]
+            /// The sensor track's entries in the camera's files.
+            let entries: [[String: Any]]
+        }
+
+        /// A take of `camera` and `imu` while the example sender runs through it.
+        static func takeWithSensor(_ fleet: FleetHarness, camera: String, imu: String, socket: String, store: String) async throws -> SensorTake {
+            let sending = Task.detached { try Self.send(socket: socket, seconds: 5) }
+            try await Task.sleep(for: .milliseconds(500))
+            let started = try fleet.cli(["record", "start", camera, imu, "--store", store, "--json"], timeout: 15)
+            guard started.status == 0, let take = try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any],
+                let id = take["id"] as? String
+            else {
+                throw HarnessError("record start failed: \(started.output)\(started.error)")
+            }
+            try await Task.sleep(for: .milliseconds(2500))
+            let stopped = try fleet.cli(["record", "stop", id], timeout: 20)
+            guard stopped.status == 0 else { throw HarnessError("record stop failed: \(stopped.error)") }
+            #expect(try await sending.value == 0)
+            let shown = try fleet.jsonObject(["recordings", "show", id])
+            let paths = (shown["segments"] as? [[String: Any]] ?? []).filter { $0["device_id"] as? String == camera }.compactMap {
+                $0["path"] as? String
+            }
+            let entries = try SecondLaneIntegrationTests.RecordingTests.metadataTrack(in: paths, track: 2).compactMap {
+                try JSONSerialization.jsonObject(with: Data($0.json.utf8)) as? [String: Any]
+            }
+            return SensorTake(
+                start: shown["start_fleet_ns"] as? Int ?? 0, stop: shown["stop_fleet_ns"] as? Int ?? 0,
+                sensors: shown["sensors"] as? [String] ?? [], entries: entries.filter { $0["kind"] as? String == "sensor" })
+        }
+
         @Test func imuSamplesFromAnotherProcess_reachTelemetryInFleetTime_onlyWithConsent_andMalformedOnesAreCounted() async throws {
             let fleet = try FleetHarness()
             try fleet.startCoordinator()
@@ -123,9 +157,32 @@ extension SecondLaneIntegrationTests {
             }
             #expect(agent.log.contains("sensor samples refused"), "the agent says why")
 
+            // In takes: the readings go into the camera's file, kept on the agent (the
+            // default) and on the coordinator.
+            let camera = try #require(devices.first { $0["kind"] as? String == "synthetic" }?["device_id"] as? String)
+            try fleet.grantConsent(camera)
+            for store in ["agent", "coordinator"] {
+                let take = try await Self.takeWithSensor(fleet, camera: camera, imu: imu, socket: socketPath, store: store)
+                let readings = take.entries.flatMap { $0["readings"] as? [[String: Any]] ?? [] }
+                let times = readings.compactMap { $0["fleet_ns"] as? Int }
+                print(
+                    "sensor streams: a \(store)-held take of \(Double(take.stop - take.start) / 1e9) s holds \(readings.count) readings in \(take.entries.count) entries"
+                )
+                #expect(take.sensors == [imu], "the take names its stream: \(take.sensors)")
+                #expect(take.entries.allSatisfy { $0["device_id"] as? String == imu && ($0["channels"] as? [String])?.count == 6 })
+                #expect(times.allSatisfy { $0 >= take.start && $0 < take.stop }, "only readings within the take")
+                // 200 Hz over the take, less what the last batch after the stop held.
+                let expected = Double(take.stop - take.start) / 1e9 * 200
+                #expect(
+                    Double(readings.count) >= expected * 0.9 && Double(readings.count) <= expected + 2, "\(readings.count) of about \(Int(expected))")
+                #expect(times == times.sorted())
+            }
+            let cameraless = try fleet.cli(["record", "start", imu])
+            #expect(cameraless.status != 0 && cameraless.error.contains("at least one camera"), "\(cameraless.error)")
+
             // Revoked: nothing more leaves.
             #expect(try fleet.cli(["consent", "revoke", imu, "--reason", "rig handed back"]).status == 0)
-            try await Task.sleep(for: .milliseconds(300))
+            _ = try Self.drain(subscriber, seconds: 0.5)  // what the takes' readings left queued
             #expect(try Self.send(socket: socketPath, seconds: 1) == 0)
             #expect(try Self.drain(subscriber, seconds: 1).data.isEmpty, "a revoked stream sends nothing")
 

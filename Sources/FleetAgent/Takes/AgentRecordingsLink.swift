@@ -241,7 +241,7 @@ private final class LinkState {
                     logger.notice("a deleted take's part was removed", metadata: ["take.id": "\(key.takeID)", "device.id": "\(key.deviceID)"])
                 }
             case let .note(note)?:
-                store.note(key, json: note.json, at: note.fleetNs, track: note.detection ? .detections : .notes)
+                store.note(key, json: note.json, at: note.fleetNs, track: note.sensors ? .sensors : note.detection ? .detections : .notes)
             case let .refused(status)?:
                 // The files stay: only a deletion removes them.
                 logger.error(

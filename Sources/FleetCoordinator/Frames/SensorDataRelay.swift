@@ -3,15 +3,18 @@ import FleetProtocol
 import Logging
 
 /// Where agents' sensor readings go (sensors.md): on telemetry under
-/// `data.<node_id>.<stream>`, as the agent sent them. Nothing is stored in the index per
-/// batch: a publish per batch (at most 20 a second per stream) is all a stream costs the
-/// coordinator.
+/// `data.<node_id>.<stream>`, as the agent sent them, and into the sensor track of the
+/// cameras' files of each take recording the stream. Nothing is stored in the index per
+/// batch: a publish and a look at the takes per batch (at most 20 a second per stream) is all
+/// a stream costs the coordinator.
 final class SensorDataRelay: Sendable {
     private let telemetry: TelemetryPublisherSocket
+    private let takes: TakeDirector
     private let logger: Logger
 
-    init(telemetry: TelemetryPublisherSocket, logger: Logger) {
+    init(telemetry: TelemetryPublisherSocket, takes: TakeDirector, logger: Logger) {
         self.telemetry = telemetry
+        self.takes = takes
         self.logger = logger
     }
 
@@ -20,6 +23,7 @@ final class SensorDataRelay: Sendable {
         for await event in nodeEvents {
             guard case let .sensorData(batch) = event else { continue }
             received(batch)
+            await takes.sensed(batch)
         }
     }
 

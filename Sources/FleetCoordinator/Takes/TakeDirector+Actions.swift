@@ -121,6 +121,7 @@ extension TakeDirector {
                         $0.json = json
                         $0.fleetNs = fleetNs
                         $0.detection = track == .detections
+                        $0.sensors = track == .sensors
                     }))
         }
     }

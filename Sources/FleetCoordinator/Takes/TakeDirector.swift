@@ -44,6 +44,8 @@ actor TakeDirector {
     /// one of their own.
     var takeEncodings: [String: TakeEncoding] = [:]
     var partEncodings: [TakeBook.Part: TakeEncoding] = [:]
+    /// The sensor streams each take in progress records into its cameras' files.
+    var takeSensors: [String: Set<String>] = [:]
     /// What a writer about to start needs (its take and what the index holds of its part).
     var writerSetups: [TakeBook.Part: WriterSetup] = [:]
     var settledWaiters: [String: [CheckedContinuation<Void, Never>]] = [:]
@@ -133,8 +135,19 @@ actor TakeDirector {
                 )
             }
         }
-        var parts: [DeviceRecord] = []
-        for deviceID in unique { parts.append(try await recordable(deviceID)) }
+        var named: [DeviceRecord] = []
+        for deviceID in unique { named.append(try await recordable(deviceID)) }
+        // Sensor streams have no part of their own: their readings go into the cameras' files.
+        let sensors = named.filter { SourceKind(rawValue: $0.kind) == .sensor }
+        let parts = named.filter { SourceKind(rawValue: $0.kind) != .sensor }
+        guard !parts.isEmpty else {
+            throw TakeRefusal(
+                code: .badRequest,
+                message: "a take records sensor streams into its cameras' files: name at least one camera too (capfleet devices lists them)")
+        }
+        if let sensor = sensors.first(where: { deviceEncodings[$0.id] != nil }) {
+            throw TakeRefusal(code: .badRequest, message: "\(sensor.id) is a sensor stream: it has no codec of its own")
+        }
 
         let id = makeTakeID()
         var take = TakeRecord(
@@ -163,7 +176,8 @@ actor TakeDirector {
         }
         do {
             try await store.createTake(
-                take, devices: devices, requirements: requirements,
+                take, devices: devices, sensors: sensors.map { TakeSensorRecord(takeId: id, deviceId: $0.id, nodeId: $0.nodeId) },
+                requirements: requirements,
                 audit: AuditEntry(
                     at: take.createdAt, actor: operatorName, action: "recording.start", target: id, outcome: "ok",
                     detail: "\(take.name): \(unique.joined(separator: ", ")) from fleet time \(start)"))
@@ -181,6 +195,7 @@ actor TakeDirector {
                 code: .unavailable, message: "the take did not start: " + refusals.map { "\($0.part.deviceID): \($0.reason)" }.joined(separator: "; ")
             )
         }
+        if !sensors.isEmpty { takeSensors[id] = Set(sensors.map(\.id)) }
         if start < clock.fleetNow() {
             logger.warning("the take's start was already past when every agent knew of it", metadata: ["take.id": "\(id)"])
         }
@@ -290,6 +305,34 @@ actor TakeDirector {
         noteInFile(part, json: json, at: fleetNs, track: .detections)
     }
 
+    /// A sensor stream's readings (sensors.md, "In takes"): those within each take recording
+    /// the stream go, as one entry at the first one's time, into the sensor track of every
+    /// camera part the take has open. Readings without fleet time belong to no take.
+    func sensed(_ batch: Capfleet_V1_SensorData) {
+        for (takeID, sensors) in takeSensors where sensors.contains(batch.deviceID) {
+            guard book.phase(of: takeID) != nil else {
+                takeSensors.removeValue(forKey: takeID)
+                continue
+            }
+            let readings = batch.readings.filter { $0.fleetTimeNs != 0 && book.covers(takeID, fleetNs: $0.fleetTimeNs) }
+            guard let first = readings.first else { continue }
+            let json = Self.sensorEntry(batch, readings: readings)
+            for part in book.openParts(of: takeID) { noteInFile(part, json: json, at: first.fleetTimeNs, track: .sensors) }
+        }
+    }
+
+    /// The JSON object a sensor track holds for a batch (recordings.md, "Timed metadata").
+    static func sensorEntry(_ batch: Capfleet_V1_SensorData, readings: [Capfleet_V1_SensorReading]) -> String {
+        json(any: [
+            "kind": "sensor", "device_id": batch.deviceID, "node_id": batch.nodeID, "stream": batch.stream, "channels": batch.channels,
+            "readings": readings.map { reading -> [String: Any] in
+                var entry: [String: Any] = ["fleet_ns": reading.fleetTimeNs, "monotonic_ns": reading.monotonicNs, "values": reading.values]
+                if !reading.text.isEmpty { entry["text"] = reading.text }
+                return entry
+            },
+        ])
+    }
+
     func note(takeID: String, deviceID: String?, fields: [String: Any], at: UInt64?) async throws -> TakeRecord {
         guard let take = try await store.take(id: takeID) else {
             throw TakeRefusal(code: .notFound, message: "no take \(takeID); see capfleet recordings list")
@@ -324,6 +367,8 @@ actor TakeDirector {
             }
             takeNames[take.id] = take.name
             takeEncodings[take.id] = take.encoding
+            let sensors = try await store.takeSensors(takeIDs: [take.id])
+            if !sensors.isEmpty { takeSensors[take.id] = Set(sensors.map(\.deviceId)) }
             for device in devices { partEncodings[TakeBook.Part(takeID: take.id, deviceID: device.deviceId)] = device.ownEncoding }
             if let kept = try await store.takeSync(takeID: take.id), kept.report == nil {
                 await sync.began(

@@ -2849,6 +2849,7 @@ public nonisolated struct Capfleet_V1_StartRecording: Sendable {
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
+  /// cameras, and since 1.9 sensor streams (their readings go into the cameras' files)
   public var deviceIds: [String] = []
 
   /// empty = the take's id
@@ -3185,6 +3186,12 @@ public nonisolated struct Capfleet_V1_TakeInfo: @unchecked Sendable {
   public var hasSyncReport: Bool {_storage._syncReport != nil}
   /// Clears the value of `syncReport`. Subsequent reads from it will return its default value.
   public mutating func clearSyncReport() {_uniqueStorage()._syncReport = nil}
+
+  /// since 1.9: sensor streams whose readings its cameras' files carry (sensors.md, "In takes")
+  public var sensorDeviceIds: [String] {
+    get {_storage._sensorDeviceIds}
+    set {_uniqueStorage()._sensorDeviceIds = newValue}
+  }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -8674,7 +8681,7 @@ nonisolated extension Capfleet_V1_BackupChunk: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".TakeInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}name\0\u{1}state\0\u{3}start_fleet_ns\0\u{3}stop_fleet_ns\0\u{1}directory\0\u{3}created_unix_ms\0\u{3}created_by\0\u{1}error\0\u{1}devices\0\u{1}segments\0\u{1}events\0\u{3}start_spread_ns\0\u{1}frames\0\u{1}bytes\0\u{3}size_bytes\0\u{1}store\0\u{3}agent_held_bytes\0\u{3}collected_bytes\0\u{3}collect_error\0\u{1}encoding\0\u{3}sync_report\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}name\0\u{1}state\0\u{3}start_fleet_ns\0\u{3}stop_fleet_ns\0\u{1}directory\0\u{3}created_unix_ms\0\u{3}created_by\0\u{1}error\0\u{1}devices\0\u{1}segments\0\u{1}events\0\u{3}start_spread_ns\0\u{1}frames\0\u{1}bytes\0\u{3}size_bytes\0\u{1}store\0\u{3}agent_held_bytes\0\u{3}collected_bytes\0\u{3}collect_error\0\u{1}encoding\0\u{3}sync_report\0\u{3}sensor_device_ids\0")
 
   fileprivate class _StorageClass {
     var _id: String = String()
@@ -8699,6 +8706,7 @@ nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf
     var _collectError: String = String()
     var _encoding: Capfleet_V1_Encoding? = nil
     var _syncReport: Capfleet_V1_TakeSyncReport? = nil
+    var _sensorDeviceIds: [String] = []
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -8731,6 +8739,7 @@ nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf
       _collectError = source._collectError
       _encoding = source._encoding
       _syncReport = source._syncReport
+      _sensorDeviceIds = source._sensorDeviceIds
     }
   }
 
@@ -8771,6 +8780,7 @@ nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf
         case 20: try { try decoder.decodeSingularStringField(value: &_storage._collectError) }()
         case 21: try { try decoder.decodeSingularMessageField(value: &_storage._encoding) }()
         case 22: try { try decoder.decodeSingularMessageField(value: &_storage._syncReport) }()
+        case 23: try { try decoder.decodeRepeatedStringField(value: &_storage._sensorDeviceIds) }()
         default: break
         }
       }
@@ -8849,6 +8859,9 @@ nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf
       try { if let v = _storage._syncReport {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 22)
       } }()
+      if !_storage._sensorDeviceIds.isEmpty {
+        try visitor.visitRepeatedStringField(value: _storage._sensorDeviceIds, fieldNumber: 23)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -8880,6 +8893,7 @@ nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf
         if _storage._collectError != rhs_storage._collectError {return false}
         if _storage._encoding != rhs_storage._encoding {return false}
         if _storage._syncReport != rhs_storage._syncReport {return false}
+        if _storage._sensorDeviceIds != rhs_storage._sensorDeviceIds {return false}
         return true
       }
       if !storagesAreEqual {return false}

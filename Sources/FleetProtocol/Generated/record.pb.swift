@@ -800,6 +800,9 @@ public nonisolated struct Capfleet_V1_TakeNote: Sendable {
   /// since 1.6: on the segment's detections track, at its frame's time (detection.md)
   public var detection: Bool = false
 
+  /// since 1.9: on the segment's sensor readings track (sensors.md, "In takes")
+  public var sensors: Bool = false
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -2155,7 +2158,7 @@ nonisolated extension Capfleet_V1_DeletePart: SwiftProtobuf.Message, SwiftProtob
 
 nonisolated extension Capfleet_V1_TakeNote: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".TakeNote"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}json\0\u{3}fleet_ns\0\u{1}detection\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}json\0\u{3}fleet_ns\0\u{1}detection\0\u{1}sensors\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2166,6 +2169,7 @@ nonisolated extension Capfleet_V1_TakeNote: SwiftProtobuf.Message, SwiftProtobuf
       case 1: try { try decoder.decodeSingularStringField(value: &self.json) }()
       case 2: try { try decoder.decodeSingularUInt64Field(value: &self.fleetNs) }()
       case 3: try { try decoder.decodeSingularBoolField(value: &self.detection) }()
+      case 4: try { try decoder.decodeSingularBoolField(value: &self.sensors) }()
       default: break
       }
     }
@@ -2181,6 +2185,9 @@ nonisolated extension Capfleet_V1_TakeNote: SwiftProtobuf.Message, SwiftProtobuf
     if self.detection != false {
       try visitor.visitSingularBoolField(value: self.detection, fieldNumber: 3)
     }
+    if self.sensors != false {
+      try visitor.visitSingularBoolField(value: self.sensors, fieldNumber: 4)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2188,6 +2195,7 @@ nonisolated extension Capfleet_V1_TakeNote: SwiftProtobuf.Message, SwiftProtobuf
     if lhs.json != rhs.json {return false}
     if lhs.fleetNs != rhs.fleetNs {return false}
     if lhs.detection != rhs.detection {return false}
+    if lhs.sensors != rhs.sensors {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

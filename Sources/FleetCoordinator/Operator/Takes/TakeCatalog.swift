@@ -23,6 +23,7 @@ struct TakeCatalog: Sendable {
         // A collect's progress moves with the bytes of the segments being copied, not only
         // with whole segments (which may be most of a short take).
         info.collectedBytes += min(collections.bytesArriving(takeID: take.id), info.agentHeldBytes)
+        info.sensorDeviceIds = try await store.takeSensors(takeIDs: [take.id]).map(\.deviceId)
         if let live = await sync.liveReport(takeID: take.id) {
             if detailed { info.syncReport = live }
         } else if let stored = try await store.takeSync(takeID: take.id)?.report {
