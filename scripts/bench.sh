@@ -46,6 +46,9 @@ run_bench record --seconds "${CAPFLEET_RECORD_BENCH_SECONDS:-$(pick 10 3)}" --ma
 run_bench fleet --steps "${CAPFLEET_FLEET_BENCH_STEPS:-$(pick 25,100,200 25)}" \
   --clock-settle-seconds "$(pick 90 10)" --quiet-seconds "$(pick 10 4)"
 # One full-rate viewer of a 1080p30 camera through the coordinator: frames/s and latency.
+# Sensor samples a second one agent delivers without loss, and its CPU for them (issue
+# "sound and other sensors").
+run_bench sensors --rates "$(pick 1000,10000,100000,400000,800000 1000,50000)" --seconds "$(pick 5 2)"
 run_bench view --seconds "${CAPFLEET_BENCH_SECONDS:-$(pick 8 3)}"
 # Takes' codecs: CPU per 1080p30 stream, size against raw, FFV1 bit-exact, H.264/HEVC PSNR,
 # and cameras recorded without drops per codec against raw (issue "encoding").
