@@ -342,6 +342,14 @@ function updateTile(tile, device, stats, shown) {
   // What moves every second (rates, ages, the picture) is written only where it is seen; a
   // tile scrolled into view is brought up to date at once (the observer asks for a render).
   if (!state.visible.has(id)) return;
+  // A sensor stream has samples, not frames or previews (proto-docs/sensors.md).
+  if ((device.kind || (stats && stats.kind)) === "SOURCE_KIND_SENSOR") {
+    const refused = number(stats && stats.samplesRefused);
+    put(tile, "line", `sensor stream · ${number(stats && stats.samplesReceived)} samples${refused ? ` · ${refused} refused` : ""}`,
+      (value) => { tile.line.textContent = value; });
+    put(tile, "drops", "no frames: its readings go to telemetry and takes", (value) => { tile.drops.textContent = value; });
+    return;
+  }
   const fps = stats ? number(stats.framesPerSecond || stats.activeFrameRate) : 0;
   put(tile, "line", `${fps.toFixed(1)} fps · last frame ${frameAge(stats && stats.lastFrameUnixMs)}`,
     (value) => { tile.line.textContent = value; });

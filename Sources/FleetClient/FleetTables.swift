@@ -128,8 +128,8 @@ public enum FleetTables {
                 [
                     device.deviceID, device.nodeID, device.name, (SourceKind(wire: device.kind) ?? .v4l2).rawValue,
                     state(online: device.online, interruption: device.interruption), consent(device),
-                    device.recording ? "yes" : "-", VideoFormat(wire: device.activeFormat).label,
-                    VideoFormat.trim(device.activeFrameRate), String(device.formatCount),
+                    device.recording ? "yes" : "-", device.kind == .sensor ? "-" : VideoFormat(wire: device.activeFormat).label,
+                    device.kind == .sensor ? "-" : VideoFormat.trim(device.activeFrameRate), String(device.formatCount),
                     device.hasAlignment ? alignment(device.alignment) : "-",
                     device.leaseHolder.isEmpty ? "-" : device.leaseHolder,
                 ]
@@ -193,11 +193,21 @@ public enum FleetTables {
         let rows = table(
             ["", "DEVICE", "NODE", "STATE", "FORMAT", "FPS", "MB/S", "FRAMES", "LATE", "NO-BUF", "GAPS", "ENC-LATE", "LAST FRAME"],
             statuses.map { status in
-                [
-                    (trouble[status.deviceID] ?? []).isEmpty ? " " : "!", status.deviceID, status.nodeID,
+                let mark = (trouble[status.deviceID] ?? []).isEmpty ? " " : "!"
+                let running =
                     status.interruption.reason != .none
-                        ? state(online: status.online, interruption: status.interruption)
-                        : status.streaming ? "streaming" : (status.online ? "idle" : "offline"),
+                    ? state(online: status.online, interruption: status.interruption)
+                    : status.streaming ? "streaming" : (status.online ? "idle" : "offline")
+                // A sensor stream has samples, not frames (sensors.md): received, and refused if any.
+                guard status.kind != .sensor else {
+                    let refused = status.samplesRefused > 0 ? " (\(status.samplesRefused) refused)" : ""
+                    return [
+                        mark, status.deviceID, status.nodeID, running, "sensor", "-", "-", "\(status.samplesReceived) samples\(refused)", "-", "-",
+                        "-", "-", "-",
+                    ]
+                }
+                return [
+                    mark, status.deviceID, status.nodeID, running,
                     status.width > 0 ? "\(status.width)x\(status.height) \(status.pixelFormat)" : "-",
                     String(format: "%.1f", status.framesPerSecond), String(format: "%.2f", status.bytesPerSecond / 1e6),
                     String(framesCounted(status)), String(status.drops.late), String(status.drops.outOfBuffers),

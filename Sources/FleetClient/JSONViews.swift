@@ -495,9 +495,20 @@ public enum JSONViews {
         var lastPreviewUnixMs: Int64
         /// Frames the agent's detectors examined and skipped (detection.md).
         var detectionExamined, detectionSkipped: UInt64
+        /// A sensor stream's samples (sensors.md, "Counters"); absent for cameras.
+        var samples: SampleCounts?
+
+        struct SampleCounts: Encodable {
+            var received, refused, withheld, unsent: UInt64
+        }
 
         public init(_ status: Capfleet_V1_DeviceStatus, trouble: [String] = []) {
             self.trouble = trouble
+            samples =
+                status.kind == .sensor
+                ? SampleCounts(
+                    received: status.samplesReceived, refused: status.samplesRefused, withheld: status.samplesWithheld,
+                    unsent: status.samplesUnsent) : nil
             detectionExamined = status.detectionExamined; detectionSkipped = status.detectionSkipped
             previewsReceived = status.previewsReceived; previewsPerSecond = status.previewsPerSecond
             lastPreviewUnixMs = status.lastPreviewUnixMs
@@ -525,7 +536,7 @@ public enum JSONViews {
                 liveFramesSent = "live_frames_sent", width, height, drops, lastFrameUnixMs = "last_frame_unix_ms", interruption,
                 zoomFactor = "zoom_factor", alignment, trouble, previewsReceived = "previews_received",
                 previewsPerSecond = "previews_per_second", lastPreviewUnixMs = "last_preview_unix_ms",
-                detectionExamined = "detection_examined", detectionSkipped = "detection_skipped"
+                detectionExamined = "detection_examined", detectionSkipped = "detection_skipped", samples
         }
     }
 

@@ -104,3 +104,54 @@ struct MetadataCommand: ParsableCommand {
         }
     }
 }
+
+/// `capfleet sensor`: a sensor stream's readings as they come, from the telemetry endpoint.
+struct SensorCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sensor",
+        abstract:
+            "A sensor stream's readings in fleet time as its agent sends them (telemetry topic data.NODE.STREAM; proto-docs/sensors.md), one line per reading."
+    )
+    @OptionGroup var coordinator: CoordinatorOptions
+    @Argument(help: "The sensor stream's device (sen-NODE-STREAM).", completion: FleetCompletion.deviceIDs) var device: String
+    @Flag(help: "Keep following until Ctrl-C (without it: until the first reading, or --count).") var follow = false
+    @Option(help: "Stop after this many readings.") var count: Int?
+    @Option(help: "Give up after this many seconds without one (default: never with --follow, else 10).") var wait: Double?
+    @Option(help: "The coordinator's telemetry port (default: the one the coordinator names).") var telemetryPort: UInt16?
+    @Flag(help: "Print one JSON object per line.") var json = false
+
+    func run() throws {
+        let client = try coordinator.client()
+        guard let info = try client.call(.getDevice(.with { $0.deviceID = device })).reply.devices.first else {
+            throw CLIFailure("no device \(device); see capfleet devices")
+        }
+        let parts = device.split(separator: "-", maxSplits: 2)
+        guard info.kind == .sensor, parts.count == 3 else {
+            throw CLIFailure("\(device) is not a sensor stream (sen-NODE-STREAM); capfleet devices lists them as kind sensor")
+        }
+        let topic = TelemetryTopic.data(nodeID: info.nodeID, stream: String(parts[2]))
+        let subscriber = try TelemetrySubscription.open(coordinator, client: client, port: telemetryPort, topic: topic)
+        let limit = count ?? (follow ? nil : 1)
+        let patience = wait ?? (follow ? nil : 10)
+        var shown = 0
+        var lastHeard = Date()
+        while limit.map({ shown < $0 }) ?? true {
+            if let patience, Date().timeIntervalSince(lastHeard) > patience {
+                throw CLIFailure(
+                    "no reading of \(device) in \(VideoFormat.trim(patience)) s: is a process sending it to the agent's sensor socket, and its consent granted (capfleet consent grant \(device))?"
+                )
+            }
+            guard subscriber.waitForInput(milliseconds: 250),
+                let message = try? subscriber.receiveMultipart(dontWait: true), message.parts.count == 2,
+                String(decoding: message.parts[0].array, as: UTF8.self) == topic,
+                let batch = try? Capfleet_V1_SensorData(serializedBytes: message.parts[1].array)
+            else { continue }
+            lastHeard = Date()
+            for reading in batch.readings where limit.map({ shown < $0 }) ?? true {
+                print(json ? try FleetTables.jsonLine(SensorViews.Reading(batch, reading)) : SensorViews.line(batch, reading))
+                shown += 1
+            }
+            fflush(nil)
+        }
+    }
+}

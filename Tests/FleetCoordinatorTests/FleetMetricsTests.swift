@@ -52,6 +52,32 @@ import Testing
         #expect(Self.sample(metrics, "capfleet_frames_captured_total", labels) == Double(Int64.max))
     }
 
+    @Test func sensorSamples_areCountedByOutcome_forSensorStreamsOnly_andAnAgentRestartAddsOn() {
+        let metrics = FleetMetrics()
+        func stream(received: UInt64, refused: UInt64) -> Capfleet_V1_DeviceStatus {
+            .with {
+                $0.deviceID = "sen-1-imu0"
+                $0.nodeID = "node-1"
+                $0.online = true
+                $0.kind = .sensor
+                $0.samplesReceived = received
+                $0.samplesRefused = refused
+            }
+        }
+        let labels = #"device="sen-1-imu0",node="node-1""#
+        metrics.record(devices: [Self.device("cam-1", node: "node-1", frames: 10), stream(received: 400, refused: 2)])
+        #expect(Self.sample(metrics, "capfleet_sensor_samples_total", labels + #",outcome="received""#) == 400)
+        #expect(Self.sample(metrics, "capfleet_sensor_samples_total", labels + #",outcome="refused""#) == 2)
+        #expect(Self.sample(metrics, "capfleet_sensor_samples_total", labels + #",outcome="withheld""#) == 0, "every outcome from the start")
+        #expect(Self.sample(metrics, "capfleet_sensor_samples_total", #"device="cam-1",node="node-1",outcome="received""#) == nil)
+        metrics.record(devices: [stream(received: 600, refused: 2)])
+        #expect(Self.sample(metrics, "capfleet_sensor_samples_total", labels + #",outcome="received""#) == 600)
+        // The agent restarted: its count began again at 0; the counter adds the new process's.
+        metrics.record(devices: [stream(received: 50, refused: 0)])
+        #expect(Self.sample(metrics, "capfleet_sensor_samples_total", labels + #",outcome="received""#) == 650)
+        #expect(Self.sample(metrics, "capfleet_sensor_samples_total", labels + #",outcome="refused""#) == 2)
+    }
+
     @Test func deviceGauges_holdTheLatestStatus_andAFrameRateOnceThereIsOne() {
         let metrics = FleetMetrics()
         let labels = #"device="cam-1",node="node-1""#

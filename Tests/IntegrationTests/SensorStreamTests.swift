@@ -67,15 +67,30 @@ extension SecondLaneIntegrationTests {
             let stopped = try fleet.cli(["record", "stop", id], timeout: 20)
             guard stopped.status == 0 else { throw HarnessError("record stop failed: \(stopped.error)") }
             #expect(try await sending.value == 0)
-            let shown = try fleet.jsonObject(["recordings", "show", id])
+            // A part still uploading (a loaded host) has its last segment open: read it once stored.
+            var shown: [String: Any] = [:]
+            try await fleet.waitUntil("the camera's part is stored", seconds: 30) {
+                shown = try fleet.jsonObject(["recordings", "show", id])
+                let parts = shown["devices"] as? [[String: Any]] ?? []
+                let segments = shown["segments"] as? [[String: Any]] ?? []
+                return !parts.isEmpty && parts.allSatisfy { $0["state"] as? String == "stopped" }
+                    && !segments.isEmpty && segments.allSatisfy { $0["state"] as? String != "open" }
+            }
             let paths = (shown["segments"] as? [[String: Any]] ?? []).filter { $0["device_id"] as? String == camera }.compactMap {
                 $0["path"] as? String
             }
-            let entries = try SecondLaneIntegrationTests.RecordingTests.metadataTrack(in: paths, track: 2).compactMap {
-                try JSONSerialization.jsonObject(with: Data($0.json.utf8)) as? [String: Any]
+            let track = try SecondLaneIntegrationTests.RecordingTests.metadataTrack(in: paths, track: 2)
+            let start = shown["start_fleet_ns"] as? Int ?? 0
+            let entries = try track.compactMap { entry -> [String: Any]? in
+                guard let json = try JSONSerialization.jsonObject(with: Data(entry.json.utf8)) as? [String: Any] else { return nil }
+                // Each entry sits in the file at its first reading's time since the take's start (ms).
+                let first = (json["readings"] as? [[String: Any]])?.first?["fleet_ns"] as? Int ?? 0
+                #expect(
+                    abs(entry.milliseconds - Double(first - start) / 1e6) <= 1, "entry at \(entry.milliseconds) ms, reading at \(first - start) ns")
+                return json
             }
             return SensorTake(
-                start: shown["start_fleet_ns"] as? Int ?? 0, stop: shown["stop_fleet_ns"] as? Int ?? 0,
+                start: start, stop: shown["stop_fleet_ns"] as? Int ?? 0,
                 sensors: shown["sensors"] as? [String] ?? [], entries: entries.filter { $0["kind"] as? String == "sensor" })
         }
 
@@ -114,7 +129,16 @@ extension SecondLaneIntegrationTests {
             try fleet.grantConsent(imu)
             try await Task.sleep(for: .milliseconds(300))
             let offset = IntegrationTests.ClockSyncTests.wallMinusMonotonic()
-            #expect(try Self.send(socket: socketPath, seconds: 2) == 0)
+            let sending = Task.detached { try Self.send(socket: socketPath, seconds: 2) }
+            // The CLI follows the stream meanwhile, one JSON object per reading.
+            let followed = try fleet.cli(["sensor", imu, "--count", "20", "--json"], timeout: 10)
+            #expect(try await sending.value == 0)
+            let lines = followed.output.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            #expect(followed.status == 0 && lines.count == 20, "\(followed.error)")
+            #expect(
+                lines.allSatisfy {
+                    ($0["values"] as? [String: Double])?.keys.sorted() == ["ax", "ay", "az", "gx", "gy", "gz"] && $0["fleet_ns"] is Int
+                })
             let granted = try Self.drain(subscriber, seconds: 1)
             let readings = granted.data.flatMap(\.readings)
             #expect(granted.data.allSatisfy { $0.nodeID == nodeID && $0.deviceID == imu && $0.channels == ["ax", "ay", "az", "gx", "gy", "gz"] })
@@ -156,6 +180,13 @@ extension SecondLaneIntegrationTests {
                     && heard.nodes.contains { $0.nodeID == nodeID && $0.sensorMessagesRefused == 2 }
             }
             #expect(agent.log.contains("sensor samples refused"), "the agent says why")
+            // …and Prometheus counts them by outcome.
+            try await fleet.waitUntil("the metrics count the refusals", seconds: 10) {
+                let scrape = try SecondLaneIntegrationTests.MetricsTests.scrape(fleet)
+                let labels = ["device": imu, "node": nodeID]
+                return scrape.value("capfleet_sensor_samples_total", labels.merging(["outcome": "refused"]) { $1 }) == 2
+                    && (scrape.value("capfleet_sensor_samples_total", labels.merging(["outcome": "received"]) { $1 }) ?? 0) >= 400
+            }
 
             // In takes: the readings go into the camera's file, kept on the agent (the
             // default) and on the coordinator.

@@ -17,6 +17,8 @@ struct DeviceSeries: Sendable {
     private let liveConsumers, framesPerSecond, streaming, interrupted: Gauge
     /// Made once the device reports a frame rate.
     private var frameRate: Gauge?
+    /// A sensor stream's samples by outcome, made once it reports itself a sensor stream.
+    private var samples: SampleSeries?
     private let labels: [(String, String)]
 
     /// Makes every counter at once, so that each is there from the first scrape, at zero.
@@ -58,6 +60,34 @@ struct DeviceSeries: Sendable {
             let gauge = frameRate ?? registry.makeGauge(descriptor: FleetMetrics.deviceFrameRate, labels: labels)
             frameRate = gauge
             gauge.set(status.activeFrameRate)
+        }
+        if status.kind == .sensor, status.online {
+            var series = samples ?? SampleSeries(registry, labels: labels)
+            series.record(status)
+            samples = series
+        }
+    }
+}
+
+/// A sensor stream's sample counters (sensors.md, "Counters"). Its agent counts from 0 at each
+/// start: a count below the one pushed is a new process, whose whole count is new.
+struct SampleSeries: Sendable {
+    private static let outcomes = ["received", "refused", "withheld", "unsent"]
+    private let counters: [Counter]
+    private var pushed: [UInt64]
+
+    init(_ registry: PrometheusCollectorRegistry, labels: [(String, String)]) {
+        counters = Self.outcomes.map { registry.makeCounter(descriptor: FleetMetrics.sensorSamples, labels: labels + [("outcome", $0)]) }
+        pushed = Array(repeating: 0, count: counters.count)
+    }
+
+    mutating func record(_ status: Capfleet_V1_DeviceStatus) {
+        let counts = [status.samplesReceived, status.samplesRefused, status.samplesWithheld, status.samplesUnsent]
+        for (index, reported) in counts.enumerated() {
+            let value = min(reported, UInt64(Int64.max))
+            let added = value >= pushed[index] ? value - pushed[index] : value
+            if added > 0 { counters[index].increment(by: Int64(added)) }
+            pushed[index] = value
         }
     }
 }

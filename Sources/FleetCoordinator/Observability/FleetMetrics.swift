@@ -45,6 +45,10 @@ public final class FleetMetrics: Sendable {
     )
     nonisolated(unsafe) static let framesPerSecond = descriptor(
         "device_frames_per_second", "", "Frames per second the device captured over the last second.")
+    nonisolated(unsafe) static let sensorSamples = descriptor(
+        "sensor_samples", "total",
+        "A sensor stream's samples, by outcome: received (accepted by its agent), refused (malformed, out of time or order), withheld (consent not granted), unsent (the control channel could not take them)."
+    )
     nonisolated(unsafe) static let deviceStreaming = descriptor("device_streaming", "", "1 while the device streams frames to the coordinator.")
     nonisolated(unsafe) static let deviceInterrupted = descriptor(
         "device_interrupted", "", "1 while the device is interrupted (unplugged, in use, pressure shutdown, driver error).")
