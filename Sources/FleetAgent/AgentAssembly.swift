@@ -92,6 +92,7 @@ extension AgentService {
                 evaluateDropRecovery()
                 var report = status(publisher: publisher, monitor: monitor)
                 report.clock = clock.wire
+                report.devices += microphones.map(\.counters)
                 if let sensors {
                     let (devices, refused) = sensors.status
                     report.devices += devices
@@ -123,6 +124,7 @@ extension AgentService {
         control.attach(channel)
         monitor?.start()
         sensors?.start()
+        for microphone in microphones { microphone.start(fleetTime: { clock.stamp(captureMonotonic: $0)?.fleet }) }
 
         // The shutdown order, read backwards: see AgentAssembly's comment.
         let parts: [(any Service)?] = [
@@ -144,6 +146,7 @@ extension AgentService {
                 control.attach(nil)
                 channel.stop()
             },
+            StoppingService("microphones") { [microphones] in for microphone in microphones { microphone.stop() } },
             // Before the control channel, which takes its readings.
             sensors.map { sensors in StoppingService("sensor endpoint") { sensors.stop() } },
             // Each device's thread stops its source, after what was queued there.

@@ -64,6 +64,8 @@ public struct AgentConfiguration: Sendable {
     /// no endpoint. Where the endpoint's Unix socket is (default: the state directory's
     /// sensors.sock).
     public var sensorStreams: [String] = []
+    /// Synthetic microphones (microphones.md): a tone with a click on every fleet second.
+    public var syntheticMicrophoneCount = 0
     public var sensorSocket: String?
 
     var sensorSocketPath: String { sensorSocket ?? stateDirectory + "/sensors.sock" }

@@ -10,6 +10,12 @@ import Foundation
 extension AgentService {
     func execute(_ command: Capfleet_V1_Command, parts: AgentParts) -> Capfleet_V1_CommandReply? {
         let clock = parts.clock
+        if let microphone = microphones.first(where: { $0.deviceID == command.deviceID }) {
+            return .with {
+                $0.commandID = command.commandID
+                $0.status = microphoneCommand(command, on: microphone)
+            }
+        }
         if let sensors = parts.sensors, sensors.owns(command.deviceID) {
             return .with {
                 $0.commandID = command.commandID
@@ -179,6 +185,25 @@ extension AgentService {
             logger.error("cannot store consent", metadata: ["device.id": "\(deviceID)", "error": "\(error)"])
         }
         return .success(state)
+    }
+
+    /// A command for one of the agent's microphones: consent is all they take for now.
+    private func microphoneCommand(_ command: Capfleet_V1_Command, on microphone: SyntheticMicrophone) -> Capfleet_V1_Status {
+        guard case let .setConsent(request)? = command.action else {
+            let what = command.action.map { "\($0)".prefix(while: { $0 != "(" }) } ?? "no action"
+            return .failure(.unsupported, "device \(command.deviceID) is a microphone: it takes consent only, not \(what)")
+        }
+        switch storeConsent(request, deviceID: command.deviceID) {
+        case let .failure(refusal): return refusal.status
+        case .success(nil): return .ok
+        case let .success(state?):
+            if microphone.isAllowed != state.allowsRealFrames {
+                logger.notice(
+                    "consent", metadata: ["device.id": "\(command.deviceID)", "consent": "\(state.rawValue)", "reason": "\(request.reason)"])
+            }
+            microphone.setAllowed(state.allowsRealFrames)
+            return .ok
+        }
     }
 
     /// A command for one of the agent's sensor streams: consent is all they take; the rest are

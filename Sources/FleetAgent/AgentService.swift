@@ -21,6 +21,8 @@ public final class AgentService: Service, Sendable {
     let sources: [CameraStream]
     /// The sensor streams it offers (sensors.md): devices of their own kind, in HELLO after the cameras.
     let sensorStreams: [SensorEndpoint.Stream]
+    /// Its microphones (microphones.md): devices of their own kind, in HELLO after the sensor streams.
+    let microphones: [SyntheticMicrophone]
     let consentBook: ConsentBook
     let light: RecordingLight
     let logger: Logger
@@ -45,6 +47,12 @@ public final class AgentService: Service, Sendable {
             throw AgentError.sensorStreamUnusable(problem)
         }
         sensorStreams = SensorEndpoint.streams(named: configuration.sensorStreams, nodeID: identity.nodeID)
+        let shortID = String(identity.nodeID.replacingOccurrences(of: "node-", with: "").prefix(8))
+        microphones = (0..<max(configuration.syntheticMicrophoneCount, 0)).map { index in
+            let deviceID = "synmic-\(shortID)-\(index + 1)"
+            return SyntheticMicrophone(
+                deviceID: deviceID, name: "Synthetic microphone \(index + 1)", allowed: book.state(of: deviceID).allowsRealFrames)
+        }
         consentBook = book
         let light = RecordingLight(command: configuration.realFramesCommand, nodeID: identity.nodeID, logger: logger)
         self.light = light
@@ -165,7 +173,7 @@ public final class AgentService: Service, Sendable {
                     descriptor.activeFrameRate = source.activeFrameRate
                     descriptor.activeMinFrameRate = source.activeFrameRateRange.minFramesPerSecond
                     return descriptor
-                } + sensorStreams.map(\.descriptor)
+                } + sensorStreams.map(\.descriptor) + microphones.map(\.descriptor)
             $0.encoders = encoders.catalog.encoders.map { choice in
                 .with {
                     $0.codec = choice.codec.wire

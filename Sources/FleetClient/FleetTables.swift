@@ -128,12 +128,22 @@ public enum FleetTables {
                 [
                     device.deviceID, device.nodeID, device.name, (SourceKind(wire: device.kind) ?? .v4l2).rawValue,
                     state(online: device.online, interruption: device.interruption), consent(device),
-                    device.recording ? "yes" : "-", device.kind == .sensor ? "-" : VideoFormat(wire: device.activeFormat).label,
-                    device.kind == .sensor ? "-" : VideoFormat.trim(device.activeFrameRate), String(device.formatCount),
+                    device.recording ? "yes" : "-", activeFormat(device),
+                    device.kind == .sensor || device.kind == .syntheticMicrophone ? "-" : VideoFormat.trim(device.activeFrameRate),
+                    String(device.formatCount),
                     device.hasAlignment ? alignment(device.alignment) : "-",
                     device.leaseHolder.isEmpty ? "-" : device.leaseHolder,
                 ]
             })
+    }
+
+    /// A camera's active format; "audio" for a microphone, nothing for a sensor stream.
+    static func activeFormat(_ device: Capfleet_V1_DeviceInfo) -> String {
+        switch device.kind {
+        case .sensor: "-"
+        case .syntheticMicrophone: "audio"
+        default: VideoFormat(wire: device.activeFormat).label
+        }
     }
 
     /// "aligned p99 12.0 µs", "aligning -2.40 ms", "free +4.20 ms" (the latest frame's distance
@@ -198,6 +208,15 @@ public enum FleetTables {
                     status.interruption.reason != .none
                     ? state(online: status.online, interruption: status.interruption)
                     : status.streaming ? "streaming" : (status.online ? "idle" : "offline")
+                // A microphone has levels (microphones.md): each channel's peak and RMS, dBFS.
+                if status.kind == .syntheticMicrophone {
+                    let levels = status.audioLevels.map { String(format: "%.1f/%.1f", $0.peakDbfs, $0.rmsDbfs) }.joined(separator: " ")
+                    let clipped = status.audioLevels.reduce(0) { $0 + $1.clipped }
+                    return [
+                        mark, status.deviceID, status.nodeID, running, "audio", "-", "-",
+                        "peak/rms dBFS \(levels.isEmpty ? "-" : levels)" + (clipped > 0 ? " (\(clipped) clipped)" : ""), "-", "-", "-", "-", "-",
+                    ]
+                }
                 // A sensor stream has samples, not frames (sensors.md): received, and refused if any.
                 guard status.kind != .sensor else {
                     let refused = status.samplesRefused > 0 ? " (\(status.samplesRefused) refused)" : ""

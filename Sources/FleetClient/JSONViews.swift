@@ -497,6 +497,18 @@ public enum JSONViews {
         var detectionExamined, detectionSkipped: UInt64
         /// A sensor stream's samples (sensors.md, "Counters"); absent for cameras.
         var samples: SampleCounts?
+        /// A microphone's levels, one per channel (microphones.md, "Levels"); absent for cameras.
+        var audioLevels: [AudioLevel]?
+        var audioFramesCaptured: UInt64?
+
+        struct AudioLevel: Encodable {
+            var peakDbfs, rmsDbfs: Double
+            var clipped: UInt64
+
+            enum CodingKeys: String, CodingKey {
+                case peakDbfs = "peak_dbfs", rmsDbfs = "rms_dbfs", clipped
+            }
+        }
 
         struct SampleCounts: Encodable {
             var received, refused, withheld, unsent: UInt64
@@ -504,6 +516,10 @@ public enum JSONViews {
 
         public init(_ status: Capfleet_V1_DeviceStatus, trouble: [String] = []) {
             self.trouble = trouble
+            if status.kind == .syntheticMicrophone {
+                audioLevels = status.audioLevels.map { AudioLevel(peakDbfs: $0.peakDbfs, rmsDbfs: $0.rmsDbfs, clipped: $0.clipped) }
+                audioFramesCaptured = status.audioFramesCaptured
+            }
             samples =
                 status.kind == .sensor
                 ? SampleCounts(
@@ -536,7 +552,8 @@ public enum JSONViews {
                 liveFramesSent = "live_frames_sent", width, height, drops, lastFrameUnixMs = "last_frame_unix_ms", interruption,
                 zoomFactor = "zoom_factor", alignment, trouble, previewsReceived = "previews_received",
                 previewsPerSecond = "previews_per_second", lastPreviewUnixMs = "last_preview_unix_ms",
-                detectionExamined = "detection_examined", detectionSkipped = "detection_skipped", samples
+                detectionExamined = "detection_examined", detectionSkipped = "detection_skipped", samples,
+                audioLevels = "audio_levels", audioFramesCaptured = "audio_frames_captured"
         }
     }
 

@@ -28,6 +28,7 @@ public struct AgentFlags: Sendable {
     public var testClockSkew: String?
     public var sensorStreams: [String] = []
     public var sensorSocket: String?
+    public var syntheticMicrophones: Int?
 
     public init() {}
 }
@@ -126,6 +127,11 @@ public struct AgentSettings: Sendable {
         configuration.enrollmentToken = flags.enroll ?? settings.nonEmpty(AgentSettingKeys.enrollToken, environment: env)
         configuration.sensorStreams = try sensorStreams(flags, settings, environment: env)
         configuration.sensorSocket = flags.sensorSocket ?? settings.nonEmpty(AgentSettingKeys.sensorSocket, environment: env)
+        let microphonesSetting: Int? = try settings.integer(AgentSettingKeys.syntheticMicrophones, environment: env)
+        if let count = flags.syntheticMicrophones ?? microphonesSetting {
+            guard (0...16).contains(count) else { throw SettingsError("synthetic_microphones must be 0 to 16") }
+            configuration.syntheticMicrophoneCount = count
+        }
         return AgentSettings(
             file: settings, coordinator: address, configuration: configuration,
             cpuLatencyLimit: try CPULatencySetting.limit(settings, environment: env))

@@ -602,10 +602,12 @@ enum FleetSchema {
                     """)
         }
         migrator.registerMigration("v23: sensor streams") { db in
-            // A sensor stream (SourceKind.sensor, sensors.md) registers as a device: the kind's
-            // CHECK is widened by rebuilding the table from its own definition, as v12 did.
+            // A sensor stream (SourceKind.sensor, sensors.md) and a microphone (microphones.md)
+            // register as devices: the kind's CHECK is widened by rebuilding the table from its
+            // own definition, as v12 did.
             let (narrow, widened) = (
-                "CHECK (kind IN ('synthetic', 'v4l2', 'external'))", "CHECK (kind IN ('synthetic', 'v4l2', 'external', 'sensor'))"
+                "CHECK (kind IN ('synthetic', 'v4l2', 'external'))",
+                "CHECK (kind IN ('synthetic', 'v4l2', 'external', 'sensor', 'syntheticMicrophone'))"
             )
             guard let definition = try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'device'"),
                 definition.contains(narrow)

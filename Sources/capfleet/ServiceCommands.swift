@@ -124,6 +124,11 @@ struct AgentCommand: AsyncParsableCommand {
             "A sensor stream this agent offers on its sensor endpoint (IMU, GPIO lines, cues: a-z 0-9 _ -, device sen-NODE-NAME; proto-docs/sensors.md); repeat for more. Setting sensor_streams."
     )
     var sensorStreams: [String] = []
+    @Option(
+        help:
+            "Synthetic microphones: a 1 kHz tone with a click on every fleet-time second, metered like a real one (proto-docs/microphones.md; setting synthetic_microphones)."
+    )
+    var syntheticMicrophones: Int?
     @Option(help: "The sensor endpoint's Unix socket, mode 0660 (default: STATE_DIR/sensors.sock; setting sensor_socket).")
     var sensorSocket: String?
     @Option(
@@ -159,6 +164,7 @@ struct AgentCommand: AsyncParsableCommand {
         flags.testClockSkew = testClockSkew
         flags.sensorStreams = sensorStreams
         flags.sensorSocket = sensorSocket
+        flags.syntheticMicrophones = syntheticMicrophones
         let settings = try AgentSettings.load(flags)
         if checkConfig {
             for line in settings.checkReport() { print(line) }

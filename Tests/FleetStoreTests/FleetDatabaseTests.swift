@@ -266,7 +266,7 @@ import Testing
             try db.execute(sql: "PRAGMA writable_schema = ON")
             try db.execute(
                 sql: """
-                    UPDATE sqlite_master SET sql = replace(sql, 'CHECK (kind IN (''synthetic'', ''v4l2'', ''external'', ''sensor''))',
+                    UPDATE sqlite_master SET sql = replace(sql, 'CHECK (kind IN (''synthetic'', ''v4l2'', ''external'', ''sensor'', ''syntheticMicrophone''))',
                                                            'CHECK (kind IN (''synthetic'', ''v4l2''))')
                     WHERE type = 'table' AND name = 'device'
                     """)

@@ -54,9 +54,12 @@ extension SecondLaneIntegrationTests {
         }
 
         /// A take of `camera` and `imu` while the example sender runs through it.
-        static func takeWithSensor(_ fleet: FleetHarness, camera: String, imu: String, socket: String, store: String) async throws -> SensorTake {
-            let sending = Task.detached { try Self.send(socket: socket, seconds: 5) }
-            try await Task.sleep(for: .milliseconds(500))
+        static func takeWithSensor(
+            _ fleet: FleetHarness, camera: String, imu: String, socket: String, store: String, subscriber: ZMQSocket
+        ) async throws -> SensorTake {
+            let sending = Task.detached { try Self.send(socket: socket, seconds: 8) }
+            // The take starts once readings flow (Python and protoc take seconds on a loaded host).
+            try await fleet.waitUntil("the sender's readings flow", seconds: 20) { try !Self.drain(subscriber, seconds: 0.3).data.isEmpty }
             let started = try fleet.cli(["record", "start", camera, imu, "--store", store, "--json"], timeout: 15)
             guard started.status == 0, let take = try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any],
                 let id = take["id"] as? String
@@ -193,7 +196,7 @@ extension SecondLaneIntegrationTests {
             let camera = try #require(devices.first { $0["kind"] as? String == "synthetic" }?["device_id"] as? String)
             try fleet.grantConsent(camera)
             for store in ["agent", "coordinator"] {
-                let take = try await Self.takeWithSensor(fleet, camera: camera, imu: imu, socket: socketPath, store: store)
+                let take = try await Self.takeWithSensor(fleet, camera: camera, imu: imu, socket: socketPath, store: store, subscriber: subscriber)
                 let readings = take.entries.flatMap { $0["readings"] as? [[String: Any]] ?? [] }
                 let times = readings.compactMap { $0["fleet_ns"] as? Int }
                 print(

@@ -138,6 +138,10 @@ actor TakeDirector {
         var named: [DeviceRecord] = []
         for deviceID in unique { named.append(try await recordable(deviceID)) }
         // Sensor streams have no part of their own: their readings go into the cameras' files.
+        if let microphone = named.first(where: { SourceKind(rawValue: $0.kind)?.isMicrophone == true }) {
+            throw TakeRefusal(
+                code: .unsupported, message: "\(microphone.id) is a microphone: takes do not record sound yet (microphones.md); leave it out")
+        }
         let sensors = named.filter { SourceKind(rawValue: $0.kind) == .sensor }
         let parts = named.filter { SourceKind(rawValue: $0.kind) != .sensor }
         guard !parts.isEmpty else {

@@ -5,7 +5,9 @@
 public enum DeviceIdentityRule {
     public static let maxLength = 128
     /// Prefixes that belong to one kind of source: nothing else may claim them.
-    public static let reservedPrefixes: [(prefix: String, kind: SourceKind)] = [("v4l2-", .v4l2), ("syn-", .synthetic), ("sen-", .sensor)]
+    public static let reservedPrefixes: [(prefix: String, kind: SourceKind)] = [
+        ("v4l2-", .v4l2), ("syn-", .synthetic), ("sen-", .sensor), ("synmic-", .syntheticMicrophone),
+    ]
 
     /// Why `deviceID` may not name a device of `kind`, or nil when it may.
     public static func problem(with deviceID: String, kind: SourceKind) -> String? {

@@ -75,9 +75,13 @@ public enum SourceKind: String, Sendable, Codable, CaseIterable {
     /// A stream of samples that local processes send the agent's sensor endpoint (IMU, GPIO
     /// lines, cues; sensors.md): no formats, no frames, consent like a camera's.
     case sensor
+    /// A test tone with a click on every fleet-time second (microphones.md).
+    case syntheticMicrophone
 
     /// A camera: it has formats and takes camera commands (format, rate, zoom, focus, stills).
-    public var isCamera: Bool { self != .sensor }
+    public var isCamera: Bool { self != .sensor && !isMicrophone }
+
+    public var isMicrophone: Bool { self == .syntheticMicrophone }
 }
 
 /// A camera as an agent knows it: stable identity plus the full format list and what

@@ -129,12 +129,14 @@ public enum AgentSettingKeys {
     /// Sensor streams the agent offers (sensors.md), and its sensor endpoint's Unix socket.
     public static let sensorStreams = "sensor_streams"
     public static let sensorSocket = "sensor_socket"
+    /// Synthetic microphones the agent offers (microphones.md).
+    public static let syntheticMicrophones = "synthetic_microphones"
 
     public static let all =
         [coordinator, name, stateDirectory, enrollToken] + PressureThresholds.settingKeys
         + [
             "real_frames_command", recordSpoolMemory, recordSpoolDisk, preview, previewWidth, previewFPS, previewQuality,
             recordingsDirectory, recordReserve, recordingsKeepDays, collectRate, encoderThreads, encoderPreset, hardwareEncoders, cpuLatency,
-            sensorStreams, sensorSocket,
+            sensorStreams, sensorSocket, syntheticMicrophones,
         ]
 }

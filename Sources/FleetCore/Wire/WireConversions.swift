@@ -38,6 +38,7 @@ extension SourceKind {
         case .v4l2: .v4L2
         case .external: .external
         case .sensor: .sensor
+        case .syntheticMicrophone: .syntheticMicrophone
         }
     }
 
@@ -47,6 +48,7 @@ extension SourceKind {
         case .v4L2: self = .v4l2
         case .external: self = .external
         case .sensor: self = .sensor
+        case .syntheticMicrophone: self = .syntheticMicrophone
         default: return nil
         }
     }

@@ -74,6 +74,9 @@ public nonisolated enum Capfleet_V1_SourceKind: SwiftProtobuf.Enum, Swift.CaseIt
 
   /// since 1.9: a stream of samples local processes send the agent (sensors.md); no formats
   case sensor // = 4
+
+  /// since 1.9: a test tone with a click on every fleet-time second (microphones.md)
+  case syntheticMicrophone // = 5
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -87,6 +90,7 @@ public nonisolated enum Capfleet_V1_SourceKind: SwiftProtobuf.Enum, Swift.CaseIt
     case 2: self = .v4L2
     case 3: self = .external
     case 4: self = .sensor
+    case 5: self = .syntheticMicrophone
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -98,6 +102,7 @@ public nonisolated enum Capfleet_V1_SourceKind: SwiftProtobuf.Enum, Swift.CaseIt
     case .v4L2: return 2
     case .external: return 3
     case .sensor: return 4
+    case .syntheticMicrophone: return 5
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -109,6 +114,7 @@ public nonisolated enum Capfleet_V1_SourceKind: SwiftProtobuf.Enum, Swift.CaseIt
     .v4L2,
     .external,
     .sensor,
+    .syntheticMicrophone,
   ]
 
 }
@@ -639,6 +645,45 @@ public nonisolated struct Capfleet_V1_VideoFormat: Sendable {
   public init() {}
 }
 
+/// A microphone's sample layout (microphones.md), since 1.9.
+public nonisolated struct Capfleet_V1_AudioFormat: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// sample frames a second, e.g. 48000
+  public var sampleRate: UInt32 = 0
+
+  public var channels: UInt32 = 0
+
+  /// ALSA's name: S16_LE, S32_LE, FLOAT_LE
+  public var sampleFormat: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// One channel's level (microphones.md, "Levels"), since 1.9.
+public nonisolated struct Capfleet_V1_AudioLevel: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// the largest |sample| over the last whole second, dB below full scale; -120 for silence
+  public var peakDbfs: Double = 0
+
+  /// the root mean square over the same second; -120 for silence
+  public var rmsDbfs: Double = 0
+
+  /// samples at full scale since the agent started
+  public var clipped: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 /// A camera as its agent describes it in HELLO.
 public nonisolated struct Capfleet_V1_DeviceDescriptor: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
@@ -728,6 +773,18 @@ public nonisolated struct Capfleet_V1_DeviceDescriptor: @unchecked Sendable {
   public var activeMinFrameRate: Double {
     get {_storage._activeMinFrameRate}
     set {_uniqueStorage()._activeMinFrameRate = newValue}
+  }
+
+  /// since 1.9, microphones: what it can capture (microphones.md)
+  public var audioFormats: [Capfleet_V1_AudioFormat] {
+    get {_storage._audioFormats}
+    set {_uniqueStorage()._audioFormats = newValue}
+  }
+
+  /// index into audio_formats
+  public var activeAudioFormatIndex: UInt32 {
+    get {_storage._activeAudioFormatIndex}
+    set {_uniqueStorage()._activeAudioFormatIndex = newValue}
   }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -1394,7 +1451,7 @@ nonisolated extension Capfleet_V1_ProtocolVersion: SwiftProtobuf._ProtoNameProvi
 }
 
 nonisolated extension Capfleet_V1_SourceKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0SOURCE_KIND_UNSPECIFIED\0\u{1}SOURCE_KIND_SYNTHETIC\0\u{1}SOURCE_KIND_V4L2\0\u{1}SOURCE_KIND_EXTERNAL\0\u{1}SOURCE_KIND_SENSOR\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0SOURCE_KIND_UNSPECIFIED\0\u{1}SOURCE_KIND_SYNTHETIC\0\u{1}SOURCE_KIND_V4L2\0\u{1}SOURCE_KIND_EXTERNAL\0\u{1}SOURCE_KIND_SENSOR\0\u{1}SOURCE_KIND_SYNTHETIC_MICROPHONE\0")
 }
 
 nonisolated extension Capfleet_V1_FocusMode: SwiftProtobuf._ProtoNameProviding {
@@ -1538,9 +1595,89 @@ nonisolated extension Capfleet_V1_VideoFormat: SwiftProtobuf.Message, SwiftProto
   }
 }
 
+nonisolated extension Capfleet_V1_AudioFormat: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".AudioFormat"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}sample_rate\0\u{1}channels\0\u{3}sample_format\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.sampleRate) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.channels) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.sampleFormat) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.sampleRate != 0 {
+      try visitor.visitSingularUInt32Field(value: self.sampleRate, fieldNumber: 1)
+    }
+    if self.channels != 0 {
+      try visitor.visitSingularUInt32Field(value: self.channels, fieldNumber: 2)
+    }
+    if !self.sampleFormat.isEmpty {
+      try visitor.visitSingularStringField(value: self.sampleFormat, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_AudioFormat, rhs: Capfleet_V1_AudioFormat) -> Bool {
+    if lhs.sampleRate != rhs.sampleRate {return false}
+    if lhs.channels != rhs.channels {return false}
+    if lhs.sampleFormat != rhs.sampleFormat {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_AudioLevel: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".AudioLevel"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}peak_dbfs\0\u{3}rms_dbfs\0\u{1}clipped\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularDoubleField(value: &self.peakDbfs) }()
+      case 2: try { try decoder.decodeSingularDoubleField(value: &self.rmsDbfs) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.clipped) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.peakDbfs.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.peakDbfs, fieldNumber: 1)
+    }
+    if self.rmsDbfs.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.rmsDbfs, fieldNumber: 2)
+    }
+    if self.clipped != 0 {
+      try visitor.visitSingularUInt64Field(value: self.clipped, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_AudioLevel, rhs: Capfleet_V1_AudioLevel) -> Bool {
+    if lhs.peakDbfs != rhs.peakDbfs {return false}
+    if lhs.rmsDbfs != rhs.rmsDbfs {return false}
+    if lhs.clipped != rhs.clipped {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
 nonisolated extension Capfleet_V1_DeviceDescriptor: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceDescriptor"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{1}name\0\u{1}driver\0\u{1}kind\0\u{1}formats\0\u{3}active_format_index\0\u{3}active_frame_rate\0\u{1}controls\0\u{1}crop\0\u{1}focus\0\u{3}device_path\0\u{3}identity_source\0\u{3}active_min_frame_rate\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{1}name\0\u{1}driver\0\u{1}kind\0\u{1}formats\0\u{3}active_format_index\0\u{3}active_frame_rate\0\u{1}controls\0\u{1}crop\0\u{1}focus\0\u{3}device_path\0\u{3}identity_source\0\u{3}active_min_frame_rate\0\u{3}audio_formats\0\u{3}active_audio_format_index\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -1556,6 +1693,8 @@ nonisolated extension Capfleet_V1_DeviceDescriptor: SwiftProtobuf.Message, Swift
     var _devicePath: String = String()
     var _identitySource: String = String()
     var _activeMinFrameRate: Double = 0
+    var _audioFormats: [Capfleet_V1_AudioFormat] = []
+    var _activeAudioFormatIndex: UInt32 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -1579,6 +1718,8 @@ nonisolated extension Capfleet_V1_DeviceDescriptor: SwiftProtobuf.Message, Swift
       _devicePath = source._devicePath
       _identitySource = source._identitySource
       _activeMinFrameRate = source._activeMinFrameRate
+      _audioFormats = source._audioFormats
+      _activeAudioFormatIndex = source._activeAudioFormatIndex
     }
   }
 
@@ -1610,6 +1751,8 @@ nonisolated extension Capfleet_V1_DeviceDescriptor: SwiftProtobuf.Message, Swift
         case 11: try { try decoder.decodeSingularStringField(value: &_storage._devicePath) }()
         case 12: try { try decoder.decodeSingularStringField(value: &_storage._identitySource) }()
         case 13: try { try decoder.decodeSingularDoubleField(value: &_storage._activeMinFrameRate) }()
+        case 14: try { try decoder.decodeRepeatedMessageField(value: &_storage._audioFormats) }()
+        case 15: try { try decoder.decodeSingularUInt32Field(value: &_storage._activeAudioFormatIndex) }()
         default: break
         }
       }
@@ -1661,6 +1804,12 @@ nonisolated extension Capfleet_V1_DeviceDescriptor: SwiftProtobuf.Message, Swift
       if _storage._activeMinFrameRate.bitPattern != 0 {
         try visitor.visitSingularDoubleField(value: _storage._activeMinFrameRate, fieldNumber: 13)
       }
+      if !_storage._audioFormats.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._audioFormats, fieldNumber: 14)
+      }
+      if _storage._activeAudioFormatIndex != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._activeAudioFormatIndex, fieldNumber: 15)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -1683,6 +1832,8 @@ nonisolated extension Capfleet_V1_DeviceDescriptor: SwiftProtobuf.Message, Swift
         if _storage._devicePath != rhs_storage._devicePath {return false}
         if _storage._identitySource != rhs_storage._identitySource {return false}
         if _storage._activeMinFrameRate != rhs_storage._activeMinFrameRate {return false}
+        if _storage._audioFormats != rhs_storage._audioFormats {return false}
+        if _storage._activeAudioFormatIndex != rhs_storage._activeAudioFormatIndex {return false}
         return true
       }
       if !storagesAreEqual {return false}

@@ -280,6 +280,18 @@ public nonisolated struct Capfleet_V1_DeviceCounters: @unchecked Sendable {
     set {_uniqueStorage()._samplesUnsent = newValue}
   }
 
+  /// Since 1.9, microphones only (microphones.md): each channel's level over the last second,
+  /// and sample frames captured since the agent started.
+  public var audioLevels: [Capfleet_V1_AudioLevel] {
+    get {_storage._audioLevels}
+    set {_uniqueStorage()._audioLevels = newValue}
+  }
+
+  public var audioFramesCaptured: UInt64 {
+    get {_storage._audioFramesCaptured}
+    set {_uniqueStorage()._audioFramesCaptured = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1591,7 +1603,7 @@ nonisolated extension Capfleet_V1_Heartbeat: SwiftProtobuf.Message, SwiftProtobu
 
 nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceCounters"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}frames_captured\0\u{3}frames_sent\0\u{3}bytes_sent\0\u{1}drops\0\u{1}streaming\0\u{1}interruption\0\u{1}focus\0\u{3}zoom_factor\0\u{3}active_frame_rate\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{3}bytes_captured\0\u{1}layout\0\u{3}last_sequence\0\u{3}live_flow\0\u{3}detection_examined\0\u{3}detection_skipped\0\u{3}take_queue_depth\0\u{3}take_queue_capacity\0\u{3}take_queue_peak\0\u{3}samples_received\0\u{3}samples_refused\0\u{3}samples_withheld\0\u{3}samples_unsent\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}frames_captured\0\u{3}frames_sent\0\u{3}bytes_sent\0\u{1}drops\0\u{1}streaming\0\u{1}interruption\0\u{1}focus\0\u{3}zoom_factor\0\u{3}active_frame_rate\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{3}bytes_captured\0\u{1}layout\0\u{3}last_sequence\0\u{3}live_flow\0\u{3}detection_examined\0\u{3}detection_skipped\0\u{3}take_queue_depth\0\u{3}take_queue_capacity\0\u{3}take_queue_peak\0\u{3}samples_received\0\u{3}samples_refused\0\u{3}samples_withheld\0\u{3}samples_unsent\0\u{3}audio_levels\0\u{3}audio_frames_captured\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -1624,6 +1636,8 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
     var _samplesRefused: UInt64 = 0
     var _samplesWithheld: UInt64 = 0
     var _samplesUnsent: UInt64 = 0
+    var _audioLevels: [Capfleet_V1_AudioLevel] = []
+    var _audioFramesCaptured: UInt64 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -1664,6 +1678,8 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
       _samplesRefused = source._samplesRefused
       _samplesWithheld = source._samplesWithheld
       _samplesUnsent = source._samplesUnsent
+      _audioLevels = source._audioLevels
+      _audioFramesCaptured = source._audioFramesCaptured
     }
   }
 
@@ -1712,6 +1728,8 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
         case 28: try { try decoder.decodeSingularUInt64Field(value: &_storage._samplesRefused) }()
         case 29: try { try decoder.decodeSingularUInt64Field(value: &_storage._samplesWithheld) }()
         case 30: try { try decoder.decodeSingularUInt64Field(value: &_storage._samplesUnsent) }()
+        case 31: try { try decoder.decodeRepeatedMessageField(value: &_storage._audioLevels) }()
+        case 32: try { try decoder.decodeSingularUInt64Field(value: &_storage._audioFramesCaptured) }()
         default: break
         }
       }
@@ -1814,6 +1832,12 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
       if _storage._samplesUnsent != 0 {
         try visitor.visitSingularUInt64Field(value: _storage._samplesUnsent, fieldNumber: 30)
       }
+      if !_storage._audioLevels.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._audioLevels, fieldNumber: 31)
+      }
+      if _storage._audioFramesCaptured != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._audioFramesCaptured, fieldNumber: 32)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -1853,6 +1877,8 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
         if _storage._samplesRefused != rhs_storage._samplesRefused {return false}
         if _storage._samplesWithheld != rhs_storage._samplesWithheld {return false}
         if _storage._samplesUnsent != rhs_storage._samplesUnsent {return false}
+        if _storage._audioLevels != rhs_storage._audioLevels {return false}
+        if _storage._audioFramesCaptured != rhs_storage._audioFramesCaptured {return false}
         return true
       }
       if !storagesAreEqual {return false}

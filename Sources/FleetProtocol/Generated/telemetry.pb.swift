@@ -525,6 +525,18 @@ public nonisolated struct Capfleet_V1_DeviceStatus: @unchecked Sendable {
     set {_uniqueStorage()._samplesUnsent = newValue}
   }
 
+  /// Since 1.9, microphones (microphones.md): each channel's level over the last second, as
+  /// its agent measured it, and sample frames its current process captured.
+  public var audioLevels: [Capfleet_V1_AudioLevel] {
+    get {_storage._audioLevels}
+    set {_uniqueStorage()._audioLevels = newValue}
+  }
+
+  public var audioFramesCaptured: UInt64 {
+    get {_storage._audioFramesCaptured}
+    set {_uniqueStorage()._audioFramesCaptured = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -784,7 +796,7 @@ nonisolated extension Capfleet_V1_NodeStatus: SwiftProtobuf.Message, SwiftProtob
 
 nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceStatus"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}online\0\u{1}streaming\0\u{3}frames_received\0\u{3}bytes_received\0\u{3}frames_per_second\0\u{3}bytes_per_second\0\u{1}drops\0\u{3}last_frame_unix_ms\0\u{3}last_sequence\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{1}interruption\0\u{3}zoom_factor\0\u{1}focus\0\u{3}active_frame_rate\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{3}frames_captured\0\u{3}bytes_captured\0\u{3}live_consumers\0\u{3}live_flow\0\u{3}live_frames_sent\0\u{4}\u{3}previews_received\0\u{3}previews_per_second\0\u{3}last_preview_unix_ms\0\u{3}detection_examined\0\u{3}detection_skipped\0\u{1}kind\0\u{3}samples_received\0\u{3}samples_refused\0\u{3}samples_withheld\0\u{3}samples_unsent\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}online\0\u{1}streaming\0\u{3}frames_received\0\u{3}bytes_received\0\u{3}frames_per_second\0\u{3}bytes_per_second\0\u{1}drops\0\u{3}last_frame_unix_ms\0\u{3}last_sequence\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{1}interruption\0\u{3}zoom_factor\0\u{1}focus\0\u{3}active_frame_rate\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{3}frames_captured\0\u{3}bytes_captured\0\u{3}live_consumers\0\u{3}live_flow\0\u{3}live_frames_sent\0\u{4}\u{3}previews_received\0\u{3}previews_per_second\0\u{3}last_preview_unix_ms\0\u{3}detection_examined\0\u{3}detection_skipped\0\u{1}kind\0\u{3}samples_received\0\u{3}samples_refused\0\u{3}samples_withheld\0\u{3}samples_unsent\0\u{3}audio_levels\0\u{3}audio_frames_captured\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -824,6 +836,8 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
     var _samplesRefused: UInt64 = 0
     var _samplesWithheld: UInt64 = 0
     var _samplesUnsent: UInt64 = 0
+    var _audioLevels: [Capfleet_V1_AudioLevel] = []
+    var _audioFramesCaptured: UInt64 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -871,6 +885,8 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
       _samplesRefused = source._samplesRefused
       _samplesWithheld = source._samplesWithheld
       _samplesUnsent = source._samplesUnsent
+      _audioLevels = source._audioLevels
+      _audioFramesCaptured = source._audioFramesCaptured
     }
   }
 
@@ -926,6 +942,8 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
         case 37: try { try decoder.decodeSingularUInt64Field(value: &_storage._samplesRefused) }()
         case 38: try { try decoder.decodeSingularUInt64Field(value: &_storage._samplesWithheld) }()
         case 39: try { try decoder.decodeSingularUInt64Field(value: &_storage._samplesUnsent) }()
+        case 40: try { try decoder.decodeRepeatedMessageField(value: &_storage._audioLevels) }()
+        case 41: try { try decoder.decodeSingularUInt64Field(value: &_storage._audioFramesCaptured) }()
         default: break
         }
       }
@@ -1049,6 +1067,12 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
       if _storage._samplesUnsent != 0 {
         try visitor.visitSingularUInt64Field(value: _storage._samplesUnsent, fieldNumber: 39)
       }
+      if !_storage._audioLevels.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._audioLevels, fieldNumber: 40)
+      }
+      if _storage._audioFramesCaptured != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._audioFramesCaptured, fieldNumber: 41)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -1095,6 +1119,8 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
         if _storage._samplesRefused != rhs_storage._samplesRefused {return false}
         if _storage._samplesWithheld != rhs_storage._samplesWithheld {return false}
         if _storage._samplesUnsent != rhs_storage._samplesUnsent {return false}
+        if _storage._audioLevels != rhs_storage._audioLevels {return false}
+        if _storage._audioFramesCaptured != rhs_storage._audioFramesCaptured {return false}
         return true
       }
       if !storagesAreEqual {return false}
