@@ -4,6 +4,28 @@ import GRDB
 /// The schema as a sequence of migrations. Shipped migrations are never edited; a change
 /// is a new migration appended at the end.
 enum FleetSchema {
+    /// Widens the device table's CHECK on `kind`. SQLite cannot change a CHECK, so the table is
+    /// rebuilt from its own definition (which later migrations added columns to), under a new
+    /// name and renamed back; GRDB defers foreign key checks to the end of the migration.
+    static func widenDeviceKinds(_ db: Database, migration: String, from narrow: String, to widened: String) throws {
+        guard let definition = try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'device'"),
+            definition.contains(narrow)
+        else {
+            throw DatabaseError(message: "the device table is not the one migration \(migration) rebuilds")
+        }
+        // The columns as they are, under a new name (the name may be quoted: `"device"`).
+        guard let columns = definition.firstIndex(of: "(") else { throw DatabaseError(message: "the device table has no columns") }
+        let rebuilt = "device_\(migration)"
+        try db.execute(sql: "CREATE TABLE \(rebuilt) " + definition[columns...].replacingOccurrences(of: narrow, with: widened))
+        try db.execute(
+            sql: """
+                INSERT INTO \(rebuilt) SELECT * FROM device;
+                DROP TABLE device;
+                ALTER TABLE \(rebuilt) RENAME TO device;
+                CREATE INDEX device_node ON device(nodeId);
+                """)
+    }
+
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1: nodes, devices, formats, history, audit") { db in
@@ -337,28 +359,10 @@ enum FleetSchema {
                     """)
         }
         migrator.registerMigration("v12: external cameras") { db in
-            // A third party's camera (SourceKind.external) may be registered. SQLite cannot
-            // change a CHECK, so the device table is rebuilt from its own definition (which
-            // later migrations added columns to); GRDB defers foreign key checks to the end.
-            let widened = "CHECK (kind IN ('synthetic', 'v4l2', 'external'))"
-            guard let definition = try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'device'"),
-                definition.contains("CHECK (kind IN ('synthetic', 'v4l2'))")
-            else {
-                throw DatabaseError(message: "the device table is not the one migration v12 rebuilds")
-            }
-            // The columns as they are, under a new name (the name may be quoted: `"device"`).
-            guard let columns = definition.firstIndex(of: "(") else { throw DatabaseError(message: "the device table has no columns") }
-            try db.execute(
-                sql: "CREATE TABLE device_v12 "
-                    + definition[columns...]
-                    .replacingOccurrences(of: "CHECK (kind IN ('synthetic', 'v4l2'))", with: widened))
-            try db.execute(
-                sql: """
-                    INSERT INTO device_v12 SELECT * FROM device;
-                    DROP TABLE device;
-                    ALTER TABLE device_v12 RENAME TO device;
-                    CREATE INDEX device_node ON device(nodeId);
-                    """)
+            // A third party's camera (SourceKind.external) may be registered.
+            try widenDeviceKinds(
+                db, migration: "v12", from: "CHECK (kind IN ('synthetic', 'v4l2'))",
+                to: "CHECK (kind IN ('synthetic', 'v4l2', 'external'))")
         }
         migrator.registerMigration("v13: rejection counts") { db in
             // Rejected input per endpoint and reason, kept across coordinator restarts like the
@@ -603,26 +607,10 @@ enum FleetSchema {
         }
         migrator.registerMigration("v23: sensor streams") { db in
             // A sensor stream (SourceKind.sensor, sensors.md) and a microphone (microphones.md)
-            // register as devices: the kind's CHECK is widened by rebuilding the table from its
-            // own definition, as v12 did.
-            let (narrow, widened) = (
-                "CHECK (kind IN ('synthetic', 'v4l2', 'external'))",
-                "CHECK (kind IN ('synthetic', 'v4l2', 'external', 'sensor', 'syntheticMicrophone'))"
-            )
-            guard let definition = try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'device'"),
-                definition.contains(narrow)
-            else {
-                throw DatabaseError(message: "the device table is not the one migration v23 rebuilds")
-            }
-            guard let columns = definition.firstIndex(of: "(") else { throw DatabaseError(message: "the device table has no columns") }
-            try db.execute(sql: "CREATE TABLE device_v23 " + definition[columns...].replacingOccurrences(of: narrow, with: widened))
-            try db.execute(
-                sql: """
-                    INSERT INTO device_v23 SELECT * FROM device;
-                    DROP TABLE device;
-                    ALTER TABLE device_v23 RENAME TO device;
-                    CREATE INDEX device_node ON device(nodeId);
-                    """)
+            // register as devices.
+            try widenDeviceKinds(
+                db, migration: "v23", from: "CHECK (kind IN ('synthetic', 'v4l2', 'external'))",
+                to: "CHECK (kind IN ('synthetic', 'v4l2', 'external', 'sensor', 'syntheticMicrophone'))")
         }
         migrator.registerMigration("v24: take sensor streams") { db in
             // Sensor streams a take records into its cameras' files (sensors.md, "In takes").

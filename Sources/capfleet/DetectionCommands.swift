@@ -82,25 +82,17 @@ struct MetadataCommand: ParsableCommand {
     func run() throws {
         let client = try coordinator.client()
         let subscriber = try TelemetrySubscription.open(coordinator, client: client, port: telemetryPort, topic: TelemetryTopic.meta(device))
-        let limit = count ?? (follow ? nil : 1)
-        let patience = wait ?? (follow ? nil : 10)
-        var shown = 0
-        var lastHeard = Date()
-        while limit.map({ shown < $0 }) ?? true {
-            if let patience, Date().timeIntervalSince(lastHeard) > patience {
-                throw CLIFailure(
+        try TelemetrySubscription.follow(
+            subscriber, topic: TelemetryTopic.meta(device), limit: count ?? (follow ? nil : 1), patience: wait ?? (follow ? nil : 10),
+            silent: { patience in
+                CLIFailure(
                     "no detection report from \(device) in \(VideoFormat.trim(patience)) s: is detection on (capfleet detect \(device) …), its consent granted, and something in view?"
                 )
             }
-            guard subscriber.waitForInput(milliseconds: 250),
-                let message = try? subscriber.receiveMultipart(dontWait: true), message.parts.count == 2,
-                String(decoding: message.parts[0].array, as: UTF8.self) == TelemetryTopic.meta(device),
-                let report = try? Capfleet_V1_DetectionReport(serializedBytes: message.parts[1].array)
-            else { continue }
-            lastHeard = Date()
+        ) { payload, _ in
+            guard let report = try? Capfleet_V1_DetectionReport(serializedBytes: payload) else { return 0 }
             print(json ? try FleetTables.jsonLine(DetectionViews.Report(report)) : DetectionViews.line(report))
-            fflush(nil)
-            shown += 1
+            return 1
         }
     }
 }
@@ -131,27 +123,20 @@ struct SensorCommand: ParsableCommand {
         }
         let topic = TelemetryTopic.data(nodeID: info.nodeID, stream: String(parts[2]))
         let subscriber = try TelemetrySubscription.open(coordinator, client: client, port: telemetryPort, topic: topic)
-        let limit = count ?? (follow ? nil : 1)
-        let patience = wait ?? (follow ? nil : 10)
-        var shown = 0
-        var lastHeard = Date()
-        while limit.map({ shown < $0 }) ?? true {
-            if let patience, Date().timeIntervalSince(lastHeard) > patience {
-                throw CLIFailure(
+        try TelemetrySubscription.follow(
+            subscriber, topic: topic, limit: count ?? (follow ? nil : 1), patience: wait ?? (follow ? nil : 10),
+            silent: { patience in
+                CLIFailure(
                     "no reading of \(device) in \(VideoFormat.trim(patience)) s: is a process sending it to the agent's sensor socket, and its consent granted (capfleet consent grant \(device))?"
                 )
             }
-            guard subscriber.waitForInput(milliseconds: 250),
-                let message = try? subscriber.receiveMultipart(dontWait: true), message.parts.count == 2,
-                String(decoding: message.parts[0].array, as: UTF8.self) == topic,
-                let batch = try? Capfleet_V1_SensorData(serializedBytes: message.parts[1].array)
-            else { continue }
-            lastHeard = Date()
-            for reading in batch.readings where limit.map({ shown < $0 }) ?? true {
+        ) { payload, wanted in
+            guard let batch = try? Capfleet_V1_SensorData(serializedBytes: payload) else { return 0 }
+            let readings = batch.readings.prefix(wanted ?? batch.readings.count)
+            for reading in readings {
                 print(json ? try FleetTables.jsonLine(SensorViews.Reading(batch, reading)) : SensorViews.line(batch, reading))
-                shown += 1
             }
-            fflush(nil)
+            return readings.count
         }
     }
 }

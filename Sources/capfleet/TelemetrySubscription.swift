@@ -1,6 +1,7 @@
 import FleetBus
 import FleetClient
 import FleetProtocol
+import Foundation
 
 /// A SUB socket on the coordinator's telemetry endpoint, for the commands that follow it
 /// (`events --follow`, `metadata`): CURVE with the operator's credential, on the port the
@@ -22,6 +23,30 @@ enum TelemetrySubscription {
             throw failure
         } catch {
             throw CLIFailure("cannot subscribe to the coordinator's telemetry at \(client.address.host):\(telemetryPort): \(error)")
+        }
+    }
+}
+
+extension TelemetrySubscription {
+    /// Follows `topic` on `subscriber`: hands each message's payload to `show`, which prints
+    /// what it holds (at most the items still wanted) and says how many, until `limit` items
+    /// (nil: for ever), or until `patience` seconds pass without a message (nil: never), which
+    /// fails with what `silent` says.
+    static func follow(
+        _ subscriber: ZMQSocket, topic: String, limit: Int?, patience: Double?, silent: (Double) -> CLIFailure,
+        show: (_ payload: [UInt8], _ wanted: Int?) throws -> Int
+    ) throws {
+        var shown = 0
+        var lastHeard = Date()
+        while limit.map({ shown < $0 }) ?? true {
+            if let patience, Date().timeIntervalSince(lastHeard) > patience { throw silent(patience) }
+            guard subscriber.waitForInput(milliseconds: 250),
+                let message = try? subscriber.receiveMultipart(dontWait: true), message.parts.count == 2,
+                String(decoding: message.parts[0].array, as: UTF8.self) == topic
+            else { continue }
+            lastHeard = Date()
+            shown += try show(message.parts[1].array, limit.map { $0 - shown })
+            fflush(nil)
         }
     }
 }
