@@ -32,6 +32,7 @@ let package = Package(
         // Thin C shims over Debian's libraries.
         .systemLibrary(name: "CZeroMQ", path: "Sources/CZeroMQ"),
         .systemLibrary(name: "CV4L2", path: "Sources/CV4L2"),
+        .systemLibrary(name: "CAlsa", path: "Sources/CAlsa"),
         .systemLibrary(name: "CAVFormat", path: "Sources/CAVFormat"),
         .systemLibrary(name: "CAVCodec", path: "Sources/CAVCodec"),
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto"),
@@ -78,6 +79,8 @@ let package = Package(
                 "FleetSystem", "CV4L2", "CQREncode", "FleetCore",
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // Microphones: ALSA capture devices, found, probed and read with the driver's timestamps.
+        .target(name: "FleetAudio", dependencies: ["CAlsa", "FleetCore"]),
         // OpenCV's cascade face detector behind a C interface (OpenCV 4 is C++ only).
         .target(
             name: "CFaceDetect",
@@ -103,7 +106,7 @@ let package = Package(
             name: "FleetAgent",
             dependencies: [
                 "FleetDaemon", "FleetSystem", "FleetBus", "FleetCapture", "FleetCore", "FleetDetection", "FleetEncoding", "FleetHost", "FleetImaging",
-                "FleetProtocol", "FleetRecording",
+                "FleetProtocol", "FleetRecording", "FleetAudio",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),

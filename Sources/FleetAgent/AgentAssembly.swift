@@ -124,7 +124,13 @@ extension AgentService {
         control.attach(channel)
         monitor?.start()
         sensors?.start()
-        for microphone in microphones { microphone.start(fleetTime: { clock.stamp(captureMonotonic: $0)?.fleet }) }
+        for microphone in microphones {
+            let statistics = microphone.statistics
+            microphone.start(
+                route: MicrophoneRoute(
+                    nodeID: identity.nodeID, clock: clock,
+                    publish: { buffer, bytes, header in publisher.submit(buffer, byteCount: bytes, header: header, statistics: statistics) }))
+        }
 
         // The shutdown order, read backwards: see AgentAssembly's comment.
         let parts: [(any Service)?] = [

@@ -66,6 +66,10 @@ public struct AgentConfiguration: Sendable {
     public var sensorStreams: [String] = []
     /// Synthetic microphones (microphones.md): a tone with a click on every fleet second.
     public var syntheticMicrophoneCount = 0
+    /// ALSA capture devices to use, by ALSA name (hw:CARD=ID,DEV=N) or fleet id; empty: every
+    /// one found when `discoverMicrophones`.
+    public var microphones: [String] = []
+    public var discoverMicrophones = false
     public var sensorSocket: String?
 
     var sensorSocketPath: String { sensorSocket ?? stateDirectory + "/sensors.sock" }

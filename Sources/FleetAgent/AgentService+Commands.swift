@@ -188,7 +188,7 @@ extension AgentService {
     }
 
     /// A command for one of the agent's microphones: consent is all they take for now.
-    private func microphoneCommand(_ command: Capfleet_V1_Command, on microphone: SyntheticMicrophone) -> Capfleet_V1_Status {
+    private func microphoneCommand(_ command: Capfleet_V1_Command, on microphone: Microphone) -> Capfleet_V1_Status {
         guard case let .setConsent(request)? = command.action else {
             let what = command.action.map { "\($0)".prefix(while: { $0 != "(" }) } ?? "no action"
             return .failure(.unsupported, "device \(command.deviceID) is a microphone: it takes consent only, not \(what)")
@@ -201,7 +201,7 @@ extension AgentService {
                 logger.notice(
                     "consent", metadata: ["device.id": "\(command.deviceID)", "consent": "\(state.rawValue)", "reason": "\(request.reason)"])
             }
-            microphone.setAllowed(state.allowsRealFrames)
+            microphone.setConsent(state)
             return .ok
         }
     }

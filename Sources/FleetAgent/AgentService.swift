@@ -22,7 +22,7 @@ public final class AgentService: Service, Sendable {
     /// The sensor streams it offers (sensors.md): devices of their own kind, in HELLO after the cameras.
     let sensorStreams: [SensorEndpoint.Stream]
     /// Its microphones (microphones.md): devices of their own kind, in HELLO after the sensor streams.
-    let microphones: [SyntheticMicrophone]
+    let microphones: [Microphone]
     let consentBook: ConsentBook
     let light: RecordingLight
     let logger: Logger
@@ -47,15 +47,15 @@ public final class AgentService: Service, Sendable {
             throw AgentError.sensorStreamUnusable(problem)
         }
         sensorStreams = SensorEndpoint.streams(named: configuration.sensorStreams, nodeID: identity.nodeID)
-        let shortID = String(identity.nodeID.replacingOccurrences(of: "node-", with: "").prefix(8))
-        microphones = (0..<max(configuration.syntheticMicrophoneCount, 0)).map { index in
-            let deviceID = "synmic-\(shortID)-\(index + 1)"
-            return SyntheticMicrophone(
-                deviceID: deviceID, name: "Synthetic microphone \(index + 1)", allowed: book.state(of: deviceID).allowsRealFrames)
-        }
         consentBook = book
         let light = RecordingLight(command: configuration.realFramesCommand, nodeID: identity.nodeID, logger: logger)
         self.light = light
+        // Each microphone, like each camera, starts with the consent this agent last stored.
+        microphones = try MicrophoneInventory.sources(for: configuration, nodeID: identity.nodeID, logger: logger).map { source in
+            Microphone(
+                source: source, consent: book.state(of: source.descriptor.deviceID), logger: logger,
+                onRealSamples: { deviceID, flowing in light.set(deviceID: deviceID, on: flowing) })
+        }
         let control = ControlMailbox()
         self.control = control
         let notify: @Sendable (Capfleet_V1_DeviceEvent) -> Void = { [logger] event in
@@ -278,6 +278,14 @@ public final class AgentService: Service, Sendable {
                 logger.info(
                     isWanted ? "full-rate frames wanted: sending" : "full-rate frames no longer wanted: stopped",
                     metadata: ["device.id": "\(stream.deviceID)"])
+            }
+        }
+        for microphone in microphones {
+            let wasOpen = microphone.liveFlow.isOpen(at: now), isWanted = listed.contains(microphone.deviceID)
+            microphone.liveFlow.wanted(isWanted, leaseNanoseconds: lease, now: now)
+            if wasOpen != isWanted {
+                logger.info(
+                    isWanted ? "sound wanted: sending" : "sound no longer wanted: stopped", metadata: ["device.id": "\(microphone.deviceID)"])
             }
         }
     }

@@ -129,7 +129,8 @@ public enum FleetTables {
                     device.deviceID, device.nodeID, device.name, (SourceKind(wire: device.kind) ?? .v4l2).rawValue,
                     state(online: device.online, interruption: device.interruption), consent(device),
                     device.recording ? "yes" : "-", activeFormat(device),
-                    device.kind == .sensor || device.kind == .syntheticMicrophone ? "-" : VideoFormat.trim(device.activeFrameRate),
+                    device.kind == .sensor || device.kind == .syntheticMicrophone || device.kind == .alsa
+                        ? "-" : VideoFormat.trim(device.activeFrameRate),
                     String(device.formatCount),
                     device.hasAlignment ? alignment(device.alignment) : "-",
                     device.leaseHolder.isEmpty ? "-" : device.leaseHolder,
@@ -141,7 +142,7 @@ public enum FleetTables {
     static func activeFormat(_ device: Capfleet_V1_DeviceInfo) -> String {
         switch device.kind {
         case .sensor: "-"
-        case .syntheticMicrophone: "audio"
+        case .syntheticMicrophone, .alsa: "audio"
         default: VideoFormat(wire: device.activeFormat).label
         }
     }
@@ -209,12 +210,13 @@ public enum FleetTables {
                     ? state(online: status.online, interruption: status.interruption)
                     : status.streaming ? "streaming" : (status.online ? "idle" : "offline")
                 // A microphone has levels (microphones.md): each channel's peak and RMS, dBFS.
-                if status.kind == .syntheticMicrophone {
+                if status.kind == .syntheticMicrophone || status.kind == .alsa {
                     let levels = status.audioLevels.map { String(format: "%.1f/%.1f", $0.peakDbfs, $0.rmsDbfs) }.joined(separator: " ")
                     let clipped = status.audioLevels.reduce(0) { $0 + $1.clipped }
                     return [
                         mark, status.deviceID, status.nodeID, running, "audio", "-", "-",
-                        "peak/rms dBFS \(levels.isEmpty ? "-" : levels)" + (clipped > 0 ? " (\(clipped) clipped)" : ""), "-", "-", "-", "-", "-",
+                        "peak/rms dBFS \(levels.isEmpty ? "-" : levels)" + (clipped > 0 ? " (\(clipped) clipped)" : "") + " · "
+                            + AudioClockNames.summary(status.audioClock), "-", "-", "-", "-", "-",
                     ]
                 }
                 // A sensor stream has samples, not frames (sensors.md): received, and refused if any.

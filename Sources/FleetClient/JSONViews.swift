@@ -500,6 +500,19 @@ public enum JSONViews {
         /// A microphone's levels, one per channel (microphones.md, "Levels"); absent for cameras.
         var audioLevels: [AudioLevel]?
         var audioFramesCaptured: UInt64?
+        var audioClock: AudioClock?
+
+        /// The microphone's clock (microphones.md, "The audio clock"); `rate_ppm` null until measured.
+        struct AudioClock: Encodable {
+            var timestampSource: String
+            var ratePpm: Double?
+            var jitterNs: UInt64
+            var fittedSeconds: Double
+            var restarts: UInt64
+            enum CodingKeys: String, CodingKey {
+                case timestampSource = "timestamp_source", ratePpm = "rate_ppm", jitterNs = "jitter_ns", fittedSeconds = "fitted_seconds", restarts
+            }
+        }
 
         struct AudioLevel: Encodable {
             var peakDbfs, rmsDbfs: Double
@@ -516,9 +529,13 @@ public enum JSONViews {
 
         public init(_ status: Capfleet_V1_DeviceStatus, trouble: [String] = []) {
             self.trouble = trouble
-            if status.kind == .syntheticMicrophone {
+            if status.kind == .syntheticMicrophone || status.kind == .alsa {
                 audioLevels = status.audioLevels.map { AudioLevel(peakDbfs: $0.peakDbfs, rmsDbfs: $0.rmsDbfs, clipped: $0.clipped) }
                 audioFramesCaptured = status.audioFramesCaptured
+                let clock = status.audioClock
+                audioClock = AudioClock(
+                    timestampSource: AudioClockNames.source(clock.timestampSource), ratePpm: clock.rateMeasured ? clock.ratePpm : nil,
+                    jitterNs: clock.jitterNs, fittedSeconds: clock.fittedSeconds, restarts: clock.restarts)
             }
             samples =
                 status.kind == .sensor
@@ -553,7 +570,7 @@ public enum JSONViews {
                 zoomFactor = "zoom_factor", alignment, trouble, previewsReceived = "previews_received",
                 previewsPerSecond = "previews_per_second", lastPreviewUnixMs = "last_preview_unix_ms",
                 detectionExamined = "detection_examined", detectionSkipped = "detection_skipped", samples,
-                audioLevels = "audio_levels", audioFramesCaptured = "audio_frames_captured"
+                audioLevels = "audio_levels", audioFramesCaptured = "audio_frames_captured", audioClock = "audio_clock"
         }
     }
 

@@ -29,6 +29,8 @@ public struct AgentFlags: Sendable {
     public var sensorStreams: [String] = []
     public var sensorSocket: String?
     public var syntheticMicrophones: Int?
+    public var microphones: [String] = []
+    public var discoverMicrophones = true
 
     public init() {}
 }
@@ -131,6 +133,18 @@ public struct AgentSettings: Sendable {
         if let count = flags.syntheticMicrophones ?? microphonesSetting {
             guard (0...16).contains(count) else { throw SettingsError("synthetic_microphones must be 0 to 16") }
             configuration.syntheticMicrophoneCount = count
+        }
+        // `microphones`: ALSA names or fleet ids separated by commas or spaces, or `none`.
+        let microphonesListed =
+            flags.microphones.isEmpty
+            ? (settings.nonEmpty(AgentSettingKeys.microphones, environment: env) ?? "").split(whereSeparator: { $0 == "," || $0 == " " }).map(
+                String.init)
+            : flags.microphones
+        if microphonesListed == ["none"] {
+            configuration.discoverMicrophones = false
+        } else {
+            configuration.microphones = microphonesListed
+            configuration.discoverMicrophones = flags.discover && flags.discoverMicrophones
         }
         return AgentSettings(
             file: settings, coordinator: address, configuration: configuration,

@@ -625,6 +625,12 @@ enum FleetSchema {
                     );
                     """)
         }
+        migrator.registerMigration("v25: ALSA microphones") { db in
+            // An ALSA capture device registers as a device of its own kind (microphones.md).
+            try widenDeviceKinds(
+                db, migration: "v25", from: "CHECK (kind IN ('synthetic', 'v4l2', 'external', 'sensor', 'syntheticMicrophone'))",
+                to: "CHECK (kind IN ('synthetic', 'v4l2', 'external', 'sensor', 'syntheticMicrophone', 'alsa'))")
+        }
         return migrator
     }
 }

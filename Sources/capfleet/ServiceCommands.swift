@@ -129,6 +129,14 @@ struct AgentCommand: AsyncParsableCommand {
             "Synthetic microphones: a 1 kHz tone with a click on every fleet-time second, metered like a real one (proto-docs/microphones.md; setting synthetic_microphones)."
     )
     var syntheticMicrophones: Int?
+    @Option(
+        name: .customLong("microphone"),
+        help:
+            "An ALSA capture device to use, by ALSA name (hw:CARD=ID,DEV=N) or fleet id (alsa-ID-N); repeat for more (default: every one found unless --no-discover; setting microphones, `none` for none)."
+    )
+    var microphones: [String] = []
+    @Flag(inversion: .prefixedNo, help: "Use every ALSA capture device of this host (when no --microphone is given).")
+    var discoverMicrophones = true
     @Option(help: "The sensor endpoint's Unix socket, mode 0660 (default: STATE_DIR/sensors.sock; setting sensor_socket).")
     var sensorSocket: String?
     @Option(
@@ -165,6 +173,8 @@ struct AgentCommand: AsyncParsableCommand {
         flags.sensorStreams = sensorStreams
         flags.sensorSocket = sensorSocket
         flags.syntheticMicrophones = syntheticMicrophones
+        flags.microphones = microphones
+        flags.discoverMicrophones = discoverMicrophones
         let settings = try AgentSettings.load(flags)
         if checkConfig {
             for line in settings.checkReport() { print(line) }

@@ -4,10 +4,46 @@ import Testing
 extension SecondLaneIntegrationTests {
     /// The synthetic microphone (proto-docs/microphones.md): a device of its own kind whose
     /// per-channel levels reach `capfleet watch` once a second, silence until its consent is
-    /// granted, then the tone's RMS and the click's peak; a take will not take it yet.
+    /// granted, then the tone's RMS and the click's peak; `capfleet listen` hears its clicks on
+    /// the fleet's seconds; a take will not take it yet.
     @Suite struct MicrophoneTests {
         static func levels(_ fleet: FleetHarness, _ device: String) throws -> [[String: Any]]? {
             try fleet.deviceStats()[device]?["audio_levels"] as? [[String: Any]]
+        }
+
+        struct Click {
+            var frame: Int
+            var fleetNs: UInt64
+            var uncertaintyNs: UInt64
+        }
+
+        /// The clicks in a WAV that `capfleet listen` wrote, each placed in fleet time by the block
+        /// it fell in (its `--blocks` file): where the samples first reach half of full scale after
+        /// a quiet stretch (the tone stays at a tenth).
+        static func clickFleetTimes(wav: String, blocks: String) throws -> [Click] {
+            let data = try Data(contentsOf: URL(fileURLWithPath: wav))
+            #expect(data.count > 44 && String(decoding: data[0..<4], as: UTF8.self) == "RIFF")
+            let channels = Int(data[22]) | Int(data[23]) << 8
+            let rate = Int(data[24]) | Int(data[25]) << 8 | Int(data[26]) << 16 | Int(data[27]) << 24
+            let samples = data.dropFirst(44).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+            let rows = try String(contentsOfFile: blocks, encoding: .utf8).split(separator: "\n").dropFirst().map {
+                $0.split(separator: ",", omittingEmptySubsequences: false)
+            }
+            let firstFrame = try #require(rows.first.flatMap { UInt64($0[0]) })
+            var clicks: [Click] = []
+            var quiet = 0
+            for frame in 0..<(samples.count / channels) {
+                let value = abs(Int(samples[frame * channels]))
+                if value > 16_000, quiet >= rate / 100 {
+                    let streamFrame = firstFrame + UInt64(frame)
+                    if let row = rows.last(where: { UInt64($0[0])! <= streamFrame }), let fleet = UInt64(row[3]) {
+                        let offset = UInt64((Double(streamFrame - UInt64(row[0])!) * 1e9 / Double(rate)).rounded())
+                        clicks.append(Click(frame: frame, fleetNs: fleet + offset, uncertaintyNs: UInt64(row[4])!))
+                    }
+                }
+                quiet = value > 16_000 ? 0 : quiet + 1
+            }
+            return clicks
         }
 
         @Test func aSyntheticMicrophone_isSilentWithoutConsent_andMetersItsToneAndClickOnceGranted() async throws {
@@ -31,7 +67,8 @@ extension SecondLaneIntegrationTests {
             var heard: [[String: Any]] = []
             try await fleet.waitUntil("the tone and the click are metered", seconds: 10) {
                 heard = try Self.levels(fleet, microphone) ?? []
-                return heard.count == 2 && heard.allSatisfy { ($0["peak_dbfs"] as? Double ?? -120) > -3 }
+                // A whole second after consent: the window before it held silence too.
+                return heard.count == 2 && heard.allSatisfy { ($0["peak_dbfs"] as? Double ?? -120) > -3 && ($0["rms_dbfs"] as? Double ?? -120) > -24 }
             }
             for level in heard {
                 let rms = try #require(level["rms_dbfs"] as? Double)
@@ -43,6 +80,24 @@ extension SecondLaneIntegrationTests {
             let frames = try #require(try fleet.deviceStats()[microphone]?["audio_frames_captured"] as? Int)
             #expect(frames > 48_000, "48 kHz for seconds: \(frames)")
             #expect(try fleet.cli(["watch", "--count", "1"]).output.contains("peak/rms dBFS"))
+            let clock = try #require(try fleet.deviceStats()[microphone]?["audio_clock"] as? [String: Any])
+            #expect(clock["timestamp_source"] as? String == "paced", "\(clock)")
+
+            // Listening (frames.md, "Microphones on the live path"): a WAV of the live sound and
+            // each block's times; every click starts on a whole second of fleet time.
+            let wav = fleet.directory + "/listen.wav", blocks = fleet.directory + "/listen.csv"
+            let listened = try fleet.cli(["listen", microphone, "-o", wav, "--blocks", blocks, "--seconds", "3.5"], timeout: 10)
+            #expect(listened.status == 0, "\(listened.error)")
+            let clicks = try Self.clickFleetTimes(wav: wav, blocks: blocks)
+            #expect(clicks.count >= 2, "\(clicks)")
+            for click in clicks {
+                let fromSecond = Int64(
+                    click.fleetNs % 1_000_000_000 < 500_000_000 ? click.fleetNs % 1_000_000_000 : click.fleetNs % 1_000_000_000 &- 1_000_000_000)
+                #expect(abs(fromSecond) <= 1_000_000 + Int64(click.uncertaintyNs), "a click \(fromSecond) ns from its second: \(click)")
+            }
+            print(
+                "listen: clicks at \(clicks.map { Double(Int64(bitPattern: $0.fleetNs % 1_000_000_000 &+ 500_000_000) - 500_000_000) / 1e3 }) µs from their seconds"
+            )
 
             // Only consent; and no take of it yet.
             #expect(try fleet.cli(["lock", microphone]).status == 0)

@@ -55,12 +55,17 @@ public final class FramePublisher: Sendable {
 
     /// Called on a capture thread; never blocks.
     public func submit(_ frame: CapturedFrame, header: Capfleet_V1_FrameHeader, statistics: DeviceStatistics) {
+        submit(frame.buffer, byteCount: frame.byteCount, header: header, statistics: statistics)
+    }
+
+    /// A payload of `byteCount` bytes of `buffer` (a frame, or a microphone's block of samples).
+    public func submit(_ buffer: FrameBuffer, byteCount: Int, header: Capfleet_V1_FrameHeader, statistics: DeviceStatistics) {
         inFlight.add(1, ordering: .relaxed)
         let outbox = self.outbox
         loop.perform { [self] sockets in
             outbox.value.enqueue(
                 PendingFrame(
-                    frame: frame, header: header, statistics: statistics,
+                    buffer: buffer, byteCount: byteCount, header: header, statistics: statistics,
                     done: { [self] in
                         inFlight.subtract(1, ordering: .relaxed)
                     }))
@@ -78,7 +83,8 @@ public final class FramePublisher: Sendable {
 }
 
 struct PendingFrame {
-    let frame: CapturedFrame
+    let buffer: FrameBuffer
+    let byteCount: Int
     let header: Capfleet_V1_FrameHeader
     let statistics: DeviceStatistics
     let done: () -> Void
@@ -122,9 +128,9 @@ struct Outbox {
                 let headerBytes: [UInt8] = try header.serializedBytes()
                 guard try socket.send(headerBytes, more: true, dontWait: true) else { break }
                 // Once the first part is queued libzmq accepts the rest of the message.
-                try socket.sendZeroCopy(next.frame.buffer.storage, count: next.frame.byteCount, owner: next.frame.buffer)
+                try socket.sendZeroCopy(next.buffer.storage, count: next.byteCount, owner: next.buffer)
                 next.statistics.framesSent.add(1, ordering: .relaxed)
-                next.statistics.bytesSent.add(UInt64(next.frame.byteCount), ordering: .relaxed)
+                next.statistics.bytesSent.add(UInt64(next.byteCount), ordering: .relaxed)
             } catch {
                 next.statistics.late.add(1, ordering: .relaxed)
                 logger.warning("frame send failed", metadata: ["device.id": "\(header.deviceID)", "error": "\(error)"])

@@ -39,6 +39,7 @@ public enum AgentError: Error, CustomStringConvertible {
     case enrollmentRefused(String)
     case revoked(String)
     case sensorStreamUnusable(String)
+    case microphoneNotFound(String, found: String, problems: [String])
 
     public var description: String {
         switch self {
@@ -60,6 +61,9 @@ public enum AgentError: Error, CustomStringConvertible {
             "the coordinator cut this node off: \(reason)"
         case let .sensorStreamUnusable(problem):
             "\(problem) (setting sensor_streams, flag --sensor-stream)"
+        case let .microphoneNotFound(wanted, found, problems):
+            "no ALSA capture device \(wanted) on this host (name it hw:CARD=ID,DEV=N or by its fleet id); capture devices here: \(found)"
+                + (problems.isEmpty ? "" : "; unusable: " + problems.joined(separator: "; "))
         }
     }
 }

@@ -77,11 +77,13 @@ public enum SourceKind: String, Sendable, Codable, CaseIterable {
     case sensor
     /// A test tone with a click on every fleet-time second (microphones.md).
     case syntheticMicrophone
+    /// An ALSA capture device (microphones.md, "ALSA capture devices").
+    case alsa
 
     /// A camera: it has formats and takes camera commands (format, rate, zoom, focus, stills).
     public var isCamera: Bool { self != .sensor && !isMicrophone }
 
-    public var isMicrophone: Bool { self == .syntheticMicrophone }
+    public var isMicrophone: Bool { self == .syntheticMicrophone || self == .alsa }
 }
 
 /// A camera as an agent knows it: stable identity plus the full format list and what

@@ -131,12 +131,14 @@ public enum AgentSettingKeys {
     public static let sensorSocket = "sensor_socket"
     /// Synthetic microphones the agent offers (microphones.md).
     public static let syntheticMicrophones = "synthetic_microphones"
+    /// ALSA capture devices the agent uses (microphones.md): names or ids, or `none`.
+    public static let microphones = "microphones"
 
     public static let all =
         [coordinator, name, stateDirectory, enrollToken] + PressureThresholds.settingKeys
         + [
             "real_frames_command", recordSpoolMemory, recordSpoolDisk, preview, previewWidth, previewFPS, previewQuality,
             recordingsDirectory, recordReserve, recordingsKeepDays, collectRate, encoderThreads, encoderPreset, hardwareEncoders, cpuLatency,
-            sensorStreams, sensorSocket, syntheticMicrophones,
+            sensorStreams, sensorSocket, syntheticMicrophones, microphones,
         ]
 }

@@ -51,6 +51,7 @@ public enum FrameValidation {
         guard header.protocolVersion == .current else { return .incompatibleVersion }
         if header.payloadSize > UInt64(maxPayloadBytes) { return .oversizedClaim }
         guard header.payloadSize == UInt64(payloadBytes) else { return .payloadSizeMismatch }
+        if header.hasAudio { return checkAudio(header.audio, payloadBytes: payloadBytes) }
         let layout = header.layout
         guard layout.width > 0, layout.height > 0, layout.width <= maxDimension, layout.height <= maxDimension,
             !layout.pixelFormat.isEmpty
@@ -63,5 +64,15 @@ public enum FrameValidation {
             return .formatSizeMismatch
         }
         return nil
+    }
+
+    /// A microphone's block (frames.md, "Microphones on the live path"): a format the fleet
+    /// reads, at most a second of it, and exactly that many interleaved samples.
+    static func checkAudio(_ block: Capfleet_V1_AudioBlock, payloadBytes: Int) -> InputRejection? {
+        guard let format = AudioFormat(wire: block.format), format.sampleRate <= 768_000, format.channels <= 64,
+            block.frames > 0, block.frames <= UInt32(format.sampleRate)
+        else { return .invalidFormat }
+        let bytesPerSample = format.sampleFormat == .s16le ? 2 : 4
+        return payloadBytes == Int(block.frames) * format.channels * bytesPerSample ? nil : .formatSizeMismatch
     }
 }

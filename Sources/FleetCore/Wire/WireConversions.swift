@@ -39,6 +39,7 @@ extension SourceKind {
         case .external: .external
         case .sensor: .sensor
         case .syntheticMicrophone: .syntheticMicrophone
+        case .alsa: .alsa
         }
     }
 
@@ -49,6 +50,7 @@ extension SourceKind {
         case .external: self = .external
         case .sensor: self = .sensor
         case .syntheticMicrophone: self = .syntheticMicrophone
+        case .alsa: self = .alsa
         default: return nil
         }
     }

@@ -77,6 +77,9 @@ public nonisolated enum Capfleet_V1_SourceKind: SwiftProtobuf.Enum, Swift.CaseIt
 
   /// since 1.9: a test tone with a click on every fleet-time second (microphones.md)
   case syntheticMicrophone // = 5
+
+  /// since 1.10: an ALSA capture device (microphones.md, "ALSA capture devices")
+  case alsa // = 6
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -91,6 +94,7 @@ public nonisolated enum Capfleet_V1_SourceKind: SwiftProtobuf.Enum, Swift.CaseIt
     case 3: self = .external
     case 4: self = .sensor
     case 5: self = .syntheticMicrophone
+    case 6: self = .alsa
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -103,6 +107,7 @@ public nonisolated enum Capfleet_V1_SourceKind: SwiftProtobuf.Enum, Swift.CaseIt
     case .external: return 3
     case .sensor: return 4
     case .syntheticMicrophone: return 5
+    case .alsa: return 6
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -115,6 +120,56 @@ public nonisolated enum Capfleet_V1_SourceKind: SwiftProtobuf.Enum, Swift.CaseIt
     .external,
     .sensor,
     .syntheticMicrophone,
+    .alsa,
+  ]
+
+}
+
+/// Where a block of samples' capture time comes from (microphones.md, "Capture times"), since 1.10.
+public nonisolated enum Capfleet_V1_AudioTimestampSource: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+
+  /// ALSA's timestamp of the hardware pointer's last update (CLOCK_MONOTONIC)
+  case driver // = 1
+
+  /// the agent's CLOCK_MONOTONIC when it read the block, less the samples still waiting
+  case readTime // = 2
+
+  /// the synthetic microphone: the block's deadline on CLOCK_MONOTONIC
+  case paced // = 3
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .driver
+    case 2: self = .readTime
+    case 3: self = .paced
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .driver: return 1
+    case .readTime: return 2
+    case .paced: return 3
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Capfleet_V1_AudioTimestampSource] = [
+    .unspecified,
+    .driver,
+    .readTime,
+    .paced,
   ]
 
 }
@@ -662,6 +717,65 @@ public nonisolated struct Capfleet_V1_AudioFormat: Sendable {
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+}
+
+/// A microphone's clock as its agent measures it (microphones.md, "The audio clock"), since 1.10.
+public nonisolated struct Capfleet_V1_AudioClock: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var timestampSource: Capfleet_V1_AudioTimestampSource = .unspecified
+
+  /// false until the fit spans two seconds
+  public var rateMeasured: Bool = false
+
+  /// sample frames per fleet second against the nominal rate, parts per million
+  public var ratePpm: Double = 0
+
+  /// the largest distance of a block's raw capture time from the fitted line
+  public var jitterNs: UInt64 = 0
+
+  /// the span of the fit's window
+  public var fittedSeconds: Double = 0
+
+  /// overruns and other gaps after which the fit started over
+  public var restarts: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// The samples of one block on the live path (frames.md, "Microphones on the live path"), since 1.10.
+public nonisolated struct Capfleet_V1_AudioBlock: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// of the payload: interleaved samples
+  public var format: Capfleet_V1_AudioFormat {
+    get {_format ?? Capfleet_V1_AudioFormat()}
+    set {_format = newValue}
+  }
+  /// Returns true if `format` has been explicitly set.
+  public var hasFormat: Bool {self._format != nil}
+  /// Clears the value of `format`. Subsequent reads from it will return its default value.
+  public mutating func clearFormat() {self._format = nil}
+
+  /// sample frames in the payload
+  public var frames: UInt32 = 0
+
+  public var timestampSource: Capfleet_V1_AudioTimestampSource = .unspecified
+
+  /// the block's first sample frame, counted from the start of capture
+  public var firstFrame: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _format: Capfleet_V1_AudioFormat? = nil
 }
 
 /// One channel's level (microphones.md, "Levels"), since 1.9.
@@ -1451,7 +1565,11 @@ nonisolated extension Capfleet_V1_ProtocolVersion: SwiftProtobuf._ProtoNameProvi
 }
 
 nonisolated extension Capfleet_V1_SourceKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0SOURCE_KIND_UNSPECIFIED\0\u{1}SOURCE_KIND_SYNTHETIC\0\u{1}SOURCE_KIND_V4L2\0\u{1}SOURCE_KIND_EXTERNAL\0\u{1}SOURCE_KIND_SENSOR\0\u{1}SOURCE_KIND_SYNTHETIC_MICROPHONE\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0SOURCE_KIND_UNSPECIFIED\0\u{1}SOURCE_KIND_SYNTHETIC\0\u{1}SOURCE_KIND_V4L2\0\u{1}SOURCE_KIND_EXTERNAL\0\u{1}SOURCE_KIND_SENSOR\0\u{1}SOURCE_KIND_SYNTHETIC_MICROPHONE\0\u{1}SOURCE_KIND_ALSA\0")
+}
+
+nonisolated extension Capfleet_V1_AudioTimestampSource: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0AUDIO_TIMESTAMP_SOURCE_UNSPECIFIED\0\u{1}AUDIO_TIMESTAMP_SOURCE_DRIVER\0\u{1}AUDIO_TIMESTAMP_SOURCE_READ_TIME\0\u{1}AUDIO_TIMESTAMP_SOURCE_PACED\0")
 }
 
 nonisolated extension Capfleet_V1_FocusMode: SwiftProtobuf._ProtoNameProviding {
@@ -1630,6 +1748,110 @@ nonisolated extension Capfleet_V1_AudioFormat: SwiftProtobuf.Message, SwiftProto
     if lhs.sampleRate != rhs.sampleRate {return false}
     if lhs.channels != rhs.channels {return false}
     if lhs.sampleFormat != rhs.sampleFormat {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_AudioClock: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".AudioClock"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}timestamp_source\0\u{3}rate_measured\0\u{3}rate_ppm\0\u{3}jitter_ns\0\u{3}fitted_seconds\0\u{1}restarts\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.timestampSource) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self.rateMeasured) }()
+      case 3: try { try decoder.decodeSingularDoubleField(value: &self.ratePpm) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.jitterNs) }()
+      case 5: try { try decoder.decodeSingularDoubleField(value: &self.fittedSeconds) }()
+      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.restarts) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.timestampSource != .unspecified {
+      try visitor.visitSingularEnumField(value: self.timestampSource, fieldNumber: 1)
+    }
+    if self.rateMeasured != false {
+      try visitor.visitSingularBoolField(value: self.rateMeasured, fieldNumber: 2)
+    }
+    if self.ratePpm.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.ratePpm, fieldNumber: 3)
+    }
+    if self.jitterNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.jitterNs, fieldNumber: 4)
+    }
+    if self.fittedSeconds.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.fittedSeconds, fieldNumber: 5)
+    }
+    if self.restarts != 0 {
+      try visitor.visitSingularUInt64Field(value: self.restarts, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_AudioClock, rhs: Capfleet_V1_AudioClock) -> Bool {
+    if lhs.timestampSource != rhs.timestampSource {return false}
+    if lhs.rateMeasured != rhs.rateMeasured {return false}
+    if lhs.ratePpm != rhs.ratePpm {return false}
+    if lhs.jitterNs != rhs.jitterNs {return false}
+    if lhs.fittedSeconds != rhs.fittedSeconds {return false}
+    if lhs.restarts != rhs.restarts {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_AudioBlock: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".AudioBlock"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}format\0\u{1}frames\0\u{3}timestamp_source\0\u{3}first_frame\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._format) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.frames) }()
+      case 3: try { try decoder.decodeSingularEnumField(value: &self.timestampSource) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.firstFrame) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._format {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    if self.frames != 0 {
+      try visitor.visitSingularUInt32Field(value: self.frames, fieldNumber: 2)
+    }
+    if self.timestampSource != .unspecified {
+      try visitor.visitSingularEnumField(value: self.timestampSource, fieldNumber: 3)
+    }
+    if self.firstFrame != 0 {
+      try visitor.visitSingularUInt64Field(value: self.firstFrame, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_AudioBlock, rhs: Capfleet_V1_AudioBlock) -> Bool {
+    if lhs._format != rhs._format {return false}
+    if lhs.frames != rhs.frames {return false}
+    if lhs.timestampSource != rhs.timestampSource {return false}
+    if lhs.firstFrame != rhs.firstFrame {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

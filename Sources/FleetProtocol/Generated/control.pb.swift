@@ -292,6 +292,16 @@ public nonisolated struct Capfleet_V1_DeviceCounters: @unchecked Sendable {
     set {_uniqueStorage()._audioFramesCaptured = newValue}
   }
 
+  /// since 1.10: the microphone's clock (microphones.md, "The audio clock")
+  public var audioClock: Capfleet_V1_AudioClock {
+    get {_storage._audioClock ?? Capfleet_V1_AudioClock()}
+    set {_uniqueStorage()._audioClock = newValue}
+  }
+  /// Returns true if `audioClock` has been explicitly set.
+  public var hasAudioClock: Bool {_storage._audioClock != nil}
+  /// Clears the value of `audioClock`. Subsequent reads from it will return its default value.
+  public mutating func clearAudioClock() {_uniqueStorage()._audioClock = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1603,7 +1613,7 @@ nonisolated extension Capfleet_V1_Heartbeat: SwiftProtobuf.Message, SwiftProtobu
 
 nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceCounters"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}frames_captured\0\u{3}frames_sent\0\u{3}bytes_sent\0\u{1}drops\0\u{1}streaming\0\u{1}interruption\0\u{1}focus\0\u{3}zoom_factor\0\u{3}active_frame_rate\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{3}bytes_captured\0\u{1}layout\0\u{3}last_sequence\0\u{3}live_flow\0\u{3}detection_examined\0\u{3}detection_skipped\0\u{3}take_queue_depth\0\u{3}take_queue_capacity\0\u{3}take_queue_peak\0\u{3}samples_received\0\u{3}samples_refused\0\u{3}samples_withheld\0\u{3}samples_unsent\0\u{3}audio_levels\0\u{3}audio_frames_captured\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}frames_captured\0\u{3}frames_sent\0\u{3}bytes_sent\0\u{1}drops\0\u{1}streaming\0\u{1}interruption\0\u{1}focus\0\u{3}zoom_factor\0\u{3}active_frame_rate\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{3}bytes_captured\0\u{1}layout\0\u{3}last_sequence\0\u{3}live_flow\0\u{3}detection_examined\0\u{3}detection_skipped\0\u{3}take_queue_depth\0\u{3}take_queue_capacity\0\u{3}take_queue_peak\0\u{3}samples_received\0\u{3}samples_refused\0\u{3}samples_withheld\0\u{3}samples_unsent\0\u{3}audio_levels\0\u{3}audio_frames_captured\0\u{3}audio_clock\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -1638,6 +1648,7 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
     var _samplesUnsent: UInt64 = 0
     var _audioLevels: [Capfleet_V1_AudioLevel] = []
     var _audioFramesCaptured: UInt64 = 0
+    var _audioClock: Capfleet_V1_AudioClock? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -1680,6 +1691,7 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
       _samplesUnsent = source._samplesUnsent
       _audioLevels = source._audioLevels
       _audioFramesCaptured = source._audioFramesCaptured
+      _audioClock = source._audioClock
     }
   }
 
@@ -1730,6 +1742,7 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
         case 30: try { try decoder.decodeSingularUInt64Field(value: &_storage._samplesUnsent) }()
         case 31: try { try decoder.decodeRepeatedMessageField(value: &_storage._audioLevels) }()
         case 32: try { try decoder.decodeSingularUInt64Field(value: &_storage._audioFramesCaptured) }()
+        case 33: try { try decoder.decodeSingularMessageField(value: &_storage._audioClock) }()
         default: break
         }
       }
@@ -1838,6 +1851,9 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
       if _storage._audioFramesCaptured != 0 {
         try visitor.visitSingularUInt64Field(value: _storage._audioFramesCaptured, fieldNumber: 32)
       }
+      try { if let v = _storage._audioClock {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 33)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -1879,6 +1895,7 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
         if _storage._samplesUnsent != rhs_storage._samplesUnsent {return false}
         if _storage._audioLevels != rhs_storage._audioLevels {return false}
         if _storage._audioFramesCaptured != rhs_storage._audioFramesCaptured {return false}
+        if _storage._audioClock != rhs_storage._audioClock {return false}
         return true
       }
       if !storagesAreEqual {return false}

@@ -273,6 +273,16 @@ public nonisolated struct Capfleet_V1_FrameHeader: @unchecked Sendable {
   /// Clears the value of `encoded`. Subsequent reads from it will return its default value.
   public mutating func clearEncoded() {_uniqueStorage()._encoded = nil}
 
+  /// since 1.10: set when the payload is a microphone's samples (frames.md, "Microphones on the live path"); layout is then empty
+  public var audio: Capfleet_V1_AudioBlock {
+    get {_storage._audio ?? Capfleet_V1_AudioBlock()}
+    set {_uniqueStorage()._audio = newValue}
+  }
+  /// Returns true if `audio` has been explicitly set.
+  public var hasAudio: Bool {_storage._audio != nil}
+  /// Clears the value of `audio`. Subsequent reads from it will return its default value.
+  public mutating func clearAudio() {_uniqueStorage()._audio = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -362,7 +372,7 @@ nonisolated extension Capfleet_V1_FrameLayout: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Capfleet_V1_FrameHeader: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".FrameHeader"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}node_id\0\u{3}device_id\0\u{1}sequence\0\u{3}capture_monotonic_ns\0\u{3}fleet_time_ns\0\u{3}fleet_time_uncertainty_ns\0\u{1}layout\0\u{3}payload_size\0\u{1}flags\0\u{1}consent\0\u{1}drops\0\u{3}send_monotonic_ns\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}encoded\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}node_id\0\u{3}device_id\0\u{1}sequence\0\u{3}capture_monotonic_ns\0\u{3}fleet_time_ns\0\u{3}fleet_time_uncertainty_ns\0\u{1}layout\0\u{3}payload_size\0\u{1}flags\0\u{1}consent\0\u{1}drops\0\u{3}send_monotonic_ns\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}encoded\0\u{1}audio\0")
 
   fileprivate class _StorageClass {
     var _protocolVersion: Capfleet_V1_ProtocolVersion = .unspecified
@@ -381,6 +391,7 @@ nonisolated extension Capfleet_V1_FrameHeader: SwiftProtobuf.Message, SwiftProto
     var _zoomFactor: Double = 0
     var _zoomMethod: Capfleet_V1_ZoomMethod = .unspecified
     var _encoded: Capfleet_V1_EncodedPacket? = nil
+    var _audio: Capfleet_V1_AudioBlock? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -407,6 +418,7 @@ nonisolated extension Capfleet_V1_FrameHeader: SwiftProtobuf.Message, SwiftProto
       _zoomFactor = source._zoomFactor
       _zoomMethod = source._zoomMethod
       _encoded = source._encoded
+      _audio = source._audio
     }
   }
 
@@ -441,6 +453,7 @@ nonisolated extension Capfleet_V1_FrameHeader: SwiftProtobuf.Message, SwiftProto
         case 14: try { try decoder.decodeSingularDoubleField(value: &_storage._zoomFactor) }()
         case 15: try { try decoder.decodeSingularEnumField(value: &_storage._zoomMethod) }()
         case 16: try { try decoder.decodeSingularMessageField(value: &_storage._encoded) }()
+        case 17: try { try decoder.decodeSingularMessageField(value: &_storage._audio) }()
         default: break
         }
       }
@@ -501,6 +514,9 @@ nonisolated extension Capfleet_V1_FrameHeader: SwiftProtobuf.Message, SwiftProto
       try { if let v = _storage._encoded {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 16)
       } }()
+      try { if let v = _storage._audio {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 17)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -526,6 +542,7 @@ nonisolated extension Capfleet_V1_FrameHeader: SwiftProtobuf.Message, SwiftProto
         if _storage._zoomFactor != rhs_storage._zoomFactor {return false}
         if _storage._zoomMethod != rhs_storage._zoomMethod {return false}
         if _storage._encoded != rhs_storage._encoded {return false}
+        if _storage._audio != rhs_storage._audio {return false}
         return true
       }
       if !storagesAreEqual {return false}
