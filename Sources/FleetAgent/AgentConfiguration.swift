@@ -72,6 +72,9 @@ public struct AgentConfiguration: Sendable {
     public var discoverMicrophones = false
     public var sensorSocket: String?
 
+    /// Devices other than cameras it was told to offer: it may then run without a camera.
+    var offersOtherDevices: Bool { !sensorStreams.isEmpty || syntheticMicrophoneCount > 0 || !microphones.isEmpty }
+
     var sensorSocketPath: String { sensorSocket ?? stateDirectory + "/sensors.sock" }
 
     var recordingSettings: AgentRecordingSettings {

@@ -15,6 +15,8 @@ extension SecondLaneIntegrationTests {
             var frame: Int
             var fleetNs: UInt64
             var uncertaintyNs: UInt64
+            /// The same instant on the agent's CLOCK_MONOTONIC.
+            var monotonicNs: UInt64
         }
 
         /// The clicks in a WAV that `capfleet listen` wrote, each placed in fleet time by the block
@@ -38,7 +40,8 @@ extension SecondLaneIntegrationTests {
                     let streamFrame = firstFrame + UInt64(frame)
                     if let row = rows.last(where: { UInt64($0[0])! <= streamFrame }), let fleet = UInt64(row[3]) {
                         let offset = UInt64((Double(streamFrame - UInt64(row[0])!) * 1e9 / Double(rate)).rounded())
-                        clicks.append(Click(frame: frame, fleetNs: fleet + offset, uncertaintyNs: UInt64(row[4])!))
+                        clicks.append(
+                            Click(frame: frame, fleetNs: fleet + offset, uncertaintyNs: UInt64(row[4])!, monotonicNs: UInt64(row[2])! + offset))
                     }
                 }
                 quiet = value > 16_000 ? 0 : quiet + 1

@@ -34,12 +34,21 @@ mount -t devtmpfs devtmpfs /dev
 
 # virtio, 9p and virtio-net are modules in Debian's kernel; load them in the order that
 # prepare.sh got from modprobe --show-depends. vivid's own dependencies load meanwhile
-# (each insmod takes ~50 ms under TCG); vivid itself waits for its parameters.
+# (each insmod takes ~50 ms under TCG); vivid itself waits for its parameters. ALSA's
+# loopback card (snd-aloop: card id Loopback, two PCM devices, what is played into one's
+# substream N is captured from the other's) comes up with them.
 (
     while read -r mod; do
         [ "$mod" = vivid.ko ] && continue
         insmod "/lib/modules/$mod" || { log "insmod $mod failed"; exit 1; }
     done </etc/modules.vivid
+    if [ -f /etc/modules.sound ]; then
+        while read -r mod; do
+            # A module already loaded for vivid (soundcore, snd-timer) is fine.
+            [ -d "/sys/module/$(echo "${mod%.ko}" | tr - _)" ] && continue
+            insmod "/lib/modules/$mod" || { log "insmod $mod failed"; exit 1; }
+        done </etc/modules.sound
+    fi
 ) &
 vivid_deps=$!
 while read -r mod; do

@@ -3,7 +3,7 @@
 #   - downloads Debian's current linux-image-*-amd64 package (not installed, only unpacked),
 #   - extracts the uncompressed vmlinux from its vmlinuz (QEMU boots it via its PVH entry,
 #     about twice as fast as the bzImage under TCG),
-#   - builds a busybox initramfs with vivid, virtio, 9p and virtio-net modules and
+#   - builds a busybox initramfs with vivid, snd-aloop, virtio, 9p and virtio-net modules and
 #     Tests/vm/guest-init.sh as /init.
 # Idempotent: everything is cached per kernel package and version; the initramfs is also
 # rebuilt when guest-init.sh or this script change. A second run takes well under a second.
@@ -152,11 +152,12 @@ fi
 # --- initramfs ---------------------------------------------------------------------------
 base_mods="virtio_pci virtio_net 9pnet_virtio 9p"   # loaded first, before the control share
 vivid_mods="vivid"                                  # loaded with run.sh's --vivid parameters
+sound_mods="snd-aloop"                              # ALSA's loopback card, for the microphone tests
 # The recipe's fingerprint: rebuild when the init or this script change.
 recipe=$(cat "$here/guest-init.sh" "${BASH_SOURCE[0]}" "$busybox" | sha256sum | cut -c1-16)
 if [ "$(cat "$dir/initramfs.recipe" 2>/dev/null)" != "$recipe" ] || [ ! -s "$dir/initramfs.cpio" ]; then
     unpack
-    say "building the initramfs (busybox, modules for: $base_mods $vivid_mods)"
+    say "building the initramfs (busybox, modules for: $base_mods $vivid_mods $sound_mods)"
     # The package ships no modules.dep (its postinst runs depmod); make one in the tree.
     depmod -b "$tree" "$kver"
     stage=$dir/initramfs.stage
@@ -195,12 +196,14 @@ if [ "$(cat "$dir/initramfs.recipe" 2>/dev/null)" != "$recipe" ] || [ ! -s "$dir
     add_mods "$stage/etc/modules.base" $base_mods
     add_mods "$stage/etc/modules.vivid" $vivid_mods
     grep -qx vivid.ko "$stage/etc/modules.vivid" || die "vivid.ko is not in $pkg"
+    add_mods "$stage/etc/modules.sound" $sound_mods
+    grep -qx snd-aloop.ko "$stage/etc/modules.sound" || die "snd-aloop.ko is not in $pkg"
     echo "$kver" >"$stage/etc/kernel-release"
     # Uncompressed: the guest unpacks it faster than it could decompress it under TCG.
     (cd "$stage" && find . | LC_ALL=C sort | cpio --quiet -o -H newc -R 0:0) >"$dir/initramfs.cpio.tmp"
     mv "$dir/initramfs.cpio.tmp" "$dir/initramfs.cpio"
     echo "$recipe" >"$dir/initramfs.recipe"
-    say "initramfs: $(du -k "$dir/initramfs.cpio" | cut -f1) KiB, $(wc -l <"$stage/etc/modules.base") + $(wc -l <"$stage/etc/modules.vivid") modules"
+    say "initramfs: $(du -k "$dir/initramfs.cpio" | cut -f1) KiB, $(wc -l <"$stage/etc/modules.base") + $(wc -l <"$stage/etc/modules.vivid") + $(wc -l <"$stage/etc/modules.sound") modules"
     rm -rf "$stage"
 fi
 

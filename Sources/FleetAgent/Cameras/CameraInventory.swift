@@ -63,7 +63,8 @@ enum CameraInventory {
                     initialFormat: configuration.syntheticFormat, frameRate: configuration.syntheticFrameRate,
                     overlays: configuration.syntheticOverlays))
         }
-        guard !sources.isEmpty else { throw AgentError.noCameras }
+        // An agent for microphones or sensor streams alone is fine; one with nothing to offer is not.
+        guard !sources.isEmpty || configuration.offersOtherDevices else { throw AgentError.noCameras }
         return sources
     }
 }

@@ -46,7 +46,7 @@ public enum AgentError: Error, CustomStringConvertible {
         case let .stateDirectoryUnusable(path, reason):
             "cannot keep the agent's identity in \(path): \(reason). Pass --state-dir with a writable directory."
         case .noCameras:
-            "this agent has no camera to stream: pass --device PATH for a V4L2 camera or --synthetic N for test-pattern cameras"
+            "this agent has no device to offer: pass --device PATH for a V4L2 camera, --synthetic N for test-pattern cameras, --microphone NAME or --synthetic-microphones N for microphones, or --sensor-stream NAME"
         case let .deviceNotFound(wanted, available):
             "no video capture device \(wanted) on this host; capture devices here: \(available.isEmpty ? "none" : available.joined(separator: ", "))"
         case let .deviceUnusable(path, reason):
