@@ -13,7 +13,7 @@ extension AgentService {
         if let microphone = microphones.first(where: { $0.deviceID == command.deviceID }) {
             return .with {
                 $0.commandID = command.commandID
-                $0.status = microphoneCommand(command, on: microphone)
+                $0.status = microphoneCommand(command, on: microphone, parts: parts)
             }
         }
         if let sensors = parts.sensors, sensors.owns(command.deviceID) {
@@ -187,11 +187,12 @@ extension AgentService {
         return .success(state)
     }
 
-    /// A command for one of the agent's microphones: consent is all they take for now.
-    private func microphoneCommand(_ command: Capfleet_V1_Command, on microphone: Microphone) -> Capfleet_V1_Status {
+    /// A command for one of the agent's microphones: consent and takes.
+    private func microphoneCommand(_ command: Capfleet_V1_Command, on microphone: Microphone, parts: AgentParts) -> Capfleet_V1_Status {
+        if case let .setRecording(request)? = command.action { return record(request, on: microphone, parts: parts) }
         guard case let .setConsent(request)? = command.action else {
             let what = command.action.map { "\($0)".prefix(while: { $0 != "(" }) } ?? "no action"
-            return .failure(.unsupported, "device \(command.deviceID) is a microphone: it takes consent only, not \(what)")
+            return .failure(.unsupported, "device \(command.deviceID) is a microphone: it takes consent and takes only, not \(what)")
         }
         switch storeConsent(request, deviceID: command.deviceID) {
         case let .failure(refusal): return refusal.status
@@ -204,6 +205,56 @@ extension AgentService {
             microphone.setConsent(state)
             return .ok
         }
+    }
+
+    /// A take begins or ends for the microphone (microphones.md, "In takes"): its 10 ms FLAC
+    /// frames from `start_fleet_ns` on go on the recording path or to this host's disk.
+    private func record(_ request: Capfleet_V1_SetRecording, on microphone: Microphone, parts: AgentParts) -> Capfleet_V1_Status {
+        let (clock, recorder, takeStore) = (parts.clock, parts.recorder, parts.takeStore)
+        let deviceID = microphone.deviceID
+        if request.recording {
+            guard clock.latest.estimate != nil else {
+                return .failure(
+                    .unavailable, "node \(identity.nodeID)'s clock is not synchronised yet: its sound has no fleet time to place it in a take")
+            }
+            var path: any TakeFramePath = recorder
+            if request.store == .agent {
+                do {
+                    let prepared = try takeStore.prepare(
+                        takeID: request.take, deviceID: deviceID, start: request.startFleetNs, segmentSeconds: Int(request.segmentSeconds),
+                        title: request.title,
+                        frameRate: Double(microphone.source.format.sampleRate) / Double(Microphone.chunkFrames(microphone.source.format)),
+                        agentInstance: agentInstance)
+                    if prepared == .alreadyEnded { return .ok }
+                } catch {
+                    return .failure(.unavailable, "node \(identity.nodeID) cannot record \(deviceID): \(error)")
+                }
+                path = takeStore
+            }
+            microphone.beginTake(takeID: request.take, start: request.startFleetNs, recordingPath: path)
+            logger.notice(
+                "recording",
+                metadata: [
+                    "device.id": "\(deviceID)", "take.id": "\(request.take)", "start.fleet_ns": "\(request.startFleetNs)",
+                    "store": "\(request.store == .agent ? "agent" : "coordinator")", "codec": "flac",
+                ])
+            return .ok
+        }
+        if request.stopFleetNs != 0 { takeStore.stop(takeID: request.take, deviceID: deviceID, at: request.stopFleetNs) }
+        let now = clock.stamp(captureMonotonic: MonotonicTime.now())?.fleet
+        let stop = request.stopFleetNs == 0 ? nil : request.stopFleetNs
+        let cause: TakeStopCause = request.notStarted ? .notStarted : request.consentStop ? .consentWithdrawn : .stopped
+        microphone.stopTake(takeID: request.take, stop: stop, nowFleet: now, cause: cause)
+        if let stop, let now, stop > now {
+            // A microphone that captures nothing after the stop instant ends by the clock instead.
+            let delay = Double(stop - now) / 1e9 + 0.5
+            DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [microphone] in
+                guard let now = clock.stamp(captureMonotonic: MonotonicTime.now())?.fleet else { return }
+                microphone.endTakeIfDue(nowFleet: now)
+            }
+        }
+        logger.notice("recording stops", metadata: ["device.id": "\(deviceID)", "take.id": "\(request.take)", "reason": "\(cause.reason)"])
+        return .ok
     }
 
     /// A command for one of the agent's sensor streams: consent is all they take; the rest are

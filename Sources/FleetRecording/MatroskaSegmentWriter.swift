@@ -15,10 +15,13 @@ public struct RecordedVideoFormat: Sendable, Equatable {
     /// Encoded tracks: the encoder that made them (ffv1, libx264, …) and the camera's format.
     public var encoder: String
     public var sourcePixelFormat: String
+    /// A microphone's part (microphones.md, "In takes"): the sound's format; the track is then
+    /// FLAC (`pixelFormat` "FLAC", no size), `frameRate` its packets a second.
+    public var audio: AudioFormat?
 
     public init(
         pixelFormat: PixelFormat, width: Int, height: Int, frameRate: Double, codecConfig: [UInt8] = [], encoder: String = "",
-        sourcePixelFormat: String = ""
+        sourcePixelFormat: String = "", audio: AudioFormat? = nil
     ) {
         self.pixelFormat = pixelFormat
         self.width = width
@@ -27,11 +30,15 @@ public struct RecordedVideoFormat: Sendable, Equatable {
         self.codecConfig = codecConfig
         self.encoder = encoder
         self.sourcePixelFormat = sourcePixelFormat
+        self.audio = audio
     }
 
     /// Packets of a codec with frames that depend on earlier ones: a segment must begin at a
     /// key frame.
     public var needsKeyFrameToStart: Bool { ["H264", "HEVC", "FFV1"].contains(pixelFormat.fourCC) }
+
+    /// The FourCC a microphone's FLAC track is indexed under.
+    public static let flacFourCC = "FLAC"
 }
 
 /// Which subtitle track of a segment a timed-metadata entry goes on. Each track's entries go
@@ -123,7 +130,7 @@ public final class MatroskaSegmentWriter {
             video.pointee.codecpar.pointee.extradata = extradata
             video.pointee.codecpar.pointee.extradata_size = Int32(size)
         }
-        if format.frameRate > 0 {
+        if format.frameRate > 0, format.audio == nil {
             let rate = av_d2q(format.frameRate, 1_000_000)
             video.pointee.avg_frame_rate = rate
             video.pointee.r_frame_rate = rate
@@ -277,6 +284,18 @@ public final class MatroskaSegmentWriter {
 
     /// Fills in the codec parameters for `format`; false if the fleet cannot record it.
     private static func describe(_ format: RecordedVideoFormat, in parameters: UnsafeMutablePointer<AVCodecParameters>) -> Bool {
+        if let audio = format.audio {
+            // A microphone's packets, FLAC as its agent encoded them; STREAMINFO is the CodecPrivate.
+            guard format.pixelFormat.fourCC == RecordedVideoFormat.flacFourCC else { return false }
+            parameters.pointee.codec_type = AVMEDIA_TYPE_AUDIO
+            parameters.pointee.codec_id = AV_CODEC_ID_FLAC
+            parameters.pointee.sample_rate = Int32(audio.sampleRate)
+            av_channel_layout_default(&parameters.pointee.ch_layout, Int32(audio.channels))
+            parameters.pointee.bits_per_raw_sample = audio.sampleFormat == .s16le ? 16 : 24
+            parameters.pointee.format = AV_SAMPLE_FMT_S16.rawValue
+            if format.frameRate > 0 { parameters.pointee.frame_size = Int32((Double(audio.sampleRate) / format.frameRate).rounded()) }
+            return true
+        }
         parameters.pointee.codec_type = AVMEDIA_TYPE_VIDEO
         parameters.pointee.width = Int32(format.width)
         parameters.pointee.height = Int32(format.height)

@@ -5,6 +5,14 @@ extension RecordedVideoFormat {
     /// What a frame's header says its payload is: the camera's format, or the agent
     /// encoder's codec with its configuration.
     public init(header: Capfleet_V1_FrameHeader, frameRate: Double) {
+        if header.hasAudio, let audio = AudioFormat(wire: header.audio.format), header.audio.frames > 0 {
+            // A microphone's FLAC packets: as many a second as its blocks make.
+            self.init(
+                pixelFormat: PixelFormat(Self.flacFourCC), width: 0, height: 0,
+                frameRate: Double(audio.sampleRate) / Double(header.audio.frames), codecConfig: Array(header.encoded.codecConfig),
+                encoder: header.encoded.encoder, audio: audio)
+            return
+        }
         self.init(
             pixelFormat: PixelFormat(header.layout.pixelFormat), width: Int(header.layout.width), height: Int(header.layout.height),
             frameRate: frameRate, codecConfig: header.hasEncoded ? Array(header.encoded.codecConfig) : [],

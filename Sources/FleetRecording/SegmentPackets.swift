@@ -23,7 +23,7 @@ enum SegmentPackets {
         guard code >= 0 else { throw .ffmpeg("cannot read the streams of", path: path, code: code) }
         if skippingVideo {
             for index in 0..<Int(input.pointee.nb_streams) {
-                guard let stream = input.pointee.streams[index], stream.pointee.codecpar.pointee.codec_type == AVMEDIA_TYPE_VIDEO else { continue }
+                guard let stream = input.pointee.streams[index], stream.pointee.codecpar.pointee.codec_type != AVMEDIA_TYPE_SUBTITLE else { continue }
                 stream.pointee.discard = AVDISCARD_ALL
             }
         }
@@ -36,7 +36,9 @@ enum SegmentPackets {
             guard code >= 0 else { throw .ffmpeg("cannot read a packet of", path: path, code: code) }
             defer { av_packet_unref(packet) }
             guard let stream = input.pointee.streams[Int(packet.pointee.stream_index)] else { continue }
-            if stream.pointee.codecpar.pointee.codec_type == AVMEDIA_TYPE_VIDEO {
+            // A camera's frames or a microphone's FLAC packets: the segment's main track.
+            let type = stream.pointee.codecpar.pointee.codec_type
+            if type == AVMEDIA_TYPE_VIDEO || type == AVMEDIA_TYPE_AUDIO {
                 visit(.video(nanoseconds: av_rescale_q(packet.pointee.pts, stream.pointee.time_base, AVRational(num: 1, den: 1_000_000_000))))
             } else if let data = packet.pointee.data {
                 visit(.metadata(String(decoding: UnsafeBufferPointer(start: data, count: Int(packet.pointee.size)), as: UTF8.self)))

@@ -5,10 +5,10 @@ extension IntegrationTests {
     /// A real ALSA driver (proto-docs/microphones.md, "ALSA capture devices"): the VM rig's
     /// snd-aloop loopback card, a known click train played into one side of it
     /// (Tests/vm/alsa-click-player.py) and captured from the other by the guest's agent, heard
-    /// live on this host through `capfleet listen`, every click at the instant it was played
-    /// within the bound the agent's blocks carry.
+    /// recorded in a take and heard live on this host through `capfleet listen`, every click at
+    /// the instant it was played within the bound the agent's blocks carry.
     @Suite struct AlsaMicrophoneTests {
-        @Test func aLoopbackClickTrain_isCapturedWithTheDriversTimes_eachClickWithinTheReportedBound() async throws {
+        @Test func aLoopbackClickTrain_isRecordedWithTheDriversTimes_eachClickWithinTheReportedBound() async throws {
             let fleet = try FleetHarness()
             try fleet.startCoordinator()
             let share = fleet.directory + "/vm"
@@ -55,7 +55,9 @@ extension IntegrationTests {
                 return clock?["timestamp_source"] as? String == "driver" && clock?["rate_ppm"] is Double
             }
 
-            // Listen on this host while the guest plays 15 clicks, one every half second from its first second.
+            // Record it, and listen on this host, while the guest plays 15 clicks, one every half
+            // second from its first second.
+            let takeID = try SecondLaneIntegrationTests.RecordingTests.start([microphone], in: fleet)
             let wav = fleet.directory + "/loopback.wav", blocks = fleet.directory + "/loopback.csv"
             let listener = try fleet.launch(
                 "listen",
@@ -69,30 +71,68 @@ extension IntegrationTests {
             let played = try rig.run(
                 "python3 \(VividRig.repository)/Tests/vm/alsa-click-player.py hw:CARD=Loopback,DEV=0 9 \(share)/played.json", timeout: 60)
             #expect(played.status == 0, "\(played.output)")
+            let stopped = try fleet.cli(["record", "stop", takeID], timeout: 60)
+            #expect(stopped.status == 0, "\(stopped.error)")
             try await step("the listener finishes", seconds: 30) { !listener.isRunning }
 
             let playedJSON = try #require(
                 try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: share + "/played.json"))) as? [String: Any])
             let playedClicks = ((playedJSON["clicks"] as? [[String: Any]]) ?? []).compactMap { ($0["monotonic_ns"] as? NSNumber)?.int64Value }
-            let heard = try SecondLaneIntegrationTests.MicrophoneTests.clickFleetTimes(wav: wav, blocks: blocks)
+            #expect(playedClicks.count == 15)
             let stats = try fleet.deviceStats()[microphone] ?? [:]
-            print(
-                "alsa: played \(playedClicks.count) clicks (player's fit \(playedJSON["fit"] ?? [:])), heard \(heard.count); audio clock \(stats["audio_clock"] ?? [:])"
-            )
-            #expect(playedClicks.count == 15 && heard.count == playedClicks.count, "\(heard)")
+            print("alsa: played \(playedClicks.count) clicks (player's fit \(playedJSON["fit"] ?? [:])); audio clock \(stats["audio_clock"] ?? [:])")
+
+            // Live: the blocks a listener got (the live path drops what a slow listener misses;
+            // the take does not) put each click where it was played, within their bound.
+            let heard = try SecondLaneIntegrationTests.MicrophoneTests.clickFleetTimes(wav: wav, blocks: blocks)
+            #expect(heard.count >= playedClicks.count - 2, "heard \(heard.map(\.monotonicNs)), played \(playedClicks)")
             var errors: [Int64] = []
             for click in heard {
-                // The same clock (the guest's CLOCK_MONOTONIC) on both sides: where the agent put
-                // the click against when the player played it.
+                // The same clock (the guest's CLOCK_MONOTONIC) on both sides.
                 let nearest = try #require(playedClicks.min { abs($0 - Int64(click.monotonicNs)) < abs($1 - Int64(click.monotonicNs)) })
                 let error = Int64(click.monotonicNs) - nearest
                 errors.append(error)
                 #expect(abs(error) <= Int64(click.uncertaintyNs), "a click \(error) ns from when it was played, bound \(click.uncertaintyNs) ns")
             }
-            let sorted = errors.map { abs($0) }.sorted()
+            let live = errors.map { abs($0) }.sorted()
             print(
-                "alsa: |click - played| median \(sorted.isEmpty ? 0 : sorted[sorted.count / 2] / 1000) µs, max \((sorted.last ?? 0) / 1000) µs; bounds \(heard.map { $0.uncertaintyNs / 1000 }.prefix(3)) µs"
+                "alsa: live, \(heard.count) clicks heard, |click - played| median \(live.isEmpty ? 0 : live[live.count / 2] / 1000) µs, max \((live.last ?? 0) / 1000) µs; bounds \(heard.map { $0.uncertaintyNs / 1000 }.prefix(3)) µs"
             )
+
+            // Recorded: every click in the take's FLAC files, at its fleet time within the bound the
+            // agent reported (the blocks' uncertainty, plus the file's millisecond rounding). The
+            // player's times go into fleet time by the agent's own clock, read off the blocks.
+            let rows = try String(contentsOfFile: blocks, encoding: .utf8).split(separator: "\n").dropFirst()
+                .map { $0.split(separator: ",", omittingEmptySubsequences: false) }
+                .compactMap { row -> (monotonic: Int64, fleet: Int64, uncertainty: Int64)? in
+                    guard let mono = Int64(row[2]), let fleet = Int64(row[3]), let bound = Int64(row[4]) else { return nil }
+                    return (mono, fleet, bound)
+                }
+            let take = try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)
+            let startNs = try #require((take["start_fleet_ns"] as? NSNumber)?.int64Value, "\(take)")
+            var recorded: [Int64] = []
+            for segment in (take["segments"] as? [[String: Any]]) ?? [] {
+                let path = try #require(segment["path"] as? String)
+                #expect(try SecondLaneIntegrationTests.MicrophoneTests.audioStream(path) == ["flac", "48000", "2"], "\(path)")
+                recorded += try SecondLaneIntegrationTests.MicrophoneTests.clicksInSegment(path, scratch: fleet.directory).map { startNs + Int64($0) }
+            }
+            #expect(recorded.count == playedClicks.count, "recorded \(recorded), played \(playedClicks)")
+            var fileErrors: [Int64] = []
+            for playedAt in playedClicks {
+                let row = try #require(rows.min { abs($0.monotonic - playedAt) < abs($1.monotonic - playedAt) })
+                let playedFleet = playedAt + (row.fleet - row.monotonic)
+                let nearest = try #require(recorded.min { abs($0 - playedFleet) < abs($1 - playedFleet) })
+                fileErrors.append(nearest - playedFleet)
+                #expect(
+                    abs(nearest - playedFleet) <= row.uncertainty + 500_000,
+                    "a recorded click \(nearest - playedFleet) ns from its fleet time, bound \(row.uncertainty) ns")
+            }
+            let inFiles = fileErrors.map { abs($0) }.sorted()
+            print(
+                "alsa: recorded, \(recorded.count) clicks, |click - played| median \(inFiles.isEmpty ? 0 : inFiles[inFiles.count / 2] / 1000) µs, max \((inFiles.last ?? 0) / 1000) µs"
+            )
+            let verified = try fleet.cli(["recordings", "verify", takeID], timeout: 120)
+            #expect(verified.status == 0, "\(verified.output)\(verified.error)")
             let clock = try #require(stats["audio_clock"] as? [String: Any])
             #expect(abs(clock["rate_ppm"] as? Double ?? 1e6) < 500, "the loopback runs on the guest's own timer: \(clock)")
         }

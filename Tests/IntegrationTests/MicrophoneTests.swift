@@ -5,7 +5,7 @@ extension SecondLaneIntegrationTests {
     /// The synthetic microphone (proto-docs/microphones.md): a device of its own kind whose
     /// per-channel levels reach `capfleet watch` once a second, silence until its consent is
     /// granted, then the tone's RMS and the click's peak; `capfleet listen` hears its clicks on
-    /// the fleet's seconds; a take will not take it yet.
+    /// the fleet's seconds; takes record it as FLAC, and a revocation ends its part.
     @Suite struct MicrophoneTests {
         static func levels(_ fleet: FleetHarness, _ device: String) throws -> [[String: Any]]? {
             try fleet.deviceStats()[device]?["audio_levels"] as? [[String: Any]]
@@ -47,6 +47,61 @@ extension SecondLaneIntegrationTests {
                 quiet = value > 16_000 ? 0 : quiet + 1
             }
             return clicks
+        }
+
+        /// What ffprobe says of a segment's first audio stream: codec, sample rate, channels.
+        static func audioStream(_ path: String) throws -> [String] {
+            let probe = Process()
+            probe.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
+            probe.arguments = [
+                "-v", "error", "-select_streams", "a:0", "-show_entries", "stream=codec_name,sample_rate,channels", "-of", "csv=p=0", path,
+            ]
+            let out = Pipe()
+            probe.standardOutput = out
+            try probe.run()
+            let data = out.fileHandleForReading.readDataToEndOfFile()
+            probe.waitUntilExit()
+            return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").map(String.init)
+        }
+
+        /// A segment's sound decoded by ffmpeg into a WAV (`-copyts`: the file's own times), and
+        /// where its clicks are, in ns from the take's start (the segment's times count from there).
+        static func clicksInSegment(_ path: String, scratch: String) throws -> [UInt64] {
+            let wav = scratch + "/" + URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent + ".wav"
+            let decode = Process()
+            decode.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+            decode.arguments = ["-v", "error", "-y", "-i", path, "-map", "0:a:0", "-c:a", "pcm_s16le", wav]
+            try decode.run()
+            decode.waitUntilExit()
+            #expect(decode.terminationStatus == 0)
+            let start = try firstAudioPTS(path)
+            let data = try Data(contentsOf: URL(fileURLWithPath: wav))
+            let channels = Int(data[22]), rate = Int(data[24]) | Int(data[25]) << 8 | Int(data[26]) << 16
+            let samples = data.dropFirst(44).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+            var clicks: [UInt64] = []
+            var quiet = 0
+            for frame in 0..<(samples.count / channels) {
+                let value = abs(Int(samples[frame * channels]))
+                if value > 16_000, quiet >= rate / 100 { clicks.append(start + UInt64(Double(frame) * 1e9 / Double(rate))) }
+                quiet = value > 16_000 ? 0 : quiet + 1
+            }
+            return clicks
+        }
+
+        /// The first audio packet's time in the file, ns.
+        static func firstAudioPTS(_ path: String) throws -> UInt64 {
+            let probe = Process()
+            probe.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
+            probe.arguments = [
+                "-v", "error", "-select_streams", "a:0", "-show_entries", "packet=pts_time", "-read_intervals", "%+#1", "-of", "csv=p=0", path,
+            ]
+            let out = Pipe()
+            probe.standardOutput = out
+            try probe.run()
+            let data = out.fileHandleForReading.readDataToEndOfFile()
+            probe.waitUntilExit()
+            let seconds = Double(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+            return UInt64((seconds * 1e9).rounded())
         }
 
         @Test func aSyntheticMicrophone_isSilentWithoutConsent_andMetersItsToneAndClickOnceGranted() async throws {
@@ -102,16 +157,63 @@ extension SecondLaneIntegrationTests {
                 "listen: clicks at \(clicks.map { Double(Int64(bitPattern: $0.fleetNs % 1_000_000_000 &+ 500_000_000) - 500_000_000) / 1e3 }) µs from their seconds"
             )
 
-            // Only consent; and no take of it yet.
+            // Consent and takes only.
             #expect(try fleet.cli(["lock", microphone]).status == 0)
             let focus = try fleet.cli(["focus", microphone, "--mode", "auto"])
             #expect(focus.status != 0 && focus.error.contains("is a microphone"), "\(focus.error)")
+            #expect(try fleet.cli(["unlock", microphone]).status == 0)
             try fleet.grantConsent(camera)
-            let take = try fleet.cli(["record", "start", camera, microphone])
-            #expect(take.status != 0 && take.error.contains("do not record sound yet"), "\(take.error)")
+
+            // Takes (microphones.md, "In takes"): the microphone's part is FLAC in Matroska, its
+            // clicks on the fleet's whole seconds counted from the take's start, beside the camera.
+            for store in ["coordinator", "agent"] {
+                let takeID = try SecondLaneIntegrationTests.RecordingTests.start([camera, microphone], in: fleet, store: store)
+                try await Task.sleep(for: .seconds(3.5))
+                let stopped = try fleet.cli(["record", "stop", takeID], timeout: 60)
+                #expect(stopped.status == 0, "\(stopped.error)")
+                if store == "agent" {
+                    let collected = try fleet.cli(["recordings", "collect", takeID], timeout: 120)
+                    #expect(collected.status == 0, "\(collected.output)\(collected.error)")
+                }
+                let take = try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)
+                let parts = (take["devices"] as? [[String: Any]]) ?? []
+                let sound = try #require(parts.first { $0["device_id"] as? String == microphone }, "\(take)")
+                let frames = sound["frames"] as? Int ?? 0
+                print("microphone take (\(store)): \(frames) blocks, drops \(sound["drops"] ?? [:]), format \(sound["format"] ?? "?")")
+                // 10 ms blocks from the start instant (a moment after the command) to the stop.
+                #expect(frames >= 200 && frames <= 400, "\(sound)")
+                #expect(SecondLaneIntegrationTests.RecordingTests.dropTotal(sound) == 0, "\(sound)")
+                let startNs = try #require((take["start_fleet_ns"] as? NSNumber)?.uint64Value, "\(take)")
+                let segments = ((take["segments"] as? [[String: Any]]) ?? []).filter { $0["device_id"] as? String == microphone }
+                let path = try #require(segments.first?["path"] as? String, "\(take)")
+                #expect(try Self.audioStream(path) == ["flac", "48000", "2"], "\(path)")
+                let clicks = try Self.clicksInSegment(path, scratch: fleet.directory)
+                #expect(clicks.count >= 2, "\(clicks)")
+                for click in clicks {
+                    // The file counts in milliseconds: a click sits within one of its fleet second.
+                    let fleet = startNs + click
+                    let fromSecond = Int64(fleet % 1_000_000_000 < 500_000_000 ? fleet % 1_000_000_000 : fleet % 1_000_000_000 &- 1_000_000_000)
+                    #expect(abs(fromSecond) <= 1_500_000, "a click \(fromSecond) ns from its second in \(path)")
+                }
+                let verified = try fleet.cli(["recordings", "verify", takeID], timeout: 120)
+                #expect(verified.status == 0, "\(verified.output)\(verified.error)")
+            }
+
+            // Revoked mid-take: the microphone's part stops at once, the camera's goes on.
+            let takeID = try SecondLaneIntegrationTests.RecordingTests.start([camera, microphone], in: fleet)
+            try await Task.sleep(for: .seconds(1.5))
+            #expect(try fleet.cli(["consent", "revoke", microphone, "--reason", "the guest left"]).status == 0)
+            try await Task.sleep(for: .seconds(1.5))
+            #expect(try fleet.cli(["record", "stop", takeID], timeout: 60).status == 0)
+            let revokedTake = try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)
+            let revokedParts = (revokedTake["devices"] as? [[String: Any]]) ?? []
+            let cut = try #require(revokedParts.first { $0["device_id"] as? String == microphone })
+            let whole = try #require(revokedParts.first { $0["device_id"] as? String == camera })
+            print("revoked mid-take: microphone \(cut["frames"] ?? 0) blocks (\(cut["state"] ?? "?")), camera \(whole["frames"] ?? 0) frames")
+            #expect((cut["frames"] as? Int ?? 0) < 220 && (cut["frames"] as? Int ?? 0) > 50, "\(cut)")
+            #expect((whole["frames"] as? Int ?? 0) > 25, "\(whole)")
 
             // Revoked: silence again from the next second on.
-            #expect(try fleet.cli(["consent", "revoke", microphone, "--reason", "rehearsal over"]).status == 0)
             try await fleet.waitUntil("the microphone is silent again", seconds: 10) {
                 try Self.levels(fleet, microphone)?.allSatisfy { $0["peak_dbfs"] as? Double == -120 } == true
             }

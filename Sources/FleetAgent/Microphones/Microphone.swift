@@ -1,7 +1,9 @@
 import FleetCapture
 import FleetCore
+import FleetEncoding
 import FleetProtocol
 import FleetSystem
+import Foundation
 import Logging
 import Synchronization
 
@@ -47,7 +49,11 @@ final class Microphone: Sendable {
     private struct Shared {
         var meter: AudioLevelMeter
         var fit: AudioClockFit
-        var consent: ConsentState
+        /// Consent and the take in progress (MicrophoneTakeState decides; this performs).
+        var takes: MicrophoneTakeState
+        var recordingPath: (any TakeFramePath)?
+        var chunker: AudioChunker
+        var consent: ConsentState { takes.consent }
         var framesCaptured: UInt64 = 0
         /// The next block's first frame, counted from the start of capture (gaps included).
         var nextFrame: UInt64 = 0
@@ -77,7 +83,8 @@ final class Microphone: Sendable {
         box = Box(
             Shared(
                 meter: AudioLevelMeter(channels: format.channels, windowFrames: format.sampleRate),
-                fit: AudioClockFit(sampleRate: format.sampleRate), consent: consent))
+                fit: AudioClockFit(sampleRate: format.sampleRate), takes: MicrophoneTakeState(consent: consent),
+                chunker: AudioChunker(channels: format.channels, chunkFrames: Self.chunkFrames(format))))
         statistics = DeviceStatistics(deviceID: deviceID, outOfBuffers: { 0 })
         thread = OwnedThread(name: "cf-mic")
     }
@@ -86,12 +93,67 @@ final class Microphone: Sendable {
 
     var isAllowed: Bool { box.shared.withLock { $0.consent.allowsRealFrames } }
 
+    /// A take's FLAC frames hold 10 ms each.
+    static func chunkFrames(_ format: AudioFormat) -> Int { max(format.sampleRate / 100, 1) }
+
+    /// Enforced from the next block on; withdrawn mid-take, it ends the part at once.
     func setConsent(_ consent: ConsentState) {
-        let (was, now) = box.shared.withLock { state in
-            defer { state.consent = consent }
-            return (state.consent.allowsRealFrames, consent.allowsRealFrames)
+        let statistics = statistics
+        let (was, now, actions, path) = box.shared.withLock { state in
+            let was = state.consent.allowsRealFrames
+            let actions = state.takes.consentChanged(to: consent, deviceDrops: statistics.drops)
+            return (was, consent.allowsRealFrames, actions, state.recordingPath)
         }
+        perform(actions, on: path)
         if was != now, box.running.load(ordering: .relaxed) { onRealSamples(deviceID, now) }
+    }
+
+    // MARK: Takes (microphones.md, "In takes")
+
+    /// The take's part begins at `start` (fleet ns); its FLAC frames go to `recordingPath`.
+    func beginTake(takeID: String, start: UInt64, recordingPath: any TakeFramePath) {
+        let statistics = statistics
+        let actions = box.shared.withLock { state in
+            state.recordingPath = recordingPath
+            return state.takes.takeBegan(takeID: takeID, startFleet: start, deviceDrops: statistics.drops)
+        }
+        perform(actions, on: recordingPath)
+    }
+
+    func stopTake(takeID: String, stop: UInt64?, nowFleet: UInt64?, cause: TakeStopCause) {
+        let statistics = statistics
+        let (actions, path) = box.shared.withLock { state in
+            (
+                state.takes.takeStopAsked(takeID: takeID, stopFleet: stop, nowFleet: nowFleet, cause: cause, deviceDrops: statistics.drops),
+                state.recordingPath
+            )
+        }
+        perform(actions, on: path)
+    }
+
+    /// A stop instant that passed with no block after it (the microphone stopped capturing).
+    func endTakeIfDue(nowFleet: UInt64) {
+        let statistics = statistics
+        let (actions, path) = box.shared.withLock { state in
+            (state.takes.takeStopDue(nowFleet: nowFleet, deviceDrops: statistics.drops), state.recordingPath)
+        }
+        perform(actions, on: path)
+    }
+
+    var isRecording: Bool { box.shared.withLock { $0.takes.take != nil } }
+
+    private func perform(_ actions: [MicrophoneTakeState.Action], on path: (any TakeFramePath)?) {
+        Self.perform(actions, on: path, deviceID: deviceID)
+    }
+
+    private static func perform(_ actions: [MicrophoneTakeState.Action], on path: (any TakeFramePath)?, deviceID: String) {
+        for action in actions {
+            switch action {
+            case let .beginTake(takeID): path?.begin(takeID: takeID, deviceID: deviceID)
+            case let .endTake(end):
+                path?.end(takeID: end.takeID, deviceID: deviceID, takeDrops: end.drops, reason: end.reason, withholding: end.withholding)
+            }
+        }
     }
 
     var counters: Capfleet_V1_DeviceCounters {
@@ -126,9 +188,13 @@ final class Microphone: Sendable {
         let (box, source, logger, deviceID, liveFlow, statistics) = (box, source, logger, deviceID, liveFlow, statistics)
         if isAllowed { onRealSamples(deviceID, true) }
         thread.start {
+            // The take's encoder lives on this thread, made at the first block a take keeps.
+            var encoder: FlacEncoder?
             do {
                 try source.capture(clock: route.clock, running: { box.running.load(ordering: .relaxed) }) { samples, block in
-                    Self.take(&samples, block, box: box, source: source, route: route, liveFlow: liveFlow, statistics: statistics, deviceID: deviceID)
+                    Self.take(
+                        &samples, block, box: box, source: source, route: route, liveFlow: liveFlow, statistics: statistics, deviceID: deviceID,
+                        encoder: &encoder, logger: logger)
                 }
             } catch {
                 logger.error("microphone stopped", metadata: ["device.id": "\(deviceID)", "error": "\(error)"])
@@ -145,12 +211,25 @@ final class Microphone: Sendable {
 
     /// One block, on the microphone's thread: silenced without consent, metered, placed on the
     /// fitted audio clock, and sent on the live path while someone listens.
+    /// A 10 ms block a take keeps, taken out of the lock to be encoded and sent.
+    private struct KeptChunk {
+        var samples: [Int16]
+        var firstFrame: UInt64
+        var monotonic: UInt64
+        var stamp: (fleet: UInt64, uncertainty: UInt64)
+        var takeID: String
+        var takeDrops: DropTally
+    }
+
     private static func take(
         _ samples: inout [Int16], _ block: MicrophoneBlock, box: Box, source: any MicrophoneSource, route: MicrophoneRoute,
-        liveFlow: LiveFlowGate, statistics: DeviceStatistics, deviceID: String
+        liveFlow: LiveFlowGate, statistics: DeviceStatistics, deviceID: String, encoder: inout FlacEncoder?, logger: Logger
     ) {
         let format = source.format
         let count = block.frames * format.channels
+        var kept: [KeptChunk] = []
+        var actions: [MicrophoneTakeState.Action] = []
+        var path: (any TakeFramePath)?
         let (allowed, consent, firstFrame, sequence, smoothed, jitter) = box.shared.withLock { state in
             if block.afterGap {
                 // The frames lost are those the gap's time held: the count keeps pace with time.
@@ -171,10 +250,41 @@ final class Microphone: Sendable {
             state.framesCaptured += UInt64(block.frames)
             state.nextFrame += UInt64(block.frames)
             state.sequence += 1
+            // The take's 10 ms blocks: each placed on the fitted clock, kept or not by the take.
+            path = state.recordingPath
+            let fit = state.fit
+            let jitter = state.fit.jitterNanoseconds
+            // Out of the state while it cuts: the cutting decides with the rest of the state.
+            var chunker = state.chunker
+            defer { state.chunker = chunker }
+            samples.withUnsafeBufferPointer { buffer in
+                chunker.add(buffer, frames: block.frames, first: first) { chunkFirst, chunk in
+                    let monotonic = fit.time(ofFrame: chunkFirst) ?? block.firstFrameMonotonicNs
+                    let stamp = route.clock.stamp(captureMonotonic: monotonic)
+                    let decision = state.takes.blockCaptured(fleetTime: stamp?.fleet, deviceDrops: statistics.drops)
+                    actions += decision.actions
+                    if let take = decision.recordedFor, let stamp {
+                        kept.append(
+                            KeptChunk(
+                                samples: Array(chunk), firstFrame: chunkFirst, monotonic: monotonic,
+                                stamp: (stamp.fleet, stamp.uncertainty &+ jitter),
+                                takeID: take.takeID, takeDrops: take.drops))
+                    }
+                }
+            }
             return (
                 state.consent.allowsRealFrames, state.consent, first, state.sequence, state.fit.time(ofFrame: first) ?? block.firstFrameMonotonicNs,
                 state.fit.jitterNanoseconds
             )
+        }
+        perform(actions, on: path, deviceID: deviceID)
+        if let path, !kept.isEmpty {
+            for chunk in kept {
+                let taken = record(
+                    chunk, path: path, encoder: &encoder, source: source, route: route, allowed: allowed, consent: consent,
+                    statistics: statistics, deviceID: deviceID, timestampSource: block.timestampSource, logger: logger)
+                if !taken { box.shared.withLock { $0.takes.handoffDropped(takeID: chunk.takeID) } }
+            }
         }
         guard liveFlow.isOpen() else { return }
         let bytes = count * 2
@@ -185,7 +295,7 @@ final class Microphone: Sendable {
         header.nodeID = route.nodeID
         header.deviceID = deviceID
         header.sequence = sequence
-        header.captureMonotonicNs = smoothed
+        header.captureMonotonicNs = route.clock.nodeClock.local(fromMonotonic: smoothed)
         header.payloadSize = UInt64(bytes)
         header.consent = consent.wire
         header.drops = statistics.drops.wire
@@ -204,5 +314,69 @@ final class Microphone: Sendable {
             $0.firstFrame = firstFrame
         }
         route.publish(buffer, bytes, header)
+    }
+
+    /// One 10 ms block of a take, FLAC-encoded here and handed to the recording path; false
+    /// when it could not be taken (the path's hand-off is full, or the encoder failed).
+    private static func record(
+        _ chunk: KeptChunk, path: any TakeFramePath, encoder: inout FlacEncoder?, source: any MicrophoneSource, route: MicrophoneRoute,
+        allowed: Bool, consent: ConsentState, statistics: DeviceStatistics, deviceID: String,
+        timestampSource: Capfleet_V1_AudioTimestampSource, logger: Logger
+    ) -> Bool {
+        let format = AudioFormat(sampleRate: source.format.sampleRate, channels: source.format.channels, sampleFormat: .s16le)
+        let frames = chunk.samples.count / format.channels
+        if encoder == nil {
+            do {
+                encoder = try FlacEncoder(format: format, blockFrames: frames)
+            } catch {
+                logger.error("cannot encode the take's sound", metadata: ["device.id": "\(deviceID)", "error": "\(error)"])
+                return false
+            }
+        }
+        guard let encoder else { return false }
+        var packet: FrameBuffer?
+        var size = 0
+        do {
+            try chunk.samples.withUnsafeBufferPointer { samples throws(EncodingError) in
+                try encoder.encode(samples, frames: frames) { bytes in
+                    let buffer = FrameBuffer(unpooledCapacity: bytes.count)
+                    if let base = bytes.baseAddress { buffer.storage.copyMemory(from: base, byteCount: bytes.count) }
+                    packet = buffer
+                    size = bytes.count
+                }
+            }
+        } catch {
+            logger.error("cannot encode the take's sound", metadata: ["device.id": "\(deviceID)", "error": "\(error)"])
+            return false
+        }
+        guard let packet else { return false }
+        var header = Capfleet_V1_FrameHeader()
+        header.protocolVersion = WireDefaults.protocolMajor
+        header.nodeID = route.nodeID
+        header.deviceID = deviceID
+        header.sequence = chunk.firstFrame / UInt64(max(frames, 1))
+        header.captureMonotonicNs = route.clock.nodeClock.local(fromMonotonic: chunk.monotonic)
+        header.fleetTimeNs = chunk.stamp.fleet
+        header.fleetTimeUncertaintyNs = chunk.stamp.uncertainty
+        header.payloadSize = UInt64(size)
+        header.consent = consent.wire
+        header.drops = statistics.drops.wire
+        var flags =
+            UInt32(Capfleet_V1_FrameFlag.fleetTimeValid.rawValue) | UInt32(Capfleet_V1_FrameFlag.recording.rawValue)
+            | UInt32(Capfleet_V1_FrameFlag.keyFrame.rawValue)
+        if source.isSynthetic { flags |= UInt32(Capfleet_V1_FrameFlag.synthetic.rawValue) }
+        if !allowed { flags |= UInt32(Capfleet_V1_FrameFlag.black.rawValue) }
+        header.flags = flags
+        header.audio = .with {
+            $0.format = format.wire
+            $0.frames = UInt32(frames)
+            $0.timestampSource = timestampSource
+            $0.firstFrame = chunk.firstFrame
+        }
+        header.encoded = .with {
+            $0.codecConfig = Data(encoder.codecConfig)
+            $0.encoder = FlacEncoder.encoderName
+        }
+        return path.submit(takeID: chunk.takeID, deviceID: deviceID, header: header, takeDrops: chunk.takeDrops, pixels: packet, count: size)
     }
 }

@@ -138,9 +138,9 @@ actor TakeDirector {
         var named: [DeviceRecord] = []
         for deviceID in unique { named.append(try await recordable(deviceID)) }
         // Sensor streams have no part of their own: their readings go into the cameras' files.
-        if let microphone = named.first(where: { SourceKind(rawValue: $0.kind)?.isMicrophone == true }) {
-            throw TakeRefusal(
-                code: .unsupported, message: "\(microphone.id) is a microphone: takes do not record sound yet (microphones.md); leave it out")
+        // A microphone's part is FLAC whatever the take's codec (microphones.md, "In takes").
+        if let microphone = named.first(where: { SourceKind(rawValue: $0.kind)?.isMicrophone == true && deviceEncodings[$0.id] != nil }) {
+            throw TakeRefusal(code: .badRequest, message: "\(microphone.id) is a microphone: its sound is recorded as FLAC, it takes no codec")
         }
         let sensors = named.filter { SourceKind(rawValue: $0.kind) == .sensor }
         let parts = named.filter { SourceKind(rawValue: $0.kind) != .sensor }

@@ -51,7 +51,7 @@ public enum FrameValidation {
         guard header.protocolVersion == .current else { return .incompatibleVersion }
         if header.payloadSize > UInt64(maxPayloadBytes) { return .oversizedClaim }
         guard header.payloadSize == UInt64(payloadBytes) else { return .payloadSizeMismatch }
-        if header.hasAudio { return checkAudio(header.audio, payloadBytes: payloadBytes) }
+        if header.hasAudio { return checkAudio(header.audio, encoded: header.hasEncoded, payloadBytes: payloadBytes) }
         let layout = header.layout
         guard layout.width > 0, layout.height > 0, layout.width <= maxDimension, layout.height <= maxDimension,
             !layout.pixelFormat.isEmpty
@@ -68,11 +68,15 @@ public enum FrameValidation {
 
     /// A microphone's block (frames.md, "Microphones on the live path"): a format the fleet
     /// reads, at most a second of it, and exactly that many interleaved samples.
-    static func checkAudio(_ block: Capfleet_V1_AudioBlock, payloadBytes: Int) -> InputRejection? {
+    /// `encoded`: a take's FLAC packet (microphones.md, "In takes"), at most the raw size and a
+    /// frame header's worth more.
+    static func checkAudio(_ block: Capfleet_V1_AudioBlock, encoded: Bool, payloadBytes: Int) -> InputRejection? {
         guard let format = AudioFormat(wire: block.format), format.sampleRate <= 768_000, format.channels <= 64,
             block.frames > 0, block.frames <= UInt32(format.sampleRate)
         else { return .invalidFormat }
         let bytesPerSample = format.sampleFormat == .s16le ? 2 : 4
-        return payloadBytes == Int(block.frames) * format.channels * bytesPerSample ? nil : .formatSizeMismatch
+        let raw = Int(block.frames) * format.channels * bytesPerSample
+        if encoded { return payloadBytes > 0 && payloadBytes <= raw + 1024 ? nil : .formatSizeMismatch }
+        return payloadBytes == raw ? nil : .formatSizeMismatch
     }
 }
