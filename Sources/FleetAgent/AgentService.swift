@@ -294,6 +294,8 @@ public final class AgentService: Service, Sendable {
     /// already capturing goes on. Its source starts on the device's own thread.
     func startStreaming(publisher: FramePublisher, clock: ClockSync, previews: PreviewMaker) {
         for stream in sources {
+            // A flash overlay lights on the fleet's whole seconds, as the synthetic microphone clicks.
+            (stream.source as? SyntheticCamera)?.useFleetClock { clock.stamp(captureMonotonic: $0)?.fleet }
             let statistics = stream.statistics
             // Packets a viewer of the encoded stream misses are its loss, not the camera's drops.
             let encodedStatistics = DeviceStatistics(deviceID: stream.deviceID, outOfBuffers: { 0 })

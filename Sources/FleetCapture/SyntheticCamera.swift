@@ -45,6 +45,9 @@ public final class SyntheticCamera: CameraSource {
 
     /// Pictures drawn into every frame (a QR code, a face), fixed in the frame.
     private let overlays: [SyntheticOverlay]
+    /// Puts a CLOCK_MONOTONIC instant in fleet time, for a flash overlay (nil until the agent
+    /// has a clock, or while its clock has no estimate).
+    private let fleetClock = Mutex<(@Sendable (UInt64) -> UInt64?)?>(nil)
 
     public init(
         deviceID: String, name: String, initialFormat: (width: Int, height: Int, pixelFormat: PixelFormat)? = nil,
@@ -182,6 +185,9 @@ public final class SyntheticCamera: CameraSource {
         thread.start { [self] in captureLoop(deliver: deliver) }
     }
 
+    /// The clock a flash overlay lights on: its whole seconds of fleet time.
+    public func useFleetClock(_ fleetTime: @escaping @Sendable (UInt64) -> UInt64?) { fleetClock.withLock { $0 = fleetTime } }
+
     /// Stops capturing and waits for the capture thread, at most one frame period.
     public func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
@@ -189,6 +195,7 @@ public final class SyntheticCamera: CameraSource {
     }
 
     private func captureLoop(deliver: @Sendable (CapturedFrame) -> Void) {
+        let hasFlash = overlays.contains(where: \.isFlash)
         var generation = -1
         var renderer: TestPatternRenderer?
         var pool: FrameBufferPool?
@@ -248,9 +255,13 @@ public final class SyntheticCamera: CameraSource {
             }
             // A timecode in the scene shows the true start of this exposure, in the kernel's clock
             // (a test's skew of the agent's clock is applied later, to the stamp only).
+            // A flash lights the first frame whose exposure starts in a new second of fleet time.
+            let flashLit =
+                hasFlash
+                && (fleetClock.withLock { $0 }?(frame.exposureStart)).map { $0 % 1_000_000_000 < UInt64(1e9 / max(config.frameRate, 0.1)) } ?? false
             renderer!.render(
                 frameNumber: UInt32(truncatingIfNeeded: sequence), zoom: zoom, gain: gain, exposureStart: frame.exposureStart,
-                into: buffer.storage)
+                flashLit: flashLit, into: buffer.storage)
             // Stamped with its start of exposure, as a V4L2 driver stamps a sensor's frame
             // (V4L2_BUF_FLAG_TSTAMP_SRC_SOE), not with when this thread rendered it.
             deliver(

@@ -12,6 +12,10 @@ public struct SyntheticOverlay: Sendable {
         /// `ExposureTimecode.hostMonotonic` of each frame's true start of exposure, on the
         /// machine `bootID` names (this one).
         case timecode(bootID: String)
+        /// A patch lit white on the frame after every whole second of fleet time, dark
+        /// otherwise: the picture's half of the sound-against-picture check (microphones.md,
+        /// "The synthetic microphone": the synthetic microphone clicks on the same seconds).
+        case flash
     }
 
     public let content: Content
@@ -28,6 +32,16 @@ public struct SyntheticOverlay: Sendable {
         content = .timecode(bootID: bootID)
         self.origin = origin
         self.width = width
+    }
+
+    public init(flashAt origin: NormalizedPoint, width: Double) {
+        content = .flash
+        self.origin = origin
+        self.width = width
+    }
+
+    public var isFlash: Bool {
+        if case .flash = content { true } else { false }
     }
 
     /// The picture drawn, nil for a timecode (drawn anew for every frame).
@@ -60,7 +74,7 @@ public struct SyntheticOverlay: Sendable {
 extension TestPatternRenderer {
     /// Draws the overlays, pictures scaled once for this renderer's layout, into the frame's
     /// luma; timecodes show `exposureStart` (none when it is not known).
-    mutating func drawOverlays(into luma: LumaPlane, exposureStart: UInt64?) {
+    mutating func drawOverlays(into luma: LumaPlane, exposureStart: UInt64?, flashLit: Bool = false) {
         if scaledOverlays == nil {
             scaledOverlays = overlays.compactMap { overlay in
                 overlay.image.map { overlay.scaled($0, frameWidth: layout.width, frameHeight: layout.height) }
@@ -83,6 +97,13 @@ extension TestPatternRenderer {
         }
         if let exposureStart {
             for index in timecodePainters.indices { timecodePainters[index].paint(exposureStart, into: luma) }
+        }
+        for overlay in overlays where overlay.isFlash {
+            let place = overlay.placement(frameWidth: layout.width, frameHeight: layout.height)
+            let x0 = max(place.x, 0), y0 = max(place.y, 0)
+            let x1 = min(place.x + place.width, layout.width), y1 = min(place.y + place.height, layout.height)
+            guard x0 < x1, y0 < y1 else { continue }
+            luma.fill(x: x0, y: y0, width: x1 - x0, height: y1 - y0, value: flashLit ? 235 : 16)
         }
     }
 }

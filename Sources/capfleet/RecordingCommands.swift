@@ -326,9 +326,19 @@ struct RecordingsCommand: ParsableCommand {
         @Option(help: "With --frame-sets: the tolerance a set's spread is marked above (default: the take's --require-spread, else 1ms).")
         var tolerance: String?
         @Option(help: "With --frame-sets: the slots' spacing (default: the slowest camera's frame interval).") var interval: String?
+        @Flag(
+            help:
+                "Also write DIR/muxed/CAMERA-NNNN.mkv: each camera segment with its microphones' sound over the same span, on one timeline (needs ffmpeg)."
+        )
+        var mux = false
+        @Option(
+            name: .customLong("microphone"),
+            help: "With --mux: a microphone to put with the cameras (default: every one of the take); repeat for more.")
+        var microphones: [String] = []
         @Flag(help: "Print a JSON summary.") var json = false
 
         func run() throws {
+            guard mux || microphones.isEmpty else { throw CLIFailure("--microphone chooses what --mux puts with the cameras: add --mux") }
             let toleranceNs = try tolerance.map { try RecordingsCommand.nanoseconds($0, option: "--tolerance") }
             let intervalNs = try interval.map { try RecordingsCommand.nanoseconds($0, option: "--interval") }
             let session = try coordinator.session()
@@ -342,6 +352,16 @@ struct RecordingsCommand: ParsableCommand {
                 exported.files.append(
                     try FrameSetViews.writeCSV(
                         take: exported.info, exportedFiles: exported.files, directory: to, interval: intervalNs, tolerance: toleranceNs))
+            }
+            if mux {
+                do {
+                    for job in try TakeMux.plan(take: exported.info, directory: to, microphones: microphones) {
+                        try TakeMux.run(job)
+                        exported.files.append(job.output)
+                    }
+                } catch let error as TakeMuxError {
+                    throw CLIFailure(error.description)
+                }
             }
             if json {
                 print(

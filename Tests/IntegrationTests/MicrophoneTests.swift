@@ -88,6 +88,40 @@ extension SecondLaneIntegrationTests {
             return clicks
         }
 
+        /// In a muxed file: for each click of its sound, how long after it the next lit flash
+        /// frame of its picture starts (ns).
+        static func flashAfterClick(_ path: String, scratch: String) throws -> [Int64] {
+            let clicks = try clicksInSegment(path, scratch: scratch).map { Int64($0) }
+            func run(_ tool: String, _ arguments: [String]) throws -> Data {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: tool)
+                process.arguments = arguments
+                let out = Pipe()
+                process.standardOutput = out
+                try process.run()
+                let data = out.fileHandleForReading.readDataToEndOfFile()
+                process.waitUntilExit()
+                return data
+            }
+            // Each frame's time, and the flash patch's luma (a 640x480 frame: the patch is 64 px at 32,24).
+            let times = String(
+                decoding: try run(
+                    "/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time", "-of", "csv=p=0", path]),
+                as: UTF8.self
+            )
+            .split(separator: "\n").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }.map { Int64(($0 * 1e9).rounded()) }
+            let lumas = [UInt8](
+                try run(
+                    "/usr/bin/ffmpeg",
+                    [
+                        "-v", "error", "-i", path, "-map", "0:v:0", "-fps_mode", "passthrough", "-vf", "crop=32:32:48:40,scale=1:1,format=gray", "-f",
+                        "rawvideo", "-",
+                    ]))
+            #expect(times.count == lumas.count, "\(times.count) frame times, \(lumas.count) frames")
+            let flashes = zip(times, lumas).filter { $0.1 > 128 }.map(\.0)
+            return clicks.compactMap { click in flashes.first { $0 >= click - 5_000_000 }.map { $0 - click } }
+        }
+
         /// The first audio packet's time in the file, ns.
         static func firstAudioPTS(_ path: String) throws -> UInt64 {
             let probe = Process()
@@ -107,7 +141,7 @@ extension SecondLaneIntegrationTests {
         @Test func aSyntheticMicrophone_isSilentWithoutConsent_andMetersItsToneAndClickOnceGranted() async throws {
             let fleet = try FleetHarness()
             try fleet.startCoordinator()
-            let agent = try fleet.startAgent("studio", extra: ["--synthetic-microphones", "1"])
+            let agent = try fleet.startAgent("studio", extra: ["--synthetic-microphones", "1", "--synthetic-overlay", "flash@0.05,0.05,0.1"])
             try await fleet.waitUntil("the clock locks", seconds: 30) { agent.log.contains("clock.state=locked") }
             let devices = try fleet.json(["devices"])
             let microphone = try #require(
@@ -166,8 +200,10 @@ extension SecondLaneIntegrationTests {
 
             // Takes (microphones.md, "In takes"): the microphone's part is FLAC in Matroska, its
             // clicks on the fleet's whole seconds counted from the take's start, beside the camera.
+            var takes: [String] = []
             for store in ["coordinator", "agent"] {
                 let takeID = try SecondLaneIntegrationTests.RecordingTests.start([camera, microphone], in: fleet, store: store)
+                takes.append(takeID)
                 try await Task.sleep(for: .seconds(3.5))
                 let stopped = try fleet.cli(["record", "stop", takeID], timeout: 60)
                 #expect(stopped.status == 0, "\(stopped.error)")
@@ -197,6 +233,20 @@ extension SecondLaneIntegrationTests {
                 }
                 let verified = try fleet.cli(["recordings", "verify", takeID], timeout: 120)
                 #expect(verified.status == 0, "\(verified.output)\(verified.error)")
+            }
+
+            // Exported with --mux: the camera's picture and the microphone's sound in one file,
+            // each flash (the frame after a fleet second) right after its click.
+            let exportDirectory = fleet.directory + "/export"
+            let exported = try fleet.cli(["recordings", "export", takes[0], "--to", exportDirectory, "--mux"], timeout: 120)
+            #expect(exported.status == 0, "\(exported.output)\(exported.error)")
+            let muxed = try #require(
+                try FileManager.default.contentsOfDirectory(atPath: exportDirectory + "/muxed").first { $0.hasPrefix(camera) }, "\(exported.output)")
+            let offsets = try Self.flashAfterClick(exportDirectory + "/muxed/" + muxed, scratch: fleet.directory)
+            print("muxed: flash after click \(offsets.map { Double($0) / 1e6 }) ms")
+            #expect(offsets.count >= 2, "\(offsets)")
+            for offset in offsets {
+                #expect(offset >= -2_000_000 && offset <= 69_000_000, "a flash \(offset) ns after its click: at 15 fps within a frame")
             }
 
             // Revoked mid-take: the microphone's part stops at once, the camera's goes on.

@@ -8,8 +8,10 @@ import Foundation
 /// detection can be tried without a camera pointed at them:
 /// `qr:TEXT@X,Y,W` (a QR code of TEXT), `image:FILE.png|FILE.jpg@X,Y,W` (a photograph, in grey)
 /// or `timecode@X,Y,W` (a QR code of each frame's true start of exposure, in this machine's
-/// CLOCK_MONOTONIC, for exposure audits: proto-docs/clock.md, "Auditing exposures"), its
-/// top-left corner at X,Y and W wide, as fractions of the frame.
+/// CLOCK_MONOTONIC, for exposure audits: proto-docs/clock.md, "Auditing exposures") or
+/// `flash@X,Y,W` (a patch lit on the frame after every whole second of fleet time, for sound
+/// against picture: proto-docs/microphones.md), its top-left corner at X,Y and W wide, as
+/// fractions of the frame.
 public enum SyntheticOverlaySpec {
     public static func parse(_ text: String) throws(SyntheticOverlayError) -> SyntheticOverlay {
         guard let at = text.lastIndex(of: "@") else { throw .malformed(text) }
@@ -19,6 +21,7 @@ public enum SyntheticOverlaySpec {
             throw .malformed(text)
         }
         let origin = NormalizedPoint(x: numbers[0], y: numbers[1])
+        if what == "flash" { return SyntheticOverlay(flashAt: origin, width: numbers[2]) }
         if what == "timecode" {
             do {
                 return SyntheticOverlay(timecodeOf: try HostBootID.read(), origin: origin, width: numbers[2])
@@ -67,7 +70,7 @@ public enum SyntheticOverlayError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case let .malformed(text):
-            "cannot read the synthetic overlay \(text): write qr:TEXT@X,Y,W, image:FILE.png@X,Y,W or timecode@X,Y,W, the position and width as fractions of the frame (e.g. qr:hello@0.6,0.1,0.25)"
+            "cannot read the synthetic overlay \(text): write qr:TEXT@X,Y,W, image:FILE.png@X,Y,W, timecode@X,Y,W or flash@X,Y,W, the position and width as fractions of the frame (e.g. qr:hello@0.6,0.1,0.25)"
         case let .unusable(text, reason):
             "cannot use the synthetic overlay \(text): \(reason)"
         }
