@@ -17,6 +17,11 @@ public enum TakeMux {
         public struct Sound: Sendable, Equatable {
             public var microphone: String
             public var path: String
+
+            public init(microphone: String, path: String) {
+                self.microphone = microphone
+                self.path = path
+            }
         }
     }
 
