@@ -350,6 +350,25 @@ function updateTile(tile, device, stats, shown) {
     put(tile, "drops", "no frames: its readings go to telemetry and takes", (value) => { tile.drops.textContent = value; });
     return;
   }
+  // A microphone has meters, not frames (proto-docs/microphones.md, "Levels"): one bar per
+  // channel from -60 to 0 dBFS, its RMS filled and its peak marked, and its clock's rate.
+  const kind = device.kind || (stats && stats.kind);
+  if (kind === "SOURCE_KIND_SYNTHETIC_MICROPHONE" || kind === "SOURCE_KIND_ALSA") {
+    const levels = (stats && stats.audioLevels) || [];
+    const clock = (stats && stats.audioClock) || {};
+    const clipped = levels.reduce((sum, level) => sum + number(level.clipped), 0);
+    put(tile, "line", `microphone · ${levels.map((l) => `${number(l.peakDbfs).toFixed(1)}/${number(l.rmsDbfs).toFixed(1)}`).join(" ") || "no levels yet"} dBFS` +
+      (clock.rateMeasured ? ` · ${number(clock.ratePpm) >= 0 ? "+" : ""}${number(clock.ratePpm).toFixed(1)} ppm` : "") +
+      (clipped ? ` · ${clipped} clipped` : ""), (value) => { tile.line.textContent = value; });
+    const scale = (dbfs) => Math.max(0, Math.min(100, (number(dbfs) + 60) / 60 * 100)).toFixed(1);
+    put(tile, "meters", levels.map((l) => `${scale(l.rmsDbfs)}|${scale(l.peakDbfs)}`).join(","), () => {
+      tile.drops.replaceChildren(...levels.map((level) => el("div", { class: "meter", title: `peak ${number(level.peakDbfs).toFixed(1)} dBFS, RMS ${number(level.rmsDbfs).toFixed(1)} dBFS` },
+        el("span", { class: "rms", style: `width: ${scale(level.rmsDbfs)}%` }),
+        el("span", { class: "peak", style: `left: ${scale(level.peakDbfs)}%` }))));
+    });
+    put(tile, "some drops", levels.length > 0, (value) => tile.drops.classList.toggle("some", value));
+    return;
+  }
   const fps = stats ? number(stats.framesPerSecond || stats.activeFrameRate) : 0;
   put(tile, "line", `${fps.toFixed(1)} fps · last frame ${frameAge(stats && stats.lastFrameUnixMs)}`,
     (value) => { tile.line.textContent = value; });

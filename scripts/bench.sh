@@ -49,6 +49,9 @@ run_bench fleet --steps "${CAPFLEET_FLEET_BENCH_STEPS:-$(pick 25,100,200 25)}" \
 # Sensor samples a second one agent delivers without loss, and its CPU for them (issue
 # "sound and other sensors").
 run_bench sensors --rates "$(pick 1000,10000,100000,400000,800000 1000,50000)" --seconds "$(pick 5 2)"
+# Sound against picture over a take with skewed clocks, and an agent's CPU per microphone
+# (issue "sound and other sensors"; proto-docs/recordings.md, "Exporting with sound").
+run_bench sound --seconds "$(pick 600 15)" --microphones "$(pick 8 4)" --cpu-seconds "$(pick 10 3)"
 run_bench view --seconds "${CAPFLEET_BENCH_SECONDS:-$(pick 8 3)}"
 # Takes' codecs: CPU per 1080p30 stream, size against raw, FFV1 bit-exact, H.264/HEVC PSNR,
 # and cameras recorded without drops per codec against raw (issue "encoding").

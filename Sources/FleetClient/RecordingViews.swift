@@ -101,7 +101,8 @@ public enum RecordingViews {
                 let hasFrames = device.frames > 0
                 return Device(
                     deviceId: device.deviceID, nodeId: device.nodeID, state: device.state,
-                    format: device.pixelFormat.isEmpty ? "" : "\(device.width)x\(device.height) \(device.pixelFormat)",
+                    format: device.pixelFormat.isEmpty
+                        ? "" : device.pixelFormat == "FLAC" ? "FLAC (sound)" : "\(device.width)x\(device.height) \(device.pixelFormat)",
                     frameRate: device.frameRate,
                     firstFleetNs: hasFrames ? device.firstFleetNs : nil, lastFleetNs: hasFrames ? device.lastFleetNs : nil,
                     firstSequence: hasFrames ? device.firstSequence : nil, lastSequence: hasFrames ? device.lastSequence : nil,
@@ -201,7 +202,9 @@ public enum RecordingViews {
                     let encoded = device.encoder.isEmpty ? "" : " (\(device.encoder) from \(device.sourcePixelFormat))"
                     return [
                         device.deviceID, node, device.state,
-                        device.pixelFormat.isEmpty ? "-" : "\(device.width)x\(device.height) \(device.pixelFormat)\(encoded)",
+                        device.pixelFormat.isEmpty
+                            ? "-"
+                            : device.pixelFormat == "FLAC" ? "FLAC (sound)" : "\(device.width)x\(device.height) \(device.pixelFormat)\(encoded)",
                         hasFrames ? "+" + seconds(device.firstFleetNs &- take.startFleetNs) : "-",
                         hasFrames ? "+" + seconds(device.lastFleetNs &- take.startFleetNs) : "-",
                         String(device.frames), bytes(device.bytes), String(device.drops.late), String(device.drops.outOfBuffers),

@@ -14,7 +14,7 @@ struct CapfleetBench: ParsableCommand {
         version: "\(WireDefaults.release) (protocol \(WireDefaults.protocolMajor.rawValue).\(WireDefaults.protocolMinor))",
         subcommands: [
             TransportBench.self, CommandBench.self, TelemetryBench.self, ClockBench.self, StillBench.self, RecordBench.self, FleetBench.self,
-            PreviewBench.self, ViewBench.self, EncodeBench.self, DashboardBench.self, SyncBench.self, SensorBench.self,
+            PreviewBench.self, ViewBench.self, EncodeBench.self, DashboardBench.self, SyncBench.self, SensorBench.self, SoundBench.self,
         ])
 }
 

@@ -78,6 +78,48 @@ import Testing
         #expect(Self.sample(metrics, "capfleet_sensor_samples_total", labels + #",outcome="refused""#) == 2)
     }
 
+    @Test func microphoneMeters_perChannel_clippedCountsAddOn_andTheClockOnceMeasured() {
+        let metrics = FleetMetrics()
+        func microphone(peak: Double, clipped: UInt64, ppm: Double?) -> Capfleet_V1_DeviceStatus {
+            .with {
+                $0.deviceID = "alsa-C920-0"
+                $0.nodeID = "node-1"
+                $0.online = true
+                $0.kind = .alsa
+                $0.audioLevels = [
+                    .with {
+                        $0.peakDbfs = peak
+                        $0.rmsDbfs = -23
+                        $0.clipped = clipped
+                    },
+                    .with {
+                        $0.peakDbfs = -120
+                        $0.rmsDbfs = -120
+                    },
+                ]
+                if let ppm {
+                    $0.audioClock = .with {
+                        $0.rateMeasured = true
+                        $0.ratePpm = ppm
+                    }
+                }
+            }
+        }
+        let labels = #"device="alsa-C920-0",node="node-1""#
+        metrics.record(devices: [microphone(peak: -1, clipped: 3, ppm: nil)])
+        #expect(Self.sample(metrics, "capfleet_microphone_peak_dbfs", labels + #",channel="0""#) == -1)
+        #expect(Self.sample(metrics, "capfleet_microphone_rms_dbfs", labels + #",channel="1""#) == -120)
+        #expect(Self.sample(metrics, "capfleet_microphone_clipped_samples_total", labels + #",channel="0""#) == 3)
+        #expect(Self.sample(metrics, "capfleet_microphone_clock_rate_ppm", labels) == nil, "not measured yet")
+        metrics.record(devices: [microphone(peak: -6, clipped: 5, ppm: 21.5)])
+        #expect(Self.sample(metrics, "capfleet_microphone_peak_dbfs", labels + #",channel="0""#) == -6)
+        #expect(Self.sample(metrics, "capfleet_microphone_clipped_samples_total", labels + #",channel="0""#) == 5)
+        #expect(Self.sample(metrics, "capfleet_microphone_clock_rate_ppm", labels) == 21.5)
+        // The agent restarted: its count began again; the counter adds it on.
+        metrics.record(devices: [microphone(peak: -6, clipped: 1, ppm: 21.5)])
+        #expect(Self.sample(metrics, "capfleet_microphone_clipped_samples_total", labels + #",channel="0""#) == 6)
+    }
+
     @Test func deviceGauges_holdTheLatestStatus_andAFrameRateOnceThereIsOne() {
         let metrics = FleetMetrics()
         let labels = #"device="cam-1",node="node-1""#

