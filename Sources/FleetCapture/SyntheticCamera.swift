@@ -255,10 +255,12 @@ public final class SyntheticCamera: CameraSource {
             }
             // A timecode in the scene shows the true start of this exposure, in the kernel's clock
             // (a test's skew of the agent's clock is applied later, to the stamp only).
-            // A flash lights the first frame whose exposure starts in a new second of fleet time.
+            // A flash lights the frame whose exposure starts nearest a whole second of fleet time
+            // (within half a frame interval of it): a camera on the fleet's grid lights the frame
+            // that starts on the second.
+            let interval = UInt64(1e9 / max(config.frameRate, 0.1))
             let flashLit =
-                hasFlash
-                && (fleetClock.withLock { $0 }?(frame.exposureStart)).map { $0 % 1_000_000_000 < UInt64(1e9 / max(config.frameRate, 0.1)) } ?? false
+                hasFlash && (fleetClock.withLock { $0 }?(frame.exposureStart)).map { ($0 &+ interval / 2) % 1_000_000_000 < interval } ?? false
             renderer!.render(
                 frameNumber: UInt32(truncatingIfNeeded: sequence), zoom: zoom, gain: gain, exposureStart: frame.exposureStart,
                 flashLit: flashLit, into: buffer.storage)

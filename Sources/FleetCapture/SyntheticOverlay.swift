@@ -12,7 +12,7 @@ public struct SyntheticOverlay: Sendable {
         /// `ExposureTimecode.hostMonotonic` of each frame's true start of exposure, on the
         /// machine `bootID` names (this one).
         case timecode(bootID: String)
-        /// A patch lit white on the frame after every whole second of fleet time, dark
+        /// A patch lit white on the frame nearest every whole second of fleet time, dark
         /// otherwise: the picture's half of the sound-against-picture check (microphones.md,
         /// "The synthetic microphone": the synthetic microphone clicks on the same seconds).
         case flash

@@ -45,9 +45,12 @@ public enum SoundPictureProbe {
         return zip(times, lumas).filter { $0.1 > 128 }.map(\.0)
     }
 
-    /// For each click, how long after it the next flash comes (a flash up to 5 ms early counts).
+    /// For each click, the nearest flash's time less the click's (negative: the flash came
+    /// first); a click with no flash within half a second has none (a frame lost).
     public static func flashAfterClick(clicks: [Int64], flashes: [Int64]) -> [Int64] {
-        clicks.compactMap { click in flashes.first { $0 >= click - 5_000_000 }.map { $0 - click } }
+        clicks.compactMap { click in
+            flashes.min { abs($0 - click) < abs($1 - click) }.map { $0 - click }.flatMap { abs($0) < 500_000_000 ? $0 : nil }
+        }
     }
 
     /// The first packet's time in the file's `stream` (a:0, v:0), ns.

@@ -23,6 +23,7 @@ struct SoundBench: ParsableCommand {
     @Option(help: "The take's length in seconds.") var seconds: Double = 600
     @Option(help: "Synthetic microphones for the CPU figure.") var microphones = 8
     @Option(help: "Seconds each CPU figure is measured over.") var cpuSeconds: Double = 10
+    @Option(help: "Copy the muxed files here, to look at them.") var keep: String?
 
     func run() throws {
         progress("== sound against picture: a \(fmt(seconds)) s take, camera and microphone on two agents with skewed clocks")
@@ -42,8 +43,8 @@ struct SoundBench: ParsableCommand {
         try fleet.startAgent(
             "sound",
             arguments: [
-                "--synthetic", "0", "--no-discover", "--no-discover-microphones", "--synthetic-microphones", "1", "--test-clock-skew",
-                "-1.5s,-25ppm", "--log-level", "error",
+                "--synthetic", "0", "--no-discover", "--no-discover-microphones", "--synthetic-microphones", "1",
+                "--test-clock-skew=-1.5s,-25ppm", "--log-level", "error",
             ])
         let client = try OperatorClient(address: fleet.operatorAddress, credential: credential)
         var camera: String?, microphone: String?
@@ -83,15 +84,22 @@ struct SoundBench: ParsableCommand {
         let exportDirectory = fleet.directory + "/export"
         _ = try cli(["recordings", "export", take, "--to", exportDirectory, "--mux"], timeout: 600)
         let muxed = try FileManager.default.contentsOfDirectory(atPath: exportDirectory + "/muxed").filter { $0.hasSuffix(".mkv") }.sorted()
+        if let keep {
+            try? FileManager.default.createDirectory(atPath: keep, withIntermediateDirectories: true)
+            for file in muxed { try? FileManager.default.copyItem(atPath: exportDirectory + "/muxed/" + file, toPath: keep + "/" + file) }
+        }
         var offsets: [(at: Int64, offset: Int64)] = []
+        var found: [String] = []
         for file in muxed {
             let path = exportDirectory + "/muxed/" + file
             let clicks = try SoundPictureProbe.clicks(in: path)
-            // The patch: 64 px wide at 32,24 of a 320x240 frame; its middle is read.
-            let flashes = try SoundPictureProbe.flashes(in: path, crop: (40, 32, 16, 16))
+            // The patch: 64 px wide at 32,24 of a 320x240 frame; its lower right is read, clear
+            // of the frame-number stamp in the corner.
+            let flashes = try SoundPictureProbe.flashes(in: path, crop: (64, 56, 16, 16))
             offsets += zip(clicks, SoundPictureProbe.flashAfterClick(clicks: clicks, flashes: flashes)).map { ($0, $1) }
+            found.append("\(file): \(clicks.count) clicks, \(flashes.count) flashes")
         }
-        guard offsets.count >= 2 else { throw BenchFailure("found \(offsets.count) click-and-flash pairs in \(muxed)") }
+        guard offsets.count >= 2 else { throw BenchFailure("found \(offsets.count) click-and-flash pairs: \(found.joined(separator: "; "))") }
         let sorted = offsets.map(\.offset).sorted()
         let median = sorted[sorted.count / 2], p99 = sorted[min(sorted.count - 1, sorted.count * 99 / 100)]
         let largest = sorted.map { abs($0) }.max() ?? 0

@@ -9,7 +9,7 @@ import Foundation
 /// `qr:TEXT@X,Y,W` (a QR code of TEXT), `image:FILE.png|FILE.jpg@X,Y,W` (a photograph, in grey)
 /// or `timecode@X,Y,W` (a QR code of each frame's true start of exposure, in this machine's
 /// CLOCK_MONOTONIC, for exposure audits: proto-docs/clock.md, "Auditing exposures") or
-/// `flash@X,Y,W` (a patch lit on the frame after every whole second of fleet time, for sound
+/// `flash@X,Y,W` (a patch lit on the frame nearest every whole second of fleet time, for sound
 /// against picture: proto-docs/microphones.md), its top-left corner at X,Y and W wide, as
 /// fractions of the frame.
 public enum SyntheticOverlaySpec {
