@@ -243,18 +243,21 @@ extension AgentService {
         if request.stopFleetNs != 0 { takeStore.stop(takeID: request.take, deviceID: deviceID, at: request.stopFleetNs) }
         let now = clock.stamp(captureMonotonic: MonotonicTime.now())?.fleet
         let stop = request.stopFleetNs == 0 ? nil : request.stopFleetNs
-        let cause: TakeStopCause = request.notStarted ? .notStarted : request.consentStop ? .consentWithdrawn : .stopped
+        let cause = TakeStopCause(request)
         microphone.stopTake(takeID: request.take, stop: stop, nowFleet: now, cause: cause)
-        if let stop, let now, stop > now {
-            // A microphone that captures nothing after the stop instant ends by the clock instead.
-            let delay = Double(stop - now) / 1e9 + 0.5
-            DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [microphone] in
-                guard let now = clock.stamp(captureMonotonic: MonotonicTime.now())?.fleet else { return }
-                microphone.endTakeIfDue(nowFleet: now)
-            }
-        }
+        endByTheClock(stop: stop, now: now, clock: clock) { [microphone] in microphone.endTakeIfDue(nowFleet: $0) }
         logger.notice("recording stops", metadata: ["device.id": "\(deviceID)", "take.id": "\(request.take)", "reason": "\(cause.reason)"])
         return .ok
+    }
+
+    /// A device that captures nothing after a stop instant still ahead ends its part by the
+    /// clock instead, half a second after it.
+    private func endByTheClock(stop: UInt64?, now: UInt64?, clock: ClockSync, end: @escaping @Sendable (UInt64) -> Void) {
+        guard let stop, let now, stop > now else { return }
+        DispatchQueue.global().asyncAfter(deadline: .now() + Double(stop - now) / 1e9 + 0.5) {
+            guard let now = clock.stamp(captureMonotonic: MonotonicTime.now())?.fleet else { return }
+            end(now)
+        }
     }
 
     /// A command for one of the agent's sensor streams: consent is all they take; the rest are
@@ -324,16 +327,9 @@ extension AgentService {
         if request.stopFleetNs != 0 { takeStore.stop(takeID: request.take, deviceID: deviceID, at: request.stopFleetNs) }
         let now = clock.stamp(captureMonotonic: MonotonicTime.now())?.fleet
         let stop = request.stopFleetNs == 0 ? nil : request.stopFleetNs
-        let cause: TakeStopCause = request.notStarted ? .notStarted : request.consentStop ? .consentWithdrawn : .stopped
+        let cause = TakeStopCause(request)
         stream.stopTake(takeID: request.take, stop: stop, nowFleet: now, cause: cause)
-        if let stop, let now, stop > now {
-            // A device that captures nothing after the stop instant ends by the clock instead.
-            let delay = Double(stop - now) / 1e9 + 0.5
-            DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [stream] in
-                guard let now = clock.stamp(captureMonotonic: MonotonicTime.now())?.fleet else { return }
-                stream.endTakeIfDue(nowFleet: now)
-            }
-        }
+        endByTheClock(stop: stop, now: now, clock: clock) { [stream] in stream.endTakeIfDue(nowFleet: $0) }
         logger.notice(
             "recording stops",
             metadata: [
@@ -385,4 +381,11 @@ struct ConsentRefusal: Error {
     let status: Capfleet_V1_Status
 
     init(_ status: Capfleet_V1_Status) { self.status = status }
+}
+
+extension TakeStopCause {
+    /// Why a SetRecording that stops a take stops it.
+    init(_ request: Capfleet_V1_SetRecording) {
+        self = request.notStarted ? .notStarted : request.consentStop ? .consentWithdrawn : .stopped
+    }
 }

@@ -33,31 +33,8 @@ struct ListenCommand: ParsableCommand {
     var blocks: String?
 
     func run() throws {
-        let client = try coordinator.client()
-        var port = livePort ?? WireDefaults.livePort
-        if livePort == nil {
-            let named: UInt32
-            do {
-                named = try client.call(.whoAmI(.init())).reply.endpoints.livePort
-            } catch {
-                throw CLIFailure(error.description)
-            }
-            guard named > 0 else { throw CLIFailure("the coordinator has no live endpoint (it is older than protocol 1.3); upgrade it to listen") }
-            port = UInt16(truncatingIfNeeded: named)
-        }
-        let host = client.address.host.contains(":") ? "[\(client.address.host)]" : client.address.host
-        let credential = try coordinator.loadCredential()
-        let socket: ZMQSocket
-        do {
-            socket = try ZMQSocket(context: ZMQContext(), type: .sub)
-            try socket.makeCurveClient(serverKey: credential.coordinatorKey, keys: credential.keys)
-            // Half a second of 10 ms blocks may wait: sound breaks audibly where frames would not.
-            try socket.set([.receiveQueue(messages: 50)])
-            try socket.subscribe(LiveTopic.frames(device))
-            try socket.connect("tcp://\(host):\(port)")
-        } catch {
-            throw CLIFailure("cannot subscribe to the coordinator's live endpoint at \(host):\(port): \(error)")
-        }
+        // Half a second of 10 ms blocks may wait: sound breaks audibly where frames would not.
+        let socket = try LiveSubscription.open(coordinator, livePort: livePort, topic: LiveTopic.frames(device), queue: 50, purpose: "listen")
         let stop = ViewStopSignal()
         var sink: SoundSink?
         defer { sink?.close() }

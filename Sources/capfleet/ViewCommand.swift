@@ -30,34 +30,11 @@ struct ViewCommand: ParsableCommand {
         if let refusal = ViewerDisplay.refusal(environment: ProcessInfo.processInfo.environment, writesToFile: output != nil, device: device) {
             throw CLIFailure(refusal)
         }
-        let client = try coordinator.client()
-        var port = livePort ?? WireDefaults.livePort
-        if livePort == nil {
-            let named: UInt32
-            do {
-                named = try client.call(.whoAmI(.init())).reply.endpoints.livePort
-            } catch {
-                throw CLIFailure(error.description)
-            }
-            guard named > 0 else {
-                throw CLIFailure("the coordinator has no live endpoint (it is older than protocol 1.3); upgrade it to view cameras")
-            }
-            port = UInt16(truncatingIfNeeded: named)
-        }
-        let host = client.address.host.contains(":") ? "[\(client.address.host)]" : client.address.host
-        let credential = try coordinator.loadCredential()
-        let socket: ZMQSocket
-        do {
-            socket = try ZMQSocket(context: ZMQContext(), type: .sub)
-            try socket.makeCurveClient(serverKey: credential.coordinatorKey, keys: credential.keys)
-            // Raw frames: the newest wins. Packets: each depends on the one before, so a few
-            // seconds of them may wait rather than break the picture until the next key frame.
-            try socket.set([.receiveQueue(messages: encoded ? 256 : 2)])
-            try socket.subscribe(encoded ? LiveTopic.encoded(device) : LiveTopic.frames(device))
-            try socket.connect("tcp://\(host):\(port)")
-        } catch {
-            throw CLIFailure("cannot subscribe to the coordinator's live endpoint at \(host):\(port): \(error)")
-        }
+        // Raw frames: the newest wins. Packets: each depends on the one before, so a few
+        // seconds of them may wait rather than break the picture until the next key frame.
+        let socket = try LiveSubscription.open(
+            coordinator, livePort: livePort, topic: encoded ? LiveTopic.encoded(device) : LiveTopic.frames(device), queue: encoded ? 256 : 2,
+            purpose: "view cameras")
         // Ctrl-C or SIGTERM ends the view as the player closing does: the player hears the
         // same signal, and is reaped before capfleet exits, never left running.
         let stop = ViewStopSignal()
