@@ -33,6 +33,7 @@ let package = Package(
         .systemLibrary(name: "CZeroMQ", path: "Sources/CZeroMQ"),
         .systemLibrary(name: "CV4L2", path: "Sources/CV4L2"),
         .systemLibrary(name: "CAlsa", path: "Sources/CAlsa"),
+        .systemLibrary(name: "CSpeexDSP", path: "Sources/CSpeexDSP"),
         .systemLibrary(name: "CAVFormat", path: "Sources/CAVFormat"),
         .systemLibrary(name: "CAVCodec", path: "Sources/CAVCodec"),
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto"),
@@ -79,8 +80,9 @@ let package = Package(
                 "FleetSystem", "CV4L2", "CQREncode", "FleetCore",
                 .product(name: "Logging", package: "swift-log"),
             ]),
-        // Microphones: ALSA capture devices, found, probed and read with the driver's timestamps.
-        .target(name: "FleetAudio", dependencies: ["CAlsa", "FleetCore"]),
+        // Microphones: ALSA capture devices, found, probed and read with the driver's timestamps;
+        // their processing (speexdsp's noise suppression).
+        .target(name: "FleetAudio", dependencies: ["CAlsa", "CSpeexDSP", "FleetCore"]),
         // OpenCV's cascade face detector behind a C interface (OpenCV 4 is C++ only).
         .target(
             name: "CFaceDetect",
@@ -235,7 +237,8 @@ let package = Package(
         .testTarget(
             name: "FleetAgentTests",
             dependencies: [
-                "FleetAgent", "FleetBus", "FleetCapture", "FleetCore", "FleetHost", "FleetProtocol", .product(name: "Logging", package: "swift-log"),
+                "FleetAgent", "FleetAudio", "FleetBus", "FleetCapture", "FleetCore", "FleetHost", "FleetProtocol",
+                .product(name: "Logging", package: "swift-log"),
             ]),
         // The coordinator's decoders under a mutation fuzzer, for a bounded time.
         .target(name: "FleetFuzz", dependencies: ["FleetCore"]),

@@ -38,6 +38,9 @@ extension AgentService {
             return setDetection(request, command: command, on: stream)
         case let .auditExposures(request)?:
             return auditExposures(request, commandID: command.commandID, on: stream, clock: clock)
+        case .setAudioProcessing?:
+            return reply(
+                to: command, .failure(.unsupported, "device \(command.deviceID) is a camera: audio processing is for microphones"), on: stream)
         case let .setFrameAlignment(request)?:
             let steered = stream.setFrameAlignment(origin: request.enabled ? request.gridOriginFleetNs : nil)
             logger.notice(
@@ -190,9 +193,19 @@ extension AgentService {
     /// A command for one of the agent's microphones: consent and takes.
     private func microphoneCommand(_ command: Capfleet_V1_Command, on microphone: Microphone, parts: AgentParts) -> Capfleet_V1_Status {
         if case let .setRecording(request)? = command.action { return record(request, on: microphone, parts: parts) }
+        if case let .setAudioProcessing(request)? = command.action {
+            let settings = AudioProcessingSettings(wire: request.processing)
+            do {
+                try microphone.setProcessing(settings)
+            } catch {
+                return .failure(.badRequest, "device \(command.deviceID) cannot process its sound so: \(error)")
+            }
+            logger.notice("audio processing", metadata: ["device.id": "\(command.deviceID)", "processing": "\(settings.summary)"])
+            return .ok
+        }
         guard case let .setConsent(request)? = command.action else {
             let what = command.action.map { "\($0)".prefix(while: { $0 != "(" }) } ?? "no action"
-            return .failure(.unsupported, "device \(command.deviceID) is a microphone: it takes consent and takes only, not \(what)")
+            return .failure(.unsupported, "device \(command.deviceID) is a microphone: it takes consent, processing and takes only, not \(what)")
         }
         switch storeConsent(request, deviceID: command.deviceID) {
         case let .failure(refusal): return refusal.status

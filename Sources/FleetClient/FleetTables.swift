@@ -334,6 +334,7 @@ public enum FleetTables {
         if info.hasDetection, let settings = try? DetectionSettings(wire: info.detection) {
             lines.append("detection  " + DetectionViews.summary(settings))
         }
+        if info.hasAudioProcessing { lines.append("processing " + AudioProcessingSettings(wire: info.audioProcessing).summary) }
         if let interruption = Interruption(wire: info.interruption) { lines.append("why        \(interruption.message)") }
         lines.append("")
         if description.controls.isEmpty {

@@ -401,6 +401,7 @@ public enum JSONViews {
         var minimumFocusDistanceMm: Double?
         var optics: ScanSetupViews.Optics?
         var detection: DetectionViews.Settings?
+        var audioProcessing: AudioProcessingView?
 
         public init(_ info: Capfleet_V1_DeviceInfo) {
             device = Device(info)
@@ -417,12 +418,14 @@ public enum JSONViews {
             optics = info.hasOptics ? ScanSetupViews.Optics(device: info.deviceID, info.optics) : nil
             detection =
                 info.hasDetection ? (try? DetectionSettings(wire: info.detection)).map { DetectionViews.Settings(device: info.deviceID, $0) } : nil
+            audioProcessing =
+                info.hasAudioProcessing ? AudioProcessingView(device: info.deviceID, AudioProcessingSettings(wire: info.audioProcessing)) : nil
         }
 
         enum CodingKeys: String, CodingKey {
             case device, devicePath = "device_path", identitySource = "identity_source", controls, cropBounds = "crop_bounds",
                 cropDefault = "crop_default", focusCapabilities = "focus_capabilities", minimumFocusDistanceMm = "minimum_focus_distance_mm",
-                optics, detection
+                optics, detection, audioProcessing = "audio_processing"
         }
     }
 

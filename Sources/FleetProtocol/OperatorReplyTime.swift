@@ -17,7 +17,7 @@ public enum OperatorReplyTime {
         switch body {
         case .getLatestFrame:
             return 3
-        case .changeFormat, .changeFrameRate, .changeZoom, .changeFocus, .setDropRecoveryPolicy, .changePressurePolicy:
+        case .changeFormat, .changeFrameRate, .changeZoom, .changeFocus, .setDropRecoveryPolicy, .changePressurePolicy, .changeAudioProcessing:
             return agentCommandSeconds
         case .changeConsent:
             // The device's earlier push is answered first, so two in a row.

@@ -72,6 +72,10 @@ public final class DeviceTakeRecorder {
     /// The frames' exact times not yet written (FrameTimesEntry), and the last one's.
     private var timesRun: FrameTimesEntry?
     private var timesRunLast: UInt64 = 0
+    /// How the payload was processed (a microphone's processing), as a metadata entry: written
+    /// at the top of every segment and wherever it changes.
+    private var settingsNote: String?
+    private var settingsNoted = false
 
     /// `directory` is the take's; the device's segments go in a folder of its own there.
     public init(
@@ -120,14 +124,16 @@ public final class DeviceTakeRecorder {
     }
 
     /// One frame as it arrived; returns what the take made of it (nil: an encoded packet
-    /// that cannot start a segment, see below).
+    /// that cannot start a segment, see below). `settingsNote`, a JSON object saying how the
+    /// payload was processed, goes into the metadata track at the top of each segment and
+    /// wherever it changes.
     /// Encoded packets (`format.needsKeyFrameToStart`) open a segment only at a key frame:
     /// until one comes, packets that could not be decoded are not kept (`awaitingKeyFrame`,
     /// and the ledger counts them as the gap they leave), and a segment boundary waits for it.
     @discardableResult
     public func record(
         _ payload: UnsafeRawBufferPointer, sequence: UInt64, fleetTime: UInt64, format: RecordedVideoFormat,
-        cumulativeDrops: DropTally, keyFrame: Bool = true
+        cumulativeDrops: DropTally, keyFrame: Bool = true, settingsNote: String? = nil
     ) throws(RecordingError) -> TakeFrameLedger.Verdict? {
         let mustOpen = writer == nil || writer?.format != format
         if mustOpen, format.needsKeyFrameToStart, !keyFrame, fleetTime >= ledger.start { return nil }
@@ -140,6 +146,14 @@ public final class DeviceTakeRecorder {
             try openSegment(format: format, slot: slot)
         }
         guard let writer else { return verdict }
+        if settingsNote != self.settingsNote {
+            self.settingsNote = settingsNote
+            settingsNoted = false
+        }
+        if !settingsNoted, let settingsNote {
+            try writer.appendMetadata(settingsNote, at: sinceStart, duration: 1_000_000)
+            settingsNoted = true
+        }
         // The file carries its frames' sequence numbers: a marker before the first frame of a
         // segment, after every gap, and once a second (one per cluster), so the file alone
         // says which frames it holds and which are missing, even after a crash.
@@ -218,6 +232,7 @@ public final class DeviceTakeRecorder {
         try index.segmentOpened(SegmentOpening(takeID: takeID, deviceID: deviceID, number: segmentCount, path: path))
         let opened = try MatroskaSegmentWriter(path: path, format: format, title: title)
         writer = opened
+        settingsNoted = false
         segmentSlot = slot
         segment = FinishedSegment(
             takeID: takeID, deviceID: deviceID, number: segmentCount, path: path, sizeBytes: 0, sha256: "",

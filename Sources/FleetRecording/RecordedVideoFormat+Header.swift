@@ -22,6 +22,13 @@ extension RecordedVideoFormat {
 }
 
 extension Capfleet_V1_FrameHeader {
+    /// A microphone's block: the take's note of its processing (recordings.md, "Sound"),
+    /// "off" included; nil for a camera's frame.
+    public var processingNote: String? {
+        guard hasAudio else { return nil }
+        return AudioProcessingSettings(wire: audio.processing).noteJSON(delayFrames: Int(audio.processingDelayFrames))
+    }
+
     /// Whether a decoder can start at this payload: every camera frame can, an encoded
     /// packet only where the encoder said so.
     public var isKeyFrame: Bool {

@@ -631,6 +631,21 @@ enum FleetSchema {
                 db, migration: "v25", from: "CHECK (kind IN ('synthetic', 'v4l2', 'external', 'sensor', 'syntheticMicrophone'))",
                 to: "CHECK (kind IN ('synthetic', 'v4l2', 'external', 'sensor', 'syntheticMicrophone', 'alsa'))")
         }
+        migrator.registerMigration("v26: audio processing") { db in
+            // Each microphone's processing (microphones.md, "Processing"), pushed again at every
+            // registration; removing the device removes it. No row: none.
+            try db.execute(
+                sql: """
+                    CREATE TABLE deviceAudioProcessing (
+                        deviceId TEXT PRIMARY KEY NOT NULL REFERENCES device(id) ON DELETE CASCADE,
+                        highPassHertz REAL NOT NULL CHECK (highPassHertz = 0 OR (highPassHertz >= 20 AND highPassHertz <= 500)),
+                        noiseSuppressionDecibels REAL NOT NULL CHECK (noiseSuppressionDecibels = 0 OR (noiseSuppressionDecibels >= 1 AND noiseSuppressionDecibels <= 60)),
+                        gainDecibels REAL NOT NULL CHECK (gainDecibels >= -40 AND gainDecibels <= 40),
+                        changedAt INTEGER NOT NULL,
+                        changedBy TEXT NOT NULL
+                    ) WITHOUT ROWID;
+                    """)
+        }
         return migrator
     }
 }

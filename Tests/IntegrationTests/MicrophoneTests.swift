@@ -127,6 +127,22 @@ extension SecondLaneIntegrationTests {
             #expect(try fleet.cli(["lock", microphone]).status == 0)
             let focus = try fleet.cli(["focus", microphone, "--mode", "auto"])
             #expect(focus.status != 0 && focus.error.contains("is a microphone"), "\(focus.error)")
+
+            // Processing (microphones.md, "Processing"): under the lease, shown, remembered. The
+            // first take below records with it: its clicks stay on their seconds (the suppressor's
+            // 20 ms are taken out of the times) and the file notes what was applied.
+            let processed = try fleet.cli(["processing", microphone, "--high-pass", "80", "--noise-suppression", "30"])
+            #expect(
+                processed.status == 0 && processed.output.contains("high-pass 80 Hz, noise suppression 30 dB"),
+                "\(processed.output)\(processed.error)")
+            let tooLow = try fleet.cli(["processing", microphone, "--high-pass", "5"])
+            #expect(tooLow.status != 0 && tooLow.error.contains("20 to 500 Hz"), "\(tooLow.error)")
+            let onCamera = try fleet.cli(["processing", camera, "--gain", "6"])
+            #expect(onCamera.status != 0 && onCamera.error.contains("not a microphone"), "\(onCamera.error)")
+            let shown = try fleet.cli(["device", microphone])
+            #expect(shown.output.contains("processing high-pass 80 Hz, noise suppression 30 dB"), "\(shown.output)")
+            let withoutLease = try fleet.cli(["processing", microphone, "--off"], user: "bo")
+            #expect(withoutLease.status != 0, "another operator changed processing under ana's lease: \(withoutLease.output)")
             #expect(try fleet.cli(["unlock", microphone]).status == 0)
             try fleet.grantConsent(camera)
 
@@ -166,6 +182,20 @@ extension SecondLaneIntegrationTests {
                 }
                 let verified = try fleet.cli(["recordings", "verify", takeID], timeout: 120)
                 #expect(verified.status == 0, "\(verified.output)\(verified.error)")
+                let notes = try SecondLaneIntegrationTests.RecordingTests.metadataEntries(in: [path]).filter { $0.contains("\"audio_processing\"") }
+                if store == "coordinator" {
+                    #expect(
+                        notes.first?.contains("\"noise_suppression_db\":30") == true && notes.first?.contains("\"delay_frames\":960") == true,
+                        "\(notes)")
+                    // The second take records the sound as captured, and says so.
+                    #expect(try fleet.cli(["lock", microphone]).status == 0)
+                    #expect(try fleet.cli(["processing", microphone, "--off"]).status == 0)
+                    #expect(try fleet.cli(["unlock", microphone]).status == 0)
+                } else {
+                    #expect(
+                        notes.first?.contains("\"noise_suppression_db\":0") == true && notes.first?.contains("\"delay_frames\":0") == true, "\(notes)"
+                    )
+                }
             }
 
             // Exported with --mux: the camera's picture and the microphone's sound in one file,

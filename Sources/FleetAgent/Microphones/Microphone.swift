@@ -1,3 +1,4 @@
+import FleetAudio
 import FleetCapture
 import FleetCore
 import FleetEncoding
@@ -60,6 +61,10 @@ final class Microphone: Sendable {
         var sequence: UInt64 = 0
         var timestampSource: Capfleet_V1_AudioTimestampSource = .unspecified
         var failure: String?
+        /// The processing asked for (microphones.md, "Processing"); the thread makes its chain
+        /// anew whenever the generation moves.
+        var processing = AudioProcessingSettings.off
+        var processingGeneration: UInt64 = 0
     }
 
     private final class Box: Sendable {
@@ -107,6 +112,21 @@ final class Microphone: Sendable {
         perform(actions, on: path)
         if was != now, box.running.load(ordering: .relaxed) { onRealSamples(deviceID, now) }
     }
+
+    // MARK: Processing (microphones.md, "Processing")
+
+    /// Checks the settings against the microphone's format (speexdsp makes a preprocessor for
+    /// it) and applies them from the next block on.
+    func setProcessing(_ settings: AudioProcessingSettings) throws(AudioProcessingError) {
+        let format = source.format
+        _ = try AudioProcessor(settings: settings, sampleRate: format.sampleRate, channels: format.channels)
+        box.shared.withLock { state in
+            state.processing = settings
+            state.processingGeneration &+= 1
+        }
+    }
+
+    var processing: AudioProcessingSettings { box.shared.withLock { $0.processing } }
 
     // MARK: Takes (microphones.md, "In takes")
 
@@ -188,13 +208,15 @@ final class Microphone: Sendable {
         let (box, source, logger, deviceID, liveFlow, statistics) = (box, source, logger, deviceID, liveFlow, statistics)
         if isAllowed { onRealSamples(deviceID, true) }
         thread.start {
-            // The take's encoder lives on this thread, made at the first block a take keeps.
+            // The take's encoder lives on this thread, made at the first block a take keeps, as
+            // does the processing chain, made anew when its settings change.
             var encoder: FlacEncoder?
+            var processing = ProcessingChain()
             do {
                 try source.capture(clock: route.clock, running: { box.running.load(ordering: .relaxed) }) { samples, block in
                     Self.take(
                         &samples, block, box: box, source: source, route: route, liveFlow: liveFlow, statistics: statistics, deviceID: deviceID,
-                        encoder: &encoder, logger: logger)
+                        encoder: &encoder, processing: &processing, logger: logger)
                 }
             } catch {
                 logger.error("microphone stopped", metadata: ["device.id": "\(deviceID)", "error": "\(error)"])
@@ -209,8 +231,35 @@ final class Microphone: Sendable {
         if isAllowed { onRealSamples(deviceID, false) }
     }
 
-    /// One block, on the microphone's thread: silenced without consent, metered, placed on the
-    /// fitted audio clock, and sent on the live path while someone listens.
+    /// The microphone thread's processing chain and the settings generation it was made for.
+    private struct ProcessingChain {
+        var processor: AudioProcessor?
+        var generation: UInt64 = 0
+        var settings = AudioProcessingSettings.off
+        var delayFrames: Int { processor?.delayFrames ?? 0 }
+
+        /// Makes the chain anew when the settings moved on; a chain that cannot be made (the
+        /// settings were checked when set, so only a failing library) leaves the sound as captured.
+        mutating func follow(
+            _ wanted: AudioProcessingSettings, generation wantedGeneration: UInt64, format: AudioFormat, logger: Logger, deviceID: String
+        ) {
+            guard wantedGeneration != generation else { return }
+            generation = wantedGeneration
+            settings = wanted
+            guard wanted.isOn else {
+                processor = nil
+                return
+            }
+            do {
+                processor = try AudioProcessor(settings: wanted, sampleRate: format.sampleRate, channels: format.channels)
+            } catch {
+                processor = nil
+                settings = .off
+                logger.error("cannot process the microphone's sound", metadata: ["device.id": "\(deviceID)", "error": "\(error)"])
+            }
+        }
+    }
+
     /// A 10 ms block a take keeps, taken out of the lock to be encoded and sent.
     private struct KeptChunk {
         var samples: [Int16]
@@ -219,11 +268,18 @@ final class Microphone: Sendable {
         var stamp: (fleet: UInt64, uncertainty: UInt64)
         var takeID: String
         var takeDrops: DropTally
+        var processing: AudioProcessingSettings
+        var delayFrames: Int
     }
+
+    /// One block, on the microphone's thread: silenced without consent, processed, metered,
+    /// placed on the fitted audio clock (less the processing's delay), and sent on the live
+    /// path while someone listens and to the take's part while one records it.
 
     private static func take(
         _ samples: inout [Int16], _ block: MicrophoneBlock, box: Box, source: any MicrophoneSource, route: MicrophoneRoute,
-        liveFlow: LiveFlowGate, statistics: DeviceStatistics, deviceID: String, encoder: inout FlacEncoder?, logger: Logger
+        liveFlow: LiveFlowGate, statistics: DeviceStatistics, deviceID: String, encoder: inout FlacEncoder?,
+        processing chain: inout ProcessingChain, logger: Logger
     ) {
         let format = source.format
         let count = block.frames * format.channels
@@ -246,6 +302,10 @@ final class Microphone: Sendable {
             if !state.consent.allowsRealFrames {
                 for index in 0..<count { samples[index] = 0 }
             }
+            // Processed after the silencing: what waits in the chain's frame never held sound
+            // captured without consent.
+            chain.follow(state.processing, generation: state.processingGeneration, format: format, logger: logger, deviceID: deviceID)
+            chain.processor?.process(&samples, frames: block.frames)
             samples.withUnsafeBufferPointer { state.meter.add(UnsafeBufferPointer(rebasing: $0[0..<count])) }
             state.framesCaptured += UInt64(block.frames)
             state.nextFrame += UInt64(block.frames)
@@ -254,12 +314,15 @@ final class Microphone: Sendable {
             path = state.recordingPath
             let fit = state.fit
             let jitter = state.fit.jitterNanoseconds
+            // What leaves the chain lags what entered it: frame n out was frame n − delay in.
+            let delay = UInt64(chain.delayFrames)
+            let (settings, delayFrames) = (chain.settings, chain.delayFrames)
             // Out of the state while it cuts: the cutting decides with the rest of the state.
             var chunker = state.chunker
             defer { state.chunker = chunker }
             samples.withUnsafeBufferPointer { buffer in
                 chunker.add(buffer, frames: block.frames, first: first) { chunkFirst, chunk in
-                    let monotonic = fit.time(ofFrame: chunkFirst) ?? block.firstFrameMonotonicNs
+                    let monotonic = fit.time(ofFrame: chunkFirst &- delay) ?? block.firstFrameMonotonicNs
                     let stamp = route.clock.stamp(captureMonotonic: monotonic)
                     let decision = state.takes.blockCaptured(fleetTime: stamp?.fleet, deviceDrops: statistics.drops)
                     actions += decision.actions
@@ -268,13 +331,13 @@ final class Microphone: Sendable {
                             KeptChunk(
                                 samples: Array(chunk), firstFrame: chunkFirst, monotonic: monotonic,
                                 stamp: (stamp.fleet, stamp.uncertainty &+ jitter),
-                                takeID: take.takeID, takeDrops: take.drops))
+                                takeID: take.takeID, takeDrops: take.drops, processing: settings, delayFrames: delayFrames))
                     }
                 }
             }
             return (
-                state.consent.allowsRealFrames, state.consent, first, state.sequence, state.fit.time(ofFrame: first) ?? block.firstFrameMonotonicNs,
-                state.fit.jitterNanoseconds
+                state.consent.allowsRealFrames, state.consent, first, state.sequence,
+                state.fit.time(ofFrame: first &- delay) ?? block.firstFrameMonotonicNs, state.fit.jitterNanoseconds
             )
         }
         perform(actions, on: path, deviceID: deviceID)
@@ -312,6 +375,10 @@ final class Microphone: Sendable {
             $0.frames = UInt32(block.frames)
             $0.timestampSource = block.timestampSource
             $0.firstFrame = firstFrame
+            if chain.settings.isOn {
+                $0.processing = chain.settings.wire
+                $0.processingDelayFrames = UInt32(chain.delayFrames)
+            }
         }
         route.publish(buffer, bytes, header)
     }
@@ -372,6 +439,10 @@ final class Microphone: Sendable {
             $0.frames = UInt32(frames)
             $0.timestampSource = timestampSource
             $0.firstFrame = chunk.firstFrame
+            if chunk.processing.isOn {
+                $0.processing = chunk.processing.wire
+                $0.processingDelayFrames = UInt32(chunk.delayFrames)
+            }
         }
         header.encoded = .with {
             $0.codecConfig = Data(encoder.codecConfig)

@@ -204,7 +204,7 @@ final class AgentPartRecorder {
             let verdict = try recorder.record(
                 UnsafeRawBufferPointer(start: pixels.storage, count: count), sequence: header.sequence &+ offset,
                 fleetTime: header.fleetTimeNs, format: format, cumulativeDrops: takeDrops,
-                keyFrame: header.isKeyFrame)
+                keyFrame: header.isKeyFrame, settingsNote: header.processingNote)
             if verdict == .keep {
                 dirty = true
                 if wasEmpty { flushIfDueNow() }

@@ -386,6 +386,18 @@ extension ControlHandler {
                 logger.warning("cannot restore detection", metadata: ["device.id": "\(deviceID)", "reason": "\(answer.status.reason)"])
             }
         }
+        // Each microphone's processing, as last set.
+        for deviceID in deviceIDs {
+            guard
+                let record = await policyRead("audio processing", of: deviceID, nodeID: nodeID, { try await $0.audioProcessing(deviceID: deviceID) })
+                    ?? nil,
+                record.settings.isOn
+            else { continue }
+            let answer = await command(.setAudioProcessing(.with { $0.processing = record.settings.wire }), deviceID: deviceID, nodeID: nodeID)
+            if answer.status.code != .ok {
+                logger.warning("cannot restore audio processing", metadata: ["device.id": "\(deviceID)", "reason": "\(answer.status.reason)"])
+            }
+        }
         // Alignment on or off as last set; on, with this run's grid (the origin an earlier
         // coordinator chose lies in another fleet time).
         for deviceID in deviceIDs {

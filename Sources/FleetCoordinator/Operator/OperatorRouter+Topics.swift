@@ -91,6 +91,8 @@ extension OperatorRouter {
             try await handlers.devices.changeDetection(query, by: who, into: &reply)
         case let .setDeviceOptics(query):
             try await handlers.devices.setDeviceOptics(query, by: who, into: &reply)
+        case let .changeAudioProcessing(query):
+            try await handlers.devices.changeAudioProcessing(query, by: who, into: &reply)
 
         // Takes and their files.
         case let .startRecording(query):

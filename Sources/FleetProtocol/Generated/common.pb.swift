@@ -771,11 +771,47 @@ public nonisolated struct Capfleet_V1_AudioBlock: Sendable {
   /// the block's first sample frame, counted from the start of capture
   public var firstFrame: UInt64 = 0
 
+  /// since 1.11: what was done to the samples; absent: nothing
+  public var processing: Capfleet_V1_AudioProcessing {
+    get {_processing ?? Capfleet_V1_AudioProcessing()}
+    set {_processing = newValue}
+  }
+  /// Returns true if `processing` has been explicitly set.
+  public var hasProcessing: Bool {self._processing != nil}
+  /// Clears the value of `processing`. Subsequent reads from it will return its default value.
+  public mutating func clearProcessing() {self._processing = nil}
+
+  /// since 1.11: the delay the processing added, already taken out of the block's times
+  public var processingDelayFrames: UInt32 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _format: Capfleet_V1_AudioFormat? = nil
+  fileprivate var _processing: Capfleet_V1_AudioProcessing? = nil
+}
+
+/// A microphone's processing (microphones.md, "Processing"), since 1.11: applied in this order
+/// on its host before anything meters, sends or records the samples. A zero turns a stage off;
+/// all zero (the default) leaves the samples as captured.
+public nonisolated struct Capfleet_V1_AudioProcessing: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// second-order Butterworth high-pass at this corner; 0 = off, else 20 ... 500
+  public var highPassHz: Double = 0
+
+  /// speexdsp's preprocessor, attenuating noise by at most this much; 0 = off, else 1 ... 60
+  public var noiseSuppressionDb: Double = 0
+
+  /// applied last, clipped at full scale; 0 = off, else -40 ... +40
+  public var gainDb: Double = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
 }
 
 /// One channel's level (microphones.md, "Levels"), since 1.9.
@@ -1810,7 +1846,7 @@ nonisolated extension Capfleet_V1_AudioClock: SwiftProtobuf.Message, SwiftProtob
 
 nonisolated extension Capfleet_V1_AudioBlock: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".AudioBlock"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}format\0\u{1}frames\0\u{3}timestamp_source\0\u{3}first_frame\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}format\0\u{1}frames\0\u{3}timestamp_source\0\u{3}first_frame\0\u{1}processing\0\u{3}processing_delay_frames\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1822,6 +1858,8 @@ nonisolated extension Capfleet_V1_AudioBlock: SwiftProtobuf.Message, SwiftProtob
       case 2: try { try decoder.decodeSingularUInt32Field(value: &self.frames) }()
       case 3: try { try decoder.decodeSingularEnumField(value: &self.timestampSource) }()
       case 4: try { try decoder.decodeSingularUInt64Field(value: &self.firstFrame) }()
+      case 5: try { try decoder.decodeSingularMessageField(value: &self._processing) }()
+      case 6: try { try decoder.decodeSingularUInt32Field(value: &self.processingDelayFrames) }()
       default: break
       }
     }
@@ -1844,6 +1882,12 @@ nonisolated extension Capfleet_V1_AudioBlock: SwiftProtobuf.Message, SwiftProtob
     if self.firstFrame != 0 {
       try visitor.visitSingularUInt64Field(value: self.firstFrame, fieldNumber: 4)
     }
+    try { if let v = self._processing {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
+    } }()
+    if self.processingDelayFrames != 0 {
+      try visitor.visitSingularUInt32Field(value: self.processingDelayFrames, fieldNumber: 6)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1852,6 +1896,48 @@ nonisolated extension Capfleet_V1_AudioBlock: SwiftProtobuf.Message, SwiftProtob
     if lhs.frames != rhs.frames {return false}
     if lhs.timestampSource != rhs.timestampSource {return false}
     if lhs.firstFrame != rhs.firstFrame {return false}
+    if lhs._processing != rhs._processing {return false}
+    if lhs.processingDelayFrames != rhs.processingDelayFrames {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_AudioProcessing: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".AudioProcessing"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}high_pass_hz\0\u{3}noise_suppression_db\0\u{3}gain_db\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularDoubleField(value: &self.highPassHz) }()
+      case 2: try { try decoder.decodeSingularDoubleField(value: &self.noiseSuppressionDb) }()
+      case 3: try { try decoder.decodeSingularDoubleField(value: &self.gainDb) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.highPassHz.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.highPassHz, fieldNumber: 1)
+    }
+    if self.noiseSuppressionDb.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.noiseSuppressionDb, fieldNumber: 2)
+    }
+    if self.gainDb.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.gainDb, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_AudioProcessing, rhs: Capfleet_V1_AudioProcessing) -> Bool {
+    if lhs.highPassHz != rhs.highPassHz {return false}
+    if lhs.noiseSuppressionDb != rhs.noiseSuppressionDb {return false}
+    if lhs.gainDb != rhs.gainDb {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -577,6 +577,15 @@ public nonisolated struct Capfleet_V1_Command: Sendable {
     set {action = .auditExposures(newValue)}
   }
 
+  /// since 1.11, microphones.md, "Processing"
+  public var setAudioProcessing: Capfleet_V1_SetAudioProcessing {
+    get {
+      if case .setAudioProcessing(let v)? = action {return v}
+      return Capfleet_V1_SetAudioProcessing()
+    }
+    set {action = .setAudioProcessing(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Action: Equatable, Sendable {
@@ -598,6 +607,8 @@ public nonisolated struct Capfleet_V1_Command: Sendable {
     case setDetection(Capfleet_V1_SetDetection)
     /// since 1.7, clock.md; answered when the audit ends
     case auditExposures(Capfleet_V1_AuditExposures)
+    /// since 1.11, microphones.md, "Processing"
+    case setAudioProcessing(Capfleet_V1_SetAudioProcessing)
 
   }
 
@@ -671,6 +682,29 @@ public nonisolated struct Capfleet_V1_SetRecording: Sendable {
   public init() {}
 
   fileprivate var _encoding: Capfleet_V1_Encoding? = nil
+}
+
+/// A microphone's processing (microphones.md, "Processing"), replacing what it had; applied
+/// from the next block on. Pushed on every change and again at every registration.
+public nonisolated struct Capfleet_V1_SetAudioProcessing: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var processing: Capfleet_V1_AudioProcessing {
+    get {_processing ?? Capfleet_V1_AudioProcessing()}
+    set {_processing = newValue}
+  }
+  /// Returns true if `processing` has been explicitly set.
+  public var hasProcessing: Bool {self._processing != nil}
+  /// Clears the value of `processing`. Subsequent reads from it will return its default value.
+  public mutating func clearProcessing() {self._processing = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _processing: Capfleet_V1_AudioProcessing? = nil
 }
 
 /// Focus: each field left at its zero value stays as it is.
@@ -2170,7 +2204,7 @@ nonisolated extension Capfleet_V1_HeartbeatAck: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Command"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{3}device_id\0\u{4}\u{8}set_active_format\0\u{3}set_frame_rate\0\u{3}set_zoom\0\u{3}set_focus\0\u{3}set_drop_recovery\0\u{3}set_pressure_policy\0\u{3}set_consent\0\u{3}set_recording\0\u{3}find_first_frame\0\u{3}set_frame_alignment\0\u{3}capture_still\0\u{3}set_detection\0\u{3}audit_exposures\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{3}device_id\0\u{4}\u{8}set_active_format\0\u{3}set_frame_rate\0\u{3}set_zoom\0\u{3}set_focus\0\u{3}set_drop_recovery\0\u{3}set_pressure_policy\0\u{3}set_consent\0\u{3}set_recording\0\u{3}find_first_frame\0\u{3}set_frame_alignment\0\u{3}capture_still\0\u{3}set_detection\0\u{3}audit_exposures\0\u{3}set_audio_processing\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2349,6 +2383,19 @@ nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf.
           self.action = .auditExposures(v)
         }
       }()
+      case 23: try {
+        var v: Capfleet_V1_SetAudioProcessing?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .setAudioProcessing(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .setAudioProcessing(v)
+        }
+      }()
       default: break
       }
     }
@@ -2417,6 +2464,10 @@ nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf.
     case .auditExposures?: try {
       guard case .auditExposures(let v)? = self.action else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 22)
+    }()
+    case .setAudioProcessing?: try {
+      guard case .setAudioProcessing(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 23)
     }()
     case nil: break
     }
@@ -2546,6 +2597,40 @@ nonisolated extension Capfleet_V1_SetRecording: SwiftProtobuf.Message, SwiftProt
     if lhs.segmentSeconds != rhs.segmentSeconds {return false}
     if lhs.title != rhs.title {return false}
     if lhs._encoding != rhs._encoding {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_SetAudioProcessing: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SetAudioProcessing"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}processing\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._processing) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._processing {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_SetAudioProcessing, rhs: Capfleet_V1_SetAudioProcessing) -> Bool {
+    if lhs._processing != rhs._processing {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -670,6 +670,15 @@ public nonisolated struct Capfleet_V1_OperatorRequest: @unchecked Sendable {
     set {_uniqueStorage()._body = .getFrameSets(newValue)}
   }
 
+  /// operator, under the lease: microphones.md, "Processing" (minor 11)
+  public var changeAudioProcessing: Capfleet_V1_ChangeAudioProcessing {
+    get {
+      if case .changeAudioProcessing(let v)? = _storage._body {return v}
+      return Capfleet_V1_ChangeAudioProcessing()
+    }
+    set {_uniqueStorage()._body = .changeAudioProcessing(newValue)}
+  }
+
   /// Ties leases taken by this request to an operator session: when the session ends
   /// (EndSession, or no request for session_timeout_ms), its leases are released.
   public var sessionID: String {
@@ -775,6 +784,8 @@ public nonisolated struct Capfleet_V1_OperatorRequest: @unchecked Sendable {
     case syncAudit(Capfleet_V1_SyncAudit)
     /// viewer: recordings.md, "Frame sets" (minor 8)
     case getFrameSets(Capfleet_V1_GetFrameSets)
+    /// operator, under the lease: microphones.md, "Processing" (minor 11)
+    case changeAudioProcessing(Capfleet_V1_ChangeAudioProcessing)
 
   }
 
@@ -1488,6 +1499,16 @@ public nonisolated struct Capfleet_V1_DeviceInfo: @unchecked Sendable {
   /// Clears the value of `optics`. Subsequent reads from it will return its default value.
   public mutating func clearOptics() {_uniqueStorage()._optics = nil}
 
+  /// since 1.11, microphones: the processing last set (microphones.md, "Processing"); absent: none
+  public var audioProcessing: Capfleet_V1_AudioProcessing {
+    get {_storage._audioProcessing ?? Capfleet_V1_AudioProcessing()}
+    set {_uniqueStorage()._audioProcessing = newValue}
+  }
+  /// Returns true if `audioProcessing` has been explicitly set.
+  public var hasAudioProcessing: Bool {_storage._audioProcessing != nil}
+  /// Clears the value of `audioProcessing`. Subsequent reads from it will return its default value.
+  public mutating func clearAudioProcessing() {_uniqueStorage()._audioProcessing = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1794,6 +1815,16 @@ public nonisolated struct Capfleet_V1_OperatorReply: @unchecked Sendable {
   public var hasFrameSets: Bool {_storage._frameSets != nil}
   /// Clears the value of `frameSets`. Subsequent reads from it will return its default value.
   public mutating func clearFrameSets() {_uniqueStorage()._frameSets = nil}
+
+  /// with ChangeAudioProcessing: what the microphone's agent applies (minor 11)
+  public var audioProcessing: Capfleet_V1_AudioProcessing {
+    get {_storage._audioProcessing ?? Capfleet_V1_AudioProcessing()}
+    set {_uniqueStorage()._audioProcessing = newValue}
+  }
+  /// Returns true if `audioProcessing` has been explicitly set.
+  public var hasAudioProcessing: Bool {_storage._audioProcessing != nil}
+  /// Clears the value of `audioProcessing`. Subsequent reads from it will return its default value.
+  public mutating func clearAudioProcessing() {_uniqueStorage()._audioProcessing = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -3724,6 +3755,31 @@ public nonisolated struct Capfleet_V1_ChangeDetection: Sendable {
   fileprivate var _settings: Capfleet_V1_DetectionSettings? = nil
 }
 
+/// A microphone's processing (microphones.md, "Processing"): remembered by the coordinator,
+/// pushed again whenever the node registers, audited. All zero turns it off.
+public nonisolated struct Capfleet_V1_ChangeAudioProcessing: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var deviceID: String = String()
+
+  public var processing: Capfleet_V1_AudioProcessing {
+    get {_processing ?? Capfleet_V1_AudioProcessing()}
+    set {_processing = newValue}
+  }
+  /// Returns true if `processing` has been explicitly set.
+  public var hasProcessing: Bool {self._processing != nil}
+  /// Clears the value of `processing`. Subsequent reads from it will return its default value.
+  public mutating func clearProcessing() {self._processing = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _processing: Capfleet_V1_AudioProcessing? = nil
+}
+
 /// Records what is known of a device's lens (detection.md, "Scan set-up"), replacing what was:
 /// zero fields are "not known". Needs no lease: it changes nothing on the camera. Audited.
 public nonisolated struct Capfleet_V1_SetDeviceOptics: Sendable {
@@ -3767,7 +3823,7 @@ nonisolated extension Capfleet_V1_EnrollmentTokenState: SwiftProtobuf._ProtoName
 
 nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0\u{3}note_recording\0\u{3}backup_database\0\u{3}get_preview\0\u{3}list_previews\0\u{3}collect_recording\0\u{4}\u{b}list_enrollments\0\u{3}revoke_enrollment\0\u{3}create_dashboard_sign_in\0\u{3}list_dashboard_sessions\0\u{3}end_dashboard_session\0\u{3}take_still\0\u{3}list_stills\0\u{3}get_still\0\u{3}delete_still\0\u{3}read_still_file\0\u{3}change_detection\0\u{3}set_device_optics\0\u{3}sync_audit\0\u{3}get_frame_sets\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0\u{3}note_recording\0\u{3}backup_database\0\u{3}get_preview\0\u{3}list_previews\0\u{3}collect_recording\0\u{4}\u{b}list_enrollments\0\u{3}revoke_enrollment\0\u{3}create_dashboard_sign_in\0\u{3}list_dashboard_sessions\0\u{3}end_dashboard_session\0\u{3}take_still\0\u{3}list_stills\0\u{3}get_still\0\u{3}delete_still\0\u{3}read_still_file\0\u{3}change_detection\0\u{3}set_device_optics\0\u{3}sync_audit\0\u{3}get_frame_sets\0\u{3}change_audio_processing\0")
 
   fileprivate class _StorageClass {
     var _requestID: UInt64 = 0
@@ -4514,6 +4570,19 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
             _storage._body = .getFrameSets(v)
           }
         }()
+        case 74: try {
+          var v: Capfleet_V1_ChangeAudioProcessing?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .changeAudioProcessing(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .changeAudioProcessing(v)
+          }
+        }()
         default: break
         }
       }
@@ -4754,6 +4823,10 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
       case .getFrameSets?: try {
         guard case .getFrameSets(let v)? = _storage._body else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 73)
+      }()
+      case .changeAudioProcessing?: try {
+        guard case .changeAudioProcessing(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 74)
       }()
       case nil: break
       }
@@ -5715,7 +5788,7 @@ nonisolated extension Capfleet_V1_NodeInfo: SwiftProtobuf.Message, SwiftProtobuf
 
 nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}name\0\u{1}driver\0\u{1}kind\0\u{3}active_format\0\u{3}active_frame_rate\0\u{3}format_count\0\u{1}online\0\u{3}lease_holder\0\u{3}lease_expires_unix_ms\0\u{1}interruption\0\u{1}descriptor\0\u{1}focus\0\u{3}zoom_factor\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{3}consent_reason\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{4}\u{11}live_consumers\0\u{3}live_flow\0\u{1}encoders\0\u{1}formats\0\u{1}detection\0\u{1}optics\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}name\0\u{1}driver\0\u{1}kind\0\u{3}active_format\0\u{3}active_frame_rate\0\u{3}format_count\0\u{1}online\0\u{3}lease_holder\0\u{3}lease_expires_unix_ms\0\u{1}interruption\0\u{1}descriptor\0\u{1}focus\0\u{3}zoom_factor\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{3}consent_reason\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{4}\u{11}live_consumers\0\u{3}live_flow\0\u{1}encoders\0\u{1}formats\0\u{1}detection\0\u{1}optics\0\u{3}audio_processing\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -5747,6 +5820,7 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
     var _formats: [Capfleet_V1_VideoFormat] = []
     var _detection: Capfleet_V1_DetectionSettings? = nil
     var _optics: Capfleet_V1_DeviceOptics? = nil
+    var _audioProcessing: Capfleet_V1_AudioProcessing? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -5786,6 +5860,7 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
       _formats = source._formats
       _detection = source._detection
       _optics = source._optics
+      _audioProcessing = source._audioProcessing
     }
   }
 
@@ -5833,6 +5908,7 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
         case 43: try { try decoder.decodeRepeatedMessageField(value: &_storage._formats) }()
         case 44: try { try decoder.decodeSingularMessageField(value: &_storage._detection) }()
         case 45: try { try decoder.decodeSingularMessageField(value: &_storage._optics) }()
+        case 46: try { try decoder.decodeSingularMessageField(value: &_storage._audioProcessing) }()
         default: break
         }
       }
@@ -5932,6 +6008,9 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
       try { if let v = _storage._optics {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 45)
       } }()
+      try { if let v = _storage._audioProcessing {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 46)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -5970,6 +6049,7 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
         if _storage._formats != rhs_storage._formats {return false}
         if _storage._detection != rhs_storage._detection {return false}
         if _storage._optics != rhs_storage._optics {return false}
+        if _storage._audioProcessing != rhs_storage._audioProcessing {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -6021,7 +6101,7 @@ nonisolated extension Capfleet_V1_RejectionCount: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0\u{1}takes\0\u{1}verification\0\u{3}segment_data\0\u{3}segment_size\0\u{1}backup\0\u{1}endpoints\0\u{2}\u{3}previews\0\u{4}\u{5}enrollment_tokens\0\u{3}dashboard_sign_in\0\u{3}dashboard_sessions\0\u{1}stills\0\u{1}detection\0\u{1}optics\0\u{3}sync_audit\0\u{3}frame_sets\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0\u{1}takes\0\u{1}verification\0\u{3}segment_data\0\u{3}segment_size\0\u{1}backup\0\u{1}endpoints\0\u{2}\u{3}previews\0\u{4}\u{5}enrollment_tokens\0\u{3}dashboard_sign_in\0\u{3}dashboard_sessions\0\u{1}stills\0\u{1}detection\0\u{1}optics\0\u{3}sync_audit\0\u{3}frame_sets\0\u{3}audio_processing\0")
 
   fileprivate class _StorageClass {
     var _requestID: UInt64 = 0
@@ -6063,6 +6143,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
     var _stills: [Capfleet_V1_StillInfo] = []
     var _syncAudit: Capfleet_V1_SyncAuditResult? = nil
     var _frameSets: Capfleet_V1_FrameSets? = nil
+    var _audioProcessing: Capfleet_V1_AudioProcessing? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -6112,6 +6193,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       _stills = source._stills
       _syncAudit = source._syncAudit
       _frameSets = source._frameSets
+      _audioProcessing = source._audioProcessing
     }
   }
 
@@ -6169,6 +6251,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         case 50: try { try decoder.decodeSingularMessageField(value: &_storage._optics) }()
         case 51: try { try decoder.decodeSingularMessageField(value: &_storage._syncAudit) }()
         case 52: try { try decoder.decodeSingularMessageField(value: &_storage._frameSets) }()
+        case 53: try { try decoder.decodeSingularMessageField(value: &_storage._audioProcessing) }()
         default: break
         }
       }
@@ -6298,6 +6381,9 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       try { if let v = _storage._frameSets {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 52)
       } }()
+      try { if let v = _storage._audioProcessing {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 53)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -6346,6 +6432,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         if _storage._stills != rhs_storage._stills {return false}
         if _storage._syncAudit != rhs_storage._syncAudit {return false}
         if _storage._frameSets != rhs_storage._frameSets {return false}
+        if _storage._audioProcessing != rhs_storage._audioProcessing {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -9909,6 +9996,45 @@ nonisolated extension Capfleet_V1_ChangeDetection: SwiftProtobuf.Message, SwiftP
   public static func ==(lhs: Capfleet_V1_ChangeDetection, rhs: Capfleet_V1_ChangeDetection) -> Bool {
     if lhs.deviceID != rhs.deviceID {return false}
     if lhs._settings != rhs._settings {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_ChangeAudioProcessing: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ChangeAudioProcessing"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{1}processing\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      case 2: try { try decoder.decodeSingularMessageField(value: &self._processing) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.deviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 1)
+    }
+    try { if let v = self._processing {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_ChangeAudioProcessing, rhs: Capfleet_V1_ChangeAudioProcessing) -> Bool {
+    if lhs.deviceID != rhs.deviceID {return false}
+    if lhs._processing != rhs._processing {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -68,6 +68,9 @@ struct FleetListingHandler: Sendable {
         if !reply.devices.isEmpty, let detection = try await store.detection(deviceID: device.id), detection.settings.isOn {
             reply.devices[0].detection = detection.settings.wire
         }
+        if !reply.devices.isEmpty, let processing = try await store.audioProcessing(deviceID: device.id), processing.settings.isOn {
+            reply.devices[0].audioProcessing = processing.settings.wire
+        }
         guard let bytes = try await store.descriptor(deviceID: device.id), !reply.devices.isEmpty else { return }
         do {
             reply.devices[0].descriptor = try Capfleet_V1_DeviceDescriptor(serializedBytes: bytes)
