@@ -15,12 +15,12 @@ final class SpeexNoiseSuppressor {
         self.state = state
         var on: Int32 = 1
         var off: Int32 = 0
-        // speexdsp takes the most it may attenuate noise as a negative dB figure.
+        // speexdsp takes the most it may attenuate noise as a negative dB figure. Voice
+        // detection is off by default and left alone: setting it prints a warning to stderr.
         var suppress = Int32(-suppressDecibels.rounded())
         speex_preprocess_ctl(state, SPEEX_PREPROCESS_SET_DENOISE, &on)
         speex_preprocess_ctl(state, SPEEX_PREPROCESS_SET_NOISE_SUPPRESS, &suppress)
         speex_preprocess_ctl(state, SPEEX_PREPROCESS_SET_AGC, &off)
-        speex_preprocess_ctl(state, SPEEX_PREPROCESS_SET_VAD, &off)
         speex_preprocess_ctl(state, SPEEX_PREPROCESS_SET_DEREVERB, &off)
     }
 

@@ -14,8 +14,11 @@ import Foundation
 /// seconds. A take of both, exported with `--mux`; the clicks and flashes are found in the
 /// decoded file. Printed: the flash-after-click offsets (median, p99, largest), their drift
 /// over the take (a straight line through them), and whether they stay within one audio block.
-/// Then the agent's CPU with `--microphones` synthetic 48 kHz stereo microphones against the
-/// same agent with none.
+/// The microphone is processed as a studio would (high-pass 80 Hz, noise suppression 30 dB,
+/// gain +6 dB; `--unprocessed` leaves it as captured), so the offsets also show the
+/// suppressor's delay taken out of the times. Then the agent's CPU with `--microphones`
+/// synthetic 48 kHz stereo microphones, unprocessed and processed, against the same agent
+/// with none.
 struct SoundBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sound", abstract: "Sound against picture in a recorded take across skewed clocks; agent CPU per microphone.")
@@ -24,6 +27,22 @@ struct SoundBench: ParsableCommand {
     @Option(help: "Synthetic microphones for the CPU figure.") var microphones = 8
     @Option(help: "Seconds each CPU figure is measured over.") var cpuSeconds: Double = 10
     @Option(help: "Copy the muxed files here, to look at them.") var keep: String?
+    @Flag(help: "Record the microphone as captured, without processing.") var unprocessed = false
+
+    /// What the processed figures use: a studio's usual low cut, noise suppression and a little gain.
+    static let studioProcessing = AudioProcessingSettings(highPassHertz: 80, noiseSuppressionDecibels: 30, gainDecibels: 6)
+
+    /// Sets `settings` on `microphone` under its lease, as an operator would.
+    static func process(_ microphone: String, _ settings: AudioProcessingSettings, client: OperatorClient) throws {
+        _ = try client.call(.lockDevice(.with { $0.deviceID = microphone }))
+        _ = try client.call(
+            .changeAudioProcessing(
+                .with {
+                    $0.deviceID = microphone
+                    $0.processing = settings.wire
+                }))
+        _ = try client.call(.unlockDevice(.with { $0.deviceID = microphone }))
+    }
 
     func run() throws {
         progress("== sound against picture: a \(fmt(seconds)) s take, camera and microphone on two agents with skewed clocks")
@@ -57,6 +76,8 @@ struct SoundBench: ParsableCommand {
         guard let camera, let microphone else { throw BenchFailure("the camera and microphone never registered:\n\(fleet.logTails())") }
         try client.grantTestPatternConsent(camera)
         try client.grantTestPatternConsent(microphone)
+        if !unprocessed { try Self.process(microphone, Self.studioProcessing, client: client) }
+        progress("microphone processing: \(unprocessed ? "off" : Self.studioProcessing.summary)")
         func cli(_ arguments: [String], timeout: Double = 60) throws -> CapfleetBinary.Result {
             let result = try fleet.run(
                 arguments + ["--coordinator", fleet.operatorAddress.description, "--credential", credentialPath, "--timeout", "\(timeout)"])
@@ -119,19 +140,25 @@ struct SoundBench: ParsableCommand {
         fleet.stop()
 
         progress("== agent CPU per 48 kHz stereo microphone (\(microphones) synthetic, consent granted, nobody listening)")
-        let cpu = try Self.cpuPerMicrophone(count: microphones, seconds: cpuSeconds)
-        print("agent with 0 microphones   with \(microphones)   per microphone")
+        let none = try Self.agentCPU(microphones: 0, processing: .off, seconds: cpuSeconds)
+        let plain = try Self.agentCPU(microphones: microphones, processing: .off, seconds: cpuSeconds)
+        let processed = try Self.agentCPU(microphones: microphones, processing: Self.studioProcessing, seconds: cpuSeconds)
+        let perPlain = (plain - none) / Double(max(microphones, 1))
+        let perProcessed = (processed - none) / Double(max(microphones, 1))
+        print("agent with 0 microphones   with \(microphones)   per microphone   with \(microphones) processed   per microphone")
         print(
             String(
-                format: "%8.2f %%              %6.2f %%   %6.3f %% of a core", cpu.without, cpu.with,
-                (cpu.with - cpu.without) / Double(max(microphones, 1))))
-        progress("processing (gain, filters, noise suppression) is not built yet: no figure with it")
+                format: "%8.2f %%              %6.2f %%   %6.3f %%          %6.2f %%             %6.3f %% of a core", none, plain, perPlain,
+                processed,
+                perProcessed))
+        progress(
+            "processing (\(Self.studioProcessing.summary)): ratio processed/unprocessed per microphone \(fmt(perProcessed / max(perPlain, 0.001)))")
     }
 
-    /// The same agent (one small synthetic camera) with `count` microphones and with none.
-    static func cpuPerMicrophone(count: Int, seconds: Double) throws -> (without: Double, with: Double) {
-        var figures: [Double] = []
-        for microphones in [0, count] {
+    /// The agent's CPU, % of a core: one small synthetic camera and `microphones` synthetic
+    /// microphones, each processed with `processing`.
+    static func agentCPU(microphones: Int, processing: AudioProcessingSettings, seconds: Double) throws -> Double {
+        do {
             let fleet = try LocalFleet(
                 directory: FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-sound-cpu-\(getpid())-\(microphones)").path,
                 ports: try FleetPorts.free(record: false, metrics: false), output: .standardError)
@@ -150,15 +177,18 @@ struct SoundBench: ParsableCommand {
                 found = ((try? client.call(.listDevices(.init())).reply.devices) ?? []).filter { $0.kind == .syntheticMicrophone }.map(\.deviceID)
                 if found.count < microphones { Thread.sleep(forTimeInterval: 0.1) }
             }
-            for device in found { try client.grantTestPatternConsent(device) }
+            for device in found {
+                try client.grantTestPatternConsent(device)
+                if processing.isOn { try process(device, processing, client: client) }
+            }
             Thread.sleep(forTimeInterval: 2)
             let start = TelemetryBenchFleet.cpuNanoseconds(pid: agent.processIdentifier)
             let began = MonotonicTime.now()
             Thread.sleep(forTimeInterval: seconds)
             let used = TelemetryBenchFleet.cpuNanoseconds(pid: agent.processIdentifier) &- start
-            figures.append(Double(used) / Double(MonotonicTime.now() - began) * 100)
+            let figure = Double(used) / Double(MonotonicTime.now() - began) * 100
             fleet.stop()
+            return figure
         }
-        return (figures[0], figures[1])
     }
 }
