@@ -34,6 +34,7 @@ let package = Package(
         .systemLibrary(name: "CV4L2", path: "Sources/CV4L2"),
         .systemLibrary(name: "CAlsa", path: "Sources/CAlsa"),
         .systemLibrary(name: "CSpeexDSP", path: "Sources/CSpeexDSP"),
+        .systemLibrary(name: "CAravis", path: "Sources/CAravis", pkgConfig: "aravis-0.8"),
         .systemLibrary(name: "CAVFormat", path: "Sources/CAVFormat"),
         .systemLibrary(name: "CAVCodec", path: "Sources/CAVCodec"),
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto"),
@@ -83,6 +84,8 @@ let package = Package(
         // Microphones: ALSA capture devices, found, probed and read with the driver's timestamps;
         // their processing (speexdsp's noise suppression).
         .target(name: "FleetAudio", dependencies: ["CAlsa", "CSpeexDSP", "FleetCore"]),
+        // Industrial cameras: GigE Vision and USB3 Vision through Aravis, as camera sources.
+        .target(name: "FleetGenICam", dependencies: ["CAravis", "FleetCapture", "FleetCore", "FleetSystem"]),
         // OpenCV's cascade face detector behind a C interface (OpenCV 4 is C++ only).
         .target(
             name: "CFaceDetect",
@@ -108,7 +111,7 @@ let package = Package(
             name: "FleetAgent",
             dependencies: [
                 "FleetDaemon", "FleetSystem", "FleetBus", "FleetCapture", "FleetCore", "FleetDetection", "FleetEncoding", "FleetHost", "FleetImaging",
-                "FleetProtocol", "FleetRecording", "FleetAudio",
+                "FleetProtocol", "FleetRecording", "FleetAudio", "FleetGenICam",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),

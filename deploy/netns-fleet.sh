@@ -44,7 +44,7 @@ readonly SCRIPT
 readonly INVOKED=$0
 
 # The fleet's settings: from the command line, else DATA/fleet.env, else defaults.
-PREFIX="" DATA="" BIN="" AGENTS="" IMPAIR="" AGENT_ARGS="" COORDINATOR_ARGS="" SETTINGS=""
+PREFIX="" DATA="" BIN="" AGENTS="" IMPAIR="" AGENT_ARGS="" COORDINATOR_ARGS="" SETTINGS="" GENICAM=0
 PREFIX_GIVEN=0 PURGE=0
 declare -A SKEW=()
 
@@ -59,7 +59,7 @@ namespaces P-a1..P-aN, joined by a bridge in P-sw. Each agent reaches the coordi
 
 Commands:
   up [--agents N] [--bin PATH] [--impair SPEC] [--skew I=SETTING]...
-     [--agent-args "ARGS"] [--coordinator-args "ARGS"] [--setting KEY=VALUE]...
+     [--agent-args "ARGS"] [--coordinator-args "ARGS"] [--setting KEY=VALUE]... [--genicam]
         Build the namespaces, start the coordinator, make an admin credential
         (DATA/admin.credential), then a relay and an agent on each agent host; wait until
         all N nodes are online. N: 1 to $MAX_AGENTS (default 3). --bin: default \$CAPFLEET_BIN,
@@ -70,6 +70,9 @@ Commands:
         --coordinator-args: extra words for every agent / the coordinator. --setting
         cpu_latency_us=0: CAPFLEET_CPU_LATENCY_US=0 for the coordinator and every agent
         (repeatable; CAPFLEET_* variables of the caller's shell never reach them).
+        --genicam: give each agent host I a GigE Vision camera (Aravis's fake camera,
+        arv-fake-gv-camera-0.8, serial CF-aI) in namespace P-gI on a link of its own, and
+        run its agent with --genicam gc0.
   down [--purge]
         Stop every process (SIGTERM, SIGKILL after 5 s) and delete the namespaces. Safe to
         run when nothing, or only part of a fleet, is up. --purge also deletes DATA.
@@ -224,7 +227,7 @@ ns() { echo "$PREFIX-$1"; }
 # This fleet's namespaces that exist now: P-sw, P-coord, P-aI, and nothing of another
 # fleet whose prefix merely starts with P.
 fleet_namespaces() {
-    ip netns list | awk '{print $1}' | grep -E "^$PREFIX-(sw|coord|a[0-9]+)\$" || true
+    ip netns list | awk '{print $1}' | grep -E "^$PREFIX-(sw|coord|a[0-9]+|g[0-9]+)\$" || true
 }
 
 # Joins host namespace $1 to the bridge: $2 is its port's name in P-sw, $3 its address.
@@ -238,6 +241,28 @@ attach_host() {
     ip -n "$host" link set eth0 up
 }
 
+# Gives agent host I a GigE Vision camera on a link of its own: namespace P-gI, reached from
+# P-aI's interface gc0 (10.78.I.1/24) at 10.78.I.2, where Aravis's fake camera answers the
+# real GVCP/GVSP protocol (serial CF-aI). Broadcast addresses are set: discovery needs them.
+attach_genicam_camera() {
+    local i=$1 camera
+    camera=$(ns "g$i")
+    ip netns add "$camera"
+    ip -n "$camera" link set lo up
+    ip -n "$(ns "a$i")" link add gc0 type veth peer name eth0 netns "$camera"
+    ip -n "$(ns "a$i")" addr add "10.78.$i.1/24" brd + dev gc0
+    ip -n "$(ns "a$i")" link set gc0 up
+    ip -n "$camera" addr add "10.78.$i.2/24" brd + dev eth0
+    ip -n "$camera" link set eth0 up
+}
+
+# Starts agent host I's fake GigE Vision camera. Its argv[0] names DATA, so that the pid
+# checks here know it as this fleet's.
+start_genicam_camera() {
+    local i=$1
+    start_process "$(ns "g$i")" "genicam-a$i" bash -c 'exec -a "$0" arv-fake-gv-camera-0.8 -i eth0 -s "$1"' "$DATA/genicam-a$i" "CF-a$i"
+}
+
 build_namespaces() {
     ip netns add "$(ns sw)"
     ip -n "$(ns sw)" link set lo up
@@ -247,6 +272,7 @@ build_namespaces() {
     local i
     for ((i = 1; i <= AGENTS; i++)); do
         attach_host "$(ns "a$i")" "v$i" "$SUBNET.$((10 + i))"
+        ((GENICAM == 0)) || attach_genicam_camera "$i"
     done
 }
 
@@ -379,6 +405,7 @@ start_agent() {
         arguments+=(--enroll "$token")
     fi
     [[ -z ${SKEW[$i]:-} ]] || arguments+=("--test-clock-skew=${SKEW[$i]}")
+    ((GENICAM == 0)) || arguments+=(--genicam gc0)
     read -ra extra <<<"$AGENT_ARGS"
     local environment=()
     mapfile -t environment < <(settings_environment)
@@ -455,6 +482,7 @@ cmd_up() {
         --impair | --impair=*) option_value --impair "$@"; IMPAIR=$OPTION_VALUE ;;
         --agent-args | --agent-args=*) option_value --agent-args "$@"; AGENT_ARGS=$OPTION_VALUE ;;
         --coordinator-args | --coordinator-args=*) option_value --coordinator-args "$@"; COORDINATOR_ARGS=$OPTION_VALUE ;;
+        --genicam) GENICAM=1; OPTION_WORDS=1 ;;
         --setting | --setting=*)
             option_value --setting "$@"
             [[ $OPTION_VALUE =~ ^[a-z][a-z0-9_]*=[^[:space:]]+$ ]] || die "--setting $OPTION_VALUE: write KEY=VALUE, e.g. cpu_latency_us=0 (no spaces)"
@@ -507,7 +535,7 @@ cmd_up() {
     {
         printf '# Written by %s up at %s; read by its other commands.\n' "$SCRIPT" "$(date '+%F %T')"
         printf '%s=%q\n' PREFIX "$PREFIX" AGENTS "$AGENTS" BIN "$BIN" DATA "$DATA" \
-            AGENT_ARGS "$AGENT_ARGS" COORDINATOR_ARGS "$COORDINATOR_ARGS" SETTINGS "$SETTINGS"
+            AGENT_ARGS "$AGENT_ARGS" COORDINATOR_ARGS "$COORDINATOR_ARGS" SETTINGS "$SETTINGS" GENICAM "$GENICAM"
         for i in "${!SKEW[@]}"; do printf 'SKEW_%s=%q\n' "$i" "${SKEW[$i]}"; done
     } >"$DATA/fleet.env"
 
@@ -538,6 +566,7 @@ cmd_up() {
         mkdir -p "$DATA/a$i"
         write_impairment "$i" "$IMPAIR"
         start_relay "$i"
+        ((GENICAM == 0)) || start_genicam_camera "$i"
         start_agent "$i"
     done
     echo "waiting until all $AGENTS agents are online"

@@ -70,6 +70,9 @@ public struct AgentConfiguration: Sendable {
     /// one found when `discoverMicrophones`.
     public var microphones: [String] = []
     public var discoverMicrophones = false
+    /// Where to look for GenICam cameras (device-model.md, "GenICam cameras"): `off`, `usb`,
+    /// `all`, or network interfaces separated by commas.
+    public var genicam = "off"
     public var sensorSocket: String?
 
     /// Devices other than cameras it was told to offer: it may then run without a camera.

@@ -215,7 +215,7 @@ extension CameraSource {
     }
 
     /// Refuses an exposure request the device cannot do, saying what it can.
-    func checkExposure(_ request: ExposureRequest, against state: ExposureState?) throws(CaptureError) {
+    public func checkExposure(_ request: ExposureRequest, against state: ExposureState?) throws(CaptureError) {
         guard let state else { throw .unsupportedExposure(device: device.deviceID, reason: "it has no exposure control") }
         if let refusal = state.refusal(of: request) { throw .unsupportedExposure(device: device.deviceID, reason: refusal) }
     }
@@ -249,7 +249,7 @@ extension CameraSource {
     }
 
     /// Refuses a frame rate range the active format cannot run (DeviceCommandRules).
-    func checkFrameRateRange(_ range: FrameRateRange) throws(CaptureError) {
+    public func checkFrameRateRange(_ range: FrameRateRange) throws(CaptureError) {
         let format = device.formats[activeFormatIndex]
         switch DeviceCommandRules.frameRateFit(minimum: range.minFramesPerSecond, maximum: range.maxFramesPerSecond, in: format) {
         case .fits:
@@ -263,7 +263,7 @@ extension CameraSource {
 
     /// Refuses a zoom outside the active format's range, or a ramp faster than any may run
     /// (DeviceCommandRules: the coordinator checks the same before it sends the command).
-    func checkZoom(_ command: ZoomCommand, maximum: Double) throws(CaptureError) {
+    public func checkZoom(_ command: ZoomCommand, maximum: Double) throws(CaptureError) {
         switch command {
         case let .set(factor), let .ramp(factor, _):
             guard DeviceCommandRules.zoomFits(factor, maximum: maximum) else {
@@ -278,7 +278,7 @@ extension CameraSource {
     }
 
     /// Refuses a format index the device does not have.
-    func checkFormat(_ index: Int) throws(CaptureError) {
+    public func checkFormat(_ index: Int) throws(CaptureError) {
         guard DeviceCommandRules.formatFits(index, of: device.formats) else {
             throw .unsupportedFormat(device: device.deviceID, requested: "format #\(index)", supported: device.formats.map(\.label))
         }

@@ -31,6 +31,7 @@ public struct AgentFlags: Sendable {
     public var syntheticMicrophones: Int?
     public var microphones: [String] = []
     public var discoverMicrophones = true
+    public var genicam: String?
 
     public init() {}
 }
@@ -140,6 +141,8 @@ public struct AgentSettings: Sendable {
             ? (settings.nonEmpty(AgentSettingKeys.microphones, environment: env) ?? "").split(whereSeparator: { $0 == "," || $0 == " " }).map(
                 String.init)
             : flags.microphones
+        // `genicam`: off (the default), usb, all, or the network interfaces GigE Vision cameras are on.
+        configuration.genicam = flags.genicam ?? settings.nonEmpty(AgentSettingKeys.genicam, environment: env) ?? "off"
         if microphonesListed == ["none"] {
             configuration.discoverMicrophones = false
         } else {

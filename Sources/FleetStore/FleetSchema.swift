@@ -646,6 +646,12 @@ enum FleetSchema {
                     ) WITHOUT ROWID;
                     """)
         }
+        migrator.registerMigration("v27: GenICam cameras") { db in
+            // A GigE Vision or USB3 Vision camera registers as a device of its own kind (device-model.md).
+            try widenDeviceKinds(
+                db, migration: "v27", from: "CHECK (kind IN ('synthetic', 'v4l2', 'external', 'sensor', 'syntheticMicrophone', 'alsa'))",
+                to: "CHECK (kind IN ('synthetic', 'v4l2', 'external', 'sensor', 'syntheticMicrophone', 'alsa', 'genicam'))")
+        }
         return migrator
     }
 }

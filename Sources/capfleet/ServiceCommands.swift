@@ -137,6 +137,11 @@ struct AgentCommand: AsyncParsableCommand {
     var microphones: [String] = []
     @Flag(inversion: .prefixedNo, help: "Use every ALSA capture device of this host (when no --microphone is given).")
     var discoverMicrophones = true
+    @Option(
+        help:
+            "GenICam cameras through Aravis: off (default), usb (USB3 Vision), all (also GigE Vision on every interface), or the network interfaces GigE Vision cameras are on, e.g. eth1,eth2 (setting genicam)."
+    )
+    var genicam: String?
     @Option(help: "The sensor endpoint's Unix socket, mode 0660 (default: STATE_DIR/sensors.sock; setting sensor_socket).")
     var sensorSocket: String?
     @Option(
@@ -175,6 +180,7 @@ struct AgentCommand: AsyncParsableCommand {
         flags.syntheticMicrophones = syntheticMicrophones
         flags.microphones = microphones
         flags.discoverMicrophones = discoverMicrophones
+        flags.genicam = genicam
         let settings = try AgentSettings.load(flags)
         if checkConfig {
             for line in settings.checkReport() { print(line) }

@@ -1,5 +1,6 @@
 import FleetCapture
 import FleetCore
+import FleetGenICam
 import Logging
 
 /// Decides which cameras an agent runs: the V4L2 devices it was given (by path or stable
@@ -38,6 +39,22 @@ enum CameraInventory {
                 // A device named on the command line must work; one merely found may be skipped.
                 if !configuration.devices.isEmpty { throw AgentError.deviceUnusable(node.path, error.description) }
                 logger.warning("skipping a camera that cannot be opened", metadata: ["device.path": "\(node.path)", "error": "\(error)"])
+            }
+        }
+        // GenICam cameras where the agent was told to look (setting genicam).
+        for info in GenICamDiscovery.devices(GenICamSearch(setting: configuration.genicam)) {
+            do {
+                let camera = try GenICamCamera(info: info, bufferCount: max(configuration.bufferCount, 8), frameRate: configuration.deviceFrameRate)
+                logger.info(
+                    "camera found",
+                    metadata: [
+                        "device.id": "\(camera.device.deviceID)", "device.address": "\(info.address)", "device.protocol": "\(info.protocolName)",
+                        "formats": "\(camera.device.formats.count)",
+                    ])
+                sources.append(camera)
+            } catch {
+                logger.warning(
+                    "skipping a GenICam camera that cannot be opened", metadata: ["device.address": "\(info.address)", "error": "\(error)"])
             }
         }
         let shortID = nodeID.replacingOccurrences(of: "node-", with: "").prefix(8)

@@ -7,6 +7,7 @@ public enum DeviceIdentityRule {
     /// Prefixes that belong to one kind of source: nothing else may claim them.
     public static let reservedPrefixes: [(prefix: String, kind: SourceKind)] = [
         ("v4l2-", .v4l2), ("syn-", .synthetic), ("sen-", .sensor), ("synmic-", .syntheticMicrophone), ("alsa-", .alsa),
+        ("genicam-", .genicam),
     ]
 
     /// Why `deviceID` may not name a device of `kind`, or nil when it may.

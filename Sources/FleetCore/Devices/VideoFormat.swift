@@ -79,6 +79,8 @@ public enum SourceKind: String, Sendable, Codable, CaseIterable {
     case syntheticMicrophone
     /// An ALSA capture device (microphones.md, "ALSA capture devices").
     case alsa
+    /// A GigE Vision or USB3 Vision camera, through Aravis (device-model.md, "GenICam cameras").
+    case genicam
 
     /// A camera: it has formats and takes camera commands (format, rate, zoom, focus, stills).
     public var isCamera: Bool { self != .sensor && !isMicrophone }

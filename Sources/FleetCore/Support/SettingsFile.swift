@@ -133,12 +133,15 @@ public enum AgentSettingKeys {
     public static let syntheticMicrophones = "synthetic_microphones"
     /// ALSA capture devices the agent uses (microphones.md): names or ids, or `none`.
     public static let microphones = "microphones"
+    /// Where the agent looks for GenICam cameras (device-model.md, "GenICam cameras"): off,
+    /// usb, all, or network interfaces.
+    public static let genicam = "genicam"
 
     public static let all =
         [coordinator, name, stateDirectory, enrollToken] + PressureThresholds.settingKeys
         + [
             "real_frames_command", recordSpoolMemory, recordSpoolDisk, preview, previewWidth, previewFPS, previewQuality,
             recordingsDirectory, recordReserve, recordingsKeepDays, collectRate, encoderThreads, encoderPreset, hardwareEncoders, cpuLatency,
-            sensorStreams, sensorSocket, syntheticMicrophones, microphones,
+            sensorStreams, sensorSocket, syntheticMicrophones, microphones, genicam,
         ]
 }

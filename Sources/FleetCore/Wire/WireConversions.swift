@@ -40,6 +40,7 @@ extension SourceKind {
         case .sensor: .sensor
         case .syntheticMicrophone: .syntheticMicrophone
         case .alsa: .alsa
+        case .genicam: .genicam
         }
     }
 
@@ -51,6 +52,7 @@ extension SourceKind {
         case .sensor: self = .sensor
         case .syntheticMicrophone: self = .syntheticMicrophone
         case .alsa: self = .alsa
+        case .genicam: self = .genicam
         default: return nil
         }
     }

@@ -80,6 +80,9 @@ public nonisolated enum Capfleet_V1_SourceKind: SwiftProtobuf.Enum, Swift.CaseIt
 
   /// since 1.10: an ALSA capture device (microphones.md, "ALSA capture devices")
   case alsa // = 6
+
+  /// since 1.11: a GigE Vision or USB3 Vision camera through Aravis (device-model.md, "GenICam cameras")
+  case genicam // = 7
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -95,6 +98,7 @@ public nonisolated enum Capfleet_V1_SourceKind: SwiftProtobuf.Enum, Swift.CaseIt
     case 4: self = .sensor
     case 5: self = .syntheticMicrophone
     case 6: self = .alsa
+    case 7: self = .genicam
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -108,6 +112,7 @@ public nonisolated enum Capfleet_V1_SourceKind: SwiftProtobuf.Enum, Swift.CaseIt
     case .sensor: return 4
     case .syntheticMicrophone: return 5
     case .alsa: return 6
+    case .genicam: return 7
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -121,6 +126,7 @@ public nonisolated enum Capfleet_V1_SourceKind: SwiftProtobuf.Enum, Swift.CaseIt
     .sensor,
     .syntheticMicrophone,
     .alsa,
+    .genicam,
   ]
 
 }
@@ -1601,7 +1607,7 @@ nonisolated extension Capfleet_V1_ProtocolVersion: SwiftProtobuf._ProtoNameProvi
 }
 
 nonisolated extension Capfleet_V1_SourceKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0SOURCE_KIND_UNSPECIFIED\0\u{1}SOURCE_KIND_SYNTHETIC\0\u{1}SOURCE_KIND_V4L2\0\u{1}SOURCE_KIND_EXTERNAL\0\u{1}SOURCE_KIND_SENSOR\0\u{1}SOURCE_KIND_SYNTHETIC_MICROPHONE\0\u{1}SOURCE_KIND_ALSA\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0SOURCE_KIND_UNSPECIFIED\0\u{1}SOURCE_KIND_SYNTHETIC\0\u{1}SOURCE_KIND_V4L2\0\u{1}SOURCE_KIND_EXTERNAL\0\u{1}SOURCE_KIND_SENSOR\0\u{1}SOURCE_KIND_SYNTHETIC_MICROPHONE\0\u{1}SOURCE_KIND_ALSA\0\u{1}SOURCE_KIND_GENICAM\0")
 }
 
 nonisolated extension Capfleet_V1_AudioTimestampSource: SwiftProtobuf._ProtoNameProviding {

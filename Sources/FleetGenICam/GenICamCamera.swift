@@ -1,0 +1,299 @@
+import CAravis
+import FleetCapture
+import FleetCore
+import FleetSystem
+import Foundation
+import Synchronization
+
+/// A GigE Vision or USB3 Vision camera as a camera source (device-model.md, "GenICam cameras"),
+/// through Aravis: its GenICam pixel formats the fleet can carry, at the sensor's full size and
+/// binned 2x2 where it bins, and at the region it boots with (offered first), over its
+/// AcquisitionFrameRate range; its ExposureTime as the
+/// exposure control. Frames come off Aravis's stream on a thread this source owns, copied into
+/// a pool of its own so Aravis's buffers go straight back to the stream.
+public final class GenICamCamera: CameraSource {
+    public let device: DeviceDescription
+    public let info: GenICamDeviceInfo
+    /// Each format's GenICam PixelFormat name and binning, by format index.
+    private let modes: [Mode]
+    private let bufferCount: Int
+
+    struct Mode: Sendable {
+        var pixelFormat: String
+        var binning: Int
+    }
+
+    /// The camera's handle: Aravis's objects are not thread-safe, so every call on them goes
+    /// through `session` (the stream's pops excepted: Aravis's stream queue is thread-safe).
+    private final class Handle: @unchecked Sendable {
+        let camera: UnsafeMutablePointer<ArvCamera>
+        var stream: UnsafeMutablePointer<ArvStream>?
+        init(camera: UnsafeMutablePointer<ArvCamera>) { self.camera = camera }
+        deinit {
+            capfleet_arv_unref(stream)
+            capfleet_arv_unref(camera)
+        }
+    }
+
+    private struct Settings {
+        var formatIndex: Int
+        var frameRate: FrameRateRange
+        var exposure: ExposureState?
+    }
+
+    private let handle: Handle
+    private let session = Mutex<Void>(())
+    private let settings: Mutex<Settings>
+    private let running = Atomic<Bool>(false)
+    private let captureThread = Mutex<OwnedThread?>(nil)
+    private let outOfBuffers = Atomic<UInt64>(0)
+    /// Buffers the stream gave back incomplete (packets lost beyond resends, timeouts).
+    private let failedBuffers = Atomic<UInt64>(0)
+
+    /// The GenICam pixel formats the fleet carries, and the FourCC each becomes.
+    static let pixelFormats: [(genicam: String, fourCC: PixelFormat)] = [
+        ("Mono8", .grey), ("Mono16", .y16), ("RGB8", PixelFormat("RGB3")), ("RGB8Packed", PixelFormat("RGB3")),
+        ("BGR8", PixelFormat("BGR3")), ("BGR8Packed", PixelFormat("BGR3")), ("YUV422_8_UYVY", PixelFormat("UYVY")),
+        ("YUV422Packed", PixelFormat("UYVY")), ("YUV422_8", PixelFormat("YUYV")), ("YUV422_YUYV_Packed", PixelFormat("YUYV")),
+    ]
+
+    public init(info: GenICamDeviceInfo, bufferCount: Int = 8, frameRate: Double? = nil) throws(GenICamError) {
+        self.info = info
+        self.bufferCount = max(bufferCount, 3)
+        let deviceID = info.deviceID
+        guard
+            let camera = try aravisCall(deviceID, "opening it (\(info.aravisID) at \(info.address))", { arv_camera_new(info.aravisID, $0) })
+        else {
+            throw GenICamError(device: deviceID, operation: "opening it", message: "Aravis returned no camera")
+        }
+        handle = Handle(camera: camera)
+        var names: UInt32 = 0
+        let offered = try aravisCall(deviceID, "listing its pixel formats") { arv_camera_dup_available_pixel_formats_as_strings(camera, &names, $0) }
+        var available: [String] = []
+        if let offered {
+            for index in 0..<Int(names) { if let name = offered[index] { available.append(String(cString: name)) } }
+            capfleet_arv_free(UnsafeMutableRawPointer(mutating: offered))
+        }
+        var minWidth: Int32 = 0, maxWidth: Int32 = 0, minHeight: Int32 = 0, maxHeight: Int32 = 0
+        try aravisCall(deviceID, "reading its width range") { arv_camera_get_width_bounds(camera, &minWidth, &maxWidth, $0) }
+        try aravisCall(deviceID, "reading its height range") { arv_camera_get_height_bounds(camera, &minHeight, &maxHeight, $0) }
+        // The region it boots with: the size its maker chose, offered first.
+        var bootX: Int32 = 0, bootY: Int32 = 0, bootWidth: Int32 = 0, bootHeight: Int32 = 0
+        try aravisCall(deviceID, "reading its region") { arv_camera_get_region(camera, &bootX, &bootY, &bootWidth, &bootHeight, $0) }
+        var minRate = 0.0, maxRate = 0.0
+        let hasRate = try aravisCall(deviceID, "asking for its frame rate") { arv_camera_is_frame_rate_available(camera, $0) } != 0
+        if hasRate { try aravisCall(deviceID, "reading its frame rate range") { arv_camera_get_frame_rate_bounds(camera, &minRate, &maxRate, $0) } }
+        let bins = (try? aravisCall(deviceID, "asking for binning") { arv_camera_is_binning_available(camera, $0) }) ?? 0
+        let rates = [FrameRateRange(min: max(minRate, 0.1), max: max(maxRate > 0 ? maxRate : 30, max(minRate, 0.1)))]
+        var formats: [VideoFormat] = []
+        var modes: [Mode] = []
+        var seen: Set<String> = []
+        for (genicam, fourCC) in Self.pixelFormats where available.contains(genicam) && !seen.contains(fourCC.description) {
+            seen.insert(fourCC.description)
+            var sizes: [(width: Int, height: Int, binning: Int)] = []
+            if bootWidth > 0, bootHeight > 0, bootWidth != maxWidth || bootHeight != maxHeight {
+                sizes.append((Int(bootWidth), Int(bootHeight), 1))
+            }
+            sizes.append((Int(maxWidth), Int(maxHeight), 1))
+            if bins != 0 { sizes.append((Int(maxWidth) / 2, Int(maxHeight) / 2, 2)) }
+            for size in sizes {
+                formats.append(
+                    VideoFormat(
+                        pixelFormat: fourCC, width: size.width, height: size.height, frameRateRanges: rates, isBinned: size.binning > 1,
+                        bitDepth: fourCC == .y16 ? 16 : 8))
+                modes.append(Mode(pixelFormat: genicam, binning: size.binning))
+            }
+        }
+        guard !formats.isEmpty else {
+            throw GenICamError(
+                device: deviceID, operation: "choosing a pixel format",
+                message:
+                    "it offers \(available.joined(separator: ", ")), none of which the fleet carries (\(Self.pixelFormats.map(\.genicam).joined(separator: ", ")))"
+            )
+        }
+        self.modes = modes
+        var exposure: ExposureState?
+        if (try? aravisCall(deviceID, "asking for exposure") { arv_camera_is_exposure_time_available(camera, $0) }) ?? 0 != 0 {
+            var low = 0.0, high = 0.0
+            try aravisCall(deviceID, "reading its exposure range") { arv_camera_get_exposure_time_bounds(camera, &low, &high, $0) }
+            let now = try aravisCall(deviceID, "reading its exposure time") { arv_camera_get_exposure_time(camera, $0) }
+            exposure = ExposureState(automatic: false, seconds: now / 1e6, minimumSeconds: low / 1e6, maximumSeconds: high / 1e6)
+        }
+        device = DeviceDescription(
+            deviceID: deviceID, name: "\(info.vendor) \(info.model) \(info.serial)", driver: "aravis \(info.protocolName)", kind: .genicam,
+            formats: formats, devicePath: info.address, identitySource: "genicam vendor, model and serial number")
+        let rate = frameRate.map { min(max($0, rates[0].minFramesPerSecond), rates[0].maxFramesPerSecond) } ?? min(30, rates[0].maxFramesPerSecond)
+        settings = Mutex(Settings(formatIndex: 0, frameRate: FrameRateRange(min: rate, max: rate), exposure: exposure))
+    }
+
+    public var activeFormatIndex: Int { settings.withLock { $0.formatIndex } }
+    public var activeFrameRateRange: FrameRateRange { settings.withLock { $0.frameRate } }
+    public var outOfBufferDrops: UInt64 { outOfBuffers.load(ordering: .relaxed) }
+    /// Buffers the stream handed back incomplete, since the camera was opened.
+    public var incompleteFrames: UInt64 { failedBuffers.load(ordering: .relaxed) }
+    public var interruption: Interruption? { nil }
+    public var zoomMethod: ZoomMethod? { nil }
+    public var zoomFactor: Double { 1 }
+    public var focus: FocusState? { nil }
+    public var exposure: ExposureState? { settings.withLock { $0.exposure } }
+
+    public func zoom(_ command: ZoomCommand) throws(CaptureError) {
+        throw .unsupportedZoom(device: device.deviceID, requested: 1, maximum: 1)
+    }
+
+    public func focus(_ request: FocusRequest) throws(CaptureError) { try checkFocus(request) }
+
+    public func setExposure(_ request: ExposureRequest) throws(CaptureError) {
+        try checkExposure(request, against: exposure)
+        guard case let .manual(seconds) = request else {
+            throw .unsupportedExposure(device: device.deviceID, reason: "its exposure is set by time, not automatically, here")
+        }
+        let camera = handle.camera
+        let deviceID = device.deviceID
+        do {
+            try session.withLock { _ throws(GenICamError) in
+                try aravisCall(deviceID, "setting its exposure time") { arv_camera_set_exposure_time(camera, seconds * 1e6, $0) }
+            }
+        } catch {
+            throw .unsupportedExposure(device: deviceID, reason: error.description)
+        }
+        settings.withLock { $0.exposure?.seconds = seconds }
+    }
+
+    @discardableResult
+    public func setActiveFormat(index: Int) throws(CaptureError) -> ZoomFormatChange? {
+        try checkFormat(index)
+        try restarting { settings.withLock { $0.formatIndex = index } }
+        return nil
+    }
+
+    public func setFrameRateRange(_ range: FrameRateRange) throws(CaptureError) {
+        try checkFrameRateRange(range)
+        try restarting { settings.withLock { $0.frameRate = range } }
+    }
+
+    /// Applies a change with the stream stopped, and starts it again if it ran.
+    private func restarting(_ change: () -> Void) throws(CaptureError) {
+        guard let deliver = currentDeliver.withLock({ $0 }), running.load(ordering: .acquiring) else {
+            change()
+            return
+        }
+        stop()
+        change()
+        let stored = currentInterruption.withLock { $0 }
+        let onInterruption: @Sendable (Interruption?) -> Void = stored ?? { _ in }
+        try start(deliver: deliver, onInterruption: onInterruption)
+    }
+
+    private let currentDeliver = Mutex<(@Sendable (CapturedFrame) -> Void)?>(nil)
+    private let currentInterruption = Mutex<(@Sendable (Interruption?) -> Void)?>(nil)
+
+    public func start(
+        deliver: @escaping @Sendable (CapturedFrame) -> Void, onInterruption: @escaping @Sendable (Interruption?) -> Void
+    ) throws(CaptureError) {
+        guard !running.exchange(true, ordering: .acquiringAndReleasing) else { throw .alreadyStreaming(device: device.deviceID) }
+        currentDeliver.withLock { $0 = deliver }
+        currentInterruption.withLock { $0 = onInterruption }
+        let (index, rate) = settings.withLock { ($0.formatIndex, $0.frameRate) }
+        let format = device.formats[index]
+        let mode = modes[index]
+        let camera = handle.camera
+        let deviceID = device.deviceID
+        let frameBytes: Int
+        do {
+            frameBytes = try session.withLock { _ throws(GenICamError) -> Int in
+                try aravisCall(deviceID, "setting pixel format \(mode.pixelFormat)") {
+                    arv_camera_set_pixel_format_from_string(camera, mode.pixelFormat, $0)
+                }
+                if arv_camera_is_binning_available(camera, nil) != 0 {
+                    try aravisCall(deviceID, "setting binning \(mode.binning)") {
+                        arv_camera_set_binning(camera, Int32(mode.binning), Int32(mode.binning), $0)
+                    }
+                }
+                try aravisCall(deviceID, "setting the region \(format.width)x\(format.height)") {
+                    arv_camera_set_region(camera, 0, 0, Int32(format.width), Int32(format.height), $0)
+                }
+                if arv_camera_is_frame_rate_available(camera, nil) != 0 {
+                    try aravisCall(deviceID, "setting \(rate.maxFramesPerSecond) fps") {
+                        arv_camera_set_frame_rate(camera, rate.maxFramesPerSecond, $0)
+                    }
+                }
+                try aravisCall(deviceID, "choosing continuous acquisition") {
+                    arv_camera_set_acquisition_mode(camera, ARV_ACQUISITION_MODE_CONTINUOUS, $0)
+                }
+                let payload = try aravisCall(deviceID, "reading the payload size") { arv_camera_get_payload(camera, $0) }
+                let stream = try aravisCall(deviceID, "opening its stream") { arv_camera_create_stream(camera, nil, nil, $0) }
+                guard let stream else { throw GenICamError(device: deviceID, operation: "opening its stream", message: "Aravis returned none") }
+                handle.stream = stream
+                for _ in 0..<bufferCount { arv_stream_push_buffer(stream, arv_buffer_new(Int(payload), nil)) }
+                try aravisCall(deviceID, "starting acquisition") { arv_camera_start_acquisition(camera, $0) }
+                return Int(payload)
+            }
+        } catch {
+            running.store(false, ordering: .releasing)
+            throw .unsupportedFormat(
+                device: deviceID, requested: "\(format.label) at \(rate.maxFramesPerSecond) fps (\(error.message))",
+                supported: device.formats.map(\.label))
+        }
+        let layout = FrameLayout(format)
+        let pool = FrameBufferPool(bufferSize: max(frameBytes, layout.bytesPerLine * layout.height), capacity: bufferCount)
+        let thread = OwnedThread(name: "cf-genicam")
+        captureThread.withLock { $0 = thread }
+        thread.start { [self] in captureLoop(layout: layout, pool: pool, deliver: deliver) }
+    }
+
+    /// Pops buffers until stopped: each complete one copied out and delivered, each incomplete
+    /// one counted, every one given back to the stream at once.
+    private func captureLoop(layout: FrameLayout, pool: FrameBufferPool, deliver: @Sendable (CapturedFrame) -> Void) {
+        // Set before this thread started, cleared only after it ended.
+        guard let stream = handle.stream else { return }
+        while running.load(ordering: .acquiring) {
+            guard let buffer = arv_stream_timeout_pop_buffer(stream, 100_000) else { continue }
+            defer { arv_stream_push_buffer(stream, buffer) }
+            guard arv_buffer_get_status(buffer) == ARV_BUFFER_STATUS_SUCCESS else {
+                failedBuffers.add(1, ordering: .relaxed)
+                continue
+            }
+            var size = 0
+            guard let data = arv_buffer_get_data(buffer, &size), let target = pool.take() else {
+                outOfBuffers.add(1, ordering: .relaxed)
+                continue
+            }
+            let count = min(size, target.capacity)
+            target.storage.copyMemory(from: data, byteCount: count)
+            // The host's reception time (Aravis stamps it on the real-time clock), put on
+            // CLOCK_MONOTONIC: the camera's own timestamp runs on its clock, not the host's.
+            let received = UInt64(arv_buffer_get_system_timestamp(buffer))
+            let realNow = WallClockNow.nanoseconds()
+            let monotonicNow = MonotonicTime.now()
+            let age = realNow > received ? realNow - received : 0
+            deliver(
+                CapturedFrame(
+                    buffer: target, byteCount: count, sequence: UInt64(arv_buffer_get_frame_id(buffer)),
+                    captureMonotonicNanoseconds: monotonicNow > age ? monotonicNow - age : monotonicNow, layout: layout))
+        }
+    }
+
+    public func stop() {
+        guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        captureThread.withLock { $0 }?.joinBlocking()
+        captureThread.withLock { $0 = nil }
+        let camera = handle.camera
+        session.withLock { _ in
+            arv_camera_stop_acquisition(camera, nil)
+            capfleet_arv_unref(handle.stream)
+            handle.stream = nil
+        }
+    }
+
+    deinit { stop() }
+}
+
+/// CLOCK_REALTIME now, ns: what Aravis stamps buffers with.
+enum WallClockNow {
+    static func nanoseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    }
+}

@@ -1,0 +1,72 @@
+import FleetTestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension SecondLaneIntegrationTests {
+    /// GenICam cameras on namespace hosts (issue "industrial GenICam cameras"): each agent host
+    /// has Aravis's fake GigE Vision camera on a link of its own, speaking the real GVCP/GVSP
+    /// protocol. The agents find them on the interface they were told to use, register them
+    /// under ids from vendor, model and serial, list their formats, send black frames until
+    /// consent and real ones after, and a take records both on the agents, collected and verified.
+    @Suite struct NetnsGenICamTests {
+        @Test func fakeGigEVisionCamerasOnTwoHosts_registerStreamAndRecord() async throws {
+            guard getuid() == 0 else {
+                print("netns GenICam: not run, network namespaces need root (CI runs as root)")
+                return
+            }
+            let fleet = NetnsTestFleet(prefix: "cfg\(getpid() % 10_000)")
+            defer { fleet.down() }
+            try fleet.run(["up", "--agents", "2", "--bin", FleetHarness.binary, "--genicam", "--agent-args", "--synthetic 0 --fps 10 --no-pressure"])
+            var devices: [[String: Any]] = []
+            _ = try await NetnsTestFleet.waitUntil("both cameras register", seconds: 30) {
+                devices = try fleet.json(["devices"]).filter { $0["kind"] as? String == "genicam" }
+                return devices.count == 2
+            }
+            let ids = devices.compactMap { $0["device_id"] as? String }.sorted()
+            #expect(ids == ["genicam-Aravis-Fake-CF_a1", "genicam-Aravis-Fake-CF_a2"], "\(devices)")
+            let formats = try fleet.json(["formats", ids[0]])
+            let labels = formats.map { "\($0["pixel_format"] ?? "?") \($0["width"] ?? 0)x\($0["height"] ?? 0)" }
+            print("netns GenICam: \(ids[0]) offers \(labels)")
+            #expect(labels.first == "GREY 512x512", "the size the camera boots with comes first: \(labels)")
+            #expect(labels.contains("GREY 2048x2048") && labels.contains("Y16 512x512"), "\(labels)")
+            _ = try await NetnsTestFleet.waitUntil("both clocks lock", seconds: 30) {
+                let clocks = try fleet.json(["clock"])
+                return clocks.count == 2 && clocks.allSatisfy { $0["sync"] as? String == "locked" }
+            }
+            // Black until consent is granted, the camera's pixels after.
+            let before = try #require(
+                try JSONSerialization.jsonObject(with: Data(try fleet.run(["cli", "snapshot", ids[0], "--json"]).utf8)) as? [String: Any])
+            #expect(before["black"] as? Bool == true && before["pixel_format"] as? String == "GREY", "\(before)")
+            for device in ids { try fleet.run(["cli", "consent", "grant", device, "--reason", "genicam test"]) }
+            var after: [String: Any] = [:]
+            _ = try await NetnsTestFleet.waitUntil("real frames after consent", seconds: 10) {
+                after =
+                    try JSONSerialization.jsonObject(with: Data(try fleet.run(["cli", "snapshot", ids[0], "--json"]).utf8)) as? [String: Any] ?? [:]
+                return after["black"] as? Bool == false
+            }
+            #expect(after["width"] as? Int == 512 && after["fleet_time_ns"] is Int, "\(after)")
+
+            let started = try fleet.run(["cli", "record", "start"] + ids + ["--name", "genicam", "--json", "--timeout", "15"])
+            let take = try #require(try JSONSerialization.jsonObject(with: Data(started.utf8)) as? [String: Any], "\(started)")
+            let takeID = try #require(take["id"] as? String)
+            try await Task.sleep(for: .seconds(4))
+            try fleet.run(["cli", "record", "stop", takeID, "--wait", "60", "--timeout", "70"])
+            let collected = try fleet.run(["cli", "recordings", "collect", takeID, "--timeout", "120"])
+            print("netns GenICam: \(collected.trimmingCharacters(in: .whitespacesAndNewlines))")
+            let shownText = try fleet.run(["cli", "recordings", "show", takeID, "--json"])
+            let shown = try #require(try JSONSerialization.jsonObject(with: Data(shownText.utf8)) as? [String: Any], "\(shownText)")
+            for part in try #require(shown["devices"] as? [[String: Any]]) {
+                let frames = part["frames"] as? Int ?? 0
+                print("netns GenICam: \(part["device_id"] ?? "?") recorded \(frames) frames, \(part["format"] ?? "?"), drops \(part["drops"] ?? [:])")
+                #expect(frames >= 25, "about 4 s at 10 fps: \(part)")
+                #expect(part["format"] as? String == "512x512 GREY", "\(part)")
+            }
+            let verified = try fleet.run(["cli", "recordings", "verify", takeID, "--timeout", "120"])
+            #expect(verified.contains("verified"), "\(verified)")
+        }
+    }
+}
