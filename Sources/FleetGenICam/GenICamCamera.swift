@@ -247,6 +247,8 @@ public final class GenICamCamera: CameraSource {
     private func captureLoop(layout: FrameLayout, pool: FrameBufferPool, deliver: @Sendable (CapturedFrame) -> Void) {
         // Set before this thread started, cleared only after it ended.
         guard let stream = handle.stream else { return }
+        // The camera's clock on the host's, learned from the frames as they arrive.
+        var clock = CameraClockMapping()
         while running.load(ordering: .acquiring) {
             guard let buffer = arv_stream_timeout_pop_buffer(stream, 100_000) else { continue }
             defer { arv_stream_push_buffer(stream, buffer) }
@@ -261,16 +263,23 @@ public final class GenICamCamera: CameraSource {
             }
             let count = min(size, target.capacity)
             target.storage.copyMemory(from: data, byteCount: count)
-            // The host's reception time (Aravis stamps it on the real-time clock), put on
-            // CLOCK_MONOTONIC: the camera's own timestamp runs on its clock, not the host's.
+            // When it arrived (Aravis stamps that on the real-time clock), on CLOCK_MONOTONIC;
+            // the frame is placed by the camera's own timestamp mapped through the arrivals.
             let received = UInt64(arv_buffer_get_system_timestamp(buffer))
             let realNow = WallClockNow.nanoseconds()
             let monotonicNow = MonotonicTime.now()
             let age = realNow > received ? realNow - received : 0
+            let arrival = monotonicNow > age ? monotonicNow - age : monotonicNow
+            var capture = arrival
+            let cameraTime = UInt64(arv_buffer_get_timestamp(buffer))
+            if cameraTime != 0 {
+                clock.add(cameraNs: cameraTime, arrivalNs: arrival)
+                capture = clock.capture(cameraNs: cameraTime) ?? arrival
+            }
             deliver(
                 CapturedFrame(
                     buffer: target, byteCount: count, sequence: UInt64(arv_buffer_get_frame_id(buffer)),
-                    captureMonotonicNanoseconds: monotonicNow > age ? monotonicNow - age : monotonicNow, layout: layout))
+                    captureMonotonicNanoseconds: capture, layout: layout))
         }
     }
 

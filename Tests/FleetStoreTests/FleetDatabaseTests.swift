@@ -260,14 +260,16 @@ import Testing
             _ = try await store.registerNode(registration(devices: [("cam-1", formats), ("cam-2", formats)]), at: 1000)
         }
         // Put the file back to v11: the device table holds the same rows, only its CHECK differs
-        // (v12, v23 and v25 each widened it).
+        // (v12, v23, v25 and v27 each widened it).
         try await DatabaseQueue(path: path).write { db in
             try db.execute(
-                sql: "DELETE FROM grdb_migrations WHERE identifier IN ('v12: external cameras', 'v23: sensor streams', 'v25: ALSA microphones')")
+                sql:
+                    "DELETE FROM grdb_migrations WHERE identifier IN ('v12: external cameras', 'v23: sensor streams', 'v25: ALSA microphones', 'v27: GenICam cameras')"
+            )
             try db.execute(sql: "PRAGMA writable_schema = ON")
             try db.execute(
                 sql: """
-                    UPDATE sqlite_master SET sql = replace(sql, 'CHECK (kind IN (''synthetic'', ''v4l2'', ''external'', ''sensor'', ''syntheticMicrophone'', ''alsa''))',
+                    UPDATE sqlite_master SET sql = replace(sql, 'CHECK (kind IN (''synthetic'', ''v4l2'', ''external'', ''sensor'', ''syntheticMicrophone'', ''alsa'', ''genicam''))',
                                                            'CHECK (kind IN (''synthetic'', ''v4l2''))')
                     WHERE type = 'table' AND name = 'device'
                     """)
