@@ -44,7 +44,7 @@ readonly SCRIPT
 readonly INVOKED=$0
 
 # The fleet's settings: from the command line, else DATA/fleet.env, else defaults.
-PREFIX="" DATA="" BIN="" AGENTS="" IMPAIR="" AGENT_ARGS="" COORDINATOR_ARGS="" SETTINGS="" GENICAM=0
+PREFIX="" DATA="" BIN="" AGENTS="" IMPAIR="" AGENT_ARGS="" COORDINATOR_ARGS="" SETTINGS="" GENICAM=0 GENICAM_LOSS=0
 PREFIX_GIVEN=0 PURGE=0
 declare -A SKEW=()
 
@@ -59,7 +59,7 @@ namespaces P-a1..P-aN, joined by a bridge in P-sw. Each agent reaches the coordi
 
 Commands:
   up [--agents N] [--bin PATH] [--impair SPEC] [--skew I=SETTING]...
-     [--agent-args "ARGS"] [--coordinator-args "ARGS"] [--setting KEY=VALUE]... [--genicam]
+     [--agent-args "ARGS"] [--coordinator-args "ARGS"] [--setting KEY=VALUE]... [--genicam] [--genicam-loss N]
         Build the namespaces, start the coordinator, make an admin credential
         (DATA/admin.credential), then a relay and an agent on each agent host; wait until
         all N nodes are online. N: 1 to $MAX_AGENTS (default 3). --bin: default \$CAPFLEET_BIN,
@@ -72,7 +72,8 @@ Commands:
         (repeatable; CAPFLEET_* variables of the caller's shell never reach them).
         --genicam: give each agent host I a GigE Vision camera (Aravis's fake camera,
         arv-fake-gv-camera-0.8, serial CF-aI) in namespace P-gI on a link of its own, and
-        run its agent with --genicam gc0.
+        run its agent with --genicam gc0. --genicam-loss N: the same, its stream losing N
+        packets in a thousand (the fake camera's -r).
   down [--purge]
         Stop every process (SIGTERM, SIGKILL after 5 s) and delete the namespaces. Safe to
         run when nothing, or only part of a fleet, is up. --purge also deletes DATA.
@@ -260,7 +261,7 @@ attach_genicam_camera() {
 # checks here know it as this fleet's.
 start_genicam_camera() {
     local i=$1
-    start_process "$(ns "g$i")" "genicam-a$i" bash -c 'exec -a "$0" arv-fake-gv-camera-0.8 -i eth0 -s "$1"' "$DATA/genicam-a$i" "CF-a$i"
+    start_process "$(ns "g$i")" "genicam-a$i" bash -c 'exec -a "$0" arv-fake-gv-camera-0.8 -i eth0 -s "$1" -r "$2"' "$DATA/genicam-a$i" "CF-a$i" "$GENICAM_LOSS"
 }
 
 build_namespaces() {
@@ -483,6 +484,11 @@ cmd_up() {
         --agent-args | --agent-args=*) option_value --agent-args "$@"; AGENT_ARGS=$OPTION_VALUE ;;
         --coordinator-args | --coordinator-args=*) option_value --coordinator-args "$@"; COORDINATOR_ARGS=$OPTION_VALUE ;;
         --genicam) GENICAM=1; OPTION_WORDS=1 ;;
+        --genicam-loss | --genicam-loss=*)
+            option_value --genicam-loss "$@"
+            [[ $OPTION_VALUE =~ ^[0-9]+$ ]] || die "--genicam-loss $OPTION_VALUE: packets lost per thousand, e.g. 2"
+            GENICAM=1 GENICAM_LOSS=$OPTION_VALUE
+            ;;
         --setting | --setting=*)
             option_value --setting "$@"
             [[ $OPTION_VALUE =~ ^[a-z][a-z0-9_]*=[^[:space:]]+$ ]] || die "--setting $OPTION_VALUE: write KEY=VALUE, e.g. cpu_latency_us=0 (no spaces)"
@@ -535,7 +541,7 @@ cmd_up() {
     {
         printf '# Written by %s up at %s; read by its other commands.\n' "$SCRIPT" "$(date '+%F %T')"
         printf '%s=%q\n' PREFIX "$PREFIX" AGENTS "$AGENTS" BIN "$BIN" DATA "$DATA" \
-            AGENT_ARGS "$AGENT_ARGS" COORDINATOR_ARGS "$COORDINATOR_ARGS" SETTINGS "$SETTINGS" GENICAM "$GENICAM"
+            AGENT_ARGS "$AGENT_ARGS" COORDINATOR_ARGS "$COORDINATOR_ARGS" SETTINGS "$SETTINGS" GENICAM "$GENICAM" GENICAM_LOSS "$GENICAM_LOSS"
         for i in "${!SKEW[@]}"; do printf 'SKEW_%s=%q\n' "$i" "${SKEW[$i]}"; done
     } >"$DATA/fleet.env"
 

@@ -21,4 +21,10 @@ static inline void capfleet_arv_unref(void *object) {
 
 // A string list Aravis allocated (arv_camera_dup_*_as_strings): the array only, not its strings.
 static inline void capfleet_arv_free(void *memory) { g_free(memory); }
+// A GigE Vision stream's packet counts; zero for other streams (ARV_GV_STREAM is a macro).
+static inline void capfleet_arv_gv_stream_statistics(ArvStream *stream, guint64 *resent, guint64 *missing) {
+    *resent = 0;
+    *missing = 0;
+    if (stream != NULL && ARV_IS_GV_STREAM(stream)) arv_gv_stream_get_statistics(ARV_GV_STREAM(stream), resent, missing);
+}
 #endif

@@ -176,6 +176,8 @@ public protocol CameraSource: AnyObject, Sendable {
     func setFrameLength(lines: Int)
     /// Why it cannot be steered, for its alignment report ("free-running: ..."); empty while it can.
     var steeringUnavailableReason: String { get }
+    /// A network camera's stream as its transport counts it; nil for other sources.
+    var streamTransport: StreamTransportFigures? { get }
 
     /// When its stream last started (STREAMON called), CLOCK_MONOTONIC ns; 0 when it cannot
     /// tell. A free-running source's frames keep the phase its start gave them.
@@ -222,6 +224,8 @@ extension CameraSource {
 
     /// Most sources are timed by their driver.
     public var frameLengthTiming: FrameLengthTiming? { nil }
+    /// Only network cameras count their stream's transport.
+    public var streamTransport: StreamTransportFigures? { nil }
     public var streamStartMonotonic: UInt64 { 0 }
     public func restartStream(streamOnAt monotonic: UInt64) throws(CaptureError) {
         throw .unsupportedTimedStart(device: device.deviceID, reason: "its frames are not timed by its stream's start")

@@ -504,6 +504,16 @@ public enum JSONViews {
         var audioLevels: [AudioLevel]?
         var audioFramesCaptured: UInt64?
         var audioClock: AudioClock?
+        /// A GenICam camera's stream transport (device-model.md, "GenICam cameras"); absent otherwise.
+        var streamTransport: StreamTransport?
+
+        struct StreamTransport: Encodable {
+            var framesCompleted, framesIncomplete, underruns, packetsResent, packetsMissing: UInt64
+            enum CodingKeys: String, CodingKey {
+                case framesCompleted = "frames_completed", framesIncomplete = "frames_incomplete", underruns, packetsResent = "packets_resent",
+                    packetsMissing = "packets_missing"
+            }
+        }
 
         /// The microphone's clock (microphones.md, "The audio clock"); `rate_ppm` null until measured.
         struct AudioClock: Encodable {
@@ -540,6 +550,12 @@ public enum JSONViews {
                     timestampSource: AudioClockNames.source(clock.timestampSource), ratePpm: clock.rateMeasured ? clock.ratePpm : nil,
                     jitterNs: clock.jitterNs, fittedSeconds: clock.fittedSeconds, restarts: clock.restarts)
             }
+            if status.hasStreamTransport {
+                let transport = status.streamTransport
+                streamTransport = StreamTransport(
+                    framesCompleted: transport.framesCompleted, framesIncomplete: transport.framesIncomplete, underruns: transport.underruns,
+                    packetsResent: transport.packetsResent, packetsMissing: transport.packetsMissing)
+            }
             samples =
                 status.kind == .sensor
                 ? SampleCounts(
@@ -573,7 +589,8 @@ public enum JSONViews {
                 zoomFactor = "zoom_factor", alignment, trouble, previewsReceived = "previews_received",
                 previewsPerSecond = "previews_per_second", lastPreviewUnixMs = "last_preview_unix_ms",
                 detectionExamined = "detection_examined", detectionSkipped = "detection_skipped", samples,
-                audioLevels = "audio_levels", audioFramesCaptured = "audio_frames_captured", audioClock = "audio_clock"
+                audioLevels = "audio_levels", audioFramesCaptured = "audio_frames_captured", audioClock = "audio_clock",
+                streamTransport = "stream_transport"
         }
     }
 

@@ -49,6 +49,8 @@ public final class GenICamCamera: CameraSource {
     private let outOfBuffers = Atomic<UInt64>(0)
     /// Buffers the stream gave back incomplete (packets lost beyond resends, timeouts).
     private let failedBuffers = Atomic<UInt64>(0)
+    /// The transport counts of the streams before the current one (each restart opens a new one).
+    private let earlierTransport = Mutex(StreamTransportFigures())
 
     /// The GenICam pixel formats the fleet carries, and the FourCC each becomes.
     static let pixelFormats: [(genicam: String, fourCC: PixelFormat)] = [
@@ -132,6 +134,27 @@ public final class GenICamCamera: CameraSource {
     /// Buffers the stream handed back incomplete, since the camera was opened.
     public var incompleteFrames: UInt64 { failedBuffers.load(ordering: .relaxed) }
     public var interruption: Interruption? { nil }
+
+    public var streamTransport: StreamTransportFigures? {
+        let earlier = earlierTransport.withLock { $0 }
+        return session.withLock { _ in Self.transport(of: handle.stream) } + earlier
+    }
+
+    /// What Aravis counted on one stream.
+    private static func transport(of stream: UnsafeMutablePointer<ArvStream>?) -> StreamTransportFigures {
+        var figures = StreamTransportFigures()
+        guard let stream else { return figures }
+        var completed: UInt = 0, failures: UInt = 0, underruns: UInt = 0, resent: UInt = 0, missing: UInt = 0
+        arv_stream_get_statistics(stream, &completed, &failures, &underruns)
+        capfleet_arv_gv_stream_statistics(stream, &resent, &missing)
+        figures.framesCompleted = UInt64(completed)
+        figures.framesIncomplete = UInt64(failures)
+        figures.underruns = UInt64(underruns)
+        figures.packetsResent = UInt64(resent)
+        figures.packetsMissing = UInt64(missing)
+        return figures
+    }
+
     public var zoomMethod: ZoomMethod? { nil }
     public var zoomFactor: Double { 1 }
     public var focus: FocusState? { nil }
@@ -290,6 +313,8 @@ public final class GenICamCamera: CameraSource {
         let camera = handle.camera
         session.withLock { _ in
             arv_camera_stop_acquisition(camera, nil)
+            let counted = Self.transport(of: handle.stream)
+            earlierTransport.withLock { $0 = $0 + counted }
             capfleet_arv_unref(handle.stream)
             handle.stream = nil
         }

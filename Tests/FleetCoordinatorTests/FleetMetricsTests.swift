@@ -78,6 +78,34 @@ import Testing
         #expect(Self.sample(metrics, "capfleet_sensor_samples_total", labels + #",outcome="refused""#) == 2)
     }
 
+    @Test func aGenICamStreamsTransport_isCountedByOutcome_andOnlyWhereReported() {
+        let metrics = FleetMetrics()
+        func camera(completed: UInt64, incomplete: UInt64, missing: UInt64) -> Capfleet_V1_DeviceStatus {
+            .with {
+                $0.deviceID = "genicam-Acme-A1-42"
+                $0.nodeID = "node-1"
+                $0.online = true
+                $0.kind = .genicam
+                $0.streamTransport = .with {
+                    $0.framesCompleted = completed
+                    $0.framesIncomplete = incomplete
+                    $0.packetsMissing = missing
+                }
+            }
+        }
+        let labels = #"device="genicam-Acme-A1-42",node="node-1""#
+        metrics.record(devices: [Self.device("cam-1", node: "node-1", frames: 10), camera(completed: 90, incomplete: 4, missing: 12)])
+        #expect(Self.sample(metrics, "capfleet_stream_frames_total", labels + #",outcome="completed""#) == 90)
+        #expect(Self.sample(metrics, "capfleet_stream_frames_total", labels + #",outcome="incomplete""#) == 4)
+        #expect(Self.sample(metrics, "capfleet_stream_frames_total", labels + #",outcome="underrun""#) == 0, "every outcome from the start")
+        #expect(Self.sample(metrics, "capfleet_stream_packets_total", labels + #",outcome="missing""#) == 12)
+        #expect(Self.sample(metrics, "capfleet_stream_frames_total", #"device="cam-1",node="node-1",outcome="completed""#) == nil)
+        // The agent restarted and opened the camera again: its counts add on.
+        metrics.record(devices: [camera(completed: 5, incomplete: 1, missing: 2)])
+        #expect(Self.sample(metrics, "capfleet_stream_frames_total", labels + #",outcome="completed""#) == 95)
+        #expect(Self.sample(metrics, "capfleet_stream_packets_total", labels + #",outcome="missing""#) == 14)
+    }
+
     @Test func microphoneMeters_perChannel_clippedCountsAddOn_andTheClockOnceMeasured() {
         let metrics = FleetMetrics()
         func microphone(peak: Double, clipped: UInt64, ppm: Double?) -> Capfleet_V1_DeviceStatus {

@@ -18,7 +18,10 @@ struct DeviceSeries: Sendable {
     /// Made once the device reports a frame rate.
     private var frameRate: Gauge?
     /// A sensor stream's samples by outcome, made once it reports itself a sensor stream.
-    private var samples: SampleSeries?
+    private var samples: OutcomeSeries?
+    /// A GenICam camera's stream transport: frames and packets by outcome, made once reported.
+    private var transportFrames: OutcomeSeries?
+    private var transportPackets: OutcomeSeries?
     /// A microphone's meters and clock, made once it reports levels.
     private var sound: SoundSeries?
     private let labels: [(String, String)]
@@ -64,9 +67,22 @@ struct DeviceSeries: Sendable {
             gauge.set(status.activeFrameRate)
         }
         if status.kind == .sensor, status.online {
-            var series = samples ?? SampleSeries(registry, labels: labels)
-            series.record(status)
+            var series =
+                samples
+                ?? OutcomeSeries(registry, FleetMetrics.sensorSamples, labels: labels, outcomes: ["received", "refused", "withheld", "unsent"])
+            series.record([status.samplesReceived, status.samplesRefused, status.samplesWithheld, status.samplesUnsent])
             samples = series
+        }
+        if status.hasStreamTransport, status.online {
+            let transport = status.streamTransport
+            var frames =
+                transportFrames
+                ?? OutcomeSeries(registry, FleetMetrics.streamFrames, labels: labels, outcomes: ["completed", "incomplete", "underrun"])
+            frames.record([transport.framesCompleted, transport.framesIncomplete, transport.underruns])
+            transportFrames = frames
+            var packets = transportPackets ?? OutcomeSeries(registry, FleetMetrics.streamPackets, labels: labels, outcomes: ["resent", "missing"])
+            packets.record([transport.packetsResent, transport.packetsMissing])
+            transportPackets = packets
         }
         if status.kind == .syntheticMicrophone || status.kind == .alsa, status.online, !status.audioLevels.isEmpty {
             var series = sound ?? SoundSeries(registry, labels: labels, channels: status.audioLevels.count)
@@ -111,21 +127,22 @@ struct SoundSeries: Sendable {
     }
 }
 
-/// A sensor stream's sample counters (sensors.md, "Counters"). Its agent counts from 0 at each
-/// start: a count below the one pushed is a new process, whose whole count is new.
-struct SampleSeries: Sendable {
-    private static let outcomes = ["received", "refused", "withheld", "unsent"]
+/// Counters of one thing by outcome: a sensor stream's samples (sensors.md, "Counters"), a
+/// GenICam camera's frames and packets (device-model.md, "GenICam cameras"). Their agent
+/// counts from 0 at each start: a count below the one pushed is a new process, whose whole
+/// count is new.
+struct OutcomeSeries: Sendable {
     private let counters: [Counter]
     private var pushed: [UInt64]
 
-    init(_ registry: PrometheusCollectorRegistry, labels: [(String, String)]) {
-        counters = Self.outcomes.map { registry.makeCounter(descriptor: FleetMetrics.sensorSamples, labels: labels + [("outcome", $0)]) }
+    init(_ registry: PrometheusCollectorRegistry, _ descriptor: MetricNameDescriptor, labels: [(String, String)], outcomes: [String]) {
+        counters = outcomes.map { registry.makeCounter(descriptor: descriptor, labels: labels + [("outcome", $0)]) }
         pushed = Array(repeating: 0, count: counters.count)
     }
 
-    mutating func record(_ status: Capfleet_V1_DeviceStatus) {
-        let counts = [status.samplesReceived, status.samplesRefused, status.samplesWithheld, status.samplesUnsent]
-        for (index, reported) in counts.enumerated() {
+    /// The counts as reported, in the order of the outcomes.
+    mutating func record(_ counts: [UInt64]) {
+        for (index, reported) in counts.enumerated() where index < counters.count {
             let value = min(reported, UInt64(Int64.max))
             let added = value >= pushed[index] ? value - pushed[index] : value
             if added > 0 { counters[index].increment(by: Int64(added)) }

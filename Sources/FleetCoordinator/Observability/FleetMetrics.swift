@@ -45,6 +45,12 @@ public final class FleetMetrics: Sendable {
     )
     nonisolated(unsafe) static let framesPerSecond = descriptor(
         "device_frames_per_second", "", "Frames per second the device captured over the last second.")
+    nonisolated(unsafe) static let streamFrames = descriptor(
+        "stream_frames", "total",
+        "A GenICam camera's frames as its stream counts them, by outcome: completed, incomplete (packets lost beyond resends: not delivered), underrun (no free buffer)."
+    )
+    nonisolated(unsafe) static let streamPackets = descriptor(
+        "stream_packets", "total", "A GigE Vision camera's stream packets, by outcome: resent (asked for again), missing (never came).")
     nonisolated(unsafe) static let sensorSamples = descriptor(
         "sensor_samples", "total",
         "A sensor stream's samples, by outcome: received (accepted by its agent), refused (malformed, out of time or order), withheld (consent not granted), unsent (the control channel could not take them)."

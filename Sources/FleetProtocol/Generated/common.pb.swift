@@ -820,6 +820,33 @@ public nonisolated struct Capfleet_V1_AudioProcessing: Sendable {
   public init() {}
 }
 
+/// A network camera's stream as its transport counts it (device-model.md, "GenICam cameras"),
+/// since 1.11, since the agent opened the camera.
+public nonisolated struct Capfleet_V1_StreamTransport: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// frames the stream delivered whole
+  public var framesCompleted: UInt64 = 0
+
+  /// frames given up on (packets lost beyond resends, timeouts): never delivered, a gap in sequence
+  public var framesIncomplete: UInt64 = 0
+
+  /// frames the camera sent while the stream had no free buffer
+  public var underruns: UInt64 = 0
+
+  /// GigE Vision: packets the stream asked the camera to send again
+  public var packetsResent: UInt64 = 0
+
+  /// GigE Vision: packets that never came, resends included
+  public var packetsMissing: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 /// One channel's level (microphones.md, "Levels"), since 1.9.
 public nonisolated struct Capfleet_V1_AudioLevel: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
@@ -1944,6 +1971,56 @@ nonisolated extension Capfleet_V1_AudioProcessing: SwiftProtobuf.Message, SwiftP
     if lhs.highPassHz != rhs.highPassHz {return false}
     if lhs.noiseSuppressionDb != rhs.noiseSuppressionDb {return false}
     if lhs.gainDb != rhs.gainDb {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_StreamTransport: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".StreamTransport"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}frames_completed\0\u{3}frames_incomplete\0\u{1}underruns\0\u{3}packets_resent\0\u{3}packets_missing\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.framesCompleted) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.framesIncomplete) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.underruns) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.packetsResent) }()
+      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.packetsMissing) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.framesCompleted != 0 {
+      try visitor.visitSingularUInt64Field(value: self.framesCompleted, fieldNumber: 1)
+    }
+    if self.framesIncomplete != 0 {
+      try visitor.visitSingularUInt64Field(value: self.framesIncomplete, fieldNumber: 2)
+    }
+    if self.underruns != 0 {
+      try visitor.visitSingularUInt64Field(value: self.underruns, fieldNumber: 3)
+    }
+    if self.packetsResent != 0 {
+      try visitor.visitSingularUInt64Field(value: self.packetsResent, fieldNumber: 4)
+    }
+    if self.packetsMissing != 0 {
+      try visitor.visitSingularUInt64Field(value: self.packetsMissing, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_StreamTransport, rhs: Capfleet_V1_StreamTransport) -> Bool {
+    if lhs.framesCompleted != rhs.framesCompleted {return false}
+    if lhs.framesIncomplete != rhs.framesIncomplete {return false}
+    if lhs.underruns != rhs.underruns {return false}
+    if lhs.packetsResent != rhs.packetsResent {return false}
+    if lhs.packetsMissing != rhs.packetsMissing {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

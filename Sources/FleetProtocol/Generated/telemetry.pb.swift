@@ -547,6 +547,16 @@ public nonisolated struct Capfleet_V1_DeviceStatus: @unchecked Sendable {
   /// Clears the value of `audioClock`. Subsequent reads from it will return its default value.
   public mutating func clearAudioClock() {_uniqueStorage()._audioClock = nil}
 
+  /// since 1.11, GenICam cameras: their stream's transport, as their agent counts it
+  public var streamTransport: Capfleet_V1_StreamTransport {
+    get {_storage._streamTransport ?? Capfleet_V1_StreamTransport()}
+    set {_uniqueStorage()._streamTransport = newValue}
+  }
+  /// Returns true if `streamTransport` has been explicitly set.
+  public var hasStreamTransport: Bool {_storage._streamTransport != nil}
+  /// Clears the value of `streamTransport`. Subsequent reads from it will return its default value.
+  public mutating func clearStreamTransport() {_uniqueStorage()._streamTransport = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -806,7 +816,7 @@ nonisolated extension Capfleet_V1_NodeStatus: SwiftProtobuf.Message, SwiftProtob
 
 nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceStatus"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}online\0\u{1}streaming\0\u{3}frames_received\0\u{3}bytes_received\0\u{3}frames_per_second\0\u{3}bytes_per_second\0\u{1}drops\0\u{3}last_frame_unix_ms\0\u{3}last_sequence\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{1}interruption\0\u{3}zoom_factor\0\u{1}focus\0\u{3}active_frame_rate\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{3}frames_captured\0\u{3}bytes_captured\0\u{3}live_consumers\0\u{3}live_flow\0\u{3}live_frames_sent\0\u{4}\u{3}previews_received\0\u{3}previews_per_second\0\u{3}last_preview_unix_ms\0\u{3}detection_examined\0\u{3}detection_skipped\0\u{1}kind\0\u{3}samples_received\0\u{3}samples_refused\0\u{3}samples_withheld\0\u{3}samples_unsent\0\u{3}audio_levels\0\u{3}audio_frames_captured\0\u{3}audio_clock\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}online\0\u{1}streaming\0\u{3}frames_received\0\u{3}bytes_received\0\u{3}frames_per_second\0\u{3}bytes_per_second\0\u{1}drops\0\u{3}last_frame_unix_ms\0\u{3}last_sequence\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{1}interruption\0\u{3}zoom_factor\0\u{1}focus\0\u{3}active_frame_rate\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{3}frames_captured\0\u{3}bytes_captured\0\u{3}live_consumers\0\u{3}live_flow\0\u{3}live_frames_sent\0\u{4}\u{3}previews_received\0\u{3}previews_per_second\0\u{3}last_preview_unix_ms\0\u{3}detection_examined\0\u{3}detection_skipped\0\u{1}kind\0\u{3}samples_received\0\u{3}samples_refused\0\u{3}samples_withheld\0\u{3}samples_unsent\0\u{3}audio_levels\0\u{3}audio_frames_captured\0\u{3}audio_clock\0\u{3}stream_transport\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -849,6 +859,7 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
     var _audioLevels: [Capfleet_V1_AudioLevel] = []
     var _audioFramesCaptured: UInt64 = 0
     var _audioClock: Capfleet_V1_AudioClock? = nil
+    var _streamTransport: Capfleet_V1_StreamTransport? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -899,6 +910,7 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
       _audioLevels = source._audioLevels
       _audioFramesCaptured = source._audioFramesCaptured
       _audioClock = source._audioClock
+      _streamTransport = source._streamTransport
     }
   }
 
@@ -957,6 +969,7 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
         case 40: try { try decoder.decodeRepeatedMessageField(value: &_storage._audioLevels) }()
         case 41: try { try decoder.decodeSingularUInt64Field(value: &_storage._audioFramesCaptured) }()
         case 42: try { try decoder.decodeSingularMessageField(value: &_storage._audioClock) }()
+        case 43: try { try decoder.decodeSingularMessageField(value: &_storage._streamTransport) }()
         default: break
         }
       }
@@ -1089,6 +1102,9 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
       try { if let v = _storage._audioClock {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 42)
       } }()
+      try { if let v = _storage._streamTransport {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 43)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -1138,6 +1154,7 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
         if _storage._audioLevels != rhs_storage._audioLevels {return false}
         if _storage._audioFramesCaptured != rhs_storage._audioFramesCaptured {return false}
         if _storage._audioClock != rhs_storage._audioClock {return false}
+        if _storage._streamTransport != rhs_storage._streamTransport {return false}
         return true
       }
       if !storagesAreEqual {return false}

@@ -1,0 +1,33 @@
+import FleetProtocol
+
+/// A network camera's stream as its transport counts it (device-model.md, "GenICam cameras"),
+/// since the agent opened the camera.
+public struct StreamTransportFigures: Sendable, Equatable {
+    public var framesCompleted: UInt64 = 0
+    public var framesIncomplete: UInt64 = 0
+    public var underruns: UInt64 = 0
+    public var packetsResent: UInt64 = 0
+    public var packetsMissing: UInt64 = 0
+
+    public init() {}
+
+    public static func + (left: Self, right: Self) -> Self {
+        var sum = left
+        sum.framesCompleted += right.framesCompleted
+        sum.framesIncomplete += right.framesIncomplete
+        sum.underruns += right.underruns
+        sum.packetsResent += right.packetsResent
+        sum.packetsMissing += right.packetsMissing
+        return sum
+    }
+
+    public var wire: Capfleet_V1_StreamTransport {
+        .with {
+            $0.framesCompleted = framesCompleted
+            $0.framesIncomplete = framesIncomplete
+            $0.underruns = underruns
+            $0.packetsResent = packetsResent
+            $0.packetsMissing = packetsMissing
+        }
+    }
+}
