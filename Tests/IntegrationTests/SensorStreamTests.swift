@@ -132,16 +132,20 @@ extension SecondLaneIntegrationTests {
             try fleet.grantConsent(imu)
             try await Task.sleep(for: .milliseconds(300))
             let offset = IntegrationTests.ClockSyncTests.wallMinusMonotonic()
-            let sending = Task.detached { try Self.send(socket: socketPath, seconds: 2) }
-            // The CLI follows the stream meanwhile, one JSON object per reading.
+            // The CLI follows the stream, one JSON object per reading: the sender runs long
+            // enough for a CLI that a loaded machine starts slowly to subscribe before it ends.
+            let following = Task.detached { try Self.send(socket: socketPath, seconds: 6) }
             let followed = try fleet.cli(["sensor", imu, "--count", "20", "--json"], timeout: 10)
-            #expect(try await sending.value == 0)
+            #expect(try await following.value == 0)
             let lines = followed.output.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
             #expect(followed.status == 0 && lines.count == 20, "\(followed.error)")
             #expect(
                 lines.allSatisfy {
                     ($0["values"] as? [String: Double])?.keys.sorted() == ["ax", "ay", "az", "gx", "gy", "gz"] && $0["fleet_ns"] is Int
                 })
+            // Then 2 s of it on the subscription, counted (what came while the CLI followed first let go).
+            _ = try Self.drain(subscriber, seconds: 0.5)
+            #expect(try Self.send(socket: socketPath, seconds: 2) == 0)
             let granted = try Self.drain(subscriber, seconds: 1)
             let readings = granted.data.flatMap(\.readings)
             #expect(granted.data.allSatisfy { $0.nodeID == nodeID && $0.deviceID == imu && $0.channels == ["ax", "ay", "az", "gx", "gy", "gz"] })

@@ -374,29 +374,20 @@ extension ControlHandler {
                     "cannot restore the drop-recovery policy", metadata: ["device.id": "\(deviceID)", "reason": "\(answer.status.reason)"])
             }
         }
-        // What each device's agent looks for, as last set.
         for deviceID in deviceIDs {
-            guard
-                let record = await policyRead("detection settings", of: deviceID, nodeID: nodeID, { try await $0.detection(deviceID: deviceID) })
-                    ?? nil,
-                record.settings.isOn
-            else { continue }
-            let answer = await command(.setDetection(.with { $0.settings = record.settings.wire }), deviceID: deviceID, nodeID: nodeID)
-            if answer.status.code != .ok {
-                logger.warning("cannot restore detection", metadata: ["device.id": "\(deviceID)", "reason": "\(answer.status.reason)"])
-            }
-        }
-        // Each microphone's processing, as last set.
-        for deviceID in deviceIDs {
-            guard
-                let record = await policyRead("audio processing", of: deviceID, nodeID: nodeID, { try await $0.audioProcessing(deviceID: deviceID) })
-                    ?? nil,
-                record.settings.isOn
-            else { continue }
-            let answer = await command(.setAudioProcessing(.with { $0.processing = record.settings.wire }), deviceID: deviceID, nodeID: nodeID)
-            if answer.status.code != .ok {
-                logger.warning("cannot restore audio processing", metadata: ["device.id": "\(deviceID)", "reason": "\(answer.status.reason)"])
-            }
+            // What each device's agent looks for, as last set.
+            let detection =
+                await policyRead("detection settings", of: deviceID, nodeID: nodeID, { try await $0.detection(deviceID: deviceID) }) ?? nil
+            await restore(
+                "detection", detection.flatMap { record in record.settings.isOn ? .setDetection(.with { $0.settings = record.settings.wire }) : nil },
+                deviceID: deviceID, nodeID: nodeID)
+            // Each microphone's processing, as last set.
+            let processing =
+                await policyRead("audio processing", of: deviceID, nodeID: nodeID, { try await $0.audioProcessing(deviceID: deviceID) }) ?? nil
+            await restore(
+                "audio processing",
+                processing.flatMap { record in record.settings.isOn ? .setAudioProcessing(.with { $0.processing = record.settings.wire }) : nil },
+                deviceID: deviceID, nodeID: nodeID)
         }
         // Alignment on or off as last set; on, with this run's grid (the origin an earlier
         // coordinator chose lies in another fleet time).
@@ -414,6 +405,16 @@ extension ControlHandler {
             if answer.status.code != .ok {
                 logger.warning("cannot restore frame alignment", metadata: ["device.id": "\(deviceID)", "reason": "\(answer.status.reason)"])
             }
+        }
+    }
+
+    /// Pushes a stored setting again (nil: nothing to push); an agent that refuses it keeps
+    /// what it has, and the refusal is logged.
+    private func restore(_ what: String, _ action: Capfleet_V1_Command.OneOf_Action?, deviceID: String, nodeID: String) async {
+        guard let action else { return }
+        let answer = await command(action, deviceID: deviceID, nodeID: nodeID)
+        if answer.status.code != .ok {
+            logger.warning("cannot restore \(what)", metadata: ["device.id": "\(deviceID)", "reason": "\(answer.status.reason)"])
         }
     }
 
