@@ -75,4 +75,7 @@ run_bench stills --count "${CAPFLEET_STILLS_BENCH_COUNT:-$(pick 10 3)}"
 # clock's own error bound and the published figures of other systems (issue "synchronising
 # the pictures").
 run_bench sync --audit-seconds "${CAPFLEET_SYNC_BENCH_SECONDS:-$(pick 10 4)}" --take-seconds "$(pick 6 3)"
+# A fake GigE Vision camera (Aravis's, on a namespace host's own link) through an agent,
+# against arv-camera-test-0.8 on the same camera (issue "industrial GenICam cameras").
+run_bench genicam --seconds "$(pick 10 4)"
 echo "== benchmarks done in $(( $(date +%s) - started )) s"

@@ -44,7 +44,7 @@ struct NetnsBenchFleet {
     /// Expects `camerasPerAgent` cameras a host.
     static func up(
         _ script: NetnsFleetScript, agents: Int, agentArguments: String, settings: [String] = [],
-        camerasPerAgent: Int = 1
+        camerasPerAgent: Int = 1, upArguments: [String] = []
     ) throws -> NetnsBenchFleet {
         var skewArguments: [String] = []
         for index in 1...agents { skewArguments += ["--skew", "\(index)=\(skews[(index - 1) % skews.count])"] }
@@ -52,7 +52,7 @@ struct NetnsBenchFleet {
             [
                 "up", "--agents", "\(agents)", "--bin", try CapfleetBinary.checked(), "--impair", cleanLink,
                 "--agent-args", agentArguments,
-            ] + skewArguments + settings.flatMap { ["--setting", $0] })
+            ] + skewArguments + settings.flatMap { ["--setting", $0] } + upArguments)
         let prefix = script.prefix, data = script.data
         progress("fleet up; connecting from namespace \(prefix)-coord")
         let client = try NetworkNamespace.operatorClient(
