@@ -385,10 +385,16 @@ extension SecondLaneIntegrationTests {
                 process.arguments = ["-v", "error", "-copyts", "-i", path, "-map", "0:s:\(track)", "-f", "srt", "-"]
                 let out = Pipe()
                 process.standardOutput = out
-                process.standardError = FileHandle.nullDevice
+                let failure = Pipe()
+                process.standardError = failure
                 try process.run()
                 let data = out.fileHandleForReading.readDataToEndOfFile()
+                let said = failure.fileHandleForReading.readDataToEndOfFile()
                 process.waitUntilExit()
+                // A file ffmpeg cannot read holds no entries: the test that expects some says why.
+                if process.terminationStatus != 0 {
+                    print("ffmpeg could not read subtitle track \(track) of \(path): \(String(decoding: said, as: UTF8.self))")
+                }
                 var time = 0.0
                 for line in String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init) {
                     if line.contains(" --> ") {

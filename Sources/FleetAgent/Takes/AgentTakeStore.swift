@@ -38,6 +38,15 @@ final class AgentTakeStore: TakeFramePath, Sendable {
     private let writers = Mutex<[TakeDeviceKey: AgentPartWriter]>([:])
     /// Frame rates of the parts about to begin (from the command that started them).
     private let frameRates = Mutex<[TakeDeviceKey: Double]>([:])
+    /// What came for a prepared part before its first frame began its writer: a sensor
+    /// batch or a note can arrive first (the device's first frame of the take is still on
+    /// its way), and it belongs in the file all the same.
+    private let waiting = Mutex<[TakeDeviceKey: [AgentPartWriter.Input]]>([:])
+    /// Parts whose timed metadata found no writer and no prepared part: said once each.
+    private let unplaced = Mutex<Set<TakeDeviceKey>>([])
+    /// Entries held for one part before its writer begins, at most (a minute of a sensor
+    /// stream's batches at 20 a second, with room for notes).
+    static let waitingLimit = 2_000
     /// Writers closing on their own threads: shutdown waits for them.
     private let closing = Mutex<[Task<Void, Never>]>([])
     private let clock: @Sendable () -> Int64
@@ -187,14 +196,45 @@ final class AgentTakeStore: TakeFramePath, Sendable {
         return .ready
     }
 
-    /// Timed metadata for a part being written here (dropped if it is not).
+    /// Timed metadata for a part recorded here: to its writer, or held until the writer
+    /// begins. A part this host does not record says so in the log, once.
     func note(_ key: TakeDeviceKey, json: String, at fleetNs: UInt64, track: MetadataTrack = .notes) {
-        writers.withLock { $0[key] }?.post(.note(json: json, at: fleetNs, track: track))
+        deliver(.note(json: json, at: fleetNs, track: track), to: key)
     }
 
     /// The take stops at `at` (fleet ns): the writer keeps no frame from then on.
     func stop(takeID: String, deviceID: String, at: UInt64) {
-        writers.withLock { $0[TakeDeviceKey(takeID: takeID, deviceID: deviceID)] }?.post(.stop(at: at))
+        deliver(.stop(at: at), to: TakeDeviceKey(takeID: takeID, deviceID: deviceID))
+    }
+
+    /// Posts happen under the writers' lock, as `begin`'s hand-over does: what waited goes
+    /// to the writer before anything delivered after it.
+    private func deliver(_ input: AgentPartWriter.Input, to key: TakeDeviceKey) {
+        enum Outcome { case posted, held, full, unknown }
+        let outcome: Outcome = writers.withLock { writers in
+            if let writer = writers[key] {
+                writer.post(input)
+                return .posted
+            }
+            guard frameRates.withLock({ $0[key] != nil }) else { return .unknown }
+            return waiting.withLock { waiting in
+                guard waiting[key, default: []].count < Self.waitingLimit else { return .full }
+                waiting[key, default: []].append(input)
+                return .held
+            }
+        }
+        switch outcome {
+        case .posted, .held: break
+        case .full:
+            logger.warning(
+                "timed metadata for a part whose first frame has not come is more than this host holds: dropped",
+                metadata: ["take.id": "\(key.takeID)", "device.id": "\(key.deviceID)", "held": "\(Self.waitingLimit)"])
+        case .unknown:
+            guard unplaced.withLock({ $0.insert(key).inserted }) else { return }
+            logger.warning(
+                "timed metadata for a part this host is not recording: dropped (said once per part)",
+                metadata: ["take.id": "\(key.takeID)", "device.id": "\(key.deviceID)"])
+        }
     }
 
     // MARK: TakeFramePath
@@ -205,17 +245,22 @@ final class AgentTakeStore: TakeFramePath, Sendable {
     func begin(takeID: String, deviceID: String) {
         let key = TakeDeviceKey(takeID: takeID, deviceID: deviceID)
         guard let file = part(key), file.current.end == nil else { return }
-        let frameRate = frameRates.withLock { $0.removeValue(forKey: key) } ?? 0
-        writers.withLock { writers in
-            guard writers[key] == nil else { return }
-            writers[key] = AgentPartWriter(
-                file: file, frameRate: frameRate, reserve: settings, hasher: hasher, clock: clock, logger: logger,
+        // Under the writers' lock: what waited is posted before anything delivered later.
+        let began: AgentPartWriter? = writers.withLock { writers in
+            guard writers[key] == nil else { return nil }
+            let writer = AgentPartWriter(
+                file: file, frameRate: frameRates.withLock { $0[key] } ?? 0, reserve: settings, hasher: hasher, clock: clock, logger: logger,
                 onReportable: { [weak self] in self?.somethingToReport() },
                 onEnded: { [weak self] in
                     self?.retire(key)
                     self?.somethingToReport()
                 })
+            writers[key] = writer
+            for input in waiting.withLock({ $0.removeValue(forKey: key) }) ?? [] { writer.post(input) }
+            frameRates.withLock { _ = $0.removeValue(forKey: key) }
+            return writer
         }
+        guard began != nil else { return }
         logger.info("recording on this host", metadata: ["take.id": "\(takeID)", "device.id": "\(deviceID)", "path": "\(file.directory)"])
     }
 
@@ -230,7 +275,13 @@ final class AgentTakeStore: TakeFramePath, Sendable {
 
     func end(takeID: String, deviceID: String, takeDrops: DropTally, reason: String, withholding: Bool) {
         // Nothing of an agent-held part has left the host: consent withdrawn ends it like a stop.
-        writers.withLock { $0[TakeDeviceKey(takeID: takeID, deviceID: deviceID)] }?.post(.end(reason: reason, takeDrops: takeDrops))
+        let key = TakeDeviceKey(takeID: takeID, deviceID: deviceID)
+        let writer = writers.withLock { writers in
+            // A part that ends before its first frame: what waited for its writer goes with it.
+            if writers[key] == nil { waiting.withLock { _ = $0.removeValue(forKey: key) } }
+            return writers[key]
+        }
+        writer?.post(.end(reason: reason, takeDrops: takeDrops))
     }
 
     private func somethingToReport() { reportable.withLock { $0 }?() }

@@ -114,7 +114,7 @@ extension TakeDirector {
         if let writer = writers.writer(takeID: part.takeID, deviceID: part.deviceID) {
             writer.post(.note(json: json, at: fleetNs, track: track))
         } else if book.store(of: part.takeID) == .agent, let nodeID = book.node(of: part) {
-            links.send(
+            let sent = links.send(
                 to: nodeID, takeID: part.takeID, deviceID: part.deviceID,
                 .note(
                     .with {
@@ -123,6 +123,16 @@ extension TakeDirector {
                         $0.detection = track == .detections
                         $0.sensors = track == .sensors
                     }))
+            if !sent, unlinkedNotes.insert(part).inserted {
+                logger.warning(
+                    "timed metadata for a part held on its node cannot reach it: the node's recordings link has not attached since this coordinator started",
+                    metadata: ["take.id": "\(part.takeID)", "device.id": "\(part.deviceID)", "node.id": "\(nodeID)"])
+                events.emit(
+                    .recording, deviceID: part.deviceID,
+                    message:
+                        "take \(part.takeID): timed metadata for \(part.deviceID) cannot reach node \(nodeID), whose recordings link has not attached"
+                )
+            }
         }
     }
 

@@ -46,6 +46,8 @@ actor TakeDirector {
     var partEncodings: [TakeBook.Part: TakeEncoding] = [:]
     /// The sensor streams each take in progress records into its cameras' files.
     var takeSensors: [String: Set<String>] = [:]
+    /// Agent-held parts whose timed metadata found no link to their node: said once each.
+    var unlinkedNotes: Set<TakeBook.Part> = []
     /// What a writer about to start needs (its take and what the index holds of its part).
     var writerSetups: [TakeBook.Part: WriterSetup] = [:]
     var settledWaiters: [String: [CheckedContinuation<Void, Never>]] = [:]
