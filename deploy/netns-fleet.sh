@@ -70,8 +70,8 @@ Commands:
         --coordinator-args: extra words for every agent / the coordinator. --setting
         cpu_latency_us=0: CAPFLEET_CPU_LATENCY_US=0 for the coordinator and every agent
         (repeatable; CAPFLEET_* variables of the caller's shell never reach them).
-        --genicam: give each agent host I a GigE Vision camera (Aravis's fake camera,
-        arv-fake-gv-camera-0.8, serial CF-aI) in namespace P-gI on a link of its own, and
+        --genicam: give each agent host I a GigE Vision camera (Aravis's fake camera, run
+        by genicam-fake-camera.py, serial CF-aI) in namespace P-gI on a link of its own, and
         run its agent with --genicam gc0. --genicam-loss N: the same, its stream losing N
         packets in a thousand (the fake camera's -r).
   down [--purge]
@@ -257,11 +257,13 @@ attach_genicam_camera() {
     ip -n "$camera" link set eth0 up
 }
 
-# Starts agent host I's fake GigE Vision camera. Its argv[0] names DATA, so that the pid
-# checks here know it as this fleet's.
+# Starts agent host I's fake GigE Vision camera: Aravis's, through genicam-fake-camera.py
+# beside this script, which checks for software triggers at 2 kHz (Aravis's own tool at
+# 25 Hz). Its argv[0] names DATA, so that the pid checks here know it as this fleet's.
 start_genicam_camera() {
     local i=$1
-    start_process "$(ns "g$i")" "genicam-a$i" bash -c 'exec -a "$0" arv-fake-gv-camera-0.8 -i eth0 -s "$1" -r "$2"' "$DATA/genicam-a$i" "CF-a$i" "$GENICAM_LOSS"
+    start_process "$(ns "g$i")" "genicam-a$i" bash -c 'exec -a "$0" /usr/bin/python3 "$1" --interface eth0 --serial "$2" --lost-per-thousand "$3"' \
+        "$DATA/genicam-a$i" "$REPO_ROOT/deploy/genicam-fake-camera.py" "CF-a$i" "$GENICAM_LOSS"
 }
 
 build_namespaces() {

@@ -23,6 +23,8 @@ public enum CaptureError: Error, CustomStringConvertible, Sendable {
     /// The stream cannot be started again at a chosen instant (not streaming, or a source
     /// whose starts do not move its frames).
     case unsupportedTimedStart(device: String, reason: String)
+    /// The camera would not go into (or out of) trigger mode, or would not take a trigger.
+    case triggerFailed(device: String, reason: String)
 
     /// Another program holds the device.
     public var isBusy: Bool {
@@ -74,6 +76,8 @@ public enum CaptureError: Error, CustomStringConvertible, Sendable {
             "device \(device) is already streaming; stop it first"
         case let .unsupportedTimedStart(device, reason):
             "device \(device) cannot start its stream at a chosen instant: \(reason)"
+        case let .triggerFailed(device, reason):
+            "device \(device) cannot be triggered: \(reason)"
         }
     }
 }
@@ -186,6 +190,22 @@ public protocol CameraSource: AnyObject, Sendable {
     /// source's one lever on its phase: `FreeRunStart`). Waits for that instant: called on
     /// the device's thread, with the instant at most about a frame interval ahead.
     func restartStream(streamOnAt monotonic: UInt64) throws(CaptureError)
+
+    /// A camera that starts an exposure on a trigger sent to it (GenICam TriggerSoftware);
+    /// nil when it only free-runs.
+    var softwareTrigger: (any SoftwareTrigger)? { get }
+}
+
+/// A camera's software trigger (proto-docs/clock.md, "Triggered cameras"): the agent puts
+/// the camera in trigger mode and fires at each slot of the fleet's grid from a thread of
+/// its own.
+public protocol SoftwareTrigger: Sendable {
+    /// Trigger mode on (each frame waits for a trigger) or off (free-running again at its
+    /// frame rate). Blocking: a few register writes on the camera.
+    func setTriggerMode(_ on: Bool) throws(CaptureError)
+    /// Starts one exposure now. Blocking (one register write, acknowledged): called from the
+    /// trigger thread only.
+    func fire() throws(CaptureError)
 }
 
 /// How a steerable source's frames are timed as it runs now: a frame lasts its length in
@@ -231,6 +251,8 @@ extension CameraSource {
         throw .unsupportedTimedStart(device: device.deviceID, reason: "its frames are not timed by its stream's start")
     }
     public func setFrameLength(lines: Int) {}
+    /// Most sources cannot be triggered.
+    public var softwareTrigger: (any SoftwareTrigger)? { nil }
     public var steeringUnavailableReason: String {
         frameLengthTiming == nil ? "free-running: the source's driver times its frames, and nothing here can move them" : ""
     }

@@ -360,7 +360,7 @@ public enum FleetTables {
     /// The `alignment` lines of `capfleet device` (proto-docs/clock.md, "Frame alignment").
     static func alignmentSummary(_ alignment: Capfleet_V1_FrameAlignment) -> String {
         guard alignment.state != .off, alignment.state != .unspecified else { return "off" }
-        let how = alignment.steered ? "steered" : "free-running"
+        let how = alignment.triggered ? "triggered" : alignment.steered ? "steered" : "free-running"
         var lines = [
             "\(alignment.state.name ?? "unknown") (\(how)): latest frame \(signedDuration(alignment.phaseNs)) from its slot of the grid from fleet time \(alignment.gridOriginFleetNs)"
         ]
@@ -370,11 +370,20 @@ public enum FleetTables {
                 "|phase| over \(alignment.phaseFrames) frames of the last minute: median \(duration(Double(alignment.phaseMedianNs))), p99 \(duration(Double(alignment.phaseP99Ns))), max \(duration(Double(alignment.phaseMaxNs)))"
             )
             lines.append(
-                alignment.steered
-                    ? String(
-                        format: "oscillator %+.1f ppm against fleet time; phase moving %+.1f µs/s", alignment.frequencyErrorPpm,
-                        alignment.driftNsPerS / 1e3)
-                    : String(format: "drifting %+.1f µs/s against the grid (its rate's error; + = later each second)", alignment.driftNsPerS / 1e3))
+                alignment.triggered
+                    ? String(format: "phase moving %+.1f µs/s (the camera's own timestamps against the slots)", alignment.driftNsPerS / 1e3)
+                    : alignment.steered
+                        ? String(
+                            format: "oscillator %+.1f ppm against fleet time; phase moving %+.1f µs/s", alignment.frequencyErrorPpm,
+                            alignment.driftNsPerS / 1e3)
+                        : String(
+                            format: "drifting %+.1f µs/s against the grid (its rate's error; + = later each second)", alignment.driftNsPerS / 1e3))
+        }
+        if alignment.triggered {
+            lines.append(
+                "triggers: \(alignment.triggersFired) fired, \(alignment.triggersMissed) missed; left after their slots: median \(duration(Double(alignment.triggerLatenessMedianNs))), p99 \(duration(Double(alignment.triggerLatenessP99Ns))), max \(duration(Double(alignment.triggerLatenessMaxNs)))"
+            )
+            if !alignment.triggerError.isEmpty { lines.append("the camera's latest refusal: " + alignment.triggerError) }
         }
         if alignment.outOfPhaseSinceFleetNs != 0 {
             lines.append("out of phase since fleet time \(alignment.outOfPhaseSinceFleetNs)")

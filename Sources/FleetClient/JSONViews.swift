@@ -256,11 +256,24 @@ public enum JSONViews {
         var outOfPhaseNs: UInt64?
         var outOfPhaseEndFleetNs: UInt64?
         var outOfPhaseSinceFleetNs: UInt64?
+        var triggered: Bool
+        var triggers: TriggerFigures?
 
         struct PhaseFigures: Encodable {
             var medianNs, p99Ns, maxNs: UInt64
             var frames: UInt32
             enum CodingKeys: String, CodingKey { case medianNs = "median_ns", p99Ns = "p99_ns", maxNs = "max_ns", frames }
+        }
+
+        /// A triggered camera's triggers: how many, how late after their slots, the latest refusal.
+        struct TriggerFigures: Encodable {
+            var fired, missed: UInt64
+            var latenessMedianNs, latenessP99Ns, latenessMaxNs: UInt64
+            var error: String?
+            enum CodingKeys: String, CodingKey {
+                case fired, missed, latenessMedianNs = "lateness_median_ns", latenessP99Ns = "lateness_p99_ns", latenessMaxNs = "lateness_max_ns",
+                    error
+            }
         }
 
         init(_ alignment: Capfleet_V1_FrameAlignment) {
@@ -280,12 +293,19 @@ public enum JSONViews {
             outOfPhaseNs = alignment.outOfPhaseNs == 0 ? nil : alignment.outOfPhaseNs
             outOfPhaseEndFleetNs = alignment.outOfPhaseEndFleetNs == 0 ? nil : alignment.outOfPhaseEndFleetNs
             outOfPhaseSinceFleetNs = alignment.outOfPhaseSinceFleetNs == 0 ? nil : alignment.outOfPhaseSinceFleetNs
+            triggered = alignment.triggered
+            triggers =
+                alignment.triggered
+                ? TriggerFigures(
+                    fired: alignment.triggersFired, missed: alignment.triggersMissed, latenessMedianNs: alignment.triggerLatenessMedianNs,
+                    latenessP99Ns: alignment.triggerLatenessP99Ns, latenessMaxNs: alignment.triggerLatenessMaxNs,
+                    error: alignment.triggerError.isEmpty ? nil : alignment.triggerError) : nil
         }
 
         enum CodingKeys: String, CodingKey {
             case state, phaseNs = "phase_ns", gridOriginFleetNs = "grid_origin_fleet_ns", steered, notAlignedReason = "not_aligned_reason",
                 phase, driftNsPerS = "drift_ns_per_s", frequencyErrorPpm = "frequency_error_ppm", outOfPhaseNs = "out_of_phase_ns",
-                outOfPhaseEndFleetNs = "out_of_phase_end_fleet_ns", outOfPhaseSinceFleetNs = "out_of_phase_since_fleet_ns"
+                outOfPhaseEndFleetNs = "out_of_phase_end_fleet_ns", outOfPhaseSinceFleetNs = "out_of_phase_since_fleet_ns", triggered, triggers
         }
 
         public func encode(to encoder: any Encoder) throws {
@@ -301,6 +321,8 @@ public enum JSONViews {
             try container.encode(outOfPhaseNs, forKey: .outOfPhaseNs)
             try container.encode(outOfPhaseEndFleetNs, forKey: .outOfPhaseEndFleetNs)
             try container.encode(outOfPhaseSinceFleetNs, forKey: .outOfPhaseSinceFleetNs)
+            try container.encode(triggered, forKey: .triggered)
+            try container.encode(triggers, forKey: .triggers)
         }
     }
 

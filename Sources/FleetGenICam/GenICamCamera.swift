@@ -11,12 +11,16 @@ import Synchronization
 /// AcquisitionFrameRate range; its ExposureTime as the
 /// exposure control. Frames come off Aravis's stream on a thread this source owns, copied into
 /// a pool of its own so Aravis's buffers go straight back to the stream.
-public final class GenICamCamera: CameraSource {
+public final class GenICamCamera: CameraSource, SoftwareTrigger {
     public let device: DeviceDescription
     public let info: GenICamDeviceInfo
     /// Each format's GenICam PixelFormat name and binning, by format index.
     private let modes: [Mode]
     private let bufferCount: Int
+    /// It has TriggerSoftware (GenICam's standard trigger feature set).
+    private let triggerable: Bool
+    /// Trigger mode is on: each (re)start of the stream puts it back.
+    private let triggerMode = Atomic<Bool>(false)
 
     struct Mode: Sendable {
         var pixelFormat: String
@@ -114,6 +118,7 @@ public final class GenICamCamera: CameraSource {
             )
         }
         self.modes = modes
+        triggerable = (try? aravisCall(deviceID, "asking for a software trigger") { arv_camera_is_software_trigger_supported(camera, $0) }) ?? 0 != 0
         var exposure: ExposureState?
         if (try? aravisCall(deviceID, "asking for exposure") { arv_camera_is_exposure_time_available(camera, $0) }) ?? 0 != 0 {
             var low = 0.0, high = 0.0
@@ -153,6 +158,50 @@ public final class GenICamCamera: CameraSource {
         figures.packetsResent = UInt64(resent)
         figures.packetsMissing = UInt64(missing)
         return figures
+    }
+
+    // MARK: Triggered exposures
+
+    public var softwareTrigger: (any SoftwareTrigger)? { triggerable ? self : nil }
+
+    public func setTriggerMode(_ on: Bool) throws(CaptureError) {
+        let camera = handle.camera
+        let deviceID = device.deviceID
+        let rate = activeFrameRate
+        do {
+            try session.withLock { _ throws(GenICamError) in
+                if on {
+                    try Self.enterTriggerMode(camera, deviceID)
+                } else {
+                    try aravisCall(deviceID, "leaving trigger mode") { arv_camera_clear_triggers(camera, $0) }
+                    // Free-running again at the rate it was given (trigger mode may have set the rate aside).
+                    if arv_camera_is_frame_rate_available(camera, nil) != 0 {
+                        try aravisCall(deviceID, "setting \(rate) fps") { arv_camera_set_frame_rate(camera, rate, $0) }
+                    }
+                }
+            }
+        } catch {
+            throw .triggerFailed(device: deviceID, reason: error.message)
+        }
+        triggerMode.store(on, ordering: .releasing)
+    }
+
+    /// FrameStart waits for TriggerSoftware (Aravis's `arv_camera_set_trigger` sets the
+    /// selector, the source and the mode, and turns the frame-rate limit off).
+    private static func enterTriggerMode(_ camera: UnsafeMutablePointer<ArvCamera>, _ deviceID: String) throws(GenICamError) {
+        try aravisCall(deviceID, "entering software trigger mode") { arv_camera_set_trigger(camera, "Software", $0) }
+    }
+
+    public func fire() throws(CaptureError) {
+        let camera = handle.camera
+        let deviceID = device.deviceID
+        do {
+            try session.withLock { _ throws(GenICamError) in
+                try aravisCall(deviceID, "firing a software trigger") { arv_camera_software_trigger(camera, $0) }
+            }
+        } catch {
+            throw .triggerFailed(device: deviceID, reason: error.message)
+        }
     }
 
     public var zoomMethod: ZoomMethod? { nil }
@@ -241,6 +290,7 @@ public final class GenICamCamera: CameraSource {
                         arv_camera_set_frame_rate(camera, rate.maxFramesPerSecond, $0)
                     }
                 }
+                if triggerMode.load(ordering: .acquiring) { try Self.enterTriggerMode(camera, deviceID) }
                 try aravisCall(deviceID, "choosing continuous acquisition") {
                     arv_camera_set_acquisition_mode(camera, ARV_ACQUISITION_MODE_CONTINUOUS, $0)
                 }

@@ -69,6 +69,92 @@ extension SecondLaneIntegrationTests {
             #expect(verified.contains("verified"), "\(verified)")
         }
 
+        /// Exposures on the grid (clock.md, "Triggered cameras"): three hosts' GigE Vision
+        /// cameras put in software-trigger mode by `capfleet align`, each agent firing a
+        /// trigger at every slot; every trigger gives exactly one frame, the three cameras'
+        /// frames fall in the same slots, and `align --off` lets them run free again.
+        @Test func threeHostsCameras_triggeredOnTheGrid_exposeOncePerTrigger_andRunFreeAgainWhenAskedOff() async throws {
+            guard getuid() == 0 else {
+                print("netns GenICam trigger: not run, network namespaces need root (CI runs as root)")
+                return
+            }
+            let fleet = NetnsTestFleet(prefix: "cft\(getpid() % 10_000)")
+            defer { fleet.down() }
+            try fleet.run(["up", "--agents", "3", "--bin", FleetHarness.binary, "--genicam", "--agent-args", "--synthetic 0 --fps 10 --no-pressure"])
+            var ids: [String] = []
+            _ = try await NetnsTestFleet.waitUntil("three cameras register and three clocks lock", seconds: 40) {
+                ids = try fleet.json(["devices"]).filter { $0["kind"] as? String == "genicam" }.compactMap { $0["device_id"] as? String }.sorted()
+                let clocks = try fleet.json(["clock"])
+                return ids.count == 3 && clocks.count == 3 && clocks.allSatisfy { $0["sync"] as? String == "locked" }
+            }
+            for device in ids {
+                try fleet.run(["cli", "consent", "grant", device, "--reason", "trigger test"])
+                try fleet.run(["cli", "lock", device])
+            }
+            func cameras() throws -> [String: [String: Any]] {
+                var byID: [String: [String: Any]] = [:]
+                for status in try fleet.json(["watch", "--count", "1"]) {
+                    if let id = status["device_id"] as? String, ids.contains(id) { byID[id] = status }
+                }
+                return byID
+            }
+            func triggers(_ status: [String: Any]?) -> [String: Any] {
+                (status?["alignment"] as? [String: Any])?["triggers"] as? [String: Any] ?? [:]
+            }
+            func spread() throws -> (spread: Int, entries: [[String: Any]]) {
+                let checked = try #require(
+                    try JSONSerialization.jsonObject(with: Data(try fleet.run(["cli", "sync-check"] + ids + ["--json"]).utf8)) as? [String: Any])
+                return (checked["spread_ns"] as? Int ?? -1, checked["entries"] as? [[String: Any]] ?? [])
+            }
+            _ = try await NetnsTestFleet.waitUntil("frames flow from all three", seconds: 20) {
+                try cameras().values.filter { ($0["frames_captured"] as? Int ?? 0) > 10 }.count == 3
+            }
+            let free = try spread()
+            print("netns GenICam trigger: free-running, the first frames after an instant spread over \(Double(free.spread) / 1e6) ms")
+
+            let aligned = try fleet.run(["cli", "align"] + ids)
+            print("netns GenICam trigger: \(aligned.trimmingCharacters(in: .whitespacesAndNewlines))")
+            var statuses: [String: [String: Any]] = [:]
+            _ = try await NetnsTestFleet.waitUntil("each agent triggers its camera", seconds: 30) {
+                statuses = try cameras()
+                return statuses.count == 3
+                    && statuses.values.allSatisfy {
+                        ($0["alignment"] as? [String: Any])?["triggered"] as? Bool == true && (triggers($0)["fired"] as? Int ?? 0) >= 20
+                    }
+            }
+            // One frame per trigger: over a few seconds, as many frames as triggers, give or
+            // take the one in flight at each end.
+            try await Task.sleep(for: .seconds(3))
+            let later = try cameras()
+            for id in ids {
+                let frames = (later[id]?["frames_captured"] as? Int ?? 0) - (statuses[id]?["frames_captured"] as? Int ?? 0)
+                let fired = (triggers(later[id])["fired"] as? Int ?? 0) - (triggers(statuses[id])["fired"] as? Int ?? 0)
+                let alignment = later[id]?["alignment"] as? [String: Any] ?? [:]
+                print(
+                    "netns GenICam trigger: \(id): \(fired) triggers, \(frames) frames; \(alignment["state"] ?? "?"), triggers \(triggers(later[id]))"
+                )
+                #expect(fired >= 20 && abs(frames - fired) <= 2, "\(id): \(frames) frames for \(fired) triggers")
+                #expect(triggers(later[id])["missed"] as? Int == 0 && triggers(later[id])["error"] == nil, "\(triggers(later[id]))")
+                #expect(alignment["steered"] as? Bool == false)
+            }
+            // The three cameras' first frames after an instant are of one slot (10 fps: 100 ms apart).
+            let triggered = try spread()
+            print("netns GenICam trigger: triggered, the first frames after an instant spread over \(Double(triggered.spread) / 1e6) ms")
+            #expect(triggered.entries.count == 3 && triggered.entries.allSatisfy { $0["ok"] as? Bool == true }, "\(triggered.entries)")
+            #expect(triggered.spread >= 0 && triggered.spread < 25_000_000, "within a quarter of an interval: \(triggered.spread) ns")
+
+            // Off: free-running again, frames still flowing, nothing triggered.
+            try fleet.run(["cli", "align", "--off"] + ids)
+            let off = try cameras()
+            try await Task.sleep(for: .seconds(2))
+            let afterOff = try cameras()
+            for id in ids {
+                #expect((afterOff[id]?["alignment"] as? [String: Any])?["triggered"] as? Bool != true, "\(afterOff[id] ?? [:])")
+                let frames = (afterOff[id]?["frames_captured"] as? Int ?? 0) - (off[id]?["frames_captured"] as? Int ?? 0)
+                #expect(frames >= 10, "\(id) runs free at 10 fps again: \(frames) frames in 2 s")
+            }
+        }
+
         /// A GigE Vision link that loses packets (the fake camera drops 3 in a thousand and
         /// resends none): frames it could not complete are counted by the stream, never
         /// delivered, and show as discontinuity drops; the rest flow.

@@ -49,6 +49,10 @@ final class CameraStream: Sendable {
     let detection: DeviceDetection
     /// The timecode read from its frames while an exposure audit runs (ExposureAuditor.swift).
     let audits: ExposureAuditor
+    /// A triggered camera's trigger thread, made when a grid is first set; and the clock
+    /// it reads (the route's, kept here since the route is the device thread's own).
+    private let trigger = Mutex<GridTriggerLoop?>(nil)
+    private let triggerClock = Mutex<(any CaptureClock)?>(nil)
 
     /// Told, in order and under the state's lock, when real frames start or stop leaving the
     /// host (the recording light): it must only queue, never block.
@@ -138,6 +142,7 @@ final class CameraStream: Sendable {
         // Queued before any start the step below may queue, so the start finds it.
         onDeviceThread(orNow: true) { [self] in self.route.value = route }
         encodedPublish.withLock { $0 = route.publishEncoded }
+        triggerClock.withLock { $0 = route.clock }
         step(.captureWanted)
     }
 
@@ -164,6 +169,10 @@ final class CameraStream: Sendable {
     /// Stops capturing and ends the device's thread once what is queued on it is done.
     func close() async {
         stopCapturing()
+        // Its thread sets the camera free-running on its way out: a blocking join, on a thread of its own.
+        if let trigger = trigger.withLock({ $0.take() }) {
+            await OwnedThread.run("cf-untrigger") { trigger.stop() }
+        }
         await device.stop()
         await detection.stop()
         await audits.stop()
@@ -256,6 +265,13 @@ final class CameraStream: Sendable {
     func setFrameAlignment(origin: UInt64?) -> Bool {
         guard let origin else {
             alignment.set(nil, steerable: false)
+            trigger.withLock { $0 }?.follow(origin: nil)
+            return true
+        }
+        if let softwareTrigger = source.softwareTrigger {
+            // Each exposure fired at its slot: nothing to steer, nothing to restart.
+            alignment.set(FrameAligner(origin: origin), steerable: false, triggered: true)
+            triggerLoop(softwareTrigger).follow(origin: origin)
             return true
         }
         let steerable = source.frameLengthTiming != nil
@@ -263,6 +279,21 @@ final class CameraStream: Sendable {
         // A source that cannot be steered can still be started on the grid.
         if !steerable { onDeviceThread { [self] in startOnGrid() } }
         return steerable
+    }
+
+    private func triggerLoop(_ softwareTrigger: any SoftwareTrigger) -> GridTriggerLoop {
+        trigger.withLock { loop in
+            if let loop { return loop }
+            let made = GridTriggerLoop(
+                deviceID: deviceID, trigger: softwareTrigger, alignment: alignment,
+                clock: { [weak self] in
+                    let now = MonotonicTime.now()
+                    guard let stamp = self?.triggerClock.withLock({ $0 })?.stamp(captureMonotonic: now), stamp.state == .locked else { return nil }
+                    return (now, stamp.fleet)
+                }, interval: { [source] in UInt64(1e9 / max(source.activeFrameRate, 0.1)) }, logger: logger)
+            loop = made
+            return made
+        }
     }
 
     /// Starts a free-running source's stream again at the instant that puts its frames on the

@@ -31,6 +31,14 @@ final class FrameAlignmentState: Sendable {
         var freeRunStream: UInt64 = 0
         /// What became of starting the stream on the grid (free-running sources only).
         var gridStart: GridStart?
+        /// A triggered camera: the agent fires each exposure at its slot.
+        var triggered = false
+        /// How late each trigger left after its slot's instant, over the window.
+        var lateness = PhaseWindow()
+        var latestLateness: UInt64?
+        var triggersFired: UInt64 = 0
+        var triggersMissed: UInt64 = 0
+        var triggerError = ""
     }
 
     /// A free-running source's stream started again on a slot of the grid, or why it was not.
@@ -44,9 +52,9 @@ final class FrameAlignmentState: Sendable {
 
     /// A grid to keep to (nil: alignment off); `unsteerableReason`: why a source that cannot be
     /// steered cannot, in its own words.
-    func set(_ aligner: FrameAligner?, steerable: Bool, unsteerableReason: String = "") {
+    func set(_ aligner: FrameAligner?, steerable: Bool, unsteerableReason: String = "", triggered: Bool = false) {
         state.withLock {
-            var fresh = State(aligner: aligner, steerable: steerable, unsteerableReason: unsteerableReason)
+            var fresh = State(aligner: aligner, steerable: steerable, unsteerableReason: unsteerableReason, triggered: triggered)
             (fresh.freeRun, fresh.freeRunStream) = ($0.freeRun, $0.freeRunStream)
             $0 = fresh
         }
@@ -66,6 +74,29 @@ final class FrameAlignmentState: Sendable {
     }
 
     func noteGridStart(_ outcome: GridStart) { state.withLock { $0.gridStart = outcome } }
+
+    // MARK: Triggers (the trigger thread)
+
+    /// A trigger left `lateness` ns after the instant of its slot at `slotFleet`.
+    func triggerFired(slotFleet: UInt64, lateness: UInt64, interval: UInt64) {
+        state.withLock {
+            $0.lateness.record(phase: Int64(clamping: lateness), at: slotFleet, interval: interval)
+            $0.latestLateness = lateness
+            $0.triggersFired += 1
+            $0.triggerError = ""
+        }
+    }
+
+    /// A slot passed without its trigger; `error` when the camera refused it.
+    func triggerMissed(error: String? = nil) {
+        state.withLock {
+            $0.triggersMissed += 1
+            if let error { $0.triggerError = error }
+        }
+    }
+
+    /// Trigger mode could not be set: the camera free-runs, and the report says why.
+    func triggerModeFailed(_ error: String) { state.withLock { $0.triggerError = error } }
 
     /// Called on the capture thread for each frame stamped in fleet time; the frame length
     /// (lines) to set from the next frame on while the source is steered, else nil.
@@ -127,6 +158,16 @@ final class FrameAlignmentState: Sendable {
             $0.phaseMaxNs = statistics.maximum
             $0.phaseFrames = UInt32(clamping: statistics.frames)
             $0.driftNsPerS = current.window.drift(asOf: current.latest) ?? 0
+            if current.triggered {
+                $0.triggered = true
+                let lateness = current.lateness.statistics(asOf: current.latest)
+                $0.triggerLatenessMedianNs = lateness.median
+                $0.triggerLatenessP99Ns = lateness.p99
+                $0.triggerLatenessMaxNs = lateness.maximum
+                $0.triggersFired = current.triggersFired
+                $0.triggersMissed = current.triggersMissed
+                $0.triggerError = current.triggerError
+            }
             if let loop = current.loop {
                 $0.frequencyErrorPpm = loop.frequencyErrorPPM
                 if let spell = loop.lastOutOfPhase {
@@ -140,6 +181,7 @@ final class FrameAlignmentState: Sendable {
 
     /// The state to report, and why it is not ALIGNED in words an operator can act on.
     private static func judge(_ current: State) -> (Capfleet_V1_FrameAlignment.State, String) {
+        if current.triggered { return judgeTriggered(current) }
         guard current.steerable else {
             let reason = current.unsteerableReason.isEmpty ? "free-running: the source cannot set its frame length" : current.unsteerableReason
             let start =
@@ -169,6 +211,24 @@ final class FrameAlignmentState: Sendable {
             }
             return (.aligned, "")
         }
+    }
+
+    /// A triggered camera is aligned while its triggers leave on time: where its frames then
+    /// fall is the camera's own trigger latency, which the phase figures show.
+    private static func judgeTriggered(_ current: State) -> (Capfleet_V1_FrameAlignment.State, String) {
+        if !current.triggerError.isEmpty, current.latestLateness == nil {
+            return (.unaligned, "the camera would not be triggered: \(current.triggerError)")
+        }
+        guard current.clockLocked || current.latestLateness == nil else {
+            return (.aligning, "waiting for the node's clock to lock: triggers wait for it, since an unlocked clock puts them anywhere")
+        }
+        guard let latest = current.latestLateness else {
+            return (.aligning, "no trigger fired yet (the node's clock must be locked)")
+        }
+        guard latest <= UInt64(alignedWithin) else {
+            return (.aligning, "the latest trigger left \(duration(Int64(clamping: latest))) after its slot")
+        }
+        return (.aligned, "")
     }
 
     private static func duration(_ nanoseconds: Int64) -> String {

@@ -104,6 +104,15 @@ public final class FleetMetrics: Sendable {
     nonisolated(unsafe) static let alignmentDrift = descriptor(
         "device_alignment_drift_seconds_per_second", "",
         "How fast the device's phase moves against the grid (a free-running camera's rate error).")
+    nonisolated(unsafe) static let triggerLatenessMedian = descriptor(
+        "device_trigger_lateness_median_seconds", "",
+        "A triggered camera: median of how long after its slot each trigger left, over the last minute.")
+    nonisolated(unsafe) static let triggerLatenessP99 = descriptor(
+        "device_trigger_lateness_p99_seconds", "",
+        "A triggered camera: 99th percentile of how long after its slot each trigger left.")
+    nonisolated(unsafe) static let triggers = descriptor(
+        "device_triggers", "",
+        "A triggered camera's triggers since its grid was set, by outcome (fired, missed).")
     nonisolated(unsafe) static let events = descriptor("events", "total", "Fleet events published, by kind.")
     nonisolated(unsafe) static let rejected = descriptor("rejected_messages", "total", "Malformed or unknown input refused, by endpoint and reason.")
     nonisolated(unsafe) static let clockProbes = descriptor(
@@ -188,6 +197,17 @@ public final class FleetMetrics: Sendable {
                 let drift = registry.makeGauge(descriptor: Self.alignmentDrift, labels: labels)
                 drift.set(status.alignment.driftNsPerS / 1e9)
                 gauges += [median, p99, drift]
+            }
+            if status.alignment.triggered {
+                let median = registry.makeGauge(descriptor: Self.triggerLatenessMedian, labels: labels)
+                median.set(Double(status.alignment.triggerLatenessMedianNs) / 1e9)
+                let p99 = registry.makeGauge(descriptor: Self.triggerLatenessP99, labels: labels)
+                p99.set(Double(status.alignment.triggerLatenessP99Ns) / 1e9)
+                let fired = registry.makeGauge(descriptor: Self.triggers, labels: labels + [("outcome", "fired")])
+                fired.set(Double(status.alignment.triggersFired))
+                let missed = registry.makeGauge(descriptor: Self.triggers, labels: labels + [("outcome", "missed")])
+                missed.set(Double(status.alignment.triggersMissed))
+                gauges += [median, p99, fired, missed]
             }
         }
         let stale = alignmentGauges.withLock { table in

@@ -197,50 +197,136 @@ public nonisolated struct Capfleet_V1_SetFrameAlignment: Sendable {
 }
 
 /// A device's captures against the fleet-time grid (in DeviceCounters).
-public nonisolated struct Capfleet_V1_FrameAlignment: Sendable {
+public nonisolated struct Capfleet_V1_FrameAlignment: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var state: Capfleet_V1_FrameAlignment.State = .unspecified
+  public var state: Capfleet_V1_FrameAlignment.State {
+    get {_storage._state}
+    set {_uniqueStorage()._state = newValue}
+  }
 
   /// the latest frame's distance from its nearest slot
-  public var phaseNs: Int64 = 0
+  public var phaseNs: Int64 {
+    get {_storage._phaseNs}
+    set {_uniqueStorage()._phaseNs = newValue}
+  }
 
-  public var gridOriginFleetNs: UInt64 = 0
+  public var gridOriginFleetNs: UInt64 {
+    get {_storage._gridOriginFleetNs}
+    set {_uniqueStorage()._gridOriginFleetNs = newValue}
+  }
 
   /// Since 1.7: how the device keeps to the grid, and how well, over the last minute of frames.
-  public var steered: Bool = false
+  public var steered: Bool {
+    get {_storage._steered}
+    set {_uniqueStorage()._steered = newValue}
+  }
 
   /// why it is not ALIGNED now, in words an operator can act on; empty when ALIGNED
-  public var notAlignedReason: String = String()
+  public var notAlignedReason: String {
+    get {_storage._notAlignedReason}
+    set {_uniqueStorage()._notAlignedReason = newValue}
+  }
 
   /// |phase| over the window: median
-  public var phaseMedianNs: UInt64 = 0
+  public var phaseMedianNs: UInt64 {
+    get {_storage._phaseMedianNs}
+    set {_uniqueStorage()._phaseMedianNs = newValue}
+  }
 
   /// |phase|: 99th percentile
-  public var phaseP99Ns: UInt64 = 0
+  public var phaseP99Ns: UInt64 {
+    get {_storage._phaseP99Ns}
+    set {_uniqueStorage()._phaseP99Ns = newValue}
+  }
 
   /// |phase|: largest
-  public var phaseMaxNs: UInt64 = 0
+  public var phaseMaxNs: UInt64 {
+    get {_storage._phaseMaxNs}
+    set {_uniqueStorage()._phaseMaxNs = newValue}
+  }
 
   /// frames in the window (at most the last 60 s)
-  public var phaseFrames: UInt32 = 0
+  public var phaseFrames: UInt32 {
+    get {_storage._phaseFrames}
+    set {_uniqueStorage()._phaseFrames = newValue}
+  }
 
   /// how fast the phase moves against the grid (free-running: its rate error)
-  public var driftNsPerS: Double = 0
+  public var driftNsPerS: Double {
+    get {_storage._driftNsPerS}
+    set {_uniqueStorage()._driftNsPerS = newValue}
+  }
 
   /// steered: the sensor's oscillator against fleet time, as learnt (+ = fast)
-  public var frequencyErrorPpm: Double = 0
+  public var frequencyErrorPpm: Double {
+    get {_storage._frequencyErrorPpm}
+    set {_uniqueStorage()._frequencyErrorPpm = newValue}
+  }
 
   /// steered: the latest spell out of phase, from first frame out to lock again
-  public var outOfPhaseNs: UInt64 = 0
+  public var outOfPhaseNs: UInt64 {
+    get {_storage._outOfPhaseNs}
+    set {_uniqueStorage()._outOfPhaseNs = newValue}
+  }
 
   /// when that spell ended (0: none yet, or still out)
-  public var outOfPhaseEndFleetNs: UInt64 = 0
+  public var outOfPhaseEndFleetNs: UInt64 {
+    get {_storage._outOfPhaseEndFleetNs}
+    set {_uniqueStorage()._outOfPhaseEndFleetNs = newValue}
+  }
 
   /// steered and out of phase now: since when (0: in phase)
-  public var outOfPhaseSinceFleetNs: UInt64 = 0
+  public var outOfPhaseSinceFleetNs: UInt64 {
+    get {_storage._outOfPhaseSinceFleetNs}
+    set {_uniqueStorage()._outOfPhaseSinceFleetNs = newValue}
+  }
+
+  /// Since 1.12 (clock.md, "Triggered cameras"): a camera whose every exposure waits for a
+  /// trigger the agent fires at each slot (GenICam TriggerSoftware). The phase figures above
+  /// are then the camera's own timestamps against the slots; these say how the triggers went.
+  public var triggered: Bool {
+    get {_storage._triggered}
+    set {_uniqueStorage()._triggered = newValue}
+  }
+
+  /// how long after its slot's instant each trigger left, over the window: median
+  public var triggerLatenessMedianNs: UInt64 {
+    get {_storage._triggerLatenessMedianNs}
+    set {_uniqueStorage()._triggerLatenessMedianNs = newValue}
+  }
+
+  /// 99th percentile
+  public var triggerLatenessP99Ns: UInt64 {
+    get {_storage._triggerLatenessP99Ns}
+    set {_uniqueStorage()._triggerLatenessP99Ns = newValue}
+  }
+
+  /// largest
+  public var triggerLatenessMaxNs: UInt64 {
+    get {_storage._triggerLatenessMaxNs}
+    set {_uniqueStorage()._triggerLatenessMaxNs = newValue}
+  }
+
+  /// since the grid was set
+  public var triggersFired: UInt64 {
+    get {_storage._triggersFired}
+    set {_uniqueStorage()._triggersFired = newValue}
+  }
+
+  /// slots passed without a trigger (the thread woke too late, the clock was not locked, or the camera refused one)
+  public var triggersMissed: UInt64 {
+    get {_storage._triggersMissed}
+    set {_uniqueStorage()._triggersMissed = newValue}
+  }
+
+  /// the camera's latest refusal of a trigger or of trigger mode; empty when none
+  public var triggerError: String {
+    get {_storage._triggerError}
+    set {_uniqueStorage()._triggerError = newValue}
+  }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -254,7 +340,7 @@ public nonisolated struct Capfleet_V1_FrameAlignment: Sendable {
     /// steering, phase not yet within 100 µs, or the clock not locked
     case aligning // = 2
 
-    /// steering, the latest frame within 100 µs of its slot
+    /// steering, the latest frame within 100 µs of its slot; triggered: the latest trigger left within 100 µs of its slot
     case aligned // = 3
 
     /// the device cannot adjust its frame timing: phase reported only
@@ -299,6 +385,8 @@ public nonisolated struct Capfleet_V1_FrameAlignment: Sendable {
   }
 
   public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 /// A node's clock as its agent estimates it, in AgentStatus and on telemetry.
@@ -710,94 +798,205 @@ nonisolated extension Capfleet_V1_SetFrameAlignment: SwiftProtobuf.Message, Swif
 
 nonisolated extension Capfleet_V1_FrameAlignment: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".FrameAlignment"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}state\0\u{3}phase_ns\0\u{3}grid_origin_fleet_ns\0\u{1}steered\0\u{3}not_aligned_reason\0\u{3}phase_median_ns\0\u{3}phase_p99_ns\0\u{3}phase_max_ns\0\u{3}phase_frames\0\u{3}drift_ns_per_s\0\u{3}frequency_error_ppm\0\u{3}out_of_phase_ns\0\u{3}out_of_phase_end_fleet_ns\0\u{3}out_of_phase_since_fleet_ns\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}state\0\u{3}phase_ns\0\u{3}grid_origin_fleet_ns\0\u{1}steered\0\u{3}not_aligned_reason\0\u{3}phase_median_ns\0\u{3}phase_p99_ns\0\u{3}phase_max_ns\0\u{3}phase_frames\0\u{3}drift_ns_per_s\0\u{3}frequency_error_ppm\0\u{3}out_of_phase_ns\0\u{3}out_of_phase_end_fleet_ns\0\u{3}out_of_phase_since_fleet_ns\0\u{1}triggered\0\u{3}trigger_lateness_median_ns\0\u{3}trigger_lateness_p99_ns\0\u{3}trigger_lateness_max_ns\0\u{3}triggers_fired\0\u{3}triggers_missed\0\u{3}trigger_error\0")
+
+  fileprivate class _StorageClass {
+    var _state: Capfleet_V1_FrameAlignment.State = .unspecified
+    var _phaseNs: Int64 = 0
+    var _gridOriginFleetNs: UInt64 = 0
+    var _steered: Bool = false
+    var _notAlignedReason: String = String()
+    var _phaseMedianNs: UInt64 = 0
+    var _phaseP99Ns: UInt64 = 0
+    var _phaseMaxNs: UInt64 = 0
+    var _phaseFrames: UInt32 = 0
+    var _driftNsPerS: Double = 0
+    var _frequencyErrorPpm: Double = 0
+    var _outOfPhaseNs: UInt64 = 0
+    var _outOfPhaseEndFleetNs: UInt64 = 0
+    var _outOfPhaseSinceFleetNs: UInt64 = 0
+    var _triggered: Bool = false
+    var _triggerLatenessMedianNs: UInt64 = 0
+    var _triggerLatenessP99Ns: UInt64 = 0
+    var _triggerLatenessMaxNs: UInt64 = 0
+    var _triggersFired: UInt64 = 0
+    var _triggersMissed: UInt64 = 0
+    var _triggerError: String = String()
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _state = source._state
+      _phaseNs = source._phaseNs
+      _gridOriginFleetNs = source._gridOriginFleetNs
+      _steered = source._steered
+      _notAlignedReason = source._notAlignedReason
+      _phaseMedianNs = source._phaseMedianNs
+      _phaseP99Ns = source._phaseP99Ns
+      _phaseMaxNs = source._phaseMaxNs
+      _phaseFrames = source._phaseFrames
+      _driftNsPerS = source._driftNsPerS
+      _frequencyErrorPpm = source._frequencyErrorPpm
+      _outOfPhaseNs = source._outOfPhaseNs
+      _outOfPhaseEndFleetNs = source._outOfPhaseEndFleetNs
+      _outOfPhaseSinceFleetNs = source._outOfPhaseSinceFleetNs
+      _triggered = source._triggered
+      _triggerLatenessMedianNs = source._triggerLatenessMedianNs
+      _triggerLatenessP99Ns = source._triggerLatenessP99Ns
+      _triggerLatenessMaxNs = source._triggerLatenessMaxNs
+      _triggersFired = source._triggersFired
+      _triggersMissed = source._triggersMissed
+      _triggerError = source._triggerError
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularEnumField(value: &self.state) }()
-      case 2: try { try decoder.decodeSingularInt64Field(value: &self.phaseNs) }()
-      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.gridOriginFleetNs) }()
-      case 4: try { try decoder.decodeSingularBoolField(value: &self.steered) }()
-      case 5: try { try decoder.decodeSingularStringField(value: &self.notAlignedReason) }()
-      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.phaseMedianNs) }()
-      case 7: try { try decoder.decodeSingularUInt64Field(value: &self.phaseP99Ns) }()
-      case 8: try { try decoder.decodeSingularUInt64Field(value: &self.phaseMaxNs) }()
-      case 9: try { try decoder.decodeSingularUInt32Field(value: &self.phaseFrames) }()
-      case 10: try { try decoder.decodeSingularDoubleField(value: &self.driftNsPerS) }()
-      case 11: try { try decoder.decodeSingularDoubleField(value: &self.frequencyErrorPpm) }()
-      case 12: try { try decoder.decodeSingularUInt64Field(value: &self.outOfPhaseNs) }()
-      case 13: try { try decoder.decodeSingularUInt64Field(value: &self.outOfPhaseEndFleetNs) }()
-      case 14: try { try decoder.decodeSingularUInt64Field(value: &self.outOfPhaseSinceFleetNs) }()
-      default: break
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularEnumField(value: &_storage._state) }()
+        case 2: try { try decoder.decodeSingularInt64Field(value: &_storage._phaseNs) }()
+        case 3: try { try decoder.decodeSingularUInt64Field(value: &_storage._gridOriginFleetNs) }()
+        case 4: try { try decoder.decodeSingularBoolField(value: &_storage._steered) }()
+        case 5: try { try decoder.decodeSingularStringField(value: &_storage._notAlignedReason) }()
+        case 6: try { try decoder.decodeSingularUInt64Field(value: &_storage._phaseMedianNs) }()
+        case 7: try { try decoder.decodeSingularUInt64Field(value: &_storage._phaseP99Ns) }()
+        case 8: try { try decoder.decodeSingularUInt64Field(value: &_storage._phaseMaxNs) }()
+        case 9: try { try decoder.decodeSingularUInt32Field(value: &_storage._phaseFrames) }()
+        case 10: try { try decoder.decodeSingularDoubleField(value: &_storage._driftNsPerS) }()
+        case 11: try { try decoder.decodeSingularDoubleField(value: &_storage._frequencyErrorPpm) }()
+        case 12: try { try decoder.decodeSingularUInt64Field(value: &_storage._outOfPhaseNs) }()
+        case 13: try { try decoder.decodeSingularUInt64Field(value: &_storage._outOfPhaseEndFleetNs) }()
+        case 14: try { try decoder.decodeSingularUInt64Field(value: &_storage._outOfPhaseSinceFleetNs) }()
+        case 15: try { try decoder.decodeSingularBoolField(value: &_storage._triggered) }()
+        case 16: try { try decoder.decodeSingularUInt64Field(value: &_storage._triggerLatenessMedianNs) }()
+        case 17: try { try decoder.decodeSingularUInt64Field(value: &_storage._triggerLatenessP99Ns) }()
+        case 18: try { try decoder.decodeSingularUInt64Field(value: &_storage._triggerLatenessMaxNs) }()
+        case 19: try { try decoder.decodeSingularUInt64Field(value: &_storage._triggersFired) }()
+        case 20: try { try decoder.decodeSingularUInt64Field(value: &_storage._triggersMissed) }()
+        case 21: try { try decoder.decodeSingularStringField(value: &_storage._triggerError) }()
+        default: break
+        }
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if self.state != .unspecified {
-      try visitor.visitSingularEnumField(value: self.state, fieldNumber: 1)
-    }
-    if self.phaseNs != 0 {
-      try visitor.visitSingularInt64Field(value: self.phaseNs, fieldNumber: 2)
-    }
-    if self.gridOriginFleetNs != 0 {
-      try visitor.visitSingularUInt64Field(value: self.gridOriginFleetNs, fieldNumber: 3)
-    }
-    if self.steered != false {
-      try visitor.visitSingularBoolField(value: self.steered, fieldNumber: 4)
-    }
-    if !self.notAlignedReason.isEmpty {
-      try visitor.visitSingularStringField(value: self.notAlignedReason, fieldNumber: 5)
-    }
-    if self.phaseMedianNs != 0 {
-      try visitor.visitSingularUInt64Field(value: self.phaseMedianNs, fieldNumber: 6)
-    }
-    if self.phaseP99Ns != 0 {
-      try visitor.visitSingularUInt64Field(value: self.phaseP99Ns, fieldNumber: 7)
-    }
-    if self.phaseMaxNs != 0 {
-      try visitor.visitSingularUInt64Field(value: self.phaseMaxNs, fieldNumber: 8)
-    }
-    if self.phaseFrames != 0 {
-      try visitor.visitSingularUInt32Field(value: self.phaseFrames, fieldNumber: 9)
-    }
-    if self.driftNsPerS.bitPattern != 0 {
-      try visitor.visitSingularDoubleField(value: self.driftNsPerS, fieldNumber: 10)
-    }
-    if self.frequencyErrorPpm.bitPattern != 0 {
-      try visitor.visitSingularDoubleField(value: self.frequencyErrorPpm, fieldNumber: 11)
-    }
-    if self.outOfPhaseNs != 0 {
-      try visitor.visitSingularUInt64Field(value: self.outOfPhaseNs, fieldNumber: 12)
-    }
-    if self.outOfPhaseEndFleetNs != 0 {
-      try visitor.visitSingularUInt64Field(value: self.outOfPhaseEndFleetNs, fieldNumber: 13)
-    }
-    if self.outOfPhaseSinceFleetNs != 0 {
-      try visitor.visitSingularUInt64Field(value: self.outOfPhaseSinceFleetNs, fieldNumber: 14)
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      if _storage._state != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._state, fieldNumber: 1)
+      }
+      if _storage._phaseNs != 0 {
+        try visitor.visitSingularInt64Field(value: _storage._phaseNs, fieldNumber: 2)
+      }
+      if _storage._gridOriginFleetNs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._gridOriginFleetNs, fieldNumber: 3)
+      }
+      if _storage._steered != false {
+        try visitor.visitSingularBoolField(value: _storage._steered, fieldNumber: 4)
+      }
+      if !_storage._notAlignedReason.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._notAlignedReason, fieldNumber: 5)
+      }
+      if _storage._phaseMedianNs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._phaseMedianNs, fieldNumber: 6)
+      }
+      if _storage._phaseP99Ns != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._phaseP99Ns, fieldNumber: 7)
+      }
+      if _storage._phaseMaxNs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._phaseMaxNs, fieldNumber: 8)
+      }
+      if _storage._phaseFrames != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._phaseFrames, fieldNumber: 9)
+      }
+      if _storage._driftNsPerS.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._driftNsPerS, fieldNumber: 10)
+      }
+      if _storage._frequencyErrorPpm.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._frequencyErrorPpm, fieldNumber: 11)
+      }
+      if _storage._outOfPhaseNs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._outOfPhaseNs, fieldNumber: 12)
+      }
+      if _storage._outOfPhaseEndFleetNs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._outOfPhaseEndFleetNs, fieldNumber: 13)
+      }
+      if _storage._outOfPhaseSinceFleetNs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._outOfPhaseSinceFleetNs, fieldNumber: 14)
+      }
+      if _storage._triggered != false {
+        try visitor.visitSingularBoolField(value: _storage._triggered, fieldNumber: 15)
+      }
+      if _storage._triggerLatenessMedianNs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._triggerLatenessMedianNs, fieldNumber: 16)
+      }
+      if _storage._triggerLatenessP99Ns != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._triggerLatenessP99Ns, fieldNumber: 17)
+      }
+      if _storage._triggerLatenessMaxNs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._triggerLatenessMaxNs, fieldNumber: 18)
+      }
+      if _storage._triggersFired != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._triggersFired, fieldNumber: 19)
+      }
+      if _storage._triggersMissed != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._triggersMissed, fieldNumber: 20)
+      }
+      if !_storage._triggerError.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._triggerError, fieldNumber: 21)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Capfleet_V1_FrameAlignment, rhs: Capfleet_V1_FrameAlignment) -> Bool {
-    if lhs.state != rhs.state {return false}
-    if lhs.phaseNs != rhs.phaseNs {return false}
-    if lhs.gridOriginFleetNs != rhs.gridOriginFleetNs {return false}
-    if lhs.steered != rhs.steered {return false}
-    if lhs.notAlignedReason != rhs.notAlignedReason {return false}
-    if lhs.phaseMedianNs != rhs.phaseMedianNs {return false}
-    if lhs.phaseP99Ns != rhs.phaseP99Ns {return false}
-    if lhs.phaseMaxNs != rhs.phaseMaxNs {return false}
-    if lhs.phaseFrames != rhs.phaseFrames {return false}
-    if lhs.driftNsPerS != rhs.driftNsPerS {return false}
-    if lhs.frequencyErrorPpm != rhs.frequencyErrorPpm {return false}
-    if lhs.outOfPhaseNs != rhs.outOfPhaseNs {return false}
-    if lhs.outOfPhaseEndFleetNs != rhs.outOfPhaseEndFleetNs {return false}
-    if lhs.outOfPhaseSinceFleetNs != rhs.outOfPhaseSinceFleetNs {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._state != rhs_storage._state {return false}
+        if _storage._phaseNs != rhs_storage._phaseNs {return false}
+        if _storage._gridOriginFleetNs != rhs_storage._gridOriginFleetNs {return false}
+        if _storage._steered != rhs_storage._steered {return false}
+        if _storage._notAlignedReason != rhs_storage._notAlignedReason {return false}
+        if _storage._phaseMedianNs != rhs_storage._phaseMedianNs {return false}
+        if _storage._phaseP99Ns != rhs_storage._phaseP99Ns {return false}
+        if _storage._phaseMaxNs != rhs_storage._phaseMaxNs {return false}
+        if _storage._phaseFrames != rhs_storage._phaseFrames {return false}
+        if _storage._driftNsPerS != rhs_storage._driftNsPerS {return false}
+        if _storage._frequencyErrorPpm != rhs_storage._frequencyErrorPpm {return false}
+        if _storage._outOfPhaseNs != rhs_storage._outOfPhaseNs {return false}
+        if _storage._outOfPhaseEndFleetNs != rhs_storage._outOfPhaseEndFleetNs {return false}
+        if _storage._outOfPhaseSinceFleetNs != rhs_storage._outOfPhaseSinceFleetNs {return false}
+        if _storage._triggered != rhs_storage._triggered {return false}
+        if _storage._triggerLatenessMedianNs != rhs_storage._triggerLatenessMedianNs {return false}
+        if _storage._triggerLatenessP99Ns != rhs_storage._triggerLatenessP99Ns {return false}
+        if _storage._triggerLatenessMaxNs != rhs_storage._triggerLatenessMaxNs {return false}
+        if _storage._triggersFired != rhs_storage._triggersFired {return false}
+        if _storage._triggersMissed != rhs_storage._triggersMissed {return false}
+        if _storage._triggerError != rhs_storage._triggerError {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
