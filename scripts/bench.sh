@@ -78,4 +78,7 @@ run_bench sync --audit-seconds "${CAPFLEET_SYNC_BENCH_SECONDS:-$(pick 10 4)}" --
 # A fake GigE Vision camera (Aravis's, on a namespace host's own link) through an agent,
 # against arv-camera-test-0.8 on the same camera (issue "industrial GenICam cameras").
 run_bench genicam --seconds "$(pick 10 4)"
+# Three hosts' fake GigE Vision cameras triggered by their agents at every slot of the grid:
+# trigger lateness, and the exposure spread free-running against triggered.
+run_bench genicam-trigger --seconds "$(pick 20 6)"
 echo "== benchmarks done in $(( $(date +%s) - started )) s"

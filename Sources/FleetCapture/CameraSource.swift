@@ -115,10 +115,12 @@ public struct CapturedFrame: Sendable {
     public let layout: FrameLayout
     /// The zoom factor applied to this frame (1 = none).
     public let zoomFactor: Double
+    /// The camera's own timestamp of the frame, in its own clock (a GenICam camera's); 0 when it has none.
+    public let deviceTimestamp: UInt64
 
     public init(
         buffer: FrameBuffer, byteCount: Int, sequence: UInt64, captureMonotonicNanoseconds: UInt64, layout: FrameLayout,
-        zoomFactor: Double = 1
+        zoomFactor: Double = 1, deviceTimestamp: UInt64 = 0
     ) {
         self.buffer = buffer
         self.byteCount = byteCount
@@ -126,6 +128,7 @@ public struct CapturedFrame: Sendable {
         self.captureMonotonicNanoseconds = captureMonotonicNanoseconds
         self.layout = layout
         self.zoomFactor = zoomFactor
+        self.deviceTimestamp = deviceTimestamp
     }
 }
 

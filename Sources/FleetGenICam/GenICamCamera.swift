@@ -352,7 +352,7 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
             deliver(
                 CapturedFrame(
                     buffer: target, byteCount: count, sequence: UInt64(arv_buffer_get_frame_id(buffer)),
-                    captureMonotonicNanoseconds: capture, layout: layout))
+                    captureMonotonicNanoseconds: capture, layout: layout, deviceTimestamp: cameraTime))
         }
     }
 

@@ -86,13 +86,14 @@ extension CameraStream {
             outgoing = CapturedFrame(
                 buffer: black.0, byteCount: black.1, sequence: frame.sequence,
                 captureMonotonicNanoseconds: frame.captureMonotonicNanoseconds, layout: frame.layout,
-                zoomFactor: frame.zoomFactor)
+                zoomFactor: frame.zoomFactor, deviceTimestamp: frame.deviceTimestamp)
             flags |= UInt32(Capfleet_V1_FrameFlag.black.rawValue)
         }
         var header = Capfleet_V1_FrameHeader(
             capturing: outgoing, nodeID: route.nodeID, deviceID: deviceID,
             flags: flags, consent: decision.consent.wire, drops: decision.deviceDrops)
         header.zoomMethod = source.zoomMethod?.wire ?? .unspecified
+        header.deviceTimestampNs = frame.deviceTimestamp
         // Capture time in this node's clock, and in fleet time once the clock has an estimate.
         header.captureMonotonicNs = route.clock.nodeClock.local(fromMonotonic: outgoing.captureMonotonicNanoseconds)
         if let stamp {
@@ -107,6 +108,7 @@ extension CameraStream {
                     $0.captureLocalNs = stamp.local
                     $0.frameRate = source.activeFrameRate
                     $0.sync = stamp.state.wire
+                    $0.deviceTimestampNs = frame.deviceTimestamp
                 }
             }
         }
@@ -144,7 +146,8 @@ extension CameraStream {
         }
         return CapturedFrame(
             buffer: copy, byteCount: frame.byteCount, sequence: frame.sequence,
-            captureMonotonicNanoseconds: frame.captureMonotonicNanoseconds, layout: frame.layout, zoomFactor: frame.zoomFactor)
+            captureMonotonicNanoseconds: frame.captureMonotonicNanoseconds, layout: frame.layout, zoomFactor: frame.zoomFactor,
+            deviceTimestamp: frame.deviceTimestamp)
     }
 
     /// The black frame sent in place of real ones, made once per format, outside the lock:

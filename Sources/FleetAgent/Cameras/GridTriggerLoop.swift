@@ -54,11 +54,31 @@ final class GridTriggerLoop: Sendable {
         thread.joinBlocking()
     }
 
+    /// SCHED_FIFO for the calling thread; nil when taken, else why not and what to do.
+    static func takeRealTimePriority() -> String? {
+        var parameters = sched_param()
+        parameters.sched_priority = realTimePriority
+        let code = pthread_setschedparam(pthread_self(), Int32(SCHED_FIFO), &parameters)
+        guard code != 0 else { return nil }
+        return code == EPERM
+            ? "real-time scheduling (SCHED_FIFO) needs CAP_SYS_NICE or an RLIMIT_RTPRIO of at least \(realTimePriority) (systemd: AmbientCapabilities=CAP_SYS_NICE or LimitRTPRIO=\(realTimePriority))"
+            : "pthread_setschedparam(SCHED_FIFO) failed with error \(code)"
+    }
+
+    /// Above ordinary threads, below the kernel's own interrupt threads (50).
+    static let realTimePriority: Int32 = 40
+
     private func run(
         deviceID: String, trigger: any SoftwareTrigger, alignment: FrameAlignmentState, clock: LockedClock,
         interval: () -> UInt64, logger: Logger
     ) {
         let spin = Self.spin
+        // A trigger is a deadline: ahead of the agent's other threads (previews, encoders) when
+        // the host allows it. The sleep and the short spin keep it off the CPU otherwise.
+        if let refusal = Self.takeRealTimePriority() {
+            logger.warning(
+                "triggers run at normal priority, so a busy host makes them late: \(refusal)", metadata: ["device.id": "\(deviceID)"])
+        }
         var missedWhileUnlocked = false
         while true {
             let (origin, stopping, modeOn) = plan.withLock { ($0.origin, $0.stopping, $0.modeOn) }

@@ -174,6 +174,9 @@ public nonisolated struct Capfleet_V1_FrameTiming: Sendable {
   /// the node's clock state when it was stamped
   public var sync: Capfleet_V1_ClockState.Sync = .unspecified
 
+  /// since 1.12: the camera's own timestamp of the frame (FrameHeader.device_timestamp_ns); 0 when it has none
+  public var deviceTimestampNs: UInt64 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -708,7 +711,7 @@ nonisolated extension Capfleet_V1_FindFirstFrame: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_FrameTiming: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".FrameTiming"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}sequence\0\u{3}fleet_time_ns\0\u{3}uncertainty_ns\0\u{3}capture_local_ns\0\u{3}frame_rate\0\u{1}sync\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}sequence\0\u{3}fleet_time_ns\0\u{3}uncertainty_ns\0\u{3}capture_local_ns\0\u{3}frame_rate\0\u{1}sync\0\u{3}device_timestamp_ns\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -722,6 +725,7 @@ nonisolated extension Capfleet_V1_FrameTiming: SwiftProtobuf.Message, SwiftProto
       case 4: try { try decoder.decodeSingularUInt64Field(value: &self.captureLocalNs) }()
       case 5: try { try decoder.decodeSingularDoubleField(value: &self.frameRate) }()
       case 6: try { try decoder.decodeSingularEnumField(value: &self.sync) }()
+      case 7: try { try decoder.decodeSingularUInt64Field(value: &self.deviceTimestampNs) }()
       default: break
       }
     }
@@ -746,6 +750,9 @@ nonisolated extension Capfleet_V1_FrameTiming: SwiftProtobuf.Message, SwiftProto
     if self.sync != .unspecified {
       try visitor.visitSingularEnumField(value: self.sync, fieldNumber: 6)
     }
+    if self.deviceTimestampNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.deviceTimestampNs, fieldNumber: 7)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -756,6 +763,7 @@ nonisolated extension Capfleet_V1_FrameTiming: SwiftProtobuf.Message, SwiftProto
     if lhs.captureLocalNs != rhs.captureLocalNs {return false}
     if lhs.frameRate != rhs.frameRate {return false}
     if lhs.sync != rhs.sync {return false}
+    if lhs.deviceTimestampNs != rhs.deviceTimestampNs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -283,6 +283,12 @@ public nonisolated struct Capfleet_V1_FrameHeader: @unchecked Sendable {
   /// Clears the value of `audio`. Subsequent reads from it will return its default value.
   public mutating func clearAudio() {_uniqueStorage()._audio = nil}
 
+  /// since 1.12: the camera's own timestamp of the frame, in its own clock (a GenICam camera's); 0 when the source has none
+  public var deviceTimestampNs: UInt64 {
+    get {_storage._deviceTimestampNs}
+    set {_uniqueStorage()._deviceTimestampNs = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -372,7 +378,7 @@ nonisolated extension Capfleet_V1_FrameLayout: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Capfleet_V1_FrameHeader: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".FrameHeader"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}node_id\0\u{3}device_id\0\u{1}sequence\0\u{3}capture_monotonic_ns\0\u{3}fleet_time_ns\0\u{3}fleet_time_uncertainty_ns\0\u{1}layout\0\u{3}payload_size\0\u{1}flags\0\u{1}consent\0\u{1}drops\0\u{3}send_monotonic_ns\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}encoded\0\u{1}audio\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}node_id\0\u{3}device_id\0\u{1}sequence\0\u{3}capture_monotonic_ns\0\u{3}fleet_time_ns\0\u{3}fleet_time_uncertainty_ns\0\u{1}layout\0\u{3}payload_size\0\u{1}flags\0\u{1}consent\0\u{1}drops\0\u{3}send_monotonic_ns\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}encoded\0\u{1}audio\0\u{3}device_timestamp_ns\0")
 
   fileprivate class _StorageClass {
     var _protocolVersion: Capfleet_V1_ProtocolVersion = .unspecified
@@ -392,6 +398,7 @@ nonisolated extension Capfleet_V1_FrameHeader: SwiftProtobuf.Message, SwiftProto
     var _zoomMethod: Capfleet_V1_ZoomMethod = .unspecified
     var _encoded: Capfleet_V1_EncodedPacket? = nil
     var _audio: Capfleet_V1_AudioBlock? = nil
+    var _deviceTimestampNs: UInt64 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -419,6 +426,7 @@ nonisolated extension Capfleet_V1_FrameHeader: SwiftProtobuf.Message, SwiftProto
       _zoomMethod = source._zoomMethod
       _encoded = source._encoded
       _audio = source._audio
+      _deviceTimestampNs = source._deviceTimestampNs
     }
   }
 
@@ -454,6 +462,7 @@ nonisolated extension Capfleet_V1_FrameHeader: SwiftProtobuf.Message, SwiftProto
         case 15: try { try decoder.decodeSingularEnumField(value: &_storage._zoomMethod) }()
         case 16: try { try decoder.decodeSingularMessageField(value: &_storage._encoded) }()
         case 17: try { try decoder.decodeSingularMessageField(value: &_storage._audio) }()
+        case 18: try { try decoder.decodeSingularUInt64Field(value: &_storage._deviceTimestampNs) }()
         default: break
         }
       }
@@ -517,6 +526,9 @@ nonisolated extension Capfleet_V1_FrameHeader: SwiftProtobuf.Message, SwiftProto
       try { if let v = _storage._audio {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 17)
       } }()
+      if _storage._deviceTimestampNs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._deviceTimestampNs, fieldNumber: 18)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -543,6 +555,7 @@ nonisolated extension Capfleet_V1_FrameHeader: SwiftProtobuf.Message, SwiftProto
         if _storage._zoomMethod != rhs_storage._zoomMethod {return false}
         if _storage._encoded != rhs_storage._encoded {return false}
         if _storage._audio != rhs_storage._audio {return false}
+        if _storage._deviceTimestampNs != rhs_storage._deviceTimestampNs {return false}
         return true
       }
       if !storagesAreEqual {return false}
