@@ -114,4 +114,36 @@ import Testing
         #expect(state.wire.notAlignedReason.contains("clock to lock"))
         #expect(state.wire.phaseFrames == 0, "phases on a clock not locked are left out")
     }
+
+    /// A triggered camera (clock.md, "Triggered cameras"): aligned while its triggers leave on
+    /// time, whatever its frames' own phase; a refusal of trigger mode says why it is not.
+    @Test func aTriggeredCamera_isJudgedByItsTriggers_andReportsTheirLateness() {
+        let origin: UInt64 = 1_000_000_000_000, interval: UInt64 = 40_000_000
+        let state = FrameAlignmentState()
+        state.set(FrameAligner(origin: origin), steerable: false, triggered: true)
+        #expect(state.wire.state == .aligning && state.wire.triggered && !state.wire.steered)
+        #expect(state.wire.notAlignedReason.contains("no trigger fired yet"), "\(state.wire.notAlignedReason)")
+        for slot in 0..<100 {
+            let fleet = origin + UInt64(slot) * interval
+            state.triggerFired(slotFleet: fleet, lateness: UInt64(slot % 10) * 1_000, interval: interval)
+            // Each frame exposes 1.5 ms after its trigger (the camera's latency): its phase, not its alignment.
+            _ = state.observe(sequence: UInt64(slot), fleetTime: fleet + 1_500_000, frameRate: 25, clockLocked: true, timing: nil)
+        }
+        state.triggerMissed()
+        var wire = state.wire
+        #expect(wire.state == .aligned && wire.notAlignedReason.isEmpty, "\(wire.notAlignedReason)")
+        #expect(wire.triggersFired == 100 && wire.triggersMissed == 1)
+        #expect(wire.triggerLatenessMedianNs == 4_000 && wire.triggerLatenessMaxNs == 9_000, "\(wire)")
+        #expect(wire.phaseNs == 1_500_000 && wire.phaseMedianNs == 1_500_000)
+        // A trigger that left late: aligning, saying how late.
+        state.triggerFired(slotFleet: origin + 100 * interval, lateness: 250_000, interval: interval)
+        wire = state.wire
+        #expect(wire.state == .aligning && wire.notAlignedReason.contains("+250.0 µs after its slot"), "\(wire.notAlignedReason)")
+        // A camera that refused trigger mode from the start.
+        let refused = FrameAlignmentState()
+        refused.set(FrameAligner(origin: origin), steerable: false, triggered: true)
+        refused.triggerModeFailed("device cam cannot be triggered: TriggerMode is read-only")
+        #expect(refused.wire.state == .unaligned && refused.wire.triggerError.contains("read-only"))
+        #expect(refused.wire.notAlignedReason.contains("would not be triggered"))
+    }
 }
