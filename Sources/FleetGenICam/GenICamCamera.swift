@@ -30,7 +30,8 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
     /// The camera's handle: Aravis's objects are not thread-safe, so every call on them goes
     /// through `session` (the stream's pops excepted: Aravis's stream queue is thread-safe).
     private final class Handle: @unchecked Sendable {
-        let camera: UnsafeMutablePointer<ArvCamera>
+        /// Replaced when the camera is opened again after it vanished (`reopen`).
+        var camera: UnsafeMutablePointer<ArvCamera>
         var stream: UnsafeMutablePointer<ArvStream>?
         init(camera: UnsafeMutablePointer<ArvCamera>) { self.camera = camera }
         deinit {
@@ -138,7 +139,7 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
     public var outOfBufferDrops: UInt64 { outOfBuffers.load(ordering: .relaxed) }
     /// Buffers the stream handed back incomplete, since the camera was opened.
     public var incompleteFrames: UInt64 { failedBuffers.load(ordering: .relaxed) }
-    public var interruption: Interruption? { nil }
+    public var interruption: Interruption? { currentInterruptionState.withLock { $0 } }
 
     public var streamTransport: StreamTransportFigures? {
         let earlier = earlierTransport.withLock { $0 }
@@ -165,11 +166,11 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
     public var softwareTrigger: (any SoftwareTrigger)? { triggerable ? self : nil }
 
     public func setTriggerMode(_ on: Bool) throws(CaptureError) {
-        let camera = handle.camera
         let deviceID = device.deviceID
         let rate = activeFrameRate
         do {
             try session.withLock { _ throws(GenICamError) in
+                let camera = handle.camera
                 if on {
                     try Self.enterTriggerMode(camera, deviceID)
                 } else {
@@ -193,10 +194,10 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
     }
 
     public func fire() throws(CaptureError) {
-        let camera = handle.camera
         let deviceID = device.deviceID
         do {
             try session.withLock { _ throws(GenICamError) in
+                let camera = handle.camera
                 try aravisCall(deviceID, "firing a software trigger") { arv_camera_software_trigger(camera, $0) }
             }
         } catch {
@@ -220,10 +221,10 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
         guard case let .manual(seconds) = request else {
             throw .unsupportedExposure(device: device.deviceID, reason: "its exposure is set by time, not automatically, here")
         }
-        let camera = handle.camera
         let deviceID = device.deviceID
         do {
             try session.withLock { _ throws(GenICamError) in
+                let camera = handle.camera
                 try aravisCall(deviceID, "setting its exposure time") { arv_camera_set_exposure_time(camera, seconds * 1e6, $0) }
             }
         } catch {
@@ -259,6 +260,8 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
 
     private let currentDeliver = Mutex<(@Sendable (CapturedFrame) -> Void)?>(nil)
     private let currentInterruption = Mutex<(@Sendable (Interruption?) -> Void)?>(nil)
+    /// The camera is gone now (since when, and why).
+    private let currentInterruptionState = Mutex<Interruption?>(nil)
 
     public func start(
         deliver: @escaping @Sendable (CapturedFrame) -> Void, onInterruption: @escaping @Sendable (Interruption?) -> Void
@@ -269,39 +272,10 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
         let (index, rate) = settings.withLock { ($0.formatIndex, $0.frameRate) }
         let format = device.formats[index]
         let mode = modes[index]
-        let camera = handle.camera
         let deviceID = device.deviceID
         let frameBytes: Int
         do {
-            frameBytes = try session.withLock { _ throws(GenICamError) -> Int in
-                try aravisCall(deviceID, "setting pixel format \(mode.pixelFormat)") {
-                    arv_camera_set_pixel_format_from_string(camera, mode.pixelFormat, $0)
-                }
-                if arv_camera_is_binning_available(camera, nil) != 0 {
-                    try aravisCall(deviceID, "setting binning \(mode.binning)") {
-                        arv_camera_set_binning(camera, Int32(mode.binning), Int32(mode.binning), $0)
-                    }
-                }
-                try aravisCall(deviceID, "setting the region \(format.width)x\(format.height)") {
-                    arv_camera_set_region(camera, 0, 0, Int32(format.width), Int32(format.height), $0)
-                }
-                if arv_camera_is_frame_rate_available(camera, nil) != 0 {
-                    try aravisCall(deviceID, "setting \(rate.maxFramesPerSecond) fps") {
-                        arv_camera_set_frame_rate(camera, rate.maxFramesPerSecond, $0)
-                    }
-                }
-                if triggerMode.load(ordering: .acquiring) { try Self.enterTriggerMode(camera, deviceID) }
-                try aravisCall(deviceID, "choosing continuous acquisition") {
-                    arv_camera_set_acquisition_mode(camera, ARV_ACQUISITION_MODE_CONTINUOUS, $0)
-                }
-                let payload = try aravisCall(deviceID, "reading the payload size") { arv_camera_get_payload(camera, $0) }
-                let stream = try aravisCall(deviceID, "opening its stream") { arv_camera_create_stream(camera, nil, nil, $0) }
-                guard let stream else { throw GenICamError(device: deviceID, operation: "opening its stream", message: "Aravis returned none") }
-                handle.stream = stream
-                for _ in 0..<bufferCount { arv_stream_push_buffer(stream, arv_buffer_new(Int(payload), nil)) }
-                try aravisCall(deviceID, "starting acquisition") { arv_camera_start_acquisition(camera, $0) }
-                return Int(payload)
-            }
+            frameBytes = try session.withLock { _ throws(GenICamError) -> Int in try configureAndStream(index: index, rate: rate) }
         } catch {
             running.store(false, ordering: .releasing)
             throw .unsupportedFormat(
@@ -315,15 +289,70 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
         thread.start { [self] in captureLoop(layout: layout, pool: pool, deliver: deliver) }
     }
 
+    /// Sets the camera to the format and rate, opens a stream with its buffers and starts
+    /// acquisition; the payload's size. Under `session`.
+    private func configureAndStream(index: Int, rate: FrameRateRange) throws(GenICamError) -> Int {
+        let format = device.formats[index]
+        let mode = modes[index]
+        let deviceID = device.deviceID
+        let camera = handle.camera
+        try aravisCall(deviceID, "setting pixel format \(mode.pixelFormat)") {
+            arv_camera_set_pixel_format_from_string(camera, mode.pixelFormat, $0)
+        }
+        if arv_camera_is_binning_available(camera, nil) != 0 {
+            try aravisCall(deviceID, "setting binning \(mode.binning)") {
+                arv_camera_set_binning(camera, Int32(mode.binning), Int32(mode.binning), $0)
+            }
+        }
+        try aravisCall(deviceID, "setting the region \(format.width)x\(format.height)") {
+            arv_camera_set_region(camera, 0, 0, Int32(format.width), Int32(format.height), $0)
+        }
+        if arv_camera_is_frame_rate_available(camera, nil) != 0 {
+            try aravisCall(deviceID, "setting \(rate.maxFramesPerSecond) fps") {
+                arv_camera_set_frame_rate(camera, rate.maxFramesPerSecond, $0)
+            }
+        }
+        if triggerMode.load(ordering: .acquiring) { try Self.enterTriggerMode(camera, deviceID) }
+        try aravisCall(deviceID, "choosing continuous acquisition") {
+            arv_camera_set_acquisition_mode(camera, ARV_ACQUISITION_MODE_CONTINUOUS, $0)
+        }
+        let payload = try aravisCall(deviceID, "reading the payload size") { arv_camera_get_payload(camera, $0) }
+        let stream = try aravisCall(deviceID, "opening its stream") { arv_camera_create_stream(camera, nil, nil, $0) }
+        guard let stream else { throw GenICamError(device: deviceID, operation: "opening its stream", message: "Aravis returned none") }
+        handle.stream = stream
+        for _ in 0..<bufferCount { arv_stream_push_buffer(stream, arv_buffer_new(Int(payload), nil)) }
+        try aravisCall(deviceID, "starting acquisition") { arv_camera_start_acquisition(camera, $0) }
+        return Int(payload)
+    }
+
     /// Pops buffers until stopped: each complete one copied out and delivered, each incomplete
-    /// one counted, every one given back to the stream at once.
+    /// one counted, every one given back to the stream at once. A camera that falls silent and
+    /// stops answering is reported gone, and opened again by its id once a second until it is
+    /// back (`reopen`).
     private func captureLoop(layout: FrameLayout, pool: FrameBufferPool, deliver: @Sendable (CapturedFrame) -> Void) {
-        // Set before this thread started, cleared only after it ended.
-        guard let stream = handle.stream else { return }
+        // Set before this thread started; replaced only here, by `reopen`.
+        guard var stream = session.withLock({ _ in handle.stream }) else { return }
         // The camera's clock on the host's, learned from the frames as they arrive.
         var clock = CameraClockMapping()
+        var lastHeard = MonotonicTime.now()
         while running.load(ordering: .acquiring) {
-            guard let buffer = arv_stream_timeout_pop_buffer(stream, 100_000) else { continue }
+            guard let buffer = arv_stream_timeout_pop_buffer(stream, 100_000) else {
+                guard MonotonicTime.now() &- lastHeard > silenceBeforeProbe(), !answers() else { continue }
+                // Gone: said once, then opened again until it is back (or the stream is stopped).
+                report(
+                    Interruption(
+                        reason: .deviceDisconnected,
+                        message:
+                            "the camera stopped sending frames and answering (\(info.address)): unplugged, powered off or its link down; opened again by its id once a second",
+                        sinceUnixMilliseconds: Int64(WallClockNow.nanoseconds() / 1_000_000)))
+                guard let reopened = reopen() else { return }
+                stream = reopened
+                clock = CameraClockMapping()
+                lastHeard = MonotonicTime.now()
+                report(nil)
+                continue
+            }
+            lastHeard = MonotonicTime.now()
             defer { arv_stream_push_buffer(stream, buffer) }
             guard arv_buffer_get_status(buffer) == ARV_BUFFER_STATUS_SUCCESS else {
                 failedBuffers.add(1, ordering: .relaxed)
@@ -356,12 +385,65 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
         }
     }
 
+    /// How long without a frame before the camera is asked whether it is still there: three
+    /// frame intervals (a triggered camera's are the grid's), at least two seconds.
+    private func silenceBeforeProbe() -> UInt64 { max(2_000_000_000, UInt64(3e9 / max(activeFrameRate, 0.1))) }
+
+    /// Whether the camera answers a register read (its payload size) now.
+    private func answers() -> Bool {
+        session.withLock { _ in
+            var error: UnsafeMutablePointer<GError>?
+            _ = arv_camera_get_payload(handle.camera, &error)
+            guard let message = capfleet_arv_error_message(error) else { return true }
+            free(message)
+            return false
+        }
+    }
+
+    private func report(_ interruption: Interruption?) {
+        currentInterruptionState.withLock { $0 = interruption }
+        currentInterruption.withLock { $0 }?(interruption)
+    }
+
+    /// Opens the camera again by its id once a second, with the format, rate and trigger mode
+    /// it had, until it answers and streams; nil if the stream was stopped meanwhile.
+    private func reopen() -> UnsafeMutablePointer<ArvStream>? {
+        let (index, rate) = settings.withLock { ($0.formatIndex, $0.frameRate) }
+        while running.load(ordering: .acquiring) {
+            Thread.sleep(forTimeInterval: 1)
+            let reopened = session.withLock { _ -> UnsafeMutablePointer<ArvStream>? in
+                arv_camera_stop_acquisition(handle.camera, nil)
+                let counted = Self.transport(of: handle.stream)
+                earlierTransport.withLock { $0 = $0 + counted }
+                capfleet_arv_unref(handle.stream)
+                handle.stream = nil
+                // Discovery again: a GigE Vision camera may come back at another address.
+                arv_update_device_list()
+                var error: UnsafeMutablePointer<GError>?
+                guard let camera = arv_camera_new(info.aravisID, &error) else {
+                    if let message = capfleet_arv_error_message(error) { free(message) }
+                    return nil
+                }
+                capfleet_arv_unref(handle.camera)
+                handle.camera = camera
+                do {
+                    _ = try configureAndStream(index: index, rate: rate)
+                } catch {
+                    return nil
+                }
+                return handle.stream
+            }
+            if let reopened { return reopened }
+        }
+        return nil
+    }
+
     public func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
         captureThread.withLock { $0 }?.joinBlocking()
         captureThread.withLock { $0 = nil }
-        let camera = handle.camera
         session.withLock { _ in
+            let camera = handle.camera
             arv_camera_stop_acquisition(camera, nil)
             let counted = Self.transport(of: handle.stream)
             earlierTransport.withLock { $0 = $0 + counted }

@@ -67,6 +67,38 @@ extension SecondLaneIntegrationTests {
             }
             let verified = try fleet.run(["cli", "recordings", "verify", takeID, "--timeout", "120"])
             #expect(verified.contains("verified"), "\(verified)")
+
+            // Unplugged: host 1's camera link goes down. The agent reports the camera gone, and
+            // once the link is back it opens the camera again and streams by itself.
+            func interruption() throws -> String? {
+                let text = try fleet.run(["cli", "device", ids[0], "--json"])
+                let info = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+                return ((info?["device"] as? [String: Any])?["interruption"] as? [String: Any])?["reason"] as? String
+            }
+            func frames() throws -> Int {
+                try fleet.json(["watch", "--count", "1"]).first { $0["device_id"] as? String == ids[0] }?["frames_captured"] as? Int ?? 0
+            }
+            try Self.link(of: "\(fleet.prefix)-g1", up: false)
+            let gone = try await NetnsTestFleet.waitUntil("the unplugged camera is reported gone", seconds: 30) {
+                try interruption() == "device_disconnected"
+            }
+            print("netns GenICam: \(ids[0]) reported gone \(String(format: "%.1f", gone)) s after its link went down")
+            try Self.link(of: "\(fleet.prefix)-g1", up: true)
+            let counted = try frames()
+            let back = try await NetnsTestFleet.waitUntil("the camera streams again", seconds: 40) {
+                try interruption() == nil && frames() > counted + 10
+            }
+            print("netns GenICam: \(ids[0]) streams again \(String(format: "%.1f", back)) s after its link came back")
+        }
+
+        /// The camera end of a namespace host's camera link (`eth0` in namespace `namespace`), down or up.
+        static func link(of namespace: String, up: Bool) throws {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["ip", "-n", namespace, "link", "set", "eth0", up ? "up" : "down"]
+            try process.run()
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0, "ip -n \(namespace) link set eth0 \(up ? "up" : "down")")
         }
 
         /// Exposures on the grid (clock.md, "Triggered cameras"): three hosts' GigE Vision

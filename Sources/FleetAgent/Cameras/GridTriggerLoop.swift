@@ -80,6 +80,7 @@ final class GridTriggerLoop: Sendable {
                 "triggers run at normal priority, so a busy host makes them late: \(refusal)", metadata: ["device.id": "\(deviceID)"])
         }
         var missedWhileUnlocked = false
+        var refusing = false
         while true {
             let (origin, stopping, modeOn) = plan.withLock { ($0.origin, $0.stopping, $0.modeOn) }
             let wanted = origin != nil && !stopping
@@ -126,9 +127,12 @@ final class GridTriggerLoop: Sendable {
                 do throws(CaptureError) {
                     try trigger.fire()
                     alignment.triggerFired(slotFleet: slot.fleet, lateness: lateness, interval: grid.interval)
+                    refusing = false
                 } catch {
                     alignment.triggerMissed(error: error.description)
-                    logger.warning("the camera refused a trigger", metadata: ["device.id": "\(deviceID)", "error": "\(error)"])
+                    // Once per run of refusals (a camera gone refuses every slot until it is back).
+                    if !refusing { logger.warning("the camera refused a trigger", metadata: ["device.id": "\(deviceID)", "error": "\(error)"]) }
+                    refusing = true
                 }
             case .missed:
                 alignment.triggerMissed()
