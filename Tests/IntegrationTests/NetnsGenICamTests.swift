@@ -175,6 +175,20 @@ extension SecondLaneIntegrationTests {
             #expect(triggered.entries.count == 3 && triggered.entries.allSatisfy { $0["ok"] as? Bool == true }, "\(triggered.entries)")
             #expect(triggered.spread >= 0 && triggered.spread < 25_000_000, "within a quarter of an interval: \(triggered.spread) ns")
 
+            // A bracketed still of the three triggered cameras: one picture per exposure, each
+            // at its ExposureTime (the camera's 10 ms, halved and doubled), stored at the coordinator.
+            let stillText = try fleet.run(
+                ["cli", "still"] + ids + ["--size", "512x512", "--bracket=-1,0,1", "--json", "--timeout", "60", "-o", fleet.data + "/stills"])
+            let still = try #require(
+                (try JSONSerialization.jsonObject(with: Data(stillText.utf8)) as? [String: Any])?["still"] as? [String: Any], "\(stillText)")
+            let stillCameras = still["cameras"] as? [[String: Any]] ?? []
+            #expect(stillCameras.count == 3, "\(stillText)")
+            for camera in stillCameras {
+                let pictures = camera["pictures"] as? [[String: Any]] ?? []
+                #expect(camera["state"] as? String == "stored" && pictures.count == 3, "\(camera)")
+                #expect(pictures.map { $0["ev"] as? Int } == [-1, 0, 1] && pictures.allSatisfy { $0["stored"] as? Bool == true }, "\(pictures)")
+            }
+
             // Off: free-running again, frames still flowing, nothing triggered.
             try fleet.run(["cli", "align", "--off"] + ids)
             let off = try cameras()
