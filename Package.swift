@@ -198,6 +198,7 @@ let package = Package(
         .testTarget(name: "FleetProtocolTests", dependencies: ["FleetProtocol"]),
         .testTarget(name: "FleetImagingTests", dependencies: ["FleetImaging", "FleetCore", "CZlib"]),
         .testTarget(name: "FleetCaptureTests", dependencies: ["FleetCapture", "FleetCore", "FleetDetection", "CV4L2"]),
+        .testTarget(name: "FleetGenICamTests", dependencies: ["FleetGenICam"]),
         .testTarget(name: "FleetDetectionTests", dependencies: ["FleetDetection", "FleetCapture", "FleetCore", "FleetImaging"]),
         .testTarget(
             name: "FleetStoreTests",
