@@ -531,9 +531,11 @@ public enum JSONViews {
 
         struct StreamTransport: Encodable {
             var framesCompleted, framesIncomplete, underruns, packetsResent, packetsMissing: UInt64
+            var packetSize: UInt32
+            var rateLimit: String
             enum CodingKeys: String, CodingKey {
                 case framesCompleted = "frames_completed", framesIncomplete = "frames_incomplete", underruns, packetsResent = "packets_resent",
-                    packetsMissing = "packets_missing"
+                    packetsMissing = "packets_missing", packetSize = "packet_size", rateLimit = "rate_limit"
             }
         }
 
@@ -576,7 +578,8 @@ public enum JSONViews {
                 let transport = status.streamTransport
                 streamTransport = StreamTransport(
                     framesCompleted: transport.framesCompleted, framesIncomplete: transport.framesIncomplete, underruns: transport.underruns,
-                    packetsResent: transport.packetsResent, packetsMissing: transport.packetsMissing)
+                    packetsResent: transport.packetsResent, packetsMissing: transport.packetsMissing, packetSize: transport.packetSize,
+                    rateLimit: transport.rateLimit)
             }
             samples =
                 status.kind == .sensor

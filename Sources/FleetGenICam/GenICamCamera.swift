@@ -56,6 +56,8 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
     private let failedBuffers = Atomic<UInt64>(0)
     /// The transport counts of the streams before the current one (each restart opens a new one).
     private let earlierTransport = Mutex(StreamTransportFigures())
+    /// The current stream's setup: its packet size and what of it limits the rate.
+    private let streamSetup = Mutex(StreamTransportFigures())
 
     /// The GenICam pixel formats the fleet carries, and the FourCC each becomes.
     static let pixelFormats: [(genicam: String, fourCC: PixelFormat)] = [
@@ -143,7 +145,26 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
 
     public var streamTransport: StreamTransportFigures? {
         let earlier = earlierTransport.withLock { $0 }
-        return session.withLock { _ in Self.transport(of: handle.stream) } + earlier
+        var current = session.withLock { _ in Self.transport(of: handle.stream) }
+        let setup = streamSetup.withLock { $0 }
+        (current.packetSize, current.rateLimit) = (setup.packetSize, setup.rateLimit)
+        return current + earlier
+    }
+
+    /// What in a GigE Vision stream's setup costs it frames or CPU, in words; empty when nothing.
+    static func rateLimit(packetSize: UInt32, packetSocket: Bool) -> String {
+        var limits: [String] = []
+        if packetSize > 0, packetSize <= 1500 {
+            limits.append(
+                "packets of \(packetSize) bytes: the camera's link has no jumbo frames (an MTU of 9000 on the host's interface and the camera's link cuts the packets, and the CPU they cost, about six times)"
+            )
+        }
+        if !packetSocket {
+            limits.append(
+                "no packet socket: the agent lacks CAP_NET_RAW, so each packet goes through the UDP stack (give it the capability: AmbientCapabilities=CAP_NET_RAW)"
+            )
+        }
+        return limits.joined(separator: "; ")
     }
 
     /// What Aravis counted on one stream.
@@ -317,6 +338,14 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
             arv_camera_set_acquisition_mode(camera, ARV_ACQUISITION_MODE_CONTINUOUS, $0)
         }
         let payload = try aravisCall(deviceID, "reading the payload size") { arv_camera_get_payload(camera, $0) }
+        // GigE Vision: the largest packet that reaches this host, as Aravis's documentation
+        // advises; Aravis sizes the socket buffer to a frame and uses a packet socket if it may.
+        var setup = StreamTransportFigures()
+        if arv_camera_is_gv_device(camera) != 0 {
+            setup.packetSize = UInt32(try aravisCall(deviceID, "negotiating its packet size") { arv_camera_gv_auto_packet_size(camera, $0) })
+            setup.rateLimit = Self.rateLimit(packetSize: setup.packetSize, packetSocket: HostCapabilities.hasNetRaw)
+        }
+        streamSetup.withLock { $0 = setup }
         let stream = try aravisCall(deviceID, "opening its stream") { arv_camera_create_stream(camera, nil, nil, $0) }
         guard let stream else { throw GenICamError(device: deviceID, operation: "opening its stream", message: "Aravis returned none") }
         handle.stream = stream

@@ -223,6 +223,10 @@ extension SecondLaneIntegrationTests {
             let transport = try #require(camera["stream_transport"] as? [String: Any], "\(camera)")
             print("netns GenICam loss: \(transport), drops \(camera["drops"] ?? [:])")
             #expect((transport["packets_missing"] as? Int ?? 0) >= (transport["frames_incomplete"] as? Int ?? 0), "\(transport)")
+            // The packet size negotiated on a veth link of MTU 1500, and what that costs, said.
+            let packetSize = transport["packet_size"] as? Int ?? 0
+            #expect(packetSize > 500 && packetSize <= 1500, "\(transport)")
+            #expect((transport["rate_limit"] as? String ?? "").contains("no jumbo frames"), "\(transport)")
             let drops = camera["drops"] as? [String: Any] ?? [:]
             #expect((drops["discontinuity"] as? Int ?? 0) >= 1, "frames the stream gave up on are gaps in sequence: \(camera)")
         }

@@ -8,6 +8,10 @@ public struct StreamTransportFigures: Sendable, Equatable {
     public var underruns: UInt64 = 0
     public var packetsResent: UInt64 = 0
     public var packetsMissing: UInt64 = 0
+    /// GigE Vision: the packet size negotiated at the stream's start (0: not GigE Vision).
+    public var packetSize: UInt32 = 0
+    /// What in the stream's setup costs it frames or CPU, in words; empty when nothing.
+    public var rateLimit = ""
 
     public init() {}
 
@@ -18,6 +22,9 @@ public struct StreamTransportFigures: Sendable, Equatable {
         sum.underruns += right.underruns
         sum.packetsResent += right.packetsResent
         sum.packetsMissing += right.packetsMissing
+        // The setup is the current stream's (the left side's when it has one).
+        if sum.packetSize == 0 { sum.packetSize = right.packetSize }
+        if sum.rateLimit.isEmpty { sum.rateLimit = right.rateLimit }
         return sum
     }
 
@@ -28,6 +35,8 @@ public struct StreamTransportFigures: Sendable, Equatable {
             $0.underruns = underruns
             $0.packetsResent = packetsResent
             $0.packetsMissing = packetsMissing
+            $0.packetSize = packetSize
+            $0.rateLimit = rateLimit
         }
     }
 }

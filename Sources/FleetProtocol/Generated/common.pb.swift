@@ -842,6 +842,12 @@ public nonisolated struct Capfleet_V1_StreamTransport: Sendable {
   /// GigE Vision: packets that never came, resends included
   public var packetsMissing: UInt64 = 0
 
+  /// Since 1.12 (device-model.md, "GenICam cameras"): how the stream is set up.
+  public var packetSize: UInt32 = 0
+
+  /// what in the stream's setup costs it frames or CPU, in words an operator can act on; empty when nothing
+  public var rateLimit: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1978,7 +1984,7 @@ nonisolated extension Capfleet_V1_AudioProcessing: SwiftProtobuf.Message, SwiftP
 
 nonisolated extension Capfleet_V1_StreamTransport: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".StreamTransport"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}frames_completed\0\u{3}frames_incomplete\0\u{1}underruns\0\u{3}packets_resent\0\u{3}packets_missing\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}frames_completed\0\u{3}frames_incomplete\0\u{1}underruns\0\u{3}packets_resent\0\u{3}packets_missing\0\u{3}packet_size\0\u{3}rate_limit\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1991,6 +1997,8 @@ nonisolated extension Capfleet_V1_StreamTransport: SwiftProtobuf.Message, SwiftP
       case 3: try { try decoder.decodeSingularUInt64Field(value: &self.underruns) }()
       case 4: try { try decoder.decodeSingularUInt64Field(value: &self.packetsResent) }()
       case 5: try { try decoder.decodeSingularUInt64Field(value: &self.packetsMissing) }()
+      case 6: try { try decoder.decodeSingularUInt32Field(value: &self.packetSize) }()
+      case 7: try { try decoder.decodeSingularStringField(value: &self.rateLimit) }()
       default: break
       }
     }
@@ -2012,6 +2020,12 @@ nonisolated extension Capfleet_V1_StreamTransport: SwiftProtobuf.Message, SwiftP
     if self.packetsMissing != 0 {
       try visitor.visitSingularUInt64Field(value: self.packetsMissing, fieldNumber: 5)
     }
+    if self.packetSize != 0 {
+      try visitor.visitSingularUInt32Field(value: self.packetSize, fieldNumber: 6)
+    }
+    if !self.rateLimit.isEmpty {
+      try visitor.visitSingularStringField(value: self.rateLimit, fieldNumber: 7)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2021,6 +2035,8 @@ nonisolated extension Capfleet_V1_StreamTransport: SwiftProtobuf.Message, SwiftP
     if lhs.underruns != rhs.underruns {return false}
     if lhs.packetsResent != rhs.packetsResent {return false}
     if lhs.packetsMissing != rhs.packetsMissing {return false}
+    if lhs.packetSize != rhs.packetSize {return false}
+    if lhs.rateLimit != rhs.rateLimit {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
