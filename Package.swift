@@ -241,7 +241,7 @@ let package = Package(
         .testTarget(
             name: "FleetAgentTests",
             dependencies: [
-                "FleetAgent", "FleetAudio", "FleetBus", "FleetCapture", "FleetCore", "FleetHost", "FleetProtocol",
+                "FleetAgent", "FleetAudio", "FleetBus", "FleetCapture", "FleetCore", "FleetHost", "FleetProtocol", "FleetTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // The coordinator's decoders under a mutation fuzzer, for a bounded time.

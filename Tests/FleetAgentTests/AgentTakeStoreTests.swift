@@ -1,6 +1,7 @@
 import FleetCapture
 import FleetCore
 import FleetProtocol
+import FleetTestSupport
 import Foundation
 import Logging
 import Testing
@@ -140,35 +141,11 @@ import Testing
         let file = try #require(takes.part(key))
         try await waitUntil { file.current.end != nil && !takes.isWriting(key) }
         let path = try #require(file.current.segments.first?.path)
-        let entries = try Self.subtitles(in: path, track: 2)
+        let entries = try SubtitleTrackReader.entries(in: [path], track: 2)
         #expect(entries.map(\.json) == [#"{"kind":"sensor","n":1}"#, #"{"kind":"sensor","n":2}"#, #"{"kind":"sensor","n":3}"#])
         #expect(entries.map(\.milliseconds) == [5, 55, 105], "each at its own time since the take's start")
         #expect(takes.part(TakeDeviceKey(takeID: "take-9", deviceID: "cam-1")) == nil)
         await takes.shutdown()
-    }
-
-    /// A subtitle track's entries as ffmpeg reads them: (ms since the file's zero, the line).
-    static func subtitles(in path: String, track: Int) throws -> [(milliseconds: Int, json: String)] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
-        process.arguments = ["-v", "error", "-copyts", "-i", path, "-map", "0:s:\(track)", "-f", "srt", "-"]
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "ffmpeg reads \(path)")
-        var entries: [(Int, String)] = []
-        var time = 0
-        for line in text.split(separator: "\n").map(String.init) {
-            if line.contains(" --> ") {
-                let clock = line.split(separator: " ")[0].split(whereSeparator: { $0 == ":" || $0 == "," }).compactMap { Int($0) }
-                if clock.count == 4 { time = ((clock[0] * 60 + clock[1]) * 60 + clock[2]) * 1000 + clock[3] }
-            } else if line.hasPrefix("{") {
-                entries.append((time, line))
-            }
-        }
-        return entries
     }
 
     @Test func aDiskBelowItsReserve_refusesAPart() throws {

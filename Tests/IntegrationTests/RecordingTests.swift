@@ -1,3 +1,4 @@
+import FleetTestSupport
 import Foundation
 import Testing
 
@@ -377,36 +378,7 @@ extension SecondLaneIntegrationTests {
         /// The track's entries with where each sits in it, in milliseconds from the take's start.
         /// `track` 0 holds markers, events and notes; 1 the detections (recordings.md, "Timed metadata").
         static func metadataTrack(in paths: [String], track: Int = 0) throws -> [(milliseconds: Double, json: String)] {
-            var entries: [(Double, String)] = []
-            for path in paths {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
-                // -copyts: the file's own times (since the take's start), not shifted to its first block.
-                process.arguments = ["-v", "error", "-copyts", "-i", path, "-map", "0:s:\(track)", "-f", "srt", "-"]
-                let out = Pipe()
-                process.standardOutput = out
-                let failure = Pipe()
-                process.standardError = failure
-                try process.run()
-                let data = out.fileHandleForReading.readDataToEndOfFile()
-                let said = failure.fileHandleForReading.readDataToEndOfFile()
-                process.waitUntilExit()
-                // A file ffmpeg cannot read holds no entries: the test that expects some says why.
-                if process.terminationStatus != 0 {
-                    print("ffmpeg could not read subtitle track \(track) of \(path): \(String(decoding: said, as: UTF8.self))")
-                }
-                var time = 0.0
-                for line in String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init) {
-                    if line.contains(" --> ") {
-                        // 00:00:01,234 --> …
-                        let clock = line.split(separator: " ")[0].split(whereSeparator: { $0 == ":" || $0 == "," }).compactMap { Double($0) }
-                        if clock.count == 4 { time = ((clock[0] * 60 + clock[1]) * 60 + clock[2]) * 1000 + clock[3] }
-                    } else if line.hasPrefix("{") {
-                        entries.append((time, line))
-                    }
-                }
-            }
-            return entries
+            try SubtitleTrackReader.entries(in: paths, track: track)
         }
 
         /// A file's SHA-256 as coreutils computes it.
