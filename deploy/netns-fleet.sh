@@ -44,7 +44,7 @@ readonly SCRIPT
 readonly INVOKED=$0
 
 # The fleet's settings: from the command line, else DATA/fleet.env, else defaults.
-PREFIX="" DATA="" BIN="" AGENTS="" IMPAIR="" AGENT_ARGS="" COORDINATOR_ARGS="" SETTINGS="" GENICAM=0 GENICAM_LOSS=0
+PREFIX="" DATA="" BIN="" AGENTS="" IMPAIR="" AGENT_ARGS="" COORDINATOR_ARGS="" SETTINGS="" GENICAM=0 GENICAM_LOSS=0 GENICAM_TIMECODE=0
 PREFIX_GIVEN=0 PURGE=0
 declare -A SKEW=()
 
@@ -60,6 +60,7 @@ namespaces P-a1..P-aN, joined by a bridge in P-sw. Each agent reaches the coordi
 Commands:
   up [--agents N] [--bin PATH] [--impair SPEC] [--skew I=SETTING]...
      [--agent-args "ARGS"] [--coordinator-args "ARGS"] [--setting KEY=VALUE]... [--genicam] [--genicam-loss N]
+     [--genicam-timecode]
         Build the namespaces, start the coordinator, make an admin credential
         (DATA/admin.credential), then a relay and an agent on each agent host; wait until
         all N nodes are online. N: 1 to $MAX_AGENTS (default 3). --bin: default \$CAPFLEET_BIN,
@@ -73,7 +74,8 @@ Commands:
         --genicam: give each agent host I a GigE Vision camera (Aravis's fake camera, run
         by genicam-fake-camera.py, serial CF-aI) in namespace P-gI on a link of its own, and
         run its agent with --genicam gc0. --genicam-loss N: the same, its stream losing N
-        packets in a thousand (the fake camera's -r).
+        packets in a thousand (the fake camera's -r). --genicam-timecode: the same, each
+        camera drawing its frames' own timecodes, which \`capfleet sync-audit\` reads.
   down [--purge]
         Stop every process (SIGTERM, SIGKILL after 5 s) and delete the namespaces. Safe to
         run when nothing, or only part of a fleet, is up. --purge also deletes DATA.
@@ -262,8 +264,10 @@ attach_genicam_camera() {
 # 25 Hz). Its argv[0] names DATA, so that the pid checks here know it as this fleet's.
 start_genicam_camera() {
     local i=$1
-    start_process "$(ns "g$i")" "genicam-a$i" bash -c 'exec -a "$0" /usr/bin/python3 "$1" --interface eth0 --serial "$2" --lost-per-thousand "$3"' \
-        "$DATA/genicam-a$i" "$REPO_ROOT/deploy/genicam-fake-camera.py" "CF-a$i" "$GENICAM_LOSS"
+    local drawn=()
+    ((GENICAM_TIMECODE == 0)) || drawn=(--timecode 0.05,0.05,0.45)
+    start_process "$(ns "g$i")" "genicam-a$i" bash -c 'exec -a "$0" /usr/bin/python3 "$1" --interface eth0 --serial "$2" --lost-per-thousand "$3" "${@:4}"' \
+        "$DATA/genicam-a$i" "$REPO_ROOT/deploy/genicam-fake-camera.py" "CF-a$i" "$GENICAM_LOSS" "${drawn[@]}"
 }
 
 build_namespaces() {
@@ -486,6 +490,7 @@ cmd_up() {
         --agent-args | --agent-args=*) option_value --agent-args "$@"; AGENT_ARGS=$OPTION_VALUE ;;
         --coordinator-args | --coordinator-args=*) option_value --coordinator-args "$@"; COORDINATOR_ARGS=$OPTION_VALUE ;;
         --genicam) GENICAM=1; OPTION_WORDS=1 ;;
+        --genicam-timecode) GENICAM=1 GENICAM_TIMECODE=1; OPTION_WORDS=1 ;;
         --genicam-loss | --genicam-loss=*)
             option_value --genicam-loss "$@"
             [[ $OPTION_VALUE =~ ^[0-9]+$ ]] || die "--genicam-loss $OPTION_VALUE: packets lost per thousand, e.g. 2"
@@ -543,7 +548,8 @@ cmd_up() {
     {
         printf '# Written by %s up at %s; read by its other commands.\n' "$SCRIPT" "$(date '+%F %T')"
         printf '%s=%q\n' PREFIX "$PREFIX" AGENTS "$AGENTS" BIN "$BIN" DATA "$DATA" \
-            AGENT_ARGS "$AGENT_ARGS" COORDINATOR_ARGS "$COORDINATOR_ARGS" SETTINGS "$SETTINGS" GENICAM "$GENICAM" GENICAM_LOSS "$GENICAM_LOSS"
+            AGENT_ARGS "$AGENT_ARGS" COORDINATOR_ARGS "$COORDINATOR_ARGS" SETTINGS "$SETTINGS" GENICAM "$GENICAM" GENICAM_LOSS "$GENICAM_LOSS" \
+            GENICAM_TIMECODE "$GENICAM_TIMECODE"
         for i in "${!SKEW[@]}"; do printf 'SKEW_%s=%q\n' "$i" "${SKEW[$i]}"; done
     } >"$DATA/fleet.env"
 
