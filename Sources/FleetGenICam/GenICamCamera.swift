@@ -58,6 +58,13 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
     private let earlierTransport = Mutex(StreamTransportFigures())
     /// The current stream's setup: its packet size and what of it limits the rate.
     private let streamSetup = Mutex(StreamTransportFigures())
+    /// Software triggers sent whose frames have not arrived, and a count of the times trigger
+    /// mode changed, after which the capture thread lets the triggers' clock mapping go.
+    private let triggersInFlight = Mutex(TriggersInFlight())
+    private let triggerModeChanges = Atomic<UInt64>(0)
+    /// When trigger mode last changed (CLOCK_MONOTONIC ns): frames arriving within a second
+    /// of it may have been exposed free-running, and are paired with no trigger.
+    private let triggerModeChangedAt = Atomic<UInt64>(0)
 
     /// The GenICam pixel formats the fleet carries, and the FourCC each becomes.
     static let pixelFormats: [(genicam: String, fourCC: PixelFormat)] = [
@@ -205,6 +212,9 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
         } catch {
             throw .triggerFailed(device: deviceID, reason: error.message)
         }
+        triggersInFlight.withLock { $0.removeAll() }
+        triggerModeChangedAt.store(MonotonicTime.now(), ordering: .relaxed)
+        triggerModeChanges.add(1, ordering: .releasing)
         triggerMode.store(on, ordering: .releasing)
     }
 
@@ -219,7 +229,10 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
         do {
             try session.withLock { _ throws(GenICamError) in
                 let camera = handle.camera
+                // The instant it goes out: the camera's stamp of the frame it starts comes after.
+                let sent = MonotonicTime.now()
                 try aravisCall(deviceID, "firing a software trigger") { arv_camera_software_trigger(camera, $0) }
+                triggersInFlight.withLock { $0.recordSent(sent) }
             }
         } catch {
             throw .triggerFailed(device: deviceID, reason: error.message)
@@ -363,6 +376,7 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
         guard var stream = session.withLock({ _ in handle.stream }) else { return }
         // The camera's clock on the host's, learned from the frames as they arrive.
         var clock = CameraClockMapping()
+        var modeChangesSeen = triggerModeChanges.load(ordering: .acquiring)
         var lastHeard = MonotonicTime.now()
         while running.load(ordering: .acquiring) {
             guard let buffer = arv_stream_timeout_pop_buffer(stream, 100_000) else {
@@ -395,7 +409,8 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
             let count = min(size, target.capacity)
             target.storage.copyMemory(from: data, byteCount: count)
             // When it arrived (Aravis stamps that on the real-time clock), on CLOCK_MONOTONIC;
-            // the frame is placed by the camera's own timestamp mapped through the arrivals.
+            // the frame is placed by the camera's own timestamp, mapped through the arrivals (and
+            // the triggers sent, when triggered: CameraClockMapping).
             let received = UInt64(arv_buffer_get_system_timestamp(buffer))
             let realNow = WallClockNow.nanoseconds()
             let monotonicNow = MonotonicTime.now()
@@ -405,6 +420,21 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
             let cameraTime = UInt64(arv_buffer_get_timestamp(buffer))
             if cameraTime != 0 {
                 clock.add(cameraNs: cameraTime, arrivalNs: arrival)
+                let modeChanges = triggerModeChanges.load(ordering: .acquiring)
+                if modeChanges != modeChangesSeen {
+                    modeChangesSeen = modeChanges
+                    clock.forgetTriggers()
+                }
+                if triggerMode.load(ordering: .acquiring), arrival > triggerModeChangedAt.load(ordering: .relaxed) &+ 1_000_000_000,
+                    let exposure = clock.capture(cameraNs: cameraTime)
+                {
+                    // Placed by the arrivals, the exposure is known only to be earlier; placed by
+                    // the triggers, to within their latency's jitter, well under a quarter interval.
+                    let tolerance = clock.placedByTriggers ? UInt64(0.25e9 / max(activeFrameRate, 0.1)) : 0
+                    if let sent = triggersInFlight.withLock({ $0.pair(exposureNs: exposure, toleranceNs: tolerance) }) {
+                        clock.addTrigger(sentNs: sent, cameraNs: cameraTime)
+                    }
+                }
                 capture = clock.capture(cameraNs: cameraTime) ?? arrival
             }
             deliver(

@@ -26,6 +26,38 @@ import Testing
         #expect(abs(rate - 40) < 2, "\(rate) ppm")
     }
 
+    /// The same camera triggered by the host every 40 ms: each trigger reaches it and starts
+    /// the exposure 60–560 µs after it was sent; the frame arrives 12–18 ms after its stamp
+    /// (a 10 ms exposure, readout and transfer). The arrivals alone place frames 12 ms late;
+    /// the triggers' envelope places them within the shortest trigger latency. One frame in 97
+    /// is paired with a trigger sent 3 ms after its exposure, and moves nothing.
+    @Test func triggeredFrames_arePlacedByTheTriggersSent_withinTheShortestTriggerLatency() throws {
+        var mapping = CameraClockMapping()
+        var generator = SplitMix(seed: 11)
+        var errors: [Double] = []
+        for frame in 0..<(25 * 30) {
+            let sent = UInt64(1_000_000_000_000) + UInt64(frame) * 40_000_000
+            let exposure = sent + 60_000 + generator.next() % 500_000
+            let camera = UInt64(Double(exposure - 1_000_000_000_000) * (1 - 40e-6)) + 5_000_000_000
+            mapping.add(cameraNs: camera, arrivalNs: exposure + 12_000_000 + generator.next() % 6_000_000)
+            mapping.addTrigger(sentNs: frame % 97 == 0 ? exposure + 3_000_000 : sent, cameraNs: camera)
+            if frame > 250, let placed = mapping.capture(cameraNs: camera) {
+                errors.append(Double(Int64(bitPattern: placed &- exposure)))
+            }
+        }
+        #expect(mapping.placedByTriggers)
+        let earliest = errors.min() ?? .infinity, latest = errors.max() ?? .infinity
+        let bracket = try #require(mapping.bracketNanoseconds)
+        print("triggered camera clock: placed \(earliest / 1e3)…\(latest / 1e3) µs from the true exposure; bracket \(bracket / 1e6) ms")
+        // Placed at most the shortest latency early (60 µs, plus what the envelope's line misses)
+        // and never late: the bracket is about the 12 ms the arrivals alone would have added
+        // (each envelope line misses by up to a few hundred µs).
+        #expect(earliest > -120_000 && latest < 60_000, "\(earliest)…\(latest) ns")
+        #expect(bracket > 11_500_000 && bracket < 12_700_000, "\(bracket) ns")
+        mapping.forgetTriggers()
+        #expect(!mapping.placedByTriggers)
+    }
+
     @Test func aCameraClockThatJumps_startsTheMappingAgain() {
         var mapping = CameraClockMapping()
         for frame in 0..<60 {
@@ -47,5 +79,24 @@ import Testing
             z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
             return z ^ (z >> 31)
         }
+    }
+}
+
+@Suite struct TriggersInFlightTests {
+    @Test func aFrame_takesTheLatestTriggerSentBeforeIt_andLetsTheOlderOnesGo() {
+        var triggers = TriggersInFlight()
+        for instant in [1_000, 2_000, 3_000, 4_000] as [UInt64] { triggers.recordSent(instant) }
+        #expect(triggers.pair(exposureNs: 2_500, toleranceNs: 0) == 2_000)
+        #expect(triggers.count == 2, "the trigger of 1,000 started no frame that will come")
+        #expect(triggers.pair(exposureNs: 2_900, toleranceNs: 200) == 3_000, "within the tolerance")
+        #expect(triggers.pair(exposureNs: 3_500, toleranceNs: 0) == nil, "sent after the exposure: not its trigger")
+        #expect(triggers.pair(exposureNs: 4_000, toleranceNs: 0) == 4_000)
+        #expect(triggers.count == 0)
+    }
+
+    @Test func atMostCapacity_areKept() {
+        var triggers = TriggersInFlight(capacity: 3)
+        for instant in 1...5 { triggers.recordSent(UInt64(instant)) }
+        #expect(triggers.count == 3)
     }
 }
