@@ -138,7 +138,8 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
         }
         device = DeviceDescription(
             deviceID: deviceID, name: "\(info.vendor) \(info.model) \(info.serial)", driver: "aravis \(info.protocolName)", kind: .genicam,
-            formats: formats, devicePath: info.address, identitySource: "genicam vendor, model and serial number")
+            formats: formats, controls: GenICamControls.read(camera, deviceID: deviceID), devicePath: info.address,
+            identitySource: "genicam vendor, model and serial number")
         let rate = frameRate.map { min(max($0, rates[0].minFramesPerSecond), rates[0].maxFramesPerSecond) } ?? min(30, rates[0].maxFramesPerSecond)
         settings = Mutex(Settings(formatIndex: 0, frameRate: FrameRateRange(min: rate, max: rate), exposure: exposure))
     }

@@ -33,6 +33,15 @@ extension SecondLaneIntegrationTests {
             print("netns GenICam: \(ids[0]) offers \(labels)")
             #expect(labels.first == "GREY 512x512", "the size the camera boots with comes first: \(labels)")
             #expect(labels.contains("GREY 2048x2048") && labels.contains("Y16 512x512"), "\(labels)")
+            // Its gain and automatic gain, under V4L2's ids for them (Aravis's fake camera has GainRaw).
+            let described = try #require(
+                try JSONSerialization.jsonObject(with: Data(try fleet.run(["cli", "device", ids[0], "--json"]).utf8)) as? [String: Any])
+            let controls = described["controls"] as? [[String: Any]] ?? []
+            print("netns GenICam: \(ids[0]) controls \(controls.map { "\($0["key"] ?? "?")=\($0["value"] ?? "-")" })")
+            let gain = controls.first { $0["id"] as? Int == 0x0098_0913 }
+            #expect(gain?["name"] as? String == "Gain (raw)" && gain?["maximum"] as? Int == 10, "\(controls)")
+            let automaticGain = controls.first { $0["id"] as? Int == 0x0098_0912 }
+            #expect(automaticGain?["type"] as? String == "menu" && (automaticGain?["menu"] as? [String: Any])?["Continuous"] != nil, "\(controls)")
             _ = try await NetnsTestFleet.waitUntil("both clocks lock", seconds: 30) {
                 let clocks = try fleet.json(["clock"])
                 return clocks.count == 2 && clocks.allSatisfy { $0["sync"] as? String == "locked" }
