@@ -41,6 +41,8 @@ extension AgentService {
         case .setAudioProcessing?:
             return reply(
                 to: command, .failure(.unsupported, "device \(command.deviceID) is a camera: audio processing is for microphones"), on: stream)
+        case let .setControl(request)?:
+            return setControl(request, command: command, on: stream)
         case let .setFrameAlignment(request)?:
             let steered = stream.setFrameAlignment(origin: request.enabled ? request.gridOriginFleetNs : nil)
             logger.notice(
@@ -127,6 +129,30 @@ extension AgentService {
                 status = .failure(.unsupported, "device \(stream.deviceID) cannot detect that: \(error)")
             }
             control.post(reply: reply(to: command, status, on: stream))
+        }
+        return nil
+    }
+
+    /// One control: set on the device's thread (a driver call, or a register write across the
+    /// network for a GenICam camera), answered from there with the control as read back.
+    private func setControl(_ request: Capfleet_V1_SetControl, command: Capfleet_V1_Command, on stream: CameraStream) -> Capfleet_V1_CommandReply? {
+        stream.onDeviceThread { [self] in
+            var answer: Capfleet_V1_CommandReply
+            do throws(CaptureError) {
+                let applied = try stream.source.setControl(id: request.controlID, value: request.value)
+                logger.notice(
+                    "control",
+                    metadata: ["device.id": "\(stream.deviceID)", "control": "\(applied.name)", "value": "\(applied.value.map(String.init) ?? "?")"])
+                answer = reply(to: command, .ok, on: stream)
+                answer.control = applied.wire
+            } catch {
+                if case .controlRefused = error {
+                    answer = reply(to: command, .failure(.badRequest, error.description), on: stream)
+                } else {
+                    answer = reply(to: command, .failure(error.isUnavailable ? .unavailable : .unsupported, error.description), on: stream)
+                }
+            }
+            control.post(reply: answer)
         }
         return nil
     }

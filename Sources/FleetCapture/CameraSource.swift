@@ -25,6 +25,8 @@ public enum CaptureError: Error, CustomStringConvertible, Sendable {
     case unsupportedTimedStart(device: String, reason: String)
     /// The camera would not go into (or out of) trigger mode, or would not take a trigger.
     case triggerFailed(device: String, reason: String)
+    /// The device has no such control, or would not take that value.
+    case controlRefused(device: String, control: String, reason: String)
 
     /// Another program holds the device.
     public var isBusy: Bool {
@@ -78,6 +80,8 @@ public enum CaptureError: Error, CustomStringConvertible, Sendable {
             "device \(device) cannot start its stream at a chosen instant: \(reason)"
         case let .triggerFailed(device, reason):
             "device \(device) cannot be triggered: \(reason)"
+        case let .controlRefused(device, control, reason):
+            "device \(device) did not take control \(control): \(reason)"
         }
     }
 }
@@ -197,6 +201,10 @@ public protocol CameraSource: AnyObject, Sendable {
     /// A camera that starts an exposure on a trigger sent to it (GenICam TriggerSoftware);
     /// nil when it only free-runs.
     var softwareTrigger: (any SoftwareTrigger)? { get }
+
+    /// Sets one of `device.controls` (by id) to `value`, and reads it back. Blocking: a
+    /// driver call or a register write on the camera.
+    func setControl(id: UInt32, value: Int64) throws(CaptureError) -> DeviceControl
 }
 
 /// A camera's software trigger (proto-docs/clock.md, "Triggered cameras"): the agent puts
@@ -243,6 +251,11 @@ extension CameraSource {
     public func checkExposure(_ request: ExposureRequest, against state: ExposureState?) throws(CaptureError) {
         guard let state else { throw .unsupportedExposure(device: device.deviceID, reason: "it has no exposure control") }
         if let refusal = state.refusal(of: request) { throw .unsupportedExposure(device: device.deviceID, reason: refusal) }
+    }
+
+    /// Sources without controls refuse every one.
+    public func setControl(id: UInt32, value: Int64) throws(CaptureError) -> DeviceControl {
+        throw .controlRefused(device: device.deviceID, control: DeviceControl.hexadecimal(id), reason: "it has no controls")
     }
 
     /// Most sources are timed by their driver.

@@ -328,6 +328,26 @@ public final class V4L2Camera: CameraSource {
         }
     }
 
+    public func setControl(id: UInt32, value: Int64) throws(CaptureError) -> DeviceControl {
+        guard var control = device.controls.first(where: { $0.id == id }) else {
+            throw .controlRefused(device: device.deviceID, control: DeviceControl.hexadecimal(id), reason: "the driver has no such control")
+        }
+        if let reason = control.refusal(of: value) { throw .controlRefused(device: device.deviceID, control: control.name, reason: reason) }
+        return try withSession { (state: inout Session) throws(CaptureError) -> DeviceControl in
+            try refuseWhileInterrupted(state)
+            guard let handle = state.handle else {
+                throw .controlRefused(device: device.deviceID, control: control.name, reason: "the device is not open")
+            }
+            do throws(V4L2Error) {
+                try V4L2Controls.set(handle, id: id, to: value, name: control.name)
+            } catch {
+                throw .deviceFailed(device: device.deviceID, error)
+            }
+            control.value = V4L2Controls.value(of: handle, id: id)
+            return control
+        }
+    }
+
     public func setExposure(_ request: ExposureRequest) throws(CaptureError) {
         guard let control = exposureControl else {
             throw .unsupportedExposure(device: device.deviceID, reason: "it has no exposure time control (exposure_time_absolute)")

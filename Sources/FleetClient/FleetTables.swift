@@ -340,21 +340,25 @@ public enum FleetTables {
         if description.controls.isEmpty {
             lines.append("no controls")
         } else {
-            lines.append(
-                table(
-                    ["CONTROL", "TYPE", "MIN", "MAX", "STEP", "DEFAULT", "VALUE", "FLAGS"],
-                    description.controls.map { control in
-                        let menu = control.menu.isEmpty ? "" : " {" + control.menu.map { "\($0.value)=\($0.name)" }.joined(separator: ", ") + "}"
-                        var flags = [String]()
-                        if control.isReadOnly { flags.append("read-only") }
-                        if control.isInactive { flags.append("inactive") }
-                        return [
-                            control.key, control.kind.rawValue, String(control.minimum), String(control.maximum), String(control.step),
-                            String(control.defaultValue), (control.value.map(String.init) ?? "-") + menu, flags.joined(separator: ","),
-                        ]
-                    }))
+            lines.append(controls(description.controls))
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// A table of controls: `capfleet device` and `capfleet control`.
+    public static func controls(_ controls: [DeviceControl]) -> String {
+        table(
+            ["CONTROL", "TYPE", "MIN", "MAX", "STEP", "DEFAULT", "VALUE", "FLAGS"],
+            controls.map { control in
+                let menu = control.menu.isEmpty ? "" : " {" + control.menu.map { "\($0.value)=\($0.name)" }.joined(separator: ", ") + "}"
+                var flags = [String]()
+                if control.isReadOnly { flags.append("read-only") }
+                if control.isInactive { flags.append("inactive") }
+                return [
+                    control.key, control.kind.rawValue, String(control.minimum), String(control.maximum), String(control.step),
+                    String(control.defaultValue), (control.value.map(String.init) ?? "-") + menu, flags.joined(separator: ","),
+                ]
+            })
     }
 
     /// The `alignment` lines of `capfleet device` (proto-docs/clock.md, "Frame alignment").

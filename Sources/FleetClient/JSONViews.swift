@@ -398,7 +398,7 @@ public enum JSONViews {
         var menu: [String: Int64]?
         var readOnly, inactive: Bool
 
-        init(_ control: DeviceControl) {
+        public init(_ control: DeviceControl) {
             id = control.id; key = control.key; name = control.name; type = control.kind.rawValue
             minimum = control.minimum; maximum = control.maximum; defaultValue = control.defaultValue; step = control.step
             value = control.value; readOnly = control.isReadOnly; inactive = control.isInactive

@@ -251,6 +251,21 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
 
     public func focus(_ request: FocusRequest) throws(CaptureError) { try checkFocus(request) }
 
+    public func setControl(id: UInt32, value: Int64) throws(CaptureError) -> DeviceControl {
+        let deviceID = device.deviceID
+        guard let control = device.controls.first(where: { $0.id == id }) else {
+            throw .controlRefused(device: deviceID, control: DeviceControl.hexadecimal(id), reason: "the camera has no such control")
+        }
+        if let reason = control.refusal(of: value) { throw .controlRefused(device: deviceID, control: control.name, reason: reason) }
+        do {
+            return try session.withLock { _ throws(GenICamError) in
+                try GenICamControls.set(control, to: value, on: handle.camera, deviceID: deviceID)
+            }
+        } catch {
+            throw .controlRefused(device: deviceID, control: control.name, reason: error.message)
+        }
+    }
+
     public func setExposure(_ request: ExposureRequest) throws(CaptureError) {
         try checkExposure(request, against: exposure)
         guard case let .manual(seconds) = request else {

@@ -28,6 +28,45 @@ enum GenICamControls {
         return controls
     }
 
+    /// The enumeration feature behind each menu control.
+    static let menuFeatures: [UInt32: String] = [
+        automaticGainID: "GainAuto", automaticExposureID: "ExposureAuto", automaticWhiteBalanceID: "BalanceWhiteAuto",
+    ]
+
+    /// Sets `control` (one `read` gave) to `value`, already checked against its range, and
+    /// reads it back.
+    static func set(
+        _ control: DeviceControl, to value: Int64, on camera: UnsafeMutablePointer<ArvCamera>, deviceID: String
+    ) throws(GenICamError) -> DeviceControl {
+        switch control.id {
+        case gainID:
+            let gain = control.name == "Gain (0.01 dB)" ? Double(value) / 100 : Double(value)
+            try aravisCall(deviceID, "setting its gain to \(gain)") { arv_camera_set_gain(camera, gain, $0) }
+        case redBalanceID, blueBalanceID:
+            let channel = control.id == redBalanceID ? "Red" : "Blue"
+            let selected = string(camera, deviceID, "BalanceRatioSelector")
+            defer {
+                if let selected {
+                    _ = try? aravisCall(deviceID, "restoring BalanceRatioSelector") {
+                        arv_camera_set_string(camera, "BalanceRatioSelector", selected, $0)
+                    }
+                }
+            }
+            try aravisCall(deviceID, "selecting the \(channel) balance") { arv_camera_set_string(camera, "BalanceRatioSelector", channel, $0) }
+            try aravisCall(deviceID, "setting the \(channel) balance") { arv_camera_set_float(camera, "BalanceRatio", Double(value) / 1000, $0) }
+        default:
+            guard let feature = menuFeatures[control.id], let item = control.menu.first(where: { $0.value == value }) else {
+                throw GenICamError(
+                    device: deviceID, operation: "setting \(control.name)", message: "the fleet does not set this control on GenICam cameras")
+            }
+            try aravisCall(deviceID, "setting \(feature) to \(item.name)") { arv_camera_set_string(camera, feature, item.name, $0) }
+        }
+        guard let readBack = read(camera, deviceID: deviceID).first(where: { $0.id == control.id }) else {
+            throw GenICamError(device: deviceID, operation: "reading \(control.name) back", message: "the camera no longer reports it")
+        }
+        return readBack
+    }
+
     private static func has(_ camera: UnsafeMutablePointer<ArvCamera>, _ deviceID: String, _ feature: String) -> Bool {
         ((try? aravisCall(deviceID, "asking for \(feature)") { arv_camera_is_feature_available(camera, feature, $0) }) ?? 0) != 0
     }

@@ -17,7 +17,8 @@ public enum OperatorReplyTime {
         switch body {
         case .getLatestFrame:
             return 3
-        case .changeFormat, .changeFrameRate, .changeZoom, .changeFocus, .setDropRecoveryPolicy, .changePressurePolicy, .changeAudioProcessing:
+        case .changeFormat, .changeFrameRate, .changeZoom, .changeFocus, .setDropRecoveryPolicy, .changePressurePolicy, .changeAudioProcessing,
+            .changeControl:
             return agentCommandSeconds
         case .changeConsent:
             // The device's earlier push is answered first, so two in a row.

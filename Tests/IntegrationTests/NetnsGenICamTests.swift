@@ -42,6 +42,20 @@ extension SecondLaneIntegrationTests {
             #expect(gain?["name"] as? String == "Gain (raw)" && gain?["maximum"] as? Int == 10, "\(controls)")
             let automaticGain = controls.first { $0["id"] as? Int == 0x0098_0912 }
             #expect(automaticGain?["type"] as? String == "menu" && (automaticGain?["menu"] as? [String: Any])?["Continuous"] != nil, "\(controls)")
+            // Set under the lease, on the camera itself (GVCP register writes), read back and shown.
+            #expect(throws: (any Error).self) { try fleet.run(["cli", "control", ids[0], "gain_raw", "5"]) }
+            try fleet.run(["cli", "lock", ids[0]])
+            let set = try #require(
+                try JSONSerialization.jsonObject(with: Data(try fleet.run(["cli", "control", ids[0], "gain_raw", "5", "--json"]).utf8))
+                    as? [String: Any])
+            #expect(set["value"] as? Int == 5, "\(set)")
+            let menu = try fleet.run(["cli", "control", ids[0], "gain_automatic", "continuous"])
+            #expect(menu.contains("Gain, Automatic = 2 (Continuous)"), "\(menu)")
+            let redescribed = try #require(
+                try JSONSerialization.jsonObject(with: Data(try fleet.run(["cli", "device", ids[0], "--json"]).utf8)) as? [String: Any])
+            let values = (redescribed["controls"] as? [[String: Any]] ?? []).map { "\($0["key"] ?? "?")=\($0["value"] ?? "-")" }
+            #expect(values == ["gain_raw=5", "gain_automatic=2"], "\(values)")
+            try fleet.run(["cli", "unlock", ids[0]])
             _ = try await NetnsTestFleet.waitUntil("both clocks lock", seconds: 30) {
                 let clocks = try fleet.json(["clock"])
                 return clocks.count == 2 && clocks.allSatisfy { $0["sync"] as? String == "locked" }

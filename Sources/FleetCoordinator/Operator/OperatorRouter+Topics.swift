@@ -93,6 +93,8 @@ extension OperatorRouter {
             try await handlers.devices.setDeviceOptics(query, by: who, into: &reply)
         case let .changeAudioProcessing(query):
             try await handlers.devices.changeAudioProcessing(query, by: who, into: &reply)
+        case let .changeControl(query):
+            try await handlers.devices.changeControl(query, by: who, into: &reply)
 
         // Takes and their files.
         case let .startRecording(query):

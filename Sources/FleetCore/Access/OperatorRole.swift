@@ -49,7 +49,8 @@ public enum RequiredRole {
         case .changeFormat?, .changeFrameRate?, .changeZoom?, .lockDevice?, .unlockDevice?, .changeFocus?,
             .setDropRecoveryPolicy?, .changePressurePolicy?, .changeConsent?, .changeFrameAlignment?,
             .startRecording?, .stopRecording?, .deleteRecording?, .noteRecording?, .collectRecording?,
-            .takeStill?, .deleteStill?, .changeDetection?, .setDeviceOptics?, .changeAudioProcessing?:
+            .takeStill?, .deleteStill?, .changeDetection?, .setDeviceOptics?, .changeAudioProcessing?,
+            .changeControl?:
             .operator
         case .forgetNode?, .createEnrollment?, .listEnrollments?, .revokeEnrollment?, .revokeNode?, .addOperator?, .removeOperator?, .listOperators?,
             .backupDatabase?,

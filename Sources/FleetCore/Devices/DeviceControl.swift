@@ -51,6 +51,51 @@ public struct DeviceControl: Hashable, Sendable {
         self.isInactive = isInactive
     }
 
+    /// An id as the docs write it, e.g. `0x00980913`.
+    public static func hexadecimal(_ id: UInt32) -> String {
+        let digits = String(id, radix: 16)
+        return "0x" + String(repeating: "0", count: max(0, 8 - digits.count)) + digits
+    }
+
+    /// Why `value` cannot be set on this control, said for the operator; nil when it can.
+    public func refusal(of value: Int64) -> String? {
+        if isReadOnly { return "\(name) is read-only" }
+        switch kind {
+        case .menu, .integerMenu:
+            guard menu.contains(where: { $0.value == value }) else {
+                return "\(value) is not one of \(name)'s items (\(menu.map { "\($0.value)=\($0.name)" }.joined(separator: ", ")))"
+            }
+        case .integer, .boolean, .integer64, .bitmask:
+            guard value >= minimum, value <= maximum else { return "\(value) is outside \(name)'s range \(minimum)…\(maximum)" }
+            if step > 1, UInt64(value - minimum) % step != 0 { return "\(value) is not on \(name)'s steps of \(step) from \(minimum)" }
+        case .button, .string, .other:
+            return "\(name) is a \(kind.rawValue) control, which takes no value here"
+        }
+        return nil
+    }
+
+    /// The control an operator names by its key (`gain_raw`), its name (`Gain (raw)`) or its id
+    /// (`0x00980913`, or decimal), any case.
+    public static func named(_ word: String, in controls: [DeviceControl]) -> DeviceControl? {
+        let lowered = word.lowercased()
+        if let control = controls.first(where: { $0.key == lowered || $0.name.lowercased() == lowered }) { return control }
+        let id = lowered.hasPrefix("0x") ? UInt32(lowered.dropFirst(2), radix: 16) : UInt32(lowered)
+        return id.flatMap { id in controls.first { $0.id == id } }
+    }
+
+    /// The value an operator writes: a number, a menu item's name (any case), or for a boolean
+    /// `on`/`off`, `true`/`false`; nil when it is none of those.
+    public func value(parsing text: String) -> Int64? {
+        if let number = Int64(text) { return number }
+        let lowered = text.lowercased()
+        if let item = menu.first(where: { $0.name.lowercased() == lowered }) { return item.value }
+        if kind == .boolean {
+            if ["on", "true", "yes"].contains(lowered) { return 1 }
+            if ["off", "false", "no"].contains(lowered) { return 0 }
+        }
+        return nil
+    }
+
     /// The control's name as a short key, e.g. "Focus, Automatic Continuous" → "focus_automatic_continuous".
     public var key: String {
         var key = ""

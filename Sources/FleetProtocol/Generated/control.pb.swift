@@ -596,6 +596,15 @@ public nonisolated struct Capfleet_V1_Command: Sendable {
     set {action = .setAudioProcessing(newValue)}
   }
 
+  /// since 1.13, commands.md, "Controls"
+  public var setControl: Capfleet_V1_SetControl {
+    get {
+      if case .setControl(let v)? = action {return v}
+      return Capfleet_V1_SetControl()
+    }
+    set {action = .setControl(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Action: Equatable, Sendable {
@@ -619,6 +628,8 @@ public nonisolated struct Capfleet_V1_Command: Sendable {
     case auditExposures(Capfleet_V1_AuditExposures)
     /// since 1.11, microphones.md, "Processing"
     case setAudioProcessing(Capfleet_V1_SetAudioProcessing)
+    /// since 1.13, commands.md, "Controls"
+    case setControl(Capfleet_V1_SetControl)
 
   }
 
@@ -696,6 +707,22 @@ public nonisolated struct Capfleet_V1_SetRecording: Sendable {
 
 /// A microphone's processing (microphones.md, "Processing"), replacing what it had; applied
 /// from the next block on. Pushed on every change and again at every registration.
+/// Sets one of the device's controls (DeviceDescriptor.controls) to a value within its range:
+/// for a menu, an item's value. Answered with the control as read back (CommandReply.control).
+public nonisolated struct Capfleet_V1_SetControl: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var controlID: UInt32 = 0
+
+  public var value: Int64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 public nonisolated struct Capfleet_V1_SetAudioProcessing: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -975,6 +1002,16 @@ public nonisolated struct Capfleet_V1_CommandReply: @unchecked Sendable {
   public var hasExposureAudit: Bool {_storage._exposureAudit != nil}
   /// Clears the value of `exposureAudit`. Subsequent reads from it will return its default value.
   public mutating func clearExposureAudit() {_uniqueStorage()._exposureAudit = nil}
+
+  /// with SetControl: the control as read back (since 1.13)
+  public var control: Capfleet_V1_DeviceControl {
+    get {_storage._control ?? Capfleet_V1_DeviceControl()}
+    set {_uniqueStorage()._control = newValue}
+  }
+  /// Returns true if `control` has been explicitly set.
+  public var hasControl: Bool {_storage._control != nil}
+  /// Clears the value of `control`. Subsequent reads from it will return its default value.
+  public mutating func clearControl() {_uniqueStorage()._control = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -2221,7 +2258,7 @@ nonisolated extension Capfleet_V1_HeartbeatAck: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Command"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{3}device_id\0\u{4}\u{8}set_active_format\0\u{3}set_frame_rate\0\u{3}set_zoom\0\u{3}set_focus\0\u{3}set_drop_recovery\0\u{3}set_pressure_policy\0\u{3}set_consent\0\u{3}set_recording\0\u{3}find_first_frame\0\u{3}set_frame_alignment\0\u{3}capture_still\0\u{3}set_detection\0\u{3}audit_exposures\0\u{3}set_audio_processing\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{3}device_id\0\u{4}\u{8}set_active_format\0\u{3}set_frame_rate\0\u{3}set_zoom\0\u{3}set_focus\0\u{3}set_drop_recovery\0\u{3}set_pressure_policy\0\u{3}set_consent\0\u{3}set_recording\0\u{3}find_first_frame\0\u{3}set_frame_alignment\0\u{3}capture_still\0\u{3}set_detection\0\u{3}audit_exposures\0\u{3}set_audio_processing\0\u{3}set_control\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2413,6 +2450,19 @@ nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf.
           self.action = .setAudioProcessing(v)
         }
       }()
+      case 24: try {
+        var v: Capfleet_V1_SetControl?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .setControl(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .setControl(v)
+        }
+      }()
       default: break
       }
     }
@@ -2485,6 +2535,10 @@ nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf.
     case .setAudioProcessing?: try {
       guard case .setAudioProcessing(let v)? = self.action else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 23)
+    }()
+    case .setControl?: try {
+      guard case .setControl(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 24)
     }()
     case nil: break
     }
@@ -2614,6 +2668,41 @@ nonisolated extension Capfleet_V1_SetRecording: SwiftProtobuf.Message, SwiftProt
     if lhs.segmentSeconds != rhs.segmentSeconds {return false}
     if lhs.title != rhs.title {return false}
     if lhs._encoding != rhs._encoding {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_SetControl: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SetControl"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}control_id\0\u{1}value\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.controlID) }()
+      case 2: try { try decoder.decodeSingularInt64Field(value: &self.value) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.controlID != 0 {
+      try visitor.visitSingularUInt32Field(value: self.controlID, fieldNumber: 1)
+    }
+    if self.value != 0 {
+      try visitor.visitSingularInt64Field(value: self.value, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_SetControl, rhs: Capfleet_V1_SetControl) -> Bool {
+    if lhs.controlID != rhs.controlID {return false}
+    if lhs.value != rhs.value {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2887,7 +2976,7 @@ nonisolated extension Capfleet_V1_SetFrameRate: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CommandReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{1}status\0\u{3}active_format_index\0\u{3}active_frame_rate\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{3}active_min_frame_rate\0\u{1}focus\0\u{3}drop_recovery\0\u{3}pressure_policy\0\u{1}consent\0\u{3}frame_timing\0\u{1}still\0\u{3}exposure_audit\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{1}status\0\u{3}active_format_index\0\u{3}active_frame_rate\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{3}active_min_frame_rate\0\u{1}focus\0\u{3}drop_recovery\0\u{3}pressure_policy\0\u{1}consent\0\u{3}frame_timing\0\u{1}still\0\u{3}exposure_audit\0\u{1}control\0")
 
   fileprivate class _StorageClass {
     var _commandID: UInt64 = 0
@@ -2904,6 +2993,7 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
     var _frameTiming: Capfleet_V1_FrameTiming? = nil
     var _still: Capfleet_V1_StillCaptured? = nil
     var _exposureAudit: Capfleet_V1_ExposureAuditSamples? = nil
+    var _control: Capfleet_V1_DeviceControl? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -2928,6 +3018,7 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
       _frameTiming = source._frameTiming
       _still = source._still
       _exposureAudit = source._exposureAudit
+      _control = source._control
     }
   }
 
@@ -2960,6 +3051,7 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
         case 12: try { try decoder.decodeSingularMessageField(value: &_storage._frameTiming) }()
         case 13: try { try decoder.decodeSingularMessageField(value: &_storage._still) }()
         case 14: try { try decoder.decodeSingularMessageField(value: &_storage._exposureAudit) }()
+        case 15: try { try decoder.decodeSingularMessageField(value: &_storage._control) }()
         default: break
         }
       }
@@ -3014,6 +3106,9 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
       try { if let v = _storage._exposureAudit {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 14)
       } }()
+      try { if let v = _storage._control {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 15)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -3037,6 +3132,7 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
         if _storage._frameTiming != rhs_storage._frameTiming {return false}
         if _storage._still != rhs_storage._still {return false}
         if _storage._exposureAudit != rhs_storage._exposureAudit {return false}
+        if _storage._control != rhs_storage._control {return false}
         return true
       }
       if !storagesAreEqual {return false}

@@ -679,6 +679,15 @@ public nonisolated struct Capfleet_V1_OperatorRequest: @unchecked Sendable {
     set {_uniqueStorage()._body = .changeAudioProcessing(newValue)}
   }
 
+  /// operator, under the lease: commands.md, "Controls" (minor 13)
+  public var changeControl: Capfleet_V1_ChangeControl {
+    get {
+      if case .changeControl(let v)? = _storage._body {return v}
+      return Capfleet_V1_ChangeControl()
+    }
+    set {_uniqueStorage()._body = .changeControl(newValue)}
+  }
+
   /// Ties leases taken by this request to an operator session: when the session ends
   /// (EndSession, or no request for session_timeout_ms), its leases are released.
   public var sessionID: String {
@@ -786,6 +795,8 @@ public nonisolated struct Capfleet_V1_OperatorRequest: @unchecked Sendable {
     case getFrameSets(Capfleet_V1_GetFrameSets)
     /// operator, under the lease: microphones.md, "Processing" (minor 11)
     case changeAudioProcessing(Capfleet_V1_ChangeAudioProcessing)
+    /// operator, under the lease: commands.md, "Controls" (minor 13)
+    case changeControl(Capfleet_V1_ChangeControl)
 
   }
 
@@ -1825,6 +1836,16 @@ public nonisolated struct Capfleet_V1_OperatorReply: @unchecked Sendable {
   public var hasAudioProcessing: Bool {_storage._audioProcessing != nil}
   /// Clears the value of `audioProcessing`. Subsequent reads from it will return its default value.
   public mutating func clearAudioProcessing() {_uniqueStorage()._audioProcessing = nil}
+
+  /// with ChangeControl: the control as the agent read it back (minor 13)
+  public var control: Capfleet_V1_DeviceControl {
+    get {_storage._control ?? Capfleet_V1_DeviceControl()}
+    set {_uniqueStorage()._control = newValue}
+  }
+  /// Returns true if `control` has been explicitly set.
+  public var hasControl: Bool {_storage._control != nil}
+  /// Clears the value of `control`. Subsequent reads from it will return its default value.
+  public mutating func clearControl() {_uniqueStorage()._control = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -3780,6 +3801,24 @@ public nonisolated struct Capfleet_V1_ChangeAudioProcessing: Sendable {
   fileprivate var _processing: Capfleet_V1_AudioProcessing? = nil
 }
 
+/// Sets one of a camera's controls (its DeviceDescriptor.controls, by id) to a value within the
+/// control's range; for a menu, an item's value. Needs the lease. Audited.
+public nonisolated struct Capfleet_V1_ChangeControl: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var deviceID: String = String()
+
+  public var controlID: UInt32 = 0
+
+  public var value: Int64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 /// Records what is known of a device's lens (detection.md, "Scan set-up"), replacing what was:
 /// zero fields are "not known". Needs no lease: it changes nothing on the camera. Audited.
 public nonisolated struct Capfleet_V1_SetDeviceOptics: Sendable {
@@ -3823,7 +3862,7 @@ nonisolated extension Capfleet_V1_EnrollmentTokenState: SwiftProtobuf._ProtoName
 
 nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0\u{3}note_recording\0\u{3}backup_database\0\u{3}get_preview\0\u{3}list_previews\0\u{3}collect_recording\0\u{4}\u{b}list_enrollments\0\u{3}revoke_enrollment\0\u{3}create_dashboard_sign_in\0\u{3}list_dashboard_sessions\0\u{3}end_dashboard_session\0\u{3}take_still\0\u{3}list_stills\0\u{3}get_still\0\u{3}delete_still\0\u{3}read_still_file\0\u{3}change_detection\0\u{3}set_device_optics\0\u{3}sync_audit\0\u{3}get_frame_sets\0\u{3}change_audio_processing\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0\u{3}note_recording\0\u{3}backup_database\0\u{3}get_preview\0\u{3}list_previews\0\u{3}collect_recording\0\u{4}\u{b}list_enrollments\0\u{3}revoke_enrollment\0\u{3}create_dashboard_sign_in\0\u{3}list_dashboard_sessions\0\u{3}end_dashboard_session\0\u{3}take_still\0\u{3}list_stills\0\u{3}get_still\0\u{3}delete_still\0\u{3}read_still_file\0\u{3}change_detection\0\u{3}set_device_optics\0\u{3}sync_audit\0\u{3}get_frame_sets\0\u{3}change_audio_processing\0\u{3}change_control\0")
 
   fileprivate class _StorageClass {
     var _requestID: UInt64 = 0
@@ -4583,6 +4622,19 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
             _storage._body = .changeAudioProcessing(v)
           }
         }()
+        case 75: try {
+          var v: Capfleet_V1_ChangeControl?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .changeControl(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .changeControl(v)
+          }
+        }()
         default: break
         }
       }
@@ -4827,6 +4879,10 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
       case .changeAudioProcessing?: try {
         guard case .changeAudioProcessing(let v)? = _storage._body else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 74)
+      }()
+      case .changeControl?: try {
+        guard case .changeControl(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 75)
       }()
       case nil: break
       }
@@ -6101,7 +6157,7 @@ nonisolated extension Capfleet_V1_RejectionCount: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0\u{1}takes\0\u{1}verification\0\u{3}segment_data\0\u{3}segment_size\0\u{1}backup\0\u{1}endpoints\0\u{2}\u{3}previews\0\u{4}\u{5}enrollment_tokens\0\u{3}dashboard_sign_in\0\u{3}dashboard_sessions\0\u{1}stills\0\u{1}detection\0\u{1}optics\0\u{3}sync_audit\0\u{3}frame_sets\0\u{3}audio_processing\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0\u{1}takes\0\u{1}verification\0\u{3}segment_data\0\u{3}segment_size\0\u{1}backup\0\u{1}endpoints\0\u{2}\u{3}previews\0\u{4}\u{5}enrollment_tokens\0\u{3}dashboard_sign_in\0\u{3}dashboard_sessions\0\u{1}stills\0\u{1}detection\0\u{1}optics\0\u{3}sync_audit\0\u{3}frame_sets\0\u{3}audio_processing\0\u{1}control\0")
 
   fileprivate class _StorageClass {
     var _requestID: UInt64 = 0
@@ -6144,6 +6200,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
     var _syncAudit: Capfleet_V1_SyncAuditResult? = nil
     var _frameSets: Capfleet_V1_FrameSets? = nil
     var _audioProcessing: Capfleet_V1_AudioProcessing? = nil
+    var _control: Capfleet_V1_DeviceControl? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -6194,6 +6251,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       _syncAudit = source._syncAudit
       _frameSets = source._frameSets
       _audioProcessing = source._audioProcessing
+      _control = source._control
     }
   }
 
@@ -6252,6 +6310,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         case 51: try { try decoder.decodeSingularMessageField(value: &_storage._syncAudit) }()
         case 52: try { try decoder.decodeSingularMessageField(value: &_storage._frameSets) }()
         case 53: try { try decoder.decodeSingularMessageField(value: &_storage._audioProcessing) }()
+        case 54: try { try decoder.decodeSingularMessageField(value: &_storage._control) }()
         default: break
         }
       }
@@ -6384,6 +6443,9 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       try { if let v = _storage._audioProcessing {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 53)
       } }()
+      try { if let v = _storage._control {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 54)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -6433,6 +6495,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         if _storage._syncAudit != rhs_storage._syncAudit {return false}
         if _storage._frameSets != rhs_storage._frameSets {return false}
         if _storage._audioProcessing != rhs_storage._audioProcessing {return false}
+        if _storage._control != rhs_storage._control {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -10035,6 +10098,46 @@ nonisolated extension Capfleet_V1_ChangeAudioProcessing: SwiftProtobuf.Message, 
   public static func ==(lhs: Capfleet_V1_ChangeAudioProcessing, rhs: Capfleet_V1_ChangeAudioProcessing) -> Bool {
     if lhs.deviceID != rhs.deviceID {return false}
     if lhs._processing != rhs._processing {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_ChangeControl: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ChangeControl"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}control_id\0\u{1}value\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.controlID) }()
+      case 3: try { try decoder.decodeSingularInt64Field(value: &self.value) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.deviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 1)
+    }
+    if self.controlID != 0 {
+      try visitor.visitSingularUInt32Field(value: self.controlID, fieldNumber: 2)
+    }
+    if self.value != 0 {
+      try visitor.visitSingularInt64Field(value: self.value, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_ChangeControl, rhs: Capfleet_V1_ChangeControl) -> Bool {
+    if lhs.deviceID != rhs.deviceID {return false}
+    if lhs.controlID != rhs.controlID {return false}
+    if lhs.value != rhs.value {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -360,4 +360,48 @@ import Testing
         #expect(try await bed.audit("device.optics").map(\.actor) == ["otto"])
         await bed.close()
     }
+
+    @Test func aControl_isCheckedAgainstTheStoredDescription_thenSetUnderTheLease_andTheValueReadBackStored() async throws {
+        let bed = try await OperatorBed()
+        let gain = Capfleet_V1_DeviceControl.with {
+            $0.id = 0x0098_0913
+            $0.name = "Gain"
+            $0.type = "integer"
+            $0.minimum = 0
+            $0.maximum = 100
+            $0.step = 1
+            $0.hasValue_p = true
+            $0.value = 10
+        }
+        let descriptor = Capfleet_V1_DeviceDescriptor.with {
+            $0.deviceID = "cam-1"
+            $0.controls = [gain]
+        }
+        try await bed.store.saveDescriptor(deviceID: "cam-1", bytes: Data(try descriptor.serializedBytes() as [UInt8]))
+        func change(_ id: UInt32, _ value: Int64) async throws -> Capfleet_V1_OperatorReply {
+            var reply = Capfleet_V1_OperatorReply()
+            try await bed.handlers.devices.changeControl(
+                .with {
+                    $0.deviceID = "cam-1"
+                    $0.controlID = id
+                    $0.value = value
+                }, by: "otto", into: &reply)
+            return reply
+        }
+        let unleased = try await change(0x0098_0913, 51)
+        #expect(unleased.status.code != .ok, "\(unleased.status)")
+        try await bed.lock("cam-1", by: "otto")
+        let unknown = try await change(0x0098_0900, 1)
+        #expect(unknown.status.code == .badRequest && unknown.status.reason.contains("it has gain (0x00980913)"), "\(unknown.status)")
+        let outside = try await change(0x0098_0913, 101)
+        #expect(outside.status.code == .badRequest && outside.status.reason == "cam-1: 101 is outside Gain's range 0…100", "\(outside.status)")
+        #expect(await bed.agents.sent(to: "cam-1").isEmpty, "nothing out of range reaches the agent")
+
+        let set = try await change(0x0098_0913, 51)
+        #expect(set.status.code == .ok && set.control.value == 50, "what the agent read back: \(set)")
+        let stored = try Capfleet_V1_DeviceDescriptor(serializedBytes: try #require(try await bed.store.descriptor(deviceID: "cam-1")))
+        #expect(stored.controls.first?.value == 50)
+        #expect(try await bed.audit("device.control").filter { $0.outcome == "ok" }.map(\.detail) == ["gain = 51 (read back 50)"])
+        await bed.close()
+    }
 }

@@ -199,6 +199,13 @@ actor PlayedFleet: FleetAgents {
             case let .setZoom(zoom): $0.zoomFactor = zoom.factor
             case let .setConsent(consent): $0.consent = consent.state
             case .auditExposures: if let samples = exposureAudits[deviceID] { $0.exposureAudit = samples }
+            case let .setControl(request):
+                // A driver that takes the value but lands on its step below, as some do.
+                $0.control = .with {
+                    $0.id = request.controlID
+                    $0.hasValue_p = true
+                    $0.value = request.value - request.value % 2
+                }
             default: break
             }
         }
