@@ -231,9 +231,16 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
             try session.withLock { _ throws(GenICamError) in
                 let camera = handle.camera
                 // The instant it goes out: the camera's stamp of the frame it starts comes after.
+                // Noted before the write, whose acknowledgement a busy host may see only after
+                // the frame itself; a frame that found its trigger missing would take the one before.
                 let sent = MonotonicTime.now()
-                try aravisCall(deviceID, "firing a software trigger") { arv_camera_software_trigger(camera, $0) }
                 triggersInFlight.withLock { $0.recordSent(sent) }
+                do throws(GenICamError) {
+                    try aravisCall(deviceID, "firing a software trigger") { arv_camera_software_trigger(camera, $0) }
+                } catch {
+                    triggersInFlight.withLock { $0.forget(sent) }
+                    throw error
+                }
             }
         } catch {
             throw .triggerFailed(device: deviceID, reason: error.message)

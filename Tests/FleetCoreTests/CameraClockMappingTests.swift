@@ -94,6 +94,14 @@ import Testing
         #expect(triggers.count == 0)
     }
 
+    @Test func aTriggerThatNeverWentOut_isForgotten() {
+        var triggers = TriggersInFlight()
+        triggers.recordSent(1_000)
+        triggers.recordSent(2_000)
+        triggers.forget(2_000)
+        #expect(triggers.pair(exposureNs: 2_500, toleranceNs: 0) == 1_000)
+    }
+
     @Test func atMostCapacity_areKept() {
         var triggers = TriggersInFlight(capacity: 3)
         for instant in 1...5 { triggers.recordSent(UInt64(instant)) }

@@ -30,5 +30,8 @@ public struct TriggersInFlight: Sendable {
         return instant
     }
 
+    /// A trigger that never went out (the camera refused the write).
+    public mutating func forget(_ instantNs: UInt64) { sent.removeAll { $0 == instantNs } }
+
     public mutating func removeAll() { sent.removeAll() }
 }
