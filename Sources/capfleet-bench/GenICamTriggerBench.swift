@@ -14,7 +14,10 @@ import Foundation
 /// against triggered in the same run: by the cameras' own timestamps (the fake cameras stamp
 /// frames with this machine's real-time clock, which every namespace shares, so these compare
 /// directly: the truth here) and by the fleet times the agents gave the frames (each camera's
-/// clock mapped from its frames' arrivals).
+/// clock mapped from its frames' arrivals, or from the triggers once triggered). Then what the
+/// cameras saw: each fake camera draws the timecode of its exposure into its frames
+/// (`--genicam-timecode`), and an exposure audit after each phase prints the stamps' offset
+/// from it per camera and the exposure spread it reads.
 ///
 /// Aravis's fake cameras free-run on ticks of the host's real-time clock (a multiple of their
 /// frame interval), so on one machine three of them already expose together: their
@@ -27,6 +30,7 @@ struct GenICamTriggerBench: ParsableCommand {
 
     @Option(help: "Seconds each phase (free-running, triggered) is sampled over.") var seconds: Double = 20
     @Option(help: "The cameras' frame rate (the grid's).") var fps: Double = 25
+    @Option(help: "Seconds each exposure audit reads the cameras' timecodes for (1 to 60).") var auditSeconds: Int = 3
     @Option(help: "Namespace prefix (the fleet is torn down at the end).") var prefix: String = "cfgt"
     @Option(help: "The test bed script.") var script: String = "deploy/netns-fleet.sh"
 
@@ -41,7 +45,7 @@ struct GenICamTriggerBench: ParsableCommand {
         // Idle CPUs kept polling, as the sync benchmark does (clock.md, "Host tuning"): a
         // trigger thread waking from a deep idle state is late by the wake-up.
         let hosts = try NetnsBenchFleet.up(
-            fleet, agents: 3, agentArguments: "--synthetic 0 --no-pressure", settings: ["cpu_latency_us=0"], upArguments: ["--genicam"])
+            fleet, agents: 3, agentArguments: "--synthetic 0 --no-pressure", settings: ["cpu_latency_us=0"], upArguments: ["--genicam-timecode"])
         let cameras = hosts.devices.filter { $0.kind == .genicam }.map(\.deviceID).sorted()
         guard cameras.count == 3 else { throw BenchFailure("expected three GenICam cameras, the coordinator lists \(cameras)") }
         let client = hosts.client
@@ -62,10 +66,12 @@ struct GenICamTriggerBench: ParsableCommand {
         Thread.sleep(forTimeInterval: 2)
 
         let free = try Self.spreads(client, cameras, seconds: seconds)
+        let freeAudit = try Self.audit(client, cameras, seconds: auditSeconds)
         try hosts.align(cameras)
         // Triggers start at the next slot once each agent has the grid; the window starts after a settling second.
         Thread.sleep(forTimeInterval: 2)
         let triggered = try Self.spreads(client, cameras, seconds: seconds)
+        let triggeredAudit = try Self.audit(client, cameras, seconds: auditSeconds)
         let statuses = try client.call(.getFleetStats(.init())).reply.deviceStats.filter { cameras.contains($0.deviceID) }
 
         print("\ntrigger lateness per camera (how long after its slot's instant each trigger left the agent, last minute):")
@@ -88,6 +94,19 @@ struct GenICamTriggerBench: ParsableCommand {
                     + Self.pad(Self.micro(figures.p99), 12)
                     + Self.micro(figures.maximum))
         }
+        print("\nwhat the cameras saw: exposure audits over \(auditSeconds) s (the timecode each fake camera draws of its exposure)")
+        print("                                  read      offset median per camera (stamp − what it saw)         spread median  p99")
+        for (name, result) in [("free-running", freeAudit), ("triggered", triggeredAudit)] {
+            let read = result.cameras.map(\.framesRead).reduce(0, +)
+            let offsets = result.cameras.map { Self.signedMicro($0.stampOffset.medianNs) }.joined(separator: ", ")
+            print(
+                Self.pad(name, 34) + Self.pad("\(read)", 10) + Self.pad(offsets, 56)
+                    + Self.pad(Self.micro(UInt64(max(0, result.exposureSpread.medianNs))), 15)
+                    + Self.micro(UInt64(max(0, result.exposureSpread.p99Ns))))
+        }
+        progress(
+            "triggered/free-running median spread by what the cameras saw: \(String(format: "%.2f", Double(triggeredAudit.exposureSpread.medianNs) / Double(max(freeAudit.exposureSpread.medianNs, 1))))"
+        )
         progress(
             "triggered/free-running median spread by the cameras' clocks: \(String(format: "%.2f", Double(triggered.cameras.median) / Double(max(free.cameras.median, 1)))) (the fake cameras free-run on ticks of the host's real-time clock: see the command's help)"
         )
@@ -116,6 +135,21 @@ struct GenICamTriggerBench: ParsableCommand {
         }
         return (PhaseStatistics(magnitudes: own), PhaseStatistics(magnitudes: spreads))
     }
+
+    /// An exposure audit of the cameras over `seconds`.
+    static func audit(_ client: OperatorClient, _ cameras: [String], seconds: Int) throws -> Capfleet_V1_SyncAuditResult {
+        let result = try client.call(
+            .syncAudit(
+                .with {
+                    $0.deviceIds = cameras
+                    $0.seconds = UInt32(seconds)
+                })
+        ).reply.syncAudit
+        for camera in result.cameras where !camera.status.isOK { print("  \(camera.deviceID): \(camera.status.reason)") }
+        return result
+    }
+
+    static func signedMicro(_ nanoseconds: Int64) -> String { String(format: "%+.1f µs", Double(nanoseconds) / 1e3) }
 
     static func pad(_ text: String, _ width: Int) -> String { text.padding(toLength: max(width, text.count + 1), withPad: " ", startingAt: 0) }
 
