@@ -451,9 +451,14 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
                 if triggerMode.load(ordering: .acquiring), arrival > triggerModeChangedAt.load(ordering: .relaxed) &+ 1_000_000_000,
                     let exposure = clock.capture(cameraNs: cameraTime)
                 {
-                    // Placed by the arrivals, the exposure is known only to be earlier; placed by
+                    let interval = 1e9 / max(activeFrameRate, 0.1)
+                    // Frames paired with the trigger before (or after) their own put the triggers'
+                    // line a whole interval off the arrivals': start the pairing again.
+                    if let bracket = clock.bracketNanoseconds, bracket > interval / 2 || bracket < -interval / 4 { clock.forgetTriggers() }
+                    // Placed by the arrivals, the exposure is known to within the delay to arrival
+                    // (and the arrivals' line's noise, which may put it a little early); placed by
                     // the triggers, to within their latency's jitter, well under a quarter interval.
-                    let tolerance = clock.placedByTriggers ? UInt64(0.25e9 / max(activeFrameRate, 0.1)) : 0
+                    let tolerance = UInt64(clock.placedByTriggers ? interval / 4 : interval / 2)
                     if let sent = triggersInFlight.withLock({ $0.pair(exposureNs: exposure, toleranceNs: tolerance) }) {
                         clock.addTrigger(sentNs: sent, cameraNs: cameraTime)
                     }
