@@ -17,15 +17,31 @@
 # time the agent stamped on the frame, as the synthetic cameras' --synthetic-overlay does.
 #
 #   genicam-fake-camera.py --interface eth0 --serial CF-a1 [--lost-per-thousand N]
-#                          [--trigger-check-hz 2000] [--timecode 0.05,0.05,0.45]
+#                          [--trigger-check-hz 2000] [--timecode 0.05,0.05,0.45] [--ptp]
 #
 # System Python (python3-gi, gir1.2-aravis-0.8; python3-qrcode for --timecode). Runs until
 # SIGTERM or SIGINT.
+#
+# --ptp makes it a camera whose clock follows IEEE 1588 (a locked PTP slave: PtpEnable,
+# PtpStatus Slave) and which takes GigE Vision scheduled action commands (ActionDeviceKey,
+# ActionSelector 1, ActionGroupKey, ActionGroupMask; TriggerSource Action1): the features are
+# added to Aravis's own GenICam description, and the ACTION_CMD datagrams (which Aravis's fake
+# camera ignores) are read off the interface with a packet socket (root or CAP_NET_RAW;
+# --interface must then be a name). At an action's time the frame is started and stamped with
+# that time, as a PTP camera's exposure is: the fake camera's clock is the host's
+# CLOCK_REALTIME, which every host of the test bed shares, as PTP-locked cameras share their
+# grandmaster's. No ACTION_ACK is sent (the GVCP port is Aravis's), and a TriggerSoftware
+# still starts a frame whatever the source, which a real camera would ignore.
 import argparse
+import collections
 import ctypes
+import heapq
 import os
 import signal
+import socket
+import struct
 import sys
+import threading
 import time
 
 import gi
@@ -40,15 +56,19 @@ from gi.repository import Aravis, GLib  # noqa: E402
 FillPattern = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32)
 
 
-class TimecodePainter:
-    """Paints a plain ramp and the timecode QR code of each frame's timestamp."""
+class FramePainter:
+    """Paints each frame: a plain ramp and, with a placement, the timecode QR code of the
+    frame's timestamp; a frame an action started is first stamped with the action's time."""
 
-    def __init__(self, aravis: ctypes.CDLL, placement: tuple[float, float, float]):
-        import qrcode  # only --timecode needs it
+    def __init__(self, aravis: ctypes.CDLL, placement: tuple[float, float, float] | None, actions: "ActionCommands | None"):
+        self.qrcode = None
+        if placement is not None:
+            import qrcode  # only --timecode needs it
 
-        self.qrcode = qrcode
+            self.qrcode = qrcode
         self.aravis = aravis
-        self.x, self.y, self.width = placement
+        self.placement = placement
+        self.actions = actions
         with open("/proc/sys/kernel/random/boot_id") as file:
             self.boot_id = file.read().strip()
         self.background: dict[tuple[int, int, int], bytes] = {}
@@ -70,14 +90,17 @@ class TimecodePainter:
 
     def fill(self, buffer, _data, _exposure_us, _gain, pixel_format):
         try:
+            if self.actions is not None:
+                acted = self.actions.take_due()
+                if acted is not None:
+                    self.aravis.arv_buffer_set_timestamp(buffer, acted)
             self.paint(buffer, pixel_format)
         except Exception as error:  # a failing frame must not take the camera's thread down
             if not self.failed:
                 self.failed = True
-                print(f"genicam-fake-camera: cannot draw the timecode: {error}", file=sys.stderr, flush=True)
+                print(f"genicam-fake-camera: cannot draw the frame: {error}", file=sys.stderr, flush=True)
 
     def paint(self, buffer, pixel_format):
-        monotonic_ns = self.aravis.arv_buffer_get_timestamp(buffer) - self.realtime_minus_monotonic_ns()
         width = self.aravis.arv_buffer_get_image_width(buffer)
         height = self.aravis.arv_buffer_get_image_height(buffer)
         bytes_per_pixel = max(1, ((pixel_format >> 16) & 0xFF) // 8)
@@ -88,21 +111,161 @@ class TimecodePainter:
             ramp = bytes((x * 160 // max(1, width - 1) + 48) for x in range(width) for _ in range(bytes_per_pixel))
             self.background[key] = ramp * height
         ctypes.memmove(data, self.background[key], row_bytes * height)
+        if self.placement is None:
+            return
 
+        monotonic_ns = self.aravis.arv_buffer_get_timestamp(buffer) - self.realtime_minus_monotonic_ns()
+        x, y, share = self.placement
         code = self.qrcode.QRCode(version=5, error_correction=self.qrcode.constants.ERROR_CORRECT_M, border=4, mask_pattern=0)
         code.add_data(f"CFTC1 M {self.boot_id} {monotonic_ns}")
         code.make(fit=False)
         matrix = code.get_matrix()  # with its four modules of quiet zone
-        module = int(self.width * width) // len(matrix)
-        if module < 1 or int(self.y * height) + module * len(matrix) > height:
-            raise ValueError(f"a {width}x{height} frame is too small for the timecode at {self.x},{self.y},{self.width}")
-        left = int(self.x * width) * bytes_per_pixel
-        top = int(self.y * height)
+        module = int(share * width) // len(matrix)
+        if module < 1 or int(y * height) + module * len(matrix) > height:
+            raise ValueError(f"a {width}x{height} frame is too small for the timecode at {x},{y},{share}")
+        left = int(x * width) * bytes_per_pixel
+        top = int(y * height)
         for row_index, row in enumerate(matrix):
             line = b"".join((b"\x00" if dark else b"\xff") * (module * bytes_per_pixel) for dark in row)
             for repeat in range(module):
                 offset = (top + row_index * module + repeat) * row_bytes + left
                 ctypes.memmove(data + offset, line, len(line))
+
+
+# Registers the added features live in (the fake camera's memory is plain read-write memory
+# below 0x10000): GigE Vision's bootstrap addresses for the action keys, the rest unused ones.
+ACTION_DEVICE_KEY = 0x090C
+ACTION_GROUP_KEY = 0x9800
+ACTION_GROUP_MASK = 0x9804
+PTP_ENABLE = 0xA100
+PTP_STATUS = 0xA104
+# FrameStart's TriggerSource as the camera describes it (Line0 0, Software 1, Action1 2);
+# Aravis's own source register stays at Software so that its stream thread starts a frame
+# whenever the trigger register is set and trigger mode is on.
+TRIGGER_SOURCE = 0xA110
+SOURCE_ACTION1 = 2
+PTP_SLAVE = 8
+
+
+def register(name: str, address: int, access: str = "RW", index: bool = False) -> str:
+    selector = '<pIndex Offset="0x20">TriggerSelectorInteger</pIndex>' if index else ""
+    return (
+        f'<IntReg Name="{name}" NameSpace="Custom"><Address>{address:#x}</Address>{selector}<Length>4</Length>'
+        f"<AccessMode>{access}</AccessMode><pPort>Device</pPort><Sign>Unsigned</Sign><Endianess>BigEndian</Endianess></IntReg>"
+    )
+
+
+def ptp_camera_xml(aravis_xml: str) -> str:
+    """Aravis's fake camera description with PTP, action commands and Action1 as a trigger source."""
+    start = aravis_xml.index('<Enumeration Name="TriggerSource"')
+    end = aravis_xml.index("</IntReg>", aravis_xml.index('<IntReg Name="TriggerSourceRegister"')) + len("</IntReg>")
+    entries = "".join(
+        f'<EnumEntry Name="{name}" NameSpace="Standard"><Value>{value}</Value></EnumEntry>'
+        for name, value in (("Line0", 0), ("Software", 1), ("Action1", SOURCE_ACTION1))
+    )
+    source = (
+        f'<Enumeration Name="TriggerSource" NameSpace="Standard"><DisplayName>Trigger source</DisplayName>{entries}'
+        f"<pValue>TriggerSourceRegister</pValue></Enumeration>" + register("TriggerSourceRegister", TRIGGER_SOURCE, index=True)
+    )
+    statuses = ("Initializing", "Faulty", "Disabled", "Listening", "PreMaster", "Master", "Passive", "Uncalibrated", "Slave")
+    status_entries = "".join(
+        f'<EnumEntry Name="{name}" NameSpace="Standard"><Value>{value}</Value></EnumEntry>' for value, name in enumerate(statuses)
+    )
+    added = (
+        '<Category Name="ActionControl" NameSpace="Standard"><pFeature>ActionDeviceKey</pFeature><pFeature>ActionSelector</pFeature>'
+        "<pFeature>ActionGroupKey</pFeature><pFeature>ActionGroupMask</pFeature></Category>"
+        '<Integer Name="ActionDeviceKey" NameSpace="Standard"><pValue>ActionDeviceKeyRegister</pValue></Integer>'
+        + register("ActionDeviceKeyRegister", ACTION_DEVICE_KEY)
+        + '<Integer Name="ActionSelector" NameSpace="Standard"><Value>1</Value><Min>1</Min><Max>1</Max></Integer>'
+        '<Integer Name="ActionGroupKey" NameSpace="Standard"><pValue>ActionGroupKeyRegister</pValue></Integer>'
+        + register("ActionGroupKeyRegister", ACTION_GROUP_KEY)
+        + '<Integer Name="ActionGroupMask" NameSpace="Standard"><pValue>ActionGroupMaskRegister</pValue></Integer>'
+        + register("ActionGroupMaskRegister", ACTION_GROUP_MASK)
+        + '<Boolean Name="PtpEnable" NameSpace="Standard"><pValue>PtpEnableRegister</pValue><OnValue>1</OnValue><OffValue>0</OffValue></Boolean>'
+        + register("PtpEnableRegister", PTP_ENABLE)
+        + f'<Enumeration Name="PtpStatus" NameSpace="Standard">{status_entries}<pValue>PtpStatusRegister</pValue></Enumeration>'
+        + register("PtpStatusRegister", PTP_STATUS, access="RO")
+    )
+    described = aravis_xml[:start] + source + aravis_xml[end:]
+    described = described.replace("<pFeature>Debug</pFeature>", "<pFeature>ActionControl</pFeature><pFeature>Debug</pFeature>", 1)
+    described = described.replace(
+        "<pFeature>PayloadSize</pFeature>", "<pFeature>PayloadSize</pFeature><pFeature>PtpEnable</pFeature><pFeature>PtpStatus</pFeature>", 1
+    )
+    closing = described.rindex("</RegisterDescription>")
+    return described[:closing] + added + described[closing:]
+
+
+class ActionCommands:
+    """Reads GigE Vision ACTION_CMD datagrams off the camera's interface and, for those whose
+    keys and mask match the camera's and while FrameStart waits for Action1, starts a frame
+    at each one's action time (now, for one without), to be stamped with that time."""
+
+    GVCP_PORT = 3956
+
+    def __init__(self, interface: str, fake):
+        self.fake = fake
+        self.socket = socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(0x0800))
+        self.socket.bind((interface, 0))
+        self.lock = threading.Condition()
+        self.pending: list[int] = []  # action times not yet reached, a heap
+        self.due: collections.deque[int] = collections.deque()  # reached, their frames not yet filled
+        self.received = 0
+        threading.Thread(target=self.listen, name="actions", daemon=True).start()
+        threading.Thread(target=self.act, name="acting", daemon=True).start()
+
+    def value(self, address: int) -> int:
+        return self.fake.read_register(address)[1]
+
+    def listen(self):
+        while True:
+            packet, address = self.socket.recvfrom(2048)
+            if address[2] == socket.PACKET_OUTGOING or len(packet) < 20 or packet[9] != socket.IPPROTO_UDP:
+                continue
+            header = (packet[0] & 0x0F) * 4
+            port = struct.unpack_from(">H", packet, header + 2)[0]
+            command = packet[header + 8 :]
+            if port != self.GVCP_PORT or len(command) < 20 or command[0] != 0x42 or struct.unpack_from(">H", command, 2)[0] != 0x0100:
+                continue
+            scheduled = command[1] & 0x80 != 0
+            device_key, group_key, group_mask = struct.unpack_from(">III", command, 8)
+            if scheduled and len(command) < 28:
+                continue
+            action_time = struct.unpack_from(">Q", command, 20)[0] if scheduled else time.clock_gettime_ns(time.CLOCK_REALTIME)
+            if (
+                device_key != self.value(ACTION_DEVICE_KEY)
+                or group_key != self.value(ACTION_GROUP_KEY)
+                or group_mask & self.value(ACTION_GROUP_MASK) == 0
+                or self.value(Aravis.FAKE_CAMERA_REGISTER_TRIGGER_MODE) != 1
+                or self.value(TRIGGER_SOURCE) != SOURCE_ACTION1
+            ):
+                continue
+            with self.lock:
+                self.received += 1
+                heapq.heappush(self.pending, action_time)
+                self.lock.notify()
+
+    def act(self):
+        while True:
+            with self.lock:
+                while not self.pending:
+                    self.lock.wait()
+                action_time = self.pending[0]
+            left = action_time - time.clock_gettime_ns(time.CLOCK_REALTIME)
+            if left > 1_000_000:
+                # Woken early by an earlier action arriving, or to spin the last millisecond.
+                with self.lock:
+                    self.lock.wait((left - 1_000_000) / 1e9)
+                continue
+            while time.clock_gettime_ns(time.CLOCK_REALTIME) < action_time:
+                pass
+            with self.lock:
+                heapq.heappop(self.pending)
+                self.due.append(action_time)
+            self.fake.write_register(Aravis.FAKE_CAMERA_REGISTER_TRIGGER_SOFTWARE, 1)
+
+    def take_due(self) -> int | None:
+        with self.lock:
+            return self.due.popleft() if self.due else None
 
 
 def load_aravis() -> ctypes.CDLL:
@@ -114,6 +277,8 @@ def load_aravis() -> ctypes.CDLL:
     for name in ("arv_buffer_get_image_width", "arv_buffer_get_image_height"):
         getattr(aravis, name).restype = ctypes.c_int
         getattr(aravis, name).argtypes = [ctypes.c_void_p]
+    aravis.arv_buffer_set_timestamp.restype = None
+    aravis.arv_buffer_set_timestamp.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
     aravis.arv_fake_camera_set_fill_pattern.restype = None
     aravis.arv_fake_camera_set_fill_pattern.argtypes = [ctypes.c_void_p, FillPattern, ctypes.c_void_p]
     return aravis
@@ -143,6 +308,7 @@ def main() -> int:
     parser.add_argument("--lost-per-thousand", type=float, default=0, help="GVSP packets lost per thousand")
     parser.add_argument("--trigger-check-hz", type=float, default=2000, help="how often a software trigger is looked for")
     parser.add_argument("--timecode", type=placement, metavar="X,Y,W", help="draw each frame's timecode there")
+    parser.add_argument("--ptp", action="store_true", help="a PTP-locked camera that takes scheduled action commands")
     options = parser.parse_args()
     # A camera's timing is its own hardware's: ahead of the host's other work where allowed, so
     # that a loaded test machine starves the fleet under test rather than its cameras.
@@ -151,20 +317,43 @@ def main() -> int:
     except PermissionError:
         pass
 
-    camera = Aravis.GvFakeCamera.new(options.interface, options.serial)
+    if options.ptp:
+        described = ptp_camera_xml(Aravis.FakeCamera.new(options.serial).get_genicam_xml()[0])
+        description = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"genicam-fake-camera-{options.serial}-{os.getpid()}.xml")
+        with open(description, "w") as file:
+            file.write(described)
+        camera = Aravis.GvFakeCamera.new_full(options.interface, options.serial, description)
+        os.unlink(description)
+    else:
+        camera = Aravis.GvFakeCamera.new(options.interface, options.serial)
     if not camera.is_running():
         print(f"genicam-fake-camera: cannot answer on {options.interface}", file=sys.stderr)
         return 1
     camera.set_property("gvsp-lost-ratio", options.lost_per_thousand / 1000.0)
     fake = camera.get_fake_camera()
     fake.set_trigger_frequency(options.trigger_check_hz)
+    actions = None
+    if options.ptp:
+        fake.write_register(Aravis.FAKE_CAMERA_REGISTER_TRIGGER_SOURCE, 1)
+        fake.write_register(PTP_ENABLE, 1)
+        fake.write_register(PTP_STATUS, PTP_SLAVE)
+        fake.write_register(ACTION_GROUP_MASK, 0)
+        try:
+            actions = ActionCommands(options.interface, fake)
+        except OSError as error:
+            print(f"genicam-fake-camera: cannot read action commands on {options.interface}: {error}", file=sys.stderr)
+            return 1
     painter = None
-    if options.timecode is not None:
+    if options.timecode is not None or actions is not None:
         aravis = load_aravis()
-        painter = TimecodePainter(aravis, options.timecode)
+        painter = FramePainter(aravis, options.timecode, actions)
         aravis.arv_fake_camera_set_fill_pattern(gobject_pointer(fake), painter.callback, None)
-    drawn = " with timecodes" if painter else ""
-    print(f"genicam-fake-camera: {options.serial} on {options.interface}, triggers checked at {options.trigger_check_hz:g} Hz{drawn}", flush=True)
+    drawn = " with timecodes" if options.timecode else ""
+    ptp = ", PTP-locked with action commands" if actions else ""
+    print(
+        f"genicam-fake-camera: {options.serial} on {options.interface}, triggers checked at {options.trigger_check_hz:g} Hz{drawn}{ptp}",
+        flush=True,
+    )
 
     loop = GLib.MainLoop()
     for signum in (signal.SIGTERM, signal.SIGINT):
