@@ -79,6 +79,8 @@ run_bench sync --audit-seconds "${CAPFLEET_SYNC_BENCH_SECONDS:-$(pick 10 4)}" --
 # against arv-camera-test-0.8 on the same camera (issue "industrial GenICam cameras").
 run_bench genicam --seconds "$(pick 10 4)"
 # Three hosts' fake GigE Vision cameras triggered by their agents at every slot of the grid:
-# trigger lateness, and the exposure spread free-running against triggered.
+# trigger lateness, and the exposure spread free-running against triggered; then the same with
+# PTP-locked cameras sent scheduled action commands.
 run_bench genicam-trigger --seconds "$(pick 20 6)"
+run_bench genicam-trigger --actions --seconds "$(pick 20 6)" --prefix cfga
 echo "== benchmarks done in $(( $(date +%s) - started )) s"

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/timex.h>
 #include <sys/un.h>
 
 int capfleet_name_this_thread(const char *name) {
@@ -58,4 +59,11 @@ int capfleet_notify_socket_send(const char *socket_path, const char *message) {
     close(descriptor);
     errno = saved;
     return sent < 0 ? -1 : 0;
+}
+
+long long capfleet_kernel_tai_offset_seconds(void) {
+    struct timex state;
+    memset(&state, 0, sizeof state);
+    if (adjtimex(&state) < 0) return -1;
+    return (long long)state.tai;
 }

@@ -212,11 +212,44 @@ public protocol CameraSource: AnyObject, Sendable {
 /// its own.
 public protocol SoftwareTrigger: Sendable {
     /// Trigger mode on (each frame waits for a trigger) or off (free-running again at its
-    /// frame rate). Blocking: a few register writes on the camera.
-    func setTriggerMode(_ on: Bool) throws(CaptureError)
-    /// Starts one exposure now. Blocking (one register write, acknowledged): called from the
-    /// trigger thread only.
-    func fire() throws(CaptureError)
+    /// frame rate), and how triggers are to reach it. Blocking: a few register writes.
+    @discardableResult
+    func setTriggerMode(_ on: Bool) throws(CaptureError) -> TriggerDelivery
+    /// How `setTriggerMode(true)` would have triggers reach the camera now (its PTP state and
+    /// clock as last seen): when it differs from the mode set, the trigger thread sets it again.
+    var deliveryNow: TriggerDelivery { get }
+    /// Starts one exposure: now (`.software`), or at `dueMonotonic` (CLOCK_MONOTONIC ns) by a
+    /// command sent ahead (`.scheduledAction`). Blocking (a register write, acknowledged, or
+    /// one datagram): called from the trigger thread only.
+    func fire(dueMonotonic: UInt64) throws(CaptureError)
+}
+
+/// How a triggered camera's exposures are started (proto-docs/clock.md, "Triggered cameras"
+/// and "Scheduled action commands").
+public enum TriggerDelivery: Sendable, Equatable {
+    /// A software trigger at each slot's instant; `actionUnavailable`: why a camera that takes
+    /// scheduled action commands is not sent them (empty otherwise).
+    case software(actionUnavailable: String)
+    /// A scheduled action command sent `lead` ns ahead of each slot with the slot's time in
+    /// the camera's PTP clock: the camera exposes at that time whatever the command's delay.
+    case scheduledAction(lead: UInt64)
+}
+
+extension TriggerDelivery: CustomStringConvertible {
+    public var isScheduled: Bool {
+        if case .scheduledAction = self { return true }
+        return false
+    }
+
+    public var description: String {
+        switch self {
+        case let .software(actionUnavailable):
+            actionUnavailable.isEmpty
+                ? "software trigger on the grid" : "software trigger on the grid (no scheduled action commands: \(actionUnavailable))"
+        case let .scheduledAction(lead):
+            "scheduled action commands on the grid, sent \(lead / 1_000_000) ms ahead"
+        }
+    }
 }
 
 /// How a steerable source's frames are timed as it runs now: a frame lasts its length in

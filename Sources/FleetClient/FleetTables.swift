@@ -385,9 +385,15 @@ public enum FleetTables {
         }
         if alignment.triggered {
             lines.append(
-                "triggers: \(alignment.triggersFired) fired, \(alignment.triggersMissed) missed; left after their slots: median \(duration(Double(alignment.triggerLatenessMedianNs))), p99 \(duration(Double(alignment.triggerLatenessP99Ns))), max \(duration(Double(alignment.triggerLatenessMaxNs)))"
+                (alignment.triggerDelivery == .scheduledAction
+                    ? "scheduled action commands: \(alignment.triggersFired) sent, \(alignment.triggersMissed) missed; left after their planned departure: median"
+                    : "triggers: \(alignment.triggersFired) fired, \(alignment.triggersMissed) missed; left after their slots: median")
+                    + " \(duration(Double(alignment.triggerLatenessMedianNs))), p99 \(duration(Double(alignment.triggerLatenessP99Ns))), max \(duration(Double(alignment.triggerLatenessMaxNs)))"
             )
             if !alignment.triggerError.isEmpty { lines.append("the camera's latest refusal: " + alignment.triggerError) }
+            if !alignment.actionUnavailableReason.isEmpty {
+                lines.append("software triggers, not scheduled action commands: " + alignment.actionUnavailableReason)
+            }
         }
         if alignment.outOfPhaseSinceFleetNs != 0 {
             lines.append("out of phase since fleet time \(alignment.outOfPhaseSinceFleetNs)")

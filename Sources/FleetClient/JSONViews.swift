@@ -270,9 +270,12 @@ public enum JSONViews {
             var fired, missed: UInt64
             var latenessMedianNs, latenessP99Ns, latenessMaxNs: UInt64
             var error: String?
+            /// "software" or "scheduled_action"; why not the latter on a camera that takes them.
+            var delivery: String
+            var actionUnavailableReason: String?
             enum CodingKeys: String, CodingKey {
                 case fired, missed, latenessMedianNs = "lateness_median_ns", latenessP99Ns = "lateness_p99_ns", latenessMaxNs = "lateness_max_ns",
-                    error
+                    error, delivery, actionUnavailableReason = "action_unavailable_reason"
             }
         }
 
@@ -299,7 +302,9 @@ public enum JSONViews {
                 ? TriggerFigures(
                     fired: alignment.triggersFired, missed: alignment.triggersMissed, latenessMedianNs: alignment.triggerLatenessMedianNs,
                     latenessP99Ns: alignment.triggerLatenessP99Ns, latenessMaxNs: alignment.triggerLatenessMaxNs,
-                    error: alignment.triggerError.isEmpty ? nil : alignment.triggerError) : nil
+                    error: alignment.triggerError.isEmpty ? nil : alignment.triggerError,
+                    delivery: alignment.triggerDelivery == .scheduledAction ? "scheduled_action" : "software",
+                    actionUnavailableReason: alignment.actionUnavailableReason.isEmpty ? nil : alignment.actionUnavailableReason) : nil
         }
 
         enum CodingKeys: String, CodingKey {
@@ -533,9 +538,21 @@ public enum JSONViews {
             var framesCompleted, framesIncomplete, underruns, packetsResent, packetsMissing: UInt64
             var packetSize: UInt32
             var rateLimit: String
+            var clockPlacement: String?
+            var ptp: PTPClock?
             enum CodingKeys: String, CodingKey {
                 case framesCompleted = "frames_completed", framesIncomplete = "frames_incomplete", underruns, packetsResent = "packets_resent",
-                    packetsMissing = "packets_missing", packetSize = "packet_size", rateLimit = "rate_limit"
+                    packetsMissing = "packets_missing", packetSize = "packet_size", rateLimit = "rate_limit", clockPlacement = "clock_placement", ptp
+            }
+        }
+
+        /// A camera that takes action commands: its PTP state and clock against the host's.
+        struct PTPClock: Encodable {
+            var status: String
+            var timescaleOffsetNs, residualNs: Int64?
+            var refusal: String?
+            enum CodingKeys: String, CodingKey {
+                case status, timescaleOffsetNs = "timescale_offset_ns", residualNs = "residual_ns", refusal
             }
         }
 
@@ -579,7 +596,13 @@ public enum JSONViews {
                 streamTransport = StreamTransport(
                     framesCompleted: transport.framesCompleted, framesIncomplete: transport.framesIncomplete, underruns: transport.underruns,
                     packetsResent: transport.packetsResent, packetsMissing: transport.packetsMissing, packetSize: transport.packetSize,
-                    rateLimit: transport.rateLimit)
+                    rateLimit: transport.rateLimit, clockPlacement: transport.clockPlacement.isEmpty ? nil : transport.clockPlacement,
+                    ptp: transport.ptpStatus.isEmpty && transport.ptpRefusal.isEmpty
+                        ? nil
+                        : PTPClock(
+                            status: transport.ptpStatus, timescaleOffsetNs: transport.clockPlacement == "ptp" ? transport.ptpTimescaleOffsetNs : nil,
+                            residualNs: transport.clockPlacement == "ptp" ? transport.ptpResidualNs : nil,
+                            refusal: transport.ptpRefusal.isEmpty ? nil : transport.ptpRefusal))
             }
             samples =
                 status.kind == .sensor

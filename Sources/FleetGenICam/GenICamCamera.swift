@@ -65,6 +65,16 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
     /// When trigger mode last changed (CLOCK_MONOTONIC ns): frames arriving within a second
     /// of it may have been exposed free-running, and are paired with no trigger.
     private let triggerModeChangedAt = Atomic<UInt64>(0)
+    /// A PTP camera that takes scheduled action commands: its features and this agent's keys.
+    private let scheduledActions: GenICamScheduledActions?
+    /// Such a camera's clock against the host's: the capture thread feeds it, triggers and
+    /// reports read it.
+    private let ptpClock: Mutex<PTPClockState>
+    /// How triggers reach the camera while trigger mode is on.
+    private let delivery = Mutex(TriggerDelivery.software(actionUnavailable: ""))
+    /// Made on the trigger thread at the first action command.
+    private let actionSender = Mutex<GVCPActionSender?>(nil)
+    private let actionRequests = Atomic<UInt16>(0)
 
     /// The GenICam pixel formats the fleet carries, and the FourCC each becomes.
     static let pixelFormats: [(genicam: String, fourCC: PixelFormat)] = [
@@ -129,6 +139,10 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
         }
         self.modes = modes
         triggerable = (try? aravisCall(deviceID, "asking for a software trigger") { arv_camera_is_software_trigger_supported(camera, $0) }) ?? 0 != 0
+        let actions = GenICamScheduledActions.detect(camera, info: info)
+        scheduledActions = actions
+        ptpClock = Mutex(
+            PTPClockState(status: actions.flatMap { $0.status(camera, deviceID: deviceID) }, kernelTAIOffsetSeconds: KernelTAIOffset.seconds))
         var exposure: ExposureState?
         if (try? aravisCall(deviceID, "asking for exposure") { arv_camera_is_exposure_time_available(camera, $0) }) ?? 0 != 0 {
             var low = 0.0, high = 0.0
@@ -153,10 +167,26 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
 
     public var streamTransport: StreamTransportFigures? {
         let earlier = earlierTransport.withLock { $0 }
-        var current = session.withLock { _ in Self.transport(of: handle.stream) }
+        var current = session.withLock { _ in
+            if let scheduledActions {
+                let status = scheduledActions.status(handle.camera, deviceID: device.deviceID)
+                ptpClock.withLock { $0.status = status }
+            }
+            return Self.transport(of: handle.stream)
+        }
         let setup = streamSetup.withLock { $0 }
         (current.packetSize, current.rateLimit) = (setup.packetSize, setup.rateLimit)
-        return current + earlier
+        var figures = current + earlier
+        if scheduledActions != nil {
+            let clock = ptpClock.withLock { $0 }
+            figures.clockPlacement = clock.timescaleOffset != nil ? "ptp" : triggerMode.load(ordering: .relaxed) ? "triggers" : "arrivals"
+            figures.ptpStatus = clock.status ?? ""
+            if case let .agrees(offset, residual) = clock.verdict {
+                (figures.ptpTimescaleOffset, figures.ptpResidual) = (offset, residual)
+            }
+            figures.ptpRefusal = clock.refusal ?? ""
+        }
+        return figures
     }
 
     /// What in a GigE Vision stream's setup costs it frames or CPU, in words; empty when nothing.
@@ -194,14 +224,22 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
 
     public var softwareTrigger: (any SoftwareTrigger)? { triggerable ? self : nil }
 
-    public func setTriggerMode(_ on: Bool) throws(CaptureError) {
+    @discardableResult
+    public func setTriggerMode(_ on: Bool) throws(CaptureError) -> TriggerDelivery {
         let deviceID = device.deviceID
         let rate = activeFrameRate
+        var chosen = TriggerDelivery.software(actionUnavailable: "")
         do {
             try session.withLock { _ throws(GenICamError) in
                 let camera = handle.camera
                 if on {
-                    try Self.enterTriggerMode(camera, deviceID)
+                    if let scheduledActions {
+                        let status = scheduledActions.status(camera, deviceID: deviceID)
+                        ptpClock.withLock { $0.status = status }
+                        chosen = deliveryNow
+                    }
+                    try enterTriggerMode(camera, chosen)
+                    delivery.withLock { $0 = chosen }
                 } else {
                     try aravisCall(deviceID, "leaving trigger mode") { arv_camera_clear_triggers(camera, $0) }
                     // Free-running again at the rate it was given (trigger mode may have set the rate aside).
@@ -217,15 +255,32 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
         triggerModeChangedAt.store(MonotonicTime.now(), ordering: .relaxed)
         triggerModeChanges.add(1, ordering: .releasing)
         triggerMode.store(on, ordering: .releasing)
+        return chosen
     }
 
-    /// FrameStart waits for TriggerSoftware (Aravis's `arv_camera_set_trigger` sets the
-    /// selector, the source and the mode, and turns the frame-rate limit off).
-    private static func enterTriggerMode(_ camera: UnsafeMutablePointer<ArvCamera>, _ deviceID: String) throws(GenICamError) {
-        try aravisCall(deviceID, "entering software trigger mode") { arv_camera_set_trigger(camera, "Software", $0) }
+    /// FrameStart waits for TriggerSoftware, or for action 1 (Aravis's `arv_camera_set_trigger`
+    /// sets the selector, the source and the mode, and turns the frame-rate limit off).
+    private func enterTriggerMode(_ camera: UnsafeMutablePointer<ArvCamera>, _ delivery: TriggerDelivery) throws(GenICamError) {
+        if case .scheduledAction = delivery, let scheduledActions {
+            try scheduledActions.enterActionMode(camera, deviceID: device.deviceID)
+        } else {
+            try aravisCall(device.deviceID, "entering software trigger mode") { arv_camera_set_trigger(camera, "Software", $0) }
+        }
     }
 
-    public func fire() throws(CaptureError) {
+    public var deliveryNow: TriggerDelivery {
+        guard scheduledActions != nil else { return .software(actionUnavailable: "") }
+        if let refusal = ptpClock.withLock({ $0.refusal }) { return .software(actionUnavailable: refusal) }
+        // Ahead by more than a busy host's wake-up and the network's delay, and by less than
+        // half an interval, so that the command for a slot leaves after the previous slot.
+        return .scheduledAction(lead: min(10_000_000, UInt64(0.5e9 / max(activeFrameRate, 0.1))))
+    }
+
+    public func fire(dueMonotonic: UInt64) throws(CaptureError) {
+        if case .scheduledAction = delivery.withLock({ $0 }) {
+            try sendAction(dueMonotonic: dueMonotonic)
+            return
+        }
         let deviceID = device.deviceID
         do {
             try session.withLock { _ throws(GenICamError) in
@@ -242,6 +297,30 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
                     throw error
                 }
             }
+        } catch {
+            throw .triggerFailed(device: deviceID, reason: error.message)
+        }
+    }
+
+    /// A scheduled action command for `dueMonotonic`, put on the camera's PTP clock through
+    /// the host's CLOCK_REALTIME, which keeps the same time (`PTPHostClockCheck`).
+    private func sendAction(dueMonotonic: UInt64) throws(CaptureError) {
+        let deviceID = device.deviceID
+        guard let scheduledActions, let offset = ptpClock.withLock({ $0.timescaleOffset }) else {
+            throw .triggerFailed(
+                device: deviceID, reason: ptpClock.withLock { $0.refusal } ?? "the host's clock no longer keeps the camera's PTP time")
+        }
+        let realtimeMinusMonotonic = Int64(bitPattern: WallClockNow.nanoseconds() &- MonotonicTime.now())
+        let cameraTime = UInt64(clamping: Int64(dueMonotonic) &+ realtimeMinusMonotonic &+ offset)
+        let command = scheduledActions.command(at: cameraTime, requestID: actionRequests.add(1, ordering: .relaxed).newValue)
+        do throws(GenICamError) {
+            let sender = try actionSender.withLock { sender throws(GenICamError) -> GVCPActionSender in
+                if let sender { return sender }
+                let made = try GVCPActionSender(destination: info.address)
+                sender = made
+                return made
+            }
+            _ = try sender.send(command, timeout: .zero)
         } catch {
             throw .triggerFailed(device: deviceID, reason: error.message)
         }
@@ -328,7 +407,6 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
         currentInterruption.withLock { $0 = onInterruption }
         let (index, rate) = settings.withLock { ($0.formatIndex, $0.frameRate) }
         let format = device.formats[index]
-        let mode = modes[index]
         let deviceID = device.deviceID
         let frameBytes: Int
         do {
@@ -369,7 +447,7 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
                 arv_camera_set_frame_rate(camera, rate.maxFramesPerSecond, $0)
             }
         }
-        if triggerMode.load(ordering: .acquiring) { try Self.enterTriggerMode(camera, deviceID) }
+        if triggerMode.load(ordering: .acquiring) { try enterTriggerMode(camera, delivery.withLock { $0 }) }
         try aravisCall(deviceID, "choosing continuous acquisition") {
             arv_camera_set_acquisition_mode(camera, ARV_ACQUISITION_MODE_CONTINUOUS, $0)
         }
@@ -414,6 +492,7 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
                 guard let reopened = reopen() else { return }
                 stream = reopened
                 clock = CameraClockMapping()
+                ptpClock.withLock { $0.reset() }
                 lastHeard = MonotonicTime.now()
                 report(nil)
                 continue
@@ -441,7 +520,17 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
             let arrival = monotonicNow > age ? monotonicNow - age : monotonicNow
             var capture = arrival
             let cameraTime = UInt64(arv_buffer_get_timestamp(buffer))
-            if cameraTime != 0 {
+            // A PTP camera whose clock the host's keeps: its stamp is its exposure on the host's
+            // clock (CLOCK_REALTIME, then CLOCK_MONOTONIC as read with it).
+            let ptpOffset =
+                cameraTime == 0 || scheduledActions == nil
+                ? nil : ptpClock.withLock { $0.add(cameraNs: cameraTime, arrivalRealtimeNs: received) }
+            if let ptpOffset {
+                let exposure = Int64(bitPattern: cameraTime) &- ptpOffset &- Int64(bitPattern: realNow &- monotonicNow)
+                capture = UInt64(clamping: exposure)
+                // The arrivals' line kept up, should the host's clock stop keeping the camera's time.
+                clock.add(cameraNs: cameraTime, arrivalNs: arrival)
+            } else if cameraTime != 0 {
                 clock.add(cameraNs: cameraTime, arrivalNs: arrival)
                 let modeChanges = triggerModeChanges.load(ordering: .acquiring)
                 if modeChanges != modeChangesSeen {

@@ -23,6 +23,11 @@ import Foundation
 /// frame interval), so on one machine three of them already expose together: their
 /// free-running spread here is their scheduling jitter, not the up to half an interval real
 /// free-running cameras show. The triggered figures are the ones this measures.
+///
+/// `--actions`: the cameras are PTP-locked and take scheduled action commands (clock.md,
+/// "Scheduled action commands"; the test bed's `--genicam-ptp`), so "triggered" is each agent
+/// sending a command ahead of every slot, and the lateness is how long after its planned
+/// departure each command left.
 struct GenICamTriggerBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "genicam-trigger",
@@ -33,11 +38,12 @@ struct GenICamTriggerBench: ParsableCommand {
     @Option(help: "Seconds each exposure audit reads the cameras' timecodes for (1 to 60).") var auditSeconds: Int = 3
     @Option(help: "Namespace prefix (the fleet is torn down at the end).") var prefix: String = "cfgt"
     @Option(help: "The test bed script.") var script: String = "deploy/netns-fleet.sh"
+    @Flag(help: "PTP-locked cameras sent scheduled action commands in place of software triggers.") var actions = false
 
     func run() throws {
         guard NetnsBenchFleet.mayRun("genicam-trigger") else { return }
         print(
-            "== GenICam triggers: three hosts' fake GigE Vision cameras at \(fmt(fps)) fps, \(fmt(seconds)) s free-running, then \(fmt(seconds)) s triggered"
+            "== GenICam \(actions ? "scheduled action commands" : "triggers"): three hosts' fake GigE Vision cameras\(actions ? " (PTP-locked)" : "") at \(fmt(fps)) fps, \(fmt(seconds)) s free-running, then \(fmt(seconds)) s triggered"
         )
         let data = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-genicam-trigger-bench-\(getpid())").path
         let fleet = NetnsFleetScript(script: script, prefix: prefix, data: data)
@@ -45,7 +51,8 @@ struct GenICamTriggerBench: ParsableCommand {
         // Idle CPUs kept polling, as the sync benchmark does (clock.md, "Host tuning"): a
         // trigger thread waking from a deep idle state is late by the wake-up.
         let hosts = try NetnsBenchFleet.up(
-            fleet, agents: 3, agentArguments: "--synthetic 0 --no-pressure", settings: ["cpu_latency_us=0"], upArguments: ["--genicam-timecode"])
+            fleet, agents: 3, agentArguments: "--synthetic 0 --no-pressure", settings: ["cpu_latency_us=0"],
+            upArguments: ["--genicam-timecode"] + (actions ? ["--genicam-ptp"] : []))
         let cameras = hosts.devices.filter { $0.kind == .genicam }.map(\.deviceID).sorted()
         guard cameras.count == 3 else { throw BenchFailure("expected three GenICam cameras, the coordinator lists \(cameras)") }
         let client = hosts.client
@@ -74,7 +81,10 @@ struct GenICamTriggerBench: ParsableCommand {
         let triggeredAudit = try Self.audit(client, cameras, seconds: auditSeconds)
         let statuses = try client.call(.getFleetStats(.init())).reply.deviceStats.filter { cameras.contains($0.deviceID) }
 
-        print("\ntrigger lateness per camera (how long after its slot's instant each trigger left the agent, last minute):")
+        print(
+            actions
+                ? "\naction command lateness per camera (how long after its planned departure, 10 ms before its slot, each command left the agent, last minute):"
+                : "\ntrigger lateness per camera (how long after its slot's instant each trigger left the agent, last minute):")
         print("camera                       fired   missed   median      p99         max")
         for status in statuses.sorted(by: { $0.deviceID < $1.deviceID }) {
             let alignment = status.alignment

@@ -40,4 +40,17 @@ import Testing
         #expect(schedule.verdict(nowMonotonic: 1_000 + 10_000_000, dueMonotonic: 1_000) == .fire(lateness: 10_000_000))
         #expect(schedule.verdict(nowMonotonic: 1_000 + 10_000_001, dueMonotonic: 1_000) == .missed(lateness: 10_000_001))
     }
+
+    @Test func aScheduledActionLeavesAheadOfItsSlot_andIsNotSentWithLessThanAMillisecondToGo() {
+        let schedule = GridTriggerSchedule(grid: grid)
+        let due: UInt64 = 50_000_000
+        let lead: UInt64 = 10_000_000
+        // Lateness counts from the planned departure, 10 ms before the slot.
+        #expect(schedule.actionVerdict(nowMonotonic: 39_000_000, dueMonotonic: due, lead: lead) == .fire(lateness: 0))
+        #expect(schedule.actionVerdict(nowMonotonic: 40_250_000, dueMonotonic: due, lead: lead) == .fire(lateness: 250_000))
+        // It carries the slot's time: late as it is, it still reaches the camera before it.
+        #expect(schedule.actionVerdict(nowMonotonic: 49_000_000, dueMonotonic: due, lead: lead) == .fire(lateness: 9_000_000))
+        #expect(schedule.actionVerdict(nowMonotonic: 49_000_001, dueMonotonic: due, lead: lead) == .missed(lateness: 9_000_001))
+        #expect(schedule.actionVerdict(nowMonotonic: 60_000_000, dueMonotonic: due, lead: lead) == .missed(lateness: 20_000_000))
+    }
 }

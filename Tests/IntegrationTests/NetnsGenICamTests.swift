@@ -252,6 +252,117 @@ extension SecondLaneIntegrationTests {
             }
         }
 
+        /// Scheduled action commands (clock.md, "Scheduled action commands"): three hosts'
+        /// cameras are locked PTP slaves that take GigE Vision action commands, and the hosts'
+        /// clocks keep their PTP time (one kernel clock, as PTP does for real). Their frames are
+        /// placed by the host's clock even free-running; `capfleet align` has each agent send a
+        /// command ahead of every slot with the slot's time on the camera's clock, and each
+        /// camera exposes at that time: one frame per command, the three cameras' stamps on the
+        /// same instants, and what the cameras saw (their timecodes) where they were stamped.
+        @Test func threePTPCameras_scheduledActionCommands_exposeAtTheirSlotsTime() async throws {
+            guard getuid() == 0 else {
+                print("netns GenICam actions: not run, network namespaces need root (CI runs as root)")
+                return
+            }
+            let fleet = NetnsTestFleet(prefix: "cfa\(getpid() % 10_000)")
+            defer { fleet.down() }
+            try fleet.run([
+                "up", "--agents", "3", "--bin", FleetHarness.binary, "--genicam-ptp", "--genicam-timecode", "--agent-args",
+                "--synthetic 0 --fps 10 --no-pressure",
+            ])
+            var ids: [String] = []
+            _ = try await NetnsTestFleet.waitUntil("three cameras register and three clocks lock", seconds: 40) {
+                ids = try fleet.json(["devices"]).filter { $0["kind"] as? String == "genicam" }.compactMap { $0["device_id"] as? String }.sorted()
+                let clocks = try fleet.json(["clock"])
+                return ids.count == 3 && clocks.count == 3 && clocks.allSatisfy { $0["sync"] as? String == "locked" }
+            }
+            for device in ids {
+                try fleet.run(["cli", "consent", "grant", device, "--reason", "action command test"])
+                try fleet.run(["cli", "lock", device])
+            }
+            func cameras() throws -> [String: [String: Any]] {
+                var byID: [String: [String: Any]] = [:]
+                for status in try fleet.json(["watch", "--count", "1"]) {
+                    if let id = status["device_id"] as? String, ids.contains(id) { byID[id] = status }
+                }
+                return byID
+            }
+            func transport(_ status: [String: Any]?) -> [String: Any] { status?["stream_transport"] as? [String: Any] ?? [:] }
+            func triggers(_ status: [String: Any]?) -> [String: Any] {
+                (status?["alignment"] as? [String: Any])?["triggers"] as? [String: Any] ?? [:]
+            }
+            // Free-running, placed by the host's clock once two seconds of frames show it keeps the cameras' time.
+            var statuses: [String: [String: Any]] = [:]
+            _ = try await NetnsTestFleet.waitUntil("the host's clock places each camera's frames", seconds: 30) {
+                statuses = try cameras()
+                return statuses.count == 3 && statuses.values.allSatisfy { transport($0)["clock_placement"] as? String == "ptp" }
+            }
+            for id in ids {
+                let ptp = transport(statuses[id])["ptp"] as? [String: Any] ?? [:]
+                print("netns GenICam actions: \(id) free-running, PTP \(ptp)")
+                #expect(ptp["status"] as? String == "Slave" && ptp["timescale_offset_ns"] as? Int == 0, "\(ptp)")
+                let residual = ptp["residual_ns"] as? Int ?? -1
+                #expect(residual >= 0 && residual < 1_000_000_000, "frames arrive after their exposure: \(ptp)")
+            }
+            func audit(_ label: String) throws {
+                let text = try fleet.run(["cli", "sync-audit"] + ids + ["--seconds", "3", "--json"])
+                let result = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], "\(text)")
+                let audited = result["cameras"] as? [[String: Any]] ?? []
+                #expect(audited.count == 3, "\(label): \(text)")
+                for camera in audited {
+                    let offset = (camera["stamp_offset"] as? [String: Any])?["median_ns"] as? Int
+                    print(
+                        "netns GenICam actions audit, \(label): \(camera["device_id"] ?? "?") read \(camera["frames_read"] ?? "?")/\(camera["frames_seen"] ?? "?"), stamp offset median \(offset.map(String.init) ?? "?") ns, |phase| \(camera["true_phase"] ?? "?")"
+                    )
+                    #expect((camera["frames_read"] as? Int ?? 0) >= 10, "\(label): \(camera)")
+                    // Placed by its own exposure time rather than its arrival: no transfer in the stamp.
+                    #expect(offset.map { abs($0) < 500_000 } == true, "\(label): \(camera)")
+                }
+                print("netns GenICam actions audit, \(label): exposure spread \(result["exposure_spread"] ?? "?")")
+            }
+            try audit("free-running")
+
+            let aligned = try fleet.run(["cli", "align"] + ids)
+            print("netns GenICam actions: \(aligned.trimmingCharacters(in: .whitespacesAndNewlines))")
+            _ = try await NetnsTestFleet.waitUntil("each agent sends its camera scheduled action commands", seconds: 30) {
+                statuses = try cameras()
+                return statuses.count == 3
+                    && statuses.values.allSatisfy {
+                        triggers($0)["delivery"] as? String == "scheduled_action" && (triggers($0)["fired"] as? Int ?? 0) >= 20
+                    }
+            }
+            try await Task.sleep(for: .seconds(3))
+            let later = try cameras()
+            for id in ids {
+                let frames = (later[id]?["frames_captured"] as? Int ?? 0) - (statuses[id]?["frames_captured"] as? Int ?? 0)
+                let sent = (triggers(later[id])["fired"] as? Int ?? 0) - (triggers(statuses[id])["fired"] as? Int ?? 0)
+                let alignment = later[id]?["alignment"] as? [String: Any] ?? [:]
+                print("netns GenICam actions: \(id): \(sent) commands, \(frames) frames; \(alignment["state"] ?? "?"), \(triggers(later[id]))")
+                #expect(sent >= 20 && abs(frames - sent) <= 2, "\(id): \(frames) frames for \(sent) commands")
+                #expect(
+                    triggers(later[id])["missed"] as? Int == 0 && triggers(later[id])["action_unavailable_reason"] == nil, "\(triggers(later[id]))")
+                #expect(alignment["state"] as? String == "aligned", "\(alignment)")
+                // The camera's stamps are the slots' own instants: the phase is the clocks' error alone.
+                let phase = alignment["phase"] as? [String: Any] ?? [:]
+                #expect((phase["median_ns"] as? Int ?? .max) < 200_000, "\(alignment)")
+            }
+            let checked = try #require(
+                try JSONSerialization.jsonObject(with: Data(try fleet.run(["cli", "sync-check"] + ids + ["--json"]).utf8)) as? [String: Any])
+            let spread = checked["spread_ns"] as? Int ?? -1
+            print("netns GenICam actions: the first frames after an instant spread over \(Double(spread) / 1e6) ms")
+            #expect(spread >= 0 && spread < 1_000_000, "the same instants on all three: \(checked)")
+            try audit("scheduled actions")
+
+            try fleet.run(["cli", "align", "--off"] + ids)
+            let off = try cameras()
+            try await Task.sleep(for: .seconds(2))
+            let afterOff = try cameras()
+            for id in ids {
+                let frames = (afterOff[id]?["frames_captured"] as? Int ?? 0) - (off[id]?["frames_captured"] as? Int ?? 0)
+                #expect(frames >= 10, "\(id) runs free at 10 fps again: \(frames) frames in 2 s")
+            }
+        }
+
         /// A GigE Vision link that loses packets (the fake camera drops 3 in a thousand and
         /// resends none): frames it could not complete are counted by the stream, never
         /// delivered, and show as discontinuity drops; the rest flow.

@@ -20,4 +20,8 @@ int capfleet_enter_network_namespace(const char *name);
 // abstract namespace. Returns 0, or -1 with errno set.
 int capfleet_notify_socket_send(const char *socket_path, const char *message);
 
+// The kernel's TAI - UTC offset in seconds (adjtimex(2), read only): 0 unless ptp4l, chrony
+// or ntpd set it. -1 with errno set when the call fails.
+long long capfleet_kernel_tai_offset_seconds(void);
+
 #endif

@@ -39,6 +39,8 @@ final class FrameAlignmentState: Sendable {
         var triggersFired: UInt64 = 0
         var triggersMissed: UInt64 = 0
         var triggerError = ""
+        /// How the triggers reach the camera, as trigger mode was last set.
+        var delivery = TriggerDelivery.software(actionUnavailable: "")
     }
 
     /// A free-running source's stream started again on a slot of the grid, or why it was not.
@@ -94,6 +96,9 @@ final class FrameAlignmentState: Sendable {
             if let error { $0.triggerError = error }
         }
     }
+
+    /// Trigger mode was set with triggers reaching the camera this way.
+    func triggerModeSet(_ delivery: TriggerDelivery) { state.withLock { $0.delivery = delivery } }
 
     /// Trigger mode could not be set: the camera free-runs, and the report says why.
     func triggerModeFailed(_ error: String) { state.withLock { $0.triggerError = error } }
@@ -167,6 +172,13 @@ final class FrameAlignmentState: Sendable {
                 $0.triggersFired = current.triggersFired
                 $0.triggersMissed = current.triggersMissed
                 $0.triggerError = current.triggerError
+                switch current.delivery {
+                case let .software(actionUnavailable):
+                    $0.triggerDelivery = .software
+                    $0.actionUnavailableReason = actionUnavailable
+                case .scheduledAction:
+                    $0.triggerDelivery = .scheduledAction
+                }
             }
             if let loop = current.loop {
                 $0.frequencyErrorPpm = loop.frequencyErrorPPM
@@ -224,6 +236,16 @@ final class FrameAlignmentState: Sendable {
         }
         guard let latest = current.latestLateness else {
             return (.aligning, "no trigger fired yet (the node's clock must be locked)")
+        }
+        if case let .scheduledAction(lead) = current.delivery {
+            // The command carries its slot's time: it is on time if it arrives before it.
+            guard latest &+ GridTriggerSchedule.actionMinimumAhead <= lead else {
+                return (
+                    .aligning,
+                    "the latest action command left \(duration(Int64(clamping: latest))) after its planned departure, \(duration(Int64(clamping: lead))) ahead of its slot"
+                )
+            }
+            return (.aligned, "")
         }
         guard latest <= UInt64(alignedWithin) else {
             return (.aligning, "the latest trigger left \(duration(Int64(clamping: latest))) after its slot")

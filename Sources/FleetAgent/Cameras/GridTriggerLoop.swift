@@ -22,6 +22,9 @@ final class GridTriggerLoop: Sendable {
         /// Trigger mode as the camera has it now.
         var modeOn = false
     }
+    /// How often a camera that could take triggers another way (its PTP locked or lost) is
+    /// asked again.
+    static let deliveryCheck: UInt64 = 2_000_000_000
     private let plan = Mutex(Plan())
     private let wake = DispatchSemaphore(value: 0)
     private let thread: OwnedThread
@@ -81,15 +84,32 @@ final class GridTriggerLoop: Sendable {
         }
         var missedWhileUnlocked = false
         var refusing = false
+        var delivery = TriggerDelivery.software(actionUnavailable: "")
+        var deliveryCheckedAt: UInt64 = 0
         while true {
             let (origin, stopping, modeOn) = plan.withLock { ($0.origin, $0.stopping, $0.modeOn) }
             let wanted = origin != nil && !stopping
-            if wanted != modeOn {
+            // A PTP camera locking (or its lock lost) changes how its triggers are best sent.
+            var redeliver = false
+            if wanted, modeOn, MonotonicTime.now() &- deliveryCheckedAt > Self.deliveryCheck {
+                deliveryCheckedAt = MonotonicTime.now()
+                let now = trigger.deliveryNow
+                redeliver = now.isScheduled != delivery.isScheduled
+                if !redeliver, now != delivery {
+                    delivery = now
+                    alignment.triggerModeSet(now)
+                }
+            }
+            if wanted != modeOn || redeliver {
                 do throws(CaptureError) {
-                    try trigger.setTriggerMode(wanted)
+                    let set = try trigger.setTriggerMode(wanted)
                     plan.withLock { $0.modeOn = wanted }
-                    logger.notice(
-                        "trigger mode", metadata: ["device.id": "\(deviceID)", "mode": "\(wanted ? "software trigger on the grid" : "free-running")"])
+                    if wanted {
+                        delivery = set
+                        deliveryCheckedAt = MonotonicTime.now()
+                        alignment.triggerModeSet(set)
+                    }
+                    logger.notice("trigger mode", metadata: ["device.id": "\(deviceID)", "mode": "\(wanted ? set.description : "free-running")"])
                 } catch {
                     logger.error("cannot change the camera's trigger mode", metadata: ["device.id": "\(deviceID)", "error": "\(error)"])
                     alignment.triggerModeFailed(error.description)
@@ -114,18 +134,26 @@ final class GridTriggerLoop: Sendable {
                 continue
             }
             missedWhileUnlocked = false
-            let schedule = GridTriggerSchedule(grid: grid)
+            // A scheduled action command leaves `lead` ahead of its slot and needs no spin: it
+            // carries the slot's time, so only its arrival before that time matters.
+            let lead: UInt64? = if case let .scheduledAction(lead) = delivery { lead } else { nil }
+            let schedule = lead.map { GridTriggerSchedule(grid: grid, lead: $0 + 2_000_000) } ?? GridTriggerSchedule(grid: grid)
             let slot = schedule.nextSlot(nowMonotonic: now.monotonic, nowFleet: now.fleet)
+            let departure = slot.monotonic - (lead ?? 0)
+            let margin = lead == nil ? spin : 0
             // A change of grid or a stop wakes the sleep; the slot is then planned again.
-            if slot.monotonic > MonotonicTime.now() + spin {
-                let sleep = slot.monotonic - spin - MonotonicTime.now()
+            if departure > MonotonicTime.now() + margin {
+                let sleep = departure - margin - MonotonicTime.now()
                 if wake.wait(timeout: .now() + .nanoseconds(Int(min(sleep, UInt64(Int.max))))) == .success { continue }
             }
-            while MonotonicTime.now() < slot.monotonic {}
-            switch schedule.verdict(nowMonotonic: MonotonicTime.now(), dueMonotonic: slot.monotonic) {
+            if lead == nil { while MonotonicTime.now() < slot.monotonic {} }
+            let verdict =
+                lead.map { schedule.actionVerdict(nowMonotonic: MonotonicTime.now(), dueMonotonic: slot.monotonic, lead: $0) }
+                ?? schedule.verdict(nowMonotonic: MonotonicTime.now(), dueMonotonic: slot.monotonic)
+            switch verdict {
             case let .fire(lateness):
                 do throws(CaptureError) {
-                    try trigger.fire()
+                    try trigger.fire(dueMonotonic: slot.monotonic)
                     alignment.triggerFired(slotFleet: slot.fleet, lateness: lateness, interval: grid.interval)
                     refusing = false
                 } catch {

@@ -46,4 +46,18 @@ public struct GridTriggerSchedule: Sendable, Equatable {
         let lateness = nowMonotonic > dueMonotonic ? nowMonotonic - dueMonotonic : 0
         return lateness > giveUpAfter ? .missed(lateness: lateness) : .fire(lateness: lateness)
     }
+
+    /// A scheduled action command must reach the camera before its action time: one leaving
+    /// less than this before it is not sent (the camera would act late, or refuse a time past).
+    public static let actionMinimumAhead: UInt64 = 1_000_000
+
+    /// What to do once the thread is awake at `nowMonotonic` to send the scheduled action
+    /// command for a slot due at `dueMonotonic`, planned to leave `lead` before it; lateness is
+    /// counted from that planned departure.
+    public func actionVerdict(nowMonotonic: UInt64, dueMonotonic: UInt64, lead: UInt64) -> Verdict {
+        let departure = dueMonotonic > lead ? dueMonotonic - lead : 0
+        let lateness = nowMonotonic > departure ? nowMonotonic - departure : 0
+        guard nowMonotonic &+ Self.actionMinimumAhead <= dueMonotonic else { return .missed(lateness: lateness) }
+        return .fire(lateness: lateness)
+    }
 }

@@ -12,6 +12,15 @@ public struct StreamTransportFigures: Sendable, Equatable {
     public var packetSize: UInt32 = 0
     /// What in the stream's setup costs it frames or CPU, in words; empty when nothing.
     public var rateLimit = ""
+    /// What places its frames on the host's clock now: "arrivals", "triggers" or "ptp".
+    public var clockPlacement = ""
+    /// A camera that takes action commands: its PTP state as last read, and, while the host's
+    /// clock keeps its time, camera time minus host CLOCK_REALTIME and the shortest delay from
+    /// exposure to arrival; else why the host's clock does not place its frames.
+    public var ptpStatus = ""
+    public var ptpTimescaleOffset: Int64 = 0
+    public var ptpResidual: Int64 = 0
+    public var ptpRefusal = ""
 
     public init() {}
 
@@ -37,6 +46,11 @@ public struct StreamTransportFigures: Sendable, Equatable {
             $0.packetsMissing = packetsMissing
             $0.packetSize = packetSize
             $0.rateLimit = rateLimit
+            $0.clockPlacement = clockPlacement
+            $0.ptpStatus = ptpStatus
+            $0.ptpTimescaleOffsetNs = ptpTimescaleOffset
+            $0.ptpResidualNs = ptpResidual
+            $0.ptpRefusal = ptpRefusal
         }
     }
 }

@@ -331,6 +331,17 @@ public nonisolated struct Capfleet_V1_FrameAlignment: @unchecked Sendable {
     set {_uniqueStorage()._triggerError = newValue}
   }
 
+  public var triggerDelivery: Capfleet_V1_FrameAlignment.TriggerDelivery {
+    get {_storage._triggerDelivery}
+    set {_uniqueStorage()._triggerDelivery = newValue}
+  }
+
+  /// triggered by software although the camera takes scheduled action commands: why; empty otherwise
+  public var actionUnavailableReason: String {
+    get {_storage._actionUnavailableReason}
+    set {_uniqueStorage()._actionUnavailableReason = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum State: SwiftProtobuf.Enum, Swift.CaseIterable {
@@ -383,6 +394,51 @@ public nonisolated struct Capfleet_V1_FrameAlignment: @unchecked Sendable {
       .aligning,
       .aligned,
       .unaligned,
+    ]
+
+  }
+
+  /// Since 1.14 (clock.md, "Scheduled action commands"): how the triggers reach the camera.
+  public nonisolated enum TriggerDelivery: SwiftProtobuf.Enum, Swift.CaseIterable {
+    public typealias RawValue = Int
+
+    /// not triggered
+    case unspecified // = 0
+
+    /// a TriggerSoftware write at each slot's instant
+    case software // = 1
+
+    /// a GigE Vision action command sent ahead, with the slot's time in the camera's PTP clock
+    case scheduledAction // = 2
+    case UNRECOGNIZED(Int)
+
+    public init() {
+      self = .unspecified
+    }
+
+    public init?(rawValue: Int) {
+      switch rawValue {
+      case 0: self = .unspecified
+      case 1: self = .software
+      case 2: self = .scheduledAction
+      default: self = .UNRECOGNIZED(rawValue)
+      }
+    }
+
+    public var rawValue: Int {
+      switch self {
+      case .unspecified: return 0
+      case .software: return 1
+      case .scheduledAction: return 2
+      case .UNRECOGNIZED(let i): return i
+      }
+    }
+
+    // The compiler won't synthesize support with the UNRECOGNIZED case.
+    public static let allCases: [Capfleet_V1_FrameAlignment.TriggerDelivery] = [
+      .unspecified,
+      .software,
+      .scheduledAction,
     ]
 
   }
@@ -806,7 +862,7 @@ nonisolated extension Capfleet_V1_SetFrameAlignment: SwiftProtobuf.Message, Swif
 
 nonisolated extension Capfleet_V1_FrameAlignment: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".FrameAlignment"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}state\0\u{3}phase_ns\0\u{3}grid_origin_fleet_ns\0\u{1}steered\0\u{3}not_aligned_reason\0\u{3}phase_median_ns\0\u{3}phase_p99_ns\0\u{3}phase_max_ns\0\u{3}phase_frames\0\u{3}drift_ns_per_s\0\u{3}frequency_error_ppm\0\u{3}out_of_phase_ns\0\u{3}out_of_phase_end_fleet_ns\0\u{3}out_of_phase_since_fleet_ns\0\u{1}triggered\0\u{3}trigger_lateness_median_ns\0\u{3}trigger_lateness_p99_ns\0\u{3}trigger_lateness_max_ns\0\u{3}triggers_fired\0\u{3}triggers_missed\0\u{3}trigger_error\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}state\0\u{3}phase_ns\0\u{3}grid_origin_fleet_ns\0\u{1}steered\0\u{3}not_aligned_reason\0\u{3}phase_median_ns\0\u{3}phase_p99_ns\0\u{3}phase_max_ns\0\u{3}phase_frames\0\u{3}drift_ns_per_s\0\u{3}frequency_error_ppm\0\u{3}out_of_phase_ns\0\u{3}out_of_phase_end_fleet_ns\0\u{3}out_of_phase_since_fleet_ns\0\u{1}triggered\0\u{3}trigger_lateness_median_ns\0\u{3}trigger_lateness_p99_ns\0\u{3}trigger_lateness_max_ns\0\u{3}triggers_fired\0\u{3}triggers_missed\0\u{3}trigger_error\0\u{3}trigger_delivery\0\u{3}action_unavailable_reason\0")
 
   fileprivate class _StorageClass {
     var _state: Capfleet_V1_FrameAlignment.State = .unspecified
@@ -830,6 +886,8 @@ nonisolated extension Capfleet_V1_FrameAlignment: SwiftProtobuf.Message, SwiftPr
     var _triggersFired: UInt64 = 0
     var _triggersMissed: UInt64 = 0
     var _triggerError: String = String()
+    var _triggerDelivery: Capfleet_V1_FrameAlignment.TriggerDelivery = .unspecified
+    var _actionUnavailableReason: String = String()
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -861,6 +919,8 @@ nonisolated extension Capfleet_V1_FrameAlignment: SwiftProtobuf.Message, SwiftPr
       _triggersFired = source._triggersFired
       _triggersMissed = source._triggersMissed
       _triggerError = source._triggerError
+      _triggerDelivery = source._triggerDelivery
+      _actionUnavailableReason = source._actionUnavailableReason
     }
   }
 
@@ -900,6 +960,8 @@ nonisolated extension Capfleet_V1_FrameAlignment: SwiftProtobuf.Message, SwiftPr
         case 19: try { try decoder.decodeSingularUInt64Field(value: &_storage._triggersFired) }()
         case 20: try { try decoder.decodeSingularUInt64Field(value: &_storage._triggersMissed) }()
         case 21: try { try decoder.decodeSingularStringField(value: &_storage._triggerError) }()
+        case 22: try { try decoder.decodeSingularEnumField(value: &_storage._triggerDelivery) }()
+        case 23: try { try decoder.decodeSingularStringField(value: &_storage._actionUnavailableReason) }()
         default: break
         }
       }
@@ -971,6 +1033,12 @@ nonisolated extension Capfleet_V1_FrameAlignment: SwiftProtobuf.Message, SwiftPr
       if !_storage._triggerError.isEmpty {
         try visitor.visitSingularStringField(value: _storage._triggerError, fieldNumber: 21)
       }
+      if _storage._triggerDelivery != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._triggerDelivery, fieldNumber: 22)
+      }
+      if !_storage._actionUnavailableReason.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._actionUnavailableReason, fieldNumber: 23)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -1001,6 +1069,8 @@ nonisolated extension Capfleet_V1_FrameAlignment: SwiftProtobuf.Message, SwiftPr
         if _storage._triggersFired != rhs_storage._triggersFired {return false}
         if _storage._triggersMissed != rhs_storage._triggersMissed {return false}
         if _storage._triggerError != rhs_storage._triggerError {return false}
+        if _storage._triggerDelivery != rhs_storage._triggerDelivery {return false}
+        if _storage._actionUnavailableReason != rhs_storage._actionUnavailableReason {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -1012,6 +1082,10 @@ nonisolated extension Capfleet_V1_FrameAlignment: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_FrameAlignment.State: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0STATE_UNSPECIFIED\0\u{1}STATE_OFF\0\u{1}STATE_ALIGNING\0\u{1}STATE_ALIGNED\0\u{1}STATE_UNALIGNED\0")
+}
+
+nonisolated extension Capfleet_V1_FrameAlignment.TriggerDelivery: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0TRIGGER_DELIVERY_UNSPECIFIED\0\u{1}TRIGGER_DELIVERY_SOFTWARE\0\u{1}TRIGGER_DELIVERY_SCHEDULED_ACTION\0")
 }
 
 nonisolated extension Capfleet_V1_ClockState: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {

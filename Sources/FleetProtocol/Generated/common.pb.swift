@@ -848,6 +848,22 @@ public nonisolated struct Capfleet_V1_StreamTransport: Sendable {
   /// what in the stream's setup costs it frames or CPU, in words an operator can act on; empty when nothing
   public var rateLimit: String = String()
 
+  /// Since 1.14 (device-model.md, "GenICam cameras"): how the camera's own clock is put on the
+  /// host's, and a PTP camera's clock against the host's.
+  public var clockPlacement: String = String()
+
+  /// the camera's PtpStatus (or GevIEEE1588Status) as last read, e.g. "Slave"; empty when it takes no action commands
+  public var ptpStatus: String = String()
+
+  /// while the host's clock keeps its time: camera time minus host CLOCK_REALTIME (0, or 37 s for PTP's TAI on a UTC host)
+  public var ptpTimescaleOffsetNs: Int64 = 0
+
+  /// while the host's clock keeps its time: the shortest delay from a frame's exposure to its arrival over the last 10 s
+  public var ptpResidualNs: Int64 = 0
+
+  /// a camera that takes action commands whose frames the host's clock does not place: why, in words an operator can act on
+  public var ptpRefusal: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1984,7 +2000,7 @@ nonisolated extension Capfleet_V1_AudioProcessing: SwiftProtobuf.Message, SwiftP
 
 nonisolated extension Capfleet_V1_StreamTransport: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".StreamTransport"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}frames_completed\0\u{3}frames_incomplete\0\u{1}underruns\0\u{3}packets_resent\0\u{3}packets_missing\0\u{3}packet_size\0\u{3}rate_limit\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}frames_completed\0\u{3}frames_incomplete\0\u{1}underruns\0\u{3}packets_resent\0\u{3}packets_missing\0\u{3}packet_size\0\u{3}rate_limit\0\u{3}clock_placement\0\u{3}ptp_status\0\u{3}ptp_timescale_offset_ns\0\u{3}ptp_residual_ns\0\u{3}ptp_refusal\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1999,6 +2015,11 @@ nonisolated extension Capfleet_V1_StreamTransport: SwiftProtobuf.Message, SwiftP
       case 5: try { try decoder.decodeSingularUInt64Field(value: &self.packetsMissing) }()
       case 6: try { try decoder.decodeSingularUInt32Field(value: &self.packetSize) }()
       case 7: try { try decoder.decodeSingularStringField(value: &self.rateLimit) }()
+      case 8: try { try decoder.decodeSingularStringField(value: &self.clockPlacement) }()
+      case 9: try { try decoder.decodeSingularStringField(value: &self.ptpStatus) }()
+      case 10: try { try decoder.decodeSingularInt64Field(value: &self.ptpTimescaleOffsetNs) }()
+      case 11: try { try decoder.decodeSingularInt64Field(value: &self.ptpResidualNs) }()
+      case 12: try { try decoder.decodeSingularStringField(value: &self.ptpRefusal) }()
       default: break
       }
     }
@@ -2026,6 +2047,21 @@ nonisolated extension Capfleet_V1_StreamTransport: SwiftProtobuf.Message, SwiftP
     if !self.rateLimit.isEmpty {
       try visitor.visitSingularStringField(value: self.rateLimit, fieldNumber: 7)
     }
+    if !self.clockPlacement.isEmpty {
+      try visitor.visitSingularStringField(value: self.clockPlacement, fieldNumber: 8)
+    }
+    if !self.ptpStatus.isEmpty {
+      try visitor.visitSingularStringField(value: self.ptpStatus, fieldNumber: 9)
+    }
+    if self.ptpTimescaleOffsetNs != 0 {
+      try visitor.visitSingularInt64Field(value: self.ptpTimescaleOffsetNs, fieldNumber: 10)
+    }
+    if self.ptpResidualNs != 0 {
+      try visitor.visitSingularInt64Field(value: self.ptpResidualNs, fieldNumber: 11)
+    }
+    if !self.ptpRefusal.isEmpty {
+      try visitor.visitSingularStringField(value: self.ptpRefusal, fieldNumber: 12)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2037,6 +2073,11 @@ nonisolated extension Capfleet_V1_StreamTransport: SwiftProtobuf.Message, SwiftP
     if lhs.packetsMissing != rhs.packetsMissing {return false}
     if lhs.packetSize != rhs.packetSize {return false}
     if lhs.rateLimit != rhs.rateLimit {return false}
+    if lhs.clockPlacement != rhs.clockPlacement {return false}
+    if lhs.ptpStatus != rhs.ptpStatus {return false}
+    if lhs.ptpTimescaleOffsetNs != rhs.ptpTimescaleOffsetNs {return false}
+    if lhs.ptpResidualNs != rhs.ptpResidualNs {return false}
+    if lhs.ptpRefusal != rhs.ptpRefusal {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
