@@ -18,6 +18,8 @@
 #
 #   genicam-fake-camera.py --interface eth0 --serial CF-a1 [--lost-per-thousand N]
 #                          [--trigger-check-hz 2000] [--timecode 0.05,0.05,0.45] [--ptp]
+#                          [--line-wire DIR]
+#   genicam-fake-camera.py --line-wire DIR --line-generator HZ
 #
 # System Python (python3-gi, gir1.2-aravis-0.8; python3-qrcode for --timecode). Runs until
 # SIGTERM or SIGINT.
@@ -32,6 +34,11 @@
 # CLOCK_REALTIME, which every host of the test bed shares, as PTP-locked cameras share their
 # grandmaster's. No ACTION_ACK is sent (the GVCP port is Aravis's), and a TriggerSoftware
 # still starts a frame whatever the source, which a real camera would ignore.
+#
+# --line-wire DIR gives it I/O lines on a trigger wire the test bed's cameras share (a
+# directory of Unix sockets: LineWire below): Line0 an input FrameStart can wait for, Line1 an
+# output that can carry ExposureActive to the other cameras' Line0. --line-generator HZ runs,
+# in place of a camera, an external generator pulsing the wire at HZ on its own timebase.
 import argparse
 import collections
 import ctypes
@@ -60,7 +67,9 @@ class FramePainter:
     """Paints each frame: a plain ramp and, with a placement, the timecode QR code of the
     frame's timestamp; a frame an action started is first stamped with the action's time."""
 
-    def __init__(self, aravis: ctypes.CDLL, placement: tuple[float, float, float] | None, actions: "ActionCommands | None"):
+    def __init__(
+        self, aravis: ctypes.CDLL, placement: tuple[float, float, float] | None, exposures: "Exposures | None", wire: "LineWire | None"
+    ):
         self.qrcode = None
         if placement is not None:
             import qrcode  # only --timecode needs it
@@ -68,7 +77,8 @@ class FramePainter:
             self.qrcode = qrcode
         self.aravis = aravis
         self.placement = placement
-        self.actions = actions
+        self.exposures = exposures
+        self.wire = wire
         with open("/proc/sys/kernel/random/boot_id") as file:
             self.boot_id = file.read().strip()
         self.background: dict[tuple[int, int, int], bytes] = {}
@@ -90,10 +100,12 @@ class FramePainter:
 
     def fill(self, buffer, _data, _exposure_us, _gain, pixel_format):
         try:
-            if self.actions is not None:
-                acted = self.actions.take_due()
+            if self.exposures is not None:
+                acted = self.exposures.take_due()
                 if acted is not None:
                     self.aravis.arv_buffer_set_timestamp(buffer, acted)
+            if self.wire is not None and self.wire.drives():
+                self.wire.send(self.aravis.arv_buffer_get_timestamp(buffer))
             self.paint(buffer, pixel_format)
         except Exception as error:  # a failing frame must not take the camera's thread down
             if not self.failed:
@@ -143,80 +155,142 @@ PTP_STATUS = 0xA104
 # Aravis's own source register stays at Software so that its stream thread starts a frame
 # whenever the trigger register is set and trigger mode is on.
 TRIGGER_SOURCE = 0xA110
+SOURCE_LINE0 = 0
 SOURCE_ACTION1 = 2
 PTP_SLAVE = 8
+# The I/O lines (LineSelector Line0, an input, and Line1, an output): each one's LineMode and
+# LineSource, 0x10 apart.
+LINE_SELECTOR = 0xA200
+LINE_MODE = 0xA210
+LINE_SOURCE = 0xA214
+LINE_SOURCE_EXPOSURE_ACTIVE = 1
 
 
-def register(name: str, address: int, access: str = "RW", index: bool = False) -> str:
-    selector = '<pIndex Offset="0x20">TriggerSelectorInteger</pIndex>' if index else ""
+def register(name: str, address: int, access: str = "RW", index: str | None = None, offset: int = 0x20) -> str:
+    selector = f'<pIndex Offset="{offset:#x}">{index}</pIndex>' if index else ""
     return (
         f'<IntReg Name="{name}" NameSpace="Custom"><Address>{address:#x}</Address>{selector}<Length>4</Length>'
         f"<AccessMode>{access}</AccessMode><pPort>Device</pPort><Sign>Unsigned</Sign><Endianess>BigEndian</Endianess></IntReg>"
     )
 
 
-def ptp_camera_xml(aravis_xml: str) -> str:
-    """Aravis's fake camera description with PTP, action commands and Action1 as a trigger source."""
+def enumeration(name: str, entries, register_name: str) -> str:
+    listed = "".join(f'<EnumEntry Name="{entry}" NameSpace="Standard"><Value>{value}</Value></EnumEntry>' for entry, value in entries)
+    return f'<Enumeration Name="{name}" NameSpace="Standard">{listed}<pValue>{register_name}</pValue></Enumeration>'
+
+
+def described_xml(aravis_xml: str, ptp: bool, lines: bool) -> str:
+    """Aravis's fake camera description with, for --ptp, PTP, action commands and Action1 as
+    a trigger source, and for --line-wire, the I/O lines Line0 (in) and Line1 (out)."""
     start = aravis_xml.index('<Enumeration Name="TriggerSource"')
     end = aravis_xml.index("</IntReg>", aravis_xml.index('<IntReg Name="TriggerSourceRegister"')) + len("</IntReg>")
-    entries = "".join(
-        f'<EnumEntry Name="{name}" NameSpace="Standard"><Value>{value}</Value></EnumEntry>'
-        for name, value in (("Line0", 0), ("Software", 1), ("Action1", SOURCE_ACTION1))
-    )
-    source = (
-        f'<Enumeration Name="TriggerSource" NameSpace="Standard"><DisplayName>Trigger source</DisplayName>{entries}'
-        f"<pValue>TriggerSourceRegister</pValue></Enumeration>" + register("TriggerSourceRegister", TRIGGER_SOURCE, index=True)
-    )
-    statuses = ("Initializing", "Faulty", "Disabled", "Listening", "PreMaster", "Master", "Passive", "Uncalibrated", "Slave")
-    status_entries = "".join(
-        f'<EnumEntry Name="{name}" NameSpace="Standard"><Value>{value}</Value></EnumEntry>' for value, name in enumerate(statuses)
-    )
-    added = (
-        '<Category Name="ActionControl" NameSpace="Standard"><pFeature>ActionDeviceKey</pFeature><pFeature>ActionSelector</pFeature>'
-        "<pFeature>ActionGroupKey</pFeature><pFeature>ActionGroupMask</pFeature></Category>"
-        '<Integer Name="ActionDeviceKey" NameSpace="Standard"><pValue>ActionDeviceKeyRegister</pValue></Integer>'
-        + register("ActionDeviceKeyRegister", ACTION_DEVICE_KEY)
-        + '<Integer Name="ActionSelector" NameSpace="Standard"><Value>1</Value><Min>1</Min><Max>1</Max></Integer>'
-        '<Integer Name="ActionGroupKey" NameSpace="Standard"><pValue>ActionGroupKeyRegister</pValue></Integer>'
-        + register("ActionGroupKeyRegister", ACTION_GROUP_KEY)
-        + '<Integer Name="ActionGroupMask" NameSpace="Standard"><pValue>ActionGroupMaskRegister</pValue></Integer>'
-        + register("ActionGroupMaskRegister", ACTION_GROUP_MASK)
-        + '<Boolean Name="PtpEnable" NameSpace="Standard"><pValue>PtpEnableRegister</pValue><OnValue>1</OnValue><OffValue>0</OffValue></Boolean>'
-        + register("PtpEnableRegister", PTP_ENABLE)
-        + f'<Enumeration Name="PtpStatus" NameSpace="Standard">{status_entries}<pValue>PtpStatusRegister</pValue></Enumeration>'
-        + register("PtpStatusRegister", PTP_STATUS, access="RO")
+    sources = [("Line0", SOURCE_LINE0), ("Software", 1)] + ([("Action1", SOURCE_ACTION1)] if ptp else [])
+    source = enumeration("TriggerSource", sources, "TriggerSourceRegister") + register(
+        "TriggerSourceRegister", TRIGGER_SOURCE, index="TriggerSelectorInteger"
     )
     described = aravis_xml[:start] + source + aravis_xml[end:]
-    described = described.replace("<pFeature>Debug</pFeature>", "<pFeature>ActionControl</pFeature><pFeature>Debug</pFeature>", 1)
-    described = described.replace(
-        "<pFeature>PayloadSize</pFeature>", "<pFeature>PayloadSize</pFeature><pFeature>PtpEnable</pFeature><pFeature>PtpStatus</pFeature>", 1
-    )
+    added = ""
+    categories = ""
+    if ptp:
+        statuses = ("Initializing", "Faulty", "Disabled", "Listening", "PreMaster", "Master", "Passive", "Uncalibrated", "Slave")
+        added += (
+            '<Category Name="ActionControl" NameSpace="Standard"><pFeature>ActionDeviceKey</pFeature><pFeature>ActionSelector</pFeature>'
+            "<pFeature>ActionGroupKey</pFeature><pFeature>ActionGroupMask</pFeature></Category>"
+            '<Integer Name="ActionDeviceKey" NameSpace="Standard"><pValue>ActionDeviceKeyRegister</pValue></Integer>'
+            + register("ActionDeviceKeyRegister", ACTION_DEVICE_KEY)
+            + '<Integer Name="ActionSelector" NameSpace="Standard"><Value>1</Value><Min>1</Min><Max>1</Max></Integer>'
+            '<Integer Name="ActionGroupKey" NameSpace="Standard"><pValue>ActionGroupKeyRegister</pValue></Integer>'
+            + register("ActionGroupKeyRegister", ACTION_GROUP_KEY)
+            + '<Integer Name="ActionGroupMask" NameSpace="Standard"><pValue>ActionGroupMaskRegister</pValue></Integer>'
+            + register("ActionGroupMaskRegister", ACTION_GROUP_MASK)
+            + '<Boolean Name="PtpEnable" NameSpace="Standard"><pValue>PtpEnableRegister</pValue><OnValue>1</OnValue><OffValue>0</OffValue></Boolean>'
+            + register("PtpEnableRegister", PTP_ENABLE)
+            + enumeration("PtpStatus", [(name, value) for value, name in enumerate(statuses)], "PtpStatusRegister")
+            + register("PtpStatusRegister", PTP_STATUS, access="RO")
+        )
+        categories += "<pFeature>ActionControl</pFeature>"
+        described = described.replace(
+            "<pFeature>PayloadSize</pFeature>", "<pFeature>PayloadSize</pFeature><pFeature>PtpEnable</pFeature><pFeature>PtpStatus</pFeature>", 1
+        )
+    if lines:
+        added += (
+            '<Category Name="DigitalIOControl" NameSpace="Standard"><pFeature>LineSelector</pFeature><pFeature>LineMode</pFeature>'
+            "<pFeature>LineSource</pFeature></Category>"
+            + enumeration("LineSelector", [("Line0", 0), ("Line1", 1)], "LineSelectorRegister")
+            + register("LineSelectorRegister", LINE_SELECTOR)
+            + enumeration("LineMode", [("Input", 0), ("Output", 1)], "LineModeRegister")
+            + register("LineModeRegister", LINE_MODE, index="LineSelectorRegister", offset=0x10)
+            + enumeration("LineSource", [("Off", 0), ("ExposureActive", LINE_SOURCE_EXPOSURE_ACTIVE)], "LineSourceRegister")
+            + register("LineSourceRegister", LINE_SOURCE, index="LineSelectorRegister", offset=0x10)
+        )
+        categories += "<pFeature>DigitalIOControl</pFeature>"
+    described = described.replace("<pFeature>Debug</pFeature>", categories + "<pFeature>Debug</pFeature>", 1)
     closing = described.rindex("</RegisterDescription>")
     return described[:closing] + added + described[closing:]
+
+
+class Exposures:
+    """Frames to start at given times (CLOCK_REALTIME ns) and stamp with them: an action's
+    time, or a line edge's. A thread sleeps to each and sets the trigger register; the frame
+    Aravis then fills takes the time as its timestamp (`take_due`)."""
+
+    def __init__(self, fake):
+        self.fake = fake
+        self.lock = threading.Condition()
+        self.pending: list[int] = []  # times not yet reached, a heap
+        self.due: collections.deque[int] = collections.deque()  # reached, their frames not yet filled
+        threading.Thread(target=self.act, name="exposing", daemon=True).start()
+
+    def value(self, address: int) -> int:
+        return self.fake.read_register(address)[1]
+
+    def waits_for(self, source: int) -> bool:
+        return self.value(Aravis.FAKE_CAMERA_REGISTER_TRIGGER_MODE) == 1 and self.value(TRIGGER_SOURCE) == source
+
+    def schedule(self, instant: int):
+        with self.lock:
+            heapq.heappush(self.pending, instant)
+            self.lock.notify()
+
+    def act(self):
+        while True:
+            with self.lock:
+                while not self.pending:
+                    self.lock.wait()
+                instant = self.pending[0]
+            left = instant - time.clock_gettime_ns(time.CLOCK_REALTIME)
+            if left > 1_000_000:
+                # Woken early by an earlier one arriving, or to spin the last millisecond.
+                with self.lock:
+                    self.lock.wait((left - 1_000_000) / 1e9)
+                continue
+            while time.clock_gettime_ns(time.CLOCK_REALTIME) < instant:
+                pass
+            with self.lock:
+                heapq.heappop(self.pending)
+                self.due.append(instant)
+            self.fake.write_register(Aravis.FAKE_CAMERA_REGISTER_TRIGGER_SOFTWARE, 1)
+
+    def take_due(self) -> int | None:
+        with self.lock:
+            return self.due.popleft() if self.due else None
 
 
 class ActionCommands:
     """Reads GigE Vision ACTION_CMD datagrams off the camera's interface and, for those whose
     keys and mask match the camera's and while FrameStart waits for Action1, starts a frame
-    at each one's action time (now, for one without), to be stamped with that time."""
+    at each one's action time (now, for one without)."""
 
     GVCP_PORT = 3956
 
-    def __init__(self, interface: str, fake):
-        self.fake = fake
+    def __init__(self, interface: str, exposures: Exposures):
+        self.exposures = exposures
         self.socket = socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(0x0800))
         self.socket.bind((interface, 0))
-        self.lock = threading.Condition()
-        self.pending: list[int] = []  # action times not yet reached, a heap
-        self.due: collections.deque[int] = collections.deque()  # reached, their frames not yet filled
-        self.received = 0
         threading.Thread(target=self.listen, name="actions", daemon=True).start()
-        threading.Thread(target=self.act, name="acting", daemon=True).start()
-
-    def value(self, address: int) -> int:
-        return self.fake.read_register(address)[1]
 
     def listen(self):
+        value = self.exposures.value
         while True:
             packet, address = self.socket.recvfrom(2048)
             if address[2] == socket.PACKET_OUTGOING or len(packet) < 20 or packet[9] != socket.IPPROTO_UDP:
@@ -232,40 +306,68 @@ class ActionCommands:
                 continue
             action_time = struct.unpack_from(">Q", command, 20)[0] if scheduled else time.clock_gettime_ns(time.CLOCK_REALTIME)
             if (
-                device_key != self.value(ACTION_DEVICE_KEY)
-                or group_key != self.value(ACTION_GROUP_KEY)
-                or group_mask & self.value(ACTION_GROUP_MASK) == 0
-                or self.value(Aravis.FAKE_CAMERA_REGISTER_TRIGGER_MODE) != 1
-                or self.value(TRIGGER_SOURCE) != SOURCE_ACTION1
+                device_key != value(ACTION_DEVICE_KEY)
+                or group_key != value(ACTION_GROUP_KEY)
+                or group_mask & value(ACTION_GROUP_MASK) == 0
+                or not self.exposures.waits_for(SOURCE_ACTION1)
             ):
                 continue
-            with self.lock:
-                self.received += 1
-                heapq.heappush(self.pending, action_time)
-                self.lock.notify()
+            self.exposures.schedule(action_time)
 
-    def act(self):
+
+class LineWire:
+    """The test bed's trigger wire: a directory shared by every namespace (the filesystem is
+    one), where each camera on the wire listens on a Unix datagram socket named after it. A
+    camera whose Line1 is an output driven by ExposureActive sends each exposure's start to
+    every other camera there (and a generator, `--line-generator`, sends its pulses); one whose
+    FrameStart waits for Line0 starts a frame at each edge, stamped with the edge's time, as a
+    wired input does."""
+
+    def __init__(self, directory: str, name: str, exposures: Exposures | None):
+        self.directory = directory
+        self.exposures = exposures
+        os.makedirs(directory, exist_ok=True)
+        self.path = os.path.join(directory, f"{name}.sock")
+        self.socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        if exposures is not None:
+            if os.path.exists(self.path):
+                os.unlink(self.path)
+            self.socket.bind(self.path)
+            threading.Thread(target=self.listen, name="line0", daemon=True).start()
+
+    def listen(self):
         while True:
-            with self.lock:
-                while not self.pending:
-                    self.lock.wait()
-                action_time = self.pending[0]
-            left = action_time - time.clock_gettime_ns(time.CLOCK_REALTIME)
-            if left > 1_000_000:
-                # Woken early by an earlier action arriving, or to spin the last millisecond.
-                with self.lock:
-                    self.lock.wait((left - 1_000_000) / 1e9)
-                continue
-            while time.clock_gettime_ns(time.CLOCK_REALTIME) < action_time:
-                pass
-            with self.lock:
-                heapq.heappop(self.pending)
-                self.due.append(action_time)
-            self.fake.write_register(Aravis.FAKE_CAMERA_REGISTER_TRIGGER_SOFTWARE, 1)
+            edge = struct.unpack(">Q", self.socket.recv(8))[0]
+            if self.exposures.waits_for(SOURCE_LINE0):
+                self.exposures.schedule(edge)
 
-    def take_due(self) -> int | None:
-        with self.lock:
-            return self.due.popleft() if self.due else None
+    def drives(self) -> bool:
+        value = self.exposures.value
+        return value(LINE_MODE + 0x10) == 1 and value(LINE_SOURCE + 0x10) == LINE_SOURCE_EXPOSURE_ACTIVE
+
+    def send(self, edge: int):
+        for entry in os.listdir(self.directory):
+            target = os.path.join(self.directory, entry)
+            if entry.endswith(".sock") and target != self.path:
+                try:
+                    self.socket.sendto(struct.pack(">Q", edge), target)
+                except OSError:
+                    pass  # a camera gone from the wire
+
+
+def generate(directory: str, rate: float):
+    """An external trigger generator on the wire: a pulse at every multiple of 1/rate s of
+    CLOCK_REALTIME, its own timebase, not the fleet's."""
+    wire = LineWire(directory, "generator", None)
+    period = int(1e9 / rate)
+    print(f"genicam-fake-camera: a {rate:g} Hz trigger generator on {directory}", flush=True)
+    while True:
+        now = time.clock_gettime_ns(time.CLOCK_REALTIME)
+        edge = now - now % period + period
+        time.sleep(max(0, edge - now - 500_000) / 1e9)
+        while time.clock_gettime_ns(time.CLOCK_REALTIME) < edge:
+            pass
+        wire.send(edge)
 
 
 def load_aravis() -> ctypes.CDLL:
@@ -303,13 +405,23 @@ def placement(text: str) -> tuple[float, float, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--interface", required=True, help="interface name or address to answer on")
-    parser.add_argument("--serial", required=True, help="the camera's serial number")
+    parser.add_argument("--interface", help="interface name or address to answer on")
+    parser.add_argument("--serial", help="the camera's serial number")
     parser.add_argument("--lost-per-thousand", type=float, default=0, help="GVSP packets lost per thousand")
     parser.add_argument("--trigger-check-hz", type=float, default=2000, help="how often a software trigger is looked for")
     parser.add_argument("--timecode", type=placement, metavar="X,Y,W", help="draw each frame's timecode there")
     parser.add_argument("--ptp", action="store_true", help="a PTP-locked camera that takes scheduled action commands")
+    parser.add_argument("--line-wire", metavar="DIR", help="I/O lines on the test bed's trigger wire in DIR")
+    parser.add_argument("--line-generator", type=float, metavar="HZ", help="no camera: a trigger generator on --line-wire")
     options = parser.parse_args()
+    if options.line_generator is not None:
+        if not options.line_wire or options.line_generator <= 0:
+            parser.error("--line-generator HZ needs --line-wire DIR and a rate above 0")
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        generate(options.line_wire, options.line_generator)
+        return 0
+    if not options.interface or not options.serial:
+        parser.error("a camera needs --interface and --serial")
     # A camera's timing is its own hardware's: ahead of the host's other work where allowed, so
     # that a loaded test machine starves the fleet under test rather than its cameras.
     try:
@@ -317,8 +429,8 @@ def main() -> int:
     except PermissionError:
         pass
 
-    if options.ptp:
-        described = ptp_camera_xml(Aravis.FakeCamera.new(options.serial).get_genicam_xml()[0])
+    if options.ptp or options.line_wire:
+        described = described_xml(Aravis.FakeCamera.new(options.serial).get_genicam_xml()[0], options.ptp, options.line_wire is not None)
         description = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"genicam-fake-camera-{options.serial}-{os.getpid()}.xml")
         with open(description, "w") as file:
             file.write(described)
@@ -332,26 +444,33 @@ def main() -> int:
     camera.set_property("gvsp-lost-ratio", options.lost_per_thousand / 1000.0)
     fake = camera.get_fake_camera()
     fake.set_trigger_frequency(options.trigger_check_hz)
-    actions = None
-    if options.ptp:
+    exposures = None
+    wire = None
+    if options.ptp or options.line_wire:
         fake.write_register(Aravis.FAKE_CAMERA_REGISTER_TRIGGER_SOURCE, 1)
+        fake.write_register(TRIGGER_SOURCE, 1)  # Software, as Aravis's own camera starts
+        exposures = Exposures(fake)
+    if options.ptp:
         fake.write_register(PTP_ENABLE, 1)
         fake.write_register(PTP_STATUS, PTP_SLAVE)
         fake.write_register(ACTION_GROUP_MASK, 0)
         try:
-            actions = ActionCommands(options.interface, fake)
+            ActionCommands(options.interface, exposures)
         except OSError as error:
             print(f"genicam-fake-camera: cannot read action commands on {options.interface}: {error}", file=sys.stderr)
             return 1
+    if options.line_wire:
+        wire = LineWire(options.line_wire, options.serial, exposures)
     painter = None
-    if options.timecode is not None or actions is not None:
+    if options.timecode is not None or exposures is not None:
         aravis = load_aravis()
-        painter = FramePainter(aravis, options.timecode, actions)
+        painter = FramePainter(aravis, options.timecode, exposures, wire)
         aravis.arv_fake_camera_set_fill_pattern(gobject_pointer(fake), painter.callback, None)
     drawn = " with timecodes" if options.timecode else ""
-    ptp = ", PTP-locked with action commands" if actions else ""
+    ptp = ", PTP-locked with action commands" if options.ptp else ""
+    wired = f", lines on the wire {options.line_wire}" if wire else ""
     print(
-        f"genicam-fake-camera: {options.serial} on {options.interface}, triggers checked at {options.trigger_check_hz:g} Hz{drawn}{ptp}",
+        f"genicam-fake-camera: {options.serial} on {options.interface}, triggers checked at {options.trigger_check_hz:g} Hz{drawn}{ptp}{wired}",
         flush=True,
     )
 

@@ -44,7 +44,7 @@ readonly SCRIPT
 readonly INVOKED=$0
 
 # The fleet's settings: from the command line, else DATA/fleet.env, else defaults.
-PREFIX="" DATA="" BIN="" AGENTS="" IMPAIR="" AGENT_ARGS="" COORDINATOR_ARGS="" SETTINGS="" GENICAM=0 GENICAM_LOSS=0 GENICAM_TIMECODE=0 GENICAM_PTP=0
+PREFIX="" DATA="" BIN="" AGENTS="" IMPAIR="" AGENT_ARGS="" COORDINATOR_ARGS="" SETTINGS="" GENICAM=0 GENICAM_LOSS=0 GENICAM_TIMECODE=0 GENICAM_PTP=0 GENICAM_LINE=0 GENICAM_GENERATOR=0
 PREFIX_GIVEN=0 PURGE=0
 declare -A SKEW=()
 
@@ -60,7 +60,7 @@ namespaces P-a1..P-aN, joined by a bridge in P-sw. Each agent reaches the coordi
 Commands:
   up [--agents N] [--bin PATH] [--impair SPEC] [--skew I=SETTING]...
      [--agent-args "ARGS"] [--coordinator-args "ARGS"] [--setting KEY=VALUE]... [--genicam] [--genicam-loss N]
-     [--genicam-timecode] [--genicam-ptp]
+     [--genicam-timecode] [--genicam-ptp] [--genicam-line] [--genicam-line-generator HZ]
         Build the namespaces, start the coordinator, make an admin credential
         (DATA/admin.credential), then a relay and an agent on each agent host; wait until
         all N nodes are online. N: 1 to $MAX_AGENTS (default 3). --bin: default \$CAPFLEET_BIN,
@@ -78,6 +78,9 @@ Commands:
         camera drawing its frames' own timecodes, which \`capfleet sync-audit\` reads.
         --genicam-ptp: the same, each camera a locked PTP slave that takes scheduled action
         commands (genicam-fake-camera.py --ptp; the hosts share one clock, as PTP cameras do).
+        --genicam-line: the same, the cameras' I/O lines on one trigger wire (DATA/wire: each
+        one's Line0 in, Line1 out). --genicam-line-generator HZ: the same, and an external
+        trigger generator pulsing the wire at HZ.
   down [--purge]
         Stop every process (SIGTERM, SIGKILL after 5 s) and delete the namespaces. Safe to
         run when nothing, or only part of a fleet, is up. --purge also deletes DATA.
@@ -269,6 +272,7 @@ start_genicam_camera() {
     local drawn=()
     ((GENICAM_TIMECODE == 0)) || drawn=(--timecode 0.05,0.05,0.45)
     ((GENICAM_PTP == 0)) || drawn+=(--ptp)
+    ((GENICAM_LINE == 0)) || drawn+=(--line-wire "$DATA/wire")
     start_process "$(ns "g$i")" "genicam-a$i" bash -c 'exec -a "$0" /usr/bin/python3 "$1" --interface eth0 --serial "$2" --lost-per-thousand "$3" "${@:4}"' \
         "$DATA/genicam-a$i" "$REPO_ROOT/deploy/genicam-fake-camera.py" "CF-a$i" "$GENICAM_LOSS" "${drawn[@]}"
 }
@@ -495,6 +499,12 @@ cmd_up() {
         --genicam) GENICAM=1; OPTION_WORDS=1 ;;
         --genicam-timecode) GENICAM=1 GENICAM_TIMECODE=1; OPTION_WORDS=1 ;;
         --genicam-ptp) GENICAM=1 GENICAM_PTP=1; OPTION_WORDS=1 ;;
+        --genicam-line) GENICAM=1 GENICAM_LINE=1; OPTION_WORDS=1 ;;
+        --genicam-line-generator | --genicam-line-generator=*)
+            option_value --genicam-line-generator "$@"
+            [[ $OPTION_VALUE =~ ^[0-9]+([.][0-9]+)?$ ]] || die "--genicam-line-generator $OPTION_VALUE: pulses a second, e.g. 10"
+            GENICAM=1 GENICAM_LINE=1 GENICAM_GENERATOR=$OPTION_VALUE
+            ;;
         --genicam-loss | --genicam-loss=*)
             option_value --genicam-loss "$@"
             [[ $OPTION_VALUE =~ ^[0-9]+$ ]] || die "--genicam-loss $OPTION_VALUE: packets lost per thousand, e.g. 2"
@@ -553,7 +563,7 @@ cmd_up() {
         printf '# Written by %s up at %s; read by its other commands.\n' "$SCRIPT" "$(date '+%F %T')"
         printf '%s=%q\n' PREFIX "$PREFIX" AGENTS "$AGENTS" BIN "$BIN" DATA "$DATA" \
             AGENT_ARGS "$AGENT_ARGS" COORDINATOR_ARGS "$COORDINATOR_ARGS" SETTINGS "$SETTINGS" GENICAM "$GENICAM" GENICAM_LOSS "$GENICAM_LOSS" \
-            GENICAM_TIMECODE "$GENICAM_TIMECODE" GENICAM_PTP "$GENICAM_PTP"
+            GENICAM_TIMECODE "$GENICAM_TIMECODE" GENICAM_PTP "$GENICAM_PTP" GENICAM_LINE "$GENICAM_LINE" GENICAM_GENERATOR "$GENICAM_GENERATOR"
         for i in "${!SKEW[@]}"; do printf 'SKEW_%s=%q\n' "$i" "${SKEW[$i]}"; done
     } >"$DATA/fleet.env"
 
@@ -587,6 +597,10 @@ cmd_up() {
         ((GENICAM == 0)) || start_genicam_camera "$i"
         start_agent "$i"
     done
+    if [[ $GENICAM_GENERATOR != 0 ]]; then
+        start_process "$(ns g1)" "line-generator" /usr/bin/python3 "$REPO_ROOT/deploy/genicam-fake-camera.py" \
+            --line-wire "$DATA/wire" --line-generator "$GENICAM_GENERATOR"
+    fi
     echo "waiting until all $AGENTS agents are online"
     wait_online 60 $(seq 1 "$AGENTS")
 
