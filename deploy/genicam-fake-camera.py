@@ -404,6 +404,9 @@ def placement(text: str) -> tuple[float, float, float]:
 
 
 def main() -> int:
+    # A parent may have blocked these (a test runner's threads do, and its children inherit
+    # the mask): unblocked, so that SIGTERM ends this process as it says.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--interface", help="interface name or address to answer on")
     parser.add_argument("--serial", help="the camera's serial number")

@@ -43,6 +43,8 @@ extension AgentService {
                 to: command, .failure(.unsupported, "device \(command.deviceID) is a camera: audio processing is for microphones"), on: stream)
         case let .setControl(request)?:
             return setControl(request, command: command, on: stream)
+        case let .setFrameAlignment(request)? where !request.triggerLine.isEmpty || !request.outputLine.isEmpty || stream.isWired:
+            return setWiredAlignment(request, command: command, on: stream)
         case let .setFrameAlignment(request)?:
             let steered = stream.setFrameAlignment(origin: request.enabled ? request.gridOriginFleetNs : nil)
             logger.notice(
@@ -135,6 +137,35 @@ extension AgentService {
 
     /// One control: set on the device's thread (a driver call, or a register write across the
     /// network for a GenICam camera), answered from there with the control as read back.
+    /// Alignment of a camera wired to others (clock.md, "Hardware-line triggers"), or one that
+    /// was: its lines are set on the device thread, and the reply posted from there.
+    private func setWiredAlignment(
+        _ request: Capfleet_V1_SetFrameAlignment, command: Capfleet_V1_Command, on stream: CameraStream
+    ) -> Capfleet_V1_CommandReply? {
+        let wiring = LineWiring(
+            triggerLine: request.triggerLine, sourceDeviceID: request.lineSourceDeviceID, outputLine: request.outputLine)
+        stream.onDeviceThread { [self] in
+            var answer: Capfleet_V1_CommandReply
+            do throws(CaptureError) {
+                try stream.setWiredAlignment(origin: request.enabled ? request.gridOriginFleetNs : nil, wiring: wiring)
+                logger.notice(
+                    "frame alignment",
+                    metadata: [
+                        "device.id": "\(stream.deviceID)", "alignment": "\(request.enabled ? "on" : "off")",
+                        "trigger_line": "\(wiring.triggerLine)",
+                        "line_source": "\(wiring.sourceDeviceID.isEmpty ? "external" : wiring.sourceDeviceID)",
+                        "output_line": "\(wiring.outputLine)",
+                    ])
+                answer = reply(to: command, .ok, on: stream)
+            } catch {
+                stream.alignment.triggerModeFailed(error.description)
+                answer = reply(to: command, .failure(error.isUnavailable ? .unavailable : .unsupported, error.description), on: stream)
+            }
+            control.post(reply: answer)
+        }
+        return nil
+    }
+
     private func setControl(_ request: Capfleet_V1_SetControl, command: Capfleet_V1_Command, on stream: CameraStream) -> Capfleet_V1_CommandReply? {
         stream.onDeviceThread { [self] in
             var answer: Capfleet_V1_CommandReply

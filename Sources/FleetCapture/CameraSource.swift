@@ -202,6 +202,10 @@ public protocol CameraSource: AnyObject, Sendable {
     /// nil when it only free-runs.
     var softwareTrigger: (any SoftwareTrigger)? { get }
 
+    /// A camera with I/O lines it can be triggered on or drive (GenICam's digital I/O); nil
+    /// when it has none.
+    var triggerLines: (any TriggerLines)? { get }
+
     /// Sets one of `device.controls` (by id) to `value`, and reads it back. Blocking: a
     /// driver call or a register write on the camera.
     func setControl(id: UInt32, value: Int64) throws(CaptureError) -> DeviceControl
@@ -233,6 +237,20 @@ public enum TriggerDelivery: Sendable, Equatable {
     /// A scheduled action command sent `lead` ns ahead of each slot with the slot's time in
     /// the camera's PTP clock: the camera exposes at that time whatever the command's delay.
     case scheduledAction(lead: UInt64)
+    /// The edges of input `line`, driven by the camera `sourceDeviceID` (empty: an external
+    /// generator); the agent sends nothing.
+    case hardwareLine(line: String, sourceDeviceID: String)
+}
+
+/// A camera's I/O lines (proto-docs/clock.md, "Hardware-line triggers"): FrameStart on an
+/// input line's edges, and an output line carrying its exposure signal to others' inputs.
+public protocol TriggerLines: Sendable {
+    /// Expose on `line`'s edges (FrameStart from that line), or, nil, run free again at its
+    /// frame rate. Blocking: a few register writes.
+    func setLineTrigger(_ line: String?) throws(CaptureError)
+    /// Drive `line` with the exposure signal (ExposureActive), or, nil, stop driving the line
+    /// it drove. Blocking: a few register writes.
+    func setExposureOutput(_ line: String?) throws(CaptureError)
 }
 
 extension TriggerDelivery: CustomStringConvertible {
@@ -248,6 +266,8 @@ extension TriggerDelivery: CustomStringConvertible {
                 ? "software trigger on the grid" : "software trigger on the grid (no scheduled action commands: \(actionUnavailable))"
         case let .scheduledAction(lead):
             "scheduled action commands on the grid, sent \(lead / 1_000_000) ms ahead"
+        case let .hardwareLine(line, source):
+            "the edges of \(line), driven by \(source.isEmpty ? "an external generator" : source)"
         }
     }
 }
@@ -302,6 +322,7 @@ extension CameraSource {
     public func setFrameLength(lines: Int) {}
     /// Most sources cannot be triggered.
     public var softwareTrigger: (any SoftwareTrigger)? { nil }
+    public var triggerLines: (any TriggerLines)? { nil }
     public var steeringUnavailableReason: String {
         frameLengthTiming == nil ? "free-running: the source's driver times its frames, and nothing here can move them" : ""
     }

@@ -364,7 +364,9 @@ public enum FleetTables {
     /// The `alignment` lines of `capfleet device` (proto-docs/clock.md, "Frame alignment").
     static func alignmentSummary(_ alignment: Capfleet_V1_FrameAlignment) -> String {
         guard alignment.state != .off, alignment.state != .unspecified else { return "off" }
-        let how = alignment.triggered ? "triggered" : alignment.steered ? "steered" : "free-running"
+        let how =
+            alignment.triggerDelivery == .hardwareLine
+            ? "wired" : alignment.triggered ? "triggered" : alignment.steered ? "steered" : "free-running"
         var lines = [
             "\(alignment.state.name ?? "unknown") (\(how)): latest frame \(signedDuration(alignment.phaseNs)) from its slot of the grid from fleet time \(alignment.gridOriginFleetNs)"
         ]
@@ -383,7 +385,12 @@ public enum FleetTables {
                         : String(
                             format: "drifting %+.1f µs/s against the grid (its rate's error; + = later each second)", alignment.driftNsPerS / 1e3))
         }
-        if alignment.triggered {
+        if alignment.triggered, alignment.triggerDelivery == .hardwareLine {
+            lines.append(
+                "exposes on the edges of \(alignment.triggerLine), driven by \(alignment.lineSourceDeviceID.isEmpty ? "an external generator" : alignment.lineSourceDeviceID) (wired; the agent sends no triggers)"
+            )
+            if !alignment.triggerError.isEmpty { lines.append("the camera's latest refusal: " + alignment.triggerError) }
+        } else if alignment.triggered {
             lines.append(
                 (alignment.triggerDelivery == .scheduledAction
                     ? "scheduled action commands: \(alignment.triggersFired) sent, \(alignment.triggersMissed) missed; left after their planned departure: median"
@@ -395,6 +402,7 @@ public enum FleetTables {
                 lines.append("software triggers, not scheduled action commands: " + alignment.actionUnavailableReason)
             }
         }
+        if !alignment.outputLine.isEmpty { lines.append("drives \(alignment.outputLine) with its exposure signal, for the cameras wired to it") }
         if alignment.outOfPhaseSinceFleetNs != 0 {
             lines.append("out of phase since fleet time \(alignment.outOfPhaseSinceFleetNs)")
         } else if alignment.outOfPhaseNs != 0 {

@@ -258,6 +258,8 @@ public enum JSONViews {
         var outOfPhaseSinceFleetNs: UInt64?
         var triggered: Bool
         var triggers: TriggerFigures?
+        /// The output line it drives with its exposure signal, for the cameras wired to it.
+        var outputLine: String?
 
         struct PhaseFigures: Encodable {
             var medianNs, p99Ns, maxNs: UInt64
@@ -273,9 +275,11 @@ public enum JSONViews {
             /// "software" or "scheduled_action"; why not the latter on a camera that takes them.
             var delivery: String
             var actionUnavailableReason: String?
+            /// Hardware line: the input line and the camera driving it ("external": a generator).
+            var triggerLine, lineSource: String?
             enum CodingKeys: String, CodingKey {
                 case fired, missed, latenessMedianNs = "lateness_median_ns", latenessP99Ns = "lateness_p99_ns", latenessMaxNs = "lateness_max_ns",
-                    error, delivery, actionUnavailableReason = "action_unavailable_reason"
+                    error, delivery, actionUnavailableReason = "action_unavailable_reason", triggerLine = "trigger_line", lineSource = "line_source"
             }
         }
 
@@ -303,14 +307,20 @@ public enum JSONViews {
                     fired: alignment.triggersFired, missed: alignment.triggersMissed, latenessMedianNs: alignment.triggerLatenessMedianNs,
                     latenessP99Ns: alignment.triggerLatenessP99Ns, latenessMaxNs: alignment.triggerLatenessMaxNs,
                     error: alignment.triggerError.isEmpty ? nil : alignment.triggerError,
-                    delivery: alignment.triggerDelivery == .scheduledAction ? "scheduled_action" : "software",
-                    actionUnavailableReason: alignment.actionUnavailableReason.isEmpty ? nil : alignment.actionUnavailableReason) : nil
+                    delivery: alignment.triggerDelivery == .scheduledAction
+                        ? "scheduled_action" : alignment.triggerDelivery == .hardwareLine ? "hardware_line" : "software",
+                    actionUnavailableReason: alignment.actionUnavailableReason.isEmpty ? nil : alignment.actionUnavailableReason,
+                    triggerLine: alignment.triggerDelivery == .hardwareLine ? alignment.triggerLine : nil,
+                    lineSource: alignment.triggerDelivery == .hardwareLine
+                        ? (alignment.lineSourceDeviceID.isEmpty ? "external" : alignment.lineSourceDeviceID) : nil) : nil
+            outputLine = alignment.outputLine.isEmpty ? nil : alignment.outputLine
         }
 
         enum CodingKeys: String, CodingKey {
             case state, phaseNs = "phase_ns", gridOriginFleetNs = "grid_origin_fleet_ns", steered, notAlignedReason = "not_aligned_reason",
                 phase, driftNsPerS = "drift_ns_per_s", frequencyErrorPpm = "frequency_error_ppm", outOfPhaseNs = "out_of_phase_ns",
-                outOfPhaseEndFleetNs = "out_of_phase_end_fleet_ns", outOfPhaseSinceFleetNs = "out_of_phase_since_fleet_ns", triggered, triggers
+                outOfPhaseEndFleetNs = "out_of_phase_end_fleet_ns", outOfPhaseSinceFleetNs = "out_of_phase_since_fleet_ns", triggered, triggers,
+                outputLine = "output_line"
         }
 
         public func encode(to encoder: any Encoder) throws {
@@ -328,6 +338,7 @@ public enum JSONViews {
             try container.encode(outOfPhaseSinceFleetNs, forKey: .outOfPhaseSinceFleetNs)
             try container.encode(triggered, forKey: .triggered)
             try container.encode(triggers, forKey: .triggers)
+            try container.encodeIfPresent(outputLine, forKey: .outputLine)
         }
     }
 

@@ -11,7 +11,7 @@ import Synchronization
 /// AcquisitionFrameRate range; its ExposureTime as the
 /// exposure control. Frames come off Aravis's stream on a thread this source owns, copied into
 /// a pool of its own so Aravis's buffers go straight back to the stream.
-public final class GenICamCamera: CameraSource, SoftwareTrigger {
+public final class GenICamCamera: CameraSource, SoftwareTrigger, TriggerLines {
     public let device: DeviceDescription
     public let info: GenICamDeviceInfo
     /// Each format's GenICam PixelFormat name and binning, by format index.
@@ -75,6 +75,12 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
     /// Made on the trigger thread at the first action command.
     private let actionSender = Mutex<GVCPActionSender?>(nil)
     private let actionRequests = Atomic<UInt16>(0)
+    /// Its I/O lines: the lines FrameStart can wait for, and the lines it can drive with its
+    /// exposure signal (`LineSelector` entries, where `LineSource` offers ExposureActive).
+    private let lineInputs: [String]
+    private let lineOutputs: [String]
+    /// The line it drives now, set again when the camera is opened again.
+    private let drivenLine = Mutex<String?>(nil)
 
     /// The GenICam pixel formats the fleet carries, and the FourCC each becomes.
     static let pixelFormats: [(genicam: String, fourCC: PixelFormat)] = [
@@ -139,6 +145,11 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
         }
         self.modes = modes
         triggerable = (try? aravisCall(deviceID, "asking for a software trigger") { arv_camera_is_software_trigger_supported(camera, $0) }) ?? 0 != 0
+        let sources = GenICamLines.entries(camera, deviceID, "TriggerSource")
+        lineInputs = sources.filter { $0.hasPrefix("Line") }
+        lineOutputs =
+            GenICamLines.entries(camera, deviceID, "LineSource").contains("ExposureActive")
+            ? GenICamLines.entries(camera, deviceID, "LineSelector") : []
         let actions = GenICamScheduledActions.detect(camera, info: info)
         scheduledActions = actions
         ptpClock = Mutex(
@@ -226,14 +237,19 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
 
     @discardableResult
     public func setTriggerMode(_ on: Bool) throws(CaptureError) -> TriggerDelivery {
+        try changeTriggerMode(on, line: nil)
+    }
+
+    /// Trigger mode on, from `line` or else as `deliveryNow` says, or off.
+    private func changeTriggerMode(_ on: Bool, line: String?) throws(CaptureError) -> TriggerDelivery {
         let deviceID = device.deviceID
         let rate = activeFrameRate
-        var chosen = TriggerDelivery.software(actionUnavailable: "")
+        var chosen = line.map { TriggerDelivery.hardwareLine(line: $0, sourceDeviceID: "") } ?? .software(actionUnavailable: "")
         do {
             try session.withLock { _ throws(GenICamError) in
                 let camera = handle.camera
                 if on {
-                    if let scheduledActions {
+                    if let scheduledActions, line == nil {
                         let status = scheduledActions.status(camera, deviceID: deviceID)
                         ptpClock.withLock { $0.status = status }
                         chosen = deliveryNow
@@ -263,6 +279,8 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
     private func enterTriggerMode(_ camera: UnsafeMutablePointer<ArvCamera>, _ delivery: TriggerDelivery) throws(GenICamError) {
         if case .scheduledAction = delivery, let scheduledActions {
             try scheduledActions.enterActionMode(camera, deviceID: device.deviceID)
+        } else if case let .hardwareLine(line, _) = delivery {
+            try aravisCall(device.deviceID, "giving FrameStart to \(line)") { arv_camera_set_trigger(camera, line, $0) }
         } else {
             try aravisCall(device.deviceID, "entering software trigger mode") { arv_camera_set_trigger(camera, "Software", $0) }
         }
@@ -324,6 +342,48 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
         } catch {
             throw .triggerFailed(device: deviceID, reason: error.message)
         }
+    }
+
+    // MARK: I/O lines
+
+    public var triggerLines: (any TriggerLines)? { lineInputs.isEmpty && lineOutputs.isEmpty ? nil : self }
+
+    public func setLineTrigger(_ line: String?) throws(CaptureError) {
+        guard let line else {
+            try changeTriggerMode(false, line: nil)
+            return
+        }
+        guard lineInputs.contains(line) else {
+            throw .triggerFailed(
+                device: device.deviceID,
+                reason:
+                    "its FrameStart cannot wait for \(line): the lines it can are \(lineInputs.isEmpty ? "none" : lineInputs.joined(separator: ", "))"
+            )
+        }
+        try changeTriggerMode(true, line: line)
+    }
+
+    public func setExposureOutput(_ line: String?) throws(CaptureError) {
+        let deviceID = device.deviceID
+        if let line, !lineOutputs.contains(line) {
+            throw .triggerFailed(
+                device: deviceID,
+                reason:
+                    "it cannot drive \(line) with its exposure signal: its lines are \(lineOutputs.isEmpty ? "none that carry ExposureActive" : lineOutputs.joined(separator: ", "))"
+            )
+        }
+        do {
+            try session.withLock { _ throws(GenICamError) in
+                if let line {
+                    try GenICamLines.drive(handle.camera, deviceID, line: line, source: "ExposureActive")
+                } else if let driven = drivenLine.withLock({ $0 }) {
+                    try GenICamLines.drive(handle.camera, deviceID, line: driven, source: "Off")
+                }
+            }
+        } catch {
+            throw .triggerFailed(device: deviceID, reason: error.message)
+        }
+        drivenLine.withLock { $0 = line }
     }
 
     public var zoomMethod: ZoomMethod? { nil }
@@ -448,6 +508,7 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger {
             }
         }
         if triggerMode.load(ordering: .acquiring) { try enterTriggerMode(camera, delivery.withLock { $0 }) }
+        if let driven = drivenLine.withLock({ $0 }) { try GenICamLines.drive(camera, deviceID, line: driven, source: "ExposureActive") }
         try aravisCall(deviceID, "choosing continuous acquisition") {
             arv_camera_set_acquisition_mode(camera, ARV_ACQUISITION_MODE_CONTINUOUS, $0)
         }

@@ -27,15 +27,7 @@ struct GenICamScheduledActions: Sendable {
         guard has("ActionDeviceKey"), has("ActionGroupKey"), has("ActionGroupMask"), has("TriggerSource"),
             let status = ["PtpStatus", "GevIEEE1588Status"].first(where: has)
         else { return nil }
-        var count: UInt32 = 0
-        guard
-            let sources = try? aravisCall(
-                deviceID, "listing its trigger sources", { arv_camera_dup_available_enumerations_as_strings(camera, "TriggerSource", &count, $0) })
-        else { return nil }
-        var names: [String] = []
-        for index in 0..<Int(count) { if let name = sources[index] { names.append(String(cString: name)) } }
-        capfleet_arv_free(UnsafeMutableRawPointer(mutating: sources))
-        guard names.contains("Action1") else { return nil }
+        guard GenICamLines.entries(camera, deviceID, "TriggerSource").contains("Action1") else { return nil }
         return GenICamScheduledActions(
             statusFeature: status, hasSelector: has("ActionSelector"), deviceKey: UInt32.random(in: 1...UInt32.max),
             groupKey: UInt32.random(in: 1...UInt32.max))

@@ -8,12 +8,23 @@ public struct FrameAlignmentRecord: Codable, Sendable, Hashable, FetchableRecord
     public var enabled: Bool
     public var changedAt: UnixMilliseconds
     public var changedBy: String
+    /// Wired to other cameras (clock.md, "Hardware-line triggers"): the input line it exposes
+    /// on, the camera driving it ('' for an external generator), and the output line it drives.
+    public var triggerLine: String
+    public var lineSourceDeviceId: String
+    public var outputLine: String
 
-    public init(deviceId: String, enabled: Bool, changedAt: UnixMilliseconds, changedBy: String) {
+    public init(
+        deviceId: String, enabled: Bool, changedAt: UnixMilliseconds, changedBy: String, triggerLine: String = "", lineSourceDeviceId: String = "",
+        outputLine: String = ""
+    ) {
         self.deviceId = deviceId
         self.enabled = enabled
         self.changedAt = changedAt
         self.changedBy = changedBy
+        self.triggerLine = triggerLine
+        self.lineSourceDeviceId = lineSourceDeviceId
+        self.outputLine = outputLine
     }
 }
 

@@ -652,6 +652,17 @@ enum FleetSchema {
                 db, migration: "v27", from: "CHECK (kind IN ('synthetic', 'v4l2', 'external', 'sensor', 'syntheticMicrophone', 'alsa'))",
                 to: "CHECK (kind IN ('synthetic', 'v4l2', 'external', 'sensor', 'syntheticMicrophone', 'alsa', 'genicam'))")
         }
+        migrator.registerMigration("v28: hardware-line triggers") { db in
+            try db.execute(
+                sql: """
+                    -- A camera wired to others (clock.md, "Hardware-line triggers"): the input line it
+                    -- exposes on and what drives it (a device id, or '' for an external generator),
+                    -- and the output line it drives with its exposure signal. '' where not wired.
+                    ALTER TABLE frameAlignment ADD COLUMN triggerLine TEXT NOT NULL DEFAULT '';
+                    ALTER TABLE frameAlignment ADD COLUMN lineSourceDeviceId TEXT NOT NULL DEFAULT '';
+                    ALTER TABLE frameAlignment ADD COLUMN outputLine TEXT NOT NULL DEFAULT '';
+                    """)
+        }
         return migrator
     }
 }

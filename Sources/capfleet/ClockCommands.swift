@@ -84,14 +84,26 @@ struct SyncAuditCommand: ParsableCommand {
     }
 }
 
-/// `capfleet align`: software frame alignment on or off.
+/// `capfleet align`: frame alignment on or off, and cameras wired to a trigger line.
 struct AlignCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "align",
-        abstract: "Steer devices' captures onto the shared fleet-time grid (devices that time their own frames), or stop.")
+        abstract: "Steer devices' captures onto the shared fleet-time grid (devices that time their own frames), or stop.",
+        discussion: """
+            Sensors that can be steered are; triggerable cameras are triggered at every slot \
+            (scheduled action commands on PTP-locked GigE Vision cameras). Cameras wired to a \
+            trigger line: --trigger-line Line0 --line-source CAMERA makes every other named \
+            camera expose on the edges of its Line0, which CAMERA (named too, and aligned as \
+            usual) drives with its exposure signal on --output-line (Line1 unless given); \
+            --line-source external names a generator the fleet does not run. The wiring is \
+            recorded and shown by `capfleet device`.
+            """)
     @OptionGroup var coordinator: CoordinatorOptions
     @Argument(help: "The devices.", completion: FleetCompletion.deviceIDs) var devices: [String]
     @Flag(help: "Stop aligning.") var off = false
+    @Option(help: "The input line the cameras expose on (e.g. Line0).") var triggerLine: String?
+    @Option(help: "What drives it: a camera's device id, or external.") var lineSource: String?
+    @Option(help: "The output line the source camera drives (default Line1).") var outputLine: String?
 
     func run() throws {
         let reply = try coordinator.call(
@@ -99,12 +111,19 @@ struct AlignCommand: ParsableCommand {
                 .with {
                     $0.deviceIds = devices
                     $0.enabled = !off
+                    $0.triggerLine = triggerLine ?? ""
+                    $0.lineSource = lineSource ?? ""
+                    $0.outputLine = outputLine ?? ""
                 })
         ).reply
+        let wired =
+            triggerLine.map { line in
+                "; exposing on \(line)'s edges, driven by \(lineSource == "external" ? "an external generator" : lineSource ?? "?")"
+            } ?? ""
         print(
             off
                 ? "frame alignment off for \(devices.joined(separator: ", "))"
-                : "aligning \(devices.joined(separator: ", ")) to the fleet-time grid"
+                : "aligning \(devices.joined(separator: ", ")) to the fleet-time grid" + wired
                     + (reply.status.reason.isEmpty ? "" : "; \(reply.status.reason)"))
     }
 }

@@ -363,6 +363,115 @@ extension SecondLaneIntegrationTests {
             }
         }
 
+        /// Hardware-line triggers (clock.md, "Hardware-line triggers"): three hosts' cameras on
+        /// one trigger wire. `align --trigger-line Line0 --line-source` camera 1: camera 1 is
+        /// aligned as usual (scheduled action commands: the rig's cameras are PTP-locked) and
+        /// drives Line1 with its exposure signal; cameras 2 and 3 expose on their Line0's edges,
+        /// one frame per edge, with nothing sent by their agents, and what they saw is camera
+        /// 1's instants. Then an external generator drives the line, recorded as such, and
+        /// `align --off` lets every camera run free again.
+        @Test func wiredCameras_exposeOnTheSourceCamerasEdges_andAnExternalGenerators() async throws {
+            guard getuid() == 0 else {
+                print("netns GenICam lines: not run, network namespaces need root (CI runs as root)")
+                return
+            }
+            let fleet = NetnsTestFleet(prefix: "cfw\(getpid() % 10_000)")
+            defer { fleet.down() }
+            try fleet.run([
+                "up", "--agents", "3", "--bin", FleetHarness.binary, "--genicam-line", "--genicam-ptp", "--genicam-timecode", "--agent-args",
+                "--synthetic 0 --fps 10 --no-pressure",
+            ])
+            var ids: [String] = []
+            _ = try await NetnsTestFleet.waitUntil("three cameras register and three clocks lock", seconds: 40) {
+                ids = try fleet.json(["devices"]).filter { $0["kind"] as? String == "genicam" }.compactMap { $0["device_id"] as? String }.sorted()
+                let clocks = try fleet.json(["clock"])
+                return ids.count == 3 && clocks.count == 3 && clocks.allSatisfy { $0["sync"] as? String == "locked" }
+            }
+            for device in ids {
+                try fleet.run(["cli", "consent", "grant", device, "--reason", "trigger line test"])
+                try fleet.run(["cli", "lock", device])
+            }
+            func cameras() throws -> [String: [String: Any]] {
+                var byID: [String: [String: Any]] = [:]
+                for status in try fleet.json(["watch", "--count", "1"]) {
+                    if let id = status["device_id"] as? String, ids.contains(id) { byID[id] = status }
+                }
+                return byID
+            }
+            func alignment(_ status: [String: Any]?) -> [String: Any] { status?["alignment"] as? [String: Any] ?? [:] }
+            func triggers(_ status: [String: Any]?) -> [String: Any] { alignment(status)["triggers"] as? [String: Any] ?? [:] }
+            // Refused before anything is sent: a source camera not among those named.
+            #expect(throws: (any Error).self) { try fleet.run(["cli", "align", ids[1], ids[2], "--trigger-line", "Line0", "--line-source", ids[0]]) }
+
+            let source = ids[0]
+            print("netns GenICam lines: " + (try fleet.run(["cli", "align"] + ids + ["--trigger-line", "Line0", "--line-source", source])))
+            var statuses: [String: [String: Any]] = [:]
+            _ = try await NetnsTestFleet.waitUntil("the source is triggered and the wired cameras expose on its edges", seconds: 30) {
+                statuses = try cameras()
+                return statuses.count == 3 && (triggers(statuses[source])["fired"] as? Int ?? 0) >= 20
+                    && ids.dropFirst().allSatisfy { triggers(statuses[$0])["delivery"] as? String == "hardware_line" }
+            }
+            try await Task.sleep(for: .seconds(3))
+            let later = try cameras()
+            let sourceFrames = (later[source]?["frames_captured"] as? Int ?? 0) - (statuses[source]?["frames_captured"] as? Int ?? 0)
+            #expect(alignment(later[source])["output_line"] as? String == "Line1", "\(alignment(later[source]))")
+            for id in ids.dropFirst() {
+                let frames = (later[id]?["frames_captured"] as? Int ?? 0) - (statuses[id]?["frames_captured"] as? Int ?? 0)
+                let wired = alignment(later[id])
+                print(
+                    "netns GenICam lines: \(id): \(frames) frames for the source's \(sourceFrames); \(wired["state"] ?? "?"), \(triggers(later[id]))")
+                #expect(sourceFrames >= 20 && abs(frames - sourceFrames) <= 2, "one exposure per edge: \(frames) against \(sourceFrames)")
+                #expect(triggers(later[id])["trigger_line"] as? String == "Line0" && triggers(later[id])["line_source"] as? String == source)
+                #expect(triggers(later[id])["fired"] as? Int == 0, "the agent sends nothing: \(triggers(later[id]))")
+                #expect(wired["state"] as? String == "aligned", "\(wired)")
+            }
+            // What the wired cameras saw is the source's instants.
+            let text = try fleet.run(["cli", "sync-audit"] + ids + ["--seconds", "3", "--json"])
+            let audit = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], "\(text)")
+            let spread = (audit["exposure_spread"] as? [String: Any])?["median_ns"] as? Int ?? -1
+            print("netns GenICam lines: exposure spread by what the cameras saw \(audit["exposure_spread"] ?? "?")")
+            #expect((audit["cameras"] as? [[String: Any]] ?? []).count == 3 && spread >= 0 && spread < 500_000, "\(text)")
+            // An external generator on the wire instead: recorded as such, not on the fleet's grid.
+            try fleet.run(["cli", "align", "--off"] + ids)
+            let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            let generator = Process()
+            generator.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+            generator.arguments = [
+                repository.appendingPathComponent("deploy/genicam-fake-camera.py").path, "--line-wire", fleet.data + "/wire", "--line-generator",
+                "10",
+            ]
+            try generator.run()
+            defer {
+                generator.terminate()
+                generator.waitUntilExit()
+            }
+            let wired = Array(ids.dropFirst())
+            try fleet.run(["cli", "align"] + wired + ["--trigger-line", "Line0", "--line-source", "external"])
+            _ = try await NetnsTestFleet.waitUntil("the generator's pulses expose the wired cameras", seconds: 20) {
+                statuses = try cameras()
+                return wired.allSatisfy { triggers(statuses[$0])["line_source"] as? String == "external" }
+            }
+            try await Task.sleep(for: .seconds(2))
+            let pulsed = try cameras()
+            for id in wired {
+                let frames = (pulsed[id]?["frames_captured"] as? Int ?? 0) - (statuses[id]?["frames_captured"] as? Int ?? 0)
+                print("netns GenICam lines: \(id) on the generator: \(frames) frames in 2 s, \(alignment(pulsed[id])["state"] ?? "?")")
+                #expect(frames >= 15 && frames <= 25, "10 pulses a second: \(frames) in 2 s")
+                #expect(alignment(pulsed[id])["state"] as? String == "unaligned", "\(alignment(pulsed[id]))")
+            }
+
+            try fleet.run(["cli", "align", "--off"] + wired)
+            generator.terminate()
+            generator.waitUntilExit()
+            let off = try cameras()
+            try await Task.sleep(for: .seconds(2))
+            let afterOff = try cameras()
+            for id in ids {
+                let frames = (afterOff[id]?["frames_captured"] as? Int ?? 0) - (off[id]?["frames_captured"] as? Int ?? 0)
+                #expect(frames >= 10, "\(id) runs free at 10 fps again: \(frames) frames in 2 s")
+            }
+        }
+
         /// A GigE Vision link that loses packets (the fake camera drops 3 in a thousand and
         /// resends none): frames it could not complete are counted by the stream, never
         /// delivered, and show as discontinuity drops; the rest flow.

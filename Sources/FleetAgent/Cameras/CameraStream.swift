@@ -281,6 +281,40 @@ final class CameraStream: Sendable {
         return steerable
     }
 
+    /// How the camera is wired to others (proto-docs/clock.md, "Hardware-line triggers").
+    private let wiring = Mutex(LineWiring())
+    /// It was wired by an earlier alignment: turning that off or changing it touches its lines.
+    var isWired: Bool { !wiring.withLock { $0 }.isEmpty }
+
+    /// Alignment with the camera's lines as `wanted` says (origin nil: off, lines let go).
+    /// Blocking register writes: on the device thread.
+    func setWiredAlignment(origin: UInt64?, wiring wanted: LineWiring) throws(CaptureError) {
+        let wanted = origin == nil ? LineWiring() : wanted
+        let had = wiring.withLock { $0 }
+        guard let lines = source.triggerLines else {
+            throw .triggerFailed(
+                device: deviceID, reason: "it has no I/O lines to be triggered on or to drive (GenICam LineSelector, TriggerSource Line…)")
+        }
+        if had.outputLine != wanted.outputLine {
+            if !had.outputLine.isEmpty { try lines.setExposureOutput(nil) }
+            if !wanted.outputLine.isEmpty { try lines.setExposureOutput(wanted.outputLine) }
+        }
+        wiring.withLock { $0.outputLine = wanted.outputLine }
+        if let origin, !wanted.triggerLine.isEmpty {
+            // The line triggers it: no triggers of the agent's, and the camera left free-running
+            // by the trigger thread before its FrameStart is given to the line.
+            if let loop = trigger.withLock({ $0.take() }) { loop.stop() }
+            try lines.setLineTrigger(wanted.triggerLine)
+            alignment.set(FrameAligner(origin: origin), steerable: false, triggered: true)
+            alignment.triggerModeSet(.hardwareLine(line: wanted.triggerLine, sourceDeviceID: wanted.sourceDeviceID))
+        } else {
+            if !had.triggerLine.isEmpty { try lines.setLineTrigger(nil) }
+            _ = setFrameAlignment(origin: origin)
+        }
+        alignment.outputLineSet(wanted.outputLine)
+        wiring.withLock { $0 = wanted }
+    }
+
     private func triggerLoop(_ softwareTrigger: any SoftwareTrigger) -> GridTriggerLoop {
         trigger.withLock { loop in
             if let loop { return loop }

@@ -41,6 +41,8 @@ final class FrameAlignmentState: Sendable {
         var triggerError = ""
         /// How the triggers reach the camera, as trigger mode was last set.
         var delivery = TriggerDelivery.software(actionUnavailable: "")
+        /// The output line it drives with its exposure signal, if any.
+        var outputLine = ""
     }
 
     /// A free-running source's stream started again on a slot of the grid, or why it was not.
@@ -58,6 +60,8 @@ final class FrameAlignmentState: Sendable {
         state.withLock {
             var fresh = State(aligner: aligner, steerable: steerable, unsteerableReason: unsteerableReason, triggered: triggered)
             (fresh.freeRun, fresh.freeRunStream) = ($0.freeRun, $0.freeRunStream)
+            // A new grid for a camera already triggered: its triggers reach it as before.
+            if triggered, $0.triggered { fresh.delivery = $0.delivery }
             $0 = fresh
         }
     }
@@ -99,6 +103,9 @@ final class FrameAlignmentState: Sendable {
 
     /// Trigger mode was set with triggers reaching the camera this way.
     func triggerModeSet(_ delivery: TriggerDelivery) { state.withLock { $0.delivery = delivery } }
+
+    /// It drives `line` with its exposure signal now (empty: none).
+    func outputLineSet(_ line: String) { state.withLock { $0.outputLine = line } }
 
     /// Trigger mode could not be set: the camera free-runs, and the report says why.
     func triggerModeFailed(_ error: String) { state.withLock { $0.triggerError = error } }
@@ -178,8 +185,13 @@ final class FrameAlignmentState: Sendable {
                     $0.actionUnavailableReason = actionUnavailable
                 case .scheduledAction:
                     $0.triggerDelivery = .scheduledAction
+                case let .hardwareLine(line, source):
+                    $0.triggerDelivery = .hardwareLine
+                    $0.triggerLine = line
+                    $0.lineSourceDeviceID = source
                 }
             }
+            $0.outputLine = current.outputLine
             if let loop = current.loop {
                 $0.frequencyErrorPpm = loop.frequencyErrorPPM
                 if let spell = loop.lastOutOfPhase {
@@ -230,6 +242,23 @@ final class FrameAlignmentState: Sendable {
     private static func judgeTriggered(_ current: State) -> (Capfleet_V1_FrameAlignment.State, String) {
         if !current.triggerError.isEmpty, current.latestLateness == nil {
             return (.unaligned, "the camera would not be triggered: \(current.triggerError)")
+        }
+        if case let .hardwareLine(line, source) = current.delivery {
+            // Its exposures are the line's: aligned while they fall on the grid's slots.
+            guard !source.isEmpty else {
+                return (
+                    .unaligned,
+                    "it exposes on the edges of \(line), driven by an external generator on a timebase of its own: its phase is reported, not steered"
+                )
+            }
+            guard current.window.statistics(asOf: current.latest).frames > 0 else { return (.aligning, "no frame from \(line)'s edges yet") }
+            guard abs(current.phase) <= alignedWithin else {
+                return (
+                    .aligning,
+                    "it exposes on the edges of \(line), driven by \(source): the latest frame was \(duration(current.phase)) from its slot"
+                )
+            }
+            return (.aligned, "")
         }
         guard current.clockLocked || current.latestLateness == nil else {
             return (.aligning, "waiting for the node's clock to lock: triggers wait for it, since an unlocked clock puts them anywhere")

@@ -401,6 +401,9 @@ extension ControlHandler {
                     .with {
                         $0.enabled = setting.enabled
                         $0.gridOriginFleetNs = fleetTime.alignmentGridOrigin
+                        $0.triggerLine = setting.triggerLine
+                        $0.lineSourceDeviceID = setting.lineSourceDeviceId
+                        $0.outputLine = setting.outputLine
                     }), deviceID: deviceID, nodeID: nodeID)
             if answer.status.code != .ok {
                 logger.warning("cannot restore frame alignment", metadata: ["device.id": "\(deviceID)", "reason": "\(answer.status.reason)"])

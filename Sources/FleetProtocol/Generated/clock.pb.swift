@@ -194,6 +194,15 @@ public nonisolated struct Capfleet_V1_SetFrameAlignment: Sendable {
 
   public var gridOriginFleetNs: UInt64 = 0
 
+  /// Since 1.15 (clock.md, "Hardware-line triggers"): a camera wired to others.
+  public var triggerLine: String = String()
+
+  /// with trigger_line, recorded: the camera whose exposure signal drives the line; empty: an external generator
+  public var lineSourceDeviceID: String = String()
+
+  /// drive this output line (e.g. "Line1") with the camera's exposure signal, for other cameras' trigger_line; empty: none
+  public var outputLine: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -342,6 +351,24 @@ public nonisolated struct Capfleet_V1_FrameAlignment: @unchecked Sendable {
     set {_uniqueStorage()._actionUnavailableReason = newValue}
   }
 
+  /// Since 1.15 (clock.md, "Hardware-line triggers"): the wiring, as set.
+  public var triggerLine: String {
+    get {_storage._triggerLine}
+    set {_uniqueStorage()._triggerLine = newValue}
+  }
+
+  /// HARDWARE_LINE: the camera driving that line; empty: an external generator
+  public var lineSourceDeviceID: String {
+    get {_storage._lineSourceDeviceID}
+    set {_uniqueStorage()._lineSourceDeviceID = newValue}
+  }
+
+  /// the output line it drives with its exposure signal; empty: none
+  public var outputLine: String {
+    get {_storage._outputLine}
+    set {_uniqueStorage()._outputLine = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum State: SwiftProtobuf.Enum, Swift.CaseIterable {
@@ -410,6 +437,9 @@ public nonisolated struct Capfleet_V1_FrameAlignment: @unchecked Sendable {
 
     /// a GigE Vision action command sent ahead, with the slot's time in the camera's PTP clock
     case scheduledAction // = 2
+
+    /// since 1.15: the edges of an input line, driven by another camera or an external generator
+    case hardwareLine // = 3
     case UNRECOGNIZED(Int)
 
     public init() {
@@ -421,6 +451,7 @@ public nonisolated struct Capfleet_V1_FrameAlignment: @unchecked Sendable {
       case 0: self = .unspecified
       case 1: self = .software
       case 2: self = .scheduledAction
+      case 3: self = .hardwareLine
       default: self = .UNRECOGNIZED(rawValue)
       }
     }
@@ -430,6 +461,7 @@ public nonisolated struct Capfleet_V1_FrameAlignment: @unchecked Sendable {
       case .unspecified: return 0
       case .software: return 1
       case .scheduledAction: return 2
+      case .hardwareLine: return 3
       case .UNRECOGNIZED(let i): return i
       }
     }
@@ -439,6 +471,7 @@ public nonisolated struct Capfleet_V1_FrameAlignment: @unchecked Sendable {
       .unspecified,
       .software,
       .scheduledAction,
+      .hardwareLine,
     ]
 
   }
@@ -827,7 +860,7 @@ nonisolated extension Capfleet_V1_FrameTiming: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Capfleet_V1_SetFrameAlignment: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".SetFrameAlignment"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}enabled\0\u{3}grid_origin_fleet_ns\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}enabled\0\u{3}grid_origin_fleet_ns\0\u{3}trigger_line\0\u{3}line_source_device_id\0\u{3}output_line\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -837,6 +870,9 @@ nonisolated extension Capfleet_V1_SetFrameAlignment: SwiftProtobuf.Message, Swif
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularBoolField(value: &self.enabled) }()
       case 2: try { try decoder.decodeSingularUInt64Field(value: &self.gridOriginFleetNs) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.triggerLine) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.lineSourceDeviceID) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.outputLine) }()
       default: break
       }
     }
@@ -849,12 +885,24 @@ nonisolated extension Capfleet_V1_SetFrameAlignment: SwiftProtobuf.Message, Swif
     if self.gridOriginFleetNs != 0 {
       try visitor.visitSingularUInt64Field(value: self.gridOriginFleetNs, fieldNumber: 2)
     }
+    if !self.triggerLine.isEmpty {
+      try visitor.visitSingularStringField(value: self.triggerLine, fieldNumber: 3)
+    }
+    if !self.lineSourceDeviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.lineSourceDeviceID, fieldNumber: 4)
+    }
+    if !self.outputLine.isEmpty {
+      try visitor.visitSingularStringField(value: self.outputLine, fieldNumber: 5)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Capfleet_V1_SetFrameAlignment, rhs: Capfleet_V1_SetFrameAlignment) -> Bool {
     if lhs.enabled != rhs.enabled {return false}
     if lhs.gridOriginFleetNs != rhs.gridOriginFleetNs {return false}
+    if lhs.triggerLine != rhs.triggerLine {return false}
+    if lhs.lineSourceDeviceID != rhs.lineSourceDeviceID {return false}
+    if lhs.outputLine != rhs.outputLine {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -862,7 +910,7 @@ nonisolated extension Capfleet_V1_SetFrameAlignment: SwiftProtobuf.Message, Swif
 
 nonisolated extension Capfleet_V1_FrameAlignment: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".FrameAlignment"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}state\0\u{3}phase_ns\0\u{3}grid_origin_fleet_ns\0\u{1}steered\0\u{3}not_aligned_reason\0\u{3}phase_median_ns\0\u{3}phase_p99_ns\0\u{3}phase_max_ns\0\u{3}phase_frames\0\u{3}drift_ns_per_s\0\u{3}frequency_error_ppm\0\u{3}out_of_phase_ns\0\u{3}out_of_phase_end_fleet_ns\0\u{3}out_of_phase_since_fleet_ns\0\u{1}triggered\0\u{3}trigger_lateness_median_ns\0\u{3}trigger_lateness_p99_ns\0\u{3}trigger_lateness_max_ns\0\u{3}triggers_fired\0\u{3}triggers_missed\0\u{3}trigger_error\0\u{3}trigger_delivery\0\u{3}action_unavailable_reason\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}state\0\u{3}phase_ns\0\u{3}grid_origin_fleet_ns\0\u{1}steered\0\u{3}not_aligned_reason\0\u{3}phase_median_ns\0\u{3}phase_p99_ns\0\u{3}phase_max_ns\0\u{3}phase_frames\0\u{3}drift_ns_per_s\0\u{3}frequency_error_ppm\0\u{3}out_of_phase_ns\0\u{3}out_of_phase_end_fleet_ns\0\u{3}out_of_phase_since_fleet_ns\0\u{1}triggered\0\u{3}trigger_lateness_median_ns\0\u{3}trigger_lateness_p99_ns\0\u{3}trigger_lateness_max_ns\0\u{3}triggers_fired\0\u{3}triggers_missed\0\u{3}trigger_error\0\u{3}trigger_delivery\0\u{3}action_unavailable_reason\0\u{3}trigger_line\0\u{3}line_source_device_id\0\u{3}output_line\0")
 
   fileprivate class _StorageClass {
     var _state: Capfleet_V1_FrameAlignment.State = .unspecified
@@ -888,6 +936,9 @@ nonisolated extension Capfleet_V1_FrameAlignment: SwiftProtobuf.Message, SwiftPr
     var _triggerError: String = String()
     var _triggerDelivery: Capfleet_V1_FrameAlignment.TriggerDelivery = .unspecified
     var _actionUnavailableReason: String = String()
+    var _triggerLine: String = String()
+    var _lineSourceDeviceID: String = String()
+    var _outputLine: String = String()
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -921,6 +972,9 @@ nonisolated extension Capfleet_V1_FrameAlignment: SwiftProtobuf.Message, SwiftPr
       _triggerError = source._triggerError
       _triggerDelivery = source._triggerDelivery
       _actionUnavailableReason = source._actionUnavailableReason
+      _triggerLine = source._triggerLine
+      _lineSourceDeviceID = source._lineSourceDeviceID
+      _outputLine = source._outputLine
     }
   }
 
@@ -962,6 +1016,9 @@ nonisolated extension Capfleet_V1_FrameAlignment: SwiftProtobuf.Message, SwiftPr
         case 21: try { try decoder.decodeSingularStringField(value: &_storage._triggerError) }()
         case 22: try { try decoder.decodeSingularEnumField(value: &_storage._triggerDelivery) }()
         case 23: try { try decoder.decodeSingularStringField(value: &_storage._actionUnavailableReason) }()
+        case 24: try { try decoder.decodeSingularStringField(value: &_storage._triggerLine) }()
+        case 25: try { try decoder.decodeSingularStringField(value: &_storage._lineSourceDeviceID) }()
+        case 26: try { try decoder.decodeSingularStringField(value: &_storage._outputLine) }()
         default: break
         }
       }
@@ -1039,6 +1096,15 @@ nonisolated extension Capfleet_V1_FrameAlignment: SwiftProtobuf.Message, SwiftPr
       if !_storage._actionUnavailableReason.isEmpty {
         try visitor.visitSingularStringField(value: _storage._actionUnavailableReason, fieldNumber: 23)
       }
+      if !_storage._triggerLine.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._triggerLine, fieldNumber: 24)
+      }
+      if !_storage._lineSourceDeviceID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._lineSourceDeviceID, fieldNumber: 25)
+      }
+      if !_storage._outputLine.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._outputLine, fieldNumber: 26)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -1071,6 +1137,9 @@ nonisolated extension Capfleet_V1_FrameAlignment: SwiftProtobuf.Message, SwiftPr
         if _storage._triggerError != rhs_storage._triggerError {return false}
         if _storage._triggerDelivery != rhs_storage._triggerDelivery {return false}
         if _storage._actionUnavailableReason != rhs_storage._actionUnavailableReason {return false}
+        if _storage._triggerLine != rhs_storage._triggerLine {return false}
+        if _storage._lineSourceDeviceID != rhs_storage._lineSourceDeviceID {return false}
+        if _storage._outputLine != rhs_storage._outputLine {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -1085,7 +1154,7 @@ nonisolated extension Capfleet_V1_FrameAlignment.State: SwiftProtobuf._ProtoName
 }
 
 nonisolated extension Capfleet_V1_FrameAlignment.TriggerDelivery: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0TRIGGER_DELIVERY_UNSPECIFIED\0\u{1}TRIGGER_DELIVERY_SOFTWARE\0\u{1}TRIGGER_DELIVERY_SCHEDULED_ACTION\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0TRIGGER_DELIVERY_UNSPECIFIED\0\u{1}TRIGGER_DELIVERY_SOFTWARE\0\u{1}TRIGGER_DELIVERY_SCHEDULED_ACTION\0\u{1}TRIGGER_DELIVERY_HARDWARE_LINE\0")
 }
 
 nonisolated extension Capfleet_V1_ClockState: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {

@@ -2888,6 +2888,16 @@ public nonisolated struct Capfleet_V1_ChangeFrameAlignment: Sendable {
 
   public var enabled: Bool = false
 
+  /// Since 1.15 (clock.md, "Hardware-line triggers"): cameras wired to a trigger line. Each
+  /// named camera exposes on the edges of its input `trigger_line`, which `line_source` drives:
+  /// a device id (that camera, named here too, drives its exposure signal out on `output_line`,
+  /// "Line1" when empty, and is itself aligned as usual), or "external" for a generator.
+  public var triggerLine: String = String()
+
+  public var lineSource: String = String()
+
+  public var outputLine: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -8388,7 +8398,7 @@ nonisolated extension Capfleet_V1_FrameSets.Set: SwiftProtobuf.Message, SwiftPro
 
 nonisolated extension Capfleet_V1_ChangeFrameAlignment: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ChangeFrameAlignment"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_ids\0\u{1}enabled\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_ids\0\u{1}enabled\0\u{3}trigger_line\0\u{3}line_source\0\u{3}output_line\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -8398,6 +8408,9 @@ nonisolated extension Capfleet_V1_ChangeFrameAlignment: SwiftProtobuf.Message, S
       switch fieldNumber {
       case 1: try { try decoder.decodeRepeatedStringField(value: &self.deviceIds) }()
       case 2: try { try decoder.decodeSingularBoolField(value: &self.enabled) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.triggerLine) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.lineSource) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.outputLine) }()
       default: break
       }
     }
@@ -8410,12 +8423,24 @@ nonisolated extension Capfleet_V1_ChangeFrameAlignment: SwiftProtobuf.Message, S
     if self.enabled != false {
       try visitor.visitSingularBoolField(value: self.enabled, fieldNumber: 2)
     }
+    if !self.triggerLine.isEmpty {
+      try visitor.visitSingularStringField(value: self.triggerLine, fieldNumber: 3)
+    }
+    if !self.lineSource.isEmpty {
+      try visitor.visitSingularStringField(value: self.lineSource, fieldNumber: 4)
+    }
+    if !self.outputLine.isEmpty {
+      try visitor.visitSingularStringField(value: self.outputLine, fieldNumber: 5)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Capfleet_V1_ChangeFrameAlignment, rhs: Capfleet_V1_ChangeFrameAlignment) -> Bool {
     if lhs.deviceIds != rhs.deviceIds {return false}
     if lhs.enabled != rhs.enabled {return false}
+    if lhs.triggerLine != rhs.triggerLine {return false}
+    if lhs.lineSource != rhs.lineSource {return false}
+    if lhs.outputLine != rhs.outputLine {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

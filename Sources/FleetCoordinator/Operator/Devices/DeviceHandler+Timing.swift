@@ -79,11 +79,21 @@ extension DeviceHandler {
             reply.status = .failure(.badRequest, "name between 1 and 64 devices")
             return
         }
+        let wiring: (String) -> LineWiring
+        switch LineWiring.plan(query) {
+        case let .failure(problem):
+            reply.status = .failure(.badRequest, problem.message)
+            return
+        case let .success(plan):
+            wiring = plan
+        }
         var refusals: [String] = []
         for deviceID in query.deviceIds {
             guard let device = try await store.existingDevice(deviceID, into: &reply) else { return }
             let allowed = try await underLease(device, who, "device.frame_alignment", into: &reply) { _ throws(StoreError) in
-                if let refusal = try await alignFrames(of: device, enabled: query.enabled, by: who) { refusals.append(refusal) }
+                if let refusal = try await alignFrames(of: device, enabled: query.enabled, wiring: wiring(deviceID), by: who) {
+                    refusals.append(refusal)
+                }
             }
             guard allowed else { return }
         }
@@ -97,16 +107,20 @@ extension DeviceHandler {
     }
 
     /// One device's alignment, under its lease; the agent's refusal, if it refused.
-    private func alignFrames(of device: DeviceRecord, enabled: Bool, by who: String) async throws(StoreError) -> String? {
+    private func alignFrames(of device: DeviceRecord, enabled: Bool, wiring: LineWiring, by who: String) async throws(StoreError) -> String? {
         // Every device gets the same grid for as long as this coordinator runs.
         let origin = alignmentGridOrigin
+        let wiring = enabled ? wiring : LineWiring()
         let answer = await agents.command(
             .setFrameAlignment(
                 .with {
                     $0.enabled = enabled
                     $0.gridOriginFleetNs = origin
+                    $0.triggerLine = wiring.triggerLine
+                    $0.lineSourceDeviceID = wiring.sourceDeviceID
+                    $0.outputLine = wiring.outputLine
                 }), on: device)
-        let detail = enabled ? "aligned to the fleet-time grid from \(origin)" : "frame alignment off"
+        let detail = (enabled ? "aligned to the fleet-time grid from \(origin)" : "frame alignment off") + wiring.summary
         guard answer.status.isOK else {
             try await audit(who, "device.frame_alignment", device.id, outcome: "failed", detail: "\(detail): \(answer.status.reason)")
             return "\(device.id): \(answer.status.reason)"
@@ -114,7 +128,9 @@ extension DeviceHandler {
         // Remembered once the agent took it: pushed again whenever the node registers.
         let now = clock.unixMilliseconds()
         try await store.saveFrameAlignment(
-            FrameAlignmentRecord(deviceId: device.id, enabled: enabled, changedAt: now, changedBy: OperatorCaller.holder(who)),
+            FrameAlignmentRecord(
+                deviceId: device.id, enabled: enabled, changedAt: now, changedBy: OperatorCaller.holder(who), triggerLine: wiring.triggerLine,
+                lineSourceDeviceId: wiring.sourceDeviceID, outputLine: wiring.outputLine),
             audit: AuditEntry(
                 at: now, actor: OperatorCaller.holder(who), action: "device.frame_alignment", target: device.id, outcome: "ok", detail: detail))
         return nil
