@@ -31,12 +31,14 @@ public enum TakeSyncViews {
             /// nil: the agent never said how full its take's write queue got.
             var writerHeadroom: Double?
             var statusReports: UInt32
+            /// How its exposures were timed during the take (since 1.15); nil when not reported.
+            var exposureTiming: String?
 
             enum CodingKeys: String, CodingKey {
                 case deviceId = "device_id", nodeId = "node_id", worstClock = "worst_clock", maxUncertaintyNs = "max_uncertainty_ns", steered,
                     worstAlignment = "worst_alignment", phaseMedianNs = "phase_median_ns", phaseP99Ns = "phase_p99_ns",
                     outOfPhaseNs = "out_of_phase_ns", framesExpected = "frames_expected", framesCaptured = "frames_captured", drops,
-                    writerHeadroom = "writer_headroom", statusReports = "status_reports"
+                    writerHeadroom = "writer_headroom", statusReports = "status_reports", exposureTiming = "exposure_timing"
             }
         }
         var verdict: String
@@ -67,7 +69,8 @@ public enum TakeSyncViews {
                     steered: camera.steered, worstAlignment: camera.worstAlignment.name, phaseMedianNs: camera.phaseMedianNs,
                     phaseP99Ns: camera.phaseP99Ns, outOfPhaseNs: camera.outOfPhaseNs, framesExpected: camera.framesExpected,
                     framesCaptured: camera.framesCaptured, drops: RecordingViews.dropsByReason(camera.drops),
-                    writerHeadroom: camera.writerHeadroom < 0 ? nil : camera.writerHeadroom, statusReports: camera.statusReports)
+                    writerHeadroom: camera.writerHeadroom < 0 ? nil : camera.writerHeadroom, statusReports: camera.statusReports,
+                    exposureTiming: camera.exposureTiming.isEmpty ? nil : camera.exposureTiming)
             }
             audit = report.hasAudit ? SyncAuditViews.Audit(report.audit) : nil
         }
@@ -122,6 +125,13 @@ public enum TakeSyncViews {
                         camera.writerHeadroom < 0 ? "-" : String(format: "%.0f%%", camera.writerHeadroom * 100), String(camera.statusReports),
                     ]
                 }))
+        // How each camera's exposures were timed: what a wired or triggered take was shot with.
+        let timed = report.cameras.filter { !$0.exposureTiming.isEmpty }
+        if !timed.isEmpty {
+            lines.append("")
+            lines.append("  exposures timed by:")
+            for camera in timed { lines.append("    \(camera.deviceID): \(camera.exposureTiming)") }
+        }
         if report.hasAudit {
             // What the cameras saw during the take, beside what their stamps said.
             lines.append("")

@@ -313,4 +313,38 @@ import Testing
         #expect(TakeSyncVerdict.spoken(350_000) == "350 µs")
         #expect(TakeSyncVerdict.spoken(80) == "80 ns")
     }
+
+    @Test func aCamerasExposureTiming_isReportedAsItsAgentSaidIt_eachChangeKept() {
+        // From the alignment reports: what each kind of camera says.
+        let wired = Capfleet_V1_FrameAlignment.with {
+            $0.state = .aligned
+            $0.triggered = true
+            $0.triggerDelivery = .hardwareLine
+            $0.triggerLine = "Line0"
+            $0.lineSourceDeviceID = "cam-1"
+        }
+        #expect(TakeSyncSample.exposureTiming(of: wired) == "Line0 from cam-1")
+        var generator = wired
+        generator.lineSourceDeviceID = ""
+        #expect(TakeSyncSample.exposureTiming(of: generator) == "Line0 from an external generator")
+        var action = wired
+        action.triggerDelivery = .scheduledAction
+        #expect(TakeSyncSample.exposureTiming(of: action) == "scheduled action commands")
+        #expect(
+            TakeSyncSample.exposureTiming(
+                of: .with {
+                    $0.state = .aligned; $0.steered = true
+                }) == "steered")
+        #expect(TakeSyncSample.exposureTiming(of: .with { $0.state = .off }) == "free-running")
+
+        let start: UInt64 = 100_000_000_000
+        var take = TakeSyncLedger(start: start, deviceIDs: [("cam-1", "n-1")])
+        for (tick, timing) in ["software triggers", "software triggers", "scheduled action commands"].enumerated() {
+            var sample = TakeSyncSample(deviceID: "cam-1", nodeID: "n-1", framesCaptured: UInt64(1000 + 30 * tick))
+            sample.exposureTiming = timing
+            take.observe([sample], at: start + UInt64(tick) * 1_000_000_000 + 500_000_000)
+        }
+        #expect(take.cameras["cam-1"]?.exposureTiming == "software triggers, then scheduled action commands")
+        #expect(take.report(ended: false).cameras.first?.exposureTiming == "software triggers, then scheduled action commands")
+    }
 }

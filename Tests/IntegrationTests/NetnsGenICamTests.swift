@@ -431,6 +431,20 @@ extension SecondLaneIntegrationTests {
             let spread = (audit["exposure_spread"] as? [String: Any])?["median_ns"] as? Int ?? -1
             print("netns GenICam lines: exposure spread by what the cameras saw \(audit["exposure_spread"] ?? "?")")
             #expect((audit["cameras"] as? [[String: Any]] ?? []).count == 3 && spread >= 0 && spread < 500_000, "\(text)")
+            // A take says how each camera's exposures were timed.
+            let started = try fleet.run(["cli", "record", "start"] + ids + ["--name", "wired", "--json", "--timeout", "15"])
+            let takeID = try #require((try JSONSerialization.jsonObject(with: Data(started.utf8)) as? [String: Any])?["id"] as? String, "\(started)")
+            try await Task.sleep(for: .seconds(2))
+            try fleet.run(["cli", "record", "stop", takeID, "--wait", "60", "--timeout", "70"])
+            let shown = try #require(
+                try JSONSerialization.jsonObject(with: Data(try fleet.run(["cli", "recordings", "show", takeID, "--json"]).utf8)) as? [String: Any])
+            let reported = ((shown["sync_report"] as? [String: Any])?["cameras"] as? [[String: Any]] ?? []).reduce(into: [String: String]()) {
+                $0[$1["device_id"] as? String ?? "?"] = $1["exposure_timing"] as? String
+            }
+            print("netns GenICam lines: the take's exposures timed by \(reported)")
+            #expect(reported[source] == "scheduled action commands", "\(reported)")
+            for id in ids.dropFirst() { #expect(reported[id] == "Line0 from \(source)", "\(reported)") }
+
             // An external generator on the wire instead: recorded as such, not on the fleet's grid.
             try fleet.run(["cli", "align", "--off"] + ids)
             let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

@@ -17,6 +17,9 @@ public struct TakeSyncCamera: Sendable, Equatable {
     public private(set) var notLockedNs: UInt64 = 0
     public private(set) var maxUncertaintyNs: UInt64 = 0
     public private(set) var steeredThroughout = true
+    /// How its exposures were timed during the take, each change kept (the last four).
+    public private(set) var exposureTimings: [String] = []
+    public var exposureTiming: String { exposureTimings.joined(separator: ", then ") }
     public private(set) var worstAlignment: Capfleet_V1_FrameAlignment.State = .aligned
     public private(set) var phases = MagnitudeHistogram()
     /// Time in reports not ALIGNED.
@@ -62,6 +65,10 @@ public struct TakeSyncCamera: Sendable, Equatable {
         if sample.sync != .locked { notLockedNs = notLockedNs.addingSaturated(interval) }
         maxUncertaintyNs = Swift.max(maxUncertaintyNs, sample.uncertaintyNs)
         if !sample.steered { steeredThroughout = false }
+        if !sample.exposureTiming.isEmpty, exposureTimings.last != sample.exposureTiming {
+            exposureTimings.append(sample.exposureTiming)
+            if exposureTimings.count > 4 { exposureTimings.removeFirst() }
+        }
         if sample.alignment.goodness < worstAlignment.goodness { worstAlignment = sample.alignment }
         if sample.alignment != .aligned { outOfPhaseNs = outOfPhaseNs.addingSaturated(interval) }
         if sample.hasGrid {

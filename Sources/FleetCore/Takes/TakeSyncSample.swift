@@ -17,6 +17,8 @@ public struct TakeSyncSample: Sendable, Equatable {
     public var uncertaintyNs: UInt64
     public var takeQueuePeak: UInt32
     public var takeQueueCapacity: UInt32
+    /// How its exposures are timed now, in words (`exposureTiming(of:)`).
+    public var exposureTiming = ""
 
     public init(
         deviceID: String, nodeID: String, framesCaptured: UInt64 = 0, drops: DropTally = DropTally(), frameRate: Double = 30,
@@ -46,6 +48,22 @@ public struct TakeSyncSample: Sendable, Equatable {
             steered: counters.alignment.steered || counters.alignment.state == .aligned || counters.alignment.state == .aligning,
             sync: clock.sync, uncertaintyNs: clock.uncertaintyNs, takeQueuePeak: counters.takeQueuePeak,
             takeQueueCapacity: counters.takeQueueCapacity)
+        exposureTiming = Self.exposureTiming(of: counters.alignment)
+    }
+
+    /// How a device's exposures are timed, as its alignment report says, in the take report's words.
+    public static func exposureTiming(of alignment: Capfleet_V1_FrameAlignment) -> String {
+        guard alignment.state != .off, alignment.state != .unspecified else { return "free-running" }
+        if alignment.triggered {
+            switch alignment.triggerDelivery {
+            case .hardwareLine:
+                return
+                    "\(alignment.triggerLine) from \(alignment.lineSourceDeviceID.isEmpty ? "an external generator" : alignment.lineSourceDeviceID)"
+            case .scheduledAction: return "scheduled action commands"
+            default: return "software triggers"
+            }
+        }
+        return alignment.steered ? "steered" : "free-running"
     }
 
     /// Has a place on the grid: its phase means something.

@@ -78,6 +78,7 @@ extension TakeSyncLedger {
                     // Negative: the agent never said how full its take's write queue got.
                     $0.writerHeadroom = camera.writerHeadroom ?? -1
                     $0.statusReports = camera.reports
+                    $0.exposureTiming = camera.exposureTiming
                 }
             }
         }

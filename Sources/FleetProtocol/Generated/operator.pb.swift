@@ -2714,6 +2714,15 @@ public nonisolated struct Capfleet_V1_TakeSyncReport: @unchecked Sendable {
       set {_uniqueStorage()._statusReports = newValue}
     }
 
+    /// Since 1.15 (recordings.md, "Sync and integrity"): how its exposures were timed during the
+    /// take, as its agent reported: "free-running", "steered", "software triggers", "scheduled
+    /// action commands", "Line0 from DEVICE" or "Line0 from an external generator"; a change
+    /// during the take joined by ", then " (at most four, the last kept).
+    public var exposureTiming: String {
+      get {_storage._exposureTiming}
+      set {_uniqueStorage()._exposureTiming = newValue}
+    }
+
     public var unknownFields = SwiftProtobuf.UnknownStorage()
 
     public init() {}
@@ -7949,7 +7958,7 @@ nonisolated extension Capfleet_V1_TakeSyncReport.Verdict: SwiftProtobuf._ProtoNa
 
 nonisolated extension Capfleet_V1_TakeSyncReport.Camera: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = Capfleet_V1_TakeSyncReport.protoMessageName + ".Camera"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{3}worst_sync\0\u{3}max_uncertainty_ns\0\u{1}steered\0\u{3}worst_alignment\0\u{3}phase_median_ns\0\u{3}phase_p99_ns\0\u{3}out_of_phase_ns\0\u{3}frames_expected\0\u{3}frames_captured\0\u{1}drops\0\u{3}writer_headroom\0\u{3}status_reports\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{3}worst_sync\0\u{3}max_uncertainty_ns\0\u{1}steered\0\u{3}worst_alignment\0\u{3}phase_median_ns\0\u{3}phase_p99_ns\0\u{3}out_of_phase_ns\0\u{3}frames_expected\0\u{3}frames_captured\0\u{1}drops\0\u{3}writer_headroom\0\u{3}status_reports\0\u{3}exposure_timing\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -7966,6 +7975,7 @@ nonisolated extension Capfleet_V1_TakeSyncReport.Camera: SwiftProtobuf.Message, 
     var _drops: Capfleet_V1_DropCounts? = nil
     var _writerHeadroom: Double = 0
     var _statusReports: UInt32 = 0
+    var _exposureTiming: String = String()
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -7990,6 +8000,7 @@ nonisolated extension Capfleet_V1_TakeSyncReport.Camera: SwiftProtobuf.Message, 
       _drops = source._drops
       _writerHeadroom = source._writerHeadroom
       _statusReports = source._statusReports
+      _exposureTiming = source._exposureTiming
     }
   }
 
@@ -8022,6 +8033,7 @@ nonisolated extension Capfleet_V1_TakeSyncReport.Camera: SwiftProtobuf.Message, 
         case 12: try { try decoder.decodeSingularMessageField(value: &_storage._drops) }()
         case 13: try { try decoder.decodeSingularDoubleField(value: &_storage._writerHeadroom) }()
         case 14: try { try decoder.decodeSingularUInt32Field(value: &_storage._statusReports) }()
+        case 15: try { try decoder.decodeSingularStringField(value: &_storage._exposureTiming) }()
         default: break
         }
       }
@@ -8076,6 +8088,9 @@ nonisolated extension Capfleet_V1_TakeSyncReport.Camera: SwiftProtobuf.Message, 
       if _storage._statusReports != 0 {
         try visitor.visitSingularUInt32Field(value: _storage._statusReports, fieldNumber: 14)
       }
+      if !_storage._exposureTiming.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._exposureTiming, fieldNumber: 15)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -8099,6 +8114,7 @@ nonisolated extension Capfleet_V1_TakeSyncReport.Camera: SwiftProtobuf.Message, 
         if _storage._drops != rhs_storage._drops {return false}
         if _storage._writerHeadroom != rhs_storage._writerHeadroom {return false}
         if _storage._statusReports != rhs_storage._statusReports {return false}
+        if _storage._exposureTiming != rhs_storage._exposureTiming {return false}
         return true
       }
       if !storagesAreEqual {return false}
