@@ -272,8 +272,13 @@ class Exposures:
             self.fake.write_register(Aravis.FAKE_CAMERA_REGISTER_TRIGGER_SOFTWARE, 1)
 
     def take_due(self) -> int | None:
+        # The latest time reached: two that came before one frame started were one exposure
+        # (as a camera busy exposing ignores a second trigger), and an older one left waiting
+        # would stamp every later frame late.
         with self.lock:
-            return self.due.popleft() if self.due else None
+            latest = self.due[-1] if self.due else None
+            self.due.clear()
+            return latest
 
 
 class ActionCommands:
@@ -350,9 +355,10 @@ class LineWire:
             target = os.path.join(self.directory, entry)
             if entry.endswith(".sock") and target != self.path:
                 try:
-                    self.socket.sendto(struct.pack(">Q", edge), target)
+                    # Never blocking the camera's frames: an edge a busy listener has no room for is lost.
+                    self.socket.sendto(struct.pack(">Q", edge), socket.MSG_DONTWAIT, target)
                 except OSError:
-                    pass  # a camera gone from the wire
+                    pass  # a camera gone from the wire, or one not keeping up
 
 
 def generate(directory: str, rate: float):

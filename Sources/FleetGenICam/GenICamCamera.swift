@@ -81,6 +81,8 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger, TriggerLines {
     private let lineOutputs: [String]
     /// The line it drives now, set again when the camera is opened again.
     private let drivenLine = Mutex<String?>(nil)
+    /// The last frame sequence delivered: a new stream's frames follow on from it.
+    private let lastSequence = Atomic<UInt64>(0)
 
     /// The GenICam pixel formats the fleet carries, and the FourCC each becomes.
     static let pixelFormats: [(genicam: String, fourCC: PixelFormat)] = [
@@ -538,6 +540,8 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger, TriggerLines {
         guard var stream = session.withLock({ _ in handle.stream }) else { return }
         // The camera's clock on the host's, learned from the frames as they arrive.
         var clock = CameraClockMapping()
+        // Its block ids, which wrap at 16 bits on GigE Vision 1.x, as an ever-growing sequence.
+        var sequences = BlockIDSequence(continuingAfter: lastSequence.load(ordering: .relaxed))
         var modeChangesSeen = triggerModeChanges.load(ordering: .acquiring)
         var lastHeard = MonotonicTime.now()
         while running.load(ordering: .acquiring) {
@@ -554,6 +558,7 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger, TriggerLines {
                 stream = reopened
                 clock = CameraClockMapping()
                 ptpClock.withLock { $0.reset() }
+                sequences.restart()
                 lastHeard = MonotonicTime.now()
                 report(nil)
                 continue
@@ -615,9 +620,11 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger, TriggerLines {
                 }
                 capture = clock.capture(cameraNs: cameraTime) ?? arrival
             }
+            let sequence = sequences.sequence(of: UInt64(arv_buffer_get_frame_id(buffer)))
+            lastSequence.store(sequence, ordering: .relaxed)
             deliver(
                 CapturedFrame(
-                    buffer: target, byteCount: count, sequence: UInt64(arv_buffer_get_frame_id(buffer)),
+                    buffer: target, byteCount: count, sequence: sequence,
                     captureMonotonicNanoseconds: capture, layout: layout, deviceTimestamp: cameraTime))
         }
     }
