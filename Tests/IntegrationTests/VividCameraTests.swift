@@ -284,7 +284,9 @@ extension IntegrationTests {
             // switches (STREAMOFF, S_FMT, STREAMON) and back, and the frame nearest the instant
             // is a PNG; a bracket is refused by name, as vivid has no exposure control (it has gain).
             let stills = fleet.directory + "/vivid-stills"
-            let still = try fleet.cli(["still", webcam, "--size", "640x360", "-o", stills, "--json"], timeout: 120)
+            // Three seconds ahead: under emulation the switch (STREAMOFF, S_FMT, STREAMON in the
+            // guest) takes 1 to 2.2 s, and a frame can only be near an instant the switch made.
+            let still = try fleet.cli(["still", webcam, "--size", "640x360", "--at", "+3s", "-o", stills, "--json"], timeout: 120)
             #expect(still.status == 0, "\(still.error)\(context())")
             if still.status == 0 {
                 let picture = try SecondLaneIntegrationTests.StillTests.inspect(stills + "/\(webcam)-1.png")
