@@ -64,12 +64,21 @@ FillPattern = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_
 
 
 class FramePainter:
-    """Paints each frame: a plain ramp and, with a placement, the timecode QR code of the
-    frame's timestamp; a frame an action started is first stamped with the action's time."""
+    """Paints each frame: a ramp across the sensor, so that a frame shows which window of it
+    the camera read (its region of interest: the column's grey level says how far across, a
+    black row every 256 sensor rows how far down), and, with a placement, the timecode QR
+    code of the frame's timestamp; a frame an action started is first stamped with the
+    action's time."""
 
     def __init__(
-        self, aravis: ctypes.CDLL, placement: tuple[float, float, float] | None, exposures: "Exposures | None", wire: "LineWire | None"
+        self,
+        aravis: ctypes.CDLL,
+        fake,
+        placement: tuple[float, float, float] | None,
+        exposures: "Exposures | None",
+        wire: "LineWire | None",
     ):
+        self.fake = fake
         self.qrcode = None
         if placement is not None:
             import qrcode  # only --timecode needs it
@@ -81,7 +90,7 @@ class FramePainter:
         self.wire = wire
         with open("/proc/sys/kernel/random/boot_id") as file:
             self.boot_id = file.read().strip()
-        self.background: dict[tuple[int, int, int], bytes] = {}
+        self.background: dict[tuple[int, ...], bytes] = {}
         self.callback = FillPattern(self.fill)
         self.failed = False
 
@@ -118,10 +127,19 @@ class FramePainter:
         bytes_per_pixel = max(1, ((pixel_format >> 16) & 0xFF) // 8)
         data = self.aravis.arv_buffer_get_data(buffer, None)
         row_bytes = width * bytes_per_pixel
-        key = (width, height, bytes_per_pixel)
+        register = lambda address: self.fake.read_register(address)[1]  # noqa: E731
+        sensor_width = max(2, register(Aravis.FAKE_CAMERA_REGISTER_SENSOR_WIDTH))
+        left, top = register(Aravis.FAKE_CAMERA_REGISTER_X_OFFSET), register(Aravis.FAKE_CAMERA_REGISTER_Y_OFFSET)
+        binning = max(1, register(Aravis.FAKE_CAMERA_REGISTER_BINNING_HORIZONTAL))
+        key = (width, height, bytes_per_pixel, left, top, binning, sensor_width)
         if key not in self.background:
-            ramp = bytes((x * 160 // max(1, width - 1) + 48) for x in range(width) for _ in range(bytes_per_pixel))
-            self.background[key] = ramp * height
+            if len(self.background) > 16:
+                self.background.clear()
+            ramp = bytes(
+                ((left + x) * binning * 160 // (sensor_width - 1) + 48) & 0xFF for x in range(width) for _ in range(bytes_per_pixel)
+            )
+            black = bytes(row_bytes)
+            self.background[key] = b"".join(black if ((top + y) * binning) % 256 == 0 else ramp for y in range(height))
         ctypes.memmove(data, self.background[key], row_bytes * height)
         if self.placement is None:
             return
@@ -422,6 +440,9 @@ def main() -> int:
     parser.add_argument("--ptp", action="store_true", help="a PTP-locked camera that takes scheduled action commands")
     parser.add_argument("--line-wire", metavar="DIR", help="I/O lines on the test bed's trigger wire in DIR")
     parser.add_argument("--line-generator", type=float, metavar="HZ", help="no camera: a trigger generator on --line-wire")
+    parser.add_argument(
+        "--sensor-pattern", action="store_true", help="paint frames by their place on the sensor (implied by the options above)"
+    )
     options = parser.parse_args()
     if options.line_generator is not None:
         if not options.line_wire or options.line_generator <= 0:
@@ -471,9 +492,9 @@ def main() -> int:
     if options.line_wire:
         wire = LineWire(options.line_wire, options.serial, exposures)
     painter = None
-    if options.timecode is not None or exposures is not None:
+    if options.timecode is not None or exposures is not None or options.sensor_pattern:
         aravis = load_aravis()
-        painter = FramePainter(aravis, options.timecode, exposures, wire)
+        painter = FramePainter(aravis, fake, options.timecode, exposures, wire)
         aravis.arv_fake_camera_set_fill_pattern(gobject_pointer(fake), painter.callback, None)
     drawn = " with timecodes" if options.timecode else ""
     ptp = ", PTP-locked with action commands" if options.ptp else ""

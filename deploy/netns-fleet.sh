@@ -44,7 +44,7 @@ readonly SCRIPT
 readonly INVOKED=$0
 
 # The fleet's settings: from the command line, else DATA/fleet.env, else defaults.
-PREFIX="" DATA="" BIN="" AGENTS="" IMPAIR="" AGENT_ARGS="" COORDINATOR_ARGS="" SETTINGS="" GENICAM=0 GENICAM_LOSS=0 GENICAM_TIMECODE=0 GENICAM_PTP=0 GENICAM_LINE=0 GENICAM_GENERATOR=0
+PREFIX="" DATA="" BIN="" AGENTS="" IMPAIR="" AGENT_ARGS="" COORDINATOR_ARGS="" SETTINGS="" GENICAM=0 GENICAM_LOSS=0 GENICAM_TIMECODE=0 GENICAM_SENSOR_PATTERN=0 GENICAM_PTP=0 GENICAM_LINE=0 GENICAM_GENERATOR=0
 PREFIX_GIVEN=0 PURGE=0
 declare -A SKEW=()
 
@@ -60,7 +60,7 @@ namespaces P-a1..P-aN, joined by a bridge in P-sw. Each agent reaches the coordi
 Commands:
   up [--agents N] [--bin PATH] [--impair SPEC] [--skew I=SETTING]...
      [--agent-args "ARGS"] [--coordinator-args "ARGS"] [--setting KEY=VALUE]... [--genicam] [--genicam-loss N]
-     [--genicam-timecode] [--genicam-ptp] [--genicam-line] [--genicam-line-generator HZ]
+     [--genicam-timecode] [--genicam-sensor-pattern] [--genicam-ptp] [--genicam-line] [--genicam-line-generator HZ]
         Build the namespaces, start the coordinator, make an admin credential
         (DATA/admin.credential), then a relay and an agent on each agent host; wait until
         all N nodes are online. N: 1 to $MAX_AGENTS (default 3). --bin: default \$CAPFLEET_BIN,
@@ -76,6 +76,8 @@ Commands:
         run its agent with --genicam gc0. --genicam-loss N: the same, its stream losing N
         packets in a thousand (the fake camera's -r). --genicam-timecode: the same, each
         camera drawing its frames' own timecodes, which \`capfleet sync-audit\` reads.
+        --genicam-sensor-pattern: the same, each frame painted by its place on the sensor (a
+        grey ramp across it, a black row every 256 rows down), so a region of interest shows.
         --genicam-ptp: the same, each camera a locked PTP slave that takes scheduled action
         commands (genicam-fake-camera.py --ptp; the hosts share one clock, as PTP cameras do).
         --genicam-line: the same, the cameras' I/O lines on one trigger wire (DATA/wire: each
@@ -271,6 +273,7 @@ start_genicam_camera() {
     local i=$1
     local drawn=()
     ((GENICAM_TIMECODE == 0)) || drawn=(--timecode 0.05,0.05,0.45)
+    ((GENICAM_SENSOR_PATTERN == 0)) || drawn+=(--sensor-pattern)
     ((GENICAM_PTP == 0)) || drawn+=(--ptp)
     ((GENICAM_LINE == 0)) || drawn+=(--line-wire "$DATA/wire")
     start_process "$(ns "g$i")" "genicam-a$i" bash -c 'exec -a "$0" /usr/bin/python3 "$1" --interface eth0 --serial "$2" --lost-per-thousand "$3" "${@:4}"' \
@@ -498,6 +501,7 @@ cmd_up() {
         --coordinator-args | --coordinator-args=*) option_value --coordinator-args "$@"; COORDINATOR_ARGS=$OPTION_VALUE ;;
         --genicam) GENICAM=1; OPTION_WORDS=1 ;;
         --genicam-timecode) GENICAM=1 GENICAM_TIMECODE=1; OPTION_WORDS=1 ;;
+        --genicam-sensor-pattern) GENICAM=1 GENICAM_SENSOR_PATTERN=1; OPTION_WORDS=1 ;;
         --genicam-ptp) GENICAM=1 GENICAM_PTP=1; OPTION_WORDS=1 ;;
         --genicam-line) GENICAM=1 GENICAM_LINE=1; OPTION_WORDS=1 ;;
         --genicam-line-generator | --genicam-line-generator=*)
@@ -563,7 +567,7 @@ cmd_up() {
         printf '# Written by %s up at %s; read by its other commands.\n' "$SCRIPT" "$(date '+%F %T')"
         printf '%s=%q\n' PREFIX "$PREFIX" AGENTS "$AGENTS" BIN "$BIN" DATA "$DATA" \
             AGENT_ARGS "$AGENT_ARGS" COORDINATOR_ARGS "$COORDINATOR_ARGS" SETTINGS "$SETTINGS" GENICAM "$GENICAM" GENICAM_LOSS "$GENICAM_LOSS" \
-            GENICAM_TIMECODE "$GENICAM_TIMECODE" GENICAM_PTP "$GENICAM_PTP" GENICAM_LINE "$GENICAM_LINE" GENICAM_GENERATOR "$GENICAM_GENERATOR"
+            GENICAM_TIMECODE "$GENICAM_TIMECODE" GENICAM_SENSOR_PATTERN "$GENICAM_SENSOR_PATTERN" GENICAM_PTP "$GENICAM_PTP" GENICAM_LINE "$GENICAM_LINE" GENICAM_GENERATOR "$GENICAM_GENERATOR"
         for i in "${!SKEW[@]}"; do printf 'SKEW_%s=%q\n' "$i" "${SKEW[$i]}"; done
     } >"$DATA/fleet.env"
 

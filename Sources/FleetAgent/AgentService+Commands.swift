@@ -43,6 +43,8 @@ extension AgentService {
                 to: command, .failure(.unsupported, "device \(command.deviceID) is a camera: audio processing is for microphones"), on: stream)
         case let .setControl(request)?:
             return setControl(request, command: command, on: stream)
+        case let .setRegion(request)?:
+            return setRegion(request, command: command, on: stream)
         case let .setFrameAlignment(request)? where !request.triggerLine.isEmpty || !request.outputLine.isEmpty || stream.isWired:
             return setWiredAlignment(request, command: command, on: stream)
         case let .setFrameAlignment(request)?:
@@ -178,6 +180,30 @@ extension AgentService {
                 answer.control = applied.wire
             } catch {
                 if case .controlRefused = error {
+                    answer = reply(to: command, .failure(.badRequest, error.description), on: stream)
+                } else {
+                    answer = reply(to: command, .failure(error.isUnavailable ? .unavailable : .unsupported, error.description), on: stream)
+                }
+            }
+            control.post(reply: answer)
+        }
+        return nil
+    }
+
+    /// The region of interest: moved on the device's thread (register writes and a restart of
+    /// the stream), answered from there with the window as placed.
+    private func setRegion(_ request: Capfleet_V1_SetRegion, command: Capfleet_V1_Command, on stream: CameraStream) -> Capfleet_V1_CommandReply? {
+        stream.onDeviceThread { [self] in
+            var answer: Capfleet_V1_CommandReply
+            do throws(CaptureError) {
+                let placed = try stream.source.setRegion(request.centred ? .centred : .at(left: Int(request.left), top: Int(request.top)))
+                logger.notice(
+                    "region of interest",
+                    metadata: ["device.id": "\(stream.deviceID)", "region": "\(placed.width)x\(placed.height) at \(placed.left),\(placed.top)"])
+                answer = reply(to: command, .ok, on: stream)
+                answer.region = placed.wire
+            } catch {
+                if case .regionRefused = error {
                     answer = reply(to: command, .failure(.badRequest, error.description), on: stream)
                 } else {
                     answer = reply(to: command, .failure(error.isUnavailable ? .unavailable : .unsupported, error.description), on: stream)

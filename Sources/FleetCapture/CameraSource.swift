@@ -27,6 +27,8 @@ public enum CaptureError: Error, CustomStringConvertible, Sendable {
     case triggerFailed(device: String, reason: String)
     /// The device has no such control, or would not take that value.
     case controlRefused(device: String, control: String, reason: String)
+    /// The camera has no region of interest, or the window would not fit where asked.
+    case regionRefused(device: String, reason: String)
 
     /// Another program holds the device.
     public var isBusy: Bool {
@@ -82,6 +84,8 @@ public enum CaptureError: Error, CustomStringConvertible, Sendable {
             "device \(device) cannot be triggered: \(reason)"
         case let .controlRefused(device, control, reason):
             "device \(device) did not take control \(control): \(reason)"
+        case let .regionRefused(device, reason):
+            "device \(device) cannot place its region of interest: \(reason)"
         }
     }
 }
@@ -209,6 +213,12 @@ public protocol CameraSource: AnyObject, Sendable {
     /// Sets one of `device.controls` (by id) to `value`, and reads it back. Blocking: a
     /// driver call or a register write on the camera.
     func setControl(id: UInt32, value: Int64) throws(CaptureError) -> DeviceControl
+
+    /// The window of its sensor the active format reads (a GenICam region of interest), in
+    /// the format's pixels; nil for sources whose formats are not windows of a sensor.
+    var region: PixelRectangle? { get }
+    /// Moves that window; the stream restarts with it. Blocking: register writes on the camera.
+    func setRegion(_ placement: SensorRegion.Placement) throws(CaptureError) -> PixelRectangle
 }
 
 /// A camera's software trigger (proto-docs/clock.md, "Triggered cameras"): the agent puts
@@ -309,6 +319,14 @@ extension CameraSource {
     /// Sources without controls refuse every one.
     public func setControl(id: UInt32, value: Int64) throws(CaptureError) -> DeviceControl {
         throw .controlRefused(device: device.deviceID, control: DeviceControl.hexadecimal(id), reason: "it has no controls")
+    }
+
+    /// Most sources read their whole sensor, or crop only through zoom.
+    public var region: PixelRectangle? { nil }
+    public func setRegion(_ placement: SensorRegion.Placement) throws(CaptureError) -> PixelRectangle {
+        throw .regionRefused(
+            device: device.deviceID,
+            reason: "it has no region of interest (GenICam cameras have one; a V4L2 camera crops through zoom: capfleet zoom)")
     }
 
     /// Most sources are timed by their driver.

@@ -285,6 +285,11 @@ public enum FleetTables {
         }.joined(separator: "\n")
     }
 
+    /// A region of interest: its window, and where it sits on the sensor.
+    public static func regionSummary(_ region: Capfleet_V1_Rectangle, sensor: PixelRectangle?) -> String {
+        "\(region.width)x\(region.height) at \(region.left),\(region.top)" + (sensor.map { " of the \($0.width)x\($0.height) sensor" } ?? "")
+    }
+
     /// A device's controls, crop and focus, for `capfleet device`.
     public static func details(_ info: Capfleet_V1_DeviceInfo) -> String {
         let description = DeviceDescription(wire: info.descriptor)
@@ -299,6 +304,11 @@ public enum FleetTables {
             "focus      \(description.focus.summary)" + (info.hasFocus ? "; now \(FocusState(wire: info.focus).mode.rawValue)" : ""),
             "crop       "
                 + (description.crop.map { "bounds \($0.bounds.width)x\($0.bounds.height) at \($0.bounds.left),\($0.bounds.top)" } ?? "not supported"),
+        ]
+        if info.hasRegion {
+            lines.append("region     " + regionSummary(info.region, sensor: description.crop?.bounds))
+        }
+        lines += [
             "recovery   "
                 + (info.hasDropRecovery && info.dropRecovery.enabled
                     ? "drop recovery on, down to \(VideoFormat.trim(info.dropRecovery.minimumFps)) fps" : "drop recovery off"),

@@ -427,6 +427,22 @@ public enum JSONViews {
         }
     }
 
+    /// `capfleet region DEVICE --json`: a GenICam camera's window on its sensor.
+    public struct Region: Encodable {
+        var device: String
+        var left, top, width, height: Int
+        var sensorWidth, sensorHeight: Int?
+
+        public init(device: String, left: Int, top: Int, width: Int, height: Int, sensorWidth: Int?, sensorHeight: Int?) {
+            (self.device, self.left, self.top, self.width, self.height) = (device, left, top, width, height)
+            (self.sensorWidth, self.sensorHeight) = (sensorWidth, sensorHeight)
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case device, left, top, width, height, sensorWidth = "sensor_width", sensorHeight = "sensor_height"
+        }
+    }
+
     /// `capfleet device DEVICE --json`: the listing plus what the device can be told to do.
     public struct DeviceDetails: Encodable {
         var device: Device
@@ -435,6 +451,8 @@ public enum JSONViews {
         var controls: [Control]
         var cropBounds: [Int]?
         var cropDefault: [Int]?
+        /// A GenICam camera's region of interest now: left, top, width, height.
+        var region: [Int]?
         var focusCapabilities: [String]
         var minimumFocusDistanceMm: Double?
         var optics: ScanSetupViews.Optics?
@@ -451,6 +469,7 @@ public enum JSONViews {
             cropDefault = description.crop.map {
                 [$0.defaultRectangle.left, $0.defaultRectangle.top, $0.defaultRectangle.width, $0.defaultRectangle.height]
             }
+            region = info.hasRegion ? [Int(info.region.left), Int(info.region.top), Int(info.region.width), Int(info.region.height)] : nil
             focusCapabilities = description.focus.isSupported ? description.focus.summary.components(separatedBy: "; ") : []
             minimumFocusDistanceMm = description.focus.minimumFocusDistanceMillimetres
             optics = info.hasOptics ? ScanSetupViews.Optics(device: info.deviceID, info.optics) : nil
@@ -462,7 +481,7 @@ public enum JSONViews {
 
         enum CodingKeys: String, CodingKey {
             case device, devicePath = "device_path", identitySource = "identity_source", controls, cropBounds = "crop_bounds",
-                cropDefault = "crop_default", focusCapabilities = "focus_capabilities", minimumFocusDistanceMm = "minimum_focus_distance_mm",
+                cropDefault = "crop_default", region, focusCapabilities = "focus_capabilities", minimumFocusDistanceMm = "minimum_focus_distance_mm",
                 optics, detection, audioProcessing = "audio_processing"
         }
     }
@@ -544,6 +563,8 @@ public enum JSONViews {
         var audioClock: AudioClock?
         /// A GenICam camera's stream transport (device-model.md, "GenICam cameras"); absent otherwise.
         var streamTransport: StreamTransport?
+        /// A GenICam camera's region of interest: left, top, width, height.
+        var region: [Int]?
 
         struct StreamTransport: Encodable {
             var framesCompleted, framesIncomplete, underruns, packetsResent, packetsMissing: UInt64
@@ -602,6 +623,9 @@ public enum JSONViews {
                     timestampSource: AudioClockNames.source(clock.timestampSource), ratePpm: clock.rateMeasured ? clock.ratePpm : nil,
                     jitterNs: clock.jitterNs, fittedSeconds: clock.fittedSeconds, restarts: clock.restarts)
             }
+            if status.hasRegion {
+                region = [Int(status.region.left), Int(status.region.top), Int(status.region.width), Int(status.region.height)]
+            }
             if status.hasStreamTransport {
                 let transport = status.streamTransport
                 streamTransport = StreamTransport(
@@ -649,7 +673,7 @@ public enum JSONViews {
                 previewsPerSecond = "previews_per_second", lastPreviewUnixMs = "last_preview_unix_ms",
                 detectionExamined = "detection_examined", detectionSkipped = "detection_skipped", samples,
                 audioLevels = "audio_levels", audioFramesCaptured = "audio_frames_captured", audioClock = "audio_clock",
-                streamTransport = "stream_transport"
+                streamTransport = "stream_transport", region
         }
     }
 

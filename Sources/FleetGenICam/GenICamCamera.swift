@@ -7,7 +7,8 @@ import Synchronization
 
 /// A GigE Vision or USB3 Vision camera as a camera source (device-model.md, "GenICam cameras"),
 /// through Aravis: its GenICam pixel formats the fleet can carry, at the sensor's full size and
-/// binned 2x2 where it bins, and at the region it boots with (offered first), over its
+/// binned 2x2 where it bins, at the region it boots with (offered first) and as centred windows
+/// of common sizes (its region of interest, which `setRegion` moves), over its
 /// AcquisitionFrameRate range; its ExposureTime as the
 /// exposure control. Frames come off Aravis's stream on a thread this source owns, copied into
 /// a pool of its own so Aravis's buffers go straight back to the stream.
@@ -25,7 +26,11 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger, TriggerLines {
     struct Mode: Sendable {
         var pixelFormat: String
         var binning: Int
+        /// Where its window sits until the operator moves it.
+        var placement: SensorRegion.Placement
     }
+    /// The sensor and the steps its region of interest moves in.
+    private let geometry: SensorRegion
 
     /// The camera's handle: Aravis's objects are not thread-safe, so every call on them goes
     /// through `session` (the stream's pops excepted: Aravis's stream queue is thread-safe).
@@ -44,6 +49,10 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger, TriggerLines {
         var formatIndex: Int
         var frameRate: FrameRateRange
         var exposure: ExposureState?
+        /// The operator's placement of the window, until the format changes (nil: the format's own).
+        var placement: SensorRegion.Placement?
+        /// The window the camera was last set to read.
+        var region: PixelRectangle?
     }
 
     private let handle: Handle
@@ -119,23 +128,36 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger, TriggerLines {
         if hasRate { try aravisCall(deviceID, "reading its frame rate range") { arv_camera_get_frame_rate_bounds(camera, &minRate, &maxRate, $0) } }
         let bins = (try? aravisCall(deviceID, "asking for binning") { arv_camera_is_binning_available(camera, $0) }) ?? 0
         let rates = [FrameRateRange(min: max(minRate, 0.1), max: max(maxRate > 0 ? maxRate : 30, max(minRate, 0.1)))]
+        // Cameras without the increments move in single pixels.
+        func step(_ what: String, _ read: (UnsafeMutablePointer<UnsafeMutablePointer<GError>?>) -> Int32) -> Int {
+            Int((try? aravisCall(deviceID, "reading its \(what) step") { read($0) }) ?? 1)
+        }
+        let geometry = SensorRegion(
+            sensorWidth: Int(maxWidth), sensorHeight: Int(maxHeight), widthStep: step("width") { arv_camera_get_width_increment(camera, $0) },
+            heightStep: step("height") { arv_camera_get_height_increment(camera, $0) },
+            leftStep: step("horizontal offset") { arv_camera_get_x_offset_increment(camera, $0) },
+            topStep: step("vertical offset") { arv_camera_get_y_offset_increment(camera, $0) }, minimumWidth: Int(minWidth),
+            minimumHeight: Int(minHeight))
+        self.geometry = geometry
         var formats: [VideoFormat] = []
         var modes: [Mode] = []
         var seen: Set<String> = []
         for (genicam, fourCC) in Self.pixelFormats where available.contains(genicam) && !seen.contains(fourCC.description) {
             seen.insert(fourCC.description)
-            var sizes: [(width: Int, height: Int, binning: Int)] = []
+            var sizes: [(width: Int, height: Int, binning: Int, placement: SensorRegion.Placement)] = []
             if bootWidth > 0, bootHeight > 0, bootWidth != maxWidth || bootHeight != maxHeight {
-                sizes.append((Int(bootWidth), Int(bootHeight), 1))
+                sizes.append((Int(bootWidth), Int(bootHeight), 1, .at(left: Int(bootX), top: Int(bootY))))
             }
-            sizes.append((Int(maxWidth), Int(maxHeight), 1))
-            if bins != 0 { sizes.append((Int(maxWidth) / 2, Int(maxHeight) / 2, 2)) }
+            sizes.append((Int(maxWidth), Int(maxHeight), 1, .at(left: 0, top: 0)))
+            if bins != 0 { sizes.append((Int(maxWidth) / 2, Int(maxHeight) / 2, 2, .at(left: 0, top: 0))) }
+            let windows = geometry.windows(besides: sizes.filter { $0.binning == 1 }.map { ($0.width, $0.height) })
+            sizes += windows.map { ($0.width, $0.height, 1, .centred) }
             for size in sizes {
                 formats.append(
                     VideoFormat(
                         pixelFormat: fourCC, width: size.width, height: size.height, frameRateRanges: rates, isBinned: size.binning > 1,
                         bitDepth: fourCC == .y16 ? 16 : 8))
-                modes.append(Mode(pixelFormat: genicam, binning: size.binning))
+                modes.append(Mode(pixelFormat: genicam, binning: size.binning, placement: size.placement))
             }
         }
         guard !formats.isEmpty else {
@@ -165,8 +187,11 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger, TriggerLines {
         }
         device = DeviceDescription(
             deviceID: deviceID, name: "\(info.vendor) \(info.model) \(info.serial)", driver: "aravis \(info.protocolName)", kind: .genicam,
-            formats: formats, controls: GenICamControls.read(camera, deviceID: deviceID), devicePath: info.address,
-            identitySource: "genicam vendor, model and serial number")
+            formats: formats, controls: GenICamControls.read(camera, deviceID: deviceID),
+            crop: CropCapabilities(
+                bounds: geometry.bounds,
+                defaultRectangle: PixelRectangle(left: Int(bootX), top: Int(bootY), width: Int(bootWidth), height: Int(bootHeight))),
+            devicePath: info.address, identitySource: "genicam vendor, model and serial number")
         let rate = frameRate.map { min(max($0, rates[0].minFramesPerSecond), rates[0].maxFramesPerSecond) } ?? min(30, rates[0].maxFramesPerSecond)
         settings = Mutex(Settings(formatIndex: 0, frameRate: FrameRateRange(min: rate, max: rate), exposure: exposure))
     }
@@ -434,8 +459,39 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger, TriggerLines {
     @discardableResult
     public func setActiveFormat(index: Int) throws(CaptureError) -> ZoomFormatChange? {
         try checkFormat(index)
-        try restarting { settings.withLock { $0.formatIndex = index } }
+        // A new format's window sits where that format puts it.
+        try restarting {
+            settings.withLock {
+                $0.formatIndex = index
+                ($0.placement, $0.region) = (nil, nil)
+            }
+        }
         return nil
+    }
+
+    public var region: PixelRectangle? {
+        settings.withLock { settings in
+            settings.region ?? window(index: settings.formatIndex, placement: settings.placement)
+        }
+    }
+
+    public func setRegion(_ placement: SensorRegion.Placement) throws(CaptureError) -> PixelRectangle {
+        let index = settings.withLock { $0.formatIndex }
+        let format = device.formats[index]
+        let placed: PixelRectangle
+        do {
+            placed = try geometry.place(placement, width: format.width, height: format.height, binning: modes[index].binning)
+        } catch {
+            throw .regionRefused(device: device.deviceID, reason: error.description)
+        }
+        try restarting { settings.withLock { ($0.placement, $0.region) = (.at(left: placed.left, top: placed.top), nil) } }
+        return region ?? placed
+    }
+
+    /// The window format `index` reads when placed so (or where the format puts it).
+    private func window(index: Int, placement: SensorRegion.Placement?) -> PixelRectangle? {
+        let format = device.formats[index]
+        return try? geometry.place(placement ?? modes[index].placement, width: format.width, height: format.height, binning: modes[index].binning)
     }
 
     public func setFrameRateRange(_ range: FrameRateRange) throws(CaptureError) {
@@ -501,9 +557,17 @@ public final class GenICamCamera: CameraSource, SoftwareTrigger, TriggerLines {
                 arv_camera_set_binning(camera, Int32(mode.binning), Int32(mode.binning), $0)
             }
         }
-        try aravisCall(deviceID, "setting the region \(format.width)x\(format.height)") {
-            arv_camera_set_region(camera, 0, 0, Int32(format.width), Int32(format.height), $0)
+        let placement = settings.withLock { $0.placement } ?? mode.placement
+        let window: PixelRectangle
+        do {
+            window = try geometry.place(placement, width: format.width, height: format.height, binning: mode.binning)
+        } catch {
+            throw GenICamError(device: deviceID, operation: "placing its region of interest", message: error.description)
         }
+        try aravisCall(deviceID, "setting the region \(format.width)x\(format.height) at \(window.left),\(window.top)") {
+            arv_camera_set_region(camera, Int32(window.left), Int32(window.top), Int32(format.width), Int32(format.height), $0)
+        }
+        settings.withLock { $0.region = window }
         if arv_camera_is_frame_rate_available(camera, nil) != 0 {
             try aravisCall(deviceID, "setting \(rate.maxFramesPerSecond) fps") {
                 arv_camera_set_frame_rate(camera, rate.maxFramesPerSecond, $0)

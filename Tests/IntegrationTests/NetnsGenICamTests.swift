@@ -20,7 +20,10 @@ extension SecondLaneIntegrationTests {
             }
             let fleet = NetnsTestFleet(prefix: "cfg\(getpid() % 10_000)")
             defer { fleet.down() }
-            try fleet.run(["up", "--agents", "2", "--bin", FleetHarness.binary, "--genicam", "--agent-args", "--synthetic 0 --fps 10 --no-pressure"])
+            try fleet.run([
+                "up", "--agents", "2", "--bin", FleetHarness.binary, "--genicam-sensor-pattern", "--agent-args",
+                "--synthetic 0 --fps 10 --no-pressure",
+            ])
             var devices: [[String: Any]] = []
             _ = try await NetnsTestFleet.waitUntil("both cameras register", seconds: 30) {
                 devices = try fleet.json(["devices"]).filter { $0["kind"] as? String == "genicam" }
@@ -33,6 +36,9 @@ extension SecondLaneIntegrationTests {
             print("netns GenICam: \(ids[0]) offers \(labels)")
             #expect(labels.first == "GREY 512x512", "the size the camera boots with comes first: \(labels)")
             #expect(labels.contains("GREY 2048x2048") && labels.contains("Y16 512x512"), "\(labels)")
+            // Centred windows of the sensor (its region of interest), after its own sizes.
+            #expect(
+                Array(labels.prefix(6)) == ["GREY 512x512", "GREY 2048x2048", "GREY 1024x1024", "GREY 1920x1080", "GREY 1280x720", "GREY 640x480"])
             // Its gain and automatic gain, under V4L2's ids for them (Aravis's fake camera has GainRaw).
             let described = try #require(
                 try JSONSerialization.jsonObject(with: Data(try fleet.run(["cli", "device", ids[0], "--json"]).utf8)) as? [String: Any])
@@ -91,6 +97,43 @@ extension SecondLaneIntegrationTests {
             let verified = try fleet.run(["cli", "recordings", "verify", takeID, "--timeout", "120"])
             #expect(verified.contains("verified"), "\(verified)")
 
+            // Its region of interest: a 640x480 window, centred, then moved; the frames show
+            // which part of the sensor it read (the rig paints a grey ramp across the sensor, a
+            // black row every 256 rows down).
+            func region() throws -> [Int] {
+                let text = try fleet.run(["cli", "region", ids[0], "--json"])
+                let shown = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] ?? [:]
+                return ["left", "top", "width", "height"].map { shown[$0] as? Int ?? -1 }
+            }
+            /// The next frame's grey level at the left edge, and its black rows.
+            func picture() throws -> (left: UInt8, blackRows: [Int]) {
+                let path = fleet.data + "/region.raw"
+                try fleet.run(["cli", "snapshot", ids[0], "-o", path])
+                let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+                guard bytes.count == 640 * 480 else { return (0, []) }
+                let black = (0..<480).filter { bytes[$0 * 640 + 5] == 0 }
+                let lit = (0..<480).first { !black.contains($0) } ?? 0
+                return (bytes[lit * 640], black)
+            }
+            #expect(try region() == [0, 0, 512, 512], "the boot region, where the camera had it")
+            try fleet.run(["cli", "lock", ids[0]])
+            try fleet.run(["cli", "format", ids[0], "--size", "640x480", "--pixel-format", "GREY"])
+            _ = try await NetnsTestFleet.waitUntil("the 640x480 window is reported", seconds: 15) { try region() == [704, 784, 640, 480] }
+            let centred = try picture()
+            // Sensor column 704 is grey 48 + 704 × 160 / 2047; sensor row 1024 is the window's 240th.
+            #expect(centred.left == 103 && centred.blackRows == [240], "\(centred)")
+            let moved = try fleet.run(["cli", "region", ids[0], "--at", "100,200"])
+            #expect(moved.contains("640x480 at 100,200 of the 2048x2048 sensor"), "\(moved)")
+            let atCorner = try picture()
+            #expect(atCorner.left == 55 && atCorner.blackRows == [56, 312], "\(atCorner)")
+            do {
+                _ = try fleet.run(["cli", "region", ids[0], "--at", "1500,0"])
+                Issue.record("a window past the sensor's edge was placed")
+            } catch {
+                #expect("\(error)".contains("its corner can go from 0,0 to 1408,1568"), "\(error)")
+            }
+            print("netns GenICam: region moved: \(moved.trimmingCharacters(in: .whitespacesAndNewlines))")
+
             // Unplugged: host 1's camera link goes down. The agent reports the camera gone, and
             // once the link is back it opens the camera again and streams by itself.
             func interruption() throws -> String? {
@@ -112,6 +155,11 @@ extension SecondLaneIntegrationTests {
                 try interruption() == nil && frames() > counted + 10
             }
             print("netns GenICam: \(ids[0]) streams again \(String(format: "%.1f", back)) s after its link came back")
+            // Opened again where it was: the same window of the sensor.
+            #expect(try region() == [100, 200, 640, 480])
+            let returned = try picture()
+            #expect(returned.left == 55 && returned.blackRows == [56, 312], "\(returned)")
+            try fleet.run(["cli", "unlock", ids[0]])
         }
 
         /// Three agent hosts, each with a fake GigE Vision camera (`rig`: the test bed's camera

@@ -408,6 +408,7 @@ final class CameraStream: Sendable {
         counters.detectionExamined = detection.examined
         counters.detectionSkipped = detection.skipped
         if let transport = source.streamTransport { counters.streamTransport = transport.wire }
+        if let region = source.region { counters.region = region.wire }
         if let take = state.take, let queue = guarded.withLock({ $0.recordingPath })?.queue(takeID: take.takeID, deviceID: deviceID) {
             counters.takeQueueDepth = UInt32(clamping: queue.depth)
             counters.takeQueueCapacity = UInt32(clamping: queue.capacity)

@@ -125,6 +125,7 @@ actor TelemetryReporter {
                         $0.audioFramesCaptured = counters.audioFramesCaptured
                         if counters.hasAudioClock { $0.audioClock = counters.audioClock }
                         if counters.hasStreamTransport { $0.streamTransport = counters.streamTransport }
+                        if counters.hasRegion { $0.region = counters.region }
                         if counters.hasAlignment { $0.alignment = counters.alignment }
                         // An interrupted device is not streaming, whatever its last frames say.
                         if counters.interruption.reason != .none { $0.streaming = false }

@@ -95,6 +95,8 @@ extension OperatorRouter {
             try await handlers.devices.changeAudioProcessing(query, by: who, into: &reply)
         case let .changeControl(query):
             try await handlers.devices.changeControl(query, by: who, into: &reply)
+        case let .changeRegion(query):
+            try await handlers.devices.changeRegion(query, by: who, into: &reply)
 
         // Takes and their files.
         case let .startRecording(query):

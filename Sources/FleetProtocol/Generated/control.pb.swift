@@ -312,6 +312,16 @@ public nonisolated struct Capfleet_V1_DeviceCounters: @unchecked Sendable {
   /// Clears the value of `streamTransport`. Subsequent reads from it will return its default value.
   public mutating func clearStreamTransport() {_uniqueStorage()._streamTransport = nil}
 
+  /// since 1.16, GenICam cameras: the sensor window the active format reads (commands.md, "Region of interest")
+  public var region: Capfleet_V1_Rectangle {
+    get {_storage._region ?? Capfleet_V1_Rectangle()}
+    set {_uniqueStorage()._region = newValue}
+  }
+  /// Returns true if `region` has been explicitly set.
+  public var hasRegion: Bool {_storage._region != nil}
+  /// Clears the value of `region`. Subsequent reads from it will return its default value.
+  public mutating func clearRegion() {_uniqueStorage()._region = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -605,6 +615,15 @@ public nonisolated struct Capfleet_V1_Command: Sendable {
     set {action = .setControl(newValue)}
   }
 
+  /// since 1.16, commands.md, "Region of interest"
+  public var setRegion: Capfleet_V1_SetRegion {
+    get {
+      if case .setRegion(let v)? = action {return v}
+      return Capfleet_V1_SetRegion()
+    }
+    set {action = .setRegion(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Action: Equatable, Sendable {
@@ -630,6 +649,8 @@ public nonisolated struct Capfleet_V1_Command: Sendable {
     case setAudioProcessing(Capfleet_V1_SetAudioProcessing)
     /// since 1.13, commands.md, "Controls"
     case setControl(Capfleet_V1_SetControl)
+    /// since 1.16, commands.md, "Region of interest"
+    case setRegion(Capfleet_V1_SetRegion)
 
   }
 
@@ -705,8 +726,6 @@ public nonisolated struct Capfleet_V1_SetRecording: Sendable {
   fileprivate var _encoding: Capfleet_V1_Encoding? = nil
 }
 
-/// A microphone's processing (microphones.md, "Processing"), replacing what it had; applied
-/// from the next block on. Pushed on every change and again at every registration.
 /// Sets one of the device's controls (DeviceDescriptor.controls) to a value within its range:
 /// for a menu, an item's value. Answered with the control as read back (CommandReply.control).
 public nonisolated struct Capfleet_V1_SetControl: Sendable {
@@ -723,6 +742,29 @@ public nonisolated struct Capfleet_V1_SetControl: Sendable {
   public init() {}
 }
 
+/// Moves a GenICam camera's region of interest, the window of its sensor the active format
+/// reads (commands.md, "Region of interest"): centred, or its top-left corner at left, top in
+/// the active format's pixels (binned pixels when it bins). The stream restarts with it.
+/// Answered with the window as placed (CommandReply.region); a corner off the camera's steps
+/// goes down to the step below, a window leaving the sensor is refused.
+public nonisolated struct Capfleet_V1_SetRegion: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var centred: Bool = false
+
+  public var left: Int32 = 0
+
+  public var top: Int32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// A microphone's processing (microphones.md, "Processing"), replacing what it had; applied
+/// from the next block on. Pushed on every change and again at every registration.
 public nonisolated struct Capfleet_V1_SetAudioProcessing: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -1012,6 +1054,16 @@ public nonisolated struct Capfleet_V1_CommandReply: @unchecked Sendable {
   public var hasControl: Bool {_storage._control != nil}
   /// Clears the value of `control`. Subsequent reads from it will return its default value.
   public mutating func clearControl() {_uniqueStorage()._control = nil}
+
+  /// with SetRegion: the window as placed (since 1.16)
+  public var region: Capfleet_V1_Rectangle {
+    get {_storage._region ?? Capfleet_V1_Rectangle()}
+    set {_uniqueStorage()._region = newValue}
+  }
+  /// Returns true if `region` has been explicitly set.
+  public var hasRegion: Bool {_storage._region != nil}
+  /// Clears the value of `region`. Subsequent reads from it will return its default value.
+  public mutating func clearRegion() {_uniqueStorage()._region = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1694,7 +1746,7 @@ nonisolated extension Capfleet_V1_Heartbeat: SwiftProtobuf.Message, SwiftProtobu
 
 nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceCounters"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}frames_captured\0\u{3}frames_sent\0\u{3}bytes_sent\0\u{1}drops\0\u{1}streaming\0\u{1}interruption\0\u{1}focus\0\u{3}zoom_factor\0\u{3}active_frame_rate\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{3}bytes_captured\0\u{1}layout\0\u{3}last_sequence\0\u{3}live_flow\0\u{3}detection_examined\0\u{3}detection_skipped\0\u{3}take_queue_depth\0\u{3}take_queue_capacity\0\u{3}take_queue_peak\0\u{3}samples_received\0\u{3}samples_refused\0\u{3}samples_withheld\0\u{3}samples_unsent\0\u{3}audio_levels\0\u{3}audio_frames_captured\0\u{3}audio_clock\0\u{3}stream_transport\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}frames_captured\0\u{3}frames_sent\0\u{3}bytes_sent\0\u{1}drops\0\u{1}streaming\0\u{1}interruption\0\u{1}focus\0\u{3}zoom_factor\0\u{3}active_frame_rate\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{3}bytes_captured\0\u{1}layout\0\u{3}last_sequence\0\u{3}live_flow\0\u{3}detection_examined\0\u{3}detection_skipped\0\u{3}take_queue_depth\0\u{3}take_queue_capacity\0\u{3}take_queue_peak\0\u{3}samples_received\0\u{3}samples_refused\0\u{3}samples_withheld\0\u{3}samples_unsent\0\u{3}audio_levels\0\u{3}audio_frames_captured\0\u{3}audio_clock\0\u{3}stream_transport\0\u{1}region\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -1731,6 +1783,7 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
     var _audioFramesCaptured: UInt64 = 0
     var _audioClock: Capfleet_V1_AudioClock? = nil
     var _streamTransport: Capfleet_V1_StreamTransport? = nil
+    var _region: Capfleet_V1_Rectangle? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -1775,6 +1828,7 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
       _audioFramesCaptured = source._audioFramesCaptured
       _audioClock = source._audioClock
       _streamTransport = source._streamTransport
+      _region = source._region
     }
   }
 
@@ -1827,6 +1881,7 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
         case 32: try { try decoder.decodeSingularUInt64Field(value: &_storage._audioFramesCaptured) }()
         case 33: try { try decoder.decodeSingularMessageField(value: &_storage._audioClock) }()
         case 34: try { try decoder.decodeSingularMessageField(value: &_storage._streamTransport) }()
+        case 35: try { try decoder.decodeSingularMessageField(value: &_storage._region) }()
         default: break
         }
       }
@@ -1941,6 +1996,9 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
       try { if let v = _storage._streamTransport {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 34)
       } }()
+      try { if let v = _storage._region {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 35)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -1984,6 +2042,7 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
         if _storage._audioFramesCaptured != rhs_storage._audioFramesCaptured {return false}
         if _storage._audioClock != rhs_storage._audioClock {return false}
         if _storage._streamTransport != rhs_storage._streamTransport {return false}
+        if _storage._region != rhs_storage._region {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -2258,7 +2317,7 @@ nonisolated extension Capfleet_V1_HeartbeatAck: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Command"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{3}device_id\0\u{4}\u{8}set_active_format\0\u{3}set_frame_rate\0\u{3}set_zoom\0\u{3}set_focus\0\u{3}set_drop_recovery\0\u{3}set_pressure_policy\0\u{3}set_consent\0\u{3}set_recording\0\u{3}find_first_frame\0\u{3}set_frame_alignment\0\u{3}capture_still\0\u{3}set_detection\0\u{3}audit_exposures\0\u{3}set_audio_processing\0\u{3}set_control\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{3}device_id\0\u{4}\u{8}set_active_format\0\u{3}set_frame_rate\0\u{3}set_zoom\0\u{3}set_focus\0\u{3}set_drop_recovery\0\u{3}set_pressure_policy\0\u{3}set_consent\0\u{3}set_recording\0\u{3}find_first_frame\0\u{3}set_frame_alignment\0\u{3}capture_still\0\u{3}set_detection\0\u{3}audit_exposures\0\u{3}set_audio_processing\0\u{3}set_control\0\u{3}set_region\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2463,6 +2522,19 @@ nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf.
           self.action = .setControl(v)
         }
       }()
+      case 25: try {
+        var v: Capfleet_V1_SetRegion?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .setRegion(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .setRegion(v)
+        }
+      }()
       default: break
       }
     }
@@ -2539,6 +2611,10 @@ nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf.
     case .setControl?: try {
       guard case .setControl(let v)? = self.action else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 24)
+    }()
+    case .setRegion?: try {
+      guard case .setRegion(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 25)
     }()
     case nil: break
     }
@@ -2703,6 +2779,46 @@ nonisolated extension Capfleet_V1_SetControl: SwiftProtobuf.Message, SwiftProtob
   public static func ==(lhs: Capfleet_V1_SetControl, rhs: Capfleet_V1_SetControl) -> Bool {
     if lhs.controlID != rhs.controlID {return false}
     if lhs.value != rhs.value {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_SetRegion: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SetRegion"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}centred\0\u{1}left\0\u{1}top\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularBoolField(value: &self.centred) }()
+      case 2: try { try decoder.decodeSingularInt32Field(value: &self.left) }()
+      case 3: try { try decoder.decodeSingularInt32Field(value: &self.top) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.centred != false {
+      try visitor.visitSingularBoolField(value: self.centred, fieldNumber: 1)
+    }
+    if self.left != 0 {
+      try visitor.visitSingularInt32Field(value: self.left, fieldNumber: 2)
+    }
+    if self.top != 0 {
+      try visitor.visitSingularInt32Field(value: self.top, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_SetRegion, rhs: Capfleet_V1_SetRegion) -> Bool {
+    if lhs.centred != rhs.centred {return false}
+    if lhs.left != rhs.left {return false}
+    if lhs.top != rhs.top {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2976,7 +3092,7 @@ nonisolated extension Capfleet_V1_SetFrameRate: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CommandReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{1}status\0\u{3}active_format_index\0\u{3}active_frame_rate\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{3}active_min_frame_rate\0\u{1}focus\0\u{3}drop_recovery\0\u{3}pressure_policy\0\u{1}consent\0\u{3}frame_timing\0\u{1}still\0\u{3}exposure_audit\0\u{1}control\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{1}status\0\u{3}active_format_index\0\u{3}active_frame_rate\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{3}active_min_frame_rate\0\u{1}focus\0\u{3}drop_recovery\0\u{3}pressure_policy\0\u{1}consent\0\u{3}frame_timing\0\u{1}still\0\u{3}exposure_audit\0\u{1}control\0\u{1}region\0")
 
   fileprivate class _StorageClass {
     var _commandID: UInt64 = 0
@@ -2994,6 +3110,7 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
     var _still: Capfleet_V1_StillCaptured? = nil
     var _exposureAudit: Capfleet_V1_ExposureAuditSamples? = nil
     var _control: Capfleet_V1_DeviceControl? = nil
+    var _region: Capfleet_V1_Rectangle? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -3019,6 +3136,7 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
       _still = source._still
       _exposureAudit = source._exposureAudit
       _control = source._control
+      _region = source._region
     }
   }
 
@@ -3052,6 +3170,7 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
         case 13: try { try decoder.decodeSingularMessageField(value: &_storage._still) }()
         case 14: try { try decoder.decodeSingularMessageField(value: &_storage._exposureAudit) }()
         case 15: try { try decoder.decodeSingularMessageField(value: &_storage._control) }()
+        case 16: try { try decoder.decodeSingularMessageField(value: &_storage._region) }()
         default: break
         }
       }
@@ -3109,6 +3228,9 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
       try { if let v = _storage._control {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 15)
       } }()
+      try { if let v = _storage._region {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 16)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -3133,6 +3255,7 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
         if _storage._still != rhs_storage._still {return false}
         if _storage._exposureAudit != rhs_storage._exposureAudit {return false}
         if _storage._control != rhs_storage._control {return false}
+        if _storage._region != rhs_storage._region {return false}
         return true
       }
       if !storagesAreEqual {return false}

@@ -688,6 +688,15 @@ public nonisolated struct Capfleet_V1_OperatorRequest: @unchecked Sendable {
     set {_uniqueStorage()._body = .changeControl(newValue)}
   }
 
+  /// operator, under the lease: commands.md, "Region of interest" (minor 16)
+  public var changeRegion: Capfleet_V1_ChangeRegion {
+    get {
+      if case .changeRegion(let v)? = _storage._body {return v}
+      return Capfleet_V1_ChangeRegion()
+    }
+    set {_uniqueStorage()._body = .changeRegion(newValue)}
+  }
+
   /// Ties leases taken by this request to an operator session: when the session ends
   /// (EndSession, or no request for session_timeout_ms), its leases are released.
   public var sessionID: String {
@@ -797,6 +806,8 @@ public nonisolated struct Capfleet_V1_OperatorRequest: @unchecked Sendable {
     case changeAudioProcessing(Capfleet_V1_ChangeAudioProcessing)
     /// operator, under the lease: commands.md, "Controls" (minor 13)
     case changeControl(Capfleet_V1_ChangeControl)
+    /// operator, under the lease: commands.md, "Region of interest" (minor 16)
+    case changeRegion(Capfleet_V1_ChangeRegion)
 
   }
 
@@ -1520,6 +1531,16 @@ public nonisolated struct Capfleet_V1_DeviceInfo: @unchecked Sendable {
   /// Clears the value of `audioProcessing`. Subsequent reads from it will return its default value.
   public mutating func clearAudioProcessing() {_uniqueStorage()._audioProcessing = nil}
 
+  /// since 1.16, GenICam cameras: the sensor window the active format reads, as last reported (commands.md, "Region of interest")
+  public var region: Capfleet_V1_Rectangle {
+    get {_storage._region ?? Capfleet_V1_Rectangle()}
+    set {_uniqueStorage()._region = newValue}
+  }
+  /// Returns true if `region` has been explicitly set.
+  public var hasRegion: Bool {_storage._region != nil}
+  /// Clears the value of `region`. Subsequent reads from it will return its default value.
+  public mutating func clearRegion() {_uniqueStorage()._region = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1846,6 +1867,16 @@ public nonisolated struct Capfleet_V1_OperatorReply: @unchecked Sendable {
   public var hasControl: Bool {_storage._control != nil}
   /// Clears the value of `control`. Subsequent reads from it will return its default value.
   public mutating func clearControl() {_uniqueStorage()._control = nil}
+
+  /// with ChangeRegion: the window as the agent placed it (minor 16)
+  public var region: Capfleet_V1_Rectangle {
+    get {_storage._region ?? Capfleet_V1_Rectangle()}
+    set {_uniqueStorage()._region = newValue}
+  }
+  /// Returns true if `region` has been explicitly set.
+  public var hasRegion: Bool {_storage._region != nil}
+  /// Clears the value of `region`. Subsequent reads from it will return its default value.
+  public mutating func clearRegion() {_uniqueStorage()._region = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -3838,6 +3869,26 @@ public nonisolated struct Capfleet_V1_ChangeControl: Sendable {
   public init() {}
 }
 
+/// Moves a GenICam camera's region of interest (control.proto, SetRegion): centred, or its
+/// top-left corner at left, top in the active format's pixels. Needs the lease. Audited.
+public nonisolated struct Capfleet_V1_ChangeRegion: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var deviceID: String = String()
+
+  public var centred: Bool = false
+
+  public var left: Int32 = 0
+
+  public var top: Int32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 /// Records what is known of a device's lens (detection.md, "Scan set-up"), replacing what was:
 /// zero fields are "not known". Needs no lease: it changes nothing on the camera. Audited.
 public nonisolated struct Capfleet_V1_SetDeviceOptics: Sendable {
@@ -3881,7 +3932,7 @@ nonisolated extension Capfleet_V1_EnrollmentTokenState: SwiftProtobuf._ProtoName
 
 nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0\u{3}note_recording\0\u{3}backup_database\0\u{3}get_preview\0\u{3}list_previews\0\u{3}collect_recording\0\u{4}\u{b}list_enrollments\0\u{3}revoke_enrollment\0\u{3}create_dashboard_sign_in\0\u{3}list_dashboard_sessions\0\u{3}end_dashboard_session\0\u{3}take_still\0\u{3}list_stills\0\u{3}get_still\0\u{3}delete_still\0\u{3}read_still_file\0\u{3}change_detection\0\u{3}set_device_optics\0\u{3}sync_audit\0\u{3}get_frame_sets\0\u{3}change_audio_processing\0\u{3}change_control\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0\u{3}note_recording\0\u{3}backup_database\0\u{3}get_preview\0\u{3}list_previews\0\u{3}collect_recording\0\u{4}\u{b}list_enrollments\0\u{3}revoke_enrollment\0\u{3}create_dashboard_sign_in\0\u{3}list_dashboard_sessions\0\u{3}end_dashboard_session\0\u{3}take_still\0\u{3}list_stills\0\u{3}get_still\0\u{3}delete_still\0\u{3}read_still_file\0\u{3}change_detection\0\u{3}set_device_optics\0\u{3}sync_audit\0\u{3}get_frame_sets\0\u{3}change_audio_processing\0\u{3}change_control\0\u{3}change_region\0")
 
   fileprivate class _StorageClass {
     var _requestID: UInt64 = 0
@@ -4654,6 +4705,19 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
             _storage._body = .changeControl(v)
           }
         }()
+        case 76: try {
+          var v: Capfleet_V1_ChangeRegion?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .changeRegion(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .changeRegion(v)
+          }
+        }()
         default: break
         }
       }
@@ -4902,6 +4966,10 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
       case .changeControl?: try {
         guard case .changeControl(let v)? = _storage._body else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 75)
+      }()
+      case .changeRegion?: try {
+        guard case .changeRegion(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 76)
       }()
       case nil: break
       }
@@ -5863,7 +5931,7 @@ nonisolated extension Capfleet_V1_NodeInfo: SwiftProtobuf.Message, SwiftProtobuf
 
 nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}name\0\u{1}driver\0\u{1}kind\0\u{3}active_format\0\u{3}active_frame_rate\0\u{3}format_count\0\u{1}online\0\u{3}lease_holder\0\u{3}lease_expires_unix_ms\0\u{1}interruption\0\u{1}descriptor\0\u{1}focus\0\u{3}zoom_factor\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{3}consent_reason\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{4}\u{11}live_consumers\0\u{3}live_flow\0\u{1}encoders\0\u{1}formats\0\u{1}detection\0\u{1}optics\0\u{3}audio_processing\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}name\0\u{1}driver\0\u{1}kind\0\u{3}active_format\0\u{3}active_frame_rate\0\u{3}format_count\0\u{1}online\0\u{3}lease_holder\0\u{3}lease_expires_unix_ms\0\u{1}interruption\0\u{1}descriptor\0\u{1}focus\0\u{3}zoom_factor\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{3}consent_reason\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{4}\u{11}live_consumers\0\u{3}live_flow\0\u{1}encoders\0\u{1}formats\0\u{1}detection\0\u{1}optics\0\u{3}audio_processing\0\u{1}region\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -5896,6 +5964,7 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
     var _detection: Capfleet_V1_DetectionSettings? = nil
     var _optics: Capfleet_V1_DeviceOptics? = nil
     var _audioProcessing: Capfleet_V1_AudioProcessing? = nil
+    var _region: Capfleet_V1_Rectangle? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -5936,6 +6005,7 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
       _detection = source._detection
       _optics = source._optics
       _audioProcessing = source._audioProcessing
+      _region = source._region
     }
   }
 
@@ -5984,6 +6054,7 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
         case 44: try { try decoder.decodeSingularMessageField(value: &_storage._detection) }()
         case 45: try { try decoder.decodeSingularMessageField(value: &_storage._optics) }()
         case 46: try { try decoder.decodeSingularMessageField(value: &_storage._audioProcessing) }()
+        case 47: try { try decoder.decodeSingularMessageField(value: &_storage._region) }()
         default: break
         }
       }
@@ -6086,6 +6157,9 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
       try { if let v = _storage._audioProcessing {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 46)
       } }()
+      try { if let v = _storage._region {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 47)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -6125,6 +6199,7 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
         if _storage._detection != rhs_storage._detection {return false}
         if _storage._optics != rhs_storage._optics {return false}
         if _storage._audioProcessing != rhs_storage._audioProcessing {return false}
+        if _storage._region != rhs_storage._region {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -6176,7 +6251,7 @@ nonisolated extension Capfleet_V1_RejectionCount: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0\u{1}takes\0\u{1}verification\0\u{3}segment_data\0\u{3}segment_size\0\u{1}backup\0\u{1}endpoints\0\u{2}\u{3}previews\0\u{4}\u{5}enrollment_tokens\0\u{3}dashboard_sign_in\0\u{3}dashboard_sessions\0\u{1}stills\0\u{1}detection\0\u{1}optics\0\u{3}sync_audit\0\u{3}frame_sets\0\u{3}audio_processing\0\u{1}control\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0\u{1}takes\0\u{1}verification\0\u{3}segment_data\0\u{3}segment_size\0\u{1}backup\0\u{1}endpoints\0\u{2}\u{3}previews\0\u{4}\u{5}enrollment_tokens\0\u{3}dashboard_sign_in\0\u{3}dashboard_sessions\0\u{1}stills\0\u{1}detection\0\u{1}optics\0\u{3}sync_audit\0\u{3}frame_sets\0\u{3}audio_processing\0\u{1}control\0\u{1}region\0")
 
   fileprivate class _StorageClass {
     var _requestID: UInt64 = 0
@@ -6220,6 +6295,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
     var _frameSets: Capfleet_V1_FrameSets? = nil
     var _audioProcessing: Capfleet_V1_AudioProcessing? = nil
     var _control: Capfleet_V1_DeviceControl? = nil
+    var _region: Capfleet_V1_Rectangle? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -6271,6 +6347,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       _frameSets = source._frameSets
       _audioProcessing = source._audioProcessing
       _control = source._control
+      _region = source._region
     }
   }
 
@@ -6330,6 +6407,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         case 52: try { try decoder.decodeSingularMessageField(value: &_storage._frameSets) }()
         case 53: try { try decoder.decodeSingularMessageField(value: &_storage._audioProcessing) }()
         case 54: try { try decoder.decodeSingularMessageField(value: &_storage._control) }()
+        case 55: try { try decoder.decodeSingularMessageField(value: &_storage._region) }()
         default: break
         }
       }
@@ -6465,6 +6543,9 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       try { if let v = _storage._control {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 54)
       } }()
+      try { if let v = _storage._region {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 55)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -6515,6 +6596,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         if _storage._frameSets != rhs_storage._frameSets {return false}
         if _storage._audioProcessing != rhs_storage._audioProcessing {return false}
         if _storage._control != rhs_storage._control {return false}
+        if _storage._region != rhs_storage._region {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -10179,6 +10261,51 @@ nonisolated extension Capfleet_V1_ChangeControl: SwiftProtobuf.Message, SwiftPro
     if lhs.deviceID != rhs.deviceID {return false}
     if lhs.controlID != rhs.controlID {return false}
     if lhs.value != rhs.value {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_ChangeRegion: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ChangeRegion"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{1}centred\0\u{1}left\0\u{1}top\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self.centred) }()
+      case 3: try { try decoder.decodeSingularInt32Field(value: &self.left) }()
+      case 4: try { try decoder.decodeSingularInt32Field(value: &self.top) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.deviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 1)
+    }
+    if self.centred != false {
+      try visitor.visitSingularBoolField(value: self.centred, fieldNumber: 2)
+    }
+    if self.left != 0 {
+      try visitor.visitSingularInt32Field(value: self.left, fieldNumber: 3)
+    }
+    if self.top != 0 {
+      try visitor.visitSingularInt32Field(value: self.top, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_ChangeRegion, rhs: Capfleet_V1_ChangeRegion) -> Bool {
+    if lhs.deviceID != rhs.deviceID {return false}
+    if lhs.centred != rhs.centred {return false}
+    if lhs.left != rhs.left {return false}
+    if lhs.top != rhs.top {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -404,4 +404,49 @@ import Testing
         #expect(try await bed.audit("device.control").filter { $0.outcome == "ok" }.map(\.detail) == ["gain = 51 (read back 50)"])
         await bed.close()
     }
+
+    @Test func aRegionOfInterest_isAGenICamCamerasOnly_movedUnderTheLease_andAuditedWithTheWindowAsPlaced() async throws {
+        let bed = try await OperatorBed()
+        let window = VideoFormat(pixelFormat: .grey, width: 640, height: 480, frameRateRanges: [.init(min: 1, max: 30)])
+        _ = try await bed.store.registerNode(
+            NodeRegistration(
+                nodeID: "node-a", name: "alpha", hostname: "a", softwareVersion: "test", address: "127.0.0.1",
+                devices: [
+                    .init(
+                        description: DeviceDescription(deviceID: "cam-1", name: "cam-1", driver: "test", kind: .synthetic, formats: [window]),
+                        activeFormatIndex: 0, activeFrameRate: 30),
+                    .init(
+                        description: DeviceDescription(
+                            deviceID: "genicam-A-B-1", name: "gc", driver: "aravis GigEVision", kind: .genicam, formats: [window]),
+                        activeFormatIndex: 0, activeFrameRate: 30),
+                ]), at: 2)
+        func move(_ device: String, centred: Bool = false, _ left: Int32 = 0, _ top: Int32 = 0) async throws -> Capfleet_V1_OperatorReply {
+            var reply = Capfleet_V1_OperatorReply()
+            try await bed.handlers.devices.changeRegion(
+                .with {
+                    $0.deviceID = device
+                    $0.centred = centred
+                    ($0.left, $0.top) = (left, top)
+                }, by: "otto", into: &reply)
+            return reply
+        }
+        try await bed.lock("cam-1", by: "otto")
+        let synthetic = try await move("cam-1", 10, 10)
+        #expect(synthetic.status.code == .badRequest && synthetic.status.reason.contains("crops through zoom"), "\(synthetic.status)")
+        let unleased = try await move("genicam-A-B-1", 101, 202)
+        #expect(unleased.status.code != .ok, "\(unleased.status)")
+        try await bed.lock("genicam-A-B-1", by: "otto")
+        let negative = try await move("genicam-A-B-1", -4, 0)
+        #expect(negative.status.code == .badRequest, "\(negative.status)")
+        #expect(await bed.agents.sent(to: "genicam-A-B-1").isEmpty, "a corner left of the sensor never reaches the agent")
+        let placed = try await move("genicam-A-B-1", 101, 202)
+        #expect(placed.status.code == .ok && [placed.region.left, placed.region.top] == [100, 200], "what the agent placed: \(placed)")
+        let centred = try await move("genicam-A-B-1", centred: true)
+        #expect(centred.region.left == 704 && centred.region.top == 784)
+        #expect(
+            try await bed.audit("device.region").filter { $0.outcome == "ok" }.map(\.detail) == [
+                "at 101,202: 640x480 at 100,200", "centred: 640x480 at 704,784",
+            ])
+        await bed.close()
+    }
 }

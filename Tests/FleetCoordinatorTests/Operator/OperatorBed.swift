@@ -206,6 +206,12 @@ actor PlayedFleet: FleetAgents {
                     $0.hasValue_p = true
                     $0.value = request.value - request.value % 2
                 }
+            case let .setRegion(request):
+                // A 640x480 window whose corner moves in steps of 4, as a camera's OffsetX may.
+                $0.region = .with {
+                    ($0.width, $0.height) = (640, 480)
+                    ($0.left, $0.top) = request.centred ? (704, 784) : (request.left - request.left % 4, request.top - request.top % 4)
+                }
             default: break
             }
         }

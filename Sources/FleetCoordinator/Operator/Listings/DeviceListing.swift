@@ -96,6 +96,7 @@ struct DeviceListing: Sendable {
                         if counters.activeFrameRate > 0 { $0.activeFrameRate = counters.activeFrameRate }
                         $0.activeMinFrameRate = counters.activeMinFrameRate
                         if counters.hasAlignment { $0.alignment = counters.alignment }
+                        if counters.hasRegion { $0.region = counters.region }
                     }
                     if let policy {
                         $0.dropRecovery =
