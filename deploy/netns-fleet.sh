@@ -98,6 +98,9 @@ Commands:
         Kill agent I with SIGKILL (a crash) and start it again with its enrolled key.
   partition I | heal I
         Take agent I's host off the network (its link down) or put it back: a cable pulled.
+  generator HZ | generator off
+        Start an external trigger generator pulsing the --genicam-line cameras' wire at HZ
+        (in place of one running), or stop it: a pulse generator switched on and off.
   status
         Namespaces, processes alive or not, and \`cli nodes\` when the coordinator is up.
 
@@ -601,10 +604,7 @@ cmd_up() {
         ((GENICAM == 0)) || start_genicam_camera "$i"
         start_agent "$i"
     done
-    if [[ $GENICAM_GENERATOR != 0 ]]; then
-        start_process "$(ns g1)" "line-generator" /usr/bin/python3 "$REPO_ROOT/deploy/genicam-fake-camera.py" \
-            --line-wire "$DATA/wire" --line-generator "$GENICAM_GENERATOR"
-    fi
+    [[ $GENICAM_GENERATOR == 0 ]] || start_generator "$GENICAM_GENERATOR"
     echo "waiting until all $AGENTS agents are online"
     wait_online 60 $(seq 1 "$AGENTS")
 
@@ -773,6 +773,30 @@ cmd_restart_agent() {
     echo "agent a$i is running again (pid $(pid_of "agent-a$i")), registered and online"
 }
 
+# The external trigger generator on the cameras' wire, in the first camera's namespace.
+start_generator() {
+    start_process "$(ns g1)" "line-generator" /usr/bin/python3 "$REPO_ROOT/deploy/genicam-fake-camera.py" \
+        --line-wire "$DATA/wire" --line-generator "$1"
+}
+
+cmd_generator() {
+    all_options "$@"
+    resolve_fleet
+    require_fleet
+    [[ $EUID -eq 0 ]] || die "generator needs root (network namespaces)"
+    [[ ${#REST[@]} -eq 1 ]] || die "generator: give pulses a second or off, e.g. \`generator 10\`"
+    ((GENICAM_LINE == 1)) || die "generator: the fleet's cameras are on no wire (\`up --genicam-line\`)"
+    local rate=${REST[0]}
+    [[ $rate == off || $rate =~ ^[0-9]+([.][0-9]+)?$ ]] || die "generator $rate: pulses a second, e.g. 10, or off"
+    stop_processes TERM 5 line-generator
+    if [[ $rate == off ]]; then
+        echo "the trigger generator is off"
+    else
+        start_generator "$rate"
+        echo "a trigger generator pulses the wire at $rate Hz"
+    fi
+}
+
 # Agent host $2's link down (partition) or up again (heal).
 cmd_link() {
     local verb=$1
@@ -847,6 +871,7 @@ main() {
     impair) cmd_impair "$@" ;;
     restart-agent) cmd_restart_agent "$@" ;;
     partition | heal) cmd_link "$command" "$@" ;;
+    generator) cmd_generator "$@" ;;
     status) cmd_status "$@" ;;
     *) die "unknown command '$command' (see --help)" ;;
     esac

@@ -407,8 +407,10 @@ extension SecondLaneIntegrationTests {
         /// aligned as usual (scheduled action commands: the rig's cameras are PTP-locked) and
         /// drives Line1 with its exposure signal; cameras 2 and 3 expose on their Line0's edges,
         /// one frame per edge, with nothing sent by their agents, and what they saw is camera
-        /// 1's instants, and a take says how each camera's exposures were timed. `align --off`
-        /// lets every camera run free again.
+        /// 1's instants, and a take says how each camera's exposures were timed. Then an external
+        /// generator on the wire (`--line-source external`): every camera follows its pulses, at
+        /// 10 Hz, at 5 Hz, and exposes nothing once it is off. `align --off` lets every camera run
+        /// free again.
         @Test func wiredCameras_exposeOnTheSourceCamerasEdges() async throws {
             guard getuid() == 0 else {
                 print("netns GenICam lines: not run, network namespaces need root (CI runs as root)")
@@ -475,9 +477,43 @@ extension SecondLaneIntegrationTests {
             #expect(reported[source] == "scheduled action commands", "\(reported)")
             for id in ids.dropFirst() { #expect(reported[id] == "Line0 from \(source)", "\(reported)") }
 
-            // An external generator on the wire (`--line-source external`, the rig's
-            // --genicam-line-generator) is not exercised here yet: started from this process after
-            // a take, it now and then left the wired cameras without frames, a cause not yet found.
+            // An external generator on the wire (`--line-source external`): every camera exposes on
+            // its pulses, at its rate, reported unaligned (the generator keeps a time of its own),
+            // and nothing without them.
+            try fleet.run(["generator", "10"])
+            print("netns GenICam lines: " + (try fleet.run(["cli", "align"] + ids + ["--trigger-line", "Line0", "--line-source", "external"])))
+            func frames(over seconds: Int) async throws -> [String: Int] {
+                let before = try cameras()
+                try await Task.sleep(for: .seconds(seconds))
+                let after = try cameras()
+                return ids.reduce(into: [:]) {
+                    $0[$1] = (after[$1]?["frames_captured"] as? Int ?? 0) - (before[$1]?["frames_captured"] as? Int ?? 0)
+                }
+            }
+            _ = try await NetnsTestFleet.waitUntil("every camera exposes on the generator's pulses", seconds: 20) {
+                let now = try cameras()
+                return ids.allSatisfy {
+                    triggers(now[$0])["line_source"] as? String == "external" && triggers(now[$0])["delivery"] as? String == "hardware_line"
+                }
+            }
+            let pulsed = try await frames(over: 3)
+            let external = try cameras()
+            print("netns GenICam lines: on a 10 Hz generator, 3 s: \(pulsed); \(alignment(external[ids[0]]))")
+            for id in ids {
+                #expect(abs((pulsed[id] ?? 0) - 30) <= 6, "\(id) at the generator's 10 Hz: \(pulsed)")
+                #expect(alignment(external[id])["state"] as? String == "unaligned", "\(alignment(external[id]))")
+                #expect("\(alignment(external[id])["not_aligned_reason"] ?? "")".contains("external generator"), "\(alignment(external[id]))")
+            }
+            // Each agent reports its counts once a second: the old rate has left them after 2.5 s.
+            try fleet.run(["generator", "5"])
+            try await Task.sleep(for: .seconds(2.5))
+            let slower = try await frames(over: 3)
+            for id in ids { #expect(abs((slower[id] ?? 0) - 15) <= 5, "\(id) follows the generator to 5 Hz: \(slower)") }
+            try fleet.run(["generator", "off"])
+            try await Task.sleep(for: .seconds(2.5))
+            let unpulsed = try await frames(over: 2)
+            print("netns GenICam lines: at 5 Hz, 3 s: \(slower); generator off, 2 s: \(unpulsed)")
+            for id in ids { #expect(unpulsed[id] == 0, "no pulse, no exposure: \(unpulsed)") }
             try fleet.run(["cli", "align", "--off"] + ids)
             let off = try cameras()
             try await Task.sleep(for: .seconds(2))
