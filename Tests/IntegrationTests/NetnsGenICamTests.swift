@@ -11,7 +11,9 @@ extension SecondLaneIntegrationTests {
     /// has Aravis's fake GigE Vision camera on a link of its own, speaking the real GVCP/GVSP
     /// protocol. The agents find them on the interface they were told to use, register them
     /// under ids from vendor, model and serial, list their formats, send black frames until
-    /// consent and real ones after, and a take records both on the agents, collected and verified.
+    /// consent and real ones after, and a take records both on the agents, collected and verified;
+    /// another encodes them to H.264 there; previews and detection work as for any camera; a
+    /// region of interest moves the window of the sensor the frames show.
     @Suite struct NetnsGenICamTests {
         @Test func fakeGigEVisionCamerasOnTwoHosts_registerStreamAndRecord() async throws {
             guard getuid() == 0 else {
@@ -96,6 +98,29 @@ extension SecondLaneIntegrationTests {
             }
             let verified = try fleet.run(["cli", "recordings", "verify", takeID, "--timeout", "120"])
             #expect(verified.contains("verified"), "\(verified)")
+            // Encoded on the agents, as any camera's; previews; detection examines its frames.
+            try fleet.run(["cli", "lock", ids[1]])
+            try fleet.run(["cli", "detect", ids[1], "--codes", "qr", "--faces"])
+            let encodedStart = try fleet.run(
+                ["cli", "record", "start"] + ids + ["--name", "genicam h264", "--codec", "h264", "--json", "--timeout", "15"])
+            let encodedID = try #require((try JSONSerialization.jsonObject(with: Data(encodedStart.utf8)) as? [String: Any])?["id"] as? String)
+            try await Task.sleep(for: .seconds(3))
+            try fleet.run(["cli", "record", "stop", encodedID, "--wait", "60", "--timeout", "70"])
+            let encoded = try #require(
+                try JSONSerialization.jsonObject(with: Data(try fleet.run(["cli", "recordings", "show", encodedID, "--json"]).utf8)) as? [String: Any]
+            )
+            for part in encoded["devices"] as? [[String: Any]] ?? [] {
+                #expect(part["format"] as? String == "512x512 H264" && (part["frames"] as? Int ?? 0) >= 20, "\(part)")
+            }
+            let preview = try #require(
+                try JSONSerialization.jsonObject(with: Data(try fleet.run(["cli", "snapshot", ids[1], "--preview", "--json"]).utf8)) as? [String: Any]
+            )
+            #expect(preview["preview"] as? Bool == true && (preview["width"] as? Int ?? 0) > 0, "\(preview)")
+            let examined =
+                try fleet.json(["watch", "--count", "1"]).first { $0["device_id"] as? String == ids[1] }?["detection_examined"] as? Int ?? 0
+            #expect(examined > 0, "detection examined none of \(ids[1])'s frames")
+            try fleet.run(["cli", "detect", ids[1], "--off"])
+            try fleet.run(["cli", "unlock", ids[1]])
 
             // Its region of interest: a 640x480 window, centred, then moved; the frames show
             // which part of the sensor it read (the rig paints a grey ramp across the sensor, a
