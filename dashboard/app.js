@@ -569,6 +569,13 @@ function alignmentText(alignment) {
     (alignment.notAlignedReason ? ` — ${alignment.notAlignedReason}` : "");
 }
 
+// A GenICam camera's region of interest: the window of its sensor the active format reads
+// (proto-docs/commands.md, "Region of interest").
+function regionText(region) {
+  if (!region || !number(region.width)) return "";
+  return ` · region ${number(region.width)}x${number(region.height)} at ${number(region.left)},${number(region.top)}`;
+}
+
 function renderCamera() {
   const deviceId = cameraId();
   if (!deviceId) return;
@@ -588,6 +595,7 @@ function renderCamera() {
     `${active.width || "?"}x${active.height || "?"} ${active.pixelFormat || ""} at ${number(stats.activeFrameRate || device.activeFrameRate).toFixed(1)} fps · ` +
     `zoom ${zoom.toFixed(2)}x${threshold && zoom > threshold ? " UPSCALED" : ""}` +
     ((stats.focus || device.focus) ? ` · focus ${wireName((stats.focus || device.focus).mode, "FOCUS_MODE_")} at ${number((stats.focus || device.focus).lensPosition).toFixed(2)}` : "") +
+    regionText(stats.region || device.region) +
     ` · last frame ${age(stats.lastFrameUnixMs)}`;
   setText(document.getElementById("camera-alignment"), alignmentText(stats.alignment || device.alignment));
   document.getElementById("camera-zoom").textContent = `${zoom.toFixed(2)}x${threshold && zoom > threshold ? " UPSCALED" : ""}`;
