@@ -540,6 +540,8 @@ extension SecondLaneIntegrationTests {
             print("netns GenICam lines: at 5 Hz, 3 s: \(slower); generator off, 2 s: \(unpulsed)")
             for id in ids { #expect(unpulsed[id] == 0, "no pulse, no exposure: \(unpulsed)") }
             try fleet.run(["cli", "align", "--off"] + ids)
+            // Idle cameras: their counts move once trigger mode is off and a status has said so.
+            try await Task.sleep(for: .seconds(1.5))
             let off = try cameras()
             try await Task.sleep(for: .seconds(2))
             let afterOff = try cameras()
