@@ -45,6 +45,8 @@ extension AgentService {
             return setControl(request, command: command, on: stream)
         case let .setRegion(request)?:
             return setRegion(request, command: command, on: stream)
+        case let .setPreRoll(request)?:
+            return setPreRoll(request, command: command, on: stream)
         case let .setFrameAlignment(request)? where !request.triggerLine.isEmpty || !request.outputLine.isEmpty || stream.isWired:
             return setWiredAlignment(request, command: command, on: stream)
         case let .setFrameAlignment(request)?:
@@ -212,6 +214,27 @@ extension AgentService {
             control.post(reply: answer)
         }
         return nil
+    }
+
+    /// The camera's pre-roll (recordings.md, "Pre-roll"): applied at once, on the control
+    /// thread (it only resizes what the capture thread keeps), answered with what is kept.
+    private func setPreRoll(_ request: Capfleet_V1_SetPreRoll, command: Capfleet_V1_Command, on stream: CameraStream) -> Capfleet_V1_CommandReply {
+        let settings = PreRollSettings(
+            wire: .with {
+                $0.milliseconds = request.milliseconds
+                $0.budgetBytes = request.budgetBytes
+            })
+        if let refusal = settings.refusal { return reply(to: command, .failure(.badRequest, "device \(stream.deviceID): \(refusal)"), on: stream) }
+        stream.preRoll.change(to: settings)
+        logger.notice(
+            "pre-roll",
+            metadata: [
+                "device.id": "\(stream.deviceID)",
+                "pre_roll": "\(settings.isOn ? "\(settings.seconds) s within \(settings.budgetBytes >> 20) MiB" : "off")",
+            ])
+        var answer = reply(to: command, .ok, on: stream)
+        answer.preRoll = stream.preRoll.figures ?? settings.wire
+        return answer
     }
 
     /// A device command's reply: its status and the device's settings after it.

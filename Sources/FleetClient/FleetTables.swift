@@ -308,6 +308,7 @@ public enum FleetTables {
         if info.hasRegion {
             lines.append("region     " + regionSummary(info.region, sensor: description.crop?.bounds))
         }
+        if info.hasPreRoll { lines.append("pre-roll   " + PreRollViews.summary(info.preRoll)) }
         lines += [
             "recovery   "
                 + (info.hasDropRecovery && info.dropRecovery.enabled

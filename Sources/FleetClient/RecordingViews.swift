@@ -60,6 +60,8 @@ public enum RecordingViews {
         var id, name, state, directory, createdBy: String
         var error: String?
         var startFleetNs: UInt64
+        /// How long before its instant it starts (recordings.md, "Pre-roll"); absent: none.
+        var preRollMs: UInt32?
         var stopFleetNs: UInt64?
         var createdUnixMs: Int64
         var startSpreadNs: UInt64?
@@ -84,6 +86,7 @@ public enum RecordingViews {
             id = take.id; name = take.name; state = take.state; directory = take.directory; createdBy = take.createdBy
             error = take.error.isEmpty ? nil : take.error
             startFleetNs = take.startFleetNs; stopFleetNs = take.stopFleetNs == 0 ? nil : take.stopFleetNs
+            preRollMs = take.preRollMs > 0 ? take.preRollMs : nil
             createdUnixMs = take.createdUnixMs
             startSpreadNs = take.devices.contains { $0.firstFleetNs != 0 } ? take.startSpreadNs : nil
             frames = take.frames; bytes = take.bytes; sizeBytes = take.sizeBytes
@@ -133,7 +136,7 @@ public enum RecordingViews {
         }
 
         enum CodingKeys: String, CodingKey {
-            case id, name, state, directory, createdBy = "created_by", error, startFleetNs = "start_fleet_ns",
+            case id, name, state, directory, createdBy = "created_by", error, startFleetNs = "start_fleet_ns", preRollMs = "pre_roll_ms",
                 stopFleetNs = "stop_fleet_ns", createdUnixMs = "created_unix_ms", startSpreadNs = "start_spread_ns", frames,
                 bytes, sizeBytes = "size_bytes", store, agentHeldBytes = "agent_held_bytes", collectedBytes = "collected_bytes",
                 collectError = "collect_error", codec, quality, bitrate, gop, devices, sensors, segments, events,

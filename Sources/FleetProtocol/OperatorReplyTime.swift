@@ -18,7 +18,7 @@ public enum OperatorReplyTime {
         case .getLatestFrame:
             return 3
         case .changeFormat, .changeFrameRate, .changeZoom, .changeFocus, .setDropRecoveryPolicy, .changePressurePolicy, .changeAudioProcessing,
-            .changeControl, .changeRegion:
+            .changeControl, .changeRegion, .changePreRoll:
             return agentCommandSeconds
         case .changeConsent:
             // The device's earlier push is answered first, so two in a row.

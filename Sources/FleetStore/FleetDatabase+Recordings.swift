@@ -26,6 +26,9 @@ public struct TakeRecord: Codable, Sendable, Hashable, FetchableRecord, Persista
     public var quality: Int?
     public var bitrate = 0
     public var gop = 0
+    /// How long before its instant it starts, from what the agents kept (recordings.md,
+    /// "Pre-roll"): `startFleetNs` is the earlier time.
+    public var preRollMs = 0
 
     public var encoding: TakeEncoding {
         get { TakeEncoding(codec: codec, quality: quality, bitrate: bitrate, gop: gop) }

@@ -663,6 +663,22 @@ enum FleetSchema {
                     ALTER TABLE frameAlignment ADD COLUMN outputLine TEXT NOT NULL DEFAULT '';
                     """)
         }
+        migrator.registerMigration("v29: pre-roll") { db in
+            try db.execute(
+                sql: """
+                    -- A device's pre-roll (recordings.md, "Pre-roll"), pushed again at every
+                    -- registration; removing the device removes it. No row: off.
+                    CREATE TABLE devicePreRoll (
+                        deviceId TEXT PRIMARY KEY NOT NULL REFERENCES device(id) ON DELETE CASCADE,
+                        milliseconds INTEGER NOT NULL CHECK (milliseconds >= 0 AND milliseconds <= 60000),
+                        budgetBytes INTEGER NOT NULL CHECK (budgetBytes >= 0),
+                        changedAt INTEGER NOT NULL,
+                        changedBy TEXT NOT NULL
+                    ) WITHOUT ROWID;
+                    -- How long before its instant a take starts; its startFleetNs is the earlier time.
+                    ALTER TABLE take ADD COLUMN preRollMs INTEGER NOT NULL DEFAULT 0 CHECK (preRollMs >= 0);
+                    """)
+        }
         return migrator
     }
 }

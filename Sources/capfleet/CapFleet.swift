@@ -57,7 +57,7 @@ struct CapFleet: AsyncParsableCommand {
             FormatCommand.self, PresetCommand.self, FrameRateCommand.self, ZoomDeviceCommand.self, FocusCommand.self,
             LockCommand.self, UnlockCommand.self, PolicyCommand.self,
             SnapshotCommand.self, ViewCommand.self, ListenCommand.self, ContactSheetCommand.self, StillCommand.self, StillsCommand.self,
-            DetectCommand.self, ProcessingCommand.self, ControlCommand.self, RegionCommand.self,
+            DetectCommand.self, ProcessingCommand.self, ControlCommand.self, RegionCommand.self, PreRollCommand.self,
             MetadataCommand.self, SensorCommand.self, ScanSetupCommand.self, OpticsCommand.self, IngestStatsCommand.self, RecordCommand.self,
             RecordingsCommand.self,
             ConsentCommand.self, EnrollCommand.self, OperatorCommand.self, WhoAmICommand.self, DashboardCommand.self, BackupCommand.self,

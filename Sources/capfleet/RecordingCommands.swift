@@ -42,6 +42,11 @@ struct RecordCommand: ParsableCommand {
                 "Certify the take only if the cameras' spread (p99 of their phases on the grid, at each status report) stays within this: 1ms, 250us."
         )
         var requireSpread: String?
+        @Option(
+            help:
+                "Start this long before the instant (5s, 500ms), from what each camera's agent kept: every camera needs that much pre-roll (capfleet preroll)."
+        )
+        var preRoll: String?
         @Flag(help: "Certify the take only if no camera drops a frame, for any reason.") var requireNoDrops = false
         @Flag(help: "Certify the take only if every node's clock stays locked throughout.") var requireLockedClocks = false
         @Flag(help: "Certify the take only if every camera is steered and in phase throughout (capfleet align).") var requireInPhase = false
@@ -105,6 +110,12 @@ struct RecordCommand: ParsableCommand {
                 }
                 query.requirements.maxSpreadNs = spread
             }
+            if let preRoll {
+                guard let milliseconds = PreRollViews.milliseconds(preRoll) else {
+                    throw CLIFailure("--pre-roll is a duration up to \(Int(PreRollSettings.maximumSeconds)) s: 5s, 1.5s or 500ms, not \(preRoll)")
+                }
+                query.preRollMs = milliseconds
+            }
             if requireNoDrops { query.requirements.noDrops = true }
             if requireLockedClocks { query.requirements.clocksLocked = true }
             if requireInPhase { query.requirements.inPhase = true }
@@ -117,8 +128,9 @@ struct RecordCommand: ParsableCommand {
             } else {
                 let where_ = take.store == "agent" ? "on each device's host" : "on the coordinator"
                 let how = TakeEncoding(wire: take.encoding).map { $0.codec == .raw ? "" : " as \($0.summary)" } ?? ""
+                let early = take.preRollMs > 0 ? " (\(take.preRollMs) ms of pre-roll)" : ""
                 print(
-                    "take \(take.id) (\(take.name)) records \(take.devices.map(\.deviceID).joined(separator: ", ")) from fleet time \(take.startFleetNs), \(where_)\(how)"
+                    "take \(take.id) (\(take.name)) records \(take.devices.map(\.deviceID).joined(separator: ", ")) from fleet time \(take.startFleetNs)\(early), \(where_)\(how)"
                 )
                 let asked = TakeSyncViews.requirements(query.requirements)
                 if !asked.isEmpty { print("it is certified at its end only if it keeps to: \(asked)") }

@@ -114,10 +114,17 @@ extension CameraStream {
         }
         statistics.latest.withLock { $0 = (frame.sequence, header.layout) }
         var recorded = false
+        var ownCopy = false
         if let take = decision.recordedFor, let recordingPath {
+            // A take that starts in the past records what was kept since its start first.
+            if preRoll.isOn, let kept = preRoll.handOver(takeID: take.takeID, before: header.fleetTimeNs) {
+                recordPreRoll(kept, takeID: take.takeID, drops: take.drops, to: recordingPath)
+            }
             outgoing = record(outgoing, header: header, takeID: take.takeID, drops: take.drops, to: recordingPath)
             recorded = recordingPath.reachesCoordinator
+            ownCopy = true
         }
+        if preRoll.isOn { keepForPreRoll(outgoing, header: header, shared: ownCopy || decision.pixels == .black) }
         // Previews whatever becomes of the full-rate frame: black when it is black.
         if let previews = route.previews { offerPreview(outgoing, header: header, black: decision.pixels == .black, to: previews) }
         // Full-rate frames cross the network only while the coordinator wants them, and once:
@@ -148,6 +155,34 @@ extension CameraStream {
             buffer: copy, byteCount: frame.byteCount, sequence: frame.sequence,
             captureMonotonicNanoseconds: frame.captureMonotonicNanoseconds, layout: frame.layout, zoomFactor: frame.zoomFactor,
             deviceTimestamp: frame.deviceTimestamp)
+    }
+
+    /// The kept frames of a take's pre-roll, recorded before its first live frame, marked as
+    /// recorded; what the path refuses is counted as the take's drops.
+    private func recordPreRoll(_ kept: [PreRollKeeper.Kept], takeID: String, drops: DropTally, to recordingPath: any TakeFramePath) {
+        let recordingFlag = UInt32(Capfleet_V1_FrameFlag.recording.rawValue)
+        let frames = kept.map { frame -> PreRollKeeper.Kept in
+            var frame = frame
+            frame.header.flags |= recordingFlag
+            return frame
+        }
+        let refused = recordingPath.submitPreRoll(takeID: takeID, deviceID: deviceID, frames: frames, takeDrops: drops)
+        if refused > 0 { step(.takeHandoffDropped(takeID: takeID, reason: recordingPath.refusalReason, count: UInt64(refused))) }
+        let span = (frames.last?.header.fleetTimeNs ?? 0) &- (frames.first?.header.fleetTimeNs ?? 0)
+        logger.info(
+            "pre-roll recorded",
+            metadata: ["take.id": "\(takeID)", "frames": "\(frames.count)", "refused": "\(refused)", "span_ms": "\(span / 1_000_000)"])
+    }
+
+    /// Keeps the frame for pre-roll: its pixels shared where nothing writes them again (the
+    /// take's own copy, the black frame), else copied out of the capture buffer.
+    private func keepForPreRoll(_ frame: CapturedFrame, header: Capfleet_V1_FrameHeader, shared: Bool) {
+        var pixels = frame.buffer
+        if !shared {
+            pixels = FrameBuffer(unpooledCapacity: frame.byteCount)
+            pixels.storage.copyMemory(from: frame.buffer.storage, byteCount: frame.byteCount)
+        }
+        preRoll.keep(header: header, pixels: pixels, count: frame.byteCount)
     }
 
     /// The black frame sent in place of real ones, made once per format, outside the lock:

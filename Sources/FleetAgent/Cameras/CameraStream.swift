@@ -49,6 +49,8 @@ final class CameraStream: Sendable {
     let detection: DeviceDetection
     /// The timecode read from its frames while an exposure audit runs (ExposureAuditor.swift).
     let audits: ExposureAuditor
+    /// Its last seconds of frames, kept for takes that start in the past (PreRollKeeper.swift).
+    let preRoll = PreRollKeeper()
     /// A triggered camera's trigger thread, made when a grid is first set; and the clock
     /// it reads (the route's, kept here since the route is the device thread's own).
     private let trigger = Mutex<GridTriggerLoop?>(nil)
@@ -135,7 +137,11 @@ final class CameraStream: Sendable {
 
     /// Enforced from the next frame on. Losing consent turns the recording light off and ends
     /// a take in progress at once.
-    func setConsent(_ consent: ConsentState) { step(.consentChanged(consent, deviceDrops: statistics.drops)) }
+    func setConsent(_ consent: ConsentState) {
+        step(.consentChanged(consent, deviceDrops: statistics.drops))
+        // What was kept while it was granted must not reach a take started after it was withdrawn.
+        if !consent.allowsRealFrames { preRoll.forget() }
+    }
 
     /// Capture, sending frames by `route` (at every registration; it may have changed).
     func startCapturing(_ route: CaptureRoute) {
@@ -184,7 +190,12 @@ final class CameraStream: Sendable {
 
     /// The take's part begins at `start` (fleet ns); its frames go to `recordingPath`.
     func beginTake(takeID: String, start: UInt64, recordingPath: any TakeFramePath) {
-        guarded.withLock { $0.recordingPath = recordingPath }
+        let isNew = guarded.withLock { guarded in
+            guarded.recordingPath = recordingPath
+            return guarded.state.take?.takeID != takeID
+        }
+        // Said again at every registration: only a take new to this part hands its pre-roll over.
+        if isNew { preRoll.takeBegan(takeID: takeID, start: start) }
         step(.takeBegan(takeID: takeID, startFleet: start, deviceDrops: statistics.drops))
     }
 
@@ -408,6 +419,7 @@ final class CameraStream: Sendable {
         counters.detectionExamined = detection.examined
         counters.detectionSkipped = detection.skipped
         if let transport = source.streamTransport { counters.streamTransport = transport.wire }
+        if let figures = preRoll.figures { counters.preRoll = figures }
         if let region = source.region { counters.region = region.wire }
         if let take = state.take, let queue = guarded.withLock({ $0.recordingPath })?.queue(takeID: take.takeID, deviceID: deviceID) {
             counters.takeQueueDepth = UInt32(clamping: queue.depth)

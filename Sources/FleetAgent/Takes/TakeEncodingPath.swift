@@ -84,6 +84,12 @@ final class TakeEncodingPath: TakeFramePath, Sendable {
         return taken
     }
 
+    func submitPreRoll(takeID: String, deviceID: String, frames: [PreRollKeeper.Kept], takeDrops: DropTally) -> Int {
+        guard !ended.load(ordering: .relaxed) else { return frames.count }
+        for kept in frames { _ = worker.post(.frame(header: kept.header, takeDrops: takeDrops, pixels: kept.pixels, count: kept.count)) }
+        return 0
+    }
+
     /// The encoder's queue, or the writer's after it when that one came nearer to filling.
     func queue(takeID: String, deviceID: String) -> TakeQueueFigures? {
         let own = TakeQueueFigures(depth: worker.queued, capacity: capacity, peak: peak.value)

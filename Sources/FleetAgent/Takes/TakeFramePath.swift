@@ -15,6 +15,10 @@ protocol TakeFramePath: Sendable {
     /// Called on a capture thread; never blocks. False when the frame could not be taken:
     /// the caller counts it as `refusalReason`.
     func submit(takeID: String, deviceID: String, header: Capfleet_V1_FrameHeader, takeDrops: DropTally, pixels: FrameBuffer, count: Int) -> Bool
+    /// A take's pre-roll, before its first live frame (recordings.md, "Pre-roll"): called on a
+    /// capture thread, never blocks. Paths with a queue of their own take every frame whatever
+    /// it holds (their memory is already spent); the frames refused come back as a count.
+    func submitPreRoll(takeID: String, deviceID: String, frames: [PreRollKeeper.Kept], takeDrops: DropTally) -> Int
     /// The device's part ends after the frames submitted so far (`withholding`: consent was
     /// withdrawn, and what has not left the host stays on it).
     func end(takeID: String, deviceID: String, takeDrops: DropTally, reason: String, withholding: Bool)
@@ -27,6 +31,13 @@ protocol TakeFramePath: Sendable {
 
 extension TakeFramePath {
     var refusalReason: DropReason { .outOfBuffers }
+    func submitPreRoll(takeID: String, deviceID: String, frames: [PreRollKeeper.Kept], takeDrops: DropTally) -> Int {
+        frames.reduce(0) { refused, kept in
+            refused
+                + (submit(takeID: takeID, deviceID: deviceID, header: kept.header, takeDrops: takeDrops, pixels: kept.pixels, count: kept.count)
+                    ? 0 : 1)
+        }
+    }
     func queue(takeID: String, deviceID: String) -> TakeQueueFigures? { nil }
 }
 

@@ -381,6 +381,18 @@ extension ControlHandler {
             await restore(
                 "detection", detection.flatMap { record in record.settings.isOn ? .setDetection(.with { $0.settings = record.settings.wire }) : nil },
                 deviceID: deviceID, nodeID: nodeID)
+            // Each camera's pre-roll, as last set.
+            let preRoll = await policyRead("pre-roll", of: deviceID, nodeID: nodeID, { try await $0.preRoll(deviceID: deviceID) }) ?? nil
+            await restore(
+                "pre-roll",
+                preRoll.flatMap { record in
+                    record.settings.isOn
+                        ? .setPreRoll(
+                            .with {
+                                $0.milliseconds = record.settings.wire.milliseconds
+                                $0.budgetBytes = record.settings.wire.budgetBytes
+                            }) : nil
+                }, deviceID: deviceID, nodeID: nodeID)
             // Each microphone's processing, as last set.
             let processing =
                 await policyRead("audio processing", of: deviceID, nodeID: nodeID, { try await $0.audioProcessing(deviceID: deviceID) }) ?? nil

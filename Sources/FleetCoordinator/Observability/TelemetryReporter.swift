@@ -126,6 +126,7 @@ actor TelemetryReporter {
                         if counters.hasAudioClock { $0.audioClock = counters.audioClock }
                         if counters.hasStreamTransport { $0.streamTransport = counters.streamTransport }
                         if counters.hasRegion { $0.region = counters.region }
+                        if counters.hasPreRoll { $0.preRoll = counters.preRoll }
                         if counters.hasAlignment { $0.alignment = counters.alignment }
                         // An interrupted device is not streaming, whatever its last frames say.
                         if counters.interruption.reason != .none { $0.streaming = false }

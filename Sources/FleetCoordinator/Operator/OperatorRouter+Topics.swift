@@ -97,6 +97,8 @@ extension OperatorRouter {
             try await handlers.devices.changeControl(query, by: who, into: &reply)
         case let .changeRegion(query):
             try await handlers.devices.changeRegion(query, by: who, into: &reply)
+        case let .changePreRoll(query):
+            try await handlers.devices.changePreRoll(query, by: who, into: &reply)
 
         // Takes and their files.
         case let .startRecording(query):

@@ -94,7 +94,7 @@ actor TakeDirector {
     func start(
         deviceIDs: [String], name: String, at requested: UInt64?, fromNow: UInt64, store requestedStore: TakeBook.Store? = nil,
         encoding requestedEncoding: TakeEncoding? = nil, deviceEncodings: [String: TakeEncoding] = [:],
-        requirements: TakeRequirements = TakeRequirements(), by operatorName: String
+        requirements: TakeRequirements = TakeRequirements(), preRollMs: Int = 0, by operatorName: String
     ) async throws -> TakeRecord {
         let takeStore = requestedStore ?? configuration.recordStore
         let encoding = requestedEncoding ?? configuration.recordEncoding
@@ -117,10 +117,17 @@ actor TakeDirector {
                     "the disk holding \(configuration.takesDirectory) is nearly full: \(free >> 20) MiB free, below the \(configuration.recordReserveBytes >> 20) MiB kept in reserve. Free space (capfleet recordings delete) or set recordings_dir to a larger disk"
             )
         }
+        if preRollMs > Int(PreRollSettings.maximumSeconds * 1000) {
+            throw TakeRefusal(
+                code: .badRequest,
+                message: "a pre-roll of \(preRollMs) ms is longer than the \(Int(PreRollSettings.maximumSeconds)) s an agent keeps at most")
+        }
         let now = clock.fleetNow()
-        let start = requested ?? now + (fromNow > 0 ? fromNow : UInt64(configuration.recordLeadMilliseconds) * 1_000_000)
-        if let refusal = TakeStartWindow.standard.refusal(startFleetNs: start, nowFleetNs: now) {
-            let when = "the start \(FleetDate.text(start)) is"
+        let instant = requested ?? now + (fromNow > 0 ? fromNow : UInt64(configuration.recordLeadMilliseconds) * 1_000_000)
+        // With pre-roll the take begins before its instant, in what the agents kept.
+        let start = instant - min(instant, UInt64(preRollMs) * 1_000_000)
+        if let refusal = TakeStartWindow.standard.refusal(startFleetNs: instant, nowFleetNs: now) {
+            let when = "the start \(FleetDate.text(instant)) is"
             let fleetNow = "the fleet's time is \(FleetDate.text(now)) (fleet ns \(now))"
             switch refusal {
             case let .past(by):
@@ -146,6 +153,7 @@ actor TakeDirector {
         }
         let sensors = named.filter { SourceKind(rawValue: $0.kind) == .sensor }
         let parts = named.filter { SourceKind(rawValue: $0.kind) != .sensor }
+        if preRollMs > 0 { try await checkPreRoll(preRollMs, of: parts) }
         guard !parts.isEmpty else {
             throw TakeRefusal(
                 code: .badRequest,
@@ -161,6 +169,7 @@ actor TakeDirector {
             createdAt: clock.unixMilliseconds(), createdBy: operatorName)
         take.store = takeStore == .agent ? .agent : .coordinator
         take.encoding = encoding
+        take.preRollMs = preRollMs
         takeNames[id] = take.name
         takeEncodings[id] = encoding
         let devices = parts.map { part in
@@ -186,7 +195,8 @@ actor TakeDirector {
                 requirements: requirements,
                 audit: AuditEntry(
                     at: take.createdAt, actor: operatorName, action: "recording.start", target: id, outcome: "ok",
-                    detail: "\(take.name): \(unique.joined(separator: ", ")) from fleet time \(start)"))
+                    detail: "\(take.name): \(unique.joined(separator: ", ")) from fleet time \(start)"
+                        + (preRollMs > 0 ? " (\(preRollMs) ms of pre-roll before \(instant))" : "")))
         } catch {
             await perform(book.forget(takeID: id))
             throw TakeRefusal(code: .internal, message: "the take was not started: the recordings index could not record it: \(error)")
@@ -210,6 +220,25 @@ actor TakeDirector {
     }
 
     /// A device that may be recorded now, or why not.
+    /// A take that starts in the past needs every part's agent to keep at least that much of it
+    /// (recordings.md, "Pre-roll"): a camera without is named, with how to give it one.
+    private func checkPreRoll(_ milliseconds: Int, of parts: [DeviceRecord]) async throws {
+        for part in parts {
+            guard SourceKind(rawValue: part.kind)?.isCamera ?? true else {
+                throw TakeRefusal(
+                    code: .badRequest, message: "\(part.id) keeps no pre-roll: pre-roll is for cameras (take it out, or start without --pre-roll)")
+            }
+            let kept = try await store.preRoll(deviceID: part.id)?.milliseconds ?? 0
+            guard kept >= milliseconds else {
+                throw TakeRefusal(
+                    code: .badRequest,
+                    message:
+                        "\(part.id) keeps \(kept == 0 ? "no pre-roll" : "only \(kept) ms of pre-roll"), not the \(milliseconds) ms asked for: capfleet preroll \(part.id) \(TakeStartWindow.spoken(UInt64(milliseconds) * 1_000_000).replacingOccurrences(of: " ", with: "")) first"
+                )
+            }
+        }
+    }
+
     private func recordable(_ deviceID: String) async throws -> DeviceRecord {
         guard let device = try await store.device(deviceID) else {
             throw TakeRefusal(code: .notFound, message: "no device \(deviceID); see capfleet devices")

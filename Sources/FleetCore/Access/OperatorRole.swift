@@ -50,7 +50,7 @@ public enum RequiredRole {
             .setDropRecoveryPolicy?, .changePressurePolicy?, .changeConsent?, .changeFrameAlignment?,
             .startRecording?, .stopRecording?, .deleteRecording?, .noteRecording?, .collectRecording?,
             .takeStill?, .deleteStill?, .changeDetection?, .setDeviceOptics?, .changeAudioProcessing?,
-            .changeControl?, .changeRegion?:
+            .changeControl?, .changeRegion?, .changePreRoll?:
             .operator
         case .forgetNode?, .createEnrollment?, .listEnrollments?, .revokeEnrollment?, .revokeNode?, .addOperator?, .removeOperator?, .listOperators?,
             .backupDatabase?,

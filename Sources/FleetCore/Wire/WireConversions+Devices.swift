@@ -337,3 +337,22 @@ extension Capfleet_V1_FrameAlignment.State {
         }
     }
 }
+
+extension PreRollSettings {
+    /// As set (recordings.md, "Pre-roll"); a budget of 0 is the default budget.
+    public init(wire: Capfleet_V1_PreRoll) {
+        self =
+            wire.milliseconds > 0
+            ? PreRollSettings(
+                seconds: Double(wire.milliseconds) / 1000,
+                budgetBytes: wire.budgetBytes > 0 ? Int(clamping: wire.budgetBytes) : Self.defaultBudgetBytes)
+            : .off
+    }
+
+    public var wire: Capfleet_V1_PreRoll {
+        .with {
+            $0.milliseconds = UInt32((seconds * 1000).rounded())
+            $0.budgetBytes = isOn ? UInt64(budgetBytes) : 0
+        }
+    }
+}

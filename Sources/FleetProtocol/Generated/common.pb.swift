@@ -820,6 +820,33 @@ public nonisolated struct Capfleet_V1_AudioProcessing: Sendable {
   public init() {}
 }
 
+/// A device's pre-roll (recordings.md, "Pre-roll"): what its agent keeps of its recent frames
+/// so that a take can start before it was asked for. Since 1.17.
+public nonisolated struct Capfleet_V1_PreRoll: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// the time to keep; 0: off, nothing kept
+  public var milliseconds: UInt32 = 0
+
+  /// the memory it may use; the time kept shrinks to fit
+  public var budgetBytes: UInt64 = 0
+
+  /// in a status: from the oldest frame kept to the newest
+  public var keptNs: UInt64 = 0
+
+  /// in a status: the memory those frames take
+  public var keptBytes: UInt64 = 0
+
+  /// in a status: how many
+  public var keptFrames: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 /// A network camera's stream as its transport counts it (device-model.md, "GenICam cameras"),
 /// since 1.11, since the agent opened the camera.
 public nonisolated struct Capfleet_V1_StreamTransport: Sendable {
@@ -1993,6 +2020,56 @@ nonisolated extension Capfleet_V1_AudioProcessing: SwiftProtobuf.Message, SwiftP
     if lhs.highPassHz != rhs.highPassHz {return false}
     if lhs.noiseSuppressionDb != rhs.noiseSuppressionDb {return false}
     if lhs.gainDb != rhs.gainDb {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_PreRoll: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".PreRoll"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}milliseconds\0\u{3}budget_bytes\0\u{3}kept_ns\0\u{3}kept_bytes\0\u{3}kept_frames\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.milliseconds) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.budgetBytes) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.keptNs) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.keptBytes) }()
+      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.keptFrames) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.milliseconds != 0 {
+      try visitor.visitSingularUInt32Field(value: self.milliseconds, fieldNumber: 1)
+    }
+    if self.budgetBytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.budgetBytes, fieldNumber: 2)
+    }
+    if self.keptNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.keptNs, fieldNumber: 3)
+    }
+    if self.keptBytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.keptBytes, fieldNumber: 4)
+    }
+    if self.keptFrames != 0 {
+      try visitor.visitSingularUInt32Field(value: self.keptFrames, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_PreRoll, rhs: Capfleet_V1_PreRoll) -> Bool {
+    if lhs.milliseconds != rhs.milliseconds {return false}
+    if lhs.budgetBytes != rhs.budgetBytes {return false}
+    if lhs.keptNs != rhs.keptNs {return false}
+    if lhs.keptBytes != rhs.keptBytes {return false}
+    if lhs.keptFrames != rhs.keptFrames {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -322,6 +322,16 @@ public nonisolated struct Capfleet_V1_DeviceCounters: @unchecked Sendable {
   /// Clears the value of `region`. Subsequent reads from it will return its default value.
   public mutating func clearRegion() {_uniqueStorage()._region = nil}
 
+  /// since 1.17, devices with a pre-roll: what is kept now (recordings.md, "Pre-roll")
+  public var preRoll: Capfleet_V1_PreRoll {
+    get {_storage._preRoll ?? Capfleet_V1_PreRoll()}
+    set {_uniqueStorage()._preRoll = newValue}
+  }
+  /// Returns true if `preRoll` has been explicitly set.
+  public var hasPreRoll: Bool {_storage._preRoll != nil}
+  /// Clears the value of `preRoll`. Subsequent reads from it will return its default value.
+  public mutating func clearPreRoll() {_uniqueStorage()._preRoll = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -624,6 +634,15 @@ public nonisolated struct Capfleet_V1_Command: Sendable {
     set {action = .setRegion(newValue)}
   }
 
+  /// since 1.17, recordings.md, "Pre-roll"
+  public var setPreRoll: Capfleet_V1_SetPreRoll {
+    get {
+      if case .setPreRoll(let v)? = action {return v}
+      return Capfleet_V1_SetPreRoll()
+    }
+    set {action = .setPreRoll(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Action: Equatable, Sendable {
@@ -651,6 +670,8 @@ public nonisolated struct Capfleet_V1_Command: Sendable {
     case setControl(Capfleet_V1_SetControl)
     /// since 1.16, commands.md, "Region of interest"
     case setRegion(Capfleet_V1_SetRegion)
+    /// since 1.17, recordings.md, "Pre-roll"
+    case setPreRoll(Capfleet_V1_SetPreRoll)
 
   }
 
@@ -757,6 +778,23 @@ public nonisolated struct Capfleet_V1_SetRegion: Sendable {
   public var left: Int32 = 0
 
   public var top: Int32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// A device's pre-roll (recordings.md, "Pre-roll"), replacing what it had: milliseconds 0 turns
+/// it off and frees what was kept. Pushed on every change and again at every registration.
+/// Answered with the pre-roll as applied (CommandReply.pre_roll).
+public nonisolated struct Capfleet_V1_SetPreRoll: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var milliseconds: UInt32 = 0
+
+  public var budgetBytes: UInt64 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1064,6 +1102,16 @@ public nonisolated struct Capfleet_V1_CommandReply: @unchecked Sendable {
   public var hasRegion: Bool {_storage._region != nil}
   /// Clears the value of `region`. Subsequent reads from it will return its default value.
   public mutating func clearRegion() {_uniqueStorage()._region = nil}
+
+  /// with SetPreRoll: the pre-roll as applied (since 1.17)
+  public var preRoll: Capfleet_V1_PreRoll {
+    get {_storage._preRoll ?? Capfleet_V1_PreRoll()}
+    set {_uniqueStorage()._preRoll = newValue}
+  }
+  /// Returns true if `preRoll` has been explicitly set.
+  public var hasPreRoll: Bool {_storage._preRoll != nil}
+  /// Clears the value of `preRoll`. Subsequent reads from it will return its default value.
+  public mutating func clearPreRoll() {_uniqueStorage()._preRoll = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1746,7 +1794,7 @@ nonisolated extension Capfleet_V1_Heartbeat: SwiftProtobuf.Message, SwiftProtobu
 
 nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceCounters"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}frames_captured\0\u{3}frames_sent\0\u{3}bytes_sent\0\u{1}drops\0\u{1}streaming\0\u{1}interruption\0\u{1}focus\0\u{3}zoom_factor\0\u{3}active_frame_rate\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{3}bytes_captured\0\u{1}layout\0\u{3}last_sequence\0\u{3}live_flow\0\u{3}detection_examined\0\u{3}detection_skipped\0\u{3}take_queue_depth\0\u{3}take_queue_capacity\0\u{3}take_queue_peak\0\u{3}samples_received\0\u{3}samples_refused\0\u{3}samples_withheld\0\u{3}samples_unsent\0\u{3}audio_levels\0\u{3}audio_frames_captured\0\u{3}audio_clock\0\u{3}stream_transport\0\u{1}region\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}frames_captured\0\u{3}frames_sent\0\u{3}bytes_sent\0\u{1}drops\0\u{1}streaming\0\u{1}interruption\0\u{1}focus\0\u{3}zoom_factor\0\u{3}active_frame_rate\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{3}bytes_captured\0\u{1}layout\0\u{3}last_sequence\0\u{3}live_flow\0\u{3}detection_examined\0\u{3}detection_skipped\0\u{3}take_queue_depth\0\u{3}take_queue_capacity\0\u{3}take_queue_peak\0\u{3}samples_received\0\u{3}samples_refused\0\u{3}samples_withheld\0\u{3}samples_unsent\0\u{3}audio_levels\0\u{3}audio_frames_captured\0\u{3}audio_clock\0\u{3}stream_transport\0\u{1}region\0\u{3}pre_roll\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -1784,6 +1832,7 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
     var _audioClock: Capfleet_V1_AudioClock? = nil
     var _streamTransport: Capfleet_V1_StreamTransport? = nil
     var _region: Capfleet_V1_Rectangle? = nil
+    var _preRoll: Capfleet_V1_PreRoll? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -1829,6 +1878,7 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
       _audioClock = source._audioClock
       _streamTransport = source._streamTransport
       _region = source._region
+      _preRoll = source._preRoll
     }
   }
 
@@ -1882,6 +1932,7 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
         case 33: try { try decoder.decodeSingularMessageField(value: &_storage._audioClock) }()
         case 34: try { try decoder.decodeSingularMessageField(value: &_storage._streamTransport) }()
         case 35: try { try decoder.decodeSingularMessageField(value: &_storage._region) }()
+        case 36: try { try decoder.decodeSingularMessageField(value: &_storage._preRoll) }()
         default: break
         }
       }
@@ -1999,6 +2050,9 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
       try { if let v = _storage._region {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 35)
       } }()
+      try { if let v = _storage._preRoll {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 36)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -2043,6 +2097,7 @@ nonisolated extension Capfleet_V1_DeviceCounters: SwiftProtobuf.Message, SwiftPr
         if _storage._audioClock != rhs_storage._audioClock {return false}
         if _storage._streamTransport != rhs_storage._streamTransport {return false}
         if _storage._region != rhs_storage._region {return false}
+        if _storage._preRoll != rhs_storage._preRoll {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -2317,7 +2372,7 @@ nonisolated extension Capfleet_V1_HeartbeatAck: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Command"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{3}device_id\0\u{4}\u{8}set_active_format\0\u{3}set_frame_rate\0\u{3}set_zoom\0\u{3}set_focus\0\u{3}set_drop_recovery\0\u{3}set_pressure_policy\0\u{3}set_consent\0\u{3}set_recording\0\u{3}find_first_frame\0\u{3}set_frame_alignment\0\u{3}capture_still\0\u{3}set_detection\0\u{3}audit_exposures\0\u{3}set_audio_processing\0\u{3}set_control\0\u{3}set_region\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{3}device_id\0\u{4}\u{8}set_active_format\0\u{3}set_frame_rate\0\u{3}set_zoom\0\u{3}set_focus\0\u{3}set_drop_recovery\0\u{3}set_pressure_policy\0\u{3}set_consent\0\u{3}set_recording\0\u{3}find_first_frame\0\u{3}set_frame_alignment\0\u{3}capture_still\0\u{3}set_detection\0\u{3}audit_exposures\0\u{3}set_audio_processing\0\u{3}set_control\0\u{3}set_region\0\u{3}set_pre_roll\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2535,6 +2590,19 @@ nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf.
           self.action = .setRegion(v)
         }
       }()
+      case 26: try {
+        var v: Capfleet_V1_SetPreRoll?
+        var hadOneofValue = false
+        if let current = self.action {
+          hadOneofValue = true
+          if case .setPreRoll(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.action = .setPreRoll(v)
+        }
+      }()
       default: break
       }
     }
@@ -2615,6 +2683,10 @@ nonisolated extension Capfleet_V1_Command: SwiftProtobuf.Message, SwiftProtobuf.
     case .setRegion?: try {
       guard case .setRegion(let v)? = self.action else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 25)
+    }()
+    case .setPreRoll?: try {
+      guard case .setPreRoll(let v)? = self.action else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 26)
     }()
     case nil: break
     }
@@ -2819,6 +2891,41 @@ nonisolated extension Capfleet_V1_SetRegion: SwiftProtobuf.Message, SwiftProtobu
     if lhs.centred != rhs.centred {return false}
     if lhs.left != rhs.left {return false}
     if lhs.top != rhs.top {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_SetPreRoll: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SetPreRoll"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}milliseconds\0\u{3}budget_bytes\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.milliseconds) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.budgetBytes) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.milliseconds != 0 {
+      try visitor.visitSingularUInt32Field(value: self.milliseconds, fieldNumber: 1)
+    }
+    if self.budgetBytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.budgetBytes, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_SetPreRoll, rhs: Capfleet_V1_SetPreRoll) -> Bool {
+    if lhs.milliseconds != rhs.milliseconds {return false}
+    if lhs.budgetBytes != rhs.budgetBytes {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -3092,7 +3199,7 @@ nonisolated extension Capfleet_V1_SetFrameRate: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CommandReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{1}status\0\u{3}active_format_index\0\u{3}active_frame_rate\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{3}active_min_frame_rate\0\u{1}focus\0\u{3}drop_recovery\0\u{3}pressure_policy\0\u{1}consent\0\u{3}frame_timing\0\u{1}still\0\u{3}exposure_audit\0\u{1}control\0\u{1}region\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{1}status\0\u{3}active_format_index\0\u{3}active_frame_rate\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{3}active_min_frame_rate\0\u{1}focus\0\u{3}drop_recovery\0\u{3}pressure_policy\0\u{1}consent\0\u{3}frame_timing\0\u{1}still\0\u{3}exposure_audit\0\u{1}control\0\u{1}region\0\u{3}pre_roll\0")
 
   fileprivate class _StorageClass {
     var _commandID: UInt64 = 0
@@ -3111,6 +3218,7 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
     var _exposureAudit: Capfleet_V1_ExposureAuditSamples? = nil
     var _control: Capfleet_V1_DeviceControl? = nil
     var _region: Capfleet_V1_Rectangle? = nil
+    var _preRoll: Capfleet_V1_PreRoll? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -3137,6 +3245,7 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
       _exposureAudit = source._exposureAudit
       _control = source._control
       _region = source._region
+      _preRoll = source._preRoll
     }
   }
 
@@ -3171,6 +3280,7 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
         case 14: try { try decoder.decodeSingularMessageField(value: &_storage._exposureAudit) }()
         case 15: try { try decoder.decodeSingularMessageField(value: &_storage._control) }()
         case 16: try { try decoder.decodeSingularMessageField(value: &_storage._region) }()
+        case 17: try { try decoder.decodeSingularMessageField(value: &_storage._preRoll) }()
         default: break
         }
       }
@@ -3231,6 +3341,9 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
       try { if let v = _storage._region {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 16)
       } }()
+      try { if let v = _storage._preRoll {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 17)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -3256,6 +3369,7 @@ nonisolated extension Capfleet_V1_CommandReply: SwiftProtobuf.Message, SwiftProt
         if _storage._exposureAudit != rhs_storage._exposureAudit {return false}
         if _storage._control != rhs_storage._control {return false}
         if _storage._region != rhs_storage._region {return false}
+        if _storage._preRoll != rhs_storage._preRoll {return false}
         return true
       }
       if !storagesAreEqual {return false}

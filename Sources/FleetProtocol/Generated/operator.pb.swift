@@ -697,6 +697,15 @@ public nonisolated struct Capfleet_V1_OperatorRequest: @unchecked Sendable {
     set {_uniqueStorage()._body = .changeRegion(newValue)}
   }
 
+  /// operator, under the lease: recordings.md, "Pre-roll" (minor 17)
+  public var changePreRoll: Capfleet_V1_ChangePreRoll {
+    get {
+      if case .changePreRoll(let v)? = _storage._body {return v}
+      return Capfleet_V1_ChangePreRoll()
+    }
+    set {_uniqueStorage()._body = .changePreRoll(newValue)}
+  }
+
   /// Ties leases taken by this request to an operator session: when the session ends
   /// (EndSession, or no request for session_timeout_ms), its leases are released.
   public var sessionID: String {
@@ -808,6 +817,8 @@ public nonisolated struct Capfleet_V1_OperatorRequest: @unchecked Sendable {
     case changeControl(Capfleet_V1_ChangeControl)
     /// operator, under the lease: commands.md, "Region of interest" (minor 16)
     case changeRegion(Capfleet_V1_ChangeRegion)
+    /// operator, under the lease: recordings.md, "Pre-roll" (minor 17)
+    case changePreRoll(Capfleet_V1_ChangePreRoll)
 
   }
 
@@ -1541,6 +1552,16 @@ public nonisolated struct Capfleet_V1_DeviceInfo: @unchecked Sendable {
   /// Clears the value of `region`. Subsequent reads from it will return its default value.
   public mutating func clearRegion() {_uniqueStorage()._region = nil}
 
+  /// since 1.17: the pre-roll as last set, what is kept as last reported (recordings.md, "Pre-roll")
+  public var preRoll: Capfleet_V1_PreRoll {
+    get {_storage._preRoll ?? Capfleet_V1_PreRoll()}
+    set {_uniqueStorage()._preRoll = newValue}
+  }
+  /// Returns true if `preRoll` has been explicitly set.
+  public var hasPreRoll: Bool {_storage._preRoll != nil}
+  /// Clears the value of `preRoll`. Subsequent reads from it will return its default value.
+  public mutating func clearPreRoll() {_uniqueStorage()._preRoll = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1877,6 +1898,16 @@ public nonisolated struct Capfleet_V1_OperatorReply: @unchecked Sendable {
   public var hasRegion: Bool {_storage._region != nil}
   /// Clears the value of `region`. Subsequent reads from it will return its default value.
   public mutating func clearRegion() {_uniqueStorage()._region = nil}
+
+  /// with ChangePreRoll: the pre-roll as the agent applied it (minor 17)
+  public var preRoll: Capfleet_V1_PreRoll {
+    get {_storage._preRoll ?? Capfleet_V1_PreRoll()}
+    set {_uniqueStorage()._preRoll = newValue}
+  }
+  /// Returns true if `preRoll` has been explicitly set.
+  public var hasPreRoll: Bool {_storage._preRoll != nil}
+  /// Clears the value of `preRoll`. Subsequent reads from it will return its default value.
+  public mutating func clearPreRoll() {_uniqueStorage()._preRoll = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -2987,6 +3018,9 @@ public nonisolated struct Capfleet_V1_StartRecording: Sendable {
   /// Clears the value of `requirements`. Subsequent reads from it will return its default value.
   public mutating func clearRequirements() {self._requirements = nil}
 
+  /// since 1.17: the take starts this long before its instant, from what the agents kept (recordings.md, "Pre-roll")
+  public var preRollMs: UInt32 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -3293,6 +3327,12 @@ public nonisolated struct Capfleet_V1_TakeInfo: @unchecked Sendable {
   public var sensorDeviceIds: [String] {
     get {_storage._sensorDeviceIds}
     set {_uniqueStorage()._sensorDeviceIds = newValue}
+  }
+
+  /// since 1.17: how long before its instant it starts (recordings.md, "Pre-roll"); start_fleet_ns is the earlier time
+  public var preRollMs: UInt32 {
+    get {_storage._preRollMs}
+    set {_uniqueStorage()._preRollMs = newValue}
   }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -3869,6 +3909,25 @@ public nonisolated struct Capfleet_V1_ChangeControl: Sendable {
   public init() {}
 }
 
+/// A device's pre-roll (recordings.md, "Pre-roll"): keep its last `milliseconds` of frames
+/// within `budget_bytes` (0: 256 MiB) on its agent; 0 milliseconds turns it off. Stored and
+/// pushed again at every registration. Needs the lease. Audited.
+public nonisolated struct Capfleet_V1_ChangePreRoll: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var deviceID: String = String()
+
+  public var milliseconds: UInt32 = 0
+
+  public var budgetBytes: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 /// Moves a GenICam camera's region of interest (control.proto, SetRegion): centred, or its
 /// top-left corner at left, top in the active format's pixels. Needs the lease. Audited.
 public nonisolated struct Capfleet_V1_ChangeRegion: Sendable {
@@ -3932,7 +3991,7 @@ nonisolated extension Capfleet_V1_EnrollmentTokenState: SwiftProtobuf._ProtoName
 
 nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0\u{3}note_recording\0\u{3}backup_database\0\u{3}get_preview\0\u{3}list_previews\0\u{3}collect_recording\0\u{4}\u{b}list_enrollments\0\u{3}revoke_enrollment\0\u{3}create_dashboard_sign_in\0\u{3}list_dashboard_sessions\0\u{3}end_dashboard_session\0\u{3}take_still\0\u{3}list_stills\0\u{3}get_still\0\u{3}delete_still\0\u{3}read_still_file\0\u{3}change_detection\0\u{3}set_device_optics\0\u{3}sync_audit\0\u{3}get_frame_sets\0\u{3}change_audio_processing\0\u{3}change_control\0\u{3}change_region\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0\u{3}note_recording\0\u{3}backup_database\0\u{3}get_preview\0\u{3}list_previews\0\u{3}collect_recording\0\u{4}\u{b}list_enrollments\0\u{3}revoke_enrollment\0\u{3}create_dashboard_sign_in\0\u{3}list_dashboard_sessions\0\u{3}end_dashboard_session\0\u{3}take_still\0\u{3}list_stills\0\u{3}get_still\0\u{3}delete_still\0\u{3}read_still_file\0\u{3}change_detection\0\u{3}set_device_optics\0\u{3}sync_audit\0\u{3}get_frame_sets\0\u{3}change_audio_processing\0\u{3}change_control\0\u{3}change_region\0\u{3}change_pre_roll\0")
 
   fileprivate class _StorageClass {
     var _requestID: UInt64 = 0
@@ -4718,6 +4777,19 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
             _storage._body = .changeRegion(v)
           }
         }()
+        case 77: try {
+          var v: Capfleet_V1_ChangePreRoll?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .changePreRoll(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .changePreRoll(v)
+          }
+        }()
         default: break
         }
       }
@@ -4970,6 +5042,10 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
       case .changeRegion?: try {
         guard case .changeRegion(let v)? = _storage._body else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 76)
+      }()
+      case .changePreRoll?: try {
+        guard case .changePreRoll(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 77)
       }()
       case nil: break
       }
@@ -5931,7 +6007,7 @@ nonisolated extension Capfleet_V1_NodeInfo: SwiftProtobuf.Message, SwiftProtobuf
 
 nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}name\0\u{1}driver\0\u{1}kind\0\u{3}active_format\0\u{3}active_frame_rate\0\u{3}format_count\0\u{1}online\0\u{3}lease_holder\0\u{3}lease_expires_unix_ms\0\u{1}interruption\0\u{1}descriptor\0\u{1}focus\0\u{3}zoom_factor\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{3}consent_reason\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{4}\u{11}live_consumers\0\u{3}live_flow\0\u{1}encoders\0\u{1}formats\0\u{1}detection\0\u{1}optics\0\u{3}audio_processing\0\u{1}region\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}name\0\u{1}driver\0\u{1}kind\0\u{3}active_format\0\u{3}active_frame_rate\0\u{3}format_count\0\u{1}online\0\u{3}lease_holder\0\u{3}lease_expires_unix_ms\0\u{1}interruption\0\u{1}descriptor\0\u{1}focus\0\u{3}zoom_factor\0\u{3}drop_recovery\0\u{3}active_min_frame_rate\0\u{3}pressure_policy\0\u{1}consent\0\u{3}consent_reason\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{4}\u{11}live_consumers\0\u{3}live_flow\0\u{1}encoders\0\u{1}formats\0\u{1}detection\0\u{1}optics\0\u{3}audio_processing\0\u{1}region\0\u{3}pre_roll\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -5965,6 +6041,7 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
     var _optics: Capfleet_V1_DeviceOptics? = nil
     var _audioProcessing: Capfleet_V1_AudioProcessing? = nil
     var _region: Capfleet_V1_Rectangle? = nil
+    var _preRoll: Capfleet_V1_PreRoll? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -6006,6 +6083,7 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
       _optics = source._optics
       _audioProcessing = source._audioProcessing
       _region = source._region
+      _preRoll = source._preRoll
     }
   }
 
@@ -6055,6 +6133,7 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
         case 45: try { try decoder.decodeSingularMessageField(value: &_storage._optics) }()
         case 46: try { try decoder.decodeSingularMessageField(value: &_storage._audioProcessing) }()
         case 47: try { try decoder.decodeSingularMessageField(value: &_storage._region) }()
+        case 48: try { try decoder.decodeSingularMessageField(value: &_storage._preRoll) }()
         default: break
         }
       }
@@ -6160,6 +6239,9 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
       try { if let v = _storage._region {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 47)
       } }()
+      try { if let v = _storage._preRoll {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 48)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -6200,6 +6282,7 @@ nonisolated extension Capfleet_V1_DeviceInfo: SwiftProtobuf.Message, SwiftProtob
         if _storage._optics != rhs_storage._optics {return false}
         if _storage._audioProcessing != rhs_storage._audioProcessing {return false}
         if _storage._region != rhs_storage._region {return false}
+        if _storage._preRoll != rhs_storage._preRoll {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -6251,7 +6334,7 @@ nonisolated extension Capfleet_V1_RejectionCount: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0\u{1}takes\0\u{1}verification\0\u{3}segment_data\0\u{3}segment_size\0\u{1}backup\0\u{1}endpoints\0\u{2}\u{3}previews\0\u{4}\u{5}enrollment_tokens\0\u{3}dashboard_sign_in\0\u{3}dashboard_sessions\0\u{1}stills\0\u{1}detection\0\u{1}optics\0\u{3}sync_audit\0\u{3}frame_sets\0\u{3}audio_processing\0\u{1}control\0\u{1}region\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0\u{1}takes\0\u{1}verification\0\u{3}segment_data\0\u{3}segment_size\0\u{1}backup\0\u{1}endpoints\0\u{2}\u{3}previews\0\u{4}\u{5}enrollment_tokens\0\u{3}dashboard_sign_in\0\u{3}dashboard_sessions\0\u{1}stills\0\u{1}detection\0\u{1}optics\0\u{3}sync_audit\0\u{3}frame_sets\0\u{3}audio_processing\0\u{1}control\0\u{1}region\0\u{3}pre_roll\0")
 
   fileprivate class _StorageClass {
     var _requestID: UInt64 = 0
@@ -6296,6 +6379,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
     var _audioProcessing: Capfleet_V1_AudioProcessing? = nil
     var _control: Capfleet_V1_DeviceControl? = nil
     var _region: Capfleet_V1_Rectangle? = nil
+    var _preRoll: Capfleet_V1_PreRoll? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -6348,6 +6432,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       _audioProcessing = source._audioProcessing
       _control = source._control
       _region = source._region
+      _preRoll = source._preRoll
     }
   }
 
@@ -6408,6 +6493,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         case 53: try { try decoder.decodeSingularMessageField(value: &_storage._audioProcessing) }()
         case 54: try { try decoder.decodeSingularMessageField(value: &_storage._control) }()
         case 55: try { try decoder.decodeSingularMessageField(value: &_storage._region) }()
+        case 56: try { try decoder.decodeSingularMessageField(value: &_storage._preRoll) }()
         default: break
         }
       }
@@ -6546,6 +6632,9 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       try { if let v = _storage._region {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 55)
       } }()
+      try { if let v = _storage._preRoll {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 56)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -6597,6 +6686,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         if _storage._audioProcessing != rhs_storage._audioProcessing {return false}
         if _storage._control != rhs_storage._control {return false}
         if _storage._region != rhs_storage._region {return false}
+        if _storage._preRoll != rhs_storage._preRoll {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -8546,7 +8636,7 @@ nonisolated extension Capfleet_V1_ChangeFrameAlignment: SwiftProtobuf.Message, S
 
 nonisolated extension Capfleet_V1_StartRecording: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".StartRecording"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_ids\0\u{1}name\0\u{3}at_fleet_time_ns\0\u{3}from_now_ns\0\u{1}store\0\u{1}encoding\0\u{3}device_encodings\0\u{1}requirements\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_ids\0\u{1}name\0\u{3}at_fleet_time_ns\0\u{3}from_now_ns\0\u{1}store\0\u{1}encoding\0\u{3}device_encodings\0\u{1}requirements\0\u{3}pre_roll_ms\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -8562,6 +8652,7 @@ nonisolated extension Capfleet_V1_StartRecording: SwiftProtobuf.Message, SwiftPr
       case 6: try { try decoder.decodeSingularMessageField(value: &self._encoding) }()
       case 7: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMessageMap<SwiftProtobuf.ProtobufString,Capfleet_V1_Encoding>.self, value: &self.deviceEncodings) }()
       case 8: try { try decoder.decodeSingularMessageField(value: &self._requirements) }()
+      case 9: try { try decoder.decodeSingularUInt32Field(value: &self.preRollMs) }()
       default: break
       }
     }
@@ -8596,6 +8687,9 @@ nonisolated extension Capfleet_V1_StartRecording: SwiftProtobuf.Message, SwiftPr
     try { if let v = self._requirements {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 8)
     } }()
+    if self.preRollMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.preRollMs, fieldNumber: 9)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -8608,6 +8702,7 @@ nonisolated extension Capfleet_V1_StartRecording: SwiftProtobuf.Message, SwiftPr
     if lhs._encoding != rhs._encoding {return false}
     if lhs.deviceEncodings != rhs.deviceEncodings {return false}
     if lhs._requirements != rhs._requirements {return false}
+    if lhs.preRollMs != rhs.preRollMs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -8954,7 +9049,7 @@ nonisolated extension Capfleet_V1_BackupChunk: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".TakeInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}name\0\u{1}state\0\u{3}start_fleet_ns\0\u{3}stop_fleet_ns\0\u{1}directory\0\u{3}created_unix_ms\0\u{3}created_by\0\u{1}error\0\u{1}devices\0\u{1}segments\0\u{1}events\0\u{3}start_spread_ns\0\u{1}frames\0\u{1}bytes\0\u{3}size_bytes\0\u{1}store\0\u{3}agent_held_bytes\0\u{3}collected_bytes\0\u{3}collect_error\0\u{1}encoding\0\u{3}sync_report\0\u{3}sensor_device_ids\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}name\0\u{1}state\0\u{3}start_fleet_ns\0\u{3}stop_fleet_ns\0\u{1}directory\0\u{3}created_unix_ms\0\u{3}created_by\0\u{1}error\0\u{1}devices\0\u{1}segments\0\u{1}events\0\u{3}start_spread_ns\0\u{1}frames\0\u{1}bytes\0\u{3}size_bytes\0\u{1}store\0\u{3}agent_held_bytes\0\u{3}collected_bytes\0\u{3}collect_error\0\u{1}encoding\0\u{3}sync_report\0\u{3}sensor_device_ids\0\u{3}pre_roll_ms\0")
 
   fileprivate class _StorageClass {
     var _id: String = String()
@@ -8980,6 +9075,7 @@ nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf
     var _encoding: Capfleet_V1_Encoding? = nil
     var _syncReport: Capfleet_V1_TakeSyncReport? = nil
     var _sensorDeviceIds: [String] = []
+    var _preRollMs: UInt32 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -9013,6 +9109,7 @@ nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf
       _encoding = source._encoding
       _syncReport = source._syncReport
       _sensorDeviceIds = source._sensorDeviceIds
+      _preRollMs = source._preRollMs
     }
   }
 
@@ -9054,6 +9151,7 @@ nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf
         case 21: try { try decoder.decodeSingularMessageField(value: &_storage._encoding) }()
         case 22: try { try decoder.decodeSingularMessageField(value: &_storage._syncReport) }()
         case 23: try { try decoder.decodeRepeatedStringField(value: &_storage._sensorDeviceIds) }()
+        case 24: try { try decoder.decodeSingularUInt32Field(value: &_storage._preRollMs) }()
         default: break
         }
       }
@@ -9135,6 +9233,9 @@ nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf
       if !_storage._sensorDeviceIds.isEmpty {
         try visitor.visitRepeatedStringField(value: _storage._sensorDeviceIds, fieldNumber: 23)
       }
+      if _storage._preRollMs != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._preRollMs, fieldNumber: 24)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -9167,6 +9268,7 @@ nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf
         if _storage._encoding != rhs_storage._encoding {return false}
         if _storage._syncReport != rhs_storage._syncReport {return false}
         if _storage._sensorDeviceIds != rhs_storage._sensorDeviceIds {return false}
+        if _storage._preRollMs != rhs_storage._preRollMs {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -10261,6 +10363,46 @@ nonisolated extension Capfleet_V1_ChangeControl: SwiftProtobuf.Message, SwiftPro
     if lhs.deviceID != rhs.deviceID {return false}
     if lhs.controlID != rhs.controlID {return false}
     if lhs.value != rhs.value {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_ChangePreRoll: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ChangePreRoll"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{1}milliseconds\0\u{3}budget_bytes\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.milliseconds) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.budgetBytes) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.deviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 1)
+    }
+    if self.milliseconds != 0 {
+      try visitor.visitSingularUInt32Field(value: self.milliseconds, fieldNumber: 2)
+    }
+    if self.budgetBytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.budgetBytes, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_ChangePreRoll, rhs: Capfleet_V1_ChangePreRoll) -> Bool {
+    if lhs.deviceID != rhs.deviceID {return false}
+    if lhs.milliseconds != rhs.milliseconds {return false}
+    if lhs.budgetBytes != rhs.budgetBytes {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -567,6 +567,16 @@ public nonisolated struct Capfleet_V1_DeviceStatus: @unchecked Sendable {
   /// Clears the value of `region`. Subsequent reads from it will return its default value.
   public mutating func clearRegion() {_uniqueStorage()._region = nil}
 
+  /// since 1.17, devices with a pre-roll: what their agent keeps now
+  public var preRoll: Capfleet_V1_PreRoll {
+    get {_storage._preRoll ?? Capfleet_V1_PreRoll()}
+    set {_uniqueStorage()._preRoll = newValue}
+  }
+  /// Returns true if `preRoll` has been explicitly set.
+  public var hasPreRoll: Bool {_storage._preRoll != nil}
+  /// Clears the value of `preRoll`. Subsequent reads from it will return its default value.
+  public mutating func clearPreRoll() {_uniqueStorage()._preRoll = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -826,7 +836,7 @@ nonisolated extension Capfleet_V1_NodeStatus: SwiftProtobuf.Message, SwiftProtob
 
 nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceStatus"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}online\0\u{1}streaming\0\u{3}frames_received\0\u{3}bytes_received\0\u{3}frames_per_second\0\u{3}bytes_per_second\0\u{1}drops\0\u{3}last_frame_unix_ms\0\u{3}last_sequence\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{1}interruption\0\u{3}zoom_factor\0\u{1}focus\0\u{3}active_frame_rate\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{3}frames_captured\0\u{3}bytes_captured\0\u{3}live_consumers\0\u{3}live_flow\0\u{3}live_frames_sent\0\u{4}\u{3}previews_received\0\u{3}previews_per_second\0\u{3}last_preview_unix_ms\0\u{3}detection_examined\0\u{3}detection_skipped\0\u{1}kind\0\u{3}samples_received\0\u{3}samples_refused\0\u{3}samples_withheld\0\u{3}samples_unsent\0\u{3}audio_levels\0\u{3}audio_frames_captured\0\u{3}audio_clock\0\u{3}stream_transport\0\u{1}region\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}online\0\u{1}streaming\0\u{3}frames_received\0\u{3}bytes_received\0\u{3}frames_per_second\0\u{3}bytes_per_second\0\u{1}drops\0\u{3}last_frame_unix_ms\0\u{3}last_sequence\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{1}interruption\0\u{3}zoom_factor\0\u{1}focus\0\u{3}active_frame_rate\0\u{1}consent\0\u{1}recording\0\u{3}real_frames\0\u{1}alignment\0\u{3}frames_captured\0\u{3}bytes_captured\0\u{3}live_consumers\0\u{3}live_flow\0\u{3}live_frames_sent\0\u{4}\u{3}previews_received\0\u{3}previews_per_second\0\u{3}last_preview_unix_ms\0\u{3}detection_examined\0\u{3}detection_skipped\0\u{1}kind\0\u{3}samples_received\0\u{3}samples_refused\0\u{3}samples_withheld\0\u{3}samples_unsent\0\u{3}audio_levels\0\u{3}audio_frames_captured\0\u{3}audio_clock\0\u{3}stream_transport\0\u{1}region\0\u{3}pre_roll\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -871,6 +881,7 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
     var _audioClock: Capfleet_V1_AudioClock? = nil
     var _streamTransport: Capfleet_V1_StreamTransport? = nil
     var _region: Capfleet_V1_Rectangle? = nil
+    var _preRoll: Capfleet_V1_PreRoll? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -923,6 +934,7 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
       _audioClock = source._audioClock
       _streamTransport = source._streamTransport
       _region = source._region
+      _preRoll = source._preRoll
     }
   }
 
@@ -983,6 +995,7 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
         case 42: try { try decoder.decodeSingularMessageField(value: &_storage._audioClock) }()
         case 43: try { try decoder.decodeSingularMessageField(value: &_storage._streamTransport) }()
         case 44: try { try decoder.decodeSingularMessageField(value: &_storage._region) }()
+        case 45: try { try decoder.decodeSingularMessageField(value: &_storage._preRoll) }()
         default: break
         }
       }
@@ -1121,6 +1134,9 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
       try { if let v = _storage._region {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 44)
       } }()
+      try { if let v = _storage._preRoll {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 45)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -1172,6 +1188,7 @@ nonisolated extension Capfleet_V1_DeviceStatus: SwiftProtobuf.Message, SwiftProt
         if _storage._audioClock != rhs_storage._audioClock {return false}
         if _storage._streamTransport != rhs_storage._streamTransport {return false}
         if _storage._region != rhs_storage._region {return false}
+        if _storage._preRoll != rhs_storage._preRoll {return false}
         return true
       }
       if !storagesAreEqual {return false}

@@ -449,4 +449,39 @@ import Testing
             ])
         await bed.close()
     }
+
+    @Test func aPreRoll_isSetUnderTheLease_storedForTheNextRegistration_andAudited() async throws {
+        let bed = try await OperatorBed()
+        func change(_ milliseconds: UInt32, budget: UInt64 = 0) async throws -> Capfleet_V1_OperatorReply {
+            var reply = Capfleet_V1_OperatorReply()
+            try await bed.handlers.devices.changePreRoll(
+                .with {
+                    $0.deviceID = "cam-1"
+                    $0.milliseconds = milliseconds
+                    $0.budgetBytes = budget
+                }, by: "otto", into: &reply)
+            return reply
+        }
+        let unleased = try await change(5_000)
+        #expect(unleased.status.code != .ok, "\(unleased.status)")
+        try await bed.lock("cam-1", by: "otto")
+        let tooLong = try await change(61_000)
+        #expect(tooLong.status.code == .badRequest && tooLong.status.reason.contains("60 s"), "\(tooLong.status)")
+        let tiny = try await change(5_000, budget: 1000)
+        #expect(tiny.status.code == .badRequest && tiny.status.reason.contains("1 MiB"), "\(tiny.status)")
+        #expect(await bed.agents.sent(to: "cam-1").isEmpty, "nothing refused reaches the agent")
+        let set = try await change(5_000, budget: 64 << 20)
+        #expect(set.status.code == .ok && set.preRoll.milliseconds == 5_000 && set.preRoll.keptNs == 1_000_000_000, "\(set)")
+        #expect(try await bed.store.preRoll(deviceID: "cam-1")?.settings == PreRollSettings(seconds: 5, budgetBytes: 64 << 20))
+        let defaulted = try await change(2_500)
+        #expect(defaulted.preRoll.budgetBytes == UInt64(PreRollSettings.defaultBudgetBytes), "a budget of 0 is the default: \(defaulted)")
+        let off = try await change(0)
+        #expect(off.status.code == .ok)
+        #expect(try await bed.store.preRoll(deviceID: "cam-1")?.settings.isOn == false)
+        #expect(
+            try await bed.audit("device.pre_roll").filter { $0.outcome == "ok" }.map(\.detail) == [
+                "5.0 s within 64 MiB", "2.5 s within 256 MiB", "off",
+            ])
+        await bed.close()
+    }
 }

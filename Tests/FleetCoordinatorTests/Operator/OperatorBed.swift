@@ -206,6 +206,12 @@ actor PlayedFleet: FleetAgents {
                     $0.hasValue_p = true
                     $0.value = request.value - request.value % 2
                 }
+            case let .setPreRoll(request):
+                // Applied, with a second kept so far.
+                $0.preRoll = .with {
+                    ($0.milliseconds, $0.budgetBytes) = (request.milliseconds, request.budgetBytes)
+                    $0.keptNs = request.milliseconds > 0 ? 1_000_000_000 : 0
+                }
             case let .setRegion(request):
                 // A 640x480 window whose corner moves in steps of 4, as a camera's OffsetX may.
                 $0.region = .with {

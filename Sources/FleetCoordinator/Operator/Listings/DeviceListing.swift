@@ -97,6 +97,7 @@ struct DeviceListing: Sendable {
                         $0.activeMinFrameRate = counters.activeMinFrameRate
                         if counters.hasAlignment { $0.alignment = counters.alignment }
                         if counters.hasRegion { $0.region = counters.region }
+                        if counters.hasPreRoll { $0.preRoll = counters.preRoll }
                     }
                     if let policy {
                         $0.dropRecovery =

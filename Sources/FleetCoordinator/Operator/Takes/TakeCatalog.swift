@@ -38,6 +38,7 @@ struct TakeCatalog: Sendable {
     ) -> Capfleet_V1_TakeInfo {
         .with { info in
             info.store = take.store.rawValue
+            info.preRollMs = UInt32(clamping: take.preRollMs)
             info.collectError = take.collectError
             info.encoding = take.encoding.wire
             info.agentHeldBytes = segments.filter { $0.nodeId != nil && $0.collectedPath == nil }.reduce(0) { $0 + UInt64(max($1.sizeBytes, 0)) }

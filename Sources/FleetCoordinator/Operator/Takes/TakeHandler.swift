@@ -27,7 +27,7 @@ struct TakeHandler: Sendable {
                 at: query.atFleetTimeNs == 0 ? nil : query.atFleetTimeNs, fromNow: query.fromNowNs, store: store,
                 encoding: TakeEncoding(wire: query.encoding),
                 deviceEncodings: query.deviceEncodings.compactMapValues(TakeEncoding.init(wire:)),
-                requirements: TakeRequirements(wire: query.requirements), by: caller)
+                requirements: TakeRequirements(wire: query.requirements), preRollMs: Int(query.preRollMs), by: caller)
             reply.takes = [try await catalog.info(take, detailed: false)]
             reply.status = .ok
         } catch let refusal as TakeRefusal {

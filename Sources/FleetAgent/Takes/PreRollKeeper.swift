@@ -1,0 +1,82 @@
+import FleetCapture
+import FleetCore
+import FleetProtocol
+import Synchronization
+
+/// A camera's pre-roll on its agent (recordings.md, "Pre-roll"): copies of its last seconds of
+/// frames exactly as a take would have recorded them (black while its consent is not
+/// granted), so that a take whose start lies in the past begins there. Kept on the capture
+/// thread; a take that begins hands its start over, and the capture thread, at the take's
+/// first live frame, records the kept frames from that start first (they stay kept, shared:
+/// pixels are never written after capture). Off, it keeps and spends nothing.
+final class PreRollKeeper: Sendable {
+    /// A frame kept: its header as sent then, and its pixels (a copy, or the shared black frame).
+    struct Kept: Sendable {
+        var header: Capfleet_V1_FrameHeader
+        var pixels: FrameBuffer
+        var count: Int
+    }
+
+    private let ring = Mutex(PreRollRing<Kept>(settings: .off))
+    /// Read on every frame without the lock.
+    private let on = Atomic<Bool>(false)
+    /// The take whose kept frames are still to be recorded, and from which fleet time.
+    private let pending = Mutex<(takeID: String, start: UInt64)?>(nil)
+
+    init() {}
+
+    var isOn: Bool { on.load(ordering: .relaxed) }
+
+    /// New settings; what no longer fits is freed at once (everything when turned off).
+    func change(to settings: PreRollSettings) {
+        let freed = ring.withLock { $0.change(to: settings) }
+        on.store(settings.isOn, ordering: .relaxed)
+        _ = freed  // released here, outside the lock
+    }
+
+    /// Keeps a frame as sent (`pixels` must not change after: a copy, or the black frame).
+    func keep(header: Capfleet_V1_FrameHeader, pixels: FrameBuffer, count: Int) {
+        guard isOn, header.flags & UInt32(Capfleet_V1_FrameFlag.fleetTimeValid.rawValue) != 0 else { return }
+        let freed = ring.withLock {
+            $0.append(fleetTime: header.fleetTimeNs, bytes: count, payload: Kept(header: header, pixels: pixels, count: count))
+        }
+        _ = freed
+    }
+
+    /// Forgets every frame kept: they must never reach a take (consent withdrawn).
+    func forget() {
+        let freed = ring.withLock { $0.clear() }
+        _ = freed
+    }
+
+    /// A take's part began at `start`: its first live frame takes what was kept since then.
+    func takeBegan(takeID: String, start: UInt64) {
+        pending.withLock { $0 = isOn ? (takeID, start) : nil }
+    }
+
+    /// On the capture thread, at a take's live frame: the kept frames from its start, oldest
+    /// first, once per take (nil when there are none to hand over).
+    func handOver(takeID: String, before fleetTime: UInt64) -> [Kept]? {
+        guard
+            let start = pending.withLock({ pending -> UInt64? in
+                guard let waiting = pending, waiting.takeID == takeID else { return nil }
+                pending = nil
+                return waiting.start
+            })
+        else { return nil }
+        let kept = ring.withLock { $0.frames(from: start) }.filter { $0.fleetTime < fleetTime }.map(\.payload)
+        return kept.isEmpty ? nil : kept
+    }
+
+    /// What is kept now, for the device's status; nil while off.
+    var figures: Capfleet_V1_PreRoll? {
+        ring.withLock { ring in
+            guard ring.settings.isOn else { return nil }
+            var figures = ring.settings.wire
+            figures.keptNs = ring.keptNanoseconds
+            figures.keptBytes = UInt64(ring.keptBytes)
+            figures.keptFrames = UInt32(ring.count)
+            return figures
+        }
+    }
+}

@@ -1,0 +1,58 @@
+import FleetCore
+import FleetProtocol
+import Foundation
+
+/// How the CLI reads and shows pre-roll (recordings.md, "Pre-roll").
+public enum PreRollViews {
+    /// `5s`, `1.5s`, `500ms` or `5` (seconds) as milliseconds; nil for anything else or a
+    /// duration above the most an agent keeps.
+    public static func milliseconds(_ text: String) -> UInt32? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
+        let (number, scale): (Substring, Double) =
+            trimmed.hasSuffix("ms")
+            ? (trimmed.dropLast(2), 1) : trimmed.hasSuffix("s") ? (trimmed.dropLast(), 1000) : (Substring(trimmed), 1000)
+        guard let value = Double(number), value.isFinite, value > 0 else { return nil }
+        let milliseconds = (value * scale).rounded()
+        guard milliseconds >= 1, milliseconds <= PreRollSettings.maximumSeconds * 1000 else { return nil }
+        return UInt32(milliseconds)
+    }
+
+    /// `5 s within 256 MiB; keeps 4.9 s now (49 frames, 14.7 MiB)`, or `off`.
+    public static func summary(_ preRoll: Capfleet_V1_PreRoll) -> String {
+        guard preRoll.milliseconds > 0 else { return "off" }
+        var text = "\(seconds(UInt64(preRoll.milliseconds) * 1_000_000)) within \(preRoll.budgetBytes >> 20) MiB"
+        if preRoll.keptFrames > 0 || preRoll.keptNs > 0 {
+            text += "; keeps \(seconds(preRoll.keptNs)) now (\(preRoll.keptFrames) frames, \(RecordingViews.bytes(preRoll.keptBytes)))"
+        }
+        return text
+    }
+
+    private static func seconds(_ nanoseconds: UInt64) -> String {
+        let value = (Double(nanoseconds) / 1e8).rounded() / 10
+        return value == value.rounded() ? "\(Int(value)) s" : "\(value) s"
+    }
+
+    /// `capfleet preroll --json`: one device's pre-roll.
+    public struct Entry: Encodable {
+        var device: String
+        var milliseconds: UInt32
+        var budgetBytes: UInt64
+        var keptNs: UInt64?
+        var keptBytes: UInt64?
+        var keptFrames: UInt32?
+
+        public init(device: String, _ preRoll: Capfleet_V1_PreRoll) {
+            self.device = device
+            milliseconds = preRoll.milliseconds
+            budgetBytes = preRoll.budgetBytes
+            let reported = preRoll.keptFrames > 0 || preRoll.keptNs > 0
+            keptNs = reported ? preRoll.keptNs : nil
+            keptBytes = reported ? preRoll.keptBytes : nil
+            keptFrames = reported ? preRoll.keptFrames : nil
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case device, milliseconds, budgetBytes = "budget_bytes", keptNs = "kept_ns", keptBytes = "kept_bytes", keptFrames = "kept_frames"
+        }
+    }
+}

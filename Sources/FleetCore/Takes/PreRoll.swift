@@ -1,0 +1,125 @@
+/// How much of a device's recent past its agent keeps, so that a take can start before it
+/// was asked for (recordings.md, "Pre-roll"): the last `seconds` of its frames, within
+/// `budgetBytes` of memory. Off (nothing kept, nothing spent) when `seconds` is 0.
+public struct PreRollSettings: Hashable, Sendable {
+    public var seconds: Double
+    public var budgetBytes: Int
+
+    /// The budget when none is given: enough for a few seconds of a 1080p camera's raw frames.
+    public static let defaultBudgetBytes = 256 << 20
+    /// The longest pre-roll: what is kept beyond it is seldom wanted and always costly.
+    public static let maximumSeconds = 60.0
+
+    public static let off = PreRollSettings(seconds: 0, budgetBytes: 0)
+
+    public init(seconds: Double, budgetBytes: Int = PreRollSettings.defaultBudgetBytes) {
+        self.seconds = seconds.isFinite ? max(0, seconds) : 0
+        self.budgetBytes = max(0, budgetBytes)
+    }
+
+    public var isOn: Bool { seconds > 0 && budgetBytes > 0 }
+
+    /// Why these settings cannot be used, or nil.
+    public var refusal: String? {
+        if seconds > Self.maximumSeconds {
+            return "a pre-roll of \(seconds) s is longer than the \(Int(Self.maximumSeconds)) s kept at most"
+        }
+        if seconds > 0, budgetBytes < 1 << 20 { return "a pre-roll needs a budget of at least 1 MiB, not \(budgetBytes) bytes" }
+        return nil
+    }
+}
+
+/// A device's recent frames, oldest first, as kept for pre-roll: each with its fleet time and
+/// size. Appending evicts what is older than the window behind the newest, and the oldest
+/// while the total is over the budget (so a budget too small for the window keeps less
+/// time, which `keptNanoseconds` says). Pure: the caller owns the payloads' memory.
+public struct PreRollRing<Payload> {
+    public struct Entry {
+        public var fleetTime: UInt64
+        public var bytes: Int
+        public var payload: Payload
+    }
+
+    public private(set) var settings: PreRollSettings
+    private var entries: [Entry] = []
+    private var head = 0
+    public private(set) var keptBytes = 0
+
+    public init(settings: PreRollSettings) { self.settings = settings }
+
+    /// Frames kept now.
+    public var count: Int { entries.count - head }
+
+    /// The time from the oldest kept frame to the newest.
+    public var keptNanoseconds: UInt64 {
+        guard let first = entries[safe: head], let last = entries.last else { return 0 }
+        return last.fleetTime &- first.fleetTime
+    }
+
+    /// Keeps a frame (in capture order) and returns what no longer fits, oldest first. With
+    /// pre-roll off, or a frame larger than the whole budget, the frame itself comes back.
+    public mutating func append(fleetTime: UInt64, bytes: Int, payload: Payload) -> [Payload] {
+        guard settings.isOn, bytes <= settings.budgetBytes else { return [payload] }
+        entries.append(Entry(fleetTime: fleetTime, bytes: bytes, payload: payload))
+        keptBytes += bytes
+        var evicted: [Payload] = []
+        let window = UInt64(settings.seconds * 1e9)
+        while let oldest = entries[safe: head], count > 1,
+            keptBytes > settings.budgetBytes || (fleetTime > oldest.fleetTime && fleetTime - oldest.fleetTime > window)
+        {
+            evicted.append(oldest.payload)
+            keptBytes -= oldest.bytes
+            head += 1
+        }
+        compact()
+        return evicted
+    }
+
+    /// The kept frames captured at or after `fleetTime`, oldest first (a take's pre-roll). They
+    /// stay kept: a later take may start before this one did.
+    public func frames(from fleetTime: UInt64) -> [Entry] {
+        guard let first = entries[head...].firstIndex(where: { $0.fleetTime >= fleetTime }) else { return [] }
+        return Array(entries[first...])
+    }
+
+    /// Empties the ring (consent withdrawn, pre-roll turned off) and returns what it held.
+    public mutating func clear() -> [Payload] {
+        let all = entries[head...].map(\.payload)
+        entries.removeAll()
+        head = 0
+        keptBytes = 0
+        return all
+    }
+
+    /// New settings; what no longer fits comes back, oldest first (everything when turned off).
+    public mutating func change(to settings: PreRollSettings) -> [Payload] {
+        self.settings = settings
+        guard settings.isOn else { return clear() }
+        var evicted: [Payload] = []
+        let window = UInt64(settings.seconds * 1e9)
+        let newest = entries.last?.fleetTime ?? 0
+        while let oldest = entries[safe: head], keptBytes > settings.budgetBytes || newest - oldest.fleetTime > window {
+            evicted.append(oldest.payload)
+            keptBytes -= oldest.bytes
+            head += 1
+        }
+        compact()
+        return evicted
+    }
+
+    /// Drops the evicted slots now and then, so appending stays O(1) amortised.
+    private mutating func compact() {
+        if head > 64, head * 2 > entries.count {
+            entries.removeFirst(head)
+            head = 0
+        }
+        if head == entries.count {
+            entries.removeAll(keepingCapacity: true)
+            head = 0
+        }
+    }
+}
+
+extension Array {
+    fileprivate subscript(safe index: Int) -> Element? { indices.contains(index) ? self[index] : nil }
+}

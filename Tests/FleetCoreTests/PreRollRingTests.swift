@@ -1,0 +1,54 @@
+import FleetCore
+import Testing
+
+/// A device's recent frames kept for pre-roll: by time and by budget, taken by a take.
+@Suite struct PreRollRingTests {
+    /// Ten frames a second, each `bytes` long, from 1 s on; their payloads are their indexes.
+    private func fill(_ ring: inout PreRollRing<Int>, frames: Range<Int>, bytes: Int = 100) -> [Int] {
+        frames.flatMap { ring.append(fleetTime: 1_000_000_000 + UInt64($0) * 100_000_000, bytes: bytes, payload: $0) }
+    }
+
+    @Test func theWindow_keepsTheLastSeconds_andGivesBackWhatFallsOutOfIt() {
+        var ring = PreRollRing<Int>(settings: PreRollSettings(seconds: 2))
+        let evicted = fill(&ring, frames: 0..<50)
+        // The newest at 5.9 s: kept back to 3.9 s, 21 frames; the rest came back in order.
+        #expect(ring.count == 21 && ring.keptNanoseconds == 2_000_000_000)
+        #expect(evicted == Array(0..<29))
+        #expect(ring.keptBytes == 2_100)
+    }
+
+    @Test func theBudget_keepsLessTimeWhenTheFramesAreLarge() {
+        var ring = PreRollRing<Int>(settings: PreRollSettings(seconds: 5, budgetBytes: 1 << 20))
+        let evicted = fill(&ring, frames: 0..<30, bytes: 300_000)
+        // Three 300 kB frames fit a MiB: 0.2 s kept where 5 s were asked for.
+        #expect(ring.count == 3 && ring.keptNanoseconds == 200_000_000 && evicted == Array(0..<27))
+        // A frame larger than the whole budget is not kept at all.
+        #expect(ring.append(fleetTime: 9_000_000_000, bytes: 2 << 20, payload: 99) == [99])
+    }
+
+    @Test func aTake_getsTheFramesFromItsStart_andAllStayKeptForTheNext() {
+        var ring = PreRollRing<Int>(settings: PreRollSettings(seconds: 3))
+        _ = fill(&ring, frames: 0..<20)
+        let taken = ring.frames(from: 2_450_000_000)
+        #expect(taken.map(\.payload) == Array(15..<20) && taken.first?.fleetTime == 2_500_000_000)
+        #expect(ring.count == 20 && ring.keptBytes == 2_000)
+        #expect(ring.frames(from: 9_000_000_000).isEmpty)
+    }
+
+    @Test func off_keepsNothing_andTurningItOffGivesEverythingBack() {
+        var off = PreRollRing<Int>(settings: .off)
+        #expect(off.append(fleetTime: 1, bytes: 1, payload: 7) == [7] && off.count == 0)
+        var ring = PreRollRing<Int>(settings: PreRollSettings(seconds: 2))
+        _ = fill(&ring, frames: 0..<10)
+        #expect(ring.change(to: PreRollSettings(seconds: 0.5)) == Array(0..<4))
+        #expect(ring.change(to: .off) == Array(4..<10) && ring.count == 0 && ring.keptBytes == 0)
+        #expect(PreRollSettings(seconds: 61).refusal != nil && PreRollSettings(seconds: 5, budgetBytes: 1000).refusal != nil)
+        #expect(PreRollSettings(seconds: 5).refusal == nil)
+    }
+
+    @Test func manyFrames_compactWithoutLosingOrder() {
+        var ring = PreRollRing<Int>(settings: PreRollSettings(seconds: 1))
+        let evicted = fill(&ring, frames: 0..<1_000)
+        #expect(evicted == Array(0..<989) && ring.frames(from: 0).map(\.payload) == Array(989..<1_000))
+    }
+}

@@ -1,0 +1,92 @@
+import FleetTestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension SecondLaneIntegrationTests {
+    /// Pre-roll (recordings.md, "Pre-roll"): three namespace hosts' cameras keep their last
+    /// seconds, and a take started with `--pre-roll 3s` begins 3 s before its instant on every
+    /// camera, each first frame within one frame interval of that earlier start; a camera
+    /// without a pre-roll is named in the refusal; off, nothing is kept.
+    @Suite struct NetnsPreRollTests {
+        @Test func aTakeWithPreRoll_beginsSecondsBeforeItsInstant_onEveryHost() async throws {
+            guard getuid() == 0 else {
+                print("netns pre-roll: not run, network namespaces need root (CI runs as root)")
+                return
+            }
+            let fleet = NetnsTestFleet(prefix: "cfp\(getpid() % 10_000)")
+            defer { fleet.down() }
+            try fleet.run(["up", "--agents", "3", "--bin", FleetHarness.binary, "--agent-args", "--fps 10 --no-pressure"])
+            _ = try await NetnsTestFleet.waitUntil("three clocks lock", seconds: 40) {
+                let clocks = try fleet.json(["clock"])
+                return clocks.count == 3 && clocks.allSatisfy { $0["sync"] as? String == "locked" }
+            }
+            let cameras = try fleet.json(["devices"]).compactMap { $0["device_id"] as? String }.sorted()
+            #expect(cameras.count == 3)
+            for camera in cameras {
+                try fleet.run(["cli", "consent", "grant", camera, "--reason", "pre-roll test"])
+                try fleet.run(["cli", "lock", camera])
+            }
+            func kept() throws -> [String: [String: Any]] {
+                let text = try fleet.run(["cli", "preroll"] + cameras + ["--json"])
+                let entries = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]] ?? []
+                return entries.reduce(into: [:]) { $0[$1["device"] as? String ?? "?"] = $1 }
+            }
+            #expect(try kept().values.allSatisfy { $0["milliseconds"] as? Int == 0 && $0["kept_frames"] == nil }, "off: nothing kept")
+            // A camera without pre-roll: the take is refused, naming it.
+            do {
+                _ = try fleet.run(["cli", "record", "start"] + cameras + ["--pre-roll", "3s"])
+                Issue.record("a take with pre-roll started on cameras that keep none")
+            } catch {
+                #expect("\(error)".contains("keeps no pre-roll") && "\(error)".contains("capfleet preroll"), "\(error)")
+            }
+            let set = try fleet.run(["cli", "preroll"] + cameras + ["4s"])
+            print("netns pre-roll: \(set.trimmingCharacters(in: .whitespacesAndNewlines))")
+            _ = try await NetnsTestFleet.waitUntil("every camera keeps 3.5 s", seconds: 20) {
+                try kept().values.allSatisfy { ($0["kept_ns"] as? Int ?? 0) >= 3_500_000_000 }
+            }
+            let figures = try kept()
+            print("netns pre-roll: kept \(figures.mapValues { "\($0["kept_frames"] ?? "?") frames, \($0["kept_bytes"] ?? "?") bytes" })")
+            for camera in cameras {
+                // Four seconds at 10 fps, never more than the four seconds asked for.
+                let frames = figures[camera]?["kept_frames"] as? Int ?? 0
+                #expect((36...41).contains(frames), "\(camera): \(figures[camera] ?? [:])")
+            }
+
+            let started = try fleet.run(
+                ["cli", "record", "start"] + cameras + ["--pre-roll", "3s", "--name", "pre-roll", "--json", "--timeout", "15"])
+            let take = try #require(try JSONSerialization.jsonObject(with: Data(started.utf8)) as? [String: Any], "\(started)")
+            let takeID = try #require(take["id"] as? String)
+            #expect(take["pre_roll_ms"] as? Int == 3_000, "\(take)")
+            let start = try #require(take["start_fleet_ns"] as? Int)
+            try await Task.sleep(for: .seconds(3))
+            try fleet.run(["cli", "record", "stop", takeID, "--wait", "60", "--timeout", "70"])
+            let shownText = try fleet.run(["cli", "recordings", "show", takeID, "--json"])
+            let shown = try #require(try JSONSerialization.jsonObject(with: Data(shownText.utf8)) as? [String: Any], "\(shownText)")
+            let stop = try #require(shown["stop_fleet_ns"] as? Int)
+            for part in shown["devices"] as? [[String: Any]] ?? [] {
+                let first = part["first_fleet_ns"] as? Int ?? 0
+                let frames = part["frames"] as? Int ?? 0
+                let span = Double(stop - start) / 1e9
+                print(
+                    "netns pre-roll: \(part["device_id"] ?? "?"): first frame \(Double(first - start) / 1e6) ms after the start, \(frames) frames over \(span) s, drops \(part["drops"] ?? [:])"
+                )
+                // The first frame within one interval (100 ms) of the start, 3 s before the instant.
+                #expect(first >= start && first - start <= 100_000_000, "\(part)")
+                #expect(abs(Double(frames) - span * 10) <= 3, "every frame from the earlier start on: \(part)")
+                #expect((part["drops"] as? [String: Int] ?? [:]).values.allSatisfy { $0 == 0 }, "\(part)")
+            }
+            let verified = try fleet.run(["cli", "recordings", "verify", takeID, "--timeout", "120"])
+            #expect(verified.contains("verified"), "\(verified)")
+
+            // Off again: everything kept is freed.
+            try fleet.run(["cli", "preroll"] + cameras + ["--off"])
+            _ = try await NetnsTestFleet.waitUntil("every camera reports its pre-roll off", seconds: 10) {
+                try kept().values.allSatisfy { $0["milliseconds"] as? Int == 0 && $0["kept_frames"] == nil }
+            }
+        }
+    }
+}
