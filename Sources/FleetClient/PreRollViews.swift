@@ -24,6 +24,9 @@ public enum PreRollViews {
         if preRoll.keptFrames > 0 || preRoll.keptNs > 0 {
             text += "; keeps \(seconds(preRoll.keptNs)) now (\(preRoll.keptFrames) frames, \(RecordingViews.bytes(preRoll.keptBytes)))"
         }
+        if preRoll.budgetInForceBytes > 0 || preRoll.keptFrames > 0, preRoll.budgetInForceBytes < preRoll.budgetBytes {
+            text += "; pressure leaves it \(preRoll.budgetInForceBytes >> 20) MiB"
+        }
         return text
     }
 
@@ -40,6 +43,7 @@ public enum PreRollViews {
         var keptNs: UInt64?
         var keptBytes: UInt64?
         var keptFrames: UInt32?
+        var budgetInForceBytes: UInt64?
 
         public init(device: String, _ preRoll: Capfleet_V1_PreRoll) {
             self.device = device
@@ -49,10 +53,12 @@ public enum PreRollViews {
             keptNs = reported ? preRoll.keptNs : nil
             keptBytes = reported ? preRoll.keptBytes : nil
             keptFrames = reported ? preRoll.keptFrames : nil
+            budgetInForceBytes = reported ? preRoll.budgetInForceBytes : nil
         }
 
         enum CodingKeys: String, CodingKey {
-            case device, milliseconds, budgetBytes = "budget_bytes", keptNs = "kept_ns", keptBytes = "kept_bytes", keptFrames = "kept_frames"
+            case device, milliseconds, budgetBytes = "budget_bytes", keptNs = "kept_ns", keptBytes = "kept_bytes", keptFrames = "kept_frames",
+                budgetInForceBytes = "budget_in_force_bytes"
         }
     }
 }

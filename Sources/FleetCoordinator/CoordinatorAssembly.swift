@@ -185,6 +185,7 @@ extension CoordinatorAssembly {
             recordingFiles: RecordingFilesHandler(
                 store: store, agents: control, agentLinks: fleet.links, events: events, clock: clock, logger: logger),
             stills: StillHandler(store: store, stills: fleet.stills, clock: clock),
+            moments: MomentHandler(store: store, takes: takes, stills: fleet.stills, catalog: catalog, clock: clock),
             access: AccessHandler(store: store, leases: leases, coordinatorKey: coordinatorKey, clock: clock, logger: logger),
             nodeAccess: NodeAccessHandler(
                 store: store, agents: control, ingest: ingest, liveFlow: liveFlow, events: events, clock: clock, logger: logger),

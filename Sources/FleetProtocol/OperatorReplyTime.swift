@@ -47,6 +47,13 @@ public enum OperatorReplyTime {
             let lead = query.atFleetTimeNs != 0 ? 60 : (query.fromNowNs == 0 ? 1 : min(Double(query.fromNowNs) / 1e9, 60))
             let interval = Double(query.bracketIntervalMs == 0 ? 300 : query.bracketIntervalMs) / 1000
             return lead + (pictures - 1) * interval + 30 + 20 * pictures
+        case let .takeMoment(query):
+            // Its take started (every camera's agent), its still (at the instant, then up to 50 s
+            // for the pictures), then the take stopped `after` the instant and stored (60 s).
+            let cameras = Double(max(query.deviceIds.count, 1))
+            let lead = query.atFleetTimeNs != 0 ? 60.0 : 1.0
+            let after = Double(query.afterMs == 0 ? 1_500 : min(query.afterMs, 60_000)) / 1000
+            return agentCommandSeconds * cameras + lead + 50 + after + 60
         case .changeDetection:
             // The agent checks the face cascade is there to read: seconds on a slow host.
             return 10
@@ -66,7 +73,7 @@ public enum OperatorReplyTime {
             .getDevice, .endSession, .getEvents, .createEnrollment, .revokeNode, .addOperator, .removeOperator, .listOperators,
             .whoAmI, .getConsentHistory, .listRecordings, .getRecording, .readSegment, .noteRecording, .getPreview,
             .collectRecording, .listPreviews, .listEnrollments, .revokeEnrollment, .createDashboardSignIn,
-            .listDashboardSessions, .endDashboardSession, .listStills, .getStill, .readStillFile, .setDeviceOptics:
+            .listDashboardSessions, .endDashboardSession, .listStills, .getStill, .readStillFile, .setDeviceOptics, .listMoments:
             return 0
         }
     }

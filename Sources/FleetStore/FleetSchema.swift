@@ -679,6 +679,28 @@ enum FleetSchema {
                     ALTER TABLE take ADD COLUMN preRollMs INTEGER NOT NULL DEFAULT 0 CHECK (preRollMs >= 0);
                     """)
         }
+        migrator.registerMigration("v30: moments") { db in
+            try db.execute(
+                sql: """
+                    -- A moment (recordings.md, "Moments"): a still of its cameras at one instant and a
+                    -- take around it. The take and the still are deleted on their own; the moment
+                    -- then names what is gone.
+                    CREATE TABLE moment (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        name TEXT NOT NULL,
+                        instantFleetNs INTEGER NOT NULL,
+                        beforeMs INTEGER NOT NULL CHECK (beforeMs >= 0),
+                        afterMs INTEGER NOT NULL CHECK (afterMs >= 0),
+                        takeId TEXT NOT NULL,
+                        stillId TEXT NOT NULL,
+                        deviceIds TEXT NOT NULL,
+                        createdAt INTEGER NOT NULL,
+                        createdBy TEXT NOT NULL,
+                        trigger TEXT NOT NULL
+                    ) WITHOUT ROWID;
+                    CREATE INDEX momentByInstant ON moment(instantFleetNs);
+                    """)
+        }
         return migrator
     }
 }

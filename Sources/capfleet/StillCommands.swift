@@ -22,7 +22,8 @@ struct StillCommand: ParsableCommand {
     @Argument(help: "The cameras.", completion: FleetCompletion.deviceIDs) var devices: [String] = []
     @Flag(help: "Every online camera.") var all = false
     @Option(help: "When: +1.5s from now (default: one second from now), fleet nanoseconds, or an ISO 8601 date.") var at: String?
-    @Option(help: "max (each camera's largest format, the default) or WxH.") var size = "max"
+    @Option(help: "max (each camera's largest format, the default), WxH, or streaming (each camera's active format: nothing switches).")
+    var size = "max"
     @Option(help: "The still format's FourCC where the size has several (default: the streaming format's, else the first listed).")
     var pixelFormat: String?
     // Unconditional: its value begins with a minus more often than not (-2,0,2).
@@ -47,9 +48,11 @@ struct StillCommand: ParsableCommand {
     }
 
     static func size(_ text: String) throws -> (UInt32, UInt32) {
-        if text == "max" { return (0, 0) }
+        if text == "max" || text == "streaming" { return (0, 0) }
         let parts = text.lowercased().split(separator: "x").compactMap { UInt32($0) }
-        guard parts.count == 2, parts[0] > 0, parts[1] > 0 else { throw ValidationError("--size is max or WxH, e.g. 4608x3456, not \(text)") }
+        guard parts.count == 2, parts[0] > 0, parts[1] > 0 else {
+            throw ValidationError("--size is max, streaming or WxH, e.g. 4608x3456, not \(text)")
+        }
         return (parts[0], parts[1])
     }
 
@@ -74,6 +77,7 @@ struct StillCommand: ParsableCommand {
             $0.encoding = jpeg ? .jpeg : .png
             $0.jpegQuality = quality ?? 0
             $0.name = name ?? ""
+            $0.streamingFormat = size == "streaming"
         }
         query.bracketEv = try Self.bracket(bracket)
         if let at { try FleetTimeArgument.parse(at, at: &query.atFleetTimeNs, fromNow: &query.fromNowNs) }

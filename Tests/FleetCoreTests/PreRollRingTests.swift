@@ -51,4 +51,22 @@ import Testing
         let evicted = fill(&ring, frames: 0..<1_000)
         #expect(evicted == Array(0..<989) && ring.frames(from: 0).map(\.payload) == Array(989..<1_000))
     }
+
+    @Test func pressure_shrinksTheBudget_andEasingLetsItGrowAgain() {
+        var ring = PreRollRing<Int>(settings: PreRollSettings(seconds: 10, budgetBytes: 1 << 20))
+        // 100 frames of 10 kB: a MiB holds all of them.
+        _ = fill(&ring, frames: 0..<100, bytes: 10_000)
+        #expect(ring.count == 100 && ring.budgetInForce == 1 << 20)
+        // Serious: half a MiB, the newest 52 frames.
+        #expect(ring.pressureChanged(to: .serious) == Array(0..<48) && ring.keptBytes <= 1 << 19)
+        #expect(ring.pressureChanged(to: .critical).count == 26 && ring.count == 26 && ring.budgetInForce == 1 << 18)
+        // Appending keeps to the smaller budget.
+        _ = fill(&ring, frames: 100..<110, bytes: 10_000)
+        #expect(ring.count == 26)
+        // Shutdown keeps nothing; eased, the ring fills to the whole budget again.
+        #expect(ring.pressureChanged(to: .shutdown).count == 26 && ring.count == 0)
+        _ = ring.pressureChanged(to: .nominal)
+        _ = fill(&ring, frames: 110..<210, bytes: 10_000)
+        #expect(ring.count == 100)
+    }
 }

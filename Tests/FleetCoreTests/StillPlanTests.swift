@@ -22,6 +22,14 @@ import Testing
         #expect(plan == StillPlan(formatIndex: 1, switchesFormat: false))
     }
 
+    @Test func theStreamingFormatAsked_isTheActiveOne_neverASwitch() throws {
+        for active in Self.formats.indices {
+            let plan = try StillPlan.plan(formats: Self.formats, activeIndex: active, request: StillRequest(streamingFormat: true), deviceID: "cam")
+                .get()
+            #expect(plan == StillPlan(formatIndex: active, switchesFormat: false))
+        }
+    }
+
     @Test func aPixelFormatAsked_isTaken_orRefusedNamingWhatTheSizeOffers() throws {
         let plan = try StillPlan.plan(formats: Self.formats, activeIndex: 0, request: StillRequest(pixelFormat: .nv12), deviceID: "cam").get()
         #expect(plan.formatIndex == 4)

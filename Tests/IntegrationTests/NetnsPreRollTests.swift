@@ -82,6 +82,32 @@ extension SecondLaneIntegrationTests {
             let verified = try fleet.run(["cli", "recordings", "verify", takeID, "--timeout", "120"])
             #expect(verified.contains("verified"), "\(verified)")
 
+            // A moment: a still of every camera at one instant, and a take from 2 s before it to 1 s after.
+            let momentText = try fleet.run(["cli", "moment"] + cameras + ["--before", "2s", "--after", "1s", "--name", "a moment", "--json"])
+            let moment = try #require(try JSONSerialization.jsonObject(with: Data(momentText.utf8)) as? [String: Any], "\(momentText)")
+            let instant = try #require(moment["instant_fleet_ns"] as? Int)
+            let momentTake = try #require(moment["take"] as? [String: Any], "\(moment)")
+            let momentStill = try #require(moment["still"] as? [String: Any], "\(moment)")
+            #expect(momentTake["start_fleet_ns"] as? Int == instant - 2_000_000_000 && momentTake["stop_fleet_ns"] as? Int == instant + 1_000_000_000)
+            #expect(momentTake["state"] as? String == "stopped", "answered once the take is stored: \(momentTake)")
+            for part in momentTake["devices"] as? [[String: Any]] ?? [] {
+                let frames = part["frames"] as? Int ?? 0
+                #expect(abs(frames - 30) <= 2, "3 s at 10 fps around the instant: \(part)")
+                #expect((part["first_fleet_ns"] as? Int ?? 0) - (instant - 2_000_000_000) <= 100_000_000, "\(part)")
+            }
+            let pictures = (momentStill["cameras"] as? [[String: Any]] ?? []).flatMap { $0["pictures"] as? [[String: Any]] ?? [] }
+            print(
+                "netns pre-roll: moment \(moment["id"] ?? "?"): take \(momentTake["id"] ?? "?"), still \(momentStill["id"] ?? "?"), \(pictures.count) pictures"
+            )
+            #expect(pictures.count == 3, "\(momentStill)")
+            for picture in pictures {
+                // Each picture is the camera's frame nearest the instant: within half an interval.
+                let at = picture["fleet_time_ns"] as? Int ?? 0
+                #expect(abs(at - instant) <= 50_000_000, "\(picture)")
+            }
+            let listed = try fleet.json(["moments"])
+            #expect(listed.first?["id"] as? String == moment["id"] as? String && listed.first?["take_id"] as? String == momentTake["id"] as? String)
+
             // Off again: everything kept is freed.
             try fleet.run(["cli", "preroll"] + cameras + ["--off"])
             _ = try await NetnsTestFleet.waitUntil("every camera reports its pre-roll off", seconds: 10) {

@@ -50,6 +50,7 @@ extension CameraStream {
 
     /// The node's pressure level changed: the cap comes into force or is lifted, on the device's thread.
     func pressureChanged(_ pressure: PressureReading) {
+        preRoll.pressureChanged(to: pressure.level)
         onDeviceThread { [self] in
             step(.pressureChanged(pressure, running: source.activeFrameRateRange, format: activeFormat))
         }

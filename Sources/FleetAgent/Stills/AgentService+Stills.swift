@@ -24,6 +24,9 @@ extension AgentService {
         guard request.bracketEv.count <= 16, request.bracketEv.allSatisfy({ $0.isFinite && abs($0) <= 10 }) else {
             return reply(.failure(.badRequest, "a bracket has at most 16 steps, each between -10 and +10 EV"))
         }
+        if request.streamingFormat, request.width != 0 || !request.pixelFormat.isEmpty {
+            return reply(.failure(.badRequest, "a still from the streaming format takes no size or pixel format"))
+        }
         guard (request.width == 0) == (request.height == 0) else {
             return reply(.failure(.badRequest, "give both width and height, or neither for the largest format"))
         }
@@ -31,7 +34,7 @@ extension AgentService {
         let stillRequest = StillRequest(
             width: request.width == 0 ? nil : Int(request.width), height: request.height == 0 ? nil : Int(request.height),
             pixelFormat: request.pixelFormat.isEmpty ? nil : PixelFormat(request.pixelFormat),
-            bracketEV: request.bracketEv, bracketIntervalNanoseconds: interval)
+            bracketEV: request.bracketEv, bracketIntervalNanoseconds: interval, streamingFormat: request.streamingFormat)
         let patience = UInt64(request.timeoutMs == 0 ? 3000 : min(request.timeoutMs, 60_000)) * 1_000_000
         let subject = StillSubject(
             stillID: request.stillID, deviceID: stream.deviceID, deviceName: stream.source.device.name, nodeID: identity.nodeID,

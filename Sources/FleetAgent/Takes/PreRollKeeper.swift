@@ -43,6 +43,12 @@ final class PreRollKeeper: Sendable {
         _ = freed
     }
 
+    /// The host's pressure changed: a serious or critical host keeps less (recordings.md, "Pre-roll").
+    func pressureChanged(to level: PressureLevel) {
+        let freed = ring.withLock { $0.pressureChanged(to: level) }
+        _ = freed
+    }
+
     /// Forgets every frame kept: they must never reach a take (consent withdrawn).
     func forget() {
         let freed = ring.withLock { $0.clear() }
@@ -76,6 +82,7 @@ final class PreRollKeeper: Sendable {
             figures.keptNs = ring.keptNanoseconds
             figures.keptBytes = UInt64(ring.keptBytes)
             figures.keptFrames = UInt32(ring.count)
+            figures.budgetInForceBytes = UInt64(ring.budgetInForce)
             return figures
         }
     }

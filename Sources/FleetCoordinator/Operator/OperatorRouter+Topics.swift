@@ -15,6 +15,8 @@ struct OperatorHandlers: Sendable {
     /// A take's files: deleted, verified, read for export.
     let recordingFiles: RecordingFilesHandler
     let stills: StillHandler
+    /// Moments: a still and a take around it.
+    let moments: MomentHandler
     /// Operators and enrollment tokens.
     let access: AccessHandler
     /// Revoking and forgetting nodes.
@@ -99,6 +101,10 @@ extension OperatorRouter {
             try await handlers.devices.changeRegion(query, by: who, into: &reply)
         case let .changePreRoll(query):
             try await handlers.devices.changePreRoll(query, by: who, into: &reply)
+        case let .takeMoment(query):
+            try await handlers.moments.takeMoment(query, by: who, into: &reply)
+        case .listMoments:
+            try await handlers.moments.listMoments(into: &reply)
 
         // Takes and their files.
         case let .startRecording(query):

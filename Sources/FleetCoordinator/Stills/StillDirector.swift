@@ -116,7 +116,7 @@ actor StillDirector {
             audit: AuditEntry(
                 at: still.createdAt, actor: who, action: "still.take", target: id, outcome: "ok",
                 detail:
-                    "\(devices.count - refused.count) camera(s) at fleet time \(instant), \(query.width == 0 ? "max" : "\(query.width)x\(query.height)"), \(encoding)"
+                    "\(devices.count - refused.count) camera(s) at fleet time \(instant), \(query.streamingFormat ? "streaming format" : query.width == 0 ? "max" : "\(query.width)x\(query.height)"), \(encoding)"
                     + (query.bracketEv.isEmpty ? "" : ", bracket \(still.bracket) EV") + refusedNote))
 
         // Every camera at once: each answers when its pictures are written.
@@ -143,6 +143,7 @@ actor StillDirector {
                                 $0.encoding = query.encoding
                                 $0.jpegQuality = query.jpegQuality
                                 $0.nodeName = nodeNames[device.nodeId] ?? ""
+                                $0.streamingFormat = query.streamingFormat
                             }), deviceID: device.id, nodeID: device.nodeId, timeout: timeout)
                     return (device, reply)
                 }

@@ -19,6 +19,17 @@ public struct PreRollSettings: Hashable, Sendable {
 
     public var isOn: Bool { seconds > 0 && budgetBytes > 0 }
 
+    /// The budget the host's pressure leaves it: all of it up to fair, half at serious, a
+    /// quarter at critical, nothing at shutdown (capture has stopped then anyway).
+    public func budget(under level: PressureLevel) -> Int {
+        switch level {
+        case .nominal, .fair: budgetBytes
+        case .serious: budgetBytes / 2
+        case .critical: budgetBytes / 4
+        case .shutdown: 0
+        }
+    }
+
     /// Why these settings cannot be used, or nil.
     public var refusal: String? {
         if seconds > Self.maximumSeconds {
@@ -31,8 +42,9 @@ public struct PreRollSettings: Hashable, Sendable {
 
 /// A device's recent frames, oldest first, as kept for pre-roll: each with its fleet time and
 /// size. Appending evicts what is older than the window behind the newest, and the oldest
-/// while the total is over the budget (so a budget too small for the window keeps less
-/// time, which `keptNanoseconds` says). Pure: the caller owns the payloads' memory.
+/// while the total is over the budget in force (the settings' budget as the host's pressure
+/// leaves it; a budget too small for the window keeps less time, which `keptNanoseconds`
+/// says). Pure: the caller owns the payloads' memory.
 public struct PreRollRing<Payload> {
     public struct Entry {
         public var fleetTime: UInt64
@@ -41,6 +53,8 @@ public struct PreRollRing<Payload> {
     }
 
     public private(set) var settings: PreRollSettings
+    /// The host's pressure now, which shrinks the budget.
+    public private(set) var pressure: PressureLevel = .nominal
     private var entries: [Entry] = []
     private var head = 0
     public private(set) var keptBytes = 0
@@ -49,6 +63,9 @@ public struct PreRollRing<Payload> {
 
     /// Frames kept now.
     public var count: Int { entries.count - head }
+
+    /// The memory the frames may take now.
+    public var budgetInForce: Int { settings.budget(under: pressure) }
 
     /// The time from the oldest kept frame to the newest.
     public var keptNanoseconds: UInt64 {
@@ -59,13 +76,13 @@ public struct PreRollRing<Payload> {
     /// Keeps a frame (in capture order) and returns what no longer fits, oldest first. With
     /// pre-roll off, or a frame larger than the whole budget, the frame itself comes back.
     public mutating func append(fleetTime: UInt64, bytes: Int, payload: Payload) -> [Payload] {
-        guard settings.isOn, bytes <= settings.budgetBytes else { return [payload] }
+        guard settings.isOn, bytes <= budgetInForce else { return [payload] }
         entries.append(Entry(fleetTime: fleetTime, bytes: bytes, payload: payload))
         keptBytes += bytes
         var evicted: [Payload] = []
         let window = UInt64(settings.seconds * 1e9)
         while let oldest = entries[safe: head], count > 1,
-            keptBytes > settings.budgetBytes || (fleetTime > oldest.fleetTime && fleetTime - oldest.fleetTime > window)
+            keptBytes > budgetInForce || (fleetTime > oldest.fleetTime && fleetTime - oldest.fleetTime > window)
         {
             evicted.append(oldest.payload)
             keptBytes -= oldest.bytes
@@ -94,11 +111,22 @@ public struct PreRollRing<Payload> {
     /// New settings; what no longer fits comes back, oldest first (everything when turned off).
     public mutating func change(to settings: PreRollSettings) -> [Payload] {
         self.settings = settings
-        guard settings.isOn else { return clear() }
+        return fit()
+    }
+
+    /// The host's pressure changed: what no longer fits the budget it leaves comes back.
+    public mutating func pressureChanged(to level: PressureLevel) -> [Payload] {
+        pressure = level
+        return fit()
+    }
+
+    /// Evicts, oldest first, what the settings and the budget in force no longer allow.
+    private mutating func fit() -> [Payload] {
+        guard settings.isOn, budgetInForce > 0 else { return clear() }
         var evicted: [Payload] = []
         let window = UInt64(settings.seconds * 1e9)
         let newest = entries.last?.fleetTime ?? 0
-        while let oldest = entries[safe: head], keptBytes > settings.budgetBytes || newest - oldest.fleetTime > window {
+        while let oldest = entries[safe: head], keptBytes > budgetInForce || newest - oldest.fleetTime > window {
             evicted.append(oldest.payload)
             keptBytes -= oldest.bytes
             head += 1

@@ -7,11 +7,15 @@ public struct StillRequest: Sendable, Equatable {
     /// EV offsets, one picture each; empty: one picture as exposed now.
     public var bracketEV: [Double]
     public var bracketIntervalNanoseconds: UInt64
+    /// The picture from the stream as it runs: its active format, never a switch (a moment's
+    /// still, beside a take of the same frames).
+    public var streamingFormat: Bool
 
     public init(
         width: Int? = nil, height: Int? = nil, pixelFormat: PixelFormat? = nil, bracketEV: [Double] = [],
-        bracketIntervalNanoseconds: UInt64 = 300_000_000
+        bracketIntervalNanoseconds: UInt64 = 300_000_000, streamingFormat: Bool = false
     ) {
+        self.streamingFormat = streamingFormat
         self.width = width
         self.height = height
         self.pixelFormat = pixelFormat
@@ -63,6 +67,9 @@ public struct StillPlan: Sendable, Equatable {
         deviceID: String
     ) -> Result<StillPlan, Refusal> {
         guard !formats.isEmpty else { return .failure(.noFormats(device: deviceID)) }
+        if request.streamingFormat, formats.indices.contains(activeIndex) {
+            return .success(StillPlan(formatIndex: activeIndex, switchesFormat: false))
+        }
         let sized: [Int]
         if let width = request.width, let height = request.height {
             sized = formats.indices.filter { formats[$0].width == width && formats[$0].height == height }

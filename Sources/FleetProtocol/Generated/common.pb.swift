@@ -842,6 +842,9 @@ public nonisolated struct Capfleet_V1_PreRoll: Sendable {
   /// in a status: how many
   public var keptFrames: UInt32 = 0
 
+  /// since 1.18, in a status: the budget the host's pressure leaves it now
+  public var budgetInForceBytes: UInt64 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -2027,7 +2030,7 @@ nonisolated extension Capfleet_V1_AudioProcessing: SwiftProtobuf.Message, SwiftP
 
 nonisolated extension Capfleet_V1_PreRoll: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".PreRoll"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}milliseconds\0\u{3}budget_bytes\0\u{3}kept_ns\0\u{3}kept_bytes\0\u{3}kept_frames\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}milliseconds\0\u{3}budget_bytes\0\u{3}kept_ns\0\u{3}kept_bytes\0\u{3}kept_frames\0\u{3}budget_in_force_bytes\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2040,6 +2043,7 @@ nonisolated extension Capfleet_V1_PreRoll: SwiftProtobuf.Message, SwiftProtobuf.
       case 3: try { try decoder.decodeSingularUInt64Field(value: &self.keptNs) }()
       case 4: try { try decoder.decodeSingularUInt64Field(value: &self.keptBytes) }()
       case 5: try { try decoder.decodeSingularUInt32Field(value: &self.keptFrames) }()
+      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.budgetInForceBytes) }()
       default: break
       }
     }
@@ -2061,6 +2065,9 @@ nonisolated extension Capfleet_V1_PreRoll: SwiftProtobuf.Message, SwiftProtobuf.
     if self.keptFrames != 0 {
       try visitor.visitSingularUInt32Field(value: self.keptFrames, fieldNumber: 5)
     }
+    if self.budgetInForceBytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.budgetInForceBytes, fieldNumber: 6)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2070,6 +2077,7 @@ nonisolated extension Capfleet_V1_PreRoll: SwiftProtobuf.Message, SwiftProtobuf.
     if lhs.keptNs != rhs.keptNs {return false}
     if lhs.keptBytes != rhs.keptBytes {return false}
     if lhs.keptFrames != rhs.keptFrames {return false}
+    if lhs.budgetInForceBytes != rhs.budgetInForceBytes {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -1517,6 +1517,9 @@ public nonisolated struct Capfleet_V1_CaptureStill: Sendable {
   /// for the sidecar
   public var nodeName: String = String()
 
+  /// since 1.18: the picture from the stream as it runs (no format switch; width, height and pixel_format unset)
+  public var streamingFormat: Bool = false
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -3893,7 +3896,7 @@ nonisolated extension Capfleet_V1_CoordinatorMessage: SwiftProtobuf.Message, Swi
 
 nonisolated extension Capfleet_V1_CaptureStill: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CaptureStill"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}still_id\0\u{3}fleet_time_ns\0\u{1}width\0\u{1}height\0\u{3}pixel_format\0\u{3}bracket_ev\0\u{3}bracket_interval_ms\0\u{1}encoding\0\u{3}jpeg_quality\0\u{3}timeout_ms\0\u{3}node_name\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}still_id\0\u{3}fleet_time_ns\0\u{1}width\0\u{1}height\0\u{3}pixel_format\0\u{3}bracket_ev\0\u{3}bracket_interval_ms\0\u{1}encoding\0\u{3}jpeg_quality\0\u{3}timeout_ms\0\u{3}node_name\0\u{3}streaming_format\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3912,6 +3915,7 @@ nonisolated extension Capfleet_V1_CaptureStill: SwiftProtobuf.Message, SwiftProt
       case 9: try { try decoder.decodeSingularUInt32Field(value: &self.jpegQuality) }()
       case 10: try { try decoder.decodeSingularUInt32Field(value: &self.timeoutMs) }()
       case 11: try { try decoder.decodeSingularStringField(value: &self.nodeName) }()
+      case 12: try { try decoder.decodeSingularBoolField(value: &self.streamingFormat) }()
       default: break
       }
     }
@@ -3951,6 +3955,9 @@ nonisolated extension Capfleet_V1_CaptureStill: SwiftProtobuf.Message, SwiftProt
     if !self.nodeName.isEmpty {
       try visitor.visitSingularStringField(value: self.nodeName, fieldNumber: 11)
     }
+    if self.streamingFormat != false {
+      try visitor.visitSingularBoolField(value: self.streamingFormat, fieldNumber: 12)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -3966,6 +3973,7 @@ nonisolated extension Capfleet_V1_CaptureStill: SwiftProtobuf.Message, SwiftProt
     if lhs.jpegQuality != rhs.jpegQuality {return false}
     if lhs.timeoutMs != rhs.timeoutMs {return false}
     if lhs.nodeName != rhs.nodeName {return false}
+    if lhs.streamingFormat != rhs.streamingFormat {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -706,6 +706,24 @@ public nonisolated struct Capfleet_V1_OperatorRequest: @unchecked Sendable {
     set {_uniqueStorage()._body = .changePreRoll(newValue)}
   }
 
+  /// operator: recordings.md, "Moments" (minor 18)
+  public var takeMoment: Capfleet_V1_TakeMoment {
+    get {
+      if case .takeMoment(let v)? = _storage._body {return v}
+      return Capfleet_V1_TakeMoment()
+    }
+    set {_uniqueStorage()._body = .takeMoment(newValue)}
+  }
+
+  /// viewer: recordings.md, "Moments" (minor 18)
+  public var listMoments: Capfleet_V1_ListMoments {
+    get {
+      if case .listMoments(let v)? = _storage._body {return v}
+      return Capfleet_V1_ListMoments()
+    }
+    set {_uniqueStorage()._body = .listMoments(newValue)}
+  }
+
   /// Ties leases taken by this request to an operator session: when the session ends
   /// (EndSession, or no request for session_timeout_ms), its leases are released.
   public var sessionID: String {
@@ -819,6 +837,10 @@ public nonisolated struct Capfleet_V1_OperatorRequest: @unchecked Sendable {
     case changeRegion(Capfleet_V1_ChangeRegion)
     /// operator, under the lease: recordings.md, "Pre-roll" (minor 17)
     case changePreRoll(Capfleet_V1_ChangePreRoll)
+    /// operator: recordings.md, "Moments" (minor 18)
+    case takeMoment(Capfleet_V1_TakeMoment)
+    /// viewer: recordings.md, "Moments" (minor 18)
+    case listMoments(Capfleet_V1_ListMoments)
 
   }
 
@@ -1908,6 +1930,12 @@ public nonisolated struct Capfleet_V1_OperatorReply: @unchecked Sendable {
   public var hasPreRoll: Bool {_storage._preRoll != nil}
   /// Clears the value of `preRoll`. Subsequent reads from it will return its default value.
   public mutating func clearPreRoll() {_uniqueStorage()._preRoll = nil}
+
+  /// with TakeMoment (with its take in takes, its still in stills), ListMoments (minor 18)
+  public var moments: [Capfleet_V1_MomentInfo] {
+    get {_storage._moments}
+    set {_uniqueStorage()._moments = newValue}
+  }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -3676,6 +3704,9 @@ public nonisolated struct Capfleet_V1_TakeStill: Sendable {
   /// empty = the still's id
   public var name: String = String()
 
+  /// since 1.18: each camera's picture from its stream as it runs, in its active format (width and height unset)
+  public var streamingFormat: Bool = false
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -3734,6 +3765,85 @@ public nonisolated struct Capfleet_V1_ReadStillFile: Sendable {
   public var offset: UInt64 = 0
 
   public var length: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// A moment (recordings.md, "Moments"): a still of every camera named at one instant and a
+/// take from `before_ms` before it to `after_ms` after it, linked in the index. The cameras need
+/// a pre-roll of at least `before_ms` (ChangePreRoll). Answered once the take is stored.
+public nonisolated struct Capfleet_V1_TakeMoment: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var deviceIds: [String] = []
+
+  /// every online camera whose consent is granted (device_ids must be empty)
+  public var all: Bool = false
+
+  /// 0 = 1500; at most 60 000
+  public var beforeMs: UInt32 = 0
+
+  /// 0 = 1500; at most 60 000
+  public var afterMs: UInt32 = 0
+
+  /// empty = the moment's id
+  public var name: String = String()
+
+  /// the instant; 0 = the coordinator's lead time from now
+  public var atFleetTimeNs: UInt64 = 0
+
+  /// the pictures'; unset: PNG
+  public var encoding: Capfleet_V1_StillEncoding = .unspecified
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_ListMoments: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_MomentInfo: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var id: String = String()
+
+  public var name: String = String()
+
+  /// the still's instant; the take runs from before_ms before it to after_ms after it
+  public var instantFleetNs: UInt64 = 0
+
+  public var beforeMs: UInt32 = 0
+
+  public var afterMs: UInt32 = 0
+
+  /// capfleet recordings show
+  public var takeID: String = String()
+
+  /// capfleet stills show
+  public var stillID: String = String()
+
+  public var deviceIds: [String] = []
+
+  public var createdUnixMs: Int64 = 0
+
+  public var createdBy: String = String()
+
+  /// what asked for it: "operator"
+  public var trigger: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -3991,7 +4101,7 @@ nonisolated extension Capfleet_V1_EnrollmentTokenState: SwiftProtobuf._ProtoName
 
 nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0\u{3}note_recording\0\u{3}backup_database\0\u{3}get_preview\0\u{3}list_previews\0\u{3}collect_recording\0\u{4}\u{b}list_enrollments\0\u{3}revoke_enrollment\0\u{3}create_dashboard_sign_in\0\u{3}list_dashboard_sessions\0\u{3}end_dashboard_session\0\u{3}take_still\0\u{3}list_stills\0\u{3}get_still\0\u{3}delete_still\0\u{3}read_still_file\0\u{3}change_detection\0\u{3}set_device_optics\0\u{3}sync_audit\0\u{3}get_frame_sets\0\u{3}change_audio_processing\0\u{3}change_control\0\u{3}change_region\0\u{3}change_pre_roll\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0\u{3}note_recording\0\u{3}backup_database\0\u{3}get_preview\0\u{3}list_previews\0\u{3}collect_recording\0\u{4}\u{b}list_enrollments\0\u{3}revoke_enrollment\0\u{3}create_dashboard_sign_in\0\u{3}list_dashboard_sessions\0\u{3}end_dashboard_session\0\u{3}take_still\0\u{3}list_stills\0\u{3}get_still\0\u{3}delete_still\0\u{3}read_still_file\0\u{3}change_detection\0\u{3}set_device_optics\0\u{3}sync_audit\0\u{3}get_frame_sets\0\u{3}change_audio_processing\0\u{3}change_control\0\u{3}change_region\0\u{3}change_pre_roll\0\u{3}take_moment\0\u{3}list_moments\0")
 
   fileprivate class _StorageClass {
     var _requestID: UInt64 = 0
@@ -4790,6 +4900,32 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
             _storage._body = .changePreRoll(v)
           }
         }()
+        case 78: try {
+          var v: Capfleet_V1_TakeMoment?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .takeMoment(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .takeMoment(v)
+          }
+        }()
+        case 79: try {
+          var v: Capfleet_V1_ListMoments?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .listMoments(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .listMoments(v)
+          }
+        }()
         default: break
         }
       }
@@ -5046,6 +5182,14 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
       case .changePreRoll?: try {
         guard case .changePreRoll(let v)? = _storage._body else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 77)
+      }()
+      case .takeMoment?: try {
+        guard case .takeMoment(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 78)
+      }()
+      case .listMoments?: try {
+        guard case .listMoments(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 79)
       }()
       case nil: break
       }
@@ -6334,7 +6478,7 @@ nonisolated extension Capfleet_V1_RejectionCount: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0\u{1}takes\0\u{1}verification\0\u{3}segment_data\0\u{3}segment_size\0\u{1}backup\0\u{1}endpoints\0\u{2}\u{3}previews\0\u{4}\u{5}enrollment_tokens\0\u{3}dashboard_sign_in\0\u{3}dashboard_sessions\0\u{1}stills\0\u{1}detection\0\u{1}optics\0\u{3}sync_audit\0\u{3}frame_sets\0\u{3}audio_processing\0\u{1}control\0\u{1}region\0\u{3}pre_roll\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0\u{1}takes\0\u{1}verification\0\u{3}segment_data\0\u{3}segment_size\0\u{1}backup\0\u{1}endpoints\0\u{2}\u{3}previews\0\u{4}\u{5}enrollment_tokens\0\u{3}dashboard_sign_in\0\u{3}dashboard_sessions\0\u{1}stills\0\u{1}detection\0\u{1}optics\0\u{3}sync_audit\0\u{3}frame_sets\0\u{3}audio_processing\0\u{1}control\0\u{1}region\0\u{3}pre_roll\0\u{1}moments\0")
 
   fileprivate class _StorageClass {
     var _requestID: UInt64 = 0
@@ -6380,6 +6524,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
     var _control: Capfleet_V1_DeviceControl? = nil
     var _region: Capfleet_V1_Rectangle? = nil
     var _preRoll: Capfleet_V1_PreRoll? = nil
+    var _moments: [Capfleet_V1_MomentInfo] = []
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -6433,6 +6578,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       _control = source._control
       _region = source._region
       _preRoll = source._preRoll
+      _moments = source._moments
     }
   }
 
@@ -6494,6 +6640,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         case 54: try { try decoder.decodeSingularMessageField(value: &_storage._control) }()
         case 55: try { try decoder.decodeSingularMessageField(value: &_storage._region) }()
         case 56: try { try decoder.decodeSingularMessageField(value: &_storage._preRoll) }()
+        case 57: try { try decoder.decodeRepeatedMessageField(value: &_storage._moments) }()
         default: break
         }
       }
@@ -6635,6 +6782,9 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       try { if let v = _storage._preRoll {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 56)
       } }()
+      if !_storage._moments.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._moments, fieldNumber: 57)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -6687,6 +6837,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         if _storage._control != rhs_storage._control {return false}
         if _storage._region != rhs_storage._region {return false}
         if _storage._preRoll != rhs_storage._preRoll {return false}
+        if _storage._moments != rhs_storage._moments {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -9803,7 +9954,7 @@ nonisolated extension Capfleet_V1_NoteRecording: SwiftProtobuf.Message, SwiftPro
 
 nonisolated extension Capfleet_V1_TakeStill: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".TakeStill"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_ids\0\u{1}all\0\u{3}at_fleet_time_ns\0\u{3}from_now_ns\0\u{1}width\0\u{1}height\0\u{3}pixel_format\0\u{3}bracket_ev\0\u{3}bracket_interval_ms\0\u{1}encoding\0\u{3}jpeg_quality\0\u{1}name\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_ids\0\u{1}all\0\u{3}at_fleet_time_ns\0\u{3}from_now_ns\0\u{1}width\0\u{1}height\0\u{3}pixel_format\0\u{3}bracket_ev\0\u{3}bracket_interval_ms\0\u{1}encoding\0\u{3}jpeg_quality\0\u{1}name\0\u{3}streaming_format\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -9823,6 +9974,7 @@ nonisolated extension Capfleet_V1_TakeStill: SwiftProtobuf.Message, SwiftProtobu
       case 10: try { try decoder.decodeSingularEnumField(value: &self.encoding) }()
       case 11: try { try decoder.decodeSingularUInt32Field(value: &self.jpegQuality) }()
       case 12: try { try decoder.decodeSingularStringField(value: &self.name) }()
+      case 13: try { try decoder.decodeSingularBoolField(value: &self.streamingFormat) }()
       default: break
       }
     }
@@ -9865,6 +10017,9 @@ nonisolated extension Capfleet_V1_TakeStill: SwiftProtobuf.Message, SwiftProtobu
     if !self.name.isEmpty {
       try visitor.visitSingularStringField(value: self.name, fieldNumber: 12)
     }
+    if self.streamingFormat != false {
+      try visitor.visitSingularBoolField(value: self.streamingFormat, fieldNumber: 13)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -9881,6 +10036,7 @@ nonisolated extension Capfleet_V1_TakeStill: SwiftProtobuf.Message, SwiftProtobu
     if lhs.encoding != rhs.encoding {return false}
     if lhs.jpegQuality != rhs.jpegQuality {return false}
     if lhs.name != rhs.name {return false}
+    if lhs.streamingFormat != rhs.streamingFormat {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -10015,6 +10171,165 @@ nonisolated extension Capfleet_V1_ReadStillFile: SwiftProtobuf.Message, SwiftPro
     if lhs.sidecar != rhs.sidecar {return false}
     if lhs.offset != rhs.offset {return false}
     if lhs.length != rhs.length {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_TakeMoment: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".TakeMoment"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_ids\0\u{1}all\0\u{3}before_ms\0\u{3}after_ms\0\u{1}name\0\u{3}at_fleet_time_ns\0\u{1}encoding\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedStringField(value: &self.deviceIds) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self.all) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.beforeMs) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.afterMs) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.name) }()
+      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.atFleetTimeNs) }()
+      case 7: try { try decoder.decodeSingularEnumField(value: &self.encoding) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.deviceIds.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.deviceIds, fieldNumber: 1)
+    }
+    if self.all != false {
+      try visitor.visitSingularBoolField(value: self.all, fieldNumber: 2)
+    }
+    if self.beforeMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.beforeMs, fieldNumber: 3)
+    }
+    if self.afterMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.afterMs, fieldNumber: 4)
+    }
+    if !self.name.isEmpty {
+      try visitor.visitSingularStringField(value: self.name, fieldNumber: 5)
+    }
+    if self.atFleetTimeNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.atFleetTimeNs, fieldNumber: 6)
+    }
+    if self.encoding != .unspecified {
+      try visitor.visitSingularEnumField(value: self.encoding, fieldNumber: 7)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_TakeMoment, rhs: Capfleet_V1_TakeMoment) -> Bool {
+    if lhs.deviceIds != rhs.deviceIds {return false}
+    if lhs.all != rhs.all {return false}
+    if lhs.beforeMs != rhs.beforeMs {return false}
+    if lhs.afterMs != rhs.afterMs {return false}
+    if lhs.name != rhs.name {return false}
+    if lhs.atFleetTimeNs != rhs.atFleetTimeNs {return false}
+    if lhs.encoding != rhs.encoding {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_ListMoments: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ListMoments"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap()
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    // Load everything into unknown fields
+    while try decoder.nextFieldNumber() != nil {}
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_ListMoments, rhs: Capfleet_V1_ListMoments) -> Bool {
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_MomentInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".MomentInfo"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}name\0\u{3}instant_fleet_ns\0\u{3}before_ms\0\u{3}after_ms\0\u{3}take_id\0\u{3}still_id\0\u{3}device_ids\0\u{3}created_unix_ms\0\u{3}created_by\0\u{1}trigger\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.id) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.name) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.instantFleetNs) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.beforeMs) }()
+      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.afterMs) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.takeID) }()
+      case 7: try { try decoder.decodeSingularStringField(value: &self.stillID) }()
+      case 8: try { try decoder.decodeRepeatedStringField(value: &self.deviceIds) }()
+      case 9: try { try decoder.decodeSingularInt64Field(value: &self.createdUnixMs) }()
+      case 10: try { try decoder.decodeSingularStringField(value: &self.createdBy) }()
+      case 11: try { try decoder.decodeSingularStringField(value: &self.trigger) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.id.isEmpty {
+      try visitor.visitSingularStringField(value: self.id, fieldNumber: 1)
+    }
+    if !self.name.isEmpty {
+      try visitor.visitSingularStringField(value: self.name, fieldNumber: 2)
+    }
+    if self.instantFleetNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.instantFleetNs, fieldNumber: 3)
+    }
+    if self.beforeMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.beforeMs, fieldNumber: 4)
+    }
+    if self.afterMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.afterMs, fieldNumber: 5)
+    }
+    if !self.takeID.isEmpty {
+      try visitor.visitSingularStringField(value: self.takeID, fieldNumber: 6)
+    }
+    if !self.stillID.isEmpty {
+      try visitor.visitSingularStringField(value: self.stillID, fieldNumber: 7)
+    }
+    if !self.deviceIds.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.deviceIds, fieldNumber: 8)
+    }
+    if self.createdUnixMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.createdUnixMs, fieldNumber: 9)
+    }
+    if !self.createdBy.isEmpty {
+      try visitor.visitSingularStringField(value: self.createdBy, fieldNumber: 10)
+    }
+    if !self.trigger.isEmpty {
+      try visitor.visitSingularStringField(value: self.trigger, fieldNumber: 11)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_MomentInfo, rhs: Capfleet_V1_MomentInfo) -> Bool {
+    if lhs.id != rhs.id {return false}
+    if lhs.name != rhs.name {return false}
+    if lhs.instantFleetNs != rhs.instantFleetNs {return false}
+    if lhs.beforeMs != rhs.beforeMs {return false}
+    if lhs.afterMs != rhs.afterMs {return false}
+    if lhs.takeID != rhs.takeID {return false}
+    if lhs.stillID != rhs.stillID {return false}
+    if lhs.deviceIds != rhs.deviceIds {return false}
+    if lhs.createdUnixMs != rhs.createdUnixMs {return false}
+    if lhs.createdBy != rhs.createdBy {return false}
+    if lhs.trigger != rhs.trigger {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -106,6 +106,9 @@ struct OperatorBed {
                 collections: collections, clock: clock),
             recordingFiles: RecordingFilesHandler(store: store, agents: agents, agentLinks: links, events: events, clock: clock, logger: logger),
             stills: StillHandler(store: store, stills: stills, clock: clock),
+            moments: MomentHandler(
+                store: store, takes: takes, stills: stills,
+                catalog: TakeCatalog(store: store, agents: agents, collections: collections, sync: takes.sync), clock: clock),
             access: AccessHandler(store: store, leases: leases, coordinatorKey: keys.publicKey, clock: clock, logger: logger),
             nodeAccess: NodeAccessHandler(
                 store: store, agents: agents, ingest: ingest, liveFlow: liveFlow, events: events, clock: clock, logger: logger),
