@@ -171,43 +171,47 @@ extension AgentService {
     }
 
     private func setControl(_ request: Capfleet_V1_SetControl, command: Capfleet_V1_Command, on stream: CameraStream) -> Capfleet_V1_CommandReply? {
-        stream.onDeviceThread { [self] in
-            var answer: Capfleet_V1_CommandReply
-            do throws(CaptureError) {
-                let applied = try stream.source.setControl(id: request.controlID, value: request.value)
-                logger.notice(
-                    "control",
-                    metadata: ["device.id": "\(stream.deviceID)", "control": "\(applied.name)", "value": "\(applied.value.map(String.init) ?? "?")"])
-                answer = reply(to: command, .ok, on: stream)
-                answer.control = applied.wire
-            } catch {
-                if case .controlRefused = error {
-                    answer = reply(to: command, .failure(.badRequest, error.description), on: stream)
-                } else {
-                    answer = reply(to: command, .failure(error.isUnavailable ? .unavailable : .unsupported, error.description), on: stream)
-                }
-            }
-            control.post(reply: answer)
+        answerOnDeviceThread(command, on: stream) { [self] () throws(CaptureError) -> Fill in
+            let applied = try stream.source.setControl(id: request.controlID, value: request.value)
+            logger.notice(
+                "control",
+                metadata: ["device.id": "\(stream.deviceID)", "control": "\(applied.name)", "value": "\(applied.value.map(String.init) ?? "?")"])
+            return { $0.control = applied.wire }
         }
-        return nil
     }
 
     /// The region of interest: moved on the device's thread (register writes and a restart of
     /// the stream), answered from there with the window as placed.
     private func setRegion(_ request: Capfleet_V1_SetRegion, command: Capfleet_V1_Command, on stream: CameraStream) -> Capfleet_V1_CommandReply? {
+        answerOnDeviceThread(command, on: stream) { [self] () throws(CaptureError) -> Fill in
+            let placed = try stream.source.setRegion(request.centred ? .centred : .at(left: Int(request.left), top: Int(request.top)))
+            logger.notice(
+                "region of interest",
+                metadata: ["device.id": "\(stream.deviceID)", "region": "\(placed.width)x\(placed.height) at \(placed.left),\(placed.top)"])
+            return { $0.region = placed.wire }
+        }
+    }
+
+    /// What a change adds to its answer.
+    typealias Fill = @Sendable (inout Capfleet_V1_CommandReply) -> Void
+
+    /// Runs `change` on the device's thread and answers from there, with the device's settings
+    /// as it left them: OK with what it fills in, BAD_REQUEST for a value the device refused,
+    /// else UNAVAILABLE or UNSUPPORTED.
+    private func answerOnDeviceThread(
+        _ command: Capfleet_V1_Command, on stream: CameraStream, _ change: @escaping @Sendable () throws(CaptureError) -> Fill
+    ) -> Capfleet_V1_CommandReply? {
         stream.onDeviceThread { [self] in
             var answer: Capfleet_V1_CommandReply
             do throws(CaptureError) {
-                let placed = try stream.source.setRegion(request.centred ? .centred : .at(left: Int(request.left), top: Int(request.top)))
-                logger.notice(
-                    "region of interest",
-                    metadata: ["device.id": "\(stream.deviceID)", "region": "\(placed.width)x\(placed.height) at \(placed.left),\(placed.top)"])
+                let fill = try change()
                 answer = reply(to: command, .ok, on: stream)
-                answer.region = placed.wire
+                fill(&answer)
             } catch {
-                if case .regionRefused = error {
+                switch error {
+                case .controlRefused, .regionRefused:
                     answer = reply(to: command, .failure(.badRequest, error.description), on: stream)
-                } else {
+                default:
                     answer = reply(to: command, .failure(error.isUnavailable ? .unavailable : .unsupported, error.description), on: stream)
                 }
             }

@@ -390,11 +390,5 @@ actor StillDirector {
     }
 
     /// Still ids sort by time and say when: still-20261127-101500-3f2a.
-    static func stillID(at date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyyMMdd-HHmmss"
-        return "still-" + formatter.string(from: date) + "-" + UUID().uuidString.lowercased().prefix(4)
-    }
+    static func stillID(at date: Date) -> String { TimestampedID.make("still", at: date) }
 }

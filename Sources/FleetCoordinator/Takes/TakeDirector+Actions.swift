@@ -250,11 +250,5 @@ extension TakeDirector {
     static func json(_ fields: [String: String]) -> String { json(any: fields) }
 
     /// Take ids sort by time and say when: take-20261123-194501-3f2a.
-    static func takeID(at date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyyMMdd-HHmmss"
-        return "take-" + formatter.string(from: date) + "-" + UUID().uuidString.lowercased().prefix(4)
-    }
+    static func takeID(at date: Date) -> String { TimestampedID.make("take", at: date) }
 }

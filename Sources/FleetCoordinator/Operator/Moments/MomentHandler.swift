@@ -82,16 +82,7 @@ struct MomentHandler: Sendable {
         reply.moments = [Self.info(moment)]
         reply.takes = [try await catalog.info(stopped, detailed: false)]
         reply.stills = [StillHandler.info(still, collecting: true)]
-        let failed = still.devices.filter { $0.state == .failed }
-        reply.status =
-            failed.isEmpty
-            ? .ok
-            : .with {
-                $0.code = .ok
-                $0.reason =
-                    "\(failed.count) of \(still.devices.count) camera(s) took no picture: "
-                    + failed.map { "\($0.deviceId): \($0.error)" }.joined(separator: "; ")
-            }
+        reply.status = StillHandler.status(of: still)
     }
 
     func listMoments(into reply: inout Capfleet_V1_OperatorReply) async throws {
@@ -128,11 +119,5 @@ struct MomentHandler: Sendable {
     }
 
     /// Moment ids sort by time and say when: moment-20261129-221500-3f2a.
-    static func momentID(at date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyyMMdd-HHmmss"
-        return "moment-" + formatter.string(from: date) + "-" + UUID().uuidString.lowercased().prefix(4)
-    }
+    static func momentID(at date: Date) -> String { TimestampedID.make("moment", at: date) }
 }

@@ -15,18 +15,21 @@ struct StillHandler: Sendable {
         do {
             let entry = try await stills.take(query, by: OperatorCaller.holder(who))
             reply.stills = [Self.info(entry, collecting: true)]
-            let failed = entry.devices.filter { $0.state == .failed }
-            reply.status =
-                failed.isEmpty
-                ? .ok
-                : .with {
-                    $0.code = .ok
-                    $0.reason =
-                        "\(failed.count) of \(entry.devices.count) camera(s) took no picture: "
-                        + failed.map { "\($0.deviceId): \($0.error)" }.joined(separator: "; ")
-                }
+            reply.status = Self.status(of: entry)
         } catch let refusal as StillRefusal {
             reply.status = .failure(refusal.code, refusal.description)
+        }
+    }
+
+    /// OK, with a reason naming the cameras that took no picture.
+    static func status(of entry: StillEntry) -> Capfleet_V1_Status {
+        let failed = entry.devices.filter { $0.state == .failed }
+        guard !failed.isEmpty else { return .ok }
+        return .with {
+            $0.code = .ok
+            $0.reason =
+                "\(failed.count) of \(entry.devices.count) camera(s) took no picture: "
+                + failed.map { "\($0.deviceId): \($0.error)" }.joined(separator: "; ")
         }
     }
 
