@@ -139,7 +139,10 @@ extension SecondLaneIntegrationTests {
             #expect(copycat.log.contains("the name rig-1") && copycat.log.contains("is taken by node node-crashy"), "\(copycat.log.suffix(600))")
 
             // Revoked, the token admits nobody more; the node it admitted stays online.
-            let revoked = try fleet.cli(["enroll", "revoke", String(token.keys.publicKey.z85.prefix(8)), "--reason", "image leaked"])
+            // By the key's first 8 characters, as `enroll list` shows them; a Z85 key that begins with
+            // "-" would read as an option, so that one is named by the token itself.
+            let prefix = String(token.keys.publicKey.z85.prefix(8))
+            let revoked = try fleet.cli(["enroll", "revoke", prefix.hasPrefix("-") ? text : prefix, "--reason", "image leaked"])
             #expect(revoked.status == 0 && revoked.output.contains("after 1 of 3 use(s)"), "\(revoked)")
             let late = try fleet.launch("late", Self.agent(fleet, "late", token: text, named: false))
             try await fleet.waitUntil("the late agent gives up", seconds: 15) { !late.isRunning }
