@@ -789,6 +789,7 @@ function wireTakeControls() {
     select([...fleet.devices.values()].filter((device) => matches(device, state.takeFilter)).map((device) => device.deviceId), true));
   document.getElementById("take-select-none").addEventListener("click", () => select([...state.selected], false));
   document.getElementById("take-start").addEventListener("click", startTake);
+  document.getElementById("moment-take").addEventListener("click", takeMoment);
 }
 
 async function loadTakes() {
@@ -796,6 +797,7 @@ async function loadTakes() {
   try {
     takes.list = (await call({ listRecordings: {} })).takes || [];
     renderTakes();
+    await loadMoments();
   } catch (error) { showProblem(error.message); }
 }
 
@@ -883,6 +885,105 @@ async function showTake(takeId) {
     document.querySelector("#take-parts tbody").replaceChildren(...parts);
     document.getElementById("take-detail").hidden = false;
   } catch (error) { showProblem(error.message); }
+}
+
+// MARK: Moments (recordings.md, "Moments" and "Moments by rule"): each with its take and its
+// still's pictures, shown together.
+
+const moments = { list: [], rules: [], shown: "" };
+
+async function loadMoments() {
+  const [listed, rules] = await Promise.all([call({ listMoments: {} }), call({ listMomentRules: {} })]);
+  moments.list = listed.moments || [];
+  moments.rules = rules.momentRules || [];
+  renderMoments();
+}
+
+function renderMoments() {
+  const takeState = new Map(takes.list.map((take) => [take.id, take.state]));
+  document.querySelector("#moments tbody").replaceChildren(...moments.list.map((moment) => el("tr", { "data-moment": moment.id },
+    el("td", {}, moment.name || moment.id),
+    el("td", {}, String(moment.instantFleetNs || "")),
+    el("td", {}, (moment.deviceIds || []).join(", ")),
+    el("td", { title: moment.cause || "" }, moment.cause ? `${moment.trigger}: ${moment.cause}` : `${moment.createdBy || ""} (${moment.trigger || "operator"})`),
+    el("td", {}, `${moment.takeId} (${takeState.get(moment.takeId) || "deleted"})`),
+    el("td", {}, moment.stillId),
+    el("td", {}, new Date(Number(moment.createdUnixMs)).toLocaleString()),
+    el("td", {}, el("button", { type: "button", onclick: () => showMoment(moment) }, "Show")))));
+  const rules = moments.rules.map((info) => {
+    const rule = info.rule || {};
+    const counts = `${number(info.fired)} taken` + (number(info.missed) ? `, ${number(info.missed)} missed` : "") +
+      (number(info.refused) ? `, ${number(info.refused)} refused` : "");
+    return `${rule.name} on ${rule.sourceDeviceId}: ${counts}${info.taking ? " (taking one now)" : ""}${info.lastProblem ? ` (last problem: ${info.lastProblem})` : ""}`;
+  });
+  setText(document.getElementById("moment-rules"), rules.length ? `Rules: ${rules.join(" · ")}` : "No moment rules (capfleet moment-rule add).");
+}
+
+async function takeMoment() {
+  const deviceIds = [...state.selected].filter((id) => fleet.devices.has(id));
+  if (!deviceIds.length) { showProblem("Select the cameras of the moment: tick them in the list above (or on the Fleet page)."); return; }
+  const ms = (id) => Math.round(Number(document.getElementById(id).value || 1.5) * 1000);
+  const output = document.getElementById("take-result");
+  output.textContent = `Taking a moment of ${deviceIds.length} camera(s)…`;
+  try {
+    const reply = await call({ takeMoment: { deviceIds, beforeMs: ms("moment-before"), afterMs: ms("moment-after"), name: document.getElementById("take-name").value.trim() } });
+    const moment = (reply.moments || [])[0] || {};
+    showProblem("");
+    output.textContent = `Moment ${moment.id} at fleet time ${moment.instantFleetNs}: take ${moment.takeId}, still ${moment.stillId}`;
+    await loadTakes();
+    await showMoment(moment);
+  } catch (error) { output.textContent = ""; showProblem(error.message); }
+}
+
+// The moment's take in the take detail, and its still's pictures beside it, read from the
+// coordinator a chunk at a time (ReadStillFile); pictures still being copied from the agents
+// are looked for again each second, for a minute.
+async function showMoment(moment) {
+  moments.shown = moment.id;
+  await showTake(moment.takeId);
+  document.getElementById("moment-detail-title").textContent = `${moment.name || moment.id}: the still at fleet time ${moment.instantFleetNs}`;
+  document.getElementById("moment-detail").hidden = false;
+  await showMomentPictures(moment, 60);
+}
+
+async function showMomentPictures(moment, attempts) {
+  const pictures = document.getElementById("moment-pictures");
+  try {
+    const still = ((await call({ getStill: { stillId: moment.stillId } })).stills || [])[0];
+    if (moments.shown !== moment.id) return;
+    if (!still) { pictures.textContent = "Its still was deleted."; return; }
+    const shown = [];
+    let copying = false;
+    for (const device of still.devices || []) {
+      for (const image of device.images || []) {
+        const caption = `${device.deviceId}: ${image.width}x${image.height}, ${(number(image.spreadNs) / 1e6).toFixed(1)} ms from the instant`;
+        const figure = el("figure", {}, el("figcaption", {}, image.stored ? caption : `${caption} (being copied from its agent)`));
+        shown.push(figure);
+        if (!image.stored) { copying = true; continue; }
+        figure.prepend(el("img", { src: await stillPicture(still.id, device.deviceId, image), alt: caption }));
+      }
+      if (device.error) shown.push(el("p", { class: "warn" }, `${device.deviceId}: ${device.error}`));
+      if (device.state === "capturing" || device.state === "collecting") copying = true;
+    }
+    if (moments.shown !== moment.id) return;
+    pictures.replaceChildren(...shown);
+    if (copying && attempts > 1) setTimeout(() => showMomentPictures(moment, attempts - 1), 1000);
+  } catch (error) { showProblem(error.message); }
+}
+
+async function stillPicture(stillId, deviceId, image) {
+  const parts = [];
+  let offset = 0;
+  const size = number(image.sizeBytes);
+  do {
+    const reply = await call({ readStillFile: { stillId, deviceId, number: image.number, offset: String(offset), length: 1 << 20 } });
+    const bytes = Uint8Array.from(atob(reply.segmentData || ""), (c) => c.charCodeAt(0));
+    if (!bytes.length) break;
+    parts.push(bytes);
+    offset += bytes.length;
+  } while (offset < size);
+  const type = (image.fileName || "").endsWith(".jpg") ? "image/jpeg" : "image/png";
+  return URL.createObjectURL(new Blob(parts, { type }));
 }
 
 async function verifyTake(takeId) {

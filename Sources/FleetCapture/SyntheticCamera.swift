@@ -45,6 +45,9 @@ public final class SyntheticCamera: CameraSource {
 
     /// Pictures drawn into every frame (a QR code, a face), fixed in the frame.
     private let overlays: [SyntheticOverlay]
+    /// The "Show Overlays" control: whether they are drawn now (a code shown to the camera
+    /// and taken away again, as in front of a real one).
+    private let overlaysShown = Atomic<Bool>(true)
     /// Puts a CLOCK_MONOTONIC instant in fleet time, for a flash overlay (nil until the agent
     /// has a clock, or while its clock has no estimate).
     private let fleetClock = Mutex<(@Sendable (UInt64) -> UInt64?)?>(nil)
@@ -59,7 +62,7 @@ public final class SyntheticCamera: CameraSource {
         let formats = Self.formatList
         device = DeviceDescription(
             deviceID: deviceID, name: name, driver: "capfleet-synthetic", kind: .synthetic, formats: formats,
-            focus: SimulatedLens.capabilities)
+            controls: overlays.isEmpty ? [] : [Self.showOverlaysControl(value: 1)], focus: SimulatedLens.capabilities)
         let wanted = initialFormat ?? (640, 480, .yuyv)
         let index =
             formats.firstIndex { $0.width == wanted.width && $0.height == wanted.height && $0.pixelFormat == wanted.pixelFormat && !$0.isBinned } ?? 0
@@ -133,6 +136,29 @@ public final class SyntheticCamera: CameraSource {
                 config.exposure.seconds = seconds
             }
         }
+    }
+
+    /// A private control, as vivid has its test controls (in the user class, past the
+    /// standard ones): a camera with overlays shows or hides them.
+    public static let showOverlaysControlID: UInt32 = 0x0098_2900
+
+    static func showOverlaysControl(value: Int64) -> DeviceControl {
+        DeviceControl(
+            id: showOverlaysControlID, name: "Show Overlays", kind: .boolean, minimum: 0, maximum: 1, step: 1, defaultValue: 1, value: value)
+    }
+
+    public func setControl(id: UInt32, value: Int64) throws(CaptureError) -> DeviceControl {
+        guard id == Self.showOverlaysControlID, !overlays.isEmpty else {
+            throw .controlRefused(
+                device: device.deviceID, control: DeviceControl.hexadecimal(id),
+                reason: overlays.isEmpty ? "it has no controls (Show Overlays comes with --synthetic-overlay)" : "its only control is Show Overlays")
+        }
+        let control = Self.showOverlaysControl(value: value)
+        if let refusal = control.refusal(of: value) {
+            throw .controlRefused(device: device.deviceID, control: control.name, reason: refusal)
+        }
+        overlaysShown.store(value != 0, ordering: .relaxed)
+        return control
     }
 
     /// The synthetic sensor zooms by cropping its own pattern: its "device control".
@@ -263,7 +289,7 @@ public final class SyntheticCamera: CameraSource {
                 hasFlash && (fleetClock.withLock { $0 }?(frame.exposureStart)).map { ($0 &+ interval / 2) % 1_000_000_000 < interval } ?? false
             renderer!.render(
                 frameNumber: UInt32(truncatingIfNeeded: sequence), zoom: zoom, gain: gain, exposureStart: frame.exposureStart,
-                flashLit: flashLit, into: buffer.storage)
+                flashLit: flashLit, overlaysShown: overlaysShown.load(ordering: .relaxed), into: buffer.storage)
             // Stamped with its start of exposure, as a V4L2 driver stamps a sensor's frame
             // (V4L2_BUF_FLAG_TSTAMP_SRC_SOE), not with when this thread rendered it.
             deliver(

@@ -94,7 +94,7 @@ public struct TestPatternRenderer {
     /// timecode overlays show `exposureStart` (CLOCK_MONOTONIC ns), and are left out without it.
     public mutating func render(
         frameNumber: UInt32, zoom: Double, gain: Double = 1, exposureStart: UInt64? = nil, flashLit: Bool = false,
-        into storage: UnsafeMutableRawPointer
+        overlaysShown: Bool = true, into storage: UnsafeMutableRawPointer
     ) {
         prepareRows(zoom: zoom, gain: gain)
         let w = layout.width, h = layout.height
@@ -125,7 +125,7 @@ public struct TestPatternRenderer {
         } else {
             luma.fill(x: x, y: h / 2 - box / 2, width: box, height: box, value: 235)
         }
-        if !overlays.isEmpty { drawOverlays(into: luma, exposureStart: exposureStart, flashLit: flashLit) }
+        if overlaysShown, !overlays.isEmpty { drawOverlays(into: luma, exposureStart: exposureStart, flashLit: flashLit) }
         FrameNumberStamp.write(frameNumber, into: luma)
     }
 

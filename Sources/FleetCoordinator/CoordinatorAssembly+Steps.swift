@@ -124,7 +124,7 @@ extension CoordinatorAssembly {
         let nodeEvents:
             (
                 liveFlow: NodeEventFeed.Subscription, takes: NodeEventFeed.Subscription, detections: NodeEventFeed.Subscription,
-                sensorData: NodeEventFeed.Subscription
+                sensorData: NodeEventFeed.Subscription, moments: NodeEventFeed.Subscription
             )
         let liveFlow: LiveFlowKeeper
         let links: AgentRecordLinks
@@ -133,6 +133,8 @@ extension CoordinatorAssembly {
         let sensorData: SensorDataRelay
         let collections: TakeCollections
         let stills: StillDirector
+        /// Moments taken by rules, from the reports and samples above.
+        let moments: MomentTakerAndTriggers
         let leases: LeaseKeeper
         let housekeeper: RecordingHousekeeper
         let reporter: TelemetryReporter
@@ -144,7 +146,10 @@ extension CoordinatorAssembly {
                 configuration: configuration.alerts, events: events, metrics: sockets.metrics, coordinatorID: base.coordinatorID,
                 logger: logger)
             let feed = NodeEventFeed()
-            let nodeEvents = (liveFlow: feed.subscribe(), takes: feed.subscribe(), detections: feed.subscribe(), sensorData: feed.subscribe())
+            let nodeEvents = (
+                liveFlow: feed.subscribe(), takes: feed.subscribe(), detections: feed.subscribe(), sensorData: feed.subscribe(),
+                moments: feed.subscribe()
+            )
             let control = ControlHandler(
                 configuration: configuration, store: store, endpoint: sockets.control, arrivals: sockets.arrivals, ingest: sockets.ingest,
                 events: events, alerts: alerts, rejections: sockets.rejections, gate: sockets.gate, coordinatorID: base.coordinatorID,
@@ -165,6 +170,9 @@ extension CoordinatorAssembly {
             record.start()
             let leases = LeaseKeeper(store: store, events: events, clock: clock, logger: logger)
             try await leases.load()
+            let taker = MomentTaker(store: store, takes: takes, stills: stills, clock: clock)
+            let triggers = MomentTriggers(taker: taker, store: store, logger: logger)
+            try await triggers.load()
             return Fleet(
                 alerts: alerts, control: control, nodeEvents: nodeEvents, liveFlow: liveFlow, links: links, takes: takes,
                 detections: DetectionRelay(telemetry: sockets.telemetry, takes: takes, logger: logger),
@@ -172,7 +180,7 @@ extension CoordinatorAssembly {
                 collections: TakeCollections(
                     store: store, collector: sockets.collector, links: links, events: events, clock: clock, logger: logger,
                     isOnline: { nodeID in await control.isOnline(nodeID) }),
-                stills: stills, leases: leases,
+                stills: stills, moments: MomentTakerAndTriggers(taker: taker, triggers: triggers), leases: leases,
                 housekeeper: RecordingHousekeeper(
                     store: store, events: events, metrics: sockets.metrics, configuration: configuration, clock: clock, logger: logger),
                 reporter: TelemetryReporter(

@@ -112,6 +112,9 @@ struct CoordinatorAssembly: Sendable {
             StoppingService("sensor data", run: { await fleet.sensorData.follow(nodeEvents.sensorData.events) }) {
                 nodeEvents.sensorData.end()
             },
+            StoppingService("moment rules", run: { await fleet.moments.triggers.follow(nodeEvents.moments.events) }) {
+                nodeEvents.moments.end()
+            },
             StoppingService("live flow's node events", run: { await liveFlow.follow(nodeEvents: nodeEvents.liveFlow.events) }) {
                 nodeEvents.liveFlow.end()
             },
@@ -185,7 +188,8 @@ extension CoordinatorAssembly {
             recordingFiles: RecordingFilesHandler(
                 store: store, agents: control, agentLinks: fleet.links, events: events, clock: clock, logger: logger),
             stills: StillHandler(store: store, stills: fleet.stills, clock: clock),
-            moments: MomentHandler(store: store, takes: takes, stills: fleet.stills, catalog: catalog, clock: clock),
+            moments: MomentHandler(taker: fleet.moments.taker, store: store, catalog: catalog),
+            momentRules: MomentRuleHandler(store: store, triggers: fleet.moments.triggers, clock: clock),
             access: AccessHandler(store: store, leases: leases, coordinatorKey: coordinatorKey, clock: clock, logger: logger),
             nodeAccess: NodeAccessHandler(
                 store: store, agents: control, ingest: ingest, liveFlow: liveFlow, events: events, clock: clock, logger: logger),

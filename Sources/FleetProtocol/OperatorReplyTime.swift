@@ -73,7 +73,8 @@ public enum OperatorReplyTime {
             .getDevice, .endSession, .getEvents, .createEnrollment, .revokeNode, .addOperator, .removeOperator, .listOperators,
             .whoAmI, .getConsentHistory, .listRecordings, .getRecording, .readSegment, .noteRecording, .getPreview,
             .collectRecording, .listPreviews, .listEnrollments, .revokeEnrollment, .createDashboardSignIn,
-            .listDashboardSessions, .endDashboardSession, .listStills, .getStill, .readStillFile, .setDeviceOptics, .listMoments:
+            .listDashboardSessions, .endDashboardSession, .listStills, .getStill, .readStillFile, .setDeviceOptics, .listMoments,
+            .changeMomentRule, .listMomentRules:
             return 0
         }
     }

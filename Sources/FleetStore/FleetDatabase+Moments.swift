@@ -17,12 +17,14 @@ public struct MomentRecord: Codable, Sendable, Hashable, FetchableRecord, Persis
     public var deviceIds: String
     public var createdAt: UnixMilliseconds
     public var createdBy: String
-    /// What asked for it: "operator".
+    /// What asked for it: "operator", or "rule NAME".
     public var trigger: String
+    /// A rule's moment: what the rule saw (`qr "part-17" on cam-1`); '' for an operator's.
+    public var cause: String
 
     public init(
         id: String, name: String, instantFleetNs: UInt64, beforeMs: Int, afterMs: Int, takeId: String, stillId: String,
-        devices: [String], createdAt: UnixMilliseconds, createdBy: String, trigger: String
+        devices: [String], createdAt: UnixMilliseconds, createdBy: String, trigger: String, cause: String = ""
     ) {
         self.id = id
         self.name = name
@@ -35,18 +37,30 @@ public struct MomentRecord: Codable, Sendable, Hashable, FetchableRecord, Persis
         self.createdAt = createdAt
         self.createdBy = createdBy
         self.trigger = trigger
+        self.cause = cause
     }
 
     public var devices: [String] { deviceIds.split(separator: ",").map(String.init) }
 }
 
 extension FleetDatabase {
-    /// Stores a moment and its audit entry, in one transaction.
-    public func saveMoment(_ moment: MomentRecord, audit: AuditEntry) async throws(StoreError) {
+    /// Stores a moment and its audit entry, in one transaction; a rule's moment counts in the
+    /// rule's figures in the same step.
+    public func saveMoment(_ moment: MomentRecord, audit: AuditEntry, rule: String? = nil) async throws(StoreError) {
         try await write("storing moment \(moment.id)") { db in
             try moment.insert(db)
             _ = try audit.inserted(db)
+            if let rule {
+                try db.execute(
+                    sql: "UPDATE momentRule SET fired = fired + 1, lastMomentId = ?, lastFiredAt = ? WHERE name = ?",
+                    arguments: [moment.id, moment.createdAt, rule])
+            }
         }
+    }
+
+    /// One moment; nil when there is none of that id.
+    public func moment(_ id: String) async throws(StoreError) -> MomentRecord? {
+        try await read("reading moment \(id)") { db in try MomentRecord.fetchOne(db, key: id) }
     }
 
     /// Every moment, the latest first.

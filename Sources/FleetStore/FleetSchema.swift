@@ -701,6 +701,40 @@ enum FleetSchema {
                     CREATE INDEX momentByInstant ON moment(instantFleetNs);
                     """)
         }
+        migrator.registerMigration("v31: moment rules") { db in
+            try db.execute(
+                sql: """
+                    -- Rules that take moments when something happens (recordings.md, "Moments by
+                    -- rule"): what it waits for, on which device, the moments it takes, and what it
+                    -- has done. '' where a field does not apply.
+                    CREATE TABLE momentRule (
+                        name TEXT PRIMARY KEY NOT NULL,
+                        sourceDeviceId TEXT NOT NULL,
+                        onWhat TEXT NOT NULL CHECK (onWhat IN ('code', 'face', 'above', 'below', 'text')),
+                        symbology TEXT NOT NULL DEFAULT '',
+                        value TEXT NOT NULL DEFAULT '',
+                        channel TEXT NOT NULL DEFAULT '',
+                        level REAL NOT NULL DEFAULT 0,
+                        text TEXT NOT NULL DEFAULT '',
+                        deviceIds TEXT NOT NULL DEFAULT '',
+                        allCameras INTEGER NOT NULL DEFAULT 0 CHECK (allCameras IN (0, 1)),
+                        beforeMs INTEGER NOT NULL CHECK (beforeMs >= 0 AND beforeMs <= 60000),
+                        afterMs INTEGER NOT NULL CHECK (afterMs >= 0 AND afterMs <= 60000),
+                        rearmMs INTEGER NOT NULL CHECK (rearmMs >= 0),
+                        jpeg INTEGER NOT NULL DEFAULT 0 CHECK (jpeg IN (0, 1)),
+                        createdAt INTEGER NOT NULL,
+                        createdBy TEXT NOT NULL,
+                        fired INTEGER NOT NULL DEFAULT 0 CHECK (fired >= 0),
+                        missed INTEGER NOT NULL DEFAULT 0 CHECK (missed >= 0),
+                        refused INTEGER NOT NULL DEFAULT 0 CHECK (refused >= 0),
+                        lastMomentId TEXT NOT NULL DEFAULT '',
+                        lastFiredAt INTEGER NOT NULL DEFAULT 0,
+                        lastProblem TEXT NOT NULL DEFAULT ''
+                    ) WITHOUT ROWID;
+                    -- A rule's moment: what the rule saw.
+                    ALTER TABLE moment ADD COLUMN cause TEXT NOT NULL DEFAULT '';
+                    """)
+        }
         return migrator
     }
 }

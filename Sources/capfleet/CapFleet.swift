@@ -58,7 +58,7 @@ struct CapFleet: AsyncParsableCommand {
             LockCommand.self, UnlockCommand.self, PolicyCommand.self,
             SnapshotCommand.self, ViewCommand.self, ListenCommand.self, ContactSheetCommand.self, StillCommand.self, StillsCommand.self,
             DetectCommand.self, ProcessingCommand.self, ControlCommand.self, RegionCommand.self, PreRollCommand.self, MomentCommand.self,
-            MomentsCommand.self,
+            MomentsCommand.self, MomentRuleCommand.self,
             MetadataCommand.self, SensorCommand.self, ScanSetupCommand.self, OpticsCommand.self, IngestStatsCommand.self, RecordCommand.self,
             RecordingsCommand.self,
             ConsentCommand.self, EnrollCommand.self, OperatorCommand.self, WhoAmICommand.self, DashboardCommand.self, BackupCommand.self,

@@ -2,6 +2,7 @@ import ArgumentParser
 import FleetClient
 import FleetCore
 import FleetProtocol
+import Foundation
 
 /// `capfleet moment CAMERAS|--all [--before 1.5s] [--after 1.5s]`: the fleet's Live Photo
 /// (recordings.md, "Moments").
@@ -57,18 +58,70 @@ struct MomentCommand: ParsableCommand {
     }
 }
 
-/// `capfleet moments`: every moment, the latest first.
+/// `capfleet moments [list] | export MOMENT --to DIR`.
 struct MomentsCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "moments", abstract: "List the moments: their instant, cameras, take and still.")
-    @OptionGroup var coordinator: CoordinatorOptions
-    @Flag(help: "Print JSON.") var json = false
+    static let configuration = CommandConfiguration(
+        commandName: "moments", abstract: "List the moments, or export one: its take and its still together.",
+        subcommands: [List.self, Export.self], defaultSubcommand: List.self)
 
-    func run() throws {
-        let moments = try coordinator.call(.listMoments(.init())).reply.moments
-        if json {
-            print(try FleetTables.json(moments.map { MomentViews.Moment($0, take: nil, still: nil) }))
-        } else {
-            print(moments.isEmpty ? "no moments yet (capfleet moment CAMERAS)" : moments.map(MomentViews.summary).joined(separator: "\n"))
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "list", abstract: "Every moment, the latest first: its instant, cameras, take, still and what took it.")
+        @OptionGroup var coordinator: CoordinatorOptions
+        @Flag(help: "Print JSON.") var json = false
+
+        func run() throws {
+            let moments = try coordinator.call(.listMoments(.init())).reply.moments
+            if json {
+                print(try FleetTables.json(moments.map { MomentViews.Moment($0, take: nil, still: nil) }))
+            } else {
+                print(moments.isEmpty ? "no moments yet (capfleet moment CAMERAS)" : moments.map(MomentViews.summary).joined(separator: "\n"))
+            }
+        }
+    }
+
+    struct Export: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Copy a moment's take (DIR/take/DEVICE/…mkv) and still (DIR/still/DEVICE-N.png and sidecars) into one directory, with DIR/moment.json; every file checked against its SHA-256."
+        )
+        @OptionGroup var coordinator: CoordinatorOptions
+        @Argument(help: "The moment.") var moment: String
+        @Option(help: "Where to put the files.") var to: String
+        @Option(help: "Seconds to wait for checksums and pictures still being copied from the agents.") var wait: Double = 60
+        @Flag(help: "Print a JSON summary.") var json = false
+
+        func run() throws {
+            let session = try coordinator.session()
+            guard let found = try session.call(.listMoments(.init())).reply.moments.first(where: { $0.id == moment }) else {
+                throw CLIFailure("no moment \(moment); capfleet moments lists them")
+            }
+            let polls = Int(max(0, min(wait, 3600)) * 4)
+            try RecordingsCommand.collectFirst(found.takeID, in: session, json: json)
+            let progress = TransferProgressDisplay(label: "export \(found.takeID)", json: json)
+            let take = try session.exportTake(found.takeID, to: to + "/take", checksumPolls: polls, progress: progress.follow)
+            let still = try session.exportStill(found.stillID, to: to + "/still", polls: polls)
+            let index = to + "/moment.json"
+            let described = try FleetTables.json(MomentViews.Moment(found, take: take.info, still: still.still))
+            do {
+                try Data((described + "\n").utf8).write(to: URL(fileURLWithPath: index))
+            } catch {
+                throw CLIFailure("cannot write \(index): \(error.localizedDescription); check that \(to) is writable")
+            }
+            let files = take.files + still.files + [index]
+            if json {
+                print(
+                    try FleetTables.json([
+                        "moment": found.id, "files": files.joined(separator: "\n"), "bytes": String(take.bytes + still.bytes),
+                        "still_open": take.stillOpen.joined(separator: "\n"), "missing_pictures": still.missing.joined(separator: "\n"),
+                    ]))
+            } else {
+                print(
+                    "exported moment \(found.id): \(take.files.count) take file(s) and \(still.files.count / 2) picture(s), \(RecordingViews.bytes(take.bytes + still.bytes)), to \(to); every SHA-256 matches the index"
+                )
+                if !take.stillOpen.isEmpty { print("not exported, still being written: \(take.stillOpen.joined(separator: ", "))") }
+                for missing in still.missing { print("no picture: \(missing)") }
+            }
         }
     }
 }

@@ -16,16 +16,36 @@ import Testing
         var edge = cameras
         edge.atFleetTimeNs = now + 60 * second
         #expect(StillBook.instant(of: edge, now: now) == .success(now + 60 * second))
-        for late in [now - 1, now + 60 * second + 1] {
-            var asked = cameras
-            asked.atFleetTimeNs = late
-            #expect(
-                StillBook.instant(of: asked, now: now)
-                    == .failure(
-                        .init(
-                            .badRequest,
-                            "the still's instant must lie within the next 60 s of fleet time (now \(now)); a past instant's frames are gone")))
-        }
+        var far = cameras
+        far.atFleetTimeNs = now + 60 * second + 1
+        #expect(
+            StillBook.instant(of: far, now: now)
+                == .failure(.init(.badRequest, "the still's instant must lie within the next 60 s of fleet time (now \(now))")))
+        var past = cameras
+        past.atFleetTimeNs = now - 1
+        #expect(
+            StillBook.instant(of: past, now: now)
+                == .failure(
+                    .init(
+                        .badRequest,
+                        "the still's instant is 0 ms in the past (now \(now)): only a still from the streams (--size streaming, no bracket) reaches back, into the cameras' pre-roll"
+                    )))
+    }
+
+    /// A still from the streams reaches back into what the cameras' agents kept: a moment's
+    /// still at the frame a rule saw (recordings.md, "Moments by rule").
+    @Test func aStillFromTheStreams_mayLieInThePast_withinTheLongestPreRoll_withoutABracket() {
+        var streams = StillBook.Request(deviceIDs: ["cam-1"], atFleetTimeNs: now - 2 * second, streamingFormat: true)
+        #expect(StillBook.instant(of: streams, now: now) == .success(now - 2 * second))
+        streams.atFleetTimeNs = now - 60 * second
+        #expect(StillBook.instant(of: streams, now: now) == .success(now - 60 * second))
+        streams.atFleetTimeNs = now - 61 * second
+        #expect(
+            StillBook.instant(of: streams, now: now)
+                == .failure(.init(.badRequest, "the still's instant is 61 s in the past, beyond the 60 s a pre-roll keeps")))
+        streams.atFleetTimeNs = now - second
+        streams.bracketEV = [-1, 0, 1]
+        #expect(StillBook.instant(of: streams, now: now).isFailure, "a bracket's exposures are set ahead: it cannot be in the past")
     }
 
     @Test func aStill_namesItsCamerasOrAll_aWholeSize_andABracketOfAtMostSixteenSteps() {
@@ -96,5 +116,11 @@ import Testing
         #expect(!StillBook.heldPicturesNeedSidecars(alreadyIndexed: true, answering: false, pictures: 2))
         #expect(!StillBook.heldPicturesNeedSidecars(alreadyIndexed: false, answering: true, pictures: 2))
         #expect(!StillBook.heldPicturesNeedSidecars(alreadyIndexed: false, answering: false, pictures: 0))
+    }
+}
+
+extension Result {
+    fileprivate var isFailure: Bool {
+        if case .failure = self { true } else { false }
     }
 }

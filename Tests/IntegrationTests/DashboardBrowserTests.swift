@@ -376,6 +376,27 @@ extension IntegrationTests {
                 "document.getElementById('take-sync').textContent.startsWith('Sync: ')")
             try page.screenshot(to: Self.screenshots + "/dashboard-takes.png")
 
+            // A moment of one camera taken from the page: its take and its still's picture, shown together.
+            #expect(try fleet.cli(["lock", devices[0]]).status == 0)
+            #expect(try fleet.cli(["preroll", devices[0], "3s"]).status == 0)
+            _ = try page.evaluate("document.getElementById('take-select-none').click(); true")
+            try await Task.sleep(for: .seconds(2))
+            _ = try page.evaluate(
+                """
+                (() => { document.querySelector(`#take-cameras tr[data-device="\(devices[0])"] td.camera`).click();
+                  document.getElementById('moment-before').value = '1'; document.getElementById('moment-after').value = '1';
+                  document.getElementById('moment-take').click(); return true; })()
+                """)
+            try await page.waitUntil(
+                "the page shows the moment with its take and its picture", seconds: 40,
+                """
+                document.querySelectorAll('#moments tbody tr').length === 1 && document.querySelectorAll('#take-parts tbody tr').length === 1
+                  && [...document.querySelectorAll('#moment-pictures img')].some((image) => image.naturalWidth > 0)
+                """)
+            let moment = try #require(try fleet.json(["moments"]).first)
+            #expect(moment["created_by"] as? String == "bo via dashboard" && moment["devices"] as? [String] == [devices[0]], "\(moment)")
+            try page.screenshot(to: Self.screenshots + "/dashboard-moment.png")
+
             // A viewer, in a browser of their own: no controls; a forged change refused and counted.
             let viewer = try browser.newPage()
             try viewer.navigate(try Self.signInURL(fleet, as: "vi"))

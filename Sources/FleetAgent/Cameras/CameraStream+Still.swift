@@ -1,5 +1,6 @@
 import FleetCapture
 import FleetCore
+import FleetProtocol
 import FleetSystem
 import Foundation
 
@@ -88,6 +89,12 @@ extension CameraStream {
         guard let fleetNow = clock.stamp(captureMonotonic: MonotonicTime.now())?.fleet else {
             throw StillFailure("device \(deviceID)'s node has no fleet time yet (its clock is not synchronised)", unavailable: true)
         }
+        // An instant already past comes from what the camera kept (a rule's moment: the frame
+        // that showed what it waits for); a moment late by a frame or two is still live.
+        let period = UInt64(1e9 / max(source.activeFrameRate, 0.1))
+        if instant < fleetNow, preRoll.isOn || fleetNow - instant > 2 * period {
+            return try stillFromPreRoll(at: instant, fleetNow: fleetNow, period: period, request: request, clock: clock)
+        }
         let rateBefore = source.activeFrameRateRange
         let switchedAt = MonotonicTime.now()
         if plan.switchesFormat {
@@ -149,5 +156,48 @@ extension CameraStream {
         return StillTaken(
             pictures: pictures, awayNanoseconds: away, stillFormat: stillFormat, stillFormatIndex: plan.formatIndex,
             streamingFormatIndex: streamingIndex, frameRate: frameRate)
+    }
+
+    /// A still at an instant already past, from the frames kept for pre-roll: the kept frame
+    /// nearest it, once the frame after it would have been kept. Device thread only.
+    private func stillFromPreRoll(
+        at instant: UInt64, fleetNow: UInt64, period: UInt64, request: StillRequest, clock: any CaptureClock
+    ) throws(StillFailure) -> StillTaken {
+        let late = TakeStartWindow.spoken(fleetNow - instant)
+        guard request.streamingFormat, request.bracketEV.isEmpty else {
+            throw StillFailure(
+                "device \(deviceID): fleet time \(instant) is \(late) past; only a still from the stream (no bracket, no other size) reaches back into its pre-roll"
+            )
+        }
+        guard preRoll.isOn else {
+            throw StillFailure(
+                "device \(deviceID) keeps no pre-roll, so fleet time \(instant), \(late) past, is gone: capfleet preroll \(deviceID) 5s keeps its last seconds"
+            )
+        }
+        let settled = instant + 2 * period
+        if fleetNow < settled { Thread.sleep(forTimeInterval: Double(settled - fleetNow) / 1e9) }
+        let (found, oldest) = preRoll.nearest(to: instant, within: 2 * period)
+        guard let kept = found else {
+            let reach = oldest.map { "it keeps frames from fleet time \($0) on" } ?? "it has kept no frame yet"
+            throw StillFailure("device \(deviceID) kept no frame near fleet time \(instant) (\(late) past): \(reach)", unavailable: true)
+        }
+        guard kept.header.flags & UInt32(Capfleet_V1_FrameFlag.black.rawValue) == 0 else {
+            throw StillFailure(
+                "device \(deviceID)'s consent was not granted at fleet time \(instant): it kept a black frame, and a still holds only real pixels")
+        }
+        let index = source.activeFormatIndex
+        let format = source.device.formats[index]
+        let layout = FrameLayout(format)
+        guard kept.header.layout.pixelFormat == format.pixelFormat.fourCC, Int(kept.header.layout.width) == format.width,
+            Int(kept.header.layout.height) == format.height
+        else {
+            throw StillFailure(
+                "device \(deviceID) streamed another format at fleet time \(instant) (\(kept.header.layout.width)x\(kept.header.layout.height) \(kept.header.layout.pixelFormat)) than now: that frame is not its streaming format's"
+            )
+        }
+        let frame = StillFrame(kept: kept.pixels, byteCount: kept.count, layout: layout, header: kept.header)
+        return StillTaken(
+            pictures: [.init(frame: frame, requestedFleetTime: instant, ev: 0, exposure: source.exposure)], awayNanoseconds: 0, stillFormat: format,
+            stillFormatIndex: index, streamingFormatIndex: index, frameRate: source.activeFrameRate)
     }
 }

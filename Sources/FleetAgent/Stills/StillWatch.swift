@@ -1,5 +1,6 @@
 import FleetCapture
 import FleetCore
+import FleetProtocol
 import Foundation
 import Synchronization
 
@@ -25,6 +26,18 @@ struct StillFrame: Sendable {
         self.uncertainty = uncertainty
         self.captureLocal = captureLocal
         zoomFactor = frame.zoomFactor
+    }
+
+    /// A frame kept for pre-roll (its pixels never change once kept: shared, not copied).
+    init(kept pixels: FrameBuffer, byteCount: Int, layout: FrameLayout, header: Capfleet_V1_FrameHeader) {
+        self.pixels = pixels
+        self.byteCount = byteCount
+        self.layout = layout
+        sequence = header.sequence
+        fleetTime = header.fleetTimeNs
+        uncertainty = header.fleetTimeUncertaintyNs
+        captureLocal = header.captureMonotonicNs
+        zoomFactor = header.zoomFactor == 0 ? 1 : header.zoomFactor
     }
 }
 

@@ -74,6 +74,18 @@ final class PreRollKeeper: Sendable {
         return kept.isEmpty ? nil : kept
     }
 
+    /// The kept frame captured nearest `instant`, if one lies within `reach` of it (a still
+    /// at an instant already past: stills.md, "From the past"); and the oldest kept frame's
+    /// fleet time, to say how far back the ring reaches when none does.
+    func nearest(to instant: UInt64, within reach: UInt64) -> (frame: Kept?, oldest: UInt64?) {
+        ring.withLock { ring in
+            let candidates = ring.frames(from: instant > reach ? instant - reach : 0)
+            let distance = { (entry: PreRollRing<Kept>.Entry) in entry.fleetTime > instant ? entry.fleetTime - instant : instant - entry.fleetTime }
+            let best = candidates.prefix { $0.fleetTime <= instant + reach }.min { distance($0) < distance($1) }
+            return (best.map(\.payload), ring.oldestFleetTime)
+        }
+    }
+
     /// What is kept now, for the device's status; nil while off.
     var figures: Capfleet_V1_PreRoll? {
         ring.withLock { ring in

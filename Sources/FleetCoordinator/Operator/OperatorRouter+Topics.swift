@@ -17,6 +17,8 @@ struct OperatorHandlers: Sendable {
     let stills: StillHandler
     /// Moments: a still and a take around it.
     let moments: MomentHandler
+    /// Rules that take moments when something happens.
+    let momentRules: MomentRuleHandler
     /// Operators and enrollment tokens.
     let access: AccessHandler
     /// Revoking and forgetting nodes.
@@ -105,6 +107,10 @@ extension OperatorRouter {
             try await handlers.moments.takeMoment(query, by: who, into: &reply)
         case .listMoments:
             try await handlers.moments.listMoments(into: &reply)
+        case let .changeMomentRule(query):
+            try await handlers.momentRules.change(query, by: who, into: &reply)
+        case .listMomentRules:
+            try await handlers.momentRules.list(into: &reply)
 
         // Takes and their files.
         case let .startRecording(query):

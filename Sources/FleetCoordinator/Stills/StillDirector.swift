@@ -64,7 +64,7 @@ actor StillDirector {
         let now = clock.fleetNow()
         let request = StillBook.Request(
             all: query.all, deviceIDs: query.deviceIds, width: query.width, height: query.height, bracketEV: query.bracketEv,
-            atFleetTimeNs: query.atFleetTimeNs, fromNowNs: query.fromNowNs)
+            atFleetTimeNs: query.atFleetTimeNs, fromNowNs: query.fromNowNs, streamingFormat: query.streamingFormat)
         let instant: UInt64
         switch StillBook.instant(of: request, now: now) {
         case let .success(chosen): instant = chosen
@@ -122,7 +122,7 @@ actor StillDirector {
         // Every camera at once: each answers when its pictures are written.
         let pictures = max(query.bracketEv.count, 1)
         let interval = UInt64(query.bracketIntervalMs == 0 ? 300 : query.bracketIntervalMs) * 1_000_000
-        let untilLast = (instant - now) + UInt64(pictures - 1) * interval
+        let untilLast = (instant > now ? instant - now : 0) + UInt64(pictures - 1) * interval
         let timeout = Duration.nanoseconds(Int64(StillBook.answerWaitNanoseconds(untilLast: untilLast, pictures: pictures)))
         let nodeNames = Dictionary(try await store.nodes().map { ($0.id, $0.name) }, uniquingKeysWith: { a, _ in a })
         let control = self.control

@@ -42,7 +42,7 @@ public enum RequiredRole {
         case .listNodes?, .listDevices?, .getFormats?, .getFleetStats?, .getLatestFrame?, .getIngestStats?, .getDevice?,
             .getEvents?, .endSession?, .whoAmI?, .getConsentHistory?, .syncCheck?, .syncAudit?,
             .listRecordings?, .getRecording?, .getFrameSets?, .verifyRecording?, .readSegment?, .getPreview?, .listPreviews?, nil,
-            .listStills?, .getStill?, .readStillFile?, .listMoments?,
+            .listStills?, .getStill?, .readStillFile?, .listMoments?, .listMomentRules?,
             // One's own sign-in link; another operator's is checked for admin by the handler.
             .createDashboardSignIn?:
             .viewer
@@ -50,7 +50,7 @@ public enum RequiredRole {
             .setDropRecoveryPolicy?, .changePressurePolicy?, .changeConsent?, .changeFrameAlignment?,
             .startRecording?, .stopRecording?, .deleteRecording?, .noteRecording?, .collectRecording?,
             .takeStill?, .deleteStill?, .changeDetection?, .setDeviceOptics?, .changeAudioProcessing?,
-            .changeControl?, .changeRegion?, .changePreRoll?, .takeMoment?:
+            .changeControl?, .changeRegion?, .changePreRoll?, .takeMoment?, .changeMomentRule?:
             .operator
         case .forgetNode?, .createEnrollment?, .listEnrollments?, .revokeEnrollment?, .revokeNode?, .addOperator?, .removeOperator?, .listOperators?,
             .backupDatabase?,

@@ -67,6 +67,9 @@ public struct PreRollRing<Payload> {
     /// The memory the frames may take now.
     public var budgetInForce: Int { settings.budget(under: pressure) }
 
+    /// The oldest kept frame's capture time; nil when nothing is kept.
+    public var oldestFleetTime: UInt64? { entries[safe: head]?.fleetTime }
+
     /// The time from the oldest kept frame to the newest.
     public var keptNanoseconds: UInt64 {
         guard let first = entries[safe: head], let last = entries.last else { return 0 }

@@ -30,10 +30,13 @@ public struct StillBook: Sendable {
         public var atFleetTimeNs: UInt64
         /// 0: one second.
         public var fromNowNs: UInt64
+        /// From each camera's stream as it runs; such a still may lie in the past, in what each
+        /// camera's agent kept (recordings.md, "Pre-roll").
+        public var streamingFormat: Bool
 
         public init(
             all: Bool = false, deviceIDs: [String] = [], width: UInt32 = 0, height: UInt32 = 0, bracketEV: [Double] = [],
-            atFleetTimeNs: UInt64 = 0, fromNowNs: UInt64 = 0
+            atFleetTimeNs: UInt64 = 0, fromNowNs: UInt64 = 0, streamingFormat: Bool = false
         ) {
             self.all = all
             self.deviceIDs = deviceIDs
@@ -42,6 +45,7 @@ public struct StillBook: Sendable {
             self.bracketEV = bracketEV
             self.atFleetTimeNs = atFleetTimeNs
             self.fromNowNs = fromNowNs
+            self.streamingFormat = streamingFormat
         }
     }
 
@@ -60,9 +64,10 @@ public struct StillBook: Sendable {
         }
     }
 
-    /// The most a still may be scheduled ahead: a past instant's frames are gone, and a far one
-    /// holds every camera's answer open.
+    /// The most a still may be scheduled ahead: a far one holds every camera's answer open.
     public static let longestLeadNanoseconds: UInt64 = 60_000_000_000
+    /// The furthest back a still from the streams may reach: the longest pre-roll an agent keeps.
+    public static let longestReachNanoseconds = UInt64(PreRollSettings.maximumSeconds * 1e9)
 
     /// Stills whose pictures are being copied now.
     public private(set) var collecting: Set<String> = []
@@ -82,11 +87,23 @@ public struct StillBook: Sendable {
         }
         let instant =
             request.atFleetTimeNs != 0 ? request.atFleetTimeNs : now &+ (request.fromNowNs == 0 ? 1_000_000_000 : request.fromNowNs)
-        guard instant >= now, instant <= now + longestLeadNanoseconds else {
-            return .failure(
-                Refusal(
-                    .badRequest,
-                    "the still's instant must lie within the next 60 s of fleet time (now \(now)); a past instant's frames are gone"))
+        guard instant <= now + longestLeadNanoseconds else {
+            return .failure(Refusal(.badRequest, "the still's instant must lie within the next 60 s of fleet time (now \(now))"))
+        }
+        if instant < now {
+            // A past instant's frames are gone, but for what the cameras' agents kept of their streams.
+            guard request.streamingFormat, request.bracketEV.isEmpty else {
+                return .failure(
+                    Refusal(
+                        .badRequest,
+                        "the still's instant is \(TakeStartWindow.spoken(now - instant)) in the past (now \(now)): only a still from the streams (--size streaming, no bracket) reaches back, into the cameras' pre-roll"
+                    ))
+            }
+            guard now - instant <= longestReachNanoseconds else {
+                return .failure(
+                    Refusal(
+                        .badRequest, "the still's instant is \(TakeStartWindow.spoken(now - instant)) in the past, beyond the 60 s a pre-roll keeps"))
+            }
         }
         return .success(instant)
     }

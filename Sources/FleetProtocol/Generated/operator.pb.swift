@@ -724,6 +724,24 @@ public nonisolated struct Capfleet_V1_OperatorRequest: @unchecked Sendable {
     set {_uniqueStorage()._body = .listMoments(newValue)}
   }
 
+  /// operator: recordings.md, "Moments by rule" (minor 19)
+  public var changeMomentRule: Capfleet_V1_ChangeMomentRule {
+    get {
+      if case .changeMomentRule(let v)? = _storage._body {return v}
+      return Capfleet_V1_ChangeMomentRule()
+    }
+    set {_uniqueStorage()._body = .changeMomentRule(newValue)}
+  }
+
+  /// viewer: recordings.md, "Moments by rule" (minor 19)
+  public var listMomentRules: Capfleet_V1_ListMomentRules {
+    get {
+      if case .listMomentRules(let v)? = _storage._body {return v}
+      return Capfleet_V1_ListMomentRules()
+    }
+    set {_uniqueStorage()._body = .listMomentRules(newValue)}
+  }
+
   /// Ties leases taken by this request to an operator session: when the session ends
   /// (EndSession, or no request for session_timeout_ms), its leases are released.
   public var sessionID: String {
@@ -841,6 +859,10 @@ public nonisolated struct Capfleet_V1_OperatorRequest: @unchecked Sendable {
     case takeMoment(Capfleet_V1_TakeMoment)
     /// viewer: recordings.md, "Moments" (minor 18)
     case listMoments(Capfleet_V1_ListMoments)
+    /// operator: recordings.md, "Moments by rule" (minor 19)
+    case changeMomentRule(Capfleet_V1_ChangeMomentRule)
+    /// viewer: recordings.md, "Moments by rule" (minor 19)
+    case listMomentRules(Capfleet_V1_ListMomentRules)
 
   }
 
@@ -1935,6 +1957,12 @@ public nonisolated struct Capfleet_V1_OperatorReply: @unchecked Sendable {
   public var moments: [Capfleet_V1_MomentInfo] {
     get {_storage._moments}
     set {_uniqueStorage()._moments = newValue}
+  }
+
+  /// with ChangeMomentRule (the rule as kept; none when removed), ListMomentRules (minor 19)
+  public var momentRules: [Capfleet_V1_MomentRuleInfo] {
+    get {_storage._momentRules}
+    set {_uniqueStorage()._momentRules = newValue}
   }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -3842,12 +3870,234 @@ public nonisolated struct Capfleet_V1_MomentInfo: Sendable {
 
   public var createdBy: String = String()
 
-  /// what asked for it: "operator"
+  /// what asked for it: "operator", or "rule NAME" (minor 19)
   public var trigger: String = String()
+
+  /// a rule's moment: what it saw, e.g. `qr "part-17" on cam-1` (minor 19)
+  public var cause: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+}
+
+/// A rule that takes a moment when something happens (recordings.md, "Moments by rule"): a code
+/// or a face appearing in a camera's detections, or a sensor stream's sample crossing a level or
+/// carrying a text. Kept on the coordinator, which reads the reports and samples it already relays.
+public nonisolated struct Capfleet_V1_MomentRule: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// 1 to 64 of a-z 0-9 - _, starting with a letter or digit
+  public var name: String = String()
+
+  /// the camera (ON_CODE, ON_FACE) or sensor stream (the rest) watched
+  public var sourceDeviceID: String = String()
+
+  public var on: Capfleet_V1_MomentRule.On = .unspecified
+
+  /// ON_CODE: as in DetectionSettings.codes; empty = any
+  public var symbology: String = String()
+
+  /// ON_CODE: the decoded text to match; empty = any
+  public var value: String = String()
+
+  /// ON_ABOVE, ON_BELOW
+  public var channel: String = String()
+
+  /// ON_ABOVE, ON_BELOW
+  public var level: Double = 0
+
+  /// ON_TEXT
+  public var text: String = String()
+
+  /// the cameras its moments take; empty (and not all) = the source camera
+  public var deviceIds: [String] = []
+
+  /// every online camera whose consent is granted, at each moment
+  public var all: Bool = false
+
+  /// 0 = 1500; at most 60 000
+  public var beforeMs: UInt32 = 0
+
+  /// 0 = 1500; at most 60 000
+  public var afterMs: UInt32 = 0
+
+  /// how long what it waits for must be gone before it fires again; 0 = 1000
+  public var rearmMs: UInt32 = 0
+
+  /// the pictures'; unset: PNG
+  public var encoding: Capfleet_V1_StillEncoding = .unspecified
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public nonisolated enum On: SwiftProtobuf.Enum, Swift.CaseIterable {
+    public typealias RawValue = Int
+    case unspecified // = 0
+
+    /// a code appears (symbology, value: empty = any)
+    case code // = 1
+
+    /// a face appears
+    case face // = 2
+
+    /// a sample's value of channel is above level
+    case above // = 3
+
+    /// a sample's value of channel is below level
+    case below // = 4
+
+    /// a sample's text is exactly text
+    case text // = 5
+    case UNRECOGNIZED(Int)
+
+    public init() {
+      self = .unspecified
+    }
+
+    public init?(rawValue: Int) {
+      switch rawValue {
+      case 0: self = .unspecified
+      case 1: self = .code
+      case 2: self = .face
+      case 3: self = .above
+      case 4: self = .below
+      case 5: self = .text
+      default: self = .UNRECOGNIZED(rawValue)
+      }
+    }
+
+    public var rawValue: Int {
+      switch self {
+      case .unspecified: return 0
+      case .code: return 1
+      case .face: return 2
+      case .above: return 3
+      case .below: return 4
+      case .text: return 5
+      case .UNRECOGNIZED(let i): return i
+      }
+    }
+
+    // The compiler won't synthesize support with the UNRECOGNIZED case.
+    public static let allCases: [Capfleet_V1_MomentRule.On] = [
+      .unspecified,
+      .code,
+      .face,
+      .above,
+      .below,
+      .text,
+    ]
+
+  }
+
+  public init() {}
+}
+
+/// Adds or replaces the rule of that name (rule), or removes it (remove, with rule.name only).
+public nonisolated struct Capfleet_V1_ChangeMomentRule: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var rule: Capfleet_V1_MomentRule {
+    get {_rule ?? Capfleet_V1_MomentRule()}
+    set {_rule = newValue}
+  }
+  /// Returns true if `rule` has been explicitly set.
+  public var hasRule: Bool {self._rule != nil}
+  /// Clears the value of `rule`. Subsequent reads from it will return its default value.
+  public mutating func clearRule() {self._rule = nil}
+
+  public var remove: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _rule: Capfleet_V1_MomentRule? = nil
+}
+
+public nonisolated struct Capfleet_V1_ListMomentRules: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_MomentRuleInfo: @unchecked Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var rule: Capfleet_V1_MomentRule {
+    get {_storage._rule ?? Capfleet_V1_MomentRule()}
+    set {_uniqueStorage()._rule = newValue}
+  }
+  /// Returns true if `rule` has been explicitly set.
+  public var hasRule: Bool {_storage._rule != nil}
+  /// Clears the value of `rule`. Subsequent reads from it will return its default value.
+  public mutating func clearRule() {_uniqueStorage()._rule = nil}
+
+  public var createdBy: String {
+    get {_storage._createdBy}
+    set {_uniqueStorage()._createdBy = newValue}
+  }
+
+  public var createdUnixMs: Int64 {
+    get {_storage._createdUnixMs}
+    set {_uniqueStorage()._createdUnixMs = newValue}
+  }
+
+  /// moments it took
+  public var fired: UInt64 {
+    get {_storage._fired}
+    set {_uniqueStorage()._fired = newValue}
+  }
+
+  /// arrivals while its last moment was still being taken
+  public var missed: UInt64 {
+    get {_storage._missed}
+    set {_uniqueStorage()._missed = newValue}
+  }
+
+  /// moments it could not take (last_problem says why)
+  public var refused: UInt64 {
+    get {_storage._refused}
+    set {_uniqueStorage()._refused = newValue}
+  }
+
+  public var lastMomentID: String {
+    get {_storage._lastMomentID}
+    set {_uniqueStorage()._lastMomentID = newValue}
+  }
+
+  public var lastFiredUnixMs: Int64 {
+    get {_storage._lastFiredUnixMs}
+    set {_uniqueStorage()._lastFiredUnixMs = newValue}
+  }
+
+  /// the last refusal or miss, with its reason
+  public var lastProblem: String {
+    get {_storage._lastProblem}
+    set {_uniqueStorage()._lastProblem = newValue}
+  }
+
+  /// a moment of it is being taken now
+  public var taking: Bool {
+    get {_storage._taking}
+    set {_uniqueStorage()._taking = newValue}
+  }
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 public nonisolated struct Capfleet_V1_StillInfo: Sendable {
@@ -4101,7 +4351,7 @@ nonisolated extension Capfleet_V1_EnrollmentTokenState: SwiftProtobuf._ProtoName
 
 nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0\u{3}note_recording\0\u{3}backup_database\0\u{3}get_preview\0\u{3}list_previews\0\u{3}collect_recording\0\u{4}\u{b}list_enrollments\0\u{3}revoke_enrollment\0\u{3}create_dashboard_sign_in\0\u{3}list_dashboard_sessions\0\u{3}end_dashboard_session\0\u{3}take_still\0\u{3}list_stills\0\u{3}get_still\0\u{3}delete_still\0\u{3}read_still_file\0\u{3}change_detection\0\u{3}set_device_optics\0\u{3}sync_audit\0\u{3}get_frame_sets\0\u{3}change_audio_processing\0\u{3}change_control\0\u{3}change_region\0\u{3}change_pre_roll\0\u{3}take_moment\0\u{3}list_moments\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0\u{3}note_recording\0\u{3}backup_database\0\u{3}get_preview\0\u{3}list_previews\0\u{3}collect_recording\0\u{4}\u{b}list_enrollments\0\u{3}revoke_enrollment\0\u{3}create_dashboard_sign_in\0\u{3}list_dashboard_sessions\0\u{3}end_dashboard_session\0\u{3}take_still\0\u{3}list_stills\0\u{3}get_still\0\u{3}delete_still\0\u{3}read_still_file\0\u{3}change_detection\0\u{3}set_device_optics\0\u{3}sync_audit\0\u{3}get_frame_sets\0\u{3}change_audio_processing\0\u{3}change_control\0\u{3}change_region\0\u{3}change_pre_roll\0\u{3}take_moment\0\u{3}list_moments\0\u{3}change_moment_rule\0\u{3}list_moment_rules\0")
 
   fileprivate class _StorageClass {
     var _requestID: UInt64 = 0
@@ -4926,6 +5176,32 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
             _storage._body = .listMoments(v)
           }
         }()
+        case 80: try {
+          var v: Capfleet_V1_ChangeMomentRule?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .changeMomentRule(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .changeMomentRule(v)
+          }
+        }()
+        case 81: try {
+          var v: Capfleet_V1_ListMomentRules?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .listMomentRules(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .listMomentRules(v)
+          }
+        }()
         default: break
         }
       }
@@ -5190,6 +5466,14 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
       case .listMoments?: try {
         guard case .listMoments(let v)? = _storage._body else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 79)
+      }()
+      case .changeMomentRule?: try {
+        guard case .changeMomentRule(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 80)
+      }()
+      case .listMomentRules?: try {
+        guard case .listMomentRules(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 81)
       }()
       case nil: break
       }
@@ -6478,7 +6762,7 @@ nonisolated extension Capfleet_V1_RejectionCount: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0\u{1}takes\0\u{1}verification\0\u{3}segment_data\0\u{3}segment_size\0\u{1}backup\0\u{1}endpoints\0\u{2}\u{3}previews\0\u{4}\u{5}enrollment_tokens\0\u{3}dashboard_sign_in\0\u{3}dashboard_sessions\0\u{1}stills\0\u{1}detection\0\u{1}optics\0\u{3}sync_audit\0\u{3}frame_sets\0\u{3}audio_processing\0\u{1}control\0\u{1}region\0\u{3}pre_roll\0\u{1}moments\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0\u{1}takes\0\u{1}verification\0\u{3}segment_data\0\u{3}segment_size\0\u{1}backup\0\u{1}endpoints\0\u{2}\u{3}previews\0\u{4}\u{5}enrollment_tokens\0\u{3}dashboard_sign_in\0\u{3}dashboard_sessions\0\u{1}stills\0\u{1}detection\0\u{1}optics\0\u{3}sync_audit\0\u{3}frame_sets\0\u{3}audio_processing\0\u{1}control\0\u{1}region\0\u{3}pre_roll\0\u{1}moments\0\u{3}moment_rules\0")
 
   fileprivate class _StorageClass {
     var _requestID: UInt64 = 0
@@ -6525,6 +6809,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
     var _region: Capfleet_V1_Rectangle? = nil
     var _preRoll: Capfleet_V1_PreRoll? = nil
     var _moments: [Capfleet_V1_MomentInfo] = []
+    var _momentRules: [Capfleet_V1_MomentRuleInfo] = []
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -6579,6 +6864,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       _region = source._region
       _preRoll = source._preRoll
       _moments = source._moments
+      _momentRules = source._momentRules
     }
   }
 
@@ -6641,6 +6927,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         case 55: try { try decoder.decodeSingularMessageField(value: &_storage._region) }()
         case 56: try { try decoder.decodeSingularMessageField(value: &_storage._preRoll) }()
         case 57: try { try decoder.decodeRepeatedMessageField(value: &_storage._moments) }()
+        case 58: try { try decoder.decodeRepeatedMessageField(value: &_storage._momentRules) }()
         default: break
         }
       }
@@ -6785,6 +7072,9 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       if !_storage._moments.isEmpty {
         try visitor.visitRepeatedMessageField(value: _storage._moments, fieldNumber: 57)
       }
+      if !_storage._momentRules.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._momentRules, fieldNumber: 58)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -6838,6 +7128,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         if _storage._region != rhs_storage._region {return false}
         if _storage._preRoll != rhs_storage._preRoll {return false}
         if _storage._moments != rhs_storage._moments {return false}
+        if _storage._momentRules != rhs_storage._momentRules {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -10257,7 +10548,7 @@ nonisolated extension Capfleet_V1_ListMoments: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Capfleet_V1_MomentInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".MomentInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}name\0\u{3}instant_fleet_ns\0\u{3}before_ms\0\u{3}after_ms\0\u{3}take_id\0\u{3}still_id\0\u{3}device_ids\0\u{3}created_unix_ms\0\u{3}created_by\0\u{1}trigger\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}name\0\u{3}instant_fleet_ns\0\u{3}before_ms\0\u{3}after_ms\0\u{3}take_id\0\u{3}still_id\0\u{3}device_ids\0\u{3}created_unix_ms\0\u{3}created_by\0\u{1}trigger\0\u{1}cause\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -10276,6 +10567,7 @@ nonisolated extension Capfleet_V1_MomentInfo: SwiftProtobuf.Message, SwiftProtob
       case 9: try { try decoder.decodeSingularInt64Field(value: &self.createdUnixMs) }()
       case 10: try { try decoder.decodeSingularStringField(value: &self.createdBy) }()
       case 11: try { try decoder.decodeSingularStringField(value: &self.trigger) }()
+      case 12: try { try decoder.decodeSingularStringField(value: &self.cause) }()
       default: break
       }
     }
@@ -10315,6 +10607,9 @@ nonisolated extension Capfleet_V1_MomentInfo: SwiftProtobuf.Message, SwiftProtob
     if !self.trigger.isEmpty {
       try visitor.visitSingularStringField(value: self.trigger, fieldNumber: 11)
     }
+    if !self.cause.isEmpty {
+      try visitor.visitSingularStringField(value: self.cause, fieldNumber: 12)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -10330,6 +10625,297 @@ nonisolated extension Capfleet_V1_MomentInfo: SwiftProtobuf.Message, SwiftProtob
     if lhs.createdUnixMs != rhs.createdUnixMs {return false}
     if lhs.createdBy != rhs.createdBy {return false}
     if lhs.trigger != rhs.trigger {return false}
+    if lhs.cause != rhs.cause {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_MomentRule: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".MomentRule"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{3}source_device_id\0\u{1}on\0\u{1}symbology\0\u{1}value\0\u{1}channel\0\u{1}level\0\u{1}text\0\u{3}device_ids\0\u{1}all\0\u{3}before_ms\0\u{3}after_ms\0\u{3}rearm_ms\0\u{1}encoding\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.name) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.sourceDeviceID) }()
+      case 3: try { try decoder.decodeSingularEnumField(value: &self.on) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.symbology) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.value) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.channel) }()
+      case 7: try { try decoder.decodeSingularDoubleField(value: &self.level) }()
+      case 8: try { try decoder.decodeSingularStringField(value: &self.text) }()
+      case 9: try { try decoder.decodeRepeatedStringField(value: &self.deviceIds) }()
+      case 10: try { try decoder.decodeSingularBoolField(value: &self.all) }()
+      case 11: try { try decoder.decodeSingularUInt32Field(value: &self.beforeMs) }()
+      case 12: try { try decoder.decodeSingularUInt32Field(value: &self.afterMs) }()
+      case 13: try { try decoder.decodeSingularUInt32Field(value: &self.rearmMs) }()
+      case 14: try { try decoder.decodeSingularEnumField(value: &self.encoding) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.name.isEmpty {
+      try visitor.visitSingularStringField(value: self.name, fieldNumber: 1)
+    }
+    if !self.sourceDeviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.sourceDeviceID, fieldNumber: 2)
+    }
+    if self.on != .unspecified {
+      try visitor.visitSingularEnumField(value: self.on, fieldNumber: 3)
+    }
+    if !self.symbology.isEmpty {
+      try visitor.visitSingularStringField(value: self.symbology, fieldNumber: 4)
+    }
+    if !self.value.isEmpty {
+      try visitor.visitSingularStringField(value: self.value, fieldNumber: 5)
+    }
+    if !self.channel.isEmpty {
+      try visitor.visitSingularStringField(value: self.channel, fieldNumber: 6)
+    }
+    if self.level.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.level, fieldNumber: 7)
+    }
+    if !self.text.isEmpty {
+      try visitor.visitSingularStringField(value: self.text, fieldNumber: 8)
+    }
+    if !self.deviceIds.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.deviceIds, fieldNumber: 9)
+    }
+    if self.all != false {
+      try visitor.visitSingularBoolField(value: self.all, fieldNumber: 10)
+    }
+    if self.beforeMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.beforeMs, fieldNumber: 11)
+    }
+    if self.afterMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.afterMs, fieldNumber: 12)
+    }
+    if self.rearmMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.rearmMs, fieldNumber: 13)
+    }
+    if self.encoding != .unspecified {
+      try visitor.visitSingularEnumField(value: self.encoding, fieldNumber: 14)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_MomentRule, rhs: Capfleet_V1_MomentRule) -> Bool {
+    if lhs.name != rhs.name {return false}
+    if lhs.sourceDeviceID != rhs.sourceDeviceID {return false}
+    if lhs.on != rhs.on {return false}
+    if lhs.symbology != rhs.symbology {return false}
+    if lhs.value != rhs.value {return false}
+    if lhs.channel != rhs.channel {return false}
+    if lhs.level != rhs.level {return false}
+    if lhs.text != rhs.text {return false}
+    if lhs.deviceIds != rhs.deviceIds {return false}
+    if lhs.all != rhs.all {return false}
+    if lhs.beforeMs != rhs.beforeMs {return false}
+    if lhs.afterMs != rhs.afterMs {return false}
+    if lhs.rearmMs != rhs.rearmMs {return false}
+    if lhs.encoding != rhs.encoding {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_MomentRule.On: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ON_UNSPECIFIED\0\u{1}ON_CODE\0\u{1}ON_FACE\0\u{1}ON_ABOVE\0\u{1}ON_BELOW\0\u{1}ON_TEXT\0")
+}
+
+nonisolated extension Capfleet_V1_ChangeMomentRule: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ChangeMomentRule"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}rule\0\u{1}remove\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._rule) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self.remove) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._rule {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    if self.remove != false {
+      try visitor.visitSingularBoolField(value: self.remove, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_ChangeMomentRule, rhs: Capfleet_V1_ChangeMomentRule) -> Bool {
+    if lhs._rule != rhs._rule {return false}
+    if lhs.remove != rhs.remove {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_ListMomentRules: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ListMomentRules"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap()
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    // Load everything into unknown fields
+    while try decoder.nextFieldNumber() != nil {}
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_ListMomentRules, rhs: Capfleet_V1_ListMomentRules) -> Bool {
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_MomentRuleInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".MomentRuleInfo"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}rule\0\u{3}created_by\0\u{3}created_unix_ms\0\u{1}fired\0\u{1}missed\0\u{1}refused\0\u{3}last_moment_id\0\u{3}last_fired_unix_ms\0\u{3}last_problem\0\u{1}taking\0")
+
+  fileprivate class _StorageClass {
+    var _rule: Capfleet_V1_MomentRule? = nil
+    var _createdBy: String = String()
+    var _createdUnixMs: Int64 = 0
+    var _fired: UInt64 = 0
+    var _missed: UInt64 = 0
+    var _refused: UInt64 = 0
+    var _lastMomentID: String = String()
+    var _lastFiredUnixMs: Int64 = 0
+    var _lastProblem: String = String()
+    var _taking: Bool = false
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _rule = source._rule
+      _createdBy = source._createdBy
+      _createdUnixMs = source._createdUnixMs
+      _fired = source._fired
+      _missed = source._missed
+      _refused = source._refused
+      _lastMomentID = source._lastMomentID
+      _lastFiredUnixMs = source._lastFiredUnixMs
+      _lastProblem = source._lastProblem
+      _taking = source._taking
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularMessageField(value: &_storage._rule) }()
+        case 2: try { try decoder.decodeSingularStringField(value: &_storage._createdBy) }()
+        case 3: try { try decoder.decodeSingularInt64Field(value: &_storage._createdUnixMs) }()
+        case 4: try { try decoder.decodeSingularUInt64Field(value: &_storage._fired) }()
+        case 5: try { try decoder.decodeSingularUInt64Field(value: &_storage._missed) }()
+        case 6: try { try decoder.decodeSingularUInt64Field(value: &_storage._refused) }()
+        case 7: try { try decoder.decodeSingularStringField(value: &_storage._lastMomentID) }()
+        case 8: try { try decoder.decodeSingularInt64Field(value: &_storage._lastFiredUnixMs) }()
+        case 9: try { try decoder.decodeSingularStringField(value: &_storage._lastProblem) }()
+        case 10: try { try decoder.decodeSingularBoolField(value: &_storage._taking) }()
+        default: break
+        }
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      try { if let v = _storage._rule {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+      } }()
+      if !_storage._createdBy.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._createdBy, fieldNumber: 2)
+      }
+      if _storage._createdUnixMs != 0 {
+        try visitor.visitSingularInt64Field(value: _storage._createdUnixMs, fieldNumber: 3)
+      }
+      if _storage._fired != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._fired, fieldNumber: 4)
+      }
+      if _storage._missed != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._missed, fieldNumber: 5)
+      }
+      if _storage._refused != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._refused, fieldNumber: 6)
+      }
+      if !_storage._lastMomentID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._lastMomentID, fieldNumber: 7)
+      }
+      if _storage._lastFiredUnixMs != 0 {
+        try visitor.visitSingularInt64Field(value: _storage._lastFiredUnixMs, fieldNumber: 8)
+      }
+      if !_storage._lastProblem.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._lastProblem, fieldNumber: 9)
+      }
+      if _storage._taking != false {
+        try visitor.visitSingularBoolField(value: _storage._taking, fieldNumber: 10)
+      }
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_MomentRuleInfo, rhs: Capfleet_V1_MomentRuleInfo) -> Bool {
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._rule != rhs_storage._rule {return false}
+        if _storage._createdBy != rhs_storage._createdBy {return false}
+        if _storage._createdUnixMs != rhs_storage._createdUnixMs {return false}
+        if _storage._fired != rhs_storage._fired {return false}
+        if _storage._missed != rhs_storage._missed {return false}
+        if _storage._refused != rhs_storage._refused {return false}
+        if _storage._lastMomentID != rhs_storage._lastMomentID {return false}
+        if _storage._lastFiredUnixMs != rhs_storage._lastFiredUnixMs {return false}
+        if _storage._lastProblem != rhs_storage._lastProblem {return false}
+        if _storage._taking != rhs_storage._taking {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

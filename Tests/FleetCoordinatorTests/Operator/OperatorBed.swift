@@ -27,6 +27,8 @@ struct OperatorBed {
     let leases: LeaseKeeper
     let takes: TakeDirector
     let stills: StillDirector
+    /// Moments by rule, fed by hand in tests (`triggers.follow`).
+    let triggers: MomentTriggers
     let rejections: RejectionCounter
     let clock: CoordinatorClock
     let handlers: OperatorHandlers
@@ -92,6 +94,8 @@ struct OperatorBed {
             $0.httpPort = httpPort
         }
         let listing = DeviceListing(store: store, agents: agents, leases: leases, liveFlow: liveFlow, clock: clock)
+        let taker = MomentTaker(store: store, takes: takes, stills: stills, clock: clock)
+        triggers = MomentTriggers(taker: taker, store: store, logger: logger)
         handlers = OperatorHandlers(
             listings: FleetListingHandler(
                 store: store, listing: listing, statistics: FixedStatistics(), events: events, rejections: rejections, ports: ports,
@@ -107,8 +111,8 @@ struct OperatorBed {
             recordingFiles: RecordingFilesHandler(store: store, agents: agents, agentLinks: links, events: events, clock: clock, logger: logger),
             stills: StillHandler(store: store, stills: stills, clock: clock),
             moments: MomentHandler(
-                store: store, takes: takes, stills: stills,
-                catalog: TakeCatalog(store: store, agents: agents, collections: collections, sync: takes.sync), clock: clock),
+                taker: taker, store: store, catalog: TakeCatalog(store: store, agents: agents, collections: collections, sync: takes.sync)),
+            momentRules: MomentRuleHandler(store: store, triggers: triggers, clock: clock),
             access: AccessHandler(store: store, leases: leases, coordinatorKey: keys.publicKey, clock: clock, logger: logger),
             nodeAccess: NodeAccessHandler(
                 store: store, agents: agents, ingest: ingest, liveFlow: liveFlow, events: events, clock: clock, logger: logger),
