@@ -58,6 +58,9 @@ run_bench view --seconds "${CAPFLEET_BENCH_SECONDS:-$(pick 8 3)}"
 run_bench encode --frames "${CAPFLEET_ENCODE_BENCH_FRAMES:-$(pick 30 10)}" --seconds "$(pick 5 3)" --max-streams "$(pick 2 1)"
 # What a camera's preview (one JPEG a second) costs its agent, at 640x480 and 1080p.
 run_bench preview --seconds "${CAPFLEET_PREVIEW_BENCH_SECONDS:-$(pick 8 3)}"
+# What a 1080p30 camera's pre-roll (raw frames kept) costs its agent in memory and CPU, against
+# pre-roll off, whose memory must stay flat (issue "moments and the seeds' camera effects").
+run_bench preroll --seconds "$(pick 10 3)" --keep "$(pick 2,5 2)"
 # The web dashboard: coordinator CPU, bytes a second and previews shown to one headless
 # Chromium watching a grid of N previews, against the same fleet unwatched, and whether the
 # page stays smooth (issue "web dashboard").

@@ -2,9 +2,14 @@ import FleetCore
 import Foundation
 import Synchronization
 
+/// Where a lent buffer goes back to when its last reference is gone.
+protocol FrameBufferHome: Sendable {
+    func giveBack(_ storage: UnsafeMutableRawPointer)
+}
+
 /// A fixed pool of frame-sized buffers, like a driver's mmap ring: when all are in use
 /// downstream the source has nowhere to capture and counts an out-of-buffers drop.
-public final class FrameBufferPool: Sendable {
+public final class FrameBufferPool: FrameBufferHome {
     public let bufferSize: Int
     public let capacity: Int
     private let free: Mutex<[RawStorage]>
@@ -38,14 +43,14 @@ public final class FrameBufferPool: Sendable {
 
     public var available: Int { free.withLock { $0.count } }
 
-    fileprivate func giveBack(_ storage: UnsafeMutableRawPointer) {
+    func giveBack(_ storage: UnsafeMutableRawPointer) {
         free.withLock { $0.append(RawStorage(pointer: storage)) }
         freeCount.signal()
     }
 }
 
 /// A buffer's address, moved between threads only under the pool's lock.
-private struct RawStorage: @unchecked Sendable {
+struct RawStorage: @unchecked Sendable {
     let pointer: UnsafeMutableRawPointer
 }
 
@@ -54,9 +59,9 @@ private struct RawStorage: @unchecked Sendable {
 public final class FrameBuffer: @unchecked Sendable {
     public let storage: UnsafeMutableRawPointer
     public let capacity: Int
-    private let pool: FrameBufferPool?
+    private let pool: (any FrameBufferHome)?
 
-    init(storage: UnsafeMutableRawPointer, capacity: Int, pool: FrameBufferPool?) {
+    init(storage: UnsafeMutableRawPointer, capacity: Int, pool: (any FrameBufferHome)?) {
         self.storage = storage
         self.capacity = capacity
         self.pool = pool

@@ -69,4 +69,23 @@ import Testing
         _ = fill(&ring, frames: 110..<210, bytes: 10_000)
         #expect(ring.count == 100)
     }
+
+    /// A frame let go is let go at once: its memory must not wait for the ring to compact
+    /// (it kept up to as many frames again as it held: an agent keeping 593 MiB of 1080p frames
+    /// held over a GiB).
+    @Test func anEvictedFrame_isReleasedAtOnce_notWhenTheRingCompacts() {
+        final class Frame {}
+        var ring = PreRollRing<Frame>(settings: PreRollSettings(seconds: 1))
+        var watched: [Int: () -> Frame?] = [:]
+        for index in 0..<40 {
+            let frame = Frame()
+            weak let weakFrame = frame
+            watched[index] = { weakFrame }
+            _ = ring.append(fleetTime: UInt64(index) * 100_000_000, bytes: 1, payload: frame)
+        }
+        // Kept: the last second (frames 29 to 39); everything before is gone already.
+        #expect(ring.count == 11)
+        #expect((0..<29).allSatisfy { watched[$0]?() == nil }, "evicted frames are released")
+        #expect((29..<40).allSatisfy { watched[$0]?() != nil }, "kept frames are kept")
+    }
 }

@@ -177,11 +177,7 @@ extension CameraStream {
     /// Keeps the frame for pre-roll: its pixels shared where nothing writes them again (the
     /// take's own copy, the black frame), else copied out of the capture buffer.
     private func keepForPreRoll(_ frame: CapturedFrame, header: Capfleet_V1_FrameHeader, shared: Bool) {
-        var pixels = frame.buffer
-        if !shared {
-            pixels = FrameBuffer(unpooledCapacity: frame.byteCount)
-            pixels.storage.copyMemory(from: frame.buffer.storage, byteCount: frame.byteCount)
-        }
+        let pixels = shared ? frame.buffer : preRoll.copy(frame.buffer.storage, count: frame.byteCount)
         preRoll.keep(header: header, pixels: pixels, count: frame.byteCount)
     }
 

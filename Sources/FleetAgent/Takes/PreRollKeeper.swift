@@ -22,6 +22,9 @@ final class PreRollKeeper: Sendable {
     private let on = Atomic<Bool>(false)
     /// The take whose kept frames are still to be recorded, and from which fleet time.
     private let pending = Mutex<(takeID: String, start: UInt64)?>(nil)
+    /// Where copies out of the capture buffer come from: the buffers of frames the ring lets
+    /// go, for frames of one size (a new size, a new pool).
+    private let buffers = Mutex<RecyclingBufferPool?>(nil)
 
     init() {}
 
@@ -32,6 +35,17 @@ final class PreRollKeeper: Sendable {
         let freed = ring.withLock { $0.change(to: settings) }
         on.store(settings.isOn, ordering: .relaxed)
         _ = freed  // released here, outside the lock
+    }
+
+    /// A copy of `count` bytes at `source`, in a buffer of the ring's own, to keep.
+    func copy(_ source: UnsafeRawPointer, count: Int) -> FrameBuffer {
+        let pool = buffers.withLock { pool in
+            if pool?.bufferSize != count { pool = RecyclingBufferPool(bufferSize: count) }
+            return pool!
+        }
+        let copy = pool.take() ?? FrameBuffer(unpooledCapacity: count)
+        copy.storage.copyMemory(from: source, byteCount: count)
+        return copy
     }
 
     /// Keeps a frame as sent (`pixels` must not change after: a copy, or the black frame).

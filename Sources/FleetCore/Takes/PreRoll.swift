@@ -55,7 +55,9 @@ public struct PreRollRing<Payload> {
     public private(set) var settings: PreRollSettings
     /// The host's pressure now, which shrinks the budget.
     public private(set) var pressure: PressureLevel = .nominal
-    private var entries: [Entry] = []
+    /// Kept frames from `head` on; the slots before it are emptied as their frames go, so an
+    /// evicted frame's memory is let go at once, not when the array is next compacted.
+    private var entries: [Entry?] = []
     private var head = 0
     public private(set) var keptBytes = 0
 
@@ -68,11 +70,13 @@ public struct PreRollRing<Payload> {
     public var budgetInForce: Int { settings.budget(under: pressure) }
 
     /// The oldest kept frame's capture time; nil when nothing is kept.
-    public var oldestFleetTime: UInt64? { entries[safe: head]?.fleetTime }
+    public var oldestFleetTime: UInt64? { oldest?.fleetTime }
+
+    private var oldest: Entry? { entries[safe: head] ?? nil }
 
     /// The time from the oldest kept frame to the newest.
     public var keptNanoseconds: UInt64 {
-        guard let first = entries[safe: head], let last = entries.last else { return 0 }
+        guard let first = oldest, let last = entries.last ?? nil else { return 0 }
         return last.fleetTime &- first.fleetTime
     }
 
@@ -84,12 +88,10 @@ public struct PreRollRing<Payload> {
         keptBytes += bytes
         var evicted: [Payload] = []
         let window = UInt64(settings.seconds * 1e9)
-        while let oldest = entries[safe: head], count > 1,
+        while let oldest, count > 1,
             keptBytes > budgetInForce || (fleetTime > oldest.fleetTime && fleetTime - oldest.fleetTime > window)
         {
-            evicted.append(oldest.payload)
-            keptBytes -= oldest.bytes
-            head += 1
+            evicted.append(evictOldest(oldest))
         }
         compact()
         return evicted
@@ -98,13 +100,13 @@ public struct PreRollRing<Payload> {
     /// The kept frames captured at or after `fleetTime`, oldest first (a take's pre-roll). They
     /// stay kept: a later take may start before this one did.
     public func frames(from fleetTime: UInt64) -> [Entry] {
-        guard let first = entries[head...].firstIndex(where: { $0.fleetTime >= fleetTime }) else { return [] }
-        return Array(entries[first...])
+        guard let first = entries[head...].firstIndex(where: { ($0?.fleetTime ?? 0) >= fleetTime }) else { return [] }
+        return entries[first...].compactMap { $0 }
     }
 
     /// Empties the ring (consent withdrawn, pre-roll turned off) and returns what it held.
     public mutating func clear() -> [Payload] {
-        let all = entries[head...].map(\.payload)
+        let all = entries[head...].compactMap { $0?.payload }
         entries.removeAll()
         head = 0
         keptBytes = 0
@@ -128,17 +130,23 @@ public struct PreRollRing<Payload> {
         guard settings.isOn, budgetInForce > 0 else { return clear() }
         var evicted: [Payload] = []
         let window = UInt64(settings.seconds * 1e9)
-        let newest = entries.last?.fleetTime ?? 0
-        while let oldest = entries[safe: head], keptBytes > budgetInForce || newest - oldest.fleetTime > window {
-            evicted.append(oldest.payload)
-            keptBytes -= oldest.bytes
-            head += 1
+        let newest = (entries.last ?? nil)?.fleetTime ?? 0
+        while let oldest, keptBytes > budgetInForce || newest - oldest.fleetTime > window {
+            evicted.append(evictOldest(oldest))
         }
         compact()
         return evicted
     }
 
     /// Drops the evicted slots now and then, so appending stays O(1) amortised.
+    /// Lets the oldest frame go: its slot is emptied, its payload handed back.
+    private mutating func evictOldest(_ entry: Entry) -> Payload {
+        keptBytes -= entry.bytes
+        entries[head] = nil
+        head += 1
+        return entry.payload
+    }
+
     private mutating func compact() {
         if head > 64, head * 2 > entries.count {
             entries.removeFirst(head)
