@@ -17,7 +17,7 @@ import Testing
         // No new request reaches the takes or the agents…
         "operator endpoint", "control endpoint",
         // What reads the control dialog's node events ends after it…
-        "live flow's node events", "sensor data", "detections", "takes' node events",
+        "live flow's node events", "moment rules", "sensor data", "detections", "takes' node events",
         // …then the takes finish their open segments while frames still arrive for them.
         "takes", "agent-held stills", "agent-held takes", "record endpoint",
         // Collect's copies end once no chunk can come.

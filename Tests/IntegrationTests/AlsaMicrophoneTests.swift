@@ -68,8 +68,11 @@ extension IntegrationTests {
             try await step("sound flows to the listener", seconds: 20) {
                 (try? String(contentsOfFile: blocks, encoding: .utf8))?.split(separator: "\n").count ?? 0 > 50
             }
-            let played = try rig.run(
-                "python3 \(VividRig.repository)/Tests/vm/alsa-click-player.py hw:CARD=Loopback,DEV=0 9 \(share)/played.json", timeout: 60)
+            // The player goes through the share: the guest's /tmp is a tmpfs of its own, so a
+            // repository cloned under /tmp is not at its path there.
+            try? FileManager.default.removeItem(atPath: share + "/alsa-click-player.py")
+            try FileManager.default.copyItem(atPath: VividRig.repository + "/Tests/vm/alsa-click-player.py", toPath: share + "/alsa-click-player.py")
+            let played = try rig.run("python3 \(share)/alsa-click-player.py hw:CARD=Loopback,DEV=0 9 \(share)/played.json", timeout: 60)
             #expect(played.status == 0, "\(played.output)")
             let stopped = try fleet.cli(["record", "stop", takeID], timeout: 60)
             #expect(stopped.status == 0, "\(stopped.error)")
