@@ -75,17 +75,25 @@ public struct MicrophoneTakeState: Sendable {
 
 /// Cuts a microphone's blocks, whatever their length, into the fixed-length blocks a take's
 /// FLAC frames hold (10 ms), each with its first frame's place in the stream. A gap in the
-/// stream drops the partial block before it: a FLAC frame holds samples that were captured
-/// one after the other. Pure.
+/// stream (an overrun: the frames it lost are skipped in the count) is filled with silence, up
+/// to `maxGapFrames`, so that a take's file keeps the microphone's timeline: a player or a
+/// decoder that reads the samples one after the other (as ffmpeg does) finds every sound after
+/// the gap at its time. A longer gap, or a block that goes back, drops the partial block before
+/// it. Pure.
 public struct AudioChunker: Sendable {
     public let channels: Int
     public let chunkFrames: Int
+    public let maxGapFrames: UInt64
     private var pending: [Int16] = []
     private var pendingFirst: UInt64 = 0
+    /// The frame after the last one added; nil before the first block.
+    private var nextFrame: UInt64?
 
-    public init(channels: Int, chunkFrames: Int) {
+    public init(channels: Int, chunkFrames: Int, maxGapFrames: UInt64? = nil) {
         self.channels = max(channels, 1)
         self.chunkFrames = max(chunkFrames, 1)
+        // Ten seconds of 10 ms chunks unless told.
+        self.maxGapFrames = maxGapFrames ?? UInt64(self.chunkFrames) * 1_000
         pending.reserveCapacity(self.channels * self.chunkFrames * 2)
     }
 
@@ -94,10 +102,33 @@ public struct AudioChunker: Sendable {
     public mutating func add(
         _ samples: UnsafeBufferPointer<Int16>, frames: Int, first: UInt64, chunk: (UInt64, UnsafeBufferPointer<Int16>) -> Void
     ) {
-        let held = pending.count / channels
-        if held > 0, pendingFirst + UInt64(held) != first { pending.removeAll(keepingCapacity: true) }
+        if let expected = nextFrame, expected != first {
+            if first > expected, first - expected <= maxGapFrames {
+                if pending.isEmpty { pendingFirst = expected }
+                fill(silence: Int(first - expected), chunk: chunk)
+            } else {
+                pending.removeAll(keepingCapacity: true)
+            }
+        }
+        nextFrame = first &+ UInt64(frames)
         if pending.isEmpty { pendingFirst = first }
         pending.append(contentsOf: samples[0..<(frames * channels)])
+        emitWholeChunks(chunk)
+    }
+
+    /// Silence for the frames a gap lost, emitted a chunk at a time as it fills.
+    private mutating func fill(silence frames: Int, chunk: (UInt64, UnsafeBufferPointer<Int16>) -> Void) {
+        var left = frames
+        while left > 0 {
+            let room = chunkFrames - (pending.count / channels) % chunkFrames
+            let now = min(left, room)
+            pending.append(contentsOf: repeatElement(0, count: now * channels))
+            left -= now
+            emitWholeChunks(chunk)
+        }
+    }
+
+    private mutating func emitWholeChunks(_ chunk: (UInt64, UnsafeBufferPointer<Int16>) -> Void) {
         var offset = 0
         while pending.count - offset >= chunkFrames * channels {
             pending.withUnsafeBufferPointer { buffer in
