@@ -1,5 +1,6 @@
 import FleetCore
 import FleetProtocol
+import GRDB
 import Testing
 
 @testable import FleetCoordinator
@@ -49,6 +50,24 @@ import Testing
         let takeID = try await record(TakeRequirements(noDrops: true, clocksLocked: true), lateOnCam2: 0, in: bed)
         #expect(try await bed.store.takeSync(takeID: takeID)?.verdict == "certified")
         #expect(try await bed.store.lastAudit(action: "recording.sync", target: takeID)?.outcome == "ok")
+        await bed.director.shutdown()
+    }
+
+    /// A take deleted before its report was due leaves nothing behind: no ledger tried again
+    /// at every status, no error logged for ever.
+    @Test func aTakeDeletedBeforeItsReport_isForgotten_notTriedAgainForEver() async throws {
+        let bed = try await DirectorBed(devices: ["cam-1", "cam-2"])
+        let take = try await bed.director.start(deviceIDs: ["cam-1", "cam-2"], name: "t", at: nil, fromNow: 0, by: "ana")
+        let sync = bed.director.sync
+        await sync.observe(Self.samples(30), at: take.startFleetNs + 500_000_000)
+        _ = try await bed.director.stop(takeID: take.id, at: take.startFleetNs + 1_000_000_000, wait: .milliseconds(50), by: "ana")
+        // Its parts ended (the played agents never say so) and an operator deleted it.
+        try await bed.store.writer.write { db in try db.execute(sql: "UPDATE take SET state = 'stopped' WHERE id = ?", arguments: [take.id]) }
+        try await bed.store.deleteTake(
+            id: take.id, audit: AuditEntry(at: 3, actor: "ana", action: "recording.delete", target: take.id, outcome: "ok", detail: ""))
+        #expect(await sync.liveReport(takeID: take.id) != nil, "kept until its report is due")
+        await sync.closeEnded(now: take.startFleetNs + 1_000_000_000 + TakeSyncDesk.closeAfterNs)
+        #expect(await sync.liveReport(takeID: take.id) == nil, "nothing left to report on: the ledger is gone")
         await bed.director.shutdown()
     }
 }

@@ -94,6 +94,11 @@ actor TakeSyncDesk {
                     outcome: verdict.outcome == .failed ? "failed" : "ok", detail: detail))
             try await store.recordTakeEvent(
                 TakeEventRecord(takeId: takeID, fleetNs: ledger.stop ?? clock.fleetNow(), kind: "sync_report", detail: Self.json(verdict)))
+        } catch StoreError.notFound {
+            // Deleted before its report was due: there is nothing left to report on.
+            ledgers[takeID] = nil
+            logger.notice("a take was deleted before its sync report was stored", metadata: ["take.id": "\(takeID)"])
+            return
         } catch {
             // Kept: the next status tries again.
             logger.error("cannot store a take's sync report", metadata: ["take.id": "\(takeID)", "error": "\(error)"])
