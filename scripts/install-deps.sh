@@ -16,7 +16,7 @@ as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
 packages=(libzmq3-dev libv4l-dev libasound2-dev libspeexdsp-dev libaravis-dev libusb-1.0-0-dev aravis-tools python3-gi gir1.2-aravis-0.8 python3-qrcode alsa-utils libsqlite3-dev protobuf-compiler iproute2 python3-zmq python3-protobuf python3-prometheus-client python3-matplotlib curl jq pkg-config libjpeg-turbo-progs
           libturbojpeg0-dev zlib1g-dev python3-pil
-          libavformat-dev libavcodec-dev libavutil-dev ffmpeg libssl-dev
+          libavformat-dev libavcodec-dev libavutil-dev libavfilter-dev ffmpeg libssl-dev
           v4l-utils qemu-system-x86 busybox-static kmod cpio socat xz-utils zstd
           dpkg-dev lintian systemd python3-yaml man-db groff-base zsh fish chromium prometheus
           libzbar-dev libopencv-objdetect-dev opencv-data libqrencode-dev)

@@ -1,4 +1,4 @@
-// Thin shim over FFmpeg's libavcodec/libavutil (libavcodec-dev) for the agent's encoders:
+// Thin shim over FFmpeg's libavcodec/libavutil/libavfilter (libavcodec-dev, libavfilter-dev) for the agent's encoders:
 // what Swift cannot import (AVERROR(), option setters taking macros), and the repacking of a
 // camera's packed or semi-planar pixels into the planes an encoder takes. The repacking is
 // exact where the target keeps every sample (FFV1's bit-exact promise rests on it).
@@ -16,6 +16,9 @@
 #include <libavutil/log.h>
 #include <libavutil/opt.h>
 #include <libavutil/pixdesc.h>
+#include <libavfilter/avfilter.h>
+#include <libavfilter/buffersink.h>
+#include <libavfilter/buffersrc.h>
 
 static const int CAPFLEET_CODEC_AVERROR_EOF = AVERROR_EOF;
 static const int64_t CAPFLEET_CODEC_NOPTS_VALUE = AV_NOPTS_VALUE;
@@ -23,6 +26,9 @@ static const int CAPFLEET_CODEC_FLAG_GLOBAL_HEADER = AV_CODEC_FLAG_GLOBAL_HEADER
 static const int CAPFLEET_THREAD_SLICE = FF_THREAD_SLICE;
 static const int CAPFLEET_THREAD_FRAME = FF_THREAD_FRAME;
 static inline int capfleet_codec_averror(int posix) { return AVERROR(posix); }
+// A take's stabilisation filter (libavfilter) takes a reference to the picture, which the
+// encoder goes on filling.
+static const int CAPFLEET_BUFFERSRC_KEEP_REF = AV_BUFFERSRC_FLAG_KEEP_REF;
 
 // FFmpeg's own messages go to stderr; the agent says what matters in its log and events.
 static inline void capfleet_codec_quiet(void) { av_log_set_level(AV_LOG_ERROR); }

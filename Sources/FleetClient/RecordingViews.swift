@@ -74,6 +74,8 @@ public enum RecordingViews {
         var quality: Int?
         var bitrate: Int?
         var gop: Int?
+        /// Set when the take's encoder steadies the picture (deshake).
+        var stabilisation: String?
         var devices: [Device]
         /// Sensor streams whose readings its cameras' files carry (sensors.md, "In takes").
         var sensors: [String]
@@ -98,6 +100,7 @@ public enum RecordingViews {
             quality = encoding.codec.isLossy && encoding.bitrate == 0 ? encoding.quality ?? TakeEncoding.defaultQuality : nil
             bitrate = encoding.bitrate > 0 ? encoding.bitrate : nil
             gop = encoding.gop > 0 ? encoding.gop : nil
+            stabilisation = encoding.stabilisation == .off ? nil : encoding.stabilisation.rawValue
             syncReport = take.hasSyncReport ? TakeSyncViews.Report(take.syncReport) : nil
             sensors = take.sensorDeviceIds
             devices = take.devices.map { device in
@@ -139,7 +142,7 @@ public enum RecordingViews {
             case id, name, state, directory, createdBy = "created_by", error, startFleetNs = "start_fleet_ns", preRollMs = "pre_roll_ms",
                 stopFleetNs = "stop_fleet_ns", createdUnixMs = "created_unix_ms", startSpreadNs = "start_spread_ns", frames,
                 bytes, sizeBytes = "size_bytes", store, agentHeldBytes = "agent_held_bytes", collectedBytes = "collected_bytes",
-                collectError = "collect_error", codec, quality, bitrate, gop, devices, sensors, segments, events,
+                collectError = "collect_error", codec, quality, bitrate, gop, stabilisation, devices, sensors, segments, events,
                 syncReport = "sync_report"
         }
     }

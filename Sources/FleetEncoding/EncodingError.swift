@@ -13,6 +13,8 @@ public enum EncodingError: Error, Equatable, CustomStringConvertible {
     case shortFrame(expected: Int, got: Int)
     /// An FFmpeg call failed.
     case ffmpeg(doing: String, encoder: String, code: Int32)
+    /// Stabilisation asked of a codec that keeps the camera's pixels.
+    case unsupportedStabilisation(codec: VideoCodec)
 
     public var description: String {
         switch self {
@@ -26,6 +28,8 @@ public enum EncodingError: Error, Equatable, CustomStringConvertible {
             "a frame of \(got) bytes is shorter than its format's \(expected): the camera delivered a cut-off frame"
         case let .ffmpeg(doing, encoder, code):
             "\(doing) (\(encoder)): \(Self.message(code))"
+        case let .unsupportedStabilisation(codec):
+            "\(codec.rawValue) keeps the camera's pixels, and stabilisation alters them: stabilise an h264 or hevc take, or record this one without --stabilise"
         }
     }
 

@@ -7,7 +7,8 @@ import Glibc
 /// can start there. No B-frames, so packets come out in the order frames went in, and every
 /// whole packet after a key frame decodes (what crash repair counts on). The decoder's
 /// configuration is in `codecConfig` from the start (global headers), for the Matroska
-/// track's CodecPrivate. Not thread-safe: the take's encoding thread owns it.
+/// track's CodecPrivate. A take that asks for stabilisation has each picture steadied first
+/// (`VideoStabiliser`). Not thread-safe: the take's encoding thread owns it.
 public final class VideoEncoder {
     /// The camera frames it takes.
     public struct Source: Sendable, Equatable {
@@ -48,6 +49,7 @@ public final class VideoEncoder {
     private let stride: Int
     private let frameBytes: Int
     private var hardwareDevice: UnsafeMutablePointer<AVBufferRef>?
+    private let stabiliser: VideoStabiliser?
     private var drained = false
 
     public init(choice: EncoderChoice, encoding: TakeEncoding, source: Source, threads: Int, preset: String) throws(EncodingError) {
@@ -60,6 +62,9 @@ public final class VideoEncoder {
         }
         guard source.width > 0, source.height > 0, source.width % 2 == 0, source.height % 2 == 0 else {
             throw .unsupportedSize(width: source.width, height: source.height, codec: codec)
+        }
+        if encoding.stabilisation != .off, !codec.isLossy {
+            throw .unsupportedStabilisation(codec: codec)
         }
         self.layout = layout
         self.stride = stride
@@ -109,6 +114,27 @@ public final class VideoEncoder {
         self.context = context
         self.picture = picture
         self.packet = packet
+        // Stabilised: the camera's picture goes into the filter's planes, and the filter gives
+        // the encoder's (what the camera's would have been filled into).
+        if encoding.stabilisation != .off {
+            do {
+                stabiliser = try VideoStabiliser(
+                    encoding.stabilisation, width: source.width, height: source.height, frameRate: rate, output: pictureFormat,
+                    threads: threads)
+            } catch {
+                var freedPicture: UnsafeMutablePointer<AVFrame>? = picture
+                av_frame_free(&freedPicture)
+                var freedPacket: UnsafeMutablePointer<AVPacket>? = packet
+                av_packet_free(&freedPacket)
+                var freed: UnsafeMutablePointer<AVCodecContext>? = context
+                avcodec_free_context(&freed)
+                av_buffer_unref(&hardwareDevice)
+                throw error
+            }
+            pictureFormat = VideoStabiliser.inputFormat
+        } else {
+            stabiliser = nil
+        }
         picture.pointee.format = pictureFormat.rawValue
         picture.pointee.width = Int32(source.width)
         picture.pointee.height = Int32(source.height)
@@ -144,6 +170,15 @@ public final class VideoEncoder {
         guard code >= 0 else { throw .ffmpeg(doing: "cannot repack \(source.pixelFormat)", encoder: choice.name, code: code) }
         picture.pointee.pts = frameIndex
         picture.pointee.pict_type = forceKey ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE
+        if let stabiliser {
+            try stabiliser.filter(picture) { steadied throws(EncodingError) in try encodePicture(steadied, deliver: deliver) }
+        } else {
+            try encodePicture(picture, deliver: deliver)
+        }
+    }
+
+    /// One picture in the encoder's planes to the encoder (uploaded first for VA-API).
+    private func encodePicture(_ picture: UnsafeMutablePointer<AVFrame>, deliver: (Packet) -> Void) throws(EncodingError) {
         if hardwareDevice != nil {
             // VA-API encodes from its own surfaces: the picture is uploaded into one.
             var allocated = av_frame_alloc()
@@ -151,9 +186,10 @@ public final class VideoEncoder {
             guard let uploaded = allocated else {
                 throw .ffmpeg(doing: "cannot allocate a hardware picture", encoder: choice.name, code: capfleet_codec_averror(ENOMEM))
             }
-            code = capfleet_hw_upload(context, picture, uploaded)
+            let code = capfleet_hw_upload(context, picture, uploaded)
             guard code >= 0 else { throw .ffmpeg(doing: "cannot upload a picture to the hardware encoder", encoder: choice.name, code: code) }
             uploaded.pointee.pict_type = picture.pointee.pict_type
+            uploaded.pointee.pts = picture.pointee.pts
             try send(uploaded, deliver: deliver)
         } else {
             try send(picture, deliver: deliver)
@@ -164,6 +200,9 @@ public final class VideoEncoder {
     public func drain(deliver: (Packet) -> Void) throws(EncodingError) {
         guard !drained else { return }
         drained = true
+        if let stabiliser {
+            try stabiliser.filter(nil) { steadied throws(EncodingError) in try encodePicture(steadied, deliver: deliver) }
+        }
         try send(nil, deliver: deliver)
     }
 

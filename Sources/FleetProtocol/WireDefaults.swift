@@ -37,7 +37,8 @@ public enum WireDefaults {
     /// 1.8: frame sets (get_frame_sets, TakeSyncReport.grid_origin_fleet_ns).
     /// 1.9: sensor streams (SOURCE_KIND_SENSOR, sensors.proto, AgentMessage.sensor_data, telemetry
     /// data.<node>.<stream>, the sample counters of DeviceCounters, AgentStatus and DeviceStatus).
-    public static let protocolMinor: UInt32 = 19
+    /// 1.20: stabilised takes (Encoding.stabilisation, EncodedPacket.stabilisation).
+    public static let protocolMinor: UInt32 = 20
 
     public static let heartbeatIntervalMilliseconds: UInt32 = 1000
     /// Missed heartbeats after which a peer is considered gone.

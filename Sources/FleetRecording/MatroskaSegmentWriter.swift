@@ -18,11 +18,15 @@ public struct RecordedVideoFormat: Sendable, Equatable {
     /// A microphone's part (microphones.md, "In takes"): the sound's format; the track is then
     /// FLAC (`pixelFormat` "FLAC", no size), `frameRate` its packets a second.
     public var audio: AudioFormat?
+    /// Encoded tracks: the picture was steadied before it was encoded (recordings.md,
+    /// "Stabilisation"); the track's STABILISATION tag says how.
+    public var stabilisation: VideoStabilisation
 
     public init(
         pixelFormat: PixelFormat, width: Int, height: Int, frameRate: Double, codecConfig: [UInt8] = [], encoder: String = "",
-        sourcePixelFormat: String = "", audio: AudioFormat? = nil
+        sourcePixelFormat: String = "", audio: AudioFormat? = nil, stabilisation: VideoStabilisation = .off
     ) {
+        self.stabilisation = stabilisation
         self.pixelFormat = pixelFormat
         self.width = width
         self.height = height
@@ -147,6 +151,8 @@ public final class MatroskaSegmentWriter {
         }
         av_dict_set(&context.pointee.metadata, "title", title, 0)
         av_dict_set(&context.pointee.metadata, "encoder", "capfleet", 0)
+        // The pixels are not the camera's: a reader of the file alone can tell.
+        if format.stabilisation != .off { av_dict_set(&video.pointee.metadata, "STABILISATION", format.stabilisation.rawValue, 0) }
 
         // 1 MiB writes: the default 32 KiB buffer cost a write(2) per 32 KiB of video.
         code = capfleet_avio_open_file(&context.pointee.pb, path, 1 << 20)

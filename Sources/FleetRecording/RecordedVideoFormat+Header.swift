@@ -17,7 +17,8 @@ extension RecordedVideoFormat {
             pixelFormat: PixelFormat(header.layout.pixelFormat), width: Int(header.layout.width), height: Int(header.layout.height),
             frameRate: frameRate, codecConfig: header.hasEncoded ? Array(header.encoded.codecConfig) : [],
             encoder: header.hasEncoded ? header.encoded.encoder : "",
-            sourcePixelFormat: header.hasEncoded ? header.encoded.sourcePixelFormat : "")
+            sourcePixelFormat: header.hasEncoded ? header.encoded.sourcePixelFormat : "",
+            stabilisation: header.hasEncoded ? VideoStabilisation(wire: header.encoded.stabilisation) : .off)
     }
 }
 

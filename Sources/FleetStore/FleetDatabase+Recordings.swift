@@ -26,17 +26,19 @@ public struct TakeRecord: Codable, Sendable, Hashable, FetchableRecord, Persista
     public var quality: Int?
     public var bitrate = 0
     public var gop = 0
+    public var stabilisation = VideoStabilisation.off
     /// How long before its instant it starts, from what the agents kept (recordings.md,
     /// "Pre-roll"): `startFleetNs` is the earlier time.
     public var preRollMs = 0
 
     public var encoding: TakeEncoding {
-        get { TakeEncoding(codec: codec, quality: quality, bitrate: bitrate, gop: gop) }
+        get { TakeEncoding(codec: codec, quality: quality, bitrate: bitrate, gop: gop, stabilisation: stabilisation) }
         set {
             codec = newValue.codec
             quality = newValue.quality
             bitrate = newValue.bitrate
             gop = newValue.gop
+            stabilisation = newValue.stabilisation
         }
     }
 
@@ -85,15 +87,17 @@ public struct TakeDeviceRecord: Codable, Sendable, Hashable, FetchableRecord, Pe
     public var quality: Int?
     public var bitrate = 0
     public var gop = 0
+    public var stabilisation = VideoStabilisation.off
 
     /// The part's own encoding, if it was given one.
     public var ownEncoding: TakeEncoding? {
-        get { codec.map { TakeEncoding(codec: $0, quality: quality, bitrate: bitrate, gop: gop) } }
+        get { codec.map { TakeEncoding(codec: $0, quality: quality, bitrate: bitrate, gop: gop, stabilisation: stabilisation) } }
         set {
             codec = newValue?.codec
             quality = newValue?.quality
             bitrate = newValue?.bitrate ?? 0
             gop = newValue?.gop ?? 0
+            stabilisation = newValue?.stabilisation ?? .off
         }
     }
     /// The agent process the part's frames last came from.

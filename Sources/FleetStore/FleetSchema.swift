@@ -735,6 +735,15 @@ enum FleetSchema {
                     ALTER TABLE moment ADD COLUMN cause TEXT NOT NULL DEFAULT '';
                     """)
         }
+        migrator.registerMigration("v32: stabilised takes") { db in
+            // Whether a take's (or a part's own) encoder steadied the picture first
+            // (recordings.md, "Stabilisation").
+            try db.execute(
+                sql: """
+                    ALTER TABLE take ADD COLUMN stabilisation TEXT NOT NULL DEFAULT 'off' CHECK (stabilisation IN ('off', 'deshake'));
+                    ALTER TABLE takeDevice ADD COLUMN stabilisation TEXT NOT NULL DEFAULT 'off' CHECK (stabilisation IN ('off', 'deshake'));
+                    """)
+        }
         return migrator
     }
 }

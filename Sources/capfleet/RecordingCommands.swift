@@ -47,6 +47,11 @@ struct RecordCommand: ParsableCommand {
                 "Start this long before the instant (5s, 500ms), from what each camera's agent kept: every camera needs that much pre-roll (capfleet preroll)."
         )
         var preRoll: String?
+        @Flag(
+            help:
+                "h264/hevc: steady the picture before encoding it (libavfilter's deshake: costly, up to two cores per 1080p30 camera; capfleet-bench encode measures it). It alters the pixels: raw and ffv1 parts, stills and the live frames keep the camera's own."
+        )
+        var stabilise = false
         @Flag(help: "Certify the take only if no camera drops a frame, for any reason.") var requireNoDrops = false
         @Flag(help: "Certify the take only if every node's clock stays locked throughout.") var requireLockedClocks = false
         @Flag(help: "Certify the take only if every camera is steered and in phase throughout (capfleet align).") var requireInPhase = false
@@ -77,8 +82,8 @@ struct RecordCommand: ParsableCommand {
                 $0.deviceIds = devices
                 $0.name = name ?? ""
             }
-            if codec != nil || quality != nil || bitrate != nil || gop != nil {
-                guard let codecName = codec else { throw CLIFailure("--quality, --bitrate and --gop go with a --codec") }
+            if codec != nil || quality != nil || bitrate != nil || gop != nil || stabilise {
+                guard let codecName = codec else { throw CLIFailure("--quality, --bitrate, --gop and --stabilise go with a --codec") }
                 guard let chosen = VideoCodec(rawValue: codecName) else {
                     throw CLIFailure("--codec is one of \(VideoCodec.allCases.map(\.rawValue).joined(separator: ", ")), not \(codecName)")
                 }
@@ -89,12 +94,15 @@ struct RecordCommand: ParsableCommand {
                     }
                     encoding.bitrate = bits
                 }
+                if stabilise { encoding.stabilisation = .deshake }
                 if let problem = encoding.problem { throw CLIFailure(problem) }
                 query.encoding = encoding.wire
             }
             for entry in codecFor {
-                let (device, own) = try Self.deviceEncoding(entry)
+                var (device, own) = try Self.deviceEncoding(entry)
                 guard devices.contains(device) else { throw CLIFailure("--codec-for \(entry): \(device) is not among the devices to record") }
+                // The take's stabilisation for a camera of its own lossy codec too.
+                if stabilise, own.codec.isLossy { own.stabilisation = .deshake }
                 query.deviceEncodings[device] = own.wire
             }
             switch store {

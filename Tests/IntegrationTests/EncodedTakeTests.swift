@@ -95,6 +95,56 @@ extension IntegrationTests {
                 "\(byDevice[devices[1]] ?? [:])")
         }
 
+        /// Stabilisation (recordings.md, "Stabilisation"): asked of an h264 take, its h264 parts
+        /// are steadied and say so (the take's listing, the part's codec, the file's STABILISATION
+        /// tag), a camera given ffv1 of its own keeps the camera's pixels; asked of a codec that
+        /// keeps them, it is refused saying why.
+        @Test func aStabilisedTake_steadiesItsLossyParts_andSaysSo_aLosslessOneIsRefused() async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator()
+            let devices = try await SecondLaneIntegrationTests.RecordingTests.devices(in: fleet, agents: ["s1", "s2"], fps: 15)
+            let refused = try fleet.cli(["record", "start", devices[0], "--codec", "ffv1", "--stabilise"], timeout: 15)
+            #expect(refused.status != 0 && refused.error.contains("--stabilise is for h264 and hevc takes"), "\(refused.error)")
+            let alone = try fleet.cli(["record", "start", devices[0], "--stabilise"], timeout: 15)
+            #expect(alone.status != 0 && alone.error.contains("go with a --codec"), "\(alone.error)")
+            let started = try fleet.cli(
+                ["record", "start"] + devices + ["--codec", "h264", "--stabilise", "--codec-for", "\(devices[1])=ffv1", "--json"], timeout: 15)
+            let take = try #require(try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any], "\(started.error)")
+            #expect(take["stabilisation"] as? String == "deshake", "\(take)")
+            let takeID = try #require(take["id"] as? String)
+            try await Task.sleep(for: .seconds(3))
+            #expect(try fleet.cli(["record", "stop", takeID], timeout: 30).status == 0)
+            let shown = try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)
+            let parts = try #require(shown["devices"] as? [[String: Any]])
+            let byDevice = Dictionary(uniqueKeysWithValues: parts.map { ($0["device_id"] as? String ?? "", $0) })
+            #expect(byDevice[devices[0]]?["codec"] as? String == "h264, crf 23, stabilised (deshake)", "\(byDevice[devices[0]] ?? [:])")
+            #expect(byDevice[devices[1]]?["codec"] as? String == "ffv1", "\(byDevice[devices[1]] ?? [:])")
+            #expect(try fleet.cli(["recordings", "show", takeID]).output.contains("stabilised (deshake)"))
+            let segments = try #require(shown["segments"] as? [[String: Any]])
+            for segment in segments {
+                let path = try #require(segment["path"] as? String)
+                let tag = try Self.probeStabilisation(path)
+                let steadied = segment["device_id"] as? String == devices[0]
+                #expect(tag == (steadied ? "deshake" : ""), "\(path): \(tag)")
+                let decoded = try Self.decode(path)
+                #expect(decoded.errors.isEmpty && decoded.frames.count == segment["frames"] as? Int, "\(path) decodes whole: \(decoded.errors)")
+            }
+            #expect(segments.contains { $0["device_id"] as? String == devices[0] } && segments.contains { $0["device_id"] as? String == devices[1] })
+        }
+
+        /// The STABILISATION tag of a file's video track ("" when it has none), as ffprobe shows it.
+        static func probeStabilisation(_ path: String) throws -> String {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
+            process.arguments = ["-v", "error", "-select_streams", "v", "-show_entries", "stream_tags=STABILISATION", "-of", "csv=p=0", path]
+            let out = Pipe()
+            process.standardOutput = out
+            try process.run()
+            let data = out.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+
         /// A 1080p30 camera whose HEVC encoder has one thread at x265's medium preset (a few
         /// frames a second here) cannot keep up: its frames are dropped as encoder_late, counted
         /// in the take and the device's status, while capture and the live path go on at the

@@ -288,6 +288,7 @@ final class TakeEncoderState {
             $0.sourcePixelFormat = captured.layout.pixelFormat
             $0.codecConfig = Data(encoder.codecConfig)
             $0.encoder = encoder.choice.name
+            $0.stabilisation = encoder.encoding.stabilisation.wire
         }
         let copy = FrameBuffer(unpooledCapacity: packet.bytes.count)
         if let base = packet.bytes.baseAddress { copy.storage.copyMemory(from: base, byteCount: packet.bytes.count) }

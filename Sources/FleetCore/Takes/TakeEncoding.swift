@@ -25,6 +25,15 @@ public enum VideoCodec: String, Sendable, CaseIterable, Codable {
     public var isLossy: Bool { self == .h264 || self == .hevc }
 }
 
+/// Whether a take's encoder steadies the picture first (recordings.md, "Stabilisation"). It
+/// alters the pixels, so only lossy encoded parts (h264, hevc) take it: never raw or FFV1
+/// parts, stills, detection, alignment or the live frames, which keep the camera's own.
+public enum VideoStabilisation: String, Sendable, CaseIterable, Codable {
+    case off
+    /// libavfilter's deshake: each frame's shift against the one before, moved back.
+    case deshake
+}
+
 /// A take's codec and how hard it works; every camera of the take uses it.
 public struct TakeEncoding: Sendable, Equatable, Codable {
     public var codec: VideoCodec
@@ -35,17 +44,20 @@ public struct TakeEncoding: Sendable, Equatable, Codable {
     /// Frames from one key frame to the next; 0: ffv1 1 (every frame stands alone), h264/hevc
     /// one second's worth.
     public var gop: Int
+    /// Off unless asked: h264/hevc only.
+    public var stabilisation: VideoStabilisation
 
     /// A constant rate factor that keeps a moving camera scene above 38 dB PSNR (the encode
     /// benchmark measures it) at a twentieth of raw or less.
     public static let defaultQuality = 23
     public static let raw = TakeEncoding(codec: .raw)
 
-    public init(codec: VideoCodec, quality: Int? = nil, bitrate: Int = 0, gop: Int = 0) {
+    public init(codec: VideoCodec, quality: Int? = nil, bitrate: Int = 0, gop: Int = 0, stabilisation: VideoStabilisation = .off) {
         self.codec = codec
         self.quality = quality
         self.bitrate = bitrate
         self.gop = gop
+        self.stabilisation = stabilisation
     }
 
     /// Frames per group of pictures at `frameRate`: what the encoder is told.
@@ -65,14 +77,19 @@ public struct TakeEncoding: Sendable, Equatable, Codable {
             return "--quality and --bitrate are for h264 and hevc; \(codec.rawValue) is \(codec == .ffv1 ? "lossless" : "uncompressed")"
         }
         if gop < 0 || gop > 10_000 { return "--gop \(gop) is out of range: 1 to 10000 frames" }
+        if stabilisation != .off, !codec.isLossy {
+            return
+                "--stabilise is for h264 and hevc takes: it alters the pixels, and a \(codec == .ffv1 ? "lossless ffv1" : "raw") take keeps the camera's own"
+        }
         return nil
     }
 
-    /// How `recordings show` says it: "h264 crf 23, gop 30", "ffv1", "raw".
+    /// How `recordings show` says it: "h264 crf 23, gop 30", "h264 crf 23, stabilised (deshake)", "ffv1", "raw".
     public var summary: String {
         var parts = [codec.rawValue]
         if codec.isLossy { parts.append(bitrate > 0 ? "\(bitrate / 1000) kbit/s" : "crf \(quality ?? Self.defaultQuality)") }
         if gop > 0 { parts.append("gop \(gop)") }
+        if stabilisation != .off { parts.append("stabilised (\(stabilisation.rawValue))") }
         return parts.joined(separator: ", ")
     }
 }

@@ -106,6 +106,7 @@ extension TakeEncoding {
             if let quality { $0.quality = UInt32(quality) }
             $0.bitrate = UInt64(bitrate)
             $0.gop = UInt32(gop)
+            $0.stabilisation = stabilisation.wire
         }
     }
 
@@ -114,7 +115,25 @@ extension TakeEncoding {
         guard let codec = VideoCodec(wire: wire.codec) else { return nil }
         self.init(
             codec: codec, quality: wire.hasQuality ? Int(clamping: wire.quality) : nil,
-            bitrate: Int(clamping: min(wire.bitrate, UInt64(Int32.max))), gop: Int(clamping: wire.gop))
+            bitrate: Int(clamping: min(wire.bitrate, UInt64(Int32.max))), gop: Int(clamping: wire.gop),
+            stabilisation: VideoStabilisation(wire: wire.stabilisation))
+    }
+}
+
+extension VideoStabilisation {
+    /// Off for OFF and for a method of a newer peer: it never alters pixels it was not asked to.
+    public init(wire: Capfleet_V1_VideoStabilisation) {
+        switch wire {
+        case .deshake: self = .deshake
+        default: self = .off
+        }
+    }
+
+    public var wire: Capfleet_V1_VideoStabilisation {
+        switch self {
+        case .off: .off
+        case .deshake: .deshake
+        }
     }
 }
 

@@ -612,6 +612,46 @@ public nonisolated enum Capfleet_V1_VideoCodec: SwiftProtobuf.Enum, Swift.CaseIt
 
 }
 
+/// Whether a take's encoder steadies the picture before encoding it (recordings.md,
+/// "Stabilisation"), since 1.20. It alters the pixels: lossy encoded parts only.
+public nonisolated enum Capfleet_V1_VideoStabilisation: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+
+  /// the camera's picture as it is (the default)
+  case off // = 0
+
+  /// libavfilter's deshake: each frame's shift against the one before, moved back, the edges mirrored
+  case deshake // = 1
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .off
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .off
+    case 1: self = .deshake
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .off: return 0
+    case .deshake: return 1
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Capfleet_V1_VideoStabilisation] = [
+    .off,
+    .deshake,
+  ]
+
+}
+
 /// How a still is written (stills.md), since 1.6.
 public nonisolated enum Capfleet_V1_StillEncoding: SwiftProtobuf.Enum, Swift.CaseIterable {
   public typealias RawValue = Int
@@ -1481,6 +1521,9 @@ public nonisolated struct Capfleet_V1_Encoding: Sendable {
   /// frames from one key frame to the next; 0 = ffv1: 1, h264/hevc: one second's worth
   public var gop: UInt32 = 0
 
+  /// since 1.20: h264/hevc only; steadies the encoded picture (recordings.md, "Stabilisation")
+  public var stabilisation: Capfleet_V1_VideoStabilisation = .off
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1723,6 +1766,10 @@ nonisolated extension Capfleet_V1_RecordStore: SwiftProtobuf._ProtoNameProviding
 
 nonisolated extension Capfleet_V1_VideoCodec: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0VIDEO_CODEC_UNSPECIFIED\0\u{1}VIDEO_CODEC_RAW\0\u{1}VIDEO_CODEC_FFV1\0\u{1}VIDEO_CODEC_H264\0\u{1}VIDEO_CODEC_HEVC\0")
+}
+
+nonisolated extension Capfleet_V1_VideoStabilisation: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0VIDEO_STABILISATION_OFF\0\u{1}VIDEO_STABILISATION_DESHAKE\0")
 }
 
 nonisolated extension Capfleet_V1_StillEncoding: SwiftProtobuf._ProtoNameProviding {
@@ -3148,7 +3195,7 @@ nonisolated extension Capfleet_V1_PressureReport: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_Encoding: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Encoding"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}codec\0\u{1}quality\0\u{1}bitrate\0\u{1}gop\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}codec\0\u{1}quality\0\u{1}bitrate\0\u{1}gop\0\u{1}stabilisation\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3160,6 +3207,7 @@ nonisolated extension Capfleet_V1_Encoding: SwiftProtobuf.Message, SwiftProtobuf
       case 2: try { try decoder.decodeSingularUInt32Field(value: &self._quality) }()
       case 3: try { try decoder.decodeSingularUInt64Field(value: &self.bitrate) }()
       case 4: try { try decoder.decodeSingularUInt32Field(value: &self.gop) }()
+      case 5: try { try decoder.decodeSingularEnumField(value: &self.stabilisation) }()
       default: break
       }
     }
@@ -3182,6 +3230,9 @@ nonisolated extension Capfleet_V1_Encoding: SwiftProtobuf.Message, SwiftProtobuf
     if self.gop != 0 {
       try visitor.visitSingularUInt32Field(value: self.gop, fieldNumber: 4)
     }
+    if self.stabilisation != .off {
+      try visitor.visitSingularEnumField(value: self.stabilisation, fieldNumber: 5)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -3190,6 +3241,7 @@ nonisolated extension Capfleet_V1_Encoding: SwiftProtobuf.Message, SwiftProtobuf
     if lhs._quality != rhs._quality {return false}
     if lhs.bitrate != rhs.bitrate {return false}
     if lhs.gop != rhs.gop {return false}
+    if lhs.stabilisation != rhs.stabilisation {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -314,6 +314,9 @@ public nonisolated struct Capfleet_V1_EncodedPacket: Sendable {
   /// the encoder that made it: ffv1, libx264, h264_vaapi, ...
   public var encoder: String = String()
 
+  /// since 1.20: the picture was steadied before it was encoded (recordings.md, "Stabilisation")
+  public var stabilisation: Capfleet_V1_VideoStabilisation = .off
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -567,7 +570,7 @@ nonisolated extension Capfleet_V1_FrameHeader: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Capfleet_V1_EncodedPacket: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".EncodedPacket"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}codec\0\u{3}source_pixel_format\0\u{3}codec_config\0\u{1}encoder\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}codec\0\u{3}source_pixel_format\0\u{3}codec_config\0\u{1}encoder\0\u{1}stabilisation\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -579,6 +582,7 @@ nonisolated extension Capfleet_V1_EncodedPacket: SwiftProtobuf.Message, SwiftPro
       case 2: try { try decoder.decodeSingularStringField(value: &self.sourcePixelFormat) }()
       case 3: try { try decoder.decodeSingularBytesField(value: &self.codecConfig) }()
       case 4: try { try decoder.decodeSingularStringField(value: &self.encoder) }()
+      case 5: try { try decoder.decodeSingularEnumField(value: &self.stabilisation) }()
       default: break
       }
     }
@@ -597,6 +601,9 @@ nonisolated extension Capfleet_V1_EncodedPacket: SwiftProtobuf.Message, SwiftPro
     if !self.encoder.isEmpty {
       try visitor.visitSingularStringField(value: self.encoder, fieldNumber: 4)
     }
+    if self.stabilisation != .off {
+      try visitor.visitSingularEnumField(value: self.stabilisation, fieldNumber: 5)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -605,6 +612,7 @@ nonisolated extension Capfleet_V1_EncodedPacket: SwiftProtobuf.Message, SwiftPro
     if lhs.sourcePixelFormat != rhs.sourcePixelFormat {return false}
     if lhs.codecConfig != rhs.codecConfig {return false}
     if lhs.encoder != rhs.encoder {return false}
+    if lhs.stabilisation != rhs.stabilisation {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
