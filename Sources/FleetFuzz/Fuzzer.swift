@@ -35,11 +35,15 @@ public struct Fuzzer {
         random = SplitMix(seed: seed)
     }
 
-    /// Runs `body` on generated inputs for `seconds`; `body` returns whether the input decoded.
-    public mutating func run(_ target: String, seconds: Double = Fuzzer.secondsPerTarget, _ body: ([UInt8]) -> Bool) -> Report {
+    /// Runs `body` on generated inputs for `seconds`, and on until `minimum` inputs have run (a
+    /// busy machine takes longer rather than trying fewer; at most a minute, so a target that
+    /// hangs still ends); `body` returns whether the input decoded.
+    public mutating func run(
+        _ target: String, seconds: Double = Fuzzer.secondsPerTarget, atLeast minimum: Int = 0, _ body: ([UInt8]) -> Bool
+    ) -> Report {
         var report = Report(target: target)
         let start = Date()
-        while Date().timeIntervalSince(start) < seconds {
+        while Date().timeIntervalSince(start) < seconds || (report.executions < minimum && Date().timeIntervalSince(start) < 60) {
             let input = next()
             let began = DispatchTime.now().uptimeNanoseconds
             if body(input) { report.decoded += 1 }
