@@ -300,9 +300,25 @@ extension AgentService {
         return .success(state)
     }
 
-    /// A command for one of the agent's microphones: consent and takes.
+    /// A command for one of the agent's microphones: consent, processing, pre-roll and takes.
     private func microphoneCommand(_ command: Capfleet_V1_Command, on microphone: Microphone, parts: AgentParts) -> Capfleet_V1_Status {
         if case let .setRecording(request)? = command.action { return record(request, on: microphone, parts: parts) }
+        if case let .setPreRoll(request)? = command.action {
+            let settings = PreRollSettings(
+                wire: .with {
+                    $0.milliseconds = request.milliseconds
+                    $0.budgetBytes = request.budgetBytes
+                })
+            if let refusal = settings.refusal { return .failure(.badRequest, "device \(command.deviceID): \(refusal)") }
+            microphone.setPreRoll(settings)
+            logger.notice(
+                "pre-roll",
+                metadata: [
+                    "device.id": "\(command.deviceID)",
+                    "pre_roll": "\(settings.isOn ? "\(settings.seconds) s within \(settings.budgetBytes >> 20) MiB" : "off")",
+                ])
+            return .ok
+        }
         if case let .setAudioProcessing(request)? = command.action {
             let settings = AudioProcessingSettings(wire: request.processing)
             do {
@@ -315,7 +331,8 @@ extension AgentService {
         }
         guard case let .setConsent(request)? = command.action else {
             let what = command.action.map { "\($0)".prefix(while: { $0 != "(" }) } ?? "no action"
-            return .failure(.unsupported, "device \(command.deviceID) is a microphone: it takes consent, processing and takes only, not \(what)")
+            return .failure(
+                .unsupported, "device \(command.deviceID) is a microphone: it takes consent, processing, pre-roll and takes only, not \(what)")
         }
         switch storeConsent(request, deviceID: command.deviceID) {
         case let .failure(refusal): return refusal.status

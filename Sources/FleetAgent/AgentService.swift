@@ -245,6 +245,7 @@ public final class AgentService: Service, Sendable {
         control.post(pressureChange: change.report)
         let reading = PressureReading(level: change.current, detail: "\(change.current)" + (factors.isEmpty ? "" : " (\(factors))"))
         for stream in sources { stream.pressureChanged(reading) }
+        for microphone in microphones { microphone.pressureChanged(to: change.current) }
         if change.current == .shutdown {
             let interruption = Interruption(
                 reason: .pressureShutdown,

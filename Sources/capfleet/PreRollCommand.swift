@@ -9,17 +9,18 @@ import FleetProtocol
 struct PreRollCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "preroll",
-        abstract: "Show or set how much of cameras' recent past their agents keep for takes that start in the past.",
+        abstract: "Show or set how much of cameras' and microphones' recent past their agents keep for takes that start in the past.",
         discussion: """
-            DURATION (5s, 1.5s, 500ms; at most 60 s) is kept of each camera's frames, as a take \
-            would record them, within --budget of its agent's memory (the time kept shrinks to \
+            DURATION (5s, 1.5s, 500ms; at most 60 s) is kept of each camera's frames (a \
+            microphone's sound), as a take would record them, within --budget of its agent's memory (the time kept shrinks to \
             fit: capfleet preroll CAMERA shows what is kept). `capfleet record start CAMERAS \
-            --pre-roll 5s` then starts the take 5 s before its instant on every camera. --off \
+            --pre-roll 5s` then starts the take 5 s before its instant on every camera and microphone. --off \
             frees it all. Needs each camera's lease (capfleet lock); stored, pushed again when \
             the agent registers, audited.
             """)
     @OptionGroup var coordinator: CoordinatorOptions
-    @Argument(help: "The cameras, then the duration to keep (omit it to show).", completion: FleetCompletion.deviceIDs) var words: [String]
+    @Argument(help: "The cameras and microphones, then the duration to keep (omit it to show).", completion: FleetCompletion.deviceIDs) var words:
+        [String]
     @Option(help: "The memory each camera's pre-roll may use, MiB (default 256).") var budget: Int?
     @Flag(help: "Keep nothing.") var off = false
     @Flag(help: "Print JSON.") var json = false

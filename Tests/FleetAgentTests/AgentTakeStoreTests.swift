@@ -74,6 +74,39 @@ import Testing
         await takes.shutdown()
     }
 
+    /// A long pre-roll (recordings.md, "Pre-roll") goes to the writer as one message: the live
+    /// frame after 150 kept ones is taken at once, not refused while the writer takes them up.
+    @Test func aLongPreRoll_leavesRoomForTheLiveFrameAfterIt_everyFrameWritten() async throws {
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let takes = store()
+        _ = try takes.prepare(
+            takeID: key.takeID, deviceID: key.deviceID, start: start, segmentSeconds: 60, title: "t", frameRate: 30, agentInstance: "run-1")
+        takes.begin(takeID: key.takeID, deviceID: key.deviceID)
+        func frame(_ index: Int) -> PreRollFrame {
+            var header = Capfleet_V1_FrameHeader()
+            header.deviceID = "cam-1"
+            header.sequence = 100 + UInt64(index)
+            header.fleetTimeNs = start + UInt64(index) * 33_333_333
+            header.layout.pixelFormat = "YUYV"
+            header.layout.width = 32
+            header.layout.height = 24
+            let pixels = FrameBuffer(unpooledCapacity: 32 * 24 * 2)
+            memset(pixels.storage, Int32(index % 200), 32 * 24 * 2)
+            return PreRollFrame(header: header, pixels: pixels, count: 32 * 24 * 2)
+        }
+        #expect(takes.submitPreRoll(takeID: key.takeID, deviceID: key.deviceID, frames: (0..<150).map(frame), takeDrops: DropTally()) == 0)
+        let live = frame(150)
+        #expect(
+            takes.submit(
+                takeID: key.takeID, deviceID: key.deviceID, header: live.header, takeDrops: DropTally(), pixels: live.pixels, count: live.count),
+            "the writer's 64 frames of room are the live frames'")
+        takes.end(takeID: key.takeID, deviceID: key.deviceID, takeDrops: DropTally(), reason: "stopped", withholding: false)
+        let file = try #require(takes.part(key))
+        try await waitUntil { file.current.end != nil && !takes.isWriting(key) }
+        #expect(file.current.lastTally?.frames == 151 && file.current.lastTally?.lastSequence == 250)
+        await takes.shutdown()
+    }
+
     @Test func anAgentKilledMidSegment_repairsItAtStart_andGoesOnCountingTheGapAsDropped() async throws {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let first = store()

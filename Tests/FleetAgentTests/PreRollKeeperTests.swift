@@ -10,8 +10,8 @@ import Testing
     private static let ms: UInt64 = 1_000_000
 
     /// Ten frames a second from 1 s: frame n captured at 1 s + n × 100 ms, sequence n.
-    private func keeper(frames: Int) -> PreRollKeeper {
-        let keeper = PreRollKeeper()
+    private func keeper(frames: Int) -> PreRollKeeper<PreRollFrame> {
+        let keeper = PreRollKeeper<PreRollFrame>()
         keeper.change(to: PreRollSettings(seconds: 3))
         let pixels = FrameBuffer(unpooledCapacity: 16)
         for index in 0..<frames {
@@ -38,7 +38,7 @@ import Testing
         let (frame, oldest) = kept.nearest(to: 2_000 * Self.ms, within: 200 * Self.ms)
         #expect(frame == nil && oldest == 2_900 * Self.ms)
         #expect(kept.nearest(to: 9_000 * Self.ms, within: 200 * Self.ms).frame == nil, "after the newest frame: nothing yet")
-        let off = PreRollKeeper()
+        let off = PreRollKeeper<PreRollFrame>()
         #expect(off.nearest(to: 1, within: 1).frame == nil && off.nearest(to: 1, within: 1).oldest == nil)
     }
 }

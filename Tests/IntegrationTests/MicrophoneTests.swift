@@ -70,6 +70,74 @@ extension SecondLaneIntegrationTests {
             try SoundPictureProbe.clicks(in: path).map { UInt64(max($0, 0)) }
         }
 
+        /// A microphone's pre-roll (recordings.md, "Pre-roll"): kept like a camera's, its part of a
+        /// take started in the past begins at the same instant as the camera's, its clicks on
+        /// their whole seconds of fleet time from the take's first block.
+        @Test func aMicrophonesPreRoll_startsItsPartWithTheCamerasInThePast_clicksOnTheirSeconds() async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator()
+            let agent = try fleet.startAgent("studio", extra: ["--synthetic-microphones", "1"])
+            try await fleet.waitUntil("the clock locks", seconds: 30) { agent.log.contains("clock.state=locked") }
+            let devices = try fleet.json(["devices"])
+            let microphone = try #require(devices.first { $0["kind"] as? String == "syntheticMicrophone" }?["device_id"] as? String)
+            let camera = try #require(devices.first { $0["kind"] as? String == "synthetic" }?["device_id"] as? String)
+            for device in [microphone, camera] {
+                try fleet.grantConsent(device)
+                #expect(try fleet.cli(["lock", device]).status == 0)
+            }
+            func kept() throws -> [String: [String: Any]] {
+                let text = try fleet.cli(["preroll", microphone, camera, "--json"]).output
+                let entries = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]] ?? []
+                return entries.reduce(into: [:]) { $0[$1["device"] as? String ?? "?"] = $1 }
+            }
+            let set = try fleet.cli(["preroll", microphone, camera, "3s"])
+            #expect(set.status == 0, "\(set.output)\(set.error)")
+            try await fleet.waitUntil("both keep 2.5 s", seconds: 20) {
+                try kept().values.filter { ($0["kept_ns"] as? Int ?? 0) >= 2_500_000_000 }.count == 2
+            }
+            let sound = try #require(try kept()[microphone])
+            print("microphone pre-roll: kept \(sound["kept_frames"] ?? "?") blocks, \(sound["kept_bytes"] ?? "?") bytes")
+            // Three seconds of 10 ms blocks of 48 kHz stereo 16-bit sound: 300 of 1 920 bytes.
+            #expect((280...301).contains(sound["kept_frames"] as? Int ?? 0) && (sound["kept_bytes"] as? Int ?? 0) <= 301 * 1_920, "\(sound)")
+
+            let started = try fleet.cli(["record", "start", camera, microphone, "--pre-roll", "2s", "--json"], timeout: 15)
+            let takeID = try #require(
+                (try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any])?["id"] as? String,
+                "\(started.output)\(started.error)")
+            try await Task.sleep(for: .seconds(2.5))
+            #expect(try fleet.cli(["record", "stop", takeID], timeout: 60).status == 0)
+            let take = try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)
+            #expect(take["pre_roll_ms"] as? Int == 2_000, "\(take)")
+            let startNs = try #require((take["start_fleet_ns"] as? NSNumber)?.uint64Value, "\(take)")
+            let parts = Dictionary(uniqueKeysWithValues: ((take["devices"] as? [[String: Any]]) ?? []).map { ($0["device_id"] as? String ?? "", $0) })
+            for (device, within) in [(microphone, UInt64(10_000_000)), (camera, UInt64(110_000_000))] {
+                // The microphone's first block within a block of the start, the camera's first frame within a frame interval.
+                let first = try #require((parts[device]?["first_fleet_ns"] as? NSNumber)?.uint64Value, "\(parts[device] ?? [:])")
+                #expect(first >= startNs && first - startNs <= within, "\(device) begins \(Int64(first) - Int64(startNs)) ns after the start")
+                #expect(SecondLaneIntegrationTests.RecordingTests.dropTotal(parts[device] ?? [:]) == 0, "\(parts[device] ?? [:])")
+            }
+            // The start lies a second before the command (a 2 s pre-roll before an instant the
+            // lead time ahead): every 10 ms block from it to the stop is there, none missing.
+            let blocks = parts[microphone]?["frames"] as? Int ?? 0
+            let first = try #require((parts[microphone]?["first_fleet_ns"] as? NSNumber)?.uint64Value)
+            let last = try #require((parts[microphone]?["last_fleet_ns"] as? NSNumber)?.uint64Value)
+            #expect(abs(blocks - (Int((last - first) / 10_000_000) + 1)) <= 1, "\(blocks) blocks from \(first) to \(last)")
+            #expect(blocks >= 300, "a second kept and more than two live: \(blocks)")
+            let path = try #require(
+                ((take["segments"] as? [[String: Any]]) ?? []).first { $0["device_id"] as? String == microphone }?["path"] as? String, "\(take)")
+            let clicks = try Self.clicksInSegment(path, scratch: fleet.directory).map { startNs + $0 }
+            // A click on every whole second of fleet time the part spans, the kept ones too.
+            let seconds = (startNs / 1_000_000_000 + 1)...((last - 2_000_000) / 1_000_000_000)
+            #expect(clicks.count == seconds.count, "clicks at \(clicks.map { Double($0 - startNs) / 1e9 }) s, seconds \(seconds)")
+            for click in clicks {
+                let into = Int64(click % 1_000_000_000)
+                let fromSecond = into < 500_000_000 ? into : into - 1_000_000_000
+                #expect(abs(fromSecond) <= 1_500_000, "a click \(fromSecond) ns from its second")
+            }
+            print("microphone pre-roll: take from \(startNs), \(blocks) blocks, clicks at \(clicks.map { Double($0 - startNs) / 1e9 }) s")
+            #expect(try fleet.cli(["recordings", "verify", takeID], timeout: 120).status == 0)
+        }
+
         @Test func aSyntheticMicrophone_isSilentWithoutConsent_andMetersItsToneAndClickOnceGranted() async throws {
             let fleet = try FleetHarness()
             try fleet.startCoordinator()

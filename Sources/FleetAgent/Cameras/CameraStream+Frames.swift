@@ -159,9 +159,9 @@ extension CameraStream {
 
     /// The kept frames of a take's pre-roll, recorded before its first live frame, marked as
     /// recorded; what the path refuses is counted as the take's drops.
-    private func recordPreRoll(_ kept: [PreRollKeeper.Kept], takeID: String, drops: DropTally, to recordingPath: any TakeFramePath) {
+    private func recordPreRoll(_ kept: [PreRollFrame], takeID: String, drops: DropTally, to recordingPath: any TakeFramePath) {
         let recordingFlag = UInt32(Capfleet_V1_FrameFlag.recording.rawValue)
-        let frames = kept.map { frame -> PreRollKeeper.Kept in
+        let frames = kept.map { frame -> PreRollFrame in
             var frame = frame
             frame.header.flags |= recordingFlag
             return frame

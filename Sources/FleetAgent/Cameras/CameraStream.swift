@@ -50,7 +50,7 @@ final class CameraStream: Sendable {
     /// The timecode read from its frames while an exposure audit runs (ExposureAuditor.swift).
     let audits: ExposureAuditor
     /// Its last seconds of frames, kept for takes that start in the past (PreRollKeeper.swift).
-    let preRoll = PreRollKeeper()
+    let preRoll = PreRollKeeper<PreRollFrame>()
     /// A triggered camera's trigger thread, made when a grid is first set; and the clock
     /// it reads (the route's, kept here since the route is the device thread's own).
     private let trigger = Mutex<GridTriggerLoop?>(nil)

@@ -70,6 +70,8 @@ final class Microphone: Sendable {
     private final class Box: Sendable {
         let shared: Mutex<Shared>
         let running = Atomic<Bool>(false)
+        /// Its last seconds of 10 ms blocks, for takes that start in the past (recordings.md, "Pre-roll").
+        let preRoll = PreRollKeeper<KeptChunk>()
         init(_ shared: Shared) { self.shared = Mutex(shared) }
     }
 
@@ -109,6 +111,8 @@ final class Microphone: Sendable {
             let actions = state.takes.consentChanged(to: consent, deviceDrops: statistics.drops)
             return (was, consent.allowsRealFrames, actions, state.recordingPath)
         }
+        // What was heard before a denial never reaches a take.
+        if !now { box.preRoll.forget() }
         perform(actions, on: path)
         if was != now, box.running.load(ordering: .relaxed) { onRealSamples(deviceID, now) }
     }
@@ -128,15 +132,29 @@ final class Microphone: Sendable {
 
     var processing: AudioProcessingSettings { box.shared.withLock { $0.processing } }
 
+    // MARK: Pre-roll (recordings.md, "Pre-roll")
+
+    /// How much of its recent sound to keep, from the next block on; what no longer fits goes at once.
+    func setPreRoll(_ settings: PreRollSettings) { box.preRoll.change(to: settings) }
+
+    /// The host's pressure changed: a serious or critical host keeps less.
+    func pressureChanged(to level: PressureLevel) { box.preRoll.pressureChanged(to: level) }
+
+    /// What it keeps now; nil while off.
+    var preRollFigures: Capfleet_V1_PreRoll? { box.preRoll.figures }
+
     // MARK: Takes (microphones.md, "In takes")
 
     /// The take's part begins at `start` (fleet ns); its FLAC frames go to `recordingPath`.
     func beginTake(takeID: String, start: UInt64, recordingPath: any TakeFramePath) {
         let statistics = statistics
-        let actions = box.shared.withLock { state in
+        let (isNew, actions) = box.shared.withLock { state in
             state.recordingPath = recordingPath
-            return state.takes.takeBegan(takeID: takeID, startFleet: start, deviceDrops: statistics.drops)
+            let isNew = state.takes.take?.takeID != takeID
+            return (isNew, state.takes.takeBegan(takeID: takeID, startFleet: start, deviceDrops: statistics.drops))
         }
+        // Said again at every registration: what was kept is handed over once.
+        if isNew { box.preRoll.takeBegan(takeID: takeID, start: start) }
         perform(actions, on: recordingPath)
     }
 
@@ -198,6 +216,7 @@ final class Microphone: Sendable {
                     clock.fittedSeconds = state.fit.fittedSeconds
                     clock.restarts = state.fit.restarts
                 }
+                if let figures = box.preRoll.figures { $0.preRoll = figures }
             }
         }
     }
@@ -261,8 +280,9 @@ final class Microphone: Sendable {
         }
     }
 
-    /// A 10 ms block a take keeps, taken out of the lock to be encoded and sent.
-    private struct KeptChunk {
+    /// A 10 ms block a take keeps, taken out of the lock to be encoded and sent (or kept for
+    /// the pre-roll, its take not known yet).
+    private struct KeptChunk: Sendable {
         var samples: [Int16]
         var firstFrame: UInt64
         var monotonic: UInt64
@@ -271,6 +291,8 @@ final class Microphone: Sendable {
         var takeDrops: DropTally
         var processing: AudioProcessingSettings
         var delayFrames: Int
+        /// Kept by the pre-roll and handed over, not captured just now.
+        var fromPreRoll = false
     }
 
     /// One block, on the microphone's thread: silenced without consent, processed, metered,
@@ -327,13 +349,23 @@ final class Microphone: Sendable {
                     let stamp = route.clock.stamp(captureMonotonic: monotonic)
                     let decision = state.takes.blockCaptured(fleetTime: stamp?.fleet, deviceDrops: statistics.drops)
                     actions += decision.actions
-                    if let take = decision.recordedFor, let stamp {
-                        kept.append(
-                            KeptChunk(
-                                samples: Array(chunk), firstFrame: chunkFirst, monotonic: monotonic,
-                                stamp: (stamp.fleet, stamp.uncertainty &+ jitter),
-                                takeID: take.takeID, takeDrops: take.drops, processing: settings, delayFrames: delayFrames))
+                    // Copied only for a take or the pre-roll: off, nothing is kept or spent.
+                    let keeping = box.preRoll.isOn
+                    guard let stamp, decision.recordedFor != nil || keeping else { return }
+                    let made = KeptChunk(
+                        samples: Array(chunk), firstFrame: chunkFirst, monotonic: monotonic, stamp: (stamp.fleet, stamp.uncertainty &+ jitter),
+                        takeID: "", takeDrops: DropTally(), processing: settings, delayFrames: delayFrames)
+                    if let take = decision.recordedFor {
+                        // A take that starts in the past records what was kept since its start first.
+                        let earlier = keeping ? box.preRoll.handOver(takeID: take.takeID, before: stamp.fleet) ?? [] : []
+                        for (index, var part) in (earlier + [made]).enumerated() {
+                            part.takeID = take.takeID
+                            part.takeDrops = take.drops
+                            part.fromPreRoll = index < earlier.count
+                            kept.append(part)
+                        }
                     }
+                    if keeping { box.preRoll.keep(fleetTime: stamp.fleet, bytes: made.samples.count * MemoryLayout<Int16>.size, payload: made) }
                 }
             }
             return (
@@ -343,10 +375,30 @@ final class Microphone: Sendable {
         }
         perform(actions, on: path, deviceID: deviceID)
         if let path, !kept.isEmpty {
-            for chunk in kept {
-                let taken = record(
-                    chunk, path: path, encoder: &encoder, source: source, route: route, allowed: allowed, consent: consent,
-                    statistics: statistics, deviceID: deviceID, timestampSource: block.timestampSource, logger: logger)
+            // The pre-roll handed over goes as one batch the path takes whatever its queue
+            // holds (its memory is spent already), as a camera's does; live blocks one by one.
+            let earlier = kept.prefix { $0.fromPreRoll }
+            if let first = earlier.first {
+                let packets = earlier.compactMap { chunk in
+                    packet(
+                        for: chunk, encoder: &encoder, source: source, route: route, allowed: allowed, consent: consent, statistics: statistics,
+                        deviceID: deviceID, timestampSource: block.timestampSource, logger: logger)
+                }
+                let refused =
+                    earlier.count - packets.count
+                    + path.submitPreRoll(takeID: first.takeID, deviceID: deviceID, frames: packets, takeDrops: first.takeDrops)
+                if refused > 0 { box.shared.withLock { state in for _ in 0..<refused { state.takes.handoffDropped(takeID: first.takeID) } } }
+            }
+            for chunk in kept.dropFirst(earlier.count) {
+                let taken =
+                    packet(
+                        for: chunk, encoder: &encoder, source: source, route: route, allowed: allowed, consent: consent, statistics: statistics,
+                        deviceID: deviceID, timestampSource: block.timestampSource, logger: logger
+                    ).map {
+                        path.submit(
+                            takeID: chunk.takeID, deviceID: deviceID, header: $0.header, takeDrops: chunk.takeDrops, pixels: $0.pixels,
+                            count: $0.count)
+                    } ?? false
                 if !taken { box.shared.withLock { $0.takes.handoffDropped(takeID: chunk.takeID) } }
             }
         }
@@ -437,13 +489,13 @@ final class Microphone: Sendable {
         route.publish(buffer, bytes, header)
     }
 
-    /// One 10 ms block of a take, FLAC-encoded here and handed to the recording path; false
-    /// when it could not be taken (the path's hand-off is full, or the encoder failed).
-    private static func record(
-        _ chunk: KeptChunk, path: any TakeFramePath, encoder: inout FlacEncoder?, source: any MicrophoneSource, route: MicrophoneRoute,
+    /// One 10 ms block of a take, FLAC-encoded here, with the header the recording path takes
+    /// it with; nil when the encoder failed (logged).
+    private static func packet(
+        for chunk: KeptChunk, encoder: inout FlacEncoder?, source: any MicrophoneSource, route: MicrophoneRoute,
         allowed: Bool, consent: ConsentState, statistics: DeviceStatistics, deviceID: String,
         timestampSource: Capfleet_V1_AudioTimestampSource, logger: Logger
-    ) -> Bool {
+    ) -> PreRollFrame? {
         let format = AudioFormat(sampleRate: source.format.sampleRate, channels: source.format.channels, sampleFormat: .s16le)
         let frames = chunk.samples.count / format.channels
         if encoder == nil {
@@ -451,10 +503,10 @@ final class Microphone: Sendable {
                 encoder = try FlacEncoder(format: format, blockFrames: frames)
             } catch {
                 logger.error("cannot encode the take's sound", metadata: ["device.id": "\(deviceID)", "error": "\(error)"])
-                return false
+                return nil
             }
         }
-        guard let encoder else { return false }
+        guard let encoder else { return nil }
         var packet: FrameBuffer?
         var size = 0
         do {
@@ -468,9 +520,9 @@ final class Microphone: Sendable {
             }
         } catch {
             logger.error("cannot encode the take's sound", metadata: ["device.id": "\(deviceID)", "error": "\(error)"])
-            return false
+            return nil
         }
-        guard let packet else { return false }
+        guard let packet else { return nil }
         var header = Capfleet_V1_FrameHeader()
         header.protocolVersion = WireDefaults.protocolMajor
         header.nodeID = route.nodeID
@@ -502,6 +554,6 @@ final class Microphone: Sendable {
             $0.codecConfig = Data(encoder.codecConfig)
             $0.encoder = FlacEncoder.encoderName
         }
-        return path.submit(takeID: chunk.takeID, deviceID: deviceID, header: header, takeDrops: chunk.takeDrops, pixels: packet, count: size)
+        return PreRollFrame(header: header, pixels: packet, count: size)
     }
 }

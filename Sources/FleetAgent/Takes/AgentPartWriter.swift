@@ -13,6 +13,10 @@ import Logging
 final class AgentPartWriter: Sendable {
     enum Input: Sendable {
         case frame(header: Capfleet_V1_FrameHeader, takeDrops: DropTally, pixels: FrameBuffer, count: Int)
+        /// A take's pre-roll (recordings.md, "Pre-roll"), in one message: however many frames
+        /// it holds, it counts once against the capacity live frames are offered against, so
+        /// the live frame after a long pre-roll is not refused while the writer takes it up.
+        case frames([PreRollFrame], takeDrops: DropTally)
         /// Frames captured at or after this fleet time are not the take's.
         case stop(at: UInt64)
         /// The part ends after the frames handed in so far, with the take's drops as the device
@@ -134,6 +138,8 @@ final class AgentPartRecorder {
         switch input {
         case let .frame(header, takeDrops, pixels, count):
             write(header, takeDrops: takeDrops, pixels: pixels, count: count)
+        case let .frames(frames, takeDrops):
+            for frame in frames { write(frame.header, takeDrops: takeDrops, pixels: frame.pixels, count: frame.count) }
         case let .stop(at):
             recorder.stop(at: at)
             save("noting the stop") { $0.stopFleetNs = at }

@@ -269,9 +269,9 @@ final class AgentTakeStore: TakeFramePath, Sendable {
         return writer.offer(header: header, takeDrops: takeDrops, pixels: pixels, count: count)
     }
 
-    func submitPreRoll(takeID: String, deviceID: String, frames: [PreRollKeeper.Kept], takeDrops: DropTally) -> Int {
+    func submitPreRoll(takeID: String, deviceID: String, frames: [PreRollFrame], takeDrops: DropTally) -> Int {
         guard let writer = writers.withLock({ $0[TakeDeviceKey(takeID: takeID, deviceID: deviceID)] }) else { return frames.count }
-        for kept in frames { writer.post(.frame(header: kept.header, takeDrops: takeDrops, pixels: kept.pixels, count: kept.count)) }
+        writer.post(.frames(frames, takeDrops: takeDrops))
         return 0
     }
 

@@ -3,27 +3,30 @@ import FleetCore
 import FleetProtocol
 import Synchronization
 
-/// A camera's pre-roll on its agent (recordings.md, "Pre-roll"): copies of its last seconds of
-/// frames exactly as a take would have recorded them (black while its consent is not
-/// granted), so that a take whose start lies in the past begins there. Kept on the capture
-/// thread; a take that begins hands its start over, and the capture thread, at the take's
-/// first live frame, records the kept frames from that start first (they stay kept, shared:
-/// pixels are never written after capture). Off, it keeps and spends nothing.
-final class PreRollKeeper: Sendable {
-    /// A frame kept: its header as sent then, and its pixels (a copy, or the shared black frame).
-    struct Kept: Sendable {
-        var header: Capfleet_V1_FrameHeader
-        var pixels: FrameBuffer
-        var count: Int
-    }
+/// A camera's frame kept for its pre-roll (its header as sent then, and its pixels: a copy, or
+/// the shared black frame), or a microphone's block of a take's pre-roll as its path takes it
+/// (its header and FLAC packet).
+struct PreRollFrame: Sendable {
+    var header: Capfleet_V1_FrameHeader
+    var pixels: FrameBuffer
+    var count: Int
+}
 
-    private let ring = Mutex(PreRollRing<Kept>(settings: .off))
+/// A device's pre-roll on its agent (recordings.md, "Pre-roll"): copies of its last seconds
+/// (a camera's frames, a microphone's 10 ms blocks) exactly as a take would have recorded them
+/// (black or silent while its consent is not granted), so that a take whose start lies in the
+/// past begins there. Kept on the capture thread; a take that begins hands its start over,
+/// and the capture thread, at the take's first live frame or block, records what was kept from
+/// that start first (it stays kept, shared: nothing is written after capture). Off, it keeps
+/// and spends nothing.
+final class PreRollKeeper<Payload: Sendable>: Sendable {
+    private let ring = Mutex(PreRollRing<Payload>(settings: .off))
     /// Read on every frame without the lock.
     private let on = Atomic<Bool>(false)
     /// The take whose kept frames are still to be recorded, and from which fleet time.
     private let pending = Mutex<(takeID: String, start: UInt64)?>(nil)
-    /// Where copies out of the capture buffer come from: the buffers of frames the ring lets
-    /// go, for frames of one size (a new size, a new pool).
+    /// A camera's: where copies out of the capture buffer come from, the buffers of frames the
+    /// ring lets go, for frames of one size (a new size, a new pool).
     private let buffers = Mutex<RecyclingBufferPool?>(nil)
 
     init() {}
@@ -37,24 +40,11 @@ final class PreRollKeeper: Sendable {
         _ = freed  // released here, outside the lock
     }
 
-    /// A copy of `count` bytes at `source`, in a buffer of the ring's own, to keep.
-    func copy(_ source: UnsafeRawPointer, count: Int) -> FrameBuffer {
-        let pool = buffers.withLock { pool in
-            if pool?.bufferSize != count { pool = RecyclingBufferPool(bufferSize: count) }
-            return pool!
-        }
-        let copy = pool.take() ?? FrameBuffer(unpooledCapacity: count)
-        copy.storage.copyMemory(from: source, byteCount: count)
-        return copy
-    }
-
-    /// Keeps a frame as sent (`pixels` must not change after: a copy, or the black frame).
-    func keep(header: Capfleet_V1_FrameHeader, pixels: FrameBuffer, count: Int) {
-        guard isOn, header.flags & UInt32(Capfleet_V1_FrameFlag.fleetTimeValid.rawValue) != 0 else { return }
-        let freed = ring.withLock {
-            $0.append(fleetTime: header.fleetTimeNs, bytes: count, payload: Kept(header: header, pixels: pixels, count: count))
-        }
-        _ = freed
+    /// Keeps what was captured at `fleetTime` (it must not change after), `bytes` in the budget.
+    func keep(fleetTime: UInt64, bytes: Int, payload: Payload) {
+        guard isOn else { return }
+        let freed = ring.withLock { $0.append(fleetTime: fleetTime, bytes: bytes, payload: payload) }
+        _ = freed  // released here, outside the lock
     }
 
     /// The host's pressure changed: a serious or critical host keeps less (recordings.md, "Pre-roll").
@@ -69,14 +59,14 @@ final class PreRollKeeper: Sendable {
         _ = freed
     }
 
-    /// A take's part began at `start`: its first live frame takes what was kept since then.
+    /// A take's part began at `start`: its first live frame or block takes what was kept since then.
     func takeBegan(takeID: String, start: UInt64) {
         pending.withLock { $0 = isOn ? (takeID, start) : nil }
     }
 
-    /// On the capture thread, at a take's live frame: the kept frames from its start, oldest
-    /// first, once per take (nil when there are none to hand over).
-    func handOver(takeID: String, before fleetTime: UInt64) -> [Kept]? {
+    /// On the capture thread, at a take's live frame or block: what was kept from its start,
+    /// oldest first, once per take (nil when there is none to hand over).
+    func handOver(takeID: String, before fleetTime: UInt64) -> [Payload]? {
         guard
             let start = pending.withLock({ pending -> UInt64? in
                 guard let waiting = pending, waiting.takeID == takeID else { return nil }
@@ -91,10 +81,11 @@ final class PreRollKeeper: Sendable {
     /// The kept frame captured nearest `instant`, if one lies within `reach` of it (a still
     /// at an instant already past: stills.md, "From the past"); and the oldest kept frame's
     /// fleet time, to say how far back the ring reaches when none does.
-    func nearest(to instant: UInt64, within reach: UInt64) -> (frame: Kept?, oldest: UInt64?) {
+    func nearest(to instant: UInt64, within reach: UInt64) -> (frame: Payload?, oldest: UInt64?) {
         ring.withLock { ring in
             let candidates = ring.frames(from: instant > reach ? instant - reach : 0)
-            let distance = { (entry: PreRollRing<Kept>.Entry) in entry.fleetTime > instant ? entry.fleetTime - instant : instant - entry.fleetTime }
+            let distance = { (entry: PreRollRing<Payload>.Entry) in entry.fleetTime > instant ? entry.fleetTime - instant : instant - entry.fleetTime
+            }
             let best = candidates.prefix { $0.fleetTime <= instant + reach }.min { distance($0) < distance($1) }
             return (best.map(\.payload), ring.oldestFleetTime)
         }
@@ -111,5 +102,24 @@ final class PreRollKeeper: Sendable {
             figures.budgetInForceBytes = UInt64(ring.budgetInForce)
             return figures
         }
+    }
+}
+
+extension PreRollKeeper where Payload == PreRollFrame {
+    /// A copy of `count` bytes at `source`, in a buffer of the ring's own, to keep.
+    func copy(_ source: UnsafeRawPointer, count: Int) -> FrameBuffer {
+        let pool = buffers.withLock { pool in
+            if pool?.bufferSize != count { pool = RecyclingBufferPool(bufferSize: count) }
+            return pool!
+        }
+        let copy = pool.take() ?? FrameBuffer(unpooledCapacity: count)
+        copy.storage.copyMemory(from: source, byteCount: count)
+        return copy
+    }
+
+    /// Keeps a frame as sent (`pixels` must not change after: a copy, or the black frame).
+    func keep(header: Capfleet_V1_FrameHeader, pixels: FrameBuffer, count: Int) {
+        guard isOn, header.flags & UInt32(Capfleet_V1_FrameFlag.fleetTimeValid.rawValue) != 0 else { return }
+        keep(fleetTime: header.fleetTimeNs, bytes: count, payload: PreRollFrame(header: header, pixels: pixels, count: count))
     }
 }

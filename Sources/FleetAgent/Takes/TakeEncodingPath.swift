@@ -15,6 +15,8 @@ import Synchronization
 final class TakeEncodingPath: TakeFramePath, Sendable {
     enum Input: Sendable {
         case frame(header: Capfleet_V1_FrameHeader, takeDrops: DropTally, pixels: FrameBuffer, count: Int)
+        /// A take's pre-roll in one message: it counts once against the queue's capacity.
+        case frames([PreRollFrame], takeDrops: DropTally)
         case end(takeDrops: DropTally, reason: String, withholding: Bool)
     }
 
@@ -84,9 +86,9 @@ final class TakeEncodingPath: TakeFramePath, Sendable {
         return taken
     }
 
-    func submitPreRoll(takeID: String, deviceID: String, frames: [PreRollKeeper.Kept], takeDrops: DropTally) -> Int {
+    func submitPreRoll(takeID: String, deviceID: String, frames: [PreRollFrame], takeDrops: DropTally) -> Int {
         guard !ended.load(ordering: .relaxed) else { return frames.count }
-        for kept in frames { _ = worker.post(.frame(header: kept.header, takeDrops: takeDrops, pixels: kept.pixels, count: kept.count)) }
+        _ = worker.post(.frames(frames, takeDrops: takeDrops))
         return 0
     }
 
@@ -167,6 +169,9 @@ final class TakeEncoderState {
         switch input {
         case let .frame(header, takeDrops, pixels, count):
             encode(header, takeDrops: takeDrops, pixels: pixels, count: count)
+            return false
+        case let .frames(frames, takeDrops):
+            for frame in frames { encode(frame.header, takeDrops: takeDrops, pixels: frame.pixels, count: frame.count) }
             return false
         case let .end(takeDrops, reason, withholding):
             drain()

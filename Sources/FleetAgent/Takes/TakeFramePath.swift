@@ -18,7 +18,7 @@ protocol TakeFramePath: Sendable {
     /// A take's pre-roll, before its first live frame (recordings.md, "Pre-roll"): called on a
     /// capture thread, never blocks. Paths with a queue of their own take every frame whatever
     /// it holds (their memory is already spent); the frames refused come back as a count.
-    func submitPreRoll(takeID: String, deviceID: String, frames: [PreRollKeeper.Kept], takeDrops: DropTally) -> Int
+    func submitPreRoll(takeID: String, deviceID: String, frames: [PreRollFrame], takeDrops: DropTally) -> Int
     /// The device's part ends after the frames submitted so far (`withholding`: consent was
     /// withdrawn, and what has not left the host stays on it).
     func end(takeID: String, deviceID: String, takeDrops: DropTally, reason: String, withholding: Bool)
@@ -31,7 +31,7 @@ protocol TakeFramePath: Sendable {
 
 extension TakeFramePath {
     var refusalReason: DropReason { .outOfBuffers }
-    func submitPreRoll(takeID: String, deviceID: String, frames: [PreRollKeeper.Kept], takeDrops: DropTally) -> Int {
+    func submitPreRoll(takeID: String, deviceID: String, frames: [PreRollFrame], takeDrops: DropTally) -> Int {
         frames.reduce(0) { refused, kept in
             refused
                 + (submit(takeID: takeID, deviceID: deviceID, header: kept.header, takeDrops: takeDrops, pixels: kept.pixels, count: kept.count)

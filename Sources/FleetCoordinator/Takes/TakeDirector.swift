@@ -224,9 +224,11 @@ actor TakeDirector {
     /// (recordings.md, "Pre-roll"): a camera without is named, with how to give it one.
     private func checkPreRoll(_ milliseconds: Int, of parts: [DeviceRecord]) async throws {
         for part in parts {
-            guard SourceKind(rawValue: part.kind)?.isCamera ?? true else {
+            let kind = SourceKind(rawValue: part.kind)
+            guard kind?.isCamera ?? true || kind?.isMicrophone == true else {
                 throw TakeRefusal(
-                    code: .badRequest, message: "\(part.id) keeps no pre-roll: pre-roll is for cameras (take it out, or start without --pre-roll)")
+                    code: .badRequest,
+                    message: "\(part.id) keeps no pre-roll: pre-roll is for cameras and microphones (take it out, or start without --pre-roll)")
             }
             let kept = try await store.preRoll(deviceID: part.id)?.milliseconds ?? 0
             guard kept >= milliseconds else {

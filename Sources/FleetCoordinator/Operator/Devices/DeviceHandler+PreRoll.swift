@@ -2,7 +2,7 @@ import FleetCore
 import FleetProtocol
 import FleetStore
 
-/// `capfleet preroll` (recordings.md, "Pre-roll"): how much of a camera's recent past its agent
+/// `capfleet preroll` (recordings.md, "Pre-roll"): how much of a camera's or microphone's recent past its agent
 /// keeps for takes that start before they were asked for, under its lease, pushed to its
 /// agent, remembered once the agent took it (pushed again at every registration), audited.
 extension DeviceHandler {
@@ -17,8 +17,9 @@ extension DeviceHandler {
             return
         }
         guard let device = try await store.existingDevice(query.deviceID, into: &reply) else { return }
-        guard SourceKind(rawValue: device.kind)?.isCamera ?? true else {
-            reply.status = .failure(.badRequest, "\(device.id) is a \(device.kind) device: pre-roll is kept for cameras")
+        let kind = SourceKind(rawValue: device.kind)
+        guard kind?.isCamera ?? true || kind?.isMicrophone == true else {
+            reply.status = .failure(.badRequest, "\(device.id) is a \(device.kind) device: pre-roll is kept for cameras and microphones")
             return
         }
         try await underLease(device, who, "device.pre_roll", into: &reply) { reply throws(StoreError) in
