@@ -105,18 +105,33 @@ final class EncodedSegmentTests {
     /// Encodes `frames` into one segment the way the agent's part writer does.
     private func record(_ frames: [[UInt8]], codec: VideoCodec, width: Int, height: Int, pixelFormat: String = "YUYV", gop: Int = 0) throws -> String
     {
-        let source = VideoEncoder.Source(pixelFormat: pixelFormat, width: width, height: height, frameRate: 30)
-        let encoder = try VideoEncoder(
-            choice: EncoderChoice.software(for: codec)!, encoding: TakeEncoding(codec: codec, gop: gop), source: source,
-            threads: 2, preset: "ultrafast")
         let path = directory + "/\(codec.rawValue)-\(pixelFormat).mkv"
+        _ = try SegmentFromFrames.record(
+            frames, encoding: TakeEncoding(codec: codec, gop: gop),
+            source: VideoEncoder.Source(pixelFormat: pixelFormat, width: width, height: height, frameRate: 30), path: path)
+        return path
+    }
+}
+
+/// Frames encoded by the agent's encoder into one Matroska segment, as its part writer does.
+enum SegmentFromFrames {
+    /// Writes `frames` (30 fps) encoded as `encoding` to `path`, `forceKeys` made key frames;
+    /// returns the frames that came out as key frames.
+    static func record(
+        _ frames: [[UInt8]], encoding: TakeEncoding, source: VideoEncoder.Source, path: String, threads: Int = 2, forceKeys: Set<Int> = []
+    ) throws -> [Int64] {
+        let encoder = try VideoEncoder(
+            choice: EncoderChoice.software(for: encoding.codec)!, encoding: encoding, source: source, threads: threads, preset: "ultrafast")
         let writer = try MatroskaSegmentWriter(
             path: path,
             format: RecordedVideoFormat(
-                pixelFormat: PixelFormat(codec.fourCC), width: width, height: height,
-                frameRate: 30, codecConfig: encoder.codecConfig), title: "test")
+                pixelFormat: PixelFormat(encoding.codec.fourCC), width: source.width, height: source.height, frameRate: 30,
+                codecConfig: encoder.codecConfig, stabilisation: encoding.stabilisation),
+            title: "test")
         var failure: Error?
+        var keys: [Int64] = []
         let write: (VideoEncoder.Packet) -> Void = { packet in
+            if packet.isKeyFrame { keys.append(packet.frameIndex) }
             do {
                 try writer.appendFrame(packet.bytes, at: UInt64(packet.frameIndex) * 33_333_333, duration: 33_333_333, keyframe: packet.isKeyFrame)
             } catch {
@@ -125,13 +140,14 @@ final class EncodedSegmentTests {
         }
         for (index, frame) in frames.enumerated() {
             try frame.withUnsafeBytes { bytes in
-                try encoder.encode(bytes.baseAddress!, count: bytes.count, frameIndex: Int64(index), forceKey: false, deliver: write)
+                try encoder.encode(
+                    bytes.baseAddress!, count: bytes.count, frameIndex: Int64(index), forceKey: forceKeys.contains(index), deliver: write)
             }
         }
         try encoder.drain(deliver: write)
         if let failure { throw failure }
         try writer.finish()
-        return path
+        return keys
     }
 }
 

@@ -75,35 +75,11 @@ final class StabilisedEncodingTests {
     }
 
     private func record(_ frames: [[UInt8]], stabilisation: VideoStabilisation, name: String) throws -> (path: String, keys: [Int64]) {
-        let source = VideoEncoder.Source(pixelFormat: "YUYV", width: Self.width, height: Self.height, frameRate: 30)
-        let encoding = TakeEncoding(codec: .h264, quality: 12, gop: 100, stabilisation: stabilisation)
-        let encoder = try VideoEncoder(
-            choice: EncoderChoice.software(for: .h264)!, encoding: encoding, source: source, threads: 1, preset: "ultrafast")
         let path = directory + "/\(name).mkv"
-        let writer = try MatroskaSegmentWriter(
-            path: path,
-            format: RecordedVideoFormat(
-                pixelFormat: PixelFormat("H264"), width: Self.width, height: Self.height, frameRate: 30, codecConfig: encoder.codecConfig,
-                stabilisation: stabilisation),
-            title: name)
-        var failure: Error?
-        var keys: [Int64] = []
-        let write: (VideoEncoder.Packet) -> Void = { packet in
-            if packet.isKeyFrame { keys.append(packet.frameIndex) }
-            do {
-                try writer.appendFrame(packet.bytes, at: UInt64(packet.frameIndex) * 33_333_333, duration: 33_333_333, keyframe: packet.isKeyFrame)
-            } catch {
-                failure = error
-            }
-        }
-        for (index, frame) in frames.enumerated() {
-            try frame.withUnsafeBytes { bytes in
-                try encoder.encode(bytes.baseAddress!, count: bytes.count, frameIndex: Int64(index), forceKey: index == 20, deliver: write)
-            }
-        }
-        try encoder.drain(deliver: write)
-        if let failure { throw failure }
-        try writer.finish()
+        let keys = try SegmentFromFrames.record(
+            frames, encoding: TakeEncoding(codec: .h264, quality: 12, gop: 100, stabilisation: stabilisation),
+            source: VideoEncoder.Source(pixelFormat: "YUYV", width: Self.width, height: Self.height, frameRate: 30), path: path, threads: 1,
+            forceKeys: [20])
         return (path, keys)
     }
 }

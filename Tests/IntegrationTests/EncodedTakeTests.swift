@@ -123,26 +123,13 @@ extension IntegrationTests {
             let segments = try #require(shown["segments"] as? [[String: Any]])
             for segment in segments {
                 let path = try #require(segment["path"] as? String)
-                let tag = try Self.probeStabilisation(path)
+                let tag = try Self.probe(path, entries: "stream_tags=STABILISATION")
                 let steadied = segment["device_id"] as? String == devices[0]
                 #expect(tag == (steadied ? "deshake" : ""), "\(path): \(tag)")
                 let decoded = try Self.decode(path)
                 #expect(decoded.errors.isEmpty && decoded.frames.count == segment["frames"] as? Int, "\(path) decodes whole: \(decoded.errors)")
             }
             #expect(segments.contains { $0["device_id"] as? String == devices[0] } && segments.contains { $0["device_id"] as? String == devices[1] })
-        }
-
-        /// The STABILISATION tag of a file's video track ("" when it has none), as ffprobe shows it.
-        static func probeStabilisation(_ path: String) throws -> String {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
-            process.arguments = ["-v", "error", "-select_streams", "v", "-show_entries", "stream_tags=STABILISATION", "-of", "csv=p=0", path]
-            let out = Pipe()
-            process.standardOutput = out
-            try process.run()
-            let data = out.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         }
 
         /// A 1080p30 camera whose HEVC encoder has one thread at x265's medium preset (a few
@@ -320,10 +307,12 @@ extension IntegrationTests {
             return (frames, process.terminationStatus == 0 ? said : "exit \(process.terminationStatus): \(said)")
         }
 
-        static func probe(_ path: String) throws -> String {
+        /// What ffprobe says of a file's video track: its codec, or the `entries` asked for
+        /// (`stream_tags=STABILISATION`: the tag, "" when it has none).
+        static func probe(_ path: String, entries: String = "stream=codec_name") throws -> String {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
-            process.arguments = ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=codec_name", "-of", "csv=p=0", path]
+            process.arguments = ["-v", "error", "-select_streams", "v:0", "-show_entries", entries, "-of", "csv=p=0", path]
             let out = Pipe()
             process.standardOutput = out
             process.standardError = FileHandle.nullDevice
