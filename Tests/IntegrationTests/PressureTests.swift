@@ -133,14 +133,20 @@ extension IntegrationTests {
             _ = try fleet.json(["lock", device])
             let set = try fleet.json(["policy", device, "--on-pressure", "serious", "--frame-rate", "15"])
             let policy = try #require(set.first?["pressure_policy"] as? [String: Any])
-            #expect(policy["level"] as? String == "serious" && policy["frame_rate"] as? Double == 15 && policy["active"] as? Bool == false)
-            #expect(try rate() == 30, "nominal pressure: the operator's rate stands")
+            #expect(policy["level"] as? String == "serious" && policy["frame_rate"] as? Double == 15)
+            // A camera on a busy machine can miss a slot, and in the fixture's 200 ms intervals one
+            // frame of seven is a serious drop rate for a moment (seen in CI): the policy acts on
+            // it and lets go again. What follows starts from nominal pressure, the policy idle.
+            try await fleet.waitUntil("nominal pressure: the operator's rate stands", seconds: 20) {
+                try Self.pressure(fleet)?.level == "nominal" && rate() == 30
+                    && (try fleet.json(["devices"]).first?["pressure_policy"] as? [String: Any])?["active"] as? Bool == false
+            }
 
             try cpu(50)
             try await fleet.waitUntil("the cap lowers the rate", seconds: 10) { try rate() == 15 }
             try await fleet.waitUntil("the action is audited", seconds: 5) {
                 try SyntheticControlTests.policyActions(fleet).contains {
-                    $0.contains("pressure policy lowered the frame rate to 15 fps: pressure serious (cpu serious)")
+                    $0.contains("pressure policy lowered the frame rate to 15 fps: pressure serious (") && $0.contains("cpu serious")
                 }
             }
             let events = try SecondLaneIntegrationTests.AlertsTests.events(fleet).filter { $0["kind"] as? String == "policy_acted" }
