@@ -219,8 +219,8 @@ let package = Package(
         .testTarget(name: "FleetSettingsTests", dependencies: ["FleetSettings", "FleetCoordinator", "FleetCore"]),
         .testTarget(name: "FleetRecordingTests", dependencies: ["FleetRecording", "FleetCoordinator", "FleetCore", "FleetStore"]),
         .testTarget(name: "FleetSystemTests", dependencies: ["FleetSystem"]),
-        .testTarget(name: "FleetEncodingTests", dependencies: ["FleetEncoding", "FleetRecording", "FleetCore"]),
-        .testTarget(name: "FleetClientTests", dependencies: ["FleetClient", "FleetBus", "FleetProtocol"]),
+        .testTarget(name: "FleetEncodingTests", dependencies: ["FleetEncoding", "FleetRecording", "FleetCore", "FleetCapture"]),
+        .testTarget(name: "FleetClientTests", dependencies: ["FleetClient", "FleetBus", "FleetCore", "FleetProtocol", "FleetRecording"]),
         .testTarget(
             name: "FleetDaemonTests",
             dependencies: [

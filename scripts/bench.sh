@@ -60,7 +60,10 @@ run_bench encode --frames "${CAPFLEET_ENCODE_BENCH_FRAMES:-$(pick 30 10)}" --sec
 run_bench preview --seconds "${CAPFLEET_PREVIEW_BENCH_SECONDS:-$(pick 8 3)}"
 # What a 1080p30 camera's pre-roll (raw frames kept) costs its agent in memory and CPU, against
 # pre-roll off, whose memory must stay flat (issue "moments and the seeds' camera effects").
-run_bench preroll --seconds "$(pick 10 3)" --keep "$(pick 2,5 2)"
+run_bench preroll --seconds "$(pick 10 3)" --keep "$(pick 2,5 2)" --encoded "$(pick 10,30 5)"
+# Auto-framing: the framer's work per frame against a frame copy, its reframing latency, and an
+# agent's CPU with framing against faces found alone (issue "moments and the seeds' camera effects").
+run_bench framing --seconds "$(pick 8 3)"
 # The web dashboard: coordinator CPU, bytes a second and previews shown to one headless
 # Chromium watching a grid of N previews, against the same fleet unwatched, and whether the
 # page stays smooth (issue "web dashboard").

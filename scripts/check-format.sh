@@ -4,14 +4,19 @@
 # --fix, or `swift format format -i FILE`). The generated protobuf code is left alone.
 #
 #   scripts/check-format.sh              every Swift file under Sources/ and Tests/
-#   scripts/check-format.sh REF          only those changed since the git revision REF
+#   scripts/check-format.sh REF          only those changed since the git revision REF, and
+#                                        new ones git does not track yet (not ignored)
 #   scripts/check-format.sh --fix [REF]  formats them in place instead
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fix=0
 if [ "${1:-}" = "--fix" ]; then fix=1; shift; fi
 if [ -n "${1:-}" ]; then
-  mapfile -t files < <(git diff --name-only --diff-filter=d "$1" -- 'Sources/*.swift' 'Tests/*.swift' | grep -v '/Generated/' || true)
+  # New files too: a file made since REF but not yet added is as much the change as an edited one.
+  mapfile -t files < <({
+    git diff --name-only --diff-filter=d "$1" -- 'Sources/*.swift' 'Tests/*.swift'
+    git ls-files --others --exclude-standard -- 'Sources/*.swift' 'Tests/*.swift'
+  } | grep -v '/Generated/' | sort -u || true)
 else
   mapfile -t files < <(git ls-files 'Sources/*.swift' 'Tests/*.swift' | grep -v '/Generated/')
 fi

@@ -44,6 +44,8 @@ typedef enum {
     CAPFLEET_SOURCE_UYVY = 1,  // packed 4:2:2, U Y0 V Y1
     CAPFLEET_SOURCE_NV12 = 2,  // Y plane, then interleaved U V at half height
     CAPFLEET_SOURCE_GREY = 3,  // Y only
+    CAPFLEET_SOURCE_GREY_WORDS = 4,  // Y only, 16-bit little-endian words (Y10, Y12, Y16, Z16)
+    CAPFLEET_SOURCE_P0XX = 5,  // NV12 in 16-bit little-endian words, samples in the top bits (P010, P016)
 } capfleet_source_layout;
 
 // Fills `frame` (already allocated in its format: YUV422P, YUV420P, NV12 or GRAY8) from a
@@ -129,6 +131,58 @@ static inline int capfleet_fill_frame(AVFrame *frame, const uint8_t *source, cap
         }
     }
     return AVERROR(EINVAL);
+}
+
+// Fills `frame` from a camera frame of 16-bit little-endian words (CAPFLEET_SOURCE_GREY_WORDS
+// or CAPFLEET_SOURCE_P0XX) whose rows are `stride` bytes apart, each word shifted right by
+// `shift` bits first: 0 keeps every bit (FFV1 at full depth), more drops the low bits a
+// shallower target has no room for (HEVC Main 10, 8-bit H.264). The target is planar 4:2:0
+// or grey, of 16-bit samples (its depth above 8) or of bytes, or NV12; grey sources give
+// it neutral chroma. Returns 0, or AVERROR(EINVAL) for a combination it does not make.
+static inline int capfleet_fill_frame_words(AVFrame *frame, const uint8_t *source, capfleet_source_layout layout,
+                                            int width, int height, int stride, int shift) {
+    const AVPixFmtDescriptor *described = av_pix_fmt_desc_get((enum AVPixelFormat)frame->format);
+    if (!described || (layout != CAPFLEET_SOURCE_GREY_WORDS && layout != CAPFLEET_SOURCE_P0XX)) return AVERROR(EINVAL);
+    const int depth = described->comp[0].depth;
+    const int wide = depth > 8;
+    const int grey = described->nb_components == 1;
+    const int nv12 = frame->format == AV_PIX_FMT_NV12;
+    const int neutral = 1 << (depth - 1);
+    if (grey && layout == CAPFLEET_SOURCE_P0XX) return AVERROR(EINVAL);
+    for (int row = 0; row < height; row++) {
+        const uint8_t *line = source + (size_t)row * stride;
+        uint8_t *out = frame->data[0] + (size_t)row * frame->linesize[0];
+        for (int x = 0; x < width; x++) {
+            const unsigned word = (unsigned)line[2 * x] | (unsigned)line[2 * x + 1] << 8;
+            if (wide) ((uint16_t *)out)[x] = (uint16_t)(word >> shift);
+            else out[x] = (uint8_t)(word >> shift);
+        }
+    }
+    if (grey) return 0;
+    const int chromaWidth = width / 2, chromaHeight = height / 2;
+    for (int row = 0; row < chromaHeight; row++) {
+        const uint8_t *line = source + (size_t)stride * height + (size_t)row * stride;
+        uint8_t *u = frame->data[1] + (size_t)row * frame->linesize[1];
+        uint8_t *v = nv12 ? NULL : frame->data[2] + (size_t)row * frame->linesize[2];
+        for (int x = 0; x < chromaWidth; x++) {
+            unsigned cb = neutral, cr = neutral;
+            if (layout == CAPFLEET_SOURCE_P0XX) {
+                cb = ((unsigned)line[4 * x] | (unsigned)line[4 * x + 1] << 8) >> shift;
+                cr = ((unsigned)line[4 * x + 2] | (unsigned)line[4 * x + 3] << 8) >> shift;
+            }
+            if (nv12) {
+                u[2 * x] = (uint8_t)cb;
+                u[2 * x + 1] = (uint8_t)cr;
+            } else if (wide) {
+                ((uint16_t *)u)[x] = (uint16_t)cb;
+                ((uint16_t *)v)[x] = (uint16_t)cr;
+            } else {
+                u[x] = (uint8_t)cb;
+                v[x] = (uint8_t)cr;
+            }
+        }
+    }
+    return 0;
 }
 
 // Sets up VA-API surfaces for `context` on `device` (a render node, /dev/dri/renderD128):

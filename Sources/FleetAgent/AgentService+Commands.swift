@@ -46,7 +46,7 @@ extension AgentService {
         case let .setRegion(request)?:
             return setRegion(request, command: command, on: stream)
         case let .setPreRoll(request)?:
-            return setPreRoll(request, command: command, on: stream)
+            return setPreRoll(request, command: command, on: stream, encoders: parts.encoders)
         case let .setFrameAlignment(request)? where !request.triggerLine.isEmpty || !request.outputLine.isEmpty || stream.isWired:
             return setWiredAlignment(request, command: command, on: stream)
         case let .setFrameAlignment(request)?:
@@ -123,7 +123,7 @@ extension AgentService {
         stream.onDeviceThread { [self] in
             let status: Capfleet_V1_Status
             do {
-                try stream.detection.apply(settings)
+                try stream.applyDetection(settings)
                 logger.notice(
                     "detection",
                     metadata: [
@@ -172,6 +172,9 @@ extension AgentService {
 
     private func setControl(_ request: Capfleet_V1_SetControl, command: Capfleet_V1_Command, on stream: CameraStream) -> Capfleet_V1_CommandReply? {
         answerOnDeviceThread(command, on: stream) { [self] () throws(CaptureError) -> Fill in
+            if request.controlID == DeviceControl.panAbsoluteID || request.controlID == DeviceControl.tiltAbsoluteID {
+                try stream.refuseWhileOpticsFrame(control: request.controlID == DeviceControl.panAbsoluteID ? "pan_absolute" : "tilt_absolute")
+            }
             let applied = try stream.source.setControl(id: request.controlID, value: request.value)
             logger.notice(
                 "control",
@@ -222,19 +225,37 @@ extension AgentService {
 
     /// The camera's pre-roll (recordings.md, "Pre-roll"): applied at once, on the control
     /// thread (it only resizes what the capture thread keeps), answered with what is kept.
-    private func setPreRoll(_ request: Capfleet_V1_SetPreRoll, command: Capfleet_V1_Command, on stream: CameraStream) -> Capfleet_V1_CommandReply {
-        let settings = PreRollSettings(
-            wire: .with {
-                $0.milliseconds = request.milliseconds
-                $0.budgetBytes = request.budgetBytes
-            })
+    private func setPreRoll(
+        _ request: Capfleet_V1_SetPreRoll, command: Capfleet_V1_Command, on stream: CameraStream, encoders: TakeEncoders
+    ) -> Capfleet_V1_CommandReply {
+        let settings = PreRollSettings(command: request)
         if let refusal = settings.refusal { return reply(to: command, .failure(.badRequest, "device \(stream.deviceID): \(refusal)"), on: stream) }
+        if let encoding = settings.encoding, settings.isOn {
+            if encoders.catalog.encoders(for: encoding.codec).isEmpty {
+                return reply(
+                    to: command,
+                    .failure(
+                        .unavailable,
+                        "node \(identity.nodeID) has no \(encoding.codec.rawValue) encoder to keep the pre-roll of \(stream.deviceID) in"),
+                    on: stream)
+            }
+            let format = stream.source.device.formats[stream.source.activeFormatIndex]
+            if let problem = encoding.problem(recording: format.pixelFormat, of: stream.deviceID) {
+                return reply(to: command, .failure(.badRequest, problem), on: stream)
+            }
+        }
+        // The encoder first: the ring takes packets from the moment it is told it keeps them.
+        encoders.preRollChanged(on: stream, to: settings)
+        // Device ids are file names already (their takes' folders are named so).
+        stream.preRoll.useDisk(
+            for: settings, directory: configuration.stateDirectory + "/pre-roll/" + stream.deviceID, deviceID: stream.deviceID, logger: logger)
         stream.preRoll.change(to: settings)
         logger.notice(
             "pre-roll",
             metadata: [
                 "device.id": "\(stream.deviceID)",
                 "pre_roll": "\(settings.isOn ? "\(settings.seconds) s within \(settings.budgetBytes >> 20) MiB" : "off")",
+                "disk": "\(settings.spillsToDisk ? "\(settings.diskBudgetBytes >> 20) MiB" : "none")",
             ])
         var answer = reply(to: command, .ok, on: stream)
         answer.preRoll = stream.preRoll.figures ?? settings.wire
@@ -304,11 +325,15 @@ extension AgentService {
     private func microphoneCommand(_ command: Capfleet_V1_Command, on microphone: Microphone, parts: AgentParts) -> Capfleet_V1_Status {
         if case let .setRecording(request)? = command.action { return record(request, on: microphone, parts: parts) }
         if case let .setPreRoll(request)? = command.action {
+            // A microphone's pre-roll is its FLAC blocks in memory: no encoding, no disk.
             let settings = PreRollSettings(
                 wire: .with {
                     $0.milliseconds = request.milliseconds
                     $0.budgetBytes = request.budgetBytes
                 })
+            if request.diskBudgetBytes > 0 {
+                return .failure(.badRequest, "device \(command.deviceID) is a microphone: its pre-roll is kept in memory, with no disk budget")
+            }
             if let refusal = settings.refusal { return .failure(.badRequest, "device \(command.deviceID): \(refusal)") }
             microphone.setPreRoll(settings)
             logger.notice(

@@ -96,18 +96,30 @@ public struct FrameLayout: Hashable, Sendable {
     public var width: Int
     public var height: Int
     public var bytesPerLine: Int
+    /// The format's significant bits per sample, colour description and depth unit, which
+    /// every frame's header carries (frames.md, "Colour and depth").
+    public var bitDepth: Int
+    public var colour: ColourDescription?
+    public var depthUnitMetres: Double?
 
-    public init(pixelFormat: PixelFormat, width: Int, height: Int, bytesPerLine: Int) {
+    public init(
+        pixelFormat: PixelFormat, width: Int, height: Int, bytesPerLine: Int, bitDepth: Int = 8, colour: ColourDescription? = nil,
+        depthUnitMetres: Double? = nil
+    ) {
         self.pixelFormat = pixelFormat
         self.width = width
         self.height = height
         self.bytesPerLine = bytesPerLine
+        self.bitDepth = bitDepth
+        self.colour = colour
+        self.depthUnitMetres = depthUnitMetres
     }
 
     public init(_ format: VideoFormat) {
         self.init(
             pixelFormat: format.pixelFormat, width: format.width, height: format.height,
-            bytesPerLine: format.pixelFormat.bytesPerLine(width: format.width))
+            bytesPerLine: format.pixelFormat.bytesPerLine(width: format.width), bitDepth: format.bitDepth, colour: format.colour,
+            depthUnitMetres: format.depthUnitMetres)
     }
 }
 
@@ -125,11 +137,17 @@ public struct CapturedFrame: Sendable {
     public let zoomFactor: Double
     /// The camera's own timestamp of the frame, in its own clock (a GenICam camera's); 0 when it has none.
     public let deviceTimestamp: UInt64
+    /// Where its pan and tilt pointed it for this frame (arc-seconds; `OpticalView`): 0 for a
+    /// camera without them.
+    public let pan: Int64
+    public let tilt: Int64
 
     public init(
         buffer: FrameBuffer, byteCount: Int, sequence: UInt64, captureMonotonicNanoseconds: UInt64, layout: FrameLayout,
-        zoomFactor: Double = 1, deviceTimestamp: UInt64 = 0
+        zoomFactor: Double = 1, deviceTimestamp: UInt64 = 0, pan: Int64 = 0, tilt: Int64 = 0
     ) {
+        self.pan = pan
+        self.tilt = tilt
         self.buffer = buffer
         self.byteCount = byteCount
         self.sequence = sequence

@@ -20,6 +20,9 @@ public final class SyntheticCamera: CameraSource {
         /// always bright enough to run at `frameRate`.
         var minimumFrameRate: Double
         var zoom: ZoomRamp
+        /// Where its pan and tilt point it (arc-seconds): the view moves across the scene once zoomed.
+        var pan: Int64 = 0
+        var tilt: Int64 = 0
         var lens = SimulatedLens()
         var exposure = SyntheticCamera.automaticExposure
         var generation = 0  // bumped on format or rate changes so the capture thread re-reads them
@@ -62,7 +65,8 @@ public final class SyntheticCamera: CameraSource {
         let formats = Self.formatList
         device = DeviceDescription(
             deviceID: deviceID, name: name, driver: "capfleet-synthetic", kind: .synthetic, formats: formats,
-            controls: overlays.isEmpty ? [] : [Self.showOverlaysControl(value: 1)], focus: SimulatedLens.capabilities)
+            controls: Self.panTiltControls(pan: 0, tilt: 0) + (overlays.isEmpty ? [] : [Self.showOverlaysControl(value: 1)]),
+            focus: SimulatedLens.capabilities)
         let wanted = initialFormat ?? (640, 480, .yuyv)
         let index =
             formats.firstIndex { $0.width == wanted.width && $0.height == wanted.height && $0.pixelFormat == wanted.pixelFormat && !$0.isBinned } ?? 0
@@ -77,18 +81,20 @@ public final class SyntheticCamera: CameraSource {
     /// modes read the whole sensor at full resolution, so any zoom upscales them, as binning
     /// does for the binned mode.
     public static let formatList: [VideoFormat] = {
-        let fov = 78.0
+        let fov = fieldOfViewDegrees
         func format(
             _ w: Int, _ h: Int, _ pixel: PixelFormat, _ ranges: [FrameRateRange], binned: Bool = false,
-            fullSensor: Bool = false, bitDepth: Int = 8
+            fullSensor: Bool = false, bitDepth: Int = 8, colour: ColourDescription? = nil, depthUnitMetres: Double? = nil
         ) -> VideoFormat {
             VideoFormat(
-                pixelFormat: pixel, width: w, height: h, frameRateRanges: ranges, fieldOfViewDegrees: fov, maxZoomFactor: 8,
-                upscaleThresholdZoomFactor: binned || fullSensor ? 1 : 3840.0 / Double(w), isBinned: binned, bitDepth: bitDepth)
+                pixelFormat: pixel, width: w, height: h, frameRateRanges: ranges, fieldOfViewDegrees: fov, maxZoomFactor: maximumZoom,
+                upscaleThresholdZoomFactor: binned || fullSensor ? 1 : 3840.0 / Double(w), isBinned: binned, bitDepth: bitDepth,
+                colour: colour, depthUnitMetres: depthUnitMetres)
         }
         let upTo30 = [FrameRateRange(min: 1, max: 30)]
         let upTo60 = [FrameRateRange(min: 1, max: 60)]
         let stills = [FrameRateRange(min: 1, max: 5)]
+        let linearGrey = ColourDescription(primaries: .bt709, transfer: .linear, matrix: .bt709, range: .full)
         return [
             format(640, 480, .yuyv, upTo60), format(640, 480, .nv12, upTo60),
             format(1280, 720, .yuyv, upTo30), format(1280, 720, .nv12, upTo60),
@@ -99,6 +105,11 @@ public final class SyntheticCamera: CameraSource {
             format(320, 240, .yuyv, upTo60), format(320, 240, .nv12, upTo60), format(160, 120, .yuyv, upTo60),
             // Stills: the full sensor, slow; Y16 carries its 12-bit samples in the high bits.
             format(4608, 3456, .yuyv, stills, fullSensor: true), format(4608, 3456, .y16, stills, fullSensor: true, bitDepth: 12),
+            // Deeper pixels (frames.md, "Colour and depth"): a 12-bit linear machine-vision mode, 10-bit
+            // HDR video, and depth in millimetres of a known scene (`TestPatternRenderer`).
+            format(1280, 720, .y12, upTo30, bitDepth: 12, colour: linearGrey),
+            format(1920, 1080, .p010, upTo30, bitDepth: 10, colour: .bt2020HLG),
+            format(640, 480, .z16, upTo30, bitDepth: 16, depthUnitMetres: 0.001),
         ]
     }()
 
@@ -147,11 +158,48 @@ public final class SyntheticCamera: CameraSource {
             id: showOverlaysControlID, name: "Show Overlays", kind: .boolean, minimum: 0, maximum: 1, step: 1, defaultValue: 1, value: value)
     }
 
+    /// Pan and tilt as a webcam's are (V4L2's PAN_ABSOLUTE and TILT_ABSOLUTE, arc-seconds):
+    /// they move its view across the scene once it is zoomed (`OpticalView`), as far as the
+    /// largest zoom needs; at 1x the view is the whole scene and they move nothing.
+    static func panTiltControls(pan: Int64, tilt: Int64) -> [DeviceControl] {
+        // The widest vertical view is the full sensor's 4:3: its tilt range serves every format.
+        let view = OpticalView(horizontalFieldOfViewDegrees: fieldOfViewDegrees, aspect: 4.0 / 3.0, maximumZoom: maximumZoom)
+        return [
+            DeviceControl(
+                id: DeviceControl.panAbsoluteID, name: "Pan, Absolute", kind: .integer, minimum: -view.panLimit, maximum: view.panLimit, step: 1,
+                defaultValue: 0, value: pan),
+            DeviceControl(
+                id: DeviceControl.tiltAbsoluteID, name: "Tilt, Absolute", kind: .integer, minimum: -view.tiltLimit, maximum: view.tiltLimit,
+                step: 1, defaultValue: 0, value: tilt),
+        ]
+    }
+
+    static let fieldOfViewDegrees = 78.0
+    static let maximumZoom = 8.0
+
+    /// The window of the scene the active format shows at this zoom, pan and tilt.
+    static func view(of format: VideoFormat, zoom: Double, pan: Int64, tilt: Int64) -> NormalizedRect {
+        OpticalView(
+            horizontalFieldOfViewDegrees: format.fieldOfViewDegrees ?? fieldOfViewDegrees, aspect: Double(format.width) / Double(format.height),
+            maximumZoom: format.maxZoomFactor
+        ).window(zoom: zoom, pan: pan, tilt: tilt)
+    }
+
     public func setControl(id: UInt32, value: Int64) throws(CaptureError) -> DeviceControl {
+        if id == DeviceControl.panAbsoluteID || id == DeviceControl.tiltAbsoluteID {
+            let (pan, tilt) = configuration.withLock { ($0.pan, $0.tilt) }
+            var control = Self.panTiltControls(pan: pan, tilt: tilt)[id == DeviceControl.panAbsoluteID ? 0 : 1]
+            if let refusal = control.refusal(of: value) { throw .controlRefused(device: device.deviceID, control: control.name, reason: refusal) }
+            configuration.withLock { if id == DeviceControl.panAbsoluteID { $0.pan = value } else { $0.tilt = value } }
+            control.value = value
+            return control
+        }
         guard id == Self.showOverlaysControlID, !overlays.isEmpty else {
             throw .controlRefused(
                 device: device.deviceID, control: DeviceControl.hexadecimal(id),
-                reason: overlays.isEmpty ? "it has no controls (Show Overlays comes with --synthetic-overlay)" : "its only control is Show Overlays")
+                reason: overlays.isEmpty
+                    ? "it has no such control (its controls: pan and tilt; Show Overlays comes with --synthetic-overlay)"
+                    : "its controls are pan, tilt and Show Overlays")
         }
         let control = Self.showOverlaysControl(value: value)
         if let refusal = control.refusal(of: value) {
@@ -271,9 +319,9 @@ public final class SyntheticCamera: CameraSource {
             let sequence = sequenceBase + frame.sequence + 1
             lastSequence = sequence
             let renderedAt = MonotonicTime.now()
-            let (zoom, gain) = configuration.withLock { config in
+            let (zoom, gain, pan, tilt) = configuration.withLock { config in
                 config.lens.advance(to: renderedAt)
-                return (config.zoom.advance(to: renderedAt), config.exposure.seconds / Self.nominalExposureSeconds)
+                return (config.zoom.advance(to: renderedAt), config.exposure.seconds / Self.nominalExposureSeconds, config.pan, config.tilt)
             }
             guard renderer != nil, let buffer = pool?.take() else {
                 outOfBuffers.add(1, ordering: .relaxed)
@@ -288,14 +336,16 @@ public final class SyntheticCamera: CameraSource {
             let flashLit =
                 hasFlash && (fleetClock.withLock { $0 }?(frame.exposureStart)).map { ($0 &+ interval / 2) % 1_000_000_000 < interval } ?? false
             renderer!.render(
-                frameNumber: UInt32(truncatingIfNeeded: sequence), zoom: zoom, gain: gain, exposureStart: frame.exposureStart,
+                frameNumber: UInt32(truncatingIfNeeded: sequence),
+                view: Self.view(of: device.formats[config.formatIndex], zoom: zoom, pan: pan, tilt: tilt), gain: gain,
+                exposureStart: frame.exposureStart,
                 flashLit: flashLit, overlaysShown: overlaysShown.load(ordering: .relaxed), into: buffer.storage)
             // Stamped with its start of exposure, as a V4L2 driver stamps a sensor's frame
             // (V4L2_BUF_FLAG_TSTAMP_SRC_SOE), not with when this thread rendered it.
             deliver(
                 CapturedFrame(
                     buffer: buffer, byteCount: renderer!.frameBytes, sequence: sequence,
-                    captureMonotonicNanoseconds: frame.exposureStart, layout: renderer!.layout, zoomFactor: zoom))
+                    captureMonotonicNanoseconds: frame.exposureStart, layout: renderer!.layout, zoomFactor: zoom, pan: pan, tilt: tilt))
         }
     }
 

@@ -1,8 +1,9 @@
 import FleetCore
 
-/// A grey picture the synthetic camera draws into its pattern's luma, fixed in the frame: a QR
-/// code (`QRCodePicture`) or a photograph of a face, so that detecting codes and faces can be
-/// tried and tested without a camera pointed at them; or a timecode, a QR code of each frame's
+/// A grey picture the synthetic camera draws into its pattern's luma, in its scene (so the
+/// camera's zoom, pan and tilt move and grow it in the frame): a QR code (`QRCodePicture`) or a
+/// photograph of a face, so that detecting codes and faces can be tried and tested without a
+/// camera pointed at them; or, on the frame itself, a timecode, a QR code of each frame's
 /// own start of exposure (`TimecodePainter`), for exposure audits. Placed by its top-left corner
 /// and its width as fractions of the frame (its height keeps its aspect); drawn over the
 /// pattern after the moving box, so the stamp and the box stay visible around it.
@@ -21,6 +22,9 @@ public struct SyntheticOverlay: Sendable {
     public let content: Content
     public let origin: NormalizedPoint
     public let width: Double
+    /// A picture that glides across the frame: from `origin.x` to `toX` in `frames` frames, and
+    /// back, over and over (a face walking to and fro, for auto-framing); nil: it stays put.
+    public var travel: (toX: Double, frames: Int)?
 
     public init(image: GreyImage, origin: NormalizedPoint, width: Double) {
         content = .picture(image)
@@ -57,46 +61,48 @@ public struct SyntheticOverlay: Sendable {
         return (Int((origin.x * Double(frameWidth)).rounded()), Int((origin.y * Double(frameHeight)).rounded()), w, h)
     }
 
-    /// The picture at its size in such a frame (nearest neighbour: a code's modules stay sharp).
-    func scaled(_ image: GreyImage, frameWidth: Int, frameHeight: Int) -> (x: Int, y: Int, image: GreyImage) {
-        let place = placement(frameWidth: frameWidth, frameHeight: frameHeight)
-        var pixels = [UInt8](repeating: 0, count: place.width * place.height)
-        for row in 0..<place.height {
-            let source = min(row * image.height / place.height, image.height - 1) * image.width
-            for column in 0..<place.width {
-                pixels[row * place.width + column] = image.pixels[source + min(column * image.width / place.width, image.width - 1)]
-            }
-        }
-        return (place.x, place.y, GreyImage(width: place.width, height: place.height, pixels: pixels))
+    /// How far right of its placement it is on frame `frameNumber`, in pixels of a frame
+    /// `frameWidth` wide.
+    public func travelOffset(frameNumber: UInt32, frameWidth: Int) -> Int {
+        guard let travel, travel.frames > 0 else { return 0 }
+        let phase = Int(frameNumber % UInt32(2 * travel.frames))
+        let along = Double(phase < travel.frames ? phase : 2 * travel.frames - phase) / Double(travel.frames)
+        return Int(((travel.toX - origin.x) * along * Double(frameWidth)).rounded())
     }
 }
 
 extension TestPatternRenderer {
-    /// Draws the overlays, pictures scaled once for this renderer's layout, into the frame's
-    /// luma; timecodes show `exposureStart` (none when it is not known).
-    mutating func drawOverlays(into luma: LumaPlane, exposureStart: UInt64?, flashLit: Bool = false) {
-        if scaledOverlays == nil {
-            scaledOverlays = overlays.compactMap { overlay in
-                overlay.image.map { overlay.scaled($0, frameWidth: layout.width, frameHeight: layout.height) }
-            }
+    /// Draws the overlays into the frame's luma: pictures where they are in the scene `view`
+    /// shows (nearest neighbour, so a code's modules stay sharp; moved and grown with the view),
+    /// timecodes with `exposureStart` (none when it is not known), flashes on the frame itself.
+    mutating func drawOverlays(
+        into luma: LumaPlane, frameNumber: UInt32, view: NormalizedRect, exposureStart: UInt64?, flashLit: Bool = false
+    ) {
+        if timecodePainters == nil {
             timecodePainters = overlays.compactMap { overlay in
                 guard case let .timecode(bootID) = overlay.content else { return nil }
                 let place = overlay.placement(frameWidth: layout.width, frameHeight: layout.height)
                 return TimecodePainter(bootID: bootID, x: place.x, y: place.y, width: place.width)
             }
         }
-        for overlay in scaledOverlays ?? [] {
-            let picture = overlay.image
-            let x0 = max(overlay.x, 0), y0 = max(overlay.y, 0)
-            let x1 = min(overlay.x + picture.width, layout.width), y1 = min(overlay.y + picture.height, layout.height)
+        // The scene at the size this view shows it, in this frame's pixels.
+        let sceneWidth = Int((Double(layout.width) / view.width).rounded()), sceneHeight = Int((Double(layout.height) / view.height).rounded())
+        let left = Int((view.x * Double(sceneWidth)).rounded()), top = Int((view.y * Double(sceneHeight)).rounded())
+        for overlay in overlays {
+            guard let picture = overlay.image else { continue }
+            let place = overlay.placement(frameWidth: sceneWidth, frameHeight: sceneHeight)
+            let x = place.x + overlay.travelOffset(frameNumber: frameNumber, frameWidth: sceneWidth) - left, y = place.y - top
+            let x0 = max(x, 0), y0 = max(y, 0)
+            let x1 = min(x + place.width, layout.width), y1 = min(y + place.height, layout.height)
             guard x0 < x1, y0 < y1 else { continue }
-            for y in y0..<y1 {
-                let line = (y - overlay.y) * picture.width - overlay.x
-                for x in x0..<x1 { luma[x, y] = picture.pixels[line + x] }
+            let columns = (x0..<x1).map { min(($0 - x) * picture.width / place.width, picture.width - 1) }
+            for row in y0..<y1 {
+                let line = min((row - y) * picture.height / place.height, picture.height - 1) * picture.width
+                for (index, column) in (x0..<x1).enumerated() { luma[column, row] = picture.pixels[line + columns[index]] }
             }
         }
         if let exposureStart {
-            for index in timecodePainters.indices { timecodePainters[index].paint(exposureStart, into: luma) }
+            for index in (timecodePainters ?? []).indices { timecodePainters![index].paint(exposureStart, into: luma) }
         }
         for overlay in overlays where overlay.isFlash {
             let place = overlay.placement(frameWidth: layout.width, frameHeight: layout.height)

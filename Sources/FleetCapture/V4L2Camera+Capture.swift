@@ -261,7 +261,7 @@ extension V4L2Camera {
         return .frame(
             CapturedFrame(
                 buffer: target, byteCount: byteCount, sequence: sequence, captureMonotonicNanoseconds: captured,
-                layout: stream.layout, zoomFactor: frameZoom))
+                layout: stream.layout, zoomFactor: frameZoom, pan: state.appliedPan, tilt: state.appliedTilt))
     }
 
     /// Unplugged or failing: drop the stream (and the handle if the device is gone); the

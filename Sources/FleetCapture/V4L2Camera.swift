@@ -36,6 +36,10 @@ public final class V4L2Camera: CameraSource {
         var zoom: ZoomRamp
         /// The factor the driver is set to now (control or crop), which frames carry.
         var appliedZoom = 1.0
+        /// Pan and tilt (arc-seconds) as last set through `setControl`, which frames carry from
+        /// then on (a driver moves them within a frame or two; it says no sooner).
+        var appliedPan: Int64 = 0
+        var appliedTilt: Int64 = 0
         var interruption: Interruption?
         /// The last focus request, applied again when the device comes back.
         var focusRequest: FocusRequest?
@@ -123,6 +127,8 @@ public final class V4L2Camera: CameraSource {
             zoom: ZoomRamp(maximumFactor: format.maxZoomFactor))
         if device.focus.isSupported { state.focusState = V4L2Focus.state(of: handle, controls: controls) }
         state.exposureState = exposureControl?.state(of: handle)
+        state.appliedPan = controls.first { $0.id == DeviceControl.panAbsoluteID }?.value ?? 0
+        state.appliedTilt = controls.first { $0.id == DeviceControl.tiltAbsoluteID }?.value ?? 0
         published = Mutex(Self.published(from: state))
         session = Mutex(state)
         sensorTiming = V4L2SensorTiming.find(for: node.path, mediaDevices: V4L2SensorTiming.mediaDevicePaths(in: devRoot))
@@ -344,6 +350,8 @@ public final class V4L2Camera: CameraSource {
                 throw .deviceFailed(device: device.deviceID, error)
             }
             control.value = V4L2Controls.value(of: handle, id: id)
+            if id == DeviceControl.panAbsoluteID { state.appliedPan = control.value ?? value }
+            if id == DeviceControl.tiltAbsoluteID { state.appliedTilt = control.value ?? value }
             return control
         }
     }

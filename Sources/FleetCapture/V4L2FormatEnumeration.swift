@@ -13,10 +13,12 @@ enum V4L2FormatEnumeration {
                 var ranges = frameRates(of: handle, pixelFormat: pixelFormat, width: size.width, height: size.height)
                 if ranges.isEmpty, let current = currentFrameRate(of: handle) { ranges = [FrameRateRange(min: current, max: current)] }
                 let limits = zoom.limits(forWidth: size.width)
+                let fourCC = PixelFormat(v4l2Code: pixelFormat)
                 formats.append(
                     VideoFormat(
-                        pixelFormat: PixelFormat(v4l2Code: pixelFormat), width: size.width, height: size.height, frameRateRanges: ranges,
-                        fieldOfViewDegrees: nil, maxZoomFactor: limits.maximum, upscaleThresholdZoomFactor: limits.upscaleThreshold))
+                        pixelFormat: fourCC, width: size.width, height: size.height, frameRateRanges: ranges,
+                        fieldOfViewDegrees: nil, maxZoomFactor: limits.maximum, upscaleThresholdZoomFactor: limits.upscaleThreshold,
+                        bitDepth: fourCC.nominalBitDepth))
             }
         }
         return formats

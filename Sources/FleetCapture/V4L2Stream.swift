@@ -47,7 +47,10 @@ final class V4L2Stream {
                 device: deviceID, requested: format.label,
                 supported: ["the driver chose \(pix.width)x\(pix.height) \(PixelFormat(v4l2Code: pix.pixelformat)) instead"])
         }
-        layout = FrameLayout(format)
+        var negotiatedLayout = FrameLayout(format)
+        // What the driver says of its colour travels with every frame (frames.md, "Colour and depth").
+        if negotiatedLayout.colour == nil { negotiatedLayout.colour = V4L2Colour.description(of: pix, pixelFormat: format.pixelFormat) }
+        layout = negotiatedLayout
         driverBytesPerLine = Int(pix.bytesperline)
         sizeImage = Int(pix.sizeimage)
         try Self.setFrameRate(handle, framesPerSecond, deviceID: deviceID)

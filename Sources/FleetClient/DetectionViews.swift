@@ -11,8 +11,19 @@ public enum DetectionViews {
         var faces: Bool
         var region: [Double]
         var framesPerSecond: Double
+        /// Auto-framing's settings while it is on (detection.md, "Auto-framing").
+        var framing: Framing?
 
-        enum CodingKeys: String, CodingKey { case deviceId = "device_id", codes, faces, region, framesPerSecond = "frames_per_second" }
+        struct Framing: Encodable {
+            var margin, maximumSpeed, holdSeconds, minimumCrop: Double
+            /// "crop", or "optics": the camera's own zoom, pan and tilt.
+            var by: String
+            enum CodingKeys: String, CodingKey {
+                case margin, maximumSpeed = "maximum_speed", holdSeconds = "hold_seconds", minimumCrop = "minimum_crop", by
+            }
+        }
+
+        enum CodingKeys: String, CodingKey { case deviceId = "device_id", codes, faces, region, framesPerSecond = "frames_per_second", framing }
 
         public init(device: String, _ settings: DetectionSettings) {
             deviceId = device
@@ -20,6 +31,11 @@ public enum DetectionViews {
             faces = settings.faces
             region = [settings.region.x, settings.region.y, settings.region.width, settings.region.height]
             framesPerSecond = settings.framesPerSecond
+            framing = settings.framing.map {
+                Framing(
+                    margin: $0.margin, maximumSpeed: $0.maximumSpeed, holdSeconds: $0.holdSeconds, minimumCrop: $0.minimumCrop,
+                    by: $0.optics ? "optics" : "crop")
+            }
         }
     }
 
@@ -73,7 +89,11 @@ public enum DetectionViews {
             settings.region == .whole
             ? "the whole frame"
             : String(format: "the region %.2f,%.2f %.2fx%.2f", settings.region.x, settings.region.y, settings.region.width, settings.region.height)
+        let framing = settings.framing.map {
+            "; auto-framing them (margin \(VideoFormat.trim($0.margin)), \(VideoFormat.trim($0.maximumSpeed)) frame widths a second, hold \(VideoFormat.trim($0.holdSeconds)) s, \($0.optics ? "with the camera's zoom, pan and tilt, zooming in up to \(VideoFormat.trim(1 / $0.minimumCrop))x" : "crop down to \(VideoFormat.trim($0.minimumCrop))"))"
+        }
         return what.joined(separator: " and ") + " in \(region), at most \(VideoFormat.trim(settings.framesPerSecond)) frames a second"
+            + (framing ?? "")
     }
 
     /// `frame 1234 @ fleet 17…  qr "text" at 0.62,0.21 0.10x0.13 · face #3 at …`.

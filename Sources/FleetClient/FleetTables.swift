@@ -181,7 +181,7 @@ public enum FleetTables {
 
     public static func formats(_ formats: [Capfleet_V1_VideoFormat]) -> String {
         table(
-            ["#", "PIXEL", "SIZE", "FRAME RATES", "FOV", "MAX ZOOM", "UPSCALES ABOVE", "BINNED", "BITS"],
+            ["#", "PIXEL", "SIZE", "FRAME RATES", "FOV", "MAX ZOOM", "UPSCALES ABOVE", "BINNED", "BITS", "COLOUR"],
             formats.enumerated().map { index, wire in
                 let format = VideoFormat(wire: wire)
                 return [
@@ -192,6 +192,7 @@ public enum FleetTables {
                     "\(VideoFormat.trim(format.maxZoomFactor))x",
                     format.upscaleThresholdZoomFactor.map { "\(VideoFormat.trim($0))x" } ?? "-",
                     format.isBinned ? "yes" : "no", String(format.bitDepth),
+                    format.depthUnitMetres.map { "depth, \(VideoFormat.trim($0 * 1000)) mm a unit" } ?? format.colour?.label ?? "-",
                 ]
             })
     }

@@ -140,6 +140,9 @@ public enum JSONViews {
         var upscaleThresholdZoomFactor: Double?
         var binned: Bool
         var bitDepth: UInt32
+        /// As the camera declares it (frames.md, "Colour and depth"); null: not declared.
+        var colour: Colour?
+        var depthUnitMetres: Double?
 
         public init(_ format: Capfleet_V1_VideoFormat) {
             pixelFormat = format.pixelFormat; width = format.width; height = format.height
@@ -148,13 +151,16 @@ public enum JSONViews {
             maxZoomFactor = format.maxZoomFactor
             upscaleThresholdZoomFactor = format.upscaleThresholdZoomFactor > 0 ? format.upscaleThresholdZoomFactor : nil
             binned = format.binned; bitDepth = format.bitDepth
+            colour = format.hasColour ? ColourDescription(wire: format.colour).map(Colour.init) : nil
+            depthUnitMetres = format.depthUnitMetres > 0 ? format.depthUnitMetres : nil
         }
 
         // Unknown optics are written as null rather than left out.
         enum CodingKeys: String, CodingKey {
             case pixelFormat = "pixel_format", width, height, frameRateRanges = "frame_rate_ranges",
                 fieldOfViewDegrees = "field_of_view_degrees", maxZoomFactor = "max_zoom_factor",
-                upscaleThresholdZoomFactor = "upscale_threshold_zoom_factor", binned, bitDepth = "bit_depth"
+                upscaleThresholdZoomFactor = "upscale_threshold_zoom_factor", binned, bitDepth = "bit_depth", colour,
+                depthUnitMetres = "depth_unit_metres"
         }
 
         public func encode(to encoder: any Encoder) throws {
@@ -178,6 +184,22 @@ public enum JSONViews {
             }
             try container.encode(binned, forKey: .binned)
             try container.encode(bitDepth, forKey: .bitDepth)
+            if let colour { try container.encode(colour, forKey: .colour) } else { try container.encodeNil(forKey: .colour) }
+            if let depthUnitMetres {
+                try container.encode(depthUnitMetres, forKey: .depthUnitMetres)
+            } else {
+                try container.encodeNil(forKey: .depthUnitMetres)
+            }
+        }
+    }
+
+    /// A colour description by its parts' names: `{"primaries": "bt2020", "transfer": "hlg", …}`.
+    public struct Colour: Encodable, Equatable {
+        var primaries, transfer, matrix, range: String
+
+        public init(_ colour: ColourDescription) {
+            primaries = colour.primaries.rawValue; transfer = colour.transfer.rawValue
+            matrix = colour.matrix.rawValue; range = colour.range.rawValue
         }
     }
 

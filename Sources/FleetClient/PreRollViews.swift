@@ -21,8 +21,11 @@ public enum PreRollViews {
     public static func summary(_ preRoll: Capfleet_V1_PreRoll) -> String {
         guard preRoll.milliseconds > 0 else { return "off" }
         var text = "\(seconds(UInt64(preRoll.milliseconds) * 1_000_000)) within \(preRoll.budgetBytes >> 20) MiB"
+        if preRoll.hasEncoding, let encoding = TakeEncoding(wire: preRoll.encoding) { text += ", encoded as \(encoding.summary)" }
+        if preRoll.diskBudgetBytes > 0 { text += ", and \(preRoll.diskBudgetBytes >> 20) MiB of disk" }
         if preRoll.keptFrames > 0 || preRoll.keptNs > 0 {
-            text += "; keeps \(seconds(preRoll.keptNs)) now (\(preRoll.keptFrames) frames, \(RecordingViews.bytes(preRoll.keptBytes)))"
+            text += "; keeps \(seconds(preRoll.keptNs)) now (\(preRoll.keptFrames) frames, \(RecordingViews.bytes(preRoll.keptBytes))"
+            text += preRoll.keptDiskBytes > 0 ? ", \(RecordingViews.bytes(preRoll.keptDiskBytes)) on disk)" : ")"
         }
         if preRoll.budgetInForceBytes > 0 || preRoll.keptFrames > 0, preRoll.budgetInForceBytes < preRoll.budgetBytes {
             text += "; pressure leaves it \(preRoll.budgetInForceBytes >> 20) MiB"
@@ -44,8 +47,13 @@ public enum PreRollViews {
         var keptBytes: UInt64?
         var keptFrames: UInt32?
         var budgetInForceBytes: UInt64?
+        /// Kept encoded: "h264 crf 23"; nil: raw frames.
+        var encoding: String?
+        var diskBudgetBytes: UInt64?
+        var keptDiskBytes: UInt64?
 
         public init(device: String, _ preRoll: Capfleet_V1_PreRoll) {
+            encoding = preRoll.hasEncoding ? TakeEncoding(wire: preRoll.encoding)?.summary : nil
             self.device = device
             milliseconds = preRoll.milliseconds
             budgetBytes = preRoll.budgetBytes
@@ -54,11 +62,13 @@ public enum PreRollViews {
             keptBytes = reported ? preRoll.keptBytes : nil
             keptFrames = reported ? preRoll.keptFrames : nil
             budgetInForceBytes = reported ? preRoll.budgetInForceBytes : nil
+            diskBudgetBytes = preRoll.diskBudgetBytes > 0 ? preRoll.diskBudgetBytes : nil
+            keptDiskBytes = reported && preRoll.diskBudgetBytes > 0 ? preRoll.keptDiskBytes : nil
         }
 
         enum CodingKeys: String, CodingKey {
             case device, milliseconds, budgetBytes = "budget_bytes", keptNs = "kept_ns", keptBytes = "kept_bytes", keptFrames = "kept_frames",
-                budgetInForceBytes = "budget_in_force_bytes"
+                budgetInForceBytes = "budget_in_force_bytes", encoding, diskBudgetBytes = "disk_budget_bytes", keptDiskBytes = "kept_disk_bytes"
         }
     }
 }

@@ -20,13 +20,18 @@ public enum RecordingViews {
             var codec: String
             var encoder: String?
             var sourceFormat: String?
+            /// A camera's part as recorded (frames.md, "Colour and depth"): significant bits per
+            /// sample, the colour the camera declared, a depth part's metres per unit.
+            var bitDepth: UInt32?
+            var colour: JSONViews.Colour?
+            var depthUnitMetres: Double?
 
             enum CodingKeys: String, CodingKey {
                 case deviceId = "device_id", nodeId = "node_id", state, format, frameRate = "frame_rate",
                     firstFleetNs = "first_fleet_ns", lastFleetNs = "last_fleet_ns", firstSequence = "first_sequence",
                     lastSequence = "last_sequence", frames, bytes, drops, segments, endReason = "end_reason",
                     withheldFrames = "withheld_frames", nodeOnline = "node_online", codec, encoder,
-                    sourceFormat = "source_format"
+                    sourceFormat = "source_format", bitDepth = "bit_depth", colour, depthUnitMetres = "depth_unit_metres"
             }
         }
         struct Segment: Encodable {
@@ -118,7 +123,10 @@ public enum RecordingViews {
                     withheldFrames: device.withheldFrames, nodeOnline: device.nodeOnline,
                     codec: (TakeEncoding(wire: device.encoding) ?? encoding).summary,
                     encoder: device.encoder.isEmpty ? nil : device.encoder,
-                    sourceFormat: device.sourcePixelFormat.isEmpty ? nil : device.sourcePixelFormat)
+                    sourceFormat: device.sourcePixelFormat.isEmpty ? nil : device.sourcePixelFormat,
+                    bitDepth: device.pixelFormat.isEmpty || device.pixelFormat == "FLAC" ? nil : device.bitDepth == 0 ? 8 : device.bitDepth,
+                    colour: device.hasColour ? ColourDescription(wire: device.colour).map(JSONViews.Colour.init) : nil,
+                    depthUnitMetres: device.depthUnitMetres > 0 ? device.depthUnitMetres : nil)
             }
             if detailed {
                 segments = take.segments.map { segment in
@@ -206,11 +214,17 @@ public enum RecordingViews {
                     let hasFrames = device.frames > 0
                     let node = take.store == "agent" && !device.nodeOnline ? device.nodeID + " (offline)" : device.nodeID
                     let encoded = device.encoder.isEmpty ? "" : " (\(device.encoder) from \(device.sourcePixelFormat))"
+                    // Deeper than 8 bits, or declaring its colour or depth: said after the format.
+                    var depth: [String] = device.bitDepth > 8 ? ["\(device.bitDepth)-bit"] : []
+                    if device.depthUnitMetres > 0 { depth.append("depth \(VideoFormat.trim(device.depthUnitMetres * 1000)) mm") }
+                    if device.hasColour, let colour = ColourDescription(wire: device.colour) { depth.append(colour.label) }
+                    let deeper = depth.isEmpty ? "" : ", " + depth.joined(separator: ", ")
                     return [
                         device.deviceID, node, device.state,
                         device.pixelFormat.isEmpty
                             ? "-"
-                            : device.pixelFormat == "FLAC" ? "FLAC (sound)" : "\(device.width)x\(device.height) \(device.pixelFormat)\(encoded)",
+                            : device.pixelFormat == "FLAC"
+                                ? "FLAC (sound)" : "\(device.width)x\(device.height) \(device.pixelFormat)\(encoded)\(deeper)",
                         hasFrames ? "+" + seconds(device.firstFleetNs &- take.startFleetNs) : "-",
                         hasFrames ? "+" + seconds(device.lastFleetNs &- take.startFleetNs) : "-",
                         String(device.frames), bytes(device.bytes), String(device.drops.late), String(device.drops.outOfBuffers),

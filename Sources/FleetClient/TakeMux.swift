@@ -68,15 +68,24 @@ public enum TakeMux {
     /// Makes the job's file with ffmpeg.
     public static func run(_ job: Job) throws {
         try FileManager.default.createDirectory(atPath: (job.output as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try ExportFFmpeg.run(arguments(job), making: job.output, for: "--mux")
+    }
+}
+
+/// Debian's ffmpeg from PATH, for the files an export makes beside the take's own (`--mux`,
+/// `--framed`): a missing ffmpeg, or one that fails, is said with what it printed.
+enum ExportFFmpeg {
+    static func run(_ arguments: [String], in directory: String? = nil, making output: String, for option: String) throws {
         guard
             let ffmpeg = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map({ "\($0)/ffmpeg" })
                 .first(where: FileManager.default.isExecutableFile(atPath:))
         else {
-            throw TakeMuxError("--mux needs ffmpeg on PATH (Debian's ffmpeg package); the take's files are exported without it")
+            throw TakeMuxError("\(option) needs ffmpeg on PATH (Debian's ffmpeg package); the take's files are exported without it")
         }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: ffmpeg)
-        process.arguments = arguments(job)
+        process.arguments = arguments
+        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         let errors = Pipe()
         process.standardError = errors
         process.standardInput = FileHandle.nullDevice
@@ -85,7 +94,7 @@ public enum TakeMux {
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
             throw TakeMuxError(
-                "ffmpeg could not make \(job.output): \(String(decoding: said, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))")
+                "ffmpeg could not make \(output): \(String(decoding: said, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))")
         }
     }
 }

@@ -179,7 +179,8 @@ extension CoordinatorAssembly {
         let catalog = TakeCatalog(store: store, agents: control, collections: collections, sync: takes.sync)
         let handlers = OperatorHandlers(
             listings: FleetListingHandler(
-                store: store, listing: listing, statistics: fleet.reporter, events: events, rejections: rejections, ports: ports, logger: logger),
+                store: store, listing: listing, statistics: fleet.reporter, events: events, rejections: rejections, ports: ports, logger: logger,
+                framingPolicy: takes.configuration.framingPolicy),
             frames: FrameHandler(ingest: ingest, liveFlow: liveFlow, clock: clock),
             devices: DeviceHandler(
                 store: store, agents: control, leases: leases, listing: listing, takes: takes, clock: clock,

@@ -26,6 +26,8 @@ public struct CoordinatorConfiguration: Sendable {
     /// A take starts this long after `record start` unless `--at` says when: every agent must
     /// hear of it before its first frame.
     public var recordLeadMilliseconds: Int = 1000
+    /// Who decides whether cameras auto-frame (`framing_control`, `framing_policy`).
+    public var framingPolicy = FramingPolicy.operatorControlled
     /// Free space recordings never eat into: below it takes stop, their files finished.
     public var recordReserveBytes: Int64 = 256 << 20
     /// Where a take is written when `record start` does not say (setting `record_store`):

@@ -86,6 +86,8 @@ public enum DetectionError: Error, Sendable, Equatable, CustomStringConvertible 
     case cannotCreate(String)
     case scanFailed(String)
     case cannotLoadCascade(path: String)
+    /// Framing with the camera's optics asked of a camera without them.
+    case opticsUnavailable(device: String, reason: String)
 
     public var description: String {
         switch self {
@@ -93,6 +95,8 @@ public enum DetectionError: Error, Sendable, Equatable, CustomStringConvertible 
         case let .scanFailed(why): "detection failed: \(why)"
         case let .cannotLoadCascade(path):
             "cannot load the face detector's cascade \(path): install Debian's opencv-data, which has it"
+        case let .opticsUnavailable(device, reason):
+            "device \(device) cannot frame with its own optics: \(reason); frame with the crop instead (without --optics)"
         }
     }
 }

@@ -3,7 +3,7 @@ import FleetCore
 import Glibc
 
 /// One camera's encoder for a take, through libavcodec: raw frames in (YUYV, UYVY, NV12,
-/// GREY), packets out, each with the number of the frame it encodes and whether a decoder
+/// GREY, and the deeper Y10, Y12, Y16, P010, P016 and depth Z16), packets out, each with the number of the frame it encodes and whether a decoder
 /// can start there. No B-frames, so packets come out in the order frames went in, and every
 /// whole packet after a key frame decodes (what crash repair counts on). The decoder's
 /// configuration is in `codecConfig` from the start (global headers), for the Matroska
@@ -18,13 +18,22 @@ public final class VideoEncoder {
         /// Bytes from one row of the first plane to the next; 0: packed without padding.
         public var bytesPerLine: Int
         public var frameRate: Double
+        /// Significant bits of each sample, and how they map to light where the camera says
+        /// (frames.md, "Colour and depth"): the encoded stream's VUI and the track's Colour.
+        public var bitDepth: Int
+        public var colour: ColourDescription?
 
-        public init(pixelFormat: String, width: Int, height: Int, bytesPerLine: Int = 0, frameRate: Double) {
+        public init(
+            pixelFormat: String, width: Int, height: Int, bytesPerLine: Int = 0, frameRate: Double, bitDepth: Int = 8,
+            colour: ColourDescription? = nil
+        ) {
             self.pixelFormat = pixelFormat
             self.width = width
             self.height = height
             self.bytesPerLine = bytesPerLine
             self.frameRate = frameRate
+            self.bitDepth = bitDepth
+            self.colour = colour
         }
     }
 
@@ -46,6 +55,11 @@ public final class VideoEncoder {
     private let picture: UnsafeMutablePointer<AVFrame>
     private let packet: UnsafeMutablePointer<AVPacket>
     private let layout: capfleet_source_layout
+    /// Words' formats: how far each word is shifted right into the encoder's samples.
+    private let wordShift: Int
+    /// Significant bits of each sample the stream codes (FFV1 the camera's, HEVC Main 10 ten,
+    /// the 8-bit codecs eight): the track's BIT_DEPTH.
+    public let codedBitDepth: Int
     private let stride: Int
     private let frameBytes: Int
     private var hardwareDevice: UnsafeMutablePointer<AVBufferRef>?
@@ -66,6 +80,15 @@ public final class VideoEncoder {
         if encoding.stabilisation != .off, !codec.isLossy {
             throw .unsupportedStabilisation(codec: codec)
         }
+        let pixelFormat = PixelFormat(source.pixelFormat)
+        if pixelFormat.isDepth || pixelFormat.bayer != nil, codec.isLossy { throw .depthNeedsLossless(codec: codec) }
+        if encoding.stabilisation != .off, pixelFormat.hasWordSamples {
+            throw .stabilisationNeedsEightBits(pixelFormat: source.pixelFormat)
+        }
+        let planes = Self.picture(for: choice, source: pixelFormat, layout: layout)
+        wordShift = planes.shift
+        // A 12-bit sensor's Y16 is coded in 16 bits, of which 12 are significant.
+        codedBitDepth = planes.codedBits.map { min($0, max(source.bitDepth, 8)) } ?? 8
         self.layout = layout
         self.stride = stride
         self.frameBytes = frameBytes
@@ -74,7 +97,7 @@ public final class VideoEncoder {
         guard let context = avcodec_alloc_context3(encoder) else {
             throw .ffmpeg(doing: "cannot allocate an encoder", encoder: choice.name, code: capfleet_codec_averror(ENOMEM))
         }
-        var pictureFormat = Self.pictureFormat(for: choice, source: layout)
+        var pictureFormat = planes.format
         let rate = av_d2q(source.frameRate > 0 ? source.frameRate : 30, 1001 * 1000)
         context.pointee.width = Int32(source.width)
         context.pointee.height = Int32(source.height)
@@ -83,6 +106,16 @@ public final class VideoEncoder {
         context.pointee.gop_size = Int32(encoding.gopFrames(frameRate: source.frameRate))
         context.pointee.max_b_frames = 0
         context.pointee.thread_count = Int32(max(threads, 1))
+        // FFV1 codes this many bits of each sample: all of the planes' (fewer would drop the
+        // high bits of a Y16 word).
+        if let bits = planes.codedBits { context.pointee.bits_per_raw_sample = Int32(bits) }
+        if let colour = source.colour {
+            // H.273 codes, FFmpeg's enums: x265 writes them in the stream's VUI.
+            context.pointee.color_primaries = AVColorPrimaries(rawValue: UInt32(colour.primaries.h273Code))
+            context.pointee.color_trc = AVColorTransferCharacteristic(rawValue: UInt32(colour.transfer.h273Code))
+            context.pointee.colorspace = AVColorSpace(rawValue: UInt32(colour.matrix.h273Code))
+            context.pointee.color_range = colour.range == .full ? AVCOL_RANGE_JPEG : AVCOL_RANGE_MPEG
+        }
         context.pointee.flags |= Int32(CAPFLEET_CODEC_FLAG_GLOBAL_HEADER)
         var options: OpaquePointer?
         Self.configure(context, choice: choice, encoding: encoding, threads: max(threads, 1), preset: preset, options: &options)
@@ -165,8 +198,13 @@ public final class VideoEncoder {
         guard count >= frameBytes else { throw .shortFrame(expected: frameBytes, got: count) }
         var code = av_frame_make_writable(picture)
         guard code >= 0 else { throw .ffmpeg(doing: "cannot reuse the picture", encoder: choice.name, code: code) }
-        code = capfleet_fill_frame(
-            picture, pixels.assumingMemoryBound(to: UInt8.self), layout, Int32(source.width), Int32(source.height), Int32(stride))
+        let bytes = pixels.assumingMemoryBound(to: UInt8.self)
+        if layout == CAPFLEET_SOURCE_GREY_WORDS || layout == CAPFLEET_SOURCE_P0XX {
+            code = capfleet_fill_frame_words(
+                picture, bytes, layout, Int32(source.width), Int32(source.height), Int32(stride), Int32(wordShift))
+        } else {
+            code = capfleet_fill_frame(picture, bytes, layout, Int32(source.width), Int32(source.height), Int32(stride))
+        }
         guard code >= 0 else { throw .ffmpeg(doing: "cannot repack \(source.pixelFormat)", encoder: choice.name, code: code) }
         picture.pointee.pts = frameIndex
         picture.pointee.pict_type = forceKey ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE
@@ -235,28 +273,55 @@ public final class VideoEncoder {
         case "NV12":
             let stride = max(source.bytesPerLine, width)
             return (CAPFLEET_SOURCE_NV12, stride, stride * height * 3 / 2)
-        case "GREY":
+        case "GREY", "BA81", "GBRG", "GRBG", "RGGB":
+            // A Bayer mosaic is one sample a pixel: FFV1 keeps it as grey, bit for bit.
             let stride = max(source.bytesPerLine, width)
             return (CAPFLEET_SOURCE_GREY, stride, stride * height)
+        case "Y10", "Y12", "Y16", "Z16", "BG10", "GB10", "BA10", "RG10", "BG12", "GB12", "BA12", "RG12", "BYR2", "GB16", "GR16", "RG16":
+            let stride = max(source.bytesPerLine, width * 2)
+            return (CAPFLEET_SOURCE_GREY_WORDS, stride, stride * height)
+        case "P010", "P016":
+            let stride = max(source.bytesPerLine, width * 2)
+            return (CAPFLEET_SOURCE_P0XX, stride, stride * height * 3 / 2)
         default:
             return nil
         }
     }
 
-    /// The planes the encoder takes: FFV1 keeps every sample (4:2:2 stays 4:2:2, grey stays
-    /// grey); the lossy codecs take 4:2:0 as players and hardware decoders expect it.
-    static func pictureFormat(for choice: EncoderChoice, source: capfleet_source_layout) -> AVPixelFormat {
+    /// The planes the encoder takes, the shift of a words' format into them, and the depth
+    /// they code (nil: 8 bits). FFV1 keeps every sample (4:2:2 stays 4:2:2, grey stays grey,
+    /// 10, 12 and 16 bits stay so); software HEVC takes anything deeper than 8 bits as Main 10
+    /// (the sample's top ten bits, grey with neutral chroma: players and hardware decoders
+    /// know 4:2:0 Main 10); the other lossy codecs take 8-bit 4:2:0, the top eight bits.
+    static func picture(
+        for choice: EncoderChoice, source: PixelFormat, layout: capfleet_source_layout
+    ) -> (format: AVPixelFormat, shift: Int, codedBits: Int?) {
+        // Where the sample's top bit is: Y10, Y12 keep theirs low; Y16, Z16 and P0xx fill the word.
+        let topBits = source.greyWordBits ?? source.bayer.map(\.bits) ?? (source.semiPlanarWordBits != nil ? 16 : 8)
+        let isWords = layout == CAPFLEET_SOURCE_GREY_WORDS || layout == CAPFLEET_SOURCE_P0XX
         switch choice.codec {
-        case .ffv1:
-            switch source {
-            case CAPFLEET_SOURCE_YUYV, CAPFLEET_SOURCE_UYVY: return AV_PIX_FMT_YUV422P
-            case CAPFLEET_SOURCE_GREY: return AV_PIX_FMT_GRAY8
-            default: return AV_PIX_FMT_YUV420P
+        case .ffv1 where isWords:
+            // A Bayer mosaic of 10 or 12 bits is coded as grey of its depth.
+            let coded = source.bayer.map { $0.bits == 10 ? "Y10" : $0.bits == 12 ? "Y12" : "Y16" } ?? source.fourCC
+            switch coded {
+            case "Y10": return (AV_PIX_FMT_GRAY10LE, 0, 10)
+            case "Y12": return (AV_PIX_FMT_GRAY12LE, 0, 12)
+            case "P010": return (AV_PIX_FMT_YUV420P10LE, 6, 10)  // P010's low six bits are padding
+            case "P016": return (AV_PIX_FMT_YUV420P16LE, 0, 16)
+            default: return (AV_PIX_FMT_GRAY16LE, 0, 16)
             }
+        case .ffv1:
+            switch layout {
+            case CAPFLEET_SOURCE_YUYV, CAPFLEET_SOURCE_UYVY: return (AV_PIX_FMT_YUV422P, 0, nil)
+            case CAPFLEET_SOURCE_GREY: return (AV_PIX_FMT_GRAY8, 0, nil)
+            default: return (AV_PIX_FMT_YUV420P, 0, nil)
+            }
+        case .hevc where choice.kind == .software && isWords:
+            return (AV_PIX_FMT_YUV420P10LE, topBits - 10, 10)
         case .h264 where choice.kind == .software:
-            return AV_PIX_FMT_NV12  // x264's own layout: no conversion inside it
+            return (AV_PIX_FMT_NV12, isWords ? topBits - 8 : 0, nil)  // x264's own layout: no conversion inside it
         default:
-            return AV_PIX_FMT_YUV420P
+            return (AV_PIX_FMT_YUV420P, isWords ? topBits - 8 : 0, nil)
         }
     }
 

@@ -21,12 +21,18 @@ public struct RawFrame {
 /// pixel, never the whole frame, so a preview of a 4K frame costs what a 320-pixel picture
 /// costs. YUV is read as BT.601 limited range (what webcams and the synthetic camera send):
 /// Y 16 is black, 235 white. Grey is full range at any depth; deeper than 8 bits (Y10, Y12,
-/// Y16) it is shown by its top 8 significant bits.
+/// Y16) it is shown by its top 8 significant bits, as P010 and P016 are (their signal as it
+/// is: an HLG or PQ picture is not tone-mapped). Depth (Z16) is a colour map of the frame's
+/// own range of distances, near red to far blue, no reading black. Bayer mosaics (8, 10, 12
+/// and 16 bits, every V4L2 order) are demosaiced by their 2x2 cells: each pixel shows its
+/// cell's red, the mean of its greens and its blue, by their top eight bits.
 public enum FrameConversion {
     /// Raw formats converted here (MJPG and JPEG are decoded by `FrameRenderer`).
     public static let supportedFourCCs = [
         "YUYV", "YVYU", "UYVY", "VYUY", "NV12", "NV21", "YU12", "YV12", "GREY", "Y8",
-        "Y10", "Y12", "Y16", "RGB3", "BGR3", "RGB4", "BGR4", "AR24", "XR24", "AB24", "XB24", "BA24", "BX24", "RA24", "RX24",
+        "Y10", "Y12", "Y16", "P010", "P016", "Z16", "BA81", "GBRG", "GRBG", "RGGB", "BG10", "GB10", "BA10", "RG10", "BG12",
+        "GB12", "BA12", "RG12", "BYR2", "GB16", "GR16", "RG16", "RGB3", "BGR3", "RGB4", "BGR4", "AR24", "XR24", "AB24", "XB24", "BA24", "BX24",
+        "RA24", "RX24",
     ]
     private static let supported = Set(supportedFourCCs)
 
@@ -73,6 +79,16 @@ public enum FrameConversion {
         case "Y10", "Y12", "Y16":
             let bits = frame.pixelFormat.greyWordBits ?? 16
             return resample(GreyWords(base: UnsafeRawPointer(base), stride: w * 2, shift: bits - 8), w, h, width, height)
+        case "P010", "P016":
+            let raw = UnsafeRawPointer(base)
+            return resample(SemiPlanarWords(luma: raw, stride: w * 2, chroma: raw + w * h * 2, chromaStride: chromaWidth * 4), w, h, width, height)
+        case _ where frame.pixelFormat.bayer != nil:
+            let (pattern, bits) = frame.pixelFormat.bayer!
+            return resample(BayerCells(base: UnsafeRawPointer(base), width: w, height: h, pattern: pattern, bits: bits), w, h, width, height)
+        case "Z16":
+            let raw = UnsafeRawPointer(base)
+            let (near, far) = DepthColourMap.range(raw, width: w, height: h)
+            return resample(DepthColourMap(base: raw, stride: w * 2, near: near, far: far), w, h, width, height)
         case "RGB3": return resample(PackedRGB(base: base, stride: w * 3, bytesPerPixel: 3, r: 0, g: 1, b: 2), w, h, width, height)
         case "BGR3": return resample(PackedRGB(base: base, stride: w * 3, bytesPerPixel: 3, r: 2, g: 1, b: 0), w, h, width, height)
         // 32-bit formats by byte order in memory (V4L2's pixfmt-rgb): B G R A/X, R G B A/X, A/X R G B, A/X B G R.
@@ -211,6 +227,105 @@ struct GreyWords: PixelSource {
         let word = UInt16(littleEndian: base.loadUnaligned(fromByteOffset: y * stride + x * 2, as: UInt16.self))
         let level = min(255, Int(word >> UInt16(shift)))
         return (level, level, level)
+    }
+}
+
+/// P010 and P016: NV12 in 16-bit little-endian words, the samples in their top bits; shown
+/// by the top eight.
+struct SemiPlanarWords: PixelSource {
+    let luma: UnsafeRawPointer
+    let stride: Int
+    let chroma: UnsafeRawPointer
+    let chromaStride: Int
+
+    @inline(__always)
+    func rgb(_ x: Int, _ y: Int) -> (r: Int, g: Int, b: Int) {
+        func top(_ pointer: UnsafeRawPointer, _ offset: Int) -> UInt8 {
+            UInt8(truncatingIfNeeded: UInt16(littleEndian: pointer.loadUnaligned(fromByteOffset: offset, as: UInt16.self)) >> 8)
+        }
+        let pair = (y >> 1) * chromaStride + (x >> 1) * 4
+        return limitedRangeRGB(y: top(luma, y * stride + x * 2), u: top(chroma, pair), v: top(chroma, pair + 2))
+    }
+}
+
+/// A Bayer mosaic shown by its 2x2 cells: red, the greens' mean and blue of the cell a pixel is
+/// in (at the frame's odd right or bottom edge, the cell before it), by their top eight bits.
+struct BayerCells: PixelSource {
+    let base: UnsafeRawPointer
+    let width: Int
+    let height: Int
+    /// Offsets within a cell (0 top-left, 1 top-right, 2 bottom-left, 3 bottom-right).
+    let red: Int, blue: Int, greens: (Int, Int)
+    let bits: Int
+
+    init(base: UnsafeRawPointer, width: Int, height: Int, pattern: String, bits: Int) {
+        self.base = base
+        self.width = width
+        self.height = height
+        self.bits = bits
+        let letters = Array(pattern)
+        red = letters.firstIndex(of: "R") ?? 3
+        blue = letters.firstIndex(of: "B") ?? 0
+        let green = letters.indices.filter { letters[$0] == "G" }
+        greens = (green.first ?? 1, green.last ?? 2)
+    }
+
+    @inline(__always)
+    func sample(_ position: Int, _ cellX: Int, _ cellY: Int) -> Int {
+        let x = min(cellX + (position & 1), width - 1), y = min(cellY + (position >> 1), height - 1)
+        if bits == 8 { return Int(base.load(fromByteOffset: y * width + x, as: UInt8.self)) }
+        let word = Int(UInt16(littleEndian: base.loadUnaligned(fromByteOffset: (y * width + x) * 2, as: UInt16.self)))
+        return min(255, word >> (bits - 8))
+    }
+
+    @inline(__always)
+    func rgb(_ x: Int, _ y: Int) -> (r: Int, g: Int, b: Int) {
+        let cellX = min(x & ~1, max(width - 2, 0)), cellY = min(y & ~1, max(height - 2, 0))
+        let green = (sample(greens.0, cellX, cellY) + sample(greens.1, cellX, cellY) + 1) / 2
+        return (sample(red, cellX, cellY), green, sample(blue, cellX, cellY))
+    }
+}
+
+/// Depth in 16-bit words as a colour map from `near` (red) through yellow, green and cyan to
+/// `far` (blue); 0, which depth cameras send where they have no reading, is black.
+struct DepthColourMap: PixelSource {
+    let base: UnsafeRawPointer
+    let stride: Int
+    let near: Int
+    let far: Int
+
+    /// The ramp's 256 colours, red to blue.
+    static let ramp: [(r: Int, g: Int, b: Int)] = (0..<256).map { index in
+        let t = Double(index) / 255 * 4
+        let stops: [(Double, Double, Double)] = [(255, 0, 0), (255, 255, 0), (0, 255, 0), (0, 255, 255), (0, 0, 255)]
+        let lower = min(Int(t), 3), fraction = t - Double(lower)
+        let a = stops[lower], b = stops[lower + 1]
+        func mix(_ p: Double, _ q: Double) -> Int { Int((p + (q - p) * fraction).rounded()) }
+        return (mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
+    }
+
+    /// The nearest and farthest readings on a 64x64 grid of the frame: what the map spans.
+    static func range(_ base: UnsafeRawPointer, width: Int, height: Int) -> (near: Int, far: Int) {
+        var near = Int.max, far = 0
+        for gy in 0..<64 {
+            let y = (2 * gy + 1) * height / 128
+            for gx in 0..<64 {
+                let x = (2 * gx + 1) * width / 128
+                let word = Int(UInt16(littleEndian: base.loadUnaligned(fromByteOffset: (y * width + x) * 2, as: UInt16.self)))
+                guard word > 0 else { continue }
+                near = min(near, word)
+                far = max(far, word)
+            }
+        }
+        return near == Int.max ? (1, 2) : (near, max(far, near + 1))
+    }
+
+    @inline(__always)
+    func rgb(_ x: Int, _ y: Int) -> (r: Int, g: Int, b: Int) {
+        let word = Int(UInt16(littleEndian: base.loadUnaligned(fromByteOffset: y * stride + x * 2, as: UInt16.self)))
+        guard word > 0 else { return (0, 0, 0) }
+        let index = min(255, max(0, (word - near) * 255 / (far - near)))
+        return Self.ramp[index]
     }
 }
 

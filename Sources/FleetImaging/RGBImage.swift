@@ -1,3 +1,5 @@
+import FleetCore
+
 /// A picture a person can look at: 8-bit RGB, rows top to bottom without padding. What every
 /// frame becomes before it is encoded (JPEG, PNG) or laid out on a contact sheet.
 public struct RGBImage: Sendable, Equatable {
@@ -33,6 +35,18 @@ public struct RGBImage: Sendable, Equatable {
     public subscript(x: Int, y: Int) -> RGB {
         let index = (y * width + x) * 3
         return RGB(pixels[index], pixels[index + 1], pixels[index + 2])
+    }
+
+    /// The outline of `rect` (normalised to the image), `thickness` pixels wide inside its edge:
+    /// a preview's auto-framing crop drawn over the whole picture.
+    public mutating func outline(_ rect: NormalizedRect, with colour: RGB, thickness: Int = 2) {
+        let x0 = Int((rect.x * Double(width)).rounded()), y0 = Int((rect.y * Double(height)).rounded())
+        let x1 = Int(((rect.x + rect.width) * Double(width)).rounded()), y1 = Int(((rect.y + rect.height) * Double(height)).rounded())
+        guard x1 > x0, y1 > y0 else { return }
+        fill(x: x0, y: y0, width: x1 - x0, height: thickness, with: colour)
+        fill(x: x0, y: y1 - thickness, width: x1 - x0, height: thickness, with: colour)
+        fill(x: x0, y: y0, width: thickness, height: y1 - y0, with: colour)
+        fill(x: x1 - thickness, y: y0, width: thickness, height: y1 - y0, with: colour)
     }
 
     /// Fills a rectangle, clipped to the image.

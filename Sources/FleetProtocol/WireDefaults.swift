@@ -38,7 +38,10 @@ public enum WireDefaults {
     /// 1.9: sensor streams (SOURCE_KIND_SENSOR, sensors.proto, AgentMessage.sensor_data, telemetry
     /// data.<node>.<stream>, the sample counters of DeviceCounters, AgentStatus and DeviceStatus).
     /// 1.20: stabilised takes (Encoding.stabilisation, EncodedPacket.stabilisation).
-    public static let protocolMinor: UInt32 = 20
+    /// 1.21: colour and depth (ColourDescription; VideoFormat's and FrameLayout's colour and
+    /// depth unit, FrameLayout.bit_depth; PartTally's and TakeDeviceInfo's bit depth, colour, depth unit).
+    /// 1.22: auto-framing (DetectionSettings.framing, FramingSettings, FrameHeader.framing).
+    public static let protocolMinor: UInt32 = 25
 
     public static let heartbeatIntervalMilliseconds: UInt32 = 1000
     /// Missed heartbeats after which a peer is considered gone.

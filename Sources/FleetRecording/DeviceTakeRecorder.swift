@@ -69,6 +69,9 @@ public final class DeviceTakeRecorder {
     /// counted up to it.
     private var marked: (sequence: UInt64, fleetTime: UInt64, dropped: DropTally)?
     private var segmentFramesSinceMark = 0
+    /// The auto-framing crop last written in this segment (FramingEntry); nil: none yet.
+    private var framingNoted: (crop: NormalizedRect?, optical: Bool)?
+
     /// The frames' exact times not yet written (FrameTimesEntry), and the last one's.
     private var timesRun: FrameTimesEntry?
     private var timesRunLast: UInt64 = 0
@@ -133,7 +136,8 @@ public final class DeviceTakeRecorder {
     @discardableResult
     public func record(
         _ payload: UnsafeRawBufferPointer, sequence: UInt64, fleetTime: UInt64, format: RecordedVideoFormat,
-        cumulativeDrops: DropTally, keyFrame: Bool = true, settingsNote: String? = nil
+        cumulativeDrops: DropTally, keyFrame: Bool = true, settingsNote: String? = nil, framing: NormalizedRect? = nil,
+        framingOptical: Bool = false
     ) throws(RecordingError) -> TakeFrameLedger.Verdict? {
         let mustOpen = writer == nil || writer?.format != format
         if mustOpen, format.needsKeyFrameToStart, !keyFrame, fleetTime >= ledger.start { return nil }
@@ -173,6 +177,15 @@ public final class DeviceTakeRecorder {
             try writer.appendMetadata(marker.json, at: sinceStart, duration: 1_000_000)
             marked = (sequence, fleetTime, ledger.dropped)
             segmentFramesSinceMark = 0
+        }
+        // The framing crop at the top of each segment where there is one, and wherever it changes.
+        let crop = FramingEntry.rounded(framing)
+        if segment?.frames == 0 { framingNoted = nil }
+        if (framingNoted == nil && crop != nil) || (framingNoted.map { $0.crop != crop || $0.optical != framingOptical } ?? false) {
+            try writer.appendMetadata(
+                FramingEntry(sequence: sequence, fleetTime: fleetTime, crop: crop, optical: framingOptical && crop != nil).json, at: sinceStart,
+                duration: 1_000_000)
+            framingNoted = (crop, framingOptical)
         }
         let duration = format.frameRate > 0 ? UInt64(1e9 / format.frameRate) : 0
         try writer.appendFrame(payload, at: sinceStart, duration: duration, keyframe: keyFrame)

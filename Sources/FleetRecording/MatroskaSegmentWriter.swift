@@ -21,12 +21,22 @@ public struct RecordedVideoFormat: Sendable, Equatable {
     /// Encoded tracks: the picture was steadied before it was encoded (recordings.md,
     /// "Stabilisation"); the track's STABILISATION tag says how.
     public var stabilisation: VideoStabilisation
+    /// Significant bits of each sample as stored (a Main 10 track: 10), the colour description
+    /// the source declared, and a depth track's metres per unit (frames.md, "Colour and
+    /// depth"): the track's Colour element and its BIT_DEPTH and DEPTH_UNIT_METRES tags.
+    public var bitDepth: Int
+    public var colour: ColourDescription?
+    public var depthUnitMetres: Double?
 
     public init(
         pixelFormat: PixelFormat, width: Int, height: Int, frameRate: Double, codecConfig: [UInt8] = [], encoder: String = "",
-        sourcePixelFormat: String = "", audio: AudioFormat? = nil, stabilisation: VideoStabilisation = .off
+        sourcePixelFormat: String = "", audio: AudioFormat? = nil, stabilisation: VideoStabilisation = .off, bitDepth: Int = 8,
+        colour: ColourDescription? = nil, depthUnitMetres: Double? = nil
     ) {
         self.stabilisation = stabilisation
+        self.bitDepth = bitDepth
+        self.colour = colour
+        self.depthUnitMetres = depthUnitMetres
         self.pixelFormat = pixelFormat
         self.width = width
         self.height = height
@@ -153,6 +163,10 @@ public final class MatroskaSegmentWriter {
         av_dict_set(&context.pointee.metadata, "encoder", "capfleet", 0)
         // The pixels are not the camera's: a reader of the file alone can tell.
         if format.stabilisation != .off { av_dict_set(&video.pointee.metadata, "STABILISATION", format.stabilisation.rawValue, 0) }
+        if format.audio == nil, format.bitDepth != 8 { av_dict_set(&video.pointee.metadata, "BIT_DEPTH", "\(format.bitDepth)", 0) }
+        if let unit = format.depthUnitMetres { av_dict_set(&video.pointee.metadata, "DEPTH_UNIT_METRES", "\(unit)", 0) }
+        // A Bayer mosaic kept as grey: the order its samples' colours come in, to demosaic it by.
+        if let bayer = PixelFormat(format.sourcePixelFormat).bayer { av_dict_set(&video.pointee.metadata, "BAYER_PATTERN", bayer.pattern, 0) }
 
         // 1 MiB writes: the default 32 KiB buffer cost a write(2) per 32 KiB of video.
         code = capfleet_avio_open_file(&context.pointee.pb, path, 1 << 20)
@@ -321,10 +335,22 @@ public final class MatroskaSegmentWriter {
             // The fourcc Matroska stores as the uncompressed track's colour space (YUY2, NV12…).
             parameters.pointee.codec_tag = avcodec_pix_fmt_to_codec_tag(pixel)
         }
+        if format.bitDepth != 8 { parameters.pointee.bits_per_raw_sample = Int32(format.bitDepth) }
+        if let colour = format.colour {
+            // Matroska's Colour element: the H.273 codes, which FFmpeg's enums are.
+            parameters.pointee.color_primaries = AVColorPrimaries(rawValue: UInt32(colour.primaries.h273Code))
+            parameters.pointee.color_trc = AVColorTransferCharacteristic(rawValue: UInt32(colour.transfer.h273Code))
+            parameters.pointee.color_space = AVColorSpace(rawValue: UInt32(colour.matrix.h273Code))
+            parameters.pointee.color_range = colour.range == .full ? AVCOL_RANGE_JPEG : AVCOL_RANGE_MPEG
+        }
         return true
     }
 
+    /// Raw formats a track stores as they came: FFmpeg's layout of each, so players read them.
     private static let rawPixelFormats: [String: AVPixelFormat] = [
         "YUYV": AV_PIX_FMT_YUYV422, "UYVY": AV_PIX_FMT_UYVY422, "NV12": AV_PIX_FMT_NV12, "GREY": AV_PIX_FMT_GRAY8,
+            // The formats of 16-bit words are not among them: FFmpeg's Matroska muxer stores no
+            // uncompressed layout deeper than 8 bits ("Raw RGB is not supported natively"), so
+            // takes encode them (recordings.md, "Deeper pixels").
     ]
 }

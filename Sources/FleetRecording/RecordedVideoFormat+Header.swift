@@ -18,7 +18,10 @@ extension RecordedVideoFormat {
             frameRate: frameRate, codecConfig: header.hasEncoded ? Array(header.encoded.codecConfig) : [],
             encoder: header.hasEncoded ? header.encoded.encoder : "",
             sourcePixelFormat: header.hasEncoded ? header.encoded.sourcePixelFormat : "",
-            stabilisation: header.hasEncoded ? VideoStabilisation(wire: header.encoded.stabilisation) : .off)
+            stabilisation: header.hasEncoded ? VideoStabilisation(wire: header.encoded.stabilisation) : .off,
+            bitDepth: header.layout.bitDepth == 0 ? 8 : Int(header.layout.bitDepth),
+            colour: header.layout.hasColour ? ColourDescription(wire: header.layout.colour) : nil,
+            depthUnitMetres: header.layout.depthUnitMetres > 0 && header.layout.depthUnitMetres.isFinite ? header.layout.depthUnitMetres : nil)
     }
 }
 
@@ -29,6 +32,11 @@ extension Capfleet_V1_FrameHeader {
         guard hasAudio else { return nil }
         return AudioProcessingSettings(wire: audio.processing).noteJSON(delayFrames: Int(audio.processingDelayFrames))
     }
+
+    /// The camera's auto-framing crop on this frame (detection.md, "Auto-framing"); nil: not framing.
+    public var framingCrop: NormalizedRect? { hasFraming ? NormalizedRect(wire: framing.crop) : nil }
+    /// The camera's optics framed this frame: `framingCrop` is where in its whole view it is.
+    public var framingOptical: Bool { hasFraming && framing.optical }
 
     /// Whether a decoder can start at this payload: every camera frame can, an encoded
     /// packet only where the encoder said so.

@@ -30,7 +30,7 @@ public enum RecordingError: Error, CustomStringConvertible, Sendable {
         case let .checksum(path, step):
             "libcrypto failed \(step) checksumming \(path)"
         case let .unsupportedFormat(format, path):
-            "cannot record \(format) frames into \(path): the fleet records raw YUYV, UYVY, NV12 and grey, MJPEG and H.264"
+            "cannot record \(format) frames into \(path): the fleet stores YUYV, UYVY, NV12 and GREY raw, MJPEG and H.264 as they come; record Y10, Y12, Y16, P010, P016 and Z16 with --codec ffv1 (lossless), or pick another format (capfleet format)"
         case let .alreadyFinished(path):
             "\(path) is already finished"
         case let .index(what, underlying):

@@ -12,7 +12,7 @@ public struct CoordinatorSettings: Sendable {
         "http_bind", "http_tls_cert", "http_tls_key",
         "clock_port", "clock_probe_budget", "cpu_latency_us", "record_port", "live_port", "recordings_dir", "segment_seconds", "record_lead_ms",
         "record_reserve_mb", "record_store",
-        "record_codec", "record_quality", "record_bitrate", "record_gop",
+        "record_codec", "record_quality", "record_bitrate", "record_gop", "framing_control", "framing_policy",
         "retention_budget_gb", "retention_days", "heartbeat_interval_ms", "heartbeat_liveness",
         "alert_command", "alert_webhook", "alert_interval_s", "alert_burst", "alert_pressure_level",
         "alert_drop_share", "alert_drop_window_s", "alert_command_timeout_s",
@@ -60,6 +60,16 @@ public struct CoordinatorSettings: Sendable {
         guard configuration.segmentSeconds >= 1 else { throw SettingsError("segment_seconds must be at least 1") }
         configuration.recordLeadMilliseconds = try settings.integer("record_lead_ms", environment: env) ?? configuration.recordLeadMilliseconds
         if let reserve: Int64 = try settings.integer("record_reserve_mb", environment: env) { configuration.recordReserveBytes = reserve << 20 }
+        if let text = settings.nonEmpty("framing_control", environment: env) {
+            guard let control = FramingPolicy.Control(rawValue: text) else {
+                throw SettingsError("framing_control must be operator, policy or cooperative, not \(text)")
+            }
+            configuration.framingPolicy.control = control
+        }
+        if let text = settings.nonEmpty("framing_policy", environment: env) {
+            guard text == "on" || text == "off" else { throw SettingsError("framing_policy must be on or off, not \(text)") }
+            configuration.framingPolicy.framing = text == "on" ? .standard : nil
+        }
         if let text = settings.nonEmpty("record_store", environment: env) {
             guard let store = TakeBook.Store(rawValue: text) else { throw SettingsError("record_store must be agent or coordinator, not \(text)") }
             configuration.recordStore = store

@@ -13,6 +13,8 @@ public struct DetectionSettingsRecord: Codable, Sendable, Hashable, FetchableRec
     public var regionWidth: Double
     public var regionHeight: Double
     public var framesPerSecond: Double
+    /// Auto-framing's settings (`FramingSettings.stored`); empty: off.
+    public var framing: String
     public var changedAt: UnixMilliseconds
     public var changedBy: String
 
@@ -25,6 +27,7 @@ public struct DetectionSettingsRecord: Codable, Sendable, Hashable, FetchableRec
         regionWidth = settings.region.width
         regionHeight = settings.region.height
         framesPerSecond = settings.framesPerSecond
+        framing = settings.framing?.stored ?? ""
         self.changedAt = changedAt
         self.changedBy = changedBy
     }
@@ -32,7 +35,8 @@ public struct DetectionSettingsRecord: Codable, Sendable, Hashable, FetchableRec
     public var settings: DetectionSettings {
         DetectionSettings(
             codes: codes.split(separator: ",").compactMap { BarcodeSymbology(rawValue: String($0)) }, faces: faces,
-            region: NormalizedRect(x: regionX, y: regionY, width: regionWidth, height: regionHeight), framesPerSecond: framesPerSecond)
+            region: NormalizedRect(x: regionX, y: regionY, width: regionWidth, height: regionHeight), framesPerSecond: framesPerSecond,
+            framing: FramingSettings(stored: framing))
     }
 }
 

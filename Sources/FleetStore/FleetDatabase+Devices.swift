@@ -51,7 +51,8 @@ extension FleetDatabase {
             let formatRows = try Row.fetchCursor(
                 db,
                 sql: """
-                    SELECT deviceId, position, pixelFormat, width, height, fieldOfViewDegrees, maxZoomFactor, upscaleThresholdZoomFactor, binned, bitDepth
+                    SELECT deviceId, position, pixelFormat, width, height, fieldOfViewDegrees, maxZoomFactor, upscaleThresholdZoomFactor, binned, bitDepth,
+                           colour, depthUnitMetres
                     FROM format ORDER BY deviceId, position
                     """)
             while let row = try formatRows.next() {
@@ -61,7 +62,8 @@ extension FleetDatabase {
                     VideoFormat(
                         pixelFormat: PixelFormat(row[2] as String), width: row[3], height: row[4],
                         frameRateRanges: ranges[device]?[row[1]] ?? [], fieldOfViewDegrees: row[5], maxZoomFactor: row[6],
-                        upscaleThresholdZoomFactor: row[7], isBinned: row[8], bitDepth: row[9]))
+                        upscaleThresholdZoomFactor: row[7], isBinned: row[8], bitDepth: row[9], colour: ColourDescription(row[10] as String),
+                        depthUnitMetres: row[11]))
             }
             return formats
         }
@@ -82,7 +84,8 @@ extension FleetDatabase {
         let formatRows = try Row.fetchCursor(
             db,
             sql: """
-                SELECT position, pixelFormat, width, height, fieldOfViewDegrees, maxZoomFactor, upscaleThresholdZoomFactor, binned, bitDepth
+                SELECT position, pixelFormat, width, height, fieldOfViewDegrees, maxZoomFactor, upscaleThresholdZoomFactor, binned, bitDepth,
+                       colour, depthUnitMetres
                 FROM format WHERE deviceId = ? ORDER BY position
                 """, arguments: [deviceID])
         while let row = try formatRows.next() {
@@ -90,7 +93,8 @@ extension FleetDatabase {
                 VideoFormat(
                     pixelFormat: PixelFormat(row[1] as String), width: row[2], height: row[3],
                     frameRateRanges: ranges[row[0]] ?? [], fieldOfViewDegrees: row[4], maxZoomFactor: row[5],
-                    upscaleThresholdZoomFactor: row[6], isBinned: row[7], bitDepth: row[8]))
+                    upscaleThresholdZoomFactor: row[6], isBinned: row[7], bitDepth: row[8], colour: ColourDescription(row[9] as String),
+                    depthUnitMetres: row[10]))
         }
         return formats
     }

@@ -52,7 +52,7 @@ extension FleetDatabase {
                 db,
                 sql: """
                     SELECT f.deviceId, f.pixelFormat, f.width, f.height, f.fieldOfViewDegrees, f.maxZoomFactor,
-                           f.upscaleThresholdZoomFactor, f.binned, f.bitDepth
+                           f.upscaleThresholdZoomFactor, f.binned, f.bitDepth, f.colour, f.depthUnitMetres
                     FROM format f JOIN device d ON d.id = f.deviceId AND d.activeFormatPosition = f.position
                     """)
             {
@@ -60,7 +60,8 @@ extension FleetDatabase {
                 active[id] = VideoFormat(
                     pixelFormat: PixelFormat(row[1] as String), width: row[2], height: row[3],
                     frameRateRanges: ranges[id] ?? [], fieldOfViewDegrees: row[4], maxZoomFactor: row[5],
-                    upscaleThresholdZoomFactor: row[6], isBinned: row[7], bitDepth: row[8])
+                    upscaleThresholdZoomFactor: row[6], isBinned: row[7], bitDepth: row[8], colour: ColourDescription(row[9] as String),
+                    depthUnitMetres: row[10])
             }
             return devices.map { device in
                 DeviceListingRow(

@@ -116,7 +116,8 @@ extension FleetDatabase {
         let insertFormat = try db.cachedStatement(
             sql: """
                 INSERT INTO format (deviceId, position, pixelFormat, width, height, fieldOfViewDegrees, maxZoomFactor,
-                                    upscaleThresholdZoomFactor, binned, bitDepth) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                    upscaleThresholdZoomFactor, binned, bitDepth, colour, depthUnitMetres)
+                                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
         let insertRange = try db.cachedStatement(
             sql: """
@@ -126,7 +127,7 @@ extension FleetDatabase {
             try insertFormat.execute(arguments: [
                 deviceID, position, format.pixelFormat.fourCC, format.width, format.height,
                 format.fieldOfViewDegrees, format.maxZoomFactor, format.upscaleThresholdZoomFactor,
-                format.isBinned, format.bitDepth,
+                format.isBinned, format.bitDepth, format.colour?.description ?? "", format.depthUnitMetres,
             ])
             for (rangePosition, range) in format.frameRateRanges.enumerated() {
                 try insertRange.execute(arguments: [deviceID, position, rangePosition, range.minFramesPerSecond, range.maxFramesPerSecond])

@@ -10,6 +10,13 @@ public struct PreRollRecord: Codable, Sendable, Hashable, FetchableRecord, Persi
     public var budgetBytes: Int
     public var changedAt: UnixMilliseconds
     public var changedBy: String
+    /// Kept encoded (recordings.md, "Encoded pre-roll"); codec nil: raw frames.
+    public var codec: VideoCodec?
+    public var quality: Int?
+    public var bitrate = 0
+    public var gop = 0
+    /// An encoded pre-roll's disk budget (recordings.md, "On disk"); 0: none.
+    public var diskBudgetBytes = 0
 
     public init(deviceId: String, settings: PreRollSettings, changedAt: UnixMilliseconds, changedBy: String) {
         self.deviceId = deviceId
@@ -17,10 +24,19 @@ public struct PreRollRecord: Codable, Sendable, Hashable, FetchableRecord, Persi
         budgetBytes = settings.budgetBytes
         self.changedAt = changedAt
         self.changedBy = changedBy
+        codec = settings.encoding?.codec
+        quality = settings.encoding?.quality
+        bitrate = settings.encoding?.bitrate ?? 0
+        gop = settings.encoding?.gop ?? 0
+        diskBudgetBytes = settings.diskBudgetBytes
     }
 
+    public var encoding: TakeEncoding? { codec.map { TakeEncoding(codec: $0, quality: quality, bitrate: bitrate, gop: gop) } }
+
     public var settings: PreRollSettings {
-        milliseconds > 0 ? PreRollSettings(seconds: Double(milliseconds) / 1000, budgetBytes: budgetBytes) : .off
+        milliseconds > 0
+            ? PreRollSettings(
+                seconds: Double(milliseconds) / 1000, budgetBytes: budgetBytes, encoding: encoding, diskBudgetBytes: diskBudgetBytes) : .off
     }
 }
 

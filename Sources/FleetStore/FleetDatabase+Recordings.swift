@@ -88,6 +88,11 @@ public struct TakeDeviceRecord: Codable, Sendable, Hashable, FetchableRecord, Pe
     public var bitrate = 0
     public var gop = 0
     public var stabilisation = VideoStabilisation.off
+    /// As recorded (frames.md, "Colour and depth"): significant bits per sample, the colour
+    /// description (`primaries/transfer/matrix/range`, empty: not declared), depth's unit.
+    public var bitDepth = 8
+    public var colour = ""
+    public var depthUnitMetres: Double?
 
     /// The part's own encoding, if it was given one.
     public var ownEncoding: TakeEncoding? {
@@ -137,7 +142,7 @@ extension TakeDeviceRecord {
         TakeDeviceTally(
             pixelFormat: pixelFormat, width: width, height: height, frameRate: frameRate, firstFleetNs: firstFleetNs, lastFleetNs: lastFleetNs,
             firstSequence: firstSequence, lastSequence: lastSequence, frames: frames, bytes: bytes, drops: drops, encoder: encoder,
-            sourcePixelFormat: sourcePixelFormat)
+            sourcePixelFormat: sourcePixelFormat, bitDepth: bitDepth, colour: ColourDescription(colour), depthUnitMetres: depthUnitMetres)
     }
 
     public mutating func apply(_ tally: TakeDeviceTally) {
@@ -152,6 +157,9 @@ extension TakeDeviceRecord {
         frames = tally.frames
         bytes = tally.bytes
         setDrops(tally.drops)
+        bitDepth = tally.bitDepth
+        colour = tally.colour?.description ?? ""
+        depthUnitMetres = tally.depthUnitMetres
         // A part's encoder is kept once known: a tally of a segment stored as captured (a
         // compressed camera) does not name one.
         if !tally.encoder.isEmpty {

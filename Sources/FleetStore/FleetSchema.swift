@@ -744,6 +744,39 @@ enum FleetSchema {
                     ALTER TABLE takeDevice ADD COLUMN stabilisation TEXT NOT NULL DEFAULT 'off' CHECK (stabilisation IN ('off', 'deshake'));
                     """)
         }
+        migrator.registerMigration("v33: colour and depth") { db in
+            // A format's colour description (`primaries/transfer/matrix/range`, empty: not
+            // declared) and a depth format's metres per unit; a take's part's significant bits
+            // and colour as recorded (frames.md, "Colour and depth").
+            try db.execute(
+                sql: """
+                    ALTER TABLE format ADD COLUMN colour TEXT NOT NULL DEFAULT '';
+                    ALTER TABLE format ADD COLUMN depthUnitMetres REAL;
+                    ALTER TABLE takeDevice ADD COLUMN bitDepth INTEGER NOT NULL DEFAULT 8;
+                    ALTER TABLE takeDevice ADD COLUMN colour TEXT NOT NULL DEFAULT '';
+                    ALTER TABLE takeDevice ADD COLUMN depthUnitMetres REAL;
+                    """)
+        }
+        migrator.registerMigration("v34: auto-framing") { db in
+            // A camera's auto-framing settings with its detection (detection.md, "Auto-framing"):
+            // `margin/speed/hold/smallest crop`, empty: off.
+            try db.execute(sql: "ALTER TABLE deviceDetection ADD COLUMN framing TEXT NOT NULL DEFAULT ''")
+        }
+        migrator.registerMigration("v35: encoded pre-roll") { db in
+            // A camera's pre-roll kept encoded on its host (recordings.md, "Encoded pre-roll"):
+            // the codec and its settings, as a take part's own; codec NULL: raw frames.
+            try db.execute(
+                sql: """
+                    ALTER TABLE devicePreRoll ADD COLUMN codec TEXT CHECK (codec IS NULL OR codec IN ('ffv1', 'h264', 'hevc'));
+                    ALTER TABLE devicePreRoll ADD COLUMN quality INTEGER CHECK (quality IS NULL OR quality BETWEEN 0 AND 51);
+                    ALTER TABLE devicePreRoll ADD COLUMN bitrate INTEGER NOT NULL DEFAULT 0 CHECK (bitrate >= 0);
+                    ALTER TABLE devicePreRoll ADD COLUMN gop INTEGER NOT NULL DEFAULT 0 CHECK (gop >= 0);
+                    """)
+        }
+        migrator.registerMigration("v36: pre-roll on disk") { db in
+            // An encoded pre-roll's disk budget (recordings.md, "On disk"); 0: none.
+            try db.execute(sql: "ALTER TABLE devicePreRoll ADD COLUMN diskBudgetBytes INTEGER NOT NULL DEFAULT 0 CHECK (diskBudgetBytes >= 0)")
+        }
         return migrator
     }
 }

@@ -9,18 +9,27 @@ import Foundation
 /// camera (1920x1080 at 30 fps by default), consent granted, with pre-roll off and then keeping
 /// each of a few durations, within a budget that holds them: the agent's resident memory at
 /// the start and the end of each window (with pre-roll off it must stay flat: nothing kept,
-/// nothing spent), what it keeps, and its CPU, each against pre-roll off in the same run.
+/// nothing spent), what it keeps, and its CPU, each against pre-roll off in the same run; then
+/// kept encoded on the host (recordings.md, "Encoded pre-roll") for longer durations within
+/// the default budget, where the encoder's CPU is the price of the memory saved.
 struct PreRollBench: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "preroll", abstract: "Agent memory and CPU for a camera's pre-roll (raw frames kept), off against kept.")
+        commandName: "preroll", abstract: "Agent memory and CPU for a camera's pre-roll (raw frames, then encoded), off against kept.")
 
     @Option(help: "Seconds measured per configuration.") var seconds: Double = 10
     @Option(help: "The pre-roll durations measured after off, in seconds, comma-separated.") var keep: String = "2,5"
     @Option(help: "The camera's size (YUYV).") var size: String = "1920x1080"
     @Option(help: "Its frame rate.") var fps: Double = 30
+    @Option(help: "The encoded pre-roll durations measured after the raw ones, in seconds, comma-separated; empty: none.")
+    var encoded: String = "10,30"
+    @Option(help: "The encoded pre-roll's codec: h264, hevc or ffv1.") var codec: String = "h264"
 
     func run() throws {
         let durations = keep.split(separator: ",").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }.filter { $0 > 0 && $0 <= 60 }
+        let encodedDurations = encoded.split(separator: ",").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }.filter {
+            $0 > 0 && $0 <= 60
+        }
+        guard let chosen = VideoCodec(rawValue: codec), chosen != .raw else { throw BenchFailure("--codec is h264, hevc or ffv1") }
         let dimensions = size.split(separator: "x").compactMap { Int($0) }
         guard dimensions.count == 2, !durations.isEmpty else { throw BenchFailure("--size is WxH and --keep lists seconds from 0 to 60") }
         let frameBytes = dimensions[0] * dimensions[1] * 2
@@ -42,19 +51,24 @@ struct PreRollBench: ParsableCommand {
         print(
             "== pre-roll cost: one synthetic \(size) YUYV camera at \(fmt(fps)) fps (\(frameBytes >> 10) KiB a frame), consent granted, \(fmt(seconds)) s per configuration"
         )
-        print("pre-roll   budget      RSS at start   RSS at end   RSS vs off    kept                    agent CPU   CPU vs off")
+        print("pre-roll        budget      RSS at start   RSS at end   RSS vs off    kept                           agent CPU   CPU vs off")
         let pid = agent.processIdentifier
         var offRSS: Double?
         var offCPU: Double?
-        for duration in [0] + durations {
-            // A budget that holds the whole duration, a tenth spare: the figure is the frames' cost.
-            let budget = duration == 0 ? 0 : UInt64((duration * fps * Double(frameBytes) * 1.1).rounded(.up))
+        let configurations = [(0, nil)] + durations.map { ($0, nil) } + encodedDurations.map { ($0, TakeEncoding(codec: chosen)) }
+        for (duration, encoding) in configurations as [(Double, TakeEncoding?)] {
+            // Raw: a budget that holds the whole duration, a tenth spare, so the figure is the
+            // frames' cost. Encoded: the default budget, which the packets come nowhere near.
+            let budget =
+                duration == 0
+                ? 0 : encoding != nil ? UInt64(PreRollSettings.defaultBudgetBytes) : UInt64((duration * fps * Double(frameBytes) * 1.1).rounded(.up))
             let reply = try client.call(
                 .changePreRoll(
                     .with {
                         $0.deviceID = device
                         $0.milliseconds = UInt32(duration * 1000)
                         $0.budgetBytes = max(budget, 1 << 20)
+                        if let encoding { $0.encoding = encoding.wire }
                     }))
             guard reply.reply.status.code == .ok else { throw BenchFailure("pre-roll \(duration) s refused: \(reply.reply.status.reason)") }
             Thread.sleep(forTimeInterval: duration + 2)  // filled, and settled
@@ -69,16 +83,19 @@ struct PreRollBench: ParsableCommand {
             if duration == 0 { (offRSS, offCPU) = (rssEnd, agentCPU) }
             let keptText =
                 kept.keptFrames == 0
-                ? "nothing" : "\(kept.keptFrames) frames, \(kept.keptBytes >> 20) MiB, \(String(format: "%.1f", Double(kept.keptNs) / 1e9)) s"
+                ? "nothing"
+                : "\(kept.keptFrames) frames, \(String(format: "%.1f", Double(kept.keptBytes) / 1_048_576)) MiB, \(String(format: "%.1f", Double(kept.keptNs) / 1e9)) s"
+            let label = duration == 0 ? "off" : "\(fmt(duration)) s" + (encoding.map { " \($0.codec.rawValue)" } ?? " raw")
             print(
-                (duration == 0 ? "off" : "\(fmt(duration)) s").padding(toLength: 11, withPad: " ", startingAt: 0)
+                label.padding(toLength: 16, withPad: " ", startingAt: 0)
                     + (budget == 0 ? "-" : "\(budget >> 20) MiB").padding(toLength: 12, withPad: " ", startingAt: 0)
                     + String(format: "%8.1f MiB   %8.1f MiB  ", rssStart, rssEnd)
                     + (offRSS.map { String(format: "%+8.1f MiB   ", rssEnd - $0) } ?? "             ")
-                    + keptText.padding(toLength: 24, withPad: " ", startingAt: 0)
+                    + keptText.padding(toLength: 31, withPad: " ", startingAt: 0)
                     + String(format: "%6.1f %%   ", agentCPU) + (offCPU.map { $0 > 0 ? String(format: "%.2fx", agentCPU / $0) : "-" } ?? "-"))
         }
         print("(with pre-roll off the agent's memory should not grow from the window's start to its end: nothing is kept)")
+        print("(encoded: the memory is the packets and one encoder's; the CPU is that encoder's, which a take in the same codec then shares)")
     }
 
     private func waitForDevice(_ client: OperatorClient) throws -> String {

@@ -20,12 +20,31 @@ struct DetectCommand: ParsableCommand {
     @Flag(help: "Look for faces (up to 10 a frame, each with an id that stays with it).") var faces = false
     @Option(help: "Only this part of the frame: x,y,w,h as fractions of the frame, e.g. 0.25,0.25,0.5,0.5.") var region: String?
     @Option(help: "Frames examined a second at most (default 5).") var fps: Double?
+    @Flag(
+        help:
+            "Auto-frame the faces (implies --faces): a crop of the frame that keeps them in view, in every frame's metadata (formats 1280 wide or more)."
+    )
+    var framing = false
+    @Option(help: "Framing: space around the faces, in face heights on each side (default 0.5).") var margin: Double?
+    @Option(help: "Framing: how fast the crop moves, in frame widths a second (default 0.5).") var speed: Double?
+    @Option(help: "Framing: seconds the faces stand off the crop before it reframes (default 0.6).") var hold: Double?
+    @Option(help: "Framing: the smallest crop, as a fraction of the frame's width (default 0.5).") var minCrop: Double?
+    @Flag(
+        help:
+            "Framing: steer the camera's own zoom, pan and tilt instead of a crop (cameras with pan_absolute and tilt_absolute and a known field of view; any format); its frames then hold only the framed view."
+    )
+    var optics = false
     @Flag(help: "Stop detecting.") var off = false
     @Flag(help: "Print JSON.") var json = false
 
     func validate() throws {
-        if off && (codes != nil || faces || region != nil || fps != nil) { throw ValidationError("--off goes alone") }
-        if !off && codes == nil && !faces { throw ValidationError("say what to look for: --codes, --faces, or both (or --off)") }
+        if off && (codes != nil || faces || region != nil || fps != nil || framing) { throw ValidationError("--off goes alone") }
+        if !off && codes == nil && !faces && !framing {
+            throw ValidationError("say what to look for: --codes, --faces, or both, or --framing (or --off)")
+        }
+        if !framing && (margin != nil || speed != nil || hold != nil || minCrop != nil || optics) {
+            throw ValidationError("--margin, --speed, --hold, --min-crop and --optics are for --framing")
+        }
     }
 
     static func region(_ text: String) throws -> NormalizedRect {
@@ -42,9 +61,14 @@ struct DetectCommand: ParsableCommand {
             case let .success(list): symbologies = list
             case let .failure(error): throw CLIFailure(error.description)
             }
+            let standard = FramingSettings.standard
             settings = DetectionSettings(
-                codes: symbologies, faces: faces, region: try region.map(Self.region) ?? .whole,
-                framesPerSecond: fps ?? DetectionSettings.defaultFramesPerSecond)
+                codes: symbologies, faces: faces || framing, region: try region.map(Self.region) ?? .whole,
+                framesPerSecond: fps ?? DetectionSettings.defaultFramesPerSecond,
+                framing: framing
+                    ? FramingSettings(
+                        margin: margin ?? standard.margin, maximumSpeed: speed ?? standard.maximumSpeed, holdSeconds: hold ?? standard.holdSeconds,
+                        minimumCrop: minCrop ?? standard.minimumCrop, optics: optics) : nil)
             if let problem = settings.problem { throw CLIFailure(problem.description) }
         }
         let reply = try coordinator.call(

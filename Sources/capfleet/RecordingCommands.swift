@@ -355,10 +355,26 @@ struct RecordingsCommand: ParsableCommand {
             name: .customLong("microphone"),
             help: "With --mux: a microphone to put with the cameras (default: every one of the take); repeat for more.")
         var microphones: [String] = []
+        @Flag(
+            help:
+                "Also write DIR/framed/CAMERA-NNNN.mkv: each auto-framed camera segment cut to its crops as the framer made them live, scaled to one size, H.264 (needs ffmpeg)."
+        )
+        var framed = false
+        @Option(help: "With --framed: the reframed pictures' size, WxH (default: 1280 wide, or the camera's width, in its shape).")
+        var framedSize: String?
         @Flag(help: "Print a JSON summary.") var json = false
 
         func run() throws {
             guard mux || microphones.isEmpty else { throw CLIFailure("--microphone chooses what --mux puts with the cameras: add --mux") }
+            guard framed || framedSize == nil else { throw CLIFailure("--framed-size is the size of what --framed makes: add --framed") }
+            var reframedSize: (width: Int, height: Int)?
+            if let framedSize {
+                let sides = framedSize.lowercased().split(separator: "x").compactMap { Int($0) }
+                guard sides.count == 2, (16...8192).contains(sides[0]), (16...8192).contains(sides[1]), sides[0] % 2 == 0, sides[1] % 2 == 0 else {
+                    throw CLIFailure("--framed-size \(framedSize): write WxH with even sides from 16 to 8192, e.g. 1280x720")
+                }
+                reframedSize = (sides[0], sides[1])
+            }
             let toleranceNs = try tolerance.map { try RecordingsCommand.nanoseconds($0, option: "--tolerance") }
             let intervalNs = try interval.map { try RecordingsCommand.nanoseconds($0, option: "--interval") }
             let session = try coordinator.session()
@@ -372,6 +388,22 @@ struct RecordingsCommand: ParsableCommand {
                 exported.files.append(
                     try FrameSetViews.writeCSV(
                         take: exported.info, exportedFiles: exported.files, directory: to, interval: intervalNs, tolerance: toleranceNs))
+            }
+            if framed {
+                do {
+                    let jobs = try TakeReframe.plan(take: exported.info, directory: to, size: reframedSize)
+                    if jobs.isEmpty, !json {
+                        print(
+                            "no camera of take \(take) was auto-framed with a crop (capfleet detect CAMERA --framing): nothing to reframe (a camera framed by its own optics recorded the framed picture itself)"
+                        )
+                    }
+                    for job in jobs {
+                        try TakeReframe.run(job)
+                        exported.files.append(job.output)
+                    }
+                } catch let error as TakeMuxError {
+                    throw CLIFailure(error.description)
+                }
             }
             if mux {
                 do {

@@ -84,7 +84,7 @@ struct AgentCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("synthetic-overlay"),
         help:
-            "A picture every synthetic camera draws into its frames, to try code and face detection: qr:TEXT@X,Y,W or image:FILE.png@X,Y,W; or timecode@X,Y,W, a code of each frame's true exposure time for capfleet sync-audit; or flash@X,Y,W, a patch lit on the frame nearest each whole fleet-time second, when a synthetic microphone clicks (top-left corner and width as fractions of the frame); repeat for more."
+            "A picture every synthetic camera draws into its frames, to try code and face detection: qr:TEXT@X,Y,W or image:FILE.png@X,Y,W; or timecode@X,Y,W, a code of each frame's true exposure time for capfleet sync-audit; or flash@X,Y,W, a patch lit on the frame nearest each whole fleet-time second, when a synthetic microphone clicks (top-left corner and width as fractions of the frame; a picture given @X,Y,W,X2,FRAMES glides to X2 and back, FRAMES frames each way); repeat for more."
     )
     var syntheticOverlays: [String] = []
     @Option(help: "V4L2 cameras' starting format, WIDTHxHEIGHT:FOURCC (default: what the device has).")

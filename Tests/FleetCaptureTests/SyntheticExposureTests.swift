@@ -39,12 +39,15 @@ import Testing
                 "1920x1080 YUYV 1-30fps", "1920x1080 NV12 1-60fps", "1920x1080 NV12 120fps binned",
                 "3840x2160 YUYV 1-15fps", "3840x2160 NV12 1-30fps", "320x240 YUYV 1-60fps", "320x240 NV12 1-60fps", "160x120 YUYV 1-60fps",
             ], "presets and tests refer to these positions")
-        #expect(Array(labels.dropFirst(12)) == ["4608x3456 YUYV 1-5fps", "4608x3456 Y16 1-5fps"])
-        let y16 = try #require(formats.last)
+        #expect(Array(labels.dropFirst(12).prefix(2)) == ["4608x3456 YUYV 1-5fps", "4608x3456 Y16 1-5fps"])
+        let y16 = formats[13]
         #expect(y16.bitDepth == 12 && formats[12].bitDepth == 8)
         #expect(
-            formats.suffix(2).allSatisfy { $0.upscaleThresholdZoomFactor == 1 && $0.maxZoomFactor == 8 && !$0.isBinned },
+            formats[12...13].allSatisfy { $0.upscaleThresholdZoomFactor == 1 && $0.maxZoomFactor == 8 && !$0.isBinned },
             "the full sensor: any zoom upscales")
+        // Deeper pixels after them (frames.md, "Colour and depth").
+        #expect(Array(labels.dropFirst(14)) == ["1280x720 Y12 1-30fps", "1920x1080 P010 1-30fps", "640x480 Z16 1-30fps"])
+        #expect(formats[14].bitDepth == 12 && formats[15].colour == .bt2020HLG && formats[16].depthUnitMetres == 0.001)
         // Stills are the largest format but too slow for video: "photo" takes them, "high" does not.
         #expect(try FormatSelector.select(.preset(.photo), from: formats).get() == 12)
         #expect(try formats[FormatSelector.select(.preset(.high), from: formats).get()].label == "3840x2160 NV12 1-30fps")
@@ -103,7 +106,7 @@ import Testing
         camera.stop()
         let frame = try #require(frames.withLock { $0.first })
         let (width, height) = (4608, 3456)
-        #expect(frame.layout == FrameLayout(pixelFormat: .y16, width: width, height: height, bytesPerLine: width * 2))
+        #expect(frame.layout == FrameLayout(pixelFormat: .y16, width: width, height: height, bytesPerLine: width * 2, bitDepth: 12))
         #expect(frame.byteCount == width * height * 2)
         let storage = frame.buffer.storage
         func sample(_ x: Int, _ y: Int) -> UInt16 {

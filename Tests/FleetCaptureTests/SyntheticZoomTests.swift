@@ -11,6 +11,7 @@ import Testing
         struct Seen: Sendable {
             let zoom: Double
             let leftEdgeLuma: UInt8
+            var pan: Int64 = 0
         }
 
         let seen = Mutex<[Seen]>([])
@@ -20,7 +21,7 @@ import Testing
                 base: frame.buffer.storage, pixelFormat: frame.layout.pixelFormat,
                 width: frame.layout.width, height: frame.layout.height)!
             // (0, 100): below the stamp, away from the moving box's row.
-            seen.withLock { $0.append(Seen(zoom: frame.zoomFactor, leftEdgeLuma: luma[0, 100])) }
+            seen.withLock { $0.append(Seen(zoom: frame.zoomFactor, leftEdgeLuma: luma[0, 100], pan: frame.pan)) }
         }
 
         var frames: [Seen] { seen.withLock { $0 } }
@@ -97,5 +98,48 @@ import Testing
         }
         try camera.zoom(.ramp(to: 4, rate: 16))
         #expect(throws: CaptureError.self) { try camera.setActiveFormat(index: 999) }
+    }
+}
+
+/// The synthetic camera's pan and tilt (detection.md, "Framing with the camera's optics"): its
+/// view is a window of the scene, and a picture in the scene moves and grows with it.
+@Suite struct SyntheticPanTiltTests {
+    /// Where a dark square in the scene lands along row `row` of a rendered YUYV frame: its
+    /// first and last dark columns (luma under 30).
+    static func darkColumns(view: NormalizedRect, row: Int = 240) -> ClosedRange<Int>? {
+        let square = GreyImage(width: 8, height: 8, pixels: [UInt8](repeating: 20, count: 64))
+        var renderer = TestPatternRenderer(
+            format: VideoFormat(pixelFormat: .yuyv, width: 640, height: 480, frameRateRanges: []),
+            overlays: [SyntheticOverlay(image: square, origin: NormalizedPoint(x: 0.4, y: 0.4), width: 0.2)])
+        var bytes = [UInt8](repeating: 0, count: renderer.frameBytes)
+        bytes.withUnsafeMutableBytes { renderer.render(frameNumber: 3, view: view, into: $0.baseAddress!) }
+        let dark = (0..<640).filter { bytes[row * 1280 + $0 * 2] < 30 }
+        return dark.first.map { $0...dark.last! }
+    }
+
+    @Test func aPictureInTheScene_movesAndGrowsWithTheView() {
+        #expect(Self.darkColumns(view: .whole) == 256...383, "at 1x: 0.4 to 0.6 of 640")
+        #expect(Self.darkColumns(view: TestPatternRenderer.centredView(zoom: 2)) == 192...447, "at 2x, centred: twice as wide")
+        #expect(Self.darkColumns(view: NormalizedRect(x: 0.5, y: 0.25, width: 0.5, height: 0.5)) == 0...127, "panned right: it slides left")
+        #expect(
+            Self.darkColumns(view: NormalizedRect(x: 0.25, y: 0.5, width: 0.5, height: 0.5), row: 400) == nil, "tilted down: row 400 passes below it")
+    }
+
+    @Test func panAndTilt_areControlsThatMoveTheView_onceZoomed() async throws {
+        let camera = SyntheticCamera(deviceID: "syn-pan", name: "pan", frameRate: 30)
+        let pan = try #require(camera.device.controls.first { $0.id == DeviceControl.panAbsoluteID })
+        #expect(pan.minimum < 0 && pan.maximum == -pan.minimum && camera.device.controls.contains { $0.id == DeviceControl.tiltAbsoluteID })
+        #expect(throws: CaptureError.self) { _ = try camera.setControl(id: DeviceControl.panAbsoluteID, value: pan.maximum + 1) }
+        let observer = SyntheticZoomTests.Observer()
+        try camera.start { observer.deliver($0) }
+        defer { camera.stop() }
+        try camera.zoom(.set(4))
+        _ = try camera.setControl(id: DeviceControl.panAbsoluteID, value: pan.maximum)
+        for _ in 0..<100 where !observer.frames.contains(where: { $0.pan == pan.maximum && $0.zoom == 4 }) {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let panned = try #require(observer.frames.last { $0.pan == pan.maximum && $0.zoom == 4 })
+        // At 4x panned fully right, the view is the scene's right quarter: the left edge is the red bar.
+        #expect(panned.leftEdgeLuma == 65, "\(panned)")
     }
 }

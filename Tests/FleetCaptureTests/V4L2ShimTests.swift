@@ -10,4 +10,8 @@ import Testing
         #expect(PixelFormat(v4l2Code: CAPFLEET_V4L2_PIX_FMT_GREY) == .grey)
         #expect(CAPFLEET_VIDIOC_QUERYCAP != 0 && CAPFLEET_VIDIOC_DQBUF != CAPFLEET_VIDIOC_QBUF)
     }
+
+    @Test func panAndTiltIDs_matchTheKernelHeaders() {
+        #expect(DeviceControl.panAbsoluteID == CAPFLEET_V4L2_CID_PAN_ABSOLUTE && DeviceControl.tiltAbsoluteID == CAPFLEET_V4L2_CID_TILT_ABSOLUTE)
+    }
 }

@@ -33,4 +33,13 @@ import Testing
         #expect(automatic.refusal(of: 2) == nil)
         #expect(locked.refusal(of: 4) == "Serial is read-only")
     }
+
+    @Test func nearest_landsInsideTheRange_onASteps() {
+        #expect(gain.nearest(1234) == 1230 && gain.nearest(1236) == 1240, "steps of 10")
+        #expect(gain.nearest(-5) == 0 && gain.nearest(9999) == 2400, "inside the range")
+        let pan = DeviceControl(
+            id: DeviceControl.panAbsoluteID, name: "Pan, Absolute", kind: .integer, minimum: -36000, maximum: 36000, step: 3600, defaultValue: 0,
+            value: 0)
+        #expect(pan.nearest(5000) == 3600 && pan.nearest(-5500) == -7200)
+    }
 }

@@ -88,4 +88,43 @@ import Testing
         #expect((0..<29).allSatisfy { watched[$0]?() == nil }, "evicted frames are released")
         #expect((29..<40).allSatisfy { watched[$0]?() != nil }, "kept frames are kept")
     }
+
+    /// Packets of an encoded pre-roll in groups of `group` (ten a second), each led by a key frame.
+    private func fillPackets(_ ring: inout PreRollRing<Int>, packets: Range<Int>, group: Int, bytes: Int = 100) -> [Int] {
+        packets.flatMap {
+            ring.append(fleetTime: 1_000_000_000 + UInt64($0) * 100_000_000, bytes: bytes, startsGroup: $0 % group == 0, payload: $0)
+        }
+    }
+
+    @Test func encodedPackets_goWholeGroupsAtATime_andWhatIsKeptBeginsAtAKeyFrame() {
+        let encoding = TakeEncoding(codec: .h264)
+        var ring = PreRollRing<Int>(settings: PreRollSettings(seconds: 2, encoding: encoding))
+        let evicted = fillPackets(&ring, packets: 0..<50, group: 10)
+        // The newest at 5.9 s: the window (two seconds and the key-frame interval) keeps the
+        // group from 3.0 s, which holds 3.9 s; the groups before it went whole, in order.
+        #expect(evicted == Array(0..<20), "\(evicted)")
+        #expect(ring.frames(from: 0).first?.payload == 20 && ring.frames(from: 0).first?.startsGroup == true)
+        // A budget that holds 25 packets keeps two whole groups and the one being made.
+        var tight = PreRollRing<Int>(settings: PreRollSettings(seconds: 60, budgetBytes: 2_500, encoding: encoding))
+        _ = fillPackets(&tight, packets: 0..<45, group: 10)
+        #expect(tight.frames(from: 0).map(\.payload) == Array(20..<45) && tight.keptBytes == 2_500)
+        // A packet that begins no group, with nothing before it, could not be decoded: refused.
+        var empty = PreRollRing<Int>(settings: PreRollSettings(seconds: 2, encoding: encoding))
+        #expect(empty.append(fleetTime: 1, bytes: 1, startsGroup: false, payload: 7) == [7] && empty.count == 0)
+        // Pressure halves the budget: whole groups go.
+        #expect(tight.pressureChanged(to: .serious) == Array(20..<40) && tight.frames(from: 0).first?.payload == 40)
+    }
+
+    @Test func aTakeReachingIntoAnEncodedPreRoll_startsOnTheWholeSecondBeforeIt() {
+        let instant: UInt64 = 1_796_205_362_400_000_000
+        #expect(PreRollSettings.takeStart(instant: instant, milliseconds: 3_000, encoded: false) == 1_796_205_359_400_000_000)
+        #expect(PreRollSettings.takeStart(instant: instant, milliseconds: 3_000, encoded: true) == 1_796_205_359_000_000_000)
+        #expect(PreRollSettings.takeStart(instant: instant, milliseconds: 0, encoded: true) == instant)
+        // Raw settings carry no encoding; a stabilised encoder is refused (it alters the pixels).
+        #expect(PreRollSettings(seconds: 5, encoding: .raw).encoding == nil)
+        #expect(PreRollSettings(seconds: 5, encoding: TakeEncoding(codec: .h264, stabilisation: .deshake)).refusal?.contains("--stabilise") == true)
+        #expect(PreRollSettings(seconds: 5, encoding: TakeEncoding(codec: .h264, quality: 70)).refusal?.contains("--quality") == true)
+        // The window of an encoded pre-roll reaches a key-frame interval further.
+        #expect(PreRollSettings(seconds: 5, encoding: TakeEncoding(codec: .hevc)).windowNanoseconds == 6_000_000_000)
+    }
 }

@@ -118,7 +118,8 @@ enum SegmentFromFrames {
     /// Writes `frames` (30 fps) encoded as `encoding` to `path`, `forceKeys` made key frames;
     /// returns the frames that came out as key frames.
     static func record(
-        _ frames: [[UInt8]], encoding: TakeEncoding, source: VideoEncoder.Source, path: String, threads: Int = 2, forceKeys: Set<Int> = []
+        _ frames: [[UInt8]], encoding: TakeEncoding, source: VideoEncoder.Source, path: String, threads: Int = 2, forceKeys: Set<Int> = [],
+        depthUnitMetres: Double? = nil
     ) throws -> [Int64] {
         let encoder = try VideoEncoder(
             choice: EncoderChoice.software(for: encoding.codec)!, encoding: encoding, source: source, threads: threads, preset: "ultrafast")
@@ -126,7 +127,10 @@ enum SegmentFromFrames {
             path: path,
             format: RecordedVideoFormat(
                 pixelFormat: PixelFormat(encoding.codec.fourCC), width: source.width, height: source.height, frameRate: 30,
-                codecConfig: encoder.codecConfig, stabilisation: encoding.stabilisation),
+                codecConfig: encoder.codecConfig, sourcePixelFormat: source.pixelFormat, stabilisation: encoding.stabilisation,
+                bitDepth: encoder.codedBitDepth,
+                colour: source.colour,
+                depthUnitMetres: depthUnitMetres),
             title: "test")
         var failure: Error?
         var keys: [Int64] = []

@@ -49,7 +49,8 @@ extension IntegrationTests {
             #expect(badPreset.status != 0 && badPreset.error.contains("medium"))
             let noSuchSize = try fleet.cli(["format", deviceID, "--size", "99999x1"])
             #expect(
-                noSuchSize.status != 0 && noSuchSize.error.contains("99999x1") && noSuchSize.error.contains("1280x720 (YUYV 1-30fps, NV12 1-60fps)"),
+                noSuchSize.status != 0 && noSuchSize.error.contains("99999x1")
+                    && noSuchSize.error.contains("1280x720 (YUYV 1-30fps, NV12 1-60fps, Y12 1-30fps)"),
                 "a size no format has is refused with the sizes there are: \(noSuchSize.error)")
             let yuyvTooFast = try fleet.cli(["format", deviceID, "--size", "1280x720", "--pixel-format", "yuyv", "--fps", "60"])
             #expect(yuyvTooFast.status != 0 && yuyvTooFast.error.contains("1280x720 YUYV 1-30fps"), "\(yuyvTooFast.error)")

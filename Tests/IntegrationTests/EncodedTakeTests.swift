@@ -1,5 +1,6 @@
 import FleetCapture
 import FleetCore
+import FleetImaging
 import Foundation
 import Testing
 
@@ -69,6 +70,217 @@ extension IntegrationTests {
                 }
             }
             #expect(try fleet.cli(["recordings", "verify", takeID], timeout: 60).status == 0)
+        }
+
+        /// An encoded pre-roll (recordings.md, "Encoded pre-roll"): the same memory keeps ten
+        /// seconds of a camera's frames as H.264 where it keeps under two raw; a take reaching
+        /// eight seconds into it starts on the whole fleet second before, its first frame there,
+        /// nothing lost, every segment decoding; a take in the same codec taps the pre-roll's
+        /// encoder (no second one opens); a take asking the camera for another codec is refused.
+        @Test func anEncodedPreRoll_keepsLongerInLessMemory_andATakeReachingIntoItStartsOnAKeyFrame() async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator(environment: ["CAPFLEET_SEGMENT_SECONDS": "2"])
+            let agent = try fleet.startAgent("r1", fps: 15)
+            try await fleet.waitUntil("the clock locks", seconds: 30) { agent.log.contains("clock.state=locked") }
+            let camera = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
+            try fleet.grantConsent(camera)
+            #expect(try fleet.cli(["lock", camera]).status == 0)
+            func kept() throws -> [String: Any] {
+                let text = try fleet.cli(["preroll", camera, "--json"]).output
+                return (try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]])?.first ?? [:]
+            }
+            // Raw, 16 MiB holds 27 of the camera's 600 kB frames: under two seconds of the ten.
+            var set = try fleet.cli(["preroll", camera, "10s", "--budget", "16"])
+            #expect(set.status == 0, "\(set.output)\(set.error)")
+            try await fleet.waitUntil("the raw pre-roll fills its budget", seconds: 20) { try kept()["kept_frames"] as? Int ?? 0 >= 25 }
+            let raw = try kept()
+            #expect((raw["kept_ns"] as? Int ?? .max) < 2_000_000_000, "\(raw)")
+            set = try fleet.cli(["preroll", camera, "10s", "--budget", "16", "--codec", "h264"])
+            #expect(set.status == 0 && set.output.contains("encoded as h264"), "\(set.output)\(set.error)")
+            try await fleet.waitUntil("the encoded pre-roll keeps ten seconds", seconds: 30) {
+                try kept()["kept_ns"] as? Int ?? 0 >= 9_900_000_000
+            }
+            let encoded = try kept()
+            print(
+                "encoded pre-roll: raw kept \(raw["kept_ns"] ?? "?") ns in \(raw["kept_bytes"] ?? "?") bytes; h264 kept \(encoded["kept_ns"] ?? "?") ns in \(encoded["kept_bytes"] ?? "?") bytes"
+            )
+            #expect(encoded["encoding"] as? String == "h264, crf 23", "\(encoded)")
+            #expect((encoded["kept_bytes"] as? Int ?? .max) < 16 << 20, "\(encoded)")
+
+            let refused = try fleet.cli(["record", "start", camera, "--pre-roll", "3s", "--codec-for", "\(camera)=ffv1"], timeout: 15)
+            #expect(refused.status != 0 && refused.error.contains("keeps its pre-roll encoded as h264"), "\(refused.error)")
+            let started = try fleet.cli(["record", "start", camera, "--pre-roll", "8s", "--store", "agent", "--json"], timeout: 15)
+            let take = try #require(try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any], "\(started.error)")
+            let takeID = try #require(take["id"] as? String)
+            try await Task.sleep(for: .seconds(2))
+            #expect(try fleet.cli(["record", "stop", takeID], timeout: 30).status == 0)
+            let shown = try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)
+            let start = try #require((shown["start_fleet_ns"] as? NSNumber)?.uint64Value, "\(shown)")
+            #expect(start % 1_000_000_000 == 0, "an encoded pre-roll's take starts on a whole fleet second: \(start)")
+            let part = try #require((shown["devices"] as? [[String: Any]])?.first)
+            let first = try #require((part["first_fleet_ns"] as? NSNumber)?.uint64Value, "\(part)")
+            // Its first frame is the key frame of that second: within one frame interval of it.
+            #expect(first >= start && first - start <= 70_000_000, "the part begins \(Int64(first) - Int64(start)) ns after the start")
+            #expect((part["format"] as? String)?.hasSuffix("H264") == true && part["encoder"] as? String == "libx264", "\(part)")
+            #expect(try SecondLaneIntegrationTests.RecordingTests.lostByTheFleet(part, in: fleet) == 0, "\(part["drops"] ?? "")")
+            #expect(SecondLaneIntegrationTests.RecordingTests.spanAccounted(part), "\(part)")
+            let frames = part["frames"] as? Int ?? 0
+            let inSpan = SecondLaneIntegrationTests.RecordingTests.framesInSpan(of: shown, fps: 15)
+            #expect(frames >= 120 && frames >= inSpan, "eight seconds kept and the live ones at 15 fps: \(frames), the span holds \(inSpan)")
+            let segments = try #require(shown["segments"] as? [[String: Any]])
+            for segment in segments {
+                let path = try #require(segment["path"] as? String)
+                let decoded = try Self.decode(path)
+                #expect(decoded.errors.isEmpty && decoded.frames.count == segment["frames"] as? Int, "\(path): \(decoded.errors)")
+            }
+            #expect(try fleet.cli(["recordings", "verify", takeID], timeout: 60).status == 0)
+
+            // Written on the coordinator instead: the kept packets cross with the live ones.
+            let onCoordinator = try fleet.cli(["record", "start", camera, "--pre-roll", "3s", "--store", "coordinator", "--json"], timeout: 15)
+            let coordinatorID = try #require(
+                (try JSONSerialization.jsonObject(with: Data(onCoordinator.output.utf8)) as? [String: Any])?["id"] as? String,
+                "\(onCoordinator.error)")
+            try await Task.sleep(for: .seconds(1))
+            #expect(try fleet.cli(["record", "stop", coordinatorID], timeout: 30).status == 0)
+            let coordinatorShown = try SecondLaneIntegrationTests.RecordingTests.show(coordinatorID, in: fleet)
+            let coordinatorStart = try #require((coordinatorShown["start_fleet_ns"] as? NSNumber)?.uint64Value)
+            let coordinatorPart = try #require((coordinatorShown["devices"] as? [[String: Any]])?.first)
+            let coordinatorFirst = try #require((coordinatorPart["first_fleet_ns"] as? NSNumber)?.uint64Value, "\(coordinatorPart)")
+            #expect(coordinatorStart % 1_000_000_000 == 0 && coordinatorFirst - coordinatorStart <= 70_000_000, "\(coordinatorPart)")
+            #expect(try SecondLaneIntegrationTests.RecordingTests.lostByTheFleet(coordinatorPart, in: fleet) == 0, "\(coordinatorPart)")
+            // At least three seconds at 15 fps: the start goes back to the whole second at or before
+            // the instant less 3 s (3 to 4 s), and the take stops about when its instant comes.
+            #expect(
+                SecondLaneIntegrationTests.RecordingTests.spanAccounted(coordinatorPart) && (coordinatorPart["frames"] as? Int ?? 0) >= 44,
+                "\(coordinatorPart)")
+            #expect(try fleet.cli(["recordings", "verify", coordinatorID], timeout: 60).status == 0)
+
+            // A take in the pre-roll's codec taps its encoder: the agent opens no other.
+            let opened = agent.log.components(separatedBy: "encoder opened").count - 1
+            #expect(opened == 1, "the pre-roll's encoder only: \(opened)")
+            let tapped = try fleet.cli(["record", "start", camera, "--codec", "h264", "--store", "agent", "--json"], timeout: 15)
+            let tappedID = try #require(
+                (try JSONSerialization.jsonObject(with: Data(tapped.output.utf8)) as? [String: Any])?["id"] as? String, "\(tapped.error)")
+            try await Task.sleep(for: .seconds(3))
+            #expect(try fleet.cli(["record", "stop", tappedID], timeout: 30).status == 0)
+            let tappedShown = try SecondLaneIntegrationTests.RecordingTests.show(tappedID, in: fleet)
+            let tappedPart = try #require((tappedShown["devices"] as? [[String: Any]])?.first)
+            #expect((tappedPart["frames"] as? Int ?? 0) >= 25 && SecondLaneIntegrationTests.RecordingTests.spanAccounted(tappedPart), "\(tappedPart)")
+            for segment in try #require(tappedShown["segments"] as? [[String: Any]]) {
+                let decoded = try Self.decode(try #require(segment["path"] as? String))
+                #expect(decoded.errors.isEmpty && decoded.frames.count == segment["frames"] as? Int, "\(decoded.errors)")
+            }
+            #expect(agent.log.components(separatedBy: "encoder opened").count - 1 == 1, "a tap opens no encoder of its own")
+
+            // A still at an instant already past (stills.md, "From the past"): decoded from the
+            // kept packets, it is the frame nearest the instant, its stamp that frame's number.
+            let instant = UInt64(Date().timeIntervalSince1970 * 1e9) - 1_500_000_000
+            let stills = fleet.directory + "/past-stills"
+            let still = try fleet.cli(["still", camera, "--size", "streaming", "--at", String(instant), "-o", stills, "--json"], timeout: 60)
+            #expect(still.status == 0, "\(still.output)\(still.error)")
+            let files = try FileManager.default.contentsOfDirectory(atPath: stills)
+            let png = try #require(files.first { $0.hasSuffix(".png") }, "\(files)")
+            let sidecarName = try #require(files.first { $0.hasSuffix(".json") && $0.hasPrefix((png as NSString).deletingPathExtension) }, "\(files)")
+            let sidecar = try #require(
+                try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: stills + "/" + sidecarName))) as? [String: Any])
+            let taken = try #require((sidecar["fleet_time_ns"] as? NSNumber)?.uint64Value, "\(sidecar)")
+            #expect(max(taken, instant) - min(taken, instant) <= 70_000_000, "the frame nearest the instant: \(taken) for \(instant)")
+            let picture = try PNGDecoder.decode([UInt8](try Data(contentsOf: URL(fileURLWithPath: stills + "/" + png))))
+            var green = (0..<(picture.width * picture.height)).map { picture.pixels[$0 * 3 + 1] }
+            let stamp = green.withUnsafeMutableBytes { bytes in
+                LumaPlane(base: bytes.baseAddress!, pixelFormat: .grey, width: picture.width, height: picture.height).flatMap {
+                    FrameNumberStamp.read(from: $0)
+                }
+            }
+            let sequence = try #require((sidecar["sequence"] as? NSNumber)?.uint64Value, "\(sidecar)")
+            #expect(
+                stamp == UInt32(truncatingIfNeeded: sequence),
+                "the decoded picture is frame \(sequence): its stamp reads \(stamp.map(String.init) ?? "nothing")")
+            print(
+                "encoded pre-roll: a still 1.5 s past decoded as frame \(sequence) (stamp \(stamp.map(String.init) ?? "-")), \(Int64(taken) - Int64(instant)) ns from the instant"
+            )
+
+            #expect(try fleet.cli(["preroll", camera, "--off"]).status == 0)
+            try await fleet.waitUntil("off: nothing kept", seconds: 10) { try kept()["kept_frames"] == nil }
+        }
+
+        /// An encoded pre-roll on disk (recordings.md, "On disk"): 1 MiB of memory holds under a
+        /// second of a camera's FFV1 packets (a photograph fills its frame: bars alone compress to
+        /// nothing); with 64 MiB of its host's disk the pre-roll keeps its ten seconds, a take
+        /// reaching eight seconds back starts on the whole second before with every frame there and
+        /// decoding, each showing its own number, and a still from seven seconds back is decoded
+        /// from the disk. Turned off, the disk is emptied.
+        @Test func anEncodedPreRollOnDisk_keepsWhatItsMemoryCannot_andATakeReachesIntoIt() async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator(environment: ["CAPFLEET_SEGMENT_SECONDS": "4"])
+            let agent = try fleet.startAgent(
+                "d1", fps: 15, extra: ["--synthetic-overlay", "image:\(SecondLaneIntegrationTests.DetectionTests.portrait)@0,0,1"])
+            try await fleet.waitUntil("the clock locks", seconds: 30) { agent.log.contains("clock.state=locked") }
+            let camera = try #require(try fleet.json(["devices"]).first?["device_id"] as? String)
+            try fleet.grantConsent(camera)
+            #expect(try fleet.cli(["lock", camera]).status == 0)
+            func kept() throws -> [String: Any] {
+                let text = try fleet.cli(["preroll", camera, "--json"]).output
+                return (try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]])?.first ?? [:]
+            }
+            let raw = try fleet.cli(["preroll", camera, "10s", "--disk", "64"])
+            #expect(raw.status != 0 && raw.error.contains("--codec"), "a disk keeps packets, not raw frames: \(raw.error)")
+            let set = try fleet.cli(["preroll", camera, "10s", "--budget", "1", "--codec", "ffv1", "--disk", "64"])
+            #expect(set.status == 0 && set.output.contains("64 MiB of disk"), "\(set.output)\(set.error)")
+            try await fleet.waitUntil("memory and disk keep ten seconds", seconds: 30) { try kept()["kept_ns"] as? Int ?? 0 >= 9_900_000_000 }
+            let figures = try kept()
+            print("pre-roll on disk: \(figures)")
+            #expect((figures["kept_bytes"] as? Int ?? .max) <= 1 << 20 && (figures["kept_disk_bytes"] as? Int ?? 0) > 1 << 20, "\(figures)")
+            let folder = fleet.directory + "/d1/pre-roll/" + camera
+            #expect(try FileManager.default.contentsOfDirectory(atPath: folder).contains { $0.hasSuffix(".group") }, "its files in \(folder)")
+
+            // A still from seven seconds back: from the disk.
+            let instant = UInt64(Date().timeIntervalSince1970 * 1e9) - 7_000_000_000
+            let stills = fleet.directory + "/disk-stills"
+            let still = try fleet.cli(["still", camera, "--size", "streaming", "--at", String(instant), "-o", stills, "--json"], timeout: 60)
+            #expect(still.status == 0, "\(still.output)\(still.error)")
+
+            let started = try fleet.cli(["record", "start", camera, "--pre-roll", "8s", "--store", "agent", "--json"], timeout: 15)
+            let takeID = try #require(
+                (try JSONSerialization.jsonObject(with: Data(started.output.utf8)) as? [String: Any])?["id"] as? String, "\(started.error)")
+            try await Task.sleep(for: .seconds(2))
+            #expect(try fleet.cli(["record", "stop", takeID], timeout: 30).status == 0)
+            let shown = try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)
+            let start = try #require((shown["start_fleet_ns"] as? NSNumber)?.uint64Value, "\(shown)")
+            let part = try #require((shown["devices"] as? [[String: Any]])?.first)
+            let first = try #require((part["first_fleet_ns"] as? NSNumber)?.uint64Value, "\(part)")
+            #expect(
+                start % 1_000_000_000 == 0 && first >= start && first - start <= 70_000_000, "begins on the second: \(Int64(first) - Int64(start)) ns"
+            )
+            #expect(try SecondLaneIntegrationTests.RecordingTests.lostByTheFleet(part, in: fleet) == 0, "\(part["drops"] ?? "")")
+            let inSpan = SecondLaneIntegrationTests.RecordingTests.framesInSpan(of: shown, fps: 15)
+            #expect(
+                (part["frames"] as? Int ?? 0) >= 120 && (part["frames"] as? Int ?? 0) >= inSpan,
+                "eight seconds kept and the live ones at 15 fps (the span holds \(inSpan)): \(part)")
+            // Each decoded frame shows its own number: the disk gave back the frames in order, whole.
+            var stamped: [UInt32] = []
+            for segment in try #require(shown["segments"] as? [[String: Any]]) {
+                let path = try #require(segment["path"] as? String)
+                let decoded = try Self.decode(path)
+                #expect(decoded.errors.isEmpty && decoded.frames.count == segment["frames"] as? Int, "\(path): \(decoded.errors)")
+                for var frame in decoded.frames {
+                    let number = frame.withUnsafeMutableBytes { bytes in
+                        LumaPlane(base: bytes.baseAddress!, pixelFormat: .yuyv, width: 640, height: 480).flatMap { FrameNumberStamp.read(from: $0) }
+                    }
+                    stamped.append(number ?? 0)
+                }
+            }
+            let firstSequence = (shown["segments"] as? [[String: Any]])?.first?["first_sequence"] as? Int ?? -1
+            #expect(stamped.count == part["frames"] as? Int && stamped.first == UInt32(truncatingIfNeeded: firstSequence), "\(stamped.prefix(3))")
+            #expect(zip(stamped, stamped.dropFirst()).allSatisfy { $1 > $0 }, "in capture order, none twice: \(stamped)")
+            print(
+                "pre-roll on disk: take \(takeID) \(part["frames"] ?? 0) frames from \(Int64(first) - Int64(start)) ns after its start, stamps \(stamped.first ?? 0)…\(stamped.last ?? 0)"
+            )
+
+            #expect(try fleet.cli(["preroll", camera, "--off"]).status == 0)
+            try await fleet.waitUntil("off: its disk emptied", seconds: 10) {
+                !(try FileManager.default.contentsOfDirectory(atPath: folder)).contains { $0.hasSuffix(".group") }
+            }
         }
 
         /// One take, a codec per camera: the take's for most, one of its own for the camera named.

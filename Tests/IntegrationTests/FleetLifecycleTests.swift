@@ -20,7 +20,7 @@ extension SecondLaneIntegrationTests {
             #expect(devices.count == 3)
             for device in devices {
                 let formats = try #require(device["formats"] as? [[String: Any]])
-                #expect(formats.count == 14, "the synthetic camera lists its whole format list, stills last")
+                #expect(formats.count == 17, "the synthetic camera lists its whole format list, stills last")
                 let labels = Set(
                     formats.map { "\($0["width"]!)x\($0["height"]!) \($0["pixel_format"]!)\(($0["binned"] as? Bool) == true ? " binned" : "")" })
                 #expect(
@@ -34,7 +34,7 @@ extension SecondLaneIntegrationTests {
             }
             let deviceID = try #require(devices.first?["device_id"] as? String)
             let formats = try fleet.json(["formats", deviceID])
-            #expect(formats.count == 14)
+            #expect(formats.count == 17)
 
             // Frames flow: the coordinator counts frames and bytes per device.
             try await fleet.waitUntil("every device has delivered 20 frames", seconds: 20) {
@@ -102,7 +102,7 @@ extension SecondLaneIntegrationTests {
             #expect(after.nodes == before.nodes)
             #expect(after.devices == before.devices)
             #expect(after.formats == before.formats)
-            #expect(after.devices == 3 && after.formats == 3 * 14)
+            #expect(after.devices == 3 && after.formats == 3 * 17)
             // Counters continue from what was stored instead of starting over.
             try await fleet.waitUntil("frames flow again", seconds: 15) {
                 try fleet.deviceStats().values.filter { ($0["frames_per_second"] as? Double ?? 0) > 5 }.count == 3

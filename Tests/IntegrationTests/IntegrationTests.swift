@@ -9,8 +9,9 @@ import Testing
 /// wait for real-time recording of small raw cameras, hosts in network namespaces, refusals,
 /// alerts, HTTP answers, events and the CLI's listings, and check files and answers after, with
 /// nothing caught in a window of time and little CPU of their own. Balanced by measured times:
-/// in a whole run here the lanes took 599 s and 488 s, against 766 s and 333 s (the machine 53 %
-/// busy) before the alerts, HTTP, events and listing tests came to this lane. The two lanes share the machine's two cores instead of the suite
-/// taking the sum of both. Encoding tests stay in the first lane: a 1080p encoder on the
-/// second core makes the other lane's synthetic cameras miss slots.
+/// in a whole run here (2026-12-02) the lanes took 683 s and 917 s before auto-framing (its
+/// export encodes), moments by rule and sensor streams went to the first lane. The two lanes
+/// share the machine's two cores instead of the suite taking the sum of both. Encoding tests
+/// stay in the first lane: a 1080p encoder on the second core makes the other lane's synthetic
+/// cameras miss slots.
 @Suite(.serialized) struct SecondLaneIntegrationTests {}

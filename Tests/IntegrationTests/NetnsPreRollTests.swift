@@ -108,6 +108,35 @@ extension SecondLaneIntegrationTests {
             let listed = try fleet.json(["moments"])
             #expect(listed.first?["id"] as? String == moment["id"] as? String && listed.first?["take_id"] as? String == momentTake["id"] as? String)
 
+            // Kept encoded (recordings.md, "Encoded pre-roll"): the take starts on the whole
+            // fleet second before its reach, on every host at once, each part on its key frame.
+            try fleet.run(["cli", "preroll"] + cameras + ["4s", "--codec", "h264"])
+            _ = try await NetnsTestFleet.waitUntil("every camera keeps 3.5 s encoded", seconds: 20) {
+                try kept().values.allSatisfy { ($0["kept_ns"] as? Int ?? 0) >= 3_500_000_000 && $0["encoding"] as? String == "h264, crf 23" }
+            }
+            let encodedText = try fleet.run(["cli", "record", "start"] + cameras + ["--pre-roll", "3s", "--json", "--timeout", "15"])
+            let encodedTake = try #require(try JSONSerialization.jsonObject(with: Data(encodedText.utf8)) as? [String: Any], "\(encodedText)")
+            let encodedID = try #require(encodedTake["id"] as? String)
+            let encodedStart = try #require(encodedTake["start_fleet_ns"] as? Int)
+            #expect(encodedStart % 1_000_000_000 == 0, "on a whole fleet second: \(encodedStart)")
+            try await Task.sleep(for: .seconds(2))
+            try fleet.run(["cli", "record", "stop", encodedID, "--wait", "60", "--timeout", "70"])
+            let encodedShown = try #require(
+                try JSONSerialization.jsonObject(with: Data(try fleet.run(["cli", "recordings", "show", encodedID, "--json"]).utf8)) as? [String: Any]
+            )
+            let encodedStop = try #require(encodedShown["stop_fleet_ns"] as? Int)
+            for part in encodedShown["devices"] as? [[String: Any]] ?? [] {
+                let first = part["first_fleet_ns"] as? Int ?? 0
+                let frames = part["frames"] as? Int ?? 0
+                print(
+                    "netns pre-roll: encoded \(part["device_id"] ?? "?"): first frame \(Double(first - encodedStart) / 1e6) ms after the start, \(frames) frames, \(part["codec"] ?? "?")"
+                )
+                #expect(first >= encodedStart && first - encodedStart <= 100_000_000, "\(part)")
+                #expect(abs(Double(frames) - Double(encodedStop - encodedStart) / 1e8) <= 3, "every frame from the key frame on: \(part)")
+                #expect((part["drops"] as? [String: Int] ?? [:]).values.allSatisfy { $0 == 0 } && part["encoder"] as? String == "libx264", "\(part)")
+            }
+            #expect(try fleet.run(["cli", "recordings", "verify", encodedID, "--timeout", "120"]).contains("verified"))
+
             // Off again: everything kept is freed.
             try fleet.run(["cli", "preroll"] + cameras + ["--off"])
             _ = try await NetnsTestFleet.waitUntil("every camera reports its pre-roll off", seconds: 10) {

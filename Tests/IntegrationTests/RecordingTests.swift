@@ -356,6 +356,13 @@ extension SecondLaneIntegrationTests {
         }
 
         /// Every frame of a part's span is stored or counted as dropped.
+        /// The frames a take's own span holds at `fps`, one short at each edge: its start and
+        /// stop instants are the fleet's, and a take begins a whole lead after the command.
+        static func framesInSpan(of shown: [String: Any], fps: Int) -> Int {
+            let start = (shown["start_fleet_ns"] as? NSNumber)?.int64Value ?? 0, stop = (shown["stop_fleet_ns"] as? NSNumber)?.int64Value ?? 0
+            return max(0, Int((stop - start) / (1_000_000_000 / Int64(fps))) - 2)
+        }
+
         static func spanAccounted(_ part: [String: Any]) -> Bool {
             let first = part["first_sequence"] as? Int ?? 0, last = part["last_sequence"] as? Int ?? 0
             return (part["frames"] as? Int ?? 0) + dropTotal(part) == last - first + 1

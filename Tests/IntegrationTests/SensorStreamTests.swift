@@ -3,7 +3,7 @@ import FleetProtocol
 import Foundation
 import Testing
 
-extension SecondLaneIntegrationTests {
+extension IntegrationTests {
     /// Sensor streams end to end (proto-docs/sensors.md): the example IMU sender, a second
     /// process on the agent's host, sends 200 samples a second to the agent's Unix socket; an
     /// operator's telemetry subscription hears them on `data.<node>.<stream>` at their fleet
@@ -11,7 +11,7 @@ extension SecondLaneIntegrationTests {
     /// malformed messages are refused and counted where an operator looks.
     @Suite struct SensorStreamTests {
         static var sender: String {
-            TelemetrySubscriberTests.repositoryRoot.appendingPathComponent("proto-docs/examples/sensor_sender.py").path
+            SecondLaneIntegrationTests.TelemetrySubscriberTests.repositoryRoot.appendingPathComponent("proto-docs/examples/sensor_sender.py").path
         }
 
         /// Runs the example sender for `seconds` at 200 Hz; its status.
@@ -19,7 +19,8 @@ extension SecondLaneIntegrationTests {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             process.arguments = [
-                try TelemetrySubscriberTests.python(), sender, "--socket", socket, "--stream", "imu0", "--rate", "200", "--seconds", "\(seconds)",
+                try SecondLaneIntegrationTests.TelemetrySubscriberTests.python(), sender, "--socket", socket, "--stream", "imu0", "--rate", "200",
+                "--seconds", "\(seconds)",
             ]
             process.standardError = FileHandle.nullDevice
             try process.run()

@@ -187,6 +187,9 @@ extension IntegrationTests {
                     #expect((part["frames"] as? Int ?? 0) + SecondLaneIntegrationTests.RecordingTests.dropTotal(part) == last - first + 1, "\(part)")
                 }
                 #expect(part["encoder"] as? String == (codec == "ffv1" ? "ffv1" : "libx264"), "\(part)")
+                // The driver's colour description (its webcam input is sRGB) is the part's (frames.md, "Colour and depth").
+                let colour = part["colour"] as? [String: Any]
+                #expect(colour?["primaries"] as? String == "bt709" && colour?["transfer"] as? String == "srgb", "\(part)")
                 // The camera's own size ("640x360 FFV1"), which the decoded frames have.
                 let size = (part["format"] as? String ?? "").split(separator: " ").first?.split(separator: "x").compactMap { Int($0) } ?? []
                 #expect(size.count == 2, "\(part)")
@@ -217,6 +220,15 @@ extension IntegrationTests {
             #expect(
                 onlyListed.isEmpty && onlyPrinted.isEmpty,
                 "\(listed.count) listed, \(printed.count) printed; only listed: \(onlyListed.prefix(5)); only printed: \(onlyPrinted.prefix(5))")
+
+            // vivid's formats deeper than 8 bits say their depth (frames.md, "Colour and depth").
+            let deep = try fleet.json(["formats", webcam]).filter { ["Y10", "Y12", "Y16", "Z16"].contains($0["pixel_format"] as? String ?? "") }
+            #expect(
+                !deep.isEmpty, "vivid offers grey deeper than 8 bits: \(printed.map(\.pixelFormat).reduce(into: Set<String>()) { $0.insert($1) })")
+            for format in deep {
+                let expected = ["Y10": 10, "Y12": 12, "Y16": 16, "Z16": 16][format["pixel_format"] as? String ?? ""]
+                #expect(format["bit_depth"] as? Int == expected, "\(format)")
+            }
 
             // The device held by another program is reported as in use, and resumes by itself when it is let go.
             try await step("video2 is reported in use", seconds: 60) {

@@ -52,11 +52,13 @@ extension CameraStream {
         statistics.bytesCaptured.add(UInt64(frame.byteCount), ordering: .relaxed)
         if decision.discontinuities > 0 { statistics.discontinuity.add(decision.discontinuities, ordering: .relaxed) }
         perform(decision.actions, recordingPath: recordingPath)
+        // Framing with the camera's optics: the window of its whole view this frame shows.
+        let opticalView = detection.framesWithOptics ? OpticsSteering.view(of: source) : nil
         // Only real pixels are looked at: what a camera without consent sees stays unseen.
         if decision.pixels == .real {
             detection.offer(
                 frame, captureLocal: route.clock.nodeClock.local(fromMonotonic: frame.captureMonotonicNanoseconds), fleetTime: stamp?.fleet,
-                nodeID: route.nodeID)
+                nodeID: route.nodeID, view: opticalView?.window(zoom: frame.zoomFactor, pan: frame.pan, tilt: frame.tilt) ?? .whole)
         }
         audits.offer(frame, stamp: stamp.map { ($0.fleet, $0.uncertainty) }, real: decision.pixels == .real)
         if let watch = stillTap.watch, let stamp {
@@ -94,6 +96,12 @@ extension CameraStream {
             flags: flags, consent: decision.consent.wire, drops: decision.deviceDrops)
         header.zoomMethod = source.zoomMethod?.wire ?? .unspecified
         header.deviceTimestampNs = frame.deviceTimestamp
+        if let framing = detection.framing(for: frame, optics: opticalView) {
+            header.framing = framing.state
+            if let aim = framing.aim, optics.aim(aim) {
+                onDeviceThread { [self] in optics.apply(to: source, stillFraming: detection.framesWithOptics, logger: logger) }
+            }
+        }
         // Capture time in this node's clock, and in fleet time once the clock has an estimate.
         header.captureMonotonicNs = route.clock.nodeClock.local(fromMonotonic: outgoing.captureMonotonicNanoseconds)
         if let stamp {
@@ -115,6 +123,7 @@ extension CameraStream {
         statistics.latest.withLock { $0 = (frame.sequence, header.layout) }
         var recorded = false
         var ownCopy = false
+        var fedPreRoll = false
         if let take = decision.recordedFor, let recordingPath {
             // A take that starts in the past records what was kept since its start first.
             if preRoll.isOn, let kept = preRoll.handOver(takeID: take.takeID, before: header.fleetTimeNs) {
@@ -123,8 +132,9 @@ extension CameraStream {
             outgoing = record(outgoing, header: header, takeID: take.takeID, drops: take.drops, to: recordingPath)
             recorded = recordingPath.reachesCoordinator
             ownCopy = true
+            fedPreRoll = recordingPath.feedsPreRoll
         }
-        if preRoll.isOn { keepForPreRoll(outgoing, header: header, shared: ownCopy || decision.pixels == .black) }
+        if preRoll.isOn, !fedPreRoll { keepForPreRoll(outgoing, header: header, shared: ownCopy || decision.pixels == .black) }
         // Previews whatever becomes of the full-rate frame: black when it is black.
         if let previews = route.previews { offerPreview(outgoing, header: header, black: decision.pixels == .black, to: previews) }
         // Full-rate frames cross the network only while the coordinator wants them, and once:
@@ -176,9 +186,18 @@ extension CameraStream {
 
     /// Keeps the frame for pre-roll: its pixels shared where nothing writes them again (the
     /// take's own copy, the black frame), else copied out of the capture buffer.
+    /// An encoded pre-roll's frames go to its encoder instead, whose packets it keeps.
     private func keepForPreRoll(_ frame: CapturedFrame, header: Capfleet_V1_FrameHeader, shared: Bool) {
+        let encoder = preRoll.isEncoded ? preRollEncoder.withLock { $0 } : nil
+        if preRoll.isEncoded, encoder == nil { return }
+        guard header.flags & UInt32(Capfleet_V1_FrameFlag.fleetTimeValid.rawValue) != 0 else { return }
         let pixels = shared ? frame.buffer : preRoll.copy(frame.buffer.storage, count: frame.byteCount)
-        preRoll.keep(header: header, pixels: pixels, count: frame.byteCount)
+        guard let encoder else {
+            preRoll.keep(header: header, pixels: pixels, count: frame.byteCount)
+            return
+        }
+        preRoll.saw(fleetTime: header.fleetTimeNs)
+        if !encoder.offer(header: header, pixels: pixels, count: frame.byteCount) { statistics.encoderLate.add(1, ordering: .relaxed) }
     }
 
     /// The black frame sent in place of real ones, made once per format, outside the lock:

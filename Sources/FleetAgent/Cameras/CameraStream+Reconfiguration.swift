@@ -1,5 +1,6 @@
 import FleetCapture
 import FleetCore
+import FleetDetection
 
 /// What an operator or a policy changes on a device. Each runs on the device's own thread:
 /// a format change restarts the stream (several ioctls, and a V4L2 driver may answer busy
@@ -38,6 +39,7 @@ extension CameraStream {
             try source.setFrameRateRange(range)
             step(.operatorSetRate(running: source.activeFrameRateRange, pressure: pressure, format: activeFormat))
         case let .zoom(command):
+            try refuseWhileOpticsFrame(control: "zoom")
             try source.zoom(command)
         case let .focus(request):
             try source.focus(request)
@@ -46,6 +48,27 @@ extension CameraStream {
         case let .pressurePolicy(policy):
             step(.pressurePolicyChanged(policy, pressure: pressure, running: source.activeFrameRateRange, format: activeFormat))
         }
+    }
+
+    /// Auto-framing with the camera's optics owns its zoom, pan and tilt: an operator's own
+    /// setting would fight it frame by frame.
+    func refuseWhileOpticsFrame(control: String) throws(CaptureError) {
+        guard detection.framesWithOptics else { return }
+        throw .controlRefused(
+            device: deviceID, control: control,
+            reason: "auto-framing steers it (capfleet detect \(deviceID) --framing --optics): turn framing off, or frame with the crop, first")
+    }
+
+    /// Detection settings, on the device's thread: framing with the optics only on a camera
+    /// that has them; a camera they framed goes back to its whole view when they stop.
+    func applyDetection(_ settings: DetectionSettings) throws(DetectionError) {
+        precondition(device.thread.isCurrent, "device \(deviceID): detection is set on its own thread")
+        if settings.framing?.optics == true, let reason = OpticsSteering.unavailableReason(of: source) {
+            throw .opticsUnavailable(device: deviceID, reason: reason)
+        }
+        let framedWithOptics = detection.framesWithOptics
+        try detection.apply(settings)
+        if framedWithOptics, settings.framing?.optics != true { optics.goHome(source, logger: logger) }
     }
 
     /// The node's pressure level changed: the cap comes into force or is lifted, on the device's thread.

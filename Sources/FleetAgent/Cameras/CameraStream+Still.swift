@@ -1,5 +1,6 @@
 import FleetCapture
 import FleetCore
+import FleetEncoding
 import FleetProtocol
 import FleetSystem
 import Foundation
@@ -174,6 +175,9 @@ extension CameraStream {
                 "device \(deviceID) keeps no pre-roll, so fleet time \(instant), \(late) past, is gone: capfleet preroll \(deviceID) 5s keeps its last seconds"
             )
         }
+        if let encoding = preRoll.settings.encoding {
+            return try stillFromEncodedPreRoll(at: instant, period: period, late: late, codec: encoding.codec, clock: clock)
+        }
         let settled = instant + 2 * period
         if fleetNow < settled { Thread.sleep(forTimeInterval: Double(settled - fleetNow) / 1e9) }
         let (found, oldest) = preRoll.nearest(to: instant, within: 2 * period)
@@ -181,21 +185,87 @@ extension CameraStream {
             let reach = oldest.map { "it keeps frames from fleet time \($0) on" } ?? "it has kept no frame yet"
             throw StillFailure("device \(deviceID) kept no frame near fleet time \(instant) (\(late) past): \(reach)", unavailable: true)
         }
-        guard kept.header.flags & UInt32(Capfleet_V1_FrameFlag.black.rawValue) == 0 else {
-            throw StillFailure(
-                "device \(deviceID)'s consent was not granted at fleet time \(instant): it kept a black frame, and a still holds only real pixels")
-        }
         let index = source.activeFormatIndex
         let format = source.device.formats[index]
         let layout = FrameLayout(format)
-        guard kept.header.layout.pixelFormat == format.pixelFormat.fourCC, Int(kept.header.layout.width) == format.width,
-            Int(kept.header.layout.height) == format.height
-        else {
+        try checkKept(kept.header, pixelFormat: kept.header.layout.pixelFormat, at: instant, against: format)
+        let frame = StillFrame(kept: kept.pixels, byteCount: kept.count, layout: layout, header: kept.header)
+        return StillTaken(
+            pictures: [.init(frame: frame, requestedFleetTime: instant, ev: 0, exposure: source.exposure)], awayNanoseconds: 0, stillFormat: format,
+            stillFormatIndex: index, streamingFormatIndex: index, frameRate: source.activeFrameRate)
+    }
+
+    /// A kept frame (or packet) is a still's only if it is real and of the format streamed now.
+    private func checkKept(
+        _ header: Capfleet_V1_FrameHeader, pixelFormat: String, at instant: UInt64, against format: VideoFormat
+    ) throws(StillFailure) {
+        guard header.flags & UInt32(Capfleet_V1_FrameFlag.black.rawValue) == 0 else {
             throw StillFailure(
-                "device \(deviceID) streamed another format at fleet time \(instant) (\(kept.header.layout.width)x\(kept.header.layout.height) \(kept.header.layout.pixelFormat)) than now: that frame is not its streaming format's"
+                "device \(deviceID)'s consent was not granted at fleet time \(instant): it kept a black frame, and a still holds only real pixels")
+        }
+        guard pixelFormat == format.pixelFormat.fourCC, Int(header.layout.width) == format.width, Int(header.layout.height) == format.height else {
+            throw StillFailure(
+                "device \(deviceID) streamed another format at fleet time \(instant) (\(header.layout.width)x\(header.layout.height) \(pixelFormat)) than now: that frame is not its streaming format's"
             )
         }
-        let frame = StillFrame(kept: kept.pixels, byteCount: kept.count, layout: layout, header: kept.header)
+    }
+
+    /// A still at an instant already past from an encoded pre-roll: the packets from the key
+    /// frame before the kept frame nearest it through that frame, decoded here on the device's
+    /// thread (a second of frames at most; the camera is busy for a still anyway, and capture
+    /// runs on) and repacked into the camera's format, once the encoder has put out the frames
+    /// after it (its look-ahead holds a few back).
+    private func stillFromEncodedPreRoll(
+        at instant: UInt64, period: UInt64, late: String, codec: VideoCodec, clock: any CaptureClock
+    ) throws(StillFailure) -> StillTaken {
+        let settled = instant + 2 * period
+        let patience = MonotonicTime.now() + 2_000_000_000
+        while (preRoll.newestFleetTime ?? 0) < settled, MonotonicTime.now() < patience { Thread.sleep(forTimeInterval: 0.02) }
+        let packets = preRoll.decodable(nearest: instant, within: 2 * period)
+        guard let target = packets.last else {
+            let reach = preRoll.oldestFleetTime.map { "it keeps packets from fleet time \($0) on" } ?? "it has kept no packet yet"
+            throw StillFailure("device \(deviceID) kept no frame near fleet time \(instant) (\(late) past): \(reach)", unavailable: true)
+        }
+        let index = source.activeFormatIndex
+        let format = source.device.formats[index]
+        let fourCC = format.pixelFormat.fourCC
+        try checkKept(target.header, pixelFormat: target.header.encoded.sourcePixelFormat, at: instant, against: format)
+        guard let bytes = VideoDecoder.Picture.frameBytes(fourCC, width: format.width, height: format.height) else {
+            throw StillFailure(
+                "device \(deviceID) keeps its pre-roll encoded (\(codec.rawValue)) from \(fourCC) frames, and a still from the past is decoded only for 8-bit NV12, YUYV, UYVY and GREY cameras: keep its pre-roll raw (capfleet preroll \(deviceID) 5s, without --codec)"
+            )
+        }
+        let started = MonotonicTime.now()
+        let pixels = FrameBuffer(unpooledCapacity: bytes)
+        var made = false
+        do throws(EncodingError) {
+            let decoder = try VideoDecoder(
+                codec: codec, codecConfig: Array(packets[0].header.encoded.codecConfig), width: format.width, height: format.height)
+            let wanted = Int64(packets.count - 1)
+            let keep = { (picture: VideoDecoder.Picture) throws(EncodingError) in
+                guard picture.pts == wanted, picture.width == format.width, picture.height == format.height else { return }
+                try picture.repack(into: pixels.storage, pixelFormat: fourCC)
+                made = true
+            }
+            for (number, packet) in packets.enumerated() {
+                try decoder.decode(UnsafeRawBufferPointer(start: packet.pixels.storage, count: packet.count), pts: Int64(number), deliver: keep)
+            }
+            if !made { try decoder.drain(deliver: keep) }
+        } catch {
+            throw StillFailure("device \(deviceID) could not decode its pre-roll's frame at fleet time \(target.header.fleetTimeNs): \(error)")
+        }
+        guard made else {
+            throw StillFailure(
+                "device \(deviceID) could not decode its pre-roll's frame at fleet time \(target.header.fleetTimeNs): the decoder gave no picture for it from \(packets.count) packets"
+            )
+        }
+        logger.info(
+            "still.decoded",
+            metadata: [
+                "device.id": "\(deviceID)", "packets": "\(packets.count)", "codec": "\(codec.rawValue)",
+                "ms": "\((MonotonicTime.now() - started) / 1_000_000)",
+            ])
+        let frame = StillFrame(kept: pixels, byteCount: bytes, layout: FrameLayout(format), header: target.header)
         return StillTaken(
             pictures: [.init(frame: frame, requestedFleetTime: instant, ev: 0, exposure: source.exposure)], awayNanoseconds: 0, stillFormat: format,
             stillFormatIndex: index, streamingFormatIndex: index, frameRate: source.activeFrameRate)

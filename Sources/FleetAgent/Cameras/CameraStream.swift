@@ -47,10 +47,14 @@ final class CameraStream: Sendable {
     let stillTap = StillTap()
     /// Codes and faces looked for in its frames (DeviceDetection.swift).
     let detection: DeviceDetection
+    /// Its own zoom, pan and tilt, while auto-framing steers them (OpticsSteering.swift).
+    let optics = OpticsSteering()
     /// The timecode read from its frames while an exposure audit runs (ExposureAuditor.swift).
     let audits: ExposureAuditor
     /// Its last seconds of frames, kept for takes that start in the past (PreRollKeeper.swift).
     let preRoll = PreRollKeeper<PreRollFrame>()
+    /// While its pre-roll is kept encoded: the encoder it goes through (PreRollEncoder.swift).
+    let preRollEncoder = Mutex<PreRollEncoder?>(nil)
     /// A triggered camera's trigger thread, made when a grid is first set; and the clock
     /// it reads (the route's, kept here since the route is the device thread's own).
     private let trigger = Mutex<GridTriggerLoop?>(nil)
@@ -182,6 +186,11 @@ final class CameraStream: Sendable {
         await device.stop()
         await detection.stop()
         await audits.stop()
+        // Its takes have ended with its frames: the pre-roll's encoder goes with them.
+        if let encoder = preRollEncoder.withLock({ $0.take() }) {
+            encoder.retire()
+            await encoder.shutdown()
+        }
     }
 
     func stopTake(takeID: String, stop: UInt64?, nowFleet: UInt64?, cause: TakeStopCause) {

@@ -29,6 +29,10 @@ final class DeviceDetection: Sendable {
         let skippedSinceReport = Atomic<UInt64>(0)
         /// Where reports go (the stream checks consent and sends them on); set once by the stream.
         let sink = Mutex<(@Sendable (Capfleet_V1_DetectionReport) -> Void)?>(nil)
+        /// Auto-framing (detection.md, "Auto-framing"): faces in from the detection thread,
+        /// the crop out to every frame on the capture thread; nil while framing is off or the
+        /// format too narrow for it.
+        let framer = Mutex<(framer: AutoFramer, generation: Int)?>(nil)
     }
 
     private let shared: Shared
@@ -43,10 +47,14 @@ final class DeviceDetection: Sendable {
         let layout: FrameLayout
         let sequence: UInt64
         let captureLocal: UInt64
+        let captureMonotonic: UInt64
         let fleetTime: UInt64?
         let nodeID: String
         let settings: DetectionSettings
         let generation: Int
+        /// The window of the camera's whole view this frame shows (framing with its optics:
+        /// faces found in it are placed in the whole view); the whole view otherwise.
+        let view: NormalizedRect
     }
 
     init(deviceID: String, logger: Logger) {
@@ -59,6 +67,13 @@ final class DeviceDetection: Sendable {
                 defer { shared.busy.store(false, ordering: .releasing) }
                 let report = state.examine(job)
                 shared.examined.add(1, ordering: .relaxed)
+                if job.settings.framing != nil, let faces = state.faceBoxes {
+                    let placed = faces.map { job.view.placing($0) }
+                    shared.framer.withLock { held in
+                        guard held?.generation == job.generation else { return }
+                        held?.framer.observe(faces: placed, at: job.captureMonotonic)
+                    }
+                }
                 guard var sent = report else { return }
                 sent.examinedFrames = shared.examined.load(ordering: .relaxed)
                 sent.skippedFrames = shared.skippedSinceReport.exchange(0, ordering: .relaxed)
@@ -82,11 +97,52 @@ final class DeviceDetection: Sendable {
             $0.generation += 1
             $0.lastExamined = 0
         }
+        shared.framer.withLock { $0 = nil }
+    }
+
+    /// Whether framing now steers the camera's own zoom, pan and tilt.
+    var framesWithOptics: Bool { wanted.withLock { $0.settings.framing?.optics == true } }
+
+    /// On the capture thread, for every frame while framing is on: where its crop is (the
+    /// frame's metadata, so a take can be reframed or un-framed later), and, framing with the
+    /// camera's optics (`optics`: its view now), where to point them next, the frame's crop
+    /// then being the window it shows. Inactive, the whole frame, on a format narrower than
+    /// framing with a crop needs.
+    func framing(for frame: CapturedFrame, optics: OpticalView?) -> (state: Capfleet_V1_FramingState, aim: OpticalPointing?)? {
+        let (settings, generation) = wanted.withLock { ($0.settings.framing, $0.generation) }
+        guard let settings else { return nil }
+        let optical = settings.optics ? optics : nil
+        if settings.optics, optical == nil { return nil }
+        let crop: NormalizedRect = shared.framer.withLock { held in
+            guard optical != nil || frame.layout.width >= FramingSettings.minimumFormatWidth else {
+                held = nil
+                return .whole
+            }
+            let aspect = Double(frame.layout.width) / Double(max(frame.layout.height, 1))
+            if held == nil || held?.generation != generation || held?.framer.aspect != aspect {
+                held = (AutoFramer(settings: settings, width: frame.layout.width, height: frame.layout.height), generation)
+            }
+            return held!.framer.advance(to: frame.captureMonotonicNanoseconds)
+        }
+        guard let optical else {
+            let state = Capfleet_V1_FramingState.with {
+                $0.active = crop != .whole
+                $0.crop = crop.wire
+            }
+            return (state, nil)
+        }
+        let shown = optical.window(zoom: frame.zoomFactor, pan: frame.pan, tilt: frame.tilt)
+        let state = Capfleet_V1_FramingState.with {
+            $0.active = shown.width < 1 - 1e-4
+            $0.crop = shown.wire
+            $0.optical = true
+        }
+        return (state, optical.pointing(showing: crop))
     }
 
     /// On the capture thread, for a real frame (never a black one): hands it over if it is due
     /// and the detection thread is free.
-    func offer(_ frame: CapturedFrame, captureLocal: UInt64, fleetTime: UInt64?, nodeID: String) {
+    func offer(_ frame: CapturedFrame, captureLocal: UInt64, fleetTime: UInt64?, nodeID: String, view: NormalizedRect = .whole) {
         let due: (DetectionSettings, Int)? = wanted.withLock { wanted in
             guard wanted.settings.isOn else { return nil }
             let interval = UInt64(1e9 / wanted.settings.framesPerSecond)
@@ -103,8 +159,9 @@ final class DeviceDetection: Sendable {
         let copy = FrameBuffer(unpooledCapacity: frame.byteCount)
         copy.storage.copyMemory(from: frame.buffer.storage, byteCount: frame.byteCount)
         let job = Job(
-            pixels: copy, layout: frame.layout, sequence: frame.sequence, captureLocal: captureLocal, fleetTime: fleetTime,
-            nodeID: nodeID, settings: settings, generation: generation)
+            pixels: copy, layout: frame.layout, sequence: frame.sequence, captureLocal: captureLocal,
+            captureMonotonic: frame.captureMonotonicNanoseconds, fleetTime: fleetTime,
+            nodeID: nodeID, settings: settings, generation: generation, view: view)
         if !worker.post(job) { shared.busy.store(false, ordering: .releasing) }
     }
 
@@ -122,6 +179,9 @@ private struct DetectorState {
     /// Kept across changes of settings: objects a narrower region leaves out are gone too.
     var gate = DetectionReportGate()
     var unsupportedFormatSaid = false
+    /// The boxes of the faces found in the frame last examined; nil when faces are not looked for
+    /// or it could not be read.
+    var faceBoxes: [NormalizedRect]?
 
     init(deviceID: String, logger: Logger) {
         self.deviceID = deviceID
@@ -129,6 +189,7 @@ private struct DetectorState {
     }
 
     mutating func examine(_ job: DeviceDetection.Job) -> Capfleet_V1_DetectionReport? {
+        faceBoxes = nil
         if job.generation != generation {
             generation = job.generation
             tracker.reset()
@@ -169,7 +230,10 @@ private struct DetectorState {
                     })
             }
             if let faces {
+                var boxes: [NormalizedRect] = []
+                defer { faceBoxes = boxes }
                 for face in tracker.update(try faces.detect(image, region: job.settings.region)) {
+                    boxes.append(face.box)
                     objects.append(
                         .with {
                             $0.kind = .face

@@ -15,17 +15,28 @@ extension Capfleet_V1_FrameHeader {
         self.deviceID = deviceID
         sequence = frame.sequence
         captureMonotonicNs = frame.captureMonotonicNanoseconds
-        layout = .with {
-            $0.pixelFormat = frame.layout.pixelFormat.fourCC
-            $0.width = UInt32(frame.layout.width)
-            $0.height = UInt32(frame.layout.height)
-            $0.bytesPerLine = UInt32(frame.layout.bytesPerLine)
-        }
+        layout = frame.layout.wire
         payloadSize = UInt64(frame.byteCount)
         self.flags = flags
         self.consent = consent
         self.drops = drops.wire
         zoomFactor = frame.zoomFactor
+    }
+}
+
+extension FrameLayout {
+    /// The header's layout: 8-bit pictures leave the depth at 0 (8) and say no colour or unit
+    /// unless their format declares them.
+    public var wire: Capfleet_V1_FrameLayout {
+        .with {
+            $0.pixelFormat = pixelFormat.fourCC
+            $0.width = UInt32(width)
+            $0.height = UInt32(height)
+            $0.bytesPerLine = UInt32(bytesPerLine)
+            $0.bitDepth = bitDepth == 8 ? 0 : UInt32(clamping: bitDepth)
+            if let colour { $0.colour = colour.wire }
+            $0.depthUnitMetres = depthUnitMetres ?? 0
+        }
     }
 }
 

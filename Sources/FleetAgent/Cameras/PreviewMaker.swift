@@ -63,6 +63,9 @@ private struct PreviewWorkshop {
         self.logger = logger
     }
 
+    /// The crop's outline: amber, seen against most scenes.
+    static let cropColour = RGB(255, 191, 0)
+
     mutating func make(_ job: PreviewJob) {
         let layout = job.frame.layout
         do {
@@ -75,11 +78,16 @@ private struct PreviewWorkshop {
                 blackPreviews[key] = jpeg
             } else {
                 let frame = job.frame
-                let picture = try renderer.picture(
+                var picture = try renderer.picture(
                     of: RawFrame(
                         bytes: UnsafeRawBufferPointer(start: frame.buffer.storage, count: frame.byteCount),
                         pixelFormat: layout.pixelFormat, width: layout.width, height: layout.height),
                     width: settings.width)
+                // The whole sensor with the auto-framing crop drawn on it (detection.md, "Auto-framing");
+                // framed by the optics, the picture is the crop itself.
+                if job.header.hasFraming, job.header.framing.active, !job.header.framing.optical {
+                    picture.outline(NormalizedRect(wire: job.header.framing.crop), with: Self.cropColour)
+                }
                 if encoder == nil { encoder = try JPEGEncoder() }
                 jpeg = try encoder!.encode(picture, quality: settings.quality)
                 (width, height) = (picture.width, picture.height)

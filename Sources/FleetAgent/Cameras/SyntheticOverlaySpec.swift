@@ -11,14 +11,24 @@ import Foundation
 /// CLOCK_MONOTONIC, for exposure audits: proto-docs/clock.md, "Auditing exposures") or
 /// `flash@X,Y,W` (a patch lit on the frame nearest every whole second of fleet time, for sound
 /// against picture: proto-docs/microphones.md), its top-left corner at X,Y and W wide, as
-/// fractions of the frame.
+/// fractions of the frame. A picture given `@X,Y,W,X2,FRAMES` glides from X to X2 in FRAMES
+/// frames and back, over and over (a face walking to and fro, for auto-framing).
 public enum SyntheticOverlaySpec {
     public static func parse(_ text: String) throws(SyntheticOverlayError) -> SyntheticOverlay {
         guard let at = text.lastIndex(of: "@") else { throw .malformed(text) }
         let what = String(text[..<at])
         let numbers = text[text.index(after: at)...].split(separator: ",").compactMap { Double($0) }
-        guard numbers.count == 3, (0..<1).contains(numbers[0]), (0..<1).contains(numbers[1]), numbers[2] > 0, numbers[2] <= 1 else {
+        guard numbers.count == 3 || numbers.count == 5, (0..<1).contains(numbers[0]), (0..<1).contains(numbers[1]), numbers[2] > 0,
+            numbers[2] <= 1
+        else {
             throw .malformed(text)
+        }
+        var travel: (toX: Double, frames: Int)?
+        if numbers.count == 5 {
+            guard (0..<1).contains(numbers[3]), numbers[4] >= 1, numbers[4] <= 100_000, numbers[4] == numbers[4].rounded() else {
+                throw .malformed(text)
+            }
+            travel = (numbers[3], Int(numbers[4]))
         }
         let origin = NormalizedPoint(x: numbers[0], y: numbers[1])
         if what == "flash" { return SyntheticOverlay(flashAt: origin, width: numbers[2]) }
@@ -41,7 +51,9 @@ public enum SyntheticOverlaySpec {
         } else {
             throw .malformed(text)
         }
-        return SyntheticOverlay(image: picture, origin: origin, width: numbers[2])
+        var overlay = SyntheticOverlay(image: picture, origin: origin, width: numbers[2])
+        overlay.travel = travel
+        return overlay
     }
 
     /// A PNG or JPEG file as grey (BT.601 luma).
@@ -70,7 +82,7 @@ public enum SyntheticOverlayError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case let .malformed(text):
-            "cannot read the synthetic overlay \(text): write qr:TEXT@X,Y,W, image:FILE.png@X,Y,W, timecode@X,Y,W or flash@X,Y,W, the position and width as fractions of the frame (e.g. qr:hello@0.6,0.1,0.25)"
+            "cannot read the synthetic overlay \(text): write qr:TEXT@X,Y,W, image:FILE.png@X,Y,W, timecode@X,Y,W or flash@X,Y,W, the position and width as fractions of the frame (e.g. qr:hello@0.6,0.1,0.25); a picture given @X,Y,W,X2,FRAMES glides to X2 and back, FRAMES frames each way"
         case let .unusable(text, reason):
             "cannot use the synthetic overlay \(text): \(reason)"
         }

@@ -157,7 +157,8 @@ final class StillWriter: Sendable {
             clock_sync: subject.clockSync,
             format: .init(
                 pixel_format: frame.layout.pixelFormat.fourCC, width: frame.layout.width, height: frame.layout.height,
-                bit_depth: taken.stillFormat.bitDepth, frame_rate: taken.frameRate, format_index: taken.stillFormatIndex),
+                bit_depth: taken.stillFormat.bitDepth, frame_rate: taken.frameRate, format_index: taken.stillFormatIndex,
+                colour: taken.stillFormat.colour?.description, depth_unit_metres: taken.stillFormat.depthUnitMetres),
             away_from_streaming_ns: taken.awayNanoseconds, ev: picture.ev,
             exposure: picture.exposure.map { .init(automatic: $0.automatic, seconds: $0.seconds) },
             zoom: .init(factor: frame.zoomFactor, method: subject.zoomMethod),
@@ -194,12 +195,7 @@ final class StillWriter: Sendable {
             $0.uncertaintyNs = frame.uncertainty
             $0.spreadNs = spread
             $0.sequence = frame.sequence
-            $0.layout = .with {
-                $0.pixelFormat = frame.layout.pixelFormat.fourCC
-                $0.width = UInt32(frame.layout.width)
-                $0.height = UInt32(frame.layout.height)
-                $0.bytesPerLine = UInt32(frame.layout.bytesPerLine)
-            }
+            $0.layout = frame.layout.wire
             $0.bitDepth = UInt32(taken.stillFormat.bitDepth)
             $0.exposureSeconds = picture.exposure?.seconds ?? 0
             $0.exposureAutomatic = picture.exposure?.automatic ?? false
@@ -293,6 +289,10 @@ struct StillSidecar: Codable, Sendable {
         var width, height, bit_depth: Int
         var frame_rate: Double
         var format_index: Int
+        /// `primaries/transfer/matrix/range` where the format declares it.
+        var colour: String?
+        /// A depth still's (Z16) metres per unit of its 16-bit samples.
+        var depth_unit_metres: Double?
     }
 
     struct Exposure: Codable, Sendable {

@@ -72,7 +72,9 @@ final class ManifestSegmentIndex: SegmentIndexing {
             firstSequence: ledger.firstSequence, lastSequence: ledger.lastSequence, frames: ledger.stored,
             bytes: payloadBytes, drops: ManifestDrops(ledger.dropped),
             encoder: segment.format.encoder.isEmpty ? nil : segment.format.encoder,
-            sourcePixelFormat: segment.format.sourcePixelFormat.isEmpty ? nil : segment.format.sourcePixelFormat)
+            sourcePixelFormat: segment.format.sourcePixelFormat.isEmpty ? nil : segment.format.sourcePixelFormat,
+            bitDepth: segment.format.bitDepth == 8 ? nil : segment.format.bitDepth, colour: segment.format.colour?.description,
+            depthUnitMetres: segment.format.depthUnitMetres)
         let closed = clock()
         try save("finishing segment \(segment.number)") { manifest in
             guard let index = manifest.segments.firstIndex(where: { $0.number == segment.number }) else { return }

@@ -36,6 +36,10 @@ struct ManifestTally: Codable, Sendable, Equatable {
     /// Encoded parts: the encoder and the camera's format (absent in manifests before 1.4).
     var encoder: String? = nil
     var sourcePixelFormat: String? = nil
+    /// As recorded (absent in manifests before 1.21, and for 8-bit parts that declare nothing).
+    var bitDepth: Int? = nil
+    var colour: String? = nil
+    var depthUnitMetres: Double? = nil
 }
 
 /// One segment file of the part, and how far the coordinator knows of it.

@@ -115,7 +115,8 @@ final class AgentPartRecorder {
                 pixelFormat: tally.pixelFormat, width: tally.width, height: tally.height, frameRate: tally.frameRate,
                 firstFleetNs: tally.firstFleetNs, lastFleetNs: tally.lastFleetNs, firstSequence: tally.firstSequence,
                 lastSequence: tally.lastSequence, frames: Int64(clamping: tally.frames), bytes: tally.bytes,
-                drops: tally.drops.tally, encoder: tally.encoder ?? "", sourcePixelFormat: tally.sourcePixelFormat ?? "")
+                drops: tally.drops.tally, encoder: tally.encoder ?? "", sourcePixelFormat: tally.sourcePixelFormat ?? "",
+                bitDepth: tally.bitDepth ?? 8, colour: tally.colour.flatMap(ColourDescription.init), depthUnitMetres: tally.depthUnitMetres)
             recorder = DeviceTakeRecorder(
                 takeID: manifest.takeID, deviceID: manifest.deviceID, title: manifest.title, directory: directory, start: manifest.startFleetNs,
                 stop: manifest.stopFleetNs, segmentLength: segmentLength, index: index, resuming: resumed,
@@ -210,7 +211,8 @@ final class AgentPartRecorder {
             let verdict = try recorder.record(
                 UnsafeRawBufferPointer(start: pixels.storage, count: count), sequence: header.sequence &+ offset,
                 fleetTime: header.fleetTimeNs, format: format, cumulativeDrops: takeDrops,
-                keyFrame: header.isKeyFrame, settingsNote: header.processingNote)
+                keyFrame: header.isKeyFrame, settingsNote: header.processingNote, framing: header.framingCrop,
+                framingOptical: header.framingOptical)
             if verdict == .keep {
                 dirty = true
                 if wasEmpty { flushIfDueNow() }

@@ -397,6 +397,9 @@ private final class LinkState {
             $0.drops = tally.drops.tally.wire
             $0.encoder = tally.encoder ?? ""
             $0.sourcePixelFormat = tally.sourcePixelFormat ?? ""
+            $0.bitDepth = UInt32(clamping: tally.bitDepth ?? 0)
+            if let colour = tally.colour.flatMap(ColourDescription.init) { $0.colour = colour.wire }
+            $0.depthUnitMetres = tally.depthUnitMetres ?? 0
         }
     }
 

@@ -18,6 +18,12 @@ final class TakeEncodingPath: TakeFramePath, Sendable {
         /// A take's pre-roll in one message: it counts once against the queue's capacity.
         case frames([PreRollFrame], takeDrops: DropTally)
         case end(takeDrops: DropTally, reason: String, withholding: Bool)
+        /// An encoded pre-roll's take (PreRollEncoder.swift): from `start` on, a key frame
+        /// opens every `every` of fleet time, as the take's own encoder would make them for
+        /// its segments; nil `every` forgets the schedule.
+        case keyFrames(id: String, start: UInt64, every: UInt64?)
+        /// Runs on the encoder's thread between the frames before and after it.
+        case perform(@Sendable () -> Void)
     }
 
     /// How the encoder runs on this host (settings `encoder_threads`, `encoder_preset`).
@@ -46,6 +52,7 @@ final class TakeEncodingPath: TakeFramePath, Sendable {
         settings: Settings, downstream: any TakeFramePath, capacity: Int, logger: Logger,
         onDropped: @escaping @Sendable (DropReason, UInt64) -> Void, onEvent: @escaping @Sendable (String) -> Void,
         onPacket: (@Sendable (Capfleet_V1_FrameHeader, FrameBuffer, Int) -> Void)? = nil,
+        wantsKeyFrame: (@Sendable () -> Bool)? = nil, subject: String? = nil,
         onFinished: @escaping @Sendable () -> Void
     ) {
         self.key = key
@@ -62,7 +69,8 @@ final class TakeEncodingPath: TakeFramePath, Sendable {
                 TakeEncoderState(
                     key: key, encoding: encoding, takeStart: takeStart, segmentLength: segmentLength, frameRate: frameRate,
                     catalog: catalog, settings: settings, downstream: downstream, logger: logger,
-                    onDropped: onDropped, onEvent: onEvent, onPacket: onPacket)
+                    onDropped: onDropped, onEvent: onEvent, onPacket: onPacket, wantsKeyFrame: wantsKeyFrame,
+                    subject: subject ?? "take \(key.takeID)")
             },
             handle: { state, input in
                 if state.handle(input) { onFinished() }
@@ -105,6 +113,9 @@ final class TakeEncodingPath: TakeFramePath, Sendable {
         _ = worker.post(.end(takeDrops: takeDrops, reason: reason, withholding: withholding))
     }
 
+    /// Posts work for the encoder's thread, in order with the frames (never refused).
+    func post(_ input: Input) { _ = worker.post(input) }
+
     /// How full the encoder's queue is, 0 to 1: the host's pressure counts it.
     var fill: Double { Double(worker.queued) / Double(capacity) }
 
@@ -127,6 +138,12 @@ final class TakeEncoderState {
     private let onEvent: @Sendable (String) -> Void
     /// Every packet that reached the path, also offered to the live path.
     private let onPacket: (@Sendable (Capfleet_V1_FrameHeader, FrameBuffer, Int) -> Void)?
+    /// Asked before every frame: the path wants the next one to be a key frame.
+    private let wantsKeyFrame: (@Sendable () -> Bool)?
+    /// Who the device's events name: "take ID", or "pre-roll".
+    private let subject: String
+    /// Other takes' segments (an encoded pre-roll's): a key frame at each slot's first frame.
+    private var keySchedules: [String: (start: UInt64, every: UInt64, slot: UInt64?)] = [:]
     private var encoder: VideoEncoder?
     /// The encoder could not be opened for this source: its frames are dropped, said once.
     private var failedSource: VideoEncoder.Source?
@@ -147,8 +164,11 @@ final class TakeEncoderState {
         key: TakeDeviceKey, encoding: TakeEncoding, takeStart: UInt64, segmentLength: UInt64, frameRate: Double, catalog: EncoderCatalog,
         settings: TakeEncodingPath.Settings, downstream: any TakeFramePath, logger: Logger,
         onDropped: @escaping @Sendable (DropReason, UInt64) -> Void, onEvent: @escaping @Sendable (String) -> Void,
-        onPacket: (@Sendable (Capfleet_V1_FrameHeader, FrameBuffer, Int) -> Void)?
+        onPacket: (@Sendable (Capfleet_V1_FrameHeader, FrameBuffer, Int) -> Void)?,
+        wantsKeyFrame: (@Sendable () -> Bool)? = nil, subject: String
     ) {
+        self.wantsKeyFrame = wantsKeyFrame
+        self.subject = subject
         self.key = key
         self.encoding = encoding
         self.takeStart = takeStart
@@ -180,6 +200,12 @@ final class TakeEncoderState {
                 takeID: key.takeID, deviceID: key.deviceID, takeDrops: takeDrops.adding(losses.all()), reason: reason,
                 withholding: withholding)
             return true
+        case let .keyFrames(id, start, every):
+            keySchedules[id] = every.map { (start, max($0, 1), nil) }
+            return false
+        case let .perform(work):
+            work()
+            return false
         }
     }
 
@@ -201,7 +227,8 @@ final class TakeEncoderState {
         }
         let source = VideoEncoder.Source(
             pixelFormat: layout.pixelFormat, width: Int(layout.width), height: Int(layout.height),
-            bytesPerLine: Int(layout.bytesPerLine), frameRate: frameRate)
+            bytesPerLine: Int(layout.bytesPerLine), frameRate: frameRate, bitDepth: layout.bitDepth == 0 ? 8 : Int(layout.bitDepth),
+            colour: layout.hasColour ? ColourDescription(wire: layout.colour) : nil)
         if encoder?.source != source {
             drain()
             encoder = nil
@@ -219,8 +246,14 @@ final class TakeEncoderState {
         guard let encoder else { return }
         let sinceStart = header.fleetTimeNs >= takeStart ? header.fleetTimeNs - takeStart : 0
         let frameSlot = sinceStart / segmentLength
-        let forceKey = awaitingKeyFrame || slot.map { $0 != frameSlot } ?? true
+        var forceKey = awaitingKeyFrame || slot.map { $0 != frameSlot } ?? true
         slot = frameSlot
+        for (id, schedule) in keySchedules where header.fleetTimeNs >= schedule.start {
+            let scheduleSlot = (header.fleetTimeNs - schedule.start) / schedule.every
+            if schedule.slot != scheduleSlot { forceKey = true }
+            keySchedules[id]?.slot = scheduleSlot
+        }
+        if wantsKeyFrame?() == true { forceKey = true }
         let index = nextIndex
         nextIndex += 1
         inFlight[index] = (header, takeDrops, arrival)
@@ -242,7 +275,7 @@ final class TakeEncoderState {
             do throws(EncodingError) {
                 let opened = try VideoEncoder(choice: choice, encoding: encoding, source: source, threads: settings.threads, preset: settings.preset)
                 var message =
-                    "take \(key.takeID): encoding \(source.width)x\(source.height) \(source.pixelFormat) as \(encoding.summary) with \(choice)"
+                    "\(subject): encoding \(source.width)x\(source.height) \(source.pixelFormat) as \(encoding.summary) with \(choice)"
                     + (choice.isHardware ? " (hardware)" : " (software, \(settings.threads) thread\(settings.threads == 1 ? "" : "s"))")
                 if !passedOver.isEmpty {
                     message += "; fell back from \(passedOver.joined(separator: "; "))"
@@ -259,7 +292,7 @@ final class TakeEncoderState {
         let reason = passedOver.isEmpty ? "this host has no \(encoding.codec.rawValue) encoder" : passedOver.joined(separator: "; ")
         logger.error("no encoder opens for the take's frames", metadata: ["reason": "\(reason)"])
         onEvent(
-            "take \(key.takeID): cannot encode \(source.width)x\(source.height) \(source.pixelFormat) as \(encoding.codec.rawValue): \(reason). Its frames are dropped (encoder_late) until the format changes"
+            "\(subject): cannot encode \(source.width)x\(source.height) \(source.pixelFormat) as \(encoding.codec.rawValue): \(reason). Its frames are dropped (encoder_late) until the format changes"
         )
         return nil
     }
@@ -286,6 +319,8 @@ final class TakeEncoderState {
         var header = captured
         header.layout.pixelFormat = encoding.codec.fourCC
         header.layout.bytesPerLine = 0
+        // What the stream codes: a 12-bit camera's HEVC is Main 10.
+        header.layout.bitDepth = encoder.codedBitDepth == 8 ? 0 : UInt32(encoder.codedBitDepth)
         header.payloadSize = UInt64(packet.bytes.count)
         if packet.isKeyFrame { header.flags |= UInt32(Capfleet_V1_FrameFlag.keyFrame.rawValue) }
         header.encoded = .with {

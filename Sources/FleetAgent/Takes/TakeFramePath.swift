@@ -27,6 +27,9 @@ protocol TakeFramePath: Sendable {
     /// The part's write queue (DeviceCounters.take_queue_*): nil where the path keeps none of
     /// the part's own (the recording path spools to disk instead).
     func queue(takeID: String, deviceID: String) -> TakeQueueFigures?
+    /// Whether the frames it takes go on to the camera's encoded pre-roll (PreRollTap), which
+    /// must then not be handed them again.
+    var feedsPreRoll: Bool { get }
 }
 
 extension TakeFramePath {
@@ -39,6 +42,7 @@ extension TakeFramePath {
         }
     }
     func queue(takeID: String, deviceID: String) -> TakeQueueFigures? { nil }
+    var feedsPreRoll: Bool { false }
 }
 
 /// A take part's write queue as the status reports it: frames waiting now, how many may

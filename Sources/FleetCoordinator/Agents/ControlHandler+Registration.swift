@@ -288,7 +288,8 @@ extension ControlHandler {
             let deviceIDs = hello.devices.map(\.deviceID)
             // Live flow tells it which devices' frames are wanted; takes, which parts it records.
             nodeEvents.publish(.registered(nodeID: nodeID, deviceIDs: deviceIDs))
-            Task { await self.pushPolicies(nodeID: nodeID, deviceIDs: deviceIDs) }
+            let cameraIDs = Set(hello.devices.filter { SourceKind(wire: $0.kind)?.isCamera == true }.map(\.deviceID))
+            Task { await self.pushPolicies(nodeID: nodeID, deviceIDs: deviceIDs, cameraIDs: cameraIDs) }
         } catch {
             logger.error("registration failed", metadata: ["node.id": "\(hello.nodeID)", "error": "\(error)"])
             answer(
@@ -331,7 +332,7 @@ extension ControlHandler {
         return hasher.finalize()
     }
 
-    func pushPolicies(nodeID: String, deviceIDs: [String]) async {
+    func pushPolicies(nodeID: String, deviceIDs: [String], cameraIDs: Set<String>) async {
         // Consent first: the agent enforces what it last stored meanwhile (fail-closed), and a
         // device it never heard of stays not determined until it hears otherwise.
         for deviceID in deviceIDs {
@@ -375,23 +376,21 @@ extension ControlHandler {
             }
         }
         for deviceID in deviceIDs {
-            // What each device's agent looks for, as last set.
+            // What each device's agent looks for, as last set, with framing as the fleet's control says.
             let detection =
                 await policyRead("detection settings", of: deviceID, nodeID: nodeID, { try await $0.detection(deviceID: deviceID) }) ?? nil
+            let wanted = configuration.framingPolicy.effective(detection?.settings).flatMap { settings in
+                // The policy frames cameras only: streams and microphones have no faces.
+                settings.isOn && (detection != nil || cameraIDs.contains(deviceID)) ? settings : nil
+            }
             await restore(
-                "detection", detection.flatMap { record in record.settings.isOn ? .setDetection(.with { $0.settings = record.settings.wire }) : nil },
-                deviceID: deviceID, nodeID: nodeID)
+                "detection", wanted.map { settings in .setDetection(.with { $0.settings = settings.wire }) }, deviceID: deviceID, nodeID: nodeID)
             // Each camera's pre-roll, as last set.
             let preRoll = await policyRead("pre-roll", of: deviceID, nodeID: nodeID, { try await $0.preRoll(deviceID: deviceID) }) ?? nil
             await restore(
                 "pre-roll",
                 preRoll.flatMap { record in
-                    record.settings.isOn
-                        ? .setPreRoll(
-                            .with {
-                                $0.milliseconds = record.settings.wire.milliseconds
-                                $0.budgetBytes = record.settings.wire.budgetBytes
-                            }) : nil
+                    record.settings.isOn ? .setPreRoll(record.settings.command) : nil
                 }, deviceID: deviceID, nodeID: nodeID)
             // Each microphone's processing, as last set.
             let processing =

@@ -39,7 +39,8 @@ public final class StoreSegmentIndex: SegmentIndexing {
             pixelFormat: format.pixelFormat.fourCC, width: format.width, height: format.height, frameRate: format.frameRate,
             firstFleetNs: ledger.firstFleetTime, lastFleetNs: ledger.lastFleetTime, firstSequence: ledger.firstSequence,
             lastSequence: ledger.lastSequence, frames: Int64(clamping: ledger.stored), bytes: payloadBytes, drops: ledger.dropped,
-            encoder: format.encoder, sourcePixelFormat: format.sourcePixelFormat)
+            encoder: format.encoder, sourcePixelFormat: format.sourcePixelFormat, bitDepth: format.bitDepth, colour: format.colour,
+            depthUnitMetres: format.depthUnitMetres)
         let store = self.store
         let finished = record
         try wait("finishing segment \(segment.number) of \(segment.deviceID)") { () async throws(StoreError) in

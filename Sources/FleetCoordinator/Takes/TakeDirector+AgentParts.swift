@@ -124,6 +124,8 @@ extension TakeDirector {
             firstFleetNs: any ? wire.firstFleetNs : nil, lastFleetNs: any ? wire.lastFleetNs : nil,
             firstSequence: any ? wire.firstSequence : nil, lastSequence: any ? wire.lastSequence : nil,
             frames: Int64(clamping: wire.frames), bytes: Int64(clamping: wire.bytes), drops: DropTally(wire: wire.drops),
-            encoder: wire.encoder, sourcePixelFormat: wire.sourcePixelFormat)
+            encoder: wire.encoder, sourcePixelFormat: wire.sourcePixelFormat, bitDepth: wire.bitDepth == 0 ? 8 : Int(wire.bitDepth),
+            colour: wire.hasColour ? ColourDescription(wire: wire.colour) : nil,
+            depthUnitMetres: wire.depthUnitMetres > 0 && wire.depthUnitMetres.isFinite ? wire.depthUnitMetres : nil)
     }
 }

@@ -122,10 +122,29 @@ actor TakeDirector {
                 code: .badRequest,
                 message: "a pre-roll of \(preRollMs) ms is longer than the \(Int(PreRollSettings.maximumSeconds)) s an agent keeps at most")
         }
+        // A camera whose pre-roll is kept encoded records its part in that encoding: the part
+        // is the pre-roll's stream, from a key frame (recordings.md, "Encoded pre-roll").
+        var deviceEncodings = deviceEncodings
+        var encodedPreRoll = false
+        if preRollMs > 0 {
+            for deviceID in unique {
+                guard let kept = try await store.preRoll(deviceID: deviceID)?.settings.encoding else { continue }
+                if let asked = deviceEncodings[deviceID], asked != kept {
+                    throw TakeRefusal(
+                        code: .badRequest,
+                        message:
+                            "\(deviceID) keeps its pre-roll encoded as \(kept.summary), and a take reaching into it records that stream: leave out --codec-for \(deviceID) (or set its pre-roll to \(asked.summary): capfleet preroll \(deviceID) … --codec \(asked.codec.rawValue))"
+                    )
+                }
+                deviceEncodings[deviceID] = kept
+                encodedPreRoll = true
+            }
+        }
         let now = clock.fleetNow()
         let instant = requested ?? now + (fromNow > 0 ? fromNow : UInt64(configuration.recordLeadMilliseconds) * 1_000_000)
-        // With pre-roll the take begins before its instant, in what the agents kept.
-        let start = instant - min(instant, UInt64(preRollMs) * 1_000_000)
+        // With pre-roll the take begins before its instant, in what the agents kept; at the
+        // key frame before that when a camera keeps it encoded.
+        let start = PreRollSettings.takeStart(instant: instant, milliseconds: preRollMs, encoded: encodedPreRoll)
         if let refusal = TakeStartWindow.standard.refusal(startFleetNs: instant, nowFleetNs: now) {
             let when = "the start \(FleetDate.text(instant)) is"
             let fleetNow = "the fleet's time is \(FleetDate.text(now)) (fleet ns \(now))"
@@ -145,7 +164,7 @@ actor TakeDirector {
             }
         }
         var named: [DeviceRecord] = []
-        for deviceID in unique { named.append(try await recordable(deviceID)) }
+        for deviceID in unique { named.append(try await recordable(deviceID, encoding: deviceEncodings[deviceID] ?? encoding)) }
         // Sensor streams have no part of their own: their readings go into the cameras' files.
         // A microphone's part is FLAC whatever the take's codec (microphones.md, "In takes").
         if let microphone = named.first(where: { SourceKind(rawValue: $0.kind)?.isMicrophone == true && deviceEncodings[$0.id] != nil }) {
@@ -241,7 +260,7 @@ actor TakeDirector {
         }
     }
 
-    private func recordable(_ deviceID: String) async throws -> DeviceRecord {
+    private func recordable(_ deviceID: String, encoding: TakeEncoding) async throws -> DeviceRecord {
         guard let device = try await store.device(deviceID) else {
             throw TakeRefusal(code: .notFound, message: "no device \(deviceID); see capfleet devices")
         }
@@ -256,12 +275,21 @@ actor TakeDirector {
                 message:
                     "device \(deviceID)'s consent is \(consent.rawValue): only authorized devices are recorded (capfleet consent grant \(deviceID))")
         }
-        if let format = currentPixelFormat(deviceID), !format.isEmpty, !Self.recordableFormats.contains(format) {
-            throw TakeRefusal(
-                code: .unsupported,
-                message:
-                    "device \(deviceID) captures \(format), which the fleet does not record (it records YUYV, UYVY, NV12, GREY, MJPEG and H.264): change its format first"
-            )
+        // The active format its agent last reported (a format command's answer, a registration);
+        // else the last frame's, where frames reach the coordinator.
+        let formats = try await store.formats(deviceID: deviceID)
+        let active = formats.indices.contains(device.activeFormatPosition) ? formats[device.activeFormatPosition].pixelFormat.fourCC : nil
+        if let format = active ?? currentPixelFormat(deviceID), !format.isEmpty {
+            if let problem = encoding.problem(recording: PixelFormat(format), of: deviceID) {
+                throw TakeRefusal(code: .badRequest, message: problem)
+            }
+            if !Self.recordableFormats.contains(format), !PixelFormat(format).hasWordSamples, PixelFormat(format).bayer == nil {
+                throw TakeRefusal(
+                    code: .unsupported,
+                    message:
+                        "device \(deviceID) captures \(format), which the fleet does not record (it records YUYV, UYVY, NV12, GREY, MJPEG and H.264, and Y10, Y12, Y16, P010, P016, Z16 and Bayer mosaics encoded): change its format first"
+                )
+            }
         }
         return device
     }

@@ -149,7 +149,9 @@ final class TakePartWriter {
         do {
             let verdict = try recorder.record(
                 payload.bytes, sequence: header.sequence &+ offset, fleetTime: header.fleetTimeNs,
-                format: format, cumulativeDrops: DropTally(wire: frame.takeDrops), keyFrame: header.isKeyFrame, settingsNote: header.processingNote)
+                format: format, cumulativeDrops: DropTally(wire: frame.takeDrops), keyFrame: header.isKeyFrame, settingsNote: header.processingNote,
+                framing: header.framingCrop,
+                framingOptical: header.framingOptical)
             if verdict == .keep {
                 dirty = true
                 // The first frame is on disk at once: the take's start is then a fact.

@@ -48,6 +48,12 @@ public struct NormalizedRect: Hashable, Sendable, Codable {
 
     public static let whole = NormalizedRect(x: 0, y: 0, width: 1, height: 1)
 
+    /// `inner`, given in this rectangle's own coordinates, in the coordinates this one is in
+    /// (a face found in a window of the view, placed in the whole view).
+    public func placing(_ inner: NormalizedRect) -> NormalizedRect {
+        NormalizedRect(x: x + inner.x * width, y: y + inner.y * height, width: inner.width * width, height: inner.height * height)
+    }
+
     public var isValid: Bool {
         [x, y, width, height].allSatisfy(\.isFinite) && x >= 0 && y >= 0 && width > 0 && height > 0 && x + width <= 1 + 1e-9 && y + height <= 1 + 1e-9
     }
@@ -81,11 +87,17 @@ public struct DetectionSettings: Hashable, Sendable, Codable {
     public var region: NormalizedRect
     /// Frames examined a second at most; frames in between are not looked at.
     public var framesPerSecond: Double
+    /// Auto-framing from the faces found (detection.md, "Auto-framing"); nil: off.
+    public var framing: FramingSettings?
 
     public static let defaultFramesPerSecond = 5.0
     public static let off = DetectionSettings(codes: [], faces: false)
 
-    public init(codes: [BarcodeSymbology], faces: Bool, region: NormalizedRect = .whole, framesPerSecond: Double = defaultFramesPerSecond) {
+    public init(
+        codes: [BarcodeSymbology], faces: Bool, region: NormalizedRect = .whole, framesPerSecond: Double = defaultFramesPerSecond,
+        framing: FramingSettings? = nil
+    ) {
+        self.framing = framing
         self.codes = codes
         self.faces = faces
         self.region = region
@@ -98,6 +110,10 @@ public struct DetectionSettings: Hashable, Sendable, Codable {
     public var problem: DetectionSettingsError? {
         if !region.isValid { return .invalidRegion(region) }
         if !framesPerSecond.isFinite || framesPerSecond <= 0 || framesPerSecond > 60 { return .invalidRate(framesPerSecond) }
+        if let framing {
+            if !faces { return .framingWithoutFaces }
+            if let problem = framing.problem { return .invalidFraming(problem) }
+        }
         return nil
     }
 }
@@ -106,6 +122,9 @@ public enum DetectionSettingsError: Error, Sendable, Equatable, CustomStringConv
     case unsupportedSymbology(String, reason: String)
     case invalidRegion(NormalizedRect)
     case invalidRate(Double)
+    /// Auto-framing follows faces: it needs face detection on.
+    case framingWithoutFaces
+    case invalidFraming(String)
 
     public var description: String {
         switch self {
@@ -115,6 +134,10 @@ public enum DetectionSettingsError: Error, Sendable, Equatable, CustomStringConv
             "the region \(region.x),\(region.y),\(region.width),\(region.height) is not inside the frame: give x,y,w,h as fractions of the frame (0 to 1), e.g. 0.25,0.25,0.5,0.5"
         case let .invalidRate(rate):
             "a detection rate of \(rate) frames a second is not one the agent takes: give more than 0 and at most 60"
+        case .framingWithoutFaces:
+            "auto-framing follows the faces found: detect faces too (capfleet framing turns both on)"
+        case let .invalidFraming(problem):
+            "auto-framing: \(problem)"
         }
     }
 }

@@ -51,6 +51,19 @@ public struct DeviceControl: Hashable, Sendable {
         self.isInactive = isInactive
     }
 
+    /// V4L2's camera-class pan and tilt (V4L2_CID_PAN_ABSOLUTE, V4L2_CID_TILT_ABSOLUTE), in
+    /// arc-seconds, tilt up positive: what auto-framing steers with the zoom (`OpticalView`).
+    public static let panAbsoluteID: UInt32 = 0x009a_0908
+    public static let tiltAbsoluteID: UInt32 = 0x009a_0909
+
+    /// A value this control can take nearest `value`: inside its range, on its steps.
+    public func nearest(_ value: Int64) -> Int64 {
+        let inside = min(max(value, minimum), maximum)
+        guard step > 1 else { return inside }
+        let steps = ((Double(inside - minimum) / Double(step)).rounded())
+        return min(minimum + Int64(steps) * Int64(step), maximum)
+    }
+
     /// An id as the docs write it, e.g. `0x00980913`.
     public static func hexadecimal(_ id: UInt32) -> String {
         let digits = String(id, radix: 16)

@@ -34,7 +34,9 @@ public struct PixelFormat: Hashable, Sendable, CustomStringConvertible {
     /// Bytes per pixel of packed single-plane formats the fleet knows.
     private static let packedBytesPerPixel: [String: Int] = [
         "GREY": 1, "Y8": 1, "RGB1": 1, "BA81": 1, "GBRG": 1, "GRBG": 1, "RGGB": 1,
-        "YUYV": 2, "UYVY": 2, "YVYU": 2, "VYUY": 2, "Y16": 2, "Y10": 2, "Y12": 2, "RGBP": 2, "RGBR": 2,
+        "YUYV": 2, "UYVY": 2, "YVYU": 2, "VYUY": 2, "Y16": 2, "Y10": 2, "Y12": 2, "Z16": 2,
+        "BG10": 2, "GB10": 2, "BA10": 2, "RG10": 2, "BG12": 2, "GB12": 2, "BA12": 2, "RG12": 2, "BYR2": 2, "GB16": 2, "GR16": 2, "RG16": 2, "RGBP": 2,
+        "RGBR": 2,
         "RGBO": 2, "RGBQ": 2, "AR12": 2, "XR12": 2, "AR15": 2, "XR15": 2, "RGB4": 4, "BGR4": 4, "Y16-BE": 2,
         "RGB3": 3, "BGR3": 3, "HSV3": 3, "AR24": 4, "XR24": 4, "BA24": 4, "BX24": 4, "RA24": 4, "RX24": 4,
         "AB24": 4, "XB24": 4, "HSV4": 4, "AYUV": 4, "XYUV": 4, "VUYA": 4, "VUYX": 4, "YUV4": 4,
@@ -51,6 +53,7 @@ public struct PixelFormat: Hashable, Sendable, CustomStringConvertible {
         if Self.fourTwoZero.contains(fourCC) { return width * height + 2 * ((width + 1) / 2) * ((height + 1) / 2) }
         if Self.fourTwoTwoPlanar.contains(fourCC) { return width * height * 2 }
         if fourCC == "NV24" || fourCC == "NV42" { return width * height * 3 }
+        if semiPlanarWordBits != nil { return 2 * (width * height + 2 * ((width + 1) / 2) * ((height + 1) / 2)) }
         return Self.packedBytesPerPixel[fourCC].map { width * height * $0 }
     }
 
@@ -75,7 +78,11 @@ public struct PixelFormat: Hashable, Sendable, CustomStringConvertible {
         case "YU12": "yuv420p"
         case "422P": "yuv422p"
         case "GREY", "Y8": "gray"
-        case "Y16": "gray16le"
+        case "Y16", "Z16": "gray16le"
+        case "Y10": "gray10le"
+        case "Y12": "gray12le"
+        case "P010": "p010le"
+        case "P016": "p016le"
         case "Y16-BE": "gray16be"
         case "RGBP": "rgb565le"
         case "RGB3": "rgb24"
@@ -90,7 +97,7 @@ public struct PixelFormat: Hashable, Sendable, CustomStringConvertible {
 
     /// Bytes per line of the first plane for raw formats.
     public func bytesPerLine(width: Int) -> Int {
-        width * (Self.packedBytesPerPixel[fourCC] ?? 1)
+        width * (Self.packedBytesPerPixel[fourCC] ?? (semiPlanarWordBits != nil ? 2 : 1))
     }
 }
 

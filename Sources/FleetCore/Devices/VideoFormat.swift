@@ -26,13 +26,20 @@ public struct VideoFormat: Hashable, Sendable {
     /// Zoom factors above this one upscale; nil when unknown.
     public var upscaleThresholdZoomFactor: Double?
     public var isBinned: Bool
+    /// Significant bits of each sample (a 12-bit sensor's Y16 has 12).
     public var bitDepth: Int
+    /// How the samples map to light, where the source declares it.
+    public var colour: ColourDescription?
+    /// A depth format's (Z16) metres per unit; nil for pictures.
+    public var depthUnitMetres: Double?
 
     public init(
         pixelFormat: PixelFormat, width: Int, height: Int, frameRateRanges: [FrameRateRange],
         fieldOfViewDegrees: Double? = nil, maxZoomFactor: Double = 1, upscaleThresholdZoomFactor: Double? = nil,
-        isBinned: Bool = false, bitDepth: Int = 8
+        isBinned: Bool = false, bitDepth: Int = 8, colour: ColourDescription? = nil, depthUnitMetres: Double? = nil
     ) {
+        self.colour = colour
+        self.depthUnitMetres = depthUnitMetres
         self.pixelFormat = pixelFormat
         self.width = width
         self.height = height

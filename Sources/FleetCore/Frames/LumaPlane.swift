@@ -1,20 +1,24 @@
 /// The luma (Y) samples of a raw frame, addressed by pixel, as 8-bit values: interleaved
-/// YUYV (every other byte), planar NV12/GREY, and Y16 (16-bit little-endian grey), whose
-/// samples are read and written through their high byte.
+/// YUYV (every other byte), planar NV12/GREY, and the formats of 16-bit little-endian words
+/// (Y10, Y12, Y16, Z16, and P010/P016's luma plane), whose samples are read and written
+/// through their top eight significant bits.
 public struct LumaPlane {
     public let base: UnsafeMutableRawPointer
     public let width: Int
     public let height: Int
     let pixelStride: Int
     let rowStride: Int
-    /// Y16: a sample is a 16-bit word, of which the 8-bit value is the high byte.
+    /// Words: a sample is a 16-bit word, of which the 8-bit value is the eight bits from `wideShift` up.
     let isWide: Bool
+    let wideShift: Int
 
     public init?(base: UnsafeMutableRawPointer, pixelFormat: PixelFormat, width: Int, height: Int) {
         switch pixelFormat {
-        case .yuyv: (pixelStride, rowStride, isWide) = (2, width * 2, false)
-        case .nv12, .grey: (pixelStride, rowStride, isWide) = (1, width, false)
-        case .y16: (pixelStride, rowStride, isWide) = (2, width * 2, true)
+        case .yuyv: (pixelStride, rowStride, isWide, wideShift) = (2, width * 2, false, 0)
+        case .nv12, .grey: (pixelStride, rowStride, isWide, wideShift) = (1, width, false, 0)
+        case .y16, .z16, .p010, .p016: (pixelStride, rowStride, isWide, wideShift) = (2, width * 2, true, 8)
+        case .y12: (pixelStride, rowStride, isWide, wideShift) = (2, width * 2, true, 4)
+        case .y10: (pixelStride, rowStride, isWide, wideShift) = (2, width * 2, true, 2)
         default: return nil
         }
         self.base = base
@@ -24,13 +28,17 @@ public struct LumaPlane {
 
     @inline(__always)
     public subscript(x: Int, y: Int) -> UInt8 {
-        get { base.load(fromByteOffset: y * rowStride + x * pixelStride + (isWide ? 1 : 0), as: UInt8.self) }
+        get {
+            guard isWide else { return base.load(fromByteOffset: y * rowStride + x * pixelStride, as: UInt8.self) }
+            let word = UInt16(littleEndian: base.loadUnaligned(fromByteOffset: y * rowStride + x * pixelStride, as: UInt16.self))
+            return UInt8(truncatingIfNeeded: word >> wideShift)
+        }
         nonmutating set {
             let offset = y * rowStride + x * pixelStride
             if isWide {
-                // The low byte is cleared, so a sample written here is valid at any bit depth
-                // that keeps its samples in the high bits (12-bit sensors in Y16).
-                base.storeBytes(of: (UInt16(newValue) << 8).littleEndian, toByteOffset: offset, as: UInt16.self)
+                // The bits below are cleared, so a sample written here is valid at any bit depth
+                // that keeps its samples in the high bits (12-bit sensors in Y16, P010).
+                base.storeBytes(of: (UInt16(newValue) << wideShift).littleEndian, toByteOffset: offset, as: UInt16.self)
             } else {
                 base.storeBytes(of: newValue, toByteOffset: offset, as: UInt8.self)
             }
@@ -45,9 +53,14 @@ public struct LumaPlane {
         let line = UnsafeRawPointer(base + y * rowStride)
         if pixelStride == 1 {
             target.update(from: line.assumingMemoryBound(to: UInt8.self), count: count)
+        } else if isWide {
+            for column in 0..<count {
+                let word = UInt16(littleEndian: line.loadUnaligned(fromByteOffset: column * 2, as: UInt16.self))
+                target[column] = UInt8(truncatingIfNeeded: word >> wideShift)
+            }
         } else {
-            // 8-bit values: YUYV's luma bytes, or the high byte of a Y16 word.
-            let bytes = line.assumingMemoryBound(to: UInt8.self) + (isWide ? 1 : 0)
+            // YUYV's luma bytes.
+            let bytes = line.assumingMemoryBound(to: UInt8.self)
             for column in 0..<count { target[column] = bytes[column * pixelStride] }
         }
     }
@@ -63,7 +76,7 @@ public struct LumaPlane {
             (line + first).copyMemory(from: source + (first - x), byteCount: last - first)
         } else if isWide {
             for column in first..<last {
-                line.storeBytes(of: (UInt16(source[column - x]) << 8).littleEndian, toByteOffset: column * 2, as: UInt16.self)
+                line.storeBytes(of: (UInt16(source[column - x]) << wideShift).littleEndian, toByteOffset: column * 2, as: UInt16.self)
             }
         } else {
             let bytes = line.assumingMemoryBound(to: UInt8.self)

@@ -14,12 +14,21 @@ public struct TakeDeviceTally: Sendable, Hashable {
     /// Encoded parts: the encoder and the camera's format; empty for parts stored as captured.
     public var encoder: String
     public var sourcePixelFormat: String
+    /// As recorded (frames.md, "Colour and depth"): significant bits per sample, the colour
+    /// description the camera declared, a depth part's metres per unit.
+    public var bitDepth: Int
+    public var colour: ColourDescription?
+    public var depthUnitMetres: Double?
 
     public init(
         pixelFormat: String, width: Int, height: Int, frameRate: Double, firstFleetNs: UInt64?, lastFleetNs: UInt64?,
         firstSequence: UInt64?, lastSequence: UInt64?, frames: Int64, bytes: Int64, drops: DropTally,
-        encoder: String = "", sourcePixelFormat: String = ""
+        encoder: String = "", sourcePixelFormat: String = "", bitDepth: Int = 8, colour: ColourDescription? = nil,
+        depthUnitMetres: Double? = nil
     ) {
+        self.bitDepth = bitDepth
+        self.colour = colour
+        self.depthUnitMetres = depthUnitMetres
         self.encoder = encoder
         self.sourcePixelFormat = sourcePixelFormat
         self.pixelFormat = pixelFormat

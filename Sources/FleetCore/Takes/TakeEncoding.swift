@@ -35,7 +35,7 @@ public enum VideoStabilisation: String, Sendable, CaseIterable, Codable {
 }
 
 /// A take's codec and how hard it works; every camera of the take uses it.
-public struct TakeEncoding: Sendable, Equatable, Codable {
+public struct TakeEncoding: Sendable, Hashable, Codable {
     public var codec: VideoCodec
     /// h264/hevc: constant rate factor, 0 (best) to 51; nil: `defaultQuality`.
     public var quality: Int?
@@ -80,6 +80,31 @@ public struct TakeEncoding: Sendable, Equatable, Codable {
         if stabilisation != .off, !codec.isLossy {
             return
                 "--stabilise is for h264 and hevc takes: it alters the pixels, and a \(codec == .ffv1 ? "lossless ffv1" : "raw") take keeps the camera's own"
+        }
+        return nil
+    }
+
+    /// What is wrong with recording `device`'s `pixelFormat` in this encoding (recordings.md,
+    /// "Deeper pixels"); nil when it records. Formats of 16-bit words go in no uncompressed
+    /// Matroska track that players read, so they are encoded; depth only losslessly;
+    /// stabilisation only at 8 bits.
+    public func problem(recording pixelFormat: PixelFormat, of device: String) -> String? {
+        guard pixelFormat.hasWordSamples || pixelFormat.bayer != nil else { return nil }
+        if codec == .raw {
+            return
+                "device \(device) captures \(pixelFormat), which a take stores encoded (players know no uncompressed layout of it): record it with --codec ffv1 (lossless, every bit)\(pixelFormat.isDepth || pixelFormat.bayer != nil ? "" : " or hevc (Main 10)"), or --codec-for \(device)=ffv1"
+        }
+        if pixelFormat.isDepth, codec.isLossy {
+            return
+                "device \(device) captures depth (\(pixelFormat)), distances that \(codec.rawValue) would change: record it with --codec-for \(device)=ffv1"
+        }
+        if pixelFormat.bayer != nil, codec.isLossy {
+            return
+                "device \(device) captures a Bayer mosaic (\(pixelFormat)), which \(codec.rawValue)'s colour planes would smear: record it with --codec-for \(device)=ffv1 (lossless, demosaiced later)"
+        }
+        if stabilisation != .off {
+            return
+                "device \(device) captures \(pixelFormat), deeper than the 8 bits stabilisation steadies: record it without --stabilise (--codec-for \(device)=\(codec.rawValue))"
         }
         return nil
     }

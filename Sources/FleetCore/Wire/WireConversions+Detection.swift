@@ -22,6 +22,7 @@ extension DetectionSettings {
             $0.faces = faces
             if region != .whole { $0.region = region.wire }
             $0.framesPerSecond = framesPerSecond
+            if let framing { $0.framing = framing.wire }
         }
     }
 
@@ -36,7 +37,39 @@ extension DetectionSettings {
         }
         self.init(
             codes: codes, faces: wire.faces, region: wire.hasRegion ? NormalizedRect(wire: wire.region) : .whole,
-            framesPerSecond: wire.framesPerSecond == 0 ? DetectionSettings.defaultFramesPerSecond : wire.framesPerSecond)
+            framesPerSecond: wire.framesPerSecond == 0 ? DetectionSettings.defaultFramesPerSecond : wire.framesPerSecond,
+            framing: wire.hasFraming ? FramingSettings(wire: wire.framing) : nil)
         if let problem { throw problem }
+    }
+}
+
+extension FramingSettings {
+    public var wire: Capfleet_V1_FramingSettings {
+        .with {
+            $0.margin = margin
+            $0.maximumSpeed = maximumSpeed
+            $0.holdSeconds = holdSeconds
+            $0.minimumCrop = minimumCrop
+            $0.optics = optics
+        }
+    }
+
+    public init(wire: Capfleet_V1_FramingSettings) {
+        self.init(
+            margin: wire.margin, maximumSpeed: wire.maximumSpeed, holdSeconds: wire.holdSeconds, minimumCrop: wire.minimumCrop,
+            optics: wire.optics)
+    }
+
+    /// `0.5/0.5/0.6/0.5`: margin, speed, hold, smallest crop (the index's column), then
+    /// `/optics` when the camera's own zoom and pan frame.
+    public var stored: String { "\(margin)/\(maximumSpeed)/\(holdSeconds)/\(minimumCrop)" + (optics ? "/optics" : "") }
+
+    public init?(stored: String) {
+        var parts = stored.split(separator: "/")
+        let optics = parts.last == "optics"
+        if optics { parts.removeLast() }
+        let values = parts.compactMap { Double($0) }
+        guard values.count == 4, parts.count == 4 else { return nil }
+        self.init(margin: values[0], maximumSpeed: values[1], holdSeconds: values[2], minimumCrop: values[3], optics: optics)
     }
 }

@@ -345,7 +345,8 @@ extension PreRollSettings {
             wire.milliseconds > 0
             ? PreRollSettings(
                 seconds: Double(wire.milliseconds) / 1000,
-                budgetBytes: wire.budgetBytes > 0 ? Int(clamping: wire.budgetBytes) : Self.defaultBudgetBytes)
+                budgetBytes: wire.budgetBytes > 0 ? Int(clamping: wire.budgetBytes) : Self.defaultBudgetBytes,
+                encoding: wire.hasEncoding ? TakeEncoding(wire: wire.encoding) : nil, diskBudgetBytes: Int(clamping: wire.diskBudgetBytes))
             : .off
     }
 
@@ -353,6 +354,40 @@ extension PreRollSettings {
         .with {
             $0.milliseconds = UInt32((seconds * 1000).rounded())
             $0.budgetBytes = isOn ? UInt64(budgetBytes) : 0
+            if isOn, let encoding { $0.encoding = encoding.wire }
+            if isOn { $0.diskBudgetBytes = UInt64(diskBudgetBytes) }
         }
+    }
+
+    /// The command that sets it on an agent (control.proto, `SetPreRoll`).
+    public var command: Capfleet_V1_SetPreRoll {
+        let wire = wire
+        return .with {
+            $0.milliseconds = wire.milliseconds
+            $0.budgetBytes = wire.budgetBytes
+            if wire.hasEncoding { $0.encoding = wire.encoding }
+            $0.diskBudgetBytes = wire.diskBudgetBytes
+        }
+    }
+
+    public init(command: Capfleet_V1_SetPreRoll) {
+        self.init(
+            wire: .with {
+                $0.milliseconds = command.milliseconds
+                $0.budgetBytes = command.budgetBytes
+                if command.hasEncoding { $0.encoding = command.encoding }
+                $0.diskBudgetBytes = command.diskBudgetBytes
+            })
+    }
+
+    /// As an operator asked for it (operator.proto, `ChangePreRoll`).
+    public init(change: Capfleet_V1_ChangePreRoll) {
+        self.init(
+            wire: .with {
+                $0.milliseconds = change.milliseconds
+                $0.budgetBytes = change.budgetBytes
+                if change.hasEncoding { $0.encoding = change.encoding }
+                $0.diskBudgetBytes = change.diskBudgetBytes
+            })
     }
 }

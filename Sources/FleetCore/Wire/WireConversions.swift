@@ -17,6 +17,8 @@ extension VideoFormat {
             $0.upscaleThresholdZoomFactor = upscaleThresholdZoomFactor ?? 0
             $0.binned = isBinned
             $0.bitDepth = UInt32(bitDepth)
+            if let colour { $0.colour = colour.wire }
+            $0.depthUnitMetres = depthUnitMetres ?? 0
         }
     }
 
@@ -27,7 +29,29 @@ extension VideoFormat {
             fieldOfViewDegrees: wire.fieldOfViewDegrees > 0 ? wire.fieldOfViewDegrees : nil,
             maxZoomFactor: wire.maxZoomFactor,
             upscaleThresholdZoomFactor: wire.upscaleThresholdZoomFactor > 0 ? wire.upscaleThresholdZoomFactor : nil,
-            isBinned: wire.binned, bitDepth: Int(wire.bitDepth))
+            isBinned: wire.binned, bitDepth: Int(wire.bitDepth), colour: wire.hasColour ? ColourDescription(wire: wire.colour) : nil,
+            depthUnitMetres: wire.depthUnitMetres > 0 && wire.depthUnitMetres.isFinite ? wire.depthUnitMetres : nil)
+    }
+}
+
+extension ColourDescription {
+    public var wire: Capfleet_V1_ColourDescription {
+        .with {
+            $0.primaries = Capfleet_V1_ColourPrimaries(rawValue: primaries.h273Code) ?? .unspecified
+            $0.transfer = Capfleet_V1_TransferFunction(rawValue: transfer.h273Code) ?? .unspecified
+            $0.matrix = Capfleet_V1_ColourMatrix(rawValue: matrix.h273Code) ?? .unspecified
+            $0.range = range == .full ? .full : .limited
+        }
+    }
+
+    /// nil when a part is unspecified or unknown: a description is whole or not given.
+    public init?(wire: Capfleet_V1_ColourDescription) {
+        guard let primaries = Primaries.allCases.first(where: { $0.h273Code == wire.primaries.rawValue }),
+            let transfer = Transfer.allCases.first(where: { $0.h273Code == wire.transfer.rawValue }),
+            let matrix = Matrix.allCases.first(where: { $0.h273Code == wire.matrix.rawValue }),
+            wire.range == .limited || wire.range == .full
+        else { return nil }
+        self.init(primaries: primaries, transfer: transfer, matrix: matrix, range: wire.range == .full ? .full : .limited)
     }
 }
 

@@ -59,6 +59,204 @@ public nonisolated enum Capfleet_V1_ProtocolVersion: SwiftProtobuf.Enum, Swift.C
 
 }
 
+public nonisolated enum Capfleet_V1_ColourPrimaries: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+
+  /// H.273 1: HDTV, sRGB
+  case bt709 // = 1
+
+  /// H.273 6: SMPTE 170M, standard definition
+  case bt601 // = 6
+
+  /// H.273 9: UHDTV, HDR
+  case bt2020 // = 9
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .bt709
+    case 6: self = .bt601
+    case 9: self = .bt2020
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .bt709: return 1
+    case .bt601: return 6
+    case .bt2020: return 9
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Capfleet_V1_ColourPrimaries] = [
+    .unspecified,
+    .bt709,
+    .bt601,
+    .bt2020,
+  ]
+
+}
+
+public nonisolated enum Capfleet_V1_TransferFunction: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+
+  /// H.273 1: SDR video gamma
+  case bt709 // = 1
+
+  /// H.273 8: samples proportional to light (machine vision, depth)
+  case linear // = 8
+
+  /// H.273 13: IEC 61966-2-1
+  case srgb // = 13
+
+  /// H.273 16: SMPTE ST 2084, HDR10
+  case pq // = 16
+
+  /// H.273 18: ARIB STD-B67, hybrid log-gamma
+  case hlg // = 18
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .bt709
+    case 8: self = .linear
+    case 13: self = .srgb
+    case 16: self = .pq
+    case 18: self = .hlg
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .bt709: return 1
+    case .linear: return 8
+    case .srgb: return 13
+    case .pq: return 16
+    case .hlg: return 18
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Capfleet_V1_TransferFunction] = [
+    .unspecified,
+    .bt709,
+    .linear,
+    .srgb,
+    .pq,
+    .hlg,
+  ]
+
+}
+
+public nonisolated enum Capfleet_V1_ColourMatrix: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+
+  /// H.273 1
+  case bt709 // = 1
+
+  /// H.273 6
+  case bt601 // = 6
+
+  /// H.273 9: non-constant luminance
+  case bt2020 // = 9
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .bt709
+    case 6: self = .bt601
+    case 9: self = .bt2020
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .bt709: return 1
+    case .bt601: return 6
+    case .bt2020: return 9
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Capfleet_V1_ColourMatrix] = [
+    .unspecified,
+    .bt709,
+    .bt601,
+    .bt2020,
+  ]
+
+}
+
+public nonisolated enum Capfleet_V1_ColourRange: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+
+  /// video range: 8-bit luma 16..235, scaled by 2^(depth-8) deeper
+  case limited // = 1
+
+  /// every code value
+  case full // = 2
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .limited
+    case 2: self = .full
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .limited: return 1
+    case .full: return 2
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Capfleet_V1_ColourRange] = [
+    .unspecified,
+    .limited,
+    .full,
+  ]
+
+}
+
 public nonisolated enum Capfleet_V1_SourceKind: SwiftProtobuf.Enum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
@@ -738,8 +936,43 @@ public nonisolated struct Capfleet_V1_VideoFormat: Sendable {
   /// sensor binning mode
   public var binned: Bool = false
 
-  /// bits per sample
+  /// significant bits per sample (a 12-bit sensor's Y16: 12)
   public var bitDepth: UInt32 = 0
+
+  /// since 1.21: how its samples map to light, where the source declares it (frames.md, "Colour and depth")
+  public var colour: Capfleet_V1_ColourDescription {
+    get {_colour ?? Capfleet_V1_ColourDescription()}
+    set {_colour = newValue}
+  }
+  /// Returns true if `colour` has been explicitly set.
+  public var hasColour: Bool {self._colour != nil}
+  /// Clears the value of `colour`. Subsequent reads from it will return its default value.
+  public mutating func clearColour() {self._colour = nil}
+
+  /// since 1.21: a depth format's (Z16) metres per unit; 0 = not depth
+  public var depthUnitMetres: Double = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _colour: Capfleet_V1_ColourDescription? = nil
+}
+
+/// How a format's samples map to light (frames.md, "Colour and depth"), since 1.21: the
+/// ITU-T H.273 code points that Matroska, HEVC and FFmpeg carry as they are.
+public nonisolated struct Capfleet_V1_ColourDescription: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var primaries: Capfleet_V1_ColourPrimaries = .unspecified
+
+  public var transfer: Capfleet_V1_TransferFunction = .unspecified
+
+  public var matrix: Capfleet_V1_ColourMatrix = .unspecified
+
+  public var range: Capfleet_V1_ColourRange = .unspecified
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -885,9 +1118,27 @@ public nonisolated struct Capfleet_V1_PreRoll: Sendable {
   /// since 1.18, in a status: the budget the host's pressure leaves it now
   public var budgetInForceBytes: UInt64 = 0
 
+  /// since 1.23, cameras: codec set, what is kept is the host's encoder's packets (recordings.md, "Encoded pre-roll"); unset: raw frames
+  public var encoding: Capfleet_V1_Encoding {
+    get {_encoding ?? Capfleet_V1_Encoding()}
+    set {_encoding = newValue}
+  }
+  /// Returns true if `encoding` has been explicitly set.
+  public var hasEncoding: Bool {self._encoding != nil}
+  /// Clears the value of `encoding`. Subsequent reads from it will return its default value.
+  public mutating func clearEncoding() {self._encoding = nil}
+
+  /// since 1.25, encoded only: the host's disk for what the memory budget lets go of the window (recordings.md, "On disk"); 0: none
+  public var diskBudgetBytes: UInt64 = 0
+
+  /// since 1.25, in a status: the bytes kept on disk
+  public var keptDiskBytes: UInt64 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+
+  fileprivate var _encoding: Capfleet_V1_Encoding? = nil
 }
 
 /// A network camera's stream as its transport counts it (device-model.md, "GenICam cameras"),
@@ -1612,11 +1863,78 @@ public nonisolated struct Capfleet_V1_DetectionSettings: Sendable {
   /// 0 = 5; at most 60
   public var framesPerSecond: Double = 0
 
+  /// since 1.22: auto-framing from the faces found (detection.md, "Auto-framing"); unset = off
+  public var framing: Capfleet_V1_FramingSettings {
+    get {_framing ?? Capfleet_V1_FramingSettings()}
+    set {_framing = newValue}
+  }
+  /// Returns true if `framing` has been explicitly set.
+  public var hasFraming: Bool {self._framing != nil}
+  /// Clears the value of `framing`. Subsequent reads from it will return its default value.
+  public mutating func clearFraming() {self._framing = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _region: Capfleet_V1_NormalizedRect? = nil
+  fileprivate var _framing: Capfleet_V1_FramingSettings? = nil
+}
+
+/// Since 1.22: how a camera's auto-framing behaves (detection.md, "Auto-framing"). Values are
+/// used as given (the CLI fills in its defaults: 0.5, 0.5, 0.6, 0.5).
+public nonisolated struct Capfleet_V1_FramingSettings: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// space around the faces, in face heights on each side, 0 to 2
+  public var margin: Double = 0
+
+  /// how fast the crop moves or grows, in frame widths a second, above 0 to 10
+  public var maximumSpeed: Double = 0
+
+  /// how long the faces stand off the crop before it reframes, 0 to 10
+  public var holdSeconds: Double = 0
+
+  /// the smallest crop, as a fraction of the frame's width, 0.1 to 1
+  public var minimumCrop: Double = 0
+
+  /// since 1.24: frame with the camera's own zoom, pan and tilt, not a crop (detection.md, "Framing with the camera's optics")
+  public var optics: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Since 1.22: where a camera's auto-framing crop is on a frame (frames.md, FrameHeader.framing).
+public nonisolated struct Capfleet_V1_FramingState: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// the crop is narrower than the whole frame
+  public var active: Bool = false
+
+  /// in the frame's normalised coordinates; the frame's aspect
+  public var crop: Capfleet_V1_NormalizedRect {
+    get {_crop ?? Capfleet_V1_NormalizedRect()}
+    set {_crop = newValue}
+  }
+  /// Returns true if `crop` has been explicitly set.
+  public var hasCrop: Bool {self._crop != nil}
+  /// Clears the value of `crop`. Subsequent reads from it will return its default value.
+  public mutating func clearCrop() {self._crop = nil}
+
+  /// since 1.24: the camera's optics framed it: `crop` is the window of its whole view this frame shows, and the frame holds only that
+  public var optical: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _crop: Capfleet_V1_NormalizedRect? = nil
 }
 
 public nonisolated struct Capfleet_V1_DetectedObject: Sendable {
@@ -1728,6 +2046,22 @@ nonisolated extension Capfleet_V1_ProtocolVersion: SwiftProtobuf._ProtoNameProvi
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0PROTOCOL_VERSION_UNSPECIFIED\0\u{1}PROTOCOL_VERSION_CURRENT\0")
 }
 
+nonisolated extension Capfleet_V1_ColourPrimaries: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0COLOUR_PRIMARIES_UNSPECIFIED\0\u{1}COLOUR_PRIMARIES_BT709\0\u{2}\u{5}COLOUR_PRIMARIES_BT601\0\u{2}\u{3}COLOUR_PRIMARIES_BT2020\0")
+}
+
+nonisolated extension Capfleet_V1_TransferFunction: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0TRANSFER_FUNCTION_UNSPECIFIED\0\u{1}TRANSFER_FUNCTION_BT709\0\u{2}\u{7}TRANSFER_FUNCTION_LINEAR\0\u{2}\u{5}TRANSFER_FUNCTION_SRGB\0\u{2}\u{3}TRANSFER_FUNCTION_PQ\0\u{2}\u{2}TRANSFER_FUNCTION_HLG\0")
+}
+
+nonisolated extension Capfleet_V1_ColourMatrix: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0COLOUR_MATRIX_UNSPECIFIED\0\u{1}COLOUR_MATRIX_BT709\0\u{2}\u{5}COLOUR_MATRIX_BT601\0\u{2}\u{3}COLOUR_MATRIX_BT2020\0")
+}
+
+nonisolated extension Capfleet_V1_ColourRange: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0COLOUR_RANGE_UNSPECIFIED\0\u{1}COLOUR_RANGE_LIMITED\0\u{1}COLOUR_RANGE_FULL\0")
+}
+
 nonisolated extension Capfleet_V1_SourceKind: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0SOURCE_KIND_UNSPECIFIED\0\u{1}SOURCE_KIND_SYNTHETIC\0\u{1}SOURCE_KIND_V4L2\0\u{1}SOURCE_KIND_EXTERNAL\0\u{1}SOURCE_KIND_SENSOR\0\u{1}SOURCE_KIND_SYNTHETIC_MICROPHONE\0\u{1}SOURCE_KIND_ALSA\0\u{1}SOURCE_KIND_GENICAM\0")
 }
@@ -1813,7 +2147,7 @@ nonisolated extension Capfleet_V1_FrameRateRange: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_VideoFormat: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".VideoFormat"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{3}frame_rate_ranges\0\u{3}field_of_view_degrees\0\u{3}max_zoom_factor\0\u{3}upscale_threshold_zoom_factor\0\u{1}binned\0\u{3}bit_depth\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{3}frame_rate_ranges\0\u{3}field_of_view_degrees\0\u{3}max_zoom_factor\0\u{3}upscale_threshold_zoom_factor\0\u{1}binned\0\u{3}bit_depth\0\u{1}colour\0\u{3}depth_unit_metres\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1830,12 +2164,18 @@ nonisolated extension Capfleet_V1_VideoFormat: SwiftProtobuf.Message, SwiftProto
       case 7: try { try decoder.decodeSingularDoubleField(value: &self.upscaleThresholdZoomFactor) }()
       case 8: try { try decoder.decodeSingularBoolField(value: &self.binned) }()
       case 9: try { try decoder.decodeSingularUInt32Field(value: &self.bitDepth) }()
+      case 10: try { try decoder.decodeSingularMessageField(value: &self._colour) }()
+      case 11: try { try decoder.decodeSingularDoubleField(value: &self.depthUnitMetres) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
     if !self.pixelFormat.isEmpty {
       try visitor.visitSingularStringField(value: self.pixelFormat, fieldNumber: 1)
     }
@@ -1863,6 +2203,12 @@ nonisolated extension Capfleet_V1_VideoFormat: SwiftProtobuf.Message, SwiftProto
     if self.bitDepth != 0 {
       try visitor.visitSingularUInt32Field(value: self.bitDepth, fieldNumber: 9)
     }
+    try { if let v = self._colour {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
+    } }()
+    if self.depthUnitMetres.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.depthUnitMetres, fieldNumber: 11)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1876,6 +2222,53 @@ nonisolated extension Capfleet_V1_VideoFormat: SwiftProtobuf.Message, SwiftProto
     if lhs.upscaleThresholdZoomFactor != rhs.upscaleThresholdZoomFactor {return false}
     if lhs.binned != rhs.binned {return false}
     if lhs.bitDepth != rhs.bitDepth {return false}
+    if lhs._colour != rhs._colour {return false}
+    if lhs.depthUnitMetres != rhs.depthUnitMetres {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_ColourDescription: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ColourDescription"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}primaries\0\u{1}transfer\0\u{1}matrix\0\u{1}range\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.primaries) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.transfer) }()
+      case 3: try { try decoder.decodeSingularEnumField(value: &self.matrix) }()
+      case 4: try { try decoder.decodeSingularEnumField(value: &self.range) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.primaries != .unspecified {
+      try visitor.visitSingularEnumField(value: self.primaries, fieldNumber: 1)
+    }
+    if self.transfer != .unspecified {
+      try visitor.visitSingularEnumField(value: self.transfer, fieldNumber: 2)
+    }
+    if self.matrix != .unspecified {
+      try visitor.visitSingularEnumField(value: self.matrix, fieldNumber: 3)
+    }
+    if self.range != .unspecified {
+      try visitor.visitSingularEnumField(value: self.range, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_ColourDescription, rhs: Capfleet_V1_ColourDescription) -> Bool {
+    if lhs.primaries != rhs.primaries {return false}
+    if lhs.transfer != rhs.transfer {return false}
+    if lhs.matrix != rhs.matrix {return false}
+    if lhs.range != rhs.range {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2077,7 +2470,7 @@ nonisolated extension Capfleet_V1_AudioProcessing: SwiftProtobuf.Message, SwiftP
 
 nonisolated extension Capfleet_V1_PreRoll: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".PreRoll"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}milliseconds\0\u{3}budget_bytes\0\u{3}kept_ns\0\u{3}kept_bytes\0\u{3}kept_frames\0\u{3}budget_in_force_bytes\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}milliseconds\0\u{3}budget_bytes\0\u{3}kept_ns\0\u{3}kept_bytes\0\u{3}kept_frames\0\u{3}budget_in_force_bytes\0\u{1}encoding\0\u{3}disk_budget_bytes\0\u{3}kept_disk_bytes\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2091,12 +2484,19 @@ nonisolated extension Capfleet_V1_PreRoll: SwiftProtobuf.Message, SwiftProtobuf.
       case 4: try { try decoder.decodeSingularUInt64Field(value: &self.keptBytes) }()
       case 5: try { try decoder.decodeSingularUInt32Field(value: &self.keptFrames) }()
       case 6: try { try decoder.decodeSingularUInt64Field(value: &self.budgetInForceBytes) }()
+      case 7: try { try decoder.decodeSingularMessageField(value: &self._encoding) }()
+      case 8: try { try decoder.decodeSingularUInt64Field(value: &self.diskBudgetBytes) }()
+      case 9: try { try decoder.decodeSingularUInt64Field(value: &self.keptDiskBytes) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
     if self.milliseconds != 0 {
       try visitor.visitSingularUInt32Field(value: self.milliseconds, fieldNumber: 1)
     }
@@ -2115,6 +2515,15 @@ nonisolated extension Capfleet_V1_PreRoll: SwiftProtobuf.Message, SwiftProtobuf.
     if self.budgetInForceBytes != 0 {
       try visitor.visitSingularUInt64Field(value: self.budgetInForceBytes, fieldNumber: 6)
     }
+    try { if let v = self._encoding {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
+    } }()
+    if self.diskBudgetBytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.diskBudgetBytes, fieldNumber: 8)
+    }
+    if self.keptDiskBytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.keptDiskBytes, fieldNumber: 9)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2125,6 +2534,9 @@ nonisolated extension Capfleet_V1_PreRoll: SwiftProtobuf.Message, SwiftProtobuf.
     if lhs.keptBytes != rhs.keptBytes {return false}
     if lhs.keptFrames != rhs.keptFrames {return false}
     if lhs.budgetInForceBytes != rhs.budgetInForceBytes {return false}
+    if lhs._encoding != rhs._encoding {return false}
+    if lhs.diskBudgetBytes != rhs.diskBudgetBytes {return false}
+    if lhs.keptDiskBytes != rhs.keptDiskBytes {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -3374,7 +3786,7 @@ nonisolated extension Capfleet_V1_NormalizedRect: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_DetectionSettings: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DetectionSettings"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}codes\0\u{1}faces\0\u{1}region\0\u{3}frames_per_second\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}codes\0\u{1}faces\0\u{1}region\0\u{3}frames_per_second\0\u{1}framing\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3386,6 +3798,7 @@ nonisolated extension Capfleet_V1_DetectionSettings: SwiftProtobuf.Message, Swif
       case 2: try { try decoder.decodeSingularBoolField(value: &self.faces) }()
       case 3: try { try decoder.decodeSingularMessageField(value: &self._region) }()
       case 4: try { try decoder.decodeSingularDoubleField(value: &self.framesPerSecond) }()
+      case 5: try { try decoder.decodeSingularMessageField(value: &self._framing) }()
       default: break
       }
     }
@@ -3408,6 +3821,9 @@ nonisolated extension Capfleet_V1_DetectionSettings: SwiftProtobuf.Message, Swif
     if self.framesPerSecond.bitPattern != 0 {
       try visitor.visitSingularDoubleField(value: self.framesPerSecond, fieldNumber: 4)
     }
+    try { if let v = self._framing {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -3416,6 +3832,101 @@ nonisolated extension Capfleet_V1_DetectionSettings: SwiftProtobuf.Message, Swif
     if lhs.faces != rhs.faces {return false}
     if lhs._region != rhs._region {return false}
     if lhs.framesPerSecond != rhs.framesPerSecond {return false}
+    if lhs._framing != rhs._framing {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_FramingSettings: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".FramingSettings"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}margin\0\u{3}maximum_speed\0\u{3}hold_seconds\0\u{3}minimum_crop\0\u{1}optics\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularDoubleField(value: &self.margin) }()
+      case 2: try { try decoder.decodeSingularDoubleField(value: &self.maximumSpeed) }()
+      case 3: try { try decoder.decodeSingularDoubleField(value: &self.holdSeconds) }()
+      case 4: try { try decoder.decodeSingularDoubleField(value: &self.minimumCrop) }()
+      case 5: try { try decoder.decodeSingularBoolField(value: &self.optics) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.margin.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.margin, fieldNumber: 1)
+    }
+    if self.maximumSpeed.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.maximumSpeed, fieldNumber: 2)
+    }
+    if self.holdSeconds.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.holdSeconds, fieldNumber: 3)
+    }
+    if self.minimumCrop.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.minimumCrop, fieldNumber: 4)
+    }
+    if self.optics != false {
+      try visitor.visitSingularBoolField(value: self.optics, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_FramingSettings, rhs: Capfleet_V1_FramingSettings) -> Bool {
+    if lhs.margin != rhs.margin {return false}
+    if lhs.maximumSpeed != rhs.maximumSpeed {return false}
+    if lhs.holdSeconds != rhs.holdSeconds {return false}
+    if lhs.minimumCrop != rhs.minimumCrop {return false}
+    if lhs.optics != rhs.optics {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_FramingState: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".FramingState"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}active\0\u{1}crop\0\u{1}optical\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularBoolField(value: &self.active) }()
+      case 2: try { try decoder.decodeSingularMessageField(value: &self._crop) }()
+      case 3: try { try decoder.decodeSingularBoolField(value: &self.optical) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if self.active != false {
+      try visitor.visitSingularBoolField(value: self.active, fieldNumber: 1)
+    }
+    try { if let v = self._crop {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    } }()
+    if self.optical != false {
+      try visitor.visitSingularBoolField(value: self.optical, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_FramingState, rhs: Capfleet_V1_FramingState) -> Bool {
+    if lhs.active != rhs.active {return false}
+    if lhs._crop != rhs._crop {return false}
+    if lhs.optical != rhs.optical {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -796,9 +796,24 @@ public nonisolated struct Capfleet_V1_SetPreRoll: Sendable {
 
   public var budgetBytes: UInt64 = 0
 
+  /// since 1.23, cameras: keep it encoded (recordings.md, "Encoded pre-roll"); unset: raw
+  public var encoding: Capfleet_V1_Encoding {
+    get {_encoding ?? Capfleet_V1_Encoding()}
+    set {_encoding = newValue}
+  }
+  /// Returns true if `encoding` has been explicitly set.
+  public var hasEncoding: Bool {self._encoding != nil}
+  /// Clears the value of `encoding`. Subsequent reads from it will return its default value.
+  public mutating func clearEncoding() {self._encoding = nil}
+
+  /// since 1.25, encoded only: keep what the memory lets go of the window on disk (recordings.md, "On disk"); 0: none
+  public var diskBudgetBytes: UInt64 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+
+  fileprivate var _encoding: Capfleet_V1_Encoding? = nil
 }
 
 /// A microphone's processing (microphones.md, "Processing"), replacing what it had; applied
@@ -2901,7 +2916,7 @@ nonisolated extension Capfleet_V1_SetRegion: SwiftProtobuf.Message, SwiftProtobu
 
 nonisolated extension Capfleet_V1_SetPreRoll: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".SetPreRoll"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}milliseconds\0\u{3}budget_bytes\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}milliseconds\0\u{3}budget_bytes\0\u{1}encoding\0\u{3}disk_budget_bytes\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2911,17 +2926,29 @@ nonisolated extension Capfleet_V1_SetPreRoll: SwiftProtobuf.Message, SwiftProtob
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularUInt32Field(value: &self.milliseconds) }()
       case 2: try { try decoder.decodeSingularUInt64Field(value: &self.budgetBytes) }()
+      case 3: try { try decoder.decodeSingularMessageField(value: &self._encoding) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.diskBudgetBytes) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
     if self.milliseconds != 0 {
       try visitor.visitSingularUInt32Field(value: self.milliseconds, fieldNumber: 1)
     }
     if self.budgetBytes != 0 {
       try visitor.visitSingularUInt64Field(value: self.budgetBytes, fieldNumber: 2)
+    }
+    try { if let v = self._encoding {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+    } }()
+    if self.diskBudgetBytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.diskBudgetBytes, fieldNumber: 4)
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -2929,6 +2956,8 @@ nonisolated extension Capfleet_V1_SetPreRoll: SwiftProtobuf.Message, SwiftProtob
   public static func ==(lhs: Capfleet_V1_SetPreRoll, rhs: Capfleet_V1_SetPreRoll) -> Bool {
     if lhs.milliseconds != rhs.milliseconds {return false}
     if lhs.budgetBytes != rhs.budgetBytes {return false}
+    if lhs._encoding != rhs._encoding {return false}
+    if lhs.diskBudgetBytes != rhs.diskBudgetBytes {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

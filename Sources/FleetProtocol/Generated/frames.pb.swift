@@ -162,9 +162,27 @@ public nonisolated struct Capfleet_V1_FrameLayout: Sendable {
   /// stride of the first plane
   public var bytesPerLine: UInt32 = 0
 
+  /// since 1.21: significant bits per sample; 0 = 8 (frames.md, "Colour and depth")
+  public var bitDepth: UInt32 = 0
+
+  /// since 1.21: as the source declares it; unset = not declared
+  public var colour: Capfleet_V1_ColourDescription {
+    get {_colour ?? Capfleet_V1_ColourDescription()}
+    set {_colour = newValue}
+  }
+  /// Returns true if `colour` has been explicitly set.
+  public var hasColour: Bool {self._colour != nil}
+  /// Clears the value of `colour`. Subsequent reads from it will return its default value.
+  public mutating func clearColour() {self._colour = nil}
+
+  /// since 1.21: Z16's metres per unit; 0 = not depth
+  public var depthUnitMetres: Double = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+
+  fileprivate var _colour: Capfleet_V1_ColourDescription? = nil
 }
 
 public nonisolated struct Capfleet_V1_FrameHeader: @unchecked Sendable {
@@ -289,6 +307,16 @@ public nonisolated struct Capfleet_V1_FrameHeader: @unchecked Sendable {
     set {_uniqueStorage()._deviceTimestampNs = newValue}
   }
 
+  /// since 1.22: the camera's auto-framing crop on this frame (detection.md, "Auto-framing"); unset = not framing
+  public var framing: Capfleet_V1_FramingState {
+    get {_storage._framing ?? Capfleet_V1_FramingState()}
+    set {_uniqueStorage()._framing = newValue}
+  }
+  /// Returns true if `framing` has been explicitly set.
+  public var hasFraming: Bool {_storage._framing != nil}
+  /// Clears the value of `framing`. Subsequent reads from it will return its default value.
+  public mutating func clearFraming() {_uniqueStorage()._framing = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -336,7 +364,7 @@ nonisolated extension Capfleet_V1_FrameFlag: SwiftProtobuf._ProtoNameProviding {
 
 nonisolated extension Capfleet_V1_FrameLayout: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".FrameLayout"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{3}bytes_per_line\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{3}bytes_per_line\0\u{3}bit_depth\0\u{1}colour\0\u{3}depth_unit_metres\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -348,12 +376,19 @@ nonisolated extension Capfleet_V1_FrameLayout: SwiftProtobuf.Message, SwiftProto
       case 2: try { try decoder.decodeSingularUInt32Field(value: &self.width) }()
       case 3: try { try decoder.decodeSingularUInt32Field(value: &self.height) }()
       case 4: try { try decoder.decodeSingularUInt32Field(value: &self.bytesPerLine) }()
+      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.bitDepth) }()
+      case 6: try { try decoder.decodeSingularMessageField(value: &self._colour) }()
+      case 7: try { try decoder.decodeSingularDoubleField(value: &self.depthUnitMetres) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
     if !self.pixelFormat.isEmpty {
       try visitor.visitSingularStringField(value: self.pixelFormat, fieldNumber: 1)
     }
@@ -366,6 +401,15 @@ nonisolated extension Capfleet_V1_FrameLayout: SwiftProtobuf.Message, SwiftProto
     if self.bytesPerLine != 0 {
       try visitor.visitSingularUInt32Field(value: self.bytesPerLine, fieldNumber: 4)
     }
+    if self.bitDepth != 0 {
+      try visitor.visitSingularUInt32Field(value: self.bitDepth, fieldNumber: 5)
+    }
+    try { if let v = self._colour {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
+    } }()
+    if self.depthUnitMetres.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.depthUnitMetres, fieldNumber: 7)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -374,6 +418,9 @@ nonisolated extension Capfleet_V1_FrameLayout: SwiftProtobuf.Message, SwiftProto
     if lhs.width != rhs.width {return false}
     if lhs.height != rhs.height {return false}
     if lhs.bytesPerLine != rhs.bytesPerLine {return false}
+    if lhs.bitDepth != rhs.bitDepth {return false}
+    if lhs._colour != rhs._colour {return false}
+    if lhs.depthUnitMetres != rhs.depthUnitMetres {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -381,7 +428,7 @@ nonisolated extension Capfleet_V1_FrameLayout: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Capfleet_V1_FrameHeader: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".FrameHeader"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}node_id\0\u{3}device_id\0\u{1}sequence\0\u{3}capture_monotonic_ns\0\u{3}fleet_time_ns\0\u{3}fleet_time_uncertainty_ns\0\u{1}layout\0\u{3}payload_size\0\u{1}flags\0\u{1}consent\0\u{1}drops\0\u{3}send_monotonic_ns\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}encoded\0\u{1}audio\0\u{3}device_timestamp_ns\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}node_id\0\u{3}device_id\0\u{1}sequence\0\u{3}capture_monotonic_ns\0\u{3}fleet_time_ns\0\u{3}fleet_time_uncertainty_ns\0\u{1}layout\0\u{3}payload_size\0\u{1}flags\0\u{1}consent\0\u{1}drops\0\u{3}send_monotonic_ns\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}encoded\0\u{1}audio\0\u{3}device_timestamp_ns\0\u{1}framing\0")
 
   fileprivate class _StorageClass {
     var _protocolVersion: Capfleet_V1_ProtocolVersion = .unspecified
@@ -402,6 +449,7 @@ nonisolated extension Capfleet_V1_FrameHeader: SwiftProtobuf.Message, SwiftProto
     var _encoded: Capfleet_V1_EncodedPacket? = nil
     var _audio: Capfleet_V1_AudioBlock? = nil
     var _deviceTimestampNs: UInt64 = 0
+    var _framing: Capfleet_V1_FramingState? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -430,6 +478,7 @@ nonisolated extension Capfleet_V1_FrameHeader: SwiftProtobuf.Message, SwiftProto
       _encoded = source._encoded
       _audio = source._audio
       _deviceTimestampNs = source._deviceTimestampNs
+      _framing = source._framing
     }
   }
 
@@ -466,6 +515,7 @@ nonisolated extension Capfleet_V1_FrameHeader: SwiftProtobuf.Message, SwiftProto
         case 16: try { try decoder.decodeSingularMessageField(value: &_storage._encoded) }()
         case 17: try { try decoder.decodeSingularMessageField(value: &_storage._audio) }()
         case 18: try { try decoder.decodeSingularUInt64Field(value: &_storage._deviceTimestampNs) }()
+        case 19: try { try decoder.decodeSingularMessageField(value: &_storage._framing) }()
         default: break
         }
       }
@@ -532,6 +582,9 @@ nonisolated extension Capfleet_V1_FrameHeader: SwiftProtobuf.Message, SwiftProto
       if _storage._deviceTimestampNs != 0 {
         try visitor.visitSingularUInt64Field(value: _storage._deviceTimestampNs, fieldNumber: 18)
       }
+      try { if let v = _storage._framing {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 19)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -559,6 +612,7 @@ nonisolated extension Capfleet_V1_FrameHeader: SwiftProtobuf.Message, SwiftProto
         if _storage._encoded != rhs_storage._encoded {return false}
         if _storage._audio != rhs_storage._audio {return false}
         if _storage._deviceTimestampNs != rhs_storage._deviceTimestampNs {return false}
+        if _storage._framing != rhs_storage._framing {return false}
         return true
       }
       if !storagesAreEqual {return false}

@@ -3524,6 +3524,28 @@ public nonisolated struct Capfleet_V1_TakeDeviceInfo: @unchecked Sendable {
   /// Clears the value of `encoding`. Subsequent reads from it will return its default value.
   public mutating func clearEncoding() {_uniqueStorage()._encoding = nil}
 
+  /// since 1.21: significant bits per sample as recorded (HEVC Main 10: 10); 0 = 8
+  public var bitDepth: UInt32 {
+    get {_storage._bitDepth}
+    set {_uniqueStorage()._bitDepth = newValue}
+  }
+
+  /// since 1.21: as the camera declared it; unset = not declared
+  public var colour: Capfleet_V1_ColourDescription {
+    get {_storage._colour ?? Capfleet_V1_ColourDescription()}
+    set {_uniqueStorage()._colour = newValue}
+  }
+  /// Returns true if `colour` has been explicitly set.
+  public var hasColour: Bool {_storage._colour != nil}
+  /// Clears the value of `colour`. Subsequent reads from it will return its default value.
+  public mutating func clearColour() {_uniqueStorage()._colour = nil}
+
+  /// since 1.21: a depth part's metres per unit; 0 = not depth
+  public var depthUnitMetres: Double {
+    get {_storage._depthUnitMetres}
+    set {_uniqueStorage()._depthUnitMetres = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -4283,9 +4305,24 @@ public nonisolated struct Capfleet_V1_ChangePreRoll: Sendable {
 
   public var budgetBytes: UInt64 = 0
 
+  /// since 1.23, cameras: keep it encoded (recordings.md, "Encoded pre-roll"); unset: raw
+  public var encoding: Capfleet_V1_Encoding {
+    get {_encoding ?? Capfleet_V1_Encoding()}
+    set {_encoding = newValue}
+  }
+  /// Returns true if `encoding` has been explicitly set.
+  public var hasEncoding: Bool {self._encoding != nil}
+  /// Clears the value of `encoding`. Subsequent reads from it will return its default value.
+  public mutating func clearEncoding() {self._encoding = nil}
+
+  /// since 1.25, encoded only: keep what the memory lets go of the window on disk (recordings.md, "On disk"); 0: none
+  public var diskBudgetBytes: UInt64 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+
+  fileprivate var _encoding: Capfleet_V1_Encoding? = nil
 }
 
 /// Moves a GenICam camera's region of interest (control.proto, SetRegion): centred, or its
@@ -9722,7 +9759,7 @@ nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf
 
 nonisolated extension Capfleet_V1_TakeDeviceInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".TakeDeviceInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}state\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{3}frame_rate\0\u{3}first_fleet_ns\0\u{3}last_fleet_ns\0\u{3}first_sequence\0\u{3}last_sequence\0\u{1}frames\0\u{1}bytes\0\u{1}drops\0\u{1}segments\0\u{3}end_reason\0\u{3}withheld_frames\0\u{3}node_online\0\u{1}encoder\0\u{3}source_pixel_format\0\u{1}encoding\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{3}node_id\0\u{1}state\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{3}frame_rate\0\u{3}first_fleet_ns\0\u{3}last_fleet_ns\0\u{3}first_sequence\0\u{3}last_sequence\0\u{1}frames\0\u{1}bytes\0\u{1}drops\0\u{1}segments\0\u{3}end_reason\0\u{3}withheld_frames\0\u{3}node_online\0\u{1}encoder\0\u{3}source_pixel_format\0\u{1}encoding\0\u{3}bit_depth\0\u{1}colour\0\u{3}depth_unit_metres\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -9746,6 +9783,9 @@ nonisolated extension Capfleet_V1_TakeDeviceInfo: SwiftProtobuf.Message, SwiftPr
     var _encoder: String = String()
     var _sourcePixelFormat: String = String()
     var _encoding: Capfleet_V1_Encoding? = nil
+    var _bitDepth: UInt32 = 0
+    var _colour: Capfleet_V1_ColourDescription? = nil
+    var _depthUnitMetres: Double = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -9777,6 +9817,9 @@ nonisolated extension Capfleet_V1_TakeDeviceInfo: SwiftProtobuf.Message, SwiftPr
       _encoder = source._encoder
       _sourcePixelFormat = source._sourcePixelFormat
       _encoding = source._encoding
+      _bitDepth = source._bitDepth
+      _colour = source._colour
+      _depthUnitMetres = source._depthUnitMetres
     }
   }
 
@@ -9816,6 +9859,9 @@ nonisolated extension Capfleet_V1_TakeDeviceInfo: SwiftProtobuf.Message, SwiftPr
         case 19: try { try decoder.decodeSingularStringField(value: &_storage._encoder) }()
         case 20: try { try decoder.decodeSingularStringField(value: &_storage._sourcePixelFormat) }()
         case 21: try { try decoder.decodeSingularMessageField(value: &_storage._encoding) }()
+        case 22: try { try decoder.decodeSingularUInt32Field(value: &_storage._bitDepth) }()
+        case 23: try { try decoder.decodeSingularMessageField(value: &_storage._colour) }()
+        case 24: try { try decoder.decodeSingularDoubleField(value: &_storage._depthUnitMetres) }()
         default: break
         }
       }
@@ -9891,6 +9937,15 @@ nonisolated extension Capfleet_V1_TakeDeviceInfo: SwiftProtobuf.Message, SwiftPr
       try { if let v = _storage._encoding {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 21)
       } }()
+      if _storage._bitDepth != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._bitDepth, fieldNumber: 22)
+      }
+      try { if let v = _storage._colour {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 23)
+      } }()
+      if _storage._depthUnitMetres.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._depthUnitMetres, fieldNumber: 24)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -9921,6 +9976,9 @@ nonisolated extension Capfleet_V1_TakeDeviceInfo: SwiftProtobuf.Message, SwiftPr
         if _storage._encoder != rhs_storage._encoder {return false}
         if _storage._sourcePixelFormat != rhs_storage._sourcePixelFormat {return false}
         if _storage._encoding != rhs_storage._encoding {return false}
+        if _storage._bitDepth != rhs_storage._bitDepth {return false}
+        if _storage._colour != rhs_storage._colour {return false}
+        if _storage._depthUnitMetres != rhs_storage._depthUnitMetres {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -11271,7 +11329,7 @@ nonisolated extension Capfleet_V1_ChangeControl: SwiftProtobuf.Message, SwiftPro
 
 nonisolated extension Capfleet_V1_ChangePreRoll: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ChangePreRoll"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{1}milliseconds\0\u{3}budget_bytes\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{1}milliseconds\0\u{3}budget_bytes\0\u{1}encoding\0\u{3}disk_budget_bytes\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -11282,12 +11340,18 @@ nonisolated extension Capfleet_V1_ChangePreRoll: SwiftProtobuf.Message, SwiftPro
       case 1: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
       case 2: try { try decoder.decodeSingularUInt32Field(value: &self.milliseconds) }()
       case 3: try { try decoder.decodeSingularUInt64Field(value: &self.budgetBytes) }()
+      case 4: try { try decoder.decodeSingularMessageField(value: &self._encoding) }()
+      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.diskBudgetBytes) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
     if !self.deviceID.isEmpty {
       try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 1)
     }
@@ -11297,6 +11361,12 @@ nonisolated extension Capfleet_V1_ChangePreRoll: SwiftProtobuf.Message, SwiftPro
     if self.budgetBytes != 0 {
       try visitor.visitSingularUInt64Field(value: self.budgetBytes, fieldNumber: 3)
     }
+    try { if let v = self._encoding {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
+    } }()
+    if self.diskBudgetBytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.diskBudgetBytes, fieldNumber: 5)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -11304,6 +11374,8 @@ nonisolated extension Capfleet_V1_ChangePreRoll: SwiftProtobuf.Message, SwiftPro
     if lhs.deviceID != rhs.deviceID {return false}
     if lhs.milliseconds != rhs.milliseconds {return false}
     if lhs.budgetBytes != rhs.budgetBytes {return false}
+    if lhs._encoding != rhs._encoding {return false}
+    if lhs.diskBudgetBytes != rhs.diskBudgetBytes {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

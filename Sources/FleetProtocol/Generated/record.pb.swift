@@ -24,104 +24,116 @@ fileprivate nonisolated struct _GeneratedWithProtocGenSwiftVersion: SwiftProtobu
 }
 
 /// Agent -> coordinator. With `frame`, exactly one more part follows: the payload.
-public nonisolated struct Capfleet_V1_RecordUp: Sendable {
+public nonisolated struct Capfleet_V1_RecordUp: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var protocolVersion: Capfleet_V1_ProtocolVersion = .unspecified
+  public var protocolVersion: Capfleet_V1_ProtocolVersion {
+    get {_storage._protocolVersion}
+    set {_uniqueStorage()._protocolVersion = newValue}
+  }
 
-  public var takeID: String = String()
+  public var takeID: String {
+    get {_storage._takeID}
+    set {_uniqueStorage()._takeID = newValue}
+  }
 
-  public var deviceID: String = String()
+  public var deviceID: String {
+    get {_storage._deviceID}
+    set {_uniqueStorage()._deviceID = newValue}
+  }
 
-  public var body: Capfleet_V1_RecordUp.OneOf_Body? = nil
+  public var body: OneOf_Body? {
+    get {return _storage._body}
+    set {_uniqueStorage()._body = newValue}
+  }
 
   public var resume: Capfleet_V1_RecordResume {
     get {
-      if case .resume(let v)? = body {return v}
+      if case .resume(let v)? = _storage._body {return v}
       return Capfleet_V1_RecordResume()
     }
-    set {body = .resume(newValue)}
+    set {_uniqueStorage()._body = .resume(newValue)}
   }
 
   public var frame: Capfleet_V1_RecordedFrame {
     get {
-      if case .frame(let v)? = body {return v}
+      if case .frame(let v)? = _storage._body {return v}
       return Capfleet_V1_RecordedFrame()
     }
-    set {body = .frame(newValue)}
+    set {_uniqueStorage()._body = .frame(newValue)}
   }
 
   public var end: Capfleet_V1_RecordEnd {
     get {
-      if case .end(let v)? = body {return v}
+      if case .end(let v)? = _storage._body {return v}
       return Capfleet_V1_RecordEnd()
     }
-    set {body = .end(newValue)}
+    set {_uniqueStorage()._body = .end(newValue)}
   }
 
   /// agent store: take_id and device_id empty
   public var attach: Capfleet_V1_AgentAttach {
     get {
-      if case .attach(let v)? = body {return v}
+      if case .attach(let v)? = _storage._body {return v}
       return Capfleet_V1_AgentAttach()
     }
-    set {body = .attach(newValue)}
+    set {_uniqueStorage()._body = .attach(newValue)}
   }
 
   /// agent store: a segment finished and checksummed
   public var segment: Capfleet_V1_AgentSegment {
     get {
-      if case .segment(let v)? = body {return v}
+      if case .segment(let v)? = _storage._body {return v}
       return Capfleet_V1_AgentSegment()
     }
-    set {body = .segment(newValue)}
+    set {_uniqueStorage()._body = .segment(newValue)}
   }
 
   /// agent store: the part ended, every segment reported
   public var partEnd: Capfleet_V1_AgentPartEnd {
     get {
-      if case .partEnd(let v)? = body {return v}
+      if case .partEnd(let v)? = _storage._body {return v}
       return Capfleet_V1_AgentPartEnd()
     }
-    set {body = .partEnd(newValue)}
+    set {_uniqueStorage()._body = .partEnd(newValue)}
   }
 
   /// collect: exactly one more part follows, the chunk's bytes
   public var chunk: Capfleet_V1_SegmentChunk {
     get {
-      if case .chunk(let v)? = body {return v}
+      if case .chunk(let v)? = _storage._body {return v}
       return Capfleet_V1_SegmentChunk()
     }
-    set {body = .chunk(newValue)}
+    set {_uniqueStorage()._body = .chunk(newValue)}
   }
 
   /// verify: the agent's answer to CheckSegment
   public var check: Capfleet_V1_SegmentCheck {
     get {
-      if case .check(let v)? = body {return v}
+      if case .check(let v)? = _storage._body {return v}
       return Capfleet_V1_SegmentCheck()
     }
-    set {body = .check(newValue)}
+    set {_uniqueStorage()._body = .check(newValue)}
   }
 
   /// since 1.6, stills: take_id is the still's id, number the image's; one more part follows
   public var stillChunk: Capfleet_V1_SegmentChunk {
     get {
-      if case .stillChunk(let v)? = body {return v}
+      if case .stillChunk(let v)? = _storage._body {return v}
       return Capfleet_V1_SegmentChunk()
     }
-    set {body = .stillChunk(newValue)}
+    set {_uniqueStorage()._body = .stillChunk(newValue)}
   }
 
   /// since 1.6: a camera's pictures of a still (take_id), sent every 3 s until still_indexed
   public var stillHeld: Capfleet_V1_StillCaptured {
     get {
-      if case .stillHeld(let v)? = body {return v}
+      if case .stillHeld(let v)? = _storage._body {return v}
       return Capfleet_V1_StillCaptured()
     }
-    set {body = .stillHeld(newValue)}
+    set {_uniqueStorage()._body = .stillHeld(newValue)}
   }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -148,6 +160,8 @@ public nonisolated struct Capfleet_V1_RecordUp: Sendable {
   }
 
   public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 /// Asks where to go on from. Sent when the agent starts recording a device for a take, after
@@ -473,100 +487,33 @@ public nonisolated struct Capfleet_V1_AgentAttach: Sendable {
 }
 
 /// What one device's part holds so far, as the agent's recorder counts it (the part's tally).
-public nonisolated struct Capfleet_V1_PartTally: Sendable {
+public nonisolated struct Capfleet_V1_PartTally: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
   /// FourCC of the last segment
-  public var pixelFormat: String = String()
+  public var pixelFormat: String {
+    get {_storage._pixelFormat}
+    set {_uniqueStorage()._pixelFormat = newValue}
+  }
 
-  public var width: UInt32 = 0
+  public var width: UInt32 {
+    get {_storage._width}
+    set {_uniqueStorage()._width = newValue}
+  }
 
-  public var height: UInt32 = 0
+  public var height: UInt32 {
+    get {_storage._height}
+    set {_uniqueStorage()._height = newValue}
+  }
 
-  public var frameRate: Double = 0
+  public var frameRate: Double {
+    get {_storage._frameRate}
+    set {_uniqueStorage()._frameRate = newValue}
+  }
 
   /// 0 = no frame yet
-  public var firstFleetNs: UInt64 = 0
-
-  public var lastFleetNs: UInt64 = 0
-
-  /// in the take's numbering (see below)
-  public var firstSequence: UInt64 = 0
-
-  public var lastSequence: UInt64 = 0
-
-  public var frames: UInt64 = 0
-
-  /// frame payload bytes, all segments
-  public var bytes: UInt64 = 0
-
-  public var drops: Capfleet_V1_DropCounts {
-    get {_drops ?? Capfleet_V1_DropCounts()}
-    set {_drops = newValue}
-  }
-  /// Returns true if `drops` has been explicitly set.
-  public var hasDrops: Bool {self._drops != nil}
-  /// Clears the value of `drops`. Subsequent reads from it will return its default value.
-  public mutating func clearDrops() {self._drops = nil}
-
-  /// since 1.4: the encoder that wrote the part; empty: stored as captured
-  public var encoder: String = String()
-
-  /// encoded parts: the camera's FourCC
-  public var sourcePixelFormat: String = String()
-
-  public var unknownFields = SwiftProtobuf.UnknownStorage()
-
-  public init() {}
-
-  fileprivate var _drops: Capfleet_V1_DropCounts? = nil
-}
-
-/// A segment the agent finished, checksummed and noted in its manifest. Sent again until
-/// the coordinator answers `indexed`; indexing one twice changes nothing. Sequence numbers
-/// are the take's: the device's own, shifted after an agent restart so they keep rising
-/// (the frames lost across the restart are counted as discontinuity drops).
-public nonisolated struct Capfleet_V1_AgentSegment: @unchecked Sendable {
-  // SwiftProtobuf.Message conformance is added in an extension below. See the
-  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
-  // methods supported on all messages.
-
-  /// 1, 2, ... in the device's part
-  public var number: UInt32 {
-    get {_storage._number}
-    set {_uniqueStorage()._number = newValue}
-  }
-
-  /// the file on the agent's disk
-  public var path: String {
-    get {_storage._path}
-    set {_uniqueStorage()._path = newValue}
-  }
-
-  /// finished, or repaired (the agent crashed while writing it)
-  public var state: String {
-    get {_storage._state}
-    set {_uniqueStorage()._state = newValue}
-  }
-
-  public var sizeBytes: UInt64 {
-    get {_storage._sizeBytes}
-    set {_uniqueStorage()._sizeBytes = newValue}
-  }
-
-  /// lowercase hex, of the whole file
-  public var sha256: String {
-    get {_storage._sha256}
-    set {_uniqueStorage()._sha256 = newValue}
-  }
-
-  public var frames: UInt64 {
-    get {_storage._frames}
-    set {_uniqueStorage()._frames = newValue}
-  }
-
   public var firstFleetNs: UInt64 {
     get {_storage._firstFleetNs}
     set {_uniqueStorage()._firstFleetNs = newValue}
@@ -577,6 +524,7 @@ public nonisolated struct Capfleet_V1_AgentSegment: @unchecked Sendable {
     set {_uniqueStorage()._lastFleetNs = newValue}
   }
 
+  /// in the take's numbering (see below)
   public var firstSequence: UInt64 {
     get {_storage._firstSequence}
     set {_uniqueStorage()._firstSequence = newValue}
@@ -587,7 +535,17 @@ public nonisolated struct Capfleet_V1_AgentSegment: @unchecked Sendable {
     set {_uniqueStorage()._lastSequence = newValue}
   }
 
-  /// frames of this segment's span the part does not hold, by reason
+  public var frames: UInt64 {
+    get {_storage._frames}
+    set {_uniqueStorage()._frames = newValue}
+  }
+
+  /// frame payload bytes, all segments
+  public var bytes: UInt64 {
+    get {_storage._bytes}
+    set {_uniqueStorage()._bytes = newValue}
+  }
+
   public var drops: Capfleet_V1_DropCounts {
     get {_storage._drops ?? Capfleet_V1_DropCounts()}
     set {_uniqueStorage()._drops = newValue}
@@ -597,15 +555,39 @@ public nonisolated struct Capfleet_V1_AgentSegment: @unchecked Sendable {
   /// Clears the value of `drops`. Subsequent reads from it will return its default value.
   public mutating func clearDrops() {_uniqueStorage()._drops = nil}
 
-  /// the whole part, as of this segment's end
-  public var part: Capfleet_V1_PartTally {
-    get {_storage._part ?? Capfleet_V1_PartTally()}
-    set {_uniqueStorage()._part = newValue}
+  /// since 1.4: the encoder that wrote the part; empty: stored as captured
+  public var encoder: String {
+    get {_storage._encoder}
+    set {_uniqueStorage()._encoder = newValue}
   }
-  /// Returns true if `part` has been explicitly set.
-  public var hasPart: Bool {_storage._part != nil}
-  /// Clears the value of `part`. Subsequent reads from it will return its default value.
-  public mutating func clearPart() {_uniqueStorage()._part = nil}
+
+  /// encoded parts: the camera's FourCC
+  public var sourcePixelFormat: String {
+    get {_storage._sourcePixelFormat}
+    set {_uniqueStorage()._sourcePixelFormat = newValue}
+  }
+
+  /// since 1.21: significant bits per sample as recorded; 0 = 8
+  public var bitDepth: UInt32 {
+    get {_storage._bitDepth}
+    set {_uniqueStorage()._bitDepth = newValue}
+  }
+
+  /// since 1.21: unset = not declared
+  public var colour: Capfleet_V1_ColourDescription {
+    get {_storage._colour ?? Capfleet_V1_ColourDescription()}
+    set {_uniqueStorage()._colour = newValue}
+  }
+  /// Returns true if `colour` has been explicitly set.
+  public var hasColour: Bool {_storage._colour != nil}
+  /// Clears the value of `colour`. Subsequent reads from it will return its default value.
+  public mutating func clearColour() {_uniqueStorage()._colour = nil}
+
+  /// since 1.21: 0 = not depth
+  public var depthUnitMetres: Double {
+    get {_storage._depthUnitMetres}
+    set {_uniqueStorage()._depthUnitMetres = newValue}
+  }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -614,51 +596,100 @@ public nonisolated struct Capfleet_V1_AgentSegment: @unchecked Sendable {
   fileprivate var _storage = _StorageClass.defaultInstance
 }
 
-/// The device's part ended and every one of its segments was indexed. Answered with
-/// RecordDone once the index holds the end; sent again until then.
-public nonisolated struct Capfleet_V1_AgentPartEnd: @unchecked Sendable {
+/// A segment the agent finished, checksummed and noted in its manifest. Sent again until
+/// the coordinator answers `indexed`; indexing one twice changes nothing. Sequence numbers
+/// are the take's: the device's own, shifted after an agent restart so they keep rising
+/// (the frames lost across the restart are counted as discontinuity drops).
+public nonisolated struct Capfleet_V1_AgentSegment: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  /// how many segments the part has
-  public var segments: UInt32 {
-    get {_storage._segments}
-    set {_uniqueStorage()._segments = newValue}
-  }
+  /// 1, 2, ... in the device's part
+  public var number: UInt32 = 0
 
-  /// stopped, consent denied, device removed, or the failure
-  public var reason: String {
-    get {_storage._reason}
-    set {_uniqueStorage()._reason = newValue}
-  }
+  /// the file on the agent's disk
+  public var path: String = String()
 
-  /// always 0: an agent-held part never leaves the host unasked
-  public var withheldFrames: UInt64 {
-    get {_storage._withheldFrames}
-    set {_uniqueStorage()._withheldFrames = newValue}
-  }
+  /// finished, or repaired (the agent crashed while writing it)
+  public var state: String = String()
 
-  /// the part stopped on an error (a full disk): `reason` says which
-  public var failed: Bool {
-    get {_storage._failed}
-    set {_uniqueStorage()._failed = newValue}
-  }
+  public var sizeBytes: UInt64 = 0
 
+  /// lowercase hex, of the whole file
+  public var sha256: String = String()
+
+  public var frames: UInt64 = 0
+
+  public var firstFleetNs: UInt64 = 0
+
+  public var lastFleetNs: UInt64 = 0
+
+  public var firstSequence: UInt64 = 0
+
+  public var lastSequence: UInt64 = 0
+
+  /// frames of this segment's span the part does not hold, by reason
+  public var drops: Capfleet_V1_DropCounts {
+    get {_drops ?? Capfleet_V1_DropCounts()}
+    set {_drops = newValue}
+  }
+  /// Returns true if `drops` has been explicitly set.
+  public var hasDrops: Bool {self._drops != nil}
+  /// Clears the value of `drops`. Subsequent reads from it will return its default value.
+  public mutating func clearDrops() {self._drops = nil}
+
+  /// the whole part, as of this segment's end
   public var part: Capfleet_V1_PartTally {
-    get {_storage._part ?? Capfleet_V1_PartTally()}
-    set {_uniqueStorage()._part = newValue}
+    get {_part ?? Capfleet_V1_PartTally()}
+    set {_part = newValue}
   }
   /// Returns true if `part` has been explicitly set.
-  public var hasPart: Bool {_storage._part != nil}
+  public var hasPart: Bool {self._part != nil}
   /// Clears the value of `part`. Subsequent reads from it will return its default value.
-  public mutating func clearPart() {_uniqueStorage()._part = nil}
+  public mutating func clearPart() {self._part = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
-  fileprivate var _storage = _StorageClass.defaultInstance
+  fileprivate var _drops: Capfleet_V1_DropCounts? = nil
+  fileprivate var _part: Capfleet_V1_PartTally? = nil
+}
+
+/// The device's part ended and every one of its segments was indexed. Answered with
+/// RecordDone once the index holds the end; sent again until then.
+public nonisolated struct Capfleet_V1_AgentPartEnd: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// how many segments the part has
+  public var segments: UInt32 = 0
+
+  /// stopped, consent denied, device removed, or the failure
+  public var reason: String = String()
+
+  /// always 0: an agent-held part never leaves the host unasked
+  public var withheldFrames: UInt64 = 0
+
+  /// the part stopped on an error (a full disk): `reason` says which
+  public var failed: Bool = false
+
+  public var part: Capfleet_V1_PartTally {
+    get {_part ?? Capfleet_V1_PartTally()}
+    set {_part = newValue}
+  }
+  /// Returns true if `part` has been explicitly set.
+  public var hasPart: Bool {self._part != nil}
+  /// Clears the value of `part`. Subsequent reads from it will return its default value.
+  public mutating func clearPart() {self._part = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _part: Capfleet_V1_PartTally? = nil
 }
 
 /// Collect: `length` bytes from `offset` (fewer at the end of the file). The coordinator keeps
@@ -816,215 +847,257 @@ nonisolated extension Capfleet_V1_RecordUp: SwiftProtobuf.Message, SwiftProtobuf
   public static let protoMessageName: String = _protobuf_package + ".RecordUp"
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}take_id\0\u{3}device_id\0\u{2}\u{7}resume\0\u{1}frame\0\u{1}end\0\u{1}attach\0\u{1}segment\0\u{3}part_end\0\u{1}chunk\0\u{1}check\0\u{3}still_chunk\0\u{3}still_held\0")
 
+  fileprivate class _StorageClass {
+    var _protocolVersion: Capfleet_V1_ProtocolVersion = .unspecified
+    var _takeID: String = String()
+    var _deviceID: String = String()
+    var _body: Capfleet_V1_RecordUp.OneOf_Body?
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _protocolVersion = source._protocolVersion
+      _takeID = source._takeID
+      _deviceID = source._deviceID
+      _body = source._body
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularEnumField(value: &self.protocolVersion) }()
-      case 2: try { try decoder.decodeSingularStringField(value: &self.takeID) }()
-      case 3: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
-      case 10: try {
-        var v: Capfleet_V1_RecordResume?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .resume(let m) = current {v = m}
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularEnumField(value: &_storage._protocolVersion) }()
+        case 2: try { try decoder.decodeSingularStringField(value: &_storage._takeID) }()
+        case 3: try { try decoder.decodeSingularStringField(value: &_storage._deviceID) }()
+        case 10: try {
+          var v: Capfleet_V1_RecordResume?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .resume(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .resume(v)
+          }
+        }()
+        case 11: try {
+          var v: Capfleet_V1_RecordedFrame?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .frame(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .frame(v)
+          }
+        }()
+        case 12: try {
+          var v: Capfleet_V1_RecordEnd?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .end(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .end(v)
+          }
+        }()
+        case 13: try {
+          var v: Capfleet_V1_AgentAttach?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .attach(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .attach(v)
+          }
+        }()
+        case 14: try {
+          var v: Capfleet_V1_AgentSegment?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .segment(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .segment(v)
+          }
+        }()
+        case 15: try {
+          var v: Capfleet_V1_AgentPartEnd?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .partEnd(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .partEnd(v)
+          }
+        }()
+        case 16: try {
+          var v: Capfleet_V1_SegmentChunk?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .chunk(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .chunk(v)
+          }
+        }()
+        case 17: try {
+          var v: Capfleet_V1_SegmentCheck?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .check(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .check(v)
+          }
+        }()
+        case 18: try {
+          var v: Capfleet_V1_SegmentChunk?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .stillChunk(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .stillChunk(v)
+          }
+        }()
+        case 19: try {
+          var v: Capfleet_V1_StillCaptured?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .stillHeld(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .stillHeld(v)
+          }
+        }()
+        default: break
         }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .resume(v)
-        }
-      }()
-      case 11: try {
-        var v: Capfleet_V1_RecordedFrame?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .frame(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .frame(v)
-        }
-      }()
-      case 12: try {
-        var v: Capfleet_V1_RecordEnd?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .end(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .end(v)
-        }
-      }()
-      case 13: try {
-        var v: Capfleet_V1_AgentAttach?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .attach(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .attach(v)
-        }
-      }()
-      case 14: try {
-        var v: Capfleet_V1_AgentSegment?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .segment(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .segment(v)
-        }
-      }()
-      case 15: try {
-        var v: Capfleet_V1_AgentPartEnd?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .partEnd(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .partEnd(v)
-        }
-      }()
-      case 16: try {
-        var v: Capfleet_V1_SegmentChunk?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .chunk(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .chunk(v)
-        }
-      }()
-      case 17: try {
-        var v: Capfleet_V1_SegmentCheck?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .check(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .check(v)
-        }
-      }()
-      case 18: try {
-        var v: Capfleet_V1_SegmentChunk?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .stillChunk(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .stillChunk(v)
-        }
-      }()
-      case 19: try {
-        var v: Capfleet_V1_StillCaptured?
-        var hadOneofValue = false
-        if let current = self.body {
-          hadOneofValue = true
-          if case .stillHeld(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.body = .stillHeld(v)
-        }
-      }()
-      default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    if self.protocolVersion != .unspecified {
-      try visitor.visitSingularEnumField(value: self.protocolVersion, fieldNumber: 1)
-    }
-    if !self.takeID.isEmpty {
-      try visitor.visitSingularStringField(value: self.takeID, fieldNumber: 2)
-    }
-    if !self.deviceID.isEmpty {
-      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 3)
-    }
-    switch self.body {
-    case .resume?: try {
-      guard case .resume(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
-    }()
-    case .frame?: try {
-      guard case .frame(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
-    }()
-    case .end?: try {
-      guard case .end(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
-    }()
-    case .attach?: try {
-      guard case .attach(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
-    }()
-    case .segment?: try {
-      guard case .segment(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 14)
-    }()
-    case .partEnd?: try {
-      guard case .partEnd(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 15)
-    }()
-    case .chunk?: try {
-      guard case .chunk(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 16)
-    }()
-    case .check?: try {
-      guard case .check(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 17)
-    }()
-    case .stillChunk?: try {
-      guard case .stillChunk(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 18)
-    }()
-    case .stillHeld?: try {
-      guard case .stillHeld(let v)? = self.body else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 19)
-    }()
-    case nil: break
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if _storage._protocolVersion != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._protocolVersion, fieldNumber: 1)
+      }
+      if !_storage._takeID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._takeID, fieldNumber: 2)
+      }
+      if !_storage._deviceID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._deviceID, fieldNumber: 3)
+      }
+      switch _storage._body {
+      case .resume?: try {
+        guard case .resume(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
+      }()
+      case .frame?: try {
+        guard case .frame(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
+      }()
+      case .end?: try {
+        guard case .end(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
+      }()
+      case .attach?: try {
+        guard case .attach(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
+      }()
+      case .segment?: try {
+        guard case .segment(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 14)
+      }()
+      case .partEnd?: try {
+        guard case .partEnd(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 15)
+      }()
+      case .chunk?: try {
+        guard case .chunk(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 16)
+      }()
+      case .check?: try {
+        guard case .check(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 17)
+      }()
+      case .stillChunk?: try {
+        guard case .stillChunk(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 18)
+      }()
+      case .stillHeld?: try {
+        guard case .stillHeld(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 19)
+      }()
+      case nil: break
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Capfleet_V1_RecordUp, rhs: Capfleet_V1_RecordUp) -> Bool {
-    if lhs.protocolVersion != rhs.protocolVersion {return false}
-    if lhs.takeID != rhs.takeID {return false}
-    if lhs.deviceID != rhs.deviceID {return false}
-    if lhs.body != rhs.body {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._protocolVersion != rhs_storage._protocolVersion {return false}
+        if _storage._takeID != rhs_storage._takeID {return false}
+        if _storage._deviceID != rhs_storage._deviceID {return false}
+        if _storage._body != rhs_storage._body {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1535,7 +1608,182 @@ nonisolated extension Capfleet_V1_AgentAttach: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Capfleet_V1_PartTally: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".PartTally"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{3}frame_rate\0\u{3}first_fleet_ns\0\u{3}last_fleet_ns\0\u{3}first_sequence\0\u{3}last_sequence\0\u{1}frames\0\u{1}bytes\0\u{1}drops\0\u{1}encoder\0\u{3}source_pixel_format\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}pixel_format\0\u{1}width\0\u{1}height\0\u{3}frame_rate\0\u{3}first_fleet_ns\0\u{3}last_fleet_ns\0\u{3}first_sequence\0\u{3}last_sequence\0\u{1}frames\0\u{1}bytes\0\u{1}drops\0\u{1}encoder\0\u{3}source_pixel_format\0\u{3}bit_depth\0\u{1}colour\0\u{3}depth_unit_metres\0")
+
+  fileprivate class _StorageClass {
+    var _pixelFormat: String = String()
+    var _width: UInt32 = 0
+    var _height: UInt32 = 0
+    var _frameRate: Double = 0
+    var _firstFleetNs: UInt64 = 0
+    var _lastFleetNs: UInt64 = 0
+    var _firstSequence: UInt64 = 0
+    var _lastSequence: UInt64 = 0
+    var _frames: UInt64 = 0
+    var _bytes: UInt64 = 0
+    var _drops: Capfleet_V1_DropCounts? = nil
+    var _encoder: String = String()
+    var _sourcePixelFormat: String = String()
+    var _bitDepth: UInt32 = 0
+    var _colour: Capfleet_V1_ColourDescription? = nil
+    var _depthUnitMetres: Double = 0
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _pixelFormat = source._pixelFormat
+      _width = source._width
+      _height = source._height
+      _frameRate = source._frameRate
+      _firstFleetNs = source._firstFleetNs
+      _lastFleetNs = source._lastFleetNs
+      _firstSequence = source._firstSequence
+      _lastSequence = source._lastSequence
+      _frames = source._frames
+      _bytes = source._bytes
+      _drops = source._drops
+      _encoder = source._encoder
+      _sourcePixelFormat = source._sourcePixelFormat
+      _bitDepth = source._bitDepth
+      _colour = source._colour
+      _depthUnitMetres = source._depthUnitMetres
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularStringField(value: &_storage._pixelFormat) }()
+        case 2: try { try decoder.decodeSingularUInt32Field(value: &_storage._width) }()
+        case 3: try { try decoder.decodeSingularUInt32Field(value: &_storage._height) }()
+        case 4: try { try decoder.decodeSingularDoubleField(value: &_storage._frameRate) }()
+        case 5: try { try decoder.decodeSingularUInt64Field(value: &_storage._firstFleetNs) }()
+        case 6: try { try decoder.decodeSingularUInt64Field(value: &_storage._lastFleetNs) }()
+        case 7: try { try decoder.decodeSingularUInt64Field(value: &_storage._firstSequence) }()
+        case 8: try { try decoder.decodeSingularUInt64Field(value: &_storage._lastSequence) }()
+        case 9: try { try decoder.decodeSingularUInt64Field(value: &_storage._frames) }()
+        case 10: try { try decoder.decodeSingularUInt64Field(value: &_storage._bytes) }()
+        case 11: try { try decoder.decodeSingularMessageField(value: &_storage._drops) }()
+        case 12: try { try decoder.decodeSingularStringField(value: &_storage._encoder) }()
+        case 13: try { try decoder.decodeSingularStringField(value: &_storage._sourcePixelFormat) }()
+        case 14: try { try decoder.decodeSingularUInt32Field(value: &_storage._bitDepth) }()
+        case 15: try { try decoder.decodeSingularMessageField(value: &_storage._colour) }()
+        case 16: try { try decoder.decodeSingularDoubleField(value: &_storage._depthUnitMetres) }()
+        default: break
+        }
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if !_storage._pixelFormat.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._pixelFormat, fieldNumber: 1)
+      }
+      if _storage._width != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._width, fieldNumber: 2)
+      }
+      if _storage._height != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._height, fieldNumber: 3)
+      }
+      if _storage._frameRate.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._frameRate, fieldNumber: 4)
+      }
+      if _storage._firstFleetNs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._firstFleetNs, fieldNumber: 5)
+      }
+      if _storage._lastFleetNs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._lastFleetNs, fieldNumber: 6)
+      }
+      if _storage._firstSequence != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._firstSequence, fieldNumber: 7)
+      }
+      if _storage._lastSequence != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._lastSequence, fieldNumber: 8)
+      }
+      if _storage._frames != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._frames, fieldNumber: 9)
+      }
+      if _storage._bytes != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._bytes, fieldNumber: 10)
+      }
+      try { if let v = _storage._drops {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
+      } }()
+      if !_storage._encoder.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._encoder, fieldNumber: 12)
+      }
+      if !_storage._sourcePixelFormat.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._sourcePixelFormat, fieldNumber: 13)
+      }
+      if _storage._bitDepth != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._bitDepth, fieldNumber: 14)
+      }
+      try { if let v = _storage._colour {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 15)
+      } }()
+      if _storage._depthUnitMetres.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._depthUnitMetres, fieldNumber: 16)
+      }
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_PartTally, rhs: Capfleet_V1_PartTally) -> Bool {
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._pixelFormat != rhs_storage._pixelFormat {return false}
+        if _storage._width != rhs_storage._width {return false}
+        if _storage._height != rhs_storage._height {return false}
+        if _storage._frameRate != rhs_storage._frameRate {return false}
+        if _storage._firstFleetNs != rhs_storage._firstFleetNs {return false}
+        if _storage._lastFleetNs != rhs_storage._lastFleetNs {return false}
+        if _storage._firstSequence != rhs_storage._firstSequence {return false}
+        if _storage._lastSequence != rhs_storage._lastSequence {return false}
+        if _storage._frames != rhs_storage._frames {return false}
+        if _storage._bytes != rhs_storage._bytes {return false}
+        if _storage._drops != rhs_storage._drops {return false}
+        if _storage._encoder != rhs_storage._encoder {return false}
+        if _storage._sourcePixelFormat != rhs_storage._sourcePixelFormat {return false}
+        if _storage._bitDepth != rhs_storage._bitDepth {return false}
+        if _storage._colour != rhs_storage._colour {return false}
+        if _storage._depthUnitMetres != rhs_storage._depthUnitMetres {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_AgentSegment: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".AgentSegment"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}number\0\u{1}path\0\u{1}state\0\u{3}size_bytes\0\u{1}sha256\0\u{1}frames\0\u{3}first_fleet_ns\0\u{3}last_fleet_ns\0\u{3}first_sequence\0\u{3}last_sequence\0\u{1}drops\0\u{1}part\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1543,19 +1791,18 @@ nonisolated extension Capfleet_V1_PartTally: SwiftProtobuf.Message, SwiftProtobu
       // allocates stack space for every case branch when no optimizations are
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
-      case 1: try { try decoder.decodeSingularStringField(value: &self.pixelFormat) }()
-      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.width) }()
-      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.height) }()
-      case 4: try { try decoder.decodeSingularDoubleField(value: &self.frameRate) }()
-      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.firstFleetNs) }()
-      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.lastFleetNs) }()
-      case 7: try { try decoder.decodeSingularUInt64Field(value: &self.firstSequence) }()
-      case 8: try { try decoder.decodeSingularUInt64Field(value: &self.lastSequence) }()
-      case 9: try { try decoder.decodeSingularUInt64Field(value: &self.frames) }()
-      case 10: try { try decoder.decodeSingularUInt64Field(value: &self.bytes) }()
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.number) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.path) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.state) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.sizeBytes) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.sha256) }()
+      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.frames) }()
+      case 7: try { try decoder.decodeSingularUInt64Field(value: &self.firstFleetNs) }()
+      case 8: try { try decoder.decodeSingularUInt64Field(value: &self.lastFleetNs) }()
+      case 9: try { try decoder.decodeSingularUInt64Field(value: &self.firstSequence) }()
+      case 10: try { try decoder.decodeSingularUInt64Field(value: &self.lastSequence) }()
       case 11: try { try decoder.decodeSingularMessageField(value: &self._drops) }()
-      case 12: try { try decoder.decodeSingularStringField(value: &self.encoder) }()
-      case 13: try { try decoder.decodeSingularStringField(value: &self.sourcePixelFormat) }()
+      case 12: try { try decoder.decodeSingularMessageField(value: &self._part) }()
       default: break
       }
     }
@@ -1566,209 +1813,58 @@ nonisolated extension Capfleet_V1_PartTally: SwiftProtobuf.Message, SwiftProtobu
     // allocates stack space for every if/case branch local when no optimizations
     // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
     // https://github.com/apple/swift-protobuf/issues/1182
-    if !self.pixelFormat.isEmpty {
-      try visitor.visitSingularStringField(value: self.pixelFormat, fieldNumber: 1)
+    if self.number != 0 {
+      try visitor.visitSingularUInt32Field(value: self.number, fieldNumber: 1)
     }
-    if self.width != 0 {
-      try visitor.visitSingularUInt32Field(value: self.width, fieldNumber: 2)
+    if !self.path.isEmpty {
+      try visitor.visitSingularStringField(value: self.path, fieldNumber: 2)
     }
-    if self.height != 0 {
-      try visitor.visitSingularUInt32Field(value: self.height, fieldNumber: 3)
+    if !self.state.isEmpty {
+      try visitor.visitSingularStringField(value: self.state, fieldNumber: 3)
     }
-    if self.frameRate.bitPattern != 0 {
-      try visitor.visitSingularDoubleField(value: self.frameRate, fieldNumber: 4)
+    if self.sizeBytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.sizeBytes, fieldNumber: 4)
     }
-    if self.firstFleetNs != 0 {
-      try visitor.visitSingularUInt64Field(value: self.firstFleetNs, fieldNumber: 5)
-    }
-    if self.lastFleetNs != 0 {
-      try visitor.visitSingularUInt64Field(value: self.lastFleetNs, fieldNumber: 6)
-    }
-    if self.firstSequence != 0 {
-      try visitor.visitSingularUInt64Field(value: self.firstSequence, fieldNumber: 7)
-    }
-    if self.lastSequence != 0 {
-      try visitor.visitSingularUInt64Field(value: self.lastSequence, fieldNumber: 8)
+    if !self.sha256.isEmpty {
+      try visitor.visitSingularStringField(value: self.sha256, fieldNumber: 5)
     }
     if self.frames != 0 {
-      try visitor.visitSingularUInt64Field(value: self.frames, fieldNumber: 9)
+      try visitor.visitSingularUInt64Field(value: self.frames, fieldNumber: 6)
     }
-    if self.bytes != 0 {
-      try visitor.visitSingularUInt64Field(value: self.bytes, fieldNumber: 10)
+    if self.firstFleetNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.firstFleetNs, fieldNumber: 7)
+    }
+    if self.lastFleetNs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.lastFleetNs, fieldNumber: 8)
+    }
+    if self.firstSequence != 0 {
+      try visitor.visitSingularUInt64Field(value: self.firstSequence, fieldNumber: 9)
+    }
+    if self.lastSequence != 0 {
+      try visitor.visitSingularUInt64Field(value: self.lastSequence, fieldNumber: 10)
     }
     try { if let v = self._drops {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
     } }()
-    if !self.encoder.isEmpty {
-      try visitor.visitSingularStringField(value: self.encoder, fieldNumber: 12)
-    }
-    if !self.sourcePixelFormat.isEmpty {
-      try visitor.visitSingularStringField(value: self.sourcePixelFormat, fieldNumber: 13)
-    }
-    try unknownFields.traverse(visitor: &visitor)
-  }
-
-  public static func ==(lhs: Capfleet_V1_PartTally, rhs: Capfleet_V1_PartTally) -> Bool {
-    if lhs.pixelFormat != rhs.pixelFormat {return false}
-    if lhs.width != rhs.width {return false}
-    if lhs.height != rhs.height {return false}
-    if lhs.frameRate != rhs.frameRate {return false}
-    if lhs.firstFleetNs != rhs.firstFleetNs {return false}
-    if lhs.lastFleetNs != rhs.lastFleetNs {return false}
-    if lhs.firstSequence != rhs.firstSequence {return false}
-    if lhs.lastSequence != rhs.lastSequence {return false}
-    if lhs.frames != rhs.frames {return false}
-    if lhs.bytes != rhs.bytes {return false}
-    if lhs._drops != rhs._drops {return false}
-    if lhs.encoder != rhs.encoder {return false}
-    if lhs.sourcePixelFormat != rhs.sourcePixelFormat {return false}
-    if lhs.unknownFields != rhs.unknownFields {return false}
-    return true
-  }
-}
-
-nonisolated extension Capfleet_V1_AgentSegment: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  public static let protoMessageName: String = _protobuf_package + ".AgentSegment"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}number\0\u{1}path\0\u{1}state\0\u{3}size_bytes\0\u{1}sha256\0\u{1}frames\0\u{3}first_fleet_ns\0\u{3}last_fleet_ns\0\u{3}first_sequence\0\u{3}last_sequence\0\u{1}drops\0\u{1}part\0")
-
-  fileprivate class _StorageClass {
-    var _number: UInt32 = 0
-    var _path: String = String()
-    var _state: String = String()
-    var _sizeBytes: UInt64 = 0
-    var _sha256: String = String()
-    var _frames: UInt64 = 0
-    var _firstFleetNs: UInt64 = 0
-    var _lastFleetNs: UInt64 = 0
-    var _firstSequence: UInt64 = 0
-    var _lastSequence: UInt64 = 0
-    var _drops: Capfleet_V1_DropCounts? = nil
-    var _part: Capfleet_V1_PartTally? = nil
-
-      // This property is used as the initial default value for new instances of the type.
-      // The type itself is protecting the reference to its storage via CoW semantics.
-      // This will force a copy to be made of this reference when the first mutation occurs;
-      // hence, it is safe to mark this as `nonisolated(unsafe)`.
-      static nonisolated(unsafe) let defaultInstance = _StorageClass()
-
-    private init() {}
-
-    init(copying source: _StorageClass) {
-      _number = source._number
-      _path = source._path
-      _state = source._state
-      _sizeBytes = source._sizeBytes
-      _sha256 = source._sha256
-      _frames = source._frames
-      _firstFleetNs = source._firstFleetNs
-      _lastFleetNs = source._lastFleetNs
-      _firstSequence = source._firstSequence
-      _lastSequence = source._lastSequence
-      _drops = source._drops
-      _part = source._part
-    }
-  }
-
-  fileprivate mutating func _uniqueStorage() -> _StorageClass {
-    if !isKnownUniquelyReferenced(&_storage) {
-      _storage = _StorageClass(copying: _storage)
-    }
-    return _storage
-  }
-
-  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    _ = _uniqueStorage()
-    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
-      while let fieldNumber = try decoder.nextFieldNumber() {
-        // The use of inline closures is to circumvent an issue where the compiler
-        // allocates stack space for every case branch when no optimizations are
-        // enabled. https://github.com/apple/swift-protobuf/issues/1034
-        switch fieldNumber {
-        case 1: try { try decoder.decodeSingularUInt32Field(value: &_storage._number) }()
-        case 2: try { try decoder.decodeSingularStringField(value: &_storage._path) }()
-        case 3: try { try decoder.decodeSingularStringField(value: &_storage._state) }()
-        case 4: try { try decoder.decodeSingularUInt64Field(value: &_storage._sizeBytes) }()
-        case 5: try { try decoder.decodeSingularStringField(value: &_storage._sha256) }()
-        case 6: try { try decoder.decodeSingularUInt64Field(value: &_storage._frames) }()
-        case 7: try { try decoder.decodeSingularUInt64Field(value: &_storage._firstFleetNs) }()
-        case 8: try { try decoder.decodeSingularUInt64Field(value: &_storage._lastFleetNs) }()
-        case 9: try { try decoder.decodeSingularUInt64Field(value: &_storage._firstSequence) }()
-        case 10: try { try decoder.decodeSingularUInt64Field(value: &_storage._lastSequence) }()
-        case 11: try { try decoder.decodeSingularMessageField(value: &_storage._drops) }()
-        case 12: try { try decoder.decodeSingularMessageField(value: &_storage._part) }()
-        default: break
-        }
-      }
-    }
-  }
-
-  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every if/case branch local when no optimizations
-      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-      // https://github.com/apple/swift-protobuf/issues/1182
-      if _storage._number != 0 {
-        try visitor.visitSingularUInt32Field(value: _storage._number, fieldNumber: 1)
-      }
-      if !_storage._path.isEmpty {
-        try visitor.visitSingularStringField(value: _storage._path, fieldNumber: 2)
-      }
-      if !_storage._state.isEmpty {
-        try visitor.visitSingularStringField(value: _storage._state, fieldNumber: 3)
-      }
-      if _storage._sizeBytes != 0 {
-        try visitor.visitSingularUInt64Field(value: _storage._sizeBytes, fieldNumber: 4)
-      }
-      if !_storage._sha256.isEmpty {
-        try visitor.visitSingularStringField(value: _storage._sha256, fieldNumber: 5)
-      }
-      if _storage._frames != 0 {
-        try visitor.visitSingularUInt64Field(value: _storage._frames, fieldNumber: 6)
-      }
-      if _storage._firstFleetNs != 0 {
-        try visitor.visitSingularUInt64Field(value: _storage._firstFleetNs, fieldNumber: 7)
-      }
-      if _storage._lastFleetNs != 0 {
-        try visitor.visitSingularUInt64Field(value: _storage._lastFleetNs, fieldNumber: 8)
-      }
-      if _storage._firstSequence != 0 {
-        try visitor.visitSingularUInt64Field(value: _storage._firstSequence, fieldNumber: 9)
-      }
-      if _storage._lastSequence != 0 {
-        try visitor.visitSingularUInt64Field(value: _storage._lastSequence, fieldNumber: 10)
-      }
-      try { if let v = _storage._drops {
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
-      } }()
-      try { if let v = _storage._part {
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
-      } }()
-    }
+    try { if let v = self._part {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Capfleet_V1_AgentSegment, rhs: Capfleet_V1_AgentSegment) -> Bool {
-    if lhs._storage !== rhs._storage {
-      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
-        let _storage = _args.0
-        let rhs_storage = _args.1
-        if _storage._number != rhs_storage._number {return false}
-        if _storage._path != rhs_storage._path {return false}
-        if _storage._state != rhs_storage._state {return false}
-        if _storage._sizeBytes != rhs_storage._sizeBytes {return false}
-        if _storage._sha256 != rhs_storage._sha256 {return false}
-        if _storage._frames != rhs_storage._frames {return false}
-        if _storage._firstFleetNs != rhs_storage._firstFleetNs {return false}
-        if _storage._lastFleetNs != rhs_storage._lastFleetNs {return false}
-        if _storage._firstSequence != rhs_storage._firstSequence {return false}
-        if _storage._lastSequence != rhs_storage._lastSequence {return false}
-        if _storage._drops != rhs_storage._drops {return false}
-        if _storage._part != rhs_storage._part {return false}
-        return true
-      }
-      if !storagesAreEqual {return false}
-    }
+    if lhs.number != rhs.number {return false}
+    if lhs.path != rhs.path {return false}
+    if lhs.state != rhs.state {return false}
+    if lhs.sizeBytes != rhs.sizeBytes {return false}
+    if lhs.sha256 != rhs.sha256 {return false}
+    if lhs.frames != rhs.frames {return false}
+    if lhs.firstFleetNs != rhs.firstFleetNs {return false}
+    if lhs.lastFleetNs != rhs.lastFleetNs {return false}
+    if lhs.firstSequence != rhs.firstSequence {return false}
+    if lhs.lastSequence != rhs.lastSequence {return false}
+    if lhs._drops != rhs._drops {return false}
+    if lhs._part != rhs._part {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1778,95 +1874,51 @@ nonisolated extension Capfleet_V1_AgentPartEnd: SwiftProtobuf.Message, SwiftProt
   public static let protoMessageName: String = _protobuf_package + ".AgentPartEnd"
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}segments\0\u{1}reason\0\u{3}withheld_frames\0\u{1}failed\0\u{1}part\0")
 
-  fileprivate class _StorageClass {
-    var _segments: UInt32 = 0
-    var _reason: String = String()
-    var _withheldFrames: UInt64 = 0
-    var _failed: Bool = false
-    var _part: Capfleet_V1_PartTally? = nil
-
-      // This property is used as the initial default value for new instances of the type.
-      // The type itself is protecting the reference to its storage via CoW semantics.
-      // This will force a copy to be made of this reference when the first mutation occurs;
-      // hence, it is safe to mark this as `nonisolated(unsafe)`.
-      static nonisolated(unsafe) let defaultInstance = _StorageClass()
-
-    private init() {}
-
-    init(copying source: _StorageClass) {
-      _segments = source._segments
-      _reason = source._reason
-      _withheldFrames = source._withheldFrames
-      _failed = source._failed
-      _part = source._part
-    }
-  }
-
-  fileprivate mutating func _uniqueStorage() -> _StorageClass {
-    if !isKnownUniquelyReferenced(&_storage) {
-      _storage = _StorageClass(copying: _storage)
-    }
-    return _storage
-  }
-
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    _ = _uniqueStorage()
-    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
-      while let fieldNumber = try decoder.nextFieldNumber() {
-        // The use of inline closures is to circumvent an issue where the compiler
-        // allocates stack space for every case branch when no optimizations are
-        // enabled. https://github.com/apple/swift-protobuf/issues/1034
-        switch fieldNumber {
-        case 1: try { try decoder.decodeSingularUInt32Field(value: &_storage._segments) }()
-        case 2: try { try decoder.decodeSingularStringField(value: &_storage._reason) }()
-        case 3: try { try decoder.decodeSingularUInt64Field(value: &_storage._withheldFrames) }()
-        case 4: try { try decoder.decodeSingularBoolField(value: &_storage._failed) }()
-        case 5: try { try decoder.decodeSingularMessageField(value: &_storage._part) }()
-        default: break
-        }
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.segments) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.reason) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.withheldFrames) }()
+      case 4: try { try decoder.decodeSingularBoolField(value: &self.failed) }()
+      case 5: try { try decoder.decodeSingularMessageField(value: &self._part) }()
+      default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every if/case branch local when no optimizations
-      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-      // https://github.com/apple/swift-protobuf/issues/1182
-      if _storage._segments != 0 {
-        try visitor.visitSingularUInt32Field(value: _storage._segments, fieldNumber: 1)
-      }
-      if !_storage._reason.isEmpty {
-        try visitor.visitSingularStringField(value: _storage._reason, fieldNumber: 2)
-      }
-      if _storage._withheldFrames != 0 {
-        try visitor.visitSingularUInt64Field(value: _storage._withheldFrames, fieldNumber: 3)
-      }
-      if _storage._failed != false {
-        try visitor.visitSingularBoolField(value: _storage._failed, fieldNumber: 4)
-      }
-      try { if let v = _storage._part {
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
-      } }()
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if self.segments != 0 {
+      try visitor.visitSingularUInt32Field(value: self.segments, fieldNumber: 1)
     }
+    if !self.reason.isEmpty {
+      try visitor.visitSingularStringField(value: self.reason, fieldNumber: 2)
+    }
+    if self.withheldFrames != 0 {
+      try visitor.visitSingularUInt64Field(value: self.withheldFrames, fieldNumber: 3)
+    }
+    if self.failed != false {
+      try visitor.visitSingularBoolField(value: self.failed, fieldNumber: 4)
+    }
+    try { if let v = self._part {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Capfleet_V1_AgentPartEnd, rhs: Capfleet_V1_AgentPartEnd) -> Bool {
-    if lhs._storage !== rhs._storage {
-      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
-        let _storage = _args.0
-        let rhs_storage = _args.1
-        if _storage._segments != rhs_storage._segments {return false}
-        if _storage._reason != rhs_storage._reason {return false}
-        if _storage._withheldFrames != rhs_storage._withheldFrames {return false}
-        if _storage._failed != rhs_storage._failed {return false}
-        if _storage._part != rhs_storage._part {return false}
-        return true
-      }
-      if !storagesAreEqual {return false}
-    }
+    if lhs.segments != rhs.segments {return false}
+    if lhs.reason != rhs.reason {return false}
+    if lhs.withheldFrames != rhs.withheldFrames {return false}
+    if lhs.failed != rhs.failed {return false}
+    if lhs._part != rhs._part {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

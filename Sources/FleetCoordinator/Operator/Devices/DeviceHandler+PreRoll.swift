@@ -7,11 +7,11 @@ import FleetStore
 /// agent, remembered once the agent took it (pushed again at every registration), audited.
 extension DeviceHandler {
     func changePreRoll(_ query: Capfleet_V1_ChangePreRoll, by who: String, into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
-        let settings = PreRollSettings(
-            wire: .with {
-                $0.milliseconds = query.milliseconds
-                $0.budgetBytes = query.budgetBytes
-            })
+        let settings = PreRollSettings(change: query)
+        if query.hasEncoding, query.encoding.codec != .unspecified, TakeEncoding(wire: query.encoding) == nil {
+            reply.status = .failure(.badRequest, "the pre-roll's codec is one this coordinator does not know: ffv1, h264 or hevc")
+            return
+        }
         if let problem = settings.refusal {
             reply.status = .failure(.badRequest, problem)
             return
@@ -22,14 +22,18 @@ extension DeviceHandler {
             reply.status = .failure(.badRequest, "\(device.id) is a \(device.kind) device: pre-roll is kept for cameras and microphones")
             return
         }
+        if kind?.isMicrophone == true, settings.encoding != nil {
+            reply.status = .failure(
+                .badRequest, "\(device.id) is a microphone: its pre-roll is kept as FLAC, as its takes record it; --codec is for cameras")
+            return
+        }
         try await underLease(device, who, "device.pre_roll", into: &reply) { reply throws(StoreError) in
-            let detail = settings.isOn ? "\(settings.seconds) s within \(settings.budgetBytes >> 20) MiB" : "off"
-            let answer = await agents.command(
-                .setPreRoll(
-                    .with {
-                        $0.milliseconds = settings.wire.milliseconds
-                        $0.budgetBytes = settings.wire.budgetBytes
-                    }), on: device)
+            let detail =
+                settings.isOn
+                ? "\(settings.seconds) s within \(settings.budgetBytes >> 20) MiB" + (settings.encoding.map { ", encoded as \($0.summary)" } ?? "")
+                    + (settings.diskBudgetBytes > 0 ? ", \(settings.diskBudgetBytes >> 20) MiB on disk" : "")
+                : "off"
+            let answer = await agents.command(.setPreRoll(settings.command), on: device)
             guard answer.status.isOK else {
                 try await audit(who, "device.pre_roll", device.id, outcome: "failed", detail: "\(detail): \(answer.status.reason)")
                 reply.status = answer.status

@@ -15,16 +15,25 @@ extension DeviceHandler {
             reply.status = .failure(.badRequest, error.description)
             return
         }
+        let policy = takes.configuration.framingPolicy
+        if let refusal = policy.refusal(of: settings) {
+            reply.status = .failure(.permissionDenied, refusal)
+            return
+        }
         guard let device = try await store.existingDevice(query.deviceID, into: &reply) else { return }
+        // What the agent is told: the operator's settings, with framing as the fleet's control says.
+        let pushed = policy.effective(settings) ?? .off
         try await underLease(device, who, "device.detection", into: &reply) { reply throws(StoreError) in
+            let framing = pushed.framing.map { ", framing \($0.stored)\(settings.framing == nil ? " (the fleet's policy)" : "")" } ?? ""
             let detail =
-                settings.isOn
-                ? "codes \(settings.codes.isEmpty ? "none" : settings.codes.map(\.rawValue).joined(separator: ",")), faces \(settings.faces ? "on" : "off"), "
+                pushed.isOn
+                ? "codes \(settings.codes.isEmpty ? "none" : settings.codes.map(\.rawValue).joined(separator: ",")), faces \(pushed.faces ? "on" : "off"), "
                     + "region \(settings.region.x),\(settings.region.y),\(settings.region.width),\(settings.region.height), \(settings.framesPerSecond) fps"
+                    + framing
                 : "off"
             // A slow host answers once its agent made its barcode scanner: more than the 3 s of a control change.
             let answer = await agents.command(
-                .setDetection(.with { $0.settings = settings.wire }), on: device,
+                .setDetection(.with { $0.settings = pushed.wire }), on: device,
                 timeout: .seconds(10))
             guard answer.status.isOK else {
                 try await audit(who, "device.detection", device.id, outcome: "failed", detail: "\(detail): \(answer.status.reason)")
@@ -36,7 +45,7 @@ extension DeviceHandler {
                 DetectionSettingsRecord(deviceId: device.id, settings: settings, changedAt: now, changedBy: OperatorCaller.holder(who)),
                 audit: AuditEntry(
                     at: now, actor: OperatorCaller.holder(who), action: "device.detection", target: device.id, outcome: "ok", detail: detail))
-            reply.detection = settings.wire
+            reply.detection = pushed.wire
             reply.status = .ok
         }
     }

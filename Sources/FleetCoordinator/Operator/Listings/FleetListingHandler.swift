@@ -16,6 +16,8 @@ struct FleetListingHandler: Sendable {
     /// Every endpoint's port, as bound: who_am_i tells them.
     let ports: Capfleet_V1_CoordinatorEndpoints
     let logger: Logger
+    /// Who decides whether cameras auto-frame: a device's detection is shown as its agent is told it.
+    var framingPolicy = FramingPolicy.operatorControlled
 
     func listNodes(into reply: inout Capfleet_V1_OperatorReply) async throws(StoreError) {
         try await listing.listNodes(into: &reply)
@@ -65,8 +67,12 @@ struct FleetListingHandler: Sendable {
         try await listing.listDevices(nodeID: device.nodeId, only: device.id, into: &reply)
         if !reply.devices.isEmpty, let node = try await store.node(device.nodeId) { reply.devices[0].encoders = node.hostEncoders.map(\.wire) }
         if !reply.devices.isEmpty, let optics = try await store.optics(deviceID: device.id) { reply.devices[0].optics = optics.wire }
-        if !reply.devices.isEmpty, let detection = try await store.detection(deviceID: device.id), detection.settings.isOn {
-            reply.devices[0].detection = detection.settings.wire
+        if !reply.devices.isEmpty {
+            let stored = try await store.detection(deviceID: device.id)
+            let isCamera = SourceKind(rawValue: device.kind)?.isCamera ?? false
+            if stored != nil || isCamera, let detection = framingPolicy.effective(stored?.settings), detection.isOn {
+                reply.devices[0].detection = detection.wire
+            }
         }
         if !reply.devices.isEmpty, let processing = try await store.audioProcessing(deviceID: device.id), processing.settings.isOn {
             reply.devices[0].audioProcessing = processing.settings.wire

@@ -74,6 +74,9 @@ struct TakeCatalog: Sendable {
                     $0.nodeOnline = onlineNodes.contains(device.nodeId)
                     $0.encoder = device.encoder
                     $0.sourcePixelFormat = device.sourcePixelFormat
+                    $0.bitDepth = device.bitDepth == 8 ? 0 : UInt32(clamping: device.bitDepth)
+                    if let colour = ColourDescription(device.colour) { $0.colour = colour.wire }
+                    $0.depthUnitMetres = device.depthUnitMetres ?? 0
                     $0.encoding = (device.ownEncoding ?? take.encoding).wire
                 }
             }
