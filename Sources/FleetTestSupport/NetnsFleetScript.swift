@@ -45,9 +45,11 @@ public struct NetnsFleetScript: Sendable {
 
     /// Stops everything and removes the namespaces and DATA. Called on the way out, often
     /// after a failure that is the one worth reporting, so its own failure is only printed.
+    /// Takes the fleet down and removes its state and logs, unless CAPFLEET_TEST_KEEP_LOGS is
+    /// set (to read a failed run's logs in DATA/logs afterwards).
     public func down() {
         do {
-            try run(["down", "--purge"])
+            try run(ProcessInfo.processInfo.environment["CAPFLEET_TEST_KEEP_LOGS"] == nil ? ["down", "--purge"] : ["down"])
         } catch {
             FileHandle.standardError.write(Data("note: \(error)\n".utf8))
         }

@@ -568,6 +568,13 @@ extension SecondLaneIntegrationTests {
             try await Task.sleep(for: .seconds(1.5))
             let pulsed = try await rates()
             let external = try cameras()
+            for (index, id) in ids.enumerated() where (pulsed[id] ?? 0) == 0 || external[id]?["alignment"] == nil {
+                // A camera that stopped here once on a loaded CI machine: what its host said.
+                for name in ["agent-a\(index + 1)", "genicam-a\(index + 1)"] {
+                    let tail = ((try? fleet.log(name)) ?? "").split(separator: "\n").suffix(40).joined(separator: "\n")
+                    print("netns GenICam lines: \(id) stopped on the generator; \(name) logged last:\n\(tail)")
+                }
+            }
             print("netns GenICam lines: on a 10 Hz generator: \(pulsed) fps; \(alignment(external[ids[0]]))")
             for id in ids {
                 #expect(abs((pulsed[id] ?? 0) - 10) <= 2, "\(id) at the generator's 10 Hz: \(pulsed)")
