@@ -111,7 +111,7 @@ let package = Package(
             name: "FleetAgent",
             dependencies: [
                 "FleetDaemon", "FleetSystem", "FleetBus", "FleetCapture", "FleetCore", "FleetDetection", "FleetEncoding", "FleetHost", "FleetImaging",
-                "FleetProtocol", "FleetRecording", "FleetAudio", "FleetGenICam",
+                "FleetProtocol", "FleetRecording", "FleetAudio", "FleetGenICam", "FleetStorage",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
@@ -121,6 +121,9 @@ let package = Package(
         // checksums, verification and repair; indexed behind SegmentIndexing (the coordinator's
         // database, an agent's manifests), so the agent links no database.
         .target(name: "FleetRecording", dependencies: ["FleetSystem", "CAVFormat", "CCrypto", "FleetCore", "FleetProtocol"]),
+        // Storage destinations takes are offloaded to: Debian's rclone run for one destination,
+        // and one segment's copy proved by its SHA-256 (the decisions are FleetCore's).
+        .target(name: "FleetStorage", dependencies: ["FleetCore"]),
         // HTTP: a Hummingbird server with a bound port, TLS and a graceful stop, and local-only
         // webhooks posted on a blocking socket with a deadline.
         .target(
@@ -139,7 +142,7 @@ let package = Package(
             name: "FleetCoordinator",
             dependencies: [
                 "FleetDaemon", "FleetSystem", "FleetBus", "FleetStore", "FleetRecording", "FleetCore", "FleetHost", "FleetProtocol", "FleetHTTP",
-                "FleetImaging",
+                "FleetImaging", "FleetStorage",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -183,7 +186,7 @@ let package = Package(
 
         // Fleets of `capfleet` child processes on this machine (coordinator, enrolled agents,
         // credentials, readiness, shutdown), shared by the integration tests and the benchmarks.
-        .target(name: "FleetTestSupport", dependencies: ["FleetBus", "FleetClient", "FleetHost", "FleetProtocol", "FleetSystem"]),
+        .target(name: "FleetTestSupport", dependencies: ["FleetBus", "FleetClient", "FleetHost", "FleetProtocol", "FleetStorage", "FleetSystem"]),
         .executableTarget(
             name: "capfleet-bench",
             dependencies: [
@@ -219,6 +222,7 @@ let package = Package(
         .testTarget(name: "FleetSettingsTests", dependencies: ["FleetSettings", "FleetCoordinator", "FleetCore"]),
         .testTarget(name: "FleetRecordingTests", dependencies: ["FleetRecording", "FleetCoordinator", "FleetCore", "FleetStore"]),
         .testTarget(name: "FleetSystemTests", dependencies: ["FleetSystem"]),
+        .testTarget(name: "FleetStorageTests", dependencies: ["FleetStorage", "FleetCore", "FleetTestSupport"]),
         .testTarget(name: "FleetEncodingTests", dependencies: ["FleetEncoding", "FleetRecording", "FleetCore", "FleetCapture"]),
         .testTarget(name: "FleetClientTests", dependencies: ["FleetClient", "FleetBus", "FleetCore", "FleetProtocol", "FleetRecording"]),
         .testTarget(
@@ -259,7 +263,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "FleetProtocol", "FleetCore", "FleetBus", "FleetCapture", "FleetDetection", "FleetFuzz", "FleetHTTP", "FleetHost",
-                "FleetImaging", "FleetTestSupport",
+                "FleetImaging", "FleetStorage", "FleetTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),

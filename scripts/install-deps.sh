@@ -8,7 +8,7 @@
 # systemd-analyze and PyYAML for the deployment checks (scripts/check-deploy.sh), with man-db and
 # groff to render the manual pages and zsh and fish to parse the completions; Debian's chromium, headless,
 # for the web dashboard's browser tests and benchmark, and promtool (prometheus) to check /metrics;
-# ZBar, OpenCV's object detection with its cascades, and libqrencode for detected codes and faces. Needs a Swift 6 toolchain
+# ZBar, OpenCV's object detection with its cascades, and libqrencode for detected codes and faces; rclone for takes offloaded to shared storage. Needs a Swift 6 toolchain
 # on PATH (swift.org; Debian does not package one).
 set -euo pipefail
 
@@ -19,7 +19,8 @@ packages=(libzmq3-dev libv4l-dev libasound2-dev libspeexdsp-dev libaravis-dev li
           libavformat-dev libavcodec-dev libavutil-dev libavfilter-dev ffmpeg libssl-dev
           v4l-utils qemu-system-x86 busybox-static kmod cpio socat xz-utils zstd
           dpkg-dev lintian systemd python3-yaml man-db groff-base zsh fish chromium prometheus
-          libzbar-dev libopencv-objdetect-dev opencv-data libqrencode-dev)
+          libzbar-dev libopencv-objdetect-dev opencv-data libqrencode-dev
+          rclone)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -57,9 +57,16 @@ public enum TransferError: Error, CustomStringConvertible, Sendable {
     case checksumsPending(take: String, segments: [String], seconds: Int)
     /// Collecting a take's agent-held segments stopped on an error.
     case collectFailed(take: String, reason: String)
+    /// Offloading a take to a storage destination ended with segments not proved there.
+    case offloadFailed(take: String, destination: String, reason: String, full: Bool)
 
     public var description: String {
         switch self {
+        case let .offloadFailed(take, destination, reason, full):
+            "take \(take) is not all on \(destination): \(reason). "
+                + (full
+                    ? "The destination is full: make room on it, then run capfleet recordings offload \(take) --to \(destination) again; nothing was deleted here"
+                    : "Segments proved there stay proved; run capfleet recordings offload \(take) --to \(destination) again to go on")
         case let .collectFailed(take, reason):
             "take \(take) was not collected whole: \(reason). Segments copied so far stay collected; run capfleet recordings collect \(take) again to go on"
         case let .cannotCreate(path, hint):

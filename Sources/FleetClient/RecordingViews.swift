@@ -45,12 +45,57 @@ public enum RecordingViews {
             var nodeOnline: Bool
             var collectedPath: String?
             var drops: [String: UInt64]
+            /// Its copies on storage destinations (recordings.md, "Offload").
+            var copies: [Copy]
 
             enum CodingKeys: String, CodingKey {
                 case deviceId = "device_id", number, path, state, sha256, sizeBytes = "size_bytes", frames,
                     firstFleetNs = "first_fleet_ns", lastFleetNs = "last_fleet_ns", firstSequence = "first_sequence",
                     lastSequence = "last_sequence", location, nodeOnline = "node_online", collectedPath = "collected_path",
-                    drops
+                    drops, copies
+            }
+        }
+        struct Copy: Encodable {
+            var destination, objectPath, state: String
+            var proof: String?
+            var sentBytes: UInt64
+            var atUnixMs: Int64
+            var error: String?
+            /// Who sent it: the node, or "coordinator".
+            var sentBy: String
+
+            init(_ copy: Capfleet_V1_SegmentCopyInfo) {
+                destination = copy.destination; objectPath = copy.objectPath; state = copy.state
+                proof = copy.proof.isEmpty ? nil : copy.proof
+                sentBytes = copy.sentBytes; atUnixMs = copy.atUnixMs
+                error = copy.error.isEmpty ? nil : copy.error
+                sentBy = copy.nodeID.isEmpty ? "coordinator" : copy.nodeID
+            }
+
+            enum CodingKeys: String, CodingKey {
+                case destination, objectPath = "object_path", state, proof, sentBytes = "sent_bytes", atUnixMs = "at_unix_ms", error,
+                    sentBy = "sent_by"
+            }
+        }
+        /// The take's offload to one destination.
+        struct Offload: Encodable {
+            var destination: String
+            var segments, verified, heldBack: UInt32
+            var verifiedBytes, pendingBytes, sendingBytes: UInt64
+            var running, destinationFull: Bool
+            var error, indexPath: String?
+
+            init(_ offload: Capfleet_V1_TakeOffloadInfo) {
+                destination = offload.destination; segments = offload.segments; verified = offload.verified; heldBack = offload.heldBack
+                verifiedBytes = offload.verifiedBytes; pendingBytes = offload.pendingBytes; sendingBytes = offload.sendingBytes
+                running = offload.running; destinationFull = offload.destinationFull
+                error = offload.error.isEmpty ? nil : offload.error
+                indexPath = offload.indexPath.isEmpty ? nil : offload.indexPath
+            }
+
+            enum CodingKeys: String, CodingKey {
+                case destination, segments, verified, heldBack = "held_back", verifiedBytes = "verified_bytes", pendingBytes = "pending_bytes",
+                    sendingBytes = "sending_bytes", running, destinationFull = "destination_full", error, indexPath = "index_path"
             }
         }
         struct Event: Encodable {
@@ -74,6 +119,8 @@ public enum RecordingViews {
         var store: String
         var agentHeldBytes, collectedBytes: UInt64
         var collectError: String?
+        /// Its offloads to storage destinations.
+        var offloads: [Offload]
         /// The codec asked for: raw, ffv1, h264, hevc, with quality or bit rate and GOP.
         var codec: String
         var quality: Int?
@@ -100,6 +147,7 @@ public enum RecordingViews {
             store = take.store.isEmpty ? "coordinator" : take.store
             agentHeldBytes = take.agentHeldBytes; collectedBytes = take.collectedBytes
             collectError = take.collectError.isEmpty ? nil : take.collectError
+            offloads = take.offloads.map(Offload.init)
             let encoding = TakeEncoding(wire: take.encoding) ?? .raw
             codec = encoding.codec.rawValue
             quality = encoding.codec.isLossy && encoding.bitrate == 0 ? encoding.quality ?? TakeEncoding.defaultQuality : nil
@@ -138,7 +186,7 @@ public enum RecordingViews {
                         firstSequence: hasFrames ? segment.firstSequence : nil, lastSequence: hasFrames ? segment.lastSequence : nil,
                         location: segment.nodeID.isEmpty ? "coordinator" : segment.nodeID, nodeOnline: segment.nodeOnline,
                         collectedPath: segment.collectedPath.isEmpty ? nil : segment.collectedPath,
-                        drops: dropsByReason(segment.drops))
+                        drops: dropsByReason(segment.drops), copies: segment.copies.map(Copy.init))
                 }
                 events = take.events.map {
                     Event(deviceId: $0.deviceID.isEmpty ? nil : $0.deviceID, fleetNs: $0.fleetNs, kind: $0.kind, detail: $0.detail)
@@ -150,7 +198,7 @@ public enum RecordingViews {
             case id, name, state, directory, createdBy = "created_by", error, startFleetNs = "start_fleet_ns", preRollMs = "pre_roll_ms",
                 stopFleetNs = "stop_fleet_ns", createdUnixMs = "created_unix_ms", startSpreadNs = "start_spread_ns", frames,
                 bytes, sizeBytes = "size_bytes", store, agentHeldBytes = "agent_held_bytes", collectedBytes = "collected_bytes",
-                collectError = "collect_error", codec, quality, bitrate, gop, stabilisation, devices, sensors, segments, events,
+                collectError = "collect_error", offloads, codec, quality, bitrate, gop, stabilisation, devices, sensors, segments, events,
                 syncReport = "sync_report"
         }
     }
@@ -196,6 +244,17 @@ public enum RecordingViews {
             "  codec: " + (encoding.codec == .raw ? "raw (as captured)" : encoding.summary)
                 + (take.bytes > 0 && take.frames > 0 ? ", \(bytes(take.bytes / take.frames)) a frame on average" : ""))
         if !take.collectError.isEmpty { lines.append("  last collect failed: \(take.collectError)") }
+        for offload in take.offloads {
+            let total = offload.verifiedBytes + offload.pendingBytes
+            lines.append(
+                "  on \(offload.destination): \(offload.verified) of \(offload.segments) segments proved (\(bytes(offload.verifiedBytes)) of \(bytes(total)))"
+                    + (offload.running ? ", sending \(bytes(offload.sendingBytes))" : "")
+                    + (offload.heldBack > 0 ? ", \(offload.heldBack) held back for consent" : "")
+                    + (offload.indexPath.isEmpty ? "" : "; index \(offload.indexPath)"))
+            if !offload.error.isEmpty {
+                lines.append("    last offload failed" + (offload.destinationFull ? " (the destination is full)" : "") + ": \(offload.error)")
+            }
+        }
         if !take.sensorDeviceIds.isEmpty {
             lines.append("  sensor streams (in the cameras' files, sensor track): \(take.sensorDeviceIds.joined(separator: ", "))")
         }

@@ -218,7 +218,9 @@ extension CoordinatorAssembly {
                 store: base.store, endpoint: sockets.operators, ports: ports, sockets: sockets, fleet: fleet,
                 coordinatorKey: base.keys.publicKey, alignmentGridOrigin: base.fleetTime.alignmentGridOrigin,
                 exposureTruth: exposureTruth(base.fleetTime, logger: logger), clock: base.clock,
-                backups: DatabaseBackups(dataDirectory: configuration.dataDirectory, store: base.store, clock: base.clock), logger: logger)
+                backups: DatabaseBackups(dataDirectory: configuration.dataDirectory, store: base.store, clock: base.clock),
+                storageSecrets: StorageSecrets(directory: CoordinatorKeys.directory(dataDirectory: configuration.dataDirectory) + "/storage"),
+                logger: logger)
             let liveFeed = DashboardLiveFeed(read: { try await operators.dashboardFleet() }, events: sockets.events, logger: logger)
             let liveViews = LiveViewRenderer(logger: logger)
             let dashboard = DashboardRoutes(

@@ -171,12 +171,15 @@ extension CoordinatorAssembly {
     static func operatorRouter(
         store: FleetDatabase, endpoint: RouterEndpoint, ports: Capfleet_V1_CoordinatorEndpoints, sockets: Sockets, fleet: Fleet,
         coordinatorKey: CurvePublicKey, alignmentGridOrigin: UInt64, exposureTruth: ExposureAudit.Truth, clock: CoordinatorClock,
-        backups: DatabaseBackups, logger: Logger
+        backups: DatabaseBackups, storageSecrets: StorageSecrets, logger: Logger
     ) -> OperatorRouter {
         let (control, leases, liveFlow, takes, ingest) = (fleet.control, fleet.leases, fleet.liveFlow, fleet.takes, sockets.ingest)
         let (events, rejections, collections) = (sockets.events, sockets.rejections, fleet.collections)
         let listing = DeviceListing(store: store, agents: control, leases: leases, liveFlow: liveFlow, clock: clock)
-        let catalog = TakeCatalog(store: store, agents: control, collections: collections, sync: takes.sync)
+        let offloads = TakeOffloads(
+            store: store, links: fleet.links, secrets: storageSecrets, events: events, clock: clock, logger: logger,
+            isOnline: { nodeID in await control.isOnline(nodeID) })
+        let catalog = TakeCatalog(store: store, agents: control, collections: collections, offloads: offloads, sync: takes.sync)
         let handlers = OperatorHandlers(
             listings: FleetListingHandler(
                 store: store, listing: listing, statistics: fleet.reporter, events: events, rejections: rejections, ports: ports, logger: logger,
@@ -185,12 +188,13 @@ extension CoordinatorAssembly {
             devices: DeviceHandler(
                 store: store, agents: control, leases: leases, listing: listing, takes: takes, clock: clock,
                 alignmentGridOrigin: alignmentGridOrigin, exposureTruth: exposureTruth),
-            takes: TakeHandler(store: store, takes: takes, catalog: catalog, collections: collections, clock: clock),
+            takes: TakeHandler(store: store, takes: takes, catalog: catalog, collections: collections, offloads: offloads, clock: clock),
             recordingFiles: RecordingFilesHandler(
                 store: store, agents: control, agentLinks: fleet.links, events: events, clock: clock, logger: logger),
             stills: StillHandler(store: store, stills: fleet.stills, clock: clock),
             moments: MomentHandler(taker: fleet.moments.taker, store: store, catalog: catalog),
             momentRules: MomentRuleHandler(store: store, triggers: fleet.moments.triggers, clock: clock),
+            storage: StorageHandler(store: store, secrets: storageSecrets, clock: clock),
             access: AccessHandler(store: store, leases: leases, coordinatorKey: coordinatorKey, clock: clock, logger: logger),
             nodeAccess: NodeAccessHandler(
                 store: store, agents: control, ingest: ingest, liveFlow: liveFlow, events: events, clock: clock, logger: logger),

@@ -72,9 +72,9 @@ public enum OperatorReplyTime {
         case .listNodes, .listDevices, .getFormats, .getFleetStats, .getIngestStats, .forgetNode, .lockDevice, .unlockDevice,
             .getDevice, .endSession, .getEvents, .createEnrollment, .revokeNode, .addOperator, .removeOperator, .listOperators,
             .whoAmI, .getConsentHistory, .listRecordings, .getRecording, .readSegment, .noteRecording, .getPreview,
-            .collectRecording, .listPreviews, .listEnrollments, .revokeEnrollment, .createDashboardSignIn,
+            .collectRecording, .offloadRecording, .listPreviews, .listEnrollments, .revokeEnrollment, .createDashboardSignIn,
             .listDashboardSessions, .endDashboardSession, .listStills, .getStill, .readStillFile, .setDeviceOptics, .listMoments,
-            .changeMomentRule, .listMomentRules:
+            .changeMomentRule, .listMomentRules, .changeStorage, .listStorage:
             return 0
         }
     }

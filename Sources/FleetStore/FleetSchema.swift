@@ -777,6 +777,43 @@ enum FleetSchema {
             // An encoded pre-roll's disk budget (recordings.md, "On disk"); 0: none.
             try db.execute(sql: "ALTER TABLE devicePreRoll ADD COLUMN diskBudgetBytes INTEGER NOT NULL DEFAULT 0 CHECK (diskBudgetBytes >= 0)")
         }
+        migrator.registerMigration("v37: storage destinations and segment copies") { db in
+            try db.execute(
+                sql: """
+                    -- Where takes are offloaded to (recordings.md, "Offload"): an rclone backend and
+                    -- its settings. The settings that are secrets are not here (a database backup
+                    -- travels): secretKeys names them; their values are in DATA/keys/storage.
+                    CREATE TABLE storageDestination (
+                        name TEXT PRIMARY KEY NOT NULL CHECK (length(name) BETWEEN 1 AND 32),
+                        backend TEXT NOT NULL CHECK (backend <> ''),
+                        optionsJson TEXT NOT NULL DEFAULT '{}',
+                        secretKeys TEXT NOT NULL DEFAULT '',
+                        root TEXT NOT NULL DEFAULT '',
+                        createdAt INTEGER NOT NULL,
+                        createdBy TEXT NOT NULL
+                    );
+                    -- A segment's copy on a destination (`recordings offload`): the last attempt's
+                    -- outcome. verified: the destination holds it, proved by its SHA-256 (proof:
+                    -- the store's own checksum, or the object read back). nodeId: who sent it
+                    -- (NULL: the coordinator). A destination removed keeps its copies' rows: the
+                    -- files are still there.
+                    CREATE TABLE segmentCopy (
+                        takeId TEXT NOT NULL,
+                        deviceId TEXT NOT NULL,
+                        number INTEGER NOT NULL,
+                        destination TEXT NOT NULL,
+                        objectPath TEXT NOT NULL,
+                        state TEXT NOT NULL CHECK (state IN ('verified', 'failed', 'held_back')),
+                        proof TEXT NOT NULL DEFAULT '',
+                        sentBytes INTEGER NOT NULL DEFAULT 0,
+                        error TEXT NOT NULL DEFAULT '',
+                        nodeId TEXT,
+                        at INTEGER NOT NULL,
+                        PRIMARY KEY (takeId, deviceId, number, destination),
+                        FOREIGN KEY (takeId, deviceId, number) REFERENCES segment (takeId, deviceId, number) ON DELETE CASCADE
+                    );
+                    """)
+        }
         return migrator
     }
 }

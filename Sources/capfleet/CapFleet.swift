@@ -60,7 +60,7 @@ struct CapFleet: AsyncParsableCommand {
             DetectCommand.self, ProcessingCommand.self, ControlCommand.self, RegionCommand.self, PreRollCommand.self, MomentCommand.self,
             MomentsCommand.self, MomentRuleCommand.self,
             MetadataCommand.self, SensorCommand.self, ScanSetupCommand.self, OpticsCommand.self, IngestStatsCommand.self, RecordCommand.self,
-            RecordingsCommand.self,
+            RecordingsCommand.self, StorageCommand.self,
             ConsentCommand.self, EnrollCommand.self, OperatorCommand.self, WhoAmICommand.self, DashboardCommand.self, BackupCommand.self,
             RestoreCommand.self,
         ])

@@ -221,11 +221,39 @@ extension RecordCommand {
     }
 }
 
-/// `capfleet recordings list|show|sets|collect|export|verify|delete`.
+/// `capfleet recordings list|show|sets|collect|offload|export|verify|delete`.
 struct RecordingsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "recordings", abstract: "List, show, pair, collect, export, verify and delete takes.",
-        subcommands: [List.self, Show.self, Sets.self, Collect.self, Export.self, Verify.self, Delete.self], defaultSubcommand: List.self)
+        commandName: "recordings", abstract: "List, show, pair, collect, offload, export, verify and delete takes.",
+        subcommands: [List.self, Show.self, Sets.self, Collect.self, Offload.self, Export.self, Verify.self, Delete.self],
+        defaultSubcommand: List.self)
+
+    struct Offload: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Copy a take to a storage destination (capfleet storage add): each host sends its own segments straight there, each proved by its SHA-256; goes on from what is there already."
+        )
+        @OptionGroup var coordinator: CoordinatorOptions
+        @Argument(help: "The take.", completion: FleetCompletion.takeIDs) var take: String
+        @Option(help: "The storage destination's name (capfleet storage list).") var to: String
+        @Flag(help: "Start the copying and return at once (recordings show follows it).") var noWait = false
+        @Flag(help: "Print JSON.") var json = false
+
+        func run() throws {
+            let progress = TransferProgressDisplay(label: "offload \(take) to \(to)", json: json || noWait)
+            let info = try coordinator.session().offloadTake(take, to: to, wait: !noWait, progress: progress.follow)
+            let offload = info.offloads.first { $0.destination == to }
+            if json {
+                print(try FleetTables.json(RecordingViews.Take(info, detailed: true)))
+            } else if noWait {
+                print("offloading take \(take) to \(to); follow it with capfleet recordings show \(take)")
+            } else {
+                print(
+                    "take \(take) offloaded to \(to): \(offload?.verified ?? 0) segments, \(RecordingViews.bytes(offload?.verifiedBytes ?? 0)), every SHA-256 proved there"
+                        + (offload.map { $0.indexPath.isEmpty ? "" : "; its index is \($0.indexPath)" } ?? ""))
+            }
+        }
+    }
 
     struct Collect: ParsableCommand {
         static let configuration = CommandConfiguration(

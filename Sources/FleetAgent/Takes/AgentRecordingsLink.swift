@@ -21,6 +21,8 @@ final class AgentRecordingsLink: Sendable {
     private let logger: Logger
     /// Checks run here: reading a segment back takes seconds.
     private let checker: OwnedWorker<@Sendable () -> Void>
+    /// Copies to storage destinations: each takes as long as its bytes at the collect rate.
+    private let offloader: AgentOffloader
 
     init(
         context: ZMQContext, coordinatorKey: CurvePublicKey, keys: CurveKeyPair, store: AgentTakeStore, stills: StillWriter, agentInstance: String,
@@ -39,8 +41,16 @@ final class AgentRecordingsLink: Sendable {
         self.state = state
         let dealer = loop.add(socket, onReadable: { socket in state.value.receive(from: socket) })
         self.dealer = dealer
+        let offloader = AgentOffloader(
+            store: store, consentAllows: consentAllows,
+            answer: { part, body in
+                loop.perform { sockets in state.value.send(LinkState.message(takeID: part.takeID, deviceID: part.deviceID, body), on: sockets[dealer])
+                }
+            }, logger: logger)
+        self.offloader = offloader
         loop.perform { [checker] _ in
             state.value.socketID = dealer
+            state.value.offload = { request, part in offloader.order(request, of: part) }
             state.value.check = { request, key, answer in
                 checker.post { answer(LinkState.check(request, key: key, store: store)) }
             }
@@ -72,6 +82,7 @@ final class AgentRecordingsLink: Sendable {
     func stop() {
         loop.stop()
         checker.stopBlocking()
+        offloader.stop()
     }
 }
 
@@ -85,6 +96,7 @@ private final class LinkState {
     var socketID: SocketLoop.SocketID?
     var check: ((Capfleet_V1_CheckSegment, TakeDeviceKey, @escaping @Sendable (Capfleet_V1_RecordUp) -> Void) -> Void)?
     var answerOnLoop: (@Sendable (Capfleet_V1_RecordUp) -> Void)?
+    var offload: ((Capfleet_V1_OffloadSegment, TakeDeviceKey) -> Void)?
     /// Wakes the fetch timer (set on the loop thread, called there).
     var fetchArrived: (() -> Void)?
     /// When each report last went (take, device, segment number; 0 for the part's end).
@@ -124,7 +136,7 @@ private final class LinkState {
         let now = MonotonicTime.now()
         if now &- lastAttach >= 5_000_000_000 {
             let parts = store.allParts.map(\.current)
-            let attach = message(
+            let attach = Self.message(
                 takeID: "", deviceID: "",
                 .attach(
                     .with {
@@ -158,7 +170,7 @@ private final class LinkState {
             for segment in manifest.segments where segment.isReportable && !segment.indexed {
                 let key = ReportKey(part: part, number: segment.number)
                 guard due(key) else { continue }
-                if send(message(takeID: part.takeID, deviceID: part.deviceID, .segment(Self.wire(segment))), on: socket) { lastSent[key] = now }
+                if send(Self.message(takeID: part.takeID, deviceID: part.deviceID, .segment(Self.wire(segment))), on: socket) { lastSent[key] = now }
             }
             // The end goes once every segment is indexed: the coordinator then holds the whole part.
             guard let end = manifest.end, !end.acknowledged, !store.isWriting(part),
@@ -166,7 +178,7 @@ private final class LinkState {
             else { continue }
             let key = ReportKey(part: part, number: 0)
             guard due(key) else { continue }
-            let ending = message(
+            let ending = Self.message(
                 takeID: part.takeID, deviceID: part.deviceID,
                 .partEnd(
                     .with {
@@ -184,7 +196,7 @@ private final class LinkState {
         for held in stills.held() {
             let key = ReportKey(part: TakeDeviceKey(takeID: held.stillID, deviceID: held.deviceID), number: -1)
             guard due(key) else { continue }
-            if send(message(takeID: held.stillID, deviceID: held.deviceID, .stillHeld(held.captured)), on: socket) { lastSent[key] = now }
+            if send(Self.message(takeID: held.stillID, deviceID: held.deviceID, .stillHeld(held.captured)), on: socket) { lastSent[key] = now }
         }
     }
 
@@ -249,6 +261,8 @@ private final class LinkState {
                     metadata: [
                         "take.id": "\(key.takeID)", "device.id": "\(key.deviceID)", "reason": "\(status.reason)",
                     ])
+            case let .offload(request)?:
+                offload?(request, key)
             case .credit?, nil:
                 continue
             }
@@ -307,7 +321,7 @@ private final class LinkState {
                 ? "this agent holds no picture \(request.number) of \(key.deviceID) in still \(key.takeID)"
                 : "this agent holds no finished segment \(request.number) of \(key.deviceID) in \(key.takeID)"
         }
-        let header = message(takeID: key.takeID, deviceID: key.deviceID, still ? .stillChunk(chunk) : .chunk(chunk))
+        let header = Self.message(takeID: key.takeID, deviceID: key.deviceID, still ? .stillChunk(chunk) : .chunk(chunk))
         guard let encoded: [UInt8] = try? header.serializedBytes() else { return }
         // Dropped if the socket is full: the coordinator asks again.
         _ = try? socket.send(parts: [encoded, bytes], dontWait: true)
@@ -373,7 +387,7 @@ private final class LinkState {
         }
     }
 
-    private func message(takeID: String, deviceID: String, _ body: Capfleet_V1_RecordUp.OneOf_Body) -> Capfleet_V1_RecordUp {
+    static func message(takeID: String, deviceID: String, _ body: Capfleet_V1_RecordUp.OneOf_Body) -> Capfleet_V1_RecordUp {
         .with {
             $0.protocolVersion = WireDefaults.protocolMajor
             $0.takeID = takeID

@@ -248,7 +248,7 @@ private final class SenderState {
                 release(part.flow.finish(), of: part)
                 part.disk?.removeAll()
                 parts[key] = nil
-            case .indexed?, .fetch?, .check?, .collected?, .deletePart?, .note?, .fetchStill?, .stillCollected?, .stillIndexed?, nil:
+            case .indexed?, .fetch?, .check?, .collected?, .deletePart?, .note?, .fetchStill?, .stillCollected?, .stillIndexed?, .offload?, nil:
                 // The recordings link's (takes written on this host), never this socket's.
                 continue
             }

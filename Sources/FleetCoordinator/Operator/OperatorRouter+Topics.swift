@@ -19,6 +19,8 @@ struct OperatorHandlers: Sendable {
     let moments: MomentHandler
     /// Rules that take moments when something happens.
     let momentRules: MomentRuleHandler
+    /// Where takes are offloaded to.
+    let storage: StorageHandler
     /// Operators and enrollment tokens.
     let access: AccessHandler
     /// Revoking and forgetting nodes.
@@ -111,6 +113,10 @@ extension OperatorRouter {
             try await handlers.momentRules.change(query, by: who, into: &reply)
         case .listMomentRules:
             try await handlers.momentRules.list(into: &reply)
+        case let .changeStorage(query):
+            try await handlers.storage.change(query, by: who, into: &reply)
+        case .listStorage:
+            try await handlers.storage.list(into: &reply)
 
         // Takes and their files.
         case let .startRecording(query):
@@ -125,6 +131,8 @@ extension OperatorRouter {
             try await handlers.takes.showRecording(query.takeID, into: &reply)
         case let .collectRecording(query):
             try await handlers.takes.collectRecording(query.takeID, by: who, into: &reply)
+        case let .offloadRecording(query):
+            try await handlers.takes.offloadRecording(query, by: who, into: &reply)
         case let .deleteRecording(query):
             try await handlers.recordingFiles.deleteRecording(query.takeID, by: who, into: &reply)
         case let .verifyRecording(query):

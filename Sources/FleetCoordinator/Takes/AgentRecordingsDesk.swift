@@ -42,7 +42,20 @@ final class AgentRecordingsDesk: Sendable {
         let number: UInt32
     }
 
+    /// One segment's copy to one destination by the node that holds it (record.proto,
+    /// "Offload"): another node's answer for it is not taken.
+    struct OffloadKey: Hashable, Sendable {
+        let nodeID: String
+        let takeID: String
+        let deviceID: String
+        let number: UInt32
+        let destination: String
+    }
+
     private let routes = Mutex<[String: [UInt8]]>([:])
+    private let offloads = Mutex<[OffloadKey: [CheckedContinuation<Capfleet_V1_SegmentOffloaded?, Never>]]>([:])
+    /// Bytes sent so far of each copy under way, as its agent last said.
+    private let offloadProgress = Mutex<[OffloadKey: UInt64]>([:])
     private let checks = Mutex<[CheckKey: [CheckedContinuation<Capfleet_V1_SegmentCheck?, Never>]]>([:])
     let reports: AsyncStream<AgentTakeReport>
     private let reportSink: AsyncStream<AgentTakeReport>.Continuation
@@ -78,6 +91,59 @@ final class AgentRecordingsDesk: Sendable {
     func checked(takeID: String, deviceID: String, _ check: Capfleet_V1_SegmentCheck) {
         let waiting = checks.withLock { $0.removeValue(forKey: CheckKey(takeID: takeID, deviceID: deviceID, number: check.number)) } ?? []
         for continuation in waiting { continuation.resume(returning: check) }
+    }
+
+    func offloaded(nodeID: String, takeID: String, deviceID: String, _ result: Capfleet_V1_SegmentOffloaded) {
+        let key = OffloadKey(nodeID: nodeID, takeID: takeID, deviceID: deviceID, number: result.number, destination: result.destination)
+        let waiting = offloads.withLock { $0.removeValue(forKey: key) } ?? []
+        _ = offloadProgress.withLock { $0.removeValue(forKey: key) }
+        for continuation in waiting { continuation.resume(returning: result) }
+    }
+
+    func offloading(nodeID: String, takeID: String, deviceID: String, _ progress: Capfleet_V1_SegmentOffloading) {
+        let key = OffloadKey(nodeID: nodeID, takeID: takeID, deviceID: deviceID, number: progress.number, destination: progress.destination)
+        // Only for a copy somebody waits for: a late report after the answer is not news.
+        offloadProgress.withLock { sent in
+            if offloads.withLock({ $0[key] != nil }) { sent[key] = progress.sentBytes }
+        }
+    }
+
+    /// Bytes sent so far of the take's copies under way to `destination`.
+    func offloadBytesSending(takeID: String, destination: String) -> UInt64 {
+        offloadProgress.withLock { sent in
+            sent.filter { $0.key.takeID == takeID && $0.key.destination == destination }.reduce(0) { $0 + $1.value }
+        }
+    }
+
+    /// Waits for the node's answer to an offload that `order` sends, ordering it again every
+    /// `reorder` (an order lost, or an agent restarted since); nil when `stillThere` says the
+    /// node is gone, or the waiter is cancelled.
+    func awaitOffload(
+        _ key: OffloadKey, reorder: Duration, order: @escaping @Sendable () -> Bool, stillThere: @escaping @Sendable () async -> Bool
+    ) async -> Capfleet_V1_SegmentOffloaded? {
+        await withTaskGroup(of: Capfleet_V1_SegmentOffloaded?.self) { group in
+            group.addTask {
+                await withCheckedContinuation { continuation in
+                    self.offloads.withLock { $0[key, default: []].append(continuation) }
+                    _ = order()
+                }
+            }
+            group.addTask {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: reorder)
+                    guard !Task.isCancelled, await stillThere() else { return nil }
+                    // The agent takes an order for a copy under way as that copy.
+                    _ = order()
+                }
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            let left = self.offloads.withLock { $0.removeValue(forKey: key) } ?? []
+            _ = self.offloadProgress.withLock { $0.removeValue(forKey: key) }
+            for continuation in left { continuation.resume(returning: nil) }
+            return first
+        }
     }
 
     /// Each stream ends on its own: a daemon part that ends before its turn at shutdown

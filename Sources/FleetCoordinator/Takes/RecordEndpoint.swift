@@ -112,7 +112,7 @@ final class RecordEndpoint: Sendable {
             return
         }
         switch message.body {
-        case .attach?, .segment?, .partEnd?, .chunk?, .check?, .stillChunk?, .stillHeld?:
+        case .attach?, .segment?, .partEnd?, .chunk?, .check?, .stillChunk?, .stillHeld?, .offloaded?, .offloading?:
             acceptFromAgentLink(message, parts: parts, routing: routing, rejections: rejections, agentTakes: agentTakes, collector: collector)
             return
         default:
@@ -169,7 +169,7 @@ final class RecordEndpoint: Sendable {
             outlet?.handOver(header: header, payload: parts[2])
         case let .end(end)?:
             writer.post(.end(routingID: routing, end))
-        case .attach?, .segment?, .partEnd?, .chunk?, .check?, .stillChunk?, .stillHeld?:
+        case .attach?, .segment?, .partEnd?, .chunk?, .check?, .stillChunk?, .stillHeld?, .offloaded?, .offloading?:
             break  // taken above
         case nil:
             rejections.reject(endpoint: endpointName, reason: .undecodable, peer: peer, detail: "a RecordUp with no body")
@@ -213,6 +213,10 @@ final class RecordEndpoint: Sendable {
             collector?.received(chunk, bytes: parts[2], from: nodeID, takeID: message.takeID, deviceID: message.deviceID)
         case let .check(check)?:
             agentTakes.checked(takeID: message.takeID, deviceID: message.deviceID, check)
+        case let .offloaded(result)?:
+            agentTakes.offloaded(nodeID: nodeID, takeID: message.takeID, deviceID: message.deviceID, result)
+        case let .offloading(progress)?:
+            agentTakes.offloading(nodeID: nodeID, takeID: message.takeID, deviceID: message.deviceID, progress)
         case let .stillHeld(captured)?:
             agentTakes.stillHeld(AgentStillReport(nodeID: nodeID, stillID: message.takeID, deviceID: message.deviceID, captured: captured))
         case let .stillChunk(chunk)?:

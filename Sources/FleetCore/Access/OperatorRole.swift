@@ -42,18 +42,18 @@ public enum RequiredRole {
         case .listNodes?, .listDevices?, .getFormats?, .getFleetStats?, .getLatestFrame?, .getIngestStats?, .getDevice?,
             .getEvents?, .endSession?, .whoAmI?, .getConsentHistory?, .syncCheck?, .syncAudit?,
             .listRecordings?, .getRecording?, .getFrameSets?, .verifyRecording?, .readSegment?, .getPreview?, .listPreviews?, nil,
-            .listStills?, .getStill?, .readStillFile?, .listMoments?, .listMomentRules?,
+            .listStills?, .getStill?, .readStillFile?, .listMoments?, .listMomentRules?, .listStorage?,
             // One's own sign-in link; another operator's is checked for admin by the handler.
             .createDashboardSignIn?:
             .viewer
         case .changeFormat?, .changeFrameRate?, .changeZoom?, .lockDevice?, .unlockDevice?, .changeFocus?,
             .setDropRecoveryPolicy?, .changePressurePolicy?, .changeConsent?, .changeFrameAlignment?,
-            .startRecording?, .stopRecording?, .deleteRecording?, .noteRecording?, .collectRecording?,
+            .startRecording?, .stopRecording?, .deleteRecording?, .noteRecording?, .collectRecording?, .offloadRecording?,
             .takeStill?, .deleteStill?, .changeDetection?, .setDeviceOptics?, .changeAudioProcessing?,
             .changeControl?, .changeRegion?, .changePreRoll?, .takeMoment?, .changeMomentRule?:
             .operator
         case .forgetNode?, .createEnrollment?, .listEnrollments?, .revokeEnrollment?, .revokeNode?, .addOperator?, .removeOperator?, .listOperators?,
-            .backupDatabase?,
+            .backupDatabase?, .changeStorage?,
             .listDashboardSessions?, .endDashboardSession?:
             .admin
         }

@@ -2038,6 +2038,34 @@ public nonisolated struct Capfleet_V1_DeviceOptics: Sendable {
   public init() {}
 }
 
+/// A place takes are offloaded to (recordings.md, "Offload"): one of rclone's backends.
+/// Since 1.26. With its secrets only from an admin (ChangeStorage) and to the agent that
+/// uploads (OffloadSegment, over the encrypted recordings link); never in a reply.
+public nonisolated struct Capfleet_V1_StorageDestination: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// 1 to 32 of A-Z a-z 0-9 - _
+  public var name: String = String()
+
+  /// rclone's: s3, sftp, webdav, smb, ftp, local, google cloud storage, azureblob, b2, swift
+  public var backend: String = String()
+
+  /// that backend's rclone settings (url, host, port, user, vendor, endpoint, …)
+  public var options: Dictionary<String,String> = [:]
+
+  /// settings that are secrets (pass, secret_access_key, …): kept apart, never shown again
+  public var secrets: Dictionary<String,String> = [:]
+
+  /// the folder on it takes go under ("" = its top)
+  public var root: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "capfleet.v1"
@@ -4035,6 +4063,56 @@ nonisolated extension Capfleet_V1_DeviceOptics: SwiftProtobuf.Message, SwiftProt
     if lhs.minimumFocusDistanceMm != rhs.minimumFocusDistanceMm {return false}
     if lhs.changedBy != rhs.changedBy {return false}
     if lhs.changedUnixMs != rhs.changedUnixMs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_StorageDestination: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".StorageDestination"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}backend\0\u{1}options\0\u{1}secrets\0\u{1}root\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.name) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.backend) }()
+      case 3: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufString>.self, value: &self.options) }()
+      case 4: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufString>.self, value: &self.secrets) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.root) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.name.isEmpty {
+      try visitor.visitSingularStringField(value: self.name, fieldNumber: 1)
+    }
+    if !self.backend.isEmpty {
+      try visitor.visitSingularStringField(value: self.backend, fieldNumber: 2)
+    }
+    if !self.options.isEmpty {
+      try visitor.visitMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufString>.self, value: self.options, fieldNumber: 3)
+    }
+    if !self.secrets.isEmpty {
+      try visitor.visitMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufString>.self, value: self.secrets, fieldNumber: 4)
+    }
+    if !self.root.isEmpty {
+      try visitor.visitSingularStringField(value: self.root, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_StorageDestination, rhs: Capfleet_V1_StorageDestination) -> Bool {
+    if lhs.name != rhs.name {return false}
+    if lhs.backend != rhs.backend {return false}
+    if lhs.options != rhs.options {return false}
+    if lhs.secrets != rhs.secrets {return false}
+    if lhs.root != rhs.root {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -742,6 +742,33 @@ public nonisolated struct Capfleet_V1_OperatorRequest: @unchecked Sendable {
     set {_uniqueStorage()._body = .listMomentRules(newValue)}
   }
 
+  /// admin: recordings.md, "Offload" (minor 26)
+  public var changeStorage: Capfleet_V1_ChangeStorage {
+    get {
+      if case .changeStorage(let v)? = _storage._body {return v}
+      return Capfleet_V1_ChangeStorage()
+    }
+    set {_uniqueStorage()._body = .changeStorage(newValue)}
+  }
+
+  /// viewer: recordings.md, "Offload" (minor 26)
+  public var listStorage: Capfleet_V1_ListStorage {
+    get {
+      if case .listStorage(let v)? = _storage._body {return v}
+      return Capfleet_V1_ListStorage()
+    }
+    set {_uniqueStorage()._body = .listStorage(newValue)}
+  }
+
+  /// operator: recordings.md, "Offload" (minor 26)
+  public var offloadRecording: Capfleet_V1_OffloadRecording {
+    get {
+      if case .offloadRecording(let v)? = _storage._body {return v}
+      return Capfleet_V1_OffloadRecording()
+    }
+    set {_uniqueStorage()._body = .offloadRecording(newValue)}
+  }
+
   /// Ties leases taken by this request to an operator session: when the session ends
   /// (EndSession, or no request for session_timeout_ms), its leases are released.
   public var sessionID: String {
@@ -863,6 +890,12 @@ public nonisolated struct Capfleet_V1_OperatorRequest: @unchecked Sendable {
     case changeMomentRule(Capfleet_V1_ChangeMomentRule)
     /// viewer: recordings.md, "Moments by rule" (minor 19)
     case listMomentRules(Capfleet_V1_ListMomentRules)
+    /// admin: recordings.md, "Offload" (minor 26)
+    case changeStorage(Capfleet_V1_ChangeStorage)
+    /// viewer: recordings.md, "Offload" (minor 26)
+    case listStorage(Capfleet_V1_ListStorage)
+    /// operator: recordings.md, "Offload" (minor 26)
+    case offloadRecording(Capfleet_V1_OffloadRecording)
 
   }
 
@@ -1963,6 +1996,12 @@ public nonisolated struct Capfleet_V1_OperatorReply: @unchecked Sendable {
   public var momentRules: [Capfleet_V1_MomentRuleInfo] {
     get {_storage._momentRules}
     set {_uniqueStorage()._momentRules = newValue}
+  }
+
+  /// with ChangeStorage (the destination as kept; none when removed), ListStorage (minor 26)
+  public var storage: [Capfleet_V1_StorageInfo] {
+    get {_storage._storage}
+    set {_uniqueStorage()._storage = newValue}
   }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -3100,6 +3139,25 @@ public nonisolated struct Capfleet_V1_CollectRecording: Sendable {
   public init() {}
 }
 
+/// Since 1.26 (recordings.md, "Offload"): each host holding a part of the take copies its
+/// segments straight to the destination (the coordinator those it holds), and each copy is
+/// proved by SHA-256 and recorded in the index. Answers at once with the take (its `offloads`
+/// show the progress); asked again, it goes on from what is proved there already.
+public nonisolated struct Capfleet_V1_OffloadRecording: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var takeID: String = String()
+
+  /// a destination's name (ListStorage)
+  public var destination: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 /// Ends a take: frames captured at or after the stop instant are not its. `at_fleet_time_ns`,
 /// or `from_now_ns` from now (0 = now). The reply comes once every device's part is stored, or
 /// after `wait_ms` (0 = 10000) with the devices still uploading shown as they are.
@@ -3391,6 +3449,12 @@ public nonisolated struct Capfleet_V1_TakeInfo: @unchecked Sendable {
     set {_uniqueStorage()._preRollMs = newValue}
   }
 
+  /// since 1.26: each destination the take is (being) offloaded to (recordings.md, "Offload")
+  public var offloads: [Capfleet_V1_TakeOffloadInfo] {
+    get {_storage._offloads}
+    set {_uniqueStorage()._offloads = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -3640,6 +3704,12 @@ public nonisolated struct Capfleet_V1_TakeSegmentInfo: @unchecked Sendable {
   public var hasDrops: Bool {_storage._drops != nil}
   /// Clears the value of `drops`. Subsequent reads from it will return its default value.
   public mutating func clearDrops() {_uniqueStorage()._drops = nil}
+
+  /// since 1.26: its copies on storage destinations (recordings.md, "Offload")
+  public var copies: [Capfleet_V1_SegmentCopyInfo] {
+    get {_storage._copies}
+    set {_uniqueStorage()._copies = newValue}
+  }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -4370,6 +4440,145 @@ public nonisolated struct Capfleet_V1_SetDeviceOptics: Sendable {
   fileprivate var _optics: Capfleet_V1_DeviceOptics? = nil
 }
 
+public nonisolated struct Capfleet_V1_ChangeStorage: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var destination: Capfleet_V1_StorageDestination {
+    get {_destination ?? Capfleet_V1_StorageDestination()}
+    set {_destination = newValue}
+  }
+  /// Returns true if `destination` has been explicitly set.
+  public var hasDestination: Bool {self._destination != nil}
+  /// Clears the value of `destination`. Subsequent reads from it will return its default value.
+  public mutating func clearDestination() {self._destination = nil}
+
+  /// with destination.name only
+  public var remove: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _destination: Capfleet_V1_StorageDestination? = nil
+}
+
+public nonisolated struct Capfleet_V1_ListStorage: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_StorageInfo: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// secrets empty
+  public var destination: Capfleet_V1_StorageDestination {
+    get {_destination ?? Capfleet_V1_StorageDestination()}
+    set {_destination = newValue}
+  }
+  /// Returns true if `destination` has been explicitly set.
+  public var hasDestination: Bool {self._destination != nil}
+  /// Clears the value of `destination`. Subsequent reads from it will return its default value.
+  public mutating func clearDestination() {self._destination = nil}
+
+  /// the settings kept as secrets
+  public var secretKeys: [String] = []
+
+  public var createdBy: String = String()
+
+  public var createdUnixMs: Int64 = 0
+
+  /// secrets this coordinator no longer holds (a restored backup): add it again with them
+  public var secretsMissing: [String] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _destination: Capfleet_V1_StorageDestination? = nil
+}
+
+/// A take's offload to one destination (since 1.26).
+public nonisolated struct Capfleet_V1_TakeOffloadInfo: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var destination: String = String()
+
+  /// the take's segments
+  public var segments: UInt32 = 0
+
+  /// proved on the destination
+  public var verified: UInt32 = 0
+
+  public var verifiedBytes: UInt64 = 0
+
+  /// not yet proved there
+  public var pendingBytes: UInt64 = 0
+
+  /// of the segments being sent now, bytes so far
+  public var sendingBytes: UInt64 = 0
+
+  /// an offload is under way
+  public var running: Bool = false
+
+  /// the last run's failures, if any
+  public var error: String = String()
+
+  /// segments not sent: their camera's consent is not granted
+  public var heldBack: UInt32 = 0
+
+  /// the last run stopped because the destination is full
+  public var destinationFull: Bool = false
+
+  /// the take's index (take.json) on the destination, once written
+  public var indexPath: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// One segment's copy on a destination (since 1.26): the last attempt's outcome.
+public nonisolated struct Capfleet_V1_SegmentCopyInfo: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var destination: String = String()
+
+  public var objectPath: String = String()
+
+  /// verified, failed, held_back
+  public var state: String = String()
+
+  /// verified: store_checksum or read_back
+  public var proof: String = String()
+
+  /// sent in the attempt that proved it (0: it was there already)
+  public var sentBytes: UInt64 = 0
+
+  public var atUnixMs: Int64 = 0
+
+  public var error: String = String()
+
+  /// the host that sent it (empty: the coordinator)
+  public var nodeID: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "capfleet.v1"
@@ -4388,7 +4597,7 @@ nonisolated extension Capfleet_V1_EnrollmentTokenState: SwiftProtobuf._ProtoName
 
 nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0\u{3}note_recording\0\u{3}backup_database\0\u{3}get_preview\0\u{3}list_previews\0\u{3}collect_recording\0\u{4}\u{b}list_enrollments\0\u{3}revoke_enrollment\0\u{3}create_dashboard_sign_in\0\u{3}list_dashboard_sessions\0\u{3}end_dashboard_session\0\u{3}take_still\0\u{3}list_stills\0\u{3}get_still\0\u{3}delete_still\0\u{3}read_still_file\0\u{3}change_detection\0\u{3}set_device_optics\0\u{3}sync_audit\0\u{3}get_frame_sets\0\u{3}change_audio_processing\0\u{3}change_control\0\u{3}change_region\0\u{3}change_pre_roll\0\u{3}take_moment\0\u{3}list_moments\0\u{3}change_moment_rule\0\u{3}list_moment_rules\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operator\0\u{3}session_id\0\u{3}session_timeout_ms\0\u{4}\u{6}list_nodes\0\u{3}list_devices\0\u{3}get_formats\0\u{3}get_fleet_stats\0\u{3}get_latest_frame\0\u{3}get_ingest_stats\0\u{3}forget_node\0\u{3}change_format\0\u{3}change_frame_rate\0\u{3}change_zoom\0\u{3}lock_device\0\u{3}unlock_device\0\u{3}change_focus\0\u{3}set_drop_recovery_policy\0\u{3}get_device\0\u{3}end_session\0\u{3}get_events\0\u{3}change_pressure_policy\0\u{3}create_enrollment\0\u{3}revoke_node\0\u{3}add_operator\0\u{3}remove_operator\0\u{3}list_operators\0\u{3}who_am_i\0\u{3}change_consent\0\u{3}get_consent_history\0\u{3}sync_check\0\u{3}change_frame_alignment\0\u{3}start_recording\0\u{3}stop_recording\0\u{3}list_recordings\0\u{3}get_recording\0\u{3}delete_recording\0\u{3}verify_recording\0\u{3}read_segment\0\u{3}note_recording\0\u{3}backup_database\0\u{3}get_preview\0\u{3}list_previews\0\u{3}collect_recording\0\u{4}\u{b}list_enrollments\0\u{3}revoke_enrollment\0\u{3}create_dashboard_sign_in\0\u{3}list_dashboard_sessions\0\u{3}end_dashboard_session\0\u{3}take_still\0\u{3}list_stills\0\u{3}get_still\0\u{3}delete_still\0\u{3}read_still_file\0\u{3}change_detection\0\u{3}set_device_optics\0\u{3}sync_audit\0\u{3}get_frame_sets\0\u{3}change_audio_processing\0\u{3}change_control\0\u{3}change_region\0\u{3}change_pre_roll\0\u{3}take_moment\0\u{3}list_moments\0\u{3}change_moment_rule\0\u{3}list_moment_rules\0\u{3}change_storage\0\u{3}list_storage\0\u{3}offload_recording\0")
 
   fileprivate class _StorageClass {
     var _requestID: UInt64 = 0
@@ -5239,6 +5448,45 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
             _storage._body = .listMomentRules(v)
           }
         }()
+        case 82: try {
+          var v: Capfleet_V1_ChangeStorage?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .changeStorage(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .changeStorage(v)
+          }
+        }()
+        case 83: try {
+          var v: Capfleet_V1_ListStorage?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .listStorage(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .listStorage(v)
+          }
+        }()
+        case 84: try {
+          var v: Capfleet_V1_OffloadRecording?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .offloadRecording(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .offloadRecording(v)
+          }
+        }()
         default: break
         }
       }
@@ -5511,6 +5759,18 @@ nonisolated extension Capfleet_V1_OperatorRequest: SwiftProtobuf.Message, SwiftP
       case .listMomentRules?: try {
         guard case .listMomentRules(let v)? = _storage._body else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 81)
+      }()
+      case .changeStorage?: try {
+        guard case .changeStorage(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 82)
+      }()
+      case .listStorage?: try {
+        guard case .listStorage(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 83)
+      }()
+      case .offloadRecording?: try {
+        guard case .offloadRecording(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 84)
       }()
       case nil: break
       }
@@ -6799,7 +7059,7 @@ nonisolated extension Capfleet_V1_RejectionCount: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OperatorReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0\u{1}takes\0\u{1}verification\0\u{3}segment_data\0\u{3}segment_size\0\u{1}backup\0\u{1}endpoints\0\u{2}\u{3}previews\0\u{4}\u{5}enrollment_tokens\0\u{3}dashboard_sign_in\0\u{3}dashboard_sessions\0\u{1}stills\0\u{1}detection\0\u{1}optics\0\u{3}sync_audit\0\u{3}frame_sets\0\u{3}audio_processing\0\u{1}control\0\u{1}region\0\u{3}pre_roll\0\u{1}moments\0\u{3}moment_rules\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{2}\u{8}nodes\0\u{1}devices\0\u{1}formats\0\u{3}device_stats\0\u{3}frame_header\0\u{1}rejections\0\u{3}zoom_factor\0\u{3}zoom_method\0\u{1}focus\0\u{3}active_frame_rate\0\u{3}active_min_frame_rate\0\u{3}node_stats\0\u{1}pressure\0\u{1}events\0\u{3}enrollment_token\0\u{3}enrollment_expires_unix_ms\0\u{1}operators\0\u{3}needed_role\0\u{1}you\0\u{3}consent_history\0\u{3}consent_applied\0\u{3}sync_check\0\u{1}takes\0\u{1}verification\0\u{3}segment_data\0\u{3}segment_size\0\u{1}backup\0\u{1}endpoints\0\u{2}\u{3}previews\0\u{4}\u{5}enrollment_tokens\0\u{3}dashboard_sign_in\0\u{3}dashboard_sessions\0\u{1}stills\0\u{1}detection\0\u{1}optics\0\u{3}sync_audit\0\u{3}frame_sets\0\u{3}audio_processing\0\u{1}control\0\u{1}region\0\u{3}pre_roll\0\u{1}moments\0\u{3}moment_rules\0\u{1}storage\0")
 
   fileprivate class _StorageClass {
     var _requestID: UInt64 = 0
@@ -6847,6 +7107,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
     var _preRoll: Capfleet_V1_PreRoll? = nil
     var _moments: [Capfleet_V1_MomentInfo] = []
     var _momentRules: [Capfleet_V1_MomentRuleInfo] = []
+    var _storage: [Capfleet_V1_StorageInfo] = []
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -6902,6 +7163,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       _preRoll = source._preRoll
       _moments = source._moments
       _momentRules = source._momentRules
+      _storage = source._storage
     }
   }
 
@@ -6965,6 +7227,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         case 56: try { try decoder.decodeSingularMessageField(value: &_storage._preRoll) }()
         case 57: try { try decoder.decodeRepeatedMessageField(value: &_storage._moments) }()
         case 58: try { try decoder.decodeRepeatedMessageField(value: &_storage._momentRules) }()
+        case 59: try { try decoder.decodeRepeatedMessageField(value: &_storage._storage) }()
         default: break
         }
       }
@@ -7112,6 +7375,9 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
       if !_storage._momentRules.isEmpty {
         try visitor.visitRepeatedMessageField(value: _storage._momentRules, fieldNumber: 58)
       }
+      if !_storage._storage.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._storage, fieldNumber: 59)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -7166,6 +7432,7 @@ nonisolated extension Capfleet_V1_OperatorReply: SwiftProtobuf.Message, SwiftPro
         if _storage._preRoll != rhs_storage._preRoll {return false}
         if _storage._moments != rhs_storage._moments {return false}
         if _storage._momentRules != rhs_storage._momentRules {return false}
+        if _storage._storage != rhs_storage._storage {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -9217,6 +9484,41 @@ nonisolated extension Capfleet_V1_CollectRecording: SwiftProtobuf.Message, Swift
   }
 }
 
+nonisolated extension Capfleet_V1_OffloadRecording: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".OffloadRecording"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}take_id\0\u{1}destination\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.takeID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.destination) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.takeID.isEmpty {
+      try visitor.visitSingularStringField(value: self.takeID, fieldNumber: 1)
+    }
+    if !self.destination.isEmpty {
+      try visitor.visitSingularStringField(value: self.destination, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_OffloadRecording, rhs: Capfleet_V1_OffloadRecording) -> Bool {
+    if lhs.takeID != rhs.takeID {return false}
+    if lhs.destination != rhs.destination {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
 nonisolated extension Capfleet_V1_StopRecording: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".StopRecording"
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}take_id\0\u{3}at_fleet_time_ns\0\u{3}from_now_ns\0\u{3}wait_ms\0")
@@ -9528,7 +9830,7 @@ nonisolated extension Capfleet_V1_BackupChunk: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".TakeInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}name\0\u{1}state\0\u{3}start_fleet_ns\0\u{3}stop_fleet_ns\0\u{1}directory\0\u{3}created_unix_ms\0\u{3}created_by\0\u{1}error\0\u{1}devices\0\u{1}segments\0\u{1}events\0\u{3}start_spread_ns\0\u{1}frames\0\u{1}bytes\0\u{3}size_bytes\0\u{1}store\0\u{3}agent_held_bytes\0\u{3}collected_bytes\0\u{3}collect_error\0\u{1}encoding\0\u{3}sync_report\0\u{3}sensor_device_ids\0\u{3}pre_roll_ms\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}name\0\u{1}state\0\u{3}start_fleet_ns\0\u{3}stop_fleet_ns\0\u{1}directory\0\u{3}created_unix_ms\0\u{3}created_by\0\u{1}error\0\u{1}devices\0\u{1}segments\0\u{1}events\0\u{3}start_spread_ns\0\u{1}frames\0\u{1}bytes\0\u{3}size_bytes\0\u{1}store\0\u{3}agent_held_bytes\0\u{3}collected_bytes\0\u{3}collect_error\0\u{1}encoding\0\u{3}sync_report\0\u{3}sensor_device_ids\0\u{3}pre_roll_ms\0\u{1}offloads\0")
 
   fileprivate class _StorageClass {
     var _id: String = String()
@@ -9555,6 +9857,7 @@ nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf
     var _syncReport: Capfleet_V1_TakeSyncReport? = nil
     var _sensorDeviceIds: [String] = []
     var _preRollMs: UInt32 = 0
+    var _offloads: [Capfleet_V1_TakeOffloadInfo] = []
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -9589,6 +9892,7 @@ nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf
       _syncReport = source._syncReport
       _sensorDeviceIds = source._sensorDeviceIds
       _preRollMs = source._preRollMs
+      _offloads = source._offloads
     }
   }
 
@@ -9631,6 +9935,7 @@ nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf
         case 22: try { try decoder.decodeSingularMessageField(value: &_storage._syncReport) }()
         case 23: try { try decoder.decodeRepeatedStringField(value: &_storage._sensorDeviceIds) }()
         case 24: try { try decoder.decodeSingularUInt32Field(value: &_storage._preRollMs) }()
+        case 25: try { try decoder.decodeRepeatedMessageField(value: &_storage._offloads) }()
         default: break
         }
       }
@@ -9715,6 +10020,9 @@ nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf
       if _storage._preRollMs != 0 {
         try visitor.visitSingularUInt32Field(value: _storage._preRollMs, fieldNumber: 24)
       }
+      if !_storage._offloads.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._offloads, fieldNumber: 25)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -9748,6 +10056,7 @@ nonisolated extension Capfleet_V1_TakeInfo: SwiftProtobuf.Message, SwiftProtobuf
         if _storage._syncReport != rhs_storage._syncReport {return false}
         if _storage._sensorDeviceIds != rhs_storage._sensorDeviceIds {return false}
         if _storage._preRollMs != rhs_storage._preRollMs {return false}
+        if _storage._offloads != rhs_storage._offloads {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -9990,7 +10299,7 @@ nonisolated extension Capfleet_V1_TakeDeviceInfo: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Capfleet_V1_TakeSegmentInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".TakeSegmentInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{1}number\0\u{1}path\0\u{1}state\0\u{3}size_bytes\0\u{1}sha256\0\u{3}first_fleet_ns\0\u{3}last_fleet_ns\0\u{3}first_sequence\0\u{3}last_sequence\0\u{1}frames\0\u{3}node_id\0\u{3}node_online\0\u{3}collected_path\0\u{1}drops\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{1}number\0\u{1}path\0\u{1}state\0\u{3}size_bytes\0\u{1}sha256\0\u{3}first_fleet_ns\0\u{3}last_fleet_ns\0\u{3}first_sequence\0\u{3}last_sequence\0\u{1}frames\0\u{3}node_id\0\u{3}node_online\0\u{3}collected_path\0\u{1}drops\0\u{1}copies\0")
 
   fileprivate class _StorageClass {
     var _deviceID: String = String()
@@ -10008,6 +10317,7 @@ nonisolated extension Capfleet_V1_TakeSegmentInfo: SwiftProtobuf.Message, SwiftP
     var _nodeOnline: Bool = false
     var _collectedPath: String = String()
     var _drops: Capfleet_V1_DropCounts? = nil
+    var _copies: [Capfleet_V1_SegmentCopyInfo] = []
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -10033,6 +10343,7 @@ nonisolated extension Capfleet_V1_TakeSegmentInfo: SwiftProtobuf.Message, SwiftP
       _nodeOnline = source._nodeOnline
       _collectedPath = source._collectedPath
       _drops = source._drops
+      _copies = source._copies
     }
   }
 
@@ -10066,6 +10377,7 @@ nonisolated extension Capfleet_V1_TakeSegmentInfo: SwiftProtobuf.Message, SwiftP
         case 13: try { try decoder.decodeSingularBoolField(value: &_storage._nodeOnline) }()
         case 14: try { try decoder.decodeSingularStringField(value: &_storage._collectedPath) }()
         case 15: try { try decoder.decodeSingularMessageField(value: &_storage._drops) }()
+        case 16: try { try decoder.decodeRepeatedMessageField(value: &_storage._copies) }()
         default: break
         }
       }
@@ -10123,6 +10435,9 @@ nonisolated extension Capfleet_V1_TakeSegmentInfo: SwiftProtobuf.Message, SwiftP
       try { if let v = _storage._drops {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 15)
       } }()
+      if !_storage._copies.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._copies, fieldNumber: 16)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -10147,6 +10462,7 @@ nonisolated extension Capfleet_V1_TakeSegmentInfo: SwiftProtobuf.Message, SwiftP
         if _storage._nodeOnline != rhs_storage._nodeOnline {return false}
         if _storage._collectedPath != rhs_storage._collectedPath {return false}
         if _storage._drops != rhs_storage._drops {return false}
+        if _storage._copies != rhs_storage._copies {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -11460,6 +11776,263 @@ nonisolated extension Capfleet_V1_SetDeviceOptics: SwiftProtobuf.Message, SwiftP
   public static func ==(lhs: Capfleet_V1_SetDeviceOptics, rhs: Capfleet_V1_SetDeviceOptics) -> Bool {
     if lhs.deviceID != rhs.deviceID {return false}
     if lhs._optics != rhs._optics {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_ChangeStorage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ChangeStorage"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}destination\0\u{1}remove\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._destination) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self.remove) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._destination {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    if self.remove != false {
+      try visitor.visitSingularBoolField(value: self.remove, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_ChangeStorage, rhs: Capfleet_V1_ChangeStorage) -> Bool {
+    if lhs._destination != rhs._destination {return false}
+    if lhs.remove != rhs.remove {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_ListStorage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ListStorage"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap()
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    // Load everything into unknown fields
+    while try decoder.nextFieldNumber() != nil {}
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_ListStorage, rhs: Capfleet_V1_ListStorage) -> Bool {
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_StorageInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".StorageInfo"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}destination\0\u{3}secret_keys\0\u{3}created_by\0\u{3}created_unix_ms\0\u{3}secrets_missing\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._destination) }()
+      case 2: try { try decoder.decodeRepeatedStringField(value: &self.secretKeys) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.createdBy) }()
+      case 4: try { try decoder.decodeSingularInt64Field(value: &self.createdUnixMs) }()
+      case 5: try { try decoder.decodeRepeatedStringField(value: &self.secretsMissing) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._destination {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    if !self.secretKeys.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.secretKeys, fieldNumber: 2)
+    }
+    if !self.createdBy.isEmpty {
+      try visitor.visitSingularStringField(value: self.createdBy, fieldNumber: 3)
+    }
+    if self.createdUnixMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.createdUnixMs, fieldNumber: 4)
+    }
+    if !self.secretsMissing.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.secretsMissing, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_StorageInfo, rhs: Capfleet_V1_StorageInfo) -> Bool {
+    if lhs._destination != rhs._destination {return false}
+    if lhs.secretKeys != rhs.secretKeys {return false}
+    if lhs.createdBy != rhs.createdBy {return false}
+    if lhs.createdUnixMs != rhs.createdUnixMs {return false}
+    if lhs.secretsMissing != rhs.secretsMissing {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_TakeOffloadInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".TakeOffloadInfo"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}destination\0\u{1}segments\0\u{1}verified\0\u{3}verified_bytes\0\u{3}pending_bytes\0\u{3}sending_bytes\0\u{1}running\0\u{1}error\0\u{3}held_back\0\u{3}destination_full\0\u{3}index_path\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.destination) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.segments) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.verified) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.verifiedBytes) }()
+      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.pendingBytes) }()
+      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.sendingBytes) }()
+      case 7: try { try decoder.decodeSingularBoolField(value: &self.running) }()
+      case 8: try { try decoder.decodeSingularStringField(value: &self.error) }()
+      case 9: try { try decoder.decodeSingularUInt32Field(value: &self.heldBack) }()
+      case 10: try { try decoder.decodeSingularBoolField(value: &self.destinationFull) }()
+      case 11: try { try decoder.decodeSingularStringField(value: &self.indexPath) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.destination.isEmpty {
+      try visitor.visitSingularStringField(value: self.destination, fieldNumber: 1)
+    }
+    if self.segments != 0 {
+      try visitor.visitSingularUInt32Field(value: self.segments, fieldNumber: 2)
+    }
+    if self.verified != 0 {
+      try visitor.visitSingularUInt32Field(value: self.verified, fieldNumber: 3)
+    }
+    if self.verifiedBytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.verifiedBytes, fieldNumber: 4)
+    }
+    if self.pendingBytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.pendingBytes, fieldNumber: 5)
+    }
+    if self.sendingBytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.sendingBytes, fieldNumber: 6)
+    }
+    if self.running != false {
+      try visitor.visitSingularBoolField(value: self.running, fieldNumber: 7)
+    }
+    if !self.error.isEmpty {
+      try visitor.visitSingularStringField(value: self.error, fieldNumber: 8)
+    }
+    if self.heldBack != 0 {
+      try visitor.visitSingularUInt32Field(value: self.heldBack, fieldNumber: 9)
+    }
+    if self.destinationFull != false {
+      try visitor.visitSingularBoolField(value: self.destinationFull, fieldNumber: 10)
+    }
+    if !self.indexPath.isEmpty {
+      try visitor.visitSingularStringField(value: self.indexPath, fieldNumber: 11)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_TakeOffloadInfo, rhs: Capfleet_V1_TakeOffloadInfo) -> Bool {
+    if lhs.destination != rhs.destination {return false}
+    if lhs.segments != rhs.segments {return false}
+    if lhs.verified != rhs.verified {return false}
+    if lhs.verifiedBytes != rhs.verifiedBytes {return false}
+    if lhs.pendingBytes != rhs.pendingBytes {return false}
+    if lhs.sendingBytes != rhs.sendingBytes {return false}
+    if lhs.running != rhs.running {return false}
+    if lhs.error != rhs.error {return false}
+    if lhs.heldBack != rhs.heldBack {return false}
+    if lhs.destinationFull != rhs.destinationFull {return false}
+    if lhs.indexPath != rhs.indexPath {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_SegmentCopyInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SegmentCopyInfo"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}destination\0\u{3}object_path\0\u{1}state\0\u{1}proof\0\u{3}sent_bytes\0\u{3}at_unix_ms\0\u{1}error\0\u{3}node_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.destination) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.objectPath) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.state) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.proof) }()
+      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.sentBytes) }()
+      case 6: try { try decoder.decodeSingularInt64Field(value: &self.atUnixMs) }()
+      case 7: try { try decoder.decodeSingularStringField(value: &self.error) }()
+      case 8: try { try decoder.decodeSingularStringField(value: &self.nodeID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.destination.isEmpty {
+      try visitor.visitSingularStringField(value: self.destination, fieldNumber: 1)
+    }
+    if !self.objectPath.isEmpty {
+      try visitor.visitSingularStringField(value: self.objectPath, fieldNumber: 2)
+    }
+    if !self.state.isEmpty {
+      try visitor.visitSingularStringField(value: self.state, fieldNumber: 3)
+    }
+    if !self.proof.isEmpty {
+      try visitor.visitSingularStringField(value: self.proof, fieldNumber: 4)
+    }
+    if self.sentBytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.sentBytes, fieldNumber: 5)
+    }
+    if self.atUnixMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.atUnixMs, fieldNumber: 6)
+    }
+    if !self.error.isEmpty {
+      try visitor.visitSingularStringField(value: self.error, fieldNumber: 7)
+    }
+    if !self.nodeID.isEmpty {
+      try visitor.visitSingularStringField(value: self.nodeID, fieldNumber: 8)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_SegmentCopyInfo, rhs: Capfleet_V1_SegmentCopyInfo) -> Bool {
+    if lhs.destination != rhs.destination {return false}
+    if lhs.objectPath != rhs.objectPath {return false}
+    if lhs.state != rhs.state {return false}
+    if lhs.proof != rhs.proof {return false}
+    if lhs.sentBytes != rhs.sentBytes {return false}
+    if lhs.atUnixMs != rhs.atUnixMs {return false}
+    if lhs.error != rhs.error {return false}
+    if lhs.nodeID != rhs.nodeID {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

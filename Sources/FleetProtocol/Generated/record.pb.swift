@@ -136,6 +136,24 @@ public nonisolated struct Capfleet_V1_RecordUp: @unchecked Sendable {
     set {_uniqueStorage()._body = .stillHeld(newValue)}
   }
 
+  /// since 1.26: how an OffloadSegment ended (recordings.md, "Offload")
+  public var offloaded: Capfleet_V1_SegmentOffloaded {
+    get {
+      if case .offloaded(let v)? = _storage._body {return v}
+      return Capfleet_V1_SegmentOffloaded()
+    }
+    set {_uniqueStorage()._body = .offloaded(newValue)}
+  }
+
+  /// since 1.26: an offload's progress, every 2 s while it sends
+  public var offloading: Capfleet_V1_SegmentOffloading {
+    get {
+      if case .offloading(let v)? = _storage._body {return v}
+      return Capfleet_V1_SegmentOffloading()
+    }
+    set {_uniqueStorage()._body = .offloading(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Body: Equatable, Sendable {
@@ -156,6 +174,10 @@ public nonisolated struct Capfleet_V1_RecordUp: @unchecked Sendable {
     case stillChunk(Capfleet_V1_SegmentChunk)
     /// since 1.6: a camera's pictures of a still (take_id), sent every 3 s until still_indexed
     case stillHeld(Capfleet_V1_StillCaptured)
+    /// since 1.26: how an OffloadSegment ended (recordings.md, "Offload")
+    case offloaded(Capfleet_V1_SegmentOffloaded)
+    /// since 1.26: an offload's progress, every 2 s while it sends
+    case offloading(Capfleet_V1_SegmentOffloading)
 
   }
 
@@ -368,6 +390,15 @@ public nonisolated struct Capfleet_V1_RecordDown: Sendable {
     set {body = .stillIndexed(newValue)}
   }
 
+  /// since 1.26: copy a segment's file to a storage destination (recordings.md, "Offload")
+  public var offload: Capfleet_V1_OffloadSegment {
+    get {
+      if case .offload(let v)? = body {return v}
+      return Capfleet_V1_OffloadSegment()
+    }
+    set {body = .offload(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Body: Equatable, Sendable {
@@ -393,6 +424,8 @@ public nonisolated struct Capfleet_V1_RecordDown: Sendable {
     case stillCollected(Capfleet_V1_SegmentCollected)
     /// since 1.6: the index holds the pictures still_held reported: stop reporting them
     case stillIndexed(Capfleet_V1_RecordDone)
+    /// since 1.26: copy a segment's file to a storage destination (recordings.md, "Offload")
+    case offload(Capfleet_V1_OffloadSegment)
 
   }
 
@@ -839,13 +872,108 @@ public nonisolated struct Capfleet_V1_TakeNote: Sendable {
   public init() {}
 }
 
+/// Offload (since 1.26; recordings.md, "Offload"): the agent copies one segment of a part it
+/// holds straight to a storage destination with rclone, at most at its collect rate, and
+/// proves the copy by SHA-256. It answers `offloaded` once; the coordinator asks again (every
+/// 30 s while no answer came, and after the agent restarts), and an order for a copy under way
+/// is that copy. A copy the destination already holds whole is proved, not sent again.
+public nonisolated struct Capfleet_V1_OffloadSegment: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var number: UInt32 = 0
+
+  /// as the index says
+  public var sizeBytes: UInt64 = 0
+
+  /// as the index says, lowercase hex
+  public var sha256: String = String()
+
+  /// with its secrets: they reach only the agents that upload, over this encrypted link
+  public var destination: Capfleet_V1_StorageDestination {
+    get {_destination ?? Capfleet_V1_StorageDestination()}
+    set {_destination = newValue}
+  }
+  /// Returns true if `destination` has been explicitly set.
+  public var hasDestination: Bool {self._destination != nil}
+  /// Clears the value of `destination`. Subsequent reads from it will return its default value.
+  public mutating func clearDestination() {self._destination = nil}
+
+  /// where on the destination (its root included; the layout in recordings.md)
+  public var objectPath: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _destination: Capfleet_V1_StorageDestination? = nil
+}
+
+public nonisolated struct Capfleet_V1_SegmentOffloaded: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var number: UInt32 = 0
+
+  /// its name
+  public var destination: String = String()
+
+  public var objectPath: String = String()
+
+  /// the destination holds the segment, proved
+  public var verified: Bool = false
+
+  /// store_checksum (the store's own SHA-256) or read_back (the object read back and hashed)
+  public var proof: String = String()
+
+  /// sent for it now; 0: it was there already
+  public var sentBytes: UInt64 = 0
+
+  /// not verified: why
+  public var error: String = String()
+
+  /// the destination said it has no room
+  public var destinationFull: Bool = false
+
+  /// a copy found there was not the segment's and was sent again: what was found
+  public var replacedCorruptCopy: String = String()
+
+  /// not sent: the device's consent is not granted
+  public var heldBack: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Capfleet_V1_SegmentOffloading: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var number: UInt32 = 0
+
+  public var destination: String = String()
+
+  /// of this segment, so far
+  public var sentBytes: UInt64 = 0
+
+  public var sizeBytes: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "capfleet.v1"
 
 nonisolated extension Capfleet_V1_RecordUp: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".RecordUp"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}take_id\0\u{3}device_id\0\u{2}\u{7}resume\0\u{1}frame\0\u{1}end\0\u{1}attach\0\u{1}segment\0\u{3}part_end\0\u{1}chunk\0\u{1}check\0\u{3}still_chunk\0\u{3}still_held\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}take_id\0\u{3}device_id\0\u{2}\u{7}resume\0\u{1}frame\0\u{1}end\0\u{1}attach\0\u{1}segment\0\u{3}part_end\0\u{1}chunk\0\u{1}check\0\u{3}still_chunk\0\u{3}still_held\0\u{1}offloaded\0\u{1}offloading\0")
 
   fileprivate class _StorageClass {
     var _protocolVersion: Capfleet_V1_ProtocolVersion = .unspecified
@@ -1017,6 +1145,32 @@ nonisolated extension Capfleet_V1_RecordUp: SwiftProtobuf.Message, SwiftProtobuf
             _storage._body = .stillHeld(v)
           }
         }()
+        case 20: try {
+          var v: Capfleet_V1_SegmentOffloaded?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .offloaded(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .offloaded(v)
+          }
+        }()
+        case 21: try {
+          var v: Capfleet_V1_SegmentOffloading?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .offloading(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .offloading(v)
+          }
+        }()
         default: break
         }
       }
@@ -1078,6 +1232,14 @@ nonisolated extension Capfleet_V1_RecordUp: SwiftProtobuf.Message, SwiftProtobuf
       case .stillHeld?: try {
         guard case .stillHeld(let v)? = _storage._body else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 19)
+      }()
+      case .offloaded?: try {
+        guard case .offloaded(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 20)
+      }()
+      case .offloading?: try {
+        guard case .offloading(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 21)
       }()
       case nil: break
       }
@@ -1238,7 +1400,7 @@ nonisolated extension Capfleet_V1_RecordEnd: SwiftProtobuf.Message, SwiftProtobu
 
 nonisolated extension Capfleet_V1_RecordDown: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".RecordDown"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}take_id\0\u{3}device_id\0\u{2}\u{8}credit\0\u{1}done\0\u{1}refused\0\u{1}indexed\0\u{1}fetch\0\u{1}check\0\u{1}collected\0\u{3}delete_part\0\u{1}note\0\u{3}fetch_still\0\u{3}still_collected\0\u{3}still_indexed\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}take_id\0\u{3}device_id\0\u{2}\u{8}credit\0\u{1}done\0\u{1}refused\0\u{1}indexed\0\u{1}fetch\0\u{1}check\0\u{1}collected\0\u{3}delete_part\0\u{1}note\0\u{3}fetch_still\0\u{3}still_collected\0\u{3}still_indexed\0\u{1}offload\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1404,6 +1566,19 @@ nonisolated extension Capfleet_V1_RecordDown: SwiftProtobuf.Message, SwiftProtob
           self.body = .stillIndexed(v)
         }
       }()
+      case 22: try {
+        var v: Capfleet_V1_OffloadSegment?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .offload(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .offload(v)
+        }
+      }()
       default: break
       }
     }
@@ -1468,6 +1643,10 @@ nonisolated extension Capfleet_V1_RecordDown: SwiftProtobuf.Message, SwiftProtob
     case .stillIndexed?: try {
       guard case .stillIndexed(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 21)
+    }()
+    case .offload?: try {
+      guard case .offload(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 22)
     }()
     case nil: break
     }
@@ -2248,6 +2427,180 @@ nonisolated extension Capfleet_V1_TakeNote: SwiftProtobuf.Message, SwiftProtobuf
     if lhs.fleetNs != rhs.fleetNs {return false}
     if lhs.detection != rhs.detection {return false}
     if lhs.sensors != rhs.sensors {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_OffloadSegment: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".OffloadSegment"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}number\0\u{3}size_bytes\0\u{1}sha256\0\u{1}destination\0\u{3}object_path\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.number) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.sizeBytes) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.sha256) }()
+      case 4: try { try decoder.decodeSingularMessageField(value: &self._destination) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.objectPath) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if self.number != 0 {
+      try visitor.visitSingularUInt32Field(value: self.number, fieldNumber: 1)
+    }
+    if self.sizeBytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.sizeBytes, fieldNumber: 2)
+    }
+    if !self.sha256.isEmpty {
+      try visitor.visitSingularStringField(value: self.sha256, fieldNumber: 3)
+    }
+    try { if let v = self._destination {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
+    } }()
+    if !self.objectPath.isEmpty {
+      try visitor.visitSingularStringField(value: self.objectPath, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_OffloadSegment, rhs: Capfleet_V1_OffloadSegment) -> Bool {
+    if lhs.number != rhs.number {return false}
+    if lhs.sizeBytes != rhs.sizeBytes {return false}
+    if lhs.sha256 != rhs.sha256 {return false}
+    if lhs._destination != rhs._destination {return false}
+    if lhs.objectPath != rhs.objectPath {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_SegmentOffloaded: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SegmentOffloaded"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}number\0\u{1}destination\0\u{3}object_path\0\u{1}verified\0\u{1}proof\0\u{3}sent_bytes\0\u{1}error\0\u{3}destination_full\0\u{3}replaced_corrupt_copy\0\u{3}held_back\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.number) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.destination) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.objectPath) }()
+      case 4: try { try decoder.decodeSingularBoolField(value: &self.verified) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.proof) }()
+      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.sentBytes) }()
+      case 7: try { try decoder.decodeSingularStringField(value: &self.error) }()
+      case 8: try { try decoder.decodeSingularBoolField(value: &self.destinationFull) }()
+      case 9: try { try decoder.decodeSingularStringField(value: &self.replacedCorruptCopy) }()
+      case 10: try { try decoder.decodeSingularBoolField(value: &self.heldBack) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.number != 0 {
+      try visitor.visitSingularUInt32Field(value: self.number, fieldNumber: 1)
+    }
+    if !self.destination.isEmpty {
+      try visitor.visitSingularStringField(value: self.destination, fieldNumber: 2)
+    }
+    if !self.objectPath.isEmpty {
+      try visitor.visitSingularStringField(value: self.objectPath, fieldNumber: 3)
+    }
+    if self.verified != false {
+      try visitor.visitSingularBoolField(value: self.verified, fieldNumber: 4)
+    }
+    if !self.proof.isEmpty {
+      try visitor.visitSingularStringField(value: self.proof, fieldNumber: 5)
+    }
+    if self.sentBytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.sentBytes, fieldNumber: 6)
+    }
+    if !self.error.isEmpty {
+      try visitor.visitSingularStringField(value: self.error, fieldNumber: 7)
+    }
+    if self.destinationFull != false {
+      try visitor.visitSingularBoolField(value: self.destinationFull, fieldNumber: 8)
+    }
+    if !self.replacedCorruptCopy.isEmpty {
+      try visitor.visitSingularStringField(value: self.replacedCorruptCopy, fieldNumber: 9)
+    }
+    if self.heldBack != false {
+      try visitor.visitSingularBoolField(value: self.heldBack, fieldNumber: 10)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_SegmentOffloaded, rhs: Capfleet_V1_SegmentOffloaded) -> Bool {
+    if lhs.number != rhs.number {return false}
+    if lhs.destination != rhs.destination {return false}
+    if lhs.objectPath != rhs.objectPath {return false}
+    if lhs.verified != rhs.verified {return false}
+    if lhs.proof != rhs.proof {return false}
+    if lhs.sentBytes != rhs.sentBytes {return false}
+    if lhs.error != rhs.error {return false}
+    if lhs.destinationFull != rhs.destinationFull {return false}
+    if lhs.replacedCorruptCopy != rhs.replacedCorruptCopy {return false}
+    if lhs.heldBack != rhs.heldBack {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Capfleet_V1_SegmentOffloading: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SegmentOffloading"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}number\0\u{1}destination\0\u{3}sent_bytes\0\u{3}size_bytes\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.number) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.destination) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.sentBytes) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.sizeBytes) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.number != 0 {
+      try visitor.visitSingularUInt32Field(value: self.number, fieldNumber: 1)
+    }
+    if !self.destination.isEmpty {
+      try visitor.visitSingularStringField(value: self.destination, fieldNumber: 2)
+    }
+    if self.sentBytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.sentBytes, fieldNumber: 3)
+    }
+    if self.sizeBytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.sizeBytes, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Capfleet_V1_SegmentOffloading, rhs: Capfleet_V1_SegmentOffloading) -> Bool {
+    if lhs.number != rhs.number {return false}
+    if lhs.destination != rhs.destination {return false}
+    if lhs.sentBytes != rhs.sentBytes {return false}
+    if lhs.sizeBytes != rhs.sizeBytes {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -94,6 +94,11 @@ struct OperatorBed {
             $0.httpPort = httpPort
         }
         let listing = DeviceListing(store: store, agents: agents, leases: leases, liveFlow: liveFlow, clock: clock)
+        let storageSecrets = StorageSecrets(directory: directory + "/keys/storage")
+        let offloads = TakeOffloads(
+            store: store, links: links, secrets: storageSecrets, events: events, clock: clock, logger: logger,
+            isOnline: { await agents.isOnline($0) })
+        let catalog = TakeCatalog(store: store, agents: agents, collections: collections, offloads: offloads, sync: takes.sync)
         let taker = MomentTaker(store: store, takes: takes, stills: stills, clock: clock)
         triggers = MomentTriggers(taker: taker, store: store, logger: logger)
         handlers = OperatorHandlers(
@@ -105,14 +110,12 @@ struct OperatorBed {
                 store: store, agents: agents, leases: leases, listing: listing, takes: takes, clock: clock,
                 alignmentGridOrigin: 1_700_000_000_000_000_000,
                 exposureTruth: ExposureAudit.Truth(bootID: Self.bootID, fleetEpochOffset: Self.fleetEpochOffset)),
-            takes: TakeHandler(
-                store: store, takes: takes, catalog: TakeCatalog(store: store, agents: agents, collections: collections, sync: takes.sync),
-                collections: collections, clock: clock),
+            takes: TakeHandler(store: store, takes: takes, catalog: catalog, collections: collections, offloads: offloads, clock: clock),
             recordingFiles: RecordingFilesHandler(store: store, agents: agents, agentLinks: links, events: events, clock: clock, logger: logger),
             stills: StillHandler(store: store, stills: stills, clock: clock),
-            moments: MomentHandler(
-                taker: taker, store: store, catalog: TakeCatalog(store: store, agents: agents, collections: collections, sync: takes.sync)),
+            moments: MomentHandler(taker: taker, store: store, catalog: catalog),
             momentRules: MomentRuleHandler(store: store, triggers: triggers, clock: clock),
+            storage: StorageHandler(store: store, secrets: storageSecrets, clock: clock),
             access: AccessHandler(store: store, leases: leases, coordinatorKey: keys.publicKey, clock: clock, logger: logger),
             nodeAccess: NodeAccessHandler(
                 store: store, agents: agents, ingest: ingest, liveFlow: liveFlow, events: events, clock: clock, logger: logger),

@@ -10,6 +10,7 @@ struct TakeCatalog: Sendable {
     let store: FleetDatabase
     let agents: any AgentCommands
     let collections: TakeCollections
+    let offloads: TakeOffloads
     let sync: TakeSyncDesk
 
     func info(_ take: TakeRecord, detailed: Bool) async throws -> Capfleet_V1_TakeInfo {
@@ -17,9 +18,11 @@ struct TakeCatalog: Sendable {
         let segments = try await store.segments(takeID: take.id)
         var online: Set<String> = []
         for nodeID in Set(devices.map(\.nodeId)) where await agents.isOnline(nodeID) { online.insert(nodeID) }
+        let copies = try await store.segmentCopies(takeID: take.id)
         var info = Self.wire(
             take, devices: devices, segments: segments, events: detailed ? try await store.takeEvents(takeID: take.id) : nil,
-            onlineNodes: online)
+            onlineNodes: online, copies: copies)
+        info.offloads = try await offloadInfo(take, segments: segments, copies: copies)
         // A collect's progress moves with the bytes of the segments being copied, not only
         // with whole segments (which may be most of a short take).
         info.collectedBytes += min(collections.bytesArriving(takeID: take.id), info.agentHeldBytes)
@@ -32,9 +35,61 @@ struct TakeCatalog: Sendable {
         return info
     }
 
+    /// The take's offload to each destination it has copies on or a run under way to.
+    private func offloadInfo(
+        _ take: TakeRecord, segments: [SegmentRecord], copies: [SegmentCopyRecord]
+    ) async throws
+        -> [Capfleet_V1_TakeOffloadInfo]
+    {
+        let names = Set(copies.map(\.destination)).union(await offloads.destinations(of: take.id))
+        guard !names.isEmpty else { return [] }
+        let destinations = try await store.storageDestinations()
+        let finished = segments.filter { $0.state != .open }
+        var infos: [Capfleet_V1_TakeOffloadInfo] = []
+        for name in names.sorted() {
+            let own = copies.filter { $0.destination == name }
+            let proved = Set(own.filter { $0.state == .verified }.map { "\($0.deviceId)#\($0.number)" })
+            let provedBytes = finished.filter { proved.contains("\($0.deviceId)#\($0.number)") }.reduce(0) { $0 + UInt64(max($1.sizeBytes, 0)) }
+            let total = finished.reduce(0) { $0 + UInt64(max($1.sizeBytes, 0)) }
+            let running = await offloads.isRunning(take.id, to: name)
+            let ending = await offloads.ending(take.id, to: name)
+            let sending = running ? await offloads.bytesSending(take.id, to: name) : 0
+            infos.append(
+                .with {
+                    $0.destination = name
+                    $0.segments = UInt32(finished.count)
+                    $0.verified = UInt32(proved.count)
+                    $0.verifiedBytes = provedBytes
+                    $0.pendingBytes = total - min(provedBytes, total)
+                    $0.running = running
+                    $0.sendingBytes = min(sending, total - min(provedBytes, total))
+                    $0.error = ending?.error ?? ""
+                    $0.destinationFull = ending?.destinationFull ?? false
+                    $0.heldBack = UInt32(own.filter { $0.state == .heldBack }.count)
+                    if let destination = destinations.first(where: { $0.name == name }), !proved.isEmpty {
+                        $0.indexPath = OffloadLayout(root: destination.root).takeIndex(take.id)
+                    }
+                })
+        }
+        return infos
+    }
+
+    static func wire(_ copy: SegmentCopyRecord) -> Capfleet_V1_SegmentCopyInfo {
+        .with {
+            $0.destination = copy.destination
+            $0.objectPath = copy.objectPath
+            $0.state = copy.state.rawValue
+            $0.proof = copy.proof
+            $0.sentBytes = UInt64(max(copy.sentBytes, 0))
+            $0.atUnixMs = copy.at
+            $0.error = copy.error
+            $0.nodeID = copy.nodeId ?? ""
+        }
+    }
+
     static func wire(
         _ take: TakeRecord, devices: [TakeDeviceRecord], segments: [SegmentRecord], events: [TakeEventRecord]?,
-        onlineNodes: Set<String> = []
+        onlineNodes: Set<String> = [], copies: [SegmentCopyRecord] = []
     ) -> Capfleet_V1_TakeInfo {
         .with { info in
             info.store = take.store.rawValue
@@ -103,6 +158,7 @@ struct TakeCatalog: Sendable {
                         $0.nodeOnline = segment.nodeId.map { onlineNodes.contains($0) } ?? true
                         $0.collectedPath = segment.collectedPath ?? ""
                         $0.drops = segment.drops.wire
+                        $0.copies = copies.filter { $0.deviceId == segment.deviceId && $0.number == segment.number }.map(wire)
                     }
                 }
                 info.events = events.map { event in

@@ -12,6 +12,8 @@ struct TakeHandler: Sendable {
     let catalog: TakeCatalog
     /// Copies of agent-held segments to the coordinator.
     let collections: TakeCollections
+    /// Copies to storage destinations, from the hosts that hold the files.
+    let offloads: TakeOffloads
     let clock: CoordinatorClock
 
     func startRecording(_ query: Capfleet_V1_StartRecording, by caller: String, into reply: inout Capfleet_V1_OperatorReply) async throws {
@@ -83,6 +85,27 @@ struct TakeHandler: Sendable {
         reply.takes = [try await catalog.info(take, detailed: true)]
         reply.status = .ok
         reply.status.reason = left == 0 ? "every segment of take \(takeID) is on the coordinator" : "collecting \(left) segments"
+    }
+
+    /// Starts copying a take's segments to a storage destination; answers at once.
+    func offloadRecording(_ query: Capfleet_V1_OffloadRecording, by caller: String, into reply: inout Capfleet_V1_OperatorReply) async throws {
+        guard let take = try await store.take(id: query.takeID) else {
+            reply.status = .failure(.notFound, "no take \(query.takeID); see capfleet recordings list")
+            return
+        }
+        let left: Int
+        do {
+            left = try await offloads.offload(take, to: query.destination, by: caller)
+        } catch let refusal as OffloadRefusal {
+            reply.status = .failure(refusal.code, refusal.message)
+            return
+        }
+        reply.takes = [try await catalog.info(take, detailed: true)]
+        reply.status = .ok
+        reply.status.reason =
+            left == 0
+            ? "every segment of take \(take.id) is proved on \(query.destination)"
+            : "offloading \(left) segments to \(query.destination)"
     }
 
     /// Client-supplied timed metadata: into the index and the files.

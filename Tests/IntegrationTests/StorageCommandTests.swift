@@ -1,0 +1,137 @@
+import FleetStorage
+import FleetTestSupport
+import Foundation
+import Testing
+
+extension IntegrationTests {
+    /// `capfleet storage` against a real coordinator (proto-docs/recordings.md, "Destinations"):
+    /// an admin adds a WebDAV destination with its password from a file; everyone sees it with
+    /// the password named, never shown; an operator may not add one; removed, it is gone.
+    @Suite struct StorageCommandTests {
+        @Test func aDestination_isAddedByAnAdmin_listedWithoutItsSecret_andRemoved() async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator()
+            let password = fleet.directory + "/nas-password"
+            try "correct horse\n".write(toFile: password, atomically: true, encoding: .utf8)
+            let add = [
+                "storage", "add", "nas", "--backend", "webdav", "--option", "url=https://nas.studio/dav", "--option", "vendor=other",
+                "--option", "user=capture", "--secret", "pass=@\(password)", "--root", "stage-a",
+            ]
+            let added = try fleet.cli(add)
+            #expect(added.status == 0 && added.output.contains("nas  webdav") && added.output.contains("secrets: pass"), "\(added)")
+            #expect(!added.output.contains("correct horse"))
+            let denied = try fleet.cli(add, user: "bo")
+            #expect(denied.status != 0 && denied.error.contains("admin"), "an operator may not: \(denied.error)")
+
+            let listed = try fleet.cli(["storage", "list", "--json"], user: "vi")
+            let destinations = try #require(try JSONSerialization.jsonObject(with: Data(listed.output.utf8)) as? [[String: Any]], "\(listed.error)")
+            #expect(destinations.count == 1 && destinations[0]["root"] as? String == "stage-a", "\(destinations)")
+            #expect(destinations[0]["secret_keys"] as? [String] == ["pass"] && !listed.output.contains("correct horse"))
+            #expect((destinations[0]["options"] as? [String: String])?["url"] == "https://nas.studio/dav")
+            let malformed = try fleet.cli(["storage", "add", "nas", "--backend", "webdav", "--option", "url"])
+            #expect(malformed.status != 0 && malformed.error.contains("KEY=VALUE"), "\(malformed.error)")
+
+            #expect(try fleet.cli(["storage", "remove", "nas"]).status == 0)
+            #expect(try fleet.cli(["storage", "list"]).output.contains("no storage destinations yet"))
+        }
+    }
+}
+
+extension SecondLaneIntegrationTests {
+    /// `capfleet recordings offload` against a real WebDAV server (`rclone serve webdav`, the
+    /// studio's storage): each host sends its own segments, each proved by SHA-256 and noted in
+    /// the index; the files and the take's index are where the layout says; a copy of the right
+    /// size that is not the segment's is found, replaced and said so; a camera whose consent is
+    /// withdrawn keeps its segments on its host, said so; asked again, nothing is sent twice.
+    @Suite(.serialized) struct OffloadTests {
+        @Test func aTakeOnTwoHosts_isOffloadedByEachHost_provedAndIndexed() async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator(environment: ["CAPFLEET_SEGMENT_SECONDS": "2"])
+            let devices = try await SecondLaneIntegrationTests.RecordingTests.devices(in: fleet, agents: ["u1", "u2"], fps: 15)
+            let takeID = try SecondLaneIntegrationTests.RecordingTests.start(devices, in: fleet, store: "agent")
+            try await Task.sleep(for: .seconds(5))
+            #expect(try fleet.cli(["record", "stop", takeID], timeout: 30).status == 0)
+
+            let server = try StorageServer("webdav")
+            try await server.ready(try Rclone(destination: try server.destination()))
+            let password = fleet.directory + "/studio-password"
+            try StorageServer.password.write(toFile: password, atomically: true, encoding: .utf8)
+            let options = server.options.sorted { $0.key < $1.key }.flatMap { ["--option", "\($0.key)=\($0.value)"] }
+            let added = try fleet.cli(
+                ["storage", "add", "studio", "--backend", "webdav"] + options + ["--secret", "pass=@\(password)", "--root", "fleet/takes"])
+            #expect(added.status == 0, "\(added.output)\(added.error)")
+
+            var shown = try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)
+            let segments = try #require(shown["segments"] as? [[String: Any]])
+            #expect(segments.count >= 4, "two cameras, 2 s segments: \(segments.count)")
+            // An earlier copy of the first segment, of its size but not its bytes (a corrupted object).
+            let first = try #require(segments.first)
+            let firstObject = try Self.object(first, takeID: takeID, on: server)
+            try FileManager.default.createDirectory(atPath: (firstObject as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try Data(repeating: 0x5A, count: try #require(first["size_bytes"] as? Int)).write(to: URL(fileURLWithPath: firstObject))
+
+            let offloaded = try fleet.cli(["recordings", "offload", takeID, "--to", "studio"], timeout: 120)
+            #expect(offloaded.status == 0, "\(offloaded.output)\(offloaded.error)")
+            #expect(offloaded.output.contains("every SHA-256 proved there"), "\(offloaded.output)")
+            shown = try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)
+            let offload = try #require((shown["offloads"] as? [[String: Any]])?.first, "\(shown)")
+            #expect(offload["destination"] as? String == "studio" && offload["pending_bytes"] as? Int == 0, "\(offload)")
+            #expect(offload["verified"] as? Int == segments.count && offload["running"] as? Bool == false, "\(offload)")
+            for segment in try #require(shown["segments"] as? [[String: Any]]) {
+                let copy = try #require((segment["copies"] as? [[String: Any]])?.first, "\(segment)")
+                #expect(copy["state"] as? String == "verified" && copy["proof"] as? String == "read_back", "\(copy)")
+                #expect(copy["sent_by"] as? String == segment["location"] as? String, "the host holding it sent it: \(copy) \(segment)")
+                let path = try #require(segment["path"] as? String)
+                let object = try Self.object(segment, takeID: takeID, on: server)
+                #expect(
+                    copy["object_path"] as? String
+                        == "fleet/takes/\(takeID)/\(segment["device_id"] as? String ?? "")/\((path as NSString).lastPathComponent)")
+                #expect(
+                    FileManager.default.contents(atPath: object) == FileManager.default.contents(atPath: path),
+                    "the destination holds the very bytes of \(path)")
+            }
+            let events = try fleet.cli(["events", "--json"], timeout: 10)
+            let offloadLog = fleet.processes.flatMap {
+                $0.log.split(separator: "\n").filter { $0.contains("offload") || $0.contains("storage destination") }
+            }
+            #expect(
+                events.output.contains("a corrupt copy of segment \(first["number"] as? Int ?? 0)"),
+                "the replaced copy is said: \(events.output.suffix(800)) \(offloadLog.joined(separator: "\n"))")
+            let index = try #require(
+                FileManager.default.contents(atPath: server.folder + "/fleet/takes/\(takeID)/take.json"), "the take's index is beside its files")
+            let indexed = try #require(try JSONSerialization.jsonObject(with: index) as? [String: Any])
+            #expect(indexed["id"] as? String == takeID && (indexed["segments"] as? [Any])?.count == segments.count, "\(indexed.keys)")
+
+            // Asked again: everything is proved there, nothing is sent.
+            let again = try fleet.cli(["recordings", "offload", takeID, "--to", "studio", "--json"], timeout: 60)
+            #expect(again.status == 0, "\(again.error)")
+            let resent = try #require(try JSONSerialization.jsonObject(with: Data(again.output.utf8)) as? [String: Any])
+            let copies = (resent["segments"] as? [[String: Any]] ?? []).compactMap { ($0["copies"] as? [[String: Any]])?.first }
+            #expect(copies.count == segments.count && copies.allSatisfy { $0["at_unix_ms"] as? Int != nil }, "\(copies)")
+
+            // A camera whose consent is withdrawn keeps its segments on its host.
+            let denied = try fleet.cli(["consent", "deny", devices[1], "--reason", "the talent left"])
+            #expect(denied.status == 0, "\(denied.error)")
+            let held = try fleet.cli(["recordings", "offload", takeID, "--to", "elsewhere"], timeout: 60)
+            #expect(held.status != 0 && held.error.contains("no storage destination elsewhere"), "\(held.error)")
+            let server2 = try StorageServer("webdav")
+            try await server2.ready(try Rclone(destination: try server2.destination()))
+            let options2 = server2.options.sorted { $0.key < $1.key }.flatMap { ["--option", "\($0.key)=\($0.value)"] }
+            #expect(try fleet.cli(["storage", "add", "second", "--backend", "webdav"] + options2 + ["--secret", "pass=@\(password)"]).status == 0)
+            let partly = try fleet.cli(["recordings", "offload", takeID, "--to", "second"], timeout: 120)
+            #expect(partly.status != 0 && partly.error.contains("consent is not granted"), "\(partly.output)\(partly.error)")
+            shown = try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)
+            let second = try #require((shown["offloads"] as? [[String: Any]])?.first { $0["destination"] as? String == "second" })
+            let heldBack = (shown["segments"] as? [[String: Any]] ?? []).filter { $0["device_id"] as? String == devices[1] }.count
+            #expect(second["held_back"] as? Int == heldBack && heldBack > 0, "\(second)")
+            #expect(second["verified"] as? Int == segments.count - heldBack, "the other camera's segments went: \(second)")
+        }
+
+        /// Where a segment goes on the server's folder (recordings.md, "Layout on a destination").
+        static func object(_ segment: [String: Any], takeID: String, on server: StorageServer) throws -> String {
+            let path = try #require(segment["path"] as? String)
+            let device = try #require(segment["device_id"] as? String)
+            return server.folder + "/fleet/takes/\(takeID)/\(device)/\((path as NSString).lastPathComponent)"
+        }
+    }
+}
