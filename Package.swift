@@ -192,7 +192,7 @@ let package = Package(
             dependencies: [
                 "FleetAgent", "FleetBus", "FleetCapture", "FleetClient", "FleetCoordinator", "FleetCore", "FleetEncoding", "FleetHost",
                 "FleetProtocol",
-                "FleetRecording", "FleetStore", "FleetSystem", "FleetTestSupport", "CPlatform",
+                "FleetRecording", "FleetStorage", "FleetStore", "FleetSystem", "FleetTestSupport", "CPlatform",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),

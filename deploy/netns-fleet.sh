@@ -10,6 +10,7 @@
 #     P-sw     br0 ------------ v1 ~ eth0  P-a1  10.77.0.11/24   relay + agent a1
 #                  ------------ v2 ~ eth0  P-a2  10.77.0.12/24   relay + agent a2
 #                  ...          vN ~ eth0  P-aN  10.77.0.(10+N)/24
+#                  ------------ vst ~ eth0 P-st  10.77.0.5/24    with --storage: the studio's storage
 #
 # Each agent connects to 127.0.0.1:7600 on its own host, where `capfleet-relay` passes its
 # control, frame ingest, clock and recording connections (7600, 7601, 7605, 7606) on to 10.77.0.1 through a
@@ -35,6 +36,8 @@ readonly COORDINATOR_IP=10.77.0.1
 readonly SUBNET=10.77.0
 readonly CONTROL_PORT=7600 INGEST_PORT=7601 OPERATOR_PORT=7602 CLOCK_PORT=7605 RECORD_PORT=7606
 readonly MAX_AGENTS=50
+# --storage: `rclone serve` on its own host, which agents reach straight over the bridge.
+readonly STORAGE_IP=10.77.0.5 STORAGE_PORT=8070 STORAGE_USER=studio
 readonly OPERATOR_NAME=netns-admin
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 readonly REPO_ROOT
@@ -44,7 +47,7 @@ readonly SCRIPT
 readonly INVOKED=$0
 
 # The fleet's settings: from the command line, else DATA/fleet.env, else defaults.
-PREFIX="" DATA="" BIN="" AGENTS="" IMPAIR="" AGENT_ARGS="" COORDINATOR_ARGS="" SETTINGS="" GENICAM=0 GENICAM_LOSS=0 GENICAM_TIMECODE=0 GENICAM_SENSOR_PATTERN=0 GENICAM_PTP=0 GENICAM_LINE=0 GENICAM_GENERATOR=0
+PREFIX="" DATA="" BIN="" AGENTS="" IMPAIR="" AGENT_ARGS="" COORDINATOR_ARGS="" SETTINGS="" STORAGE="" GENICAM=0 GENICAM_LOSS=0 GENICAM_TIMECODE=0 GENICAM_SENSOR_PATTERN=0 GENICAM_PTP=0 GENICAM_LINE=0 GENICAM_GENERATOR=0
 PREFIX_GIVEN=0 PURGE=0
 declare -A SKEW=()
 
@@ -59,7 +62,7 @@ namespaces P-a1..P-aN, joined by a bridge in P-sw. Each agent reaches the coordi
 
 Commands:
   up [--agents N] [--bin PATH] [--impair SPEC] [--skew I=SETTING]...
-     [--agent-args "ARGS"] [--coordinator-args "ARGS"] [--setting KEY=VALUE]... [--genicam] [--genicam-loss N]
+     [--agent-args "ARGS"] [--coordinator-args "ARGS"] [--setting KEY=VALUE]... [--storage webdav|sftp] [--genicam] [--genicam-loss N]
      [--genicam-timecode] [--genicam-sensor-pattern] [--genicam-ptp] [--genicam-line] [--genicam-line-generator HZ]
         Build the namespaces, start the coordinator, make an admin credential
         (DATA/admin.credential), then a relay and an agent on each agent host; wait until
@@ -71,6 +74,10 @@ Commands:
         --coordinator-args: extra words for every agent / the coordinator. --setting
         cpu_latency_us=0: CAPFLEET_CPU_LATENCY_US=0 for the coordinator and every agent
         (repeatable; CAPFLEET_* variables of the caller's shell never reach them).
+        --storage webdav (or sftp): the studio's storage on a host of its own, namespace P-st
+        at $STORAGE_IP, joined to the bridge: \`rclone serve\` of DATA/storage on port
+        $STORAGE_PORT, user $STORAGE_USER, the password in DATA/storage.password (0600); the
+        summary prints the \`capfleet storage add\` that makes it a destination.
         --genicam: give each agent host I a GigE Vision camera (Aravis's fake camera, run
         by genicam-fake-camera.py, serial CF-aI) in namespace P-gI on a link of its own, and
         run its agent with --genicam gc0. --genicam-loss N: the same, its stream losing N
@@ -89,15 +96,16 @@ Commands:
   cli ARGS...
         Run \`capfleet ARGS\` in P-coord as the admin, e.g. \`cli nodes\`, \`cli clock --json\`.
   exec NAME CMD...
-        Run CMD in namespace P-NAME (NAME: coord, sw, a1, a2, ...).
+        Run CMD in namespace P-NAME (NAME: coord, sw, a1, a2, ..., st).
   impair I|all SPEC
         Set agent I's link impairment (or every agent's), e.g. "delay=5ms,jitter=1ms";
         "" for none. The relay picks it up at once; \`clock\` shows the best round trip of
         the last ~2 minutes of probes, so its ROUND TRIP follows a slower link only then.
   restart-agent I
         Kill agent I with SIGKILL (a crash) and start it again with its enrolled key.
-  partition I | heal I
-        Take agent I's host off the network (its link down) or put it back: a cable pulled.
+  partition I|storage | heal I|storage
+        Take agent I's host (or the storage host) off the network (its link down) or put it
+        back: a cable pulled.
   generator HZ | generator off
         Start an external trigger generator pulsing the --genicam-line cameras' wire at HZ
         (in place of one running), or stop it: a pulse generator switched on and off.
@@ -240,7 +248,7 @@ ns() { echo "$PREFIX-$1"; }
 # This fleet's namespaces that exist now: P-sw, P-coord, P-aI, and nothing of another
 # fleet whose prefix merely starts with P.
 fleet_namespaces() {
-    ip netns list | awk '{print $1}' | grep -E "^$PREFIX-(sw|coord|a[0-9]+|g[0-9]+)\$" || true
+    ip netns list | awk '{print $1}' | grep -E "^$PREFIX-(sw|coord|st|a[0-9]+|g[0-9]+)\$" || true
 }
 
 # Joins host namespace $1 to the bridge: $2 is its port's name in P-sw, $3 its address.
@@ -294,6 +302,34 @@ build_namespaces() {
         attach_host "$(ns "a$i")" "v$i" "$SUBNET.$((10 + i))"
         ((GENICAM == 0)) || attach_genicam_camera "$i"
     done
+    [[ -z $STORAGE ]] || attach_host "$(ns st)" vst "$STORAGE_IP"
+}
+
+# The storage host's server: rclone serve of DATA/storage (it lists no cache, so what is
+# written there behind its back shows at once). The password reaches rclone in its
+# environment (RCLONE_PASS), not on a command line.
+start_storage() {
+    mkdir -p "$DATA/storage"
+    if [[ ! -f $DATA/storage.password ]]; then
+        (umask 077 && head -c 18 /dev/urandom | base64 | tr -d '/+=' >"$DATA/storage.password")
+    fi
+    start_process "$(ns st)" storage env "RCLONE_PASS=$(cat "$DATA/storage.password")" /usr/bin/rclone serve "$STORAGE" "$DATA/storage" \
+        --addr "$STORAGE_IP:$STORAGE_PORT" --user "$STORAGE_USER" --dir-cache-time 0s
+    local deadline=$((SECONDS + 20))
+    until ip netns exec "$(ns coord)" timeout 1 bash -c ">/dev/tcp/$STORAGE_IP/$STORAGE_PORT" 2>/dev/null; do
+        is_running storage || fail_with_logs "the storage server has stopped" storage
+        ((SECONDS < deadline)) || fail_with_logs "the storage server at $STORAGE_IP:$STORAGE_PORT does not answer after 20 s" storage
+        sleep 0.2
+    done
+}
+
+# `capfleet storage add` for the storage host.
+storage_add_command() {
+    if [[ $STORAGE == webdav ]]; then
+        echo "cli storage add studio --backend webdav --option url=http://$STORAGE_IP:$STORAGE_PORT --option vendor=other --option user=$STORAGE_USER --secret pass=@$DATA/storage.password"
+    else
+        echo "cli storage add studio --backend sftp --option host=$STORAGE_IP --option port=$STORAGE_PORT --option user=$STORAGE_USER --secret pass=@$DATA/storage.password"
+    fi
 }
 
 # True if pid $1 is alive and one of this fleet's (its command line names DATA), so that a
@@ -517,6 +553,11 @@ cmd_up() {
             [[ $OPTION_VALUE =~ ^[0-9]+$ ]] || die "--genicam-loss $OPTION_VALUE: packets lost per thousand, e.g. 2"
             GENICAM=1 GENICAM_LOSS=$OPTION_VALUE
             ;;
+        --storage | --storage=*)
+            option_value --storage "$@"
+            [[ $OPTION_VALUE == webdav || $OPTION_VALUE == sftp ]] || die "--storage $OPTION_VALUE: webdav or sftp"
+            STORAGE=$OPTION_VALUE
+            ;;
         --setting | --setting=*)
             option_value --setting "$@"
             [[ $OPTION_VALUE =~ ^[a-z][a-z0-9_]*=[^[:space:]]+$ ]] || die "--setting $OPTION_VALUE: write KEY=VALUE, e.g. cpu_latency_us=0 (no spaces)"
@@ -569,7 +610,7 @@ cmd_up() {
     {
         printf '# Written by %s up at %s; read by its other commands.\n' "$SCRIPT" "$(date '+%F %T')"
         printf '%s=%q\n' PREFIX "$PREFIX" AGENTS "$AGENTS" BIN "$BIN" DATA "$DATA" \
-            AGENT_ARGS "$AGENT_ARGS" COORDINATOR_ARGS "$COORDINATOR_ARGS" SETTINGS "$SETTINGS" GENICAM "$GENICAM" GENICAM_LOSS "$GENICAM_LOSS" \
+            AGENT_ARGS "$AGENT_ARGS" COORDINATOR_ARGS "$COORDINATOR_ARGS" SETTINGS "$SETTINGS" STORAGE "$STORAGE" GENICAM "$GENICAM" GENICAM_LOSS "$GENICAM_LOSS" \
             GENICAM_TIMECODE "$GENICAM_TIMECODE" GENICAM_SENSOR_PATTERN "$GENICAM_SENSOR_PATTERN" GENICAM_PTP "$GENICAM_PTP" GENICAM_LINE "$GENICAM_LINE" GENICAM_GENERATOR "$GENICAM_GENERATOR"
         for i in "${!SKEW[@]}"; do printf 'SKEW_%s=%q\n' "$i" "${SKEW[$i]}"; done
     } >"$DATA/fleet.env"
@@ -596,6 +637,11 @@ cmd_up() {
         sleep 0.5
     done
     echo "coordinator up at $COORDINATOR_IP in $(ns coord)"
+    if [[ -n $STORAGE ]]; then
+        command -v rclone >/dev/null || die "--storage needs rclone (apt-get install rclone)"
+        start_storage
+        echo "storage ($STORAGE) up at $STORAGE_IP:$STORAGE_PORT in $(ns st)"
+    fi
 
     for ((i = 1; i <= AGENTS; i++)); do
         mkdir -p "$DATA/a$i"
@@ -615,6 +661,7 @@ cmd_up() {
 Fleet '$PREFIX' is up: coordinator $COORDINATOR_IP ($(ns coord)), agents a1..a$AGENTS at $SUBNET.11..$SUBNET.$((10 + AGENTS)) (namespaces $(ns a1)..$(ns "a$AGENTS")), all online.
   links        ${IMPAIR:-no impairment}$( ((${#SKEW[@]} == 0)) || printf '; clock skew:%s' "$(for i in $(printf '%s\n' "${!SKEW[@]}" | sort -n); do printf ' a%s %s' "$i" "${SKEW[$i]}"; done)")
   settings     ${SETTINGS:-none given, defaults}
+$([[ -z $STORAGE ]] || echo "  storage      $STORAGE at $STORAGE_IP:$STORAGE_PORT ($(ns st)); a destination: $INVOKED$(fleet_options) $(storage_add_command)")
   state, logs  $DATA (logs/, pids/, fleet.env)
   credential   $DATA/admin.credential
   CLI          $INVOKED$options cli nodes      (or cli clock --json, cli devices, ...)
@@ -805,16 +852,21 @@ cmd_link() {
     resolve_fleet
     require_fleet
     [[ $EUID -eq 0 ]] || die "$verb needs root (network namespaces)"
-    [[ ${#REST[@]} -eq 1 ]] || die "$verb: give the agent's number, e.g. \`$verb 2\`"
-    local i=${REST[0]}
-    check_agent_index "$i"
-    fleet_namespaces | grep -qx -- "$(ns "a$i")" || die "fleet '$PREFIX' is not up: no namespace $(ns "a$i")"
-    if [[ $verb == partition ]]; then
-        ip -n "$(ns "a$i")" link set eth0 down
-        echo "agent host a$i is off the network"
+    [[ ${#REST[@]} -eq 1 ]] || die "$verb: give the agent's number (or storage), e.g. \`$verb 2\`"
+    local host name
+    if [[ ${REST[0]} == storage ]]; then
+        host=$(ns st) name="the storage host"
     else
-        ip -n "$(ns "a$i")" link set eth0 up
-        echo "agent host a$i is back on the network"
+        check_agent_index "${REST[0]}"
+        host=$(ns "a${REST[0]}") name="agent host a${REST[0]}"
+    fi
+    fleet_namespaces | grep -qx -- "$host" || die "fleet '$PREFIX' has no namespace $host"
+    if [[ $verb == partition ]]; then
+        ip -n "$host" link set eth0 down
+        echo "$name is off the network"
+    else
+        ip -n "$host" link set eth0 up
+        echo "$name is back on the network"
     fi
 }
 

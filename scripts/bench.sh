@@ -51,7 +51,7 @@ run_bench fleet --steps "${CAPFLEET_FLEET_BENCH_STEPS:-$(pick 25,100,200 25)}" \
 run_bench sensors --rates "$(pick 1000,10000,100000,400000,800000 1000,50000)" --seconds "$(pick 5 2)"
 # Sound against picture over a take with skewed clocks, and an agent's CPU per microphone
 # (issue "sound and other sensors"; proto-docs/recordings.md, "Exporting with sound").
-run_bench sound --seconds "$(pick 600 15)" --microphones "$(pick 8 4)" --cpu-seconds "$(pick 10 3)"
+run_bench sound --seconds "$(pick 600 8)" --microphones "$(pick 8 4)" --cpu-seconds "$(pick 10 3)"
 run_bench view --seconds "${CAPFLEET_BENCH_SECONDS:-$(pick 8 3)}"
 # Takes' codecs: CPU per 1080p30 stream, size against raw, FFV1 bit-exact, H.264/HEVC PSNR,
 # and cameras recorded without drops per codec against raw (issue "encoding").
@@ -64,6 +64,10 @@ run_bench preroll --seconds "$(pick 10 3)" --keep "$(pick 2,5 2)" --encoded "$(p
 # Auto-framing: the framer's work per frame against a frame copy, its reframing latency, and an
 # agent's CPU with framing against faces found alone (issue "moments and the seeds' camera effects").
 run_bench framing --seconds "$(pick 8 3)"
+# Takes offloaded to a WebDAV server (rclone serve webdav): MB/s per host against rclone copy of
+# the same files, every host against one, and capture drops during offload (issue "takes that
+# leave the fleet").
+run_bench offload --hosts "$(pick 3 2)" --seconds "$(pick 8 2)"
 # The web dashboard: coordinator CPU, bytes a second and previews shown to one headless
 # Chromium watching a grid of N previews, against the same fleet unwatched, and whether the
 # page stays smooth (issue "web dashboard").

@@ -8,9 +8,10 @@ public enum StorageViews {
         let options: [String: String]
         let secretKeys, secretsMissing: [String]
         let createdUnixMs: Int64
+        let offloadWhenStopped: Bool
 
         enum CodingKeys: String, CodingKey {
-            case name, backend, root, options
+            case name, backend, root, options, offloadWhenStopped = "offload_when_stopped"
             case createdBy = "created_by", secretKeys = "secret_keys", secretsMissing = "secrets_missing", createdUnixMs = "created_unix_ms"
         }
 
@@ -23,6 +24,7 @@ public enum StorageViews {
             secretsMissing = info.secretsMissing
             createdBy = info.createdBy
             createdUnixMs = info.createdUnixMs
+            offloadWhenStopped = info.destination.offloadWhenStopped
         }
     }
 
@@ -37,5 +39,6 @@ public enum StorageViews {
             text += " (not held: \(info.secretsMissing.joined(separator: ", ")); add it again with them)"
         }
         return text + "  takes under \(destination.root.isEmpty ? "its top" : destination.root + "/")"
+            + (destination.offloadWhenStopped ? "; every take offloaded once stored" : "")
     }
 }

@@ -132,6 +132,10 @@ extension CoordinatorAssembly {
         let detections: DetectionRelay
         let sensorData: SensorDataRelay
         let collections: TakeCollections
+        /// The storage destinations' secrets (DATA/keys/storage).
+        let storageSecrets: StorageSecrets
+        /// Takes copied to storage destinations by the hosts that hold them.
+        let offloads: TakeOffloads
         let stills: StillDirector
         /// Moments taken by rules, from the reports and samples above.
         let moments: MomentTakerAndTriggers
@@ -164,6 +168,12 @@ extension CoordinatorAssembly {
             let stills = StillDirector(
                 store: store, control: control, collector: sockets.collector, links: links, clock: clock, events: events,
                 directory: configuration.takesDirectory + "/stills", logger: logger)
+            let storageSecrets = StorageSecrets(directory: CoordinatorKeys.directory(dataDirectory: configuration.dataDirectory) + "/storage")
+            let offloads = TakeOffloads(
+                store: store, links: links, secrets: storageSecrets, events: events, clock: clock, logger: logger,
+                isOnline: { nodeID in await control.isOnline(nodeID) })
+            // Before the takes resume: one stored meanwhile is offloaded by the policy too.
+            await takes.whenStored { takeID in await offloads.takeStored(takeID) }
             try await takes.resumeUnfinished()
             try await stills.endUnanswered()
             // Agents' recordings reach the takes only now that the parts in progress are set up.
@@ -178,9 +188,10 @@ extension CoordinatorAssembly {
                 detections: DetectionRelay(telemetry: sockets.telemetry, takes: takes, logger: logger),
                 sensorData: SensorDataRelay(telemetry: sockets.telemetry, takes: takes, logger: logger),
                 collections: TakeCollections(
-                    store: store, collector: sockets.collector, links: links, events: events, clock: clock, logger: logger,
-                    isOnline: { nodeID in await control.isOnline(nodeID) }),
-                stills: stills, moments: MomentTakerAndTriggers(taker: taker, triggers: triggers), leases: leases,
+                    store: store, collector: sockets.collector, copies: DestinationCopies(store: store, secrets: storageSecrets), links: links,
+                    events: events, clock: clock, logger: logger, isOnline: { nodeID in await control.isOnline(nodeID) }),
+                storageSecrets: storageSecrets, offloads: offloads, stills: stills, moments: MomentTakerAndTriggers(taker: taker, triggers: triggers),
+                leases: leases,
                 housekeeper: RecordingHousekeeper(
                     store: store, events: events, metrics: sockets.metrics, configuration: configuration, clock: clock, logger: logger),
                 reporter: TelemetryReporter(
@@ -219,7 +230,7 @@ extension CoordinatorAssembly {
                 coordinatorKey: base.keys.publicKey, alignmentGridOrigin: base.fleetTime.alignmentGridOrigin,
                 exposureTruth: exposureTruth(base.fleetTime, logger: logger), clock: base.clock,
                 backups: DatabaseBackups(dataDirectory: configuration.dataDirectory, store: base.store, clock: base.clock),
-                storageSecrets: StorageSecrets(directory: CoordinatorKeys.directory(dataDirectory: configuration.dataDirectory) + "/storage"),
+                storageSecrets: fleet.storageSecrets,
                 logger: logger)
             let liveFeed = DashboardLiveFeed(read: { try await operators.dashboardFleet() }, events: sockets.events, logger: logger)
             let liveViews = LiveViewRenderer(logger: logger)

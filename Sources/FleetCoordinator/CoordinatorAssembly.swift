@@ -176,9 +176,7 @@ extension CoordinatorAssembly {
         let (control, leases, liveFlow, takes, ingest) = (fleet.control, fleet.leases, fleet.liveFlow, fleet.takes, sockets.ingest)
         let (events, rejections, collections) = (sockets.events, sockets.rejections, fleet.collections)
         let listing = DeviceListing(store: store, agents: control, leases: leases, liveFlow: liveFlow, clock: clock)
-        let offloads = TakeOffloads(
-            store: store, links: fleet.links, secrets: storageSecrets, events: events, clock: clock, logger: logger,
-            isOnline: { nodeID in await control.isOnline(nodeID) })
+        let offloads = fleet.offloads
         let catalog = TakeCatalog(store: store, agents: control, collections: collections, offloads: offloads, sync: takes.sync)
         let handlers = OperatorHandlers(
             listings: FleetListingHandler(
@@ -190,7 +188,8 @@ extension CoordinatorAssembly {
                 alignmentGridOrigin: alignmentGridOrigin, exposureTruth: exposureTruth),
             takes: TakeHandler(store: store, takes: takes, catalog: catalog, collections: collections, offloads: offloads, clock: clock),
             recordingFiles: RecordingFilesHandler(
-                store: store, agents: control, agentLinks: fleet.links, events: events, clock: clock, logger: logger),
+                store: store, agents: control, agentLinks: fleet.links, copies: DestinationCopies(store: store, secrets: storageSecrets),
+                events: events, clock: clock, logger: logger),
             stills: StillHandler(store: store, stills: fleet.stills, clock: clock),
             moments: MomentHandler(taker: fleet.moments.taker, store: store, catalog: catalog),
             momentRules: MomentRuleHandler(store: store, triggers: fleet.moments.triggers, clock: clock),

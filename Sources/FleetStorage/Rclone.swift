@@ -43,6 +43,17 @@ public struct Rclone: Sendable {
     /// `remote:path` for a path on the destination.
     func object(_ path: String) -> String { "\(Self.remote):\(path)" }
 
+    /// The destination's name for rclone run with `processEnvironment`.
+    public var remoteName: String { Self.remote }
+
+    /// The environment rclone runs in for this destination: this process's, without any
+    /// RCLONE_ setting of its own, and the destination's.
+    public var processEnvironment: [String: String] {
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("RCLONE_") }
+        environment.merge(self.environment) { $1 }
+        return environment
+    }
+
     /// The object's size, nil when the destination holds no such object.
     public func size(of path: String) throws(RcloneError) -> UInt64? {
         let result = try run(["lsjson", "--stat", object(path)], for: "look up \(path)", allowing: [3, 4])
@@ -116,9 +127,7 @@ public struct Rclone: Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = (progress == nil ? ["-q"] : ["-v", "--use-json-log", "--stats", "2s"]) + arguments
-        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("RCLONE_") }
-        environment.merge(self.environment) { $1 }
-        process.environment = environment
+        process.environment = processEnvironment
         // Both streams to files: a pipe not drained while the other is read can stall rclone.
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-rclone-\(UUID().uuidString)")
         do {

@@ -14,13 +14,16 @@ public struct StorageDestinationRecord: Codable, Sendable, Hashable, FetchableRe
     /// The secret settings' names, comma-separated (names hold no commas).
     public var secretKeys: String
     public var root: String
+    /// Every take is offloaded here once it is stored.
+    public var offloadWhenStopped: Bool
     public var createdAt: UnixMilliseconds
     public var createdBy: String
 
     public init(
-        name: String, backend: String, options: [String: String], secretKeys: [String], root: String, createdAt: UnixMilliseconds,
-        createdBy: String
+        name: String, backend: String, options: [String: String], secretKeys: [String], root: String, offloadWhenStopped: Bool = false,
+        createdAt: UnixMilliseconds, createdBy: String
     ) {
+        self.offloadWhenStopped = offloadWhenStopped
         self.name = name
         self.backend = backend
         let encoder = JSONEncoder()

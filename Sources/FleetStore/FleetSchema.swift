@@ -789,6 +789,8 @@ enum FleetSchema {
                         optionsJson TEXT NOT NULL DEFAULT '{}',
                         secretKeys TEXT NOT NULL DEFAULT '',
                         root TEXT NOT NULL DEFAULT '',
+                        -- Policy: every take is offloaded here once it is stored.
+                        offloadWhenStopped INTEGER NOT NULL DEFAULT 0,
                         createdAt INTEGER NOT NULL,
                         createdBy TEXT NOT NULL
                     );

@@ -16,7 +16,7 @@ struct CapfleetBench: ParsableCommand {
             TransportBench.self, CommandBench.self, TelemetryBench.self, ClockBench.self, StillBench.self, RecordBench.self, FleetBench.self,
             PreviewBench.self, ViewBench.self, EncodeBench.self, DashboardBench.self, SyncBench.self, SensorBench.self, SoundBench.self,
             GenICamBench.self,
-            GenICamTriggerBench.self, PreRollBench.self, FramingBench.self,
+            GenICamTriggerBench.self, PreRollBench.self, FramingBench.self, OffloadBench.self,
         ])
 }
 

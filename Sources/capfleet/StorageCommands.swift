@@ -27,6 +27,7 @@ struct StorageCommand: ParsableCommand {
         @Option(name: .customLong("option"), help: "A setting, KEY=VALUE (repeatable).") var options: [String] = []
         @Option(name: .customLong("secret"), help: "A secret setting, KEY=VALUE, KEY=- or KEY=@FILE (repeatable).") var secrets: [String] = []
         @Option(help: "The folder on the destination the fleet's takes go under (default: its top).") var root: String = ""
+        @Flag(help: "Offload every take here once it is stored (from every host that holds parts of it).") var offloadWhenStopped = false
         @Flag(help: "Print JSON.") var json = false
 
         func run() throws {
@@ -58,6 +59,7 @@ struct StorageCommand: ParsableCommand {
                             $0.options = settings
                             $0.secrets = hidden
                             $0.root = root
+                            $0.offloadWhenStopped = offloadWhenStopped
                         }
                     })
             ).reply

@@ -74,6 +74,68 @@ import Testing
         await takes.shutdown()
     }
 
+    /// Retention (recordings.md, "Where takes are written"; "Offloading a take"): past
+    /// `keepDays`, a segment collected or proved on a storage destination is removed, one
+    /// that is only here never is; the manifest on disk says which remain.
+    @Test func retention_removesOnlySegmentsSafeElsewhere() async throws {
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let takes = store()
+        #expect(
+            try takes.prepare(
+                takeID: key.takeID, deviceID: key.deviceID, start: start, segmentSeconds: 1, title: "t — cam-1",
+                frameRate: 30, agentInstance: "run-1") == .ready)
+        takes.begin(takeID: key.takeID, deviceID: key.deviceID)
+        feed(takes, frames: 0..<75)
+        takes.end(takeID: key.takeID, deviceID: key.deviceID, takeDrops: DropTally(), reason: "stopped", withholding: false)
+        let file = try #require(takes.part(key))
+        try await waitUntil { file.current.end != nil && !takes.isWriting(key) && file.current.segments.allSatisfy { !$0.sha256.isEmpty } }
+        #expect(file.current.segments.count == 3, "\(file.current.segments.map(\.number))")
+        let paths = file.current.segments.map(\.path)
+        try file.update { manifest in
+            manifest.end?.acknowledged = true
+            manifest.segments[0].collected = true
+            manifest.segments[1].offloadedTo = ["studio"]
+        }
+        #expect(takes.applyRetention(nowUnixMs: Int64(Date().timeIntervalSince1970 * 1000)).isEmpty, "nothing is older than 30 days")
+        let removed = takes.applyRetention(nowUnixMs: Int64(Date().timeIntervalSince1970 * 1000) + 31 * 86_400_000)
+        #expect(Set(removed) == Set(paths[0...1]), "the collected and the offloaded segment go: \(removed)")
+        #expect(!FileManager.default.fileExists(atPath: paths[0]) && !FileManager.default.fileExists(atPath: paths[1]))
+        #expect(FileManager.default.fileExists(atPath: paths[2]), "the segment only this host holds stays")
+        #expect(try AgentPartManifest.load(path: file.path).segments.map(\.number) == [3])
+        await takes.shutdown()
+    }
+
+    /// Disk pressure (free space below twice the reserve): the oldest segments safe elsewhere
+    /// go first, whatever their age, only as many as bring it back; one only here never goes.
+    @Test func diskPressure_removesTheOldestSafeSegmentsFirst_neverOneOnlyHere() async throws {
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var settings = AgentRecordingSettings(directory: directory)
+        settings.reserveBytes = 1 << 20
+        let takes = AgentTakeStore(settings: settings, logger: Logger(label: "test"))
+        #expect(
+            try takes.prepare(
+                takeID: key.takeID, deviceID: key.deviceID, start: start, segmentSeconds: 1, title: "t — cam-1",
+                frameRate: 30, agentInstance: "run-1") == .ready)
+        takes.begin(takeID: key.takeID, deviceID: key.deviceID)
+        feed(takes, frames: 0..<75)
+        takes.end(takeID: key.takeID, deviceID: key.deviceID, takeDrops: DropTally(), reason: "stopped", withholding: false)
+        let file = try #require(takes.part(key))
+        try await waitUntil { file.current.end != nil && !takes.isWriting(key) && file.current.segments.allSatisfy { !$0.sha256.isEmpty } }
+        let paths = file.current.segments.map(\.path)
+        try file.update { manifest in
+            manifest.end?.acknowledged = true
+            manifest.segments[0].offloadedTo = ["studio"]
+            manifest.segments[1].collected = true
+        }
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        #expect(takes.applyRetention(nowUnixMs: now, freeBytes: 4 << 20).isEmpty, "no pressure, nothing old: nothing goes")
+        #expect(takes.applyRetention(nowUnixMs: now, freeBytes: (2 << 20) - 1) == [paths[0]], "one segment brings it back: the oldest")
+        #expect(takes.applyRetention(nowUnixMs: now, freeBytes: 0) == [paths[1]], "then the next safe one")
+        #expect(takes.applyRetention(nowUnixMs: now, freeBytes: 0).isEmpty, "the segment only this host holds stays")
+        #expect(FileManager.default.fileExists(atPath: paths[2]))
+        await takes.shutdown()
+    }
+
     /// A long pre-roll (recordings.md, "Pre-roll") goes to the writer as one message: the live
     /// frame after 150 kept ones is taken at once, not refused while the writer takes them up.
     @Test func aLongPreRoll_leavesRoomForTheLiveFrameAfterIt_everyFrameWritten() async throws {

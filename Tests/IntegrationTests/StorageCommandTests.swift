@@ -1,6 +1,7 @@
 import FleetStorage
 import FleetTestSupport
 import Foundation
+import GRDB
 import Testing
 
 extension IntegrationTests {
@@ -42,7 +43,8 @@ extension SecondLaneIntegrationTests {
     /// studio's storage): each host sends its own segments, each proved by SHA-256 and noted in
     /// the index; the files and the take's index are where the layout says; a copy of the right
     /// size that is not the segment's is found, replaced and said so; a camera whose consent is
-    /// withdrawn keeps its segments on its host, said so; asked again, nothing is sent twice.
+    /// withdrawn keeps its segments on its host, said so; asked again, nothing is sent twice; a
+    /// host gone for good with its files, the take is verified and exported from the destination.
     @Suite(.serialized) struct OffloadTests {
         @Test func aTakeOnTwoHosts_isOffloadedByEachHost_provedAndIndexed() async throws {
             let fleet = try FleetHarness()
@@ -109,8 +111,36 @@ extension SecondLaneIntegrationTests {
             let copies = (resent["segments"] as? [[String: Any]] ?? []).compactMap { ($0["copies"] as? [[String: Any]])?.first }
             #expect(copies.count == segments.count && copies.allSatisfy { $0["at_unix_ms"] as? Int != nil }, "\(copies)")
 
+            // The first camera's host gone for good, its recordings with it: the take is checked
+            // and exported from the destination (recordings.md, "Reading back").
+            let goneNode = try #require(first["location"] as? String)
+            let goneName = try #require(try fleet.nodes().first { $0["node_id"] as? String == goneNode }?["name"] as? String)
+            try #require(fleet.processes.first { $0.name.hasPrefix("\(goneName)-") }).kill()
+            try FileManager.default.removeItem(atPath: fleet.directory + "/\(goneName)/recordings")
+            try await fleet.waitUntil("node \(goneName) is offline", seconds: 60) {
+                try fleet.nodes().first { $0["node_id"] as? String == goneNode }?["online"] as? Bool == false
+            }
+            let verified = try fleet.cli(["recordings", "verify", takeID], timeout: 120)
+            #expect(verified.status == 0, "its segments are checked on the destination: \(verified.output)\(verified.error)")
+            let exportFolder = fleet.directory + "/export"
+            let exported = try fleet.cli(["recordings", "export", takeID, "--to", exportFolder], timeout: 120)
+            #expect(exported.status == 0 && exported.output.contains("every SHA-256 matches"), "\(exported.output)\(exported.error)")
+            let exportedFiles = (FileManager.default.enumerator(atPath: exportFolder)?.allObjects as? [String] ?? [])
+            for segment in segments where segment["location"] as? String == goneNode {
+                let name = ((segment["path"] as? String ?? "") as NSString).lastPathComponent
+                let found = try #require(exportedFiles.first { ($0 as NSString).lastPathComponent == name }, "\(name) in \(exportedFiles)")
+                #expect(
+                    FileManager.default.contents(atPath: exportFolder + "/" + found)
+                        == FileManager.default.contents(atPath: try Self.object(segment, takeID: takeID, on: server)),
+                    "the export of \(name) is the offloaded copy")
+            }
+
             // A camera whose consent is withdrawn keeps its segments on its host.
-            let denied = try fleet.cli(["consent", "deny", devices[1], "--reason", "the talent left"])
+            // (The camera of the host still there: the gone one's segments go from the
+            // coordinator's collected copies.)
+            let stillThere = try #require(
+                devices.first { device in segments.contains { $0["device_id"] as? String == device && $0["location"] as? String != goneNode } })
+            let denied = try fleet.cli(["consent", "deny", stillThere, "--reason", "the talent left"])
             #expect(denied.status == 0, "\(denied.error)")
             let held = try fleet.cli(["recordings", "offload", takeID, "--to", "elsewhere"], timeout: 60)
             #expect(held.status != 0 && held.error.contains("no storage destination elsewhere"), "\(held.error)")
@@ -122,9 +152,38 @@ extension SecondLaneIntegrationTests {
             #expect(partly.status != 0 && partly.error.contains("consent is not granted"), "\(partly.output)\(partly.error)")
             shown = try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)
             let second = try #require((shown["offloads"] as? [[String: Any]])?.first { $0["destination"] as? String == "second" })
-            let heldBack = (shown["segments"] as? [[String: Any]] ?? []).filter { $0["device_id"] as? String == devices[1] }.count
+            let heldBack = (shown["segments"] as? [[String: Any]] ?? []).filter { $0["device_id"] as? String == stillThere }.count
             #expect(second["held_back"] as? Int == heldBack && heldBack > 0, "\(second)")
             #expect(second["verified"] as? Int == segments.count - heldBack, "the other camera's segments went: \(second)")
+        }
+
+        /// A destination added with --offload-when-stopped receives every take once it is
+        /// stored, without anyone asking.
+        @Test func aDestinationThatAsksForEveryTake_receivesOneOnceItIsStored() async throws {
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator(environment: ["CAPFLEET_SEGMENT_SECONDS": "2"])
+            let devices = try await SecondLaneIntegrationTests.RecordingTests.devices(in: fleet, agents: ["w1"], fps: 15)
+            let server = try StorageServer("webdav")
+            try await server.ready(try Rclone(destination: try server.destination()))
+            let password = fleet.directory + "/studio-password"
+            try StorageServer.password.write(toFile: password, atomically: true, encoding: .utf8)
+            let options = server.options.sorted { $0.key < $1.key }.flatMap { ["--option", "\($0.key)=\($0.value)"] }
+            let added = try fleet.cli(
+                ["storage", "add", "studio", "--backend", "webdav"] + options + ["--secret", "pass=@\(password)", "--offload-when-stopped"])
+            #expect(added.status == 0 && added.output.contains("every take offloaded once stored"), "\(added.output)\(added.error)")
+            let takeID = try SecondLaneIntegrationTests.RecordingTests.start(devices, in: fleet, store: "agent")
+            try await Task.sleep(for: .seconds(3))
+            #expect(try fleet.cli(["record", "stop", takeID], timeout: 30).status == 0)
+            var offload: [String: Any] = [:]
+            try await fleet.waitUntil("the take is on the destination", seconds: 60) {
+                offload = (try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)["offloads"] as? [[String: Any]])?.first ?? [:]
+                return offload["running"] as? Bool == false && (offload["verified"] as? Int ?? 0) > 0
+            }
+            #expect(offload["pending_bytes"] as? Int == 0 && offload["error"] == nil, "\(offload)")
+            let actors = try await DatabaseQueue(path: fleet.databasePath).read { db in
+                try String.fetchAll(db, sql: "SELECT actor FROM auditLog WHERE action = 'recording.offload' AND target = ?", arguments: [takeID])
+            }
+            #expect(actors == ["coordinator (offload when stopped)"], "the policy's offload is audited as the coordinator's: \(actors)")
         }
 
         /// Where a segment goes on the server's folder (recordings.md, "Layout on a destination").

@@ -64,6 +64,12 @@ struct ManifestSegment: Codable, Sendable, Equatable {
     var indexed = false
     /// The coordinator holds a verified copy: retention may remove the file.
     var collected = false
+    /// Storage destinations holding a proved copy (recordings.md, "Offloading a take"):
+    /// retention may remove the file. Absent in manifests written before 1.26.
+    var offloadedTo: [String]?
+
+    /// Safe elsewhere: on the coordinator or on a storage destination.
+    var isSafeElsewhere: Bool { collected || !(offloadedTo ?? []).isEmpty }
 
     /// Finished (or repaired) and checksummed: what may be reported.
     var isReportable: Bool { state != .open && !sha256.isEmpty }

@@ -151,7 +151,7 @@ private final class LinkState {
         if now &- lastRetention >= 60_000_000_000 {
             lastRetention = now
             for path in store.applyRetention() {
-                logger.info("retention removed a collected segment", metadata: ["path": "\(path)"])
+                logger.info("retention removed a segment safe elsewhere", metadata: ["path": "\(path)"])
             }
         }
     }
@@ -221,9 +221,12 @@ private final class LinkState {
                 mark(key, "noting the part's end acknowledged") { $0.end?.acknowledged = true }
                 logger.info("the coordinator indexed the part", metadata: ["take.id": "\(key.takeID)", "device.id": "\(key.deviceID)"])
             case let .collected(collected)?:
-                mark(key, "noting a collected segment") { manifest in
-                    if let index = manifest.segments.firstIndex(where: { $0.number == Int(collected.number) }) {
+                mark(key, collected.destination.isEmpty ? "noting a collected segment" : "noting an offloaded segment") { manifest in
+                    guard let index = manifest.segments.firstIndex(where: { $0.number == Int(collected.number) }) else { return }
+                    if collected.destination.isEmpty {
                         manifest.segments[index].collected = true
+                    } else if !(manifest.segments[index].offloadedTo ?? []).contains(collected.destination) {
+                        manifest.segments[index].offloadedTo = (manifest.segments[index].offloadedTo ?? []) + [collected.destination]
                     }
                 }
             case let .fetch(fetch)?:

@@ -317,19 +317,39 @@ final class AgentTakeStore: TakeFramePath, Sendable {
         return nil
     }
 
-    /// Retention: collected segments older than `keepDays` are removed from this disk, and a
-    /// part whose every segment went is forgotten. Returns what it removed, for the log.
-    func applyRetention() -> [String] { applyRetention(nowUnixMs: clock()) }
+    /// Retention: segments safe elsewhere (collected, or proved on a storage destination)
+    /// older than `keepDays` are removed from this disk; under disk pressure (free space below
+    /// twice the reserve) the oldest of them go too, whatever their age, until it is back
+    /// there. A segment only this host holds is never removed, and `keepDays` 0 removes
+    /// nothing. A part whose every segment went is forgotten. Returns what it removed.
+    func applyRetention() -> [String] {
+        applyRetention(nowUnixMs: clock(), freeBytes: DiskSpace.availableBytes(at: settings.directory))
+    }
 
-    func applyRetention(nowUnixMs: Int64) -> [String] {
+    func applyRetention(nowUnixMs: Int64, freeBytes: Int64? = nil) -> [String] {
         guard settings.keepDays > 0 else { return [] }
         let horizon = nowUnixMs - Int64(settings.keepDays) * 86_400_000
+        let files = allParts.filter { !isWriting($0.key) && $0.current.isSettled }
+        let safe = files.flatMap { file in file.current.segments.filter(\.isSafeElsewhere).map { (part: file.key, segment: $0) } }
+        var chosen: [TakeDeviceKey: Set<Int>] = [:]
+        var freed: Int64 = 0
+        for (part, segment) in safe where (segment.closedUnixMs ?? nowUnixMs) < horizon {
+            chosen[part, default: []].insert(segment.number)
+            freed += segment.sizeBytes
+        }
+        if let freeBytes, freeBytes + freed < 2 * settings.reserveBytes {
+            for (part, segment) in safe.sorted(by: { ($0.segment.closedUnixMs ?? 0) < ($1.segment.closedUnixMs ?? 0) })
+            where chosen[part]?.contains(segment.number) != true {
+                guard freeBytes + freed < 2 * settings.reserveBytes else { break }
+                chosen[part, default: []].insert(segment.number)
+                freed += segment.sizeBytes
+            }
+        }
         var removed: [String] = []
-        for file in allParts where !isWriting(file.key) {
+        for file in files {
+            guard let numbers = chosen[file.key] else { continue }
             let manifest = file.current
-            guard manifest.isSettled else { continue }
-            let expired = manifest.segments.filter { $0.collected && ($0.closedUnixMs ?? nowUnixMs) < horizon }
-            guard !expired.isEmpty else { continue }
+            let expired = manifest.segments.filter { numbers.contains($0.number) }
             for segment in expired {
                 unlink(segment.path)
                 removed.append(segment.path)

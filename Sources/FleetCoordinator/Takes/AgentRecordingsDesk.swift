@@ -116,12 +116,14 @@ final class AgentRecordingsDesk: Sendable {
     }
 
     /// Waits for the node's answer to an offload that `order` sends, ordering it again every
-    /// `reorder` (an order lost, or an agent restarted since); nil when `stillThere` says the
+    /// `reorder` (an order lost) and at once when the node's link comes back on a new
+    /// connection (its agent restarted, and forgot the copy); nil when `stillThere` says the
     /// node is gone, or the waiter is cancelled.
     func awaitOffload(
         _ key: OffloadKey, reorder: Duration, order: @escaping @Sendable () -> Bool, stillThere: @escaping @Sendable () async -> Bool
     ) async -> Capfleet_V1_SegmentOffloaded? {
-        await withTaskGroup(of: Capfleet_V1_SegmentOffloaded?.self) { group in
+        let look = Duration.seconds(2)
+        return await withTaskGroup(of: Capfleet_V1_SegmentOffloaded?.self) { group in
             group.addTask {
                 await withCheckedContinuation { continuation in
                     self.offloads.withLock { $0[key, default: []].append(continuation) }
@@ -129,10 +131,26 @@ final class AgentRecordingsDesk: Sendable {
                 }
             }
             group.addTask {
+                var ordered = ContinuousClock.now
+                var route = self.route(of: key.nodeID)
+                var awaySince: ContinuousClock.Instant?
                 while !Task.isCancelled {
-                    try? await Task.sleep(for: reorder)
-                    guard !Task.isCancelled, await stillThere() else { return nil }
+                    try? await Task.sleep(for: look)
+                    guard !Task.isCancelled else { return nil }
+                    let now = ContinuousClock.now
+                    // A node away a little (a restart, a short partition) is waited for.
+                    guard await stillThere() else {
+                        let since = awaySince ?? now
+                        awaySince = since
+                        if now - since >= Self.offloadPatience { return nil }
+                        continue
+                    }
+                    awaySince = nil
+                    let current = self.route(of: key.nodeID)
+                    guard current != route || now - ordered >= reorder else { continue }
                     // The agent takes an order for a copy under way as that copy.
+                    route = current
+                    ordered = now
                     _ = order()
                 }
                 return nil
@@ -145,6 +163,9 @@ final class AgentRecordingsDesk: Sendable {
             return first
         }
     }
+
+    /// How long an offload waits for its node to come back before it gives up on it.
+    static let offloadPatience = Duration.seconds(120)
 
     /// Each stream ends on its own: a daemon part that ends before its turn at shutdown
     /// stops the whole coordinator with an error.

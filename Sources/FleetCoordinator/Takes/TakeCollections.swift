@@ -11,6 +11,8 @@ import Logging
 actor TakeCollections {
     private let store: FleetDatabase
     private let collector: SegmentCollector
+    /// Proved copies on storage destinations, for segments their hosts cannot give.
+    private let copies: DestinationCopies
     private let links: AgentRecordLinks
     private let events: FleetEvents
     private let clock: CoordinatorClock
@@ -20,9 +22,10 @@ actor TakeCollections {
     private var running: [String: Task<Void, Never>] = [:]
 
     init(
-        store: FleetDatabase, collector: SegmentCollector, links: AgentRecordLinks, events: FleetEvents, clock: CoordinatorClock, logger: Logger,
-        isOnline: @escaping @Sendable (String) async -> Bool
+        store: FleetDatabase, collector: SegmentCollector, copies: DestinationCopies, links: AgentRecordLinks, events: FleetEvents,
+        clock: CoordinatorClock, logger: Logger, isOnline: @escaping @Sendable (String) async -> Bool
     ) {
+        self.copies = copies
         self.isOnline = isOnline
         self.store = store
         self.collector = collector
@@ -70,28 +73,60 @@ actor TakeCollections {
         }
     }
 
-    /// One node's segments in order; stops at its first failure (the node is gone, most likely).
+    /// One node's segments in order. After the node's first failure (it is gone, most likely)
+    /// it is not asked again; a segment it cannot give is read from a storage destination that
+    /// holds a proved copy, if one does (recordings.md, "Reading back").
     private func collect(_ segments: [SegmentRecord], from nodeID: String, of take: TakeRecord) async -> [String] {
-        guard await isOnline(nodeID) else {
-            let missing = segments.map { "\($0.deviceId) #\($0.number)" }.joined(separator: ", ")
-            return ["node \(nodeID) is offline: its segments \(missing) are only on its disk, and missing until it is back"]
-        }
+        var nodeFailure: String? =
+            await isOnline(nodeID) ? nil : "node \(nodeID) is offline: its segments are only on its disk, and missing until it is back"
+        var missing: [String] = []
+        var failures: [String] = []
         for segment in segments.sorted(by: { ($0.deviceId, $0.number) < ($1.deviceId, $1.number) }) {
             let destination = take.directory + "/" + segment.deviceId + "/" + (segment.path as NSString).lastPathComponent
-            switch await collector.collect(segment, from: nodeID, to: destination, through: links) {
+            var result: Result<String, CollectFailure> = .failure(CollectFailure(nodeFailure ?? ""))
+            var from = "node \(nodeID)"
+            if nodeFailure == nil {
+                result = await collector.collect(segment, from: nodeID, to: destination, through: links)
+                if case let .failure(failure) = result { nodeFailure = failure.description }
+            }
+            if case .failure = result {
+                do {
+                    if let copy = try await copies.provedCopy(of: segment) {
+                        from = copy.label
+                        result = await copies.download(copy, of: segment, to: destination)
+                    }
+                } catch {
+                    result = .failure(
+                        CollectFailure("the index's copies of segment \(segment.number) of \(segment.deviceId) cannot be read: \(error)"))
+                }
+            }
+            switch result {
             case let .success(path):
                 do {
                     try await store.markSegmentCollected(
                         takeID: take.id, deviceID: segment.deviceId, number: segment.number, path: path,
                         at: clock.unixMilliseconds())
                 } catch {
-                    return ["segment \(segment.number) of \(segment.deviceId) was copied to \(path) but the index could not record it: \(error)"]
+                    failures.append(
+                        "segment \(segment.number) of \(segment.deviceId) was copied to \(path) but the index could not record it: \(error)")
+                    continue
                 }
-                links.send(to: nodeID, takeID: take.id, deviceID: segment.deviceId, .collected(.with { $0.number = UInt32(segment.number) }))
+                if from.hasPrefix("node ") {
+                    links.send(to: nodeID, takeID: take.id, deviceID: segment.deviceId, .collected(.with { $0.number = UInt32(segment.number) }))
+                } else {
+                    logger.notice("a segment was collected from its storage destination", metadata: ["take.id": "\(take.id)", "from": "\(from)"])
+                }
             case let .failure(failure):
-                return [failure.description]
+                if failure.description == nodeFailure {
+                    missing.append("\(segment.deviceId) #\(segment.number)")
+                } else {
+                    failures.append(failure.description)
+                }
             }
         }
-        return []
+        if !missing.isEmpty, let nodeFailure {
+            failures.insert("\(nodeFailure) (segments \(missing.joined(separator: ", ")); none has a proved copy on a storage destination)", at: 0)
+        }
+        return failures
     }
 }

@@ -84,6 +84,8 @@ extension TakeDirector {
                     audit: AuditEntry(
                         at: now, actor: "coordinator", action: "recording.stored", target: takeID,
                         outcome: "ok", detail: "every device's part is stored"))
+                // Not waited for: what listens (an offload) takes as long as it takes.
+                for listener in storedListeners { Task { await listener(takeID) } }
             case let .takeFailed(takeID, error):
                 try await store.failTake(id: takeID, error: error, at: now)
             case let .takeAbandoned(takeID, error):

@@ -53,6 +53,11 @@ actor TakeDirector {
     var settledWaiters: [String: [CheckedContinuation<Void, Never>]] = [:]
     /// Writers closing on their own threads: shutdown waits for them.
     var closing: [Task<Void, Never>] = []
+    /// Told of every take once it is stored (offload when stopped, recordings.md "Offload").
+    var storedListeners: [@Sendable (String) async -> Void] = []
+
+    /// `listener` hears the id of every take once all its parts are stored.
+    func whenStored(_ listener: @escaping @Sendable (String) async -> Void) { storedListeners.append(listener) }
     /// One thread checksums every finished segment, so no part's writer waits for it.
     let hasher = SegmentHasher()
     /// Each take's sync and integrity, from the agents' status reports.

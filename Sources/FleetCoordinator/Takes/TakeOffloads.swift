@@ -40,6 +40,9 @@ actor TakeOffloads {
 
     /// How often an order no node answered goes again.
     static let reorder = Duration.seconds(30)
+    /// Attempts at one segment's copy within a run, and the pause between them.
+    static let attempts = 3
+    static let retryPause = Duration.seconds(5)
 
     init(
         store: FleetDatabase, links: AgentRecordLinks, secrets: StorageSecrets, events: FleetEvents, clock: CoordinatorClock, logger: Logger,
@@ -80,6 +83,7 @@ actor TakeOffloads {
         }
         let key = RunKey(takeID: take.id, destination: name)
         let left = try await unproved(take.id, on: name)
+        try await retell(take.id, on: name)
         guard running[key] == nil else { return left.count }
         endings[key] = nil
         running[key] = Task { await self.run(take, to: destination, segments: left, by: caller) }
@@ -88,6 +92,26 @@ actor TakeOffloads {
                 at: clock.unixMilliseconds(), actor: OperatorCaller.holder(caller), action: "recording.offload", target: take.id, outcome: "ok",
                 detail: "to \(name): \(left.count) segments to copy"))
         return left.count
+    }
+
+    /// The policy (`storage add --offload-when-stopped`): a take just stored goes to every
+    /// destination that asks for it.
+    func takeStored(_ takeID: String) async {
+        do {
+            guard let take = try await store.take(id: takeID) else { return }
+            for destination in try await store.storageDestinations() where destination.offloadWhenStopped {
+                do {
+                    let left = try await offload(take, to: destination.name, by: "coordinator (offload when stopped)")
+                    logger.info(
+                        "a stored take is offloaded by policy",
+                        metadata: ["take.id": "\(takeID)", "destination": "\(destination.name)", "segments": "\(left)"])
+                } catch {
+                    events.emit(.recording, message: "take \(takeID): offload to \(destination.name) (when stopped) could not start: \(error)")
+                }
+            }
+        } catch {
+            logger.error("cannot read the storage destinations for a stored take", metadata: ["take.id": "\(takeID)", "error": "\(error)"])
+        }
     }
 
     func isRunning(_ takeID: String, to destination: String) -> Bool { running[RunKey(takeID: takeID, destination: destination)] != nil }
@@ -112,6 +136,21 @@ actor TakeOffloads {
             })
         return try await store.segments(takeID: takeID).filter {
             $0.state != .open && !$0.sha256.isEmpty && !proved.contains(SegmentKey(deviceID: $0.deviceId, number: $0.number))
+        }
+    }
+
+    /// Tells the hosts again which of their segments are proved there (a host offline when
+    /// its copy was proved did not hear it, and its retention would keep the file for ever).
+    private func retell(_ takeID: String, on name: String) async throws(StoreError) {
+        for copy in try await store.segmentCopies(takeID: takeID) where copy.destination == name && copy.state == .verified {
+            guard let nodeID = copy.nodeId else { continue }
+            links.send(
+                to: nodeID, takeID: takeID, deviceID: copy.deviceId,
+                .collected(
+                    .with {
+                        $0.number = UInt32(copy.number)
+                        $0.destination = name
+                    }))
         }
     }
 
@@ -186,21 +225,44 @@ actor TakeOffloads {
                 $0.objectPath = objectPath
             }
             let links = self.links, isOnline = self.isOnline
-            let answer = await links.desk.awaitOffload(
-                AgentRecordingsDesk.OffloadKey(
-                    nodeID: nodeID, takeID: take.id, deviceID: segment.deviceId, number: UInt32(segment.number), destination: destination.name),
-                reorder: Self.reorder,
-                order: { links.send(to: nodeID, takeID: take.id, deviceID: segment.deviceId, .offload(request)) },
-                stillThere: { await isOnline(nodeID) })
+            var answer: Capfleet_V1_SegmentOffloaded?
+            // A copy that failed on its way (a link cut, a server restarting) is tried again a
+            // few times; one held back, a full destination or a node gone is not.
+            for attempt in 1...Self.attempts {
+                answer = await links.desk.awaitOffload(
+                    AgentRecordingsDesk.OffloadKey(
+                        nodeID: nodeID, takeID: take.id, deviceID: segment.deviceId, number: UInt32(segment.number), destination: destination.name),
+                    reorder: Self.reorder,
+                    order: { links.send(to: nodeID, takeID: take.id, deviceID: segment.deviceId, .offload(request)) },
+                    stillThere: { await isOnline(nodeID) })
+                guard let failed = answer, !failed.verified, !failed.heldBack, !failed.destinationFull, attempt < Self.attempts else { break }
+                logger.warning(
+                    "a segment's offload failed; trying again",
+                    metadata: ["take.id": "\(take.id)", "node.id": "\(nodeID)", "segment": "\(segment.number)", "error": "\(failed.error)"])
+                try? await Task.sleep(for: Self.retryPause)
+            }
             guard let answer else {
-                outcome.failures.append("node \(nodeID) went offline while it offloaded segment \(segment.number) of \(segment.deviceId)")
+                outcome.failures.append(
+                    "node \(nodeID) went offline while it offloaded segment \(segment.number) of \(segment.deviceId), and was not back within \(AgentRecordingsDesk.offloadPatience): offload again when it is"
+                )
                 return outcome
             }
             let copy = SegmentCopyRecord(
                 takeId: take.id, deviceId: segment.deviceId, number: segment.number, destination: destination.name, objectPath: objectPath,
                 state: answer.verified ? .verified : answer.heldBack ? .heldBack : .failed, proof: answer.proof,
                 sentBytes: Int64(clamping: answer.sentBytes), error: answer.error, nodeId: nodeID, at: clock.unixMilliseconds())
-            if let problem = await record(copy) { outcome.failures.append(problem) }
+            if let problem = await record(copy) {
+                outcome.failures.append(problem)
+            } else if answer.verified {
+                // Safe there: the host's retention may remove its own file now.
+                links.send(
+                    to: nodeID, takeID: take.id, deviceID: segment.deviceId,
+                    .collected(
+                        .with {
+                            $0.number = UInt32(segment.number)
+                            $0.destination = destination.name
+                        }))
+            }
             if !answer.replacedCorruptCopy.isEmpty {
                 events.emit(
                     .recording,

@@ -2061,6 +2061,9 @@ public nonisolated struct Capfleet_V1_StorageDestination: Sendable {
   /// the folder on it takes go under ("" = its top)
   public var root: String = String()
 
+  /// policy: offload every take to it once the take is stored
+  public var offloadWhenStopped: Bool = false
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -4070,7 +4073,7 @@ nonisolated extension Capfleet_V1_DeviceOptics: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Capfleet_V1_StorageDestination: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".StorageDestination"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}backend\0\u{1}options\0\u{1}secrets\0\u{1}root\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}backend\0\u{1}options\0\u{1}secrets\0\u{1}root\0\u{3}offload_when_stopped\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -4083,6 +4086,7 @@ nonisolated extension Capfleet_V1_StorageDestination: SwiftProtobuf.Message, Swi
       case 3: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufString>.self, value: &self.options) }()
       case 4: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufString>.self, value: &self.secrets) }()
       case 5: try { try decoder.decodeSingularStringField(value: &self.root) }()
+      case 6: try { try decoder.decodeSingularBoolField(value: &self.offloadWhenStopped) }()
       default: break
       }
     }
@@ -4104,6 +4108,9 @@ nonisolated extension Capfleet_V1_StorageDestination: SwiftProtobuf.Message, Swi
     if !self.root.isEmpty {
       try visitor.visitSingularStringField(value: self.root, fieldNumber: 5)
     }
+    if self.offloadWhenStopped != false {
+      try visitor.visitSingularBoolField(value: self.offloadWhenStopped, fieldNumber: 6)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -4113,6 +4120,7 @@ nonisolated extension Capfleet_V1_StorageDestination: SwiftProtobuf.Message, Swi
     if lhs.options != rhs.options {return false}
     if lhs.secrets != rhs.secrets {return false}
     if lhs.root != rhs.root {return false}
+    if lhs.offloadWhenStopped != rhs.offloadWhenStopped {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -764,12 +764,16 @@ public nonisolated struct Capfleet_V1_SegmentChunk: Sendable {
   public init() {}
 }
 
+/// The coordinator holds a verified copy (retention may then remove the agent's). Since 1.26,
+/// with `destination`: the storage destination of that name holds a proved copy instead.
 public nonisolated struct Capfleet_V1_SegmentCollected: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
   public var number: UInt32 = 0
+
+  public var destination: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -2190,7 +2194,7 @@ nonisolated extension Capfleet_V1_SegmentChunk: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Capfleet_V1_SegmentCollected: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".SegmentCollected"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}number\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}number\0\u{1}destination\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2199,6 +2203,7 @@ nonisolated extension Capfleet_V1_SegmentCollected: SwiftProtobuf.Message, Swift
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularUInt32Field(value: &self.number) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.destination) }()
       default: break
       }
     }
@@ -2208,11 +2213,15 @@ nonisolated extension Capfleet_V1_SegmentCollected: SwiftProtobuf.Message, Swift
     if self.number != 0 {
       try visitor.visitSingularUInt32Field(value: self.number, fieldNumber: 1)
     }
+    if !self.destination.isEmpty {
+      try visitor.visitSingularStringField(value: self.destination, fieldNumber: 2)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Capfleet_V1_SegmentCollected, rhs: Capfleet_V1_SegmentCollected) -> Bool {
     if lhs.number != rhs.number {return false}
+    if lhs.destination != rhs.destination {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -83,9 +83,10 @@ struct OperatorBed {
             makeTakeID: { "take-\(counter.add(1, ordering: .relaxed).newValue)" })
         let collector = SegmentCollector(logger: logger)
         let agents = self.agents
+        let storageSecrets = StorageSecrets(directory: directory + "/keys/storage")
         let collections = TakeCollections(
-            store: store, collector: collector, links: links, events: events, clock: clock, logger: logger,
-            isOnline: { await agents.isOnline($0) })
+            store: store, collector: collector, copies: DestinationCopies(store: store, secrets: storageSecrets), links: links, events: events,
+            clock: clock, logger: logger, isOnline: { await agents.isOnline($0) })
         stills = StillDirector(
             store: store, control: agents, collector: collector, links: links, clock: clock, events: events,
             directory: directory + "/stills", logger: logger)
@@ -94,7 +95,6 @@ struct OperatorBed {
             $0.httpPort = httpPort
         }
         let listing = DeviceListing(store: store, agents: agents, leases: leases, liveFlow: liveFlow, clock: clock)
-        let storageSecrets = StorageSecrets(directory: directory + "/keys/storage")
         let offloads = TakeOffloads(
             store: store, links: links, secrets: storageSecrets, events: events, clock: clock, logger: logger,
             isOnline: { await agents.isOnline($0) })
@@ -111,7 +111,9 @@ struct OperatorBed {
                 alignmentGridOrigin: 1_700_000_000_000_000_000,
                 exposureTruth: ExposureAudit.Truth(bootID: Self.bootID, fleetEpochOffset: Self.fleetEpochOffset)),
             takes: TakeHandler(store: store, takes: takes, catalog: catalog, collections: collections, offloads: offloads, clock: clock),
-            recordingFiles: RecordingFilesHandler(store: store, agents: agents, agentLinks: links, events: events, clock: clock, logger: logger),
+            recordingFiles: RecordingFilesHandler(
+                store: store, agents: agents, agentLinks: links, copies: DestinationCopies(store: store, secrets: storageSecrets), events: events,
+                clock: clock, logger: logger),
             stills: StillHandler(store: store, stills: stills, clock: clock),
             moments: MomentHandler(taker: taker, store: store, catalog: catalog),
             momentRules: MomentRuleHandler(store: store, triggers: triggers, clock: clock),

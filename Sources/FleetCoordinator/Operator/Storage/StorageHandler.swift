@@ -50,7 +50,7 @@ struct StorageHandler: Sendable {
         }
         let record = StorageDestinationRecord(
             name: destination.name, backend: destination.backend, options: destination.options, secretKeys: Array(destination.secrets.keys),
-            root: destination.layout.root, createdAt: now, createdBy: holder)
+            root: destination.layout.root, offloadWhenStopped: wire.offloadWhenStopped, createdAt: now, createdBy: holder)
         let settings = destination.options.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", ")
         try await store.saveStorageDestination(
             record,
@@ -58,7 +58,8 @@ struct StorageHandler: Sendable {
                 at: now, actor: holder, action: "storage.add", target: destination.name, outcome: "ok",
                 detail: "\(destination.backend)\(settings.isEmpty ? "" : " (\(settings))")"
                     + (destination.secrets.isEmpty ? "" : "; secrets \(destination.secrets.keys.sorted().joined(separator: ", ")) kept apart")
-                    + "; takes under \(destination.layout.root.isEmpty ? "its top" : destination.layout.root)"))
+                    + "; takes under \(destination.layout.root.isEmpty ? "its top" : destination.layout.root)"
+                    + (wire.offloadWhenStopped ? "; every take offloaded once stored" : "")))
         reply.storage = [try info(record)]
         reply.status = .ok
     }
@@ -76,6 +77,7 @@ struct StorageHandler: Sendable {
                 $0.backend = record.backend
                 $0.options = record.options
                 $0.root = record.root
+                $0.offloadWhenStopped = record.offloadWhenStopped
             }
             $0.secretKeys = record.secretKeyList
             $0.createdBy = record.createdBy

@@ -13,6 +13,8 @@ struct RecordingFilesHandler: Sendable {
     let agents: any AgentCommands
     /// Takes recorded on the agents: their parts are deleted and checked there.
     let agentLinks: AgentRecordLinks
+    /// Proved copies on storage destinations: checked there when the host cannot be.
+    let copies: DestinationCopies
     let events: FleetEvents
     let clock: CoordinatorClock
     let logger: Logger
@@ -99,8 +101,18 @@ struct RecordingFilesHandler: Sendable {
             }
             let start = take.startFleetNs
             if let nodeID = segment.nodeId, segment.collectedPath == nil {
-                // Only its agent holds it: the agent checks its file against the index.
+                // Only its agent holds it: the agent checks its file against the index; if it
+                // cannot, a proved copy on a storage destination is checked there.
                 try await verifyOnAgent(segment, nodeID: nodeID, takeStart: start, into: &verification)
+                if !verification.problems.isEmpty, let copy = try await copies.provedCopy(of: segment) {
+                    let problems = await copies.check(copy, against: segment)
+                    verification.problems =
+                        problems.isEmpty ? [] : verification.problems + problems
+                    if problems.isEmpty {
+                        verification.sizeBytes = UInt64(max(segment.sizeBytes, 0))
+                        verification.frames = UInt64(max(segment.frames, 0))
+                    }
+                }
             } else {
                 var readable = segment
                 readable.path = segment.readablePath ?? segment.path
