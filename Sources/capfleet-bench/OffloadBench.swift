@@ -103,7 +103,11 @@ struct OffloadBench: ParsableCommand {
 
         // One host: its take offloaded, against rclone copy of the same files.
         let one = try take([devices[0].deviceID], name: "one host")
-        let oneFolder = fleet.directory + "/off1/recordings/\(one)"
+        // The host of that camera (the listing's order is not the hosts').
+        guard let host = try call(.listNodes(.init())).nodes.first(where: { $0.nodeID == devices[0].nodeID })?.name else {
+            throw BenchFailure("no node holds \(devices[0].deviceID)")
+        }
+        let oneFolder = fleet.directory + "/\(host)/recordings/\(one)"
         let baselineStart = MonotonicTime.now()
         let copied = Process()
         copied.executableURL = URL(fileURLWithPath: "/usr/bin/rclone")
