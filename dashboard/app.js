@@ -740,7 +740,7 @@ function renderConsent() {
 
 // MARK: Takes
 
-let takes = { loaded: 0, list: [], shown: null, verification: [] };
+let takes = { loaded: 0, list: [], shown: null, verification: [], destinations: [] };
 
 // The picker: every camera with its node, device id and consent (a take refuses a camera
 // without it), filtered and selected like the fleet page's grid; the selection is the same.
@@ -789,13 +789,16 @@ function wireTakeControls() {
     select([...fleet.devices.values()].filter((device) => matches(device, state.takeFilter)).map((device) => device.deviceId), true));
   document.getElementById("take-select-none").addEventListener("click", () => select([...state.selected], false));
   document.getElementById("take-start").addEventListener("click", startTake);
+  document.getElementById("offload-start").addEventListener("click", offloadTake);
   document.getElementById("moment-take").addEventListener("click", takeMoment);
 }
 
 async function loadTakes() {
   takes.loaded = Date.now();
   try {
-    takes.list = (await call({ listRecordings: {} })).takes || [];
+    const [listed, storage] = await Promise.all([call({ listRecordings: {} }), call({ listStorage: {} })]);
+    takes.list = listed.takes || [];
+    takes.destinations = (storage.storage || []).map((info) => (info.destination || {}).name).filter(Boolean);
     renderTakes();
     await loadMoments();
   } catch (error) { showProblem(error.message); }
@@ -862,6 +865,26 @@ async function startTake() {
 async function stopTake(takeId) { await act([{ stopRecording: { takeId } }], async () => { await loadTakes(); await showTake(takeId); }); }
 async function collectTake(takeId) { await act([{ collectRecording: { takeId } }], async () => { await loadTakes(); await showTake(takeId); }); }
 
+// A take's copies on storage destinations (recordings.md, "Offload"): proved, pending, sending.
+function offloadSummary(take) {
+  const mb = (bytes) => `${(number(bytes) / 1e6).toFixed(1)} MB`;
+  return (take.offloads || []).map((offload) => {
+    const state = offload.running ? `offloading, ${mb(offload.sendingBytes)} of the segments under way sent` : (offload.error ? "stopped" : "done");
+    return `Offload to ${offload.destination}: ${number(offload.verified)}/${number(offload.segments)} segments proved by SHA-256 ` +
+      `(${mb(offload.verifiedBytes)}), ${mb(offload.pendingBytes)} pending, ${state}` +
+      (number(offload.heldBack) ? `; ${number(offload.heldBack)} held back (consent not granted)` : "") +
+      (offload.destinationFull ? "; the destination is full" : "") + (offload.error ? `\nLast run: ${offload.error}` : "") +
+      (offload.indexPath ? `\nIndex: ${offload.indexPath}` : "");
+  }).join("\n");
+}
+
+async function offloadTake() {
+  const takeId = (takes.shown || {}).id;
+  const destination = document.getElementById("offload-destination").value;
+  if (!takeId || !destination) return;
+  await act([{ offloadRecording: { takeId, destination } }], () => showTake(takeId));
+}
+
 async function showTake(takeId) {
   try {
     const take = ((await call({ getRecording: { takeId } })).takes || [])[0];
@@ -882,6 +905,16 @@ async function showTake(takeId) {
       `${take.name || take.id}: ${take.state}, from fleet time ${take.startFleetNs}${number(take.stopFleetNs) ? ` to ${take.stopFleetNs}` : ""}, ` +
       `${number(take.frames)} frames, start spread ${(number(take.startSpreadNs) / 1000).toFixed(1)} µs`;
     document.getElementById("take-sync").textContent = syncSummary(take.syncReport);
+    document.getElementById("take-offloads").textContent = offloadSummary(take);
+    const offload = document.getElementById("take-offload");
+    offload.hidden = !canOperate() || take.state === "recording" || !takes.destinations.length;
+    const picker = document.getElementById("offload-destination");
+    if (picker.dataset.key !== takes.destinations.join(" ")) {
+      picker.dataset.key = takes.destinations.join(" ");
+      picker.replaceChildren(...takes.destinations.map((name) => el("option", { value: name }, name)));
+    }
+    // Followed while a copy is under way, as long as this take is the one shown.
+    if ((take.offloads || []).some((o) => o.running)) setTimeout(() => { if ((takes.shown || {}).id === takeId) showTake(takeId); }, 2000);
     document.querySelector("#take-parts tbody").replaceChildren(...parts);
     document.getElementById("take-detail").hidden = false;
   } catch (error) { showProblem(error.message); }

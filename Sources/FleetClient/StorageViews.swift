@@ -9,9 +9,10 @@ public enum StorageViews {
         let secretKeys, secretsMissing: [String]
         let createdUnixMs: Int64
         let offloadWhenStopped: Bool
+        let offloadDailyAt: String
 
         enum CodingKeys: String, CodingKey {
-            case name, backend, root, options, offloadWhenStopped = "offload_when_stopped"
+            case name, backend, root, options, offloadWhenStopped = "offload_when_stopped", offloadDailyAt = "offload_daily_at"
             case createdBy = "created_by", secretKeys = "secret_keys", secretsMissing = "secrets_missing", createdUnixMs = "created_unix_ms"
         }
 
@@ -25,6 +26,7 @@ public enum StorageViews {
             createdBy = info.createdBy
             createdUnixMs = info.createdUnixMs
             offloadWhenStopped = info.destination.offloadWhenStopped
+            offloadDailyAt = info.destination.offloadDailyAt
         }
     }
 
@@ -40,5 +42,6 @@ public enum StorageViews {
         }
         return text + "  takes under \(destination.root.isEmpty ? "its top" : destination.root + "/")"
             + (destination.offloadWhenStopped ? "; every take offloaded once stored" : "")
+            + (destination.offloadDailyAt.isEmpty ? "" : "; every take not yet there offloaded daily at \(destination.offloadDailyAt)")
     }
 }

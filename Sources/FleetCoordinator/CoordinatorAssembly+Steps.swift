@@ -170,7 +170,7 @@ extension CoordinatorAssembly {
                 directory: configuration.takesDirectory + "/stills", logger: logger)
             let storageSecrets = StorageSecrets(directory: CoordinatorKeys.directory(dataDirectory: configuration.dataDirectory) + "/storage")
             let offloads = TakeOffloads(
-                store: store, links: links, secrets: storageSecrets, events: events, clock: clock, logger: logger,
+                store: store, links: links, secrets: storageSecrets, events: events, metrics: sockets.metrics, clock: clock, logger: logger,
                 isOnline: { nodeID in await control.isOnline(nodeID) })
             // Before the takes resume: one stored meanwhile is offloaded by the policy too.
             await takes.whenStored { takeID in await offloads.takeStored(takeID) }

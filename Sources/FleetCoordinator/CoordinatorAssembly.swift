@@ -132,6 +132,7 @@ struct CoordinatorAssembly: Sendable {
             PeriodicService("recording housekeeper", every: .seconds(5), clock: beatClock, firstTick: .atStart) {
                 await fleet.housekeeper.tick()
             },
+            PeriodicService("daily offloads", every: .seconds(5), clock: beatClock) { await fleet.offloads.scheduleTick() },
             // Stopped first: says that shutdown has begun.
             StoppingService("shutdown notice") {
                 logger.info("coordinator stopping")

@@ -41,7 +41,8 @@ public enum WireDefaults {
     /// 1.21: colour and depth (ColourDescription; VideoFormat's and FrameLayout's colour and
     /// depth unit, FrameLayout.bit_depth; PartTally's and TakeDeviceInfo's bit depth, colour, depth unit).
     /// 1.22: auto-framing (DetectionSettings.framing, FramingSettings, FrameHeader.framing).
-    public static let protocolMinor: UInt32 = 26
+    /// 1.26: storage destinations and offload; 1.27: offload on a schedule (StorageDestination.offload_daily_at).
+    public static let protocolMinor: UInt32 = 27
 
     public static let heartbeatIntervalMilliseconds: UInt32 = 1000
     /// Missed heartbeats after which a peer is considered gone.

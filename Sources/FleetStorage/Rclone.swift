@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Debian's rclone, run for one destination: each call blocks until rclone exits, so callers
 /// run it on a thread they own (an upload takes as long as its bytes at the rate limit). The
@@ -13,6 +14,14 @@ public struct Rclone: Sendable {
     let environment: [String: String]
     /// Asked while rclone runs: true ends it (the host is stopping), and the call throws.
     public var stopRequested: @Sendable () -> Bool = { false }
+    /// Whether the destination keeps SHA-256 checksums, once it has said: a store that keeps
+    /// none is not asked again for every object (a process each). Shared by copies of this value.
+    private let keepsSHA256 = KeptChecksums()
+
+    private final class KeptChecksums: Sendable {
+        /// 0: not known yet, 1: kept, 2: not kept.
+        let state = Atomic<UInt8>(0)
+    }
 
     /// Finds rclone on PATH and obscures the destination's passwords with it.
     public init(destination: StorageDestination, path: String? = nil) throws(RcloneError) {
@@ -74,20 +83,33 @@ public struct Rclone: Sendable {
         _ = try run(arguments, for: "send \(file) to \(path)", progress: progress)
     }
 
-    /// Writes `data` to `path` (the take's index and sync report).
-    public func write(_ data: Data, to path: String) throws(RcloneError) {
-        _ = try run(["rcat", object(path)], input: String(decoding: data, as: UTF8.self), for: "write \(path)")
+    /// Writes small files (name and bytes) into `folder` in one rclone run: the take's index
+    /// and sync report.
+    public func write(_ files: [(name: String, data: Data)], into folder: String) throws(RcloneError) {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-index-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        do {
+            try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: false)
+            for file in files { try file.data.write(to: scratch.appendingPathComponent(file.name)) }
+        } catch {
+            throw .couldNotRun(operation: "write \(folder)", reason: "\(error)")
+        }
+        // --ignore-times: a new index of the same size replaces the old one.
+        _ = try run(["copy", "--ignore-times", scratch.path, object(folder)], for: "write \(files.map(\.name).joined(separator: ", ")) to \(folder)")
     }
 
     /// The destination's own SHA-256 of the object, nil when it keeps none.
     public func storeChecksum(of path: String) throws(RcloneError) -> String? {
+        if keepsSHA256.state.load(ordering: .relaxed) == 2 { return nil }
         let result = try run(["hashsum", "sha256", object(path)], for: "ask the checksum of \(path)", allowing: [1])
         if result.status != 0 {
             guard result.errors.contains("hash type not supported") || result.errors.contains("hash unsupported") else {
                 throw RcloneError.failed(operation: "ask the checksum of \(path)", status: result.status, said: result.errors)
             }
+            keepsSHA256.state.store(2, ordering: .relaxed)
             return nil
         }
+        keepsSHA256.state.store(1, ordering: .relaxed)
         return try Self.firstHash(result.output, operation: "ask the checksum of \(path)")
     }
 
@@ -140,6 +162,10 @@ public struct Rclone: Sendable {
         _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
         _ = FileManager.default.createFile(atPath: errorsURL.path, contents: nil)
         let stdin = Pipe()
+        // Woken the moment rclone exits (a poll's sleep after each of a segment's four steps
+        // was a fifth of its time), and every 200 ms meanwhile for a stop and the progress.
+        let exited = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in exited.signal() }
         do {
             process.standardOutput = try FileHandle(forWritingTo: outputURL)
             process.standardError = try FileHandle(forWritingTo: errorsURL)
@@ -153,8 +179,7 @@ public struct Rclone: Sendable {
             throw .couldNotRun(operation: operation, reason: "\(error)")
         }
         var stopped = false
-        while process.isRunning {
-            usleep(200_000)
+        while exited.wait(timeout: .now() + .milliseconds(200)) == .timedOut {
             if !stopped, stopRequested() {
                 stopped = true
                 process.terminate()

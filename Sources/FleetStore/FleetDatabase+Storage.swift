@@ -16,14 +16,18 @@ public struct StorageDestinationRecord: Codable, Sendable, Hashable, FetchableRe
     public var root: String
     /// Every take is offloaded here once it is stored.
     public var offloadWhenStopped: Bool
+    /// "HH:MM" of the coordinator's local time: each day, every stored take not yet proved here
+    /// is offloaded; empty for none.
+    public var offloadDailyAt: String
     public var createdAt: UnixMilliseconds
     public var createdBy: String
 
     public init(
         name: String, backend: String, options: [String: String], secretKeys: [String], root: String, offloadWhenStopped: Bool = false,
-        createdAt: UnixMilliseconds, createdBy: String
+        offloadDailyAt: String = "", createdAt: UnixMilliseconds, createdBy: String
     ) {
         self.offloadWhenStopped = offloadWhenStopped
+        self.offloadDailyAt = offloadDailyAt
         self.name = name
         self.backend = backend
         let encoder = JSONEncoder()
@@ -60,6 +64,23 @@ extension FleetDatabase {
     /// Every destination, by name.
     public func storageDestinations() async throws(StoreError) -> [StorageDestinationRecord] {
         try await read("listing the storage destinations") { db in try StorageDestinationRecord.order(Column("name")).fetchAll(db) }
+    }
+
+    /// The takes no longer recording that have a finished segment not proved on the destination
+    /// (a daily offload's work), oldest first.
+    public func takesNotProved(on destination: String) async throws(StoreError) -> [TakeRecord] {
+        try await read("finding the takes not yet offloaded to \(destination)") { db in
+            try TakeRecord.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM take WHERE state <> 'recording' AND EXISTS (
+                        SELECT 1 FROM segment s WHERE s.takeId = take.id AND s.state <> 'open' AND s.sha256 <> ''
+                        AND NOT EXISTS (
+                            SELECT 1 FROM segmentCopy c WHERE c.takeId = s.takeId AND c.deviceId = s.deviceId AND c.number = s.number
+                            AND c.destination = ? AND c.state = 'verified'))
+                    ORDER BY createdAt, id
+                    """, arguments: [destination])
+        }
     }
 }
 

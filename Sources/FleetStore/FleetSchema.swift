@@ -816,6 +816,11 @@ enum FleetSchema {
                     );
                     """)
         }
+        migrator.registerMigration("v38: offload on a schedule") { db in
+            // Policy (recordings.md, "Offload"): "HH:MM" of the coordinator's local time, each
+            // day every stored take not yet proved there is offloaded; '' for none.
+            try db.execute(sql: "ALTER TABLE storageDestination ADD COLUMN offloadDailyAt TEXT NOT NULL DEFAULT ''")
+        }
         return migrator
     }
 }

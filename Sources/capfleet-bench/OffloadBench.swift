@@ -19,13 +19,14 @@ struct OffloadBench: ParsableCommand {
     @Option(help: "Seconds each take records.") var seconds: Double = 8
     @Option(help: "The cameras' format.") var format: String = "1280x720:YUYV"
     @Option(help: "The cameras' frame rate.") var fps: Double = 15
+    @Option(help: "Seconds of each segment (several per take, as a real take has).") var segmentSeconds: Int = 1
 
     func run() throws {
         let directory = FileManager.default.currentDirectoryPath + "/.build/bench/offload-\(getpid())"
         let fleet = try LocalFleet(directory: directory, ports: try FleetPorts.free(record: false, metrics: false), output: .standardError)
         defer { fleet.remove() }
         let credential = try fleet.operatorCredential(for: "bench", role: "admin")
-        _ = try fleet.startCoordinator(arguments: ["--log-level", "error"], environment: ["CAPFLEET_SEGMENT_SECONDS": "4"])
+        _ = try fleet.startCoordinator(arguments: ["--log-level", "error"], environment: ["CAPFLEET_SEGMENT_SECONDS": "\(segmentSeconds)"])
         let session = try OperatorSession(address: fleet.operatorAddress, credential: credential, timeout: 30)
         func call(_ body: Capfleet_V1_OperatorRequest.OneOf_Body, timeout: Double = 30) throws -> Capfleet_V1_OperatorReply {
             let reply = try session.call(body, timeout: timeout).reply
@@ -108,26 +109,39 @@ struct OffloadBench: ParsableCommand {
             throw BenchFailure("no node holds \(devices[0].deviceID)")
         }
         let oneFolder = fleet.directory + "/\(host)/recordings/\(one)"
-        let baselineStart = MonotonicTime.now()
-        let copied = Process()
-        copied.executableURL = URL(fileURLWithPath: "/usr/bin/rclone")
-        copied.arguments = ["-q", "copy", oneFolder, rclone.remoteName + ":baseline/\(one)"]
-        copied.environment = rclone.processEnvironment
-        try copied.run()
-        copied.waitUntilExit()
-        let baselineSeconds = Double(MonotonicTime.now() - baselineStart) / 1e9
-        guard copied.terminationStatus == 0 else { throw BenchFailure("rclone copy failed (exit \(copied.terminationStatus))") }
+        func timed(_ arguments: [String]) throws -> Double {
+            let start = MonotonicTime.now()
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/rclone")
+            process.arguments = ["-q"] + arguments
+            process.environment = rclone.processEnvironment
+            try process.run()
+            process.waitUntilExit()
+            guard process.terminationStatus == 0 else { throw BenchFailure("rclone \(arguments[0]) failed (exit \(process.terminationStatus))") }
+            return Double(MonotonicTime.now() - start) / 1e9
+        }
+        let baselineSeconds = try timed(["copy", oneFolder, rclone.remoteName + ":baseline/\(one)"])
+        // rclone's own way to the same proof: the folder copied, then every object read back.
+        let provedSeconds =
+            try timed(["copy", oneFolder, rclone.remoteName + ":proved/\(one)"])
+            + timed(["check", "--download", "--one-way", oneFolder, rclone.remoteName + ":proved/\(one)"])
         let single = try offload(one)
+        let segments = try call(.getRecording(.with { $0.takeID = one })).takes[0].segments.count
         let singleRate = Double(single.bytes) / 1e6 / max(single.seconds, 0.001)
         let baselineRate = Double(single.bytes) / 1e6 / max(baselineSeconds, 0.001)
+        let provedRate = Double(single.bytes) / 1e6 / max(provedSeconds, 0.001)
         print(
             String(
-                format: "one host: %.1f MB in %.2f s = %.1f MB/s offloaded (with the proof: every object read back)", Double(single.bytes) / 1e6,
-                single.seconds, singleRate))
+                format: "one host: %.1f MB in %d segments in %.2f s = %.1f MB/s offloaded (with the proof: every object read back)",
+                Double(single.bytes) / 1e6, segments, single.seconds, singleRate))
         print(
             String(
                 format: "rclone copy of the same files: %.2f s = %.1f MB/s; offload / rclone copy = %.2fx (goal >= 0.9x)", baselineSeconds,
                 baselineRate, singleRate / baselineRate))
+        print(
+            String(
+                format: "rclone copy then rclone check --download (the same proof): %.2f s = %.1f MB/s; offload / that = %.2fx", provedSeconds,
+                provedRate, singleRate / provedRate))
 
         // Every host at once, while a take records on every camera.
         let all = try take(devices.prefix(hosts).map(\.deviceID), name: "every host")

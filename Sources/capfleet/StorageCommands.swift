@@ -28,6 +28,10 @@ struct StorageCommand: ParsableCommand {
         @Option(name: .customLong("secret"), help: "A secret setting, KEY=VALUE, KEY=- or KEY=@FILE (repeatable).") var secrets: [String] = []
         @Option(help: "The folder on the destination the fleet's takes go under (default: its top).") var root: String = ""
         @Flag(help: "Offload every take here once it is stored (from every host that holds parts of it).") var offloadWhenStopped = false
+        @Option(
+            help: ArgumentHelp(
+                "Each day at this time (HH:MM, the coordinator's local time) offload every stopped take not yet proved here.",
+                valueName: "HH:MM")) var offloadDaily: String = ""
         @Flag(help: "Print JSON.") var json = false
 
         func run() throws {
@@ -60,6 +64,7 @@ struct StorageCommand: ParsableCommand {
                             $0.secrets = hidden
                             $0.root = root
                             $0.offloadWhenStopped = offloadWhenStopped
+                            $0.offloadDailyAt = offloadDaily
                         }
                     })
             ).reply

@@ -107,6 +107,34 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: file.path), "the local copy stays")
     }
 
+    /// rclone runs through a script that counts its runs: each segment after the first costs
+    /// a look, a copy and a read back, not a question the store has already answered.
+    @Test func aStoreWithoutChecksums_isAskedOnce() async throws {
+        let server = try StorageServer("webdav")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("capfleet-rclone-count-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let runs = folder + "/runs"
+        try "#!/bin/sh\necho \"$*\" >> \(runs)\nexec /usr/bin/rclone \"$@\"\n".write(toFile: folder + "/rclone", atomically: true, encoding: .utf8)
+        #expect(chmod(folder + "/rclone", 0o755) == 0)
+        let rclone = try Rclone(destination: try server.destination(), path: folder)
+        try await server.ready(rclone)
+        func counted() throws -> [String] {
+            ((try? String(contentsOfFile: runs, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        }
+        let uploader = SegmentUploader(rclone: rclone, bytesPerSecond: 0)
+        var before = try counted().count
+        for number in 1...3 {
+            let file = try Self.segment(256 << 10)
+            let report = uploader.offload(file: file.path, sizeBytes: 256 << 10, sha256: file.sha256, to: "fleet/take/cam/cam-000\(number).mkv")
+            #expect(report.outcome == .verified(sentBytes: 256 << 10, proof: .readBack), "\(report)")
+            let all = try counted()
+            let these = all[before...]
+            before = all.count
+            #expect(these.filter { $0.contains("hashsum") && !$0.contains("--download") }.count == (number == 1 ? 1 : 0), "\(these)")
+            #expect(these.count == (number == 1 ? 4 : 3), "segment \(number): \(these)")
+        }
+    }
+
     @Test func withoutRclone_theErrorSaysHowToInstallIt() throws {
         let destination = try StorageDestination(name: "nas", backend: "local", options: [:], secrets: [:], root: "")
         #expect(throws: RcloneError.missing) { try Rclone(destination: destination, path: "/nonexistent") }

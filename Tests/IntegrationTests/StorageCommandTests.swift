@@ -158,7 +158,8 @@ extension SecondLaneIntegrationTests {
         }
 
         /// A destination added with --offload-when-stopped receives every take once it is
-        /// stored, without anyone asking.
+        /// stored, without anyone asking, and Prometheus counts it; one with --offload-daily
+        /// receives the takes not yet there at its time of day.
         @Test func aDestinationThatAsksForEveryTake_receivesOneOnceItIsStored() async throws {
             let fleet = try FleetHarness()
             try fleet.startCoordinator(environment: ["CAPFLEET_SEGMENT_SECONDS": "2"])
@@ -184,6 +185,35 @@ extension SecondLaneIntegrationTests {
                 try String.fetchAll(db, sql: "SELECT actor FROM auditLog WHERE action = 'recording.offload' AND target = ?", arguments: [takeID])
             }
             #expect(actors == ["coordinator (offload when stopped)"], "the policy's offload is audited as the coordinator's: \(actors)")
+            // Prometheus counts the copies and shows nothing left to prove.
+            let scrape = try SecondLaneIntegrationTests.MetricsTests.scrape(fleet)
+            let segments = offload["segments"] as? Int ?? 0
+            #expect(scrape.value("capfleet_offload_segments_total", ["destination": "studio", "outcome": "verified"]) == Double(segments))
+            #expect(
+                (scrape.value("capfleet_offload_sent_bytes_total", ["destination": "studio"]) ?? 0) >= Double(offload["verified_bytes"] as? Int ?? 1))
+            #expect(scrape.value("capfleet_offload_pending_bytes", ["destination": "studio"]) == 0)
+            #expect(scrape.value("capfleet_offload_runs", ["destination": "studio"]) == 0)
+
+            // A daily time that is not one is refused; one already past today runs at once
+            // (a coordinator started after it), for every take not yet there.
+            let wrong = try fleet.cli(["storage", "add", "nightly", "--backend", "webdav"] + options + ["--offload-daily", "24:00"])
+            #expect(wrong.status != 0 && wrong.error.contains("HH:MM"), "\(wrong.error)")
+            let nightly = try fleet.cli(
+                ["storage", "add", "nightly", "--backend", "webdav"] + options
+                    + ["--secret", "pass=@\(password)", "--root", "nightly", "--offload-daily", "00:00"])
+            #expect(nightly.status == 0 && nightly.output.contains("offloaded daily at 00:00"), "\(nightly.output)\(nightly.error)")
+            try await fleet.waitUntil("the take is on the daily destination", seconds: 60) {
+                let offloads = try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)["offloads"] as? [[String: Any]] ?? []
+                let daily = offloads.first { $0["destination"] as? String == "nightly" } ?? [:]
+                return daily["running"] as? Bool == false && daily["verified"] as? Int == segments
+            }
+            #expect(FileManager.default.fileExists(atPath: server.folder + "/nightly/\(takeID)/take.json"))
+            let dailyActors = try await DatabaseQueue(path: fleet.databasePath).read { db in
+                try String.fetchAll(
+                    db, sql: "SELECT actor FROM auditLog WHERE action = 'recording.offload' AND target = ? AND detail LIKE 'to nightly%'",
+                    arguments: [takeID])
+            }
+            #expect(dailyActors == ["coordinator (offload daily at 00:00)"], "\(dailyActors)")
         }
 
         /// Where a segment goes on the server's folder (recordings.md, "Layout on a destination").

@@ -124,6 +124,14 @@ public final class FleetMetrics: Sendable {
     nonisolated(unsafe) static let clockProbePace = descriptor(
         "clock_probe_interval_seconds", "",
         "How often the coordinator asks each locked agent to probe: clock_probe_budget spread over the agents probing.")
+    nonisolated(unsafe) static let offloadSentBytes = descriptor(
+        "offload_sent_bytes", "total", "Bytes the fleet's hosts sent to a storage destination in copies they proved (recordings offload).")
+    nonisolated(unsafe) static let offloadSegments = descriptor(
+        "offload_segments", "total",
+        "Segment copies to a storage destination, by outcome: verified (SHA-256 proved there), failed, held_back (consent not granted).")
+    nonisolated(unsafe) static let offloadPendingBytes = descriptor(
+        "offload_pending_bytes", "", "Bytes of the takes being offloaded to a destination that are not yet proved there.")
+    nonisolated(unsafe) static let offloadRuns = descriptor("offload_runs", "", "Takes being offloaded to a destination now.")
     nonisolated(unsafe) static let alerts = descriptor(
         "alerts", "total", "Alerts raised, by alert and outcome (delivered, throttled, failed, published).")
 
@@ -257,6 +265,22 @@ public final class FleetMetrics: Sendable {
         for entry in rejections {
             advance(Self.rejected, [("endpoint", entry.endpoint), ("reason", entry.reason)], to: entry.count)
         }
+    }
+
+    /// One segment copy's outcome on `destination` (`verified`, `failed` or `held_back`).
+    func countOffload(to destination: String, outcome: String, sentBytes: UInt64) {
+        let labels = [("destination", destination)]
+        registry.makeCounter(descriptor: Self.offloadSegments, labels: labels + [("outcome", outcome)]).increment()
+        if sentBytes > 0 {
+            registry.makeCounter(descriptor: Self.offloadSentBytes, labels: labels).increment(by: Int64(clamping: sentBytes))
+        }
+    }
+
+    /// The offloads under way to `destination`: how many, and the bytes they have still to prove.
+    func recordOffloads(to destination: String, runs: Int, pendingBytes: UInt64) {
+        let labels = [("destination", destination)]
+        registry.makeGauge(descriptor: Self.offloadRuns, labels: labels).set(Double(runs))
+        registry.makeGauge(descriptor: Self.offloadPendingBytes, labels: labels).set(Double(pendingBytes))
     }
 
     func record(clockProbes: ClockEndpoint.Statistics) {

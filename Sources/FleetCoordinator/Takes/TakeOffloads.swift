@@ -8,7 +8,7 @@ import Logging
 import SwiftProtobuf
 
 /// `recordings offload` (recordings.md, "Offload"): each node holding segments of the take
-/// copies them straight to the destination, one at a time per node and the nodes in parallel;
+/// copies them straight to the destination, a few at a time per node and the nodes in parallel;
 /// the coordinator copies only what it holds itself (takes recorded here, or a collected copy
 /// of a node that is gone). Each copy is proved by SHA-256 and recorded in the index; then the
 /// take's index and sync report go beside the files as JSON. One run per take and destination
@@ -33,10 +33,17 @@ actor TakeOffloads {
     private let clock: CoordinatorClock
     private let logger: Logger
     private let isOnline: @Sendable (String) async -> Bool
+    private let metrics: FleetMetrics
+    /// Bytes of each run's segments not yet proved (the metrics' pending bytes).
+    private var pending: [RunKey: UInt64] = [:]
     private var running: [RunKey: Task<Void, Never>] = [:]
     private var endings: [RunKey: Ending] = [:]
     /// The coordinator's own copies under way, bytes sent so far.
     private var sendingHere: [RunKey: UInt64] = [:]
+    /// The daily policy's decisions, and each destination's daily run under way.
+    private var schedule = DailyOffloadSchedule()
+    private var daily: [String: Task<Void, Never>] = [:]
+    private var rclones: [String: (destination: StorageDestination, rclone: Rclone)] = [:]
 
     /// How often an order no node answered goes again.
     static let reorder = Duration.seconds(30)
@@ -45,9 +52,10 @@ actor TakeOffloads {
     static let retryPause = Duration.seconds(5)
 
     init(
-        store: FleetDatabase, links: AgentRecordLinks, secrets: StorageSecrets, events: FleetEvents, clock: CoordinatorClock, logger: Logger,
-        isOnline: @escaping @Sendable (String) async -> Bool
+        store: FleetDatabase, links: AgentRecordLinks, secrets: StorageSecrets, events: FleetEvents, metrics: FleetMetrics, clock: CoordinatorClock,
+        logger: Logger, isOnline: @escaping @Sendable (String) async -> Bool
     ) {
+        self.metrics = metrics
         self.store = store
         self.links = links
         self.secrets = secrets
@@ -86,6 +94,8 @@ actor TakeOffloads {
         try await retell(take.id, on: name)
         guard running[key] == nil else { return left.count }
         endings[key] = nil
+        pending[key] = left.reduce(0) { $0 + UInt64(max($1.sizeBytes, 0)) }
+        publishGauges(name)
         running[key] = Task { await self.run(take, to: destination, segments: left, by: caller) }
         try await store.appendAudit(
             AuditEntry(
@@ -111,6 +121,51 @@ actor TakeOffloads {
             }
         } catch {
             logger.error("cannot read the storage destinations for a stored take", metadata: ["take.id": "\(takeID)", "error": "\(error)"])
+        }
+    }
+
+    /// The daily policy (`storage add --offload-daily HH:MM`): a destination whose time has
+    /// come today gets every stopped take not yet proved there, one take after another (a
+    /// backlog of hundreds is not hundreds of runs at once). Called every few seconds.
+    func scheduleTick(now: Date = Date()) async {
+        let destinations: [StorageDestinationRecord]
+        do {
+            destinations = try await store.storageDestinations()
+        } catch {
+            logger.error("cannot read the storage destinations for the daily offloads", metadata: ["error": "\(error)"])
+            return
+        }
+        var times: [String: Int] = [:]
+        for destination in destinations {
+            if let minute = DailyOffloadSchedule.minuteOfDay(destination.offloadDailyAt) { times[destination.name] = minute }
+        }
+        // The coordinator's local time (TZ), as the policy is given.
+        let local = Int(now.timeIntervalSince1970.rounded(.down)) + TimeZone.current.secondsFromGMT(for: now)
+        let (day, second) = local.quotientAndRemainder(dividingBy: 86_400)
+        for name in schedule.due(times, day: day, minute: second / 60) where daily[name] == nil {
+            let at = DailyOffloadSchedule.text(times[name] ?? 0)
+            daily[name] = Task { await self.runDaily(to: name, at: at) }
+        }
+    }
+
+    private func runDaily(to name: String, at: String) async {
+        defer { daily[name] = nil }
+        let takes: [TakeRecord]
+        do {
+            takes = try await store.takesNotProved(on: name)
+        } catch {
+            events.emit(.recording, message: "the daily offload to \(name) could not find its takes: \(error)")
+            return
+        }
+        events.emit(.recording, message: "daily offload to \(name) (at \(at)): \(takes.count) take(s) not yet proved there")
+        for take in takes {
+            do {
+                _ = try await offload(take, to: name, by: "coordinator (offload daily at \(at))")
+            } catch {
+                events.emit(.recording, message: "take \(take.id): the daily offload to \(name) could not start: \(error)")
+                continue
+            }
+            await running[RunKey(takeID: take.id, destination: name)]?.value
         }
     }
 
@@ -187,6 +242,8 @@ actor TakeOffloads {
         if let problem = await writeIndex(of: take, to: destination) { failures.append(problem) }
         running[key] = nil
         sendingHere[key] = nil
+        pending[key] = nil
+        publishGauges(destination.name)
         endings[key] = Ending(error: failures.joined(separator: "; "), destinationFull: full)
         let message =
             failures.isEmpty
@@ -203,8 +260,20 @@ actor TakeOffloads {
         var destinationFull = false
     }
 
-    /// One node's segments in order, each copy ordered from it; stops at a full destination
-    /// or the node gone, goes on past a segment that failed alone.
+    /// What one segment's copy came to, for its node's run.
+    private struct SegmentOutcome: Sendable {
+        var failure: String?
+        var destinationFull = false
+        /// The node went away and was not back in time: its other segments wait for the next run.
+        var nodeGone = false
+    }
+
+    /// Copies ordered from a node at once: twice an agent's own transfers (two), so the next
+    /// ones wait there and it never idles for a round trip between two segments.
+    static let window = 4
+
+    /// One node's segments in order, `window` copies ordered from it at a time; stops at a
+    /// full destination or the node gone, goes on past a segment that failed alone.
     private func order(_ segments: [SegmentRecord], from nodeID: String, of take: TakeRecord, to destination: StorageDestination) async -> NodeOutcome
     {
         var outcome = NodeOutcome()
@@ -214,69 +283,99 @@ actor TakeOffloads {
             return outcome
         }
         let wire = Self.wire(destination)
-        for segment in segments.sorted(by: { ($0.deviceId, $0.number) < ($1.deviceId, $1.number) }) {
-            let objectPath = destination.layout.segment(
-                takeID: take.id, deviceID: segment.deviceId, fileName: (segment.path as NSString).lastPathComponent)
-            let request = Capfleet_V1_OffloadSegment.with {
-                $0.number = UInt32(segment.number)
-                $0.sizeBytes = UInt64(max(segment.sizeBytes, 0))
-                $0.sha256 = segment.sha256
-                $0.destination = wire
-                $0.objectPath = objectPath
+        var queue = segments.sorted(by: { ($0.deviceId, $0.number) < ($1.deviceId, $1.number) })[...]
+        await withTaskGroup(of: SegmentOutcome.self) { group in
+            var stopped = false, saidGone = false
+            for _ in 0..<Self.window {
+                guard let segment = queue.popFirst() else { break }
+                group.addTask { await self.copy(segment, from: nodeID, of: take, to: destination, wire: wire) }
             }
-            let links = self.links, isOnline = self.isOnline
-            var answer: Capfleet_V1_SegmentOffloaded?
-            // A copy that failed on its way (a link cut, a server restarting) is tried again a
-            // few times; one held back, a full destination or a node gone is not.
-            for attempt in 1...Self.attempts {
-                answer = await links.desk.awaitOffload(
-                    AgentRecordingsDesk.OffloadKey(
-                        nodeID: nodeID, takeID: take.id, deviceID: segment.deviceId, number: UInt32(segment.number), destination: destination.name),
-                    reorder: Self.reorder,
-                    order: { links.send(to: nodeID, takeID: take.id, deviceID: segment.deviceId, .offload(request)) },
-                    stillThere: { await isOnline(nodeID) })
-                guard let failed = answer, !failed.verified, !failed.heldBack, !failed.destinationFull, attempt < Self.attempts else { break }
-                logger.warning(
-                    "a segment's offload failed; trying again",
-                    metadata: ["take.id": "\(take.id)", "node.id": "\(nodeID)", "segment": "\(segment.number)", "error": "\(failed.error)"])
-                try? await Task.sleep(for: Self.retryPause)
-            }
-            guard let answer else {
-                outcome.failures.append(
-                    "node \(nodeID) went offline while it offloaded segment \(segment.number) of \(segment.deviceId), and was not back within \(AgentRecordingsDesk.offloadPatience): offload again when it is"
-                )
-                return outcome
-            }
-            let copy = SegmentCopyRecord(
-                takeId: take.id, deviceId: segment.deviceId, number: segment.number, destination: destination.name, objectPath: objectPath,
-                state: answer.verified ? .verified : answer.heldBack ? .heldBack : .failed, proof: answer.proof,
-                sentBytes: Int64(clamping: answer.sentBytes), error: answer.error, nodeId: nodeID, at: clock.unixMilliseconds())
-            if let problem = await record(copy) {
-                outcome.failures.append(problem)
-            } else if answer.verified {
-                // Safe there: the host's retention may remove its own file now.
-                links.send(
-                    to: nodeID, takeID: take.id, deviceID: segment.deviceId,
-                    .collected(
-                        .with {
-                            $0.number = UInt32(segment.number)
-                            $0.destination = destination.name
-                        }))
-            }
-            if !answer.replacedCorruptCopy.isEmpty {
-                events.emit(
-                    .recording,
-                    message:
-                        "take \(take.id): a corrupt copy of segment \(segment.number) of \(segment.deviceId) on \(destination.name) was replaced (\(answer.replacedCorruptCopy))"
-                )
-            }
-            if !answer.verified {
-                outcome.failures.append("segment \(segment.number) of \(segment.deviceId) (node \(nodeID)): \(answer.error)")
-                if answer.destinationFull {
+            for await result in group {
+                if result.nodeGone {
+                    // Said once, however many of its copies were out.
+                    if !saidGone, let failure = result.failure { outcome.failures.append(failure) }
+                    saidGone = true
+                    stopped = true
+                } else if let failure = result.failure {
+                    outcome.failures.append(failure)
+                }
+                if result.destinationFull {
                     outcome.destinationFull = true
-                    return outcome
+                    stopped = true
+                }
+                if !stopped, let segment = queue.popFirst() {
+                    group.addTask { await self.copy(segment, from: nodeID, of: take, to: destination, wire: wire) }
                 }
             }
+        }
+        return outcome
+    }
+
+    /// One segment's copy ordered from its node (tried again after a failure on its way),
+    /// recorded, and told to the node once it is proved.
+    private func copy(
+        _ segment: SegmentRecord, from nodeID: String, of take: TakeRecord, to destination: StorageDestination, wire: Capfleet_V1_StorageDestination
+    ) async -> SegmentOutcome {
+        var outcome = SegmentOutcome()
+        let objectPath = destination.layout.segment(
+            takeID: take.id, deviceID: segment.deviceId, fileName: (segment.path as NSString).lastPathComponent)
+        let request = Capfleet_V1_OffloadSegment.with {
+            $0.number = UInt32(segment.number)
+            $0.sizeBytes = UInt64(max(segment.sizeBytes, 0))
+            $0.sha256 = segment.sha256
+            $0.destination = wire
+            $0.objectPath = objectPath
+        }
+        let links = self.links, isOnline = self.isOnline
+        var answer: Capfleet_V1_SegmentOffloaded?
+        // A copy that failed on its way (a link cut, a server restarting) is tried again a
+        // few times; one held back, a full destination or a node gone is not.
+        for attempt in 1...Self.attempts {
+            answer = await links.desk.awaitOffload(
+                AgentRecordingsDesk.OffloadKey(
+                    nodeID: nodeID, takeID: take.id, deviceID: segment.deviceId, number: UInt32(segment.number), destination: destination.name),
+                reorder: Self.reorder,
+                order: { links.send(to: nodeID, takeID: take.id, deviceID: segment.deviceId, .offload(request)) },
+                stillThere: { await isOnline(nodeID) })
+            guard let failed = answer, !failed.verified, !failed.heldBack, !failed.destinationFull, attempt < Self.attempts else { break }
+            logger.warning(
+                "a segment's offload failed; trying again",
+                metadata: ["take.id": "\(take.id)", "node.id": "\(nodeID)", "segment": "\(segment.number)", "error": "\(failed.error)"])
+            try? await Task.sleep(for: Self.retryPause)
+        }
+        guard let answer else {
+            outcome.failure =
+                "node \(nodeID) went offline while it offloaded segment \(segment.number) of \(segment.deviceId), and was not back within \(AgentRecordingsDesk.offloadPatience): offload again when it is"
+            outcome.nodeGone = true
+            return outcome
+        }
+        let copy = SegmentCopyRecord(
+            takeId: take.id, deviceId: segment.deviceId, number: segment.number, destination: destination.name, objectPath: objectPath,
+            state: answer.verified ? .verified : answer.heldBack ? .heldBack : .failed, proof: answer.proof,
+            sentBytes: Int64(clamping: answer.sentBytes), error: answer.error, nodeId: nodeID, at: clock.unixMilliseconds())
+        count(copy, sizeBytes: segment.sizeBytes)
+        if let problem = await record(copy) {
+            outcome.failure = problem
+        } else if answer.verified {
+            // Safe there: the host's retention may remove its own file now.
+            links.send(
+                to: nodeID, takeID: take.id, deviceID: segment.deviceId,
+                .collected(
+                    .with {
+                        $0.number = UInt32(segment.number)
+                        $0.destination = destination.name
+                    }))
+        }
+        if !answer.replacedCorruptCopy.isEmpty {
+            events.emit(
+                .recording,
+                message:
+                    "take \(take.id): a corrupt copy of segment \(segment.number) of \(segment.deviceId) on \(destination.name) was replaced (\(answer.replacedCorruptCopy))"
+            )
+        }
+        if !answer.verified {
+            outcome.failure = "segment \(segment.number) of \(segment.deviceId) (node \(nodeID)): \(answer.error)"
+            outcome.destinationFull = answer.destinationFull
         }
         return outcome
     }
@@ -287,7 +386,7 @@ actor TakeOffloads {
         let key = RunKey(takeID: take.id, destination: destination.name)
         let rclone: Rclone
         do {
-            rclone = try Rclone(destination: destination)
+            rclone = try await self.rclone(for: destination)
         } catch {
             outcome.failures.append(error.description)
             return outcome
@@ -317,10 +416,36 @@ actor TakeOffloads {
                 outcome.failures.append("segment \(segment.number) of \(segment.deviceId) (on the coordinator): \(reason)")
                 if full { outcome.destinationFull = true }
             }
+            count(copy, sizeBytes: segment.sizeBytes)
             if let problem = await record(copy) { outcome.failures.append(problem) }
             if outcome.destinationFull { return outcome }
         }
         return outcome
+    }
+
+    /// A copy's outcome, in the metrics (and, proved, off its run's pending bytes).
+    private func count(_ copy: SegmentCopyRecord, sizeBytes: Int64) {
+        metrics.countOffload(to: copy.destination, outcome: copy.state.rawValue, sentBytes: UInt64(max(copy.sentBytes, 0)))
+        guard copy.state == .verified else { return }
+        let key = RunKey(takeID: copy.takeId, destination: copy.destination)
+        if let left = pending[key] {
+            pending[key] = left - min(left, UInt64(max(sizeBytes, 0)))
+            publishGauges(copy.destination)
+        }
+    }
+
+    private func publishGauges(_ destination: String) {
+        let runs = pending.filter { $0.key.destination == destination }
+        metrics.recordOffloads(to: destination, runs: runs.count, pendingBytes: runs.values.reduce(0, +))
+    }
+
+    /// rclone for the destination as it is now: its passwords obscured once, what it keeps learned once.
+    private func rclone(for destination: StorageDestination) async throws(RcloneError) -> Rclone {
+        if let known = rclones[destination.name], known.destination == destination { return known.rclone }
+        // Made on a thread of its own: obscuring the passwords runs rclone.
+        let made = try await OwnedThread.run("cf-offload") { Result { () throws(RcloneError) in try Rclone(destination: destination) } }.get()
+        rclones[destination.name] = (destination, made)
+        return made
     }
 
     private func noteSending(_ key: RunKey, _ sent: UInt64) {
@@ -348,11 +473,16 @@ actor TakeOffloads {
             return "the take's index could not be made for \(destination.name): \(error)"
         }
         let layout = destination.layout
+        let rclone: Rclone
+        do {
+            rclone = try await self.rclone(for: destination)
+        } catch {
+            return "the take's index could not be written to \(destination.name): \(error)"
+        }
         let problem: String? = await OwnedThread.run("cf-offload") {
             do throws(RcloneError) {
-                let rclone = try Rclone(destination: destination)
-                try rclone.write(json.index, to: layout.takeIndex(take.id))
-                if let sync = json.sync { try rclone.write(sync, to: layout.syncReport(take.id)) }
+                try rclone.write(
+                    [("take.json", json.index)] + (json.sync.map { [("sync-report.json", $0)] } ?? []), into: layout.takeFolder(take.id))
                 return nil
             } catch {
                 return "the take's index could not be written to \(destination.name): \(error)"

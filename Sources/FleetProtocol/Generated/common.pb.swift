@@ -2064,6 +2064,9 @@ public nonisolated struct Capfleet_V1_StorageDestination: Sendable {
   /// policy: offload every take to it once the take is stored
   public var offloadWhenStopped: Bool = false
 
+  /// since 1.27, policy: "HH:MM" of the coordinator's local time; each day every stopped take not yet proved there is offloaded ("": none)
+  public var offloadDailyAt: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -4073,7 +4076,7 @@ nonisolated extension Capfleet_V1_DeviceOptics: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Capfleet_V1_StorageDestination: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".StorageDestination"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}backend\0\u{1}options\0\u{1}secrets\0\u{1}root\0\u{3}offload_when_stopped\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}backend\0\u{1}options\0\u{1}secrets\0\u{1}root\0\u{3}offload_when_stopped\0\u{3}offload_daily_at\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -4087,6 +4090,7 @@ nonisolated extension Capfleet_V1_StorageDestination: SwiftProtobuf.Message, Swi
       case 4: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufString>.self, value: &self.secrets) }()
       case 5: try { try decoder.decodeSingularStringField(value: &self.root) }()
       case 6: try { try decoder.decodeSingularBoolField(value: &self.offloadWhenStopped) }()
+      case 7: try { try decoder.decodeSingularStringField(value: &self.offloadDailyAt) }()
       default: break
       }
     }
@@ -4111,6 +4115,9 @@ nonisolated extension Capfleet_V1_StorageDestination: SwiftProtobuf.Message, Swi
     if self.offloadWhenStopped != false {
       try visitor.visitSingularBoolField(value: self.offloadWhenStopped, fieldNumber: 6)
     }
+    if !self.offloadDailyAt.isEmpty {
+      try visitor.visitSingularStringField(value: self.offloadDailyAt, fieldNumber: 7)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -4121,6 +4128,7 @@ nonisolated extension Capfleet_V1_StorageDestination: SwiftProtobuf.Message, Swi
     if lhs.secrets != rhs.secrets {return false}
     if lhs.root != rhs.root {return false}
     if lhs.offloadWhenStopped != rhs.offloadWhenStopped {return false}
+    if lhs.offloadDailyAt != rhs.offloadDailyAt {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

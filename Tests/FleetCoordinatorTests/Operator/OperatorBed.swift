@@ -96,7 +96,7 @@ struct OperatorBed {
         }
         let listing = DeviceListing(store: store, agents: agents, leases: leases, liveFlow: liveFlow, clock: clock)
         let offloads = TakeOffloads(
-            store: store, links: links, secrets: storageSecrets, events: events, clock: clock, logger: logger,
+            store: store, links: links, secrets: storageSecrets, events: events, metrics: FleetMetrics(), clock: clock, logger: logger,
             isOnline: { await agents.isOnline($0) })
         let catalog = TakeCatalog(store: store, agents: agents, collections: collections, offloads: offloads, sync: takes.sync)
         let taker = MomentTaker(store: store, takes: takes, stills: stills, clock: clock)

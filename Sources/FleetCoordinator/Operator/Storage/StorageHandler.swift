@@ -32,6 +32,12 @@ struct StorageHandler: Sendable {
             reply.status = .ok
             return
         }
+        guard wire.offloadDailyAt.isEmpty || DailyOffloadSchedule.minuteOfDay(wire.offloadDailyAt) != nil else {
+            reply.status = .failure(
+                .badRequest,
+                "offload daily at \(wire.offloadDailyAt) is not a time of day: give HH:MM, 00:00 to 23:59, in the coordinator's local time")
+            return
+        }
         let destination: StorageDestination
         do {
             destination = try StorageDestination(
@@ -50,7 +56,8 @@ struct StorageHandler: Sendable {
         }
         let record = StorageDestinationRecord(
             name: destination.name, backend: destination.backend, options: destination.options, secretKeys: Array(destination.secrets.keys),
-            root: destination.layout.root, offloadWhenStopped: wire.offloadWhenStopped, createdAt: now, createdBy: holder)
+            root: destination.layout.root, offloadWhenStopped: wire.offloadWhenStopped, offloadDailyAt: wire.offloadDailyAt, createdAt: now,
+            createdBy: holder)
         let settings = destination.options.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", ")
         try await store.saveStorageDestination(
             record,
@@ -59,7 +66,8 @@ struct StorageHandler: Sendable {
                 detail: "\(destination.backend)\(settings.isEmpty ? "" : " (\(settings))")"
                     + (destination.secrets.isEmpty ? "" : "; secrets \(destination.secrets.keys.sorted().joined(separator: ", ")) kept apart")
                     + "; takes under \(destination.layout.root.isEmpty ? "its top" : destination.layout.root)"
-                    + (wire.offloadWhenStopped ? "; every take offloaded once stored" : "")))
+                    + (wire.offloadWhenStopped ? "; every take offloaded once stored" : "")
+                    + (wire.offloadDailyAt.isEmpty ? "" : "; every take not yet there offloaded daily at \(wire.offloadDailyAt)")))
         reply.storage = [try info(record)]
         reply.status = .ok
     }
@@ -78,6 +86,7 @@ struct StorageHandler: Sendable {
                 $0.options = record.options
                 $0.root = record.root
                 $0.offloadWhenStopped = record.offloadWhenStopped
+                $0.offloadDailyAt = record.offloadDailyAt
             }
             $0.secretKeys = record.secretKeyList
             $0.createdBy = record.createdBy
