@@ -38,8 +38,9 @@ public struct Rclone: Sendable {
                 .trimmingCharacters(in: .whitespacesAndNewlines)
         }
         var environment = destination.environment(remote: Self.remote, obscured: obscured)
-        // Not the user's ~/.config/rclone: only this destination.
-        environment["RCLONE_CONFIG"] = "/nonexistent/capfleet-uses-no-rclone-config"
+        // No configuration file at all: not the user's ~/.config/rclone to read, and none to
+        // write (rclone's SFTP saves what it learns of the server's shell into its file).
+        environment["RCLONE_CONFIG"] = ""
         self.environment = environment
     }
 
@@ -81,6 +82,16 @@ public struct Rclone: Sendable {
         var arguments = ["copyto", file, object(path), "--retries", "3", "--low-level-retries", "10"]
         if bytesPerSecond > 0 { arguments += ["--bwlimit", "\(max(1, bytesPerSecond / 1024))k"] }
         _ = try run(arguments, for: "send \(file) to \(path)", progress: progress)
+    }
+
+    /// The bytes free on the destination as it tells them (SFTP's statvfs, S3 and others say
+    /// nothing: nil).
+    public func freeBytes() throws(RcloneError) -> UInt64? {
+        let result = try run(["about", "--json", object("")], for: "ask the destination's free space", allowing: [1])
+        guard result.status == 0, let parsed = try? JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any],
+            let free = (parsed["free"] as? NSNumber)?.int64Value, free >= 0
+        else { return nil }
+        return UInt64(free)
     }
 
     /// Writes small files (name and bytes) into `folder` in one rclone run: the take's index

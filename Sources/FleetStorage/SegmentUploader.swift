@@ -45,9 +45,21 @@ public struct SegmentUploader: Sendable {
                     event = .removed
                 }
             } catch {
-                event = .stepFailed(reason: error.description, destinationFull: error.destinationFull)
+                if !error.destinationFull, let room = lackOfRoom(after: error, action, sizeBytes) {
+                    event = .stepFailed(reason: "\(error.description); \(room)", destinationFull: true)
+                } else {
+                    event = .stepFailed(reason: error.description, destinationFull: error.destinationFull)
+                }
             }
             action = machine.handle(event)
         }
+    }
+
+    /// A send that failed for a reason rclone did not name (two copies at once into a full SFTP
+    /// server end as "closed pipe"): full, said so, if the destination says it has less room
+    /// than the file; nil when it has room or does not say.
+    private func lackOfRoom(after error: RcloneError, _ action: SegmentOffload.Action, _ sizeBytes: UInt64) -> String? {
+        guard action == .upload, case .failed = error, let free = try? rclone.freeBytes(), free < sizeBytes else { return nil }
+        return "the destination is full: it has \(free) bytes free, the segment needs \(sizeBytes)"
     }
 }

@@ -4,6 +4,10 @@ import Foundation
 import GRDB
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 extension IntegrationTests {
     /// `capfleet storage` against a real coordinator (proto-docs/recordings.md, "Destinations"):
     /// an admin adds a WebDAV destination with its password from a file; everyone sees it with
@@ -214,6 +218,44 @@ extension SecondLaneIntegrationTests {
                     arguments: [takeID])
             }
             #expect(dailyActors == ["coordinator (offload daily at 00:00)"], "\(dailyActors)")
+        }
+
+        /// A destination with room for less than the take: the offload stops with an error that
+        /// says the destination is full, the index says so, and every segment stays on its host.
+        @Test func aFullDestination_endsTheOffloadSayingSo_andNothingIsDeletedOnTheHost() async throws {
+            guard getuid() == 0 else {
+                print("full destination: not run, a tmpfs of its own needs root (CI runs as root)")
+                return
+            }
+            let fleet = try FleetHarness()
+            try fleet.startCoordinator(environment: ["CAPFLEET_SEGMENT_SECONDS": "1"])
+            let devices = try await SecondLaneIntegrationTests.RecordingTests.devices(in: fleet, agents: ["f1"], fps: 15)
+            let takeID = try SecondLaneIntegrationTests.RecordingTests.start(devices, in: fleet, store: "agent")
+            try await Task.sleep(for: .seconds(4))
+            #expect(try fleet.cli(["record", "stop", takeID], timeout: 30).status == 0)
+            let segments = try #require(try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)["segments"] as? [[String: Any]])
+            let sizes = segments.compactMap { $0["size_bytes"] as? Int }
+            // Room for about one segment of several.
+            let server = try StorageServer("sftp", capacityBytes: (sizes.max() ?? 1 << 20) * 3 / 2)
+            try await server.ready(try Rclone(destination: try server.destination()))
+            let password = fleet.directory + "/studio-password"
+            try StorageServer.password.write(toFile: password, atomically: true, encoding: .utf8)
+            let options = server.options.sorted { $0.key < $1.key }.flatMap { ["--option", "\($0.key)=\($0.value)"] }
+            #expect(try fleet.cli(["storage", "add", "small", "--backend", "sftp"] + options + ["--secret", "pass=@\(password)"]).status == 0)
+
+            let offloaded = try fleet.cli(["recordings", "offload", takeID, "--to", "small"], timeout: 120)
+            #expect(offloaded.status != 0 && (offloaded.output + offloaded.error).contains("full"), "\(offloaded.output)\(offloaded.error)")
+            let offload = try #require(
+                (try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)["offloads"] as? [[String: Any]])?.first)
+            #expect(offload["destination_full"] as? Bool == true && (offload["verified"] as? Int ?? 0) < segments.count, "\(offload)")
+            #expect((offload["error"] as? String ?? "").contains("full"), "\(offload)")
+            for segment in segments {
+                let path = try #require(segment["path"] as? String)
+                #expect(FileManager.default.fileExists(atPath: path), "the host keeps \(path)")
+            }
+            // The agent's retention runs every minute: none of the segments goes while not proved.
+            let scrape = try SecondLaneIntegrationTests.MetricsTests.scrape(fleet)
+            #expect((scrape.value("capfleet_offload_segments_total", ["destination": "small", "outcome": "failed"]) ?? 0) >= 1)
         }
 
         /// Where a segment goes on the server's folder (recordings.md, "Layout on a destination").
