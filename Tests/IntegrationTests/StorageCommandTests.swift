@@ -58,13 +58,7 @@ extension SecondLaneIntegrationTests {
             try await Task.sleep(for: .seconds(5))
             #expect(try fleet.cli(["record", "stop", takeID], timeout: 30).status == 0)
 
-            let server = try StorageServer("webdav")
-            try await server.ready(try Rclone(destination: try server.destination()))
-            let password = fleet.directory + "/studio-password"
-            try StorageServer.password.write(toFile: password, atomically: true, encoding: .utf8)
-            let options = server.options.sorted { $0.key < $1.key }.flatMap { ["--option", "\($0.key)=\($0.value)"] }
-            let added = try fleet.cli(
-                ["storage", "add", "studio", "--backend", "webdav"] + options + ["--secret", "pass=@\(password)", "--root", "fleet/takes"])
+            let (server, added) = try await Self.serve("webdav", as: "studio", for: fleet, ["--root", "fleet/takes"])
             #expect(added.status == 0, "\(added.output)\(added.error)")
 
             var shown = try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)
@@ -148,10 +142,8 @@ extension SecondLaneIntegrationTests {
             #expect(denied.status == 0, "\(denied.error)")
             let held = try fleet.cli(["recordings", "offload", takeID, "--to", "elsewhere"], timeout: 60)
             #expect(held.status != 0 && held.error.contains("no storage destination elsewhere"), "\(held.error)")
-            let server2 = try StorageServer("webdav")
-            try await server2.ready(try Rclone(destination: try server2.destination()))
-            let options2 = server2.options.sorted { $0.key < $1.key }.flatMap { ["--option", "\($0.key)=\($0.value)"] }
-            #expect(try fleet.cli(["storage", "add", "second", "--backend", "webdav"] + options2 + ["--secret", "pass=@\(password)"]).status == 0)
+            let (server2, addedSecond) = try await Self.serve("webdav", as: "second", for: fleet)
+            #expect(addedSecond.status == 0, "\(addedSecond.error)")
             let partly = try fleet.cli(["recordings", "offload", takeID, "--to", "second"], timeout: 120)
             #expect(partly.status != 0 && partly.error.contains("consent is not granted"), "\(partly.output)\(partly.error)")
             shown = try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)
@@ -159,6 +151,7 @@ extension SecondLaneIntegrationTests {
             let heldBack = (shown["segments"] as? [[String: Any]] ?? []).filter { $0["device_id"] as? String == stillThere }.count
             #expect(second["held_back"] as? Int == heldBack && heldBack > 0, "\(second)")
             #expect(second["verified"] as? Int == segments.count - heldBack, "the other camera's segments went: \(second)")
+            withExtendedLifetime(server2) {}
         }
 
         /// A destination added with --offload-when-stopped receives every take once it is
@@ -168,13 +161,7 @@ extension SecondLaneIntegrationTests {
             let fleet = try FleetHarness()
             try fleet.startCoordinator(environment: ["CAPFLEET_SEGMENT_SECONDS": "2"])
             let devices = try await SecondLaneIntegrationTests.RecordingTests.devices(in: fleet, agents: ["w1"], fps: 15)
-            let server = try StorageServer("webdav")
-            try await server.ready(try Rclone(destination: try server.destination()))
-            let password = fleet.directory + "/studio-password"
-            try StorageServer.password.write(toFile: password, atomically: true, encoding: .utf8)
-            let options = server.options.sorted { $0.key < $1.key }.flatMap { ["--option", "\($0.key)=\($0.value)"] }
-            let added = try fleet.cli(
-                ["storage", "add", "studio", "--backend", "webdav"] + options + ["--secret", "pass=@\(password)", "--offload-when-stopped"])
+            let (server, added) = try await Self.serve("webdav", as: "studio", for: fleet, ["--offload-when-stopped"])
             #expect(added.status == 0 && added.output.contains("every take offloaded once stored"), "\(added.output)\(added.error)")
             let takeID = try SecondLaneIntegrationTests.RecordingTests.start(devices, in: fleet, store: "agent")
             try await Task.sleep(for: .seconds(3))
@@ -200,11 +187,9 @@ extension SecondLaneIntegrationTests {
 
             // A daily time that is not one is refused; one already past today runs at once
             // (a coordinator started after it), for every take not yet there.
-            let wrong = try fleet.cli(["storage", "add", "nightly", "--backend", "webdav"] + options + ["--offload-daily", "24:00"])
+            let wrong = try fleet.cli(["storage", "add", "nightly", "--backend", "webdav"] + Self.options(server) + ["--offload-daily", "24:00"])
             #expect(wrong.status != 0 && wrong.error.contains("HH:MM"), "\(wrong.error)")
-            let nightly = try fleet.cli(
-                ["storage", "add", "nightly", "--backend", "webdav"] + options
-                    + ["--secret", "pass=@\(password)", "--root", "nightly", "--offload-daily", "00:00"])
+            let nightly = try Self.add(server, as: "nightly", to: fleet, ["--root", "nightly", "--offload-daily", "00:00"])
             #expect(nightly.status == 0 && nightly.output.contains("offloaded daily at 00:00"), "\(nightly.output)\(nightly.error)")
             try await fleet.waitUntil("the take is on the daily destination", seconds: 60) {
                 let offloads = try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)["offloads"] as? [[String: Any]] ?? []
@@ -236,12 +221,8 @@ extension SecondLaneIntegrationTests {
             let segments = try #require(try SecondLaneIntegrationTests.RecordingTests.show(takeID, in: fleet)["segments"] as? [[String: Any]])
             let sizes = segments.compactMap { $0["size_bytes"] as? Int }
             // Room for about one segment of several.
-            let server = try StorageServer("sftp", capacityBytes: (sizes.max() ?? 1 << 20) * 3 / 2)
-            try await server.ready(try Rclone(destination: try server.destination()))
-            let password = fleet.directory + "/studio-password"
-            try StorageServer.password.write(toFile: password, atomically: true, encoding: .utf8)
-            let options = server.options.sorted { $0.key < $1.key }.flatMap { ["--option", "\($0.key)=\($0.value)"] }
-            #expect(try fleet.cli(["storage", "add", "small", "--backend", "sftp"] + options + ["--secret", "pass=@\(password)"]).status == 0)
+            let (server, added) = try await Self.serve("sftp", as: "small", for: fleet, capacityBytes: (sizes.max() ?? 1 << 20) * 3 / 2)
+            #expect(added.status == 0, "\(added.output)\(added.error)")
 
             let offloaded = try fleet.cli(["recordings", "offload", takeID, "--to", "small"], timeout: 120)
             #expect(offloaded.status != 0 && (offloaded.output + offloaded.error).contains("full"), "\(offloaded.output)\(offloaded.error)")
@@ -256,6 +237,30 @@ extension SecondLaneIntegrationTests {
             // The agent's retention runs every minute: none of the segments goes while not proved.
             let scrape = try SecondLaneIntegrationTests.MetricsTests.scrape(fleet)
             #expect((scrape.value("capfleet_offload_segments_total", ["destination": "small", "outcome": "failed"]) ?? 0) >= 1)
+            withExtendedLifetime(server) {}
+        }
+
+        /// A storage server of `protocolName`, ready, added to the fleet as `name` with its
+        /// password from a file and `extra` arguments; the CLI's answer.
+        static func serve(
+            _ protocolName: String, as name: String, for fleet: FleetHarness, _ extra: [String] = [], capacityBytes: Int? = nil
+        ) async throws -> (StorageServer, (status: Int32, output: String, error: String)) {
+            let server = try StorageServer(protocolName, capacityBytes: capacityBytes)
+            try await server.ready(try Rclone(destination: try server.destination()))
+            return (server, try add(server, as: name, to: fleet, extra))
+        }
+
+        static func add(
+            _ server: StorageServer, as name: String, to fleet: FleetHarness, _ extra: [String]
+        ) throws -> (status: Int32, output: String, error: String) {
+            let password = fleet.directory + "/\(name)-password"
+            try StorageServer.password.write(toFile: password, atomically: true, encoding: .utf8)
+            return try fleet.cli(
+                ["storage", "add", name, "--backend", server.protocolName] + options(server) + ["--secret", "pass=@\(password)"] + extra)
+        }
+
+        static func options(_ server: StorageServer) -> [String] {
+            server.options.sorted { $0.key < $1.key }.flatMap { ["--option", "\($0.key)=\($0.value)"] }
         }
 
         /// Where a segment goes on the server's folder (recordings.md, "Layout on a destination").

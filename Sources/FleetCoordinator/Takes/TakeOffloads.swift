@@ -397,10 +397,21 @@ actor TakeOffloads {
                 takeID: take.id, deviceID: segment.deviceId, fileName: (segment.path as NSString).lastPathComponent)
             let uploader = SegmentUploader(rclone: rclone, bytesPerSecond: 0)
             let (size, sha256) = (UInt64(max(segment.sizeBytes, 0)), segment.sha256)
-            let report = await OwnedThread.run("cf-offload") { [weak self] in
-                uploader.offload(
-                    file: file, sizeBytes: size, sha256: sha256, to: objectPath,
-                    progress: { sent in Task { await self?.noteSending(key, sent) } })
+            var report: SegmentUploader.Report
+            // As an agent's copy: one that failed on its way is tried twice more; a full destination is not.
+            var attempt = 1
+            while true {
+                report = await OwnedThread.run("cf-offload") { [weak self] in
+                    uploader.offload(
+                        file: file, sizeBytes: size, sha256: sha256, to: objectPath,
+                        progress: { sent in Task { await self?.noteSending(key, sent) } })
+                }
+                guard case .failed(let reason, false) = report.outcome, attempt < Self.attempts else { break }
+                logger.warning(
+                    "a segment's offload from the coordinator failed; trying again",
+                    metadata: ["take.id": "\(take.id)", "segment": "\(segment.number)", "error": "\(reason)"])
+                attempt += 1
+                try? await Task.sleep(for: Self.retryPause)
             }
             sendingHere[key] = nil
             var copy = SegmentCopyRecord(
