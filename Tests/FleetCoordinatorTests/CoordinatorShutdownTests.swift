@@ -13,7 +13,7 @@ import Testing
     static let shutdownOrder = [
         "shutdown notice",
         // The beats first: nothing ticks into a part that is already gone.
-        "recording housekeeper", "live frame leases", "dashboard live feed", "telemetry reporter", "node liveness",
+        "daily offloads", "recording housekeeper", "live frame leases", "dashboard live feed", "telemetry reporter", "node liveness",
         // No new request reaches the takes or the agents…
         "operator endpoint", "control endpoint",
         // What reads the control dialog's node events ends after it…
